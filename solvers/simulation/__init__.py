@@ -4,8 +4,30 @@ Submodules:
 
 * ``single_queue`` -- a single FCFS server fed by given arrivals and service times (the
   M/Trace/1 queue of paper 000, Table 1) and what a monitoring system sees of it per window.
+* ``network`` -- closed networks of paper 000 Fig. 9: a think-time delay station and queues
+  in series (PS/FCFS, exponential or MAP service, several classes, time-varying population).
+* ``open_queue`` -- open queues and open series networks (Poisson arrivals, M/M/c, MAP
+  service).
+* ``stats`` -- confidence intervals from independent replications and batch means.
+* ``monitoring`` -- per-window, per-tier records in the input contract's shape.
 """
 
+from solvers.simulation.monitoring import (
+    format_end,
+    monitor_closed,
+    monitor_open,
+    tier_windows,
+    window_records,
+)
+from solvers.simulation.network import (
+    Checkpoints,
+    ClosedNetwork,
+    Queue,
+    SimulationResult,
+    closed_checkpoints,
+    simulate_closed,
+)
+from solvers.simulation.open_queue import OpenNetwork, open_checkpoints, simulate_open
 from solvers.simulation.single_queue import (
     QueueTrace,
     Windows,
@@ -13,5 +35,18 @@ from solvers.simulation.single_queue import (
     monitor_windows,
     mtrace1,
 )
+from solvers.simulation.stats import (
+    Estimate,
+    batch_means,
+    batch_means_interval,
+    replication_interval,
+)
 
-__all__ = ["QueueTrace", "Windows", "fcfs_queue", "monitor_windows", "mtrace1"]
+__all__ = [
+    "QueueTrace", "Windows", "fcfs_queue", "monitor_windows", "mtrace1",
+    "Queue", "ClosedNetwork", "Checkpoints", "SimulationResult", "closed_checkpoints",
+    "simulate_closed",
+    "OpenNetwork", "open_checkpoints", "simulate_open",
+    "Estimate", "replication_interval", "batch_means", "batch_means_interval",
+    "tier_windows", "window_records", "monitor_closed", "monitor_open", "format_end",
+]
