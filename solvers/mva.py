@@ -1,0 +1,413 @@
+"""Mean Value Analysis of closed product-form networks: exact (``mva``) and approximate (``amva``).
+
+The model is the one of paper 000, section 3.4 / Fig. 9, generalised to ``C`` request classes:
+``C`` closed classes of ``N_c`` users that think ``Z_c`` seconds (a delay) between requests and
+visit ``M`` processor-sharing (or exponential FCFS) stations with demands ``D_{m,c}``
+(seconds per visit x visits). A station has ``c_m`` identical servers (``math.inf`` = a delay
+station, such as a think-time or a network-latency stage, where nobody queues).
+
+Exact MVA (Reiser and Lavenberg, JACM 1980) -- for a population vector ``n`` and class ``c``::
+
+    R_{m,c}(n) = D_{m,c} (1 + Q_m(n - e_c))                                 c_m = 1
+    R_{m,c}(n) = D_{m,c}                                                     c_m = inf
+    R_{m,c}(n) = D_{m,c}/c_m (1 + Q_m(n - e_c)
+                              + sum_{j=0}^{c_m-2} (c_m-1-j) p_m(j | n - e_c))   1 < c_m < inf
+    X_c(n)     = n_c / (Z_c + sum_m R_{m,c}(n))
+    Q_{m,c}(n) = X_c(n) R_{m,c}(n)
+
+The multi-server line is load-dependent MVA with rates ``min(j, c_m)`` written so that only the
+marginal probabilities ``p_m(j|n)``, ``j < c_m - 1``, are needed. They follow from::
+
+    p_m(j | n) = (1/j) sum_c D_{m,c} X_c(n) p_m(j-1 | n - e_c)              1 <= j < c_m
+    p_m(0 | n) = p_m(0 | n - e_c) X_c(n) / X_c^{(-m)}(n)    (any c with n_c > 0)
+
+where ``X^{(-m)}`` is the throughput of the same network *without* station ``m`` (the ratio of
+normalising constants ``G^{(-m)}(n)/G(n)``). This replaces the textbook
+``p_m(0|n) = 1 - ...`` subtraction, which loses all accuracy at high load (cf. G. Casale, "A note on
+stable flow-equivalent aggregation in closed networks", QUESTA 2009): every quantity here is a
+sum or product of non-negative terms. The price is that the networks without each subset of the
+``K`` multi-server stations are solved alongside (``2^K`` recursions, in lock-step).
+
+The recursion is vectorised over the population lattice ``prod_c (N_c + 1)``: populations are
+processed level by level (total population ``k = 0..sum_c N_c``), each level a handful of numpy
+operations over all its population vectors, addressed by their mixed-radix index.
+
+Approximate MVA (``amva``) is the Schweitzer-Bard fixed point
+``Q_m(N - e_c) ~ Q_m(N) - Q_{m,c}(N)/N_c``; multi-server stations use Seidmann's approximation
+(a single server with demand ``D_{m,c}/c_m`` in series with a delay ``D_{m,c}(c_m-1)/c_m``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .results import (
+    ClosedResult,
+    as_demands,
+    as_per_class,
+    as_populations,
+    as_servers,
+    check_no_nan,
+    per_server_utilization,
+)
+
+__all__ = ["mva", "amva", "lattice_size", "DEFAULT_MAX_STATES"]
+
+#: largest population lattice ``prod_c (N_c + 1)`` exact MVA accepts by default
+DEFAULT_MAX_STATES = 10_000_000
+
+
+# --------------------------------------------------------------------------------------------
+# inputs
+# --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, eq=False)
+class _Inputs:
+    D: np.ndarray        # (M, C)
+    N: np.ndarray        # (C,) int
+    Z: np.ndarray        # (C,)
+    servers: np.ndarray  # (M,) float, inf = delay
+    unbounded: np.ndarray  # (C,) bool: N_c > 0 but no demand and no think time anywhere
+
+
+def _inputs(demands: Any, populations: Any, think_times: Any, servers: Any) -> _Inputs:
+    N = as_populations(populations)
+    D = as_demands(demands, n_classes=N.shape[0])
+    Z = as_per_class(think_times, N.shape[0], "think_times")
+    s = as_servers(servers, D.shape[0])
+    unbounded = (N > 0) & (Z == 0) & (D.sum(axis=0) == 0)
+    return _Inputs(D=D, N=N, Z=Z, servers=s, unbounded=unbounded)
+
+
+def lattice_size(populations: Any) -> int:
+    """Number of population vectors ``prod_c (N_c + 1)`` exact MVA visits."""
+    N = as_populations(populations)
+    return int(np.prod((N + 1).astype(float)))
+
+
+def _flags(inp: _Inputs) -> list[str]:
+    flags = []
+    if int(inp.N.sum()) == 0:
+        flags.append("zero total population: nothing to solve, X = 0")
+    for c in np.flatnonzero(inp.N == 0):
+        flags.append(f"class {c} has zero population: X = 0, residence times are those of "
+                     f"one arriving job")
+    for c in np.flatnonzero(inp.unbounded):
+        flags.append(f"class {c} has zero demand at every station and zero think time: "
+                     f"throughput unbounded (inf)")
+    return flags
+
+
+def _assemble(inp: _Inputs, X: np.ndarray, Rmc: np.ndarray, method: str, *,
+              converged: bool, iterations: int, flags: list[str]) -> ClosedResult:
+    """Turn class throughputs ``X_c`` and residence times ``R_{m,c}`` into a ``ClosedResult``.
+
+    ``Q_{m,c} = X_c R_{m,c}`` (Little), ``U_{m,c} = X_c D_{m,c}/c_m`` (utilization law);
+    classes with unbounded throughput get ``X_c = inf`` and zero everything else.
+    """
+    X = np.where(inp.unbounded, np.inf, X)
+    Rmc = np.where(inp.unbounded[None, :], 0.0, Rmc)
+    Q = np.where(inp.unbounded[None, :], 0.0, np.where(np.isinf(X), 0.0, X)[None, :] * Rmc)
+    U = per_server_utilization(X, inp.D, inp.servers)
+    R = Rmc.sum(axis=0)
+    check_no_nan(throughput=X, residence_time=Rmc, queue_length=Q, utilization=U)
+    return ClosedResult(throughput=X, response_time=R, residence_time=Rmc, queue_length=Q,
+                        utilization=U, populations=inp.N, think_times=inp.Z,
+                        servers=inp.servers, method=method, converged=converged,
+                        iterations=iterations, flags=tuple(flags))
+
+
+# --------------------------------------------------------------------------------------------
+# exact MVA
+# --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, eq=False)
+class _Lattice:
+    """The population lattice ``{n : 0 <= n_c <= N_c}`` sorted by level ``|n| = sum_c n_c``.
+
+    ``index(n) = sum_c n_c stride_c`` (class 0 most significant); ``pos[index]`` is the
+    position of ``n`` inside its level, so level-``k`` arrays are addressed from level ``k+1``.
+    """
+
+    N: np.ndarray
+    radix: np.ndarray
+    stride: np.ndarray
+    order: np.ndarray
+    starts: np.ndarray
+    pos: np.ndarray
+    digits: np.ndarray
+
+    @classmethod
+    def build(cls, N: np.ndarray) -> "_Lattice":
+        radix = N + 1
+        stride = np.ones_like(radix)
+        for c in range(len(N) - 2, -1, -1):
+            stride[c] = stride[c + 1] * radix[c + 1]
+        level = np.zeros(1, dtype=np.int64)
+        for r in radix:
+            level = (level[:, None] + np.arange(r)[None, :]).ravel()
+        order = np.argsort(level, kind="stable")
+        counts = np.bincount(level, minlength=int(N.sum()) + 1)
+        starts = np.concatenate([[0], np.cumsum(counts)])
+        pos = np.empty(level.shape[0], dtype=np.int64)
+        pos[order] = np.arange(level.shape[0]) - np.repeat(starts[:-1], counts)
+        digits = np.empty((level.shape[0], len(N)), dtype=np.int64)   # n, in level order
+        for c in range(len(N)):
+            digits[:, c] = (order // stride[c]) % radix[c]
+        return cls(N=N, radix=radix, stride=stride, order=order, starts=starts, pos=pos,
+                   digits=digits)
+
+    def level(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Mixed-radix indices ``(L,)`` and population vectors ``(L, C)`` of level ``k``."""
+        sl = slice(self.starts[k], self.starts[k + 1])
+        return self.order[sl], self.digits[sl]
+
+
+@dataclass(eq=False)
+class _LevelState:
+    """One network's solution on every population vector of one level."""
+
+    Q: np.ndarray                 # (L, M)  Q_m(n), all classes
+    X: np.ndarray                 # (C, L)  X_c(n)
+    P: dict[int, np.ndarray]      # station -> (L, c_m - 1): p_m(j|n), j = 0..c_m-2
+    degenerate: np.ndarray        # (L,) bool: G(n) = 0 in this (reduced) network
+
+
+class _ExactMVA:
+    """Lock-step level recursion of a network and of its multi-server-reduced sub-networks.
+
+    Sub-network ``b`` (a bitmask over the multi-server stations ``ms``) keeps the single-server
+    and delay stations and the multi-server stations whose bit is set; ``b = 2^K - 1`` is the
+    network itself. ``b`` needs, at the same level, the throughputs of ``b`` minus each of its
+    stations -- smaller masks, so processing masks in increasing order suffices.
+    """
+
+    def __init__(self, D: np.ndarray, N: np.ndarray, Z: np.ndarray, servers: np.ndarray):
+        self.D, self.N, self.Z = D, N, Z
+        M, C = D.shape
+        total = int(N.sum())
+        # c_m > |N| servers never queue: exactly a delay station.
+        self.delay = np.isinf(servers) | (servers > total)
+        self.single = (~self.delay) & (servers == 1)
+        self.ms = [int(m) for m in np.flatnonzero(~self.delay & (servers > 1))]
+        self.c = {m: int(servers[m]) for m in self.ms}
+        self.w = {m: (self.c[m] - 1 - np.arange(self.c[m] - 1)).astype(float) for m in self.ms}
+        self.D_single = (D * self.single[:, None]).T          # (C, M)
+        self.D_delay = (D * self.delay[:, None]).T            # (C, M)
+        self.masks = range(2 ** len(self.ms))
+        self.dead = {}
+        for b in self.masks:
+            keep = self.single | self.delay
+            for i, m in enumerate(self.ms):
+                if b >> i & 1:
+                    keep[m] = True
+            self.dead[b] = (Z == 0) & ((D * keep[:, None]).sum(axis=0) == 0)
+        self.lattice = _Lattice.build(N)
+
+    def _initial(self) -> dict[int, _LevelState]:
+        M, C = self.D.shape
+        states = {}
+        for b in self.masks:
+            P = {}
+            for i, m in enumerate(self.ms):
+                if b >> i & 1:
+                    P[m] = np.zeros((1, self.c[m] - 1))
+                    P[m][0, 0] = 1.0
+            states[b] = _LevelState(Q=np.zeros((1, M)), X=np.zeros((C, 1)), P=P,
+                                    degenerate=np.zeros(1, dtype=bool))
+        return states
+
+    def _step(self, b: int, old: _LevelState, new: dict[int, _LevelState], n: np.ndarray,
+              has: np.ndarray, prevpos: np.ndarray, cstar: np.ndarray,
+              prev_cstar: np.ndarray) -> tuple[_LevelState, np.ndarray]:
+        """Level ``k`` of sub-network ``b`` from its level ``k-1`` (``old``)."""
+        L = n.shape[0]
+        present = [(i, m) for i, m in enumerate(self.ms) if b >> i & 1]
+        R = old.Q[prevpos]                                    # (C, L, M): Q_m(n - e_c)
+        Qa_ms = {m: R[:, :, m].copy() for _, m in present}
+        R += 1.0                                              # in place: R is large
+        R *= self.D_single[:, None, :]
+        R += self.D_delay[:, None, :]
+        Pa = {}
+        for _, m in present:
+            Pa[m] = old.P[m][prevpos]                         # (C, L, c-1): p_m(j|n - e_c)
+            R[:, :, m] = (self.D[m][:, None] / self.c[m]) * (1.0 + Qa_ms[m] + Pa[m] @ self.w[m])
+        denom = R.sum(axis=2)                                 # (C, L)
+        denom += self.Z[:, None]
+        ok = has & (denom > 0)
+        X = np.divide(n.T, denom, out=np.zeros_like(denom), where=ok)
+        Q = np.einsum("cl,clm->lm", X, R)
+        if self.dead[b].any():
+            degenerate = (n[:, self.dead[b]] > 0).any(axis=1)
+        else:
+            degenerate = np.zeros(L, dtype=bool)
+        ar = np.arange(L)
+        P = {}
+        for i, m in present:
+            child = new[b & ~(1 << i)]
+            num = X[cstar, ar]
+            den = child.X[cstar, ar]
+            usable = ~child.degenerate & (den > 0)
+            ratio = np.where(usable, num / np.where(usable, den, 1.0), 0.0)
+            Pm = np.empty((L, self.c[m] - 1))
+            Pm[:, 0] = old.P[m][prev_cstar, 0] * ratio
+            for j in range(1, self.c[m] - 1):
+                Pm[:, j] = np.einsum("c,cl,cl->l", self.D[m], X, Pa[m][:, :, j - 1]) / j
+            P[m] = Pm
+        if degenerate.any():
+            Q[degenerate] = 0.0
+            X[:, degenerate] = 0.0
+            for Pm in P.values():
+                Pm[degenerate] = 0.0
+        return _LevelState(Q=Q, X=X, P=P, degenerate=degenerate), R
+
+    def solve(self) -> tuple[np.ndarray, np.ndarray]:
+        """Throughputs ``X_c(N)`` ``(C,)`` and residence times ``R_{m,c}(N)`` ``(M, C)``.
+
+        Classes with ``N_c = 0`` get the residence times of one job arriving at population
+        ``N`` (``n - e_c`` replaced by ``N`` in the recursion).
+        """
+        lat = self.lattice
+        total = int(self.N.sum())
+        states = self._initial()
+        top = self.masks[-1]
+        R_top = np.zeros((self.D.shape[1], 1, self.D.shape[0]))
+        for k in range(1, total + 1):
+            idx, n = lat.level(k)
+            has = (n > 0).T                                   # (C, L)
+            prev_idx = np.where(has, idx[None, :] - lat.stride[:, None], 0)
+            prevpos = lat.pos[prev_idx]                       # (C, L); 0 where n_c = 0
+            if self.ms:
+                cstar = np.argmax(has, axis=0)
+                prev_cstar = prevpos[cstar, np.arange(n.shape[0])]
+            else:
+                cstar = prev_cstar = np.zeros(0, dtype=np.int64)
+            new: dict[int, _LevelState] = {}
+            for b in self.masks:
+                new[b], R = self._step(b, states[b], new, n, has, prevpos, cstar, prev_cstar)
+                if b == top and k == total:
+                    R_top = R
+            states = new
+        final = states[top]
+        X = final.X[:, 0] if total > 0 else np.zeros(self.D.shape[1])
+        Rmc = R_top[:, 0, :].T.copy() if total > 0 else self.D.copy()
+        absent = self.N == 0
+        if total > 0 and absent.any():
+            Rmc[:, absent] = self._arrival_residence(final)[:, absent]
+        return X, Rmc
+
+    def _arrival_residence(self, final: _LevelState) -> np.ndarray:
+        """``R_{m,c}`` of one extra job of each class arriving at population ``N``."""
+        Qn = final.Q[0]
+        R = (self.D_single * (1.0 + Qn)[None, :] + self.D_delay).T     # (M, C)
+        for m in self.ms:
+            R[m] = self.D[m] / self.c[m] * (1.0 + Qn[m] + final.P[m][0] @ self.w[m])
+        return R
+
+
+def mva(demands: Any, populations: Any, think_times: Any = 0.0, servers: Any = None, *,
+        max_states: int = DEFAULT_MAX_STATES) -> ClosedResult:
+    """Exact multi-class MVA (Reiser-Lavenberg) of a closed product-form network.
+
+    Parameters
+    ----------
+    demands:
+        ``D_{m,c}``, stations x classes, seconds (visits x time per visit), >= 0. A vector is
+        one class.
+    populations:
+        ``N_c`` per class, non-negative integers.
+    think_times:
+        ``Z_c`` per class, seconds (a scalar applies to every class).
+    servers:
+        ``c_m`` per station: a positive integer, or ``math.inf`` for a delay station (no
+        queueing, ``R_{m,c} = D_{m,c}``); default one server each. Multi-server stations are
+        exact (load-dependent MVA with rates ``min(j, c_m)``, see the module docstring); each
+        one doubles the work.
+    max_states:
+        refuse (``ValueError``) lattices larger than this -- use :func:`amva` instead.
+
+    Returns
+    -------
+    ClosedResult
+        ``X_c``, ``R_c`` (think time excluded), ``R_{m,c}``, ``Q_{m,c}``, ``U_{m,c}`` (per
+        server). Little's law ``N_c = X_c (R_c + Z_c)`` and ``U_{m,c} = X_c D_{m,c}/c_m`` hold.
+        Degenerate inputs are flagged (``flags``), never NaN: a class with ``N_c = 0`` has
+        ``X_c = 0``; a class with no demand and no think time has ``X_c = inf``.
+
+    Cost: ``O(2^K prod_c (N_c+1) C M)`` time for ``K`` multi-server stations (each station
+    with ``c_m > sum_c N_c`` is a delay and does not count).
+    """
+    inp = _inputs(demands, populations, think_times, servers)
+    N = np.where(inp.unbounded, 0, inp.N)
+    size = int(np.prod((N + 1).astype(float)))
+    if size > max_states:
+        raise ValueError(f"populations: exact MVA needs {size} population vectors "
+                         f"(> max_states={max_states}) for {inp.N.tolist()}; use amva()")
+    X, Rmc = _ExactMVA(inp.D, N, inp.Z, inp.servers).solve()
+    return _assemble(inp, X, Rmc, "mva", converged=True, iterations=int(N.sum()),
+                     flags=_flags(inp))
+
+
+# --------------------------------------------------------------------------------------------
+# approximate MVA
+# --------------------------------------------------------------------------------------------
+
+def amva(demands: Any, populations: Any, think_times: Any = 0.0, servers: Any = None, *,
+         tol: float = 1e-8, max_iter: int = 10_000) -> ClosedResult:
+    """Schweitzer-Bard approximate MVA of a closed network.
+
+    The arrival theorem's ``Q_m(N - e_c)`` is approximated by ``Q_m(N) - Q_{m,c}(N)/N_c``, and
+    the MVA equations are iterated to a fixed point (successive substitution) until
+    ``max_{m,c} |dQ_{m,c}| / max(N_c, 1) <= tol``.
+
+    Multi-server stations (``1 < c_m < inf``) use Seidmann's approximation: a single server
+    with demand ``D_{m,c}/c_m`` followed by a delay ``D_{m,c}(c_m-1)/c_m``; the reported
+    ``R_{m,c}`` and ``Q_{m,c}`` are the sums of both parts and ``U_{m,c} = X_c D_{m,c}/c_m``.
+    Schweitzer-Bard is exact at ``N_c = 1`` for a single class and asymptotically exact as
+    ``N -> inf``; in between it is typically within a few percent of exact MVA. Seidmann is
+    exact at light and at heavy load and errs most around the knee.
+
+    Returns a ``ClosedResult`` with ``converged`` and ``iterations``; non-convergence within
+    ``max_iter`` is flagged, never NaN.
+    """
+    if not (isinstance(tol, (int, float)) and np.isfinite(tol) and tol > 0):
+        raise ValueError(f"tol: must be a positive finite number, got {tol!r}")
+    if not (isinstance(max_iter, (int, np.integer)) and max_iter >= 1):
+        raise ValueError(f"max_iter: must be a positive integer, got {max_iter!r}")
+    inp = _inputs(demands, populations, think_times, servers)
+    D, Z, s = inp.D, inp.Z, inp.servers
+    N = np.where(inp.unbounded, 0, inp.N).astype(float)
+    queue = np.isfinite(s) & (s <= N.sum())    # c_m > sum_c N_c servers: exactly a delay
+    c = np.where(queue, s, 1.0)[:, None]
+    Dq = (D / c)[queue]                                        # queueing part, (Mq, C)
+    Dd = np.where(queue[:, None], D * (c - 1.0) / c, D)        # delay part, (M, C)
+    Zeff = Z + Dd.sum(axis=0)
+    Npos = np.maximum(N, 1.0)
+    # initial guess: each class spread over its queues in proportion to demand
+    Q = N * Dq / np.maximum(Zeff + Dq.sum(axis=0), 1e-300)
+    X = np.zeros_like(N)
+    converged = False
+    it = 0
+    for it in range(1, max_iter + 1):
+        A = Q.sum(axis=1, keepdims=True) - Q / Npos
+        Rq = Dq * (1.0 + A)
+        denom = Zeff + Rq.sum(axis=0)
+        X = np.where(denom > 0, N / np.where(denom > 0, denom, 1.0), 0.0)
+        Q_new = X * Rq
+        delta = np.max(np.abs(Q_new - Q) / Npos) if Q.size else 0.0
+        Q = Q_new
+        if delta <= tol:
+            converged = True
+            break
+    A = Q.sum(axis=1, keepdims=True) - Q / Npos
+    Rmc = Dd.copy()
+    Rmc[queue] += Dq * (1.0 + A)
+    denom = Z + Rmc.sum(axis=0)       # X from the final R: Little's law holds exactly
+    X = np.where(denom > 0, N / np.where(denom > 0, denom, 1.0), 0.0)
+    flags = _flags(inp)
+    if not converged:
+        flags.append(f"amva did not converge to tol={tol} in {max_iter} iterations")
+    return _assemble(inp, X, Rmc, "amva", converged=converged, iterations=it, flags=flags)
