@@ -50,6 +50,15 @@ def _as_matrix(value: Any, name: str) -> np.ndarray:
     return arr
 
 
+def _irreducible(generator: np.ndarray) -> bool:
+    """Every phase reaches every other through positive off-diagonal rates of ``Q``."""
+    n = generator.shape[0]
+    reach = (generator > 0) | np.eye(n, dtype=bool)
+    for _ in range(max(1, int(np.ceil(np.log2(n))) + 1)):
+        reach = (reach.astype(np.int64) @ reach.astype(np.int64)) > 0
+    return bool(reach.all())
+
+
 def _stationary(generator: np.ndarray) -> np.ndarray:
     """Stationary vector ``x`` of a CTMC generator (``x G = 0``, ``x 1 = 1``)."""
     n = generator.shape[0]
@@ -97,6 +106,9 @@ class MAP:
         d0.setflags(write=False)
         d1.setflags(write=False)
         q = d0 + d1
+        if len(q) > 1 and not _irreducible(q):
+            raise ValueError("D0 + D1: phase process is reducible (no unique stationary "
+                             "distribution)")
         theta = _stationary(q)
         if np.any(theta < -1e-9) or np.linalg.norm(theta @ q) > 1e-8 * scale:
             raise ValueError("D0 + D1: phase process has no unique stationary distribution")

@@ -68,3 +68,8 @@ def test_bad_input_names_the_field(bad):
     field = next(iter(bad))
     with pytest.raises(ValueError, match=field):
         fcfs_queue(np.array(args["arrivals"]), np.array(args["service"]))
+
+
+def test_reducible_map_is_rejected_naming_the_matrices():
+    with pytest.raises(ValueError, match="reducible"):
+        MAP([[-1.0, 0.0], [0.0, -1.0]], [[1.0, 0.0], [0.0, 1.0]])
