@@ -50,22 +50,49 @@ def _as_matrix(value: Any, name: str) -> np.ndarray:
     return arr
 
 
-def _irreducible(generator: np.ndarray) -> bool:
-    """Every phase reaches every other through positive off-diagonal rates of ``Q``."""
+def _recurrent_phases(generator: np.ndarray) -> np.ndarray | None:
+    """Phases of the unique closed communicating class of ``Q``, or ``None`` if there is not
+    exactly one (then the stationary distribution is not unique)."""
     n = generator.shape[0]
-    reach = (generator > 0) | np.eye(n, dtype=bool)
+    reach = ((generator > 0) | np.eye(n, dtype=bool)).astype(np.int64)
     for _ in range(max(1, int(np.ceil(np.log2(n))) + 1)):
-        reach = (reach.astype(np.int64) @ reach.astype(np.int64)) > 0
-    return bool(reach.all())
+        reach = ((reach @ reach) > 0).astype(np.int64)
+    r = reach.astype(bool)
+    recurrent = np.array([np.all(r[:, i][r[i]]) for i in range(n)])  # i reaches j => j reaches i
+    if not recurrent.any():
+        return None
+    first = int(np.argmax(recurrent))
+    cls = r[first] & recurrent
+    if not np.array_equal(cls, recurrent):
+        return None
+    return np.flatnonzero(recurrent)
+
+
+def _gth(generator: np.ndarray) -> np.ndarray:
+    """Stationary vector of an irreducible generator by Grassmann-Taksar-Heyman elimination
+    (subtraction-free, so accurate whatever the spread of the rates)."""
+    a = np.array(generator, dtype=float)
+    n = a.shape[0]
+    for k in range(n - 1, 0, -1):
+        total = a[k, :k].sum()
+        a[:k, k] /= total
+        a[:k, :k] += np.outer(a[:k, k], a[k, :k])
+    x = np.zeros(n)
+    x[0] = 1.0
+    for k in range(1, n):
+        x[k] = x[:k] @ a[:k, k]
+    return x / x.sum()
 
 
 def _stationary(generator: np.ndarray) -> np.ndarray:
-    """Stationary vector ``x`` of a CTMC generator (``x G = 0``, ``x 1 = 1``)."""
+    """Stationary vector ``x`` of a CTMC generator with one closed class (``x G = 0``, ``x 1 = 1``);
+    transient phases get probability 0."""
     n = generator.shape[0]
-    a = np.vstack([generator.T, np.ones((1, n))])
-    b = np.zeros(n + 1)
-    b[-1] = 1.0
-    x, *_ = np.linalg.lstsq(a, b, rcond=None)
+    recurrent = _recurrent_phases(generator)
+    if recurrent is None:
+        raise ValueError("D0 + D1: phase process has no unique stationary distribution")
+    x = np.zeros(n)
+    x[recurrent] = _gth(generator[np.ix_(recurrent, recurrent)])
     return x
 
 
@@ -105,13 +132,7 @@ class MAP:
         object.__setattr__(self, "D1", d1)
         d0.setflags(write=False)
         d1.setflags(write=False)
-        q = d0 + d1
-        if len(q) > 1 and not _irreducible(q):
-            raise ValueError("D0 + D1: phase process is reducible (no unique stationary "
-                             "distribution)")
-        theta = _stationary(q)
-        if np.any(theta < -1e-9) or np.linalg.norm(theta @ q) > 1e-8 * scale:
-            raise ValueError("D0 + D1: phase process has no unique stationary distribution")
+        theta = _stationary(d0 + d1)
         if theta @ d1.sum(axis=1) <= 0:
             raise ValueError("D1: stationary completion rate is zero")
 
@@ -148,8 +169,7 @@ class MAP:
     @cached_property
     def theta(self) -> np.ndarray:
         """Time-stationary phase distribution, ``theta Q = 0``."""
-        theta = np.clip(_stationary(self.generator), 0.0, None)
-        return theta / theta.sum()
+        return _stationary(self.generator)
 
     @cached_property
     def rate(self) -> float:

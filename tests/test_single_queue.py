@@ -70,6 +70,13 @@ def test_bad_input_names_the_field(bad):
         fcfs_queue(np.array(args["arrivals"]), np.array(args["service"]))
 
 
-def test_reducible_map_is_rejected_naming_the_matrices():
-    with pytest.raises(ValueError, match="reducible"):
+def test_map_without_unique_stationary_phase_is_rejected():
+    with pytest.raises(ValueError, match="D0 \\+ D1: .*no unique stationary"):
         MAP([[-1.0, 0.0], [0.0, -1.0]], [[1.0, 0.0], [0.0, 1.0]])
+
+
+def test_map_with_a_transient_phase_is_accepted():
+    # phase 0 is left for good after the first completion: a Poisson process of rate 1
+    process = MAP([[-2.0, 0.0], [0.0, -1.0]], [[0.0, 2.0], [0.0, 1.0]])
+    assert process.mean == pytest.approx(1.0, rel=1e-12)
+    assert process.idc == pytest.approx(1.0, rel=1e-9)
