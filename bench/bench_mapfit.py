@@ -86,7 +86,7 @@ def main() -> None:
         rows.append((name, src.scv, idc, p95 / mean, fit, ms))
     for name, mean, idc, q in UNREACHABLE:
         ms, fit = timed_fit(mean, idc, q * mean)
-        rows.append((name, float("nan"), idc, q, fit, ms))
+        rows.append((name, None, idc, q, fit, ms))  # target only, no source process
     times = [r[-1] for r in rows]
     bursty = [r[-1] for r in rows if r[4].process.order == 2]
     print(f"fit_map2 time: median {statistics.median(times):.1f} ms over {len(times)} targets "
@@ -101,7 +101,8 @@ def main() -> None:
     for name, scv, idc, q, fit, ms in rows:
         err_i = fit.idc / idc - 1.0
         err_p = fit.p95 / (q * fit.mean) - 1.0
-        print(f"{name:<18} {scv:7.3f} {idc:9.3f} {q:6.3f} | {fit.process.order:5d} "
+        source_scv = "      -" if scv is None else f"{scv:7.3f}"
+        print(f"{name:<18} {source_scv} {idc:9.3f} {q:6.3f} | {fit.process.order:5d} "
               f"{fit.scv:8.3f} {fit.idc:9.3f} {fit.p95 / fit.mean:6.3f} {fit.acf1:6.3f} "
               f"{fit.decay:7.4f} {err_i:+8.1e} {err_p:+8.1e} {ms:5.1f}  {fit.flag or '-'}")
 

@@ -164,6 +164,23 @@ def as_demands(value: Any, n_classes: int | None = None, name: str = "demands") 
     return arr
 
 
+def _check_finite_nonnegative(arr: np.ndarray, value: Any, name: str) -> None:
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name}: must be finite, got {value!r}")
+    if np.any(arr < 0):
+        raise ValueError(f"{name}: must be >= 0, got {arr[arr < 0][0]!r}")
+
+
+def _as_nonempty_vector(value: Any, name: str) -> np.ndarray:
+    """A 1-D float vector (a scalar is one class), non-empty."""
+    arr = _as_float_array(value, name)
+    if arr.ndim == 0:
+        arr = arr.reshape(1)
+    if arr.ndim != 1 or arr.shape[0] == 0:
+        raise ValueError(f"{name}: must be a non-empty vector, got shape {arr.shape}")
+    return arr
+
+
 def as_per_class(value: Any, n_classes: int, name: str) -> np.ndarray:
     """A finite, non-negative per-class vector of length ``C`` (a scalar is broadcast)."""
     arr = _as_float_array(value, name)
@@ -172,34 +189,20 @@ def as_per_class(value: Any, n_classes: int, name: str) -> np.ndarray:
     if arr.ndim != 1 or arr.shape[0] != n_classes:
         raise ValueError(f"{name}: must have one value per class ({n_classes}), "
                          f"got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name}: must be finite, got {value!r}")
-    if np.any(arr < 0):
-        raise ValueError(f"{name}: must be >= 0, got {arr[arr < 0][0]!r}")
+    _check_finite_nonnegative(arr, value, name)
     return arr
 
 
 def as_rates(value: Any, name: str = "arrival_rates") -> np.ndarray:
     """A non-empty, finite, non-negative 1-D float vector (a scalar is one class)."""
-    arr = _as_float_array(value, name)
-    if arr.ndim == 0:
-        arr = arr.reshape(1)
-    if arr.ndim != 1 or arr.shape[0] == 0:
-        raise ValueError(f"{name}: must be a non-empty vector, got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name}: must be finite, got {value!r}")
-    if np.any(arr < 0):
-        raise ValueError(f"{name}: must be >= 0, got {arr[arr < 0][0]!r}")
+    arr = _as_nonempty_vector(value, name)
+    _check_finite_nonnegative(arr, value, name)
     return arr
 
 
 def as_populations(value: Any, name: str = "populations") -> np.ndarray:
     """Populations ``N_c`` as a 1-D int64 array (non-negative integers; a scalar is one class)."""
-    arr = _as_float_array(value, name)
-    if arr.ndim == 0:
-        arr = arr.reshape(1)
-    if arr.ndim != 1 or arr.shape[0] == 0:
-        raise ValueError(f"{name}: must be a non-empty vector, got shape {arr.shape}")
+    arr = _as_nonempty_vector(value, name)
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name}: must be finite, got {value!r}")
     if np.any(arr < 0) or np.any(arr != np.round(arr)):

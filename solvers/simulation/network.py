@@ -102,6 +102,17 @@ class Queue:
             raise ValueError(f"servers: {self.servers} servers need discipline 'FCFS'")
 
 
+def check_queues(queues: Sequence[Queue]) -> tuple[Queue, ...]:
+    """A non-empty tuple of :class:`Queue` with unique names (``ValueError`` naming ``queues``)."""
+    out = tuple(queues)
+    if not out or not all(isinstance(q, Queue) for q in out):
+        raise ValueError("queues: must be a non-empty sequence of Queue")
+    names = [q.name for q in out]
+    if len(set(names)) != len(names):
+        raise ValueError(f"queues: names must be unique, got {names}")
+    return out
+
+
 @dataclass(frozen=True)
 class ClosedNetwork:
     """Delay station (think times) followed by ``queues`` in series (paper 000, Fig. 9).
@@ -122,13 +133,7 @@ class ClosedNetwork:
     n_classes: int = field(init=False)
 
     def __post_init__(self) -> None:
-        queues = tuple(self.queues)
-        if not queues or not all(isinstance(q, Queue) for q in queues):
-            raise ValueError("queues: must be a non-empty sequence of Queue")
-        names = [q.name for q in queues]
-        if len(set(names)) != len(names):
-            raise ValueError(f"queues: names must be unique, got {names}")
-        object.__setattr__(self, "queues", queues)
+        object.__setattr__(self, "queues", check_queues(self.queues))
         if self.mix is not None:
             mix = np.asarray(self.mix, dtype=float)
             if mix.ndim != 1 or mix.size == 0 or np.any(mix < 0) or not np.isfinite(mix).all() \
@@ -152,7 +157,7 @@ class ClosedNetwork:
             if len(cls) != n_cls or len(set(cls)) != n_cls:
                 raise ValueError(f"classes: need {n_cls} distinct names, got {self.classes!r}")
             object.__setattr__(self, "classes", cls)
-        for q in queues:
+        for q in self.queues:
             _compile_queue(q, n_cls)  # validates the service specification early
 
     @property

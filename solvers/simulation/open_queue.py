@@ -21,6 +21,7 @@ import numpy as np
 from solvers.simulation.network import (
     Checkpoints,
     Queue,
+    check_queues,
     SimulationResult,
     _checkpoint_times,
     _compile_queue,
@@ -48,13 +49,7 @@ class OpenNetwork:
     n_classes: int = field(init=False)
 
     def __post_init__(self) -> None:
-        queues = tuple(self.queues)
-        if not queues or not all(isinstance(q, Queue) for q in queues):
-            raise ValueError("queues: must be a non-empty sequence of Queue")
-        names = [q.name for q in queues]
-        if len(set(names)) != len(names):
-            raise ValueError(f"queues: names must be unique, got {names}")
-        object.__setattr__(self, "queues", queues)
+        object.__setattr__(self, "queues", check_queues(self.queues))
         n_cls = int(np.atleast_1d(np.asarray(self.arrival_rates)).size)
         lam = _per_class(self.arrival_rates, n_cls, "arrival_rates")
         object.__setattr__(self, "arrival_rates", lam)
@@ -66,7 +61,7 @@ class OpenNetwork:
             if len(cls) != n_cls or len(set(cls)) != n_cls:
                 raise ValueError(f"classes: need {n_cls} distinct names, got {self.classes!r}")
             object.__setattr__(self, "classes", cls)
-        for q, rho in zip(queues, self.offered_load()):
+        for q, rho in zip(self.queues, self.offered_load()):
             if not rho < 1.0:
                 raise ValueError(f"arrival_rates: queue {q.name!r} is overloaded "
                                  f"(offered load {rho:.4g} >= 1)")
