@@ -33,6 +33,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .mapqn import MAPQNResult, solve_closed
 from .mva import amva, lattice_size, mva
 from .open import saturation_rate, solve_open
 from .results import as_demands, as_per_class, as_populations, as_rates, as_servers
@@ -42,6 +43,7 @@ __all__ = [
     "OpenModel",
     "CapacityResult",
     "default_closed_solver",
+    "map_network_solver",
     "meets_targets",
     "max_population",
     "max_arrival_rate",
@@ -213,6 +215,52 @@ def default_closed_solver(model: ClosedModel) -> Any:
     if lattice_size(model.populations) <= EXACT_LIMIT:
         return mva(model.demands, model.populations, model.think_times, model.servers)
     return amva(model.demands, model.populations, model.think_times, model.servers)
+
+
+@dataclass(frozen=True, eq=False)
+class MapNetworkSolution:
+    """:func:`solve_closed`'s result seen per class (one class): ``response_time`` and
+    ``throughput`` as length-1 arrays, what :func:`max_population` reads; ``exact`` is the full
+    :class:`~solvers.mapqn.MAPQNResult` (bottleneck probabilities, queue-length distributions)."""
+
+    exact: MAPQNResult
+
+    @property
+    def response_time(self) -> np.ndarray:
+        return np.array([self.exact.response_time])
+
+    @property
+    def throughput(self) -> np.ndarray:
+        return np.array([self.exact.throughput])
+
+
+def map_network_solver(processes: Sequence[Any]) -> Callable[[ClosedModel], MapNetworkSolution]:
+    """A closed solver for :func:`max_population` that uses the exact MAP network (paper 000 §4).
+
+    ``processes`` are the stations' service processes (MAPs, in station order). Each is rescaled
+    to the model's demand ``D_{m,1}`` before solving, so what-ifs that change demands
+    (:meth:`~_Stations.scale_speed`), populations or think times carry over while the
+    burstiness (SCV, autocorrelation, ``I``) is kept. The model must have one class and
+    single-server stations matching ``processes``; a ``ValueError`` names ``model`` otherwise
+    (``replicate`` changes the stations: give the replicated processes explicitly).
+    """
+    procs = tuple(processes)
+
+    def solve(model: ClosedModel) -> MapNetworkSolution:
+        if model.demands.shape != (len(procs), 1):
+            raise ValueError(f"model: the MAP network solver needs one class and "
+                             f"{len(procs)} stations, got demands of shape {model.demands.shape}")
+        if np.any(model.servers != 1):
+            raise ValueError(f"model: the MAP network solver needs single-server stations, "
+                             f"got servers {model.servers.tolist()}")
+        if np.any(model.demands <= 0):
+            raise ValueError(f"model: every station needs a positive demand for the MAP "
+                             f"network solver, got {model.demands[:, 0].tolist()}")
+        scaled = [p.scaled(float(d)) for p, d in zip(procs, model.demands[:, 0])]
+        return MapNetworkSolution(solve_closed(scaled, int(model.populations[0]),
+                                               float(model.think_times[0])))
+
+    return solve
 
 
 def _open_solver(model: OpenModel) -> Any:

@@ -400,3 +400,37 @@ def test_property_open_bad_input_raises_naming_the_argument_or_solves_cleanly(la
     for a in (res.response_time, res.residence_time, res.queue_length, res.utilization):
         assert not np.any(np.isnan(a))
     assert res.stable == (not res.saturated_stations)
+
+
+# --------------------------------------------------------------------------- MAP network capacity
+def test_capacity_over_the_map_network_is_below_mva_under_bottleneck_switch():
+    """Paper 000's point for capacity planning: MVA overstates the users an SLA allows when the
+    database's bursty service switches the bottleneck; the exact MAP network does not."""
+    from solvers.capacity import map_network_solver
+    from solvers.mapqn import solve_closed
+    from solvers.paper000 import THINK_TIME, scenarios
+
+    scenario = scenarios()["bottleneck_switch"]
+    model = ClosedModel.build(scenario.demands, [1], THINK_TIME, station_names=("front", "db"))
+    target = 0.1  # response time SLA, seconds
+    solver = map_network_solver(scenario.processes)
+    exact = max_population(model, [target], solver=solver)
+    by_mva = max_population(model, [target])
+    assert exact.feasible and by_mva.feasible
+    assert exact.value < by_mva.value
+    # the boundary is exact for the MAP network: n meets the SLA, n + 1 does not
+    assert solve_closed(scenario.processes, exact.value, THINK_TIME).response_time <= target
+    assert solve_closed(scenario.processes, exact.value + 1, THINK_TIME).response_time > target
+    # a faster database (paper 003 what-if) moves the capacity up, burstiness kept
+    faster = max_population(model.scale_speed("db", 2.0), [target], solver=solver)
+    assert faster.value > exact.value
+
+
+def test_map_network_solver_rejects_a_model_it_cannot_represent():
+    from solvers.capacity import map_network_solver
+    from solvers.paper000 import scenarios
+
+    scenario = scenarios()["bottleneck_switch"]
+    model = ClosedModel.build(scenario.demands, [10], 0.5).replicate(1, 2)
+    with pytest.raises(ValueError, match="^model"):
+        max_population(model, [0.1], solver=map_network_solver(scenario.processes))
