@@ -113,6 +113,16 @@ def check_queues(queues: Sequence[Queue]) -> tuple[Queue, ...]:
     return out
 
 
+def class_names(classes: Sequence[str] | None, n_classes: int) -> tuple[str, ...]:
+    """``classes`` as distinct strings (default ``c0, c1, ...``); ``ValueError`` naming ``classes``."""
+    if classes is None:
+        return tuple(f"c{i}" for i in range(n_classes))
+    out = tuple(str(c) for c in classes)
+    if len(out) != n_classes or len(set(out)) != n_classes:
+        raise ValueError(f"classes: need {n_classes} distinct names, got {classes!r}")
+    return out
+
+
 @dataclass(frozen=True)
 class ClosedNetwork:
     """Delay station (think times) followed by ``queues`` in series (paper 000, Fig. 9).
@@ -150,13 +160,7 @@ class ClosedNetwork:
         object.__setattr__(self, "n_classes", n_cls)
         object.__setattr__(self, "think_times", _per_class(self.think_times, n_cls,
                                                            "think_times", allow_zero=True))
-        if self.classes is None:
-            object.__setattr__(self, "classes", tuple(f"c{i}" for i in range(n_cls)))
-        else:
-            cls = tuple(str(c) for c in self.classes)
-            if len(cls) != n_cls or len(set(cls)) != n_cls:
-                raise ValueError(f"classes: need {n_cls} distinct names, got {self.classes!r}")
-            object.__setattr__(self, "classes", cls)
+        object.__setattr__(self, "classes", class_names(self.classes, n_cls))
         for q in self.queues:
             _compile_queue(q, n_cls)  # validates the service specification early
 

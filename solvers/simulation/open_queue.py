@@ -22,6 +22,7 @@ from solvers.simulation.network import (
     Checkpoints,
     Queue,
     check_queues,
+    class_names,
     SimulationResult,
     _checkpoint_times,
     _compile_queue,
@@ -54,13 +55,7 @@ class OpenNetwork:
         lam = _per_class(self.arrival_rates, n_cls, "arrival_rates")
         object.__setattr__(self, "arrival_rates", lam)
         object.__setattr__(self, "n_classes", n_cls)
-        if self.classes is None:
-            object.__setattr__(self, "classes", tuple(f"c{i}" for i in range(n_cls)))
-        else:
-            cls = tuple(str(c) for c in self.classes)
-            if len(cls) != n_cls or len(set(cls)) != n_cls:
-                raise ValueError(f"classes: need {n_cls} distinct names, got {self.classes!r}")
-            object.__setattr__(self, "classes", cls)
+        object.__setattr__(self, "classes", class_names(self.classes, n_cls))
         for q, rho in zip(self.queues, self.offered_load()):
             if not rho < 1.0:
                 raise ValueError(f"arrival_rates: queue {q.name!r} is overloaded "
