@@ -53,6 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 # ``solvers`` before ``line_solver``: importing line_solver puts its own package directory on
 # sys.path, where its ``solvers`` subpackage would shadow ours (see tests/conftest.py).
 from solvers.mapqn import solve_closed  # noqa: E402  # isort: skip
+from solvers.mva import mva  # noqa: E402  # isort: skip
 from solvers.processes import MAP  # noqa: E402  # isort: skip
 
 THINK_TIME = 0.5
@@ -67,17 +68,6 @@ def front_server() -> MAP:
 def database() -> MAP:
     a, b = 1 / 1.6, 1 / 2.0
     return MAP([[-500.0 - a, a], [b, -50.0 - b]], [[500.0, 0.0], [0.0, 50.0]])
-
-
-def _mva(demands: np.ndarray, population: int, think: float) -> float:
-    """Exact single-class MVA throughput (exponential servers with the same means)."""
-    q = np.zeros(len(demands))
-    x = 0.0
-    for n in range(1, population + 1):
-        r = demands * (1.0 + q)
-        x = n / (think + r.sum())
-        q = x * r
-    return x
 
 
 def _rss_gb() -> float:
@@ -151,7 +141,7 @@ def main() -> None:
     for n in [p for p in POPULATIONS if p <= args.max_n]:
         r = _isolated(_ours, n)
         ours[n] = r
-        x_mva = _mva(means, n, THINK_TIME)
+        x_mva = float(mva(np.asarray(means).reshape(-1, 1), [n], [THINK_TIME]).throughput[0])
         print(f"{n:5d} {r['states']:9d} {r['method']:>12} {r['time']:8.3f} {r['rss']:7.2f} "
               f"{r['X']:8.2f} {r['U'][0]:6.3f} {r['U'][1]:6.3f} {r['Q'][0]:8.2f} {r['Q'][1]:8.2f} "
               f"{r['B'][0]:6.3f} {r['B'][1]:6.3f} {r['residual']:8.1e} {x_mva:8.2f} "

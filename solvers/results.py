@@ -41,8 +41,27 @@ def _frozen(a: Any) -> np.ndarray:
     return arr
 
 
+class _StationTotals:
+    """Per-station totals over classes of a result's ``utilization`` and ``queue_length``."""
+
+    utilization: np.ndarray
+    queue_length: np.ndarray
+
+    @property
+    def station_utilization(self) -> np.ndarray:
+        """Per-server utilization of each station, ``U_m = sum_c U_{m,c}``, shape ``(M,)``
+        (offered load for an open network: it may reach 1 at a saturated station)."""
+        return self.utilization.sum(axis=1)
+
+    @property
+    def station_queue_length(self) -> np.ndarray:
+        """Mean number of jobs at each station, ``Q_m = sum_c Q_{m,c}`` (``inf`` at a saturated
+        open station)."""
+        return self.queue_length.sum(axis=1)
+
+
 @dataclass(frozen=True, eq=False)
-class ClosedResult:
+class ClosedResult(_StationTotals):
     """Solution of a closed network at population ``N`` (MVA, approximate MVA).
 
     Arrays: ``throughput`` ``X_c`` and ``response_time`` ``R_c`` (think time excluded), shape
@@ -75,16 +94,6 @@ class ClosedResult:
             object.__setattr__(self, name, _frozen(getattr(self, name)))
 
     @property
-    def station_utilization(self) -> np.ndarray:
-        """Per-server utilization of each station, ``U_m = sum_c U_{m,c}``, shape ``(M,)``."""
-        return self.utilization.sum(axis=1)
-
-    @property
-    def station_queue_length(self) -> np.ndarray:
-        """Mean number of jobs at each station, ``Q_m = sum_c Q_{m,c}``, shape ``(M,)``."""
-        return self.queue_length.sum(axis=1)
-
-    @property
     def bottleneck(self) -> int:
         """Index of the queueing station with the highest utilization (delay stations excluded;
         ``-1`` if there is none)."""
@@ -93,7 +102,7 @@ class ClosedResult:
 
 
 @dataclass(frozen=True, eq=False)
-class OpenResult:
+class OpenResult(_StationTotals):
     """Solution of an open product-form network at arrival rates ``lambda_c``.
 
     ``throughput`` equals the arrival rates when the network is stable. ``utilization`` is the
@@ -118,16 +127,6 @@ class OpenResult:
         for name in ("throughput", "response_time", "residence_time", "queue_length",
                      "utilization", "servers"):
             object.__setattr__(self, name, _frozen(getattr(self, name)))
-
-    @property
-    def station_utilization(self) -> np.ndarray:
-        """Offered per-server utilization of each station, ``sum_c U_{m,c}``."""
-        return self.utilization.sum(axis=1)
-
-    @property
-    def station_queue_length(self) -> np.ndarray:
-        """Mean number of jobs at each station (``inf`` at a saturated station)."""
-        return self.queue_length.sum(axis=1)
 
 
 # --------------------------------------------------------------------------------------------

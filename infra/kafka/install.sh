@@ -5,11 +5,7 @@
 # Idempotent: does nothing when libs/ is already complete (marker file .complete).
 # Env: KAFKA_VERSION (default: the version in pom.xml), PERFCAST_CACHE, MVN (default mvn).
 set -euo pipefail
-HERE="$(cd "$(dirname "$0")" && pwd)"
-CACHE="${PERFCAST_CACHE:-$HOME/.cache/perfcast}"
-DEFAULT_VERSION="$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$HERE/pom.xml")"
-VERSION="${KAFKA_VERSION:-$DEFAULT_VERSION}"
-LIBS="$CACHE/kafka/$VERSION/libs"
+. "$(dirname "$0")/env.sh"
 MVN="${MVN:-mvn}"
 
 if [ -f "$LIBS/.complete" ] && ls "$LIBS"/kafka_2.13-"$VERSION".jar >/dev/null 2>&1; then

@@ -13,11 +13,7 @@
 #
 # The broker is ready when this script returns 0: it answered a Metadata request listing itself.
 set -euo pipefail
-HERE="$(cd "$(dirname "$0")" && pwd)"
-CACHE="${PERFCAST_CACHE:-$HOME/.cache/perfcast}"
-DEFAULT_VERSION="$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$HERE/pom.xml")"
-VERSION="${KAFKA_VERSION:-$DEFAULT_VERSION}"
-LIBS="$CACHE/kafka/$VERSION/libs"
+. "$(dirname "$0")/env.sh"
 PORT="${KAFKA_PORT:-9092}"
 CPORT="${KAFKA_CONTROLLER_PORT:-9093}"
 RUN="${PERFCAST_RUN_DIR:-${TMPDIR:-/tmp}/perfcast-kafka-$PORT}"
