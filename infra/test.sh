@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite, on a fresh machine of this project's kind.
 # Creates (or reuses) a virtualenv under ~/.cache/perfcast, installs perfcast with its test
-# dependencies from PyPI, and runs pytest. pytest's exit code 5 ("no tests collected") is a failure
-# here only if tests were expected; we treat it as success with a message.
+# dependencies from PyPI, installs and starts the real services (Kafka from Maven Central,
+# InfluxDB 1.8.10 from the Go module proxy; infra/services.sh), runs pytest, stops the services.
+# PERFCAST_SERVICES=0 skips the services (their tests then skip, except under CI=true where they
+# fail). pytest's exit code 5 ("no tests collected") is reported and treated as success.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CACHE="${PERFCAST_CACHE:-$HOME/.cache/perfcast}"
@@ -15,6 +17,11 @@ fi
 export PIP_CACHE_DIR="$CACHE/pip"
 "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null
 "$VENV/bin/python" -m pip install -q -e ".[test]"
+if [ "${PERFCAST_SERVICES:-1}" != "0" ]; then
+  trap 'bash infra/services.sh down' EXIT
+  services_env="$(bash infra/services.sh up)"   # fails the run if a service cannot start
+  eval "$services_env"
+fi
 set +e
 "$VENV/bin/python" -m pytest "$@"
 rc=$?

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Install (cached under ~/.cache/perfcast) and start, or stop, the real services the tests use:
+# a single-node Kafka broker (KRaft) and InfluxDB 1.8.10 with Flux, both on loopback.
+#   bash infra/services.sh up     # prints the environment the tests read (eval-able)
+#   bash infra/services.sh down
+# Ports: PERFCAST_KAFKA_PORT (default 19092, controller +1), PERFCAST_INFLUX_PORT (default 18086,
+# RPC port +2). Non-default ports keep clear of a developer's own Kafka/InfluxDB.
+set -euo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+KPORT="${PERFCAST_KAFKA_PORT:-19092}"
+IPORT="${PERFCAST_INFLUX_PORT:-18086}"
+RUN_ROOT="${PERFCAST_SERVICES_DIR:-${TMPDIR:-/tmp}/perfcast-services-$KPORT}"
+
+kafka() { KAFKA_PORT="$KPORT" KAFKA_CONTROLLER_PORT="$((KPORT + 1))" \
+  PERFCAST_RUN_DIR="$RUN_ROOT/kafka" bash "$HERE/kafka/$1.sh"; }
+influx() { INFLUX_PORT="$IPORT" INFLUX_RPC_PORT="$((IPORT + 2))" \
+  PERFCAST_RUN_DIR="$RUN_ROOT/influxdb" bash "$HERE/influxdb/$1.sh"; }
+
+case "${1:-}" in
+  up)
+    mkdir -p "$RUN_ROOT"
+    kafka install >&2
+    influx install >&2
+    kafka start >&2
+    influx start >&2
+    echo "export PERFCAST_KAFKA_BOOTSTRAP=127.0.0.1:$KPORT"
+    echo "export PERFCAST_INFLUX_URL=http://127.0.0.1:$IPORT"
+    ;;
+  down)
+    kafka stop >&2 || true
+    influx stop >&2 || true
+    rm -rf "$RUN_ROOT"
+    ;;
+  *)
+    echo "usage: $0 up|down" >&2
+    exit 2
+    ;;
+esac
