@@ -44,19 +44,16 @@ def test_window_records_round_trip_through_kafka(windows):
         admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])
     finally:
         admin.close()
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all",
-                             key_serializer=str.encode,
-                             value_serializer=lambda v: json.dumps(v).encode())
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
     for record in windows:
-        producer.send(topic, key=record["system"], value=record)
+        producer.send(topic, key=record["system"].encode(), value=json.dumps(record).encode())
     producer.flush(timeout=30)
     producer.close()
     consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest",
-                             consumer_timeout_ms=20_000,
-                             value_deserializer=lambda b: json.loads(b.decode()))
+                             consumer_timeout_ms=20_000)
     received = []
     for message in consumer:
-        received.append((message.key.decode(), message.value))
+        received.append((message.key.decode(), json.loads(message.value.decode())))
         if len(received) == len(windows):
             break
     consumer.close()
