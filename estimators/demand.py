@@ -449,6 +449,31 @@ class KalmanDemandEstimator:
         self.n_skipped += 1
         return self.x.copy()
 
+    def with_classes(self, classes: Sequence[str]) -> KalmanDemandEstimator:
+        """A copy tracking ``classes``, a superset of :attr:`classes` in any order.
+
+        For a request class that appears mid-stream. Known classes keep their estimates and
+        covariance; a new class starts at the mean of the current demands with variance its
+        square (the ``P_0 = diag(x_0^2)`` rule of paper 004, section 2.3) and no process-noise
+        history. Before initialisation the copy is simply uninitialised with the new classes.
+        """
+        new = _check_classes(classes)
+        missing = [c for c in self.classes if c not in new]
+        if missing:
+            raise ValueError(f"classes: must include every tracked class, missing {missing}")
+        state = self.to_dict()
+        old = [new.index(c) for c in self.classes]
+        n = len(new)
+        x0 = float(self.x.mean()) if self.initialised and self.x.size else 0.0
+        x, xi, P = np.full(n, x0), np.zeros(n), np.diag(np.full(n, x0 * x0))
+        x[old], xi[old] = self.x, self.xi
+        P[np.ix_(old, old)] = self.P
+        state.update(classes=list(new), x=x.tolist(), xi=xi.tolist(), P=P.tolist(),
+                     settle=max(self.settle, 2 * n))
+        if len(new) > len(self.classes):
+            state["windows_since_reset"] = 0
+        return type(self).from_dict(state)
+
     # -- state ------------------------------------------------------------------------------
 
     _FLAGS = ("initialised", "skipped", "change_detected", "clipped")

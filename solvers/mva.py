@@ -39,6 +39,7 @@ Approximate MVA (``amva``) is the Schweitzer-Bard fixed point
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,7 +55,7 @@ from .results import (
     per_server_utilization,
 )
 
-__all__ = ["mva", "amva", "lattice_size", "DEFAULT_MAX_STATES"]
+__all__ = ["mva", "amva", "mva_curve", "MVACurve", "lattice_size", "DEFAULT_MAX_STATES"]
 
 #: largest population lattice ``prod_c (N_c + 1)`` exact MVA accepts by default
 DEFAULT_MAX_STATES = 10_000_000
@@ -411,3 +412,80 @@ def amva(demands: Any, populations: Any, think_times: Any = 0.0, servers: Any = 
     if not converged:
         flags.append(f"amva did not converge to tol={tol} in {max_iter} iterations")
     return _assemble(inp, X, Rmc, "amva", converged=converged, iterations=it, flags=flags)
+
+
+# --------------------------------------------------------------------------------------------
+# single-class curve: every population 0..N in one recursion
+# --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, eq=False)
+class MVACurve:
+    """Single-class MVA at every population ``n = 0..N`` (what :func:`mva_curve` returns).
+
+    ``throughput[n]`` ``X(n)``, ``response_time[n]`` ``R(n)`` (think time excluded),
+    ``residence_time[n, m]`` ``R_m(n)``, ``utilization[n, m]`` ``U_m(n) = X(n) D_m / c_m``.
+    ``stopped`` is True when the recursion ended early at ``stop_response_time``;
+    ``approximate`` when a multi-server station was treated with Seidmann's approximation.
+    """
+
+    throughput: np.ndarray
+    response_time: np.ndarray
+    residence_time: np.ndarray
+    utilization: np.ndarray
+    stopped: bool
+    approximate: bool
+
+    @property
+    def max_population(self) -> int:
+        return int(self.throughput.shape[0] - 1)
+
+
+def mva_curve(demands: Any, max_population: int, think_time: float = 0.0, servers: Any = None,
+              *, stop_response_time: float | None = None) -> MVACurve:
+    """Exact single-class MVA for every population ``n = 0..max_population``.
+
+    ``R_m(n) = D_m (1 + Q_m(n-1))``, ``X(n) = n / (Z + sum_m R_m(n))``, ``Q_m(n) = X(n) R_m(n)``
+    (paper 000, section 3.4): the recursion visits every population on its way to ``N``, so a
+    capacity search ("largest ``n`` with ``R(n) <= target``") or a throughput-to-population
+    inversion costs one pass. ``demands`` ``D_m`` per station (seconds), ``servers`` ``c_m``
+    (default 1; ``math.inf`` a delay). Stations with ``1 < c_m < inf`` use Seidmann's
+    approximation (demand ``D_m/c_m`` queueing plus ``D_m (c_m-1)/c_m`` delay; flagged
+    ``approximate``) -- use :func:`mva` for the exact load-dependent solution at one population.
+    ``stop_response_time``: end the recursion at the first ``n`` whose ``R(n)`` exceeds it.
+    """
+    D = as_demands(demands, n_classes=1)[:, 0]
+    c = as_servers(servers, D.shape[0])
+    if isinstance(max_population, bool) or not isinstance(max_population, (int, np.integer)) \
+            or max_population < 0:
+        raise ValueError(f"max_population: must be an integer >= 0, got {max_population!r}")
+    Z = float(as_per_class(think_time, 1, "think_times")[0])
+    stop = math.inf if stop_response_time is None else float(stop_response_time)
+    if math.isnan(stop):
+        raise ValueError("stop_response_time: must be a number, got nan")
+    delay = np.isinf(c)
+    multi = ~delay & (c > 1)
+    queue_d = np.where(delay, 0.0, np.where(multi, D / np.where(delay, 1.0, c), D)).tolist()
+    fixed = float(np.sum(np.where(delay, D, np.where(multi, D * (c - 1) / np.where(delay, 1.0, c),
+                                                      0.0))))
+    M = D.shape[0]
+    d_q, q = queue_d, [0.0] * M
+    X, R, Rm = [0.0], [float(D.sum())], [D.tolist()]
+    stopped = False
+    for n in range(1, int(max_population) + 1):
+        r = [d * (1.0 + qm) for d, qm in zip(d_q, q)]
+        total = sum(r) + fixed
+        x = n / (Z + total) if Z + total > 0 else math.inf
+        q = [x * rm for rm in r]
+        X.append(x)
+        R.append(total)
+        Rm.append(r)
+        if total > stop:
+            stopped = True
+            break
+    Xa = np.asarray(X)
+    Rma = np.asarray(Rm) + np.where(delay, D, np.where(multi, D * (c - 1) / np.where(delay, 1.0, c),
+                                                        0.0))[None, :]
+    Rma[0] = D
+    U = Xa[:, None] * D[None, :] / np.where(delay, np.inf, c)[None, :]
+    return MVACurve(throughput=Xa, response_time=np.asarray(R), residence_time=Rma,
+                    utilization=U, stopped=stopped, approximate=bool(multi.any()))

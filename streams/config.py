@@ -1,0 +1,268 @@
+"""Configuration: per-system model settings from TOML, connection settings from the environment.
+
+A bare stream needs no file: every value has a default. A TOML file may set defaults for all
+systems and override them per system::
+
+    [defaults]
+    solve_interval_s = 60        # model re-solved every minute of event time
+    horizon_s = 900              # look 15 minutes ahead
+    sla_s = { "*" = 1.0 }        # response-time SLA per class ("*": every other class)
+
+    [systems.shop]
+    tiers = ["front", "db"]      # in visit order; other tiers are rejected
+    think_time_s = 0.5
+    sla_s = { home = 0.5, "*" = 1.0 }
+    visits = { db = { home = 2.0 } }   # visits of a class to a tier per request (default 1)
+
+    [kafka]
+    bootstrap = "localhost:9092"
+    [influxdb]
+    url = "http://localhost:8086"
+    org = "perfcast"
+    bucket = "perfcast"
+
+Connection settings are overridden by environment variables (:data:`ENVIRONMENT`); secrets
+(SASL password, InfluxDB token) come only from the environment or from a file named by
+``..._FILE``, never from the TOML file, and never appear in ``repr``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Mapping
+
+__all__ = ["SystemConfig", "KafkaSettings", "InfluxSettings", "Config", "load_config",
+           "ConfigError", "ENVIRONMENT"]
+
+
+class ConfigError(ValueError):
+    """A configuration value that cannot be used: names the key, the value and the reason."""
+
+
+@dataclass(frozen=True)
+class SystemConfig:
+    """Model settings of one system. Times are event time (the windows' ``end``), seconds."""
+
+    #: tiers in visit order; empty = accept any tier, in order of first appearance
+    tiers: tuple[str, ...] = ()
+    #: visits of a class to a tier per request, ``{tier: {class: V}}``; default 1
+    visits: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    #: think time ``Z`` of the closed workload; ``None``: estimated by Little's law from
+    #: ``users``, throughput and response times (``Z = N/X - R``), else 0
+    think_time_s: float | None = None
+    #: response-time SLA per class, seconds; key ``"*"`` applies to every other class
+    sla_s: Mapping[str, float] = field(default_factory=lambda: {"*": 1.0})
+    #: how often the model is re-solved (event time)
+    solve_interval_s: float = 60.0
+    #: how far ahead a breach is predicted
+    horizon_s: float = 900.0
+    #: span of the users trend fitted for the forecast
+    trend_window_s: float = 900.0
+    #: a tier whose index of dispersion exceeds this is bursty: the MAP(2) network is solved
+    idc_threshold: float = 10.0
+    #: largest population the MAP network is solved at (state space); MVA beyond, flagged
+    map_max_population: int = 600
+    #: windows of dispersion history per tier (paper 000 Fig. 2 needs 2,000-10,000 when I >> 1)
+    history: int = 4096
+    #: windows in the sliding regression (second opinion on the Kalman demands)
+    regression_windows: int = 120
+    #: windows kept per tier to recognise duplicates; older windows are rejected as too late
+    dedup_windows: int = 256
+    #: relative model error (response time, throughput-weighted) that raises an alert
+    model_error_threshold: float = 0.3
+    #: solves a condition must hold before its alert fires, and be clear before it resolves
+    alert_fire_after: int = 2
+    alert_resolve_after: int = 3
+
+    def sla_for(self, cls: str) -> float:
+        """SLA of ``cls`` (``math.inf``: none)."""
+        return float(self.sla_s.get(cls, self.sla_s.get("*", math.inf)))
+
+    def visit(self, tier: str, cls: str) -> float:
+        """``V_{tier,cls}``: visits per request (default 1)."""
+        return float(self.visits.get(tier, {}).get(cls, 1.0))
+
+
+_POSITIVE = ("solve_interval_s", "horizon_s", "trend_window_s", "idc_threshold",
+             "model_error_threshold")
+_COUNTS = {"map_max_population": 1, "history": 16, "regression_windows": 4,
+           "dedup_windows": 1, "alert_fire_after": 1, "alert_resolve_after": 1}
+
+
+def _system(raw: Mapping[str, Any], where: str, base: SystemConfig) -> SystemConfig:
+    known = {f.name for f in fields(SystemConfig)}
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise ConfigError(f"{where}.{unknown[0]}: unknown setting (known: {sorted(known)})")
+    values: dict[str, Any] = {}
+    for key, value in raw.items():
+        values[key] = _check(key, value, f"{where}.{key}")
+    if "sla_s" in values:
+        values["sla_s"] = {**base.sla_s, **values["sla_s"]}
+    return replace(base, **values)
+
+
+def _positive(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not math.isfinite(value) or value <= 0:
+        raise ConfigError(f"{where}: must be a finite number > 0, got {value!r}")
+    return float(value)
+
+
+def _check(key: str, value: Any, where: str) -> Any:
+    if key in _POSITIVE:
+        return _positive(value, where)
+    if key in _COUNTS:
+        if isinstance(value, bool) or not isinstance(value, int) or value < _COUNTS[key]:
+            raise ConfigError(f"{where}: must be an integer >= {_COUNTS[key]}, got {value!r}")
+        return value
+    if key == "think_time_s":
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not math.isfinite(value) or value < 0:
+            raise ConfigError(f"{where}: must be a finite number >= 0, got {value!r}")
+        return float(value)
+    if key == "tiers":
+        if not isinstance(value, list) or not all(isinstance(t, str) and t for t in value) \
+                or len(set(value)) != len(value):
+            raise ConfigError(f"{where}: must be a list of distinct tier names, got {value!r}")
+        return tuple(value)
+    if key == "sla_s":
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{where}: must be a table of class = seconds, got {value!r}")
+        return {str(c): _positive(v, f"{where}.{c}") for c, v in value.items()}
+    if key == "visits":
+        if not isinstance(value, Mapping) or not all(isinstance(v, Mapping)
+                                                     for v in value.values()):
+            raise ConfigError(f"{where}: must be a table of tier = {{class = visits}}, "
+                              f"got {value!r}")
+        return {str(t): {str(c): _positive(v, f"{where}.{t}.{c}") for c, v in per.items()}
+                for t, per in value.items()}
+    raise ConfigError(f"{where}: unknown setting")   # pragma: no cover - filtered before
+
+
+def _secret(env: Mapping[str, str], name: str) -> str | None:
+    """``name`` from the environment, or the contents of the file named by ``name_FILE``."""
+    if env.get(name):
+        return env[name]
+    path = env.get(f"{name}_FILE")
+    if path:
+        try:
+            return Path(path).read_text().strip()
+        except OSError as exc:
+            raise ConfigError(f"{name}_FILE: cannot read {path!r} ({exc.strerror})") from None
+    return None
+
+
+@dataclass(frozen=True)
+class KafkaSettings:
+    """Kafka connection. ``sasl_password`` comes from ``PERFCAST_KAFKA_SASL_PASSWORD[_FILE]``."""
+
+    bootstrap: str = "localhost:9092"
+    security_protocol: str = "PLAINTEXT"
+    sasl_mechanism: str | None = None
+    sasl_username: str | None = None
+    sasl_password: str | None = field(default=None, repr=False)
+    ssl_cafile: str | None = None
+    topic_prefix: str = "perfcast"
+
+    def topic(self, name: str) -> str:
+        """Full topic name, e.g. ``perfcast.windows``."""
+        return f"{self.topic_prefix}.{name}"
+
+
+@dataclass(frozen=True)
+class InfluxSettings:
+    """InfluxDB v2 API connection. ``token`` comes from ``PERFCAST_INFLUX_TOKEN[_FILE]``."""
+
+    url: str | None = None            # None: no InfluxDB sink
+    org: str = "perfcast"
+    bucket: str = "perfcast"
+    token: str | None = field(default=None, repr=False)
+    batch_size: int = 2000
+    flush_interval_s: float = 1.0
+    max_buffer: int = 100_000
+
+
+#: environment variable -> (section, key); ``*_FILE`` variants exist for the secrets
+ENVIRONMENT = {
+    "PERFCAST_KAFKA_BOOTSTRAP": ("kafka", "bootstrap"),
+    "PERFCAST_KAFKA_SECURITY_PROTOCOL": ("kafka", "security_protocol"),
+    "PERFCAST_KAFKA_SASL_MECHANISM": ("kafka", "sasl_mechanism"),
+    "PERFCAST_KAFKA_SASL_USERNAME": ("kafka", "sasl_username"),
+    "PERFCAST_KAFKA_SSL_CAFILE": ("kafka", "ssl_cafile"),
+    "PERFCAST_KAFKA_TOPIC_PREFIX": ("kafka", "topic_prefix"),
+    "PERFCAST_INFLUX_URL": ("influxdb", "url"),
+    "PERFCAST_INFLUX_ORG": ("influxdb", "org"),
+    "PERFCAST_INFLUX_BUCKET": ("influxdb", "bucket"),
+}
+_SECRETS = {"PERFCAST_KAFKA_SASL_PASSWORD": ("kafka", "sasl_password"),
+            "PERFCAST_INFLUX_TOKEN": ("influxdb", "token")}
+
+
+@dataclass(frozen=True)
+class Config:
+    """Everything the pipeline reads: system defaults, per-system overrides, connections."""
+
+    defaults: SystemConfig = field(default_factory=SystemConfig)
+    systems: Mapping[str, SystemConfig] = field(default_factory=dict)
+    kafka: KafkaSettings = field(default_factory=KafkaSettings)
+    influxdb: InfluxSettings = field(default_factory=InfluxSettings)
+
+    def system(self, name: str) -> SystemConfig:
+        """Settings of system ``name`` (the defaults when it is not configured)."""
+        return self.systems.get(name, self.defaults)
+
+
+def _connections(raw: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+    sections: dict[str, dict[str, Any]] = {"kafka": {}, "influxdb": {}}
+    for section, cls in (("kafka", KafkaSettings), ("influxdb", InfluxSettings)):
+        given = raw.get(section, {})
+        if not isinstance(given, Mapping):
+            raise ConfigError(f"{section}: must be a table, got {given!r}")
+        known = {f.name for f in fields(cls)} - {"sasl_password", "token"}
+        for key, value in given.items():
+            if key not in known:
+                hint = " (secrets come from the environment)" if key in ("sasl_password",
+                                                                         "token") else ""
+                raise ConfigError(f"{section}.{key}: not a setting here{hint}")
+            sections[section][key] = value
+    for var, (section, key) in ENVIRONMENT.items():
+        if env.get(var):
+            sections[section][key] = env[var]
+    for var, (section, key) in _SECRETS.items():
+        secret = _secret(env, var)
+        if secret is not None:
+            sections[section][key] = secret
+    return {"kafka": KafkaSettings(**sections["kafka"]),
+            "influxdb": InfluxSettings(**sections["influxdb"])}
+
+
+def load_config(path: str | Path | None = None,
+                env: Mapping[str, str] | None = None) -> Config:
+    """Read ``path`` (TOML; ``None``: defaults only) and apply the environment ``env``
+    (default ``os.environ``). :class:`ConfigError` names the offending key."""
+    raw: Mapping[str, Any] = {}
+    if path is not None:
+        try:
+            with open(path, "rb") as fh:
+                raw = tomllib.load(fh)
+        except OSError as exc:
+            raise ConfigError(f"config: cannot read {str(path)!r} ({exc.strerror})") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config: {str(path)!r} is not valid TOML ({exc})") from None
+    unknown = sorted(set(raw) - {"defaults", "systems", "kafka", "influxdb"})
+    if unknown:
+        raise ConfigError(f"{unknown[0]}: unknown section (known: defaults, systems, kafka, "
+                          "influxdb)")
+    defaults = _system(raw.get("defaults", {}), "defaults", SystemConfig())
+    systems_raw = raw.get("systems", {})
+    if not isinstance(systems_raw, Mapping):
+        raise ConfigError(f"systems: must be a table of systems, got {systems_raw!r}")
+    systems = {name: _system(body, f"systems.{name}", defaults)
+               for name, body in systems_raw.items()}
+    return Config(defaults=defaults, systems=systems,
+                  **_connections(raw, os.environ if env is None else env))

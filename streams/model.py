@@ -1,0 +1,257 @@
+"""The closed model of one system, built from its tiers' estimates, and the questions put to it.
+
+The system is paper 000's Fig. 9: ``N`` users think ``Z`` seconds, then visit the tiers in
+order. Per-class demands ``D_{m,c} = V_{m,c} d_{m,c}`` (visits x the Kalman demand per
+completion at the tier) are aggregated over the measured class mix ``p_c = X_c / sum X``
+into one class, ``D_m = sum_c p_c D_{m,c}`` -- the single-class model paper 000 solves. Each
+class's response time is read back as ``R_c = sum_m D_{m,c} R_m / D_m`` (a request of class
+``c`` meets the same queues as the aggregate and is served ``D_{m,c}/D_m`` as long).
+
+* No bursty tier: exact MVA, all populations in one pass (:func:`solvers.mva.mva_curve`).
+* A bursty tier (``I > idc_threshold``) with a fitted MAP(2): the MAP queueing network's Markov
+  chain (:func:`solvers.mapqn.solve_closed`), the fitted processes rescaled to ``D_m``; other
+  tiers exponential. Populations above ``map_max_population`` fall back to MVA (flagged).
+
+Capacity is the largest ``N`` whose every class meets its SLA (paper 001 section V's
+question); the time to breach follows from the users trend.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from solvers.mapqn import solve_closed
+from solvers.mva import mva_curve
+from solvers.processes import MAP
+from streams.config import SystemConfig
+from streams.tier import TierModel
+
+__all__ = ["Measured", "SystemModel", "Point", "build_model", "capacity_search"]
+
+#: largest population any capacity search goes to
+CAPACITY_LIMIT = 100_000
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What the monitoring showed over the last solve interval, system level."""
+
+    throughput: dict[str, float]          # X_c, requests per second
+    response_time: dict[str, float]       # R_c, classes every tier reported a time for
+    users: float | None                   # mean active sessions, if reported
+    utilization: dict[str, float]         # per tier
+    seconds: float
+
+    @property
+    def total_throughput(self) -> float:
+        return float(sum(self.throughput.values()))
+
+
+@dataclass(frozen=True)
+class Point:
+    """The model's answer at one population ``n``: ``X`` (all classes), ``R_m`` per tier,
+    ``R_c`` per class, ``U_m`` per tier (per core), ``B_m`` bottleneck probabilities (MAP)."""
+
+    n: int
+    throughput: float
+    residence: np.ndarray
+    response: np.ndarray
+    utilization: np.ndarray
+    bottleneck: np.ndarray | None
+    model: str
+
+
+@dataclass
+class SystemModel:
+    """Aggregate single-class model with per-class read-back (module docstring)."""
+
+    tiers: list[str]
+    classes: list[str]
+    D_mc: np.ndarray                      # (M, C) system demands per class
+    mix: np.ndarray                       # (C,) p_c
+    servers: np.ndarray                   # (M,) cores
+    think_time: float
+    sla: np.ndarray                       # (C,) seconds, inf = none
+    processes: list[MAP] | None           # per tier when the MAP network applies
+    map_limit: int
+    flags: list[str] = field(default_factory=list)
+    _cache: dict[int, Point] = field(default_factory=dict)
+    _curve: Any = None
+
+    @property
+    def D(self) -> np.ndarray:
+        """``D_m = sum_c p_c D_{m,c}``."""
+        return self.D_mc @ self.mix
+
+    @property
+    def kind(self) -> str:
+        return "map" if self.processes is not None else "mva"
+
+    def _ratio(self) -> np.ndarray:
+        D = self.D
+        return np.divide(self.D_mc, D[:, None], out=np.zeros_like(self.D_mc),
+                         where=D[:, None] > 0)
+
+    def _read_back(self, n: int, X: float, Rm: np.ndarray, B: np.ndarray | None,
+                   model: str) -> Point:
+        Rm = np.asarray(Rm, dtype=float)
+        U = X * self.D / self.servers
+        return Point(n, float(X), Rm, self._ratio().T @ Rm, U, B, model)
+
+    def curve(self, upto: int) -> Any:
+        """MVA at every population ``0..upto`` (extended on demand)."""
+        if self._curve is None or self._curve.max_population < upto:
+            self._curve = mva_curve(self.D, int(upto), self.think_time, self.servers)
+        return self._curve
+
+    def mva_at(self, n: int) -> Point:
+        c = self.curve(n)
+        return self._read_back(n, c.throughput[n], c.residence_time[n], None, "mva")
+
+    def at(self, n: int) -> Point:
+        """The model's answer at population ``n`` (MAP network when it applies)."""
+        if n in self._cache:
+            return self._cache[n]
+        if self.processes is None or n > self.map_limit:
+            point = self.mva_at(n)
+        else:
+            procs = [p.scaled(float(d)) for p, d in zip(self.processes, self.D)]
+            res = solve_closed(procs, n, self.think_time)
+            point = self._read_back(n, res.throughput, res.residence_time,
+                                    np.asarray(res.bottleneck_probability), "map")
+        self._cache[n] = point
+        return point
+
+    def solved(self) -> dict[int, Point]:
+        """Populations solved so far (by :meth:`at`)."""
+        return dict(self._cache)
+
+    def excess(self, point: Point) -> float:
+        """``max_c R_c / SLA_c - 1`` over the classes with users (> 0: an SLA is broken)."""
+        ratio = np.where(self.mix > 0, point.response / self.sla, -np.inf)
+        return float(ratio.max() - 1.0)
+
+    def population_for(self, throughput: float) -> int | None:
+        """Smallest ``n`` whose MVA throughput reaches ``throughput`` (None: beyond saturation)."""
+        if not throughput > 0:
+            return 0
+        D = self.D
+        if not D.max() > 0:
+            return None
+        x_max = float(np.min(self.servers / np.where(D > 0, D, np.inf)))
+        if throughput >= x_max:
+            return None
+        n_hi = int(min(CAPACITY_LIMIT, math.ceil(throughput * (D.sum() + self.think_time)
+                                                 / (1 - throughput / x_max)) + 2))
+        X = self.curve(n_hi).throughput[: n_hi + 1]
+        idx = int(np.searchsorted(X, throughput))
+        return idx if idx <= n_hi else None
+
+
+def capacity_search(excess: Callable[[int], float], *, start: int, limit: int,
+                    known: dict[int, float] | None = None,
+                    rel_tol: float = 0.0) -> tuple[int, bool]:
+    """Largest ``n`` in ``[0, limit]`` with ``excess(n) <= 0``, for an increasing ``excess``
+    (e.g. the worst class's ``R_c(n)/SLA_c - 1``).
+
+    ``known`` holds populations already evaluated (``n -> excess(n)``) to bracket from;
+    otherwise the search probes ``start, 2 start, ...``. Inside the bracket it interpolates
+    linearly (regula falsi, with a bisection step whenever an end repeats), until the bracket is
+    within ``max(1, rel_tol * n)``: expensive solvers need a few probes, not ``log2 n``.
+    Returns ``(n, limited)``; ``limited`` when ``limit`` itself meets the targets.
+    """
+    known = dict(known or {})
+
+    def check(n: int) -> float:
+        if n not in known:
+            known[n] = excess(n)
+        return known[n]
+
+    bad = [n for n, v in known.items() if v > 0]
+    hi = min(bad) if bad else None
+    lo = max((n for n, v in known.items() if v <= 0 and (hi is None or n < hi)), default=0)
+    if hi is None:
+        probe = min(max(start, lo + 1), limit)
+        while check(probe) <= 0:
+            lo = probe
+            if probe >= limit:
+                return limit, True
+            probe = min(2 * probe, limit)
+        hi = probe
+    last, bisect_next = "", False
+    while hi - lo > max(1, int(rel_tol * hi)):
+        g_lo, g_hi = known.get(lo), known[hi]
+        mid = (lo + hi) // 2
+        if not bisect_next and g_lo is not None and g_hi > g_lo:
+            mid = lo + int(round((hi - lo) * (-g_lo) / (g_hi - g_lo)))
+            mid = min(max(mid, lo + 1), hi - 1)
+        moved = "hi" if check(mid) > 0 else "lo"
+        hi, lo = (mid, lo) if moved == "hi" else (hi, mid)
+        bisect_next = moved == last and not bisect_next
+        last = moved
+    return lo, False
+
+
+#: a class's demand counts as identified when the Kalman filter and the regression agree
+#: within this relative difference and the filter's standard deviation is below it too
+IDENTIFIED_TOLERANCE = 0.3
+
+
+def _identified(tier: TierModel, classes: list[str], mix: np.ndarray) -> np.ndarray:
+    """The tier's per-class demands, with every class whose demand is not identified replaced
+    by the mix-weighted mean ``d_bar``; the result is rescaled so that ``sum_c p_c d_c = d_bar``
+    (the aggregate, which utilization pins down, is kept).
+
+    Under a steady class mix the split of a tier's busy time between classes is barely
+    observable (paper 004 section 3.3; paper 002 section 5): the Kalman estimates wander and
+    the regression (the second opinion) lands elsewhere. A class counts as identified when the
+    two agree within :data:`IDENTIFIED_TOLERANCE` and the filter's standard deviation is below
+    that fraction of the demand; the others read back the aggregate's response time instead of
+    a guess."""
+    d = np.array([tier.demands.get(c, 0.0) for c in classes])
+    d_bar = float(mix @ d)
+    sigma = np.array([tier.demand_std.get(c, np.inf) for c in classes])
+    reg = np.array([tier.regression.get(c, np.nan) for c in classes])
+    tol = IDENTIFIED_TOLERANCE
+    with np.errstate(invalid="ignore"):
+        agree = np.abs(d - reg) <= tol * np.maximum(d, reg)
+        ok = agree & (sigma <= tol * d) & (d > 0)
+    out = np.where(ok, d, d_bar)
+    total = float(mix @ out)
+    return out * (d_bar / total) if total > 0 else out
+
+
+def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float],
+                think_time: float, cfg: SystemConfig) -> SystemModel:
+    """The system's model from its tiers' estimates and the measured mix."""
+    flags: list[str] = []
+    C = len(classes)
+    weights = np.array([max(mix.get(c, 0.0), 0.0) for c in classes])
+    if not weights.sum() > 0:
+        weights = np.ones(C)
+        flags.append("idle: no completions in the interval, equal class mix assumed")
+    p = weights / weights.sum()
+    D_mc = np.array([[cfg.visit(t.tier, c) for c in classes] for t in tiers]).reshape(
+        len(tiers), C) * np.array([_identified(t, classes, p) for t in tiers]).reshape(
+        len(tiers), C)
+    servers = np.array([float(t.cores) for t in tiers])
+    sla = np.array([cfg.sla_for(c) for c in classes])
+    processes = None
+    bursty = [t for t in tiers if t.bursty]
+    if bursty:
+        if any(t.process is None for t in bursty):
+            flags.append("bursty tier without a MAP(2) fit yet: MVA used")
+        elif any(t.cores != 1 for t in tiers):
+            flags.append("MAP network needs single-core tiers: MVA used")
+        elif not np.all(D_mc @ p > 0):
+            flags.append("a tier has no demand yet: MVA used")
+        else:
+            processes = [t.process if t.bursty and t.process is not None
+                         else MAP.exponential(1.0) for t in tiers]
+    return SystemModel(tiers=[t.tier for t in tiers], classes=list(classes), D_mc=D_mc, mix=p,
+                       servers=servers, think_time=think_time, sla=sla, processes=processes,
+                       map_limit=cfg.map_max_population, flags=flags)

@@ -1,0 +1,216 @@
+"""The input window record of DESIGN.md (binding contract) and its validation.
+
+One record is one monitoring window of one tier::
+
+    {"system": "shop", "tier": "db", "end": "2026-11-20T10:00:05Z", "window_s": 5.0,
+     "utilization": 0.63, "cores": 1,
+     "completions": {"home": 120, "best_sellers": 14},
+     "response_time_s": {"home": 0.012},
+     "users": 100}
+
+:func:`parse_window` turns raw bytes, text or a mapping into a :class:`Window` or raises
+:class:`InvalidWindow` naming the field, the offending value and the reason. Unknown extra
+fields are ignored (producers may add their own). ``end`` is ISO-8601 (``Z`` or an offset) or
+epoch seconds; it is kept as epoch seconds.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+__all__ = ["Window", "InvalidWindow", "parse_window", "parse_end", "format_time"]
+
+#: longest accepted system, tier or class name
+MAX_NAME = 200
+#: largest accepted window, seconds (one day)
+MAX_WINDOW_S = 86_400.0
+
+
+class InvalidWindow(ValueError):
+    """A window record that breaks the input contract: ``field``, ``value`` and ``reason``."""
+
+    def __init__(self, field: str, value: Any, reason: str) -> None:
+        self.field = field
+        self.value = value
+        self.reason = reason
+        super().__init__(f"{field}: {reason} (got {_short(value)})")
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """One validated monitoring window of one tier (``U_k``, ``n_k`` of paper 000 Fig. 2)."""
+
+    system: str
+    tier: str
+    end: float                      # epoch seconds
+    window_s: float                 # T
+    utilization: float              # U_k, busy fraction averaged over cores
+    cores: int
+    completions: dict[str, float]   # per class, requests that left the tier in the window
+    response_time_s: dict[str, float] = field(default_factory=dict)
+    users: int | None = None
+
+    @property
+    def total_completions(self) -> float:
+        """``n_k``: requests of all classes completed in the window."""
+        return float(sum(self.completions.values()))
+
+    @property
+    def busy_time(self) -> float:
+        """``B_k = U_k T``, busy seconds of the (average) core in the window."""
+        return self.utilization * self.window_s
+
+    def to_record(self) -> dict[str, Any]:
+        """The contract's JSON form (``end`` as epoch seconds)."""
+        out: dict[str, Any] = {
+            "system": self.system, "tier": self.tier, "end": self.end,
+            "window_s": self.window_s, "utilization": self.utilization, "cores": self.cores,
+            "completions": dict(self.completions),
+        }
+        if self.response_time_s:
+            out["response_time_s"] = dict(self.response_time_s)
+        if self.users is not None:
+            out["users"] = self.users
+        return out
+
+
+def parse_window(raw: bytes | str | Mapping[str, Any]) -> Window:
+    """Validate one input record; :class:`InvalidWindow` names the field, value and reason."""
+    data = _decode(raw)
+    return Window(
+        system=_name(data, "system"),
+        tier=_name(data, "tier"),
+        end=parse_end(_required(data, "end")),
+        window_s=_window_s(_required(data, "window_s")),
+        utilization=_utilization(_required(data, "utilization")),
+        cores=_cores(data.get("cores", 1)),
+        completions=_per_class(_required(data, "completions"), "completions", required=True),
+        response_time_s=_per_class(data.get("response_time_s"), "response_time_s"),
+        users=_users(data.get("users")),
+    )
+
+
+def _decode(raw: bytes | str | Mapping[str, Any]) -> Mapping[str, Any]:
+    if isinstance(raw, Mapping):
+        return raw
+    if isinstance(raw, (bytes, bytearray, memoryview)):
+        try:
+            raw = bytes(raw).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidWindow("record", bytes(raw)[:60], f"not UTF-8 ({exc.reason})") from None
+    if not isinstance(raw, str):
+        raise InvalidWindow("record", raw, "expected a JSON object")
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise InvalidWindow("record", raw, f"malformed JSON: {exc.msg} at position {exc.pos}") \
+            from None
+    if not isinstance(data, dict):
+        raise InvalidWindow("record", data, "expected a JSON object")
+    return data
+
+
+def _required(data: Mapping[str, Any], name: str) -> Any:
+    if name not in data or data[name] is None:
+        raise InvalidWindow(name, None, "missing (required field)")
+    return data[name]
+
+
+def _name(data: Mapping[str, Any], name: str) -> str:
+    value = _required(data, name)
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidWindow(name, value, "must be a non-empty string")
+    if len(value) > MAX_NAME or any(ord(ch) < 32 for ch in value):
+        raise InvalidWindow(name, value, f"must be at most {MAX_NAME} printable characters")
+    return value
+
+
+def _number(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidWindow(name, value, "must be a number")
+    v = float(value)
+    if not math.isfinite(v):
+        raise InvalidWindow(name, value, "must be finite (NaN and infinity are not allowed)")
+    return v
+
+
+def parse_end(value: Any) -> float:
+    """``end`` as epoch seconds, from epoch seconds or an ISO-8601 string with a zone."""
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            moment = _dt.datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z")
+                                                else text)
+        except ValueError:
+            raise InvalidWindow("end", value, "not an ISO-8601 time or epoch seconds") from None
+        if moment.tzinfo is None:
+            raise InvalidWindow("end", value, "ISO-8601 time needs a zone ('Z' or an offset)")
+        return moment.timestamp()
+    v = _number(value, "end")
+    if v < 0:
+        raise InvalidWindow("end", value, "epoch seconds must be >= 0")
+    return v
+
+
+def format_time(epoch_s: float) -> str:
+    """Epoch seconds as ISO-8601 UTC with ``Z`` (millisecond precision)."""
+    moment = _dt.datetime.fromtimestamp(epoch_s, tz=_dt.timezone.utc)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _window_s(value: Any) -> float:
+    v = _number(value, "window_s")
+    if not 0.0 < v <= MAX_WINDOW_S:
+        raise InvalidWindow("window_s", value, f"must be > 0 and <= {MAX_WINDOW_S:g} seconds")
+    return v
+
+
+def _utilization(value: Any) -> float:
+    v = _number(value, "utilization")
+    if not 0.0 <= v <= 1.0:
+        raise InvalidWindow("utilization", value,
+                            "must be within [0, 1] (busy fraction averaged over cores)")
+    return v
+
+
+def _cores(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not math.isfinite(value) or value != int(value) or value < 1:
+        raise InvalidWindow("cores", value, "must be a whole number >= 1")
+    return int(value)
+
+
+def _users(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not math.isfinite(value) or value != int(value) or value < 0:
+        raise InvalidWindow("users", value, "must be a whole number >= 0")
+    return int(value)
+
+
+def _per_class(value: Any, name: str, required: bool = False) -> dict[str, float]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InvalidWindow(name, value, "must be an object of class -> number")
+    if required and not value:
+        raise InvalidWindow(name, value, "must list at least one request class")
+    out: dict[str, float] = {}
+    for cls, v in value.items():
+        if not isinstance(cls, str) or not cls or len(cls) > MAX_NAME:
+            raise InvalidWindow(name, cls, "class names must be non-empty strings")
+        number = _number(v, f"{name}.{cls}")
+        if number < 0:
+            raise InvalidWindow(f"{name}.{cls}", v, "must be >= 0")
+        out[cls] = number
+    return out

@@ -1,0 +1,104 @@
+"""Output records as measurement points: the one schema of InfluxDB and the embedded store.
+
+:data:`MEASUREMENTS` lists every measurement with its tags and typed fields; :func:`points`
+turns the pipeline's output records into :class:`Point` s that follow it. The InfluxDB sink
+writes them as line protocol, the SQLite store as one table per measurement (column per tag
+and field, plus ``time`` in epoch seconds). ``docs/schema.md`` documents the same table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterator, Mapping
+
+from streams.system import Outputs
+
+__all__ = ["Point", "MEASUREMENTS", "points"]
+
+_F, _I, _S, _B = "float", "int", "str", "bool"
+
+#: measurement -> (tags, {field: type})
+MEASUREMENTS: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
+    "tier_estimate": (("system", "tier"), {
+        "utilization": _F, "seq": _I, "late": _B, "idc": _F, "bursty": _B, "p95_s": _F,
+        "mean_service_s": _F, "change_detected": _B}),
+    "demand": (("system", "tier", "class"), {"kalman": _F, "std": _F, "regression": _F}),
+    "prediction": (("system",), {
+        "model": _S, "users": _I, "users_forecast": _I, "users_trend_per_s": _F,
+        "users_source": _S, "throughput": _F, "response_time": _F, "throughput_measured": _F,
+        "capacity_users": _I, "headroom_users": _I, "time_to_breach_s": _F,
+        "breach_class": _S, "breach_tier": _S, "bottleneck_tier": _S,
+        "bottleneck_switch_probability": _F, "model_error": _F, "throughput_error": _F,
+        "think_time_s": _F, "horizon_s": _F, "flags": _S}),
+    "class_prediction": (("system", "class"), {
+        "throughput": _F, "response_time": _F, "throughput_forecast": _F,
+        "response_time_forecast": _F, "throughput_measured": _F,
+        "response_time_measured": _F, "sla_s": _F}),
+    "tier_prediction": (("system", "tier"), {
+        "utilization": _F, "utilization_forecast": _F, "utilization_measured": _F,
+        "demand_s": _F, "idc": _F, "bursty": _B, "bottleneck_probability": _F}),
+    "alert": (("system", "alert", "class", "tier"), {
+        "state": _S, "active": _I, "value": _F, "threshold": _F, "time_to_breach_s": _F,
+        "summary": _S}),
+    "deadletter": (("system", "field"), {"reason": _S, "count": _I}),
+}
+
+
+@dataclass(frozen=True)
+class Point:
+    """One point: ``measurement``, ``tags`` (strings), ``fields`` (no ``None``), ``time`` (s)."""
+
+    measurement: str
+    tags: dict[str, str]
+    fields: dict[str, Any]
+    time: float
+
+
+def _point(measurement: str, record: Mapping[str, Any], time: float,
+           tags: Mapping[str, Any] | None = None) -> Point | None:
+    tag_names, types = MEASUREMENTS[measurement]
+    source = {**record, **(tags or {})}
+    tag_values = {t: str(source[t]) for t in tag_names if source.get(t) is not None}
+    fields: dict[str, Any] = {}
+    for name, kind in types.items():
+        value = record.get(name)
+        if value is None:
+            continue
+        if kind == _F:
+            fields[name] = float(value)
+        elif kind == _I:
+            fields[name] = int(value)
+        elif kind == _B:
+            fields[name] = bool(value)
+        else:
+            fields[name] = value if isinstance(value, str) else ";".join(map(str, value))
+    return Point(measurement, tag_values, fields, time) if fields else None
+
+
+def _prediction_points(pred: Mapping[str, Any]) -> Iterator[Point | None]:
+    t = pred["time"]
+    yield _point("prediction", pred, t)
+    for cls, values in (pred.get("classes") or {}).items():
+        yield _point("class_prediction", values, t, {"system": pred["system"], "class": cls})
+    for tier, values in (pred.get("tiers") or {}).items():
+        yield _point("tier_prediction", values, t, {"system": pred["system"], "tier": tier})
+        for cls, d in (values.get("demands") or {}).items():
+            yield _point("demand", d, t, {"system": pred["system"], "tier": tier,
+                                          "class": cls})
+
+
+def points(out: Outputs, *, deadletter_time: float | None = None) -> list[Point]:
+    """All points of one step's outputs. Dead letters carry no trusted time: they are stamped
+    with ``deadletter_time`` (the wall clock of the shell that received them)."""
+    result: list[Point | None] = []
+    for est in out.estimates:
+        result.append(_point("tier_estimate", est, est["end"]))
+    for pred in out.predictions:
+        result.extend(_prediction_points(pred))
+    for alert in out.alerts:
+        result.append(_point("alert", {**alert, "active": int(alert["state"] == "firing")},
+                             alert["time"]))
+    if deadletter_time is not None:
+        for dead in out.deadletter:
+            result.append(_point("deadletter", {**dead, "count": 1}, deadletter_time))
+    return [p for p in result if p is not None]

@@ -1,0 +1,81 @@
+"""The embedded shell's sinks: JSON-lines files per output topic and a SQLite store whose tables
+follow the InfluxDB measurements (:data:`streams.schema.MEASUREMENTS`)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import IO, Any, Iterable
+
+from streams.schema import MEASUREMENTS, Point
+from streams.system import Outputs
+
+__all__ = ["SQLiteStore", "JsonLines", "OUTPUT_FILES"]
+
+#: output topic -> file name in the output directory
+OUTPUT_FILES = {"estimates": "estimates.jsonl", "predictions": "predictions.jsonl",
+                "alerts": "alerts.jsonl", "deadletter": "deadletter.jsonl"}
+_SQL_TYPES = {"float": "REAL", "int": "INTEGER", "bool": "INTEGER", "str": "TEXT"}
+
+
+class SQLiteStore:
+    """One table per measurement: ``time`` (epoch seconds), a column per tag and per field."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.conn = sqlite3.connect(self.path)
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        for name, (tags, fields) in MEASUREMENTS.items():
+            cols = ["time REAL NOT NULL"] + [f'"{t}" TEXT' for t in tags] + [
+                f'"{f}" {_SQL_TYPES[k]}' for f, k in fields.items()]
+            self.conn.execute(f'CREATE TABLE IF NOT EXISTS "{name}" ({", ".join(cols)})')
+            self.conn.execute(f'CREATE INDEX IF NOT EXISTS "{name}_time" ON "{name}" (time)')
+
+    def write(self, pts: Iterable[Point]) -> int:
+        """Insert points; returns how many."""
+        by_table: dict[tuple[str, tuple[str, ...]], list[list[Any]]] = {}
+        for p in pts:
+            tags, fields = MEASUREMENTS[p.measurement]
+            cols = ("time",) + tuple(tags) + tuple(fields)
+            row = [p.time] + [p.tags.get(t) for t in tags] + [p.fields.get(f) for f in fields]
+            by_table.setdefault((p.measurement, cols), []).append(row)
+        n = 0
+        with self.conn:
+            for (table, cols), rows in by_table.items():
+                quoted = ", ".join(f'"{c}"' for c in cols)
+                marks = ", ".join("?" * len(cols))
+                self.conn.executemany(f'INSERT INTO "{table}" ({quoted}) VALUES ({marks})', rows)
+                n += len(rows)
+        return n
+
+    def query(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
+        self.conn.row_factory = sqlite3.Row
+        try:
+            return list(self.conn.execute(sql, tuple(params)))
+        finally:
+            self.conn.row_factory = None
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+class JsonLines:
+    """``DIR/estimates.jsonl``, ``predictions.jsonl``, ``alerts.jsonl``, ``deadletter.jsonl``."""
+
+    def __init__(self, directory: str | Path) -> None:
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.files: dict[str, IO[str]] = {
+            topic: open(self.directory / name, "w", encoding="utf-8")
+            for topic, name in OUTPUT_FILES.items()}
+
+    def write(self, out: Outputs) -> None:
+        for topic, fh in self.files.items():
+            for record in getattr(out, topic):
+                fh.write(json.dumps(record, separators=(",", ":"), allow_nan=False))
+                fh.write("\n")
+
+    def close(self) -> None:
+        for fh in self.files.values():
+            fh.close()

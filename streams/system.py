@@ -1,0 +1,364 @@
+"""Per-system state: its tiers, the event-time solve timer, the users trend and the alerts.
+
+``outputs = state.step(window)`` applies one window; when the window's ``end`` passes the next
+solve boundary (multiples of ``solve_interval_s`` in event time), the model is solved first,
+at that boundary, over the windows received up to then. Because the timer runs on event
+time, replaying a trace gives the same predictions whatever the wall clock did -- which is
+what makes the embedded runner and the Faust worker agree.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+
+from streams.alerts import AlertBook
+from streams.config import SystemConfig
+from streams.model import CAPACITY_LIMIT, Measured, Point, SystemModel, build_model, \
+    capacity_search
+from streams.records import Window
+from streams.tier import Interval, TierModel, TierState
+
+__all__ = ["Outputs", "SystemState", "clean"]
+
+#: predicted breach alerts resolve only once the time to breach exceeds horizon x this
+BREACH_RESOLVE_FACTOR = 1.25
+#: measured breach resolves below SLA x this; model error below threshold x this
+CURRENT_RESOLVE_FACTOR = 0.9
+ERROR_RESOLVE_FACTOR = 0.75
+#: relative resolution of the capacity search on the MAP network (each probe is a CTMC solve)
+MAP_CAPACITY_TOLERANCE = 0.03
+
+
+@dataclass
+class Outputs:
+    """What one step produced, per output topic."""
+
+    estimates: list[dict[str, Any]] = field(default_factory=list)
+    predictions: list[dict[str, Any]] = field(default_factory=list)
+    alerts: list[dict[str, Any]] = field(default_factory=list)
+    deadletter: list[dict[str, Any]] = field(default_factory=list)
+
+    def extend(self, other: "Outputs") -> None:
+        self.estimates += other.estimates
+        self.predictions += other.predictions
+        self.alerts += other.alerts
+        self.deadletter += other.deadletter
+
+
+def clean(value: Any) -> Any:
+    """JSON-safe copy: non-finite floats become ``None``, numpy scalars plain numbers."""
+    if isinstance(value, dict):
+        return {k: clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [clean(v) for v in value]
+    if isinstance(value, (float, np.floating)):
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.bool_):
+        return bool(value)
+    return value
+
+
+def _rejection(w: Window, field_name: str, reason: str) -> dict[str, Any]:
+    return {"reason": reason, "field": field_name, "system": w.system, "tier": w.tier,
+            "end": w.end, "record": w.to_record()}
+
+
+class SystemState:
+    """Everything perfcast keeps about one system."""
+
+    def __init__(self, system: str, config: SystemConfig) -> None:
+        self.system = system
+        self.config = config
+        self.tiers: dict[str, TierState] = {t: TierState(t, config) for t in config.tiers}
+        self.next_solve: float | None = None
+        self.users_points: list[list[float]] = []      # [end, users], primary tier
+        self.think_time_est: float | None = None
+        self.alerts = AlertBook(config.alert_fire_after, config.alert_resolve_after)
+        self.solves = 0
+
+    # -- per window -------------------------------------------------------------------------
+    def step(self, w: Window) -> Outputs:
+        out = Outputs()
+        cfg = self.config
+        if cfg.tiers and w.tier not in self.tiers:
+            out.deadletter.append(_rejection(
+                w, "tier", f"unknown tier {w.tier!r} (configured tiers: {list(cfg.tiers)})"))
+            return out
+        tier = self.tiers.get(w.tier) or self.tiers.setdefault(w.tier, TierState(w.tier, cfg))
+        reason = tier.admit(w)
+        if reason is not None:
+            tier.duplicates += reason.startswith("duplicate")
+            out.deadletter.append(_rejection(w, "end", reason))
+            return out
+        interval = cfg.solve_interval_s
+        if self.next_solve is None:
+            self.next_solve = math.ceil(w.end / interval) * interval
+        elif w.end > self.next_solve:
+            out.extend(self.solve(self.next_solve))
+            self.next_solve = math.ceil(w.end / interval) * interval
+        out.estimates.append(clean(tier.observe(w)))
+        if w.users is not None and w.tier == next(iter(self.tiers)):
+            self.users_points.append([w.end, float(w.users)])
+        return out
+
+    # -- measured side --------------------------------------------------------------------------
+    def _measured(self, intervals: dict[str, Interval], classes: list[str]) -> Measured:
+        cfg = self.config
+        primary = next((t for t in self.tiers if intervals[t].seconds > 0), None)
+        X: dict[str, float] = {}
+        if primary is not None:
+            X = {c: x / cfg.visit(primary, c) for c, x in intervals[primary].throughput().items()}
+        R: dict[str, float] = {}
+        per_tier = {t: iv.response_time() for t, iv in intervals.items() if iv.seconds > 0}
+        for c in classes:
+            times = [per_tier[t].get(c) for t in per_tier]
+            if per_tier and all(v is not None for v in times):
+                R[c] = float(sum(cfg.visit(t, c) * per_tier[t][c] for t in per_tier))
+        users = next((iv.users for iv in intervals.values() if iv.users is not None), None)
+        U = {t: iv.utilization for t, iv in intervals.items() if iv.utilization is not None}
+        seconds = intervals[primary].seconds if primary else 0.0
+        return Measured(X, R, users, U, seconds)
+
+    def _think_time(self, m: Measured, mix: np.ndarray, classes: list[str]) -> float:
+        if self.config.think_time_s is not None:
+            return self.config.think_time_s
+        X = m.total_throughput
+        if m.users and X > 0 and all(c in m.response_time for c in classes):
+            r_mix = float(sum(p * m.response_time[c] for p, c in zip(mix, classes)))
+            z = max(m.users / X - r_mix, 0.0)
+            self.think_time_est = z if self.think_time_est is None \
+                else 0.5 * (self.think_time_est + z)
+        return self.think_time_est if self.think_time_est is not None else 0.0
+
+    def _population(self, m: Measured, model: SystemModel) -> tuple[int | None, str]:
+        if m.users is not None:
+            return int(round(m.users)), "measured"
+        X = m.total_throughput
+        if m.response_time and all(c in m.response_time for c in model.classes):
+            r_mix = float(sum(p * m.response_time[c] for p, c in zip(model.mix, model.classes)))
+            return int(round(X * (r_mix + model.think_time))), "littles_law"
+        n = model.population_for(X)
+        return (n, "model_inversion") if n is not None else (None, "unknown")
+
+    def _trend(self, time: float) -> float:
+        """Users per second: least-squares slope over the last ``trend_window_s``."""
+        start = time - self.config.trend_window_s
+        self.users_points = [p for p in self.users_points if p[0] > start]
+        if len(self.users_points) < 3:
+            return 0.0
+        t, u = np.asarray(self.users_points).T
+        t = t - t.mean()
+        denom = float(t @ t)
+        return float(t @ (u - u.mean()) / denom) if denom > 0 else 0.0
+
+    # -- solve ------------------------------------------------------------------------------------
+    def solve(self, time: float) -> Outputs:
+        """Solve the model at event time ``time``; prediction and alert changes."""
+        cfg = self.config
+        out = Outputs()
+        self.solves += 1
+        models = [t.refresh() for t in self.tiers.values()]
+        intervals = {name: t.take_interval() for name, t in self.tiers.items()}
+        classes: list[str] = []
+        for t in self.tiers.values():
+            classes += [c for c in t.classes if c not in classes]
+        m = self._measured(intervals, classes)
+        X = m.total_throughput
+        mix = {c: m.throughput.get(c, 0.0) / X for c in classes} if X > 0 else {}
+        mix_vec = np.array([mix.get(c, 0.0) for c in classes])
+        think = self._think_time(m, mix_vec if X > 0 else np.full(len(classes), 1 / max(
+            len(classes), 1)), classes)
+        pred: dict[str, Any] = {"system": self.system, "time": time, "solve": self.solves,
+                                "think_time_s": think, "horizon_s": cfg.horizon_s}
+        ready = classes and all(t.demands for t in models) and any(
+            sum(t.demands.values()) > 0 for t in models)
+        if not ready:
+            pred.update(model=None, flags=["not enough data: no tier has demand estimates yet"])
+            out.predictions.append(clean(pred))
+            return out
+        model = build_model(models, classes, mix, think, cfg)
+        n_now, source = self._population(m, model)
+        if n_now is None:
+            pred.update(model=model.kind, flags=model.flags + [
+                "current population unknown: no users, no response times, throughput beyond "
+                "the model's saturation"])
+            out.predictions.append(clean(pred))
+            return out
+        if source != "measured":
+            self.users_points.append([time, float(n_now)])
+        slope = self._trend(time)
+        n_fc = max(int(round(n_now + slope * cfg.horizon_s)), 0)
+        pred.update(self._predict(model, m, n_now, source, slope, n_fc, models))
+        out.predictions.append(clean(pred))
+        out.alerts += [clean(a) for a in self._alerts(pred, m, model, time)]
+        return out
+
+    def _capacity(self, model: SystemModel, n_now: int) -> tuple[int | None, bool]:
+        """Largest population within every SLA: exact on the MVA curve; for the MAP network
+        bracketed from the MVA answer and the populations already solved, to within 3%."""
+        if not np.isfinite(model.sla[model.mix > 0]).any():
+            return None, False
+        cap, limited = capacity_search(lambda n: model.excess(model.mva_at(n)),
+                                       start=max(2 * n_now, 2), limit=CAPACITY_LIMIT)
+        if model.processes is None or limited:
+            return cap, limited
+        known = {n: model.excess(p) for n, p in model.solved().items()}
+        return capacity_search(lambda n: model.excess(model.at(n)),
+                               start=cap + 1, limit=CAPACITY_LIMIT, known=known,
+                               rel_tol=MAP_CAPACITY_TOLERANCE)
+
+    def _predict(self, model: SystemModel, m: Measured, n_now: int, source: str, slope: float,
+                 n_fc: int, models: list[TierModel]) -> dict[str, Any]:
+        cfg = self.config
+        now, fc = model.at(n_now), model.at(n_fc)
+        cap, limited = self._capacity(model, n_now)
+        flags = list(model.flags)
+        if cap is not None and model.processes is not None and cap >= model.map_limit:
+            flags.append(f"capacity beyond map_max_population={model.map_limit}: MVA used there")
+        breach: Point | None = None
+        if cap is not None and not limited:     # the first population probed beyond capacity
+            beyond = [p for n, p in model.solved().items() if n > cap and model.excess(p) > 0]
+            breach = min(beyond, key=lambda p: p.n) if beyond else model.at(cap + 1)
+        ttb: float | None = None
+        if cap is not None and not limited:
+            if n_now > cap:
+                ttb = 0.0
+            elif slope > 0:
+                ttb = (cap + 1 - n_now) / slope
+        breach_class = breach_tier = None
+        if breach is not None:
+            ratio = np.where(model.mix > 0, breach.response / model.sla, -np.inf)
+            c = int(np.argmax(ratio))
+            breach_class = model.classes[c]
+            share = model._ratio()[:, c] * breach.residence
+            breach_tier = model.tiers[int(np.argmax(share))]
+        at_bottleneck = breach if breach is not None else fc
+        B = at_bottleneck.bottleneck
+        error, x_error = self._model_error(model, m, now)
+        classes = {}
+        for i, c in enumerate(model.classes):
+            classes[c] = {
+                "throughput": model.mix[i] * now.throughput,
+                "response_time": now.response[i],
+                "throughput_forecast": model.mix[i] * fc.throughput,
+                "response_time_forecast": fc.response[i],
+                "throughput_measured": m.throughput.get(c),
+                "response_time_measured": m.response_time.get(c),
+                "sla_s": model.sla[i],
+            }
+        tiers = {}
+        for j, t in enumerate(models):
+            tiers[t.tier] = {
+                "utilization": now.utilization[j], "utilization_forecast": fc.utilization[j],
+                "utilization_measured": m.utilization.get(t.tier),
+                "demand_s": model.D[j], "idc": t.idc, "bursty": t.bursty,
+                "bottleneck_probability": None if B is None else B[j],
+                "demands": {c: {"kalman": t.demands.get(c), "std": t.demand_std.get(c),
+                                "regression": t.regression.get(c)} for c in t.demands},
+            }
+        return {
+            "model": now.model, "flags": flags,
+            "users": n_now, "users_source": source, "users_trend_per_s": slope,
+            "users_forecast": n_fc,
+            "throughput": now.throughput, "response_time": float(model.mix @ now.response),
+            "throughput_measured": m.total_throughput,
+            "capacity_users": cap, "capacity_limited": limited,
+            "headroom_users": None if cap is None else cap - n_now,
+            "time_to_breach_s": ttb, "breach_class": breach_class, "breach_tier": breach_tier,
+            "bottleneck_tier": model.tiers[int(np.argmax(fc.utilization))],
+            "bottleneck_switch_probability": 0.0 if B is None else float(1.0 - B.max()),
+            "model_error": error, "throughput_error": x_error,
+            "classes": classes, "tiers": tiers,
+        }
+
+    @staticmethod
+    def _model_error(model: SystemModel, m: Measured, now: Point) -> tuple[float | None,
+                                                                          float | None]:
+        """Relative error of the predicted mean response time at the current load (mean over
+        the classes with a measured time, weighted by their measured throughput), and of the
+        total throughput."""
+        x_sum = pred = meas = 0.0
+        for i, c in enumerate(model.classes):
+            x, r = m.throughput.get(c, 0.0), m.response_time.get(c)
+            if r is not None and x > 0:
+                x_sum += x
+                pred += x * now.response[i]
+                meas += x * r
+        X = m.total_throughput
+        return (abs(pred - meas) / meas if meas > 0 else None,
+                abs(now.throughput - X) / X if X > 0 else None)
+
+    def _alerts(self, pred: Mapping[str, Any], m: Measured, model: SystemModel,
+                time: float) -> list[dict[str, Any]]:
+        cfg = self.config
+        events = []
+        base = {"system": self.system, "time": time}
+        ttb = pred["time_to_breach_s"]
+        cond = None
+        if ttb is not None and ttb <= cfg.horizon_s:
+            cond = True
+        elif ttb is None or ttb > BREACH_RESOLVE_FACTOR * cfg.horizon_s:
+            cond = False
+        ev = self.alerts.evaluate("predicted_breach", cond, {
+            **base, "alert": "predicted_breach", "class": pred["breach_class"],
+            "tier": pred["breach_tier"], "time_to_breach_s": ttb, "value": ttb,
+            "threshold": cfg.horizon_s,
+            "summary": (f"{self.system}: class {pred['breach_class']!r} is predicted to exceed "
+                        f"its {cfg.sla_for(str(pred['breach_class'])):g} s SLA in about "
+                        f"{(ttb or 0) / 60:.0f} min (users {pred['users']} -> capacity "
+                        f"{pred['capacity_users']}, bottleneck tier {pred['breach_tier']!r})")},
+            time)
+        events += [ev] if ev else []
+        for i, c in enumerate(model.classes):
+            r, sla = m.response_time.get(c), model.sla[i]
+            if not math.isfinite(sla):
+                continue
+            cond = None if r is not None and CURRENT_RESOLVE_FACTOR * sla <= r <= sla else \
+                bool(r is not None and r > sla)
+            ev = self.alerts.evaluate(f"current_breach/{c}", cond, {
+                **base, "alert": "current_breach", "class": c, "tier": pred["bottleneck_tier"],
+                "value": r, "threshold": sla,
+                "summary": f"{self.system}: class {c!r} response time {r or 0:.3f} s is above "
+                           f"its {sla:g} s SLA"}, time)
+            events += [ev] if ev else []
+        err, thr = pred["model_error"], cfg.model_error_threshold
+        cond = None if err is None or ERROR_RESOLVE_FACTOR * thr <= err <= thr else err > thr
+        ev = self.alerts.evaluate("model_error", cond, {
+            **base, "alert": "model_error", "class": None, "tier": None, "value": err,
+            "threshold": thr,
+            "summary": f"{self.system}: predicted response time is off the measured one by "
+                       f"{100 * (err or 0):.0f}% (threshold {100 * thr:.0f}%): check the "
+                       "configuration (tiers, visits, think time) before trusting predictions"},
+            time)
+        events += [ev] if ev else []
+        return events
+
+    # -- state ---------------------------------------------------------------------------------
+    def to_dict(self, with_history: bool = True) -> dict[str, Any]:
+        return {"system": self.system,
+                "tiers": [t.to_dict(with_history) for t in self.tiers.values()],
+                "next_solve": self.next_solve, "users_points": self.users_points,
+                "think_time_est": self.think_time_est, "alerts": self.alerts.to_dict(),
+                "solves": self.solves}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], config: SystemConfig,
+                  chunks: Mapping[str, Mapping[int, Mapping[str, list]]] | None = None
+                  ) -> "SystemState":
+        """Rebuild from :meth:`to_dict`; ``chunks[tier]`` holds the history rows of a
+        header-only dict."""
+        state = cls(data["system"], config)
+        state.tiers = {t["tier"]: TierState.from_dict(t, config, (chunks or {}).get(t["tier"]))
+                       for t in data["tiers"]}
+        state.next_solve = data["next_solve"]
+        state.users_points = [list(p) for p in data["users_points"]]
+        state.think_time_est = data["think_time_est"]
+        state.alerts = AlertBook.from_dict(data["alerts"])
+        state.solves = data["solves"]
+        return state

@@ -1,0 +1,279 @@
+"""Per-tier state: duplicates, the Kalman demands, the window history and the tier's model.
+
+Every window of a tier goes through :meth:`TierState.admit` (duplicate / too-late check) and
+:meth:`TierState.observe` (Kalman update, paper 004 eqs. (4)-(6); history append; interval
+sums). At solve time :meth:`TierState.refresh` estimates what needs the history: the index of
+dispersion (paper 000 Fig. 2), the sliding regression (paper 002), the busy-time p95 and the
+MAP(2) fit (paper 000 section 4.1), the fit redone only when its inputs moved.
+
+Late and out-of-order windows: the last ``dedup_windows`` window ends of the tier are kept; a
+window whose end is among them is a duplicate (rejected, counted once); a window older than
+the newest one but not seen is applied in arrival order and flagged ``late`` (the estimators
+treat windows as exchangeable observations, so a few out of order change little); a window
+older than every kept end cannot be told apart from a duplicate and is rejected as too late.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+
+from estimators.demand import KalmanDemandEstimator, regression_demands
+from estimators.dispersion import index_of_dispersion
+from estimators.mapfit import fit_map2, service_p95
+from solvers.processes import MAP
+from streams.config import SystemConfig
+from streams.history import WindowHistory
+from streams.records import Window
+
+__all__ = ["TierState", "TierModel", "Interval"]
+
+#: relative move of (mean, I, p95) that triggers a new MAP(2) fit
+REFIT_TOLERANCE = 0.05
+
+
+@dataclass
+class Interval:
+    """Sums over the windows since the last solve (the "measured" side of a prediction)."""
+
+    windows: int = 0
+    seconds: float = 0.0
+    utilization_s: float = 0.0          # sum U_k T_k
+    completions: dict[str, float] | None = None
+    rt_weighted: dict[str, float] | None = None   # sum rt * completions (classes with rt)
+    rt_completions: dict[str, float] | None = None
+    users_sum: float = 0.0
+    users_n: int = 0
+
+    def add(self, w: Window) -> None:
+        self.windows += 1
+        self.seconds += w.window_s
+        self.utilization_s += w.utilization * w.window_s
+        comp = self.completions if self.completions is not None else {}
+        rtw = self.rt_weighted if self.rt_weighted is not None else {}
+        rtc = self.rt_completions if self.rt_completions is not None else {}
+        for c, n in w.completions.items():
+            comp[c] = comp.get(c, 0.0) + n
+            rt = w.response_time_s.get(c)
+            if rt is not None and n > 0:
+                rtw[c] = rtw.get(c, 0.0) + rt * n
+                rtc[c] = rtc.get(c, 0.0) + n
+        self.completions, self.rt_weighted, self.rt_completions = comp, rtw, rtc
+        if w.users is not None:
+            self.users_sum += w.users
+            self.users_n += 1
+
+    @property
+    def utilization(self) -> float | None:
+        return self.utilization_s / self.seconds if self.seconds > 0 else None
+
+    def throughput(self) -> dict[str, float]:
+        """Completions per second per class over the interval."""
+        if not self.seconds > 0:
+            return {}
+        return {c: n / self.seconds for c, n in (self.completions or {}).items()}
+
+    def response_time(self) -> dict[str, float]:
+        """Completion-weighted mean response time per class (classes that reported one)."""
+        rtc = self.rt_completions or {}
+        return {c: s / rtc[c] for c, s in (self.rt_weighted or {}).items() if rtc.get(c)}
+
+    @property
+    def users(self) -> float | None:
+        return self.users_sum / self.users_n if self.users_n else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Interval":
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class TierModel:
+    """What the solve needs of a tier, and what is reported about it.
+
+    ``demands`` per class from the Kalman filter (CPU-seconds per completion at the tier),
+    ``regression`` the sliding NNLS second opinion, ``idc`` the index of dispersion ``I``
+    (``None`` when the history is too short or flat: ``idc_flag`` says why), ``mean_service``
+    ``sum B_k / sum n_k``, ``p95`` the busy-time service p95, ``process`` the fitted MAP(2)
+    (``None`` until ``I`` is known), ``bursty`` ``I > idc_threshold``.
+    """
+
+    tier: str
+    cores: int
+    demands: dict[str, float]
+    demand_std: dict[str, float]
+    regression: dict[str, float]
+    idc: float | None
+    idc_flag: str | None
+    mean_service: float | None
+    p95: float | None
+    process: MAP | None
+    fit_flag: str | None
+    bursty: bool
+    windows: int
+
+
+def _moved(new: tuple[float, ...], old: list[float] | None) -> bool:
+    if old is None:
+        return True
+    return any(abs(a - b) > REFIT_TOLERANCE * abs(b) for a, b in zip(new, old))
+
+
+class TierState:
+    """Everything perfcast keeps about one tier of one system."""
+
+    def __init__(self, tier: str, config: SystemConfig) -> None:
+        self.tier = tier
+        self.config = config
+        self.classes: list[str] = []
+        self.kalman: KalmanDemandEstimator | None = None
+        self.history = WindowHistory(config.history)
+        self.ends: list[float] = []                 # sorted, the last dedup_windows ends
+        self.windows = 0                            # windows applied (each counted once)
+        self.duplicates = 0
+        self.late = 0
+        self.cores = 1
+        self.window_s = 0.0
+        self.interval = Interval()
+        self.fit_inputs: list[float] | None = None  # (mean, I, p95) of the current fit
+        self.fit: dict[str, Any] | None = None      # MAP as dict + achieved figures
+        self.model: dict[str, Any] = {}             # last refresh, for estimate records
+
+    # -- per window ---------------------------------------------------------------------------
+    def admit(self, w: Window) -> str | None:
+        """``None`` if the window is new, else the reason it is rejected (duplicate, too late)."""
+        i = bisect.bisect_left(self.ends, w.end)
+        if i < len(self.ends) and self.ends[i] == w.end:
+            return f"duplicate: window (system, tier, end={w.end!r}) was already processed"
+        if i == 0 and len(self.ends) >= self.config.dedup_windows:
+            return (f"too late: end={w.end!r} is older than the {self.config.dedup_windows} "
+                    f"windows kept to recognise duplicates (oldest {self.ends[0]!r})")
+        return None
+
+    def observe(self, w: Window) -> dict[str, Any]:
+        """Apply an admitted window; return its estimate record."""
+        late = bool(self.ends) and w.end < self.ends[-1]
+        bisect.insort(self.ends, w.end)
+        if len(self.ends) > self.config.dedup_windows:
+            del self.ends[0]
+        new = [c for c in w.completions if c not in self.classes]
+        if new:
+            self.classes.extend(sorted(new))
+            if self.kalman is not None:
+                self.kalman = self.kalman.with_classes(self.classes)
+        if self.kalman is None:
+            self.kalman = KalmanDemandEstimator(self.classes, w.cores)
+        self.kalman.cores = float(w.cores)
+        rates = {c: n / w.window_s for c, n in w.completions.items()}
+        self.kalman.update(w.utilization, rates, w.response_time_s or None)
+        self.history.append(w.utilization, w.window_s, w.cores,
+                            [w.completions.get(c, 0.0) for c in self.classes])
+        self.interval.add(w)
+        self.windows += 1
+        self.late += late
+        self.cores, self.window_s = w.cores, w.window_s
+        return self._estimate_record(w, late)
+
+    def _estimate_record(self, w: Window, late: bool) -> dict[str, Any]:
+        k = self.kalman
+        assert k is not None
+        return {
+            "system": w.system, "tier": self.tier, "end": w.end, "seq": self.windows,
+            "utilization": w.utilization, "late": late,
+            "demands": dict(zip(k.classes, k.x.tolist())),
+            "demand_std": dict(zip(k.classes, np.sqrt(np.maximum(np.diagonal(k.P), 0.0))
+                                   .tolist())),
+            "kalman_flag": k.skip_reason if k.skipped else None,
+            "change_detected": k.change_detected,
+            **self.model,
+        }
+
+    # -- at solve time ------------------------------------------------------------------------
+    def refresh(self) -> TierModel:
+        """Estimate ``I``, regression, p95 and (when they moved) the MAP(2) fit."""
+        cfg = self.config
+        arr = self.history.arrays(len(self.classes))
+        idc, idc_flag = None, "no windows"
+        if arr.size:
+            same = arr.window_s == arr.window_s[-1]
+            est = index_of_dispersion(arr.utilization[same], arr.total_completions[same],
+                                      float(arr.window_s[-1]))
+            idc = None if est.reason in ("no_busy_time", "no_completions") else est.value
+            idc_flag = None if est.reason == "ok" else est.reason
+        regression: dict[str, float] = {}
+        tail = arr.tail(cfg.regression_windows)
+        if tail.size >= 2 and self.classes:
+            rates = tail.completions / tail.window_s[:, None]
+            reg = regression_demands(tail.utilization, rates, cores=float(tail.cores[-1]))
+            regression = dict(zip(self.classes, reg.demands.tolist()))
+        busy, done = arr.busy_time, arr.total_completions
+        mean = float(busy.sum() / done.sum()) if arr.size and done.sum() > 0 else None
+        p95 = service_p95(busy, done).p95 if arr.size else None
+        self._refit(mean, idc, p95)
+        bursty = idc is not None and idc > cfg.idc_threshold
+        self.model = {"idc": idc, "idc_flag": idc_flag, "bursty": bursty,
+                      "regression": regression, "mean_service_s": mean, "p95_s": p95,
+                      "map2": self.fit}
+        k = self.kalman
+        return TierModel(
+            tier=self.tier, cores=self.cores,
+            demands=dict(zip(k.classes, k.x.tolist())) if k else {},
+            demand_std=dict(zip(k.classes, np.sqrt(np.maximum(np.diagonal(k.P), 0.0))
+                                .tolist())) if k else {},
+            regression=regression, idc=idc, idc_flag=idc_flag, mean_service=mean, p95=p95,
+            process=MAP.from_dict(self.fit["process"]) if self.fit else None,
+            fit_flag=self.fit.get("flag") if self.fit else None, bursty=bursty,
+            windows=self.windows)
+
+    def _refit(self, mean: float | None, idc: float | None, p95: float | None) -> None:
+        if mean is None or idc is None or p95 is None or not (mean > 0 and idc > 0 and p95 > 0):
+            return
+        inputs = (mean, idc, p95)
+        if not _moved(inputs, self.fit_inputs):
+            return
+        fit = fit_map2(mean, idc, p95)
+        self.fit_inputs = list(inputs)
+        self.fit = {"process": fit.process.to_dict(), "idc": fit.idc, "p95_s": fit.p95,
+                    "scv": fit.scv, "acf1": fit.acf1, "flag": fit.flag}
+
+    def take_interval(self) -> Interval:
+        """The sums since the last solve; starts a new interval."""
+        done, self.interval = self.interval, Interval()
+        return done
+
+    # -- state ---------------------------------------------------------------------------------
+    def to_dict(self, with_history: bool = True) -> dict[str, Any]:
+        """Plain JSON-ready state; ``with_history=False`` leaves the rows out (header only)."""
+        return {
+            "tier": self.tier, "classes": list(self.classes),
+            "kalman": self.kalman.to_dict() if self.kalman else None,
+            "history": self.history.to_dict() if with_history else self.history.header(),
+            "ends": list(self.ends), "windows": self.windows, "duplicates": self.duplicates,
+            "late": self.late, "cores": self.cores, "window_s": self.window_s,
+            "interval": self.interval.to_dict(), "fit_inputs": self.fit_inputs, "fit": self.fit,
+            "model": self.model,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], config: SystemConfig,
+                  chunks: Mapping[int, Mapping[str, list]] | None = None) -> "TierState":
+        """Rebuild from :meth:`to_dict`; ``chunks`` supplies the rows of a header-only dict."""
+        state = cls(data["tier"], config)
+        state.classes = list(data["classes"])
+        state.kalman = (KalmanDemandEstimator.from_dict(data["kalman"])
+                        if data["kalman"] else None)
+        hist = data["history"]
+        state.history = (WindowHistory.from_dict(hist) if "rows" in hist
+                         else WindowHistory.restore(hist, chunks or {}))
+        state.ends = list(data["ends"])
+        for key in ("windows", "duplicates", "late", "cores", "window_s", "fit_inputs", "fit",
+                    "model"):
+            setattr(state, key, data[key])
+        state.interval = Interval.from_dict(data["interval"])
+        return state
