@@ -1,18 +1,89 @@
-"""The ``perfcast`` command line (typer + rich)."""
+"""The ``perfcast`` command line (typer + rich): ``demo``, ``run``, ``produce``, ``worker``."""
 
 from __future__ import annotations
 
-import numpy as np
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
 import typer
 from rich.console import Console
 from rich.live import Live
 from rich.markup import escape
 from rich.table import Table
 
-from streams.tier_demo import TierScenario, final_fit, simulate_tier, stream_tier
+from streams.config import Config, ConfigError, load_config
+from streams.pipeline import Pipeline
+from streams.records import format_time
+from streams.system import Outputs
 
 app = typer.Typer(help="perfcast: live queueing-model predictions from coarse monitoring data.",
                   no_args_is_help=True, add_completion=False)
+console = Console()
+
+
+def _config(path: Optional[Path], bootstrap: Optional[str] = None) -> Config:
+    try:
+        cfg = load_config(path)
+    except ConfigError as err:
+        console.print(f"[red]configuration error:[/red] {escape(str(err))}")
+        raise typer.Exit(2) from None
+    if bootstrap:
+        from dataclasses import replace
+        cfg = replace(cfg, kafka=replace(cfg.kafka, bootstrap=bootstrap))
+    return cfg
+
+
+def _fmt(value: Any, spec: str = ".3f", none: str = "-") -> str:
+    return none if value is None else format(value, spec)
+
+
+class _LiveView:
+    """Last predictions and alerts as a rich table."""
+
+    def __init__(self, title: str) -> None:
+        self.title = title
+        self.rows: list[dict[str, Any]] = []
+        self.alerts: list[dict[str, Any]] = []
+
+    def add(self, out: Outputs, _pipeline: Pipeline) -> None:
+        self.rows += [p for p in out.predictions if p.get("model")]
+        self.alerts += out.alerts
+
+    def render(self) -> Table:
+        table = Table(title=self.title, caption=self._caption())
+        for name in ("time (UTC)", "system", "users", "forecast", "model", "R meas (s)",
+                     "R pred (s)", "capacity", "breach in", "bottleneck", "switch P",
+                     "I (max tier)"):
+            table.add_column(name, justify="right")
+        for p in self.rows[-12:]:
+            meas = [c for c in p["classes"].values() if c["response_time_measured"] is not None]
+            x = sum(c["throughput_measured"] or 0 for c in meas)
+            r_meas = sum((c["throughput_measured"] or 0) * c["response_time_measured"]
+                         for c in meas) / x if x else None
+            ttb = p.get("time_to_breach_s")
+            idcs = [t["idc"] for t in p["tiers"].values() if t["idc"] is not None]
+            table.add_row(format_time(p["time"])[11:19], escape(p["system"]), str(p["users"]),
+                          str(p["users_forecast"]), p["model"], _fmt(r_meas),
+                          _fmt(p["response_time"]), _fmt(p["capacity_users"], "d"),
+                          "now" if ttb == 0 else _fmt(None if ttb is None else ttb / 60, ".1f")
+                          + ("" if ttb is None else " min"),
+                          escape(str(p["bottleneck_tier"])),
+                          _fmt(p["bottleneck_switch_probability"], ".2f"),
+                          _fmt(max(idcs) if idcs else None, ".1f"))
+        return table
+
+    def _caption(self) -> str:
+        firing: dict[str, dict[str, Any]] = {}
+        for a in self.alerts:
+            key = f"{a['alert']}/{a.get('class')}"
+            if a["state"] == "firing":
+                firing[key] = a
+            else:
+                firing.pop(key, None)
+        if not firing:
+            return "no active alerts"
+        return "\n".join(f"ALERT {escape(a['summary'])}" for a in firing.values())
 
 
 @app.callback()
@@ -20,51 +91,113 @@ def main() -> None:
     """perfcast command line."""
 
 
-def _snapshot_table(scenario: TierScenario, rows: list) -> Table:
-    table = Table(title="tier 'db': estimates per window (truth in the header)")
-    table.add_column("window", justify="right")
-    table.add_column("U", justify="right")
-    table.add_column("I (Fig. 2)", justify="right")
-    for c, d in zip(scenario.classes, scenario.demands):
-        table.add_column(escape(f"D[{c}] ms (true {1000 * d:.1f})"), justify="right")
-    for snap in rows[-12:]:
-        idc = f"{snap.idc:.1f}" + ("" if snap.idc_flag == "ok" else f" ({snap.idc_flag})")
-        cells = [f"{1000 * snap.demands[c]:.2f} ± {1000 * snap.demand_std[c]:.2f}"
-                 for c in scenario.classes]
-        table.add_row(str(snap.window), f"{snap.utilization:.2f}", idc, *cells)
-    return table
+@app.command()
+def demo(out: Path = typer.Option(Path("perfcast-demo"), help="output directory"),
+         duration_s: float = typer.Option(2700.0, help="simulated seconds"),
+         seed: int = typer.Option(1, help="random seed of the simulation"),
+         quiet: bool = typer.Option(False, help="no live table")) -> None:
+    """Simulate a TPC-W-like shop (bursty database, users ramping up) and predict its SLA
+    breach before it happens -- embedded: no Kafka, no InfluxDB."""
+    from streams.demo import DemoScenario, demo_config, demo_records
+    from streams.embedded import run_embedded
+
+    sc = DemoScenario(duration_s=duration_s, seed=seed)
+    console.print(f"simulating the shop: {sc.users_start} users for {sc.steady_s / 60:.0f} min, "
+                  f"then +{sc.step_users} every {sc.step_s:.0f} s up to {sc.users_end}; "
+                  f"SLA {sc.sla_s} s; windows of {sc.window_s:g} s ...")
+    records = demo_records(sc)
+    view = _LiveView("perfcast demo: shop (front -> db), one row per solve")
+    with Live(view.render(), console=console, refresh_per_second=4,
+              transient=quiet) as live:
+        summary = run_embedded(records, demo_config(sc), out,
+                               on_outputs=lambda o, p: (view.add(o, p),
+                                                        live.update(view.render())))
+    _print_summary(summary, sc.sla_s)
+
+
+def _print_summary(summary: Any, sla_s: float | None = None) -> None:
+    console.print(f"\n{summary.records} windows in {summary.seconds:.1f} s: "
+                  f"{summary.estimates} estimates, {summary.predictions} predictions, "
+                  f"{summary.alerts} alert events, {summary.deadletter} dead letters")
+    first: dict[str, float] = {}
+    for a in summary.alert_events:
+        if a["state"] == "firing":
+            first.setdefault(a["alert"], a["time"])
+            console.print(f"  {format_time(a['time'])}  [bold]{a['alert']}[/bold]  "
+                          f"{escape(a['summary'])}")
+    if "predicted_breach" in first and "current_breach" in first:
+        lead = first["current_breach"] - first["predicted_breach"]
+        verdict = "before" if lead > 0 else "after"
+        console.print(f"\n[bold]breach predicted {abs(lead) / 60:.0f} min {verdict} the SLA "
+                      f"was actually broken[/bold]")
+    console.print(f"outputs: {summary.out_dir}/{{estimates,predictions,alerts,deadletter}}"
+                  f".jsonl and {summary.out_dir}/perfcast.sqlite")
 
 
 @app.command()
-def demo(windows: int = typer.Option(2000, help="monitoring windows to simulate"),
-         window_s: float = typer.Option(5.0, help="window length T in seconds"),
-         idc: float = typer.Option(20.0, help="index of dispersion of the simulated service"),
-         seed: int = typer.Option(1, help="random seed")) -> None:
-    """Simulate a bursty tier and stream its windows through the estimators (embedded)."""
-    console = Console()
-    scenario = TierScenario(windows=windows, window_s=window_s, idc=idc)
-    rng = np.random.default_rng(seed)
-    data, truth = simulate_tier(scenario, rng)
-    rows: list = []
-    with Live(_snapshot_table(scenario, rows), console=console, refresh_per_second=8) as live:
-        for snap in stream_tier(scenario, data, every=max(windows // 20, 1)):
-            rows.append(snap)
-            live.update(_snapshot_table(scenario, rows))
-    last = rows[-1]
-    result = final_fit(scenario, data, last.idc)
-    fit = result["fit"]
-    console.print()
-    console.print(f"burst process (before class mix): mean {1000 * truth.mean:.2f} ms, "
-                  f"I = {truth.idc:.1f}, p95 = {1000 * truth.quantile(0.95):.2f} ms "
-                  "(mixing classes of different cost adds variance, so the tier's I is higher)")
-    console.print(f"estimated from windows:            mean {1000 * result['mean_service']:.2f} ms, "
-                  f"I = {last.idc:.1f}, p95 (busy-time) = {1000 * (result['p95'] or 0):.2f} ms")
-    console.print(f"fitted MAP(2):                     I = {fit.idc:.1f}, p95 = {1000 * fit.p95:.2f} ms, "
-                  f"SCV = {fit.scv:.2f}, rho1 = {fit.acf1:.3f}"
-                  + ("" if fit.flag is None else f"  [{fit.flag}]"))
-    reg = result["regression"]
-    console.print("regression demands (paper 002, ms): "
-                  + ", ".join(f"{c} {1000 * v:.2f}" for c, v in reg.items()))
+def run(source: Path = typer.Option(..., exists=True, dir_okay=False,
+                                    help="JSON-lines trace of window records"),
+        config: Optional[Path] = typer.Option(None, exists=True, dir_okay=False,
+                                              help="TOML configuration"),
+        out: Path = typer.Option(Path("perfcast-out"), help="output directory"),
+        final_solve: bool = typer.Option(True, help="solve the last open interval at the end"),
+        ) -> None:
+    """Run the pipeline core over a recorded trace (embedded)."""
+    from streams.embedded import read_jsonl, run_embedded
+
+    summary = run_embedded(read_jsonl(source), _config(config), out, final_solve=final_solve)
+    _print_summary(summary)
+
+
+@app.command()
+def produce(source: str = typer.Option(..., help="a JSON-lines trace, or 'demo' for the "
+                                                 "simulated shop"),
+            bootstrap: Optional[str] = typer.Option(None, help="Kafka HOST:PORT "
+                                                    "(default PERFCAST_KAFKA_BOOTSTRAP)"),
+            rate: Optional[float] = typer.Option(None, help="windows per second (default: as "
+                                                            "fast as possible)"),
+            config: Optional[Path] = typer.Option(None, exists=True, dir_okay=False)) -> None:
+    """Publish window records to perfcast.windows (keyed by system)."""
+    from streams.produce import produce as send
+
+    cfg = _config(config, bootstrap)
+    if source == "demo":
+        from streams.demo import demo_records
+        records: Any = demo_records()
+    else:
+        from streams.embedded import read_jsonl
+        if not Path(source).is_file():
+            console.print(f"[red]source:[/red] no such file {escape(source)!r}")
+            raise typer.Exit(2)
+        records = read_jsonl(source)
+    from streams.topics import ensure_topics
+
+    ensure_topics(cfg.kafka)
+    stats = send(records, cfg.kafka, rate=rate)
+    console.print(f"sent {stats.sent} windows to {cfg.kafka.topic('windows')} at "
+                  f"{cfg.kafka.bootstrap} in {stats.seconds:.1f} s ({stats.rate:.0f}/s)")
+
+
+@app.command()
+def worker(config: Optional[Path] = typer.Option(None, exists=True, dir_okay=False),
+           bootstrap: Optional[str] = typer.Option(None, help="Kafka HOST:PORT"),
+           app_id: str = typer.Option("perfcast", help="Faust application id (consumer "
+                                                        "group, table topics)"),
+           partitions: int = typer.Option(4, help="partitions of the perfcast topics"),
+           loglevel: str = typer.Option("warning")) -> None:
+    """Run the Faust worker: perfcast.windows -> estimates, predictions, alerts (Kafka and
+    InfluxDB). Connection settings come from the environment (see docs/configuration.md)."""
+    from faust import Worker
+
+    from streams.worker import build_app
+
+    from streams.topics import ensure_topics
+
+    cfg = _config(config, bootstrap)
+    ensure_topics(cfg.kafka, partitions)
+    faust_app = build_app(cfg, app_id=app_id, partitions=partitions)
+    sys.argv = sys.argv[:1]
+    Worker(faust_app, loglevel=loglevel).execute_from_commandline()
 
 
 if __name__ == "__main__":  # pragma: no cover

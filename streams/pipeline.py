@@ -46,6 +46,7 @@ class Pipeline:
         self.systems: dict[str, SystemState] = {}
         self.records = 0
         self.rejected = 0
+        self.last_system: str | None = None    # system of the last valid record
 
     def system(self, name: str) -> SystemState:
         state = self.systems.get(name)
@@ -56,11 +57,13 @@ class Pipeline:
     def process(self, raw: bytes | str | Mapping[str, Any]) -> Outputs:
         """One input record."""
         self.records += 1
+        self.last_system = None
         try:
             window = parse_window(raw)
         except InvalidWindow as err:
             self.rejected += 1
             return Outputs(deadletter=[dead_letter(raw, err)])
+        self.last_system = window.system
         out = self.system(window.system).step(window)
         self.rejected += len(out.deadletter)
         return out

@@ -41,7 +41,10 @@ class InvalidWindow(ValueError):
 
 
 def _short(value: Any, limit: int = 120) -> str:
-    text = repr(value)
+    try:
+        text = repr(value)
+    except ValueError:              # an int beyond sys.get_int_max_str_digits()
+        text = f"<{type(value).__name__} too long to show>"
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
@@ -114,6 +117,9 @@ def _decode(raw: bytes | str | Mapping[str, Any]) -> Mapping[str, Any]:
     except json.JSONDecodeError as exc:
         raise InvalidWindow("record", raw, f"malformed JSON: {exc.msg} at position {exc.pos}") \
             from None
+    except (ValueError, RecursionError) as exc:
+        # integer text longer than sys.get_int_max_str_digits(); nesting deeper than the stack
+        raise InvalidWindow("record", raw, f"unreadable JSON: {exc}"[:200]) from None
     if not isinstance(data, dict):
         raise InvalidWindow("record", data, "expected a JSON object")
     return data
@@ -131,15 +137,39 @@ def _name(data: Mapping[str, Any], name: str) -> str:
         raise InvalidWindow(name, value, "must be a non-empty string")
     if len(value) > MAX_NAME or any(ord(ch) < 32 for ch in value):
         raise InvalidWindow(name, value, f"must be at most {MAX_NAME} printable characters")
+    if not _encodable(value):
+        raise InvalidWindow(name, value, "must be valid Unicode (no lone surrogates)")
     return value
+
+
+def _encodable(text: str) -> bool:
+    """``text`` can be written as UTF-8 (JSON's ``"\\ud800"`` escapes decode to lone
+    surrogates, which no UTF-8 sink -- SQLite, line protocol, Kafka -- accepts)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _finite(value: Any) -> float | None:
+    """``value`` as a finite float, ``None`` if it is not a (finite, float-sized) number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        v = float(value)
+    except OverflowError:           # an int beyond the float range
+        return None
+    return v if math.isfinite(v) else None
 
 
 def _number(value: Any, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InvalidWindow(name, value, "must be a number")
-    v = float(value)
-    if not math.isfinite(v):
-        raise InvalidWindow(name, value, "must be finite (NaN and infinity are not allowed)")
+    v = _finite(value)
+    if v is None:
+        raise InvalidWindow(name, value, "must be finite (NaN and infinity are not allowed, "
+                                         "nor numbers beyond the float range)")
     return v
 
 
@@ -154,6 +184,8 @@ def parse_end(value: Any) -> float:
             raise InvalidWindow("end", value, "not an ISO-8601 time or epoch seconds") from None
         if moment.tzinfo is None:
             raise InvalidWindow("end", value, "ISO-8601 time needs a zone ('Z' or an offset)")
+        if moment.timestamp() < 0:
+            raise InvalidWindow("end", value, "must not be before 1970-01-01T00:00:00Z")
         return moment.timestamp()
     v = _number(value, "end")
     if v < 0:
@@ -183,8 +215,8 @@ def _utilization(value: Any) -> float:
 
 
 def _cores(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) \
-            or not math.isfinite(value) or value != int(value) or value < 1:
+    v = _finite(value)
+    if v is None or v != int(v) or v < 1:
         raise InvalidWindow("cores", value, "must be a whole number >= 1")
     return int(value)
 
@@ -192,8 +224,8 @@ def _cores(value: Any) -> int:
 def _users(value: Any) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) \
-            or not math.isfinite(value) or value != int(value) or value < 0:
+    v = _finite(value)
+    if v is None or v != int(v) or v < 0:
         raise InvalidWindow("users", value, "must be a whole number >= 0")
     return int(value)
 
@@ -209,6 +241,9 @@ def _per_class(value: Any, name: str, required: bool = False) -> dict[str, float
     for cls, v in value.items():
         if not isinstance(cls, str) or not cls or len(cls) > MAX_NAME:
             raise InvalidWindow(name, cls, "class names must be non-empty strings")
+        if not _encodable(cls):
+            raise InvalidWindow(name, cls, "class names must be valid Unicode (no lone "
+                                           "surrogates)")
         number = _number(v, f"{name}.{cls}")
         if number < 0:
             raise InvalidWindow(f"{name}.{cls}", v, "must be >= 0")

@@ -1,0 +1,40 @@
+"""The perfcast topics and their creation (kafka-python admin client)."""
+
+from __future__ import annotations
+
+import logging
+
+from streams.config import KafkaSettings
+
+__all__ = ["TOPICS", "ensure_topics"]
+
+log = logging.getLogger("perfcast.topics")
+
+#: the pipeline's topics (prefixed by ``KafkaSettings.topic_prefix``)
+TOPICS = ("windows", "estimates", "predictions", "alerts", "deadletter")
+
+
+def ensure_topics(settings: KafkaSettings, partitions: int = 4,
+                  replication: int = 1) -> list[str]:
+    """Create the topics that do not exist yet; returns the ones created."""
+    from kafka.admin import KafkaAdminClient, NewTopic
+    from kafka.errors import TopicAlreadyExistsError
+
+    from streams.produce import kafka_client_options
+
+    admin = KafkaAdminClient(**kafka_client_options(settings), client_id="perfcast-admin")
+    try:
+        existing = set(admin.list_topics())
+        wanted = [settings.topic(t) for t in TOPICS if settings.topic(t) not in existing]
+        created = []
+        for name in wanted:
+            try:
+                admin.create_topics([NewTopic(name, partitions, replication)])
+                created.append(name)
+            except TopicAlreadyExistsError:
+                pass
+        if created:
+            log.info("created topics %s", created)
+        return created
+    finally:
+        admin.close()
