@@ -3,6 +3,7 @@
 # a single-node Kafka broker (KRaft) and InfluxDB 1.8.10 with Flux, both on loopback.
 #   bash infra/services.sh up     # prints the environment the tests read (eval-able)
 #   bash infra/services.sh down
+#   bash infra/services.sh influx-restart [PAUSE_S]   # stop InfluxDB, keep its data, start again
 # Ports: PERFCAST_KAFKA_PORT (default 19092, controller +1), PERFCAST_INFLUX_PORT (default 18086,
 # RPC port +2). Non-default ports keep clear of a developer's own Kafka/InfluxDB.
 set -euo pipefail
@@ -26,13 +27,18 @@ case "${1:-}" in
     echo "export PERFCAST_KAFKA_BOOTSTRAP=127.0.0.1:$KPORT"
     echo "export PERFCAST_INFLUX_URL=http://127.0.0.1:$IPORT"
     ;;
+  influx-restart)
+    PERFCAST_KEEP_RUN_DIR=1 influx stop >&2
+    sleep "${2:-3}"
+    influx start >&2
+    ;;
   down)
     kafka stop >&2 || true
     influx stop >&2 || true
     rm -rf "$RUN_ROOT"
     ;;
   *)
-    echo "usage: $0 up|down" >&2
+    echo "usage: $0 up|down|influx-restart [PAUSE_S]" >&2
     exit 2
     ;;
 esac

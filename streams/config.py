@@ -94,6 +94,8 @@ _COUNTS = {"map_max_population": 1, "history": 16, "regression_windows": 4,
 
 
 def _system(raw: Mapping[str, Any], where: str, base: SystemConfig) -> SystemConfig:
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{where}: must be a table of settings, got {raw!r}")
     known = {f.name for f in fields(SystemConfig)}
     unknown = sorted(set(raw) - known)
     if unknown:
@@ -217,6 +219,24 @@ class Config:
         return self.systems.get(name, self.defaults)
 
 
+#: connection settings that are numbers (the others are strings): key -> (type, minimum)
+_CONNECTION_NUMBERS = {"batch_size": (int, 1), "max_buffer": (int, 1),
+                       "flush_interval_s": (float, 0.0)}
+
+
+def _connection_value(key: str, value: Any, where: str) -> Any:
+    if key in _CONNECTION_NUMBERS:
+        kind, low = _CONNECTION_NUMBERS[key]
+        if kind is int:
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ConfigError(f"{where}: must be an integer >= {low}, got {value!r}")
+            return value
+        return _positive(value, where)
+    if not isinstance(value, str):
+        raise ConfigError(f"{where}: must be a string, got {value!r}")
+    return value
+
+
 def _connections(raw: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
     sections: dict[str, dict[str, Any]] = {"kafka": {}, "influxdb": {}}
     for section, cls in (("kafka", KafkaSettings), ("influxdb", InfluxSettings)):
@@ -229,7 +249,7 @@ def _connections(raw: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, An
                 hint = " (secrets come from the environment)" if key in ("sasl_password",
                                                                          "token") else ""
                 raise ConfigError(f"{section}.{key}: not a setting here{hint}")
-            sections[section][key] = value
+            sections[section][key] = _connection_value(key, value, f"{section}.{key}")
     for var, (section, key) in ENVIRONMENT.items():
         if env.get(var):
             sections[section][key] = env[var]

@@ -118,13 +118,16 @@ class WindowHistory:
     @classmethod
     def restore(cls, header: Mapping[str, Any],
                 chunks: Mapping[int, Mapping[str, list]]) -> "WindowHistory":
-        """Rebuild from :meth:`header` and the chunks it lists."""
+        """Rebuild from :meth:`header` and the chunks it lists; rows beyond the header's
+        ``seq`` (written after it) are ignored."""
         hist = cls(int(header["capacity"]))
         hist.seq = int(header["seq"])
         for number in header["chunks"]:
             if number not in chunks:
                 raise ValueError(f"chunks: chunk {number} of the history is missing")
-            hist.chunks[int(number)] = {k: list(v) for k, v in chunks[number].items()}
+            # a chunk stored after the header was (crash in between) may hold later rows
+            keep = hist.seq - int(number) * CHUNK
+            hist.chunks[int(number)] = {k: list(v[:keep]) for k, v in chunks[number].items()}
         return hist
 
     def to_dict(self) -> dict[str, Any]:

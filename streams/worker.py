@@ -8,19 +8,23 @@ Topology (``docs/pipeline.md``):
   the core (:class:`streams.pipeline.Pipeline`), then writes the state the batch changed to the
   tables and the outputs to ``perfcast.estimates`` / ``.predictions`` / ``.alerts`` /
   ``.deadletter`` (keyed by system) and to the InfluxDB sink;
-* table ``systems`` (system -> its state without the window history) and table ``history``
-  (``system/tier/chunk`` -> 128 windows of history), both with changelog topics; a table entry
+* table ``state`` with its changelog topic: per system its state without the window history,
+  and its tiers' history in chunks of 128 windows (:class:`TableBackedPipeline`); every entry
   is written to the changelog partition of the system's source partition, so recovery after a
   rebalance finds it;
 * timer: flushes the InfluxDB sink every ``flush_interval_s``.
 
-Exactly-once counting: Faust acknowledges a batch's windows only after the batch's table
-writes are queued, and commits offsets only after flushing the producer, so the state in the
-changelog always covers every committed window. After a crash, the windows between the last
-commit and the crash are read again; the restored state already holds them, so they are
-recognised as duplicates (dead-lettered with reason ``duplicate``) and counted once. Output
-records produced between the two may appear twice in the output topics (at-least-once; their
-``(system, tier, seq)`` / ``(system, time)`` identify them) and are idempotent in InfluxDB.
+Exactly-once counting: per batch the agent (1) runs the core, (2) sends the outputs and waits
+until Kafka has them (and, for a batch with predictions or alerts, until InfluxDB has its
+points), (3) writes the changed state to the table. Faust acknowledges the windows after the
+batch and commits offsets only after flushing the producer, so the changelog always covers
+every committed window. After a crash, the windows between the last commit and the crash are
+read again; those the restored state already holds are recognised as duplicates
+(dead-lettered with reason ``duplicate``) and counted once, the others are processed. Outputs
+are at least once: a crash between (2) and (3) produces a batch's records again (their
+``(system, tier, seq)`` / ``(system, time)`` identify them; InfluxDB overwrites equal points).
+Estimate points still in the InfluxDB sink's buffer when the worker dies are lost (at most
+one flush interval); prediction and alert points are written before the state.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from typing import Any
 import faust
 
 from streams.config import Config, KafkaSettings
+from streams.history import CHUNK
 from streams.influx import InfluxSink
 from streams.pipeline import Pipeline
 from streams.schema import points
@@ -44,6 +49,8 @@ log = logging.getLogger("perfcast.worker")
 
 OUTPUT_TOPICS = ("estimates", "predictions", "alerts", "deadletter")
 _SEP = "\x1f"
+#: history chunks kept beyond what the history needs (tolerates a restored header that lags)
+SLACK_CHUNKS = 8
 
 
 def _dumps(value: Any) -> bytes:
@@ -70,22 +77,30 @@ def faust_broker_options(k: KafkaSettings) -> dict[str, Any]:
 
 
 class TableBackedPipeline(Pipeline):
-    """The core with each system's state mirrored into two Faust tables.
+    """The core with each system's state mirrored into one Faust table.
+
+    Keys: ``system`` -> the system's state without window history (JSON), and
+    ``system/tier/slot`` -> one chunk of that tier's history (``{"n": chunk number, "rows":
+    ...}``), chunk ``n`` in slot ``n mod slots``: slots are overwritten in turn, never deleted,
+    and keep :data:`SLACK_CHUNKS` chunks more than the history needs. All of a system's
+    entries go to the changelog partition of its source partition, so they are ordered: a
+    restored header never refers to a chunk that was not stored before it; a chunk stored after
+    the header (a crash in between) may hold rows the header does not count yet, and those are
+    cut off on restore (:meth:`streams.history.WindowHistory.restore`).
 
     In memory the systems are the same objects as in the embedded shell; a system missing
-    from memory (new worker, after a crash or a rebalance) is rebuilt from the tables."""
+    from memory (new worker, after a crash or a rebalance) is rebuilt from the table."""
 
-    def __init__(self, config: Config, systems: Any, history: Any) -> None:
+    def __init__(self, config: Config, table: Any) -> None:
         super().__init__(config)
-        self.systems_table = systems
-        self.history_table = history
+        self.table = table
         self.partition: dict[str, int] = {}
         self.dirty: set[str] = set()
 
     def system(self, name: str) -> SystemState:
         state = self.systems.get(name)
         if state is None:
-            header = self.systems_table.data.get(name.encode())
+            header = self.table.data.get(name.encode())
             if header is None:
                 state = SystemState(name, self.config.system(name))
             else:
@@ -93,20 +108,26 @@ class TableBackedPipeline(Pipeline):
             self.systems[name] = state
         return state
 
+    @staticmethod
+    def _slots(capacity: int) -> int:
+        return -(-capacity // CHUNK) + 1 + SLACK_CHUNKS
+
+    def _chunk_key(self, system: str, tier: str, number: int, capacity: int) -> bytes:
+        return f"{system}{_SEP}{tier}{_SEP}{number % self._slots(capacity)}".encode()
+
     def _restore(self, name: str, data: dict[str, Any]) -> SystemState:
         chunks: dict[str, dict[int, Any]] = {}
         for tier in data["tiers"]:
             rows = chunks.setdefault(tier["tier"], {})
-            for number in tier["history"]["chunks"]:
-                raw = self.history_table.data.get(self._chunk_key(name, tier["tier"], number))
-                if raw is not None:
-                    rows[number] = json.loads(raw)
+            header = tier["history"]
+            for number in header["chunks"]:
+                raw = self.table.data.get(self._chunk_key(name, tier["tier"], number,
+                                                          header["capacity"]))
+                stored = json.loads(raw) if raw is not None else None
+                if stored is not None and stored["n"] == number:
+                    rows[number] = stored["rows"]
         log.info("restored system %r from the changelog", name)
         return SystemState.from_dict(data, self.config.system(name), chunks)
-
-    @staticmethod
-    def _chunk_key(system: str, tier: str, number: int) -> bytes:
-        return f"{system}{_SEP}{tier}{_SEP}{number}".encode()
 
     def process_event(self, value: bytes, partition: int) -> Outputs:
         out = self.process(value)
@@ -116,39 +137,29 @@ class TableBackedPipeline(Pipeline):
         return out
 
     def persist(self) -> int:
-        """Write the state of every system the batch changed; returns table writes."""
+        """Write the state of every system the batch changed: its history chunks first, then
+        its header. Returns the number of table writes."""
         writes = 0
         for name in self.dirty:
             state = self.systems[name]
             part = self.partition[name]
             for tier in state.tiers.values():
-                written, dropped = tier.history.take_changes()
+                written, _dropped = tier.history.take_changes()
                 for number, rows in written.items():
-                    self._put(self.history_table, part, self._chunk_key(name, tier.tier, number),
-                              _dumps(rows))
+                    key = self._chunk_key(name, tier.tier, number, tier.history.capacity)
+                    self._put(part, key, _dumps({"n": number, "rows": rows}))
                     writes += 1
-                for number in dropped:
-                    self._delete(self.history_table, part,
-                                 self._chunk_key(name, tier.tier, number))
-                    writes += 1
-            self._put(self.systems_table, part, name.encode(),
-                      _dumps(state.to_dict(with_history=False)))
+            self._put(part, name.encode(), _dumps(state.to_dict(with_history=False)))
             writes += 1
         self.dirty.clear()
         return writes
 
-    @staticmethod
-    def _put(table: Any, partition: int, key: bytes, value: bytes) -> None:
-        table.data[key] = value
-        table.send_changelog(partition, key, value)
-
-    @staticmethod
-    def _delete(table: Any, partition: int, key: bytes) -> None:
-        table.data.pop(key, None)
-        table.send_changelog(partition, key, None, value_serializer="raw")
+    def _put(self, partition: int, key: bytes, value: bytes) -> None:
+        self.table.data[key] = value
+        self.table.send_changelog(partition, key, value)
 
     def forget(self) -> None:
-        """Drop the in-memory systems (after a rebalance they are rebuilt from the tables)."""
+        """Drop the in-memory systems (after a rebalance they are rebuilt from the table)."""
         self.systems.clear()
         self.partition.clear()
         self.dirty.clear()
@@ -166,9 +177,8 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
                        partitions=partitions)
     outputs = {name: app.topic(k.topic(name), key_type=bytes, value_type=bytes,
                                partitions=partitions) for name in OUTPUT_TOPICS}
-    systems = app.Table("systems", key_type=bytes, value_type=bytes, partitions=partitions)
-    history = app.Table("history", key_type=bytes, value_type=bytes, partitions=partitions)
-    core = TableBackedPipeline(config, systems, history)
+    state = app.Table("state", key_type=bytes, value_type=bytes, partitions=partitions)
+    core = TableBackedPipeline(config, state)
     sink = InfluxSink(config.influxdb) if influx and config.influxdb.url else None
     app.perfcast_core = core          # for tests and the CLI's status line
     app.perfcast_sink = sink
@@ -184,7 +194,6 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
             out = Outputs()
             for event in events:
                 out.extend(core.process_event(event.value, event.message.partition))
-            core.persist()
             for name in OUTPUT_TOPICS:
                 topic = outputs[name]
                 for record in getattr(out, name):
@@ -193,6 +202,12 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
                                     value=_dumps(record))
             if sink is not None:
                 await sink.add(points(out, deadletter_time=received))
+                if out.predictions or out.alerts:
+                    await sink.flush()
+            # outputs are delivered before the state that says they were produced: a crash
+            # in between re-produces them (at least once), never loses them
+            await app.producer.flush()
+            core.persist()
 
     if sink is not None:
         @app.timer(interval=config.influxdb.flush_interval_s)

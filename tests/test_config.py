@@ -1,0 +1,298 @@
+"""Configuration (streams.config): TOML per-system settings, environment overrides and secrets;
+every refusal names the offending key."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from streams.config import (ENVIRONMENT, Config, ConfigError, InfluxSettings, KafkaSettings,
+                            SystemConfig, load_config)
+
+SHOP = """
+[defaults]
+solve_interval_s = 30
+horizon_s = 600
+sla_s = { "*" = 2.0 }
+history = 2048
+
+[systems.shop]
+tiers = ["front", "db"]
+think_time_s = 0.5
+sla_s = { home = 0.5, "*" = 1.0 }
+visits = { db = { home = 2.0, search = 3 } }
+dedup_windows = 64
+
+[systems.blog]
+sla_s = { feed = 0.25 }
+
+[kafka]
+bootstrap = "kafka-1:9092"
+topic_prefix = "acme"
+
+[influxdb]
+url = "http://influx:8086"
+org = "acme"
+bucket = "perf"
+"""
+
+
+@pytest.fixture
+def toml(tmp_path):
+    """Write TOML text to a file; return its path."""
+    def write(text: str):
+        path = tmp_path / "perfcast.toml"
+        path.write_text(text)
+        return path
+    return write
+
+
+@pytest.fixture(autouse=True)
+def _no_perfcast_environment(monkeypatch):
+    """The tests pass ``env`` explicitly; the process environment must not leak in when one
+    of them reads ``os.environ``."""
+    for var in [*ENVIRONMENT, "PERFCAST_INFLUX_TOKEN", "PERFCAST_INFLUX_TOKEN_FILE",
+                "PERFCAST_KAFKA_SASL_PASSWORD", "PERFCAST_KAFKA_SASL_PASSWORD_FILE"]:
+        monkeypatch.delenv(var, raising=False)
+
+
+def _refused(path, key, env=None):
+    with pytest.raises(ConfigError) as info:
+        load_config(path, env=env or {})
+    message = str(info.value)
+    assert message.startswith(key), message
+    return message
+
+
+# --------------------------------------------------------------------------------------------
+# files
+# --------------------------------------------------------------------------------------------
+
+def test_no_file_gives_the_documented_defaults():
+    cfg = load_config(None, env={})
+    assert cfg == Config()
+    assert cfg.systems == {}
+    assert cfg.system("anything") is cfg.defaults
+    d = cfg.defaults
+    assert (d.tiers, d.think_time_s, d.solve_interval_s, d.horizon_s) == ((), None, 60.0, 900.0)
+    assert d.sla_for("home") == 1.0
+    assert d.visit("db", "home") == 1.0
+    assert cfg.kafka.bootstrap == "localhost:9092" and cfg.kafka.topic("windows") == \
+        "perfcast.windows"
+    assert cfg.influxdb.url is None and cfg.influxdb.token is None
+
+
+def test_defaults_and_system_sections_combine(toml):
+    cfg = load_config(toml(SHOP), env={})
+    shop = cfg.system("shop")
+    assert shop.tiers == ("front", "db")
+    assert shop.think_time_s == 0.5
+    # per-class SLA, "*" for every other class
+    assert shop.sla_for("home") == 0.5
+    assert shop.sla_for("search") == 1.0
+    # visits per tier and class, default 1
+    assert shop.visit("db", "home") == 2.0
+    assert shop.visit("db", "search") == 3.0 and isinstance(shop.visit("db", "search"), float)
+    assert shop.visit("db", "best_sellers") == 1.0
+    assert shop.visit("front", "home") == 1.0
+    # inherited from [defaults], overridden where the system sets them
+    assert (shop.solve_interval_s, shop.horizon_s, shop.history) == (30.0, 600.0, 2048)
+    assert shop.dedup_windows == 64
+    assert cfg.defaults.dedup_windows == SystemConfig().dedup_windows
+    # a system's sla_s table is merged over the defaults' ("*" = 2.0 kept for blog)
+    blog = cfg.system("blog")
+    assert blog.sla_for("feed") == 0.25 and blog.sla_for("other") == 2.0
+    assert blog.tiers == ()
+    # an unconfigured system gets the defaults
+    assert cfg.system("unknown") is cfg.defaults
+    assert cfg.defaults.sla_for("x") == 2.0
+    assert cfg.kafka.topic("windows") == "acme.windows"
+    assert (cfg.influxdb.url, cfg.influxdb.org, cfg.influxdb.bucket) == \
+        ("http://influx:8086", "acme", "perf")
+
+
+def test_sla_without_star_is_infinite_for_other_classes():
+    cfg = SystemConfig(sla_s={"home": 0.5})
+    assert cfg.sla_for("home") == 0.5
+    assert math.isinf(cfg.sla_for("search"))
+
+
+@pytest.mark.parametrize("text, key", [
+    ("[defaults]\nsolve_intervall_s = 60\n", "defaults.solve_intervall_s"),
+    ("[systems.shop]\ntier = ['db']\n", "systems.shop.tier"),
+    ("[systems.shop.extra]\na = 1\n", "systems.shop.extra"),
+    ("[kafkaa]\nbootstrap = 'x'\n", "kafkaa"),
+    ("[influx]\nurl = 'x'\n", "influx"),
+    ("[kafka]\nbrokers = 'x'\n", "kafka.brokers"),
+    ("[influxdb]\nhost = 'x'\n", "influxdb.host"),
+    ("top_level = 1\n", "top_level"),
+])
+def test_unknown_keys_and_sections_are_refused_by_name(toml, text, key):
+    _refused(toml(text), key)
+
+
+@pytest.mark.parametrize("text, key", [
+    ("[defaults]\nsolve_interval_s = -60\n", "defaults.solve_interval_s"),
+    ("[defaults]\nsolve_interval_s = 0\n", "defaults.solve_interval_s"),
+    ("[defaults]\nhorizon_s = nan\n", "defaults.horizon_s"),
+    ("[defaults]\nhorizon_s = inf\n", "defaults.horizon_s"),
+    ("[defaults]\nhorizon_s = true\n", "defaults.horizon_s"),
+    ("[defaults]\ntrend_window_s = '900'\n", "defaults.trend_window_s"),
+    ("[defaults]\nhistory = 1000.5\n", "defaults.history"),
+    ("[defaults]\nhistory = 1024.0\n", "defaults.history"),
+    ("[defaults]\nhistory = 8\n", "defaults.history"),
+    ("[systems.shop]\nalert_fire_after = 0\n", "systems.shop.alert_fire_after"),
+    ("[systems.shop]\ndedup_windows = true\n", "systems.shop.dedup_windows"),
+    ("[systems.shop]\ntiers = ['front', 'db', 'front']\n", "systems.shop.tiers"),
+    ("[systems.shop]\ntiers = ['front', '']\n", "systems.shop.tiers"),
+    ("[systems.shop]\ntiers = 'front'\n", "systems.shop.tiers"),
+    ("[systems.shop]\nthink_time_s = -0.5\n", "systems.shop.think_time_s"),
+    ("[systems.shop]\nsla_s = 1.0\n", "systems.shop.sla_s"),
+    ("[systems.shop]\nsla_s = { home = -1 }\n", "systems.shop.sla_s.home"),
+    ("[systems.shop]\nsla_s = { home = 0 }\n", "systems.shop.sla_s.home"),
+    ("[systems.shop]\nvisits = { db = 2 }\n", "systems.shop.visits"),
+    ("[systems.shop]\nvisits = { db = { home = 0 } }\n", "systems.shop.visits.db.home"),
+    ("[systems.shop]\nmodel_error_threshold = -0.1\n", "systems.shop.model_error_threshold"),
+    ("systems = 3\n", "systems"),
+    ("kafka = 'localhost'\n", "kafka"),
+])
+def test_invalid_values_are_refused_naming_the_key(toml, text, key):
+    message = _refused(toml(text), key)
+    assert "got" in message or "must" in message
+
+
+def test_the_refused_value_is_shown(toml):
+    message = _refused(toml("[defaults]\nsolve_interval_s = -60\n"), "defaults.solve_interval_s")
+    assert "-60" in message
+
+
+@pytest.mark.parametrize("text, key", [
+    ("[systems]\nshop = 1\n", "systems.shop"),
+    ("defaults = 'fast'\n", "defaults"),
+])
+def test_non_table_system_sections_are_refused_naming_the_key(toml, text, key):
+    """Failed before the fix in streams/config.py: ``TypeError: 'int' object is not iterable``
+    escaped load_config instead of a ConfigError naming the section."""
+    assert "must be a table" in _refused(toml(text), key)
+
+
+@pytest.mark.parametrize("text, key", [
+    ("[influxdb]\nbatch_size = 'lots'\n", "influxdb.batch_size"),
+    ("[influxdb]\nbatch_size = 0\n", "influxdb.batch_size"),
+    ("[influxdb]\nflush_interval_s = -1\n", "influxdb.flush_interval_s"),
+    ("[influxdb]\nmax_buffer = 1.5\n", "influxdb.max_buffer"),
+    ("[influxdb]\nurl = 8086\n", "influxdb.url"),
+    ("[kafka]\nbootstrap = 9092\n", "kafka.bootstrap"),
+    ("[kafka]\ntopic_prefix = ['a']\n", "kafka.topic_prefix"),
+])
+def test_invalid_connection_values_are_refused_naming_the_key(toml, text, key):
+    """Failed before the fix in streams/config.py: connection settings were passed to the
+    dataclasses unchecked (``batch_size = 'lots'`` was accepted)."""
+    _refused(toml(text), key)
+
+
+def test_connection_numbers_from_the_file_are_kept(toml):
+    cfg = load_config(toml("[influxdb]\nbatch_size = 500\nflush_interval_s = 2\n"
+                           "max_buffer = 1000\n"), env={})
+    assert (cfg.influxdb.batch_size, cfg.influxdb.flush_interval_s, cfg.influxdb.max_buffer) \
+        == (500, 2.0, 1000)
+
+
+def test_unreadable_and_invalid_toml_files_are_config_errors(tmp_path, toml):
+    missing = tmp_path / "nope.toml"
+    message = _refused(missing, "config")
+    assert "nope.toml" in message
+    message = _refused(toml("[defaults\nhorizon_s = 1\n"), "config")
+    assert "not valid TOML" in message
+
+
+# --------------------------------------------------------------------------------------------
+# environment
+# --------------------------------------------------------------------------------------------
+
+def test_environment_overrides_connection_settings(toml):
+    env = {"PERFCAST_KAFKA_BOOTSTRAP": "k1:9092,k2:9092",
+           "PERFCAST_KAFKA_SECURITY_PROTOCOL": "SASL_SSL",
+           "PERFCAST_KAFKA_SASL_MECHANISM": "SCRAM-SHA-512",
+           "PERFCAST_KAFKA_SASL_USERNAME": "perfcast",
+           "PERFCAST_KAFKA_SSL_CAFILE": "/etc/ca.pem",
+           "PERFCAST_KAFKA_TOPIC_PREFIX": "prod",
+           "PERFCAST_INFLUX_URL": "https://influx.example:8086",
+           "PERFCAST_INFLUX_ORG": "ops",
+           "PERFCAST_INFLUX_BUCKET": "live"}
+    cfg = load_config(toml(SHOP), env=env)         # the file sets some of them too
+    assert cfg.kafka == KafkaSettings(bootstrap="k1:9092,k2:9092", security_protocol="SASL_SSL",
+                                      sasl_mechanism="SCRAM-SHA-512", sasl_username="perfcast",
+                                      ssl_cafile="/etc/ca.pem", topic_prefix="prod")
+    assert cfg.influxdb == InfluxSettings(url="https://influx.example:8086", org="ops",
+                                          bucket="live")
+    assert cfg.kafka.topic("predictions") == "prod.predictions"
+
+
+def test_empty_environment_values_do_not_override(toml):
+    cfg = load_config(toml(SHOP), env={"PERFCAST_KAFKA_BOOTSTRAP": "",
+                                       "PERFCAST_INFLUX_URL": ""})
+    assert cfg.kafka.bootstrap == "kafka-1:9092"
+    assert cfg.influxdb.url == "http://influx:8086"
+
+
+def test_default_environment_is_os_environ(monkeypatch):
+    monkeypatch.setenv("PERFCAST_INFLUX_URL", "http://from-os-environ:8086")
+    assert load_config().influxdb.url == "http://from-os-environ:8086"
+
+
+# --------------------------------------------------------------------------------------------
+# secrets
+# --------------------------------------------------------------------------------------------
+
+TOKEN = "s3cr3t-T0KEN-do-not-print"
+PASSWORD = "hunter2-sasl-password"
+
+
+def _leaks(cfg: Config, *secrets: str) -> list[str]:
+    shown = [repr(cfg), str(cfg), repr(cfg.influxdb), repr(cfg.kafka)]
+    return [s for s in secrets if any(s in text for text in shown)]
+
+
+def test_secrets_from_the_environment_are_read_and_never_shown():
+    cfg = load_config(env={"PERFCAST_INFLUX_TOKEN": TOKEN,
+                           "PERFCAST_KAFKA_SASL_PASSWORD": PASSWORD})
+    assert cfg.influxdb.token == TOKEN
+    assert cfg.kafka.sasl_password == PASSWORD
+    assert _leaks(cfg, TOKEN, PASSWORD) == []
+
+
+def test_secrets_from_files_are_read_stripped_and_never_shown(tmp_path):
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
+    password_file = tmp_path / "password"
+    password_file.write_text(f"  {PASSWORD}\n\n")
+    cfg = load_config(env={"PERFCAST_INFLUX_TOKEN_FILE": str(token_file),
+                           "PERFCAST_KAFKA_SASL_PASSWORD_FILE": str(password_file)})
+    assert cfg.influxdb.token == TOKEN
+    assert cfg.kafka.sasl_password == PASSWORD
+    assert _leaks(cfg, TOKEN, PASSWORD) == []
+
+
+def test_secret_variable_wins_over_its_file(tmp_path):
+    token_file = tmp_path / "token"
+    token_file.write_text("from-the-file")
+    cfg = load_config(env={"PERFCAST_INFLUX_TOKEN": TOKEN,
+                           "PERFCAST_INFLUX_TOKEN_FILE": str(token_file)})
+    assert cfg.influxdb.token == TOKEN
+
+
+def test_unreadable_secret_file_is_a_config_error_naming_the_variable(tmp_path):
+    with pytest.raises(ConfigError, match="^PERFCAST_INFLUX_TOKEN_FILE"):
+        load_config(env={"PERFCAST_INFLUX_TOKEN_FILE": str(tmp_path / "missing")})
+
+
+@pytest.mark.parametrize("text, key", [
+    (f"[influxdb]\nurl = 'http://x'\ntoken = '{TOKEN}'\n", "influxdb.token"),
+    (f"[kafka]\nsasl_password = '{PASSWORD}'\n", "kafka.sasl_password"),
+])
+def test_secrets_in_the_file_are_refused(toml, text, key):
+    message = _refused(toml(text), key)
+    assert "environment" in message
+    assert TOKEN not in message and PASSWORD not in message

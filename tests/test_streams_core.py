@@ -1,0 +1,830 @@
+"""The stream core: window history, alert hysteresis, the capacity search, the MVA curve, and
+the per-system state / pipeline over a short simulated trace of the demo shop (state round
+trips, duplicates, late and unknown windows, new classes), its output schema and sinks."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import sqlite3
+from collections import Counter
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+# ``solvers`` must be imported before ``line_solver`` (see tests/conftest.py)
+from solvers.mva import mva, mva_curve  # isort: skip
+from streams import history as history_module
+from streams.alerts import AlertBook
+from streams.config import Config
+from streams.demo import START, DemoScenario, demo_config, demo_records
+from streams.embedded import STORE_NAME, run_embedded
+from streams.history import CHUNK, WindowHistory
+from streams.model import capacity_search
+from streams.pipeline import Pipeline
+from streams.records import parse_window
+from streams.schema import MEASUREMENTS, points
+from streams.store import OUTPUT_FILES, SQLiteStore
+from streams.system import Outputs, SystemState
+
+from line_solver.api.pfqn.mva import pfqn_mva  # isort: skip  # noqa: E402
+
+
+# --------------------------------------------------------------------------------------------
+# helpers
+# --------------------------------------------------------------------------------------------
+
+def assert_close(a, b, path="$", rel=1e-9, abs_=1e-12):
+    """Same structure, equal non-floats, floats within ``rel`` (JSON-like values)."""
+    if isinstance(a, dict):
+        assert isinstance(b, dict), path
+        assert a.keys() == b.keys(), f"{path}: keys {sorted(a)} != {sorted(b)}"
+        for k in a:
+            assert_close(a[k], b[k], f"{path}.{k}", rel, abs_)
+    elif isinstance(a, (list, tuple)):
+        assert isinstance(b, (list, tuple)) and len(a) == len(b), f"{path}: {a!r} != {b!r}"
+        for i, (x, y) in enumerate(zip(a, b)):
+            assert_close(x, y, f"{path}[{i}]", rel, abs_)
+    elif isinstance(a, float) or isinstance(b, float):
+        assert not isinstance(a, bool) and not isinstance(b, bool), f"{path}: {a!r} != {b!r}"
+        assert math.isclose(a, b, rel_tol=rel, abs_tol=abs_), f"{path}: {a!r} != {b!r}"
+    else:
+        assert a == b and type(a) is type(b), f"{path}: {a!r} != {b!r}"
+
+
+def run(records, config, pipeline=None):
+    """Feed ``records`` one by one; the pipeline and the outputs of each record."""
+    pipeline = pipeline or Pipeline(config)
+    return pipeline, [pipeline.process(r) for r in records]
+
+
+def merged(outputs):
+    out = Outputs()
+    for o in outputs:
+        out.extend(o)
+    return out
+
+
+SCENARIO = DemoScenario(duration_s=600, steady_s=300, users_start=20, users_end=40)
+
+
+@pytest.fixture(scope="module")
+def records():
+    """240 window records (120 per tier, front then db for each 5 s window), seed 1."""
+    recs = demo_records(SCENARIO)
+    assert len(recs) == 240
+    return recs
+
+
+@pytest.fixture(scope="module")
+def config():
+    return demo_config(SCENARIO)
+
+
+@pytest.fixture(scope="module")
+def baseline(records, config):
+    """The uninterrupted run: per-record outputs, then the final solve."""
+    pipeline, outs = run(records, config)
+    return pipeline, outs, pipeline.finish()
+
+
+def _fresh(records):
+    return copy.deepcopy(records)
+
+
+# --------------------------------------------------------------------------------------------
+# WindowHistory
+# --------------------------------------------------------------------------------------------
+
+def _random_rows(rng, n, max_classes=3):
+    rows = []
+    for _ in range(n):
+        k = int(rng.integers(1, max_classes + 1))
+        rows.append((float(rng.uniform()), float(rng.choice([1.0, 5.0])),
+                     int(rng.integers(1, 5)), rng.integers(0, 100, k).astype(float).tolist()))
+    return rows
+
+
+def _padded(rows, n_classes):
+    X = np.zeros((len(rows), n_classes))
+    for i, r in enumerate(rows):
+        X[i, :len(r[3])] = r[3]
+    return X
+
+
+@pytest.mark.parametrize("capacity", [1, 16, 127, 128, 129, 300, 1000])
+def test_history_keeps_exactly_the_last_capacity_rows_in_order(capacity):
+    rng = np.random.default_rng(capacity)
+    rows = _random_rows(rng, 1500)
+    hist = WindowHistory(capacity)
+    for i, row in enumerate(rows, start=1):
+        hist.append(*row)
+        if i in (1, capacity, capacity + 1, 127, 128, 129, 700, 1500):
+            arr = hist.arrays(3)
+            want = rows[max(i - capacity, 0):i]
+            assert arr.size == len(want)
+            np.testing.assert_array_equal(arr.utilization, [r[0] for r in want])
+            np.testing.assert_array_equal(arr.window_s, [r[1] for r in want])
+            np.testing.assert_array_equal(arr.cores, [r[2] for r in want])
+            np.testing.assert_array_equal(arr.completions, _padded(want, 3))
+            # memory stays bounded: whole chunks, never more than needed plus one
+            assert len(hist.chunks) <= math.ceil(capacity / CHUNK) + 1
+    assert hist.seq == 1500
+    # ``last`` beyond the capacity gives what the kept chunks still hold: still the newest rows
+    last = hist.arrays(3, last=10)
+    assert min(10, capacity) <= last.size <= 10
+    np.testing.assert_array_equal(last.utilization, [r[0] for r in rows[-last.size:]])
+    arr = hist.arrays(3)
+    np.testing.assert_allclose(arr.busy_time, arr.utilization * arr.window_s * arr.cores)
+    np.testing.assert_array_equal(arr.total_completions, arr.completions.sum(axis=1))
+
+
+def test_history_zero_pads_short_class_vectors():
+    hist = WindowHistory(10)
+    hist.append(0.1, 5.0, 1, [1.0])
+    hist.append(0.2, 5.0, 1, [1.0, 2.0])
+    hist.append(0.3, 5.0, 1, [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(hist.arrays(3).completions,
+                                  [[1, 0, 0], [1, 2, 0], [1, 2, 3]])
+    np.testing.assert_array_equal(hist.arrays(4).completions[:, 3], [0, 0, 0])
+    assert hist.arrays(3).tail(2).size == 2
+
+
+def test_empty_history_gives_empty_arrays():
+    arr = WindowHistory(16).arrays(2)
+    assert arr.size == 0 and arr.completions.shape == (0, 2)
+
+
+def test_take_changes_reports_written_and_dropped_chunks():
+    """Replaying take_changes into a store keeps the store equal to the live chunks; only
+    touched chunks are written; chunks older than the capacity are dropped."""
+    hist = WindowHistory(200)
+    store: dict[int, dict] = {}
+    seen_drops: set[int] = set()
+
+    def sync():
+        written, dropped = hist.take_changes()
+        for k in dropped:
+            store.pop(k, None)
+        store.update(copy.deepcopy(written))
+        seen_drops.update(dropped)
+        return written, dropped
+
+    for _ in range(CHUNK + 2):
+        hist.append(0.5, 5.0, 1, [1.0])
+    written, dropped = sync()
+    assert sorted(written) == [0, 1] and dropped == set()
+    assert len(written[0]["u"]) == CHUNK and len(written[1]["u"]) == 2
+    for _ in range(5):
+        hist.append(0.5, 5.0, 1, [1.0])
+    written, dropped = sync()
+    assert sorted(written) == [1] and dropped == set()          # only the touched chunk
+    assert sync() == ({}, set())                                # nothing since
+    # chunk 3 starts at seq 384: (384 - 200) // 128 = 1, so chunk 0 is dropped
+    while hist.seq < 3 * CHUNK + 1:
+        hist.append(0.5, 5.0, 1, [1.0])
+    written, dropped = sync()
+    assert sorted(written) == [1, 2, 3] and dropped == {0}
+    assert store == hist.chunks
+    # a chunk written and dropped between two takes is reported dropped only
+    small = WindowHistory(16)
+    for _ in range(3 * CHUNK + 1):
+        small.append(0.1, 1.0, 1, [0.0])
+    written, dropped = small.take_changes()
+    assert sorted(written) == [2, 3] and dropped == {0, 1}
+    # long run: the store follows the live state exactly
+    rng = np.random.default_rng(5)
+    for row in _random_rows(rng, 2000):
+        hist.append(*row)
+        if rng.uniform() < 0.05:
+            sync()
+    sync()
+    assert store == hist.chunks
+    assert seen_drops == set(range(min(hist.chunks)))
+    restored = WindowHistory.restore(hist.header(), store)
+    np.testing.assert_array_equal(restored.arrays(3).completions, hist.arrays(3).completions)
+
+
+def test_history_state_round_trips_exactly():
+    rng = np.random.default_rng(9)
+    hist = WindowHistory(300)
+    rows = _random_rows(rng, 777)
+    for row in rows[:700]:
+        hist.append(*row)
+    data = json.loads(json.dumps(hist.to_dict()))        # as a durable store would keep it
+    back = WindowHistory.from_dict(data)
+    assert back.header() == hist.header()
+    assert back.chunks == hist.chunks
+    back2 = WindowHistory.restore(json.loads(json.dumps(hist.header())),
+                                  copy.deepcopy(hist.chunks))
+    for h in (hist, back, back2):
+        for row in rows[700:]:
+            h.append(*row)
+    for h in (back, back2):
+        assert h.to_dict() == hist.to_dict()
+        for name in ("utilization", "window_s", "cores", "completions"):
+            np.testing.assert_array_equal(getattr(h.arrays(3), name),
+                                          getattr(hist.arrays(3), name))
+
+
+def test_restore_refuses_a_missing_chunk():
+    hist = WindowHistory(300)
+    for _ in range(2 * CHUNK):
+        hist.append(0.5, 5.0, 1, [1.0])
+    chunks = dict(hist.chunks)
+    del chunks[1]
+    with pytest.raises(ValueError, match="chunk 1"):
+        WindowHistory.restore(hist.header(), chunks)
+
+
+# --------------------------------------------------------------------------------------------
+# AlertBook
+# --------------------------------------------------------------------------------------------
+
+EVENT = {"system": "shop", "alert": "model_error"}
+
+
+def _feed(book, conditions, key="k"):
+    """Events per step (``None`` when the state did not change)."""
+    return [book.evaluate(key, c, EVENT, float(t)) for t, c in enumerate(conditions)]
+
+
+def test_alert_fires_only_after_fire_after_consecutive_true():
+    book = AlertBook(fire_after=3, resolve_after=2)
+    events = _feed(book, [True, True, False, True, True, True, True])
+    assert events[:6] == [None] * 5 + [{**EVENT, "state": "firing", "since": 5.0}]
+    assert events[6] is None                         # already firing: no repeat
+    assert book.active() == ["k"]
+
+
+def test_alert_dead_band_does_not_move_the_counters():
+    book = AlertBook(fire_after=2, resolve_after=3)
+    # True, (dead band), True: the dead band neither counts nor resets
+    events = _feed(book, [True, None, None, True])
+    assert events[3] == {**EVENT, "state": "firing", "since": 3.0}
+    # False, None, False, None, False: resolves on the third False
+    events = [book.evaluate("k", c, EVENT, float(t))
+              for t, c in enumerate([False, None, False, None, False], start=10)]
+    assert events[:4] == [None] * 4
+    assert events[4] == {**EVENT, "state": "resolved", "since": 3.0}
+    assert book.active() == []
+
+
+def test_alert_resolves_after_resolve_after_consecutive_false():
+    book = AlertBook(fire_after=1, resolve_after=3)
+    events = _feed(book, [True, False, False, True, False, False, False, False])
+    assert events[0] == {**EVENT, "state": "firing", "since": 0.0}
+    assert events[1:6] == [None] * 5                 # the True at t=3 restarted the count
+    assert events[6] == {**EVENT, "state": "resolved", "since": 0.0}
+    assert events[7] is None
+    # clear conditions never resolve an alert that is not firing
+    assert _feed(AlertBook(), [False] * 5, key="other") == [None] * 5
+
+
+def test_alert_accepts_numpy_bools():
+    book = AlertBook(fire_after=2, resolve_after=1)
+    x = np.array([0.5, 2.0])
+    assert book.evaluate("k", np.bool_(x[1] > 1), EVENT, 0.0) is None
+    assert book.evaluate("k", x[1] > 1, EVENT, 1.0)["state"] == "firing"
+    assert book.evaluate("k", x[0] > 1, EVENT, 2.0)["state"] == "resolved"
+    json.dumps(book.to_dict())
+
+
+def test_alert_book_round_trips_mid_count():
+    book = AlertBook(fire_after=3, resolve_after=2)
+    _feed(book, [True, True, True, False], key="a")           # firing, one clear
+    _feed(book, [True, True], key="b")                        # two of three
+    _feed(book, [None], key="c")                              # seen only in the dead band
+    back = AlertBook.from_dict(json.loads(json.dumps(book.to_dict())))
+    assert back.to_dict() == book.to_dict()
+    assert back.active() == book.active() == ["a"]
+    for b in (book, back):
+        assert b.evaluate("b", True, EVENT, 9.0)["state"] == "firing"
+        assert b.evaluate("a", False, EVENT, 9.0)["state"] == "resolved"
+    assert back.to_dict() == book.to_dict()
+
+
+# --------------------------------------------------------------------------------------------
+# capacity_search
+# --------------------------------------------------------------------------------------------
+
+class Counted:
+    def __init__(self, f):
+        self.f, self.calls = f, []
+
+    def __call__(self, n):
+        self.calls.append(n)
+        return self.f(n)
+
+
+def test_capacity_search_exact_on_a_linear_excess():
+    f = Counted(lambda n: n - 137.5)
+    assert capacity_search(f, start=10, limit=100_000) == (137, False)
+    assert len(f.calls) == len(set(f.calls))                  # nothing evaluated twice
+
+
+def test_capacity_search_relative_tolerance_saves_probes_on_a_convex_excess():
+    # steep, hockey-stick like R(n)/SLA - 1: regula falsi converges one-sidedly, the
+    # tolerance stops it early
+    def g(n):
+        return math.expm1((n - 1375.5) / 100)
+    exact, loose = Counted(g), Counted(g)
+    assert capacity_search(exact, start=10, limit=100_000) == (1375, False)
+    n, limited = capacity_search(loose, start=10, limit=100_000, rel_tol=0.03)
+    assert not limited
+    assert 0.97 * 1375 <= n <= 1375 and g(n) <= 0
+    assert len(loose.calls) < len(exact.calls)
+
+
+def test_capacity_search_on_an_mva_response_time_curve():
+    curve = mva_curve([0.0048, 0.0036], 3000, 0.5)
+    R = curve.response_time
+    want = int(np.nonzero(R <= 0.3)[0].max())         # brute force over every population
+    for start in (2, 10, 40, 500, 5000):
+        f = Counted(lambda n: R[n] / 0.3 - 1)
+        assert capacity_search(f, start=start, limit=3000) == (want, False), start
+        assert len(f.calls) <= 12                     # a few probes, not a scan
+
+
+def test_capacity_search_reports_limited():
+    f = Counted(lambda n: n - 1e9)
+    assert capacity_search(f, start=10, limit=1000) == (1000, True)
+    assert f.calls[-1] == 1000
+    assert capacity_search(lambda n: n - 1000, start=3, limit=1000) == (1000, True)
+    assert capacity_search(lambda n: n - 999.5, start=3, limit=1000) == (999, False)
+    assert capacity_search(lambda n: n - 0.5, start=3, limit=1000) == (0, False)
+
+
+def test_capacity_search_uses_known_points():
+    f = Counted(lambda n: n - 137.5)
+    known = {100: -37.5, 200: 62.5, 1000: 862.5}
+    assert capacity_search(f, start=10, limit=100_000, known=known) == (137, False)
+    assert not set(f.calls) & set(known)
+    assert len(f.calls) <= 2
+    assert known == {100: -37.5, 200: 62.5, 1000: 862.5}      # the caller's dict untouched
+    # only a good point known: the search probes upwards from it
+    f = Counted(lambda n: n - 137.5)
+    assert capacity_search(f, start=10, limit=100_000, known={120: -17.5}) == (137, False)
+    assert 120 not in f.calls and min(f.calls) > 120
+
+
+@settings(max_examples=200, deadline=None)
+@given(answer=st.integers(0, 5000), start=st.integers(-3, 8000),
+       limit=st.integers(1, 10_000), rel_tol=st.sampled_from([0.0, 0.01, 0.03, 0.1]),
+       shape=st.sampled_from(["linear", "step", "convex", "concave"]))
+def test_capacity_search_property(answer, start, limit, rel_tol, shape):
+    """For any increasing excess crossing zero after ``answer``: the result meets the target,
+    is within ``rel_tol`` of the largest such n, and is ``limited`` exactly when it should."""
+    f = {"linear": lambda n: n - answer - 0.5,
+         "step": lambda n: -1.0 if n <= answer else 1.0,
+         "convex": lambda n: math.expm1(min((n - answer - 0.5) / 50, 50)),
+         "concave": lambda n: math.copysign(math.sqrt(abs(n - answer - 0.5)),
+                                            n - answer - 0.5)}[shape]
+    n, limited = capacity_search(f, start=start, limit=limit, rel_tol=rel_tol)
+    if answer >= limit:
+        assert (n, limited) == (limit, True)
+    else:
+        assert not limited
+        assert n <= answer and (n == 0 or f(n) <= 0)
+        assert n >= answer - max(1, rel_tol * (answer + 1))
+        if rel_tol == 0:
+            assert n == answer
+
+
+# --------------------------------------------------------------------------------------------
+# mva_curve
+# --------------------------------------------------------------------------------------------
+
+def test_mva_curve_matches_exact_mva_at_every_checked_population():
+    D, Z = np.array([0.0048, 0.0036, 0.0120]), 0.5
+    curve = mva_curve(D, 400, Z)
+    assert curve.max_population == 400 and not curve.stopped and not curve.approximate
+    for n in (1, 2, 7, 50, 83, 150, 400):
+        ref = mva(D[:, None], [n], [Z])
+        np.testing.assert_allclose(curve.throughput[n], ref.throughput[0], rtol=1e-12)
+        np.testing.assert_allclose(curve.residence_time[n], ref.residence_time[:, 0],
+                                   rtol=1e-12)
+        np.testing.assert_allclose(curve.response_time[n], ref.response_time[0], rtol=1e-12)
+        np.testing.assert_allclose(curve.utilization[n], ref.utilization[:, 0], rtol=1e-12)
+    # population 0: nobody, no throughput, residence = demand
+    assert curve.throughput[0] == 0.0
+    np.testing.assert_array_equal(curve.residence_time[0], D)
+    # Little's law along the whole curve
+    n = np.arange(401)
+    np.testing.assert_allclose(curve.throughput * (curve.response_time + Z), n, rtol=1e-12)
+
+
+def test_mva_curve_matches_line_solver():
+    D, Z = np.array([[0.0048], [0.0036]]), 0.5
+    curve = mva_curve(D[:, 0], 150, Z)
+    for n in (1, 20, 100, 150):
+        XN, _, QN, _, RN, _, _ = pfqn_mva(D, [n], [Z])
+        np.testing.assert_allclose(curve.throughput[n], XN[0, 0], rtol=1e-10)
+        np.testing.assert_allclose(curve.residence_time[n], RN[:, 0], rtol=1e-10)
+
+
+def test_mva_curve_with_a_delay_station():
+    D, Z = np.array([0.02, 0.5, 0.01]), 1.0
+    servers = [1, math.inf, 1]
+    curve = mva_curve(D, 60, Z, servers)
+    assert not curve.approximate
+    for n in (1, 10, 60):
+        ref = mva(D[:, None], [n], [Z], servers)
+        np.testing.assert_allclose(curve.throughput[n], ref.throughput[0], rtol=1e-12)
+        np.testing.assert_allclose(curve.residence_time[n], ref.residence_time[:, 0],
+                                   rtol=1e-12)
+
+
+def test_mva_curve_stops_at_the_response_time_target():
+    D, Z = np.array([0.0048, 0.0036]), 0.5
+    full = mva_curve(D, 3000, Z)
+    stopped = mva_curve(D, 3000, Z, stop_response_time=0.3)
+    first = int(np.nonzero(full.response_time > 0.3)[0][0])
+    assert stopped.stopped and not full.stopped
+    assert stopped.max_population == first
+    assert stopped.response_time[-1] > 0.3 >= stopped.response_time[-2]
+    np.testing.assert_array_equal(stopped.throughput, full.throughput[:first + 1])
+    np.testing.assert_array_equal(stopped.residence_time, full.residence_time[:first + 1])
+    # a target never reached: the whole curve, not flagged
+    assert not mva_curve(D, 100, Z, stop_response_time=10.0).stopped
+    with pytest.raises(ValueError, match="stop_response_time"):
+        mva_curve(D, 10, Z, stop_response_time=math.nan)
+
+
+def test_mva_curve_multiserver_is_flagged_approximate_and_close():
+    """Seidmann's approximation for a 4-core tier: throughput within 5% of the exact
+    load-dependent MVA across light, knee and saturated loads (measured: at most 3.7%, at n=10,
+    the knee)."""
+    D, Z, servers = np.array([0.4, 0.1, 0.05]), 1.0, np.array([4, 1, 2])
+    curve = mva_curve(D, 80, Z, servers)
+    assert curve.approximate
+    for n in (1, 3, 10, 20, 40, 80):
+        ref = mva(D[:, None], [n], [Z], servers)
+        np.testing.assert_allclose(curve.throughput[n], ref.throughput[0], rtol=0.05)
+    np.testing.assert_allclose(curve.utilization[80], curve.throughput[80] * D / servers,
+                               rtol=1e-12)
+    assert np.all(curve.utilization <= 1 + 1e-12)
+
+
+def test_mva_curve_rejects_bad_population():
+    for bad in (-1, 2.5, True):
+        with pytest.raises(ValueError, match="max_population"):
+            mva_curve([0.1], bad)
+
+
+# --------------------------------------------------------------------------------------------
+# SystemState / Pipeline on the simulated shop
+# --------------------------------------------------------------------------------------------
+
+def test_every_window_gives_one_estimate_numbered_per_tier(records, baseline):
+    pipeline, outs, _ = baseline
+    assert all(len(o.estimates) == 1 and not o.deadletter for o in outs)
+    seqs: dict[str, list[int]] = {}
+    for rec, out in zip(records, outs):
+        est = out.estimates[0]
+        w = parse_window(rec)
+        assert (est["system"], est["tier"], est["end"]) == ("shop", w.tier, w.end)
+        assert est["late"] is False
+        seqs.setdefault(est["tier"], []).append(est["seq"])
+    assert seqs == {"front": list(range(1, 121)), "db": list(range(1, 121))}
+    assert pipeline.records == 240 and pipeline.rejected == 0
+    state = pipeline.systems["shop"]
+    assert list(state.tiers) == ["front", "db"]
+    assert [t.windows for t in state.tiers.values()] == [120, 120]
+
+
+def test_solves_happen_on_event_time_boundaries(records, baseline):
+    pipeline, outs, final = baseline
+    ends = [parse_window(r).end for r in records]
+    times = []
+    for i, out in enumerate(outs):
+        for pred in out.predictions:
+            t = pred["time"]
+            times.append(t)
+            assert t % 60 == 0
+            # solved when the first window past the boundary arrived, over the windows before
+            assert ends[i] > t and max(ends[:i]) <= t
+    # windows end 10:00:05 .. 10:10:00: boundaries 10:01 .. 10:09 in-stream, 10:10 at finish
+    assert times == [START + 60 * k for k in range(1, 10)]
+    assert [p["solve"] for o in outs for p in o.predictions] == list(range(1, 10))
+    assert len(final.predictions) == 1
+    assert final.predictions[0]["time"] == START + 600 and final.predictions[0]["final"]
+    # every in-stream solve had data: a model, users measured, a capacity
+    for pred in (p for o in outs for p in o.predictions):
+        assert pred["model"] == "mva" and pred["users_source"] == "measured"
+        assert pred["capacity_users"] > pred["users"] > 0
+    # a second finish has nothing left to solve
+    assert pipeline.finish().predictions == []
+
+
+def test_duplicates_are_dead_lettered_and_change_nothing(records, config, baseline):
+    _, base_outs, base_final = baseline
+    resent = []
+    for i, rec in enumerate(_fresh(records)):
+        resent.append(rec)
+        if i % 10 == 0:
+            resent.append(copy.deepcopy(rec))
+    resent.append(copy.deepcopy(records[0]))             # much later: still recognised
+    pipeline, outs = run(resent, config)
+    out = merged(outs)
+    base = merged(base_outs)
+    assert len(out.deadletter) == 25 and pipeline.rejected == 25
+    for dead in out.deadletter:
+        assert dead["field"] == "end"
+        assert dead["reason"].startswith("duplicate")
+        assert dead["record"] == parse_window(dead["record"]).to_record()
+    assert out.estimates == base.estimates
+    assert out.predictions == base.predictions
+    assert out.alerts == base.alerts
+    assert pipeline.finish().predictions == base_final.predictions
+    assert sum(t.duplicates for t in pipeline.systems["shop"].tiers.values()) == 25
+
+
+def test_windows_older_than_the_dedup_memory_are_rejected_as_too_late(records, config):
+    cfg = replace(config, systems={"shop": replace(config.system("shop"), dedup_windows=4)})
+    pipeline, outs = run(_fresh(records[:40]) + [copy.deepcopy(records[0])], cfg)
+    dead = outs[-1].deadletter
+    assert len(dead) == 1 and dead[0]["field"] == "end"
+    assert dead[0]["reason"].startswith("too late")
+    assert pipeline.systems["shop"].tiers["front"].duplicates == 0
+
+
+def test_out_of_order_windows_are_applied_and_flagged_late(records, config, baseline):
+    swapped = _fresh(records)
+    # front windows ending 10:01:20 and 10:01:25 (same solve interval) arrive swapped
+    assert swapped[30]["tier"] == swapped[32]["tier"] == "front"
+    swapped[30], swapped[32] = swapped[32], swapped[30]
+    pipeline, outs = run(swapped, config)
+    ests = [e for o in outs for e in o.estimates]
+    assert len(ests) == 240 and not any(o.deadletter for o in outs)
+    late = [e for e in ests if e["late"]]
+    assert len(late) == 1
+    assert late[0]["tier"] == "front" and late[0]["end"] == START + 80
+    assert pipeline.systems["shop"].tiers["front"].late == 1
+    # the db tier did not see the swap; predictions are still one per boundary
+    _, base_outs, _ = baseline
+    base_db = [e for o in base_outs for e in o.estimates if e["tier"] == "db"]
+    assert [e for e in ests if e["tier"] == "db"] == base_db
+    assert [p["time"] for o in outs for p in o.predictions] == \
+        [p["time"] for o in base_outs for p in o.predictions]
+
+
+def test_unknown_tier_is_dead_lettered_when_tiers_are_configured(records, config):
+    stray = copy.deepcopy(records[10])
+    stray["tier"] = "cache"
+    pipeline, outs = run(_fresh(records[:10]) + [stray], config)
+    out = outs[-1]
+    assert out.estimates == [] and len(out.deadletter) == 1
+    dead = out.deadletter[0]
+    assert dead["field"] == "tier" and "cache" in dead["reason"]
+    assert dead["tier"] == "cache" and dead["system"] == "shop"
+    assert list(pipeline.systems["shop"].tiers) == ["front", "db"]
+    # without configured tiers, any tier is accepted in order of first appearance
+    open_pipeline, outs = run([stray] + _fresh(records[:4]), Config())
+    assert all(len(o.estimates) == 1 for o in outs)
+    assert list(open_pipeline.systems["shop"].tiers) == ["cache", "front", "db"]
+
+
+def test_a_class_appearing_mid_stream_is_tracked(records, config):
+    recs = _fresh(records)
+    for rec in recs[120:]:                           # from 10:05:05 on
+        rec["completions"]["checkout"] = 4
+        rec["response_time_s"]["checkout"] = 0.02
+    pipeline, outs = run(recs, config)
+    assert not any(o.deadletter for o in outs)
+    ests = [o.estimates[0] for o in outs]
+    old = ["best_sellers", "home", "product_detail", "search"]
+    assert all(sorted(e["demands"]) == old for e in ests[:120])
+    assert all(sorted(e["demands"]) == sorted(old + ["checkout"]) for e in ests[120:])
+    assert all(e["demands"]["checkout"] >= 0 and math.isfinite(e["demands"]["checkout"])
+               for e in ests[120:])
+    for tier in pipeline.systems["shop"].tiers.values():
+        assert tier.classes == old + ["checkout"]
+        assert list(tier.kalman.classes) == old + ["checkout"]
+        X = tier.history.arrays(5).completions
+        assert X.shape == (120, 5)
+        assert np.all(X[:60, 4] == 0) and np.all(X[60:, 4] == 4)
+    preds = [p for o in outs for p in o.predictions]
+    before = [p for p in preds if p["time"] <= START + 300]
+    after = [p for p in preds if p["time"] > START + 300]
+    assert before and after
+    assert all("checkout" not in p["classes"] for p in before)
+    for p in after:
+        assert "checkout" in p["classes"]
+        assert p["classes"]["checkout"]["sla_s"] == 0.3
+        assert p["classes"]["checkout"]["throughput_measured"] == pytest.approx(4 / 5.0)
+        assert math.isfinite(p["classes"]["checkout"]["response_time"])
+
+
+def _continue(state_dict, config, rest, chunks=None):
+    pipeline = Pipeline(config)
+    pipeline.systems["shop"] = SystemState.from_dict(state_dict, config.system("shop"), chunks)
+    outs = [pipeline.process(r) for r in rest]
+    return outs, pipeline.finish()
+
+
+def _compare_runs(outs_a, final_a, outs_b, final_b):
+    assert len(outs_a) == len(outs_b)
+    for a, b in zip(outs_a, outs_b):
+        for topic in ("estimates", "predictions", "alerts", "deadletter"):
+            assert_close(getattr(a, topic), getattr(b, topic), topic)
+    assert_close(final_a.predictions, final_b.predictions, "final")
+
+
+@pytest.mark.parametrize("split", [1, 37, 101, 118, 119, 200])
+def test_state_round_trip_mid_stream_continues_identically(records, config, baseline, split):
+    """to_dict -> JSON -> from_dict at ``split`` (mid-interval, between the two tiers of one
+    window, just before and after a solve) then the rest of the trace: the same estimates,
+    predictions and alerts as the uninterrupted run."""
+    _, base_outs, base_final = baseline
+    pipeline, _ = run(_fresh(records[:split]), config)
+    state = pipeline.systems["shop"]
+    data = json.loads(json.dumps(state.to_dict(), allow_nan=False))
+    again = SystemState.from_dict(data, config.system("shop"))
+    assert_close(again.to_dict(), state.to_dict())
+    outs, final = _continue(data, config, _fresh(records[split:]))
+    _compare_runs(base_outs[split:], base_final, outs, final)
+
+
+@pytest.mark.parametrize("split", [37, 101, 200])
+def test_state_round_trip_with_header_and_incremental_chunks(records, config, monkeypatch,
+                                                             split):
+    """The durable-store path: to_dict(with_history=False) plus the chunks accumulated from
+    history.take_changes() after every record. Small chunks (8 windows) and a 16-window history
+    make chunks get written, rewritten and dropped along the way."""
+    monkeypatch.setattr(history_module, "CHUNK", 8)
+    cfg = replace(config, systems={"shop": replace(config.system("shop"), history=16,
+                                                   regression_windows=8)})
+    pipeline_a, outs_a = run(_fresh(records), cfg)
+    final_a = pipeline_a.finish()
+
+    pipeline = Pipeline(cfg)
+    store: dict[str, dict[int, dict]] = {}
+    drops = 0
+    for rec in _fresh(records[:split]):
+        pipeline.process(rec)
+        for name, tier in pipeline.systems["shop"].tiers.items():
+            written, dropped = tier.history.take_changes()
+            chunks = store.setdefault(name, {})
+            for k in dropped:
+                del chunks[k]
+            # kept as JSON (object keys are strings), read back with int chunk numbers
+            chunks.update({int(k): v for k, v in json.loads(json.dumps(written)).items()})
+            drops += len(dropped)
+    if split > 40:
+        assert drops > 0
+    header_only = json.loads(json.dumps(pipeline.systems["shop"].to_dict(with_history=False)))
+    assert all("rows" not in t["history"] for t in header_only["tiers"])
+    outs, final = _continue(header_only, cfg, _fresh(records[split:]), chunks=store)
+    _compare_runs(outs_a[split:], final_a, outs, final)
+
+
+def test_state_from_header_without_chunks_is_refused(records, config):
+    pipeline, _ = run(_fresh(records[:20]), config)
+    header_only = pipeline.systems["shop"].to_dict(with_history=False)
+    with pytest.raises(ValueError, match="chunk"):
+        SystemState.from_dict(header_only, config.system("shop"))
+
+
+GARBAGE = [b"\xff\xfe\x00", b"", b"[1, 2]", "", "   ", "null", "{", "[]", "42", 42, 3.5, -1,
+           True, None, [1, 2, 3], ("a", "b"), {1, 2}, object(), b"\x00" * 10,
+           "[" * 50_000, '{"x": ' + "1" * 5000 + "}"]
+
+
+@pytest.mark.parametrize("raw", GARBAGE, ids=[repr(g)[:20] for g in GARBAGE])
+def test_pipeline_never_raises_on_garbage(raw, config):
+    pipeline = Pipeline(config)
+    out = pipeline.process(raw)
+    assert out.estimates == out.predictions == out.alerts == []
+    assert len(out.deadletter) == 1 and out.deadletter[0]["field"] == "record"
+    json.dumps(out.deadletter[0], allow_nan=False)
+    assert pipeline.rejected == 1 and pipeline.systems == {}
+    assert len(out.deadletter[0]["raw"]) <= 4096 * 3
+
+
+def test_pipeline_dead_letters_invalid_mappings_as_json(config):
+    pipeline = Pipeline(config)
+    bad = [{"system": "shop", "tier": "db", "end": 10, "window_s": 5,
+            "utilization": float("nan"), "completions": {"a": 1}},
+           {"system": "shop", "tier": "db", "end": 10, "window_s": float("inf"),
+            "utilization": 0.5, "completions": {"a": 1}},
+           {"system": "shop"}, {}]
+    out = pipeline.process_many(bad)
+    assert [d["field"] for d in out.deadletter] == ["utilization", "window_s", "tier",
+                                                    "system"]
+    assert out.deadletter[0]["value"] == "NaN"
+    for dead in out.deadletter:
+        json.dumps(dead, allow_nan=False)
+
+
+# --------------------------------------------------------------------------------------------
+# schema, store, embedded runner
+# --------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def all_outputs(records, config):
+    """A short run with every kind of output: estimates, predictions, an alert (model error
+    fires at 10:04), dead letters."""
+    pipeline = Pipeline(config)
+    stray = copy.deepcopy(records[3])
+    stray["tier"] = "cache"
+    out = pipeline.process_many(_fresh(records) + [b"\xff", stray, copy.deepcopy(records[0])])
+    out.extend(pipeline.finish())
+    assert out.alerts and out.deadletter
+    return out
+
+
+_TYPES = {"float": float, "int": int, "bool": bool, "str": str}
+
+
+def test_points_follow_the_schema(all_outputs):
+    pts = points(all_outputs, deadletter_time=1_800_000_000.0)
+    kinds = Counter(p.measurement for p in pts)
+    assert set(kinds) == set(MEASUREMENTS)
+    assert kinds["tier_estimate"] == len(all_outputs.estimates)
+    assert kinds["prediction"] == len(all_outputs.predictions)
+    assert kinds["alert"] == len(all_outputs.alerts)
+    assert kinds["deadletter"] == len(all_outputs.deadletter) == 3
+    for p in pts:
+        tags, fields = MEASUREMENTS[p.measurement]
+        assert set(p.tags) <= set(tags), p
+        assert all(isinstance(v, str) for v in p.tags.values()), p
+        assert p.fields and set(p.fields) <= set(fields), p
+        for name, value in p.fields.items():
+            assert value is not None, (p.measurement, name)
+            assert type(value) is _TYPES[fields[name]], (p.measurement, name, value)
+            if isinstance(value, float):
+                assert math.isfinite(value), (p.measurement, name)
+        assert isinstance(p.time, float) and math.isfinite(p.time)
+    assert all(set(p.tags) == {"system", "tier"} for p in pts if p.measurement == "tier_estimate")
+    # without a wall-clock stamp, dead letters are not points
+    assert "deadletter" not in {p.measurement for p in points(all_outputs)}
+
+
+def test_sqlite_store_writes_and_reads_back_every_measurement(all_outputs, tmp_path):
+    pts = points(all_outputs, deadletter_time=1_800_000_000.0)
+    store = SQLiteStore(tmp_path / "p.sqlite")
+    try:
+        assert store.write(pts) == len(pts)
+        by_kind: dict[str, list] = {}
+        for p in pts:
+            by_kind.setdefault(p.measurement, []).append(p)
+        for name, (tags, fields) in MEASUREMENTS.items():
+            rows = store.query(f'SELECT * FROM "{name}" ORDER BY rowid')
+            assert len(rows) == len(by_kind[name]), name
+            for row, p in zip(rows, by_kind[name]):
+                assert row["time"] == p.time
+                for t in tags:
+                    assert row[t] == p.tags.get(t)
+                for f, kind in fields.items():
+                    want = p.fields.get(f)
+                    got = row[f]
+                    if kind == "bool" and want is not None:
+                        want = int(want)
+                    assert got == want, (name, f)
+        rows = store.query('SELECT COUNT(*) AS n FROM "tier_estimate" WHERE tier = ?', ["db"])
+        assert rows[0]["n"] == 120
+    finally:
+        store.close()
+
+
+def test_run_embedded_writes_json_lines_and_the_store(records, config, tmp_path):
+    lines = [json.dumps(r) for r in records] + ["not json", json.dumps(records[5])]
+    out_dir = tmp_path / "out"
+    summary = run_embedded(lines, config, out_dir)
+    assert (summary.records, summary.estimates, summary.deadletter) == (242, 240, 2)
+    assert summary.predictions == 10                 # 9 in-stream + the final solve
+    written = {}
+    for topic, name in OUTPUT_FILES.items():
+        path = out_dir / name
+        assert path.exists(), name
+        text = path.read_text(encoding="utf-8").splitlines()
+        written[topic] = [json.loads(line, parse_constant=lambda c: pytest.fail(c))
+                          for line in text]
+        assert len(written[topic]) == getattr(summary, topic), topic
+    assert [d["field"] for d in written["deadletter"]] == ["record", "end"]
+    assert written["predictions"][-1]["final"] is True
+    db = out_dir / STORE_NAME
+    assert db.exists()
+    conn = sqlite3.connect(db)
+    try:
+        counts = {name: conn.execute(f'SELECT COUNT(*) FROM "{name}"').fetchone()[0]
+                  for name in MEASUREMENTS}
+    finally:
+        conn.close()
+    assert counts["tier_estimate"] == 240 and counts["prediction"] == 10
+    assert counts["deadletter"] == 2 and counts["alert"] == summary.alerts
+    assert sum(counts.values()) == summary.points
+    # a second run into the same directory starts afresh
+    again = run_embedded(lines[:20], config, out_dir, final_solve=False)
+    assert again.predictions == 0
+    conn = sqlite3.connect(db)
+    try:
+        assert conn.execute('SELECT COUNT(*) FROM "tier_estimate"').fetchone()[0] == 20
+    finally:
+        conn.close()
+    assert len((out_dir / OUTPUT_FILES["estimates"]).read_text().splitlines()) == 20
