@@ -26,6 +26,8 @@ __all__ = ["Window", "InvalidWindow", "parse_window", "parse_end", "format_time"
 
 #: longest accepted system, tier or class name
 MAX_NAME = 200
+#: largest accepted epoch seconds (year 5138): larger values are milliseconds or microseconds
+MAX_END = 1e11
 #: largest accepted window, seconds (one day)
 MAX_WINDOW_S = 86_400.0
 
@@ -190,6 +192,9 @@ def parse_end(value: Any) -> float:
     v = _number(value, "end")
     if v < 0:
         raise InvalidWindow("end", value, "epoch seconds must be >= 0")
+    if v > MAX_END:
+        raise InvalidWindow("end", value, "epoch seconds expected; this looks like "
+                            "milliseconds or microseconds (after the year 5000)")
     return v
 
 

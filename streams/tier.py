@@ -101,7 +101,8 @@ class TierModel:
     ``regression`` the sliding NNLS second opinion, ``idc`` the index of dispersion ``I``
     (``None`` when the history is too short or flat: ``idc_flag`` says why), ``mean_service``
     ``sum B_k / sum n_k``, ``p95`` the busy-time service p95, ``process`` the fitted MAP(2)
-    (``None`` until ``I`` is known), ``bursty`` ``I > idc_threshold``.
+    with ``fit`` its achieved figures (``None`` until the tier is bursty: only bursty tiers
+    enter the model with a MAP), ``bursty`` ``I > idc_threshold``.
     """
 
     tier: str
@@ -114,7 +115,7 @@ class TierModel:
     mean_service: float | None
     p95: float | None
     process: MAP | None
-    fit_flag: str | None
+    fit: dict[str, Any] | None
     bursty: bool
     windows: int
 
@@ -215,11 +216,11 @@ class TierState:
         busy, done = arr.busy_time, arr.total_completions
         mean = float(busy.sum() / done.sum()) if arr.size and done.sum() > 0 else None
         p95 = service_p95(busy, done).p95 if arr.size else None
-        self._refit(mean, idc, p95)
         bursty = idc is not None and idc > cfg.idc_threshold
+        if bursty:                      # only bursty tiers enter the model with their MAP(2)
+            self._refit(mean, idc, p95)
         self.model = {"idc": idc, "idc_flag": idc_flag, "bursty": bursty,
-                      "regression": regression, "mean_service_s": mean, "p95_s": p95,
-                      "map2": self.fit}
+                      "regression": regression, "mean_service_s": mean, "p95_s": p95}
         k = self.kalman
         return TierModel(
             tier=self.tier, cores=self.cores,
@@ -228,7 +229,7 @@ class TierState:
                                 .tolist())) if k else {},
             regression=regression, idc=idc, idc_flag=idc_flag, mean_service=mean, p95=p95,
             process=MAP.from_dict(self.fit["process"]) if self.fit else None,
-            fit_flag=self.fit.get("flag") if self.fit else None, bursty=bursty,
+            fit=self.fit, bursty=bursty,
             windows=self.windows)
 
     def _refit(self, mean: float | None, idc: float | None, p95: float | None) -> None:

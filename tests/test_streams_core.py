@@ -231,6 +231,29 @@ def test_history_state_round_trips_exactly():
                                           getattr(hist.arrays(3), name))
 
 
+def test_restore_cuts_rows_written_after_the_header():
+    """A durable store writes chunks before the header; after a crash between the two, the
+    chunks may hold rows (and whole chunks) the header does not count: restore ignores them."""
+    rng = np.random.default_rng(3)
+    rows = _random_rows(rng, 400)
+    hist = WindowHistory(1000)
+    for row in rows[:300]:
+        hist.append(*row)
+    header = json.loads(json.dumps(hist.header()))
+    at_header = copy.deepcopy(hist.to_dict())
+    for row in rows[300:]:                      # fills chunk 2 (256..383), starts chunk 3
+        hist.append(*row)
+    later = copy.deepcopy(hist.chunks)
+    assert 3 in later and len(later[2]["u"]) == CHUNK
+    back = WindowHistory.restore(header, later)
+    assert back.to_dict() == at_header
+    np.testing.assert_array_equal(back.arrays(3).utilization, [r[0] for r in rows[:300]])
+    # and it carries on from there as the original did
+    for row in rows[300:]:
+        back.append(*row)
+    assert back.to_dict() == hist.to_dict()
+
+
 def test_restore_refuses_a_missing_chunk():
     hist = WindowHistory(300)
     for _ in range(2 * CHUNK):
@@ -571,6 +594,25 @@ def test_out_of_order_windows_are_applied_and_flagged_late(records, config, base
     assert [e for e in ests if e["tier"] == "db"] == base_db
     assert [p["time"] for o in outs for p in o.predictions] == \
         [p["time"] for o in base_outs for p in o.predictions]
+
+
+def test_one_window_stamped_in_epoch_milliseconds_does_not_stop_the_solves(records, config,
+                                                                          baseline):
+    """A producer that once sends ``end`` in epoch milliseconds (1.795e12, year ~58,800) must
+    not freeze the system: the window is dead-lettered (``end`` beyond the year 5000), the
+    following windows still solve at the usual boundaries and none is flagged late. (Before
+    the contract bound, the bogus end moved the solve timer out of reach for good.)"""
+    _, base_outs, _ = baseline
+    recs = _fresh(records)
+    bogus = copy.deepcopy(recs[100])                    # front, 10:04:15
+    bogus["end"] = (START + 255) * 1000.0
+    recs.insert(101, bogus)
+    _, outs = run(recs, config)
+    assert outs[101].deadletter and outs[101].deadletter[0]["field"] == "end"
+    normal = [o for i, o in enumerate(outs) if i != 101]
+    assert [p["time"] for o in normal for p in o.predictions] == \
+        [p["time"] for o in base_outs for p in o.predictions]
+    assert not any(e["late"] for o in normal for e in o.estimates)
 
 
 def test_unknown_tier_is_dead_lettered_when_tiers_are_configured(records, config):
