@@ -1,0 +1,65 @@
+"""The ``perfcast`` command line, embedded commands (``demo``, ``run``): what a new user sees."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+
+import pytest
+from typer.testing import CliRunner
+
+from streams.cli import app
+from streams.demo import DemoScenario, demo_records
+
+runner = CliRunner()
+
+
+@pytest.mark.timeout(300)
+def test_demo_predicts_the_breach_before_it_happens(tmp_path):
+    """The default demo: the predicted-breach alert fires minutes before the measured response
+    time crosses the SLA, and the outputs are written."""
+    out = tmp_path / "demo"
+    result = runner.invoke(app, ["demo", "--out", str(out), "--quiet"])
+    assert result.exit_code == 0, result.output
+    match = re.search(r"breach predicted (\d+) min (before|after)", result.output)
+    assert match and match.group(2) == "before" and int(match.group(1)) >= 3, result.output
+    alerts = [json.loads(line) for line in (out / "alerts.jsonl").read_text().splitlines()]
+    firing = [a["alert"] for a in alerts if a["state"] == "firing"]
+    assert firing.index("predicted_breach") < firing.index("current_breach")
+    with sqlite3.connect(out / "perfcast.sqlite") as db:
+        n = db.execute("SELECT count(*) FROM prediction WHERE model = 'map'").fetchone()[0]
+        assert n > 0
+
+
+def test_run_over_a_trace_with_bad_lines(tmp_path):
+    """``perfcast run`` processes every valid window and dead-letters the bad lines with
+    their reason; the SQLite store has one ``tier_estimate`` row per valid window."""
+    records = demo_records(DemoScenario(duration_s=300))
+    lines = [json.dumps(r) for r in records]
+    lines.insert(5, "{oops")
+    lines.insert(9, json.dumps({**records[3], "utilization": 1.5}))
+    source = tmp_path / "trace.jsonl"
+    source.write_text("\n".join(lines) + "\n\n")
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["run", "--source", str(source), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    estimates = (out / "estimates.jsonl").read_text().splitlines()
+    dead = [json.loads(x) for x in (out / "deadletter.jsonl").read_text().splitlines()]
+    assert len(estimates) == len(records)
+    assert [d["field"] for d in dead] == ["record", "utilization"]
+    with sqlite3.connect(out / "perfcast.sqlite") as db:
+        assert db.execute("SELECT count(*) FROM tier_estimate").fetchone()[0] == len(records)
+        assert db.execute("SELECT count(*) FROM deadletter").fetchone()[0] == 2
+    assert f"{len(records) + 2} windows" in result.output
+
+
+def test_run_reports_a_bad_config_file_by_key(tmp_path):
+    source = tmp_path / "trace.jsonl"
+    source.write_text(json.dumps(demo_records(DemoScenario(duration_s=10))[0]) + "\n")
+    config = tmp_path / "bad.toml"
+    config.write_text("[defaults]\nsolve_interval_s = -5\n")
+    result = runner.invoke(app, ["run", "--source", str(source), "--config", str(config),
+                                 "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2
+    assert "defaults.solve_interval_s" in result.output
