@@ -34,6 +34,8 @@ __all__ = ["Measured", "SystemModel", "Point", "build_model", "capacity_search"]
 
 #: largest population any capacity search goes to
 CAPACITY_LIMIT = 100_000
+#: MVA is computed exactly up to this many knees, extrapolated along its asymptote beyond
+ASYMPTOTE_KNEES = 2.0
 
 
 @dataclass(frozen=True)
@@ -105,12 +107,57 @@ class SystemModel:
     def curve(self, upto: int) -> Any:
         """MVA at every population ``0..upto`` (extended on demand)."""
         if self._curve is None or self._curve.max_population < upto:
-            self._curve = mva_curve(self.D, int(upto), self.think_time, self.servers)
+            upto = max(int(upto), self.asymptote_start())   # one pass serves every question
+            self._curve = mva_curve(self.D, upto, self.think_time, self.servers)
         return self._curve
 
+    def knee(self) -> float:
+        """``N* = (sum_m D_m + Z) / max_m (D_m / c_m)``: where the asymptotes cross."""
+        c = self.servers
+        per_server = np.where(np.isinf(c), 0.0, self.D / np.where(np.isinf(c), 1.0, c))
+        top = float(per_server.max())
+        return (float(self.D.sum()) + self.think_time) / top if top > 0 else math.inf
+
+    def asymptote_start(self) -> int:
+        """Population from which MVA is extrapolated along its asymptote:
+        ``ASYMPTOTE_KNEES`` times the knee (at least 50)."""
+        return int(min(max(ASYMPTOTE_KNEES * self.knee(), 50), CAPACITY_LIMIT))
+
     def mva_at(self, n: int) -> Point:
-        c = self.curve(n)
-        return self._read_back(n, c.throughput[n], c.residence_time[n], None, "mva")
+        """MVA at ``n``: exact up to :meth:`asymptote_start`, beyond it extrapolated linearly
+        from there (past a few knees every ``R_m(n)`` has reached its asymptotic slope: the
+        bottleneck's grows by ``D_b/c_b`` per user, the others' have converged)."""
+        n0 = self.asymptote_start()
+        if n <= n0:
+            c = self.curve(n)
+            return self._read_back(n, c.throughput[n], c.residence_time[n], None, "mva")
+        c = self.curve(n0)
+        Rm0 = c.residence_time[n0]
+        Rm = Rm0 + (n - n0) * (Rm0 - c.residence_time[n0 - 1])
+        return self._read_back(n, n / (self.think_time + float(Rm.sum())), Rm, None, "mva")
+
+    def mva_capacity(self) -> tuple[int | None, bool]:
+        """Largest ``n`` whose every class meets its SLA under MVA, ``(n, limited)``; ``None``
+        when no class has an SLA. Exact up to :meth:`asymptote_start` (one pass of the MVA
+        recursion), beyond it where the extrapolated ``R_c(n)`` crosses the SLA."""
+        active = self.mix > 0
+        sla = self.sla[active]
+        if not np.isfinite(sla).any():
+            return None, False
+        n0 = self.asymptote_start()
+        c = self.curve(n0)
+        ratio = self._ratio()[:, active]
+        Rc = c.residence_time @ ratio                                  # (n0 + 1, C_active)
+        over = np.flatnonzero(((Rc / sla).max(axis=1) - 1.0) > 0)
+        if over.size:
+            return max(int(over[0]) - 1, 0), False
+        slope = (c.residence_time[n0] - c.residence_time[n0 - 1]) @ ratio
+        with np.errstate(divide="ignore", invalid="ignore"):
+            room = np.where(slope > 0, (sla - Rc[n0]) / slope, np.inf)
+        cross = n0 + float(room.min())
+        if not cross < CAPACITY_LIMIT:
+            return CAPACITY_LIMIT, True
+        return int(math.floor(cross)), False
 
     def at(self, n: int) -> Point:
         """The model's answer at population ``n`` (MAP network when it applies)."""

@@ -17,12 +17,16 @@ epoch seconds; it is kept as epoch seconds.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import json
 import math
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-__all__ = ["Window", "InvalidWindow", "parse_window", "parse_end", "format_time"]
+import numpy as np
+
+__all__ = ["Window", "InvalidWindow", "parse_window", "parse_end", "format_time", "clean"]
 
 #: longest accepted system, tier or class name
 MAX_NAME = 200
@@ -235,6 +239,16 @@ def _users(value: Any) -> int | None:
     return int(value)
 
 
+_FLOAT_MAX = sys.float_info.max
+_INT_MAX = 2 ** 63
+
+
+@functools.lru_cache(maxsize=4096)
+def _known_class_name(cls: str) -> bool:
+    """A valid class name (checked once per name: streams repeat the same few classes)."""
+    return 0 < len(cls) <= MAX_NAME and _encodable(cls)
+
+
 def _per_class(value: Any, name: str, required: bool = False) -> dict[str, float]:
     if value is None:
         return {}
@@ -244,6 +258,11 @@ def _per_class(value: Any, name: str, required: bool = False) -> dict[str, float
         raise InvalidWindow(name, value, "must list at least one request class")
     out: dict[str, float] = {}
     for cls, v in value.items():
+        kind = type(v)           # fast path: a plain finite non-negative number, a known name
+        if ((kind is float and 0.0 <= v <= _FLOAT_MAX) or (kind is int and 0 <= v <= _INT_MAX)) \
+                and type(cls) is str and _known_class_name(cls):
+            out[cls] = float(v)
+            continue
         if not isinstance(cls, str) or not cls or len(cls) > MAX_NAME:
             raise InvalidWindow(name, cls, "class names must be non-empty strings")
         if not _encodable(cls):
@@ -254,3 +273,25 @@ def _per_class(value: Any, name: str, required: bool = False) -> dict[str, float
             raise InvalidWindow(f"{name}.{cls}", v, "must be >= 0")
         out[cls] = number
     return out
+
+
+def clean(value: Any) -> Any:
+    """JSON-safe copy: non-finite floats become ``None``, numpy scalars plain numbers."""
+    kind = type(value)
+    if kind is float:
+        return value if value - value == 0.0 else None       # inf - inf and nan are nan
+    if kind is dict:
+        return {k: clean(v) for k, v in value.items()}
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if isinstance(value, (list, tuple)):
+        return [clean(v) for v in value]
+    if isinstance(value, (float, np.floating)):
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, dict):
+        return {k: clean(v) for k, v in value.items()}
+    return value

@@ -19,10 +19,10 @@ from streams.alerts import AlertBook
 from streams.config import SystemConfig
 from streams.model import CAPACITY_LIMIT, Measured, Point, SystemModel, build_model, \
     capacity_search
-from streams.records import Window
+from streams.records import Window, clean
 from streams.tier import Interval, TierModel, TierState
 
-__all__ = ["Outputs", "SystemState", "clean"]
+__all__ = ["Outputs", "SystemState"]
 
 #: predicted breach alerts resolve only once the time to breach exceeds horizon x this
 BREACH_RESOLVE_FACTOR = 1.25
@@ -47,21 +47,6 @@ class Outputs:
         self.predictions += other.predictions
         self.alerts += other.alerts
         self.deadletter += other.deadletter
-
-
-def clean(value: Any) -> Any:
-    """JSON-safe copy: non-finite floats become ``None``, numpy scalars plain numbers."""
-    if isinstance(value, dict):
-        return {k: clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [clean(v) for v in value]
-    if isinstance(value, (float, np.floating)):
-        return float(value) if math.isfinite(value) else None
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, np.bool_):
-        return bool(value)
-    return value
 
 
 def _rejection(w: Window, field_name: str, reason: str) -> dict[str, Any]:
@@ -102,7 +87,7 @@ class SystemState:
         elif w.end > self.next_solve:
             out.extend(self.solve(self.next_solve))
             self.next_solve = math.ceil(w.end / interval) * interval
-        out.estimates.append(clean(tier.observe(w)))
+        out.estimates.append(tier.observe(w))
         if w.users is not None and w.tier == next(iter(self.tiers)):
             self.users_points.append([w.end, float(w.users)])
         return out
@@ -200,13 +185,11 @@ class SystemState:
         return out
 
     def _capacity(self, model: SystemModel, n_now: int) -> tuple[int | None, bool]:
-        """Largest population within every SLA: exact on the MVA curve; for the MAP network
-        bracketed from the MVA answer and the populations already solved, to within 3%."""
-        if not np.isfinite(model.sla[model.mix > 0]).any():
-            return None, False
-        cap, limited = capacity_search(lambda n: model.excess(model.mva_at(n)),
-                                       start=max(2 * n_now, 2), limit=CAPACITY_LIMIT)
-        if model.processes is None or limited:
+        """Largest population within every SLA: on the MVA curve (:meth:`SystemModel.
+        mva_capacity`); for the MAP network bracketed from the MVA answer and the populations
+        already solved, to within 3%."""
+        cap, limited = model.mva_capacity()
+        if cap is None or model.processes is None or limited:
             return cap, limited
         known = {n: model.excess(p) for n, p in model.solved().items()}
         return capacity_search(lambda n: model.excess(model.at(n)),

@@ -27,7 +27,7 @@ from estimators.mapfit import fit_map2, service_p95
 from solvers.processes import MAP
 from streams.config import SystemConfig
 from streams.history import WindowHistory
-from streams.records import Window
+from streams.records import Window, clean
 
 __all__ = ["TierState", "TierModel", "Interval"]
 
@@ -171,10 +171,12 @@ class TierState:
         if self.kalman is None:
             self.kalman = KalmanDemandEstimator(self.classes, w.cores)
         self.kalman.cores = float(w.cores)
-        rates = {c: n / w.window_s for c, n in w.completions.items()}
-        self.kalman.update(w.utilization, rates, w.response_time_s or None)
-        self.history.append(w.utilization, w.window_s, w.cores,
-                            [w.completions.get(c, 0.0) for c in self.classes])
+        counts = [w.completions.get(c, 0.0) for c in self.classes]
+        rt = None      # response times only initialise the filter (x_0 = rt (1 - U))
+        if not self.kalman.initialised and w.response_time_s:
+            rt = np.array([w.response_time_s.get(c, 0.0) for c in self.classes])
+        self.kalman.update(w.utilization, np.array(counts) / w.window_s, rt)
+        self.history.append(w.utilization, w.window_s, w.cores, counts)
         self.interval.add(w)
         self.windows += 1
         self.late += late
@@ -219,8 +221,8 @@ class TierState:
         bursty = idc is not None and idc > cfg.idc_threshold
         if bursty:                      # only bursty tiers enter the model with their MAP(2)
             self._refit(mean, idc, p95)
-        self.model = {"idc": idc, "idc_flag": idc_flag, "bursty": bursty,
-                      "regression": regression, "mean_service_s": mean, "p95_s": p95}
+        self.model = clean({"idc": idc, "idc_flag": idc_flag, "bursty": bursty,
+                            "regression": regression, "mean_service_s": mean, "p95_s": p95})
         k = self.kalman
         return TierModel(
             tier=self.tier, cores=self.cores,

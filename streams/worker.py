@@ -165,6 +165,39 @@ class TableBackedPipeline(Pipeline):
         self.dirty.clear()
 
 
+#: seconds between the worker's throughput log lines (log level info)
+STATS_INTERVAL_S = 10.0
+
+
+class BatchStats:
+    """Windows per second and where the agent's time went, since the last report."""
+
+    PHASES = ("core", "send", "influx", "flush", "persist")
+
+    def __init__(self) -> None:
+        self.windows = 0
+        self.batches = 0
+        self.seconds = [0.0] * len(self.PHASES)
+        self.since = time.monotonic()
+
+    def add(self, windows: int, *seconds: float) -> None:
+        self.windows += windows
+        self.batches += 1
+        self.seconds = [a + b for a, b in zip(self.seconds, seconds)]
+
+    def take(self) -> str | None:
+        now = time.monotonic()
+        span, self.since = now - self.since, now
+        if not self.batches:
+            return None
+        parts = ", ".join(f"{p} {1e3 * s / self.windows:.3f}"
+                          for p, s in zip(self.PHASES, self.seconds))
+        line = (f"{self.windows / span:.0f} windows/s in {self.batches} batches; "
+                f"ms per window: {parts}")
+        self.windows, self.batches, self.seconds = 0, 0, [0.0] * len(self.PHASES)
+        return line
+
+
 def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
               batch: int = 1000, within_s: float = 0.05, influx: bool = True) -> faust.App:
     """The Faust app (topics, tables, agent, timer) for ``config``."""
@@ -182,6 +215,13 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
     sink = InfluxSink(config.influxdb) if influx and config.influxdb.url else None
     app.perfcast_core = core          # for tests and the CLI's status line
     app.perfcast_sink = sink
+    stats = app.perfcast_stats = BatchStats()
+
+    @app.timer(interval=STATS_INTERVAL_S)
+    async def report() -> None:
+        line = stats.take()
+        if line:
+            log.info("%s", line)
 
     @app.on_partitions_revoked.connect
     async def _revoked(app_: Any, revoked: Any, **kwargs: Any) -> None:
@@ -190,24 +230,31 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
     @app.agent(source)
     async def process(stream: Any) -> None:
         async for events in stream.take_events(batch, within_s):
+            t0 = time.perf_counter()
             received = time.time()
             out = Outputs()
             for event in events:
                 out.extend(core.process_event(event.value, event.message.partition))
+            t1 = time.perf_counter()
             for name in OUTPUT_TOPICS:
                 topic = outputs[name]
                 for record in getattr(out, name):
                     key = record.get("system")
                     topic.send_soon(key=key.encode() if isinstance(key, str) else None,
                                     value=_dumps(record))
+            t2 = time.perf_counter()
             if sink is not None:
                 await sink.add(points(out, deadletter_time=received))
                 if out.predictions or out.alerts:
                     await sink.flush()
+            t3 = time.perf_counter()
             # outputs are delivered before the state that says they were produced: a crash
             # in between re-produces them (at least once), never loses them
             await app.producer.flush()
+            t4 = time.perf_counter()
             core.persist()
+            stats.add(len(events), t1 - t0, t2 - t1, t3 - t2, t4 - t3,
+                      time.perf_counter() - t4)
 
     if sink is not None:
         @app.timer(interval=config.influxdb.flush_interval_s)

@@ -57,7 +57,7 @@ class Worker:
     def __init__(self, config: Path, app_id: str, log: Path, partitions: int = 2) -> None:
         self.cmd = [sys.executable, "-m", "streams.cli", "worker", "--config", str(config),
                     "--app-id", app_id, "--partitions", str(partitions),
-                    "--loglevel", "warning"]
+                    "--loglevel", os.environ.get("PERFCAST_WORKER_LOGLEVEL", "warning")]
         self.log = log
         self.proc: subprocess.Popen | None = None
 
