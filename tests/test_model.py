@@ -1,0 +1,104 @@
+"""The per-system model (``streams.model``): MVA capacity along the asymptote, per-class
+read-back, and the MAP network switch-over."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from solvers.mva import mva, mva_curve
+from solvers.paper000 import scenarios
+from streams.config import SystemConfig
+from streams.model import SystemModel, build_model
+from streams.tier import TierModel
+
+
+def _model(D, servers, Z, sla, ratio=None) -> SystemModel:
+    D = np.asarray(D, dtype=float)
+    ratio = np.ones_like(D) if ratio is None else np.asarray(ratio, dtype=float)
+    return SystemModel(tiers=[f"t{i}" for i in range(D.size)], classes=["a", "b"],
+                       D_mc=np.c_[D, D * ratio], mix=np.array([0.6, 0.4]),
+                       servers=np.asarray(servers, dtype=float), think_time=Z,
+                       sla=np.asarray(sla, dtype=float), processes=None, map_limit=600)
+
+
+def _exact_capacity(m: SystemModel) -> int:
+    ratio = m._ratio()
+    stop = float(m.sla.max() / ratio[ratio > 0].min())   # beyond it every class is over
+    curve = mva_curve(m.D, 200_000, m.think_time, m.servers, stop_response_time=stop)
+    Rc = curve.residence_time @ ratio
+    return int(np.flatnonzero((Rc / m.sla).max(axis=1) > 1)[0]) - 1
+
+
+def test_mva_capacity_matches_the_exact_recursion_within_one_percent():
+    """Beyond two knees ``mva_capacity`` extrapolates ``R_c(n)`` along the asymptote; on 200
+    random systems (1-3 tiers, 1-4 cores, think time 0-2 s, SLAs 0.05-3 s, class demands
+    0.3-3x each other) it stays within 1% of the exact recursion (measured worst: 0.65%)."""
+    rng = np.random.default_rng(3)
+    worst = 0.0
+    for _ in range(200):
+        M = int(rng.integers(1, 4))
+        D = np.exp(rng.normal(np.log(3e-3), 0.6, M))
+        m = _model(D, rng.choice([1, 1, 2, 4], M), float(rng.uniform(0, 2)),
+                   [s := float(rng.uniform(0.05, 3)), 1.5 * s], rng.uniform(0.3, 3, M))
+        cap, limited = m.mva_capacity()
+        assert not limited
+        exact = _exact_capacity(m)
+        worst = max(worst, abs(cap - exact) / max(exact, 1))
+    assert worst <= 0.01
+
+
+def test_mva_at_is_exact_below_the_asymptote_and_close_beyond():
+    m = _model([0.0045, 0.004], [1, 1], 0.5, [1.0, 1.0])
+    n0 = m.asymptote_start()
+    for n in (1, 50, n0):
+        ref = mva([[0.0045], [0.004]], [n], 0.5)
+        assert m.mva_at(n).throughput == pytest.approx(float(ref.throughput[0]), rel=1e-12)
+    n = 3 * n0
+    ref = mva([[0.0045], [0.004]], [n], 0.5)
+    assert m.mva_at(n).throughput == pytest.approx(float(ref.throughput[0]), rel=1e-3)
+    assert m.mva_at(n).response.mean() == pytest.approx(float(ref.response_time[0]), rel=1e-3)
+
+
+def _tier(name, demands, std, regression, bursty=False, process=None) -> TierModel:
+    return TierModel(tier=name, cores=1, demands=demands, demand_std=std,
+                     regression=regression, idc=50.0 if bursty else 1.0, idc_flag=None,
+                     mean_service=None, p95=None, process=process, fit=None, bursty=bursty,
+                     windows=100)
+
+
+def test_unidentified_class_demands_read_back_the_aggregate():
+    """A class whose Kalman and regression demands disagree (or are uncertain) reads back the
+    aggregate: its response time equals the mix-weighted mean; identified classes keep their
+    own demand, and the aggregate ``sum_c p_c D_{m,c}`` is preserved."""
+    cfg = SystemConfig(tiers=("front", "db"))
+    front = _tier("front", {"a": 0.004, "b": 0.002}, {"a": 1e-4, "b": 1e-4},
+                  {"a": 0.0041, "b": 0.0019})
+    db = _tier("db", {"a": 0.010, "b": 0.001}, {"a": 1e-4, "b": 1e-4},
+               {"a": 0.002, "b": 0.004})                   # regression disagrees
+    m = build_model([front, db], ["a", "b"], {"a": 0.5, "b": 0.5}, 0.5, cfg)
+    assert m.D_mc[0].tolist() == [0.004, 0.002]
+    assert m.D_mc[1, 0] == pytest.approx(m.D_mc[1, 1])     # both read the aggregate
+    assert m.D[1] == pytest.approx(0.5 * 0.010 + 0.5 * 0.001)
+
+
+def test_bursty_tier_switches_to_the_map_network_and_matches_solve_closed():
+    """With a bursty tier and its MAP(2), the model's answer at ``n`` is the MAP network's
+    (paper 000 Fig. 9), not MVA's; without burstiness it is MVA's."""
+    from solvers.mapqn import solve_closed
+
+    sc = scenarios()["bottleneck_switch"]
+    cfg = SystemConfig(tiers=("front", "db"))
+    front = _tier("front", {"a": sc.front.mean}, {"a": 0.0}, {"a": sc.front.mean})
+    db = _tier("db", {"a": sc.database.mean}, {"a": 0.0}, {"a": sc.database.mean},
+               bursty=True, process=sc.database.scaled(1.0))
+    m = build_model([front, db], ["a"], {"a": 1.0}, 0.5, cfg)
+    assert m.kind == "map"
+    exact = solve_closed(sc.processes, 80, 0.5)
+    assert m.at(80).throughput == pytest.approx(exact.throughput, rel=1e-9)
+    calm = build_model([front, _tier("db", {"a": sc.database.mean}, {"a": 0.0},
+                                     {"a": sc.database.mean})], ["a"], {"a": 1.0}, 0.5, cfg)
+    assert calm.kind == "mva"
+    ref = mva([[sc.front.mean], [sc.database.mean]], [80], 0.5)
+    assert calm.at(80).throughput == pytest.approx(float(ref.throughput[0]), rel=1e-12)
+    assert m.at(80).throughput < 0.9 * calm.at(80).throughput   # MVA is optimistic here
