@@ -17,7 +17,7 @@ import numpy as np
 __all__ = ["CHUNK", "WindowHistory", "HistoryArrays"]
 
 #: windows per chunk
-CHUNK = 128
+CHUNK = 16
 
 
 @dataclass(frozen=True)

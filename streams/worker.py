@@ -9,7 +9,7 @@ Topology (``docs/pipeline.md``):
   tables and the outputs to ``perfcast.estimates`` / ``.predictions`` / ``.alerts`` /
   ``.deadletter`` (keyed by system) and to the InfluxDB sink;
 * table ``state`` with its changelog topic: per system its state without the window history,
-  and its tiers' history in chunks of 128 windows (:class:`TableBackedPipeline`); every entry
+  and its tiers' history in chunks of 16 windows (:class:`TableBackedPipeline`); every entry
   is written to the changelog partition of the system's source partition, so recovery after a
   rebalance finds it;
 * timer: flushes the InfluxDB sink every ``flush_interval_s``.
@@ -29,12 +29,14 @@ one flush interval); prediction and alert points are written before the state.
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import time
 from typing import Any
 
 import faust
+import numpy as np
 
 from streams.config import Config, KafkaSettings
 from streams.history import CHUNK
@@ -50,11 +52,50 @@ log = logging.getLogger("perfcast.worker")
 OUTPUT_TOPICS = ("estimates", "predictions", "alerts", "deadletter")
 _SEP = "\x1f"
 #: history chunks kept beyond what the history needs (tolerates a restored header that lags)
-SLACK_CHUNKS = 8
+SLACK_CHUNKS = 64
 
 
 def _dumps(value: Any) -> bytes:
     return json.dumps(value, separators=(",", ":")).encode()
+
+
+#: float lists at least this long are stored as base64 float64 in the table
+PACK_MIN = 8
+
+
+def _all_floats(values: list) -> bool:
+    return all(type(v) is float for v in values)
+
+
+def pack(value: Any) -> Any:
+    """``value`` with every long list of floats (and list of equal-length float lists) as
+    ``{"f64": base64 of the float64 bytes, "shape": [...]}``: exact, and ~50x faster to
+    serialise than JSON's float text (the state is written once per batch per system)."""
+    if type(value) is dict:
+        return {k: pack(v) for k, v in value.items()}
+    if type(value) is list and len(value) >= PACK_MIN:
+        if _all_floats(value):
+            return {"f64": base64.b64encode(np.asarray(value).tobytes()).decode(),
+                    "shape": [len(value)]}
+        if all(type(r) is list and len(r) == len(value[0]) and _all_floats(r) for r in value) \
+                and value[0]:
+            arr = np.asarray(value)
+            return {"f64": base64.b64encode(arr.tobytes()).decode(), "shape": list(arr.shape)}
+    if type(value) is list:
+        return [pack(v) for v in value]
+    return value
+
+
+def unpack(value: Any) -> Any:
+    """Inverse of :func:`pack`."""
+    if type(value) is dict:
+        if "f64" in value and "shape" in value and len(value) == 2:
+            arr = np.frombuffer(base64.b64decode(value["f64"]), dtype=np.float64)
+            return arr.reshape(value["shape"]).tolist()
+        return {k: unpack(v) for k, v in value.items()}
+    if type(value) is list:
+        return [unpack(v) for v in value]
+    return value
 
 
 def faust_broker_options(k: KafkaSettings) -> dict[str, Any]:
@@ -104,7 +145,7 @@ class TableBackedPipeline(Pipeline):
             if header is None:
                 state = SystemState(name, self.config.system(name))
             else:
-                state = self._restore(name, json.loads(header))
+                state = self._restore(name, unpack(json.loads(header)))
             self.systems[name] = state
         return state
 
@@ -123,7 +164,7 @@ class TableBackedPipeline(Pipeline):
             for number in header["chunks"]:
                 raw = self.table.data.get(self._chunk_key(name, tier["tier"], number,
                                                           header["capacity"]))
-                stored = json.loads(raw) if raw is not None else None
+                stored = unpack(json.loads(raw)) if raw is not None else None
                 if stored is not None and stored["n"] == number:
                     rows[number] = stored["rows"]
         log.info("restored system %r from the changelog", name)
@@ -147,9 +188,9 @@ class TableBackedPipeline(Pipeline):
                 written, _dropped = tier.history.take_changes()
                 for number, rows in written.items():
                     key = self._chunk_key(name, tier.tier, number, tier.history.capacity)
-                    self._put(part, key, _dumps({"n": number, "rows": rows}))
+                    self._put(part, key, _dumps(pack({"n": number, "rows": rows})))
                     writes += 1
-            self._put(part, name.encode(), _dumps(state.to_dict(with_history=False)))
+            self._put(part, name.encode(), _dumps(pack(state.to_dict(with_history=False))))
             writes += 1
         self.dirty.clear()
         return writes
@@ -199,7 +240,7 @@ class BatchStats:
 
 
 def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
-              batch: int = 1000, within_s: float = 0.05, influx: bool = True) -> faust.App:
+              batch: int = 4000, within_s: float = 0.5, influx: bool = True) -> faust.App:
     """The Faust app (topics, tables, agent, timer) for ``config``."""
     k = config.kafka
     app = faust.App(app_id, **faust_broker_options(k), store="memory://",

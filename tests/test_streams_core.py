@@ -162,7 +162,7 @@ def test_empty_history_gives_empty_arrays():
 def test_take_changes_reports_written_and_dropped_chunks():
     """Replaying take_changes into a store keeps the store equal to the live chunks; only
     touched chunks are written; chunks older than the capacity are dropped."""
-    hist = WindowHistory(200)
+    hist = WindowHistory(int(1.5625 * CHUNK))     # 200 windows when CHUNK = 128
     store: dict[int, dict] = {}
     seen_drops: set[int] = set()
 
@@ -184,7 +184,7 @@ def test_take_changes_reports_written_and_dropped_chunks():
     written, dropped = sync()
     assert sorted(written) == [1] and dropped == set()          # only the touched chunk
     assert sync() == ({}, set())                                # nothing since
-    # chunk 3 starts at seq 384: (384 - 200) // 128 = 1, so chunk 0 is dropped
+    # chunk 3 starts at seq 3 CHUNK: (3 CHUNK - 1.5625 CHUNK) // CHUNK = 1, chunk 0 is dropped
     while hist.seq < 3 * CHUNK + 1:
         hist.append(0.5, 5.0, 1, [1.0])
     written, dropped = sync()
