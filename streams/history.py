@@ -60,6 +60,8 @@ class WindowHistory:
 
     ``chunks`` maps chunk number ``seq // CHUNK`` to its rows; :meth:`take_changes` returns the
     chunks written and dropped since the previous call (for an incremental durable store).
+    A numpy ring of the last ``capacity`` rows, kept alongside from the first :meth:`arrays`
+    call on, serves the estimators without rebuilding arrays from the rows at every solve.
     """
 
     def __init__(self, capacity: int) -> None:
@@ -68,6 +70,7 @@ class WindowHistory:
         self.chunks: dict[int, dict[str, list]] = {}
         self._dirty: set[int] = set()
         self._dropped: set[int] = set()
+        self._ring: dict[str, np.ndarray] | None = None   # compute copy of the last rows
 
     def append(self, utilization: float, window_s: float, cores: int,
                completions: list[float]) -> None:
@@ -86,21 +89,46 @@ class WindowHistory:
         chunk["c"].append(cores)
         chunk["x"].append(completions)
         self._dirty.add(number)
+        if self._ring is not None:
+            self._ring_put(self.seq, utilization, window_s, cores, completions)
         self.seq += 1
 
     def arrays(self, n_classes: int, last: int | None = None) -> HistoryArrays:
-        """The last ``last`` (default ``capacity``) windows as arrays."""
-        keep = min(self.capacity if last is None else last, self.seq)
-        rows: dict[str, list] = _new_chunk()
+        """The last ``last`` (default and at most ``capacity``) windows as arrays, oldest
+        first; completions zero-padded to ``n_classes``."""
+        ring = self._ring if self._ring is not None else self._build_ring()
+        keep = min(self.capacity if last is None else last, self.seq, self.capacity)
+        idx = (self.seq - keep + np.arange(keep)) % self.capacity
+        X = ring["x"][idx]
+        if X.shape[1] < n_classes:
+            X = np.pad(X, ((0, 0), (0, n_classes - X.shape[1])))
+        return HistoryArrays(ring["u"][idx], ring["w"][idx], ring["c"][idx], X[:, :n_classes])
+
+    def _build_ring(self) -> dict[str, np.ndarray]:
+        """The numpy ring the arrays are cut from, rebuilt from the chunks (after a restore)."""
+        width = max((len(x) for chunk in self.chunks.values() for x in chunk["x"]), default=0)
+        ring = {k: np.zeros(self.capacity) for k in ("u", "w", "c")}
+        ring["x"] = np.zeros((self.capacity, width))
+        self._ring = ring
+        start = self.seq - sum(len(chunk["u"]) for chunk in self.chunks.values())
         for number in sorted(self.chunks):
-            for key in rows:
-                rows[key].extend(self.chunks[number][key])
-        X = np.zeros((len(rows["u"]), n_classes))
-        for i, counts in enumerate(rows["x"]):
-            X[i, :len(counts)] = counts
-        full = HistoryArrays(np.asarray(rows["u"], dtype=float), np.asarray(rows["w"], dtype=float),
-                             np.asarray(rows["c"], dtype=float), X)
-        return full.tail(keep)
+            chunk = self.chunks[number]
+            for i in range(len(chunk["u"])):
+                self._ring_put(start, chunk["u"][i], chunk["w"][i], chunk["c"][i],
+                               chunk["x"][i])
+                start += 1
+        return ring
+
+    def _ring_put(self, seq: int, u: float, w: float, c: float, x: list[float]) -> None:
+        ring = self._ring
+        assert ring is not None
+        if len(x) > ring["x"].shape[1]:
+            ring["x"] = np.pad(ring["x"], ((0, 0), (0, len(x) - ring["x"].shape[1])))
+        slot = seq % self.capacity
+        ring["u"][slot], ring["w"][slot], ring["c"][slot] = u, w, c
+        row = ring["x"][slot]
+        row[:] = 0.0
+        row[:len(x)] = x
 
     def take_changes(self) -> tuple[dict[int, dict[str, list]], set[int]]:
         """Chunks written (number -> rows) and dropped since the last call."""

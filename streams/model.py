@@ -34,6 +34,8 @@ __all__ = ["Measured", "SystemModel", "Point", "build_model", "capacity_search"]
 
 #: largest population any capacity search goes to
 CAPACITY_LIMIT = 100_000
+#: largest Markov chain the MAP network is solved on (~1 s); MVA beyond it, flagged
+MAP_STATE_LIMIT = 100_000
 #: MVA is computed exactly up to this many knees, extrapolated along its asymptote beyond
 ASYMPTOTE_KNEES = 2.0
 
@@ -163,7 +165,8 @@ class SystemModel:
         """The model's answer at population ``n`` (MAP network when it applies)."""
         if n in self._cache:
             return self._cache[n]
-        if self.processes is None or n > self.map_limit:
+        if self.processes is None or n > self.map_limit or \
+                self.map_states(n) > MAP_STATE_LIMIT:
             point = self.mva_at(n)
         else:
             procs = [p.scaled(float(d)) for p, d in zip(self.processes, self.D)]
@@ -172,6 +175,15 @@ class SystemModel:
                                     np.asarray(res.bottleneck_probability), "map")
         self._cache[n] = point
         return point
+
+    def map_states(self, n: int) -> int:
+        """States of the MAP network's Markov chain at population ``n``: occupancy vectors
+        over the tiers and the think station times the product of the phase counts."""
+        if self.processes is None:
+            return 0
+        stations = len(self.processes) + (1 if self.think_time > 0 else 0)
+        return math.comb(n + stations - 1, stations - 1) * math.prod(
+            p.order for p in self.processes)
 
     def solved(self) -> dict[int, Point]:
         """Populations solved so far (by :meth:`at`)."""

@@ -17,7 +17,7 @@ import numpy as np
 
 from streams.alerts import AlertBook
 from streams.config import SystemConfig
-from streams.model import CAPACITY_LIMIT, Measured, Point, SystemModel, build_model, \
+from streams.model import CAPACITY_LIMIT, MAP_STATE_LIMIT, Measured, Point, SystemModel, build_model, \
     capacity_search
 from streams.records import Window, clean
 from streams.tier import Interval, TierModel, TierState
@@ -202,8 +202,12 @@ class SystemState:
         now, fc = model.at(n_now), model.at(n_fc)
         cap, limited = self._capacity(model, n_now)
         flags = list(model.flags)
-        if cap is not None and model.processes is not None and cap >= model.map_limit:
-            flags.append(f"capacity beyond map_max_population={model.map_limit}: MVA used there")
+        if model.processes is not None:
+            used_mva = sorted(n for n, p in model.solved().items() if p.model == "mva")
+            if used_mva:
+                flags.append(f"MAP network too large (map_max_population="
+                             f"{model.map_limit}, {MAP_STATE_LIMIT} states) at populations "
+                             f">= {used_mva[0]}: MVA used there")
         breach: Point | None = None
         if cap is not None and not limited:     # the first population probed beyond capacity
             beyond = [p for n, p in model.solved().items() if n > cap and model.excess(p) > 0]

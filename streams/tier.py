@@ -222,7 +222,7 @@ class TierState:
         if bursty:                      # only bursty tiers enter the model with their MAP(2)
             self._refit(mean, idc, p95)
         self.model = clean({"idc": idc, "idc_flag": idc_flag, "bursty": bursty,
-                            "regression": regression, "mean_service_s": mean, "p95_s": p95})
+                            "mean_service_s": mean, "p95_s": p95})
         k = self.kalman
         return TierModel(
             tier=self.tier, cores=self.cores,
