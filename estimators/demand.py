@@ -408,6 +408,13 @@ class KalmanDemandEstimator:
         singular ``P[A, A]`` (e.g. ``R = 0``); a final clip removes round-off.
         """
         active = x < 0.0
+        if np.count_nonzero(active) == 1:            # one constraint: closed form, no pinv
+            i = int(np.flatnonzero(active)[0])
+            if P[i, i] > 0.0:
+                projected = x - P[:, i] * (x[i] / P[i, i])
+                if not (projected < 0.0).any():
+                    projected[i] = 0.0
+                    return projected
         projected = x
         for _ in range(x.size):
             A = np.flatnonzero(active)

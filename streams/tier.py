@@ -16,7 +16,7 @@ older than every kept end cannot be told apart from a duplicate and is rejected 
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 import numpy as np
@@ -37,31 +37,37 @@ REFIT_TOLERANCE = 0.05
 
 @dataclass
 class Interval:
-    """Sums over the windows since the last solve (the "measured" side of a prediction)."""
+    """Sums over the windows since the last solve (the "measured" side of a prediction);
+    per-class sums are arrays aligned with ``classes`` (the tier's classes, which only grow)."""
 
     windows: int = 0
     seconds: float = 0.0
     utilization_s: float = 0.0          # sum U_k T_k
-    completions: dict[str, float] | None = None
-    rt_weighted: dict[str, float] | None = None   # sum rt * completions (classes with rt)
-    rt_completions: dict[str, float] | None = None
+    classes: list[str] = field(default_factory=list)
+    completions: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    rt_weighted: np.ndarray = field(default_factory=lambda: np.zeros(0))    # sum rt n
+    rt_completions: np.ndarray = field(default_factory=lambda: np.zeros(0))  # sum n (with rt)
     users_sum: float = 0.0
     users_n: int = 0
 
-    def add(self, w: Window) -> None:
+    def add(self, w: Window, classes: list[str], counts: np.ndarray) -> None:
+        """One window; ``counts`` its completions aligned with ``classes``."""
+        n = len(classes)
+        if self.completions.size < n:
+            grow = n - self.completions.size
+            self.completions = np.pad(self.completions, (0, grow))
+            self.rt_weighted = np.pad(self.rt_weighted, (0, grow))
+            self.rt_completions = np.pad(self.rt_completions, (0, grow))
+            self.classes = list(classes)
         self.windows += 1
         self.seconds += w.window_s
         self.utilization_s += w.utilization * w.window_s
-        comp = self.completions if self.completions is not None else {}
-        rtw = self.rt_weighted if self.rt_weighted is not None else {}
-        rtc = self.rt_completions if self.rt_completions is not None else {}
-        for c, n in w.completions.items():
-            comp[c] = comp.get(c, 0.0) + n
-            rt = w.response_time_s.get(c)
-            if rt is not None and n > 0:
-                rtw[c] = rtw.get(c, 0.0) + rt * n
-                rtc[c] = rtc.get(c, 0.0) + n
-        self.completions, self.rt_weighted, self.rt_completions = comp, rtw, rtc
+        self.completions += counts
+        if w.response_time_s:
+            rt = np.array([w.response_time_s.get(c, np.nan) for c in classes])
+            has = (rt == rt) & (counts > 0)
+            self.rt_weighted[has] += rt[has] * counts[has]
+            self.rt_completions[has] += counts[has]
         if w.users is not None:
             self.users_sum += w.users
             self.users_n += 1
@@ -74,23 +80,32 @@ class Interval:
         """Completions per second per class over the interval."""
         if not self.seconds > 0:
             return {}
-        return {c: n / self.seconds for c, n in (self.completions or {}).items()}
+        return dict(zip(self.classes, (self.completions / self.seconds).tolist()))
 
     def response_time(self) -> dict[str, float]:
         """Completion-weighted mean response time per class (classes that reported one)."""
-        rtc = self.rt_completions or {}
-        return {c: s / rtc[c] for c, s in (self.rt_weighted or {}).items() if rtc.get(c)}
+        return {c: float(s / k) for c, s, k in zip(self.classes, self.rt_weighted,
+                                                   self.rt_completions) if k > 0}
 
     @property
     def users(self) -> float | None:
         return self.users_sum / self.users_n if self.users_n else None
 
+    _ARRAYS = ("completions", "rt_weighted", "rt_completions")
+
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        out = dict(self.__dict__)
+        for k in self._ARRAYS:
+            out[k] = out[k].tolist()
+        out["classes"] = list(self.classes)
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Interval":
-        return cls(**data)
+        values = dict(data)
+        for k in cls._ARRAYS:
+            values[k] = np.asarray(values[k], dtype=float).reshape(-1)
+        return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -172,12 +187,13 @@ class TierState:
             self.kalman = KalmanDemandEstimator(self.classes, w.cores)
         self.kalman.cores = float(w.cores)
         counts = [w.completions.get(c, 0.0) for c in self.classes]
+        n = np.array(counts)
         rt = None      # response times only initialise the filter (x_0 = rt (1 - U))
         if not self.kalman.initialised and w.response_time_s:
             rt = np.array([w.response_time_s.get(c, 0.0) for c in self.classes])
-        self.kalman.update(w.utilization, np.array(counts) / w.window_s, rt)
+        self.kalman.update(w.utilization, n / w.window_s, rt)
         self.history.append(w.utilization, w.window_s, w.cores, counts)
-        self.interval.add(w)
+        self.interval.add(w, self.classes, n)
         self.windows += 1
         self.late += late
         self.cores, self.window_s = w.cores, w.window_s
