@@ -10,21 +10,12 @@ under ``CI=true`` a missing service is a failure, never a skip.
 from __future__ import annotations
 
 import json
-import os
 import uuid
 
 import pytest
 
+from pipeline_harness import service_env as _service_env
 from solvers.simulation import ClosedNetwork, Queue, monitor_closed
-
-
-def _service_env(name: str) -> str:
-    value = os.environ.get(name)
-    if not value:
-        if os.environ.get("CI"):
-            pytest.fail(f"{name} is not set: infra/services.sh did not start the service in CI")
-        pytest.skip(f"{name} not set (start the services with infra/services.sh up)")
-    return value
 
 
 @pytest.fixture(scope="module")
