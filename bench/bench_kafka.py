@@ -40,7 +40,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench"), str(ROOT / "tests")]
 from bench_pipeline import workload  # noqa: E402
 from pipeline_harness import Worker  # noqa: E402
 from streams.config import load_config  # noqa: E402
-from streams.produce import kafka_client_options, produce  # noqa: E402
+from streams.produce import produce  # noqa: E402
 from streams.topics import ensure_topics  # noqa: E402
 
 

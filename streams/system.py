@@ -157,8 +157,8 @@ class SystemState:
         X = m.total_throughput
         mix = {c: m.throughput.get(c, 0.0) / X for c in classes} if X > 0 else {}
         mix_vec = np.array([mix.get(c, 0.0) for c in classes])
-        think = self._think_time(m, mix_vec if X > 0 else np.full(len(classes), 1 / max(
-            len(classes), 1)), classes)
+        uniform = np.full(len(classes), 1 / max(len(classes), 1))
+        think = self._think_time(m, mix_vec if X > 0 else uniform, classes)
         pred: dict[str, Any] = {"system": self.system, "time": time, "solve": self.solves,
                                 "think_time_s": think, "horizon_s": cfg.horizon_s}
         ready = classes and all(t.demands for t in models) and any(
@@ -317,13 +317,16 @@ class SystemState:
             events += [ev] if ev else []
         err, thr = pred["model_error"], cfg.model_error_threshold
         cond = None if err is None or ERROR_RESOLVE_FACTOR * thr <= err <= thr else err > thr
+        unmeasured = [t for t, v in pred["tiers"].items() if v["idc_flag"] == "too_short"]
+        hint = (f"the burstiness of {', '.join(map(repr, unmeasured))} is not measured yet "
+                "(too few windows), so the model may miss it" if unmeasured else
+                "check the configuration (tiers, visits, think time)")
         ev = self.alerts.evaluate("model_error", cond, {
             **base, "alert": "model_error", "class": None, "tier": None, "value": err,
             "threshold": thr,
-            "summary": f"{self.system}: predicted response time is off the measured one by "
-                       f"{100 * (err or 0):.0f}% (threshold {100 * thr:.0f}%): check the "
-                       "configuration (tiers, visits, think time) before trusting predictions"},
-            time)
+            "summary": f"{self.system}: the {pred['model']} model's response time is off the "
+                       f"measured one by {100 * (err or 0):.0f}% (threshold {100 * thr:.0f}%): "
+                       f"{hint}; do not trust its predictions yet"}, time)
         events += [ev] if ev else []
         return events
 

@@ -9,11 +9,9 @@ name, so tests do not see each other's data. Under ``CI=true`` a missing service
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import threading
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
