@@ -139,6 +139,8 @@ def _required(data: Mapping[str, Any], name: str) -> Any:
 
 def _name(data: Mapping[str, Any], name: str) -> str:
     value = _required(data, name)
+    if type(value) is str and _known_name(value):
+        return value
     if not isinstance(value, str) or not value.strip():
         raise InvalidWindow(name, value, "must be a non-empty string")
     if len(value) > MAX_NAME or any(ord(ch) < 32 for ch in value):
@@ -241,6 +243,13 @@ def _users(value: Any) -> int | None:
 
 _FLOAT_MAX = sys.float_info.max
 _INT_MAX = 2 ** 63
+
+
+@functools.lru_cache(maxsize=4096)
+def _known_name(value: str) -> bool:
+    """A valid system or tier name (checked once per name)."""
+    return bool(value.strip()) and len(value) <= MAX_NAME and \
+        not any(ord(ch) < 32 for ch in value) and _encodable(value)
 
 
 @functools.lru_cache(maxsize=4096)

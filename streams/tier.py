@@ -33,6 +33,10 @@ __all__ = ["TierState", "TierModel", "Interval"]
 
 #: relative move of (mean, I, p95) that triggers a new MAP(2) fit
 REFIT_TOLERANCE = 0.05
+#: ``I`` is re-estimated once the history has this many new windows, or this share of it
+#: (it needs thousands of windows and moves slowly; the estimate costs ~0.3 ms per tier)
+IDC_REFRESH_MIN = 12
+IDC_REFRESH_SHARE = 0.05
 
 
 @dataclass
@@ -160,6 +164,7 @@ class TierState:
         self.fit_inputs: list[float] | None = None  # (mean, I, p95) of the current fit
         self.fit: dict[str, Any] | None = None      # MAP as dict + achieved figures
         self.model: dict[str, Any] = {}             # last refresh, for estimate records
+        self.idc_seq = 0                            # history.seq at the last I estimate
 
     # -- per window ---------------------------------------------------------------------------
     def admit(self, w: Window) -> str | None:
@@ -218,13 +223,16 @@ class TierState:
         """Estimate ``I``, regression, p95 and (when they moved) the MAP(2) fit."""
         cfg = self.config
         arr = self.history.arrays(len(self.classes))
-        idc, idc_flag = None, "no windows"
-        if arr.size:
+        idc, idc_flag = self.model.get("idc"), self.model.get("idc_flag", "no windows")
+        fresh = self.history.seq - self.idc_seq
+        if arr.size and (self.idc_seq == 0 or fresh >= max(IDC_REFRESH_MIN,
+                                                            IDC_REFRESH_SHARE * arr.size)):
             same = arr.window_s == arr.window_s[-1]
             est = index_of_dispersion(arr.utilization[same], arr.total_completions[same],
                                       float(arr.window_s[-1]))
             idc = None if est.reason in ("no_busy_time", "no_completions") else est.value
             idc_flag = None if est.reason == "ok" else est.reason
+            self.idc_seq = self.history.seq
         regression: dict[str, float] = {}
         tail = arr.tail(cfg.regression_windows)
         if tail.size >= 2 and self.classes:
@@ -276,7 +284,7 @@ class TierState:
             "ends": list(self.ends), "windows": self.windows, "duplicates": self.duplicates,
             "late": self.late, "cores": self.cores, "window_s": self.window_s,
             "interval": self.interval.to_dict(), "fit_inputs": self.fit_inputs, "fit": self.fit,
-            "model": self.model,
+            "model": self.model, "idc_seq": self.idc_seq,
         }
 
     @classmethod
@@ -292,7 +300,7 @@ class TierState:
                          else WindowHistory.restore(hist, chunks or {}))
         state.ends = list(data["ends"])
         for key in ("windows", "duplicates", "late", "cores", "window_s", "fit_inputs", "fit",
-                    "model"):
+                    "model", "idc_seq"):
             setattr(state, key, data[key])
         state.interval = Interval.from_dict(data["interval"])
         return state
