@@ -205,6 +205,8 @@ class TableBackedPipeline(Pipeline):
         self.table = table
         self.partition: dict[str, int] = {}
         self.dirty: set[str] = set()
+        self.in_batch = False
+        self.forget_pending = False
 
     def system(self, name: str) -> SystemState:
         state = self.systems.get(name)
@@ -261,6 +263,10 @@ class TableBackedPipeline(Pipeline):
             self._put(part, name.encode(), _dumps(pack(state.to_dict(with_history=False))))
             writes += 1
         self.dirty.clear()
+        self.in_batch = False
+        if self.forget_pending:
+            self.forget_pending = False
+            self.forget()
         return writes
 
     def _put(self, partition: int, key: bytes, value: bytes) -> None:
@@ -268,10 +274,22 @@ class TableBackedPipeline(Pipeline):
         self.table.send_changelog(partition, key, value)
 
     def forget(self) -> None:
-        """Drop the in-memory systems (after a rebalance they are rebuilt from the table)."""
+        """Drop the in-memory systems (after a rebalance they are rebuilt from the table).
+
+        During a batch (between :meth:`begin` and :meth:`persist`) this is deferred to the
+        end of :meth:`persist`: dropping a system whose windows are processed but not yet
+        persisted would lose them (their offsets get committed all the same)."""
+        if self.in_batch:
+            self.forget_pending = True
+            return
         self.systems.clear()
         self.partition.clear()
         self.dirty.clear()
+
+    def begin(self) -> None:
+        """A batch starts: from here to :meth:`persist` the in-memory state is ahead of the
+        table."""
+        self.in_batch = True
 
 
 #: seconds between the worker's throughput log lines (log level info)
@@ -344,6 +362,7 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
         async for events in stream.take_events(batch, within_s):
             t0 = time.perf_counter()
             received = time.time()
+            core.begin()
             out = Outputs()
             for event in events:
                 out.extend(core.process_event(event.value, event.message.partition))
