@@ -197,7 +197,10 @@ class TierState:
         if not self.kalman.initialised and w.response_time_s:
             rt = np.array([w.response_time_s.get(c, 0.0) for c in self.classes])
         self.kalman.update(w.utilization, n / w.window_s, rt)
-        self.history.append(w.utilization, w.window_s, w.cores, counts)
+        # whole counts kept as ints in the history: CPython shares small ints, so a row of
+        # 14 classes costs its list, not 14 float objects (about half a tier's memory)
+        self.history.append(w.utilization, w.window_s, w.cores,
+                            [int(v) if type(v) is float and v.is_integer() else v for v in counts])
         self.interval.add(w, self.classes, n)
         self.windows += 1
         self.late += late
