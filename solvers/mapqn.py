@@ -167,28 +167,25 @@ def _check_processes(processes: Any) -> list[MAP]:
     return procs
 
 
-def _check_population(population: Any) -> int:
-    if isinstance(population, bool) or population is None:
-        raise ValueError(f"population: must be a non-negative integer, got {population!r}")
+def _nonnegative(value: Any, name: str, integer: bool) -> float:
+    """``value`` as a finite number >= 0 (a whole one if ``integer``), else a ``ValueError``
+    naming ``name``."""
+    what = "a non-negative integer" if integer else "a finite number >= 0"
     try:
-        value = float(population)
+        number = float(value) if not isinstance(value, bool) and value is not None else math.nan
     except (TypeError, ValueError):
-        raise ValueError(f"population: must be a non-negative integer, got {population!r}") from None
-    if not math.isfinite(value) or value < 0 or value != int(value):
-        raise ValueError(f"population: must be a non-negative integer, got {population!r}")
-    return int(value)
+        number = math.nan
+    if not (math.isfinite(number) and number >= 0) or (integer and number != int(number)):
+        raise ValueError(f"{name}: must be {what}, got {value!r}")
+    return number
+
+
+def _check_population(population: Any) -> int:
+    return int(_nonnegative(population, "population", integer=True))
 
 
 def _check_think_time(think_time: Any) -> float:
-    if isinstance(think_time, bool) or think_time is None:
-        raise ValueError(f"think_time: must be a finite number >= 0, got {think_time!r}")
-    try:
-        value = float(think_time)
-    except (TypeError, ValueError):
-        raise ValueError(f"think_time: must be a finite number >= 0, got {think_time!r}") from None
-    if not math.isfinite(value) or value < 0:
-        raise ValueError(f"think_time: must be a finite number >= 0, got {think_time!r}")
-    return value
+    return _nonnegative(think_time, "think_time", integer=False)
 
 
 # ---------------------------------------------------------------------------------- states

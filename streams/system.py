@@ -49,6 +49,11 @@ class Outputs:
         self.deadletter += other.deadletter
 
 
+def _mix_response(m: Measured, mix: np.ndarray, classes: list[str]) -> float:
+    """Measured mean response time over the class mix, ``sum_c p_c R_c``."""
+    return float(sum(p * m.response_time[c] for p, c in zip(mix, classes)))
+
+
 def _rejection(w: Window, field_name: str, reason: str) -> dict[str, Any]:
     return {"reason": reason, "field": field_name, "system": w.system, "tier": w.tier,
             "end": w.end, "record": w.to_record()}
@@ -115,8 +120,7 @@ class SystemState:
             return self.config.think_time_s
         X = m.total_throughput
         if m.users and X > 0 and all(c in m.response_time for c in classes):
-            r_mix = float(sum(p * m.response_time[c] for p, c in zip(mix, classes)))
-            z = max(m.users / X - r_mix, 0.0)
+            z = max(m.users / X - _mix_response(m, mix, classes), 0.0)
             self.think_time_est = z if self.think_time_est is None \
                 else 0.5 * (self.think_time_est + z)
         return self.think_time_est if self.think_time_est is not None else 0.0
@@ -126,7 +130,7 @@ class SystemState:
             return int(round(m.users)), "measured"
         X = m.total_throughput
         if m.response_time and all(c in m.response_time for c in model.classes):
-            r_mix = float(sum(p * m.response_time[c] for p, c in zip(model.mix, model.classes)))
+            r_mix = _mix_response(m, model.mix, model.classes)
             return int(round(X * (r_mix + model.think_time))), "littles_law"
         n = model.population_for(X)
         return (n, "model_inversion") if n is not None else (None, "unknown")

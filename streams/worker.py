@@ -144,16 +144,13 @@ class OutputProducer:
     async def start(self) -> None:
         from aiokafka import AIOKafkaProducer
 
-        k = self.settings
-        opts: dict[str, Any] = {"bootstrap_servers": [b.strip() for b in k.bootstrap.split(",")],
-                                "security_protocol": k.security_protocol.upper(),
-                                "acks": "all", "linger_ms": 5}
-        if k.sasl_mechanism:
-            opts.update(sasl_mechanism=k.sasl_mechanism, sasl_plain_username=k.sasl_username,
-                        sasl_plain_password=k.sasl_password)
+        from streams.produce import kafka_client_options
+
+        opts = kafka_client_options(self.settings)       # aiokafka takes the same names,
+        opts.pop("ssl_cafile", None)                      # but an SSL context, not a file
         if "SSL" in opts["security_protocol"]:
-            opts["ssl_context"] = _ssl_context(k)
-        self.producer = AIOKafkaProducer(**opts)
+            opts["ssl_context"] = _ssl_context(self.settings)
+        self.producer = AIOKafkaProducer(**opts, acks="all", linger_ms=5)
         await self.producer.start()
 
     async def send(self, topic: str, records: list[tuple[bytes | None, bytes]]) -> list[Any]:
