@@ -338,3 +338,52 @@ def test_to_record_round_trips_through_parse_window(window):
     assert parse_window(json.dumps(record, allow_nan=False)) == window
     assert parse_window(json.dumps(record).encode()) == window
     assert all(math.isfinite(v) for v in parse_window(record).completions.values())
+
+
+# --------------------------------------------------------------------------------------------
+# the msgspec fast path accepts a subset of what the validator accepts, with the same result
+# --------------------------------------------------------------------------------------------
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**25, 10**25)
+    | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8)
+    | st.sampled_from(["2026-11-20T10:00:05Z", "2026-11-20T10:00:05", "", " ", "\x01"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+        st.text(max_size=6) | st.sampled_from(["home", "", "a" * 201]), inner, max_size=3),
+    max_leaves=6)
+#: numbers at the contract's limits (utilization 1, window 1 day, epoch 1e11, int64, ...)
+BOUNDARIES = [0, 1, 2, -1, 0.0, -0.0, 0.5, 1.0, 1.5, 1.0000001, 2.0, 86_400, 86_400.5, 1e11,
+              1.5e11, 2**63 - 1, 2**63, 2**64, 1e300, 10**400, {}, {"home": -1}, {"": 1}]
+FIELDS = ("system", "tier", "end", "window_s", "utilization", "cores", "completions",
+          "response_time_s", "users")
+
+
+@st.composite
+def mutated_records(draw):
+    """A valid record with some fields replaced by arbitrary JSON values or removed."""
+    record = _record()
+    for name in draw(st.lists(st.sampled_from(FIELDS), max_size=3, unique=True)):
+        if draw(st.booleans()):
+            record.pop(name, None)
+        else:
+            record[name] = draw(st.sampled_from(BOUNDARIES) | json_values)
+    return record
+
+
+@settings(max_examples=600, deadline=None)
+@given(mutated_records())
+def test_fast_path_accepts_only_what_the_validator_accepts_and_builds_the_same_window(record):
+    from streams.records import _fast, _validate
+
+    for raw in (record, json.dumps(record), json.dumps(record).encode()):
+        try:
+            fast = _fast(raw)
+        except Exception:                     # noqa: BLE001 - any failure defers to the validator
+            fast = None
+        try:
+            slow = _validate(raw)
+        except InvalidWindow:
+            assert fast is None, f"fast path accepted a record the validator rejects: {raw!r}"
+            continue
+        assert fast is None or fast == slow
+        assert parse_window(raw) == slow
