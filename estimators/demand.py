@@ -62,6 +62,9 @@ _INNOVATION_MEMORY = 0.1   # weight of the newest squared innovation in innovati
 _MAX_WINDOW_VALUE = 1e9    # bound on per-class throughputs (1/s) and response times (s)
 _MIN_RATE = 1e-9           # smallest non-zero throughput (1/s) the filter accepts
 _MAX_CORES = 1e6
+#: skip reasons of :meth:`KalmanDemandEstimator.update` (also used by :mod:`estimators.kalman_bank`)
+SKIP_IDLE = "idle: no completions in the window (H = 0)"
+SKIP_DEGENERATE = "degenerate: H P H^T + R is not > 0 or overflows"
 
 
 # --------------------------------------------------------------------------------------------
@@ -95,7 +98,13 @@ def _finite_nonnegative(values: np.ndarray, field: str, upper: float = math.inf,
     suffice in the common case)."""
     if not values.size:
         return 0.0
-    low, high = float(values.min()), float(values.max())
+    if values.ndim == 1 and values.size <= 64:      # small vectors: Python's min/max are cheaper
+        listed = values.tolist()
+        low, high = min(listed), max(listed)
+        if not math.isfinite(sum(listed)):           # min()/max() of a list may step over NaN
+            low = high = math.nan
+    else:
+        low, high = float(values.min()), float(values.max())
     if not (low >= 0.0 and high <= upper and high < math.inf):
         bad = values[~(np.isfinite(values) & (values >= 0.0) & (values <= upper))]
         bound = "" if upper == math.inf else f" and <= {upper:g}"
@@ -293,11 +302,11 @@ class KalmanDemandEstimator:
     def process_noise(self) -> np.ndarray:
         """Diagonal of ``Q_k``: ``xi_i`` (paper 004) clamped to ``[q_floor s_i, q_cap s_i]^2``."""
         x = self.x
-        scale = np.maximum(x, 0.1 * float(x.sum()) / x.size)
+        scale = np.maximum(x, 0.1 * sum(x.tolist()) / x.size)
         scale *= scale
-        q = np.maximum(self.xi, self.q_floor * self.q_floor * scale)
+        q = np.maximum(self.xi, (self.q_floor * self.q_floor) * scale)
         if self.q_cap < math.inf:
-            np.minimum(q, self.q_cap * self.q_cap * scale, out=q)
+            np.minimum(q, (self.q_cap * self.q_cap) * scale, out=q)
         return q
 
     def predict(self) -> None:
@@ -328,19 +337,20 @@ class KalmanDemandEstimator:
         if not (S > 0.0 and math.isfinite(S)):
             self.change_detected = False
             return False
-        u = PHt / math.sqrt(S)
-        K = u / math.sqrt(S)                         # (6.c): P^- H^T / (H P^- H^T + R)
-        x = self.x + K * y                           # (6.d)
-        if not math.isfinite(float(x.sum())):
+        x = self.x + PHt * (y / S)                   # (6.c, 6.d): x^- + P^- H^T / S * y
+        listed = x.tolist()
+        if not math.isfinite(sum(listed)):
             self.change_detected = False
             return False
-        # (6.e): (I - K H) P^- = P^- - (P^- H^T)(P^- H^T)^T / S, symmetric by construction
-        P = P - u[:, None] * u[None, :]
+        # (6.e): (I - K H) P^- = P^- - (P^- H^T)(P^- H^T)^T / S, symmetric by construction;
+        # updated in place (P is this filter's own array: predict() already wrote into it)
+        u = PHt * (1.0 / math.sqrt(S))
+        P -= u[:, None] * u
         diag = P.ravel()[::h.size + 1]
         np.maximum(diag, 0.0, out=diag)              # round-off (R = 0) must not go below 0
         self.P = P
-        self.clipped = bool(x.min() < 0.0)
-        self.x = self._project_nonnegative(x, self.P) if self.clipped else x
+        self.clipped = min(listed) < 0.0
+        self.x = self._project_nonnegative(x, P) if self.clipped else x
         return True
 
     def update(self, utilization: float, throughputs: ArrayOrMapping,
@@ -364,7 +374,7 @@ class KalmanDemandEstimator:
             response_times, self.classes, self._index, "response_times")[0]
         z = u * self.cores
         if not h_max > 0.0:
-            return self._skip("idle: no completions in the window (H = 0)")
+            return self._skip(SKIP_IDLE)
         if not self.initialised:
             if not z > 0.0:
                 return self._skip("uninformative: utilization 0 before initialisation")
@@ -375,7 +385,7 @@ class KalmanDemandEstimator:
         with np.errstate(over="ignore", invalid="ignore"):   # overflow is caught below
             self.predict()
             if not self.correct(z, h):
-                return self._skip("degenerate: H P H^T + R is not > 0 or overflows",
+                return self._skip(SKIP_DEGENERATE,
                                   predicted=True)
             self._track_changes(x_prev)
         self.n_updates += 1
@@ -396,7 +406,7 @@ class KalmanDemandEstimator:
             if self.windows_since_reset >= self.settle:
                 change = self.x - x_prev
                 change *= change
-                if math.isfinite(float(change.sum())):
+                if math.isfinite(sum(change.tolist())):
                     np.maximum(self.xi, change, out=self.xi)
         self.windows_since_reset += 1
 

@@ -42,6 +42,11 @@ MAX_NAME = 200
 MAX_END = 1e11
 #: largest accepted window, seconds (one day)
 MAX_WINDOW_S = 86_400.0
+#: per-class throughput bounds (completions per second, when not 0): one request in 30 years,
+#: a billion per second -- the demand estimators' working range
+MIN_RATE, MAX_RATE = 1e-9, 1e9
+#: largest accepted mean response time, seconds (30 years)
+MAX_RESPONSE_TIME_S = 1e9
 
 
 class InvalidWindow(ValueError):
@@ -113,7 +118,7 @@ def parse_window(raw: bytes | str | Mapping[str, Any]) -> Window:
 def _validate(raw: bytes | str | Mapping[str, Any]) -> Window:
     """The field-by-field validator (the authority on what is accepted and why not)."""
     data = _decode(raw)
-    return Window(
+    window = Window(
         system=_name(data, "system"),
         tier=_name(data, "tier"),
         end=parse_end(_required(data, "end")),
@@ -121,9 +126,25 @@ def _validate(raw: bytes | str | Mapping[str, Any]) -> Window:
         utilization=_utilization(_required(data, "utilization")),
         cores=_cores(data.get("cores", 1)),
         completions=_per_class(_required(data, "completions"), "completions", required=True),
-        response_time_s=_per_class(data.get("response_time_s"), "response_time_s"),
+        response_time_s=_per_class(data.get("response_time_s"), "response_time_s",
+                                   upper=MAX_RESPONSE_TIME_S),
         users=_users(data.get("users")),
     )
+    _check_rates(window.completions, window.window_s)
+    return window
+
+
+def _check_rates(completions: Mapping[str, float], window_s: float) -> None:
+    """Each class's throughput ``n / T`` is 0 or within ``[MIN_RATE, MAX_RATE]`` per second:
+    beyond, it cannot come from monitoring, and the demand estimators' arithmetic (``U / X``,
+    ``x_0^2``) would leave the float range."""
+    for cls, n in completions.items():
+        rate = n / window_s
+        if rate and not MIN_RATE <= rate <= MAX_RATE:
+            raise InvalidWindow(f"completions.{cls}", n,
+                                f"implies {rate:.3g} completions per second over window_s = "
+                                f"{window_s:g}; must be 0 or within [{MIN_RATE:g}, "
+                                f"{MAX_RATE:g}] per second")
 
 
 def _decode(raw: bytes | str | Mapping[str, Any]) -> Mapping[str, Any]:
@@ -276,7 +297,8 @@ def _known_class_name(cls: str) -> bool:
     return 0 < len(cls) <= MAX_NAME and _encodable(cls)
 
 
-def _per_class(value: Any, name: str, required: bool = False) -> dict[str, float]:
+def _per_class(value: Any, name: str, required: bool = False,
+               upper: float = _FLOAT_MAX) -> dict[str, float]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
@@ -286,7 +308,7 @@ def _per_class(value: Any, name: str, required: bool = False) -> dict[str, float
     out: dict[str, float] = {}
     for cls, v in value.items():
         kind = type(v)           # fast path: a plain finite non-negative number, a known name
-        if ((kind is float and 0.0 <= v <= _FLOAT_MAX) or (kind is int and 0 <= v <= _INT_MAX)) \
+        if ((kind is float and 0.0 <= v <= upper) or (kind is int and 0 <= v <= upper)) \
                 and type(cls) is str and _known_class_name(cls):
             out[cls] = float(v)
             continue
@@ -298,6 +320,8 @@ def _per_class(value: Any, name: str, required: bool = False) -> dict[str, float
         number = _number(v, f"{name}.{cls}")
         if number < 0:
             raise InvalidWindow(f"{name}.{cls}", v, "must be >= 0")
+        if number > upper:
+            raise InvalidWindow(f"{name}.{cls}", v, f"must be <= {upper:g}")
         out[cls] = number
     return out
 
@@ -316,7 +340,8 @@ class _Wire(msgspec.Struct, gc=False):
     utilization: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
     completions: Annotated[dict[str, _Amount], msgspec.Meta(min_length=1)]
     cores: Annotated[int, msgspec.Meta(ge=1, le=_INT_MAX - 1)] = 1
-    response_time_s: Optional[dict[str, _Amount]] = None
+    response_time_s: Optional[dict[str, Annotated[float, msgspec.Meta(
+        ge=0.0, le=MAX_RESPONSE_TIME_S)]]] = None
     users: Optional[Annotated[int, msgspec.Meta(ge=0, le=_INT_MAX - 1)]] = None
 
 
@@ -337,6 +362,7 @@ def _fast(raw: bytes | str | Mapping[str, Any]) -> Window | None:
             and all(map(_known_class_name, wire.completions))
             and (rt is None or all(map(_known_class_name, rt)))):
         return None
+    _check_rates(wire.completions, wire.window_s)
     return Window(wire.system, wire.tier, parse_end(wire.end), wire.window_s,
                   wire.utilization, wire.cores, wire.completions, rt or {}, wire.users)
 

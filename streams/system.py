@@ -1,8 +1,10 @@
 """Per-system state: its tiers, the event-time solve timer, the users trend and the alerts.
 
-``outputs = state.step(window)`` applies one window; when the window's ``end`` passes the next
-solve boundary (multiples of ``solve_interval_s`` in event time), the model is solved first,
-at that boundary, over the windows received up to then. Because the timer runs on event
+A window is first admitted (:meth:`SystemState.admit`: unknown tier, duplicate, too late;
+whether its ``end`` passes the next solve boundary, a multiple of ``solve_interval_s`` in event
+time), then applied (:meth:`SystemState.accept`); when it passed a boundary the model is solved
+first, at that boundary, over the windows received up to then (:meth:`SystemState.solve`).
+:class:`~streams.pipeline.Pipeline` orders these steps over a batch of windows. Because the timer runs on event
 time, replaying a trace gives the same predictions whatever the wall clock did -- which is
 what makes the embedded runner and the Faust worker agree.
 """
@@ -73,29 +75,39 @@ class SystemState:
         self.solves = 0
 
     # -- per window -------------------------------------------------------------------------
-    def step(self, w: Window) -> Outputs:
-        out = Outputs()
+    def admit(self, w: Window) -> tuple[dict[str, Any] | None, TierState | None, bool,
+                                        float | None]:
+        """First look at a window, in arrival order: ``(rejection, tier, late, solve_at)``.
+
+        ``rejection`` is the dead letter of a window of an unknown tier, a duplicate or one too
+        late; otherwise the window is admitted to ``tier`` (``late``: older than the tier's
+        newest). ``solve_at``: the solve boundary this window passed, if any -- the system is
+        solved at that event time over the windows admitted before this one, and this window
+        applied after (:meth:`accept`)."""
         cfg = self.config
         if cfg.tiers and w.tier not in self.tiers:
-            out.deadletter.append(_rejection(
-                w, "tier", f"unknown tier {w.tier!r} (configured tiers: {list(cfg.tiers)})"))
-            return out
+            return _rejection(w, "tier", f"unknown tier {w.tier!r} (configured tiers: "
+                                         f"{list(cfg.tiers)})"), None, False, None
         tier = self.tiers.get(w.tier) or self.tiers.setdefault(w.tier, TierState(w.tier, cfg))
-        reason = tier.admit(w)
+        reason, late = tier.admit(w)
         if reason is not None:
             tier.duplicates += reason.startswith("duplicate")
-            out.deadletter.append(_rejection(w, "end", reason))
-            return out
+            return _rejection(w, "end", reason), None, False, None
         interval = cfg.solve_interval_s
+        solve_at = None
         if self.next_solve is None:
             self.next_solve = math.ceil(w.end / interval) * interval
         elif w.end > self.next_solve:
-            out.extend(self.solve(self.next_solve))
+            solve_at = self.next_solve
             self.next_solve = math.ceil(w.end / interval) * interval
-        out.estimates.append(tier.observe(w))
+        return None, tier, late, solve_at
+
+    def accept(self, tier: TierState, w: Window, late: bool, index: int,
+               out: list[tuple[int, dict[str, Any]]]) -> None:
+        """Apply an admitted window (:meth:`TierState.accept`; its Kalman update is batched)."""
+        tier.accept(w, late, index, out)
         if w.users is not None and w.tier == next(iter(self.tiers)):
             self.users_points.append([w.end, float(w.users)])
-        return out
 
     # -- measured side --------------------------------------------------------------------------
     def _measured(self, intervals: dict[str, Interval], classes: list[str]) -> Measured:

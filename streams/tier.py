@@ -16,12 +16,14 @@ older than every kept end cannot be told apart from a duplicate and is rejected 
 from __future__ import annotations
 
 import bisect
+import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 import numpy as np
 
 from estimators.demand import KalmanDemandEstimator, regression_demands
+from estimators.kalman_bank import Steps, update_many
 from estimators.dispersion import index_of_dispersion
 from estimators.mapfit import fit_map2, service_p95
 from solvers.processes import MAP
@@ -29,7 +31,7 @@ from streams.config import SystemConfig
 from streams.history import WindowHistory
 from streams.records import Window, clean
 
-__all__ = ["TierState", "TierModel", "Interval"]
+__all__ = ["TierState", "TierModel", "Interval", "step_tiers"]
 
 #: relative move of (mean, I, p95) that triggers a new MAP(2) fit
 REFIT_TOLERANCE = 0.05
@@ -42,36 +44,41 @@ IDC_REFRESH_SHARE = 0.05
 @dataclass
 class Interval:
     """Sums over the windows since the last solve (the "measured" side of a prediction);
-    per-class sums are arrays aligned with ``classes`` (the tier's classes, which only grow)."""
+    per-class sums are lists aligned with ``classes`` (the tier's classes, which only grow).
+    Plain Python floats: a dozen windows per solve, a few classes each, cost less as lists than
+    as arrays."""
 
     windows: int = 0
     seconds: float = 0.0
     utilization_s: float = 0.0          # sum U_k T_k
     classes: list[str] = field(default_factory=list)
-    completions: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    rt_weighted: np.ndarray = field(default_factory=lambda: np.zeros(0))    # sum rt n
-    rt_completions: np.ndarray = field(default_factory=lambda: np.zeros(0))  # sum n (with rt)
+    completions: list[float] = field(default_factory=list)
+    rt_weighted: list[float] = field(default_factory=list)      # sum rt n
+    rt_completions: list[float] = field(default_factory=list)   # sum n (with rt)
     users_sum: float = 0.0
     users_n: int = 0
 
-    def add(self, w: Window, classes: list[str], counts: np.ndarray) -> None:
+    def add(self, w: Window, classes: list[str], counts: list[float]) -> None:
         """One window; ``counts`` its completions aligned with ``classes``."""
-        n = len(classes)
-        if self.completions.size < n:
-            grow = n - self.completions.size
-            self.completions = np.pad(self.completions, (0, grow))
-            self.rt_weighted = np.pad(self.rt_weighted, (0, grow))
-            self.rt_completions = np.pad(self.rt_completions, (0, grow))
+        if len(self.completions) < len(classes):
+            grow = [0.0] * (len(classes) - len(self.completions))
+            self.completions += grow
+            self.rt_weighted += grow
+            self.rt_completions += grow
             self.classes = list(classes)
         self.windows += 1
         self.seconds += w.window_s
         self.utilization_s += w.utilization * w.window_s
-        self.completions += counts
+        done = self.completions
+        for i, n in enumerate(counts):
+            done[i] += n
         if w.response_time_s:
-            rt = np.array([w.response_time_s.get(c, np.nan) for c in classes])
-            has = (rt == rt) & (counts > 0)
-            self.rt_weighted[has] += rt[has] * counts[has]
-            self.rt_completions[has] += counts[has]
+            rt = w.response_time_s
+            for i, c in enumerate(classes):
+                r, n = rt.get(c), counts[i]
+                if r is not None and n > 0:
+                    self.rt_weighted[i] += r * n
+                    self.rt_completions[i] += n
         if w.users is not None:
             self.users_sum += w.users
             self.users_n += 1
@@ -84,31 +91,31 @@ class Interval:
         """Completions per second per class over the interval."""
         if not self.seconds > 0:
             return {}
-        return dict(zip(self.classes, (self.completions / self.seconds).tolist()))
+        return {c: n / self.seconds for c, n in zip(self.classes, self.completions)}
 
     def response_time(self) -> dict[str, float]:
         """Completion-weighted mean response time per class (classes that reported one)."""
-        return {c: float(s / k) for c, s, k in zip(self.classes, self.rt_weighted,
-                                                   self.rt_completions) if k > 0}
+        return {c: s / k for c, s, k in zip(self.classes, self.rt_weighted,
+                                            self.rt_completions) if k > 0}
 
     @property
     def users(self) -> float | None:
         return self.users_sum / self.users_n if self.users_n else None
 
-    _ARRAYS = ("completions", "rt_weighted", "rt_completions")
+    _LISTS = ("classes", "completions", "rt_weighted", "rt_completions")
 
     def to_dict(self) -> dict[str, Any]:
         out = dict(self.__dict__)
-        for k in self._ARRAYS:
-            out[k] = out[k].tolist()
-        out["classes"] = list(self.classes)
+        for k in self._LISTS:
+            out[k] = list(out[k])
         return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Interval":
         values = dict(data)
-        for k in cls._ARRAYS:
-            values[k] = np.asarray(values[k], dtype=float).reshape(-1)
+        for k in cls._LISTS[1:]:
+            values[k] = [float(v) for v in values[k]]
+        values["classes"] = list(values["classes"])
         return cls(**values)
 
 
@@ -145,6 +152,42 @@ def _moved(new: tuple[float, ...], old: list[float] | None) -> bool:
     return any(abs(a - b) > REFIT_TOLERANCE * abs(b) for a, b in zip(new, old))
 
 
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    """An admitted window waiting for its Kalman update: its position in the batch, the window,
+    whether it came late, its sequence number at the tier, its counts aligned with the tier's
+    classes and the response times that may initialise the filter."""
+
+    index: int
+    window: Window
+    late: bool
+    seq: int
+    counts: list[float]
+    rt: np.ndarray | None
+
+
+def step_tiers(tiers: list["TierState"]) -> list[tuple[int, dict[str, Any]]]:
+    """Run the pending Kalman updates of ``tiers`` together (:func:`estimators.kalman_bank.
+    update_many`: one window of every tier per step) and return the estimate records, tagged
+    with their position in the batch."""
+    tiers = [t for t in tiers if t.pending]
+    if not tiers:
+        return []
+    U, H, C, RT = [], [], [], []
+    for t in tiers:
+        pend = t.pending
+        U.append(np.array([p.window.utilization for p in pend]))
+        H.append(np.array([p.counts for p in pend]) / np.array([[p.window.window_s]
+                                                                 for p in pend]))
+        C.append(np.array([p.window.cores for p in pend], dtype=float))
+        RT.append([p.rt for p in pend])
+    steps = update_many([t.kalman for t in tiers], U, H, C, RT)
+    out: list[tuple[int, dict[str, Any]]] = []
+    for t, st in zip(tiers, steps):
+        out += t.estimates(st)
+    return out
+
+
 class TierState:
     """Everything perfcast keeps about one tier of one system."""
 
@@ -152,6 +195,7 @@ class TierState:
         self.tier = tier
         self.config = config
         self.classes: list[str] = []
+        self._known: set[str] = set()              # = set(classes)
         self.kalman: KalmanDemandEstimator | None = None
         self.history = WindowHistory(config.history)
         self.ends: list[float] = []                 # sorted, the last dedup_windows ends
@@ -165,61 +209,82 @@ class TierState:
         self.fit: dict[str, Any] | None = None      # MAP as dict + achieved figures
         self.model: dict[str, Any] = {}             # last refresh, for estimate records
         self.idc_seq = 0                            # history.seq at the last I estimate
+        self.pending: list[_Pending] = []           # admitted, Kalman update not yet run
 
     # -- per window ---------------------------------------------------------------------------
-    def admit(self, w: Window) -> str | None:
-        """``None`` if the window is new, else the reason it is rejected (duplicate, too late)."""
-        i = bisect.bisect_left(self.ends, w.end)
-        if i < len(self.ends) and self.ends[i] == w.end:
-            return f"duplicate: window (system, tier, end={w.end!r}) was already processed"
-        if i == 0 and len(self.ends) >= self.config.dedup_windows:
+    def admit(self, w: Window) -> tuple[str | None, bool]:
+        """Duplicate / too-late check: ``(reason, late)``, ``reason`` ``None`` for a new window.
+        An admitted window's end is remembered at once (a later window of the same batch with
+        the same end is a duplicate); ``late``: older than the newest end seen."""
+        ends = self.ends
+        i = bisect.bisect_left(ends, w.end)
+        if i < len(ends) and ends[i] == w.end:
+            return f"duplicate: window (system, tier, end={w.end!r}) was already processed", False
+        if i == 0 and len(ends) >= self.config.dedup_windows:
             return (f"too late: end={w.end!r} is older than the {self.config.dedup_windows} "
-                    f"windows kept to recognise duplicates (oldest {self.ends[0]!r})")
-        return None
+                    f"windows kept to recognise duplicates (oldest {ends[0]!r})"), False
+        late = i < len(ends)
+        ends.insert(i, w.end)
+        if len(ends) > self.config.dedup_windows:
+            del ends[0]
+        return None, late
 
-    def observe(self, w: Window) -> dict[str, Any]:
-        """Apply an admitted window; return its estimate record."""
-        late = bool(self.ends) and w.end < self.ends[-1]
-        bisect.insort(self.ends, w.end)
-        if len(self.ends) > self.config.dedup_windows:
-            del self.ends[0]
-        new = [c for c in w.completions if c not in self.classes]
-        if new:
-            self.classes.extend(sorted(new))
-            if self.kalman is not None:
-                self.kalman = self.kalman.with_classes(self.classes)
+    def accept(self, w: Window, late: bool, index: int, out: list[tuple[int, dict]]) -> None:
+        """Apply an admitted window: history, interval sums, counters. Its Kalman update
+        (paper 004 eqs. (4)-(6)) waits in :attr:`pending` for the batch's next Kalman step
+        (:func:`estimators.kalman_bank.update_many`), which also writes its estimate record
+        (:meth:`estimates`); ``out`` receives the records of pending windows that must be
+        stepped first (a new class changes the filter's size)."""
+        completions = w.completions
+        if not completions.keys() <= self._known:
+            if self.pending:
+                out += step_tiers([self])
+            self._add_classes(completions)
+        classes = self.classes
         if self.kalman is None:
-            self.kalman = KalmanDemandEstimator(self.classes, w.cores)
-        self.kalman.cores = float(w.cores)
-        counts = [w.completions.get(c, 0.0) for c in self.classes]
-        n = np.array(counts)
+            self.kalman = KalmanDemandEstimator(classes, w.cores)
+        counts = [completions.get(c, 0.0) for c in classes]
         rt = None      # response times only initialise the filter (x_0 = rt (1 - U))
         if not self.kalman.initialised and w.response_time_s:
-            rt = np.array([w.response_time_s.get(c, 0.0) for c in self.classes])
-        self.kalman.update(w.utilization, n / w.window_s, rt)
+            rt = np.array([w.response_time_s.get(c, 0.0) for c in classes])
         # whole counts kept as ints in the history: CPython shares small ints, so a row of
         # 14 classes costs its list, not 14 float objects (about half a tier's memory)
         self.history.append(w.utilization, w.window_s, w.cores,
-                            [int(v) if type(v) is float and v.is_integer() else v for v in counts])
-        self.interval.add(w, self.classes, n)
+                            [int(v) if type(v) is float and v.is_integer() else v
+                             for v in counts])
+        self.interval.add(w, classes, counts)
         self.windows += 1
         self.late += late
         self.cores, self.window_s = w.cores, w.window_s
-        return self._estimate_record(w, late)
+        self.pending.append(_Pending(index, w, late, self.windows, counts, rt))
 
-    def _estimate_record(self, w: Window, late: bool) -> dict[str, Any]:
-        k = self.kalman
-        assert k is not None
-        return {
-            "system": w.system, "tier": self.tier, "end": w.end, "seq": self.windows,
-            "utilization": w.utilization, "late": late,
-            "demands": dict(zip(k.classes, k.x.tolist())),
-            "demand_std": dict(zip(k.classes, np.sqrt(np.maximum(np.diagonal(k.P), 0.0))
-                                   .tolist())),
-            "kalman_flag": k.skip_reason if k.skipped else None,
-            "change_detected": k.change_detected,
-            **self.model,
-        }
+    def _add_classes(self, completions: Mapping[str, float]) -> None:
+        """Classes seen for the first time, in name order, after the known ones."""
+        self.classes.extend(sorted(c for c in completions if c not in self._known))
+        self._known = set(self.classes)
+        if self.kalman is not None:
+            self.kalman = self.kalman.with_classes(self.classes)
+
+    def estimates(self, steps: Steps) -> list[tuple[int, dict[str, Any]]]:
+        """The estimate records of the pending windows, from what the Kalman step left after
+        each (``steps``); empties :attr:`pending`."""
+        classes = list(self.kalman.classes) if self.kalman else []
+        out = []
+        X, V = steps.x.tolist(), steps.variance.tolist()
+        for s, p in enumerate(self.pending):
+            reason = steps.skip_reason(s)
+            out.append((p.index, {
+                "system": p.window.system, "tier": self.tier, "end": p.window.end,
+                "seq": p.seq, "utilization": p.window.utilization, "late": p.late,
+                "demands": dict(zip(classes, X[s])),
+                "demand_std": dict(zip(classes, [math.sqrt(v) if v > 0.0 else 0.0
+                                                 for v in V[s]])),
+                "kalman_flag": reason,
+                "change_detected": bool(steps.change_detected[s]),
+                **self.model,
+            }))
+        self.pending = []
+        return out
 
     # -- at solve time ------------------------------------------------------------------------
     def refresh(self) -> TierModel:
@@ -296,6 +361,7 @@ class TierState:
         """Rebuild from :meth:`to_dict`; ``chunks`` supplies the rows of a header-only dict."""
         state = cls(data["tier"], config)
         state.classes = list(data["classes"])
+        state._known = set(state.classes)
         state.kalman = (KalmanDemandEstimator.from_dict(data["kalman"])
                         if data["kalman"] else None)
         hist = data["history"]

@@ -237,11 +237,14 @@ class TableBackedPipeline(Pipeline):
         log.info("restored system %r from the changelog", name)
         return SystemState.from_dict(data, self.config.system(name), chunks)
 
-    def process_event(self, value: bytes, partition: int) -> Outputs:
-        out = self.process(value)
-        if self.last_system is not None:
-            self.partition[self.last_system] = partition
-            self.dirty.add(self.last_system)
+    def process_batch(self, values: list[bytes], partitions: list[int]) -> Outputs:
+        """One batch of source records (``partitions[i]``: the partition record ``i`` came
+        from); every system a valid record names is marked for :meth:`persist`."""
+        out = self.process_many(values)
+        for name, partition in zip(self.batch_systems, partitions):
+            if name is not None:
+                self.partition[name] = partition
+                self.dirty.add(name)
         return out
 
     def persist(self) -> int:
@@ -360,9 +363,8 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
             t0 = time.perf_counter()
             received = time.time()
             core.begin()
-            out = Outputs()
-            for event in events:
-                out.extend(core.process_event(event.value, event.message.partition))
+            out = core.process_batch([e.value for e in events],
+                                     [e.message.partition for e in events])
             t1 = time.perf_counter()
             futures = []
             for name in OUTPUT_TOPICS:

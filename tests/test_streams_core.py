@@ -725,6 +725,37 @@ def test_state_round_trip_with_header_and_incremental_chunks(records, config, mo
     _compare_runs(outs_a[split:], final_a, outs, final)
 
 
+def _eventful(records):
+    """The trace with a duplicate, a late window, a new class mid-stream and an invalid record
+    mixed in (everything a batch boundary could separate)."""
+    recs = _fresh(records)
+    recs.insert(50, copy.deepcopy(recs[40]))                         # duplicate
+    recs.insert(90, recs.pop(80))                                    # late
+    for r in recs[150:]:
+        if r["tier"] == "db":
+            r["completions"]["refund"] = 3                           # new class
+    recs.insert(120, b'{"system": "shop", "tier": "db"')             # malformed
+    return recs
+
+
+@pytest.mark.parametrize("chunk", [2, 37, 1000])
+def test_batches_give_exactly_the_outputs_of_record_by_record_processing(records, config, chunk):
+    """``process_many`` over any batching equals ``process`` record by record, output for
+    output and in order (both shells rely on it: the embedded runner feeds chunks, the worker
+    the batches its agent takes)."""
+    recs = _eventful(records)
+    one, outs = run(recs, config)
+    want = merged(outs)
+    many = Pipeline(config)
+    got = Outputs()
+    for i in range(0, len(recs), chunk):
+        got.extend(many.process_many(recs[i:i + chunk]))
+    assert want.deadletter and want.predictions and want.alerts is not None
+    for name in ("estimates", "predictions", "alerts", "deadletter"):
+        assert getattr(got, name) == getattr(want, name), name
+    assert many.finish() == one.finish()
+
+
 def test_state_from_header_without_chunks_is_refused(records, config):
     pipeline, _ = run(_fresh(records[:20]), config)
     header_only = pipeline.systems["shop"].to_dict(with_history=False)
@@ -900,7 +931,7 @@ def test_worker_state_survives_a_rebalance_in_the_middle_of_a_batch(records, con
     half = len(raw) // 2
     core.begin()
     for value in raw[:half]:
-        core.process_event(value, partition=1)
+        core.process_batch([value], [1])
         reference.process(value)
     core.forget()                                   # rebalance mid-batch: deferred
     assert core.systems and core.forget_pending
@@ -908,7 +939,7 @@ def test_worker_state_survives_a_rebalance_in_the_middle_of_a_batch(records, con
     assert not core.systems and not core.forget_pending
     assert all(part == 1 for part, _ in table.sent)
     for value in raw[half:]:
-        got = core.process_event(value, partition=1)
+        got = core.process_batch([value], [1])
         want = reference.process(value)
         assert_close(got.estimates, want.estimates)
         assert_close(got.predictions, want.predictions)
