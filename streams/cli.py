@@ -109,7 +109,7 @@ def demo(out: Path = typer.Option(Path("perfcast-demo"), help="output directory"
     view = _LiveView("perfcast demo: shop (front -> db), one row per solve")
     with Live(view.render(), console=console, refresh_per_second=4,
               transient=quiet) as live:
-        summary = run_embedded(records, demo_config(sc), out,
+        summary = run_embedded(records, demo_config(sc), out, chunk=24,   # a row per solve
                                on_outputs=lambda o, p: (view.add(o, p),
                                                         live.update(view.render())))
     _print_summary(summary, sc.sla_s)
