@@ -30,7 +30,6 @@ or within ``[1e-9, 1e9]`` per second, aligned with each filter's classes -- what
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -231,8 +230,8 @@ def _step(st: _Stack, diag: np.ndarray, m: int, z: np.ndarray, h: np.ndarray) ->
             P[reopened[failed]] = saved[failed]
     clipped = ok & (x_new.min(axis=1) < 0.0)
     st.clipped[:m] = np.where(ok, clipped, st.clipped[:m])
-    for j in np.flatnonzero(clipped):
-        x_new[j] = KalmanDemandEstimator._project_nonnegative(x_new[j], P[j])
+    if clipped.any():
+        _project(x_new, P, np.flatnonzero(clipped))
     _track_changes(st, m, x, x_new, ok, change)
     x[...] = np.where(ok[:, None], x_new, x)
     st.change[:m] = np.where(idle, st.change[:m], change & ok)
@@ -240,6 +239,24 @@ def _step(st: _Stack, diag: np.ndarray, m: int, z: np.ndarray, h: np.ndarray) ->
     st.n_updates[:m] += ok
     st.n_skipped[:m] += ~ok
     st.touched[:m] = True
+
+
+def _project(x: np.ndarray, P: np.ndarray, rows: np.ndarray) -> None:
+    """Project ``x[rows]`` onto ``x >= 0`` in the metric of ``P`` as
+    :meth:`KalmanDemandEstimator._project_nonnegative` does: rows with one negative demand ``i``
+    (the common case) together in its closed form ``x - P[:, i] x_i / P_ii``; the others, and
+    any row that form leaves negative, one by one."""
+    negative = x[rows] < 0.0
+    single = rows[negative.sum(axis=1) == 1]
+    i = np.argmin(x[single], axis=1)
+    pii = P[single, i, i]
+    single, i, pii = single[pii > 0.0], i[pii > 0.0], pii[pii > 0.0]
+    projected = x[single] - P[single, :, i] * (x[single, i] / pii)[:, None]
+    fine = ~(projected < 0.0).any(axis=1)
+    projected[np.arange(len(single)), i] = 0.0
+    x[single[fine]] = projected[fine]
+    for j in np.setdiff1d(rows, single[fine], assume_unique=True):
+        x[j] = KalmanDemandEstimator._project_nonnegative(x[j], P[j])
 
 
 def _track_changes(st: _Stack, m: int, x_prev: np.ndarray, x: np.ndarray, ok: np.ndarray,

@@ -1,10 +1,11 @@
-"""A tier's recent monitoring windows, kept in fixed-size chunks.
+"""A tier's recent monitoring windows: one numpy ring, handed out in fixed-size chunks.
 
 The dispersion estimate (paper 000 Fig. 2), the busy-time p95 and the sliding regression need
-the last few thousand windows of a tier: ``U_k``, ``n_k`` per class and ``T``. Rows are kept in
-chunks of :data:`CHUNK` windows so that a durable store (the Faust worker's changelog-backed
-table) writes only the chunks a batch touched, not the whole history: the state written per
-window stays constant however long the history is.
+the last few thousand windows of a tier: ``U_k``, ``n_k`` per class and ``T``. They are kept in
+one ring of whole chunks of :data:`CHUNK` windows: chunk ``k`` (windows ``k CHUNK ..``) lives in
+slot ``k mod slots``. A durable store (the Faust worker's changelog-backed table) writes only
+the chunks a batch touched, not the whole history, so the state written per window stays
+constant however long the history is; the estimators read the ring as arrays.
 """
 
 from __future__ import annotations
@@ -51,88 +52,101 @@ class HistoryArrays:
                              self.cores[start:], self.completions[start:])
 
 
-def _new_chunk() -> dict[str, list]:
-    return {"u": [], "w": [], "c": [], "x": []}
-
-
 class WindowHistory:
     """The last ``capacity`` windows of a tier (at least; whole chunks are kept).
 
-    ``chunks`` maps chunk number ``seq // CHUNK`` to its rows; :meth:`take_changes` returns the
-    chunks written and dropped since the previous call (for an incremental durable store).
-    A numpy ring of the last ``capacity`` rows, kept alongside from the first :meth:`arrays`
-    call on, serves the estimators without rebuilding arrays from the rows at every solve.
+    Rows live in a ring of ``slots`` chunks (``capacity / CHUNK`` rounded up, plus the chunk
+    being filled). :attr:`chunks` gives the kept chunks as ``{number: rows}``;
+    :meth:`take_changes` the chunks written and dropped since the previous call (for an
+    incremental durable store); :meth:`arrays` the last windows for the estimators.
     """
 
     def __init__(self, capacity: int) -> None:
         self.capacity = int(capacity)
         self.seq = 0                               # windows appended so far
-        self.chunks: dict[int, dict[str, list]] = {}
+        self.slots = -(-self.capacity // CHUNK) + 1
+        rows = self.slots * CHUNK
+        self._u, self._w, self._c = np.zeros(rows), np.zeros(rows), np.zeros(rows)
+        self._x = np.zeros((rows, 0))
+        self._oldest = 0                           # oldest chunk kept
         self._dirty: set[int] = set()
         self._dropped: set[int] = set()
-        self._ring: dict[str, np.ndarray] | None = None   # compute copy of the last rows
 
-    def append(self, utilization: float, window_s: float, cores: int,
+    # -- writing -----------------------------------------------------------------------------
+    def append(self, utilization: float, window_s: float, cores: float,
                completions: list[float]) -> None:
         """One window; ``completions`` aligned with the tier's class list at this time."""
-        number = self.seq // CHUNK
-        chunk = self.chunks.get(number)
-        if chunk is None:
-            chunk = self.chunks[number] = _new_chunk()
-            oldest = (self.seq - self.capacity) // CHUNK
-            for old in [k for k in self.chunks if k < oldest]:
-                del self.chunks[old]
-                self._dirty.discard(old)
-                self._dropped.add(old)
-        chunk["u"].append(utilization)
-        chunk["w"].append(window_s)
-        chunk["c"].append(cores)
-        chunk["x"].append(completions)
-        self._dirty.add(number)
-        if self._ring is not None:
-            self._ring_put(self.seq, utilization, window_s, cores, completions)
-        self.seq += 1
+        x = np.asarray(completions, dtype=float).reshape(1, -1)
+        self.extend(np.array([utilization]), np.array([window_s]), np.array([cores]), x)
 
+    def extend(self, utilization: np.ndarray, window_s: np.ndarray, cores: np.ndarray,
+               completions: np.ndarray) -> None:
+        """Several windows, oldest first; ``completions`` ``(windows, classes)``."""
+        count = int(utilization.shape[0])
+        if count == 0:
+            return
+        width = completions.shape[1]
+        if width > self._x.shape[1]:
+            if self._x.shape[1] == 0:                 # first rows: no copy of an empty ring
+                self._x = np.zeros((self._u.shape[0], width))
+            else:
+                self._x = np.pad(self._x, ((0, 0), (0, width - self._x.shape[1])))
+        first, last = self.seq, self.seq + count - 1
+        rows = self._u.shape[0]
+        start = first % rows
+        at: Any = slice(start, start + count) if start + count <= rows \
+            else (first + np.arange(count)) % rows
+        self._u[at], self._w[at], self._c[at] = utilization, window_s, cores
+        self._x[at, :width] = completions
+        if width < self._x.shape[1]:
+            self._x[at, width:] = 0.0
+        self.seq += count
+        self._dirty.update(range(first // CHUNK, last // CHUNK + 1))
+        # chunks are dropped as a new one starts: those entirely older than ``capacity``
+        # windows before that start (so the last ``capacity`` windows are always kept)
+        oldest = max((CHUNK * (last // CHUNK) - self.capacity) // CHUNK, 0)
+        if oldest > self._oldest:
+            gone = set(range(self._oldest, oldest))
+            self._dirty -= gone
+            self._dropped |= gone
+            self._oldest = oldest
+
+    # -- reading -----------------------------------------------------------------------------
     def arrays(self, n_classes: int, last: int | None = None) -> HistoryArrays:
         """The last ``last`` (default and at most ``capacity``) windows as arrays, oldest
         first; completions zero-padded to ``n_classes``."""
-        ring = self._ring if self._ring is not None else self._build_ring()
         keep = min(self.capacity if last is None else last, self.seq, self.capacity)
-        idx = (self.seq - keep + np.arange(keep)) % self.capacity
-        X = ring["x"][idx]
+        rows = self._u.shape[0]
+        start = (self.seq - keep) % rows
+        if start + keep <= rows:
+            sel: Any = slice(start, start + keep)
+        else:
+            sel = (self.seq - keep + np.arange(keep)) % rows
+        X = self._x[sel]
         if X.shape[1] < n_classes:
             X = np.pad(X, ((0, 0), (0, n_classes - X.shape[1])))
-        return HistoryArrays(ring["u"][idx], ring["w"][idx], ring["c"][idx], X[:, :n_classes])
+        return HistoryArrays(self._u[sel], self._w[sel], self._c[sel], X[:, :n_classes])
 
-    def _build_ring(self) -> dict[str, np.ndarray]:
-        """The numpy ring the arrays are cut from, rebuilt from the chunks (after a restore)."""
-        width = max((len(x) for chunk in self.chunks.values() for x in chunk["x"]), default=0)
-        ring = {k: np.zeros(self.capacity) for k in ("u", "w", "c")}
-        ring["x"] = np.zeros((self.capacity, width))
-        self._ring = ring
-        start = self.seq - sum(len(chunk["u"]) for chunk in self.chunks.values())
-        for number in sorted(self.chunks):
-            chunk = self.chunks[number]
-            for i in range(len(chunk["u"])):
-                self._ring_put(start, chunk["u"][i], chunk["w"][i], chunk["c"][i],
-                               chunk["x"][i])
-                start += 1
-        return ring
+    def chunk(self, number: int) -> dict[str, list]:
+        """The rows of kept chunk ``number``: ``{"u", "w", "c": [...], "x": [[...], ...]}``."""
+        count = min(CHUNK, self.seq - number * CHUNK)
+        start = (number % self.slots) * CHUNK
+        sel = slice(start, start + count)
+        cores = self._c[sel]
+        return {"u": self._u[sel].tolist(), "w": self._w[sel].tolist(),
+                "c": [int(c) if c == int(c) else float(c) for c in cores.tolist()],
+                "x": self._x[sel].tolist()}
 
-    def _ring_put(self, seq: int, u: float, w: float, c: float, x: list[float]) -> None:
-        ring = self._ring
-        assert ring is not None
-        if len(x) > ring["x"].shape[1]:
-            ring["x"] = np.pad(ring["x"], ((0, 0), (0, len(x) - ring["x"].shape[1])))
-        slot = seq % self.capacity
-        ring["u"][slot], ring["w"][slot], ring["c"][slot] = u, w, c
-        row = ring["x"][slot]
-        row[:] = 0.0
-        row[:len(x)] = x
+    @property
+    def chunks(self) -> dict[int, dict[str, list]]:
+        """Every kept chunk, ``{number: rows}`` (:meth:`chunk`)."""
+        if self.seq == 0:
+            return {}
+        return {k: self.chunk(k) for k in range(self._oldest, (self.seq - 1) // CHUNK + 1)}
 
     def take_changes(self) -> tuple[dict[int, dict[str, list]], set[int]]:
         """Chunks written (number -> rows) and dropped since the last call."""
-        written = {k: self.chunks[k] for k in self._dirty}
+        written = {k: self.chunk(k) for k in sorted(self._dirty)}
         dropped = set(self._dropped)
         self._dirty.clear()
         self._dropped.clear()
@@ -149,13 +163,28 @@ class WindowHistory:
         """Rebuild from :meth:`header` and the chunks it lists; rows beyond the header's
         ``seq`` (written after it) are ignored."""
         hist = cls(int(header["capacity"]))
-        hist.seq = int(header["seq"])
-        for number in header["chunks"]:
+        seq = int(header["seq"])
+        numbers = sorted(int(k) for k in header["chunks"])
+        for number in numbers:
             if number not in chunks:
                 raise ValueError(f"chunks: chunk {number} of the history is missing")
+        hist.seq = numbers[0] * CHUNK if numbers else seq
+        hist._oldest = numbers[0] if numbers else 0
+        for number in numbers:
             # a chunk stored after the header was (crash in between) may hold later rows
-            keep = hist.seq - int(number) * CHUNK
-            hist.chunks[int(number)] = {k: list(v[:keep]) for k, v in chunks[number].items()}
+            rows = chunks[number]
+            keep = min(seq - number * CHUNK, len(rows["u"]))
+            x = rows["x"][:keep]
+            width = max((len(r) for r in x), default=0)
+            X = np.zeros((keep, width))
+            for i, r in enumerate(x):
+                X[i, :len(r)] = r
+            hist.extend(np.asarray(rows["u"][:keep], dtype=float),
+                        np.asarray(rows["w"][:keep], dtype=float),
+                        np.asarray(rows["c"][:keep], dtype=float), X)
+        hist.seq = seq
+        hist._dirty.clear()
+        hist._dropped.clear()
         return hist
 
     def to_dict(self) -> dict[str, Any]:

@@ -1,10 +1,12 @@
 """Per-tier state: duplicates, the Kalman demands, the window history and the tier's model.
 
 Every window of a tier goes through :meth:`TierState.admit` (duplicate / too-late check) and
-:meth:`TierState.observe` (Kalman update, paper 004 eqs. (4)-(6); history append; interval
-sums). At solve time :meth:`TierState.refresh` estimates what needs the history: the index of
-dispersion (paper 000 Fig. 2), the sliding regression (paper 002), the busy-time p95 and the
-MAP(2) fit (paper 000 section 4.1), the fit redone only when its inputs moved.
+:meth:`TierState.accept`; the work per window -- the Kalman update (paper 004 eqs. (4)-(6)),
+the history rows and the interval sums -- is done for a batch at a time by
+:func:`step_tiers`, all tiers' filters together (:mod:`estimators.kalman_bank`). At solve time
+:meth:`TierState.refresh` estimates what needs the history: the index of dispersion (paper 000
+Fig. 2), the sliding regression (paper 002), the busy-time p95 and the MAP(2) fit (paper 000
+section 4.1), the fit redone only when its inputs moved.
 
 Late and out-of-order windows: the last ``dedup_windows`` window ends of the tier are kept; a
 window whose end is among them is a duplicate (rejected, counted once); a window older than
@@ -58,29 +60,41 @@ class Interval:
     users_sum: float = 0.0
     users_n: int = 0
 
-    def add(self, w: Window, classes: list[str], counts: list[float]) -> None:
-        """One window; ``counts`` its completions aligned with ``classes``."""
-        if len(self.completions) < len(classes):
-            grow = [0.0] * (len(classes) - len(self.completions))
+    def add_block(self, classes: list[str], utilization: np.ndarray, window_s: np.ndarray,
+                  counts: np.ndarray, response_times: np.ndarray | None,
+                  users: list[float]) -> None:
+        """Windows of one tier, oldest first: ``counts`` ``(windows, classes)`` aligned with
+        ``classes``, ``response_times`` the same shape with NaN where a class reported none
+        (``None``: no window reported any), ``users`` of the windows that reported them.
+        Sums accumulate window by window (``cumsum`` runs in order), so they do not depend on
+        how windows are grouped into blocks."""
+        n = len(classes)
+        if len(self.completions) < n:
+            grow = [0.0] * (n - len(self.completions))
             self.completions += grow
             self.rt_weighted += grow
             self.rt_completions += grow
             self.classes = list(classes)
-        self.windows += 1
-        self.seconds += w.window_s
-        self.utilization_s += w.utilization * w.window_s
-        done = self.completions
-        for i, n in enumerate(counts):
-            done[i] += n
-        if w.response_time_s:
-            rt = w.response_time_s
-            for i, c in enumerate(classes):
-                r, n = rt.get(c), counts[i]
-                if r is not None and n > 0:
-                    self.rt_weighted[i] += r * n
-                    self.rt_completions[i] += n
-        if w.users is not None:
-            self.users_sum += w.users
+        self.windows += len(utilization)
+        L = len(utilization)
+        if response_times is None:
+            weighted = done = np.zeros((L, n))
+        else:
+            has = ~np.isnan(response_times) & (counts > 0)
+            weighted = np.where(has, response_times * counts, 0.0)
+            done = np.where(has, counts, 0.0)
+        # one matrix, one running sum: the totals first, then every window's row
+        rows = np.empty((L + 1, 2 + 3 * n))
+        rows[0] = [self.seconds, self.utilization_s, *self.completions, *self.rt_weighted,
+                   *self.rt_completions]
+        rows[1:, 0], rows[1:, 1] = window_s, utilization * window_s
+        rows[1:, 2:2 + n], rows[1:, 2 + n:2 + 2 * n], rows[1:, 2 + 2 * n:] = counts, weighted, done
+        totals = np.cumsum(rows, axis=0)[-1].tolist()
+        self.seconds, self.utilization_s = totals[0], totals[1]
+        self.completions = totals[2:2 + n]
+        self.rt_weighted, self.rt_completions = totals[2 + n:2 + 2 * n], totals[2 + 2 * n:]
+        for u in users:
+            self.users_sum += u
             self.users_n += 1
 
     @property
@@ -154,34 +168,25 @@ def _moved(new: tuple[float, ...], old: list[float] | None) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class _Pending:
-    """An admitted window waiting for its Kalman update: its position in the batch, the window,
-    whether it came late, its sequence number at the tier, its counts aligned with the tier's
-    classes and the response times that may initialise the filter."""
+    """An admitted window waiting for the batch step: its position in the batch, the window,
+    whether it came late, its sequence number at the tier."""
 
     index: int
     window: Window
     late: bool
     seq: int
-    counts: list[float]
-    rt: np.ndarray | None
 
 
 def step_tiers(tiers: list["TierState"]) -> list[tuple[int, dict[str, Any]]]:
-    """Run the pending Kalman updates of ``tiers`` together (:func:`estimators.kalman_bank.
-    update_many`: one window of every tier per step) and return the estimate records, tagged
-    with their position in the batch."""
+    """Apply the pending windows of ``tiers``: history and interval sums per tier, the Kalman
+    updates of all tiers together (:func:`estimators.kalman_bank.update_many`: one window of
+    every tier per step); return the estimate records, tagged with their position in the
+    batch."""
     tiers = [t for t in tiers if t.pending]
     if not tiers:
         return []
-    U, H, C, RT = [], [], [], []
-    for t in tiers:
-        pend = t.pending
-        U.append(np.array([p.window.utilization for p in pend]))
-        H.append(np.array([p.counts for p in pend]) / np.array([[p.window.window_s]
-                                                                 for p in pend]))
-        C.append(np.array([p.window.cores for p in pend], dtype=float))
-        RT.append([p.rt for p in pend])
-    steps = update_many([t.kalman for t in tiers], U, H, C, RT)
+    inputs = [t._apply_pending() for t in tiers]
+    steps = update_many([t.kalman for t in tiers], *zip(*inputs))
     out: list[tuple[int, dict[str, Any]]] = []
     for t, st in zip(tiers, steps):
         out += t.estimates(st)
@@ -230,33 +235,44 @@ class TierState:
         return None, late
 
     def accept(self, w: Window, late: bool, index: int, out: list[tuple[int, dict]]) -> None:
-        """Apply an admitted window: history, interval sums, counters. Its Kalman update
-        (paper 004 eqs. (4)-(6)) waits in :attr:`pending` for the batch's next Kalman step
-        (:func:`estimators.kalman_bank.update_many`), which also writes its estimate record
-        (:meth:`estimates`); ``out`` receives the records of pending windows that must be
-        stepped first (a new class changes the filter's size)."""
-        completions = w.completions
-        if not completions.keys() <= self._known:
+        """Count an admitted window; the rest of its work -- history, interval sums and the
+        Kalman update (paper 004 eqs. (4)-(6)) -- waits in :attr:`pending` for the batch's
+        next step of all tiers together (:func:`step_tiers`), which also writes its estimate
+        record. ``out`` receives the records of pending windows that must be stepped first
+        (a new class changes the size of the filter and of the history rows)."""
+        if not w.completions.keys() <= self._known:
             if self.pending:
                 out += step_tiers([self])
-            self._add_classes(completions)
-        classes = self.classes
+            self._add_classes(w.completions)
         if self.kalman is None:
-            self.kalman = KalmanDemandEstimator(classes, w.cores)
-        counts = [completions.get(c, 0.0) for c in classes]
-        rt = None      # response times only initialise the filter (x_0 = rt (1 - U))
-        if not self.kalman.initialised and w.response_time_s:
-            rt = np.array([w.response_time_s.get(c, 0.0) for c in classes])
-        # whole counts kept as ints in the history: CPython shares small ints, so a row of
-        # 14 classes costs its list, not 14 float objects (about half a tier's memory)
-        self.history.append(w.utilization, w.window_s, w.cores,
-                            [int(v) if type(v) is float and v.is_integer() else v
-                             for v in counts])
-        self.interval.add(w, classes, counts)
+            self.kalman = KalmanDemandEstimator(self.classes, w.cores)
         self.windows += 1
         self.late += late
         self.cores, self.window_s = w.cores, w.window_s
-        self.pending.append(_Pending(index, w, late, self.windows, counts, rt))
+        self.pending.append(_Pending(index, w, late, self.windows))
+
+    def _apply_pending(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list | None]:
+        """History rows and interval sums of the pending windows; the Kalman filter's inputs
+        ``(U, X, cores, rt)`` (``rt`` only while the filter awaits initialisation:
+        ``x_0 = rt (1 - U)``)."""
+        classes = self.classes
+        windows = [p.window for p in self.pending]
+        U = np.array([w.utilization for w in windows])
+        T = np.array([w.window_s for w in windows])
+        C = np.array([w.cores for w in windows], dtype=float)
+        counts = np.array([[w.completions.get(c, 0.0) for c in classes] for w in windows])
+        reported = [w.response_time_s for w in windows]
+        R = None
+        if any(reported):
+            nan = float("nan")
+            R = np.array([[rt.get(c, nan) for c in classes] for rt in reported])
+        self.history.extend(U, T, C, counts)
+        self.interval.add_block(classes, U, T, counts, R,
+                                [float(w.users) for w in windows if w.users is not None])
+        rt = None
+        if not self.kalman.initialised and R is not None:
+            rt = list(np.nan_to_num(R, nan=0.0))
+        return U, counts / T[:, None], C, rt
 
     def _add_classes(self, completions: Mapping[str, float]) -> None:
         """Classes seen for the first time, in name order, after the known ones."""
@@ -270,18 +286,19 @@ class TierState:
         each (``steps``); empties :attr:`pending`."""
         classes = list(self.kalman.classes) if self.kalman else []
         out = []
-        X, V = steps.x.tolist(), steps.variance.tolist()
+        X = steps.x.tolist()
+        std = np.sqrt(np.maximum(steps.variance, 0.0)).tolist()
+        changed = steps.change_detected.tolist()
+        model = self.model
         for s, p in enumerate(self.pending):
-            reason = steps.skip_reason(s)
             out.append((p.index, {
                 "system": p.window.system, "tier": self.tier, "end": p.window.end,
                 "seq": p.seq, "utilization": p.window.utilization, "late": p.late,
                 "demands": dict(zip(classes, X[s])),
-                "demand_std": dict(zip(classes, [math.sqrt(v) if v > 0.0 else 0.0
-                                                 for v in V[s]])),
-                "kalman_flag": reason,
-                "change_detected": bool(steps.change_detected[s]),
-                **self.model,
+                "demand_std": dict(zip(classes, std[s])),
+                "kalman_flag": steps.skip_reason(s),
+                "change_detected": changed[s],
+                **model,
             }))
         self.pending = []
         return out
