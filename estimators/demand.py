@@ -40,9 +40,10 @@ builds the filter exactly as published) and why:
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -630,11 +631,19 @@ class RegressionResult:
 
     demands: np.ndarray
     residual: float
-    rank: int
-    rank_deficient: bool
     zeroed: np.ndarray
     method: str
     n_periods: int
+    scaled: np.ndarray = field(repr=False, compare=False)   # the column-scaled matrix solved
+
+    @functools.cached_property
+    def rank(self) -> int:
+        """Numerical rank of the throughput matrix (an SVD: computed when asked for)."""
+        return int(np.linalg.matrix_rank(self.scaled)) if self.scaled.size else 0
+
+    @property
+    def rank_deficient(self) -> bool:
+        return self.rank < self.demands.size
 
 
 def _check_period_data(utilization: Any, throughputs: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -676,7 +685,7 @@ def regression_demands(utilization: Sequence[float] | np.ndarray,
     scale = X.max(axis=0)
     seen = scale > 0.0                               # a class that never ran stays at 0
     demands = np.zeros(n_classes)
-    rank, fitted = 0, np.zeros_like(z)
+    fitted, Xs = np.zeros_like(z), np.zeros((n_periods, 0))
     if seen.any():
         Xs = X[:, seen] / scale[seen]                # column scaling: conditioning only
         if nonnegative:
@@ -684,17 +693,15 @@ def regression_demands(utilization: Sequence[float] | np.ndarray,
         else:
             coef = np.linalg.lstsq(Xs, z, rcond=None)[0]
         demands[seen] = coef / scale[seen]
-        rank = int(np.linalg.matrix_rank(Xs))
         fitted = Xs @ coef                           # = X @ demands, without overflow
     residual = float(np.linalg.norm(fitted - z))
     return RegressionResult(
         demands=demands,
         residual=residual,
-        rank=rank,
-        rank_deficient=rank < n_classes,
         zeroed=demands == 0.0,
         method="nnls" if nonnegative else "ols",
         n_periods=n_periods,
+        scaled=Xs,
     )
 
 

@@ -39,9 +39,10 @@ Approximate MVA (``amva``) is the Schweitzer-Bard fixed point
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -418,6 +419,51 @@ def amva(demands: Any, populations: Any, think_times: Any = 0.0, servers: Any = 
 # single-class curve: every population 0..N in one recursion
 # --------------------------------------------------------------------------------------------
 
+_RECURSION = """
+def recursion(d, fixed, Z, N, stop, X, R, Rm):
+    {d} = d
+    {q} = {zeros}
+    for n in range(1, N + 1):
+        {r}
+        total = {total} + fixed
+        x = n / (Z + total) if Z + total > 0 else inf
+        {q_next}
+        X.append(x)
+        R.append(total)
+        Rm.extend(({rs}))
+        if total > stop:
+            return True
+    return False
+"""
+
+
+@functools.lru_cache(maxsize=64)
+def _recursion(M: int) -> Callable[..., bool]:
+    """The single-class MVA recursion over ``n = 1..N`` for ``M`` queueing stations, written
+    out with one local variable per station (compiled once per ``M``): ``r_m = d_m (1 + q_m)``,
+    ``R = sum_m r_m + fixed``, ``X = n / (Z + R)``, ``q_m = X r_m``. A loop over the stations
+    inside the loop over ``n`` costs several times more in Python than the arithmetic;
+    :func:`mva_curve` runs this for thousands of populations per solve. Appends ``X(n)``,
+    ``R(n)`` to ``X, R`` and ``r_1(n) .. r_M(n)`` to the flat ``Rm``; returns True if it
+    stopped at ``R(n) > stop``."""
+    if M == 0:
+        names = {"d": "_", "q": "_", "zeros": "0", "r": "pass", "total": "0.0",
+                 "q_next": "pass", "rs": ""}
+    else:
+        names = {
+            "d": ", ".join(f"d{m}" for m in range(M)) + ",",
+            "q": ", ".join(f"q{m}" for m in range(M)) + ",",
+            "zeros": ", ".join("0.0" for _ in range(M)) + ",",
+            "r": "; ".join(f"r{m} = d{m} * (1.0 + q{m})" for m in range(M)),
+            "total": " + ".join(f"r{m}" for m in range(M)),
+            "q_next": "; ".join(f"q{m} = x * r{m}" for m in range(M)),
+            "rs": ", ".join(f"r{m}" for m in range(M)) + ("," if M == 1 else ""),
+        }
+    namespace: dict[str, Any] = {"inf": math.inf}
+    exec(_RECURSION.format(**names), namespace)          # noqa: S102 - generated above
+    return namespace["recursion"]
+
+
 @dataclass(frozen=True, eq=False)
 class MVACurve:
     """Single-class MVA at every population ``n = 0..N`` (what :func:`mva_curve` returns).
@@ -468,22 +514,10 @@ def mva_curve(demands: Any, max_population: int, think_time: float = 0.0, server
     fixed = float(np.sum(np.where(delay, D, np.where(multi, D * (c - 1) / np.where(delay, 1.0, c),
                                                       0.0))))
     M = D.shape[0]
-    d_q, q = queue_d, [0.0] * M
-    X, R, Rm = [0.0], [float(D.sum())], [D.tolist()]
-    stopped = False
-    for n in range(1, int(max_population) + 1):
-        r = [d * (1.0 + qm) for d, qm in zip(d_q, q)]
-        total = sum(r) + fixed
-        x = n / (Z + total) if Z + total > 0 else math.inf
-        q = [x * rm for rm in r]
-        X.append(x)
-        R.append(total)
-        Rm.append(r)
-        if total > stop:
-            stopped = True
-            break
+    X, R, Rm = [0.0], [float(D.sum())], D.tolist()
+    stopped = _recursion(M)(queue_d, fixed, Z, int(max_population), stop, X, R, Rm)
     Xa = np.asarray(X)
-    Rma = np.asarray(Rm) + np.where(delay, D, np.where(multi, D * (c - 1) / np.where(delay, 1.0, c),
+    Rma = np.array(Rm).reshape(-1, M) + np.where(delay, D, np.where(multi, D * (c - 1) / np.where(delay, 1.0, c),
                                                         0.0))[None, :]
     Rma[0] = D
     U = Xa[:, None] * D[None, :] / np.where(delay, np.inf, c)[None, :]

@@ -18,6 +18,7 @@ question); the time to breach follows from the users trend.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -86,7 +87,7 @@ class SystemModel:
     _cache: dict[int, Point] = field(default_factory=dict)
     _curve: Any = None
 
-    @property
+    @functools.cached_property
     def D(self) -> np.ndarray:
         """``D_m = sum_c p_c D_{m,c}``."""
         return self.D_mc @ self.mix
@@ -96,9 +97,13 @@ class SystemModel:
         return "map" if self.processes is not None else "mva"
 
     def _ratio(self) -> np.ndarray:
-        D = self.D
-        return np.divide(self.D_mc, D[:, None], out=np.zeros_like(self.D_mc),
-                         where=D[:, None] > 0)
+        """``D_{m,c} / D_m``: how much longer than the aggregate class ``c`` is served."""
+        ratio = self.__dict__.get("_ratio_cache")
+        if ratio is None:
+            D = self.D
+            ratio = self.__dict__["_ratio_cache"] = np.divide(
+                self.D_mc, D[:, None], out=np.zeros_like(self.D_mc), where=D[:, None] > 0)
+        return ratio
 
     def _read_back(self, n: int, X: float, Rm: np.ndarray, B: np.ndarray | None,
                    model: str) -> Point:
@@ -120,10 +125,14 @@ class SystemModel:
         top = float(per_server.max())
         return (float(self.D.sum()) + self.think_time) / top if top > 0 else math.inf
 
+    @functools.cached_property
+    def _asymptote_start(self) -> int:
+        return int(min(max(ASYMPTOTE_KNEES * self.knee(), 50), CAPACITY_LIMIT))
+
     def asymptote_start(self) -> int:
         """Population from which MVA is extrapolated along its asymptote:
         ``ASYMPTOTE_KNEES`` times the knee (at least 50)."""
-        return int(min(max(ASYMPTOTE_KNEES * self.knee(), 50), CAPACITY_LIMIT))
+        return self._asymptote_start
 
     def mva_at(self, n: int) -> Point:
         """MVA at ``n``: exact up to :meth:`asymptote_start`, beyond it extrapolated linearly

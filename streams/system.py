@@ -164,7 +164,8 @@ class SystemState:
         cfg = self.config
         out = Outputs()
         self.solves += 1
-        models = [t.refresh() for t in self.tiers.values()]
+        fit_map = all(t.cores == 1 for t in self.tiers.values())   # what the MAP network needs
+        models = [t.refresh(fit_map) for t in self.tiers.values()]
         intervals = {name: t.take_interval() for name, t in self.tiers.items()}
         classes: list[str] = []
         for t in self.tiers.values():

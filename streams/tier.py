@@ -18,7 +18,6 @@ older than every kept end cannot be told apart from a duplicate and is rejected 
 from __future__ import annotations
 
 import bisect
-import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -304,11 +303,18 @@ class TierState:
         return out
 
     # -- at solve time ------------------------------------------------------------------------
-    def refresh(self) -> TierModel:
-        """Estimate ``I``, regression, p95 and (when they moved) the MAP(2) fit."""
+    def refresh(self, fit_map: bool = True) -> TierModel:
+        """Estimate ``I``, regression, p95 and (when they moved) the MAP(2) fit.
+
+        ``I`` and the busy-time p95 describe the whole history (thousands of windows) and move
+        slowly: they are re-estimated once a share of the history is new
+        (:data:`IDC_REFRESH_SHARE`, at least :data:`IDC_REFRESH_MIN` windows), the regression
+        over its last ``regression_windows`` at every solve. The MAP(2) is fitted for a bursty
+        tier when ``fit_map`` (the system's MAP network can use it)."""
         cfg = self.config
         arr = self.history.arrays(len(self.classes))
         idc, idc_flag = self.model.get("idc"), self.model.get("idc_flag", "no windows")
+        p95 = self.model.get("p95_s")
         fresh = self.history.seq - self.idc_seq
         if arr.size and (self.idc_seq == 0 or fresh >= max(IDC_REFRESH_MIN,
                                                             IDC_REFRESH_SHARE * arr.size)):
@@ -317,6 +323,7 @@ class TierState:
                                       float(arr.window_s[-1]))
             idc = None if est.reason in ("no_busy_time", "no_completions") else est.value
             idc_flag = None if est.reason == "ok" else est.reason
+            p95 = service_p95(arr.busy_time, arr.total_completions).p95
             self.idc_seq = self.history.seq
         regression: dict[str, float] = {}
         tail = arr.tail(cfg.regression_windows)
@@ -324,11 +331,10 @@ class TierState:
             rates = tail.completions / tail.window_s[:, None]
             reg = regression_demands(tail.utilization, rates, cores=float(tail.cores[-1]))
             regression = dict(zip(self.classes, reg.demands.tolist()))
-        busy, done = arr.busy_time, arr.total_completions
-        mean = float(busy.sum() / done.sum()) if arr.size and done.sum() > 0 else None
-        p95 = service_p95(busy, done).p95 if arr.size else None
+        busy, done = float(arr.busy_time.sum()), float(arr.completions.sum())
+        mean = busy / done if done > 0 else None
         bursty = idc is not None and idc > cfg.idc_threshold
-        if bursty:                      # only bursty tiers enter the model with their MAP(2)
+        if bursty and fit_map:          # only bursty tiers enter the model with their MAP(2)
             self._refit(mean, idc, p95)
         self.model = clean({"idc": idc, "idc_flag": idc_flag, "bursty": bursty,
                             "mean_service_s": mean, "p95_s": p95})

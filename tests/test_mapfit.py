@@ -328,3 +328,17 @@ def test_service_p95_all_idle_is_flagged_not_nan():
 def test_service_p95_bad_input_names_the_field(busy, done, field):
     with pytest.raises(ValueError, match=field):
         service_p95(busy, done)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 20, 21, 4095, 4096])
+def test_service_p95_is_numpy_quantile_over_numpy_median_exactly(n):
+    """service_p95 takes its two order statistics by partition, not numpy.quantile: the
+    result must still be numpy's linear-interpolation quantile, to the last bit."""
+    rng = np.random.default_rng(n)
+    busy = rng.exponential(0.5, n)
+    done = rng.integers(0, 6, n).astype(float)
+    done[0] = 3.0
+    keep = done > 0
+    got = service_p95(busy, done)
+    assert got.busy_p95 == float(np.quantile(busy[keep], 0.95))
+    assert got.median_completions == float(np.median(done[keep]))
