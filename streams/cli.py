@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from streams.config import Config, ConfigError, load_config
+from streams.grafana.cli import app as grafana_app
 from streams.pipeline import Pipeline
 from streams.records import format_time
 from streams.system import Outputs
@@ -20,6 +21,7 @@ from streams.system import Outputs
 app = typer.Typer(help="perfcast: live queueing-model predictions from coarse monitoring data.",
                   no_args_is_help=True, add_completion=False)
 console = Console()
+app.add_typer(grafana_app, name="grafana")
 
 
 def _config(path: Optional[Path], bootstrap: Optional[str] = None) -> Config:
