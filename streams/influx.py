@@ -13,6 +13,7 @@ written twice after an uncertain failure does not duplicate data.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from typing import Iterable
 
@@ -24,26 +25,47 @@ __all__ = ["InfluxSink", "line_protocol"]
 log = logging.getLogger("perfcast.influx")
 
 
+@functools.lru_cache(maxsize=65536)
 def _escape_tag(value: str) -> str:
+    """Line-protocol escaping of a measurement, tag key/value or field key (names repeat: each
+    is escaped once)."""
     return value.replace("\\", "\\\\").replace(",", "\\,").replace("=", "\\=").replace(" ", "\\ ")
 
 
+def _string_field(value: object) -> str:
+    text = str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ")
+    return f'"{text}"'
+
+
+_FIELD_TEXT = {bool: lambda v: "true" if v else "false", int: lambda v: f"{v}i",
+               float: repr, str: _string_field}
+
+
 def _field(value: object) -> str:
+    text = _FIELD_TEXT.get(type(value))
+    if text is not None:
+        return text(value)
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
         return f"{value}i"
     if isinstance(value, float):
         return repr(value)
-    text = str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ")
-    return f'"{text}"'
+    return _string_field(value)
+
+
+@functools.lru_cache(maxsize=65536)
+def _series(measurement: str, tags: tuple[tuple[str, str], ...]) -> str:
+    """``measurement,tag=value,...`` (tags sorted, empty values left out), escaped once per
+    series."""
+    return _escape_tag(measurement) + "".join(
+        f",{_escape_tag(k)}={_escape_tag(v)}" for k, v in sorted(tags) if v)
 
 
 def line_protocol(p: Point) -> str:
     """One point as InfluxDB line protocol, nanosecond timestamp."""
-    tags = "".join(f",{_escape_tag(k)}={_escape_tag(v)}" for k, v in sorted(p.tags.items()) if v)
-    fields = ",".join(f"{_escape_tag(k)}={_field(v)}" for k, v in p.fields.items())
-    return f"{_escape_tag(p.measurement)}{tags} {fields} {int(round(p.time * 1e9))}"
+    fields = ",".join([_escape_tag(k) + "=" + _field(v) for k, v in p.fields.items()])
+    return f"{_series(p.measurement, tuple(p.tags.items()))} {fields} {int(round(p.time * 1e9))}"
 
 
 class InfluxSink:

@@ -54,24 +54,31 @@ class Point:
     time: float
 
 
+_CONVERT = {_F: float, _I: int, _B: bool}
+
+
+def _str_field(value: Any) -> str:
+    return value if isinstance(value, str) else ";".join(map(str, value))
+
+
+#: measurement -> (tag names, [(field, converter)])
+_SPECS = {m: (tags, [(f, _CONVERT.get(kind, _str_field)) for f, kind in types.items()])
+          for m, (tags, types) in MEASUREMENTS.items()}
+
+
 def _point(measurement: str, record: Mapping[str, Any], time: float,
            tags: Mapping[str, Any] | None = None) -> Point | None:
-    tag_names, types = MEASUREMENTS[measurement]
-    source = {**record, **(tags or {})}
-    tag_values = {t: str(source[t]) for t in tag_names if source.get(t) is not None}
+    tag_names, fields_spec = _SPECS[measurement]
+    tag_values = {}
+    for t in tag_names:
+        v = tags.get(t) if tags and t in tags else record.get(t)
+        if v is not None:
+            tag_values[t] = str(v)
     fields: dict[str, Any] = {}
-    for name, kind in types.items():
+    for name, convert in fields_spec:
         value = record.get(name)
-        if value is None:
-            continue
-        if kind == _F:
-            fields[name] = float(value)
-        elif kind == _I:
-            fields[name] = int(value)
-        elif kind == _B:
-            fields[name] = bool(value)
-        else:
-            fields[name] = value if isinstance(value, str) else ";".join(map(str, value))
+        if value is not None:
+            fields[name] = convert(value)
     return Point(measurement, tag_values, fields, time) if fields else None
 
 
