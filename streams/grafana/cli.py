@@ -54,7 +54,7 @@ def push(url: str = typer.Option(..., help="Grafana's URL, e.g. http://grafana:3
     """Upsert the data source, dashboards and alert rules through Grafana's HTTP API. The
     token comes from PERFCAST_GRAFANA_TOKEN or the file named by PERFCAST_GRAFANA_TOKEN_FILE;
     running it twice changes nothing."""
-    from streams.grafana.dashboards import dashboards
+    from streams.grafana.dashboards import SYSTEM_UID, dashboards
     from streams.grafana.provisioning import datasource
     from streams.grafana.push import PushError, connect, grafana_token
     from streams.grafana.push import push as upsert
@@ -72,7 +72,7 @@ def push(url: str = typer.Option(..., help="Grafana's URL, e.g. http://grafana:3
                       "(--influx-url, PERFCAST_INFLUX_URL or [influxdb] url)")
         raise typer.Exit(2)
     boards = dashboards(cfg.defaults)
-    system = next(d for d in boards if d["uid"] == "perfcast-system")
+    system = next(d for d in boards if d["uid"] == SYSTEM_UID)
     ds = datasource(influx, cfg.influxdb.org, cfg.influxdb.bucket, cfg.influxdb.token)
     try:
         result = upsert(connect(url, token, timeout), datasource=ds, dashboards=boards,

@@ -70,15 +70,13 @@ def _select(measurement: str, fields: Sequence[str], where: Mapping[str, str]) -
 
 
 def series(measurement: str, field: str, name: str, *, where: Mapping[str, str] | None = None,
-           fn: str = "mean", scale: float | None = None) -> str:
+           fn: str = "mean") -> str:
     """A time series per value of ``name``: ``field`` aggregated (``fn``) over windows of the
     panel's interval, one line per distinct ``name`` -- a Flux string expression over the row
-    ``r``, e.g. ``r["class"] + " measured"`` -- in a column ``series`` (the display name).
-    ``scale`` multiplies the values (e.g. to show ``2 sigma``)."""
-    value = "r._value" if scale is None else f"r._value * {scale!r}"
+    ``r``, e.g. ``r["class"] + " measured"`` -- in a column ``series`` (the display name)."""
     return (f"{_select(measurement, [field], where or {})}\n"
             f"  |> aggregateWindow(every: v.windowPeriod, fn: {fn}, createEmpty: false)\n"
-            f"  |> map(fn: (r) => ({{_time: r._time, _value: {value}, series: {name}}}))\n"
+            f"  |> map(fn: (r) => ({{_time: r._time, _value: r._value, series: {name}}}))\n"
             f"{_BY_SERIES}")
 
 

@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 
 from streams.config import SystemConfig
-from streams.grafana.dashboards import DATASOURCE_UID, dashboards
+from streams.grafana.dashboards import DATASOURCE_UID, SYSTEM_UID, dashboards
 from streams.grafana.rules import FOLDER_TITLE, rule_group_file
 
 __all__ = ["DATASOURCE_NAME", "DASHBOARDS_PATH", "datasource", "dashboard_provider",
@@ -90,7 +90,7 @@ def provisioning_files(defaults: SystemConfig = SystemConfig()) -> dict[str, str
     """Relative path -> text of every file under ``infra/grafana``. ``defaults`` gives the
     thresholds the dashboards draw."""
     boards = dashboards(defaults)
-    system = next(d for d in boards if d["uid"] == "perfcast-system")
+    system = next(d for d in boards if d["uid"] == SYSTEM_UID)
     files = {"provisioning/datasources/perfcast.yaml": _yaml(datasource_file()),
              "provisioning/dashboards/perfcast.yaml": _yaml(dashboard_provider()),
              "provisioning/alerting/perfcast.yaml": _yaml(rule_group_file(system))}

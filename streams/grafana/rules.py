@@ -31,10 +31,10 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from streams.grafana import flux
-from streams.grafana.dashboards import DATASOURCE, DATASOURCE_UID, SYSTEM_UID
+from streams.grafana.dashboards import DATASOURCE, DATASOURCE_UID, SYSTEM_UID, panel_by_title
 
 __all__ = ["FOLDER_UID", "FOLDER_TITLE", "GROUP", "INTERVAL_S", "LOOKBACK_S", "RuleSpec",
-           "RULES", "rule", "rules", "rule_group_file"]
+           "RULES", "data", "rule", "rules", "rule_group_file"]
 
 FOLDER_UID = "perfcast"
 FOLDER_TITLE = "perfcast"
@@ -132,13 +132,6 @@ def data(spec: RuleSpec) -> list[dict[str, Any]]:
                               "conditions": [{"evaluator": {"type": "gt", "params": [0]}}]})]
 
 
-def _panel_id(dashboard: dict[str, Any], title: str) -> int:
-    for panel in dashboard["panels"]:
-        if panel["title"] == title:
-            return int(panel["id"])
-    raise KeyError(f"{dashboard['uid']}: no panel {title!r}")
-
-
 def _common(spec: RuleSpec) -> dict[str, Any]:
     return {"uid": f"perfcast-{spec.kind.replace('_', '-')}", "title": spec.title,
             "condition": "G", "data": data(spec), "noDataState": "OK",
@@ -153,7 +146,7 @@ def rule(spec: RuleSpec, system_dashboard: dict[str, Any]) -> dict[str, Any]:
     return {**_common(spec), "folderUID": FOLDER_UID, "ruleGroup": GROUP, "orgID": 1,
             "annotations": {"summary": spec.summary, "description": spec.description,
                             "__dashboardUid__": SYSTEM_UID,
-                            "__panelId__": str(_panel_id(system_dashboard, spec.panel))}}
+                            "__panelId__": str(panel_by_title(system_dashboard, spec.panel)["id"])}}
 
 
 def rules(system_dashboard: dict[str, Any]) -> list[dict[str, Any]]:
@@ -167,7 +160,7 @@ def rule_group_file(system_dashboard: dict[str, Any],
     titled :data:`FOLDER_TITLE`, evaluated every :data:`INTERVAL_S`. Annotations are not
     interpolated by Grafana's file provisioning, so the ``{{ $labels... }}`` templates stay."""
     file_rules = [{**_common(spec), "dashboardUid": SYSTEM_UID,
-                   "panelId": _panel_id(system_dashboard, spec.panel),
+                   "panelId": panel_by_title(system_dashboard, spec.panel)["id"],
                    "annotations": {"summary": spec.summary, "description": spec.description}}
                   for spec in specs]
     return {"apiVersion": 1,
