@@ -30,7 +30,7 @@ def _load(config: Optional[Path]) -> Config:
 def generate(out: Path = typer.Option(Path("infra/grafana"), help="directory to write"),
              config: Optional[Path] = typer.Option(
                  None, exists=True, dir_okay=False,
-                 help="TOML configuration whose [defaults] give the thresholds drawn")) -> None:
+                 help="TOML configuration: its defaults give the thresholds drawn")) -> None:
     """Write the provisioning files: data source, dashboard provider, dashboards, alert
     rules."""
     from streams.grafana.provisioning import write_files
@@ -42,11 +42,11 @@ def generate(out: Path = typer.Option(Path("infra/grafana"), help="directory to 
 @app.command()
 def push(url: str = typer.Option(..., help="Grafana's URL, e.g. http://grafana:3000"),
          config: Optional[Path] = typer.Option(None, exists=True, dir_okay=False,
-                                               help="TOML configuration ([influxdb], "
-                                                    "[defaults])"),
+                                               help="TOML configuration (influxdb "
+                                                    "section, defaults)"),
          influx_url: Optional[str] = typer.Option(
              None, help="InfluxDB's URL as Grafana reaches it (default: PERFCAST_INFLUX_URL "
-                        "/ [influxdb] url)"),
+                        "or the configuration's influxdb url)"),
          update_influx_token: bool = typer.Option(
              False, help="send the InfluxDB token even if Grafana holds one (after rotating "
                          "it: Grafana never shows a stored token)"),
@@ -69,7 +69,7 @@ def push(url: str = typer.Option(..., help="Grafana's URL, e.g. http://grafana:3
     influx = influx_url or cfg.influxdb.url
     if not influx:
         console.print("[red]configuration error:[/red] influxdb.url: not set "
-                      "(--influx-url, PERFCAST_INFLUX_URL or [influxdb] url)")
+                      "(--influx-url, PERFCAST_INFLUX_URL or url in the influxdb section)")
         raise typer.Exit(2)
     boards = dashboards(cfg.defaults)
     system = next(d for d in boards if d["uid"] == SYSTEM_UID)
