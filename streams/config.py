@@ -184,7 +184,7 @@ class InfluxSettings:
     org: str = "perfcast"
     bucket: str = "perfcast"
     token: str | None = field(default=None, repr=False)
-    batch_size: int = 2000
+    batch_size: int = 10_000
     flush_interval_s: float = 1.0
     max_buffer: int = 100_000
 

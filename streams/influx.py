@@ -6,6 +6,7 @@ until the writer has drained it (back-pressure: the Faust agent stops consuming,
 the windows). :meth:`InfluxSink.flush` writes everything queued and retries a failed batch
 (InfluxDB down or restarting) with exponential back-off up to ``retry_max_s`` between tries,
 forever: a batch is dropped only if InfluxDB rejects it as invalid (HTTP 400), which is logged.
+:meth:`InfluxSink.write` writes points at once, apart from the buffer, with the same retries.
 Writes of the same point (time, measurement, tags) are idempotent in InfluxDB, so a batch
 written twice after an uncertain failure does not duplicate data.
 """
@@ -15,12 +16,13 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from typing import Iterable
+from typing import Any, Iterable, Mapping
 
 from streams.config import InfluxSettings
-from streams.schema import Point
+from streams.schema import MEASUREMENTS, Point, sources
+from streams.system import Outputs
 
-__all__ = ["InfluxSink", "line_protocol"]
+__all__ = ["InfluxSink", "line_protocol", "lines"]
 
 log = logging.getLogger("perfcast.influx")
 
@@ -62,6 +64,51 @@ def _series(measurement: str, tags: tuple[tuple[str, str], ...]) -> str:
         f",{_escape_tag(k)}={_escape_tag(v)}" for k, v in sorted(tags) if v)
 
 
+def _float_text(value: Any) -> str:
+    return repr(float(value))
+
+
+def _int_text(value: Any) -> str:
+    return f"{int(value)}i"
+
+
+def _bool_text(value: Any) -> str:
+    return "true" if value else "false"
+
+
+def _str_text(value: Any) -> str:
+    return _string_field(value if isinstance(value, str) else ";".join(map(str, value)))
+
+
+_TEXT = {"float": _float_text, "int": _int_text, "bool": _bool_text, "str": _str_text}
+#: measurement -> (tag names, [(field, "key=", formatter)])
+_LINE_SPECS = {m: (tags, [(f, _escape_tag(f) + "=", _TEXT[kind]) for f, kind in types.items()])
+               for m, (tags, types) in MEASUREMENTS.items()}
+
+
+def _line(measurement: str, record: Mapping[str, Any], time: float,
+          tags: Mapping[str, Any] | None) -> str | None:
+    """:func:`line_protocol` of :func:`streams.schema._point`'s point, without building it."""
+    tag_names, fields = _LINE_SPECS[measurement]
+    series = []
+    for t in tag_names:
+        v = tags.get(t) if tags and t in tags else record.get(t)
+        if v is not None:
+            series.append((t, str(v)))
+    parts = [key + text(value) for name, key, text in fields
+             if (value := record.get(name)) is not None]
+    if not parts:
+        return None
+    return f"{_series(measurement, tuple(series))} {','.join(parts)} {int(round(time * 1e9))}"
+
+
+def lines(out: Outputs, *, deadletter_time: float | None = None) -> list[str]:
+    """The line protocol of :func:`streams.schema.points` (equal, tested), straight from the
+    records: what the worker writes per batch."""
+    made = (_line(*src) for src in sources(out, deadletter_time=deadletter_time))
+    return [line for line in made if line is not None]
+
+
 def line_protocol(p: Point) -> str:
     """One point as InfluxDB line protocol, nanosecond timestamp."""
     fields = ",".join([_escape_tag(k) + "=" + _field(v) for k, v in p.fields.items()])
@@ -92,7 +139,11 @@ class InfluxSink:
 
     async def add(self, points: Iterable[Point]) -> None:
         """Queue points; waits while the buffer is full (back-pressure)."""
-        lines = [line_protocol(p) for p in points]
+        await self.add_lines([line_protocol(p) for p in points])
+
+    async def add_lines(self, lines: list[str]) -> None:
+        """Queue points already in line protocol (:func:`lines`); waits while the buffer is
+        full (back-pressure)."""
         while len(self.buffer) >= self.settings.max_buffer:
             self._drained.clear()
             asyncio.ensure_future(self.flush())
@@ -105,30 +156,42 @@ class InfluxSink:
         self.write_api.write(bucket=self.settings.bucket, org=self.settings.org,
                              record="\n".join(batch), write_precision="ns")
 
+    async def _write_retried(self, batch: list[str]) -> None:
+        """Write ``batch``, retrying with back-off until InfluxDB takes it (or rejects it as
+        invalid: HTTP 400, logged and counted as dropped)."""
+        delay = 0.1
+        while True:
+            try:
+                await asyncio.to_thread(self._write, batch)
+            except Exception as exc:                            # noqa: BLE001 - retried
+                if getattr(exc, "status", None) == 400:
+                    log.error("influxdb rejected %d points: %s", len(batch), exc)
+                    self.dropped += len(batch)
+                    return
+                self.failures += 1
+                log.warning("influxdb write failed (%s); retrying in %.1f s",
+                            type(exc).__name__, delay)
+                await asyncio.sleep(delay)
+                delay = min(2 * delay, self.retry_max_s)
+                continue
+            self.written += len(batch)
+            return
+
+    async def write(self, lines: list[str]) -> None:
+        """Write points (in line protocol) now, apart from the buffer, and return once
+        InfluxDB has them (the worker's predictions and alerts, before the state that
+        produced them is stored)."""
+        size = self.settings.batch_size
+        for start in range(0, len(lines), size):
+            await self._write_retried(lines[start:start + size])
+
     async def flush(self) -> None:
         """Write everything queued, batch by batch, retrying until InfluxDB takes it."""
         async with self._lock:
-            delay = 0.1
             while self.buffer:
                 batch = self.buffer[: self.settings.batch_size]
-                try:
-                    await asyncio.to_thread(self._write, batch)
-                except Exception as exc:                        # noqa: BLE001 - retried
-                    status = getattr(exc, "status", None)
-                    if status == 400:
-                        log.error("influxdb rejected %d points: %s", len(batch), exc)
-                        self.dropped += len(batch)
-                        del self.buffer[: len(batch)]
-                        continue
-                    self.failures += 1
-                    log.warning("influxdb write failed (%s); retrying in %.1f s",
-                                type(exc).__name__, delay)
-                    await asyncio.sleep(delay)
-                    delay = min(2 * delay, self.retry_max_s)
-                    continue
+                await self._write_retried(batch)
                 del self.buffer[: len(batch)]
-                self.written += len(batch)
-                delay = 0.1
             self._drained.set()
 
     def close(self) -> None:

@@ -13,7 +13,7 @@ from typing import Any, Iterator, Mapping
 
 from streams.system import Outputs
 
-__all__ = ["Point", "MEASUREMENTS", "points"]
+__all__ = ["Point", "MEASUREMENTS", "points", "sources"]
 
 _F, _I, _S, _B = "float", "int", "str", "bool"
 
@@ -82,30 +82,40 @@ def _point(measurement: str, record: Mapping[str, Any], time: float,
     return Point(measurement, tag_values, fields, time) if fields else None
 
 
-def _prediction_points(pred: Mapping[str, Any]) -> Iterator[Point | None]:
+#: one point before conversion: (measurement, record, time, tags beyond the record's)
+Source = tuple[str, Mapping[str, Any], float, "Mapping[str, Any] | None"]
+
+
+def _prediction_sources(pred: Mapping[str, Any]) -> Iterator[Source]:
     t = pred["time"]
-    yield _point("prediction", pred, t)
+    system = pred["system"]
+    yield "prediction", pred, t, None
     for cls, values in (pred.get("classes") or {}).items():
-        yield _point("class_prediction", values, t, {"system": pred["system"], "class": cls})
+        yield "class_prediction", values, t, {"system": system, "class": cls}
     for tier, values in (pred.get("tiers") or {}).items():
-        yield _point("tier_prediction", values, t, {"system": pred["system"], "tier": tier})
+        yield "tier_prediction", values, t, {"system": system, "tier": tier}
         for cls, d in (values.get("demands") or {}).items():
-            yield _point("demand", d, t, {"system": pred["system"], "tier": tier,
-                                          "class": cls})
+            yield "demand", d, t, {"system": system, "tier": tier, "class": cls}
+
+
+def sources(out: Outputs, *, deadletter_time: float | None = None) -> Iterator[Source]:
+    """Every point of one step's outputs, before conversion (:func:`points`; the InfluxDB
+    sink formats them straight to line protocol, :func:`streams.influx.lines`). Dead letters
+    carry no trusted time: they are stamped with ``deadletter_time`` (the wall clock of the
+    shell that received them), and left out without it."""
+    for est in out.estimates:
+        yield "tier_estimate", est, est["end"], None
+    for pred in out.predictions:
+        yield from _prediction_sources(pred)
+    for alert in out.alerts:
+        yield "alert", {**alert, "active": int(alert["state"] == "firing")}, alert["time"], None
+    if deadletter_time is not None:
+        for dead in out.deadletter:
+            yield "deadletter", {**dead, "count": 1}, deadletter_time, None
 
 
 def points(out: Outputs, *, deadletter_time: float | None = None) -> list[Point]:
-    """All points of one step's outputs. Dead letters carry no trusted time: they are stamped
-    with ``deadletter_time`` (the wall clock of the shell that received them)."""
-    result: list[Point | None] = []
-    for est in out.estimates:
-        result.append(_point("tier_estimate", est, est["end"]))
-    for pred in out.predictions:
-        result.extend(_prediction_points(pred))
-    for alert in out.alerts:
-        result.append(_point("alert", {**alert, "active": int(alert["state"] == "firing")},
-                             alert["time"]))
-    if deadletter_time is not None:
-        for dead in out.deadletter:
-            result.append(_point("deadletter", {**dead, "count": 1}, deadletter_time))
-    return [p for p in result if p is not None]
+    """All points of one step's outputs (:func:`sources`); a record without any field of its
+    measurement gives no point."""
+    made = (_point(*src) for src in sources(out, deadletter_time=deadletter_time))
+    return [p for p in made if p is not None]

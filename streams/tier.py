@@ -40,6 +40,9 @@ REFIT_TOLERANCE = 0.05
 #: (it needs thousands of windows and moves slowly; the estimate costs ~0.3 ms per tier)
 IDC_REFRESH_MIN = 12
 IDC_REFRESH_SHARE = 0.05
+#: the sliding regression (paper 002, a second opinion on the demands, over the last
+#: ``regression_windows``) is recomputed once this share of its windows is new
+REGRESSION_REFRESH_SHARE = 0.25
 
 
 @dataclass
@@ -214,6 +217,8 @@ class TierState:
         self.model: dict[str, Any] = {}             # last refresh, for estimate records
         self.idc_seq = 0                            # history.seq at the last I estimate
         self.pending: list[_Pending] = []           # admitted, Kalman update not yet run
+        self.regression: dict[str, float] = {}      # last sliding regression (paper 002)
+        self.reg_seq = 0                            # history.seq at the last regression
 
     # -- per window ---------------------------------------------------------------------------
     def admit(self, w: Window) -> tuple[str | None, bool]:
@@ -309,7 +314,8 @@ class TierState:
         ``I`` and the busy-time p95 describe the whole history (thousands of windows) and move
         slowly: they are re-estimated once a share of the history is new
         (:data:`IDC_REFRESH_SHARE`, at least :data:`IDC_REFRESH_MIN` windows), the regression
-        over its last ``regression_windows`` at every solve. The MAP(2) is fitted for a bursty
+        over its last ``regression_windows`` once a quarter of those are new
+        (:data:`REGRESSION_REFRESH_SHARE`). The MAP(2) is fitted for a bursty
         tier when ``fit_map`` (the system's MAP network can use it)."""
         cfg = self.config
         arr = self.history.arrays(len(self.classes))
@@ -325,12 +331,15 @@ class TierState:
             idc_flag = None if est.reason == "ok" else est.reason
             p95 = service_p95(arr.busy_time, arr.total_completions).p95
             self.idc_seq = self.history.seq
-        regression: dict[str, float] = {}
         tail = arr.tail(cfg.regression_windows)
-        if tail.size >= 2 and self.classes:
+        if tail.size >= 2 and self.classes and (
+                self.history.seq - self.reg_seq >= REGRESSION_REFRESH_SHARE * tail.size
+                or len(self.regression) != len(self.classes)):
             rates = tail.completions / tail.window_s[:, None]
             reg = regression_demands(tail.utilization, rates, cores=float(tail.cores[-1]))
-            regression = dict(zip(self.classes, reg.demands.tolist()))
+            self.regression = dict(zip(self.classes, reg.demands.tolist()))
+            self.reg_seq = self.history.seq
+        regression = self.regression
         busy, done = float(arr.busy_time.sum()), float(arr.completions.sum())
         mean = busy / done if done > 0 else None
         bursty = idc is not None and idc > cfg.idc_threshold
@@ -375,7 +384,8 @@ class TierState:
             "ends": list(self.ends), "windows": self.windows, "duplicates": self.duplicates,
             "late": self.late, "cores": self.cores, "window_s": self.window_s,
             "interval": self.interval.to_dict(), "fit_inputs": self.fit_inputs, "fit": self.fit,
-            "model": self.model, "idc_seq": self.idc_seq,
+            "model": self.model, "idc_seq": self.idc_seq, "regression": self.regression,
+            "reg_seq": self.reg_seq,
         }
 
     @classmethod
@@ -392,7 +402,7 @@ class TierState:
                          else WindowHistory.restore(hist, chunks or {}))
         state.ends = list(data["ends"])
         for key in ("windows", "duplicates", "late", "cores", "window_s", "fit_inputs", "fit",
-                    "model", "idc_seq"):
+                    "model", "idc_seq", "regression", "reg_seq"):
             setattr(state, key, data[key])
         state.interval = Interval.from_dict(data["interval"])
         return state

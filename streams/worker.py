@@ -14,12 +14,13 @@ Topology (``docs/pipeline.md``):
   is written to the changelog partition of the system's source partition, so recovery after a
   rebalance finds it;
 * timer: flushes the InfluxDB sink every ``flush_interval_s``.
+* consumer settings: large polls and fetches (:data:`POLL_RECORDS`, :data:`FETCH_BYTES`).
 
 Exactly-once counting: per batch the agent (1) runs the core, (2) sends the outputs and waits
-until Kafka has them (and, for a batch with predictions or alerts, until InfluxDB has its
-points), (3) writes the changed state to the table. Faust acknowledges the windows after the
-batch and commits offsets only after flushing the producer, so the changelog always covers
-every committed window. After a crash, the windows between the last commit and the crash are
+until Kafka has them (and, for a batch with predictions or alerts, until InfluxDB has those
+points), (3) writes the changed state to the table and its changelog topic (through the same
+batching producer) and waits until Kafka has it. Faust acknowledges the windows only after the
+batch, so the changelog always covers every committed window. After a crash, the windows between the last commit and the crash are
 read again; those the restored state already holds are recognised as duplicates
 (dead-lettered with reason ``duplicate``) and counted once, the others are processed. Outputs
 are at least once: a crash between (2) and (3) produces a batch's records again (their
@@ -42,9 +43,8 @@ import numpy as np
 
 from streams.config import Config, KafkaSettings
 from streams.history import CHUNK
-from streams.influx import InfluxSink
+from streams.influx import InfluxSink, lines
 from streams.pipeline import Pipeline
-from streams.schema import points
 from streams.system import Outputs, SystemState
 
 __all__ = ["build_app", "TableBackedPipeline", "faust_broker_options"]
@@ -153,7 +153,10 @@ class OutputProducer:
         opts.pop("ssl_cafile", None)                      # but an SSL context, not a file
         if "SSL" in opts["security_protocol"]:
             opts["ssl_context"] = _ssl_context(self.settings)
-        self.producer = AIOKafkaProducer(**opts, acks="all", linger_ms=5)
+        # record batches up to 1 MiB (the default 16 KiB holds a dozen estimates: a send per
+        # dozen records); the broker's default message.max.bytes is just above 1 MiB
+        self.producer = AIOKafkaProducer(**opts, acks="all", linger_ms=5,
+                                         max_batch_size=MAX_BATCH_BYTES)
         await self.producer.start()
 
     async def send(self, topic: str, records: list[tuple[bytes | None, bytes]]) -> list[Any]:
@@ -312,6 +315,9 @@ class TableBackedPipeline(Pipeline):
 POLL_RECORDS = 10_000
 FETCH_BYTES = 8 << 20
 
+#: largest record batch the output producer builds
+MAX_BATCH_BYTES = 1 << 20
+
 #: seconds between the worker's throughput log lines (log level info)
 STATS_INTERVAL_S = 10.0
 
@@ -396,9 +402,14 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
                 futures += await producer.send(k.topic(name), records)
             t2 = time.perf_counter()
             if sink is not None:
-                await sink.add(points(out, deadletter_time=received))
+                # estimates and dead letters through the buffer (written in the background);
+                # predictions and alerts written now, before the state that produced them
+                await sink.add_lines(lines(Outputs(estimates=out.estimates,
+                                                   deadletter=out.deadletter),
+                                           deadletter_time=received))
                 if out.predictions or out.alerts:
-                    await sink.flush()
+                    await sink.write(lines(Outputs(predictions=out.predictions,
+                                                   alerts=out.alerts)))
             t3 = time.perf_counter()
             # outputs are delivered before the state that says they were produced: a crash
             # in between re-produces them (at least once), never loses them

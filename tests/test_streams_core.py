@@ -838,6 +838,23 @@ def test_points_follow_the_schema(all_outputs):
     assert "deadletter" not in {p.measurement for p in points(all_outputs)}
 
 
+def test_influx_lines_are_the_line_protocol_of_the_points(all_outputs):
+    """The worker formats its InfluxDB lines straight from the records (``influx.lines``);
+    they must be exactly the line protocol of ``schema.points`` (what the SQLite store gets)."""
+    from streams.influx import line_protocol, lines
+
+    for stamp in (None, 1_800_000_000.0):
+        want = [line_protocol(p) for p in points(all_outputs, deadletter_time=stamp)]
+        assert lines(all_outputs, deadletter_time=stamp) == want
+    odd = Outputs(estimates=[{"system": "a b,c=d", "tier": "t\\x", "end": 1.5, "seq": 2,
+                              "utilization": 0.25, "late": True, "change_detected": False,
+                              "idc": None}],
+                  deadletter=[{"system": "s", "field": "end", "reason": 'bad "end"\nhere'}])
+    assert lines(odd, deadletter_time=2.0) == [line_protocol(p)
+                                               for p in points(odd, deadletter_time=2.0)]
+    assert lines(odd)[0].startswith("tier_estimate,system=a\\ b\\,c\\=d,tier=t\\\\x ")
+
+
 def test_sqlite_store_writes_and_reads_back_every_measurement(all_outputs, tmp_path):
     pts = points(all_outputs, deadletter_time=1_800_000_000.0)
     store = SQLiteStore(tmp_path / "p.sqlite")
