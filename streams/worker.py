@@ -153,8 +153,8 @@ class OutputProducer:
         opts.pop("ssl_cafile", None)                      # but an SSL context, not a file
         if "SSL" in opts["security_protocol"]:
             opts["ssl_context"] = _ssl_context(self.settings)
-        # record batches up to 1 MiB (the default 16 KiB holds a dozen estimates: a send per
-        # dozen records); the broker's default message.max.bytes is just above 1 MiB
+        # record batches up to 512 KiB (the default 16 KiB holds a dozen estimates: a send per
+        # dozen records)
         self.producer = AIOKafkaProducer(**opts, acks="all", linger_ms=5,
                                          max_batch_size=MAX_BATCH_BYTES)
         await self.producer.start()
@@ -315,8 +315,9 @@ class TableBackedPipeline(Pipeline):
 POLL_RECORDS = 10_000
 FETCH_BYTES = 8 << 20
 
-#: largest record batch the output producer builds
-MAX_BATCH_BYTES = 1 << 20
+#: largest record batch the output producer builds (well below the broker's default
+#: message.max.bytes, 1 MiB)
+MAX_BATCH_BYTES = 512 << 10
 
 #: seconds between the worker's throughput log lines (log level info)
 STATS_INTERVAL_S = 10.0
