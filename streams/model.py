@@ -311,10 +311,10 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
     processes = None
     bursty = [t for t in tiers if t.bursty]
     if bursty:
-        if any(t.process is None for t in bursty):
-            flags.append("bursty tier without a MAP(2) fit yet: MVA used")
-        elif any(t.cores != 1 for t in tiers):
+        if any(t.cores != 1 for t in tiers):
             flags.append("MAP network needs single-core tiers: MVA used")
+        elif any(t.process is None for t in bursty):
+            flags.append("bursty tier without a MAP(2) fit yet: MVA used")
         elif not np.all(D_mc @ p > 0):
             flags.append("a tier has no demand yet: MVA used")
         else:
