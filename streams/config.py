@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 __all__ = ["SystemConfig", "KafkaSettings", "InfluxSettings", "Config", "load_config",
-           "ConfigError", "ENVIRONMENT"]
+           "ConfigError", "ENVIRONMENT", "secret"]
 
 
 class ConfigError(ValueError):
@@ -146,7 +146,7 @@ def _check(key: str, value: Any, where: str) -> Any:
     raise ConfigError(f"{where}: unknown setting")   # pragma: no cover - filtered before
 
 
-def _secret(env: Mapping[str, str], name: str) -> str | None:
+def secret(env: Mapping[str, str], name: str) -> str | None:
     """``name`` from the environment, or the contents of the file named by ``name_FILE``."""
     if env.get(name):
         return env[name]
@@ -254,9 +254,9 @@ def _connections(raw: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, An
         if env.get(var):
             sections[section][key] = env[var]
     for var, (section, key) in _SECRETS.items():
-        secret = _secret(env, var)
-        if secret is not None:
-            sections[section][key] = secret
+        value = secret(env, var)
+        if value is not None:
+            sections[section][key] = value
     return {"kafka": KafkaSettings(**sections["kafka"]),
             "influxdb": InfluxSettings(**sections["influxdb"])}
 

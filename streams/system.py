@@ -215,7 +215,6 @@ class SystemState:
 
     def _predict(self, model: SystemModel, m: Measured, n_now: int, source: str, slope: float,
                  n_fc: int, models: list[TierModel]) -> dict[str, Any]:
-        cfg = self.config
         now, fc = model.at(n_now), model.at(n_fc)
         cap, limited = self._capacity(model, n_now)
         flags = list(model.flags)

@@ -326,7 +326,7 @@ STATS_INTERVAL_S = 10.0
 class BatchStats:
     """Windows per second and where the agent's time went, since the last report."""
 
-    PHASES = ("core", "send", "influx", "flush", "persist")
+    PHASES = ("core", "send", "influx", "deliver", "persist")
 
     def __init__(self) -> None:
         self.windows = 0
@@ -353,7 +353,7 @@ class BatchStats:
 
 
 def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
-              batch: int = 4000, within_s: float = 0.5, influx: bool = True) -> faust.App:
+              batch: int = 4000, within_s: float = 0.25, influx: bool = True) -> faust.App:
     """The Faust app (topics, tables, agent, timer) for ``config``."""
     k = config.kafka
     app = faust.App(app_id, **faust_broker_options(k), store="memory://",
@@ -404,13 +404,14 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
             t2 = time.perf_counter()
             if sink is not None:
                 # estimates and dead letters through the buffer (written in the background);
-                # predictions and alerts written now, before the state that produced them
+                # predictions and alerts written now (alongside the Kafka deliveries), before
+                # the state that produced them
+                if out.predictions or out.alerts:
+                    futures.append(asyncio.ensure_future(sink.write(lines(Outputs(
+                        predictions=out.predictions, alerts=out.alerts)))))
                 await sink.add_lines(lines(Outputs(estimates=out.estimates,
                                                    deadletter=out.deadletter),
                                            deadletter_time=received))
-                if out.predictions or out.alerts:
-                    await sink.write(lines(Outputs(predictions=out.predictions,
-                                                   alerts=out.alerts)))
             t3 = time.perf_counter()
             # outputs are delivered before the state that says they were produced: a crash
             # in between re-produces them (at least once), never loses them
