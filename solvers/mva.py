@@ -508,18 +508,98 @@ def mva_curve(demands: Any, max_population: int, think_time: float = 0.0, server
     stop = math.inf if stop_response_time is None else float(stop_response_time)
     if math.isnan(stop):
         raise ValueError("stop_response_time: must be a number, got nan")
-    delay = np.isinf(c)
-    multi = ~delay & (c > 1)
-    queue_d = np.where(delay, 0.0, np.where(multi, D / np.where(delay, 1.0, c), D)).tolist()
-    fixed = float(np.sum(np.where(delay, D, np.where(multi, D * (c - 1) / np.where(delay, 1.0, c),
-                                                      0.0))))
+    queue_d, fixed, extra = _queueing_split(D, c)
     M = D.shape[0]
     X, R, Rm = [0.0], [float(D.sum())], D.tolist()
-    stopped = _recursion(M)(queue_d, fixed, Z, int(max_population), stop, X, R, Rm)
-    Xa = np.asarray(X)
-    Rma = np.array(Rm).reshape(-1, M) + np.where(delay, D, np.where(multi, D * (c - 1) / np.where(delay, 1.0, c),
-                                                        0.0))[None, :]
+    stopped = _recursion(M)(queue_d.tolist(), fixed, Z, int(max_population), stop, X, R, Rm)
+    return _assemble_curve(D, c, np.asarray(X), np.asarray(R), np.array(Rm).reshape(-1, M),
+                           extra, stopped)
+
+
+def mva_curves(demands: list[Any], max_populations: list[int], think_times: list[float],
+               servers: list[Any]) -> list[MVACurve]:
+    """:func:`mva_curve` for many models at once (each to its own ``max_populations[b]``):
+    the recursion runs over the populations with all the models' stations side by side, one
+    array operation per step for all of them. The result of each model is bit for bit what
+    :func:`mva_curve` gives (the same operations in the same order on each model's numbers;
+    tested), so it does not matter which models are solved together. Models are grouped by
+    their number of stations; groups of fewer than :data:`BATCH_MIN` models use
+    :func:`mva_curve` itself."""
+    out: list[MVACurve | None] = [None] * len(demands)
+    groups: dict[int, list[int]] = {}
+    prepared = []
+    for b, (d, n, z, srv) in enumerate(zip(demands, max_populations, think_times, servers)):
+        D = as_demands(d, n_classes=1)[:, 0]
+        c = as_servers(srv, D.shape[0])
+        prepared.append((D, c, int(n), float(as_per_class(z, 1, "think_times")[0])))
+        groups.setdefault(D.shape[0], []).append(b)
+    for M, members in groups.items():
+        if len(members) < BATCH_MIN:
+            for b in members:
+                D, c, n, z = prepared[b]
+                out[b] = mva_curve(D, n, z, c)
+            continue
+        for b, curve in zip(members, _batched([prepared[b] for b in members], M)):
+            out[b] = curve
+    return out  # type: ignore[return-value]
+
+
+#: smallest group of models :func:`mva_curves` runs side by side
+BATCH_MIN = 6
+
+
+def _batched(models: list[tuple[np.ndarray, np.ndarray, int, float]],
+             M: int) -> list[MVACurve]:
+    """The recursion of :func:`_recursion` on ``B`` models of ``M`` stations as arrays
+    ``(B, M)``; ``R(n)`` summed station by station in order, as the scalar loop does."""
+    B = len(models)
+    splits = [_queueing_split(D, c) for D, c, _, _ in models]
+    d = np.array([q for q, _, _ in splits])                  # (B, M) queueing demands
+    fixed = np.array([f for _, f, _ in splits])
+    Z = np.array([z for _, _, _, z in models])
+    N = max(n for _, _, n, _ in models)
+    X = np.zeros((B, N + 1))
+    R = np.zeros((B, N + 1))
+    Rq = np.zeros((B, N + 1, M))
+    q = np.zeros((B, M))
+    for n in range(1, N + 1):
+        r = d * (1.0 + q)
+        total = r[:, 0].copy()
+        for m in range(1, M):
+            total += r[:, m]
+        total += fixed
+        denom = Z + total
+        x = np.divide(n, denom, out=np.full(B, np.inf), where=denom > 0)
+        q = x[:, None] * r
+        X[:, n], R[:, n], Rq[:, n] = x, total, r
+    curves = []
+    for b, (D, c, n, _) in enumerate(models):
+        R[b, 0] = float(D.sum())
+        curves.append(_assemble_curve(D, c, X[b, :n + 1], R[b, :n + 1], Rq[b, :n + 1].copy(),
+                                      splits[b][2], False))
+    return curves
+
+
+def _queueing_split(D: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, float, np.ndarray]:
+    """Per station the demand that queues (``D`` at one server, ``D / c`` at ``c``, 0 at a
+    delay), the total demand spent without queueing (``fixed``) and that part per station
+    (Seidmann's approximation: ``D (c - 1) / c`` at ``c`` servers, ``D`` at a delay)."""
+    delay = np.isinf(c)
+    multi = ~delay & (c > 1)
+    safe_c = np.where(delay, 1.0, c)
+    queue_d = np.where(delay, 0.0, np.where(multi, D / safe_c, D))
+    extra = np.where(delay, D, np.where(multi, D * (c - 1) / safe_c, 0.0))
+    return queue_d, float(np.sum(extra)), extra
+
+
+def _assemble_curve(D: np.ndarray, c: np.ndarray, X: np.ndarray, R: np.ndarray,
+                    Rq: np.ndarray, extra: np.ndarray, stopped: bool) -> MVACurve:
+    """:class:`MVACurve` from the recursion's ``X(n)``, ``R(n)`` and queueing residence times
+    ``Rq[n, m]`` (row 0: ``n = 0``)."""
+    delay = np.isinf(c)
+    multi = ~delay & (c > 1)
+    Rma = Rq + extra[None, :]
     Rma[0] = D
-    U = Xa[:, None] * D[None, :] / np.where(delay, np.inf, c)[None, :]
-    return MVACurve(throughput=Xa, response_time=np.asarray(R), residence_time=Rma,
+    U = X[:, None] * D[None, :] / np.where(delay, np.inf, c)[None, :]
+    return MVACurve(throughput=X, response_time=R, residence_time=Rma,
                     utilization=U, stopped=stopped, approximate=bool(multi.any()))

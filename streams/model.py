@@ -111,6 +111,10 @@ class SystemModel:
         U = X * self.D / self.servers
         return Point(n, float(X), Rm, self._ratio().T @ Rm, U, B, model)
 
+    def prime(self, curve: Any) -> None:
+        """Use ``curve`` (this model's MVA curve, computed elsewhere) for :meth:`curve`."""
+        self._curve = curve
+
     def curve(self, upto: int) -> Any:
         """MVA at every population ``0..upto`` (extended on demand)."""
         if self._curve is None or self._curve.max_population < upto:

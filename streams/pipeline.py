@@ -16,8 +16,9 @@ A batch runs in three passes:
 2. **rounds**: round ``r`` applies every system's ``r``-th segment (history, interval sums),
    then steps the Kalman filters of all tiers together (:func:`streams.tier.step_tiers`, one
    vectorised step per window position: the per-call cost of numpy is shared by every tier),
-   then solves the systems whose ``r``-th segment ended at a boundary. Systems are independent,
-   so each sees exactly what it would have seen record by record.
+   then solves the systems whose ``r``-th segment ended at a boundary, their MVA recursions
+   side by side (:func:`streams.system.solve_systems`). Systems are independent, so each sees
+   exactly what it would have seen record by record.
 3. **order**: the outputs, tagged with the position of the record that produced them, are put
    back in arrival order.
 """
@@ -29,7 +30,7 @@ from typing import Any, Iterable, Mapping
 
 from streams.config import Config
 from streams.records import InvalidWindow, Window, parse_window
-from streams.system import Outputs, SystemState
+from streams.system import Outputs, SystemState, solve_systems
 from streams.tier import TierState, step_tiers
 
 __all__ = ["Pipeline", "dead_letter"]
@@ -117,12 +118,11 @@ class Pipeline:
                     state.accept(tier, w, late, index, out.estimates)
                 tiers += state.tiers.values()
             out.estimates += step_tiers(tiers)
-            for name, seg in segments:
-                if seg.solve is not None:
-                    time, index = seg.solve
-                    solved = self.systems[name].solve(time)
-                    out.predictions += [(index, p) for p in solved.predictions]
-                    out.alerts += [(index, a) for a in solved.alerts]
+            due = [(name, seg.solve) for name, seg in segments if seg.solve is not None]
+            solved = solve_systems([(self.systems[name], time) for name, (time, _) in due])
+            for (_, (_, index)), done in zip(due, solved):
+                out.predictions += [(index, p) for p in done.predictions]
+                out.alerts += [(index, a) for a in done.alerts]
         return out.ordered()
 
     def _admit(self, records: Iterable[Raw], out: _Collected) -> dict[str, list[_Segment]]:

@@ -21,10 +21,11 @@ from streams.alerts import AlertBook
 from streams.config import SystemConfig
 from streams.model import CAPACITY_LIMIT, MAP_STATE_LIMIT, Measured, Point, SystemModel, build_model, \
     capacity_search
+from solvers.mva import mva_curves
 from streams.records import Window, clean
 from streams.tier import Interval, TierModel, TierState
 
-__all__ = ["Outputs", "SystemState"]
+__all__ = ["Outputs", "SystemState", "solve_systems"]
 
 #: predicted breach alerts resolve only once the time to breach exceeds horizon x this
 BREACH_RESOLVE_FACTOR = 1.25
@@ -49,6 +50,31 @@ class Outputs:
         self.predictions += other.predictions
         self.alerts += other.alerts
         self.deadletter += other.deadletter
+
+
+@dataclass
+class _Solve:
+    """A solve between :meth:`SystemState.prepare` and :meth:`SystemState.complete`."""
+
+    time: float
+    pred: dict[str, Any]
+    measured: Measured
+    tiers: list[TierModel]
+    model: SystemModel | None          # None: not enough data yet
+
+
+def solve_systems(due: list[tuple["SystemState", float]]) -> list[Outputs]:
+    """Solve each ``(system, event time)``: prepare every model, compute all their MVA
+    curves together (:func:`solvers.mva.mva_curves`: each bit for bit its own curve), then
+    finish each. The outputs are those of solving the systems one by one."""
+    prepared = [state.prepare(time) for state, time in due]
+    models = [p.model for p in prepared if p.model is not None]
+    if models:
+        curves = mva_curves([mo.D for mo in models], [mo.asymptote_start() for mo in models],
+                            [mo.think_time for mo in models], [mo.servers for mo in models])
+        for mo, curve in zip(models, curves):
+            mo.prime(curve)
+    return [state.complete(p) for (state, _), p in zip(due, prepared)]
 
 
 def _mix_response(m: Measured, mix: np.ndarray, classes: list[str]) -> float:
@@ -160,9 +186,15 @@ class SystemState:
 
     # -- solve ------------------------------------------------------------------------------------
     def solve(self, time: float) -> Outputs:
-        """Solve the model at event time ``time``; prediction and alert changes."""
+        """Solve the model at event time ``time``; prediction and alert changes (the steps of
+        :func:`solve_systems` for one system)."""
+        return solve_systems([(self, time)])[0]
+
+    def prepare(self, time: float) -> "_Solve":
+        """First half of a solve: refresh the tiers' estimates, take the interval's
+        measurements, build the model (its MVA curve is computed next, for every system of a
+        round together: :func:`solve_systems`)."""
         cfg = self.config
-        out = Outputs()
         self.solves += 1
         fit_map = all(t.cores == 1 for t in self.tiers.values())   # what the MAP network needs
         models = [t.refresh(fit_map) for t in self.tiers.values()]
@@ -182,9 +214,18 @@ class SystemState:
             sum(t.demands.values()) > 0 for t in models)
         if not ready:
             pred.update(model=None, flags=["not enough data: no tier has demand estimates yet"])
+            return _Solve(time, pred, m, models, None)
+        return _Solve(time, pred, m, models, build_model(models, classes, mix, think, cfg))
+
+    def complete(self, solve: "_Solve") -> Outputs:
+        """Second half: the current population and its trend, the predictions at the current
+        and the forecast load, capacity, time to breach, alerts."""
+        cfg = self.config
+        out = Outputs()
+        pred, m, model, time = solve.pred, solve.measured, solve.model, solve.time
+        if model is None:
             out.predictions.append(clean(pred))
             return out
-        model = build_model(models, classes, mix, think, cfg)
         n_now, source = self._population(m, model)
         if n_now is None:
             pred.update(model=model.kind, flags=model.flags + [
@@ -196,7 +237,7 @@ class SystemState:
             self.users_points.append([time, float(n_now)])
         slope = self._trend(time)
         n_fc = max(int(round(n_now + slope * cfg.horizon_s)), 0)
-        pred.update(self._predict(model, m, n_now, source, slope, n_fc, models))
+        pred.update(self._predict(model, m, n_now, source, slope, n_fc, solve.tiers))
         out.predictions.append(clean(pred))
         out.alerts += [clean(a) for a in self._alerts(pred, m, model, time)]
         return out

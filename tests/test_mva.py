@@ -14,7 +14,7 @@ from scipy.special import gammaln, logsumexp
 
 # ``solvers`` must be imported before ``line_solver``: importing line_solver puts its own
 # package directory on sys.path, where its ``solvers`` subpackage would shadow ours.
-from solvers.mva import amva, lattice_size, mva  # isort: skip
+from solvers.mva import amva, lattice_size, mva, mva_curve  # isort: skip
 
 from line_solver.api.pfqn.mva import pfqn_mva  # isort: skip  # noqa: E402
 from line_solver.api.pfqn.mvald import pfqn_mvald  # isort: skip  # noqa: E402
@@ -414,3 +414,23 @@ def test_property_bad_input_raises_naming_the_argument_or_solves_cleanly(d, n, z
             continue
         for a in (res.throughput, res.residence_time, res.queue_length, res.utilization):
             assert not np.any(np.isnan(a))
+
+
+def test_mva_curves_side_by_side_equal_mva_curve_bit_for_bit():
+    """Solving many models together (the pipeline solves every system of a round at once)
+    gives exactly each model's own ``mva_curve``: no dependence on what is solved with it."""
+    from solvers.mva import BATCH_MIN, mva_curves
+
+    rng = np.random.default_rng(17)
+    specs = []
+    for _ in range(3 * BATCH_MIN + 2):
+        M = int(rng.choice([1, 2, 3, 3, 5]))
+        D = np.exp(rng.normal(np.log(3e-3), 0.6, M))
+        servers = rng.choice([1.0, 2.0, 4.0, np.inf], M)
+        specs.append((D, int(rng.integers(0, 700)), float(rng.uniform(0, 2)), servers))
+    curves = mva_curves(*[list(x) for x in zip(*specs)])
+    for (D, n, z, servers), got in zip(specs, curves):
+        want = mva_curve(D, n, z, servers)
+        for name in ("throughput", "response_time", "residence_time", "utilization"):
+            np.testing.assert_array_equal(getattr(got, name), getattr(want, name), name)
+        assert got.approximate == want.approximate and got.max_population == n
