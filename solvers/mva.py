@@ -558,25 +558,29 @@ def _batched(models: list[tuple[np.ndarray, np.ndarray, int, float]],
     fixed = np.array([f for _, f, _ in splits])
     Z = np.array([z for _, _, _, z in models])
     N = max(n for _, _, n, _ in models)
-    X = np.zeros((B, N + 1))
-    R = np.zeros((B, N + 1))
-    Rq = np.zeros((B, N + 1, M))
-    q = np.zeros((B, M))
-    for n in range(1, N + 1):
-        r = d * (1.0 + q)
-        total = r[:, 0].copy()
-        for m in range(1, M):
-            total += r[:, m]
-        total += fixed
-        denom = Z + total
-        x = np.divide(n, denom, out=np.full(B, np.inf), where=denom > 0)
-        q = x[:, None] * r
-        X[:, n], R[:, n], Rq[:, n] = x, total, r
+    # population-major storage: the rows of step n are contiguous, written in place
+    X = np.zeros((N + 1, B))
+    R = np.zeros((N + 1, B))
+    Rq = np.zeros((N + 1, B, M))
+    q, t, den = np.zeros((B, M)), np.empty((B, M)), np.empty(B)
+    with np.errstate(divide="ignore"):                    # Z + R = 0: X = inf, as the loop
+        for n in range(1, N + 1):
+            r, total, x = Rq[n], R[n], X[n]
+            np.add(q, 1.0, out=t)
+            np.multiply(d, t, out=r)                      # r_m = d_m (1 + q_m)
+            total[:] = r[:, 0]
+            for m in range(1, M):
+                total += r[:, m]                          # sum_m r_m, in station order
+            total += fixed
+            np.add(Z, total, out=den)
+            np.divide(n, den, out=x)                      # X = n / (Z + R)
+            np.multiply(x[:, None], r, out=q)             # q_m = X r_m
     curves = []
     for b, (D, c, n, _) in enumerate(models):
-        R[b, 0] = float(D.sum())
-        curves.append(_assemble_curve(D, c, X[b, :n + 1], R[b, :n + 1], Rq[b, :n + 1].copy(),
-                                      splits[b][2], False))
+        Xb, Rb = X[:n + 1, b].copy(), R[:n + 1, b].copy()
+        Rb[0] = float(D.sum())
+        curves.append(_assemble_curve(D, c, Xb, Rb, Rq[:n + 1, b].copy(), splits[b][2],
+                                      False))
     return curves
 
 

@@ -38,7 +38,7 @@ __all__ = ["TierState", "TierModel", "Interval", "step_tiers"]
 REFIT_TOLERANCE = 0.05
 #: ``I`` is re-estimated once the history has this many new windows, or this share of it
 #: (it needs thousands of windows and moves slowly; the estimate costs ~0.3 ms per tier)
-IDC_REFRESH_MIN = 12
+IDC_REFRESH_MIN = 36
 IDC_REFRESH_SHARE = 0.05
 #: the sliding regression (paper 002, a second opinion on the demands, over the last
 #: ``regression_windows``) is recomputed once this share of its windows is new
@@ -311,37 +311,43 @@ class TierState:
     def refresh(self, fit_map: bool = True) -> TierModel:
         """Estimate ``I``, regression, p95 and (when they moved) the MAP(2) fit.
 
-        ``I`` and the busy-time p95 describe the whole history (thousands of windows) and move
-        slowly: they are re-estimated once a share of the history is new
+        ``I``, the busy-time p95 and the mean service time describe the whole history
+        (thousands of windows) and move slowly: they are re-estimated once a share of the
+        history is new
         (:data:`IDC_REFRESH_SHARE`, at least :data:`IDC_REFRESH_MIN` windows), the regression
         over its last ``regression_windows`` once a quarter of those are new
         (:data:`REGRESSION_REFRESH_SHARE`). The MAP(2) is fitted for a bursty
         tier when ``fit_map`` (the system's MAP network can use it)."""
         cfg = self.config
-        arr = self.history.arrays(len(self.classes))
+        hist, n_classes = self.history, len(self.classes)
+        kept = min(hist.seq, hist.capacity)
         idc, idc_flag = self.model.get("idc"), self.model.get("idc_flag", "no windows")
-        p95 = self.model.get("p95_s")
-        fresh = self.history.seq - self.idc_seq
-        if arr.size and (self.idc_seq == 0 or fresh >= max(IDC_REFRESH_MIN,
-                                                            IDC_REFRESH_SHARE * arr.size)):
+        p95, mean = self.model.get("p95_s"), self.model.get("mean_service_s")
+        fresh = hist.seq - self.idc_seq
+        if kept and (self.idc_seq == 0 or fresh >= max(IDC_REFRESH_MIN,
+                                                       IDC_REFRESH_SHARE * kept)):
+            arr = hist.arrays(n_classes)
             same = arr.window_s == arr.window_s[-1]
-            est = index_of_dispersion(arr.utilization[same], arr.total_completions[same],
+            done = arr.total_completions
+            est = index_of_dispersion(arr.utilization[same], done[same],
                                       float(arr.window_s[-1]))
             idc = None if est.reason in ("no_busy_time", "no_completions") else est.value
             idc_flag = None if est.reason == "ok" else est.reason
-            p95 = service_p95(arr.busy_time, arr.total_completions).p95
-            self.idc_seq = self.history.seq
-        tail = arr.tail(cfg.regression_windows)
-        if tail.size >= 2 and self.classes and (
-                self.history.seq - self.reg_seq >= REGRESSION_REFRESH_SHARE * tail.size
-                or len(self.regression) != len(self.classes)):
+            busy = arr.busy_time
+            p95 = service_p95(busy, done).p95
+            total = float(done.sum())
+            mean = float(busy.sum()) / total if total > 0 else None
+            self.idc_seq = hist.seq
+        window = min(cfg.regression_windows, kept)
+        if window >= 2 and self.classes and (
+                hist.seq - self.reg_seq >= REGRESSION_REFRESH_SHARE * window
+                or len(self.regression) != n_classes):
+            tail = hist.arrays(n_classes, last=window)
             rates = tail.completions / tail.window_s[:, None]
             reg = regression_demands(tail.utilization, rates, cores=float(tail.cores[-1]))
             self.regression = dict(zip(self.classes, reg.demands.tolist()))
-            self.reg_seq = self.history.seq
+            self.reg_seq = hist.seq
         regression = self.regression
-        busy, done = float(arr.busy_time.sum()), float(arr.completions.sum())
-        mean = busy / done if done > 0 else None
         bursty = idc is not None and idc > cfg.idc_threshold
         if bursty and fit_map:          # only bursty tiers enter the model with their MAP(2)
             self._refit(mean, idc, p95)
