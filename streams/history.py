@@ -137,12 +137,14 @@ class WindowHistory:
                 "c": [int(c) if c == int(c) else float(c) for c in cores.tolist()],
                 "x": self._x[sel].tolist()}
 
+    def numbers(self) -> range:
+        """The numbers of the kept chunks, oldest first."""
+        return range(self._oldest, (self.seq - 1) // CHUNK + 1) if self.seq else range(0)
+
     @property
     def chunks(self) -> dict[int, dict[str, list]]:
         """Every kept chunk, ``{number: rows}`` (:meth:`chunk`)."""
-        if self.seq == 0:
-            return {}
-        return {k: self.chunk(k) for k in range(self._oldest, (self.seq - 1) // CHUNK + 1)}
+        return {k: self.chunk(k) for k in self.numbers()}
 
     def take_changes(self) -> tuple[dict[int, dict[str, list]], set[int]]:
         """Chunks written (number -> rows) and dropped since the last call."""
@@ -155,7 +157,7 @@ class WindowHistory:
     # -- state -------------------------------------------------------------------------------
     def header(self) -> dict[str, Any]:
         """Everything but the rows."""
-        return {"capacity": self.capacity, "seq": self.seq, "chunks": sorted(self.chunks)}
+        return {"capacity": self.capacity, "seq": self.seq, "chunks": list(self.numbers())}
 
     @classmethod
     def restore(cls, header: Mapping[str, Any],

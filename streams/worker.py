@@ -32,14 +32,12 @@ one flush interval); prediction and alert points are written before the state.
 from __future__ import annotations
 
 import asyncio
-import base64
 import logging
 import time
 from typing import Any
 
 import faust
 import msgspec
-import numpy as np
 
 from streams.config import Config, KafkaSettings
 from streams.history import CHUNK
@@ -57,56 +55,11 @@ _SEP = "\x1f"
 SLACK_CHUNKS = 64
 
 
-#: output records and table values as compact JSON (msgspec: floats shortest round-trip, as
-#: ``repr``; several times faster than ``json.dumps``)
+#: output records and table values as compact JSON (msgspec: floats as the shortest text that
+#: reads back to the same float, so the state round-trips exactly; several times faster than
+#: ``json.dumps``)
 _dumps = msgspec.json.Encoder().encode
 _loads = msgspec.json.decode
-
-
-#: float lists at least this long are stored as base64 float64 in the table
-PACK_MIN = 8
-
-
-def _all_floats(values: list) -> bool:
-    return all(type(v) is float for v in values)
-
-
-def _packed(arr: np.ndarray) -> dict[str, Any]:
-    return {"f64": base64.b64encode(arr.tobytes()).decode(), "shape": list(arr.shape)}
-
-
-def pack(value: Any) -> Any:
-    """``value`` with every long list of floats (and list of equal-length float lists) as
-    ``{"f64": base64 of the float64 bytes, "shape": [...]}``: exact, and several times faster
-    to serialise than JSON's float text (the state is written once per batch per system)."""
-    kind = type(value)
-    if kind is dict:
-        return {k: pack(v) if type(v) in _CONTAINERS else v for k, v in value.items()}
-    if kind is not list:
-        return value
-    if len(value) >= PACK_MIN:
-        first = type(value[0])
-        if first is float and _all_floats(value):
-            return _packed(np.asarray(value))
-        if first is list and value[0] and all(
-                type(r) is list and len(r) == len(value[0]) and _all_floats(r) for r in value):
-            return _packed(np.asarray(value))
-    return [pack(v) if type(v) in _CONTAINERS else v for v in value]
-
-
-_CONTAINERS = (dict, list)
-
-
-def unpack(value: Any) -> Any:
-    """Inverse of :func:`pack`."""
-    if type(value) is dict:
-        if "f64" in value and "shape" in value and len(value) == 2:
-            arr = np.frombuffer(base64.b64decode(value["f64"]), dtype=np.float64)
-            return arr.reshape(value["shape"]).tolist()
-        return {k: unpack(v) for k, v in value.items()}
-    if type(value) is list:
-        return [unpack(v) for v in value]
-    return value
 
 
 def _ssl_context(k: KafkaSettings) -> Any:
@@ -231,7 +184,7 @@ class TableBackedPipeline(Pipeline):
             if header is None:
                 state = SystemState(name, self.config.system(name))
             else:
-                state = self._restore(name, unpack(_loads(header)))
+                state = self._restore(name, _loads(header))
             self.systems[name] = state
         return state
 
@@ -250,7 +203,7 @@ class TableBackedPipeline(Pipeline):
             for number in header["chunks"]:
                 raw = self.table.data.get(self._chunk_key(name, tier["tier"], number,
                                                           header["capacity"]))
-                stored = unpack(_loads(raw)) if raw is not None else None
+                stored = _loads(raw) if raw is not None else None
                 if stored is not None and stored["n"] == number:
                     rows[number] = stored["rows"]
         log.info("restored system %r from the changelog", name)
@@ -279,9 +232,9 @@ class TableBackedPipeline(Pipeline):
                 written, _dropped = tier.history.take_changes()
                 for number, rows in written.items():
                     key = self._chunk_key(name, tier.tier, number, tier.history.capacity)
-                    writes.append((part, key, _dumps(pack({"n": number, "rows": rows}))))
+                    writes.append((part, key, _dumps({"n": number, "rows": rows})))
             writes.append((part, name.encode(),
-                           _dumps(pack(state.to_dict(with_history=False)))))
+                           _dumps(state.to_dict(with_history=False))))
         for _, key, value in writes:
             self.table.data[key] = value
         self.dirty.clear()
