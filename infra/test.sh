@@ -17,6 +17,8 @@ fi
 export PIP_CACHE_DIR="$CACHE/pip"
 "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null
 "$VENV/bin/python" -m pip install -q -e ".[test]"
+# Debian's chromium + chromedriver for the report's browser test (tests/test_report.py)
+bash infra/chromium.sh >&2 || echo "chromium not installed: the browser test skips (fails under CI=true)" >&2
 if [ "${PERFCAST_SERVICES:-1}" != "0" ]; then
   trap 'bash infra/services.sh down' EXIT
   services_env="$(bash infra/services.sh up)"   # fails the run if a service cannot start
