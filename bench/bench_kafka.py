@@ -174,6 +174,11 @@ def main(argv: list[str] | None = None) -> None:
               f"(produce -> estimate read back): p50 {1e3 * np.percentile(lat, 50):.0f} ms, "
               f"p95 {1e3 * np.percentile(lat, 95):.0f} ms, p99 {1e3 * np.percentile(lat, 99):.0f} "
               f"ms, max {1e3 * lat.max():.0f} ms; {missing} windows without an estimate")
+        if os.environ.get("PERFCAST_WORKER_LOGLEVEL", "").lower() == "info":
+            print("worker's own throughput lines (ms per window by phase):")
+            for line in worker.log.read_text().splitlines():
+                if "windows/s in" in line:
+                    print("  " + line.split("[INFO] ")[-1])
     finally:
         worker.stop()
         clock.close()

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from typing import Any
 
@@ -277,7 +278,9 @@ STATS_INTERVAL_S = 10.0
 
 
 class BatchStats:
-    """Windows per second and where the agent's time went, since the last report."""
+    """Windows per second, where the agent's time went, and how old the windows were when
+    their batch began (Kafka timestamp to now: the wait before the agent), since the last
+    report."""
 
     PHASES = ("core", "send", "influx", "deliver", "persist")
 
@@ -285,12 +288,15 @@ class BatchStats:
         self.windows = 0
         self.batches = 0
         self.seconds = [0.0] * len(self.PHASES)
+        self.ages: list[float] = []
         self.since = time.monotonic()
 
-    def add(self, windows: int, *seconds: float) -> None:
+    def add(self, windows: int, *seconds: float, age: float | None = None) -> None:
         self.windows += windows
         self.batches += 1
         self.seconds = [a + b for a, b in zip(self.seconds, seconds)]
+        if age is not None:
+            self.ages.append(age)
 
     def take(self) -> str | None:
         now = time.monotonic()
@@ -301,7 +307,10 @@ class BatchStats:
                           for p, s in zip(self.PHASES, self.seconds))
         line = (f"{self.windows / span:.0f} windows/s in {self.batches} batches; "
                 f"ms per window: {parts}")
+        if self.ages:
+            line += f"; oldest window at batch start: {1e3 * max(self.ages):.0f} ms"
         self.windows, self.batches, self.seconds = 0, 0, [0.0] * len(self.PHASES)
+        self.ages = []
         return line
 
 
@@ -345,6 +354,12 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
         async for events in stream.take_events(batch, within_s):
             t0 = time.perf_counter()
             received = time.time()
+            stamp = events[0].message.timestamp         # s since the epoch (producer's clock)
+            age = received - stamp if stamp else None
+            if os.environ.get("PERFCAST_DEBUG_BATCHES"):
+                last = events[-1].message.timestamp
+                log.info("batch of %d: oldest %.3f s, newest %.3f s old", len(events),
+                         received - stamp, received - last)
             core.begin()
             out = core.process_batch([e.value for e in events],
                                      [e.message.partition for e in events])
@@ -378,7 +393,7 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
             if changelog:
                 await asyncio.gather(*await producer.send_to(changelog_topic, changelog))
             stats.add(len(events), t1 - t0, t2 - t1, t3 - t2, t4 - t3,
-                      time.perf_counter() - t4)
+                      time.perf_counter() - t4, age=age)
 
     if sink is not None:
         @app.timer(interval=config.influxdb.flush_interval_s)
