@@ -1,4 +1,22 @@
-"""The ``perfcast`` command line (typer + rich): ``demo``, ``run``, ``produce``, ``worker``."""
+"""The ``perfcast`` command line (typer + rich).
+
+Commands:
+
+- ``perfcast demo``: simulate the TPC-W-like shop and run the pipeline on it, embedded (no
+  Kafka, no InfluxDB); writes ``OUT/`` (JSON lines, the SQLite store ``perfcast.sqlite``) and
+  the report ``OUT/report.html``.
+- ``perfcast run --source FILE``: the same embedded pipeline over a recorded JSON-lines trace;
+  writes ``OUT/`` and ``OUT/report.html``.
+- ``perfcast report --store PATH --out FILE``: render an embedded run's store as one
+  self-contained HTML page (:mod:`streams.report`).
+- ``perfcast produce --source FILE|demo``: publish window records to ``perfcast.windows``.
+- ``perfcast worker``: the Faust worker (Kafka in; Kafka and InfluxDB out).
+- ``perfcast grafana generate|push``: Grafana provisioning files, or upsert them into a running
+  Grafana (:mod:`streams.grafana.cli`).
+
+Bad input (a configuration file, a store) ends the command with a one-line message and exit
+code 2.
+"""
 
 from __future__ import annotations
 
@@ -115,6 +133,23 @@ def demo(out: Path = typer.Option(Path("perfcast-demo"), help="output directory"
                                on_outputs=lambda o, p: (view.add(o, p),
                                                         live.update(view.render())))
     _print_summary(summary, sc.sla_s)
+    _write_report(out, demo_config(sc))
+
+
+def _write_report(out_dir: Path, config: Config) -> Optional[Path]:
+    """Render ``out_dir``'s store as ``out_dir/report.html`` after an embedded run; a store
+    the report cannot use (no prediction yet) is a note, not a failure of the run."""
+    from streams.embedded import STORE_NAME
+    from streams.report import REPORT_NAME, ReportError, write_report
+
+    path = out_dir / REPORT_NAME
+    try:
+        write_report(out_dir / STORE_NAME, path, config)
+    except ReportError as err:
+        console.print(f"[yellow]no report:[/yellow] {escape(str(err))}")
+        return None
+    console.print(f"report: {escape(str(path))}")
+    return path
 
 
 def _print_summary(summary: Any, sla_s: float | None = None) -> None:
@@ -147,8 +182,39 @@ def run(source: Path = typer.Option(..., exists=True, dir_okay=False,
     """Run the pipeline core over a recorded trace (embedded)."""
     from streams.embedded import read_jsonl, run_embedded
 
-    summary = run_embedded(read_jsonl(source), _config(config), out, final_solve=final_solve)
+    cfg = _config(config)
+    summary = run_embedded(read_jsonl(source), cfg, out, final_solve=final_solve)
     _print_summary(summary)
+    _write_report(out, cfg)
+
+
+@app.command()
+def report(store: Path = typer.Option(..., help="an embedded run's SQLite store "
+                                                "(OUT/perfcast.sqlite, or the directory OUT)"),
+           out: Path = typer.Option(Path("report.html"), help="the HTML file to write"),
+           config: Optional[Path] = typer.Option(None, exists=True, dir_okay=False,
+                                                 help="TOML configuration: the systems' "
+                                                      "idc_threshold and "
+                                                      "model_error_threshold")) -> None:
+    """Render an embedded run's store as one self-contained HTML page (docs/report.md)."""
+    from streams.embedded import STORE_NAME
+    from streams.report import ReportError, write_report
+
+    cfg = _config(config) if config is not None else None
+    if store.is_dir() and (store / STORE_NAME).is_file():
+        store = store / STORE_NAME
+    try:
+        data = write_report(store, out, cfg)
+    except ReportError as err:
+        console.print(f"[red]report:[/red] {escape(str(err))}")
+        raise typer.Exit(2) from None
+    except OSError as err:
+        console.print(f"[red]report:[/red] cannot write {escape(str(out))!r} "
+                      f"({escape(err.strerror or str(err))})")
+        raise typer.Exit(2) from None
+    systems = ", ".join(s.name for s in data.systems)
+    console.print(f"report of {len(data.systems)} system{'s' if len(data.systems) != 1 else ''}"
+                  f" ({escape(systems)}): {escape(str(out))}")
 
 
 @app.command()

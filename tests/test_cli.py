@@ -30,6 +30,11 @@ def test_demo_predicts_the_breach_before_it_happens(tmp_path):
     with sqlite3.connect(out / "perfcast.sqlite") as db:
         n = db.execute("SELECT count(*) FROM prediction WHERE model = 'map'").fetchone()[0]
         assert n > 0
+    report = out / "report.html"
+    assert f"report: {report}" in result.output.replace("\n", "")
+    html = report.read_text(encoding="utf-8")
+    assert 'id="overview"' in html and 'data-system="shop"' in html
+    assert "predicted the breach <b>" in html
 
 
 def test_run_over_a_trace_with_bad_lines(tmp_path):
@@ -52,6 +57,56 @@ def test_run_over_a_trace_with_bad_lines(tmp_path):
         assert db.execute("SELECT count(*) FROM tier_estimate").fetchone()[0] == len(records)
         assert db.execute("SELECT count(*) FROM deadletter").fetchone()[0] == 2
     assert f"{len(records) + 2} windows" in result.output
+    assert 'data-system="shop"' in (out / "report.html").read_text(encoding="utf-8")
+
+
+def test_report_command_writes_the_page(tmp_path):
+    """``perfcast report`` takes the store (or the run's directory) and writes one page."""
+    run_dir = tmp_path / "run"
+    source = tmp_path / "trace.jsonl"
+    source.write_text("\n".join(json.dumps(r) for r in demo_records(DemoScenario(
+        duration_s=300))) + "\n")
+    assert runner.invoke(app, ["run", "--source", str(source), "--out",
+                               str(run_dir)]).exit_code == 0
+    for store in (run_dir / "perfcast.sqlite", run_dir):
+        out = tmp_path / "pages" / f"{store.name}.html"
+        result = runner.invoke(app, ["report", "--store", str(store), "--out", str(out)])
+        assert result.exit_code == 0, result.output
+        assert "report of 1 system (shop)" in result.output
+        html = out.read_text(encoding="utf-8")
+        assert html.startswith("<!DOCTYPE html>") and 'data-system="shop"' in html
+    config = tmp_path / "perfcast.toml"
+    config.write_text("[defaults]\nidc_threshold = 40\n")
+    out = tmp_path / "configured.html"
+    result = runner.invoke(app, ["report", "--store", str(run_dir), "--out", str(out),
+                                 "--config", str(config)])
+    assert result.exit_code == 0, result.output
+    assert "idc_threshold 40: above, MAP network" in out.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("name, content, reason", [
+    ("missing.sqlite", None, "no such file"),
+    ("notes.txt", "not a database\n" * 100, "not a SQLite database"),
+    ("empty.sqlite", "", "empty file"),
+])
+def test_report_command_rejects_a_bad_store(tmp_path, name, content, reason):
+    store = tmp_path / name
+    if content is not None:
+        store.write_text(content)
+    out = tmp_path / "report.html"
+    result = runner.invoke(app, ["report", "--store", str(store), "--out", str(out)])
+    assert result.exit_code == 2
+    text = " ".join(result.output.split())
+    assert reason in text and name in text
+    assert "Traceback" not in result.output and not out.exists()
+
+
+def test_report_command_rejects_a_bad_config(tmp_path):
+    config = tmp_path / "bad.toml"
+    config.write_text("[defaults]\nidc_threshold = -1\n")
+    result = runner.invoke(app, ["report", "--store", str(tmp_path), "--config", str(config)])
+    assert result.exit_code == 2
+    assert "defaults.idc_threshold" in result.output
 
 
 def test_run_reports_a_bad_config_file_by_key(tmp_path):

@@ -1,0 +1,399 @@
+"""The embedded report (``streams.report``): one self-contained HTML page from a run's store.
+
+The store comes from a short embedded run (:func:`streams.embedded.run_embedded`) of two
+simulated systems in one trace: the demo shop ramped up fast enough to break its SLA within 15
+simulated minutes (so every alert kind and the breach markers appear), and a second system
+whose users stay below capacity and whose name needs HTML escaping.
+
+Unit tests read the HTML: every section and every chart of :data:`SYSTEM_CHARTS` is there,
+each chart draws data exactly when the store holds data for it, the alert markers sit at the
+alerts' times as the store records them, nothing external is referenced, and a bad store is a
+:class:`ReportError` naming the path.
+
+The browser test renders the page in Debian's ``chromium`` (headless) driven by Selenium
+through Debian's ``chromedriver`` (both from ``infra/chromium.sh``). Selenium rather than
+``chromium --headless --screenshot/--dump-dom``: the WebDriver log API returns the page's own
+console messages (``goog:loggingPrefs``) instead of Chromium's stderr, where the page's
+messages are mixed with the browser's own (D-Bus, GPU) errors that say nothing about the page;
+and one browser session checks the DOM, the layout (element sizes) and the pixels. The
+screenshot is decoded with Pillow. Both are test dependencies (``pyproject.toml``). The test
+also shows that its checks can fail: a blank page fails the not-blank check, and a copy of the
+report that references an external image produces a console error.
+
+Outside CI the browser test skips when chromium, chromedriver or selenium is missing; under
+``CI=true`` that is a failure.
+"""
+
+from __future__ import annotations
+
+import heapq
+import io
+import os
+import re
+import shutil
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from streams.config import Config, SystemConfig
+from streams.demo import DemoScenario, demo_config, demo_records
+from streams.embedded import STORE_NAME, run_embedded
+from streams.report import (PALETTE, REPORT_NAME, SECTIONS, SYSTEM_CHARTS, ReportError,
+                            load_store, render_report, write_report)
+from streams.store import SQLiteStore
+
+#: the shop breaks its SLA: users 60 for 5 min, then +10 every 20 s up to 220
+SHOP = DemoScenario(duration_s=900, steady_s=300, step_s=20, step_users=10, users_end=220)
+#: a second system that stays within its SLA; its name must be escaped in HTML
+CALM = DemoScenario(system='calm <b>&"2"', duration_s=900, users_start=40, users_end=60,
+                    steady_s=300, step_s=60, step_users=5, seed=2)
+
+#: chart -> [(table, columns)]: the chart draws data iff one of these columns holds a value
+CHART_DATA = {
+    "response_time": [("class_prediction", ("response_time_measured", "response_time"))],
+    "capacity": [("prediction", ("capacity_users", "users", "users_forecast"))],
+    "throughput": [("class_prediction", ("throughput_measured", "throughput"))],
+    "utilization": [("tier_prediction", ("utilization_measured", "utilization",
+                                         "utilization_forecast"))],
+    "dispersion": [("tier_prediction", ("idc",))],
+    "demand": [("demand", ("kalman", "regression"))],
+    "bottleneck": [("prediction", ("bottleneck_switch_probability",)),
+                   ("tier_prediction", ("bottleneck_probability",))],
+    "model_error": [("prediction", ("model_error", "throughput_error"))],
+}
+
+
+def _config() -> Config:
+    systems = {**demo_config(SHOP).systems, **demo_config(CALM).systems}
+    return Config(systems=systems)
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Both systems through one embedded run (records merged in event-time order)."""
+    out = tmp_path_factory.mktemp("report-run")
+    records = heapq.merge(demo_records(SHOP), demo_records(CALM), key=lambda r: r["end"])
+    run_embedded(records, _config(), out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def store(run_dir: Path) -> Path:
+    return run_dir / STORE_NAME
+
+
+@pytest.fixture(scope="module")
+def page(store: Path) -> str:
+    return render_report(load_store(store, _config()))
+
+
+def _sections(html: str) -> dict[str, str]:
+    """Section id -> its inner HTML (sections are not nested)."""
+    return {m.group(1): m.group(2) for m in re.finditer(
+        r'<section[^>]*\bid="([^"]+)"[^>]*>(.*?)</section>', html, re.S)}
+
+
+def _figures(section_html: str) -> list[tuple[str, str, str]]:
+    """(data-chart, the rest of the figure's attributes, its inner HTML) of each chart."""
+    return re.findall(r'<figure class="chart[^"]*" data-chart="([a-z_]+)"([^>]*)>(.*?)</figure>',
+                      section_html, re.S)
+
+
+def _query(store: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+    with sqlite3.connect(store) as db:
+        return db.execute(sql, params).fetchall()
+
+
+def _system_sections(html: str) -> dict[str, str]:
+    """System name (unescaped) -> its section's HTML."""
+    out = {}
+    for sid, body in _sections(html).items():
+        if sid.startswith("system-"):
+            name = re.search(r'<span class="name">(.*?)</span>', body).group(1)
+            out[_unescape(name)] = body
+    return out
+
+
+def _unescape(text: str) -> str:
+    import html as _html
+    return _html.unescape(text)
+
+
+# -- unit tests ----------------------------------------------------------------------------------
+
+def test_every_section_and_every_chart_of_every_system(store: Path, page: str) -> None:
+    sections = _sections(page)
+    systems = [r[0] for r in _query(store, "SELECT DISTINCT system FROM prediction ORDER BY 1")]
+    assert systems == sorted([SHOP.system, CALM.system])
+    for sid in SECTIONS:
+        assert sid in sections, f"section {sid!r} missing"
+    by_name = _system_sections(page)
+    assert sorted(by_name) == systems
+    for name, body in by_name.items():
+        charts = [c for c, _, _ in _figures(body)]
+        assert set(charts) == set(SYSTEM_CHARTS), name
+        tiers = [r[0] for r in _query(store, "SELECT DISTINCT tier FROM demand WHERE system = ?"
+                                      " ORDER BY 1", name)]
+        demand_tiers = sorted(re.search(r'data-tier="([^"]+)"', attrs).group(1)
+                              for c, attrs, _ in _figures(body) if c == "demand")
+        assert demand_tiers == tiers and len(tiers) == 2, name
+        assert all(charts.count(c) == 1 for c in SYSTEM_CHARTS if c != "demand"), charts
+    overview = [c for c, _, _ in _figures(sections["overview"])]
+    assert overview == ["headroom", "time_to_breach"]
+    assert [c for c, _, _ in _figures(sections["alerts"])] == ["alert_timeline"]
+
+
+def _values_for(store: Path, system: str, chart: str, attrs: str) -> int:
+    """Rows of the store holding a value ``chart`` draws (for ``system``)."""
+    total = 0
+    for table, columns in CHART_DATA[chart]:
+        where, params = "system = ?", [system]
+        if chart == "demand":
+            where += " AND tier = ?"
+            params.append(re.search(r'data-tier="([^"]+)"', attrs).group(1))
+        cond = "idc > 0" if chart == "dispersion" else " OR ".join(
+            f'"{c}" IS NOT NULL' for c in columns)          # the log axis drops I <= 0
+        total += _query(store, f'SELECT count(*) FROM "{table}" WHERE {where} AND ({cond})',
+                        *params)[0][0]
+    return total
+
+
+def _drawn(store: Path, html: str) -> dict[tuple[str, str, str], tuple[bool, int]]:
+    """(system, chart, attrs) -> (the chart drew data, rows of the store it could draw)."""
+    out = {}
+    for name, body in _system_sections(html).items():
+        for chart, attrs, inner in _figures(body):
+            drawn = "no data in this store" not in inner
+            if drawn:
+                assert re.search(r'<path d="M[\d.]+,[\d.]+ L', inner) or "<circle" in inner, \
+                    (name, chart)
+            out[name, chart, attrs] = drawn, _values_for(store, name, chart, attrs)
+    return out
+
+
+def test_each_chart_draws_data_exactly_when_the_store_has_some(store: Path, page: str,
+                                                               tmp_path: Path) -> None:
+    drawn = _drawn(store, page)
+    assert len(drawn) == 2 * (len(SYSTEM_CHARTS) + 1)        # demand: one chart per tier
+    assert all(d == (n > 0) for d, n in drawn.values()), drawn
+    # a store whose dispersion is unknown for one system: that chart says so, no other does
+    holey = tmp_path / STORE_NAME
+    shutil.copy(store, holey)
+    with sqlite3.connect(holey) as db:
+        db.execute("UPDATE tier_prediction SET idc = NULL WHERE system = ?", (SHOP.system,))
+    drawn = _drawn(holey, render_report(load_store(holey, _config())))
+    empty = [(s, c) for (s, c, _), (d, _) in drawn.items() if not d]
+    assert empty == [(SHOP.system, "dispersion")]
+    assert all(d == (n > 0) for d, n in drawn.values()), drawn
+
+
+def test_alerts_are_marked_where_the_store_has_them(store: Path, page: str) -> None:
+    """Every system chart marks the first predicted-breach and SLA-broken firing at the times
+    the store records; the shop's breach was predicted before it happened, the calm system
+    has neither; the alert table lists every alert state change of the store."""
+    bodies = _system_sections(page)
+    for name, body in bodies.items():
+        fired = dict(_query(store, "SELECT alert, min(time) FROM alert WHERE system = ? AND "
+                                   "state = 'firing' GROUP BY alert", name))
+        expected = {f"{fired[k]:.0f}" for k in ("predicted_breach", "current_breach")
+                    if k in fired}
+        for chart, _, inner in _figures(body):
+            marks = set(re.findall(r'data-alert-time="(\d+)"', inner))
+            assert expected <= marks, (name, chart, marks)
+        rows = _query(store, "SELECT count(*) FROM alert WHERE system = ?", name)[0][0]
+        assert body.count("<tr>") - 1 == rows, name        # header row + one per change
+    shop = dict(_query(store, "SELECT alert, min(time) FROM alert WHERE system = ? AND "
+                              "state = 'firing' GROUP BY alert", SHOP.system))
+    assert shop["predicted_breach"] < shop["current_breach"]
+    assert "predicted the breach <b>" in bodies[SHOP.system]
+    assert "No SLA breach was predicted or measured" in bodies[CALM.system]
+    timeline = _sections(page)["alerts"]
+    every = _query(store, "SELECT count(*) FROM alert")[0][0]
+    assert timeline.count("<tr>") - 1 == every
+
+
+def test_names_are_escaped(page: str) -> None:
+    assert CALM.system not in page
+    assert "calm &lt;b&gt;&amp;&quot;2&quot;" in page
+    assert "<b>&" not in page
+
+
+def test_thresholds_come_from_the_configuration(store: Path) -> None:
+    config = Config(defaults=SystemConfig(idc_threshold=25.0, model_error_threshold=0.45))
+    html = render_report(load_store(store, config))
+    assert "idc_threshold 25: above, MAP network" in html
+    assert "model_error_threshold 45%" in html
+    assert "from the configuration" in html
+    default = render_report(load_store(store))
+    assert "idc_threshold 10: above, MAP network" in default
+    assert "perfcast's defaults" in default
+
+
+def test_the_page_references_nothing_external(page: str) -> None:
+    head = page[:page.index("<body>")]
+    assert "default-src 'none'" in head            # the browser refuses anything else
+    for tag in ("<script", "<link", "<img", "<iframe", "<object", "<embed", "@import"):
+        assert tag not in page, tag
+    assert not re.search(r"\bsrc\s*=", page)
+    hrefs = re.findall(r'href="([^"]*)"', page)
+    assert hrefs and all(h.startswith("#") for h in hrefs), hrefs
+    assert all(u.startswith("#") for u in re.findall(r"url\(([^)]*)\)", page))
+    assert "http://" not in page and "https://" not in page and "//" not in head
+
+
+def test_write_report_creates_the_directory(store: Path, tmp_path: Path) -> None:
+    out = tmp_path / "a" / "b" / REPORT_NAME
+    data = write_report(store, out)
+    assert out.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    assert [s.name for s in data.systems] == sorted([SHOP.system, CALM.system])
+
+
+def _empty_store(path: Path) -> Path:
+    SQLiteStore(path).close()
+    return path
+
+
+def _store_without_model(path: Path, source: Path) -> Path:
+    shutil.copy(source, path)
+    with sqlite3.connect(path) as db:
+        db.execute("ALTER TABLE prediction DROP COLUMN model")
+    return path
+
+
+@pytest.mark.parametrize("make, reason", [
+    (lambda p, s: p / "missing.sqlite", "no such file"),
+    (lambda p, s: p, "is a directory"),
+    (lambda p, s: (p / "empty.sqlite").touch() or p / "empty.sqlite", "empty file"),
+    (lambda p, s: (p / "text.sqlite").write_text("hello\n" * 200) and p / "text.sqlite",
+     "not a SQLite database"),
+    (lambda p, s: sqlite3.connect(p / "other.sqlite").execute("CREATE TABLE t (x)")
+     and p / "other.sqlite", "not a perfcast store (missing tables prediction"),
+    (lambda p, s: _empty_store(p / "fresh.sqlite"), "holds no predictions"),
+    (lambda p, s: _store_without_model(p / "old.sqlite", s),
+     "table 'prediction' lacks column model"),
+])
+def test_a_bad_store_is_a_report_error_naming_the_path(tmp_path: Path, store: Path, make,
+                                                      reason: str) -> None:
+    path = make(tmp_path, store)
+    with pytest.raises(ReportError) as err:
+        write_report(path, tmp_path / "out.html")
+    assert reason in str(err.value)
+    assert repr(str(path)) in str(err.value)
+    assert not (tmp_path / "out.html").exists()
+
+
+# -- the real browser ----------------------------------------------------------------------------
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def _unavailable(why: str) -> None:
+    if _in_ci():
+        pytest.fail(f"{why}: the browser test must run in CI (infra/chromium.sh installs "
+                    "chromium and chromedriver; selenium is a test dependency)")
+    pytest.skip(why)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Debian chromium under Debian's chromedriver (no download at test time)."""
+    chromium = shutil.which("chromium")
+    driver_path = shutil.which("chromedriver")
+    if not chromium or not driver_path:
+        _unavailable("chromium or chromedriver not installed (bash infra/chromium.sh)")
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        _unavailable("selenium is not installed (pip install -e '.[test]')")
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--hide-scrollbars", "--window-size=1400,1800", "--lang=en-US"):
+        options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(options=options, service=Service(driver_path))
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def _colours(png: bytes) -> tuple[int, float, set[tuple[int, int, int]]]:
+    """Distinct colours, the standard deviation of the luminance and the colours themselves."""
+    from PIL import Image, ImageStat
+
+    image = Image.open(io.BytesIO(png)).convert("RGB")
+    colours = {c for _, c in image.getcolors(maxcolors=1 << 24)}
+    return len(colours), ImageStat.Stat(image.convert("L")).stddev[0], colours
+
+
+def _near(colours: set[tuple[int, int, int]], hex_colour: str, tolerance: int = 6) -> bool:
+    want = tuple(int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))
+    return any(all(abs(a - b) <= tolerance for a, b in zip(c, want)) for c in colours)
+
+
+def _severe(driver) -> list[dict[str, Any]]:
+    return [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+
+
+@pytest.mark.timeout(180)
+def test_chromium_renders_the_report(browser, run_dir: Path, tmp_path: Path) -> None:
+    """The page as a person sees it: not blank, every section laid out, every chart drawn in
+    its colours, and no console error; the same checks fail on a blank page and on a page
+    that references an external resource."""
+    from selenium.webdriver.common.by import By
+
+    report = run_dir / REPORT_NAME
+    data = write_report(run_dir / STORE_NAME, report, _config())
+    browser.get_log("browser")                                # drop earlier messages
+    browser.get(report.as_uri())
+    assert browser.title.startswith("perfcast report")
+
+    count, spread, colours = _colours(browser.get_screenshot_as_png())
+    assert count >= 50 and spread >= 10, (count, spread)
+    assert _near(colours, "#1D2330")                           # the header
+    assert _near(colours, PALETTE[0]) and _near(colours, PALETTE[1])   # the overview's series
+
+    section_ids = [e.get_attribute("id") for e in browser.find_elements(By.CSS_SELECTOR,
+                                                                        "section[id]")]
+    systems = [e.get_attribute("data-system") for e in browser.find_elements(
+        By.CSS_SELECTOR, "section.system")]
+    assert systems == [s.name for s in data.systems]
+    assert all(sid in section_ids for sid in SECTIONS)
+    assert len(section_ids) == len(SECTIONS) + len(data.systems)
+    for sid in section_ids:
+        section = browser.find_element(By.ID, sid)
+        assert section.is_displayed() and section.size["height"] > 100, sid
+    for section in browser.find_elements(By.CSS_SELECTOR, "section.system"):
+        for key in SYSTEM_CHARTS:
+            figures = section.find_elements(By.CSS_SELECTOR, f'figure[data-chart="{key}"]')
+            assert figures, (section.get_attribute("id"), key)
+            for figure in figures:
+                svg = figure.find_element(By.CSS_SELECTOR, ":scope > svg")   # not a swatch
+                assert svg.size["width"] >= 400 and svg.size["height"] >= 150, key
+
+    shop = browser.find_element(By.CSS_SELECTOR, f'section[data-system="{SHOP.system}"]')
+    chart = shop.find_element(By.CSS_SELECTOR, 'figure[data-chart="response_time"]')
+    browser.execute_script("arguments[0].scrollIntoView()", chart)
+    count, spread, colours = _colours(chart.screenshot_as_png)
+    assert count >= 20 and spread >= 5, (count, spread)
+    for colour in PALETTE[:4]:                                 # the four classes
+        assert _near(colours, colour), colour
+    assert _near(colours, "#E08E00") and _near(colours, "#C62828")   # breach markers
+
+    assert _severe(browser) == []
+
+    # the checks can fail: a blank page, and an external reference
+    browser.get("about:blank")
+    assert _colours(browser.get_screenshot_as_png())[0] <= 2
+    leaky = tmp_path / "leaky.html"
+    leaky.write_text(report.read_text(encoding="utf-8").replace(
+        "<main>", '<main><img src="http://127.0.0.1:9/pixel.png" alt="">', 1), encoding="utf-8")
+    browser.get_log("browser")
+    browser.get(leaky.as_uri())
+    errors = _severe(browser)
+    assert errors and any("127.0.0.1:9" in e["message"] for e in errors), errors
