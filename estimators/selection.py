@@ -1,0 +1,122 @@
+"""Per-tier choice of the demand estimator by its recent utilization-prediction error.
+
+The demand estimators of :mod:`estimators.demand` (Kalman filter, paper 004; sliding regression,
+paper 002) and the class-blind utilization law all predict the same measured quantity, a
+window's busy CPU-seconds per second (paper 004 eq. (5.b); paper 002 Fig. 6)::
+
+    z_k = U_k * cores  ~  H_k D = sum_c X_{k,c} D_c
+
+Which of them describes a tier best is an empirical question (docs/accuracy.md section 3):
+:func:`select_estimator` scores each by its *one-step-ahead* prediction error over the recent
+windows -- the estimate available *before* window ``k`` predicting ``z_k``, so the regression is
+not rewarded for fitting the very windows it is scored on -- and returns the best, with a
+preference for a default estimator unless another is better by a margin (no flapping between
+near-equal estimators).
+
+The score is the relative root-mean-square prediction error
+``e = sqrt(mean_k (z_k - H_k D_{k-1})^2) / mean_k z_k`` over the windows where the estimator had
+an estimate. Pure numpy; no state: the caller keeps the recent windows and estimates.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["ESTIMATORS", "Selection", "prediction_error", "select_estimator"]
+
+#: the estimators the pipeline keeps per tier, the default first
+ESTIMATORS = ("kalman", "regression", "util_law")
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The chosen estimator, every candidate's relative RMS prediction error (``None``: too
+    few windows with an estimate to be scored), and how many windows were scored."""
+
+    estimator: str
+    errors: dict[str, float | None]
+    windows: int
+
+
+def _window_data(utilization: np.ndarray | list[float],
+                 throughputs: np.ndarray | list[list[float]],
+                 cores: float) -> tuple[np.ndarray, np.ndarray]:
+    z = np.asarray(utilization, dtype=float)
+    X = np.asarray(throughputs, dtype=float)
+    if z.ndim != 1:
+        raise ValueError(f"utilization: expected a 1-D array (one per window), got shape {z.shape}")
+    if not np.all(np.isfinite(z)) or np.any((z < 0) | (z > 1)):
+        raise ValueError(f"utilization: entries must be within [0, 1], got "
+                         f"{z[~(np.isfinite(z) & (z >= 0) & (z <= 1))][:3].tolist()}")
+    if X.ndim != 2 or X.shape[0] != z.size:
+        raise ValueError(f"throughputs: expected shape ({z.size}, classes), got {X.shape}")
+    if not np.all(np.isfinite(X)) or np.any(X < 0):
+        raise ValueError("throughputs: entries must be finite and >= 0")
+    if isinstance(cores, bool) or not (isinstance(cores, (int, float)) and 0 < cores < math.inf):
+        raise ValueError(f"cores: must be a finite number > 0, got {cores!r}")
+    return z * float(cores), X
+
+
+def prediction_error(utilization: np.ndarray | list[float],
+                     throughputs: np.ndarray | list[list[float]],
+                     estimates: np.ndarray | list[list[float]], cores: float = 1.0,
+                     min_windows: int = 5) -> float | None:
+    """Relative RMS error of ``z_k = U_k cores`` predicted by ``H_k D_k``.
+
+    ``estimates[k]`` is the demand vector used for window ``k`` -- for a one-step-ahead score,
+    the estimate made *before* window ``k``. Rows containing NaN (no estimate yet) are left
+    out; ``None`` when fewer than ``min_windows`` windows remain or the windows did no work.
+    """
+    z, X = _window_data(utilization, throughputs, cores)
+    D = np.asarray(estimates, dtype=float)
+    if D.shape != X.shape:
+        raise ValueError(f"estimates: expected shape {X.shape} (one row per window), "
+                         f"got {D.shape}")
+    if np.any(np.isinf(D)) or np.any(D < 0):
+        raise ValueError("estimates: entries must be finite and >= 0 (NaN: no estimate)")
+    ok = ~np.isnan(D).any(axis=1)
+    if int(ok.sum()) < max(int(min_windows), 1):
+        return None
+    zk = z[ok]
+    mean = float(zk.mean())
+    if not mean > 0:
+        return None
+    residual = zk - np.einsum("kc,kc->k", X[ok], D[ok])
+    return float(np.sqrt(np.mean(residual * residual)) / mean)
+
+
+def select_estimator(utilization: np.ndarray | list[float],
+                     throughputs: np.ndarray | list[list[float]],
+                     estimates: Mapping[str, np.ndarray], cores: float = 1.0, *,
+                     preferred: str = "kalman", margin: float = 0.1,
+                     min_windows: int = 5) -> Selection:
+    """The estimator with the lowest recent one-step-ahead utilization-prediction error.
+
+    ``utilization`` ``(L,)`` and ``throughputs`` ``(L, C)`` are the tier's last ``L`` windows;
+    ``estimates[name]`` ``(L, C)`` the demands estimator ``name`` had *before* each of them
+    (NaN rows: none yet). ``preferred`` wins unless another estimator's error is below
+    ``(1 - margin)`` times its own; if ``preferred`` cannot be scored the best scored one wins;
+    if none can, ``preferred``.
+    """
+    if not isinstance(estimates, Mapping) or not estimates:
+        raise ValueError("estimates: must map at least one estimator name to its estimates")
+    if preferred not in estimates:
+        raise ValueError(f"preferred: {preferred!r} is not among the estimates "
+                         f"{sorted(estimates)}")
+    if not 0.0 <= margin < 1.0:
+        raise ValueError(f"margin: must be within [0, 1), got {margin!r}")
+    errors = {name: prediction_error(utilization, throughputs, est, cores, min_windows)
+              for name, est in estimates.items()}
+    scored = {n: e for n, e in errors.items() if e is not None}
+    windows = len(np.asarray(utilization))
+    if not scored:
+        return Selection(preferred, errors, windows)
+    best = min(scored, key=lambda n: (scored[n], n != preferred))
+    base = scored.get(preferred)
+    if base is not None and best != preferred and not scored[best] < (1.0 - margin) * base:
+        best = preferred
+    return Selection(best, errors, windows)
