@@ -28,8 +28,10 @@ import numpy as np
 
 __all__ = ["ESTIMATORS", "Selection", "prediction_error", "select_estimator"]
 
-#: the estimators the pipeline keeps per tier, the default first
-ESTIMATORS = ("kalman", "regression", "util_law")
+#: the candidates recommended for the pipeline, the default first (docs/accuracy.md section 3:
+#: the class-blind utilization law predicts utilization as well as they do, but gives every
+#: class the same demand -- it is not a per-class estimator and is left out)
+ESTIMATORS = ("kalman", "regression")
 
 
 @dataclass(frozen=True)
