@@ -4,7 +4,8 @@ to Kafka and InfluxDB; per-system state in changelog-backed tables.
 Topology (``docs/pipeline.md``):
 
 * source ``perfcast.windows``, keyed by system, so one system's tiers meet in one worker;
-* agent ``process``: takes the windows in batches (``stream.take_events``), runs each through
+* agent ``process``: takes the windows in batches (:func:`streams.batching.adaptive_batches`:
+  large under a backlog, closed after a few milliseconds when the worker keeps up), runs each through
   the core (:class:`streams.pipeline.Pipeline`), sends the outputs to ``perfcast.estimates`` /
   ``.predictions`` / ``.alerts`` / ``.deadletter`` (keyed by system; one record batch per
   partition through :class:`OutputProducer`) and to the InfluxDB sink, then writes the state
@@ -14,7 +15,9 @@ Topology (``docs/pipeline.md``):
   is written to the changelog partition of the system's source partition, so recovery after a
   rebalance finds it;
 * timer: flushes the InfluxDB sink every ``flush_interval_s``.
-* consumer settings: large polls and fetches (:data:`POLL_RECORDS`, :data:`FETCH_BYTES`).
+* consumer settings: large polls and fetches (:data:`POLL_RECORDS`, :data:`FETCH_BYTES`), and
+  a broker-side fetch wait of :data:`FETCH_WAIT_MS` instead of Faust's 1,500 ms
+  (:func:`shorten_fetch_wait`).
 
 Exactly-once counting: per batch the agent (1) runs the core, (2) sends the outputs and waits
 until Kafka has them (and, for a batch with predictions or alerts, until InfluxDB has those
@@ -40,13 +43,14 @@ from typing import Any
 import faust
 import msgspec
 
+from streams.batching import adaptive_batches, backlog
 from streams.config import Config, KafkaSettings
 from streams.history import CHUNK
 from streams.influx import InfluxSink, lines
 from streams.pipeline import Pipeline
 from streams.system import Outputs, SystemState
 
-__all__ = ["build_app", "TableBackedPipeline", "faust_broker_options"]
+__all__ = ["build_app", "TableBackedPipeline", "faust_broker_options", "shorten_fetch_wait"]
 
 log = logging.getLogger("perfcast.worker")
 
@@ -269,6 +273,31 @@ class TableBackedPipeline(Pipeline):
 POLL_RECORDS = 10_000
 FETCH_BYTES = 8 << 20
 
+#: longest time the broker may hold a fetch of the source consumer without data (Faust fixes
+#: it at 1,500 ms; see :func:`shorten_fetch_wait`)
+FETCH_WAIT_MS = 50
+
+
+def shorten_fetch_wait(app: faust.App, wait_ms: int) -> bool:
+    """Let the broker hold the worker consumer's fetch requests at most ``wait_ms``.
+
+    aiokafka keeps one fetch in flight per broker, and it leaves out partitions whose records
+    it still holds. A fetch that covers only partitions without new data (the table's
+    changelog, or source partitions while the agent is busy) is held by the broker for
+    ``fetch_max_wait_ms`` -- Faust hard-codes 1,500 ms -- and windows arriving meanwhile wait
+    for it: at 1,000 windows/s that stalled the source every ~1.5 s and put the p99 latency
+    near 3 s (``docs/benchmarks.md``). Faust offers no setting, so this sets aiokafka's fetcher
+    attribute once the consumer runs; returns ``False`` (and logs) where a Faust or aiokafka
+    version lacks it, which leaves the default in place."""
+    try:
+        fetcher = app.consumer._thread._consumer._fetcher
+        fetcher._fetch_max_wait_ms = int(wait_ms)
+    except AttributeError as err:
+        log.warning("cannot shorten the consumer's fetch wait (%s): latency may reach 1.5 s", err)
+        return False
+    return True
+
+
 #: largest record batch the output producer builds (well below the broker's default
 #: message.max.bytes, 1 MiB)
 MAX_BATCH_BYTES = 512 << 10
@@ -341,6 +370,10 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
         if line:
             log.info("%s", line)
 
+    @app.on_partitions_assigned.connect
+    async def _assigned(app_: Any, assigned: Any, **kwargs: Any) -> None:
+        shorten_fetch_wait(app, FETCH_WAIT_MS)
+
     @app.on_partitions_revoked.connect
     async def _revoked(app_: Any, revoked: Any, **kwargs: Any) -> None:
         core.forget()
@@ -351,15 +384,15 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
 
     @app.agent(source)
     async def process(stream: Any) -> None:
-        async for events in stream.take_events(batch, within_s):
+        async for events in adaptive_batches(stream, batch, within_s):
             t0 = time.perf_counter()
             received = time.time()
             stamp = events[0].message.timestamp         # s since the epoch (producer's clock)
             age = received - stamp if stamp else None
             if os.environ.get("PERFCAST_DEBUG_BATCHES"):
                 last = events[-1].message.timestamp
-                log.info("batch of %d: oldest %.3f s, newest %.3f s old", len(events),
-                         received - stamp, received - last)
+                log.info("batch of %d: oldest %.3f s, newest %.3f s old; backlog %s",
+                         len(events), received - stamp, received - last, backlog(stream))
             core.begin()
             out = core.process_batch([e.value for e in events],
                                      [e.message.partition for e in events])
