@@ -40,7 +40,7 @@ since other processes may share the 2 cores):
 1. records (= tier windows) per second through ``Pipeline.process`` with dict records and with
    JSON bytes (what the Kafka worker receives; ``json.dumps`` precomputed), and
    ``parse_window`` alone on both;
-2. the share of the time in ``SystemState.solve`` (wrapped by this script only) vs the
+2. the share of the time in the rounds of solves (``solve_systems``, wrapped by this script only) vs the
    per-window update, the number of solves, the time per solve by model, the models used
    (``prediction["model"]``) and the bursty tiers at the end;
 3. memory per tier state: ``tracemalloc`` traced memory held after the run minus before the
@@ -85,7 +85,7 @@ from solvers.processes import MAP  # noqa: E402
 from streams.config import Config  # noqa: E402
 from streams.pipeline import Pipeline  # noqa: E402
 from streams.records import parse_window  # noqa: E402
-from streams.system import SystemState  # noqa: E402
+import streams.pipeline as pipeline_module  # noqa: E402
 
 WINDOW_S = 5.0
 TIERS = ("web", "app", "db")
@@ -216,32 +216,35 @@ class Run:
 
 
 class SolveTimer:
-    """Wraps ``SystemState.solve`` (in this process, while active) to time every call."""
+    """Wraps ``solve_systems`` as ``streams.pipeline`` calls it (in this process, while
+    active) to time every round of solves; a round's time is shared equally by its systems
+    (their MVA curves are computed side by side)."""
 
     def __init__(self) -> None:
-        self.original = SystemState.solve
+        self.original = pipeline_module.solve_systems
         self.solves: list[tuple[float, str | None]] = []
         self.flags: Counter = Counter()
 
     def __enter__(self) -> "SolveTimer":
         original, solves, flags = self.original, self.solves, self.flags
 
-        def timed(state: SystemState, *args: Any, **kwargs: Any) -> Any:
+        def timed(due: list[Any]) -> list[Any]:
             t0 = time.perf_counter()
-            out = original(state, *args, **kwargs)
-            dt = time.perf_counter() - t0
-            model = out.predictions[0].get("model") if out.predictions else None
-            solves.append((dt, model))
-            for p in out.predictions:
-                for f in p.get("flags") or ():
-                    flags[f.split(":")[0]] += 1
-            return out
+            outs = original(due)
+            dt = (time.perf_counter() - t0) / max(1, len(outs))
+            for out in outs:
+                model = out.predictions[0].get("model") if out.predictions else None
+                solves.append((dt, model))
+                for p in out.predictions:
+                    for f in p.get("flags") or ():
+                        flags[f.split(":")[0]] += 1
+            return outs
 
-        SystemState.solve = timed      # type: ignore[method-assign]
+        pipeline_module.solve_systems = timed
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        SystemState.solve = self.original      # type: ignore[method-assign]
+        pipeline_module.solve_systems = self.original
 
 
 def run_pipeline(records: list[Any], config: Config, chunk: int = CHUNK,
@@ -524,7 +527,7 @@ def main(argv: list[str] | None = None) -> None:
                   f"{min(pd) / n * 1e6:.1f} us / {min(pj) / n * 1e6:.1f} us / "
                   f"{(min(pj) - min(pd)) / n * 1e6:+.1f} us")]
     rows += [
-        ("time in SystemState.solve (best run; range over runs)",
+        ("time in solves (best run; range over runs)",
          f"{100 * best.solve_seconds / best.seconds:.1f}% "
          f"({100 * min(share):.1f}-{100 * max(share):.1f}%)"),
         ("per-window update (all but solves), per record (best run / median)",

@@ -417,7 +417,7 @@ def clean(value: Any) -> Any:
     if kind is float:
         return value if value - value == 0.0 else None       # inf - inf and nan are nan
     if kind is dict:
-        return {k: clean(v) for k, v in value.items()}
+        return _clean_dict(value)
     if kind is str or kind is int or kind is bool or value is None:
         return value
     if isinstance(value, (list, tuple)):
@@ -429,5 +429,24 @@ def clean(value: Any) -> Any:
     if isinstance(value, np.bool_):
         return bool(value)
     if isinstance(value, dict):
-        return {k: clean(v) for k, v in value.items()}
+        return _clean_dict(value)
     return value
+
+
+def _clean_dict(d: dict[Any, Any]) -> dict[Any, Any]:
+    """:func:`clean` of a dict, its plain leaves handled inline (an output record has a few
+    hundred)."""
+    out = {}
+    for k, v in d.items():
+        kind = type(v)
+        if kind is float:
+            out[k] = v if v - v == 0.0 else None
+        elif kind is np.float64:
+            out[k] = float(v) if v - v == 0.0 else None
+        elif kind is str or kind is int or kind is bool or v is None:
+            out[k] = v
+        elif kind is dict:
+            out[k] = _clean_dict(v)
+        else:
+            out[k] = clean(v)
+    return out

@@ -11,8 +11,10 @@ what makes the embedded runner and the Faust worker agree.
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any, Mapping
 
 import numpy as np
@@ -133,7 +135,7 @@ class SystemState:
         """Apply an admitted window (:meth:`TierState.accept`; its Kalman update is batched)."""
         tier.accept(w, late, index, out)
         if w.users is not None and w.tier == next(iter(self.tiers)):
-            self.users_points.append([w.end, float(w.users)])
+            self._add_users_point(w.end, float(w.users))
 
     # -- measured side --------------------------------------------------------------------------
     def _measured(self, intervals: dict[str, Interval], classes: list[str]) -> Measured:
@@ -173,13 +175,24 @@ class SystemState:
         n = model.population_for(X)
         return (n, "model_inversion") if n is not None else (None, "unknown")
 
+    def _add_users_point(self, end: float, users: float) -> None:
+        """Keep ``users_points`` sorted by time (late windows land in their place), so the
+        trend window's start is cut off by bisection."""
+        points = self.users_points
+        if not points or points[-1][0] <= end:
+            points.append([end, users])
+        else:
+            bisect.insort(points, [end, users])
+
     def _trend(self, time: float) -> float:
         """Users per second: least-squares slope over the last ``trend_window_s``."""
         start = time - self.config.trend_window_s
-        self.users_points = [p for p in self.users_points if p[0] > start]
-        if len(self.users_points) < 3:
+        points = self.users_points
+        if points and points[0][0] <= start:
+            del points[:bisect.bisect_right(points, [start, math.inf])]
+        if len(points) < 3:
             return 0.0
-        t, u = np.asarray(self.users_points).T
+        t, u = np.fromiter(chain.from_iterable(points), float, 2 * len(points)).reshape(-1, 2).T
         t = t - t.mean()
         denom = float(t @ t)
         return float(t @ (u - u.mean()) / denom) if denom > 0 else 0.0
@@ -234,7 +247,7 @@ class SystemState:
             out.predictions.append(clean(pred))
             return out
         if source != "measured":
-            self.users_points.append([time, float(n_now)])
+            self._add_users_point(time, float(n_now))
         slope = self._trend(time)
         n_fc = max(int(round(n_now + slope * cfg.horizon_s)), 0)
         pred.update(self._predict(model, m, n_now, source, slope, n_fc, solve.tiers))
@@ -405,7 +418,7 @@ class SystemState:
         state.tiers = {t["tier"]: TierState.from_dict(t, config, (chunks or {}).get(t["tier"]))
                        for t in data["tiers"]}
         state.next_solve = data["next_solve"]
-        state.users_points = [list(p) for p in data["users_points"]]
+        state.users_points = sorted(list(p) for p in data["users_points"])
         state.think_time_est = data["think_time_est"]
         state.alerts = AlertBook.from_dict(data["alerts"])
         state.solves = data["solves"]
