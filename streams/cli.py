@@ -9,7 +9,8 @@ Commands:
   writes ``OUT/`` and ``OUT/report.html``.
 - ``perfcast report --store PATH --out FILE``: render an embedded run's store as one
   self-contained HTML page (:mod:`streams.report`).
-- ``perfcast produce --source FILE|demo``: publish window records to ``perfcast.windows``.
+- ``perfcast produce --source FILE|demo``: publish window records to ``perfcast.windows``
+  (``--start now`` moves the demo to the current time: the docker-compose producer).
 - ``perfcast worker``: the Faust worker (Kafka in; Kafka and InfluxDB out).
 - ``perfcast grafana generate|push``: Grafana provisioning files, or upsert them into a running
   Grafana (:mod:`streams.grafana.cli`).
@@ -224,14 +225,23 @@ def produce(source: str = typer.Option(..., help="a JSON-lines trace, or 'demo' 
                                                     "(default PERFCAST_KAFKA_BOOTSTRAP)"),
             rate: Optional[float] = typer.Option(None, help="windows per second (default: as "
                                                             "fast as possible)"),
-            config: Optional[Path] = typer.Option(None, exists=True, dir_okay=False)) -> None:
+            config: Optional[Path] = typer.Option(None, exists=True, dir_okay=False),
+            start: Optional[str] = typer.Option(
+                None, help="demo only: event time of the first window: 'now', ISO 8601 or "
+                           "epoch seconds (default: the demo's own, 2026-11-20T10:00:00Z)"),
+            ) -> None:
     """Publish window records to perfcast.windows (keyed by system)."""
     from streams.produce import produce as send
 
     cfg = _config(config, bootstrap)
+    if start is not None and source != "demo":
+        console.print("[red]start:[/red] only with --source demo (a trace keeps its times)")
+        raise typer.Exit(2)
     if source == "demo":
         from streams.demo import demo_records
         records: Any = demo_records()
+        if start is not None:
+            records = shift_demo(records, _start_time(start))
     else:
         from streams.embedded import read_jsonl
         if not Path(source).is_file():
@@ -244,6 +254,30 @@ def produce(source: str = typer.Option(..., help="a JSON-lines trace, or 'demo' 
     stats = send(records, cfg.kafka, rate=rate)
     console.print(f"sent {stats.sent} windows to {cfg.kafka.topic('windows')} at "
                   f"{cfg.kafka.bootstrap} in {stats.seconds:.1f} s ({stats.rate:.0f}/s)")
+
+
+def _start_time(text: str) -> float:
+    """``--start``: ``now``, ISO 8601 with a zone, or epoch seconds."""
+    import time
+
+    from streams.records import InvalidWindow, parse_end
+
+    if text.strip().lower() == "now":
+        return time.time()
+    try:
+        return parse_end(float(text) if text.strip().replace(".", "", 1).isdigit() else text)
+    except InvalidWindow as err:
+        console.print(f"[red]start:[/red] {escape(text)!r}: {escape(err.reason)}")
+        raise typer.Exit(2) from None
+
+
+def shift_demo(records: list[dict[str, Any]], start: float) -> list[dict[str, Any]]:
+    """The demo's records moved in event time so that its first window starts at ``start``
+    (the windows keep their spacing; ``end`` stays ISO 8601)."""
+    from streams.demo import START
+    from streams.records import format_time, parse_end
+
+    return [{**r, "end": format_time(parse_end(r["end"]) - START + start)} for r in records]
 
 
 @app.command()

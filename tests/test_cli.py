@@ -118,3 +118,29 @@ def test_run_reports_a_bad_config_file_by_key(tmp_path):
                                  "--out", str(tmp_path / "o")])
     assert result.exit_code == 2
     assert "defaults.solve_interval_s" in result.output
+
+
+def test_shift_demo_moves_the_windows_and_keeps_their_spacing():
+    """``perfcast produce --source demo --start T``: the first window starts at T."""
+    from streams.cli import shift_demo
+    from streams.records import parse_end
+
+    records = demo_records(DemoScenario(duration_s=60))
+    start = 1_900_000_000.0
+    shifted = shift_demo(records, start)
+    ends = [parse_end(r["end"]) for r in records]
+    moved = [parse_end(r["end"]) for r in shifted]
+    assert moved[0] - records[0]["window_s"] == pytest.approx(start)
+    assert [b - a for a, b in zip(moved, moved[1:])] == pytest.approx(
+        [b - a for a, b in zip(ends, ends[1:])])
+    assert all({**r, "end": None} == {**s, "end": None} for r, s in zip(records, shifted))
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--source", "demo", "--start", "yesterday"], "not an ISO-8601 time"),
+    (["--source", "trace.jsonl", "--start", "now"], "only with --source demo"),
+])
+def test_produce_rejects_a_bad_start_before_connecting(tmp_path, args, message):
+    result = runner.invoke(app, ["produce", "--bootstrap", "127.0.0.1:9", *args])
+    assert result.exit_code == 2
+    assert message in " ".join(result.output.split())
