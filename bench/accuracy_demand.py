@@ -17,9 +17,10 @@ Estimators, each given the windows up to and including ``k`` to estimate at wind
   Kalman demands, a class whose estimate disagrees with the sliding regression (refreshed as
   the pipeline refreshes it, once a quarter of its windows is new) or is too uncertain replaced
   by the mix-weighted mean;
-* ``selected``   -- :func:`estimators.selection.select_estimator` over ``kalman`` and
-  ``regression``: per window the one with the lowest one-step-ahead utilization-prediction
-  error over the last 60 windows (Kalman kept unless the regression is 10% better).
+* ``selected``   -- :func:`estimators.selection.select_estimator` over ``kalman`` and the
+  regression as the pipeline refreshes it: per window the one with the lowest one-step-ahead
+  utilization-prediction error over the last 60 windows (Kalman kept unless the regression is
+  10% better); its demands are used as they are (no per-class fallback).
 
 Errors per window: the mean relative demand error over classes ``mean_c |x_c / D_c - 1|`` and
 paper 002's utilization-weighted ``E_rel`` (:func:`estimators.demand.relative_error`, weights
@@ -36,9 +37,8 @@ import argparse
 import math
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -196,10 +196,10 @@ def util_law_path(s: Stream) -> np.ndarray:
     return np.repeat(d[:, None], s.counts.shape[1], axis=1)
 
 
-def pipeline_path(s: Stream, kal: np.ndarray, kal_sd: np.ndarray) -> np.ndarray:
+def pipeline_path(s: Stream, kal: np.ndarray, kal_sd: np.ndarray, reg: np.ndarray) -> np.ndarray:
     """``streams.model._identified`` on the Kalman demands and the pipeline's sliding
-    regression (refit every :data:`REGRESSION_REFRESH` windows), over the window's mix."""
-    reg = regression_path(s, every=REGRESSION_REFRESH)
+    regression ``reg`` (refit every :data:`REGRESSION_REFRESH` windows), over the window's
+    mix."""
     K, C = s.counts.shape
     classes = [f"c{i}" for i in range(C)]
     out = np.empty((K, C))
@@ -215,14 +215,17 @@ def pipeline_path(s: Stream, kal: np.ndarray, kal_sd: np.ndarray) -> np.ndarray:
     return out
 
 
-def all_paths(s: Stream) -> dict[str, np.ndarray]:
-    """Every estimator's estimate after each window, ``{name: (K, C)}``."""
+def all_paths(s: Stream) -> tuple[dict[str, np.ndarray], list[str]]:
+    """Every estimator's estimate after each window, ``{name: (K, C)}``, and the estimator the
+    selection chose at each window."""
     kal, sd = kalman_path(s)
     paths = {"kalman": kal, "regression": regression_path(s), "util_law": util_law_path(s)}
-    paths["pipeline"] = pipeline_path(s, kal, sd)
-    choice = select_estimator_path(s, {n: paths[n] for n in ESTIMATORS})
-    paths["selected"] = np.array([paths[c][k] for k, c in enumerate(choice)])
-    return paths
+    # the regression as the pipeline has it: refreshed once a quarter of its windows is new
+    cadence = {"kalman": kal, "regression": regression_path(s, every=REGRESSION_REFRESH)}
+    paths["pipeline"] = pipeline_path(s, kal, sd, cadence["regression"])
+    choice = select_estimator_path(s, {n: cadence[n] for n in ESTIMATORS})
+    paths["selected"] = np.array([cadence[c][k] for k, c in enumerate(choice)])
+    return paths, choice
 
 
 def select_estimator_path(s: Stream, paths: dict[str, np.ndarray]) -> list[str]:
@@ -286,7 +289,7 @@ def run_workload(w: Workload, seeds: int) -> Outcome:
     series: dict[str, list[np.ndarray]] = {n: [] for n in NAMES}
     for seed in range(seeds):
         s = generate(w, seed)
-        paths = all_paths(s)
+        paths, choice = all_paths(s)
         for n in NAMES:
             rel, erel = errors(paths[n], s)
             out.rel[n].append(float(np.median(rel[WARMUP:])))
@@ -296,11 +299,8 @@ def run_workload(w: Workload, seeds: int) -> Outcome:
             if w.change in ("step", "mix"):
                 out.conv[n].append(convergence(erel, w.change_at))
             series[n].append(erel)
-        for k in range(WARMUP, len(s.utilization)):
-            for n in ESTIMATORS:
-                if np.array_equal(paths["selected"][k], paths[n][k]):
-                    out.picks[n] += 1
-                    break
+        for c in choice[WARMUP:]:
+            out.picks[c] += 1
     out.series = {n: np.array(v) for n, v in series.items()}
     return out
 
@@ -479,7 +479,7 @@ def table_simulator(seeds: int) -> None:
     acc: dict[str, list[tuple[float, float, float]]] = {n: [] for n in NAMES}
     for seed in range(seeds):
         s = simulator_stream(seed)
-        paths = all_paths(s)
+        paths, _ = all_paths(s)
         for n in NAMES:
             rel, erel = errors(paths[n], s)
             acc[n].append((float(np.median(rel[WARMUP:])), float(np.median(erel[WARMUP:])),
