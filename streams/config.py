@@ -36,7 +36,15 @@ from pathlib import Path
 from typing import Any, Mapping
 
 __all__ = ["SystemConfig", "KafkaSettings", "InfluxSettings", "Config", "load_config",
-           "ConfigError", "ENVIRONMENT", "secret"]
+           "ConfigError", "ENVIRONMENT", "secret", "DEMAND_POLICIES"]
+
+#: how a tier's per-class demands enter the model (``demand_policy``, docs/accuracy.md
+#: section 3): ``selected`` -- per tier, the Kalman filter or the sliding regression, whichever
+#: predicted the tier's recent utilization better one step ahead
+#: (:func:`estimators.selection.select_estimator`); ``kalman_checked`` -- the Kalman demands,
+#: a class the regression disagrees with (or the filter is unsure of) replaced by the
+#: mix-weighted mean (the policy before the measurements)
+DEMAND_POLICIES = ("selected", "kalman_checked")
 
 
 class ConfigError(ValueError):
@@ -70,6 +78,8 @@ class SystemConfig:
     history: int = 4096
     #: windows in the sliding regression (second opinion on the Kalman demands)
     regression_windows: int = 120
+    #: how the tier's per-class demands enter the model: one of :data:`DEMAND_POLICIES`
+    demand_policy: str = "selected"
     #: windows kept per tier to recognise duplicates; older windows are rejected as too late
     dedup_windows: int = 256
     #: relative model error (response time, throughput-weighted) that raises an alert
@@ -77,6 +87,9 @@ class SystemConfig:
     #: solves a condition must hold before its alert fires, and be clear before it resolves
     alert_fire_after: int = 2
     alert_resolve_after: int = 3
+
+    def __post_init__(self) -> None:
+        _demand_policy(self.demand_policy, "demand_policy")
 
     def sla_for(self, cls: str) -> float:
         """SLA of ``cls`` (``math.inf``: none)."""
@@ -115,6 +128,13 @@ def _positive(value: Any, where: str) -> float:
     return float(value)
 
 
+def _demand_policy(value: Any, where: str) -> str:
+    if not isinstance(value, str) or value not in DEMAND_POLICIES:
+        raise ConfigError(f"{where}: must be one of {', '.join(map(repr, DEMAND_POLICIES))}, "
+                          f"got {value!r}")
+    return value
+
+
 def _check(key: str, value: Any, where: str) -> Any:
     if key in _POSITIVE:
         return _positive(value, where)
@@ -122,6 +142,8 @@ def _check(key: str, value: Any, where: str) -> Any:
         if isinstance(value, bool) or not isinstance(value, int) or value < _COUNTS[key]:
             raise ConfigError(f"{where}: must be an integer >= {_COUNTS[key]}, got {value!r}")
         return value
+    if key == "demand_policy":
+        return _demand_policy(value, where)
     if key == "think_time_s":
         if isinstance(value, bool) or not isinstance(value, (int, float)) \
                 or not math.isfinite(value) or value < 0:

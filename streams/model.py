@@ -1,8 +1,9 @@
 """The closed model of one system, built from its tiers' estimates, and the questions put to it.
 
 The system is paper 000's Fig. 9: ``N`` users think ``Z`` seconds, then visit the tiers in
-order. Per-class demands ``D_{m,c} = V_{m,c} d_{m,c}`` (visits x the Kalman demand per
-completion at the tier) are aggregated over the measured class mix ``p_c = X_c / sum X``
+order. Per-class demands ``D_{m,c} = V_{m,c} d_{m,c}`` (visits x the demand per completion at
+the tier, :func:`tier_demands`: by default the Kalman filter's or the sliding regression's,
+whichever predicted the tier's recent utilization better) are aggregated over the measured class mix ``p_c = X_c / sum X``
 into one class, ``D_m = sum_c p_c D_{m,c}`` -- the single-class model paper 000 solves. Each
 class's response time is read back as ``R_c = sum_m D_{m,c} R_m / D_m`` (a request of class
 ``c`` meets the same queues as the aggregate and is served ``D_{m,c}/D_m`` as long).
@@ -31,7 +32,8 @@ from solvers.processes import MAP
 from streams.config import SystemConfig
 from streams.tier import TierModel
 
-__all__ = ["Measured", "SystemModel", "Point", "build_model", "capacity_search"]
+__all__ = ["Measured", "SystemModel", "Point", "build_model", "capacity_search",
+           "tier_demands"]
 
 #: largest population any capacity search goes to
 CAPACITY_LIMIT = 100_000
@@ -297,6 +299,26 @@ def _identified(tier: TierModel, classes: list[str], mix: np.ndarray) -> np.ndar
     return out * (d_bar / total) if total > 0 else out
 
 
+def tier_demands(tier: TierModel, classes: list[str], mix: np.ndarray,
+                 policy: str) -> np.ndarray:
+    """The per-class demands ``d_{m,c}`` the model uses for ``tier`` under ``policy``
+    (``SystemConfig.demand_policy``, docs/accuracy.md section 3):
+
+    * ``selected`` -- the estimator the tier picked (:attr:`TierModel.estimator`, by recent
+      one-step-ahead utilization-prediction error): the Kalman demands, or the sliding
+      regression's when it was picked and covers every class; used as they are;
+    * ``kalman_checked`` -- the Kalman demands with unidentified classes replaced by the
+      mix-weighted mean (:func:`_identified`)."""
+    if policy == "kalman_checked":
+        return _identified(tier, classes, mix)
+    if policy != "selected":
+        raise ValueError(f"demand_policy: unknown policy {policy!r}")
+    source = tier.demands
+    if tier.estimator == "regression" and all(c in tier.regression for c in classes):
+        source = tier.regression
+    return np.array([float(source.get(c, 0.0)) for c in classes])
+
+
 def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float],
                 think_time: float, cfg: SystemConfig) -> SystemModel:
     """The system's model from its tiers' estimates and the measured mix."""
@@ -308,7 +330,8 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
         flags.append("idle: no completions in the interval, equal class mix assumed")
     p = weights / weights.sum()
     D_mc = np.array([[cfg.visit(t.tier, c) for c in classes] for t in tiers]).reshape(
-        len(tiers), C) * np.array([_identified(t, classes, p) for t in tiers]).reshape(
+        len(tiers), C) * np.array([tier_demands(t, classes, p, cfg.demand_policy)
+                               for t in tiers]).reshape(
         len(tiers), C)
     servers = np.array([float(t.cores) for t in tiers])
     sla = np.array([cfg.sla_for(c) for c in classes])

@@ -13,6 +13,13 @@ window whose end is among them is a duplicate (rejected, counted once); a window
 the newest one but not seen is applied in arrival order and flagged ``late`` (the estimators
 treat windows as exchangeable observations, so a few out of order change little); a window
 older than every kept end cannot be told apart from a duplicate and is rejected as too late.
+
+Which demands enter the model (``demand_policy``, docs/accuracy.md section 3): under the default
+``selected`` the tier keeps, for its last :data:`SELECTION_WINDOWS` windows, the Kalman demands
+and the sliding regression each had *before* the window, and at solve time picks the one whose
+one-step-ahead prediction of ``U_k cores = sum_c X_{k,c} D_c`` (paper 004 eq. (5.b); paper 002
+Fig. 6) was better (:func:`estimators.selection.select_estimator`: Kalman kept unless the
+regression is 10% better); :attr:`TierModel.estimator` names it.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from estimators.demand import KalmanDemandEstimator, regression_demands
 from estimators.kalman_bank import Steps, update_many
 from estimators.dispersion import index_of_dispersion
 from estimators.mapfit import fit_map2, service_p95
+from estimators.selection import select_estimator
 from solvers.processes import MAP
 from streams.config import SystemConfig
 from streams.history import WindowHistory
@@ -43,6 +51,9 @@ IDC_REFRESH_SHARE = 0.05
 #: the sliding regression (paper 002, a second opinion on the demands, over the last
 #: ``regression_windows``) is recomputed once this share of its windows is new
 REGRESSION_REFRESH_SHARE = 0.25
+#: windows over which the estimators' one-step-ahead utilization predictions are compared
+#: (``demand_policy = "selected"``; the window docs/accuracy.md section 3 measured)
+SELECTION_WINDOWS = 60
 
 
 @dataclass
@@ -144,7 +155,8 @@ class TierModel:
     (``None`` when the history is too short or flat: ``idc_flag`` says why), ``mean_service``
     ``sum B_k / sum n_k``, ``p95`` the busy-time service p95, ``process`` the fitted MAP(2)
     with ``fit`` its achieved figures (``None`` until the tier is bursty: only bursty tiers
-    enter the model with a MAP), ``bursty`` ``I > idc_threshold``.
+    enter the model with a MAP), ``bursty`` ``I > idc_threshold``; ``estimator`` the demands
+    the model uses under ``demand_policy = "selected"`` (``"kalman"`` or ``"regression"``).
     """
 
     tier: str
@@ -160,6 +172,7 @@ class TierModel:
     fit: dict[str, Any] | None
     bursty: bool
     windows: int
+    estimator: str = "kalman"
 
 
 def _moved(new: tuple[float, ...], old: list[float] | None) -> bool:
@@ -219,6 +232,13 @@ class TierState:
         self.pending: list[_Pending] = []           # admitted, Kalman update not yet run
         self.regression: dict[str, float] = {}      # last sliding regression (paper 002)
         self.reg_seq = 0                            # history.seq at the last regression
+        # demand_policy "selected": each estimator's demands before each of the last
+        # SELECTION_WINDOWS windows (rows aligned with the history's newest; NaN: none yet),
+        # the Kalman demands after the newest window, the estimator picked at the last refresh
+        self.prior_kalman = np.empty((0, 0))
+        self.prior_regression = np.empty((0, 0))
+        self.kalman_last: np.ndarray | None = None
+        self.estimator = "kalman"
 
     # -- per window ---------------------------------------------------------------------------
     def admit(self, w: Window) -> tuple[str | None, bool]:
@@ -305,7 +325,43 @@ class TierState:
                 **model,
             }))
         self.pending = []
+        if self.config.demand_policy == "selected":
+            self._track_prior(steps.x)
         return out
+
+    def _track_prior(self, x: np.ndarray) -> None:
+        """Append the demands each estimator had before each of the windows just stepped:
+        the Kalman filter's after the previous window (``x`` ``(windows, classes)`` holds its
+        state after each; all zeros: not initialised, no estimate), the regression in force
+        (fitted at an earlier refresh, on earlier windows)."""
+        L, C = x.shape
+        if L == 0:
+            return
+        last = self.kalman_last
+        first = np.full(C, np.nan)
+        if last is not None and last.size == C:
+            first = last
+        pre = np.vstack([first[None, :], x[:-1]])
+        pre[~(pre > 0).any(axis=1)] = np.nan
+        reg = np.array([self.regression.get(c, np.nan) for c in self.classes[:C]])
+        keep = SELECTION_WINDOWS
+        self.prior_kalman = np.vstack([_widen(self.prior_kalman, C), pre])[-keep:]
+        self.prior_regression = np.vstack([_widen(self.prior_regression, C),
+                                           np.broadcast_to(reg, (L, C))])[-keep:]
+        self.kalman_last = np.array(x[-1], dtype=float)
+
+    def _select(self, hist: WindowHistory, n_classes: int) -> str:
+        """The estimator with the lower one-step-ahead utilization-prediction error over the
+        last :data:`SELECTION_WINDOWS` windows (``"kalman"`` while fewer than 5 are scored)."""
+        L = min(len(self.prior_kalman), hist.seq, hist.capacity)
+        if L < 5 or self.prior_kalman.shape[1] != n_classes:
+            return "kalman"
+        tail = hist.arrays(n_classes, last=L)
+        rates = tail.completions / tail.window_s[:, None]
+        return select_estimator(tail.utilization, rates,
+                                {"kalman": self.prior_kalman[-L:],
+                                 "regression": self.prior_regression[-L:]},
+                                cores=float(tail.cores[-1])).estimator
 
     # -- at solve time ------------------------------------------------------------------------
     def refresh(self, fit_map: bool = True) -> TierModel:
@@ -348,6 +404,8 @@ class TierState:
             self.regression = dict(zip(self.classes, reg.demands.tolist()))
             self.reg_seq = hist.seq
         regression = self.regression
+        if cfg.demand_policy == "selected":
+            self.estimator = self._select(hist, n_classes)
         bursty = idc is not None and idc > cfg.idc_threshold
         if bursty and fit_map:          # only bursty tiers enter the model with their MAP(2)
             self._refit(mean, idc, p95)
@@ -362,7 +420,7 @@ class TierState:
             regression=regression, idc=idc, idc_flag=idc_flag, mean_service=mean, p95=p95,
             process=MAP.from_dict(self.fit["process"]) if self.fit else None,
             fit=self.fit, bursty=bursty,
-            windows=self.windows)
+            windows=self.windows, estimator=self.estimator)
 
     def _refit(self, mean: float | None, idc: float | None, p95: float | None) -> None:
         if mean is None or idc is None or p95 is None or not (mean > 0 and idc > 0 and p95 > 0):
@@ -392,6 +450,11 @@ class TierState:
             "interval": self.interval.to_dict(), "fit_inputs": self.fit_inputs, "fit": self.fit,
             "model": self.model, "idc_seq": self.idc_seq, "regression": self.regression,
             "reg_seq": self.reg_seq,
+            "selection": {"kalman": _rows_out(self.prior_kalman),
+                          "regression": _rows_out(self.prior_regression),
+                          "kalman_last": None if self.kalman_last is None
+                          else self.kalman_last.tolist(),
+                          "estimator": self.estimator},
         }
 
     @classmethod
@@ -411,4 +474,30 @@ class TierState:
                     "model", "idc_seq", "regression", "reg_seq"):
             setattr(state, key, data[key])
         state.interval = Interval.from_dict(data["interval"])
+        sel = data.get("selection")            # absent in states saved before demand_policy
+        if sel:
+            state.prior_kalman = _rows_in(sel["kalman"])
+            state.prior_regression = _rows_in(sel["regression"])
+            state.kalman_last = (None if sel["kalman_last"] is None
+                                 else np.array(sel["kalman_last"], dtype=float))
+            state.estimator = sel["estimator"]
         return state
+
+
+def _widen(rows: np.ndarray, classes: int) -> np.ndarray:
+    """``rows`` with zero columns for classes added since (their throughput was 0 then)."""
+    if rows.shape[1] == classes:
+        return rows
+    out = np.zeros((rows.shape[0], classes))
+    out[:, :rows.shape[1]] = rows
+    return out
+
+
+def _rows_out(rows: np.ndarray) -> list[list[float | None]]:
+    return [[None if v != v else v for v in r] for r in rows.tolist()]
+
+
+def _rows_in(rows: list[list[float | None]]) -> np.ndarray:
+    if not rows:
+        return np.empty((0, 0))
+    return np.array([[np.nan if v is None else v for v in r] for r in rows], dtype=float)

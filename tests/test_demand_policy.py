@@ -1,0 +1,160 @@
+"""``demand_policy``: which per-class demands enter the model (docs/accuracy.md section 3).
+
+``selected`` (default): per tier, the Kalman filter or the sliding regression, whichever predicted
+the tier's recent utilization better one step ahead; ``kalman_checked``: the Kalman demands with
+unidentified classes replaced by the mix-weighted mean."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from streams.config import ConfigError, SystemConfig, load_config
+from streams.model import build_model, tier_demands
+from streams.records import Window
+from streams.tier import SELECTION_WINDOWS, TierModel, TierState, step_tiers
+
+CLASSES = ["a", "b", "c"]
+DEMANDS = np.array([0.004, 0.010, 0.020])
+
+
+# ------------------------------------------------------------------------------- configuration
+def test_default_policy_is_selected_and_the_old_one_stays_selectable(tmp_path):
+    assert SystemConfig().demand_policy == "selected"
+    path = tmp_path / "p.toml"
+    path.write_text('[defaults]\ndemand_policy = "kalman_checked"\n'
+                    '[systems.shop]\ndemand_policy = "selected"\n')
+    cfg = load_config(path, env={})
+    assert cfg.defaults.demand_policy == "kalman_checked"
+    assert cfg.system("shop").demand_policy == "selected"
+    assert cfg.system("other").demand_policy == "kalman_checked"
+
+
+@pytest.mark.parametrize("value", ["kalman", "Selected", 1, True])
+def test_unknown_policy_is_refused_naming_field_and_value(tmp_path, value):
+    path = tmp_path / "p.toml"
+    text = f'"{value}"' if isinstance(value, str) else str(value).lower()
+    path.write_text(f"[systems.shop]\ndemand_policy = {text}\n")
+    with pytest.raises(ConfigError, match=r"systems\.shop\.demand_policy: must be one of "
+                                          r"'selected', 'kalman_checked', got "):
+        load_config(path, env={})
+    with pytest.raises(ConfigError, match=r"^demand_policy: .*got "):
+        SystemConfig(demand_policy=value)
+
+
+# ------------------------------------------------------------------------------------- model
+def _tier(estimator: str, regression: dict[str, float]) -> TierModel:
+    return TierModel(tier="db", cores=1, demands={"a": 0.010, "b": 0.001},
+                     demand_std={"a": 1e-4, "b": 1e-4}, regression=regression, idc=1.0,
+                     idc_flag=None, mean_service=None, p95=None, process=None, fit=None,
+                     bursty=False, windows=100, estimator=estimator)
+
+
+def test_selected_uses_the_picked_estimators_demands_as_they_are():
+    mix = np.array([0.5, 0.5])
+    reg = {"a": 0.002, "b": 0.004}
+    assert tier_demands(_tier("kalman", reg), ["a", "b"], mix, "selected").tolist() == \
+        [0.010, 0.001]
+    assert tier_demands(_tier("regression", reg), ["a", "b"], mix, "selected").tolist() == \
+        [0.002, 0.004]
+    # a class the regression does not cover yet: the Kalman demands
+    assert tier_demands(_tier("regression", {"a": 0.002}), ["a", "b"], mix,
+                        "selected").tolist() == [0.010, 0.001]
+    # the old policy: disagreeing classes read the mix-weighted mean
+    checked = tier_demands(_tier("regression", reg), ["a", "b"], mix, "kalman_checked")
+    assert checked[0] == pytest.approx(checked[1])
+    with pytest.raises(ValueError, match="demand_policy"):
+        tier_demands(_tier("kalman", reg), ["a", "b"], mix, "nope")
+
+
+def test_build_model_follows_the_configured_policy():
+    reg = {"a": 0.002, "b": 0.004}
+    front = _tier("kalman", {"a": 0.010, "b": 0.001})
+    db = _tier("regression", reg)
+    mix = {"a": 0.5, "b": 0.5}
+    sel = build_model([front, db], ["a", "b"], mix, 0.5, SystemConfig())
+    assert sel.D_mc[1].tolist() == [0.002, 0.004]
+    assert sel.D_mc[0].tolist() == [0.010, 0.001]
+    old = build_model([front, db], ["a", "b"], mix, 0.5,
+                      SystemConfig(demand_policy="kalman_checked"))
+    assert old.D_mc[1, 0] == pytest.approx(old.D_mc[1, 1])
+
+
+# -------------------------------------------------------------------------------- tier state
+def _windows(n: int, seed: int, step_at: int | None = None, factor: float = 3.0,
+             start: int = 0) -> list[Window]:
+    """``n`` 5-s windows of a single-core tier with exact busy time ``U = sum_c X_c D_c``
+    (constant service: the regression is exact), a mix varying +-50% per window; class ``c``
+    costs ``factor`` x from window ``step_at`` on."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for k in range(start, start + n):
+        D = DEMANDS * np.where((step_at is not None and k >= step_at)
+                               & (np.arange(3) == 2), factor, 1.0)
+        counts = np.round(rng.uniform(0.5, 1.5, 3) * np.array([60.0, 30.0, 12.0]))
+        U = float(counts @ D / 5.0)
+        out.append(Window(system="s", tier="db", end=1000.0 + 5.0 * k, window_s=5.0,
+                          utilization=U, cores=1,
+                          completions={c: float(v) for c, v in zip(CLASSES, counts)}))
+    return out
+
+
+def _feed(tier: TierState, windows: list[Window], refresh_every: int = 12) -> list[TierModel]:
+    """Windows one at a time, a refresh every ``refresh_every`` (the solve cadence)."""
+    models = []
+    for i, w in enumerate(windows):
+        reason, late = tier.admit(w)
+        assert reason is None
+        tier.accept(w, late, i, [])
+        step_tiers([tier])
+        if (i + 1) % refresh_every == 0:
+            models.append(tier.refresh())
+    return models
+
+
+def test_prior_rows_hold_each_estimators_demands_before_the_window():
+    tier = TierState("db", SystemConfig())
+    _feed(tier, _windows(150, seed=1))
+    K, R = tier.prior_kalman, tier.prior_regression
+    assert K.shape == R.shape == (SELECTION_WINDOWS, 3)
+    # the newest row is the filter's state after the window before the newest
+    before = tier.kalman.x.copy()
+    w = _windows(1, seed=2, start=150)[0]
+    tier.admit(w)
+    tier.accept(w, False, 0, [])
+    step_tiers([tier])
+    assert tier.prior_kalman[-1].tolist() == before.tolist()
+    assert tier.prior_regression[-1].tolist() == [tier.regression[c] for c in CLASSES]
+
+
+def test_exact_data_selects_the_regression_and_a_stale_regression_loses_to_kalman():
+    """Constant service: the regression predicts utilization exactly and is picked; right
+    after one class's demand triples, the regression in force (fitted before the change)
+    predicts badly and the Kalman filter, which follows the change, is picked."""
+    tier = TierState("db", SystemConfig())
+    models = _feed(tier, _windows(240, seed=3))
+    assert models[-1].estimator == "regression"
+    m = build_model([models[-1]], CLASSES, dict(zip(CLASSES, [0.5, 0.3, 0.2])), 0.5,
+                    SystemConfig())
+    assert m.D_mc[0] == pytest.approx(DEMANDS, rel=1e-6)
+    after = _feed(tier, _windows(24, seed=4, step_at=240, start=240))
+    assert after[-1].estimator == "kalman"
+
+
+def test_old_policy_tracks_nothing_and_keeps_kalman():
+    tier = TierState("db", SystemConfig(demand_policy="kalman_checked"))
+    models = _feed(tier, _windows(240, seed=3))
+    assert models[-1].estimator == "kalman"
+    assert tier.prior_kalman.size == 0
+
+
+def test_selection_state_round_trips():
+    tier = TierState("db", SystemConfig())
+    _feed(tier, _windows(100, seed=5))
+    again = TierState.from_dict(tier.to_dict(), SystemConfig())
+    np.testing.assert_array_equal(again.prior_kalman, tier.prior_kalman)
+    np.testing.assert_array_equal(again.prior_regression, tier.prior_regression)
+    assert again.kalman_last.tolist() == tier.kalman_last.tolist()
+    assert again.estimator == tier.estimator
+    rest = _windows(60, seed=6, start=100)
+    assert [m.estimator for m in _feed(again, rest)] == [m.estimator for m in _feed(tier, rest)]
