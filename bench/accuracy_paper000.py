@@ -14,7 +14,9 @@ What it does (paper 000 sections 3.4, 4.2, 4.3; Figs. 10-12, Table 4):
    input contract's records, utilization and completions per tier and window).
 2. **Through the pipeline.** The records go through :class:`streams.pipeline.Pipeline` (the core
    ``run_embedded`` drives). Its last prediction record holds, per tier, what the pipeline's
-   model uses: the Kalman demand ``demand_s``, the index of dispersion ``idc`` (Fig. 2), and for
+   model uses: the demand ``demand_s`` (under the default ``demand_policy = "selected"`` the
+   Kalman filter's or the sliding regression's, whichever predicted the tier's recent
+   utilization better; both are reported), the index of dispersion ``idc`` (Fig. 2), and for
    a bursty tier (``I > idc_threshold = 10``) the fitted MAP(2) (section 4.1: mean, ``I``,
    busy-time p95); its estimate records hold ``mean_service_s`` (``sum B_k / sum n_k``) and
    ``p95_s``. The solve interval is raised from 60 to 600 s and SLAs are left out: the estimates
@@ -152,7 +154,9 @@ def simulate_truth(scenario: Scenario, users: int, plan: Plan, seed: int) -> Tru
 class TierEstimate:
     """What the pipeline reports about one tier at the end of the estimation run."""
 
-    demand: float                 # Kalman demand, what the model uses (s)
+    demand: float                 # the demand the pipeline's model uses, demand_s (s)
+    estimator: str                # which estimator demand_s is: kalman, regression or other
+    kalman: float | None          # the Kalman filter's demand at the end of the run (s)
     regression: float | None      # the sliding regression's demand (s)
     mean_service: float | None    # sum B_k / sum n_k over the history (s)
     idc: float | None
@@ -196,14 +200,24 @@ def through_pipeline(records: list[dict[str, Any]], system: str, think_time: flo
         info, est = final["tiers"][name], last_estimate[name]
         trail = np.array([e["demands"]["c0"] for e in out.estimates if e["tier"] == name])
         fit = info.get("map2")
+        used, c0 = float(info["demand_s"]), info["demands"]["c0"]
         tiers[name] = TierEstimate(
-            demand=float(info["demand_s"]), regression=info["demands"]["c0"].get("regression"),
+            demand=used, estimator=_which(used, c0.get("kalman"), c0.get("regression")),
+            kalman=c0.get("kalman"), regression=c0.get("regression"),
             mean_service=est.get("mean_service_s"), idc=info.get("idc"),
             idc_flag=info.get("idc_flag"), p95=est.get("p95_s"), bursty=bool(info["bursty"]),
             process=MAP.from_dict(fit["process"]) if fit else None, fit=fit,
             kalman_spread=tuple(float(q) for q in np.quantile(trail, [0.05, 0.5, 0.95])))
     return Estimated(tiers, len(records) // len(TIERS), float(final["throughput"]),
                      str(final["model"]), int(final["users"]))
+
+
+def _which(used: float, kalman: float | None, regression: float | None) -> str:
+    """Name the estimator whose demand the model used (``demand_policy = "selected"``)."""
+    for name, value in (("kalman", kalman), ("regression", regression)):
+        if value is not None and abs(used - value) <= 1e-12 * max(abs(value), 1e-12):
+            return name
+    return "other"
 
 
 # ------------------------------------------------------------------------------- predictions
@@ -241,14 +255,14 @@ def map_predictor(demands: Sequence[float], processes: Sequence[MAP | None],
     return at
 
 
-def kalman_demands(est: Estimated) -> list[float]:
-    """The demands the pipeline's model uses (Kalman, at the end of the run)."""
+def model_demands(est: Estimated) -> list[float]:
+    """The demands the pipeline's model uses at the end of the run (``demand_s``)."""
     return [est.tiers[t].demand for t in TIERS]
 
 
 def law_demands(est: Estimated) -> list[float]:
     """The utilization law over the tier's history, ``sum B_k / sum n_k`` (the pipeline's
-    ``mean_service_s``); the Kalman demand where it is missing."""
+    ``mean_service_s``); the model's demand where it is missing."""
     return [est.tiers[t].mean_service or est.tiers[t].demand for t in TIERS]
 
 
@@ -274,11 +288,11 @@ def every_tier_processes(est: Estimated) -> list[MAP | None]:
 
 #: the models compared, by label: what each is built from
 MODELS: dict[str, Callable[[Estimated], Predictor]] = {
-    "MVA": lambda e: mva_predictor(kalman_demands(e)),
-    "MAP": lambda e: map_predictor(kalman_demands(e), pipeline_processes(e)),
+    "MVA": lambda e: mva_predictor(model_demands(e)),
+    "MAP": lambda e: map_predictor(model_demands(e), pipeline_processes(e)),
     "MVA, D = sum B / sum n": lambda e: mva_predictor(law_demands(e)),
     "MAP, D = sum B / sum n": lambda e: map_predictor(law_demands(e), pipeline_processes(e)),
-    "MAP(2) on every tier": lambda e: map_predictor(kalman_demands(e),
+    "MAP(2) on every tier": lambda e: map_predictor(model_demands(e),
                                                     every_tier_processes(e)),
 }
 
@@ -501,7 +515,8 @@ def main(argv: Sequence[str] | None = None) -> None:
 def estimates_table(results: dict[str, MixResult], hours: float) -> Table:
     t = Table(f"What the pipeline estimated from one {hours:g} h run at 50 users in 5 s windows "
               f"[true value]",
-              ["mix", "tier", "D Kalman (ms)", "Kalman over the run: median (5–95%) (ms)", "D regression (ms)",
+              ["mix", "tier", "D model (ms)", "picked", "D Kalman (ms)",
+               "Kalman over the run: median (5–95%) (ms)", "D regression (ms)",
                "sum B / sum n (ms)", "I", "p95 (ms)", "MAP(2) fit: I / SCV / p95 (ms)"])
     for r in results.values():
         for name, proc in zip(TIERS, r.scenario.processes):
@@ -510,7 +525,8 @@ def estimates_table(results: dict[str, MixResult], hours: float) -> Table:
             fit = (f"{e.fit['idc']:.0f} / {e.fit['scv']:.1f} [{proc.scv:.1f}] / "
                    f"{ms(e.fit['p95_s'])}" if e.fit else "- (exponential)")
             flag = f" ({e.idc_flag})" if e.idc_flag else ""
-            t.add(r.mix, name, f"{ms(e.demand)} [{ms(proc.mean)}]", f"{ms(med)} ({ms(lo)}–{ms(hi)})",
+            t.add(r.mix, name, f"{ms(e.demand)} [{ms(proc.mean)}]", e.estimator, ms(e.kalman),
+                  f"{ms(med)} ({ms(lo)}–{ms(hi)})",
                   ms(e.regression), ms(e.mean_service),
                   f"{num(e.idc)}{flag} [{proc.idc:.1f}]",
                   f"{ms(e.p95)} [{ms(proc.quantile(0.95))}]", fit)
@@ -547,7 +563,7 @@ def summary_table(results: dict[str, MixResult]) -> Table:
 
 
 def study_table(title: str, key: str, variants: list[Variant]) -> Table:
-    t = Table(title, [key, "D db Kalman (ms)", "I db", "p95 db (ms)", "fit SCV", "model",
+    t = Table(title, [key, "D db model (ms)", "I db", "p95 db (ms)", "fit SCV", "model",
                       "MVA: X max / mean", "MAP: X max / mean", "MAP: R max / mean",
                       "MAP, D = sum B / sum n: X max / mean"])
 
@@ -557,7 +573,7 @@ def study_table(title: str, key: str, variants: list[Variant]) -> Table:
     for v in variants:
         db = v.est.tiers["db"]
         flag = f" ({db.idc_flag})" if db.idc_flag else ""
-        t.add(v.label, ms(db.demand), f"{num(db.idc)}{flag}", ms(db.p95),
+        t.add(v.label, f"{ms(db.demand)} ({db.estimator})", f"{num(db.idc)}{flag}", ms(db.p95),
               num(db.fit["scv"]) if db.fit else "-", "MAP" if db.process else "MVA",
               mm(v.errors["MVA"], "x"), mm(v.errors["MAP"], "x"), mm(v.errors["MAP"], "r"),
               mm(v.errors["MAP, D = sum B / sum n"], "x"))
@@ -582,9 +598,9 @@ def plot(results: dict[str, MixResult], path: Path) -> None:
             ax.errorbar(n, truth, yerr=hw, fmt="o", color="black", capsize=3,
                         label="simulated truth (95% CI)")
             ax.plot(n, [scale * getattr(row.predictions["MVA"], metric) for row in r.rows],
-                    "s--", color="tab:red", label="MVA (pipeline: Kalman demands)")
+                    "s--", color="tab:red", label="MVA (pipeline's demands)")
             ax.plot(n, [scale * getattr(row.predictions["MAP"], metric) for row in r.rows],
-                    "^-", color="tab:blue", label="MAP network (pipeline: Kalman demands)")
+                    "^-", color="tab:blue", label="MAP network (pipeline's demands)")
             ax.plot(n, [scale * getattr(row.predictions[LAW_MAP], metric) for row in r.rows],
                     "v:", color="tab:green", label="MAP network, D = sum B / sum n")
             ax.set_ylabel(unit)
