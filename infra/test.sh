@@ -19,6 +19,8 @@ export PIP_CACHE_DIR="$CACHE/pip"
 "$VENV/bin/python" -m pip install -q -e ".[test]"
 # Debian's chromium + chromedriver for the report's browser test (tests/test_report.py)
 bash infra/chromium.sh >&2 || echo "chromium not installed: the browser test skips (fails under CI=true)" >&2
+# compose-go (Docker Compose v2's loader) from the Go module proxy, for tests/test_compose_spec.py
+bash infra/compose/install.sh >/dev/null || echo "composecheck not built: its tests skip (fail under CI=true)" >&2
 if [ "${PERFCAST_SERVICES:-1}" != "0" ]; then
   trap 'bash infra/services.sh down' EXIT
   services_env="$(bash infra/services.sh up)"   # fails the run if a service cannot start
