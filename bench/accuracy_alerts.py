@@ -3,6 +3,7 @@ against a baseline that extrapolates the measured response time linearly (issue 
 Prints the tables of docs/accuracy.md section 4.
 
     python bench/accuracy_alerts.py            # 12 runs per kind + the idc_threshold sweep
+                                               # (both kinds)
     python bench/accuracy_alerts.py --quick    # 4 runs per kind, two thresholds
     python bench/accuracy_alerts.py --jobs 1   # one process (default: 2)
 
@@ -27,7 +28,9 @@ breaches); the capacity comes from the true model (:func:`true_capacity`). The w
   over the tiers; above the SLA is a breach, 0.9-1x SLA the dead band; it counts once it held
   for ``alert_fire_after`` (2) intervals (:class:`streams.alerts.AlertBook`). The breach time
   is that firing time (checked against the pipeline's own ``current_breach`` events).
-* **perfcast** -- the pipeline's ``predicted_breach`` firing times.
+* **perfcast** -- the pipeline's ``predicted_breach`` firing times, under each
+  ``demand_policy`` (:data:`streams.config.DEMAND_POLICIES`: the default ``selected`` and the
+  former default ``kalman_checked``) at ``idc_threshold`` 10; the sweep uses the default policy.
 * **baseline** -- ``predict_linear``: at each solve time a least-squares line through each
   class's per-window measured response time over the last 10 minutes, extrapolated over the
   horizon; condition "some class above its SLA at t + horizon", cleared when every class is
@@ -61,7 +64,7 @@ from solvers.processes import MAP  # noqa: E402
 from solvers.simulation.monitoring import monitor_closed  # noqa: E402
 from solvers.simulation.network import ClosedNetwork, Queue  # noqa: E402
 from streams.alerts import AlertBook  # noqa: E402
-from streams.config import Config, SystemConfig  # noqa: E402
+from streams.config import DEMAND_POLICIES, Config, SystemConfig  # noqa: E402
 from streams.demo import CLASSES, START  # noqa: E402
 from streams.embedded import run_embedded  # noqa: E402
 from streams.system import BREACH_RESOLVE_FACTOR, CURRENT_RESOLVE_FACTOR  # noqa: E402
@@ -80,6 +83,8 @@ DB = np.array([c[3] for c in CLASSES]) * SCALE
 KINDS = ("bursty", "non_bursty")
 SLOPES = (1.5, 2.5, 4.0)          # users per minute
 SLAS = (0.25, 0.4)                # seconds, every class
+DEFAULT_POLICY = SystemConfig().demand_policy
+THRESHOLD = 10.0                  # idc_threshold of the policy comparison
 
 
 @dataclass(frozen=True)
@@ -143,11 +148,11 @@ def records(spec: RunSpec, capacity: int) -> list[dict[str, Any]]:
                           start_time=START, seed=spec.seed)
 
 
-def config(spec: RunSpec, idc_threshold: float) -> Config:
+def config(spec: RunSpec, idc_threshold: float, policy: str = DEFAULT_POLICY) -> Config:
     return Config(systems={"shop": SystemConfig(
         tiers=("front", "db"), think_time_s=THINK_TIME, sla_s={"*": spec.sla_s},
         solve_interval_s=SOLVE_S, horizon_s=HORIZON_S, trend_window_s=HORIZON_S,
-        idc_threshold=idc_threshold)})
+        idc_threshold=idc_threshold, demand_policy=policy)})
 
 
 # ------------------------------------------------------------------------------ measured side
@@ -279,23 +284,36 @@ def score(fired: list[float], breaches: list[tuple[float, float | None]]) -> Sco
     return Score(None if first is None else first - START, lead, missed, len(fired), false)
 
 
-def run_one(spec: RunSpec, capacity: int, thresholds: tuple[float, ...]) -> dict[str, Any]:
-    """Simulate ``spec``; the pipeline's predicted_breach at each idc threshold, the baseline,
-    the actual breach."""
+def run_one(spec: RunSpec, capacity: int,
+            variants: tuple[tuple[str, float], ...]) -> dict[str, Any]:
+    """Simulate ``spec``; the pipeline's predicted_breach for each ``(demand_policy,
+    idc_threshold)`` variant, the baseline, the actual breach."""
     t0 = time.perf_counter()
     recs = records(spec, capacity)
     breaches = breach_episodes(recs, spec.sla_s)
     out: dict[str, Any] = {"spec": spec, "capacity": capacity}
-    for thr in thresholds:
+    for policy, thr in variants:
+        seen: dict[str, Any] = {"solves": 0, "map": 0, "idc": {}}
+
+        def watch(outputs: Any, _pipeline: Any, seen: dict[str, Any] = seen) -> None:
+            for pred in outputs.predictions:
+                if pred.get("model") is None:
+                    continue
+                seen["solves"] += 1
+                seen["map"] += pred["model"] == "map"
+                for tier, t in pred.get("tiers", {}).items():
+                    if t.get("idc") is not None:
+                        seen["idc"][tier] = t["idc"]
         with tempfile.TemporaryDirectory() as d:
-            summary = run_embedded(recs, config(spec, thr), d)
+            summary = run_embedded(recs, config(spec, thr, policy), d, on_outputs=watch)
+        out[("model", policy, thr)] = seen
         ev = summary.alert_events
         fired = [a["time"] for a in ev if a["alert"] == "predicted_breach"
                  and a["state"] == "firing"]
         current = [a["time"] for a in ev if a["alert"] == "current_breach"
                    and a["state"] == "firing"]
-        out[("perfcast", thr)] = score(fired, breaches)
-        out[("agree", thr)] = (min(current) if current else None) == \
+        out[("perfcast", policy, thr)] = score(fired, breaches)
+        out[("agree", policy, thr)] = (min(current) if current else None) == \
             (breaches[0][0] if breaches else None)
     times, _ = interval_response(recs)
     base = episodes(baseline_conditions(recs, spec.sla_s, times[:-1]))
@@ -351,11 +369,13 @@ def main(argv: list[str] | None = None) -> None:
     caps = {(k, s): true_capacity(k, s) for k in KINDS for s in SLAS}
     print("True capacity (users) per kind and SLA: "
           + ", ".join(f"{k} {s:g} s: {c}" for (k, s), c in caps.items()))
+    others = tuple((p, THRESHOLD) for p in DEMAND_POLICIES if p != DEFAULT_POLICY)
     tasks = []
     for kind in KINDS:
         for spec in specs(kind, runs):
-            thr = sweep if kind == "bursty" else (10.0,)
-            tasks.append((spec, caps[kind, spec.sla_s], thr))
+            thr = sweep
+            tasks.append((spec, caps[kind, spec.sla_s],
+                          tuple((DEFAULT_POLICY, t) for t in thr) + others))
     tasks.sort(key=lambda t: -len(t[2]))               # long tasks first
     results = []
     with ProcessPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
@@ -367,35 +387,60 @@ def main(argv: list[str] | None = None) -> None:
     by_kind = {k: sorted([r for r in results if r["spec"].kind == k],
                          key=lambda r: r["spec"].seed) for k in KINDS}
     print(f"\n## Lead time and false alarms ({runs} runs per kind; horizon {HORIZON_S / 60:g} min,"
-          f" solve every {SOLVE_S:g} s, 5-s windows; lead in minutes)\n")
+          f" solve every {SOLVE_S:g} s, 5-s windows, idc_threshold {THRESHOLD:g}; lead in "
+          f"minutes; perfcast per demand_policy, default {DEFAULT_POLICY})\n")
     print(HEADER)
     for kind in KINDS:
         rs = by_kind[kind]
         stops = [r["spec"].stops_below for r in rs]
-        print(row(f"{kind} / perfcast", [r["perfcast", 10.0] for r in rs], stops))
+        for policy in DEMAND_POLICIES:
+            print(row(f"{kind} / perfcast ({policy})",
+                      [r["perfcast", policy, THRESHOLD] for r in rs], stops))
         print(row(f"{kind} / baseline (predict_linear)", [r["baseline"] for r in rs], stops))
     print("\nPer run (lead in minutes; '-' no breach; 'miss' breach without an alert before it)")
     print("| kind | seed | slope users/min | SLA s | ramp stops below | breach at min | "
-          "perfcast lead | perfcast false | baseline lead | baseline false |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          + " | ".join(f"{p} lead | {p} false" for p in DEMAND_POLICIES)
+          + " | baseline lead | baseline false |")
+    print("|---|---|---|---|---|---|" + "---|---|" * (len(DEMAND_POLICIES) + 1))
+
+    def lead(x: Score) -> str:
+        return "-" if x.breach is None else ("miss" if x.missed else f"{x.lead / 60:.0f}")
     for kind in KINDS:
         for r in by_kind[kind]:
-            s, p, b = r["spec"], r["perfcast", 10.0], r["baseline"]
-
-            def lead(x: Score) -> str:
-                return "-" if x.breach is None else ("miss" if x.missed else f"{x.lead / 60:.0f}")
+            s, b = r["spec"], r["baseline"]
+            ps = [r["perfcast", p, THRESHOLD] for p in DEMAND_POLICIES]
             print(f"| {kind} | {s.seed} | {s.slope:g} | {s.sla_s:g} | {'yes' if s.stops_below else 'no'} | "
-                  f"{'-' if p.breach is None else f'{p.breach / 60:.0f}'} | {lead(p)} | "
-                  f"{p.false_alarms} | {lead(b)} | {b.false_alarms} |")
-    agree = sum(r["agree", 10.0] for r in results)
+                  f"{'-' if b.breach is None else f'{b.breach / 60:.0f}'} | "
+                  + " | ".join(f"{lead(p)} | {p.false_alarms}" for p in ps)
+                  + f" | {lead(b)} | {b.false_alarms} |")
+    agree = sum(r["agree", DEFAULT_POLICY, THRESHOLD] for r in results)
     print(f"\nActual breach recomputed from the windows = the pipeline's first current_breach "
           f"firing in {agree}/{len(results)} runs")
-    rs = by_kind["bursty"]
-    stops = [r["spec"].stops_below for r in rs]
-    print(f"\n## idc_threshold on the bursty kind ({runs} runs each)\n")
-    print(HEADER.replace("kind / method", "idc_threshold"))
-    for thr in sweep:
-        print(row(f"{thr:g}", [r["perfcast", thr] for r in rs], stops))
+    print(f"\n## idc_threshold ({runs} runs per kind, demand_policy {DEFAULT_POLICY})\n")
+    print(HEADER.replace("kind / method", "kind / idc_threshold"))
+    for kind in KINDS:
+        rs = by_kind[kind]
+        stops = [r["spec"].stops_below for r in rs]
+        for thr in sweep:
+            print(row(f"{kind} / {thr:g}", [r["perfcast", DEFAULT_POLICY, thr] for r in rs],
+                      stops))
+    print("\nWhere the tiers sit: the index of dispersion I the pipeline measured at the last "
+          "solve (median, min-max over runs) and the share of solves on the MAP network")
+    print("| kind | I front | I db | " + " | ".join(f"MAP solves, idc_threshold {t:g}"
+                                                    for t in sweep) + " |")
+    print("|---|---|---|" + "---|" * len(sweep))
+    for kind in KINDS:
+        rs = by_kind[kind]
+        cells = []
+        for tier in ("front", "db"):
+            v = [r["model", DEFAULT_POLICY, THRESHOLD]["idc"].get(tier) for r in rs]
+            v = [x for x in v if x is not None]
+            cells.append(f"{np.median(v):.3g} ({min(v):.3g}-{max(v):.3g})" if v else "–")
+        for thr in sweep:
+            m = [r["model", DEFAULT_POLICY, thr] for r in rs]
+            share = sum(x["map"] for x in m) / max(sum(x["solves"] for x in m), 1)
+            cells.append(f"{share:.0%}")
+        print(f"| {kind} | " + " | ".join(cells) + " |")
     cpu = sum(r["seconds"] for r in results)
     print(f"\n({time.perf_counter() - t0:.0f} s wall, {cpu:.0f} s in runs)")
 

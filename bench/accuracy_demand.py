@@ -13,14 +13,17 @@ Estimators, each given the windows up to and including ``k`` to estimate at wind
   windows, refitted every window (paper 002 Fig. 6; paper 004 section 3.3.2);
 * ``util_law``   -- the utilization law without classes: ``D_c = sum U T cores / sum n`` over
   the last 12 windows, the same for every class (what a tier's mean service time gives);
-* ``pipeline``   -- what the model is built from today (``streams.model._identified``): the
+* ``kalman_checked`` -- ``demand_policy = "kalman_checked"``, the pipeline's policy before this
+  comparison (``streams.model._identified``): the
   Kalman demands, a class whose estimate disagrees with the sliding regression (refreshed as
   the pipeline refreshes it, once a quarter of its windows is new) or is too uncertain replaced
   by the mix-weighted mean;
 * ``selected``   -- :func:`estimators.selection.select_estimator` over ``kalman`` and the
   regression as the pipeline refreshes it: per window the one with the lowest one-step-ahead
   utilization-prediction error over the last 60 windows (Kalman kept unless the regression is
-  10% better); its demands are used as they are (no per-class fallback).
+  10% better); its demands are used as they are (no per-class fallback). Chosen from these
+  tables as the pipeline's default, ``demand_policy = "selected"`` (:mod:`streams.tier`), which
+  makes the same choice once per solve rather than every window.
 
 Errors per window: the mean relative demand error over classes ``mean_c |x_c / D_c - 1|`` and
 paper 002's utilization-weighted ``E_rel`` (:func:`estimators.demand.relative_error`, weights
@@ -73,7 +76,7 @@ UTIL_LAW_WINDOWS = 12
 WARMUP = REGRESSION_WINDOWS       # errors are compared from here on (every estimator ready)
 CONVERGED = 0.15                  # median E_rel of the next CONVERGED_FOR windows within 15%
 CONVERGED_FOR = 10
-NAMES = ("kalman", "regression", "util_law", "pipeline", "selected")
+NAMES = ("kalman", "regression", "util_law", "kalman_checked", "selected")
 
 
 # ----------------------------------------------------------------------------------- workloads
@@ -222,7 +225,7 @@ def all_paths(s: Stream) -> tuple[dict[str, np.ndarray], list[str]]:
     paths = {"kalman": kal, "regression": regression_path(s), "util_law": util_law_path(s)}
     # the regression as the pipeline has it: refreshed once a quarter of its windows is new
     cadence = {"kalman": kal, "regression": regression_path(s, every=REGRESSION_REFRESH)}
-    paths["pipeline"] = pipeline_path(s, kal, sd, cadence["regression"])
+    paths["kalman_checked"] = pipeline_path(s, kal, sd, cadence["regression"])
     choice = select_estimator_path(s, {n: cadence[n] for n in ESTIMATORS})
     paths["selected"] = np.array([cadence[c][k] for k, c in enumerate(choice)])
     return paths, choice
