@@ -26,7 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["ESTIMATORS", "Selection", "prediction_error", "select_estimator"]
+__all__ = ["ESTIMATORS", "Selection", "prediction_error", "residual_error", "residuals",
+           "select_by_residuals", "select_estimator"]
 
 #: the candidates recommended for the pipeline, the default first (docs/accuracy.md section 3:
 #: the class-blind utilization law predicts utilization as well as they do, but gives every
@@ -63,6 +64,36 @@ def _window_data(utilization: np.ndarray | list[float],
     return z * float(cores), X
 
 
+def residuals(utilization: np.ndarray | list[float],
+              throughputs: np.ndarray | list[list[float]],
+              estimates: np.ndarray | list[list[float]], cores: float = 1.0) -> np.ndarray:
+    """One-step-ahead residuals ``r_k = U_k cores - H_k D_k`` (NaN where row ``k`` of
+    ``estimates`` has a NaN: no estimate yet)."""
+    z, X = _window_data(utilization, throughputs, cores)
+    D = np.asarray(estimates, dtype=float)
+    if D.shape != X.shape:
+        raise ValueError(f"estimates: expected shape {X.shape} (one row per window), "
+                         f"got {D.shape}")
+    if np.any(np.isinf(D)) or np.any(D < 0):
+        raise ValueError("estimates: entries must be finite and >= 0 (NaN: no estimate)")
+    return z - np.einsum("kc,kc->k", X, D)
+
+
+def residual_error(busy: np.ndarray, residual: np.ndarray, min_windows: int = 5) -> float | None:
+    """Relative RMS ``sqrt(mean_k r_k^2) / mean_k z_k`` over the windows with a residual
+    (``busy`` ``z_k = U_k cores``; NaN residual: no estimate); ``None`` when fewer than
+    ``min_windows`` remain or they did no work."""
+    ok = ~np.isnan(residual)
+    n = int(np.count_nonzero(ok))
+    if n < max(int(min_windows), 1):
+        return None
+    r = residual[ok]
+    mean = float(busy[ok].sum()) / n
+    if not mean > 0:
+        return None
+    return math.sqrt(float(r @ r) / n) / mean
+
+
 def prediction_error(utilization: np.ndarray | list[float],
                      throughputs: np.ndarray | list[list[float]],
                      estimates: np.ndarray | list[list[float]], cores: float = 1.0,
@@ -73,22 +104,8 @@ def prediction_error(utilization: np.ndarray | list[float],
     the estimate made *before* window ``k``. Rows containing NaN (no estimate yet) are left
     out; ``None`` when fewer than ``min_windows`` windows remain or the windows did no work.
     """
-    z, X = _window_data(utilization, throughputs, cores)
-    D = np.asarray(estimates, dtype=float)
-    if D.shape != X.shape:
-        raise ValueError(f"estimates: expected shape {X.shape} (one row per window), "
-                         f"got {D.shape}")
-    if np.any(np.isinf(D)) or np.any(D < 0):
-        raise ValueError("estimates: entries must be finite and >= 0 (NaN: no estimate)")
-    ok = ~np.isnan(D).any(axis=1)
-    if int(ok.sum()) < max(int(min_windows), 1):
-        return None
-    zk = z[ok]
-    mean = float(zk.mean())
-    if not mean > 0:
-        return None
-    residual = zk - np.einsum("kc,kc->k", X[ok], D[ok])
-    return float(np.sqrt(np.mean(residual * residual)) / mean)
+    r = residuals(utilization, throughputs, estimates, cores)
+    return residual_error(np.asarray(utilization, dtype=float) * float(cores), r, min_windows)
 
 
 def select_estimator(utilization: np.ndarray | list[float],
@@ -106,15 +123,34 @@ def select_estimator(utilization: np.ndarray | list[float],
     """
     if not isinstance(estimates, Mapping) or not estimates:
         raise ValueError("estimates: must map at least one estimator name to its estimates")
-    if preferred not in estimates:
+    busy = np.asarray(utilization, dtype=float) * float(cores)
+    return select_by_residuals(busy, {name: residuals(utilization, throughputs, est, cores)
+                                      for name, est in estimates.items()},
+                               preferred=preferred, margin=margin, min_windows=min_windows)
+
+
+def select_by_residuals(busy: np.ndarray, residuals_by_name: Mapping[str, np.ndarray], *,
+                        preferred: str = "kalman", margin: float = 0.1,
+                        min_windows: int = 5) -> Selection:
+    """:func:`select_estimator` from residuals already computed: ``busy`` ``z_k`` ``(L,)`` and
+    each estimator's one-step-ahead residuals ``r_k`` ``(L,)`` (NaN: no estimate) -- what a
+    stream keeps window by window instead of the demand vectors."""
+    if not isinstance(residuals_by_name, Mapping) or not residuals_by_name:
+        raise ValueError("residuals: must map at least one estimator name to its residuals")
+    if preferred not in residuals_by_name:
         raise ValueError(f"preferred: {preferred!r} is not among the estimates "
-                         f"{sorted(estimates)}")
+                         f"{sorted(residuals_by_name)}")
     if not 0.0 <= margin < 1.0:
         raise ValueError(f"margin: must be within [0, 1), got {margin!r}")
-    errors = {name: prediction_error(utilization, throughputs, est, cores, min_windows)
-              for name, est in estimates.items()}
+    z = np.asarray(busy, dtype=float)
+    for name, r in residuals_by_name.items():
+        if np.shape(r) != z.shape:
+            raise ValueError(f"residuals[{name!r}]: expected shape {z.shape}, "
+                             f"got {np.shape(r)}")
+    errors = {name: residual_error(z, np.asarray(r, dtype=float), min_windows)
+              for name, r in residuals_by_name.items()}
     scored = {n: e for n, e in errors.items() if e is not None}
-    windows = len(np.asarray(utilization))
+    windows = int(z.size)
     if not scored:
         return Selection(preferred, errors, windows)
     best = min(scored, key=lambda n: (scored[n], n != preferred))

@@ -15,11 +15,13 @@ treat windows as exchangeable observations, so a few out of order change little)
 older than every kept end cannot be told apart from a duplicate and is rejected as too late.
 
 Which demands enter the model (``demand_policy``, docs/accuracy.md section 3): under the default
-``selected`` the tier keeps, for its last :data:`SELECTION_WINDOWS` windows, the Kalman demands
-and the sliding regression each had *before* the window, and at solve time picks the one whose
-one-step-ahead prediction of ``U_k cores = sum_c X_{k,c} D_c`` (paper 004 eq. (5.b); paper 002
-Fig. 6) was better (:func:`estimators.selection.select_estimator`: Kalman kept unless the
-regression is 10% better); :attr:`TierModel.estimator` names it.
+``selected`` the tier keeps, for its last :data:`SELECTION_WINDOWS` windows, ``z_k = U_k cores``
+and the residual ``r_k = z_k - H_k D`` of each estimator's one-step-ahead prediction (paper 004
+eq. (5.b); paper 002 Fig. 6) -- ``D`` the Kalman demands and the sliding regression in force
+*before* window ``k`` -- and at solve time picks the estimator whose prediction was better
+(:func:`estimators.selection.select_by_residuals`: Kalman kept unless the regression is 10%
+better); :attr:`TierModel.estimator` names it. Three numbers per window, not two demand
+vectors: the state the worker persists stays small.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from estimators.demand import KalmanDemandEstimator, regression_demands
 from estimators.kalman_bank import Steps, update_many
 from estimators.dispersion import index_of_dispersion
 from estimators.mapfit import fit_map2, service_p95
-from estimators.selection import select_estimator
+from estimators.selection import select_by_residuals
 from solvers.processes import MAP
 from streams.config import SystemConfig
 from streams.history import WindowHistory
@@ -201,9 +203,12 @@ def step_tiers(tiers: list["TierState"]) -> list[tuple[int, dict[str, Any]]]:
     if not tiers:
         return []
     inputs = [t._apply_pending() for t in tiers]
+    before = [t.kalman.x.copy() for t in tiers]        # demands in force before the batch
     steps = update_many([t.kalman for t in tiers], *zip(*inputs))
     out: list[tuple[int, dict[str, Any]]] = []
-    for t, st in zip(tiers, steps):
+    for t, st, (U, X, cores, _), x0 in zip(tiers, steps, inputs, before):
+        if t.config.demand_policy == "selected":
+            t._score(U * cores, X, np.vstack([x0[None, :], st.x[:-1]]))
         out += t.estimates(st)
     return out
 
@@ -232,12 +237,12 @@ class TierState:
         self.pending: list[_Pending] = []           # admitted, Kalman update not yet run
         self.regression: dict[str, float] = {}      # last sliding regression (paper 002)
         self.reg_seq = 0                            # history.seq at the last regression
-        # demand_policy "selected": each estimator's demands before each of the last
-        # SELECTION_WINDOWS windows (rows aligned with the history's newest; NaN: none yet),
-        # the Kalman demands after the newest window, the estimator picked at the last refresh
-        self.prior_kalman = np.empty((0, 0))
-        self.prior_regression = np.empty((0, 0))
-        self.kalman_last: np.ndarray | None = None
+        # demand_policy "selected", the last SELECTION_WINDOWS windows: z_k = U_k cores and
+        # each estimator's one-step-ahead residual (NaN: no estimate then); the estimator
+        # picked at the last refresh
+        self.busy = np.empty(0)
+        self.residuals: dict[str, np.ndarray] = {"kalman": np.empty(0),
+                                                 "regression": np.empty(0)}
         self.estimator = "kalman"
 
     # -- per window ---------------------------------------------------------------------------
@@ -325,43 +330,27 @@ class TierState:
                 **model,
             }))
         self.pending = []
-        if self.config.demand_policy == "selected":
-            self._track_prior(steps.x)
         return out
 
-    def _track_prior(self, x: np.ndarray) -> None:
-        """Append the demands each estimator had before each of the windows just stepped:
-        the Kalman filter's after the previous window (``x`` ``(windows, classes)`` holds its
-        state after each; all zeros: not initialised, no estimate), the regression in force
-        (fitted at an earlier refresh, on earlier windows)."""
-        L, C = x.shape
-        if L == 0:
-            return
-        last = self.kalman_last
-        first = np.full(C, np.nan)
-        if last is not None and last.size == C:
-            first = last
-        pre = np.vstack([first[None, :], x[:-1]])
-        pre[~(pre > 0).any(axis=1)] = np.nan
-        reg = np.array([self.regression.get(c, np.nan) for c in self.classes[:C]])
+    def _score(self, busy: np.ndarray, X: np.ndarray, kalman_before: np.ndarray) -> None:
+        """Record windows just stepped for the selection: ``busy`` ``z_k = U_k cores``, ``X``
+        ``(windows, classes)`` the throughputs ``H_k``, ``kalman_before`` the filter's
+        demands before each window (all zeros: not initialised, no estimate); the regression
+        in force is the one fitted at an earlier refresh, on earlier windows."""
+        kal = np.einsum("kc,kc->k", X, kalman_before)
+        kal[~(kalman_before > 0).any(axis=1)] = np.nan
+        reg = np.array([self.regression.get(c, np.nan) for c in self.classes[:X.shape[1]]])
         keep = SELECTION_WINDOWS
-        self.prior_kalman = np.vstack([_widen(self.prior_kalman, C), pre])[-keep:]
-        self.prior_regression = np.vstack([_widen(self.prior_regression, C),
-                                           np.broadcast_to(reg, (L, C))])[-keep:]
-        self.kalman_last = np.array(x[-1], dtype=float)
+        self.busy = np.concatenate([self.busy, busy])[-keep:]
+        for name, predicted in (("kalman", kal), ("regression", X @ reg if reg.size else
+                                                  np.full(len(busy), np.nan))):
+            self.residuals[name] = np.concatenate([self.residuals[name],
+                                                   busy - predicted])[-keep:]
 
-    def _select(self, hist: WindowHistory, n_classes: int) -> str:
+    def _select(self) -> str:
         """The estimator with the lower one-step-ahead utilization-prediction error over the
         last :data:`SELECTION_WINDOWS` windows (``"kalman"`` while fewer than 5 are scored)."""
-        L = min(len(self.prior_kalman), hist.seq, hist.capacity)
-        if L < 5 or self.prior_kalman.shape[1] != n_classes:
-            return "kalman"
-        tail = hist.arrays(n_classes, last=L)
-        rates = tail.completions / tail.window_s[:, None]
-        return select_estimator(tail.utilization, rates,
-                                {"kalman": self.prior_kalman[-L:],
-                                 "regression": self.prior_regression[-L:]},
-                                cores=float(tail.cores[-1])).estimator
+        return select_by_residuals(self.busy, self.residuals).estimator
 
     # -- at solve time ------------------------------------------------------------------------
     def refresh(self, fit_map: bool = True) -> TierModel:
@@ -405,7 +394,7 @@ class TierState:
             self.reg_seq = hist.seq
         regression = self.regression
         if cfg.demand_policy == "selected":
-            self.estimator = self._select(hist, n_classes)
+            self.estimator = self._select()
         bursty = idc is not None and idc > cfg.idc_threshold
         if bursty and fit_map:          # only bursty tiers enter the model with their MAP(2)
             self._refit(mean, idc, p95)
@@ -450,10 +439,8 @@ class TierState:
             "interval": self.interval.to_dict(), "fit_inputs": self.fit_inputs, "fit": self.fit,
             "model": self.model, "idc_seq": self.idc_seq, "regression": self.regression,
             "reg_seq": self.reg_seq,
-            "selection": {"kalman": _rows_out(self.prior_kalman),
-                          "regression": _rows_out(self.prior_regression),
-                          "kalman_last": None if self.kalman_last is None
-                          else self.kalman_last.tolist(),
+            "selection": {"busy": self.busy.tolist(),
+                          **{n: _nan_out(r) for n, r in self.residuals.items()},
                           "estimator": self.estimator},
         }
 
@@ -475,29 +462,16 @@ class TierState:
             setattr(state, key, data[key])
         state.interval = Interval.from_dict(data["interval"])
         sel = data.get("selection")            # absent in states saved before demand_policy
-        if sel:
-            state.prior_kalman = _rows_in(sel["kalman"])
-            state.prior_regression = _rows_in(sel["regression"])
-            state.kalman_last = (None if sel["kalman_last"] is None
-                                 else np.array(sel["kalman_last"], dtype=float))
+        if sel and "busy" in sel:
+            state.busy = np.array(sel["busy"], dtype=float)
+            state.residuals = {n: _nan_in(sel[n]) for n in state.residuals}
             state.estimator = sel["estimator"]
         return state
 
 
-def _widen(rows: np.ndarray, classes: int) -> np.ndarray:
-    """``rows`` with zero columns for classes added since (their throughput was 0 then)."""
-    if rows.shape[1] == classes:
-        return rows
-    out = np.zeros((rows.shape[0], classes))
-    out[:, :rows.shape[1]] = rows
-    return out
+def _nan_out(values: np.ndarray) -> list[float | None]:
+    return [None if v != v else v for v in values.tolist()]
 
 
-def _rows_out(rows: np.ndarray) -> list[list[float | None]]:
-    return [[None if v != v else v for v in r] for r in rows.tolist()]
-
-
-def _rows_in(rows: list[list[float | None]]) -> np.ndarray:
-    if not rows:
-        return np.empty((0, 0))
-    return np.array([[np.nan if v is None else v for v in r] for r in rows], dtype=float)
+def _nan_in(values: list[float | None]) -> np.ndarray:
+    return np.array([np.nan if v is None else v for v in values], dtype=float)

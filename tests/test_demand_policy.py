@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from estimators.selection import select_by_residuals, select_estimator
 from streams.config import ConfigError, SystemConfig, load_config
 from streams.model import build_model, tier_demands
 from streams.records import Window
@@ -103,28 +104,47 @@ def _feed(tier: TierState, windows: list[Window], refresh_every: int = 12) -> li
     """Windows one at a time, a refresh every ``refresh_every`` (the solve cadence)."""
     models = []
     for i, w in enumerate(windows):
-        reason, late = tier.admit(w)
-        assert reason is None
-        tier.accept(w, late, i, [])
-        step_tiers([tier])
+        _feed_one(tier, w, i)
         if (i + 1) % refresh_every == 0:
             models.append(tier.refresh())
     return models
 
 
-def test_prior_rows_hold_each_estimators_demands_before_the_window():
+def test_the_tier_scores_each_estimators_demands_from_before_the_window():
+    """The residuals the tier keeps are those of :func:`estimators.selection.select_estimator`
+    given the demands each estimator had before each window (recorded here window by window,
+    independently of the tier's bookkeeping), and so are the errors it selects by."""
     tier = TierState("db", SystemConfig())
-    _feed(tier, _windows(150, seed=1))
-    K, R = tier.prior_kalman, tier.prior_regression
-    assert K.shape == R.shape == (SELECTION_WINDOWS, 3)
-    # the newest row is the filter's state after the window before the newest
-    before = tier.kalman.x.copy()
-    w = _windows(1, seed=2, start=150)[0]
-    tier.admit(w)
-    tier.accept(w, False, 0, [])
+    windows = _windows(150, seed=1)
+    kal, reg = [], []
+    for i, w in enumerate(windows):
+        x = tier.kalman.x.copy() if tier.kalman is not None else np.zeros(3)
+        kal.append(x if (x > 0).any() else np.full(3, np.nan))
+        reg.append([tier.regression.get(c, np.nan) for c in CLASSES])
+        _feed_one(tier, w, i)
+        if (i + 1) % 12 == 0:
+            tier.refresh()
+    last = windows[-SELECTION_WINDOWS:]
+    U = np.array([w.utilization for w in last])
+    X = np.array([[w.completions[c] / w.window_s for c in CLASSES] for w in last])
+    expected = select_estimator(U, X, {"kalman": np.array(kal[-SELECTION_WINDOWS:]),
+                                       "regression": np.array(reg[-SELECTION_WINDOWS:])})
+    assert tier.busy.tolist() == pytest.approx(U.tolist(), rel=1e-12)
+    for name in ("kalman", "regression"):
+        want = U - np.einsum("kc,kc->k", X, np.array((kal if name == "kalman" else reg)
+                                                       [-SELECTION_WINDOWS:]))
+        np.testing.assert_allclose(tier.residuals[name], want, rtol=1e-9, atol=1e-12)
+    got = select_by_residuals(tier.busy, tier.residuals)
+    assert got.estimator == expected.estimator
+    assert got.errors == pytest.approx(expected.errors, rel=1e-9)
+    assert np.isnan(tier.residuals["regression"]).sum() < SELECTION_WINDOWS   # scored
+
+
+def _feed_one(tier: TierState, w: Window, i: int) -> None:
+    reason, late = tier.admit(w)
+    assert reason is None
+    tier.accept(w, late, i, [])
     step_tiers([tier])
-    assert tier.prior_kalman[-1].tolist() == before.tolist()
-    assert tier.prior_regression[-1].tolist() == [tier.regression[c] for c in CLASSES]
 
 
 def test_exact_data_selects_the_regression_and_a_stale_regression_loses_to_kalman():
@@ -145,16 +165,16 @@ def test_old_policy_tracks_nothing_and_keeps_kalman():
     tier = TierState("db", SystemConfig(demand_policy="kalman_checked"))
     models = _feed(tier, _windows(240, seed=3))
     assert models[-1].estimator == "kalman"
-    assert tier.prior_kalman.size == 0
+    assert tier.busy.size == 0 and all(r.size == 0 for r in tier.residuals.values())
 
 
 def test_selection_state_round_trips():
     tier = TierState("db", SystemConfig())
     _feed(tier, _windows(100, seed=5))
     again = TierState.from_dict(tier.to_dict(), SystemConfig())
-    np.testing.assert_array_equal(again.prior_kalman, tier.prior_kalman)
-    np.testing.assert_array_equal(again.prior_regression, tier.prior_regression)
-    assert again.kalman_last.tolist() == tier.kalman_last.tolist()
+    np.testing.assert_array_equal(again.busy, tier.busy)
+    for name, r in tier.residuals.items():
+        np.testing.assert_array_equal(again.residuals[name], r)
     assert again.estimator == tier.estimator
     rest = _windows(60, seed=6, start=100)
     assert [m.estimator for m in _feed(again, rest)] == [m.estimator for m in _feed(tier, rest)]
