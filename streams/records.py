@@ -441,8 +441,9 @@ def _clean_dict(d: dict[Any, Any]) -> dict[Any, Any]:
         kind = type(v)
         if kind is float:
             out[k] = v if v - v == 0.0 else None
-        elif kind is np.float64:
-            out[k] = float(v) if v - v == 0.0 else None
+        elif kind is np.float64:           # as a float: inf - inf warns on a numpy scalar
+            f = float(v)
+            out[k] = f if f - f == 0.0 else None
         elif kind is str or kind is int or kind is bool or v is None:
             out[k] = v
         elif kind is dict:
