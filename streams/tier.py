@@ -27,6 +27,7 @@ vectors: the state the worker persists stays small.
 from __future__ import annotations
 
 import bisect
+from operator import itemgetter
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -240,9 +241,7 @@ class TierState:
         # demand_policy "selected", the last SELECTION_WINDOWS windows: z_k = U_k cores and
         # each estimator's one-step-ahead residual (NaN: no estimate then); the estimator
         # picked at the last refresh
-        self.busy = np.empty(0)
-        self.residuals: dict[str, np.ndarray] = {"kalman": np.empty(0),
-                                                 "regression": np.empty(0)}
+        self.scores = np.empty((0, 3))          # rows (z_k, r_k Kalman, r_k regression)
         self.estimator = "kalman"
 
     # -- per window ---------------------------------------------------------------------------
@@ -289,12 +288,11 @@ class TierState:
         U = np.array([w.utilization for w in windows])
         T = np.array([w.window_s for w in windows])
         C = np.array([w.cores for w in windows], dtype=float)
-        counts = np.array([[w.completions.get(c, 0.0) for c in classes] for w in windows])
+        counts = np.array(_rows([w.completions for w in windows], classes, 0.0))
         reported = [w.response_time_s for w in windows]
         R = None
         if any(reported):
-            nan = float("nan")
-            R = np.array([[rt.get(c, nan) for c in classes] for rt in reported])
+            R = np.array(_rows(reported, classes, float("nan")))
         self.history.extend(U, T, C, counts)
         self.interval.add_block(classes, U, T, counts, R,
                                 [float(w.users) for w in windows if w.users is not None])
@@ -337,20 +335,22 @@ class TierState:
         ``(windows, classes)`` the throughputs ``H_k``, ``kalman_before`` the filter's
         demands before each window (all zeros: not initialised, no estimate); the regression
         in force is the one fitted at an earlier refresh, on earlier windows."""
-        kal = np.einsum("kc,kc->k", X, kalman_before)
-        kal[~(kalman_before > 0).any(axis=1)] = np.nan
-        reg = np.array([self.regression.get(c, np.nan) for c in self.classes[:X.shape[1]]])
-        keep = SELECTION_WINDOWS
-        self.busy = np.concatenate([self.busy, busy])[-keep:]
-        for name, predicted in (("kalman", kal), ("regression", X @ reg if reg.size else
-                                                  np.full(len(busy), np.nan))):
-            self.residuals[name] = np.concatenate([self.residuals[name],
-                                                   busy - predicted])[-keep:]
+        L, C = X.shape
+        get = self.regression.get
+        regression = np.fromiter((get(c, np.nan) for c in self.classes[:C]), float, C)
+        block = np.empty((L, 3))                # z_k, r_k of the Kalman filter, of the regression
+        block[:, 0] = busy
+        block[:, 1] = np.einsum("kc,kc->k", X, kalman_before)
+        block[:, 2] = X @ regression
+        block[:, 1:] = busy[:, None] - block[:, 1:]
+        block[~(kalman_before > 0).any(axis=1), 1] = np.nan
+        self.scores = np.concatenate([self.scores, block])[-SELECTION_WINDOWS:]
 
     def _select(self) -> str:
         """The estimator with the lower one-step-ahead utilization-prediction error over the
         last :data:`SELECTION_WINDOWS` windows (``"kalman"`` while fewer than 5 are scored)."""
-        return select_by_residuals(self.busy, self.residuals).estimator
+        z, kalman, regression = self.scores.T
+        return select_by_residuals(z, {"kalman": kalman, "regression": regression}).estimator
 
     # -- at solve time ------------------------------------------------------------------------
     def refresh(self, fit_map: bool = True) -> TierModel:
@@ -439,8 +439,9 @@ class TierState:
             "interval": self.interval.to_dict(), "fit_inputs": self.fit_inputs, "fit": self.fit,
             "model": self.model, "idc_seq": self.idc_seq, "regression": self.regression,
             "reg_seq": self.reg_seq,
-            "selection": {"busy": self.busy.tolist(),
-                          **{n: _nan_out(r) for n, r in self.residuals.items()},
+            "selection": {"busy": self.scores[:, 0].tolist(),
+                          "kalman": _nan_out(self.scores[:, 1]),
+                          "regression": _nan_out(self.scores[:, 2]),
                           "estimator": self.estimator},
         }
 
@@ -463,10 +464,24 @@ class TierState:
         state.interval = Interval.from_dict(data["interval"])
         sel = data.get("selection")            # absent in states saved before demand_policy
         if sel and "busy" in sel:
-            state.busy = np.array(sel["busy"], dtype=float)
-            state.residuals = {n: _nan_in(sel[n]) for n in state.residuals}
+            state.scores = np.column_stack([np.array(sel["busy"], dtype=float),
+                                            _nan_in(sel["kalman"]), _nan_in(sel["regression"])
+                                            ]).reshape(-1, 3)
             state.estimator = sel["estimator"]
         return state
+
+
+def _rows(maps: list[Mapping[str, float]], keys: list[str], missing: float) -> list:
+    """``[[m.get(k, missing) for k in keys] for m in maps]``, one C call per map when it has
+    every key (the usual window: every class reported)."""
+    pick = itemgetter(*keys) if len(keys) > 1 else (lambda m: (m[keys[0]],) if keys else ())
+    out = []
+    for m in maps:
+        try:
+            out.append(pick(m))
+        except KeyError:
+            out.append([m.get(k, missing) for k in keys])
+    return out
 
 
 def _nan_out(values: np.ndarray) -> list[float | None]:

@@ -129,15 +129,16 @@ def test_the_tier_scores_each_estimators_demands_from_before_the_window():
     X = np.array([[w.completions[c] / w.window_s for c in CLASSES] for w in last])
     expected = select_estimator(U, X, {"kalman": np.array(kal[-SELECTION_WINDOWS:]),
                                        "regression": np.array(reg[-SELECTION_WINDOWS:])})
-    assert tier.busy.tolist() == pytest.approx(U.tolist(), rel=1e-12)
-    for name in ("kalman", "regression"):
+    z, r_kalman, r_regression = tier.scores.T
+    assert z.tolist() == pytest.approx(U.tolist(), rel=1e-12)
+    for name, r in (("kalman", r_kalman), ("regression", r_regression)):
         want = U - np.einsum("kc,kc->k", X, np.array((kal if name == "kalman" else reg)
                                                        [-SELECTION_WINDOWS:]))
-        np.testing.assert_allclose(tier.residuals[name], want, rtol=1e-9, atol=1e-12)
-    got = select_by_residuals(tier.busy, tier.residuals)
+        np.testing.assert_allclose(r, want, rtol=1e-9, atol=1e-12)
+    got = select_by_residuals(z, {"kalman": r_kalman, "regression": r_regression})
     assert got.estimator == expected.estimator
     assert got.errors == pytest.approx(expected.errors, rel=1e-9)
-    assert np.isnan(tier.residuals["regression"]).sum() < SELECTION_WINDOWS   # scored
+    assert np.isnan(r_regression).sum() < SELECTION_WINDOWS   # scored
 
 
 def _feed_one(tier: TierState, w: Window, i: int) -> None:
@@ -165,16 +166,14 @@ def test_old_policy_tracks_nothing_and_keeps_kalman():
     tier = TierState("db", SystemConfig(demand_policy="kalman_checked"))
     models = _feed(tier, _windows(240, seed=3))
     assert models[-1].estimator == "kalman"
-    assert tier.busy.size == 0 and all(r.size == 0 for r in tier.residuals.values())
+    assert tier.scores.size == 0
 
 
 def test_selection_state_round_trips():
     tier = TierState("db", SystemConfig())
     _feed(tier, _windows(100, seed=5))
     again = TierState.from_dict(tier.to_dict(), SystemConfig())
-    np.testing.assert_array_equal(again.busy, tier.busy)
-    for name, r in tier.residuals.items():
-        np.testing.assert_array_equal(again.residuals[name], r)
+    np.testing.assert_array_equal(again.scores, tier.scores)
     assert again.estimator == tier.estimator
     rest = _windows(60, seed=6, start=100)
     assert [m.estimator for m in _feed(again, rest)] == [m.estimator for m in _feed(tier, rest)]
