@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 __all__ = ["SystemConfig", "KafkaSettings", "InfluxSettings", "Config", "load_config",
-           "ConfigError", "ENVIRONMENT", "secret", "DEMAND_POLICIES"]
+           "ConfigError", "ENVIRONMENT", "secret", "DEMAND_POLICIES", "BURSTY_DEMANDS"]
 
 #: how a tier's per-class demands enter the model (``demand_policy``, docs/accuracy.md
 #: section 3): ``selected`` -- per tier, the Kalman filter or the sliding regression, whichever
@@ -45,6 +45,13 @@ __all__ = ["SystemConfig", "KafkaSettings", "InfluxSettings", "Config", "load_co
 #: a class the regression disagrees with (or the filter is unsure of) replaced by the
 #: mix-weighted mean (the policy before the measurements)
 DEMAND_POLICIES = ("selected", "kalman_checked")
+
+#: a bursty tier's aggregate demand when the MAP network is used (``bursty_demand``,
+#: :mod:`streams.model`, docs/accuracy.md section 1): ``history`` -- the tier's per-class demands
+#: rescaled by one factor to ``D_m = mean_service * sum_c p_c V_{m,c}`` (busy time per
+#: completion over the kept history, paper 000 section 4.1); ``estimator`` -- the demand
+#: policy's demands as they are (the behaviour before)
+BURSTY_DEMANDS = ("history", "estimator")
 
 
 class ConfigError(ValueError):
@@ -80,6 +87,8 @@ class SystemConfig:
     regression_windows: int = 120
     #: how the tier's per-class demands enter the model: one of :data:`DEMAND_POLICIES`
     demand_policy: str = "selected"
+    #: a bursty tier's aggregate demand under the MAP network: one of :data:`BURSTY_DEMANDS`
+    bursty_demand: str = "history"
     #: windows kept per tier to recognise duplicates; older windows are rejected as too late
     dedup_windows: int = 256
     #: relative model error (response time, throughput-weighted) that raises an alert
@@ -90,6 +99,7 @@ class SystemConfig:
 
     def __post_init__(self) -> None:
         _demand_policy(self.demand_policy, "demand_policy")
+        _choice(self.bursty_demand, BURSTY_DEMANDS, "bursty_demand")
 
     def sla_for(self, cls: str) -> float:
         """SLA of ``cls`` (``math.inf``: none)."""
@@ -135,6 +145,13 @@ def _demand_policy(value: Any, where: str) -> str:
     return value
 
 
+def _choice(value: Any, choices: tuple[str, ...], where: str) -> str:
+    if not isinstance(value, str) or value not in choices:
+        raise ConfigError(f"{where}: must be one of {', '.join(map(repr, choices))}, "
+                          f"got {value!r}")
+    return value
+
+
 def _check(key: str, value: Any, where: str) -> Any:
     if key in _POSITIVE:
         return _positive(value, where)
@@ -144,6 +161,8 @@ def _check(key: str, value: Any, where: str) -> Any:
         return value
     if key == "demand_policy":
         return _demand_policy(value, where)
+    if key == "bursty_demand":
+        return _choice(value, BURSTY_DEMANDS, where)
     if key == "think_time_s":
         if isinstance(value, bool) or not isinstance(value, (int, float)) \
                 or not math.isfinite(value) or value < 0:

@@ -13,6 +13,20 @@ class's response time is read back as ``R_c = sum_m D_{m,c} R_m / D_m`` (a reque
   chain (:func:`solvers.mapqn.solve_closed`), the fitted processes rescaled to ``D_m``; other
   tiers exponential. Populations above ``map_max_population`` fall back to MVA (flagged).
 
+**A bursty tier's aggregate demand** (``SystemConfig.bursty_demand``, docs/accuracy.md
+section 1). On a bursty tier the window-local estimators (Kalman filter, sliding regression) are
+noisy at any given moment: the busy time of a few windows is dominated by whether a slow run fell
+in them. Paper 000 section 4.1 takes the MAP(2)'s mean service time as the total busy time over
+the total completions instead. Under ``bursty_demand = "history"`` (the default), when the MAP
+network is used, each bursty tier ``m`` whose ``mean_service`` ``S_m = sum_k B_k / sum_k n_k``
+(over its kept history, :class:`streams.tier.TierModel`) is known gets one factor
+``f_m = S_m sum_c p_c V_{m,c} / sum_c p_c D_{m,c}`` on all its per-class demands,
+``D_{m,c} <- f_m D_{m,c}``: the aggregate becomes ``D_m = S_m sum_c p_c V_{m,c}`` (busy time
+per completion times completions per request) and the estimator's split between classes is
+kept. The model flags the tier. Non-bursty tiers, and models solved by MVA only (no bursty tier,
+or the MAP network not applicable), keep the estimator's demands; ``"estimator"`` keeps them
+for bursty tiers too.
+
 Capacity is the largest ``N`` whose every class meets its SLA (paper 001 section V's
 question); the time to breach follows from the users trend.
 """
@@ -33,7 +47,7 @@ from streams.config import SystemConfig
 from streams.tier import TierModel
 
 __all__ = ["Measured", "SystemModel", "Point", "build_model", "capacity_search",
-           "tier_demands"]
+           "tier_demands", "history_demands"]
 
 #: largest population any capacity search goes to
 CAPACITY_LIMIT = 100_000
@@ -319,6 +333,24 @@ def tier_demands(tier: TierModel, classes: list[str], mix: np.ndarray,
     return np.array([float(source.get(c, 0.0)) for c in classes])
 
 
+def history_demands(D_m: np.ndarray, V_m: np.ndarray, mix: np.ndarray,
+                    mean_service: float) -> np.ndarray:
+    """A bursty tier's per-class system demands ``D_{m,c}`` rescaled by one factor so that
+    ``sum_c p_c D_{m,c} = S_m sum_c p_c V_{m,c}``, ``S_m = mean_service`` (mean busy time per
+    completion over the history, paper 000 section 4.1); the split between classes is kept.
+    ``D_m`` unchanged when it has no aggregate (``sum_c p_c D_{m,c} <= 0``) or ``S_m <= 0``."""
+    current = float(mix @ D_m)
+    target = float(mean_service) * float(mix @ V_m)
+    if not (current > 0 and target > 0 and math.isfinite(target)):
+        return D_m
+    return D_m * (target / current)
+
+
+def _history_flag(tier: str, before: float, after: float) -> str:
+    return (f"{tier}: bursty, demand from its history (busy time per completion; "
+            f"bursty_demand = history): {1000 * after:.3g} ms, estimator {1000 * before:.3g} ms")
+
+
 def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float],
                 think_time: float, cfg: SystemConfig) -> SystemModel:
     """The system's model from its tiers' estimates and the measured mix."""
@@ -329,10 +361,10 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
         weights = np.ones(C)
         flags.append("idle: no completions in the interval, equal class mix assumed")
     p = weights / weights.sum()
-    D_mc = np.array([[cfg.visit(t.tier, c) for c in classes] for t in tiers]).reshape(
-        len(tiers), C) * np.array([tier_demands(t, classes, p, cfg.demand_policy)
-                               for t in tiers]).reshape(
+    V_mc = np.array([[cfg.visit(t.tier, c) for c in classes] for t in tiers]).reshape(
         len(tiers), C)
+    D_mc = V_mc * np.array([tier_demands(t, classes, p, cfg.demand_policy)
+                            for t in tiers]).reshape(len(tiers), C)
     servers = np.array([float(t.cores) for t in tiers])
     sla = np.array([cfg.sla_for(c) for c in classes])
     processes = None
@@ -347,6 +379,14 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
         else:
             processes = [t.process if t.bursty and t.process is not None
                          else MAP.exponential(1.0) for t in tiers]
+            if cfg.bursty_demand == "history":
+                for m, t in enumerate(tiers):
+                    if t.bursty and t.mean_service is not None:
+                        before = float(D_mc[m] @ p)
+                        D_mc[m] = history_demands(D_mc[m], V_mc[m], p, t.mean_service)
+                        after = float(D_mc[m] @ p)
+                        if after != before:
+                            flags.append(_history_flag(t.tier, before, after))
     return SystemModel(tiers=[t.tier for t in tiers], classes=list(classes), D_mc=D_mc, mix=p,
                        servers=servers, think_time=think_time, sla=sla, processes=processes,
                        map_limit=cfg.map_max_population, flags=flags)
