@@ -13,19 +13,26 @@ What it does (paper 000 sections 3.4, 4.2, 4.3; Figs. 10-12, Table 4):
    warm-up, monitored in 5 s windows (:func:`solvers.simulation.monitoring.window_records`: the
    input contract's records, utilization and completions per tier and window).
 2. **Through the pipeline.** The records go through :class:`streams.pipeline.Pipeline` (the core
-   ``run_embedded`` drives). Its last prediction record holds, per tier, what the pipeline's
-   model uses: the demand ``demand_s`` (under the default ``demand_policy = "selected"`` the
-   Kalman filter's or the sliding regression's, whichever predicted the tier's recent
-   utilization better; both are reported), the index of dispersion ``idc`` (Fig. 2), and for
+   ``run_embedded`` drives), twice: with the default configuration and with
+   ``bursty_demand = "estimator"``. The last prediction record holds, per tier, what the
+   pipeline's model uses: the demand ``demand_s`` (under the default ``demand_policy =
+   "selected"`` the Kalman filter's or the sliding regression's, whichever predicted the tier's
+   recent utilization better; both are reported; under the default ``bursty_demand =
+   "history"`` a bursty tier's demand in the MAP network is instead its busy time per completion
+   over the history, :mod:`streams.model`; the second pass gives the estimator's demand), the
+   index of dispersion ``idc`` (Fig. 2), and for
    a bursty tier (``I > idc_threshold = 10``) the fitted MAP(2) (section 4.1: mean, ``I``,
    busy-time p95); its estimate records hold ``mean_service_s`` (``sum B_k / sum n_k``) and
    ``p95_s``. The solve interval is raised from 60 to 600 s and SLAs are left out: the estimates
    do not depend on them, and the SLA capacity search on the MAP network costs minutes per run.
 3. **Predictions** at ``N = 25 .. 150`` with ``Z = 0.5 s``, as :class:`streams.model.SystemModel`
-   makes them: (a) ``MVA`` -- :func:`solvers.mva.mva` on the demands; (b) ``MAP`` -- the MAP
-   queueing network (:func:`solvers.mapqn.solve_closed`) with each bursty tier's fitted MAP(2)
-   rescaled to its demand and the other tiers exponential. (At ``N = 50`` the script checks that
-   this reproduces the pipeline's own prediction.)
+   makes them: (a) ``MVA`` -- :func:`solvers.mva.mva` on the estimators' demands (what the
+   pipeline solves when no tier is bursty); (b) ``MAP`` -- the MAP queueing network
+   (:func:`solvers.mapqn.solve_closed`) with each bursty tier's fitted MAP(2) rescaled to the
+   demand the pipeline's model uses by default (``demand_s``) and the other tiers exponential;
+   ``MAP, estimator demand`` -- the same with the estimator's demand (``bursty_demand =
+   "estimator"``, the behaviour before). (At ``N = 50`` the script checks that ``MAP``
+   reproduces the pipeline's own prediction.)
 4. **Truth**: :func:`solvers.simulation.simulate_closed` of the true model at each ``N``
    (independent seeded replications, 95% confidence intervals).
 
@@ -166,6 +173,8 @@ class TierEstimate:
     process: MAP | None           # fitted MAP(2), bursty tiers only
     fit: dict[str, Any] | None    # achieved I, p95, SCV of the fit
     kalman_spread: tuple[float, float, float]   # 5%, 50%, 95% of the Kalman demand over the run
+    #: demand_s under bursty_demand = "estimator" (the second pass; = demand when not rescaled)
+    estimator_demand: float | None = None
 
 
 @dataclass(frozen=True)
@@ -177,17 +186,38 @@ class Estimated:
     pipeline_x50: float           # the pipeline's own throughput prediction at the run's users
     pipeline_model: str
     pipeline_users: int
+    #: the tiers as the ``bursty_demand = "estimator"`` pass reports them
+    estimator_tiers: dict[str, TierEstimate] | None = None
 
 
-def pipeline_config(system: str, think_time: float) -> Config:
+def pipeline_config(system: str, think_time: float,
+                    bursty_demand: str | None = None) -> Config:
+    """The estimation runs' configuration; ``bursty_demand`` ``None``: the pipeline's default."""
+    extra = {} if bursty_demand is None else {"bursty_demand": bursty_demand}
     return Config(systems={system: SystemConfig(
-        tiers=TIERS, think_time_s=think_time, sla_s={}, solve_interval_s=SOLVE_INTERVAL_S)})
+        tiers=TIERS, think_time_s=think_time, sla_s={}, solve_interval_s=SOLVE_INTERVAL_S,
+        **extra)})
 
 
 def through_pipeline(records: list[dict[str, Any]], system: str, think_time: float,
                      window_s: float) -> Estimated:
-    """Push ``records`` through the pipeline core; collect its estimates."""
-    pipeline = Pipeline(pipeline_config(system, think_time))
+    """Push ``records`` through the pipeline core with its default configuration, and again
+    with ``bursty_demand = "estimator"`` for the estimator's demands (the tiers' estimates do
+    not depend on the model, so both passes estimate the same); collect the estimates."""
+    est = _one_pass(records, system, think_time, None)
+    old = _one_pass(records, system, think_time, "estimator")
+    tiers = {}
+    for name, e in est.tiers.items():
+        o = old.tiers[name]
+        tiers[name] = dataclasses.replace(
+            e, estimator_demand=o.demand,
+            estimator="history" if e.demand != o.demand else o.estimator)
+    return dataclasses.replace(est, tiers=tiers, estimator_tiers=old.tiers)
+
+
+def _one_pass(records: list[dict[str, Any]], system: str, think_time: float,
+              bursty_demand: str | None) -> Estimated:
+    pipeline = Pipeline(pipeline_config(system, think_time, bursty_demand))
     out = pipeline.process_many(records)
     out.extend(pipeline.finish())
     if out.deadletter:
@@ -256,8 +286,14 @@ def map_predictor(demands: Sequence[float], processes: Sequence[MAP | None],
 
 
 def model_demands(est: Estimated) -> list[float]:
-    """The demands the pipeline's model uses at the end of the run (``demand_s``)."""
+    """The demands the pipeline's model uses at the end of the run (``demand_s``; for a
+    bursty tier under the MAP network by default its busy time per completion)."""
     return [est.tiers[t].demand for t in TIERS]
+
+
+def estimator_demands(est: Estimated) -> list[float]:
+    """The estimators' demands (``demand_s`` under ``bursty_demand = "estimator"``)."""
+    return [est.tiers[t].estimator_demand or est.tiers[t].demand for t in TIERS]
 
 
 def law_demands(est: Estimated) -> list[float]:
@@ -288,8 +324,10 @@ def every_tier_processes(est: Estimated) -> list[MAP | None]:
 
 #: the models compared, by label: what each is built from
 MODELS: dict[str, Callable[[Estimated], Predictor]] = {
-    "MVA": lambda e: mva_predictor(model_demands(e)),
+    "MVA": lambda e: mva_predictor(estimator_demands(e)),
     "MAP": lambda e: map_predictor(model_demands(e), pipeline_processes(e)),
+    "MAP, estimator demand": lambda e: map_predictor(estimator_demands(e),
+                                                     pipeline_processes(e)),
     "MVA, D = sum B / sum n": lambda e: mva_predictor(law_demands(e)),
     "MAP, D = sum B / sum n": lambda e: map_predictor(law_demands(e), pipeline_processes(e)),
     "MAP(2) on every tier": lambda e: map_predictor(model_demands(e),
@@ -400,8 +438,9 @@ def run_mix(mix: str, cp: Checkpoints, truths: dict[int, Truth]) -> MixResult:
 
 
 LAW_MAP = "MAP, D = sum B / sum n"
+ESTIMATOR_MAP = "MAP, estimator demand"
 #: the models the side studies report
-STUDY_MODELS = ("MVA", "MAP", LAW_MAP)
+STUDY_MODELS = ("MVA", "MAP", ESTIMATOR_MAP, LAW_MAP)
 
 
 @dataclass
@@ -515,7 +554,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 def estimates_table(results: dict[str, MixResult], hours: float) -> Table:
     t = Table(f"What the pipeline estimated from one {hours:g} h run at 50 users in 5 s windows "
               f"[true value]",
-              ["mix", "tier", "D model (ms)", "picked", "D Kalman (ms)",
+              ["mix", "tier", "D model (ms)", "source", "D estimator (ms)", "D Kalman (ms)",
                "Kalman over the run: median (5–95%) (ms)", "D regression (ms)",
                "sum B / sum n (ms)", "I", "p95 (ms)", "MAP(2) fit: I / SCV / p95 (ms)"])
     for r in results.values():
@@ -525,7 +564,10 @@ def estimates_table(results: dict[str, MixResult], hours: float) -> Table:
             fit = (f"{e.fit['idc']:.0f} / {e.fit['scv']:.1f} [{proc.scv:.1f}] / "
                    f"{ms(e.fit['p95_s'])}" if e.fit else "- (exponential)")
             flag = f" ({e.idc_flag})" if e.idc_flag else ""
-            t.add(r.mix, name, f"{ms(e.demand)} [{ms(proc.mean)}]", e.estimator, ms(e.kalman),
+            picked = r.est.estimator_tiers[name].estimator if r.est.estimator_tiers \
+                else e.estimator
+            t.add(r.mix, name, f"{ms(e.demand)} [{ms(proc.mean)}]", e.estimator,
+                  f"{ms(e.estimator_demand)} ({picked})", ms(e.kalman),
                   f"{ms(med)} ({ms(lo)}–{ms(hi)})",
                   ms(e.regression), ms(e.mean_service),
                   f"{num(e.idc)}{flag} [{proc.idc:.1f}]",
@@ -551,8 +593,9 @@ def prediction_table(r: MixResult) -> Table:
 
 
 def summary_table(results: dict[str, MixResult]) -> Table:
-    t = Table("Summary: max / mean |relative error| over N = 25..150 (first two rows per mix: "
-              "the pipeline's models; last two: no estimation at all)",
+    t = Table("Summary: max / mean |relative error| over N = 25..150 (first three rows per "
+              "mix: the pipeline's models -- MAP with its default bursty_demand = history, and "
+              "with the estimator's demand; last two: no estimation at all)",
               ["mix", "model", "X max", "X mean", "R max", "R mean"])
     for r in results.values():
         for label in r.rows[0].predictions:
@@ -565,6 +608,7 @@ def summary_table(results: dict[str, MixResult]) -> Table:
 def study_table(title: str, key: str, variants: list[Variant]) -> Table:
     t = Table(title, [key, "D db model (ms)", "I db", "p95 db (ms)", "fit SCV", "model",
                       "MVA: X max / mean", "MAP: X max / mean", "MAP: R max / mean",
+                      "MAP, estimator demand: X max / mean",
                       "MAP, D = sum B / sum n: X max / mean"])
 
     def mm(e: dict[str, float], which: str) -> str:
@@ -576,7 +620,7 @@ def study_table(title: str, key: str, variants: list[Variant]) -> Table:
         t.add(v.label, f"{ms(db.demand)} ({db.estimator})", f"{num(db.idc)}{flag}", ms(db.p95),
               num(db.fit["scv"]) if db.fit else "-", "MAP" if db.process else "MVA",
               mm(v.errors["MVA"], "x"), mm(v.errors["MAP"], "x"), mm(v.errors["MAP"], "r"),
-              mm(v.errors["MAP, D = sum B / sum n"], "x"))
+              mm(v.errors[ESTIMATOR_MAP], "x"), mm(v.errors[LAW_MAP], "x"))
     return t
 
 
@@ -598,11 +642,12 @@ def plot(results: dict[str, MixResult], path: Path) -> None:
             ax.errorbar(n, truth, yerr=hw, fmt="o", color="black", capsize=3,
                         label="simulated truth (95% CI)")
             ax.plot(n, [scale * getattr(row.predictions["MVA"], metric) for row in r.rows],
-                    "s--", color="tab:red", label="MVA (pipeline's demands)")
+                    "s--", color="tab:red", label="MVA (estimators' demands)")
             ax.plot(n, [scale * getattr(row.predictions["MAP"], metric) for row in r.rows],
-                    "^-", color="tab:blue", label="MAP network (pipeline's demands)")
-            ax.plot(n, [scale * getattr(row.predictions[LAW_MAP], metric) for row in r.rows],
-                    "v:", color="tab:green", label="MAP network, D = sum B / sum n")
+                    "^-", color="tab:blue", label="MAP network (pipeline default)")
+            ax.plot(n, [scale * getattr(row.predictions[ESTIMATOR_MAP], metric)
+                        for row in r.rows],
+                    "v:", color="tab:green", label="MAP network, estimator demand")
             ax.set_ylabel(unit)
             ax.grid(alpha=0.3)
             if i == 0:
