@@ -60,11 +60,19 @@ _SEP = "\x1f"
 SLACK_CHUNKS = 64
 
 
-#: output records and table values as compact JSON (msgspec: floats as the shortest text that
-#: reads back to the same float, so the state round-trips exactly; several times faster than
-#: ``json.dumps``)
+#: output records as compact JSON (msgspec: floats as the shortest text that reads back to the
+#: same float; several times faster than ``json.dumps``)
 _dumps = msgspec.json.Encoder().encode
-_loads = msgspec.json.decode
+#: table values (state headers, history chunks) as MessagePack: floats as their 8 bytes, so the
+#: state round-trips exactly; a system's header encodes ~6x faster than as JSON and is ~40%
+#: smaller (the worker persists every changed system after each batch)
+_pack = msgspec.msgpack.Encoder().encode
+
+
+def _unpack(raw: bytes) -> Any:
+    """A table value: MessagePack, or JSON as workers before 2026-11-23 wrote it (a JSON object
+    starts with ``{``, a MessagePack map never does)."""
+    return msgspec.json.decode(raw) if raw[:1] == b"{" else msgspec.msgpack.decode(raw)
 
 
 def _ssl_context(k: KafkaSettings) -> Any:
@@ -189,7 +197,7 @@ class TableBackedPipeline(Pipeline):
             if header is None:
                 state = SystemState(name, self.config.system(name))
             else:
-                state = self._restore(name, _loads(header))
+                state = self._restore(name, _unpack(header))
             self.systems[name] = state
         return state
 
@@ -208,7 +216,7 @@ class TableBackedPipeline(Pipeline):
             for number in header["chunks"]:
                 raw = self.table.data.get(self._chunk_key(name, tier["tier"], number,
                                                           header["capacity"]))
-                stored = _loads(raw) if raw is not None else None
+                stored = _unpack(raw) if raw is not None else None
                 if stored is not None and stored["n"] == number:
                     rows[number] = stored["rows"]
         log.info("restored system %r from the changelog", name)
@@ -237,9 +245,9 @@ class TableBackedPipeline(Pipeline):
                 written, _dropped = tier.history.take_changes()
                 for number, rows in written.items():
                     key = self._chunk_key(name, tier.tier, number, tier.history.capacity)
-                    writes.append((part, key, _dumps({"n": number, "rows": rows})))
+                    writes.append((part, key, _pack({"n": number, "rows": rows})))
             writes.append((part, name.encode(),
-                           _dumps(state.to_dict(with_history=False))))
+                           _pack(state.to_dict(with_history=False))))
         for _, key, value in writes:
             self.table.data[key] = value
         self.dirty.clear()

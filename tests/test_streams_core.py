@@ -957,3 +957,21 @@ def test_worker_state_survives_a_rebalance_in_the_middle_of_a_batch(records, con
         want = reference.process(value)
         assert_close(got.estimates, want.estimates)
         assert_close(got.predictions, want.predictions)
+
+
+def test_table_values_round_trip_bit_for_bit_and_json_values_of_older_workers_load():
+    """The worker's table values are MessagePack (floats as their 8 bytes); values written as
+    JSON by workers before the switch still load."""
+    import struct
+
+    import msgspec
+
+    from streams.worker import _pack, _unpack
+
+    value = {"x": [0.1, 1 / 3, 5e-324, -0.0, 1.7976931348623157e308], "n": [3, -1],
+             "s": "sys\x1fdb", "none": None, "nested": {"rows": [[1.0, 2.5]]}}
+    back = _unpack(_pack(value))
+    assert back == value
+    assert [struct.pack("<d", v) for v in back["x"]] == [struct.pack("<d", v) for v in value["x"]]
+    assert _pack(value)[:1] != b"{"
+    assert _unpack(msgspec.json.encode(value)) == value
