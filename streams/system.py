@@ -315,7 +315,7 @@ class SystemState:
                 "utilization": now.utilization[j], "utilization_forecast": fc.utilization[j],
                 "utilization_measured": m.utilization.get(t.tier),
                 "demand_s": model.D[j], "idc": t.idc, "idc_flag": t.idc_flag,
-                "bursty": t.bursty, "map2": t.fit,
+                "bursty": t.bursty, "map2": t.fit, "estimator": t.estimator,
                 "bottleneck_probability": None if B is None else B[j],
                 "demands": {c: {"kalman": t.demands.get(c), "std": t.demand_std.get(c),
                                 "regression": t.regression.get(c)} for c in t.demands},

@@ -177,3 +177,19 @@ def test_selection_state_round_trips():
     assert again.estimator == tier.estimator
     rest = _windows(60, seed=6, start=100)
     assert [m.estimator for m in _feed(again, rest)] == [m.estimator for m in _feed(tier, rest)]
+
+
+def test_the_prediction_names_the_estimator_each_tier_used():
+    """Constant service: the regression is exact and picked; the prediction record says so
+    (and ``kalman_checked`` always reports the Kalman filter)."""
+    from streams.config import Config
+    from streams.pipeline import Pipeline
+
+    records = [{"system": w.system, "tier": w.tier, "end": w.end, "window_s": w.window_s,
+                "utilization": w.utilization, "cores": w.cores, "completions": w.completions}
+               for w in _windows(240, seed=3)]
+    for policy, expected in (("selected", "regression"), ("kalman_checked", "kalman")):
+        pipeline = Pipeline(Config(defaults=SystemConfig(demand_policy=policy)))
+        predictions = [p for r in records for p in pipeline.process(r).predictions]
+        assert predictions, policy
+        assert predictions[-1]["tiers"]["db"]["estimator"] == expected, policy
