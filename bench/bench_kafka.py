@@ -37,7 +37,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench"), str(ROOT / "tests")]
 
-from bench_pipeline import workload  # noqa: E402
+from bench_pipeline import host_speed, workload  # noqa: E402
 from pipeline_harness import Worker  # noqa: E402
 from streams.config import load_config  # noqa: E402
 from streams.produce import produce  # noqa: E402
@@ -135,6 +135,7 @@ def main(argv: list[str] | None = None) -> None:
     kafka = load_config(cfg_path).kafka
     ensure_topics(kafka, partitions=4)
     print(f"# {' '.join([Path(sys.argv[0]).name] + (argv or sys.argv[1:]))}")
+    print(host_speed())
     print(f"workload: {args.systems} systems x 3 tiers x 14 classes; backlog {len(backlog)} "
           f"windows; latency phase {len(live)} windows at {args.rate:.0f}/s; "
           f"InfluxDB sink {'off' if args.no_influx else 'on' if os.environ.get('PERFCAST_INFLUX_URL') else 'off (unset)'}")

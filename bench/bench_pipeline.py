@@ -69,6 +69,7 @@ import pstats
 import shlex
 import statistics
 import sys
+import math
 import time
 import tracemalloc
 from collections import Counter
@@ -179,6 +180,20 @@ def system_records(rng: np.random.Generator, name: str, ends: int, *, bursty: bo
     """One system's records: ``out[k][j]`` is tier ``j``'s record of window end ``k``."""
     return system_trace(rng, name, ends, bursty=bursty, users=users,
                         window_s=window_s).records(0, ends)
+
+
+def host_speed() -> str:
+    """How fast this machine runs plain Python right now: seconds for a fixed 5,000,000-step
+    loop (best of 3). These machines are shared virtual machines whose speed varies by 2x over a
+    day; figures from runs with different values here are not comparable, ratios within one run
+    are."""
+    best = math.inf
+    for _ in range(3):
+        start, total = time.perf_counter(), 0
+        for i in range(5_000_000):
+            total += i
+        best = min(best, time.perf_counter() - start)
+    return f"host speed: a 5M-step Python loop in {best:.2f} s (best of 3)"
 
 
 def workload(systems: int, ends: int, seed: int, bursty: bool = False,
@@ -480,7 +495,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"command: python {' '.join(shlex.quote(a) for a in sys.argv)}")
     print(f"python {sys.version.split()[0]}, numpy {np.__version__}; timings: best and median "
           f"of {reps} (machine shared, 2 cores; load average at start "
-          f"{', '.join(f'{x:.1f}' for x in os.getloadavg())})")
+          f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}); {host_speed()}")
     print(f"scenario: {'bursty (last tier on/off x6, all tiers 1 core)' if b else 'default'}; "
           f"{systems} systems x {len(TIERS)} tiers x {len(CLASSES)} classes, {WINDOW_S:g}-s "
           f"windows, {ends} ends ({ends * WINDOW_S / 60:g} min event time), users "
