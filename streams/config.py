@@ -98,8 +98,8 @@ class SystemConfig:
     alert_resolve_after: int = 3
 
     def __post_init__(self) -> None:
-        _demand_policy(self.demand_policy, "demand_policy")
-        _choice(self.bursty_demand, BURSTY_DEMANDS, "bursty_demand")
+        for key in _CHOICES:
+            _choice(key, getattr(self, key), key)
 
     def sla_for(self, cls: str) -> float:
         """SLA of ``cls`` (``math.inf``: none)."""
@@ -112,6 +112,8 @@ class SystemConfig:
 
 _POSITIVE = ("solve_interval_s", "horizon_s", "trend_window_s", "idc_threshold",
              "model_error_threshold")
+#: settings that take one of a few names
+_CHOICES = {"demand_policy": DEMAND_POLICIES, "bursty_demand": BURSTY_DEMANDS}
 _COUNTS = {"map_max_population": 1, "history": 16, "regression_windows": 4,
            "dedup_windows": 1, "alert_fire_after": 1, "alert_resolve_after": 1}
 
@@ -138,14 +140,8 @@ def _positive(value: Any, where: str) -> float:
     return float(value)
 
 
-def _demand_policy(value: Any, where: str) -> str:
-    if not isinstance(value, str) or value not in DEMAND_POLICIES:
-        raise ConfigError(f"{where}: must be one of {', '.join(map(repr, DEMAND_POLICIES))}, "
-                          f"got {value!r}")
-    return value
-
-
-def _choice(value: Any, choices: tuple[str, ...], where: str) -> str:
+def _choice(key: str, value: Any, where: str) -> str:
+    choices = _CHOICES[key]
     if not isinstance(value, str) or value not in choices:
         raise ConfigError(f"{where}: must be one of {', '.join(map(repr, choices))}, "
                           f"got {value!r}")
@@ -159,10 +155,8 @@ def _check(key: str, value: Any, where: str) -> Any:
         if isinstance(value, bool) or not isinstance(value, int) or value < _COUNTS[key]:
             raise ConfigError(f"{where}: must be an integer >= {_COUNTS[key]}, got {value!r}")
         return value
-    if key == "demand_policy":
-        return _demand_policy(value, where)
-    if key == "bursty_demand":
-        return _choice(value, BURSTY_DEMANDS, where)
+    if key in _CHOICES:
+        return _choice(key, value, where)
     if key == "think_time_s":
         if isinstance(value, bool) or not isinstance(value, (int, float)) \
                 or not math.isfinite(value) or value < 0:

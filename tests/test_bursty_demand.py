@@ -15,7 +15,7 @@ import pytest
 from solvers.mapqn import solve_closed
 from solvers.paper000 import scenarios
 from solvers.processes import MAP
-from streams.config import BURSTY_DEMANDS, ConfigError, SystemConfig, load_config
+from streams.config import SystemConfig
 from streams.model import build_model, history_demands
 from streams.tier import TierModel
 
@@ -106,28 +106,3 @@ def test_history_demands_edge_cases():
     assert history_demands(D, V, p, 0.005) @ p == pytest.approx(0.00875, rel=1e-12)
     assert history_demands(D, V, p, 0.0).tolist() == D.tolist()        # no busy time known
     assert history_demands(np.zeros(2), V, p, 0.005).tolist() == [0.0, 0.0]
-
-
-# ----------------------------------------------------------------------------- configuration
-def test_default_is_history_and_estimator_stays_selectable(tmp_path):
-    assert BURSTY_DEMANDS == ("history", "estimator")
-    assert SystemConfig().bursty_demand == "history"
-    path = tmp_path / "b.toml"
-    path.write_text('[defaults]\nbursty_demand = "estimator"\n'
-                    '[systems.shop]\nbursty_demand = "history"\n')
-    cfg = load_config(path, env={})
-    assert cfg.defaults.bursty_demand == "estimator"
-    assert cfg.system("shop").bursty_demand == "history"
-    assert cfg.system("other").bursty_demand == "estimator"
-
-
-@pytest.mark.parametrize("value", ["law", "History", 1, True])
-def test_unknown_bursty_demand_is_refused_naming_field_and_value(tmp_path, value):
-    path = tmp_path / "b.toml"
-    text = f'"{value}"' if isinstance(value, str) else str(value).lower()
-    path.write_text(f"[systems.shop]\nbursty_demand = {text}\n")
-    with pytest.raises(ConfigError, match=r"systems\.shop\.bursty_demand: must be one of "
-                                          r"'history', 'estimator', got "):
-        load_config(path, env={})
-    with pytest.raises(ConfigError, match=r"^bursty_demand: .*got " + repr(value)):
-        SystemConfig(bursty_demand=value)

@@ -4,6 +4,7 @@ every refusal names the offending key."""
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 
@@ -296,3 +297,36 @@ def test_secrets_in_the_file_are_refused(toml, text, key):
     message = _refused(toml(text), key)
     assert "environment" in message
     assert TOKEN not in message and PASSWORD not in message
+
+
+# -- settings that take one of a few names (docs/accuracy.md: the first is the default) -----------
+CHOICES = [("demand_policy", ("selected", "kalman_checked")),
+           ("bursty_demand", ("history", "estimator"))]
+
+
+@pytest.mark.parametrize("key, choices", CHOICES)
+def test_a_choice_has_its_default_and_the_others_stay_selectable(tmp_path, key, choices):
+    default, other = choices
+    assert getattr(SystemConfig(), key) == default
+    path = tmp_path / "c.toml"
+    path.write_text(f'[defaults]\n{key} = "{other}"\n[systems.shop]\n{key} = "{default}"\n')
+    cfg = load_config(path, env={})
+    assert getattr(cfg.defaults, key) == other
+    assert getattr(cfg.system("shop"), key) == default
+    assert getattr(cfg.system("other"), key) == other
+
+
+@pytest.mark.parametrize("key, choices", CHOICES)
+@pytest.mark.parametrize("value", ["nope", "Capitalised", 1, True])
+def test_an_unknown_choice_is_refused_naming_field_and_value(tmp_path, key, choices, value):
+    if value == "Capitalised":
+        value = choices[0].capitalize()
+    path = tmp_path / "c.toml"
+    text = f'"{value}"' if isinstance(value, str) else str(value).lower()
+    path.write_text(f"[systems.shop]\n{key} = {text}\n")
+    allowed = ", ".join(map(repr, choices))
+    with pytest.raises(ConfigError, match=rf"systems\.shop\.{key}: must be one of "
+                                          rf"{re.escape(allowed)}, got "):
+        load_config(path, env={})
+    with pytest.raises(ConfigError, match=rf"^{key}: .*got {re.escape(repr(value))}"):
+        SystemConfig(**{key: value})

@@ -10,37 +10,13 @@ import numpy as np
 import pytest
 
 from estimators.selection import select_by_residuals, select_estimator
-from streams.config import ConfigError, SystemConfig, load_config
+from streams.config import SystemConfig
 from streams.model import build_model, tier_demands
 from streams.records import Window
 from streams.tier import SELECTION_WINDOWS, TierModel, TierState, step_tiers
 
 CLASSES = ["a", "b", "c"]
 DEMANDS = np.array([0.004, 0.010, 0.020])
-
-
-# ------------------------------------------------------------------------------- configuration
-def test_default_policy_is_selected_and_the_old_one_stays_selectable(tmp_path):
-    assert SystemConfig().demand_policy == "selected"
-    path = tmp_path / "p.toml"
-    path.write_text('[defaults]\ndemand_policy = "kalman_checked"\n'
-                    '[systems.shop]\ndemand_policy = "selected"\n')
-    cfg = load_config(path, env={})
-    assert cfg.defaults.demand_policy == "kalman_checked"
-    assert cfg.system("shop").demand_policy == "selected"
-    assert cfg.system("other").demand_policy == "kalman_checked"
-
-
-@pytest.mark.parametrize("value", ["kalman", "Selected", 1, True])
-def test_unknown_policy_is_refused_naming_field_and_value(tmp_path, value):
-    path = tmp_path / "p.toml"
-    text = f'"{value}"' if isinstance(value, str) else str(value).lower()
-    path.write_text(f"[systems.shop]\ndemand_policy = {text}\n")
-    with pytest.raises(ConfigError, match=r"systems\.shop\.demand_policy: must be one of "
-                                          r"'selected', 'kalman_checked', got "):
-        load_config(path, env={})
-    with pytest.raises(ConfigError, match=r"^demand_policy: .*got "):
-        SystemConfig(demand_policy=value)
 
 
 # ------------------------------------------------------------------------------------- model
