@@ -89,10 +89,12 @@ JAVA_OPTS=(
   "-Dkafka.logs.dir=$LOGS"
 )
 
-# cluster id: 16 random bytes, base64url without padding (what `kafka-storage random-uuid` prints)
+# cluster id: 16 random bytes, base64url without padding (what `kafka-storage random-uuid` prints).
+# Passed as --cluster-id=ID: an id starting with '-' (1 in 64) read as `-t ID` is taken for an
+# option ("argument --cluster-id/-t: expected one argument")
 CLUSTER_ID="$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')"
 if ! java "${JAVA_OPTS[@]}" -cp "$LIBS/*" kafka.tools.StorageTool format \
-      -t "$CLUSTER_ID" -c "$RUN/server.properties" > "$LOGS/format.log" 2>&1; then
+      "--cluster-id=$CLUSTER_ID" -c "$RUN/server.properties" > "$LOGS/format.log" 2>&1; then
   echo "start.sh: storage format failed:" >&2
   cat "$LOGS/format.log" >&2
   exit 1
