@@ -27,8 +27,8 @@ vectors: the state the worker persists stays small.
 from __future__ import annotations
 
 import bisect
-from operator import itemgetter
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, Mapping
 
 import numpy as np
