@@ -27,9 +27,11 @@ vectors: the state the worker persists stays small.
 from __future__ import annotations
 
 import bisect
+import math
+from collections import deque
 from dataclasses import dataclass, field
-from operator import itemgetter
-from typing import Any, Mapping
+from operator import itemgetter, mul
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 
@@ -57,6 +59,9 @@ REGRESSION_REFRESH_SHARE = 0.25
 #: windows over which the estimators' one-step-ahead utilization predictions are compared
 #: (``demand_policy = "selected"``; the window docs/accuracy.md section 3 measured)
 SELECTION_WINDOWS = 60
+#: blocks of at most this many windows are summed with plain floats (the worker's usual block at
+#: a low rate is one window per tier; numpy's fixed cost dominates there)
+SMALL_BLOCK = 2
 
 
 @dataclass
@@ -93,6 +98,12 @@ class Interval:
             self.classes = list(classes)
         self.windows += len(utilization)
         L = len(utilization)
+        if L <= SMALL_BLOCK:
+            self._add_rows(utilization.tolist(), window_s.tolist(), counts.tolist(),
+                           None if response_times is None else response_times.tolist())
+            self.users_sum += sum(users)
+            self.users_n += len(users)
+            return
         if response_times is None:
             weighted = done = np.zeros((L, n))
         else:
@@ -112,6 +123,22 @@ class Interval:
         for u in users:
             self.users_sum += u
             self.users_n += 1
+
+    def _add_rows(self, utilization: list[float], window_s: list[float],
+                  counts: list[list[float]], response_times: list[list[float]] | None) -> None:
+        """:meth:`add_block` of a few windows as plain float additions, in the order the block's
+        running sum makes them (so the sums are bit for bit the same)."""
+        for k, T in enumerate(window_s):
+            self.seconds += T
+            self.utilization_s += utilization[k] * T
+            row = counts[k]
+            self.completions = [a + b for a, b in zip(self.completions, row)]
+            if response_times is not None:
+                rts = response_times[k]
+                self.rt_weighted = [a + (r * c if r == r and c > 0 else 0.0)
+                                    for a, r, c in zip(self.rt_weighted, rts, row)]
+                self.rt_completions = [a + (c if r == r and c > 0 else 0.0)
+                                       for a, r, c in zip(self.rt_completions, rts, row)]
 
     @property
     def utilization(self) -> float | None:
@@ -209,7 +236,7 @@ def step_tiers(tiers: list["TierState"]) -> list[tuple[int, dict[str, Any]]]:
     out: list[tuple[int, dict[str, Any]]] = []
     for t, st, (U, X, cores, _), x0 in zip(tiers, steps, inputs, before):
         if t.config.demand_policy == "selected":
-            t._score(U * cores, X, np.vstack([x0[None, :], st.x[:-1]]))
+            t._score((U * cores).tolist(), X.tolist(), [x0.tolist(), *st.x[:-1].tolist()])
         out += t.estimates(st)
     return out
 
@@ -241,7 +268,7 @@ class TierState:
         # demand_policy "selected", the last SELECTION_WINDOWS windows: z_k = U_k cores and
         # each estimator's one-step-ahead residual (NaN: no estimate then); the estimator
         # picked at the last refresh
-        self.scores = np.empty((0, 3))          # rows (z_k, r_k Kalman, r_k regression)
+        self.scores: deque[tuple[float, float, float]] = deque(maxlen=SELECTION_WINDOWS)
         self.estimator = "kalman"
 
     # -- per window ---------------------------------------------------------------------------
@@ -330,26 +357,24 @@ class TierState:
         self.pending = []
         return out
 
-    def _score(self, busy: np.ndarray, X: np.ndarray, kalman_before: np.ndarray) -> None:
-        """Record windows just stepped for the selection: ``busy`` ``z_k = U_k cores``, ``X``
-        ``(windows, classes)`` the throughputs ``H_k``, ``kalman_before`` the filter's
-        demands before each window (all zeros: not initialised, no estimate); the regression
-        in force is the one fitted at an earlier refresh, on earlier windows."""
-        L, C = X.shape
-        get = self.regression.get
-        regression = np.fromiter((get(c, np.nan) for c in self.classes[:C]), float, C)
-        block = np.empty((L, 3))                # z_k, r_k of the Kalman filter, of the regression
-        block[:, 0] = busy
-        block[:, 1] = np.einsum("kc,kc->k", X, kalman_before)
-        block[:, 2] = X @ regression
-        block[:, 1:] = busy[:, None] - block[:, 1:]
-        block[~(kalman_before > 0).any(axis=1), 1] = np.nan
-        self.scores = np.concatenate([self.scores, block])[-SELECTION_WINDOWS:]
+    def _score(self, busy: list[float], X: list[list[float]],
+               kalman_before: list[list[float]]) -> None:
+        """Record windows just stepped for the selection: rows ``(z_k, r_k Kalman, r_k
+        regression)``, ``busy`` ``z_k = U_k cores``, ``X`` the throughputs ``H_k`` per window,
+        ``kalman_before`` the filter's demands before each window (all zeros: not initialised,
+        no estimate); the regression in force is the one fitted at an earlier refresh, on
+        earlier windows. Plain floats, so a window scores the same however windows are batched.
+        """
+        get, nan = self.regression.get, math.nan
+        regression = [get(c, nan) for c in self.classes[:len(X[0])]] if X else []
+        for z, x, before in zip(busy, X, kalman_before):
+            kalman = (z - sum(map(mul, x, before))) if any(v > 0 for v in before) else nan
+            self.scores.append((z, kalman, z - sum(map(mul, x, regression))))
 
     def _select(self) -> str:
         """The estimator with the lower one-step-ahead utilization-prediction error over the
         last :data:`SELECTION_WINDOWS` windows (``"kalman"`` while fewer than 5 are scored)."""
-        z, kalman, regression = self.scores.T
+        z, kalman, regression = np.array(self.scores, dtype=float).reshape(-1, 3).T
         return select_by_residuals(z, {"kalman": kalman, "regression": regression}).estimator
 
     # -- at solve time ------------------------------------------------------------------------
@@ -439,9 +464,9 @@ class TierState:
             "interval": self.interval.to_dict(), "fit_inputs": self.fit_inputs, "fit": self.fit,
             "model": self.model, "idc_seq": self.idc_seq, "regression": self.regression,
             "reg_seq": self.reg_seq,
-            "selection": {"busy": self.scores[:, 0].tolist(),
-                          "kalman": _nan_out(self.scores[:, 1]),
-                          "regression": _nan_out(self.scores[:, 2]),
+            "selection": {"busy": [row[0] for row in self.scores],
+                          "kalman": _nan_out(row[1] for row in self.scores),
+                          "regression": _nan_out(row[2] for row in self.scores),
                           "estimator": self.estimator},
         }
 
@@ -464,9 +489,8 @@ class TierState:
         state.interval = Interval.from_dict(data["interval"])
         sel = data.get("selection")            # absent in states saved before demand_policy
         if sel and "busy" in sel:
-            state.scores = np.column_stack([np.array(sel["busy"], dtype=float),
-                                            _nan_in(sel["kalman"]), _nan_in(sel["regression"])
-                                            ]).reshape(-1, 3)
+            state.scores.extend(zip(sel["busy"], _nan_in(sel["kalman"]),
+                                    _nan_in(sel["regression"])))
             state.estimator = sel["estimator"]
         return state
 
@@ -484,9 +508,9 @@ def _rows(maps: list[Mapping[str, float]], keys: list[str], missing: float) -> l
     return out
 
 
-def _nan_out(values: np.ndarray) -> list[float | None]:
-    return [None if v != v else v for v in values.tolist()]
+def _nan_out(values: Iterable[float]) -> list[float | None]:
+    return [None if v != v else v for v in values]
 
 
-def _nan_in(values: list[float | None]) -> np.ndarray:
-    return np.array([np.nan if v is None else v for v in values], dtype=float)
+def _nan_in(values: list[float | None]) -> list[float]:
+    return [math.nan if v is None else float(v) for v in values]
