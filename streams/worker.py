@@ -120,8 +120,8 @@ class OutputProducer:
         if "SSL" in opts["security_protocol"]:
             opts["ssl_context"] = _ssl_context(self.settings)
         # record batches up to 512 KiB (the default 16 KiB holds a dozen estimates: a send per
-        # dozen records)
-        self.producer = AIOKafkaProducer(**opts, acks="all", linger_ms=5,
+        # dozen records); no linger: the batches are built whole before they are sent
+        self.producer = AIOKafkaProducer(**opts, acks="all", linger_ms=0,
                                          max_batch_size=MAX_BATCH_BYTES)
         await self.producer.start()
 
@@ -170,7 +170,7 @@ class OutputProducer:
 class TableBackedPipeline(Pipeline):
     """The core with each system's state mirrored into one Faust table.
 
-    Keys: ``system`` -> the system's state without window history (JSON), and
+    Keys: ``system`` -> the system's state without window history (MessagePack), and
     ``system/tier/slot`` -> one chunk of that tier's history (``{"n": chunk number, "rows":
     ...}``), chunk ``n`` in slot ``n mod slots``: slots are overwritten in turn, never deleted,
     and keep :data:`SLACK_CHUNKS` chunks more than the history needs. All of a system's
