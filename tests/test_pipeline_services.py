@@ -9,10 +9,12 @@ name, so tests do not see each other's data. Under ``CI=true`` a missing service
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import threading
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -40,6 +42,16 @@ pytestmark = pytest.mark.timeout(600)
 def services() -> dict[str, str]:
     return {"bootstrap": service_env("PERFCAST_KAFKA_BOOTSTRAP"),
             "influx": service_env("PERFCAST_INFLUX_URL")}
+
+
+def services_ports(services: dict[str, str]) -> dict[str, str]:
+    """The environment for ``infra/services.sh`` naming the ports of the services under test
+    (without them it acts on its default ports: it would restart an InfluxDB that is not the
+    one under test, or start a stray one)."""
+    influx = urlsplit(services["influx"]).port
+    kafka = int(services["bootstrap"].rsplit(":", 1)[1])
+    assert influx and kafka, services
+    return {**os.environ, "PERFCAST_INFLUX_PORT": str(influx), "PERFCAST_KAFKA_PORT": str(kafka)}
 
 
 class Setup:
@@ -191,7 +203,8 @@ def test_influxdb_restart_mid_run_loses_no_prediction_point(setup_factory, servi
     wait_for(lambda: len(s.records("predictions")) >= 2, timeout=120,
              what="the first predictions", worker=s.worker)
     restart = subprocess.run(["bash", str(ROOT / "infra" / "services.sh"), "influx-restart", "4"],
-                             capture_output=True, text=True, timeout=120)
+                             capture_output=True, text=True, timeout=120,
+                             env=services_ports(services))
     assert restart.returncode == 0, restart.stderr
     sender.join()
     wait_for(lambda: len(s.records("estimates")) >= len(records), timeout=120,
