@@ -16,6 +16,8 @@ from typing import Any, Callable
 
 import pytest
 
+from ci_policy import unavailable
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -24,9 +26,8 @@ def service_env(name: str) -> str:
     failure, elsewhere a skip."""
     value = os.environ.get(name)
     if not value:
-        if os.environ.get("CI"):
-            pytest.fail(f"{name} is not set: infra/services.sh did not start the service in CI")
-        pytest.skip(f"{name} not set (start the services with infra/services.sh up)")
+        unavailable(f"{name} not set (start the services with infra/services.sh up)",
+                    "infra/services.sh did not start the service in CI")
     return value
 
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import heapq
 import io
-import os
 import re
 import shutil
 import sqlite3
@@ -36,6 +35,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from ci_policy import unavailable
 
 from streams.config import Config, SystemConfig
 from streams.demo import DemoScenario, demo_config, demo_records
@@ -286,15 +287,9 @@ def test_a_bad_store_is_a_report_error_naming_the_path(tmp_path: Path, store: Pa
 
 # -- the real browser ----------------------------------------------------------------------------
 
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
-
-
 def _unavailable(why: str) -> None:
-    if _in_ci():
-        pytest.fail(f"{why}: the browser test must run in CI (infra/chromium.sh installs "
-                    "chromium and chromedriver; selenium is a test dependency)")
-    pytest.skip(why)
+    unavailable(why, "the browser test must run in CI (infra/chromium.sh installs chromium "
+                     "and chromedriver; selenium is a test dependency)")
 
 
 @pytest.fixture(scope="module")
