@@ -62,6 +62,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from tables import Table  # noqa: E402
+
 from estimators.mapfit import fit_map2  # noqa: E402
 from solvers.mapqn import solve_closed  # noqa: E402
 from solvers.mva import mva  # noqa: E402
@@ -370,28 +372,6 @@ def errors(rows: list[Row], model: str) -> dict[str, float]:
 
 
 # ------------------------------------------------------------------------------- output
-class Table:
-    """A small table printed as markdown or aligned plain text."""
-
-    def __init__(self, title: str, header: Sequence[str]) -> None:
-        self.title, self.header, self.rows = title, list(header), []
-
-    def add(self, *cells: Any) -> None:
-        self.rows.append([str(c) for c in cells])
-
-    def render(self, markdown: bool) -> str:
-        if markdown:
-            lines = [f"**{self.title}**", "", "| " + " | ".join(self.header) + " |",
-                     "|" + "|".join("---:" if i else "---" for i in range(len(self.header)))
-                     + "|"]
-            lines += ["| " + " | ".join(r) + " |" for r in self.rows]
-            return "\n".join(lines) + "\n"
-        widths = [max(len(x) for x in col) for col in zip(self.header, *self.rows)]
-        fmt = "  ".join(f"{{:>{w}}}" for w in widths)
-        lines = [self.title, fmt.format(*self.header)] + [fmt.format(*r) for r in self.rows]
-        return "\n".join(lines) + "\n"
-
-
 def pct(x: float) -> str:
     return f"{100 * x:+.1f}%"
 
