@@ -842,27 +842,26 @@ class _Charts:
         kw.setdefault("spans", self.spans)
         return TimeChart(key, title, y_label, self.t0, self.t1, **kw)
 
-    def response_time(self) -> TimeChart:
+    def _measured_vs_predicted(self, key: str) -> list[Series]:
+        """Per class: ``key_measured`` as points, ``key`` (the model now) dashed."""
         series = []
         for cls, rows in self.s.classes.items():
             c = self.class_colors[cls]
-            series += [Series("measured", *_col(rows, "response_time_measured"), c, "points",
+            series += [Series("measured", *_col(rows, f"{key}_measured"), c, "points",
                               group=cls),
-                       Series("predicted", *_col(rows, "response_time"), c, "dashed",
-                              group=cls)]
+                       Series("predicted", *_col(rows, key), c, "dashed", group=cls)]
+        return series
+
+    def response_time(self) -> TimeChart:
         return self.chart("response_time", "Response time per class: measured vs predicted, "
-                          "and SLA", "response time (s)", series=series,
+                          "and SLA", "response time (s)",
+                          series=self._measured_vs_predicted("response_time"),
                           rules=_sla_rules(self.s))
 
     def throughput(self) -> TimeChart:
-        series = []
-        for cls, rows in self.s.classes.items():
-            c = self.class_colors[cls]
-            series += [Series("measured", *_col(rows, "throughput_measured"), c, "points",
-                              group=cls),
-                       Series("predicted", *_col(rows, "throughput"), c, "dashed", group=cls)]
         return self.chart("throughput", "Throughput per class: measured vs predicted",
-                          "throughput (requests/s)", series=series)
+                          "throughput (requests/s)",
+                          series=self._measured_vs_predicted("throughput"))
 
     def utilization(self) -> TimeChart:
         series = []
