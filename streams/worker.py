@@ -371,6 +371,7 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
     app.perfcast_core = core          # for tests and the CLI's status line
     app.perfcast_sink = sink
     stats = app.perfcast_stats = BatchStats()
+    debug_batches = bool(os.environ.get("PERFCAST_DEBUG_BATCHES"))   # log every batch
 
     @app.timer(interval=STATS_INTERVAL_S)
     async def report() -> None:
@@ -397,7 +398,7 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
             received = time.time()
             stamp = events[0].message.timestamp         # s since the epoch (producer's clock)
             age = received - stamp if stamp else None
-            if os.environ.get("PERFCAST_DEBUG_BATCHES"):
+            if debug_batches:
                 last = events[-1].message.timestamp
                 log.info("batch of %d: oldest %.3f s, newest %.3f s old; backlog %s",
                          len(events), received - stamp, received - last, backlog(stream))
