@@ -238,10 +238,9 @@ def produce(source: str = typer.Option(..., help="a JSON-lines trace, or 'demo' 
         console.print("[red]start:[/red] only with --source demo (a trace keeps its times)")
         raise typer.Exit(2)
     if source == "demo":
-        from streams.demo import demo_records
-        records: Any = demo_records()
-        if start is not None:
-            records = shift_demo(records, _start_time(start))
+        from streams.demo import DemoScenario, demo_records
+        records: Any = demo_records(DemoScenario() if start is None
+                                    else DemoScenario(start_s=_start_time(start)))
     else:
         from streams.embedded import read_jsonl
         if not Path(source).is_file():
@@ -269,15 +268,6 @@ def _start_time(text: str) -> float:
     except InvalidWindow as err:
         console.print(f"[red]start:[/red] {escape(text)!r}: {escape(err.reason)}")
         raise typer.Exit(2) from None
-
-
-def shift_demo(records: list[dict[str, Any]], start: float) -> list[dict[str, Any]]:
-    """The demo's records moved in event time so that its first window starts at ``start``
-    (the windows keep their spacing; ``end`` stays ISO 8601)."""
-    from streams.demo import START
-    from streams.records import format_time, parse_end
-
-    return [{**r, "end": format_time(parse_end(r["end"]) - START + start)} for r in records]
 
 
 @app.command()

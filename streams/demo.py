@@ -45,6 +45,8 @@ class DemoScenario:
     window_s: float = 5.0
     sla_s: float = 0.3
     seed: int = 1
+    #: event time at which the first window opens (``perfcast produce --start``)
+    start_s: float = START
 
     def schedule(self) -> list[tuple[float, int]]:
         out, t, n = [], self.steady_s, self.users_start
@@ -64,7 +66,8 @@ def demo_records(sc: DemoScenario = DemoScenario()) -> list[dict[str, Any]]:
         populations=sc.users_start, think_times=THINK_TIME,
         classes=[c[0] for c in CLASSES], mix=[c[1] for c in CLASSES])
     return monitor_closed(net, sc.duration_s, sc.window_s, schedule=sc.schedule(),
-                          system=sc.system, start_time=START, iso_time=True, seed=sc.seed)
+                          system=sc.system, start_time=sc.start_s, iso_time=True,
+                          seed=sc.seed)
 
 
 def demo_config(sc: DemoScenario = DemoScenario()) -> Config:

@@ -120,14 +120,13 @@ def test_run_reports_a_bad_config_file_by_key(tmp_path):
     assert "defaults.solve_interval_s" in result.output
 
 
-def test_shift_demo_moves_the_windows_and_keeps_their_spacing():
+def test_a_demo_started_later_moves_the_windows_and_keeps_their_spacing():
     """``perfcast produce --source demo --start T``: the first window starts at T."""
-    from streams.cli import shift_demo
     from streams.records import parse_end
 
     records = demo_records(DemoScenario(duration_s=60))
     start = 1_900_000_000.0
-    shifted = shift_demo(records, start)
+    shifted = demo_records(DemoScenario(duration_s=60, start_s=start))
     ends = [parse_end(r["end"]) for r in records]
     moved = [parse_end(r["end"]) for r in shifted]
     assert moved[0] - records[0]["window_s"] == pytest.approx(start)
