@@ -70,6 +70,12 @@ def residuals(utilization: np.ndarray | list[float],
     """One-step-ahead residuals ``r_k = U_k cores - H_k D_k`` (NaN where row ``k`` of
     ``estimates`` has a NaN: no estimate yet)."""
     z, X = _window_data(utilization, throughputs, cores)
+    return _residuals(z, X, estimates)
+
+
+def _residuals(z: np.ndarray, X: np.ndarray,
+               estimates: np.ndarray | list[list[float]]) -> np.ndarray:
+    """:func:`residuals` on windows already checked (``z = U cores``)."""
     D = np.asarray(estimates, dtype=float)
     if D.shape != X.shape:
         raise ValueError(f"estimates: expected shape {X.shape} (one row per window), "
@@ -104,8 +110,8 @@ def prediction_error(utilization: np.ndarray | list[float],
     the estimate made *before* window ``k``. Rows containing NaN (no estimate yet) are left
     out; ``None`` when fewer than ``min_windows`` windows remain or the windows did no work.
     """
-    r = residuals(utilization, throughputs, estimates, cores)
-    return residual_error(np.asarray(utilization, dtype=float) * float(cores), r, min_windows)
+    z, X = _window_data(utilization, throughputs, cores)
+    return residual_error(z, _residuals(z, X, estimates), min_windows)
 
 
 def select_estimator(utilization: np.ndarray | list[float],
@@ -123,9 +129,8 @@ def select_estimator(utilization: np.ndarray | list[float],
     """
     if not isinstance(estimates, Mapping) or not estimates:
         raise ValueError("estimates: must map at least one estimator name to its estimates")
-    busy = np.asarray(utilization, dtype=float) * float(cores)
-    return select_by_residuals(busy, {name: residuals(utilization, throughputs, est, cores)
-                                      for name, est in estimates.items()},
+    z, X = _window_data(utilization, throughputs, cores)
+    return select_by_residuals(z, {name: _residuals(z, X, est) for name, est in estimates.items()},
                                preferred=preferred, margin=margin, min_windows=min_windows)
 
 
