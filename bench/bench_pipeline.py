@@ -65,11 +65,11 @@ import gc
 import io
 import os
 import json
+import math
 import pstats
 import shlex
 import statistics
 import sys
-import math
 import time
 import tracemalloc
 from collections import Counter
