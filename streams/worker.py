@@ -17,7 +17,9 @@ Topology (``docs/pipeline.md``):
 * timer: flushes the InfluxDB sink every ``flush_interval_s``.
 * consumer settings: large polls and fetches (:data:`POLL_RECORDS`, :data:`FETCH_BYTES`), and
   a broker-side fetch wait of :data:`FETCH_WAIT_MS` instead of Faust's 1,500 ms
-  (:func:`shorten_fetch_wait`).
+  (:func:`shorten_fetch_wait`);
+* delivery: each fetched record reaches the agent's stream without the four asyncio tasks
+  Faust's consumer makes per record (:func:`streams.delivery.deliver_directly`).
 
 Exactly-once counting: per batch the agent (1) runs the core, (2) sends the outputs and waits
 until Kafka has them (and, for a batch with predictions or alerts, until InfluxDB has those
@@ -45,6 +47,7 @@ import msgspec
 
 from streams.batching import adaptive_batches, backlog
 from streams.config import Config, KafkaSettings
+from streams.delivery import deliver_directly
 from streams.history import CHUNK
 from streams.influx import InfluxSink, lines
 from streams.pipeline import Pipeline
@@ -382,6 +385,7 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
     @app.on_partitions_assigned.connect
     async def _assigned(app_: Any, assigned: Any, **kwargs: Any) -> None:
         shorten_fetch_wait(app, FETCH_WAIT_MS)
+        deliver_directly(app.consumer)
 
     @app.on_partitions_revoked.connect
     async def _revoked(app_: Any, revoked: Any, **kwargs: Any) -> None:
