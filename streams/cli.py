@@ -276,6 +276,9 @@ def worker(config: Optional[Path] = typer.Option(None, exists=True, dir_okay=Fal
            app_id: str = typer.Option("perfcast", help="Faust application id (consumer "
                                                         "group, table topics)"),
            partitions: int = typer.Option(4, help="partitions of the perfcast topics"),
+           core_process: bool = typer.Option(True, "--core-process/--inline-core",
+                                             help="run the core in a child process (a second "
+                                                  "core) or in the worker's event loop"),
            loglevel: str = typer.Option("warning")) -> None:
     """Run the Faust worker: perfcast.windows -> estimates, predictions, alerts (Kafka and
     InfluxDB). Connection settings come from the environment (see docs/configuration.md)."""
@@ -287,7 +290,8 @@ def worker(config: Optional[Path] = typer.Option(None, exists=True, dir_okay=Fal
 
     cfg = _config(config, bootstrap)
     ensure_topics(cfg.kafka, partitions)
-    faust_app = build_app(cfg, app_id=app_id, partitions=partitions)
+    faust_app = build_app(cfg, app_id=app_id, partitions=partitions,
+                          core_process=core_process)
     sys.argv = sys.argv[:1]
     Worker(faust_app, loglevel=loglevel).execute_from_commandline()
 

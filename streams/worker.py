@@ -5,15 +5,18 @@ Topology (``docs/pipeline.md``):
 
 * source ``perfcast.windows``, keyed by system, so one system's tiers meet in one worker;
 * agent ``process``: takes the windows in batches (:func:`streams.batching.adaptive_batches`:
-  large under a backlog, closed after a few milliseconds when the worker keeps up), runs each through
-  the core (:class:`streams.pipeline.Pipeline`), sends the outputs to ``perfcast.estimates`` /
-  ``.predictions`` / ``.alerts`` / ``.deadletter`` (keyed by system; one record batch per
-  partition through :class:`OutputProducer`) and to the InfluxDB sink, then writes the state
-  the batch changed to the table;
+  large under a backlog, closed after a few milliseconds when the worker keeps up) and hands
+  each to the core, which runs in a child process (:mod:`streams.core_process`: the core,
+  the encoding of its outputs and the snapshot of the state it changed); while the child
+  computes batch ``n + 1`` the agent delivers batch ``n``: its outputs to
+  ``perfcast.estimates`` / ``.predictions`` / ``.alerts`` / ``.deadletter`` (keyed by system;
+  one record batch per partition through :class:`OutputProducer`) and to the InfluxDB sink,
+  then its state to the table's changelog, then it acknowledges its windows;
 * table ``state`` with its changelog topic: per system its state without the window history,
-  and its tiers' history in chunks of 16 windows (:class:`TableBackedPipeline`); every entry
-  is written to the changelog partition of the system's source partition, so recovery after a
-  rebalance finds it;
+  and its tiers' history in chunks of 16 windows
+  (:class:`streams.table_pipeline.TableBackedPipeline`); every entry is written to the
+  changelog partition of the system's source partition, so recovery after a rebalance finds
+  it;
 * timer: flushes the InfluxDB sink every ``flush_interval_s``.
 * consumer settings: large polls and fetches (:data:`POLL_RECORDS`, :data:`FETCH_BYTES`), and
   a broker-side fetch wait of :data:`FETCH_WAIT_MS` instead of Faust's 1,500 ms
@@ -21,15 +24,18 @@ Topology (``docs/pipeline.md``):
 * delivery: each fetched record reaches the agent's stream without the four asyncio tasks
   Faust's consumer makes per record (:func:`streams.delivery.deliver_directly`).
 
-Exactly-once counting: per batch the agent (1) runs the core, (2) sends the outputs and waits
-until Kafka has them (and, for a batch with predictions or alerts, until InfluxDB has those
-points), (3) writes the changed state to the table and its changelog topic (through the same
-batching producer) and waits until Kafka has it. Faust acknowledges the windows only after the
-batch, so the changelog always covers every committed window. After a crash, the windows between the last commit and the crash are
-read again; those the restored state already holds are recognised as duplicates
-(dead-lettered with reason ``duplicate``) and counted once, the others are processed. Outputs
-are at least once: a crash between (2) and (3) produces a batch's records again (their
-``(system, tier, seq)`` / ``(system, time)`` identify them; InfluxDB overwrites equal points).
+Exactly-once counting: per batch (1) the core runs and snapshots the state it changed, (2) the
+agent sends the outputs and waits until Kafka has them (and, for a batch with predictions or
+alerts, until InfluxDB has those points), (3) it writes the snapshot to the table and its
+changelog topic (through the same batching producer) and waits until Kafka has it, (4) it
+acknowledges the batch's windows, so the changelog always covers every committed window.
+Batches are delivered in order, so a system's changelog entries are too. After a crash, the
+windows between the last commit and the crash are read again; those the restored state
+already holds are recognised as duplicates (dead-lettered with reason ``duplicate``) and
+counted once, the others are processed. Outputs are at least once: a crash between (2) and
+(3) produces a batch's records again (their ``(system, tier, seq)`` / ``(system, time)``
+identify them; InfluxDB overwrites equal points). At shutdown the agent takes no new batch and
+delivers the one it holds before the producer stops.
 Estimate points still in the InfluxDB sink's buffer when the worker dies are lost (at most
 one flush interval); prediction and alert points are written before the state.
 """
@@ -40,43 +46,20 @@ import asyncio
 import logging
 import os
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import faust
-import msgspec
 
-from streams.batching import adaptive_batches, backlog
+from streams.batching import ack, adaptive_batches, backlog
 from streams.config import Config, KafkaSettings
+from streams.core_process import OUTPUT_TOPICS, BatchResult, CoreProcess, CoreRunner, InlineCore
 from streams.delivery import deliver_directly
-from streams.history import CHUNK
-from streams.influx import InfluxSink, lines
-from streams.pipeline import Pipeline
-from streams.system import Outputs, SystemState
+from streams.influx import InfluxSink
 
-__all__ = ["build_app", "TableBackedPipeline", "faust_broker_options", "shorten_fetch_wait"]
+__all__ = ["build_app", "faust_broker_options", "shorten_fetch_wait"]
 
 log = logging.getLogger("perfcast.worker")
-
-OUTPUT_TOPICS = ("estimates", "predictions", "alerts", "deadletter")
-_SEP = "\x1f"
-#: history chunks kept beyond what the history needs (tolerates a restored header that lags)
-SLACK_CHUNKS = 64
-
-
-#: output records as compact JSON (msgspec: floats as the shortest text that reads back to the
-#: same float; several times faster than ``json.dumps``)
-_dumps = msgspec.json.Encoder().encode
-#: table values (state headers, history chunks) as MessagePack: floats as their 8 bytes, so the
-#: state round-trips exactly; a system's header encodes ~6x faster than as JSON and is ~40%
-#: smaller (the worker persists every changed system after each batch)
-_pack = msgspec.msgpack.Encoder().encode
-
-
-def _unpack(raw: bytes) -> Any:
-    """A table value: MessagePack, or JSON as workers before 2026-11-23 wrote it (a JSON object
-    starts with ``{``, a MessagePack map never does)."""
-    return msgspec.json.decode(raw) if raw[:1] == b"{" else msgspec.msgpack.decode(raw)
-
 
 def _ssl_context(k: KafkaSettings) -> Any:
     import ssl
@@ -170,115 +153,6 @@ class OutputProducer:
             await self.producer.stop()
 
 
-class TableBackedPipeline(Pipeline):
-    """The core with each system's state mirrored into one Faust table.
-
-    Keys: ``system`` -> the system's state without window history (MessagePack), and
-    ``system/tier/slot`` -> one chunk of that tier's history (``{"n": chunk number, "rows":
-    ...}``), chunk ``n`` in slot ``n mod slots``: slots are overwritten in turn, never deleted,
-    and keep :data:`SLACK_CHUNKS` chunks more than the history needs. All of a system's
-    entries go to the changelog partition of its source partition, so they are ordered: a
-    restored header never refers to a chunk that was not stored before it; a chunk stored after
-    the header (a crash in between) may hold rows the header does not count yet, and those are
-    cut off on restore (:meth:`streams.history.WindowHistory.restore`).
-
-    In memory the systems are the same objects as in the embedded shell; a system missing
-    from memory (new worker, after a crash or a rebalance) is rebuilt from the table."""
-
-    def __init__(self, config: Config, table: Any) -> None:
-        super().__init__(config)
-        self.table = table
-        self.partition: dict[str, int] = {}
-        self.dirty: set[str] = set()
-        self.in_batch = False
-        self.forget_pending = False
-
-    def system(self, name: str) -> SystemState:
-        state = self.systems.get(name)
-        if state is None:
-            header = self.table.data.get(name.encode())
-            if header is None:
-                state = SystemState(name, self.config.system(name))
-            else:
-                state = self._restore(name, _unpack(header))
-            self.systems[name] = state
-        return state
-
-    @staticmethod
-    def _slots(capacity: int) -> int:
-        return -(-capacity // CHUNK) + 1 + SLACK_CHUNKS
-
-    def _chunk_key(self, system: str, tier: str, number: int, capacity: int) -> bytes:
-        return f"{system}{_SEP}{tier}{_SEP}{number % self._slots(capacity)}".encode()
-
-    def _restore(self, name: str, data: dict[str, Any]) -> SystemState:
-        chunks: dict[str, dict[int, Any]] = {}
-        for tier in data["tiers"]:
-            rows = chunks.setdefault(tier["tier"], {})
-            header = tier["history"]
-            for number in header["chunks"]:
-                raw = self.table.data.get(self._chunk_key(name, tier["tier"], number,
-                                                          header["capacity"]))
-                stored = _unpack(raw) if raw is not None else None
-                if stored is not None and stored["n"] == number:
-                    rows[number] = stored["rows"]
-        log.info("restored system %r from the changelog", name)
-        return SystemState.from_dict(data, self.config.system(name), chunks)
-
-    def process_batch(self, values: list[bytes], partitions: list[int]) -> Outputs:
-        """One batch of source records (``partitions[i]``: the partition record ``i`` came
-        from); every system a valid record names is marked for :meth:`persist`."""
-        out = self.process_many(values)
-        for name, partition in zip(self.batch_systems, partitions):
-            if name is not None:
-                self.partition[name] = partition
-                self.dirty.add(name)
-        return out
-
-    def persist(self) -> list[tuple[int, bytes, bytes]]:
-        """The state of every system the batch changed, into the table: its history chunks
-        first, then its header. Returns the changelog records ``(partition, key, value)`` in
-        that order; the caller sends them (one record batch per partition) before the batch's
-        offsets can be committed."""
-        writes: list[tuple[int, bytes, bytes]] = []
-        for name in self.dirty:
-            state = self.systems[name]
-            part = self.partition[name]
-            for tier in state.tiers.values():
-                written, _dropped = tier.history.take_changes()
-                for number, rows in written.items():
-                    key = self._chunk_key(name, tier.tier, number, tier.history.capacity)
-                    writes.append((part, key, _pack({"n": number, "rows": rows})))
-            writes.append((part, name.encode(),
-                           _pack(state.to_dict(with_history=False))))
-        for _, key, value in writes:
-            self.table.data[key] = value
-        self.dirty.clear()
-        self.in_batch = False
-        if self.forget_pending:
-            self.forget_pending = False
-            self.forget()
-        return writes
-
-    def forget(self) -> None:
-        """Drop the in-memory systems (after a rebalance they are rebuilt from the table).
-
-        During a batch (between :meth:`begin` and :meth:`persist`) this is deferred to the
-        end of :meth:`persist`: dropping a system whose windows are processed but not yet
-        persisted would lose them (their offsets get committed all the same)."""
-        if self.in_batch:
-            self.forget_pending = True
-            return
-        self.systems.clear()
-        self.partition.clear()
-        self.dirty.clear()
-
-    def begin(self) -> None:
-        """A batch starts: from here to :meth:`persist` the in-memory state is ahead of the
-        table."""
-        self.in_batch = True
-
-
 #: records per poll and bytes per fetch of the source consumer (Faust's defaults, 500 records
 #: and 1 MiB, halve the rate a bare agent reaches on this project's machines)
 POLL_RECORDS = 10_000
@@ -316,13 +190,37 @@ MAX_BATCH_BYTES = 512 << 10
 #: seconds between the worker's throughput log lines (log level info)
 STATS_INTERVAL_S = 10.0
 
+#: longest wait at shutdown for the windows taken to be delivered and persisted
+SHUTDOWN_WAIT_S = 20.0
+
+#: seconds between two snapshots of the state changed since the last one (the windows are
+#: acknowledged, and their offsets may be committed, once their state is in the changelog)
+PERSIST_INTERVAL_S = 0.5
+
+
+@dataclass
+class Held:
+    """A batch taken from the stream and not yet delivered: its events (acknowledged once
+    delivered), the future of its :class:`BatchResult`, how old its first window was when
+    the batch was taken."""
+
+    stream: Any
+    events: list[Any]
+    result: "asyncio.Future[BatchResult]"
+    age: float | None
+    waited: float              # seconds the agent waited for the core to take the batch
+    persist: bool              # the batch snapshots the state (its changelog is sent)
+    generation: int            # revocations before the batch was taken
+
 
 class BatchStats:
-    """Windows per second, where the agent's time went, and how old the windows were when
-    their batch began (Kafka timestamp to now: the wait before the agent), since the last
-    report."""
+    """Windows per second, where the time went, and how old the windows were when their batch
+    began (Kafka timestamp to now: the wait before the agent), since the last report. Phases:
+    ``core`` the batch step (in the core process, alongside the rest), ``wait`` the agent
+    waiting for it, ``send`` queueing the outputs, ``influx`` the InfluxDB sink, ``deliver``
+    waiting for the outputs' acknowledgements, ``persist`` the changelog."""
 
-    PHASES = ("core", "send", "influx", "deliver", "persist")
+    PHASES = ("core", "wait", "send", "influx", "deliver", "persist")
 
     def __init__(self) -> None:
         self.windows = 0
@@ -355,8 +253,10 @@ class BatchStats:
 
 
 def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
-              batch: int = 4000, within_s: float = 0.25, influx: bool = True) -> faust.App:
-    """The Faust app (topics, tables, agent, timer) for ``config``."""
+              batch: int = 4000, within_s: float = 0.25, influx: bool = True,
+              core_process: bool = True) -> faust.App:
+    """The Faust app (topics, tables, agent, timer) for ``config``; ``core_process``: run the
+    core in a child process (:class:`streams.core_process.CoreProcess`), else in the agent."""
     k = config.kafka
     app = faust.App(app_id, **faust_broker_options(k), store="memory://",
                     key_serializer="raw", value_serializer="raw", topic_partitions=partitions,
@@ -368,13 +268,20 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
                        partitions=partitions)
     producer = OutputProducer(k)
     state = app.Table("state", key_type=bytes, value_type=bytes, partitions=partitions)
-    core = TableBackedPipeline(config, state)
+    runner: CoreRunner = (CoreProcess if core_process else InlineCore)(config, state)
     changelog_topic = state.changelog_topic.get_topic_name()
     sink = InfluxSink(config.influxdb) if influx and config.influxdb.url else None
-    app.perfcast_core = core          # for tests and the CLI's status line
+    app.perfcast_runner = runner      # for tests
     app.perfcast_sink = sink
     stats = app.perfcast_stats = BatchStats()
     debug_batches = bool(os.environ.get("PERFCAST_DEBUG_BATCHES"))   # log every batch
+    held: list[Held] = []             # the batch taken and not yet delivered (at most one)
+    unpersisted: list[list[Any]] = []  # events of delivered batches not yet in the changelog
+    generation = [0]                  # revocations so far: older batches are not committed
+    last_persist = [time.monotonic()]
+    idle = asyncio.Event()            # set when nothing is held or waits to be persisted
+    idle.set()
+    stopping: list[bool] = []         # non-empty once the worker shuts down
 
     @app.timer(interval=STATS_INTERVAL_S)
     async def report() -> None:
@@ -389,57 +296,100 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
 
     @app.on_partitions_revoked.connect
     async def _revoked(app_: Any, revoked: Any, **kwargs: Any) -> None:
-        core.forget()
+        # what is not in the changelog yet is dropped, not committed: the partitions' next
+        # owner (maybe this worker) restores the changelog and reads those windows again
+        generation[0] += 1
+        unpersisted.clear()
+        runner.forget()
 
     @app.on_before_shutdown.connect
     async def _shutdown(app_: Any, **kwargs: Any) -> None:
+        # the agent takes no new window from here, delivers what it holds and persists it
+        stopping.append(True)
+        try:
+            await asyncio.wait_for(idle.wait(), SHUTDOWN_WAIT_S)
+        except asyncio.TimeoutError:
+            log.warning("shutting down with windows not persisted (read again on restart)")
         await producer.stop()
+        await runner.stop()
+
+    async def deliver(batch: "Held") -> None:
+        """A batch's outputs to Kafka and InfluxDB; then, for a batch that persists, the
+        changelog and the acknowledgement of every window it covers: a crash in between
+        re-produces outputs (at least once), never loses them, and a committed window is
+        always in the changelog. A batch from before a revocation is delivered, not
+        committed."""
+        t0 = time.perf_counter()
+        result = await batch.result
+        t1 = time.perf_counter()
+        futures = []
+        for name in OUTPUT_TOPICS:
+            futures += await producer.send(k.topic(name), result.records[name])
+        t2 = time.perf_counter()
+        if sink is not None:
+            # predictions and alerts written now (alongside the Kafka deliveries), before the
+            # state that produced them; estimates and dead letters through the buffer
+            if result.urgent:
+                futures.append(asyncio.ensure_future(sink.write(result.urgent)))
+            await sink.add_lines(result.lines)
+        t3 = time.perf_counter()
+        if futures:
+            await asyncio.gather(*futures)
+        t4 = time.perf_counter()
+        if batch.generation == generation[0]:
+            unpersisted.append(batch.events)
+            if batch.persist:
+                for _, key, value in result.changelog:
+                    state.data[key] = value
+                if result.changelog:
+                    await asyncio.gather(*await producer.send_to(changelog_topic,
+                                                                 result.changelog))
+                if batch.generation == generation[0]:
+                    for events in unpersisted:
+                        await ack(batch.stream, events)
+                unpersisted.clear()
+        stats.add(result.windows, result.seconds, batch.waited + t1 - t0, t2 - t1, t3 - t2,
+                  t4 - t3, time.perf_counter() - t4, age=batch.age)
 
     @app.agent(source)
     async def process(stream: Any) -> None:
-        async for events in adaptive_batches(stream, batch, within_s):
-            t0 = time.perf_counter()
-            received = time.time()
-            stamp = events[0].message.timestamp         # s since the epoch (producer's clock)
-            age = received - stamp if stamp else None
-            if debug_batches:
-                last = events[-1].message.timestamp
-                log.info("batch of %d: oldest %.3f s, newest %.3f s old; backlog %s",
-                         len(events), received - stamp, received - last, backlog(stream))
-            core.begin()
-            out = core.process_batch([e.value for e in events],
-                                     [e.message.partition for e in events])
-            t1 = time.perf_counter()
-            futures = []
-            for name in OUTPUT_TOPICS:
-                records = [(r["system"].encode() if isinstance(r.get("system"), str) else None,
-                            _dumps(r)) for r in getattr(out, name)]
-                futures += await producer.send(k.topic(name), records)
-            t2 = time.perf_counter()
-            if sink is not None:
-                # estimates and dead letters through the buffer (written in the background);
-                # predictions and alerts written now (alongside the Kafka deliveries), before
-                # the state that produced them
-                if out.predictions or out.alerts:
-                    futures.append(asyncio.ensure_future(sink.write(lines(Outputs(
-                        predictions=out.predictions, alerts=out.alerts)))))
-                await sink.add_lines(lines(Outputs(estimates=out.estimates,
-                                                   deadletter=out.deadletter),
-                                           deadletter_time=received))
-            t3 = time.perf_counter()
-            # outputs are delivered before the state that says they were produced: a crash
-            # in between re-produces them (at least once), never loses them
-            if futures:
-                await asyncio.gather(*futures)
-            t4 = time.perf_counter()
-            # the changelog through the same batching producer (Faust's table sends every
-            # entry on its own); acknowledged before the batch ends, so before its offsets
-            # are committed
-            changelog = core.persist()
-            if changelog:
-                await asyncio.gather(*await producer.send_to(changelog_topic, changelog))
-            stats.add(len(events), t1 - t0, t2 - t1, t3 - t2, t4 - t3,
-                      time.perf_counter() - t4, age=age)
+        await runner.start()
+        try:
+            async for events in adaptive_batches(
+                    stream, batch, within_s, holding=lambda: bool(held or unpersisted)):
+                if stopping:
+                    events = []
+                now = time.monotonic()
+                persist = bool(stopping) or now - last_persist[0] >= PERSIST_INTERVAL_S
+                taken = None
+                if events or (persist and unpersisted and not held):
+                    taken = await take(stream, events, persist)
+                    if persist:
+                        last_persist[0] = now
+                if held:
+                    await deliver(held.pop())
+                if taken is not None:
+                    held.append(taken)
+                if not held and not unpersisted:
+                    idle.set()
+        finally:
+            held.clear()
+            idle.set()
+
+    async def take(stream: Any, events: list[Any], persist: bool) -> "Held":
+        """Hand a batch to the runner (once it has returned the held one)."""
+        idle.clear()
+        received = time.time()
+        stamp = events[0].message.timestamp if events else None   # s since the epoch
+        if debug_batches and events:
+            log.info("batch of %d: oldest %.3f s, newest %.3f s old; backlog %s",
+                     len(events), received - stamp, received - events[-1].message.timestamp,
+                     backlog(stream))
+        t0 = time.perf_counter()
+        result = await runner.submit([e.value for e in events],
+                                     [e.message.partition for e in events], received, persist)
+        return Held(stream, events, result, received - stamp if stamp else None,
+                    time.perf_counter() - t0, persist, generation[0])
 
     if sink is not None:
         @app.timer(interval=config.influxdb.flush_interval_s)

@@ -935,7 +935,7 @@ def test_worker_state_survives_a_rebalance_in_the_middle_of_a_batch(records, con
     import json as _json
 
     from streams.pipeline import Pipeline as _Pipeline
-    from streams.worker import TableBackedPipeline
+    from streams.table_pipeline import TableBackedPipeline
 
     table = _RecordingTable()
     core = TableBackedPipeline(config, table)
@@ -966,7 +966,7 @@ def test_table_values_round_trip_bit_for_bit_and_json_values_of_older_workers_lo
 
     import msgspec
 
-    from streams.worker import _pack, _unpack
+    from streams.table_pipeline import pack as _pack, unpack as _unpack
 
     value = {"x": [0.1, 1 / 3, 5e-324, -0.0, 1.7976931348623157e308], "n": [3, -1],
              "s": "sys\x1fdb", "none": None, "nested": {"rows": [[1.0, 2.5]]}}
