@@ -11,7 +11,9 @@ systems x 3 tiers x 14 classes, windows of 5 s. In one run:
    read from ``perfcast.estimates``; sustained rate = windows between the 10% and 100% marks of
    the backlog divided by the time between them; reported as a ratio of the ceiling;
 3. **latency** -- with the worker warm, windows are produced at ``--rate`` per second for
-   ``--seconds``; latency = time an estimate is read back minus the time its window was sent.
+   ``--seconds``; latency = time an estimate is read back (by a consumer in a process of its
+   own) minus the time its window was sent; also, the part up to the estimate record's
+   timestamp, which the worker's producer stamps as it sends the record.
 
 Everything (broker, worker, producer, consumers) shares this machine's cores; the figures are a
 floor for a deployment where the broker runs elsewhere.
@@ -27,7 +29,6 @@ import json
 import os
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from pathlib import Path
@@ -72,38 +73,71 @@ async def _bare_consume(bootstrap: str, topic: str, n: int, decode: bool) -> flo
         await consumer.stop()
 
 
+def _clock_main(bootstrap: str, topic: str, conn, count) -> None:
+    """The estimate clock's process: reads ``topic`` from the start; on request, sends what it
+    has seen (:class:`EstimateClock`)."""
+    from kafka import KafkaConsumer
+
+    consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=None,
+                             auto_offset_reset="earliest", enable_auto_commit=False,
+                             fetch_max_wait_ms=20)
+    seen: dict[tuple, tuple[float, float]] = {}
+    while True:
+        if conn.poll():
+            conn.recv()                         # "read"
+            conn.send(seen)
+            if conn.recv() == "stop":
+                consumer.close()
+                return
+        for msgs in consumer.poll(timeout_ms=20, max_records=20_000).values():
+            now = time.time()
+            for m in msgs:
+                e = json.loads(m.value)
+                seen.setdefault((e["system"], e["tier"], e["end"]), (now, m.timestamp / 1e3))
+        count.value = len(seen)
+
+
 class EstimateClock:
-    """Reads ``perfcast.estimates`` in a thread; receive time per (system, tier, end)."""
+    """Reads ``perfcast.estimates`` in a process of its own (so that it does not share an
+    interpreter with the producer whose windows it times); per (system, tier, end) the
+    wall-clock time it was read (``seen``) and the time the worker's producer stamped on it
+    (``stamped``), as of the last :meth:`read`."""
 
     def __init__(self, bootstrap: str, topic: str) -> None:
-        from kafka import KafkaConsumer
+        import multiprocessing
 
-        self.consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=None,
-                                      auto_offset_reset="earliest", enable_auto_commit=False,
-                                      fetch_max_wait_ms=20)
+        ctx = multiprocessing.get_context("spawn")
+        self.conn, child = ctx.Pipe()
+        self.count = ctx.Value("i", 0)
+        self.process = ctx.Process(target=_clock_main, args=(bootstrap, topic, child, self.count),
+                                   daemon=True)
+        self.process.start()
         self.seen: dict[tuple, float] = {}
-        self.stop = False
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        while not self.stop:
-            for msgs in self.consumer.poll(timeout_ms=100, max_records=20_000).values():
-                now = time.perf_counter()
-                for m in msgs:
-                    e = json.loads(m.value)
-                    self.seen.setdefault((e["system"], e["tier"], e["end"]), now)
+        self.stamped: dict[tuple, float] = {}
 
     def wait(self, n: int, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
-        while len(self.seen) < n and time.monotonic() < deadline:
+        while self.count.value < n and time.monotonic() < deadline:
             time.sleep(0.05)
-        return len(self.seen) >= n
+        return self.count.value >= n
+
+    def read(self, then: str = "go on") -> None:
+        """Take what the clock has seen so far into :attr:`seen` and :attr:`stamped`."""
+        self.conn.send("read")
+        got = self.conn.recv()
+        self.conn.send(then)
+        self.seen = {k: v[0] for k, v in got.items()}
+        self.stamped = {k: v[1] for k, v in got.items()}
 
     def close(self) -> None:
-        self.stop = True
-        self.thread.join(5)
-        self.consumer.close()
+        if self.process.is_alive():
+            self.read(then="stop")
+            self.process.join(10)
+
+
+def _percentiles(seconds: np.ndarray) -> str:
+    p50, p95, p99 = (1e3 * np.percentile(seconds, q) for q in (50, 95, 99))
+    return f"p50 {p50:.0f} ms, p95 {p95:.0f} ms, p99 {p99:.0f} ms, max {1e3 * seconds.max():.0f} ms"
 
 
 def _key(r: dict) -> tuple:
@@ -151,8 +185,9 @@ def main(argv: list[str] | None = None) -> None:
     try:
         worker.start()
         if not clock.wait(len(backlog), timeout=900):
-            sys.exit(f"worker did not finish the backlog ({len(clock.seen)} estimates)\n"
+            sys.exit(f"worker did not finish the backlog ({clock.count.value} estimates)\n"
                      f"{worker.log_tail()}")
+        clock.read()
         times = sorted(clock.seen[_key(r)] for r in backlog)
         lo, hi = times[len(times) // 10], times[-1]
         rate = (len(times) - len(times) // 10) / (hi - lo)
@@ -164,17 +199,21 @@ def main(argv: list[str] | None = None) -> None:
         class Clocked(list):
             def __iter__(self):                 # stamp each record as the producer takes it
                 for r in super().__iter__():
-                    sent[_key(r)] = time.perf_counter()
+                    sent[_key(r)] = time.time()
                     yield r
 
         stats = produce(Clocked(live), kafka, rate=args.rate)
         clock.wait(len(backlog) + len(live), timeout=120)
-        lat = np.array([clock.seen[k] - t for k, t in sent.items() if k in clock.seen])
+        clock.read()
+        got = [k for k in sent if k in clock.seen]
+        lat = np.array([clock.seen[k] - sent[k] for k in got])
+        worker_side = np.array([clock.stamped[k] - sent[k] for k in got])
         missing = len(sent) - lat.size
         print(f"latency at {stats.rate:,.0f} windows/s offered over {stats.seconds:.0f} s "
-              f"(produce -> estimate read back): p50 {1e3 * np.percentile(lat, 50):.0f} ms, "
-              f"p95 {1e3 * np.percentile(lat, 95):.0f} ms, p99 {1e3 * np.percentile(lat, 99):.0f} "
-              f"ms, max {1e3 * lat.max():.0f} ms; {missing} windows without an estimate")
+              f"(produce -> estimate read back): {_percentiles(lat)}; "
+              f"{missing} windows without an estimate")
+        print(f"  of which produce -> estimate record stamped by the worker's producer: "
+              f"{_percentiles(worker_side)}")
         if os.environ.get("PERFCAST_WORKER_LOGLEVEL", "").lower() == "info":
             print("worker's own throughput lines (ms per window by phase):")
             for line in worker.log.read_text().splitlines():

@@ -15,11 +15,7 @@ changes two things:
   when the worker keeps up they close after ``linger_s`` (latency);
 * events keep being admitted (up to ``max_``) while the caller processes and delivers the
   previous batch, so the time spent waiting for Kafka's and InfluxDB's acknowledgements is
-  not lost;
-* the caller acknowledges the events (:func:`ack`) when it is done with them, which may be
-  after it has taken the next batch: the worker delivers batch ``n`` while batch ``n + 1`` is
-  computed. While the caller holds a batch (``holding()`` is true), an empty list is yielded
-  when no event waits, so that it can finish the held batch without waiting for new events.
+  not lost.
 
 It uses the same internals of ``faust.Stream`` that ``take_events`` uses (a processor, the
 passive drainer, ``current_event``, ``ack``), and the consumer's read offsets.
@@ -29,9 +25,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, AsyncIterator, Callable
+from typing import Any, AsyncIterator
 
-__all__ = ["ack", "adaptive_batches", "backlog", "LINGER_S", "TICK_S"]
+__all__ = ["adaptive_batches", "backlog", "LINGER_S", "TICK_S"]
 
 #: least age of a batch before it may close early (lets a few milliseconds of arrivals share
 #: one batch's fixed costs)
@@ -62,19 +58,11 @@ def backlog(stream: Any) -> int | None:
         return None
 
 
-async def ack(stream: Any, events: list[Any]) -> None:
-    """Acknowledge ``events`` of ``stream`` (their offsets may then be committed)."""
-    for event in events:
-        await stream.ack(event)
-
-
 async def adaptive_batches(stream: Any, max_: int, within_s: float, *,
-                           linger_s: float = LINGER_S, tick_s: float = TICK_S,
-                           holding: Callable[[], bool] = lambda: False,
-                           ) -> AsyncIterator[list[Any]]:
-    """Lists of events of ``stream`` (at most ``max_`` each), which the caller acknowledges
-    (:func:`ack`); an empty list when nothing waits and ``holding()``. See the module
-    docstring for when a batch closes."""
+                           linger_s: float = LINGER_S,
+                           tick_s: float = TICK_S) -> AsyncIterator[list[Any]]:
+    """Lists of events of ``stream`` (at most ``max_`` each), acknowledged after the caller
+    has finished with each list; see the module docstring for when a batch closes."""
     buffer: list[Any] = []
     room = asyncio.Event()
     room.set()
@@ -89,7 +77,7 @@ async def adaptive_batches(stream: Any, max_: int, within_s: float, *,
         buffer.append(event)
         return value
 
-    stream.enable_acks = False                        # the caller acknowledges
+    stream.enable_acks = False                        # acknowledged below, after the caller
     stream.add_processor(admit)
     stream._enable_passive(aiter(stream.channel))
     opened: float | None = None
@@ -97,8 +85,6 @@ async def adaptive_batches(stream: Any, max_: int, within_s: float, *,
         await asyncio.sleep(tick_s)
         if not buffer:
             opened = None
-            if holding():
-                yield []
             continue
         now = time.monotonic()
         if opened is None:
@@ -110,3 +96,5 @@ async def adaptive_batches(stream: Any, max_: int, within_s: float, *,
             room.set()
             opened = None
             yield events
+            for event in events:
+                await stream.ack(event)

@@ -5,17 +5,14 @@ A Faust worker is one Python thread: Faust's consumer, the aiokafka clients and 
 share it. On this project's machines the core and the encoding of its outputs took a little
 more than half of that thread's time per window, Faust and the Kafka clients the rest
 (``docs/benchmarks.md``). :class:`CoreProcess` runs :func:`run_batch` in a child process, so
-the two halves use two cores: while the child computes batch ``n + 1``, the worker delivers
-batch ``n``'s outputs, writes its state to the changelog and acknowledges its windows.
+the two halves use two cores: while the child computes a batch, the worker's consumer takes
+the next windows in.
 
 The core reads and writes a :class:`Mirror` of the worker's table (``TableBackedPipeline``
 reads a system it does not hold from it). The worker sends its whole table along with the
 first batch after a start and after every partition revocation (:meth:`CoreProcess.forget`),
 and copies the changelog of every batch it delivers into its table, so the two stay equal to
-what the changelog topic holds. The state is snapshotted only when the worker asks
-(``persist``: at most every :data:`streams.worker.PERSIST_INTERVAL_S`), not after every batch:
-under a light load a batch holds a few windows and the snapshot of the systems they touch cost
-more than the windows themselves. One batch is in the child at a time; a child that exits or
+what the changelog topic holds. One batch is in the child at a time; a child that exits or
 fails makes the batch's future raise. :class:`InlineCore` is the same step without a child
 (``perfcast worker --inline-core``), for a machine with one core.
 """
@@ -26,9 +23,11 @@ import asyncio
 import logging
 import multiprocessing
 import signal
+import sys
 import time
 import traceback
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 import msgspec
@@ -42,6 +41,9 @@ __all__ = ["BatchResult", "CoreProcess", "CoreRunner", "InlineCore", "Mirror", "
            "Step", "run_batch"]
 
 log = logging.getLogger("perfcast.worker")
+
+#: the directory holding ``streams``, ``estimators`` and ``solvers``
+_ROOT = str(Path(__file__).resolve().parents[1])
 
 OUTPUT_TOPICS = ("estimates", "predictions", "alerts", "deadletter")
 
@@ -214,7 +216,15 @@ class CoreProcess(_Runner):
         parent, child = ctx.Pipe(duplex=True)
         self.process = ctx.Process(target=_serve, args=(child, self.config),
                                    name="perfcast-core", daemon=True)
-        self.process.start()
+        # the child starts with this process's sys.path; a library loaded here may have put
+        # its own directories first (line_solver, the tests' peer, puts a ``solvers`` package
+        # there), so this project's root goes first while the child is started
+        saved = sys.path[:]
+        sys.path.insert(0, _ROOT)
+        try:
+            self.process.start()
+        finally:
+            sys.path[:] = saved
         child.close()
         self.conn = parent
         self.reship = True

@@ -14,7 +14,8 @@ it steps the callback once, in place; if the callback finishes in that step (it 
 its result is returned as ``mode`` would have returned it, and no task is made. If it blocks,
 the rest of the callback -- still suspended on the future it waits for -- goes through the
 original ``wait_first``, racing the suspend-flow wait exactly as before. Every other call
-(other arguments, a timeout, a stopped or crashed service) takes the original path.
+(other arguments, a timeout, a stopped or crashed service, the flow suspended for a
+rebalance) takes the original path.
 """
 
 from __future__ import annotations
@@ -75,13 +76,14 @@ def deliver_directly(consumer: Any) -> bool:
 
         original: Callable[..., Awaitable[Any]] = consumer.wait_first
         stopped, crashed = consumer._stopped, consumer._crashed
+        suspended = consumer.suspend_flow
     except (ImportError, AttributeError) as err:
         log.warning("cannot deliver records without tasks (%s): the worker runs slower", err)
         return False
 
     async def wait_first(*coros: Any, timeout: Any = None) -> Any:
         if (timeout is not None or len(coros) != 2 or not inspect.iscoroutine(coros[0])
-                or stopped.is_set() or crashed.is_set()):
+                or stopped.is_set() or crashed.is_set() or suspended.is_set()):
             return await original(*coros, timeout=timeout)
         callback, other = coros
         try:

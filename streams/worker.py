@@ -7,11 +7,11 @@ Topology (``docs/pipeline.md``):
 * agent ``process``: takes the windows in batches (:func:`streams.batching.adaptive_batches`:
   large under a backlog, closed after a few milliseconds when the worker keeps up) and hands
   each to the core, which runs in a child process (:mod:`streams.core_process`: the core,
-  the encoding of its outputs and the snapshot of the state it changed); while the child
-  computes batch ``n + 1`` the agent delivers batch ``n``: its outputs to
+  the encoding of its outputs and the snapshot of the state it changed), so that Faust's
+  consumer goes on taking windows in while the core computes; then it sends the outputs to
   ``perfcast.estimates`` / ``.predictions`` / ``.alerts`` / ``.deadletter`` (keyed by system;
   one record batch per partition through :class:`OutputProducer`) and to the InfluxDB sink,
-  then its state to the table's changelog, then it acknowledges its windows;
+  then the state to the table's changelog;
 * table ``state`` with its changelog topic: per system its state without the window history,
   and its tiers' history in chunks of 16 windows
   (:class:`streams.table_pipeline.TableBackedPipeline`); every entry is written to the
@@ -27,17 +27,15 @@ Topology (``docs/pipeline.md``):
 Exactly-once counting: per batch (1) the core runs and snapshots the state it changed, (2) the
 agent sends the outputs and waits until Kafka has them (and, for a batch with predictions or
 alerts, until InfluxDB has those points), (3) it writes the snapshot to the table and its
-changelog topic (through the same batching producer) and waits until Kafka has it, (4) it
-acknowledges the batch's windows, so the changelog always covers every committed window.
-Batches are delivered in order, so a system's changelog entries are too. After a crash, the
-windows between the last commit and the crash are read again; those the restored state
-already holds are recognised as duplicates (dead-lettered with reason ``duplicate``) and
-counted once, the others are processed. Outputs are at least once: a crash between (2) and
-(3) produces a batch's records again (their ``(system, tier, seq)`` / ``(system, time)``
-identify them; InfluxDB overwrites equal points). At shutdown the agent takes no new batch and
-delivers the one it holds before the producer stops.
-Estimate points still in the InfluxDB sink's buffer when the worker dies are lost (at most
-one flush interval); prediction and alert points are written before the state.
+changelog topic (through the same batching producer) and waits until Kafka has it, and only
+then are the batch's windows acknowledged, so the changelog always covers every committed
+window. After a crash, the windows between the last commit and the crash are read again; those
+the restored state already holds are recognised as duplicates (dead-lettered with reason
+``duplicate``) and counted once, the others are processed. Outputs are at least once: a crash
+between (2) and (3) produces a batch's records again (their ``(system, tier, seq)`` /
+``(system, time)`` identify them; InfluxDB overwrites equal points). Estimate points still in
+the InfluxDB sink's buffer when the worker dies are lost (at most one flush interval). At
+shutdown the agent takes no new batch and finishes the one it has before the producer stops.
 """
 
 from __future__ import annotations
@@ -46,14 +44,13 @@ import asyncio
 import logging
 import os
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import faust
 
-from streams.batching import ack, adaptive_batches, backlog
+from streams.batching import adaptive_batches, backlog
 from streams.config import Config, KafkaSettings
-from streams.core_process import OUTPUT_TOPICS, BatchResult, CoreProcess, CoreRunner, InlineCore
+from streams.core_process import OUTPUT_TOPICS, CoreProcess, CoreRunner, InlineCore
 from streams.delivery import deliver_directly
 from streams.influx import InfluxSink
 
@@ -190,34 +187,14 @@ MAX_BATCH_BYTES = 512 << 10
 #: seconds between the worker's throughput log lines (log level info)
 STATS_INTERVAL_S = 10.0
 
-#: longest wait at shutdown for the windows taken to be delivered and persisted
+#: longest wait at shutdown for the batch in the agent's hands to be finished
 SHUTDOWN_WAIT_S = 20.0
-
-#: seconds between two snapshots of the state changed since the last one (the windows are
-#: acknowledged, and their offsets may be committed, once their state is in the changelog)
-PERSIST_INTERVAL_S = 0.5
-
-
-@dataclass
-class Held:
-    """A batch taken from the stream and not yet delivered: its events (acknowledged once
-    delivered), the future of its :class:`BatchResult`, how old its first window was when
-    the batch was taken."""
-
-    stream: Any
-    events: list[Any]
-    result: "asyncio.Future[BatchResult]"
-    age: float | None
-    waited: float              # seconds the agent waited for the core to take the batch
-    persist: bool              # the batch snapshots the state (its changelog is sent)
-    generation: int            # revocations before the batch was taken
-
 
 class BatchStats:
     """Windows per second, where the time went, and how old the windows were when their batch
     began (Kafka timestamp to now: the wait before the agent), since the last report. Phases:
-    ``core`` the batch step (in the core process, alongside the rest), ``wait`` the agent
-    waiting for it, ``send`` queueing the outputs, ``influx`` the InfluxDB sink, ``deliver``
+    ``core`` the batch step (in the core process), ``wait`` the agent waiting for it beyond
+    the step itself (moving the batch and its result between the processes), ``send`` queueing the outputs, ``influx`` the InfluxDB sink, ``deliver``
     waiting for the outputs' acknowledgements, ``persist`` the changelog."""
 
     PHASES = ("core", "wait", "send", "influx", "deliver", "persist")
@@ -275,11 +252,7 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
     app.perfcast_sink = sink
     stats = app.perfcast_stats = BatchStats()
     debug_batches = bool(os.environ.get("PERFCAST_DEBUG_BATCHES"))   # log every batch
-    held: list[Held] = []             # the batch taken and not yet delivered (at most one)
-    unpersisted: list[list[Any]] = []  # events of delivered batches not yet in the changelog
-    generation = [0]                  # revocations so far: older batches are not committed
-    last_persist = [time.monotonic()]
-    idle = asyncio.Event()            # set when nothing is held or waits to be persisted
+    idle = asyncio.Event()            # set when no batch is in the agent's hands
     idle.set()
     stopping: list[bool] = []         # non-empty once the worker shuts down
 
@@ -296,31 +269,46 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
 
     @app.on_partitions_revoked.connect
     async def _revoked(app_: Any, revoked: Any, **kwargs: Any) -> None:
-        # what is not in the changelog yet is dropped, not committed: the partitions' next
-        # owner (maybe this worker) restores the changelog and reads those windows again
-        generation[0] += 1
-        unpersisted.clear()
         runner.forget()
 
     @app.on_before_shutdown.connect
     async def _shutdown(app_: Any, **kwargs: Any) -> None:
-        # the agent takes no new window from here, delivers what it holds and persists it
+        # the agent takes no new batch from here and finishes the one it has
         stopping.append(True)
         try:
             await asyncio.wait_for(idle.wait(), SHUTDOWN_WAIT_S)
         except asyncio.TimeoutError:
-            log.warning("shutting down with windows not persisted (read again on restart)")
+            log.warning("shutting down with a batch not finished (read again on restart)")
         await producer.stop()
         await runner.stop()
 
-    async def deliver(batch: "Held") -> None:
-        """A batch's outputs to Kafka and InfluxDB; then, for a batch that persists, the
-        changelog and the acknowledgement of every window it covers: a crash in between
-        re-produces outputs (at least once), never loses them, and a committed window is
-        always in the changelog. A batch from before a revocation is delivered, not
-        committed."""
+    @app.agent(source)
+    async def process(stream: Any) -> None:
+        await runner.start()
+        async for events in adaptive_batches(stream, batch, within_s):
+            if stopping:
+                break                     # not acknowledged: read again after a restart
+            idle.clear()
+            try:
+                await run(stream, events)
+            finally:
+                idle.set()
+
+    async def run(stream: Any, events: list[Any]) -> None:
+        """One batch: the core (in the runner), then the outputs delivered to Kafka and
+        InfluxDB, then the state to the changelog; the windows are acknowledged after this
+        returns, so a crash in between re-produces outputs (at least once), never loses them,
+        and a committed window is always in the changelog."""
+        received = time.time()
+        stamp = events[0].message.timestamp         # s since the epoch (producer's clock)
+        if debug_batches:
+            log.info("batch of %d: oldest %.3f s, newest %.3f s old; backlog %s",
+                     len(events), received - stamp, received - events[-1].message.timestamp,
+                     backlog(stream))
         t0 = time.perf_counter()
-        result = await batch.result
+        result = await (await runner.submit([e.value for e in events],
+                                            [e.message.partition for e in events],
+                                            received, True))
         t1 = time.perf_counter()
         futures = []
         for name in OUTPUT_TOPICS:
@@ -336,60 +324,12 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
         if futures:
             await asyncio.gather(*futures)
         t4 = time.perf_counter()
-        if batch.generation == generation[0]:
-            unpersisted.append(batch.events)
-            if batch.persist:
-                for _, key, value in result.changelog:
-                    state.data[key] = value
-                if result.changelog:
-                    await asyncio.gather(*await producer.send_to(changelog_topic,
-                                                                 result.changelog))
-                if batch.generation == generation[0]:
-                    for events in unpersisted:
-                        await ack(batch.stream, events)
-                unpersisted.clear()
-        stats.add(result.windows, result.seconds, batch.waited + t1 - t0, t2 - t1, t3 - t2,
-                  t4 - t3, time.perf_counter() - t4, age=batch.age)
-
-    @app.agent(source)
-    async def process(stream: Any) -> None:
-        await runner.start()
-        try:
-            async for events in adaptive_batches(
-                    stream, batch, within_s, holding=lambda: bool(held or unpersisted)):
-                if stopping:
-                    events = []
-                now = time.monotonic()
-                persist = bool(stopping) or now - last_persist[0] >= PERSIST_INTERVAL_S
-                taken = None
-                if events or (persist and unpersisted and not held):
-                    taken = await take(stream, events, persist)
-                    if persist:
-                        last_persist[0] = now
-                if held:
-                    await deliver(held.pop())
-                if taken is not None:
-                    held.append(taken)
-                if not held and not unpersisted:
-                    idle.set()
-        finally:
-            held.clear()
-            idle.set()
-
-    async def take(stream: Any, events: list[Any], persist: bool) -> "Held":
-        """Hand a batch to the runner (once it has returned the held one)."""
-        idle.clear()
-        received = time.time()
-        stamp = events[0].message.timestamp if events else None   # s since the epoch
-        if debug_batches and events:
-            log.info("batch of %d: oldest %.3f s, newest %.3f s old; backlog %s",
-                     len(events), received - stamp, received - events[-1].message.timestamp,
-                     backlog(stream))
-        t0 = time.perf_counter()
-        result = await runner.submit([e.value for e in events],
-                                     [e.message.partition for e in events], received, persist)
-        return Held(stream, events, result, received - stamp if stamp else None,
-                    time.perf_counter() - t0, persist, generation[0])
+        for _, key, value in result.changelog:
+            state.data[key] = value
+        if result.changelog:
+            await asyncio.gather(*await producer.send_to(changelog_topic, result.changelog))
+        stats.add(result.windows, result.seconds, t1 - t0 - result.seconds, t2 - t1, t3 - t2,
+                  t4 - t3, time.perf_counter() - t4, age=received - stamp if stamp else None)
 
     if sink is not None:
         @app.timer(interval=config.influxdb.flush_interval_s)

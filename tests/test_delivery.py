@@ -13,8 +13,12 @@ from streams.delivery import Resumed, deliver_directly
 
 
 class Consumer(Service):
-    """A ``mode`` service standing in for Faust's consumer (the fast path only uses
-    ``wait_first`` and the stopped/crashed events every service has)."""
+    """A ``mode`` service standing in for Faust's consumer (the fast path uses ``wait_first``,
+    the stopped/crashed events every service has, and the consumer's ``suspend_flow``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.suspend_flow = asyncio.Event()
 
 
 def run(coro):
@@ -128,6 +132,27 @@ def test_other_calls_and_a_stopped_service_take_the_original_path():
     one, two, ran = run(main())
     assert one.results == [1] and not one.stopped
     assert two.stopped and two.results == []                 # what mode returns when stopped
+
+
+def test_while_the_flow_is_suspended_every_record_takes_modes_path():
+    """During a rebalance (``suspend_flow`` set) the fast path stands aside: mode's tasks race
+    the callback against the suspend wait, as without this module."""
+    async def main():
+        consumer = Consumer()
+        deliver_directly(consumer)
+        consumer.suspend_flow.set()
+        created = []
+        loop = asyncio.get_running_loop()
+        loop.set_task_factory(lambda lp, c, **kw: created.append(c) or asyncio.Task(c, loop=lp))
+
+        async def callback():
+            return 1
+
+        await consumer.wait_first(callback(), _flag_wait(consumer.suspend_flow))
+        loop.set_task_factory(None)
+        return created
+
+    assert len(run(main())) >= 2
 
 
 def test_resumed_passes_values_and_errors_on_like_yield_from():
