@@ -190,12 +190,14 @@ STATS_INTERVAL_S = 10.0
 #: longest wait at shutdown for the batch in the agent's hands to be finished
 SHUTDOWN_WAIT_S = 20.0
 
+
 class BatchStats:
     """Windows per second, where the time went, and how old the windows were when their batch
     began (Kafka timestamp to now: the wait before the agent), since the last report. Phases:
     ``core`` the batch step (in the core process), ``wait`` the agent waiting for it beyond
-    the step itself (moving the batch and its result between the processes), ``send`` queueing the outputs, ``influx`` the InfluxDB sink, ``deliver``
-    waiting for the outputs' acknowledgements, ``persist`` the changelog."""
+    the step itself (moving the batch and its result between the processes), ``send``
+    queueing the outputs, ``influx`` the InfluxDB sink, ``deliver`` waiting for the outputs'
+    acknowledgements, ``persist`` the changelog."""
 
     PHASES = ("core", "wait", "send", "influx", "deliver", "persist")
 
