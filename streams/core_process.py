@@ -13,7 +13,7 @@ reads a system it does not hold from it). The worker sends its whole table along
 first batch after a start and after every partition revocation (:meth:`CoreProcess.forget`),
 and copies the changelog of every batch it delivers into its table, so the two stay equal to
 what the changelog topic holds. One batch is in the child at a time; a child that exits or
-fails makes the batch's future raise. :class:`InlineCore` is the same step without a child
+fails makes the batch raise. :class:`InlineCore` is the same step without a child
 (``perfcast worker --inline-core``), for a machine with one core.
 """
 
@@ -121,8 +121,8 @@ class CoreRunner(Protocol):
 
     async def start(self) -> None: ...
 
-    async def submit(self, values: list[bytes], partitions: list[int], received: float,
-                     persist: bool) -> "asyncio.Future[BatchResult]": ...
+    async def run(self, values: list[bytes], partitions: list[int],
+                  received: float) -> BatchResult: ...
 
     def forget(self) -> None: ...
 
@@ -157,16 +157,14 @@ class InlineCore(_Runner):
     async def start(self) -> None:
         return None
 
-    async def submit(self, values: list[bytes], partitions: list[int], received: float,
-                     persist: bool) -> "asyncio.Future[BatchResult]":
-        done = asyncio.get_running_loop().create_future()
+    async def run(self, values: list[bytes], partitions: list[int],
+                  received: float) -> BatchResult:
+        """:func:`run_batch` of the batch, its state snapshotted."""
         try:
-            done.set_result(self.step(values, partitions, received, persist,
-                                      self._table_if_due()))
+            return self.step(values, partitions, received, True, self._table_if_due())
         except Exception:
             self.reship = True                # the systems may be half-updated: start over
             raise
-        return done
 
     async def stop(self) -> None:
         return None
@@ -253,17 +251,18 @@ class CoreProcess(_Runner):
         if future is not None and not future.done():
             future.set_exception(CoreProcessError(why))
 
-    async def submit(self, values: list[bytes], partitions: list[int], received: float,
-                     persist: bool) -> "asyncio.Future[BatchResult]":
-        """Send a batch to the child once it has returned the previous one; returns the future
-        of its result."""
-        if self.pending is not None:
-            await asyncio.shield(self.pending)
+    async def run(self, values: list[bytes], partitions: list[int],
+                  received: float) -> BatchResult:
+        """:func:`run_batch` of the batch in the child, its state snapshotted; one batch at a
+        time (the agent awaits each)."""
         if self.process is None:
             await self.start()
         future = self.pending = asyncio.get_running_loop().create_future()
-        self.conn.send(("batch", values, partitions, received, persist, self._table_if_due()))
-        return future
+        try:
+            self.conn.send(("batch", values, partitions, received, True, self._table_if_due()))
+        except OSError as err:                            # the child is gone
+            self._lost(future, f"the core process exited: {err!r}")
+        return await future
 
     async def stop(self) -> None:
         process = self.process

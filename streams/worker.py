@@ -256,7 +256,7 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
     debug_batches = bool(os.environ.get("PERFCAST_DEBUG_BATCHES"))   # log every batch
     idle = asyncio.Event()            # set when no batch is in the agent's hands
     idle.set()
-    stopping: list[bool] = []         # non-empty once the worker shuts down
+    stopping = asyncio.Event()        # set once the worker shuts down
 
     @app.timer(interval=STATS_INTERVAL_S)
     async def report() -> None:
@@ -276,7 +276,7 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
     @app.on_before_shutdown.connect
     async def _shutdown(app_: Any, **kwargs: Any) -> None:
         # the agent takes no new batch from here and finishes the one it has
-        stopping.append(True)
+        stopping.set()
         try:
             await asyncio.wait_for(idle.wait(), SHUTDOWN_WAIT_S)
         except asyncio.TimeoutError:
@@ -288,7 +288,7 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
     async def process(stream: Any) -> None:
         await runner.start()
         async for events in adaptive_batches(stream, batch, within_s):
-            if stopping:
+            if stopping.is_set():
                 break                     # not acknowledged: read again after a restart
             idle.clear()
             try:
@@ -308,9 +308,8 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
                      len(events), received - stamp, received - events[-1].message.timestamp,
                      backlog(stream))
         t0 = time.perf_counter()
-        result = await (await runner.submit([e.value for e in events],
-                                            [e.message.partition for e in events],
-                                            received, True))
+        result = await runner.run([e.value for e in events],
+                                  [e.message.partition for e in events], received)
         t1 = time.perf_counter()
         futures = []
         for name in OUTPUT_TOPICS:

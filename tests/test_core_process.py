@@ -94,8 +94,7 @@ async def _through(runner, raw, size=40, forget_after=None):
         for i, b in enumerate(batches(raw, size)):
             if forget_after is not None and i == forget_after:
                 runner.forget()
-            future = await runner.submit(b, [0] * len(b), 5.0, True)
-            result = await future
+            result = await runner.run(b, [0] * len(b), 5.0)
             for _, key, value in result.changelog:     # what the worker does on delivery
                 runner.table.data[key] = value
             results.append(result)
@@ -126,9 +125,9 @@ def test_a_revocation_with_an_empty_table_really_starts_over(config, raw):
     restored after ``forget`` is new again (its windows are not duplicates)."""
     async def run():
         runner = InlineCore(config, Table())
-        first = await (await runner.submit(raw[:40], [0] * 40, 5.0, True))
+        first = await runner.run(raw[:40], [0] * 40, 5.0)
         runner.forget()
-        again = await (await runner.submit(raw[:40], [0] * 40, 5.0, True))
+        again = await runner.run(raw[:40], [0] * 40, 5.0)
         return first, again
 
     first, again = asyncio.run(run())
@@ -140,15 +139,14 @@ def test_a_child_that_dies_fails_the_batch_and_a_new_child_takes_the_table(confi
         table = Table()
         runner = CoreProcess(config, table)
         await runner.start()
-        ok = await (await runner.submit(raw[:60], [0] * 60, 5.0, True))
+        ok = await runner.run(raw[:60], [0] * 60, 5.0)
         for _, key, value in ok.changelog:
             table.data[key] = value
         os.kill(runner.process.pid, signal.SIGKILL)
-        future = await runner.submit(raw[60:90], [0] * 30, 5.0, True)
         with pytest.raises(CoreProcessError, match="exited"):
-            await future
+            await runner.run(raw[60:90], [0] * 30, 5.0)
         # the next batch starts a new child, which restores the systems from the table
-        later = await (await runner.submit(raw[60:90], [0] * 30, 5.0, True))
+        later = await runner.run(raw[60:90], [0] * 30, 5.0)
         await runner.stop()
         return later
 
@@ -163,9 +161,8 @@ def test_a_failing_batch_is_reported_with_the_childs_traceback(config):
     async def run():
         runner = CoreProcess(config, Table())
         await runner.start()
-        future = await runner.submit([b"{}"], [0], "not a time", True)   # its dead letter
         try:
-            return await future
+            return await runner.run([b"{}"], [0], "not a time")   # its dead letter
         finally:
             await runner.stop()
 
