@@ -84,9 +84,9 @@ def _clock_main(bootstrap: str, topic: str, conn, count) -> None:
     seen: dict[tuple, tuple[float, float]] = {}
     while True:
         if conn.poll():
-            conn.recv()                         # "read"
+            request = conn.recv()               # "read" or "stop": both get what was seen
             conn.send(seen)
-            if conn.recv() == "stop":
+            if request == "stop":
                 consumer.close()
                 return
         for msgs in consumer.poll(timeout_ms=20, max_records=20_000).values():
@@ -121,17 +121,16 @@ class EstimateClock:
             time.sleep(0.05)
         return self.count.value >= n
 
-    def read(self, then: str = "go on") -> None:
+    def read(self, request: str = "read") -> None:
         """Take what the clock has seen so far into :attr:`seen` and :attr:`stamped`."""
-        self.conn.send("read")
+        self.conn.send(request)
         got = self.conn.recv()
-        self.conn.send(then)
         self.seen = {k: v[0] for k, v in got.items()}
         self.stamped = {k: v[1] for k, v in got.items()}
 
     def close(self) -> None:
         if self.process.is_alive():
-            self.read(then="stop")
+            self.read("stop")
             self.process.join(10)
 
 

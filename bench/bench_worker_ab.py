@@ -17,8 +17,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -26,9 +24,10 @@ import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+sys.path[:0] = [str(ROOT), str(ROOT / "bench"), str(ROOT / "tests")]
 
 from bench_pipeline import host_speed, workload  # noqa: E402
+from pipeline_harness import Worker  # noqa: E402
 from streams.config import load_config  # noqa: E402
 from streams.produce import produce  # noqa: E402
 from streams.topics import ensure_topics  # noqa: E402
@@ -43,23 +42,18 @@ def _cpu_seconds(pid: int) -> float:
 
 def _run_worker(tree: Path, config: Path, app_id: str, log: Path) -> tuple[list[float], float]:
     """Rates of the worker's 2nd and 3rd throughput lines; cores its main process used."""
-    cmd = [sys.executable, "-m", "streams.cli", "worker", "--config", str(config), "--app-id",
-           app_id, "--partitions", "4", "--loglevel", "info"]
-    proc = subprocess.Popen(cmd, cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)},
-                            stdout=open(log, "w"), stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    worker = Worker(config, app_id, log, partitions=4, root=tree, loglevel="info").start()
     try:
         deadline = time.monotonic() + 120
         while "windows/s in" not in log.read_text() and time.monotonic() < deadline:
             time.sleep(0.05)
-        cpu0, t0 = _cpu_seconds(proc.pid), time.monotonic()
+        cpu0, t0 = _cpu_seconds(worker.proc.pid), time.monotonic()
         while log.read_text().count("windows/s in") < 3 and time.monotonic() < deadline + 60:
             time.sleep(0.1)
-        cores = (_cpu_seconds(proc.pid) - cpu0) / (time.monotonic() - t0)
+        cores = (_cpu_seconds(worker.proc.pid) - cpu0) / (time.monotonic() - t0)
         return [float(r) for r in RATE_LINE.findall(log.read_text())][1:3], cores
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)        # the measurement is over; no clean stop needed
-        proc.wait(30)
+        worker.kill()                    # the measurement is over; no clean stop needed
 
 
 def main(argv: list[str] | None = None) -> None:

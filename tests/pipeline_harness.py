@@ -55,18 +55,21 @@ topic_prefix = {json.dumps(prefix)}
 class Worker:
     """``perfcast worker`` as a real subprocess (so that it can be SIGKILLed)."""
 
-    def __init__(self, config: Path, app_id: str, log: Path, partitions: int = 2) -> None:
+    def __init__(self, config: Path, app_id: str, log: Path, partitions: int = 2, *,
+                 root: Path = ROOT, loglevel: str | None = None) -> None:
+        """``root``: the source tree to run (``bench/bench_worker_ab.py`` compares two)."""
         self.cmd = [sys.executable, "-m", "streams.cli", "worker", "--config", str(config),
-                    "--app-id", app_id, "--partitions", str(partitions),
-                    "--loglevel", os.environ.get("PERFCAST_WORKER_LOGLEVEL", "warning")]
+                    "--app-id", app_id, "--partitions", str(partitions), "--loglevel",
+                    loglevel or os.environ.get("PERFCAST_WORKER_LOGLEVEL", "warning")]
+        self.root = root
         self.log = log
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> "Worker":
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        env = {**os.environ, "PYTHONPATH": str(self.root)}
         fh = open(self.log, "a")
         self.proc = subprocess.Popen(self.cmd, stdout=fh, stderr=subprocess.STDOUT, env=env,
-                                     cwd=ROOT, start_new_session=True)
+                                     cwd=self.root, start_new_session=True)
         return self
 
     def alive(self) -> bool:
