@@ -73,6 +73,10 @@ class SystemConfig:
     sla_s: Mapping[str, float] = field(default_factory=lambda: {"*": 1.0})
     #: how often the model is re-solved (event time)
     solve_interval_s: float = 60.0
+    #: where the solve boundaries sit: at ``solve_offset_s + k solve_interval_s``; ``None``
+    #: (the default): an offset derived from the system's name, so the systems' solves are
+    #: spread over the interval instead of all falling due together (0: on the multiples)
+    solve_offset_s: float | None = None
     #: how far ahead a breach is predicted
     horizon_s: float = 900.0
     #: span of the users trend fitted for the forecast
@@ -157,7 +161,7 @@ def _check(key: str, value: Any, where: str) -> Any:
         return value
     if key in _CHOICES:
         return _choice(key, value, where)
-    if key == "think_time_s":
+    if key in ("think_time_s", "solve_offset_s"):
         if isinstance(value, bool) or not isinstance(value, (int, float)) \
                 or not math.isfinite(value) or value < 0:
             raise ConfigError(f"{where}: must be a finite number >= 0, got {value!r}")

@@ -71,7 +71,8 @@ def demo_records(sc: DemoScenario = DemoScenario()) -> list[dict[str, Any]]:
 
 
 def demo_config(sc: DemoScenario = DemoScenario()) -> Config:
-    """The shop's configuration: tiers in order, think time, SLA, a 10-minute horizon."""
+    """The shop's configuration: tiers in order, think time, SLA, a 10-minute horizon, solved
+    on the minute (one system: nothing to spread)."""
     return Config(systems={sc.system: SystemConfig(
         tiers=("front", "db"), think_time_s=THINK_TIME, sla_s={"*": sc.sla_s},
-        solve_interval_s=60.0, horizon_s=600.0, trend_window_s=600.0)})
+        solve_interval_s=60.0, solve_offset_s=0.0, horizon_s=600.0, trend_window_s=600.0)})

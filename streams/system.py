@@ -1,8 +1,8 @@
 """Per-system state: its tiers, the event-time solve timer, the users trend and the alerts.
 
 A window is first admitted (:meth:`SystemState.admit`: unknown tier, duplicate, too late;
-whether its ``end`` passes the next solve boundary, a multiple of ``solve_interval_s`` in event
-time), then applied (:meth:`SystemState.accept`); when it passed a boundary the model is solved
+whether its ``end`` passes the next solve boundary, ``solve_offset_s`` plus a multiple of
+``solve_interval_s`` in event time), then applied (:meth:`SystemState.accept`); when it passed a boundary the model is solved
 first, at that boundary, over the windows received up to then (:meth:`SystemState.solve`).
 :class:`~streams.pipeline.Pipeline` orders these steps over a batch of windows. Because the timer runs on event
 time, replaying a trace gives the same predictions whatever the wall clock did -- which is
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import zlib
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any, Mapping
@@ -27,7 +28,7 @@ from solvers.mva import mva_curves
 from streams.records import Window, clean
 from streams.tier import Interval, TierModel, TierState
 
-__all__ = ["Outputs", "SystemState", "solve_systems"]
+__all__ = ["Outputs", "SystemState", "solve_offset", "solve_systems"]
 
 #: predicted breach alerts resolve only once the time to breach exceeds horizon x this
 BREACH_RESOLVE_FACTOR = 1.25
@@ -79,6 +80,17 @@ def solve_systems(due: list[tuple["SystemState", float]]) -> list[Outputs]:
     return [state.complete(p) for (state, _), p in zip(due, prepared)]
 
 
+def solve_offset(system: str, config: SystemConfig) -> float:
+    """Offset of the system's solve boundaries from the multiples of ``solve_interval_s``:
+    ``solve_offset_s`` when set, else whole seconds in ``[0, interval)`` from a CRC-32 of the
+    name -- stable across processes and restarts, and spread over the interval, so a fleet's
+    solves do not all fall due in the same moment."""
+    interval = config.solve_interval_s
+    if config.solve_offset_s is not None:
+        return config.solve_offset_s % interval
+    return float(zlib.crc32(system.encode()) % int(interval)) if interval >= 1 else 0.0
+
+
 def _mix_response(m: Measured, mix: np.ndarray, classes: list[str]) -> float:
     """Measured mean response time over the class mix, ``sum_c p_c R_c``."""
     return float(sum(p * m.response_time[c] for p, c in zip(mix, classes)))
@@ -97,6 +109,7 @@ class SystemState:
         self.config = config
         self.tiers: dict[str, TierState] = {t: TierState(t, config) for t in config.tiers}
         self.next_solve: float | None = None
+        self.solve_offset = solve_offset(system, config)
         self.users_points: list[list[float]] = []      # [end, users], primary tier
         self.think_time_est: float | None = None
         self.alerts = AlertBook(config.alert_fire_after, config.alert_resolve_after)
@@ -121,14 +134,18 @@ class SystemState:
         if reason is not None:
             tier.duplicates += reason.startswith("duplicate")
             return _rejection(w, "end", reason), None, False, None
-        interval = cfg.solve_interval_s
         solve_at = None
         if self.next_solve is None:
-            self.next_solve = math.ceil(w.end / interval) * interval
+            self.next_solve = self._boundary(w.end)
         elif w.end > self.next_solve:
             solve_at = self.next_solve
-            self.next_solve = math.ceil(w.end / interval) * interval
+            self.next_solve = self._boundary(w.end)
         return None, tier, late, solve_at
+
+    def _boundary(self, end: float) -> float:
+        """The first solve boundary at or after ``end``."""
+        interval, offset = self.config.solve_interval_s, self.solve_offset
+        return offset + math.ceil((end - offset) / interval) * interval
 
     def accept(self, tier: TierState, w: Window, late: bool, index: int,
                out: list[tuple[int, dict[str, Any]]]) -> None:

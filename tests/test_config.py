@@ -21,6 +21,7 @@ history = 2048
 [systems.shop]
 tiers = ["front", "db"]
 think_time_s = 0.5
+solve_offset_s = 15
 sla_s = { home = 0.5, "*" = 1.0 }
 visits = { db = { home = 2.0, search = 3 } }
 dedup_windows = 64
@@ -100,6 +101,7 @@ def test_defaults_and_system_sections_combine(toml):
     # inherited from [defaults], overridden where the system sets them
     assert (shop.solve_interval_s, shop.horizon_s, shop.history) == (30.0, 600.0, 2048)
     assert shop.dedup_windows == 64
+    assert shop.solve_offset_s == 15.0 and cfg.defaults.solve_offset_s is None
     assert cfg.defaults.dedup_windows == SystemConfig().dedup_windows
     # a system's sla_s table is merged over the defaults' ("*" = 2.0 kept for blog)
     blog = cfg.system("blog")
@@ -136,6 +138,8 @@ def test_unknown_keys_and_sections_are_refused_by_name(toml, text, key):
 @pytest.mark.parametrize("text, key", [
     ("[defaults]\nsolve_interval_s = -60\n", "defaults.solve_interval_s"),
     ("[defaults]\nsolve_interval_s = 0\n", "defaults.solve_interval_s"),
+    ("[defaults]\nsolve_offset_s = -1\n", "defaults.solve_offset_s"),
+    ("[systems.shop]\nsolve_offset_s = 'spread'\n", "systems.shop.solve_offset_s"),
     ("[defaults]\nhorizon_s = nan\n", "defaults.horizon_s"),
     ("[defaults]\nhorizon_s = inf\n", "defaults.horizon_s"),
     ("[defaults]\nhorizon_s = true\n", "defaults.horizon_s"),

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from solvers.mva import mva, mva_curve  # isort: skip
 from streams import history as history_module
 from streams.alerts import AlertBook
-from streams.config import Config
+from streams.config import Config, SystemConfig
 from streams.demo import START, DemoScenario, demo_config, demo_records
 from streams.embedded import STORE_NAME, run_embedded
 from streams.history import CHUNK, WindowHistory
@@ -29,7 +29,7 @@ from streams.pipeline import Pipeline
 from streams.records import parse_window
 from streams.schema import MEASUREMENTS, points
 from streams.store import OUTPUT_FILES, SQLiteStore
-from streams.system import Outputs, SystemState
+from streams.system import Outputs, SystemState, solve_offset
 
 from line_solver.api.pfqn.mva import pfqn_mva  # isort: skip  # noqa: E402
 
@@ -520,15 +520,17 @@ def test_every_window_gives_one_estimate_numbered_per_tier(records, baseline):
     assert [t.windows for t in state.tiers.values()] == [120, 120]
 
 
-def test_solves_happen_on_event_time_boundaries(records, baseline):
+def test_solves_happen_on_event_time_boundaries(records, config, baseline):
     pipeline, outs, final = baseline
+    offset = solve_offset("shop", config.system("shop"))
+    assert offset == pipeline.systems["shop"].solve_offset == 0     # the demo's, on the minute
     ends = [parse_window(r).end for r in records]
     times = []
     for i, out in enumerate(outs):
         for pred in out.predictions:
             t = pred["time"]
             times.append(t)
-            assert t % 60 == 0
+            assert (t - offset) % 60 == 0
             # solved when the first window past the boundary arrived, over the windows before
             assert ends[i] > t and max(ends[:i]) <= t
     # windows end 10:00:05 .. 10:10:00: boundaries 10:01 .. 10:09 in-stream, 10:10 at finish
@@ -542,6 +544,29 @@ def test_solves_happen_on_event_time_boundaries(records, baseline):
         assert pred["capacity_users"] > pred["users"] > 0
     # a second finish has nothing left to solve
     assert pipeline.finish().predictions == []
+
+
+def test_solve_offsets_spread_systems_over_the_interval_and_can_be_pinned():
+    names = [f"sys-{i}" for i in range(200)]
+    offsets = [solve_offset(n, SystemConfig()) for n in names]
+    assert offsets == [solve_offset(n, SystemConfig()) for n in names]       # stable
+    assert all(o == int(o) and 0 <= o < 60 for o in offsets)
+    # spread: every 10-s sixth of the minute holds between 1/12 and 1/3 of 200 systems
+    assert all(200 / 12 < sum(lo <= o < lo + 10 for o in offsets) < 200 / 3
+               for lo in range(0, 60, 10))
+    assert {solve_offset(n, SystemConfig(solve_offset_s=0.0)) for n in names} == {0.0}
+    assert solve_offset("a", SystemConfig(solve_interval_s=30.0, solve_offset_s=45.0)) == 15.0
+    # pinned at 0: boundaries on the multiples of the interval, the first past the first end
+    state = SystemState("shop", SystemConfig(solve_offset_s=0.0))
+    record = {"system": "shop", "tier": "db", "end": 1000.0, "window_s": 5.0,
+              "utilization": 0.5, "cores": 1, "completions": {"a": 10}}
+    window = parse_window(record)
+    assert state.admit(window)[3] is None and state.next_solve == 1020.0
+    # offset 7 s: boundaries at 7 s past the minutes; the first window past one reports it
+    state = SystemState("shop", SystemConfig(solve_offset_s=7.0))
+    assert state.admit(window)[3] is None and state.next_solve == 1027.0
+    later = parse_window({**record, "end": 1030.0})
+    assert state.admit(later)[3] == 1027.0 and state.next_solve == 1087.0
 
 
 def test_duplicates_are_dead_lettered_and_change_nothing(records, config, baseline):
