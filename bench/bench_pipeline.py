@@ -86,6 +86,7 @@ from solvers.processes import MAP  # noqa: E402
 from streams.config import Config  # noqa: E402
 from streams.pipeline import Pipeline  # noqa: E402
 from streams.records import parse_window  # noqa: E402
+from streams.runtime import tune_gc  # noqa: E402
 import streams.pipeline as pipeline_module  # noqa: E402
 
 WINDOW_S = 5.0
@@ -475,7 +476,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--quick", action="store_true",
                     help="smoke test: 10 systems, 24 ends (--bursty 200), long run 600 ends, "
                          "1 repetition")
+    ap.add_argument("--default-gc", action="store_true",
+                    help="keep CPython's collector thresholds (default: streams.runtime.tune_gc, "
+                         "as every perfcast command and the worker's core process run)")
     args = ap.parse_args(argv)
+    if not args.default_gc:
+        tune_gc()
     b = args.bursty
     systems = args.systems or (10 if b or args.quick else 100)
     ends = args.ends or ((200 if b else 24) if args.quick else (300 if b else 60))
@@ -502,7 +508,9 @@ def main(argv: list[str] | None = None) -> None:
           f"{users[0]:g}-{users[1]:g}")
     print(f"config: solve every {cfg.solve_interval_s:g} s, history {cfg.history}, "
           f"idc_threshold {cfg.idc_threshold:g}, map_max_population {cfg.map_max_population}, "
-          f"sla {dict(cfg.sla_s)}")
+          f"sla {dict(cfg.sla_s)}, solve offsets "
+          f"{'from the names' if cfg.solve_offset_s is None else cfg.solve_offset_s}; "
+          f"gc thresholds {gc.get_threshold()}")
 
     t0 = time.perf_counter()
     records = workload(systems, ends, args.seed, bursty=b, users=users)

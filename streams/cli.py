@@ -35,6 +35,7 @@ from streams.config import Config, ConfigError, load_config
 from streams.grafana.cli import app as grafana_app
 from streams.pipeline import Pipeline
 from streams.records import format_time
+from streams.runtime import tune_gc
 from streams.system import Outputs
 
 app = typer.Typer(help="perfcast: live queueing-model predictions from coarse monitoring data.",
@@ -110,6 +111,7 @@ class _LiveView:
 @app.callback()
 def main() -> None:
     """perfcast command line."""
+    tune_gc()
 
 
 @app.command()

@@ -34,6 +34,7 @@ import msgspec
 
 from streams.config import Config
 from streams.influx import lines
+from streams.runtime import tune_gc
 from streams.system import Outputs
 from streams.table_pipeline import TableBackedPipeline
 
@@ -175,6 +176,7 @@ def _serve(conn: Any, config: Config) -> None:
     Signals are the worker's to handle; the child ends when its pipe does."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    tune_gc()
     step = Step(config)
     while True:
         try:
