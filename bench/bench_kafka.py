@@ -11,12 +11,15 @@ systems x 3 tiers x 14 classes, windows of 5 s. In one run:
    read from ``perfcast.estimates``; sustained rate = windows between the 10% and 100% marks of
    the backlog divided by the time between them; reported as a ratio of the ceiling;
 3. **latency** -- with the worker warm, windows are produced at ``--rate`` per second for
-   ``--seconds``; latency = time an estimate is read back (by a consumer in a process of its
-   own) minus the time its window was sent; also, the part up to the estimate record's
-   timestamp, which the worker's producer stamps as it sends the record.
+   ``--seconds`` (encoded beforehand, sent by an ``aiokafka`` producer); latency = time an
+   estimate is read back (by an ``aiokafka`` consumer in a process of its own) minus the time
+   its window was sent; also, the part up to the estimate record's timestamp, which the
+   worker's producer stamps as it sends the record.
 
-Everything (broker, worker, producer, consumers) shares this machine's cores; the figures are a
-floor for a deployment where the broker runs elsewhere.
+Everything (broker, InfluxDB, worker, the load's producer and the clock's consumer) shares this
+machine's two cores; the figures are a floor for a deployment where they run elsewhere. The
+load and the clock use the compiled ``aiokafka`` clients: with kafka-python they took 0.9 of a
+core between them at 1,000 windows/s.
 
     python bench/bench_kafka.py [--systems 100] [--backlog-ends 100] [--rate 1000] [--seconds 30]
 """
@@ -32,7 +35,9 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
+import msgspec
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,28 +78,74 @@ async def _bare_consume(bootstrap: str, topic: str, n: int, decode: bool) -> flo
         await consumer.stop()
 
 
-def _clock_main(bootstrap: str, topic: str, conn, count) -> None:
-    """The estimate clock's process: reads ``topic`` from the start; on request, sends what it
-    has seen (:class:`EstimateClock`)."""
-    from kafka import KafkaConsumer
+class _EstimateKey(msgspec.Struct):
+    """The fields of an estimate record that identify its window (the rest is skipped)."""
 
-    consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=None,
-                             auto_offset_reset="earliest", enable_auto_commit=False,
-                             fetch_max_wait_ms=20)
+    system: str
+    tier: str
+    end: float
+
+
+def _clock_main(bootstrap: str, topic: str, conn: Any, count: Any) -> None:
+    """The estimate clock's process (:class:`EstimateClock`)."""
+    asyncio.run(_clock(bootstrap, topic, conn, count))
+
+
+async def _clock(bootstrap: str, topic: str, conn: Any, count: Any) -> None:
+    """Reads ``topic`` from the start with ``aiokafka`` (its record parsing is compiled; the
+    pure-Python kafka-python consumer took a third of a core at 1,000 estimates/s, on the
+    cores the worker needs) and decodes only the window's key; on request, sends what it has
+    seen."""
+    from aiokafka import AIOKafkaConsumer
+
+    consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=None,
+                                auto_offset_reset="earliest", enable_auto_commit=False,
+                                fetch_max_wait_ms=20)
+    decode = msgspec.json.Decoder(_EstimateKey).decode
     seen: dict[tuple, tuple[float, float]] = {}
-    while True:
-        if conn.poll():
-            request = conn.recv()               # "read" or "stop": both get what was seen
-            conn.send(seen)
-            if request == "stop":
-                consumer.close()
-                return
-        for msgs in consumer.poll(timeout_ms=20, max_records=20_000).values():
+    await consumer.start()
+    try:
+        while True:
+            if conn.poll():
+                request = conn.recv()               # "read" or "stop": both get what was seen
+                conn.send(seen)
+                if request == "stop":
+                    return
+            batches = await consumer.getmany(timeout_ms=20, max_records=20_000)
             now = time.time()
-            for m in msgs:
-                e = json.loads(m.value)
-                seen.setdefault((e["system"], e["tier"], e["end"]), (now, m.timestamp / 1e3))
-        count.value = len(seen)
+            for msgs in batches.values():
+                for m in msgs:
+                    e = decode(m.value)
+                    seen.setdefault((e.system, e.tier, e.end), (now, m.timestamp / 1e3))
+            count.value = len(seen)
+    finally:
+        await consumer.stop()
+
+
+async def _send_paced(bootstrap: str, topic: str, records: list[dict[str, Any]],
+                      rate: float) -> tuple[dict[tuple, float], float]:
+    """The latency phase's load: ``records`` encoded beforehand, then sent at ``rate`` per
+    second by an ``aiokafka`` producer (kafka-python's send took half a core at 1,000/s);
+    returns when each window was sent, and the seconds it took."""
+    from aiokafka import AIOKafkaProducer
+
+    items = [(_key(r), r["system"].encode(), json.dumps(r, separators=(",", ":")).encode())
+             for r in records]
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, acks="all")
+    await producer.start()
+    sent: dict[tuple, float] = {}
+    start = time.perf_counter()
+    try:
+        for i, (window, key, value) in enumerate(items):
+            delay = start + i / rate - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            sent[window] = time.time()
+            await producer.send(topic, value, key=key)
+        await producer.flush()
+    finally:
+        await producer.stop()
+    return sent, time.perf_counter() - start
 
 
 class EstimateClock:
@@ -193,22 +244,14 @@ def main(argv: list[str] | None = None) -> None:
         print(f"perfcast worker, sustained (10%..100% of the backlog): {rate:,.0f} windows/s "
               f"= {rate / ceiling:.2f} x the json-decoding ceiling, "
               f"{rate / ceiling_raw:.3f} x the raw ceiling")
-        sent: dict[tuple, float] = {}
-
-        class Clocked(list):
-            def __iter__(self):                 # stamp each record as the producer takes it
-                for r in super().__iter__():
-                    sent[_key(r)] = time.time()
-                    yield r
-
-        stats = produce(Clocked(live), kafka, rate=args.rate)
+        sent, seconds = asyncio.run(_send_paced(bootstrap, topic, live, args.rate))
         clock.wait(len(backlog) + len(live), timeout=120)
         clock.read()
         got = [k for k in sent if k in clock.seen]
         lat = np.array([clock.seen[k] - sent[k] for k in got])
         worker_side = np.array([clock.stamped[k] - sent[k] for k in got])
         missing = len(sent) - lat.size
-        print(f"latency at {stats.rate:,.0f} windows/s offered over {stats.seconds:.0f} s "
+        print(f"latency at {len(live) / seconds:,.0f} windows/s offered over {seconds:.0f} s "
               f"(produce -> estimate read back): {_percentiles(lat)}; "
               f"{missing} windows without an estimate")
         print(f"  of which produce -> estimate record stamped by the worker's producer: "
