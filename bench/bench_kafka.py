@@ -22,6 +22,7 @@ load and the clock use the compiled ``aiokafka`` clients: with kafka-python they
 core between them at 1,000 windows/s.
 
     python bench/bench_kafka.py [--systems 100] [--backlog-ends 100] [--rate 1000] [--seconds 30]
+                                 [--aligned-solves] [--no-influx]
 """
 
 from __future__ import annotations
@@ -50,9 +51,10 @@ from streams.produce import produce  # noqa: E402
 from streams.topics import ensure_topics  # noqa: E402
 
 
-def _config(tmp: Path, prefix: str) -> Path:
+def _config(tmp: Path, prefix: str, aligned: bool) -> Path:
     path = tmp / "bench.toml"
-    path.write_text(f'[kafka]\ntopic_prefix = "{prefix}"\n')
+    defaults = "[defaults]\nsolve_offset_s = 0\n" if aligned else ""
+    path.write_text(f'{defaults}[kafka]\ntopic_prefix = "{prefix}"\n')
     return path
 
 
@@ -202,6 +204,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--rate", type=float, default=1000.0, help="windows/s in the latency phase")
     ap.add_argument("--seconds", type=float, default=30.0, help="length of the latency phase")
     ap.add_argument("--no-influx", action="store_true", help="run the worker without InfluxDB")
+    ap.add_argument("--aligned-solves", action="store_true",
+                    help="solve every system on the minute (solve_offset_s = 0) instead of at "
+                         "the offsets spread by name, the default")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args(argv)
     bootstrap = os.environ.get("PERFCAST_KAFKA_BOOTSTRAP")
@@ -215,14 +220,15 @@ def main(argv: list[str] | None = None) -> None:
     backlog, live = records[: args.backlog_ends * per_end], records[args.backlog_ends * per_end:]
     prefix = f"bench-{uuid.uuid4().hex[:8]}"
     tmp = Path(tempfile.mkdtemp(prefix="perfcast-bench-"))
-    cfg_path = _config(tmp, prefix)
+    cfg_path = _config(tmp, prefix, args.aligned_solves)
     kafka = load_config(cfg_path).kafka
     ensure_topics(kafka, partitions=4)
     print(f"# {' '.join([Path(sys.argv[0]).name] + (argv or sys.argv[1:]))}")
     print(host_speed())
     print(f"workload: {args.systems} systems x 3 tiers x 14 classes; backlog {len(backlog)} "
           f"windows; latency phase {len(live)} windows at {args.rate:.0f}/s; "
-          f"InfluxDB sink {'off' if args.no_influx else 'on' if os.environ.get('PERFCAST_INFLUX_URL') else 'off (unset)'}")
+          f"InfluxDB sink {'off' if args.no_influx else 'on' if os.environ.get('PERFCAST_INFLUX_URL') else 'off (unset)'}; "
+          f"solves {'on the minute' if args.aligned_solves else 'spread by name'}")
     stats = produce(backlog, kafka)
     print(f"produce backlog (kafka-python): {stats.rate:,.0f} windows/s")
     topic = kafka.topic("windows")

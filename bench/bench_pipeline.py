@@ -22,8 +22,12 @@ generated synthetically -- not with the queueing simulator -- and all before any
   ``min(0.98, sum_c n_c D_c / (T cores) + N(0, 0.01))``; per-class response time
   ``D_c / (1 - U)`` with 10% lognormal noise; users;
 * dicts of the input contract (``end`` in epoch seconds), in stream order: for each window end,
-  every system, every tier. The first solve of a system happens at the first end past the
-  first 60-s boundary, so N ends give ``floor((N - 1) / 12)`` solves per system (60 ends: 4).
+  every system, every tier. A system is solved at the first end past each of its solve
+  boundaries, which sit at an offset from the minute taken from its name
+  (``SystemConfig.solve_offset_s`` unset): 60 ends (5 min) give most systems 5 solves, the
+  first one over the first window (4.94 per system with the default seed); on the minute
+  (``solve_offset_s = 0``) they would give 4. In the long run it is one solve per 60 s either
+  way.
 
 ``--bursty``: the last tier of every system has bursty service: a 2-state on/off process over
 windows (mean sojourn 8 windows off, 4 on) multiplies its busy time per request by 6 while
@@ -476,6 +480,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--quick", action="store_true",
                     help="smoke test: 10 systems, 24 ends (--bursty 200), long run 600 ends, "
                          "1 repetition")
+    ap.add_argument("--aligned-solves", action="store_true",
+                    help="solve every system on the minute (solve_offset_s = 0) instead of at "
+                         "the offsets spread by name, the default")
     ap.add_argument("--default-gc", action="store_true",
                     help="keep CPython's collector thresholds (default: streams.runtime.tune_gc, "
                          "as every perfcast command and the worker's core process run)")
@@ -496,6 +503,8 @@ def main(argv: list[str] | None = None) -> None:
     map_max = args.map_max_population or (25 if b else None)
     if map_max is not None:
         config = replace(config, defaults=replace(config.defaults, map_max_population=map_max))
+    if args.aligned_solves:
+        config = replace(config, defaults=replace(config.defaults, solve_offset_s=0.0))
     cfg = config.defaults
 
     print(f"command: python {' '.join(shlex.quote(a) for a in sys.argv)}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import re
 import sqlite3
@@ -11,6 +12,7 @@ from typer.testing import CliRunner
 
 from streams.cli import app
 from streams.demo import DemoScenario, demo_records
+from streams.runtime import GC_THRESHOLDS
 
 runner = CliRunner()
 
@@ -58,6 +60,22 @@ def test_run_over_a_trace_with_bad_lines(tmp_path):
         assert db.execute("SELECT count(*) FROM deadletter").fetchone()[0] == 2
     assert f"{len(records) + 2} windows" in result.output
     assert 'data-system="shop"' in (out / "report.html").read_text(encoding="utf-8")
+
+
+def test_commands_run_with_the_tuned_collector(tmp_path):
+    """Every command raises the collector's thresholds (:func:`streams.runtime.tune_gc`); the
+    worker's core process calls the same function (``streams.core_process._serve``)."""
+    source = tmp_path / "trace.jsonl"
+    source.write_text("\n".join(json.dumps(r) for r in demo_records(DemoScenario(duration_s=60))))
+    before = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)
+    try:
+        result = runner.invoke(app, ["run", "--source", str(source), "--out",
+                                     str(tmp_path / "out")])
+        assert result.exit_code == 0, result.output
+        assert gc.get_threshold() == GC_THRESHOLDS != (700, 10, 10)
+    finally:
+        gc.set_threshold(*before)
 
 
 def test_report_command_writes_the_page(tmp_path):
