@@ -30,8 +30,9 @@ import bisect
 import math
 from collections import deque
 from dataclasses import dataclass, field
+from itertools import chain
 from operator import itemgetter, mul
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -315,11 +316,11 @@ class TierState:
         U = np.array([w.utilization for w in windows])
         T = np.array([w.window_s for w in windows])
         C = np.array([w.cores for w in windows], dtype=float)
-        counts = np.array(_rows([w.completions for w in windows], classes, 0.0))
+        counts = _matrix(_rows([w.completions for w in windows], classes, 0.0), len(classes))
         reported = [w.response_time_s for w in windows]
         R = None
         if any(reported):
-            R = np.array(_rows(reported, classes, float("nan")))
+            R = _matrix(_rows(reported, classes, float("nan")), len(classes))
         self.history.extend(U, T, C, counts)
         self.interval.add_block(classes, U, T, counts, R,
                                 [float(w.users) for w in windows if w.users is not None])
@@ -374,7 +375,7 @@ class TierState:
     def _select(self) -> str:
         """The estimator with the lower one-step-ahead utilization-prediction error over the
         last :data:`SELECTION_WINDOWS` windows (``"kalman"`` while fewer than 5 are scored)."""
-        z, kalman, regression = np.array(self.scores, dtype=float).reshape(-1, 3).T
+        z, kalman, regression = _matrix(self.scores, 3).T
         return select_by_residuals(z, {"kalman": kalman, "regression": regression}).estimator
 
     # -- at solve time ------------------------------------------------------------------------
@@ -493,6 +494,14 @@ class TierState:
                                     _nan_in(sel["regression"])))
             state.estimator = sel["estimator"]
         return state
+
+
+def _matrix(rows: Sequence[Sequence[float]], width: int) -> np.ndarray:
+    """``np.array(rows, dtype=float)`` of ``len(rows)`` rows of ``width`` numbers, shape
+    ``(len(rows), width)``; built from one flat iterator (half the time of ``np.array`` on
+    a list of tuples)."""
+    return np.fromiter(chain.from_iterable(rows), float, len(rows) * width) \
+        .reshape(len(rows), width)
 
 
 def _rows(maps: list[Mapping[str, float]], keys: list[str], missing: float) -> list:
