@@ -18,8 +18,9 @@ systems x 3 tiers x 14 classes, windows of 5 s. In one run:
 
 Everything (broker, InfluxDB, worker, the load's producer and the clock's consumer) shares this
 machine's two cores; the figures are a floor for a deployment where they run elsewhere. The
-load and the clock use the compiled ``aiokafka`` clients: with kafka-python they took 0.9 of a
-core between them at 1,000 windows/s.
+load and the clock use the ``aiokafka`` clients (compiled record handling), and the clock decodes
+only the fields it needs, so that the measuring processes take as little as they can of the
+cores the worker needs.
 
     python bench/bench_kafka.py [--systems 100] [--backlog-ends 100] [--rate 1000] [--seconds 30]
                                  [--aligned-solves] [--no-influx]
@@ -94,10 +95,8 @@ def _clock_main(bootstrap: str, topic: str, conn: Any, count: Any) -> None:
 
 
 async def _clock(bootstrap: str, topic: str, conn: Any, count: Any) -> None:
-    """Reads ``topic`` from the start with ``aiokafka`` (its record parsing is compiled; the
-    pure-Python kafka-python consumer took a third of a core at 1,000 estimates/s, on the
-    cores the worker needs) and decodes only the window's key; on request, sends what it has
-    seen."""
+    """Reads ``topic`` from the start with ``aiokafka`` and decodes only the window's key; on
+    request, sends what it has seen."""
     from aiokafka import AIOKafkaConsumer
 
     consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=None,
@@ -127,8 +126,8 @@ async def _clock(bootstrap: str, topic: str, conn: Any, count: Any) -> None:
 async def _send_paced(bootstrap: str, topic: str, records: list[dict[str, Any]],
                       rate: float) -> tuple[dict[tuple, float], float]:
     """The latency phase's load: ``records`` encoded beforehand, then sent at ``rate`` per
-    second by an ``aiokafka`` producer (kafka-python's send took half a core at 1,000/s);
-    returns when each window was sent, and the seconds it took."""
+    second by an ``aiokafka`` producer; returns when each window was sent, and the seconds it
+    took."""
     from aiokafka import AIOKafkaProducer
 
     items = [(_key(r), r["system"].encode(), json.dumps(r, separators=(",", ":")).encode())

@@ -4,11 +4,11 @@ worker's core process).
 CPython's cyclic garbage collector runs a young-generation pass every 700 container
 allocations, and now and then a full pass over every live container. A pipeline process holds
 hundreds of thousands of long-lived containers (tier histories, filters, alert books) and
-allocates a few dozen short-lived dicts per window (estimate records, predictions), which are
-freed by reference counting, not by the collector -- perfcast's state makes no reference
-cycles. At the default thresholds the collector took 6-10% of the embedded core's time
-(``docs/benchmarks.md``); :func:`tune_gc` makes its passes rarer. Cycles, should any appear,
-are still collected.
+allocates a few dozen short-lived dicts per window (estimate records, predictions), which
+reference counting frees (the benchmark's runs left no cycles for the collector to find). At the
+default thresholds the embedded core ran 1.13-1.26x slower, side by side
+(``docs/benchmarks.md``); :func:`tune_gc` makes the passes rarer. Cycles, should any appear, are
+still collected.
 """
 
 from __future__ import annotations

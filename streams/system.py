@@ -2,8 +2,9 @@
 
 A window is first admitted (:meth:`SystemState.admit`: unknown tier, duplicate, too late;
 whether its ``end`` passes the next solve boundary, ``solve_offset_s`` plus a multiple of
-``solve_interval_s`` in event time), then applied (:meth:`SystemState.accept`); when it passed a boundary the model is solved
-first, at that boundary, over the windows received up to then (:meth:`SystemState.solve`).
+``solve_interval_s`` in event time), then applied (:meth:`SystemState.accept`); when it passed
+a boundary the model is solved first, at that boundary, over the windows received up to then
+(:meth:`SystemState.solve`).
 :class:`~streams.pipeline.Pipeline` orders these steps over a batch of windows. Because the timer runs on event
 time, replaying a trace gives the same predictions whatever the wall clock did -- which is
 what makes the embedded runner and the Faust worker agree.
