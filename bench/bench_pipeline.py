@@ -24,10 +24,10 @@ generated synthetically -- not with the queueing simulator -- and all before any
 * dicts of the input contract (``end`` in epoch seconds), in stream order: for each window end,
   every system, every tier. A system is solved at the first end past each of its solve
   boundaries, which sit at an offset from the minute taken from its name
-  (``SystemConfig.solve_offset_s`` unset): 60 ends (5 min) give most systems 5 solves, the
-  first one over the first window (4.94 per system with the default seed); on the minute
-  (``solve_offset_s = 0``) they would give 4. In the long run it is one solve per 60 s either
-  way.
+  (``SystemConfig.solve_offset_s`` unset), the first at least half an interval after the
+  system's first window: 60 ends (5 min) give 4 or 5 solves (4.43 per system with the default
+  seed); on the minute (``solve_offset_s = 0``) 4. In the long run it is one solve per 60 s
+  either way.
 
 ``--bursty``: the last tier of every system has bursty service: a 2-state on/off process over
 windows (mean sojourn 8 windows off, 4 on) multiplies its busy time per request by 6 while

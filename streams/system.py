@@ -136,8 +136,8 @@ class SystemState:
             tier.duplicates += reason.startswith("duplicate")
             return _rejection(w, "end", reason), None, False, None
         solve_at = None
-        if self.next_solve is None:
-            self.next_solve = self._boundary(w.end)
+        if self.next_solve is None:         # the first solve has at least half an interval
+            self.next_solve = self._boundary(w.end + 0.5 * cfg.solve_interval_s)
         elif w.end > self.next_solve:
             solve_at = self.next_solve
             self.next_solve = self._boundary(w.end)

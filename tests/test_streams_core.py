@@ -556,17 +556,18 @@ def test_solve_offsets_spread_systems_over_the_interval_and_can_be_pinned():
                for lo in range(0, 60, 10))
     assert {solve_offset(n, SystemConfig(solve_offset_s=0.0)) for n in names} == {0.0}
     assert solve_offset("a", SystemConfig(solve_interval_s=30.0, solve_offset_s=45.0)) == 15.0
-    # pinned at 0: boundaries on the multiples of the interval, the first past the first end
+    # pinned at 0: boundaries on the multiples of the interval; the first at least half an
+    # interval after the system's first window (1020 would cover 20 s)
     state = SystemState("shop", SystemConfig(solve_offset_s=0.0))
     record = {"system": "shop", "tier": "db", "end": 1000.0, "window_s": 5.0,
               "utilization": 0.5, "cores": 1, "completions": {"a": 10}}
     window = parse_window(record)
-    assert state.admit(window)[3] is None and state.next_solve == 1020.0
+    assert state.admit(window)[3] is None and state.next_solve == 1080.0
     # offset 7 s: boundaries at 7 s past the minutes; the first window past one reports it
     state = SystemState("shop", SystemConfig(solve_offset_s=7.0))
-    assert state.admit(window)[3] is None and state.next_solve == 1027.0
-    later = parse_window({**record, "end": 1030.0})
-    assert state.admit(later)[3] == 1027.0 and state.next_solve == 1087.0
+    assert state.admit(window)[3] is None and state.next_solve == 1087.0
+    later = parse_window({**record, "end": 1090.0})
+    assert state.admit(later)[3] == 1087.0 and state.next_solve == 1147.0
 
 
 def test_duplicates_are_dead_lettered_and_change_nothing(records, config, baseline):
