@@ -50,12 +50,15 @@ class Steps:
     """What :meth:`~estimators.demand.KalmanDemandEstimator.update` left after each window of
     one filter: ``x`` demands and ``variance`` ``diag(P)``, ``(windows, n)``; ``code`` per window
     (:data:`UPDATED`, :data:`IDLE`, :data:`DEGENERATE`, or :data:`OTHER` with the text in
-    ``reasons``); ``change_detected`` per window."""
+    ``reasons``); ``change_detected`` per window; ``residual`` per window the one-step-ahead
+    prediction residual ``z_k - H_k x_{k-1}`` of the demands in force before it (NaN while
+    every demand is 0: no estimate yet)."""
 
     x: np.ndarray
     variance: np.ndarray
     code: np.ndarray
     change_detected: np.ndarray
+    residual: np.ndarray
     reasons: dict[int, str]
 
     def skip_reason(self, s: int) -> str | None:
@@ -82,12 +85,15 @@ def update_many(filters: Sequence[KalmanDemandEstimator],
         count = len(U)
         n = len(f.classes)
         steps = Steps(np.empty((count, n)), np.empty((count, n)),
-                      np.zeros(count, dtype=np.int8), np.zeros(count, dtype=bool), {})
+                      np.zeros(count, dtype=np.int8), np.zeros(count, dtype=bool),
+                      np.empty(count), {})
         out[k] = steps
         s = 0
         rts = response_times[k] if response_times is not None else None
         while s < count and not f.initialised:          # once in a filter's life: the scalar path
             f.cores = float(cores[k][s])
+            steps.residual[s] = float(U[s]) * f.cores - float((H[s] * f.x).sum()) \
+                if (f.x > 0.0).any() else np.nan
             f.update(float(U[s]), H[s], None if rts is None else rts[s])
             _record_scalar(f, steps, s)
             s += 1
@@ -173,11 +179,12 @@ def _step_group(filters: list[KalmanDemandEstimator], steps: list[Steps],
     st = _Stack(filters)
     XS, VS = np.empty((S, K, n)), np.empty((S, K, n))
     CS, DS = np.empty((S, K), dtype=np.int8), np.empty((S, K), dtype=bool)
+    RS = np.empty((S, K))
     diag = st.P.reshape(K, n * n)[:, :: n + 1]          # view of every diag(P)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         for s in range(S):
             m = int(active[s])
-            _step(st, diag, m, Z[s, :m], Hs[s, :m])
+            RS[s, :m] = _step(st, diag, m, Z[s, :m], Hs[s, :m])
             XS[s, :m] = st.x[:m]
             VS[s, :m] = diag[:m]
             CS[s, :m] = st.code[:m]
@@ -189,10 +196,12 @@ def _step_group(filters: list[KalmanDemandEstimator], steps: list[Steps],
         out = steps[j]
         out.x[o:o + L], out.variance[o:o + L] = XS[:L, j], VS[:L, j]
         out.code[o:o + L], out.change_detected[o:o + L] = CS[:L, j], DS[:L, j]
+        out.residual[o:o + L] = RS[:L, j]
 
 
-def _step(st: _Stack, diag: np.ndarray, m: int, z: np.ndarray, h: np.ndarray) -> None:
-    """One window of each of the first ``m`` filters (module docstring)."""
+def _step(st: _Stack, diag: np.ndarray, m: int, z: np.ndarray, h: np.ndarray) -> np.ndarray:
+    """One window of each of the first ``m`` filters (module docstring); returns each one's
+    residual ``z - H x^-`` (NaN: every demand 0)."""
     x, P, xi, ivar = st.x[:m], st.P[:m], st.xi[:m], st.innovation_var[:m]
     d = diag[:m]
     n = x.shape[1]
@@ -209,6 +218,7 @@ def _step(st: _Stack, diag: np.ndarray, m: int, z: np.ndarray, h: np.ndarray) ->
     R = np.where(st.adaptive[:m], np.maximum(st.R[:m], ivar - hPh), st.R[:m])
     S = hPh + R
     y = z - (h * x).sum(axis=1)                        # innovation z - H x^-
+    residual = np.where((x > 0.0).any(axis=1), y, np.nan)
     y_ok = ~idle & np.isfinite(y * y)
     st.innovation[:m] = np.where(y_ok, y, st.innovation[:m])
     change = y_ok & (y * y > st.gate[:m] * np.maximum(S, ivar))
@@ -239,6 +249,7 @@ def _step(st: _Stack, diag: np.ndarray, m: int, z: np.ndarray, h: np.ndarray) ->
     st.n_updates[:m] += ok
     st.n_skipped[:m] += ~ok
     st.touched[:m] = True
+    return residual
 
 
 def _project(x: np.ndarray, P: np.ndarray, rows: np.ndarray) -> None:

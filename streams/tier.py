@@ -31,7 +31,7 @@ import math
 from collections import deque
 from dataclasses import dataclass, field
 from itertools import chain
-from operator import itemgetter, mul
+from operator import itemgetter
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -232,12 +232,11 @@ def step_tiers(tiers: list["TierState"]) -> list[tuple[int, dict[str, Any]]]:
     if not tiers:
         return []
     inputs = [t._apply_pending() for t in tiers]
-    before = [t.kalman.x.copy() for t in tiers]        # demands in force before the batch
     steps = update_many([t.kalman for t in tiers], *zip(*inputs))
     out: list[tuple[int, dict[str, Any]]] = []
-    for t, st, (U, X, cores, _), x0 in zip(tiers, steps, inputs, before):
+    for t, st, (U, X, cores, _) in zip(tiers, steps, inputs):
         if t.config.demand_policy == "selected":
-            t._score((U * cores).tolist(), X.tolist(), [x0.tolist(), *st.x[:-1].tolist()])
+            t._score(U * cores, X, st.residual)
         out += t.estimates(st)
     return out
 
@@ -358,19 +357,18 @@ class TierState:
         self.pending = []
         return out
 
-    def _score(self, busy: list[float], X: list[list[float]],
-               kalman_before: list[list[float]]) -> None:
+    def _score(self, busy: np.ndarray, X: np.ndarray, kalman: np.ndarray) -> None:
         """Record windows just stepped for the selection: rows ``(z_k, r_k Kalman, r_k
         regression)``, ``busy`` ``z_k = U_k cores``, ``X`` the throughputs ``H_k`` per window,
-        ``kalman_before`` the filter's demands before each window (all zeros: not initialised,
-        no estimate); the regression in force is the one fitted at an earlier refresh, on
-        earlier windows. Plain floats, so a window scores the same however windows are batched.
-        """
+        ``kalman`` the filter's one-step-ahead residuals ``z_k - H_k x_{k-1}``
+        (:attr:`~estimators.kalman_bank.Steps.residual`, NaN: no estimate yet); the regression
+        in force is the one fitted at an earlier refresh, on earlier windows. Each row is
+        computed from its own window alone, so a window scores the same however windows are
+        batched."""
         get, nan = self.regression.get, math.nan
-        regression = [get(c, nan) for c in self.classes[:len(X[0])]] if X else []
-        for z, x, before in zip(busy, X, kalman_before):
-            kalman = (z - sum(map(mul, x, before))) if any(v > 0 for v in before) else nan
-            self.scores.append((z, kalman, z - sum(map(mul, x, regression))))
+        regression = np.array([get(c, nan) for c in self.classes[:X.shape[1]]])
+        self.scores.extend(zip(busy.tolist(), kalman.tolist(),
+                               (busy - (X * regression).sum(axis=1)).tolist()))
 
     def _select(self) -> str:
         """The estimator with the lower one-step-ahead utilization-prediction error over the

@@ -87,9 +87,12 @@ def _run_both(filters, U, H, C, chunks):
         rows = []
         for s in range(len(u)):
             f.cores = float(c[s])
+            # one-step-ahead residual of the demands in force before the window
+            residual = float(u[s]) * f.cores - float(np.dot(h[s], f.x)) \
+                if (f.x > 0).any() else math.nan
             f.update(float(u[s]), h[s])
             rows.append((f.x.copy(), np.diagonal(f.P).copy(),
-                         f.skip_reason if f.skipped else None, f.change_detected))
+                         f.skip_reason if f.skipped else None, f.change_detected, residual))
             _run_both.clipped += f.clipped and not f.skipped
         expected.append(rows)
     got = [[] for _ in filters]
@@ -101,15 +104,17 @@ def _run_both(filters, U, H, C, chunks):
         for k, out in enumerate(steps):
             for s in range(len(out.x)):
                 got[k].append((out.x[s], out.variance[s], out.skip_reason(s),
-                               bool(out.change_detected[s])))
+                               bool(out.change_detected[s]), float(out.residual[s])))
         starts = [s + size for s in starts]
     for k, (f, ref) in enumerate(zip(filters, refs)):
         _assert_same(f, ref)
         assert len(got[k]) == len(expected[k])
-        for (gx, gv, gr, gc), (ex, ev, er, ec) in zip(got[k], expected[k]):
+        for (gx, gv, gr, gc, gz), (ex, ev, er, ec, ez) in zip(got[k], expected[k]):
             _close(gx, ex, "x")
             _close(gv, ev, "variance")
             assert (gr, gc) == (er, ec)
+            assert math.isnan(gz) == math.isnan(ez)
+            assert math.isnan(ez) or math.isclose(gz, ez, rel_tol=RTOL, abs_tol=1e-13), "residual"
     return got
 
 
@@ -139,15 +144,15 @@ def test_step_change_is_detected_and_idle_and_degenerate_windows_are_flagged():
     data = [_workload(rng, 3, 120, step_at=60, idle=0.15) for _ in filters]
     U, H, C = ([d[j] for d in data] for j in range(3))
     got = _run_both(filters, U, H, C, [120])
-    reasons = {r for rows in got for _, _, r, _ in rows}
+    reasons = {r for rows in got for _, _, r, *_ in rows}
     assert SKIP_IDLE in reasons
-    assert any(c for rows in got[:2] for *_, c in rows), "the x3 step was not detected"
+    assert any(c for rows in got[:2] for *_, c, _ in rows), "the x3 step was not detected"
     assert filters[0].n_changes >= 1
     # a paper filter (R = 0) with one class collapses P along H: degenerate windows occur
     one = _filters(rng, [(1, "paper")])
     u, h, c = _workload(rng, 1, 30, idle=0.0, noise=0.0)
     got = _run_both(one, [u], [h], [c], [30])
-    assert SKIP_DEGENERATE in {r for _, _, r, _ in got[0]}
+    assert SKIP_DEGENERATE in {r for _, _, r, *_ in got[0]}
 
 
 def test_negative_demands_are_projected_as_the_scalar_filter_projects_them():
@@ -181,10 +186,13 @@ def test_the_result_does_not_depend_on_which_filters_are_stepped_together():
     U, H, C = ([d[j] for d in data] for j in range(3))
     together = [_copy(f) for f in base]
     alone = [_copy(f) for f in base]
-    update_many(together, U, H, C)
+    residuals = [st.residual.tolist() for st in update_many(together, U, H, C)]
     for k, f in enumerate(alone):
+        one_by_one = []
         for s in range(50):
-            update_many([f], [U[k][s:s + 1]], [H[k][s:s + 1]], [C[k][s:s + 1]])
+            st, = update_many([f], [U[k][s:s + 1]], [H[k][s:s + 1]], [C[k][s:s + 1]])
+            one_by_one += st.residual.tolist()
+        np.testing.assert_array_equal(one_by_one, residuals[k])
     for a, b in zip(together, alone):
         assert a.to_dict() == b.to_dict()
 
