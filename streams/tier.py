@@ -60,9 +60,9 @@ REGRESSION_REFRESH_SHARE = 0.25
 #: windows over which the estimators' one-step-ahead utilization predictions are compared
 #: (``demand_policy = "selected"``; the window docs/accuracy.md section 3 measured)
 SELECTION_WINDOWS = 60
-#: blocks of at most this many windows are summed with plain floats (the worker's usual block at
-#: a low rate is one window per tier; numpy's fixed cost dominates there)
-SMALL_BLOCK = 2
+#: a group's interval sums pad each tier's windows to the group's longest run; tiers are split
+#: into groups so that padding at most doubles the rows summed
+PADDING_LIMIT = 2
 
 
 @dataclass
@@ -82,64 +82,23 @@ class Interval:
     users_sum: float = 0.0
     users_n: int = 0
 
-    def add_block(self, classes: list[str], utilization: np.ndarray, window_s: np.ndarray,
-                  counts: np.ndarray, response_times: np.ndarray | None,
-                  users: list[float]) -> None:
-        """Windows of one tier, oldest first: ``counts`` ``(windows, classes)`` aligned with
-        ``classes``, ``response_times`` the same shape with NaN where a class reported none
-        (``None``: no window reported any), ``users`` of the windows that reported them.
-        Sums accumulate window by window (``cumsum`` runs in order), so they do not depend on
-        how windows are grouped into blocks."""
-        n = len(classes)
-        if len(self.completions) < n:
-            grow = [0.0] * (n - len(self.completions))
+    def _grow(self, classes: list[str]) -> None:
+        """Align the per-class sums with ``classes`` (the tier's classes, which only grow)."""
+        if len(self.completions) < len(classes):
+            grow = [0.0] * (len(classes) - len(self.completions))
             self.completions += grow
             self.rt_weighted += grow
             self.rt_completions += grow
             self.classes = list(classes)
-        self.windows += len(utilization)
-        L = len(utilization)
-        if L <= SMALL_BLOCK:
-            self._add_rows(utilization.tolist(), window_s.tolist(), counts.tolist(),
-                           None if response_times is None else response_times.tolist())
-            self.users_sum += sum(users)
-            self.users_n += len(users)
-            return
-        if response_times is None:
-            weighted = done = np.zeros((L, n))
-        else:
-            has = ~np.isnan(response_times) & (counts > 0)
-            weighted = np.where(has, response_times * counts, 0.0)
-            done = np.where(has, counts, 0.0)
-        # one matrix, one running sum: the totals first, then every window's row
-        rows = np.empty((L + 1, 2 + 3 * n))
-        rows[0] = [self.seconds, self.utilization_s, *self.completions, *self.rt_weighted,
-                   *self.rt_completions]
-        rows[1:, 0], rows[1:, 1] = window_s, utilization * window_s
-        rows[1:, 2:2 + n], rows[1:, 2 + n:2 + 2 * n], rows[1:, 2 + 2 * n:] = counts, weighted, done
-        totals = np.cumsum(rows, axis=0)[-1].tolist()
+
+    def _totals(self) -> list[float]:
+        return [self.seconds, self.utilization_s, *self.completions, *self.rt_weighted,
+                *self.rt_completions]
+
+    def _set_totals(self, totals: list[float], n: int) -> None:
         self.seconds, self.utilization_s = totals[0], totals[1]
         self.completions = totals[2:2 + n]
         self.rt_weighted, self.rt_completions = totals[2 + n:2 + 2 * n], totals[2 + 2 * n:]
-        for u in users:
-            self.users_sum += u
-            self.users_n += 1
-
-    def _add_rows(self, utilization: list[float], window_s: list[float],
-                  counts: list[list[float]], response_times: list[list[float]] | None) -> None:
-        """:meth:`add_block` of a few windows as plain float additions, in the order the block's
-        running sum makes them (so the sums are bit for bit the same)."""
-        for k, T in enumerate(window_s):
-            self.seconds += T
-            self.utilization_s += utilization[k] * T
-            row = counts[k]
-            self.completions = [a + b for a, b in zip(self.completions, row)]
-            if response_times is not None:
-                rts = response_times[k]
-                self.rt_weighted = [a + (r * c if r == r and c > 0 else 0.0)
-                                    for a, r, c in zip(self.rt_weighted, rts, row)]
-                self.rt_completions = [a + (c if r == r and c > 0 else 0.0)
-                                       for a, r, c in zip(self.rt_completions, rts, row)]
 
     @property
     def utilization(self) -> float | None:
@@ -175,6 +134,130 @@ class Interval:
             values[k] = [float(v) for v in values[k]]
         values["classes"] = list(values["classes"])
         return cls(**values)
+
+
+@dataclass(slots=True)
+class _Block:
+    """One tier's pending windows as arrays (views into its group's arrays): utilization
+    ``U_k``, length ``T``, cores ``C`` ``(L,)``; completions ``counts`` and throughputs
+    ``X = counts / T`` ``(L, n)``; response times ``R`` ``(L, n)``, NaN where a class reported
+    none (``None``: no window of the tier did); ``rt`` the Kalman filter's initial response
+    times (only while it awaits initialisation)."""
+
+    U: np.ndarray
+    T: np.ndarray
+    C: np.ndarray
+    counts: np.ndarray
+    X: np.ndarray
+    R: np.ndarray | None
+    rt: list[np.ndarray] | None = None
+
+
+def add_blocks(intervals: list[Interval], classes: list[list[str]], lengths: list[int],
+               window_s: np.ndarray, utilization: np.ndarray, counts: np.ndarray,
+               response_times: np.ndarray | None, users: list[list[float]]) -> None:
+    """Add to each of ``intervals`` its tier's block of windows, oldest first: ``lengths[j]``
+    consecutive rows of the arrays (``counts`` and ``response_times`` ``(windows, n)``, every
+    tier with ``n`` classes; NaN response time: none reported; ``None``: no window reported
+    any), ``users[j]`` the users its windows reported.
+
+    The sums run window by window (a ``cumsum`` over the windows of all the tiers side by
+    side, each tier's block padded with zero rows to the longest: adding 0.0 leaves a sum of
+    non-negative numbers unchanged), so they do not depend on how windows are grouped into
+    blocks or blocks into calls."""
+    n = counts.shape[1]
+    if response_times is None:
+        weighted = done = np.zeros_like(counts)
+    else:
+        has = ~np.isnan(response_times) & (counts > 0)
+        weighted = np.where(has, response_times * counts, 0.0)
+        done = np.where(has, counts, 0.0)
+    rows = np.empty((len(window_s), 2 + 3 * n))     # per window what it adds to each sum
+    rows[:, 0], rows[:, 1] = window_s, utilization * window_s
+    rows[:, 2:2 + n], rows[:, 2 + n:2 + 2 * n], rows[:, 2 + 2 * n:] = counts, weighted, done
+    starts = np.cumsum([0, *lengths]).tolist()
+    for iv, names in zip(intervals, classes):
+        iv._grow(names)
+    for group in _padding_groups(lengths):
+        longest = lengths[group[0]]
+        runs = np.zeros((longest + 1, len(group), rows.shape[1]))
+        runs[0] = [intervals[j]._totals() for j in group]
+        for col, j in enumerate(group):
+            runs[1:1 + lengths[j], col] = rows[starts[j]:starts[j + 1]]
+        for j, totals in zip(group, np.cumsum(runs, axis=0)[-1].tolist()):
+            iv = intervals[j]
+            iv._set_totals(totals, n)
+            iv.windows += lengths[j]
+            for u in users[j]:
+                iv.users_sum += u
+                iv.users_n += 1
+
+
+def _padding_groups(lengths: list[int]) -> list[list[int]]:
+    """Indices of ``lengths``, longest first, cut into groups whose padded size (longest x
+    members) stays within :data:`PADDING_LIMIT` times their rows."""
+    groups: list[list[int]] = []
+    rows = 0
+    for j in sorted(range(len(lengths)), key=lambda j: -lengths[j]):
+        if groups and lengths[groups[-1][0]] * (len(groups[-1]) + 1) \
+                <= PADDING_LIMIT * (rows + lengths[j]):
+            groups[-1].append(j)
+            rows += lengths[j]
+        else:
+            groups.append([j])
+            rows = lengths[j]
+    return groups
+
+
+def _apply_pending(tiers: list["TierState"]) -> list[_Block]:
+    """History rows and interval sums of the tiers' pending windows; the Kalman filters'
+    inputs. The windows of all tiers with the same number of classes are gathered into one
+    set of arrays (a numpy call per array for all of them, not one per tier)."""
+    blocks: list[_Block | None] = [None] * len(tiers)
+    by_width: dict[int, list[int]] = {}
+    for i, t in enumerate(tiers):
+        by_width.setdefault(len(t.classes), []).append(i)
+    for n, members in by_width.items():
+        group = [tiers[i] for i in members]
+        for i, block in zip(members, _gather(group, n)):
+            blocks[i] = block
+    for t, block in zip(tiers, blocks):
+        t.history.extend(block.U, block.T, block.C, block.counts)
+        if not t.kalman.initialised and block.R is not None:
+            block.rt = list(np.nan_to_num(block.R, nan=0.0))
+    return blocks  # type: ignore[return-value]
+
+
+def _gather(tiers: list["TierState"], n: int) -> list[_Block]:
+    """:class:`_Block` of each tier (all with ``n`` classes), views into arrays built once
+    for all of them; their interval sums added (:func:`add_blocks`)."""
+    windows = [p.window for t in tiers for p in t.pending]
+    lengths = [len(t.pending) for t in tiers]
+    scalars = _matrix([(w.utilization, w.window_s, w.cores) for w in windows], 3)
+    U, T, C = scalars[:, 0], scalars[:, 1], scalars[:, 2]
+    count_rows: list = []
+    rt_rows: list = []
+    reported: list[bool] = []
+    no_rt = (math.nan,) * n
+    for t, L in zip(tiers, lengths):
+        count_rows += _rows([p.window.completions for p in t.pending], t.classes, 0.0)
+        rts = [p.window.response_time_s for p in t.pending]
+        reported.append(any(rts))
+        rt_rows += _rows(rts, t.classes, math.nan) if reported[-1] else [no_rt] * L
+    counts = _matrix(count_rows, n)
+    R = _matrix(rt_rows, n) if any(reported) else None
+    X = counts / T[:, None]
+    add_blocks([t.interval for t in tiers], [t.classes for t in tiers], lengths, T, U, counts,
+               R, [[float(w.users) for w in (p.window for p in t.pending) if w.users is not None]
+                   for t in tiers])
+    blocks = []
+    start = 0
+    for L, has_rt in zip(lengths, reported):
+        at = slice(start, start + L)
+        blocks.append(_Block(U[at], T[at], C[at], counts[at], X[at],
+                             R[at] if has_rt and R is not None else None))
+        start += L
+    return blocks
 
 
 @dataclass(frozen=True)
@@ -231,12 +314,13 @@ def step_tiers(tiers: list["TierState"]) -> list[tuple[int, dict[str, Any]]]:
     tiers = [t for t in tiers if t.pending]
     if not tiers:
         return []
-    inputs = [t._apply_pending() for t in tiers]
-    steps = update_many([t.kalman for t in tiers], *zip(*inputs))
+    blocks = _apply_pending(tiers)
+    steps = update_many([t.kalman for t in tiers], [b.U for b in blocks],
+                        [b.X for b in blocks], [b.C for b in blocks], [b.rt for b in blocks])
     out: list[tuple[int, dict[str, Any]]] = []
-    for t, st, (U, X, cores, _) in zip(tiers, steps, inputs):
+    for t, st, b in zip(tiers, steps, blocks):
         if t.config.demand_policy == "selected":
-            t._score(U * cores, X, st.residual)
+            t._score(b.U * b.C, b.X, st.residual)
         out += t.estimates(st)
     return out
 
@@ -305,28 +389,6 @@ class TierState:
         self.late += late
         self.cores, self.window_s = w.cores, w.window_s
         self.pending.append(_Pending(index, w, late, self.windows))
-
-    def _apply_pending(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list | None]:
-        """History rows and interval sums of the pending windows; the Kalman filter's inputs
-        ``(U, X, cores, rt)`` (``rt`` only while the filter awaits initialisation:
-        ``x_0 = rt (1 - U)``)."""
-        classes = self.classes
-        windows = [p.window for p in self.pending]
-        U = np.array([w.utilization for w in windows])
-        T = np.array([w.window_s for w in windows])
-        C = np.array([w.cores for w in windows], dtype=float)
-        counts = _matrix(_rows([w.completions for w in windows], classes, 0.0), len(classes))
-        reported = [w.response_time_s for w in windows]
-        R = None
-        if any(reported):
-            R = _matrix(_rows(reported, classes, float("nan")), len(classes))
-        self.history.extend(U, T, C, counts)
-        self.interval.add_block(classes, U, T, counts, R,
-                                [float(w.users) for w in windows if w.users is not None])
-        rt = None
-        if not self.kalman.initialised and R is not None:
-            rt = list(np.nan_to_num(R, nan=0.0))
-        return U, counts / T[:, None], C, rt
 
     def _add_classes(self, completions: Mapping[str, float]) -> None:
         """Classes seen for the first time, in name order, after the known ones."""

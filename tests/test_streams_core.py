@@ -30,6 +30,7 @@ from streams.records import parse_window
 from streams.schema import MEASUREMENTS, points
 from streams.store import OUTPUT_FILES, SQLiteStore
 from streams.system import Outputs, SystemState, solve_offset
+from streams.tier import Interval, add_blocks
 
 from line_solver.api.pfqn.mva import pfqn_mva  # isort: skip  # noqa: E402
 
@@ -274,6 +275,57 @@ EVENT = {"system": "shop", "alert": "model_error"}
 def _feed(book, conditions, key="k"):
     """Events per step (``None`` when the state did not change)."""
     return [book.evaluate(key, c, EVENT, float(t)) for t, c in enumerate(conditions)]
+
+
+def _plain_sums(windows: list[tuple[float, float, list[float], list[float]]]) -> list[float]:
+    """An interval's sums window by window in plain floats: ``(T, U, counts, rts)``."""
+    n = len(windows[0][2])
+    out = [0.0] * (2 + 3 * n)
+    for T, U, counts, rts in windows:
+        out[0] += T
+        out[1] += U * T
+        for c in range(n):
+            has = rts[c] == rts[c] and counts[c] > 0
+            out[2 + c] += counts[c]
+            out[2 + n + c] += rts[c] * counts[c] if has else 0.0
+            out[2 + 2 * n + c] += counts[c] if has else 0.0
+    return out
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), tiers=st.integers(1, 6), cut=st.integers(1, 9))
+def test_interval_sums_do_not_depend_on_blocks_or_on_the_tiers_summed_together(seed, tiers,
+                                                                               cut):
+    """:func:`add_blocks` pads tiers to a common length and takes one running sum: every
+    tier's sums are bit for bit the window-by-window sums, however its windows are cut into
+    blocks and whichever tiers share a call."""
+    rng = np.random.default_rng(seed)
+    n = 3
+    data = []
+    for _ in range(tiers):
+        L = int(rng.integers(1, 25))
+        counts = np.floor(rng.random((L, n)) * 10.0 ** rng.integers(0, 5, (L, n)))
+        rts = np.where(rng.random((L, n)) < 0.2, np.nan, rng.random((L, n)) * 3)
+        data.append((rng.random(L) * 30 + 1, rng.random(L), counts, rts))
+    intervals = [Interval() for _ in data]
+    done = [0] * tiers
+    while any(d < len(u) for d, (_, u, _, _) in zip(done, data)):
+        live = [j for j in range(tiers) if done[j] < len(data[j][1])]
+        parts = [(j, slice(done[j], min(done[j] + int(rng.integers(1, cut + 1)),
+                                         len(data[j][1])))) for j in live]
+        add_blocks([intervals[j] for j, _ in parts], [["a", "b", "c"]] * len(parts),
+                   [sl.stop - sl.start for _, sl in parts],
+                   np.concatenate([data[j][0][sl] for j, sl in parts]),
+                   np.concatenate([data[j][1][sl] for j, sl in parts]),
+                   np.concatenate([data[j][2][sl] for j, sl in parts]),
+                   np.concatenate([data[j][3][sl] for j, sl in parts]),
+                   [[] for _ in parts])
+        for j, sl in parts:
+            done[j] = sl.stop
+    for iv, (T, U, counts, rts) in zip(intervals, data):
+        assert iv._totals() == _plain_sums(list(zip(T.tolist(), U.tolist(), counts.tolist(),
+                                                   rts.tolist())))
+        assert iv.windows == len(T)
 
 
 def test_alert_fires_only_after_fire_after_consecutive_true():
