@@ -66,6 +66,11 @@ class Steps:
         code = int(self.code[s])
         return self.reasons[s] if code == OTHER else _REASONS[code]
 
+    def skip_reasons(self) -> list[str | None]:
+        """:meth:`skip_reason` of every window."""
+        return [self.reasons[s] if code == OTHER else _REASONS[code]
+                for s, code in enumerate(self.code.tolist())]
+
 
 def update_many(filters: Sequence[KalmanDemandEstimator],
                 utilization: Sequence[np.ndarray], throughputs: Sequence[np.ndarray],

@@ -21,13 +21,13 @@ an estimate. Pure numpy; no state: the caller keeps the recent windows and estim
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 __all__ = ["ESTIMATORS", "Selection", "prediction_error", "residual_error", "residuals",
-           "select_by_residuals", "select_estimator"]
+           "select_by_residuals", "select_by_scores", "select_estimator"]
 
 #: the candidates recommended for the pipeline, the default first (docs/accuracy.md section 3:
 #: the class-blind utilization law predicts utilization as well as they do, but gives every
@@ -154,8 +154,40 @@ def select_by_residuals(busy: np.ndarray, residuals_by_name: Mapping[str, np.nda
                              f"got {np.shape(r)}")
     errors = {name: residual_error(z, np.asarray(r, dtype=float), min_windows)
               for name, r in residuals_by_name.items()}
+    return _choose(errors, int(z.size), preferred, margin)
+
+
+def select_by_scores(scores: Iterable[Sequence[float]], names: Sequence[str], *,
+                     preferred: str = "kalman", margin: float = 0.1,
+                     min_windows: int = 5) -> Selection:
+    """:func:`select_by_residuals` from rows ``(z_k, r_k of names[0], r_k of names[1], ...)``,
+    one per window, oldest first -- what a stream keeps -- summed as plain floats in window
+    order (a pipeline tier's last few dozen windows: cheaper than building arrays)."""
+    if preferred not in names:
+        raise ValueError(f"preferred: {preferred!r} is not among the estimates {sorted(names)}")
+    if not 0.0 <= margin < 1.0:
+        raise ValueError(f"margin: must be within [0, 1), got {margin!r}")
+    columns = list(zip(*scores))
+    if not columns:
+        return _choose(dict.fromkeys(names), 0, preferred, margin)
+    busy, least = columns[0], max(int(min_windows), 1)
+    errors: dict[str, float | None] = {}
+    for name, residual in zip(names, columns[1:]):
+        n, busy_sum, square_sum = 0, 0.0, 0.0
+        for z, r in zip(busy, residual):
+            if r == r:                                   # NaN: no estimate before the window
+                n += 1
+                busy_sum += z
+                square_sum += r * r
+        mean = busy_sum / n if n >= least else 0.0
+        errors[name] = math.sqrt(square_sum / n) / mean if mean > 0 else None
+    return _choose(errors, len(busy), preferred, margin)
+
+
+def _choose(errors: dict[str, float | None], windows: int, preferred: str,
+            margin: float) -> Selection:
+    """The lowest error, ``preferred`` unless beaten by more than ``margin``."""
     scored = {n: e for n, e in errors.items() if e is not None}
-    windows = int(z.size)
     if not scored:
         return Selection(preferred, errors, windows)
     best = min(scored, key=lambda n: (scored[n], n != preferred))

@@ -19,7 +19,7 @@ Which demands enter the model (``demand_policy``, docs/accuracy.md section 3): u
 and the residual ``r_k = z_k - H_k D`` of each estimator's one-step-ahead prediction (paper 004
 eq. (5.b); paper 002 Fig. 6) -- ``D`` the Kalman demands and the sliding regression in force
 *before* window ``k`` -- and at solve time picks the estimator whose prediction was better
-(:func:`estimators.selection.select_by_residuals`: Kalman kept unless the regression is 10%
+(:func:`estimators.selection.select_by_scores`: Kalman kept unless the regression is 10%
 better); :attr:`TierModel.estimator` names it. Three numbers per window, not two demand
 vectors: the state the worker persists stays small.
 """
@@ -40,7 +40,7 @@ from estimators.demand import KalmanDemandEstimator, regression_demands
 from estimators.kalman_bank import Steps, update_many
 from estimators.dispersion import index_of_dispersion
 from estimators.mapfit import fit_map2, service_p95
-from estimators.selection import select_by_residuals
+from estimators.selection import ESTIMATORS, select_by_scores
 from solvers.processes import MAP
 from streams.config import SystemConfig
 from streams.history import WindowHistory
@@ -405,15 +405,16 @@ class TierState:
         X = steps.x.tolist()
         std = np.sqrt(np.maximum(steps.variance, 0.0)).tolist()
         changed = steps.change_detected.tolist()
-        model = self.model
-        for s, p in enumerate(self.pending):
+        model, tier = self.model, self.tier
+        for p, x, sd, flag, change in zip(self.pending, X, std, steps.skip_reasons(), changed):
+            w = p.window
             out.append((p.index, {
-                "system": p.window.system, "tier": self.tier, "end": p.window.end,
-                "seq": p.seq, "utilization": p.window.utilization, "late": p.late,
-                "demands": dict(zip(classes, X[s])),
-                "demand_std": dict(zip(classes, std[s])),
-                "kalman_flag": steps.skip_reason(s),
-                "change_detected": changed[s],
+                "system": w.system, "tier": tier, "end": w.end,
+                "seq": p.seq, "utilization": w.utilization, "late": p.late,
+                "demands": dict(zip(classes, x)),
+                "demand_std": dict(zip(classes, sd)),
+                "kalman_flag": flag,
+                "change_detected": change,
                 **model,
             }))
         self.pending = []
@@ -435,8 +436,7 @@ class TierState:
     def _select(self) -> str:
         """The estimator with the lower one-step-ahead utilization-prediction error over the
         last :data:`SELECTION_WINDOWS` windows (``"kalman"`` while fewer than 5 are scored)."""
-        z, kalman, regression = _matrix(self.scores, 3).T
-        return select_by_residuals(z, {"kalman": kalman, "regression": regression}).estimator
+        return select_by_scores(self.scores, ESTIMATORS).estimator
 
     # -- at solve time ------------------------------------------------------------------------
     def refresh(self, fit_map: bool = True) -> TierModel:

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from estimators.selection import select_by_residuals, select_estimator
+from estimators.selection import select_by_residuals, select_by_scores, select_estimator
 from streams.config import SystemConfig
 from streams.model import build_model, tier_demands
 from streams.records import Window
@@ -114,7 +116,32 @@ def test_the_tier_scores_each_estimators_demands_from_before_the_window():
     got = select_by_residuals(z, {"kalman": r_kalman, "regression": r_regression})
     assert got.estimator == expected.estimator
     assert got.errors == pytest.approx(expected.errors, rel=1e-9)
+    # what the tier runs at solve time: the same choice from its rows
+    kept = select_by_scores(tier.scores, ("kalman", "regression"))
+    assert kept.estimator == expected.estimator == tier._select()
+    assert kept.errors == pytest.approx(expected.errors, rel=1e-9)
     assert np.isnan(r_regression).sum() < SELECTION_WINDOWS   # scored
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), windows=st.integers(0, 70),
+       missing=st.floats(0.0, 1.0), margin=st.floats(0.0, 0.9), least=st.integers(0, 8))
+def test_selection_from_rows_equals_selection_from_arrays(seed, windows, missing, margin,
+                                                          least):
+    rng = np.random.default_rng(seed)
+    z = rng.random(windows) * rng.integers(0, 2)            # sometimes no work at all
+    r = rng.normal(0.0, 0.05, (2, windows)) * rng.random((2, 1))
+    r[rng.random((2, windows)) < missing] = np.nan
+    rows = list(zip(z.tolist(), r[0].tolist(), r[1].tolist()))
+    want = select_by_residuals(z, {"kalman": r[0], "regression": r[1]}, margin=margin,
+                               min_windows=least)
+    got = select_by_scores(rows, ("kalman", "regression"), margin=margin, min_windows=least)
+    assert (got.estimator, got.windows) == (want.estimator, want.windows)
+    for name in ("kalman", "regression"):
+        if want.errors[name] is None:
+            assert got.errors[name] is None
+        else:
+            assert got.errors[name] == pytest.approx(want.errors[name], rel=1e-12)
 
 
 def _feed_one(tier: TierState, w: Window, i: int) -> None:

@@ -102,6 +102,7 @@ def _run_both(filters, U, H, C, chunks):
         steps = update_many(filters, [u[i] for u, i in zip(U, sl)], [h[i] for h, i in zip(H, sl)],
                             [c[i] for c, i in zip(C, sl)])
         for k, out in enumerate(steps):
+            assert out.skip_reasons() == [out.skip_reason(s) for s in range(len(out.x))]
             for s in range(len(out.x)):
                 got[k].append((out.x[s], out.variance[s], out.skip_reason(s),
                                bool(out.change_detected[s]), float(out.residual[s])))
