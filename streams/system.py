@@ -317,24 +317,29 @@ class SystemState:
         B = at_bottleneck.bottleneck
         error, x_error = self._model_error(model, m, now)
         classes = {}
-        for i, c in enumerate(model.classes):
+        x_now, x_fc = float(now.throughput), float(fc.throughput)
+        for c, p, r_now, r_fc, sla in zip(model.classes, model.mix.tolist(),
+                                          now.response.tolist(), fc.response.tolist(),
+                                          model.sla.tolist()):
             classes[c] = {
-                "throughput": model.mix[i] * now.throughput,
-                "response_time": now.response[i],
-                "throughput_forecast": model.mix[i] * fc.throughput,
-                "response_time_forecast": fc.response[i],
+                "throughput": p * x_now,
+                "response_time": r_now,
+                "throughput_forecast": p * x_fc,
+                "response_time_forecast": r_fc,
                 "throughput_measured": m.throughput.get(c),
                 "response_time_measured": m.response_time.get(c),
-                "sla_s": model.sla[i],
+                "sla_s": sla,
             }
         tiers = {}
-        for j, t in enumerate(models):
+        bottleneck = [None] * len(models) if B is None else B.tolist()
+        for t, u_now, u_fc, D, b in zip(models, now.utilization.tolist(),
+                                         fc.utilization.tolist(), model.D.tolist(), bottleneck):
             tiers[t.tier] = {
-                "utilization": now.utilization[j], "utilization_forecast": fc.utilization[j],
+                "utilization": u_now, "utilization_forecast": u_fc,
                 "utilization_measured": m.utilization.get(t.tier),
-                "demand_s": model.D[j], "idc": t.idc, "idc_flag": t.idc_flag,
+                "demand_s": D, "idc": t.idc, "idc_flag": t.idc_flag,
                 "bursty": t.bursty, "map2": t.fit, "estimator": t.estimator,
-                "bottleneck_probability": None if B is None else B[j],
+                "bottleneck_probability": b,
                 "demands": {c: {"kalman": t.demands.get(c), "std": t.demand_std.get(c),
                                 "regression": t.regression.get(c)} for c in t.demands},
             }
