@@ -211,51 +211,53 @@ def _padding_groups(lengths: list[int]) -> list[list[int]]:
 
 def _apply_pending(tiers: list["TierState"]) -> list[_Block]:
     """History rows and interval sums of the tiers' pending windows; the Kalman filters'
-    inputs. The windows of all tiers with the same number of classes are gathered into one
-    set of arrays (a numpy call per array for all of them, not one per tier)."""
+    inputs. The tiers with the same number of classes are applied together
+    (:func:`_apply_group`)."""
     blocks: list[_Block | None] = [None] * len(tiers)
     by_width: dict[int, list[int]] = {}
     for i, t in enumerate(tiers):
         by_width.setdefault(len(t.classes), []).append(i)
     for n, members in by_width.items():
-        group = [tiers[i] for i in members]
-        for i, block in zip(members, _gather(group, n)):
+        for i, block in zip(members, _apply_group([tiers[i] for i in members], n)):
             blocks[i] = block
-    for t, block in zip(tiers, blocks):
-        t.history.extend(block.U, block.T, block.C, block.counts)
-        if not t.kalman.initialised and block.R is not None:
-            block.rt = list(np.nan_to_num(block.R, nan=0.0))
     return blocks  # type: ignore[return-value]
 
 
-def _gather(tiers: list["TierState"], n: int) -> list[_Block]:
-    """:class:`_Block` of each tier (all with ``n`` classes), views into arrays built once
-    for all of them; their interval sums added (:func:`add_blocks`)."""
-    windows = [p.window for t in tiers for p in t.pending]
-    lengths = [len(t.pending) for t in tiers]
-    scalars = _matrix([(w.utilization, w.window_s, w.cores) for w in windows], 3)
-    U, T, C = scalars[:, 0], scalars[:, 1], scalars[:, 2]
+def _apply_group(tiers: list["TierState"], n: int) -> list[_Block]:
+    """The pending windows of tiers with ``n`` classes each, gathered into one set of arrays
+    (a numpy call per array for all the tiers, not one per tier): their interval sums
+    (:func:`add_blocks`) and history rows; each tier's :class:`_Block` (views)."""
+    scalars: list[tuple[float, float, int]] = []
     count_rows: list = []
     rt_rows: list = []
+    lengths: list[int] = []
     reported: list[bool] = []
+    users: list[list[float]] = []
     no_rt = (math.nan,) * n
-    for t, L in zip(tiers, lengths):
-        count_rows += _rows([p.window.completions for p in t.pending], t.classes, 0.0)
-        rts = [p.window.response_time_s for p in t.pending]
+    for t in tiers:
+        windows = [p.window for p in t.pending]
+        scalars += [(w.utilization, w.window_s, w.cores) for w in windows]
+        count_rows += _rows([w.completions for w in windows], t.classes, 0.0)
+        rts = [w.response_time_s for w in windows]
         reported.append(any(rts))
-        rt_rows += _rows(rts, t.classes, math.nan) if reported[-1] else [no_rt] * L
+        rt_rows += _rows(rts, t.classes, math.nan) if reported[-1] else [no_rt] * len(windows)
+        lengths.append(len(windows))
+        users.append([float(w.users) for w in windows if w.users is not None])
+    U, T, C = _matrix(scalars, 3).T
     counts = _matrix(count_rows, n)
     R = _matrix(rt_rows, n) if any(reported) else None
     X = counts / T[:, None]
     add_blocks([t.interval for t in tiers], [t.classes for t in tiers], lengths, T, U, counts,
-               R, [[float(w.users) for w in (p.window for p in t.pending) if w.users is not None]
-                   for t in tiers])
+               R, users)
     blocks = []
     start = 0
-    for L, has_rt in zip(lengths, reported):
+    for t, L, has_rt in zip(tiers, lengths, reported):
         at = slice(start, start + L)
-        blocks.append(_Block(U[at], T[at], C[at], counts[at], X[at],
-                             R[at] if has_rt and R is not None else None))
+        block = _Block(U[at], T[at], C[at], counts[at], X[at], R[at] if has_rt else None)
+        t.history.extend(block.U, block.T, block.C, block.counts)
+        if not t.kalman.initialised and block.R is not None:
+            block.rt = list(np.nan_to_num(block.R, nan=0.0))
+        blocks.append(block)
         start += L
     return blocks
 
