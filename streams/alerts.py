@@ -14,12 +14,17 @@ Kinds:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 __all__ = ["AlertBook", "KINDS"]
 
 KINDS = ("predicted_breach", "current_breach", "model_error")
+
+
+def _payload(event: Mapping[str, Any] | Callable[[], Mapping[str, Any]]) -> Mapping[str, Any]:
+    return event() if callable(event) else event
 
 
 @dataclass
@@ -38,10 +43,13 @@ class AlertBook:
     resolve_after: int = 3
     tracks: dict[str, _Track] = field(default_factory=dict)
 
-    def evaluate(self, key: str, condition: bool | None, event: Mapping[str, Any],
+    def evaluate(self, key: str, condition: bool | None,
+                 event: Mapping[str, Any] | Callable[[], Mapping[str, Any]],
                  time: float) -> dict[str, Any] | None:
         """Feed one solve's ``condition`` (``None``: in the dead band); return a ``firing`` or
-        ``resolved`` event (``event`` plus state fields) when the alert changes state."""
+        ``resolved`` event (``event`` plus state fields) when the alert changes state.
+        ``event`` may be a function returning it, called only then (most solves change no
+        alert, and an event's summary is formatted text)."""
         track = self.tracks.setdefault(key, _Track())
         if condition is None:
             return None
@@ -49,12 +57,12 @@ class AlertBook:
             track.on, track.off = track.on + 1, 0
             if not track.active and track.on >= self.fire_after:
                 track.active, track.since = True, time
-                return {**event, "state": "firing", "since": time}
+                return {**_payload(event), "state": "firing", "since": time}
         else:
             track.on, track.off = 0, track.off + 1
             if track.active and track.off >= self.resolve_after:
                 since, track.active, track.since = track.since, False, None
-                return {**event, "state": "resolved", "since": since}
+                return {**_payload(event), "state": "resolved", "since": since}
         return None
 
     def active(self) -> list[str]:

@@ -111,7 +111,8 @@ class SystemConfig:
 
     def visit(self, tier: str, cls: str) -> float:
         """``V_{tier,cls}``: visits per request (default 1)."""
-        return float(self.visits.get(tier, {}).get(cls, 1.0))
+        per_class = self.visits.get(tier) if self.visits else None
+        return float(per_class.get(cls, 1.0)) if per_class else 1.0
 
 
 _POSITIVE = ("solve_interval_s", "horizon_s", "trend_window_s", "idc_threshold",

@@ -97,6 +97,15 @@ def _mix_response(m: Measured, mix: np.ndarray, classes: list[str]) -> float:
     return float(sum(p * m.response_time[c] for p, c in zip(mix, classes)))
 
 
+def _model_error_hint(pred: Mapping[str, Any]) -> str:
+    """What a ``model_error`` alert suggests: the tiers whose burstiness is not measured yet,
+    else the configuration."""
+    unmeasured = [t for t, v in pred["tiers"].items() if v["idc_flag"] == "too_short"]
+    return (f"the burstiness of {', '.join(map(repr, unmeasured))} is not measured yet "
+            "(too few windows), so the model may miss it" if unmeasured else
+            "check the configuration (tiers, visits, think time)")
+
+
 def _rejection(w: Window, field_name: str, reason: str) -> dict[str, Any]:
     return {"reason": reason, "field": field_name, "system": w.system, "tier": w.tier,
             "end": w.end, "record": w.to_record()}
@@ -386,7 +395,7 @@ class SystemState:
             cond = True
         elif ttb is None or ttb > BREACH_RESOLVE_FACTOR * cfg.horizon_s:
             cond = False
-        ev = self.alerts.evaluate("predicted_breach", cond, {
+        ev = self.alerts.evaluate("predicted_breach", cond, lambda: {
             **base, "alert": "predicted_breach", "class": pred["breach_class"],
             "tier": pred["breach_tier"], "time_to_breach_s": ttb, "value": ttb,
             "threshold": cfg.horizon_s,
@@ -402,7 +411,7 @@ class SystemState:
                 continue
             cond = None if r is not None and CURRENT_RESOLVE_FACTOR * sla <= r <= sla else \
                 bool(r is not None and r > sla)
-            ev = self.alerts.evaluate(f"current_breach/{c}", cond, {
+            ev = self.alerts.evaluate(f"current_breach/{c}", cond, lambda c=c, r=r, sla=sla: {
                 **base, "alert": "current_breach", "class": c, "tier": pred["bottleneck_tier"],
                 "value": r, "threshold": sla,
                 "summary": f"{self.system}: class {c!r} response time {r or 0:.3f} s is above "
@@ -410,16 +419,12 @@ class SystemState:
             events += [ev] if ev else []
         err, thr = pred["model_error"], cfg.model_error_threshold
         cond = None if err is None or ERROR_RESOLVE_FACTOR * thr <= err <= thr else err > thr
-        unmeasured = [t for t, v in pred["tiers"].items() if v["idc_flag"] == "too_short"]
-        hint = (f"the burstiness of {', '.join(map(repr, unmeasured))} is not measured yet "
-                "(too few windows), so the model may miss it" if unmeasured else
-                "check the configuration (tiers, visits, think time)")
-        ev = self.alerts.evaluate("model_error", cond, {
+        ev = self.alerts.evaluate("model_error", cond, lambda: {
             **base, "alert": "model_error", "class": None, "tier": None, "value": err,
             "threshold": thr,
             "summary": f"{self.system}: the {pred['model']} model's response time is off the "
                        f"measured one by {100 * (err or 0):.0f}% (threshold {100 * thr:.0f}%): "
-                       f"{hint}; do not trust its predictions yet"}, time)
+                       f"{_model_error_hint(pred)}; do not trust its predictions yet"}, time)
         events += [ev] if ev else []
         return events
 

@@ -349,6 +349,21 @@ def test_alert_dead_band_does_not_move_the_counters():
     assert book.active() == []
 
 
+def test_alert_event_given_as_a_function_is_built_only_when_the_state_changes():
+    calls = []
+
+    def event():
+        calls.append(1)
+        return EVENT
+
+    book = AlertBook(fire_after=2, resolve_after=1)
+    events = [book.evaluate("k", c, event, float(t))
+              for t, c in enumerate([True, None, True, True, False, False])]
+    assert events == [None, None, {**EVENT, "state": "firing", "since": 2.0}, None,
+                      {**EVENT, "state": "resolved", "since": 2.0}, None]
+    assert len(calls) == 2                           # the firing and the resolution only
+
+
 def test_alert_resolves_after_resolve_after_consecutive_false():
     book = AlertBook(fire_after=1, resolve_after=3)
     events = _feed(book, [True, False, False, True, False, False, False, False])
