@@ -4,9 +4,9 @@ Faust's ``Stream.take_events(max_, within)`` closes a batch when it holds ``max_
 after ``within`` seconds, and admits no event while the agent works on the previous batch.
 Under a light, steady load every event therefore waits the whole ``within`` plus the previous
 batch's processing and delivery: at 1,000 windows/s that put perfcast's p99 latency above 3 s
-(``docs/benchmarks.md``). :func:`adaptive_batches` keeps ``take_events``' guarantees (events are
-acknowledged only after the caller is done with their batch; at most ``max_`` per batch) and
-changes two things:
+(``docs/benchmarks.md``). :func:`adaptive_batches` keeps ``take_events``' guarantees (no event
+is acknowledged before the caller is done with its batch; at most ``max_`` per batch) and
+changes three things:
 
 * a batch closes when it is full, when its first event has waited ``within_s``, or -- the new
   rule -- when it is at least ``linger_s`` old and nothing more is known to be waiting
@@ -15,7 +15,10 @@ changes two things:
   when the worker keeps up they close after ``linger_s`` (latency);
 * events keep being admitted (up to ``max_``) while the caller processes and delivers the
   previous batch, so the time spent waiting for Kafka's and InfluxDB's acknowledgements is
-  not lost.
+  not lost;
+* the caller acknowledges each batch's events itself (:func:`acknowledge`) when it is done with
+  them, which may be after it has taken the next batch (:class:`streams.batch_flow.BatchFlow`
+  delivers one batch while the core computes the next).
 
 It uses the same internals of ``faust.Stream`` that ``take_events`` uses (a processor, the
 passive drainer, ``current_event``, ``ack``), and the consumer's read offsets.
@@ -27,7 +30,7 @@ import asyncio
 import time
 from typing import Any, AsyncIterator
 
-__all__ = ["adaptive_batches", "backlog", "LINGER_S", "TICK_S"]
+__all__ = ["acknowledge", "adaptive_batches", "backlog", "LINGER_S", "TICK_S"]
 
 #: least age of a batch before it may close early (lets a few milliseconds of arrivals share
 #: one batch's fixed costs)
@@ -61,8 +64,9 @@ def backlog(stream: Any) -> int | None:
 async def adaptive_batches(stream: Any, max_: int, within_s: float, *,
                            linger_s: float = LINGER_S,
                            tick_s: float = TICK_S) -> AsyncIterator[list[Any]]:
-    """Lists of events of ``stream`` (at most ``max_`` each), acknowledged after the caller
-    has finished with each list; see the module docstring for when a batch closes."""
+    """Lists of events of ``stream`` (at most ``max_`` each), for the caller to acknowledge
+    (:func:`acknowledge`) once it has finished with each; see the module docstring for when
+    a batch closes."""
     buffer: list[Any] = []
     room = asyncio.Event()
     room.set()
@@ -77,7 +81,7 @@ async def adaptive_batches(stream: Any, max_: int, within_s: float, *,
         buffer.append(event)
         return value
 
-    stream.enable_acks = False                        # acknowledged below, after the caller
+    stream.enable_acks = False                        # acknowledged by the caller
     stream.add_processor(admit)
     stream._enable_passive(aiter(stream.channel))
     opened: float | None = None
@@ -96,5 +100,9 @@ async def adaptive_batches(stream: Any, max_: int, within_s: float, *,
             room.set()
             opened = None
             yield events
-            for event in events:
-                await stream.ack(event)
+
+
+async def acknowledge(stream: Any, events: list[Any]) -> None:
+    """Acknowledge a batch of :func:`adaptive_batches`: its offsets may now be committed."""
+    for event in events:
+        await stream.ack(event)

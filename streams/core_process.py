@@ -122,6 +122,9 @@ class CoreRunner(Protocol):
 
     async def start(self) -> None: ...
 
+    @property
+    def needs_table(self) -> bool: ...
+
     async def run(self, values: list[bytes], partitions: list[int],
                   received: float) -> BatchResult: ...
 
@@ -137,6 +140,11 @@ class _Runner:
     def __init__(self, table: Any) -> None:
         self.table = table
         self.reship = True
+
+    @property
+    def needs_table(self) -> bool:
+        """The next batch takes the worker's table along (after a start or a revocation)."""
+        return self.reship
 
     def _table_if_due(self) -> dict[bytes, bytes] | None:
         due, self.reship = self.reship, False

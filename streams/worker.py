@@ -11,7 +11,8 @@ Topology (``docs/pipeline.md``):
   consumer goes on taking windows in while the core computes; then it sends the outputs to
   ``perfcast.estimates`` / ``.predictions`` / ``.alerts`` / ``.deadletter`` (keyed by system;
   one record batch per partition through :class:`OutputProducer`) and to the InfluxDB sink,
-  then the state to the table's changelog;
+  then the state to the table's changelog. While a batch waits for Kafka's acknowledgements
+  of these, the core computes the next one (:class:`streams.batch_flow.BatchFlow`);
 * table ``state`` with its changelog topic: per system its state without the window history,
   and its tiers' history in chunks of 16 windows
   (:class:`streams.table_pipeline.TableBackedPipeline`); every entry is written to the
@@ -29,13 +30,14 @@ agent sends the outputs and waits until Kafka has them (and, for a batch with pr
 alerts, until InfluxDB has those points), (3) it writes the snapshot to the table and its
 changelog topic (through the same batching producer) and waits until Kafka has it, and only
 then are the batch's windows acknowledged, so the changelog always covers every committed
-window. After a crash, the windows between the last commit and the crash are read again; those
+window. The next batch's core runs during (2) and (3); its outputs are queued only after the
+batch before it is finished, so every topic and the changelog keep the batches' order. After a crash, the windows between the last commit and the crash are read again; those
 the restored state already holds are recognised as duplicates (dead-lettered with reason
 ``duplicate``) and counted once, the others are processed. Outputs are at least once: a crash
 between (2) and (3) produces a batch's records again (their ``(system, tier, seq)`` /
 ``(system, time)`` identify them; InfluxDB overwrites equal points). Estimate points still in
 the InfluxDB sink's buffer when the worker dies are lost (at most one flush interval). At
-shutdown the agent takes no new batch and finishes the one it has before the producer stops.
+shutdown the agent takes no new batch and finishes the ones it has before the producer stops.
 """
 
 from __future__ import annotations
@@ -44,13 +46,16 @@ import asyncio
 import logging
 import os
 import time
+from functools import partial
 from typing import Any
 
 import faust
 
-from streams.batching import adaptive_batches, backlog
+from streams.batch_flow import BatchFlow, Steps
+from streams.batching import acknowledge, adaptive_batches, backlog
 from streams.config import Config, KafkaSettings
-from streams.core_process import OUTPUT_TOPICS, CoreProcess, CoreRunner, InlineCore
+from streams.core_process import (OUTPUT_TOPICS, BatchResult, CoreProcess, CoreRunner,
+                                  InlineCore)
 from streams.delivery import deliver_directly
 from streams.influx import InfluxSink
 
@@ -194,39 +199,47 @@ SHUTDOWN_WAIT_S = 20.0
 class BatchStats:
     """Windows per second, where the time went, and how old the windows were when their batch
     began (Kafka timestamp to now: the wait before the agent), since the last report. Phases:
-    ``core`` the batch step (in the core process), ``wait`` the agent waiting for it beyond
-    the step itself (moving the batch and its result between the processes), ``send``
-    queueing the outputs, ``influx`` the InfluxDB sink, ``deliver`` waiting for the outputs'
-    acknowledgements, ``persist`` the changelog."""
+    ``core`` the batch step (in the core process); ``wait`` the agent waiting for it beyond
+    the step itself (moving the batch and its result between the processes); ``previous``
+    waiting for the batch before to finish; ``queue`` queueing the outputs (Kafka, InfluxDB);
+    ``deliver`` waiting for their acknowledgements; ``persist`` the changelog; ``ack`` the
+    windows' acknowledgement. ``deliver``, ``persist`` and ``ack`` overlap the next batch's
+    ``core`` (:mod:`streams.batch_flow`)."""
 
-    PHASES = ("core", "wait", "send", "influx", "deliver", "persist")
+    PHASES = ("core", "wait", "previous", "queue", "deliver", "persist", "ack")
 
     def __init__(self) -> None:
         self.windows = 0
         self.batches = 0
-        self.seconds = [0.0] * len(self.PHASES)
+        self.seconds = dict.fromkeys(self.PHASES, 0.0)
         self.ages: list[float] = []
         self.since = time.monotonic()
 
-    def add(self, windows: int, *seconds: float, age: float | None = None) -> None:
-        self.windows += windows
+    def add(self, result: BatchResult, seconds: dict[str, float]) -> None:
+        """A finished batch: its phases' seconds as :class:`streams.batch_flow.BatchFlow`
+        measured them (``run`` split into ``core`` and ``wait``)."""
+        self.windows += result.windows
         self.batches += 1
-        self.seconds = [a + b for a, b in zip(self.seconds, seconds)]
-        if age is not None:
-            self.ages.append(age)
+        split = {**seconds, "core": result.seconds, "wait": seconds["run"] - result.seconds}
+        for phase in self.PHASES:
+            self.seconds[phase] += split[phase]
+
+    def age(self, seconds: float) -> None:
+        """How long the oldest window of a batch waited before the agent took it."""
+        self.ages.append(seconds)
 
     def take(self) -> str | None:
         now = time.monotonic()
         span, self.since = now - self.since, now
         if not self.batches:
             return None
-        parts = ", ".join(f"{p} {1e3 * s / self.windows:.3f}"
-                          for p, s in zip(self.PHASES, self.seconds))
+        parts = ", ".join(f"{p} {1e3 * s / self.windows:.3f}" for p, s in self.seconds.items())
         line = (f"{self.windows / span:.0f} windows/s in {self.batches} batches; "
                 f"ms per window: {parts}")
         if self.ages:
             line += f"; oldest window at batch start: {1e3 * max(self.ages):.0f} ms"
-        self.windows, self.batches, self.seconds = 0, 0, [0.0] * len(self.PHASES)
+        self.windows, self.batches = 0, 0
+        self.seconds = dict.fromkeys(self.PHASES, 0.0)
         self.ages = []
         return line
 
@@ -273,64 +286,76 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
     async def _revoked(app_: Any, revoked: Any, **kwargs: Any) -> None:
         runner.forget()
 
+    async def deliver(result: BatchResult) -> list[Any]:
+        """The outputs queued for Kafka; predictions and alerts written to InfluxDB now
+        (alongside the Kafka deliveries, before the state that produced them), estimates and
+        dead letters buffered. Returns what to await for their delivery."""
+        futures = []
+        for name in OUTPUT_TOPICS:
+            futures += await producer.send(k.topic(name), result.records[name])
+        if sink is not None:
+            if result.urgent:
+                futures.append(asyncio.ensure_future(sink.write(result.urgent)))
+            await sink.add_lines(result.lines)
+        return futures
+
+    async def persist(result: BatchResult) -> None:
+        """The batch's state into the table and its changelog; returns once Kafka has it."""
+        for _, key, value in result.changelog:
+            state.data[key] = value
+        if result.changelog:
+            await asyncio.gather(*await producer.send_to(changelog_topic, result.changelog))
+
+    flows: list[BatchFlow[BatchResult]] = []     # the agent's (one per agent start)
+
+    async def drain() -> None:
+        for flow in flows:
+            await flow.drain()
+
     @app.on_before_shutdown.connect
     async def _shutdown(app_: Any, **kwargs: Any) -> None:
-        # the agent takes no new batch from here and finishes the one it has
+        # the agent takes no new batch from here; the one in its hands and the one waiting
+        # for its acknowledgements are finished
         stopping.set()
         try:
             await asyncio.wait_for(idle.wait(), SHUTDOWN_WAIT_S)
+            await asyncio.wait_for(drain(), SHUTDOWN_WAIT_S)
         except asyncio.TimeoutError:
             log.warning("shutting down with a batch not finished (read again on restart)")
+        except Exception:                                  # noqa: BLE001 -- reported here
+            log.exception("a batch failed at shutdown (read again on restart)")
         await producer.stop()
         await runner.stop()
 
     @app.agent(source)
     async def process(stream: Any) -> None:
+        """Batches of windows through the flow (:class:`streams.batch_flow.BatchFlow`): the
+        core, then -- once the batch before it is finished -- the outputs queued; a batch is
+        finished (delivered, its state in the changelog, its windows acknowledged) while the
+        core computes the next. A crash before a batch is finished re-produces its outputs
+        (at least once), never loses them, and a committed window is always in the
+        changelog."""
+        await drain()                     # an agent restarted after a failure
+        flows[:] = [BatchFlow(runner, Steps(deliver, persist, partial(acknowledge, stream),
+                                            stats.add))]
         await runner.start()
         async for events in adaptive_batches(stream, batch, within_s):
             if stopping.is_set():
                 break                     # not acknowledged: read again after a restart
             idle.clear()
             try:
-                await run(stream, events)
+                received = time.time()
+                stamp = events[0].message.timestamp      # s since the epoch (producer's clock)
+                if stamp:
+                    stats.age(received - stamp)
+                if debug_batches:
+                    log.info("batch of %d: oldest %.3f s, newest %.3f s old; backlog %s",
+                             len(events), received - stamp,
+                             received - events[-1].message.timestamp, backlog(stream))
+                await flows[0].submit(events, [e.value for e in events],
+                                      [e.message.partition for e in events], received)
             finally:
                 idle.set()
-
-    async def run(stream: Any, events: list[Any]) -> None:
-        """One batch: the core (in the runner), then the outputs delivered to Kafka and
-        InfluxDB, then the state to the changelog; the windows are acknowledged after this
-        returns, so a crash in between re-produces outputs (at least once), never loses them,
-        and a committed window is always in the changelog."""
-        received = time.time()
-        stamp = events[0].message.timestamp         # s since the epoch (producer's clock)
-        if debug_batches:
-            log.info("batch of %d: oldest %.3f s, newest %.3f s old; backlog %s",
-                     len(events), received - stamp, received - events[-1].message.timestamp,
-                     backlog(stream))
-        t0 = time.perf_counter()
-        result = await runner.run([e.value for e in events],
-                                  [e.message.partition for e in events], received)
-        t1 = time.perf_counter()
-        futures = []
-        for name in OUTPUT_TOPICS:
-            futures += await producer.send(k.topic(name), result.records[name])
-        t2 = time.perf_counter()
-        if sink is not None:
-            # predictions and alerts written now (alongside the Kafka deliveries), before the
-            # state that produced them; estimates and dead letters through the buffer
-            if result.urgent:
-                futures.append(asyncio.ensure_future(sink.write(result.urgent)))
-            await sink.add_lines(result.lines)
-        t3 = time.perf_counter()
-        if futures:
-            await asyncio.gather(*futures)
-        t4 = time.perf_counter()
-        for _, key, value in result.changelog:
-            state.data[key] = value
-        if result.changelog:
-            await asyncio.gather(*await producer.send_to(changelog_topic, result.changelog))
-        stats.add(result.windows, result.seconds, t1 - t0 - result.seconds, t2 - t1, t3 - t2,
-                  t4 - t3, time.perf_counter() - t4, age=received - stamp if stamp else None)
 
     if sink is not None:
         @app.timer(interval=config.influxdb.flush_interval_s)
