@@ -284,9 +284,7 @@ def worker(config: Optional[Path] = typer.Option(None, exists=True, dir_okay=Fal
            loglevel: str = typer.Option("warning")) -> None:
     """Run the Faust worker: perfcast.windows -> estimates, predictions, alerts (Kafka and
     InfluxDB). Connection settings come from the environment (see docs/configuration.md)."""
-    from faust import Worker
-
-    from streams.worker import build_app
+    from streams.worker import build_app, faust_worker
 
     from streams.topics import ensure_topics
 
@@ -295,7 +293,7 @@ def worker(config: Optional[Path] = typer.Option(None, exists=True, dir_okay=Fal
     faust_app = build_app(cfg, app_id=app_id, partitions=partitions,
                           core_process=core_process)
     sys.argv = sys.argv[:1]
-    Worker(faust_app, loglevel=loglevel).execute_from_commandline()
+    faust_worker(faust_app, loglevel).execute_from_commandline()
 
 
 if __name__ == "__main__":  # pragma: no cover
