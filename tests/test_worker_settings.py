@@ -4,17 +4,23 @@
   WARN and above, sets the root logger to DEBUG for its terminal spinner, so every debug call
   of aiokafka builds a record for nothing (docs/benchmarks.md). Logging is process-wide, so
   each case runs mode's real logging setup in a fresh interpreter.
+* ``tune_fetches``: the source consumer's fetch wait and least fetch size, set on aiokafka's
+  fetcher (no Faust setting exists); both or neither.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import subprocess
 import sys
 
+from types import SimpleNamespace
+
 import pytest
 
 from pipeline_harness import ROOT
+from streams.worker import tune_fetches
 
 PROBE = """
 import json, logging, sys
@@ -54,3 +60,30 @@ def test_the_perfcast_worker_keeps_the_requested_level(level, root, info):
     assert probe(level, "perfcast") == {"root": root, "aiokafka_debug": False,
                                         "perfcast_info": info}
 
+
+def app_with(fetcher: object) -> SimpleNamespace:
+    """An app whose consumer reaches ``fetcher`` the way Faust's aiokafka driver does."""
+    return SimpleNamespace(consumer=SimpleNamespace(_thread=SimpleNamespace(
+        _consumer=SimpleNamespace(_fetcher=fetcher))))
+
+
+def test_tune_fetches_sets_the_wait_and_the_least_fetch_size():
+    fetcher = SimpleNamespace(_fetch_max_wait_ms=1500, _fetch_min_bytes=1)
+    assert tune_fetches(app_with(fetcher), 50, 16384) is True
+    assert (fetcher._fetch_max_wait_ms, fetcher._fetch_min_bytes) == (50, 16384)
+
+
+def test_tune_fetches_leaves_a_fetcher_without_the_attributes_alone(caplog):
+    fetcher = SimpleNamespace(_fetch_max_wait_ms=1500)            # no _fetch_min_bytes
+    assert tune_fetches(app_with(fetcher), 50, 16384) is False
+    assert fetcher._fetch_max_wait_ms == 1500 and not hasattr(fetcher, "_fetch_min_bytes")
+    assert "cannot tune the consumer's fetches" in caplog.text
+    assert tune_fetches(SimpleNamespace(consumer=None), 50, 16384) is False
+
+
+def test_tune_fetches_reaches_the_fetcher_of_the_installed_aiokafka():
+    """The attribute names exist in the aiokafka this project installs."""
+    from aiokafka.consumer.fetcher import Fetcher
+
+    source = inspect.getsource(Fetcher.__init__)
+    assert "self._fetch_max_wait_ms" in source and "self._fetch_min_bytes" in source
