@@ -32,7 +32,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from itertools import chain
 from operator import itemgetter
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -527,11 +527,15 @@ class TierState:
             "interval": self.interval.to_dict(), "fit_inputs": self.fit_inputs, "fit": self.fit,
             "model": self.model, "idc_seq": self.idc_seq, "regression": self.regression,
             "reg_seq": self.reg_seq,
-            "selection": {"busy": [row[0] for row in self.scores],
-                          "kalman": _nan_out(row[1] for row in self.scores),
-                          "regression": _nan_out(row[2] for row in self.scores),
-                          "estimator": self.estimator},
+            "selection": self._selection(),
         }
+
+    def _selection(self) -> dict[str, Any]:
+        """The selection's rows as three columns, NaN (no residual yet) as ``None``."""
+        busy, kalman, regression = (list(col) for col in zip(*self.scores)) if self.scores \
+            else ([], [], [])
+        return {"busy": busy, "kalman": _nan_out(kalman), "regression": _nan_out(regression),
+                "estimator": self.estimator}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], config: SystemConfig,
@@ -579,7 +583,12 @@ def _rows(maps: list[Mapping[str, float]], keys: list[str], missing: float) -> l
     return out
 
 
-def _nan_out(values: Iterable[float]) -> list[float | None]:
+def _nan_out(values: list[float]) -> list[float | None]:
+    """``values`` with NaN as ``None`` (JSON has no NaN); the list itself when it holds no
+    NaN, found by one C-level sum (the values are finite or NaN)."""
+    total = sum(values)
+    if total == total:
+        return values
     return [None if v != v else v for v in values]
 
 

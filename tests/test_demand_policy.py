@@ -182,6 +182,24 @@ def test_selection_state_round_trips():
     assert [m.estimator for m in _feed(again, rest)] == [m.estimator for m in _feed(tier, rest)]
 
 
+_score = st.one_of(st.floats(-1e3, 1e3), st.just(float("nan")), st.just(float("inf")),
+                   st.just(float("-inf")))
+
+
+@given(st.lists(st.tuples(st.floats(0, 10), _score, _score), max_size=SELECTION_WINDOWS))
+def test_selection_columns_are_the_rows_with_nan_as_none(rows):
+    """The state's selection columns: each row's values in order, NaN as ``None`` (JSON has
+    none), everything else as it is -- what a row-by-row conversion gives."""
+    tier = TierState("db", SystemConfig())
+    tier.scores.extend(rows)
+    sel = tier.to_dict()["selection"]
+    assert sel["busy"] == [r[0] for r in rows]
+    for i, name in ((1, "kalman"), (2, "regression")):
+        expected = [None if r[i] != r[i] else r[i] for r in rows]
+        assert [v is None for v in sel[name]] == [v is None for v in expected]
+        assert [v for v in sel[name] if v is not None] == [v for v in expected if v is not None]
+
+
 def test_the_prediction_names_the_estimator_each_tier_used():
     """Constant service: the regression is exact and picked; the prediction record says so
     (and ``kalman_checked`` always reports the Kalman filter)."""
