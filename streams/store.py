@@ -20,7 +20,11 @@ _SQL_TYPES = {"float": "REAL", "int": "INTEGER", "bool": "INTEGER", "str": "TEXT
 
 
 class SQLiteStore:
-    """One table per measurement: ``time`` (epoch seconds), a column per tag and per field."""
+    """One table per measurement: ``time`` (epoch seconds), a column per tag and per field.
+
+    Written in WAL mode; :meth:`close` returns the file to rollback mode, so the closed store
+    is one self-contained file (a reader opening it read-only, as ``perfcast report`` does,
+    would otherwise leave ``-wal`` and ``-shm`` files beside it)."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -57,6 +61,7 @@ class SQLiteStore:
             self.conn.row_factory = None
 
     def close(self) -> None:
+        self.conn.execute("PRAGMA journal_mode=DELETE")        # checkpoints the WAL
         self.conn.close()
 
 

@@ -93,6 +93,8 @@ def test_report_command_writes_the_page(tmp_path):
         assert "report of 1 system (shop)" in result.output
         html = out.read_text(encoding="utf-8")
         assert html.startswith("<!DOCTYPE html>") and 'data-system="shop"' in html
+    # the store is one file after the run and after reading it (no WAL files left beside it)
+    assert [p.name for p in run_dir.glob("perfcast.sqlite*")] == ["perfcast.sqlite"]
     config = tmp_path / "perfcast.toml"
     config.write_text("[defaults]\nidc_threshold = 40\n")
     out = tmp_path / "configured.html"
