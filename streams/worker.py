@@ -31,8 +31,9 @@ alerts, until InfluxDB has those points), (3) it writes the snapshot to the tabl
 changelog topic (through the same batching producer) and waits until Kafka has it, and only
 then are the batch's windows acknowledged, so the changelog always covers every committed
 window. The next batch's core runs during (2) and (3); its outputs are queued only after the
-batch before it is finished, so every topic and the changelog keep the batches' order. After a crash, the windows between the last commit and the crash are read again; those
-the restored state already holds are recognised as duplicates (dead-lettered with reason
+batch before it is finished, so every topic and the changelog keep the batches' order. After a
+crash, the windows between the last commit and the crash are read again; those the restored
+state already holds are recognised as duplicates (dead-lettered with reason
 ``duplicate``) and counted once, the others are processed. Outputs are at least once: a crash
 between (2) and (3) produces a batch's records again (their ``(system, tier, seq)`` /
 ``(system, time)`` identify them; InfluxDB overwrites equal points). Estimate points still in

@@ -32,9 +32,9 @@ worker = (faust_worker(app, sys.argv[1]) if sys.argv[2] == "perfcast"
           else faust.Worker(app, loglevel=sys.argv[1]))
 worker._setup_logging()                      # what Worker.execute_from_commandline runs first
 # (it also redirects sys.stdout into the logger)
-sys.__stdout__.write(json.dumps({"root": logging.getLevelName(logging.root.level),
-                  "aiokafka_debug": logging.getLogger("aiokafka.conn").isEnabledFor(logging.DEBUG),
-                  "perfcast_info": logging.getLogger("perfcast.worker").isEnabledFor(logging.INFO)}))
+enabled = {"aiokafka_debug": logging.getLogger("aiokafka.conn").isEnabledFor(logging.DEBUG),
+           "perfcast_info": logging.getLogger("perfcast.worker").isEnabledFor(logging.INFO)}
+sys.__stdout__.write(json.dumps({"root": logging.getLevelName(logging.root.level), **enabled}))
 sys.__stdout__.flush()
 """
 
