@@ -1,0 +1,526 @@
+"""Closed MAP networks with multi-core tiers at large populations: flow-equivalent decomposition.
+
+The network is :mod:`solvers.mapqn`'s (paper 000, Fig. 9) with cores: ``N`` users think for an
+exponential time of mean ``Z``, then visit tiers ``1..M`` in order. Tier ``m`` has ``c_m``
+cores that share one service process ``MAP(D0_m, D1_m)`` run at speed ``s_m(n) = min(n, c_m)``
+(the busy cores; the phase is frozen while the tier is idle). An exponential tier is the
+order-1 MAP, i.e. a load-dependent server of rate ``min(n, c_m)/S_m``; a bursty tier's cores
+consume one correlated service-time sequence, so a run of heavy requests slows every busy core
+at once (paper 000, section 4: burstiness as runs of slow service).
+
+Why this method
+---------------
+The exact chain (:func:`solvers.mapqn.solve_closed`) has ``C(N+M, M) prod_m K_m`` states: 100k
+states are reached at about 65 users with three tiers, while the systems people run have
+thousands. Among the candidates (the exact chain with multi-server stations, blending over
+random environments, decomposition), decomposition keeps what makes bursty service harmful --
+the joint dynamics of a tier's queue and its service phase, the pile-up during a slow run --
+while its cost grows linearly with ``N``:
+
+1. **Flow-equivalent server (FES) of the exponential part.** The think station and the
+   exponential tiers ``E`` form a product-form network. Its normalising constants
+   ``G_E(k), k = 0..N`` are computed in log space by convolving the stations' weights
+   ``f_m(j) = S_m^j / prod_{i<=j} min(i, c_m)`` (a ``c_m + 1``-tap head and a geometric tail,
+   so ``O(N c_m)`` per tier) onto the delay's ``Z^k / k!``; its throughput with ``k`` users is
+   ``X_E(k) = G_E(k-1) / G_E(k)`` (Chandy-Herzog-Woo).
+2. **The bursty tier exactly, against the FES.** For a bursty tier ``b`` the chain on
+   ``(n_b, phi_b)``, ``n_b = 0..N``, with arrivals at rate ``X_rest(N - n_b)`` and the MAP at
+   speed ``min(n_b, c_b)``, is a level-dependent quasi-birth-death process with
+   ``(N + 1) K_b`` states; its generator is banded and is solved by one banded LU
+   (``scipy.linalg.solve_banded``) with one state's probability fixed.
+3. **Several bursty tiers: Marie's fixed point** (R. Marie, "An approximate analytical method
+   for general queueing networks", IEEE TSE 1979). Each bursty tier's *conditional throughput*
+   ``nu_b(n) = E[min(n, c_b) (D1_b 1)_phi | n_b = n]`` makes it a load-dependent exponential
+   station with the same queue-length distribution (the level-crossing balance
+   ``P(n) nu(n) = P(n-1) lambda(n-1)`` holds exactly), so the rest of the network seen by tier
+   ``b`` is product form: ``G_rest = G_E * f_{b'}`` over the other bursty tiers, with
+   ``f_b(j) = prod_{i<=j} 1/nu_b(i)``. The tiers are re-solved in turn until ``nu`` stops
+   moving. With one bursty tier the first pass is the answer.
+
+Metrics come from the bursty tier holding the most jobs (the *reference* tier ``r``): its chain
+gives ``X`` and ``P(n_r = n)``; an exponential tier's mean queue is
+``Q_m = sum_n P(n_r = n) E[n_m | N - n users in the rest]``, the conditional mean being
+``d log G_rest(k) / d log S_m`` (central difference); another bursty tier's comes from its own
+chain. ``U_m`` is the per-core utilization ``E[min(n_m, c_m)]/c_m``; ``R_m = Q_m / X``
+(Little). ``bottleneck_probability`` gives each level of the reference tier to the tier holding
+the most jobs there (the others at their conditional means): the analogue of
+:mod:`solvers.mapqn`'s ``B_m`` without its ties between empty queues at light load.
+
+What is approximate
+-------------------
+* The FES assumes the rest of the network equilibrates at each population faster than the
+  bursty tier moves; a burst leaving tier ``b`` meets the next tier as if it were smooth.
+* With several bursty tiers, each sees the others as load-dependent exponential stations.
+* For ``N > TAIL_FROM`` a bursty tier's weights ``f_b`` beyond ``TAIL_FROM`` jobs use the
+  geometric tail of ``nu_b(TAIL_FROM)`` (``nu_b`` converges geometrically in ``n``); flagged
+  when ``nu_b`` still moves by more than 1% beyond it.
+Exponential-only networks are solved exactly (the product form), which the tests check against
+exact MVA; bursty ones are checked against the exact chain where it fits and against a
+simulation of the physical system (docs/accuracy.md).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+from scipy.linalg import solve_banded
+from scipy.special import gammaln, logsumexp
+
+from solvers.processes import MAP
+
+__all__ = ["DecompositionResult", "solve_decomposed", "TAIL_FROM"]
+
+#: jobs beyond which a bursty tier's load-dependent weights use their geometric tail
+TAIL_FROM = 256
+_EPS = 1e-4          # relative step of the central differences d log G / d log S_m
+_NEG_INF = -math.inf
+
+
+# ------------------------------------------------------------------------------------ result
+def _frozen(a: Any) -> np.ndarray:
+    arr = np.array(a, dtype=float)
+    arr.setflags(write=False)
+    return arr
+
+
+@dataclass(frozen=True, eq=False)
+class DecompositionResult:
+    """Solution of the closed network by :func:`solve_decomposed` (module docstring).
+
+    Per-tier arrays have shape ``(M,)``: ``residence_time`` ``R_m``, ``utilization`` ``U_m``
+    (per core), ``queue_length`` ``Q_m``, ``bottleneck_probability`` ``B_m``.
+    ``throughput`` ``X`` and ``response_time`` ``R = sum_m R_m`` (think time excluded), so
+    ``N = X (R + Z)`` up to ``little_residual``. ``iterations`` of the fixed point (0: no
+    bursty tier, 1: one), ``converged``, ``flags`` for anything approximate or degenerate.
+    """
+
+    throughput: float
+    response_time: float
+    residence_time: np.ndarray
+    utilization: np.ndarray
+    queue_length: np.ndarray
+    bottleneck_probability: np.ndarray
+    population: int
+    think_time: float
+    servers: tuple[int, ...]
+    iterations: int
+    converged: bool
+    little_residual: float
+    method: str = "decomposition"
+    elapsed_s: float = 0.0
+    flags: tuple[str, ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        for name in ("residence_time", "utilization", "queue_length", "bottleneck_probability"):
+            object.__setattr__(self, name, _frozen(getattr(self, name)))
+
+
+# ------------------------------------------------------------------------------------ inputs
+def _check_processes(processes: Any) -> list[MAP]:
+    procs = [processes] if isinstance(processes, MAP) else list(processes)
+    if not procs:
+        raise ValueError("processes: at least one tier is needed")
+    for i, p in enumerate(procs):
+        if not isinstance(p, MAP):
+            raise ValueError(f"processes: item {i} must be a solvers.processes.MAP, "
+                             f"got {type(p).__name__}")
+    return procs
+
+
+def _check_servers(servers: Any, tiers: int) -> tuple[int, ...]:
+    if servers is None:
+        return (1,) * tiers
+    out = list(servers)
+    if len(out) != tiers:
+        raise ValueError(f"servers: must have one entry per tier ({tiers}), got {len(out)}")
+    for i, c in enumerate(out):
+        if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or c < 1:
+            raise ValueError(f"servers: item {i} must be an integer >= 1, got {c!r}")
+    return tuple(int(c) for c in out)
+
+
+def _check_count(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise ValueError(f"{name}: must be an integer >= 0, got {value!r}")
+    return int(value)
+
+
+def _check_think(value: Any) -> float:
+    try:
+        z = float(value)
+    except (TypeError, ValueError):
+        z = math.nan
+    if isinstance(value, bool) or not (math.isfinite(z) and z >= 0):
+        raise ValueError(f"think_time: must be a finite number >= 0, got {value!r}")
+    return z
+
+
+# ------------------------------------------------------------------- log-space convolutions
+def _log_delay(N: int, Z: float) -> np.ndarray:
+    """``log G(k)`` of the think station alone: ``Z^k / k!`` (``Z = 0``: only ``k = 0``)."""
+    k = np.arange(N + 1, dtype=float)
+    if Z > 0:
+        return k * math.log(Z) - gammaln(k + 1)
+    out = np.full(N + 1, _NEG_INF)
+    out[0] = 0.0
+    return out
+
+
+def _geometric(lg: np.ndarray, lratio: float) -> np.ndarray:
+    """``log S(k)``, ``S(k) = sum_{i>=0} r^i g(k - i)`` (``log r = lratio``)."""
+    k = np.arange(lg.shape[0], dtype=float)
+    with np.errstate(invalid="ignore"):
+        shifted = np.where(np.isfinite(lg), lg - k * lratio, _NEG_INF)
+    return k * lratio + np.logaddexp.accumulate(shifted)
+
+
+def _shift(la: np.ndarray, by: int) -> np.ndarray:
+    """``la(k - by)``, ``-inf`` where ``k < by``."""
+    out = np.full_like(la, _NEG_INF)
+    if by < la.shape[0]:
+        out[by:] = la[: la.shape[0] - by]
+    return out
+
+
+def _convolve(lg: np.ndarray, lhead: np.ndarray, lratio: float | None) -> np.ndarray:
+    """``log (g * f)(k)``, ``k = 0..N``, for a station whose weights are ``f(j) = e^{lhead[j]}``
+    for ``j <= h`` and ``f(h) r^{j-h}`` beyond (``log r = lratio``; ``None``: 0 beyond ``h``).
+
+    The head is a ``(h + 1)``-tap filter (one log-sum-exp over shifted copies); the tail is
+    ``f(h) r S(k - h - 1)`` with ``S`` the geometric sum of :func:`_geometric`. Every term is
+    non-negative, so nothing cancels."""
+    N = lg.shape[0] - 1
+    taps = min(lhead.shape[0] - 1, N)
+    padded = np.concatenate([np.full(taps, _NEG_INF), lg])
+    windows = np.lib.stride_tricks.sliding_window_view(padded, taps + 1)[: N + 1]
+    terms = windows + lhead[taps::-1][None, :]              # term (k, j) = f(j) g(k - j)
+    with np.errstate(divide="ignore"):
+        head = logsumexp(terms, axis=1)
+    h = lhead.shape[0] - 1
+    if lratio is None or h >= N:
+        return head
+    tail = lhead[h] + lratio + _shift(_geometric(lg, lratio), h + 1)
+    return np.logaddexp(head, tail)
+
+
+def _exponential_weights(mean: float, cores: int, N: int) -> tuple[np.ndarray, float]:
+    """Head and tail ratio of ``f(j) = S^j / prod_{i<=j} min(i, c)``."""
+    j = np.arange(min(cores, N) + 1, dtype=float)
+    return j * math.log(mean) - gammaln(j + 1), math.log(mean / cores)
+
+
+def _ld_weights(nu: np.ndarray, N: int, flags: list[str], name: str) -> tuple[np.ndarray, float | None]:
+    """Head and tail of ``f(j) = prod_{i<=j} 1/nu(i)`` (``nu[0]`` unused): exact up to
+    :data:`TAIL_FROM`, geometric beyond (module notes)."""
+    lf = np.concatenate([[0.0], -np.cumsum(np.log(nu[1:]))])
+    if N <= TAIL_FROM:
+        return lf, None
+    beyond = np.log(nu[TAIL_FROM:])
+    if float(np.max(np.abs(beyond - beyond[0]))) > 0.01:
+        flags.append(f"{name}: conditional throughput still moves beyond {TAIL_FROM} jobs; "
+                     "geometric tail used")
+    return lf[: TAIL_FROM + 1], float(-beyond[0])
+
+
+def _log_g_exponential(means: np.ndarray, cores: Sequence[int], tiers: Sequence[int], N: int,
+                       Z: float, scale: dict[int, float] | None = None) -> np.ndarray:
+    """``log G_E(k)`` of the think station and the exponential ``tiers`` (means scaled by
+    ``scale[m]`` where given: the central differences of the queue lengths)."""
+    lg = _log_delay(N, Z)
+    for m in tiers:
+        mean = means[m] * (scale or {}).get(m, 1.0)
+        head, lratio = _exponential_weights(mean, cores[m], N)
+        lg = _convolve(lg, head, lratio)
+    return lg
+
+
+def _ratio(lg: np.ndarray) -> np.ndarray:
+    """``X(k) = G(k-1)/G(k)`` for ``k = 1..N`` (index ``k``; ``X(0) = 0``)."""
+    out = np.zeros(lg.shape[0])
+    with np.errstate(invalid="ignore"):
+        out[1:] = np.exp(lg[:-1] - lg[1:])
+    return np.nan_to_num(out, nan=0.0, posinf=0.0)
+
+
+# ------------------------------------------------------------------------- the bursty chain
+@dataclass(frozen=True)
+class _Chain:
+    """Stationary ``pi[n, phi]`` of one bursty tier against the rest, and what follows."""
+
+    pi: np.ndarray          # (N + 1, K)
+    level: np.ndarray       # P(n), (N + 1,)
+    nu: np.ndarray          # conditional throughput, nu[0] = 0
+    throughput: float
+    residual: float
+
+
+def _chain_bands(lam: np.ndarray, proc: MAP, cores: int) -> tuple[np.ndarray, int]:
+    """``Q^T`` of the level-dependent QBD in LAPACK band storage, ``(ab, bandwidth)``.
+
+    State ``n K + phi``: arrivals ``(n, phi) -> (n+1, phi)`` at ``lam[n]``; at speed
+    ``s = min(n, c)``, hidden phase changes ``s D0[phi, phi']`` and completions
+    ``(n, phi) -> (n-1, phi')`` at ``s D1[phi, phi']``."""
+    N, K = lam.shape[0] - 1, proc.order
+    S, w = (N + 1) * K, 2 * K - 1
+    ab = np.zeros((2 * w + 1, S))
+    n = np.repeat(np.arange(N + 1), K)
+    phi = np.tile(np.arange(K), N + 1)
+    speed = np.minimum(n, cores).astype(float)
+    src = n * K + phi
+
+    def put(dst: np.ndarray, frm: np.ndarray, rate: np.ndarray) -> None:
+        # A = Q^T: A[dst, frm] = Q[frm, dst] -> ab[w + dst - frm, frm]
+        np.add.at(ab, (w + dst - frm, frm), rate)
+
+    up = n < N
+    put(src[up] + K, src[up], lam[n[up]])
+    out = lam[n] * up
+    for i in range(K):
+        for j in range(K):
+            at = phi == i
+            if i != j and proc.D0[i, j] > 0:
+                put(src[at] + (j - i), src[at], speed[at] * proc.D0[i, j])
+            if proc.D1[i, j] > 0:
+                down = at & (n > 0)
+                put(src[down] - K + (j - i), src[down], speed[down] * proc.D1[i, j])
+    out = out + speed * (-np.diag(proc.D0))[phi]
+    ab[w] -= out
+    return ab, w
+
+
+def _solve_chain(lam: np.ndarray, proc: MAP, cores: int, guess: int) -> _Chain:
+    """Stationary distribution of the bursty tier's chain (:func:`_chain_bands`): one banded
+    LU with the probability of state ``guess`` fixed to 1; re-solved from the most likely state
+    if that one was a poor anchor (over/underflow)."""
+    N, K = lam.shape[0] - 1, proc.order
+    ab, w = _chain_bands(lam, proc, cores)
+    anchor = guess
+    for _ in range(3):
+        a = ab.copy()
+        lo, hi = max(anchor - w, 0), min(anchor + w, a.shape[1] - 1)
+        cols = np.arange(lo, hi + 1)
+        a[w + anchor - cols, cols] = 0.0                  # row `anchor` of A: x_anchor = 1
+        a[w, anchor] = 1.0
+        rhs = np.zeros(a.shape[1])
+        rhs[anchor] = 1.0
+        with np.errstate(all="ignore"):
+            x = solve_banded((w, w), a, rhs, check_finite=False)
+        finite = np.isfinite(x)
+        if finite.all() and x.max() < 1e150 and x[anchor] >= 1e-3 * x.max():
+            break
+        top = int(np.argmax(np.where(finite, x, -np.inf)))
+        if not finite[top] or top == anchor:
+            break
+        anchor = top
+    if not np.all(np.isfinite(x)):
+        raise RuntimeError("decomposition: the bursty tier's chain could not be solved")
+    x = np.clip(x, 0.0, None)
+    pi = (x / x.sum()).reshape(N + 1, K)
+    level = pi.sum(axis=1)
+    speed = np.minimum(np.arange(N + 1), cores).astype(float)
+    flow = (pi @ proc.D1.sum(axis=1)) * speed            # completions at each level
+    with np.errstate(invalid="ignore", divide="ignore"):
+        nu = np.where(level > 0, flow / level, np.nan)
+    nu = _fill(nu, proc, cores)
+    residual = _chain_residual(ab, w, pi.ravel())
+    return _Chain(pi, level, nu, float(flow.sum()), residual)
+
+
+def _fill(nu: np.ndarray, proc: MAP, cores: int) -> np.ndarray:
+    """``nu(n)`` where level ``n`` has probability 0 (underflow): the nearest known value,
+    or the stationary rate ``min(n, c)/E[S]`` if none is known."""
+    n = np.arange(nu.shape[0])
+    known = np.isfinite(nu) & (nu > 0) & (n > 0)
+    out = nu.copy()
+    out[0] = 0.0
+    if not known[1:].any():
+        out[1:] = np.minimum(n[1:], cores) / proc.mean
+        return out
+    idx = np.flatnonzero(known)
+    nearest = idx[np.clip(np.searchsorted(idx, n[1:]), 0, idx.shape[0] - 1)]
+    before = idx[np.clip(np.searchsorted(idx, n[1:]) - 1, 0, idx.shape[0] - 1)]
+    pick = np.where(np.abs(before - n[1:]) <= np.abs(nearest - n[1:]), before, nearest)
+    out[1:] = np.where(known[1:], nu[1:], nu[pick])
+    return out
+
+
+def _chain_residual(ab: np.ndarray, w: int, pi: np.ndarray) -> float:
+    """``||pi Q||_1 / max |q_ii|`` from the band storage of ``A = Q^T``."""
+    S = pi.shape[0]
+    r = np.zeros(S)
+    for d in range(-w, w + 1):                    # A[i, j] with i - j = d at ab[w + d, j]
+        j = np.arange(max(0, -d), min(S, S - d))
+        r[j + d] += ab[w + d, j] * pi[j]
+    scale = float(np.max(np.abs(ab[w]))) or 1.0
+    return float(np.abs(r).sum() / scale)
+
+
+def _anchor_guess(lam: np.ndarray, proc: MAP, cores: int) -> int:
+    """Most likely state under the exponential equivalent: ``P(n) ~ prod lam(i-1)/mu(i)``,
+    ``mu(i) = min(i, c)/E[S]``, in the phase of largest stationary probability."""
+    N = lam.shape[0] - 1
+    i = np.arange(1, N + 1)
+    with np.errstate(divide="ignore"):
+        steps = np.log(lam[:-1]) - np.log(np.minimum(i, cores) / proc.mean)
+    logp = np.concatenate([[0.0], np.cumsum(steps)])
+    return int(np.argmax(logp)) * proc.order + int(np.argmax(proc.theta))
+
+
+# ------------------------------------------------------------------------------- the solver
+def _rest_log_g(lg_e: np.ndarray, weights: dict[int, tuple[np.ndarray, float | None]],
+                skip: int | None) -> np.ndarray:
+    lg = lg_e
+    for b, (head, lratio) in weights.items():
+        if b != skip:
+            lg = _convolve(lg, head, lratio)
+    return lg
+
+
+def _arrivals(lg_rest: np.ndarray) -> np.ndarray:
+    """``lam[n] = X_rest(N - n)``: the rest's throughput with the users not at the tier."""
+    return _ratio(lg_rest)[::-1].copy()
+
+
+def _fixed_point(lg_e: np.ndarray, procs: list[MAP], cores: tuple[int, ...], bursty: list[int],
+                 N: int, tol: float, max_iterations: int,
+                 flags: list[str]) -> tuple[dict[int, _Chain], dict[int, np.ndarray], int, bool]:
+    """Marie's iteration over the bursty tiers (module notes, step 3)."""
+    n = np.arange(N + 1)
+    nu = {b: np.minimum(n, cores[b]) / procs[b].mean for b in bursty}
+    chains: dict[int, _Chain] = {}
+    weight_flags: list[str] = []
+    for it in range(1, max_iterations + 1):
+        change = 0.0
+        for b in bursty:
+            weight_flags = []
+            weights = {o: _ld_weights(nu[o], N, weight_flags, f"tier {o}") for o in bursty}
+            lam = _arrivals(_rest_log_g(lg_e, weights, skip=b))
+            chain = _solve_chain(lam, procs[b], cores[b], _anchor_guess(lam, procs[b], cores[b]))
+            old = chains.get(b)
+            if old is not None:
+                change = max(change, abs(chain.throughput - old.throughput)
+                             / max(chain.throughput, 1e-300))
+            chains[b], nu[b] = chain, chain.nu
+        if len(bursty) == 1:
+            return chains, nu, it, True
+        if it > 1 and change <= tol:
+            flags.extend(dict.fromkeys(weight_flags))
+            return chains, nu, it, True
+    flags.extend(dict.fromkeys(weight_flags))
+    flags.append(f"fixed point not converged in {max_iterations} iterations "
+                 f"(last relative change {change:.2g})")
+    return chains, nu, max_iterations, False
+
+
+def _trivial(procs: list[MAP], cores: tuple[int, ...], Z: float) -> DecompositionResult:
+    M = len(procs)
+    means = np.array([p.mean for p in procs])
+    return DecompositionResult(0.0, float(means.sum()), means, np.zeros(M), np.zeros(M),
+                               np.full(M, 1.0 / M), 0, Z, cores, 0, True, 0.0,
+                               flags=("population is 0: nothing to solve",))
+
+
+def solve_decomposed(processes: Any, population: Any, think_time: Any, *,
+                     servers: Any = None, tol: float = 1e-9,
+                     max_iterations: int = 200) -> DecompositionResult:
+    """Closed network of MAP tiers with cores, by flow-equivalent decomposition (module notes).
+
+    ``processes``: each tier's service process in visit order (``MAP.exponential(S)`` for an
+    exponential tier); ``servers``: cores per tier (default 1); ``population`` ``N``;
+    ``think_time`` ``Z``. Raises ``ValueError`` naming the argument on bad input."""
+    procs = _check_processes(processes)
+    cores = _check_servers(servers, len(procs))
+    N = _check_count(population, "population")
+    Z = _check_think(think_time)
+    if N == 0:
+        return _trivial(procs, cores, Z)
+    t0 = time.perf_counter()
+    flags: list[str] = []
+    means = np.array([p.mean for p in procs])
+    if Z == 0 and len(procs) == 1:          # nothing else: all N users always at the tier
+        busy = min(N, cores[0])
+        X = busy / means[0]
+        return _result(X, np.array([float(N)]), np.array([busy / cores[0]]), np.ones(1), procs,
+                       cores, N, Z, 0, True, flags, t0)
+    bursty = [m for m, p in enumerate(procs) if p.order > 1]
+    expo = [m for m in range(len(procs)) if m not in bursty]
+    lg_e = _log_g_exponential(means, cores, expo, N, Z)
+    if not bursty:
+        return _product_form(procs, cores, expo, lg_e, N, Z, t0)
+    chains, nu, iterations, converged = _fixed_point(lg_e, procs, cores, bursty, N, tol,
+                                                     max_iterations, flags)
+    # the reference tier: the bursty tier holding the most jobs; the rest at each of its levels
+    Q = np.zeros(len(procs))
+    for b, chain in chains.items():
+        Q[b] = float(chain.level @ np.arange(N + 1))
+    ref = max(bursty, key=lambda b: Q[b])
+    others = {b: _ld_weights(nu[b], N, [], "") for b in bursty if b != ref}
+    level = chains[ref].level
+    rest_users = N - np.arange(N + 1)
+    conditional = np.zeros((len(procs), N + 1))        # E[n_m | n_ref = n]
+    for m in expo:
+        conditional[m] = _conditional_queue(means, cores, expo, N, Z, m, others)[rest_users]
+        Q[m] = float(level @ conditional[m])
+    for b in others:
+        conditional[b] = Q[b]
+    conditional[ref] = np.arange(N + 1)
+    X = chains[ref].throughput
+    U = X * means / np.array(cores, dtype=float)
+    for b, chain in chains.items():
+        U[b] = float(chain.level @ np.minimum(np.arange(N + 1), cores[b])) / cores[b]
+        if chain.residual > 1e-8:
+            flags.append(f"tier {b}: chain residual {chain.residual:.2g}")
+    return _result(X, Q, U, _split_top(conditional, level), procs, cores, N, Z, iterations,
+                   converged, flags, t0)
+
+
+def _conditional_queue(means: np.ndarray, cores: tuple[int, ...], expo: list[int], N: int,
+                       Z: float, m: int,
+                       others: dict[int, tuple[np.ndarray, float | None]]) -> np.ndarray:
+    """``E[n_m | k users in the rest]``, ``k = 0..N``, for exponential tier ``m`` of the rest
+    (think station, exponential tiers, the bursty tiers in ``others`` as load-dependent
+    stations): ``d log G_rest(k) / d log S_m`` by a central difference."""
+    up = _rest_log_g(_log_g_exponential(means, cores, expo, N, Z, {m: 1.0 + _EPS}), others, None)
+    down = _rest_log_g(_log_g_exponential(means, cores, expo, N, Z, {m: 1.0 - _EPS}), others,
+                       None)
+    with np.errstate(invalid="ignore"):
+        q = (up - down) / (math.log1p(_EPS) - math.log1p(-_EPS))
+    return np.clip(np.nan_to_num(q, nan=0.0), 0.0, None)
+
+
+def _product_form(procs: list[MAP], cores: tuple[int, ...], expo: list[int], lg_e: np.ndarray,
+                  N: int, Z: float, t0: float) -> DecompositionResult:
+    """No bursty tier: the network is product form, solved exactly from ``G_E``."""
+    means = np.array([p.mean for p in procs])
+    X = float(_ratio(lg_e)[N])
+    Q = np.array([_conditional_queue(means, cores, expo, N, Z, m, {})[N] for m in expo])
+    top = Q == Q.max()
+    return _result(X, Q, X * means / np.array(cores, dtype=float), top / top.sum(), procs, cores,
+                   N, Z, 0, True, [], t0)
+
+
+def _result(X: float, Q: np.ndarray, U: np.ndarray, B: np.ndarray, procs: list[MAP],
+            cores: tuple[int, ...], N: int, Z: float, iterations: int, converged: bool,
+            flags: list[str], t0: float) -> DecompositionResult:
+    means = np.array([p.mean for p in procs])
+    Q = np.clip(Q, 0.0, float(N))
+    R = Q / X if X > 0 else means.copy()
+    little = abs(float(Q.sum()) + X * Z - N) / N
+    if little > 1e-4:
+        flags.append(f"Little's law off by {little:.2g} of N")
+    return DecompositionResult(
+        throughput=X, response_time=float(R.sum()), residence_time=R, utilization=U,
+        queue_length=Q, bottleneck_probability=B, population=N, think_time=Z, servers=cores,
+        iterations=iterations, converged=converged, little_residual=little,
+        elapsed_s=time.perf_counter() - t0, flags=tuple(flags))
+
+
+def _split_top(conditional: np.ndarray, level: np.ndarray) -> np.ndarray:
+    """``B_m``: at each level of the reference tier, the tier holding the most jobs (the others
+    at their conditional means) takes that level's probability; ties split."""
+    top = conditional == conditional.max(axis=0, keepdims=True)
+    return (top / top.sum(axis=0, keepdims=True)) @ level
