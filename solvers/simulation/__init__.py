@@ -10,6 +10,9 @@ Submodules:
   service).
 * ``stats`` -- confidence intervals from independent replications and batch means.
 * ``monitoring`` -- per-window, per-tier records in the input contract's shape.
+* ``physical`` -- the physical multi-tier system (cores, one FCFS queue per tier, explicit
+  service-time sequences, exponential or MAP): the ground truth the solvers are validated
+  against, with monitoring windows and steady-state estimates.
 """
 
 from solvers.simulation.monitoring import (
@@ -28,6 +31,14 @@ from solvers.simulation.network import (
     simulate_closed,
 )
 from solvers.simulation.open_queue import OpenNetwork, open_checkpoints, simulate_open
+from solvers.simulation.physical import (
+    PhysicalNetwork,
+    PhysicalResult,
+    Tier,
+    monitor_physical,
+    physical_checkpoints,
+    simulate_physical,
+)
 from solvers.simulation.single_queue import (
     QueueTrace,
     Windows,
@@ -49,4 +60,6 @@ __all__ = [
     "OpenNetwork", "open_checkpoints", "simulate_open",
     "Estimate", "replication_interval", "batch_means", "batch_means_interval",
     "tier_windows", "window_records", "monitor_closed", "monitor_open", "format_end",
+    "Tier", "PhysicalNetwork", "PhysicalResult", "monitor_physical", "simulate_physical",
+    "physical_checkpoints",
 ]

@@ -1,0 +1,742 @@
+"""Discrete-event simulation of the *physical* closed multi-tier system: the ground truth.
+
+What is simulated
+-----------------
+``N`` users (``population``) each think for an exponential time of mean ``Z``
+(``think_time``; ``Z = 0`` means the user resubmits at once), then submit a request. The
+request's class ``c`` is drawn independently for every request with probabilities ``mix``.
+The request visits tiers ``1..M`` in order, once each, then its user thinks again. The
+response time of a request runs from entering tier 1 to leaving tier ``M`` (think excluded).
+
+Tier ``m`` has ``cores`` ``c_m >= 1`` identical cores and **one FCFS queue**. Whenever a core
+is free and the queue is not empty, the head-of-line job starts service. Its service time is
+the **next value of the tier's own service-time sequence** times the class's multiplier
+``multipliers[c]`` at that tier (default 1). The sequence is
+
+* i.i.d. exponential of mean ``S`` when ``service`` is a number, or
+* the successive, correlated intervals of a :class:`~solvers.processes.MAP` when ``service``
+  is one -- paper 000 (Mi, Casale, Cherkasova, Smirni, Middleware 2008) §4.1 models a tier's
+  service process as a MAP(2) whose phase selects slow or fast service, so that heavy
+  requests come in runs (Fig. 1(d)); that is the cause of burstiness and of the bottleneck
+  switch of §3.4. The sequence is sampled in blocks and the phase reached after the last
+  interval of a block starts the next block, so the tier sees one continuous MAP interval
+  sequence, consumed in the order services *start*: with ``c`` cores the ``c`` jobs in
+  service hold consecutive values of it.
+
+Why this is the ground truth and not a model
+--------------------------------------------
+:mod:`solvers.simulation.network` simulates the *queueing model* (paper 000 Fig. 9 with MAP
+service processes, §4): a continuous-time Markov chain whose MAP phase advances in time while
+a station is busy and whose multi-server stations need exponential service. Here nothing is
+Markovian by construction: every job carries an explicit service time drawn when its service
+starts, cores are individual servers, and a request's class scales its service time. This is
+how a real multi-tier server behaves (a request's work is what it is, whatever the other
+cores are doing) and it is *not* a MAP queueing network when ``c_m > 1``, when multipliers
+differ between classes, or when a MAP is shared by concurrent cores. Queueing solvers
+(MVA, MAP-QN, decomposition) are validated against it; it agrees with exact MVA exactly when
+the model is product form (exponential, class-independent service at every tier).
+
+Time-varying population
+-----------------------
+``schedule=[(t, N), ...]`` (sorted by ``t``) sets the population at simulated time ``t``,
+with the rule of :mod:`solvers.simulation.network`: an increase adds users that start
+thinking (with ``Z = 0``: submit at once) after cancelling pending departures; a decrease
+removes thinking users immediately and the remaining ones leave when their current request
+completes (a request is never dropped).
+
+Outputs
+-------
+* :func:`monitor_physical` -- per-window, per-tier records in the shape of DESIGN.md's input
+  contract (via :func:`solvers.simulation.monitoring.window_records`): ``utilization`` is the
+  busy core-time in the window divided by ``c_m * window_s``, accounted exactly across window
+  edges (a service spanning an edge counts in both windows, pro rata); a request counts in
+  the window in which it *leaves* the tier; ``response_time_s`` is the mean time at the tier
+  (queueing + service) of those requests; ``users`` is the population at the window's end
+  (including users due to leave).
+* :func:`simulate_physical` -- steady-state estimates with confidence intervals (independent
+  replications or batch means, :mod:`solvers.simulation.stats`) of per-class and overall
+  throughput and response time, per-tier utilization, queue length, residence time, and the
+  *measured* mean service time per tier and class (the realised demands ``D_{m,c}``).
+
+Engine
+------
+An event list (``heapq``) of plain Python tuples holds service completions and think
+completions (one per thinking user); arrivals at the next tier happen at the completion
+instant. Random numbers are drawn in numpy blocks from one ``numpy.random.Generator``, so a
+seed fixes the run. Cumulative counters are snapshotted at checkpoint times; busy time and
+queue area at a checkpoint add the elapsed part of the services (and waits) in progress, so
+window statistics are exact. Durations and warm-up are simulated time.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+
+from solvers.processes import MAP
+from solvers.simulation.monitoring import window_records
+from solvers.simulation.network import Checkpoints
+from solvers.simulation.stats import Estimate, replication_interval
+
+__all__ = ["Tier", "PhysicalNetwork", "PhysicalResult", "monitor_physical",
+           "simulate_physical", "physical_checkpoints"]
+
+_BLOCK = 8192          # random numbers drawn per numpy call
+_MIX_TOL = 1e-6        # |sum(mix) - 1| accepted (then renormalised)
+
+
+# ----------------------------------------------------------------------------- validation
+def _positive(value: Any, name: str, allow_zero: bool = False) -> float:
+    cond = ">= 0" if allow_zero else "> 0"
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}: must be a finite number {cond}, got {value!r}") from None
+    if isinstance(value, bool) or not math.isfinite(v) or (v < 0 if allow_zero else v <= 0):
+        raise ValueError(f"{name}: must be a finite number {cond}, got {value!r}")
+    return v
+
+
+def _count(value: Any, name: str, minimum: int) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
+            or value < minimum:
+        raise ValueError(f"{name}: must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+# ----------------------------------------------------------------------------- specification
+@dataclass(frozen=True)
+class Tier:
+    """One tier: ``cores`` identical cores behind one FCFS queue.
+
+    ``service`` -- mean of i.i.d. exponential service times (a number > 0), or a
+    :class:`~solvers.processes.MAP` whose successive intervals are the service times.
+    ``multipliers`` -- per-class factors on the service time (``None``: 1 for every class);
+    its length must match the network's classes.
+    """
+
+    name: str
+    cores: int
+    service: float | MAP
+    multipliers: tuple[float, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"name: must be a non-empty string, got {self.name!r}")
+        object.__setattr__(self, "cores", _count(self.cores, "cores", 1))
+        if not isinstance(self.service, MAP):
+            try:
+                mean = _positive(self.service, f"{self.name}.service")
+            except ValueError:
+                raise ValueError(f"{self.name}.service: must be a mean service time > 0 "
+                                 f"(finite) or a MAP, got {self.service!r}") from None
+            object.__setattr__(self, "service", mean)
+        if self.multipliers is not None:
+            try:
+                items = tuple(self.multipliers)
+            except TypeError:
+                raise ValueError(f"{self.name}.multipliers: must be a sequence of numbers > 0,"
+                                 f" got {self.multipliers!r}") from None
+            if not items:
+                raise ValueError(f"{self.name}.multipliers: must not be empty")
+            object.__setattr__(self, "multipliers", tuple(
+                _positive(v, f"{self.name}.multipliers[{i}]") for i, v in enumerate(items)))
+
+    @property
+    def mean_service(self) -> float:
+        """Mean of the tier's service-time sequence (before class multipliers)."""
+        return self.service.mean if isinstance(self.service, MAP) else float(self.service)
+
+
+@dataclass(frozen=True)
+class PhysicalNetwork:
+    """``population`` users thinking ``think_time`` (exponential mean, 0 allowed) and sending
+    requests of ``classes`` drawn with probabilities ``mix`` through ``tiers`` in order."""
+
+    tiers: tuple[Tier, ...]
+    classes: tuple[str, ...]
+    mix: tuple[float, ...]
+    think_time: float
+    population: int
+
+    def __post_init__(self) -> None:
+        tiers = tuple(self.tiers) if isinstance(self.tiers, (list, tuple)) else ()
+        if not tiers or not all(isinstance(t, Tier) for t in tiers):
+            raise ValueError(f"tiers: must be a non-empty sequence of Tier, got {self.tiers!r}")
+        names = [t.name for t in tiers]
+        if len(set(names)) != len(names):
+            raise ValueError(f"tiers: names must be unique, got {names}")
+        classes = tuple(self.classes) if isinstance(self.classes, (list, tuple)) else ()
+        if not classes or not all(isinstance(c, str) and c for c in classes) \
+                or len(set(classes)) != len(classes):
+            raise ValueError(f"classes: must be distinct non-empty strings, got {self.classes!r}")
+        object.__setattr__(self, "tiers", tiers)
+        object.__setattr__(self, "classes", classes)
+        object.__setattr__(self, "mix", _mix(self.mix, len(classes)))
+        object.__setattr__(self, "think_time", _positive(self.think_time, "think_time", True))
+        object.__setattr__(self, "population", _count(self.population, "population", 0))
+        for t in tiers:
+            if t.multipliers is not None and len(t.multipliers) != len(classes):
+                raise ValueError(f"{t.name}.multipliers: need {len(classes)} values (one per "
+                                 f"class), got {len(t.multipliers)}")
+
+    def multiplier_matrix(self) -> np.ndarray:
+        """``(M, C)`` class multipliers (1 where a tier gives none)."""
+        C = len(self.classes)
+        return np.array([t.multipliers if t.multipliers is not None else (1.0,) * C
+                         for t in self.tiers], dtype=float)
+
+    @property
+    def demands(self) -> np.ndarray:
+        """True demands ``D[m, c] = mean(service_m) * multipliers_m[c]`` (seconds, one visit),
+        shape ``(M, C)``. The mean demand of a request at tier ``m`` is ``D[m] @ mix``."""
+        means = np.array([t.mean_service for t in self.tiers])
+        return means[:, None] * self.multiplier_matrix()
+
+    @property
+    def cores(self) -> np.ndarray:
+        """``(M,)`` cores per tier."""
+        return np.array([t.cores for t in self.tiers], dtype=int)
+
+
+def _mix(value: Any, n: int) -> tuple[float, ...]:
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"mix: must be {n} probabilities, got {value!r}") from None
+    if arr.ndim != 1 or arr.size != n:
+        raise ValueError(f"mix: need {n} probabilities (one per class), got {value!r}")
+    if not np.all(np.isfinite(arr)) or np.any(arr < 0) or abs(arr.sum() - 1.0) > _MIX_TOL:
+        raise ValueError(f"mix: must be probabilities >= 0 that sum to 1, got {value!r}")
+    return tuple((arr / arr.sum()).tolist())
+
+
+def _schedule(schedule: Sequence[tuple[float, int]] | None) -> list[tuple[float, int]]:
+    if schedule is None:
+        return []
+    out: list[tuple[float, int]] = []
+    last = -math.inf
+    for i, entry in enumerate(schedule):
+        try:
+            t, pop = entry
+        except (TypeError, ValueError):
+            raise ValueError(f"schedule[{i}]: must be a (time, population) pair, "
+                             f"got {entry!r}") from None
+        t = _positive(t, f"schedule[{i}] time", allow_zero=True)
+        if t < last:
+            raise ValueError(f"schedule[{i}]: times must be sorted, got {t} after {last}")
+        last = t
+        if isinstance(pop, float) and pop.is_integer():
+            pop = int(pop)
+        out.append((t, _count(pop, f"schedule[{i}] population", 0)))
+    return out
+
+
+def _generator(rng: np.random.Generator | None, seed: int | None) -> np.random.Generator:
+    if rng is not None and seed is not None:
+        raise ValueError("rng, seed: give one of them, not both")
+    if rng is not None:
+        if not isinstance(rng, np.random.Generator):
+            raise ValueError(f"rng: must be a numpy.random.Generator, got {type(rng).__name__}")
+        return rng
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))
+                             or seed < 0):
+        raise ValueError(f"seed: must be a non-negative integer, got {seed!r}")
+    return np.random.default_rng(seed)
+
+
+# ----------------------------------------------------------------------------- random streams
+def _map_tables(proc: MAP) -> tuple[list[list[float]], list[float]]:
+    """Cumulative jump probabilities (hidden then completing) and mean sojourns per phase,
+    computed exactly as :meth:`MAP.sample` does."""
+    rates = -np.diag(proc.D0)
+    jumps = np.hstack([proc.D0 - np.diag(np.diag(proc.D0)), proc.D1]) / rates[:, None]
+    cum = np.cumsum(jumps, axis=1)
+    cum[:, -1] = 1.0
+    return cum.tolist(), (1.0 / rates).tolist()
+
+
+def _map_intervals(proc: MAP, n: int, rng: np.random.Generator, phase: int,
+                   ) -> tuple[list[float], int]:
+    """``n`` consecutive intervals of ``proc`` starting in ``phase`` and the phase after the
+    last one (where the next interval starts).
+
+    Same draws as ``proc.sample(n, rng, phase=phase)`` for ``order > 1`` (identical values
+    for the same generator state); :meth:`MAP.sample` does not return the final phase.
+    """
+    order = proc.order
+    cum_rows, inv_rates = _map_tables(proc)
+    block = max(1024, 2 * n)
+    expo = rng.standard_exponential(block).tolist()
+    unif = rng.random(block).tolist()
+    out: list[float] = []
+    append = out.append
+    state = int(phase)
+    pos = 0
+    acc = 0.0
+    while len(out) < n:
+        if pos == block:
+            expo = rng.standard_exponential(block).tolist()
+            unif = rng.random(block).tolist()
+            pos = 0
+        acc += expo[pos] * inv_rates[state]
+        row = cum_rows[state]
+        u = unif[pos]
+        pos += 1
+        j = 0
+        while row[j] < u:
+            j += 1
+        if j >= order:
+            append(acc)
+            acc = 0.0
+            state = j - order
+        else:
+            state = j
+    return out, state
+
+
+def _service_blocks(service: float | MAP, rng: np.random.Generator,
+                    block: int = _BLOCK) -> Iterator[list[float]]:
+    """Endless blocks of a tier's service-time sequence (one continuous MAP sequence)."""
+    if isinstance(service, MAP) and service.order > 1:
+        phase = int(rng.choice(service.order, p=service.embedded))
+        while True:
+            values, phase = _map_intervals(service, block, rng, phase)
+            yield values
+    mean = service.mean if isinstance(service, MAP) else float(service)
+    while True:
+        yield rng.exponential(mean, block).tolist()
+
+
+def _class_blocks(mix: tuple[float, ...], rng: np.random.Generator) -> Iterator[list[int]]:
+    while True:
+        yield rng.choice(len(mix), size=_BLOCK, p=mix).tolist()
+
+
+def _exp_blocks(mean: float, rng: np.random.Generator) -> Iterator[list[float]]:
+    while True:
+        yield rng.exponential(mean, _BLOCK).tolist()
+
+
+def _stream(blocks: Iterator[list[Any]]) -> Any:
+    """``next``-able flat stream over ``blocks``."""
+    return itertools.chain.from_iterable(blocks).__next__
+
+
+# ----------------------------------------------------------------------------- engine
+@dataclass(frozen=True)
+class _Trace:
+    """Checkpoints of one run plus the cumulative service time of completed services
+    (``(K, M, C)``), for the measured demands."""
+
+    cp: Checkpoints
+    service_sum: np.ndarray
+
+
+class _Engine:
+    """One run of the physical system; :meth:`run` records checkpoints at ``times``."""
+
+    def __init__(self, net: PhysicalNetwork, rng: np.random.Generator) -> None:
+        self.net = net
+        self.rng = rng
+        self.M = len(net.tiers)
+        self.C = len(net.classes)
+        self.cores = [t.cores for t in net.tiers]
+        self.mult = net.multiplier_matrix().ravel().tolist()     # index m * C + c
+        self.service = [_stream(_service_blocks(t.service, rng)) for t in net.tiers]
+        self.next_class = (_stream(_class_blocks(net.mix, rng)) if self.C > 1
+                           else itertools.repeat(0).__next__)
+        self.Z = net.think_time
+        self.next_think = _stream(_exp_blocks(self.Z, rng)) if self.Z > 0 else None
+        self.next_token = itertools.count().__next__
+        self.heap: list[tuple] = []
+        self.queues = [deque() for _ in range(self.M)]
+        self.busy = [0] * self.M
+        self.cancelled: set[int] = set()
+        self.present = 0
+        self.deficit = 0
+        n = self.M * self.C
+        self.q_done = [0] * n
+        self.q_rt = [0.0] * n
+        self.svc = [0.0] * n
+        self.done = [0] * self.C
+        self.rt = [0.0] * self.C
+
+    # -- rare paths (population changes), not inlined
+    def _arrive(self, m: int, c: int, t: float, t_sys: float) -> None:
+        if self.busy[m] < self.cores[m]:
+            self.busy[m] += 1
+            s = self.service[m]() * self.mult[m * self.C + c]
+            heapq.heappush(self.heap, (t + s, m, c, t, t_sys, s))
+        else:
+            self.queues[m].append((c, t, t_sys))
+
+    def _new_user(self, t: float) -> None:
+        if self.Z > 0:
+            heapq.heappush(self.heap, (t + self.next_think(), -1, self.next_token(),
+                                       0.0, 0.0, 0.0))
+        else:
+            self._arrive(0, self.next_class(), t, t)
+
+    def set_population(self, target: int, t: float) -> None:
+        current = self.present - self.deficit
+        if target > current:
+            add = target - current
+            cancel = min(self.deficit, add)
+            self.deficit -= cancel
+            for _ in range(add - cancel):
+                self.present += 1
+                self._new_user(t)
+        elif target < current:
+            remove = current - target
+            thinking = sorted(e[2] for e in self.heap
+                              if e[1] < 0 and e[2] not in self.cancelled)
+            k = min(remove, len(thinking))
+            if k:
+                picks = self.rng.choice(len(thinking), size=k, replace=False)
+                self.cancelled.update(thinking[i] for i in picks.tolist())
+            self.present -= k
+            self.deficit += remove - k
+
+    def snapshot(self, t: float) -> tuple:
+        """Cumulative counters at ``t``, including the elapsed part of work in progress."""
+        C = self.C
+        busy = [0.0] * self.M
+        area = list(self.q_rt)
+        for i, s in enumerate(self.svc):
+            busy[i // C] += s
+        for t_done, m, c, t_in, _, s in self.heap:
+            if m >= 0:
+                busy[m] += s - (t_done - t)
+                area[m * C + c] += t - t_in
+        for m, q in enumerate(self.queues):
+            for c, t_in, _ in q:
+                area[m * C + c] += t - t_in
+        return (t, busy, area, self.done[:], self.rt[:], self.q_done[:], self.q_rt[:],
+                self.present, sum(self.q_done), self.svc[:])
+
+    def run(self, times: np.ndarray, schedule: list[tuple[float, int]]) -> _Trace:
+        fixed = [(float(t), 0, 0) for t in times]
+        fixed += [(t, 1, pop) for t, pop in schedule if t <= times[-1]]
+        fixed.sort(key=lambda e: (e[0], e[1]))
+        self.set_population(self.net.population, 0.0)
+        snaps = []
+        for t_fixed, kind, pop in fixed:
+            self._advance(t_fixed)
+            if kind == 0:
+                snaps.append(self.snapshot(t_fixed))
+            else:
+                self.set_population(pop, t_fixed)
+        return self._trace(snaps)
+
+    def _advance(self, until: float) -> None:
+        """Process every event strictly before ``until`` (the hot loop)."""
+        heap, queues, busy, cores = self.heap, self.queues, self.busy, self.cores
+        mult, service, C, M = self.mult, self.service, self.C, self.M
+        q_done, q_rt, svc, done, rt = self.q_done, self.q_rt, self.svc, self.done, self.rt
+        cancelled, next_class, next_think = self.cancelled, self.next_class, self.next_think
+        next_token = self.next_token
+        push, pop = heapq.heappush, heapq.heappop
+        deficit = self.deficit
+        present = self.present
+        while heap and heap[0][0] < until:
+            t, m, c, t_in, t_sys, s = pop(heap)
+            if m < 0:                                  # a user ends thinking
+                if cancelled and c in cancelled:
+                    cancelled.discard(c)
+                    continue
+                c = next_class()
+                t_sys = t
+                m = 0
+            else:                                      # a service ends at tier m
+                q = queues[m]
+                if q:
+                    c2, t_in2, t_sys2 = q.popleft()
+                    s2 = service[m]() * mult[m * C + c2]
+                    push(heap, (t + s2, m, c2, t_in2, t_sys2, s2))
+                else:
+                    busy[m] -= 1
+                i = m * C + c
+                q_done[i] += 1
+                q_rt[i] += t - t_in
+                svc[i] += s
+                m += 1
+                if m == M:                             # the request is complete
+                    done[c] += 1
+                    rt[c] += t - t_sys
+                    if deficit:
+                        deficit -= 1
+                        present -= 1
+                        continue
+                    if next_think is not None:
+                        push(heap, (t + next_think(), -1, next_token(), 0.0, 0.0, 0.0))
+                        continue
+                    c = next_class()
+                    t_sys = t
+                    m = 0
+            if busy[m] < cores[m]:                     # arrival at tier m
+                busy[m] += 1
+                s = service[m]() * mult[m * C + c]
+                push(heap, (t + s, m, c, t, t_sys, s))
+            else:
+                queues[m].append((c, t, t_sys))
+        self.deficit = deficit
+        self.present = present
+
+    def _trace(self, snaps: list[tuple]) -> _Trace:
+        M, C = self.M, self.C
+        cols = list(zip(*snaps))
+        cp = Checkpoints(
+            times=np.array(cols[0], dtype=float),
+            busy=np.array(cols[1], dtype=float).reshape(-1, M),
+            queue_area=np.array(cols[2], dtype=float).reshape(-1, M, C),
+            completions=np.array(cols[3], dtype=np.int64).reshape(-1, C),
+            response_sum=np.array(cols[4], dtype=float).reshape(-1, C),
+            queue_completions=np.array(cols[5], dtype=np.int64).reshape(-1, M, C),
+            residence_sum=np.array(cols[6], dtype=float).reshape(-1, M, C),
+            bottleneck_time=None,
+            users=np.array(cols[7], dtype=np.int64),
+            events=np.array(cols[8], dtype=np.int64),
+            servers=np.array(self.cores, dtype=float),
+        )
+        return _Trace(cp, np.array(cols[9], dtype=float).reshape(-1, M, C))
+
+
+def _simulate(net: PhysicalNetwork, times: np.ndarray, schedule: list[tuple[float, int]],
+              rng: np.random.Generator) -> _Trace:
+    return _Engine(net, rng).run(times, schedule)
+
+
+def physical_checkpoints(network: PhysicalNetwork, times: Sequence[float] | np.ndarray, *,
+                         schedule: Sequence[tuple[float, int]] | None = None,
+                         seed: int | None = None,
+                         rng: np.random.Generator | None = None) -> Checkpoints:
+    """Run ``network`` from time 0 (all users thinking) to ``times[-1]`` and return the
+    cumulative counters at each of ``times`` (strictly increasing, >= 0) as
+    :class:`~solvers.simulation.network.Checkpoints` (``events`` = services completed)."""
+    _check_network(network)
+    ts = _times(times)
+    return _simulate(network, ts, _schedule(schedule), _generator(rng, seed)).cp
+
+
+def _check_network(network: Any) -> None:
+    if not isinstance(network, PhysicalNetwork):
+        raise ValueError(f"network: must be a PhysicalNetwork, got {type(network).__name__}")
+
+
+def _times(times: Sequence[float] | np.ndarray) -> np.ndarray:
+    ts = np.asarray(times, dtype=float)
+    if ts.ndim != 1 or ts.size == 0 or not np.all(np.isfinite(ts)) or np.any(ts < 0) \
+            or np.any(np.diff(ts) <= 0):
+        raise ValueError(f"times: must be a non-empty, strictly increasing sequence of finite "
+                         f"times >= 0, got {times!r}")
+    return ts
+
+
+# ----------------------------------------------------------------------------- monitoring
+def _window_edges(duration: float, window_s: float, warmup: float) -> np.ndarray:
+    d = _positive(duration, "duration")
+    w = _positive(window_s, "window_s")
+    warm = _positive(warmup, "warmup", allow_zero=True)
+    k = int(math.floor(d / w + 1e-9))
+    if k < 1:
+        raise ValueError(f"window_s: {window_s} is longer than duration {duration}")
+    return warm + w * np.arange(k + 1)
+
+
+def monitor_physical(network: PhysicalNetwork, duration: float, window_s: float, *,
+                     warmup: float = 0.0, schedule: Sequence[tuple[float, int]] | None = None,
+                     system: str = "sim", start_time: float = 0.0, iso_time: bool = False,
+                     seed: int | None = None,
+                     rng: np.random.Generator | None = None) -> list[dict[str, Any]]:
+    """Simulate ``network`` and return what a monitoring system reports of it.
+
+    ``floor(duration / window_s)`` windows of ``window_s`` seconds after ``warmup`` seconds,
+    one input-contract record per tier per window, window by window, tiers in order (see the
+    module docstring for the fields' meaning). ``end`` is ``start_time`` plus the simulated
+    time of the window's end, in epoch seconds or ISO-8601 UTC (``iso_time=True``).
+    ``schedule`` makes the population time-varying. Same ``seed`` -> identical records.
+    """
+    _check_network(network)
+    edges = _window_edges(duration, window_s, warmup)
+    trace = _simulate(network, edges, _schedule(schedule), _generator(rng, seed))
+    return window_records(trace.cp, system=system, tiers=[t.name for t in network.tiers],
+                          classes=list(network.classes), start_time=start_time,
+                          iso_time=iso_time, include_users=True)
+
+
+# ----------------------------------------------------------------------------- steady state
+@dataclass(frozen=True, eq=False)
+class PhysicalResult:
+    """Steady-state estimates of the physical system, each an
+    :class:`~solvers.simulation.stats.Estimate` (point estimate over the whole measured period,
+    half-width of the ``level`` t-interval over replications or batches; ``mean = 0`` and
+    ``half_width = inf`` where nothing was observed).
+
+    Per class (``C``): ``throughput`` ``X_c`` (requests/s leaving the last tier) and
+    ``response_time`` ``R_c`` (entering tier 1 to leaving tier ``M``). Overall:
+    ``total_throughput`` ``X`` and ``total_response_time`` ``R`` (mean over all requests).
+    Per tier (``M``): ``utilization`` (busy fraction per core), ``queue_length`` (mean jobs
+    at the tier, queued or in service), ``residence_time`` (mean time per visit, all classes),
+    ``residence_time_by_class`` and ``service_time`` (``M x C``: measured mean service time
+    per class -- the realised demands ``D_{m,c}``). ``demands`` are the true ``D_{m,c}`` of
+    the specification, ``completions`` the requests measured (all runs), ``services`` the
+    request-tier services simulated (all runs, warm-up included).
+    """
+
+    classes: tuple[str, ...]
+    tiers: tuple[str, ...]
+    throughput: tuple[Estimate, ...]
+    response_time: tuple[Estimate, ...]
+    total_throughput: Estimate
+    total_response_time: Estimate
+    utilization: tuple[Estimate, ...]
+    queue_length: tuple[Estimate, ...]
+    residence_time: tuple[Estimate, ...]
+    residence_time_by_class: tuple[tuple[Estimate, ...], ...]
+    service_time: tuple[tuple[Estimate, ...], ...]
+    demands: np.ndarray
+    completions: np.ndarray
+    services: int
+    method: str            # "replications" or "batch means"
+    replications: int
+    batches: int
+    warmup: float
+    duration: float
+    level: float
+
+    def means(self, name: str) -> np.ndarray:
+        """Point estimates of field ``name`` as an array (e.g. ``means("utilization")``)."""
+        value = getattr(self, name, None)
+        if isinstance(value, Estimate):
+            return np.array(value.mean)
+        if not isinstance(value, tuple) or not value or isinstance(value[0], str):
+            raise ValueError(f"name: not an estimate field, got {name!r}")
+        return np.array([[e.mean for e in row] if isinstance(row, tuple) else row.mean
+                         for row in value], dtype=float)
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return np.divide(num, den, out=np.zeros_like(num, dtype=float), where=den > 0), den > 0
+
+
+def _delta(tr: _Trace, i: int, j: int) -> dict[str, np.ndarray]:
+    """Increments of the cumulative counters of ``tr`` over ``[times[i], times[j]]``."""
+    cp = tr.cp
+    return {
+        "dt": np.array(cp.times[j] - cp.times[i]),
+        "busy": (cp.busy[j] - cp.busy[i]) / cp.servers,          # per core
+        "area": (cp.queue_area[j] - cp.queue_area[i]).sum(axis=1),
+        "n": (cp.completions[j] - cp.completions[i]).astype(float),
+        "rsum": cp.response_sum[j] - cp.response_sum[i],
+        "nq": (cp.queue_completions[j] - cp.queue_completions[i]).astype(float),
+        "qsum": cp.residence_sum[j] - cp.residence_sum[i],
+        "ssum": tr.service_sum[j] - tr.service_sum[i],
+    }
+
+
+def _metrics(d: dict[str, np.ndarray]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Each metric of a period's increments ``d``, with a validity mask (ratio estimates)."""
+    dt, n, nq = d["dt"], d["n"], d["nq"]
+    ones_c, ones_m = np.ones(n.shape, bool), np.ones(d["area"].shape, bool)
+    return {
+        "throughput": (n / dt, ones_c),
+        "response_time": _ratio(d["rsum"], n),
+        "total_throughput": (np.array(n.sum() / dt), np.array(True)),
+        "total_response_time": _ratio(np.array(d["rsum"].sum()), np.array(n.sum())),
+        "utilization": (d["busy"] / dt, ones_m),
+        "queue_length": (d["area"] / dt, ones_m),
+        "residence_time": _ratio(d["qsum"].sum(axis=1), nq.sum(axis=1)),
+        "residence_time_by_class": _ratio(d["qsum"], nq),
+        "service_time": _ratio(d["ssum"], nq),
+    }
+
+
+def _estimates(point: tuple[np.ndarray, np.ndarray],
+               observations: list[tuple[np.ndarray, np.ndarray]], level: float) -> Any:
+    """Estimate(s) shaped like ``point``: pooled mean, t half-width over valid observations."""
+    values = np.array([o[0] for o in observations], dtype=float)
+    valid = np.array([o[1] for o in observations], dtype=bool)
+    shape = point[0].shape
+    flat_p, flat_ok = point[0].reshape(-1), point[1].reshape(-1)
+    flat_v, flat_valid = values.reshape(len(observations), -1), valid.reshape(len(observations), -1)
+    out = []
+    for e in range(flat_p.size):
+        obs = flat_v[flat_valid[:, e], e]
+        if not flat_ok[e] or obs.size == 0:
+            out.append(Estimate(0.0, math.inf, level, 0))
+            continue
+        hw = replication_interval(obs, level).half_width
+        out.append(Estimate(float(flat_p[e]), hw, level, int(obs.size)))
+    if not shape:
+        return out[0]
+    if len(shape) == 1:
+        return tuple(out)
+    cols = shape[1]
+    return tuple(tuple(out[r * cols:(r + 1) * cols]) for r in range(shape[0]))
+
+
+def _plan(duration: float, warmup: float, replications: int, batches: int,
+          level: float) -> tuple[float, float, int, int, float]:
+    d = _positive(duration, "duration")
+    warm = _positive(warmup, "warmup", allow_zero=True)
+    reps = _count(replications, "replications", 1)
+    nb = _count(batches, "batches", 2)
+    lv = float(level) if not isinstance(level, bool) else math.nan
+    if not 0.0 < lv < 1.0:
+        raise ValueError(f"level: must be in (0, 1), got {level!r}")
+    return d, warm, reps, nb, lv
+
+
+def simulate_physical(network: PhysicalNetwork, duration: float, *, warmup: float,
+                      replications: int = 3, batches: int = 20, level: float = 0.95,
+                      seed: int | None = None,
+                      rng: np.random.Generator | None = None) -> PhysicalResult:
+    """Steady-state estimates of ``network`` with ``level`` confidence intervals.
+
+    Each run starts with every user thinking, discards ``warmup`` seconds of simulated time and
+    measures the next ``duration`` seconds. With ``replications >= 2`` the runs are independent
+    (streams spawned from ``seed``, or from ``rng``) and the interval is over replications;
+    with ``replications == 1`` one run (the generator of ``seed``/``rng`` itself, so the same
+    trajectory as :func:`monitor_physical` with that seed) is cut into ``batches`` batch means.
+    Without ``seed`` and ``rng`` the seed is 0: results are reproducible by default.
+    """
+    _check_network(network)
+    d, warm, reps, nb, lv = _plan(duration, warmup, replications, batches, level)
+    generator = _generator(rng, 0 if seed is None and rng is None else seed)
+    if reps > 1:
+        times = np.array([warm, warm + d])
+        streams = generator.spawn(reps)
+    else:
+        times = warm + d * np.arange(nb + 1) / nb
+        streams = [generator]
+    traces = [_simulate(network, times, [], g) for g in streams]
+    last = len(times) - 1
+    deltas = [_delta(tr, 0, last) for tr in traces]
+    point = _metrics({k: sum(dl[k] for dl in deltas) for k in deltas[0]})  # pooled runs
+    if reps > 1:
+        observations = [_metrics(dl) for dl in deltas]
+    else:
+        observations = [_metrics(_delta(traces[0], b, b + 1)) for b in range(nb)]
+    est = {name: _estimates(point[name], [o[name] for o in observations], lv)
+           for name in point}
+    completions = sum(tr.cp.completions[last] - tr.cp.completions[0] for tr in traces)
+    return PhysicalResult(
+        classes=network.classes, tiers=tuple(t.name for t in network.tiers),
+        throughput=est["throughput"], response_time=est["response_time"],
+        total_throughput=est["total_throughput"],
+        total_response_time=est["total_response_time"],
+        utilization=est["utilization"], queue_length=est["queue_length"],
+        residence_time=est["residence_time"],
+        residence_time_by_class=est["residence_time_by_class"],
+        service_time=est["service_time"], demands=network.demands,
+        completions=np.asarray(completions, dtype=np.int64),
+        services=int(sum(int(tr.cp.events[-1]) for tr in traces)),
+        method="replications" if reps > 1 else "batch means",
+        replications=reps, batches=0 if reps > 1 else nb, warmup=warm, duration=d, level=lv)
