@@ -1,0 +1,29 @@
+"""The pipeline's processes run BLAS on one thread (streams/__init__.py) unless told otherwise:
+the variables OpenBLAS, OpenMP and MKL read when numpy loads are set by importing ``streams``,
+before any of its modules imports numpy."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+NAMES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+CODE = ("import json, os, sys, streams.cli; "
+        "print(json.dumps([os.environ.get(n) for n in %r])); "
+        "print('numpy loaded after streams' if 'numpy' in sys.modules else 'no numpy')" % (NAMES,))
+
+
+def _run(env: dict[str, str]) -> list[str]:
+    out = subprocess.run([sys.executable, "-c", CODE], capture_output=True, text=True, env=env,
+                         check=True, timeout=120)
+    return out.stdout.splitlines()
+
+
+def test_blas_threads_are_pinned_to_one_by_default_and_the_environment_wins():
+    env = {k: v for k, v in os.environ.items() if k not in NAMES}
+    lines = _run(env)
+    assert json.loads(lines[0]) == ["1", "1", "1"]
+    assert lines[1] == "numpy loaded after streams"
+    assert json.loads(_run({**env, "OPENBLAS_NUM_THREADS": "2"})[0]) == ["2", "1", "1"]
