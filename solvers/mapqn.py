@@ -13,6 +13,14 @@ entries are hidden phase changes and ``D1_m`` entries complete the job in servic
 queue ``m+1`` (queue ``M``: back to the delay). While the queue is idle the phase is frozen. With
 ``Z = 0`` there is no delay: a job completing at queue ``M`` rejoins queue 1 at once.
 
+**Cores.** Queue ``m`` may have ``c_m >= 1`` servers (``servers``) that share its one service
+process, run at speed ``min(n_m, c_m)``: in a state with ``n_m`` jobs every ``D0_m`` off-diagonal
+and ``D1_m`` rate is multiplied by the number of busy cores. For an exponential process this is
+exactly the M/M/c station (rate ``min(n, c)/S``); for a bursty one it models a tier whose cores
+consume one correlated service-time sequence, so a run of slow requests slows every busy core
+(paper 000 section 4's cause of burstiness; :mod:`solvers.decomposition` uses the same station).
+The states are the same; ``utilization`` is then per core, ``E[min(n_m, c_m)]/c_m``.
+
 The state of the continuous-time Markov chain is ``(n, phi)``:
 
 * ``n = (n_1..n_M)`` jobs at each queue, ``sum(n) <= N`` (``= N`` when ``Z = 0``); the delay
@@ -180,6 +188,22 @@ def _nonnegative(value: Any, name: str, integer: bool) -> float:
     return number
 
 
+def _check_servers(servers: Any, queues: int) -> tuple[int, ...]:
+    """Cores per queue as a tuple of ints >= 1 (``()`` when ``None`` or all 1)."""
+    if servers is None:
+        return ()
+    try:
+        out = list(servers)
+    except TypeError:
+        raise ValueError(f"servers: must be a sequence of integers >= 1, got {servers!r}") from None
+    if len(out) != queues:
+        raise ValueError(f"servers: must have one entry per queue ({queues}), got {len(out)}")
+    for i, c in enumerate(out):
+        if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or c < 1:
+            raise ValueError(f"servers: item {i} must be an integer >= 1, got {c!r}")
+    return tuple(int(c) for c in out) if any(c != 1 for c in out) else ()
+
+
 def _check_population(population: Any) -> int:
     return int(_nonnegative(population, "population", integer=True))
 
@@ -219,6 +243,16 @@ class StateSpace:
     phases: np.ndarray
     population: int
     think_time: float
+    servers: tuple[int, ...] = ()          # cores per queue; () = one each
+
+    def speed(self, m: int, occ: np.ndarray | None = None) -> np.ndarray | None:
+        """Busy cores ``min(n_m, c_m)`` of queue ``m`` at occupancies ``occ`` (default all);
+        ``None`` when the queue has one core (speed 1 wherever it is busy)."""
+        c = self.servers[m] if self.servers else 1
+        if c == 1:
+            return None
+        n = self.occupancy[:, m] if occ is None else occ
+        return np.minimum(n, c).astype(float)
 
     @property
     def queues(self) -> int:
@@ -258,7 +292,8 @@ class StateSpace:
         return order[np.searchsorted(sorted_codes, self._codes(np.asarray(occ, dtype=np.int64)))]
 
 
-def _state_space(procs: Sequence[MAP], population: int, think_time: float) -> StateSpace:
+def _state_space(procs: Sequence[MAP], population: int, think_time: float,
+                 servers: tuple[int, ...] = ()) -> StateSpace:
     queues = len(procs)
     closed_loop = think_time == 0.0
     if queues * math.log(population + 1) > 62 * math.log(2):
@@ -274,7 +309,7 @@ def _state_space(procs: Sequence[MAP], population: int, think_time: float) -> St
     keys = tuple(occ[:, m] for m in range(queues)) + (occ.sum(axis=1),)
     occ = occ[np.lexsort(keys)]
     phases = np.stack(np.unravel_index(np.arange(math.prod(k)), k), axis=1).astype(np.int64)
-    return StateSpace(occ, phases, population, think_time)
+    return StateSpace(occ, phases, population, think_time, tuple(servers))
 
 
 # ---------------------------------------------------------------------------------- generator
@@ -317,12 +352,14 @@ def _transitions(procs: Sequence[MAP], space: StateSpace) -> tuple[np.ndarray, n
             moved[:, 0] += 1
         # else: the job returns to the delay (level l -> l - 1)
         moved_idx = space.index(moved)
+        speed = space.speed(m, occ[busy, m])               # None: one core
         for matrix, dst in ((proc.D0, busy), (proc.D1, moved_idx)):
             for i, j in zip(*np.nonzero(matrix)):
                 if matrix is proc.D0 and i == j:
                     continue
                 src_ph = np.nonzero(ph[:, m] == i)[0]
-                add(busy, src_ph, dst, src_ph + (j - i) * strides[m], float(matrix[i, j]))
+                rate = float(matrix[i, j]) if speed is None else speed * float(matrix[i, j])
+                add(busy, src_ph, dst, src_ph + (j - i) * strides[m], rate)
     return np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
 
 
@@ -335,7 +372,8 @@ def _offdiagonal(procs: Sequence[MAP], space: StateSpace) -> sp.csr_matrix:
     return mat
 
 
-def build_generator(processes: Any, population: Any, think_time: Any) -> tuple[sp.csr_matrix, StateSpace]:
+def build_generator(processes: Any, population: Any, think_time: Any,
+                    servers: Any = None) -> tuple[sp.csr_matrix, StateSpace]:
     """The generator ``Q`` (CSR, rows sum to 0) of the network and its :class:`StateSpace`.
 
     States are ordered by level, so ``Q`` is block tridiagonal in the levels (see module notes).
@@ -343,7 +381,7 @@ def build_generator(processes: Any, population: Any, think_time: Any) -> tuple[s
     procs = _check_processes(processes)
     n_pop = _check_population(population)
     z = _check_think_time(think_time)
-    space = _state_space(procs, n_pop, z)
+    space = _state_space(procs, n_pop, z, _check_servers(servers, len(procs)))
     off = _offdiagonal(procs, space)
     return _with_diagonal(off), space
 
@@ -364,6 +402,10 @@ def _product_form_logw(procs: Sequence[MAP], space: StateSpace) -> np.ndarray:
     means = np.array([p.mean for p in procs])
     occ = space.occupancy
     logw = occ @ np.log(means)
+    for m, c in enumerate(space.servers):
+        if c > 1:     # log prod_{j <= n} min(j, c): c servers serve min(n, c) jobs at once
+            n = occ[:, m]
+            logw = logw - gammaln(np.minimum(n, c) + 1) - np.maximum(n - c, 0) * math.log(c)
     if space.think_time > 0:
         delay = space.population - space.level
         logw = logw + delay * math.log(space.think_time) - gammaln(delay + 1)
@@ -773,12 +815,15 @@ def _metrics(procs: Sequence[MAP], space: StateSpace, pi: np.ndarray) -> dict[st
     occ = space.occupancy
     p_occ = pi.reshape(-1, K).sum(axis=1)
     queue_length = p_occ @ occ
-    utilization = np.array([p_occ[occ[:, m] > 0].sum() for m in range(M)])
+    utilization = np.array([p_occ[occ[:, m] > 0].sum() if space.speed(m) is None
+                            else p_occ @ space.speed(m) / space.servers[m] for m in range(M)])
     dist = np.stack([np.bincount(occ[:, m], weights=p_occ, minlength=N + 1) for m in range(M)])
     # throughput: completions at the last queue, rate (D1_M 1)[phi_M] in busy states
     exit_rate = procs[-1].D1.sum(axis=1)[space.phases[:, -1]]
     busy_last = occ[:, -1] > 0
-    throughput = float((pi.reshape(-1, K)[busy_last] @ exit_rate).sum())
+    flow = pi.reshape(-1, K)[busy_last] @ exit_rate
+    speed = space.speed(M - 1)
+    throughput = float((flow if speed is None else flow * speed[busy_last]).sum())
     top = occ.max(axis=1)
     is_top = occ == top[:, None]
     share = is_top / is_top.sum(axis=1, keepdims=True)
@@ -848,12 +893,13 @@ def _stationary(procs: Sequence[MAP], space: StateSpace, off: sp.csr_matrix, met
 
 # ---------------------------------------------------------------------------------- API
 def solve_closed(processes: Any, population: Any, think_time: Any, *,
-                 method: str = "auto") -> MAPQNResult:
+                 method: str = "auto", servers: Any = None) -> MAPQNResult:
     """Exact stationary solution of the closed MAP network of paper 000, Fig. 9.
 
     ``processes``: the service processes of queues ``1..M`` in visit order (``MAP`` objects;
     ``MAP.exponential(mean)`` for an exponential server); ``population`` ``N >= 0`` users;
-    ``think_time`` ``Z >= 0`` seconds, the mean of the exponential delay (0: no delay).
+    ``think_time`` ``Z >= 0`` seconds, the mean of the exponential delay (0: no delay);
+    ``servers``: cores per queue (default 1 each; module notes).
     ``method``: ``"auto"`` (SuperLU up to 15k states for ``M <= 2``, 3k for ``M >= 3``, else
     multifrontal), ``"splu"`` or ``"multifrontal"``. Raises ``ValueError`` naming ``processes``, ``population``,
     ``think_time`` or ``method`` on bad input.
@@ -861,12 +907,13 @@ def solve_closed(processes: Any, population: Any, think_time: Any, *,
     procs = _check_processes(processes)
     n_pop = _check_population(population)
     z = _check_think_time(think_time)
+    cores = _check_servers(servers, len(procs))
     if method not in ("auto", "splu", "multifrontal"):
         raise ValueError(f"method: must be 'auto', 'splu' or 'multifrontal', got {method!r}")
     if n_pop == 0:
         return _trivial(procs, z)
     t0 = time.perf_counter()
-    space = _state_space(procs, n_pop, z)
+    space = _state_space(procs, n_pop, z, cores)
     off = _offdiagonal(procs, space)
     chosen = method
     if method == "auto":

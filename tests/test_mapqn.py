@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 import solvers.mapqn as mapqn
 from solvers.mapqn import build_generator, solve_closed
+from solvers.paper000 import scenarios
 from solvers.processes import MAP
 
 import line_solver as ls  # isort: skip  # noqa: E402  (after perfcast's packages, see conftest)
@@ -341,3 +342,50 @@ def test_bad_input_names_the_field(kwargs, field):
     args.update(kwargs)
     with pytest.raises(ValueError, match=field):
         solve_closed(args["processes"], args["population"], args["think_time"], method=method)
+
+
+# ---------------------------------------------------------------------------- multi-server queues
+@pytest.mark.parametrize("method", ["splu", "multifrontal"])
+@pytest.mark.parametrize("N, Z", [(1, 0.5), (12, 0.0), (40, 0.5)])
+def test_exponential_multiserver_queues_equal_exact_mva(method, N, Z):
+    """``servers``: an exponential queue with c cores at speed min(n, c) is the M/M/c station;
+    exact load-dependent MVA is the reference."""
+    from solvers.mva import mva
+
+    means, cores = [0.01, 0.02, 0.03], [2, 4, 8]
+    res = solve_closed([MAP.exponential(m) for m in means], N, Z, servers=cores, method=method)
+    ref = mva(np.array(means)[:, None], [N], Z, cores)
+    assert res.throughput == pytest.approx(float(np.ravel(ref.throughput)[0]), rel=1e-10)
+    assert res.queue_length == pytest.approx(np.ravel(ref.queue_length), rel=1e-9, abs=1e-12)
+    assert res.utilization == pytest.approx(res.throughput * np.array(means) / cores, rel=1e-9)
+
+
+def test_multiserver_map_queue_methods_agree_and_single_core_is_unchanged():
+    sc = scenarios()["bottleneck_switch"]
+    procs = [MAP.exponential(0.008), sc.database.scaled(0.016)]
+    a = solve_closed(procs, 30, 0.5, servers=[2, 4], method="splu")
+    b = solve_closed(procs, 30, 0.5, servers=[2, 4], method="multifrontal")
+    assert a.throughput == pytest.approx(b.throughput, rel=1e-8)
+    assert a.queue_length == pytest.approx(b.queue_length, rel=1e-8)
+    assert a.throughput * (a.response_time + 0.5) == pytest.approx(30, rel=1e-9)
+    assert a.utilization == pytest.approx(a.throughput * np.array([0.008, 0.016]) / [2, 4],
+                                          rel=1e-8)
+    one = solve_closed(procs, 30, 0.5, servers=[1, 1])
+    plain = solve_closed(procs, 30, 0.5)
+    assert one.throughput == plain.throughput
+    assert np.array_equal(one.queue_length, plain.queue_length)
+
+
+def test_a_queue_with_as_many_cores_as_users_never_queues():
+    res = solve_closed([MAP.exponential(0.01), MAP.exponential(0.05)], 6, 0.2, servers=[1, 6])
+    assert res.residence_time[1] == pytest.approx(0.05, rel=1e-10)
+
+
+@pytest.mark.parametrize("servers, message", [
+    ([1, 0], "servers: item 1 must be an integer >= 1, got 0"),
+    ([1], "servers: must have one entry per queue"),
+    ([1, 2.5], "servers: item 1"),
+])
+def test_bad_servers_are_refused(servers, message):
+    with pytest.raises(ValueError, match=message):
+        solve_closed([MAP.exponential(0.01), MAP.exponential(0.02)], 3, 0.5, servers=servers)
