@@ -4,14 +4,24 @@ The system is paper 000's Fig. 9: ``N`` users think ``Z`` seconds, then visit th
 order. Per-class demands ``D_{m,c} = V_{m,c} d_{m,c}`` (visits x the demand per completion at
 the tier, :func:`tier_demands`: by default the Kalman filter's or the sliding regression's,
 whichever predicted the tier's recent utilization better) are aggregated over the measured class mix ``p_c = X_c / sum X``
-into one class, ``D_m = sum_c p_c D_{m,c}`` -- the single-class model paper 000 solves. Each
-class's response time is read back as ``R_c = sum_m D_{m,c} R_m / D_m`` (a request of class
-``c`` meets the same queues as the aggregate and is served ``D_{m,c}/D_m`` as long).
+into one class, ``D_m = sum_c p_c D_{m,c}`` -- the single-class model paper 000 solves.
+
+**Per-class response times** (FCFS tiers, as the physical tiers the simulator models): the wait
+in a tier's queue is shared by every class, the service is the class's own. With the aggregate's
+residence ``R_m`` and wait ``W_m = R_m - D_m`` per request, a class-``c`` request spends
+``R_{m,c} = D_{m,c} + W_m V_{m,c} / Vbar_m`` at tier ``m`` (``V_{m,c}`` visits, ``Vbar_m =
+sum_c p_c V_{m,c}``: the wait per visit times its visits), and ``R_c = sum_m R_{m,c}``
+(:meth:`SystemModel.class_residence`). The processor-sharing read-back ``D_{m,c} R_m / D_m``
+used before stretched the shared wait by the class's demand ratio: a light class was predicted
+too fast and a heavy one too slow (docs/accuracy.md).
 
 * No bursty tier: exact MVA, all populations in one pass (:func:`solvers.mva.mva_curve`).
-* A bursty tier (``I > idc_threshold``) with a fitted MAP(2): the MAP queueing network's Markov
-  chain (:func:`solvers.mapqn.solve_closed`), the fitted processes rescaled to ``D_m``; other
-  tiers exponential. Populations above ``map_max_population`` fall back to MVA (flagged).
+* A bursty tier (``I > idc_threshold``) with a fitted MAP(2): the MAP queueing network, the
+  fitted processes rescaled to ``D_m``, other tiers exponential, every tier with its cores
+  (a tier's cores share its service process, :mod:`solvers.decomposition`). Solved exactly
+  (:func:`solvers.mapqn.solve_closed`) while the chain has at most :data:`EXACT_STATE_LIMIT`
+  states, by flow-equivalent decomposition (:func:`solvers.decomposition.solve_decomposed`,
+  ``O(N)``) beyond; populations above ``map_max_population`` fall back to MVA (flagged).
 
 **A bursty tier's aggregate demand** (``SystemConfig.bursty_demand``, docs/accuracy.md
 section 1). On a bursty tier the window-local estimators (Kalman filter, sliding regression) are
@@ -40,6 +50,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from solvers.decomposition import solve_decomposed
 from solvers.mapqn import solve_closed
 from solvers.mva import mva_curve
 from solvers.processes import MAP
@@ -51,8 +62,8 @@ __all__ = ["Measured", "SystemModel", "Point", "build_model", "capacity_search",
 
 #: largest population any capacity search goes to
 CAPACITY_LIMIT = 100_000
-#: largest Markov chain the MAP network is solved on (~1 s); MVA beyond it, flagged
-MAP_STATE_LIMIT = 100_000
+#: largest Markov chain the MAP network is solved on exactly; decomposition beyond it
+EXACT_STATE_LIMIT = 20_000
 #: MVA is computed exactly up to this many knees, extrapolated along its asymptote beyond
 ASYMPTOTE_KNEES = 2.0
 
@@ -75,7 +86,8 @@ class Measured:
 @dataclass(frozen=True)
 class Point:
     """The model's answer at one population ``n``: ``X`` (all classes), ``R_m`` per tier,
-    ``R_c`` per class, ``U_m`` per tier (per core), ``B_m`` bottleneck probabilities (MAP)."""
+    ``R_c`` per class, ``U_m`` per tier (per core), ``B_m`` bottleneck probabilities (MAP).
+    ``model``: ``"mva"``, ``"map"`` (the exact chain) or ``"map-fes"`` (decomposition)."""
 
     n: int
     throughput: float
@@ -100,6 +112,7 @@ class SystemModel:
     processes: list[MAP] | None           # per tier when the MAP network applies
     map_limit: int
     flags: list[str] = field(default_factory=list)
+    visits: np.ndarray | None = None      # (M, C) V_{m,c}; None: one visit each
     _cache: dict[int, Point] = field(default_factory=dict)
     _curve: Any = None
 
@@ -112,20 +125,28 @@ class SystemModel:
     def kind(self) -> str:
         return "map" if self.processes is not None else "mva"
 
-    def _ratio(self) -> np.ndarray:
-        """``D_{m,c} / D_m``: how much longer than the aggregate class ``c`` is served."""
-        ratio = self.__dict__.get("_ratio_cache")
-        if ratio is None:
-            D = self.D
-            ratio = self.__dict__["_ratio_cache"] = np.divide(
-                self.D_mc, D[:, None], out=np.zeros_like(self.D_mc), where=D[:, None] > 0)
-        return ratio
+    @functools.cached_property
+    def _wait_share(self) -> np.ndarray:
+        """``V_{m,c} / Vbar_m`` (M, C): the share of tier ``m``'s per-request wait that a
+        class-``c`` request meets (module docstring)."""
+        V = np.ones_like(self.D_mc) if self.visits is None else self.visits
+        Vbar = V @ self.mix
+        return np.divide(V, Vbar[:, None], out=np.zeros_like(V), where=Vbar[:, None] > 0)
+
+    def wait(self, Rm: np.ndarray) -> np.ndarray:
+        """``W_m = max(R_m - D_m, 0)``: the queueing part of the aggregate's residence."""
+        return np.maximum(np.asarray(Rm, dtype=float) - self.D, 0.0)
+
+    def class_residence(self, Rm: np.ndarray) -> np.ndarray:
+        """``R_{m,c} = D_{m,c} + W_m V_{m,c} / Vbar_m`` (M, C) from the aggregate's ``R_m``."""
+        return self.D_mc + self.wait(Rm)[:, None] * self._wait_share
 
     def _read_back(self, n: int, X: float, Rm: np.ndarray, B: np.ndarray | None,
                    model: str) -> Point:
         Rm = np.asarray(Rm, dtype=float)
         U = X * self.D / self.servers
-        return Point(n, float(X), Rm, self._ratio().T @ Rm, U, B, model)
+        Rc = self.D_mc.sum(axis=0) + self.wait(Rm) @ self._wait_share
+        return Point(n, float(X), Rm, Rc, U, B, model)
 
     def prime(self, curve: Any) -> None:
         """Use ``curve`` (this model's MVA curve, computed elsewhere) for :meth:`curve`."""
@@ -177,12 +198,13 @@ class SystemModel:
             return None, False
         n0 = self.asymptote_start()
         c = self.curve(n0)
-        ratio = self._ratio()[:, active]
-        Rc = c.residence_time @ ratio                                  # (n0 + 1, C_active)
+        share = self._wait_share[:, active]
+        wait = np.maximum(c.residence_time - self.D, 0.0)             # (n0 + 1, M)
+        Rc = self.D_mc[:, active].sum(axis=0) + wait @ share          # (n0 + 1, C_active)
         over = np.flatnonzero(((Rc / sla).max(axis=1) - 1.0) > 0)
         if over.size:
             return max(int(over[0]) - 1, 0), False
-        slope = (c.residence_time[n0] - c.residence_time[n0 - 1]) @ ratio
+        slope = (wait[n0] - wait[n0 - 1]) @ share
         with np.errstate(divide="ignore", invalid="ignore"):
             room = np.where(slope > 0, (sla - Rc[n0]) / slope, np.inf)
         cross = n0 + float(room.min())
@@ -191,17 +213,21 @@ class SystemModel:
         return int(math.floor(cross)), False
 
     def at(self, n: int) -> Point:
-        """The model's answer at population ``n`` (MAP network when it applies)."""
+        """The model's answer at population ``n`` (MAP network when it applies: the exact
+        chain up to :data:`EXACT_STATE_LIMIT` states, decomposition beyond)."""
         if n in self._cache:
             return self._cache[n]
-        if self.processes is None or n > self.map_limit or \
-                self.map_states(n) > MAP_STATE_LIMIT:
+        if self.processes is None or n > self.map_limit:
             point = self.mva_at(n)
         else:
             procs = [p.scaled(float(d)) for p, d in zip(self.processes, self.D)]
-            res = solve_closed(procs, n, self.think_time)
+            cores = [int(c) for c in self.servers]
+            if self.map_states(n) <= EXACT_STATE_LIMIT:
+                res, kind = solve_closed(procs, n, self.think_time, servers=cores), "map"
+            else:
+                res, kind = solve_decomposed(procs, n, self.think_time, servers=cores), "map-fes"
             point = self._read_back(n, res.throughput, res.residence_time,
-                                    np.asarray(res.bottleneck_probability), "map")
+                                    np.asarray(res.bottleneck_probability), kind)
         self._cache[n] = point
         return point
 
@@ -370,9 +396,7 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
     processes = None
     bursty = [t for t in tiers if t.bursty]
     if bursty:
-        if any(t.cores != 1 for t in tiers):
-            flags.append("MAP network needs single-core tiers: MVA used")
-        elif any(t.process is None for t in bursty):
+        if any(t.process is None for t in bursty):
             flags.append("bursty tier without a MAP(2) fit yet: MVA used")
         elif not np.all(D_mc @ p > 0):
             flags.append("a tier has no demand yet: MVA used")
@@ -389,4 +413,4 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
                             flags.append(_history_flag(t.tier, before, after))
     return SystemModel(tiers=[t.tier for t in tiers], classes=list(classes), D_mc=D_mc, mix=p,
                        servers=servers, think_time=think_time, sla=sla, processes=processes,
-                       map_limit=cfg.map_max_population, flags=flags)
+                       map_limit=cfg.map_max_population, flags=flags, visits=V_mc)

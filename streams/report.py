@@ -115,6 +115,12 @@ class StoreData:
         return max(s.end for s in self.systems)
 
 
+#: what each value of a prediction's ``model`` means, for the report's model tile
+_MODEL_NAMES = {"map": "MAP network (bursty tier), exact chain",
+                "map-fes": "MAP network (bursty tier), decomposition",
+                "mva": "mean-value analysis"}
+
+
 def _connect(path: Path) -> sqlite3.Connection:
     if not path.exists():
         raise ReportError(f"store {str(path)!r}: no such file (run 'perfcast demo' or "
@@ -1002,8 +1008,7 @@ def _tiles(system: SystemData) -> str:
         _tile("headroom", _num(p.get("headroom_users")), head_tone, "users below capacity"),
         _tile("time to SLA breach", _esc(_time_to_breach(ttb)), ttb_tone, _esc(breach_at)),
         _tile("model", _esc(p.get("model") or "none yet"),
-              sub="MAP network (bursty tier)" if p.get("model") == "map" else
-              "mean-value analysis" if p.get("model") == "mva" else ""),
+              sub=_MODEL_NAMES.get(p.get("model") or "", "")),
         _tile("bottleneck tier (forecast)", _esc(p.get("bottleneck_tier") or "–"),
               sub=f"switch probability {_num(p.get('bottleneck_switch_probability'), '.2f')}"),
         _tile("model error", "–" if err is None else f"{100 * err:.0f}%",

@@ -23,7 +23,7 @@ import numpy as np
 
 from streams.alerts import AlertBook
 from streams.config import SystemConfig
-from streams.model import CAPACITY_LIMIT, MAP_STATE_LIMIT, Measured, Point, SystemModel, build_model, \
+from streams.model import CAPACITY_LIMIT, Measured, Point, SystemModel, build_model, \
     capacity_search
 from solvers.mva import mva_curves
 from streams.records import Window, clean
@@ -300,11 +300,15 @@ class SystemState:
         cap, limited = self._capacity(model, n_now)
         flags = list(model.flags)
         if model.processes is not None:
-            used_mva = sorted(n for n, p in model.solved().items() if p.model == "mva")
+            solved = model.solved().items()
+            used_mva = sorted(n for n, p in solved if p.model == "mva")
             if used_mva:
-                flags.append(f"MAP network too large (map_max_population="
-                             f"{model.map_limit}, {MAP_STATE_LIMIT} states) at populations "
-                             f">= {used_mva[0]}: MVA used there")
+                flags.append(f"MAP network limited to map_max_population={model.map_limit}: "
+                             f"MVA used at populations >= {used_mva[0]}")
+            fes = sorted(n for n, p in solved if p.model == "map-fes")
+            if fes:
+                flags.append(f"MAP network solved by decomposition (flow-equivalent server) at "
+                             f"populations >= {fes[0]}; exact chain below")
         breach: Point | None = None
         if cap is not None and not limited:     # the first population probed beyond capacity
             beyond = [p for n, p in model.solved().items() if n > cap and model.excess(p) > 0]
@@ -320,7 +324,7 @@ class SystemState:
             ratio = np.where(model.mix > 0, breach.response / model.sla, -np.inf)
             c = int(np.argmax(ratio))
             breach_class = model.classes[c]
-            share = model._ratio()[:, c] * breach.residence
+            share = model.class_residence(breach.residence)[:, c]
             breach_tier = model.tiers[int(np.argmax(share))]
         at_bottleneck = breach if breach is not None else fc
         B = at_bottleneck.bottleneck

@@ -460,10 +460,12 @@ class TierState:
         if kept and (self.idc_seq == 0 or fresh >= max(IDC_REFRESH_MIN,
                                                        IDC_REFRESH_SHARE * kept)):
             arr = hist.arrays(n_classes)
-            same = arr.window_s == arr.window_s[-1]
+            # a tier with c cores: busy time in core-seconds, B_k = U_k T c (docs/accuracy.md):
+            # the estimator's axis is U_k in units of its window, so the window is T c
+            same = (arr.window_s == arr.window_s[-1]) & (arr.cores == arr.cores[-1])
             done = arr.total_completions
             est = index_of_dispersion(arr.utilization[same], done[same],
-                                      float(arr.window_s[-1]))
+                                      float(arr.window_s[-1] * arr.cores[-1]))
             idc = None if est.reason in ("no_busy_time", "no_completions") else est.value
             idc_flag = None if est.reason == "ok" else est.reason
             busy = arr.busy_time

@@ -23,10 +23,11 @@ def _model(D, servers, Z, sla, ratio=None) -> SystemModel:
 
 
 def _exact_capacity(m: SystemModel) -> int:
-    ratio = m._ratio()
-    stop = float(m.sla.max() / ratio[ratio > 0].min())   # beyond it every class is over
+    # R_c >= sum_m W_m V_mc / Vbar_m >= R - sum_m D_m (one visit each): beyond it every class
+    # is over its SLA
+    stop = float(m.D.sum() + m.sla.max())
     curve = mva_curve(m.D, 200_000, m.think_time, m.servers, stop_response_time=stop)
-    Rc = curve.residence_time @ ratio
+    Rc = np.array([m.class_residence(r).sum(axis=0) for r in curve.residence_time])
     return int(np.flatnonzero((Rc / m.sla).max(axis=1) > 1)[0]) - 1
 
 

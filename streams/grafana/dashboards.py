@@ -289,7 +289,9 @@ def system(defaults: SystemConfig = SystemConfig()) -> dict[str, Any]:
                     "time_to_breach_s", "s",
                     thresholds=[(None, "red"), (1, "orange"), (3600, "green")],
                     mappings=[_null_means("no breach ahead"), _zero_means("now", "red")])
-    model = _stat_now("Model", "mva (no bursty tier) or map (MAP queueing network).",
+    model = _stat_now("Model", "mva (no bursty tier), map (MAP queueing network, exact chain) "
+                      "or map-fes (MAP queueing network by flow-equivalent decomposition, for "
+                      "large populations); the flags say where MVA was still used.",
                       "model", "none", fields="/^model$/")
     bottleneck = _stat_now("Bottleneck tier (at the forecast)",
                            "Tier with the highest predicted utilization at the forecast "
