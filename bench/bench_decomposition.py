@@ -1,0 +1,159 @@
+"""Speed of the flow-equivalent decomposition (solvers.decomposition) beside the exact chain
+(solvers.mapqn) and line-solver, and of a capacity search on the pipeline's model.
+
+    python bench/bench_decomposition.py              # all figures
+    python bench/bench_decomposition.py --skip-peer  # without line-solver
+
+Networks (think time Z, then the tiers in order; a bursty tier's service sequence is paper
+000's MAP(2) with I ~ 200, scaled to the tier's mean):
+
+* ``4 tiers, 2 bursty`` -- web 4 cores exp 2 ms, app 8 cores bursty 10 ms, cache 4 cores exp
+  4 ms, db 16 cores bursty 20 ms; Z = 7 s (knee ~ 5,600 users);
+* ``4 tiers, 1 bursty`` -- the same with the app exponential;
+* ``paper 000`` -- front 1 core exp 4.5 ms, db 1 core bursty 4.0 ms, Z = 0.5 s.
+
+Times are the median of 5 solves after one warm-up, in this process (one BLAS thread is set
+before numpy loads). The exact chain runs where it has at most ``--exact-states`` states;
+line-solver (``SolverMVA``, its default approximate solver for MAP service; the JVM start and
+model building excluded) where it completes in ``--peer-budget`` seconds. Figures, no
+pass/fail.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import contextlib  # noqa: E402
+import io  # noqa: E402
+import math  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any, Callable  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from solvers.decomposition import solve_decomposed  # noqa: E402
+from solvers.mapqn import solve_closed  # noqa: E402
+from solvers.paper000 import _BURSTY_D0, _BURSTY_D1  # noqa: E402
+from solvers.processes import MAP  # noqa: E402
+from streams.model import SystemModel, capacity_search  # noqa: E402
+
+BURSTY = MAP(_BURSTY_D0, _BURSTY_D1)
+
+
+def networks() -> dict[str, tuple[list[MAP], list[int], float]]:
+    return {
+        "4 tiers, 2 bursty": ([MAP.exponential(0.002), BURSTY.scaled(0.010),
+                               MAP.exponential(0.004), BURSTY.scaled(0.020)], [4, 8, 4, 16], 7.0),
+        "4 tiers, 1 bursty": ([MAP.exponential(0.002), MAP.exponential(0.010),
+                               MAP.exponential(0.004), BURSTY.scaled(0.020)], [4, 8, 4, 16], 7.0),
+        "paper 000": ([MAP.exponential(0.0045), BURSTY.scaled(0.004)], [1, 1], 0.5),
+    }
+
+
+def timed(fn: Callable[[], Any], runs: int = 5) -> tuple[float, Any]:
+    out = fn()
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), out
+
+
+def states(procs: list[MAP], n: int, z: float) -> int:
+    stations = len(procs) + (1 if z > 0 else 0)
+    return math.comb(n + stations - 1, stations - 1) * math.prod(p.order for p in procs)
+
+
+def peer(procs: list[MAP], cores: list[int], z: float, n: int) -> tuple[float, float] | None:
+    """line-solver's SolverMVA on the same network: (seconds, throughput), None on failure."""
+    import line_solver as ls
+
+    model = ls.Network("bench")
+    delay = ls.Delay(model, "Think")
+    queues = [ls.Queue(model, f"q{m}", ls.SchedStrategy.FCFS) for m in range(len(procs))]
+    job = ls.ClosedClass(model, "users", n, delay)
+    delay.setService(job, ls.Exp(1.0 / z))
+    for queue, proc, c in zip(queues, procs, cores):
+        queue.setNumberOfServers(c)
+        service = ls.Exp(1.0 / proc.mean) if proc.order == 1 else \
+            ls.MAP(np.array(proc.D0), np.array(proc.D1))
+        queue.setService(job, service)
+    model.link(ls.Network.serial_routing([delay, *queues]))
+    try:
+        t0 = time.perf_counter()
+        with contextlib.redirect_stdout(io.StringIO()):
+            _, _, _, tput, _, _ = ls.SolverMVA(model, verbose=False).getAvg()
+        return time.perf_counter() - t0, float(np.asarray(tput)[1, 0])
+    except Exception as exc:  # noqa: BLE001 - report whatever the peer says
+        print(f"    line-solver failed: {type(exc).__name__}: {str(exc)[:120]}")
+        return None
+
+
+def capacity_time(procs: list[MAP], cores: list[int], z: float, sla: float) -> tuple[float, int, int]:
+    """A capacity search as the pipeline runs it (streams.system ``_capacity``): bracketed from
+    MVA's capacity, regula falsi to 3%. Returns (seconds, capacity, populations solved)."""
+    D = np.array([p.mean for p in procs])
+    unit = [p.scaled(1.0) for p in procs]
+
+    def search() -> tuple[int, int]:
+        m = SystemModel(tiers=[f"t{i}" for i in range(len(procs))], classes=["all"],
+                        D_mc=D[:, None].copy(), mix=np.ones(1), servers=np.array(cores, float),
+                        think_time=z, sla=np.array([sla]), processes=unit, map_limit=100_000)
+        cap, _ = m.mva_capacity()
+        found, _ = capacity_search(lambda n: m.excess(m.at(n)), start=cap + 1, limit=100_000,
+                                   rel_tol=0.03)
+        return found, len(m.solved())
+
+    seconds, (cap, solved) = timed(search, runs=3)
+    return seconds, cap, solved
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--skip-peer", action="store_true")
+    ap.add_argument("--exact-states", type=int, default=100_000)
+    ap.add_argument("--peer-budget", type=float, default=60.0)
+    args = ap.parse_args()
+    print("| network | N | decomposition | iterations | exact chain (states) | "
+          "ratio exact/decomp. | X decomp. vs exact | line-solver MVA | ratio peer/decomp. |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, (procs, cores, z) in networks().items():
+        pops = [20, 100, 1000, 5000] if len(procs) > 2 else [20, 100, 300, 1000, 5000]
+        for n in pops:
+            t_dec, res = timed(lambda: solve_decomposed(procs, n, z, servers=cores))
+            exact = ratio = diff = "-"
+            if states(procs, n, z) <= args.exact_states:
+                t_ex, ex = timed(lambda: solve_closed(procs, n, z, servers=cores), runs=1) \
+                    if any(c > 1 for c in cores) else timed(lambda: solve_closed(procs, n, z),
+                                                             runs=1)
+                exact = f"{1000 * t_ex:.1f} ms ({states(procs, n, z):,})"
+                ratio = f"{t_ex / t_dec:.1f}x"
+                diff = f"{100 * (res.throughput / ex.throughput - 1):+.2f}%"
+            pr = ppr = "-"
+            if not args.skip_peer and n <= 1000:
+                got = peer(procs, cores, z, n)
+                if got is not None and got[0] <= args.peer_budget:
+                    pr = f"{1000 * got[0]:.0f} ms (X {got[1]:.4g} vs {res.throughput:.4g})"
+                    ppr = f"{got[0] / t_dec:.1f}x"
+            print(f"| {name} | {n} | {1000 * t_dec:.1f} ms | {res.iterations} | {exact} | "
+                  f"{ratio} | {diff} | {pr} | {ppr} |")
+    print("\nCapacity search (pipeline's model, SLA 0.1 s except paper 000: 0.3 s)\n")
+    print("| network | seconds | capacity | populations solved |\n|---|---|---|---|")
+    for name, (procs, cores, z) in networks().items():
+        sla = 0.3 if name == "paper 000" else 0.1
+        seconds, cap, solved = capacity_time(procs, cores, z, sla)
+        print(f"| {name} | {seconds:.3f} | {cap} | {solved} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,187 @@
+"""End to end on a multi-core three-tier shop with a bursty database (issue 19's case (b)):
+the windows of the physical system through the whole embedded pipeline.
+
+    python bench/e2e_multicore.py            # truth grid, steady run, ramp run
+    python bench/e2e_multicore.py --quick    # shorter simulations (smoke test)
+    python bench/e2e_multicore.py --seed 2   # another seed
+
+The system (also in bench/accuracy_multicore.py): web 4 cores (exponential, 8 ms), app 4 cores
+(exponential, 10 ms), db 8 cores whose service-time sequence is paper 000's bursty MAP(2)
+(I ~ 200) with mean 16 ms; think time 1 s; classes ``browse`` (80%, x0.75 at the db) and
+``buy`` (20%, x2 at the db); SLA 0.1 s for every class. Simulated by
+:mod:`solvers.simulation.physical` (cores, FCFS queues, the correlated service-time sequence),
+monitored in 5-s windows. The pipeline is configured as a new user would: tiers in order and the
+SLA, nothing else (think time from Little's law, demands and burstiness estimated).
+
+1. **Truth capacity** -- the largest population whose worst class's mean response time stays
+   within the SLA: simulated on a grid of populations (3 replications each), the crossing
+   interpolated linearly.
+2. **Steady run** -- 60 minutes at 40% of the truth capacity through ``run_embedded``: the
+   pipeline's last capacity against the truth, and the model it used.
+3. **Ramp run** -- 20 minutes at 40%, then a linear ramp to 150% of capacity over 40 minutes,
+   then 10 minutes there. Measured breach: the first minute whose worst class's
+   completion-weighted mean response time (summed over the tiers) exceeds the SLA. perfcast's
+   first ``predicted_breach`` firing must lead it by >= 5 minutes, and no firing may come earlier
+   than 30 minutes before it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from solvers.paper000 import _BURSTY_D0, _BURSTY_D1  # noqa: E402
+from solvers.processes import MAP  # noqa: E402
+from solvers.simulation.physical import (PhysicalNetwork, Tier, monitor_physical,  # noqa: E402
+                                         simulate_physical)
+from streams.config import Config, SystemConfig  # noqa: E402
+from streams.embedded import run_embedded  # noqa: E402
+
+SLA_S = 0.1
+THINK_S = 1.0
+WINDOW_S = 5.0
+START = 1_795_000_000.0
+CLASSES = ("browse", "buy")
+MIX = (0.8, 0.2)
+
+
+def network(population: int) -> PhysicalNetwork:
+    bursty = MAP(_BURSTY_D0, _BURSTY_D1).scaled(0.016)
+    return PhysicalNetwork(
+        tiers=(Tier("web", 4, 0.008), Tier("app", 4, 0.010),
+               Tier("db", 8, bursty, multipliers=(0.75, 2.0))),
+        classes=CLASSES, mix=MIX, think_time=THINK_S, population=population)
+
+
+def truth_capacity(grid: list[int], duration: float, seed: int) -> tuple[float, list[tuple]]:
+    """Interpolated population where the worst class's simulated R crosses the SLA."""
+    rows = []
+    for n in grid:
+        res = simulate_physical(network(n), duration, warmup=duration / 10, replications=3,
+                                seed=seed + n)
+        worst = max(range(len(CLASSES)), key=lambda c: res.response_time[c].mean)
+        est = res.response_time[worst]
+        rows.append((n, CLASSES[worst], est.mean, est.half_width))
+    for (n0, _, r0, _), (n1, _, r1, _) in zip(rows, rows[1:]):
+        if r0 <= SLA_S < r1:
+            return n0 + (SLA_S - r0) * (n1 - n0) / (r1 - r0), rows
+    return math.nan, rows
+
+
+def config() -> Config:
+    return Config(systems={"shop": SystemConfig(tiers=("web", "app", "db"),
+                                                sla_s={"*": SLA_S})})
+
+
+def run(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    preds: list[dict[str, Any]] = []
+
+    def watch(outputs: Any, _pipeline: Any) -> None:
+        preds.extend(p for p in outputs.predictions if p.get("model"))
+
+    with tempfile.TemporaryDirectory() as d:
+        summary = run_embedded(records, config(), d, on_outputs=watch)
+    return preds, list(summary.alert_events)
+
+
+def measured_breach(records: list[dict[str, Any]]) -> float | None:
+    """First minute (end time, s after START) whose worst class's mean R exceeds the SLA."""
+    acc: dict[tuple[int, str], np.ndarray] = {}
+    for r in records:
+        minute = int(math.ceil((float(r["end"]) - START) / 60.0))
+        a = acc.setdefault((minute, r["tier"]), np.zeros((2, len(CLASSES))))
+        for j, c in enumerate(CLASSES):
+            k = r["completions"][c]
+            if k and c in r["response_time_s"]:
+                a[0, j] += r["response_time_s"][c] * k
+                a[1, j] += k
+    for minute in sorted({m for m, _ in acc}):
+        R = np.zeros(len(CLASSES))
+        for tier in ("web", "app", "db"):
+            a = acc.get((minute, tier))
+            if a is None or not np.all(a[1] > 0):
+                R[:] = np.nan
+                break
+            R += a[0] / a[1]
+        if np.nanmax(R) > SLA_S:
+            return 60.0 * minute
+    return None
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--capacity", type=float, default=None,
+                    help="the truth capacity (skips the simulated grid)")
+    ap.add_argument("--grid-only", action="store_true", help="only the truth capacity")
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    cap = args.capacity
+    if cap is None:
+        grid = [100, 130, 160, 190, 220, 250] if not args.quick else [130, 190, 250]
+        cap, rows = truth_capacity(grid, 300.0 if args.quick else 1500.0, args.seed)
+        print("## Truth capacity (simulation, 3 replications per population)\n")
+        print("| users | worst class | R (ms) | 95% CI half-width (ms) |\n|---|---|---|---|")
+        for n, c, r, hw in rows:
+            print(f"| {n} | {c} | {1000 * r:.1f} | {1000 * hw:.1f} |")
+    print(f"\ntruth capacity at SLA {SLA_S} s: **{cap:.0f} users**\n")
+    if args.grid_only:
+        return
+    if not math.isfinite(cap):
+        print("the grid does not bracket the SLA crossing; widen it")
+        return
+    low = max(1, int(round(0.4 * cap)))
+    steady = monitor_physical(network(low), 1200.0 if args.quick else 3600.0, WINDOW_S,
+                              system="shop", start_time=START, seed=args.seed)
+    preds, _ = run(steady)
+    last = preds[-1]
+    print("## Steady run at 40% of capacity "
+          f"({low} users, {len(steady)} windows)\n")
+    models = sorted({p['model'] for p in preds})
+    print(f"- solves: {len(preds)}; models used: {models}; last model: {last['model']}")
+    print(f"- last capacity: **{last['capacity_users']}** users "
+          f"(error {100 * (last['capacity_users'] / cap - 1):+.1f}% against the truth {cap:.0f})")
+    caps = [p["capacity_users"] for p in preds[len(preds) // 2:] if p.get("capacity_users")]
+    print(f"- capacity over the second half: median {np.median(caps):.0f}, "
+          f"min {min(caps)}, max {max(caps)}")
+    print(f"- db index of dispersion: {last['tiers']['db']['idc']}, bursty: "
+          f"{last['tiers']['db']['bursty']}; flags: {last['flags']}\n")
+    hold, ramp, top = 1200.0, 2400.0, int(round(1.5 * cap))
+    steps = 60
+    sched = [(hold + ramp * k / steps, int(round(low + (top - low) * k / steps)))
+             for k in range(1, steps + 1)]
+    duration = hold + ramp + 600.0
+    ramped = monitor_physical(network(low), duration, WINDOW_S, schedule=sched, system="shop",
+                              start_time=START, seed=args.seed + 100)
+    preds, events = run(ramped)
+    breach = measured_breach(ramped)
+    fired = sorted(a["time"] - START for a in events
+                   if a["alert"] == "predicted_breach" and a["state"] == "firing")
+    print("## Ramp 40% -> 150% of capacity over 40 minutes, from minute 20\n")
+    print(f"- measured breach (1-minute mean of the worst class > SLA): "
+          f"{'none' if breach is None else f'{breach / 60:.1f} min'}")
+    print(f"- predicted_breach firings (min): {[round(f / 60, 1) for f in fired]}")
+    if breach is not None and fired:
+        before = [f for f in fired if f < breach]
+        lead = breach - before[0] if before else None
+        print(f"- first firing leads the breach by: "
+              f"{'no lead' if lead is None else f'{lead / 60:.1f} min'} (target >= 5 min); "
+              f"earliest firing {(breach - fired[0]) / 60:.1f} min before it "
+              "(target: none earlier than 30 min)")
+    print(f"- models used on the ramp: {sorted({p['model'] for p in preds})}")
+    print(f"\n(total {time.perf_counter() - t0:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
