@@ -68,7 +68,7 @@ from typing import Any, Sequence
 
 import numpy as np
 from scipy.linalg import solve_banded
-from scipy.special import gammaln, logsumexp
+from scipy.special import gammaln
 
 from solvers.processes import MAP
 
@@ -198,13 +198,20 @@ def _convolve(lg: np.ndarray, lhead: np.ndarray, lratio: float | None) -> np.nda
     padded = np.concatenate([np.full(taps, _NEG_INF), lg])
     windows = np.lib.stride_tricks.sliding_window_view(padded, taps + 1)[: N + 1]
     terms = windows + lhead[taps::-1][None, :]              # term (k, j) = f(j) g(k - j)
-    with np.errstate(divide="ignore"):
-        head = logsumexp(terms, axis=1)
+    head = _logsumexp_rows(terms)
     h = lhead.shape[0] - 1
     if lratio is None or h >= N:
         return head
     tail = lhead[h] + lratio + _shift(_geometric(lg, lratio), h + 1)
     return np.logaddexp(head, tail)
+
+
+def _logsumexp_rows(terms: np.ndarray) -> np.ndarray:
+    """``log sum_j exp(terms[k, j])`` per row (``-inf`` for a row of ``-inf``)."""
+    top = terms.max(axis=1)
+    safe = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(divide="ignore", under="ignore"):
+        return safe + np.log(np.exp(terms - safe[:, None]).sum(axis=1))
 
 
 def _exponential_weights(mean: float, cores: int, N: int) -> tuple[np.ndarray, float]:
@@ -227,14 +234,11 @@ def _ld_weights(nu: np.ndarray, N: int, flags: list[str], name: str) -> tuple[np
 
 
 def _log_g_exponential(means: np.ndarray, cores: Sequence[int], tiers: Sequence[int], N: int,
-                       Z: float, scale: dict[int, float] | None = None) -> np.ndarray:
-    """``log G_E(k)`` of the think station and the exponential ``tiers`` (means scaled by
-    ``scale[m]`` where given: the central differences of the queue lengths)."""
+                       Z: float) -> np.ndarray:
+    """``log G_E(k)``, ``k = 0..N``, of the think station and the exponential ``tiers``."""
     lg = _log_delay(N, Z)
     for m in tiers:
-        mean = means[m] * (scale or {}).get(m, 1.0)
-        head, lratio = _exponential_weights(mean, cores[m], N)
-        lg = _convolve(lg, head, lratio)
+        lg = _convolve(lg, *_exponential_weights(means[m], cores[m], N))
     return lg
 
 
@@ -483,12 +487,14 @@ def _conditional_queue(means: np.ndarray, cores: tuple[int, ...], expo: list[int
                        others: dict[int, tuple[np.ndarray, float | None]]) -> np.ndarray:
     """``E[n_m | k users in the rest]``, ``k = 0..N``, for exponential tier ``m`` of the rest
     (think station, exponential tiers, the bursty tiers in ``others`` as load-dependent
-    stations): ``d log G_rest(k) / d log S_m`` by a central difference."""
-    up = _rest_log_g(_log_g_exponential(means, cores, expo, N, Z, {m: 1.0 + _EPS}), others, None)
-    down = _rest_log_g(_log_g_exponential(means, cores, expo, N, Z, {m: 1.0 - _EPS}), others,
-                       None)
+    stations): ``d log G_rest(k) / d log S_m`` by a central difference, the rest without ``m``
+    convolved once."""
+    without = _rest_log_g(_log_g_exponential(means, cores, [e for e in expo if e != m], N, Z),
+                          others, None)
+    sides = [_convolve(without, *_exponential_weights(means[m] * f, cores[m], N))
+             for f in (1.0 + _EPS, 1.0 - _EPS)]
     with np.errstate(invalid="ignore"):
-        q = (up - down) / (math.log1p(_EPS) - math.log1p(-_EPS))
+        q = (sides[0] - sides[1]) / (math.log1p(_EPS) - math.log1p(-_EPS))
     return np.clip(np.nan_to_num(q, nan=0.0), 0.0, None)
 
 
