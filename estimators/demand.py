@@ -63,6 +63,8 @@ _INNOVATION_MEMORY = 0.1   # weight of the newest squared innovation in innovati
 _MAX_WINDOW_VALUE = 1e9    # bound on per-class throughputs (1/s) and response times (s)
 _MIN_RATE = 1e-9           # smallest non-zero throughput (1/s) the filter accepts
 _MAX_CORES = 1e6
+#: a utilization within this of [0, 1] is rounding (``1 + 1e-12``, ``-1e-15``): clamped into it
+_U_ROUNDING = 1e-9
 #: skip reasons of :meth:`KalmanDemandEstimator.update` (also used by :mod:`estimators.kalman_bank`)
 SKIP_IDLE = "idle: no completions in the window (H = 0)"
 SKIP_DEGENERATE = "degenerate: H P H^T + R is not > 0 or overflows"
@@ -87,9 +89,9 @@ def _check_utilization_scalar(utilization: Any) -> float:
         value = float(utilization)
     except (TypeError, ValueError):
         raise ValueError(f"utilization: must be a number in [0, 1], got {utilization!r}") from None
-    if not 0.0 <= value <= 1.0:  # also rejects NaN
+    if not -_U_ROUNDING <= value <= 1.0 + _U_ROUNDING:  # also rejects NaN
         raise ValueError(f"utilization: must be within [0, 1], got {utilization!r}")
-    return value
+    return min(max(value, 0.0), 1.0)                   # rounding residue clamped
 
 
 def _finite_nonnegative(values: np.ndarray, field: str, upper: float = math.inf,
@@ -656,8 +658,11 @@ def _check_period_data(utilization: Any, throughputs: Any) -> tuple[np.ndarray, 
         raise ValueError(f"throughputs: expected shape ({u.size}, classes) with classes >= 1, "
                          f"got {X.shape}")
     if not (u.min() >= 0.0 and u.max() <= 1.0):
-        bad = u[~((u >= 0.0) & (u <= 1.0))]
-        raise ValueError(f"utilization: entries must be within [0, 1], got {bad[:3].tolist()}")
+        bad = u[~((u >= -_U_ROUNDING) & (u <= 1.0 + _U_ROUNDING))]
+        if bad.size:
+            raise ValueError(f"utilization: entries must be within [0, 1], "
+                             f"got {bad[:3].tolist()}")
+        u = np.clip(u, 0.0, 1.0)                      # rounding residue (a copy)
     _finite_nonnegative(X, "throughputs", _MAX_WINDOW_VALUE, _MIN_RATE)
     return u, X
 

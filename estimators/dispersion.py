@@ -169,12 +169,19 @@ def _first_bad(arr: np.ndarray, bad: np.ndarray, name: str, what: str) -> None:
         raise ValueError(f"{name}: {what}, got {arr[idx]!r} at window {where}")
 
 
+#: a utilization within this of [0, 1] is rounding (``1 + 1e-12``, ``-1e-15``): clamped into it
+_U_ROUNDING = 1e-9
+
+
 def _utilization(value: Any) -> np.ndarray:
     u = _array(value, "utilization")
     if u.ndim != 1:
         raise ValueError(f"utilization: must be 1-D (one value per window), got shape {u.shape}")
     _first_bad(u, ~np.isfinite(u), "utilization", "must be finite")
-    _first_bad(u, (u < 0.0) | (u > 1.0), "utilization", "must be in [0, 1]")
+    if u.size and not (u.min() >= 0.0 and u.max() <= 1.0):
+        _first_bad(u, (u < -_U_ROUNDING) | (u > 1.0 + _U_ROUNDING), "utilization",
+                   "must be in [0, 1]")
+        u = np.clip(u, 0.0, 1.0)                      # rounding residue (a copy)
     return u
 
 
@@ -360,7 +367,9 @@ class DispersionTracker:
         (sequence or mapping class -> count), all >= 0; ``ValueError`` naming the field if not."""
         u = _scalar(utilization, "utilization")
         if not 0.0 <= u <= 1.0:
-            raise ValueError(f"utilization: must be in [0, 1], got {utilization!r}")
+            if not -_U_ROUNDING <= u <= 1.0 + _U_ROUNDING:
+                raise ValueError(f"utilization: must be in [0, 1], got {utilization!r}")
+            u = min(max(u, 0.0), 1.0)                 # rounding residue
         n = _window_completions(completions)
         slot = self._next
         self._u[slot] = u

@@ -33,6 +33,8 @@ __all__ = ["ESTIMATORS", "Selection", "prediction_error", "residual_error", "res
 #: the class-blind utilization law predicts utilization as well as they do, but gives every
 #: class the same demand -- it is not a per-class estimator and is left out)
 ESTIMATORS = ("kalman", "regression")
+#: a utilization within this of [0, 1] is rounding (``1 + 1e-12``, ``-1e-15``): clamped into it
+_U_ROUNDING = 1e-9
 
 
 @dataclass(frozen=True)
@@ -53,8 +55,11 @@ def _window_data(utilization: np.ndarray | list[float],
     if z.ndim != 1:
         raise ValueError(f"utilization: expected a 1-D array (one per window), got shape {z.shape}")
     if not np.all(np.isfinite(z)) or np.any((z < 0) | (z > 1)):
-        raise ValueError(f"utilization: entries must be within [0, 1], got "
-                         f"{z[~(np.isfinite(z) & (z >= 0) & (z <= 1))][:3].tolist()}")
+        ok = np.isfinite(z) & (z >= -_U_ROUNDING) & (z <= 1 + _U_ROUNDING)
+        if not np.all(ok):
+            raise ValueError(f"utilization: entries must be within [0, 1], got "
+                             f"{z[~ok][:3].tolist()}")
+        z = np.clip(z, 0.0, 1.0)                      # rounding residue (a copy)
     if X.ndim != 2 or X.shape[0] != z.size:
         raise ValueError(f"throughputs: expected shape ({z.size}, classes), got {X.shape}")
     if not np.all(np.isfinite(X)) or np.any(X < 0):

@@ -659,7 +659,9 @@ def test_invalid_entries_raise_value_error_naming_the_field(n, data):
     bad = data.draw(bad_number)
     rt = None
     if field == "utilization":
-        u = data.draw(st.one_of(bad_number, st.floats(1.0, 1e9, exclude_min=True)))
+        # within 1e-9 of [0, 1] is rounding, clamped (test_utilization_rounding_is_clamped)
+        u = data.draw(st.one_of(bad_number.filter(lambda v: not -1e-9 <= v <= 1.0 + 1e-9),
+                                st.floats(1.0 + 2e-9, 1e9)))
     elif field == "throughputs":
         h[data.draw(st.integers(0, n - 1))] = data.draw(
             st.one_of(bad_number, st.floats(1e-300, 1e-9, exclude_max=True),
@@ -684,3 +686,35 @@ def test_regression_never_gives_nan(periods, classes, data):
         assert fit.rank_deficient == (fit.rank < classes)
         if nonneg:
             assert np.all(fit.demands >= 0.0)
+
+
+# -- utilization rounding: 1 + 1e-12 and -1e-15 are clamped, clearly invalid values refused ------
+ROUNDED = [(1 + 1e-12, 1.0), (-1e-15, 0.0), (1 + 1e-9, 1.0), (-1e-9, 0.0)]
+
+
+@pytest.mark.parametrize("rounded, clamped", ROUNDED)
+def test_kalman_update_clamps_utilization_rounding(rounded, clamped):
+    """A utilization within 1e-9 of [0, 1] is rounding (U = busy / elapsed computed by a
+    monitor): the filter takes it as the clamped value."""
+    a, b = KalmanDemandEstimator(["x", "y"]), KalmanDemandEstimator(["x", "y"])
+    for u_a, u_b in [(0.5, 0.5), (rounded, clamped), (0.7, 0.7)]:
+        np.testing.assert_array_equal(a.update(u_a, [30.0, 10.0]), b.update(u_b, [30.0, 10.0]))
+    np.testing.assert_array_equal(a.covariance, b.covariance)
+
+
+@pytest.mark.parametrize("rounded, clamped", ROUNDED)
+def test_regression_clamps_utilization_rounding(rounded, clamped):
+    X = [[10.0, 5.0], [20.0, 5.0], [5.0, 30.0]]
+    u = np.array([0.3, rounded, 0.6])
+    fit = regression_demands(u, X)
+    np.testing.assert_array_equal(fit.demands, regression_demands([0.3, clamped, 0.6],
+                                                                  X).demands)
+    assert u[1] == rounded                           # the caller's array is left as it was
+
+
+@pytest.mark.parametrize("bad", [1.5, 1 + 2e-9, float("nan"), -1e-6, -2e-9, float("inf")])
+def test_utilization_beyond_rounding_is_still_refused_with_the_same_message(bad):
+    with pytest.raises(ValueError, match=r"^utilization: must be within \[0, 1\], got "):
+        KalmanDemandEstimator(["x"]).update(bad, [1.0])
+    with pytest.raises(ValueError, match=r"^utilization: entries must be within \[0, 1\], got"):
+        regression_demands([0.5, bad], [[1.0], [2.0]])

@@ -418,3 +418,33 @@ def test_tracker_matches_batch_on_any_stream(history, stream):
     u = np.array([w[0] for w in tail], dtype=float)
     n = np.array([w[1] for w in tail], dtype=float)
     assert tracker.estimate() == index_of_dispersion(u, n, 1.0, min_samples=5)
+
+
+# -- utilization rounding: 1 + 1e-12 and -1e-15 are clamped, clearly invalid values refused ------
+@pytest.mark.parametrize("rounded, clamped", [(1 + 1e-12, 1.0), (-1e-15, 0.0), (1 + 1e-9, 1.0)])
+def test_rounding_residue_is_clamped_by_the_function_and_the_tracker(rounded, clamped):
+    rng = np.random.default_rng(3)
+    u = rng.uniform(0.2, 0.8, 400)
+    n = rng.poisson(50, 400).astype(float)
+    u[[7, 100]] = clamped
+    want = index_of_dispersion(u, n, WINDOW_S)
+    odd = u.copy()
+    odd[[7, 100]] = rounded
+    assert index_of_dispersion(odd, n, WINDOW_S) == want
+    assert odd[7] == rounded                         # the caller's array is left as it was
+    tracker = DispersionTracker(WINDOW_S, history=512)
+    for uk, nk in zip(odd, n):
+        tracker.update(float(uk), float(nk))
+    assert tracker.windows()[0][7] == clamped
+    assert tracker.estimate() == want
+    state = tracker.to_dict()
+    state["utilization"][7] = rounded
+    assert DispersionTracker.from_dict(state).windows()[0][7] == clamped
+
+
+@pytest.mark.parametrize("bad", [1.5, 1 + 2e-9, -1e-6, float("nan")])
+def test_utilization_beyond_rounding_is_still_refused(bad):
+    with pytest.raises(ValueError, match=r"^utilization: must be"):
+        index_of_dispersion([0.5, bad, 0.5], [3, 3, 3], WINDOW_S)
+    with pytest.raises(ValueError, match=r"^utilization: must be"):
+        DispersionTracker(WINDOW_S).update(bad, 3)

@@ -101,3 +101,20 @@ def test_the_default_candidates_start_with_the_kalman_filter():
 def test_bad_input_names_the_field(args, kwargs, field):
     with pytest.raises(ValueError, match=rf"^{field}:"):
         select_estimator(*args, **kwargs)
+
+
+# -- utilization rounding: 1 + 1e-12 and -1e-15 are clamped, clearly invalid values refused ------
+@pytest.mark.parametrize("rounded, clamped", [(1 + 1e-12, 1.0), (-1e-15, 0.0)])
+def test_utilization_rounding_is_clamped(rounded, clamped):
+    X = [[10.0], [20.0], [30.0], [40.0], [50.0], [60.0]]
+    est = {"kalman": [[0.01]] * 6, "regression": [[0.012]] * 6}
+    u = [0.1, 0.2, 0.3, 0.4, 0.5, clamped]
+    odd = u[:-1] + [rounded]
+    assert select_estimator(odd, X, est) == select_estimator(u, X, est)
+    assert prediction_error(odd, X, est["kalman"]) == prediction_error(u, X, est["kalman"])
+
+
+@pytest.mark.parametrize("bad", [1.5, 1 + 2e-9, -1e-6, float("nan")])
+def test_utilization_beyond_rounding_is_still_refused(bad):
+    with pytest.raises(ValueError, match=r"^utilization: entries must be within \[0, 1\]"):
+        select_estimator([0.5, bad], [[1.0], [1.0]], {"kalman": [[0.1], [0.1]]})
