@@ -7,6 +7,7 @@ systems and override them per system::
     solve_interval_s = 60        # model re-solved every minute of event time
     horizon_s = 900              # look 15 minutes ahead
     sla_s = { "*" = 1.0 }        # response-time SLA per class ("*": every other class)
+    utilization_tolerance = 0.02 # utilization up to 1.02 is clamped to 1 and flagged
 
     [systems.shop]
     tiers = ["front", "db"]      # in visit order; other tiers are rejected
@@ -30,10 +31,13 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping
+
+from streams.records import MAX_UTILIZATION_TOLERANCE, UTILIZATION_TOLERANCE
 
 __all__ = ["SystemConfig", "KafkaSettings", "InfluxSettings", "Config", "load_config",
            "ConfigError", "ENVIRONMENT", "secret", "DEMAND_POLICIES", "BURSTY_DEMANDS"]
@@ -83,8 +87,9 @@ class SystemConfig:
     trend_window_s: float = 900.0
     #: a tier whose index of dispersion exceeds this is bursty: the MAP(2) network is solved
     idc_threshold: float = 10.0
-    #: largest population the MAP network is solved at (state space); MVA beyond, flagged
-    map_max_population: int = 600
+    #: largest population the MAP network is solved at (decomposition is O(N)); MVA beyond,
+    #: flagged
+    map_max_population: int = 10_000
     #: windows of dispersion history per tier (paper 000 Fig. 2 needs 2,000-10,000 when I >> 1)
     history: int = 4096
     #: windows in the sliding regression (second opinion on the Kalman demands)
@@ -115,12 +120,24 @@ class SystemConfig:
         return float(per_class.get(cls, 1.0)) if per_class else 1.0
 
 
-_POSITIVE = ("solve_interval_s", "horizon_s", "trend_window_s", "idc_threshold",
-             "model_error_threshold")
+_POSITIVE = ("idc_threshold", "model_error_threshold")
+#: one week, seconds: the longest forecast horizon and users trend
+WEEK_S = 7 * 86_400.0
+#: times with a range, seconds: key -> (lowest, highest, lowest allowed itself). Beyond them a
+#: value is a typo or a unit mix-up, and the arithmetic stops meaning anything (a horizon of
+#: 1e308 s overflows the users forecast; an interval of 1e-300 s solves at every window)
+_TIMES = {"solve_interval_s": (1.0, 86_400.0, True), "horizon_s": (0.0, WEEK_S, False),
+          "trend_window_s": (0.0, WEEK_S, False), "think_time_s": (0.0, 86_400.0, True)}
 #: settings that take one of a few names
 _CHOICES = {"demand_policy": DEMAND_POLICIES, "bursty_demand": BURSTY_DEMANDS}
-_COUNTS = {"map_max_population": 1, "history": 16, "regression_windows": 4,
-           "dedup_windows": 1, "alert_fire_after": 1, "alert_resolve_after": 1}
+#: whole-number settings: key -> (lowest, highest or ``None``); memory grows with the window
+#: counts, so they stop at a million windows per tier
+_COUNTS = {"map_max_population": (1, None), "history": (16, 1_000_000),
+           "regression_windows": (4, 1_000_000), "dedup_windows": (1, 1_000_000),
+           "alert_fire_after": (1, None), "alert_resolve_after": (1, None)}
+#: settings of ``[defaults]`` that apply to the input as a whole (:class:`Config`), not to one
+#: system: windows are validated before they are routed to their system
+_INPUT_SETTINGS = ("utilization_tolerance",)
 
 
 def _system(raw: Mapping[str, Any], where: str, base: SystemConfig) -> SystemConfig:
@@ -128,6 +145,10 @@ def _system(raw: Mapping[str, Any], where: str, base: SystemConfig) -> SystemCon
         raise ConfigError(f"{where}: must be a table of settings, got {raw!r}")
     known = {f.name for f in fields(SystemConfig)}
     unknown = sorted(set(raw) - known)
+    for key in unknown:
+        if key in _INPUT_SETTINGS:
+            raise ConfigError(f"{where}.{key}: only in [defaults] (windows are validated before "
+                              f"they are routed to a system), got {raw[key]!r}")
     if unknown:
         raise ConfigError(f"{where}.{unknown[0]}: unknown setting (known: {sorted(known)})")
     values: dict[str, Any] = {}
@@ -140,7 +161,7 @@ def _system(raw: Mapping[str, Any], where: str, base: SystemConfig) -> SystemCon
 
 def _positive(value: Any, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) \
-            or not math.isfinite(value) or value <= 0:
+            or not (0 < value < math.inf) or value > sys.float_info.max:
         raise ConfigError(f"{where}: must be a finite number > 0, got {value!r}")
     return float(value)
 
@@ -153,16 +174,40 @@ def _choice(key: str, value: Any, where: str) -> str:
     return value
 
 
+def _within(value: Any, where: str, low: float, high: float, low_allowed: bool,
+            unit: str = "") -> float:
+    """A number in ``[low, high]`` (``(low, high]`` unless ``low_allowed``); the error names
+    the setting and the range."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    # NaN fails every comparison; an int is compared exactly (no float conversion to overflow)
+    if not number or not (value <= high and (value >= low if low_allowed else value > low)):
+        bracket = "[" if low_allowed else "("
+        raise ConfigError(f"{where}: must be a number within {bracket}{low:g}, {high:g}]"
+                          f"{unit}, got {value!r}")
+    return float(value)
+
+
+def _utilization_tolerance(value: Any, where: str) -> float:
+    return _within(value, where, 0.0, MAX_UTILIZATION_TOLERANCE, True,
+                   " (utilization above 1 accepted, clamped to 1 and flagged)")
+
+
 def _check(key: str, value: Any, where: str) -> Any:
     if key in _POSITIVE:
         return _positive(value, where)
+    if key in _TIMES:
+        low, high, low_allowed = _TIMES[key]
+        return _within(value, where, low, high, low_allowed, " seconds")
     if key in _COUNTS:
-        if isinstance(value, bool) or not isinstance(value, int) or value < _COUNTS[key]:
-            raise ConfigError(f"{where}: must be an integer >= {_COUNTS[key]}, got {value!r}")
+        low, high = _COUNTS[key]
+        if isinstance(value, bool) or not isinstance(value, int) or value < low \
+                or (high is not None and value > high):
+            allowed = f">= {low}" if high is None else f"within [{low}, {high:_}]"
+            raise ConfigError(f"{where}: must be an integer {allowed}, got {value!r}")
         return value
     if key in _CHOICES:
         return _choice(key, value, where)
-    if key in ("think_time_s", "solve_offset_s"):
+    if key == "solve_offset_s":
         if isinstance(value, bool) or not isinstance(value, (int, float)) \
                 or not math.isfinite(value) or value < 0:
             raise ConfigError(f"{where}: must be a finite number >= 0, got {value!r}")
@@ -253,6 +298,10 @@ class Config:
     systems: Mapping[str, SystemConfig] = field(default_factory=dict)
     kafka: KafkaSettings = field(default_factory=KafkaSettings)
     influxdb: InfluxSettings = field(default_factory=InfluxSettings)
+    #: a window's utilization in ``(1, 1 + utilization_tolerance]`` is clamped to 1 and flagged,
+    #: above it dead-lettered (``[defaults] utilization_tolerance``, within ``[0, 0.1]``;
+    #: :func:`streams.records.parse_window`)
+    utilization_tolerance: float = UTILIZATION_TOLERANCE
 
     def system(self, name: str) -> SystemConfig:
         """Settings of system ``name`` (the defaults when it is not configured)."""
@@ -318,11 +367,18 @@ def load_config(path: str | Path | None = None,
     if unknown:
         raise ConfigError(f"{unknown[0]}: unknown section (known: defaults, systems, kafka, "
                           "influxdb)")
-    defaults = _system(raw.get("defaults", {}), "defaults", SystemConfig())
+    defaults_raw = raw.get("defaults", {})
+    tolerance = UTILIZATION_TOLERANCE
+    if isinstance(defaults_raw, Mapping):
+        for key in _INPUT_SETTINGS:
+            if key in defaults_raw:
+                tolerance = _utilization_tolerance(defaults_raw[key], f"defaults.{key}")
+        defaults_raw = {k: v for k, v in defaults_raw.items() if k not in _INPUT_SETTINGS}
+    defaults = _system(defaults_raw, "defaults", SystemConfig())
     systems_raw = raw.get("systems", {})
     if not isinstance(systems_raw, Mapping):
         raise ConfigError(f"systems: must be a table of systems, got {systems_raw!r}")
     systems = {name: _system(body, f"systems.{name}", defaults)
                for name, body in systems_raw.items()}
-    return Config(defaults=defaults, systems=systems,
+    return Config(defaults=defaults, systems=systems, utilization_tolerance=tolerance,
                   **_connections(raw, os.environ if env is None else env))

@@ -29,34 +29,57 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from streams.config import Config
-from streams.records import InvalidWindow, Window, parse_window
+from streams.records import InvalidWindow, Window, _short, parse_window
 from streams.system import Outputs, SystemState, solve_systems
 from streams.tier import TierState, step_tiers
 
 __all__ = ["Pipeline", "dead_letter"]
 
-#: longest raw record kept in a dead letter
+#: longest raw record, and longest offending value, kept in a dead letter (characters): a dead
+#: letter stays far below Kafka's default largest message (1 MB) whatever the input
 RAW_LIMIT = 4096
+_INT64 = 2 ** 63
 
 Raw = bytes | str | Mapping[str, Any]
 Tagged = list[tuple[int, dict[str, Any]]]
 
 
+def _text(text: str, limit: int = RAW_LIMIT) -> str:
+    """``text`` cut to ``limit`` characters and writable as UTF-8 (a lone surrogate, from JSON's
+    ``"\\ud800"`` or from a caller's string, becomes its escape ``\\ud800``: no encoder --
+    JSON, MessagePack, SQLite, line protocol -- can take it as it is)."""
+    if len(text) > limit:
+        text = text[:limit - 3] + "..."
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
 def dead_letter(raw: Any, err: InvalidWindow) -> dict[str, Any]:
-    """The dead-letter record of an invalid input."""
-    if isinstance(raw, (bytes, bytearray)):
+    """The dead-letter record of an invalid input: ``reason``, ``field``, the offending ``value``
+    and the ``raw`` record, each bounded (:data:`RAW_LIMIT`) and JSON-safe."""
+    if isinstance(raw, (bytes, bytearray, memoryview)):
         text = bytes(raw[:RAW_LIMIT]).decode("utf-8", "replace")
     elif isinstance(raw, str):
-        text = raw[:RAW_LIMIT]
+        text = _text(raw)
     else:
-        text = repr(raw)[:RAW_LIMIT]
-    value = err.value if isinstance(err.value, (str, int, float, bool, type(None))) \
-        else repr(err.value)
-    if isinstance(value, float) and value != value:      # NaN is not JSON
-        value = "NaN"
-    elif isinstance(value, float) and value in (float("inf"), float("-inf")):
-        value = repr(value)
-    return {"reason": str(err), "field": err.field, "value": value, "raw": text}
+        text = _text(_short(raw, RAW_LIMIT))
+    value = err.value
+    if isinstance(value, float):
+        if value != value:                               # NaN is not JSON
+            value = "NaN"
+        elif value in (float("inf"), float("-inf")):
+            value = repr(value)
+    elif isinstance(value, str):
+        value = _text(value)
+    elif isinstance(value, int) and not isinstance(value, bool):
+        if not -_INT64 <= value < _INT64:                # beyond JSON encoders' integers
+            value = _short(value, RAW_LIMIT)
+    elif not isinstance(value, (bool, type(None))):
+        value = _text(_short(value, RAW_LIMIT))
+    return {"reason": _text(str(err)), "field": _text(err.field), "value": value, "raw": text}
 
 
 @dataclass
@@ -92,6 +115,10 @@ class Pipeline:
         self.systems: dict[str, SystemState] = {}
         self.records = 0
         self.rejected = 0
+        #: windows accepted with a utilization clamped into [0, 1] (within the tolerance)
+        self.clamped = 0
+        #: per position in the current batch: the flags of an admitted flagged window
+        self.flagged: dict[int, tuple[str, ...]] = {}
         #: per record of the last batch: its system, ``None`` if it was invalid
         self.batch_systems: list[str | None] = []
 
@@ -123,17 +150,31 @@ class Pipeline:
             for (_, (_, index)), done in zip(due, solved):
                 out.predictions += [(index, p) for p in done.predictions]
                 out.alerts += [(index, a) for a in done.alerts]
+        if self.flagged:
+            self._flag_estimates(out.estimates)
         return out.ordered()
+
+    def _flag_estimates(self, estimates: Tagged) -> None:
+        """Copy the flags of the batch's flagged windows (a utilization clamped into [0, 1])
+        into their estimate records, as ``flags``; records of other windows have no
+        ``flags``."""
+        flagged, self.flagged = self.flagged, {}
+        for index, record in estimates:
+            flags = flagged.get(index)
+            if flags:
+                record["flags"] = list(flags)
 
     def _admit(self, records: Iterable[Raw], out: _Collected) -> dict[str, list[_Segment]]:
         """Pass 1: parse, route, reject; each system's windows cut into segments at its solve
         boundaries."""
         plans: dict[str, list[_Segment]] = {}
         systems: list[str | None] = []
+        tolerance = self.config.utilization_tolerance
+        self.flagged = {}
         for index, raw in enumerate(records):
             self.records += 1
             try:
-                w = parse_window(raw)
+                w = parse_window(raw, tolerance)
             except InvalidWindow as err:
                 self.rejected += 1
                 systems.append(None)
@@ -153,6 +194,9 @@ class Pipeline:
                 plan.append(_Segment())
             assert tier is not None
             plan[-1].windows.append((tier, w, late, index))
+            if w.flags:
+                self.flagged[index] = w.flags
+                self.clamped += 1
         self.batch_systems = systems
         return plans
 

@@ -19,6 +19,23 @@ outright goes through the field-by-field validator, which is the authority: it a
 contract allows (whole floats as counts, ...) and names the field, the value and the reason of
 every rejection. The fast path accepts a subset of what the validator accepts and builds the
 same :class:`Window` (property-tested in ``tests/test_records.py``).
+
+Utilization a little above 1 is rounding or scrape jitter (the busy counter and the window's end
+are read at slightly different moments), not a broken monitor: up to ``1 + tolerance``
+(:data:`UTILIZATION_TOLERANCE`, 0.02 by default; ``[defaults] utilization_tolerance`` in the
+configuration) it is clamped to 1 and the window carries a flag (:attr:`Window.flags`, e.g.
+``"utilization 1.013 clamped to 1 (within tolerance 0.02)"``), which the pipeline copies into the
+window's estimate record; beyond it the window is rejected, the reason naming the tolerance.
+Negative utilization is a negative field and rejected, except rounding residue within
+:data:`UTILIZATION_ROUNDING` (``-1e-12``), which is clamped to 0 and flagged the same way. Only
+windows outside [0, 1] leave the fast path, so the clamping costs the usual window nothing.
+
+Names (system, tier, request classes) must be printable: no control characters (a ``"\\n"`` would
+split an InfluxDB line-protocol line), no lone surrogates (JSON's ``"\\ud800"``: not UTF-8, which
+every sink writes), and no trailing backslash (line protocol cannot store one: it escapes the
+separator after it). ``cores`` is at most :data:`MAX_CORES` and ``users`` at most
+:data:`MAX_USERS`, far beyond any real tier, so that every sink (SQLite and InfluxDB integers
+are 64-bit) and every estimator can take them.
 """
 
 from __future__ import annotations
@@ -27,13 +44,16 @@ import datetime as _dt
 import functools
 import json
 import math
+import re
 import sys
 from typing import Annotated, Any, Mapping, Optional, Union
 
 import msgspec
 import numpy as np
 
-__all__ = ["Window", "InvalidWindow", "parse_window", "parse_end", "format_time", "clean"]
+__all__ = ["Window", "InvalidWindow", "parse_window", "parse_end", "format_time", "clean",
+           "MAX_CORES", "MAX_USERS", "UTILIZATION_TOLERANCE", "MAX_UTILIZATION_TOLERANCE",
+           "UTILIZATION_ROUNDING", "valid_name"]
 
 #: longest accepted system, tier or class name
 MAX_NAME = 200
@@ -46,6 +66,19 @@ MAX_WINDOW_S = 86_400.0
 MIN_RATE, MAX_RATE = 1e-9, 1e9
 #: largest accepted mean response time, seconds (30 years)
 MAX_RESPONSE_TIME_S = 1e9
+#: largest accepted ``cores`` (servers of a tier): beyond the largest machines, and within what
+#: the demand estimators and the multi-server models take
+MAX_CORES = 4096
+#: largest accepted ``users``: a billion sessions; SQLite and InfluxDB integers are 64-bit
+MAX_USERS = 10 ** 9
+#: default utilization tolerance: values in ``(1, 1 + tolerance]`` are clamped to 1 and flagged
+#: (``[defaults] utilization_tolerance``)
+UTILIZATION_TOLERANCE = 0.02
+#: largest tolerance the configuration accepts
+MAX_UTILIZATION_TOLERANCE = 0.1
+#: rounding residue: a utilization within this of [0, 1] (``-1e-12``, ``1 + 1e-12``) is clamped
+#: and flagged whatever the tolerance
+UTILIZATION_ROUNDING = 1e-9
 
 
 class InvalidWindow(ValueError):
@@ -63,6 +96,8 @@ def _short(value: Any, limit: int = 120) -> str:
         text = repr(value)
     except ValueError:              # an int beyond sys.get_int_max_str_digits()
         text = f"<{type(value).__name__} too long to show>"
+    except RecursionError:          # a structure nested deeper than the stack
+        text = f"<{type(value).__name__} nested too deeply to show>"
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
@@ -78,6 +113,9 @@ class Window(msgspec.Struct, frozen=True, gc=False):
     completions: dict[str, float]   # per class, requests that left the tier in the window
     response_time_s: dict[str, float] = msgspec.field(default_factory=dict)
     users: int | None = None
+    #: caveats of an accepted window (a utilization clamped into [0, 1]); not part of the
+    #: contract's record (:meth:`to_record`), copied into the window's estimate record
+    flags: tuple[str, ...] = ()
 
     @property
     def total_completions(self) -> float:
@@ -103,30 +141,41 @@ class Window(msgspec.Struct, frozen=True, gc=False):
         return out
 
 
-def parse_window(raw: bytes | str | Mapping[str, Any]) -> Window:
-    """Validate one input record; :class:`InvalidWindow` names the field, value and reason."""
+def parse_window(raw: bytes | str | Mapping[str, Any],
+                 utilization_tolerance: float = UTILIZATION_TOLERANCE) -> Window:
+    """Validate one input record; :class:`InvalidWindow` names the field, value and reason.
+
+    ``utilization_tolerance``: a utilization in ``(1, 1 + tolerance]`` is clamped to 1 and
+    flagged (module docstring)."""
     try:
         window = _fast(raw)
     except (msgspec.MsgspecError, InvalidWindow, TypeError, ValueError, OverflowError,
             RecursionError):
         window = None
-    return window if window is not None else _validate(raw)
+    return window if window is not None else _validate(raw, utilization_tolerance)
 
 
-def _validate(raw: bytes | str | Mapping[str, Any]) -> Window:
+def _validate(raw: bytes | str | Mapping[str, Any],
+              utilization_tolerance: float = UTILIZATION_TOLERANCE) -> Window:
     """The field-by-field validator (the authority on what is accepted and why not)."""
     data = _decode(raw)
+    system = _name(data, "system")
+    tier = _name(data, "tier")
+    end = parse_end(_required(data, "end"))
+    window_s = _window_s(_required(data, "window_s"))
+    utilization, flag = _utilization(_required(data, "utilization"), utilization_tolerance)
     window = Window(
-        system=_name(data, "system"),
-        tier=_name(data, "tier"),
-        end=parse_end(_required(data, "end")),
-        window_s=_window_s(_required(data, "window_s")),
-        utilization=_utilization(_required(data, "utilization")),
+        system=system,
+        tier=tier,
+        end=end,
+        window_s=window_s,
+        utilization=utilization,
         cores=_cores(data.get("cores", 1)),
         completions=_per_class(_required(data, "completions"), "completions", required=True),
         response_time_s=_per_class(data.get("response_time_s"), "response_time_s",
                                    upper=MAX_RESPONSE_TIME_S),
         users=_users(data.get("users")),
+        flags=(flag,) if flag else (),
     )
     _check_rates(window.completions, window.window_s)
     return window
@@ -176,15 +225,40 @@ def _required(data: Mapping[str, Any], name: str) -> Any:
 
 def _name(data: Mapping[str, Any], name: str) -> str:
     value = _required(data, name)
-    if type(value) is str and _known_name(value):
+    if type(value) is str and len(value) <= MAX_NAME and _known_name(value):
         return value
     if not isinstance(value, str) or not value.strip():
         raise InvalidWindow(name, value, "must be a non-empty string")
-    if len(value) > MAX_NAME or any(ord(ch) < 32 for ch in value):
-        raise InvalidWindow(name, value, f"must be at most {MAX_NAME} printable characters")
-    if not _encodable(value):
-        raise InvalidWindow(name, value, "must be valid Unicode (no lone surrogates)")
+    problem = _name_problem(value)
+    if problem:
+        raise InvalidWindow(name, value, problem)
     return value
+
+
+#: control characters (Unicode category Cc: C0, DEL, C1); a name must have none
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def _name_problem(value: str) -> str | None:
+    """Why ``value`` cannot be a system, tier or class name (``None``: it can)."""
+    if len(value) > MAX_NAME:
+        return f"must be at most {MAX_NAME} printable characters"
+    if not _encodable(value):
+        return "not valid Unicode: must not contain lone surrogates (it cannot be written as UTF-8)"
+    control = _CONTROL.search(value)
+    if control:
+        return (f"must be at most {MAX_NAME} printable characters: control character "
+                f"{control.group()!r} at position {control.start()}")
+    if value.endswith("\\"):
+        return "must not end with a backslash (InfluxDB line protocol cannot store one)"
+    return None
+
+
+def valid_name(value: Any) -> bool:
+    """``value`` can be a request-class name: non-empty, at most :data:`MAX_NAME` characters,
+    valid Unicode, no control character, no trailing backslash (a system or tier name must
+    also not be blank)."""
+    return type(value) is str and len(value) <= MAX_NAME and _known_class_name(value)
 
 
 def _encodable(text: str) -> bool:
@@ -254,18 +328,32 @@ def _window_s(value: Any) -> float:
     return v
 
 
-def _utilization(value: Any) -> float:
+def _utilization(value: Any, tolerance: float = UTILIZATION_TOLERANCE) -> tuple[float,
+                                                                                 str | None]:
+    """``U_k`` and the flag of a value clamped into [0, 1] (``None``: taken as it is)."""
     v = _number(value, "utilization")
-    if not 0.0 <= v <= 1.0:
+    if 0.0 <= v <= 1.0:
+        return v, None
+    if v > 1.0:
+        if v <= 1.0 + max(tolerance, UTILIZATION_ROUNDING):
+            within = "rounding" if v <= 1.0 + UTILIZATION_ROUNDING else f"tolerance {tolerance:g}"
+            return 1.0, f"utilization {v!r} clamped to 1 (within {within})"
         raise InvalidWindow("utilization", value,
-                            "must be within [0, 1] (busy fraction averaged over cores)")
-    return v
+                            f"must be within [0, 1] (busy fraction averaged over cores); above 1 "
+                            f"only by up to the tolerance {tolerance:g} (utilization_tolerance), "
+                            f"for rounding and scrape jitter")
+    if v >= -UTILIZATION_ROUNDING:
+        return 0.0, f"utilization {v!r} clamped to 0 (within rounding)"
+    raise InvalidWindow("utilization", value,
+                        "must be within [0, 1] (busy fraction averaged over cores)")
 
 
 def _cores(value: Any) -> int:
     v = _finite(value)
     if v is None or v != int(v) or v < 1:
         raise InvalidWindow("cores", value, "must be a whole number >= 1")
+    if v > MAX_CORES:
+        raise InvalidWindow("cores", value, f"must be at most {MAX_CORES}")
     return int(value)
 
 
@@ -275,24 +363,26 @@ def _users(value: Any) -> int | None:
     v = _finite(value)
     if v is None or v != int(v) or v < 0:
         raise InvalidWindow("users", value, "must be a whole number >= 0")
+    if v > MAX_USERS:
+        raise InvalidWindow("users", value, f"must be at most {MAX_USERS:,} (10**9)")
     return int(value)
 
 
 _FLOAT_MAX = sys.float_info.max
-_INT_MAX = 2 ** 63
 
 
+# The two caches below are called only with names of at most MAX_NAME characters: a stream of
+# long unique names must not fill them with megabytes each.
 @functools.lru_cache(maxsize=4096)
 def _known_name(value: str) -> bool:
     """A valid system or tier name (checked once per name)."""
-    return bool(value.strip()) and len(value) <= MAX_NAME and \
-        not any(ord(ch) < 32 for ch in value) and _encodable(value)
+    return bool(value.strip()) and _name_problem(value) is None
 
 
 @functools.lru_cache(maxsize=4096)
 def _known_class_name(cls: str) -> bool:
     """A valid class name (checked once per name: streams repeat the same few classes)."""
-    return 0 < len(cls) <= MAX_NAME and _encodable(cls)
+    return len(cls) > 0 and _name_problem(cls) is None
 
 
 def _per_class(value: Any, name: str, required: bool = False,
@@ -307,14 +397,15 @@ def _per_class(value: Any, name: str, required: bool = False,
     for cls, v in value.items():
         kind = type(v)           # fast path: a plain finite non-negative number, a known name
         if ((kind is float and 0.0 <= v <= upper) or (kind is int and 0 <= v <= upper)) \
-                and type(cls) is str and _known_class_name(cls):
+                and type(cls) is str and len(cls) <= MAX_NAME and _known_class_name(cls):
             out[cls] = float(v)
             continue
         if not isinstance(cls, str) or not cls or len(cls) > MAX_NAME:
-            raise InvalidWindow(name, cls, "class names must be non-empty strings")
-        if not _encodable(cls):
-            raise InvalidWindow(name, cls, "class names must be valid Unicode (no lone "
-                                           "surrogates)")
+            raise InvalidWindow(name, cls, f"class names must be non-empty strings of at most "
+                                           f"{MAX_NAME} characters")
+        problem = _name_problem(cls)
+        if problem:
+            raise InvalidWindow(name, cls, f"class name {problem}")
         number = _number(v, f"{name}.{cls}")
         if number < 0:
             raise InvalidWindow(f"{name}.{cls}", v, "must be >= 0")
@@ -337,10 +428,10 @@ class _Wire(msgspec.Struct, gc=False):
     window_s: Annotated[float, msgspec.Meta(gt=0.0, le=MAX_WINDOW_S)]
     utilization: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
     completions: Annotated[dict[str, _Amount], msgspec.Meta(min_length=1)]
-    cores: Annotated[int, msgspec.Meta(ge=1, le=_INT_MAX - 1)] = 1
+    cores: Annotated[int, msgspec.Meta(ge=1, le=MAX_CORES)] = 1
     response_time_s: Optional[dict[str, Annotated[float, msgspec.Meta(
         ge=0.0, le=MAX_RESPONSE_TIME_S)]]] = None
-    users: Optional[Annotated[int, msgspec.Meta(ge=0, le=_INT_MAX - 1)]] = None
+    users: Optional[Annotated[int, msgspec.Meta(ge=0, le=MAX_USERS)]] = None
 
 
 _WIRE = msgspec.json.Decoder(_Wire)
@@ -362,7 +453,7 @@ class _NameCache:
             return True
         for name in names:
             if name not in valid:
-                if not _known_class_name(name):
+                if len(name) > MAX_NAME or not _known_class_name(name):
                     return False
                 if len(valid) >= self.LIMIT:
                     valid.clear()
@@ -383,7 +474,8 @@ def _fast(raw: bytes | str | Mapping[str, Any]) -> Window | None:
     else:
         return None
     rt = wire.response_time_s
-    if not (_known_name(wire.system) and _known_name(wire.tier)
+    if not (len(wire.system) <= MAX_NAME and len(wire.tier) <= MAX_NAME
+            and _known_name(wire.system) and _known_name(wire.tier)
             and _CLASS_NAMES.covers(wire.completions)
             and (rt is None or _CLASS_NAMES.covers(rt))):
         return None

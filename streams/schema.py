@@ -21,7 +21,7 @@ _F, _I, _S, _B = "float", "int", "str", "bool"
 MEASUREMENTS: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
     "tier_estimate": (("system", "tier"), {
         "utilization": _F, "seq": _I, "late": _B, "idc": _F, "bursty": _B, "p95_s": _F,
-        "mean_service_s": _F, "change_detected": _B}),
+        "mean_service_s": _F, "change_detected": _B, "flags": _S}),
     "demand": (("system", "tier", "class"), {"kalman": _F, "std": _F, "regression": _F}),
     "prediction": (("system",), {
         "model": _S, "users": _I, "users_forecast": _I, "users_trend_per_s": _F,

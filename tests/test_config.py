@@ -334,3 +334,77 @@ def test_an_unknown_choice_is_refused_naming_field_and_value(tmp_path, key, choi
         load_config(path, env={})
     with pytest.raises(ConfigError, match=rf"^{key}: .*got {re.escape(repr(value))}"):
         SystemConfig(**{key: value})
+
+
+# -- extremes: refused naming the setting and the allowed range ------------------------------
+@pytest.mark.parametrize("text, key, allowed", [
+    ("[defaults]\nsolve_interval_s = 1e-300\n", "defaults.solve_interval_s", "[1, 86400]"),
+    ("[defaults]\nsolve_interval_s = 0.5\n", "defaults.solve_interval_s", "[1, 86400]"),
+    ("[systems.shop]\nsolve_interval_s = 86401\n", "systems.shop.solve_interval_s",
+     "[1, 86400]"),
+    ("[defaults]\nhorizon_s = 1e308\n", "defaults.horizon_s", "(0, 604800]"),
+    ("[defaults]\nhorizon_s = 604801\n", "defaults.horizon_s", "(0, 604800]"),
+    ("[defaults]\ntrend_window_s = 1e308\n", "defaults.trend_window_s", "(0, 604800]"),
+    ("[systems.shop]\nthink_time_s = 1e308\n", "systems.shop.think_time_s", "[0, 86400]"),
+    ("[defaults]\nhistory = 1_000_000_000_000\n", "defaults.history", "[16, 1_000_000]"),
+    ("[defaults]\nhistory = 1_000_001\n", "defaults.history", "[16, 1_000_000]"),
+    ("[defaults]\ndedup_windows = 1_000_001\n", "defaults.dedup_windows", "[1, 1_000_000]"),
+    ("[defaults]\nregression_windows = 10_000_000\n", "defaults.regression_windows",
+     "[4, 1_000_000]"),
+    ("[defaults]\nsolve_interval_s = " + "9" * 400 + "\n", "defaults.solve_interval_s",
+     "[1, 86400]"),
+    ("[defaults]\nidc_threshold = " + "9" * 400 + "\n", "defaults.idc_threshold", "> 0"),
+])
+def test_extreme_values_are_refused_naming_the_setting_and_the_range(toml, text, key, allowed):
+    message = _refused(toml(text), key)
+    assert allowed in message and "got" in message
+
+
+def test_values_at_the_bounds_are_accepted(toml):
+    cfg = load_config(toml("[defaults]\nsolve_interval_s = 1\nhorizon_s = 604800\n"
+                           "trend_window_s = 604800\nthink_time_s = 86400\n"
+                           "history = 1_000_000\ndedup_windows = 1_000_000\n"
+                           "[systems.shop]\nsolve_interval_s = 86400\nthink_time_s = 0\n"),
+                      env={})
+    d = cfg.defaults
+    assert (d.solve_interval_s, d.horizon_s, d.trend_window_s, d.think_time_s) == \
+        (1.0, 604800.0, 604800.0, 86400.0)
+    assert (d.history, d.dedup_windows) == (1_000_000, 1_000_000)
+    assert cfg.system("shop").solve_interval_s == 86400.0
+    assert cfg.system("shop").think_time_s == 0.0
+
+
+# -- utilization_tolerance: [defaults] only (windows are validated before they are routed) -----
+def test_utilization_tolerance_defaults_to_two_percent_and_is_read_from_defaults(toml):
+    assert Config().utilization_tolerance == load_config(None, env={}).utilization_tolerance \
+        == 0.02
+    cfg = load_config(toml("[defaults]\nutilization_tolerance = 0.05\nhorizon_s = 600\n"),
+                      env={})
+    assert cfg.utilization_tolerance == 0.05 and cfg.defaults.horizon_s == 600.0
+    assert load_config(toml("[defaults]\nutilization_tolerance = 0\n"),
+                       env={}).utilization_tolerance == 0.0
+
+
+@pytest.mark.parametrize("value", ["-0.01", "0.5", "nan", "inf", "'2%'", "true"])
+def test_an_invalid_utilization_tolerance_is_refused_with_its_range(toml, value):
+    message = _refused(toml(f"[defaults]\nutilization_tolerance = {value}\n"),
+                       "defaults.utilization_tolerance")
+    assert "[0, 0.1]" in message
+
+
+def test_utilization_tolerance_per_system_is_refused(toml):
+    message = _refused(toml("[systems.shop]\nutilization_tolerance = 0.05\n"),
+                       "systems.shop.utilization_tolerance")
+    assert "only in [defaults]" in message
+
+
+def test_the_pipeline_applies_the_configured_tolerance(toml):
+    from streams.pipeline import Pipeline
+
+    window = {"system": "s", "tier": "t", "end": 10, "window_s": 5, "utilization": 1.04,
+              "completions": {"a": 1}}
+    assert Pipeline(load_config(None, env={})).process(window).deadletter
+    cfg = load_config(toml("[defaults]\nutilization_tolerance = 0.05\n"), env={})
+    out = Pipeline(cfg).process(window)
+    assert not out.deadletter and out.estimates[0]["utilization"] == 1.0
+    assert out.estimates[0]["flags"] == ["utilization 1.04 clamped to 1 (within tolerance 0.05)"]

@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 import math
 
+import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streams.records import MAX_NAME, InvalidWindow, Window, parse_window
+from streams.records import (MAX_CORES, MAX_NAME, MAX_USERS, UTILIZATION_TOLERANCE,
+                             InvalidWindow, Window, parse_window)
 
 #: 2026-11-20T10:00:05Z as epoch seconds (1_795_168_800 is 10:00:00Z, the demo's origin)
 END = 1_795_168_805.0
@@ -125,6 +127,18 @@ BAD = {
     "blank system": _bad("system", "'  '", system="  "),
     "numeric tier": _bad("tier", "7", tier=7),
     "control char in tier": _bad("tier", "'d\\x07b'", tier="d\x07b"),
+    "newline in system": _bad("system", "'sh\\nop'", system="sh\nop"),
+    "DEL in tier": _bad("tier", "'db\\x7f'", tier="db\x7f"),
+    "C1 control in system": _bad("system", "'shop\\x85'", system="shop\x85"),
+    "system ending in a backslash": _bad("system", "'shop\\\\'", system="shop\\"),
+    "newline in a class name": _bad("completions", "'ho\\nme'", completions={"ho\nme": 3}),
+    "tab in a response-time class": _bad("response_time_s", "'ho\\tme'",
+                                         response_time_s={"ho\tme": 0.1}),
+    "class ending in a backslash": _bad("completions", "'home\\\\'",
+                                        completions={"home\\": 3}),
+    "cores beyond the bound": _bad("cores", "1000001", cores=1_000_001),
+    "users 2**63": _bad("users", str(2**63), users=2**63),
+    "users beyond the bound": _bad("users", str(MAX_USERS + 1), users=MAX_USERS + 1),
     "long tier": _bad("tier", "'xxx", tier="x" * (MAX_NAME + 1)),
     "negative end": _bad("end", "-5", end=-5),
     "negative window_s": _bad("window_s", "-5.0", window_s=-5.0),
@@ -285,6 +299,92 @@ def test_deeply_nested_json_is_a_record_error(text):
     assert _rejects(text).field == "record"
 
 
+# --------------------------------------------------------------------------------------------
+# utilization above 1 within the tolerance: clamped and flagged (DESIGN.md's input contract)
+# --------------------------------------------------------------------------------------------
+
+def test_utilization_within_the_tolerance_is_clamped_to_one_and_flagged():
+    assert UTILIZATION_TOLERANCE == 0.02
+    w = parse_window(json.dumps(_record(utilization=1.013)))
+    assert w.utilization == 1.0
+    assert w.flags == ("utilization 1.013 clamped to 1 (within tolerance 0.02)",)
+    # the edge of the tolerance is inside it
+    assert parse_window(_record(utilization=1.02)).utilization == 1.0
+    # the contract's record is the clamped window; the flag is not part of it
+    assert "flags" not in w.to_record() and w.to_record()["utilization"] == 1.0
+
+
+@pytest.mark.parametrize("value", [1.0200001, 1.05, 1.2, 2.0])
+def test_utilization_beyond_the_tolerance_is_rejected_naming_the_tolerance(value):
+    err = _rejects(json.dumps(_record(utilization=value)))
+    assert err.field == "utilization" and err.value == value
+    assert "tolerance 0.02" in err.reason and "utilization_tolerance" in err.reason
+    assert f"(got {value!r})" in str(err)
+
+
+def test_the_tolerance_is_a_parameter_and_rounding_is_clamped_whatever_it_is():
+    assert parse_window(_record(utilization=1.04), 0.05).flags == (
+        "utilization 1.04 clamped to 1 (within tolerance 0.05)",)
+    with pytest.raises(InvalidWindow, match="tolerance 0"):
+        parse_window(_record(utilization=1.01), 0.0)
+    w = parse_window(_record(utilization=1 + 1e-12), 0.0)
+    assert w.utilization == 1.0 and w.flags == (
+        "utilization 1.000000000001 clamped to 1 (within rounding)",)
+
+
+@pytest.mark.parametrize("value", [-1e-12, -1e-15, -1e-9])
+def test_negative_rounding_residue_is_clamped_to_zero_and_flagged(value):
+    w = parse_window(json.dumps(_record(utilization=value)))
+    assert w.utilization == 0.0
+    assert w.flags == (f"utilization {value!r} clamped to 0 (within rounding)",)
+
+
+@pytest.mark.parametrize("value", [-1.1e-9, -1e-6, -0.01])
+def test_negative_utilization_beyond_rounding_is_rejected(value):
+    """The tolerance is for utilization above 1 only: a negative field is invalid."""
+    err = _rejects(_record(utilization=value))
+    assert err.field == "utilization" and "[0, 1]" in err.reason
+
+
+def test_windows_within_zero_and_one_take_the_fast_path_and_carry_no_flag():
+    """Only a window outside [0, 1] leaves the msgspec fast path (bench/bench_pipeline.py)."""
+    from streams.records import _fast
+
+    for u in (0.0, 0.63, 1.0):
+        text = json.dumps(_record(utilization=u))
+        fast = _fast(text)
+        assert fast is not None and fast.flags == () and fast == parse_window(text)
+    for u in (1.013, -1e-12):                     # the fast path refuses: the validator runs
+        with pytest.raises(msgspec.ValidationError, match="utilization"):
+            _fast(json.dumps(_record(utilization=u)))
+
+
+# --------------------------------------------------------------------------------------------
+# bounds that keep every sink and estimator working (poison pills)
+# --------------------------------------------------------------------------------------------
+
+def test_cores_and_users_at_their_bounds_are_accepted():
+    w = parse_window(json.dumps(_record(cores=MAX_CORES, users=MAX_USERS)))
+    assert (w.cores, w.users) == (4096, 10**9)
+    assert parse_window(_record(cores=float(MAX_CORES), users=float(MAX_USERS))) == w
+
+
+@pytest.mark.parametrize("name", ["a\\b", "a\\,b c=d", "\\lead", "caf\u00e9", "\u2603 snow",
+                                  "x" * MAX_NAME])
+def test_printable_names_with_backslashes_and_line_protocol_specials_are_accepted(name):
+    w = parse_window(json.dumps(_record(system=name, tier=name, completions={name: 3},
+                                        response_time_s={name: 0.1})))
+    assert (w.system, w.tier, list(w.completions), list(w.response_time_s)) == \
+        (name, name, [name], [name])
+
+
+def test_a_lone_surrogate_is_named_as_not_valid_unicode():
+    err = _rejects('{"system": "a\\ud800", "tier": "db", "end": 10, "window_s": 5, '
+                   '"utilization": 0.5, "completions": {"home": 1}}')
+    assert err.field == "system" and str(err).startswith("system: not valid Unicode")
+    assert err.value == "a\ud800"
+
+
 @pytest.mark.parametrize("field, changes", [
     ("system", {"system": "\ud800"}),
     ("tier", {"tier": "db\udfff"}),
@@ -323,8 +423,8 @@ def test_response_times_beyond_thirty_years_are_rejected():
 # round trip property
 # --------------------------------------------------------------------------------------------
 
-names = st.text(st.characters(min_codepoint=32, exclude_categories=("Cs",)), min_size=1,
-                max_size=30).filter(lambda s: s.strip())
+names = st.text(st.characters(min_codepoint=32, exclude_categories=("Cs", "Cc")), min_size=1,
+                max_size=30).filter(lambda s: s.strip() and not s.endswith("\\"))
 # counts whose rate over windows of 1 ms .. 1 day stays within the contract's [1e-9, 1e9] per s
 counts = st.one_of(st.just(0.0), st.integers(1, 10**6).map(float),
                    st.floats(1e-3, 1e6, allow_nan=False, allow_infinity=False))
