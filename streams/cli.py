@@ -253,8 +253,11 @@ def produce(source: str = typer.Option(..., help="a JSON-lines trace, or 'demo' 
 
     ensure_topics(cfg.kafka)
     stats = send(records, cfg.kafka, rate=rate)
+    problems = ", ".join(f"{n} {what}" for n, what in ((stats.skipped, "skipped"),
+                                                       (stats.failed, "refused by Kafka")) if n)
     console.print(f"sent {stats.sent} windows to {cfg.kafka.topic('windows')} at "
-                  f"{cfg.kafka.bootstrap} in {stats.seconds:.1f} s ({stats.rate:.0f}/s)")
+                  f"{cfg.kafka.bootstrap} in {stats.seconds:.1f} s ({stats.rate:.0f}/s)"
+                  + (f"; {problems} (see the warnings)" if problems else ""))
 
 
 def _start_time(text: str) -> float:

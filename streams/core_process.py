@@ -34,6 +34,7 @@ import msgspec
 
 from streams.config import Config
 from streams.influx import lines
+from streams.records import _short
 from streams.runtime import tune_gc
 from streams.system import Outputs
 from streams.table_pipeline import TableBackedPipeline
@@ -72,8 +73,40 @@ class BatchResult:
 
 
 def _keyed(records: list[dict[str, Any]]) -> list[tuple[bytes | None, bytes]]:
-    return [(r["system"].encode() if isinstance(r.get("system"), str) else None, _dumps(r))
-            for r in records]
+    """``(key, JSON value)`` per record. The records are JSON-safe (the pipeline's dead letters
+    bound and escape what they quote); should one still hold what the encoder refuses -- a
+    lone surrogate, an int beyond 64 bits -- it is sent made safe rather than failing the
+    batch, and with it the worker."""
+    try:
+        return [(r["system"].encode() if isinstance(r.get("system"), str) else None, _dumps(r))
+                for r in records]
+    except (UnicodeEncodeError, OverflowError, TypeError, ValueError, RecursionError):
+        return [_keyed_safely(r) for r in records]
+
+
+def _keyed_safely(record: dict[str, Any]) -> tuple[bytes | None, bytes]:
+    system = record.get("system")
+    key = system.encode("utf-8", "backslashreplace") if isinstance(system, str) else None
+    try:
+        return key, _dumps(_encodable(record))
+    except (UnicodeEncodeError, OverflowError, TypeError, ValueError, RecursionError):
+        return key, _dumps({"unencodable": _short(record, 4096)})
+
+
+_INT64 = 2 ** 63
+
+
+def _encodable(value: Any) -> Any:
+    """``value`` with lone surrogates escaped (``\\ud800``) and ints beyond 64 bits as text."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, int) and not isinstance(value, bool) and not -_INT64 <= value < _INT64:
+        return _short(value, 4096)
+    if isinstance(value, dict):
+        return {_encodable(k): _encodable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_encodable(v) for v in value]
+    return value
 
 
 def run_batch(core: TableBackedPipeline, values: list[bytes], partitions: list[int],

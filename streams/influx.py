@@ -30,16 +30,41 @@ log = logging.getLogger("perfcast.influx")
 @functools.lru_cache(maxsize=65536)
 def _escape_tag(value: str) -> str:
     """Line-protocol escaping of a measurement, tag key/value or field key (names repeat: each
-    is escaped once)."""
-    return value.replace("\\", "\\\\").replace(",", "\\,").replace("=", "\\=").replace(" ", "\\ ")
+    is escaped once): a backslash before each comma, equals sign and space.
+
+    A backslash is *not* doubled: InfluxDB's parser (``models/points.go``, 1.x and 2.x) reads
+    ``\\,``, ``\\=`` and ``\\ `` as escapes and leaves every other backslash as it is, so
+    ``a\\b`` is stored as ``a\\b`` and found by its real name (a doubled one would be stored
+    doubled); ``a\\,b`` written ``a\\\\,b`` reads back as ``a\\,b``. A name ending in a
+    backslash cannot be written (it would escape the separator after it); the input
+    validator refuses such names (:mod:`streams.records`), as it refuses control characters.
+    Should a line break reach this function anyway, it is written as the two characters
+    ``\\n`` (``\\r``): a raw one would end the line and corrupt the whole write."""
+    if "\n" in value or "\r" in value:
+        value = value.replace("\n", "\\n").replace("\r", "\\r")
+    return value.replace(",", "\\,").replace("=", "\\=").replace(" ", "\\ ")
 
 
 def _string_field(value: object) -> str:
-    text = str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ")
+    """A string field value: ``\\`` and ``"`` escaped (InfluxDB unescapes both there), line
+    breaks as spaces."""
+    text = str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ") \
+        .replace("\r", " ")
     return f'"{text}"'
 
 
-_FIELD_TEXT = {bool: lambda v: "true" if v else "false", int: lambda v: f"{v}i",
+#: InfluxDB integers are 64-bit: a larger value (none comes from a validated window) is
+#: written at the nearest bound instead of making InfluxDB refuse the whole batch
+_INT_MIN, _INT_MAX = -2 ** 63, 2 ** 63 - 1
+
+
+def _int_field(value: int) -> str:
+    if not _INT_MIN <= value <= _INT_MAX:
+        value = _INT_MAX if value > 0 else _INT_MIN
+    return f"{value}i"
+
+
+_FIELD_TEXT = {bool: lambda v: "true" if v else "false", int: _int_field,
                float: repr, str: _string_field}
 
 
@@ -50,7 +75,7 @@ def _field(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
-        return f"{value}i"
+        return _int_field(int(value))
     if isinstance(value, float):
         return repr(value)
     return _string_field(value)
@@ -69,7 +94,7 @@ def _float_text(value: Any) -> str:
 
 
 def _int_text(value: Any) -> str:
-    return f"{int(value)}i"
+    return _int_field(int(value))
 
 
 def _bool_text(value: Any) -> str:

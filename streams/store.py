@@ -19,6 +19,23 @@ OUTPUT_FILES = {"estimates": "estimates.jsonl", "predictions": "predictions.json
 _SQL_TYPES = {"float": "REAL", "int": "INTEGER", "bool": "INTEGER", "str": "TEXT"}
 
 
+_INT_MIN, _INT_MAX = -2 ** 63, 2 ** 63 - 1
+
+
+def _storable(value: Any) -> Any:
+    """``value`` as SQLite can store it: an int beyond 64 bits at the nearest bound (as the
+    InfluxDB sink writes it), a lone surrogate in a string as its escape."""
+    if isinstance(value, int) and not isinstance(value, bool) \
+            and not _INT_MIN <= value <= _INT_MAX:
+        return _INT_MAX if value > 0 else _INT_MIN
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    return value
+
+
 class SQLiteStore:
     """One table per measurement: ``time`` (epoch seconds), a column per tag and per field.
 
@@ -44,6 +61,16 @@ class SQLiteStore:
             cols = ("time",) + tuple(tags) + tuple(fields)
             row = [p.time] + [p.tags.get(t) for t in tags] + [p.fields.get(f) for f in fields]
             by_table.setdefault((p.measurement, cols), []).append(row)
+        try:
+            return self._insert(by_table)
+        except (OverflowError, UnicodeEncodeError):
+            # an int beyond SQLite's 64 bits or a string that is not UTF-8 (neither comes from a
+            # validated window): the transaction was rolled back; the rows again, made storable
+            return self._insert({key: [[_storable(v) for v in row] for row in rows]
+                                 for key, rows in by_table.items()})
+
+    def _insert(self, by_table: dict[tuple[str, tuple[str, ...]], list[list[Any]]]) -> int:
+        """Insert the rows per (table, columns) in one transaction (all or none)."""
         n = 0
         with self.conn:
             for (table, cols), rows in by_table.items():

@@ -1,0 +1,90 @@
+"""Poison pills through the real Kafka broker (``infra/services.sh``): ``perfcast produce`` sends
+every line of a trace that holds them (but the one larger than Kafka's largest message, which it
+skips with a warning), and the worker dead-letters each with its field and reason while it
+processes every other window (the unit-level twin, without services, is
+``tests/test_poison_pills.py``). Under ``CI=true`` a missing service fails."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from typer.testing import CliRunner
+
+from pipeline_harness import TopicReader, Worker, service_env, unique, wait_for, write_config
+from streams.cli import app
+from streams.config import load_config
+from streams.demo import DemoScenario, demo_records
+from streams.pipeline import Pipeline
+from streams.topics import ensure_topics
+from test_poison_pills import CLAMPED, FLAG, POISON
+
+pytestmark = pytest.mark.timeout(600)
+
+
+def _count_raw(bootstrap: str, topic: str) -> int:
+    """Records in ``topic`` (not decoded: the poison pills are not all JSON)."""
+    from kafka import KafkaConsumer
+
+    consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest",
+                             enable_auto_commit=False, group_id=None, consumer_timeout_ms=3000,
+                             fetch_max_bytes=8 * 1024 * 1024)
+    try:
+        return sum(1 for _ in consumer)
+    finally:
+        consumer.close()
+
+
+def test_produce_and_the_worker_dead_letter_every_poison_pill(tmp_path):
+    bootstrap = service_env("PERFCAST_KAFKA_BOOTSTRAP")
+    system = unique("shop")
+    good = [json.dumps(r) for r in demo_records(DemoScenario(system=system, duration_s=300))]
+    trace = list(good)
+    for i, (text, _, _) in enumerate(POISON.values()):
+        trace.insert(9 * i + 5, text)
+    trace.insert(40, CLAMPED)
+    # beyond Kafka's largest message: skipped by produce (kafka-python would abort every record
+    # after the batch the broker refuses)
+    trace.insert(60, '{"system": "' + "z" * 1_500_000 + '"}')
+    source = tmp_path / "trace.jsonl"
+    source.write_text("\n".join(trace) + "\n", encoding="utf-8")
+    config_path = write_config(tmp_path / "perfcast.toml", system, unique("t"))
+    config = load_config(config_path)
+    ensure_topics(config.kafka, partitions=2)
+    readers = {name: TopicReader(bootstrap, config.kafka.topic(name))
+               for name in ("estimates", "deadletter")}
+    worker = Worker(config_path, unique("app"), tmp_path / "worker.log").start()
+    try:
+        result = CliRunner().invoke(app, ["produce", "--source", str(source), "--config",
+                                          str(config_path), "--bootstrap", bootstrap])
+        assert result.exit_code == 0, result.output
+        said = " ".join(result.output.split())
+        assert f"sent {len(trace) - 1} windows" in said
+        assert "1 skipped" in said and "refused" not in said
+        wait_for(lambda: len(readers["estimates"].poll()) >= len(good) + 1
+                 and len(readers["deadletter"].poll()) >= len(POISON),
+                 timeout=180, what="estimates and dead letters", worker=worker)
+        time.sleep(2)
+        assert worker.alive(), worker.log_tail()
+        dead = readers["deadletter"].poll()
+        assert len(dead) == len(POISON)
+        for name, (_, field, reason) in POISON.items():
+            match = [d for d in dead if d["field"] == field and reason in d["reason"]]
+            assert match, (name, field, reason, dead)
+            dead.remove(match[0])
+        estimates = readers["estimates"].poll()
+        assert len(estimates) == len(good) + 1
+        (clamped,) = [e for e in estimates if e["system"] == "p-clamped"]
+        assert clamped["flags"] == [FLAG] and clamped["utilization"] == 1.0
+        reference = Pipeline(config).process_many(good)
+        shop = sorted((e for e in estimates if e["system"] == system),
+                      key=lambda e: (e["tier"], e["seq"]))
+        want = sorted(json.loads(json.dumps(reference.estimates)),
+                      key=lambda e: (e["tier"], e["seq"]))
+        assert shop == want
+        assert _count_raw(bootstrap, config.kafka.topic("windows")) == len(trace) - 1
+    finally:
+        worker.stop()
+        for reader in readers.values():
+            reader.close()
