@@ -18,10 +18,11 @@ too fast and a heavy one too slow (docs/accuracy.md).
 * No bursty tier: exact MVA, all populations in one pass (:func:`solvers.mva.mva_curve`).
 * A bursty tier (``I > idc_threshold``) with a fitted MAP(2): the MAP queueing network, the
   fitted processes rescaled to ``D_m``, other tiers exponential, every tier with its cores
-  (a tier's cores share its service process, :mod:`solvers.decomposition`). Solved exactly
-  (:func:`solvers.mapqn.solve_closed`) while the chain has at most :data:`EXACT_STATE_LIMIT`
-  states, by flow-equivalent decomposition (:func:`solvers.decomposition.solve_decomposed`,
-  ``O(N)``) beyond; populations above ``map_max_population`` fall back to MVA (flagged).
+  (a tier's cores consume its one service-time sequence, :mod:`solvers.decomposition`).
+  Solved exactly (:func:`solvers.mapqn.solve_closed`) while the chain has at most
+  :data:`EXACT_STATE_LIMIT` states and every bursty tier has one core, by flow-equivalent
+  decomposition (:func:`solvers.decomposition.solve_decomposed`, ``O(N)``) otherwise;
+  populations above ``map_max_population`` fall back to MVA (flagged).
 
 **A bursty tier's aggregate demand** (``SystemConfig.bursty_demand``, docs/accuracy.md
 section 1). On a bursty tier the window-local estimators (Kalman filter, sliding regression) are
@@ -222,7 +223,7 @@ class SystemModel:
         else:
             procs = [p.scaled(float(d)) for p, d in zip(self.processes, self.D)]
             cores = [int(c) for c in self.servers]
-            if self.map_states(n) <= EXACT_STATE_LIMIT:
+            if self.map_states(n) <= EXACT_STATE_LIMIT and self._exact_applies:
                 res, kind = solve_closed(procs, n, self.think_time, servers=cores), "map"
             else:
                 res, kind = solve_decomposed(procs, n, self.think_time, servers=cores), "map-fes"
@@ -230,6 +231,13 @@ class SystemModel:
                                     np.asarray(res.bottleneck_probability), kind)
         self._cache[n] = point
         return point
+
+    @functools.cached_property
+    def _exact_applies(self) -> bool:
+        """The exact chain's station (one MAP at speed ``min(n, c)``) is the physical tier's
+        only for one core; a bursty multi-core tier takes the decomposition's per-job station
+        (:mod:`solvers.decomposition`), which the simulation of the physical tier agrees with."""
+        return all(p.order == 1 or c == 1 for p, c in zip(self.processes or [], self.servers))
 
     def map_states(self, n: int) -> int:
         """States of the MAP network's Markov chain at population ``n``: occupancy vectors

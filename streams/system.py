@@ -236,8 +236,7 @@ class SystemState:
         round together: :func:`solve_systems`)."""
         cfg = self.config
         self.solves += 1
-        fit_map = all(t.cores == 1 for t in self.tiers.values())   # what the MAP network needs
-        models = [t.refresh(fit_map) for t in self.tiers.values()]
+        models = [t.refresh() for t in self.tiers.values()]
         intervals = {name: t.take_interval() for name, t in self.tiers.items()}
         classes: list[str] = []
         for t in self.tiers.values():
