@@ -155,8 +155,16 @@ def main(argv: list[str] | None = None) -> None:
     caps = [p["capacity_users"] for p in preds[len(preds) // 2:] if p.get("capacity_users")]
     print(f"- capacity over the second half: median {np.median(caps):.0f}, "
           f"min {min(caps)}, max {max(caps)}")
-    print(f"- db index of dispersion: {last['tiers']['db']['idc']}, bursty: "
-          f"{last['tiers']['db']['bursty']}; flags: {last['flags']}\n")
+    db = last["tiers"]["db"]
+    print(f"- db index of dispersion: {db['idc']:.0f} (true 202), bursty: {db['bursty']}; "
+          f"MAP(2) fit: {db['map2'] and {k: db['map2'][k] for k in ('idc', 'p95_s', 'scv')}} "
+          "(true p95 104 ms, SCV 14.9)")
+    print("- db demands per class (ms; true browse 12, buy 32): " + ", ".join(
+        f"{c}: Kalman {1000 * d['kalman']:.1f}, regression {1000 * (d['regression'] or 0):.1f}"
+        for c, d in db["demands"].items()) + f"; estimator {db['estimator']}")
+    print(f"- think time {last['think_time_s']:.3f} s (true 1.0); first solve on the MAP network "
+          f"at minute {next((p['time'] - START) / 60 for p in preds if p['model'] != 'mva'):.0f}")
+    print(f"- flags: {last['flags']}\n")
     hold, ramp, top = 1200.0, 2400.0, int(round(1.5 * cap))
     steps = 60
     sched = [(hold + ramp * k / steps, int(round(low + (top - low) * k / steps)))

@@ -59,7 +59,7 @@ from streams.config import SystemConfig
 from streams.tier import TierModel
 
 __all__ = ["Measured", "SystemModel", "Point", "build_model", "capacity_search",
-           "tier_demands", "history_demands"]
+           "tier_demands", "history_demands", "fcfs_split"]
 
 #: largest population any capacity search goes to
 CAPACITY_LIMIT = 100_000
@@ -380,6 +380,29 @@ def history_demands(D_m: np.ndarray, V_m: np.ndarray, mix: np.ndarray,
     return D_m * (target / current)
 
 
+def fcfs_split(tier: TierModel, classes: list[str], mix: np.ndarray, V_m: np.ndarray,
+               mean_service: float) -> tuple[np.ndarray, bool] | None:
+    """A FCFS tier's per-class system demands from its per-class response times.
+
+    In one FCFS queue every class meets the same wait, so ``R_{m,c} = W_m + S_{m,c}`` and the
+    wait cancels from the differences: with ``q_c`` the visit mix (``p_c V_{m,c}``, normed)
+    and ``Rbar = sum_c q_c R_{m,c}``, ``S_{m,c} = Sbar_m + R_{m,c} - Rbar`` (``Sbar_m`` the
+    busy time per completion). It separates classes that move together (paper 004 section 3.3:
+    under a steady mix utilization alone cannot), which matters most on a bursty tier, where
+    the window-local estimators are noisiest. Returns ``(V_{m,c} S_{m,c}, clipped)`` -- a
+    service floored at 5% of ``Sbar`` is clipped -- or ``None`` unless every class with
+    requests has a long-run response time at the tier (:attr:`TierModel.class_response`)."""
+    R = np.array([tier.class_response.get(c, np.nan) for c in classes])
+    q = mix * V_m
+    active = q > 0
+    if not (q.sum() > 0 and mean_service > 0 and np.all(np.isfinite(R[active]))):
+        return None
+    q = q / q.sum()
+    S = mean_service + np.where(active, R, 0.0) - float(q[active] @ R[active])
+    floor = 0.05 * mean_service
+    return V_m * np.maximum(S, floor), bool(np.any(active & (S < floor)))
+
+
 def _history_flag(tier: str, before: float, after: float) -> str:
     return (f"{tier}: bursty, demand from its history (busy time per completion; "
             f"bursty_demand = history): {1000 * after:.3g} ms, estimator {1000 * before:.3g} ms")
@@ -415,7 +438,14 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
                 for m, t in enumerate(tiers):
                     if t.bursty and t.mean_service is not None:
                         before = float(D_mc[m] @ p)
-                        D_mc[m] = history_demands(D_mc[m], V_mc[m], p, t.mean_service)
+                        split = fcfs_split(t, classes, p, V_mc[m], t.mean_service)
+                        if split is not None:
+                            D_mc[m] = split[0]
+                            flags.append(f"{t.tier}: class split from the per-class response "
+                                         "times at the tier (FCFS: one shared wait)"
+                                         + ("; a class's service floored" if split[1] else ""))
+                        else:
+                            D_mc[m] = history_demands(D_mc[m], V_mc[m], p, t.mean_service)
                         after = float(D_mc[m] @ p)
                         if after != before:
                             flags.append(_history_flag(t.tier, before, after))

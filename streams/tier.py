@@ -60,6 +60,10 @@ REGRESSION_REFRESH_SHARE = 0.25
 #: windows over which the estimators' one-step-ahead utilization predictions are compared
 #: (``demand_policy = "selected"``; the window docs/accuracy.md section 3 measured)
 SELECTION_WINDOWS = 60
+#: per-class response times at a tier are kept as sums decayed by this factor per solve (about
+#: half an hour of one-minute solves); a class's long-run mean needs this many completions
+RESPONSE_DECAY = 0.97
+RESPONSE_MIN_COMPLETIONS = 200.0
 #: a group's interval sums pad each tier's windows to the group's longest run; tiers are split
 #: into groups so that padding at most doubles the rows summed
 PADDING_LIMIT = 2
@@ -289,6 +293,8 @@ class TierModel:
     bursty: bool
     windows: int
     estimator: str = "kalman"
+    #: long-run mean response time per class at the tier (queueing + service), per visit
+    class_response: dict[str, float] = field(default_factory=dict)
 
 
 def _moved(new: tuple[float, ...], old: list[float] | None) -> bool:
@@ -356,6 +362,8 @@ class TierState:
         # picked at the last refresh
         self.scores: deque[tuple[float, float, float]] = deque(maxlen=SELECTION_WINDOWS)
         self.estimator = "kalman"
+        # per class [sum rt n, sum n] over the solve intervals, decayed by RESPONSE_DECAY
+        self.response: dict[str, list[float]] = {}
 
     # -- per window ---------------------------------------------------------------------------
     def admit(self, w: Window) -> tuple[str | None, bool]:
@@ -499,7 +507,9 @@ class TierState:
             regression=regression, idc=idc, idc_flag=idc_flag, mean_service=mean, p95=p95,
             process=MAP.from_dict(self.fit["process"]) if self.fit else None,
             fit=self.fit, bursty=bursty,
-            windows=self.windows, estimator=self.estimator)
+            windows=self.windows, estimator=self.estimator,
+            class_response={c: w / n for c, (w, n) in self.response.items()
+                            if n >= RESPONSE_MIN_COMPLETIONS})
 
     def _refit(self, mean: float | None, idc: float | None, p95: float | None) -> None:
         if mean is None or idc is None or p95 is None or not (mean > 0 and idc > 0 and p95 > 0):
@@ -515,6 +525,14 @@ class TierState:
     def take_interval(self) -> Interval:
         """The sums since the last solve; starts a new interval."""
         done, self.interval = self.interval, Interval()
+        for acc in self.response.values():
+            acc[0] *= RESPONSE_DECAY
+            acc[1] *= RESPONSE_DECAY
+        for c, weighted, n in zip(done.classes, done.rt_weighted, done.rt_completions):
+            if n > 0:
+                acc = self.response.setdefault(c, [0.0, 0.0])
+                acc[0] += weighted
+                acc[1] += n
         return done
 
     # -- state ---------------------------------------------------------------------------------
@@ -529,7 +547,7 @@ class TierState:
             "interval": self.interval.to_dict(), "fit_inputs": self.fit_inputs, "fit": self.fit,
             "model": self.model, "idc_seq": self.idc_seq, "regression": self.regression,
             "reg_seq": self.reg_seq,
-            "selection": self._selection(),
+            "selection": self._selection(), "response": self.response,
         }
 
     def _selection(self) -> dict[str, Any]:
@@ -556,6 +574,8 @@ class TierState:
                     "model", "idc_seq", "regression", "reg_seq"):
             setattr(state, key, data[key])
         state.interval = Interval.from_dict(data["interval"])
+        state.response = {c: [float(a), float(b)] for c, (a, b) in
+                          data.get("response", {}).items()}   # absent in older states
         sel = data.get("selection")            # absent in states saved before demand_policy
         if sel and "busy" in sel:
             state.scores.extend(zip(sel["busy"], _nan_in(sel["kalman"]),

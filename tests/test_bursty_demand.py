@@ -106,3 +106,39 @@ def test_history_demands_edge_cases():
     assert history_demands(D, V, p, 0.005) @ p == pytest.approx(0.00875, rel=1e-12)
     assert history_demands(D, V, p, 0.0).tolist() == D.tolist()        # no busy time known
     assert history_demands(np.zeros(2), V, p, 0.005).tolist() == [0.0, 0.0]
+
+
+def test_per_class_response_times_split_a_fcfs_bursty_tier():
+    """With long-run per-class response times at the bursty tier, the class split comes from
+    them (one shared FCFS wait: S_c = Sbar + R_c - Rbar) instead of the estimators', and the
+    aggregate is still the history's busy time per completion."""
+    front, db = _tiers()
+    # per visit at the db: true services 0.003 (a) and 0.009 (b), a shared wait of 0.020
+    db = dataclasses.replace(db, class_response={"a": 0.023, "b": 0.029})
+    m = build_model([front, db], CLASSES, MIX, 0.5, _cfg())
+    q = np.array([0.75 * 2, 0.25 * 1]) / 1.75                  # visit mix at the db
+    rbar = float(q @ [0.023, 0.029])
+    S = DB_MEAN_SERVICE + np.array([0.023, 0.029]) - rbar
+    assert m.D_mc[1] == pytest.approx([2 * S[0], S[1]], rel=1e-12)
+    assert float(m.D_mc[1] @ m.mix) == pytest.approx(DB_MEAN_SERVICE * 1.75, rel=1e-12)
+    assert any("class split from the per-class response times" in f for f in m.flags)
+    # a class without a long-run response time: the estimators' split, rescaled (as before)
+    partial = dataclasses.replace(db, class_response={"a": 0.023})
+    assert build_model([front, partial], CLASSES, MIX, 0.5, _cfg()).D_mc[1] == \
+        pytest.approx(build_model(_tiers(), CLASSES, MIX, 0.5, _cfg()).D_mc[1], rel=1e-12)
+
+
+def test_tier_keeps_decayed_per_class_response_sums_across_solves_and_restarts():
+    from streams.tier import RESPONSE_DECAY, Interval, TierState
+
+    state = TierState("db", SystemConfig())
+    for _ in range(3):
+        state.interval = Interval(classes=["a", "b"], completions=[100.0, 80.0],
+                                  rt_weighted=[100 * 0.02, 80 * 0.05],
+                                  rt_completions=[100.0, 80.0])
+        state.take_interval()
+    decay = 1 + RESPONSE_DECAY + RESPONSE_DECAY ** 2
+    assert state.response["a"] == pytest.approx([2.0 * decay, 100.0 * decay])
+    again = TierState.from_dict(state.to_dict(), SystemConfig())
+    assert again.response == state.response
+    assert again.refresh().class_response == pytest.approx({"a": 0.02, "b": 0.05})
