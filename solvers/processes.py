@@ -317,14 +317,20 @@ class MAP:
         """
         if n < 0:
             raise ValueError(f"n: must be >= 0, got {n}")
-        order = self.order
-        if order == 1:
+        if self.order == 1:
             return rng.exponential(self.mean, size=n)
+        state = int(rng.choice(self.order, p=self.embedded)) if phase is None else int(phase)
+        return self.intervals(n, rng, state)[0]
+
+    def intervals(self, n: int, rng: np.random.Generator, phase: int) -> tuple[np.ndarray, int]:
+        """``n`` consecutive intervals starting in ``phase``, and the phase the next interval
+        starts in (to continue the sequence: :meth:`sample` draws the same values)."""
+        order = self.order
         rates = -np.diag(self.D0)
         jumps = np.hstack([self.D0 - np.diag(np.diag(self.D0)), self.D1]) / rates[:, None]
         cum = np.cumsum(jumps, axis=1)
         cum[:, -1] = 1.0
-        state = int(rng.choice(order, p=self.embedded)) if phase is None else int(phase)
+        state = int(phase)
         out = np.empty(n)
         # Draw randomness in blocks: the chain itself is sequential.
         block = max(1024, 2 * n)
@@ -354,7 +360,7 @@ class MAP:
                 state = j - order
             else:
                 state = j
-        return out
+        return out, state
 
     def __repr__(self) -> str:
         return f"MAP(D0={self.D0.tolist()}, D1={self.D1.tolist()})"

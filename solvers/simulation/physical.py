@@ -81,6 +81,7 @@ import numpy as np
 
 from solvers.processes import MAP
 from solvers.simulation.monitoring import window_records
+from solvers.simulation.network import resolve_rng
 from solvers.simulation.network import Checkpoints
 from solvers.simulation.stats import Estimate, replication_interval
 
@@ -239,76 +240,21 @@ def _schedule(schedule: Sequence[tuple[float, int]] | None) -> list[tuple[float,
 
 
 def _generator(rng: np.random.Generator | None, seed: int | None) -> np.random.Generator:
-    if rng is not None and seed is not None:
-        raise ValueError("rng, seed: give one of them, not both")
-    if rng is not None:
-        if not isinstance(rng, np.random.Generator):
-            raise ValueError(f"rng: must be a numpy.random.Generator, got {type(rng).__name__}")
-        return rng
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))
                              or seed < 0):
         raise ValueError(f"seed: must be a non-negative integer, got {seed!r}")
-    return np.random.default_rng(seed)
+    return resolve_rng(rng, seed)
 
 
 # ----------------------------------------------------------------------------- random streams
-def _map_tables(proc: MAP) -> tuple[list[list[float]], list[float]]:
-    """Cumulative jump probabilities (hidden then completing) and mean sojourns per phase,
-    computed exactly as :meth:`MAP.sample` does."""
-    rates = -np.diag(proc.D0)
-    jumps = np.hstack([proc.D0 - np.diag(np.diag(proc.D0)), proc.D1]) / rates[:, None]
-    cum = np.cumsum(jumps, axis=1)
-    cum[:, -1] = 1.0
-    return cum.tolist(), (1.0 / rates).tolist()
-
-
-def _map_intervals(proc: MAP, n: int, rng: np.random.Generator, phase: int,
-                   ) -> tuple[list[float], int]:
-    """``n`` consecutive intervals of ``proc`` starting in ``phase`` and the phase after the
-    last one (where the next interval starts).
-
-    Same draws as ``proc.sample(n, rng, phase=phase)`` for ``order > 1`` (identical values
-    for the same generator state); :meth:`MAP.sample` does not return the final phase.
-    """
-    order = proc.order
-    cum_rows, inv_rates = _map_tables(proc)
-    block = max(1024, 2 * n)
-    expo = rng.standard_exponential(block).tolist()
-    unif = rng.random(block).tolist()
-    out: list[float] = []
-    append = out.append
-    state = int(phase)
-    pos = 0
-    acc = 0.0
-    while len(out) < n:
-        if pos == block:
-            expo = rng.standard_exponential(block).tolist()
-            unif = rng.random(block).tolist()
-            pos = 0
-        acc += expo[pos] * inv_rates[state]
-        row = cum_rows[state]
-        u = unif[pos]
-        pos += 1
-        j = 0
-        while row[j] < u:
-            j += 1
-        if j >= order:
-            append(acc)
-            acc = 0.0
-            state = j - order
-        else:
-            state = j
-    return out, state
-
-
 def _service_blocks(service: float | MAP, rng: np.random.Generator,
                     block: int = _BLOCK) -> Iterator[list[float]]:
     """Endless blocks of a tier's service-time sequence (one continuous MAP sequence)."""
     if isinstance(service, MAP) and service.order > 1:
         phase = int(rng.choice(service.order, p=service.embedded))
         while True:
-            values, phase = _map_intervals(service, block, rng, phase)
-            yield values
+            values, phase = service.intervals(block, rng, phase)
+            yield values.tolist()
     mean = service.mean if isinstance(service, MAP) else float(service)
     while True:
         yield rng.exponential(mean, block).tolist()
