@@ -73,6 +73,7 @@ simulation of the physical system (docs/accuracy.md).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
@@ -276,6 +277,7 @@ class _Chain:
     nu: np.ndarray          # conditional throughput, nu[0] = 0
     throughput: float
     residual: float
+    station: str = "per-job"      # or "speed-scaled" (one core, or the fallback)
 
 
 @dataclass(frozen=True)
@@ -405,20 +407,52 @@ def _per_job(lam: np.ndarray, proc: MAP, cores: int) -> _Transitions:
     return _Transitions(src_a, dst_a, rate_a, level, exit_rate)
 
 
-def _transitions(lam: np.ndarray, proc: MAP, cores: int) -> _Transitions:
-    """The tier's station: per-job phases on a multi-core tier (up to
-    :data:`PER_JOB_MAX_CORES`), one MAP at speed ``min(n, c)`` otherwise."""
-    if 1 < cores <= PER_JOB_MAX_CORES and proc.order > 1:
-        return _per_job(lam, proc, cores)
-    return _speed_scaled(lam, proc, cores)
+def _per_job_applies(proc: MAP, cores: int) -> bool:
+    """Per-job phases on a bursty multi-core tier (up to :data:`PER_JOB_MAX_CORES` cores);
+    one MAP at speed ``min(n, c)`` otherwise."""
+    return 1 < cores <= PER_JOB_MAX_CORES and proc.order > 1
 
 
-def _solve_chain(lam: np.ndarray, proc: MAP, cores: int) -> _Chain:
+#: levels of a bursty tier's chain solved first; doubled while the top tenth holds more than
+#: TRUNCATION_MASS of the probability (a tier far from saturation rarely holds thousands)
+FIRST_LEVELS = 512
+TRUNCATION_MASS = 1e-14
+#: relative residual ||pi Q|| / max|q_ii| above which a chain's solution is rejected
+RESIDUAL_LIMIT = 1e-8
+
+
+def _solve_chain(lam: np.ndarray, proc: MAP, cores: int, per_job: bool = True) -> _Chain:
+    """:func:`_solve_levels` on levels ``0..L``, ``L`` doubled from :data:`FIRST_LEVELS` until
+    the levels above ``0.9 L`` hold at most :data:`TRUNCATION_MASS` (or ``L = N``); levels
+    above ``L`` get probability 0 and the nearest level's conditional throughput."""
+    N = lam.shape[0] - 1
+    top = min(N, max(FIRST_LEVELS, 8 * cores))
+    while True:
+        cut = lam[: top + 1].copy()
+        cut[top] = 0.0
+        chain = _solve_levels(cut, proc, cores, per_job and _per_job_applies(proc, cores))
+        if chain.residual > RESIDUAL_LIMIT and chain.station == "per-job":
+            # the banded LU lost the per-job chain (probabilities spanning too many orders of
+            # magnitude over thousands of levels): the speed-scaled station, flagged
+            chain = _solve_levels(cut, proc, cores, False)
+            chain = dataclasses.replace(chain, station="speed-scaled (per-job chain unstable)")
+        if top == N or chain.level[int(0.9 * top):].sum() <= TRUNCATION_MASS:
+            break
+        top = min(N, 2 * top)
+    if top == N:
+        return chain
+    level = np.concatenate([chain.level, np.zeros(N - top)])
+    nu = np.concatenate([chain.nu, np.full(N - top, np.nan)])
+    nu[top + 1:] = nu[top]
+    return _Chain(level, nu, chain.throughput, chain.residual, chain.station)
+
+
+def _solve_levels(lam: np.ndarray, proc: MAP, cores: int, per_job: bool) -> _Chain:
     """Stationary distribution of the bursty tier's chain (:func:`_transitions`): one banded
     LU of ``Q^T`` with one likely state's probability fixed to 1, re-solved from the most
     likely state if that one was a poor anchor (over/underflow)."""
     N = lam.shape[0] - 1
-    tr = _transitions(lam, proc, cores)
+    tr = _per_job(lam, proc, cores) if per_job else _speed_scaled(lam, proc, cores)
     S = tr.level.shape[0]
     w = max(int(np.max(np.abs(tr.dst - tr.src))), 1)
     ab = np.zeros((2 * w + 1, S))
@@ -451,7 +485,7 @@ def _solve_chain(lam: np.ndarray, proc: MAP, cores: int) -> _Chain:
     with np.errstate(invalid="ignore", divide="ignore"):
         nu = np.where(level > 0, flow / level, np.nan)
     return _Chain(level, _fill(nu, proc, cores), float(flow.sum()),
-                  _chain_residual(ab, w, pi))
+                  _chain_residual(ab, w, pi), "per-job" if per_job else "speed-scaled")
 
 
 def _fill(nu: np.ndarray, proc: MAP, cores: int) -> np.ndarray:
@@ -517,13 +551,16 @@ def _fixed_point(lg_e: np.ndarray, procs: list[MAP], cores: tuple[int, ...], bur
     nu = {b: np.minimum(n, cores[b]) / procs[b].mean for b in bursty}
     chains: dict[int, _Chain] = {}
     weight_flags: list[str] = []
+    fallback: set[int] = set()
     for it in range(1, max_iterations + 1):
         change = 0.0
         for b in bursty:
             weight_flags = []
             weights = {o: _ld_weights(nu[o], N, weight_flags, f"tier {o}") for o in bursty}
             lam = _arrivals(_rest_log_g(lg_e, weights, skip=b))
-            chain = _solve_chain(lam, procs[b], cores[b])
+            chain = _solve_chain(lam, procs[b], cores[b], per_job=b not in fallback)
+            if chain.station.startswith("speed-scaled ("):
+                fallback.add(b)                # keep one station for the rest of the iteration
             old = chains.get(b)
             if old is not None:
                 change = max(change, abs(chain.throughput - old.throughput)
@@ -550,7 +587,7 @@ def _trivial(procs: list[MAP], cores: tuple[int, ...], Z: float) -> Decompositio
 
 def solve_decomposed(processes: Any, population: Any, think_time: Any, *,
                      servers: Any = None, tol: float = 1e-9,
-                     max_iterations: int = 200) -> DecompositionResult:
+                     max_iterations: int = 50) -> DecompositionResult:
     """Closed network of MAP tiers with cores, by flow-equivalent decomposition (module notes).
 
     ``processes``: each tier's service process in visit order (``MAP.exponential(S)`` for an
@@ -598,8 +635,11 @@ def solve_decomposed(processes: Any, population: Any, think_time: Any, *,
     U = X * means / np.array(cores, dtype=float)
     for b, chain in chains.items():
         U[b] = float(chain.level @ np.minimum(np.arange(N + 1), cores[b])) / cores[b]
-        if chain.residual > 1e-8:
+        if chain.residual > RESIDUAL_LIMIT:
             flags.append(f"tier {b}: chain residual {chain.residual:.2g}")
+        if chain.station.startswith("speed-scaled ("):
+            flags.append(f"tier {b}: speed-scaled (per-job chain unstable): one MAP at speed "
+                         "min(n, c), pessimistic")
     return _result(X, Q, U, _split_top(conditional, level), procs, cores, N, Z, iterations,
                    converged, flags, t0)
 
