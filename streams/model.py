@@ -223,12 +223,18 @@ class SystemModel:
         else:
             procs = [p.scaled(float(d)) for p, d in zip(self.processes, self.D)]
             cores = [int(c) for c in self.servers]
-            if self.map_states(n) <= EXACT_STATE_LIMIT and self._exact_applies:
-                res, kind = solve_closed(procs, n, self.think_time, servers=cores), "map"
+            try:
+                if self.map_states(n) <= EXACT_STATE_LIMIT and self._exact_applies:
+                    res, kind = solve_closed(procs, n, self.think_time, servers=cores), "map"
+                else:
+                    res, kind = (solve_decomposed(procs, n, self.think_time, servers=cores),
+                                 "map-fes")
+            except (RuntimeError, ValueError, np.linalg.LinAlgError) as exc:
+                self.flags.append(f"MAP network failed at population {n} ({exc}): MVA there")
+                point = self.mva_at(n)
             else:
-                res, kind = solve_decomposed(procs, n, self.think_time, servers=cores), "map-fes"
-            point = self._read_back(n, res.throughput, res.residence_time,
-                                    np.asarray(res.bottleneck_probability), kind)
+                point = self._read_back(n, res.throughput, res.residence_time,
+                                        np.asarray(res.bottleneck_probability), kind)
         self._cache[n] = point
         return point
 

@@ -104,3 +104,22 @@ def test_bursty_tier_switches_to_the_map_network_and_matches_solve_closed():
     ref = mva([[sc.front.mean], [sc.database.mean]], [80], 0.5)
     assert calm.at(80).throughput == pytest.approx(float(ref.throughput[0]), rel=1e-12)
     assert m.at(80).throughput < 0.9 * calm.at(80).throughput   # MVA is optimistic here
+
+
+def test_a_failing_map_solve_falls_back_to_mva_with_a_flag(monkeypatch):
+    import streams.model as model
+
+    sc = scenarios()["bottleneck_switch"]
+    cfg = SystemConfig(tiers=("front", "db"))
+    front = _tier("front", {"a": sc.front.mean}, {"a": 0.0}, {"a": sc.front.mean})
+    db = _tier("db", {"a": sc.database.mean}, {"a": 0.0}, {"a": sc.database.mean},
+               bursty=True, process=sc.database.scaled(1.0))
+    m = build_model([front, db], ["a"], {"a": 1.0}, 0.5, cfg)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("decomposition: the bursty tier's chain could not be solved")
+
+    monkeypatch.setattr(model, "solve_closed", broken)
+    point = m.at(40)
+    assert point.model == "mva" and np.isfinite(point.throughput)
+    assert any("MAP network failed at population 40" in f for f in m.flags)
