@@ -545,10 +545,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true",
                         help="short simulations (a couple of minutes), a smoke test")
+    parser.add_argument("--systems", default="abcd",
+                        help="which systems to run, e.g. 'c' or 'cd' (default abcd); each "
+                             "point's simulation seed depends only on its system and "
+                             "population, so a subset reproduces the full run's rows")
     args = parser.parse_args(argv)
     plan = QUICK if args.quick else FULL
     started = time.perf_counter()
-    syss = list(systems().values())
+    syss = [s for k, s in systems().items() if k in args.systems]
+    if not syss:
+        parser.error(f"--systems: none of a, b, c, d in {args.systems!r}")
 
     # 1. models: every population, solve times, capacities (before any simulation runs)
     results: list[SystemResult] = []

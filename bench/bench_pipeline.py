@@ -4,6 +4,7 @@ Run from the repository root:
 
     python bench/bench_pipeline.py                 # 100 systems x 3 tiers x 14 classes, 60 ends
     python bench/bench_pipeline.py --bursty        # 10 systems, one bursty tier each (MAP model)
+    python bench/bench_pipeline.py --bursty --multicore   # 20 systems, 2-8 cores, 200-2000 users
     python bench/bench_pipeline.py --quick         # smoke test (small, one repetition)
     python bench/bench_pipeline.py --profile       # + cProfile of one run (top entries)
 
@@ -38,6 +39,11 @@ is far too slow to run here (states grow as N^3; ``--map-probe 50 100`` times si
 the bursty defaults are 10 systems, 300 ends, users 10-20, ``map_max_population`` 25 and no
 long run (every flag can be overridden); the figures are printed with the settings used.
 
+``--bursty --multicore``: the systems people run -- every tier's cores from {2, 4, 8}, the last
+tier bursty as above, 200-2000 users, 20 systems, 300 ends, the default ``map_max_population``
+(10,000): the model is the decomposition (``prediction["model"] == "map-fes"``) once the bursty
+tier is trusted.
+
 Measured (timings repeated ``--repeat`` times on a fresh ``Pipeline``; best and median printed,
 since other processes may share the 2 cores):
 
@@ -71,6 +77,7 @@ import os
 import json
 import math
 import pstats
+import re
 import shlex
 import statistics
 import sys
@@ -144,11 +151,14 @@ class SystemTrace:
 
 def system_trace(rng: np.random.Generator, name: str, ends: int, *, bursty: bool = False,
                  users: tuple[float, float] = (50.0, 150.0),
-                 window_s: float = WINDOW_S) -> SystemTrace:
+                 window_s: float = WINDOW_S, multicore: bool = False) -> SystemTrace:
     """One system's data over ``ends`` window ends (the module docstring's workload)."""
     M, C = len(TIERS), len(CLASSES)
     D = np.exp(rng.normal(np.log(2e-3), 0.5, (M, C)))            # s per request
-    cores = np.ones(M) if bursty else rng.choice([2.0, 4.0], M)
+    if multicore:
+        cores = rng.choice([2.0, 4.0, 8.0], M)
+    else:
+        cores = np.ones(M) if bursty else rng.choice([2.0, 4.0], M)
     base_mix = rng.dirichlet(np.full(C, 2.0))
     period = rng.uniform(600.0, 3600.0, C)                        # s, mix drift per class
     phase = rng.uniform(0.0, 2 * np.pi, C)
@@ -202,18 +212,21 @@ def host_speed() -> str:
 
 
 def workload(systems: int, ends: int, seed: int, bursty: bool = False,
-             users: tuple[float, float] = (50.0, 150.0)) -> list[dict[str, Any]]:
+             users: tuple[float, float] = (50.0, 150.0),
+             multicore: bool = False) -> list[dict[str, Any]]:
     """All records, stream order: for each window end, every system, every tier."""
-    return [r for chunk in workload_chunks(systems, ends, seed, ends, bursty, users)
+    return [r for chunk in workload_chunks(systems, ends, seed, ends, bursty, users, multicore)
             for r in chunk]
 
 
 def workload_chunks(systems: int, ends: int, seed: int, chunk_ends: int, bursty: bool = False,
-                    users: tuple[float, float] = (50.0, 150.0)) -> Iterator[list[dict[str, Any]]]:
+                    users: tuple[float, float] = (50.0, 150.0),
+                    multicore: bool = False) -> Iterator[list[dict[str, Any]]]:
     """:func:`workload` in chunks of ``chunk_ends`` window ends, built as they are asked for
     (a full history of 100 systems is over a million records)."""
     rng = np.random.default_rng(seed)
-    traces = [system_trace(rng, f"sys{s:03d}", ends, bursty=bursty, users=users)
+    traces = [system_trace(rng, f"sys{s:03d}", ends, bursty=bursty, users=users,
+                           multicore=multicore)
               for s in range(systems)]
     for k0 in range(0, ends, chunk_ends):
         k1 = min(k0 + chunk_ends, ends)
@@ -257,7 +270,7 @@ class SolveTimer:
                 solves.append((dt, model))
                 for p in out.predictions:
                     for f in p.get("flags") or ():
-                        flags[f.split(":")[0]] += 1
+                        flags[re.sub(r"\d+", "#", f.split(":")[0])] += 1
             return outs
 
         pipeline_module.solve_systems = timed
@@ -451,6 +464,9 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--bursty", action="store_true",
                     help="one bursty tier per system, MAP model (see the module docstring)")
+    ap.add_argument("--multicore", action="store_true",
+                    help="with --bursty: cores 2-8 per tier, 200-2000 users, 20 systems, the "
+                         "default map_max_population (the decomposition)")
     ap.add_argument("--systems", type=int, help="systems (default 100; --bursty 10)")
     ap.add_argument("--ends", type=int,
                     help="window ends (default 60 = 5 min event time; --bursty 300)")
@@ -490,9 +506,13 @@ def main(argv: list[str] | None = None) -> None:
     if not args.default_gc:
         tune_gc()
     b = args.bursty
-    systems = args.systems or (10 if b or args.quick else 100)
+    mc = args.multicore
+    if mc and not b:
+        ap.error("--multicore needs --bursty")
+    systems = args.systems or (20 if mc and not args.quick else 10 if b or args.quick else 100)
     ends = args.ends or ((200 if b else 24) if args.quick else (300 if b else 60))
-    users = tuple(args.users) if args.users else ((10.0, 20.0) if b else (50.0, 150.0))
+    users = tuple(args.users) if args.users else (
+        (200.0, 2000.0) if mc else (10.0, 20.0) if b else (50.0, 150.0))
     reps = args.repeat or (1 if args.quick else 3)
     long_ends = args.long_ends if args.long_ends is not None else (0 if b else 4200)
     long_ends = min(long_ends, 600) if args.quick else long_ends
@@ -500,7 +520,7 @@ def main(argv: list[str] | None = None) -> None:
         0 if b else (300 if args.quick else 4110))
     steady_ends = args.steady_ends or (24 if args.quick else 240)
     config = Config()
-    map_max = args.map_max_population or (25 if b else None)
+    map_max = args.map_max_population or (25 if b and not mc else None)
     if map_max is not None:
         config = replace(config, defaults=replace(config.defaults, map_max_population=map_max))
     if args.aligned_solves:
@@ -511,7 +531,9 @@ def main(argv: list[str] | None = None) -> None:
     print(f"python {sys.version.split()[0]}, numpy {np.__version__}; timings: best and median "
           f"of {reps} (machine shared, 2 cores; load average at start "
           f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}); {host_speed()}")
-    print(f"scenario: {'bursty (last tier on/off x6, all tiers 1 core)' if b else 'default'}; "
+    kind = ("bursty multicore (last tier on/off x6, cores 2-8)" if mc else
+            "bursty (last tier on/off x6, all tiers 1 core)" if b else "default")
+    print(f"scenario: {kind}; "
           f"{systems} systems x {len(TIERS)} tiers x {len(CLASSES)} classes, {WINDOW_S:g}-s "
           f"windows, {ends} ends ({ends * WINDOW_S / 60:g} min event time), users "
           f"{users[0]:g}-{users[1]:g}")
@@ -522,7 +544,7 @@ def main(argv: list[str] | None = None) -> None:
           f"gc thresholds {gc.get_threshold()}")
 
     t0 = time.perf_counter()
-    records = workload(systems, ends, args.seed, bursty=b, users=users)
+    records = workload(systems, ends, args.seed, bursty=b, users=users, multicore=mc)
     gen_s = time.perf_counter() - t0
     n = len(records)
     t0 = time.perf_counter()
@@ -592,7 +614,7 @@ def main(argv: list[str] | None = None) -> None:
 
     if long_ends:
         print()
-        long = workload(1, long_ends, args.seed + 1, bursty=b, users=users)
+        long = workload(1, long_ends, args.seed + 1, bursty=b, users=users, multicore=mc)
         lrun = run_pipeline(long, config)
         lt = np.array([dt for dt, _ in lrun.solves]) * 1e3
         late = float(np.median(lt[-10:]))

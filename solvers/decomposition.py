@@ -475,7 +475,8 @@ def _solve_chain(lam: np.ndarray, proc: MAP, cores: int, per_job: bool = True,
     nearest level's conditional throughput."""
     N = lam.shape[0] - 1
     patterns = patterns or _Patterns()
-    top = min(N, first or max(FIRST_LEVELS, 8 * cores))
+    top = first or max(FIRST_LEVELS, 8 * cores)
+    top = N if N <= 2 * top else top
     while True:
         cut = lam[: top + 1].copy()
         cut[top] = 0.0
@@ -487,13 +488,27 @@ def _solve_chain(lam: np.ndarray, proc: MAP, cores: int, per_job: bool = True,
             chain = dataclasses.replace(chain, station="speed-scaled (per-job chain unstable)")
         if top == N or chain.level[int(0.9 * top):].sum() <= TRUNCATION_MASS:
             break
-        top = min(N, 2 * top)
+        top = _more_levels(chain.level, top, N)
     if top == N:
         return chain
     level = np.concatenate([chain.level, np.zeros(N - top)])
     nu = np.concatenate([chain.nu, np.full(N - top, np.nan)])
     nu[top + 1:] = nu[top]
     return _Chain(level, nu, chain.throughput, chain.residual, chain.station, top)
+
+
+def _more_levels(level: np.ndarray, top: int, N: int) -> int:
+    """Levels for the next truncation: where the top tenth's geometric decay reaches
+    :data:`TRUNCATION_MASS` / 100, at least twice ``top``; ``N`` if the mass does not decay
+    there (or the estimate reaches past half of ``N``)."""
+    lo = int(0.9 * top)
+    a, b = level[lo], level[top - 1]
+    if not (a > 0 and b > 0 and b < a):
+        return N
+    decay = math.log(b / a) / (top - 1 - lo)             # log of P(n+1)/P(n) up there
+    need = top + math.log(TRUNCATION_MASS / 100 / max(b, 1e-300)) / decay
+    guess = max(2 * top, int(math.ceil(need)))
+    return N if guess >= N // 2 else guess
 
 
 def _solve_levels(lam: np.ndarray, proc: MAP, cores: int, tr: _Transitions,
@@ -522,7 +537,7 @@ def _solve_levels(lam: np.ndarray, proc: MAP, cores: int, tr: _Transitions,
             x = solve_banded((w, w), a, rhs, overwrite_ab=True, check_finite=False)
         finite = np.isfinite(x)
         biggest = float(np.max(np.where(finite, x, -np.inf)))
-        if (finite.all() and biggest < 1e150 and x[anchor] >= 1e-3 * biggest
+        if (finite.all() and biggest < 1e150 and x[anchor] >= 1e-6 * biggest
                 and float(x.min()) >= -1e-9 * biggest):
             break
         top = int(np.argmax(np.where(finite, x, -np.inf)))
