@@ -519,22 +519,23 @@ def _solve_levels(lam: np.ndarray, proc: MAP, cores: int, tr: _Transitions,
     N = lam.shape[0] - 1
     rate = tr.with_arrivals(lam)
     S = tr.level.shape[0]
-    w = max(int(np.max(np.abs(tr.dst - tr.src))), 1)
-    flat = (w + tr.dst - tr.src) * S + tr.src               # A = Q^T: A[dst, src] at ab[w + dst - src, src]
-    ab = np.bincount(flat, weights=rate, minlength=(2 * w + 1) * S).reshape(2 * w + 1, S)
+    # A = Q^T in LAPACK band storage, A[i, j] at ab[u + i - j, j]: l sub-diagonals (arrivals
+    # move up one level), u super-diagonals (completions reach across two levels' indices)
+    l, u = max(int(np.max(tr.dst - tr.src)), 1), max(int(np.max(tr.src - tr.dst)), 1)
+    flat = (u + tr.dst - tr.src) * S + tr.src
+    ab = np.bincount(flat, weights=rate, minlength=(l + u + 1) * S).reshape(l + u + 1, S)
     out = np.bincount(tr.src, weights=rate, minlength=S)
-    ab[w] -= out
+    ab[u] -= out
     anchor = _anchor(lam, proc, cores, tr)
     for _ in range(4):
         a = ab.copy()
-        lo, hi = max(anchor - w, 0), min(anchor + w, S - 1)
-        cols = np.arange(lo, hi + 1)
-        a[w + anchor - cols, cols] = 0.0                  # row `anchor` of A: x_anchor = 1
-        a[w, anchor] = 1.0
+        cols = np.arange(max(anchor - l, 0), min(anchor + u, S - 1) + 1)
+        a[u + anchor - cols, cols] = 0.0                  # row `anchor` of A: x_anchor = 1
+        a[u, anchor] = 1.0
         rhs = np.zeros(S)
         rhs[anchor] = 1.0
         with np.errstate(all="ignore"):
-            x = solve_banded((w, w), a, rhs, overwrite_ab=True, check_finite=False)
+            x = solve_banded((l, u), a, rhs, overwrite_ab=True, check_finite=False)
         finite = np.isfinite(x)
         biggest = float(np.max(np.where(finite, x, -np.inf)))
         if (finite.all() and biggest < 1e150 and x[anchor] >= 1e-6 * biggest
