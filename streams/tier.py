@@ -36,6 +36,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from estimators.collinearity import assess_separability
 from estimators.demand import KalmanDemandEstimator, regression_demands
 from estimators.kalman_bank import Steps, update_many
 from estimators.dispersion import index_of_dispersion
@@ -357,6 +358,8 @@ class TierState:
         self.pending: list[_Pending] = []           # admitted, Kalman update not yet run
         self.regression: dict[str, float] = {}      # last sliding regression (paper 002)
         self.reg_seq = 0                            # history.seq at the last regression
+        # per class, at the last regression: separable? standard error, VIF, demand to use
+        self.separability: dict[str, dict[str, Any]] = {}
         # demand_policy "selected", the last SELECTION_WINDOWS windows: z_k = U_k cores and
         # each estimator's one-step-ahead residual (NaN: no estimate then); the estimator
         # picked at the last refresh
@@ -490,6 +493,8 @@ class TierState:
             reg = regression_demands(tail.utilization, rates, cores=float(tail.cores[-1]))
             self.regression = dict(zip(self.classes, reg.demands.tolist()))
             self.reg_seq = hist.seq
+            self.separability = self._separability(tail.utilization, rates,
+                                                   float(tail.cores[-1]))
         regression = self.regression
         if cfg.demand_policy == "selected":
             self.estimator = self._select()
@@ -497,7 +502,9 @@ class TierState:
         if bursty and fit_map:          # only bursty tiers enter the model with their MAP(2)
             self._refit(mean, idc, p95)
         self.model = clean({"idc": idc, "idc_flag": idc_flag, "bursty": bursty,
-                            "mean_service_s": mean, "p95_s": p95})
+                            "mean_service_s": mean, "p95_s": p95,
+                            **({"demand_separability": self.separability}
+                               if self.separability else {})})
         k = self.kalman
         return TierModel(
             tier=self.tier, cores=self.cores,
@@ -510,6 +517,25 @@ class TierState:
             windows=self.windows, estimator=self.estimator,
             class_response={c: w / n for c, (w, n) in self.response.items()
                             if n >= RESPONSE_MIN_COMPLETIONS})
+
+    def _separability(self, utilization: np.ndarray, rates: np.ndarray,
+                      cores: float) -> dict[str, dict[str, Any]]:
+        """Per class: can the regression's windows separate its demand from the others'
+        (:func:`estimators.collinearity.assess_separability`: standard error, variance
+        inflation, disagreement with the Kalman filter), and the demand to use if not -- the
+        split by the tier's long-run per-class response times where every class has one."""
+        k = self.kalman
+        n = rates.shape[1]
+        others = {"kalman": k.x[:n]} if k is not None and k.initialised else None
+        others_std = {"kalman": np.sqrt(np.maximum(np.diagonal(k.P)[:n], 0.0))} \
+            if others else None
+        means = [self.response.get(c) for c in self.classes[:n]]
+        rt = None
+        if all(m is not None and m[1] >= RESPONSE_MIN_COMPLETIONS for m in means):
+            rt = np.tile([m[0] / m[1] for m in means], (rates.shape[0], 1))  # type: ignore
+        return assess_separability(utilization, rates, cores, classes=self.classes[:n],
+                                   response_times=rt, others=others,
+                                   others_std=others_std).by_class()
 
     def _refit(self, mean: float | None, idc: float | None, p95: float | None) -> None:
         if mean is None or idc is None or p95 is None or not (mean > 0 and idc > 0 and p95 > 0):
@@ -546,7 +572,7 @@ class TierState:
             "late": self.late, "cores": self.cores, "window_s": self.window_s,
             "interval": self.interval.to_dict(), "fit_inputs": self.fit_inputs, "fit": self.fit,
             "model": self.model, "idc_seq": self.idc_seq, "regression": self.regression,
-            "reg_seq": self.reg_seq,
+            "reg_seq": self.reg_seq, "separability": self.separability,
             "selection": self._selection(), "response": self.response,
         }
 
@@ -574,6 +600,7 @@ class TierState:
                     "model", "idc_seq", "regression", "reg_seq"):
             setattr(state, key, data[key])
         state.interval = Interval.from_dict(data["interval"])
+        state.separability = dict(data.get("separability") or {})   # absent in older states
         state.response = {c: [float(a), float(b)] for c, (a, b) in
                           data.get("response", {}).items()}   # absent in older states
         sel = data.get("selection")            # absent in states saved before demand_policy

@@ -1,0 +1,378 @@
+"""Per-class demands under collinearity: which classes the windows can separate, and how well.
+
+The demand estimators of :mod:`estimators.demand` (regression, paper 002 section 5 Fig. 6;
+Kalman filter, paper 004 eqs. (4)-(6)) read the per-class demands ``D_c`` off the utilization
+law of a tier in window ``k``::
+
+    z_k = U_k * cores = sum_c X_{k,c} D_c
+
+When the classes' throughputs move together -- a steady class mix, every class at nearly the
+same rate -- the columns of the design matrix ``X`` are nearly collinear: their sum (the total
+load) is well determined, the split between classes is not (paper 004 section 3.3: NNLS
+"collapses" classes to 0; paper 002 section 5: accuracy falls with the number of classes).
+This module says so **per class**, with an uncertainty, and offers the data that do separate
+the classes where they exist. Pure numpy, no I/O, no state.
+
+What is measured (:func:`assess_separability`):
+
+* the **condition number** of the column-equilibrated design (columns scaled to unit norm,
+  Belsley, Kuh & Welsch 1980, ch. 3): the whole design's collinearity;
+* per class the uncentred **variance inflation factor** ``VIF_c = [(X~^T X~)^{-1}]_{cc}`` of
+  that design (``X~`` with unit-norm columns; 1 for orthogonal columns): how much the class's
+  coefficient variance is inflated by its near-dependence on the others;
+* per class the **standard error** of the ordinary-least-squares demand,
+  ``se_c = sqrt(s^2 [(X^T X)^{-1}]_{cc})``, ``s^2 = RSS / (n - p)`` (the regression of paper
+  002 Fig. 6 without the sign constraint);
+* where other estimates of the same demands are given (the Kalman filter, NNLS, ...), their
+  **disagreement** with the least-squares demand.
+
+A class is *separable* when its relative standard error ``se_c / s_c`` is at most
+``max_rel_se`` (``s_c = max(|D_c|, D_bar / 10)``, ``D_bar`` the class-blind demand
+``sum_k z_k / sum_k sum_c X_{k,c}``, so a class near 0 is judged against the tier's scale), its
+demand is not significantly negative, and no other estimate differs from it by more than
+``max_disagreement`` of ``s_c`` beyond two combined standard errors. Each flagged class carries
+its reason: ``no_completions``, ``not_identifiable`` (exact collinearity: the class lies in
+the design's null space), ``collinear`` (imprecise and ``VIF_c > max_vif``), ``imprecise``
+(imprecise although not collinear: too few or too noisy windows), ``negative`` (least squares
+puts it significantly below 0: the linear model does not fit), ``estimators_disagree``.
+
+The data that separate classes when their completions do not (LibReDE's menu of approaches,
+Spinner et al.; `../shared/data/real/README.md`): per-class **response times**. On one server
+with processor sharing every class's response time is its demand stretched by the same factor
+(``R_c = D_c / (1 - U)`` for M/G/1-PS; the arrival theorem gives a common factor in closed
+networks too), so ``D_c`` is proportional to ``R_c`` and the utilization law fixes the scale
+(the *service demand law* split of Brosig et al. 2009, LibReDE's ``ServiceDemandLaw``)::
+
+    D_c = U_bar cores R_c / sum_j X_bar_j R_j                       (discipline "ps")
+
+With FCFS every class waits the same time ``W`` in queue, ``R_c = D_c + W``, which gives
+``D_c = D_bar + R_c - R_bar`` with ``R_bar`` the throughput-weighted mean response time
+(discipline ``"fcfs"``, as :func:`streams.model.fcfs_split`). :attr:`Separability.recommended`
+keeps the least-squares demand of separable classes and takes the response-time split for the
+others when response times are given (else the class-blind demand), rescaled so that the
+utilization law ``sum_c X_bar_c D_c = U_bar cores`` holds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Separability", "assess_separability", "response_time_split", "REASONS"]
+
+#: why a class is not separated, in the order they are checked
+REASONS = ("no_completions", "not_identifiable", "negative", "collinear", "imprecise",
+           "estimators_disagree")
+#: a singular value below this fraction of the largest is exact collinearity (rank deficiency)
+_RANK_RTOL = 1e-10
+#: a utilization within this of [0, 1] is rounding: clamped (as in :mod:`estimators.demand`)
+_U_ROUNDING = 1e-9
+DISCIPLINES = ("ps", "fcfs")
+
+
+@dataclass(frozen=True)
+class Separability:
+    """Per-class verdict of :func:`assess_separability`, arrays aligned with :attr:`classes`.
+
+    ``demands`` the ordinary-least-squares demands (``0`` where not identifiable),
+    ``std_error`` their standard errors (``inf`` where not identifiable), ``vif`` the uncentred
+    variance inflation factors (``inf``: not identifiable), ``condition_number`` of the
+    column-equilibrated design (``inf``: rank-deficient), ``separable`` per class and
+    ``reasons`` (``None`` for a separable class), ``response_split`` the demands from response
+    times (``None`` when not given for every class), ``recommended`` the demands to use,
+    ``class_blind`` ``D_bar``, ``disagreement`` per other estimator the relative difference
+    ``|D_other - D_ols| / s_c``, ``windows`` how many windows entered.
+    """
+
+    classes: tuple[str, ...]
+    demands: np.ndarray
+    std_error: np.ndarray
+    vif: np.ndarray
+    condition_number: float
+    separable: np.ndarray
+    reasons: tuple[str | None, ...]
+    response_split: np.ndarray | None
+    recommended: np.ndarray
+    class_blind: float
+    disagreement: dict[str, np.ndarray]
+    windows: int
+
+    @property
+    def relative_std_error(self) -> np.ndarray:
+        """``se_c / s_c`` with ``s_c = max(|D_c|, D_bar / 10)`` (``inf``: not identifiable)."""
+        return _relative(self.std_error, self.demands, self.class_blind)
+
+    def by_class(self) -> dict[str, dict[str, Any]]:
+        """``{class: {"separable", "reason", "demand", "std_error", "vif", "recommended"}}``
+        as plain JSON values (an infinite standard error or VIF as ``None``)."""
+        out = {}
+        for i, c in enumerate(self.classes):
+            out[c] = {
+                "separable": bool(self.separable[i]),
+                "reason": self.reasons[i],
+                "demand": float(self.demands[i]),
+                "std_error": _finite_or_none(self.std_error[i]),
+                "vif": _finite_or_none(self.vif[i]),
+                "recommended": float(self.recommended[i]),
+            }
+        return out
+
+
+def _finite_or_none(value: float) -> float | None:
+    v = float(value)
+    return v if math.isfinite(v) else None
+
+
+def _relative(se: np.ndarray, d: np.ndarray, d_bar: float) -> np.ndarray:
+    scale = np.maximum(np.abs(d), 0.1 * d_bar)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(scale > 0.0, se / np.where(scale > 0.0, scale, 1.0), np.inf)
+    return np.where(np.isfinite(se), rel, np.inf)
+
+
+# --------------------------------------------------------------------------------------------
+# input checks
+# --------------------------------------------------------------------------------------------
+
+def _as_array(values: Any, field: str) -> np.ndarray:
+    try:
+        return np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{field}: must be numeric, got {values!r}") from None
+
+
+def _check_inputs(utilization: Any, throughputs: Any, cores: Any
+                  ) -> tuple[np.ndarray, np.ndarray, float]:
+    u = _as_array(utilization, "utilization")
+    X = _as_array(throughputs, "throughputs")
+    if u.ndim != 1 or u.size == 0:
+        raise ValueError(f"utilization: expected a non-empty 1-D array (one per window), "
+                         f"got shape {u.shape}")
+    if X.ndim != 2 or X.shape[0] != u.size or X.shape[1] == 0:
+        raise ValueError(f"throughputs: expected shape ({u.size}, classes) with classes >= 1, "
+                         f"got {X.shape}")
+    bad = ~(np.isfinite(u) & (u >= -_U_ROUNDING) & (u <= 1.0 + _U_ROUNDING))
+    if bad.any():
+        raise ValueError(f"utilization: entries must be finite and within [0, 1], "
+                         f"got {u[bad][:3].tolist()}")
+    bad_x = ~(np.isfinite(X) & (X >= 0.0))
+    if bad_x.any():
+        raise ValueError(f"throughputs: entries must be finite and >= 0, "
+                         f"got {X[bad_x][:3].tolist()}")
+    try:
+        c = float(cores)
+    except (TypeError, ValueError):
+        raise ValueError(f"cores: must be a positive number, got {cores!r}") from None
+    if not (c > 0.0 and math.isfinite(c)):
+        raise ValueError(f"cores: must be finite and > 0, got {cores!r}")
+    return np.clip(u, 0.0, 1.0), X, c
+
+
+def _check_fraction(value: Any, field: str) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{field}: must be a number > 0, got {value!r}") from None
+    if not v > 0.0:                                  # NaN fails too
+        raise ValueError(f"{field}: must be > 0, got {value!r}")
+    return v
+
+
+def _check_classes(classes: Sequence[str] | None, n: int) -> tuple[str, ...]:
+    if classes is None:
+        return tuple(f"class{i}" for i in range(n))
+    if isinstance(classes, (str, bytes)):
+        raise ValueError(f"classes: must be a list of class names, got {classes!r}")
+    names = tuple(classes)
+    if len(names) != n or len(set(names)) != n or not all(isinstance(c, str) and c
+                                                          for c in names):
+        raise ValueError(f"classes: expected {n} unique non-empty names, got {list(names)!r}")
+    return names
+
+
+# --------------------------------------------------------------------------------------------
+# response-time split
+# --------------------------------------------------------------------------------------------
+
+def response_time_split(utilization: Sequence[float] | np.ndarray,
+                        throughputs: Sequence[Sequence[float]] | np.ndarray,
+                        response_times: Sequence[Sequence[float]] | np.ndarray,
+                        cores: float = 1.0, discipline: str = "ps") -> np.ndarray | None:
+    """Per-class demands from the utilization law split by mean response times (module notes).
+
+    ``response_times`` ``(windows, classes)`` in seconds, NaN where a class reported none in a
+    window; each class's mean is weighted by its throughput. ``"ps"``:
+    ``D_c = U_bar cores R_c / sum_j X_bar_j R_j``; ``"fcfs"``: ``D_c = D_bar + R_c - R_bar``
+    (clipped at 0, rescaled to the utilization law). Returns ``None`` -- no split -- when a
+    class with completions never reported a response time, or no work was done.
+    """
+    u, X, c = _check_inputs(utilization, throughputs, cores)
+    if discipline not in DISCIPLINES:
+        raise ValueError(f"discipline: must be one of {DISCIPLINES}, got {discipline!r}")
+    R = _as_array(response_times, "response_times")
+    if R.shape != X.shape:
+        raise ValueError(f"response_times: expected shape {X.shape}, got {R.shape}")
+    finite = np.isfinite(R)
+    if (R[finite] < 0).any():
+        raise ValueError(f"response_times: entries must be >= 0 (NaN: none reported), "
+                         f"got {R[finite & (R < 0)][:3].tolist()}")
+    has = finite & (X > 0)
+    weight = np.where(has, X, 0.0)
+    w_sum = weight.sum(axis=0)
+    x_bar = X.mean(axis=0)
+    seen = x_bar > 0
+    if not seen.any() or (w_sum[seen] <= 0).any():
+        return None
+    r_bar = np.zeros(X.shape[1])
+    r_bar[seen] = (np.where(has, R, 0.0) * weight).sum(axis=0)[seen] / w_sum[seen]
+    busy = float(u.mean()) * c                     # U_bar cores
+    total = float(x_bar.sum())
+    if not (busy > 0 and total > 0):
+        return None
+    if discipline == "ps":
+        denom = float(x_bar @ r_bar)
+        if not denom > 0:
+            return None
+        return np.where(seen, busy * r_bar / denom, 0.0)
+    d_bar = busy / total
+    r_mean = float(x_bar @ r_bar) / total
+    d = np.where(seen, np.maximum(d_bar + r_bar - r_mean, 0.0), 0.0)
+    fitted = float(x_bar @ d)
+    return d * (busy / fitted) if fitted > 0 else np.full(X.shape[1], d_bar) * seen
+
+
+# --------------------------------------------------------------------------------------------
+# the assessment
+# --------------------------------------------------------------------------------------------
+
+def assess_separability(utilization: Sequence[float] | np.ndarray,
+                        throughputs: Sequence[Sequence[float]] | np.ndarray,
+                        cores: float = 1.0, *,
+                        classes: Sequence[str] | None = None,
+                        response_times: Sequence[Sequence[float]] | np.ndarray | None = None,
+                        others: Mapping[str, Sequence[float] | np.ndarray] | None = None,
+                        others_std: Mapping[str, Sequence[float] | np.ndarray] | None = None,
+                        max_rel_se: float = 0.1, max_vif: float = 10.0,
+                        max_disagreement: float = 0.25,
+                        discipline: str = "ps") -> Separability:
+    """Which classes' demands the windows separate (module docstring), with uncertainties.
+
+    ``utilization`` ``(windows,)`` in [0, 1] (averaged over ``cores``), ``throughputs``
+    ``(windows, classes)`` completions per second; ``response_times`` optional, as
+    :func:`response_time_split`; ``others`` other estimates of the same demands by name (e.g.
+    ``{"kalman": x}``) and ``others_std`` their standard deviations (e.g. the Kalman
+    ``sqrt(diag(P))``), used in the disagreement test. Thresholds: ``max_rel_se`` on
+    ``se_c / s_c``, ``max_vif`` tells ``collinear`` from ``imprecise``, ``max_disagreement`` on
+    ``|D_other - D_ols| / s_c``.
+    """
+    u, X, c = _check_inputs(utilization, throughputs, cores)
+    n, p = X.shape
+    names = _check_classes(classes, p)
+    max_rel_se = _check_fraction(max_rel_se, "max_rel_se")
+    max_vif = _check_fraction(max_vif, "max_vif")
+    max_disagreement = _check_fraction(max_disagreement, "max_disagreement")
+    if discipline not in DISCIPLINES:
+        raise ValueError(f"discipline: must be one of {DISCIPLINES}, got {discipline!r}")
+    z = u * c
+    total = float(X.sum())
+    d_bar = float(z.sum()) / total if total > 0 else 0.0
+
+    norms = np.sqrt((X * X).sum(axis=0))
+    seen = norms > 0
+    demands = np.zeros(p)
+    se = np.full(p, np.inf)
+    vif = np.full(p, np.inf)
+    cond = math.inf
+    identifiable = np.zeros(p, dtype=bool)
+    if seen.any():
+        Xs = X[:, seen] / norms[seen]
+        Us, s, Vt = np.linalg.svd(Xs, full_matrices=False)
+        rank = int((s > _RANK_RTOL * s[0]).sum())
+        q = int(seen.sum())
+        keep = s > _RANK_RTOL * s[0]
+        coef = Vt[keep].T @ ((Us[:, keep].T @ z) / s[keep])    # minimum-norm least squares
+        cond = float(s[0] / s[-1]) if rank == q else math.inf
+        # classes untouched by the null space are identifiable (their row of V_null is ~0)
+        null = Vt[~keep]
+        free = (np.abs(null) <= 1e-8).all(axis=0) if null.size else np.ones(q, dtype=bool)
+        inv_diag = ((Vt[keep] / s[keep, None]) ** 2).sum(axis=0)    # diag((Xs^T Xs)^+)
+        resid = z - Xs @ coef
+        dof = n - rank
+        s2 = float(resid @ resid) / dof if dof > 0 else math.inf
+        idx = np.flatnonzero(seen)
+        for j, i in enumerate(idx):
+            if free[j]:
+                identifiable[i] = True
+                demands[i] = coef[j] / norms[i]
+                vif[i] = inv_diag[j]
+                se[i] = math.sqrt(s2 * inv_diag[j]) / norms[i] if math.isfinite(s2) \
+                    else math.inf
+
+    rel = _relative(se, demands, d_bar)
+    disagreement: dict[str, np.ndarray] = {}
+    disagrees = np.zeros(p, dtype=bool)
+    scale = np.maximum(np.abs(demands), 0.1 * d_bar)
+    for name, values in (others or {}).items():
+        other = _as_array(values, f"others[{name!r}]")
+        if other.shape != (p,) or not np.isfinite(other).all():
+            raise ValueError(f"others[{name!r}]: expected {p} finite values, got {values!r}")
+        other_sd = np.zeros(p)
+        if others_std and name in others_std:
+            other_sd = _as_array(others_std[name], f"others_std[{name!r}]")
+            if other_sd.shape != (p,) or not (np.isfinite(other_sd) & (other_sd >= 0)).all():
+                raise ValueError(f"others_std[{name!r}]: expected {p} finite values >= 0, "
+                                 f"got {others_std[name]!r}")
+        diff = np.abs(other - demands)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            disagreement[name] = np.where(scale > 0, diff / np.where(scale > 0, scale, 1), 0.0)
+        combined = 2.0 * np.sqrt(np.where(np.isfinite(se), se * se, 0.0) + other_sd ** 2)
+        disagrees |= identifiable & (disagreement[name] > max_disagreement) & (diff > combined)
+
+    reasons: list[str | None] = []
+    for i in range(p):
+        if not seen[i]:
+            reasons.append("no_completions")
+        elif not identifiable[i]:
+            reasons.append("not_identifiable")
+        elif demands[i] + 2.0 * se[i] < 0.0:
+            reasons.append("negative")
+        elif rel[i] > max_rel_se:
+            reasons.append("collinear" if vif[i] > max_vif else "imprecise")
+        elif disagrees[i]:
+            reasons.append("estimators_disagree")
+        else:
+            reasons.append(None)
+    separable = np.array([r is None for r in reasons])
+
+    split = None
+    if response_times is not None:
+        split = response_time_split(u, X, response_times, c, discipline)
+    recommended = _recommend(demands, separable, seen, split, X.mean(axis=0), float(z.mean()),
+                             d_bar)
+    return Separability(
+        classes=names, demands=demands, std_error=se, vif=vif, condition_number=cond,
+        separable=separable, reasons=tuple(reasons), response_split=split,
+        recommended=recommended, class_blind=d_bar, disagreement=disagreement, windows=n)
+
+
+def _recommend(demands: np.ndarray, separable: np.ndarray, seen: np.ndarray,
+               split: np.ndarray | None, x_bar: np.ndarray, busy: float,
+               d_bar: float) -> np.ndarray:
+    """Least squares where separable, else the response-time split (else ``D_bar``); the
+    classes not separated are rescaled together so that ``x_bar @ D = busy`` (the aggregate the
+    utilization law pins down), as far as non-negative demands allow."""
+    out = np.where(separable, np.maximum(demands, 0.0), 0.0)
+    fallback = split if split is not None else np.full(demands.size, d_bar)
+    loose = ~separable & seen
+    out[loose] = fallback[loose]
+    if loose.any():
+        fixed = float(x_bar[~loose] @ out[~loose])
+        free = float(x_bar[loose] @ out[loose])
+        remaining = busy - fixed
+        if free > 0 and remaining > 0:
+            out[loose] *= remaining / free
+    return out
