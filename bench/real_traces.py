@@ -506,7 +506,9 @@ def report_microbench(runs: list[Run], markdown: bool) -> None:
                 cells = []
                 for name in PERFCAST:
                     v = np.array(groups[(load, p, T, name)])
-                    cells.append(f"{100 * np.median(v):.1f}% / {100 * v.max():.0f}%")
+                    worst = 100 * v.max()
+                    cells.append(f"{100 * np.median(v):.1f}% / "
+                                 f"{worst:.{1 if worst < 10 else 0}f}%")
                 f = flagged[(load, p, T)]
                 t.add(f"{load}%", p, traces, *cells, f"{sum(f)}/{len(f)}")
         print(t.render(markdown))
