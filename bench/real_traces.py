@@ -536,6 +536,26 @@ def report_microbench(runs: list[Run], markdown: bool) -> None:
                           f"{100 * v.max():.0f}%"]
             tell.add(T, name, *cells)
     print(tell.render(markdown))
+    open_t = Table("210 traces: response time per class, the open single-server model (PS, "
+                   "measured throughputs, recommended demands at 30-s windows) vs measured, "
+                   "relative error median / worst (no populations: the closed model cannot be "
+                   "set up)", ["load", "classes", "traces", "open model error",
+                               "measured R (s), median"])
+    errs: dict[tuple[int, int], list[float]] = {}
+    meas_r: dict[tuple[int, int], list[float]] = {}
+    for run in runs:
+        d = run.results[30]["answers"]["recommended"]
+        meas = measured_response(run)
+        pred = open_prediction(run, d)
+        key = (run.load, len(run.classes))
+        errs.setdefault(key, []).extend((pred / meas - 1).tolist())
+        meas_r.setdefault(key, []).extend(meas.tolist())
+    for key in sorted(errs):
+        v = np.array(errs[key])
+        open_t.add(f"{key[0]}%", key[1], len(v) // key[1],
+                   f"{100 * np.median(v):+.0f}% / {100 * v[np.argmax(np.abs(v))]:+.0f}%",
+                   _fmt(float(np.median(meas_r[key]))))
+    print(open_t.render(markdown))
     move = Table("210 traces: how the answers move with the window length -- median over "
                  "classes of |D(T) / D(30 s) - 1|", ["estimator", "5 s vs 30 s", "10 s vs 30 s"])
     for name in PERFCAST:
