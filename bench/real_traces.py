@@ -576,9 +576,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     root = data_root()
     if root is None:
-        print(f"real traces not found: set {ENV} or place them at ../shared/data/real",
-              file=sys.stderr)
-        return 2
+        ci = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+        print(f"real traces not found: set {ENV} or place them at ../shared/data/real"
+              f"{' (CI: failing)' if ci else ' -- skipped'}", file=sys.stderr)
+        return 2 if ci else 0
     started = time.perf_counter()
     sarde = sarde_runs(root)
     for T in WINDOWS:
