@@ -3,8 +3,8 @@
 Reads the measured traces of `../shared/data/real/` (their README: LibReDE / SARDE, Spinner et
 al.; Grohmann et al., ACM TAAS, doi 10.1145/3463369; data from jo102tz/LibReDE-SARDE-data
 @79ba962 and jo102tz/LibReDE-SARDE @f0d41e0, EPL-1.0) -- never copied into the project. The
-folder is ``$PERFCAST_REAL_DATA`` or ``../shared/data/real`` next to the repository; the script
-exits with a message when it is missing.
+folder is ``$PERFCAST_REAL_DATA`` or ``../shared/data/real`` next to the repository; when it is
+missing the script says so and skips (exit 0), or fails (exit 2) under ``CI=true``.
 
     python bench/real_traces.py              # the 5 SARDE runs and all 210 micro-benchmarks
     python bench/real_traces.py --sarde      # only the 5 runs that carry LibReDE's outputs
