@@ -503,8 +503,7 @@ class TierState:
             self._refit(mean, idc, p95)
         self.model = clean({"idc": idc, "idc_flag": idc_flag, "bursty": bursty,
                             "mean_service_s": mean, "p95_s": p95,
-                            **({"demand_separability": self.separability}
-                               if self.separability else {})})
+                            **_separability_fields(self.separability)})
         k = self.kalman
         return TierModel(
             tier=self.tier, cores=self.cores,
@@ -609,6 +608,18 @@ class TierState:
                                     _nan_in(sel["regression"])))
             state.estimator = sel["estimator"]
         return state
+
+
+def _separability_fields(separability: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The estimate record's compact per-class view of :attr:`TierState.separability`:
+    ``demand_flag`` why a class's demand is not separated from the others' (``None``: it is)
+    and ``demand_se`` its least-squares standard error in seconds, 3 significant digits
+    (``None``: not identifiable). Nothing before the first regression."""
+    if not separability:
+        return {}
+    return {"demand_flag": {c: v["reason"] for c, v in separability.items()},
+            "demand_se": {c: None if v["std_error"] is None else float(f"{v['std_error']:.3g}")
+                          for c, v in separability.items()}}
 
 
 def _matrix(rows: Sequence[Sequence[float]], width: int) -> np.ndarray:

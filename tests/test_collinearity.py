@@ -193,10 +193,14 @@ def test_tier_estimate_records_carry_per_class_separability(case, expect_flagged
     tier.refresh(fit_map=False)
     records = _feed(tier, U[200:], X[200:], 200)
     rec = records[-1][1]
-    sep = rec["demand_separability"]
-    assert set(sep) == {"a", "b", "c"}
-    assert all(v["separable"] is (not expect_flagged) for v in sep.values())
-    assert all(v["std_error"] is None or v["std_error"] > 0 for v in sep.values())
+    flags, se = rec["demand_flag"], rec["demand_se"]
+    assert set(flags) == set(se) == {"a", "b", "c"}
+    if expect_flagged:
+        assert all(f == "collinear" for f in flags.values())
+    else:
+        assert all(f is None for f in flags.values())
+    assert all(v is not None and v > 0 for v in se.values())
+    assert all(v["separable"] is (not expect_flagged) for v in tier.separability.values())
     for key in ("demands", "demand_std", "kalman_flag", "idc", "bursty"):
         assert key in rec                          # existing fields unchanged
     restored = TierState.from_dict(tier.to_dict(), SystemConfig())
