@@ -282,14 +282,19 @@ class SystemModel:
 
 def capacity_search(excess: Callable[[int], float], *, start: int, limit: int,
                     known: dict[int, float] | None = None,
-                    rel_tol: float = 0.0) -> tuple[int, bool]:
+                    rel_tol: float = 0.0, growth: float = 2.0) -> tuple[int, bool]:
     """Largest ``n`` in ``[0, limit]`` with ``excess(n) <= 0``, for an increasing ``excess``
     (e.g. the worst class's ``R_c(n)/SLA_c - 1``).
 
-    ``known`` holds populations already evaluated (``n -> excess(n)``) to bracket from;
-    otherwise the search probes ``start, 2 start, ...``. Inside the bracket it interpolates
-    linearly (regula falsi, with a bisection step whenever an end repeats), until the bracket is
-    within ``max(1, rel_tol * n)``: expensive solvers need a few probes, not ``log2 n``.
+    ``known`` holds populations already evaluated (``n -> excess(n)``) to bracket from. A
+    ``start`` inside that bracket (or above every good point when none fails) is probed first,
+    then the search steps away from it -- up if it met the targets, down if not -- by a factor
+    ``growth``, the step above 1 doubling each time up to 2 (``growth = 2``: ``start,
+    2 start, 4 start, ...``), until the answer is bracketed. A start near the answer (the last
+    solve's capacity) wants a small first step: a probe far beyond capacity is the most
+    expensive solve of a MAP network. Inside the bracket it interpolates linearly (regula
+    falsi, with a bisection step whenever an end repeats), until the bracket is within
+    ``max(1, rel_tol * n)``: expensive solvers need a few probes, not ``log2 n``.
     Returns ``(n, limited)``; ``limited`` when ``limit`` itself meets the targets.
     """
     known = dict(known or {})
@@ -302,14 +307,27 @@ def capacity_search(excess: Callable[[int], float], *, start: int, limit: int,
     bad = [n for n, v in known.items() if v > 0]
     hi = min(bad) if bad else None
     lo = max((n for n, v in known.items() if v <= 0 and (hi is None or n < hi)), default=0)
-    if hi is None:
+    step = growth - 1.0
+    if hi is None or lo + 1 < start < hi:
         probe = min(max(start, lo + 1), limit)
-        while check(probe) <= 0:
+        if check(probe) > 0:
+            hi = probe
+            while True:                         # down from a start that fails
+                probe = max(int(hi / (1.0 + step)), lo + 1)
+                if probe >= hi or probe <= lo or check(probe) <= 0:
+                    lo = max(lo, probe) if probe < hi and known.get(probe, 1) <= 0 else lo
+                    break
+                hi, step = probe, min(2.0 * step, 1.0)
+        else:
             lo = probe
-            if probe >= limit:
-                return limit, True
-            probe = min(2 * probe, limit)
-        hi = probe
+            while hi is None or lo * (1.0 + step) < hi:      # up from a start that meets it
+                if lo >= limit:
+                    return limit, True
+                probe = min(max(int(lo * (1.0 + step)), lo + 1), limit)
+                if check(probe) > 0:
+                    hi = probe
+                    break
+                lo, step = probe, min(2.0 * step, 1.0)
     last, bisect_next = "", False
     while hi - lo > max(1, int(rel_tol * hi)):
         g_lo, g_hi = known.get(lo), known[hi]

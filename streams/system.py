@@ -124,6 +124,7 @@ class SystemState:
         self.think_time_est: float | None = None
         self.alerts = AlertBook(config.alert_fire_after, config.alert_resolve_after)
         self.solves = 0
+        self.last_capacity: int | None = None     # the MAP network's, where the next search starts
 
     # -- per window -------------------------------------------------------------------------
     def admit(self, w: Window) -> tuple[dict[str, Any] | None, TierState | None, bool,
@@ -283,15 +284,21 @@ class SystemState:
 
     def _capacity(self, model: SystemModel, n_now: int) -> tuple[int | None, bool]:
         """Largest population within every SLA: on the MVA curve (:meth:`SystemModel.
-        mva_capacity`); for the MAP network bracketed from the MVA answer and the populations
-        already solved, to within 3%."""
+        mva_capacity`); for the MAP network bracketed from the populations already solved and
+        the last solve's capacity (steps of 12%), or the MVA answer at the first solve, to
+        within 3%."""
         cap, limited = model.mva_capacity()
         if cap is None or model.processes is None or limited:
             return cap, limited
         known = {n: model.excess(p) for n, p in model.solved().items()}
-        return capacity_search(lambda n: model.excess(model.at(n)),
-                               start=cap + 1, limit=CAPACITY_LIMIT, known=known,
-                               rel_tol=MAP_CAPACITY_TOLERANCE)
+        start, growth = cap + 1, 2.0
+        if self.last_capacity is not None:   # the last solve's: loads and estimates move slowly
+            start, growth = min(self.last_capacity, cap + 1), 1.0 + 4 * MAP_CAPACITY_TOLERANCE
+        found, limited = capacity_search(lambda n: model.excess(model.at(n)), start=start,
+                                         limit=CAPACITY_LIMIT, known=known,
+                                         rel_tol=MAP_CAPACITY_TOLERANCE, growth=growth)
+        self.last_capacity = None if limited else max(found, 1)
+        return found, limited
 
     def _predict(self, model: SystemModel, m: Measured, n_now: int, source: str, slope: float,
                  n_fc: int, models: list[TierModel]) -> dict[str, Any]:
@@ -437,7 +444,7 @@ class SystemState:
                 "tiers": [t.to_dict(with_history) for t in self.tiers.values()],
                 "next_solve": self.next_solve, "users_points": self.users_points,
                 "think_time_est": self.think_time_est, "alerts": self.alerts.to_dict(),
-                "solves": self.solves}
+                "solves": self.solves, "last_capacity": self.last_capacity}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], config: SystemConfig,
@@ -453,4 +460,5 @@ class SystemState:
         state.think_time_est = data["think_time_est"]
         state.alerts = AlertBook.from_dict(data["alerts"])
         state.solves = data["solves"]
+        state.last_capacity = data.get("last_capacity")
         return state

@@ -462,11 +462,24 @@ def test_capacity_search_uses_known_points():
     assert 120 not in f.calls and min(f.calls) > 120
 
 
+def test_capacity_search_from_a_near_start_stays_near_it():
+    """Started from the last solve's capacity with a small growth (streams.system), the search
+    never probes far beyond the answer (the costliest MAP network solves are there)."""
+    f = Counted(lambda n: n - 1375.5)
+    n, limited = capacity_search(f, start=1300, limit=100_000, rel_tol=0.03, growth=1.12)
+    assert not limited and 1375 * 0.97 <= n <= 1375
+    assert max(f.calls) <= 1300 * 1.12 ** 2 and len(f.calls) <= 4
+    g = Counted(lambda n: n - 1375.5)
+    assert capacity_search(g, start=1300, limit=100_000, rel_tol=0.03)[0] <= 1375
+    assert max(g.calls) >= 2600                     # growth 2 probes twice the start
+
+
 @settings(max_examples=200, deadline=None)
 @given(answer=st.integers(0, 5000), start=st.integers(-3, 8000),
        limit=st.integers(1, 10_000), rel_tol=st.sampled_from([0.0, 0.01, 0.03, 0.1]),
-       shape=st.sampled_from(["linear", "step", "convex", "concave"]))
-def test_capacity_search_property(answer, start, limit, rel_tol, shape):
+       shape=st.sampled_from(["linear", "step", "convex", "concave"]),
+       growth=st.sampled_from([2.0, 1.12, 1.001]))
+def test_capacity_search_property(answer, start, limit, rel_tol, shape, growth):
     """For any increasing excess crossing zero after ``answer``: the result meets the target,
     is within ``rel_tol`` of the largest such n, and is ``limited`` exactly when it should."""
     f = {"linear": lambda n: n - answer - 0.5,
@@ -474,7 +487,7 @@ def test_capacity_search_property(answer, start, limit, rel_tol, shape):
          "convex": lambda n: math.expm1(min((n - answer - 0.5) / 50, 50)),
          "concave": lambda n: math.copysign(math.sqrt(abs(n - answer - 0.5)),
                                             n - answer - 0.5)}[shape]
-    n, limited = capacity_search(f, start=start, limit=limit, rel_tol=rel_tol)
+    n, limited = capacity_search(f, start=start, limit=limit, rel_tol=rel_tol, growth=growth)
     if answer >= limit:
         assert (n, limited) == (limit, True)
     else:
