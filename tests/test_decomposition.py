@@ -15,6 +15,9 @@ from solvers.mva import mva
 from solvers.paper000 import scenarios
 from solvers.processes import MAP
 
+# after perfcast's packages: line_solver puts a ``solvers`` of its own on sys.path (conftest)
+from line_solver.api.pfqn.mvald import pfqn_mvald  # isort: skip  # noqa: E402
+
 BURSTY = scenarios()["bottleneck_switch"].database.scaled(1.0)     # unit mean, I ~ 200
 MILD = MAP([[-3.5, 2.0], [2.0, -2.5]], [[1.5, 0.0], [0.0, 0.5]])   # unit mean, I ~ 1.1
 
@@ -189,3 +192,17 @@ def test_two_bursty_multicore_tiers_beyond_the_knee_match_the_physical_simulatio
     X, R = sim.total_throughput, sim.total_response_time
     assert abs(res.throughput - X.mean) <= max(2 * X.half_width, 0.03 * X.mean)
     assert abs(res.response_time - R.mean) <= max(2 * R.half_width, 0.10 * R.mean)
+
+
+@pytest.mark.parametrize("N", [5, 30, 60])
+def test_multicore_exponential_networks_match_line_solver_load_dependent_mva(N):
+    """The product-form part (think station + multi-core exponential tiers, the flow-equivalent
+    server's convolution) against line-solver's load-dependent MVA, a peer implementation
+    (at populations where line-solver reports itself stable; it does not at 200 users here)."""
+    means, cores, Z = np.array([0.004, 0.012, 0.030]), [2, 4, 8], 0.7
+    mu = np.array([[min(k, c) for k in range(1, N + 1)] for c in cores], float)
+    XN, QN, _, _, _, stable, _ = pfqn_mvald(means[:, None], np.array([N]), np.array([Z]), mu)
+    assert stable
+    res = solve_decomposed([MAP.exponential(s) for s in means], N, Z, servers=cores)
+    assert res.throughput == pytest.approx(float(np.ravel(XN)[0]), rel=1e-8)
+    assert res.queue_length == pytest.approx(np.ravel(QN), rel=1e-5, abs=1e-8)
