@@ -112,6 +112,8 @@ def ingest_prometheus(
 
     logging.basicConfig(level=loglevel.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # the Kafka client's own info lines (connections, metadata) would drown the progress
+    logging.getLogger("kafka").setLevel(max(logging.WARNING, logging.getLogger().level))
     source = _source(prom_config)
     start, stop_at = _time("from", from_), _time("until", until)
     cfg = _config(config, bootstrap)
