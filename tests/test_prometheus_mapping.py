@@ -427,3 +427,16 @@ def test_grid_durations_and_times():
     assert parse_time("1795168805") == 1795168805.0
     with pytest.raises(ValueError, match="'yesterday': not a time"):
         parse_time("yesterday")
+
+
+def test_the_documented_mappings_load():
+    """Every complete example in docs/prometheus.md is a valid configuration."""
+    import re
+    import tomllib
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "prometheus.md").read_text()
+    blocks = [b for b in re.findall(r"```toml\n(.*?)```", text, re.S) if "[prometheus]" in b]
+    assert len(blocks) >= 3
+    for block in blocks:
+        source = source_from_mapping(tomllib.loads(block), env={})
+        assert source.tiers and all(t.completions for t in source.tiers)
