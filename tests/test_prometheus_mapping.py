@@ -440,3 +440,66 @@ def test_the_documented_mappings_load():
     for block in blocks:
         source = source_from_mapping(tomllib.loads(block), env={})
         assert source.tiers and all(t.completions for t in source.tiers)
+
+
+class FakePrometheus:
+    """``query_range`` of a tier busy half the time and 10 requests a second; the first
+    ``failures`` calls fail as an unreachable server would."""
+
+    def __init__(self, failures: int = 0) -> None:
+        self.failures = failures
+        self.calls = 0
+
+    def query_range(self, query, start_ms, end_ms, step_ms, what="query"):
+        from streams.sources.prometheus_http import PrometheusError
+
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise PrometheusError(f"{what}: cannot query (connection refused)", transient=True)
+        rate, labels = (0.5, {}) if query == "busy" else (10.0, {"handler": "/q"})
+        values = [[t / 1000, repr(t / 1000 * rate)] for t in range(start_ms, end_ms + 1,
+                                                                    step_ms)]
+        return {"resultType": "matrix", "result": [{"metric": labels, "values": values}]}
+
+
+class FakeProducer:
+    def __init__(self) -> None:
+        self.records: list[dict] = []
+
+    def send(self, topic, key=None, value=None):
+        import json
+        self.records.append(json.loads(value))
+
+    def flush(self) -> None:
+        pass
+
+
+def test_follow_retries_checkpoints_and_resumes_where_it_stopped(tmp_path: Path):
+    """The live follower: Prometheus unreachable at first is retried; every window is sent
+    once, in order, and checkpointed; a second run resumes after the checkpoint."""
+    from streams.config import KafkaSettings
+    from streams.sources.prometheus_http import Checkpoint, follow
+
+    source = source_from_mapping({**SPEC, "prometheus": {**SPEC["prometheus"], "window_s": 0.2,
+                                                         "lag_s": 0, "max_windows_per_query": 4},
+                                  "tiers": {"app": {"busy_seconds": "busy",
+                                                    "completions": "reqs"}}}, env={})
+    checkpoint = Checkpoint(tmp_path / "ck.json", source)
+    producer, prom = FakeProducer(), FakePrometheus(failures=2)
+    stats = follow(source, KafkaSettings(), checkpoint, start_s=100.0, until_s=102.0,
+                   producer=producer, client=prom, clock=lambda: 1000.0)
+    ends = [r["end"] for r in producer.records]
+    assert ends == pytest.approx([100.2 + 0.2 * i for i in range(10)])
+    assert stats.sent == 10 and stats.window_ends == 10 and checkpoint.load() == 102.0
+    for r in producer.records:
+        assert r["utilization"] == pytest.approx(0.5) and r["completions"]["/q"] == \
+            pytest.approx(2.0)
+        parse_window(r)
+    follow(source, KafkaSettings(), checkpoint, start_s=0.0, until_s=103.0, producer=producer,
+           client=prom, clock=lambda: 1000.0)
+    ends = [r["end"] for r in producer.records]
+    assert ends == pytest.approx([100.2 + 0.2 * i for i in range(15)])
+    other = Checkpoint(tmp_path / "ck.json", source_from_mapping(
+        {**SPEC, "prometheus": {**SPEC["prometheus"], "system": "t"}}, env={}))
+    with pytest.raises(ConfigError, match="not a checkpoint of system 't'"):
+        other.load()

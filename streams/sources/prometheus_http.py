@@ -52,7 +52,13 @@ log = logging.getLogger("perfcast.prometheus")
 
 
 class PrometheusError(RuntimeError):
-    """Prometheus could not be queried, or refused a query (the message names the query)."""
+    """Prometheus could not be queried, or refused a query (the message names the query).
+    ``transient``: worth retrying (no connection, a timeout, HTTP 5xx/429), as opposed to a
+    query Prometheus cannot run (HTTP 400/422: fix the configuration)."""
+
+    def __init__(self, message: str, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
 
 
 class PrometheusClient:
@@ -88,10 +94,15 @@ class PrometheusClient:
             except (ValueError, AttributeError, OSError):
                 detail = ""
             raise PrometheusError(f"{what}: Prometheus answered HTTP {exc.code} "
-                                  f"({detail or exc.reason}) to {query!r}") from None
-        except (urllib.error.URLError, OSError, ValueError) as exc:
+                                  f"({detail or exc.reason}) to {query!r}",
+                                  transient=exc.code >= 500 or exc.code == 429) from None
+        except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
-            raise PrometheusError(f"{what}: cannot query {self.source.url} ({reason})") from None
+            raise PrometheusError(f"{what}: cannot query {self.source.url} ({reason})",
+                                  transient=True) from None
+        except ValueError as exc:
+            raise PrometheusError(f"{what}: {self.source.url} did not answer JSON ({exc})",
+                                  transient=True) from None
         if body.get("status") != "success":
             raise PrometheusError(f"{what}: {body.get('errorType')}: {body.get('error')} "
                                   f"(query {query!r})")
@@ -218,6 +229,35 @@ def _grid_floor(t: float, source: PrometheusSource) -> float:
     return ends[-1] / 1000.0
 
 
+def _send(source: PrometheusSource, kafka: KafkaSettings, checkpoint: Checkpoint,
+          client: PrometheusClient, producer: Any, stats: FollowStats, last: float,
+          ready: float, clock: Callable[[], float]) -> float:
+    """Send the windows ending in ``(last, ready]``, batch by batch, each checkpointed once
+    Kafka has it; returns the new checkpoint."""
+    from streams.produce import produce
+
+    gaps: list[Gap] = []
+    before = stats.sent
+    for batch_end, records in iter_windows(source, last, ready, client, gaps.extend):
+        sent = produce(records, kafka, producer=producer)
+        if sent.failed or sent.skipped:
+            raise PrometheusError(
+                f"Kafka refused {sent.failed} and perfcast skipped {sent.skipped} of the "
+                f"windows up to {format_time(batch_end)}; the checkpoint stays at "
+                f"{format_time(last)}")
+        checkpoint.save(batch_end)
+        stats.sent += sent.sent
+        stats.batches += 1
+        stats.window_ends += len(window_ends(last, batch_end, source.window_s,
+                                             source.offset_s))
+        last = stats.last_end = batch_end
+    stats.gaps += len(gaps)
+    log.info("%s: windows up to %s: %d records sent (%d in all), %d gaps%s; behind by %.1f s",
+             source.system, format_time(ready), stats.sent - before, stats.sent, len(gaps),
+             f" ({summarize_gaps(gaps)})" if gaps else "", clock() - ready)
+    return last
+
+
 def follow(source: PrometheusSource, kafka: KafkaSettings, checkpoint: Checkpoint, *,
            start_s: float | None = None, until_s: float | None = None,
            stop: threading.Event | None = None, producer: Any = None,
@@ -226,9 +266,9 @@ def follow(source: PrometheusSource, kafka: KafkaSettings, checkpoint: Checkpoin
     """Read windows as they complete and publish them to ``<prefix>.windows`` (module
     docstring). Starts after the checkpoint's end, else after ``start_s``, else at the last
     window complete now; stops when ``stop`` is set or after the window ending at
-    ``until_s``. A window Kafka refused stops the follower with :class:`PrometheusError`
-    before the checkpoint moves past it."""
-    from streams.produce import produce
+    ``until_s``. Prometheus out of reach (or answering 5xx) is retried with back-off, up to
+    a minute apart, logged; a query it refuses, or a window Kafka refused, stops the follower
+    with :class:`PrometheusError` before the checkpoint moves past it."""
 
     stop = stop or threading.Event()
     client = client or PrometheusClient(source)
@@ -249,33 +289,26 @@ def follow(source: PrometheusSource, kafka: KafkaSettings, checkpoint: Checkpoin
         producer = KafkaProducer(**kafka_client_options(kafka), linger_ms=5, acks="all",
                                  max_request_size=MAX_RECORD_BYTES)
     stats = FollowStats(last_end=last)
+    retry_s = 0.0
     try:
         while not stop.is_set():
             ready = _grid_floor(clock() - source.lag_s, source)
             if until_s is not None:
                 ready = min(ready, _grid_floor(until_s, source))
             if ready > last:
-                gaps: list[Gap] = []
-                before = stats.sent
-                for batch_end, records in iter_windows(source, last, ready, client,
-                                                       gaps.extend):
-                    sent = produce(records, kafka, producer=producer)
-                    if sent.failed or sent.skipped:
-                        raise PrometheusError(
-                            f"Kafka refused {sent.failed} and perfcast skipped {sent.skipped} "
-                            f"of the windows up to {format_time(batch_end)}; the checkpoint "
-                            f"stays at {format_time(last)}")
-                    checkpoint.save(batch_end)
-                    stats.sent += sent.sent
-                    stats.batches += 1
-                    stats.window_ends += len(window_ends(last, batch_end, source.window_s,
-                                                         source.offset_s))
-                    last = stats.last_end = batch_end
-                stats.gaps += len(gaps)
-                log.info("%s: windows up to %s: %d records sent (%d in all), %d gaps%s; "
-                         "behind by %.1f s", source.system, format_time(ready),
-                         stats.sent - before, stats.sent, len(gaps),
-                         f" ({summarize_gaps(gaps)})" if gaps else "", clock() - ready)
+                try:
+                    last = _send(source, kafka, checkpoint, client, producer, stats, last,
+                                 ready, clock)
+                except PrometheusError as err:
+                    if not err.transient:
+                        raise
+                    last = stats.last_end if stats.last_end is not None else last
+                    retry_s = min(60.0, max(retry_s * 2, source.window_s))
+                    log.warning("%s: %s; retrying in %.0f s (the checkpoint stays at %s)",
+                                source.system, err, retry_s, format_time(last))
+                    stop.wait(retry_s)
+                    continue
+                retry_s = 0.0
             if until_s is not None and last >= _grid_floor(until_s, source):
                 break
             wait = last + source.window_s + source.lag_s - clock()
