@@ -114,6 +114,8 @@ class PrometheusSource:
     #: windows per ``query_range`` request (Prometheus refuses more than 11,000 points)
     max_windows_per_query: int = 1000
     missing_class: str = "other"
+    #: queries in flight at a time (a remote Prometheus' round trips overlap)
+    concurrency: int = 4
     #: HTTP headers sent with every query (e.g. ``X-Scope-OrgID`` of Mimir/Cortex); a bearer
     #: token comes only from ``PERFCAST_PROMETHEUS_TOKEN`` (or ``..._FILE``)
     headers: Mapping[str, str] = field(default_factory=dict)
@@ -127,7 +129,7 @@ class PrometheusSource:
         return round(self.offset_s * 1000) % self.window_ms
 
 
-_SOURCE_KEYS = {"url", "system", "window_s", "offset_s", "lag_s", "timeout_s",
+_SOURCE_KEYS = {"url", "system", "window_s", "offset_s", "lag_s", "timeout_s", "concurrency",
                 "max_windows_per_query", "missing_class", "class_label", "counters", "headers"}
 _TIER_KEYS = set(QUERY_FIELDS) | {"class_label", "counters"}
 
@@ -220,6 +222,11 @@ def source_from_mapping(raw: Mapping[str, Any], env: Mapping[str, str] | None = 
             or not 1 <= max_windows <= 10_000:
         raise ConfigError(f"prometheus.max_windows_per_query: must be an integer within "
                           f"[1, 10000], got {max_windows!r}")
+    concurrency = src.get("concurrency", 4)
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) \
+            or not 1 <= concurrency <= 64:
+        raise ConfigError(f"prometheus.concurrency: must be an integer within [1, 64], "
+                          f"got {concurrency!r}")
     missing_class = _string(src, "missing_class", "prometheus", "other")
     if not valid_name(missing_class):
         raise ConfigError(f"prometheus.missing_class: must be a valid class name, "
@@ -238,7 +245,7 @@ def source_from_mapping(raw: Mapping[str, Any], env: Mapping[str, str] | None = 
         offset_s=_number(src, "offset_s", "prometheus", 0.0, 0.0, 86_400.0, True),
         lag_s=_number(src, "lag_s", "prometheus", 10.0, 0.0, 3600.0, True),
         timeout_s=_number(src, "timeout_s", "prometheus", 30.0, 0.0, 600.0),
-        max_windows_per_query=max_windows, missing_class=missing_class,
+        max_windows_per_query=max_windows, missing_class=missing_class, concurrency=concurrency,
         headers=dict(headers))
 
 

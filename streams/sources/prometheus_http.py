@@ -28,6 +28,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
@@ -111,23 +112,33 @@ class PrometheusClient:
 
 def _tier_data(client: PrometheusClient, source: PrometheusSource, first_ms: int,
                last_ms: int) -> dict[str, TierData]:
-    """Every tier's query results on the grid from ``first_ms - window`` to ``last_ms``."""
+    """Every tier's query results on the grid from ``first_ms - window`` to ``last_ms``;
+    ``concurrency`` queries in flight at a time."""
     window = promql_duration(source.window_s)
-    out = {}
-    for spec in source.tiers:
-        results: dict[str, Any] = {}
-        for name, query in spec.queries().items():
-            what = f"tiers.{spec.name}.{name}"
-            data = client.query_range(query.replace("{window}", window),
-                                      first_ms - source.window_ms, last_ms, source.window_ms,
-                                      what)
-            try:
-                results[name] = parse_result(data, what)
-            except ValueError as exc:
-                raise PrometheusError(str(exc)) from None
-        out[spec.name] = TierData(**{k: results.get(k) for k in QUERY_FIELDS
-                                     if k in results or k == "completions"})
-    return out
+    jobs = [(spec.name, name, query.replace("{window}", window))
+            for spec in source.tiers for name, query in spec.queries().items()]
+
+    def run(job: tuple[str, str, str]) -> list:
+        tier, name, query = job
+        what = f"tiers.{tier}.{name}"
+        data = client.query_range(query, first_ms - source.window_ms, last_ms,
+                                  source.window_ms, what)
+        try:
+            return parse_result(data, what)
+        except ValueError as exc:
+            raise PrometheusError(str(exc)) from None
+
+    if source.concurrency > 1 and len(jobs) > 1:
+        with ThreadPoolExecutor(min(source.concurrency, len(jobs))) as pool:
+            answers = list(pool.map(run, jobs))
+    else:
+        answers = [run(job) for job in jobs]
+    results: dict[str, dict[str, Any]] = {spec.name: {} for spec in source.tiers}
+    for (tier, name, _), series in zip(jobs, answers):
+        results[tier][name] = series
+    return {tier: TierData(**{k: got.get(k) for k in QUERY_FIELDS
+                              if k in got or k == "completions"})
+            for tier, got in results.items()}
 
 
 def _batches(ends: list[int], size: int) -> Iterator[list[int]]:
