@@ -410,3 +410,161 @@ def test_live_into_kafka_worker_and_influxdb_resumes_after_a_kill(tmp_path):
         worker.stop()
         for reader in (windows, estimates, dead):
             reader.close()
+
+
+class Exporter:
+    """A scrape target of our own (``/metrics`` in the text format): a request counter whose
+    increments the test makes at known times, and a busy-seconds counter growing at
+    ``busy`` seconds per second. ``reset()`` is a process restart between two scrapes (both
+    counters back to 0); ``stop()``/``start()`` take the target down and up (same port)."""
+
+    def __init__(self, busy: float = 0.3) -> None:
+        self.busy = busy
+        self.lock = threading.Lock()
+        self.requests = 0
+        self.born = time.time()
+        self.server = None
+        self.port = 0
+
+    def metrics(self) -> bytes:
+        with self.lock:
+            busy = (time.time() - self.born) * self.busy
+            return (f'# TYPE app_requests_total counter\n'
+                    f'app_requests_total{{handler="/a"}} {self.requests}\n'
+                    f'# TYPE app_busy_seconds_total counter\n'
+                    f'app_busy_seconds_total {busy:.6f}\n').encode()
+
+    def start(self) -> "Exporter":
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        exporter = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                body = exporter.metrics()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+            self.server = None
+
+    def request(self) -> float:
+        with self.lock:
+            self.requests += 1
+            return time.time()
+
+    def reset(self) -> None:
+        with self.lock:
+            self.requests = 0
+            self.born = time.time()
+
+
+def test_a_restarted_and_a_stopped_target_real_counter_reset_and_staleness(tmp_path):
+    """A second tier scraped from an exporter of the test's own: its process restarts (its
+    counters drop to 0 between two scrapes) and later it stops answering for 6 s. The
+    window holding the restart is made with the requests after it (a counter reset); the
+    windows touching the outage are gaps (Prometheus' staleness markers), while the
+    self-scraped tier's windows are all made; every window made holds the requests the test
+    made in it, within scrape resolution."""
+    url = prometheus_url()
+    targets = Path(service_env("PERFCAST_PROMETHEUS_TARGETS"))
+    tag = unique("t")
+    exporter = Exporter().start()
+    targets.write_text(json.dumps([{"targets": [f"127.0.0.1:{exporter.port}"],
+                                    "labels": {"test": tag}}]))
+
+    def up() -> bool:
+        with urllib.request.urlopen(f"{url}/api/v1/targets", timeout=10) as resp:
+            active = json.loads(resp.read())["data"]["activeTargets"]
+        return any(t["labels"].get("test") == tag and t["health"] == "up" for t in active)
+    events: list[float] = []
+    paused = threading.Event()
+    halt = threading.Event()
+
+    def requests() -> None:
+        while not halt.is_set():
+            if not paused.is_set():
+                events.append(exporter.request())
+            time.sleep(0.05)
+    worker = threading.Thread(target=requests, daemon=True)
+    try:
+        wait_for(up, 60, "Prometheus scraping the test's exporter")
+        t_from = grid_ceil(time.time() + SLACK_S)
+        time.sleep(max(0.0, t_from - time.time()))
+        worker.start()
+        time.sleep(8)
+        paused.set()                       # quiet around the restart: no request is lost
+        time.sleep(WINDOW_S + SLACK_S)
+        exporter.reset()
+        reset_at = time.time()
+        time.sleep(SLACK_S)
+        paused.clear()
+        time.sleep(6)
+        paused.set()
+        time.sleep(WINDOW_S + SLACK_S)
+        exporter.stop()
+        down = (time.time(), None)
+        time.sleep(6)
+        exporter.start()
+        down = (down[0], time.time())
+        time.sleep(SLACK_S)
+        paused.clear()
+        time.sleep(6)
+        halt.set()
+        worker.join()
+        t_to = grid_ceil(time.time()) + WINDOW_S
+        wait_scraped_past(url, t_to)
+    finally:
+        halt.set()
+        targets.write_text("[]")
+        exporter.stop()
+    source_path = tmp_path / "source.toml"
+    write_source(source_path, url, unique("two"))
+    source_path.write_text(source_path.read_text() + f"""
+[tiers.app]
+cores = 1
+busy_seconds = 'app_busy_seconds_total{{test="{tag}"}}'
+completions = 'app_requests_total{{test="{tag}"}}'
+""")
+    fetched = fetch_windows(load_source(source_path, env={}), t_from, t_to)
+    ends = [e / 1000 for e in window_ends(t_from, t_to, WINDOW_S)]
+    made = {t: {r["end"]: r for r in fetched.records if r["tier"] == t}
+            for t in ("prometheus", "app")}
+    assert sorted(made["prometheus"]) == ends
+    assert {g.tier for g in fetched.gaps} == {"app"}
+    assert all(g.reason.startswith("tier not reporting") for g in fetched.gaps)
+    d0, d1 = down
+    for b in ends:
+        a = b - WINDOW_S
+        touches_outage = any(d0 + SLACK_S <= t <= d1 for t in (a, b))
+        clear_of_outage = all(t < d0 or t > d1 + SLACK_S for t in (a, b))
+        assert not (touches_outage and b in made["app"]), b
+        assert not (clear_of_outage and b not in made["app"]), b
+    assert any(b not in made["app"] for b in ends)
+    # the restart's window: made, the counter reset taken as a restart from 0
+    reset_window = [b for b in made["app"] if b - WINDOW_S < reset_at <= b]
+    assert len(reset_window) == 1
+    for b, r in made["app"].items():
+        a = b - WINDOW_S
+        n = r["completions"]["/a"]
+        low = sum(1 for t in events if a < t <= b - SLACK_S)
+        high = sum(1 for t in events if a - SLACK_S < t <= b)
+        assert low <= n <= high, (r, low, high)
+        if b not in reset_window:
+            assert abs(r["utilization"] - 0.3) <= 0.3 * SLACK_S / WINDOW_S + 0.01, r
+    busy = [r["utilization"] for b, r in made["app"].items() if b not in reset_window]
+    assert abs(sum(busy) / len(busy) - 0.3) < 0.05
