@@ -353,6 +353,11 @@ def test_a_tier_without_completion_series_or_cores_is_a_gap_and_nan_is_no_value(
         completions=[])
     _, gaps = tier_windows(spec, no_cores, "s", [5000], 5000)
     assert [g.reason for g in gaps] == ["cores: no value at the window's end"]
+    zero_cores = TierData(busy_seconds=busy, cores=parse_result(
+        {"resultType": "matrix", "result": [{"metric": {}, "values": [[5, "0"]]}]}),
+        completions=[])
+    _, gaps = tier_windows(spec, zero_cores, "s", [5000], 5000)
+    assert [g.reason for g in gaps] == ["cores: 0 at the window's end (must be >= 1)"]
     no_classes = TierData(busy_seconds=busy, cores=parse_result(
         {"resultType": "vector", "result": [{"metric": {}, "value": [5, "+Inf"]}]}) + parse_result(
         {"resultType": "matrix", "result": [{"metric": {}, "values": [[5, "1"]]}]}),

@@ -425,9 +425,13 @@ def tier_windows(spec: TierSpec, data: TierData, system: str, ends_ms: Sequence[
             if cores is None:
                 gaps.append(Gap(spec.name, end, "cores: no value at the window's end"))
                 continue
+            if not cores >= 1:
+                gaps.append(Gap(spec.name, end, f"cores: {cores:g} at the window's end "
+                                                f"(must be >= 1)"))
+                continue
         if spec.busy_seconds is not None:
             busy_s = _increase(busy, start, end, spec.counters, at_start)
-            utilization = busy_s / (window_s * cores) if busy_s is not None and cores else None
+            utilization = busy_s / (window_s * cores) if busy_s is not None else None
         else:
             utilization = _sum_at(busy, end)
         if utilization is None:
