@@ -508,3 +508,47 @@ def test_follow_retries_checkpoints_and_resumes_where_it_stopped(tmp_path: Path)
         {**SPEC, "prometheus": {**SPEC["prometheus"], "system": "t"}}, env={}))
     with pytest.raises(ConfigError, match="not a checkpoint of system 't'"):
         other.load()
+
+
+def test_command_line_errors_name_the_option_and_value(tmp_path: Path, monkeypatch):
+    """``perfcast run --source prometheus`` and ``perfcast ingest prometheus``: a missing or
+    bad option ends with exit code 2 and a message naming it; ``run`` over a file is as
+    before."""
+    from typer.testing import CliRunner
+
+    from streams.cli import app
+
+    monkeypatch.delenv("PERFCAST_PROMETHEUS_URL", raising=False)
+    runner = CliRunner()
+    out = ["--out", str(tmp_path / "o")]
+    good = tmp_path / "p.toml"
+    good.write_text('[prometheus]\nurl = "http://127.0.0.1:9"\nsystem = "s"\n'
+                    '[tiers.a]\nbusy_seconds = "b"\ncompletions = "c"\n')
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[prometheus]\nurl = "http://127.0.0.1:9"\nsystem = "s"\n'
+                   '[tiers.a]\nbusy_seconds = "b"\n')
+    cases = [
+        (["run", "--source", "prometheus", *out],
+         "--source prometheus needs --prom-config, --from and --to"),
+        (["run", "--source", str(tmp_path / "none.jsonl"), "--from", "now", *out],
+         "--from only with --source prometheus"),
+        (["run", "--source", "prometheus", "--prom-config", str(good), "--from", "yesterday",
+          "--to", "now", *out], "'yesterday': not a time"),
+        (["run", "--source", "prometheus", "--prom-config", str(good), "--from", "now",
+          "--to", "now-1h", *out], "to: must be after --from"),
+        (["run", "--source", "prometheus", "--prom-config", str(bad), "--from", "now-1h",
+          "--to", "now", *out], "tiers.a.completions: required"),
+        (["run", "--source", "prometheus", "--prom-config", str(good), "--from", "now-1h",
+          "--to", "now", *out], "cannot query http://127.0.0.1:9"),
+        (["ingest", "prometheus", "--prom-config", str(bad)], "tiers.a.completions: required"),
+    ]
+    for args, message in cases:
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2, (args, result.output)
+        assert message in " ".join(result.output.split()), (args, result.output)
+    trace = tmp_path / "w.jsonl"
+    trace.write_text('{"system": "s", "tier": "a", "end": 5, "window_s": 5, '
+                     '"utilization": 0.5, "completions": {"x": 3}}\n')
+    result = runner.invoke(app, ["run", "--source", str(trace), *out])
+    assert result.exit_code == 0, result.output
+    assert "1 windows" in result.output

@@ -291,22 +291,6 @@ def test_backtest_equals_the_same_windows_fed_as_a_file(workload, tmp_path):
     assert_close(backtest, from_file)
 
 
-def test_run_source_prometheus_needs_its_options(tmp_path, workload):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    base = [sys.executable, "-m", "streams.cli", "run", "--out", str(tmp_path / "o")]
-    proc = subprocess.run(base + ["--source", "prometheus"], env=env, capture_output=True,
-                          text=True, timeout=120)
-    assert proc.returncode == 2
-    assert "--source prometheus needs --prom-config, --from and --to" in proc.stderr
-    proc = subprocess.run(base + ["--source", str(tmp_path / "none.jsonl"), "--from", "now"],
-                          env=env, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 2 and "--from only with --source prometheus" in proc.stderr
-    proc = subprocess.run(base + ["--source", "prometheus", "--prom-config",
-                                  str(workload["source"]), "--from", "yesterday", "--to",
-                                  "now"], env=env, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 2 and "'yesterday': not a time" in proc.stderr
-
-
 class Ingest:
     """``perfcast ingest prometheus`` as a subprocess."""
 
