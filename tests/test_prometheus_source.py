@@ -271,7 +271,7 @@ def test_backtest_equals_the_same_windows_fed_as_a_file(workload, tmp_path):
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     n_ends = len(window_ends(workload["from"], workload["to"], WINDOW_S))
-    assert f"read {n_ends} windows of 1 tiers" in " ".join(proc.stdout.split())
+    assert f"read {n_ends} windows of 1 tier (" in " ".join(proc.stdout.split())
     source = load_source(workload["source"], env={})
     trace = tmp_path / "windows.jsonl"
     with open(trace, "w") as fh:

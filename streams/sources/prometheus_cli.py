@@ -158,7 +158,8 @@ def _backtest(prom_config: Optional[Path], start: Optional[str], end: Optional[s
         for record in fetched.records:
             fh.write(json.dumps(record, separators=(",", ":")) + "\n")
     console = Console()
-    console.print(f"read {len(fetched.records)} windows of {len(source.tiers)} tiers "
+    tiers = len(source.tiers)
+    console.print(f"read {len(fetched.records)} windows of {tiers} tier{'s' * (tiers != 1)} "
                   f"({fetched.window_ends} window ends of {source.window_s:g} s, "
                   f"{format_time(t0)} .. {format_time(t1)}) from {escape(source.url)} "
                   f"into {escape(str(path))}", soft_wrap=True)
