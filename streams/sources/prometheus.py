@@ -18,7 +18,8 @@ Every query is evaluated by Prometheus (``/api/v1/query_range``) on one grid of 
 their targets' scrape offsets. ``{window}`` in a query is replaced by the window as a PromQL
 duration (``5s``), for queries such as ``increase(x[{window}])`` (``counters = false``).
 
-**The window rules** (:func:`tier_windows`, pure; property-tested in
+**The window rules** (:func:`tier_windows`, pure; property-tested against simulated scrapes in
+``tests/test_prometheus_mapping.py``, and against a real Prometheus in
 ``tests/test_prometheus_source.py``):
 
 1. A counter's increase over a window is ``v(end) - v(start)`` for each series (a series is a
@@ -42,8 +43,8 @@ duration (``5s``), for queries such as ``increase(x[{window}])`` (``counters = f
    it can come out a little above 1: it is passed on as it is, and the pipeline clamps a value
    within ``utilization_tolerance`` to 1 and flags it, and dead-letters one beyond it naming the
    tolerance (docs/pipeline.md).
-6. A window with no completions series at its end is a gap (the contract needs a class); a
-   class with zero increase is kept as 0.
+6. A window with no completions series at its end, or without a ``cores`` value of at least 1,
+   is a gap (the contract needs a class and cores); a class with zero increase is kept as 0.
 
 Classes with no ``class_label`` label go to class ``missing_class`` (default ``"other"``).
 """
@@ -52,6 +53,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -263,7 +265,6 @@ def load_source(path: str | Path, env: Mapping[str, str] | None = None) -> Prome
         raise ConfigError(f"prom-config: {str(path)!r} is not valid {kind} ({exc})") from None
     if not isinstance(raw, Mapping):
         raise ConfigError(f"prom-config: {str(path)!r} must hold a table, got {type(raw).__name__}")
-    import os
     return source_from_mapping(raw, os.environ if env is None else env)
 
 
