@@ -51,6 +51,13 @@ WINDOW_S = 2.0
 #: how far a window's end sample may sit before its grid point: the scrape interval (1 s) and
 #: the scheduling delay of a loaded 2-core machine
 SLACK_S = 1.6
+#: how long after its timestamp a sample's value may be read (the scrape's request is served
+#: after the scrape starts; later on a loaded machine), so a window's end sample may include a
+#: little past its grid point
+LATE_S = 0.5
+#: when Prometheus has certainly noticed a target going down or up again (a scrape interval,
+#: scheduling delay)
+NOTICE_S = 2.5
 HANDLER = "/api/v1/query"
 #: the workload's query: every series counted by name, a few ms of CPU each (about 180 a
 #: second from one client on the benchmark machine, half of its 2 cores)
@@ -236,17 +243,18 @@ def test_windows_match_what_the_workload_did(workload):
     for r in fetched.records:
         b, a = r["end"], r["end"] - WINDOW_S
         n = r["completions"].get(HANDLER, 0)
-        low = sum(1 for t in load.done if a < t <= b - SLACK_S)
-        high = sum(1 for t in load.done if a - SLACK_S < t <= b)
+        low = sum(1 for t in load.done if a + LATE_S < t <= b - SLACK_S)
+        high = sum(1 for t in load.done if a - SLACK_S < t <= b + LATE_S)
         assert low <= n <= high, (r, low, high)
         # utilization: busy core-seconds within those of the process between the bounds
         busy = r["utilization"] * WINDOW_S * 2
-        lo = cpu.before(b - SLACK_S) - cpu.after(a)
-        hi = cpu.after(b) - cpu.before(a - SLACK_S)
+        lo = cpu.before(b - SLACK_S) - cpu.after(a + LATE_S)
+        hi = cpu.after(b + LATE_S) - cpu.before(a - SLACK_S)
         assert lo - 0.03 <= busy <= hi + 0.03, (r, lo, hi)
         assert 0 <= r["utilization"] <= 1
-        # /metrics is scraped once a second: 2 per window, give or take one
-        assert 1 <= r["completions"]["/metrics"] <= 3
+    # /metrics is scraped once a second: 2 per window
+    scrapes = [r["completions"]["/metrics"] for r in fetched.records]
+    assert 1.5 <= sum(scrapes) / len(scrapes) <= 2.5 and max(scrapes) <= 4, scrapes
     # the load shows: the unthrottled phase keeps Prometheus busy
     assert max(r["utilization"] for r in fetched.records) > 0.1
     # the mean time at the tier (server side) is below the client's round trip
@@ -534,8 +542,8 @@ completions = 'app_requests_total{{test="{tag}"}}'
     d0, d1 = down
     for b in ends:
         a = b - WINDOW_S
-        touches_outage = any(d0 + SLACK_S <= t <= d1 for t in (a, b))
-        clear_of_outage = all(t < d0 or t > d1 + SLACK_S for t in (a, b))
+        touches_outage = any(d0 + NOTICE_S <= t <= d1 for t in (a, b))
+        clear_of_outage = all(t < d0 or t > d1 + NOTICE_S for t in (a, b))
         assert not (touches_outage and b in made["app"]), b
         assert not (clear_of_outage and b not in made["app"]), b
     assert any(b not in made["app"] for b in ends)
@@ -545,8 +553,8 @@ completions = 'app_requests_total{{test="{tag}"}}'
     for b, r in made["app"].items():
         a = b - WINDOW_S
         n = r["completions"]["/a"]
-        low = sum(1 for t in events if a < t <= b - SLACK_S)
-        high = sum(1 for t in events if a - SLACK_S < t <= b)
+        low = sum(1 for t in events if a + LATE_S < t <= b - SLACK_S)
+        high = sum(1 for t in events if a - SLACK_S < t <= b + LATE_S)
         assert low <= n <= high, (r, low, high)
         if b not in reset_window:
             assert abs(r["utilization"] - 0.3) <= 0.3 * SLACK_S / WINDOW_S + 0.01, r
