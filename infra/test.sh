@@ -2,7 +2,8 @@
 # The whole test suite, on a fresh machine of this project's kind.
 # Creates (or reuses) a virtualenv under ~/.cache/perfcast, installs perfcast with its test
 # dependencies from PyPI, installs and starts the real services (Kafka from Maven Central,
-# InfluxDB 1.8.10 from the Go module proxy; infra/services.sh), runs pytest, stops the services.
+# InfluxDB 1.8.10 from the Go module proxy, Prometheus from Debian; infra/services.sh), runs pytest,
+# stops the services.
 # PERFCAST_SERVICES=0 skips the services (their tests then skip, except under CI=true where they
 # fail). pytest's exit code 5 ("no tests collected") is reported and treated as success.
 set -euo pipefail

@@ -299,5 +299,12 @@ def worker(config: Optional[Path] = typer.Option(None, exists=True, dir_okay=Fal
     faust_worker(faust_app, loglevel).execute_from_commandline()
 
 
+# The Prometheus source (streams/sources/prometheus_cli.py): `perfcast ingest prometheus`, and
+# `perfcast run --source prometheus --prom-config FILE --from T --to T` (wraps `run` above).
+from streams.sources.prometheus_cli import register as _register_prometheus  # noqa: E402
+
+_register_prometheus(app)
+
+
 if __name__ == "__main__":  # pragma: no cover
     app()

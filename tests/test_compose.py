@@ -195,12 +195,13 @@ def services(compose: dict[str, Any]) -> dict[str, Any]:
 def _variables_the_code_reads() -> tuple[set[str], set[str]]:
     """(plain variables, secrets) the perfcast processes read from the environment: the
     configuration's tables, and every literal ``PERFCAST_*`` string in ``streams`` outside
-    ``streams/grafana`` (the ``perfcast grafana`` commands, which run beside the stack)."""
+    ``streams/grafana`` and the Prometheus source (``perfcast grafana`` and ``perfcast ingest
+    prometheus``, which run beside the stack)."""
     secrets = set(getattr(config_module, "_SECRETS"))
     plain = set(config_module.ENVIRONMENT)
     package = Path(streams.__file__).parent
     for path in package.rglob("*.py"):
-        if "grafana" in path.relative_to(package).parts:
+        if "grafana" in path.relative_to(package).parts or path.name.startswith("prometheus"):
             continue
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.Constant) and isinstance(node.value, str) \
