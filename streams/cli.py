@@ -108,8 +108,21 @@ class _LiveView:
         return "\n".join(f"ALERT {escape(a['summary'])}" for a in firing.values())
 
 
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            number = version("perfcast")
+        except PackageNotFoundError:                # run from a source tree, not installed
+            number = "unknown (not installed)"
+        console.print(f"perfcast {number}", highlight=False)
+        raise typer.Exit()
+
+
 @app.callback()
-def main() -> None:
+def main(_version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="print the version and exit")) -> None:
     """perfcast command line."""
     tune_gc()
 
@@ -170,25 +183,47 @@ def _print_summary(summary: Any, sla_s: float | None = None) -> None:
         verdict = "before" if lead > 0 else "after"
         console.print(f"\n[bold]breach predicted {abs(lead) / 60:.0f} min {verdict} the SLA "
                       f"was actually broken[/bold]")
+    if summary.deadletter:
+        console.print(f"dead letters by reason: {escape(summary.reason_summary())}",
+                      soft_wrap=True)
     console.print(f"outputs: {summary.out_dir}/{{estimates,predictions,alerts,deadletter}}"
                   f".jsonl and {summary.out_dir}/perfcast.sqlite")
 
 
+#: exit code of ``perfcast run`` when no window was accepted (every record dead-lettered, or
+#: none at all): the outputs are written, but there is nothing in them
+EXIT_NOTHING_ACCEPTED = 3
+
+
+def _source(source: Path) -> Path:
+    """``--source``: a file, or ``-`` for standard input."""
+    if str(source) != "-" and not source.is_file():
+        console.print(f"[red]source:[/red] no such file {escape(str(source))!r}")
+        raise typer.Exit(2)
+    return source
+
+
 @app.command()
-def run(source: Path = typer.Option(..., exists=True, dir_okay=False,
-                                    help="JSON-lines trace of window records"),
+def run(source: Path = typer.Option(..., help="JSON-lines trace of window records "
+                                                "('-': standard input)"),
         config: Optional[Path] = typer.Option(None, exists=True, dir_okay=False,
                                               help="TOML configuration"),
         out: Path = typer.Option(Path("perfcast-out"), help="output directory"),
         final_solve: bool = typer.Option(True, help="solve the last open interval at the end"),
         ) -> None:
-    """Run the pipeline core over a recorded trace (embedded)."""
+    """Run the pipeline core over a recorded trace (embedded). Exit code 3 when no window
+    was accepted (every record dead-lettered: the reasons are counted on the console)."""
     from streams.embedded import read_jsonl, run_embedded
 
     cfg = _config(config)
-    summary = run_embedded(read_jsonl(source), cfg, out, final_solve=final_solve)
+    summary = run_embedded(read_jsonl(_source(source)), cfg, out, final_solve=final_solve)
     _print_summary(summary)
     _write_report(out, cfg)
+    if summary.estimates == 0:
+        what = (f"all {summary.records} records were dead-lettered: "
+                f"{summary.reason_summary()}" if summary.records else "the source has no records")
+        console.print(f"[red]no window accepted:[/red] {escape(what)}", soft_wrap=True)
+        raise typer.Exit(EXIT_NOTHING_ACCEPTED)
 
 
 @app.command()
@@ -221,8 +256,8 @@ def report(store: Path = typer.Option(..., help="an embedded run's SQLite store 
 
 
 @app.command()
-def produce(source: str = typer.Option(..., help="a JSON-lines trace, or 'demo' for the "
-                                                 "simulated shop"),
+def produce(source: str = typer.Option(..., help="a JSON-lines trace ('-': standard "
+                                                 "input), or 'demo' for the simulated shop"),
             bootstrap: Optional[str] = typer.Option(None, help="Kafka HOST:PORT "
                                                     "(default PERFCAST_KAFKA_BOOTSTRAP)"),
             rate: Optional[float] = typer.Option(None, help="windows per second (default: as "
@@ -245,10 +280,7 @@ def produce(source: str = typer.Option(..., help="a JSON-lines trace, or 'demo' 
                                     else DemoScenario(start_s=_start_time(start)))
     else:
         from streams.embedded import read_jsonl
-        if not Path(source).is_file():
-            console.print(f"[red]source:[/red] no such file {escape(source)!r}")
-            raise typer.Exit(2)
-        records = read_jsonl(source)
+        records = read_jsonl(_source(Path(source)))
     from streams.topics import ensure_topics
 
     ensure_topics(cfg.kafka)

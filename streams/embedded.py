@@ -3,7 +3,10 @@ process, writing JSON lines and a SQLite store (no Kafka, no InfluxDB)."""
 
 from __future__ import annotations
 
+import re
+import sys
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping
@@ -14,7 +17,7 @@ from streams.schema import points
 from streams.store import JsonLines, SQLiteStore
 from streams.system import Outputs
 
-__all__ = ["RunSummary", "read_jsonl", "run_embedded", "STORE_NAME"]
+__all__ = ["RunSummary", "read_jsonl", "run_embedded", "STORE_NAME", "reason_kind"]
 
 STORE_NAME = "perfcast.sqlite"
 #: records per batch of the core (the outputs do not depend on it; larger batches share the
@@ -46,6 +49,8 @@ class RunSummary:
     seconds: float = 0.0
     out_dir: Path | None = None
     alert_events: list[dict[str, Any]] = field(default_factory=list)
+    #: dead letters per kind of reason (:func:`reason_kind`)
+    reasons: Counter[str] = field(default_factory=Counter)
 
     def add(self, out: Outputs) -> None:
         self.estimates += len(out.estimates)
@@ -53,15 +58,53 @@ class RunSummary:
         self.alerts += len(out.alerts)
         self.deadletter += len(out.deadletter)
         self.alert_events += out.alerts
+        self.reasons.update(reason_kind(d) for d in out.deadletter)
+
+    def reason_summary(self, most: int = 4) -> str:
+        """The dead letters' reasons, most frequent first, on one line:
+        ``3 x record: not UTF-8; 1 x utilization: above 1 + tolerance``."""
+        top = self.reasons.most_common(most)
+        text = "; ".join(f"{n} x {kind}" for kind, n in top)
+        rest = sum(self.reasons.values()) - sum(n for _, n in top)
+        return text + (f"; {rest} other" if rest else "")
 
 
-def read_jsonl(path: str | Path) -> Iterator[str]:
-    """Lines of a JSON-lines trace, blank lines skipped; each line is parsed by the pipeline
-    (so a malformed line becomes a dead letter, not an exception)."""
-    with open(path, encoding="utf-8", errors="replace") as fh:
+def reason_kind(dead: Mapping[str, Any]) -> str:
+    """A dead letter's reason without the values in it (``field: what``), for counting:
+    ``record: malformed JSON``, ``utilization: must be a finite number within [0, 1]``."""
+    name = str(dead.get("field") or "record")
+    text = str(dead.get("reason") or "")
+    if text.startswith(name + ": "):
+        text = text[len(name) + 2:]
+    text = re.split(r" \(got |: | \(|; |, got ", text, maxsplit=1)[0].strip()
+    text = re.sub(r"'[^']*'|\"[^\"]*\"", "...", text)
+    return f"{name}: {text[:60]}"
+
+
+#: the UTF-8 byte-order mark some editors put at the start of a file
+BOM = b"\xef\xbb\xbf"
+
+
+def read_jsonl(path: str | Path) -> Iterator[bytes]:
+    """Lines of a JSON-lines trace (``"-"``: standard input) as bytes, blank lines skipped.
+
+    Each line is parsed by the pipeline, as the worker parses a Kafka record's bytes, so a
+    malformed line -- or one that is not UTF-8 -- becomes a dead letter, not an exception,
+    in both shells alike. A UTF-8 byte-order mark before the first line is dropped (the
+    pipeline also ignores one at the start of any record)."""
+    fh = sys.stdin.buffer if str(path) == "-" else open(path, "rb")
+    try:
+        first = True
         for line in fh:
+            if first:
+                first = False
+                if line.startswith(BOM):
+                    line = line[len(BOM):]
             if line.strip():
-                yield line.rstrip("\n")
+                yield line.rstrip(b"\r\n")
+    finally:
+        if fh is not sys.stdin.buffer:
+            fh.close()
 
 
 def run_embedded(records: Iterable[str | bytes | Mapping[str, Any]], config: Config,

@@ -201,9 +201,13 @@ def _decode(raw: bytes | str | Mapping[str, Any]) -> Mapping[str, Any]:
         try:
             raw = bytes(raw).decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise InvalidWindow("record", bytes(raw)[:60], f"not UTF-8 ({exc.reason})") from None
+            data = bytes(raw)       # the value: the bytes around the first one that is not UTF-8
+            raise InvalidWindow("record", data[max(exc.start - 30, 0):exc.start + 30],
+                                f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
     if not isinstance(raw, str):
         raise InvalidWindow("record", raw, "expected a JSON object")
+    if raw.startswith("\ufeff"):       # a UTF-8 byte-order mark (an editor's, a file's first line)
+        raw = raw[1:]
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:

@@ -1,0 +1,163 @@
+"""Operating perfcast (issue 23, item 7): ``--version``, ``--source -``, a byte-order mark and
+invalid UTF-8 handled alike by ``perfcast run`` and the worker, a run that accepts nothing
+exits non-zero with its reasons, every setting documented in docs/configuration.md.
+
+Each case ends the same way: dead-lettered or flagged with its reason, everything else
+processed."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import fields
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from streams import cli
+from streams.cli import EXIT_NOTHING_ACCEPTED, app
+from streams.config import ENVIRONMENT, InfluxSettings, KafkaSettings, SystemConfig
+from streams.embedded import read_jsonl
+from streams.pipeline import Pipeline
+from streams.produce import produce
+
+runner = CliRunner()
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _window(end: float, **extra) -> dict:
+    return {"system": "s", "tier": "t", "end": end, "window_s": 5.0, "utilization": 0.5,
+            "completions": {"a": 10.0}, **extra}
+
+
+def _line(end: float, **extra) -> bytes:
+    return json.dumps(_window(end, **extra)).encode()
+
+
+#: a trace with a byte-order mark before its first record, a line that is not UTF-8 and a
+#: valid record after it
+BOM = b"\xef\xbb\xbf"
+NOT_UTF8 = b'{"system": "s", "tier": "t", "end": 15, "window_s": 5, "utilization": 0.5, ' \
+           b'"completions": {"caf\xe9": 3}}'
+TRACE = BOM + _line(10) + b"\n" + NOT_UTF8 + b"\n\n" + _line(20) + b"\r\n" + _line(25) + b"\n"
+
+
+def _jsonl(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_version():
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0, result.output
+    assert re.fullmatch(r"perfcast \S+.*\n", result.output), result.output
+
+
+def test_run_reads_standard_input(tmp_path):
+    """``--source -``: the trace from standard input, as from a file."""
+    out = tmp_path / "out"
+    trace = b"".join(_line(10 + 5 * i) + b"\n" for i in range(30))
+    result = runner.invoke(app, ["run", "--source", "-", "--out", str(out)], input=trace)
+    assert result.exit_code == 0, result.output
+    assert len(_jsonl(out / "estimates.jsonl")) == 30
+    assert _jsonl(out / "deadletter.jsonl") == []
+
+
+def test_run_names_a_missing_source_in_one_line(tmp_path):
+    result = runner.invoke(app, ["run", "--source", str(tmp_path / "nope.jsonl")])
+    assert result.exit_code == 2
+    assert "source: no such file" in result.output and "Traceback" not in result.output
+
+
+def test_bom_and_invalid_utf8_alike_in_run_and_worker(tmp_path, monkeypatch):
+    """The byte-order mark before the first record is dropped; the line that is not UTF-8 is
+    dead-lettered (not replaced and processed), naming the byte -- by ``perfcast run`` and by
+    the worker, which receives what ``perfcast produce`` sends; everything else processed."""
+    source = tmp_path / "trace.jsonl"
+    source.write_bytes(TRACE)
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["run", "--source", str(source), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    run_estimates = _jsonl(out / "estimates.jsonl")
+    run_dead = _jsonl(out / "deadletter.jsonl")
+    assert [e["end"] for e in run_estimates] == [10.0, 20.0, 25.0]
+    assert len(run_dead) == 1 and run_dead[0]["field"] == "record"
+    bad_byte = NOT_UTF8.index(b"\xe9")
+    assert "not UTF-8" in run_dead[0]["reason"] and f"byte {bad_byte}" in run_dead[0]["reason"]
+    assert "dead letters by reason: 1 x record: not UTF-8" in result.output
+
+    # the worker's side: produce sends the lines as they are; the core gets Kafka's bytes
+    sent: list[bytes] = []
+
+    class _Producer:
+        def send(self, topic, key=None, value=None):
+            sent.append(value)
+
+        def flush(self):
+            pass
+
+    stats = produce(read_jsonl(source), KafkaSettings(), producer=_Producer())
+    assert stats.sent == 4 and not sent[0].startswith(BOM)
+    assert NOT_UTF8 in sent                       # not replaced on the way
+    worker = Pipeline().process_many(sent)
+    assert worker.estimates == run_estimates
+    assert worker.deadletter == run_dead
+    # a record that itself starts with a byte-order mark (another producer's) is read too
+    again = Pipeline().process_many([BOM + _line(10), (BOM + _line(15)).decode("utf-8")])
+    assert len(again.estimates) == 2 and again.deadletter == []
+
+
+def test_a_run_that_accepts_nothing_exits_non_zero_with_its_reasons(tmp_path):
+    """Every record dead-lettered: exit code 3 and one console line counting the reasons."""
+    source = tmp_path / "bad.jsonl"
+    source.write_bytes(b"{oops\n" + _line(10, utilization=1.5) + b"\n"
+                       + _line(15, utilization=1.7) + b"\n" + NOT_UTF8 + b"\n")
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["run", "--source", str(source), "--out", str(out)])
+    assert result.exit_code == EXIT_NOTHING_ACCEPTED, result.output
+    line = next(x for x in result.output.splitlines() if x.startswith("no window accepted"))
+    assert "all 4 records were dead-lettered" in line
+    assert "2 x utilization:" in line and "1 x record: malformed JSON" in line \
+        and "1 x record: not UTF-8" in line
+    assert len(_jsonl(out / "deadletter.jsonl")) == 4
+    assert "Traceback" not in result.output
+
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"\n\n")
+    result = runner.invoke(app, ["run", "--source", str(empty), "--out", str(out)])
+    assert result.exit_code == EXIT_NOTHING_ACCEPTED
+    assert "the source has no records" in result.output
+
+
+def test_produce_reads_standard_input(monkeypatch):
+    """``perfcast produce --source -``: the lines of standard input reach Kafka as they are
+    (the connection is faked here; tests/test_poison_services.py has the real one)."""
+    got: list[bytes] = []
+
+    def fake_send(records, settings, rate=None):
+        from streams.produce import ProduceStats
+        got.extend(records)
+        return ProduceStats(sent=len(got), seconds=0.1)
+
+    monkeypatch.setattr("streams.topics.ensure_topics", lambda *a, **k: [])
+    monkeypatch.setattr("streams.produce.produce", fake_send)
+    result = runner.invoke(app, ["produce", "--source", "-"],
+                           input=BOM + _line(10) + b"\n" + NOT_UTF8 + b"\n")
+    assert result.exit_code == 0, result.output
+    assert got == [_line(10), NOT_UTF8]
+    assert "sent 2 windows" in result.output
+
+
+def test_every_setting_is_in_the_configuration_doc():
+    """docs/configuration.md (which ``perfcast worker --help`` points to) lists every setting
+    of streams/config.py and every environment variable."""
+    doc = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+    assert "docs/configuration.md" in (cli.worker.__doc__ or "")
+    for f in fields(SystemConfig):
+        assert f"`{f.name}`" in doc, f.name
+    assert "`utilization_tolerance`" in doc
+    for section, cls in (("kafka", KafkaSettings), ("influxdb", InfluxSettings)):
+        for f in fields(cls):
+            if f.name not in ("sasl_password", "token"):
+                assert f"`{section}.{f.name}`" in doc, f"{section}.{f.name}"
+    for var in [*ENVIRONMENT, "PERFCAST_KAFKA_SASL_PASSWORD", "PERFCAST_INFLUX_TOKEN"]:
+        assert var in doc, var
