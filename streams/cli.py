@@ -44,16 +44,35 @@ console = Console()
 app.add_typer(grafana_app, name="grafana")
 
 
-def _config(path: Optional[Path], bootstrap: Optional[str] = None) -> Config:
+def _config(path: Optional[Path], bootstrap: Optional[str] = None,
+            connect_timeout: Optional[float] = None) -> Config:
     try:
         cfg = load_config(path)
     except ConfigError as err:
         console.print(f"[red]configuration error:[/red] {escape(str(err))}")
         raise typer.Exit(2) from None
+    from dataclasses import replace
     if bootstrap:
-        from dataclasses import replace
         cfg = replace(cfg, kafka=replace(cfg.kafka, bootstrap=bootstrap))
+    if connect_timeout is not None:
+        cfg = replace(cfg, kafka=replace(cfg.kafka, connect_timeout_s=connect_timeout),
+                      influxdb=replace(cfg.influxdb, connect_timeout_s=connect_timeout))
     return cfg
+
+
+#: ``--connect-timeout`` of the commands that reach Kafka or InfluxDB
+_CONNECT_TIMEOUT = typer.Option(None, min=0.001, max=3600.0,
+                                help="seconds to wait at start for Kafka (and InfluxDB) to "
+                                     "answer (default: [kafka] / [influxdb] "
+                                     "connect_timeout_s, 10)")
+
+
+def _unreachable(err: Exception) -> None:
+    """End the command with the one line of a service that does not answer."""
+    from streams.connect import EXIT_UNREACHABLE
+
+    console.print(f"[red]unreachable:[/red] {escape(str(err))}", soft_wrap=True)
+    raise typer.Exit(EXIT_UNREACHABLE) from None
 
 
 def _fmt(value: Any, spec: str = ".3f", none: str = "-") -> str:
@@ -266,11 +285,14 @@ def produce(source: str = typer.Option(..., help="a JSON-lines trace ('-': stand
             start: Optional[str] = typer.Option(
                 None, help="demo only: event time of the first window: 'now', ISO 8601 or "
                            "epoch seconds (default: the demo's own, 2026-11-20T10:00:00Z)"),
+            connect_timeout: Optional[float] = _CONNECT_TIMEOUT,
             ) -> None:
-    """Publish window records to perfcast.windows (keyed by system)."""
+    """Publish window records to perfcast.windows (keyed by system). Exit code 4 when Kafka
+    does not answer within the connect timeout."""
+    from streams.connect import Unreachable
     from streams.produce import produce as send
 
-    cfg = _config(config, bootstrap)
+    cfg = _config(config, bootstrap, connect_timeout)
     if start is not None and source != "demo":
         console.print("[red]start:[/red] only with --source demo (a trace keeps its times)")
         raise typer.Exit(2)
@@ -283,8 +305,11 @@ def produce(source: str = typer.Option(..., help="a JSON-lines trace ('-': stand
         records = read_jsonl(_source(Path(source)))
     from streams.topics import ensure_topics
 
-    ensure_topics(cfg.kafka)
-    stats = send(records, cfg.kafka, rate=rate)
+    try:
+        ensure_topics(cfg.kafka)
+        stats = send(records, cfg.kafka, rate=rate)
+    except Unreachable as err:
+        _unreachable(err)
     problems = ", ".join(f"{n} {what}" for n, what in ((stats.skipped, "skipped"),
                                                        (stats.failed, "refused by Kafka")) if n)
     console.print(f"sent {stats.sent} windows to {cfg.kafka.topic('windows')} at "
@@ -316,15 +341,24 @@ def worker(config: Optional[Path] = typer.Option(None, exists=True, dir_okay=Fal
            core_process: bool = typer.Option(True, "--core-process/--inline-core",
                                              help="run the core in a child process (a second "
                                                   "core) or in the worker's event loop"),
-           loglevel: str = typer.Option("warning")) -> None:
+           loglevel: str = typer.Option("warning"),
+           connect_timeout: Optional[float] = _CONNECT_TIMEOUT) -> None:
     """Run the Faust worker: perfcast.windows -> estimates, predictions, alerts (Kafka and
-    InfluxDB). Connection settings come from the environment (see docs/configuration.md)."""
+    InfluxDB). Connection settings come from the environment (see docs/configuration.md).
+    Exit code 4 when Kafka or InfluxDB does not answer at start within the connect timeout;
+    once running, both are retried."""
     from streams.worker import build_app, faust_worker
 
+    from streams.connect import Unreachable, check_influx
     from streams.topics import ensure_topics
 
-    cfg = _config(config, bootstrap)
-    ensure_topics(cfg.kafka, partitions)
+    cfg = _config(config, bootstrap, connect_timeout)
+    try:
+        ensure_topics(cfg.kafka, partitions)
+        if cfg.influxdb.url:
+            check_influx(cfg.influxdb)
+    except Unreachable as err:
+        _unreachable(err)
     faust_app = build_app(cfg, app_id=app_id, partitions=partitions,
                           core_process=core_process)
     sys.argv = sys.argv[:1]

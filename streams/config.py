@@ -255,6 +255,8 @@ class KafkaSettings:
     sasl_password: str | None = field(default=None, repr=False)
     ssl_cafile: str | None = None
     topic_prefix: str = "perfcast"
+    #: how long a command waits at start for a broker to answer (``--connect-timeout``)
+    connect_timeout_s: float = 10.0
 
     def topic(self, name: str) -> str:
         """Full topic name, e.g. ``perfcast.windows``."""
@@ -272,6 +274,8 @@ class InfluxSettings:
     batch_size: int = 10_000
     flush_interval_s: float = 1.0
     max_buffer: int = 100_000
+    #: how long the worker waits at start for InfluxDB to answer (``--connect-timeout``)
+    connect_timeout_s: float = 10.0
 
 
 #: environment variable -> (section, key); ``*_FILE`` variants exist for the secrets
@@ -310,7 +314,7 @@ class Config:
 
 #: connection settings that are numbers (the others are strings): key -> (type, minimum)
 _CONNECTION_NUMBERS = {"batch_size": (int, 1), "max_buffer": (int, 1),
-                       "flush_interval_s": (float, 0.0)}
+                       "flush_interval_s": (float, 0.0), "connect_timeout_s": (float, 0.0)}
 
 
 def _connection_value(key: str, value: Any, where: str) -> Any:

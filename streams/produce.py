@@ -105,8 +105,20 @@ def produce(records: Iterable[str | bytes | Mapping[str, Any]], settings: KafkaS
 
     own = producer is None
     if own:
-        producer = KafkaProducer(**kafka_client_options(settings), linger_ms=5, acks="all",
-                                 batch_size=256 * 1024, max_request_size=MAX_RECORD_BYTES)
+        from kafka.errors import KafkaError
+
+        from streams.connect import Unreachable, bounded_bootstrap, quiet_kafka_logs
+
+        timeout = settings.connect_timeout_s
+        try:
+            with quiet_kafka_logs():
+                producer = KafkaProducer(**kafka_client_options(settings), linger_ms=5,
+                                         acks="all", batch_size=256 * 1024,
+                                         max_request_size=MAX_RECORD_BYTES,
+                                         **bounded_bootstrap(KafkaProducer, timeout))
+        except KafkaError as exc:
+            raise Unreachable(f"Kafka at {settings.bootstrap} did not answer within "
+                              f"{timeout:g} s ({type(exc).__name__})") from None
     topic = settings.topic("windows")
     stats = ProduceStats()
 

@@ -16,13 +16,25 @@ TOPICS = ("windows", "estimates", "predictions", "alerts", "deadletter")
 
 def ensure_topics(settings: KafkaSettings, partitions: int = 4,
                   replication: int = 1) -> list[str]:
-    """Create the topics that do not exist yet; returns the ones created."""
-    from kafka.admin import KafkaAdminClient, NewTopic
-    from kafka.errors import TopicAlreadyExistsError
+    """Create the topics that do not exist yet; returns the ones created.
 
+    :class:`streams.connect.Unreachable` when no broker answers within
+    ``settings.connect_timeout_s`` (the first thing ``produce`` and ``worker`` do)."""
+    from kafka.admin import KafkaAdminClient, NewTopic
+    from kafka.errors import KafkaError, TopicAlreadyExistsError
+
+    from streams.connect import Unreachable, bounded_bootstrap, quiet_kafka_logs
     from streams.produce import kafka_client_options
 
-    admin = KafkaAdminClient(**kafka_client_options(settings), client_id="perfcast-admin")
+    timeout = settings.connect_timeout_s
+    try:
+        with quiet_kafka_logs():
+            admin = KafkaAdminClient(**kafka_client_options(settings), client_id="perfcast-admin",
+                                     **bounded_bootstrap(KafkaAdminClient, timeout))
+    except KafkaError as exc:
+        raise Unreachable(f"Kafka at {settings.bootstrap} did not answer within {timeout:g} s "
+                          f"({type(exc).__name__}); check --bootstrap / "
+                          f"PERFCAST_KAFKA_BOOTSTRAP, or raise --connect-timeout") from None
     try:
         existing = set(admin.list_topics())
         wanted = [settings.topic(t) for t in TOPICS if settings.topic(t) not in existing]
@@ -38,3 +50,4 @@ def ensure_topics(settings: KafkaSettings, partitions: int = 4,
         return created
     finally:
         admin.close()
+

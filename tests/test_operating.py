@@ -7,11 +7,14 @@ processed."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+import socket
 from dataclasses import fields
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from streams import cli
@@ -161,3 +164,72 @@ def test_every_setting_is_in_the_configuration_doc():
                 assert f"`{section}.{f.name}`" in doc, f"{section}.{f.name}"
     for var in [*ENVIRONMENT, "PERFCAST_KAFKA_SASL_PASSWORD", "PERFCAST_INFLUX_TOKEN"]:
         assert var in doc, var
+
+
+# -- Kafka or InfluxDB unreachable at start ---------------------------------------------------
+
+@contextlib.contextmanager
+def _port(listen: bool):
+    """A local port where nothing answers: closed (connections refused), or listening without
+    ever accepting or answering (a firewall that drops, a hung broker)."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    if listen:
+        sock.listen(1)
+    else:
+        sock.close()
+    try:
+        yield port
+    finally:
+        sock.close()
+
+
+def _one_line_unreachable(result, service: str) -> None:
+    from streams.connect import EXIT_UNREACHABLE
+
+    assert result.exit_code == EXIT_UNREACHABLE, result.output
+    lines = [x for x in result.output.splitlines() if x.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"unreachable: {service} at "), result.output
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("listen", [False, True], ids=["refused", "silent"])
+@pytest.mark.parametrize("command", ["produce", "worker"])
+def test_kafka_unreachable_ends_with_one_line(tmp_path, command, listen):
+    """Kafka not there (refused, or a port that never answers): one line naming it and exit
+    code 4 after the connect timeout, not kafka-python's 30 s of retries and a traceback."""
+    source = tmp_path / "one.jsonl"
+    source.write_bytes(_line(10) + b"\n")
+    with _port(listen) as port:
+        args = [command, "--bootstrap", f"127.0.0.1:{port}", "--connect-timeout", "1"]
+        if command == "produce":
+            args += ["--source", str(source)]
+        result = runner.invoke(app, args)
+    _one_line_unreachable(result, "Kafka")
+    assert f"127.0.0.1:{port}" in result.output and "within 1 s" in result.output
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("listen", [False, True], ids=["refused", "silent"])
+def test_influxdb_unreachable_at_worker_start_ends_with_one_line(monkeypatch, listen):
+    """The worker checks InfluxDB's ``/ping`` before it starts (Kafka faked as reachable)."""
+    monkeypatch.setattr("streams.topics.ensure_topics", lambda *a, **k: [])
+    with _port(listen) as port:
+        monkeypatch.setenv("PERFCAST_INFLUX_URL", f"http://127.0.0.1:{port}")
+        result = runner.invoke(app, ["worker", "--connect-timeout", "1"])
+    _one_line_unreachable(result, "InfluxDB")
+
+
+def test_connect_timeout_is_a_setting(tmp_path):
+    from streams.config import ConfigError, load_config
+
+    path = tmp_path / "c.toml"
+    path.write_text("[kafka]\nconnect_timeout_s = 2.5\n[influxdb]\nconnect_timeout_s = 3\n")
+    cfg = load_config(path, env={})
+    assert (cfg.kafka.connect_timeout_s, cfg.influxdb.connect_timeout_s) == (2.5, 3.0)
+    assert load_config(None, env={}).kafka.connect_timeout_s == 10.0
+    path.write_text("[kafka]\nconnect_timeout_s = -1\n")
+    with pytest.raises(ConfigError, match="kafka.connect_timeout_s"):
+        load_config(path, env={})
