@@ -79,8 +79,41 @@ def _fmt(value: Any, spec: str = ".3f", none: str = "-") -> str:
     return none if value is None else format(value, spec)
 
 
+def _count(value: Any) -> str:
+    """A population in at most 6 characters: ``950``, ``12.5k``, ``3.1M``."""
+    if value is None:
+        return "-"
+    n = float(value)
+    if abs(n) < 10_000:
+        return f"{n:.0f}"
+    for scale, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(n) >= scale:
+            v = n / scale
+            return f"{v:.1f}{unit}" if abs(v) < 99.95 else f"{v:.0f}{unit}"
+    return f"{n:.0f}"                                   # pragma: no cover
+
+
+def _minutes(seconds: float) -> str:
+    """A time to breach in at most 6 characters: ``42s``, ``3.6m``, ``5.2h``, ``12d``."""
+    if seconds < 60:
+        return f"{seconds:.0f}s"
+    if seconds < 6000:
+        return f"{seconds / 60:.1f}m" if seconds < 600 else f"{seconds / 60:.0f}m"
+    if seconds < 86_400:
+        return f"{seconds / 3600:.1f}h"
+    return f"{seconds / 86_400:.0f}d"
+
+
 class _LiveView:
-    """Last predictions and alerts as a rich table."""
+    """Last predictions and alerts as a rich table, readable in an 80-column terminal: short
+    headers, no vertical rules, the system column only when there are several systems (the
+    title names a single one), long names cut with an ellipsis, nothing wrapped."""
+
+    #: (header, justify, widest cell); headers are at most 6 characters
+    COLUMNS = (("time", "left", 5), ("system", "left", 12), ("users", "right", 7),
+               ("fcst", "right", 7), ("model", "left", 5), ("R meas", "right", 6),
+               ("R pred", "right", 6), ("cap", "right", 7), ("breach", "right", 6),
+               ("bneck", "left", 8), ("sw P", "right", 4), ("I max", "right", 6))
 
     def __init__(self, title: str) -> None:
         self.title = title
@@ -92,26 +125,36 @@ class _LiveView:
         self.alerts += out.alerts
 
     def render(self) -> Table:
-        table = Table(title=self.title, caption=self._caption())
-        for name in ("time (UTC)", "system", "users", "forecast", "model", "R meas (s)",
-                     "R pred (s)", "capacity", "breach in", "bottleneck", "switch P",
-                     "I (max tier)"):
-            table.add_column(name, justify="right")
-        for p in self.rows[-12:]:
+        from rich import box
+
+        rows = self.rows[-12:]
+        several = len({p["system"] for p in rows}) > 1
+        table = Table(title=self.title, caption=self._caption(), box=box.SIMPLE_HEAD,
+                      padding=(0, 1), pad_edge=False, show_edge=False, collapse_padding=True,
+                      caption_justify="left")
+        for name, justify, widest in self.COLUMNS:
+            if name == "system" and not several:
+                continue
+            table.add_column(name, justify=justify, no_wrap=True, overflow="ellipsis",
+                             max_width=widest)
+        for p in rows:
             meas = [c for c in p["classes"].values() if c["response_time_measured"] is not None]
             x = sum(c["throughput_measured"] or 0 for c in meas)
             r_meas = sum((c["throughput_measured"] or 0) * c["response_time_measured"]
                          for c in meas) / x if x else None
             ttb = p.get("time_to_breach_s")
             idcs = [t["idc"] for t in p["tiers"].values() if t["idc"] is not None]
-            table.add_row(format_time(p["time"])[11:19], escape(p["system"]), str(p["users"]),
-                          str(p["users_forecast"]), p["model"], _fmt(r_meas),
-                          _fmt(p["response_time"]), _fmt(p["capacity_users"], "d"),
-                          "now" if ttb == 0 else _fmt(None if ttb is None else ttb / 60, ".1f")
-                          + ("" if ttb is None else " min"),
-                          escape(str(p["bottleneck_tier"])),
-                          _fmt(p["bottleneck_switch_probability"], ".2f"),
-                          _fmt(max(idcs) if idcs else None, ".1f"))
+            idc = max(idcs) if idcs else None
+            cells = [format_time(p["time"])[11:16], escape(p["system"]), _count(p["users"]),
+                     _count(p["users_forecast"]), p["model"], _fmt(r_meas),
+                     _fmt(p["response_time"]), _count(p["capacity_users"]),
+                     "now" if ttb == 0 else ("-" if ttb is None else _minutes(ttb)),
+                     escape(str(p["bottleneck_tier"])),
+                     _fmt(p["bottleneck_switch_probability"], ".2f"),
+                     _fmt(idc, ".1f" if idc is not None and idc < 100 else ".0f")]
+            if not several:
+                del cells[1]
+            table.add_row(*cells)
         return table
 
     def _caption(self) -> str:

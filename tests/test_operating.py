@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import socket
+import subprocess
+import sys
 from dataclasses import fields
 from pathlib import Path
 
@@ -233,3 +236,36 @@ def test_connect_timeout_is_a_setting(tmp_path):
     path.write_text("[kafka]\nconnect_timeout_s = -1\n")
     with pytest.raises(ConfigError, match="kafka.connect_timeout_s"):
         load_config(path, env={})
+
+
+# -- the demo's live table in an 80-column terminal ------------------------------------------
+
+@pytest.mark.timeout(300)
+def test_demo_live_table_fits_80_columns(tmp_path):
+    """``COLUMNS=80 perfcast demo``: no line is wider than 80 characters, every header and
+    every cell of the table whole (no ellipsis, no wrapped cell)."""
+    env = {**os.environ, "COLUMNS": "80", "PYTHONPATH": str(ROOT)}
+    env.pop("LINES", None)
+    proc = subprocess.run([sys.executable, "-m", "streams.cli", "demo", "--duration-s", "1500",
+                           "--out", str(tmp_path / "demo")], env=env, cwd=ROOT,
+                          capture_output=True, text=True, encoding="utf-8")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert max(len(x) for x in lines) <= 80, [x for x in lines if len(x) > 80]
+    header = next(i for i, x in enumerate(lines) if x.startswith("time "))
+    names = [name for name, _, _ in cli._LiveView.COLUMNS if name != "system"]
+    assert lines[header].split() == " ".join(names).split()
+    rows = [x for x in lines[header + 2:] if re.match(r"\d\d:\d\d ", x)]
+    assert len(rows) >= 10
+    for row in rows:
+        cells = row.split()
+        assert len(cells) == len(names) and "…" not in row, row
+        assert cells[3] in ("mva", "map")
+
+
+def test_live_table_cells_stay_short():
+    """Populations and times to breach of any size keep to their column's width."""
+    assert [cli._count(v) for v in (0, 950, 9999, 12_500, 999_999, 3_100_000, 10 ** 9)] \
+        == ["0", "950", "9999", "12.5k", "1000k", "3.1M", "1.0G"]
+    assert [cli._minutes(s) for s in (42, 216, 3000, 7200, 86_400 * 30)] \
+        == ["42s", "3.6m", "50m", "2.0h", "30d"]
