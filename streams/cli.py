@@ -312,7 +312,8 @@ def report(store: Path = typer.Option(..., help="an embedded run's SQLite store 
         console.print(f"[red]report:[/red] cannot write {escape(str(out))!r} "
                       f"({escape(err.strerror or str(err))})")
         raise typer.Exit(2) from None
-    systems = ", ".join(s.name for s in data.systems)
+    systems = ", ".join(s.name for s in data.systems[:5]) + (
+        f" and {len(data.systems) - 5} more" if len(data.systems) > 5 else "")
     console.print(f"report of {len(data.systems)} system{'s' if len(data.systems) != 1 else ''}"
                   f" ({escape(systems)}): {escape(str(out))}")
 

@@ -24,7 +24,7 @@ import html
 import math
 import re
 import sqlite3
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -44,6 +44,21 @@ SYSTEM_CHARTS = ("response_time", "capacity", "throughput", "utilization", "disp
 _TABLES = ("prediction", "class_prediction", "tier_prediction", "demand", "alert")
 #: most points drawn per series (longer series are thinned to the min and max of buckets)
 MAX_POINTS = 800
+#: the page's size bound, bytes (docs/report.md): whatever the store holds -- its time span,
+#: its systems, classes, tiers and alerts -- the report is at most this large. Beyond the caps
+#: below, what is left out is named on the page (the store still has everything)
+MAX_REPORT_BYTES = 20_000_000
+#: systems drawn in their own section, most urgent first (:func:`_urgency`); every section
+#: must also fit in what the rest of the page leaves of :data:`MAX_REPORT_BYTES`
+MAX_SYSTEM_SECTIONS = 100
+#: systems listed in the overview table, and drawn in its charts, most urgent first
+MAX_OVERVIEW_ROWS, MAX_OVERVIEW_SERIES = 1000, 10
+#: alert state changes listed (page, and per system), most recent first; timeline rows
+MAX_ALERT_ROWS, MAX_SYSTEM_ALERT_ROWS, MAX_TIMELINE_ROWS = 500, 100, 60
+#: classes and tiers drawn in a system's charts (the busiest classes; tiers in order)
+MAX_CHART_CLASSES, MAX_CHART_TIERS = 12, 12
+#: names listed in a section's header line
+MAX_NAMES_LISTED = 30
 
 #: colour-blind safe palette (Okabe & Ito), then darker fallbacks
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#7F6D00",
@@ -299,16 +314,22 @@ def _log_label(value: float) -> str:
 
 #: time-axis steps, seconds
 _TIME_STEPS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600,
-               43200, 86400, 172800, 604800)
+               43200, 86400, 172800, 604800, 2_592_000, 7_776_000, 31_536_000)
 
 
 def time_ticks(t0: float, t1: float, count: int = 8) -> tuple[list[float], str]:
     """Tick times on whole UTC minutes/hours/days and their ``strftime`` format."""
     span = max(t1 - t0, 1.0)
-    step = next((s for s in _TIME_STEPS if span / s <= count), _TIME_STEPS[-1])
+    step = next((s for s in _TIME_STEPS if span / s <= count), None)
+    if step is None:            # years and beyond: a nice number of 365-day years
+        step = _nice_step(span / _TIME_STEPS[-1], count) * _TIME_STEPS[-1]
+        while span / step > count:
+            step *= 2
     first = math.ceil(t0 / step) * step
     ticks = [first + i * step for i in range(int((t1 - first) // step) + 1)]
-    if step >= 86400:
+    if step >= 2_592_000:
+        fmt = "%Y-%m-%d"
+    elif step >= 86400:
         fmt = "%m-%d"
     elif utc(t0, "%Y%m%d") != utc(t1, "%Y%m%d"):
         fmt = "%m-%d %H:%M"
@@ -381,7 +402,10 @@ def _thin(times: Sequence[float], values: Sequence[float | None],
         if known:
             keep.add(min(known, key=lambda i: values[i]))     # type: ignore[arg-type,return-value]
             keep.add(max(known, key=lambda i: values[i]))     # type: ignore[arg-type,return-value]
-        keep.update(i for i in idx if values[i] is None)
+        # a gap (no value) is kept once per bucket: enough to break the line there
+        gap = next((i for i in idx if values[i] is None), None)
+        if gap is not None:
+            keep.add(gap)
     order = sorted(keep)
     return [times[i] for i in order], [values[i] for i in order]
 
@@ -501,7 +525,12 @@ class TimeChart:
 
     def _band(self, s: Series, y: Callable[[float], float]) -> str:
         out, run = [], []
-        for t, lo, hi in zip(s.times, s.lower, s.upper):
+        times, lower = _thin(s.times, s.lower)
+        upper = list(s.upper)
+        if len(times) < len(s.times):       # thinned: the upper bound at the kept times
+            at = {t: i for i, t in enumerate(s.times)}
+            upper = [s.upper[at[t]] for t in times]
+        for t, lo, hi in zip(times, lower, upper):
             if lo is None or hi is None:
                 if run:
                     out.append(run)
@@ -720,7 +749,7 @@ def alert_timeline(data: StoreData) -> str:
     if t1 <= t0:
         t0, t1 = t0 - 30.0, t1 + 30.0
     rows: list[tuple[str, list[Episode]]] = []
-    for s in data.systems:
+    for s in sorted(data.systems, key=_urgency):
         by_row: dict[str, list[Episode]] = {}
         for e in episodes(s):
             by_row.setdefault(f"{s.name} · {e.row}", []).append(e)
@@ -728,6 +757,8 @@ def alert_timeline(data: StoreData) -> str:
                                               "model_error").index(by_row[k][0].alert)
                        if by_row[k][0].alert in ALERT_COLORS else 9)
         rows += [(k, by_row[k]) for k in order]
+    hidden = len(rows) - MAX_TIMELINE_ROWS
+    rows = rows[:MAX_TIMELINE_ROWS]
     left, right, top, row_h, width = 230, 16, 10, 24, 1000
     plot_w = width - left - right
     height = top + row_h * max(len(rows), 1) + 40
@@ -746,6 +777,9 @@ def alert_timeline(data: StoreData) -> str:
     if not rows:
         out.append(f'<text x="{left + plot_w / 2:.1f}" y="{top + row_h / 2 + 4:.1f}" '
                    f'class="no-data" text-anchor="middle">no alert fired</text>')
+    if hidden > 0:
+        out.append(f'<text x="{left}" y="{height - 4}" class="tick">+{hidden} more rows '
+                   f'(size bound)</text>')
     for i, (label, eps) in enumerate(rows):
         yy = top + i * row_h
         out.append(f'<text x="{left - 8}" y="{yy + row_h / 2 + 4:.1f}" class="row-label" '
@@ -783,7 +817,10 @@ def _alert_value(a: Mapping[str, Any], key: str) -> str:
     return f"{100 * v:.0f}%"
 
 
-def alert_table(alerts: Iterable[Mapping[str, Any]], with_system: bool) -> str:
+def alert_table(alerts: Iterable[Mapping[str, Any]], with_system: bool,
+                total: int | None = None) -> str:
+    """The alert state changes as a table; ``total``: how many there are when ``alerts`` is
+    a part of them (the rest are named as left out)."""
     head = ["time (UTC)"] + (["system"] if with_system else []) + [
         "alert", "state", "class", "tier", "value", "threshold", "summary"]
     rows = []
@@ -798,8 +835,11 @@ def alert_table(alerts: Iterable[Mapping[str, Any]], with_system: bool) -> str:
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     if not rows:
         return '<p class="empty">No alert changed state.</p>'
+    more = (total or 0) - len(rows)
     return (f'<table class="alerts"><thead><tr>{"".join(f"<th>{h}</th>" for h in head)}'
-            f'</tr></thead><tbody>{"".join(rows)}</tbody></table>')
+            f'</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+            + (f'<p class="flags">the {len(rows)} most recent of {total} state changes (the '
+               f'report\'s size bound; the store has them all)</p>' if more > 0 else ""))
 
 
 # -- per-system charts ---------------------------------------------------------------------------
@@ -840,8 +880,10 @@ class _Charts:
         self.markers = _alert_markers(system)
         self.spans = [Span(a, b, RED, "SLA broken (measured)")
                       for a, b in breach_spans(system, self.t1)]
-        self.class_colors = _colors(system.classes)
-        self.tier_colors = _colors(system.tiers)
+        self.classes = _busiest(system.classes, MAX_CHART_CLASSES)
+        self.tiers = list(system.tiers)[:MAX_CHART_TIERS]
+        self.class_colors = _colors(self.classes)
+        self.tier_colors = _colors(self.tiers)
 
     def chart(self, key: str, title: str, y_label: str, **kw: Any) -> TimeChart:
         kw.setdefault("markers", self.markers)
@@ -851,7 +893,8 @@ class _Charts:
     def _measured_vs_predicted(self, key: str) -> list[Series]:
         """Per class: ``key_measured`` as points, ``key`` (the model now) dashed."""
         series = []
-        for cls, rows in self.s.classes.items():
+        for cls in self.classes:
+            rows = self.s.classes[cls]
             c = self.class_colors[cls]
             series += [Series("measured", *_col(rows, f"{key}_measured"), c, "points",
                               group=cls),
@@ -871,7 +914,8 @@ class _Charts:
 
     def utilization(self) -> TimeChart:
         series = []
-        for tier, rows in self.s.tiers.items():
+        for tier in self.tiers:
+            rows = self.s.tiers[tier]
             c = self.tier_colors[tier]
             series += [Series("measured", *_col(rows, "utilization_measured", 100), c,
                               "points", group=tier),
@@ -886,8 +930,8 @@ class _Charts:
 
     def dispersion(self) -> TimeChart:
         thr = self.s.thresholds.idc
-        series = [Series(tier, *_col(rows, "idc"), self.tier_colors[tier], "points")
-                  for tier, rows in self.s.tiers.items()]
+        series = [Series(tier, *_col(self.s.tiers[tier], "idc"), self.tier_colors[tier],
+                         "points") for tier in self.tiers]
         return self.chart(
             "dispersion", "Index of dispersion per tier vs the bursty threshold",
             "index of dispersion I (log)", series=series, log=True,
@@ -899,7 +943,10 @@ class _Charts:
 
     def demand(self, tier: str) -> TimeChart:
         series = []
-        for cls, rows in self.s.demands.get(tier, {}).items():
+        per_class = self.s.demands.get(tier, {})
+        for cls in [c for c in self.classes if c in per_class] or list(per_class)[
+                :MAX_CHART_CLASSES]:
+            rows = per_class[cls]
             c = self.class_colors.get(cls, GREY)
             t, k = _col(rows, "kalman", 1000)
             _, sd = _col(rows, "std", 1000)
@@ -919,9 +966,10 @@ class _Charts:
         series = [Series("bottleneck-switch probability",
                          *_col(self.s.predictions, "bottleneck_switch_probability"), INK,
                          "line", width=2.5)]
-        series += [Series(f"{tier} is the bottleneck", *_col(rows, "bottleneck_probability"),
+        series += [Series(f"{tier} is the bottleneck",
+                          *_col(self.s.tiers[tier], "bottleneck_probability"),
                           self.tier_colors[tier], "dashed")
-                   for tier, rows in self.s.tiers.items()]
+                   for tier in self.tiers]
         return self.chart("bottleneck", "Bottleneck-switch probability (at the breach point)",
                           "probability", series=series, y_max=1.0,
                           note="1 − max<sub>m</sub> B<sub>m</sub>: the chance that the "
@@ -952,13 +1000,42 @@ class _Charts:
                           rules=[Rule(100 * thr, f"model_error_threshold {100 * thr:g}%")])
 
     def all(self) -> list[TimeChart]:
-        tiers = list(self.s.tiers) + [t for t in self.s.demands if t not in self.s.tiers]
+        tiers = (self.tiers + [t for t in self.s.demands if t not in self.s.tiers])[
+            :MAX_CHART_TIERS]
         return ([self.response_time(), self.capacity(), self.throughput(), self.utilization(),
                  self.dispersion()] + [self.demand(t) for t in tiers]
                 + [self.bottleneck(), self.model_error()])
 
 
 # -- page ------------------------------------------------------------------------------------
+
+def _busiest(classes: Mapping[str, list[dict[str, Any]]], limit: int) -> list[str]:
+    """The ``limit`` classes with the most measured throughput at their last solve (all
+    when there are no more), in the store's order."""
+    if len(classes) <= limit:
+        return list(classes)
+    load = {c: (rows[-1].get("throughput_measured") or 0.0) if rows else 0.0
+            for c, rows in classes.items()}
+    keep = set(sorted(classes, key=lambda c: -load[c])[:limit])
+    return [c for c in classes if c in keep]
+
+
+def _names(names: Iterable[str], what: str) -> str:
+    """At most :data:`MAX_NAMES_LISTED` names, then how many more."""
+    names = list(names)
+    shown = ", ".join(names[:MAX_NAMES_LISTED])
+    more = len(names) - MAX_NAMES_LISTED
+    return _esc(shown) + (f" and {more} more {what}" if more > 0 else "")
+
+
+def _urgency(system: SystemData) -> tuple[float, float, str]:
+    """Sort key, most urgent first: the soonest breach, then the least headroom."""
+    p = system.latest()
+    ttb = p.get("time_to_breach_s")
+    headroom = p.get("headroom_users")
+    return (math.inf if ttb is None else float(ttb),
+            math.inf if headroom is None else float(headroom), system.name)
+
 
 def _slug(name: str, index: int) -> str:
     return f"system-{index}-" + (re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "x")
@@ -1044,34 +1121,51 @@ def _story_html(system: SystemData) -> str:
 
 def _system_section(system: SystemData, index: int) -> str:
     slug = _slug(system.name, index)
-    charts = _Charts(system).all()
+    drawn = _Charts(system)
+    charts = drawn.all()
     figures = "".join(c.html(f"{slug}-clip-{i}") for i, c in enumerate(charts))
     p = system.latest()
     flags = p.get("flags")
     flag_html = f'<p class="flags">model caveats at the last solve: {_esc(flags)}</p>' \
         if flags else ""
-    hist = alert_table(system.alerts[::-1], with_system=False)
+    hist = alert_table(system.alerts[::-1][:MAX_SYSTEM_ALERT_ROWS], with_system=False,
+                       total=len(system.alerts))
     return (f'<section class="system" id="{slug}" data-system="{_esc(system.name)}">'
             f'<h2>System <span class="name">{_esc(system.name)}</span></h2>'
             f'<p class="meta">{len(system.predictions)} solves, {utc(system.start)} – '
             f'{utc(system.end)} UTC; last solve {utc(p["time"])} UTC; tiers '
-            f'{_esc(", ".join(system.tiers))}; classes {_esc(", ".join(system.classes))}'
+            f'{_names(system.tiers, "tiers")}; classes {_names(system.classes, "classes")}'
             f'{"; " + str(system.deadletters) + " dead letters" if system.deadletters else ""}'
-            f'</p>{_tiles(system)}{_story_html(system)}{flag_html}'
+            f'</p>{_drawn_note(system, drawn)}{_tiles(system)}{_story_html(system)}{flag_html}'
             f'<div class="charts">{figures}</div>'
             f'<h3>Alert history</h3>{hist}</section>')
 
 
-def _overview(data: StoreData, slugs: list[str]) -> str:
+def _drawn_note(system: SystemData, drawn: "_Charts") -> str:
+    left = [f"{len(drawn.classes)} busiest of {len(system.classes)} classes"
+            if len(drawn.classes) < len(system.classes) else "",
+            f"first {len(drawn.tiers)} of {len(system.tiers)} tiers"
+            if len(drawn.tiers) < len(system.tiers) else ""]
+    left = [x for x in left if x]
+    return (f'<p class="flags">charts show the {" and the ".join(left)} (the report\'s '
+            f'size bound)</p>') if left else ""
+
+
+def _overview(data: StoreData, slugs: Mapping[str, str]) -> str:
+    """The overview table (the :data:`MAX_OVERVIEW_ROWS` most urgent systems; ``slugs``:
+    the sections drawn) and its charts (the :data:`MAX_OVERVIEW_SERIES` most urgent)."""
+    ranked = sorted(data.systems, key=_urgency)
     rows = []
-    for s, slug in zip(data.systems, slugs):
+    for s in ranked[:MAX_OVERVIEW_ROWS]:
+        slug = slugs.get(s.name)
         p = s.latest()
         head_tone, ttb_tone = _tones(p)
         bursty = ", ".join(f"{t} (I = {_num(i, '.3g')})" for t, i in _bursty(s)) or "none"
         active = _active_alerts(s)
         alerts = "".join(f'<span class="pill {"bad" if e.alert == "current_breach" else "warn"}'
                          f'">{_esc(e.row)}</span>' for e in active) or "none"
-        cells = [f'<a href="#{slug}">{_esc(s.name)}</a>', _num(p.get("users")),
+        name = f'<a href="#{slug}">{_esc(s.name)}</a>' if slug else _esc(s.name)
+        cells = [name, _num(p.get("users")),
                  _num(p.get("capacity_users")),
                  f'<span class="{head_tone}">{_num(p.get("headroom_users"))}</span>',
                  f'<span class="{ttb_tone}">{_esc(_time_to_breach(p.get("time_to_breach_s")))}'
@@ -1082,24 +1176,31 @@ def _overview(data: StoreData, slugs: list[str]) -> str:
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     head = ["system", "users", "capacity", "headroom", "time to breach", "model",
             "bottleneck", "switch P", "model error", "active alerts", "bursty tiers"]
+    more = len(ranked) - MAX_OVERVIEW_ROWS
     table = (f'<table class="overview"><thead><tr>{"".join(f"<th>{h}</th>" for h in head)}'
-             f'</tr></thead><tbody>{"".join(rows)}</tbody></table>')
-    colors = _colors(s.name for s in data.systems)
+             f'</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+             + (f'<p class="flags">{more} more systems, further from a breach, are not listed '
+                f'(the report\'s size bound; the store has them all)</p>' if more > 0 else ""))
+    charted = ranked[:MAX_OVERVIEW_SERIES]
+    colors = _colors(s.name for s in charted)
     t0, t1 = data.start, data.end
     headroom = TimeChart("headroom", "Headroom over time (users below capacity)", "users",
                          t0, t1, y_min=None, series=[
                              Series(s.name, *_col(s.predictions, "headroom_users"),
-                                    colors[s.name], "line") for s in data.systems],
+                                    colors[s.name], "line") for s in charted],
                          rules=[Rule(0.0, "capacity reached")])
     horizons = sorted({p["horizon_s"] for s in data.systems for p in s.predictions
                        if p.get("horizon_s")})
     cap = 3 * max(horizons, default=900.0) / 60
+    most = (f" ({len(charted)} most urgent systems of {len(ranked)})"
+            if len(charted) < len(ranked) else "")
+    headroom = replace(headroom, title=headroom.title + most)
     ttb = TimeChart("time_to_breach", "Time to SLA breach over time (gaps: no breach "
-                    "ahead; axis ends at 3× the horizon)", "minutes", t0, t1,
+                    f"ahead; axis ends at 3× the horizon){most}", "minutes", t0, t1,
                     y_max=cap, series=[
                         Series(s.name, *_capped(_col(s.predictions, "time_to_breach_s", 1 / 60),
                                                 cap), colors[s.name], "points")
-                        for s in data.systems],
+                        for s in charted],
                     rules=[Rule(h / 60, f"horizon {duration(h)}", AMBER) for h in horizons])
     return (f'<section id="overview"><h2>Overview</h2>'
             f'<p class="meta">At each system\'s last solve. Headroom = capacity − users; '
@@ -1110,13 +1211,15 @@ def _overview(data: StoreData, slugs: list[str]) -> str:
 
 def _alerts_section(data: StoreData) -> str:
     every = sorted((a for s in data.systems for a in s.alerts), key=lambda a: a["time"])
+    shown = every[-MAX_ALERT_ROWS:]
     kinds = legend([(ALERT_NAMES[k], "color", c) for k, c in ALERT_COLORS.items()])
     return (f'<section id="alerts"><h2>Alerts on the timeline</h2>'
             f'<p class="meta">Each bar runs from the solve at which perfcast\'s alert fired to '
             f'the one at which it resolved (solid to the end: still firing). Hover for the '
             f'summary.</p>{kinds}<figure class="chart wide" data-chart="alert_timeline">'
             f'{alert_timeline(data)}</figure>'
-            f'<h3>Every alert state change</h3>{alert_table(every, with_system=True)}</section>')
+            f'<h3>Every alert state change</h3>'
+            f'{alert_table(shown, with_system=True, total=len(every))}</section>')
 
 
 _CSS = """
@@ -1191,30 +1294,60 @@ footer{color:var(--muted);padding:0 28px 24px;font-size:12px}
 
 
 def render_report(data: StoreData) -> str:
-    """The whole page as one HTML string (no external resource)."""
-    slugs = [_slug(s.name, i) for i, s in enumerate(data.systems)]
-    nav = "".join([f'<a href="#{s}">{s.capitalize()}</a>' for s in SECTIONS] + [
-        f'<a href="#{slug}">System {_esc(s.name)}</a>' for s, slug in zip(data.systems, slugs)])
-    solves = sum(len(s.predictions) for s in data.systems)
-    alerts = sum(len(s.alerts) for s in data.systems)
-    thr = ("from the configuration" if data.thresholds_source == "configuration" else
-           "perfcast's defaults (pass --config for a system's own)")
-    body = (f'<header><h1>perfcast report</h1><p>store <code>{_esc(data.path)}</code> · '
-            f'{utc(data.start)} – {utc(data.end)} UTC · {len(data.systems)} '
-            f'system{"s" if len(data.systems) != 1 else ""} · {solves} solves · {alerts} '
-            f'alert state changes · {data.deadletters} dead letters</p></header>'
-            f'<nav>{nav}</nav><main>{_overview(data, slugs)}{_alerts_section(data)}'
-            + "".join(_system_section(s, i) for i, s in enumerate(data.systems))
-            + f'</main><footer>Rendered by <code>perfcast report</code> from the embedded '
-              f'store; thresholds idc_threshold and model_error_threshold: {thr}. Measured '
-              f'values are per solve interval; predicted ones are the model at the measured '
-              f'population. Times are event times (UTC).</footer>')
-    return ('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-            '<meta name="viewport" content="width=device-width, initial-scale=1">'
-            '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
-            'style-src \'unsafe-inline\'; img-src data:">'
-            f'<title>perfcast report: {_esc(", ".join(s.name for s in data.systems))}</title>'
-            f'<style>{_CSS}</style></head><body>{body}</body></html>\n')
+    """The whole page as one HTML string (no external resource), at most
+    :data:`MAX_REPORT_BYTES` bytes: systems get their own section most urgent first, as many
+    as :data:`MAX_SYSTEM_SECTIONS` and the bound allow; the page names the ones left out."""
+    ranked = sorted(data.systems, key=_urgency)
+    index = {id(s): i for i, s in enumerate(data.systems)}
+    sections: list[tuple[SystemData, str, str]] = []
+    for s in ranked[:MAX_SYSTEM_SECTIONS]:
+        i = index[id(s)]
+        sections.append((s, _slug(s.name, i), _system_section(s, i)))
+
+    def page(chosen: list[tuple[SystemData, str, str]]) -> str:
+        slugs = {s.name: slug for s, slug, _ in chosen}
+        left = len(data.systems) - len(chosen)
+        nav = "".join([f'<a href="#{s}">{s.capitalize()}</a>' for s in SECTIONS] + [
+            f'<a href="#{slug}">System {_esc(s.name)}</a>' for s, slug, _ in chosen])
+        solves = sum(len(s.predictions) for s in data.systems)
+        alerts = sum(len(s.alerts) for s in data.systems)
+        thr = ("from the configuration" if data.thresholds_source == "configuration" else
+               "perfcast's defaults (pass --config for a system's own)")
+        omitted = (f'<p class="flags">{left} of {len(data.systems)} systems have no section '
+                   f'here: the report is kept under {MAX_REPORT_BYTES / 1e6:g} MB, so it draws '
+                   f'the {len(chosen)} nearest to a breach (the store has them all; '
+                   f'<code>perfcast report</code> of a smaller store draws every one).</p>'
+                   if left else "")
+        body = (f'<header><h1>perfcast report</h1><p>store <code>{_esc(data.path)}</code> · '
+                f'{utc(data.start)} – {utc(data.end)} UTC · {len(data.systems)} '
+                f'system{"s" if len(data.systems) != 1 else ""} · {solves} solves · {alerts} '
+                f'alert state changes · {data.deadletters} dead letters</p>{omitted}</header>'
+                f'<nav>{nav}</nav><main>{_overview(data, slugs)}{_alerts_section(data)}'
+                + "".join(html_ for _, _, html_ in chosen)
+                + f'</main><footer>Rendered by <code>perfcast report</code> from the embedded '
+                  f'store; thresholds idc_threshold and model_error_threshold: {thr}. Measured '
+                  f'values are per solve interval; predicted ones are the model at the measured '
+                  f'population. Times are event times (UTC).</footer>')
+        names = [s.name for s in data.systems[:5]]
+        title = ", ".join(names) + (f" and {len(ranked) - 5} more" if len(ranked) > 5 else "")
+        return ('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+                '<meta name="viewport" content="width=device-width, initial-scale=1">'
+                '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+                'style-src \'unsafe-inline\'; img-src data:">'
+                f'<title>perfcast report: {_esc(title)}</title>'
+                f'<style>{_CSS}</style></head><body>{body}</body></html>\n')
+
+    # the page without sections, then sections while they fit (a few KB of slack for the
+    # navigation links and the note on what was left out)
+    budget = MAX_REPORT_BYTES - len(page([]).encode("utf-8")) - 64_000
+    chosen = []
+    for s, slug, html_ in sections:
+        size = len(html_.encode("utf-8")) + 2 * len(slug) + 4 * len(s.name) + 100
+        if size <= budget:
+            chosen.append((s, slug, html_))
+            budget -= size
+    chosen.sort(key=lambda c: index[id(c[0])])          # in the store's order
+    return page(chosen)
 
 
 def write_report(store: str | Path, out: str | Path, config: Config | None = None) -> StoreData:
