@@ -3,7 +3,11 @@
 The dispersion estimate (paper 000 Fig. 2), the busy-time p95 and the sliding regression need
 the last few thousand windows of a tier: ``U_k``, ``n_k`` per class and ``T``. They are kept in
 one ring of whole chunks of :data:`CHUNK` windows: chunk ``k`` (windows ``k CHUNK ..``) lives in
-slot ``k mod slots``. A durable store (the Faust worker's changelog-backed table) writes only
+slot ``k mod slots``. The ring grows as windows arrive (doubling, whole chunks) up to its
+full size, so a tier holds memory for the windows it has, not for ``capacity``: 100,000
+systems of one window each would otherwise preallocate ~100 KB per tier (14.4 GB in all).
+Until the ring is full, window ``i`` sits at row ``i``, which is also where the full ring puts
+it, so growing moves nothing. A durable store (the Faust worker's changelog-backed table) writes only
 the chunks a batch touched, not the whole history, so the state written per window stays
 constant however long the history is; the estimators read the ring as arrays.
 """
@@ -65,14 +69,25 @@ class WindowHistory:
         self.capacity = int(capacity)
         self.seq = 0                               # windows appended so far
         self.slots = -(-self.capacity // CHUNK) + 1
-        rows = self.slots * CHUNK
-        self._u, self._w, self._c = np.zeros(rows), np.zeros(rows), np.zeros(rows)
-        self._x = np.zeros((rows, 0))
+        self._full = self.slots * CHUNK            # rows of the ring once grown
+        self._u, self._w, self._c = np.zeros(0), np.zeros(0), np.zeros(0)
+        self._x = np.zeros((0, 0))
         self._oldest = 0                           # oldest chunk kept
         self._dirty: set[int] = set()
         self._dropped: set[int] = set()
 
     # -- writing -----------------------------------------------------------------------------
+    def _grow(self, need: int) -> None:
+        """Room for rows ``0 .. need - 1``: double (whole chunks), at most the full ring. Only
+        called before the ring is full, when no row has wrapped: rows keep their places."""
+        rows = self._u.shape[0]
+        size = min(self._full, max(need, 2 * rows, CHUNK))
+        size = min(self._full, -(-size // CHUNK) * CHUNK)
+        u, w, c = np.zeros(size), np.zeros(size), np.zeros(size)
+        x = np.zeros((size, self._x.shape[1]))
+        u[:rows], w[:rows], c[:rows], x[:rows] = self._u, self._w, self._c, self._x
+        self._u, self._w, self._c, self._x = u, w, c, x
+
     def append(self, utilization: float, window_s: float, cores: float,
                completions: list[float]) -> None:
         """One window; ``completions`` aligned with the tier's class list at this time."""
@@ -85,6 +100,8 @@ class WindowHistory:
         count = int(utilization.shape[0])
         if count == 0:
             return
+        if self.seq + count > self._u.shape[0] and self._u.shape[0] < self._full:
+            self._grow(self.seq + count)
         width = completions.shape[1]
         if width > self._x.shape[1]:
             if self._x.shape[1] == 0:                 # first rows: no copy of an empty ring
@@ -117,7 +134,7 @@ class WindowHistory:
         first; completions zero-padded to ``n_classes``."""
         keep = min(self.capacity if last is None else last, self.seq, self.capacity)
         rows = self._u.shape[0]
-        start = (self.seq - keep) % rows
+        start = (self.seq - keep) % rows if rows else 0
         if start + keep <= rows:
             sel: Any = slice(start, start + keep)
         else:
