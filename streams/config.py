@@ -39,7 +39,7 @@ from typing import Any, Mapping
 
 from streams.records import MAX_UTILIZATION_TOLERANCE, UTILIZATION_TOLERANCE
 
-__all__ = ["SystemConfig", "KafkaSettings", "InfluxSettings", "Config", "load_config",
+__all__ = ["SystemConfig", "KafkaSettings", "InfluxSettings", "Config", "Limits", "load_config",
            "ConfigError", "ENVIRONMENT", "secret", "DEMAND_POLICIES", "BURSTY_DEMANDS"]
 
 #: how a tier's per-class demands enter the model (``demand_policy``, docs/accuracy.md
@@ -295,6 +295,47 @@ _SECRETS = {"PERFCAST_KAFKA_SASL_PASSWORD": ("kafka", "sasl_password"),
 
 
 @dataclass(frozen=True)
+class Limits:
+    """What one pipeline process keeps at most (``[limits]``; docs/configuration.md, "Limits
+    and memory"). A window beyond a limit is dead-lettered naming the limit; before a new
+    system is refused, systems idle for ``idle_system_s`` of event time (no window while the
+    stream's newest ``end`` advanced that far) are evicted -- their state dropped, a system
+    that comes back starts afresh -- and counted (``Pipeline.evicted``)."""
+
+    #: systems kept in memory
+    max_systems: int = 100_000
+    #: tiers per system
+    max_tiers: int = 64
+    #: request classes per tier
+    max_classes: int = 256
+    #: event-time seconds without a window after which a system may be evicted
+    idle_system_s: float = 86_400.0
+
+
+#: ``[limits]``: key -> (lowest, highest); whole numbers except ``idle_system_s``
+_LIMITS = {"max_systems": (1, 10_000_000), "max_tiers": (1, 4096), "max_classes": (1, 10_000),
+           "idle_system_s": (1.0, 366 * 86_400.0)}
+
+
+def _limits(raw: Any) -> Limits:
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"limits: must be a table, got {raw!r}")
+    values: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key not in _LIMITS:
+            raise ConfigError(f"limits.{key}: unknown setting (known: {sorted(_LIMITS)})")
+        low, high = _LIMITS[key]
+        if key == "idle_system_s":
+            values[key] = _within(value, f"limits.{key}", low, high, True, " seconds")
+        elif isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise ConfigError(f"limits.{key}: must be an integer within [{low}, {high:_}], "
+                              f"got {value!r}")
+        else:
+            values[key] = value
+    return Limits(**values)
+
+
+@dataclass(frozen=True)
 class Config:
     """Everything the pipeline reads: system defaults, per-system overrides, connections."""
 
@@ -306,6 +347,8 @@ class Config:
     #: above it dead-lettered (``[defaults] utilization_tolerance``, within ``[0, 0.1]``;
     #: :func:`streams.records.parse_window`)
     utilization_tolerance: float = UTILIZATION_TOLERANCE
+    #: what one pipeline process keeps at most (``[limits]``)
+    limits: Limits = field(default_factory=Limits)
 
     def system(self, name: str) -> SystemConfig:
         """Settings of system ``name`` (the defaults when it is not configured)."""
@@ -367,10 +410,10 @@ def load_config(path: str | Path | None = None,
             raise ConfigError(f"config: cannot read {str(path)!r} ({exc.strerror})") from None
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"config: {str(path)!r} is not valid TOML ({exc})") from None
-    unknown = sorted(set(raw) - {"defaults", "systems", "kafka", "influxdb"})
+    unknown = sorted(set(raw) - {"defaults", "systems", "kafka", "influxdb", "limits"})
     if unknown:
         raise ConfigError(f"{unknown[0]}: unknown section (known: defaults, systems, kafka, "
-                          "influxdb)")
+                          "influxdb, limits)")
     defaults_raw = raw.get("defaults", {})
     tolerance = UTILIZATION_TOLERANCE
     if isinstance(defaults_raw, Mapping):
@@ -385,4 +428,5 @@ def load_config(path: str | Path | None = None,
     systems = {name: _system(body, f"systems.{name}", defaults)
                for name, body in systems_raw.items()}
     return Config(defaults=defaults, systems=systems, utilization_tolerance=tolerance,
+                  limits=_limits(raw.get("limits", {})),
                   **_connections(raw, os.environ if env is None else env))

@@ -25,15 +25,19 @@ A batch runs in three passes:
 
 from __future__ import annotations
 
+import logging
+import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from streams.config import Config
 from streams.records import InvalidWindow, Window, _short, parse_window
-from streams.system import Outputs, SystemState, solve_systems
+from streams.system import Outputs, SystemState, _rejection, solve_systems
 from streams.tier import TierState, step_tiers
 
 __all__ = ["Pipeline", "dead_letter"]
+
+log = logging.getLogger("perfcast.pipeline")
 
 #: longest raw record, and longest offending value, kept in a dead letter (characters): a dead
 #: letter stays far below Kafka's default largest message (1 MB) whatever the input
@@ -121,6 +125,13 @@ class Pipeline:
         self.flagged: dict[int, tuple[str, ...]] = {}
         #: per record of the last batch: its system, ``None`` if it was invalid
         self.batch_systems: list[str | None] = []
+        #: newest window ``end`` per system in memory, and over all (event time)
+        self.last_seen: dict[str, float] = {}
+        self.newest_end = -math.inf
+        #: systems evicted for being idle (``[limits] idle_system_s``), since the start
+        self.evicted = 0
+        #: no system can be idle before the newest end reaches this (skips needless scans)
+        self._next_idle = -math.inf
 
     def system(self, name: str) -> SystemState:
         state = self.systems.get(name)
@@ -154,6 +165,48 @@ class Pipeline:
             self._flag_estimates(out.estimates)
         return out.ordered()
 
+    # -- limits ------------------------------------------------------------------------------
+    def _room_for(self, w: Window, busy: Mapping[str, Any]) -> dict[str, Any] | None:
+        """``None`` if a new system ``w.system`` may be kept (after evicting idle systems, not
+        those in ``busy``: the batch's), else the dead letter naming the limit."""
+        limits = self.config.limits
+        if len(self.systems) < limits.max_systems:
+            return None
+        self._evict_idle(busy)
+        if len(self.systems) < limits.max_systems:
+            return None
+        return _rejection(w, "system", f"system limit: {len(self.systems)} systems kept, none "
+                                       f"idle for {limits.idle_system_s:g} s of event time "
+                                       f"(limits.max_systems = {limits.max_systems}, "
+                                       f"limits.idle_system_s)")
+
+    def _evict_idle(self, busy: Mapping[str, Any]) -> None:
+        """Evict every system without a window for ``idle_system_s`` of event time."""
+        if self.newest_end < self._next_idle:
+            return
+        idle_s = self.config.limits.idle_system_s
+        cutoff = self.newest_end - idle_s
+        idle = [n for n, t in self.last_seen.items()
+                if t <= cutoff and n not in busy and not self._pinned(n)]
+        idle += [n for n in self.systems
+                 if n not in self.last_seen and n not in busy and not self._pinned(n)]
+        for name in idle:
+            self.evict(name)
+        if idle:
+            log.warning("evicted %d systems idle for %g s of event time (limits.max_systems "
+                        "= %d reached)", len(idle), idle_s, self.config.limits.max_systems)
+        self._next_idle = min(self.last_seen.values(), default=-math.inf) + idle_s
+
+    def _pinned(self, name: str) -> bool:
+        """A system that must not be evicted now (the worker's: changed, not yet stored)."""
+        return False
+
+    def evict(self, name: str) -> None:
+        """Drop system ``name``'s state (a window of it later starts it afresh)."""
+        self.systems.pop(name, None)
+        self.last_seen.pop(name, None)
+        self.evicted += 1
+
     def _flag_estimates(self, estimates: Tagged) -> None:
         """Copy the flags of the batch's flagged windows (a utilization clamped into [0, 1])
         into their estimate records, as ``flags``; records of other windows have no
@@ -170,6 +223,8 @@ class Pipeline:
         plans: dict[str, list[_Segment]] = {}
         systems: list[str | None] = []
         tolerance = self.config.utilization_tolerance
+        limits = self.config.limits
+        last_seen = self.last_seen
         self.flagged = {}
         for index, raw in enumerate(records):
             self.records += 1
@@ -181,11 +236,23 @@ class Pipeline:
                 out.deadletter.append((index, dead_letter(raw, err)))
                 continue
             systems.append(w.system)
-            rejection, tier, late, solve_at = self.system(w.system).admit(w)
+            if w.system not in self.systems:
+                rejection = self._room_for(w, plans)
+                if rejection is not None:          # not kept: no state to persist either
+                    systems[-1] = None
+                    self.rejected += 1
+                    out.deadletter.append((index, rejection))
+                    continue
+            rejection, tier, late, solve_at = self.system(w.system).admit(
+                w, limits.max_tiers, limits.max_classes)
             if rejection is not None:
                 self.rejected += 1
                 out.deadletter.append((index, rejection))
                 continue
+            if last_seen.get(w.system, -math.inf) < w.end:
+                last_seen[w.system] = w.end
+                if w.end > self.newest_end:
+                    self.newest_end = w.end
             plan = plans.get(w.system)
             if plan is None:
                 plan = plans[w.system] = [_Segment()]

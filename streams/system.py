@@ -127,20 +127,32 @@ class SystemState:
         self.last_capacity: int | None = None     # the MAP network's, where the next search starts
 
     # -- per window -------------------------------------------------------------------------
-    def admit(self, w: Window) -> tuple[dict[str, Any] | None, TierState | None, bool,
-                                        float | None]:
+    def admit(self, w: Window, max_tiers: int | None = None, max_classes: int | None = None
+              ) -> tuple[dict[str, Any] | None, TierState | None, bool, float | None]:
         """First look at a window, in arrival order: ``(rejection, tier, late, solve_at)``.
 
         ``rejection`` is the dead letter of a window of an unknown tier, a duplicate or one too
         late; otherwise the window is admitted to ``tier`` (``late``: older than the tier's
         newest). ``solve_at``: the solve boundary this window passed, if any -- the system is
         solved at that event time over the windows admitted before this one, and this window
-        applied after (:meth:`accept`)."""
+        applied after (:meth:`accept`). ``max_tiers`` / ``max_classes``
+        (:class:`streams.config.Limits`): a window that would add a tier or classes beyond them
+        is rejected naming the limit."""
         cfg = self.config
         if cfg.tiers and w.tier not in self.tiers:
             return _rejection(w, "tier", f"unknown tier {w.tier!r} (configured tiers: "
                                          f"{list(cfg.tiers)})"), None, False, None
-        tier = self.tiers.get(w.tier) or self.tiers.setdefault(w.tier, TierState(w.tier, cfg))
+        tier = self.tiers.get(w.tier)
+        if tier is None:
+            if max_tiers is not None and len(self.tiers) >= max_tiers:
+                return _rejection(w, "tier", f"tier limit: system {self.system!r} has "
+                                             f"{len(self.tiers)} tiers (limits.max_tiers = "
+                                             f"{max_tiers})"), None, False, None
+            tier = self.tiers[w.tier] = TierState(w.tier, cfg)
+        if max_classes is not None:
+            problem = tier.class_limit(w, max_classes)
+            if problem is not None:
+                return _rejection(w, "completions", problem), None, False, None
         reason, late = tier.admit(w)
         if reason is not None:
             tier.duplicates += reason.startswith("duplicate")

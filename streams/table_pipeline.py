@@ -7,6 +7,7 @@ rebalance). No Faust, no I/O: the worker sends the changelog records :meth:`pers
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
 import msgspec
@@ -58,6 +59,8 @@ class TableBackedPipeline(Pipeline):
         self.dirty: set[str] = set()
         self.in_batch = False
         self.forget_pending = False
+        #: systems evicted since the last persist (their table entries are deleted there)
+        self.evicted_names: list[str] = []
 
     def system(self, name: str) -> SystemState:
         state = self.systems.get(name)
@@ -101,12 +104,28 @@ class TableBackedPipeline(Pipeline):
                 self.dirty.add(name)
         return out
 
+    def _pinned(self, name: str) -> bool:
+        return name in self.dirty                   # changed, not yet persisted
+
+    def evict(self, name: str) -> None:
+        """Drop the system from memory and, at the next :meth:`persist`, from the table (a
+        tombstone in the changelog): as in the embedded shell, a system that comes back starts
+        afresh."""
+        super().evict(name)
+        self.dirty.discard(name)
+        self.evicted_names.append(name)
+
     def persist(self) -> list[tuple[int, bytes, bytes]]:
         """The state of every system the batch changed, into the table: its history chunks
         first, then its header. Returns the changelog records ``(partition, key, value)`` in
         that order; the caller sends them (one record batch per partition) before the batch's
         offsets can be committed."""
         writes: list[tuple[int, bytes, bytes]] = []
+        for name in self.evicted_names:
+            part = self.partition.get(name)
+            if part is not None and name not in self.dirty:
+                writes.append((part, name.encode(), None))      # type: ignore[arg-type]
+        self.evicted_names.clear()
         for name in self.dirty:
             state = self.systems[name]
             part = self.partition[name]
@@ -118,7 +137,10 @@ class TableBackedPipeline(Pipeline):
             writes.append((part, name.encode(),
                            pack(state.to_dict(with_history=False))))
         for _, key, value in writes:
-            self.table.data[key] = value
+            if value is None:
+                self.table.data.pop(key, None)
+            else:
+                self.table.data[key] = value
         self.dirty.clear()
         self.in_batch = False
         if self.forget_pending:
@@ -138,6 +160,9 @@ class TableBackedPipeline(Pipeline):
         self.systems.clear()
         self.partition.clear()
         self.dirty.clear()
+        self.last_seen.clear()
+        self.evicted_names.clear()
+        self._next_idle = -math.inf
 
     def begin(self) -> None:
         """A batch starts: from here to :meth:`persist` the in-memory state is ahead of the

@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 
 from streams import cli
 from streams.cli import EXIT_NOTHING_ACCEPTED, app
-from streams.config import ENVIRONMENT, InfluxSettings, KafkaSettings, SystemConfig
+from streams.config import ENVIRONMENT, InfluxSettings, KafkaSettings, Limits, SystemConfig
 from streams.embedded import read_jsonl
 from streams.pipeline import Pipeline
 from streams.produce import produce
@@ -161,6 +161,8 @@ def test_every_setting_is_in_the_configuration_doc():
     for f in fields(SystemConfig):
         assert f"`{f.name}`" in doc, f.name
     assert "`utilization_tolerance`" in doc
+    for f in fields(Limits):
+        assert f"`limits.{f.name}`" in doc, f.name
     for section, cls in (("kafka", KafkaSettings), ("influxdb", InfluxSettings)):
         for f in fields(cls):
             if f.name not in ("sasl_password", "token"):

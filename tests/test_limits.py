@@ -1,0 +1,150 @@
+"""Limits on what one pipeline keeps (``[limits]``, issue 23 item 4): systems (with eviction
+of idle ones), tiers per system, classes per tier. A window beyond a limit is dead-lettered
+naming the limit; everything else is processed -- alike in the embedded shell and the
+worker's table-backed core."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from streams.config import Config, ConfigError, Limits, load_config
+from streams.pipeline import Pipeline
+from streams.table_pipeline import TableBackedPipeline, unpack
+
+T0 = 1_795_168_800.0
+
+
+class _Table:
+    def __init__(self) -> None:
+        self.data: dict[bytes, bytes] = {}
+
+
+def _window(system: str, end: float, tier: str = "app", classes: int = 2, **extra) -> bytes:
+    return json.dumps({"system": system, "tier": tier, "end": end, "window_s": 5.0,
+                       "utilization": 0.4,
+                       "completions": {f"c{k}": 10.0 + k for k in range(classes)},
+                       **extra}).encode()
+
+
+def _config(**limits) -> Config:
+    return Config(limits=Limits(**limits))
+
+
+def _both(config: Config):
+    return [Pipeline(config), TableBackedPipeline(config, _Table())]
+
+
+def _run(core, batches):
+    outs = []
+    for batch in batches:
+        if isinstance(core, TableBackedPipeline):
+            outs.append(core.process_batch(batch, [0] * len(batch)))
+            core.persist()
+        else:
+            outs.append(core.process_many(batch))
+    return outs
+
+
+def test_system_limit_dead_letters_then_evicts_idle_systems():
+    """10 systems kept at most, idle after 3,600 s: an 11th system is dead-lettered while none
+    is idle; once the stream is 3,600 s further and only systems 0-4 kept sending, the next new
+    system evicts the five idle ones and is admitted. Dead-lettered with its reason,
+    everything else processed, the same in both shells."""
+    config = _config(max_systems=10, idle_system_s=3600.0)
+    first = [_window(f"s{i}", T0) for i in range(10)]
+    refused = [_window("new", T0 + 5)]
+    later = [_window(f"s{i}", T0 + 4000) for i in range(5)]
+    again = [_window("new", T0 + 4005), _window("other", T0 + 4005)]
+    results = []
+    for core in _both(config):
+        outs = _run(core, [first, refused, later, again])
+        assert [len(o.estimates) for o in outs] == [10, 0, 5, 2]
+        dead = outs[1].deadletter
+        assert len(dead) == 1 and dead[0]["field"] == "system"
+        assert dead[0]["reason"].startswith("system limit: 10 systems kept, none idle for "
+                                            "3600 s") and "limits.max_systems = 10" in \
+            dead[0]["reason"]
+        assert dead[0]["system"] == "new" and dead[0]["record"]["end"] == T0 + 5
+        assert core.evicted == 5
+        assert sorted(core.systems) == sorted([f"s{i}" for i in range(5)] + ["new", "other"])
+        results.append([(o.estimates, o.deadletter) for o in outs])
+    assert results[0] == results[1]
+
+
+def test_the_worker_deletes_an_evicted_system_from_its_table():
+    """An evicted system's header leaves the table (a tombstone in the changelog), so after a
+    rebalance it is not restored: it starts afresh as in the embedded shell."""
+    config = _config(max_systems=2, idle_system_s=60.0)
+    core = TableBackedPipeline(config, _Table())
+    core.process_batch([_window("a", T0), _window("b", T0)], [0, 1])
+    core.persist()
+    assert b"a" in core.table.data and b"b" in core.table.data
+    core.process_batch([_window("b", T0 + 100), _window("c", T0 + 100)], [1, 0])
+    writes = core.persist()
+    assert (0, b"a", None) in writes and b"a" not in core.table.data
+    assert unpack(core.table.data[b"c"])["system"] == "c"
+    core.forget()
+    out = core.process_batch([_window("a", T0 + 200)], [0])
+    assert len(out.estimates) == 1 and out.estimates[0]["seq"] == 1     # afresh
+
+
+def test_tier_limit():
+    """Two tiers per system: a third tier's window is dead-lettered naming the limit; the two
+    tiers and other systems go on."""
+    for core in _both(_config(max_tiers=2)):
+        outs = _run(core, [[_window("s", T0, "web"), _window("s", T0, "db"),
+                            _window("s", T0, "cache"), _window("t", T0, "cache"),
+                            _window("s", T0 + 5, "web")]])
+        out = outs[0]
+        assert [(e["system"], e["tier"]) for e in out.estimates] == [
+            ("s", "web"), ("s", "db"), ("t", "cache"), ("s", "web")]
+        assert len(out.deadletter) == 1 and out.deadletter[0]["field"] == "tier"
+        assert out.deadletter[0]["reason"] == ("tier limit: system 's' has 2 tiers "
+                                               "(limits.max_tiers = 2)")
+
+
+def test_class_limit_counts_classes_admitted_in_the_same_batch():
+    """Five classes per tier: a window with six is dead-lettered; of the windows of one batch
+    that add classes to the tier, those that would pass five -- counting the classes of the
+    windows admitted before them in the batch -- are dead-lettered; the others go on."""
+    for core in _both(_config(max_classes=5)):
+        out = _run(core, [[_window("s", T0, classes=6),
+                           _window("s", T0 + 5, classes=3),
+                           _window("s", T0 + 10, completions={"x": 1.0, "y": 1.0, "z": 1.0}),
+                           _window("s", T0 + 15, completions={"c0": 1.0, "x": 2.0}),
+                           _window("s", T0 + 20, completions={"p": 1.0, "q": 2.0}),
+                           _window("s", T0 + 25, classes=2)]])[0]
+        assert [e["end"] for e in out.estimates] == [T0 + 5, T0 + 15, T0 + 25]
+        reasons = [d["reason"] for d in out.deadletter]
+        assert reasons == [
+            "class limit: tier 'app' has 0 classes and the window adds 6 (limits.max_classes = 5)",
+            "class limit: tier 'app' has 3 classes and the window adds 3 (limits.max_classes = 5)",
+            "class limit: tier 'app' has 4 classes and the window adds 2 (limits.max_classes = 5)",
+        ]
+        assert all(d["field"] == "completions" for d in out.deadletter)
+
+
+def test_limits_from_the_configuration(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text("[limits]\nmax_systems = 500\nmax_tiers = 8\nmax_classes = 40\n"
+                    "idle_system_s = 600\n")
+    assert load_config(path, env={}).limits == Limits(500, 8, 40, 600.0)
+    assert load_config(None, env={}).limits == Limits()
+    for text, key in (("max_systems = 0", "limits.max_systems"),
+                      ("max_classes = 1e9", "limits.max_classes"),
+                      ("idle_system_s = -1", "limits.idle_system_s"),
+                      ("max_tierz = 3", "limits.max_tierz")):
+        path.write_text(f"[limits]\n{text}\n")
+        with pytest.raises(ConfigError, match=key):
+            load_config(path, env={})
+
+
+def test_default_limits_keep_a_plain_stream_as_it_was():
+    """The defaults (100,000 systems, 64 tiers, 256 classes) leave an ordinary stream alone."""
+    base = [_window(f"s{i}", T0 + 5 * k, classes=14) for k in range(3) for i in range(50)]
+    a = Pipeline(Config()).process_many(base)
+    b = Pipeline(replace(Config(), limits=Limits(10**7, 4096, 10_000))).process_many(base)
+    assert a.estimates == b.estimates and a.deadletter == b.deadletter == []
