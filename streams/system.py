@@ -149,14 +149,16 @@ class SystemState:
                                              f"{len(self.tiers)} tiers (limits.max_tiers = "
                                              f"{max_tiers})"), None, False, None
             tier = self.tiers[w.tier] = TierState(w.tier, cfg)
+        new: list[str] = []
         if max_classes is not None:
-            problem = tier.class_limit(w, max_classes)
+            problem, new = tier.class_limit(w, max_classes)
             if problem is not None:
                 return _rejection(w, "completions", problem), None, False, None
         reason, late = tier.admit(w)
         if reason is not None:
             tier.duplicates += reason.startswith("duplicate")
             return _rejection(w, "end", reason), None, False, None
+        tier.admit_classes(new)
         solve_at = None
         if self.next_solve is None:         # the first solve has at least half an interval
             self.next_solve = self._boundary(w.end + 0.5 * cfg.solve_interval_s)

@@ -369,21 +369,26 @@ class TierState:
         self.response: dict[str, list[float]] = {}
 
     # -- per window ---------------------------------------------------------------------------
-    def class_limit(self, w: Window, max_classes: int) -> str | None:
-        """Why ``w`` cannot be admitted under ``max_classes`` classes per tier (``None``: it
-        can). Classes of windows admitted but not yet applied count too."""
+    def class_limit(self, w: Window, max_classes: int) -> tuple[str | None, list[str]]:
+        """``(why, new)``: why ``w`` cannot be admitted under ``max_classes`` classes per tier
+        (``None``: it can), and the classes it adds. Classes of windows admitted but not yet
+        applied count too: :meth:`admit_classes` records them once the window is admitted."""
         known = self._known
         if w.completions.keys() <= known:
-            return None
+            return None, []
         admitted = getattr(self, "_admitted", None)
         if admitted is None or not known <= admitted:
             admitted = self._admitted = set(known)
         new = [c for c in w.completions if c not in admitted]
         if len(admitted) + len(new) > max_classes:
             return (f"class limit: tier {self.tier!r} has {len(admitted)} classes and the "
-                    f"window adds {len(new)} (limits.max_classes = {max_classes})")
-        admitted.update(new)
-        return None
+                    f"window adds {len(new)} (limits.max_classes = {max_classes})"), new
+        return None, new
+
+    def admit_classes(self, new: list[str]) -> None:
+        """Count the classes of an admitted window against the limit (:meth:`class_limit`)."""
+        if new:
+            self._admitted.update(new)
 
     def admit(self, w: Window) -> tuple[str | None, bool]:
         """Duplicate / too-late check: ``(reason, late)``, ``reason`` ``None`` for a new window.

@@ -109,22 +109,29 @@ def test_tier_limit():
 def test_class_limit_counts_classes_admitted_in_the_same_batch():
     """Five classes per tier: a window with six is dead-lettered; of the windows of one batch
     that add classes to the tier, those that would pass five -- counting the classes of the
-    windows admitted before them in the batch -- are dead-lettered; the others go on."""
+    windows admitted before them in the batch, not those of a duplicate -- are dead-lettered;
+    the others go on."""
     for core in _both(_config(max_classes=5)):
         out = _run(core, [[_window("s", T0, classes=6),
                            _window("s", T0 + 5, classes=3),
                            _window("s", T0 + 10, completions={"x": 1.0, "y": 1.0, "z": 1.0}),
+                           _window("s", T0 + 5, completions={"u": 1.0, "v": 1.0}),
                            _window("s", T0 + 15, completions={"c0": 1.0, "x": 2.0}),
                            _window("s", T0 + 20, completions={"p": 1.0, "q": 2.0}),
                            _window("s", T0 + 25, classes=2)]])[0]
         assert [e["end"] for e in out.estimates] == [T0 + 5, T0 + 15, T0 + 25]
         reasons = [d["reason"] for d in out.deadletter]
-        assert reasons == [
-            "class limit: tier 'app' has 0 classes and the window adds 6 (limits.max_classes = 5)",
-            "class limit: tier 'app' has 3 classes and the window adds 3 (limits.max_classes = 5)",
-            "class limit: tier 'app' has 4 classes and the window adds 2 (limits.max_classes = 5)",
-        ]
-        assert all(d["field"] == "completions" for d in out.deadletter)
+        assert reasons[0] == ("class limit: tier 'app' has 0 classes and the window adds 6 "
+                              "(limits.max_classes = 5)")
+        assert reasons[1] == ("class limit: tier 'app' has 3 classes and the window adds 3 "
+                              "(limits.max_classes = 5)")
+        # a duplicate's classes (u, v) do not count: c0 + x is admitted after it
+        assert reasons[2].startswith("duplicate")
+        assert reasons[3] == ("class limit: tier 'app' has 4 classes and the window adds 2 "
+                              "(limits.max_classes = 5)")
+        assert len(reasons) == 4
+        assert [d["field"] for d in out.deadletter] == ["completions", "completions", "end",
+                                                        "completions"]
 
 
 def test_limits_from_the_configuration(tmp_path):
