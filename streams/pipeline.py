@@ -25,6 +25,7 @@ A batch runs in three passes:
 
 from __future__ import annotations
 
+import heapq
 import logging
 import math
 from dataclasses import dataclass, field
@@ -125,13 +126,13 @@ class Pipeline:
         self.flagged: dict[int, tuple[str, ...]] = {}
         #: per record of the last batch: its system, ``None`` if it was invalid
         self.batch_systems: list[str | None] = []
-        #: newest window ``end`` per system in memory, and over all (event time)
+        #: newest window ``end`` per system in memory (event time)
         self.last_seen: dict[str, float] = {}
-        self.newest_end = -math.inf
         #: systems evicted for being idle (``[limits] idle_system_s``), since the start
         self.evicted = 0
-        #: no system can be idle before the newest end reaches this (skips needless scans)
-        self._next_idle = -math.inf
+        #: after a scan for idle systems that found none, the next waits until this many
+        #: windows have been accepted (a tenth of the systems more): scans stay rare
+        self._next_scan = 0
 
     def system(self, name: str) -> SystemState:
         state = self.systems.get(name)
@@ -180,12 +181,23 @@ class Pipeline:
                                        f"(limits.max_systems = {limits.max_systems}, "
                                        f"limits.idle_system_s)")
 
+    def stream_clock(self) -> float:
+        """The stream's event time: the newest ``end`` of all but the newest 1% of systems
+        (a system or two sending windows from the far future do not make every other one
+        look idle)."""
+        ends = self.last_seen.values()
+        if not ends:
+            return -math.inf
+        return heapq.nlargest(len(self.last_seen) // 100 + 1, ends)[-1]
+
     def _evict_idle(self, busy: Mapping[str, Any]) -> None:
-        """Evict every system without a window for ``idle_system_s`` of event time."""
-        if self.newest_end < self._next_idle:
+        """Evict every system without a window for ``idle_system_s`` of event time
+        (:meth:`stream_clock`)."""
+        accepted = self.records - self.rejected
+        if accepted < self._next_scan:
             return
         idle_s = self.config.limits.idle_system_s
-        cutoff = self.newest_end - idle_s
+        cutoff = self.stream_clock() - idle_s
         idle = [n for n, t in self.last_seen.items()
                 if t <= cutoff and n not in busy and not self._pinned(n)]
         idle += [n for n in self.systems
@@ -195,7 +207,9 @@ class Pipeline:
         if idle:
             log.warning("evicted %d systems idle for %g s of event time (limits.max_systems "
                         "= %d reached)", len(idle), idle_s, self.config.limits.max_systems)
-        self._next_idle = min(self.last_seen.values(), default=-math.inf) + idle_s
+            self._next_scan = accepted
+        else:
+            self._next_scan = accepted + max(len(self.systems) // 10, 1)
 
     def _pinned(self, name: str) -> bool:
         """A system that must not be evicted now (the worker's: changed, not yet stored)."""
@@ -251,8 +265,6 @@ class Pipeline:
                 continue
             if last_seen.get(w.system, -math.inf) < w.end:
                 last_seen[w.system] = w.end
-                if w.end > self.newest_end:
-                    self.newest_end = w.end
             plan = plans.get(w.system)
             if plan is None:
                 plan = plans[w.system] = [_Segment()]

@@ -7,7 +7,6 @@ rebalance). No Faust, no I/O: the worker sends the changelog records :meth:`pers
 from __future__ import annotations
 
 import logging
-import math
 from typing import Any
 
 import msgspec
@@ -162,7 +161,7 @@ class TableBackedPipeline(Pipeline):
         self.dirty.clear()
         self.last_seen.clear()
         self.evicted_names.clear()
-        self._next_idle = -math.inf
+        self._next_scan = 0
 
     def begin(self) -> None:
         """A batch starts: from here to :meth:`persist` the in-memory state is ahead of the

@@ -155,3 +155,16 @@ def test_default_limits_keep_a_plain_stream_as_it_was():
     a = Pipeline(Config()).process_many(base)
     b = Pipeline(replace(Config(), limits=Limits(10**7, 4096, 10_000))).process_many(base)
     assert a.estimates == b.estimates and a.deadletter == b.deadletter == []
+
+
+def test_a_window_from_the_far_future_does_not_make_every_system_idle():
+    """One system sends a window dated 2100: the stream's clock (all but the newest 1% of
+    systems) stays where the others are, so at the system limit the active systems are kept
+    and the new system is dead-lettered with its reason; the rest processed."""
+    config = _config(max_systems=200, idle_system_s=3600.0)
+    for core in _both(config):
+        first = [_window(f"s{i}", T0) for i in range(199)] + [_window("future", 4.1e9)]
+        outs = _run(core, [first, [_window("new", T0 + 5)]])
+        assert len(outs[0].estimates) == 200 and core.evicted == 0
+        assert [d["reason"].split(":")[0] for d in outs[1].deadletter] == ["system limit"]
+        assert len(core.systems) == 200
