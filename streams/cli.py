@@ -248,6 +248,9 @@ def _print_summary(summary: Any, sla_s: float | None = None) -> None:
     if summary.deadletter:
         console.print(f"dead letters by reason: {escape(summary.reason_summary())}",
                       soft_wrap=True)
+    if summary.evicted:
+        console.print(f"{summary.evicted} idle systems evicted at the system limit "
+                      f"([limits] max_systems, idle_system_s)")
     console.print(f"outputs: {summary.out_dir}/{{estimates,predictions,alerts,deadletter}}"
                   f".jsonl and {summary.out_dir}/perfcast.sqlite")
 

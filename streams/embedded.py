@@ -46,6 +46,8 @@ class RunSummary:
     alerts: int = 0
     deadletter: int = 0
     points: int = 0
+    #: systems evicted for being idle at the system limit (``[limits]``)
+    evicted: int = 0
     seconds: float = 0.0
     out_dir: Path | None = None
     alert_events: list[dict[str, Any]] = field(default_factory=list)
@@ -156,4 +158,5 @@ def run_embedded(records: Iterable[str | bytes | Mapping[str, Any]], config: Con
         files.close()
         store.close()
     summary.seconds = time.perf_counter() - started
+    summary.evicted = pipeline.evicted
     return summary

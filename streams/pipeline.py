@@ -133,6 +133,9 @@ class Pipeline:
         #: after a scan for idle systems that found none, the next waits until this many
         #: windows have been accepted (a tenth of the systems more): scans stay rare
         self._next_scan = 0
+        #: systems evicted during the batch being processed, by their plan's key: their
+        #: windows admitted before the eviction are still applied (as record by record)
+        self._retired: dict[str, SystemState] = {}
 
     def system(self, name: str) -> SystemState:
         state = self.systems.get(name)
@@ -152,28 +155,32 @@ class Pipeline:
             segments = [(name, plan[r]) for name, plan in plans.items() if r < len(plan)]
             tiers: list[TierState] = []
             for name, seg in segments:
-                state = self.systems[name]
+                state = self._retired.get(name) or self.systems[name]
                 for tier, w, late, index in seg.windows:
                     state.accept(tier, w, late, index, out.estimates)
                 tiers += state.tiers.values()
             out.estimates += step_tiers(tiers)
             due = [(name, seg.solve) for name, seg in segments if seg.solve is not None]
-            solved = solve_systems([(self.systems[name], time) for name, (time, _) in due])
+            solved = solve_systems([(self._retired.get(name) or self.systems[name], time)
+                                    for name, (time, _) in due])
             for (_, (_, index)), done in zip(due, solved):
                 out.predictions += [(index, p) for p in done.predictions]
                 out.alerts += [(index, a) for a in done.alerts]
+        self._retired.clear()
         if self.flagged:
             self._flag_estimates(out.estimates)
         return out.ordered()
 
     # -- limits ------------------------------------------------------------------------------
-    def _room_for(self, w: Window, busy: Mapping[str, Any]) -> dict[str, Any] | None:
-        """``None`` if a new system ``w.system`` may be kept (after evicting idle systems, not
-        those in ``busy``: the batch's), else the dead letter naming the limit."""
+    def _room_for(self, w: Window, plans: dict[str, list[_Segment]]) -> dict[str, Any] | None:
+        """``None`` if a new system ``w.system`` may be kept (after evicting idle systems),
+        else the dead letter naming the limit. ``plans``: the batch's admitted windows so
+        far; an evicted system's are kept under another key and still applied, so the outputs
+        do not depend on where batches begin and end."""
         limits = self.config.limits
         if len(self.systems) < limits.max_systems:
             return None
-        self._evict_idle(busy)
+        self._evict_idle(plans)
         if len(self.systems) < limits.max_systems:
             return None
         return _rejection(w, "system", f"system limit: {len(self.systems)} systems kept, none "
@@ -190,7 +197,7 @@ class Pipeline:
             return -math.inf
         return heapq.nlargest(len(self.last_seen) // 100 + 1, ends)[-1]
 
-    def _evict_idle(self, busy: Mapping[str, Any]) -> None:
+    def _evict_idle(self, plans: dict[str, list[_Segment]]) -> None:
         """Evict every system without a window for ``idle_system_s`` of event time
         (:meth:`stream_clock`)."""
         accepted = self.records - self.rejected
@@ -198,11 +205,14 @@ class Pipeline:
             return
         idle_s = self.config.limits.idle_system_s
         cutoff = self.stream_clock() - idle_s
-        idle = [n for n, t in self.last_seen.items()
-                if t <= cutoff and n not in busy and not self._pinned(n)]
-        idle += [n for n in self.systems
-                 if n not in self.last_seen and n not in busy and not self._pinned(n)]
+        idle = [n for n, t in self.last_seen.items() if t <= cutoff]
+        idle += [n for n in self.systems if n not in self.last_seen]
         for name in idle:
+            plan = plans.pop(name, None)
+            if plan is not None:                  # windows of it in this batch: still applied
+                key = f"{name}\x00{len(self._retired)}"    # no valid name has a NUL
+                plans[key] = plan
+                self._retired[key] = self.systems[name]
             self.evict(name)
         if idle:
             log.warning("evicted %d systems idle for %g s of event time (limits.max_systems "
@@ -210,10 +220,6 @@ class Pipeline:
             self._next_scan = accepted
         else:
             self._next_scan = accepted + max(len(self.systems) // 10, 1)
-
-    def _pinned(self, name: str) -> bool:
-        """A system that must not be evicted now (the worker's: changed, not yet stored)."""
-        return False
 
     def evict(self, name: str) -> None:
         """Drop system ``name``'s state (a window of it later starts it afresh)."""

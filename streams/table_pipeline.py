@@ -103,15 +103,12 @@ class TableBackedPipeline(Pipeline):
                 self.dirty.add(name)
         return out
 
-    def _pinned(self, name: str) -> bool:
-        return name in self.dirty                   # changed, not yet persisted
-
     def evict(self, name: str) -> None:
         """Drop the system from memory and, at the next :meth:`persist`, from the table (a
         tombstone in the changelog): as in the embedded shell, a system that comes back starts
         afresh."""
         super().evict(name)
-        self.dirty.discard(name)
+        self.table.data.pop(name.encode(), None)   # a window of it later: not restored
         self.evicted_names.append(name)
 
     def persist(self) -> list[tuple[int, bytes, bytes]]:
@@ -120,13 +117,15 @@ class TableBackedPipeline(Pipeline):
         that order; the caller sends them (one record batch per partition) before the batch's
         offsets can be committed."""
         writes: list[tuple[int, bytes, bytes]] = []
-        for name in self.evicted_names:
+        for name in dict.fromkeys(self.evicted_names):
             part = self.partition.get(name)
-            if part is not None and name not in self.dirty:
+            if part is not None and name not in self.systems:
                 writes.append((part, name.encode(), None))      # type: ignore[arg-type]
         self.evicted_names.clear()
         for name in self.dirty:
-            state = self.systems[name]
+            state = self.systems.get(name)
+            if state is None:                       # evicted: its tombstone is above
+                continue
             part = self.partition[name]
             for tier in state.tiers.values():
                 written, _dropped = tier.history.take_changes()
