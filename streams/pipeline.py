@@ -90,10 +90,11 @@ def dead_letter(raw: Any, err: InvalidWindow) -> dict[str, Any]:
 @dataclass
 class _Segment:
     """Admitted windows of one system between two of its solves: ``(tier, window, late,
-    position)``; ``solve``: ``(event time, position of the window that passed it)``."""
+    position)``; ``solve``: ``(event time, position of the window that passed it, tiers the
+    system had then)``."""
 
     windows: list[tuple[TierState, Window, bool, int]] = field(default_factory=list)
-    solve: tuple[float, int] | None = None
+    solve: tuple[float, int, int] | None = None
 
 
 @dataclass
@@ -162,8 +163,9 @@ class Pipeline:
             out.estimates += step_tiers(tiers)
             due = [(name, seg.solve) for name, seg in segments if seg.solve is not None]
             solved = solve_systems([(self._retired.get(name) or self.systems[name], time)
-                                    for name, (time, _) in due])
-            for (_, (_, index)), done in zip(due, solved):
+                                    for name, (time, _, _) in due],
+                                   [n for _, (_, _, n) in due])
+            for (_, (_, index, _)), done in zip(due, solved):
                 out.predictions += [(index, p) for p in done.predictions]
                 out.alerts += [(index, a) for a in done.alerts]
         self._retired.clear()
@@ -263,8 +265,9 @@ class Pipeline:
                     self.rejected += 1
                     out.deadletter.append((index, rejection))
                     continue
-            rejection, tier, late, solve_at = self.system(w.system).admit(
-                w, limits.max_tiers, limits.max_classes)
+            state = self.system(w.system)
+            rejection, tier, late, solve_at = state.admit(w, limits.max_tiers,
+                                                          limits.max_classes)
             if rejection is not None:
                 self.rejected += 1
                 out.deadletter.append((index, rejection))
@@ -275,7 +278,7 @@ class Pipeline:
             if plan is None:
                 plan = plans[w.system] = [_Segment()]
             if solve_at is not None:
-                plan[-1].solve = (solve_at, index)
+                plan[-1].solve = (solve_at, index, state.solve_tiers)
                 plan.append(_Segment())
             assert tier is not None
             plan[-1].windows.append((tier, w, late, index))

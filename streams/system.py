@@ -16,7 +16,7 @@ import bisect
 import math
 import zlib
 from dataclasses import dataclass, field
-from itertools import chain
+from itertools import chain, islice
 from typing import Any, Mapping
 
 import numpy as np
@@ -67,11 +67,15 @@ class _Solve:
     model: SystemModel | None          # None: not enough data yet
 
 
-def solve_systems(due: list[tuple["SystemState", float]]) -> list[Outputs]:
+def solve_systems(due: list[tuple["SystemState", float]],
+                  tiers: list[int | None] | None = None) -> list[Outputs]:
     """Solve each ``(system, event time)``: prepare every model, compute all their MVA
     curves together (:func:`solvers.mva.mva_curves`: each bit for bit its own curve), then
-    finish each. The outputs are those of solving the systems one by one."""
-    prepared = [state.prepare(time) for state, time in due]
+    finish each. The outputs are those of solving the systems one by one. ``tiers[i]``: the
+    solve covers only the first that many tiers of system ``i`` (:meth:`SystemState.prepare`).
+    """
+    prepared = [state.prepare(time, n) for (state, time), n in
+                zip(due, tiers if tiers is not None else [None] * len(due))]
     models = [p.model for p in prepared if p.model is not None]
     if models:
         curves = mva_curves([mo.D for mo in models], [mo.asymptote_start() for mo in models],
@@ -106,9 +110,25 @@ def _model_error_hint(pred: Mapping[str, Any]) -> str:
             "check the configuration (tiers, visits, think time)")
 
 
+#: request classes of a rejected window quoted in its dead letter's ``record``, per map (names
+#: are at most 200 characters, so the dead letter stays a few tens of KB whatever the window:
+#: far below Kafka's 1 MB largest message)
+REJECTED_CLASSES = 64
+
+
 def _rejection(w: Window, field_name: str, reason: str) -> dict[str, Any]:
-    return {"reason": reason, "field": field_name, "system": w.system, "tier": w.tier,
-            "end": w.end, "record": w.to_record()}
+    """The dead letter of a valid window the system rejects; its ``record`` quotes at most
+    :data:`REJECTED_CLASSES` classes per map (``truncated`` says how many it had)."""
+    record = w.to_record()
+    dead = {"reason": reason, "field": field_name, "system": w.system, "tier": w.tier,
+            "end": w.end, "record": record}
+    for key in ("completions", "response_time_s"):
+        per_class = record.get(key)
+        if per_class and len(per_class) > REJECTED_CLASSES:
+            record[key] = dict(islice(per_class.items(), REJECTED_CLASSES))
+            dead.setdefault("truncated", []).append(
+                f"record.{key}: {REJECTED_CLASSES} of {len(per_class)} classes shown")
+    return dead
 
 
 class SystemState:
@@ -125,6 +145,10 @@ class SystemState:
         self.alerts = AlertBook(config.alert_fire_after, config.alert_resolve_after)
         self.solves = 0
         self.last_capacity: int | None = None     # the MAP network's, where the next search starts
+        #: tiers the system had when the last window that passed a solve boundary was admitted:
+        #: that solve covers only those (a tier a later window of the batch adds is not there
+        #: yet when the windows come one by one)
+        self.solve_tiers = 0
 
     # -- per window -------------------------------------------------------------------------
     def admit(self, w: Window, max_tiers: int | None = None, max_classes: int | None = None
@@ -165,6 +189,7 @@ class SystemState:
         elif w.end > self.next_solve:
             solve_at = self.next_solve
             self.next_solve = self._boundary(w.end)
+            self.solve_tiers = len(self.tiers)
         return None, tier, late, solve_at
 
     def _boundary(self, end: float) -> float:
@@ -182,7 +207,7 @@ class SystemState:
     # -- measured side --------------------------------------------------------------------------
     def _measured(self, intervals: dict[str, Interval], classes: list[str]) -> Measured:
         cfg = self.config
-        primary = next((t for t in self.tiers if intervals[t].seconds > 0), None)
+        primary = next((t for t in intervals if intervals[t].seconds > 0), None)
         X: dict[str, float] = {}
         if primary is not None:
             X = {c: x / cfg.visit(primary, c) for c, x in intervals[primary].throughput().items()}
@@ -245,16 +270,19 @@ class SystemState:
         :func:`solve_systems` for one system)."""
         return solve_systems([(self, time)])[0]
 
-    def prepare(self, time: float) -> "_Solve":
+    def prepare(self, time: float, tiers: int | None = None) -> "_Solve":
         """First half of a solve: refresh the tiers' estimates, take the interval's
         measurements, build the model (its MVA curve is computed next, for every system of a
-        round together: :func:`solve_systems`)."""
+        round together: :func:`solve_systems`). ``tiers``: only the first that many tiers
+        (:attr:`solve_tiers`; ``None``: all)."""
         cfg = self.config
         self.solves += 1
-        models = [t.refresh() for t in self.tiers.values()]
-        intervals = {name: t.take_interval() for name, t in self.tiers.items()}
+        solved = self.tiers if tiers is None or tiers >= len(self.tiers) \
+            else dict(islice(self.tiers.items(), tiers))
+        models = [t.refresh() for t in solved.values()]
+        intervals = {name: t.take_interval() for name, t in solved.items()}
         classes: list[str] = []
-        for t in self.tiers.values():
+        for t in solved.values():
             classes += [c for c in t.classes if c not in classes]
         m = self._measured(intervals, classes)
         X = m.total_throughput

@@ -229,3 +229,20 @@ def test_evictions_do_not_depend_on_batch_boundaries():
     assert [e["seq"] for e in estimates if e["system"] == "late0"] == [*range(1, 11),
                                                                         *range(1, 5)]
     assert one.evicted == 3
+
+
+def test_a_rejected_windows_dead_letter_quotes_a_bounded_record():
+    """Found by tests/test_fuzz.py: a window of 10,000 classes beyond the class limit was
+    dead-lettered with its whole record (130 KB; with long names over Kafka's 1 MB). The
+    record quotes at most 64 classes per map and says so."""
+    from streams.system import REJECTED_CLASSES
+    classes = {f"{'c' * 190}{i:05d}": 1 for i in range(10_000)}
+    rec = {"system": "wide", "tier": "t", "end": 100.0, "window_s": 5.0, "utilization": 0.5,
+           "completions": classes, "response_time_s": {c: 0.1 for c in classes}}
+    (dead,) = Pipeline().process(json.dumps(rec)).deadletter
+    assert dead["field"] == "completions" and "class limit" in dead["reason"]
+    assert len(dead["record"]["completions"]) == REJECTED_CLASSES
+    assert len(dead["record"]["response_time_s"]) == REJECTED_CLASSES
+    assert dead["truncated"] == [f"record.completions: 64 of 10000 classes shown",
+                                 f"record.response_time_s: 64 of 10000 classes shown"]
+    assert len(json.dumps(dead)) < 64 * 1024
