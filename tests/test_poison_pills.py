@@ -13,6 +13,7 @@ import msgspec
 import pytest
 from typer.testing import CliRunner
 
+from fuzz_corpus import POISON, window
 from streams.cli import app
 from streams.config import Config, KafkaSettings
 from streams.core_process import OUTPUT_TOPICS, _keyed, run_batch
@@ -31,39 +32,9 @@ from streams.table_pipeline import TableBackedPipeline
 KAFKA_MAX_MESSAGE = 1_048_588
 
 
-def _window(**changes):
-    """A valid window of a system of its own (``system`` given in ``changes``)."""
-    rec = {"tier": "front", "end": "2026-11-20T10:00:05Z", "window_s": 5.0,
-           "utilization": 0.4, "cores": 1, "completions": {"home": 120},
-           "response_time_s": {"home": 0.01}, "users": 10}
-    rec.update(changes)
-    return json.dumps(rec)
-
-
-#: (JSON-lines text, the dead letter's field, text its reason must contain)
-POISON = {
-    "lone surrogate in system": (_window(system="a\ud800"), "system", "not valid Unicode"),
-    "lone surrogate in tier": (_window(system="p-tier", tier="db\udfff"), "tier",
-                               "not valid Unicode"),
-    "lone surrogate in class": (_window(system="p-class", completions={"h\ud800": 3}),
-                                "completions", "not valid Unicode"),
-    "cores beyond 4096 on a first window": (_window(system="p-cores", cores=1_000_001),
-                                            "cores", "at most 4096"),
-    "users 2**63": (_window(system="p-users", users=2**63), "users", "at most 1,000,000,000"),
-    "users 10**30": (_window(system="p-users2", users=10**30), "users", "at most"),
-    "newline in a class name": (_window(system="p-nl", completions={"a\nb": 3}), "completions",
-                                "control character"),
-    "newline in system": (_window(system="sh\nop"), "system", "control character"),
-    "carriage return in tier": (_window(system="p-cr", tier="db\r"), "tier",
-                                "control character"),
-    "class ending in a backslash": (_window(system="p-bs", completions={"home\\": 3}),
-                                    "completions", "backslash"),
-    "a 900 KB malformed line": ('{"system": "' + "x" * 900_000, "record", "malformed JSON"),
-    "a 900 KB name": (_window(system="y" * 900_000), "system", "at most 200"),
-    "deeply nested JSON": ('{"a": ' * 100_000, "record", "JSON"),
-    "utilization beyond the tolerance": (_window(system="p-u", utilization=1.05),
-                                         "utilization", "tolerance 0.02"),
-}
+# POISON: name -> (JSON-lines text, the dead letter's field, text its reason must contain),
+# the single-record dead letters of tests/fuzz_corpus (the one list of hostile cases)
+_window = window
 #: accepted, clamped to 1 and flagged
 CLAMPED = _window(system="p-clamped", utilization=1.013)
 FLAG = "utilization 1.013 clamped to 1 (within tolerance 0.02)"
