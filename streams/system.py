@@ -297,7 +297,16 @@ class SystemState:
         if not ready:
             pred.update(model=None, flags=["not enough data: no tier has demand estimates yet"])
             return _Solve(time, pred, m, models, None)
-        return _Solve(time, pred, m, models, build_model(models, classes, mix, think, cfg))
+        model = build_model(models, classes, mix, think, cfg)
+        cycle = float(np.sum(model.D)) + think
+        if not (cycle > 0 and math.isfinite(1.0 / cycle)):
+            # every class with a demand had no throughput in the interval (the mix weighs it
+            # 0) and no think time: the network's throughput would be infinite, every figure
+            # NaN
+            pred.update(model=None, flags=["not enough data: the interval's request mix has "
+                                           "no demand at any tier and the think time is 0"])
+            return _Solve(time, pred, m, models, None)
+        return _Solve(time, pred, m, models, model)
 
     def complete(self, solve: "_Solve") -> Outputs:
         """Second half: the current population and its trend, the predictions at the current

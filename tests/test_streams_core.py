@@ -1109,3 +1109,28 @@ def test_a_tier_a_later_window_of_the_batch_adds_is_not_in_an_earlier_solve():
         single.extend(one.process_many([r]))
     assert whole.predictions and _json.dumps(whole.predictions) == _json.dumps(single.predictions)
     assert _json.dumps(whole.estimates) == _json.dumps(single.estimates)
+
+
+def test_a_mix_without_demand_and_no_think_time_is_not_solved_into_nan():
+    """Found by tests/test_fuzz.py: the classes of the interval's mix had no demand at any
+    tier (the tier that served them idle, the busy tier's classes not in the mix) and the think
+    time was 0, so MVA's throughput was infinite and every figure NaN (written as null)."""
+    import warnings
+
+    from streams.pipeline import Pipeline as _Pipeline
+
+    def rec(tier, end, util, cores, completions, **more):
+        return {"system": "s", "tier": tier, "end": end, "window_s": more.pop("window_s", 60.0),
+                "utilization": util, "cores": cores, "completions": completions,
+                "response_time_s": {c: 0.01 for c in completions}, **more}
+
+    records = [rec("app", 1795687630.0, 0.04, 64, {"home": 50.0}, window_s=5.0),
+               rec("db", "2026-11-26T16:06:05Z", 0.0, 1,
+                   {"search": 0.0, "a": 360.0, "b": 720.0}, users=1826),
+               rec("db", "2026-11-26T16:08:05Z", 0.0, 1,
+                   {"search": 540.0, "a": 900.0, "b": 240.0}, users=1828)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        out = _Pipeline().process_many(records)
+    assert any(p["model"] is None and "no demand at any tier" in p["flags"][0]
+               for p in out.predictions), out.predictions
