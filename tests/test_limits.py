@@ -243,6 +243,6 @@ def test_a_rejected_windows_dead_letter_quotes_a_bounded_record():
     assert dead["field"] == "completions" and "class limit" in dead["reason"]
     assert len(dead["record"]["completions"]) == REJECTED_CLASSES
     assert len(dead["record"]["response_time_s"]) == REJECTED_CLASSES
-    assert dead["truncated"] == [f"record.completions: 64 of 10000 classes shown",
-                                 f"record.response_time_s: 64 of 10000 classes shown"]
+    assert dead["truncated"] == ["record.completions: 64 of 10000 classes shown",
+                                 "record.response_time_s: 64 of 10000 classes shown"]
     assert len(json.dumps(dead)) < 64 * 1024
