@@ -5,9 +5,10 @@ Every window of a tier goes through :meth:`TierState.admit` (duplicate / too-lat
 the history rows and the interval sums -- is done for a batch at a time by
 :func:`step_tiers`, all tiers' filters together (:mod:`estimators.kalman_bank`). At solve time
 :meth:`TierState.refresh` estimates what needs the history: the index of dispersion (the
-IDC-curve fit with its confidence interval, :func:`estimators.dispersion.index_of_dispersion_interval`;
-paper 000 Fig. 2's reading beside it as ``idc_reference``), the sliding regression (paper 002), the busy-time p95 and the MAP(2) fit (paper 000
-section 4.1), the fit redone only when its inputs moved.
+IDC-curve fit with its confidence interval,
+:func:`estimators.dispersion.index_of_dispersion_interval`; paper 000 Fig. 2's reading beside
+it as ``idc_reference``), the sliding regression (paper 002), the busy-time p95 and the MAP(2)
+fit (paper 000 section 4.1), the fit redone only when its inputs moved.
 
 Late and out-of-order windows: the last ``dedup_windows`` window ends of the tier are kept; a
 window whose end is among them is a duplicate (rejected, counted once); a window older than
