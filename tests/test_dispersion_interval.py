@@ -212,3 +212,51 @@ def test_tracker_interval_equals_the_function_on_its_history():
     u, n = tracker.windows()
     assert tracker.interval() == index_of_dispersion_interval(u, n, T)
     np.testing.assert_array_equal(u, win.utilization[-2048:])
+
+
+# --------------------------------------------------------------------------- in the pipeline
+def test_the_pipeline_trusts_the_interval(tmp_path):
+    """The demo shop's database (paper 000's browsing-mix MAP(2), I ~ 202) counts as bursty
+    once its interval's lower bound clears idc_threshold -- within 15 minutes of 5-s windows,
+    where Fig. 2 (idc_reference) still reads too_short; the front tier (exponential) never
+    does. Records carry idc_lower / idc_upper / idc_reference beside idc and idc_flag."""
+    import json
+
+    from streams.config import Config
+    from streams.demo import DemoScenario, demo_config, demo_records
+    from streams.embedded import run_embedded
+
+    calm = DemoScenario(system="calm", duration_s=900, users_start=40, users_end=60,
+                        steady_s=300, step_s=60, step_users=5, seed=2)
+    run_embedded(demo_records(calm), Config(systems=demo_config(calm).systems), tmp_path)
+    preds = [json.loads(line) for line in open(tmp_path / "predictions.jsonl")]
+    db = [p["tiers"]["db"] for p in preds]
+    front = [p["tiers"]["front"] for p in preds]
+    for t in db + front:
+        assert {"idc", "idc_flag", "idc_lower", "idc_upper", "idc_reference", "bursty"} <= set(t)
+        assert t["bursty"] == (t["idc_lower"] is not None and t["idc_lower"] > 10.0)
+        if t["idc_flag"] is None:
+            assert t["idc_lower"] > 10.0 or t["idc_upper"] < 10.0
+    assert db[-1]["bursty"] and db[-1]["idc_flag"] is None
+    assert db[-1]["idc_reference"] < 10.0             # Fig. 2 alone would not act on it yet
+    assert db[-1]["idc_lower"] <= 202.3 <= db[-1]["idc_upper"]
+    assert not any(t["bursty"] for t in front)
+    assert preds[-1]["model"] == "map"
+    # the flooring of a class's service keeps the db's aggregate demand at its busy time per
+    # completion (4.0 ms): the MAP model predicts no breach for this calm system
+    assert preds[-1]["tiers"]["db"]["demand_s"] == pytest.approx(0.004, rel=0.1)
+
+
+def test_fcfs_split_keeps_the_aggregate_when_a_class_is_floored():
+    from streams.model import fcfs_split
+    from streams.tier import TierModel
+
+    tier = TierModel(tier="db", cores=1, demands={}, demand_std={}, regression={}, idc=100.0,
+                     idc_flag=None, mean_service=0.004, p95=None, process=None, fit=None,
+                     bursty=True, windows=500,
+                     class_response={"a": 0.010, "b": 0.060})     # b's wait is noise: a < 0
+    mix, visits = np.array([0.5, 0.5]), np.ones(2)
+    demands, clipped = fcfs_split(tier, ["a", "b"], mix, visits, 0.004)
+    assert clipped
+    assert float(mix @ demands) == pytest.approx(0.004, rel=1e-12)
+    assert demands[0] > 0 and demands[1] > demands[0]
