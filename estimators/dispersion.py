@@ -161,7 +161,8 @@ _SELECT = 2.0
 #: the interval's Student t has ``(blocks - 1) / _DOF_SHARE`` degrees of freedom, not
 #: ``blocks - 1``: a bursty trace's long bursts sit in a few blocks, so the jackknife variance
 #: is a sum of few effective terms. Calibrated on bench/accuracy_dispersion.py (with
-#: ``blocks - 1`` the coverage of a 95% interval was 88-98% by case; with 3: 90-100%)
+#: ``blocks - 1`` the coverage of a 95% interval was 88-100% by case; widened as 3 does:
+#: 90-100%)
 _DOF_SHARE = 3
 
 
