@@ -5,6 +5,8 @@ Run from the repository root:  python bench/bench_dispersion.py [--quick]
 Prints plain-text tables:
 1. speed: ``DispersionTracker.update`` per window (us, median), ``estimate()`` at history 4096
    (ms), the batch ``index_of_dispersion`` over 10,000 windows (ms);
+   and beside them the IDC-curve fit with its interval (``DispersionTracker.interval``,
+   ``index_of_dispersion_interval``) on the same histories, with the ratios;
 2. accuracy: M/MAP/1 queues (Poisson arrivals, utilization 0.7) whose service process is a
    MAP(2) with I ~ 1, 20, 200 (reference: line_solver's ``map_idc``), monitored in windows of
    T = 20 mean service times; for each number of windows, the estimate per seed and its error.
@@ -21,7 +23,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from estimators.dispersion import DispersionTracker, index_of_dispersion  # noqa: E402
+from estimators.dispersion import (DispersionTracker, index_of_dispersion,  # noqa: E402
+                                   index_of_dispersion_interval)
 from solvers.processes import MAP  # noqa: E402
 from solvers.simulation import monitor_windows, mtrace1  # noqa: E402
 
@@ -96,6 +99,11 @@ def speed() -> None:
         slow_tracker.update(float(noisy_u[k]), float(noisy_n[k]))
     slow_est = slow_tracker.estimate()
     slow_est_t = _median_time(slow_tracker.estimate, 20)
+    # the IDC-curve fit with its interval (issue 20), same histories, same run
+    ci_t = _median_time(tracker.interval, 50)
+    ci = tracker.interval()
+    ci_batch_t = _median_time(lambda: index_of_dispersion_interval(u, n, WINDOW_S), 20)
+    slow_ci_t = _median_time(slow_tracker.interval, 20)
     rows = [
         ("DispersionTracker.update, total count", np.median(per_update) * 1e6, "us"),
         ("DispersionTracker.update, 3 classes as dict", per_class_t * 1e6, "us"),
@@ -103,11 +111,20 @@ def speed() -> None:
         (f"  same, trace that never converges ({_steps(slow_est)})", slow_est_t * 1e3, "ms"),
         (f"index_of_dispersion, 10,000 windows ({_steps(batch)})", batch_t * 1e3, "ms"),
         (f"  same, trace that never converges ({_steps(worst)})", worst_t * 1e3, "ms"),
+        (f"DispersionTracker.interval, history 4096 ({len(ci.t)} levels)", ci_t * 1e3, "ms"),
+        ("  same, the never-converging trace", slow_ci_t * 1e3, "ms"),
+        ("index_of_dispersion_interval, 10,000 windows", ci_batch_t * 1e3, "ms"),
     ]
+    ratios = [("interval / estimate, history 4096", ci_t / est_t),
+              ("interval / estimate, never-converging history 4096", slow_ci_t / slow_est_t),
+              ("interval / index_of_dispersion, 10,000 windows", ci_batch_t / batch_t)]
     print("speed (median of repeated runs)")
     print(f"  {'operation':<58} {'time':>10}")
     for label, value, unit in rows:
         print(f"  {label:<58} {value:>7.2f} {unit}")
+    print("  ratios, IDC-curve fit with its interval vs Fig. 2 (same run):")
+    for label, value in ratios:
+        print(f"  {label:<58} {value:>7.1f}x")
 
 
 def _steps(result) -> str:

@@ -85,7 +85,9 @@ class SystemConfig:
     horizon_s: float = 900.0
     #: span of the users trend fitted for the forecast
     trend_window_s: float = 900.0
-    #: a tier whose index of dispersion exceeds this is bursty: the MAP(2) network is solved
+    #: a tier whose index of dispersion exceeds this (the lower bound of its confidence
+    #: interval, estimators.dispersion.index_of_dispersion_interval) is bursty: the MAP(2)
+    #: network is solved
     idc_threshold: float = 10.0
     #: largest population the MAP network is solved at (decomposition is O(N)); MVA beyond,
     #: flagged

@@ -16,7 +16,8 @@ used before stretched the shared wait by the class's demand ratio: a light class
 too fast and a heavy one too slow (docs/accuracy.md).
 
 * No bursty tier: exact MVA, all populations in one pass (:func:`solvers.mva.mva_curve`).
-* A bursty tier (``I > idc_threshold``) with a fitted MAP(2): the MAP queueing network, the
+* A bursty tier (the lower bound of ``I``'s confidence interval above ``idc_threshold``) with a
+  fitted MAP(2): the MAP queueing network, the
   fitted processes rescaled to ``D_m``, other tiers exponential, every tier with its cores
   (a tier's cores consume its one service-time sequence, :mod:`solvers.decomposition`).
   Solved exactly (:func:`solvers.mapqn.solve_closed`) while the chain has at most
@@ -424,7 +425,12 @@ def fcfs_split(tier: TierModel, classes: list[str], mix: np.ndarray, V_m: np.nda
     q = q / q.sum()
     S = mean_service + np.where(active, R, 0.0) - float(q[active] @ R[active])
     floor = 0.05 * mean_service
-    return V_m * np.maximum(S, floor), bool(np.any(active & (S < floor)))
+    clipped = np.maximum(S, floor)
+    # flooring raises the aggregate above Sbar: scale back so that sum_c q_c S_c = Sbar
+    total = float(q[active] @ clipped[active])
+    if total > 0:
+        clipped = clipped * (mean_service / total)
+    return V_m * clipped, bool(np.any(active & (S < floor)))
 
 
 def _history_flag(tier: str, before: float, after: float) -> str:

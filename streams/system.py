@@ -104,9 +104,11 @@ def _mix_response(m: Measured, mix: np.ndarray, classes: list[str]) -> float:
 def _model_error_hint(pred: Mapping[str, Any]) -> str:
     """What a ``model_error`` alert suggests: the tiers whose burstiness is not measured yet,
     else the configuration."""
-    unmeasured = [t for t, v in pred["tiers"].items() if v["idc_flag"] == "too_short"]
+    unmeasured = [t for t, v in pred["tiers"].items()
+                  if v["idc_flag"] in ("too_short", "uncertain", "unresolved")]
     return (f"the burstiness of {', '.join(map(repr, unmeasured))} is not measured yet "
-            "(too few windows), so the model may miss it" if unmeasured else
+            "(too few windows, or its confidence interval still straddles idc_threshold), so "
+            "the model may miss it" if unmeasured else
             "check the configuration (tiers, visits, think time)")
 
 
@@ -408,6 +410,8 @@ class SystemState:
                 "utilization": u_now, "utilization_forecast": u_fc,
                 "utilization_measured": m.utilization.get(t.tier),
                 "demand_s": D, "idc": t.idc, "idc_flag": t.idc_flag,
+                "idc_lower": t.idc_lower, "idc_upper": t.idc_upper,
+                "idc_reference": t.idc_reference,
                 "bursty": t.bursty, "map2": t.fit, "estimator": t.estimator,
                 "bottleneck_probability": b,
                 "demands": {c: {"kalman": t.demands.get(c), "std": t.demand_std.get(c),

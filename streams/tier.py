@@ -4,9 +4,11 @@ Every window of a tier goes through :meth:`TierState.admit` (duplicate / too-lat
 :meth:`TierState.accept`; the work per window -- the Kalman update (paper 004 eqs. (4)-(6)),
 the history rows and the interval sums -- is done for a batch at a time by
 :func:`step_tiers`, all tiers' filters together (:mod:`estimators.kalman_bank`). At solve time
-:meth:`TierState.refresh` estimates what needs the history: the index of dispersion (paper 000
-Fig. 2), the sliding regression (paper 002), the busy-time p95 and the MAP(2) fit (paper 000
-section 4.1), the fit redone only when its inputs moved.
+:meth:`TierState.refresh` estimates what needs the history: the index of dispersion (the
+IDC-curve fit with its confidence interval,
+:func:`estimators.dispersion.index_of_dispersion_interval`; paper 000 Fig. 2's reading beside
+it as ``idc_reference``), the sliding regression (paper 002), the busy-time p95 and the MAP(2)
+fit (paper 000 section 4.1), the fit redone only when its inputs moved.
 
 Late and out-of-order windows: the last ``dedup_windows`` window ends of the tier are kept; a
 window whose end is among them is a duplicate (rejected, counted once); a window older than
@@ -39,7 +41,8 @@ import numpy as np
 from estimators.collinearity import assess_separability
 from estimators.demand import KalmanDemandEstimator, regression_demands
 from estimators.kalman_bank import Steps, update_many
-from estimators.dispersion import index_of_dispersion
+from estimators.dispersion import (DispersionInterval, index_of_dispersion,
+                                  index_of_dispersion_interval)
 from estimators.mapfit import fit_map2, service_p95
 from estimators.selection import ESTIMATORS, select_by_scores
 from solvers.processes import MAP
@@ -276,7 +279,8 @@ class TierModel:
     (``None`` when the history is too short or flat: ``idc_flag`` says why), ``mean_service``
     ``sum B_k / sum n_k``, ``p95`` the busy-time service p95, ``process`` the fitted MAP(2)
     with ``fit`` its achieved figures (``None`` until the tier is bursty: only bursty tiers
-    enter the model with a MAP), ``bursty`` ``I > idc_threshold``; ``estimator`` the demands
+    enter the model with a MAP), ``bursty`` when the lower bound of ``I``'s confidence interval
+    (``idc_lower``) is above ``idc_threshold``; ``estimator`` the demands
     the model uses under ``demand_policy = "selected"`` (``"kalman"`` or ``"regression"``).
     """
 
@@ -296,6 +300,20 @@ class TierModel:
     estimator: str = "kalman"
     #: long-run mean response time per class at the tier (queueing + service), per visit
     class_response: dict[str, float] = field(default_factory=dict)
+    #: the confidence interval of ``idc`` (``None``: unbounded or unknown) and paper 000
+    #: Fig. 2's reading on the same history (the reference)
+    idc_lower: float | None = None
+    idc_upper: float | None = None
+    idc_reference: float | None = None
+
+
+def _idc_flag(est: DispersionInterval, threshold: float) -> str | None:
+    """Why ``I`` is not to be acted on (``None``: it is): the estimator's reason when it is not
+    ``ok`` (``too_short``, ``unresolved``, ``no_variation``, ...), else ``uncertain`` while the
+    confidence interval still contains ``threshold``."""
+    if est.reason != "ok":
+        return est.reason
+    return "uncertain" if est.lower <= threshold <= est.upper else None
 
 
 def _moved(new: tuple[float, ...], old: list[float] | None) -> bool:
@@ -487,19 +505,24 @@ class TierState:
         hist, n_classes = self.history, len(self.classes)
         kept = min(hist.seq, hist.capacity)
         idc, idc_flag = self.model.get("idc"), self.model.get("idc_flag", "no windows")
+        idc_bounds = [self.model.get("idc_lower"), self.model.get("idc_upper")]
+        idc_reference = self.model.get("idc_reference")
         p95, mean = self.model.get("p95_s"), self.model.get("mean_service_s")
         fresh = hist.seq - self.idc_seq
-        if kept and (self.idc_seq == 0 or fresh >= max(IDC_REFRESH_MIN,
-                                                       IDC_REFRESH_SHARE * kept)):
+        if kept and (self.idc_seq == 0 or "idc_lower" not in self.model   # (state before it)
+                     or fresh >= max(IDC_REFRESH_MIN, IDC_REFRESH_SHARE * kept)):
             arr = hist.arrays(n_classes)
             # a tier with c cores: busy time in core-seconds, B_k = U_k T c (docs/accuracy.md):
             # the estimator's axis is U_k in units of its window, so the window is T c
             same = (arr.window_s == arr.window_s[-1]) & (arr.cores == arr.cores[-1])
             done = arr.total_completions
-            est = index_of_dispersion(arr.utilization[same], done[same],
-                                      float(arr.window_s[-1] * arr.cores[-1]))
+            window_s = float(arr.window_s[-1] * arr.cores[-1])
+            ref = index_of_dispersion(arr.utilization[same], done[same], window_s)
+            est = index_of_dispersion_interval(arr.utilization[same], done[same], window_s)
             idc = None if est.reason in ("no_busy_time", "no_completions") else est.value
-            idc_flag = None if est.reason == "ok" else est.reason
+            idc_bounds = [est.lower, est.upper]
+            idc_reference = ref.value
+            idc_flag = _idc_flag(est, cfg.idc_threshold)
             busy = arr.busy_time
             p95 = service_p95(busy, done).p95
             total = float(done.sum())
@@ -519,11 +542,15 @@ class TierState:
         regression = self.regression
         if cfg.demand_policy == "selected":
             self.estimator = self._select()
-        bursty = idc is not None and idc > cfg.idc_threshold
+        # the interval decides: bursty once its lower bound is above the threshold
+        lower = idc_bounds[0]
+        bursty = idc is not None and lower is not None and lower > cfg.idc_threshold
         if bursty and fit_map:          # only bursty tiers enter the model with their MAP(2)
             self._refit(mean, idc, p95)
         self.model = clean({"idc": idc, "idc_flag": idc_flag, "bursty": bursty,
                             "mean_service_s": mean, "p95_s": p95,
+                            "idc_lower": idc_bounds[0], "idc_upper": idc_bounds[1],
+                            "idc_reference": idc_reference,
                             **_separability_fields(self.separability)})
         k = self.kalman
         return TierModel(
@@ -532,6 +559,8 @@ class TierState:
             demand_std=dict(zip(k.classes, np.sqrt(np.maximum(np.diagonal(k.P), 0.0))
                                 .tolist())) if k else {},
             regression=regression, idc=idc, idc_flag=idc_flag, mean_service=mean, p95=p95,
+            idc_lower=self.model.get("idc_lower"), idc_upper=self.model.get("idc_upper"),
+            idc_reference=self.model.get("idc_reference"),
             process=MAP.from_dict(self.fit["process"]) if self.fit else None,
             fit=self.fit, bursty=bursty,
             windows=self.windows, estimator=self.estimator,
