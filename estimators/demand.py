@@ -60,6 +60,8 @@ ArrayOrMapping = Mapping[str, float] | Sequence[float] | np.ndarray
 
 _STATE_VERSION = 1
 _INNOVATION_MEMORY = 0.1   # weight of the newest squared innovation in innovation_var
+#: smallest sum x_0^2 the filter starts from: P_0 and its products stay normal floats
+_P0_SMALLEST = 1e-280
 _MAX_WINDOW_VALUE = 1e9    # bound on per-class throughputs (1/s) and response times (s)
 _MIN_RATE = 1e-9           # smallest non-zero throughput (1/s) the filter accepts
 _MAX_CORES = 1e6
@@ -392,8 +394,8 @@ class KalmanDemandEstimator:
             if not z > 0.0:
                 return self._skip("uninformative: utilization 0 before initialisation")
             if not self._initialise(u, z, h, rt):
-                return self._skip("uninformative: x_0^2 overflows (throughputs too small "
-                                  "or response times too large)")
+                return self._skip("uninformative: x_0^2 out of range (throughputs too small "
+                                  "or response times too large, or utilization too small)")
         x_prev = self.x
         with np.errstate(over="ignore", invalid="ignore"):   # overflow is caught below
             self.predict()
@@ -454,14 +456,17 @@ class KalmanDemandEstimator:
 
     def _initialise(self, u: float, z: float, h: np.ndarray, rt: np.ndarray | None) -> bool:
         """``x_0 = rt (1 - U_0)`` where known, else ``U_0 cores / sum X``; ``P_0 = diag(x_0^2)``.
-        Returns False (nothing changed) if ``P_0`` would overflow."""
+        Returns False (nothing changed) if ``P_0`` would overflow or come within 1e28 of the
+        smallest normal number (:data:`_P0_SMALLEST`)."""
         with np.errstate(over="ignore"):
             x0 = np.full(h.size, z / h.sum())
             if rt is not None:
                 from_rt = rt * (1.0 - u)
                 known = from_rt > 0.0
                 x0[known] = from_rt[known]
-            if not math.isfinite(float(x0 @ x0)):
+            # P_0 = diag(x_0^2) must stay in the normal floating range, with headroom for the
+            # products of a correction: x_0 ~ 1e-151 (U ~ 1e-146) underflowed them into NaN
+            if not _P0_SMALLEST < float(x0 @ x0) < math.inf:
                 return False
         self.x = x0
         self.P = np.diag(x0 ** 2)
