@@ -58,6 +58,9 @@ REFIT_TOLERANCE = 0.05
 #: (it needs thousands of windows and moves slowly; the estimate costs ~0.3 ms per tier)
 IDC_REFRESH_MIN = 36
 IDC_REFRESH_SHARE = 0.05
+#: windows within this relative difference of the newest window's length enter its index of
+#: dispersion (lengths jitter with scrape timing; a different length or core count starts anew)
+WINDOW_JITTER = 0.1
 #: the sliding regression (paper 002, a second opinion on the demands, over the last
 #: ``regression_windows``) is recomputed once this share of its windows is new
 REGRESSION_REFRESH_SHARE = 0.25
@@ -514,11 +517,16 @@ class TierState:
             arr = hist.arrays(n_classes)
             # a tier with c cores: busy time in core-seconds, B_k = U_k T c (docs/accuracy.md):
             # the estimator's axis is U_k in units of its window, so the window is T c
-            same = (arr.window_s == arr.window_s[-1]) & (arr.cores == arr.cores[-1])
+            # windows whose length jitters (a scrape's timing) within WINDOW_JITTER of the last
+            # one count too, their busy time expressed in the longest one's units: U T_k / T
+            same = (np.abs(arr.window_s - arr.window_s[-1]) <= WINDOW_JITTER * arr.window_s[-1]) \
+                & (arr.cores == arr.cores[-1])
             done = arr.total_completions
-            window_s = float(arr.window_s[-1] * arr.cores[-1])
-            ref = index_of_dispersion(arr.utilization[same], done[same], window_s)
-            est = index_of_dispersion_interval(arr.utilization[same], done[same], window_s)
+            longest = float(arr.window_s[same].max())
+            util = arr.utilization[same] * (arr.window_s[same] / longest)
+            window_s = longest * float(arr.cores[-1])
+            ref = index_of_dispersion(util, done[same], window_s)
+            est = index_of_dispersion_interval(util, done[same], window_s)
             idc = None if est.reason in ("no_busy_time", "no_completions") else est.value
             idc_bounds = [est.lower, est.upper]
             idc_reference = ref.value

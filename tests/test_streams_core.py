@@ -1134,3 +1134,39 @@ def test_a_mix_without_demand_and_no_think_time_is_not_solved_into_nan():
         out = _Pipeline().process_many(records)
     assert any(p["model"] is None and "no demand at any tier" in p["flags"][0]
                for p in out.predictions), out.predictions
+
+
+def test_jittering_window_lengths_keep_the_index_of_dispersion():
+    """Window lengths that jitter by a few milliseconds (a converter's or a scrape's timing)
+    still feed the tier's index of dispersion: the windows read the same I as with exact
+    lengths (a tier once stayed 'too_short' for ever because only windows of exactly the
+    newest length counted)."""
+    rng = np.random.default_rng(5)
+    ends, slow = 1500, np.zeros(1500, dtype=bool)
+    state = False
+    for k in range(ends):                          # on/off bursts lasting ~6 windows
+        if rng.random() < (0.15 if state else 0.05):
+            state = not state
+        slow[k] = state
+    done = rng.poisson(40, ends)
+    busy = done * 0.01 * np.where(slow, 8.0, 1.0) * rng.gamma(20, 1 / 20, ends)
+    jitter = rng.uniform(-0.01, 0.01, ends)
+
+    def last_model(jittered: bool) -> dict:
+        pipe = Pipeline(Config(systems={"s": SystemConfig(tiers=("db",))}))
+        end = START
+        records = []
+        for k in range(ends):
+            w = 5.0 + (jitter[k] if jittered else 0.0)
+            end += w
+            records.append({"system": "s", "tier": "db", "end": end, "window_s": w,
+                            "utilization": min(busy[k] / w, 1.0),
+                            "completions": {"a": int(done[k])}})
+        out = pipe.process_many(records)
+        est = [e for e in out.estimates if e["tier"] == "db"][-1]
+        return est
+
+    exact, jittered = last_model(False), last_model(True)
+    assert exact["idc"] is not None and exact["idc"] > 10
+    assert jittered["idc"] == pytest.approx(exact["idc"], rel=0.05)
+    assert jittered.get("idc_flag") == exact.get("idc_flag")
