@@ -19,15 +19,11 @@ from pathlib import Path
 
 import numpy as np
 
-try:
-    from estimators.mapfit import fit_map2, service_p95
-    from estimators.tail import service_tail_p95
-    from solvers.processes import MAP
-except ModuleNotFoundError:  # a checkout without `pip install -e .`
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from estimators.mapfit import fit_map2, service_p95
-    from estimators.tail import service_tail_p95
-    from solvers.processes import MAP
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's packages first
+
+from estimators.mapfit import fit_map2, service_p95  # noqa: E402
+from estimators.tail import service_tail_p95  # noqa: E402
+from solvers.processes import MAP  # noqa: E402
 
 REPEATS = 7
 
