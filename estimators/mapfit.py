@@ -57,7 +57,8 @@ import numpy as np
 
 from solvers.processes import MAP
 
-__all__ = ["Map2Fit", "ServiceP95", "acf1_of", "fit_map2", "idc_of", "service_p95"]
+__all__ = ["Map2Fit", "ServiceP95", "acf1_of", "fit_map2", "idc_of", "service_p95",
+           "windows_with_completions"]
 
 _Q = 0.95
 _TAIL = 1.0 - _Q
@@ -151,6 +152,21 @@ def service_p95(busy_times: Any, completions: Any) -> ServiceP95:
     Raises ``ValueError`` naming ``busy_times``/``completions`` for empty, mismatched,
     non-finite or negative input.
     """
+    busy, done, ignored = windows_with_completions(busy_times, completions)
+    if busy.size == 0:
+        return ServiceP95(None, None, None, 0, ignored, "no_completions")
+    busy_p95 = _quantile_of(busy, _Q)
+    median_n = _quantile_of(done, 0.5)
+    return ServiceP95(busy_p95 / median_n, busy_p95, median_n, busy.size, ignored, None)
+
+
+def windows_with_completions(busy_times: Any, completions: Any
+                             ) -> tuple[np.ndarray, np.ndarray, int]:
+    """The busy times and completions of the windows with ``n_k > 0``, and how many windows
+    were left out (the p95 estimates' common input, see :func:`service_p95`).
+
+    Raises ``ValueError`` naming ``busy_times``/``completions`` for empty, mismatched,
+    non-finite or negative input."""
     busy = _vector(busy_times, "busy_times")
     done = _vector(completions, "completions")
     if busy.shape != done.shape:
@@ -158,13 +174,7 @@ def service_p95(busy_times: Any, completions: Any) -> ServiceP95:
             f"busy_times and completions: lengths differ ({busy.size} vs {done.size})"
         )
     keep = done > 0
-    used = int(np.count_nonzero(keep))
-    ignored = int(busy.size - used)
-    if used == 0:
-        return ServiceP95(None, None, None, 0, ignored, "no_completions")
-    busy_p95 = _quantile_of(busy[keep], _Q)
-    median_n = _quantile_of(done[keep], 0.5)
-    return ServiceP95(busy_p95 / median_n, busy_p95, median_n, used, ignored, None)
+    return busy[keep], done[keep], int(busy.size - np.count_nonzero(keep))
 
 
 def _quantile_of(values: np.ndarray, q: float) -> float:

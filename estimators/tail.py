@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from estimators.mapfit import _vector
+from estimators.mapfit import windows_with_completions
 
 __all__ = ["ServiceTail", "service_tail_p95"]
 
@@ -80,18 +80,10 @@ def service_tail_p95(busy_times: Any, completions: Any) -> ServiceTail:
     Raises ``ValueError`` naming ``busy_times``/``completions`` for empty, mismatched,
     non-finite or negative input; never NaN.
     """
-    busy = _vector(busy_times, "busy_times")
-    done = _vector(completions, "completions")
-    if busy.shape != done.shape:
-        raise ValueError(
-            f"busy_times and completions: lengths differ ({busy.size} vs {done.size})"
-        )
-    keep = done > 0
-    used = int(np.count_nonzero(keep))
-    ignored = int(busy.size - used)
+    b, n, ignored = windows_with_completions(busy_times, completions)
+    used = int(b.size)
     if used == 0:
         return ServiceTail(None, None, 0, ignored, "no_completions")
-    b, n = busy[keep], done[keep]
     total_b = float(b.sum())
     if not total_b > 0.0:
         return ServiceTail(None, None, used, ignored, "no_busy_time")
