@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import re
 from importlib import metadata
+from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
 from mode.services import WaitResults
@@ -62,11 +63,11 @@ __all__ = ["SUPPORTED", "UnsupportedFramework", "check_versions", "disable_spinn
 
 #: the distributions whose internals this module uses: (lowest supported version, first
 #: unsupported version); the same ranges as the pins in ``pyproject.toml``
-SUPPORTED: dict[str, tuple[str, str]] = {
+SUPPORTED: Mapping[str, tuple[str, str]] = MappingProxyType({
     "faust-streaming": ("0.15.3", "0.16"),
     "aiokafka": ("0.14.0", "0.15"),
     "mode-streaming": ("0.7.1", "0.8"),
-}
+})
 
 #: the marker :func:`replace_wait_first` leaves on the consumer
 _MARKER = "_perfcast_direct"
@@ -93,17 +94,24 @@ def installed_versions() -> dict[str, str | None]:
     return found
 
 
+def _within(version: str | None, low: str, high: str) -> bool:
+    """``low <= version < high`` by numeric release (an unreadable version is not)."""
+    release = _release(version) if version is not None else None
+    first, end = _release(low), _release(high)
+    return (release is not None and first is not None and end is not None
+            and first <= release < end)
+
+
 def unsupported_versions(installed: Mapping[str, str | None],
-                         supported: Mapping[str, tuple[str, str]] = SUPPORTED) -> list[str]:
-    """One sentence per distribution whose version in ``installed`` is outside its range."""
+                         supported: Mapping[str, tuple[str, str]] | None = None) -> list[str]:
+    """One sentence per distribution whose version in ``installed`` is outside its range in
+    ``supported`` (default :data:`SUPPORTED`)."""
     problems = []
-    for name, (low, high) in supported.items():
+    for name, (low, high) in (SUPPORTED if supported is None else supported).items():
         version = installed.get(name)
-        release = _release(version) if version is not None else None
-        if release is not None and _release(low) <= release < _release(high):   # type: ignore[operator]
-            continue
-        shown = "not installed" if version is None else f"{version!r} is installed"
-        problems.append(f"{name}: {shown}, perfcast's worker supports >={low},<{high}")
+        if not _within(version, low, high):
+            shown = "not installed" if version is None else f"{version!r} is installed"
+            problems.append(f"{name}: {shown}, perfcast's worker supports >={low},<{high}")
     return problems
 
 

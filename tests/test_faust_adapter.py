@@ -93,7 +93,8 @@ def test_the_worker_is_not_built_on_an_unsupported_version(monkeypatch):
     """The real installed aiokafka, with the supported range moved above it."""
     from streams.worker import build_app
 
-    monkeypatch.setitem(fa.SUPPORTED, "aiokafka", _above_installed("aiokafka"))
+    monkeypatch.setattr(fa, "SUPPORTED", {**fa.SUPPORTED,
+                                          "aiokafka": _above_installed("aiokafka")})
     with pytest.raises(fa.UnsupportedFramework,
                        match=re.escape(f"aiokafka: {INSTALLED['aiokafka']!r} is installed")):
         build_app(Config(), app_id="adapter-refused", influx=False, core_process=False)
@@ -103,7 +104,8 @@ def test_perfcast_worker_ends_with_one_line_on_an_unsupported_version(monkeypatc
     """Checked before Kafka is contacted: exit code 2, not the unreachable broker's 4."""
     from streams.cli import app
 
-    monkeypatch.setitem(fa.SUPPORTED, "faust-streaming", _above_installed("faust-streaming"))
+    monkeypatch.setattr(fa, "SUPPORTED", {**fa.SUPPORTED,
+                                          "faust-streaming": _above_installed("faust-streaming")})
     result = CliRunner().invoke(app, ["worker", "--bootstrap", "127.0.0.1:1",
                                       "--connect-timeout", "1"])
     assert result.exit_code == 2, result.output
