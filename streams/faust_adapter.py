@@ -78,7 +78,8 @@ class UnsupportedFramework(RuntimeError):
 
 
 def _release(version: str) -> tuple[int, ...] | None:
-    """The numeric release of a version string (``"0.15.3.post1"`` -> ``(0, 15, 3)``)."""
+    """The numeric release of a version string (``"0.15.3.post1"`` -> ``(0, 15, 3)``; a
+    pre-release counts as its release: ``"0.16.0rc1"`` is outside ``<0.16``)."""
     match = re.match(r"\d+(?:\.\d+)*", version.strip())
     return tuple(int(p) for p in match.group(0).split(".")) if match else None
 
@@ -122,7 +123,7 @@ def check_versions(installed: Mapping[str, str | None] | None = None) -> None:
     if problems:
         raise UnsupportedFramework(
             "; ".join(problems) + " (streams/faust_adapter.py reaches into their internals; "
-            "install the pinned versions: pip install -e .)")
+            "install the versions pyproject.toml pins)")
 
 
 def fetcher_of(app: Any) -> Any:
