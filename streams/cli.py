@@ -393,13 +393,20 @@ def worker(config: Optional[Path] = typer.Option(None, exists=True, dir_okay=Fal
     """Run the Faust worker: perfcast.windows -> estimates, predictions, alerts (Kafka and
     InfluxDB). Connection settings come from the environment (see docs/configuration.md).
     Exit code 4 when Kafka or InfluxDB does not answer at start within the connect timeout;
-    once running, both are retried."""
+    once running, both are retried. Exit code 2 when the installed faust-streaming, aiokafka
+    or mode-streaming is a version the worker does not support."""
+    from streams.faust_adapter import UnsupportedFramework, check_versions
     from streams.worker import build_app, faust_worker
 
     from streams.connect import Unreachable, check_influx
     from streams.topics import ensure_topics
 
     cfg = _config(config, bootstrap, connect_timeout)
+    try:
+        check_versions()
+    except UnsupportedFramework as err:
+        console.print(f"[red]unsupported version:[/red] {escape(str(err))}", soft_wrap=True)
+        raise typer.Exit(2) from None
     try:
         ensure_topics(cfg.kafka, partitions)
         if cfg.influxdb.url:
