@@ -46,18 +46,13 @@ from estimators.tail import service_tail_p95  # noqa: E402
 from solvers.mapqn import solve_closed  # noqa: E402
 from solvers.paper000 import THINK_TIME, scenarios  # noqa: E402
 from solvers.processes import MAP  # noqa: E402
+from solvers.simulation.mmpp import mmpp2  # noqa: E402
 from solvers.simulation.single_queue import monitor_windows, mtrace1  # noqa: E402
 from tables import Table  # noqa: E402
 
 WINDOW_S = 5.0
 HOURS = 3.0
 UTILIZATION = 0.4
-
-
-def mmpp2(fast: float, slow: float, switch: tuple[float, float], mean: float) -> MAP:
-    """Service rate ``fast`` or ``slow`` by phase (unit time), phases switching; then scaled."""
-    d0 = np.array([[-fast - switch[0], switch[0]], [switch[1], -slow - switch[1]]])
-    return MAP(d0, np.diag([fast, slow])).scaled(mean)
 
 
 def hyperexp_map2(scv: float, idc: float, p: float, mean: float) -> MAP:
@@ -76,9 +71,9 @@ def processes() -> dict[str, tuple[MAP, str]]:
         "shopping db": (sc["bursty_no_switch"].database, "paper 000"),
         "ordering db": (sc["not_bursty"].database, "paper 000"),
         "front (exponential)": (sc["bottleneck_switch"].front, "paper 000"),
-        "MMPP(2) slow, I~640": (mmpp2(2.0, 0.25, (0.0005, 0.001), 0.010), "new"),
-        "MMPP(2) slow, I~107": (mmpp2(1.5, 0.4, (0.0004, 0.002), 0.004), "new"),
-        "MMPP(2) fast, I~60": (mmpp2(5.0, 0.5, (0.05, 0.05), 0.003), "new"),
+        "MMPP(2) slow, I~640": (mmpp2(2.0, 0.25, 0.0005, 0.001).scaled(0.010), "new"),
+        "MMPP(2) slow, I~107": (mmpp2(1.5, 0.4, 0.0004, 0.002).scaled(0.004), "new"),
+        "MMPP(2) fast, I~60": (mmpp2(5.0, 0.5, 0.05, 0.05).scaled(0.003), "new"),
         "H2 MAP(2) I=30": (hyperexp_map2(3.0, 30.0, 0.1, 0.002), "new"),
         "H2 MAP(2) I=300": (hyperexp_map2(10.0, 300.0, 0.02, 0.005), "new"),
     }

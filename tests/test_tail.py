@@ -14,16 +14,11 @@ from estimators.mapfit import service_p95
 from estimators.tail import service_tail_p95
 from solvers.paper000 import scenarios
 from solvers.processes import MAP
+from solvers.simulation.mmpp import mmpp2
 from solvers.simulation.single_queue import monitor_windows, mtrace1
 
 LN20 = math.log(20.0)
 WINDOW_S = 5.0
-
-
-def _mmpp2(fast: float, slow: float, switch: tuple[float, float], mean: float) -> MAP:
-    """Markov-modulated service: rate ``fast`` or ``slow`` by phase (unit time, then scaled)."""
-    d0 = np.array([[-fast - switch[0], switch[0]], [switch[1], -slow - switch[1]]])
-    return MAP(d0, np.diag([fast, slow])).scaled(mean)
 
 
 def _windows(process: MAP, utilization: float, seconds: float, seed: int
@@ -43,9 +38,9 @@ WITHIN_15 = {
     "exponential 4.5 ms": MAP.exponential(0.0045),
     "ordering db, MAP(2) I ~ 1.1": scenarios()["not_bursty"].database,
     # phases last ~20 s and ~10 s of busy time (several windows): I ~ 640, SCV 3.7
-    "slow MMPP(2) I ~ 640": _mmpp2(2.0, 0.25, (0.0005, 0.001), 0.010),
+    "slow MMPP(2) I ~ 640": mmpp2(2.0, 0.25, 0.0005, 0.001).scaled(0.010),
     # phases last ~10 s and ~2 s of busy time: I ~ 107, SCV 1.6
-    "slow MMPP(2) I ~ 107": _mmpp2(1.5, 0.4, (0.0004, 0.002), 0.004),
+    "slow MMPP(2) I ~ 107": mmpp2(1.5, 0.4, 0.0004, 0.002).scaled(0.004),
 }
 
 
