@@ -41,8 +41,8 @@ SCV and ``gamma``, two shapes with the same p95: the 5% tail carried by a modera
 branch, or the body of a marginal with a rare, extremely slow branch) to the smallest
 normalised third moment ``h3`` -- the least extreme marginal. (Without that rule a p95 near the
 exponential's ``mean ln 20`` could pick a slow branch of ~500 means with probability 1e-4: on
-paper 000's browsing mix a 40% throughput error, docs/accuracy.md.) When no MAP(2) reaches the ``I``
-band, the ``I`` closest to the target wins instead and the result is flagged. Targets the
+paper 000's browsing mix a 40% throughput error, docs/accuracy.md.) When no MAP(2) reaches the
+``I`` band, the ``I`` closest to the target wins instead and the result is flagged. Targets the
 exponential distribution meets (``I`` within ``idc_tol`` of 1, p95 within ``p95_tol`` of
 ``mean ln 20``) give the order-1 MAP (Poisson process).
 """

@@ -26,15 +26,18 @@ and the estimate is its 0.95 quantile (solved by bisection on ``log x``). Proper
   phase; the paper's high-``I`` case) -- ``tests/test_tail.py``;
 * short when phases switch several times within a window: each ``m_k`` then averages fast
   and slow services and the mixture is too narrow. On the browsing mix (slow runs of ~0.5 s
-  of busy time, windows of ~1.7 s) it reads 14.5 ms against 26.4 ms (docs/accuracy.md). The
+  of busy time, windows of ~1.7 s) it reads 14.6 ms against 26.4 ms (docs/accuracy.md). The
   windows cannot tell such a process from others with the same mean and ``I`` but a different
-  marginal: within the MAP(2)s of given mean and ``I`` (and even given third cumulant of the
-  counts) the p95 spans 0 .. 7.3 means (docs/accuracy.md), so no estimator from window
-  totals alone closes that gap without an assumption on the switching rate.
+  marginal: MAP(2)s with the browsing database's mean and ``I`` reach any p95 from 0.2 to 7.6
+  means, and the next statistic the windows carry, the third cumulant of the counts, scatters
+  from -14% to +60% over six 3 h traces (``bench/accuracy_tail.py``); without an assumption on
+  the switching rate no estimator from window totals closes that gap;
+* long when a rare slow branch is far slower than the body and switches within a window
+  (an H2 MAP(2) with ``I = 300``, 2% of services 16 means long: +31%).
 
 Windows with ``n_k = 0`` are ignored (as in :func:`estimators.mapfit.service_p95`); a window
 with completions but no busy time (rounding of ``U_k``) has ``m_k = 0`` and contributes no tail.
-Cost: ~1 ms at 4,096 windows (``bench/bench_mapfit.py``).
+Cost: ~0.3 ms at 4,096 windows (``bench/bench_mapfit.py``).
 """
 
 from __future__ import annotations

@@ -8,7 +8,8 @@ the history rows and the interval sums -- is done for a batch at a time by
 IDC-curve fit with its confidence interval,
 :func:`estimators.dispersion.index_of_dispersion_interval`; paper 000 Fig. 2's reading beside
 it as ``idc_reference``), the sliding regression (paper 002), the service-time p95
-(:func:`estimators.tail.service_tail_p95`) and the MAP(2) fit (paper 000 section 4.1), the fit redone only when its inputs moved.
+(:func:`estimators.tail.service_tail_p95`) and the MAP(2) fit (paper 000 section 4.1), the fit
+redone only when its inputs moved.
 
 Late and out-of-order windows: the last ``dedup_windows`` window ends of the tier are kept; a
 window whose end is among them is a duplicate (rejected, counted once); a window older than
@@ -281,10 +282,10 @@ class TierModel:
     ``demands`` per class from the Kalman filter (CPU-seconds per completion at the tier),
     ``regression`` the sliding NNLS second opinion, ``idc`` the index of dispersion ``I``
     (``None`` when the history is too short or flat: ``idc_flag`` says why), ``mean_service``
-    ``sum B_k / sum n_k``, ``p95`` the service-time p95 (:mod:`estimators.tail`), ``process`` the fitted MAP(2)
-    with ``fit`` its achieved figures (``None`` until the tier is bursty: only bursty tiers
-    enter the model with a MAP), ``bursty`` when the lower bound of ``I``'s confidence interval
-    (``idc_lower``) is above ``idc_threshold``; ``estimator`` the demands
+    ``sum B_k / sum n_k``, ``p95`` the service-time p95 (:mod:`estimators.tail`), ``process``
+    the fitted MAP(2) with ``fit`` its achieved figures (``None`` until the tier is bursty:
+    only bursty tiers enter the model with a MAP), ``bursty`` when the lower bound of ``I``'s
+    confidence interval (``idc_lower``) is above ``idc_threshold``; ``estimator`` the demands
     the model uses under ``demand_policy = "selected"`` (``"kalman"`` or ``"regression"``).
     """
 
