@@ -73,7 +73,7 @@ def processes() -> dict[str, tuple[MAP, str]]:
         "front (exponential)": (sc["bottleneck_switch"].front, "paper 000"),
         "MMPP(2) slow, I~640": (mmpp2(2.0, 0.25, 0.0005, 0.001).scaled(0.010), "new"),
         "MMPP(2) slow, I~107": (mmpp2(1.5, 0.4, 0.0004, 0.002).scaled(0.004), "new"),
-        "MMPP(2) fast, I~60": (mmpp2(5.0, 0.5, 0.05, 0.05).scaled(0.003), "new"),
+        "MMPP(2) fast, I~38": (mmpp2(5.0, 0.5, 0.05, 0.05).scaled(0.003), "new"),
         "H2 MAP(2) I=30": (hyperexp_map2(3.0, 30.0, 0.1, 0.002), "new"),
         "H2 MAP(2) I=300": (hyperexp_map2(10.0, 300.0, 0.02, 0.005), "new"),
     }
