@@ -125,8 +125,9 @@ class InputFormat:
     #: a window is made once every series of its tier has a sample at or after its end, or
     #: once any has one ``lag_s`` after it (the others are then taken as they are)
     lag_s: float = 5.0
-    #: a series' latest sample counts as its value for this long (Prometheus' lookback)
-    lookback_s: float = 300.0
+    #: a series' latest sample counts as its value for this long (Prometheus' lookback, but
+    #: shorter: pushed samples have no staleness marker; above the agents' interval)
+    lookback_s: float = 60.0
     #: a sample of a metric no selector wants is dead-lettered (else ignored)
     strict: bool = False
     #: Telegraf's ``json_timestamp_units``
@@ -274,6 +275,6 @@ def input_from_mapping(raw: Any) -> InputFormat:
         format=fmt, window_s=window_s,
         offset_s=_seconds(raw, "offset_s", 0.0, 0.0, 86_400.0),
         lag_s=_seconds(raw, "lag_s", window_s, 0.0, 86_400.0),
-        lookback_s=_seconds(raw, "lookback_s", 300.0, 0.0, 7 * 86_400.0, low_allowed=False),
+        lookback_s=_seconds(raw, "lookback_s", 60.0, 0.0, 7 * 86_400.0, low_allowed=False),
         strict=strict, timestamp_unit=unit, system=system, system_label=system_label,
         tier_label=tier_label, missing_class=missing_class, default=default, tiers=tiers)
