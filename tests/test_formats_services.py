@@ -1,0 +1,118 @@
+"""Each Kafka format through the real worker against the real broker (``infra/services.sh``):
+the simulated shop's windows re-told as an agent's samples (``tests/format_samples.py``) --
+Telegraf JSON, prometheus-kafka-adapter JSON, OTLP/JSON -- are produced to the source topic,
+keyed by system as an agent would be configured to (Telegraf ``routing_tag``, the Collector's
+``partition_metrics_by_resource_attributes``); ``perfcast worker`` with ``[input] format``
+turns them into windows: its estimates and predictions equal the embedded pipeline's over the
+same messages and over the original windows (1e-9), InfluxDB holds every estimate, and the
+messages that cannot be mapped are on the dead-letter topic with their reasons. Under
+``CI=true`` a missing service fails.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from format_samples import MAPPING, encode
+from pipeline_harness import (
+    TopicReader,
+    Worker,
+    assert_close,
+    flux_count,
+    service_env,
+    unique,
+    wait_for,
+    write_config,
+)
+from streams.config import load_config
+from streams.demo import DemoScenario, demo_records
+from streams.pipeline import Pipeline
+from streams.topics import ensure_topics
+
+pytestmark = pytest.mark.timeout(600)
+
+#: a message of each kind the mapping cannot take, produced midway
+BAD = {
+    "telegraf": ['{"name": "app", "fields": {"busy_seconds": 1}}',
+                 '{"name": "app", "tags": {"namespace": "%s", "service": "front"}, '
+                 '"fields": {"busy_seconds": "n/a"}, "timestamp": 1}'],
+    "prometheus-kafka-adapter": ['{"value": "1", "name": "app_busy_seconds"}',
+                                 '{"timestamp": "1970-01-01T00:00:01Z", "value": "n/a", '
+                                 '"name": "app_busy_seconds", "labels": {"namespace": "%s", '
+                                 '"service": "front"}}'],
+    "otlp-json": ['{"resourceMetrics": {}}',
+                  '{"resourceMetrics": [{"resource": {"attributes": [{"key": "namespace", '
+                  '"value": {"stringValue": "%s"}}, {"key": "service", "value": '
+                  '{"stringValue": "front"}}]}, "scopeMetrics": [{"metrics": [{"name": '
+                  '"app_busy_seconds", "sum": {"dataPoints": [{"timeUnixNano": "1000000000", '
+                  '"asDouble": "n/a"}]}}]}]}]}'],
+}
+
+
+def _produce(bootstrap: str, topic: str, key: str, messages: list[str]) -> None:
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
+    try:
+        for m in messages:
+            producer.send(topic, key=key.encode(), value=m.encode())
+        producer.flush(60)
+    finally:
+        producer.close()
+
+
+@pytest.mark.parametrize("fmt", ["telegraf", "prometheus-kafka-adapter", "otlp-json"])
+def test_each_format_through_the_worker_on_the_real_broker(fmt, tmp_path):
+    bootstrap = service_env("PERFCAST_KAFKA_BOOTSTRAP")
+    influx = service_env("PERFCAST_INFLUX_URL")
+    system, prefix = unique("shop"), unique("t")
+    windows = demo_records(DemoScenario(system=system, duration_s=600, steady_s=240, step_s=30,
+                                        step_users=10, users_start=20, users_end=60))
+    config_path = write_config(tmp_path / "perfcast.toml", system, prefix,
+                               f'[input]\nformat = "{fmt}"\n{MAPPING}')
+    config = load_config(config_path)
+    assert config.input is not None and config.input.format == fmt
+    messages = encode(windows, fmt)
+    half = len(messages) // 2
+    bad = [b.replace("%s", system) for b in BAD[fmt]]
+    messages = messages[:half] + bad + messages[half:]
+    expected = Pipeline(config).process_many(messages)
+    from_windows = Pipeline(replace(config, input=None)).process_many(windows)
+    assert len(expected.estimates) == len(windows) and expected.predictions
+    assert_close(expected.estimates, from_windows.estimates, "estimates")
+    assert_close(expected.predictions, from_windows.predictions, "predictions")
+
+    ensure_topics(config.kafka, partitions=2)
+    readers = {n: TopicReader(bootstrap, config.kafka.topic(n))
+               for n in ("estimates", "predictions", "deadletter")}
+    worker = Worker(config_path, unique("app"), tmp_path / "worker.log").start()
+    try:
+        _produce(bootstrap, config.kafka.topic("windows"), system, messages)
+        wait_for(lambda: len(readers["estimates"].poll()) >= len(windows)
+                 and len(readers["predictions"].poll()) >= len(expected.predictions)
+                 and len(readers["deadletter"].poll()) >= len(bad),
+                 400, f"the {fmt} samples' estimates, predictions and dead letters", worker)
+        estimates = {(e["tier"], e["seq"]): e for e in readers["estimates"].poll()}
+        assert len(estimates) == len(windows)
+        for e in expected.estimates:
+            assert_close(estimates[(e["tier"], e["seq"])], e, f"estimate {e['tier']}#{e['seq']}")
+        predictions = {p["time"]: p for p in readers["predictions"].poll()}
+        assert sorted(predictions) == [p["time"] for p in expected.predictions]
+        for p in expected.predictions:
+            assert_close(predictions[p["time"]], p, f"prediction at {p['time']}")
+        dead = readers["deadletter"].poll()
+        assert [(d["field"], d["reason"]) for d in dead] == \
+            [(d["field"], d["reason"]) for d in expected.deadletter]
+        assert dead[0]["field"] == "record" and dead[0]["raw"] == bad[0]
+        assert "not a number" in dead[1]["reason"]
+        wait_for(lambda: flux_count(influx, system, "tier_estimate", "utilization")
+                 >= len(windows), 60, "estimates in InfluxDB", worker)
+        assert flux_count(influx, system, "tier_estimate", "utilization") == len(windows)
+        assert worker.alive()
+    finally:
+        worker.stop()
+        for r in readers.values():
+            r.close()
