@@ -231,7 +231,8 @@ def _write_report(out_dir: Path, config: Config) -> Optional[Path]:
 
 
 def _print_summary(summary: Any, sla_s: float | None = None) -> None:
-    console.print(f"\n{summary.records} windows in {summary.seconds:.1f} s: "
+    what = "records" if summary.mapping else "windows"
+    console.print(f"\n{summary.records} {what} in {summary.seconds:.1f} s: "
                   f"{summary.estimates} estimates, {summary.predictions} predictions, "
                   f"{summary.alerts} alert events, {summary.deadletter} dead letters")
     first: dict[str, float] = {}
@@ -245,6 +246,8 @@ def _print_summary(summary: Any, sla_s: float | None = None) -> None:
         verdict = "before" if lead > 0 else "after"
         console.print(f"\n[bold]breach predicted {abs(lead) / 60:.0f} min {verdict} the SLA "
                       f"was actually broken[/bold]")
+    if summary.mapping:
+        console.print(escape(summary.mapping), soft_wrap=True)
     if summary.deadletter:
         console.print(f"dead letters by reason: {escape(summary.reason_summary())}",
                       soft_wrap=True)

@@ -404,6 +404,9 @@ def test_perfcast_run_on_a_file_of_each_format(shop, fmt, tmp_path):
                               text=True, timeout=300, env={"PYTHONPATH": str(ROOT),
                                                            "PATH": "/usr/bin:/bin"})
         assert proc.returncode == 0, proc.stdout + proc.stderr
+        if name == "samples":
+            assert f"{fmt} samples mapped into {len(shop)} windows" in " ".join(
+                proc.stdout.split())
         outputs[name] = {n: [json.loads(x) for x in
                              (tmp_path / name / f"{n}.jsonl").read_text().splitlines()]
                          for n in ("estimates", "predictions", "deadletter")}

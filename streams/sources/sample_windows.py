@@ -127,6 +127,7 @@ class SampleWindows:
         self.gaps: Counter[str] = Counter()
         self.ignored = 0
         self.samples = 0
+        self.windows_made = 0
         self._default_index = fmt.default.by_name() if fmt.default is not None else {}
         self._tier_index = {name: m.by_name() for name, m in fmt.tiers.items()}
 
@@ -156,9 +157,19 @@ class SampleWindows:
             part = partitions[i] if partitions is not None else 0
             for tier in touched.values():
                 made = self._windows(tier)
+                self.windows_made += len(made)
                 out.windows += made
                 out.partitions += [part] * len(made)
         return out
+
+    def summary(self) -> str:
+        """One line: samples mapped, windows made, samples ignored, gaps by reason."""
+        text = (f"{self.samples} {self.fmt.format} samples mapped into {self.windows_made} "
+                f"windows; {self.ignored} samples of metrics no selector wants ignored")
+        if self.gaps:
+            text += "; windows not made: " + "; ".join(
+                f"{n} x {reason}" for reason, n in self.gaps.most_common())
+        return text
 
     # -- a sample --------------------------------------------------------------------------
     def _place(self, sample: Sample) -> list[tuple[str, str, str]]:
