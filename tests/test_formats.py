@@ -413,3 +413,38 @@ def test_perfcast_run_on_a_file_of_each_format(shop, fmt, tmp_path):
     assert len(outputs["samples"]["estimates"]) == len(shop)
     assert outputs["samples"]["predictions"] and not outputs["samples"]["deadletter"]
     assert_close(outputs["samples"], outputs["windows"])
+
+
+def test_a_list_of_selectors_sums_their_series():
+    """``busy_seconds = ["procstat_cpu_time_user", "procstat_cpu_time_system"]``: Telegraf's
+    procstat user and system CPU seconds together are the busy time."""
+    fmt = input_from_mapping({"format": "telegraf", "system": "s", "tier_label": "process_name",
+                              "busy_seconds": ["procstat_cpu_time_user",
+                                               "procstat_cpu_time_system"],
+                              "cores": 2, "completions": "nginx_requests"})
+
+    def line(t, user, system, requests):
+        return json.dumps({"metrics": [
+            {"name": "procstat", "tags": {"process_name": "nginx"}, "timestamp": t,
+             "fields": {"cpu_time_user": user, "cpu_time_system": system, "pid": 7}},
+            {"name": "nginx", "tags": {"process_name": "nginx"}, "timestamp": t,
+             "fields": {"requests": requests}}]})
+    made = SampleWindows(fmt).translate([line(T0, 10.0, 4.0, 100), line(T0 + 5, 13.0, 5.0, 180)])
+    assert [(w["utilization"], w["completions"]) for w in made.windows] == [(0.4, {"other": 80})]
+
+
+def test_several_utilization_series_of_a_tier_are_averaged():
+    """Two instances' busy-fraction gauges: the tier's utilization is their mean (the window
+    rules take one series; a worker must never fail on the data)."""
+    fmt = input_from_mapping({"format": "prometheus-kafka-adapter", "window_s": 5,
+                              "system": "s", "tier_label": "job", "utilization": "busy",
+                              "completions": "served_total"})
+
+    def sample(name, t_s, v, instance):
+        return json.dumps({"timestamp": _iso(t_s * 1000), "value": str(v), "name": name,
+                           "labels": {"__name__": name, "job": "db", "instance": instance}})
+    lines = [sample(n, t, v, i) for t in (T0, T0 + 5) for i, busy in (("a", 0.2), ("b", 0.6))
+             for n, v in (("busy", busy), ("served_total", t - T0))]
+    made = SampleWindows(fmt).translate(lines)
+    assert [(w["utilization"], w["completions"]) for w in made.windows] == [
+        (pytest.approx(0.4), {"other": 10})]

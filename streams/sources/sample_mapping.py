@@ -17,7 +17,9 @@ the metric formats, which metrics make a tier's window (docs/formats.md).
     utilization = "postgres_busy_fraction"
 
 Each metric setting is a *selector*: a metric name with optional label matchers, ``name``,
-``name{label="value", other!="value"}``, as in PromQL (only ``=`` and ``!=``). The metric
+``name{label="value", other!="value"}``, as in PromQL (only ``=`` and ``!=``), or a list of
+selectors whose series are taken together (``["procstat_cpu_time_user",
+"procstat_cpu_time_system"]``: the busy time is their sum). The metric
 name is the format's (``<measurement>_<field>`` for Telegraf, the OTLP metric name,
 ``<name>_count`` / ``<name>_sum`` for an OTLP histogram; :mod:`streams.sources.samples`).
 The fields are those of the Prometheus source (:class:`streams.sources.prometheus.TierSpec`),
@@ -80,29 +82,34 @@ def parse_selector(text: Any, where: str) -> Selector:
     return Selector(m.group(1), tuple(equal), tuple(not_equal), text.strip())
 
 
+#: a field's selectors (their series are taken together)
+Selectors = tuple[Selector, ...]
+
+
 @dataclass(frozen=True)
 class TierMapping:
     """The selectors of one tier's window fields (module docstring)."""
 
-    completions: Selector
-    busy_seconds: Selector | None = None
-    utilization: Selector | None = None
-    cores: int | Selector = 1
-    time_sum: Selector | None = None
-    time_count: Selector | None = None
-    users: Selector | None = None
+    completions: Selectors
+    busy_seconds: Selectors | None = None
+    utilization: Selectors | None = None
+    cores: int | Selectors = 1
+    time_sum: Selectors | None = None
+    time_count: Selectors | None = None
+    users: Selectors | None = None
     class_label: str = "handler"
 
-    def selectors(self) -> dict[str, Selector]:
+    def selectors(self) -> dict[str, Selectors]:
         """The fields that are selectors, by field."""
         return {f: getattr(self, f) for f in METRIC_FIELDS
-                if isinstance(getattr(self, f), Selector)}
+                if isinstance(getattr(self, f), tuple)}
 
     def by_name(self) -> dict[str, list[tuple[str, Selector]]]:
         """``metric name -> [(field, selector)]``: the index a sample is looked up in."""
         out: dict[str, list[tuple[str, Selector]]] = {}
-        for f, sel in self.selectors().items():
-            out.setdefault(sel.name, []).append((f, sel))
+        for f, sels in self.selectors().items():
+            for sel in sels:
+                out.setdefault(sel.name, []).append((f, sel))
         return out
 
     def spec(self, tier: str) -> TierSpec:
@@ -110,7 +117,7 @@ class TierMapping:
         tier_windows`): the selectors' text stand where the Prometheus source has PromQL."""
         def text(f: str) -> Any:
             value = getattr(self, f)
-            return value.text if isinstance(value, Selector) else value
+            return " or ".join(s.text for s in value) if isinstance(value, tuple) else value
         return TierSpec(name=tier, class_label=self.class_label, counters=True,
                         **{f: text(f) for f in METRIC_FIELDS})
 
@@ -188,8 +195,10 @@ def _fields(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
                 raise ConfigError(f"{where}.cores: must be a whole number within [1, 4096] or "
                                   f"a metric selector, got {value!r}")
             out[f] = value
+        elif isinstance(value, list) and value:
+            out[f] = tuple(parse_selector(v, f"{where}.{f}[{i}]") for i, v in enumerate(value))
         else:
-            out[f] = parse_selector(value, f"{where}.{f}")
+            out[f] = (parse_selector(value, f"{where}.{f}"),)
     if "class_label" in raw:
         out["class_label"] = _name(raw, "class_label", where)
     return out

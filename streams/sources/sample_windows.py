@@ -100,7 +100,9 @@ class _Tier:
     name: str
     mapping: TierMapping
     spec: TierSpec
-    series: dict[tuple[str, tuple[tuple[str, str], ...]], _Points] = field(default_factory=dict)
+    #: ``(field, metric name, labels) -> samples``
+    series: dict[tuple[str, str, tuple[tuple[str, str], ...]], _Points] = field(
+        default_factory=dict)
     next_end: int | None = None
 
 
@@ -218,7 +220,7 @@ class SampleWindows:
         self.samples += 1
         for system, name, fld in placed:
             tier = self._tier(system, name)
-            key = (fld, tuple(sorted(sample.labels.items())))
+            key = (fld, sample.name, tuple(sorted(sample.labels.items())))
             points = tier.series.get(key)
             if points is None:
                 points = tier.series[key] = _Points(sample.labels)
@@ -259,8 +261,11 @@ class SampleWindows:
             tier.next_end += skip * self.window
         while self._ready(tier, tier.next_end):
             end = tier.next_end
-            records, gaps = tier_windows(tier.spec, self._data(tier, end), tier.system,
-                                         [end], self.window, self.fmt.missing_class)
+            try:
+                records, gaps = tier_windows(tier.spec, self._data(tier, end), tier.system,
+                                             [end], self.window, self.fmt.missing_class)
+            except ValueError as err:          # never the worker's end: a gap, with why
+                records, gaps = [], [Gap(tier.name, end, str(err))]
             made += records
             self._gaps(gaps)
             tier.next_end = end + self.window
@@ -278,7 +283,7 @@ class SampleWindows:
         end (rule 2)."""
         start, lookback = end - self.window, self.lookback
         fields: dict[str, list[Series]] = {}
-        for (fld, _), points in tier.series.items():
+        for (fld, _, _), points in tier.series.items():
             values = {}
             for t in (start, end):
                 v = (points.mean(t - self.window, t, lookback) if fld in _AVERAGED
@@ -286,6 +291,8 @@ class SampleWindows:
                 if v is not None:
                     values[t] = v
             fields.setdefault(fld, []).append(Series(points.labels, values))
+        if len(fields.get("utilization", ())) > 1:
+            fields["utilization"] = [_mean_series(fields["utilization"], (start, end))]
         wanted = tier.mapping.selectors()
         return TierData(**{f: fields.get(f, []) for f in wanted if f != "completions"},
                         completions=fields.get("completions", []))
@@ -304,3 +311,14 @@ class SampleWindows:
                 del points.times[:i]
                 del points.values[:i]
 
+
+
+def _mean_series(series: list[Series], times: Sequence[int]) -> Series:
+    """Several utilization series of one tier (instances, label sets) as one: their mean at
+    each time some of them have a value."""
+    values = {}
+    for t in times:
+        have = [s.values[t] for s in series if t in s.values]
+        if have:
+            values[t] = math.fsum(have) / len(have)
+    return Series({}, values)
