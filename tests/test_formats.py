@@ -448,3 +448,31 @@ def test_several_utilization_series_of_a_tier_are_averaged():
     made = SampleWindows(fmt).translate(lines)
     assert [(w["utilization"], w["completions"]) for w in made.windows] == [
         (pytest.approx(0.4), {"other": 10})]
+
+
+def _doc_examples() -> dict[str, tuple[str, list[str], dict]]:
+    """docs/formats.md's worked examples: per format its ``[input]`` TOML, its messages and
+    the window they give (the code blocks after ``<!-- example FORMAT -->``)."""
+    import re
+
+    text = (ROOT / "docs" / "formats.md").read_text()
+    out = {}
+    for m in re.finditer(r"<!-- example (\S+) -->", text):
+        blocks = re.findall(r"```(toml|json)\n(.*?)```", text[m.end():], re.S)[:3]
+        (_, toml), (_, messages), (_, window) = blocks
+        out[m.group(1)] = (toml, messages.strip().splitlines(), json.loads(window))
+    return out
+
+
+def test_the_worked_examples_in_docs_formats_md():
+    import tomllib
+
+    examples = _doc_examples()
+    assert sorted(examples) == sorted(FORMATS)
+    for fmt, (toml, messages, window) in examples.items():
+        config = tomllib.loads(toml)["input"]
+        assert config["format"] == fmt
+        made = SampleWindows(input_from_mapping(config)).translate(messages)
+        assert not made.dead, (fmt, made.dead)
+        assert len(made.windows) == 1, fmt
+        assert_close(made.windows[0], window, fmt)
