@@ -4,7 +4,7 @@ the metric formats, which metrics make a tier's window (docs/formats.md).
 ::
 
     [input]
-    format = "telegraf"          # contract (default) | telegraf | prometheus-kafka-adapter | otlp-json
+    format = "telegraf"          # or contract (default), prometheus-kafka-adapter, otlp-json
     window_s = 5                 # windows end at offset_s + k window_s (epoch seconds)
     system_label = "namespace"   # the system is this label's value (or: system = "shop")
     tier_label = "service"       # the tier is this label's value (or: [input.tiers.NAME] tables)
@@ -22,7 +22,7 @@ selectors whose series are taken together (``["procstat_cpu_time_user",
 "procstat_cpu_time_system"]``: the busy time is their sum). The metric
 name is the format's (``<measurement>_<field>`` for Telegraf, the OTLP metric name,
 ``<name>_count`` / ``<name>_sum`` for an OTLP histogram; :mod:`streams.sources.samples`).
-The fields are those of the Prometheus source (:class:`streams.sources.prometheus.TierSpec`),
+The fields are those of the Prometheus source (:class:`streams.sources.window_rules.TierSpec`),
 with the same meaning and the same window rules.
 """
 
@@ -34,7 +34,7 @@ from typing import Any, Mapping
 
 from streams.config import ConfigError
 from streams.records import MAX_WINDOW_S, valid_name
-from streams.sources.prometheus import TierSpec
+from streams.sources.window_rules import TierSpec
 from streams.sources.samples import FORMATS, TIMESTAMP_UNITS
 
 __all__ = ["Selector", "TierMapping", "InputFormat", "parse_selector", "input_from_mapping",
@@ -113,7 +113,7 @@ class TierMapping:
         return out
 
     def spec(self, tier: str) -> TierSpec:
-        """The tier as the window rules take it (:func:`streams.sources.prometheus.
+        """The tier as the window rules take it (:func:`streams.sources.window_rules.
         tier_windows`): the selectors' text stand where the Prometheus source has PromQL."""
         def text(f: str) -> Any:
             value = getattr(self, f)

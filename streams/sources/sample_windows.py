@@ -13,7 +13,7 @@ the tier's windows are cut on the grid ``offset_s + k window_s``:
    value. A gauge of utilization (or users) is averaged over the window's samples
    (its value at ``E`` when it has none inside).
 3. From the values at ``S`` and ``E`` the window is made by the Prometheus source's window
-   rules (:func:`streams.sources.prometheus.tier_windows`, the same code): counter increases
+   rules (:func:`streams.sources.window_rules.tier_windows`, the same code): counter increases
    summed per class, resets, born series, gaps. A window is never changed once made: a
    sample arriving after it counts only for later windows, and one older than its series'
    latest sample is dead-lettered (out of order).
@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from streams.records import InvalidWindow, format_time
-from streams.sources.prometheus import Gap, Series, TierData, TierSpec, tier_windows
+from streams.sources.window_rules import Gap, Series, TierData, TierSpec, tier_windows
 from streams.sources.sample_mapping import InputFormat, TierMapping
 from streams.sources.samples import Sample, parse_record
 
