@@ -70,17 +70,14 @@ def number(value: Any, where: str) -> float | None:
 class _Points:
     """One series: its labels and samples in time order (``None``: no value)."""
 
-    __slots__ = ("labels", "times", "values", "total")
+    __slots__ = ("labels", "times", "values", "total", "last")
 
     def __init__(self, labels: Mapping[str, str]) -> None:
         self.labels = labels
         self.times: list[int] = []
         self.values: list[float | None] = []
         self.total = 0.0                  # a delta sum's running total
-
-    @property
-    def last(self) -> int:
-        return self.times[-1]
+        self.last = -1                    # the latest sample's time (``times[-1]``)
 
     def at(self, t: int, lookback: int) -> float | None:
         i = bisect.bisect_right(self.times, t) - 1
@@ -104,6 +101,10 @@ class _Tier:
     series: dict[tuple[str, str, tuple[tuple[str, str], ...]], _Points] = field(
         default_factory=dict)
     next_end: int | None = None
+    #: the latest sample's time over the tier's series
+    newest: int = -1
+    #: a series found behind the next window's end (:meth:`SampleWindows._ready`)
+    blocker: _Points | None = None
 
 
 @dataclass
@@ -224,7 +225,7 @@ class SampleWindows:
             points = tier.series.get(key)
             if points is None:
                 points = tier.series[key] = _Points(sample.labels)
-            if points.times and sample.t_ms < points.last:
+            if sample.t_ms < points.last:
                 raise InvalidWindow("timestamp", format_time(sample.t_ms / 1000),
                                     f"{sample.name}: older than the series' latest sample "
                                     f"({format_time(points.last / 1000)}); samples of a series "
@@ -233,11 +234,14 @@ class SampleWindows:
             if sample.delta and value is not None:
                 points.total += value
                 stored = points.total
-            if points.times and sample.t_ms == points.last:
+            if sample.t_ms == points.last:
                 points.values[-1] = stored
             else:
                 points.times.append(sample.t_ms)
                 points.values.append(stored)
+                points.last = sample.t_ms
+                if sample.t_ms > tier.newest:
+                    tier.newest = sample.t_ms
             if tier.next_end is None:
                 w, off = self.window, self.fmt.offset_ms
                 tier.next_end = off + -(-(sample.t_ms - off) // w) * w + w
@@ -245,16 +249,29 @@ class SampleWindows:
 
     # -- windows ---------------------------------------------------------------------------
     def _ready(self, tier: _Tier, end: int) -> bool:
-        """Rule 1."""
-        live = [p.last for p in tier.series.values() if p.last > end - self.lookback]
-        if not live:
+        """Rule 1. The series found behind last time is looked at first: while it stays
+        behind, a sample of another series costs no scan."""
+        if tier.newest < end:
             return False
-        return min(live) >= end or max(live) >= end + self.lag
+        if tier.newest >= end + self.lag:
+            return True
+        stale = end - self.lookback
+        blocker = tier.blocker
+        if blocker is not None and stale < blocker.last < end:
+            return False
+        for p in tier.series.values():
+            if stale < p.last < end:
+                tier.blocker = p
+                return False
+        tier.blocker = None
+        return True
 
     def _windows(self, tier: _Tier) -> list[dict[str, Any]]:
         made: list[dict[str, Any]] = []
         assert tier.next_end is not None
-        newest = max(p.last for p in tier.series.values())
+        newest = tier.newest
+        if newest < tier.next_end:                  # no series reached the next end yet
+            return made
         if tier.next_end < newest - self.lookback - self.window:    # a long silence: skip it
             skip = (newest - self.lookback - tier.next_end) // self.window
             self.gaps["no samples within lookback_s"] += skip
