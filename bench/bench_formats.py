@@ -9,8 +9,10 @@ one request). Figures (best of ``--repeat``):
 
 - ``SampleWindows.translate`` over all the messages, fresh state: samples/s (samples a
   selector wants), messages/s and windows made per second;
-- the peer: :func:`streams.records.parse_window` over the same windows as contract records
-  (JSON bytes): windows/s -- what the worker does per window before the core.
+- the peers: :func:`streams.records.parse_window` over the same windows as contract records
+  (JSON bytes): windows/s -- what the worker does per window before the core; and the whole
+  core over them (``Pipeline.process_many``, default configuration: filters, solves every 60 s
+  of event time) -- what the mapping adds to.
 
 Rates are per CPU second of the process (``time.process_time``), one core.
 
@@ -30,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from format_samples import MAPPING_DICT, encode  # noqa: E402
 
+from streams.pipeline import Pipeline  # noqa: E402
 from streams.records import parse_window  # noqa: E402
 from streams.sources.sample_mapping import input_from_mapping  # noqa: E402
 from streams.sources.sample_windows import SampleWindows  # noqa: E402
@@ -80,6 +83,9 @@ def main() -> None:
     seconds = best(lambda: [parse_window(r) for r in contract], args.repeat)
     peer = len(windows) / seconds
     print(f"  contract records, parse_window: {peer:,.0f} windows/s (the peer)")
+    seconds = best(lambda: Pipeline().process_many(contract), args.repeat)
+    core = len(windows) / seconds
+    print(f"  contract records, the whole core (Pipeline.process_many): {core:,.0f} windows/s")
     for fmt in FORMATS:
         messages = [m.encode() for m in encode(windows, fmt)]
         fmt_config = input_from_mapping({"format": fmt, **MAPPING_DICT})
@@ -93,7 +99,8 @@ def main() -> None:
               f"{len(messages) / seconds:9,.0f} messages/s, {len(windows) / seconds:7,.0f} "
               f"windows/s ({samples / len(windows):.0f} samples and "
               f"{len(messages) / len(windows):.1f} messages per window; "
-              f"{peer * seconds / len(windows):.1f} x the peer's time per window)")
+              f"{peer * seconds / len(windows):.1f} x parse_window's time, "
+              f"{core * seconds / len(windows):.2f} x the core's per window)")
 
 
 if __name__ == "__main__":
