@@ -476,3 +476,16 @@ def test_the_worked_examples_in_docs_formats_md():
         assert not made.dead, (fmt, made.dead)
         assert len(made.windows) == 1, fmt
         assert_close(made.windows[0], window, fmt)
+
+
+def test_a_record_of_samples_is_keyed_by_its_system():
+    """``perfcast produce`` of a file of samples keys each record by its system, so one
+    system's samples keep their order on one partition."""
+    from streams.sources.sample_windows import sample_key
+
+    line = encode([{"system": "shop-1", "tier": "db", "end": T0, "window_s": 5.0,
+                    "utilization": 0.5, "completions": {"/a": 1}}], "otlp-json")[0].encode()
+    assert sample_key(mapping("otlp-json"), line) == b"shop-1"
+    assert sample_key(mapping("otlp-json", system="fixed", system_label=None), line) \
+        == b"fixed"
+    assert sample_key(mapping("otlp-json"), b"{not json") is None

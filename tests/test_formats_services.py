@@ -1,7 +1,8 @@
 """Each Kafka format through the real worker against the real broker (``infra/services.sh``):
 the simulated shop's windows re-told as an agent's samples (``tests/format_samples.py``) --
 Telegraf JSON, prometheus-kafka-adapter JSON, OTLP/JSON -- are produced to the source topic,
-keyed by system as an agent would be configured to (Telegraf ``routing_tag``, the Collector's
+by ``perfcast produce`` with the same configuration, which keys each by its system as an agent
+would be configured to (Telegraf ``routing_tag``, the Collector's
 ``partition_metrics_by_resource_attributes``); ``perfcast worker`` with ``[input] format``
 turns them into windows: its estimates and predictions equal the embedded pipeline's over the
 same messages and over the original windows (1e-9), InfluxDB holds every estimate, and the
@@ -11,13 +12,16 @@ messages that cannot be mapped are on the dead-letter topic with their reasons. 
 
 from __future__ import annotations
 
-import json
+import os
+import subprocess
+import sys
 from dataclasses import replace
 
 import pytest
 
 from format_samples import MAPPING, encode
 from pipeline_harness import (
+    ROOT,
     TopicReader,
     Worker,
     assert_close,
@@ -52,16 +56,17 @@ BAD = {
 }
 
 
-def _produce(bootstrap: str, topic: str, key: str, messages: list[str]) -> None:
-    from kafka import KafkaProducer
-
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
-    try:
-        for m in messages:
-            producer.send(topic, key=key.encode(), value=m.encode())
-        producer.flush(60)
-    finally:
-        producer.close()
+def _produce(config_path, messages: list[str], tmp_path) -> str:
+    """``perfcast produce`` of a file of the messages, with the configuration's ``[input]``:
+    each keyed by its system. Returns its output."""
+    lines = tmp_path / "samples.jsonl"
+    lines.write_text("\n".join(messages) + "\n")
+    proc = subprocess.run([sys.executable, "-m", "streams.cli", "produce", "--source",
+                           str(lines), "--config", str(config_path)], cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout
 
 
 @pytest.mark.parametrize("fmt", ["telegraf", "prometheus-kafka-adapter", "otlp-json"])
@@ -90,7 +95,8 @@ def test_each_format_through_the_worker_on_the_real_broker(fmt, tmp_path):
                for n in ("estimates", "predictions", "deadletter")}
     worker = Worker(config_path, unique("app"), tmp_path / "worker.log").start()
     try:
-        _produce(bootstrap, config.kafka.topic("windows"), system, messages)
+        sent = _produce(config_path, messages, tmp_path)
+        assert f"sent {len(messages)} records" in sent, sent
         wait_for(lambda: len(readers["estimates"].poll()) >= len(windows)
                  and len(readers["predictions"].poll()) >= len(expected.predictions)
                  and len(readers["deadletter"].poll()) >= len(bad),

@@ -40,7 +40,7 @@ from streams.sources.window_rules import Gap, Series, TierData, TierSpec, tier_w
 from streams.sources.sample_mapping import InputFormat, TierMapping
 from streams.sources.samples import Sample, parse_record
 
-__all__ = ["SampleWindows", "Translated", "number"]
+__all__ = ["SampleWindows", "Translated", "number", "sample_key"]
 
 log = logging.getLogger("perfcast.formats")
 
@@ -65,6 +65,24 @@ def number(value: Any, where: str) -> float | None:
     else:
         raise InvalidWindow(where, value, "not a number")
     return v if math.isfinite(v) else None
+
+
+def sample_key(fmt: InputFormat, value: bytes) -> bytes | None:
+    """The partition key of a record of samples: its system (``system``, or the
+    ``system_label`` of its first sample that has it), so that one system's samples stay in
+    order on one partition (``perfcast produce`` of a file of samples); ``None`` when the
+    record has none."""
+    if fmt.system is not None:
+        return fmt.system.encode()
+    try:
+        parsed = parse_record(value, fmt.format, fmt.timestamp_unit)
+    except InvalidWindow:
+        return None
+    for sample in parsed.samples:
+        system = sample.labels.get(fmt.system_label or "")
+        if system:
+            return system.encode("utf-8", "backslashreplace")
+    return None
 
 
 class _Points:
