@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from streams.config import ConfigError
-from streams.records import MAX_WINDOW_S, valid_name
+from streams.records import valid_name
+from streams.sources.settings import WindowGrid, number_setting, string_setting, window_setting
 from streams.sources.window_rules import (
     QUERY_FIELDS,
     Gap,
@@ -51,7 +52,7 @@ __all__ = ["TierSpec", "PrometheusSource", "load_source", "Series", "Gap", "Tier
 
 
 @dataclass(frozen=True)
-class PrometheusSource:
+class PrometheusSource(WindowGrid):
     """Where to read, which system, the window grid, and the tiers in visit order."""
 
     url: str
@@ -72,37 +73,10 @@ class PrometheusSource:
     #: token comes only from ``PERFCAST_PROMETHEUS_TOKEN`` (or ``..._FILE``)
     headers: Mapping[str, str] = field(default_factory=dict)
 
-    @property
-    def window_ms(self) -> int:
-        return round(self.window_s * 1000)
-
-    @property
-    def offset_ms(self) -> int:
-        return round(self.offset_s * 1000) % self.window_ms
-
 
 _SOURCE_KEYS = {"url", "system", "window_s", "offset_s", "lag_s", "timeout_s", "concurrency",
                 "max_windows_per_query", "missing_class", "class_label", "counters", "headers"}
 _TIER_KEYS = set(QUERY_FIELDS) | {"class_label", "counters"}
-
-
-def _number(raw: Mapping[str, Any], key: str, where: str, default: float, low: float,
-            high: float, low_allowed: bool = False) -> float:
-    value = raw.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-            (value >= low if low_allowed else value > low) and value <= high):
-        bracket = "[" if low_allowed else "("
-        raise ConfigError(f"{where}.{key}: must be a number within {bracket}{low:g}, {high:g}], "
-                          f"got {value!r}")
-    return float(value)
-
-
-def _string(raw: Mapping[str, Any], key: str, where: str, default: str | None = None,
-            ) -> str | None:
-    value = raw.get(key, default)
-    if value is not None and (not isinstance(value, str) or not value.strip()):
-        raise ConfigError(f"{where}.{key}: must be a non-empty string, got {value!r}")
-    return value
 
 
 def _tier(name: str, raw: Any, class_label: str, counters: bool) -> TierSpec:
@@ -114,7 +88,7 @@ def _tier(name: str, raw: Any, class_label: str, counters: bool) -> TierSpec:
     unknown = sorted(set(raw) - _TIER_KEYS)
     if unknown:
         raise ConfigError(f"{where}.{unknown[0]}: unknown setting (known: {sorted(_TIER_KEYS)})")
-    queries = {k: _string(raw, k, where) for k in QUERY_FIELDS if k != "cores"}
+    queries = {k: string_setting(raw, k, where) for k in QUERY_FIELDS if k != "cores"}
     if queries["completions"] is None:
         raise ConfigError(f"{where}.completions: required (PromQL of the per-class completion "
                           f"counters)")
@@ -124,11 +98,11 @@ def _tier(name: str, raw: Any, class_label: str, counters: bool) -> TierSpec:
                           f"got {'both' if queries['busy_seconds'] else 'neither'}")
     cores: Any = raw.get("cores", 1)
     if isinstance(cores, str):
-        cores = _string(raw, "cores", where)
+        cores = string_setting(raw, "cores", where)
     elif isinstance(cores, bool) or not isinstance(cores, int) or not 1 <= cores <= 4096:
         raise ConfigError(f"{where}.cores: must be a whole number within [1, 4096] or PromQL, "
                           f"got {cores!r}")
-    label = _string(raw, "class_label", where, class_label)
+    label = string_setting(raw, "class_label", where, class_label)
     own_counters = raw.get("counters", counters)
     if not isinstance(own_counters, bool):
         raise ConfigError(f"{where}.counters: must be true or false, got {own_counters!r}")
@@ -150,17 +124,14 @@ def source_from_mapping(raw: Mapping[str, Any], env: Mapping[str, str] | None = 
     bad = sorted(set(src) - _SOURCE_KEYS)
     if bad:
         raise ConfigError(f"prometheus.{bad[0]}: unknown setting (known: {sorted(_SOURCE_KEYS)})")
-    url = (env or {}).get("PERFCAST_PROMETHEUS_URL") or _string(src, "url", "prometheus")
+    url = (env or {}).get("PERFCAST_PROMETHEUS_URL") or string_setting(src, "url", "prometheus")
     if not url or not url.startswith(("http://", "https://")):
         raise ConfigError(f"prometheus.url: must be an http(s) URL (or set "
                           f"PERFCAST_PROMETHEUS_URL), got {url!r}")
-    system = _string(src, "system", "prometheus")
+    system = string_setting(src, "system", "prometheus")
     if system is None or not valid_name(system):
         raise ConfigError(f"prometheus.system: must be a valid system name, got {system!r}")
-    window_s = _number(src, "window_s", "prometheus", 5.0, 0.0, MAX_WINDOW_S)
-    if abs(window_s * 1000 - round(window_s * 1000)) > 1e-6 or round(window_s * 1000) < 1:
-        raise ConfigError(f"prometheus.window_s: must be whole milliseconds (Prometheus' "
-                          f"resolution), got {window_s!r}")
+    window_s = window_setting(src, "prometheus")
     headers = src.get("headers", {})
     if not isinstance(headers, Mapping) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in headers.items()):
@@ -179,11 +150,11 @@ def source_from_mapping(raw: Mapping[str, Any], env: Mapping[str, str] | None = 
             or not 1 <= concurrency <= 64:
         raise ConfigError(f"prometheus.concurrency: must be an integer within [1, 64], "
                           f"got {concurrency!r}")
-    missing_class = _string(src, "missing_class", "prometheus", "other")
+    missing_class = string_setting(src, "missing_class", "prometheus", "other")
     if not valid_name(missing_class):
         raise ConfigError(f"prometheus.missing_class: must be a valid class name, "
                           f"got {missing_class!r}")
-    class_label = _string(src, "class_label", "prometheus", "handler")
+    class_label = string_setting(src, "class_label", "prometheus", "handler")
     counters = src.get("counters", True)
     if not isinstance(counters, bool):
         raise ConfigError(f"prometheus.counters: must be true or false, got {counters!r}")
@@ -194,9 +165,9 @@ def source_from_mapping(raw: Mapping[str, Any], env: Mapping[str, str] | None = 
     tiers = tuple(_tier(name, body, class_label, counters) for name, body in tiers_raw.items())
     return PrometheusSource(
         url=url.rstrip("/"), system=system, tiers=tiers, window_s=window_s,
-        offset_s=_number(src, "offset_s", "prometheus", 0.0, 0.0, 86_400.0, True),
-        lag_s=_number(src, "lag_s", "prometheus", 10.0, 0.0, 3600.0, True),
-        timeout_s=_number(src, "timeout_s", "prometheus", 30.0, 0.0, 600.0),
+        offset_s=number_setting(src, "offset_s", "prometheus", 0.0, 0.0, 86_400.0, True),
+        lag_s=number_setting(src, "lag_s", "prometheus", 10.0, 0.0, 3600.0, True),
+        timeout_s=number_setting(src, "timeout_s", "prometheus", 30.0, 0.0, 600.0),
         max_windows_per_query=max_windows, missing_class=missing_class, concurrency=concurrency,
         headers=dict(headers))
 

@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from streams.config import ConfigError
-from streams.records import MAX_WINDOW_S, valid_name
+from streams.records import valid_name
+from streams.sources.settings import WindowGrid, number_setting, string_setting, window_setting
 from streams.sources.window_rules import TierSpec
 from streams.sources.samples import FORMATS, TIMESTAMP_UNITS
 
@@ -123,7 +124,7 @@ class TierMapping:
 
 
 @dataclass(frozen=True)
-class InputFormat:
+class InputFormat(WindowGrid):
     """The ``[input]`` table (module docstring); ``format = "contract"``: window records."""
 
     format: str = "contract"
@@ -152,36 +153,11 @@ class InputFormat:
         """The records are metric samples, mapped to windows (not window records)."""
         return self.format != "contract"
 
-    @property
-    def window_ms(self) -> int:
-        return round(self.window_s * 1000)
-
-    @property
-    def offset_ms(self) -> int:
-        return round(self.offset_s * 1000) % self.window_ms
-
 
 _KEYS = {"format", "window_s", "offset_s", "lag_s", "lookback_s", "strict", "timestamp_unit",
          "system", "system_label", "tier_label", "missing_class", "class_label", "tiers",
          *METRIC_FIELDS}
 _TIER_KEYS = {"class_label", *METRIC_FIELDS}
-
-
-def _seconds(raw: Mapping[str, Any], key: str, default: float, low: float, high: float,
-             low_allowed: bool = True) -> float:
-    value = raw.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-            (value >= low if low_allowed else value > low) and value <= high):
-        raise ConfigError(f"input.{key}: must be seconds within {'[' if low_allowed else '('}"
-                          f"{low:g}, {high:g}], got {value!r}")
-    return float(value)
-
-
-def _name(raw: Mapping[str, Any], key: str, where: str) -> str | None:
-    value = raw.get(key)
-    if value is not None and (not isinstance(value, str) or not value.strip()):
-        raise ConfigError(f"{where}.{key}: must be a non-empty string, got {value!r}")
-    return value
 
 
 def _fields(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
@@ -200,7 +176,7 @@ def _fields(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
         else:
             out[f] = (parse_selector(value, f"{where}.{f}"),)
     if "class_label" in raw:
-        out["class_label"] = _name(raw, "class_label", where)
+        out["class_label"] = string_setting(raw, "class_label", where)
     return out
 
 
@@ -231,9 +207,7 @@ def input_from_mapping(raw: Any) -> InputFormat:
             raise ConfigError(f"input.{extra[0]}: only with a metric format (format = "
                               f"\"telegraf\", ...); window records carry their own windows")
         return InputFormat()
-    window_s = _seconds(raw, "window_s", 5.0, 0.0, MAX_WINDOW_S, low_allowed=False)
-    if abs(window_s * 1000 - round(window_s * 1000)) > 1e-6 or round(window_s * 1000) < 1:
-        raise ConfigError(f"input.window_s: must be whole milliseconds, got {window_s!r}")
+    window_s = window_setting(raw, "input")
     unit = raw.get("timestamp_unit", "s")
     if unit not in TIMESTAMP_UNITS:
         raise ConfigError(f"input.timestamp_unit: must be one of {', '.join(TIMESTAMP_UNITS)} "
@@ -241,18 +215,19 @@ def input_from_mapping(raw: Any) -> InputFormat:
     strict = raw.get("strict", False)
     if not isinstance(strict, bool):
         raise ConfigError(f"input.strict: must be true or false, got {strict!r}")
-    system, system_label = _name(raw, "system", "input"), _name(raw, "system_label", "input")
+    system = string_setting(raw, "system", "input")
+    system_label = string_setting(raw, "system_label", "input")
     if (system is None) == (system_label is None):
         raise ConfigError("input: exactly one of system (the system's name) and system_label "
                           "(the label naming it) is needed, got "
                           f"{'both' if system else 'neither'}")
     if system is not None and not valid_name(system):
         raise ConfigError(f"input.system: must be a valid system name, got {system!r}")
-    missing_class = _name(raw, "missing_class", "input") or "other"
+    missing_class = string_setting(raw, "missing_class", "input") or "other"
     if not valid_name(missing_class):
         raise ConfigError(f"input.missing_class: must be a valid class name, "
                           f"got {missing_class!r}")
-    tier_label = _name(raw, "tier_label", "input")
+    tier_label = string_setting(raw, "tier_label", "input")
     base = _fields(raw, "input")
     base.setdefault("class_label", "handler")
     tiers_raw = raw.get("tiers", {})
@@ -282,8 +257,8 @@ def input_from_mapping(raw: Any) -> InputFormat:
         default = _mapping(base, "input")
     return InputFormat(
         format=fmt, window_s=window_s,
-        offset_s=_seconds(raw, "offset_s", 0.0, 0.0, 86_400.0),
-        lag_s=_seconds(raw, "lag_s", window_s, 0.0, 86_400.0),
-        lookback_s=_seconds(raw, "lookback_s", 60.0, 0.0, 7 * 86_400.0, low_allowed=False),
+        offset_s=number_setting(raw, "offset_s", "input", 0.0, 0.0, 86_400.0, True),
+        lag_s=number_setting(raw, "lag_s", "input", window_s, 0.0, 86_400.0, True),
+        lookback_s=number_setting(raw, "lookback_s", "input", 60.0, 0.0, 7 * 86_400.0),
         strict=strict, timestamp_unit=unit, system=system, system_label=system_label,
         tier_label=tier_label, missing_class=missing_class, default=default, tiers=tiers)
