@@ -489,3 +489,15 @@ def test_a_record_of_samples_is_keyed_by_its_system():
     assert sample_key(mapping("otlp-json", system="fixed", system_label=None), line) \
         == b"fixed"
     assert sample_key(mapping("otlp-json"), b"{not json") is None
+
+
+def test_tiers_gone_silent_are_dropped():
+    """A tier label that never comes back (a pod replaced by another): its samples are
+    dropped once the stream is lookback_s past them, so the state stays bounded."""
+    samples = SampleWindows(mapping("telegraf", cores=1, time_sum=None, users=None,
+                                    busy_seconds="app_busy", completions="app_served",
+                                    lookback_s=10), sweep_samples=50)
+    lines = [_telegraf_line(T0 + k, busy=0.1 * k, served=k, tags={"service": f"pod-{k // 20}"})
+             for k in range(200)]
+    samples.translate(lines)
+    assert len(samples.tiers) <= 2 and ("s", "pod-9") in samples.tiers

@@ -44,6 +44,9 @@ __all__ = ["SampleWindows", "Translated", "number", "sample_key"]
 
 log = logging.getLogger("perfcast.formats")
 
+#: samples between two sweeps for tiers gone silent (:meth:`SampleWindows._sweep`)
+SWEEP_SAMPLES = 10_000
+
 #: fields whose series are gauges averaged over the window (rule 2)
 _AVERAGED = ("utilization", "users")
 
@@ -139,8 +142,9 @@ class SampleWindows:
     """The accumulator (module docstring). ``gaps`` counts windows not made by reason kind;
     ``ignored`` samples of metrics no selector wants (``strict = false``)."""
 
-    def __init__(self, fmt: InputFormat) -> None:
+    def __init__(self, fmt: InputFormat, sweep_samples: int = SWEEP_SAMPLES) -> None:
         self.fmt = fmt
+        self.sweep_samples = sweep_samples
         self.window = fmt.window_ms
         self.lag = round(fmt.lag_s * 1000)
         self.lookback = round(fmt.lookback_s * 1000)
@@ -149,6 +153,9 @@ class SampleWindows:
         self.ignored = 0
         self.samples = 0
         self.windows_made = 0
+        #: the latest sample time seen, and the sample count at which tiers are swept next
+        self.clock = -1
+        self._next_sweep = sweep_samples
         self._default_index = fmt.default.by_name() if fmt.default is not None else {}
         self._tier_index = {name: m.by_name() for name, m in fmt.tiers.items()}
 
@@ -181,7 +188,18 @@ class SampleWindows:
                 self.windows_made += len(made)
                 out.windows += made
                 out.partitions += [part] * len(made)
+            if self.samples >= self._next_sweep:
+                self._sweep()
         return out
+
+    def _sweep(self) -> None:
+        """Drop the tiers without a sample for ``lookback_s`` before the latest sample seen
+        (their samples can no longer make a window): the state stays bounded by the tiers
+        that report."""
+        cutoff = self.clock - self.lookback - self.window
+        for key in [k for k, t in self.tiers.items() if t.newest <= cutoff]:
+            del self.tiers[key]
+        self._next_sweep = self.samples + self.sweep_samples
 
     def summary(self) -> str:
         """One line: samples mapped, windows made, samples ignored, gaps by reason."""
@@ -260,6 +278,8 @@ class SampleWindows:
                 points.last = sample.t_ms
                 if sample.t_ms > tier.newest:
                     tier.newest = sample.t_ms
+                    if sample.t_ms > self.clock:
+                        self.clock = sample.t_ms
             if tier.next_end is None:
                 w, off = self.window, self.fmt.offset_ms
                 tier.next_end = off + -(-(sample.t_ms - off) // w) * w + w
