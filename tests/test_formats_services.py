@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from dataclasses import replace
 
 import pytest
@@ -34,6 +35,7 @@ from pipeline_harness import (
 from streams.config import load_config
 from streams.demo import DemoScenario, demo_records
 from streams.pipeline import Pipeline
+from streams.records import parse_end
 from streams.topics import ensure_topics
 
 pytestmark = pytest.mark.timeout(600)
@@ -122,3 +124,56 @@ def test_each_format_through_the_worker_on_the_real_broker(fmt, tmp_path):
         worker.stop()
         for r in readers.values():
             r.close()
+
+
+def test_a_killed_worker_loses_at_most_the_open_window(tmp_path):
+    """Telegraf samples, the worker SIGKILLed after the first half and restarted before the
+    second: every window is estimated at most once (windows made again from samples read
+    again are dead-lettered as duplicates), and only the window open at the kill -- whose
+    start sample is gone with the worker's memory -- may be missing, one per tier at most."""
+    from functools import partial
+
+    from streams.produce import produce
+    from streams.sources.sample_windows import sample_key
+
+    bootstrap = service_env("PERFCAST_KAFKA_BOOTSTRAP")
+    system, prefix = unique("shop"), unique("t")
+    windows = demo_records(DemoScenario(system=system, duration_s=300, steady_s=120, step_s=30,
+                                        step_users=10, users_start=20, users_end=40))
+    config_path = write_config(tmp_path / "perfcast.toml", system, prefix,
+                               f'[input]\nformat = "telegraf"\n{MAPPING}')
+    config = load_config(config_path)
+    messages = encode(windows, "telegraf")
+    half = len(messages) // 2
+    made_first = Pipeline(config).process_many(messages[:half]).estimates
+    ensure_topics(config.kafka, partitions=2)
+    estimates = TopicReader(bootstrap, config.kafka.topic("estimates"))
+    dead = TopicReader(bootstrap, config.kafka.topic("deadletter"))
+    key = partial(sample_key, config.input)
+    worker = Worker(config_path, unique("app"), tmp_path / "worker.log").start()
+    try:
+        produce(messages[:half], config.kafka, key=key)
+        wait_for(lambda: len({(e["tier"], e["seq"]) for e in estimates.poll()})
+                 >= len(made_first), 300, "the first half's estimates", worker)
+        worker.kill()
+        worker.start()
+        produce(messages[half:], config.kafka, key=key)
+        ends = {(w["tier"], parse_end(w["end"])) for w in windows}
+        wait_for(lambda: len({(e["tier"], e["end"]) for e in estimates.poll()})
+                 >= len(ends) - 2, 300, "the second half's estimates", worker)
+        time.sleep(5)                    # anything more the worker would send
+        got = estimates.poll()
+        by_seq = {(e["tier"], e["seq"]): e["end"] for e in got}
+        estimated = {(t, end) for (t, _), end in by_seq.items()}
+        assert len(estimated) == len(by_seq), "a window estimated twice"
+        missing = ends - estimated
+        assert len({t for t, _ in missing}) == len(missing) <= 2, sorted(missing)
+        for tier in ("front", "db"):
+            seqs = sorted(s for t, s in by_seq if t == tier)
+            assert seqs == list(range(1, len(seqs) + 1))
+        assert all(d["reason"].startswith("duplicate") for d in dead.poll())
+        assert worker.alive()
+    finally:
+        worker.stop()
+        estimates.close()
+        dead.close()

@@ -23,7 +23,7 @@ the tier's windows are cut on the grid ``offset_s + k window_s``:
 
 The windows made are input-contract records, validated by the pipeline like any other (a
 utilization within the tolerance above 1 is clamped and flagged). Pure: no I/O; the state
-is in memory only (after a worker restart the windows in progress are gaps).
+is in memory only (after a worker restart the window open at the time is not made).
 """
 
 from __future__ import annotations
