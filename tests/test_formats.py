@@ -501,3 +501,31 @@ def test_tiers_gone_silent_are_dropped():
              for k in range(200)]
     samples.translate(lines)
     assert len(samples.tiers) <= 2 and ("s", "pod-9") in samples.tiers
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-2 ** 70, 2 ** 70)
+    | st.floats(allow_nan=False) | st.text(max_size=8)
+    | st.sampled_from(["NaN", "1e400", "1764000000", "2025-11-24T16:00:00Z", "/a", "12"]),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+        st.sampled_from(["name", "tags", "fields", "timestamp", "metrics", "value", "labels",
+                         "__name__", "__value__", "__timestamp__", "resourceMetrics",
+                         "resource", "attributes", "scopeMetrics", "metrics", "gauge", "sum",
+                         "histogram", "dataPoints", "timeUnixNano", "asInt", "asDouble",
+                         "count", "key", "stringValue", "flags", "aggregationTemporality",
+                         "namespace", "service", "uri", "x"]), inner, max_size=5),
+    max_leaves=25)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(fmt=st.sampled_from(FORMATS), records=st.lists(_json, min_size=1, max_size=6),
+       strict=st.booleans())
+def test_no_record_of_any_shape_makes_the_mapping_raise(fmt, records, strict):
+    """Arbitrary JSON in the formats' vocabulary: every record becomes samples, windows or
+    dead letters with a reason; nothing raises (the worker must not die on its input)."""
+    pipeline = Pipeline(Config(input=mapping(fmt, strict=strict)))
+    raws = [json.dumps(r) for r in records]
+    out = pipeline.process_many(raws)
+    for d in out.deadletter:
+        assert d["reason"] and d["field"]
+    json.dumps([out.estimates, out.deadletter])
