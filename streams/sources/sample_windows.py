@@ -11,7 +11,7 @@ the tier's windows are cut on the grid ``offset_s + k window_s``:
 2. A series' value at ``t`` is its latest sample at or before ``t``, at most ``lookback_s``
    old (Prometheus' instant lookup); a staleness marker, ``NaN`` or an infinite value is no
    value. A gauge of utilization (or users) is averaged over the window's samples
-   (its value at ``E`` when it has none inside).
+   (its value at ``E`` when it has none inside; users rounded to a whole number).
 3. From the values at ``S`` and ``E`` the window is made by the Prometheus source's window
    rules (:func:`streams.sources.window_rules.tier_windows`, the same code): counter increases
    summed per class, resets, born series, gaps. A window is never changed once made: a
@@ -344,7 +344,8 @@ class SampleWindows:
                 v = (points.mean(t - self.window, t, lookback) if fld in _AVERAGED
                      else points.at(t, lookback))
                 if v is not None:
-                    values[t] = v
+                    # users are a whole number: the window's mean, rounded
+                    values[t] = float(round(v)) if fld == "users" else v
             fields.setdefault(fld, []).append(Series(points.labels, values))
         if len(fields.get("utilization", ())) > 1:
             fields["utilization"] = [_mean_series(fields["utilization"], (start, end))]
