@@ -532,8 +532,8 @@ def test_no_record_of_any_shape_makes_the_mapping_raise(fmt, records, strict):
 
 
 def test_users_sampled_within_a_window_are_averaged_to_a_whole_number():
-    """Users 11, 13, 10 sampled within a window: 11.33 on average, 11 in the window (the contract's
-    users are a whole number; a fractional mean must not cost the window)."""
+    """Users 11, 13, 10 sampled within a window: 11.33 on average, 11 in the window (the
+    contract's users are a whole number; a fractional mean must not cost the window)."""
     samples = SampleWindows(mapping("telegraf", cores=1, time_sum=None, busy_seconds="app_busy",
                                     completions="app_served", users="app_users"))
     lines = [_telegraf_line(T0, busy=0.0, served=0, users=10),
