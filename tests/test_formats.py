@@ -542,3 +542,24 @@ def test_users_sampled_within_a_window_are_averaged_to_a_whole_number():
     made = Pipeline(Config(input=samples.fmt)).process_many(lines)
     assert not made.deadletter
     assert SampleWindows(samples.fmt).translate(lines).windows[0]["users"] == 11
+
+
+def test_a_percentage_gauge_with_utilization_scale():
+    """Telegraf's ``cpu`` plugin: ``usage_active`` in percent of all cores, per ``cpu`` tag;
+    ``cpu_usage_active{cpu="cpu-total"}`` with ``utilization_scale = 0.01``."""
+    fmt = input_from_mapping({"format": "telegraf", "system": "s", "tier_label": "host",
+                              "utilization": 'cpu_usage_active{cpu="cpu-total"}',
+                              "utilization_scale": 0.01, "cores": 4,
+                              "completions": "nginx_requests"})
+
+    def line(t, total, one, requests):
+        return json.dumps({"metrics": [
+            {"name": "cpu", "tags": {"host": "web", "cpu": "cpu-total"}, "timestamp": t,
+             "fields": {"usage_active": total, "usage_idle": 100 - total}},
+            {"name": "cpu", "tags": {"host": "web", "cpu": "cpu0"}, "timestamp": t,
+             "fields": {"usage_active": one}},
+            {"name": "nginx", "tags": {"host": "web"}, "timestamp": t,
+             "fields": {"requests": requests}}]})
+    made = SampleWindows(fmt).translate([line(T0, 20.0, 90.0, 0), line(T0 + 5, 62.5, 99.0, 40)])
+    assert [(w["utilization"], w["completions"]) for w in made.windows] == [(0.625,
+                                                                            {"other": 40})]

@@ -138,6 +138,9 @@ class InputFormat(WindowGrid):
     lookback_s: float = 60.0
     #: a sample of a metric no selector wants is dead-lettered (else ignored)
     strict: bool = False
+    #: the utilization gauge's samples are multiplied by this (0.01: a percentage, as
+    #: Telegraf's ``cpu`` plugin's ``usage_active``)
+    utilization_scale: float = 1.0
     #: Telegraf's ``json_timestamp_units``
     timestamp_unit: str = "s"
     system: str | None = None
@@ -155,6 +158,7 @@ class InputFormat(WindowGrid):
 
 
 _KEYS = {"format", "window_s", "offset_s", "lag_s", "lookback_s", "strict", "timestamp_unit",
+         "utilization_scale",
          "system", "system_label", "tier_label", "missing_class", "class_label", "tiers",
          *METRIC_FIELDS}
 _TIER_KEYS = {"class_label", *METRIC_FIELDS}
@@ -260,5 +264,6 @@ def input_from_mapping(raw: Any) -> InputFormat:
         offset_s=number_setting(raw, "offset_s", "input", 0.0, 0.0, 86_400.0, True),
         lag_s=number_setting(raw, "lag_s", "input", window_s, 0.0, 86_400.0, True),
         lookback_s=number_setting(raw, "lookback_s", "input", 60.0, 0.0, 7 * 86_400.0),
-        strict=strict, timestamp_unit=unit, system=system, system_label=system_label,
+        strict=strict, timestamp_unit=unit,
+        utilization_scale=number_setting(raw, "utilization_scale", "input", 1.0, 0.0, 1.0), system=system, system_label=system_label,
         tier_label=tier_label, missing_class=missing_class, default=default, tiers=tiers)

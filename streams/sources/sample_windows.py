@@ -267,6 +267,8 @@ class SampleWindows:
                                     f"({format_time(points.last / 1000)}); samples of a series "
                                     f"must come in time order")
             stored = value
+            if fld == "utilization" and value is not None:
+                stored = value * self.fmt.utilization_scale
             if sample.delta and value is not None:
                 points.total += value
                 stored = points.total
