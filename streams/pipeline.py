@@ -8,7 +8,9 @@ worker the batches its agent takes. ``process(raw)`` is a batch of one. Invalid 
 dead letters with the field, the value and the reason; the pipeline never raises on input.
 No I/O, no asyncio.
 
-A batch runs in three passes:
+When the input is metric samples (``[input] format``, docs/formats.md), they are first turned
+into the windows they complete (:mod:`streams.sources.sample_windows`; what cannot be mapped
+is dead-lettered), and those windows are the batch. A batch runs in three passes:
 
 1. **admit**, in arrival order: parse, route to the system, reject unknown tiers, duplicates
    and windows too late, and note where a window passes its system's next solve boundary.
@@ -37,16 +39,6 @@ from streams.system import Outputs, SystemState, _rejection, solve_systems
 from streams.tier import TierState, step_tiers
 
 __all__ = ["Pipeline", "dead_letter"]
-
-
-def _sample_windows(config: Config) -> Any:
-    """The accumulator of metric samples when ``[input]`` names a metric format, else
-    ``None``."""
-    if config.input is None or not config.input.samples:
-        return None
-    from streams.sources.sample_windows import SampleWindows
-
-    return SampleWindows(config.input)
 
 log = logging.getLogger("perfcast.pipeline")
 
@@ -121,6 +113,16 @@ class _Collected:
             return [r for _, r in sorted(tagged, key=lambda t: t[0])]
         return Outputs(order(self.estimates), order(self.predictions), order(self.alerts),
                        order(self.deadletter))
+
+
+def _sample_windows(config: Config) -> Any:
+    """The accumulator of metric samples when ``[input]`` names a metric format, else
+    ``None``."""
+    if config.input is None or not config.input.samples:
+        return None
+    from streams.sources.sample_windows import SampleWindows
+
+    return SampleWindows(config.input)
 
 
 class Pipeline:
