@@ -330,10 +330,16 @@ class SampleWindows:
         return made
 
     def _gaps(self, gaps: list[Gap]) -> None:
+        """Count the windows not made; the first of each reason is logged as a warning (the
+        worker's log shows it), the others at debug."""
         for gap in gaps:
+            first = gap.reason not in self.gaps
             self.gaps[gap.reason] += 1
-            log.debug("%s: no window ending at %s (%s)", gap.tier,
-                      format_time(gap.end_ms / 1000), gap.reason)
+            log.log(logging.WARNING if first else logging.DEBUG,
+                    "%s: no window ending at %s (%s)%s", gap.tier,
+                    format_time(gap.end_ms / 1000), gap.reason,
+                    "; further windows not made for this reason are counted, not logged"
+                    if first else "")
 
     def _data(self, tier: _Tier, end: int) -> TierData:
         """The tier's series as the window rules take them: values at the window's start and
