@@ -71,18 +71,25 @@ def _produce(config_path, messages: list[str], tmp_path) -> str:
     return proc.stdout
 
 
-@pytest.mark.parametrize("fmt", ["telegraf", "prometheus-kafka-adapter", "otlp-json"])
-def test_each_format_through_the_worker_on_the_real_broker(fmt, tmp_path):
-    bootstrap = service_env("PERFCAST_KAFKA_BOOTSTRAP")
-    influx = service_env("PERFCAST_INFLUX_URL")
+def _shop(tmp_path, fmt: str, duration_s: float, users_end: int):
+    """A shop of its own (system, topic prefix), its windows, its configuration with
+    ``[input] format = fmt`` and the windows as that format's messages."""
     system, prefix = unique("shop"), unique("t")
-    windows = demo_records(DemoScenario(system=system, duration_s=600, steady_s=240, step_s=30,
-                                        step_users=10, users_start=20, users_end=60))
+    windows = demo_records(DemoScenario(system=system, duration_s=duration_s,
+                                        steady_s=duration_s * 0.4, step_s=30, step_users=10,
+                                        users_start=20, users_end=users_end))
     config_path = write_config(tmp_path / "perfcast.toml", system, prefix,
                                f'[input]\nformat = "{fmt}"\n{MAPPING}')
     config = load_config(config_path)
     assert config.input is not None and config.input.format == fmt
-    messages = encode(windows, fmt)
+    return system, windows, config_path, config, encode(windows, fmt)
+
+
+@pytest.mark.parametrize("fmt", ["telegraf", "prometheus-kafka-adapter", "otlp-json"])
+def test_each_format_through_the_worker_on_the_real_broker(fmt, tmp_path):
+    bootstrap = service_env("PERFCAST_KAFKA_BOOTSTRAP")
+    influx = service_env("PERFCAST_INFLUX_URL")
+    system, windows, config_path, config, messages = _shop(tmp_path, fmt, 600, 60)
     half = len(messages) // 2
     bad = [b.replace("%s", system) for b in BAD[fmt]]
     messages = messages[:half] + bad + messages[half:]
@@ -137,13 +144,7 @@ def test_a_killed_worker_loses_at_most_the_open_window(tmp_path):
     from streams.sources.sample_windows import sample_key
 
     bootstrap = service_env("PERFCAST_KAFKA_BOOTSTRAP")
-    system, prefix = unique("shop"), unique("t")
-    windows = demo_records(DemoScenario(system=system, duration_s=300, steady_s=120, step_s=30,
-                                        step_users=10, users_start=20, users_end=40))
-    config_path = write_config(tmp_path / "perfcast.toml", system, prefix,
-                               f'[input]\nformat = "telegraf"\n{MAPPING}')
-    config = load_config(config_path)
-    messages = encode(windows, "telegraf")
+    _, windows, config_path, config, messages = _shop(tmp_path, "telegraf", 300, 40)
     half = len(messages) // 2
     made_first = Pipeline(config).process_many(messages[:half]).estimates
     ensure_topics(config.kafka, partitions=2)
