@@ -231,7 +231,8 @@ def _write_report(out_dir: Path, config: Config) -> Optional[Path]:
 
 
 def _print_summary(summary: Any, sla_s: float | None = None) -> None:
-    console.print(f"\n{summary.records} windows in {summary.seconds:.1f} s: "
+    what = "records" if summary.mapping else "windows"
+    console.print(f"\n{summary.records} {what} in {summary.seconds:.1f} s: "
                   f"{summary.estimates} estimates, {summary.predictions} predictions, "
                   f"{summary.alerts} alert events, {summary.deadletter} dead letters")
     first: dict[str, float] = {}
@@ -245,6 +246,8 @@ def _print_summary(summary: Any, sla_s: float | None = None) -> None:
         verdict = "before" if lead > 0 else "after"
         console.print(f"\n[bold]breach predicted {abs(lead) / 60:.0f} min {verdict} the SLA "
                       f"was actually broken[/bold]")
+    if summary.mapping:
+        console.print(escape(summary.mapping), soft_wrap=True)
     if summary.deadletter:
         console.print(f"dead letters by reason: {escape(summary.reason_summary())}",
                       soft_wrap=True)
@@ -334,8 +337,9 @@ def produce(source: str = typer.Option(..., help="a JSON-lines trace ('-': stand
                            "epoch seconds (default: the demo's own, 2026-11-20T10:00:00Z)"),
             connect_timeout: Optional[float] = _CONNECT_TIMEOUT,
             ) -> None:
-    """Publish window records to perfcast.windows (keyed by system). Exit code 4 when Kafka
-    does not answer within the connect timeout."""
+    """Publish window records to perfcast.windows (keyed by system). With an [input] metric
+    format in --config, the lines are that format's records, keyed by their system. Exit code
+    4 when Kafka does not answer within the connect timeout."""
     from streams.connect import Unreachable
     from streams.produce import produce as send
 
@@ -352,14 +356,21 @@ def produce(source: str = typer.Option(..., help="a JSON-lines trace ('-': stand
         records = read_jsonl(_source(Path(source)))
     from streams.topics import ensure_topics
 
+    key: Any = {}
+    if cfg.input is not None:           # metric samples: keyed by their system, in order
+        from functools import partial
+
+        from streams.sources.sample_windows import sample_key
+        key = {"key": partial(sample_key, cfg.input)}
     try:
         ensure_topics(cfg.kafka)
-        stats = send(records, cfg.kafka, rate=rate)
+        stats = send(records, cfg.kafka, rate=rate, **key)
     except Unreachable as err:
         _unreachable(err)
     problems = ", ".join(f"{n} {what}" for n, what in ((stats.skipped, "skipped"),
                                                        (stats.failed, "refused by Kafka")) if n)
-    console.print(f"sent {stats.sent} windows to {cfg.kafka.topic('windows')} at "
+    console.print(f"sent {stats.sent} {'records' if cfg.input else 'windows'} to "
+                  f"{cfg.kafka.topic('windows')} at "
                   f"{cfg.kafka.bootstrap} in {stats.seconds:.1f} s ({stats.rate:.0f}/s)"
                   + (f"; {problems} (see the warnings)" if problems else ""))
 
