@@ -484,7 +484,8 @@ class SystemState:
         extra["utilization_error_tier"], extra["utilization_error_max"] = confidence.worst(
             u_errors)
         cap, ttb = pred["capacity_users"], pred["time_to_breach_s"]
-        if cap is not None and confidence.band_due(self.solves, ttb, self.config.horizon_s):
+        if cap is not None and not pred["capacity_limited"] and confidence.band_due(
+                self.solves, ttb, self.config.horizon_s):
             extra.update(confidence.band(model, models, cap, pred["users"], slope))
         extra.update(story.bottleneck_story(model, pred["bottleneck_tier"], breach,
                                             pred["breach_class"], pred["breach_tier"], fc,
