@@ -261,9 +261,9 @@ class SolveTimer:
     def __enter__(self) -> "SolveTimer":
         original, solves, flags = self.original, self.solves, self.flags
 
-        def timed(due: list[Any]) -> list[Any]:
+        def timed(due: list[Any], *rest: Any) -> list[Any]:
             t0 = time.perf_counter()
-            outs = original(due)
+            outs = original(due, *rest)
             dt = (time.perf_counter() - t0) / max(1, len(outs))
             for out in outs:
                 model = out.predictions[0].get("model") if out.predictions else None

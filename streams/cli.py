@@ -149,7 +149,8 @@ class _LiveView:
                      _count(p["users_forecast"]), p["model"], _fmt(r_meas),
                      _fmt(p["response_time"]), _count(p["capacity_users"]),
                      "now" if ttb == 0 else ("-" if ttb is None else _minutes(ttb)),
-                     escape(str(p["bottleneck_tier"])),
+                     escape(str(p["bottleneck_tier"])) + ("*" if p.get("bottleneck_reason")
+                                                          else ""),
                      _fmt(p["bottleneck_switch_probability"], ".2f"),
                      _fmt(idc, ".1f" if idc is not None and idc < 100 else ".0f")]
             if not several:
@@ -158,6 +159,25 @@ class _LiveView:
         return table
 
     def _caption(self) -> str:
+        return "\n".join(self._story() + [self._alerts()])
+
+    def _story(self) -> list[str]:
+        """Why the bottleneck column (marked ``*``) names another tier than the breach, and
+        the last switch of model (:mod:`streams.story`), for the newest row's system."""
+        if not self.rows:
+            return []
+        last = self.rows[-1]
+        lines = [f"* {escape(last['system'])}: {escape(last['bottleneck_reason'])}"] \
+            if last.get("bottleneck_reason") else []
+        switch = next((p for p in reversed(self.rows) if p.get("model_switch")
+                       and p["system"] == last["system"]), None)
+        if switch is not None:
+            lines.append(f"model switch {format_time(switch['time'])[11:16]} "
+                         f"({escape(switch['model_switch'])}): "
+                         f"{escape(switch['model_switch_reason'] or '')}")
+        return lines
+
+    def _alerts(self) -> str:
         firing: dict[str, dict[str, Any]] = {}
         for a in self.alerts:
             key = f"{a['alert']}/{a.get('class')}"

@@ -310,6 +310,10 @@ class TierModel:
     idc_lower: float | None = None
     idc_upper: float | None = None
     idc_reference: float | None = None
+    #: the Kalman filter's covariance ``P`` of the per-class demands, in the order of
+    #: ``demands`` (``None``: no filter yet); the uncertainty band of capacity uses it
+    #: (:mod:`streams.confidence`)
+    demand_cov: np.ndarray | None = None
 
 
 def _idc_flag(est: DispersionInterval, threshold: float) -> str | None:
@@ -575,7 +579,8 @@ class TierState:
             fit=self.fit, bursty=bursty,
             windows=self.windows, estimator=self.estimator,
             class_response={c: w / n for c, (w, n) in self.response.items()
-                            if n >= RESPONSE_MIN_COMPLETIONS})
+                            if n >= RESPONSE_MIN_COMPLETIONS},
+            demand_cov=np.array(k.P, dtype=float) if k else None)
 
     def _separability(self, utilization: np.ndarray, rates: np.ndarray,
                       cores: float) -> dict[str, dict[str, Any]]:
