@@ -6,6 +6,10 @@ Prints the tables of docs/accuracy.md section 4.
                                                # (both kinds)
     python bench/accuracy_alerts.py --quick    # 4 runs per kind, two thresholds
     python bench/accuracy_alerts.py --jobs 1   # one process (default: 2)
+    python bench/accuracy_alerts.py --shapes   # issue 22: three-tier multi-core systems,
+                                               # ramps and flat loads, against predict_linear
+                                               # and Holt (bench/alert_shapes.py)
+    python bench/accuracy_alerts.py --shapes --quick   # one seed per scenario
 
 The system is the demo's shop (:mod:`streams.demo`: paper 000's think time 0.5 s, front server
 and database in series, four browsing-mix classes) with every demand doubled, so that it
@@ -362,7 +366,16 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="4 runs per kind, two thresholds")
     ap.add_argument("--jobs", type=int, default=2, help="processes (default 2)")
+    ap.add_argument("--shapes", action="store_true",
+                    help="three-tier multi-core shapes against predict_linear and Holt "
+                         "(bench/alert_shapes.py)")
+    ap.add_argument("--truth-grid", action="store_true",
+                    help="with --shapes: re-simulate the truth capacities first")
     args = ap.parse_args(argv)
+    if args.shapes:
+        from bench import alert_shapes
+        alert_shapes.main(args.quick, args.jobs, args.truth_grid)
+        return
     runs = 4 if args.quick else 12
     sweep = (10.0, 300.0) if args.quick else (3.0, 10.0, 100.0, 300.0)
     t0 = time.perf_counter()
