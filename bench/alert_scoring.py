@@ -57,6 +57,7 @@ class RunScore:
     alerts: int                       # alert episodes (firings)
     false_alarms: int
     first_breach: float | None        # onset of the first breach episode
+    first_lead: float | None          # lead on the first breach; None: no breach or a miss
 
 
 def _end(e: float | None) -> float:
@@ -68,19 +69,20 @@ def score_alerts(alerts: Sequence[Episode], breaches: Sequence[Episode],
     """Score ``alerts`` against ``breaches`` (both sorted by start; see the module doc)."""
     if horizon_s < 0:
         raise ValueError(f"horizon_s must be >= 0, got {horizon_s!r}")
-    leads = []
+    leads: list[float | None] = []
     for onset, _ in breaches:
         covering = [f for f, r in alerts if f < onset <= _end(r)]
-        if covering:
-            leads.append(onset - max(covering))
+        leads.append(onset - max(covering) if covering else None)
     false = 0
     for f, r in alerts:
         until = max(_end(r), f + horizon_s)
         if not any(o <= until and _end(c) >= f for o, c in breaches):
             false += 1
-    return RunScore(breaches=len(breaches), caught=len(leads), leads=tuple(leads),
+    caught = tuple(x for x in leads if x is not None)
+    return RunScore(breaches=len(breaches), caught=len(caught), leads=caught,
                     alerts=len(alerts), false_alarms=false,
-                    first_breach=breaches[0][0] if breaches else None)
+                    first_breach=breaches[0][0] if breaches else None,
+                    first_lead=leads[0] if leads else None)
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,9 @@ def test_later_breach_episodes_count_each_and_lead_uses_the_covering_alert() -> 
     breaches = [(1000.0, 1400.0), (3000.0, None)]
     s = score_alerts(alerts, breaches, H)
     assert (s.breaches, s.caught, s.leads, s.false_alarms) == (2, 2, (900.0, 200.0), 0)
-    assert s.first_breach == 1000.0
+    assert (s.first_breach, s.first_lead) == (1000.0, 900.0)
+    missed_first = score_alerts([(2800.0, None)], breaches, H)
+    assert (missed_first.caught, missed_first.leads, missed_first.first_lead) == (1, (200.0,), None)
 
 
 def test_summary_pools_runs() -> None:
