@@ -61,13 +61,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.alert_scoring import hysteresis_episodes  # noqa: E402
 from solvers.mapqn import solve_closed  # noqa: E402
 from solvers.mva import mva  # noqa: E402
 from solvers.paper000 import THINK_TIME, scenarios  # noqa: E402
 from solvers.processes import MAP  # noqa: E402
 from solvers.simulation.monitoring import monitor_closed  # noqa: E402
 from solvers.simulation.network import ClosedNetwork, Queue  # noqa: E402
-from streams.alerts import AlertBook  # noqa: E402
 from streams.config import DEMAND_POLICIES, Config, SystemConfig  # noqa: E402
 from streams.demo import CLASSES, START  # noqa: E402
 from streams.embedded import run_embedded  # noqa: E402
@@ -211,15 +211,8 @@ def episodes(conditions: list[tuple[float, bool | None]]) -> list[tuple[float, f
     """``(fired, resolved)`` episodes of an alert fed ``conditions`` at each solve time, with
     the pipeline's hysteresis (:class:`streams.alerts.AlertBook`, fire after 2, resolve after
     3)."""
-    book = AlertBook(SystemConfig.alert_fire_after, SystemConfig.alert_resolve_after)
-    out: list[tuple[float, float | None]] = []
-    for t, cond in conditions:
-        ev = book.evaluate("a", cond, {}, t)
-        if ev and ev["state"] == "firing":
-            out.append((t, None))
-        elif ev and ev["state"] == "resolved":
-            out[-1] = (out[-1][0], t)
-    return out
+    return hysteresis_episodes(conditions, SystemConfig.alert_fire_after,
+                               SystemConfig.alert_resolve_after)
 
 
 def breach_episodes(recs: list[dict[str, Any]], sla: float) -> list[tuple[float, float | None]]:
