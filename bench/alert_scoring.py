@@ -4,10 +4,11 @@ Plain functions over episode lists, shared by the alert benches (``bench/accurac
 An *episode* is ``(start, end)`` in seconds, ``end = None`` while it is still open when the run
 stops.
 
-* **Caught breach** -- a breach episode starting at ``o`` is caught when an alert episode is
-  active at ``o`` and began strictly before it (``f < o <= r``); its **lead** is ``o - f``
-  (the start of the alert episode that covers the onset). A breach whose onset finds no alert
-  active, or an alert firing at the onset itself, is a **miss**.
+* **Caught breach** -- a breach episode starting at ``o`` is caught when an alert episode
+  began strictly before it and is still firing after it (``f < o < r``; one resolving at the
+  onset's own solve does not count); its **lead** is ``o - f`` (the start of the alert episode
+  that covers the onset). A breach whose onset finds no alert active, or an alert firing at the
+  onset itself, is a **miss**.
 * **False alarm** -- an alert episode ``[f, r)`` during which no breach is active and after
   whose firing none starts within the horizon: no breach episode meets
   ``[f, max(r, f + horizon)]``. An alert that fires early and stays firing until the breach
@@ -71,7 +72,7 @@ def score_alerts(alerts: Sequence[Episode], breaches: Sequence[Episode],
         raise ValueError(f"horizon_s must be >= 0, got {horizon_s!r}")
     leads: list[float | None] = []
     for onset, _ in breaches:
-        covering = [f for f, r in alerts if f < onset <= _end(r)]
+        covering = [f for f, r in alerts if f < onset < _end(r)]
         leads.append(onset - max(covering) if covering else None)
     false = 0
     for f, r in alerts:

@@ -29,6 +29,11 @@ def test_alert_resolved_before_the_onset_is_a_miss() -> None:
     assert (s.caught, s.false_alarms) == (0, 0)
 
 
+def test_alert_resolving_at_the_onsets_own_solve_is_a_miss() -> None:
+    s = score_alerts([(400.0, 1000.0)], [(1000.0, None)], H)
+    assert (s.caught, s.first_lead, s.false_alarms) == (0, None, 0)
+
+
 def test_alert_with_no_breach_within_the_horizon_is_a_false_alarm() -> None:
     s = score_alerts([(100.0, 300.0), (3000.0, 3200.0)], [(2000.0, 2500.0)], H)
     assert (s.caught, s.false_alarms, s.alerts) == (0, 2, 2)
