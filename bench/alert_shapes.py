@@ -8,8 +8,9 @@ x0.75 at the db) and ``buy`` (20%, x2); SLA 0.1 s for both. Kinds: ``bursty`` --
 service-time sequence is paper 000's MAP(2) (I ~ 200); ``non_bursty`` -- exponential db.
 Simulated by :mod:`solvers.simulation.physical` (cores, FCFS, the correlated sequence),
 monitored in 5-s input-contract windows after 2 simulated minutes (queues not empty when
-monitoring starts; every method sees the same windows). ``CAPACITY`` is the truth: the population whose worst
-class's long-run mean response time crosses the SLA in the simulation (``--truth-grid``).
+monitoring starts; every method sees the same windows). ``CAPACITY`` is the truth: the
+population whose worst class's long-run mean response time crosses the SLA in the simulation
+(``--truth-grid``).
 
 Shapes (fractions of ``CAPACITY``): ``ramp_slow`` / ``ramp_medium`` / ``ramp_fast`` -- 20 min
 at 40%, then one user at a time to 130% over 60 / 30 / 10 minutes, then 10 min there;
@@ -32,7 +33,8 @@ bench/accuracy_alerts.py section 4's baseline); Holt -- the same over the 1-minu
 time (per tier completion-weighted over ``(t - 60, t]``, summed) with sf 0.3, tf 0.1 (level
 memory ~3 samples, trend ~10: about the 15-minute span of the line). Like perfcast, the
 baselines decide from the first solve on (with >= 3 samples per class); sensitivity variants
-(other inputs, factors, 5 minutes of history before the first decision) are printed too. Scoring: :mod:`bench.alert_scoring`.
+(other inputs, factors, 5 minutes of history before the first decision) are printed too.
+Scoring: :mod:`bench.alert_scoring`.
 """
 
 from __future__ import annotations
@@ -53,7 +55,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.alert_baselines import Forecaster, forecast_conditions, holt, linear_forecast  # noqa: E402
+from bench.alert_baselines import (Forecaster, forecast_conditions, holt,  # noqa: E402
+                                    linear_forecast)
 from bench.alert_scoring import (RunScore, Summary, hysteresis_episodes,  # noqa: E402
                                  score_alerts, summarize)
 from solvers.paper000 import _BURSTY_D0, _BURSTY_D1  # noqa: E402
