@@ -6,6 +6,10 @@ Prints the tables of docs/accuracy.md section 4.
                                                # (both kinds)
     python bench/accuracy_alerts.py --quick    # 4 runs per kind, two thresholds
     python bench/accuracy_alerts.py --jobs 1   # one process (default: 2)
+    python bench/accuracy_alerts.py --shapes   # issue 22: three-tier multi-core systems,
+                                               # ramps and flat loads, against predict_linear
+                                               # and Holt (bench/alert_shapes.py)
+    python bench/accuracy_alerts.py --shapes --quick   # one seed per scenario
 
 The system is the demo's shop (:mod:`streams.demo`: paper 000's think time 0.5 s, front server
 and database in series, four browsing-mix classes) with every demand doubled, so that it
@@ -57,13 +61,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.alert_scoring import hysteresis_episodes  # noqa: E402
 from solvers.mapqn import solve_closed  # noqa: E402
 from solvers.mva import mva  # noqa: E402
 from solvers.paper000 import THINK_TIME, scenarios  # noqa: E402
 from solvers.processes import MAP  # noqa: E402
 from solvers.simulation.monitoring import monitor_closed  # noqa: E402
 from solvers.simulation.network import ClosedNetwork, Queue  # noqa: E402
-from streams.alerts import AlertBook  # noqa: E402
 from streams.config import DEMAND_POLICIES, Config, SystemConfig  # noqa: E402
 from streams.demo import CLASSES, START  # noqa: E402
 from streams.embedded import run_embedded  # noqa: E402
@@ -207,15 +211,8 @@ def episodes(conditions: list[tuple[float, bool | None]]) -> list[tuple[float, f
     """``(fired, resolved)`` episodes of an alert fed ``conditions`` at each solve time, with
     the pipeline's hysteresis (:class:`streams.alerts.AlertBook`, fire after 2, resolve after
     3)."""
-    book = AlertBook(SystemConfig.alert_fire_after, SystemConfig.alert_resolve_after)
-    out: list[tuple[float, float | None]] = []
-    for t, cond in conditions:
-        ev = book.evaluate("a", cond, {}, t)
-        if ev and ev["state"] == "firing":
-            out.append((t, None))
-        elif ev and ev["state"] == "resolved":
-            out[-1] = (out[-1][0], t)
-    return out
+    return hysteresis_episodes(conditions, SystemConfig.alert_fire_after,
+                               SystemConfig.alert_resolve_after)
 
 
 def breach_episodes(recs: list[dict[str, Any]], sla: float) -> list[tuple[float, float | None]]:
@@ -362,7 +359,16 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="4 runs per kind, two thresholds")
     ap.add_argument("--jobs", type=int, default=2, help="processes (default 2)")
+    ap.add_argument("--shapes", action="store_true",
+                    help="three-tier multi-core shapes against predict_linear and Holt "
+                         "(bench/alert_shapes.py)")
+    ap.add_argument("--truth-grid", action="store_true",
+                    help="with --shapes: re-simulate the truth capacities first")
     args = ap.parse_args(argv)
+    if args.shapes:
+        from bench import alert_shapes
+        alert_shapes.main(args.quick, args.jobs, args.truth_grid)
+        return
     runs = 4 if args.quick else 12
     sweep = (10.0, 300.0) if args.quick else (3.0, 10.0, 100.0, 300.0)
     t0 = time.perf_counter()

@@ -40,27 +40,17 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from solvers.paper000 import _BURSTY_D0, _BURSTY_D1  # noqa: E402
-from solvers.processes import MAP  # noqa: E402
-from solvers.simulation.physical import (PhysicalNetwork, Tier, monitor_physical,  # noqa: E402
+from bench.alert_shapes import CLASSES, SLA_S, START, WINDOW_S  # noqa: E402
+from bench.alert_shapes import network as shop_network  # noqa: E402
+from solvers.simulation.physical import (PhysicalNetwork, monitor_physical,  # noqa: E402
                                          simulate_physical)
 from streams.config import Config, SystemConfig  # noqa: E402
 from streams.embedded import run_embedded  # noqa: E402
 
-SLA_S = 0.1
-THINK_S = 1.0
-WINDOW_S = 5.0
-START = 1_795_000_000.0
-CLASSES = ("browse", "buy")
-MIX = (0.8, 0.2)
-
 
 def network(population: int) -> PhysicalNetwork:
-    bursty = MAP(_BURSTY_D0, _BURSTY_D1).scaled(0.016)
-    return PhysicalNetwork(
-        tiers=(Tier("web", 4, 0.008), Tier("app", 4, 0.010),
-               Tier("db", 8, bursty, multipliers=(0.75, 2.0))),
-        classes=CLASSES, mix=MIX, think_time=THINK_S, population=population)
+    """The shop with the bursty database (:func:`bench.alert_shapes.network`)."""
+    return shop_network("bursty", population)
 
 
 def truth_capacity(grid: list[int], duration: float, seed: int) -> tuple[float, list[tuple]]:
