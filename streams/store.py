@@ -11,7 +11,10 @@ from typing import IO, Any, Iterable
 from streams.schema import MEASUREMENTS, Point
 from streams.system import Outputs
 
-__all__ = ["SQLiteStore", "JsonLines", "OUTPUT_FILES"]
+__all__ = ["SQLiteStore", "JsonLines", "OUTPUT_FILES", "MODEL_TABLE"]
+
+#: the table of each system's last solved model (not a measurement: the embedded store only)
+MODEL_TABLE = "model_state"
 
 #: output topic -> file name in the output directory
 OUTPUT_FILES = {"estimates": "estimates.jsonl", "predictions": "predictions.jsonl",
@@ -52,6 +55,9 @@ class SQLiteStore:
                 f'"{f}" {_SQL_TYPES[k]}' for f, k in fields.items()]
             self.conn.execute(f'CREATE TABLE IF NOT EXISTS "{name}" ({", ".join(cols)})')
             self.conn.execute(f'CREATE INDEX IF NOT EXISTS "{name}_time" ON "{name}" (time)')
+        self.conn.execute(f'CREATE TABLE IF NOT EXISTS "{MODEL_TABLE}" (system TEXT PRIMARY '
+                          'KEY, time REAL NOT NULL, users INTEGER, users_forecast INTEGER, '
+                          'model TEXT NOT NULL)')
 
     def write(self, pts: Iterable[Point]) -> int:
         """Insert points; returns how many."""
@@ -79,6 +85,17 @@ class SQLiteStore:
                 self.conn.executemany(f'INSERT INTO "{table}" ({quoted}) VALUES ({marks})', rows)
                 n += len(rows)
         return n
+
+    def write_models(self, models: Iterable[tuple[str, float, int, int, dict[str, Any]]]
+                     ) -> int:
+        """Keep each system's last solved model ``(system, time, users, users_forecast,
+        SystemModel.to_dict())`` in :data:`MODEL_TABLE`, replacing an older one."""
+        rows = [(s, t, n, n_fc, json.dumps(spec, allow_nan=False))
+                for s, t, n, n_fc, spec in models]
+        with self.conn:
+            self.conn.executemany(f'INSERT OR REPLACE INTO "{MODEL_TABLE}" VALUES (?, ?, ?, ?, ?)',
+                                  rows)
+        return len(rows)
 
     def query(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
         self.conn.row_factory = sqlite3.Row
