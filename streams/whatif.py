@@ -44,9 +44,9 @@ from streams.config import REMEDIATION_COSTS
 from streams.model import CAPACITY_LIMIT, SystemModel, model_capacity
 
 __all__ = ["Action", "ACTION_KINDS", "DEFAULT_COSTS", "Remedy", "Remediation", "apply",
-           "hints_of",
+           "hints_of", "Comparison", "compare",
            "apply_all", "remediate", "action_cost", "describe", "parse_action",
-           "MAX_REPLICAS", "MAX_SPEED", "SPEED_STEP"]
+           "MAX_REPLICAS", "MAX_SPEED", "SPEED_STEP", "SOLVE_BUDGET"]
 
 #: the kinds of action, in the order they are reported at equal cost
 ACTION_KINDS = ("replicate", "cores", "cpu_speed", "admission")
@@ -59,6 +59,9 @@ MAX_REPLICAS = 8
 MAX_SPEED = 4.0
 #: CPU speed factors are searched on this grid (reported rounded up to it)
 SPEED_STEP = 0.05
+#: model solves one remediation may spend: searches not started by then are listed in
+#: ``unreachable`` as not searched (a large bursty system at risk costs a solve per probe)
+SOLVE_BUDGET = 48
 
 
 @dataclass(frozen=True)
@@ -264,7 +267,7 @@ Hints = Mapping[str, tuple[float, int]]
 
 def remediate(model: SystemModel, required: int, capacity_before: int,
               costs: Mapping[str, float] | None = None,
-              hints: Hints | None = None) -> Remediation:
+              hints: Hints | None = None, budget: int = SOLVE_BUDGET) -> Remediation:
     """The smallest action per kind and tier that keeps every class within its SLA at
     ``required`` users, with the capacity each gives, ranked by cost (module docstring).
 
@@ -274,7 +277,9 @@ def remediate(model: SystemModel, required: int, capacity_before: int,
     ``hints``, the last solve's :meth:`Remediation.hints`, when given); the replicas follow
     from the cores without a solve (``k`` replicas are ``k c_m`` cores: the smallest ``k``
     with ``k c_m`` at least the cores needed). The capacity of each remedy is searched
-    warm-started at the hint's capacity or at ``required`` (known to meet the SLAs).
+    warm-started at the hint's capacity or at ``required`` (known to meet the SLAs). Tiers
+    are searched busiest first (utilization per core at ``required``); once ``budget`` solves
+    are spent, the searches left are listed in ``unreachable`` as not searched.
     ``admission`` at ``capacity_before`` users is always a remedy when that capacity is at
     least 1."""
     costs = dict(DEFAULT_COSTS, **(costs or {}))
@@ -315,19 +320,28 @@ def remediate(model: SystemModel, required: int, capacity_before: int,
         tried.append(after)
         remedies.append(_remedy(model, action, cap, limited, capacity_before, required, costs))
 
-    for m, tier in enumerate(model.tiers):
-        c = int(model.servers[m])
-        search(tier, "cores", c + 1, MAX_REPLICAS * c, float, int)
-        search(tier, "cpu_speed", 1, int(round((MAX_SPEED - 1.0) / SPEED_STEP)), _speed,
-               lambda s: int(round((s - 1.0) / SPEED_STEP)))
+    def spent() -> int:
+        return sum(len(t.solved()) for t in {id(t): t for t in tried}.values())
+
+    busiest = np.argsort(-model.at(required).utilization, kind="stable")
+    for m in busiest.tolist():
+        tier, c = model.tiers[m], int(model.servers[m])
+        for kind in ("cores", "cpu_speed"):
+            if spent() >= budget:
+                unreachable.append(f"{kind} {tier} (not searched: solve budget {budget})")
+            elif kind == "cores":
+                search(tier, "cores", c + 1, MAX_REPLICAS * c, float, int)
+            else:
+                search(tier, "cpu_speed", 1, int(round((MAX_SPEED - 1.0) / SPEED_STEP)),
+                       _speed, lambda s: int(round((s - 1.0) / SPEED_STEP)))
     if capacity_before >= 1:
         action = Action("admission", None, capacity_before)
         remedies.append(_remedy(model, action, capacity_before, False, capacity_before,
                                 required, costs))
     order = {k: i for i, k in enumerate(ACTION_KINDS)}
     remedies.sort(key=lambda r: (r.cost, order[r.action.kind], r.action.tier or ""))
-    solves = sum(len(t.solved()) for t in {id(t): t for t in tried}.values())
-    return Remediation(required, capacity_before, tuple(remedies), solves, tuple(unreachable))
+    return Remediation(required, capacity_before, tuple(remedies), spent(),
+                       tuple(unreachable))
 
 
 def _remedy(model: SystemModel, action: Action, cap: int | None, limited: bool, before: int,
@@ -342,3 +356,30 @@ def _remedy(model: SystemModel, action: Action, cap: int | None, limited: bool, 
         text = f"{describe(action, model)}: capacity {before} → {after} users"
     return Remedy(action, cap, limited, round(action_cost(model, action, required, costs), 9),
                   text)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One system before and after ``actions``: capacity (``None``: no SLA) and per-class
+    response times at the current and the horizon's users (``classes`` order)."""
+
+    actions: tuple[Action, ...]
+    users: int
+    users_forecast: int
+    capacity_before: int | None
+    capacity_after: int | None
+    limited_after: bool
+    response_now: tuple[np.ndarray, np.ndarray]          # (before, after), seconds
+    response_forecast: tuple[np.ndarray, np.ndarray]
+
+
+def compare(model: SystemModel, actions: Sequence[Action], users: int,
+            users_forecast: int) -> Comparison:
+    """``model`` against ``model`` with every action applied (:func:`apply_all`): what
+    ``perfcast whatif`` prints."""
+    after = apply_all(model, actions)
+    cap_before, _ = model_capacity(model)
+    cap_after, limited = model_capacity(after, warm=cap_before)
+    return Comparison(tuple(actions), users, users_forecast, cap_before, cap_after, limited,
+                      (model.at(users).response, after.at(users).response),
+                      (model.at(users_forecast).response, after.at(users_forecast).response))

@@ -187,3 +187,12 @@ def test_model_round_trips_through_its_dict():
     assert back.at(150).response.tolist() == m.at(150).response.tolist()
     with pytest.raises(ValueError, match="model: missing key 'D_mc'"):
         SystemModel.from_dict({k: v for k, v in m.to_dict().items() if k != "D_mc"})
+
+
+def test_a_solve_budget_bounds_the_search_busiest_tier_first():
+    m = shop()
+    cap, _ = model_capacity(m)
+    rem = remediate(m, int(cap * 1.5), cap, budget=1)
+    assert [r.action.kind for r in rem.remedies if r.action.tier] == ["cores", "replicate"]
+    assert {r.action.tier for r in rem.remedies if r.action.tier} == {"db"}   # busiest first
+    assert "cpu_speed db (not searched: solve budget 1)" in rem.unreachable
