@@ -278,7 +278,8 @@ def remediate(model: SystemModel, required: int, capacity_before: int,
     from the cores without a solve (``k`` replicas are ``k c_m`` cores: the smallest ``k``
     with ``k c_m`` at least the cores needed). The capacity of each remedy is searched
     warm-started at the hint's capacity or at ``required`` (known to meet the SLAs). Tiers
-    are searched busiest first (utilization per core at ``required``); once ``budget`` solves
+    are searched longest queue first (wait ``W_m`` at ``required``: the tiers a breach comes
+    from, a bursty one included); once ``budget`` solves
     are spent, the searches left are listed in ``unreachable`` as not searched.
     ``admission`` at ``capacity_before`` users is always a remedy when that capacity is at
     least 1."""
@@ -323,8 +324,8 @@ def remediate(model: SystemModel, required: int, capacity_before: int,
     def spent() -> int:
         return sum(len(t.solved()) for t in {id(t): t for t in tried}.values())
 
-    busiest = np.argsort(-model.at(required).utilization, kind="stable")
-    for m in busiest.tolist():
+    point = model.at(required)
+    for m in np.argsort(-model.wait(point.residence), kind="stable").tolist():
         tier, c = model.tiers[m], int(model.servers[m])
         for kind in ("cores", "cpu_speed"):
             if spent() >= budget:

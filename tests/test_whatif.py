@@ -189,10 +189,10 @@ def test_model_round_trips_through_its_dict():
         SystemModel.from_dict({k: v for k, v in m.to_dict().items() if k != "D_mc"})
 
 
-def test_a_solve_budget_bounds_the_search_busiest_tier_first():
+def test_a_solve_budget_bounds_the_search_longest_queue_first():
     m = shop()
     cap, _ = model_capacity(m)
     rem = remediate(m, int(cap * 1.5), cap, budget=1)
     assert [r.action.kind for r in rem.remedies if r.action.tier] == ["cores", "replicate"]
-    assert {r.action.tier for r in rem.remedies if r.action.tier} == {"db"}   # busiest first
+    assert {r.action.tier for r in rem.remedies if r.action.tier} == {"db"}   # its queue first
     assert "cpu_speed db (not searched: solve budget 1)" in rem.unreachable
