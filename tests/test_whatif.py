@@ -7,6 +7,7 @@ summary and the schema's ``remediation`` points."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -196,3 +197,60 @@ def test_a_solve_budget_bounds_the_search_longest_queue_first():
     assert [r.action.kind for r in rem.remedies if r.action.tier] == ["cores", "replicate"]
     assert {r.action.tier for r in rem.remedies if r.action.tier} == {"db"}   # its queue first
     assert "cpu_speed db (not searched: solve budget 1)" in rem.unreachable
+
+
+# -- in the pipeline -----------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def demo_run():
+    """The demo shop (45 min: users ramp up until the SLA breaks) through the pipeline."""
+    from streams.demo import DemoScenario, demo_config, demo_records
+    from streams.pipeline import Pipeline
+
+    sc = DemoScenario(duration_s=2700)
+    pipeline = Pipeline(demo_config(sc))
+    out = pipeline.process_many(demo_records(sc))
+    out.extend(pipeline.finish())
+    return pipeline, out
+
+
+def test_remediation_exactly_on_the_solves_at_risk(demo_run):
+    """A prediction carries a remediation iff the larger of the current and the horizon's
+    users is beyond capacity (the predicted_breach condition), and its tier actions restore
+    every SLA there on the model rebuilt from the prediction's own figures."""
+    _, out = demo_run
+    solved = [p for p in out.predictions if p.get("capacity_users") is not None]
+    at_risk = [p for p in solved if not p["capacity_limited"]
+               and max(p["users"], p["users_forecast"]) > p["capacity_users"]]
+    assert at_risk and len(at_risk) < len(solved)
+    for p in solved:
+        assert (p.get("remediation") is not None) == (p in at_risk), p["time"]
+    for p in at_risk:
+        rem = p["remediation"]
+        assert rem["required_users"] == max(p["users"], p["users_forecast"])
+        assert rem["capacity_before"] == p["capacity_users"]
+        kinds = [a["kind"] for a in rem["actions"]]
+        assert "admission" in kinds
+        assert [a["cost"] for a in rem["actions"]] == sorted(a["cost"] for a in rem["actions"])
+        for a in rem["actions"]:
+            if a["kind"] != "admission":
+                assert a["capacity_users"] >= rem["required_users"], a
+
+
+def test_the_breach_alert_names_the_remedy_and_the_schema_has_its_points(demo_run):
+    from streams.schema import points
+
+    pipeline, out = demo_run
+    firing = [a for a in out.alerts if a["alert"] == "predicted_breach"
+              and a["state"] == "firing"]
+    assert firing and all("; remedy: " in a["summary"] for a in firing)
+    summary = firing[0]["summary"]
+    assert re.search(r"remedy: .*(capacity \d+ → \d+ users|admit at most \d+ users)", summary)
+    rows = [p for p in points(out) if p.measurement == "remediation"]
+    n_actions = sum(len(p["remediation"]["actions"]) for p in out.predictions
+                    if p.get("remediation"))
+    assert len(rows) == n_actions > 0
+    assert {r.tags.get("kind") for r in rows} >= {"admission"}
+    assert all(r.fields["rank"] >= 1 and "summary" in r.fields for r in rows)
+    state = pipeline.systems["shop"]
+    assert state.last_model is not None and state.last_model[1].tiers == ["front", "db"]
