@@ -155,8 +155,10 @@ class SystemState:
         self.alerts = AlertBook(config.alert_fire_after, config.alert_resolve_after)
         self.solves = 0
         self.last_capacity: int | None = None     # the MAP network's, where the next search starts
-        #: the last remediation's actions: where the next one's searches start (in memory)
-        self.last_remediation: dict[str, Any] | None = None
+        #: the last remediation's hints (``kind/tier -> [value, capacity]``): where the next
+        #: one's searches start; persisted like ``last_capacity``, so a restored state answers
+        #: as the one that kept running
+        self.remediation_hints: dict[str, list[float]] = {}
         #: the last solve's model and populations, ``(time, model, users, users_forecast)``
         #: (in memory only: ``perfcast whatif`` reads it from an embedded run's store)
         self.last_model: tuple[float, SystemModel, int, int] | None = None
@@ -445,11 +447,12 @@ class SystemState:
         (:func:`streams.whatif.remediate`, on this solve's model); ``None`` otherwise."""
         required = max(n_now, n_fc)
         if not self.config.remediation or cap is None or limited or required <= cap:
-            self.last_remediation = None
+            self.remediation_hints = {}
             return None
+        hints = {k: (float(v), int(c)) for k, (v, c) in self.remediation_hints.items()}
         record = remediate(model, required, cap, self.config.remediation_costs,
-                           hints_of(self.last_remediation)).to_record()
-        self.last_remediation = record
+                           hints).to_record()
+        self.remediation_hints = {k: [v, c] for k, (v, c) in hints_of(record).items()}
         return record
 
     @staticmethod
@@ -520,7 +523,8 @@ class SystemState:
                 "tiers": [t.to_dict(with_history) for t in self.tiers.values()],
                 "next_solve": self.next_solve, "users_points": self.users_points,
                 "think_time_est": self.think_time_est, "alerts": self.alerts.to_dict(),
-                "solves": self.solves, "last_capacity": self.last_capacity}
+                "solves": self.solves, "last_capacity": self.last_capacity,
+                "remediation_hints": self.remediation_hints}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], config: SystemConfig,
@@ -537,4 +541,5 @@ class SystemState:
         state.alerts = AlertBook.from_dict(data["alerts"])
         state.solves = data["solves"]
         state.last_capacity = data.get("last_capacity")
+        state.remediation_hints = dict(data.get("remediation_hints") or {})
         return state
