@@ -42,73 +42,11 @@ from bench.tables import Table  # noqa: E402
 from estimators.dispersion import index_of_dispersion, index_of_dispersion_interval  # noqa: E402
 from solvers.processes import MAP  # noqa: E402
 from solvers.simulation import monitor_windows, mtrace1  # noqa: E402
+from solvers.simulation.mmpp import mmpp2_design, mmpp2_intervals  # noqa: E402
 
 WINDOW_S = 20.0          # T, in mean service times
 UTILIZATION = 0.7
 THRESHOLD = 10.0         # streams.config.SystemConfig.idc_threshold
-
-
-def mmpp2(fast: float, slow: float, to_slow: float, to_fast: float) -> MAP:
-    """MMPP(2): completion rate ``fast``/``slow`` in its two phases (as bench_dispersion)."""
-    return MAP([[-fast - to_slow, to_slow], [to_fast, -slow - to_fast]],
-               [[fast, 0.0], [0.0, slow]])
-
-
-def mmpp2_design(alpha: float, idc: float, fast_share: float = 0.5) -> MAP:
-    """MMPP(2) with mean interval 1, phase-switch rate ``alpha = r_fs + r_sf`` (per mean
-    service time), time share ``fast_share`` in the fast phase and asymptotic index of
-    dispersion ``idc``: ``I = 1 + 2 theta_f theta_s (lambda_f - lambda_s)^2 / (lambda alpha)``."""
-    th_f, th_s = fast_share, 1.0 - fast_share
-    gap = math.sqrt((idc - 1.0) * alpha / (2.0 * th_f * th_s))
-    fast, slow = 1.0 + th_s * gap, 1.0 - th_f * gap
-    if slow <= 0.0:
-        raise ValueError(f"idc: {idc} unreachable at alpha {alpha}, fast_share {fast_share}")
-    return mmpp2(fast, slow, th_s * alpha, th_f * alpha)
-
-
-# the existing cases (tests/test_dispersion.py, docs/benchmarks.md): alpha T ~ 8
-FAST = {
-    "I~1": mmpp2(1.5, 0.5, 2.0, 2.0),
-    "I~20": mmpp2(6.7, 0.34, 0.36, 0.042),
-    "I~200": mmpp2(45.0, 0.09, 0.39, 0.0082),
-}
-# slow switching: alpha T from 1 down to 0.05 (bursts last 1/alpha = T .. 20 T)
-SLOW = {
-    "aT=1, I=20": mmpp2_design(1.0 / WINDOW_S, 20.0),
-    "aT=0.8, I=204 (bench_dispersion)": mmpp2(5.6, 0.12, 0.034, 0.006),
-    "aT=0.5, I=50": mmpp2_design(0.5 / WINDOW_S, 50.0),
-    "aT=0.2, I=100": mmpp2_design(0.2 / WINDOW_S, 100.0),
-    "aT=0.12, I=87 (issue 20)": mmpp2_design(0.12 / WINDOW_S, 87.0, 2.0 / 3.0),
-    "aT=0.1, I=200": mmpp2_design(0.1 / WINDOW_S, 200.0),
-    "aT=0.05, I=500": mmpp2_design(0.05 / WINDOW_S, 500.0),
-}
-# not bursty by the threshold, for the false-alarm side of table 3
-QUIET = {
-    "I~1": FAST["I~1"],
-    "aT=0.2, I=5": mmpp2_design(0.2 / WINDOW_S, 5.0),
-}
-
-
-def mmpp_intervals(process: MAP, n: int, rng: np.random.Generator) -> np.ndarray:
-    """``n`` consecutive intervals of a two-phase MMPP (``D1`` diagonal), stationary start."""
-    rates = np.diag(process.D1)
-    leave = -np.diag(process.D0) - rates
-    horizon = (n + 1) / process.rate * 1.2 + 50.0 / leave.min()
-    first = int(rng.random() < process.theta[1])
-    k = int(horizon * leave.mean()) + 16
-    while True:
-        phases = (first + np.arange(k)) % 2
-        stay = rng.exponential(1.0 / leave[phases])
-        if stay.sum() >= horizon:
-            break
-        k *= 2
-    starts = np.concatenate(([0.0], np.cumsum(stay)[:-1]))
-    sojourn = np.repeat(np.arange(k), rng.poisson(rates[phases] * stay))
-    epochs = starts[sojourn] + rng.random(sojourn.size) * stay[sojourn]
-    epochs = epochs[np.lexsort((epochs, sojourn))]
-    if epochs.size < n + 1:
-        raise RuntimeError("mmpp_intervals: horizon too short")            # pragma: no cover
-    return np.diff(epochs[:n + 1])
 
 
 def monitored_queue(process: MAP, windows: int, seed: int, utilization: float = UTILIZATION):
@@ -116,7 +54,7 @@ def monitored_queue(process: MAP, windows: int, seed: int, utilization: float = 
     rng = np.random.default_rng(seed)
     arrival_rate = utilization / process.mean
     jobs = int(windows * WINDOW_S * arrival_rate * 1.05) + 1000
-    trace = mtrace1(arrival_rate, mmpp_intervals(process, jobs, rng), rng)
+    trace = mtrace1(arrival_rate, mmpp2_intervals(process, jobs, rng), rng)
     return monitor_windows(trace, WINDOW_S, end=windows * WINDOW_S)
 
 

@@ -22,7 +22,7 @@ What it does (paper 000 sections 3.4, 4.2, 4.3; Figs. 10-12, Table 4):
    over the history, :mod:`streams.model`; the second pass gives the estimator's demand), the
    index of dispersion ``idc`` (Fig. 2), and for
    a bursty tier (``I > idc_threshold = 10``) the fitted MAP(2) (section 4.1: mean, ``I``,
-   busy-time p95); its estimate records hold ``mean_service_s`` (``sum B_k / sum n_k``) and
+   service-time p95 of :mod:`estimators.tail`); its estimate records hold ``mean_service_s`` (``sum B_k / sum n_k``) and
    ``p95_s``. The solve interval is raised from 60 to 600 s and SLAs are left out: the estimates
    do not depend on them, and the SLA capacity search on the MAP network costs minutes per run.
 3. **Predictions** at ``N = 25 .. 150`` with ``Z = 0.5 s``, as :class:`streams.model.SystemModel`
@@ -170,7 +170,7 @@ class TierEstimate:
     mean_service: float | None    # sum B_k / sum n_k over the history (s)
     idc: float | None
     idc_flag: str | None
-    p95: float | None             # busy-time p95 estimate (s)
+    p95: float | None             # service-time p95 estimate (s), estimators.tail
     bursty: bool
     process: MAP | None           # fitted MAP(2), bursty tiers only
     fit: dict[str, Any] | None    # achieved I, p95, SCV of the fit

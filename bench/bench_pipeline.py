@@ -273,9 +273,9 @@ class SolveTimer:
             remediations.append(time.perf_counter() - t0)
             return out
 
-        def timed(due: list[Any], *args: Any) -> list[Any]:
+        def timed(due: list[Any], *rest: Any) -> list[Any]:
             t0 = time.perf_counter()
-            outs = original(due, *args)
+            outs = original(due, *rest)
             dt = (time.perf_counter() - t0) / max(1, len(outs))
             for out in outs:
                 model = out.predictions[0].get("model") if out.predictions else None

@@ -36,8 +36,13 @@ Selection rule (documented interpretation of section 4.1): candidates are the MA
 feasible ``I`` comes within ``idc_tol`` of the target; among them the smallest relative p95
 error wins; near-ties (within ``1e-6``) go to the ``I`` closest to the target -- the +-20% band is
 an error allowance, not a degree of freedom to exploit -- and remaining ties (identical mean,
-``I`` and p95, the footnote's case) to the largest ``rho1``. When no MAP(2) reaches the ``I``
-band, the ``I`` closest to the target wins instead and the result is flagged. Targets the
+``I`` and p95, the footnote's case) to the largest ``rho1``, and what is still tied (the same
+SCV and ``gamma``, two shapes with the same p95: the 5% tail carried by a moderately slow
+branch, or the body of a marginal with a rare, extremely slow branch) to the smallest
+normalised third moment ``h3`` -- the least extreme marginal. (Without that rule a p95 near the
+exponential's ``mean ln 20`` could pick a slow branch of ~500 means with probability 1e-4: on
+paper 000's browsing mix a 40% throughput error, docs/accuracy.md.) When no MAP(2) reaches the
+``I`` band, the ``I`` closest to the target wins instead and the result is flagged. Targets the
 exponential distribution meets (``I`` within ``idc_tol`` of 1, p95 within ``p95_tol`` of
 ``mean ln 20``) give the order-1 MAP (Poisson process).
 """
@@ -52,7 +57,8 @@ import numpy as np
 
 from solvers.processes import MAP
 
-__all__ = ["Map2Fit", "ServiceP95", "acf1_of", "fit_map2", "idc_of", "service_p95"]
+__all__ = ["Map2Fit", "ServiceP95", "acf1_of", "fit_map2", "idc_of", "service_p95",
+           "windows_with_completions"]
 
 _Q = 0.95
 _TAIL = 1.0 - _Q
@@ -72,6 +78,7 @@ _IDC_WORK = (1e-6, 1e12)  # working range of the I target (beyond it: flagged, n
 _Q_WORK = (1e-12, 1e6)  # working range of p95/mean
 _P95_TIE = 1e-6
 _IDC_TIE = 1e-9
+_ACF_TIE = 1e-9
 _BISECT = 46
 _QUANTILE_BISECT = 28
 _QUANTILE_NEWTON = 3
@@ -145,6 +152,21 @@ def service_p95(busy_times: Any, completions: Any) -> ServiceP95:
     Raises ``ValueError`` naming ``busy_times``/``completions`` for empty, mismatched,
     non-finite or negative input.
     """
+    busy, done, ignored = windows_with_completions(busy_times, completions)
+    if busy.size == 0:
+        return ServiceP95(None, None, None, 0, ignored, "no_completions")
+    busy_p95 = _quantile_of(busy, _Q)
+    median_n = _quantile_of(done, 0.5)
+    return ServiceP95(busy_p95 / median_n, busy_p95, median_n, busy.size, ignored, None)
+
+
+def windows_with_completions(busy_times: Any, completions: Any
+                             ) -> tuple[np.ndarray, np.ndarray, int]:
+    """The busy times and completions of the windows with ``n_k > 0``, and how many windows
+    were left out (the p95 estimates' common input, see :func:`service_p95`).
+
+    Raises ``ValueError`` naming ``busy_times``/``completions`` for empty, mismatched,
+    non-finite or negative input."""
     busy = _vector(busy_times, "busy_times")
     done = _vector(completions, "completions")
     if busy.shape != done.shape:
@@ -152,13 +174,7 @@ def service_p95(busy_times: Any, completions: Any) -> ServiceP95:
             f"busy_times and completions: lengths differ ({busy.size} vs {done.size})"
         )
     keep = done > 0
-    used = int(np.count_nonzero(keep))
-    ignored = int(busy.size - used)
-    if used == 0:
-        return ServiceP95(None, None, None, 0, ignored, "no_completions")
-    busy_p95 = _quantile_of(busy[keep], _Q)
-    median_n = _quantile_of(done[keep], 0.5)
-    return ServiceP95(busy_p95 / median_n, busy_p95, median_n, used, ignored, None)
+    return busy[keep], done[keep], int(busy.size - np.count_nonzero(keep))
 
 
 def _quantile_of(values: np.ndarray, q: float) -> float:
@@ -446,7 +462,8 @@ def _select(s: _Scored, idc_tol: float) -> int:
     for key, tie in keys:
         vals = key[pool]
         pool = pool[vals <= np.min(vals) + tie]
-    return int(pool[np.argmax(s.acf1[pool])])
+    pool = pool[s.acf1[pool] >= np.max(s.acf1[pool]) - _ACF_TIE]
+    return int(pool[np.argmin(s.marg.h3[pool])])
 
 
 def _h2_rows(target_idc: float, idc_tol: float) -> np.ndarray:

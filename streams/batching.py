@@ -21,7 +21,8 @@ changes three things:
   delivers one batch while the core computes the next).
 
 It uses the same internals of ``faust.Stream`` that ``take_events`` uses (a processor, the
-passive drainer, ``current_event``, ``ack``), and the consumer's read offsets.
+passive drainer, ``current_event``, ``ack``), and the consumer's read offsets; the private
+ones through :mod:`streams.faust_adapter`.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from __future__ import annotations
 import asyncio
 import time
 from typing import Any, AsyncIterator
+
+from streams.faust_adapter import enable_passive, read_offsets
 
 __all__ = ["acknowledge", "adaptive_batches", "backlog", "LINGER_S", "TICK_S"]
 
@@ -47,7 +50,7 @@ def backlog(stream: Any) -> int | None:
         waiting = stream.channel.queue.qsize()
         consumer = stream.app.consumer
         topics = stream.channel.topics
-        read = consumer._read_offset                 # Faust's per-partition last read offset
+        read = read_offsets(consumer)                # Faust's per-partition last read offset
         for tp in consumer.assignment():
             if tp.topic not in topics:
                 continue
@@ -83,7 +86,7 @@ async def adaptive_batches(stream: Any, max_: int, within_s: float, *,
 
     stream.enable_acks = False                        # acknowledged by the caller
     stream.add_processor(admit)
-    stream._enable_passive(aiter(stream.channel))
+    enable_passive(stream)
     opened: float | None = None
     while not stream.should_stop:
         await asyncio.sleep(tick_s)

@@ -153,7 +153,8 @@ class _LiveView:
                      _count(p["users_forecast"]), p["model"], _fmt(r_meas),
                      _fmt(p["response_time"]), _count(p["capacity_users"]),
                      "now" if ttb == 0 else ("-" if ttb is None else _minutes(ttb)),
-                     escape(str(p["bottleneck_tier"])),
+                     escape(str(p["bottleneck_tier"])) + ("*" if p.get("bottleneck_reason")
+                                                          else ""),
                      _fmt(p["bottleneck_switch_probability"], ".2f"),
                      _fmt(idc, ".1f" if idc is not None and idc < 100 else ".0f")]
             if not several:
@@ -162,6 +163,25 @@ class _LiveView:
         return table
 
     def _caption(self) -> str:
+        return "\n".join(self._story() + [self._alerts()])
+
+    def _story(self) -> list[str]:
+        """Why the bottleneck column (marked ``*``) names another tier than the breach, and
+        the last switch of model (:mod:`streams.story`), for the newest row's system."""
+        if not self.rows:
+            return []
+        last = self.rows[-1]
+        lines = [f"* {escape(last['system'])}: {escape(last['bottleneck_reason'])}"] \
+            if last.get("bottleneck_reason") else []
+        switch = next((p for p in reversed(self.rows) if p.get("model_switch")
+                       and p["system"] == last["system"]), None)
+        if switch is not None:
+            lines.append(f"model switch {format_time(switch['time'])[11:16]} "
+                         f"({escape(switch['model_switch'])}): "
+                         f"{escape(switch['model_switch_reason'] or '')}")
+        return lines
+
+    def _alerts(self) -> str:
         firing: dict[str, dict[str, Any]] = {}
         for a in self.alerts:
             key = f"{a['alert']}/{a.get('class')}"
@@ -235,7 +255,8 @@ def _write_report(out_dir: Path, config: Config) -> Optional[Path]:
 
 
 def _print_summary(summary: Any, sla_s: float | None = None) -> None:
-    console.print(f"\n{summary.records} windows in {summary.seconds:.1f} s: "
+    what = "records" if summary.mapping else "windows"
+    console.print(f"\n{summary.records} {what} in {summary.seconds:.1f} s: "
                   f"{summary.estimates} estimates, {summary.predictions} predictions, "
                   f"{summary.alerts} alert events, {summary.deadletter} dead letters")
     first: dict[str, float] = {}
@@ -249,6 +270,8 @@ def _print_summary(summary: Any, sla_s: float | None = None) -> None:
         verdict = "before" if lead > 0 else "after"
         console.print(f"\n[bold]breach predicted {abs(lead) / 60:.0f} min {verdict} the SLA "
                       f"was actually broken[/bold]")
+    if summary.mapping:
+        console.print(escape(summary.mapping), soft_wrap=True)
     if summary.deadletter:
         console.print(f"dead letters by reason: {escape(summary.reason_summary())}",
                       soft_wrap=True)
@@ -448,8 +471,9 @@ def produce(source: str = typer.Option(..., help="a JSON-lines trace ('-': stand
                            "epoch seconds (default: the demo's own, 2026-11-20T10:00:00Z)"),
             connect_timeout: Optional[float] = _CONNECT_TIMEOUT,
             ) -> None:
-    """Publish window records to perfcast.windows (keyed by system). Exit code 4 when Kafka
-    does not answer within the connect timeout."""
+    """Publish window records to perfcast.windows (keyed by system). With an [input] metric
+    format in --config, the lines are that format's records, keyed by their system. Exit code
+    4 when Kafka does not answer within the connect timeout."""
     from streams.connect import Unreachable
     from streams.produce import produce as send
 
@@ -466,14 +490,21 @@ def produce(source: str = typer.Option(..., help="a JSON-lines trace ('-': stand
         records = read_jsonl(_source(Path(source)))
     from streams.topics import ensure_topics
 
+    key: Any = {}
+    if cfg.input is not None:           # metric samples: keyed by their system, in order
+        from functools import partial
+
+        from streams.sources.sample_windows import sample_key
+        key = {"key": partial(sample_key, cfg.input)}
     try:
         ensure_topics(cfg.kafka)
-        stats = send(records, cfg.kafka, rate=rate)
+        stats = send(records, cfg.kafka, rate=rate, **key)
     except Unreachable as err:
         _unreachable(err)
     problems = ", ".join(f"{n} {what}" for n, what in ((stats.skipped, "skipped"),
                                                        (stats.failed, "refused by Kafka")) if n)
-    console.print(f"sent {stats.sent} windows to {cfg.kafka.topic('windows')} at "
+    console.print(f"sent {stats.sent} {'records' if cfg.input else 'windows'} to "
+                  f"{cfg.kafka.topic('windows')} at "
                   f"{cfg.kafka.bootstrap} in {stats.seconds:.1f} s ({stats.rate:.0f}/s)"
                   + (f"; {problems} (see the warnings)" if problems else ""))
 
@@ -507,13 +538,20 @@ def worker(config: Optional[Path] = typer.Option(None, exists=True, dir_okay=Fal
     """Run the Faust worker: perfcast.windows -> estimates, predictions, alerts (Kafka and
     InfluxDB). Connection settings come from the environment (see docs/configuration.md).
     Exit code 4 when Kafka or InfluxDB does not answer at start within the connect timeout;
-    once running, both are retried."""
+    once running, both are retried. Exit code 2 when the installed faust-streaming, aiokafka
+    or mode-streaming is a version the worker does not support."""
+    from streams.faust_adapter import UnsupportedFramework, check_versions
     from streams.worker import build_app, faust_worker
 
     from streams.connect import Unreachable, check_influx
     from streams.topics import ensure_topics
 
     cfg = _config(config, bootstrap, connect_timeout)
+    try:
+        check_versions()
+    except UnsupportedFramework as err:
+        console.print(f"[red]unsupported version:[/red] {escape(str(err))}", soft_wrap=True)
+        raise typer.Exit(2) from None
     try:
         ensure_topics(cfg.kafka, partitions)
         if cfg.influxdb.url:

@@ -381,6 +381,9 @@ class Config:
     utilization_tolerance: float = UTILIZATION_TOLERANCE
     #: what one pipeline process keeps at most (``[limits]``)
     limits: Limits = field(default_factory=Limits)
+    #: the input's format and, for metric samples, their mapping to windows (``[input]``;
+    #: :class:`streams.sources.sample_mapping.InputFormat`; ``None``: window records)
+    input: Any = None
 
     def system(self, name: str) -> SystemConfig:
         """Settings of system ``name`` (the defaults when it is not configured)."""
@@ -429,6 +432,16 @@ def _connections(raw: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, An
             "influxdb": InfluxSettings(**sections["influxdb"])}
 
 
+def _input(raw: Any) -> Any:
+    """``[input]`` (:mod:`streams.sources.sample_mapping`); ``None`` without one."""
+    if raw is None:
+        return None
+    from streams.sources.sample_mapping import input_from_mapping   # it imports this module
+
+    parsed = input_from_mapping(raw)
+    return parsed if parsed.samples else None
+
+
 def load_config(path: str | Path | None = None,
                 env: Mapping[str, str] | None = None) -> Config:
     """Read ``path`` (TOML; ``None``: defaults only) and apply the environment ``env``
@@ -442,10 +455,11 @@ def load_config(path: str | Path | None = None,
             raise ConfigError(f"config: cannot read {str(path)!r} ({exc.strerror})") from None
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"config: {str(path)!r} is not valid TOML ({exc})") from None
-    unknown = sorted(set(raw) - {"defaults", "systems", "kafka", "influxdb", "limits"})
+    unknown = sorted(set(raw) - {"defaults", "systems", "kafka", "influxdb", "limits",
+                                 "input"})
     if unknown:
         raise ConfigError(f"{unknown[0]}: unknown section (known: defaults, systems, kafka, "
-                          "influxdb, limits)")
+                          "influxdb, limits, input)")
     defaults_raw = raw.get("defaults", {})
     tolerance = UTILIZATION_TOLERANCE
     if isinstance(defaults_raw, Mapping):
@@ -460,5 +474,5 @@ def load_config(path: str | Path | None = None,
     systems = {name: _system(body, f"systems.{name}", defaults)
                for name, body in systems_raw.items()}
     return Config(defaults=defaults, systems=systems, utilization_tolerance=tolerance,
-                  limits=_limits(raw.get("limits", {})),
+                  limits=_limits(raw.get("limits", {})), input=_input(raw.get("input")),
                   **_connections(raw, os.environ if env is None else env))

@@ -15,7 +15,8 @@ its result is returned as ``mode`` would have returned it, and no task is made. 
 the rest of the callback -- still suspended on the future it waits for -- goes through the
 original ``wait_first``, racing the suspend-flow wait exactly as before. Every other call
 (other arguments, a timeout, a stopped or crashed service, the flow suspended for a
-rebalance) takes the original path.
+rebalance) takes the original path. The ``mode`` internals it touches are reached through
+:mod:`streams.faust_adapter`.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ from __future__ import annotations
 import inspect
 import logging
 from typing import Any, Awaitable, Callable, Generator
+
+from streams.faust_adapter import (has_replaced_wait_first, replace_wait_first, stop_events,
+                                   wait_results)
 
 __all__ = ["Resumed", "deliver_directly"]
 
@@ -69,15 +73,13 @@ def deliver_directly(consumer: Any) -> bool:
     """Install the fast path on ``consumer`` (a started Faust consumer; see the module
     docstring). Idempotent; returns ``False`` (and logs) where this Faust or mode version
     lacks what it relies on, leaving the consumer as it was."""
-    if getattr(consumer, "_perfcast_direct", False):
+    if has_replaced_wait_first(consumer):
         return True
     try:
-        from mode.services import WaitResults
-
         original: Callable[..., Awaitable[Any]] = consumer.wait_first
-        stopped, crashed = consumer._stopped, consumer._crashed
+        stopped, crashed = stop_events(consumer)
         suspended = consumer.suspend_flow
-    except (ImportError, AttributeError) as err:
+    except AttributeError as err:
         log.warning("cannot deliver records without tasks (%s): the worker runs slower", err)
         return False
 
@@ -90,12 +92,11 @@ def deliver_directly(consumer: Any) -> bool:
             pending = callback.send(None)
         except StopIteration as stop:                 # done without blocking
             _close(other)
-            return WaitResults([callback], [stop.value], False)
+            return wait_results([callback], [stop.value])
         except BaseException:
             _close(other)
             raise
         return await original(Resumed(callback, pending), other)
 
-    consumer.wait_first = wait_first
-    consumer._perfcast_direct = True
+    replace_wait_first(consumer, wait_first)
     return True

@@ -53,6 +53,8 @@ class RunSummary:
     alert_events: list[dict[str, Any]] = field(default_factory=list)
     #: dead letters per kind of reason (:func:`reason_kind`)
     reasons: Counter[str] = field(default_factory=Counter)
+    #: metric formats (``[input] format``): what the mapping to windows did, on one line
+    mapping: str = ""
 
     def add(self, out: Outputs) -> None:
         self.estimates += len(out.estimates)
@@ -170,4 +172,6 @@ def run_embedded(records: Iterable[str | bytes | Mapping[str, Any]], config: Con
         store.close()
     summary.seconds = time.perf_counter() - started
     summary.evicted = pipeline.evicted
+    if pipeline.samples is not None:
+        summary.mapping = pipeline.samples.summary()
     return summary

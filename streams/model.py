@@ -117,6 +117,8 @@ class SystemModel:
     map_limit: int
     flags: list[str] = field(default_factory=list)
     visits: np.ndarray | None = None      # (M, C) V_{m,c}; None: one visit each
+    #: largest chain solved exactly; decomposition beyond (0: always decomposition)
+    exact_limit: int = EXACT_STATE_LIMIT
     _cache: dict[int, Point] = field(default_factory=dict)
     _curve: Any = None
 
@@ -227,7 +229,7 @@ class SystemModel:
             procs = [p.scaled(float(d)) for p, d in zip(self.processes, self.D)]
             cores = [int(c) for c in self.servers]
             try:
-                if self.map_states(n) <= EXACT_STATE_LIMIT and self._exact_applies:
+                if self.map_states(n) <= self.exact_limit and self._exact_applies:
                     res, kind = solve_closed(procs, n, self.think_time, servers=cores), "map"
                 else:
                     res, kind = (solve_decomposed(procs, n, self.think_time, servers=cores),

@@ -8,7 +8,9 @@ worker the batches its agent takes. ``process(raw)`` is a batch of one. Invalid 
 dead letters with the field, the value and the reason; the pipeline never raises on input.
 No I/O, no asyncio.
 
-A batch runs in three passes:
+When the input is metric samples (``[input] format``, docs/formats.md), they are first turned
+into the windows they complete (:mod:`streams.sources.sample_windows`; what cannot be mapped
+is dead-lettered), and those windows are the batch. A batch runs in three passes:
 
 1. **admit**, in arrival order: parse, route to the system, reject unknown tiers, duplicates
    and windows too late, and note where a window passes its system's next solve boundary.
@@ -113,6 +115,16 @@ class _Collected:
                        order(self.deadletter))
 
 
+def _sample_windows(config: Config) -> Any:
+    """The accumulator of metric samples when ``[input]`` names a metric format, else
+    ``None``."""
+    if config.input is None or not config.input.samples:
+        return None
+    from streams.sources.sample_windows import SampleWindows
+
+    return SampleWindows(config.input)
+
+
 class Pipeline:
     """All systems' state and the batch step (module docstring)."""
 
@@ -137,6 +149,10 @@ class Pipeline:
         #: systems evicted during the batch being processed, by their plan's key: their
         #: windows admitted before the eviction are still applied (as record by record)
         self._retired: dict[str, SystemState] = {}
+        #: metric samples to windows, when the input is a metric format (``[input]``)
+        self.samples = _sample_windows(self.config)
+        #: per window of the last batch: the source partition of the record that completed it
+        self.batch_partitions: list[int] = []
 
     def system(self, name: str) -> SystemState:
         state = self.systems.get(name)
@@ -148,9 +164,14 @@ class Pipeline:
         """One input record."""
         return self.process_many([raw])
 
-    def process_many(self, records: Iterable[Raw]) -> Outputs:
-        """A batch of input records (module docstring)."""
+    def process_many(self, records: Iterable[Raw],
+                     partitions: list[int] | None = None) -> Outputs:
+        """A batch of input records (module docstring); ``partitions[i]``: the source partition
+        of record ``i`` (kept per window in :attr:`batch_partitions`)."""
         out = _Collected()
+        if self.samples is not None:
+            records, partitions = self._translate(records, partitions, out)
+        self.batch_partitions = list(partitions) if partitions is not None else []
         plans = self._admit(records, out)
         for r in range(max((len(p) for p in plans.values()), default=0)):
             segments = [(name, plan[r]) for name, plan in plans.items() if r < len(plan)]
@@ -172,6 +193,18 @@ class Pipeline:
         if self.flagged:
             self._flag_estimates(out.estimates)
         return out.ordered()
+
+    def _translate(self, records: Iterable[Raw], partitions: list[int] | None,
+                   out: _Collected) -> tuple[list[Raw], list[int]]:
+        """Metric samples to the windows they complete (:mod:`streams.sources.sample_windows`);
+        what cannot be mapped is dead-lettered, ahead of the windows made after it."""
+        assert self.samples is not None
+        made = self.samples.translate(records, partitions)
+        for position, raw, err in made.dead:
+            self.records += 1
+            self.rejected += 1
+            out.deadletter.append((position, dead_letter(raw, err)))
+        return made.windows, made.partitions
 
     # -- limits ------------------------------------------------------------------------------
     def _room_for(self, w: Window, plans: dict[str, list[_Segment]]) -> dict[str, Any] | None:

@@ -22,7 +22,7 @@ import json
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from streams.config import KafkaSettings
 
@@ -97,9 +97,11 @@ def _why(exc: BaseException) -> str:
 
 
 def produce(records: Iterable[str | bytes | Mapping[str, Any]], settings: KafkaSettings, *,
-            rate: float | None = None, producer: Any = None) -> ProduceStats:
+            rate: float | None = None, producer: Any = None,
+            key: Callable[[bytes], bytes | None] = record_key) -> ProduceStats:
     """Send ``records`` to ``<prefix>.windows``; returns how many and how fast (module
-    docstring: what is skipped and what fails)."""
+    docstring: what is skipped and what fails). ``key``: a record's partition key (default:
+    its ``system``; metric samples: :func:`streams.sources.sample_windows.sample_key`)."""
     from kafka import KafkaProducer
     from kafka.errors import MessageSizeTooLargeError
 
@@ -135,7 +137,7 @@ def produce(records: Iterable[str | bytes | Mapping[str, Any]], settings: KafkaS
                     time.sleep(delay)
             try:
                 value = _encode(record)
-                future = producer.send(topic, key=record_key(value), value=value)
+                future = producer.send(topic, key=key(value), value=value)
             except (ValueError, TypeError, RecursionError, MessageSizeTooLargeError) as exc:
                 stats.skipped += 1
                 log.warning("skipped record %d: %s", i, _why(exc))

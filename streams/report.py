@@ -406,6 +406,8 @@ class Marker:
     label: str
     color: str
     detail: str = ""
+    #: ``data-`` attribute naming the event's time: an alert's, or a model switch's
+    kind: str = "alert"
 
 
 @dataclass(frozen=True)
@@ -659,7 +661,7 @@ class TimeChart:
             anchor = "start" if start >= xx - 3 else "end"
             tx = xx - 3 if anchor == "start" else xx + 3
             ty = self.top - 19 + 13 * row
-            out.append(f'<g class="marker" data-alert-time="{m.time:.0f}">'
+            out.append(f'<g class="marker" data-{m.kind}-time="{m.time:.0f}">'
                        f'<title>{_esc(m.detail or m.label)}</title>'
                        f'<line x1="{xx:.1f}" y1="{ty + 3}" x2="{xx:.1f}" '
                        f'y2="{self.top + self.plot_h}" stroke="{m.color}" stroke-width="2"/>'
@@ -772,6 +774,14 @@ def _alert_markers(system: SystemData, kinds: Sequence[str] = ("predicted_breach
         label = f"{ALERT_NAMES[e.alert]} {utc(e.start, '%H:%M')}"
         out.append(Marker(e.start, label, ALERT_COLORS[e.alert], e.fired.get("summary") or ""))
     return out
+
+
+def _switch_markers(system: SystemData) -> list[Marker]:
+    """A grey line at every switch of model family (``model_switch``, :mod:`streams.story`)."""
+    return [Marker(p["time"], f"{p['model_switch'].replace('->', '→')} "
+                              f"{utc(p['time'], '%H:%M')}", GREY,
+                   p.get("model_switch_reason") or "", kind="switch")
+            for p in system.predictions if p.get("model_switch")]
 
 
 def alert_timeline(data: StoreData) -> str:
@@ -1009,23 +1019,34 @@ class _Charts:
 
     def capacity(self) -> TimeChart:
         p = self.s.predictions
-        series = [Series("capacity (users within SLA)", *_col(p, "capacity_users"), "#2E7D32",
+        t, lower = _col(p, "capacity_users_lower")
+        series = [Series("capacity band (estimators' uncertainty)", t, [None] * len(t),
+                         "#2E7D32", "band", lower, _col(p, "capacity_users_upper")[1]),
+                  Series("capacity (users within SLA)", *_col(p, "capacity_users"), "#2E7D32",
                          "line", width=2.5),
                   Series("users now", *_col(p, "users"), PALETTE[0], "points"),
                   Series("users at the horizon (forecast)", *_col(p, "users_forecast"),
                          PALETTE[0], "dashed")]
-        return self.chart("capacity", "Capacity vs users", "users", series=series,
+        return self.chart("capacity", "Capacity vs users, with its uncertainty band", "users",
+                          series=series, markers=self.markers + _switch_markers(self.s),
                           note="The SLA breaks where users cross capacity; the forecast is the "
-                               "users trend extrapolated over the horizon.")
+                               "users trend extrapolated over the horizon. The band: capacity "
+                               "with every demand at ±1 standard error (Kalman covariance) and "
+                               "a bursty tier's I at the ends of its confidence interval, "
+                               "computed when a breach is near. A grey line marks a switch of "
+                               "model (MVA ↔ MAP network): capacity jumps there.")
 
     def model_error(self) -> TimeChart:
         thr = self.s.thresholds.model_error
         p = self.s.predictions
         series = [Series("response time error", *_col(p, "model_error", 100), PALETTE[3],
                          "points"),
+                  Series("worst class's response time error",
+                         *_col(p, "model_error_class_max", 100), PALETTE[5], "dotted"),
                   Series("throughput error", *_col(p, "throughput_error", 100), PALETTE[4],
                          "dashed")]
-        markers = self.markers + _alert_markers(self.s, ("model_error",))
+        markers = self.markers + _alert_markers(self.s, ("model_error",)) \
+            + _switch_markers(self.s)
         return self.chart("model_error", "Model error: predicted vs measured at the current "
                           "load", "relative error (%)", series=series, markers=markers,
                           rules=[Rule(100 * thr, f"model_error_threshold {100 * thr:g}%")])
@@ -1112,18 +1133,53 @@ def _tiles(system: SystemData) -> str:
         _tile("users now", _num(p.get("users")), sub=_esc(p.get("users_source") or "")),
         _tile("users at the horizon", _num(p.get("users_forecast")),
               sub=f"in {duration(p['horizon_s'])}" if p.get("horizon_s") else ""),
-        _tile("capacity (users within SLA)", _num(p.get("capacity_users"))),
+        _tile("capacity (users within SLA)", _num(p.get("capacity_users")),
+              sub=_band_text(p, "capacity_users", _num)),
         _tile("headroom", _num(p.get("headroom_users")), head_tone, "users below capacity"),
-        _tile("time to SLA breach", _esc(_time_to_breach(ttb)), ttb_tone, _esc(breach_at)),
+        _tile("time to SLA breach", _esc(_time_to_breach(ttb)), ttb_tone,
+              _esc(" · ".join(x for x in (breach_at, _band_text(
+                  p, "time_to_breach", _time_to_breach, "_s")) if x))),
         _tile("model", _esc(p.get("model") or "none yet"),
               sub=_MODEL_NAMES.get(p.get("model") or "", "")),
-        _tile("bottleneck tier (forecast)", _esc(p.get("bottleneck_tier") or "–"),
-              sub=f"switch probability {_num(p.get('bottleneck_switch_probability'), '.2f')}"),
+        _tile("bottleneck tier (forecast)", _esc(p.get("bottleneck_tier") or "–")
+              + ("*" if p.get("bottleneck_reason") else ""),
+              sub=f"switch probability {_num(p.get('bottleneck_switch_probability'), '.2f')}"
+                  + (f"; breach tier {_esc(p['breach_tier'])}" if p.get("breach_tier") else "")),
         _tile("model error", "–" if err is None else f"{100 * err:.0f}%",
               "bad" if err is not None and err > system.thresholds.model_error else "",
-              f"threshold {100 * system.thresholds.model_error:g}%"),
+              f"threshold {100 * system.thresholds.model_error:g}%"
+              + (f"; worst class {_esc(p['model_error_class'])} "
+                 f"{100 * p['model_error_class_max']:.0f}%"
+                 if p.get("model_error_class") and p.get("model_error_class_max") is not None
+                 else "")),
     ]
     return f'<div class="tiles">{"".join(tiles)}</div>'
+
+
+def _band_text(p: Mapping[str, Any], key: str, fmt: Callable[[Any], str],
+               suffix: str = "") -> str:
+    """``band lower – upper`` of a prediction's ``key`` (``""`` when it has no band)."""
+    lo, hi = p.get(f"{key}_lower{suffix}"), p.get(f"{key}_upper{suffix}")
+    if lo is None and hi is None:
+        return ""
+    return f"band {fmt(lo)} – {fmt(hi)}"
+
+
+def _bottleneck_html(system: SystemData, at: float | None) -> str:
+    """Why the busiest tier is not the breach tier (:mod:`streams.story`), at the
+    prediction of time ``at`` (the breach alert) or the last solve."""
+    solved = [p for p in system.predictions if p.get("model")]
+    if not solved:
+        return ""
+    p = next((q for q in solved if at is not None and q["time"] >= at), solved[-1])
+    reason = p.get("bottleneck_reason")
+    if reason:
+        return (f'<span class="pill warn">bottleneck*</span> {_esc(reason)} '
+                f'(at {utc(p["time"], "%H:%M")})')
+    if p.get("breach_tier"):
+        return (f'<span class="pill warn">bottleneck</span> {_esc(p["breach_tier"])}: the '
+                f'busiest tier is also the one that causes the breach')
+    return ""
 
 
 def _story_html(system: SystemData) -> str:
@@ -1133,6 +1189,9 @@ def _story_html(system: SystemData) -> str:
     if pred:
         parts.append(f'<span class="pill warn">breach predicted {utc(pred["time"], "%H:%M")}'
                      f'</span> {_esc(pred.get("summary") or "")}')
+        why = _bottleneck_html(system, pred["time"])
+        if why:
+            parts.append(why)
     if broken:
         parts.append(f'<span class="pill bad">SLA broken {utc(broken["time"], "%H:%M")}</span> '
                      f'{_esc(broken.get("summary") or "")}')
@@ -1143,6 +1202,11 @@ def _story_html(system: SystemData) -> str:
         parts.append(f'<span class="lead">{verdict}.</span>')
     if not parts:
         parts.append("No SLA breach was predicted or measured in this store.")
+    switches = [p for p in system.predictions if p.get("model_switch")]
+    for p in switches[-3:]:
+        parts.append(f'<span class="pill" style="background:{GREY}">model switch '
+                     f'{utc(p["time"], "%H:%M")}</span> {_esc(p["model_switch"])}: '
+                     f'{_esc(p.get("model_switch_reason") or "")}')
     key = legend([("breach predicted (perfcast's alert fired)", "marker", AMBER),
                   ("SLA broken (first class above its SLA)", "marker", RED),
                   ("SLA broken, measured", "span", RED)])

@@ -29,20 +29,27 @@ MEASUREMENTS: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
         "capacity_users": _I, "headroom_users": _I, "time_to_breach_s": _F,
         "breach_class": _S, "breach_tier": _S, "bottleneck_tier": _S,
         "bottleneck_switch_probability": _F, "model_error": _F, "throughput_error": _F,
-        "think_time_s": _F, "horizon_s": _F, "flags": _S}),
+        "think_time_s": _F, "horizon_s": _F, "flags": _S,
+        "model_error_class": _S, "model_error_class_max": _F, "utilization_error_tier": _S,
+        "utilization_error_max": _F, "model_trusted": _B, "capacity_users_lower": _I,
+        "capacity_users_upper": _I, "time_to_breach_lower_s": _F,
+        "time_to_breach_upper_s": _F, "band_flags": _S, "bottleneck_reason": _S,
+        "breach_tier_share": _F, "breach_tier_bottleneck_probability": _F,
+        "model_switch": _S, "model_switch_reason": _S}),
     "class_prediction": (("system", "class"), {
         "throughput": _F, "response_time": _F, "throughput_forecast": _F,
         "response_time_forecast": _F, "throughput_measured": _F,
-        "response_time_measured": _F, "sla_s": _F}),
+        "response_time_measured": _F, "sla_s": _F, "response_time_error": _F}),
     "tier_prediction": (("system", "tier"), {
         "utilization": _F, "utilization_forecast": _F, "utilization_measured": _F,
-        "demand_s": _F, "idc": _F, "bursty": _B, "bottleneck_probability": _F}),
+        "demand_s": _F, "idc": _F, "bursty": _B, "bottleneck_probability": _F,
+        "utilization_error": _F}),
     "remediation": (("system", "kind", "tier"), {
         "rank": _I, "value": _F, "capacity_users": _I, "capacity_before": _I,
         "required_users": _I, "cost": _F, "summary": _S}),
-    "alert": (("system", "alert", "class", "tier"), {
+    "alert": (("system", "alert", "class", "tier", "trust"), {
         "state": _S, "active": _I, "value": _F, "threshold": _F, "time_to_breach_s": _F,
-        "summary": _S}),
+        "summary": _S, "update": _S}),
     "deadletter": (("system", "field"), {"reason": _S, "count": _I}),
 }
 

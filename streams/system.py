@@ -21,6 +21,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from streams import confidence, story
 from streams.alerts import AlertBook
 from streams.config import SystemConfig
 from streams.model import Measured, Point, SystemModel, build_model, model_capacity
@@ -120,6 +121,30 @@ def _model_error_hint(pred: Mapping[str, Any]) -> str:
             "check the configuration (tiers, visits, think time)")
 
 
+def _alert_error(pred: Mapping[str, Any]) -> float | None:
+    """The error the ``model_error`` alert watches: the larger of the aggregate and the worst
+    class's (classes with at least ``confidence.MIN_CLASS_SHARE`` of the throughput)."""
+    known = [e for e in (pred["model_error"], pred.get("model_error_class_max"))
+             if e is not None]
+    return max(known) if known else None
+
+
+def _model_error_summary(system: str, pred: Mapping[str, Any], err: float | None, thr: float,
+                         firing: bool) -> str:
+    """The ``model_error`` event's text: when it fires, how far off and why, and not to trust
+    the predictions; when it resolves, that they can be trusted again."""
+    worst = pred.get("model_error_class")
+    which = (f" (worst class {worst!r}: {100 * (pred.get('model_error_class_max') or 0):.0f}%;"
+             f" all classes: {100 * (pred['model_error'] or 0):.0f}%)" if worst else "")
+    if not firing:
+        return (f"{system}: the {pred['model']} model's response time is back within "
+                f"{100 * ERROR_RESOLVE_FACTOR * thr:.0f}% of the measured one "
+                f"({100 * (err or 0):.0f}%{which}): its predictions can be trusted again")
+    return (f"{system}: the {pred['model']} model's response time is off the measured one by "
+            f"{100 * (err or 0):.0f}%{which} (threshold {100 * thr:.0f}%): "
+            f"{_model_error_hint(pred)}; do not trust its predictions yet")
+
+
 #: request classes of a rejected window quoted in its dead letter's ``record``, per map (names
 #: are at most 200 characters, so the dead letter stays a few tens of KB whatever the window:
 #: far below Kafka's 1 MB largest message)
@@ -166,6 +191,10 @@ class SystemState:
         #: that solve covers only those (a tier a later window of the batch adds is not there
         #: yet when the windows come one by one)
         self.solve_tiers = 0
+        #: the last solve with a model: ``{"model", "capacity_users"}`` (marks a model switch)
+        self.last_solved: dict[str, Any] | None = None
+        #: the trust of the predicted-breach alert's last event while it is active
+        self.breach_trust: str | None = None
 
     # -- per window -------------------------------------------------------------------------
     def admit(self, w: Window, max_tiers: int | None = None, max_classes: int | None = None
@@ -347,8 +376,10 @@ class SystemState:
         n_fc = max(int(round(n_now + slope * cfg.horizon_s)), 0)
         pred.update(self._predict(model, m, n_now, source, slope, n_fc, solve.tiers))
         self.last_model = (time, model, n_now, n_fc)
+        alerts = self._alerts(pred, m, model, time)
+        pred["model_trusted"] = "model_error" not in self.alerts.active()
         out.predictions.append(clean(pred))
-        out.alerts += [clean(a) for a in self._alerts(pred, m, model, time)]
+        out.alerts += [clean(a) for a in alerts]
         return out
 
     def _capacity(self, model: SystemModel) -> tuple[int | None, bool]:
@@ -424,7 +455,7 @@ class SystemState:
                 "demands": {c: {"kalman": t.demands.get(c), "std": t.demand_std.get(c),
                                 "regression": t.regression.get(c)} for c in t.demands},
             }
-        return {
+        out = {
             "model": now.model, "flags": flags,
             "users": n_now, "users_source": source, "users_trend_per_s": slope,
             "users_forecast": n_fc,
@@ -438,6 +469,38 @@ class SystemState:
             "model_error": error, "throughput_error": x_error,
             "classes": classes, "tiers": tiers, "remediation": remedy,
         }
+        out.update(self._assess(model, m, now, fc, breach, out, models, slope))
+        return out
+
+    def _assess(self, model: SystemModel, m: Measured, now: Point, fc: Point,
+                breach: Point | None, pred: dict[str, Any], models: list[TierModel],
+                slope: float) -> dict[str, Any]:
+        """What the prediction adds on trust and story: model error per class and tier, the
+        uncertainty band of capacity and time to breach (:mod:`streams.confidence`), why the
+        busiest tier and the breach tier differ, and a switch of model (:mod:`streams.story`).
+        """
+        extra: dict[str, Any] = {}
+        errors = confidence.class_errors(model, m, now)
+        for c, e in errors.items():
+            pred["classes"][c]["response_time_error"] = e
+        extra["model_error_class"], extra["model_error_class_max"] = confidence.worst(
+            errors, m.throughput, confidence.MIN_CLASS_SHARE)
+        u_errors = confidence.tier_errors(model, m, now)
+        for t, e in u_errors.items():
+            pred["tiers"][t]["utilization_error"] = e
+        extra["utilization_error_tier"], extra["utilization_error_max"] = confidence.worst(
+            u_errors)
+        cap, ttb = pred["capacity_users"], pred["time_to_breach_s"]
+        if cap is not None and not pred["capacity_limited"] and confidence.band_due(
+                self.solves, ttb, self.config.horizon_s):
+            extra.update(confidence.band(model, models, cap, pred["users"], slope))
+        extra.update(story.bottleneck_story(model, pred["bottleneck_tier"], breach,
+                                            pred["breach_class"], pred["breach_tier"], fc,
+                                            pred["tiers"]))
+        extra.update(story.model_switch(self.last_solved, now.model, cap, pred["tiers"],
+                                        self.config.idc_threshold, pred["flags"]))
+        self.last_solved = {"model": now.model, "capacity_users": cap}
+        return extra
 
     def _remediation(self, model: SystemModel, cap: int | None, limited: bool, n_now: int,
                      n_fc: int) -> dict[str, Any] | None:
@@ -506,15 +569,24 @@ class SystemState:
                 "summary": f"{self.system}: class {c!r} response time {r or 0:.3f} s is above "
                            f"its {sla:g} s SLA"}, time)
             events += [ev] if ev else []
-        err, thr = pred["model_error"], cfg.model_error_threshold
+        err, thr = _alert_error(pred), cfg.model_error_threshold
         cond = None if err is None or ERROR_RESOLVE_FACTOR * thr <= err <= thr else err > thr
         ev = self.alerts.evaluate("model_error", cond, lambda: {
             **base, "alert": "model_error", "class": None, "tier": None, "value": err,
-            "threshold": thr,
-            "summary": f"{self.system}: the {pred['model']} model's response time is off the "
-                       f"measured one by {100 * (err or 0):.0f}% (threshold {100 * thr:.0f}%): "
-                       f"{_model_error_hint(pred)}; do not trust its predictions yet"}, time)
+            "threshold": thr, "summary": _model_error_summary(self.system, pred, err, thr,
+                                                              bool(cond))}, time)
         events += [ev] if ev else []
+        track = self.alerts.tracks.get("predicted_breach")
+        events, self.breach_trust = confidence.trust_events(
+            events, "model_error" not in self.alerts.active(),
+            bool(track and track.active), self.breach_trust,
+            lambda: {**base, "alert": "predicted_breach", "class": pred["breach_class"],
+                     "tier": pred["breach_tier"], "time_to_breach_s": ttb, "value": ttb,
+                     "threshold": cfg.horizon_s, "since": track.since if track else None,
+                     "summary": f"{self.system}: the model's trust changed while a breach of "
+                                f"class {pred['breach_class']!r} is predicted in about "
+                                f"{(ttb or 0) / 60:.0f} min (users {pred['users']} -> "
+                                f"capacity {pred['capacity_users']})"})
         return events
 
     # -- state ---------------------------------------------------------------------------------
@@ -524,6 +596,7 @@ class SystemState:
                 "next_solve": self.next_solve, "users_points": self.users_points,
                 "think_time_est": self.think_time_est, "alerts": self.alerts.to_dict(),
                 "solves": self.solves, "last_capacity": self.last_capacity,
+                "last_solved": self.last_solved, "breach_trust": self.breach_trust,
                 "remediation_hints": self.remediation_hints}
 
     @classmethod
@@ -541,5 +614,7 @@ class SystemState:
         state.alerts = AlertBook.from_dict(data["alerts"])
         state.solves = data["solves"]
         state.last_capacity = data.get("last_capacity")
+        state.last_solved = data.get("last_solved")
+        state.breach_trust = data.get("breach_trust")
         state.remediation_hints = dict(data.get("remediation_hints") or {})
         return state

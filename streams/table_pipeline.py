@@ -96,8 +96,8 @@ class TableBackedPipeline(Pipeline):
     def process_batch(self, values: list[bytes], partitions: list[int]) -> Outputs:
         """One batch of source records (``partitions[i]``: the partition record ``i`` came
         from); every system a valid record names is marked for :meth:`persist`."""
-        out = self.process_many(values)
-        for name, partition in zip(self.batch_systems, partitions):
+        out = self.process_many(values, partitions)
+        for name, partition in zip(self.batch_systems, self.batch_partitions):
             if name is not None:
                 self.partition[name] = partition
                 self.dirty.add(name)
@@ -156,6 +156,8 @@ class TableBackedPipeline(Pipeline):
             self.forget_pending = True
             return
         self.systems.clear()
+        if self.samples is not None:
+            self.samples.forget()
         self.partition.clear()
         self.dirty.clear()
         self.last_seen.clear()

@@ -7,8 +7,9 @@ the history rows and the interval sums -- is done for a batch at a time by
 :meth:`TierState.refresh` estimates what needs the history: the index of dispersion (the
 IDC-curve fit with its confidence interval,
 :func:`estimators.dispersion.index_of_dispersion_interval`; paper 000 Fig. 2's reading beside
-it as ``idc_reference``), the sliding regression (paper 002), the busy-time p95 and the MAP(2)
-fit (paper 000 section 4.1), the fit redone only when its inputs moved.
+it as ``idc_reference``), the sliding regression (paper 002), the service-time p95
+(:func:`estimators.tail.service_tail_p95`) and the MAP(2) fit (paper 000 section 4.1), the fit
+redone only when its inputs moved.
 
 Late and out-of-order windows: the last ``dedup_windows`` window ends of the tier are kept; a
 window whose end is among them is a duplicate (rejected, counted once); a window older than
@@ -43,8 +44,9 @@ from estimators.demand import KalmanDemandEstimator, regression_demands
 from estimators.kalman_bank import Steps, update_many
 from estimators.dispersion import (DispersionInterval, index_of_dispersion,
                                   index_of_dispersion_interval)
-from estimators.mapfit import fit_map2, service_p95
+from estimators.mapfit import fit_map2
 from estimators.selection import ESTIMATORS, select_by_scores
+from estimators.tail import service_tail_p95
 from solvers.processes import MAP
 from streams.config import SystemConfig
 from streams.history import WindowHistory
@@ -280,10 +282,10 @@ class TierModel:
     ``demands`` per class from the Kalman filter (CPU-seconds per completion at the tier),
     ``regression`` the sliding NNLS second opinion, ``idc`` the index of dispersion ``I``
     (``None`` when the history is too short or flat: ``idc_flag`` says why), ``mean_service``
-    ``sum B_k / sum n_k``, ``p95`` the busy-time service p95, ``process`` the fitted MAP(2)
-    with ``fit`` its achieved figures (``None`` until the tier is bursty: only bursty tiers
-    enter the model with a MAP), ``bursty`` when the lower bound of ``I``'s confidence interval
-    (``idc_lower``) is above ``idc_threshold``; ``estimator`` the demands
+    ``sum B_k / sum n_k``, ``p95`` the service-time p95 (:mod:`estimators.tail`), ``process``
+    the fitted MAP(2) with ``fit`` its achieved figures (``None`` until the tier is bursty:
+    only bursty tiers enter the model with a MAP), ``bursty`` when the lower bound of ``I``'s
+    confidence interval (``idc_lower``) is above ``idc_threshold``; ``estimator`` the demands
     the model uses under ``demand_policy = "selected"`` (``"kalman"`` or ``"regression"``).
     """
 
@@ -308,6 +310,10 @@ class TierModel:
     idc_lower: float | None = None
     idc_upper: float | None = None
     idc_reference: float | None = None
+    #: the Kalman filter's covariance ``P`` of the per-class demands, in the order of
+    #: ``demands`` (``None``: no filter yet); the uncertainty band of capacity uses it
+    #: (:mod:`streams.confidence`)
+    demand_cov: np.ndarray | None = None
 
 
 def _idc_flag(est: DispersionInterval, threshold: float) -> str | None:
@@ -497,7 +503,7 @@ class TierState:
     def refresh(self, fit_map: bool = True) -> TierModel:
         """Estimate ``I``, regression, p95 and (when they moved) the MAP(2) fit.
 
-        ``I``, the busy-time p95 and the mean service time describe the whole history
+        ``I``, the service-time p95 and the mean service time describe the whole history
         (thousands of windows) and move slowly: they are re-estimated once a share of the
         history is new
         (:data:`IDC_REFRESH_SHARE`, at least :data:`IDC_REFRESH_MIN` windows), the regression
@@ -532,7 +538,7 @@ class TierState:
             idc_reference = ref.value
             idc_flag = _idc_flag(est, cfg.idc_threshold)
             busy = arr.busy_time
-            p95 = service_p95(busy, done).p95
+            p95 = service_tail_p95(busy, done).p95     # not paper 000's busy-time proxy
             total = float(done.sum())
             mean = float(busy.sum()) / total if total > 0 else None
             self.idc_seq = hist.seq
@@ -573,7 +579,8 @@ class TierState:
             fit=self.fit, bursty=bursty,
             windows=self.windows, estimator=self.estimator,
             class_response={c: w / n for c, (w, n) in self.response.items()
-                            if n >= RESPONSE_MIN_COMPLETIONS})
+                            if n >= RESPONSE_MIN_COMPLETIONS},
+            demand_cov=np.array(k.P, dtype=float) if k else None)
 
     def _separability(self, utilization: np.ndarray, rates: np.ndarray,
                       cores: float) -> dict[str, dict[str, Any]]:

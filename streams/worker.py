@@ -58,6 +58,7 @@ from streams.config import Config, KafkaSettings
 from streams.core_process import (OUTPUT_TOPICS, BatchResult, CoreProcess, CoreRunner,
                                   InlineCore)
 from streams.delivery import deliver_directly
+from streams.faust_adapter import check_versions, disable_spinner, set_fetch_limits
 from streams.influx import InfluxSink
 
 __all__ = ["build_app", "faust_broker_options", "faust_worker", "tune_fetches"]
@@ -188,17 +189,13 @@ def tune_fetches(app: faust.App, wait_ms: int, min_bytes: int) -> bool:
     a window arriving at a quiet moment waits at most ``wait_ms`` more.
 
     Faust offers no setting for either, so this sets aiokafka's fetcher attributes once the
-    consumer runs; returns ``False`` (and logs) where a Faust or aiokafka version lacks them,
-    which leaves the defaults in place."""
+    consumer runs (:func:`streams.faust_adapter.set_fetch_limits`); returns ``False`` (and
+    logs) where they are missing, which leaves the defaults in place."""
     try:
-        fetcher = app.consumer._thread._consumer._fetcher
-        fetcher._fetch_max_wait_ms  # noqa: B018 -- both must exist before either is set
-        fetcher._fetch_min_bytes  # noqa: B018
+        set_fetch_limits(app, wait_ms, min_bytes)
     except AttributeError as err:
         log.warning("cannot tune the consumer's fetches (%s): latency may reach 1.5 s", err)
         return False
-    fetcher._fetch_max_wait_ms = int(wait_ms)
-    fetcher._fetch_min_bytes = int(min_bytes)
     return True
 
 
@@ -271,7 +268,7 @@ def faust_worker(app: faust.App, loglevel: str = "warning") -> faust.Worker:
     windows/s (py-spy, ``docs/benchmarks.md``). Without the spinner the root logger keeps the
     requested level."""
     worker = faust.Worker(app, loglevel=loglevel)
-    worker.spinner = None
+    disable_spinner(worker)
     return worker
 
 
@@ -279,7 +276,10 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
               batch: int = 4000, within_s: float = 0.25, influx: bool = True,
               core_process: bool = True) -> faust.App:
     """The Faust app (topics, tables, agent, timer) for ``config``; ``core_process``: run the
-    core in a child process (:class:`streams.core_process.CoreProcess`), else in the agent."""
+    core in a child process (:class:`streams.core_process.CoreProcess`), else in the agent.
+    Raises :class:`streams.faust_adapter.UnsupportedFramework` when the installed Faust,
+    aiokafka or mode is outside the versions :mod:`streams.faust_adapter` supports."""
+    check_versions()
     k = config.kafka
     app = faust.App(app_id, **faust_broker_options(k), store="memory://",
                     key_serializer="raw", value_serializer="raw", topic_partitions=partitions,

@@ -25,46 +25,17 @@ from estimators.dispersion import (  # isort: skip
 )
 from solvers.processes import MAP  # isort: skip
 from solvers.simulation import monitor_windows, mtrace1  # isort: skip
+from solvers.simulation.mmpp import mmpp2_design, mmpp2_intervals  # isort: skip
 
 T = 20.0                 # window, in mean service times
 REASONS = {"ok", "no_busy_time", "no_completions", "no_variation", "too_short", "unresolved"}
-
-
-def mmpp2_design(alpha: float, idc: float, fast_share: float = 0.5) -> MAP:
-    """MMPP(2), mean interval 1, phase-switch rate ``alpha``, asymptotic ``I = idc``."""
-    th_f, th_s = fast_share, 1.0 - fast_share
-    gap = math.sqrt((idc - 1.0) * alpha / (2.0 * th_f * th_s))
-    fast, slow = 1.0 + th_s * gap, 1.0 - th_f * gap
-    return MAP([[-fast - th_s * alpha, th_s * alpha], [th_f * alpha, -slow - th_f * alpha]],
-               [[fast, 0.0], [0.0, slow]])
-
-
-def mmpp_intervals(process: MAP, n: int, rng: np.random.Generator) -> np.ndarray:
-    """``n`` intervals of a two-phase MMPP: phase sojourns, Poisson completions in each
-    (the process ``MAP.sample`` draws, vectorised)."""
-    rates = np.diag(process.D1)
-    leave = -np.diag(process.D0) - rates
-    horizon = (n + 1) / process.rate * 1.2 + 50.0 / leave.min()
-    first = int(rng.random() < process.theta[1])
-    k = int(horizon * leave.mean()) + 16
-    while True:
-        phases = (first + np.arange(k)) % 2
-        stay = rng.exponential(1.0 / leave[phases])
-        if stay.sum() >= horizon:
-            break
-        k *= 2
-    starts = np.concatenate(([0.0], np.cumsum(stay)[:-1]))
-    sojourn = np.repeat(np.arange(k), rng.poisson(rates[phases] * stay))
-    epochs = starts[sojourn] + rng.random(sojourn.size) * stay[sojourn]
-    epochs = epochs[np.lexsort((epochs, sojourn))]
-    return np.diff(epochs[:n + 1])
 
 
 def queue(process: MAP, windows: int, seed: int, utilization: float = 0.7):
     rng = np.random.default_rng(seed)
     rate = utilization / process.mean
     jobs = int(windows * T * rate * 1.05) + 1000
-    trace = mtrace1(rate, mmpp_intervals(process, jobs, rng), rng)
+    trace = mtrace1(rate, mmpp2_intervals(process, jobs, rng), rng)
     return monitor_windows(trace, T, end=windows * T)
 
 
@@ -83,7 +54,7 @@ def test_designed_mmpp_has_the_closed_form_index_and_switch_rate(alpha_t, idc, s
 
 def test_sampler_matches_the_process():
     process = mmpp2_design(0.2 / T, 100.0)
-    x = mmpp_intervals(process, 400_000, np.random.default_rng(0))
+    x = mmpp2_intervals(process, 400_000, np.random.default_rng(0))
     assert x.mean() == pytest.approx(process.mean, rel=0.05)
     assert x.var() / x.mean() ** 2 == pytest.approx(process.scv, rel=0.1)
 

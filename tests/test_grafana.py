@@ -74,6 +74,12 @@ def _rule_queries() -> list[tuple[str, str, str]]:
             if d["datasourceUid"] == DATASOURCE_UID]
 
 
+def _annotation_queries() -> list[tuple[str, str, str]]:
+    """(dashboard uid, annotation name, Flux query) of every dashboard annotation."""
+    return [(uid, a["name"], a["target"]["query"]) for uid, d in BOARDS.items()
+            for a in d["annotations"]["list"]]
+
+
 def _variable_queries() -> list[tuple[str, str, str]]:
     return [(uid, v["name"], v["query"]) for uid, d in BOARDS.items()
             for v in d["templating"]["list"]]
@@ -126,7 +132,7 @@ def test_thresholds_drawn_follow_the_configuration():
              for p in board["panels"] if p["type"] == "timeseries"
              and p["fieldConfig"]["defaults"]["custom"]["thresholdsStyle"]["mode"] == "line"}
     assert lines == {"Index of dispersion per tier vs the bursty threshold": 42.0,
-                     "Model error": 0.2}
+                     "Model error": 0.2, "Model error per class and tier": 0.2}
 
 
 # -- dashboards, structurally -------------------------------------------------------------------
@@ -231,7 +237,7 @@ def test_file_rules_equal_api_rules_and_are_safe_from_env_interpolation():
 # -- every query against the schema ---------------------------------------------------------
 def _all_queries() -> list[str]:
     return [q for *_, q in _targets()] + [q for *_, q in _rule_queries()] + \
-        [q for *_, q in _variable_queries()]
+        [q for *_, q in _variable_queries()] + [q for *_, q in _annotation_queries()]
 
 
 @pytest.mark.parametrize("query", _all_queries())
@@ -297,6 +303,7 @@ class Run:
     stop: float
     alerts: list[dict]         # every alert event of the run
     active: set[tuple]         # (system, alert, class or None) the pipeline holds firing
+    predictions: list[dict] = None    # every prediction of the run
 
     def query(self, text: str, **variables: str) -> list:
         from influxdb_client import InfluxDBClient
@@ -353,7 +360,7 @@ def run() -> Run:
                 active.add((name, kind, cls or None))
         times = [p.time for p in points(out)]
         yield Run(url, f"{database}/autogen", main, other, ["front", "db"],
-                  START - 60, max(times) + 1, out.alerts, active)
+                  START - 60, max(times) + 1, out.alerts, active, out.predictions)
     finally:
         sink.close()
         _influxql(url, f"DROP DATABASE {database}")
@@ -426,6 +433,38 @@ def test_active_alerts_panel_lists_what_the_pipeline_holds_active(run):
     assert {(r["system"], r["alert"], r["class"] if r["alert"] == "current_breach" else None)
             for r in rows} == run.active
     assert all(r["summary"] for r in rows)
+
+
+def test_model_switch_annotation_marks_every_switch(run):
+    """The system dashboard's 'model switch' annotation returns one row per solve at which the
+    model changed between MVA and the MAP network, at its time, with the reason as text (the
+    demo shop switches once its database is known to be bursty)."""
+    (query,) = [q for uid, name, q in _annotation_queries()
+                if uid == SYSTEM_UID and name == "model switch"]
+    rows = _rows(run.query(query, system=run.main))
+    expected = [(p["time"], p["model_switch"], p["model_switch_reason"])
+                for p in run.predictions if p["system"] == run.main and p.get("model_switch")]
+    assert expected and expected[0][1] == "mva -> map"
+    assert [(r["_time"].timestamp(), r["title"], r["text"]) for r in rows] == \
+        [(pytest.approx(t), s, why) for t, s, why in expected]
+    assert _rows(run.query(query, system="no-such-system")) == []
+
+
+def test_a_breach_predicted_while_the_model_is_not_trusted_is_labelled(run):
+    """With model_error_threshold at 5% the model-error alert is active when the shop's breach
+    is predicted: the predicted_breach rule's series carries trust = 'untrusted', and the
+    summary perfcast wrote says so."""
+    spec = next(s for s in RULES if s.kind == "predicted_breach")
+    assert "trust" in spec.labels
+    r = next(x for x in API_RULES if x["uid"] == "perfcast-predicted-breach")
+    query = next(d["model"]["query"] for d in r["data"] if d["refId"] == "A")
+    rows = [row for row in _rows(run.query(query)) if row["system"] == run.main]
+    fired = [a for a in run.alerts if a["system"] == run.main
+             and a["alert"] == "predicted_breach" and a["state"] == "firing"]
+    assert fired and fired[0]["trust"] == "untrusted"
+    assert fired[0]["summary"].startswith("UNTRUSTED")
+    assert rows and rows[0]["trust"] == [a for a in run.alerts if a["system"] == run.main
+                                         and a["alert"] == "predicted_breach"][-1]["trust"]
 
 
 @pytest.mark.parametrize("rule_uid,ref,query", _rule_queries(),

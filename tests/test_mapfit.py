@@ -117,6 +117,18 @@ def test_tie_rule_lands_on_the_closed_form_maximiser(idc):
     assert fit.acf1 == pytest.approx(best_rho1, rel=1e-3)
 
 
+@pytest.mark.parametrize("ratio", [2.7, 2.83, 2.96, 3.08])
+def test_equal_p95_shapes_tie_to_the_least_extreme_marginal(ratio):
+    """Near the exponential's p95 (``mean ln 20 ~ 3 mean``) two H2 shapes at the tie rule's SCV
+    have the same p95: a slow branch carrying the 5% tail, or a body with a branch ~500 means
+    long and 1e-4 likely. The smaller third moment wins; the other made paper 000's browsing
+    model 40% wrong in throughput (I = 184, p95 = 2.96 means, docs/accuracy.md)."""
+    fit = fit_map2(1.0, 184.1, ratio)
+    slow_phase_mean = float(np.max(1.0 / -np.diag(fit.process.D0)))
+    assert fit.met
+    assert slow_phase_mean < 50.0, slow_phase_mean
+
+
 @pytest.mark.parametrize("name", list(SOURCES))
 def test_map2_closed_forms_agree_with_the_map_type(name):
     source = SOURCES[name]

@@ -163,6 +163,10 @@ def test_every_setting_is_in_the_configuration_doc():
     assert "`utilization_tolerance`" in doc
     for f in fields(Limits):
         assert f"`limits.{f.name}`" in doc, f.name
+    from streams.sources.sample_mapping import InputFormat
+    for f in fields(InputFormat):
+        if f.name not in ("default", "tiers", "system_label"):
+            assert f"`input.{f.name}`" in doc, f.name
     for section, cls in (("kafka", KafkaSettings), ("influxdb", InfluxSettings)):
         for f in fields(cls):
             if f.name not in ("sasl_password", "token"):

@@ -54,7 +54,8 @@ CALM = DemoScenario(system='calm <b>&"2"', duration_s=900, users_start=40, users
 #: chart -> [(table, columns)]: the chart draws data iff one of these columns holds a value
 CHART_DATA = {
     "response_time": [("class_prediction", ("response_time_measured", "response_time"))],
-    "capacity": [("prediction", ("capacity_users", "users", "users_forecast"))],
+    "capacity": [("prediction", ("capacity_users", "users", "users_forecast",
+                                 "capacity_users_lower", "capacity_users_upper"))],
     "throughput": [("class_prediction", ("throughput_measured", "throughput"))],
     "utilization": [("tier_prediction", ("utilization_measured", "utilization",
                                          "utilization_forecast"))],
@@ -62,7 +63,8 @@ CHART_DATA = {
     "demand": [("demand", ("kalman", "regression"))],
     "bottleneck": [("prediction", ("bottleneck_switch_probability",)),
                    ("tier_prediction", ("bottleneck_probability",))],
-    "model_error": [("prediction", ("model_error", "throughput_error"))],
+    "model_error": [("prediction", ("model_error", "throughput_error",
+                                    "model_error_class_max"))],
 }
 
 
@@ -214,6 +216,44 @@ def test_alerts_are_marked_where_the_store_has_them(store: Path, page: str) -> N
     timeline = _sections(page)["alerts"]
     every = _query(store, "SELECT count(*) FROM alert")[0][0]
     assert timeline.count("<tr>") - 1 == every
+
+
+def _chart(body: str, key: str) -> str:
+    return next(inner for chart, _, inner in _figures(body) if chart == key)
+
+
+def test_capacity_chart_shows_the_band_and_the_model_switch(store: Path, page: str) -> None:
+    """The capacity chart shades the uncertainty band where the store has one (a polygon per
+    run of solves with a band) and marks every switch of model at its time, with the reason
+    as the tooltip; the tiles quote the last solve's band; the story names the switch."""
+    bodies = _system_sections(page)
+    for name, body in bodies.items():
+        capacity = _chart(body, "capacity")
+        banded = _query(store, "SELECT count(*) FROM prediction WHERE system = ? AND "
+                               "capacity_users_lower IS NOT NULL", name)[0][0]
+        assert ("<polygon" in capacity) == (banded > 0), name
+        switches = _query(store, "SELECT time, model_switch, model_switch_reason FROM "
+                                 "prediction WHERE system = ? AND model_switch IS NOT NULL",
+                          name)
+        marks = re.findall(r'<g class="marker" data-switch-time="(\d+)"><title>(.*?)</title>',
+                           capacity)
+        assert [(t, _unescape(why)) for t, why in marks] == \
+            [(f"{t:.0f}", why) for t, _, why in switches], name
+        for _, kind, why in switches:
+            assert _unescape(why) in _unescape(body) and kind.replace("->", "→") in \
+                _unescape(capacity)
+        assert set(re.findall(r'data-switch-time="(\d+)"', _chart(body, "model_error"))) == \
+            {f"{t:.0f}" for t, _, _ in switches}
+        last = _query(store, "SELECT capacity_users_lower, capacity_users_upper FROM prediction "
+                             "WHERE system = ? AND model IS NOT NULL ORDER BY time DESC LIMIT 1",
+                      name)[0]
+        if last[0] is not None:
+            assert f"band {last[0]} – {last[1]}" in _unescape(body), name
+    shop = _query(store, "SELECT count(*) FROM prediction WHERE system = ? AND model_switch "
+                         "= 'mva -> map'", SHOP.system)[0][0]
+    banded = _query(store, "SELECT count(*) FROM prediction WHERE system = ? AND "
+                           "capacity_users_lower IS NOT NULL", SHOP.system)[0][0]
+    assert shop == 1 and banded > 0          # the shop shows both
 
 
 def test_names_are_escaped(page: str) -> None:
@@ -409,6 +449,15 @@ def test_chromium_renders_the_report(browser, run_dir: Path, tmp_path: Path) -> 
     for colour in PALETTE[:4]:                                 # the four classes
         assert _near(colours, colour), colour
     assert _near(colours, "#E08E00") and _near(colours, "#C62828")   # breach markers
+
+    # the capacity chart: the band shaded (a polygon of visible size) and the model switch
+    capacity = shop.find_element(By.CSS_SELECTOR, 'figure[data-chart="capacity"]')
+    browser.execute_script("arguments[0].scrollIntoView()", capacity)
+    polygons = capacity.find_elements(By.CSS_SELECTOR, ":scope > svg polygon")
+    assert polygons and max(p.size["width"] * p.size["height"] for p in polygons) > 50
+    (switch,) = capacity.find_elements(By.CSS_SELECTOR, "g[data-switch-time]")
+    assert switch.is_displayed() and switch.size["height"] > 50
+    assert "mva → map" in switch.text
 
     assert _severe(browser) == []
 

@@ -176,13 +176,24 @@ def _query_variable(name: str, label: str, query: str, *, multi: bool = False) -
 
 def _dashboard(uid: str, title: str, description: str, panels: list[Panel],
                variables: Sequence[dict[str, Any]] = (),
-               links: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+               links: Sequence[dict[str, Any]] = (),
+               annotations: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     return {"uid": uid, "title": title, "description": description,
             "tags": ["perfcast"], "timezone": "utc", "editable": False,
             "graphTooltip": 1, "refresh": "1m", "schemaVersion": SCHEMA_VERSION,
             "time": {"from": "now-6h", "to": "now"},
             "templating": {"list": list(variables)},
-            "annotations": {"list": []}, "links": list(links), "panels": panels}
+            "annotations": {"list": list(annotations)}, "links": list(links),
+            "panels": panels}
+
+
+def annotation(name: str, query: str, color: str) -> dict[str, Any]:
+    """A dashboard annotation from a Flux query returning ``_time``, ``title`` and ``text``
+    (:func:`flux.events`): a vertical line on every time series panel."""
+    return {"name": name, "datasource": DATASOURCE, "enable": True, "hide": False,
+            "iconColor": color, "target": {"refId": "Anno", "query": query},
+            "mappings": {"title": {"source": "field", "value": "title"},
+                         "text": {"source": "field", "value": "text"}}}
 
 
 # -- the overview -------------------------------------------------------------------------------
@@ -373,13 +384,24 @@ def system(defaults: SystemConfig = SystemConfig()) -> dict[str, Any]:
     capacity_ts = timeseries(
         "Capacity vs users",
         "Capacity (largest population within every SLA), current users and the users "
-        "forecast at the horizon. The predicted breach is where the users cross capacity.",
+        "forecast at the horizon. The predicted breach is where the users cross capacity. "
+        "The thin lines bound capacity under the estimators' uncertainty (demands at +-1 "
+        "standard error from the Kalman covariance, a bursty tier's I at the ends of its "
+        "confidence interval), computed when a breach is near. The 'model switch' "
+        "annotation marks where the model changes between MVA and the MAP network: capacity "
+        "jumps there.",
         [flux.series("prediction", "capacity_users", '"capacity"', where=SYSTEM, fn="last"),
+         flux.series("prediction", "capacity_users_lower", '"capacity band low"',
+                     where=SYSTEM, fn="last"),
+         flux.series("prediction", "capacity_users_upper", '"capacity band high"',
+                     where=SYSTEM, fn="last"),
          flux.series("prediction", "users", '"users now"', where=SYSTEM, fn="last"),
          flux.series("prediction", "users_forecast", '"users at the horizon"', where=SYSTEM,
                      fn="last")],
         "none", minimum=0,
-        overrides=[_override("^users at the horizon$", custom__lineStyle=_DASHED)])
+        overrides=[_override("^users at the horizon$", custom__lineStyle=_DASHED),
+                   _override("^capacity band (low|high)$", custom__lineWidth=1,
+                             color={"mode": "fixed", "fixedColor": "green"})])
     error = timeseries(
         "Model error",
         f"Relative error of the model's mean response time (and throughput) at the current "
@@ -389,6 +411,29 @@ def system(defaults: SystemConfig = SystemConfig()) -> dict[str, Any]:
         [flux.series("prediction", "model_error", '"response time error"', where=SYSTEM),
          flux.series("prediction", "throughput_error", '"throughput error"', where=SYSTEM)],
         "percentunit", minimum=0, threshold=defaults.model_error_threshold)
+    error_detail = timeseries(
+        "Model error per class and tier",
+        "Per class, the relative error of the model's response time at the current population "
+        "against the measured one (|R_c - R_c measured| / R_c measured); per tier, the "
+        "absolute error of its predicted utilization (|U - U measured|). The aggregate model "
+        "error weighs classes by throughput and can hide one class far off; the model_error "
+        "alert watches the worst class with at least 5% of the throughput too.",
+        [flux.series("class_prediction", "response_time_error", _name(_CLASS, " response time"),
+                     where=SYSTEM),
+         flux.series("tier_prediction", "utilization_error", _name(_TIER, " utilization"),
+                     where=SYSTEM)],
+        "percentunit", minimum=0, threshold=defaults.model_error_threshold)
+    story_table = table(
+        "Bottleneck story",
+        "At the last solve: the busiest tier (highest utilization at the forecast), the tier "
+        "that causes the predicted breach (largest share of the breaking class's response "
+        "time), and why they differ when they do (a bursty tier is the bottleneck part of the "
+        "time: the bottleneck switch); whether the model is trusted (no model_error alert) "
+        "and the last switch of model.",
+        [flux.latest("prediction", ["bottleneck_tier", "breach_tier", "bottleneck_reason",
+                                    "model", "model_trusted"], ["system"],
+                     anchor="horizon_s", where=SYSTEM, table=True)],
+        rename={"_time": "solved at"})
     history = table(
         "Alert history",
         "Every state change of this system's alerts (firing, resolved) with perfcast's "
@@ -413,7 +458,8 @@ def system(defaults: SystemConfig = SystemConfig()) -> dict[str, Any]:
                       [(utilization, 12, 9), (idc, 12, 9)],
                       [(demand, 12, 9)],
                       [(switch, 12, 9), (capacity_ts, 12, 9)],
-                      [(error, 12, 9), (history, 12, 9)]])
+                      [(error, 12, 9), (history, 12, 9)],
+                      [(error_detail, 12, 9), (story_table, 12, 9)]])
     variables = [
         _query_variable("system", "System",
                         flux.tag_values("prediction", "horizon_s", "system")),
@@ -423,7 +469,11 @@ def system(defaults: SystemConfig = SystemConfig()) -> dict[str, Any]:
     return _dashboard(SYSTEM_UID, "perfcast: system ${system}",
                       "One system's model: measured vs predicted, burstiness, demands, "
                       "capacity, model error.", panels, variables,
-                      links=[_link("all systems", OVERVIEW_UID)])
+                      links=[_link("all systems", OVERVIEW_UID)],
+                      annotations=[annotation(
+                          "model switch", flux.events("prediction", "model_switch",
+                                                      "model_switch_reason", SYSTEM),
+                          "purple")])
 
 
 def dashboards(defaults: SystemConfig = SystemConfig()) -> list[dict[str, Any]]:

@@ -23,7 +23,7 @@ from typing import Iterable, Mapping, Sequence
 from streams.schema import MEASUREMENTS
 
 __all__ = ["QueryError", "check", "series", "band", "latest", "latest_alert", "active_alerts",
-           "alert_events", "newest_rows", "tag_values", "render"]
+           "alert_events", "events", "newest_rows", "tag_values", "render"]
 
 #: the first lines of every query: perfcast's bucket over the panel's time range
 _HEAD = ("from(bucket: v.defaultBucket)\n"
@@ -174,6 +174,21 @@ def newest_rows(measurement: str, fields: Sequence[str], where: Mapping[str, str
             f'  |> keep(columns: {_list(["_time", *tags, *wanted])})\n'
             f'  |> sort(columns: ["_time"], desc: true)\n'
             f"  |> limit(n: {int(limit)})")
+
+
+def events(measurement: str, title: str, text: str,
+           where: Mapping[str, str] | None = None) -> str:
+    """Every point of ``measurement`` that has the string field ``title``, as rows of
+    ``_time``, ``title`` and ``text`` (both strings; ``text`` empty when unset): a Grafana
+    annotation query (its time, title and text columns)."""
+    check(measurement, [title, text], where or {})
+    return (f"{_select(measurement, [title, text], where or {})}\n"
+            f'  |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")\n'
+            f'  |> filter(fn: (r) => exists r.{title})\n'
+            f"  |> group()\n"
+            f'  |> map(fn: (r) => ({{_time: r._time, title: r.{title}, '
+            f'text: if exists r.{text} then r.{text} else ""}}))\n'
+            f'  |> sort(columns: ["_time"])')
 
 
 def tag_values(measurement: str, field: str, tag: str,

@@ -13,7 +13,9 @@ and an SLA, horizon or threshold is configured in one place. One rule per kind:
 
 Each rule is multi-dimensional: its query returns one series per alert (per system, and per
 class for ``current_breach``), labelled ``system``, ``alert``, ``class`` and ``tier`` from
-the tags of the alert's last point. The data of a rule:
+the tags of the alert's last point; ``predicted_breach`` also by ``trust`` (``trusted`` or
+``untrusted``: raised while the ``model_error`` alert was active, :mod:`streams.confidence`).
+The data of a rule:
 
 * ``A`` ``active`` of the alert's last point (1 firing, 0 resolved), ``B`` its ``value``
   (time to breach, measured response time, model error), ``C`` its ``threshold`` (horizon,
@@ -66,7 +68,9 @@ class RuleSpec:
 RULES: tuple[RuleSpec, ...] = (
     RuleSpec(
         "predicted_breach", "perfcast: SLA breach predicted within the horizon",
-        ("system",), LABELS, "warning",
+        ("system",), (*LABELS, "trust"), "warning",
+        "{{ if eq $labels.trust \"untrusted\" }}UNTRUSTED (perfcast's model-error alert is "
+        "active): {{ end }}"
         "{{ $labels.system }}: class '{{ $labels.class }}' is predicted to exceed its "
         "response-time SLA {{ if gt $values.E.Value 0.0 }}in about "
         "{{ humanizeDuration $values.E.Value }}{{ else }}already at the current load{{ end }} "
@@ -76,7 +80,9 @@ RULES: tuple[RuleSpec, ...] = (
         "predicts that the growing number of users reaches the largest population that meets "
         "the SLA. Act before it happens: add capacity to tier '{{ $labels.tier }}' or limit "
         "admissions. See the 'Capacity vs users' panel of the perfcast system dashboard "
-        "(system = {{ $labels.system }}).",
+        "(system = {{ $labels.system }}). Label trust = 'untrusted': the breach was predicted "
+        "while the model's error was above its threshold (the model_error alert), so weigh "
+        "it accordingly.",
         "Capacity vs users"),
     RuleSpec(
         "current_breach", "perfcast: SLA breached now",

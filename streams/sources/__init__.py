@@ -1,11 +1,19 @@
 """Sources: where window records come from besides a JSON-lines file or the
 ``perfcast.windows`` topic.
 
-- :mod:`streams.sources.prometheus`: the Prometheus source's configuration and the pure mapping
-  from query results (per-tier busy time, cores, per-class completion counters, time at the
-  tier, users) to input-contract records on an aligned grid of window ends;
+- :mod:`streams.sources.window_rules`: the pure mapping from a tier's series (busy time, cores,
+  per-class completion counters, time at the tier, users) at the ends of each window to
+  input-contract records -- counters, resets, gaps, stale and born series -- shared by the
+  Prometheus source and the Kafka formats;
+- :mod:`streams.sources.prometheus`: the Prometheus source's configuration, query results as
+  series, and the windows of a system on an aligned grid of window ends;
 - :mod:`streams.sources.prometheus_http`: the HTTP query API client, the backtest over a time
   range and the live follower that publishes to Kafka with a checkpoint;
 - :mod:`streams.sources.prometheus_cli`: ``perfcast ingest prometheus`` and
-  ``perfcast run --source prometheus``.
+  ``perfcast run --source prometheus``;
+- :mod:`streams.sources.samples`: the metric samples in the Kafka formats agents publish
+  (Telegraf JSON, prometheus-kafka-adapter JSON, OTLP/JSON);
+- :mod:`streams.sources.sample_mapping`: the ``[input]`` configuration (format, selectors);
+- :mod:`streams.sources.sample_windows`: samples to windows, run by the pipeline core in front
+  of its window validation when ``[input]`` names a metric format (docs/formats.md).
 """

@@ -1,0 +1,256 @@
+"""How far a solve's figures can be trusted: model error per class and per tier, the uncertainty
+band of capacity and time to breach, and the trust mark of a predicted breach.
+
+**Model error per class and tier.** The aggregate ``model_error``
+(:meth:`streams.system.SystemState._model_error`) weighs classes by throughput, so one class far
+off (predicted 0.87 s, measured 1.25 s) hides among the others. Per class ``c`` with a measured
+mean response time ``R_c^meas`` the relative error ``|R_c - R_c^meas| / R_c^meas``
+(:func:`class_errors`), per tier the absolute utilization error ``|U_m - U_m^meas|``
+(:func:`tier_errors`), and the worst of each. The ``model_error`` alert uses the larger of the
+aggregate and the worst class's error among classes carrying at least :data:`MIN_CLASS_SHARE`
+of the throughput (a rare class's interval mean is a handful of requests: noise, not a model
+error).
+
+**Uncertainty band.** Capacity is solved twice more on the same model with the estimators'
+uncertainty pushed one way, then the other (:func:`band`):
+
+* every tier's aggregate demand ``D_m`` at ``+-1`` standard error. With ``w_c = p_c V_{m,c}``
+  and the Kalman filter's demands ``d`` and covariance ``P`` (paper 004 eqs. (4)-(6)),
+  ``Var(sum_c w_c d_c) = w' P w`` -- the full covariance, so classes whose demands trade off
+  (under a steady mix the split is barely observable, their errors anti-correlated) do not
+  inflate the aggregate's error. The relative standard error ``s_m = sqrt(w' P w) / w' d`` scales
+  the model's ``D_{m,c}`` (whatever estimator it took them from) by ``1 +- s_m``;
+* every bursty tier's MAP(2) refitted (:func:`estimators.mapfit.fit_map2`, same mean and p95)
+  at the ends of ``I``'s confidence interval (``idc_lower`` / ``idc_upper``,
+  :func:`estimators.dispersion.index_of_dispersion_interval`) -- the upper end with the higher
+  demands (the pessimistic model), the lower end with the lower demands (the optimistic one).
+  An unbounded upper end leaves the fitted MAP(2) in place and flags it.
+
+The band is ``[capacity_users_lower, capacity_users_upper]`` and the times to breach the users
+trend gives at each end. It costs two capacity searches and two MAP(2) fits (~10 ms each).
+On the MAP network the band's searches solve by flow-equivalent decomposition
+(:func:`solvers.decomposition.solve_decomposed`, ``O(N)``; about 200 times cheaper than the
+exact chain at 130 users of the demo's shop, throughput within 0.3% of it) at a coarser
+resolution (:data:`BAND_TOLERANCE`), started from the nominal capacity scaled by the variant's
+MVA capacity ratio. Even so it is computed only when the system is at risk (a breach within
+:data:`BAND_RISK_FACTOR` horizons) and on every :data:`BAND_EVERY`-th solve otherwise
+(bench/bench_pipeline.py, docs/benchmarks.md).
+
+**Trust.** A predicted breach that fires while the ``model_error`` alert is active is marked:
+``trust`` ``"untrusted"`` (an InfluxDB tag, so a Grafana label) and its summary starts with
+``UNTRUSTED``; when the model's trust changes while the breach alert stays active, a
+``firing`` event with ``update = "trust"`` restates it (:func:`trust_events`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from estimators.mapfit import fit_map2
+from solvers.processes import MAP
+from streams.model import CAPACITY_LIMIT, Measured, Point, SystemModel, capacity_search
+from streams.tier import TierModel
+
+__all__ = ["MIN_CLASS_SHARE", "BAND_RISK_FACTOR", "BAND_EVERY", "class_errors", "tier_errors",
+           "worst", "relative_demand_error", "band", "band_due", "trust_events",
+           "UNTRUSTED_PREFIX"]
+
+#: a class counts towards the model-error alert when it has at least this share of the
+#: measured throughput
+MIN_CLASS_SHARE = 0.05
+#: the band is computed at every solve whose time to breach is within this many horizons
+BAND_RISK_FACTOR = 2.0
+#: ... and on every this-many-th solve otherwise
+BAND_EVERY = 5
+#: relative resolution of the band's capacity searches on the MAP network
+BAND_TOLERANCE = 0.05
+#: the relative standard error applied downwards is capped here (demands stay positive)
+MAX_RELATIVE_ERROR = 0.9
+UNTRUSTED_PREFIX = "UNTRUSTED (the model-error alert is active: its predictions are off the " \
+                   "measurements): "
+
+
+# -- model error per class and tier ---------------------------------------------------------------
+def class_errors(model: SystemModel, m: Measured, now: Point) -> dict[str, float | None]:
+    """Per class, ``|R_c - R_c^meas| / R_c^meas`` at the current population (``None``: no
+    measured response time, or it is 0)."""
+    out: dict[str, float | None] = {}
+    for i, c in enumerate(model.classes):
+        r = m.response_time.get(c)
+        out[c] = abs(float(now.response[i]) - r) / r if r is not None and r > 0 else None
+    return out
+
+
+def tier_errors(model: SystemModel, m: Measured, now: Point) -> dict[str, float | None]:
+    """Per tier, ``|U_m - U_m^meas|`` (utilization per core, both in [0, 1]; ``None``: not
+    measured)."""
+    return {t: (abs(float(now.utilization[i]) - m.utilization[t])
+                if m.utilization.get(t) is not None else None)
+            for i, t in enumerate(model.tiers)}
+
+
+def worst(errors: Mapping[str, float | None],
+          weights: Mapping[str, float] | None = None,
+          min_share: float = 0.0) -> tuple[str | None, float | None]:
+    """The name and value of the largest error; with ``weights`` (throughput per name), only
+    names with at least ``min_share`` of the total weight count."""
+    total = sum((weights or {}).values())
+    best: tuple[str | None, float | None] = (None, None)
+    for name, e in errors.items():
+        if e is None:
+            continue
+        if weights is not None and not (total > 0 and weights.get(name, 0.0) >= min_share * total):
+            continue
+        if best[1] is None or e > best[1]:
+            best = (name, e)
+    return best
+
+
+# -- the uncertainty band ------------------------------------------------------------------------
+def relative_demand_error(tier: TierModel, classes: list[str], mix: np.ndarray,
+                          visits: np.ndarray) -> float | None:
+    """``s_m = sqrt(w' P w) / w' d`` with ``w_c = p_c V_{m,c}`` over the Kalman filter's
+    classes (module docstring); ``None`` without a filter or an aggregate demand."""
+    P = tier.demand_cov
+    if P is None or not tier.demands:
+        return None
+    names = list(tier.demands)
+    weight = {c: p * v for c, p, v in zip(classes, mix.tolist(), visits.tolist())}
+    w = np.array([weight.get(c, 0.0) for c in names])
+    d = np.array([tier.demands[c] for c in names])
+    mean = float(w @ d)
+    if not (mean > 0 and P.shape == (len(names), len(names))):
+        return None
+    var = float(w @ P @ w)
+    return math.sqrt(max(var, 0.0)) / mean if math.isfinite(var) else None
+
+
+def _refit(tier: TierModel, idc: float | None) -> MAP | None:
+    """The tier's MAP(2) refitted at ``idc`` (its mean service and p95 kept); ``None`` when it
+    cannot be."""
+    if idc is None or tier.mean_service is None or tier.p95 is None:
+        return None
+    if not (idc > 0 and tier.mean_service > 0 and tier.p95 > 0 and math.isfinite(idc)):
+        return None
+    try:
+        return fit_map2(tier.mean_service, max(idc, 0.5), tier.p95).process
+    except ValueError:
+        return None
+
+
+def _variant(model: SystemModel, tiers: list[TierModel], side: int,
+             notes: list[str]) -> SystemModel:
+    """The model with every tier's demand at ``1 + side s_m`` and bursty tiers' MAP(2) at the
+    ``side`` end of ``I``'s interval (``+1``: upper, pessimistic)."""
+    D_mc = model.D_mc.copy()
+    V = model.visits if model.visits is not None else np.ones_like(model.D_mc)
+    for i, tier in enumerate(tiers):
+        s = relative_demand_error(tier, model.classes, model.mix, V[i])
+        if s is None:
+            notes.append(f"{tier.tier}: no demand covariance, demand taken as it is")
+            continue
+        D_mc[i] *= 1.0 + side * min(s, MAX_RELATIVE_ERROR)
+    processes = None
+    if model.processes is not None:
+        processes = list(model.processes)
+        for i, tier in enumerate(tiers):
+            if not tier.bursty:
+                continue
+            end = tier.idc_upper if side > 0 else tier.idc_lower
+            fitted = _refit(tier, end)
+            if fitted is None:
+                notes.append(f"{tier.tier}: I's {'upper' if side > 0 else 'lower'} end "
+                             f"{'unbounded' if end is None else f'{end:.3g}'}: its fitted "
+                             f"MAP(2) kept")
+            else:
+                processes[i] = fitted
+    return dataclasses.replace(model, D_mc=D_mc, processes=processes, flags=[], _cache={},
+                               _curve=None, exact_limit=0)
+
+
+def _capacity(variant: SystemModel, nominal: SystemModel, capacity: int, side: int,
+              tolerance: float) -> int | None:
+    """Largest population within every SLA on ``variant``: MVA exactly; on the MAP network
+    by :func:`capacity_search` to within ``tolerance``, started at the nominal ``capacity``
+    times the ratio of the two models' MVA capacities (a good first guess: one or two
+    probes), and bracketed by the nominal capacity on the side the variant moves to (the
+    pessimistic variant fails at ``capacity + 1``, the optimistic one meets ``capacity``)."""
+    cap, limited = variant.mva_capacity()
+    if cap is None or variant.processes is None or limited:
+        return cap
+    base, _ = nominal.mva_capacity()
+    guess = capacity * cap / base if base else capacity
+    known = {capacity + 1: 1.0} if side > 0 else {capacity: -1.0}
+    found, _ = capacity_search(lambda n: variant.excess(variant.at(n)),
+                               start=max(int(round(guess)), 1), limit=CAPACITY_LIMIT,
+                               known=known, rel_tol=tolerance, growth=1.0 + 4 * tolerance)
+    return found
+
+
+def _time_to_breach(cap: int | None, n_now: int, slope: float) -> float | None:
+    if cap is None or cap >= CAPACITY_LIMIT:
+        return None
+    if n_now > cap:
+        return 0.0
+    return (cap + 1 - n_now) / slope if slope > 0 else None
+
+
+def band_due(solve: int, ttb: float | None, horizon_s: float) -> bool:
+    """The band is computed at this solve (module docstring: at risk, or every
+    :data:`BAND_EVERY`-th solve)."""
+    return (ttb is not None and ttb <= BAND_RISK_FACTOR * horizon_s) or solve % BAND_EVERY == 0
+
+
+def band(model: SystemModel, tiers: list[TierModel], capacity: int, n_now: int,
+         slope: float, tolerance: float = BAND_TOLERANCE) -> dict[str, Any]:
+    """Capacity and time to breach at both ends of the estimators' uncertainty (module
+    docstring): ``capacity_users_lower`` (pessimistic model), ``capacity_users_upper``
+    (optimistic), ``time_to_breach_lower_s`` / ``time_to_breach_upper_s`` and
+    ``band_flags``. The lower capacity is at most, the upper at least the nominal one."""
+    notes: list[str] = []
+    low = _capacity(_variant(model, tiers, +1, notes), model, capacity, +1, tolerance)
+    high = _capacity(_variant(model, tiers, -1, notes), model, capacity, -1, tolerance)
+    low = capacity if low is None else min(low, capacity)
+    high = capacity if high is None else max(high, capacity)
+    return {"capacity_users_lower": low, "capacity_users_upper": high,
+            "time_to_breach_lower_s": _time_to_breach(low, n_now, slope),
+            "time_to_breach_upper_s": _time_to_breach(high, n_now, slope),
+            "band_flags": sorted(set(notes))}
+
+
+# -- trust ---------------------------------------------------------------------------------------
+def _mark(event: dict[str, Any], trusted: bool) -> dict[str, Any]:
+    summary = event.get("summary") or ""
+    if not trusted and not summary.startswith(UNTRUSTED_PREFIX):
+        summary = UNTRUSTED_PREFIX + summary
+    return {**event, "trust": "trusted" if trusted else "untrusted", "summary": summary}
+
+
+def trust_events(events: list[dict[str, Any]], trusted: bool, breach_active: bool,
+                 last_trust: str | None,
+                 restate: Callable[[], dict[str, Any]]) -> tuple[list[dict[str, Any]],
+                                                                 str | None]:
+    """Mark this solve's ``predicted_breach`` events with the model's trust (module
+    docstring) and, when the breach alert stays active but the trust changed since its last
+    event, add a restated ``firing`` event (``restate()``: the alert's payload now).
+    Returns the events and the trust of the breach alert's last event (``None``: not
+    active)."""
+    out, mark = [], "trusted" if trusted else "untrusted"
+    for ev in events:
+        if ev.get("alert") == "predicted_breach":
+            if ev["state"] == "resolved":
+                ev = {**ev, "trust": mark}
+                last_trust = None
+            else:
+                ev = _mark(ev, trusted)
+                last_trust = mark
+        out.append(ev)
+    if breach_active and last_trust is not None and last_trust != mark and not any(
+            e.get("alert") == "predicted_breach" for e in events):
+        out.append(_mark({**restate(), "state": "firing", "update": "trust"}, trusted))
+        last_trust = mark
+    return out, last_trust

@@ -1,0 +1,226 @@
+"""The window rules: from a tier's series -- their values at the ends of each window -- to
+input-contract records. Shared by the Prometheus source (:mod:`streams.sources.prometheus`,
+values from Prometheus' range queries) and the Kafka formats
+(:mod:`streams.sources.sample_windows`, values from the samples agents publish).
+
+The rules (:func:`tier_windows`, pure; property-tested against simulated scrapes in
+``tests/test_prometheus_mapping.py``, and against a real Prometheus in
+``tests/test_prometheus_source.py``):
+
+1. A counter's increase over a window is ``v(end) - v(start)`` for each series (a series is a
+   label set: every instance, every status code), summed per class: Prometheus' "rate, then
+   sum", so one instance restarting does not upset the others. A value below the previous one
+   is a counter reset: the increase is the new value (the counter restarted from 0).
+2. ``v(t)`` is the series' latest sample at or before ``t`` (Prometheus' instant lookup, 5 min
+   back by default); ``NaN``/``±Inf`` values count as no value, and a series that went stale
+   (its target stopped: Prometheus writes a staleness marker) has none.
+3. A tier *reports* at ``t`` when some series of its busy query has a value there. A window is
+   made only when its tier reports at its start and its end (with ``counters = false`` and a
+   ``utilization`` gauge: at its end); otherwise it is a gap (:class:`Gap`, counted and
+   logged), never a guess. So a tier that stops reporting simply has no windows until it
+   reports again, while the other tiers go on; the first window after it resumes is a gap
+   (no start value).
+4. A class series present at a window's end but not at its start, while the tier reported at
+   the start, was born in the window (client libraries create a class's counter at its first
+   request): its increase is its value. A series gone at the end contributes nothing.
+5. Utilization from ``busy_seconds`` is ``increase / (window_s * cores)``. The samples at the
+   two ends were scraped up to a scrape interval apart from the grid points, so at saturation
+   it can come out a little above 1: it is passed on as it is, and the pipeline clamps a value
+   within ``utilization_tolerance`` to 1 and flags it, and dead-letters one beyond it naming the
+   tolerance (docs/pipeline.md).
+6. A window with no completions series at its end, or without a ``cores`` value of at least 1,
+   is a gap (the contract needs a class and cores); a class with zero increase is kept as 0.
+
+Classes with no ``class_label`` label go to class ``missing_class`` (default ``"other"``)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+__all__ = ["TierSpec", "Series", "TierData", "Gap", "counter_increase", "tier_windows",
+           "QUERY_FIELDS"]
+
+#: the per-tier fields that name where a value comes from (PromQL; selectors)
+QUERY_FIELDS = ("busy_seconds", "utilization", "cores", "completions", "time_sum",
+                "time_count", "users")
+
+
+@dataclass(frozen=True)
+class TierSpec:
+    """One tier's fields: where each value comes from (PromQL for the Prometheus source, the
+    selectors' text for the Kafka formats) and how to read it (module docstring)."""
+
+    name: str
+    completions: str
+    busy_seconds: str | None = None
+    utilization: str | None = None
+    #: a whole number, or PromQL
+    cores: int | str = 1
+    time_sum: str | None = None
+    time_count: str | None = None
+    users: str | None = None
+    class_label: str = "handler"
+    #: true: ``busy_seconds``, ``completions``, ``time_*`` are cumulative counters, differenced
+    #: here; false: they already give the window's amount (``increase(x[{window}])``)
+    counters: bool = True
+
+    def queries(self) -> dict[str, str]:
+        """The tier's queries by field (``cores`` only when it is PromQL)."""
+        out = {f: getattr(self, f) for f in QUERY_FIELDS if isinstance(getattr(self, f), str)}
+        return out
+
+    @property
+    def needs_start(self) -> bool:
+        """A window needs its start's values (counters are differenced)."""
+        return self.counters or self.utilization is None
+
+
+
+@dataclass(frozen=True)
+class Series:
+    """One series of a query result: its labels and its values by grid time (ms); ``NaN`` and
+    infinite values are left out (rule 2)."""
+
+    labels: Mapping[str, str]
+    values: Mapping[int, float]
+
+
+
+@dataclass
+class TierData:
+    """The results of one tier's queries over a grid (fields as in :class:`TierSpec`;
+    ``None``: not configured)."""
+
+    completions: list[Series]
+    busy_seconds: list[Series] | None = None
+    utilization: list[Series] | None = None
+    cores: list[Series] | None = None
+    time_sum: list[Series] | None = None
+    time_count: list[Series] | None = None
+    users: list[Series] | None = None
+
+
+@dataclass(frozen=True)
+class Gap:
+    """A window not made (rule 3/6): the tier, the window's end (ms) and why."""
+
+    tier: str
+    end_ms: int
+    reason: str
+
+
+def counter_increase(start: float | None, end: float | None, born: bool) -> float | None:
+    """A counter's increase between two instants (rules 1, 2, 4): ``None`` when it cannot be
+    told (no value at the end; no value at the start of a series that was not born)."""
+    if end is None:
+        return None
+    if start is None:
+        return end if born else None
+    return end - start if end >= start else end
+
+
+def _key(labels: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((k, v) for k, v in labels.items() if k != "__name__"))
+
+
+def _by_class(series: Iterable[Series], label: str, missing: str) -> dict[str, list[Series]]:
+    out: dict[str, list[Series]] = {}
+    for s in series:
+        cls = s.labels.get(label) or missing
+        out.setdefault(cls, []).append(s)
+    return out
+
+
+def _sum_at(series: Sequence[Series], t: int) -> float | None:
+    vals = [s.values[t] for s in series if t in s.values]
+    return math.fsum(vals) if vals else None
+
+
+def _increase(series: Sequence[Series], start: int, end: int, counters: bool,
+              reported_at_start: bool) -> float | None:
+    """Summed increase of ``series`` over ``(start, end]``: per series, then summed (rule 1);
+    without counters the values at ``end`` are the increases."""
+    if not counters:
+        return _sum_at(series, end)
+    parts = [counter_increase(s.values.get(start), s.values.get(end), reported_at_start)
+             for s in series]
+    parts = [p for p in parts if p is not None]
+    return math.fsum(parts) if parts else None
+
+
+def _whole(v: float) -> int | float:
+    return int(v) if v.is_integer() and abs(v) < 2 ** 63 else v
+
+
+def tier_windows(spec: TierSpec, data: TierData, system: str, ends_ms: Sequence[int],
+                 window_ms: int, missing_class: str = "other",
+                 ) -> tuple[list[dict[str, Any]], list[Gap]]:
+    """The input-contract records of one tier at the window ends ``ends_ms`` (each window is
+    ``(end - window_ms, end]``) and the windows that could not be made. Pure: the results of
+    the tier's queries in, records out (module docstring: the rules)."""
+    busy = data.busy_seconds if spec.busy_seconds is not None else data.utilization
+    busy = busy or []
+    if spec.utilization is not None and len({_key(s.labels) for s in busy}) > 1:
+        raise ValueError(f"tiers.{spec.name}.utilization: the query gave {len(busy)} series; "
+                         f"it must give one (aggregate it, e.g. avg(...))")
+    completions = _by_class(data.completions, spec.class_label, missing_class)
+    time_sum = _by_class(data.time_sum or [], spec.class_label, missing_class)
+    time_count = (_by_class(data.time_count, spec.class_label, missing_class)
+                  if data.time_count is not None else completions)
+    window_s = window_ms / 1000.0
+    records: list[dict[str, Any]] = []
+    gaps: list[Gap] = []
+    for end in ends_ms:
+        start = end - window_ms
+        at_end = any(end in s.values for s in busy)
+        at_start = any(start in s.values for s in busy)
+        if not at_end or (spec.needs_start and not at_start):
+            where = "end" if not at_end else "start"
+            gaps.append(Gap(spec.name, end, f"tier not reporting at the window's {where}"))
+            continue
+        if isinstance(spec.cores, int):
+            cores: float | None = float(spec.cores)
+        else:
+            cores = _sum_at(data.cores or [], end)
+            if cores is None:
+                gaps.append(Gap(spec.name, end, "cores: no value at the window's end"))
+                continue
+            if not cores >= 1:
+                gaps.append(Gap(spec.name, end, f"cores: {cores:g} at the window's end "
+                                                f"(must be >= 1)"))
+                continue
+        if spec.busy_seconds is not None:
+            busy_s = _increase(busy, start, end, spec.counters, at_start)
+            utilization = busy_s / (window_s * cores) if busy_s is not None else None
+        else:
+            utilization = _sum_at(busy, end)
+        if utilization is None:
+            gaps.append(Gap(spec.name, end, "busy time: no value"))
+            continue
+        counts = {cls: n for cls, ss in completions.items()
+                  if (n := _increase(ss, start, end, spec.counters, at_start)) is not None}
+        if not counts:
+            gaps.append(Gap(spec.name, end, "completions: no series at the window's end"))
+            continue
+        record: dict[str, Any] = {
+            "system": system, "tier": spec.name, "end": end / 1000.0, "window_s": window_s,
+            "utilization": utilization, "cores": _whole(cores),
+            "completions": {c: _whole(n) for c, n in sorted(counts.items())},
+        }
+        if time_sum:
+            times = {}
+            for cls, ss in time_sum.items():
+                spent = _increase(ss, start, end, spec.counters, at_start)
+                n = _increase(time_count.get(cls, []), start, end, spec.counters, at_start)
+                if spent is not None and n:
+                    times[cls] = max(spent, 0.0) / n
+            if times:
+                record["response_time_s"] = dict(sorted(times.items()))
+        if data.users is not None:
+            users = _sum_at(data.users, end)
+            if users is not None:
+                record["users"] = _whole(users)
+        records.append(record)
+    return records, gaps

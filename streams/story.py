@@ -1,0 +1,105 @@
+"""One bottleneck story: the busiest tier, the tier that causes the breach, and the model switch.
+
+A prediction names two tiers that answer different questions: ``bottleneck_tier``, the tier
+with the highest utilization per core at the forecast population (the MVA bottleneck,
+``argmax_m D_m / c_m``), and ``breach_tier``, the tier holding the largest share of the
+breaking class's response time at the first population beyond capacity. Under MVA they agree
+but for ties; on the MAP network they can differ: a bursty tier with the lower mean
+utilization queues the most while its slow runs last (paper 000 section 3.4: the bottleneck
+*switches* between tiers, ``B_m`` the probability that tier ``m`` is the bottleneck). The
+demo's shop is such a case: ``front`` is busier on average, the bursty ``db`` breaks the SLA.
+:func:`bottleneck_story` says so in ``bottleneck_reason`` whenever the two differ (``None``
+when they agree), with the breach tier's share of the class's response time and its
+bottleneck probability.
+
+The model itself changes between solves: MVA while no tier is known to be bursty, the MAP
+queueing network (exact chain or decomposition) once one is. Capacity moves with it (the
+demo's shop: ~180 users under MVA, ~130 on the MAP network, from one solve to the next).
+:func:`model_switch` marks the solve at which the model family changes (``model_switch``
+``"mva -> map"`` and a ``model_switch_reason``), so charts and records say why capacity
+jumped.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from streams.model import Point, SystemModel
+
+__all__ = ["bottleneck_story", "model_family", "model_switch"]
+
+
+def bottleneck_story(model: SystemModel, busiest: str, breach: Point | None,
+                     breach_class: str | None, breach_tier: str | None,
+                     forecast: Point, tiers: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """``bottleneck_reason`` (``None`` when ``busiest`` is also the breach tier, or no breach
+    is ahead), ``breach_tier_share`` (the breach tier's share of the breaking class's response
+    time at the breach point) and ``breach_tier_bottleneck_probability`` (its ``B_m`` there;
+    ``None`` under MVA)."""
+    if breach is None or breach_tier is None or breach_class is None:
+        return {"bottleneck_reason": None, "breach_tier_share": None,
+                "breach_tier_bottleneck_probability": None}
+    m = model.tiers.index(breach_tier)
+    c = model.classes.index(breach_class)
+    residence = model.class_residence(breach.residence)[:, c]
+    total = float(residence.sum())
+    share = float(residence[m]) / total if total > 0 else None
+    B = breach.bottleneck
+    prob = float(B[m]) if B is not None else None
+    reason = None
+    if busiest != breach_tier:
+        b = model.tiers.index(busiest)
+        u_busy, u_breach = float(forecast.utilization[b]), float(forecast.utilization[m])
+        info = tiers.get(breach_tier, {})
+        bursty = (f", bursty (I = {info['idc']:.3g})" if info.get("bursty") and
+                  info.get("idc") is not None else "")
+        reason = (f"{busiest} is the busiest tier (utilization {100 * u_busy:.0f}% vs "
+                  f"{100 * u_breach:.0f}% at the forecast) but {breach_tier}{bursty} causes "
+                  f"the breach: it holds {100 * (share or 0):.0f}% of {breach_class}'s response "
+                  f"time at {breach.n} users")
+        if prob is not None:
+            reason += (f"; bottleneck switch: {breach_tier} is the bottleneck "
+                       f"{100 * prob:.0f}% of the time")
+    return {"bottleneck_reason": reason, "breach_tier_share": share,
+            "breach_tier_bottleneck_probability": prob}
+
+
+def model_family(kind: str | None) -> str | None:
+    """``"mva"`` or ``"map"`` (the MAP network, exact chain or decomposition)."""
+    if kind is None:
+        return None
+    return "mva" if kind == "mva" else "map"
+
+
+def model_switch(previous: Mapping[str, Any] | None, kind: str, capacity: int | None,
+                 tiers: Mapping[str, Mapping[str, Any]], idc_threshold: float,
+                 flags: list[str]) -> dict[str, Any]:
+    """``model_switch`` (``"mva -> map"``, ``"map -> mva"``; ``None``: same family as the
+    last solve with a model) and ``model_switch_reason``; ``previous``: the last solve's
+    ``{"model", "capacity_users"}``."""
+    before = model_family((previous or {}).get("model"))
+    now = model_family(kind)
+    if before is None or before == now:
+        return {"model_switch": None, "model_switch_reason": None}
+    bursty = [f"{t} (I in [{_num(v.get('idc_lower'))}, {_num(v.get('idc_upper'))}])"
+              for t, v in tiers.items() if v.get("bursty")]
+    if now == "map":
+        why = (f"{', '.join(bursty)} bursty: I's confidence interval above idc_threshold "
+               f"{idc_threshold:g}, so the MAP queueing network replaces MVA")
+    elif bursty:
+        fallback = [f for f in flags if "MVA" in f]
+        why = "the MAP network does not apply: " + ("; ".join(fallback) or "MVA used")
+    else:
+        why = "no tier is bursty any more (I's interval not above idc_threshold " \
+              f"{idc_threshold:g}): MVA"
+    cap_before = (previous or {}).get("capacity_users")
+    if cap_before is not None or capacity is not None:
+        why += f"; capacity {_num(cap_before)} -> {_num(capacity)} users"
+    return {"model_switch": f"{before} -> {now}", "model_switch_reason": why}
+
+
+def _num(value: Any) -> str:
+    if value is None:
+        return "?"
+    v = float(value)
+    return f"{v:.0f}" if abs(v) >= 10 or v == int(v) else f"{v:.3g}"

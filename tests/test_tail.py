@@ -1,0 +1,128 @@
+"""Service-time p95 from coarse windows (estimators.tail) against the true service process.
+
+Truth that is not the model: each process is run through a simulated FCFS queue with Poisson
+arrivals (solvers.simulation.single_queue), cut into 5 s monitoring windows, and the estimate
+is compared with the process's own marginal p95 (``MAP.quantile``). Seeded; no wall clock.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from estimators.mapfit import service_p95
+from estimators.tail import service_tail_p95
+from solvers.paper000 import scenarios
+from solvers.processes import MAP
+from solvers.simulation.mmpp import mmpp2
+from solvers.simulation.single_queue import monitor_windows, mtrace1
+
+LN20 = math.log(20.0)
+WINDOW_S = 5.0
+
+
+def _windows(process: MAP, utilization: float, seconds: float, seed: int
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """Busy time and completions of 5 s windows of an M/process/1 queue."""
+    rng = np.random.default_rng(seed)
+    jobs = int(seconds * utilization / process.mean)
+    trace = mtrace1(utilization / process.mean, process.sample(jobs, rng), rng)
+    win = monitor_windows(trace, WINDOW_S)
+    return win.busy_time, win.completions.sum(axis=1)
+
+
+BROWSING_DB = scenarios()["bottleneck_switch"].database           # I ~ 202, SCV 19.3, 4 ms
+
+#: processes the estimator was not designed on, with their true p95 within +-15%
+WITHIN_15 = {
+    "exponential 4.5 ms": MAP.exponential(0.0045),
+    "ordering db, MAP(2) I ~ 1.1": scenarios()["not_bursty"].database,
+    # phases last ~20 s and ~10 s of busy time (several windows): I ~ 640, SCV 3.7
+    "slow MMPP(2) I ~ 640": mmpp2(2.0, 0.25, 0.0005, 0.001).scaled(0.010),
+    # phases last ~10 s and ~2 s of busy time: I ~ 107, SCV 1.6
+    "slow MMPP(2) I ~ 107": mmpp2(1.5, 0.4, 0.0004, 0.002).scaled(0.004),
+}
+
+
+@pytest.mark.parametrize("name", list(WITHIN_15))
+def test_p95_within_15_percent_of_the_true_service_process(name):
+    process = WITHIN_15[name]
+    busy, done = _windows(process, 0.4, 3 * 3600.0, seed=sum(map(ord, name)))
+    est = service_tail_p95(busy, done)
+    true = float(process.quantile(0.95))
+    assert est.flag is None
+    assert est.p95 == pytest.approx(true, rel=0.15), (name, est.p95, true)
+
+
+@pytest.mark.parametrize("name", ["exponential 4.5 ms", "ordering db, MAP(2) I ~ 1.1",
+                                  "slow MMPP(2) I ~ 107"])
+def test_the_busy_time_proxy_misses_them(name):
+    """Paper 000's busy-time p95 (the estimate the pipeline fed the fit before) is more than
+    15% short on these processes (37-64% short: it spreads like one window, not one service)."""
+    process = WITHIN_15[name]
+    busy, done = _windows(process, 0.4, 3 * 3600.0, seed=sum(map(ord, name)))
+    assert service_p95(busy, done).p95 < 0.85 * float(process.quantile(0.95))
+
+
+def test_browsing_db_reads_longer_than_the_busy_time_proxy():
+    """Paper 000's browsing mix: phases switch within a window, so the estimate is short
+    (docs/accuracy.md: 14.5 ms against 26.4 ms in the pipeline's run); it must still read at
+    least 1.5x the busy-time proxy and never above the truth."""
+    busy, done = _windows(BROWSING_DB, 0.35, 3 * 3600.0, seed=20)
+    true = float(BROWSING_DB.quantile(0.95))
+    new, old = service_tail_p95(busy, done).p95, service_p95(busy, done).p95
+    assert new > 1.5 * old
+    assert 0.4 * true < new < true
+
+
+@pytest.mark.xfail(strict=True, reason="issue 20 target missed: bursts switch within a window "
+                   "(docs/accuracy.md, 'The service-time tail')")
+def test_browsing_db_p95_within_15_percent():
+    busy, done = _windows(BROWSING_DB, 0.35, 3 * 3600.0, seed=20)
+    assert service_tail_p95(busy, done).p95 == pytest.approx(
+        float(BROWSING_DB.quantile(0.95)), rel=0.15)
+
+
+def test_equal_window_means_give_the_exponential_p95():
+    busy = np.full(50, 2.0)
+    done = np.full(50, 400)
+    est = service_tail_p95(busy, done)
+    assert est.p95 == pytest.approx(0.005 * LN20, rel=1e-9)
+    assert est.mean == pytest.approx(0.005)
+
+
+def test_two_window_kinds_solve_the_mixture_equation():
+    busy = np.array([1.0, 1.0, 1.0])
+    done = np.array([100, 100, 10])                 # means 10 ms, 10 ms, 100 ms
+    p95 = service_tail_p95(busy, done).p95
+    tail = (200 * math.exp(-p95 / 0.01) + 10 * math.exp(-p95 / 0.1)) / 210
+    assert tail == pytest.approx(0.05, rel=1e-9)
+
+
+def test_scales_with_busy_time_and_ignores_idle_windows():
+    rng = np.random.default_rng(3)
+    busy = rng.uniform(0.5, 2.0, 200)
+    done = rng.integers(1, 300, 200)
+    base = service_tail_p95(busy, done)
+    assert service_tail_p95(3.0 * busy, done).p95 == pytest.approx(3.0 * base.p95, rel=1e-9)
+    padded = service_tail_p95(np.concatenate([busy, [0.0, 4.0]]),
+                              np.concatenate([done, [0, 0]]))
+    assert padded.p95 == pytest.approx(base.p95, rel=1e-12)
+    assert padded.windows_ignored == 2
+
+
+def test_no_completions_and_no_busy_time_are_flagged_not_nan():
+    assert service_tail_p95([0.0, 1.0], [0, 0]).flag == "no_completions"
+    est = service_tail_p95([0.0, 0.0], [3, 1])
+    assert est.flag == "no_busy_time" and est.p95 is None
+
+
+@pytest.mark.parametrize("busy, done, field", [
+    ([], [], "busy_times"),
+    ([1.0, -1.0], [1, 1], "busy_times"),
+    ([1.0, 1.0], [1, math.nan], "completions"),
+    ([1.0], [1, 2], "busy_times and completions"),
+])
+def test_bad_input_names_the_field(busy, done, field):
+    with pytest.raises(ValueError, match=field):
+        service_tail_p95(busy, done)
