@@ -99,6 +99,7 @@ from streams.pipeline import Pipeline  # noqa: E402
 from streams.records import parse_window  # noqa: E402
 from streams.runtime import tune_gc  # noqa: E402
 import streams.pipeline as pipeline_module  # noqa: E402
+import streams.system as system_module  # noqa: E402
 
 WINDOW_S = 5.0
 TIERS = ("web", "app", "db")
@@ -242,6 +243,7 @@ class Run:
     pipeline: Pipeline
     outputs: Counter = field(default_factory=Counter)
     flags: Counter = field(default_factory=Counter)
+    remediations: list[float] = field(default_factory=list)
 
     @property
     def solve_seconds(self) -> float:
@@ -255,11 +257,21 @@ class SolveTimer:
 
     def __init__(self) -> None:
         self.original = pipeline_module.solve_systems
+        self.original_remediate = system_module.remediate
         self.solves: list[tuple[float, str | None]] = []
         self.flags: Counter = Counter()
+        #: seconds per remediation (``streams.whatif.remediate`` on a solve at risk)
+        self.remediations: list[float] = []
 
     def __enter__(self) -> "SolveTimer":
         original, solves, flags = self.original, self.solves, self.flags
+        remediate, remediations = self.original_remediate, self.remediations
+
+        def timed_remediate(*args: Any, **kw: Any) -> Any:
+            t0 = time.perf_counter()
+            out = remediate(*args, **kw)
+            remediations.append(time.perf_counter() - t0)
+            return out
 
         def timed(due: list[Any], *rest: Any) -> list[Any]:
             t0 = time.perf_counter()
@@ -274,10 +286,12 @@ class SolveTimer:
             return outs
 
         pipeline_module.solve_systems = timed
+        system_module.remediate = timed_remediate
         return self
 
     def __exit__(self, *exc: Any) -> None:
         pipeline_module.solve_systems = self.original
+        system_module.remediate = self.original_remediate
 
 
 def run_pipeline(records: list[Any], config: Config, chunk: int = CHUNK,
@@ -296,7 +310,7 @@ def run_pipeline(records: list[Any], config: Config, chunk: int = CHUNK,
             counts["alerts"] += len(out.alerts)
             counts["deadletter"] += len(out.deadletter)
         seconds = time.perf_counter() - t0
-    return Run(seconds, timer.solves, pipeline, counts, timer.flags)
+    return Run(seconds, timer.solves, pipeline, counts, timer.flags, timer.remediations)
 
 
 def time_loop(fn: Callable[[Any], Any], items: list[Any], n: int) -> list[float]:
@@ -368,6 +382,12 @@ def solve_rows(run: Run, systems: int) -> list[tuple[str, str]]:
         rows.append((f"  model {model}: solves; ms per solve median / p90 / max",
                      f"{a.size} ; {np.median(a):.1f} / {np.percentile(a, 90):.1f} / "
                      f"{a.max():.1f}"))
+    rem = np.array(run.remediations) * 1e3
+    rows.append(("  remediations (solves at risk); ms each median / p90 / max; share of solves",
+                 f"{rem.size} ; " + (f"{np.median(rem):.1f} / {np.percentile(rem, 90):.1f} / "
+                                      f"{rem.max():.1f} ; "
+                                      f"{100 * rem.sum() / 1e3 / run.solve_seconds:.1f}%"
+                                      if rem.size else "-")))
     if run.flags:
         rows.append(("  prediction flags (count)",
                      "; ".join(f"{k} ({v})" for k, v in run.flags.most_common())))
@@ -487,6 +507,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--steady-ends", type=int,
                     help="steady state: timed window ends after the warm-up (default 240 = "
                          "20 min event time)")
+    ap.add_argument("--sla", type=float, help="SLA of every class, seconds (default 1: no "
+                    "system at risk; a tight one puts systems at risk, so every solve computes "
+                    "a remediation)")
+    ap.add_argument("--no-remediation", action="store_true",
+                    help="remediation = false (the solve loop without it, for comparison)")
     ap.add_argument("--repeat", type=int, help="timed repetitions (default 3)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-json", action="store_true", help="skip the JSON-bytes timings")
@@ -523,6 +548,10 @@ def main(argv: list[str] | None = None) -> None:
     map_max = args.map_max_population or (25 if b and not mc else None)
     if map_max is not None:
         config = replace(config, defaults=replace(config.defaults, map_max_population=map_max))
+    if args.sla is not None:
+        config = replace(config, defaults=replace(config.defaults, sla_s={"*": args.sla}))
+    if args.no_remediation:
+        config = replace(config, defaults=replace(config.defaults, remediation=False))
     if args.aligned_solves:
         config = replace(config, defaults=replace(config.defaults, solve_offset_s=0.0))
     cfg = config.defaults

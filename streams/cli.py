@@ -9,6 +9,10 @@ Commands:
   writes ``OUT/`` and ``OUT/report.html``.
 - ``perfcast report --store PATH --out FILE``: render an embedded run's store as one
   self-contained HTML page (:mod:`streams.report`).
+- ``perfcast whatif --store OUT/perfcast.sqlite --replicate db=2 --cores app=8 --cpu-speed
+  db=1.5`` (or ``--source FILE``: the embedded pipeline over a trace first): each system's last
+  model before and after the changes -- capacity, per-class response times now and at the
+  horizon (:mod:`streams.whatif`).
 - ``perfcast produce --source FILE|demo``: publish window records to ``perfcast.windows``
   (``--start now`` moves the demo to the current time: the docker-compose producer).
 - ``perfcast worker``: the Faust worker (Kafka in; Kafka and InfluxDB out).
@@ -342,6 +346,116 @@ def report(store: Path = typer.Option(..., help="an embedded run's SQLite store 
         f" and {len(data.systems) - 5} more" if len(data.systems) > 5 else "")
     console.print(f"report of {len(data.systems)} system{'s' if len(data.systems) != 1 else ''}"
                   f" ({escape(systems)}): {escape(str(out))}")
+
+
+def _actions(replicate: list[str], cores: list[str], cpu_speed: list[str]) -> list[Any]:
+    """``--replicate db=2 --cores app=8 --cpu-speed db=1.5`` as what-if actions."""
+    from streams.whatif import parse_action
+
+    try:
+        return [parse_action(kind, text) for kind, texts in
+                (("replicate", replicate), ("cores", cores), ("cpu_speed", cpu_speed))
+                for text in texts]
+    except ValueError as err:
+        console.print(f"[red]whatif:[/red] {escape(str(err))}", soft_wrap=True)
+        raise typer.Exit(2) from None
+
+
+def _whatif_table(name: str, model: Any, cmp: Any, when: float) -> Table:
+    """One system's comparison: a row per class."""
+    from rich import box
+
+    def cap(value: Any, limited: bool = False) -> str:
+        return "no SLA" if value is None else f"{value}{'+' if limited else ''}"
+
+    title = (f"{escape(name)}: capacity {cap(cmp.capacity_before)} → "
+             f"{cap(cmp.capacity_after, cmp.limited_after)} users")
+    changes = "; ".join(escape(_describe(a, model)) for a in cmp.actions) or "no change"
+    table = Table(title=title, caption=f"{changes} (model {format_time(when)[:16]}, "
+                                       f"{model.kind})", box=box.SIMPLE_HEAD,
+                  caption_justify="left")
+    for head in ("class", "SLA s", f"R now ({cmp.users}) before", "after",
+                 f"R horizon ({cmp.users_forecast}) before", "after"):
+        table.add_column(head, justify="left" if head == "class" else "right")
+    for i, c in enumerate(model.classes):
+        sla = float(model.sla[i])
+        cells = [_fmt(float(r[i])) for pair in (cmp.response_now, cmp.response_forecast)
+                 for r in pair]
+        table.add_row(escape(c), "-" if sla == float("inf") else f"{sla:g}", *cells)
+    return table
+
+
+def _describe(action: Any, model: Any) -> str:
+    from streams.whatif import describe
+
+    return describe(action, model)
+
+
+@app.command()
+def whatif(store: Optional[Path] = typer.Option(None, help="an embedded run's SQLite store "
+                                                           "(OUT/perfcast.sqlite, or OUT)"),
+           source: Optional[Path] = typer.Option(None, help="a JSON-lines trace: run the "
+                                                            "embedded pipeline over it first "
+                                                            "('-': standard input)"),
+           config: Optional[Path] = typer.Option(None, exists=True, dir_okay=False,
+                                                 help="TOML configuration (with --source)"),
+           out: Optional[Path] = typer.Option(None, help="with --source: where the run's "
+                                                         "outputs go (default: a temporary "
+                                                         "directory)"),
+           replicate: list[str] = typer.Option([], help="TIER=K: K replicas of the tier "
+                                                        "(K x its cores, one queue)"),
+           cores: list[str] = typer.Option([], help="TIER=C: the tier with C cores"),
+           cpu_speed: list[str] = typer.Option([], help="TIER=S: the tier on a CPU S times "
+                                                        "as fast (demand / S)"),
+           system: list[str] = typer.Option([], help="only these systems (default: all)"),
+           ) -> None:
+    """What if a tier had more replicas, cores or a faster CPU? Each system's last model
+    (the one its last prediction used, MAP(2) of bursty tiers included) before and after:
+    capacity and per-class response times now and at the horizon (docs/pipeline.md)."""
+    import tempfile
+
+    from streams.embedded import STORE_NAME
+    from streams.model import SystemModel
+    from streams.store import read_models
+    from streams.whatif import compare
+
+    actions = _actions(replicate, cores, cpu_speed)
+    if (store is None) == (source is None):
+        console.print("[red]whatif:[/red] give exactly one of --store and --source")
+        raise typer.Exit(2)
+    with tempfile.TemporaryDirectory(prefix="perfcast-whatif-") as tmp:
+        if source is not None:
+            from streams.embedded import read_jsonl, run_embedded
+
+            run_dir = out or Path(tmp)
+            summary = run_embedded(read_jsonl(_source(source)), _config(config), run_dir)
+            console.print(f"ran the pipeline over {summary.records} windows "
+                          f"({summary.predictions} predictions)")
+            store = run_dir / STORE_NAME
+        assert store is not None
+        if store.is_dir():
+            store = store / STORE_NAME
+        try:
+            rows = read_models(store)
+        except ValueError as err:
+            console.print(f"[red]whatif:[/red] {escape(str(err))}", soft_wrap=True)
+            raise typer.Exit(2) from None
+    rows = [r for r in rows if not system or r[0] in system]
+    if not rows:
+        console.print("[red]whatif:[/red] no solved model in the store"
+                      + (f" for {', '.join(map(repr, system))}" if system else ""))
+        raise typer.Exit(2)
+    models = [(name, when, n, n_fc, SystemModel.from_dict(spec))
+              for name, when, n, n_fc, spec in rows]
+    known = {t for *_, m in models for t in m.tiers}
+    unknown = sorted({a.tier for a in actions} - known)
+    if unknown:
+        console.print(f"[red]whatif:[/red] no system has tier {escape(repr(unknown[0]))} "
+                      f"(tiers: {escape(', '.join(sorted(known)))})")
+        raise typer.Exit(2)
+    for name, when, n, n_fc, model in models:
+        mine = [a for a in actions if a.tier in model.tiers]
+        console.print(_whatif_table(name, model, compare(model, mine, n, n_fc), when))
 
 
 @app.command()

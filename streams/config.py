@@ -40,7 +40,8 @@ from typing import Any, Mapping
 from streams.records import MAX_UTILIZATION_TOLERANCE, UTILIZATION_TOLERANCE
 
 __all__ = ["SystemConfig", "KafkaSettings", "InfluxSettings", "Config", "Limits", "load_config",
-           "ConfigError", "ENVIRONMENT", "secret", "DEMAND_POLICIES", "BURSTY_DEMANDS"]
+           "ConfigError", "ENVIRONMENT", "secret", "DEMAND_POLICIES", "BURSTY_DEMANDS",
+           "REMEDIATION_COSTS"]
 
 #: how a tier's per-class demands enter the model (``demand_policy``, docs/accuracy.md
 #: section 3): ``selected`` -- per tier, the Kalman filter or the sliding regression, whichever
@@ -56,6 +57,11 @@ DEMAND_POLICIES = ("selected", "kalman_checked")
 #: completion over the kept history, paper 000 section 4.1); ``estimator`` -- the demand
 #: policy's demands as they are (the behaviour before)
 BURSTY_DEMANDS = ("history", "estimator")
+
+#: cost of each kind of remediation (``remediation_costs``, :mod:`streams.whatif`): per added
+#: replica of a tier; per added core; per tier moved to a faster CPU, times the speed-up
+#: ``s - 1``; per user an admission limit turns away at the required users
+REMEDIATION_COSTS = {"replicate": 1.0, "cores": 0.125, "cpu_speed": 1.0, "admission": 0.05}
 
 
 class ConfigError(ValueError):
@@ -107,6 +113,13 @@ class SystemConfig:
     #: solves a condition must hold before its alert fires, and be clear before it resolves
     alert_fire_after: int = 2
     alert_resolve_after: int = 3
+    #: on a solve that predicts a breach within the horizon, search the smallest action per
+    #: kind that restores every SLA (:func:`streams.whatif.remediate`)
+    remediation: bool = True
+    #: what each kind of remediation costs, to rank them: keys of :data:`REMEDIATION_COSTS`
+    #: (a partial table keeps the other defaults)
+    remediation_costs: Mapping[str, float] = field(
+        default_factory=lambda: dict(REMEDIATION_COSTS))
 
     def __post_init__(self) -> None:
         for key in _CHOICES:
@@ -223,6 +236,23 @@ def _check(key: str, value: Any, where: str) -> Any:
         if not isinstance(value, Mapping):
             raise ConfigError(f"{where}: must be a table of class = seconds, got {value!r}")
         return {str(c): _positive(v, f"{where}.{c}") for c, v in value.items()}
+    if key == "remediation":
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}: must be true or false, got {value!r}")
+        return value
+    if key == "remediation_costs":
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{where}: must be a table of kind = cost, got {value!r}")
+        out = dict(REMEDIATION_COSTS)
+        for kind, cost in value.items():
+            if kind not in REMEDIATION_COSTS:
+                raise ConfigError(f"{where}.{kind}: unknown kind (known: "
+                                  f"{sorted(REMEDIATION_COSTS)})")
+            if isinstance(cost, bool) or not isinstance(cost, (int, float)) \
+                    or not math.isfinite(cost) or cost < 0:
+                raise ConfigError(f"{where}.{kind}: must be a finite number >= 0, got {cost!r}")
+            out[kind] = float(cost)
+        return out
     if key == "visits":
         if not isinstance(value, Mapping) or not all(isinstance(v, Mapping)
                                                      for v in value.values()):

@@ -111,6 +111,16 @@ def read_jsonl(path: str | Path) -> Iterator[bytes]:
             fh.close()
 
 
+def _last_models(pipeline: Pipeline) -> list[tuple[str, float, int, int, dict[str, Any]]]:
+    """Each system's last solved model, for the store (``perfcast whatif`` reads them)."""
+    rows = []
+    for name, state in pipeline.systems.items():
+        if state.last_model is not None:
+            time_, model, users, forecast = state.last_model
+            rows.append((name, time_, users, forecast, model.to_dict()))
+    return rows
+
+
 def run_embedded(records: Iterable[str | bytes | Mapping[str, Any]], config: Config,
                  out_dir: str | Path,
                  on_outputs: Callable[[Outputs, Pipeline], None] | None = None,
@@ -156,6 +166,7 @@ def run_embedded(records: Iterable[str | bytes | Mapping[str, Any]], config: Con
             if on_outputs is not None and (out.predictions or out.alerts):
                 on_outputs(out, pipeline)
         flush()
+        store.write_models(_last_models(pipeline))
     finally:
         files.close()
         store.close()

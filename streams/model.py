@@ -60,7 +60,7 @@ from streams.config import SystemConfig
 from streams.tier import TierModel
 
 __all__ = ["Measured", "SystemModel", "Point", "build_model", "capacity_search",
-           "tier_demands", "history_demands", "fcfs_split"]
+           "model_capacity", "tier_demands", "history_demands", "fcfs_split"]
 
 #: largest population any capacity search goes to
 CAPACITY_LIMIT = 100_000
@@ -68,6 +68,8 @@ CAPACITY_LIMIT = 100_000
 EXACT_STATE_LIMIT = 20_000
 #: MVA is computed exactly up to this many knees, extrapolated along its asymptote beyond
 ASYMPTOTE_KNEES = 2.0
+#: relative resolution of the capacity search on the MAP network (each probe is a CTMC solve)
+MAP_CAPACITY_TOLERANCE = 0.03
 
 
 @dataclass(frozen=True)
@@ -257,6 +259,41 @@ class SystemModel:
         return math.comb(n + stations - 1, stations - 1) * math.prod(
             p.order for p in self.processes)
 
+    def to_dict(self) -> dict[str, Any]:
+        """The model as plain JSON values (:meth:`from_dict`): what ``perfcast whatif``
+        reads back from an embedded run's store."""
+        return {"tiers": list(self.tiers), "classes": list(self.classes),
+                "D_mc": self.D_mc.tolist(), "mix": self.mix.tolist(),
+                "servers": self.servers.tolist(), "think_time": float(self.think_time),
+                "sla": [None if math.isinf(v) else float(v) for v in self.sla],
+                "processes": None if self.processes is None
+                else [p.to_dict() for p in self.processes],
+                "map_limit": int(self.map_limit), "flags": list(self.flags),
+                "visits": None if self.visits is None else self.visits.tolist()}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "SystemModel":
+        """Inverse of :meth:`to_dict`; a ``ValueError`` names a missing or bad key."""
+        try:
+            procs = data["processes"]
+            return cls(tiers=[str(t) for t in data["tiers"]],
+                       classes=[str(c) for c in data["classes"]],
+                       D_mc=np.array(data["D_mc"], dtype=float).reshape(
+                           len(data["tiers"]), len(data["classes"])),
+                       mix=np.array(data["mix"], dtype=float),
+                       servers=np.array(data["servers"], dtype=float),
+                       think_time=float(data["think_time"]),
+                       sla=np.array([math.inf if v is None else v for v in data["sla"]],
+                                    dtype=float),
+                       processes=None if procs is None else [MAP.from_dict(p) for p in procs],
+                       map_limit=int(data["map_limit"]), flags=list(data.get("flags", [])),
+                       visits=None if data.get("visits") is None
+                       else np.array(data["visits"], dtype=float))
+        except KeyError as exc:
+            raise ValueError(f"model: missing key {exc.args[0]!r}") from None
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"model: not a model ({exc})") from None
+
     def solved(self) -> dict[int, Point]:
         """Populations solved so far (by :meth:`at`)."""
         return dict(self._cache)
@@ -343,6 +380,24 @@ def capacity_search(excess: Callable[[int], float], *, start: int, limit: int,
         bisect_next = moved == last and not bisect_next
         last = moved
     return lo, False
+
+
+def model_capacity(model: SystemModel, warm: int | None = None) -> tuple[int | None, bool]:
+    """Largest population within every SLA, ``(n, limited)``: on the MVA curve
+    (:meth:`SystemModel.mva_capacity`); for the MAP network bracketed from the populations
+    already solved and ``warm`` (a population near the answer: the last solve's capacity;
+    steps of 12%), or the MVA answer without one (steps doubling), to within
+    :data:`MAP_CAPACITY_TOLERANCE`."""
+    cap, limited = model.mva_capacity()
+    if cap is None or model.processes is None or limited:
+        return cap, limited
+    known = {n: model.excess(p) for n, p in model.solved().items()}
+    start, growth = cap + 1, 2.0
+    if warm is not None:                 # loads and estimates move slowly between solves
+        start, growth = min(max(warm, 1), cap + 1), 1.0 + 4 * MAP_CAPACITY_TOLERANCE
+    return capacity_search(lambda n: model.excess(model.at(n)), start=start,
+                           limit=CAPACITY_LIMIT, known=known,
+                           rel_tol=MAP_CAPACITY_TOLERANCE, growth=growth)
 
 
 #: a class's demand counts as identified when the Kalman filter and the regression agree

@@ -59,6 +59,8 @@ MAX_ALERT_ROWS, MAX_SYSTEM_ALERT_ROWS, MAX_TIMELINE_ROWS = 500, 100, 60
 MAX_CHART_CLASSES, MAX_CHART_TIERS = 12, 12
 #: names listed in a section's header line
 MAX_NAMES_LISTED = 30
+#: remediation actions listed per system (its last solve at risk, cheapest first)
+MAX_REMEDIES = 12
 
 #: colour-blind safe palette (Okabe & Ito), then darker fallbacks
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#7F6D00",
@@ -97,6 +99,8 @@ class SystemData:
     alerts: list[dict[str, Any]]
     deadletters: int
     thresholds: Thresholds
+    #: the actions of the last solve that predicted a breach, by rank (``remediation`` table)
+    remediation: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def start(self) -> float:
@@ -182,6 +186,26 @@ def _rows(conn: sqlite3.Connection, table: str) -> dict[str, list[dict[str, Any]
         conn.row_factory = None
 
 
+def _last_remediation(conn: sqlite3.Connection) -> dict[str, list[dict[str, Any]]]:
+    """Per system, the ``remediation`` rows of its last solve at risk, by rank (a store
+    written before the table existed has none)."""
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if "remediation" not in tables:
+        return {}
+    conn.row_factory = sqlite3.Row
+    try:
+        rows = conn.execute(
+            'SELECT * FROM remediation r WHERE system IS NOT NULL AND time = (SELECT MAX(time) '
+            'FROM remediation WHERE system = r.system) ORDER BY system, "rank" LIMIT ?',
+            (MAX_REMEDIES * MAX_SYSTEM_SECTIONS * 4,))
+        out: dict[str, list[dict[str, Any]]] = {}
+        for r in rows:
+            out.setdefault(str(r["system"]), []).append({k: _clean(r[k]) for k in r.keys()})
+        return {k: v[:MAX_REMEDIES] for k, v in out.items()}
+    finally:
+        conn.row_factory = None
+
+
 def _clean(value: Any) -> Any:
     """Non-finite floats (an unset SLA is infinite) read as unknown."""
     if isinstance(value, float) and not math.isfinite(value):
@@ -226,6 +250,7 @@ def load_store(path: str | Path, config: Config | None = None) -> StoreData:
                 total_dead += int(count or 0)
         systems = []
         tables = {t: _rows(conn, t) for t in _TABLES}
+        remedies = _last_remediation(conn)
         for name in names:
             demand_rows = tables["demand"].get(name, [])
             systems.append(SystemData(
@@ -236,7 +261,7 @@ def load_store(path: str | Path, config: Config | None = None) -> StoreData:
                          for t, rows in _group(demand_rows, "tier").items()},
                 alerts=tables["alert"].get(name, []),
                 deadletters=dead_by_system.get(name, 0),
-                thresholds=_thresholds(config, name)))
+                thresholds=_thresholds(config, name), remediation=remedies.get(name, [])))
     except sqlite3.DatabaseError as exc:
         raise ReportError(f"store {str(path)!r}: cannot be read ({exc})") from None
     finally:
@@ -1189,6 +1214,31 @@ def _story_html(system: SystemData) -> str:
             + f'<div class="key">On every chart below: {key}</div></div>')
 
 
+def remediation_html(system: SystemData) -> str:
+    """The last solve at risk's remediation: the smallest action per kind that keeps every
+    class within its SLA at the users expected within the horizon, cheapest first
+    (:mod:`streams.whatif`); at most :data:`MAX_REMEDIES` rows."""
+    rows = system.remediation
+    if not rows:
+        return ('<p class="empty">No remediation: no solve predicted a breach within the '
+                'horizon.</p>')
+    first = rows[0]
+    body = "".join(
+        f'<tr><td>{_num(r.get("rank"), ".0f")}</td><td>{_esc(r.get("kind") or "")}</td>'
+        f'<td>{_esc(r.get("tier") or "–")}</td><td>{_num(r.get("value"), "g")}</td>'
+        f'<td>{_num(r.get("capacity_users"), ".0f")}</td><td>{_num(r.get("cost"), ".3g")}</td>'
+        f'<td class="summary">{_esc(r.get("summary") or "")}</td></tr>' for r in rows)
+    head = "".join(f"<th>{h}</th>" for h in ("rank", "action", "tier", "value",
+                                              "capacity after", "cost", "what it does"))
+    return (f'<p class="meta">at the solve of {utc(first["time"])} UTC: capacity '
+            f'{_num(first.get("capacity_before"), ".0f")} users, '
+            f'{_num(first.get("required_users"), ".0f")} expected within the horizon; the '
+            f'smallest action of each kind that keeps every class within its SLA there, on '
+            f'the model the prediction used, cheapest first (remediation_costs)</p>'
+            f'<table class="alerts remediation"><thead><tr>{head}</tr></thead>'
+            f'<tbody>{body}</tbody></table>')
+
+
 def _system_section(system: SystemData, index: int) -> str:
     slug = _slug(system.name, index)
     drawn = _Charts(system)
@@ -1207,6 +1257,7 @@ def _system_section(system: SystemData, index: int) -> str:
             f'{_names(system.tiers, "tiers")}; classes {_names(system.classes, "classes")}'
             f'{"; " + str(system.deadletters) + " dead letters" if system.deadletters else ""}'
             f'</p>{_drawn_note(system, drawn)}{_tiles(system)}{_story_html(system)}{flag_html}'
+            f'<h3>Remediation</h3>{remediation_html(system)}'
             f'<div class="charts">{figures}</div>'
             f'<h3>Alert history</h3>{hist}</section>')
 

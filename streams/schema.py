@@ -44,6 +44,9 @@ MEASUREMENTS: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
         "utilization": _F, "utilization_forecast": _F, "utilization_measured": _F,
         "demand_s": _F, "idc": _F, "bursty": _B, "bottleneck_probability": _F,
         "utilization_error": _F}),
+    "remediation": (("system", "kind", "tier"), {
+        "rank": _I, "value": _F, "capacity_users": _I, "capacity_before": _I,
+        "required_users": _I, "cost": _F, "summary": _S}),
     "alert": (("system", "alert", "class", "tier", "trust"), {
         "state": _S, "active": _I, "value": _F, "threshold": _F, "time_to_breach_s": _F,
         "summary": _S, "update": _S}),
@@ -103,6 +106,12 @@ def _prediction_sources(pred: Mapping[str, Any]) -> Iterator[Source]:
         yield "tier_prediction", values, t, {"system": system, "tier": tier}
         for cls, d in (values.get("demands") or {}).items():
             yield "demand", d, t, {"system": system, "tier": tier, "class": cls}
+    remedy = pred.get("remediation")
+    for rank, action in enumerate((remedy or {}).get("actions") or [], start=1):
+        yield "remediation", {**action, "rank": rank,
+                              "capacity_before": remedy["capacity_before"],
+                              "required_users": remedy["required_users"],
+                              }, t, {"system": system}
 
 
 def sources(out: Outputs, *, deadletter_time: float | None = None) -> Iterator[Source]:

@@ -11,7 +11,10 @@ from typing import IO, Any, Iterable
 from streams.schema import MEASUREMENTS, Point
 from streams.system import Outputs
 
-__all__ = ["SQLiteStore", "JsonLines", "OUTPUT_FILES"]
+__all__ = ["SQLiteStore", "JsonLines", "OUTPUT_FILES", "MODEL_TABLE", "read_models"]
+
+#: the table of each system's last solved model (not a measurement: the embedded store only)
+MODEL_TABLE = "model_state"
 
 #: output topic -> file name in the output directory
 OUTPUT_FILES = {"estimates": "estimates.jsonl", "predictions": "predictions.jsonl",
@@ -52,6 +55,9 @@ class SQLiteStore:
                 f'"{f}" {_SQL_TYPES[k]}' for f, k in fields.items()]
             self.conn.execute(f'CREATE TABLE IF NOT EXISTS "{name}" ({", ".join(cols)})')
             self.conn.execute(f'CREATE INDEX IF NOT EXISTS "{name}_time" ON "{name}" (time)')
+        self.conn.execute(f'CREATE TABLE IF NOT EXISTS "{MODEL_TABLE}" (system TEXT PRIMARY '
+                          'KEY, time REAL NOT NULL, users INTEGER, users_forecast INTEGER, '
+                          'model TEXT NOT NULL)')
 
     def write(self, pts: Iterable[Point]) -> int:
         """Insert points; returns how many."""
@@ -80,6 +86,17 @@ class SQLiteStore:
                 n += len(rows)
         return n
 
+    def write_models(self, models: Iterable[tuple[str, float, int, int, dict[str, Any]]]
+                     ) -> int:
+        """Keep each system's last solved model ``(system, time, users, users_forecast,
+        SystemModel.to_dict())`` in :data:`MODEL_TABLE`, replacing an older one."""
+        rows = [(s, t, n, n_fc, json.dumps(spec, allow_nan=False))
+                for s, t, n, n_fc, spec in models]
+        with self.conn:
+            self.conn.executemany(f'INSERT OR REPLACE INTO "{MODEL_TABLE}" VALUES (?, ?, ?, ?, ?)',
+                                  rows)
+        return len(rows)
+
     def query(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
         self.conn.row_factory = sqlite3.Row
         try:
@@ -90,6 +107,33 @@ class SQLiteStore:
     def close(self) -> None:
         self.conn.execute("PRAGMA journal_mode=DELETE")        # checkpoints the WAL
         self.conn.close()
+
+
+def read_models(path: str | Path) -> list[tuple[str, float, int, int, dict[str, Any]]]:
+    """Each system's last solved model from an embedded run's store, by system name:
+    ``(system, time, users, users_forecast, SystemModel.to_dict())``. A ``ValueError`` names
+    the path when it is not a store, or one written before the models were kept."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"store {str(path)!r}: no such file (the store is "
+                         f"DIR/perfcast.sqlite of 'perfcast run' or 'perfcast demo')")
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            rows = conn.execute(f'SELECT system, time, users, users_forecast, model FROM '
+                                f'"{MODEL_TABLE}" ORDER BY system').fetchall()
+        finally:
+            conn.close()
+    except sqlite3.OperationalError as exc:
+        raise ValueError(f"store {str(path)!r}: holds no model state ({exc}; written by a "
+                         f"perfcast before 'whatif': run the trace again)") from None
+    except sqlite3.DatabaseError as exc:
+        raise ValueError(f"store {str(path)!r}: not a SQLite database ({exc})") from None
+    try:
+        return [(str(s), float(t), int(n), int(n_fc), json.loads(spec))
+                for s, t, n, n_fc, spec in rows]
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"store {str(path)!r}: a model row cannot be read ({exc})") from None
 
 
 class JsonLines:

@@ -24,10 +24,10 @@ import numpy as np
 from streams import confidence, story
 from streams.alerts import AlertBook
 from streams.config import SystemConfig
-from streams.model import CAPACITY_LIMIT, Measured, Point, SystemModel, build_model, \
-    capacity_search
+from streams.model import Measured, Point, SystemModel, build_model, model_capacity
 from solvers.mva import mva_curves
 from streams.records import Window, clean
+from streams.whatif import hints_of, remediate
 from streams.tier import Interval, TierModel, TierState
 
 __all__ = ["Outputs", "SystemState", "solve_offset", "solve_systems"]
@@ -37,8 +37,6 @@ BREACH_RESOLVE_FACTOR = 1.25
 #: measured breach resolves below SLA x this; model error below threshold x this
 CURRENT_RESOLVE_FACTOR = 0.9
 ERROR_RESOLVE_FACTOR = 0.75
-#: relative resolution of the capacity search on the MAP network (each probe is a CTMC solve)
-MAP_CAPACITY_TOLERANCE = 0.03
 
 
 @dataclass
@@ -100,6 +98,16 @@ def solve_offset(system: str, config: SystemConfig) -> float:
 def _mix_response(m: Measured, mix: np.ndarray, classes: list[str]) -> float:
     """Measured mean response time over the class mix, ``sum_c p_c R_c``."""
     return float(sum(p * m.response_time[c] for p, c in zip(mix, classes)))
+
+
+def _remedy_text(pred: Mapping[str, Any]) -> str:
+    """``; remedy: add 1 replica of db: capacity 337 → 610 users`` -- the cheapest action of
+    the solve's remediation that is not an admission limit (that one when nothing else
+    suffices); empty without a remediation."""
+    actions = (pred.get("remediation") or {}).get("actions") or []
+    tiers = [a for a in actions if a["kind"] != "admission"]
+    best = (tiers or actions or [None])[0]
+    return f"; remedy: {best['summary']}" if best else ""
 
 
 def _model_error_hint(pred: Mapping[str, Any]) -> str:
@@ -172,6 +180,13 @@ class SystemState:
         self.alerts = AlertBook(config.alert_fire_after, config.alert_resolve_after)
         self.solves = 0
         self.last_capacity: int | None = None     # the MAP network's, where the next search starts
+        #: the last remediation's hints (``kind/tier -> [value, capacity]``): where the next
+        #: one's searches start; persisted like ``last_capacity``, so a restored state answers
+        #: as the one that kept running
+        self.remediation_hints: dict[str, list[float]] = {}
+        #: the last solve's model and populations, ``(time, model, users, users_forecast)``
+        #: (in memory only: ``perfcast whatif`` reads it from an embedded run's store)
+        self.last_model: tuple[float, SystemModel, int, int] | None = None
         #: tiers the system had when the last window that passed a solve boundary was admitted:
         #: that solve covers only those (a tier a later window of the batch adds is not there
         #: yet when the windows come one by one)
@@ -360,34 +375,25 @@ class SystemState:
         slope = self._trend(time)
         n_fc = max(int(round(n_now + slope * cfg.horizon_s)), 0)
         pred.update(self._predict(model, m, n_now, source, slope, n_fc, solve.tiers))
+        self.last_model = (time, model, n_now, n_fc)
         alerts = self._alerts(pred, m, model, time)
         pred["model_trusted"] = "model_error" not in self.alerts.active()
         out.predictions.append(clean(pred))
         out.alerts += [clean(a) for a in alerts]
         return out
 
-    def _capacity(self, model: SystemModel, n_now: int) -> tuple[int | None, bool]:
-        """Largest population within every SLA: on the MVA curve (:meth:`SystemModel.
-        mva_capacity`); for the MAP network bracketed from the populations already solved and
-        the last solve's capacity (steps of 12%), or the MVA answer at the first solve, to
-        within 3%."""
-        cap, limited = model.mva_capacity()
-        if cap is None or model.processes is None or limited:
-            return cap, limited
-        known = {n: model.excess(p) for n, p in model.solved().items()}
-        start, growth = cap + 1, 2.0
-        if self.last_capacity is not None:   # the last solve's: loads and estimates move slowly
-            start, growth = min(self.last_capacity, cap + 1), 1.0 + 4 * MAP_CAPACITY_TOLERANCE
-        found, limited = capacity_search(lambda n: model.excess(model.at(n)), start=start,
-                                         limit=CAPACITY_LIMIT, known=known,
-                                         rel_tol=MAP_CAPACITY_TOLERANCE, growth=growth)
-        self.last_capacity = None if limited else max(found, 1)
+    def _capacity(self, model: SystemModel) -> tuple[int | None, bool]:
+        """:func:`~streams.model.model_capacity`, warm-started from the last solve's
+        capacity (the MVA answer at the first solve), which it then remembers."""
+        found, limited = model_capacity(model, self.last_capacity)
+        if model.processes is not None and found is not None:
+            self.last_capacity = None if limited else max(found, 1)
         return found, limited
 
     def _predict(self, model: SystemModel, m: Measured, n_now: int, source: str, slope: float,
                  n_fc: int, models: list[TierModel]) -> dict[str, Any]:
         now, fc = model.at(n_now), model.at(n_fc)
-        cap, limited = self._capacity(model, n_now)
+        cap, limited = self._capacity(model)
         flags = list(model.flags)
         if model.processes is not None:
             solved = model.solved().items()
@@ -419,6 +425,7 @@ class SystemState:
         at_bottleneck = breach if breach is not None else fc
         B = at_bottleneck.bottleneck
         error, x_error = self._model_error(model, m, now)
+        remedy = self._remediation(model, cap, limited, n_now, n_fc)
         classes = {}
         x_now, x_fc = float(now.throughput), float(fc.throughput)
         for c, p, r_now, r_fc, sla in zip(model.classes, model.mix.tolist(),
@@ -460,7 +467,7 @@ class SystemState:
             "bottleneck_tier": model.tiers[int(np.argmax(fc.utilization))],
             "bottleneck_switch_probability": 0.0 if B is None else float(1.0 - B.max()),
             "model_error": error, "throughput_error": x_error,
-            "classes": classes, "tiers": tiers,
+            "classes": classes, "tiers": tiers, "remediation": remedy,
         }
         out.update(self._assess(model, m, now, fc, breach, out, models, slope))
         return out
@@ -494,6 +501,22 @@ class SystemState:
                                         self.config.idc_threshold, pred["flags"]))
         self.last_solved = {"model": now.model, "capacity_users": cap}
         return extra
+
+    def _remediation(self, model: SystemModel, cap: int | None, limited: bool, n_now: int,
+                     n_fc: int) -> dict[str, Any] | None:
+        """At risk -- the larger of the current and the horizon's users beyond capacity, which
+        is the ``predicted_breach`` condition ``time_to_breach_s <= horizon_s`` -- the
+        smallest action per kind and tier that restores every SLA there
+        (:func:`streams.whatif.remediate`, on this solve's model); ``None`` otherwise."""
+        required = max(n_now, n_fc)
+        if not self.config.remediation or cap is None or limited or required <= cap:
+            self.remediation_hints = {}
+            return None
+        hints = {k: (float(v), int(c)) for k, (v, c) in self.remediation_hints.items()}
+        record = remediate(model, required, cap, self.config.remediation_costs,
+                           hints).to_record()
+        self.remediation_hints = {k: [v, c] for k, (v, c) in hints_of(record).items()}
+        return record
 
     @staticmethod
     def _model_error(model: SystemModel, m: Measured, now: Point) -> tuple[float | None,
@@ -530,7 +553,8 @@ class SystemState:
             "summary": (f"{self.system}: class {pred['breach_class']!r} is predicted to exceed "
                         f"its {cfg.sla_for(str(pred['breach_class'])):g} s SLA in about "
                         f"{(ttb or 0) / 60:.0f} min (users {pred['users']} -> capacity "
-                        f"{pred['capacity_users']}, bottleneck tier {pred['breach_tier']!r})")},
+                        f"{pred['capacity_users']}, bottleneck tier {pred['breach_tier']!r})"
+                        + _remedy_text(pred))},
             time)
         events += [ev] if ev else []
         for i, c in enumerate(model.classes):
@@ -572,7 +596,8 @@ class SystemState:
                 "next_solve": self.next_solve, "users_points": self.users_points,
                 "think_time_est": self.think_time_est, "alerts": self.alerts.to_dict(),
                 "solves": self.solves, "last_capacity": self.last_capacity,
-                "last_solved": self.last_solved, "breach_trust": self.breach_trust}
+                "last_solved": self.last_solved, "breach_trust": self.breach_trust,
+                "remediation_hints": self.remediation_hints}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], config: SystemConfig,
@@ -591,4 +616,5 @@ class SystemState:
         state.last_capacity = data.get("last_capacity")
         state.last_solved = data.get("last_solved")
         state.breach_trust = data.get("breach_trust")
+        state.remediation_hints = dict(data.get("remediation_hints") or {})
         return state

@@ -206,7 +206,8 @@ def test_alerts_are_marked_where_the_store_has_them(store: Path, page: str) -> N
             marks = set(re.findall(r'data-alert-time="(\d+)"', inner))
             assert expected <= marks, (name, chart, marks)
         rows = _query(store, "SELECT count(*) FROM alert WHERE system = ?", name)[0][0]
-        assert body.count("<tr>") - 1 == rows, name        # header row + one per change
+        history = body.split("<h3>Alert history</h3>")[1]
+        assert history.count("<tr>") - 1 == rows, name     # header row + one per change
     shop = dict(_query(store, "SELECT alert, min(time) FROM alert WHERE system = ? AND "
                               "state = 'firing' GROUP BY alert", SHOP.system))
     assert shop["predicted_breach"] < shop["current_breach"]
@@ -259,6 +260,35 @@ def test_names_are_escaped(page: str) -> None:
     assert CALM.system not in page
     assert "calm &lt;b&gt;&amp;&quot;2&quot;" in page
     assert "<b>&" not in page
+
+
+def test_the_remediation_of_the_last_solve_at_risk_is_shown(store: Path, page: str,
+                                                               tmp_path: Path) -> None:
+    """The shop's section lists the actions of its last solve at risk, in rank order, as the
+    store has them; the calm system says it had none; summaries are escaped; at most
+    MAX_REMEDIES rows."""
+    from streams.report import MAX_REMEDIES
+
+    bodies = _system_sections(page)
+    last = _query(store, "SELECT MAX(time) FROM remediation WHERE system = ?", SHOP.system)[0][0]
+    rows = _query(store, 'SELECT summary FROM remediation WHERE system = ? AND time = ? '
+                         'ORDER BY "rank"', SHOP.system, last)
+    assert rows
+    shop = bodies[SHOP.system].split("<h3>Remediation</h3>")[1].split('<div class="charts">')[0]
+    shown = re.findall(r'<td class="summary">(.*?)</td>', shop)
+    assert [_unescape(x) for x in shown] == [r[0] for r in rows][:MAX_REMEDIES]
+    assert "No remediation" in bodies[CALM.system]
+    copy = tmp_path / "copy.sqlite"
+    copy.write_bytes(store.read_bytes())
+    with sqlite3.connect(copy) as db:
+        db.executemany('INSERT INTO remediation (time, system, kind, "rank", summary) '
+                       'VALUES (?, ?, ?, ?, ?)',
+                       [(last + 1, SHOP.system, "cores", r, f"<i>x{r}</i> & more")
+                        for r in range(1, 40)])
+    html = render_report(load_store(copy, _config()))
+    shop = _system_sections(html)[SHOP.system]
+    assert shop.count('<td class="summary">&lt;i&gt;x') == MAX_REMEDIES
+    assert "<i>x" not in html
 
 
 def test_thresholds_come_from_the_configuration(store: Path) -> None:

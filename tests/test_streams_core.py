@@ -783,6 +783,24 @@ def _compare_runs(outs_a, final_a, outs_b, final_b):
     assert_close(final_a.predictions, final_b.predictions, "final")
 
 
+@pytest.mark.parametrize("split", [130, 170])
+def test_state_round_trip_mid_stream_with_remediation_continues_identically(records, config,
+                                                                            split):
+    """The same round trip under a 20 ms SLA, between solves at risk: the remediation's
+    searches start from the persisted hints, so the restored state's remediations (values,
+    capacities) are the uninterrupted run's."""
+    tight = _tight(config)
+    base, base_outs = run(_fresh(records), tight)
+    base_final = base.finish()
+    assert base.systems["shop"].remediation_hints
+    pipeline, _ = run(_fresh(records[:split]), tight)
+    data = json.loads(json.dumps(pipeline.systems["shop"].to_dict(), allow_nan=False))
+    assert data["remediation_hints"]
+    outs, final = _continue(data, tight, _fresh(records[split:]))
+    _compare_runs(base_outs[split:], base_final, outs, final)
+    assert any(p.get("remediation") for o in outs for p in o.predictions)
+
+
 @pytest.mark.parametrize("split", [1, 37, 101, 118, 119, 200])
 def test_state_round_trip_mid_stream_continues_identically(records, config, baseline, split):
     """to_dict -> JSON -> from_dict at ``split`` (mid-interval, between the two tiers of one
@@ -914,7 +932,16 @@ def all_outputs(records, config):
     out = pipeline.process_many(_fresh(records) + [b"\xff", stray, copy.deepcopy(records[0])])
     out.extend(pipeline.finish())
     assert out.alerts and out.deadletter
+    tight = Pipeline(_tight(config))                # a 20 ms SLA: solves at risk, remediation
+    out.predictions += tight.process_many(_fresh(records)).predictions
+    assert any(p.get("remediation") for p in out.predictions)
     return out
+
+
+def _tight(config):
+    """``config`` with a 20 ms SLA for every class: most solves of the trace are at risk."""
+    return replace(config, systems={k: replace(v, sla_s={"*": 0.02})
+                                    for k, v in config.systems.items()})
 
 
 _TYPES = {"float": float, "int": int, "bool": bool, "str": str}

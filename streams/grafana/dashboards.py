@@ -439,8 +439,21 @@ def system(defaults: SystemConfig = SystemConfig()) -> dict[str, Any]:
         "Every state change of this system's alerts (firing, resolved) with perfcast's "
         "summary, newest first.",
         [flux.alert_events(SYSTEM)], rename={"_time": "time"})
+    remediation = table(
+        "Remediation of the predicted breach",
+        "On every solve that predicts a breach within the horizon: the smallest action of each "
+        "kind (replicas, cores or a faster CPU for a tier; an admission limit on users) that "
+        "keeps every class within its SLA at the horizon's users, on the model the prediction "
+        "used, with the capacity it gives and its configured cost (remediation_costs); "
+        "newest solves first; rank 1 is the cheapest of its solve.",
+        [flux.newest_rows("remediation", ["value", "capacity_before", "capacity_users",
+                                          "required_users", "cost", "summary"], SYSTEM,
+                          order="rank", limit=40)],
+        rename={"_time": "time", "capacity_before": "capacity now",
+                "capacity_users": "capacity after", "required_users": "users to hold"})
     panels = _layout([[(users, 4, 4), (capacity, 4, 4), (headroom, 4, 4), (ttb, 4, 4),
                        (model, 4, 4), (bottleneck, 4, 4)],
+                      [(remediation, 24, 8)],
                       [(throughput, 12, 9), (response, 12, 9)],
                       [(utilization, 12, 9), (idc, 12, 9)],
                       [(demand, 12, 9)],

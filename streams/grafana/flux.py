@@ -23,7 +23,7 @@ from typing import Iterable, Mapping, Sequence
 from streams.schema import MEASUREMENTS
 
 __all__ = ["QueryError", "check", "series", "band", "latest", "latest_alert", "active_alerts",
-           "alert_events", "events", "tag_values", "render"]
+           "alert_events", "events", "newest_rows", "tag_values", "render"]
 
 #: the first lines of every query: perfcast's bucket over the panel's time range
 _HEAD = ("from(bucket: v.defaultBucket)\n"
@@ -158,6 +158,22 @@ def alert_events(where: Mapping[str, str]) -> str:
             f"  |> group()\n"
             f'  |> keep(columns: {_list(["_time", *tags, "state", "summary"])})\n'
             f'  |> sort(columns: ["_time"], desc: true)')
+
+
+def newest_rows(measurement: str, fields: Sequence[str], where: Mapping[str, str], *,
+                order: str, limit: int) -> str:
+    """The ``limit`` newest points of ``measurement`` as one flat table with their tags,
+    ``order`` (a field shown first, e.g. a rank within one time) and ``fields``, newest
+    first."""
+    check(measurement, [*fields, order], where)
+    tags = [t for t in MEASUREMENTS[measurement][0] if t not in where]
+    wanted = list(dict.fromkeys([order, *fields]))
+    return (f"{_select(measurement, wanted, where)}\n"
+            f'  |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")\n'
+            f"  |> group()\n"
+            f'  |> keep(columns: {_list(["_time", *tags, *wanted])})\n'
+            f'  |> sort(columns: ["_time"], desc: true)\n'
+            f"  |> limit(n: {int(limit)})")
 
 
 def events(measurement: str, title: str, text: str,
