@@ -37,10 +37,12 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping
 
+from streams.plausibility import Plausibility
 from streams.records import MAX_UTILIZATION_TOLERANCE, UTILIZATION_TOLERANCE
 
 __all__ = ["SystemConfig", "KafkaSettings", "InfluxSettings", "Config", "Limits", "load_config",
-           "ConfigError", "ENVIRONMENT", "secret", "DEMAND_POLICIES", "BURSTY_DEMANDS"]
+           "ConfigError", "ENVIRONMENT", "secret", "DEMAND_POLICIES", "BURSTY_DEMANDS",
+           "Plausibility"]
 
 #: how a tier's per-class demands enter the model (``demand_policy``, docs/accuracy.md
 #: section 3): ``selected`` -- per tier, the Kalman filter or the sliding regression, whichever
@@ -337,6 +339,40 @@ def _limits(raw: Any) -> Limits:
     return Limits(**values)
 
 
+#: ``[plausibility]``: key -> (lowest, highest, lowest allowed); whole numbers for the counts
+_PLAUSIBILITY = {"max_ahead_s": (1.0, 366 * 86_400.0, True),
+                 "confirm_windows": (1, 1000, True),
+                 "overlap_tolerance": (0.0, 0.5, True),
+                 "jump_factor": (2.0, 1e9, True),
+                 "recent_windows": (5, 10_000, True),
+                 "users_floor": (0.0, 1e9, True),
+                 "rate_floor": (0.0, 1e9, True),
+                 "min_demand_s": (0.0, 1.0, True),
+                 "utilization_resolution": (0.0, 1.0, True)}
+_PLAUSIBILITY_COUNTS = ("confirm_windows", "recent_windows")
+
+
+def _plausibility(raw: Any) -> Plausibility:
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"plausibility: must be a table, got {raw!r}")
+    values: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key not in _PLAUSIBILITY:
+            raise ConfigError(f"plausibility.{key}: unknown setting (known: "
+                              f"{sorted(_PLAUSIBILITY)})")
+        low, high, low_allowed = _PLAUSIBILITY[key]
+        where = f"plausibility.{key}"
+        if key in _PLAUSIBILITY_COUNTS:
+            if isinstance(value, bool) or not isinstance(value, int) \
+                    or not low <= value <= high:
+                raise ConfigError(f"{where}: must be an integer within [{low:g}, {high:g}], "
+                                  f"got {value!r}")
+            values[key] = value
+        else:
+            values[key] = _within(value, where, low, high, low_allowed)
+    return Plausibility(**values)
+
+
 @dataclass(frozen=True)
 class Config:
     """Everything the pipeline reads: system defaults, per-system overrides, connections."""
@@ -354,6 +390,8 @@ class Config:
     #: the input's format and, for metric samples, their mapping to windows (``[input]``;
     #: :class:`streams.sources.sample_mapping.InputFormat`; ``None``: window records)
     input: Any = None
+    #: thresholds of the plausibility rules (``[plausibility]``, :mod:`streams.plausibility`)
+    plausibility: Plausibility = field(default_factory=Plausibility)
 
     def system(self, name: str) -> SystemConfig:
         """Settings of system ``name`` (the defaults when it is not configured)."""
@@ -426,10 +464,10 @@ def load_config(path: str | Path | None = None,
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"config: {str(path)!r} is not valid TOML ({exc})") from None
     unknown = sorted(set(raw) - {"defaults", "systems", "kafka", "influxdb", "limits",
-                                 "input"})
+                                 "input", "plausibility"})
     if unknown:
         raise ConfigError(f"{unknown[0]}: unknown section (known: defaults, systems, kafka, "
-                          "influxdb, limits, input)")
+                          "influxdb, limits, input, plausibility)")
     defaults_raw = raw.get("defaults", {})
     tolerance = UTILIZATION_TOLERANCE
     if isinstance(defaults_raw, Mapping):
@@ -445,4 +483,5 @@ def load_config(path: str | Path | None = None,
                for name, body in systems_raw.items()}
     return Config(defaults=defaults, systems=systems, utilization_tolerance=tolerance,
                   limits=_limits(raw.get("limits", {})), input=_input(raw.get("input")),
+                  plausibility=_plausibility(raw.get("plausibility", {})),
                   **_connections(raw, os.environ if env is None else env))

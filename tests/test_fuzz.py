@@ -543,15 +543,8 @@ def test_corpus_configs_are_refused_naming_the_key(case, tmp_path):
         load_config(path, env={})
 
 
-#: corpus cases whose later windows are not solved yet (issue 23, item 1): when one passes,
-#: give the case its outcome in tests/fuzz_corpus and take it off this list
-_STOPS_SOLVES = {"end in 2100 among the system's windows":
-                 "a window dated 2100 moves the system's next solve to 2100 (issue 23, item 1)"}
-
-
-@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.xfail(
-    strict=True, reason=_STOPS_SOLVES[c.name])) if c.name in _STOPS_SOLVES else c
-    for c in CORPUS if c.after], ids=[c.name for c in CORPUS if c.after])
+@pytest.mark.parametrize("case", [c for c in CORPUS if c.after],
+                         ids=[c.name for c in CORPUS if c.after])
 def test_corpus_the_system_is_still_solved_after_a_hostile_window(case: Case):
     """The ordinary windows after a hostile one are still solved: one record does not
     silently stop its system's predictions."""
