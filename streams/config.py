@@ -322,55 +322,44 @@ _LIMITS = {"max_systems": (1, 10_000_000), "max_tiers": (1, 4096), "max_classes"
 
 
 def _limits(raw: Any) -> Limits:
-    if not isinstance(raw, Mapping):
-        raise ConfigError(f"limits: must be a table, got {raw!r}")
-    values: dict[str, Any] = {}
-    for key, value in raw.items():
-        if key not in _LIMITS:
-            raise ConfigError(f"limits.{key}: unknown setting (known: {sorted(_LIMITS)})")
-        low, high = _LIMITS[key]
-        if key == "idle_system_s":
-            values[key] = _within(value, f"limits.{key}", low, high, True, " seconds")
-        elif isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            raise ConfigError(f"limits.{key}: must be an integer within [{low}, {high:_}], "
-                              f"got {value!r}")
-        else:
-            values[key] = value
-    return Limits(**values)
+    return _section(raw, "limits", _LIMITS, ("idle_system_s",), Limits)
 
 
-#: ``[plausibility]``: key -> (lowest, highest, lowest allowed); whole numbers for the counts
-_PLAUSIBILITY = {"max_ahead_s": (1.0, 366 * 86_400.0, True),
-                 "confirm_windows": (1, 1000, True),
-                 "overlap_tolerance": (0.0, 0.5, True),
-                 "jump_factor": (2.0, 1e9, True),
-                 "recent_windows": (5, 10_000, True),
-                 "users_floor": (0.0, 1e9, True),
-                 "rate_floor": (0.0, 1e9, True),
-                 "min_demand_s": (0.0, 1.0, True),
-                 "utilization_resolution": (0.0, 1.0, True)}
-_PLAUSIBILITY_COUNTS = ("confirm_windows", "recent_windows")
+#: ``[plausibility]``: key -> (lowest, highest); whole numbers for the counts
+_PLAUSIBILITY = {"max_ahead_s": (1.0, 366 * 86_400.0), "confirm_windows": (1, 1000),
+                 "overlap_tolerance": (0.0, 0.5), "jump_factor": (2.0, 1e9),
+                 "recent_windows": (5, 10_000), "users_floor": (0.0, 1e9),
+                 "rate_floor": (0.0, 1e9), "min_demand_s": (0.0, 1.0),
+                 "utilization_resolution": (0.0, 1.0)}
 
 
 def _plausibility(raw: Any) -> Plausibility:
+    return _section(raw, "plausibility", _PLAUSIBILITY,
+                    tuple(k for k, (low, _) in _PLAUSIBILITY.items() if isinstance(low, float)),
+                    Plausibility)
+
+
+def _section(raw: Any, section: str, ranges: Mapping[str, tuple[float, float]],
+             numbers: tuple[str, ...], cls: Any) -> Any:
+    """``cls`` from the table ``[section]``: each key within its ``ranges`` (both ends
+    included), whole numbers except the keys in ``numbers``; the error names the key."""
     if not isinstance(raw, Mapping):
-        raise ConfigError(f"plausibility: must be a table, got {raw!r}")
+        raise ConfigError(f"{section}: must be a table, got {raw!r}")
     values: dict[str, Any] = {}
     for key, value in raw.items():
-        if key not in _PLAUSIBILITY:
-            raise ConfigError(f"plausibility.{key}: unknown setting (known: "
-                              f"{sorted(_PLAUSIBILITY)})")
-        low, high, low_allowed = _PLAUSIBILITY[key]
-        where = f"plausibility.{key}"
-        if key in _PLAUSIBILITY_COUNTS:
-            if isinstance(value, bool) or not isinstance(value, int) \
-                    or not low <= value <= high:
-                raise ConfigError(f"{where}: must be an integer within [{low:g}, {high:g}], "
-                                  f"got {value!r}")
-            values[key] = value
+        if key not in ranges:
+            raise ConfigError(f"{section}.{key}: unknown setting (known: {sorted(ranges)})")
+        low, high = ranges[key]
+        where = f"{section}.{key}"
+        if key in numbers:
+            values[key] = _within(value, where, low, high, True,
+                                  " seconds" if key.endswith("_s") else "")
+        elif isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise ConfigError(f"{where}: must be an integer within [{low}, {high:_}], "
+                              f"got {value!r}")
         else:
-            values[key] = _within(value, where, low, high, low_allowed)
-    return Plausibility(**values)
+            values[key] = value
+    return cls(**values)
 
 
 @dataclass(frozen=True)

@@ -326,11 +326,11 @@ def _idc_flag(est: DispersionInterval, threshold: float) -> str | None:
     return "uncertain" if est.lower <= threshold <= est.upper else None
 
 
-def _push(recent: deque[float], value: float, keep: int) -> None:
-    """Append ``value``, keeping the last ``keep``."""
+def _push(recent: list[float], value: float, keep: int) -> None:
+    """Append ``value``, keeping the last ``keep`` (a short list: smaller than a deque)."""
     recent.append(value)
     if len(recent) > keep:
-        recent.popleft()
+        del recent[0]
 
 
 def _moved(new: tuple[float, ...], old: list[float] | None) -> bool:
@@ -383,8 +383,8 @@ class TierState:
         self.starts: list[float] = []               # their windows' starts (end - window_s)
         # plausibility (streams.plausibility): users and completion rates of the last
         # recent_windows accepted windows, and the jumped windows held in a row
-        self.recent_users: deque[float] = deque()
-        self.recent_rates: deque[float] = deque()
+        self.recent_users: list[float] = []
+        self.recent_rates: list[float] = []
         self.held = 0
         self.windows = 0                            # windows applied (each counted once)
         self.duplicates = 0
