@@ -105,10 +105,11 @@ def overlap(w: Window, before_end: float | None, after_start: float | None,
                                  f" of its {w.window_s:g} s)")
 
 
-def physical(w: Window, rules: Plausibility) -> Verdict | None:
+def physical(w: Window, rules: Plausibility, n: float | None = None) -> Verdict | None:
     """``n_k min_demand_s > (U_k + utilization_resolution) T c``: more completions than the
-    busy time could have served."""
-    n = w.total_completions
+    busy time could have served (``n``: ``w.total_completions`` if known)."""
+    if n is None:
+        n = w.total_completions
     busy = (w.utilization + rules.utilization_resolution) * w.window_s * w.cores
     if n * rules.min_demand_s <= busy:
         return None
@@ -132,7 +133,9 @@ def jumped(name: str, value: float, recent: Sequence[float], floor: float,
     """``value`` (``users`` or the completion rate) more than ``jump_factor`` times the median
     of ``recent`` floored at ``floor``; ``None`` while fewer than :data:`MIN_RECENT` windows
     are known or when it is not."""
-    if len(recent) < MIN_RECENT or value <= rules.jump_factor * floor:
+    factor = rules.jump_factor
+    # the smallest recent value bounds the median from below: most windows stop here
+    if len(recent) < MIN_RECENT or value <= factor * max(min(recent), floor):
         return None
     reference = max(median(recent), floor)
     if value <= rules.jump_factor * reference:

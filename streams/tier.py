@@ -463,12 +463,13 @@ class TierState:
         jump of ``users`` or the completion rate not yet confirmed); ``None``: plausible, and
         its users and rate join the tier's recent ones."""
         ends = self.ends
+        n = w.total_completions
         verdict = overlap(w, ends[i - 1] if i else None,
                           self.starts[i] if i < len(ends) else None, rules) \
-            or physical(w, rules)
+            or physical(w, rules, n)
         if verdict is not None:
             return verdict
-        rate = w.total_completions / w.window_s
+        rate = n / w.window_s
         verdict = jumped("completion rate", rate, self.recent_rates, rules.rate_floor, rules)
         if verdict is None and w.users is not None:
             verdict = jumped("users", w.users, self.recent_users, rules.users_floor, rules)
