@@ -37,11 +37,12 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping
 
+from streams.plausibility import Plausibility
 from streams.records import MAX_UTILIZATION_TOLERANCE, UTILIZATION_TOLERANCE
 
 __all__ = ["SystemConfig", "KafkaSettings", "InfluxSettings", "Config", "Limits", "load_config",
            "ConfigError", "ENVIRONMENT", "secret", "DEMAND_POLICIES", "BURSTY_DEMANDS",
-           "REMEDIATION_COSTS"]
+           "REMEDIATION_COSTS", "Plausibility"]
 
 #: how a tier's per-class demands enter the model (``demand_policy``, docs/accuracy.md
 #: section 3): ``selected`` -- per tier, the Kalman filter or the sliding regression, whichever
@@ -350,21 +351,44 @@ _LIMITS = {"max_systems": (1, 10_000_000), "max_tiers": (1, 4096), "max_classes"
 
 
 def _limits(raw: Any) -> Limits:
+    return _section(raw, "limits", _LIMITS, ("idle_system_s",), Limits)
+
+
+#: ``[plausibility]``: key -> (lowest, highest); whole numbers for the counts
+_PLAUSIBILITY = {"max_ahead_s": (1.0, 366 * 86_400.0), "confirm_windows": (1, 1000),
+                 "overlap_tolerance": (0.0, 0.5), "jump_factor": (2.0, 1e9),
+                 "recent_windows": (5, 10_000), "users_floor": (0.0, 1e9),
+                 "rate_floor": (0.0, 1e9), "min_demand_s": (0.0, 1.0),
+                 "utilization_resolution": (0.0, 1.0)}
+
+
+def _plausibility(raw: Any) -> Plausibility:
+    return _section(raw, "plausibility", _PLAUSIBILITY,
+                    tuple(k for k, (low, _) in _PLAUSIBILITY.items() if isinstance(low, float)),
+                    Plausibility)
+
+
+def _section(raw: Any, section: str, ranges: Mapping[str, tuple[float, float]],
+             numbers: tuple[str, ...], cls: Any) -> Any:
+    """``cls`` from the table ``[section]``: each key within its ``ranges`` (both ends
+    included), whole numbers except the keys in ``numbers``; the error names the key."""
     if not isinstance(raw, Mapping):
-        raise ConfigError(f"limits: must be a table, got {raw!r}")
+        raise ConfigError(f"{section}: must be a table, got {raw!r}")
     values: dict[str, Any] = {}
     for key, value in raw.items():
-        if key not in _LIMITS:
-            raise ConfigError(f"limits.{key}: unknown setting (known: {sorted(_LIMITS)})")
-        low, high = _LIMITS[key]
-        if key == "idle_system_s":
-            values[key] = _within(value, f"limits.{key}", low, high, True, " seconds")
+        if key not in ranges:
+            raise ConfigError(f"{section}.{key}: unknown setting (known: {sorted(ranges)})")
+        low, high = ranges[key]
+        where = f"{section}.{key}"
+        if key in numbers:
+            values[key] = _within(value, where, low, high, True,
+                                  " seconds" if key.endswith("_s") else "")
         elif isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            raise ConfigError(f"limits.{key}: must be an integer within [{low}, {high:_}], "
+            raise ConfigError(f"{where}: must be an integer within [{low}, {high:_}], "
                               f"got {value!r}")
         else:
             values[key] = value
-    return Limits(**values)
+    return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -384,6 +408,8 @@ class Config:
     #: the input's format and, for metric samples, their mapping to windows (``[input]``;
     #: :class:`streams.sources.sample_mapping.InputFormat`; ``None``: window records)
     input: Any = None
+    #: thresholds of the plausibility rules (``[plausibility]``, :mod:`streams.plausibility`)
+    plausibility: Plausibility = field(default_factory=Plausibility)
 
     def system(self, name: str) -> SystemConfig:
         """Settings of system ``name`` (the defaults when it is not configured)."""
@@ -456,10 +482,10 @@ def load_config(path: str | Path | None = None,
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"config: {str(path)!r} is not valid TOML ({exc})") from None
     unknown = sorted(set(raw) - {"defaults", "systems", "kafka", "influxdb", "limits",
-                                 "input"})
+                                 "input", "plausibility"})
     if unknown:
         raise ConfigError(f"{unknown[0]}: unknown section (known: defaults, systems, kafka, "
-                          "influxdb, limits, input)")
+                          "influxdb, limits, input, plausibility)")
     defaults_raw = raw.get("defaults", {})
     tolerance = UTILIZATION_TOLERANCE
     if isinstance(defaults_raw, Mapping):
@@ -475,4 +501,5 @@ def load_config(path: str | Path | None = None,
                for name, body in systems_raw.items()}
     return Config(defaults=defaults, systems=systems, utilization_tolerance=tolerance,
                   limits=_limits(raw.get("limits", {})), input=_input(raw.get("input")),
+                  plausibility=_plausibility(raw.get("plausibility", {})),
                   **_connections(raw, os.environ if env is None else env))

@@ -279,6 +279,7 @@ class Pipeline:
         systems: list[str | None] = []
         tolerance = self.config.utilization_tolerance
         limits = self.config.limits
+        rules = self.config.plausibility
         last_seen = self.last_seen
         self.flagged = {}
         for index, raw in enumerate(records):
@@ -300,7 +301,7 @@ class Pipeline:
                     continue
             state = self.system(w.system)
             rejection, tier, late, solve_at = state.admit(w, limits.max_tiers,
-                                                          limits.max_classes)
+                                                          limits.max_classes, rules)
             if rejection is not None:
                 self.rejected += 1
                 out.deadletter.append((index, rejection))

@@ -26,6 +26,7 @@ from streams.alerts import AlertBook
 from streams.config import SystemConfig
 from streams.model import Measured, Point, SystemModel, build_model, model_capacity
 from solvers.mva import mva_curves
+from streams.plausibility import Plausibility, Verdict, far_ahead
 from streams.records import Window, clean
 from streams.whatif import hints_of, remediate
 from streams.tier import Interval, TierModel, TierState
@@ -145,24 +146,38 @@ def _model_error_summary(system: str, pred: Mapping[str, Any], err: float | None
             f"{_model_error_hint(pred)}; do not trust its predictions yet")
 
 
+def _with_held(pred: dict[str, Any]) -> dict[str, Any]:
+    """``pred`` with its count of implausible windows (``held``, put there by
+    :meth:`SystemState.prepare`) as a flag: the model did not see them."""
+    held = pred.pop("held", 0)
+    if held:
+        pred["flags"] = list(pred.get("flags") or []) + [
+            f"{held} window{'s' if held > 1 else ''} dead-lettered as implausible since the "
+            f"last solve (plausibility rules, docs/pipeline.md)"]
+    return pred
+
+
 #: request classes of a rejected window quoted in its dead letter's ``record``, per map (names
 #: are at most 200 characters, so the dead letter stays a few tens of KB whatever the window:
 #: far below Kafka's 1 MB largest message)
 REJECTED_CLASSES = 64
 
 
-def _rejection(w: Window, field_name: str, reason: str) -> dict[str, Any]:
-    """The dead letter of a valid window the system rejects; its ``record`` quotes at most
+def _rejection(w: Window, field_name: str, reason: str, value: Any = None) -> dict[str, Any]:
+    """The dead letter of a valid window the system rejects; ``value``: the offending value
+    (default the window's ``field_name`` as the record has it); its ``record`` quotes at most
     :data:`REJECTED_CLASSES` classes per map (``truncated`` says how many it had)."""
     record = w.to_record()
-    dead = {"reason": reason, "field": field_name, "system": w.system, "tier": w.tier,
-            "end": w.end, "record": record}
+    dead = {"reason": reason, "field": field_name, "value": value,
+            "system": w.system, "tier": w.tier, "end": w.end, "record": record}
     for key in ("completions", "response_time_s"):
         per_class = record.get(key)
         if per_class and len(per_class) > REJECTED_CLASSES:
             record[key] = dict(islice(per_class.items(), REJECTED_CLASSES))
             dead.setdefault("truncated", []).append(
                 f"record.{key}: {REJECTED_CLASSES} of {len(per_class)} classes shown")
+    if value is None:
+        dead["value"] = record.get(field_name)
     return dead
 
 
@@ -195,14 +210,24 @@ class SystemState:
         self.last_solved: dict[str, Any] | None = None
         #: the trust of the predicted-breach alert's last event while it is active
         self.breach_trust: str | None = None
+        #: newest accepted window end (event time; the reference of ``far_ahead``)
+        self.newest_end: float | None = None
+        #: windows held as far ahead in a row: ``[end of the first, count]``
+        self.ahead: list[float] | None = None
+        #: windows dead-lettered as implausible since the last solve boundary, and per
+        #: boundary passed but not solved yet (a batch solves after admitting it all)
+        self.held = 0
+        self.held_due: list[int] = []
 
     # -- per window -------------------------------------------------------------------------
-    def admit(self, w: Window, max_tiers: int | None = None, max_classes: int | None = None
+    def admit(self, w: Window, max_tiers: int | None = None, max_classes: int | None = None,
+              rules: Plausibility | None = None
               ) -> tuple[dict[str, Any] | None, TierState | None, bool, float | None]:
         """First look at a window, in arrival order: ``(rejection, tier, late, solve_at)``.
 
-        ``rejection`` is the dead letter of a window of an unknown tier, a duplicate or one too
-        late; otherwise the window is admitted to ``tier`` (``late``: older than the tier's
+        ``rejection`` is the dead letter of a window of an unknown tier, a duplicate, one too
+        late, or (``rules``) an implausible one (:mod:`streams.plausibility`); otherwise the
+        window is admitted to ``tier`` (``late``: older than the tier's
         newest). ``solve_at``: the solve boundary this window passed, if any -- the system is
         solved at that event time over the windows admitted before this one, and this window
         applied after (:meth:`accept`). ``max_tiers`` / ``max_classes``
@@ -224,11 +249,19 @@ class SystemState:
             problem, new = tier.class_limit(w, max_classes)
             if problem is not None:
                 return _rejection(w, "completions", problem), None, False, None
-        reason, late = tier.admit(w)
+        if rules is not None:
+            verdict = self._ahead(w, rules)
+            if verdict is not None:
+                return self._held(w, verdict), None, False, None
+        reason, late, verdict = tier.admit(w, rules)
         if reason is not None:
             tier.duplicates += reason.startswith("duplicate")
             return _rejection(w, "end", reason), None, False, None
+        if verdict is not None:
+            return self._held(w, verdict), None, False, None
         tier.admit_classes(new)
+        if self.newest_end is None or w.end > self.newest_end:
+            self.newest_end = w.end
         solve_at = None
         if self.next_solve is None:         # the first solve has at least half an interval
             self.next_solve = self._boundary(w.end + 0.5 * cfg.solve_interval_s)
@@ -236,7 +269,36 @@ class SystemState:
             solve_at = self.next_solve
             self.next_solve = self._boundary(w.end)
             self.solve_tiers = len(self.tiers)
+            self.held_due.append(self.held)
+            self.held = 0
         return None, tier, late, solve_at
+
+    def _ahead(self, w: Window, rules: Plausibility) -> Verdict | None:
+        """The far-ahead rule (:func:`streams.plausibility.far_ahead`) with its confirmation:
+        the ``confirm_windows``-th window in a row within ``max_ahead_s`` of the first held one
+        is accepted (a system restarting after a long gap), the ones before it held."""
+        verdict = far_ahead(w, self.newest_end, rules)
+        if verdict is None:
+            self.ahead = None
+            return None
+        first = self.ahead
+        if first is not None and abs(w.end - first[0]) <= rules.max_ahead_s:
+            first[1] += 1
+        else:
+            first = self.ahead = [w.end, 1]
+        if first[1] < rules.confirm_windows:
+            return Verdict(verdict.field, verdict.value,
+                           f"{verdict.reason}; unconfirmed: {int(first[1])} of "
+                           f"plausibility.confirm_windows = {rules.confirm_windows} windows "
+                           f"in a row that far ahead")
+        self.ahead = None
+        return None
+
+    def _held(self, w: Window, verdict: Verdict) -> dict[str, Any]:
+        """The dead letter of an implausible window, counted for the next prediction's
+        flags."""
+        self.held += 1
+        return _rejection(w, verdict.field, verdict.reason, verdict.value)
 
     def _boundary(self, end: float) -> float:
         """The first solve boundary at or after ``end``."""
@@ -323,6 +385,10 @@ class SystemState:
         (:attr:`solve_tiers`; ``None``: all)."""
         cfg = self.config
         self.solves += 1
+        if self.held_due:
+            held = self.held_due.pop(0)
+        else:                               # the final solve of a finite input
+            held, self.held = self.held, 0
         solved = self.tiers if tiers is None or tiers >= len(self.tiers) \
             else dict(islice(self.tiers.items(), tiers))
         models = [t.refresh() for t in solved.values()]
@@ -338,6 +404,8 @@ class SystemState:
         think = self._think_time(m, mix_vec if X > 0 else uniform, classes)
         pred: dict[str, Any] = {"system": self.system, "time": time, "solve": self.solves,
                                 "think_time_s": think, "horizon_s": cfg.horizon_s}
+        if held:
+            pred["held"] = held
         ready = classes and all(t.demands for t in models) and any(
             sum(t.demands.values()) > 0 for t in models)
         if not ready:
@@ -361,14 +429,14 @@ class SystemState:
         out = Outputs()
         pred, m, model, time = solve.pred, solve.measured, solve.model, solve.time
         if model is None:
-            out.predictions.append(clean(pred))
+            out.predictions.append(clean(_with_held(pred)))
             return out
         n_now, source = self._population(m, model)
         if n_now is None:
             pred.update(model=model.kind, flags=model.flags + [
                 "current population unknown: no users, no response times, throughput beyond "
                 "the model's saturation"])
-            out.predictions.append(clean(pred))
+            out.predictions.append(clean(_with_held(pred)))
             return out
         if source != "measured":
             self._add_users_point(time, float(n_now))
@@ -378,7 +446,7 @@ class SystemState:
         self.last_model = (time, model, n_now, n_fc)
         alerts = self._alerts(pred, m, model, time)
         pred["model_trusted"] = "model_error" not in self.alerts.active()
-        out.predictions.append(clean(pred))
+        out.predictions.append(clean(_with_held(pred)))
         out.alerts += [clean(a) for a in alerts]
         return out
 
@@ -597,7 +665,9 @@ class SystemState:
                 "think_time_est": self.think_time_est, "alerts": self.alerts.to_dict(),
                 "solves": self.solves, "last_capacity": self.last_capacity,
                 "last_solved": self.last_solved, "breach_trust": self.breach_trust,
-                "remediation_hints": self.remediation_hints}
+                "remediation_hints": self.remediation_hints,
+                "newest_end": self.newest_end, "ahead": self.ahead, "held": self.held,
+                "held_due": list(self.held_due)}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], config: SystemConfig,
@@ -617,4 +687,10 @@ class SystemState:
         state.last_solved = data.get("last_solved")
         state.breach_trust = data.get("breach_trust")
         state.remediation_hints = dict(data.get("remediation_hints") or {})
+        # absent in states saved before the plausibility rules
+        ends = [t.ends[-1] for t in state.tiers.values() if t.ends]
+        state.newest_end = data.get("newest_end", max(ends) if ends else None)
+        state.ahead = data.get("ahead")
+        state.held = data.get("held", 0)
+        state.held_due = list(data.get("held_due", ()))
         return state

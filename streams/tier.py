@@ -50,6 +50,7 @@ from estimators.tail import service_tail_p95
 from solvers.processes import MAP
 from streams.config import SystemConfig
 from streams.history import WindowHistory
+from streams.plausibility import Plausibility, Verdict, jumped, overlap, physical
 from streams.records import Window, clean
 
 __all__ = ["TierState", "TierModel", "Interval", "step_tiers"]
@@ -325,6 +326,13 @@ def _idc_flag(est: DispersionInterval, threshold: float) -> str | None:
     return "uncertain" if est.lower <= threshold <= est.upper else None
 
 
+def _push(recent: list[float], value: float, keep: int) -> None:
+    """Append ``value``, keeping the last ``keep`` (a short list: smaller than a deque)."""
+    recent.append(value)
+    if len(recent) > keep:
+        del recent[0]
+
+
 def _moved(new: tuple[float, ...], old: list[float] | None) -> bool:
     if old is None:
         return True
@@ -372,6 +380,12 @@ class TierState:
         self.kalman: KalmanDemandEstimator | None = None
         self.history = WindowHistory(config.history)
         self.ends: list[float] = []                 # sorted, the last dedup_windows ends
+        self.starts: list[float] = []               # their windows' starts (end - window_s)
+        # plausibility (streams.plausibility): users and completion rates of the last
+        # recent_windows accepted windows, and the jumped windows held in a row
+        self.recent_users: list[float] = []
+        self.recent_rates: list[float] = []
+        self.held = 0
         self.windows = 0                            # windows applied (each counted once)
         self.duplicates = 0
         self.late = 0
@@ -417,22 +431,60 @@ class TierState:
         if new:
             self._admitted.update(new)
 
-    def admit(self, w: Window) -> tuple[str | None, bool]:
-        """Duplicate / too-late check: ``(reason, late)``, ``reason`` ``None`` for a new window.
-        An admitted window's end is remembered at once (a later window of the same batch with
-        the same end is a duplicate); ``late``: older than the newest end seen."""
+    def admit(self, w: Window, rules: Plausibility | None = None
+              ) -> tuple[str | None, bool, Verdict | None]:
+        """Duplicate / too-late check, then plausibility against the tier's recent windows
+        (:meth:`implausible`): ``(reason, late, verdict)``, both ``None`` for a window
+        admitted. An admitted window's end is remembered at once (a later window of the same
+        batch with the same end is a duplicate); ``late``: older than the newest end seen."""
         ends = self.ends
         i = bisect.bisect_left(ends, w.end)
         if i < len(ends) and ends[i] == w.end:
-            return f"duplicate: window (system, tier, end={w.end!r}) was already processed", False
+            return (f"duplicate: window (system, tier, end={w.end!r}) was already processed",
+                    False, None)
         if i == 0 and len(ends) >= self.config.dedup_windows:
             return (f"too late: end={w.end!r} is older than the {self.config.dedup_windows} "
-                    f"windows kept to recognise duplicates (oldest {ends[0]!r})"), False
+                    f"windows kept to recognise duplicates (oldest {ends[0]!r})"), False, None
+        if rules is not None:
+            verdict = self.implausible(w, i, rules)
+            if verdict is not None:
+                return None, False, verdict
         late = i < len(ends)
         ends.insert(i, w.end)
+        self.starts.insert(i, w.end - w.window_s)
         if len(ends) > self.config.dedup_windows:
             del ends[0]
-        return None, late
+            del self.starts[0]
+        return None, late, None
+
+    def implausible(self, w: Window, i: int, rules: Plausibility) -> Verdict | None:
+        """Why ``w``, to be kept at position ``i`` of the tier's ends, cannot be what the tier
+        measured (:mod:`streams.plausibility`: overlap, no busy time for its completions, a
+        jump of ``users`` or the completion rate not yet confirmed); ``None``: plausible, and
+        its users and rate join the tier's recent ones."""
+        ends = self.ends
+        n = w.total_completions
+        verdict = overlap(w, ends[i - 1] if i else None,
+                          self.starts[i] if i < len(ends) else None, rules) \
+            or physical(w, rules, n)
+        if verdict is not None:
+            return verdict
+        rate = n / w.window_s
+        verdict = jumped("completion rate", rate, self.recent_rates, rules.rate_floor, rules)
+        if verdict is None and w.users is not None:
+            verdict = jumped("users", w.users, self.recent_users, rules.users_floor, rules)
+        if verdict is not None:
+            self.held += 1
+            if self.held < rules.confirm_windows:
+                return verdict
+            self.recent_rates.clear()             # confirmed: a new level
+            self.recent_users.clear()
+        self.held = 0
+        keep = rules.recent_windows
+        _push(self.recent_rates, rate, keep)
+        if w.users is not None:
+            _push(self.recent_users, float(w.users), keep)
+        return None
 
     def accept(self, w: Window, late: bool, index: int, out: list[tuple[int, dict]]) -> None:
         """Count an admitted window; the rest of its work -- history, interval sums and the
@@ -632,7 +684,9 @@ class TierState:
             "tier": self.tier, "classes": list(self.classes),
             "kalman": self.kalman.to_dict() if self.kalman else None,
             "history": self.history.to_dict() if with_history else self.history.header(),
-            "ends": list(self.ends), "windows": self.windows, "duplicates": self.duplicates,
+            "ends": list(self.ends), "starts": list(self.starts),
+            "recent_users": list(self.recent_users), "recent_rates": list(self.recent_rates),
+            "held": self.held, "windows": self.windows, "duplicates": self.duplicates,
             "late": self.late, "cores": self.cores, "window_s": self.window_s,
             "interval": self.interval.to_dict(), "fit_inputs": self.fit_inputs, "fit": self.fit,
             "model": self.model, "idc_seq": self.idc_seq, "regression": self.regression,
@@ -660,6 +714,12 @@ class TierState:
         state.history = (WindowHistory.from_dict(hist) if "rows" in hist
                          else WindowHistory.restore(hist, chunks or {}))
         state.ends = list(data["ends"])
+        # absent in states saved before the plausibility rules: the newest window's length
+        state.starts = list(data.get("starts") or
+                            [e - float(data["window_s"]) for e in state.ends])
+        state.recent_users.extend(data.get("recent_users", ()))
+        state.recent_rates.extend(data.get("recent_rates", ()))
+        state.held = data.get("held", 0)
         for key in ("windows", "duplicates", "late", "cores", "window_s", "fit_inputs", "fit",
                     "model", "idc_seq", "regression", "reg_seq"):
             setattr(state, key, data[key])

@@ -421,7 +421,10 @@ SETTINGS = {"defaults": ["solve_interval_s", "solve_offset_s", "horizon_s", "tre
                          "think_time_s", "idc_threshold", "map_max_population", "history",
                          "regression_windows", "dedup_windows", "model_error_threshold",
                          "alert_fire_after", "alert_resolve_after", "utilization_tolerance"],
-            "limits": ["max_systems", "max_tiers", "max_classes", "idle_system_s"]}
+            "limits": ["max_systems", "max_tiers", "max_classes", "idle_system_s"],
+            "plausibility": ["max_ahead_s", "confirm_windows", "overlap_tolerance",
+                             "jump_factor", "recent_windows", "users_floor", "rate_floor",
+                             "min_demand_s", "utilization_resolution"]}
 
 
 def _toml(value: Any) -> str:
@@ -463,7 +466,7 @@ def test_fuzz_config_is_refused_naming_the_key_or_runs_both_shells(text, batch,
         config = load_config(path, env={})
     except ConfigError as err:
         # the key, or (a lone surrogate in a string) the file is not valid TOML
-        assert re.match(r"(defaults|limits)\.\w+: |config: .* is not valid TOML", str(err)), \
+        assert re.match(r"(defaults|limits|plausibility)\.\w+: |config: .* is not valid TOML", str(err)), \
             str(err)
         return
     run_both(config, [json.dumps(r).encode() for r in batch])
@@ -543,15 +546,8 @@ def test_corpus_configs_are_refused_naming_the_key(case, tmp_path):
         load_config(path, env={})
 
 
-#: corpus cases whose later windows are not solved yet (issue 23, item 1): when one passes,
-#: give the case its outcome in tests/fuzz_corpus and take it off this list
-_STOPS_SOLVES = {"end in 2100 among the system's windows":
-                 "a window dated 2100 moves the system's next solve to 2100 (issue 23, item 1)"}
-
-
-@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.xfail(
-    strict=True, reason=_STOPS_SOLVES[c.name])) if c.name in _STOPS_SOLVES else c
-    for c in CORPUS if c.after], ids=[c.name for c in CORPUS if c.after])
+@pytest.mark.parametrize("case", [c for c in CORPUS if c.after],
+                         ids=[c.name for c in CORPUS if c.after])
 def test_corpus_the_system_is_still_solved_after_a_hostile_window(case: Case):
     """The ordinary windows after a hostile one are still solved: one record does not
     silently stop its system's predictions."""

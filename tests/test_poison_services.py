@@ -12,6 +12,7 @@ import time
 import pytest
 from typer.testing import CliRunner
 
+from fuzz_corpus import CORPUS
 from pipeline_harness import TopicReader, Worker, service_env, unique, wait_for, write_config
 from streams.cli import app
 from streams.config import load_config
@@ -84,6 +85,62 @@ def test_produce_and_the_worker_dead_letter_every_poison_pill(tmp_path):
                       key=lambda e: (e["tier"], e["seq"]))
         assert shop == want
         assert _count_raw(bootstrap, config.kafka.topic("windows")) == len(trace) - 1
+    finally:
+        worker.stop()
+        for reader in readers.values():
+            reader.close()
+
+
+def test_the_worker_dead_letters_implausible_windows_and_processes_the_rest(tmp_path):
+    """Issue 23 item 1 through the real broker: each plausibility case of the corpus (an end
+    in 2100, users jumping to 10^9, utilization 0 with 4e9 completions, a window overlapping
+    another by half, a 10,000-fold completion rate) with the ordinary windows around it, sent
+    by ``perfcast produce``: the worker dead-letters exactly the hostile window of each, naming
+    field, value and reason, gives every other window an estimate -- those of the embedded core
+    -- still solves each system after it, flags the next prediction, and keeps running."""
+    bootstrap = service_env("PERFCAST_KAFKA_BOOTSTRAP")
+    cases = [c for c in CORPUS if c.after and c.reason.startswith(("past", "busy", "overlaps",
+                                                                    "times", "completion"))]
+    assert len(cases) == 5
+    trace = [line for c in cases for line in c.lines + c.after]
+    source = tmp_path / "trace.jsonl"
+    source.write_text("\n".join(trace) + "\n", encoding="utf-8")
+    config_path = write_config(tmp_path / "perfcast.toml", unique("shop"), unique("t"))
+    config = load_config(config_path)
+    ensure_topics(config.kafka, partitions=2)
+    readers = {name: TopicReader(bootstrap, config.kafka.topic(name))
+               for name in ("estimates", "deadletter", "predictions")}
+    worker = Worker(config_path, unique("app"), tmp_path / "worker.log").start()
+    try:
+        result = CliRunner().invoke(app, ["produce", "--source", str(source), "--config",
+                                          str(config_path), "--bootstrap", bootstrap])
+        assert result.exit_code == 0, result.output
+        wait_for(lambda: len(readers["estimates"].poll()) >= len(trace) - len(cases)
+                 and len(readers["deadletter"].poll()) >= len(cases),
+                 timeout=180, what="estimates and dead letters", worker=worker)
+        time.sleep(2)
+        assert worker.alive(), worker.log_tail()
+        dead = readers["deadletter"].poll()
+        assert len(dead) == len(cases)
+        for case in cases:
+            hostile = json.loads(case.hostile)
+            (d,) = [d for d in dead if d["system"] == hostile["system"]]
+            assert d["field"] == case.field and case.reason in d["reason"], d
+            assert d["reason"].startswith("implausible") and d["value"] is not None
+        reference = Pipeline(config).process_many(trace)
+        assert len(reference.deadletter) == len(cases)
+        key = lambda e: (e["system"], e["tier"], e["seq"])      # noqa: E731
+        assert sorted(readers["estimates"].poll(), key=key) == \
+            sorted(json.loads(json.dumps(reference.estimates)), key=key)
+        wait_for(lambda: len(readers["predictions"].poll()) >= len(reference.predictions),
+                 timeout=120, what="predictions", worker=worker)
+        predictions = readers["predictions"].poll()
+        for case in cases:
+            system = json.loads(case.hostile)["system"]
+            times = [p["time"] for p in predictions if p["system"] == system]
+            assert max(times) >= json.loads(case.after[-1])["end"] - 60.0, system
+            assert any("dead-lettered as implausible" in f for p in predictions
+                       if p["system"] == system for f in p.get("flags") or []), system
     finally:
         worker.stop()
         for reader in readers.values():

@@ -8,9 +8,9 @@ invalid UTF-8), the last of which is the hostile one, and what must become of it
 - ``field`` / ``reason``: it is dead-lettered, the dead letter naming ``field`` and its reason
   containing ``reason``;
 - ``field = None``: it is accepted (an estimate), possibly flagged (``flag`` in its flags);
-- ``after``: ordinary windows sent after it, each of which must still be processed;
-- ``field = ANY``: the contract leaves it open for now (issue 23, item 1: plausibility checks
-  against the system's own windows are not in yet) -- only the invariant is checked: processed
+- ``after``: ordinary windows sent after it, each of which must still be processed (and its
+  system still solved);
+- ``field = ANY``: the contract leaves it open -- only the invariant is checked: processed
   or dead-lettered with a reason, every output finite, nothing raised.
 
 :data:`CONFIGS` are configuration files (TOML) that must be refused naming the key.
@@ -136,19 +136,32 @@ CORPUS: list[Case] = [
     _one("a JSON array, not an object", "[1, 2, 3]", "record", "JSON object"),
     _one("completions as a list", window(system="p-list", completions=[1, 2]), "completions",
          "object"),
-    # -- accepted records that could steer a system (outcome open: issue 23, item 1) ---------
+    # -- valid records implausible against their system's own windows (issue 23, item 1;
+    #    streams/plausibility.py) ----------------------------------------------------------
     Case("end in 2100 among the system's windows",
          tuple(_series("p-2100", 30)) + (window(system="p-2100", end=4_102_444_800.0),),
-         ANY, after=tuple(_series("p-2100", 60, start=_BASE_END + 150.0))),
+         "end", "past the system's newest window end",
+         after=tuple(_series("p-2100", 60, start=_BASE_END + 150.0))),
     Case("utilization 0 with 4e9 completions",
          tuple(_series("p-4e9", 30)) + (window(system="p-4e9", end=_BASE_END + 150.0,
                                                utilization=0.0,
-                                               completions={"home": 4e9}),), ANY,
-         after=tuple(_series("p-4e9", 60, start=_BASE_END + 155.0))),
+                                               completions={"home": 4e9}),), "completions",
+         "busy core-seconds", after=tuple(_series("p-4e9", 60, start=_BASE_END + 155.0))),
     Case("a window overlapping another by half",
          tuple(_series("p-overlap", 10)) + (window(system="p-overlap",
-                                                   end=_BASE_END + 5.0 * 9 + 2.5),), ANY,
+                                                   end=_BASE_END + 5.0 * 9 + 2.5),), "end",
+         "overlaps the window ending at",
          after=tuple(_series("p-overlap", 10, start=_BASE_END + 50.0))),
+    Case("users jumping from 10 to 10**9 after ordinary windows",
+         tuple(_series("p-jump", 30)) + (window(system="p-jump", end=_BASE_END + 150.0,
+                                                users=10**9),), "users",
+         "times the tier's recent median",
+         after=tuple(_series("p-jump", 60, start=_BASE_END + 155.0))),
+    Case("completions jumping 10,000-fold at a busy tier",
+         tuple(_series("p-rate", 30)) + (window(system="p-rate", end=_BASE_END + 150.0,
+                                                completions={"home": 1_000_000}),),
+         "completions", "completion rate",
+         after=tuple(_series("p-rate", 60, start=_BASE_END + 155.0))),
     Case("the same window twice", tuple(_series("p-dup", 10)) + (_series("p-dup", 10)[-1],),
          "end", "duplicate"),
     Case("a window older than the kept ends",
