@@ -39,6 +39,11 @@ between (2) and (3) produces a batch's records again (their ``(system, tier, seq
 ``(system, time)`` identify them; InfluxDB overwrites equal points). Estimate points still in
 the InfluxDB sink's buffer when the worker dies are lost (at most one flush interval). At
 shutdown the agent takes no new batch and finishes the ones it has before the producer stops.
+
+Rebalances: a revocation returns only once the batches in hand are finished and the revoked
+partitions' offsets committed, and windows taken in before it are left to the partition's
+next owner (``hand_over``, ``current``), so partitions move with exactly the state of their
+committed windows (``docs/pipeline.md``, "Delivery guarantees").
 """
 
 from __future__ import annotations
@@ -365,8 +370,11 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
         except Exception:                                  # noqa: BLE001 -- reported here
             log.exception("a batch failed at a revocation (its windows are read again)")
             return
-        if revoked and not await app.consumer.commit(set(revoked)):
-            await app.consumer.commit(set(revoked))   # the first waited for a commit under way
+        if revoked:
+            committed = (await app.consumer.commit(set(revoked))
+                         or await app.consumer.commit(set(revoked)))   # after one under way
+            log.info("%d partitions revoked: batches in hand finished, offsets %s",
+                     len(revoked), "committed" if committed else "already committed")
 
     def current(events: list[Any]) -> list[Any]:
         """The events fetched under the present assignment: those taken in before a rebalance
