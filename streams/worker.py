@@ -52,7 +52,6 @@ import asyncio
 import logging
 import os
 import time
-from functools import partial
 from typing import Any
 
 import faust
@@ -63,6 +62,7 @@ from streams.config import Config, KafkaSettings
 from streams.core_process import (OUTPUT_TOPICS, BatchResult, CoreProcess, CoreRunner,
                                   InlineCore)
 from streams.delivery import deliver_directly
+from streams.handover import FinishedOffsets, commit_finished
 from streams.influx import InfluxSink
 
 __all__ = ["build_app", "faust_broker_options", "faust_worker", "tune_fetches"]
@@ -313,6 +313,7 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
         if line:
             log.info("%s", line)
 
+    finished = FinishedOffsets()      # per source partition, the offset to commit
     settled = asyncio.Event()         # cleared from a revocation to the next assignment
     settled.set()
 
@@ -366,15 +367,16 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
             await asyncio.wait_for(drain(), SHUTDOWN_WAIT_S)
         except asyncio.TimeoutError:
             log.warning("revocation with a batch not finished (its windows are read again)")
+            finished.take(revoked)
             return
         except Exception:                                  # noqa: BLE001 -- reported here
             log.exception("a batch failed at a revocation (its windows are read again)")
+            finished.take(revoked)
             return
-        if revoked:
-            committed = (await app.consumer.commit(set(revoked))
-                         or await app.consumer.commit(set(revoked)))   # after one under way
-            log.info("%d partitions revoked: batches in hand finished, offsets %s",
-                     len(revoked), "committed" if committed else "already committed")
+        offsets = finished.take(revoked)
+        committed = await commit_finished(app.consumer, offsets)
+        log.info("%d partitions revoked: batches in hand finished, offsets %s", len(revoked),
+                 {tp.partition: o for tp, o in offsets.items()} if committed else "unchanged")
 
     def current(events: list[Any]) -> list[Any]:
         """The events fetched under the present assignment: those taken in before a rebalance
@@ -406,8 +408,11 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
         (at least once), never loses them, and a committed window is always in the
         changelog."""
         await drain()                     # an agent restarted after a failure
-        flows[:] = [BatchFlow(runner, Steps(deliver, persist, partial(acknowledge, stream),
-                                            stats.add))]
+        async def ack(events: list[Any]) -> None:
+            await acknowledge(stream, events)
+            finished.add(events)
+
+        flows[:] = [BatchFlow(runner, Steps(deliver, persist, ack, stats.add))]
         await runner.start()
         async for events in adaptive_batches(stream, batch, within_s):
             if stopping.is_set():
