@@ -20,6 +20,10 @@ this module was written):
   (``streams.worker.tune_fetches``).
 * ``faust.transport.consumer.Consumer._read_offset``: :func:`read_offsets`. Why: the backlog
   that lets a batch close early when the worker has caught up (``streams.batching.backlog``).
+* ``faust.transport.consumer.Consumer._commit_offsets``: :func:`commit_offsets`. Why: Faust
+  has no public call that commits given offsets, and forgets the acknowledgements of revoked
+  partitions as a revocation begins; the worker commits what it finished before handing a
+  partition over (``streams.handover``).
 * ``faust.Stream._enable_passive``: :func:`enable_passive`. Why: drains the stream in the
   background so its processors see every event, exactly as ``Stream.take_events`` does
   (``streams.batching.adaptive_batches``).
@@ -56,8 +60,8 @@ from typing import Any, Callable, Mapping
 
 from mode.services import WaitResults
 
-__all__ = ["SUPPORTED", "UnsupportedFramework", "check_versions", "disable_spinner",
-           "enable_passive", "fetcher_of", "has_replaced_wait_first", "installed_versions",
+__all__ = ["SUPPORTED", "UnsupportedFramework", "check_versions", "commit_offsets",
+           "disable_spinner", "enable_passive", "fetcher_of", "has_replaced_wait_first", "installed_versions",
            "read_offsets", "replace_wait_first", "set_fetch_limits", "stop_events",
            "unsupported_versions", "wait_results"]
 
@@ -145,6 +149,12 @@ def set_fetch_limits(app: Any, wait_ms: int, min_bytes: int) -> None:
 def read_offsets(consumer: Any) -> Mapping[Any, int | None]:
     """Faust's consumer's last read offset per topic partition (``_read_offset``)."""
     return consumer._read_offset
+
+
+async def commit_offsets(consumer: Any, offsets: Mapping[Any, int]) -> bool:
+    """Commit ``offsets`` (topic partition -> next offset to read) through Faust's consumer
+    (``_commit_offsets``, which also keeps Faust's own record of committed offsets in step)."""
+    return bool(await consumer._commit_offsets(dict(offsets)))
 
 
 def enable_passive(stream: Any) -> None:

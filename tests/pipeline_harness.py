@@ -56,17 +56,20 @@ class Worker:
     """``perfcast worker`` as a real subprocess (so that it can be SIGKILLed)."""
 
     def __init__(self, config: Path, app_id: str, log: Path, partitions: int = 2, *,
-                 root: Path = ROOT, loglevel: str | None = None) -> None:
-        """``root``: the source tree to run (``bench/bench_worker_ab.py`` compares two)."""
+                 root: Path = ROOT, loglevel: str | None = None,
+                 env: dict[str, str] | None = None) -> None:
+        """``root``: the source tree to run (``bench/bench_worker_ab.py`` compares two);
+        ``env``: variables added to the worker's environment."""
         self.cmd = [sys.executable, "-m", "streams.cli", "worker", "--config", str(config),
                     "--app-id", app_id, "--partitions", str(partitions), "--loglevel",
                     loglevel or os.environ.get("PERFCAST_WORKER_LOGLEVEL", "warning")]
         self.root = root
         self.log = log
+        self.env = env or {}
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> "Worker":
-        env = {**os.environ, "PYTHONPATH": str(self.root)}
+        env = {**os.environ, **self.env, "PYTHONPATH": str(self.root)}
         fh = open(self.log, "a")
         self.proc = subprocess.Popen(self.cmd, stdout=fh, stderr=subprocess.STDOUT, env=env,
                                      cwd=self.root, start_new_session=True)

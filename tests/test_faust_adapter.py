@@ -246,6 +246,15 @@ def test_adaptive_batches_over_a_real_stream_acknowledge_only_when_told():
     assert not any(before) and all(after)
 
 
+def test_commit_offsets_is_faust_s_commit_of_given_offsets():
+    """``Consumer._commit_offsets(offsets)``: a coroutine function taking the offsets mapping
+    (``streams.handover`` commits what it finished before a revocation returns)."""
+    commit = require(FaustConsumer, "_commit_offsets", "commit_offsets")
+    assert inspect.iscoroutinefunction(commit)
+    params = list(inspect.signature(commit).parameters)
+    assert params[:2] == ["self", "offsets"], params
+
+
 def test_read_offsets_is_faust_s_per_partition_read_offset():
     from faust.types import TP
 
