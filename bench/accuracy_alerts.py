@@ -11,7 +11,7 @@ Prints the tables of docs/accuracy.md section 4.
                                                # and Holt (bench/alert_shapes.py)
     python bench/accuracy_alerts.py --shapes --quick   # one seed per scenario
 
-The system is the demo's shop (:mod:`streams.demo`: paper 000's think time 0.5 s, front server
+The system is the demo's shop (:mod:`streams.cli.demo`: paper 000's think time 0.5 s, front server
 and database in series, four browsing-mix classes) with every demand doubled, so that it
 saturates near 60 users instead of 115: the MAP network the pipeline solves for a bursty tier
 then has a quarter of the states and a run takes seconds. Kinds:
@@ -25,15 +25,15 @@ then adds one user every ``60 / slope`` seconds up to ``users_end``, then holds 
 minutes. ``users_end`` is 1.4x the capacity (a breach follows) or 0.85x it (the ramp stops
 below capacity: no sustained breach, so any alert is a false alarm unless the noise itself
 breaches); the capacity comes from the true model (:func:`true_capacity`). The windows
-(5 s, input contract) go through the whole pipeline (:func:`streams.embedded.run_embedded`).
+(5 s, input contract) go through the whole pipeline (:func:`streams.cli.embedded.run_embedded`).
 
 * **Actual breach** -- the pipeline's ``current_breach`` definition recomputed from the
   windows: per 60-s solve interval and class, the completion-weighted mean response time summed
   over the tiers; above the SLA is a breach, 0.9-1x SLA the dead band; it counts once it held
-  for ``alert_fire_after`` (2) intervals (:class:`streams.alerts.AlertBook`). The breach time
+  for ``alert_fire_after`` (2) intervals (:class:`streams.core.alerts.AlertBook`). The breach time
   is that firing time (checked against the pipeline's own ``current_breach`` events).
 * **perfcast** -- the pipeline's ``predicted_breach`` firing times, under each
-  ``demand_policy`` (:data:`streams.config.DEMAND_POLICIES`: the default ``selected`` and the
+  ``demand_policy`` (:data:`streams.core.config.DEMAND_POLICIES`: the default ``selected`` and the
   former default ``kalman_checked``) at ``idc_threshold`` 10; the sweep uses the default policy.
 * **baseline** -- ``predict_linear``: at each solve time a least-squares line through each
   class's per-window measured response time over the last 10 minutes, extrapolated over the
@@ -68,10 +68,10 @@ from solvers.paper000 import THINK_TIME, scenarios  # noqa: E402
 from solvers.processes import MAP  # noqa: E402
 from solvers.simulation.monitoring import monitor_closed  # noqa: E402
 from solvers.simulation.network import ClosedNetwork, Queue  # noqa: E402
-from streams.config import DEMAND_POLICIES, Config, SystemConfig  # noqa: E402
-from streams.demo import CLASSES, START  # noqa: E402
-from streams.embedded import run_embedded  # noqa: E402
-from streams.system import BREACH_RESOLVE_FACTOR, CURRENT_RESOLVE_FACTOR  # noqa: E402
+from streams.core.config import DEMAND_POLICIES, Config, SystemConfig  # noqa: E402
+from streams.cli.demo import CLASSES, START  # noqa: E402
+from streams.cli.embedded import run_embedded  # noqa: E402
+from streams.core.system import BREACH_RESOLVE_FACTOR, CURRENT_RESOLVE_FACTOR  # noqa: E402
 
 SCALE = 2.0                       # demands x2: the shop saturates near 60 users
 WINDOW_S = 5.0
@@ -114,7 +114,7 @@ def true_capacity(kind: str, sla_s: float) -> int:
     """Largest population whose every class meets ``sla_s`` in the true model: the aggregate
     network (front exponential, database its MAP(2) or exponential, mix-weighted demands) solved
     exactly (MAP network / MVA), classes read back as ``R_c = sum_m D_mc R_m / D_m`` -- the
-    pipeline's own read-back (streams.model)."""
+    pipeline's own read-back (streams.predict.model)."""
     Dm = np.array([FRONT @ MIX, DB @ MIX])
     ratio = np.vstack([FRONT, DB]) / Dm[:, None]
 
@@ -182,7 +182,7 @@ def response_series(recs: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray,
 
 
 def interval_response(recs: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
-    """The pipeline's measured ``R_c`` per solve interval (streams.system ``_measured``): per
+    """The pipeline's measured ``R_c`` per solve interval (streams.core.system ``_measured``): per
     tier the completion-weighted mean over the windows with ``end`` in ``(t - 60, t]``, summed
     over the tiers; NaN when a tier has no completion of the class. Returns (times, R)."""
     sums: dict[tuple[float, str], np.ndarray] = {}
@@ -209,7 +209,7 @@ def interval_response(recs: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarra
 
 def episodes(conditions: list[tuple[float, bool | None]]) -> list[tuple[float, float | None]]:
     """``(fired, resolved)`` episodes of an alert fed ``conditions`` at each solve time, with
-    the pipeline's hysteresis (:class:`streams.alerts.AlertBook`, fire after 2, resolve after
+    the pipeline's hysteresis (:class:`streams.core.alerts.AlertBook`, fire after 2, resolve after
     3)."""
     return hysteresis_episodes(conditions, SystemConfig.alert_fire_after,
                                SystemConfig.alert_resolve_after)
@@ -221,7 +221,7 @@ def breach_episodes(recs: list[dict[str, Any]], sla: float) -> list[tuple[float,
     times, R = interval_response(recs)
     conds = []
     for t, r in zip(times[:-1], R[:-1]):
-        # per class: True above the SLA, None in the dead band, False below (streams.system)
+        # per class: True above the SLA, None in the dead band, False below (streams.core.system)
         per = [None if (not np.isnan(v) and CURRENT_RESOLVE_FACTOR * sla <= v <= sla)
                else bool(not np.isnan(v) and v > sla) for v in r]
         conds.append((t, per))

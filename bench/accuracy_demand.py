@@ -14,7 +14,7 @@ Estimators, each given the windows up to and including ``k`` to estimate at wind
 * ``util_law``   -- the utilization law without classes: ``D_c = sum U T cores / sum n`` over
   the last 12 windows, the same for every class (what a tier's mean service time gives);
 * ``kalman_checked`` -- ``demand_policy = "kalman_checked"``, the pipeline's policy before this
-  comparison (``streams.model._identified``): the
+  comparison (``streams.predict.model._identified``): the
   Kalman demands, a class whose estimate disagrees with the sliding regression (refreshed as
   the pipeline refreshes it, once a quarter of its windows is new) or is too uncertain replaced
   by the mix-weighted mean;
@@ -22,7 +22,7 @@ Estimators, each given the windows up to and including ``k`` to estimate at wind
   regression as the pipeline refreshes it: per window the one with the lowest one-step-ahead
   utilization-prediction error over the last 60 windows (Kalman kept unless the regression is
   10% better); its demands are used as they are (no per-class fallback). Chosen from these
-  tables as the pipeline's default, ``demand_policy = "selected"`` (:mod:`streams.tier`), which
+  tables as the pipeline's default, ``demand_policy = "selected"`` (:mod:`streams.core.tier`), which
   makes the same choice once per solve rather than every window.
 
 Errors per window: the mean relative demand error over classes ``mean_c |x_c / D_c - 1|`` and
@@ -52,8 +52,8 @@ from estimators.demand import KalmanDemandEstimator, regression_demands  # noqa:
 from estimators.selection import ESTIMATORS, select_estimator  # noqa: E402
 from solvers.simulation import ClosedNetwork, Queue, fcfs_queue, monitor_closed, \
     monitor_windows  # noqa: E402
-from streams.model import _identified  # noqa: E402
-from streams.tier import TierModel  # noqa: E402
+from streams.predict.model import _identified  # noqa: E402
+from streams.core.tier import TierModel  # noqa: E402
 
 #: TPC-W browsing / shopping / ordering mixes (percent of requests), paper 004 section 3.2
 TPCW_MIXES = np.array([
@@ -70,7 +70,7 @@ PAPER002_TABLE2 = {
     "Normal(0.35)": {3: (0.0575, 0.0974), 5: (0.1026, 0.1521), 10: (0.4256, 0.5914)},
     "exponential": {3: (0.1791, 0.2940), 5: (0.2936, 0.4499), 10: (0.7071, 0.9760)},
 }
-REGRESSION_WINDOWS = 120          # streams.config.SystemConfig.regression_windows
+REGRESSION_WINDOWS = 120          # streams.core.config.SystemConfig.regression_windows
 REGRESSION_REFRESH = 30           # the pipeline refits once a quarter of them is new
 UTIL_LAW_WINDOWS = 12
 WARMUP = REGRESSION_WINDOWS       # errors are compared from here on (every estimator ready)
@@ -200,7 +200,7 @@ def util_law_path(s: Stream) -> np.ndarray:
 
 
 def pipeline_path(s: Stream, kal: np.ndarray, kal_sd: np.ndarray, reg: np.ndarray) -> np.ndarray:
-    """``streams.model._identified`` on the Kalman demands and the pipeline's sliding
+    """``streams.predict.model._identified`` on the Kalman demands and the pipeline's sliding
     regression ``reg`` (refit every :data:`REGRESSION_REFRESH` windows), over the window's
     mix."""
     K, C = s.counts.shape

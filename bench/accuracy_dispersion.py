@@ -46,7 +46,7 @@ from solvers.simulation.mmpp import mmpp2_design, mmpp2_intervals  # noqa: E402
 
 WINDOW_S = 20.0          # T, in mean service times
 UTILIZATION = 0.7
-THRESHOLD = 10.0         # streams.config.SystemConfig.idc_threshold
+THRESHOLD = 10.0         # streams.core.config.SystemConfig.idc_threshold
 
 
 def monitored_queue(process: MAP, windows: int, seed: int, utilization: float = UTILIZATION):

@@ -27,7 +27,7 @@ replications, 95% t-intervals) at 20, 40, 60, 80, 100, 120 and 150% of the knee
 ``N* = (sum_m D_m + Z) / max_m (D_m / c_m)`` (aggregate demands ``D_m = sum_c p_c D_{m,c}``).
 
 **Models** (all on the aggregate single class, per-class answers read back FCFS-style as
-:mod:`streams.model` does: ``R_c = sum_m (D_{m,c} + max(R_m - D_m, 0))``, one visit per tier):
+:mod:`streams.predict.model` does: ``R_c = sum_m (D_{m,c} + max(R_m - D_m, 0))``, one visit per tier):
 
 1. ``dec`` -- :func:`solvers.decomposition.solve_decomposed`, each bursty tier's MAP rescaled to
    ``D_m``, the other tiers exponential, with the tiers' cores;

@@ -12,20 +12,20 @@ What it does (paper 000 sections 3.4, 4.2, 4.3; Figs. 10-12, Table 4):
    series, FCFS, the database a MAP(2)) -- one seeded simulation at 50 users, after a 5-minute
    warm-up, monitored in 5 s windows (:func:`solvers.simulation.monitoring.window_records`: the
    input contract's records, utilization and completions per tier and window).
-2. **Through the pipeline.** The records go through :class:`streams.pipeline.Pipeline` (the core
+2. **Through the pipeline.** The records go through :class:`streams.core.pipeline.Pipeline` (the core
    ``run_embedded`` drives), twice: with the default configuration and with
    ``bursty_demand = "estimator"``. The last prediction record holds, per tier, what the
    pipeline's model uses: the demand ``demand_s`` (under the default ``demand_policy =
    "selected"`` the Kalman filter's or the sliding regression's, whichever predicted the tier's
    recent utilization better; both are reported; under the default ``bursty_demand =
    "history"`` a bursty tier's demand in the MAP network is instead its busy time per completion
-   over the history, :mod:`streams.model`; the second pass gives the estimator's demand), the
+   over the history, :mod:`streams.predict.model`; the second pass gives the estimator's demand), the
    index of dispersion ``idc`` (Fig. 2), and for
    a bursty tier (``I > idc_threshold = 10``) the fitted MAP(2) (section 4.1: mean, ``I``,
    service-time p95 of :mod:`estimators.tail`); its estimate records hold ``mean_service_s`` (``sum B_k / sum n_k``) and
    ``p95_s``. The solve interval is raised from 60 to 600 s and SLAs are left out: the estimates
    do not depend on them, and the SLA capacity search on the MAP network costs minutes per run.
-3. **Predictions** at ``N = 25 .. 150`` with ``Z = 0.5 s``, as :class:`streams.model.SystemModel`
+3. **Predictions** at ``N = 25 .. 150`` with ``Z = 0.5 s``, as :class:`streams.predict.model.SystemModel`
    makes them: (a) ``MVA`` -- :func:`solvers.mva.mva` on the estimators' demands (what the
    pipeline solves when no tier is bursty); (b) ``MAP`` -- the MAP queueing network
    (:func:`solvers.mapqn.solve_closed`) with each bursty tier's fitted MAP(2) rescaled to the
@@ -77,8 +77,8 @@ from solvers.simulation import (  # noqa: E402
     simulate_closed,
     window_records,
 )
-from streams.config import Config, SystemConfig  # noqa: E402
-from streams.pipeline import Pipeline  # noqa: E402
+from streams.core.config import Config, SystemConfig  # noqa: E402
+from streams.core.pipeline import Pipeline  # noqa: E402
 
 #: mix name -> scenario of solvers.paper000
 MIXES = {"browsing": "bottleneck_switch", "shopping": "bursty_no_switch",
@@ -274,7 +274,7 @@ def mva_predictor(demands: Sequence[float], think_time: float = THINK_TIME) -> P
 
 def map_predictor(demands: Sequence[float], processes: Sequence[MAP | None],
                   think_time: float = THINK_TIME) -> Predictor:
-    """(b) The MAP network as :meth:`streams.model.SystemModel.at` builds it: each tier's
+    """(b) The MAP network as :meth:`streams.predict.model.SystemModel.at` builds it: each tier's
     process (exponential where ``None``) rescaled to its demand; MVA if no tier has a MAP."""
     if all(p is None for p in processes):
         return mva_predictor(demands, think_time)

@@ -15,15 +15,15 @@ the tier's sequence times the class multiplier; :mod:`solvers.simulation.physica
 * **plain** -- web 2 cores exp 5 ms, app 4 cores exp 24 ms, db 2 cores exp 9 ms (app and db:
   c1 x0.8, c2 x1.467); ``Z = 1 s``; c1 70%, c2 30%; SLA 0.15 s.
 
-Actions (on the bottleneck tier; ``streams.whatif``): none (the baseline), ``replicate`` 2
+Actions (on the bottleneck tier; ``streams.predict.whatif``): none (the baseline), ``replicate`` 2
 (the tier's cores x 2, one queue: a least-loaded balancer, module docstring of
-``streams.whatif``), ``cores`` + 50%, ``cpu_speed`` 1.5 (every service time / 1.5: the MAP
+``streams.predict.whatif``), ``cores`` + 50%, ``cpu_speed`` 1.5 (every service time / 1.5: the MAP
 time-scaled, paper 003).
 
-**Predicted**: :func:`streams.model.model_capacity` of the model the pipeline would solve
+**Predicted**: :func:`streams.predict.model.model_capacity` of the model the pipeline would solve
 with the true parameters (per-class demands, cores, the bursty tier's MAP(2); the
 decomposition for the multi-core bursty tier, MVA for the plain system) after
-:func:`streams.whatif.apply` -- the what-if transformation alone, without estimation error
+:func:`streams.predict.whatif.apply` -- the what-if transformation alone, without estimation error
 (the pipeline's estimates against the truth: docs/accuracy.md section 5).
 
 **Simulated**: :func:`solvers.simulation.capacity.simulated_capacity` -- the largest ``N`` whose
@@ -59,8 +59,8 @@ from solvers.paper000 import _BURSTY_D0, _BURSTY_D1  # noqa: E402
 from solvers.processes import MAP  # noqa: E402
 from solvers.simulation.capacity import simulated_capacity  # noqa: E402
 from solvers.simulation.physical import PhysicalNetwork, Tier  # noqa: E402
-from streams.model import SystemModel, model_capacity  # noqa: E402
-from streams.whatif import Action, apply, describe  # noqa: E402
+from streams.predict.model import SystemModel, model_capacity  # noqa: E402
+from streams.predict.whatif import Action, apply, describe  # noqa: E402
 
 TARGET = 0.10
 
@@ -90,7 +90,7 @@ class System:
                           for c in range(C)] for t in self.tiers])
 
     def model(self) -> SystemModel:
-        """What the pipeline solves with the true parameters (streams.model)."""
+        """What the pipeline solves with the true parameters (streams.predict.model)."""
         bursty = any(t.bursty for t in self.tiers)
         procs = [MAP(_BURSTY_D0, _BURSTY_D1) if t.bursty else MAP.exponential(1.0)
                  for t in self.tiers] if bursty else None

@@ -29,7 +29,7 @@ Each trace is served FCFS with Poisson arrivals at rate 0.5 and 0.8 (utilization
 trace; :func:`solvers.simulation.mtrace1`); the table gives the mean and 95th percentile of the
 response times, median and range over ``SEEDS`` traces (each its own sample and arrivals).
 perfcast's ``I`` is :func:`estimators.dispersion.index_of_dispersion` -- the call
-``streams.tier.TierState.refresh`` makes -- on the monitoring windows of that queue
+``streams.core.tier.TierState.refresh`` makes -- on the monitoring windows of that queue
 (:func:`solvers.simulation.monitor_windows`: utilization and completions per window of
 ``WINDOW`` mean service times, about 10 and 16 completions per window). Because 20,000 jobs
 give Fig. 2 at most ``20,000 / 100`` busy time units per run (it needs 100 disjoint runs),
@@ -64,7 +64,7 @@ WINDOW = 20.0                 # monitoring window, in mean service times
 SEEDS = 10
 LONG_JOBS = 1_000_000
 LONG_WINDOWS = (200.0, 1000.0)
-PIPELINE_HISTORY = 4096       # streams.config.SystemConfig.history (default)
+PIPELINE_HISTORY = 4096       # streams.core.config.SystemConfig.history (default)
 
 #: paper 000 Table 1: profile -> (mean R, p95 R at util 0.5; mean, p95 at 0.8; I)
 PAPER = {"(a)": (3.02, 14.42, 8.70, 33.26, 3.0),

@@ -63,9 +63,9 @@ from solvers.paper000 import _BURSTY_D0, _BURSTY_D1  # noqa: E402
 from solvers.processes import MAP  # noqa: E402
 from solvers.simulation.physical import (PhysicalNetwork, Tier, monitor_physical,  # noqa: E402
                                          simulate_physical)
-from streams.config import Config, SystemConfig  # noqa: E402
-from streams.embedded import run_embedded  # noqa: E402
-from streams.system import BREACH_RESOLVE_FACTOR, CURRENT_RESOLVE_FACTOR  # noqa: E402
+from streams.core.config import Config, SystemConfig  # noqa: E402
+from streams.cli.embedded import run_embedded  # noqa: E402
+from streams.core.system import BREACH_RESOLVE_FACTOR, CURRENT_RESOLVE_FACTOR  # noqa: E402
 
 SLA_S = 0.1
 THINK_S = 1.0

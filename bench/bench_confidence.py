@@ -1,4 +1,4 @@
-"""Cost of the uncertainty band (``streams.confidence.band``) on the demo's shop, where it
+"""Cost of the uncertainty band (``streams.predict.confidence.band``) on the demo's shop, where it
 matters most: a bursty database (the MAP network) ramping into a breach, so that most solves
 are "at risk" and compute the band.
 
@@ -11,7 +11,7 @@ Run from the repository root:
 classes, 60 ends, MVA, default configuration), where no system is at risk and the band is
 computed on every 5th solve only.
 
-The demo's records (``streams.demo``, seed 1) are generated once, then run through a fresh
+The demo's records (``streams.cli.demo``, seed 1) are generated once, then run through a fresh
 ``Pipeline`` alternately with the band as configured and with it switched off
 (``band_due`` patched to ``False``: the peer in the same run), ``--repeat`` times each. Printed:
 best and median wall time of each, their ratio, the solves, how many computed the band, and
@@ -27,10 +27,10 @@ import statistics
 import time
 from unittest import mock
 
-from streams import confidence
-from streams.config import Config
-from streams.demo import DemoScenario, demo_config, demo_records
-from streams.pipeline import Pipeline
+from streams.predict import confidence
+from streams.core.config import Config
+from streams.cli.demo import DemoScenario, demo_config, demo_records
+from streams.core.pipeline import Pipeline
 
 
 def _run(records: list, config: Config, band: bool) -> tuple[float, int, int, float]:

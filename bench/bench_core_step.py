@@ -1,6 +1,6 @@
 """The worker's per-batch step without Kafka: cost per window against the batch size.
 
-What the core process of ``perfcast worker`` does per batch (:func:`streams.core_process.
+What the core process of ``perfcast worker`` does per batch (:func:`streams.kafka.core_process.
 run_batch`): the core over the batch's JSON records, the outputs encoded (JSON for Kafka, line
 protocol for InfluxDB), and the state of every system the batch touched snapshotted for the
 table's changelog. Under a backlog the worker takes large batches; at 1,000 windows/s it takes
@@ -31,10 +31,10 @@ from pathlib import Path
 sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
 
 from bench_pipeline import CHUNK, TIERS, host_speed, workload_chunks  # noqa: E402
-from streams.config import Config  # noqa: E402
-from streams.core_process import Mirror, run_batch  # noqa: E402
-from streams.runtime import tune_gc  # noqa: E402
-from streams.table_pipeline import TableBackedPipeline  # noqa: E402
+from streams.core.config import Config  # noqa: E402
+from streams.kafka.core_process import Mirror, run_batch  # noqa: E402
+from streams.core.runtime import tune_gc  # noqa: E402
+from streams.core.table_pipeline import TableBackedPipeline  # noqa: E402
 
 
 class _Timed:

@@ -44,7 +44,7 @@ from solvers.decomposition import solve_decomposed  # noqa: E402
 from solvers.mapqn import solve_closed  # noqa: E402
 from solvers.paper000 import _BURSTY_D0, _BURSTY_D1  # noqa: E402
 from solvers.processes import MAP  # noqa: E402
-from streams.model import SystemModel, capacity_search  # noqa: E402
+from streams.predict.model import SystemModel, capacity_search  # noqa: E402
 
 BURSTY = MAP(_BURSTY_D0, _BURSTY_D1)
 
@@ -100,7 +100,7 @@ def peer(procs: list[MAP], cores: list[int], z: float, n: int) -> tuple[float, f
 
 
 def capacity_time(procs: list[MAP], cores: list[int], z: float, sla: float) -> tuple[float, int, int]:
-    """A capacity search as the pipeline runs it (streams.system ``_capacity``): bracketed from
+    """A capacity search as the pipeline runs it (streams.core.system ``_capacity``): bracketed from
     MVA's capacity, regula falsi to 3%. Returns (seconds, capacity, populations solved)."""
     D = np.array([p.mean for p in procs])
     unit = [p.scaled(1.0) for p in procs]

@@ -9,7 +9,7 @@ one request). Figures (best of ``--repeat``):
 
 - ``SampleWindows.translate`` over all the messages, fresh state: samples/s (samples a
   selector wants), messages/s and windows made per second;
-- the peers: :func:`streams.records.parse_window` over the same windows as contract records
+- the peers: :func:`streams.core.records.parse_window` over the same windows as contract records
   (JSON bytes): windows/s -- what the worker does per window before the core; and the whole
   core over them (``Pipeline.process_many``, default configuration: filters, solves every 60 s
   of event time) -- what the mapping adds to.
@@ -32,8 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from format_samples import MAPPING_DICT, encode  # noqa: E402
 
-from streams.pipeline import Pipeline  # noqa: E402
-from streams.records import parse_window  # noqa: E402
+from streams.core.pipeline import Pipeline  # noqa: E402
+from streams.core.records import parse_window  # noqa: E402
 from streams.sources.sample_mapping import input_from_mapping  # noqa: E402
 from streams.sources.sample_windows import SampleWindows  # noqa: E402
 

@@ -47,9 +47,9 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench"), str(ROOT / "tests")]
 
 from bench_pipeline import host_speed, workload  # noqa: E402
 from pipeline_harness import Worker  # noqa: E402
-from streams.config import load_config  # noqa: E402
-from streams.produce import produce  # noqa: E402
-from streams.topics import ensure_topics  # noqa: E402
+from streams.core.config import load_config  # noqa: E402
+from streams.kafka.produce import produce  # noqa: E402
+from streams.kafka.topics import ensure_topics  # noqa: E402
 
 
 def _config(tmp: Path, prefix: str, aligned: bool) -> Path:

@@ -1,4 +1,4 @@
-"""Throughput of the embedded pipeline core (``streams.pipeline.Pipeline.process``).
+"""Throughput of the embedded pipeline core (``streams.core.pipeline.Pipeline.process``).
 
 Run from the repository root:
 
@@ -94,12 +94,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from solvers.mapqn import solve_closed  # noqa: E402
 from solvers.processes import MAP  # noqa: E402
-from streams.config import Config  # noqa: E402
-from streams.pipeline import Pipeline  # noqa: E402
-from streams.records import parse_window  # noqa: E402
-from streams.runtime import tune_gc  # noqa: E402
-import streams.pipeline as pipeline_module  # noqa: E402
-import streams.system as system_module  # noqa: E402
+from streams.core.config import Config  # noqa: E402
+from streams.core.pipeline import Pipeline  # noqa: E402
+from streams.core.records import parse_window  # noqa: E402
+from streams.core.runtime import tune_gc  # noqa: E402
+import streams.core.pipeline as pipeline_module  # noqa: E402
+import streams.core.system as system_module  # noqa: E402
 
 WINDOW_S = 5.0
 TIERS = ("web", "app", "db")
@@ -107,11 +107,11 @@ TIERS = ("web", "app", "db")
 CLASSES = ("home", "new_products", "best_sellers", "product_detail", "search_request",
            "search_results", "shopping_cart", "customer_registration", "buy_request",
            "buy_confirm", "order_inquiry", "order_display", "admin_request", "admin_confirm")
-#: 2026-11-20T10:00:00Z, event-time origin (as streams.demo)
+#: 2026-11-20T10:00:00Z, event-time origin (as streams.cli.demo)
 START = 1_795_168_800.0
 #: windows/s the issue asks of the default scenario
 TARGET_WPS = 10_000.0
-#: records per Pipeline.process_many batch (streams.embedded.CHUNK_RECORDS)
+#: records per Pipeline.process_many batch (streams.cli.embedded.CHUNK_RECORDS)
 CHUNK = 2000
 #: relative amplitude of each class's share drift
 MIX_DRIFT = 0.3
@@ -251,7 +251,7 @@ class Run:
 
 
 class SolveTimer:
-    """Wraps ``solve_systems`` as ``streams.pipeline`` calls it (in this process, while
+    """Wraps ``solve_systems`` as ``streams.core.pipeline`` calls it (in this process, while
     active) to time every round of solves; a round's time is shared equally by its systems
     (their MVA curves are computed side by side)."""
 
@@ -260,7 +260,7 @@ class SolveTimer:
         self.original_remediate = system_module.remediate
         self.solves: list[tuple[float, str | None]] = []
         self.flags: Counter = Counter()
-        #: seconds per remediation (``streams.whatif.remediate`` on a solve at risk)
+        #: seconds per remediation (``streams.predict.whatif.remediate`` on a solve at risk)
         self.remediations: list[float] = []
 
     def __enter__(self) -> "SolveTimer":
@@ -525,7 +525,7 @@ def main(argv: list[str] | None = None) -> None:
                     help="solve every system on the minute (solve_offset_s = 0) instead of at "
                          "the offsets spread by name, the default")
     ap.add_argument("--default-gc", action="store_true",
-                    help="keep CPython's collector thresholds (default: streams.runtime.tune_gc, "
+                    help="keep CPython's collector thresholds (default: streams.core.runtime.tune_gc, "
                          "as every perfcast command and the worker's core process run)")
     args = ap.parse_args(argv)
     if not args.default_gc:

@@ -44,8 +44,8 @@ from bench.alert_shapes import CLASSES, SLA_S, START, WINDOW_S  # noqa: E402
 from bench.alert_shapes import network as shop_network  # noqa: E402
 from solvers.simulation.physical import (PhysicalNetwork, monitor_physical,  # noqa: E402
                                          simulate_physical)
-from streams.config import Config, SystemConfig  # noqa: E402
-from streams.embedded import run_embedded  # noqa: E402
+from streams.core.config import Config, SystemConfig  # noqa: E402
+from streams.cli.embedded import run_embedded  # noqa: E402
 
 
 def network(population: int) -> PhysicalNetwork:

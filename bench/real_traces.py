@@ -18,9 +18,9 @@ What it does, per window length ``T`` in 5, 10, 30 s:
    ``response_time_s`` the completion-weighted mean, ``cores = 1`` (the README does not state
    the cores; the response times of the lightly loaded runs, ``R ~ D / (1 - U)`` with ``D =
    U / X``, fit one server and not two); every record goes through
-   :func:`streams.records.parse_window`;
-2. the windows go through the pipeline's tier code (:class:`streams.tier.TierState`:
-   ``admit``/``accept``, :func:`streams.tier.step_tiers` -- the Kalman filters of all runs
+   :func:`streams.core.records.parse_window`;
+2. the windows go through the pipeline's tier code (:class:`streams.core.tier.TierState`:
+   ``admit``/``accept``, :func:`streams.core.tier.step_tiers` -- the Kalman filters of all runs
    stepped together, paper 004 -- then ``take_interval`` and ``refresh``: the sliding NNLS
    regression over the last ``regression_windows`` = 120 windows, paper 002, and the per-class
    separability flags of :mod:`estimators.collinearity`);
@@ -67,9 +67,9 @@ from estimators.collinearity import (Separability, assess_separability,  # noqa:
 from estimators.demand import regression_demands  # noqa: E402
 from solvers.mva import mva  # noqa: E402
 from solvers.open import solve_open  # noqa: E402
-from streams.config import SystemConfig  # noqa: E402
-from streams.records import parse_window  # noqa: E402
-from streams.tier import TierState, step_tiers  # noqa: E402
+from streams.core.config import SystemConfig  # noqa: E402
+from streams.core.records import parse_window  # noqa: E402
+from streams.core.tier import TierState, step_tiers  # noqa: E402
 
 ENV = "PERFCAST_REAL_DATA"
 WINDOWS = (5, 10, 30)

@@ -47,7 +47,7 @@ networks too), so ``D_c`` is proportional to ``R_c`` and the utilization law fix
 
 With FCFS every class waits the same time ``W`` in queue, ``R_c = D_c + W``, which gives
 ``D_c = D_bar + R_c - R_bar`` with ``R_bar`` the throughput-weighted mean response time
-(discipline ``"fcfs"``, as :func:`streams.model.fcfs_split`). :attr:`Separability.recommended`
+(discipline ``"fcfs"``, as :func:`streams.predict.model.fcfs_split`). :attr:`Separability.recommended`
 keeps the least-squares demand of separable classes and takes the response-time split for the
 others when response times are given (else the class-blind demand), rescaled so that the
 utilization law ``sum_c X_bar_c D_c = U_bar cores`` holds.

@@ -1,4 +1,14 @@
-"""perfcast pipeline: record schemas, per-window state update, Faust app, embedded runner, sinks.
+"""perfcast pipeline: window records in; estimates, predictions, alerts out to Kafka, InfluxDB,
+Grafana and a report.
+
+- :mod:`streams.core`: per-window logic both shells run (records, config, tiers, systems);
+- :mod:`streams.predict`: the model of a system and the questions put to it (capacity, time
+  to breach, confidence, what-if);
+- :mod:`streams.sources`: windows from Prometheus and from agents' Kafka formats;
+- :mod:`streams.sinks`: the output schema, InfluxDB, the SQLite store, the HTML report;
+- :mod:`streams.kafka`: the Faust worker shell and the commands that talk to Kafka;
+- :mod:`streams.grafana`: dashboards, alert rules, provisioning;
+- :mod:`streams.cli`: the ``perfcast`` command and the embedded shell it drives.
 
 Dependencies point ``streams -> estimators -> solvers``.
 

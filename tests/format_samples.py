@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
-from streams.records import parse_end
+from streams.core.records import parse_end
 
 #: the ``[input]`` settings (besides ``format``) that map the samples back
 MAPPING = """window_s = 5
@@ -95,7 +95,7 @@ def telegraf(s: Snapshot, batch: bool = True) -> list[str]:
 
 
 def _rfc3339(t_ms: int) -> str:
-    from streams.records import format_time
+    from streams.core.records import format_time
 
     return format_time(t_ms / 1000)
 

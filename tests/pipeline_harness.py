@@ -60,7 +60,7 @@ class Worker:
                  env: dict[str, str] | None = None) -> None:
         """``root``: the source tree to run (``bench/bench_worker_ab.py`` compares two);
         ``env``: variables added to the worker's environment."""
-        self.cmd = [sys.executable, "-m", "streams.cli", "worker", "--config", str(config),
+        self.cmd = [sys.executable, "-m", "streams.cli.commands", "worker", "--config", str(config),
                     "--app-id", app_id, "--partitions", str(partitions), "--loglevel",
                     loglevel or os.environ.get("PERFCAST_WORKER_LOGLEVEL", "warning")]
         self.root = root

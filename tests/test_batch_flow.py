@@ -1,4 +1,4 @@
-"""streams.batch_flow: the next batch's core overlaps this batch's waits for Kafka, and yet
+"""streams.kafka.batch_flow: the next batch's core overlaps this batch's waits for Kafka, and yet
 outputs, changelog and acknowledgements keep the batches' order; a failure is raised, never
 lost; the worker's table is shipped only when every batch before it is finished."""
 
@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from streams.batch_flow import PHASES, BatchFlow, Steps
+from streams.kafka.batch_flow import PHASES, BatchFlow, Steps
 
 
 class Log:

@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 NAMES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-CODE = ("import json, os, sys, streams.cli; "
+CODE = ("import json, os, sys, streams.cli.commands; "
         "print(json.dumps([os.environ.get(n) for n in %r])); "
         "print('numpy loaded after streams' if 'numpy' in sys.modules else 'no numpy')" % (NAMES,))
 

@@ -1,4 +1,4 @@
-"""``bursty_demand``: a bursty tier's aggregate demand under the MAP network (streams.model).
+"""``bursty_demand``: a bursty tier's aggregate demand under the MAP network (streams.predict.model).
 
 ``history`` (default): the tier's per-class demands ``D_{m,c}`` rescaled by one factor so that
 ``sum_c p_c D_{m,c} = S_m sum_c p_c V_{m,c}``, ``S_m`` the tier's ``mean_service`` (busy time
@@ -15,9 +15,9 @@ import pytest
 from solvers.mapqn import solve_closed
 from solvers.paper000 import scenarios
 from solvers.processes import MAP
-from streams.config import SystemConfig
-from streams.model import build_model, history_demands
-from streams.tier import TierModel
+from streams.core.config import SystemConfig
+from streams.predict.model import build_model, history_demands
+from streams.core.tier import TierModel
 
 CLASSES = ["a", "b"]
 #: measured throughputs: p = (0.75, 0.25)
@@ -129,7 +129,7 @@ def test_per_class_response_times_split_a_fcfs_bursty_tier():
 
 
 def test_tier_keeps_decayed_per_class_response_sums_across_solves_and_restarts():
-    from streams.tier import RESPONSE_DECAY, Interval, TierState
+    from streams.core.tier import RESPONSE_DECAY, Interval, TierState
 
     state = TierState("db", SystemConfig())
     for _ in range(3):

@@ -10,9 +10,9 @@ import sqlite3
 import pytest
 from typer.testing import CliRunner
 
-from streams.cli import app
-from streams.demo import DemoScenario, demo_records
-from streams.runtime import GC_THRESHOLDS
+from streams.cli.commands import app
+from streams.cli.demo import DemoScenario, demo_records
+from streams.core.runtime import GC_THRESHOLDS
 
 runner = CliRunner()
 
@@ -63,8 +63,8 @@ def test_run_over_a_trace_with_bad_lines(tmp_path):
 
 
 def test_commands_run_with_the_tuned_collector(tmp_path):
-    """Every command raises the collector's thresholds (:func:`streams.runtime.tune_gc`); the
-    worker's core process calls the same function (``streams.core_process._serve``)."""
+    """Every command raises the collector's thresholds (:func:`streams.core.runtime.tune_gc`); the
+    worker's core process calls the same function (``streams.kafka.core_process._serve``)."""
     source = tmp_path / "trace.jsonl"
     source.write_text("\n".join(json.dumps(r) for r in demo_records(DemoScenario(duration_s=60))))
     before = gc.get_threshold()
@@ -142,7 +142,7 @@ def test_run_reports_a_bad_config_file_by_key(tmp_path):
 
 def test_a_demo_started_later_moves_the_windows_and_keeps_their_spacing():
     """``perfcast produce --source demo --start T``: the first window starts at T."""
-    from streams.records import parse_end
+    from streams.core.records import parse_end
 
     records = demo_records(DemoScenario(duration_s=60))
     start = 1_900_000_000.0

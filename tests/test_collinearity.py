@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from estimators.collinearity import assess_separability, response_time_split
-from streams.config import SystemConfig
-from streams.records import parse_window
-from streams.tier import TierState, step_tiers
+from streams.core.config import SystemConfig
+from streams.core.records import parse_window
+from streams.core.tier import TierState, step_tiers
 
 TRUE = np.array([0.02, 0.05, 0.01])
 

@@ -10,9 +10,9 @@ the files themselves (pyyaml), after resolving the compose file's ``${VAR}`` ref
 - every variable the compose file references is in ``.env.example`` and vice versa, and a
   missing secret stops ``docker compose`` with a message;
 - every environment variable the code reads (collected from ``streams``: the keys of
-  ``streams.config.ENVIRONMENT`` and of its secrets, and every literal ``PERFCAST_*`` name in
+  ``streams.core.config.ENVIRONMENT`` and of its secrets, and every literal ``PERFCAST_*`` name in
   the modules outside ``streams/grafana``) reaches the workers, none the code does not read,
-  and ``streams.config.load_config`` turns the workers' environment into the right settings;
+  and ``streams.core.config.load_config`` turns the workers' environment into the right settings;
 - listeners, ports, topic prefix and partitions, org, bucket and token agree between the
   services, ``.env.example`` and the code's defaults;
 - Grafana gets the provisioning of ``infra/grafana`` and every variable it interpolates;
@@ -38,11 +38,11 @@ import pytest
 import yaml
 
 import streams
-import streams.config as config_module
-from streams.cli import worker as worker_command
-from streams.config import InfluxSettings, KafkaSettings, load_config
-from streams.demo import demo_config
-from streams.topics import TOPICS, ensure_topics
+import streams.core.config as config_module
+from streams.cli.commands import worker as worker_command
+from streams.core.config import InfluxSettings, KafkaSettings, load_config
+from streams.cli.demo import demo_config
+from streams.kafka.topics import TOPICS, ensure_topics
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE = ROOT / "docker-compose.yml"
@@ -379,12 +379,12 @@ def test_influxdb_and_grafana_ports_agree(services: dict) -> None:
 
 
 def test_topics_and_partitions_agree_with_the_code(services: dict, dotenv: dict) -> None:
-    """The ``topics`` service runs ``streams.topics.ensure_topics`` with the partitions the
+    """The ``topics`` service runs ``streams.kafka.topics.ensure_topics`` with the partitions the
     workers are started with and the broker's default; the prefix is the code's."""
     command = services["topics"]["command"][0]
     assert services["topics"]["entrypoint"] == ["python", "-c"]
     compile(command, "<topics>", "exec")
-    assert "from streams.topics import ensure_topics" in command
+    assert "from streams.kafka.topics import ensure_topics" in command
     assert "ensure_topics(load_config().kafka" in command
     assert list(inspect.signature(ensure_topics).parameters)[:2] == ["settings", "partitions"]
     partitions = int(environment(services["topics"])["PERFCAST_PARTITIONS"])

@@ -1,4 +1,4 @@
-"""Trust in a solve's figures (``streams.confidence``, issue 22 item 2): model error per class
+"""Trust in a solve's figures (``streams.predict.confidence``, issue 22 item 2): model error per class
 and per tier, the uncertainty band of capacity and time to breach from the estimators'
 uncertainties, and the trust mark of a predicted breach.
 
@@ -18,11 +18,11 @@ import pytest
 
 from solvers.paper000 import THINK_TIME, scenarios
 from solvers.processes import MAP
-from streams import confidence
-from streams.config import SystemConfig
-from streams.model import Measured, Point, build_model, capacity_search
-from streams.system import _alert_error, _model_error_summary
-from streams.tier import TierModel
+from streams.predict import confidence
+from streams.core.config import SystemConfig
+from streams.predict.model import Measured, Point, build_model, capacity_search
+from streams.core.system import _alert_error, _model_error_summary
+from streams.core.tier import TierModel
 
 CLASSES = ["a", "b"]
 

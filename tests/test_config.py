@@ -1,4 +1,4 @@
-"""Configuration (streams.config): TOML per-system settings, environment overrides and secrets;
+"""Configuration (streams.core.config): TOML per-system settings, environment overrides and secrets;
 every refusal names the offending key."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from streams.config import (ENVIRONMENT, Config, ConfigError, InfluxSettings, KafkaSettings,
+from streams.core.config import (ENVIRONMENT, Config, ConfigError, InfluxSettings, KafkaSettings,
                             SystemConfig, load_config)
 
 SHOP = """
@@ -177,7 +177,7 @@ def test_the_refused_value_is_shown(toml):
     ("defaults = 'fast'\n", "defaults"),
 ])
 def test_non_table_system_sections_are_refused_naming_the_key(toml, text, key):
-    """Failed before the fix in streams/config.py: ``TypeError: 'int' object is not iterable``
+    """Failed before the fix in streams/core/config.py: ``TypeError: 'int' object is not iterable``
     escaped load_config instead of a ConfigError naming the section."""
     assert "must be a table" in _refused(toml(text), key)
 
@@ -192,7 +192,7 @@ def test_non_table_system_sections_are_refused_naming_the_key(toml, text, key):
     ("[kafka]\ntopic_prefix = ['a']\n", "kafka.topic_prefix"),
 ])
 def test_invalid_connection_values_are_refused_naming_the_key(toml, text, key):
-    """Failed before the fix in streams/config.py: connection settings were passed to the
+    """Failed before the fix in streams/core/config.py: connection settings were passed to the
     dataclasses unchecked (``batch_size = 'lots'`` was accepted)."""
     _refused(toml(text), key)
 
@@ -399,7 +399,7 @@ def test_utilization_tolerance_per_system_is_refused(toml):
 
 
 def test_the_pipeline_applies_the_configured_tolerance(toml):
-    from streams.pipeline import Pipeline
+    from streams.core.pipeline import Pipeline
 
     window = {"system": "s", "tier": "t", "end": 10, "window_s": 5, "utilization": 1.04,
               "completions": {"a": 1}}

@@ -1,4 +1,4 @@
-"""streams.core_process: the worker's batch step gives the embedded pipeline's outputs, encoded;
+"""streams.kafka.core_process: the worker's batch step gives the embedded pipeline's outputs, encoded;
 its state round-trips through the worker's table; in a child process it gives exactly what it
 gives in the event loop, and a lost child is an error, not a silent gap."""
 
@@ -11,13 +11,13 @@ import signal
 
 import pytest
 
-from streams.core_process import (OUTPUT_TOPICS, CoreProcess, CoreProcessError, InlineCore,
+from streams.kafka.core_process import (OUTPUT_TOPICS, CoreProcess, CoreProcessError, InlineCore,
                                   Step, run_batch)
-from streams.demo import DemoScenario, demo_config, demo_records
-from streams.influx import lines
-from streams.pipeline import Pipeline
-from streams.system import Outputs
-from streams.table_pipeline import TableBackedPipeline
+from streams.cli.demo import DemoScenario, demo_config, demo_records
+from streams.sinks.influx import lines
+from streams.core.pipeline import Pipeline
+from streams.core.system import Outputs
+from streams.core.table_pipeline import TableBackedPipeline
 
 SCENARIO = DemoScenario(duration_s=600, steady_s=300, users_start=20, users_end=40)
 

@@ -1,4 +1,4 @@
-"""streams.delivery: the consumer's ``wait_first`` fast path gives what ``mode``'s does, without
+"""streams.kafka.delivery: the consumer's ``wait_first`` fast path gives what ``mode``'s does, without
 tasks when the callback does not block, and still lets the suspend-flow wait cancel a blocked
 callback."""
 
@@ -9,7 +9,7 @@ import asyncio
 import pytest
 from mode import Service
 
-from streams.delivery import Resumed, deliver_directly
+from streams.kafka.delivery import Resumed, deliver_directly
 
 
 class Consumer(Service):

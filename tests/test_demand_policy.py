@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from estimators.selection import select_by_residuals, select_by_scores, select_estimator
-from streams.config import SystemConfig
-from streams.model import build_model, tier_demands
-from streams.records import Window
-from streams.tier import SELECTION_WINDOWS, TierModel, TierState, step_tiers
+from streams.core.config import SystemConfig
+from streams.predict.model import build_model, tier_demands
+from streams.core.records import Window
+from streams.core.tier import SELECTION_WINDOWS, TierModel, TierState, step_tiers
 
 CLASSES = ["a", "b", "c"]
 DEMANDS = np.array([0.004, 0.010, 0.020])
@@ -203,8 +203,8 @@ def test_selection_columns_are_the_rows_with_nan_as_none(rows):
 def test_the_prediction_names_the_estimator_each_tier_used():
     """Constant service: the regression is exact and picked; the prediction record says so
     (and ``kalman_checked`` always reports the Kalman filter)."""
-    from streams.config import Config
-    from streams.pipeline import Pipeline
+    from streams.core.config import Config
+    from streams.core.pipeline import Pipeline
 
     records = [{"system": w.system, "tier": w.tier, "end": w.end, "window_s": w.window_s,
                 "utilization": w.utilization, "cores": w.cores, "completions": w.completions}

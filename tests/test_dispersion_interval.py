@@ -193,9 +193,9 @@ def test_the_pipeline_trusts_the_interval(tmp_path):
     does. Records carry idc_lower / idc_upper / idc_reference beside idc and idc_flag."""
     import json
 
-    from streams.config import Config
-    from streams.demo import DemoScenario, demo_config, demo_records
-    from streams.embedded import run_embedded
+    from streams.core.config import Config
+    from streams.cli.demo import DemoScenario, demo_config, demo_records
+    from streams.cli.embedded import run_embedded
 
     calm = DemoScenario(system="calm", duration_s=900, users_start=40, users_end=60,
                         steady_s=300, step_s=60, step_users=5, seed=2)
@@ -219,8 +219,8 @@ def test_the_pipeline_trusts_the_interval(tmp_path):
 
 
 def test_fcfs_split_keeps_the_aggregate_when_a_class_is_floored():
-    from streams.model import fcfs_split
-    from streams.tier import TierModel
+    from streams.predict.model import fcfs_split
+    from streams.core.tier import TierModel
 
     tier = TierModel(tier="db", cores=1, demands={}, demand_std={}, regression={}, idc=100.0,
                      idc_flag=None, mean_service=0.004, p95=None, process=None, fit=None,

@@ -1,4 +1,4 @@
-"""streams.faust_adapter against the faust-streaming, aiokafka and mode installed here (real
+"""streams.kafka.faust_adapter against the faust-streaming, aiokafka and mode installed here (real
 classes and objects, no mocks, no broker: an app whose broker is never contacted, an in-memory
 channel): every private attribute or method the adapter uses exists with the kind and signature
 it expects and does what the worker relies on, so an upgrade that removes or changes one fails
@@ -23,10 +23,10 @@ from faust.transport.drivers.aiokafka import AIOKafkaConsumerThread
 from mode import Service
 from typer.testing import CliRunner
 
-from streams import faust_adapter as fa
-from streams.batching import acknowledge, adaptive_batches
-from streams.config import Config
-from streams.delivery import deliver_directly
+from streams.kafka import faust_adapter as fa
+from streams.kafka.batching import acknowledge, adaptive_batches
+from streams.core.config import Config
+from streams.kafka.delivery import deliver_directly
 
 ROOT = Path(__file__).resolve().parents[1]
 INSTALLED = fa.installed_versions()
@@ -36,7 +36,7 @@ def require(obj: Any, name: str, user: str) -> Any:
     """``obj.name``; a missing one fails the test naming it, its user and the versions."""
     if not hasattr(obj, name):
         owner = obj.__qualname__ if isinstance(obj, type) else type(obj).__qualname__
-        pytest.fail(f"{owner}.{name} is gone: streams.faust_adapter.{user} relies on it "
+        pytest.fail(f"{owner}.{name} is gone: streams.kafka.faust_adapter.{user} relies on it "
                     f"(installed: {INSTALLED})")
     return getattr(obj, name)
 
@@ -91,7 +91,7 @@ def _above_installed(name: str) -> tuple[str, str]:
 
 def test_the_worker_is_not_built_on_an_unsupported_version(monkeypatch):
     """The real installed aiokafka, with the supported range moved above it."""
-    from streams.worker import build_app
+    from streams.kafka.worker import build_app
 
     monkeypatch.setattr(fa, "SUPPORTED", {**fa.SUPPORTED,
                                           "aiokafka": _above_installed("aiokafka")})
@@ -102,7 +102,7 @@ def test_the_worker_is_not_built_on_an_unsupported_version(monkeypatch):
 
 def test_perfcast_worker_ends_with_one_line_on_an_unsupported_version(monkeypatch):
     """Checked before Kafka is contacted: exit code 2, not the unreachable broker's 4."""
-    from streams.cli import app
+    from streams.cli.commands import app
 
     monkeypatch.setattr(fa, "SUPPORTED", {**fa.SUPPORTED,
                                           "faust-streaming": _above_installed("faust-streaming")})
@@ -115,7 +115,7 @@ def test_perfcast_worker_ends_with_one_line_on_an_unsupported_version(monkeypatc
                                f"{INSTALLED['faust-streaming']!r} is installed"), result.output
 
 
-# -- the fetcher's limits (streams.worker.tune_fetches) ------------------------------------------
+# -- the fetcher's limits (streams.kafka.worker.tune_fetches) ------------------------------------------
 
 def test_set_fetch_limits_reaches_the_fetcher_through_real_faust_and_aiokafka_objects():
     """Faust's consumer -> its thread -> aiokafka's consumer -> its fetcher, each made by the
@@ -164,7 +164,7 @@ def test_set_fetch_limits_names_a_missing_attribute():
         fa.set_fetch_limits(app, 50, 16384)
 
 
-# -- the stream (streams.batching) -------------------------------------------------------------
+# -- the stream (streams.kafka.batching) -------------------------------------------------------------
 
 async def _stream_over_a_channel() -> tuple[faust.App, Any, Any]:
     """A real stream over an in-memory channel of a real (offline) app."""
@@ -248,7 +248,7 @@ def test_adaptive_batches_over_a_real_stream_acknowledge_only_when_told():
 
 def test_commit_offsets_is_faust_s_commit_of_given_offsets():
     """``Consumer._commit_offsets(offsets)``: a coroutine function taking the offsets mapping
-    (``streams.handover`` commits what it finished before a revocation returns)."""
+    (``streams.kafka.handover`` commits what it finished before a revocation returns)."""
     commit = require(FaustConsumer, "_commit_offsets", "commit_offsets")
     assert inspect.iscoroutinefunction(commit)
     params = list(inspect.signature(commit).parameters)
@@ -270,10 +270,10 @@ def test_read_offsets_is_faust_s_per_partition_read_offset():
         assert callable(require(FaustConsumer, public, "read_offsets"))
 
 
-# -- delivery (streams.delivery) ---------------------------------------------------------------
+# -- delivery (streams.kafka.delivery) ---------------------------------------------------------------
 
 def test_faust_hands_each_record_over_in_the_shape_the_fast_path_recognises():
-    """``streams.delivery`` steps the first of exactly two coroutines: the callback."""
+    """``streams.kafka.delivery`` steps the first of exactly two coroutines: the callback."""
     source = squeezed(FaustConsumer._drain_messages)
     assert "awaitself.wait_first(callback(message),self.suspend_flow.wait())" in source, (
         "Faust's Consumer._drain_messages no longer calls "
@@ -318,10 +318,10 @@ def test_wait_results_is_what_mode_s_wait_first_returns():
     original, fast, inherited = asyncio.run(main())
     assert type(fast) is type(original) is WaitResults
     assert (fast.results, fast.stopped) == (original.results, original.stopped) == ([42], False)
-    assert inherited, "Faust's consumer overrides mode's wait_first: recheck streams.delivery"
+    assert inherited, "Faust's consumer overrides mode's wait_first: recheck streams.kafka.delivery"
 
 
-# -- the worker (streams.worker) ---------------------------------------------------------------
+# -- the worker (streams.kafka.worker) ---------------------------------------------------------------
 
 def test_disable_spinner_turns_off_the_spinner_faust_s_worker_makes():
     """The effect on logging is tested in tests/test_worker_settings.py."""
@@ -337,7 +337,7 @@ def test_disable_spinner_turns_off_the_spinner_faust_s_worker_makes():
 
 def test_the_worker_s_agent_runs_one_instance():
     """Exactly-once counting and the batches' order assume one agent instance per worker."""
-    from streams.worker import build_app
+    from streams.kafka.worker import build_app
 
     app = build_app(Config(), app_id="adapter-agent", influx=False, core_process=False)
     assert [agent.concurrency for agent in app.agents.values()] == [1]

@@ -23,10 +23,10 @@ from hypothesis import strategies as st
 
 from format_samples import ENCODERS, MAPPING, MAPPING_DICT, encode, snapshots
 from pipeline_harness import ROOT, assert_close
-from streams.config import Config, ConfigError, load_config
-from streams.demo import DemoScenario, demo_config, demo_records
-from streams.pipeline import Pipeline
-from streams.records import InvalidWindow, parse_end
+from streams.core.config import Config, ConfigError, load_config
+from streams.cli.demo import DemoScenario, demo_config, demo_records
+from streams.core.pipeline import Pipeline
+from streams.core.records import InvalidWindow, parse_end
 from streams.sources.sample_mapping import input_from_mapping, parse_selector
 from streams.sources.sample_windows import SampleWindows
 from streams.sources.samples import parse_record
@@ -175,7 +175,7 @@ def test_a_utilization_gauge_is_averaged_over_the_window(values):
 
 
 def _iso(t_ms: int) -> str:
-    from streams.records import format_time
+    from streams.core.records import format_time
     return format_time(t_ms / 1000)
 
 
@@ -398,7 +398,7 @@ def test_perfcast_run_on_a_file_of_each_format(shop, fmt, tmp_path):
     with_input.write_text(system + f'[input]\nformat = "{fmt}"\n' + MAPPING)
     outputs = {}
     for name, source, config in (("samples", lines, with_input), ("windows", windows, plain)):
-        proc = subprocess.run([sys.executable, "-m", "streams.cli", "run", "--source",
+        proc = subprocess.run([sys.executable, "-m", "streams.cli.commands", "run", "--source",
                                str(source), "--config", str(config), "--out",
                                str(tmp_path / name)], cwd=tmp_path, capture_output=True,
                               text=True, timeout=300, env={"PYTHONPATH": str(ROOT),

@@ -32,11 +32,11 @@ from pipeline_harness import (
     wait_for,
     write_config,
 )
-from streams.config import load_config
-from streams.demo import DemoScenario, demo_records
-from streams.pipeline import Pipeline
-from streams.records import parse_end
-from streams.topics import ensure_topics
+from streams.core.config import load_config
+from streams.cli.demo import DemoScenario, demo_records
+from streams.core.pipeline import Pipeline
+from streams.core.records import parse_end
+from streams.kafka.topics import ensure_topics
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -63,7 +63,7 @@ def _produce(config_path, messages: list[str], tmp_path) -> str:
     each keyed by its system. Returns its output."""
     lines = tmp_path / "samples.jsonl"
     lines.write_text("\n".join(messages) + "\n")
-    proc = subprocess.run([sys.executable, "-m", "streams.cli", "produce", "--source",
+    proc = subprocess.run([sys.executable, "-m", "streams.cli.commands", "produce", "--source",
                            str(lines), "--config", str(config_path)], cwd=ROOT,
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
                           text=True, timeout=300)
@@ -140,7 +140,7 @@ def test_a_killed_worker_loses_at_most_the_open_window(tmp_path):
     start sample is gone with the worker's memory -- may be missing, one per tier at most."""
     from functools import partial
 
-    from streams.produce import produce
+    from streams.kafka.produce import produce
     from streams.sources.sample_windows import sample_key
 
     bootstrap = service_env("PERFCAST_KAFKA_BOOTSTRAP")

@@ -8,12 +8,12 @@ huge names), many classes, duplicate, overlapping and late windows; as mappings 
 a file or Kafka holds (a BOM, invalid UTF-8, truncation, deep nesting) -- and drives them
 through
 
-- the embedded shell's core, :meth:`streams.pipeline.Pipeline.process_many` (what
+- the embedded shell's core, :meth:`streams.core.pipeline.Pipeline.process_many` (what
   ``perfcast run`` calls per chunk), on mappings and on bytes;
-- the worker's batch step as its core process runs it (:class:`streams.core_process.Step`:
-  :func:`~streams.core_process.run_batch` over the table-backed core, with restores from the
+- the worker's batch step as its core process runs it (:class:`streams.kafka.core_process.Step`:
+  :func:`~streams.kafka.core_process.run_batch` over the table-backed core, with restores from the
   table in between, as after a rebalance);
-- ``perfcast produce``'s handling of each line (:func:`streams.produce.produce` with a
+- ``perfcast produce``'s handling of each line (:func:`streams.kafka.produce.produce` with a
   stand-in producer).
 
 The invariant: every record is processed (an estimate) or dead-lettered with a reason naming
@@ -39,12 +39,12 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from fuzz_corpus import ANY, CONFIGS, CORPUS, Case
-from streams.config import Config, ConfigError, load_config
-from streams.core_process import OUTPUT_TOPICS, Step
-from streams.embedded import read_jsonl, run_embedded
-from streams.pipeline import Pipeline
-from streams.produce import produce, record_key
-from streams.system import Outputs
+from streams.core.config import Config, ConfigError, load_config
+from streams.kafka.core_process import OUTPUT_TOPICS, Step
+from streams.cli.embedded import read_jsonl, run_embedded
+from streams.core.pipeline import Pipeline
+from streams.kafka.produce import produce, record_key
+from streams.core.system import Outputs
 
 #: a NaN made inside the core (``0 * inf``, ``inf - inf``) is an error even where the output
 #: records' cleaning would turn it into ``null``: "every output finite" must not hold by
@@ -186,7 +186,7 @@ def valid_records(draw: Any, n: int) -> list[dict[str, Any]]:
 
 
 def _iso(end: float) -> str:
-    from streams.records import format_time
+    from streams.core.records import format_time
     return format_time(end)
 
 
@@ -332,7 +332,7 @@ def test_fuzz_embedded_core_on_mappings_and_bytes(batches, split):
 @given(batch=byte_batches(), sizes=st.lists(st.integers(1, 60), min_size=1, max_size=8),
        restore=st.lists(st.booleans(), min_size=8, max_size=8))
 def test_fuzz_worker_core_step(batch, sizes, restore):
-    """The worker's batch step (:class:`streams.core_process.Step`, what the core process
+    """The worker's batch step (:class:`streams.kafka.core_process.Step`, what the core process
     runs per batch) over the bytes Kafka holds, in batches of ``sizes``, restoring every
     system from the table where ``restore`` says (a rebalance): the invariant, and exactly
     the embedded core's estimates, predictions, alerts and dead-letter reasons."""
@@ -389,7 +389,7 @@ def test_fuzz_produce_sends_every_line_for_the_worker_to_judge(batch, as_text, t
     records: list[Any] = [r.decode("utf-8", "surrogateescape") for r in read] if as_text \
         else read
     producer = _Producer()
-    from streams.config import KafkaSettings
+    from streams.core.config import KafkaSettings
     stats = produce(records, KafkaSettings(), producer=producer)
     assert (stats.sent, stats.skipped, stats.failed) == (len(read), 0, 0)
     for _, key, value in producer.sent:
@@ -529,7 +529,7 @@ def test_corpus_through_perfcast_run_as_one_file(tmp_path):
         for line in (tmp_path / "out" / f"{name}.jsonl").read_text("utf-8").splitlines():
             _finite(json.loads(line, parse_constant=_refuse), name)
     producer = _Producer()
-    from streams.config import KafkaSettings
+    from streams.core.config import KafkaSettings
     stats = produce(read_jsonl(source), KafkaSettings(), producer=producer)
     assert stats.sent == len(values) and stats.skipped == 0
 

@@ -5,9 +5,9 @@ Three kinds of test:
 * **structure** (no services): the committed ``infra/grafana`` files are what ``perfcast
   grafana generate`` writes; dashboards are valid (unique ids, no overlapping panels, known
   data source, every variable defined); alert rules are well formed; every measurement,
-  field and tag a query names exists in ``streams.schema.MEASUREMENTS``.
+  field and tag a query names exists in ``streams.sinks.schema.MEASUREMENTS``.
 * **queries against the real InfluxDB** (started by ``infra/services.sh``; never skipped under
-  ``CI=true``): the demo shop and a second system run through ``streams.pipeline.Pipeline``,
+  ``CI=true``): the demo shop and a second system run through ``streams.core.pipeline.Pipeline``,
   their points written with the worker's sink (``InfluxSink`` + ``schema.points``) into a
   database of their own; then every panel's and every alert rule's query is executed and
   must return data. Grafana itself does not run on these machines: each query is first put
@@ -41,13 +41,13 @@ import yaml
 from typer.testing import CliRunner
 
 from pipeline_harness import ROOT, service_env, unique
-from streams.alerts import KINDS
-from streams.config import SystemConfig
+from streams.core.alerts import KINDS
+from streams.core.config import SystemConfig
 from streams.grafana import flux
 from streams.grafana.dashboards import DATASOURCE_UID, OVERVIEW_UID, SYSTEM_UID, dashboards
 from streams.grafana.provisioning import provisioning_files
 from streams.grafana.rules import RULES, rule_group_file, rules
-from streams.schema import MEASUREMENTS
+from streams.sinks.schema import MEASUREMENTS
 
 pytestmark = pytest.mark.timeout(900)      # the pipeline run of the module fixture: ~2 min
 runner = CliRunner()
@@ -89,7 +89,7 @@ def _variable_queries() -> list[tuple[str, str, str]]:
 def test_committed_files_are_the_generated_ones(tmp_path):
     """``infra/grafana`` holds exactly what ``perfcast grafana generate`` writes (rerun it
     after changing streams/grafana), and the CLI writes the same files."""
-    from streams.cli import app
+    from streams.cli.commands import app
 
     result = runner.invoke(app, ["grafana", "generate", "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
@@ -326,11 +326,11 @@ def run() -> Run:
     """The demo shop (45 min: users ramp up until the SLA breaks; a model-error threshold of
     5% so that model_error fires too) and a quiet second system (15 min, steady), through the
     pipeline core, written with the worker's InfluxDB sink into a fresh database."""
-    from streams.config import Config, InfluxSettings
-    from streams.demo import START, DemoScenario, demo_config, demo_records
-    from streams.influx import InfluxSink
-    from streams.pipeline import Pipeline
-    from streams.schema import points
+    from streams.core.config import Config, InfluxSettings
+    from streams.cli.demo import START, DemoScenario, demo_config, demo_records
+    from streams.sinks.influx import InfluxSink
+    from streams.core.pipeline import Pipeline
+    from streams.sinks.schema import points
 
     url = service_env("PERFCAST_INFLUX_URL")
     database = unique("grafana").replace("-", "_")
@@ -713,7 +713,7 @@ def grafana():
 
 
 def _push(fake: FakeGrafana, *extra: str, env: dict[str, str] | None = None):
-    from streams.cli import app
+    from streams.cli.commands import app
 
     environment = {"PERFCAST_GRAFANA_TOKEN": GRAFANA_TOKEN,
                    "PERFCAST_INFLUX_URL": "http://influxdb:8086",

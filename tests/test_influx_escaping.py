@@ -17,9 +17,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streams.influx import _escape_tag, _series, lines
-from streams.records import valid_name
-from streams.system import Outputs
+from streams.sinks.influx import _escape_tag, _series, lines
+from streams.core.records import valid_name
+from streams.core.system import Outputs
 
 
 def _unescape(value: str) -> str:
@@ -107,10 +107,10 @@ def test_names_with_backslashes_and_commas_are_found_by_their_real_names_in_infl
     from influxdb_client import InfluxDBClient
 
     from pipeline_harness import service_env
-    from streams.config import InfluxSettings
-    from streams.demo import DemoScenario, demo_records
-    from streams.influx import InfluxSink
-    from streams.pipeline import Pipeline
+    from streams.core.config import InfluxSettings
+    from streams.cli.demo import DemoScenario, demo_records
+    from streams.sinks.influx import InfluxSink
+    from streams.core.pipeline import Pipeline
 
     url = service_env("PERFCAST_INFLUX_URL")
     system = f"shop\\{uuid.uuid4().hex[:6]},eu west=1"

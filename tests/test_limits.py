@@ -10,9 +10,9 @@ from dataclasses import replace
 
 import pytest
 
-from streams.config import Config, ConfigError, Limits, load_config
-from streams.pipeline import Pipeline
-from streams.table_pipeline import TableBackedPipeline, unpack
+from streams.core.config import Config, ConfigError, Limits, load_config
+from streams.core.pipeline import Pipeline
+from streams.core.table_pipeline import TableBackedPipeline, unpack
 
 T0 = 1_795_168_800.0
 
@@ -175,7 +175,7 @@ def test_perfcast_run_counts_evictions_and_limit_dead_letters(tmp_path):
     dead letters by reason; every other window processed."""
     from typer.testing import CliRunner
 
-    from streams.cli import app
+    from streams.cli.commands import app
 
     config = tmp_path / "c.toml"
     config.write_text("[limits]\nmax_systems = 3\nidle_system_s = 60\n")
@@ -235,7 +235,7 @@ def test_a_rejected_windows_dead_letter_quotes_a_bounded_record():
     """Found by tests/test_fuzz.py: a window of 10,000 classes beyond the class limit was
     dead-lettered with its whole record (130 KB; with long names over Kafka's 1 MB). The
     record quotes at most 64 classes per map and says so."""
-    from streams.system import REJECTED_CLASSES
+    from streams.core.system import REJECTED_CLASSES
     classes = {f"{'c' * 190}{i:05d}": 1 for i in range(10_000)}
     rec = {"system": "wide", "tier": "t", "end": 100.0, "window_s": 5.0, "utilization": 0.5,
            "completions": classes, "response_time_s": {c: 0.1 for c in classes}}

@@ -12,8 +12,8 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from streams.history import CHUNK, WindowHistory
-from streams.pipeline import Pipeline
+from streams.core.history import CHUNK, WindowHistory
+from streams.core.pipeline import Pipeline
 
 #: documented bound (docs/configuration.md, "Limits and memory"): bytes held per system of one
 #: tier, one window, a few classes

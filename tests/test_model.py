@@ -1,4 +1,4 @@
-"""The per-system model (``streams.model``): MVA capacity along the asymptote, per-class
+"""The per-system model (``streams.predict.model``): MVA capacity along the asymptote, per-class
 read-back, and the MAP network switch-over."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import pytest
 
 from solvers.mva import mva, mva_curve
 from solvers.paper000 import scenarios
-from streams.config import SystemConfig
-from streams.model import SystemModel, build_model
-from streams.tier import TierModel
+from streams.core.config import SystemConfig
+from streams.predict.model import SystemModel, build_model
+from streams.core.tier import TierModel
 
 
 def _model(D, servers, Z, sla, ratio=None) -> SystemModel:
@@ -107,7 +107,7 @@ def test_bursty_tier_switches_to_the_map_network_and_matches_solve_closed():
 
 
 def test_a_failing_map_solve_falls_back_to_mva_with_a_flag(monkeypatch):
-    import streams.model as model
+    import streams.predict.model as model
 
     sc = scenarios()["bottleneck_switch"]
     cfg = SystemConfig(tiers=("front", "db"))

@@ -20,12 +20,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from streams import cli
-from streams.cli import EXIT_NOTHING_ACCEPTED, app
-from streams.config import ENVIRONMENT, InfluxSettings, KafkaSettings, Limits, SystemConfig
-from streams.embedded import read_jsonl
-from streams.pipeline import Pipeline
-from streams.produce import produce
+from streams.cli import commands as cli
+from streams.cli.commands import EXIT_NOTHING_ACCEPTED, app
+from streams.core.config import ENVIRONMENT, InfluxSettings, KafkaSettings, Limits, SystemConfig
+from streams.cli.embedded import read_jsonl
+from streams.core.pipeline import Pipeline
+from streams.kafka.produce import produce
 
 runner = CliRunner()
 ROOT = Path(__file__).resolve().parents[1]
@@ -140,12 +140,12 @@ def test_produce_reads_standard_input(monkeypatch):
     got: list[bytes] = []
 
     def fake_send(records, settings, rate=None):
-        from streams.produce import ProduceStats
+        from streams.kafka.produce import ProduceStats
         got.extend(records)
         return ProduceStats(sent=len(got), seconds=0.1)
 
-    monkeypatch.setattr("streams.topics.ensure_topics", lambda *a, **k: [])
-    monkeypatch.setattr("streams.produce.produce", fake_send)
+    monkeypatch.setattr("streams.kafka.topics.ensure_topics", lambda *a, **k: [])
+    monkeypatch.setattr("streams.kafka.produce.produce", fake_send)
     result = runner.invoke(app, ["produce", "--source", "-"],
                            input=BOM + _line(10) + b"\n" + NOT_UTF8 + b"\n")
     assert result.exit_code == 0, result.output
@@ -155,7 +155,7 @@ def test_produce_reads_standard_input(monkeypatch):
 
 def test_every_setting_is_in_the_configuration_doc():
     """docs/configuration.md (which ``perfcast worker --help`` points to) lists every setting
-    of streams/config.py and every environment variable."""
+    of streams/core/config.py and every environment variable."""
     doc = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
     assert "docs/configuration.md" in (cli.worker.__doc__ or "")
     for f in fields(SystemConfig):
@@ -195,7 +195,7 @@ def _port(listen: bool):
 
 
 def _one_line_unreachable(result, service: str) -> None:
-    from streams.connect import EXIT_UNREACHABLE
+    from streams.kafka.connect import EXIT_UNREACHABLE
 
     assert result.exit_code == EXIT_UNREACHABLE, result.output
     lines = [x for x in result.output.splitlines() if x.strip()]
@@ -224,7 +224,7 @@ def test_kafka_unreachable_ends_with_one_line(tmp_path, command, listen):
 @pytest.mark.parametrize("listen", [False, True], ids=["refused", "silent"])
 def test_influxdb_unreachable_at_worker_start_ends_with_one_line(monkeypatch, listen):
     """The worker checks InfluxDB's ``/ping`` before it starts (Kafka faked as reachable)."""
-    monkeypatch.setattr("streams.topics.ensure_topics", lambda *a, **k: [])
+    monkeypatch.setattr("streams.kafka.topics.ensure_topics", lambda *a, **k: [])
     with _port(listen) as port:
         monkeypatch.setenv("PERFCAST_INFLUX_URL", f"http://127.0.0.1:{port}")
         result = runner.invoke(app, ["worker", "--connect-timeout", "1"])
@@ -232,7 +232,7 @@ def test_influxdb_unreachable_at_worker_start_ends_with_one_line(monkeypatch, li
 
 
 def test_connect_timeout_is_a_setting(tmp_path):
-    from streams.config import ConfigError, load_config
+    from streams.core.config import ConfigError, load_config
 
     path = tmp_path / "c.toml"
     path.write_text("[kafka]\nconnect_timeout_s = 2.5\n[influxdb]\nconnect_timeout_s = 3\n")
@@ -252,7 +252,7 @@ def test_demo_live_table_fits_80_columns(tmp_path):
     every cell of the table whole (no ellipsis, no wrapped cell)."""
     env = {**os.environ, "COLUMNS": "80", "PYTHONPATH": str(ROOT)}
     env.pop("LINES", None)
-    proc = subprocess.run([sys.executable, "-m", "streams.cli", "demo", "--duration-s", "1500",
+    proc = subprocess.run([sys.executable, "-m", "streams.cli.commands", "demo", "--duration-s", "1500",
                            "--out", str(tmp_path / "demo")], env=env, cwd=ROOT,
                           capture_output=True, text=True, encoding="utf-8")
     assert proc.returncode == 0, proc.stderr

@@ -14,11 +14,11 @@ import pytest
 from typer.testing import CliRunner
 
 from pipeline_harness import TopicReader, Worker, service_env, unique, wait_for, write_config
-from streams.cli import app
-from streams.config import load_config
-from streams.connect import EXIT_UNREACHABLE
-from streams.demo import DemoScenario, demo_records
-from streams.topics import ensure_topics
+from streams.cli.commands import app
+from streams.core.config import load_config
+from streams.kafka.connect import EXIT_UNREACHABLE
+from streams.cli.demo import DemoScenario, demo_records
+from streams.kafka.topics import ensure_topics
 from test_operating import BOM, NOT_UTF8
 
 pytestmark = pytest.mark.timeout(600)

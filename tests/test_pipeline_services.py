@@ -29,11 +29,11 @@ from pipeline_harness import (
     wait_for,
     write_config,
 )
-from streams.config import load_config
-from streams.demo import DemoScenario, demo_records
-from streams.pipeline import Pipeline
-from streams.produce import produce
-from streams.topics import ensure_topics
+from streams.core.config import load_config
+from streams.cli.demo import DemoScenario, demo_records
+from streams.core.pipeline import Pipeline
+from streams.kafka.produce import produce
+from streams.kafka.topics import ensure_topics
 
 pytestmark = pytest.mark.timeout(600)
 

@@ -1,5 +1,5 @@
 """Plausibility against a system's own recent windows (issue 23, item 1;
-``streams/plausibility.py``, docs/pipeline.md "Plausibility").
+``streams/core/plausibility.py``, docs/pipeline.md "Plausibility").
 
 The hostile cases (an end in 2100, users jumping to 10^9, utilization 0 with 4e9 completions,
 a window overlapping another by half, a 10,000-fold completion rate) are corpus cases
@@ -20,11 +20,11 @@ import pytest
 from estimators.mapfit import fit_map2
 from fuzz_corpus import CORPUS, window
 from solvers.simulation import ClosedNetwork, Queue, monitor_closed
-from streams.config import Config, ConfigError, load_config
-from streams.embedded import run_embedded
-from streams.pipeline import Pipeline
-from streams.plausibility import Plausibility
-from streams.system import SystemState
+from streams.core.config import Config, ConfigError, load_config
+from streams.cli.embedded import run_embedded
+from streams.core.pipeline import Pipeline
+from streams.core.plausibility import Plausibility
+from streams.core.system import SystemState
 
 _BASE = 1_795_687_205.0
 #: the corpus cases of the plausibility rules

@@ -1,5 +1,5 @@
 """Poison pills: input records built to break a sink, an encoder or the core, fed to the
-embedded runner (``perfcast run``), to the worker's batch step (``streams.core_process``) and to
+embedded runner (``perfcast run``), to the worker's batch step (``streams.kafka.core_process``) and to
 ``perfcast produce``. Each is dead-lettered with its field and reason (or, a utilization a hair
 above 1, clamped and flagged), and every other record is processed as if it were not there."""
 
@@ -14,19 +14,19 @@ import pytest
 from typer.testing import CliRunner
 
 from fuzz_corpus import POISON, window
-from streams.cli import app
-from streams.config import Config, KafkaSettings
-from streams.core_process import OUTPUT_TOPICS, _keyed, run_batch
-from streams.demo import DemoScenario, demo_records
-from streams.embedded import read_jsonl
-from streams.influx import _escape_tag, lines, line_protocol
-from streams.pipeline import RAW_LIMIT, Pipeline, dead_letter
-from streams.produce import produce, record_key
-from streams.records import InvalidWindow
-from streams.schema import Point, points
-from streams.store import SQLiteStore
-from streams.system import Outputs
-from streams.table_pipeline import TableBackedPipeline
+from streams.cli.commands import app
+from streams.core.config import Config, KafkaSettings
+from streams.kafka.core_process import OUTPUT_TOPICS, _keyed, run_batch
+from streams.cli.demo import DemoScenario, demo_records
+from streams.cli.embedded import read_jsonl
+from streams.sinks.influx import _escape_tag, lines, line_protocol
+from streams.core.pipeline import RAW_LIMIT, Pipeline, dead_letter
+from streams.kafka.produce import produce, record_key
+from streams.core.records import InvalidWindow
+from streams.sinks.schema import Point, points
+from streams.sinks.store import SQLiteStore
+from streams.core.system import Outputs
+from streams.core.table_pipeline import TableBackedPipeline
 
 #: Kafka's default largest message (broker ``message.max.bytes``)
 KAFKA_MAX_MESSAGE = 1_048_588

@@ -14,11 +14,11 @@ from typer.testing import CliRunner
 
 from fuzz_corpus import CORPUS
 from pipeline_harness import TopicReader, Worker, service_env, unique, wait_for, write_config
-from streams.cli import app
-from streams.config import load_config
-from streams.demo import DemoScenario, demo_records
-from streams.pipeline import Pipeline
-from streams.topics import ensure_topics
+from streams.cli.commands import app
+from streams.core.config import load_config
+from streams.cli.demo import DemoScenario, demo_records
+from streams.core.pipeline import Pipeline
+from streams.kafka.topics import ensure_topics
 from test_poison_pills import CLAMPED, FLAG, POISON
 
 pytestmark = pytest.mark.timeout(600)

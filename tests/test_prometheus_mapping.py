@@ -18,9 +18,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from streams.config import Config, ConfigError
-from streams.pipeline import Pipeline
-from streams.records import InvalidWindow, parse_window
+from streams.core.config import Config, ConfigError
+from streams.core.pipeline import Pipeline
+from streams.core.records import InvalidWindow, parse_window
 from streams.sources.prometheus import (
     TierData,
     load_source,
@@ -485,7 +485,7 @@ class FakeProducer:
 def test_follow_retries_checkpoints_and_resumes_where_it_stopped(tmp_path: Path):
     """The live follower: Prometheus unreachable at first is retried; every window is sent
     once, in order, and checkpointed; a second run resumes after the checkpoint."""
-    from streams.config import KafkaSettings
+    from streams.core.config import KafkaSettings
     from streams.sources.prometheus_http import Checkpoint, follow
 
     source = source_from_mapping({**SPEC, "prometheus": {**SPEC["prometheus"], "window_s": 0.2,
@@ -519,7 +519,7 @@ def test_command_line_errors_name_the_option_and_value(tmp_path: Path, monkeypat
     before."""
     from typer.testing import CliRunner
 
-    from streams.cli import app
+    from streams.cli.commands import app
 
     monkeypatch.delenv("PERFCAST_PROMETHEUS_URL", raising=False)
     runner = CliRunner()

@@ -40,8 +40,8 @@ from pipeline_harness import (
     unique,
     wait_for,
 )
-from streams.config import load_config
-from streams.embedded import read_jsonl, run_embedded
+from streams.core.config import load_config
+from streams.cli.embedded import read_jsonl, run_embedded
 from streams.sources.prometheus import load_source, window_ends
 from streams.sources.prometheus_http import fetch_windows
 
@@ -273,7 +273,7 @@ def test_backtest_equals_the_same_windows_fed_as_a_file(workload, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("PERFCAST_PROMETHEUS_URL", None)
     proc = subprocess.run(
-        [sys.executable, "-m", "streams.cli", "run", "--source", "prometheus",
+        [sys.executable, "-m", "streams.cli.commands", "run", "--source", "prometheus",
          "--prom-config", str(workload["source"]), "--from", str(workload["from"]),
          "--to", str(workload["to"]), "--config", str(workload["config"]), "--out", str(out)],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
@@ -304,7 +304,7 @@ class Ingest:
 
     def __init__(self, source: Path, config: Path, checkpoint: Path, log: Path,
                  start: str | None = None) -> None:
-        self.cmd = [sys.executable, "-m", "streams.cli", "ingest", "prometheus",
+        self.cmd = [sys.executable, "-m", "streams.cli.commands", "ingest", "prometheus",
                     "--prom-config", str(source), "--config", str(config),
                     "--checkpoint", str(checkpoint), "--loglevel", "info"]
         if start:
@@ -335,7 +335,7 @@ def test_live_into_kafka_worker_and_influxdb_resumes_after_a_kill(tmp_path):
     url = prometheus_url()
     bootstrap = service_env("PERFCAST_KAFKA_BOOTSTRAP")
     influx = service_env("PERFCAST_INFLUX_URL")
-    from streams.topics import ensure_topics
+    from streams.kafka.topics import ensure_topics
 
     system, prefix = unique("live"), unique("t")
     source_path = write_source(tmp_path / "source.toml", url, system, lag_s=2.0)

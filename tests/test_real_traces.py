@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from bench import real_traces as rt
-from streams.records import parse_window
+from streams.core.records import parse_window
 from tests.ci_policy import unavailable
 
 

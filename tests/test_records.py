@@ -1,4 +1,4 @@
-"""The input window record (streams.records): what parses to which Window, and that every
+"""The input window record (streams.core.records): what parses to which Window, and that every
 rejection names the offending field and shows the offending value."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streams.records import (MAX_CORES, MAX_NAME, MAX_USERS, UTILIZATION_TOLERANCE,
+from streams.core.records import (MAX_CORES, MAX_NAME, MAX_USERS, UTILIZATION_TOLERANCE,
                              InvalidWindow, Window, parse_window)
 
 #: 2026-11-20T10:00:05Z as epoch seconds (1_795_168_800 is 10:00:00Z, the demo's origin)
@@ -267,7 +267,7 @@ def test_long_values_are_shortened_in_the_message():
 
 # --------------------------------------------------------------------------------------------
 # hostile inputs: still InvalidWindow, never another exception (these failed before the fixes
-# in streams/records.py: OverflowError, RecursionError, ValueError escaped parse_window)
+# in streams/core/records.py: OverflowError, RecursionError, ValueError escaped parse_window)
 # --------------------------------------------------------------------------------------------
 
 HUGE = "1" + "0" * 400          # a JSON integer beyond the float range
@@ -348,7 +348,7 @@ def test_negative_utilization_beyond_rounding_is_rejected(value):
 
 def test_windows_within_zero_and_one_take_the_fast_path_and_carry_no_flag():
     """Only a window outside [0, 1] leaves the msgspec fast path (bench/bench_pipeline.py)."""
-    from streams.records import _fast
+    from streams.core.records import _fast
 
     for u in (0.0, 0.63, 1.0):
         text = json.dumps(_record(utilization=u))
@@ -488,7 +488,7 @@ def mutated_records(draw):
 @settings(max_examples=600, deadline=None)
 @given(mutated_records())
 def test_fast_path_accepts_only_what_the_validator_accepts_and_builds_the_same_window(record):
-    from streams.records import _fast, _validate
+    from streams.core.records import _fast, _validate
 
     for raw in (record, json.dumps(record), json.dumps(record).encode()):
         try:

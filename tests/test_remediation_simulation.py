@@ -12,8 +12,8 @@ from solvers.paper000 import _BURSTY_D0, _BURSTY_D1
 from solvers.processes import MAP
 from solvers.simulation.capacity import simulated_capacity
 from solvers.simulation.physical import PhysicalNetwork, Tier
-from streams.model import SystemModel, model_capacity
-from streams.whatif import Action, apply
+from streams.predict.model import SystemModel, model_capacity
+from streams.predict.whatif import Action, apply
 
 SLA = 0.1
 

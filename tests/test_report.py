@@ -1,6 +1,6 @@
-"""The embedded report (``streams.report``): one self-contained HTML page from a run's store.
+"""The embedded report (``streams.sinks.report``): one self-contained HTML page from a run's store.
 
-The store comes from a short embedded run (:func:`streams.embedded.run_embedded`) of two
+The store comes from a short embedded run (:func:`streams.cli.embedded.run_embedded`) of two
 simulated systems in one trace: the demo shop ramped up fast enough to break its SLA within 15
 simulated minutes (so every alert kind and the breach markers appear), and a second system
 whose users stay below capacity and whose name needs HTML escaping.
@@ -38,12 +38,12 @@ import pytest
 
 from ci_policy import unavailable
 
-from streams.config import Config, SystemConfig
-from streams.demo import DemoScenario, demo_config, demo_records
-from streams.embedded import STORE_NAME, run_embedded
-from streams.report import (PALETTE, REPORT_NAME, SECTIONS, SYSTEM_CHARTS, ReportError,
+from streams.core.config import Config, SystemConfig
+from streams.cli.demo import DemoScenario, demo_config, demo_records
+from streams.cli.embedded import STORE_NAME, run_embedded
+from streams.sinks.report import (PALETTE, REPORT_NAME, SECTIONS, SYSTEM_CHARTS, ReportError,
                             load_store, render_report, write_report)
-from streams.store import SQLiteStore
+from streams.sinks.store import SQLiteStore
 
 #: the shop breaks its SLA: users 60 for 5 min, then +10 every 20 s up to 220
 SHOP = DemoScenario(duration_s=900, steady_s=300, step_s=20, step_users=10, users_end=220)
@@ -267,7 +267,7 @@ def test_the_remediation_of_the_last_solve_at_risk_is_shown(store: Path, page: s
     """The shop's section lists the actions of its last solve at risk, in rank order, as the
     store has them; the calm system says it had none; summaries are escaped; at most
     MAX_REMEDIES rows."""
-    from streams.report import MAX_REMEDIES
+    from streams.sinks.report import MAX_REMEDIES
 
     bodies = _system_sections(page)
     last = _query(store, "SELECT MAX(time) FROM remediation WHERE system = ?", SHOP.system)[0][0]

@@ -1,4 +1,4 @@
-"""The report stays under its documented size (``streams.report.MAX_REPORT_BYTES``, 20 MB,
+"""The report stays under its documented size (``streams.sinks.report.MAX_REPORT_BYTES``, 20 MB,
 docs/report.md) whatever the store holds: any time span, thousands of systems, hundreds of
 classes, long series. What is left out is named on the page (flagged with its reason); the
 rest is drawn."""
@@ -10,9 +10,9 @@ from dataclasses import replace
 
 import pytest
 
-from streams.config import Config
-from streams.embedded import STORE_NAME, run_embedded
-from streams.report import (MAX_OVERVIEW_ROWS, MAX_REPORT_BYTES, MAX_SYSTEM_SECTIONS,
+from streams.core.config import Config
+from streams.cli.embedded import STORE_NAME, run_embedded
+from streams.sinks.report import (MAX_OVERVIEW_ROWS, MAX_REPORT_BYTES, MAX_SYSTEM_SECTIONS,
                             MAX_CHART_CLASSES, StoreData, load_store, render_report,
                             time_ticks)
 

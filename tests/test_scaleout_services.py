@@ -4,7 +4,7 @@ started by ``infra/services.sh``.
 A seeded fleet (:func:`fleet`: 40 systems x 3 tiers, 180 windows each, 21,600 windows) goes
 through
 
-* the embedded run (``perfcast run``'s :func:`streams.embedded.run_embedded`);
+* the embedded run (``perfcast run``'s :func:`streams.cli.embedded.run_embedded`);
 * one ``perfcast worker`` on a 4-partition topic, uninterrupted;
 * three ``perfcast worker`` processes with the same application id while the windows stream
   in: A alone, then B joins (a rebalance moves partitions from A to B), then A is SIGKILLed
@@ -40,16 +40,16 @@ from pipeline_harness import (
     unique,
     wait_for,
 )
-from streams.config import load_config
-from streams.embedded import run_embedded
-from streams.produce import produce
-from streams.topics import ensure_topics
+from streams.core.config import load_config
+from streams.cli.embedded import run_embedded
+from streams.kafka.produce import produce
+from streams.kafka.topics import ensure_topics
 
 pytestmark = pytest.mark.timeout(900)
 
 TIERS = ("web", "app", "db")
 CLASSES = ("browse", "buy")
-#: 2026-11-20T10:00:00Z, event-time origin (as streams.demo)
+#: 2026-11-20T10:00:00Z, event-time origin (as streams.cli.demo)
 START = 1_795_168_800.0
 SYSTEMS, ENDS, WINDOW_S = 40, 180, 5.0
 PARTITIONS = 4

@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from streams.cli import _LiveView
-from streams.demo import DemoScenario, demo_config, demo_records
-from streams.embedded import STORE_NAME, run_embedded
-from streams.report import REPORT_NAME, write_report
-from streams.story import model_family
+from streams.cli.commands import _LiveView
+from streams.cli.demo import DemoScenario, demo_config, demo_records
+from streams.cli.embedded import STORE_NAME, run_embedded
+from streams.sinks.report import REPORT_NAME, write_report
+from streams.predict.story import model_family
 
 SCENARIO = DemoScenario()          # the demo's defaults; ``perfcast demo`` runs 2700 s of it
 DURATION_S = 2700.0
@@ -91,7 +91,7 @@ def test_the_alert_the_table_and_the_report_tell_one_story(demo):
 
 
 def _hhmm(t: float) -> str:
-    from streams.records import format_time
+    from streams.core.records import format_time
     return format_time(t)[11:16]
 
 

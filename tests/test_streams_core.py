@@ -18,19 +18,19 @@ from hypothesis import strategies as st
 
 # ``solvers`` must be imported before ``line_solver`` (see tests/conftest.py)
 from solvers.mva import mva, mva_curve  # isort: skip
-from streams import history as history_module
-from streams.alerts import AlertBook
-from streams.config import Config, SystemConfig
-from streams.demo import START, DemoScenario, demo_config, demo_records
-from streams.embedded import STORE_NAME, run_embedded
-from streams.history import CHUNK, WindowHistory
-from streams.model import capacity_search
-from streams.pipeline import Pipeline
-from streams.records import parse_window
-from streams.schema import MEASUREMENTS, points
-from streams.store import OUTPUT_FILES, SQLiteStore
-from streams.system import Outputs, SystemState, solve_offset
-from streams.tier import Interval, add_blocks
+from streams.core import history as history_module
+from streams.core.alerts import AlertBook
+from streams.core.config import Config, SystemConfig
+from streams.cli.demo import START, DemoScenario, demo_config, demo_records
+from streams.cli.embedded import STORE_NAME, run_embedded
+from streams.core.history import CHUNK, WindowHistory
+from streams.predict.model import capacity_search
+from streams.core.pipeline import Pipeline
+from streams.core.records import parse_window
+from streams.sinks.schema import MEASUREMENTS, points
+from streams.sinks.store import OUTPUT_FILES, SQLiteStore
+from streams.core.system import Outputs, SystemState, solve_offset
+from streams.core.tier import Interval, add_blocks
 
 from line_solver.api.pfqn.mva import pfqn_mva  # isort: skip  # noqa: E402
 
@@ -463,7 +463,7 @@ def test_capacity_search_uses_known_points():
 
 
 def test_capacity_search_from_a_near_start_stays_near_it():
-    """Started from the last solve's capacity with a small growth (streams.system), the search
+    """Started from the last solve's capacity with a small growth (streams.core.system), the search
     never probes far beyond the answer (the costliest MAP network solves are there)."""
     f = Counted(lambda n: n - 1375.5)
     n, limited = capacity_search(f, start=1300, limit=100_000, rel_tol=0.03, growth=1.12)
@@ -974,7 +974,7 @@ def test_points_follow_the_schema(all_outputs):
 def test_influx_lines_are_the_line_protocol_of_the_points(all_outputs):
     """The worker formats its InfluxDB lines straight from the records (``influx.lines``);
     they must be exactly the line protocol of ``schema.points`` (what the SQLite store gets)."""
-    from streams.influx import line_protocol, lines
+    from streams.sinks.influx import line_protocol, lines
 
     for stamp in (None, 1_800_000_000.0):
         want = [line_protocol(p) for p in points(all_outputs, deadletter_time=stamp)]
@@ -1069,8 +1069,8 @@ def test_worker_state_survives_a_rebalance_in_the_middle_of_a_batch(records, con
     table with every window of the batch (same estimates afterwards as without it)."""
     import json as _json
 
-    from streams.pipeline import Pipeline as _Pipeline
-    from streams.table_pipeline import TableBackedPipeline
+    from streams.core.pipeline import Pipeline as _Pipeline
+    from streams.core.table_pipeline import TableBackedPipeline
 
     table = _RecordingTable()
     core = TableBackedPipeline(config, table)
@@ -1101,7 +1101,7 @@ def test_table_values_round_trip_bit_for_bit_and_json_values_of_older_workers_lo
 
     import msgspec
 
-    from streams.table_pipeline import pack as _pack, unpack as _unpack
+    from streams.core.table_pipeline import pack as _pack, unpack as _unpack
 
     value = {"x": [0.1, 1 / 3, 5e-324, -0.0, 1.7976931348623157e308], "n": [3, -1],
              "s": "sys\x1fdb", "none": None, "nested": {"rows": [[1.0, 2.5]]}}
@@ -1118,8 +1118,8 @@ def test_a_tier_a_later_window_of_the_batch_adds_is_not_in_an_earlier_solve():
     batch gave other predictions than the same windows one by one (``not enough data`` for a
     tier without windows yet, or that tier refreshed early)."""
     import json as _json
-    from streams.pipeline import Pipeline as _Pipeline
-    from streams.system import Outputs as _Outputs
+    from streams.core.pipeline import Pipeline as _Pipeline
+    from streams.core.system import Outputs as _Outputs
 
     def rec(tier, end, window_s, completions, util, **more):
         return {"system": "s", "tier": tier, "end": end, "window_s": window_s,
@@ -1144,7 +1144,7 @@ def test_a_mix_without_demand_and_no_think_time_is_not_solved_into_nan():
     time was 0, so MVA's throughput was infinite and every figure NaN (written as null)."""
     import warnings
 
-    from streams.pipeline import Pipeline as _Pipeline
+    from streams.core.pipeline import Pipeline as _Pipeline
 
     def rec(tier, end, util, cores, completions, **more):
         return {"system": "s", "tier": tier, "end": end, "window_s": more.pop("window_s", 60.0),

@@ -1,4 +1,4 @@
-"""What-if actions and remediation (``streams.whatif``): the actions change the model the
+"""What-if actions and remediation (``streams.predict.whatif``): the actions change the model the
 prediction used as documented, the remediation is the smallest sufficient action per kind
 (checked against the solvers directly, not through the search), the hints of the last solve
 give the same answer with fewer solves, and the pipeline puts it in the prediction, the alert's
@@ -16,9 +16,9 @@ from solvers.decomposition import solve_decomposed
 from solvers.mva import mva
 from solvers.paper000 import _BURSTY_D0, _BURSTY_D1
 from solvers.processes import MAP
-from streams.config import ConfigError, SystemConfig, _check
-from streams.model import SystemModel, model_capacity
-from streams.whatif import Action, apply, describe, parse_action, remediate
+from streams.core.config import ConfigError, SystemConfig, _check
+from streams.predict.model import SystemModel, model_capacity
+from streams.predict.whatif import Action, apply, describe, parse_action, remediate
 
 BURSTY = MAP(_BURSTY_D0, _BURSTY_D1)            # paper 000's unit-mean MAP(2), I ~ 200
 
@@ -204,8 +204,8 @@ def test_a_solve_budget_bounds_the_search_longest_queue_first():
 @pytest.fixture(scope="module")
 def demo_run():
     """The demo shop (45 min: users ramp up until the SLA breaks) through the pipeline."""
-    from streams.demo import DemoScenario, demo_config, demo_records
-    from streams.pipeline import Pipeline
+    from streams.cli.demo import DemoScenario, demo_config, demo_records
+    from streams.core.pipeline import Pipeline
 
     sc = DemoScenario(duration_s=2700)
     pipeline = Pipeline(demo_config(sc))
@@ -238,7 +238,7 @@ def test_remediation_exactly_on_the_solves_at_risk(demo_run):
 
 
 def test_the_breach_alert_names_the_remedy_and_the_schema_has_its_points(demo_run):
-    from streams.schema import points
+    from streams.sinks.schema import points
 
     pipeline, out = demo_run
     firing = [a for a in out.alerts if a["alert"] == "predicted_breach"

@@ -10,8 +10,8 @@ import sqlite3
 import pytest
 from typer.testing import CliRunner
 
-from streams.cli import app
-from streams.demo import DemoScenario, demo_records
+from streams.cli.commands import app
+from streams.cli.demo import DemoScenario, demo_records
 
 runner = CliRunner()
 

@@ -1,4 +1,4 @@
-"""What streams.worker changes in Faust's and aiokafka's defaults, and that it takes.
+"""What streams.kafka.worker changes in Faust's and aiokafka's defaults, and that it takes.
 
 * ``faust_worker``: the worker's logging stays at the requested level. Faust's own worker, at
   WARN and above, sets the root logger to DEBUG for its terminal spinner, so every debug call
@@ -20,13 +20,13 @@ from types import SimpleNamespace
 import pytest
 
 from pipeline_harness import ROOT
-from streams.worker import tune_fetches
+from streams.kafka.worker import tune_fetches
 
 PROBE = """
 import json, logging, sys
 import faust
-from streams.config import Config
-from streams.worker import build_app, faust_worker
+from streams.core.config import Config
+from streams.kafka.worker import build_app, faust_worker
 app = build_app(Config(), app_id="logging-probe", influx=False)
 worker = (faust_worker(app, sys.argv[1]) if sys.argv[2] == "perfcast"
           else faust.Worker(app, loglevel=sys.argv[1]))

@@ -1,5 +1,5 @@
 """Grafana for perfcast: the InfluxDB data source, two dashboards and the alert rules, built as
-plain Python data from the InfluxDB schema (:mod:`streams.schema`), written as provisioning
+plain Python data from the InfluxDB schema (:mod:`streams.sinks.schema`), written as provisioning
 files (``perfcast grafana generate``) or pushed through Grafana's HTTP API
 (``perfcast grafana push``). See ``docs/grafana.md``.
 

@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from streams.config import Config, ConfigError, load_config
+from streams.core.config import Config, ConfigError, load_config
 
 app = typer.Typer(help="Grafana: provisioning files (data source, dashboards, alert rules) and "
                        "pushing them to a running Grafana.", no_args_is_help=True,

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from streams.config import SystemConfig
+from streams.core.config import SystemConfig
 from streams.grafana import flux
 
 __all__ = ["DATASOURCE_UID", "DATASOURCE", "OVERVIEW_UID", "SYSTEM_UID", "dashboards",

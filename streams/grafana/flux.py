@@ -1,6 +1,6 @@
 """Flux queries of the dashboards and alert rules, built from the InfluxDB schema.
 
-Every query reads perfcast's own measurements (:data:`streams.schema.MEASUREMENTS`); the
+Every query reads perfcast's own measurements (:data:`streams.sinks.schema.MEASUREMENTS`); the
 builders refuse a measurement, field or tag the schema does not have, so a renamed field
 breaks generation, not a dashboard in production.
 
@@ -20,7 +20,7 @@ import re
 from datetime import datetime, timezone
 from typing import Iterable, Mapping, Sequence
 
-from streams.schema import MEASUREMENTS
+from streams.sinks.schema import MEASUREMENTS
 
 __all__ = ["QueryError", "check", "series", "band", "latest", "latest_alert", "active_alerts",
            "alert_events", "events", "newest_rows", "tag_values", "render"]
@@ -43,7 +43,7 @@ def check(measurement: str, fields: Iterable[str] = (), tags: Iterable[str] = ()
     """Raise :class:`QueryError` unless ``measurement`` has every one of ``fields`` and
     ``tags``."""
     if measurement not in MEASUREMENTS:
-        raise QueryError(f"measurement {measurement!r}: not in streams.schema.MEASUREMENTS")
+        raise QueryError(f"measurement {measurement!r}: not in streams.sinks.schema.MEASUREMENTS")
     tag_names, types = MEASUREMENTS[measurement]
     for f in fields:
         if f not in types:

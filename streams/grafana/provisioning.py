@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from streams.config import SystemConfig
+from streams.core.config import SystemConfig
 from streams.grafana.dashboards import DATASOURCE_UID, SYSTEM_UID, dashboards
 from streams.grafana.rules import FOLDER_TITLE, rule_group_file
 

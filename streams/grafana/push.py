@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from streams.config import ConfigError, secret
+from streams.core.config import ConfigError, secret
 from streams.grafana.rules import FOLDER_TITLE, FOLDER_UID, GROUP, INTERVAL_S
 
 __all__ = ["PushError", "PushResult", "grafana_token", "connect", "push", "contains"]
@@ -48,7 +48,7 @@ class PushResult:
 
 def grafana_token(env: Mapping[str, str]) -> str:
     """The Grafana service-account token: ``PERFCAST_GRAFANA_TOKEN``, or the contents of the
-    file named by ``PERFCAST_GRAFANA_TOKEN_FILE`` (as :mod:`streams.config` reads secrets)."""
+    file named by ``PERFCAST_GRAFANA_TOKEN_FILE`` (as :mod:`streams.core.config` reads secrets)."""
     token = secret(env, TOKEN_ENV)
     if not token:
         raise ConfigError(f"{TOKEN_ENV}: not set (a Grafana service-account token, or "

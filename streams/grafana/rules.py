@@ -1,7 +1,7 @@
 """Grafana unified-alerting rules that mirror perfcast's own alerts.
 
 perfcast decides when an alert fires and resolves (thresholds per system from its
-configuration, hysteresis over solves; :mod:`streams.alerts`) and writes every change as an
+configuration, hysteresis over solves; :mod:`streams.core.alerts`) and writes every change as an
 ``alert`` point. The Grafana rules read those points rather than re-deciding from the
 predictions: Grafana, the ``perfcast.alerts`` topic and the dashboards then never disagree,
 and an SLA, horizon or threshold is configured in one place. One rule per kind:
@@ -14,7 +14,7 @@ and an SLA, horizon or threshold is configured in one place. One rule per kind:
 Each rule is multi-dimensional: its query returns one series per alert (per system, and per
 class for ``current_breach``), labelled ``system``, ``alert``, ``class`` and ``tier`` from
 the tags of the alert's last point; ``predicted_breach`` also by ``trust`` (``trusted`` or
-``untrusted``: raised while the ``model_error`` alert was active, :mod:`streams.confidence`).
+``untrusted``: raised while the ``model_error`` alert was active, :mod:`streams.predict.confidence`).
 The data of a rule:
 
 * ``A`` ``active`` of the alert's last point (1 firing, 0 resolved), ``B`` its ``value``

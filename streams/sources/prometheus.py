@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from streams.config import ConfigError
-from streams.records import valid_name
+from streams.core.config import ConfigError
+from streams.core.records import valid_name
 from streams.sources.settings import WindowGrid, number_setting, string_setting, window_setting
 from streams.sources.window_rules import (
     QUERY_FIELDS,

@@ -9,7 +9,7 @@
   gives the same estimates), and run through the embedded pipeline by ``perfcast run`` itself.
 
 :func:`register` adds both to the ``perfcast`` application. ``run`` keeps its own definition in
-``streams/cli.py``: its ``--source`` is widened to also take ``prometheus``, and the three
+``streams/cli/commands.py``: its ``--source`` is widened to also take ``prometheus``, and the three
 options above are added to whatever options it has.
 
 Times (``--from``, ``--to``): ISO 8601 with a zone, epoch seconds, ``now``, or ``now-2h`` /
@@ -31,7 +31,7 @@ from typing import Any, Callable, Optional
 
 import typer
 
-from streams.config import ConfigError
+from streams.core.config import ConfigError
 
 __all__ = ["ingest_app", "register", "parse_time", "WINDOWS_FILE"]
 
@@ -47,7 +47,7 @@ _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 def parse_time(text: str, now: Callable[[], float] = time.time) -> float:
     """``--from`` / ``--to`` as epoch seconds (module docstring); ``ValueError`` naming the
     text otherwise."""
-    from streams.records import InvalidWindow, parse_end
+    from streams.core.records import InvalidWindow, parse_end
 
     t = text.strip().lower()
     m = re.fullmatch(r"(now)?\s*(?:-\s*(\d+(?:\.\d+)?)\s*([smhd]))?", t)
@@ -106,9 +106,9 @@ def ingest_prometheus(
         loglevel: str = typer.Option("info")) -> None:
     """Follow a Prometheus: publish each system window to perfcast.windows once it is
     complete (plus lag_s), resuming after the checkpoint after a restart."""
-    from streams.cli import _config
+    from streams.cli.commands import _config
     from streams.sources.prometheus_http import Checkpoint, PrometheusError, follow
-    from streams.topics import ensure_topics
+    from streams.kafka.topics import ensure_topics
 
     logging.basicConfig(level=loglevel.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -139,7 +139,7 @@ def _backtest(prom_config: Optional[Path], start: Optional[str], end: Optional[s
     from rich.console import Console
     from rich.markup import escape
 
-    from streams.records import format_time
+    from streams.core.records import format_time
     from streams.sources.prometheus_http import PrometheusError, fetch_windows, summarize_gaps
 
     if prom_config is None or start is None or end is None:

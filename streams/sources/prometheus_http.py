@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
-from streams.config import ConfigError, KafkaSettings, secret
-from streams.records import format_time
+from streams.core.config import ConfigError, KafkaSettings, secret
+from streams.core.records import format_time
 from streams.sources.prometheus import (
     QUERY_FIELDS,
     Gap,
@@ -245,7 +245,7 @@ def _send(source: PrometheusSource, kafka: KafkaSettings, checkpoint: Checkpoint
           ready: float, clock: Callable[[], float]) -> float:
     """Send the windows ending in ``(last, ready]``, batch by batch, each checkpointed once
     Kafka has it; returns the new checkpoint."""
-    from streams.produce import produce
+    from streams.kafka.produce import produce
 
     gaps: list[Gap] = []
     before = stats.sent
@@ -296,7 +296,7 @@ def follow(source: PrometheusSource, kafka: KafkaSettings, checkpoint: Checkpoin
     if own:
         from kafka import KafkaProducer
 
-        from streams.produce import MAX_RECORD_BYTES, kafka_client_options
+        from streams.kafka.produce import MAX_RECORD_BYTES, kafka_client_options
         producer = KafkaProducer(**kafka_client_options(kafka), linger_ms=5, acks="all",
                                  max_request_size=MAX_RECORD_BYTES)
     stats = FollowStats(last_end=last)

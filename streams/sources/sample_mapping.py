@@ -32,8 +32,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from streams.config import ConfigError
-from streams.records import valid_name
+from streams.core.config import ConfigError
+from streams.core.records import valid_name
 from streams.sources.settings import WindowGrid, number_setting, string_setting, window_setting
 from streams.sources.window_rules import TierSpec
 from streams.sources.samples import FORMATS, TIMESTAMP_UNITS

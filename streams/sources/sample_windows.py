@@ -35,7 +35,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-from streams.records import InvalidWindow, format_time
+from streams.core.records import InvalidWindow, format_time
 from streams.sources.window_rules import Gap, Series, TierData, TierSpec, tier_windows
 from streams.sources.sample_mapping import InputFormat, TierMapping
 from streams.sources.samples import Sample, parse_record

@@ -3,7 +3,7 @@
 A record of one of these formats holds *samples* -- a metric's value at an instant -- not
 windows; :mod:`streams.sources.sample_windows` maps them to windows. Each parser turns one
 record's bytes into :class:`Sample` objects and the problems of the parts it could not read
-(:class:`streams.records.InvalidWindow`: field, value, reason), so that one bad metric in a
+(:class:`streams.core.records.InvalidWindow`: field, value, reason), so that one bad metric in a
 batch does not cost the others. A record of the wrong shape altogether raises
 ``InvalidWindow`` naming what was expected.
 
@@ -38,17 +38,17 @@ from typing import Any, Callable, Mapping
 
 import msgspec
 
-from streams.records import InvalidWindow, parse_end
+from streams.core.records import InvalidWindow, parse_end
 
 __all__ = ["Sample", "Parsed", "FORMATS", "TIMESTAMP_UNITS", "parse_record", "decode"]
 
-#: the input formats: ``contract`` is perfcast's own window record (:mod:`streams.records`)
+#: the input formats: ``contract`` is perfcast's own window record (:mod:`streams.core.records`)
 FORMATS = ("contract", "telegraf", "prometheus-kafka-adapter", "otlp-json")
 
 #: Telegraf's numeric timestamps: unit -> units per millisecond as (numerator, denominator)
 TIMESTAMP_UNITS = {"s": (1, 1000), "ms": (1, 1), "us": (1000, 1), "ns": (1_000_000, 1)}
 
-#: latest timestamp accepted, ms (as :data:`streams.records.MAX_END`, the year 5138)
+#: latest timestamp accepted, ms (as :data:`streams.core.records.MAX_END`, the year 5138)
 MAX_TIME_MS = 10 ** 14
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from streams.config import ConfigError
-from streams.records import MAX_WINDOW_S
+from streams.core.config import ConfigError
+from streams.core.records import MAX_WINDOW_S
 
 __all__ = ["WindowGrid", "number_setting", "string_setting", "window_setting"]
 

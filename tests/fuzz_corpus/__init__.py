@@ -137,7 +137,7 @@ CORPUS: list[Case] = [
     _one("completions as a list", window(system="p-list", completions=[1, 2]), "completions",
          "object"),
     # -- valid records implausible against their system's own windows (issue 23, item 1;
-    #    streams/plausibility.py) ----------------------------------------------------------
+    #    streams/core/plausibility.py) ----------------------------------------------------------
     Case("end in 2100 among the system's windows",
          tuple(_series("p-2100", 30)) + (window(system="p-2100", end=4_102_444_800.0),),
          "end", "past the system's newest window end",

@@ -1,7 +1,7 @@
 """The embedded run's report: one self-contained HTML page rendered from a perfcast SQLite store.
 
-The store (:class:`streams.store.SQLiteStore`) holds one table per InfluxDB measurement
-(:data:`streams.schema.MEASUREMENTS`); the page shows, per system, the views of the Grafana
+The store (:class:`streams.sinks.store.SQLiteStore`) holds one table per InfluxDB measurement
+(:data:`streams.sinks.schema.MEASUREMENTS`); the page shows, per system, the views of the Grafana
 dashboard "perfcast: system" (``docs/grafana.md``) -- measured vs predicted throughput and
 response time per class with the SLA, utilization per tier, the index of dispersion per tier
 against the threshold that switches a tier to the MAP network (paper 000 Fig. 2, section 4.1),
@@ -28,8 +28,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from streams.config import Config
-from streams.schema import MEASUREMENTS
+from streams.core.config import Config
+from streams.sinks.schema import MEASUREMENTS
 
 __all__ = ["ReportError", "Thresholds", "SystemData", "StoreData", "load_store",
            "render_report", "write_report", "SECTIONS", "SYSTEM_CHARTS", "REPORT_NAME"]
@@ -777,7 +777,7 @@ def _alert_markers(system: SystemData, kinds: Sequence[str] = ("predicted_breach
 
 
 def _switch_markers(system: SystemData) -> list[Marker]:
-    """A grey line at every switch of model family (``model_switch``, :mod:`streams.story`)."""
+    """A grey line at every switch of model family (``model_switch``, :mod:`streams.predict.story`)."""
     return [Marker(p["time"], f"{p['model_switch'].replace('->', '→')} "
                               f"{utc(p['time'], '%H:%M')}", GREY,
                    p.get("model_switch_reason") or "", kind="switch")
@@ -1166,7 +1166,7 @@ def _band_text(p: Mapping[str, Any], key: str, fmt: Callable[[Any], str],
 
 
 def _bottleneck_html(system: SystemData, at: float | None) -> str:
-    """Why the busiest tier is not the breach tier (:mod:`streams.story`), at the
+    """Why the busiest tier is not the breach tier (:mod:`streams.predict.story`), at the
     prediction of time ``at`` (the breach alert) or the last solve."""
     solved = [p for p in system.predictions if p.get("model")]
     if not solved:
@@ -1217,7 +1217,7 @@ def _story_html(system: SystemData) -> str:
 def remediation_html(system: SystemData) -> str:
     """The last solve at risk's remediation: the smallest action per kind that keeps every
     class within its SLA at the users expected within the horizon, cheapest first
-    (:mod:`streams.whatif`); at most :data:`MAX_REMEDIES` rows."""
+    (:mod:`streams.predict.whatif`); at most :data:`MAX_REMEDIES` rows."""
     rows = system.remediation
     if not rows:
         return ('<p class="empty">No remediation: no solve predicted a breach within the '

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
-from streams.system import Outputs
+from streams.core.system import Outputs
 
 __all__ = ["Point", "MEASUREMENTS", "points", "sources"]
 
@@ -116,7 +116,7 @@ def _prediction_sources(pred: Mapping[str, Any]) -> Iterator[Source]:
 
 def sources(out: Outputs, *, deadletter_time: float | None = None) -> Iterator[Source]:
     """Every point of one step's outputs, before conversion (:func:`points`; the InfluxDB
-    sink formats them straight to line protocol, :func:`streams.influx.lines`). Dead letters
+    sink formats them straight to line protocol, :func:`streams.sinks.influx.lines`). Dead letters
     carry no trusted time: they are stamped with ``deadletter_time`` (the wall clock of the
     shell that received them), and left out without it."""
     for est in out.estimates:

@@ -1,12 +1,12 @@
 """Plausibility of a valid window against its own system's and tier's recent windows.
 
-:func:`streams.records.parse_window` judges a record on its own (types, ranges, names); the
+:func:`streams.core.records.parse_window` judges a record on its own (types, ranges, names); the
 rules here judge a window that is valid on its own but cannot be what its system measured,
 given the windows that came before (docs/pipeline.md, "Plausibility"). Each returns ``None``
 (plausible) or a :class:`Verdict` naming the field, the value and the reason; the window is
 then dead-lettered and never reaches the estimators, the history, the interval sums or the
-solve timer. They run in :meth:`streams.system.SystemState.admit`, which both shells call
-through :class:`streams.pipeline.Pipeline` -- one definition. Pure functions, no state: the
+solve timer. They run in :meth:`streams.core.system.SystemState.admit`, which both shells call
+through :class:`streams.core.pipeline.Pipeline` -- one definition. Pure functions, no state: the
 state they read (recent ends, starts, users, rates) is the tier's and the system's.
 
 - **far ahead** (:func:`far_ahead`): an ``end`` more than ``max_ahead_s`` past the system's
@@ -17,7 +17,7 @@ state they read (recent ends, starts, users, rates) is the tier's and the system
   are dead-lettered (``unconfirmed``), the rest accepted.
 - **overlap** (:func:`overlap`): a window ``[end - window_s, end]`` overlapping the tier's
   neighbouring accepted window by more than ``overlap_tolerance`` of its length (the jitter the
-  index of dispersion allows, ``streams.tier.WINDOW_JITTER``). A gap is no overlap.
+  index of dispersion allows, ``streams.core.tier.WINDOW_JITTER``). A gap is no overlap.
 - **no busy time for its completions** (:func:`physical`): ``n_k * min_demand_s`` above the
   busy core-seconds ``(U_k + utilization_resolution) T c``: every completion costs some
   CPU, at least ``min_demand_s`` (1 us); ``utilization_resolution`` allows for a utilization
@@ -35,7 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from streams.records import Window
+from streams.core.records import Window
 
 __all__ = ["Plausibility", "Verdict", "far_ahead", "overlap", "physical", "jumped",
            "median", "MIN_RECENT"]

@@ -48,10 +48,10 @@ from estimators.mapfit import fit_map2
 from estimators.selection import ESTIMATORS, select_by_scores
 from estimators.tail import service_tail_p95
 from solvers.processes import MAP
-from streams.config import SystemConfig
-from streams.history import WindowHistory
-from streams.plausibility import Plausibility, Verdict, jumped, overlap, physical
-from streams.records import Window, clean
+from streams.core.config import SystemConfig
+from streams.core.history import WindowHistory
+from streams.core.plausibility import Plausibility, Verdict, jumped, overlap, physical
+from streams.core.records import Window, clean
 
 __all__ = ["TierState", "TierModel", "Interval", "step_tiers"]
 
@@ -313,7 +313,7 @@ class TierModel:
     idc_reference: float | None = None
     #: the Kalman filter's covariance ``P`` of the per-class demands, in the order of
     #: ``demands`` (``None``: no filter yet); the uncertainty band of capacity uses it
-    #: (:mod:`streams.confidence`)
+    #: (:mod:`streams.predict.confidence`)
     demand_cov: np.ndarray | None = None
 
 
@@ -381,7 +381,7 @@ class TierState:
         self.history = WindowHistory(config.history)
         self.ends: list[float] = []                 # sorted, the last dedup_windows ends
         self.starts: list[float] = []               # their windows' starts (end - window_s)
-        # plausibility (streams.plausibility): users and completion rates of the last
+        # plausibility (streams.core.plausibility): users and completion rates of the last
         # recent_windows accepted windows, and the jumped windows held in a row
         self.recent_users: list[float] = []
         self.recent_rates: list[float] = []
@@ -459,7 +459,7 @@ class TierState:
 
     def implausible(self, w: Window, i: int, rules: Plausibility) -> Verdict | None:
         """Why ``w``, to be kept at position ``i`` of the tier's ends, cannot be what the tier
-        measured (:mod:`streams.plausibility`: overlap, no busy time for its completions, a
+        measured (:mod:`streams.core.plausibility`: overlap, no busy time for its completions, a
         jump of ``users`` or the completion rate not yet confirmed); ``None``: plausible, and
         its users and rate join the tier's recent ones."""
         ends = self.ends

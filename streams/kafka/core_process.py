@@ -32,12 +32,12 @@ from typing import Any, Protocol
 
 import msgspec
 
-from streams.config import Config
-from streams.influx import lines
-from streams.records import _short
-from streams.runtime import tune_gc
-from streams.system import Outputs
-from streams.table_pipeline import TableBackedPipeline
+from streams.core.config import Config
+from streams.sinks.influx import lines
+from streams.core.records import _short
+from streams.core.runtime import tune_gc
+from streams.core.system import Outputs
+from streams.core.table_pipeline import TableBackedPipeline
 
 __all__ = ["BatchResult", "CoreProcess", "CoreRunner", "InlineCore", "Mirror", "OUTPUT_TOPICS",
            "Step", "run_batch"]
@@ -45,7 +45,7 @@ __all__ = ["BatchResult", "CoreProcess", "CoreRunner", "InlineCore", "Mirror", "
 log = logging.getLogger("perfcast.worker")
 
 #: the directory holding ``streams``, ``estimators`` and ``solvers``
-_ROOT = str(Path(__file__).resolve().parents[1])
+_ROOT = str(Path(__file__).resolve().parents[2])
 
 OUTPUT_TOPICS = ("estimates", "predictions", "alerts", "deadletter")
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from streams.model import Point, SystemModel
+from streams.predict.model import Point, SystemModel
 
 __all__ = ["bottleneck_story", "model_family", "model_switch"]
 

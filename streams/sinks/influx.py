@@ -18,9 +18,9 @@ import functools
 import logging
 from typing import Any, Iterable, Mapping
 
-from streams.config import InfluxSettings
-from streams.schema import MEASUREMENTS, Point, sources
-from streams.system import Outputs
+from streams.core.config import InfluxSettings
+from streams.sinks.schema import MEASUREMENTS, Point, sources
+from streams.core.system import Outputs
 
 __all__ = ["InfluxSink", "line_protocol", "lines"]
 
@@ -37,7 +37,7 @@ def _escape_tag(value: str) -> str:
     ``a\\b`` is stored as ``a\\b`` and found by its real name (a doubled one would be stored
     doubled); ``a\\,b`` written ``a\\\\,b`` reads back as ``a\\,b``. A name ending in a
     backslash cannot be written (it would escape the separator after it); the input
-    validator refuses such names (:mod:`streams.records`), as it refuses control characters.
+    validator refuses such names (:mod:`streams.core.records`), as it refuses control characters.
     Should a line break reach this function anyway, it is written as the two characters
     ``\\n`` (``\\r``): a raw one would end the line and corrupt the whole write."""
     if "\n" in value or "\r" in value:
@@ -113,7 +113,7 @@ _LINE_SPECS = {m: (tags, [(f, _escape_tag(f) + "=", _TEXT[kind]) for f, kind in 
 
 def _line(measurement: str, record: Mapping[str, Any], time: float,
           tags: Mapping[str, Any] | None) -> str | None:
-    """:func:`line_protocol` of :func:`streams.schema._point`'s point, without building it."""
+    """:func:`line_protocol` of :func:`streams.sinks.schema._point`'s point, without building it."""
     tag_names, fields = _LINE_SPECS[measurement]
     series = []
     for t in tag_names:
@@ -128,7 +128,7 @@ def _line(measurement: str, record: Mapping[str, Any], time: float,
 
 
 def lines(out: Outputs, *, deadletter_time: float | None = None) -> list[str]:
-    """The line protocol of :func:`streams.schema.points` (equal, tested), straight from the
+    """The line protocol of :func:`streams.sinks.schema.points` (equal, tested), straight from the
     records: what the worker writes per batch."""
     made = (_line(*src) for src in sources(out, deadletter_time=deadletter_time))
     return [line for line in made if line is not None]

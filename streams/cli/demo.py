@@ -17,7 +17,7 @@ from typing import Any
 from solvers.paper000 import THINK_TIME, scenarios
 from solvers.simulation.monitoring import monitor_closed
 from solvers.simulation.network import ClosedNetwork, Queue
-from streams.config import Config, SystemConfig
+from streams.core.config import Config, SystemConfig
 
 __all__ = ["DemoScenario", "demo_records", "demo_config"]
 

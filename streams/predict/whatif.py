@@ -1,6 +1,6 @@
 """What-if actions on a system's model, and the remediation of a predicted breach.
 
-Pure computation on :class:`~streams.model.SystemModel` -- the very model a prediction used, so
+Pure computation on :class:`~streams.predict.model.SystemModel` -- the very model a prediction used, so
 a bursty tier keeps its fitted MAP(2) (the MAP network rescales each process to the tier's
 demand, :meth:`SystemModel.at`) and the solver choice (MVA, exact MAP chain, decomposition for
 multi-core bursty tiers) is the prediction's. An :class:`Action` returns a new model:
@@ -40,8 +40,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from streams.config import REMEDIATION_COSTS
-from streams.model import CAPACITY_LIMIT, SystemModel, model_capacity
+from streams.core.config import REMEDIATION_COSTS
+from streams.predict.model import CAPACITY_LIMIT, SystemModel, model_capacity
 
 __all__ = ["Action", "ACTION_KINDS", "DEFAULT_COSTS", "Remedy", "Remediation", "apply",
            "hints_of", "Comparison", "compare",

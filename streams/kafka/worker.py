@@ -4,18 +4,18 @@ to Kafka and InfluxDB; per-system state in changelog-backed tables.
 Topology (``docs/pipeline.md``):
 
 * source ``perfcast.windows``, keyed by system, so one system's tiers meet in one worker;
-* agent ``process``: takes the windows in batches (:func:`streams.batching.adaptive_batches`:
+* agent ``process``: takes the windows in batches (:func:`streams.kafka.batching.adaptive_batches`:
   large under a backlog, closed after a few milliseconds when the worker keeps up) and hands
-  each to the core, which runs in a child process (:mod:`streams.core_process`: the core,
+  each to the core, which runs in a child process (:mod:`streams.kafka.core_process`: the core,
   the encoding of its outputs and the snapshot of the state it changed), so that Faust's
   consumer goes on taking windows in while the core computes; then it sends the outputs to
   ``perfcast.estimates`` / ``.predictions`` / ``.alerts`` / ``.deadletter`` (keyed by system;
   one record batch per partition through :class:`OutputProducer`) and to the InfluxDB sink,
   then the state to the table's changelog. While a batch waits for Kafka's acknowledgements
-  of these, the core computes the next one (:class:`streams.batch_flow.BatchFlow`);
+  of these, the core computes the next one (:class:`streams.kafka.batch_flow.BatchFlow`);
 * table ``state`` with its changelog topic: per system its state without the window history,
   and its tiers' history in chunks of 16 windows
-  (:class:`streams.table_pipeline.TableBackedPipeline`); every entry is written to the
+  (:class:`streams.core.table_pipeline.TableBackedPipeline`); every entry is written to the
   changelog partition of the system's source partition, so recovery after a rebalance finds
   it;
 * timer: flushes the InfluxDB sink every ``flush_interval_s``.
@@ -23,7 +23,7 @@ Topology (``docs/pipeline.md``):
   broker-side fetch wait of :data:`FETCH_WAIT_MS` instead of Faust's 1,500 ms, and fetches
   answered once :data:`FETCH_MIN_BYTES` are there (:func:`tune_fetches`);
 * delivery: each fetched record reaches the agent's stream without the four asyncio tasks
-  Faust's consumer makes per record (:func:`streams.delivery.deliver_directly`).
+  Faust's consumer makes per record (:func:`streams.kafka.delivery.deliver_directly`).
 
 Exactly-once counting: per batch (1) the core runs and snapshots the state it changed, (2) the
 agent sends the outputs and waits until Kafka has them (and, for a batch with predictions or
@@ -56,15 +56,15 @@ from typing import Any
 
 import faust
 
-from streams.batch_flow import BatchFlow, Steps
-from streams.batching import acknowledge, adaptive_batches, backlog
-from streams.config import Config, KafkaSettings
-from streams.core_process import (OUTPUT_TOPICS, BatchResult, CoreProcess, CoreRunner,
+from streams.kafka.batch_flow import BatchFlow, Steps
+from streams.kafka.batching import acknowledge, adaptive_batches, backlog
+from streams.core.config import Config, KafkaSettings
+from streams.kafka.core_process import (OUTPUT_TOPICS, BatchResult, CoreProcess, CoreRunner,
                                   InlineCore)
-from streams.delivery import deliver_directly
-from streams.faust_adapter import check_versions, disable_spinner, set_fetch_limits
-from streams.handover import FinishedOffsets, commit_finished
-from streams.influx import InfluxSink
+from streams.kafka.delivery import deliver_directly
+from streams.kafka.faust_adapter import check_versions, disable_spinner, set_fetch_limits
+from streams.kafka.handover import FinishedOffsets, commit_finished
+from streams.sinks.influx import InfluxSink
 
 __all__ = ["build_app", "faust_broker_options", "faust_worker", "tune_fetches"]
 
@@ -108,7 +108,7 @@ class OutputProducer:
     async def start(self) -> None:
         from aiokafka import AIOKafkaProducer
 
-        from streams.produce import kafka_client_options
+        from streams.kafka.produce import kafka_client_options
 
         opts = kafka_client_options(self.settings)       # aiokafka takes the same names,
         opts.pop("ssl_cafile", None)                      # but an SSL context, not a file
@@ -194,7 +194,7 @@ def tune_fetches(app: faust.App, wait_ms: int, min_bytes: int) -> bool:
     a window arriving at a quiet moment waits at most ``wait_ms`` more.
 
     Faust offers no setting for either, so this sets aiokafka's fetcher attributes once the
-    consumer runs (:func:`streams.faust_adapter.set_fetch_limits`); returns ``False`` (and
+    consumer runs (:func:`streams.kafka.faust_adapter.set_fetch_limits`); returns ``False`` (and
     logs) where they are missing, which leaves the defaults in place."""
     try:
         set_fetch_limits(app, wait_ms, min_bytes)
@@ -223,7 +223,7 @@ class BatchStats:
     waiting for the batch before to finish; ``queue`` queueing the outputs (Kafka, InfluxDB);
     ``deliver`` waiting for their acknowledgements; ``persist`` the changelog; ``ack`` the
     windows' acknowledgement. ``deliver``, ``persist`` and ``ack`` overlap the next batch's
-    ``core`` (:mod:`streams.batch_flow`)."""
+    ``core`` (:mod:`streams.kafka.batch_flow`)."""
 
     PHASES = ("core", "wait", "previous", "queue", "deliver", "persist", "ack")
 
@@ -235,7 +235,7 @@ class BatchStats:
         self.since = time.monotonic()
 
     def add(self, result: BatchResult, seconds: dict[str, float]) -> None:
-        """A finished batch: its phases' seconds as :class:`streams.batch_flow.BatchFlow`
+        """A finished batch: its phases' seconds as :class:`streams.kafka.batch_flow.BatchFlow`
         measured them (``run`` split into ``core`` and ``wait``)."""
         self.windows += result.windows
         self.batches += 1
@@ -281,9 +281,9 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
               batch: int = 4000, within_s: float = 0.25, influx: bool = True,
               core_process: bool = True) -> faust.App:
     """The Faust app (topics, tables, agent, timer) for ``config``; ``core_process``: run the
-    core in a child process (:class:`streams.core_process.CoreProcess`), else in the agent.
-    Raises :class:`streams.faust_adapter.UnsupportedFramework` when the installed Faust,
-    aiokafka or mode is outside the versions :mod:`streams.faust_adapter` supports."""
+    core in a child process (:class:`streams.kafka.core_process.CoreProcess`), else in the agent.
+    Raises :class:`streams.kafka.faust_adapter.UnsupportedFramework` when the installed Faust,
+    aiokafka or mode is outside the versions :mod:`streams.kafka.faust_adapter` supports."""
     check_versions()
     k = config.kafka
     app = faust.App(app_id, **faust_broker_options(k), store="memory://",
@@ -401,7 +401,7 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
 
     @app.agent(source)
     async def process(stream: Any) -> None:
-        """Batches of windows through the flow (:class:`streams.batch_flow.BatchFlow`): the
+        """Batches of windows through the flow (:class:`streams.kafka.batch_flow.BatchFlow`): the
         core, then -- once the batch before it is finished -- the outputs queued; a batch is
         finished (delivered, its state in the changelog, its windows acknowledged) while the
         core computes the next. A crash before a batch is finished re-produces its outputs

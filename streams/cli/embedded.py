@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from streams.config import Config
-from streams.pipeline import Pipeline
-from streams.schema import points
-from streams.store import JsonLines, SQLiteStore
-from streams.system import Outputs
+from streams.core.config import Config
+from streams.core.pipeline import Pipeline
+from streams.sinks.schema import points
+from streams.sinks.store import JsonLines, SQLiteStore
+from streams.core.system import Outputs
 
 __all__ = ["RunSummary", "read_jsonl", "run_embedded", "STORE_NAME", "reason_kind"]
 

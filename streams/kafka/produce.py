@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
-from streams.config import KafkaSettings
+from streams.core.config import KafkaSettings
 
 __all__ = ["MAX_RECORD_BYTES", "ProduceStats", "produce", "kafka_client_options", "record_key"]
 
@@ -33,7 +33,7 @@ log = logging.getLogger("perfcast.produce")
 #: largest record sent (key and value, bytes): below Kafka's default largest message
 #: (``message.max.bytes`` = 1,048,588, which includes the record batch's overhead)
 MAX_RECORD_BYTES = 1_000_000
-#: longest system name used as a key (``streams.records.MAX_NAME``: a longer one is invalid,
+#: longest system name used as a key (``streams.core.records.MAX_NAME``: a longer one is invalid,
 #: and its record is dead-lettered wherever it lands)
 _MAX_KEY_CHARS = 200
 
@@ -109,7 +109,7 @@ def produce(records: Iterable[str | bytes | Mapping[str, Any]], settings: KafkaS
     if own:
         from kafka.errors import KafkaError
 
-        from streams.connect import Unreachable, bounded_bootstrap, quiet_kafka_logs
+        from streams.kafka.connect import Unreachable, bounded_bootstrap, quiet_kafka_logs
 
         timeout = settings.connect_timeout_s
         try:

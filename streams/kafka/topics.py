@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from streams.config import KafkaSettings
+from streams.core.config import KafkaSettings
 
 __all__ = ["TOPICS", "ensure_topics"]
 
@@ -18,13 +18,13 @@ def ensure_topics(settings: KafkaSettings, partitions: int = 4,
                   replication: int = 1) -> list[str]:
     """Create the topics that do not exist yet; returns the ones created.
 
-    :class:`streams.connect.Unreachable` when no broker answers within
+    :class:`streams.kafka.connect.Unreachable` when no broker answers within
     ``settings.connect_timeout_s`` (the first thing ``produce`` and ``worker`` do)."""
     from kafka.admin import KafkaAdminClient, NewTopic
     from kafka.errors import KafkaError, TopicAlreadyExistsError
 
-    from streams.connect import Unreachable, bounded_bootstrap, quiet_kafka_logs
-    from streams.produce import kafka_client_options
+    from streams.kafka.connect import Unreachable, bounded_bootstrap, quiet_kafka_logs
+    from streams.kafka.produce import kafka_client_options
 
     timeout = settings.connect_timeout_s
     try:

@@ -37,8 +37,8 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from streams.plausibility import Plausibility
-from streams.records import MAX_UTILIZATION_TOLERANCE, UTILIZATION_TOLERANCE
+from streams.core.plausibility import Plausibility
+from streams.core.records import MAX_UTILIZATION_TOLERANCE, UTILIZATION_TOLERANCE
 
 __all__ = ["SystemConfig", "KafkaSettings", "InfluxSettings", "Config", "Limits", "load_config",
            "ConfigError", "ENVIRONMENT", "secret", "DEMAND_POLICIES", "BURSTY_DEMANDS",
@@ -53,13 +53,13 @@ __all__ = ["SystemConfig", "KafkaSettings", "InfluxSettings", "Config", "Limits"
 DEMAND_POLICIES = ("selected", "kalman_checked")
 
 #: a bursty tier's aggregate demand when the MAP network is used (``bursty_demand``,
-#: :mod:`streams.model`, docs/accuracy.md section 1): ``history`` -- the tier's per-class demands
+#: :mod:`streams.predict.model`, docs/accuracy.md section 1): ``history`` -- the tier's per-class demands
 #: rescaled by one factor to ``D_m = mean_service * sum_c p_c V_{m,c}`` (busy time per
 #: completion over the kept history, paper 000 section 4.1); ``estimator`` -- the demand
 #: policy's demands as they are (the behaviour before)
 BURSTY_DEMANDS = ("history", "estimator")
 
-#: cost of each kind of remediation (``remediation_costs``, :mod:`streams.whatif`): per added
+#: cost of each kind of remediation (``remediation_costs``, :mod:`streams.predict.whatif`): per added
 #: replica of a tier; per added core; per tier moved to a faster CPU, times the speed-up
 #: ``s - 1``; per user an admission limit turns away at the required users
 REMEDIATION_COSTS = {"replicate": 1.0, "cores": 0.125, "cpu_speed": 1.0, "admission": 0.05}
@@ -115,7 +115,7 @@ class SystemConfig:
     alert_fire_after: int = 2
     alert_resolve_after: int = 3
     #: on a solve that predicts a breach within the horizon, search the smallest action per
-    #: kind that restores every SLA (:func:`streams.whatif.remediate`)
+    #: kind that restores every SLA (:func:`streams.predict.whatif.remediate`)
     remediation: bool = True
     #: what each kind of remediation costs, to rank them: keys of :data:`REMEDIATION_COSTS`
     #: (a partial table keeps the other defaults)
@@ -401,14 +401,14 @@ class Config:
     influxdb: InfluxSettings = field(default_factory=InfluxSettings)
     #: a window's utilization in ``(1, 1 + utilization_tolerance]`` is clamped to 1 and flagged,
     #: above it dead-lettered (``[defaults] utilization_tolerance``, within ``[0, 0.1]``;
-    #: :func:`streams.records.parse_window`)
+    #: :func:`streams.core.records.parse_window`)
     utilization_tolerance: float = UTILIZATION_TOLERANCE
     #: what one pipeline process keeps at most (``[limits]``)
     limits: Limits = field(default_factory=Limits)
     #: the input's format and, for metric samples, their mapping to windows (``[input]``;
     #: :class:`streams.sources.sample_mapping.InputFormat`; ``None``: window records)
     input: Any = None
-    #: thresholds of the plausibility rules (``[plausibility]``, :mod:`streams.plausibility`)
+    #: thresholds of the plausibility rules (``[plausibility]``, :mod:`streams.core.plausibility`)
     plausibility: Plausibility = field(default_factory=Plausibility)
 
     def system(self, name: str) -> SystemConfig:

@@ -1,7 +1,7 @@
 """The worker's order of work per batch, with the next batch's core overlapping this batch's
 waits for Kafka.
 
-Per batch ``n`` the worker must (``streams/worker.py``'s module docstring):
+Per batch ``n`` the worker must (``streams/kafka/worker.py``'s module docstring):
 
 1. run the core on it (in the core process: the state moves on, outputs and a snapshot come
    back);
@@ -48,7 +48,7 @@ PHASES = ("run", "previous", "queue", "deliver", "persist", "ack")
 
 
 class Runner(Protocol[Result]):
-    """Where step 1 runs (:class:`streams.core_process.CoreRunner`)."""
+    """Where step 1 runs (:class:`streams.kafka.core_process.CoreRunner`)."""
 
     @property
     def needs_table(self) -> bool: ...

@@ -16,7 +16,7 @@ the rest of the callback -- still suspended on the future it waits for -- goes t
 original ``wait_first``, racing the suspend-flow wait exactly as before. Every other call
 (other arguments, a timeout, a stopped or crashed service, the flow suspended for a
 rebalance) takes the original path. The ``mode`` internals it touches are reached through
-:mod:`streams.faust_adapter`.
+:mod:`streams.kafka.faust_adapter`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import inspect
 import logging
 from typing import Any, Awaitable, Callable, Generator
 
-from streams.faust_adapter import (has_replaced_wait_first, replace_wait_first, stop_events,
+from streams.kafka.faust_adapter import (has_replaced_wait_first, replace_wait_first, stop_events,
                                    wait_results)
 
 __all__ = ["Resumed", "deliver_directly"]

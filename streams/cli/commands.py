@@ -8,11 +8,11 @@ Commands:
 - ``perfcast run --source FILE``: the same embedded pipeline over a recorded JSON-lines trace;
   writes ``OUT/`` and ``OUT/report.html``.
 - ``perfcast report --store PATH --out FILE``: render an embedded run's store as one
-  self-contained HTML page (:mod:`streams.report`).
+  self-contained HTML page (:mod:`streams.sinks.report`).
 - ``perfcast whatif --store OUT/perfcast.sqlite --replicate db=2 --cores app=8 --cpu-speed
   db=1.5`` (or ``--source FILE``: the embedded pipeline over a trace first): each system's last
   model before and after the changes -- capacity, per-class response times now and at the
-  horizon (:mod:`streams.whatif`).
+  horizon (:mod:`streams.predict.whatif`).
 - ``perfcast produce --source FILE|demo``: publish window records to ``perfcast.windows``
   (``--start now`` moves the demo to the current time: the docker-compose producer).
 - ``perfcast worker``: the Faust worker (Kafka in; Kafka and InfluxDB out).
@@ -35,12 +35,12 @@ from rich.live import Live
 from rich.markup import escape
 from rich.table import Table
 
-from streams.config import Config, ConfigError, load_config
+from streams.core.config import Config, ConfigError, load_config
 from streams.grafana.cli import app as grafana_app
-from streams.pipeline import Pipeline
-from streams.records import format_time
-from streams.runtime import tune_gc
-from streams.system import Outputs
+from streams.core.pipeline import Pipeline
+from streams.core.records import format_time
+from streams.core.runtime import tune_gc
+from streams.core.system import Outputs
 
 app = typer.Typer(help="perfcast: live queueing-model predictions from coarse monitoring data.",
                   no_args_is_help=True, add_completion=False)
@@ -73,7 +73,7 @@ _CONNECT_TIMEOUT = typer.Option(None, min=0.001, max=3600.0,
 
 def _unreachable(err: Exception) -> None:
     """End the command with the one line of a service that does not answer."""
-    from streams.connect import EXIT_UNREACHABLE
+    from streams.kafka.connect import EXIT_UNREACHABLE
 
     console.print(f"[red]unreachable:[/red] {escape(str(err))}", soft_wrap=True)
     raise typer.Exit(EXIT_UNREACHABLE) from None
@@ -167,7 +167,7 @@ class _LiveView:
 
     def _story(self) -> list[str]:
         """Why the bottleneck column (marked ``*``) names another tier than the breach, and
-        the last switch of model (:mod:`streams.story`), for the newest row's system."""
+        the last switch of model (:mod:`streams.predict.story`), for the newest row's system."""
         if not self.rows:
             return []
         last = self.rows[-1]
@@ -220,8 +220,8 @@ def demo(out: Path = typer.Option(Path("perfcast-demo"), help="output directory"
          quiet: bool = typer.Option(False, help="no live table")) -> None:
     """Simulate a TPC-W-like shop (bursty database, users ramping up) and predict its SLA
     breach before it happens -- embedded: no Kafka, no InfluxDB."""
-    from streams.demo import DemoScenario, demo_config, demo_records
-    from streams.embedded import run_embedded
+    from streams.cli.demo import DemoScenario, demo_config, demo_records
+    from streams.cli.embedded import run_embedded
 
     sc = DemoScenario(duration_s=duration_s, seed=seed)
     console.print(f"simulating the shop: {sc.users_start} users for {sc.steady_s / 60:.0f} min, "
@@ -241,8 +241,8 @@ def demo(out: Path = typer.Option(Path("perfcast-demo"), help="output directory"
 def _write_report(out_dir: Path, config: Config) -> Optional[Path]:
     """Render ``out_dir``'s store as ``out_dir/report.html`` after an embedded run; a store
     the report cannot use (no prediction yet) is a note, not a failure of the run."""
-    from streams.embedded import STORE_NAME
-    from streams.report import REPORT_NAME, ReportError, write_report
+    from streams.cli.embedded import STORE_NAME
+    from streams.sinks.report import REPORT_NAME, ReportError, write_report
 
     path = out_dir / REPORT_NAME
     try:
@@ -305,7 +305,7 @@ def run(source: Path = typer.Option(..., help="JSON-lines trace of window record
         ) -> None:
     """Run the pipeline core over a recorded trace (embedded). Exit code 3 when no window
     was accepted (every record dead-lettered: the reasons are counted on the console)."""
-    from streams.embedded import read_jsonl, run_embedded
+    from streams.cli.embedded import read_jsonl, run_embedded
 
     cfg = _config(config)
     summary = run_embedded(read_jsonl(_source(source)), cfg, out, final_solve=final_solve)
@@ -327,8 +327,8 @@ def report(store: Path = typer.Option(..., help="an embedded run's SQLite store 
                                                       "idc_threshold and "
                                                       "model_error_threshold")) -> None:
     """Render an embedded run's store as one self-contained HTML page (docs/report.md)."""
-    from streams.embedded import STORE_NAME
-    from streams.report import ReportError, write_report
+    from streams.cli.embedded import STORE_NAME
+    from streams.sinks.report import ReportError, write_report
 
     cfg = _config(config) if config is not None else None
     if store.is_dir() and (store / STORE_NAME).is_file():
@@ -350,7 +350,7 @@ def report(store: Path = typer.Option(..., help="an embedded run's SQLite store 
 
 def _actions(replicate: list[str], cores: list[str], cpu_speed: list[str]) -> list[Any]:
     """``--replicate db=2 --cores app=8 --cpu-speed db=1.5`` as what-if actions."""
-    from streams.whatif import parse_action
+    from streams.predict.whatif import parse_action
 
     try:
         return [parse_action(kind, text) for kind, texts in
@@ -386,7 +386,7 @@ def _whatif_table(name: str, model: Any, cmp: Any, when: float) -> Table:
 
 
 def _describe(action: Any, model: Any) -> str:
-    from streams.whatif import describe
+    from streams.predict.whatif import describe
 
     return describe(action, model)
 
@@ -414,10 +414,10 @@ def whatif(store: Optional[Path] = typer.Option(None, help="an embedded run's SQ
     capacity and per-class response times now and at the horizon (docs/pipeline.md)."""
     import tempfile
 
-    from streams.embedded import STORE_NAME
-    from streams.model import SystemModel
-    from streams.store import read_models
-    from streams.whatif import compare
+    from streams.cli.embedded import STORE_NAME
+    from streams.predict.model import SystemModel
+    from streams.sinks.store import read_models
+    from streams.predict.whatif import compare
 
     actions = _actions(replicate, cores, cpu_speed)
     if (store is None) == (source is None):
@@ -425,7 +425,7 @@ def whatif(store: Optional[Path] = typer.Option(None, help="an embedded run's SQ
         raise typer.Exit(2)
     with tempfile.TemporaryDirectory(prefix="perfcast-whatif-") as tmp:
         if source is not None:
-            from streams.embedded import read_jsonl, run_embedded
+            from streams.cli.embedded import read_jsonl, run_embedded
 
             run_dir = out or Path(tmp)
             summary = run_embedded(read_jsonl(_source(source)), _config(config), run_dir)
@@ -474,21 +474,21 @@ def produce(source: str = typer.Option(..., help="a JSON-lines trace ('-': stand
     """Publish window records to perfcast.windows (keyed by system). With an [input] metric
     format in --config, the lines are that format's records, keyed by their system. Exit code
     4 when Kafka does not answer within the connect timeout."""
-    from streams.connect import Unreachable
-    from streams.produce import produce as send
+    from streams.kafka.connect import Unreachable
+    from streams.kafka.produce import produce as send
 
     cfg = _config(config, bootstrap, connect_timeout)
     if start is not None and source != "demo":
         console.print("[red]start:[/red] only with --source demo (a trace keeps its times)")
         raise typer.Exit(2)
     if source == "demo":
-        from streams.demo import DemoScenario, demo_records
+        from streams.cli.demo import DemoScenario, demo_records
         records: Any = demo_records(DemoScenario() if start is None
                                     else DemoScenario(start_s=_start_time(start)))
     else:
-        from streams.embedded import read_jsonl
+        from streams.cli.embedded import read_jsonl
         records = read_jsonl(_source(Path(source)))
-    from streams.topics import ensure_topics
+    from streams.kafka.topics import ensure_topics
 
     key: Any = {}
     if cfg.input is not None:           # metric samples: keyed by their system, in order
@@ -513,7 +513,7 @@ def _start_time(text: str) -> float:
     """``--start``: ``now``, ISO 8601 with a zone, or epoch seconds."""
     import time
 
-    from streams.records import InvalidWindow, parse_end
+    from streams.core.records import InvalidWindow, parse_end
 
     if text.strip().lower() == "now":
         return time.time()
@@ -540,11 +540,11 @@ def worker(config: Optional[Path] = typer.Option(None, exists=True, dir_okay=Fal
     Exit code 4 when Kafka or InfluxDB does not answer at start within the connect timeout;
     once running, both are retried. Exit code 2 when the installed faust-streaming, aiokafka
     or mode-streaming is a version the worker does not support."""
-    from streams.faust_adapter import UnsupportedFramework, check_versions
-    from streams.worker import build_app, faust_worker
+    from streams.kafka.faust_adapter import UnsupportedFramework, check_versions
+    from streams.kafka.worker import build_app, faust_worker
 
-    from streams.connect import Unreachable, check_influx
-    from streams.topics import ensure_topics
+    from streams.kafka.connect import Unreachable, check_influx
+    from streams.kafka.topics import ensure_topics
 
     cfg = _config(config, bootstrap, connect_timeout)
     try:

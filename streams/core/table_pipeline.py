@@ -11,10 +11,10 @@ from typing import Any
 
 import msgspec
 
-from streams.config import Config
-from streams.history import CHUNK
-from streams.pipeline import Pipeline
-from streams.system import Outputs, SystemState
+from streams.core.config import Config
+from streams.core.history import CHUNK
+from streams.core.pipeline import Pipeline
+from streams.core.system import Outputs, SystemState
 
 __all__ = ["TableBackedPipeline", "pack", "unpack"]
 
@@ -46,7 +46,7 @@ class TableBackedPipeline(Pipeline):
     entries go to the changelog partition of its source partition, so they are ordered: a
     restored header never refers to a chunk that was not stored before it; a chunk stored after
     the header (a crash in between) may hold rows the header does not count yet, and those are
-    cut off on restore (:meth:`streams.history.WindowHistory.restore`).
+    cut off on restore (:meth:`streams.core.history.WindowHistory.restore`).
 
     In memory the systems are the same objects as in the embedded shell; a system missing
     from memory (new worker, after a crash or a rebalance) is rebuilt from the table."""

@@ -5,7 +5,7 @@ whether its ``end`` passes the next solve boundary, ``solve_offset_s`` plus a mu
 ``solve_interval_s`` in event time), then applied (:meth:`SystemState.accept`); when it passed
 a boundary the model is solved first, at that boundary, over the windows received up to then
 (:meth:`SystemState.solve`).
-:class:`~streams.pipeline.Pipeline` orders these steps over a batch of windows. Because the timer runs on event
+:class:`~streams.core.pipeline.Pipeline` orders these steps over a batch of windows. Because the timer runs on event
 time, replaying a trace gives the same predictions whatever the wall clock did -- which is
 what makes the embedded runner and the Faust worker agree.
 """
@@ -21,15 +21,15 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from streams import confidence, story
-from streams.alerts import AlertBook
-from streams.config import SystemConfig
-from streams.model import Measured, Point, SystemModel, build_model, model_capacity
+from streams.predict import confidence, story
+from streams.core.alerts import AlertBook
+from streams.core.config import SystemConfig
+from streams.predict.model import Measured, Point, SystemModel, build_model, model_capacity
 from solvers.mva import mva_curves
-from streams.plausibility import Plausibility, Verdict, far_ahead
-from streams.records import Window, clean
-from streams.whatif import hints_of, remediate
-from streams.tier import Interval, TierModel, TierState
+from streams.core.plausibility import Plausibility, Verdict, far_ahead
+from streams.core.records import Window, clean
+from streams.predict.whatif import hints_of, remediate
+from streams.core.tier import Interval, TierModel, TierState
 
 __all__ = ["Outputs", "SystemState", "solve_offset", "solve_systems"]
 
@@ -226,12 +226,12 @@ class SystemState:
         """First look at a window, in arrival order: ``(rejection, tier, late, solve_at)``.
 
         ``rejection`` is the dead letter of a window of an unknown tier, a duplicate, one too
-        late, or (``rules``) an implausible one (:mod:`streams.plausibility`); otherwise the
+        late, or (``rules``) an implausible one (:mod:`streams.core.plausibility`); otherwise the
         window is admitted to ``tier`` (``late``: older than the tier's
         newest). ``solve_at``: the solve boundary this window passed, if any -- the system is
         solved at that event time over the windows admitted before this one, and this window
         applied after (:meth:`accept`). ``max_tiers`` / ``max_classes``
-        (:class:`streams.config.Limits`): a window that would add a tier or classes beyond them
+        (:class:`streams.core.config.Limits`): a window that would add a tier or classes beyond them
         is rejected naming the limit."""
         cfg = self.config
         if cfg.tiers and w.tier not in self.tiers:
@@ -274,7 +274,7 @@ class SystemState:
         return None, tier, late, solve_at
 
     def _ahead(self, w: Window, rules: Plausibility) -> Verdict | None:
-        """The far-ahead rule (:func:`streams.plausibility.far_ahead`) with its confirmation:
+        """The far-ahead rule (:func:`streams.core.plausibility.far_ahead`) with its confirmation:
         the ``confirm_windows``-th window in a row within ``max_ahead_s`` of the first held one
         is accepted (a system restarting after a long gap), the ones before it held."""
         verdict = far_ahead(w, self.newest_end, rules)
@@ -451,7 +451,7 @@ class SystemState:
         return out
 
     def _capacity(self, model: SystemModel) -> tuple[int | None, bool]:
-        """:func:`~streams.model.model_capacity`, warm-started from the last solve's
+        """:func:`~streams.predict.model.model_capacity`, warm-started from the last solve's
         capacity (the MVA answer at the first solve), which it then remembers."""
         found, limited = model_capacity(model, self.last_capacity)
         if model.processes is not None and found is not None:
@@ -544,8 +544,8 @@ class SystemState:
                 breach: Point | None, pred: dict[str, Any], models: list[TierModel],
                 slope: float) -> dict[str, Any]:
         """What the prediction adds on trust and story: model error per class and tier, the
-        uncertainty band of capacity and time to breach (:mod:`streams.confidence`), why the
-        busiest tier and the breach tier differ, and a switch of model (:mod:`streams.story`).
+        uncertainty band of capacity and time to breach (:mod:`streams.predict.confidence`), why the
+        busiest tier and the breach tier differ, and a switch of model (:mod:`streams.predict.story`).
         """
         extra: dict[str, Any] = {}
         errors = confidence.class_errors(model, m, now)
@@ -575,7 +575,7 @@ class SystemState:
         """At risk -- the larger of the current and the horizon's users beyond capacity, which
         is the ``predicted_breach`` condition ``time_to_breach_s <= horizon_s`` -- the
         smallest action per kind and tier that restores every SLA there
-        (:func:`streams.whatif.remediate`, on this solve's model); ``None`` otherwise."""
+        (:func:`streams.predict.whatif.remediate`, on this solve's model); ``None`` otherwise."""
         required = max(n_now, n_fc)
         if not self.config.remediation or cap is None or limited or required <= cap:
             self.remediation_hints = {}

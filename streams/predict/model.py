@@ -31,7 +31,7 @@ noisy at any given moment: the busy time of a few windows is dominated by whethe
 in them. Paper 000 section 4.1 takes the MAP(2)'s mean service time as the total busy time over
 the total completions instead. Under ``bursty_demand = "history"`` (the default), when the MAP
 network is used, each bursty tier ``m`` whose ``mean_service`` ``S_m = sum_k B_k / sum_k n_k``
-(over its kept history, :class:`streams.tier.TierModel`) is known gets one factor
+(over its kept history, :class:`streams.core.tier.TierModel`) is known gets one factor
 ``f_m = S_m sum_c p_c V_{m,c} / sum_c p_c D_{m,c}`` on all its per-class demands,
 ``D_{m,c} <- f_m D_{m,c}``: the aggregate becomes ``D_m = S_m sum_c p_c V_{m,c}`` (busy time
 per completion times completions per request) and the estimator's split between classes is
@@ -56,8 +56,8 @@ from solvers.decomposition import solve_decomposed
 from solvers.mapqn import solve_closed
 from solvers.mva import mva_curve
 from solvers.processes import MAP
-from streams.config import SystemConfig
-from streams.tier import TierModel
+from streams.core.config import SystemConfig
+from streams.core.tier import TierModel
 
 __all__ = ["Measured", "SystemModel", "Point", "build_model", "capacity_search",
            "model_capacity", "tier_demands", "history_demands", "fcfs_split"]

@@ -8,10 +8,10 @@ had finished before the revocation would then be handed over at its last periodi
 its next owner would read those seconds of windows again (duplicate dead letters; measured
 in ``tests/test_scaleout_services.py``). :class:`FinishedOffsets` keeps, per source partition,
 one past the newest acknowledged window, and :func:`commit_finished` commits them at the
-revocation (``streams/worker.py``'s ``hand_over``).
+revocation (``streams/kafka/worker.py``'s ``hand_over``).
 
 Faust has no public call that commits given offsets; :func:`commit_finished` goes through
-:func:`streams.faust_adapter.commit_offsets` (``Consumer._commit_offsets``, checked by
+:func:`streams.kafka.faust_adapter.commit_offsets` (``Consumer._commit_offsets``, checked by
 ``tests/test_faust_adapter.py``).
 """
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from streams.faust_adapter import commit_offsets
+from streams.kafka.faust_adapter import commit_offsets
 
 __all__ = ["FinishedOffsets", "commit_finished"]
 
@@ -27,7 +27,7 @@ __all__ = ["FinishedOffsets", "commit_finished"]
 class FinishedOffsets:
     """Per source partition (a Faust ``TP``), the offset to commit: one past the newest
     window acknowledged. A partition's windows are acknowledged in offset order (batches end
-    in order, :mod:`streams.batch_flow`), so every window before it is finished too."""
+    in order, :mod:`streams.kafka.batch_flow`), so every window before it is finished too."""
 
     def __init__(self) -> None:
         self.next: dict[Any, int] = {}

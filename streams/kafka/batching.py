@@ -17,12 +17,12 @@ changes three things:
   previous batch, so the time spent waiting for Kafka's and InfluxDB's acknowledgements is
   not lost;
 * the caller acknowledges each batch's events itself (:func:`acknowledge`) when it is done with
-  them, which may be after it has taken the next batch (:class:`streams.batch_flow.BatchFlow`
+  them, which may be after it has taken the next batch (:class:`streams.kafka.batch_flow.BatchFlow`
   delivers one batch while the core computes the next).
 
 It uses the same internals of ``faust.Stream`` that ``take_events`` uses (a processor, the
 passive drainer, ``current_event``, ``ack``), and the consumer's read offsets; the private
-ones through :mod:`streams.faust_adapter`.
+ones through :mod:`streams.kafka.faust_adapter`.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import asyncio
 import time
 from typing import Any, AsyncIterator
 
-from streams.faust_adapter import enable_passive, read_offsets
+from streams.kafka.faust_adapter import enable_passive, read_offsets
 
 __all__ = ["acknowledge", "adaptive_batches", "backlog", "LINGER_S", "TICK_S"]
 

@@ -1,5 +1,5 @@
 """The embedded shell's sinks: JSON-lines files per output topic and a SQLite store whose tables
-follow the InfluxDB measurements (:data:`streams.schema.MEASUREMENTS`)."""
+follow the InfluxDB measurements (:data:`streams.sinks.schema.MEASUREMENTS`)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import sqlite3
 from pathlib import Path
 from typing import IO, Any, Iterable
 
-from streams.schema import MEASUREMENTS, Point
-from streams.system import Outputs
+from streams.sinks.schema import MEASUREMENTS, Point
+from streams.core.system import Outputs
 
 __all__ = ["SQLiteStore", "JsonLines", "OUTPUT_FILES", "MODEL_TABLE", "read_models"]
 

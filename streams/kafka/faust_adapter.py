@@ -17,33 +17,33 @@ this module was written):
 * ``Fetcher._fetch_max_wait_ms`` and ``Fetcher._fetch_min_bytes``: :func:`set_fetch_limits`.
   Why: Faust fixes the broker-side fetch wait at 1,500 ms, which stalled the source every
   ~1.5 s, and aiokafka's 1-byte least fetch cost a round trip per few records
-  (``streams.worker.tune_fetches``).
+  (``streams.kafka.worker.tune_fetches``).
 * ``faust.transport.consumer.Consumer._read_offset``: :func:`read_offsets`. Why: the backlog
-  that lets a batch close early when the worker has caught up (``streams.batching.backlog``).
+  that lets a batch close early when the worker has caught up (``streams.kafka.batching.backlog``).
 * ``faust.transport.consumer.Consumer._commit_offsets``: :func:`commit_offsets`. Why: Faust
   has no public call that commits given offsets, and forgets the acknowledgements of revoked
   partitions as a revocation begins; the worker commits what it finished before handing a
-  partition over (``streams.handover``).
+  partition over (``streams.kafka.handover``).
 * ``faust.Stream._enable_passive``: :func:`enable_passive`. Why: drains the stream in the
   background so its processors see every event, exactly as ``Stream.take_events`` does
-  (``streams.batching.adaptive_batches``).
+  (``streams.kafka.batching.adaptive_batches``).
 * ``mode.Service._stopped`` and ``._crashed``: :func:`stop_events`. Why: the events ``mode``'s
   ``Service.wait_first`` races; the delivery fast path stands aside once either is set.
 * ``mode.Service.wait_first``, replaced on the consumer instance, and a marker attribute
   ``_perfcast_direct`` set on it: :func:`replace_wait_first`, :func:`has_replaced_wait_first`.
-  Why: records reach the agent without four asyncio tasks each (``streams.delivery``).
+  Why: records reach the agent without four asyncio tasks each (``streams.kafka.delivery``).
 * ``mode.services.WaitResults`` (not exported by ``mode``'s package): :func:`wait_results`.
   Why: the fast path returns what ``wait_first`` returns.
 * ``faust.Worker.spinner``, set to ``None``: :func:`disable_spinner`. Why: with the spinner,
   Faust's worker sets the root logger to DEBUG and every debug call of aiokafka, Faust and mode
-  builds a record (``streams.worker.faust_worker``).
+  builds a record (``streams.kafka.worker.faust_worker``).
 
 Behaviour relied upon, also checked by the test: Faust's ``Consumer._drain_messages`` hands
 each record over as ``self.wait_first(callback(message), self.suspend_flow.wait())`` (the
 shape the delivery fast path recognises); a stream with ``enable_acks = False`` leaves
-acknowledging to its caller (the exactly-once ack path of ``streams.batching``).
+acknowledging to its caller (the exactly-once ack path of ``streams.kafka.batching``).
 
-Versions: :func:`check_versions` (called by ``streams.worker.build_app``) refuses to build the
+Versions: :func:`check_versions` (called by ``streams.kafka.worker.build_app``) refuses to build the
 worker on a version outside :data:`SUPPORTED`, with a message naming the package, its version
 and the range, because a silent change in these internals could break the acknowledgement
 path rather than just slow the worker. To support a new version: install it, run
@@ -126,7 +126,7 @@ def check_versions(installed: Mapping[str, str | None] | None = None) -> None:
     problems = unsupported_versions(installed_versions() if installed is None else installed)
     if problems:
         raise UnsupportedFramework(
-            "; ".join(problems) + " (streams/faust_adapter.py reaches into their internals; "
+            "; ".join(problems) + " (streams/kafka/faust_adapter.py reaches into their internals; "
             "install the versions pyproject.toml pins)")
 
 

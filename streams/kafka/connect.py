@@ -7,7 +7,7 @@ commands' ``--connect-timeout``). When it does not, :class:`Unreachable` says wh
 where and for how long it was tried, and the command ends with that one line and exit code
 :data:`EXIT_UNREACHABLE` -- instead of the client libraries' own waits (kafka-python: 30 s of
 bootstrap retries, then a traceback). Once running, the clients retry on their own: the
-InfluxDB sink with back-off for as long as it takes (:class:`streams.influx.InfluxSink`),
+InfluxDB sink with back-off for as long as it takes (:class:`streams.sinks.influx.InfluxSink`),
 aiokafka reconnecting to the brokers.
 """
 
@@ -17,7 +17,7 @@ import contextlib
 import logging
 from typing import Iterator
 
-from streams.config import InfluxSettings
+from streams.core.config import InfluxSettings
 
 __all__ = ["CONNECT_TIMEOUT_S", "EXIT_UNREACHABLE", "Unreachable", "check_influx",
            "quiet_kafka_logs", "bounded_bootstrap"]

@@ -1,0 +1,10 @@
+"""The model of a system and the questions put to it, from its tiers' estimates (no I/O).
+
+- :mod:`~streams.predict.model`: the closed model (MVA, the exact MAP network or its
+  decomposition), capacity search, the solve's answers;
+- :mod:`~streams.predict.confidence`: model error per class and tier, the uncertainty band on
+  capacity and time to breach;
+- :mod:`~streams.predict.story`: why the busiest tier and the breach tier differ, model switches;
+- :mod:`~streams.predict.whatif`: candidate actions (replicas, cores, CPU speed, admission
+  limit) evaluated on the prediction's own model.
+"""
