@@ -232,7 +232,7 @@ def run_pipeline(runs: list[Run], window_s: int) -> None:
         tier = TierState("host1", cfg)
         out: list = []
         for i, w in enumerate(windows):
-            reason, late = tier.admit(w)
+            reason, late, _ = tier.admit(w)
             if reason is not None:
                 raise RuntimeError(f"{run.name}: window {w.end} refused: {reason}")
             tier.accept(w, late, i, out)

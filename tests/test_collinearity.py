@@ -178,7 +178,7 @@ def _feed(tier: TierState, U: np.ndarray, X: np.ndarray, start: int, window_s: f
                           "window_s": window_s, "utilization": float(U[k]), "cores": 1,
                           "completions": {c: float(round(x * window_s))
                                           for c, x in zip("abc", X[k])}})
-        reason, late = tier.admit(w)
+        reason, late, _ = tier.admit(w)
         assert reason is None
         tier.accept(w, late, k, out)
     return out + step_tiers([tier])

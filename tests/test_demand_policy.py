@@ -145,7 +145,7 @@ def test_selection_from_rows_equals_selection_from_arrays(seed, windows, missing
 
 
 def _feed_one(tier: TierState, w: Window, i: int) -> None:
-    reason, late = tier.admit(w)
+    reason, late, _ = tier.admit(w)
     assert reason is None
     tier.accept(w, late, i, [])
     step_tiers([tier])
@@ -226,7 +226,7 @@ def test_a_window_scores_and_sums_the_same_however_the_windows_are_batched():
         if i == 40:
             one.refresh()
     for i, w in enumerate(windows):
-        reason, late = block.admit(w)
+        reason, late, _ = block.admit(w)
         block.accept(w, late, i, [])
         if i in (40, 89):                       # two blocks, a refresh between them
             step_tiers([block])
