@@ -35,7 +35,8 @@ from typing import Any, Mapping, Sequence
 
 from streams.core.config import ConfigError
 from streams.core.records import valid_name
-from streams.sources.settings import WindowGrid, number_setting, string_setting, window_setting
+from streams.sources.settings import (WindowGrid, number_setting, string_setting, tier_table,
+                                      window_setting)
 from streams.sources.window_rules import (
     QUERY_FIELDS,
     Gap,
@@ -81,13 +82,7 @@ _TIER_KEYS = set(QUERY_FIELDS) | {"class_label", "counters"}
 
 def _tier(name: str, raw: Any, class_label: str, counters: bool) -> TierSpec:
     where = f"tiers.{name}"
-    if not valid_name(name):
-        raise ConfigError(f"{where}: not a valid tier name (printable, at most 200 characters)")
-    if not isinstance(raw, Mapping):
-        raise ConfigError(f"{where}: must be a table of queries, got {raw!r}")
-    unknown = sorted(set(raw) - _TIER_KEYS)
-    if unknown:
-        raise ConfigError(f"{where}.{unknown[0]}: unknown setting (known: {sorted(_TIER_KEYS)})")
+    raw = tier_table(name, raw, where, _TIER_KEYS, "queries")
     queries = {k: string_setting(raw, k, where) for k in QUERY_FIELDS if k != "cores"}
     if queries["completions"] is None:
         raise ConfigError(f"{where}.completions: required (PromQL of the per-class completion "

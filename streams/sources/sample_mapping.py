@@ -34,7 +34,8 @@ from typing import Any, Mapping
 
 from streams.core.config import ConfigError
 from streams.core.records import valid_name
-from streams.sources.settings import WindowGrid, number_setting, string_setting, window_setting
+from streams.sources.settings import (WindowGrid, number_setting, string_setting, tier_table,
+                                      window_setting)
 from streams.sources.window_rules import TierSpec
 from streams.sources.samples import FORMATS, TIMESTAMP_UNITS
 
@@ -240,13 +241,7 @@ def input_from_mapping(raw: Any) -> InputFormat:
     tiers = {}
     for name, body in tiers_raw.items():
         where = f"input.tiers.{name}"
-        if not valid_name(name):
-            raise ConfigError(f"{where}: not a valid tier name")
-        if not isinstance(body, Mapping):
-            raise ConfigError(f"{where}: must be a table of metric selectors, got {body!r}")
-        bad = sorted(set(body) - _TIER_KEYS)
-        if bad:
-            raise ConfigError(f"{where}.{bad[0]}: unknown setting (known: {sorted(_TIER_KEYS)})")
+        body = tier_table(name, body, where, _TIER_KEYS, "metric selectors")
         own = _fields(body, where)
         if "busy_seconds" in own or "utilization" in own:     # the tier's own busy time
             own.setdefault("busy_seconds", None)

@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from streams.core.config import ConfigError
-from streams.core.records import MAX_WINDOW_S
+from streams.core.records import MAX_WINDOW_S, valid_name
 
-__all__ = ["WindowGrid", "number_setting", "string_setting", "window_setting"]
+__all__ = ["WindowGrid", "number_setting", "string_setting", "tier_table", "window_setting"]
 
 
 class WindowGrid:
@@ -56,3 +56,17 @@ def window_setting(raw: Mapping[str, Any], where: str) -> float:
     if abs(window_s * 1000 - round(window_s * 1000)) > 1e-6 or round(window_s * 1000) < 1:
         raise ConfigError(f"{where}.window_s: must be whole milliseconds, got {window_s!r}")
     return window_s
+
+
+def tier_table(name: str, raw: Any, where: str, known: set[str], what: str
+               ) -> Mapping[str, Any]:
+    """A tier's table of a source's configuration: ``name`` a valid tier name, ``raw`` a table
+    (of ``what``) holding only ``known`` keys; :class:`ConfigError` names ``where``."""
+    if not valid_name(name):
+        raise ConfigError(f"{where}: not a valid tier name (printable, at most 200 characters)")
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{where}: must be a table of {what}, got {raw!r}")
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise ConfigError(f"{where}.{unknown[0]}: unknown setting (known: {sorted(known)})")
+    return raw
