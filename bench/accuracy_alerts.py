@@ -364,10 +364,18 @@ def main(argv: list[str] | None = None) -> None:
                          "(bench/alert_shapes.py)")
     ap.add_argument("--truth-grid", action="store_true",
                     help="with --shapes: re-simulate the truth capacities first")
+    ap.add_argument("--seeds", type=lambda s: tuple(int(x) for x in s.split(",")),
+                    help="with --shapes: comma-separated seeds (default 0,1,2,3; --quick: 0); "
+                         "e.g. 4,5,6,7 for held-out runs")
+    ap.add_argument("--kinds", type=lambda s: tuple(s.split(",")),
+                    help="with --shapes: comma-separated kinds (default bursty,non_bursty)")
+    ap.add_argument("--only", type=lambda s: tuple(s.split(",")),
+                    help="with --shapes: comma-separated shape names (default all)")
     args = ap.parse_args(argv)
     if args.shapes:
         from bench import alert_shapes
-        alert_shapes.main(args.quick, args.jobs, args.truth_grid)
+        alert_shapes.main(args.quick, args.jobs, args.truth_grid, seeds=args.seeds,
+                          kinds=args.kinds, shapes=args.only)
         return
     runs = 4 if args.quick else 12
     sweep = (10.0, 300.0) if args.quick else (3.0, 10.0, 100.0, 300.0)

@@ -397,7 +397,17 @@ def acceptance(results: Sequence[dict[str, Any]]) -> list[str]:
     return out
 
 
-def main(quick: bool, jobs: int, truth_grid: bool) -> None:
+def main(quick: bool, jobs: int, truth_grid: bool, seeds: Sequence[int] | None = None,
+         kinds: Sequence[str] | None = None, shapes: Sequence[str] | None = None) -> None:
+    """The tables; ``seeds`` (default 0-3, ``quick``: 0), ``kinds`` and ``shapes`` (names)
+    select a subset of the runs (held-out seeds, iterating on one kind)."""
+    for k in kinds or ():
+        if k not in KINDS:
+            raise SystemExit(f"--kinds: unknown kind {k!r} (one of {', '.join(KINDS)})")
+    names = [s.name for s in SHAPES]
+    for n in shapes or ():
+        if n not in names:
+            raise SystemExit(f"--only: unknown shape {n!r} (one of {', '.join(names)})")
     t0 = time.perf_counter()
     caps = dict(CAPACITY)
     if truth_grid:
@@ -408,8 +418,9 @@ def main(quick: bool, jobs: int, truth_grid: bool) -> None:
             caps[kind], rows = truth_capacity(kind, *grids[kind])
             print(f"{kind}: " + ", ".join(f"{n}: {1000 * r:.1f} ms (+-{1000 * h:.1f})"
                                           for n, r, h in rows) + f" -> {caps[kind]:.0f} users")
-    seeds = (0,) if quick else (0, 1, 2, 3)
-    tasks = [RunSpec(k, s, seed) for k in KINDS for s in SHAPES for seed in seeds]
+    seeds = tuple(seeds) if seeds else (0,) if quick else (0, 1, 2, 3)
+    tasks = [RunSpec(k, s, seed) for k in (kinds or KINDS) for s in SHAPES
+             if not shapes or s.name in shapes for seed in seeds]
     print(f"Truth capacity (users): " + ", ".join(f"{k} {c:.0f}" for k, c in caps.items())
           + f"; {len(tasks)} runs, seeds {seeds}; horizon {HORIZON_S / 60:g} min, baselines' "
           f"span {SPAN_S / 60:g} min, Holt sf/tf {HOLT[0]}/{HOLT[1]}, measured breach: "
