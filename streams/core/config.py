@@ -111,6 +111,14 @@ class SystemConfig:
     dedup_windows: int = 256
     #: relative model error (response time, throughput-weighted) that raises an alert
     model_error_threshold: float = 0.3
+    #: the window of the response-time mean the SLA is read on (a Prometheus ``[5m]`` rate):
+    #: the predicted-breach alert acts on the capacity at which that window's mean stays
+    #: within the SLA with probability ``1 - window_breach_probability`` over the horizon
+    #: (:mod:`streams.predict.alert_window`); 0: on the long-run mean only
+    alert_window_s: float = 300.0
+    #: probability that some alert window within the horizon breaches, at which the
+    #: predicted-breach alert fires
+    window_breach_probability: float = 0.5
     #: solves a condition must hold before its alert fires, and be clear before it resolves
     alert_fire_after: int = 2
     alert_resolve_after: int = 3
@@ -143,7 +151,8 @@ WEEK_S = 7 * 86_400.0
 #: value is a typo or a unit mix-up, and the arithmetic stops meaning anything (a horizon of
 #: 1e308 s overflows the users forecast; an interval of 1e-300 s solves at every window)
 _TIMES = {"solve_interval_s": (1.0, 86_400.0, True), "horizon_s": (0.0, WEEK_S, False),
-          "trend_window_s": (0.0, WEEK_S, False), "think_time_s": (0.0, 86_400.0, True)}
+          "trend_window_s": (0.0, WEEK_S, False), "think_time_s": (0.0, 86_400.0, True),
+          "alert_window_s": (0.0, 86_400.0, True)}
 #: settings that take one of a few names
 _CHOICES = {"demand_policy": DEMAND_POLICIES, "bursty_demand": BURSTY_DEMANDS}
 #: whole-number settings: key -> (lowest, highest or ``None``); memory grows with the window
@@ -223,6 +232,11 @@ def _check(key: str, value: Any, where: str) -> Any:
         return value
     if key in _CHOICES:
         return _choice(key, value, where)
+    if key == "window_breach_probability":
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not 0.0 < value < 1.0:
+            raise ConfigError(f"{where}: must be a probability within (0, 1), got {value!r}")
+        return float(value)
     if key == "solve_offset_s":
         if isinstance(value, bool) or not isinstance(value, (int, float)) \
                 or not math.isfinite(value) or value < 0:

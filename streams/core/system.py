@@ -24,6 +24,7 @@ import numpy as np
 from streams.predict import confidence, story
 from streams.core.alerts import AlertBook
 from streams.core.config import SystemConfig
+from streams.predict import alert_window
 from streams.predict.model import Measured, Point, SystemModel, build_model, model_capacity
 from solvers.mva import mva_curves
 from streams.core.plausibility import Plausibility, Verdict, far_ahead
@@ -65,6 +66,8 @@ class _Solve:
     measured: Measured
     tiers: list[TierModel]
     model: SystemModel | None          # None: not enough data yet
+    #: the model with the provisionally bursty tiers bursty too (None: no such tier)
+    pessimistic: SystemModel | None = None
 
 
 def solve_systems(due: list[tuple["SystemState", float]],
@@ -109,6 +112,14 @@ def _remedy_text(pred: Mapping[str, Any]) -> str:
     tiers = [a for a in actions if a["kind"] != "admission"]
     best = (tiers or actions or [None])[0]
     return f"; remedy: {best['summary']}" if best else ""
+
+
+def _basis_text(pred: Mapping[str, Any]) -> str:
+    """Why the alert's capacity is below the long-run one (``alert_basis``), if it is."""
+    if not pred["alert_basis"]:
+        return ""
+    return (f"; long-run capacity {pred['capacity_users']}, alert on "
+            + "; ".join(pred["alert_basis"]))
 
 
 def _model_error_hint(pred: Mapping[str, Any]) -> str:
@@ -195,6 +206,8 @@ class SystemState:
         self.alerts = AlertBook(config.alert_fire_after, config.alert_resolve_after)
         self.solves = 0
         self.last_capacity: int | None = None     # the MAP network's, where the next search starts
+        #: the predicted-breach alert's MAP capacity (``alert_capacity_users``), likewise
+        self.last_alert_capacity: int | None = None
         #: the last remediation's hints (``kind/tier -> [value, capacity]``): where the next
         #: one's searches start; persisted like ``last_capacity``, so a restored state answers
         #: as the one that kept running
@@ -420,7 +433,12 @@ class SystemState:
             pred.update(model=None, flags=["not enough data: the interval's request mix has "
                                            "no demand at any tier and the think time is 0"])
             return _Solve(time, pred, m, models, None)
-        return _Solve(time, pred, m, models, model)
+        pessimistic = None
+        if any(t.provisional for t in models):
+            pessimistic = build_model(models, classes, mix, think, cfg, provisional=True)
+            if pessimistic.processes is None:     # no MAP(2) fit yet: nothing to add
+                pessimistic = None
+        return _Solve(time, pred, m, models, model, pessimistic)
 
     def complete(self, solve: "_Solve") -> Outputs:
         """Second half: the current population and its trend, the predictions at the current
@@ -443,6 +461,7 @@ class SystemState:
         slope = self._trend(time)
         n_fc = max(int(round(n_now + slope * cfg.horizon_s)), 0)
         pred.update(self._predict(model, m, n_now, source, slope, n_fc, solve.tiers))
+        pred.update(self._alert_capacity(model, solve.pessimistic, pred, solve.tiers, slope))
         self.last_model = (time, model, n_now, n_fc)
         alerts = self._alerts(pred, m, model, time)
         pred["model_trusted"] = "model_error" not in self.alerts.active()
@@ -457,6 +476,50 @@ class SystemState:
         if model.processes is not None and found is not None:
             self.last_capacity = None if limited else max(found, 1)
         return found, limited
+
+    def _alert_capacity(self, model: SystemModel, pessimistic: SystemModel | None,
+                        pred: Mapping[str, Any], tiers: list[TierModel],
+                        slope: float) -> dict[str, Any]:
+        """The capacity and time to breach the ``predicted_breach`` alert acts on, and why
+        they differ from the long-run ``capacity_users``: ``provisional`` -- a tier whose
+        ``I`` is above ``idc_threshold`` but not yet confirmed is taken as bursty
+        (``pessimistic``, :func:`streams.core.tier.provisionally_bursty`); ``alert_window``
+        -- the SLA read on the ``alert_window_s`` mean at the quantile of
+        ``window_breach_probability`` (:mod:`streams.predict.alert_window`)."""
+        cfg = self.config
+        cap, limited = pred["capacity_users"], pred["capacity_limited"]
+        basis: list[str] = []
+        base = model
+        if pessimistic is not None:
+            p_cap, p_limited = model_capacity(pessimistic, self.last_alert_capacity)
+            if p_cap is not None and not p_limited and (cap is None or limited or p_cap < cap):
+                base, cap, limited = pessimistic, p_cap, p_limited
+                basis.append("provisional: " + ", ".join(
+                    f"{t.tier} I {t.idc:.3g} not yet confirmed ({t.idc_flag})"
+                    for t in tiers if t.provisional))
+        factors: dict[str, float] = {}
+        if cfg.alert_window_s > 0 and cap is not None and not limited:
+            z = alert_window.quantile_z(cfg.alert_window_s, cfg.horizon_s,
+                                        cfg.window_breach_probability)
+            f = alert_window.window_factors(base, [t.idc for t in tiers], base.at(cap),
+                                            cfg.alert_window_s, z)
+            if alert_window.is_material(f):
+                factors = dict(zip(base.tiers, f.tolist()))
+                w_cap, w_limited = alert_window.window_capacity(
+                    base, f, self.last_alert_capacity if base.processes is not None else None)
+                if w_cap is not None and not w_limited and w_cap < cap:
+                    cap = w_cap
+                    basis.append(f"alert_window: the {cfg.alert_window_s / 60:g}-min mean, "
+                                 f"breach probability {cfg.window_breach_probability:g} over "
+                                 f"the horizon")
+        if base.processes is not None and cap is not None and not limited:
+            self.last_alert_capacity = max(cap, 1)
+        n_now = pred["users"]
+        ttb: float | None = None
+        if cap is not None and not limited:
+            ttb = 0.0 if n_now > cap else ((cap + 1 - n_now) / slope if slope > 0 else None)
+        return {"alert_capacity_users": cap, "alert_time_to_breach_s": ttb,
+                "alert_basis": basis, "alert_window_factors": factors}
 
     def _predict(self, model: SystemModel, m: Measured, n_now: int, source: str, slope: float,
                  n_fc: int, models: list[TierModel]) -> dict[str, Any]:
@@ -608,7 +671,7 @@ class SystemState:
         cfg = self.config
         events = []
         base = {"system": self.system, "time": time}
-        ttb = pred["time_to_breach_s"]
+        ttb = pred["alert_time_to_breach_s"]
         cond = None
         if ttb is not None and ttb <= cfg.horizon_s:
             cond = True
@@ -621,8 +684,9 @@ class SystemState:
             "summary": (f"{self.system}: class {pred['breach_class']!r} is predicted to exceed "
                         f"its {cfg.sla_for(str(pred['breach_class'])):g} s SLA in about "
                         f"{(ttb or 0) / 60:.0f} min (users {pred['users']} -> capacity "
-                        f"{pred['capacity_users']}, bottleneck tier {pred['breach_tier']!r})"
-                        + _remedy_text(pred))},
+                        f"{pred['alert_capacity_users']}, bottleneck tier "
+                        f"{pred['breach_tier']!r})" + _basis_text(pred) + _remedy_text(pred)),
+            "basis": list(pred["alert_basis"])},
             time)
         events += [ev] if ev else []
         for i, c in enumerate(model.classes):
@@ -654,7 +718,7 @@ class SystemState:
                      "summary": f"{self.system}: the model's trust changed while a breach of "
                                 f"class {pred['breach_class']!r} is predicted in about "
                                 f"{(ttb or 0) / 60:.0f} min (users {pred['users']} -> "
-                                f"capacity {pred['capacity_users']})"})
+                                f"capacity {pred['alert_capacity_users']})"})
         return events
 
     # -- state ---------------------------------------------------------------------------------
@@ -664,6 +728,7 @@ class SystemState:
                 "next_solve": self.next_solve, "users_points": self.users_points,
                 "think_time_est": self.think_time_est, "alerts": self.alerts.to_dict(),
                 "solves": self.solves, "last_capacity": self.last_capacity,
+                "last_alert_capacity": self.last_alert_capacity,
                 "last_solved": self.last_solved, "breach_trust": self.breach_trust,
                 "remediation_hints": self.remediation_hints,
                 "newest_end": self.newest_end, "ahead": self.ahead, "held": self.held,
@@ -684,6 +749,7 @@ class SystemState:
         state.alerts = AlertBook.from_dict(data["alerts"])
         state.solves = data["solves"]
         state.last_capacity = data.get("last_capacity")
+        state.last_alert_capacity = data.get("last_alert_capacity")
         state.last_solved = data.get("last_solved")
         state.breach_trust = data.get("breach_trust")
         state.remediation_hints = dict(data.get("remediation_hints") or {})

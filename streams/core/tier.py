@@ -315,6 +315,27 @@ class TierModel:
     #: ``demands`` (``None``: no filter yet); the uncertainty band of capacity uses it
     #: (:mod:`streams.predict.confidence`)
     demand_cov: np.ndarray | None = None
+    #: not (yet) ``bursty``, but ``I``'s point estimate is above the threshold while its
+    #: interval cannot confirm it (:func:`provisionally_bursty`): the predicted-breach alert
+    #: acts on the MAP network with this tier bursty too, flagged provisional
+    provisional: bool = False
+
+
+#: why ``I`` is not yet acted on although it may be high: too little history for an interval,
+#: an interval still containing the threshold, or a curve still rising at the top level
+PROVISIONAL_FLAGS = ("too_short", "uncertain", "unresolved")
+
+
+def provisionally_bursty(idc: float | None, idc_flag: str | None, bursty: bool,
+                         threshold: float) -> bool:
+    """A tier not classified bursty whose ``I`` point estimate exceeds ``threshold`` while the
+    estimate is not yet trusted (``idc_flag`` in :data:`PROVISIONAL_FLAGS`). A bursty tier's
+    interval needs minutes of history to clear the threshold (paper 000 Fig. 2: ``I`` needs
+    thousands of windows); a load that reaches capacity sooner would meet the breach with the
+    MVA model, which cannot see burstiness. The pessimistic reading is used for the alert only.
+    """
+    return (not bursty and idc is not None and idc > threshold
+            and idc_flag in PROVISIONAL_FLAGS)
 
 
 def _idc_flag(est: DispersionInterval, threshold: float) -> str | None:
@@ -611,7 +632,8 @@ class TierState:
         # the interval decides: bursty once its lower bound is above the threshold
         lower = idc_bounds[0]
         bursty = idc is not None and lower is not None and lower > cfg.idc_threshold
-        if bursty and fit_map:          # only bursty tiers enter the model with their MAP(2)
+        provisional = provisionally_bursty(idc, idc_flag, bursty, cfg.idc_threshold)
+        if (bursty or provisional) and fit_map:   # bursty tiers enter the model with a MAP(2)
             self._refit(mean, idc, p95)
         self.model = clean({"idc": idc, "idc_flag": idc_flag, "bursty": bursty,
                             "mean_service_s": mean, "p95_s": p95,
@@ -628,7 +650,7 @@ class TierState:
             idc_lower=self.model.get("idc_lower"), idc_upper=self.model.get("idc_upper"),
             idc_reference=self.model.get("idc_reference"),
             process=MAP.from_dict(self.fit["process"]) if self.fit else None,
-            fit=self.fit, bursty=bursty,
+            fit=self.fit, bursty=bursty, provisional=provisional,
             windows=self.windows, estimator=self.estimator,
             class_response={c: w / n for c, (w, n) in self.response.items()
                             if n >= RESPONSE_MIN_COMPLETIONS},

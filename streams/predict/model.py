@@ -496,8 +496,11 @@ def _history_flag(tier: str, before: float, after: float) -> str:
 
 
 def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float],
-                think_time: float, cfg: SystemConfig) -> SystemModel:
-    """The system's model from its tiers' estimates and the measured mix."""
+                think_time: float, cfg: SystemConfig, provisional: bool = False) -> SystemModel:
+    """The system's model from its tiers' estimates and the measured mix. ``provisional``:
+    the tiers that are only provisionally bursty (:attr:`TierModel.provisional`) enter the
+    MAP network as bursty too -- the pessimistic model the predicted-breach alert acts on
+    while their ``I`` is not yet confirmed (flagged)."""
     flags: list[str] = []
     C = len(classes)
     weights = np.array([max(mix.get(c, 0.0), 0.0) for c in classes])
@@ -512,18 +515,24 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
     servers = np.array([float(t.cores) for t in tiers])
     sla = np.array([cfg.sla_for(c) for c in classes])
     processes = None
-    bursty = [t for t in tiers if t.bursty]
+    def is_bursty(t: TierModel) -> bool:
+        return t.bursty or (provisional and t.provisional)
+
+    bursty = [t for t in tiers if is_bursty(t)]
+    if provisional:
+        flags += [f"{t.tier}: provisionally bursty (I {t.idc:.3g} above idc_threshold, "
+                  f"not yet confirmed: {t.idc_flag})" for t in tiers if t.provisional]
     if bursty:
         if any(t.process is None for t in bursty):
             flags.append("bursty tier without a MAP(2) fit yet: MVA used")
         elif not np.all(D_mc @ p > 0):
             flags.append("a tier has no demand yet: MVA used")
         else:
-            processes = [t.process if t.bursty and t.process is not None
+            processes = [t.process if is_bursty(t) and t.process is not None
                          else MAP.exponential(1.0) for t in tiers]
             if cfg.bursty_demand == "history":
                 for m, t in enumerate(tiers):
-                    if t.bursty and t.mean_service is not None:
+                    if is_bursty(t) and t.mean_service is not None:
                         before = float(D_mc[m] @ p)
                         split = fcfs_split(t, classes, p, V_mc[m], t.mean_service)
                         if split is not None:

@@ -35,7 +35,8 @@ MEASUREMENTS: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
         "capacity_users_upper": _I, "time_to_breach_lower_s": _F,
         "time_to_breach_upper_s": _F, "band_flags": _S, "bottleneck_reason": _S,
         "breach_tier_share": _F, "breach_tier_bottleneck_probability": _F,
-        "model_switch": _S, "model_switch_reason": _S}),
+        "model_switch": _S, "model_switch_reason": _S, "alert_capacity_users": _I,
+        "alert_time_to_breach_s": _F, "alert_basis": _S}),
     "class_prediction": (("system", "class"), {
         "throughput": _F, "response_time": _F, "throughput_forecast": _F,
         "response_time_forecast": _F, "throughput_measured": _F,
@@ -49,7 +50,7 @@ MEASUREMENTS: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
         "required_users": _I, "cost": _F, "summary": _S}),
     "alert": (("system", "alert", "class", "tier", "trust"), {
         "state": _S, "active": _I, "value": _F, "threshold": _F, "time_to_breach_s": _F,
-        "summary": _S, "update": _S}),
+        "summary": _S, "update": _S, "basis": _S}),
     "deadletter": (("system", "field"), {"reason": _S, "count": _I}),
 }
 
