@@ -430,7 +430,11 @@ def main(quick: bool, jobs: int, truth_grid: bool, seeds: Sequence[int] | None =
         futures = [pool.submit(run_one, t, caps[t.kind]) for t in tasks]
         for done in as_completed(futures):
             results.append(done.result())
-            print(f"  {len(results)}/{len(tasks)} runs ({time.perf_counter() - t0:.0f} s)",
+            r = results[-1]
+            cells = ", ".join(f"{m} {r['scores'][m].caught}/{r['scores'][m].breaches} "
+                              f"false {r['scores'][m].false_alarms}" for m in METHODS)
+            print(f"  {len(results)}/{len(tasks)} runs ({time.perf_counter() - t0:.0f} s): "
+                  f"{r['spec'].kind} {r['spec'].shape.name} seed {r['spec'].seed}: {cells}",
                   file=sys.stderr, flush=True)
     order = {(k, s.name, seed): i for i, (k, s, seed) in
              enumerate((t.kind, t.shape, t.seed) for t in tasks)}
