@@ -460,8 +460,8 @@ class SystemState:
             self._add_users_point(time, float(n_now))
         slope = self._trend(time)
         n_fc = max(int(round(n_now + slope * cfg.horizon_s)), 0)
-        pred.update(self._predict(model, m, n_now, source, slope, n_fc, solve.tiers))
-        pred.update(self._alert_capacity(model, solve.pessimistic, pred, solve.tiers, slope))
+        pred.update(self._predict(model, m, n_now, source, slope, n_fc, solve.tiers,
+                                  solve.pessimistic))
         self.last_model = (time, model, n_now, n_fc)
         alerts = self._alerts(pred, m, model, time)
         pred["model_trusted"] = "model_error" not in self.alerts.active()
@@ -478,16 +478,18 @@ class SystemState:
         return found, limited
 
     def _alert_capacity(self, model: SystemModel, pessimistic: SystemModel | None,
-                        pred: Mapping[str, Any], tiers: list[TierModel],
-                        slope: float) -> dict[str, Any]:
+                        cap: int | None, limited: bool, n_now: int, slope: float,
+                        tiers: list[TierModel]
+                        ) -> tuple[dict[str, Any], SystemModel, int | None, bool]:
         """The capacity and time to breach the ``predicted_breach`` alert acts on, and why
         they differ from the long-run ``capacity_users``: ``provisional`` -- a tier whose
         ``I`` is above ``idc_threshold`` but not yet confirmed is taken as bursty
         (``pessimistic``, :func:`streams.core.tier.provisionally_bursty`); ``alert_window``
         -- the SLA read on the ``alert_window_s`` mean at the quantile of
-        ``window_breach_probability`` (:mod:`streams.predict.alert_window`)."""
+        ``window_breach_probability`` (:mod:`streams.predict.alert_window`). Returns the
+        prediction's fields, and the model the alert stands on with its long-run capacity
+        (the remediation's)."""
         cfg = self.config
-        cap, limited = pred["capacity_users"], pred["capacity_limited"]
         basis: list[str] = []
         base = model
         if pessimistic is not None:
@@ -497,6 +499,7 @@ class SystemState:
                 basis.append("provisional: " + ", ".join(
                     f"{t.tier} I {t.idc:.3g} not yet confirmed ({t.idc_flag})"
                     for t in tiers if t.provisional))
+        base_cap, base_limited = cap, limited
         factors: dict[str, float] = {}
         if cfg.alert_window_s > 0 and cap is not None and not limited:
             z = alert_window.quantile_z(cfg.alert_window_s, cfg.horizon_s,
@@ -514,17 +517,20 @@ class SystemState:
                                  f"the horizon")
         if base.processes is not None and cap is not None and not limited:
             self.last_alert_capacity = max(cap, 1)
-        n_now = pred["users"]
         ttb: float | None = None
         if cap is not None and not limited:
             ttb = 0.0 if n_now > cap else ((cap + 1 - n_now) / slope if slope > 0 else None)
-        return {"alert_capacity_users": cap, "alert_time_to_breach_s": ttb,
-                "alert_basis": basis, "alert_window_factors": factors}
+        return ({"alert_capacity_users": cap, "alert_time_to_breach_s": ttb,
+                 "alert_basis": basis, "alert_window_factors": factors},
+                base, base_cap, base_limited)
 
     def _predict(self, model: SystemModel, m: Measured, n_now: int, source: str, slope: float,
-                 n_fc: int, models: list[TierModel]) -> dict[str, Any]:
+                 n_fc: int, models: list[TierModel],
+                 pessimistic: SystemModel | None = None) -> dict[str, Any]:
         now, fc = model.at(n_now), model.at(n_fc)
         cap, limited = self._capacity(model)
+        alert, base, base_cap, base_limited = self._alert_capacity(
+            model, pessimistic, cap, limited, n_now, slope, models)
         flags = list(model.flags)
         if model.processes is not None:
             solved = model.solved().items()
@@ -556,7 +562,8 @@ class SystemState:
         at_bottleneck = breach if breach is not None else fc
         B = at_bottleneck.bottleneck
         error, x_error = self._model_error(model, m, now)
-        remedy = self._remediation(model, cap, limited, n_now, n_fc)
+        remedy = self._remediation(base, base_cap, base_limited, n_now, n_fc,
+                                   alert["alert_capacity_users"])
         classes = {}
         x_now, x_fc = float(now.throughput), float(fc.throughput)
         for c, p, r_now, r_fc, sla in zip(model.classes, model.mix.tolist(),
@@ -598,7 +605,7 @@ class SystemState:
             "bottleneck_tier": model.tiers[int(np.argmax(fc.utilization))],
             "bottleneck_switch_probability": 0.0 if B is None else float(1.0 - B.max()),
             "model_error": error, "throughput_error": x_error,
-            "classes": classes, "tiers": tiers, "remediation": remedy,
+            "classes": classes, "tiers": tiers, "remediation": remedy, **alert,
         }
         out.update(self._assess(model, m, now, fc, breach, out, models, slope))
         return out
@@ -634,15 +641,21 @@ class SystemState:
         return extra
 
     def _remediation(self, model: SystemModel, cap: int | None, limited: bool, n_now: int,
-                     n_fc: int) -> dict[str, Any] | None:
-        """At risk -- the larger of the current and the horizon's users beyond capacity, which
-        is the ``predicted_breach`` condition ``time_to_breach_s <= horizon_s`` -- the
-        smallest action per kind and tier that restores every SLA there
-        (:func:`streams.predict.whatif.remediate`, on this solve's model); ``None`` otherwise."""
+                     n_fc: int, alert_cap: int | None) -> dict[str, Any] | None:
+        """At risk -- the larger of the current and the horizon's users beyond the alert's
+        capacity ``alert_cap``, which is the ``predicted_breach`` condition
+        ``alert_time_to_breach_s <= horizon_s`` -- the smallest action per kind and tier that
+        restores every SLA there (:func:`streams.predict.whatif.remediate`, on the model the
+        alert stands on, whose long-run capacity is ``cap``); ``None`` otherwise. Where the
+        alert's capacity is below ``cap`` (the alert window's), the long-run capacity an
+        action must give is scaled by ``cap / alert_cap``: the margin the window needs."""
         required = max(n_now, n_fc)
-        if not self.config.remediation or cap is None or limited or required <= cap:
+        if not self.config.remediation or cap is None or limited or alert_cap is None \
+                or required <= alert_cap:
             self.remediation_hints = {}
             return None
+        if 0 < alert_cap < cap:
+            required = int(math.ceil(required * cap / alert_cap))
         hints = {k: (float(v), int(c)) for k, (v, c) in self.remediation_hints.items()}
         record = remediate(model, required, cap, self.config.remediation_costs,
                            hints).to_record()
