@@ -431,8 +431,10 @@ def main(quick: bool, jobs: int, truth_grid: bool, seeds: Sequence[int] | None =
         for done in as_completed(futures):
             results.append(done.result())
             r = results[-1]
-            cells = ", ".join(f"{m} {r['scores'][m].caught}/{r['scores'][m].breaches} "
-                              f"false {r['scores'][m].false_alarms}" for m in METHODS)
+            cells = ", ".join(
+                f"{m} {r['scores'][m].caught}/{r['scores'][m].breaches} leads "
+                f"[{' '.join(f'{x / 60:.0f}' for x in r['scores'][m].leads)}] "
+                f"false {r['scores'][m].false_alarms}" for m in METHODS)
             print(f"  {len(results)}/{len(tasks)} runs ({time.perf_counter() - t0:.0f} s): "
                   f"{r['spec'].kind} {r['spec'].shape.name} seed {r['spec'].seed}: {cells}",
                   file=sys.stderr, flush=True)
