@@ -199,8 +199,14 @@ class RunSpec:
 
 
 def _alert_episodes(events: Sequence[dict[str, Any]], alert: str) -> list[tuple[float, Any]]:
+    """``(fired, resolved)`` episodes of ``alert``. A ``firing`` event with ``update:
+    "trust"`` restates the active alert under a new model trust
+    (:func:`streams.predict.confidence.trust_events`): the same episode, not a new one (read
+    as a new firing, it left the episode before it open for the rest of the run)."""
     out: list[tuple[float, Any]] = []
     for a in sorted((e for e in events if e["alert"] == alert), key=lambda e: e["time"]):
+        if a["state"] == "firing" and a.get("update") == "trust" and out and out[-1][1] is None:
+            continue
         if a["state"] == "firing":
             out.append((float(a["time"]), None))
         elif a["state"] == "resolved" and out:

@@ -101,3 +101,16 @@ def test_forecast_conditions_fire_resolve_dead_band_and_min_history() -> None:
     near = np.column_stack([0.0001 * (t - 600.0) + 0.0695])
     assert forecast_conditions([600.0], t, near, sla, linear_forecast, 900.0, 300.0,
                                1.25)[0][1] is None
+
+
+def test_a_trust_restatement_is_not_a_new_alert_episode():
+    """A ``firing`` event with ``update: "trust"`` restates the active predicted-breach alert
+    (streams.predict.confidence.trust_events): read as a new firing it left the episode before
+    it open for the rest of the run, which then "caught" every later breach."""
+    from bench.alert_shapes import _alert_episodes
+
+    ev = [{"alert": "predicted_breach", "state": "firing", "time": 100.0},
+          {"alert": "predicted_breach", "state": "firing", "time": 200.0, "update": "trust"},
+          {"alert": "predicted_breach", "state": "resolved", "time": 300.0},
+          {"alert": "predicted_breach", "state": "firing", "time": 500.0}]
+    assert _alert_episodes(ev, "predicted_breach") == [(100.0, 300.0), (500.0, None)]
