@@ -10,6 +10,8 @@ Prints the tables of docs/accuracy.md section 4.
                                                # ramps and flat loads, against predict_linear
                                                # and Holt (bench/alert_shapes.py)
     python bench/accuracy_alerts.py --shapes --quick   # one seed per scenario
+    python bench/accuracy_alerts.py --shapes --seeds 4,5,6,7 --kinds bursty \
+        --only flat_90,flat_105                        # a subset: held-out seeds, one kind
 
 The system is the demo's shop (:mod:`streams.cli.demo`: paper 000's think time 0.5 s, front server
 and database in series, four browsing-mix classes) with every demand doubled, so that it
