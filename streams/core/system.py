@@ -102,13 +102,13 @@ def _mix_response(m: Measured, mix: np.ndarray, classes: list[str]) -> float:
 
 
 def _remedy_text(pred: Mapping[str, Any]) -> str:
-    """``; remedy: add 1 replica of db: capacity 337 → 610 users`` -- the cheapest action of
-    the solve's remediation that is not an admission limit (that one when nothing else
-    suffices); empty without a remediation."""
-    actions = (pred.get("remediation") or {}).get("actions") or []
-    tiers = [a for a in actions if a["kind"] != "admission"]
-    best = (tiers or actions or [None])[0]
-    return f"; remedy: {best['summary']}" if best else ""
+    """``; remedy: add 1 replica of db: capacity 337 → 610 users`` -- the remedy
+    :func:`streams.predict.story.remedy_story` picked, with its reason when it does not act on
+    the breach tier; empty without a remediation."""
+    summary, why = pred.get("remediation_summary"), pred.get("remediation_reason")
+    if not summary:
+        return ""
+    return f"; remedy: {summary}" + (f" ({why})" if why else "")
 
 
 def _model_error_hint(pred: Mapping[str, Any]) -> str:
@@ -565,6 +565,7 @@ class SystemState:
         extra.update(story.bottleneck_story(model, pred["bottleneck_tier"], breach,
                                             pred["breach_class"], pred["breach_tier"], fc,
                                             pred["tiers"]))
+        extra.update(story.remedy_story(pred["remediation"], pred["breach_tier"]))
         extra.update(story.model_switch(self.last_solved, now.model, cap, pred["tiers"],
                                         self.config.idc_threshold, pred["flags"]))
         self.last_solved = {"model": now.model, "capacity_users": cap}

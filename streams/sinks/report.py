@@ -1235,8 +1235,21 @@ def remediation_html(system: SystemData) -> str:
             f'{_num(first.get("required_users"), ".0f")} expected within the horizon; the '
             f'smallest action of each kind that keeps every class within its SLA there, on '
             f'the model the prediction used, cheapest first (remediation_costs)</p>'
-            f'<table class="alerts remediation"><thead><tr>{head}</tr></thead>'
+            f'{_remedy_line(system, first["time"])}<table class="alerts remediation"><thead><tr>{head}</tr></thead>'
             f'<tbody>{body}</tbody></table>')
+
+
+def _remedy_line(system: SystemData, time: float) -> str:
+    """The remedy the alert quotes at the solve of ``time`` and, when it does not act on the
+    breach tier, why (:func:`streams.predict.story.remedy_story`); empty for a store without
+    them."""
+    p = next((q for q in reversed(system.predictions) if q["time"] == time), {})
+    summary, why = p.get("remediation_summary"), p.get("remediation_reason")
+    if not summary:
+        return ""
+    return (f'<p class="remedy">remedy (the alert quotes it): <b>{_esc(summary)}</b>'
+            f' (breach tier {_esc(p.get("breach_tier") or "–")})'
+            + (f'; {_esc(why)}' if why else "") + "</p>")
 
 
 def _system_section(system: SystemData, index: int) -> str:

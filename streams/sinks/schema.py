@@ -35,7 +35,8 @@ MEASUREMENTS: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
         "capacity_users_upper": _I, "time_to_breach_lower_s": _F,
         "time_to_breach_upper_s": _F, "band_flags": _S, "bottleneck_reason": _S,
         "breach_tier_share": _F, "breach_tier_bottleneck_probability": _F,
-        "model_switch": _S, "model_switch_reason": _S}),
+        "model_switch": _S, "model_switch_reason": _S, "remediation_summary": _S,
+        "remediation_tier": _S, "remediation_reason": _S}),
     "class_prediction": (("system", "class"), {
         "throughput": _F, "response_time": _F, "throughput_forecast": _F,
         "response_time_forecast": _F, "throughput_measured": _F,
