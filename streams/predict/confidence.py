@@ -73,10 +73,10 @@ from solvers.processes import MAP
 from streams.predict.model import CAPACITY_LIMIT, Measured, Point, SystemModel, capacity_search
 from streams.core.tier import TierModel
 
-__all__ = ["ERROR_WINDOW", "ERROR_LEVEL", "ERROR_MIN_SOLVES", "error_sample", "pooled_errors",
-           "significant_worst", "ALL_CLASSES", "MIN_CLASS_SHARE", "BAND_RISK_FACTOR", "BAND_EVERY", "class_errors", "tier_errors",
-           "worst", "relative_demand_error", "band", "band_due", "trust_events",
-           "UNTRUSTED_PREFIX"]
+__all__ = ["ERROR_WINDOW", "ERROR_LEVEL", "ERROR_MIN_SOLVES", "ALL_CLASSES", "error_sample",
+           "pooled_errors", "significant_worst", "MIN_CLASS_SHARE", "BAND_RISK_FACTOR",
+           "BAND_EVERY", "BAND_Z", "class_errors", "tier_errors", "worst",
+           "relative_demand_error", "band", "band_due", "trust_events", "UNTRUSTED_PREFIX"]
 
 #: a class is reported as the worst per-solve one when it has at least this share of the
 #: measured throughput
@@ -94,6 +94,8 @@ ALL_CLASSES = "*"
 BAND_RISK_FACTOR = 2.0
 #: ... and on every this-many-th solve otherwise
 BAND_EVERY = 5
+#: the band pushes every tier's demand this many standard errors (``z``)
+BAND_Z = 1.0
 #: relative resolution of the band's capacity searches on the MAP network
 BAND_TOLERANCE = 0.05
 #: the relative standard error applied downwards is capped here (demands stay positive)
@@ -223,9 +225,9 @@ def _refit(tier: TierModel, idc: float | None) -> MAP | None:
 
 
 def _variant(model: SystemModel, tiers: list[TierModel], side: int,
-             notes: list[str]) -> SystemModel:
-    """The model with every tier's demand at ``1 + side s_m`` and bursty tiers' MAP(2) at the
-    ``side`` end of ``I``'s interval (``+1``: upper, pessimistic)."""
+             notes: list[str], z: float = 1.0) -> SystemModel:
+    """The model with every tier's demand at ``1 + side z s_m`` and bursty tiers' MAP(2) at
+    the ``side`` end of ``I``'s interval (``+1``: upper, pessimistic)."""
     D_mc = model.D_mc.copy()
     V = model.visits if model.visits is not None else np.ones_like(model.D_mc)
     for i, tier in enumerate(tiers):
@@ -233,7 +235,7 @@ def _variant(model: SystemModel, tiers: list[TierModel], side: int,
         if s is None:
             notes.append(f"{tier.tier}: no demand covariance, demand taken as it is")
             continue
-        D_mc[i] *= 1.0 + side * min(s, MAX_RELATIVE_ERROR)
+        D_mc[i] *= 1.0 + side * min(z * s, MAX_RELATIVE_ERROR)
     processes = None
     if model.processes is not None:
         processes = list(model.processes)
@@ -286,14 +288,14 @@ def band_due(solve: int, ttb: float | None, horizon_s: float) -> bool:
 
 
 def band(model: SystemModel, tiers: list[TierModel], capacity: int, n_now: int,
-         slope: float, tolerance: float = BAND_TOLERANCE) -> dict[str, Any]:
+         slope: float, tolerance: float = BAND_TOLERANCE, z: float = BAND_Z) -> dict[str, Any]:
     """Capacity and time to breach at both ends of the estimators' uncertainty (module
     docstring): ``capacity_users_lower`` (pessimistic model), ``capacity_users_upper``
     (optimistic), ``time_to_breach_lower_s`` / ``time_to_breach_upper_s`` and
     ``band_flags``. The lower capacity is at most, the upper at least the nominal one."""
     notes: list[str] = []
-    low = _capacity(_variant(model, tiers, +1, notes), model, capacity, +1, tolerance)
-    high = _capacity(_variant(model, tiers, -1, notes), model, capacity, -1, tolerance)
+    low = _capacity(_variant(model, tiers, +1, notes, z), model, capacity, +1, tolerance)
+    high = _capacity(_variant(model, tiers, -1, notes, z), model, capacity, -1, tolerance)
     low = capacity if low is None else min(low, capacity)
     high = capacity if high is None else max(high, capacity)
     return {"capacity_users_lower": low, "capacity_users_upper": high,

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from streams.core.config import Config
+from streams.predict.confidence import BAND_EVERY
 from streams.sinks.schema import MEASUREMENTS
 
 __all__ = ["ReportError", "Thresholds", "SystemData", "StoreData", "load_store",
@@ -557,19 +558,27 @@ class TimeChart:
         return " ".join(parts)
 
     def _band(self, s: Series, y: Callable[[float], float]) -> str:
+        """One polygon per run of band points. The pipeline computes the band at risk and
+        on every ``BAND_EVERY``-th solve otherwise (``streams.predict.confidence``): solves
+        between two band points are bridged (the band was not computed there, not
+        undefined); a longer gap ends the run."""
         out, run = [], []
         times, lower = _thin(s.times, s.lower)
         upper = list(s.upper)
         if len(times) < len(s.times):       # thinned: the upper bound at the kept times
             at = {t: i for i, t in enumerate(s.times)}
             upper = [s.upper[at[t]] for t in times]
+        steps = [b - a for a, b in zip(s.times, s.times[1:]) if b > a]
+        thinned = 1 if len(times) == len(s.times) else 2 * math.ceil(len(s.times) / len(times))
+        bridge = ((BAND_EVERY + 0.5) * thinned * sorted(steps)[len(steps) // 2]
+                  if steps else 0.0)
         for t, lo, hi in zip(times, lower, upper):
             if lo is None or hi is None:
-                if run:
-                    out.append(run)
+                continue
+            if run and t - run[-1][0] > bridge:
+                out.append(run)
                 run = []
-            else:
-                run.append((t, lo, hi))
+            run.append((t, lo, hi))
         if run:
             out.append(run)
         polys = []
