@@ -5,8 +5,8 @@ uncertainties, and the trust mark of a predicted breach.
 The band is checked for what it must be whatever the numbers: ordered around the nominal
 capacity, widening with the Kalman covariance, using the covariance rather than only its
 diagonal, widening with ``I``'s interval on a bursty tier. Whether the band covers the true
-capacity as often as a +-1 s.e. band should (its calibration) is not measured here: that
-needs many seeded runs against simulation (see the report of issue 22).
+capacity as often as it should (its calibration) is not measured here: that needs many
+seeded runs against simulation, bench/accuracy_band.py (docs/accuracy.md).
 """
 
 from __future__ import annotations

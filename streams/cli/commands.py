@@ -167,7 +167,8 @@ class _LiveView:
 
     def _story(self) -> list[str]:
         """Why the bottleneck column (marked ``*``) names another tier than the breach, the
-        remedy of a solve at risk (and why it acts elsewhere), and the last switch of model (:mod:`streams.predict.story`), for the newest row's system."""
+        remedy of a solve at risk (and why it acts elsewhere), and the last switch of model
+        (:mod:`streams.predict.story`), for the newest row's system."""
         if not self.rows:
             return []
         last = self.rows[-1]

@@ -1040,9 +1040,10 @@ class _Charts:
                           series=series, markers=self.markers + _switch_markers(self.s),
                           note="The SLA breaks where users cross capacity; the forecast is the "
                                "users trend extrapolated over the horizon. The band: capacity "
-                               "with every demand at ±1 standard error (Kalman covariance) and "
-                               "a bursty tier's I at the ends of its confidence interval, "
-                               "computed when a breach is near. A grey line marks a switch of "
+                               "with every demand at ±1.645 standard errors (Kalman "
+                               "covariance) and a bursty tier's I at the ends of its "
+                               "confidence interval, computed when a breach is near and on "
+                               "every 5th solve (bridged between). A grey line marks a switch of "
                                "model (MVA ↔ MAP network): capacity jumps there.")
 
     def model_error(self) -> TimeChart:
@@ -1244,7 +1245,8 @@ def remediation_html(system: SystemData) -> str:
             f'{_num(first.get("required_users"), ".0f")} expected within the horizon; the '
             f'smallest action of each kind that keeps every class within its SLA there, on '
             f'the model the prediction used, cheapest first (remediation_costs)</p>'
-            f'{_remedy_line(system, first["time"])}<table class="alerts remediation"><thead><tr>{head}</tr></thead>'
+            f'{_remedy_line(system, first["time"])}'
+            f'<table class="alerts remediation"><thead><tr>{head}</tr></thead>'
             f'<tbody>{body}</tbody></table>')
 
 
