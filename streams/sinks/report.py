@@ -1043,8 +1043,9 @@ class _Charts:
                                "with every demand at ±1.645 standard errors (Kalman "
                                "covariance) and a bursty tier's I at the ends of its "
                                "confidence interval, computed when a breach is near and on "
-                               "every 5th solve (bridged between). A grey line marks a switch of "
-                               "model (MVA ↔ MAP network): capacity jumps there.")
+                               f"every {BAND_EVERY}th solve (bridged between). A grey line "
+                               "marks a switch of model (MVA ↔ MAP network): capacity jumps "
+                               "there.")
 
     def model_error(self) -> TimeChart:
         thr = self.s.thresholds.model_error
