@@ -161,3 +161,35 @@ def test_the_remedy_acts_on_the_breach_tier_or_says_why(demo):
     assert f"breach tier {final['breach_tier']}" in section
     if final.get("remediation_reason"):
         assert _plain(final["remediation_reason"]) in section
+
+
+def _action(kind: str, tier: str | None, cost: float) -> dict:
+    return {"kind": kind, "tier": tier, "value": 2.0, "capacity_users": 200, "cost": cost,
+            "capacity_limited": False, "summary": f"{kind} {tier}"}
+
+
+def test_remedy_story_prefers_the_breach_tier_and_says_why_not():
+    """At equal cost the breach tier's action is quoted; a cheaper action elsewhere is quoted
+    with the breach tier's own cheapest and its cost; with no tier action the admission limit
+    is quoted with the tiers no single action fixes."""
+    from streams.predict.story import remedy_story
+
+    tie = {"required_users": 180, "unreachable": [],
+           "actions": [_action("cores", "app", 0.125), _action("cores", "db", 0.125),
+                       _action("admission", None, 0.5)]}
+    assert remedy_story(tie, "db") == {"remediation_summary": "cores db",
+                                       "remediation_tier": "db", "remediation_reason": None}
+    cheaper = {"required_users": 180, "unreachable": [],
+               "actions": [_action("cores", "app", 0.125), _action("replicate", "db", 1.0),
+                           _action("admission", None, 2.0)]}
+    out = remedy_story(cheaper, "db")
+    assert out["remediation_tier"] == "app"
+    assert "cheapest remedy acts on app" in out["remediation_reason"]
+    assert "db's cheapest, replicate db, costs 1" in out["remediation_reason"]
+    stuck = {"required_users": 190, "unreachable": ["cores db", "replicate db", "cores front"],
+             "actions": [_action("admission", None, 2.9)]}
+    out = remedy_story(stuck, "db")
+    assert out["remediation_tier"] is None and out["remediation_summary"] == "admission None"
+    assert "no single action on db or front" in out["remediation_reason"]
+    assert "190 users" in out["remediation_reason"]
+    assert remedy_story(None, "db")["remediation_summary"] is None
