@@ -55,7 +55,9 @@ SYSTEMS, ENDS, WINDOW_S = 40, 180, 5.0
 PARTITIONS = 4
 #: the workers' consumer group notices a SIGKILLed member after this many seconds (Faust's
 #: default is 60 s; read by Faust from the environment)
-WORKER_ENV = {"BROKER_SESSION_TIMEOUT": "10", "BROKER_HEARTBEAT_INTERVAL": "1"}
+WORKER_ENV = {"BROKER_SESSION_TIMEOUT": "10", "BROKER_HEARTBEAT_INTERVAL": "1",
+              # every 2 s, per source partition: committed, read, high-water, pending acks
+              "PERFCAST_DEBUG_OFFSETS": "1"}
 
 Key = Callable[[dict[str, Any]], tuple]
 KEYS: dict[str, Key] = {
@@ -239,7 +241,31 @@ def _finish(d: Deployment, embedded: dict[str, list[dict[str, Any]]],
         assert dead["reason"].startswith("duplicate"), dead
         assert (dead["system"], dead["tier"], dead["end"]) in estimated, dead
     if any(missing.values()):
+        print(_where_missing(embedded["estimates"], d.records("estimates")))
         pytest.xfail(f"issue 23 item 5 (open): never processed after the rebalances: {missing}")
+
+
+def partition_of(system: str) -> int:
+    """The source partition of ``system``'s windows (Kafka's default partitioner)."""
+    from aiokafka.partitioner import DefaultPartitioner
+
+    parts = list(range(PARTITIONS))
+    return DefaultPartitioner()(system.encode(), parts, parts)
+
+
+def _where_missing(want: list[dict[str, Any]], got: list[dict[str, Any]]) -> str:
+    """Estimates of ``want`` absent from ``got``, per source partition and system: how many,
+    and the first and last missing window end."""
+    have = {KEYS["estimates"](r) for r in got}
+    lost: dict[int, dict[str, list[float]]] = {}
+    for r in want:
+        if KEYS["estimates"](r) not in have:
+            lost.setdefault(partition_of(r["system"]), {}) \
+                .setdefault(r["system"], []).append(r["end"])
+    return "missing estimates per partition: " + "; ".join(
+        f"p{p}: " + ", ".join(f"{s} {len(e)} ({min(e) - START:.0f}-{max(e) - START:.0f} s)"
+                              for s, e in sorted(systems.items()))
+        for p, systems in sorted(lost.items()))
 
 
 def _deduplicated(records: list[dict[str, Any]], key: Key, name: str) -> dict[tuple, dict]:

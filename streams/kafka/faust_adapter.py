@@ -61,9 +61,10 @@ from typing import Any, Callable, Mapping
 from mode.services import WaitResults
 
 __all__ = ["SUPPORTED", "UnsupportedFramework", "check_versions", "commit_offsets",
-           "disable_spinner", "enable_passive", "fetcher_of", "has_replaced_wait_first", "installed_versions",
-           "read_offsets", "replace_wait_first", "set_fetch_limits", "stop_events",
-           "unsupported_versions", "wait_results"]
+           "committed_offsets", "disable_spinner", "enable_passive", "fetcher_of",
+           "has_replaced_wait_first", "installed_versions", "pending_acks", "read_offsets",
+           "replace_wait_first", "set_fetch_limits", "stop_events", "unsupported_versions",
+           "wait_results"]
 
 #: the distributions whose internals this module uses: (lowest supported version, first
 #: unsupported version); the same ranges as the pins in ``pyproject.toml``
@@ -149,6 +150,18 @@ def set_fetch_limits(app: Any, wait_ms: int, min_bytes: int) -> None:
 def read_offsets(consumer: Any) -> Mapping[Any, int | None]:
     """Faust's consumer's last read offset per topic partition (``_read_offset``)."""
     return consumer._read_offset
+
+
+def committed_offsets(consumer: Any) -> Mapping[Any, int | None]:
+    """Faust's consumer's record of the offset last committed per topic partition
+    (``_committed_offset``)."""
+    return consumer._committed_offset
+
+
+def pending_acks(consumer: Any) -> Mapping[Any, list[int]]:
+    """Faust's consumer's acknowledged offsets not yet committed, per topic partition
+    (``_acked``)."""
+    return consumer._acked
 
 
 async def commit_offsets(consumer: Any, offsets: Mapping[Any, int]) -> bool:

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from streams.kafka.faust_adapter import commit_offsets
+from streams.kafka.faust_adapter import (commit_offsets, committed_offsets, pending_acks,
+                                         read_offsets)
 
-__all__ = ["FinishedOffsets", "commit_finished"]
+__all__ = ["FinishedOffsets", "commit_finished", "offsets_report"]
 
 
 class FinishedOffsets:
@@ -51,3 +52,22 @@ async def commit_finished(consumer: Any, offsets: dict[Any, int]) -> bool:
     if not offsets:
         return False
     return await commit_offsets(consumer, offsets)
+
+
+def offsets_report(consumer: Any, topic: str) -> str:
+    """Per assigned partition of ``topic``, as Faust's consumer sees it: ``committed`` (its
+    record of the last commit), ``read`` (the last offset it handed to the agent; records
+    below it are dropped when fetched again), ``high`` (the high-water mark of its last
+    fetch) and ``acked`` (acknowledged, not yet committed: count and lowest). The worker logs
+    it at every assignment and revocation: the evidence when a rebalance loses or repeats
+    windows."""
+    committed, read, acked = committed_offsets(consumer), read_offsets(consumer), \
+        pending_acks(consumer)
+    parts = []
+    for tp in sorted((tp for tp in consumer.assignment() if tp.topic == topic),
+                     key=lambda tp: tp.partition):
+        pending = acked.get(tp) or []
+        parts.append(f"p{tp.partition}: committed {committed.get(tp)} read {read.get(tp)} "
+                     f"high {consumer.highwater(tp)} acked {len(pending)}"
+                     + (f" from {min(pending)}" if pending else ""))
+    return "; ".join(parts) or "no partition"

@@ -63,7 +63,7 @@ from streams.kafka.core_process import (OUTPUT_TOPICS, BatchResult, CoreProcess,
                                   InlineCore)
 from streams.kafka.delivery import deliver_directly
 from streams.kafka.faust_adapter import check_versions, disable_spinner, set_fetch_limits
-from streams.kafka.handover import FinishedOffsets, commit_finished
+from streams.kafka.handover import FinishedOffsets, commit_finished, offsets_report
 from streams.sinks.influx import InfluxSink
 
 __all__ = ["build_app", "faust_broker_options", "faust_worker", "tune_fetches"]
@@ -303,6 +303,7 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
     app.perfcast_sink = sink
     stats = app.perfcast_stats = BatchStats()
     debug_batches = bool(os.environ.get("PERFCAST_DEBUG_BATCHES"))   # log every batch
+    debug_offsets = bool(os.environ.get("PERFCAST_DEBUG_OFFSETS"))   # log offsets every 2 s
     idle = asyncio.Event()            # set when no batch is in the agent's hands
     idle.set()
     stopping = asyncio.Event()        # set once the worker shuts down
@@ -323,9 +324,17 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
         deliver_directly(app.consumer)
         settled.set()
 
+    if debug_offsets:
+        @app.timer(interval=2.0)
+        async def offsets() -> None:
+            log.info("offsets (generation %s): %s", app.consumer_generation_id,
+                     offsets_report(app.consumer, source.get_topic_name()))
+
     @app.on_partitions_revoked.connect
     async def _revoked(app_: Any, revoked: Any, **kwargs: Any) -> None:
         settled.clear()                   # the agent takes no new batch until the assignment
+        log.info("revocation (generation %s): %s", app.consumer_generation_id,
+                 offsets_report(app.consumer, source.get_topic_name()))
         await hand_over(revoked)
         runner.forget()
 
@@ -382,7 +391,16 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
         """The events fetched under the present assignment: those taken in before a rebalance
         are read again by whoever owns their partition now (from its committed offset)."""
         generation = app.consumer_generation_id
-        return [e for e in events if e.message.generation_id == generation]
+        kept = [e for e in events if e.message.generation_id == generation]
+        if len(kept) < len(events):
+            dropped: dict[int, list[int]] = {}
+            for e in events:
+                if e.message.generation_id != generation:
+                    dropped.setdefault(e.message.partition, []).append(e.message.offset)
+            log.info("generation %s: %d windows of an earlier generation left to be read "
+                     "again: %s", generation, len(events) - len(kept),
+                     {p: f"{min(o)}-{max(o)} ({len(o)})" for p, o in sorted(dropped.items())})
+        return kept
 
     @app.on_before_shutdown.connect
     async def _shutdown(app_: Any, **kwargs: Any) -> None:
