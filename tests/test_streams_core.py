@@ -976,7 +976,8 @@ def all_outputs(records, config):
     pipeline = Pipeline(config)
     stray = copy.deepcopy(records[3])
     stray["tier"] = "cache"
-    out = pipeline.process_many(_fresh(records) + [b"\xff", stray, copy.deepcopy(records[0])])
+    out = pipeline.process_many(_fresh(records) + [b"\xff", stray,
+                                                   {**copy.deepcopy(records[0]), "users": 1}])
     out.extend(pipeline.finish())
     assert out.alerts and out.deadletter
     tight = Pipeline(_tight(config))                # a 20 ms SLA: solves at risk, remediation
@@ -1065,10 +1066,12 @@ def test_sqlite_store_writes_and_reads_back_every_measurement(all_outputs, tmp_p
 
 
 def test_run_embedded_writes_json_lines_and_the_store(records, config, tmp_path):
-    lines = [json.dumps(r) for r in records] + ["not json", json.dumps(records[5])]
+    lines = [json.dumps(r) for r in records] + ["not json", json.dumps(records[5]),
+                                                json.dumps({**records[6], "users": 1})]
     out_dir = tmp_path / "out"
     summary = run_embedded(lines, config, out_dir)
-    assert (summary.records, summary.estimates, summary.deadletter) == (242, 240, 2)
+    assert (summary.records, summary.estimates, summary.deadletter, summary.replays) \
+        == (243, 240, 2, 1)
     assert summary.predictions == 10                 # 9 in-stream + the final solve
     written = {}
     for topic, name in OUTPUT_FILES.items():

@@ -63,6 +63,8 @@ from streams.kafka.core_process import (OUTPUT_TOPICS, BatchResult, CoreProcess,
                                   InlineCore)
 from streams.kafka.delivery import deliver_directly
 from streams.kafka.faust_adapter import check_versions, disable_spinner, set_fetch_limits
+from streams.kafka.continuity import OffsetGuard
+from streams.kafka.faust_adapter import committed_offsets
 from streams.kafka.handover import FinishedOffsets, commit_finished, offsets_report
 from streams.sinks.influx import InfluxSink
 
@@ -229,6 +231,7 @@ class BatchStats:
 
     def __init__(self) -> None:
         self.windows = 0
+        self.replays = 0
         self.batches = 0
         self.seconds = dict.fromkeys(self.PHASES, 0.0)
         self.ages: list[float] = []
@@ -238,6 +241,7 @@ class BatchStats:
         """A finished batch: its phases' seconds as :class:`streams.kafka.batch_flow.BatchFlow`
         measured them (``run`` split into ``core`` and ``wait``)."""
         self.windows += result.windows
+        self.replays += result.replays
         self.batches += 1
         split = {**seconds, "core": result.seconds, "wait": seconds["run"] - result.seconds}
         for phase in self.PHASES:
@@ -257,7 +261,9 @@ class BatchStats:
                 f"ms per window: {parts}")
         if self.ages:
             line += f"; oldest window at batch start: {1e3 * max(self.ages):.0f} ms"
-        self.windows, self.batches = 0, 0
+        if self.replays:
+            line += f"; {self.replays} replays skipped (windows seen before unchanged)"
+        self.windows, self.batches, self.replays = 0, 0, 0
         self.seconds = dict.fromkeys(self.PHASES, 0.0)
         self.ages = []
         return line
@@ -402,6 +408,41 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
                      {p: f"{min(o)}-{max(o)} ({len(o)})" for p, o in sorted(dropped.items())})
         return kept
 
+    guard = OffsetGuard()             # each partition's windows once, in offset order
+
+    def assigned() -> bool:
+        """No rebalance under way: the assignment's tables are recovered and its partitions
+        sought to their committed offsets (Faust's ``actives_ready``)."""
+        return settled.is_set() and app.tables.actives_ready
+
+    async def ready() -> bool:
+        """Wait until :func:`assigned`; ``False`` if the worker stops meanwhile."""
+        while not assigned():
+            if stopping.is_set():
+                return False
+            await settled.wait() if not settled.is_set() else await asyncio.sleep(0.02)
+        return not stopping.is_set()
+
+    async def continuing(events: list[Any]) -> list[Any]:
+        """The events that continue their partitions (:mod:`streams.kafka.continuity`); a
+        partition with a gap is sought back to the first window missing."""
+        generation = app.consumer_generation_id
+        topic = source.get_topic_name()
+        if guard.generation != generation:
+            committed = committed_offsets(app.consumer)
+            guard.start(generation, {tp: committed.get(tp) for tp in app.consumer.assignment()
+                                     if tp.topic == topic})
+            log.info("generation %s starts at %s", generation,
+                     {getattr(tp, "partition", tp): o for tp, o in sorted(
+                         guard.next.items(), key=lambda i: getattr(i[0], "partition", 0))})
+        checked = guard.check(events)
+        if checked.skipped:
+            log.warning("generation %s: %d windows skipped: %s", generation, checked.skipped,
+                        checked.summary())
+            for tp, offset in checked.gaps.items():
+                await app.consumer.seek(tp, offset)
+        return checked.events
+
     @app.on_before_shutdown.connect
     async def _shutdown(app_: Any, **kwargs: Any) -> None:
         # the agent takes no new batch from here; the one in its hands and the one waiting
@@ -435,10 +476,13 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
         async for events in adaptive_batches(stream, batch, within_s):
             if stopping.is_set():
                 break                     # not acknowledged: read again after a restart
-            await settled.wait()          # a rebalance under way: until the new assignment
-            events = current(events)
+            if not await ready():         # a rebalance under way: until the new assignment
+                break
+            events = await continuing(current(events))
             if stopping.is_set():
                 break
+            if not assigned() or guard.generation != app.consumer_generation_id:
+                continue                  # a rebalance began meanwhile: read again later
             if not events:
                 continue
             idle.clear()

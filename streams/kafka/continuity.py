@@ -1,0 +1,89 @@
+"""Each source partition's windows taken exactly once and in offset order, from the offset
+committed when the partition was assigned.
+
+The worker's exactly-once counting rests on two facts: the changelog covers every committed
+window (``streams/kafka/batch_flow.py``) and the agent takes a partition's windows one after
+the other from its committed offset, none skipped and none twice. Faust does not promise the
+second across rebalances. Its consumer drops a fetched record whose offset is below its
+"read offset" for the partition, and that read offset is set after a record has been handed
+over -- so a hand-over that ends after the rebalance's seek to the committed offsets sets it
+past records that were never handed over, which are then dropped when fetched again; records
+fetched before the seek can also reach the agent after it (``docs/pipeline.md``, "Delivery
+guarantees"). Either way nothing fails: windows are silently lost or taken twice.
+
+:class:`OffsetGuard` checks every batch against, per partition, the next offset it must hold
+(the committed offset at the start of the generation, then one past the last window taken):
+
+* a window below it was taken already: skipped (``repeated``);
+* a window above it means windows in between never arrived: that window and every later one
+  of the partition are skipped (``gaps``, with the offset to go back to) until the missing
+  offset arrives; the worker seeks the partition back there (``streams/kafka/worker.py``), so
+  Kafka delivers them again.
+
+No Faust here: events need only ``.message.tp`` and ``.message.offset``, so the rules are
+tested without a broker (``tests/test_continuity.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Hashable, Mapping
+
+__all__ = ["Checked", "OffsetGuard"]
+
+
+@dataclass
+class Checked:
+    """A batch through :meth:`OffsetGuard.check`: ``events`` to process, in order;
+    ``repeated`` per partition the offsets skipped as already taken; ``gaps`` per partition
+    the offset the partition must be read again from (windows after a gap skipped)."""
+
+    events: list[Any] = field(default_factory=list)
+    repeated: dict[Hashable, list[int]] = field(default_factory=dict)
+    gaps: dict[Hashable, int] = field(default_factory=dict)
+    skipped: int = 0
+
+    def summary(self) -> str:
+        """One line for the log: per partition what was skipped and why."""
+        parts = [f"{getattr(tp, 'partition', tp)}: {len(o)} already taken "
+                 f"({min(o)}-{max(o)})" for tp, o in self.repeated.items()]
+        parts += [f"{getattr(tp, 'partition', tp)}: windows from {o} never arrived (read "
+                  f"again from there)" for tp, o in self.gaps.items()]
+        return "; ".join(parts)
+
+
+class OffsetGuard:
+    """Per source partition, the next offset the agent must take (module docstring)."""
+
+    def __init__(self) -> None:
+        self.generation: Any = None
+        self.next: dict[Hashable, int] = {}
+
+    def start(self, generation: Any, committed: Mapping[Hashable, int | None]) -> None:
+        """A new generation (after a rebalance): each partition starts at its committed
+        offset; a partition without one (never committed) starts at its first window."""
+        self.generation = generation
+        self.next = {tp: o for tp, o in committed.items() if o is not None}
+
+    def check(self, events: list[Any]) -> Checked:
+        """The events of a batch that continue their partitions (module docstring)."""
+        out = Checked()
+        nxt = self.next
+        gaps = out.gaps
+        for event in events:
+            message = event.message
+            tp, offset = message.tp, message.offset
+            if tp in gaps:
+                out.skipped += 1
+                continue
+            want = nxt.get(tp)
+            if want is None or offset == want:
+                nxt[tp] = offset + 1
+                out.events.append(event)
+            elif offset < want:
+                out.repeated.setdefault(tp, []).append(offset)
+                out.skipped += 1
+            else:
+                gaps[tp] = want
+                out.skipped += 1
+        return out
