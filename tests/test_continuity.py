@@ -67,3 +67,15 @@ def test_a_new_generation_starts_over_at_its_committed_offsets():
     assert guard.generation == 2 and guard.next == {p0: 2, p3: 40}
     checked = guard.check(_events((p0, 2), (p3, 41)))
     assert _offsets(checked.events) == [(p0, 2)] and checked.gaps == {p3: 40}
+
+
+def test_offsets_without_records_are_jumped_after_reading_again():
+    """Offsets that hold no record (a transaction marker): after the seek back the partition
+    still starts above the gap, so the window is taken and the jump reported, once."""
+    guard = OffsetGuard()
+    guard.start(4, {p0: 7})
+    assert guard.check(_events((p0, 9), (p0, 10))).gaps == {p0: 7}
+    checked = guard.check(_events((p0, 9), (p0, 10)))          # read again from 7
+    assert _offsets(checked.events) == [(p0, 9), (p0, 10)] and checked.jumps == {p0: (7, 9)}
+    assert "no record at offsets 7-8" in checked.summary()
+    assert guard.check(_events((p0, 12))).gaps == {p0: 11}   # a new gap is read again first

@@ -18,7 +18,9 @@ guarantees"). Either way nothing fails: windows are silently lost or taken twice
 * a window above it means windows in between never arrived: that window and every later one
   of the partition are skipped (``gaps``, with the offset to go back to) until the missing
   offset arrives; the worker seeks the partition back there (``streams/kafka/worker.py``), so
-  Kafka delivers them again.
+  Kafka delivers them again. Should the first window after that seek still be above it, the
+  offsets in between hold no record (a transaction marker, a compacted topic): the window is
+  taken and the jump reported (``jumps``).
 
 No Faust here: events need only ``.message.tp`` and ``.message.offset``, so the rules are
 tested without a broker (``tests/test_continuity.py``).
@@ -41,6 +43,7 @@ class Checked:
     events: list[Any] = field(default_factory=list)
     repeated: dict[Hashable, list[int]] = field(default_factory=dict)
     gaps: dict[Hashable, int] = field(default_factory=dict)
+    jumps: dict[Hashable, tuple[int, int]] = field(default_factory=dict)
     skipped: int = 0
 
     def summary(self) -> str:
@@ -49,6 +52,8 @@ class Checked:
                  f"({min(o)}-{max(o)})" for tp, o in self.repeated.items()]
         parts += [f"{getattr(tp, 'partition', tp)}: windows from {o} never arrived (read "
                   f"again from there)" for tp, o in self.gaps.items()]
+        parts += [f"{getattr(tp, 'partition', tp)}: no record at offsets {a}-{b - 1} after "
+                  f"reading again (taken from {b})" for tp, (a, b) in self.jumps.items()]
         return "; ".join(parts)
 
 
@@ -58,12 +63,15 @@ class OffsetGuard:
     def __init__(self) -> None:
         self.generation: Any = None
         self.next: dict[Hashable, int] = {}
+        #: partitions sought back to their gap (:meth:`check`'s ``gaps``), not yet read again
+        self.sought: set[Hashable] = set()
 
     def start(self, generation: Any, committed: Mapping[Hashable, int | None]) -> None:
         """A new generation (after a rebalance): each partition starts at its committed
         offset; a partition without one (never committed) starts at its first window."""
         self.generation = generation
         self.next = {tp: o for tp, o in committed.items() if o is not None}
+        self.sought = set()
 
     def check(self, events: list[Any]) -> Checked:
         """The events of a batch that continue their partitions (module docstring)."""
@@ -77,8 +85,12 @@ class OffsetGuard:
                 out.skipped += 1
                 continue
             want = nxt.get(tp)
+            if want is not None and offset > want and tp in self.sought:
+                out.jumps[tp] = (want, offset)            # read again: still nothing there
+                want = None
             if want is None or offset == want:
                 nxt[tp] = offset + 1
+                self.sought.discard(tp)
                 out.events.append(event)
             elif offset < want:
                 out.repeated.setdefault(tp, []).append(offset)
@@ -86,4 +98,5 @@ class OffsetGuard:
             else:
                 gaps[tp] = want
                 out.skipped += 1
+        self.sought.update(gaps)
         return out

@@ -436,7 +436,7 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
                      {getattr(tp, "partition", tp): o for tp, o in sorted(
                          guard.next.items(), key=lambda i: getattr(i[0], "partition", 0))})
         checked = guard.check(events)
-        if checked.skipped:
+        if checked.skipped or checked.jumps:
             log.warning("generation %s: %d windows skipped: %s", generation, checked.skipped,
                         checked.summary())
             for tp, offset in checked.gaps.items():
