@@ -270,6 +270,44 @@ def test_read_offsets_is_faust_s_per_partition_read_offset():
         assert callable(require(FaustConsumer, public, "read_offsets"))
 
 
+def test_committed_offsets_and_pending_acks_are_faust_s_records_per_partition():
+    """``Consumer._committed_offset`` (what a rebalance's seek reads from the broker, and
+    where the offset guard starts each partition: ``streams.kafka.worker``) and
+    ``Consumer._acked`` (the offsets report of ``streams.kafka.handover``): per-partition
+    mappings, updated by Faust's seek to the committed offsets and by ``ack``."""
+    from faust.types import TP
+
+    tp = TP("perfcast.windows", 0)
+
+    async def main() -> Any:
+        consumer = offline_app().consumer
+        committed = require(consumer, "_committed_offset", "committed_offsets")
+        acked = require(consumer, "_acked", "pending_acks")
+        return (committed, fa.committed_offsets(consumer)), (acked, fa.pending_acks(consumer))
+
+    (raw_committed, committed), (raw_acked, acked) = asyncio.run(main())
+    assert committed is raw_committed and committed.get(tp) is None
+    assert acked is raw_acked and list(acked.get(tp) or []) == []
+    seek = squeezed(FaustConsumer.perform_seek)
+    assert "self._committed_offset.update(" in seek and "read_offset.update(" in seek
+    assert "acked_for_tp=self._acked[tp]" in squeezed(FaustConsumer.ack)
+
+
+def test_what_the_offset_guard_relies_on_is_public_faust():
+    """The worker waits for ``app.tables.actives_ready`` (set once a rebalance's recovery and
+    seek to the committed offsets are done, cleared when the next rebalance starts) and seeks
+    a partition back with ``Consumer.seek``, which also resets Faust's read offset so the
+    records are handed over again (``streams/kafka/continuity.py``)."""
+    from faust.tables.manager import TableManager
+    from faust.tables.recovery import Recovery
+
+    assert "self.actives_ready=False" in squeezed(TableManager.on_rebalance_start)
+    assert "self.actives_ready=True" in squeezed(TableManager.on_actives_ready)
+    assert "self.tables.on_actives_ready()" in squeezed(Recovery._resume_streams)
+    assert inspect.iscoroutinefunction(FaustConsumer.seek)
+    assert "self._read_offset[ensure_TP(partition)]=" in squeezed(FaustConsumer.seek)
+
+
 # -- delivery (streams.kafka.delivery) ---------------------------------------------------------------
 
 def test_faust_hands_each_record_over_in_the_shape_the_fast_path_recognises():

@@ -31,19 +31,24 @@ alerts, until InfluxDB has those points), (3) it writes the snapshot to the tabl
 changelog topic (through the same batching producer) and waits until Kafka has it, and only
 then are the batch's windows acknowledged, so the changelog always covers every committed
 window. The next batch's core runs during (2) and (3); its outputs are queued only after the
-batch before it is finished, so every topic and the changelog keep the batches' order. After a
+batch before it is finished, so every topic and the changelog keep the batches' order. Each
+partition's windows are taken once and in offset order from its committed offset
+(:class:`streams.kafka.continuity.OffsetGuard`: repeats skipped, a gap sought back). After a
 crash, the windows between the last commit and the crash are read again; those the restored
-state already holds are recognised as duplicates (dead-lettered with reason
-``duplicate``) and counted once, the others are processed. Outputs are at least once: a crash
+state already holds are replays (same content: skipped and counted, no output), the others
+are processed. Outputs are at least once: a crash
 between (2) and (3) produces a batch's records again (their ``(system, tier, seq)`` /
 ``(system, time)`` identify them; InfluxDB overwrites equal points). Estimate points still in
 the InfluxDB sink's buffer when the worker dies are lost (at most one flush interval). At
 shutdown the agent takes no new batch and finishes the ones it has before the producer stops.
 
 Rebalances: a revocation returns only once the batches in hand are finished and the revoked
-partitions' offsets committed, and windows taken in before it are left to the partition's
-next owner (``hand_over``, ``current``), so partitions move with exactly the state of their
-committed windows (``docs/pipeline.md``, "Delivery guarantees").
+partitions' offsets committed, windows taken in before it are left to the partition's next
+owner (``hand_over``, ``current``), and no batch is taken until the new assignment's tables
+are recovered (``ready``), so partitions move with exactly the state of their committed
+windows (``docs/pipeline.md``, "Delivery guarantees"). ``PERFCAST_DEBUG_OFFSETS=1`` logs
+every 2 s, per source partition, Faust's committed, read and high-water offsets and its
+pending acknowledgements (:func:`streams.kafka.handover.offsets_report`).
 """
 
 from __future__ import annotations
