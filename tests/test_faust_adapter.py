@@ -270,27 +270,39 @@ def test_read_offsets_is_faust_s_per_partition_read_offset():
         assert callable(require(FaustConsumer, public, "read_offsets"))
 
 
-def test_committed_offsets_and_pending_acks_are_faust_s_records_per_partition():
-    """``Consumer._committed_offset`` (what a rebalance's seek reads from the broker, and
-    where the offset guard starts each partition: ``streams.kafka.worker``) and
-    ``Consumer._acked`` (the offsets report of ``streams.kafka.handover``): per-partition
-    mappings, updated by Faust's seek to the committed offsets and by ``ack``."""
+def test_committed_offsets_is_faust_s_record_per_partition():
+    """``Consumer._committed_offset``: a per-partition mapping that Faust's seek to the
+    committed offsets at the end of a rebalance fills from the broker (where the offset guard
+    starts each partition: ``streams.kafka.worker``)."""
     from faust.types import TP
-
-    tp = TP("perfcast.windows", 0)
 
     async def main() -> Any:
         consumer = offline_app().consumer
-        committed = require(consumer, "_committed_offset", "committed_offsets")
-        acked = require(consumer, "_acked", "pending_acks")
-        return (committed, fa.committed_offsets(consumer)), (acked, fa.pending_acks(consumer))
+        return require(consumer, "_committed_offset", "committed_offsets"), \
+            fa.committed_offsets(consumer)
 
-    (raw_committed, committed), (raw_acked, acked) = asyncio.run(main())
-    assert committed is raw_committed and committed.get(tp) is None
-    assert acked is raw_acked and list(acked.get(tp) or []) == []
+    raw, committed = asyncio.run(main())
+    assert committed is raw and committed.get(TP("perfcast.windows", 0)) is None
     seek = squeezed(FaustConsumer.perform_seek)
     assert "self._committed_offset.update(" in seek and "read_offset.update(" in seek
-    assert "acked_for_tp=self._acked[tp]" in squeezed(FaustConsumer.ack)
+
+
+def test_a_topic_without_acks_is_never_committed_by_faust():
+    """The worker subscribes its source with ``acks=False`` and commits it itself
+    (``streams.kafka.handover``): Faust records an acknowledgement, and adds skipped offsets
+    as acknowledged gaps, only for topics whose channels have acks."""
+    from streams.kafka.worker import build_app
+
+    app = build_app(Config(), app_id="adapter-acks", influx=False, core_process=False)
+    source = [agent.channel for agent in app.agents.values()]
+    assert [c.get_topic_name() for c in source] == ["perfcast.windows"]
+    assert source[0].acks is False
+    ack = squeezed(FaustConsumer.ack)
+    assert "ifself.app.topics.acks_enabled_for(message.topic):" in ack
+    drain = squeezed(FaustConsumer._drain_messages)
+    assert "acks_enabled=acks_enabled_for(message.topic)ifacks_enabled:awaitself._add_gap(" in drain
+    assert "ifchannel.acks:self._acking_topics.add(topic)" in \
+        squeezed(__import__("faust.transport.conductor", fromlist=["Conductor"]).Conductor)
 
 
 def test_what_the_offset_guard_relies_on_is_public_faust():

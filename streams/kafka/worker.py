@@ -70,7 +70,8 @@ from streams.kafka.delivery import deliver_directly
 from streams.kafka.faust_adapter import check_versions, disable_spinner, set_fetch_limits
 from streams.kafka.continuity import OffsetGuard
 from streams.kafka.faust_adapter import committed_offsets
-from streams.kafka.handover import FinishedOffsets, commit_finished, offsets_report
+from streams.kafka.handover import (COMMIT_INTERVAL_S, FinishedOffsets, commit_finished,
+                                    offsets_report)
 from streams.sinks.influx import InfluxSink
 
 __all__ = ["build_app", "faust_broker_options", "faust_worker", "tune_fetches"]
@@ -303,8 +304,10 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
                     consumer_auto_offset_reset="earliest", table_cleanup_interval=3600.0,
                     # large polls: Faust's consumer pays per fetch as well as per message
                     broker_max_poll_records=POLL_RECORDS, consumer_max_fetch_size=FETCH_BYTES)
+    # acks=False: Faust never commits the source; the worker commits what it finished
+    # (streams.kafka.handover)
     source = app.topic(k.topic("windows"), key_type=bytes, value_type=bytes,
-                       partitions=partitions)
+                       partitions=partitions, acks=False)
     producer = OutputProducer(k)
     state = app.Table("state", key_type=bytes, value_type=bytes, partitions=partitions)
     runner: CoreRunner = (CoreProcess if core_process else InlineCore)(config, state)
@@ -339,13 +342,20 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
         @app.timer(interval=2.0)
         async def offsets() -> None:
             log.info("offsets (generation %s): %s", app.consumer_generation_id,
-                     offsets_report(app.consumer, source.get_topic_name()))
+                     offsets_report(app.consumer, source.get_topic_name(), finished))
+
+    @app.timer(interval=COMMIT_INTERVAL_S)
+    async def commit() -> None:
+        """The finished windows' offsets (Faust does not commit the source: ``acks=False``);
+        a rebalance's hand-over commits its own."""
+        if assigned():
+            await commit_finished(app.consumer, finished.due(app.consumer.assignment()))
 
     @app.on_partitions_revoked.connect
     async def _revoked(app_: Any, revoked: Any, **kwargs: Any) -> None:
         settled.clear()                   # the agent takes no new batch until the assignment
         log.info("revocation (generation %s): %s", app.consumer_generation_id,
-                 offsets_report(app.consumer, source.get_topic_name()))
+                 offsets_report(app.consumer, source.get_topic_name(), finished))
         await hand_over(revoked)
         runner.forget()
 
@@ -460,6 +470,10 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
             log.warning("shutting down with a batch not finished (read again on restart)")
         except Exception:                                  # noqa: BLE001 -- reported here
             log.exception("a batch failed at shutdown (read again on restart)")
+        try:
+            await commit_finished(app.consumer, finished.take(app.consumer.assignment()))
+        except Exception:                                  # noqa: BLE001 -- reported here
+            log.exception("finished offsets not committed at shutdown (read again on restart)")
         await producer.stop()
         await runner.stop()
 
