@@ -650,22 +650,28 @@ def test_solve_offsets_spread_systems_over_the_interval_and_can_be_pinned():
     assert state.admit(later)[3] == 1087.0 and state.next_solve == 1147.0
 
 
+def _every_tenth_again(records, again):
+    """The trace with ``again(record)`` right after every tenth record."""
+    out = []
+    for i, rec in enumerate(_fresh(records)):
+        out.append(rec)
+        if i % 10 == 0:
+            out.append(again(rec))
+    return out
+
+
 def test_replays_are_skipped_counted_and_change_nothing(records, config, baseline):
     """A window sent again unchanged (or read again after a worker's crash) is a replay:
     skipped and counted, not dead-lettered, and the outputs are those of the trace without
     it."""
-    _, base_outs, base_final = baseline
-    resent = []
-    for i, rec in enumerate(_fresh(records)):
-        resent.append(rec)
-        if i % 10 == 0:
-            again = copy.deepcopy(rec)
-            again["completions"] = dict(reversed(list(again["completions"].items())))
-            resent.append(again)                         # key order is not content
-    resent.append(copy.deepcopy(records[0]))             # much later: still recognised
+    def again(rec):
+        rec = copy.deepcopy(rec)
+        rec["completions"] = dict(reversed(list(rec["completions"].items())))
+        return rec                                       # key order is not content
+
+    resent = _every_tenth_again(records, again) + [copy.deepcopy(records[0])]  # much later
     pipeline, outs = run(resent, config)
-    out = merged(outs)
-    base = merged(base_outs)
+    out, base, base_final = merged(outs), merged(baseline[1]), baseline[2]
     assert not out.deadletter and pipeline.rejected == 0 and pipeline.replays == 25
     assert out.estimates == base.estimates
     assert out.predictions == base.predictions
@@ -680,17 +686,11 @@ def test_duplicates_with_other_content_are_dead_lettered_and_change_nothing(reco
     """A window whose ``(system, tier, end)`` was applied but whose content differs is a
     conflicting duplicate: dead-lettered (``duplicate ... with other content``), never
     counted twice."""
-    _, base_outs, base_final = baseline
-    resent = []
-    for i, rec in enumerate(_fresh(records)):
-        resent.append(rec)
-        if i % 10 == 0:
-            changed = copy.deepcopy(rec)
-            changed["utilization"] = round(changed["utilization"] * 0.5, 6)
-            resent.append(changed)
-    pipeline, outs = run(resent, config)
-    out = merged(outs)
-    base = merged(base_outs)
+    def changed(rec):
+        return {**copy.deepcopy(rec), "utilization": round(rec["utilization"] * 0.5, 6)}
+
+    pipeline, outs = run(_every_tenth_again(records, changed), config)
+    out, base, base_final = merged(outs), merged(baseline[1]), baseline[2]
     assert len(out.deadletter) == 24 and pipeline.rejected == 24 and pipeline.replays == 0
     for dead in out.deadletter:
         assert dead["field"] == "end"
