@@ -47,8 +47,8 @@ partitions' offsets committed, windows taken in before it are left to the partit
 owner (``hand_over``, ``current``), and no batch is taken until the new assignment's tables
 are recovered (``ready``), so partitions move with exactly the state of their committed
 windows (``docs/pipeline.md``, "Delivery guarantees"). ``PERFCAST_DEBUG_OFFSETS=1`` logs
-every 2 s, per source partition, Faust's committed, read and high-water offsets and its
-pending acknowledgements (:func:`streams.kafka.handover.offsets_report`).
+every 2 s, per source partition, Faust's committed, read and high-water offsets and the
+worker's finished offset (:func:`streams.kafka.handover.offsets_report`).
 """
 
 from __future__ import annotations
@@ -67,9 +67,9 @@ from streams.core.config import Config, KafkaSettings
 from streams.kafka.core_process import (OUTPUT_TOPICS, BatchResult, CoreProcess, CoreRunner,
                                   InlineCore)
 from streams.kafka.delivery import deliver_directly
-from streams.kafka.faust_adapter import check_versions, disable_spinner, set_fetch_limits
 from streams.kafka.continuity import OffsetGuard
-from streams.kafka.faust_adapter import committed_offsets
+from streams.kafka.faust_adapter import (check_versions, committed_offsets, disable_spinner,
+                                         set_fetch_limits)
 from streams.kafka.handover import (COMMIT_INTERVAL_S, FinishedOffsets, commit_finished,
                                     offsets_report)
 from streams.sinks.influx import InfluxSink
@@ -448,8 +448,7 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
             guard.start(generation, {tp: committed.get(tp) for tp in app.consumer.assignment()
                                      if tp.topic == topic})
             log.info("generation %s starts at %s", generation,
-                     {getattr(tp, "partition", tp): o for tp, o in sorted(
-                         guard.next.items(), key=lambda i: getattr(i[0], "partition", 0))})
+                     {tp.partition: o for tp, o in sorted(guard.next.items())})
         checked = guard.check(events)
         if checked.skipped or checked.jumps:
             log.warning("generation %s: %d windows skipped: %s", generation, checked.skipped,
