@@ -317,6 +317,7 @@ def test_what_the_offset_guard_relies_on_is_public_faust():
     assert "self.actives_ready=True" in squeezed(TableManager.on_actives_ready)
     assert "self.tables.on_actives_ready()" in squeezed(Recovery._resume_streams)
     assert inspect.iscoroutinefunction(FaustConsumer.seek)
+    assert inspect.iscoroutinefunction(FaustConsumer.earliest_offsets)   # none committed
     assert "self._read_offset[ensure_TP(partition)]=" in squeezed(FaustConsumer.seek)
 
 

@@ -445,8 +445,14 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
         topic = source.get_topic_name()
         if guard.generation != generation:
             committed = committed_offsets(app.consumer)
-            guard.start(generation, {tp: committed.get(tp) for tp in app.consumer.assignment()
-                                     if tp.topic == topic})
+            starts = {tp: committed.get(tp) for tp in app.consumer.assignment()
+                      if tp.topic == topic}
+            # none committed (Faust records a commit of 0 as none too): the consumer starts
+            # at the earliest offset (consumer_auto_offset_reset)
+            unknown = [tp for tp, offset in starts.items() if offset is None]
+            if unknown:
+                starts.update(await app.consumer.earliest_offsets(*unknown))
+            guard.start(generation, starts)
             log.info("generation %s starts at %s", generation,
                      {tp.partition: o for tp, o in sorted(guard.next.items())})
         checked = guard.check(events)
