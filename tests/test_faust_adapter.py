@@ -309,7 +309,8 @@ def test_what_the_offset_guard_relies_on_is_public_faust():
     """The worker waits for ``app.tables.actives_ready`` (set once a rebalance's recovery and
     seek to the committed offsets are done, cleared when the next rebalance starts) and seeks
     a partition back with ``Consumer.seek``, which also resets Faust's read offset so the
-    records are handed over again (``streams/kafka/continuity.py``)."""
+    records are handed over again; a partition with no commit starts at
+    ``Consumer.earliest_offsets`` (``streams/kafka/continuity.py``)."""
     from faust.tables.manager import TableManager
     from faust.tables.recovery import Recovery
 
