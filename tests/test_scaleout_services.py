@@ -227,9 +227,10 @@ def _finish(d: Deployment, embedded: dict[str, list[dict[str, Any]]]) -> None:
     for name, key in KEYS.items():
         got = _deduplicated(d.records(name), key, name)
         want = {key(r): r for r in embedded[name]}
-        missing = set(want) - set(got)
-        assert sorted(got) == sorted(want), \
-            (f"{name}: {len(set(got) - set(want))} extra, {len(missing)} missing "
+        missing, extra = set(want) - set(got), set(got) - set(want)
+        same = not missing and not extra          # (no big sets in pytest's assertion diff)
+        assert same, \
+            (f"{name}: {len(extra)} extra, {len(missing)} missing "
              f"(first: {sorted(missing)[:3]})\n"
              f"{_where_missing(embedded['estimates'], d.records('estimates'))}\n{d.logs()}")
         for k, r in want.items():

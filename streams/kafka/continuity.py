@@ -18,11 +18,14 @@ between can also reach the agent and come again after the seek: windows taken tw
 
 * a window below it was taken already: skipped (``repeated``);
 * a window above it means windows in between never arrived: that window and every later one
-  of the partition are skipped (``gaps``, with the offset to go back to) until the missing
-  offset arrives; the worker seeks the partition back there (``streams/kafka/worker.py``), so
-  Kafka delivers them again. Should the first window after that seek still be above it, the
-  offsets in between hold no record (a transaction marker, a compacted topic): the window is
-  taken and the jump reported (``jumps``).
+  of the partition are skipped until the missing offset arrives; the worker seeks the
+  partition back there once (``gaps``, ``streams/kafka/worker.py``), so Kafka delivers them
+  again. Windows fetched before that seek may still come first: they are skipped too
+  (``waiting``), without another seek. Should the missing offset not come within
+  :data:`RESEEK_S`, the partition is sought back again, up to :data:`SEEKS` times; after that
+  the offsets in between are taken to hold no record (a transaction marker, a compacted
+  topic -- neither in perfcast's own topics): the window is taken and the jump reported
+  (``jumps``).
 
 No Faust here: events need only ``.message.tp`` and ``.message.offset``, so the rules are
 tested without a broker (``tests/test_continuity.py``).
@@ -33,7 +36,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Hashable, Mapping
 
-__all__ = ["Checked", "OffsetGuard"]
+__all__ = ["Checked", "OffsetGuard", "RESEEK_S", "SEEKS"]
+
+#: seconds a partition sought back to a gap waits for the missing offset before it is sought
+#: back again
+RESEEK_S = 5.0
+#: seeks back to one gap before its offsets are taken to hold no record
+SEEKS = 3
 
 
 @dataclass
@@ -46,6 +55,7 @@ class Checked:
     repeated: dict[Hashable, list[int]] = field(default_factory=dict)
     gaps: dict[Hashable, int] = field(default_factory=dict)
     jumps: dict[Hashable, tuple[int, int]] = field(default_factory=dict)
+    waiting: dict[Hashable, int] = field(default_factory=dict)
     skipped: int = 0
 
     def summary(self) -> str:
@@ -54,8 +64,10 @@ class Checked:
                  f"({min(o)}-{max(o)})" for tp, o in self.repeated.items()]
         parts += [f"{getattr(tp, 'partition', tp)}: windows from {o} never arrived (read "
                   f"again from there)" for tp, o in self.gaps.items()]
+        parts += [f"{getattr(tp, 'partition', tp)}: {n} fetched before the seek back skipped"
+                  for tp, n in self.waiting.items()]
         parts += [f"{getattr(tp, 'partition', tp)}: no record at offsets {a}-{b - 1} after "
-                  f"reading again (taken from {b})" for tp, (a, b) in self.jumps.items()]
+                  f"{SEEKS} seeks back (taken from {b})" for tp, (a, b) in self.jumps.items()]
         return "; ".join(parts)
 
 
@@ -65,40 +77,50 @@ class OffsetGuard:
     def __init__(self) -> None:
         self.generation: Any = None
         self.next: dict[Hashable, int] = {}
-        #: partitions sought back to their gap (:meth:`check`'s ``gaps``), not yet read again
-        self.sought: set[Hashable] = set()
+        #: partitions sought back to a gap: (offset sought, when, seeks so far)
+        self.sought: dict[Hashable, tuple[int, float, int]] = {}
 
     def start(self, generation: Any, committed: Mapping[Hashable, int | None]) -> None:
         """A new generation (after a rebalance): each partition starts at its committed
         offset; a partition without one (never committed) starts at its first window."""
         self.generation = generation
         self.next = {tp: o for tp, o in committed.items() if o is not None}
-        self.sought = set()
+        self.sought = {}
 
-    def check(self, events: list[Any]) -> Checked:
-        """The events of a batch that continue their partitions (module docstring)."""
+    def check(self, events: list[Any], now: float) -> Checked:
+        """The events of a batch that continue their partitions (module docstring); ``now``
+        in seconds (monotonic), to time the seeks back."""
         out = Checked()
         nxt = self.next
-        gaps = out.gaps
         for event in events:
             message = event.message
             tp, offset = message.tp, message.offset
-            if tp in gaps:
+            want = nxt.get(tp)
+            if want is not None and offset > want and not self._gap(tp, want, offset, now, out):
                 out.skipped += 1
                 continue
-            want = nxt.get(tp)
-            if want is not None and offset > want and tp in self.sought:
-                out.jumps[tp] = (want, offset)            # read again: still nothing there
-                want = None
-            if want is None or offset == want:
+            if want is None or offset >= want:
                 nxt[tp] = offset + 1
-                self.sought.discard(tp)
+                self.sought.pop(tp, None)
                 out.events.append(event)
-            elif offset < want:
+            else:
                 out.repeated.setdefault(tp, []).append(offset)
                 out.skipped += 1
-            else:
-                gaps[tp] = want
-                out.skipped += 1
-        self.sought.update(gaps)
         return out
+
+    def _gap(self, tp: Hashable, want: int, offset: int, now: float, out: Checked) -> bool:
+        """A window at ``offset`` while ``want`` is missing: ``True`` to take it anyway (the
+        gap holds no record), else it is skipped and ``out`` says whether to seek back."""
+        if tp in out.gaps:
+            return False
+        sought = self.sought.get(tp)
+        if sought is None or sought[0] != want or now - sought[1] >= RESEEK_S:
+            seeks = 1 if sought is None or sought[0] != want else sought[2] + 1
+            if seeks > SEEKS:
+                out.jumps[tp] = (want, offset)
+                return True
+            self.sought[tp] = (want, now, seeks)
+            out.gaps[tp] = want
+            return False
+        out.waiting[tp] = out.waiting.get(tp, 0) + 1
+        return False

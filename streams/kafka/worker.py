@@ -455,10 +455,12 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
             guard.start(generation, starts)
             log.info("generation %s starts at %s", generation,
                      {tp.partition: o for tp, o in sorted(guard.next.items())})
-        checked = guard.check(events)
+        checked = guard.check(events, time.monotonic())
         if checked.skipped or checked.jumps:
-            log.warning("generation %s: %d windows skipped: %s", generation, checked.skipped,
-                        checked.summary())
+            level = logging.WARNING if checked.gaps or checked.repeated or checked.jumps \
+                else logging.INFO
+            log.log(level, "generation %s: %d windows skipped: %s", generation,
+                    checked.skipped, checked.summary())
             for tp, offset in checked.gaps.items():
                 await app.consumer.seek(tp, offset)
         return checked.events
