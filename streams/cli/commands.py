@@ -263,7 +263,9 @@ def _print_summary(summary: Any, sla_s: float | None = None) -> None:
     what = "records" if summary.mapping else "windows"
     console.print(f"\n{summary.records} {what} in {summary.seconds:.1f} s: "
                   f"{summary.estimates} estimates, {summary.predictions} predictions, "
-                  f"{summary.alerts} alert events, {summary.deadletter} dead letters")
+                  f"{summary.alerts} alert events, {summary.deadletter} dead letters"
+                  + (f", {summary.replays} replays skipped (windows seen before unchanged)"
+                     if summary.replays else ""))
     first: dict[str, float] = {}
     for a in summary.alert_events:
         if a["state"] == "firing":

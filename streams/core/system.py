@@ -29,7 +29,7 @@ from solvers.mva import mva_curves
 from streams.core.plausibility import Plausibility, Verdict, far_ahead
 from streams.core.records import Window, clean
 from streams.predict.whatif import hints_of, remediate
-from streams.core.tier import Interval, TierModel, TierState
+from streams.core.tier import REPLAY, Interval, TierModel, TierState
 
 __all__ = ["Outputs", "SystemState", "solve_offset", "solve_systems"]
 
@@ -245,7 +245,9 @@ class SystemState:
         ``rejection`` is the dead letter of a window of an unknown tier, a duplicate, one too
         late, or (``rules``) an implausible one (:mod:`streams.core.plausibility`); otherwise the
         window is admitted to ``tier`` (``late``: older than the tier's
-        newest). ``solve_at``: the solve boundary this window passed, if any -- the system is
+        newest). Neither (both ``None``): a replay, a window the tier already applied with the
+        same content (:data:`streams.core.tier.REPLAY`), skipped and counted in the tier's
+        ``replays``. ``solve_at``: the solve boundary this window passed, if any -- the system is
         solved at that event time over the windows admitted before this one, and this window
         applied after (:meth:`accept`). ``max_tiers`` / ``max_classes``
         (:class:`streams.core.config.Limits`): a window that would add a tier or classes beyond them
@@ -271,6 +273,9 @@ class SystemState:
             if verdict is not None:
                 return self._held(w, verdict), None, False, None
         reason, late, verdict = tier.admit(w, rules)
+        if reason == REPLAY:
+            tier.replays += 1
+            return None, None, False, None
         if reason is not None:
             tier.duplicates += reason.startswith("duplicate")
             return _rejection(w, "end", reason), None, False, None
