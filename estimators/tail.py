@@ -55,6 +55,7 @@ __all__ = ["ServiceTail", "service_tail_p95"]
 _Q = 0.95
 _TAIL = 1.0 - _Q
 _BISECT = 60
+_LOG_MAX = math.log(np.finfo(float).max)
 
 
 @dataclass(frozen=True)
@@ -63,8 +64,9 @@ class ServiceTail:
 
     ``p95`` the 0.95 quantile of the completion-weighted mixture of exponentials with the
     windows' mean service times ``m_k = B_k / n_k``; ``mean`` ``sum B_k / sum n_k``;
-    ``None`` for both (``flag == "no_completions"``) when no window completed a request, or
-    (``flag == "no_busy_time"``) when the windows with completions have no busy time.
+    ``None`` for both (``flag == "no_completions"``) when no window completed a request,
+    (``flag == "no_busy_time"``) when the windows with completions have no busy time, or
+    (``flag == "out_of_range"``) when the total busy time or the p95 exceeds the float range.
     """
 
     p95: float | None
@@ -87,13 +89,16 @@ def service_tail_p95(busy_times: Any, completions: Any) -> ServiceTail:
     used = int(b.size)
     if used == 0:
         return ServiceTail(None, None, 0, ignored, "no_completions")
-    total_b = float(b.sum())
+    with np.errstate(over="ignore"):
+        total_b = float(b.sum())
     if not total_b > 0.0:
         return ServiceTail(None, None, used, ignored, "no_busy_time")
     weight = n / float(n.sum())
     means = b / n
-    return ServiceTail(_mixture_quantile(weight, means), total_b / float(n.sum()), used,
-                       ignored, None)
+    p95 = _mixture_quantile(weight, means)
+    if not math.isfinite(total_b) or not math.isfinite(p95):
+        return ServiceTail(None, None, used, ignored, "out_of_range")
+    return ServiceTail(p95, total_b / float(n.sum()), used, ignored, None)
 
 
 def _mixture_quantile(weight: np.ndarray, means: np.ndarray) -> float:
@@ -101,23 +106,31 @@ def _mixture_quantile(weight: np.ndarray, means: np.ndarray) -> float:
 
     Only windows with ``m_k > 0`` have a tail; with ``W`` their total weight,
     ``W exp(-x/m_min) <= S(x) <= W exp(-x/m_max)`` brackets the root between
-    ``m_min ln(20 W)`` and ``m_max ln(20 W)``; bisection on ``log x``, then the midpoint."""
+    ``m_min ln(20 W)`` and ``m_max ln(20 W)``; bisection on ``log x``, then the midpoint.
+    The work is in units of ``m_max`` and in logs (``log(m_max / m_k)`` is finite for every
+    ``m_k > 0``), so extreme windows (a mean of ``1e-310`` beside ``1``, or near the float
+    range) neither overflow nor warn: a term whose exponent overflows is ``exp(-inf) = 0``.
+    A quantile beyond the float range is returned as ``inf`` (the caller flags it)."""
     pos = means > 0.0
     if not np.any(pos):  # pragma: no cover - excluded by the caller (total busy time > 0)
         return 0.0
     w, m = weight[pos], means[pos]
     if float(w.sum()) <= _TAIL:     # the tail mass lives in windows without busy time
         return 0.0
-    rate = 1.0 / m
-    scale = math.log(float(w.sum()) / _TAIL)
-    lo = math.log(float(m.min()) * scale)
-    hi = math.log(float(m.max()) * scale)
+    m_max = float(m.max())
+    log_rate = math.log(m_max) - np.log(m)     # >= 0, finite for every m > 0
+    log_scale = math.log(math.log(float(w.sum()) / _TAIL))
+    lo = math.log(float(m.min())) - math.log(m_max) + log_scale
+    hi = log_scale
     for _ in range(_BISECT):
         if hi - lo <= 1e-12:
             break
         mid = 0.5 * (lo + hi)
-        if float(np.dot(w, np.exp(-math.exp(mid) * rate))) > _TAIL:
+        with np.errstate(over="ignore"):       # exp(+large) = inf, its term exp(-inf) = 0
+            tail = float(np.dot(w, np.exp(-np.exp(mid + log_rate))))
+        if tail > _TAIL:
             lo = mid
         else:
             hi = mid
-    return math.exp(0.5 * (lo + hi))
+    log_p95 = math.log(m_max) + 0.5 * (lo + hi)
+    return math.exp(log_p95) if log_p95 < _LOG_MAX else math.inf

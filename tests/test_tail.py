@@ -126,3 +126,24 @@ def test_no_completions_and_no_busy_time_are_flagged_not_nan():
 def test_bad_input_names_the_field(busy, done, field):
     with pytest.raises(ValueError, match=field):
         service_tail_p95(busy, done)
+
+
+@pytest.mark.filterwarnings("error")
+@pytest.mark.parametrize("busy, done, p95", [
+    ([1e-310, 1.0], [1, 1], math.log(10.0)),        # 1/m overflowed: RuntimeWarning
+    ([5e-324, 1.0], [1, 1], math.log(10.0)),
+    ([1e300, 1e-300], [1, 1], 1e300 * math.log(10.0)),  # x * (1/m) overflowed
+    ([1.7e308, 1e-10], [1, 1e15], 1e-25 * LN20),   # 0 * inf was NaN
+])
+def test_extreme_windows_neither_warn_nor_give_nan(busy, done, p95):
+    """Found by the fuzz tests: a window mean near 0 or near the float range beside an
+    ordinary one. The p95 is the one of the mixture equation, no warning, no NaN."""
+    est = service_tail_p95(busy, done)
+    assert est.flag is None
+    assert est.p95 == pytest.approx(p95, rel=1e-6)
+
+
+@pytest.mark.filterwarnings("error")
+def test_a_p95_beyond_the_float_range_is_flagged():
+    est = service_tail_p95([1.7e308, 1.7e308], [1, 1])
+    assert est.flag == "out_of_range" and est.p95 is None and est.mean is None
