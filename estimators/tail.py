@@ -24,28 +24,36 @@ Two estimates from the windows' mean service times ``m_k = B_k / n_k`` (windows 
   ``1/sqrt(n_k)`` noise of exponential services). Every ``m_k`` therefore lies in ``[a, b]``;
   the estimate takes the narrowest such two-phase marginal the windows allow -- ``a`` and
   ``b`` the ``0.5%`` and ``99.5%`` quantiles of the ``m_k`` over windows (robust to a few
-  windows of very few completions) -- with the slow share ``p = (m - a)/(b - a)`` set by the
-  overall mean ``m = sum B / sum n``:
+  windows of very few completions), less the sampling noise of exponential services a window
+  of ``n`` completions served in one phase carries, ``mu (1 +- z/sqrt(n))`` with ``z`` the
+  normal 99.5% quantile (without it, 1 s windows of ~30 slow services put ``b`` 45% beyond the
+  slow phase) -- with the slow share ``p = (m - a)/(b - a)`` set by the overall mean
+  ``m = sum B / sum n``:
 
       P(S > x) = p exp(-x / b) + (1 - p) exp(-x / a),
 
   and returns its 0.95 quantile. Where phases last longer than a window the ``m_k`` cluster
-  at ``a`` and ``b`` and the two estimates agree; for exponential service ``[a, b]`` is the
-  narrow band ``m (1 +- 3/sqrt(n))`` and the estimate is ``~ m ln 20``; where phases switch
-  within a window the completion-weighted mixture collapses towards ``m`` but the band's ends
-  still reach towards the phase means, and ``p`` moves the slow phase's mass to ``b``.
+  at ``a`` and ``b`` and the two estimates agree; for exponential service the band is just the
+  noise ``m (1 +- z/sqrt(n))``, ``a = b = m`` and the estimate is ``m ln 20``; where phases
+  switch within a window the completion-weighted mixture collapses towards ``m`` but the band's
+  ends still reach towards the phase means, and ``p`` moves the slow phase's mass to ``b``.
   Since ``exp(-x/m)`` is convex in ``m`` for ``x > 2m``, this two-point marginal has the
   heaviest tail beyond ``2b`` of all mixtures of exponentials on ``[a, b]`` with mean ``m``.
+  It does not identify ``b`` when the phases mix within every window, but the p95 hardly
+  depends on it there: with nearly all work in the slow phase, ``p ~ m/b`` and the p95 is
+  ``~ b ln(20 m / b)``, 5.3 to 7.2 means for any ``b`` from 3.5 to 13 means.
 
-Measured (``bench/accuracy_tail.py``, 3 h of 5 s windows of M/process/1 queues): within +-15%
-of the true p95 on 8 of 9 processes designed on (browsing +2.0%, the window mixture -46%) and
-on the held-out processes and loads listed in docs/accuracy.md. It stays short when the
+Measured (``bench/accuracy_tail.py``, 3 h of 5 s windows of M/process/1 queues; figures in
+docs/accuracy.md): within +-15% of the true p95 on paper 000's browsing database (the window
+mixture -46%), on most of the other processes and on held-out ones. It stays short when the
 slow runs are much shorter than a window so that no window comes near the slow phase (paper
-000's shopping database, 1 ms mean, ~16 slow runs per window: -37%): the windows cannot tell
-such a process from others with the same mean and ``I`` (MAP(2)s with the browsing database's
-mean and ``I`` reach any p95 from 0.2 to 7.6 means), and the spread of the window means across
-aggregation levels, ``Var(B | n) = I m^2 n - K``, moves by ``K / (I m^2 n) ~ 2%`` there, below
-its sampling noise.
+000's shopping database, 1 ms mean, ~16 slow runs per window: about -40%), and with windows
+long enough to average several bursts (browsing at 30-60 s windows: about -45%): the windows
+cannot tell such a process from others with the same mean and ``I`` (MAP(2)s with the browsing
+database's mean and ``I`` reach any p95 from 0.2 to 7.6 means), and the spread of the window
+work across aggregation levels, ``Var(B | n) = I m^2 n - K``, moves by ``K / (I m^2 n) ~ 2%``
+there, below its sampling noise. It reads long (+30% and more) for a rare slow branch far
+slower than the band's end, and assumes exponential phases (an Erlang-2 reads +26%).
 
 Windows with ``n_k = 0`` are ignored (as in :func:`estimators.mapfit.service_p95`); a window
 with completions but no busy time (rounding of ``U_k``) has ``m_k = 0`` and contributes no
@@ -56,6 +64,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -99,7 +108,8 @@ def service_tail_p95(busy_times: Any, completions: Any) -> ServiceTail:
     narrowest two-phase marginal that holds the window means (module docstring).
 
     ``a`` and ``b`` are the ``0.5%`` and ``99.5%`` quantiles of ``m_k = B_k / n_k`` over the
-    windows with ``n_k > 0`` (clipped to hold ``m = sum B / sum n``), ``p = (m - a)/(b - a)``,
+    windows with ``n_k > 0``, less the noise of exponential services (:func:`_denoised`), and
+    clipped to hold ``m = sum B / sum n``; ``p = (m - a)/(b - a)``,
     and the p95 solves ``p exp(-x/b) + (1 - p) exp(-x/a) = 0.05``; equal ends give the
     exponential's ``m ln 20``. ``busy_times`` in (core-)seconds, as for
     :func:`estimators.mapfit.service_p95`. Raises ``ValueError`` naming
@@ -110,13 +120,37 @@ def service_tail_p95(busy_times: Any, completions: Any) -> ServiceTail:
     if isinstance(checked, ServiceTail):
         return checked
     b, n, ignored, mean = checked
-    lo, hi = np.quantile(b / n, [_BAND, 1.0 - _BAND])
-    fast, slow = min(float(lo), mean), max(float(hi), mean)
+    means = b / n
+    lo, hi = (float(v) for v in np.quantile(means, [_BAND, 1.0 - _BAND]))
+    fast = min(_denoised(means, n, lo, -1.0), mean)
+    slow = max(_denoised(means, n, hi, 1.0), mean)
     share = (mean - fast) / (slow - fast) if slow > fast else 1.0
     p95 = _mixture_quantile(np.array([1.0 - share, share]), np.array([fast, slow]))
     if not math.isfinite(p95):
         return ServiceTail(None, None, b.size, ignored, "out_of_range")
     return ServiceTail(p95, mean, b.size, ignored, None, fast, slow, share)
+
+
+def _denoised(means: np.ndarray, completions: np.ndarray, end: float, side: float) -> float:
+    """The phase mean ``mu`` behind a band end. Windows served in one phase have
+    ``m_k ~ mu (1 + e / sqrt(n_k))``, ``e`` about standard normal (exponential services), so
+    if a share ``s`` of all windows is served in that phase, the band end (the ``0.5%`` share
+    of all windows beyond it) is their ``1 - 0.005 / s`` quantile, ``mu (1 +- z_s / sqrt(n))``
+    with ``n`` the median completions of the windows at or beyond the end. ``s`` is read as
+    the share of windows within ``z_s / sqrt(n)`` of ``mu`` or beyond, starting from ``s = 1``
+    (two refinements). Kept as is when the factor is not positive (fewer than ``z^2``
+    completions)."""
+    spread = 1.0 / math.sqrt(float(np.median(completions[side * (means - end) >= 0.0])))
+    share, mu = 1.0, end
+    for _ in range(3):
+        z = NormalDist().inv_cdf(1.0 - _BAND / max(share, 2.0 * _BAND))
+        factor = 1.0 + side * z * spread
+        if factor <= 0.0:
+            return end
+        mu = end / factor
+        share = float(np.count_nonzero(side * (means - mu * (1.0 - side * z * spread)) >= 0.0)
+                       ) / means.size
+    return mu
 
 
 def window_mixture_p95(busy_times: Any, completions: Any) -> ServiceTail:

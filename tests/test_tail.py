@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy.optimize import brentq
 
 from estimators.mapfit import service_p95
 from estimators.tail import service_tail_p95, window_mixture_p95
@@ -117,21 +118,29 @@ def test_window_mixture_solves_the_mixture_equation():
     assert tail == pytest.approx(0.05, rel=1e-9)
 
 
-def test_two_phase_marginal_spans_the_window_means_and_keeps_the_mean():
-    """200 windows at 10 ms and 10 at 100 ms: the band's ends are the two means, the slow
-    share is set by the overall mean, and the p95 solves the two-phase tail equation."""
-    busy = np.concatenate([np.full(200, 1.0), np.full(10, 1.0)])
-    done = np.concatenate([np.full(200, 100), np.full(10, 10)])
+def test_two_phase_marginal_recovers_the_phases_of_one_phase_windows():
+    """1,800 windows of 100 exponential services with mean 10 ms and 200 of 20 with mean
+    100 ms (each window in one phase): the band's ends, less the noise of exponential
+    services, are the phase means within 5%, the slow share keeps the mean, the p95 solves
+    the two-phase tail equation and lies within 5% of the true one."""
+    rng = np.random.default_rng(11)
+    fast = rng.exponential(0.01, (1800, 100)).sum(axis=1)
+    slow = rng.exponential(0.1, (200, 20)).sum(axis=1)
+    busy = np.concatenate([fast, slow])
+    done = np.concatenate([np.full(1800, 100), np.full(200, 20)])
     est = service_tail_p95(busy, done)
-    mean = 210.0 / 20100.0
-    assert est.mean == pytest.approx(mean)
-    assert (est.fast_mean, est.slow_mean) == pytest.approx((0.01, 0.1))
-    share = (mean - 0.01) / 0.09
-    assert est.slow_share == pytest.approx(share)
-    tail = share * math.exp(-est.p95 / 0.1) + (1 - share) * math.exp(-est.p95 / 0.01)
+    assert est.mean == pytest.approx(busy.sum() / done.sum())
+    assert est.fast_mean == pytest.approx(0.01, rel=0.05)
+    assert est.slow_mean == pytest.approx(0.1, rel=0.05)
+    share = est.slow_share
+    assert share * est.slow_mean + (1 - share) * est.fast_mean == pytest.approx(est.mean)
+    tail = share * math.exp(-est.p95 / est.slow_mean) \
+        + (1 - share) * math.exp(-est.p95 / est.fast_mean)
     assert tail == pytest.approx(0.05, rel=1e-9)
-    # each window sees one phase: the window mixture is the same two-phase marginal
-    assert est.p95 == pytest.approx(window_mixture_p95(busy, done).p95, rel=1e-9)
+    true_share = 4000 / 184000                       # slow services among all
+    true = brentq(lambda x: true_share * math.exp(-x / 0.1)
+                  + (1 - true_share) * math.exp(-x / 0.01) - 0.05, 0.0, 1.0)
+    assert est.p95 == pytest.approx(true, rel=0.05)
 
 
 def test_a_few_windows_of_few_completions_do_not_set_the_band():
