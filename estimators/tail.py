@@ -140,7 +140,10 @@ def _denoised(means: np.ndarray, completions: np.ndarray, end: float, side: floa
     the share of windows within ``z_s / sqrt(n)`` of ``mu`` or beyond, starting from ``s = 1``
     (two refinements). Kept as is when the factor is not positive (fewer than ``z^2``
     completions)."""
-    spread = 1.0 / math.sqrt(float(np.median(completions[side * (means - end) >= 0.0])))
+    def beyond(x: float) -> np.ndarray:
+        return means >= x if side > 0.0 else means <= x
+
+    spread = 1.0 / math.sqrt(float(np.median(completions[beyond(end)])))
     share, mu = 1.0, end
     for _ in range(3):
         z = NormalDist().inv_cdf(1.0 - _BAND / max(share, 2.0 * _BAND))
@@ -148,8 +151,7 @@ def _denoised(means: np.ndarray, completions: np.ndarray, end: float, side: floa
         if factor <= 0.0:
             return end
         mu = end / factor
-        share = float(np.count_nonzero(side * (means - mu * (1.0 - side * z * spread)) >= 0.0)
-                       ) / means.size
+        share = float(np.count_nonzero(beyond(mu * (1.0 - side * z * spread)))) / means.size
     return mu
 
 
