@@ -17,11 +17,14 @@ The truth is the process's own marginal p95 (``MAP.quantile``). A held-out table
 two window estimates on processes and a load the deconvolution was not designed on: eight
 new processes (Erlang-2, a renewal H2, the browsing process at 2 ms, an H2 MAP(2) with a rare
 far branch, four MMPP(2)s from ``mmpp2_design`` with 0.5 to 25 phase switches per window) at
-``U = 0.4`` and the design set at ``U = 0.6``, new seeds. A third table tests the
-aggregation-level route to the SCV: for a MAP(2), ``Var(B | n) = I m^2 n - K`` with
-``K / (I m^2 n) = gamma (I - 1) / ((1 - gamma) I n)`` (``gamma`` the autocorrelation decay), so
-the index of the window work over 1, 2, 4, 8 windows rises towards ``I`` by that share; it is
-printed beside the measured indices. A fourth shows why the windows cannot pin the p95 down
+``U = 0.4`` and the design set at ``U = 0.6``, new seeds. A third cuts one trace of six
+processes into windows of 1, 5, 30 and 60 s (the pipeline's last 4,096). A fourth tests the
+aggregation-level route to the SCV: for a MAP(2) the work of ``n`` services has
+``Var = n m^2 SCV (1 + 2 rho_0 sum_j (1 - j/n) gamma^j)``, for ``n >> 1/(1 - gamma)``
+``I m^2 n - K`` with ``K / (I m^2 n) = gamma (I - 1) / ((1 - gamma) I n)`` (``gamma`` the
+autocorrelation decay): the index of the window work over 1, 2, 4, 8 windows rises towards ``I``
+by that share, and the rise is what would reveal ``gamma`` and so the SCV; the exact shortfall
+at one window is printed beside the measured indices. A fifth shows why the windows cannot pin the p95 down
 when the phases switch within a window: the range of p95 that MAP(2)s with the browsing
 database's mean and ``I`` reach, and the third cumulant of the counts in 5 s of busy time,
 exact against its sample value from six seeded 3 h traces of the process alone. The last asks
@@ -30,7 +33,7 @@ estimates (``bench/accuracy_paper000.py``, docs/accuracy.md section 1) with each
 the true ``I``, against the exact MAP network with the true processes (itself within 0.6% /
 3.1% of the simulated system), N = 25..150.
 
-Run from the repository root: ``python bench/accuracy_tail.py [--markdown]`` (~3 min).
+Run from the repository root: ``python bench/accuracy_tail.py [--markdown]`` (~5 min).
 """
 
 from __future__ import annotations
@@ -159,6 +162,36 @@ def held_out_table() -> tuple[Table, list[tuple[str, float, float]]]:
     return t, errors
 
 
+WINDOW_LENGTHS_S = (1.0, 5.0, 30.0, 60.0)
+HISTORY = 4096                   # windows the pipeline keeps (streams/core/tier.py)
+
+
+def window_length_table() -> Table:
+    """One 3 h trace per process (U = 0.4, seed 7) cut into windows of each length; the last
+    ``HISTORY`` windows, as the pipeline keeps them."""
+    t = Table(f"Window length: one {HOURS:g} h trace per process (U = {UTILIZATION}) cut into "
+              f"windows of 1, 5, 30 and 60 s, last {HISTORY} windows; p95 error, window "
+              "mixture / two-phase", ["process", *(f"{w:g} s" for w in WINDOW_LENGTHS_S)])
+    chosen = ("browsing db", "shopping db", "front (exponential)", "MMPP(2) slow, I~640",
+              "MMPP(2) fast, I~38", "H2 MAP(2) I=300")
+    procs = processes()
+    for name in chosen:
+        proc = procs[name][0]
+        rng = np.random.default_rng(7)
+        jobs = int(HOURS * 3600.0 * UTILIZATION / proc.mean)
+        trace = mtrace1(UTILIZATION / proc.mean, proc.sample(jobs, rng), rng)
+        true = float(proc.quantile(0.95))
+        cells = []
+        for length in WINDOW_LENGTHS_S:
+            win = monitor_windows(trace, length)
+            busy = win.busy_time[-HISTORY:]
+            done = win.completions.sum(axis=1)[-HISTORY:]
+            mix, new = window_mixture_p95(busy, done).p95, service_tail_p95(busy, done).p95
+            cells.append(f"{pct(mix / true - 1.0)} / {pct(new / true - 1.0)}")
+        t.add(name, *cells)
+    return t
+
+
 def decay(process: MAP) -> float:
     """``gamma``: the eigenvalue of ``P = (-D0)^-1 D1`` other than 1 (0 for order 1)."""
     p = np.linalg.solve(-np.asarray(process.D0), np.asarray(process.D1))
@@ -243,7 +276,7 @@ def identifiability_table() -> Table:
 
 #: the pipeline's estimates on paper 000's browsing run (docs/accuracy.md section 1)
 PIPELINE_FRONT_S, PIPELINE_DB_MEAN_S, PIPELINE_IDC = 0.0043, 0.00403, 180.6
-PIPELINE_P95_S = {"busy-time proxy": 0.00766, "window mixture": 0.01463, "two-phase": 0.02625}
+PIPELINE_P95_S = {"busy-time proxy": 0.00766, "window mixture": 0.01463, "two-phase": 0.02616}
 POPULATIONS = (25, 50, 75, 100, 125, 150)
 
 
@@ -278,6 +311,7 @@ def main() -> None:
     print(table.render(args.markdown))
     held, held_errors = held_out_table()
     print(held.render(args.markdown))
+    print(window_length_table().render(args.markdown))
     print(aggregation_table().render(args.markdown))
     print(identifiability_table().render(args.markdown))
     print(what_if_table().render(args.markdown))
