@@ -84,7 +84,6 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
-from scipy.linalg import solve_banded
 from scipy.special import gammaln
 
 from solvers.processes import MAP
@@ -282,6 +281,7 @@ class _Chain:
     residual: float
     station: str = "per-job"      # or "speed-scaled" (one core, or the fallback)
     levels: int = 0               # the chain's truncation: levels 0..levels solved
+    enough: int = 0               # levels a chain like this one needs (:func:`_enough_levels`)
 
 
 @dataclass(frozen=True)
@@ -455,10 +455,12 @@ RELIABLE_LEVEL = 1e-10
 
 class _Patterns:
     """The transition patterns of one solve's bursty chains, by (tier, levels, per-job): built
-    once per solve, reused by every fixed-point iteration (only the arrivals change)."""
+    once per solve, reused by every fixed-point iteration (only the arrivals change), with the
+    latest factorisation of each (:class:`_FactorStore`)."""
 
     def __init__(self) -> None:
         self._built: dict[tuple[int, int, int, bool], _Transitions] = {}
+        self._stores: dict[tuple[int, int, int, bool], _FactorStore] = {}
 
     def get(self, proc: MAP, cores: int, levels: int, per_job: bool) -> _Transitions:
         key = (id(proc), cores, levels, per_job)
@@ -466,22 +468,28 @@ class _Patterns:
             self._built[key] = (_per_job if per_job else _speed_scaled)(levels, proc, cores)
         return self._built[key]
 
+    def store(self, proc: MAP, cores: int, levels: int, per_job: bool) -> _FactorStore:
+        return self._stores.setdefault((id(proc), cores, levels, per_job), _FactorStore())
+
 
 def _solve_chain(lam: np.ndarray, proc: MAP, cores: int, per_job: bool = True,
                  patterns: _Patterns | None = None, first: int | None = None) -> _Chain:
-    """:func:`_solve_levels` on levels ``0..L``, ``L`` doubled from ``first`` (default
-    :data:`FIRST_LEVELS`) until the levels above ``0.9 L`` hold at most
-    :data:`TRUNCATION_MASS` (or ``L = N``); levels above ``L`` get probability 0 and the
-    nearest level's conditional throughput."""
+    """:func:`_solve_levels` on levels ``0..L``, ``L`` grown from ``first`` (default
+    :data:`FIRST_LEVELS`, or ``N`` when ``N`` is at most twice that) by :func:`_more_levels`
+    until the levels above ``0.9 L`` hold at most :data:`TRUNCATION_MASS` (or ``L = N``); levels
+    above ``L`` get probability 0 and the nearest level's conditional throughput."""
     N = lam.shape[0] - 1
     patterns = patterns or _Patterns()
-    top = first or max(FIRST_LEVELS, 8 * cores)
-    top = N if N <= 2 * top else top
+    if first is None:
+        first = max(FIRST_LEVELS, 8 * cores)
+        first = N if N <= 2 * first else first
+    top = min(first, N)
     while True:
         cut = lam[: top + 1].copy()
         cut[top] = 0.0
         pj = per_job and _per_job_applies(proc, cores)
-        chain = _solve_levels(cut, proc, cores, patterns.get(proc, cores, top, pj), pj)
+        chain = _solve_levels(cut, proc, cores, patterns.get(proc, cores, top, pj), pj,
+                              patterns.store(proc, cores, top, pj))
         if chain.residual > RESIDUAL_LIMIT and chain.station == "per-job":
             # the banded LU lost the per-job chain: the speed-scaled station, flagged
             chain = _solve_levels(cut, proc, cores, patterns.get(proc, cores, top, False), False)
@@ -489,18 +497,34 @@ def _solve_chain(lam: np.ndarray, proc: MAP, cores: int, per_job: bool = True,
         if top == N or chain.level[int(0.9 * top):].sum() <= TRUNCATION_MASS:
             break
         top = _more_levels(chain.level, top, N)
+    enough = _enough_levels(chain.level, N)
     if top == N:
-        return chain
+        return dataclasses.replace(chain, enough=enough)
     level = np.concatenate([chain.level, np.zeros(N - top)])
     nu = np.concatenate([chain.nu, np.full(N - top, np.nan)])
     nu[top + 1:] = nu[top]
-    return _Chain(level, nu, chain.throughput, chain.residual, chain.station, top)
+    return _Chain(level, nu, chain.throughput, chain.residual, chain.station, top, enough)
+
+
+#: head room of :func:`_enough_levels` over the level past which TRUNCATION_MASS lies (a later
+#: sweep of the fixed point shifts the distribution a little)
+LEVEL_MARGIN = 1.1
+
+
+def _enough_levels(level: np.ndarray, N: int) -> int:
+    """Levels a chain like this one needs: :data:`LEVEL_MARGIN` times the level ``q`` above
+    which :data:`TRUNCATION_MASS` lies, so that the top tenth of the truncation is clear of it
+    (``N`` when that reaches past ``0.9 N``)."""
+    tail = np.cumsum(level[::-1])[::-1]                      # P(n_b >= n)
+    q = int(np.searchsorted(-tail, -TRUNCATION_MASS, side="left"))
+    need = max(int(math.ceil(LEVEL_MARGIN * q / 0.9)), FIRST_LEVELS)
+    return N if need >= 0.9 * N else need
 
 
 def _more_levels(level: np.ndarray, top: int, N: int) -> int:
     """Levels for the next truncation: where the top tenth's geometric decay reaches
     :data:`TRUNCATION_MASS` / 100, at least twice ``top``; ``N`` if the mass does not decay
-    there (or the estimate reaches past half of ``N``)."""
+    there (or the estimate reaches past ``0.8 N``)."""
     lo = int(0.9 * top)
     a, b = level[lo], level[top - 1]
     if not (a > 0 and b > 0 and b < a):
@@ -508,34 +532,131 @@ def _more_levels(level: np.ndarray, top: int, N: int) -> int:
     decay = math.log(b / a) / (top - 1 - lo)             # log of P(n+1)/P(n) up there
     need = top + math.log(TRUNCATION_MASS / 100 / max(b, 1e-300)) / decay
     guess = max(2 * top, int(math.ceil(need)))
-    return N if guess >= N // 2 else guess
+    return N if guess >= 0.8 * N else guess
 
 
 def _solve_levels(lam: np.ndarray, proc: MAP, cores: int, tr: _Transitions,
-                  per_job: bool) -> _Chain:
-    """Stationary distribution of the bursty tier's chain: one banded LU of ``Q^T`` with the
-    probability of one likely state (:func:`_anchor`) fixed to 1, re-solved from the most likely
-    state of the solution if that one was a poor anchor (over/underflow, cancellation)."""
+                  per_job: bool, store: _FactorStore | None = None) -> _Chain:
+    """Stationary distribution of the bursty tier's chain on levels ``0..len(lam) - 1``.
+
+    With a ``store`` holding the factorisation of the same pattern from an earlier sweep of
+    the fixed point (only the arrival rates ``lam`` differ), the solution is refined from that
+    sweep's by preconditioned iterations (:func:`_refine`); otherwise, or when they do not
+    contract, by a fresh banded LU (:func:`_factor_and_solve`), kept in ``store``."""
     N = lam.shape[0] - 1
     rate = tr.with_arrivals(lam)
     S = tr.level.shape[0]
-    # A = Q^T in LAPACK band storage, A[i, j] at ab[u + i - j, j]: l sub-diagonals (arrivals
-    # move up one level), u super-diagonals (completions reach across two levels' indices)
-    l, u = max(int(np.max(tr.dst - tr.src)), 1), max(int(np.max(tr.src - tr.dst)), 1)
-    flat = (u + tr.dst - tr.src) * S + tr.src
-    ab = np.bincount(flat, weights=rate, minlength=(l + u + 1) * S).reshape(l + u + 1, S)
     out = np.bincount(tr.src, weights=rate, minlength=S)
-    ab[u] -= out
+    x = _refine(store, tr, rate, out) if store is not None and store.factor else None
+    if x is None:
+        x, factor = _factor_and_solve(lam, proc, cores, tr, rate, out)
+        if store is not None:
+            store.factor = factor
+    if store is not None and store.factor is not None:
+        store.factor.x = x
+    pi = np.clip(x, 0.0, None)
+    pi /= pi.sum()
+    level = np.bincount(tr.level, weights=pi, minlength=N + 1)
+    flow = np.bincount(tr.level, weights=pi * tr.exit, minlength=N + 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        nu = np.where(level > RELIABLE_LEVEL * level.max(), flow / level, np.nan)
+    residual = _chain_residual(tr, rate, out, pi, float(np.max(out)))
+    return _Chain(level, _fill(nu, proc, cores), float(flow.sum()), residual,
+                  "per-job" if per_job else "speed-scaled", N)
+
+
+@dataclass
+class _Factor:
+    """A banded LU (LAPACK ``dgbtrf``) of a chain's ``Q^T`` with row ``anchor`` replaced by
+    ``x_anchor = 1``, and the latest solution ``x`` of a chain with that pattern."""
+
+    lub: np.ndarray
+    piv: np.ndarray
+    lower: int
+    upper: int
+    anchor: int
+    x: np.ndarray
+
+
+@dataclass
+class _FactorStore:
+    """Per pattern (tier, levels, station) of one solve: the last factorisation, and the
+    transitions sorted by destination (``Q^T`` in CSR form, only the rates change)."""
+
+    factor: _Factor | None = None
+    order: np.ndarray | None = None
+    indptr: np.ndarray | None = None
+    indices: np.ndarray | None = None
+
+
+#: a refinement stops at this stationary residual ``||pi Q||_1 / max |q_ii|`` (a fresh LU
+#: reaches 1e-15..1e-13); it is abandoned for a fresh LU after REFINE_STEPS iterations, or as
+#: soon as one iteration shrinks the residual by less than half
+REFINE_RESIDUAL = 1e-12
+REFINE_STEPS = 12
+
+
+def _refine(store: _FactorStore, tr: _Transitions, rate: np.ndarray,
+            out: np.ndarray) -> np.ndarray | None:
+    """Solve ``A x = e_anchor`` (``A``: ``Q^T`` with the anchor's row replaced) by iterative
+    refinement preconditioned with an earlier sweep's LU ``M`` of the same pattern:
+    ``x <- x + M^{-1} (e_anchor - A x)``, from that sweep's solution. It contracts by about
+    the relative change of the arrival rates between the sweeps, so a late sweep of the fixed
+    point costs a few triangular solves and products with ``Q^T`` instead of a factorisation.
+    ``None`` when it does not converge (the caller factorises afresh)."""
+    from scipy.linalg.lapack import dgbtrs
+    from scipy.sparse import csr_array
+
+    f = store.factor
+    S = out.shape[0]
+    if store.order is None:
+        store.order = np.argsort(tr.dst, kind="stable")
+        store.indices = tr.src[store.order].astype(np.int64)
+        store.indptr = np.concatenate([[0], np.cumsum(np.bincount(tr.dst, minlength=S))])
+    qt = csr_array((rate[store.order], store.indices, store.indptr), shape=(S, S))
+    scale = float(np.max(out)) or 1.0
+    x, last = f.x.copy(), math.inf
+    for _ in range(REFINE_STEPS):
+        r = -(qt @ x - out * x)
+        r[f.anchor] = 1.0 - x[f.anchor]
+        err = float(np.abs(r).sum()) / (scale * float(np.abs(x).sum()))
+        if not math.isfinite(err) or err > 0.5 * last:
+            return None
+        if err <= REFINE_RESIDUAL:
+            return x
+        step, info = dgbtrs(f.lub, f.lower, f.upper, r, f.piv)
+        if info != 0:
+            return None
+        x, last = x + step, err
+    return None
+
+
+def _factor_and_solve(lam: np.ndarray, proc: MAP, cores: int, tr: _Transitions,
+                      rate: np.ndarray, out: np.ndarray) -> tuple[np.ndarray, _Factor]:
+    """One banded LU of ``Q^T`` with the probability of one likely state (:func:`_anchor`)
+    fixed to 1, re-solved from the most likely state of the solution if that one was a poor
+    anchor (over/underflow, cancellation). Returns the solution and its factorisation."""
+    from scipy.linalg.lapack import dgbtrf, dgbtrs
+
+    S = tr.level.shape[0]
+    # A = Q^T in LAPACK band storage, A[i, j] at ab[l + u + i - j, j] (the first l rows are
+    # dgbtrf's room for fill-in): l sub-diagonals (arrivals move up one level), u
+    # super-diagonals (completions reach across two levels' indices)
+    l, u = max(int(np.max(tr.dst - tr.src)), 1), max(int(np.max(tr.src - tr.dst)), 1)
+    flat = (l + u + tr.dst - tr.src) * S + tr.src
+    ab = np.bincount(flat, weights=rate, minlength=(2 * l + u + 1) * S).reshape(2 * l + u + 1, S)
+    ab[l + u] -= out
     anchor = _anchor(lam, proc, cores, tr)
     for _ in range(4):
         a = ab.copy()
         cols = np.arange(max(anchor - l, 0), min(anchor + u, S - 1) + 1)
-        a[u + anchor - cols, cols] = 0.0                  # row `anchor` of A: x_anchor = 1
-        a[u, anchor] = 1.0
+        a[l + u + anchor - cols, cols] = 0.0              # row `anchor` of A: x_anchor = 1
+        a[l + u, anchor] = 1.0
         rhs = np.zeros(S)
         rhs[anchor] = 1.0
         with np.errstate(all="ignore"):
-            x = solve_banded((l, u), a, rhs, overwrite_ab=True, check_finite=False)
+            lub, piv, info = dgbtrf(a, l, u, overwrite_ab=1)
+            x = dgbtrs(lub, l, u, rhs, piv)[0] if info == 0 else np.full(S, np.nan)
         finite = np.isfinite(x)
         biggest = float(np.max(np.where(finite, x, -np.inf)))
         if (finite.all() and biggest < 1e150 and x[anchor] >= 1e-6 * biggest
@@ -547,15 +668,7 @@ def _solve_levels(lam: np.ndarray, proc: MAP, cores: int, tr: _Transitions,
         anchor = top
     if not np.all(np.isfinite(x)):
         raise RuntimeError("decomposition: the bursty tier's chain could not be solved")
-    pi = np.clip(x, 0.0, None)
-    pi /= pi.sum()
-    level = np.bincount(tr.level, weights=pi, minlength=N + 1)
-    flow = np.bincount(tr.level, weights=pi * tr.exit, minlength=N + 1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        nu = np.where(level > RELIABLE_LEVEL * level.max(), flow / level, np.nan)
-    residual = _chain_residual(tr, rate, out, pi, float(np.max(out)))
-    return _Chain(level, _fill(nu, proc, cores), float(flow.sum()), residual,
-                  "per-job" if per_job else "speed-scaled", N)
+    return x, _Factor(lub, piv, l, u, anchor, x)
 
 
 def _fill(nu: np.ndarray, proc: MAP, cores: int) -> np.ndarray:
@@ -661,8 +774,7 @@ def _fixed_point(lg_e: np.ndarray, procs: list[MAP], cores: tuple[int, ...], bur
             weights = {o: _ld_weights(nu[o], N) for o in bursty}
             lam = _arrivals(_rest_log_g(lg_e, weights, skip=b))
             chain = _solve_chain(lam, procs[b], cores[b], per_job=b not in fallback,
-                                 patterns=patterns,
-                                 first=chains[b].levels if b in chains else None)
+                                 patterns=patterns, first=_next_levels(chains.get(b)))
             if chain.station.startswith("speed-scaled ("):
                 fallback.add(b)                # keep one station for the rest of the iteration
             old = chains.get(b)
@@ -680,6 +792,14 @@ def _fixed_point(lg_e: np.ndarray, procs: list[MAP], cores: tuple[int, ...], bur
     flags.append(f"fixed point not converged in {max_iterations} iterations "
                  f"(last relative change {change:.2g})")
     return chains, nu, max_iterations, False
+
+
+def _next_levels(last: _Chain | None) -> int | None:
+    """The truncation of a tier's chain in the next sweep: the last one's (its factorisation is
+    reused, :func:`_refine`) unless :func:`_enough_levels` is a quarter smaller."""
+    if last is None:
+        return None
+    return last.enough if last.enough < 0.75 * last.levels else last.levels
 
 
 def _trivial(procs: list[MAP], cores: tuple[int, ...], Z: float) -> DecompositionResult:
