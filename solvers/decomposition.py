@@ -205,21 +205,100 @@ def _convolve(lg: np.ndarray, lhead: np.ndarray, lratio: float | None) -> np.nda
     """``log (g * f)(k)``, ``k = 0..N``, for a station whose weights are ``f(j) = e^{lhead[j]}``
     for ``j <= h`` and ``f(h) r^{j-h}`` beyond (``log r = lratio``; ``None``: 0 beyond ``h``).
 
-    The head is a ``(h + 1)``-tap filter (one log-sum-exp over shifted copies); the tail is
-    ``f(h) r S(k - h - 1)`` with ``S`` the geometric sum of :func:`_geometric`. Every term is
-    non-negative, so nothing cancels."""
+    The head is a ``(h + 1)``-tap filter (:func:`_head`); the tail is ``f(h) r S(k - h - 1)``
+    with ``S`` the geometric sum of :func:`_geometric`. Every term is non-negative, so nothing
+    cancels."""
     N = lg.shape[0] - 1
     taps = min(lhead.shape[0] - 1, N)
-    padded = np.concatenate([np.full(taps, _NEG_INF), lg])
-    windows = np.lib.stride_tricks.sliding_window_view(padded, taps + 1)[: N + 1]
-    rows = max(1, _CONVOLVE_CELLS // (taps + 1))
-    head = np.concatenate([_logsumexp_rows(windows[k: k + rows] + lhead[taps::-1][None, :])
-                           for k in range(0, N + 1, rows)])   # term (k, j) = f(j) g(k - j)
+    head = _head(lg, lhead[: taps + 1])
     h = lhead.shape[0] - 1
     if lratio is None or h >= N:
         return head
     tail = lhead[h] + lratio + _shift(_geometric(lg, lratio), h + 1)
     return np.logaddexp(head, tail)
+
+
+#: a head of at most this many taps is convolved in log space (cheap); a longer one (a bursty
+#: tier's load-dependent weights run to thousands of jobs) in linear space, :func:`_head_linear`
+LOG_SPACE_TAPS = 64
+#: outputs of a linear-space block smaller than this, after the block's scaling, are recomputed
+#: in smaller blocks (the terms lost to underflow, each < 1e-308, are then < 1e-50 of them)
+_UNDERFLOW = 1e-250
+_SMALLEST_BLOCK = 32
+#: taps convolved together in linear space (a bursty tier's log-weights are convex where its
+#: conditional throughput falls: across thousands of taps no one scaling holds every term)
+TAP_CHUNK = 256
+
+
+def _head(lg: np.ndarray, lh: np.ndarray) -> np.ndarray:
+    """``log sum_{j <= h} exp(lh[j] + lg[k - j])``, ``k = 0..N``. A long head by chunks of
+    :data:`TAP_CHUNK` taps, each by blocks of outputs in linear space (:func:`_head_linear`);
+    a block's outputs it cannot resolve are split into smaller blocks, down to
+    :data:`_SMALLEST_BLOCK` outputs solved in log space."""
+    N = lg.shape[0] - 1
+    if lh.shape[0] <= LOG_SPACE_TAPS:
+        return _head_log(lg, lh, 0, N + 1)
+    if lh.shape[0] > TAP_CHUNK:                 # a sum over chunks of taps, each shifted
+        parts = [_shift(_head(lg, lh[j0: j0 + TAP_CHUNK]), j0)
+                 for j0 in range(0, lh.shape[0], TAP_CHUNK)]
+        return np.logaddexp.reduce(np.array(parts), axis=0)
+    out = np.empty(N + 1)
+    pending = [(0, N + 1)]
+    while pending:
+        k0, k1 = pending.pop()
+        if k1 - k0 <= _SMALLEST_BLOCK:
+            out[k0:k1] = _head_log(lg, lh, k0, k1)
+            continue
+        got = _head_linear(lg, lh, k0, k1)
+        out[k0:k1] = got
+        bad = np.isnan(got)
+        if bad.all():
+            mid = (k0 + k1) // 2
+            pending += [(k0, mid), (mid, k1)]
+            continue
+        edges = np.flatnonzero(np.diff(np.concatenate([[0], bad.view(np.int8), [0]])))
+        pending += [(k0 + a, k0 + b) for a, b in zip(edges[::2], edges[1::2])]
+    return out
+
+
+def _head_log(lg: np.ndarray, lh: np.ndarray, k0: int, k1: int) -> np.ndarray:
+    """:func:`_head` for outputs ``k0..k1-1`` by a log-sum-exp over each output's terms."""
+    taps = lh.shape[0] - 1
+    padded = np.concatenate([np.full(taps, _NEG_INF), lg])
+    windows = np.lib.stride_tricks.sliding_window_view(padded, taps + 1)[k0:k1]
+    rows = max(1, _CONVOLVE_CELLS // (taps + 1))
+    return np.concatenate([_logsumexp_rows(windows[k: k + rows] + lh[::-1][None, :])
+                           for k in range(0, k1 - k0, rows)])  # term (k, j) = f(j) g(k - j)
+
+
+def _head_linear(lg: np.ndarray, lh: np.ndarray, k0: int, k1: int) -> np.ndarray:
+    """:func:`_head` for outputs ``k0..k1-1`` as one linear-space convolution, ``NaN`` where it
+    cannot be trusted. ``g(i) f(j) = e^{theta k} [g(i) e^{-theta i}] [f(j) e^{-theta j}]`` for
+    ``i + j = k``: tilted by the slope ``theta`` of ``log g`` where the middle output's largest
+    term lies (found in log space) and scaled so that term is 1, the block's terms are
+    representable near that output; every term is non-negative, so the sum of those kept is
+    exact to rounding. An output whose scaled sum is below :data:`_UNDERFLOW` (its terms may
+    have underflowed) or not finite (a term overflowed) is ``NaN``."""
+    taps = lh.shape[0] - 1
+    kc = (k0 + k1 - 1) // 2
+    j = np.arange(min(taps, kc) + 1)
+    t = lh[j] + lg[kc - j]
+    if not np.isfinite(t.max()):
+        return np.full(k1 - k0, np.nan)
+    js = int(np.argmax(t))
+    i = kc - js
+    lo = max(k0 - taps, 0)
+    near = lg[max(i - 1, 0): i + 2]
+    theta = float((near[-1] - near[0]) / (near.shape[0] - 1)) if np.all(np.isfinite(near)) \
+        else 0.0
+    a = lg[lo:k1] - theta * np.arange(lo, k1)
+    b = lh - theta * np.arange(taps + 1)
+    sa, sb = float(np.max(a)), float(np.max(b))      # every factor <= 1: nothing overflows
+    with np.errstate(under="ignore"):
+        s = np.convolve(np.exp(a - sa), np.exp(b - sb))[k0 - lo: k1 - lo]
+    ok = np.isfinite(s) & (s >= _UNDERFLOW)
+    k = np.arange(k0, k1)
+    return np.where(ok, np.log(np.where(ok, s, 1.0)) + sa + sb + theta * k, np.nan)
 
 
 def _logsumexp_rows(terms: np.ndarray) -> np.ndarray:
