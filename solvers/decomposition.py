@@ -540,6 +540,7 @@ class _Patterns:
     def __init__(self) -> None:
         self._built: dict[tuple[int, int, int, bool], _Transitions] = {}
         self._stores: dict[tuple[int, int, int, bool], _FactorStore] = {}
+        self.target = REFINE_RESIDUAL     # the refinements' residual in this sweep
 
     def get(self, proc: MAP, cores: int, levels: int, per_job: bool) -> _Transitions:
         key = (id(proc), cores, levels, per_job)
@@ -548,7 +549,9 @@ class _Patterns:
         return self._built[key]
 
     def store(self, proc: MAP, cores: int, levels: int, per_job: bool) -> _FactorStore:
-        return self._stores.setdefault((id(proc), cores, levels, per_job), _FactorStore())
+        store = self._stores.setdefault((id(proc), cores, levels, per_job), _FactorStore())
+        store.target = self.target
+        return store
 
 
 def _solve_chain(lam: np.ndarray, proc: MAP, cores: int, per_job: bool = True,
@@ -663,15 +666,18 @@ class _FactorStore:
     transitions sorted by destination (``Q^T`` in CSR form, only the rates change)."""
 
     factor: _Factor | None = None
+    target: float = 1e-12
     order: np.ndarray | None = None
     indptr: np.ndarray | None = None
     indices: np.ndarray | None = None
 
 
 #: a refinement stops at this stationary residual ``||pi Q||_1 / max |q_ii|`` (a fresh LU
-#: reaches 1e-15..1e-13); it is abandoned for a fresh LU after REFINE_STEPS iterations, or as
-#: soon as one iteration shrinks the residual by less than half
+#: reaches 1e-15..1e-13), or at up to REFINE_LOOSE while the fixed point is far from converged
+#: (:func:`_refine_target`); it is abandoned for a fresh LU after REFINE_STEPS iterations, or
+#: as soon as one iteration shrinks the residual by less than half
 REFINE_RESIDUAL = 1e-12
+REFINE_LOOSE = 1e-9
 REFINE_STEPS = 12
 
 
@@ -701,7 +707,7 @@ def _refine(store: _FactorStore, tr: _Transitions, rate: np.ndarray,
         err = float(np.abs(r).sum()) / (scale * float(np.abs(x).sum()))
         if not math.isfinite(err) or err > 0.5 * last:
             return None
-        if err <= REFINE_RESIDUAL:
+        if err <= store.target:
             return x
         step, info = dgbtrs(f.lub, f.lower, f.upper, r, f.piv)
         if info != 0:
@@ -846,8 +852,10 @@ def _fixed_point(lg_e: np.ndarray, procs: list[MAP], cores: tuple[int, ...], bur
     fallback: set[int] = set()
     patterns = _Patterns()
     anderson = _Anderson()
+    change = math.inf
     for it in range(1, max_iterations + 1):
-        change = 0.0
+        patterns.target = _refine_target(change)
+        change = 0.0 if chains else math.inf
         x = np.log(np.concatenate([nu[b][1:] for b in bursty]))
         for b in bursty:
             weights = {o: _ld_weights(nu[o], N) for o in bursty}
@@ -871,6 +879,13 @@ def _fixed_point(lg_e: np.ndarray, procs: list[MAP], cores: tuple[int, ...], bur
     flags.append(f"fixed point not converged in {max_iterations} iterations "
                  f"(last relative change {change:.2g})")
     return chains, nu, max_iterations, False
+
+
+def _refine_target(change: float) -> float:
+    """Residual to which a sweep refines its chains (inexact Picard iteration): a ten
+    thousandth of the fixed point's last relative change, between REFINE_RESIDUAL and
+    REFINE_LOOSE (below RESIDUAL_LIMIT, at which a chain is rejected)."""
+    return min(max(1e-4 * change, REFINE_RESIDUAL), REFINE_LOOSE)
 
 
 def _next_levels(last: _Chain | None) -> int | None:
