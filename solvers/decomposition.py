@@ -766,11 +766,10 @@ def _factor_and_solve(lam: np.ndarray, proc: MAP, cores: int, tr: _Transitions,
     # super-diagonals (completions reach across two levels' indices)
     l, u = max(int(np.max(tr.dst - tr.src)), 1), max(int(np.max(tr.src - tr.dst)), 1)
     flat = (l + u + tr.dst - tr.src) * S + tr.src
-    ab = np.bincount(flat, weights=rate, minlength=(2 * l + u + 1) * S).reshape(2 * l + u + 1, S)
-    ab[l + u] -= out
     anchor = _anchor(lam, proc, cores, tr)
-    for _ in range(4):
-        a = ab.copy()
+    for _ in range(4):                  # built afresh each time: dgbtrf overwrites it
+        a = np.bincount(flat, weights=rate, minlength=(2 * l + u + 1) * S).reshape(-1, S)
+        a[l + u] -= out
         cols = np.arange(max(anchor - l, 0), min(anchor + u, S - 1) + 1)
         a[l + u + anchor - cols, cols] = 0.0              # row `anchor` of A: x_anchor = 1
         a[l + u, anchor] = 1.0
