@@ -3,6 +3,7 @@
 
     python bench/bench_decomposition.py              # all figures
     python bench/bench_decomposition.py --skip-peer  # without line-solver
+    python bench/bench_decomposition.py --baseline /path/to/other/checkout  # CPU time A/B
 
 Networks (think time Z, then the tiers in order; a bursty tier's service sequence is paper
 000's MAP(2) with I ~ 200, scaled to the tier's mean):
@@ -129,6 +130,33 @@ def capacity_time(procs: list[MAP], cores: list[int], z: float, sla: float,
     return seconds, cap, solved
 
 
+def baseline_rows(root: str) -> None:
+    """CPU time (``time.process_time``, best of 2, alternating) of ``solve_decomposed`` from
+    another checkout's ``solvers/decomposition.py`` against this one's, on 4 tiers with 2
+    bursty tiers; the answers' relative differences beside."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("baseline_decomposition",
+                                                  Path(root) / "solvers" / "decomposition.py")
+    other = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = other
+    spec.loader.exec_module(other)
+    procs, cores, z = networks()["4 tiers, 2 bursty"]
+    print("| network | N | baseline (sweeps) | this (sweeps) | baseline / this | X this vs "
+          "baseline | R this vs baseline |\n|---|---|---|---|---|---|---|")
+    for n in (1000, 2153, 5000):
+        runs: dict[str, list[tuple[float, Any]]] = {"base": [], "this": []}
+        for _ in range(2):
+            for key, solve in (("base", other.solve_decomposed), ("this", solve_decomposed)):
+                t0 = time.process_time()
+                res = solve(procs, n, z, servers=cores)
+                runs[key].append((time.process_time() - t0, res))
+        (tb, rb), (tt, rt) = (min(runs[k], key=lambda r: r[0]) for k in ("base", "this"))
+        print(f"| 4 tiers, 2 bursty | {n} | {tb:.3f} s ({rb.iterations}) | {tt:.3f} s "
+              f"({rt.iterations}) | {tb / tt:.1f}x | {rt.throughput / rb.throughput - 1:+.1e} | "
+              f"{rt.response_time / rb.response_time - 1:+.1e} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--skip-peer", action="store_true")
@@ -136,7 +164,11 @@ def main() -> None:
     ap.add_argument("--peer-budget", type=float, default=60.0)
     ap.add_argument("--runs", type=int, default=5, help="timed solves per row (median)")
     ap.add_argument("--search-runs", type=int, default=3, help="timed capacity searches")
+    ap.add_argument("--baseline", help="another checkout: CPU-time A/B of one solve only")
     args = ap.parse_args()
+    if args.baseline:
+        baseline_rows(args.baseline)
+        return
     print("| network | N | decomposition | iterations | exact chain (states) | "
           "ratio exact/decomp. | X decomp. vs exact | line-solver MVA | ratio peer/decomp. |")
     print("|---|---|---|---|---|---|---|---|---|")
