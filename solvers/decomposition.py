@@ -121,6 +121,8 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
+from scipy.linalg.lapack import dgbtrf, dgbtrs
+from scipy.sparse import csr_array
 from scipy.special import gammaln
 
 from solvers.processes import MAP
@@ -312,10 +314,11 @@ def _head_linear(lg: np.ndarray, lh: np.ndarray, k0: int, k1: int) -> np.ndarray
     """:func:`_head` for outputs ``k0..k1-1`` as one linear-space convolution, ``NaN`` where it
     cannot be trusted. ``g(i) f(j) = e^{theta k} [g(i) e^{-theta i}] [f(j) e^{-theta j}]`` for
     ``i + j = k``: tilted by the slope ``theta`` of ``log g`` where the middle output's largest
-    term lies (found in log space) and scaled so that term is 1, the block's terms are
-    representable near that output; every term is non-negative, so the sum of those kept is
-    exact to rounding. An output whose scaled sum is below :data:`_UNDERFLOW` (its terms may
-    have underflowed) or not finite (a term overflowed) is ``NaN``."""
+    term lies (found in log space), so the terms near that output are of one size, and each
+    factor scaled to at most 1 (nothing overflows). Every term is non-negative, so the sum of
+    those kept is exact to rounding; a term lost to underflow is below 1e-308, so an output
+    whose scaled sum is at least :data:`_UNDERFLOW` is exact to 1e-50; the others are
+    ``NaN``."""
     taps = lh.shape[0] - 1
     kc = (k0 + k1 - 1) // 2
     j = np.arange(min(taps, kc) + 1)
@@ -699,8 +702,9 @@ class _Factor:
 
 @dataclass
 class _FactorStore:
-    """Per pattern (tier, levels, station) of one solve: the last factorisation, and the
-    transitions sorted by destination (``Q^T`` in CSR form, only the rates change)."""
+    """Per pattern (tier, levels, station) of one solve: the last factorisation, the residual
+    its refinements stop at in this sweep, and the transitions sorted by destination (``Q^T``
+    in CSR form; only the rates change)."""
 
     factor: _Factor | None = None
     target: float = 1e-12
@@ -726,9 +730,6 @@ def _refine(store: _FactorStore, tr: _Transitions, rate: np.ndarray,
     the relative change of the arrival rates between the sweeps, so a late sweep of the fixed
     point costs a few triangular solves and products with ``Q^T`` instead of a factorisation.
     ``None`` when it does not converge (the caller factorises afresh)."""
-    from scipy.linalg.lapack import dgbtrs
-    from scipy.sparse import csr_array
-
     f = store.factor
     S = out.shape[0]
     if store.order is None:
@@ -758,8 +759,6 @@ def _factor_and_solve(lam: np.ndarray, proc: MAP, cores: int, tr: _Transitions,
     """One banded LU of ``Q^T`` with the probability of one likely state (:func:`_anchor`)
     fixed to 1, re-solved from the most likely state of the solution if that one was a poor
     anchor (over/underflow, cancellation). Returns the solution and its factorisation."""
-    from scipy.linalg.lapack import dgbtrf, dgbtrs
-
     S = tr.level.shape[0]
     # A = Q^T in LAPACK band storage, A[i, j] at ab[l + u + i - j, j] (the first l rows are
     # dgbtrf's room for fill-in): l sub-diagonals (arrivals move up one level), u
