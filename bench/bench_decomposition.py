@@ -3,6 +3,7 @@
 
     python bench/bench_decomposition.py              # all figures
     python bench/bench_decomposition.py --skip-peer  # without line-solver
+    python bench/bench_decomposition.py --baseline /path/to/other/checkout  # CPU time A/B
 
 Networks (think time Z, then the tiers in order; a bursty tier's service sequence is paper
 000's MAP(2) with I ~ 200, scaled to the tier's mean):
@@ -12,11 +13,12 @@ Networks (think time Z, then the tiers in order; a bursty tier's service sequenc
 * ``4 tiers, 1 bursty`` -- the same with the app exponential;
 * ``paper 000`` -- front 1 core exp 4.5 ms, db 1 core bursty 4.0 ms, Z = 0.5 s.
 
-Times are the median of 5 solves after one warm-up, in this process (one BLAS thread is set
-before numpy loads). The exact chain runs where it has at most ``--exact-states`` states;
-line-solver (``SolverMVA``, its default approximate solver for MAP service; the JVM start and
-model building excluded) where it completes in ``--peer-budget`` seconds. Figures, no
-pass/fail.
+Times are the median of ``--runs`` (5) solves after one warm-up, in this process (one BLAS
+thread is set before numpy loads); a capacity search is the pipeline's ``model_capacity``,
+cold and warm-started from a last capacity 5% off, median of ``--search-runs`` (3). The
+exact chain runs where it has at most ``--exact-states`` states; line-solver (``SolverMVA``,
+its default approximate solver for MAP service; the JVM start and model building excluded)
+where it completes in ``--peer-budget`` seconds. Figures, no pass/fail.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from solvers.decomposition import solve_decomposed  # noqa: E402
 from solvers.mapqn import solve_closed  # noqa: E402
 from solvers.paper000 import _BURSTY_D0, _BURSTY_D1  # noqa: E402
 from solvers.processes import MAP  # noqa: E402
-from streams.predict.model import SystemModel, capacity_search  # noqa: E402
+from streams.predict.model import SystemModel, model_capacity  # noqa: E402
 
 BURSTY = MAP(_BURSTY_D0, _BURSTY_D1)
 
@@ -99,23 +101,60 @@ def peer(procs: list[MAP], cores: list[int], z: float, n: int) -> tuple[float, f
         return None
 
 
-def capacity_time(procs: list[MAP], cores: list[int], z: float, sla: float) -> tuple[float, int, int]:
-    """A capacity search as the pipeline runs it (streams.core.system ``_capacity``): bracketed from
-    MVA's capacity, regula falsi to 3%. Returns (seconds, capacity, populations solved)."""
+def capacity_time(procs: list[MAP], cores: list[int], z: float, sla: float,
+                  warm_shift: float | None = None, runs: int = 3) -> tuple[float, int, int]:
+    """A capacity search as the pipeline runs it (streams.predict.model ``model_capacity``):
+    cold (``warm_shift`` None: from half of MVA's capacity), or warm from a last capacity
+    ``warm_shift`` away from this one (streams.core.system: the estimates move a little between
+    windows). Returns (seconds, capacity, populations solved)."""
     D = np.array([p.mean for p in procs])
     unit = [p.scaled(1.0) for p in procs]
 
+    def model() -> SystemModel:
+        return SystemModel(tiers=[f"t{i}" for i in range(len(procs))], classes=["all"],
+                           D_mc=D[:, None].copy(), mix=np.ones(1),
+                           servers=np.array(cores, float), think_time=z, sla=np.array([sla]),
+                           processes=unit, map_limit=100_000)
+
+    warm = None
+    if warm_shift is not None:
+        cold, _ = model_capacity(model())
+        warm = int(round(cold * (1.0 + warm_shift)))
+
     def search() -> tuple[int, int]:
-        m = SystemModel(tiers=[f"t{i}" for i in range(len(procs))], classes=["all"],
-                        D_mc=D[:, None].copy(), mix=np.ones(1), servers=np.array(cores, float),
-                        think_time=z, sla=np.array([sla]), processes=unit, map_limit=100_000)
-        cap, _ = m.mva_capacity()
-        found, _ = capacity_search(lambda n: m.excess(m.at(n)), start=cap + 1, limit=100_000,
-                                   rel_tol=0.03)
+        m = model()
+        found, _ = model_capacity(m, warm)
         return found, len(m.solved())
 
-    seconds, (cap, solved) = timed(search, runs=3)
+    seconds, (cap, solved) = timed(search, runs=runs)
     return seconds, cap, solved
+
+
+def baseline_rows(root: str) -> None:
+    """CPU time (``time.process_time``, best of 2, alternating) of ``solve_decomposed`` from
+    another checkout's ``solvers/decomposition.py`` against this one's, on 4 tiers with 2
+    bursty tiers; the answers' relative differences beside."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("baseline_decomposition",
+                                                  Path(root) / "solvers" / "decomposition.py")
+    other = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = other
+    spec.loader.exec_module(other)
+    procs, cores, z = networks()["4 tiers, 2 bursty"]
+    print("| network | N | baseline (sweeps) | this (sweeps) | baseline / this | X this vs "
+          "baseline | R this vs baseline |\n|---|---|---|---|---|---|---|")
+    for n in (1000, 2153, 5000):
+        runs: dict[str, list[tuple[float, Any]]] = {"base": [], "this": []}
+        for _ in range(2):
+            for key, solve in (("base", other.solve_decomposed), ("this", solve_decomposed)):
+                t0 = time.process_time()
+                res = solve(procs, n, z, servers=cores)
+                runs[key].append((time.process_time() - t0, res))
+        (tb, rb), (tt, rt) = (min(runs[k], key=lambda r: r[0]) for k in ("base", "this"))
+        print(f"| 4 tiers, 2 bursty | {n} | {tb:.3f} s ({rb.iterations}) | {tt:.3f} s "
+              f"({rt.iterations}) | {tb / tt:.1f}x | {rt.throughput / rb.throughput - 1:+.1e} | "
+              f"{rt.response_time / rb.response_time - 1:+.1e} |")
 
 
 def main() -> None:
@@ -123,14 +162,20 @@ def main() -> None:
     ap.add_argument("--skip-peer", action="store_true")
     ap.add_argument("--exact-states", type=int, default=100_000)
     ap.add_argument("--peer-budget", type=float, default=60.0)
+    ap.add_argument("--runs", type=int, default=5, help="timed solves per row (median)")
+    ap.add_argument("--search-runs", type=int, default=3, help="timed capacity searches")
+    ap.add_argument("--baseline", help="another checkout: CPU-time A/B of one solve only")
     args = ap.parse_args()
+    if args.baseline:
+        baseline_rows(args.baseline)
+        return
     print("| network | N | decomposition | iterations | exact chain (states) | "
           "ratio exact/decomp. | X decomp. vs exact | line-solver MVA | ratio peer/decomp. |")
     print("|---|---|---|---|---|---|---|---|---|")
     for name, (procs, cores, z) in networks().items():
         pops = [20, 100, 1000, 5000] if len(procs) > 2 else [20, 100, 300, 1000, 5000]
         for n in pops:
-            t_dec, res = timed(lambda: solve_decomposed(procs, n, z, servers=cores))
+            t_dec, res = timed(lambda: solve_decomposed(procs, n, z, servers=cores), args.runs)
             exact = ratio = diff = "-"
             if states(procs, n, z) <= args.exact_states:
                 t_ex, ex = timed(lambda: solve_closed(procs, n, z, servers=cores), runs=1) \
@@ -147,12 +192,15 @@ def main() -> None:
                     ppr = f"{got[0] / t_dec:.1f}x"
             print(f"| {name} | {n} | {1000 * t_dec:.1f} ms | {res.iterations} | {exact} | "
                   f"{ratio} | {diff} | {pr} | {ppr} |")
-    print("\nCapacity search (pipeline's model, SLA 0.1 s except paper 000: 0.3 s)\n")
-    print("| network | seconds | capacity | populations solved |\n|---|---|---|---|")
+    print("\nCapacity search (pipeline's model_capacity, SLA 0.1 s except paper 000: 0.3 s; "
+          "median of 3)\n")
+    print("| network | start | seconds | capacity | populations solved |\n|---|---|---|---|---|")
     for name, (procs, cores, z) in networks().items():
         sla = 0.3 if name == "paper 000" else 0.1
-        seconds, cap, solved = capacity_time(procs, cores, z, sla)
-        print(f"| {name} | {seconds:.3f} | {cap} | {solved} |")
+        for label, shift in (("cold", None), ("warm, last capacity +5%", 0.05),
+                             ("warm, last capacity -5%", -0.05)):
+            seconds, cap, solved = capacity_time(procs, cores, z, sla, shift, args.search_runs)
+            print(f"| {name} | {label} | {seconds:.3f} | {cap} | {solved} |")
 
 
 if __name__ == "__main__":

@@ -327,8 +327,10 @@ def assess_separability(utilization: Sequence[float] | np.ndarray,
                 raise ValueError(f"others_std[{name!r}]: expected {p} finite values >= 0, "
                                  f"got {others_std[name]!r}")
         diff = np.abs(other - demands)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            disagreement[name] = np.where(scale > 0, diff / np.where(scale > 0, scale, 1), 0.0)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            ratio = np.where(scale > 0, diff / np.where(scale > 0, scale, 1), 0.0)
+        # A ratio that overflows (a demand of 1e-300 against one of 1e10) is capped, not inf.
+        disagreement[name] = np.minimum(ratio, np.finfo(float).max)
         combined = 2.0 * np.sqrt(np.where(np.isfinite(se), se * se, 0.0) + other_sd ** 2)
         disagrees |= identifiable & (disagreement[name] > max_disagreement) & (diff > combined)
 

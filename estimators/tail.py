@@ -1,70 +1,96 @@
-"""95th percentile of service times from coarse windows: per-window exponential phases.
+"""95th percentile of service times from coarse windows: the two-phase deconvolution.
 
 Paper 000 (Mi, Casale, Cherkasova, Smirni, Middleware 2008), end of section 4.1, estimates the
 service-time p95 as ``quantile_95(B_k) / median(n_k)`` (:func:`estimators.mapfit.service_p95`),
 assuming that "the ``n_k`` jobs that are served in the ``k``-th busy period receive a similar
 service time ``S_k``", i.e. ``B_k ~ n_k S_k``. The quantile of a *busy time* is a quantile of a
-sum of ``n_k`` services: it spreads like ``sqrt(I / n_k)`` around the mean (central limit), not
-like one service, so it reads far too short whenever windows hold many requests (measured:
-7.7 ms against a true 26.4 ms on paper 000's browsing mix, 5.3 ms against 13.5 ms on an
-exponential tier; docs/accuracy.md, "The service-time tail").
+sum of ``n_k`` services: it spreads like ``sqrt(I / n_k)`` around the mean, not like one service
+(7.7 ms against a true 26.4 ms on paper 000's browsing mix; docs/accuracy.md, "The service-time
+tail").
 
-This module keeps the paper's assumption -- the service *rate* is constant within a window, at
-``1 / m_k`` with ``m_k = B_k / n_k`` -- and applies it to the process that the model is built
-from: in a MAP every service is exponential given the phase it starts in (``D0``'s diagonal),
-so a window served in one phase has exponential service times with mean ``m_k``. A request
-picked at random among all completions falls in window ``k`` with probability
-``w_k = n_k / sum_j n_j``, hence the service-time distribution is the completion-weighted
-mixture
+Two estimates from the windows' mean service times ``m_k = B_k / n_k`` (windows with
+``n_k > 0``):
 
-    P(S > x) = sum_k w_k exp(-x / m_k),
+* :func:`window_mixture_p95` keeps the paper's assumption -- one service rate per window -- and
+  applies it to a MAP's exponential phases: ``P(S > x) = sum_k w_k exp(-x / m_k)`` with
+  ``w_k = n_k / sum_j n_j``. Exact when each window sees one phase; short when phases switch
+  within a window, because each ``m_k`` then averages fast and slow services (browsing: 14.6 ms
+  against 26.4 ms).
 
-and the estimate is its 0.95 quantile (solved by bisection on ``log x``). Properties:
+* :func:`service_tail_p95` (the pipeline's estimate) deconvolves instead. In a MAP(2) with a
+  hyperexponential marginal every service is exponential with the mean ``a`` of the fast or
+  ``b`` of the slow phase, so a window's mean is a mix of the two,
+  ``m_k ~ a + p_k (b - a)`` with ``p_k`` the window's share of slow services (up to the
+  ``1/sqrt(n_k)`` noise of exponential services). Every ``m_k`` therefore lies in ``[a, b]``;
+  the estimate takes the narrowest such two-phase marginal the windows allow -- ``a`` and
+  ``b`` the ``0.5%`` and ``99.5%`` quantiles of the ``m_k`` over windows (robust to a few
+  windows of very few completions), less the sampling noise of exponential services a window
+  of ``n`` completions served in one phase carries, ``mu (1 +- z/sqrt(n))`` with ``z`` the
+  normal 99.5% quantile (without it, 1 s windows of ~30 slow services put ``b`` 45% beyond the
+  slow phase) -- with the slow share ``p = (m - a)/(b - a)`` set by the overall mean
+  ``m = sum B / sum n``:
 
-* exact for exponential service (``m_k`` all near the mean: ``mean ln 20``), and for a
-  Markov-modulated service whose phases last longer than a window (each window sees one
-  phase; the paper's high-``I`` case) -- ``tests/test_tail.py``;
-* short when phases switch several times within a window: each ``m_k`` then averages fast
-  and slow services and the mixture is too narrow. On the browsing mix (slow runs of ~0.5 s
-  of busy time, windows of ~1.7 s) it reads 14.6 ms against 26.4 ms (docs/accuracy.md). The
-  windows cannot tell such a process from others with the same mean and ``I`` but a different
-  marginal: MAP(2)s with the browsing database's mean and ``I`` reach any p95 from 0.2 to 7.6
-  means, and the next statistic the windows carry, the third cumulant of the counts, scatters
-  from -14% to +60% over six 3 h traces (``bench/accuracy_tail.py``); without an assumption on
-  the switching rate no estimator from window totals closes that gap;
-* long when a rare slow branch is far slower than the body and switches within a window
-  (an H2 MAP(2) with ``I = 300``, 2% of services 16 means long: +31%).
+      P(S > x) = p exp(-x / b) + (1 - p) exp(-x / a),
+
+  and returns its 0.95 quantile. Where phases last longer than a window the ``m_k`` cluster
+  at ``a`` and ``b`` and the two estimates agree; for exponential service the band is just the
+  noise ``m (1 +- z/sqrt(n))``, ``a = b = m`` and the estimate is ``m ln 20``; where phases
+  switch within a window the completion-weighted mixture collapses towards ``m`` but the band's
+  ends still reach towards the phase means, and ``p`` moves the slow phase's mass to ``b``.
+  Since ``exp(-x/m)`` is convex in ``m`` for ``x > 2m``, this two-point marginal has the
+  heaviest tail beyond ``2b`` of all mixtures of exponentials on ``[a, b]`` with mean ``m``.
+  It does not identify ``b`` when the phases mix within every window, but the p95 hardly
+  depends on it there: with nearly all work in the slow phase, ``p ~ m/b`` and the p95 is
+  ``~ b ln(20 m / b)``, 5.3 to 7.2 means for any ``b`` from 3.5 to 13 means.
+
+Measured (``bench/accuracy_tail.py``, 3 h of 5 s windows of M/process/1 queues; figures in
+docs/accuracy.md): within +-15% of the true p95 on paper 000's browsing database (the window
+mixture -46%), on most of the other processes and on held-out ones. It stays short when the
+slow runs are much shorter than a window so that no window comes near the slow phase (paper
+000's shopping database, 1 ms mean, ~16 slow runs per window: about -40%), and with windows
+long enough to average several bursts (browsing at 30-60 s windows: about -45%): the windows
+cannot tell such a process from others with the same mean and ``I`` (MAP(2)s with the browsing
+database's mean and ``I`` reach any p95 from 0.2 to 7.6 means), and the spread of the window
+work across aggregation levels, ``Var(B | n) = I m^2 n - K``, moves by ``K / (I m^2 n) ~ 2%``
+there, below its sampling noise. It reads long (+30% and more) for a rare slow branch far
+slower than the band's end, and assumes exponential phases (an Erlang-2 reads +26%).
 
 Windows with ``n_k = 0`` are ignored (as in :func:`estimators.mapfit.service_p95`); a window
-with completions but no busy time (rounding of ``U_k``) has ``m_k = 0`` and contributes no tail.
-Cost: ~0.3 ms at 4,096 windows (``bench/bench_mapfit.py``).
+with completions but no busy time (rounding of ``U_k``) has ``m_k = 0`` and contributes no
+tail. Cost: under 1 ms at 4,096 windows (``bench/bench_mapfit.py``).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
 
 from estimators.mapfit import windows_with_completions
 
-__all__ = ["ServiceTail", "service_tail_p95"]
+__all__ = ["ServiceTail", "service_tail_p95", "window_mixture_p95"]
 
 _Q = 0.95
 _TAIL = 1.0 - _Q
 _BISECT = 60
+_BAND = 0.005    # share of windows outside [a, b] at each end (noise of few completions)
+_LOG_MAX = math.log(np.finfo(float).max)
 
 
 @dataclass(frozen=True)
 class ServiceTail:
-    """Result of :func:`service_tail_p95`.
+    """Result of :func:`service_tail_p95` and :func:`window_mixture_p95`.
 
-    ``p95`` the 0.95 quantile of the completion-weighted mixture of exponentials with the
-    windows' mean service times ``m_k = B_k / n_k``; ``mean`` ``sum B_k / sum n_k``;
-    ``None`` for both (``flag == "no_completions"``) when no window completed a request, or
-    (``flag == "no_busy_time"``) when the windows with completions have no busy time.
+    ``p95`` the estimated 0.95 quantile of service times; ``mean`` ``sum B_k / sum n_k``;
+    for :func:`service_tail_p95` the two-phase marginal it rests on: ``fast_mean`` ``a``,
+    ``slow_mean`` ``b`` and ``slow_share`` ``p`` (``None`` for :func:`window_mixture_p95`).
+    ``p95`` and ``mean`` are ``None`` (``flag == "no_completions"``) when no window completed
+    a request, (``flag == "no_busy_time"``) when the windows with completions have no busy
+    time, or (``flag == "out_of_range"``) when the total busy time or the p95 exceeds the
+    float range.
     """
 
     p95: float | None
@@ -72,28 +98,92 @@ class ServiceTail:
     windows_used: int
     windows_ignored: int
     flag: str | None
+    fast_mean: float | None = None
+    slow_mean: float | None = None
+    slow_share: float | None = None
 
 
 def service_tail_p95(busy_times: Any, completions: Any) -> ServiceTail:
-    """Service-time p95 from per-window busy times ``B_k`` and completions ``n_k``.
+    """Service-time p95 from per-window busy times ``B_k`` and completions ``n_k``: the
+    narrowest two-phase marginal that holds the window means (module docstring).
 
-    See the module docstring: the 0.95 quantile of ``sum_k w_k exp(-x/m_k)`` with
-    ``w_k = n_k / sum n`` and ``m_k = B_k / n_k`` over the windows with ``n_k > 0``.
-    ``busy_times`` in (core-)seconds, as for :func:`estimators.mapfit.service_p95`.
-    Raises ``ValueError`` naming ``busy_times``/``completions`` for empty, mismatched,
-    non-finite or negative input; never NaN.
+    ``a`` and ``b`` are the ``0.5%`` and ``99.5%`` quantiles of ``m_k = B_k / n_k`` over the
+    windows with ``n_k > 0``, less the noise of exponential services (:func:`_denoised`), and
+    clipped to hold ``m = sum B / sum n``; ``p = (m - a)/(b - a)``,
+    and the p95 solves ``p exp(-x/b) + (1 - p) exp(-x/a) = 0.05``; equal ends give the
+    exponential's ``m ln 20``. ``busy_times`` in (core-)seconds, as for
+    :func:`estimators.mapfit.service_p95`. Raises ``ValueError`` naming
+    ``busy_times``/``completions`` for empty, mismatched, non-finite or negative input;
+    never NaN.
     """
-    b, n, ignored = windows_with_completions(busy_times, completions)
-    used = int(b.size)
-    if used == 0:
-        return ServiceTail(None, None, 0, ignored, "no_completions")
-    total_b = float(b.sum())
-    if not total_b > 0.0:
-        return ServiceTail(None, None, used, ignored, "no_busy_time")
-    weight = n / float(n.sum())
+    checked = _windows(busy_times, completions)
+    if isinstance(checked, ServiceTail):
+        return checked
+    b, n, ignored, mean = checked
     means = b / n
-    return ServiceTail(_mixture_quantile(weight, means), total_b / float(n.sum()), used,
-                       ignored, None)
+    lo, hi = (float(v) for v in np.quantile(means, [_BAND, 1.0 - _BAND]))
+    fast = min(_denoised(means, n, lo, -1.0), mean)
+    slow = max(_denoised(means, n, hi, 1.0), mean)
+    share = (mean - fast) / (slow - fast) if slow > fast else 1.0
+    p95 = _mixture_quantile(np.array([1.0 - share, share]), np.array([fast, slow]))
+    if not math.isfinite(p95):
+        return ServiceTail(None, None, b.size, ignored, "out_of_range")
+    return ServiceTail(p95, mean, b.size, ignored, None, fast, slow, share)
+
+
+def _denoised(means: np.ndarray, completions: np.ndarray, end: float, side: float) -> float:
+    """The phase mean ``mu`` behind a band end. Windows served in one phase have
+    ``m_k ~ mu (1 + e / sqrt(n_k))``, ``e`` about standard normal (exponential services), so
+    if a share ``s`` of all windows is served in that phase, the band end (the ``0.5%`` share
+    of all windows beyond it) is their ``1 - 0.005 / s`` quantile, ``mu (1 +- z_s / sqrt(n))``
+    with ``n`` the median completions of the windows at or beyond the end. ``s`` is read as
+    the share of windows within ``z_s / sqrt(n)`` of ``mu`` or beyond, starting from ``s = 1``
+    (two refinements). Kept as is when the factor is not positive (fewer than ``z^2``
+    completions)."""
+    def beyond(x: float) -> np.ndarray:
+        return means >= x if side > 0.0 else means <= x
+
+    spread = 1.0 / math.sqrt(float(np.median(completions[beyond(end)])))
+    share, mu = 1.0, end
+    for _ in range(3):
+        z = NormalDist().inv_cdf(1.0 - _BAND / max(share, 2.0 * _BAND))
+        factor = 1.0 + side * z * spread
+        if factor <= 0.0:
+            return end
+        mu = end / factor
+        share = float(np.count_nonzero(beyond(mu * (1.0 - side * z * spread)))) / means.size
+    return mu
+
+
+def window_mixture_p95(busy_times: Any, completions: Any) -> ServiceTail:
+    """Service-time p95 under paper 000 section 4.1's one service rate per window: the 0.95
+    quantile of ``sum_k w_k exp(-x/m_k)`` with ``w_k = n_k / sum n`` and ``m_k = B_k / n_k``
+    over the windows with ``n_k > 0`` (module docstring). Same input rules as
+    :func:`service_tail_p95`."""
+    checked = _windows(busy_times, completions)
+    if isinstance(checked, ServiceTail):
+        return checked
+    b, n, ignored, mean = checked
+    p95 = _mixture_quantile(n / float(n.sum()), b / n)
+    if not math.isfinite(p95):
+        return ServiceTail(None, None, b.size, ignored, "out_of_range")
+    return ServiceTail(p95, mean, b.size, ignored, None)
+
+
+def _windows(busy_times: Any, completions: Any
+             ) -> ServiceTail | tuple[np.ndarray, np.ndarray, int, float]:
+    """The windows with completions, how many were left out and ``sum B / sum n``; or the
+    flagged result when there is nothing to estimate from."""
+    b, n, ignored = windows_with_completions(busy_times, completions)
+    if b.size == 0:
+        return ServiceTail(None, None, 0, ignored, "no_completions")
+    with np.errstate(over="ignore"):
+        total_b = float(b.sum())
+    if not total_b > 0.0:
+        return ServiceTail(None, None, b.size, ignored, "no_busy_time")
+    if not math.isfinite(total_b):
+        return ServiceTail(None, None, b.size, ignored, "out_of_range")
+    return b, n, ignored, total_b / float(n.sum())
 
 
 def _mixture_quantile(weight: np.ndarray, means: np.ndarray) -> float:
@@ -101,23 +191,31 @@ def _mixture_quantile(weight: np.ndarray, means: np.ndarray) -> float:
 
     Only windows with ``m_k > 0`` have a tail; with ``W`` their total weight,
     ``W exp(-x/m_min) <= S(x) <= W exp(-x/m_max)`` brackets the root between
-    ``m_min ln(20 W)`` and ``m_max ln(20 W)``; bisection on ``log x``, then the midpoint."""
+    ``m_min ln(20 W)`` and ``m_max ln(20 W)``; bisection on ``log x``, then the midpoint.
+    The work is in units of ``m_max`` and in logs (``log(m_max / m_k)`` is finite for every
+    ``m_k > 0``), so extreme windows (a mean of ``1e-310`` beside ``1``, or near the float
+    range) neither overflow nor warn: a term whose exponent overflows is ``exp(-inf) = 0``.
+    A quantile beyond the float range is returned as ``inf`` (the caller flags it)."""
     pos = means > 0.0
     if not np.any(pos):  # pragma: no cover - excluded by the caller (total busy time > 0)
         return 0.0
     w, m = weight[pos], means[pos]
     if float(w.sum()) <= _TAIL:     # the tail mass lives in windows without busy time
         return 0.0
-    rate = 1.0 / m
-    scale = math.log(float(w.sum()) / _TAIL)
-    lo = math.log(float(m.min()) * scale)
-    hi = math.log(float(m.max()) * scale)
+    m_max = float(m.max())
+    log_rate = math.log(m_max) - np.log(m)     # >= 0, finite for every m > 0
+    log_scale = math.log(math.log(float(w.sum()) / _TAIL))
+    lo = math.log(float(m.min())) - math.log(m_max) + log_scale
+    hi = log_scale
     for _ in range(_BISECT):
         if hi - lo <= 1e-12:
             break
         mid = 0.5 * (lo + hi)
-        if float(np.dot(w, np.exp(-math.exp(mid) * rate))) > _TAIL:
+        with np.errstate(over="ignore"):       # exp(+large) = inf, its term exp(-inf) = 0
+            tail = float(np.dot(w, np.exp(-np.exp(mid + log_rate))))
+        if tail > _TAIL:
             lo = mid
         else:
             hi = mid
-    return math.exp(0.5 * (lo + hi))
+    log_p95 = math.log(m_max) + 0.5 * (lo + hi)
+    return math.exp(log_p95) if log_p95 < _LOG_MAX else math.inf

@@ -205,3 +205,10 @@ def test_tier_estimate_records_carry_per_class_separability(case, expect_flagged
         assert key in rec                          # existing fields unchanged
     restored = TierState.from_dict(tier.to_dict(), SystemConfig())
     assert restored.separability == tier.separability
+
+
+def test_an_extreme_other_estimate_gives_a_finite_disagreement_without_overflow():
+    U, X = separable_case(seed=8)
+    with np.errstate(over="raise"):
+        tiny = assess_separability(U * 1e-300, X, others={"far": np.full(3, 1e10)})
+    assert np.isfinite(tiny.disagreement["far"]).all()

@@ -5,8 +5,8 @@ uncertainties, and the trust mark of a predicted breach.
 The band is checked for what it must be whatever the numbers: ordered around the nominal
 capacity, widening with the Kalman covariance, using the covariance rather than only its
 diagonal, widening with ``I``'s interval on a bursty tier. Whether the band covers the true
-capacity as often as a +-1 s.e. band should (its calibration) is not measured here: that
-needs many seeded runs against simulation (see the report of issue 22).
+capacity as often as it should (its calibration) is not measured here: that needs many
+seeded runs against simulation, bench/accuracy_band.py (docs/accuracy.md).
 """
 
 from __future__ import annotations
@@ -52,8 +52,9 @@ def _mva_tiers(scale: float) -> list[TierModel]:
 # -- model error per class --------------------------------------------------------------------
 def test_one_class_far_off_is_seen_where_the_aggregate_hides_it():
     """Class b (1% of the throughput) predicted 0.87 s, measured 1.25 s: the aggregate is
-    3.4% off, class b 30%. The alert watches the worst class only above MIN_CLASS_SHARE; a
-    class carrying 20% is watched."""
+    3.4% off, class b 30%. The per-solve worst class is reported only above MIN_CLASS_SHARE;
+    a class carrying 20% is. (The alert watches the errors pooled over solves where they are
+    significant, whatever the share: the tests below.)"""
     tiers = _mva_tiers(1.0)
     model = build_model(tiers, CLASSES, {"a": 0.99, "b": 0.01}, THINK_TIME, _config())
     now = Point(60, 100.0, np.zeros(2), np.array([0.10, 0.87]), np.zeros(2), None, "mva")
@@ -69,7 +70,10 @@ def test_one_class_far_off_is_seen_where_the_aggregate_hides_it():
     name, worst = confidence.worst(confidence.class_errors(model, heavy, now), heavy.throughput,
                                    confidence.MIN_CLASS_SHARE)
     assert name == "b" and worst == pytest.approx(0.304, abs=1e-3)
-    assert _alert_error({"model_error": 0.04, "model_error_class_max": worst}) == worst
+    assert _alert_error({"model_error_pooled": 0.04, "model_error_significant": True,
+                         "model_error_class_max": worst}) == worst
+    assert _alert_error({"model_error_pooled": 0.5, "model_error_significant": False,
+                         "model_error_class_max": None}) == 0.0     # noise: not watched
 
 
 def test_tier_errors_are_absolute_utilization_differences():
@@ -190,3 +194,86 @@ def test_a_change_of_trust_while_the_breach_stays_active_is_restated():
                                            breach_active=False, last_trust="untrusted",
                                            restate=dict)
     assert not events[0]["summary"].startswith("UNTRUSTED") and last is None
+
+
+# -- the model error the alert watches: pooled over solves, significant only ------------------
+def _alert_run(true_r: dict[str, float], predicted: dict[str, float], rate: dict[str, float],
+               scv: float, solves: int, seed: int) -> tuple[list[dict], list[float]]:
+    """``solves`` one-minute solves of a two-class system whose model predicts ``predicted``
+    while each class's requests take a lognormal time of mean ``true_r`` and squared
+    coefficient of variation ``scv`` (a Poisson number of them, ``rate`` per second). Each
+    solve goes through the system's pooling (``SystemState._pooled_error``), ``_alert_error``,
+    the alert's condition and an ``AlertBook``. Returns the predictions and the per-solve
+    worst-class errors of the rule before pooling (``worst`` above MIN_CLASS_SHARE)."""
+    from streams.core.alerts import AlertBook
+    from streams.core.system import SystemState, model_error_condition
+
+    rng = np.random.default_rng(seed)
+    cfg = _config()
+    model = build_model(_mva_tiers(1.0), CLASSES, {"a": 0.5, "b": 0.5}, THINK_TIME, cfg)
+    state, book = SystemState("s", cfg), AlertBook(cfg.alert_fire_after, cfg.alert_resolve_after)
+    now = Point(60, 1.0, np.zeros(2), np.array([predicted[c] for c in CLASSES]), np.zeros(2),
+                None, "mva")
+    sigma2 = math.log(1 + scv)
+    preds, per_solve = [], []
+    for i in range(solves):
+        x, r = {}, {}
+        for c in CLASSES:
+            k = max(int(rng.poisson(rate[c] * 60.0)), 1)
+            draws = rng.lognormal(math.log(true_r[c]) - sigma2 / 2, math.sqrt(sigma2), k)
+            x[c], r[c] = k / 60.0, float(draws.mean())
+        m = Measured(x, r, 60, {}, 60.0)
+        classes = {c: {} for c in CLASSES}
+        pred = {"model_error": None, **state._pooled_error(model, m, now, classes)}
+        per_solve.append(confidence.worst(confidence.class_errors(model, m, now), x,
+                                          confidence.MIN_CLASS_SHARE)[1])
+        event = book.evaluate("model_error", model_error_condition(
+            _alert_error(pred), cfg.model_error_threshold), {}, 60.0 * i)
+        preds.append({**pred, "classes": classes, "event": event})
+    return preds, per_solve
+
+
+def test_a_rare_noisy_class_does_not_mark_the_model_untrusted():
+    """Class b: 0.5 requests/s (9% of the throughput, ~30 completions a minute) with
+    heavy-tailed times (lognormal, SCV 5), predicted right. One minute's mean is off by more
+    than the 30% threshold at a third to a half of the solves, and the per-solve rule fires in
+    every one of 10 seeded 40-minute runs; pooled over the last solves with its own spread the
+    error is significant only rarely: the alert fires in 2 of the 10 (the pooled mean of ~300
+    heavy-tailed times is itself skewed; the bound allows 3)."""
+    from streams.core.alerts import AlertBook
+
+    pooled_fired = per_solve_fired = 0
+    for seed in range(10):
+        preds, per_solve = _alert_run({"a": 0.1, "b": 0.2}, {"a": 0.1, "b": 0.2},
+                                      {"a": 5.0, "b": 0.5}, 5.0, 40, seed=seed)
+        assert sum(e > 0.3 for e in per_solve) >= 10                  # the noise is there
+        book = AlertBook(2, 3)
+        per_solve_fired += any(book.evaluate("m", e > 0.3, {}, float(i))
+                               for i, e in enumerate(per_solve))
+        pooled_fired += any(p["event"] for p in preds)
+        assert preds[-1]["classes"]["b"]["response_time_error_se"] is not None
+    assert per_solve_fired == 10
+    assert pooled_fired <= 3, pooled_fired
+
+
+def test_a_class_off_at_every_solve_still_fires():
+    """The issue's example: class b predicted 0.87 s, measured 1.25 s (30.4% off) with real
+    traffic (2 requests/s, 7% of it) and the same noise as above but a milder tail (SCV 1):
+    its errors do not scatter around zero, the pooled error is significant and the alert
+    fires, naming b."""
+    preds, _ = _alert_run({"a": 0.1, "b": 1.25}, {"a": 0.1, "b": 0.87},
+                          {"a": 25.0, "b": 2.0}, 1.0, 20, seed=3)
+    fired = [p for p in preds if p["event"] and p["event"]["state"] == "firing"]
+    assert fired and preds.index(fired[0]) <= 8         # the third solve pools 3, +2 to fire
+    assert fired[0]["model_error_class"] == "b"
+    assert fired[0]["model_error_class_max"] == pytest.approx(0.304, abs=0.05)
+
+
+def test_pooled_errors_weigh_solves_by_completions():
+    samples = [{"c": [10.0, 0.2, 0.1]}, {"c": [30.0, 0.2, 0.3]}]
+    pooled = confidence.pooled_errors(samples)["c"]
+    # e = (10 * 0.1 + 30 * -0.1) / 40 = -0.05; R = (10 * 0.1 + 30 * 0.3) / 40 = 0.25
+    assert pooled["error"] == pytest.approx(0.2) and pooled["se"] is None
+    assert not pooled["significant"] and pooled["completions"] == 40.0
+    steady = confidence.pooled_errors([{"c": [10.0, 0.87, 1.25]}] * 3)["c"]
+    assert steady["se"] == pytest.approx(0.0, abs=1e-12) and steady["significant"]

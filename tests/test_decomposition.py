@@ -206,3 +206,48 @@ def test_multicore_exponential_networks_match_line_solver_load_dependent_mva(N):
     res = solve_decomposed([MAP.exponential(s) for s in means], N, Z, servers=cores)
     assert res.throughput == pytest.approx(float(np.ravel(XN)[0]), rel=1e-8)
     assert res.queue_length == pytest.approx(np.ravel(QN), rel=1e-5, abs=1e-8)
+
+
+def test_a_later_sweep_refines_from_the_last_factorisation():
+    """The fixed point's later sweeps change only a chain's arrival rates: the solution is
+    refined from the last sweep's LU (no new factorisation) and equals a fresh solve; after a
+    large change it still equals a fresh solve (refined or refactorised)."""
+    from solvers.decomposition import _FactorStore, _per_job, _solve_levels
+
+    proc, cores, levels = BURSTY.scaled(0.02), 16, 300
+    tr = _per_job(levels, proc, cores)
+    lam = np.linspace(760.0, 600.0, levels + 1)
+    lam[-1] = 0.0
+    store = _FactorStore()
+    _solve_levels(lam, proc, cores, tr, True, store)
+    first = store.factor.lub
+    for factor in (1.01, 0.3):
+        moved = lam * factor
+        refined = _solve_levels(moved, proc, cores, tr, True, store)
+        fresh = _solve_levels(moved, proc, cores, tr, True)
+        if factor == 1.01:
+            assert store.factor.lub is first
+        assert refined.residual <= 1e-12
+        assert refined.throughput == pytest.approx(fresh.throughput, rel=1e-10)
+        assert refined.level == pytest.approx(fresh.level, rel=1e-7, abs=1e-13)
+
+
+@pytest.mark.parametrize("Z", [0.0, 7.0])
+def test_long_weight_heads_are_convolved_as_in_log_space(Z):
+    """A bursty tier's load-dependent weights run to thousands of jobs; their convolution in
+    scaled linear space equals the log-space sum of every term, where the conditional
+    throughput rises and where it falls (log-convex weights, the bursty case)."""
+    from solvers.decomposition import _head, _head_log, _ld_weights, _log_g_exponential
+
+    N = 4000
+    lg = _log_g_exponential(np.array([0.002, 0.004]), (4, 4), [0, 1], N, Z)
+    n = np.arange(N + 1)
+    falling = np.where(n <= 16, n / 0.02, 800.0 * np.exp(-np.minimum(n, 2500) / 1000.0))
+    rising = np.minimum(n, 8) / 0.01 * (1.0 + np.minimum(n, 2000) / 2000.0)
+    for nu in (falling, rising):
+        head, _ = _ld_weights(nu, N)
+        lh = head[: N + 1]
+        fast, slow = _head(lg, lh), _head_log(lg, lh, 0, N + 1)
+        assert np.all(np.isfinite(fast))
+        assert fast == pytest.approx(slow, rel=1e-13, abs=1e-9)
+        assert np.diff(fast) == pytest.approx(np.diff(slow), abs=1e-10)   # log X_rest

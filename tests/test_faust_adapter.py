@@ -270,6 +270,58 @@ def test_read_offsets_is_faust_s_per_partition_read_offset():
         assert callable(require(FaustConsumer, public, "read_offsets"))
 
 
+def test_committed_offsets_is_faust_s_record_per_partition():
+    """``Consumer._committed_offset``: a per-partition mapping that Faust's seek to the
+    committed offsets at the end of a rebalance fills from the broker (where the offset guard
+    starts each partition: ``streams.kafka.worker``)."""
+    from faust.types import TP
+
+    async def main() -> Any:
+        consumer = offline_app().consumer
+        return require(consumer, "_committed_offset", "committed_offsets"), \
+            fa.committed_offsets(consumer)
+
+    raw, committed = asyncio.run(main())
+    assert committed is raw and committed.get(TP("perfcast.windows", 0)) is None
+    seek = squeezed(FaustConsumer.perform_seek)
+    assert "self._committed_offset.update(" in seek and "read_offset.update(" in seek
+
+
+def test_a_topic_without_acks_is_never_committed_by_faust():
+    """The worker subscribes its source with ``acks=False`` and commits it itself
+    (``streams.kafka.handover``): Faust records an acknowledgement, and adds skipped offsets
+    as acknowledged gaps, only for topics whose channels have acks."""
+    from streams.kafka.worker import build_app
+
+    app = build_app(Config(), app_id="adapter-acks", influx=False, core_process=False)
+    source = [agent.channel for agent in app.agents.values()]
+    assert [c.get_topic_name() for c in source] == ["perfcast.windows"]
+    assert source[0].acks is False
+    ack = squeezed(FaustConsumer.ack)
+    assert "ifself.app.topics.acks_enabled_for(message.topic):" in ack
+    drain = squeezed(FaustConsumer._drain_messages)
+    assert "acks_enabled=acks_enabled_for(message.topic)ifacks_enabled:awaitself._add_gap(" in drain
+    assert "ifchannel.acks:self._acking_topics.add(topic)" in \
+        squeezed(__import__("faust.transport.conductor", fromlist=["Conductor"]).Conductor)
+
+
+def test_what_the_offset_guard_relies_on_is_public_faust():
+    """The worker waits for ``app.tables.actives_ready`` (set once a rebalance's recovery and
+    seek to the committed offsets are done, cleared when the next rebalance starts) and seeks
+    a partition back with ``Consumer.seek``, which also resets Faust's read offset so the
+    records are handed over again; a partition with no commit starts at
+    ``Consumer.earliest_offsets`` (``streams/kafka/continuity.py``)."""
+    from faust.tables.manager import TableManager
+    from faust.tables.recovery import Recovery
+
+    assert "self.actives_ready=False" in squeezed(TableManager.on_rebalance_start)
+    assert "self.actives_ready=True" in squeezed(TableManager.on_actives_ready)
+    assert "self.tables.on_actives_ready()" in squeezed(Recovery._resume_streams)
+    assert inspect.iscoroutinefunction(FaustConsumer.seek)
+    assert inspect.iscoroutinefunction(FaustConsumer.earliest_offsets)   # none committed
+    assert "self._read_offset[ensure_TP(partition)]=" in squeezed(FaustConsumer.seek)
+
+
 # -- delivery (streams.kafka.delivery) ---------------------------------------------------------------
 
 def test_faust_hands_each_record_over_in_the_shape_the_fast_path_recognises():

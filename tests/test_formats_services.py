@@ -136,7 +136,7 @@ def test_each_format_through_the_worker_on_the_real_broker(fmt, tmp_path):
 def test_a_killed_worker_loses_at_most_the_open_window(tmp_path):
     """Telegraf samples, the worker SIGKILLed after the first half and restarted before the
     second: every window is estimated at most once (windows made again from samples read
-    again are dead-lettered as duplicates), and only the window open at the kill -- whose
+    again are replays, skipped, or duplicates), and only the window open at the kill -- whose
     start sample is gone with the worker's memory -- may be missing, one per tier at most."""
     from functools import partial
 

@@ -83,10 +83,11 @@ def _finite(value: Any, where: str = "") -> None:
             f"{type(value).__name__} at {where}"
 
 
-def check_outputs(out: Outputs, records: int) -> None:
-    """The invariant over one batch's outputs (module docstring)."""
-    assert len(out.estimates) + len(out.deadletter) == records, \
-        (len(out.estimates), len(out.deadletter), records)
+def check_outputs(out: Outputs, records: int, replays: int = 0) -> None:
+    """The invariant over one batch's outputs (module docstring); ``replays``: records of the
+    batch skipped as replays (a window seen before unchanged: neither output)."""
+    assert len(out.estimates) + len(out.deadletter) + replays == records, \
+        (len(out.estimates), len(out.deadletter), replays, records)
     for dead in out.deadletter:
         assert isinstance(dead.get("field"), str) and dead["field"], dead
         assert isinstance(dead.get("reason"), str) and dead["reason"], dead
@@ -99,10 +100,17 @@ def check_outputs(out: Outputs, records: int) -> None:
 _NON_FINITE_FIELD = re.compile(r"=(-?nan|-?inf)(,| |$)")
 
 
+def process(pipeline: Pipeline, records: list[Any]) -> tuple[Outputs, int]:
+    """``pipeline.process_many(records)`` and how many of them it skipped as replays."""
+    before = pipeline.replays
+    out = pipeline.process_many(records)
+    return out, pipeline.replays - before
+
+
 def check_batch_result(result: Any, records: int) -> dict[str, list[Any]]:
     """The invariant over the worker's encoded batch; its records decoded."""
     decoded = {t: [json.loads(v) for _, v in result.records[t]] for t in OUTPUT_TOPICS}
-    assert len(decoded["estimates"]) + len(decoded["deadletter"]) == records
+    assert len(decoded["estimates"]) + len(decoded["deadletter"]) + result.replays == records
     for dead in decoded["deadletter"]:
         assert isinstance(dead.get("field"), str) and dead["field"], dead
         assert isinstance(dead.get("reason"), str) and dead["reason"], dead
@@ -311,12 +319,12 @@ def test_fuzz_embedded_core_on_mappings_and_bytes(batches, split):
     (one batch at once vs. chunks)."""
     whole, chunked = Pipeline(), Pipeline()
     for batch in batches:
-        out = whole.process_many(batch)
-        check_outputs(out, len(batch))
+        out, replays = process(whole, batch)
+        check_outputs(out, len(batch), replays)
         parts = Outputs()
         for i in range(0, len(batch), split):
-            part = chunked.process_many(batch[i:i + split])
-            check_outputs(part, len(batch[i:i + split]))
+            part, replays = process(chunked, batch[i:i + split])
+            check_outputs(part, len(batch[i:i + split]), replays)
             parts.extend(part)
         assert _json(parts.estimates) == _json(out.estimates)
         assert _json(parts.predictions) == _json(out.predictions)
@@ -397,7 +405,8 @@ def test_fuzz_produce_sends_every_line_for_the_worker_to_judge(batch, as_text, t
             assert key == record_key(value)
             key.decode("utf-8")
     sent = [v for _, _, v in producer.sent]
-    check_outputs(Pipeline().process_many(sent), len(sent))
+    out, replays = process(Pipeline(), sent)
+    check_outputs(out, len(sent), replays)
     _count("produce", len(batch))
 
 
@@ -475,8 +484,8 @@ def test_fuzz_config_is_refused_naming_the_key_or_runs_both_shells(text, batch,
 def run_both(config: Config, values: list[bytes]) -> tuple[Outputs, dict[str, list[Any]]]:
     """``values`` through the embedded core (then its final solve) and the worker's step."""
     pipeline = Pipeline(config)
-    out = pipeline.process_many(values)
-    check_outputs(out, len(values))
+    out, replays = process(pipeline, values)
+    check_outputs(out, len(values), replays)
     check_outputs(pipeline.finish(), 0)
     result = Step(config)(values, [0] * len(values), 1.0e9, True, None)
     decoded = check_batch_result(result, len(values))
@@ -524,7 +533,7 @@ def test_corpus_through_perfcast_run_as_one_file(tmp_path):
     assert len(read) == len(values)
     summary = run_embedded(read, Config(), tmp_path / "out")
     assert summary.records == len(values)
-    assert summary.estimates + summary.deadletter == len(values)
+    assert summary.estimates + summary.deadletter + summary.replays == len(values)
     for name in ("estimates", "predictions", "alerts", "deadletter"):
         for line in (tmp_path / "out" / f"{name}.jsonl").read_text("utf-8").splitlines():
             _finite(json.loads(line, parse_constant=_refuse), name)

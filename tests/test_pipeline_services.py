@@ -157,7 +157,8 @@ def test_end_to_end_predicts_the_breach_and_matches_the_embedded_run(setup_facto
 def test_sigkill_midway_and_restart_counts_every_window_once(setup_factory):
     """SIGKILL the worker while windows stream in, restart it: the final estimates equal an
     uninterrupted run's (1e-9) and each window is counted exactly once (the last ``seq`` of a
-    tier is its number of windows; re-read windows are dead-lettered as duplicates)."""
+    tier is its number of windows; re-read windows are replays, skipped without a dead
+    letter)."""
     system = unique("shop")
     s = setup_factory(system)
     records = demo_records(DemoScenario(system=system, duration_s=900))
@@ -184,8 +185,7 @@ def test_sigkill_midway_and_restart_counts_every_window_once(setup_factory):
     assert per_tier == {"front": set(range(1, n_tier + 1)), "db": set(range(1, n_tier + 1))}
     expected_last = _latest(s.expected.estimates)
     assert_close(_latest(estimates), expected_last)
-    dead = s.records("deadletter")
-    assert all(d["reason"].startswith("duplicate") for d in dead)
+    assert not s.records("deadletter")
     preds = _unique_by(s.records("predictions"), lambda p: p["time"])
     for p in s.expected.predictions:
         assert_close(preds[p["time"]], p, f"prediction at {p['time']}")
@@ -247,7 +247,9 @@ def _bad_input(system: str) -> tuple[list, list[tuple[str, str]], int]:
     add(json.dumps({**base, "completions": {"home": -3}}), "completions.home",
         "completions.home: must be >= 0")
     add(json.dumps({**base, "tier": "cache"}), "tier", "unknown tier")
-    add(json.dumps(good[20]), "end", "duplicate")                         # a repeat
+    add(json.dumps({**good[20], "utilization": round(good[20]["utilization"] / 2, 6)}),
+        "end", "duplicate")                                  # same end, other content
+    out.append(json.dumps(good[21]))              # a replay: skipped, no dead letter
     valid = 40
     # out of order: swap two windows of the next minute; a new class appears mid-stream
     rest = list(good[40:])
@@ -261,8 +263,9 @@ def _bad_input(system: str) -> tuple[list, list[tuple[str, str]], int]:
 
 def test_bad_input_goes_to_the_dead_letter_topic_and_the_worker_keeps_going(setup_factory):
     """Malformed JSON, a missing field, negative values, NaN, utilization > 1, a negative
-    count, an unknown tier and a duplicate each reach ``perfcast.deadletter`` with the field
-    and reason; out-of-order windows and a new class are handled; every valid window gets its
+    count, an unknown tier and a duplicate with other content each reach
+    ``perfcast.deadletter`` with the field and reason (a window sent again unchanged is a
+    replay: skipped); out-of-order windows and a new class are handled; every valid window gets its
     estimate, and the outputs equal the embedded run's."""
     system = unique("shop")
     s = setup_factory(system)

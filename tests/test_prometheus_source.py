@@ -330,7 +330,7 @@ def test_live_into_kafka_worker_and_influxdb_resumes_after_a_kill(tmp_path):
     """``perfcast ingest prometheus`` follows the live workload into Kafka; SIGKILLed and
     restarted, it resumes after its checkpoint: the windows topic then holds every window end
     of the span once or twice (never missing one), the worker estimates each window once
-    (repeats are dead-lettered as duplicates) into InfluxDB, and the windows sent live equal
+    (repeats are replays, skipped, or duplicates) into InfluxDB, and the windows sent live equal
     a backtest's over the same span."""
     url = prometheus_url()
     bootstrap = service_env("PERFCAST_KAFKA_BOOTSTRAP")

@@ -458,6 +458,29 @@ def test_chromium_renders_the_report(browser, run_dir: Path, tmp_path: Path) -> 
     (switch,) = capacity.find_elements(By.CSS_SELECTOR, "g[data-switch-time]")
     assert switch.is_displayed() and switch.size["height"] > 50
     assert "mva → map" in switch.text
+    band = _query(run_dir / STORE_NAME, "SELECT capacity_users_lower, capacity_users_upper "
+                  "FROM prediction WHERE system = ? AND model IS NOT NULL ORDER BY time DESC "
+                  "LIMIT 1", SHOP.system)[0]
+    if band[0] is not None:                  # the tiles quote the last solve's band
+        assert f"band {band[0]} – {band[1]}" in shop.text
+
+    # the remediation: the last solve at risk's actions as a visible table, in rank order,
+    # with the remedy the alert quotes named above it
+    last = _query(run_dir / STORE_NAME, "SELECT MAX(time) FROM remediation WHERE system = ?",
+                  SHOP.system)[0][0]
+    want = [r[0] for r in _query(run_dir / STORE_NAME, 'SELECT summary FROM remediation WHERE '
+                                 'system = ? AND time = ? ORDER BY "rank"', SHOP.system, last)]
+    table = shop.find_element(By.CSS_SELECTOR, "table.remediation")
+    browser.execute_script("arguments[0].scrollIntoView()", table)
+    assert table.is_displayed() and table.size["height"] > 40 and table.size["width"] > 300
+    cells = table.find_elements(By.CSS_SELECTOR, "td.summary")
+    assert [c.text for c in cells] == want[:len(cells)] and cells
+    assert all(c.is_displayed() and c.size["height"] > 5 for c in cells)
+    remedy = shop.find_element(By.CSS_SELECTOR, "p.remedy")
+    assert remedy.is_displayed()
+    chosen = _query(run_dir / STORE_NAME, "SELECT remediation_summary FROM prediction WHERE "
+                    "system = ? AND time = ?", SHOP.system, last)[0][0]
+    assert chosen in want and chosen in remedy.text
 
     assert _severe(browser) == []
 
@@ -471,3 +494,24 @@ def test_chromium_renders_the_report(browser, run_dir: Path, tmp_path: Path) -> 
     browser.get(leaky.as_uri())
     errors = _severe(browser)
     assert errors and any("127.0.0.1:9" in e["message"] for e in errors), errors
+
+
+def test_a_sparse_band_is_drawn_across_the_solves_it_skips() -> None:
+    """Off risk the pipeline computes the band on every BAND_EVERY-th solve only: those points
+    are bridged into one polygon of visible area (each was a zero-width sliver before); a gap
+    longer than that ends the polygon."""
+    from streams.predict.confidence import BAND_EVERY
+    from streams.sinks.report import Series, TimeChart
+
+    times = [60.0 * i for i in range(40)]
+    lower: list[float | None] = [None] * 40
+    upper: list[float | None] = [None] * 40
+    for i in list(range(0, 20, BAND_EVERY)) + [39]:      # every 5th, then a long gap
+        lower[i], upper[i] = 100.0, 140.0
+    chart = TimeChart("capacity", "t", "users", times[0], times[-1],
+                      [Series("band", times, [None] * 40, "#2E7D32", "band", lower, upper)])
+    html = chart.html("clip")
+    polygons = re.findall(r'<polygon points="([^"]+)"', html)
+    assert len(polygons) == 2
+    xs = [float(p.split(",")[0]) for p in polygons[0].split()]
+    assert max(xs) - min(xs) > 100                  # spans the solves 0..15, not one sliver

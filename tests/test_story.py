@@ -122,3 +122,74 @@ def test_the_model_switch_is_marked_in_records_table_and_report(demo):
                          demo["html"], re.S).group(0)
     marked = set(re.findall(r'data-switch-time="(\d+)"', capacity))
     assert marked == {f"{p['time']:.0f}" for p in switches}
+
+
+def test_the_remedy_acts_on_the_breach_tier_or_says_why(demo):
+    """Every solve at risk names the remedy its alert quotes and the tier it acts on; that is
+    the breach tier, or ``remediation_reason`` names both and says why (a cheaper action
+    elsewhere, or no single-tier action suffices). The firing alert, the live table's caption
+    and the report's remediation section quote the same remedy and reason."""
+    at_risk = [p for p in demo["predictions"] if p.get("remediation")]
+    assert at_risk
+    for p in at_risk:
+        assert p["remediation_summary"] in [a["summary"] for a in p["remediation"]["actions"]]
+        if p["remediation_tier"] == p["breach_tier"]:
+            assert p.get("remediation_reason") is None, p
+        else:
+            why = p["remediation_reason"] or ""
+            assert p["breach_tier"] in why and (p["remediation_tier"] or "admission") in why, p
+    assert any(p["remediation_tier"] == p["breach_tier"] for p in at_risk)
+    by_time = {p["time"]: p for p in demo["predictions"]}
+    fired = [a for a in demo["alerts"] if a["alert"] == "predicted_breach"
+             and a["state"] == "firing"]
+    for alert in fired:
+        p = by_time[alert["time"]]
+        want = f"remedy: {p['remediation_summary']}" + (
+            f" ({p['remediation_reason']})" if p.get("remediation_reason") else "")
+        assert alert["summary"].endswith(want), (alert, p)
+    view: _LiveView = demo["view"]
+    view.rows = list(demo["predictions"])
+    last = view.rows[-1]
+    caption = " ".join(view._caption().split())
+    if last.get("remediation_summary"):
+        assert " ".join(f"remedy shop: {last['remediation_summary']}".split()) in caption
+        if last.get("remediation_reason"):
+            assert " ".join(last["remediation_reason"].split()) in caption
+    section = _plain(demo["html"].split("<h3>Remediation</h3>")[1].split('<div class="charts">')[0])
+    final = at_risk[-1]
+    assert f"remedy (the alert quotes it): {final['remediation_summary']}" in section
+    assert f"breach tier {final['breach_tier']}" in section
+    if final.get("remediation_reason"):
+        assert _plain(final["remediation_reason"]) in section
+
+
+def _action(kind: str, tier: str | None, cost: float) -> dict:
+    return {"kind": kind, "tier": tier, "value": 2.0, "capacity_users": 200, "cost": cost,
+            "capacity_limited": False, "summary": f"{kind} {tier}"}
+
+
+def test_remedy_story_prefers_the_breach_tier_and_says_why_not():
+    """At equal cost the breach tier's action is quoted; a cheaper action elsewhere is quoted
+    with the breach tier's own cheapest and its cost; with no tier action the admission limit
+    is quoted with the tiers no single action fixes."""
+    from streams.predict.story import remedy_story
+
+    tie = {"required_users": 180, "unreachable": [],
+           "actions": [_action("cores", "app", 0.125), _action("cores", "db", 0.125),
+                       _action("admission", None, 0.5)]}
+    assert remedy_story(tie, "db") == {"remediation_summary": "cores db",
+                                       "remediation_tier": "db", "remediation_reason": None}
+    cheaper = {"required_users": 180, "unreachable": [],
+               "actions": [_action("cores", "app", 0.125), _action("replicate", "db", 1.0),
+                           _action("admission", None, 2.0)]}
+    out = remedy_story(cheaper, "db")
+    assert out["remediation_tier"] == "app"
+    assert "cheapest remedy acts on app" in out["remediation_reason"]
+    assert "db's cheapest, replicate db, costs 1" in out["remediation_reason"]
+    stuck = {"required_users": 190, "unreachable": ["cores db", "replicate db", "cores front"],
+             "actions": [_action("admission", None, 2.9)]}
+    out = remedy_story(stuck, "db")
+    assert out["remediation_tier"] is None and out["remediation_summary"] == "admission None"
+    assert "no single action on db or front" in out["remediation_reason"]
+    assert "190 users" in out["remediation_reason"]
+    assert remedy_story(None, "db")["remediation_summary"] is None

@@ -17,7 +17,7 @@ from solvers.mva import mva
 from solvers.paper000 import _BURSTY_D0, _BURSTY_D1
 from solvers.processes import MAP
 from streams.core.config import ConfigError, SystemConfig, _check
-from streams.predict.model import SystemModel, model_capacity
+from streams.predict.model import MAP_CAPACITY_TOLERANCE, SystemModel, model_capacity
 from streams.predict.whatif import Action, apply, describe, parse_action, remediate
 
 BURSTY = MAP(_BURSTY_D0, _BURSTY_D1)            # paper 000's unit-mean MAP(2), I ~ 200
@@ -144,7 +144,9 @@ def test_remediation_of_the_bursty_shop_acts_on_the_db_and_hints_save_solves():
             after = apply(m, r.action)
             assert after.excess(after.at(required)) <= 0 and r.capacity >= required
     again = remediate(shop(), required, cap, hints=rem.hints())
-    assert [r.summary for r in again.remedies] == [r.summary for r in rem.remedies]
+    assert [r.action for r in again.remedies] == [r.action for r in rem.remedies]
+    for hinted, cold in zip(again.remedies, rem.remedies):    # searches stop within tolerance
+        assert hinted.capacity == pytest.approx(cold.capacity, rel=MAP_CAPACITY_TOLERANCE)
     assert again.solves < rem.solves
     cores = next(r for r in rem.remedies if r.action.kind == "cores")
     fewer = apply(m, Action("cores", "db", cores.action.value - 1))

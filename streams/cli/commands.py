@@ -166,13 +166,18 @@ class _LiveView:
         return "\n".join(self._story() + [self._alerts()])
 
     def _story(self) -> list[str]:
-        """Why the bottleneck column (marked ``*``) names another tier than the breach, and
-        the last switch of model (:mod:`streams.predict.story`), for the newest row's system."""
+        """Why the bottleneck column (marked ``*``) names another tier than the breach, the
+        remedy of a solve at risk (and why it acts elsewhere), and the last switch of model
+        (:mod:`streams.predict.story`), for the newest row's system."""
         if not self.rows:
             return []
         last = self.rows[-1]
         lines = [f"* {escape(last['system'])}: {escape(last['bottleneck_reason'])}"] \
             if last.get("bottleneck_reason") else []
+        if last.get("remediation_summary"):
+            why = last.get("remediation_reason")
+            lines.append(f"remedy {escape(last['system'])}: {escape(last['remediation_summary'])}"
+                         + (f" ({escape(why)})" if why else ""))
         switch = next((p for p in reversed(self.rows) if p.get("model_switch")
                        and p["system"] == last["system"]), None)
         if switch is not None:
@@ -258,7 +263,9 @@ def _print_summary(summary: Any, sla_s: float | None = None) -> None:
     what = "records" if summary.mapping else "windows"
     console.print(f"\n{summary.records} {what} in {summary.seconds:.1f} s: "
                   f"{summary.estimates} estimates, {summary.predictions} predictions, "
-                  f"{summary.alerts} alert events, {summary.deadletter} dead letters")
+                  f"{summary.alerts} alert events, {summary.deadletter} dead letters"
+                  + (f", {summary.replays} replays skipped (windows seen before unchanged)"
+                     if summary.replays else ""))
     first: dict[str, float] = {}
     for a in summary.alert_events:
         if a["state"] == "firing":

@@ -45,6 +45,8 @@ class RunSummary:
     predictions: int = 0
     alerts: int = 0
     deadletter: int = 0
+    #: windows skipped as replays (seen before with the same content)
+    replays: int = 0
     points: int = 0
     #: systems evicted for being idle at the system limit (``[limits]``)
     evicted: int = 0
@@ -172,6 +174,7 @@ def run_embedded(records: Iterable[str | bytes | Mapping[str, Any]], config: Con
         store.close()
     summary.seconds = time.perf_counter() - started
     summary.evicted = pipeline.evicted
+    summary.replays = pipeline.replays
     if pipeline.samples is not None:
         summary.mapping = pipeline.samples.summary()
     return summary

@@ -133,6 +133,8 @@ class Pipeline:
         self.systems: dict[str, SystemState] = {}
         self.records = 0
         self.rejected = 0
+        #: windows skipped as replays (seen before with the same content, ``TierState.admit``)
+        self.replays = 0
         #: windows accepted with a utilization clamped into [0, 1] (within the tolerance)
         self.clamped = 0
         #: per position in the current batch: the flags of an admitted flagged window
@@ -305,6 +307,9 @@ class Pipeline:
             if rejection is not None:
                 self.rejected += 1
                 out.deadletter.append((index, rejection))
+                continue
+            if tier is None:                      # a replay: applied before, skipped
+                self.replays += 1
                 continue
             if last_seen.get(w.system, -math.inf) < w.end:
                 last_seen[w.system] = w.end

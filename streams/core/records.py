@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
+import hashlib
 import json
 import math
 import re
@@ -53,7 +54,7 @@ import numpy as np
 
 __all__ = ["Window", "InvalidWindow", "parse_window", "parse_end", "format_time", "clean",
            "MAX_CORES", "MAX_USERS", "UTILIZATION_TOLERANCE", "MAX_UTILIZATION_TOLERANCE",
-           "UTILIZATION_ROUNDING", "valid_name"]
+           "UTILIZATION_ROUNDING", "valid_name", "content_digest"]
 
 #: longest accepted system, tier or class name
 MAX_NAME = 200
@@ -139,6 +140,20 @@ class Window(msgspec.Struct, frozen=True, gc=False):
         if self.users is not None:
             out["users"] = self.users
         return out
+
+
+#: a window's fields as MessagePack with every map's keys sorted (:func:`content_digest`)
+_canonical = msgspec.msgpack.Encoder(order="sorted").encode
+
+
+def content_digest(w: Window) -> int:
+    """A 56-bit digest of everything ``w`` says (every field, class maps in sorted order), the
+    same in every process and on every machine (BLAKE2b, not Python's salted ``hash``). Two
+    windows with the same digest are taken to be the same measurement: a window read again
+    (after a worker's crash) or sent again unchanged is a *replay*, one with the same ``end``
+    and another digest a conflicting duplicate (:meth:`streams.core.tier.TierState.admit`).
+    Two different windows of one tier share a digest with probability 2^-56."""
+    return int.from_bytes(hashlib.blake2b(_canonical(w), digest_size=7).digest(), "big")
 
 
 def parse_window(raw: bytes | str | Mapping[str, Any],

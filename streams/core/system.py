@@ -30,7 +30,7 @@ from solvers.mva import mva_curves
 from streams.core.plausibility import Plausibility, Verdict, far_ahead
 from streams.core.records import Window, clean
 from streams.predict.whatif import hints_of, remediate
-from streams.core.tier import Interval, TierModel, TierState
+from streams.core.tier import REPLAY, Interval, TierModel, TierState
 
 __all__ = ["Outputs", "SystemState", "solve_offset", "solve_systems"]
 
@@ -105,13 +105,13 @@ def _mix_response(m: Measured, mix: np.ndarray, classes: list[str]) -> float:
 
 
 def _remedy_text(pred: Mapping[str, Any]) -> str:
-    """``; remedy: add 1 replica of db: capacity 337 → 610 users`` -- the cheapest action of
-    the solve's remediation that is not an admission limit (that one when nothing else
-    suffices); empty without a remediation."""
-    actions = (pred.get("remediation") or {}).get("actions") or []
-    tiers = [a for a in actions if a["kind"] != "admission"]
-    best = (tiers or actions or [None])[0]
-    return f"; remedy: {best['summary']}" if best else ""
+    """``; remedy: add 1 replica of db: capacity 337 → 610 users`` -- the remedy
+    :func:`streams.predict.story.remedy_story` picked, with its reason when it does not act on
+    the breach tier; empty without a remediation."""
+    summary, why = pred.get("remediation_summary"), pred.get("remediation_reason")
+    if not summary:
+        return ""
+    return f"; remedy: {summary}" + (f" ({why})" if why else "")
 
 
 def _basis_text(pred: Mapping[str, Any]) -> str:
@@ -134,11 +134,22 @@ def _model_error_hint(pred: Mapping[str, Any]) -> str:
 
 
 def _alert_error(pred: Mapping[str, Any]) -> float | None:
-    """The error the ``model_error`` alert watches: the larger of the aggregate and the worst
-    class's (classes with at least ``confidence.MIN_CLASS_SHARE`` of the throughput)."""
-    known = [e for e in (pred["model_error"], pred.get("model_error_class_max"))
-             if e is not None]
-    return max(known) if known else None
+    """The error the ``model_error`` alert watches: the larger of the aggregate's and the worst
+    class's error pooled over the last solves, each only where it is significant
+    (:func:`streams.predict.confidence.pooled_errors`); 0 when none is, ``None`` before any
+    pooled error exists."""
+    agg = pred.get("model_error_pooled")
+    if agg is None:
+        return None
+    known = [e for e in (agg if pred.get("model_error_significant") else 0.0,
+                         pred.get("model_error_class_max")) if e is not None]
+    return max(known)
+
+
+def model_error_condition(err: float | None, thr: float) -> bool | None:
+    """The ``model_error`` alert's condition: above ``thr``; clear below
+    ``ERROR_RESOLVE_FACTOR thr``; ``None`` (the dead band, or no error) in between."""
+    return None if err is None or ERROR_RESOLVE_FACTOR * thr <= err <= thr else err > thr
 
 
 def _model_error_summary(system: str, pred: Mapping[str, Any], err: float | None, thr: float,
@@ -147,7 +158,10 @@ def _model_error_summary(system: str, pred: Mapping[str, Any], err: float | None
     the predictions; when it resolves, that they can be trusted again."""
     worst = pred.get("model_error_class")
     which = (f" (worst class {worst!r}: {100 * (pred.get('model_error_class_max') or 0):.0f}%;"
-             f" all classes: {100 * (pred['model_error'] or 0):.0f}%)" if worst else "")
+             f" all classes: {100 * (pred.get('model_error_pooled') or 0):.0f}%)"
+             if worst else "")
+    which += (f" over the last {pred['model_error_solves']} solves"
+              if pred.get("model_error_solves") else "")
     if not firing:
         return (f"{system}: the {pred['model']} model's response time is back within "
                 f"{100 * ERROR_RESOLVE_FACTOR * thr:.0f}% of the measured one "
@@ -223,6 +237,9 @@ class SystemState:
         self.last_solved: dict[str, Any] | None = None
         #: the trust of the predicted-breach alert's last event while it is active
         self.breach_trust: str | None = None
+        #: the last solves' model errors (``confidence.error_sample``), of one model family
+        self.error_samples: list[dict[str, list[float]]] = []
+        self.error_family: str | None = None
         #: newest accepted window end (event time; the reference of ``far_ahead``)
         self.newest_end: float | None = None
         #: windows held as far ahead in a row: ``[end of the first, count]``
@@ -241,7 +258,9 @@ class SystemState:
         ``rejection`` is the dead letter of a window of an unknown tier, a duplicate, one too
         late, or (``rules``) an implausible one (:mod:`streams.core.plausibility`); otherwise the
         window is admitted to ``tier`` (``late``: older than the tier's
-        newest). ``solve_at``: the solve boundary this window passed, if any -- the system is
+        newest). Neither (both ``None``): a replay, a window the tier already applied with the
+        same content (:data:`streams.core.tier.REPLAY`), skipped and counted in the tier's
+        ``replays``. ``solve_at``: the solve boundary this window passed, if any -- the system is
         solved at that event time over the windows admitted before this one, and this window
         applied after (:meth:`accept`). ``max_tiers`` / ``max_classes``
         (:class:`streams.core.config.Limits`): a window that would add a tier or classes beyond them
@@ -267,6 +286,9 @@ class SystemState:
             if verdict is not None:
                 return self._held(w, verdict), None, False, None
         reason, late, verdict = tier.admit(w, rules)
+        if reason == REPLAY:
+            tier.replays += 1
+            return None, None, False, None
         if reason is not None:
             tier.duplicates += reason.startswith("duplicate")
             return _rejection(w, "end", reason), None, False, None
@@ -621,8 +643,7 @@ class SystemState:
         errors = confidence.class_errors(model, m, now)
         for c, e in errors.items():
             pred["classes"][c]["response_time_error"] = e
-        extra["model_error_class"], extra["model_error_class_max"] = confidence.worst(
-            errors, m.throughput, confidence.MIN_CLASS_SHARE)
+        extra.update(self._pooled_error(model, m, now, pred["classes"]))
         u_errors = confidence.tier_errors(model, m, now)
         for t, e in u_errors.items():
             pred["tiers"][t]["utilization_error"] = e
@@ -635,10 +656,34 @@ class SystemState:
         extra.update(story.bottleneck_story(model, pred["bottleneck_tier"], breach,
                                             pred["breach_class"], pred["breach_tier"], fc,
                                             pred["tiers"]))
+        extra.update(story.remedy_story(pred["remediation"], pred["breach_tier"]))
         extra.update(story.model_switch(self.last_solved, now.model, cap, pred["tiers"],
                                         self.config.idc_threshold, pred["flags"]))
         self.last_solved = {"model": now.model, "capacity_users": cap}
         return extra
+
+    def _pooled_error(self, model: SystemModel, m: Measured, now: Point,
+                      classes: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        """This solve's errors added to the last ``confidence.ERROR_WINDOW`` solves' of the
+        same model family, pooled (:func:`streams.predict.confidence.pooled_errors`): per
+        class ``response_time_error_pooled`` / ``_se``; the aggregate's; the worst significant
+        class's (what the ``model_error`` alert watches, :func:`_alert_error`)."""
+        family = story.model_family(now.model)
+        if family != self.error_family:
+            self.error_samples, self.error_family = [], family
+        self.error_samples = (self.error_samples + [confidence.error_sample(model, m, now)]
+                              )[-confidence.ERROR_WINDOW:]
+        pooled = confidence.pooled_errors(self.error_samples)
+        for c, v in pooled.items():
+            if c in classes:
+                classes[c]["response_time_error_pooled"] = v["error"]
+                classes[c]["response_time_error_se"] = v["se"]
+        agg = pooled.get(confidence.ALL_CLASSES, {})
+        name, value = confidence.significant_worst(pooled)
+        return {"model_error_pooled": agg.get("error"), "model_error_pooled_se": agg.get("se"),
+                "model_error_significant": agg.get("significant"),
+                "model_error_solves": agg.get("solves"),
+                "model_error_class": name, "model_error_class_max": value}
 
     def _remediation(self, model: SystemModel, cap: int | None, limited: bool, n_now: int,
                      n_fc: int, alert_cap: int | None) -> dict[str, Any] | None:
@@ -715,7 +760,7 @@ class SystemState:
                            f"its {sla:g} s SLA"}, time)
             events += [ev] if ev else []
         err, thr = _alert_error(pred), cfg.model_error_threshold
-        cond = None if err is None or ERROR_RESOLVE_FACTOR * thr <= err <= thr else err > thr
+        cond = model_error_condition(err, thr)
         ev = self.alerts.evaluate("model_error", cond, lambda: {
             **base, "alert": "model_error", "class": None, "tier": None, "value": err,
             "threshold": thr, "summary": _model_error_summary(self.system, pred, err, thr,
@@ -744,6 +789,7 @@ class SystemState:
                 "last_alert_capacity": self.last_alert_capacity,
                 "last_solved": self.last_solved, "breach_trust": self.breach_trust,
                 "remediation_hints": self.remediation_hints,
+                "error_samples": self.error_samples, "error_family": self.error_family,
                 "newest_end": self.newest_end, "ahead": self.ahead, "held": self.held,
                 "held_due": list(self.held_due)}
 
@@ -766,6 +812,8 @@ class SystemState:
         state.last_solved = data.get("last_solved")
         state.breach_trust = data.get("breach_trust")
         state.remediation_hints = dict(data.get("remediation_hints") or {})
+        state.error_samples = list(data.get("error_samples") or [])
+        state.error_family = data.get("error_family")
         # absent in states saved before the plausibility rules
         ends = [t.ends[-1] for t in state.tiers.values() if t.ends]
         state.newest_end = data.get("newest_end", max(ends) if ends else None)

@@ -11,8 +11,10 @@ it as ``idc_reference``), the sliding regression (paper 002), the service-time p
 (:func:`estimators.tail.service_tail_p95`) and the MAP(2) fit (paper 000 section 4.1), the fit
 redone only when its inputs moved.
 
-Late and out-of-order windows: the last ``dedup_windows`` window ends of the tier are kept; a
-window whose end is among them is a duplicate (rejected, counted once); a window older than
+Late and out-of-order windows: the last ``dedup_windows`` window ends of the tier are kept,
+each with its content digest; a window whose end is among them is a replay if its content is
+the same (skipped, counted in ``replays``) and a duplicate otherwise (rejected, counted
+once); a window older than
 the newest one but not seen is applied in arrival order and flagged ``late`` (the estimators
 treat windows as exchangeable observations, so a few out of order change little); a window
 older than every kept end cannot be told apart from a duplicate and is rejected as too late.
@@ -29,6 +31,7 @@ vectors: the state the worker persists stays small.
 
 from __future__ import annotations
 
+import base64
 import bisect
 import math
 from collections import deque
@@ -51,9 +54,9 @@ from solvers.processes import MAP
 from streams.core.config import SystemConfig
 from streams.core.history import WindowHistory
 from streams.core.plausibility import Plausibility, Verdict, jumped, overlap, physical
-from streams.core.records import Window, clean
+from streams.core.records import Window, clean, content_digest
 
-__all__ = ["TierState", "TierModel", "Interval", "step_tiers"]
+__all__ = ["TierState", "TierModel", "Interval", "REPLAY", "step_tiers"]
 
 #: relative move of (mean, I, p95) that triggers a new MAP(2) fit
 REFIT_TOLERANCE = 0.05
@@ -70,6 +73,11 @@ REGRESSION_REFRESH_SHARE = 0.25
 #: windows over which the estimators' one-step-ahead utilization predictions are compared
 #: (``demand_policy = "selected"``; the window docs/accuracy.md section 3 measured)
 SELECTION_WINDOWS = 60
+
+#: :meth:`TierState.admit`'s reason for a window seen before with the same content (a replay:
+#: skipped and counted, not dead-lettered)
+REPLAY = "replay"
+
 #: per-class response times at a tier are kept as sums decayed by this factor per solve (about
 #: half an hour of one-minute solves); a class's long-run mean needs this many completions
 RESPONSE_DECAY = 0.97
@@ -402,6 +410,9 @@ class TierState:
         self.history = WindowHistory(config.history)
         self.ends: list[float] = []                 # sorted, the last dedup_windows ends
         self.starts: list[float] = []               # their windows' starts (end - window_s)
+        # their windows' content digests (records.content_digest; None: kept by a state
+        # saved before digests, whose repeats stay duplicates)
+        self.digests: list[int | None] = []
         # plausibility (streams.core.plausibility): users and completion rates of the last
         # recent_windows accepted windows, and the jumped windows held in a row
         self.recent_users: list[float] = []
@@ -409,6 +420,7 @@ class TierState:
         self.held = 0
         self.windows = 0                            # windows applied (each counted once)
         self.duplicates = 0
+        self.replays = 0                            # windows seen again unchanged (skipped)
         self.late = 0
         self.cores = 1
         self.window_s = 0.0
@@ -456,12 +468,20 @@ class TierState:
               ) -> tuple[str | None, bool, Verdict | None]:
         """Duplicate / too-late check, then plausibility against the tier's recent windows
         (:meth:`implausible`): ``(reason, late, verdict)``, both ``None`` for a window
-        admitted. An admitted window's end is remembered at once (a later window of the same
-        batch with the same end is a duplicate); ``late``: older than the newest end seen."""
+        admitted. An admitted window's end and content digest
+        (:func:`streams.core.records.content_digest`) are remembered at once (a later window of
+        the same batch with the same end is a duplicate); ``late``: older than the newest end
+        seen. A window whose end is remembered with the same digest is a replay -- read again
+        after a crash, or sent again unchanged -- and ``reason`` is :data:`REPLAY`; with
+        another digest it is a conflicting ``duplicate``."""
         ends = self.ends
         i = bisect.bisect_left(ends, w.end)
+        digest = content_digest(w)
         if i < len(ends) and ends[i] == w.end:
-            return (f"duplicate: window (system, tier, end={w.end!r}) was already processed",
+            if self.digests[i] == digest:
+                return REPLAY, False, None
+            return (f"duplicate: window (system, tier, end={w.end!r}) was already processed"
+                    + (" with other content" if self.digests[i] is not None else ""),
                     False, None)
         if i == 0 and len(ends) >= self.config.dedup_windows:
             return (f"too late: end={w.end!r} is older than the {self.config.dedup_windows} "
@@ -473,9 +493,11 @@ class TierState:
         late = i < len(ends)
         ends.insert(i, w.end)
         self.starts.insert(i, w.end - w.window_s)
+        self.digests.insert(i, digest)
         if len(ends) > self.config.dedup_windows:
             del ends[0]
             del self.starts[0]
+            del self.digests[0]
         return None, late, None
 
     def implausible(self, w: Window, i: int, rules: Plausibility) -> Verdict | None:
@@ -707,9 +729,10 @@ class TierState:
             "kalman": self.kalman.to_dict() if self.kalman else None,
             "history": self.history.to_dict() if with_history else self.history.header(),
             "ends": list(self.ends), "starts": list(self.starts),
+            "digests": _pack_digests(self.digests),
             "recent_users": list(self.recent_users), "recent_rates": list(self.recent_rates),
             "held": self.held, "windows": self.windows, "duplicates": self.duplicates,
-            "late": self.late, "cores": self.cores, "window_s": self.window_s,
+            "replays": self.replays, "late": self.late, "cores": self.cores, "window_s": self.window_s,
             "interval": self.interval.to_dict(), "fit_inputs": self.fit_inputs, "fit": self.fit,
             "model": self.model, "idc_seq": self.idc_seq, "regression": self.regression,
             "reg_seq": self.reg_seq, "separability": self.separability,
@@ -739,6 +762,10 @@ class TierState:
         # absent in states saved before the plausibility rules: the newest window's length
         state.starts = list(data.get("starts") or
                             [e - float(data["window_s"]) for e in state.ends])
+        packed = data.get("digests")                       # absent in older states
+        state.digests = _unpack_digests(packed) if packed is not None \
+            else [None] * len(state.ends)
+        state.replays = data.get("replays", 0)
         state.recent_users.extend(data.get("recent_users", ()))
         state.recent_rates.extend(data.get("recent_rates", ()))
         state.held = data.get("held", 0)
@@ -755,6 +782,18 @@ class TierState:
                                     _nan_in(sel["regression"])))
             state.estimator = sel["estimator"]
         return state
+
+
+def _pack_digests(digests: Sequence[int | None]) -> str:
+    """The digests as one base64 string of 7-byte big-endian numbers (``None``: 0): half the
+    JSON of the numbers themselves, in a state persisted with every batch."""
+    return base64.b64encode(b"".join((d or 0).to_bytes(7, "big") for d in digests)).decode()
+
+
+def _unpack_digests(packed: str) -> list[int | None]:
+    """:func:`_pack_digests` undone (0: ``None``, a digest unknown)."""
+    raw = base64.b64decode(packed)
+    return [int.from_bytes(raw[i:i + 7], "big") or None for i in range(0, len(raw), 7)]
 
 
 def _separability_fields(separability: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:

@@ -405,10 +405,14 @@ def system(defaults: SystemConfig = SystemConfig()) -> dict[str, Any]:
     error = timeseries(
         "Model error",
         f"Relative error of the model's mean response time (and throughput) at the current "
-        f"population against the measured one. Above the red line (model_error_threshold = "
+        f"population against the measured one, at this solve and pooled over the last 10 "
+        f"solves (completion-weighted). Where the pooled error (or a class's) is significant "
+        f"and above the red line (model_error_threshold = "
         f"{defaults.model_error_threshold:g}, the default) perfcast raises model_error: do "
         f"not trust its predictions.",
         [flux.series("prediction", "model_error", '"response time error"', where=SYSTEM),
+         flux.series("prediction", "model_error_pooled", '"response time error, pooled"',
+                     where=SYSTEM),
          flux.series("prediction", "throughput_error", '"throughput error"', where=SYSTEM)],
         "percentunit", minimum=0, threshold=defaults.model_error_threshold)
     error_detail = timeseries(
@@ -417,7 +421,8 @@ def system(defaults: SystemConfig = SystemConfig()) -> dict[str, Any]:
         "against the measured one (|R_c - R_c measured| / R_c measured); per tier, the "
         "absolute error of its predicted utilization (|U - U measured|). The aggregate model "
         "error weighs classes by throughput and can hide one class far off; the model_error "
-        "alert watches the worst class with at least 5% of the throughput too.",
+        "alert watches each class's error pooled over the last 10 solves too, where it is "
+        "significant (one solve's mean of a class with few completions is noise).",
         [flux.series("class_prediction", "response_time_error", _name(_CLASS, " response time"),
                      where=SYSTEM),
          flux.series("tier_prediction", "utilization_error", _name(_TIER, " utilization"),

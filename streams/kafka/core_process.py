@@ -62,7 +62,8 @@ class BatchResult:
     by system; ``urgent``: line protocol of the predictions and alerts (written to InfluxDB
     before the state); ``lines``: of the estimates and dead letters (buffered); ``changelog``:
     ``(partition, key, value)`` of the state the batch changed; ``windows``: records in the
-    batch; ``seconds``: time the step took."""
+    batch; ``seconds``: time the step took; ``replays``: records skipped as replays (windows
+    the state had applied with the same content, ``streams.core.tier.REPLAY``)."""
 
     records: dict[str, list[tuple[bytes | None, bytes]]]
     urgent: list[str]
@@ -70,6 +71,7 @@ class BatchResult:
     changelog: list[tuple[int, bytes, bytes]]
     windows: int
     seconds: float
+    replays: int = 0
 
 
 def _keyed(records: list[dict[str, Any]]) -> list[tuple[bytes | None, bytes]]:
@@ -116,6 +118,7 @@ def run_batch(core: TableBackedPipeline, values: list[bytes], partitions: list[i
     then its outputs encoded and -- with ``persist`` -- the state changed since the last
     persist snapshotted. An empty batch with ``persist`` only snapshots."""
     t0 = time.perf_counter()
+    replayed = core.replays
     out = core.process_batch(values, partitions) if values else Outputs()
     records = {name: _keyed(getattr(out, name)) for name in OUTPUT_TOPICS}
     urgent = lines(Outputs(predictions=out.predictions, alerts=out.alerts))
@@ -123,7 +126,7 @@ def run_batch(core: TableBackedPipeline, values: list[bytes], partitions: list[i
                      deadletter_time=received)
     changelog = core.persist() if persist else []
     return BatchResult(records, urgent, buffered, changelog, len(values),
-                       time.perf_counter() - t0)
+                       time.perf_counter() - t0, core.replays - replayed)
 
 
 class Mirror:

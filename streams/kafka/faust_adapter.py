@@ -21,9 +21,9 @@ this module was written):
 * ``faust.transport.consumer.Consumer._read_offset``: :func:`read_offsets`. Why: the backlog
   that lets a batch close early when the worker has caught up (``streams.kafka.batching.backlog``).
 * ``faust.transport.consumer.Consumer._commit_offsets``: :func:`commit_offsets`. Why: Faust
-  has no public call that commits given offsets, and forgets the acknowledgements of revoked
-  partitions as a revocation begins; the worker commits what it finished before handing a
-  partition over (``streams.kafka.handover``).
+  has no public call that commits given offsets; the worker commits the offsets of the
+  windows it finished itself, periodically and before handing a partition over
+  (``streams.kafka.handover``).
 * ``faust.Stream._enable_passive``: :func:`enable_passive`. Why: drains the stream in the
   background so its processors see every event, exactly as ``Stream.take_events`` does
   (``streams.kafka.batching.adaptive_batches``).
@@ -61,9 +61,10 @@ from typing import Any, Callable, Mapping
 from mode.services import WaitResults
 
 __all__ = ["SUPPORTED", "UnsupportedFramework", "check_versions", "commit_offsets",
-           "disable_spinner", "enable_passive", "fetcher_of", "has_replaced_wait_first", "installed_versions",
-           "read_offsets", "replace_wait_first", "set_fetch_limits", "stop_events",
-           "unsupported_versions", "wait_results"]
+           "committed_offsets", "disable_spinner", "enable_passive", "fetcher_of",
+           "has_replaced_wait_first", "installed_versions", "read_offsets",
+           "replace_wait_first", "set_fetch_limits", "stop_events", "unsupported_versions",
+           "wait_results"]
 
 #: the distributions whose internals this module uses: (lowest supported version, first
 #: unsupported version); the same ranges as the pins in ``pyproject.toml``
@@ -149,6 +150,12 @@ def set_fetch_limits(app: Any, wait_ms: int, min_bytes: int) -> None:
 def read_offsets(consumer: Any) -> Mapping[Any, int | None]:
     """Faust's consumer's last read offset per topic partition (``_read_offset``)."""
     return consumer._read_offset
+
+
+def committed_offsets(consumer: Any) -> Mapping[Any, int | None]:
+    """Faust's consumer's record of the offset last committed per topic partition
+    (``_committed_offset``)."""
+    return consumer._committed_offset
 
 
 async def commit_offsets(consumer: Any, offsets: Mapping[Any, int]) -> bool:

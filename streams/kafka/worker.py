@@ -31,19 +31,24 @@ alerts, until InfluxDB has those points), (3) it writes the snapshot to the tabl
 changelog topic (through the same batching producer) and waits until Kafka has it, and only
 then are the batch's windows acknowledged, so the changelog always covers every committed
 window. The next batch's core runs during (2) and (3); its outputs are queued only after the
-batch before it is finished, so every topic and the changelog keep the batches' order. After a
+batch before it is finished, so every topic and the changelog keep the batches' order. Each
+partition's windows are taken once and in offset order from its committed offset
+(:class:`streams.kafka.continuity.OffsetGuard`: repeats skipped, a gap sought back). After a
 crash, the windows between the last commit and the crash are read again; those the restored
-state already holds are recognised as duplicates (dead-lettered with reason
-``duplicate``) and counted once, the others are processed. Outputs are at least once: a crash
+state already holds are replays (same content: skipped and counted, no output), the others
+are processed. Outputs are at least once: a crash
 between (2) and (3) produces a batch's records again (their ``(system, tier, seq)`` /
 ``(system, time)`` identify them; InfluxDB overwrites equal points). Estimate points still in
 the InfluxDB sink's buffer when the worker dies are lost (at most one flush interval). At
 shutdown the agent takes no new batch and finishes the ones it has before the producer stops.
 
 Rebalances: a revocation returns only once the batches in hand are finished and the revoked
-partitions' offsets committed, and windows taken in before it are left to the partition's
-next owner (``hand_over``, ``current``), so partitions move with exactly the state of their
-committed windows (``docs/pipeline.md``, "Delivery guarantees").
+partitions' offsets committed, windows taken in before it are left to the partition's next
+owner (``hand_over``, ``current``), and no batch is taken until the new assignment's tables
+are recovered (``ready``), so partitions move with exactly the state of their committed
+windows (``docs/pipeline.md``, "Delivery guarantees"). ``PERFCAST_DEBUG_OFFSETS=1`` logs
+every 2 s, per source partition, Faust's committed, read and high-water offsets and the
+worker's finished offset (:func:`streams.kafka.handover.offsets_report`).
 """
 
 from __future__ import annotations
@@ -62,8 +67,11 @@ from streams.core.config import Config, KafkaSettings
 from streams.kafka.core_process import (OUTPUT_TOPICS, BatchResult, CoreProcess, CoreRunner,
                                   InlineCore)
 from streams.kafka.delivery import deliver_directly
-from streams.kafka.faust_adapter import check_versions, disable_spinner, set_fetch_limits
-from streams.kafka.handover import FinishedOffsets, commit_finished
+from streams.kafka.continuity import OffsetGuard
+from streams.kafka.faust_adapter import (check_versions, committed_offsets, disable_spinner,
+                                         set_fetch_limits)
+from streams.kafka.handover import (COMMIT_INTERVAL_S, FinishedOffsets, commit_finished,
+                                    offsets_report)
 from streams.sinks.influx import InfluxSink
 
 __all__ = ["build_app", "faust_broker_options", "faust_worker", "tune_fetches"]
@@ -229,6 +237,7 @@ class BatchStats:
 
     def __init__(self) -> None:
         self.windows = 0
+        self.replays = 0
         self.batches = 0
         self.seconds = dict.fromkeys(self.PHASES, 0.0)
         self.ages: list[float] = []
@@ -238,6 +247,7 @@ class BatchStats:
         """A finished batch: its phases' seconds as :class:`streams.kafka.batch_flow.BatchFlow`
         measured them (``run`` split into ``core`` and ``wait``)."""
         self.windows += result.windows
+        self.replays += result.replays
         self.batches += 1
         split = {**seconds, "core": result.seconds, "wait": seconds["run"] - result.seconds}
         for phase in self.PHASES:
@@ -257,7 +267,9 @@ class BatchStats:
                 f"ms per window: {parts}")
         if self.ages:
             line += f"; oldest window at batch start: {1e3 * max(self.ages):.0f} ms"
-        self.windows, self.batches = 0, 0
+        if self.replays:
+            line += f"; {self.replays} replays skipped (windows seen before unchanged)"
+        self.windows, self.batches, self.replays = 0, 0, 0
         self.seconds = dict.fromkeys(self.PHASES, 0.0)
         self.ages = []
         return line
@@ -292,8 +304,10 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
                     consumer_auto_offset_reset="earliest", table_cleanup_interval=3600.0,
                     # large polls: Faust's consumer pays per fetch as well as per message
                     broker_max_poll_records=POLL_RECORDS, consumer_max_fetch_size=FETCH_BYTES)
+    # acks=False: Faust never commits the source; the worker commits what it finished
+    # (streams.kafka.handover)
     source = app.topic(k.topic("windows"), key_type=bytes, value_type=bytes,
-                       partitions=partitions)
+                       partitions=partitions, acks=False)
     producer = OutputProducer(k)
     state = app.Table("state", key_type=bytes, value_type=bytes, partitions=partitions)
     runner: CoreRunner = (CoreProcess if core_process else InlineCore)(config, state)
@@ -303,6 +317,7 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
     app.perfcast_sink = sink
     stats = app.perfcast_stats = BatchStats()
     debug_batches = bool(os.environ.get("PERFCAST_DEBUG_BATCHES"))   # log every batch
+    debug_offsets = bool(os.environ.get("PERFCAST_DEBUG_OFFSETS"))   # log offsets every 2 s
     idle = asyncio.Event()            # set when no batch is in the agent's hands
     idle.set()
     stopping = asyncio.Event()        # set once the worker shuts down
@@ -323,9 +338,24 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
         deliver_directly(app.consumer)
         settled.set()
 
+    if debug_offsets:
+        @app.timer(interval=2.0)
+        async def offsets() -> None:
+            log.info("offsets (generation %s): %s", app.consumer_generation_id,
+                     offsets_report(app.consumer, source.get_topic_name(), finished))
+
+    @app.timer(interval=COMMIT_INTERVAL_S)
+    async def commit() -> None:
+        """The finished windows' offsets (Faust does not commit the source: ``acks=False``);
+        a rebalance's hand-over commits its own."""
+        if assigned():
+            await commit_finished(app.consumer, finished.due(app.consumer.assignment()))
+
     @app.on_partitions_revoked.connect
     async def _revoked(app_: Any, revoked: Any, **kwargs: Any) -> None:
         settled.clear()                   # the agent takes no new batch until the assignment
+        log.info("revocation (generation %s): %s", app.consumer_generation_id,
+                 offsets_report(app.consumer, source.get_topic_name(), finished))
         await hand_over(revoked)
         runner.forget()
 
@@ -382,7 +412,58 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
         """The events fetched under the present assignment: those taken in before a rebalance
         are read again by whoever owns their partition now (from its committed offset)."""
         generation = app.consumer_generation_id
-        return [e for e in events if e.message.generation_id == generation]
+        kept = [e for e in events if e.message.generation_id == generation]
+        if len(kept) < len(events):
+            dropped: dict[int, list[int]] = {}
+            for e in events:
+                if e.message.generation_id != generation:
+                    dropped.setdefault(e.message.partition, []).append(e.message.offset)
+            log.info("generation %s: %d windows of an earlier generation left to be read "
+                     "again: %s", generation, len(events) - len(kept),
+                     {p: f"{min(o)}-{max(o)} ({len(o)})" for p, o in sorted(dropped.items())})
+        return kept
+
+    guard = OffsetGuard()             # each partition's windows once, in offset order
+
+    def assigned() -> bool:
+        """No rebalance under way: the assignment's tables are recovered and its partitions
+        sought to their committed offsets (Faust's ``actives_ready``)."""
+        return settled.is_set() and app.tables.actives_ready
+
+    async def ready() -> bool:
+        """Wait until :func:`assigned`; ``False`` if the worker stops meanwhile."""
+        while not assigned():
+            if stopping.is_set():
+                return False
+            await settled.wait() if not settled.is_set() else await asyncio.sleep(0.02)
+        return not stopping.is_set()
+
+    async def continuing(events: list[Any]) -> list[Any]:
+        """The events that continue their partitions (:mod:`streams.kafka.continuity`); a
+        partition with a gap is sought back to the first window missing."""
+        generation = app.consumer_generation_id
+        topic = source.get_topic_name()
+        if guard.generation != generation:
+            committed = committed_offsets(app.consumer)
+            starts = {tp: committed.get(tp) for tp in app.consumer.assignment()
+                      if tp.topic == topic}
+            # none committed (Faust records a commit of 0 as none too): the consumer starts
+            # at the earliest offset (consumer_auto_offset_reset)
+            unknown = [tp for tp, offset in starts.items() if offset is None]
+            if unknown:
+                starts.update(await app.consumer.earliest_offsets(*unknown))
+            guard.start(generation, starts)
+            log.info("generation %s starts at %s", generation,
+                     {tp.partition: o for tp, o in sorted(guard.next.items())})
+        checked = guard.check(events, time.monotonic())
+        if checked.skipped or checked.jumps:
+            level = logging.WARNING if checked.gaps or checked.repeated or checked.jumps \
+                else logging.INFO
+            log.log(level, "generation %s: %d windows skipped: %s", generation,
+                    checked.skipped, checked.summary())
+            for tp, offset in checked.gaps.items():
+                await app.consumer.seek(tp, offset)
+        return checked.events
 
     @app.on_before_shutdown.connect
     async def _shutdown(app_: Any, **kwargs: Any) -> None:
@@ -396,6 +477,10 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
             log.warning("shutting down with a batch not finished (read again on restart)")
         except Exception:                                  # noqa: BLE001 -- reported here
             log.exception("a batch failed at shutdown (read again on restart)")
+        try:
+            await commit_finished(app.consumer, finished.take(app.consumer.assignment()))
+        except Exception:                                  # noqa: BLE001 -- reported here
+            log.exception("finished offsets not committed at shutdown (read again on restart)")
         await producer.stop()
         await runner.stop()
 
@@ -417,10 +502,13 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
         async for events in adaptive_batches(stream, batch, within_s):
             if stopping.is_set():
                 break                     # not acknowledged: read again after a restart
-            await settled.wait()          # a rebalance under way: until the new assignment
-            events = current(events)
+            if not await ready():         # a rebalance under way: until the new assignment
+                break
+            events = await continuing(current(events))
             if stopping.is_set():
                 break
+            if not assigned() or guard.generation != app.consumer_generation_id:
+                continue                  # a rebalance began meanwhile: read again later
             if not events:
                 continue
             idle.clear()

@@ -333,8 +333,10 @@ def capacity_search(excess: Callable[[int], float], *, start: int, limit: int,
     2 start, 4 start, ...``), until the answer is bracketed. A start near the answer (the last
     solve's capacity) wants a small first step: a probe far beyond capacity is the most
     expensive solve of a MAP network. Inside the bracket it interpolates linearly (regula
-    falsi, with a bisection step whenever an end repeats), until the bracket is within
-    ``max(1, rel_tol * n)``: expensive solvers need a few probes, not ``log2 n``.
+    falsi, Illinois variant: the end that stays twice has its value halved, so a convex
+    ``excess`` does not pin one end), aiming half the tolerance past the estimate away from the
+    end that moved last, until the bracket is within ``max(1, rel_tol * n)``: expensive solvers
+    need a few probes, not ``log2 n``.
     Returns ``(n, limited)``; ``limited`` when ``limit`` itself meets the targets.
     """
     known = dict(known or {})
@@ -368,17 +370,27 @@ def capacity_search(excess: Callable[[int], float], *, start: int, limit: int,
                     hi = probe
                     break
                 lo, step = probe, min(2.0 * step, 1.0)
-    last, bisect_next = "", False
+    side = ""
+    f_lo, f_hi = known.get(lo), known[hi]
     while hi - lo > max(1, int(rel_tol * hi)):
-        g_lo, g_hi = known.get(lo), known[hi]
         mid = (lo + hi) // 2
-        if not bisect_next and g_lo is not None and g_hi > g_lo:
-            mid = lo + int(round((hi - lo) * (-g_lo) / (g_hi - g_lo)))
-            mid = min(max(mid, lo + 1), hi - 1)
-        moved = "hi" if check(mid) > 0 else "lo"
-        hi, lo = (mid, lo) if moved == "hi" else (hi, mid)
-        bisect_next = moved == last and not bisect_next
-        last = moved
+        if f_lo is not None and f_hi > f_lo:
+            aim = lo + (hi - lo) * (-f_lo) / (f_hi - f_lo)
+            # a little past the estimate, away from the end that just moved: the next probe
+            # can then close the bracket to the tolerance from the other side
+            nudge = max(1.0, rel_tol * hi) / 2
+            aim += nudge if side == "lo" else -nudge if side == "hi" else 0.0
+            mid = min(max(int(round(aim)), lo + 1), hi - 1)
+        if check(mid) > 0:
+            hi, f_hi = mid, known[mid]
+            if side == "hi" and f_lo is not None:
+                f_lo /= 2                                   # Illinois: the stale end's weight
+            side = "hi"
+        else:
+            lo, f_lo = mid, known[mid]
+            if side == "lo":
+                f_hi /= 2
+            side = "lo"
     return lo, False
 
 
@@ -386,13 +398,16 @@ def model_capacity(model: SystemModel, warm: int | None = None) -> tuple[int | N
     """Largest population within every SLA, ``(n, limited)``: on the MVA curve
     (:meth:`SystemModel.mva_capacity`); for the MAP network bracketed from the populations
     already solved and ``warm`` (a population near the answer: the last solve's capacity;
-    steps of 12%), or the MVA answer without one (steps doubling), to within
+    steps of 12%), or half the MVA answer without one (steps doubling), to within
     :data:`MAP_CAPACITY_TOLERANCE`."""
     cap, limited = model.mva_capacity()
     if cap is None or model.processes is None or limited:
         return cap, limited
     known = {n: model.excess(p) for n, p in model.solved().items()}
-    start, growth = cap + 1, 2.0
+    # cold: from half of MVA's capacity (bursty service lowers it, and a probe past the
+    # MAP network's saturation is its costliest solve: 4 tiers, 2 bursty: 6.8 s at MVA's
+    # capacity of 5,474 users, 0.4 s at half of it), doubling up if that half meets the SLA
+    start, growth = max((cap + 1) // 2, 1), 2.0
     if warm is not None:                 # loads and estimates move slowly between solves
         start, growth = min(max(warm, 1), cap + 1), 1.0 + 4 * MAP_CAPACITY_TOLERANCE
     return capacity_search(lambda n: model.excess(model.at(n)), start=start,

@@ -18,6 +18,15 @@ demo's shop: ~180 users under MVA, ~130 on the MAP network, from one solve to th
 :func:`model_switch` marks the solve at which the model family changes (``model_switch``
 ``"mva -> map"`` and a ``model_switch_reason``), so charts and records say why capacity
 jumped.
+
+The remediation (:mod:`streams.predict.whatif`) ranks actions by cost, whatever tier they act
+on. :func:`remedy_story` picks the remedy the alert quotes -- the cheapest tier action (at equal
+cost the one on the breach tier), the admission limit when no single tier action suffices --
+and names its tier (``remediation_tier``); when that is not the breach tier it says why in
+``remediation_reason`` (``None`` when they agree): a cheaper action elsewhere (with the breach
+tier's own cheapest and its cost), or no action on one tier restoring every SLA at the
+required users within the search limits (the breach needs more than one tier: ``perfcast
+whatif`` applies several).
 """
 
 from __future__ import annotations
@@ -26,7 +35,7 @@ from typing import Any, Mapping
 
 from streams.predict.model import Point, SystemModel
 
-__all__ = ["bottleneck_story", "model_family", "model_switch"]
+__all__ = ["bottleneck_story", "model_family", "model_switch", "remedy_story"]
 
 
 def bottleneck_story(model: SystemModel, busiest: str, breach: Point | None,
@@ -62,6 +71,45 @@ def bottleneck_story(model: SystemModel, busiest: str, breach: Point | None,
                        f"{100 * prob:.0f}% of the time")
     return {"bottleneck_reason": reason, "breach_tier_share": share,
             "breach_tier_bottleneck_probability": prob}
+
+
+def remedy_story(remediation: Mapping[str, Any] | None,
+                 breach_tier: str | None) -> dict[str, Any]:
+    """``remediation_summary`` and ``remediation_tier`` of the remedy the alert quotes, and
+    ``remediation_reason`` when its tier is not ``breach_tier`` (module docstring); all
+    ``None`` without a remediation."""
+    actions = list((remediation or {}).get("actions") or [])
+    if not actions:
+        return {"remediation_summary": None, "remediation_tier": None,
+                "remediation_reason": None}
+    tiers = [a for a in actions if a["kind"] != "admission"]
+    best = (min(tiers, key=lambda a: (a["cost"], a["tier"] != breach_tier))
+            if tiers else actions[0])
+    reason = None
+    if breach_tier is not None and best["tier"] != breach_tier:
+        own = min((a for a in tiers if a["tier"] == breach_tier), key=lambda a: a["cost"],
+                  default=None)
+        required = (remediation or {}).get("required_users")
+        if best["tier"] is None:
+            missing = (remediation or {}).get("unreachable") or []
+            tiers_tried = list(dict.fromkeys(u.split()[1] for u in missing if len(u.split()) > 1))
+            reason = (f"no single action on {' or '.join(tiers_tried) or breach_tier} (cores, "
+                      f"replicas, CPU speed within the search limits) restores every SLA at "
+                      f"{required} users"
+                      + ("" if not any("budget" in u for u in missing) else
+                         " (some not searched: the solve budget ran out)")
+                      + f": relieving {breach_tier} takes more than one action "
+                      f"(perfcast whatif combines them), so the admission limit is the remedy "
+                      f"listed")
+        else:
+            reason = (f"the cheapest remedy acts on {best['tier']} (cost {best['cost']:.3g}), "
+                      f"not on {breach_tier} that causes the breach: ")
+            reason += (f"{breach_tier}'s cheapest, {own['summary']}, costs {own['cost']:.3g}"
+                       if own is not None else
+                       f"no single action on {breach_tier} restores every SLA at {required} "
+                       f"users within the search limits")
+    return {"remediation_summary": best["summary"], "remediation_tier": best["tier"],
+            "remediation_reason": reason}
 
 
 def model_family(kind: str | None) -> str | None:

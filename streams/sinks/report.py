@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from streams.core.config import Config
+from streams.predict.confidence import BAND_EVERY
 from streams.sinks.schema import MEASUREMENTS
 
 __all__ = ["ReportError", "Thresholds", "SystemData", "StoreData", "load_store",
@@ -557,19 +558,27 @@ class TimeChart:
         return " ".join(parts)
 
     def _band(self, s: Series, y: Callable[[float], float]) -> str:
+        """One polygon per run of band points. The pipeline computes the band at risk and
+        on every ``BAND_EVERY``-th solve otherwise (``streams.predict.confidence``): solves
+        between two band points are bridged (the band was not computed there, not
+        undefined); a longer gap ends the run."""
         out, run = [], []
         times, lower = _thin(s.times, s.lower)
         upper = list(s.upper)
         if len(times) < len(s.times):       # thinned: the upper bound at the kept times
             at = {t: i for i, t in enumerate(s.times)}
             upper = [s.upper[at[t]] for t in times]
+        steps = [b - a for a, b in zip(s.times, s.times[1:]) if b > a]
+        thinned = 1 if len(times) == len(s.times) else 2 * math.ceil(len(s.times) / len(times))
+        bridge = ((BAND_EVERY + 0.5) * thinned * sorted(steps)[len(steps) // 2]
+                  if steps else 0.0)
         for t, lo, hi in zip(times, lower, upper):
             if lo is None or hi is None:
-                if run:
-                    out.append(run)
+                continue
+            if run and t - run[-1][0] > bridge:
+                out.append(run)
                 run = []
-            else:
-                run.append((t, lo, hi))
+            run.append((t, lo, hi))
         if run:
             out.append(run)
         polys = []
@@ -1031,10 +1040,12 @@ class _Charts:
                           series=series, markers=self.markers + _switch_markers(self.s),
                           note="The SLA breaks where users cross capacity; the forecast is the "
                                "users trend extrapolated over the horizon. The band: capacity "
-                               "with every demand at ±1 standard error (Kalman covariance) and "
-                               "a bursty tier's I at the ends of its confidence interval, "
-                               "computed when a breach is near. A grey line marks a switch of "
-                               "model (MVA ↔ MAP network): capacity jumps there.")
+                               "with every demand at ±1.645 standard errors (Kalman "
+                               "covariance) and a bursty tier's I at the ends of its "
+                               "confidence interval, computed when a breach is near and on "
+                               f"every {BAND_EVERY}th solve (bridged between). A grey line "
+                               "marks a switch of model (MVA ↔ MAP network): capacity jumps "
+                               "there.")
 
     def model_error(self) -> TimeChart:
         thr = self.s.thresholds.model_error
@@ -1235,8 +1246,22 @@ def remediation_html(system: SystemData) -> str:
             f'{_num(first.get("required_users"), ".0f")} expected within the horizon; the '
             f'smallest action of each kind that keeps every class within its SLA there, on '
             f'the model the prediction used, cheapest first (remediation_costs)</p>'
+            f'{_remedy_line(system, first["time"])}'
             f'<table class="alerts remediation"><thead><tr>{head}</tr></thead>'
             f'<tbody>{body}</tbody></table>')
+
+
+def _remedy_line(system: SystemData, time: float) -> str:
+    """The remedy the alert quotes at the solve of ``time`` and, when it does not act on the
+    breach tier, why (:func:`streams.predict.story.remedy_story`); empty for a store without
+    them."""
+    p = next((q for q in reversed(system.predictions) if q["time"] == time), {})
+    summary, why = p.get("remediation_summary"), p.get("remediation_reason")
+    if not summary:
+        return ""
+    return (f'<p class="remedy">remedy (the alert quotes it): <b>{_esc(summary)}</b>'
+            f' (breach tier {_esc(p.get("breach_tier") or "–")})'
+            + (f'; {_esc(why)}' if why else "") + "</p>")
 
 
 def _system_section(system: SystemData, index: int) -> str:

@@ -35,12 +35,15 @@ MEASUREMENTS: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
         "capacity_users_upper": _I, "time_to_breach_lower_s": _F,
         "time_to_breach_upper_s": _F, "band_flags": _S, "bottleneck_reason": _S,
         "breach_tier_share": _F, "breach_tier_bottleneck_probability": _F,
-        "model_switch": _S, "model_switch_reason": _S, "alert_capacity_users": _I,
-        "alert_time_to_breach_s": _F, "alert_basis": _S}),
+        "model_switch": _S, "model_switch_reason": _S, "remediation_summary": _S,
+        "remediation_tier": _S, "remediation_reason": _S, "model_error_pooled": _F,
+        "model_error_pooled_se": _F, "model_error_significant": _B, "model_error_solves": _I,
+        "alert_capacity_users": _I, "alert_time_to_breach_s": _F, "alert_basis": _S}),
     "class_prediction": (("system", "class"), {
         "throughput": _F, "response_time": _F, "throughput_forecast": _F,
         "response_time_forecast": _F, "throughput_measured": _F,
-        "response_time_measured": _F, "sla_s": _F, "response_time_error": _F}),
+        "response_time_measured": _F, "sla_s": _F, "response_time_error": _F,
+        "response_time_error_pooled": _F, "response_time_error_se": _F}),
     "tier_prediction": (("system", "tier"), {
         "utilization": _F, "utilization_forecast": _F, "utilization_measured": _F,
         "demand_s": _F, "idc": _F, "bursty": _B, "bottleneck_probability": _F,

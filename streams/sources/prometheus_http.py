@@ -12,8 +12,9 @@ past ``e + lag_s`` (the scrape interval plus Prometheus' ingestion delay), the w
 are sent to ``perfcast.windows`` and Kafka's acknowledgement awaited, and only then is ``e``
 written to the checkpoint file. After a restart the follower starts after the checkpoint's
 end, so every window is sent at least once; a window sent twice (a crash between Kafka's
-acknowledgement and the checkpoint) has the same ``(system, tier, end)`` and is dead-lettered
-by the worker as a duplicate, never counted twice. Progress is logged at ``info`` for every
+acknowledgement and the checkpoint) has the same ``(system, tier, end)``: the worker skips it
+as a replay if its content is the same, dead-letters it as a duplicate if not, and never
+counts it twice. Progress is logged at ``info`` for every
 batch (``windows up to ...: N records, G gaps, behind by S s``).
 """
 
