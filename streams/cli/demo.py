@@ -7,9 +7,10 @@ time is the next value of its tier's service-time sequence times its class's mul
 (``D[m, c] / D[m]``). The front's sequence is exponential; the database's is the bursty MAP(2)
 of paper 000's browsing mix (``I ~ 200``: long runs of fast service and rarer runs of slow
 service that hit every class at once, during which the database and not the front server is
-the bottleneck -- paper 000 section 4.1's tier service process, the system perfcast models). Users hold steady for a while (so the
-burstiness can be measured), then ramp up until the shop breaks its response-time SLA --
-perfcast should predict that before it happens.
+the bottleneck: paper 000 section 4.1's tier service process, the system perfcast models;
+docs/accuracy.md section 8). Users hold steady for a while (so the burstiness can be
+measured), then ramp up until the shop breaks its response-time SLA -- perfcast should
+predict that before it happens.
 """
 
 from __future__ import annotations
