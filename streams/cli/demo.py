@@ -1,12 +1,16 @@
 """The built-in demo workload: a TPC-W-like two-tier shop under a browsing mix.
 
-Paper 000's testbed in simulation (:mod:`solvers.simulation`): users think 0.5 s, then send a
-request to the front server, which calls the database. Four browsing-mix classes with their
-own demands; the database's service is the bursty MAP(2) of paper 000's browsing mix
-(``I ~ 200``: long runs of fast service and rarer runs of slow service, during which the
-database and not the front server is the bottleneck). Users hold steady for a while (so the
-burstiness can be measured), then ramp up until the shop breaks its response-time SLA --
-perfcast should predict that before it happens.
+Paper 000's testbed as a physical system (:mod:`solvers.simulation.physical`): users think
+0.5 s, then send a request to the front server, which calls the database. Each tier has one
+core and one FCFS queue. Four browsing-mix classes with their own demands: a request's service
+time is the next value of its tier's service-time sequence times its class's multiplier
+(``D[m, c] / D[m]``). The front's sequence is exponential; the database's is the bursty MAP(2)
+of paper 000's browsing mix (``I ~ 200``: long runs of fast service and rarer runs of slow
+service that hit every class at once, during which the database and not the front server is
+the bottleneck: paper 000 section 4.1's tier service process, the system perfcast models;
+docs/accuracy.md section 8). Users hold steady for a while (so the burstiness can be
+measured), then ramp up until the shop breaks its response-time SLA -- perfcast should
+predict that before it happens.
 """
 
 from __future__ import annotations
@@ -15,11 +19,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from solvers.paper000 import THINK_TIME, scenarios
-from solvers.simulation.monitoring import monitor_closed
-from solvers.simulation.network import ClosedNetwork, Queue
+from solvers.simulation.physical import PhysicalNetwork, Tier, monitor_physical
 from streams.core.config import Config, SystemConfig
 
-__all__ = ["DemoScenario", "demo_records", "demo_config"]
+__all__ = ["DemoScenario", "demo_network", "demo_records", "demo_config"]
 
 #: browsing-mix classes: (name, share, front demand s, database demand s)
 CLASSES = (("home", 0.30, 0.0040, 0.0030),
@@ -57,17 +60,28 @@ class DemoScenario:
         return out
 
 
+def demo_network(users: int) -> PhysicalNetwork:
+    """The shop with ``users`` users: per tier one core, one FCFS queue and one service-time
+    sequence (front exponential, db paper 000's bursty MAP(2)) whose mean is the tier's
+    aggregate demand ``D_m = sum_c p_c D_{m,c}``; class ``c`` multiplies it by
+    ``D_{m,c} / D_m``, so the true demands are ``CLASSES``'."""
+    mix = tuple(c[1] for c in CLASSES)
+    tiers = []
+    for name, col in (("front", 2), ("db", 3)):
+        demands = [c[col] for c in CLASSES]
+        mean = sum(p * d for p, d in zip(mix, demands))
+        service = scenarios()["bottleneck_switch"].database.scaled(mean) if name == "db" \
+            else mean
+        tiers.append(Tier(name, 1, service, tuple(d / mean for d in demands)))
+    return PhysicalNetwork(tiers=tuple(tiers), classes=tuple(c[0] for c in CLASSES), mix=mix,
+                           think_time=THINK_TIME, population=users)
+
+
 def demo_records(sc: DemoScenario = DemoScenario()) -> list[dict[str, Any]]:
     """Input-contract records of the simulated shop, window by window, tier by tier."""
-    bursty = scenarios()["bottleneck_switch"].database
-    net = ClosedNetwork(
-        queues=[Queue("front", [c[2] for c in CLASSES]),
-                Queue("db", [bursty.scaled(c[3]) for c in CLASSES])],
-        populations=sc.users_start, think_times=THINK_TIME,
-        classes=[c[0] for c in CLASSES], mix=[c[1] for c in CLASSES])
-    return monitor_closed(net, sc.duration_s, sc.window_s, schedule=sc.schedule(),
-                          system=sc.system, start_time=sc.start_s, iso_time=True,
-                          seed=sc.seed)
+    return monitor_physical(demo_network(sc.users_start), sc.duration_s, sc.window_s,
+                            schedule=sc.schedule(), system=sc.system, start_time=sc.start_s,
+                            iso_time=True, seed=sc.seed)
 
 
 def demo_config(sc: DemoScenario = DemoScenario()) -> Config:
