@@ -838,8 +838,8 @@ def test_state_round_trip_mid_stream_with_remediation_continues_identically(reco
     capacities) are the uninterrupted run's."""
     tight = _tight(config)
     base, base_outs = run(_fresh(records), tight)
+    assert base.systems["shop"].remediation_hints     # at risk before the final solve
     base_final = base.finish()
-    assert base.systems["shop"].remediation_hints
     pipeline, _ = run(_fresh(records[:split]), tight)
     data = json.loads(json.dumps(pipeline.systems["shop"].to_dict(), allow_nan=False))
     assert data["remediation_hints"]
