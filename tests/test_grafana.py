@@ -323,11 +323,13 @@ def _influxql(url: str, statement: str) -> None:
 
 @pytest.fixture(scope="module")
 def run() -> Run:
-    """The demo shop (45 min: users ramp up until the SLA breaks; a model-error threshold of
-    5% so that model_error fires too) and a quiet second system (15 min, steady), through the
-    pipeline core, written with the worker's InfluxDB sink into a fresh database."""
+    """The demo shop (45 min: users ramp up until the SLA breaks; configured with half its
+    true think time and a model-error threshold of 5%, so that the model is really wrong and
+    model_error fires before the breach is predicted -- the demo's own model agrees with its
+    shop within 2.2%) and a quiet second system (15 min, steady), through the pipeline core,
+    written with the worker's InfluxDB sink into a fresh database."""
     from streams.core.config import Config, InfluxSettings
-    from streams.cli.demo import START, DemoScenario, demo_config, demo_records
+    from streams.cli.demo import START, THINK_TIME, DemoScenario, demo_config, demo_records
     from streams.sinks.influx import InfluxSink
     from streams.core.pipeline import Pipeline
     from streams.sinks.schema import points
@@ -338,7 +340,8 @@ def run() -> Run:
     demo_a = DemoScenario(system=main, duration_s=2700)
     demo_b = DemoScenario(system=other, duration_s=900, steady_s=900, seed=2)
     config = Config(systems={
-        main: replace(demo_config(demo_a).system(main), model_error_threshold=0.05),
+        main: replace(demo_config(demo_a).system(main), model_error_threshold=0.05,
+                      think_time_s=0.5 * THINK_TIME),
         other: demo_config(demo_b).system(other)})
     pipeline = Pipeline(config)
     out = pipeline.process_many(demo_records(demo_a) + demo_records(demo_b))

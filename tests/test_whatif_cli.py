@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from streams.cli.commands import app
 from streams.cli.demo import DemoScenario, demo_records
+from streams.predict.model import MAP_CAPACITY_TOLERANCE
 
 runner = CliRunner()
 
@@ -50,7 +51,8 @@ def test_whatif_over_a_trace_starts_from_the_last_prediction(trace, tmp_path):
     assert result.exit_code == 0, result.output
     last = [json.loads(x) for x in (out / "predictions.jsonl").read_text().splitlines()][-1]
     before, after = _capacities(result.output)
-    assert before == last["capacity_users"]
+    # the MAP network's capacity search stops within its tolerance, from another start here
+    assert before == pytest.approx(last["capacity_users"], rel=MAP_CAPACITY_TOLERANCE)
     assert after > before
     for cls, values in last["classes"].items():
         sla, now_before, now_after, fc_before, fc_after = _row(result.output, cls)
@@ -74,7 +76,7 @@ def test_more_cores_on_a_tier_never_lower_the_capacity(trace, tmp_path):
     assert base.exit_code == 0, base.output
     caps = [_capacities(_invoke("--store", str(out), "--cores", f"db={c}").output)[1]
             for c in (1, 2, 4)]
-    assert caps[0] == _capacities(base.output)[0]
+    assert caps[0] == pytest.approx(_capacities(base.output)[0], rel=MAP_CAPACITY_TOLERANCE)
     assert caps[0] < caps[1] <= caps[2]
 
 
