@@ -38,6 +38,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
+from ci_policy import unavailable
 from fuzz_corpus import ANY, CONFIGS, CORPUS, Case
 from streams.core.config import Config, ConfigError, load_config
 from streams.kafka.core_process import OUTPUT_TOPICS, Step
@@ -413,7 +414,8 @@ def test_fuzz_produce_sends_every_line_for_the_worker_to_judge(batch, as_text, t
 def test_each_shell_saw_enough_generated_records():
     """Runs after the fuzz tests above (file order): each drove at least MIN_RECORDS."""
     if len(SEEN) < 3:
-        pytest.skip("the fuzz tests did not all run in this session")
+        unavailable("the fuzz tests did not all run in this session",
+                    "CI runs the whole file, so each shell must have been fuzzed")
     print(f"generated records per path: {SEEN}")
     for shell in ("embedded", "worker", "produce"):
         assert SEEN[shell] >= MIN_RECORDS, (shell, SEEN[shell])
