@@ -367,24 +367,25 @@ def _utilization(value: Any, tolerance: float = UTILIZATION_TOLERANCE) -> tuple[
                         "must be within [0, 1] (busy fraction averaged over cores)")
 
 
-def _cores(value: Any) -> int:
+def _whole(field: str, value: Any, least: int, most: int, most_text: str) -> int:
+    """``value`` as a whole number within ``[least, most]`` (``most_text``: how the bound
+    reads in the error)."""
     v = _finite(value)
-    if v is None or v != int(v) or v < 1:
-        raise InvalidWindow("cores", value, "must be a whole number >= 1")
-    if v > MAX_CORES:
-        raise InvalidWindow("cores", value, f"must be at most {MAX_CORES}")
+    if v is None or v != int(v) or v < least:
+        raise InvalidWindow(field, value, f"must be a whole number >= {least}")
+    if v > most:
+        raise InvalidWindow(field, value, f"must be at most {most_text}")
     return int(value)
+
+
+def _cores(value: Any) -> int:
+    return _whole("cores", value, 1, MAX_CORES, f"{MAX_CORES}")
 
 
 def _users(value: Any) -> int | None:
     if value is None:
         return None
-    v = _finite(value)
-    if v is None or v != int(v) or v < 0:
-        raise InvalidWindow("users", value, "must be a whole number >= 0")
-    if v > MAX_USERS:
-        raise InvalidWindow("users", value, f"must be at most {MAX_USERS:,} (10**9)")
-    return int(value)
+    return _whole("users", value, 0, MAX_USERS, f"{MAX_USERS:,} (10**9)")
 
 
 _FLOAT_MAX = sys.float_info.max
