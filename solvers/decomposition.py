@@ -125,6 +125,7 @@ from scipy.linalg.lapack import dgbtrf, dgbtrs
 from scipy.sparse import csr_array
 from scipy.special import gammaln
 
+from solvers.departures import lumped_departures, map_m_c_mean, through_tier
 from solvers.processes import MAP
 
 __all__ = ["DecompositionResult", "solve_decomposed"]
@@ -401,6 +402,9 @@ class _Chain:
     station: str = "per-job"      # or "speed-scaled" (one core, or the fallback)
     levels: int = 0               # the chain's truncation: levels 0..levels solved
     enough: int = 0               # levels a chain like this one needs (:func:`_enough_levels`)
+    pi: np.ndarray | None = None          # state probabilities on levels 0..levels
+    transitions: _Transitions | None = None   # the chain's pattern (arrival rates: ``lam``)
+    lam: np.ndarray | None = None         # the arrival rates it was solved with
 
 
 @dataclass(frozen=True)
@@ -625,7 +629,8 @@ def _solve_chain(lam: np.ndarray, proc: MAP, cores: int, per_job: bool = True,
     level = np.concatenate([chain.level, np.zeros(N - top)])
     nu = np.concatenate([chain.nu, np.full(N - top, np.nan)])
     nu[top + 1:] = nu[top]
-    return _Chain(level, nu, chain.throughput, chain.residual, chain.station, top, enough)
+    return _Chain(level, nu, chain.throughput, chain.residual, chain.station, top, enough,
+                  chain.pi, chain.transitions, chain.lam)
 
 
 #: head room of :func:`_enough_levels` over the level past which TRUNCATION_MASS lies (a later
@@ -684,7 +689,7 @@ def _solve_levels(lam: np.ndarray, proc: MAP, cores: int, tr: _Transitions,
         nu = np.where(level > RELIABLE_LEVEL * level.max(), flow / level, np.nan)
     residual = _chain_residual(tr, rate, out, pi, float(np.max(out)))
     return _Chain(level, _fill(nu, proc, cores), float(flow.sum()), residual,
-                  "per-job" if per_job else "speed-scaled", N)
+                  "per-job" if per_job else "speed-scaled", N, pi=pi, transitions=tr, lam=lam)
 
 
 @dataclass
@@ -843,9 +848,16 @@ def _rest_log_g(lg_e: np.ndarray, weights: dict[int, tuple[np.ndarray, float | N
     return lg
 
 
-def _arrivals(lg_rest: np.ndarray) -> np.ndarray:
-    """``lam[n] = X_rest(N - n)``: the rest's throughput with the users not at the tier."""
-    return _ratio(lg_rest)[::-1].copy()
+def _arrivals(lg_rest: np.ndarray, held: float = 0.0) -> np.ndarray:
+    """``lam[n] = X_rest(N - n - held)``: the rest's throughput with the users neither at the
+    tier nor ``held`` in the waves downstream of the bursty tiers (:func:`_downstream`;
+    linear between populations)."""
+    ratio = _ratio(lg_rest)
+    if held <= 0:
+        return ratio[::-1].copy()
+    N = lg_rest.shape[0] - 1
+    k = np.arange(N + 1, dtype=float)
+    return np.interp(N - k - held, k, ratio, left=0.0)
 
 
 #: past sweeps kept by the fixed point's Anderson acceleration
@@ -876,16 +888,18 @@ class _Anderson:
 
 
 def _fixed_point(lg_e: np.ndarray, procs: list[MAP], cores: tuple[int, ...], bursty: list[int],
-                 N: int, tol: float, max_iterations: int,
-                 flags: list[str]) -> tuple[dict[int, _Chain], dict[int, np.ndarray], int, bool]:
+                 N: int, tol: float, max_iterations: int, flags: list[str], held: float = 0.0,
+                 start: dict[int, np.ndarray] | None = None, patterns: _Patterns | None = None,
+                 ) -> tuple[dict[int, _Chain], dict[int, np.ndarray], int, bool]:
     """Marie's iteration over the bursty tiers (module notes, step 3): one sweep solves each
-    bursty tier's chain against the others' conditional throughputs ``nu``; the sweeps are
-    Anderson-accelerated on ``log nu``."""
+    bursty tier's chain against the others' conditional throughputs ``nu`` (from ``start``,
+    else the exponential equivalents), ``held`` users out of the rest (step 4); the sweeps
+    are Anderson-accelerated on ``log nu``."""
     n = np.arange(N + 1)
-    nu = {b: np.minimum(n, cores[b]) / procs[b].mean for b in bursty}
+    nu = dict(start) if start else {b: np.minimum(n, cores[b]) / procs[b].mean for b in bursty}
     chains: dict[int, _Chain] = {}
     fallback: set[int] = set()
-    patterns = _Patterns()
+    patterns = patterns or _Patterns()
     anderson = _Anderson()
     change = math.inf
     for it in range(1, max_iterations + 1):
@@ -894,7 +908,7 @@ def _fixed_point(lg_e: np.ndarray, procs: list[MAP], cores: tuple[int, ...], bur
         x = np.log(np.concatenate([nu[b][1:] for b in bursty]))
         for b in bursty:
             weights = {o: _ld_weights(nu[o], N) for o in bursty}
-            lam = _arrivals(_rest_log_g(lg_e, weights, skip=b))
+            lam = _arrivals(_rest_log_g(lg_e, weights, skip=b), held)
             chain = _solve_chain(lam, procs[b], cores[b], per_job=b not in fallback,
                                  patterns=patterns, first=_next_levels(chains.get(b)))
             if chain.station.startswith("speed-scaled ("):
@@ -972,23 +986,28 @@ def solve_decomposed(processes: Any, population: Any, think_time: Any, *,
         return _product_form(procs, cores, expo, lg_e, N, Z, t0)
     flags += [f"tier {b}: {cores[b]} cores > {PER_JOB_MAX_CORES}: one MAP at speed min(n, c) "
               "(pessimistic)" for b in bursty if cores[b] > PER_JOB_MAX_CORES]
-    chains, nu, iterations, converged = _fixed_point(lg_e, procs, cores, bursty, N, tol,
-                                                     max_iterations, flags)
-    # the reference tier: the bursty tier holding the most jobs; the rest at each of its levels
-    Q = np.zeros(len(procs))
-    for b, chain in chains.items():
-        Q[b] = float(chain.level @ np.arange(N + 1))
-    ref = max(bursty, key=lambda b: Q[b])
-    others = {b: _ld_weights(nu[b], N) for b in bursty if b != ref}
+    groups = _downstream_groups(procs, bursty)
+    patterns, held, nu, iterations = _Patterns(), 0.0, None, 0
+    secant = _Secant()
+    cache: dict[int, np.ndarray] = {}
+    for _ in range(WAVE_ITERATIONS):       # step 4: users held in the waves leave the rest
+        chains, nu, sweeps, converged = _fixed_point(lg_e, procs, cores, bursty, N, tol,
+                                                     max_iterations, flags, held, nu, patterns)
+        iterations += sweeps
+        Q, conditional, ref = _read_back(chains, nu, means, cores, bursty, expo, N, Z, held,
+                                         cache if len(bursty) == 1 else {})
+        waves = _waves(chains, groups, means, cores, flags)
+        excess = sum(q - Q[m] for m, q in waves.items())
+        for m, q in waves.items():
+            Q[m], conditional[m] = q, q
+        moved = abs(excess - held)
+        if moved <= WAVE_TOL * N:
+            break
+        held = min(max(secant.next(held, excess), 0.0), 0.5 * N)
+    else:
+        flags.append(f"downstream waves not converged in {WAVE_ITERATIONS} iterations "
+                     f"(held users moved by {moved:.3g})")
     level = chains[ref].level
-    rest_users = N - np.arange(N + 1)
-    conditional = np.zeros((len(procs), N + 1))        # E[n_m | n_ref = n]
-    for m in expo:
-        conditional[m] = _conditional_queue(means, cores, expo, N, Z, m, others)[rest_users]
-        Q[m] = float(level @ conditional[m])
-    for b in others:
-        conditional[b] = Q[b]
-    conditional[ref] = np.arange(N + 1)
     X = chains[ref].throughput
     U = X * means / np.array(cores, dtype=float)
     for b, chain in chains.items():
@@ -1000,6 +1019,93 @@ def solve_decomposed(processes: Any, population: Any, think_time: Any, *,
                          "min(n, c), pessimistic")
     return _result(X, Q, U, _split_top(conditional, level), procs, cores, N, Z, iterations,
                    converged, flags, t0)
+
+
+#: rounds of step 4 (the rest re-solved without the users held downstream) and their stop:
+#: the held users move by at most this fraction of N
+WAVE_ITERATIONS = 12
+WAVE_TOL = 1e-5
+
+
+class _Secant:
+    """Secant steps on ``f(h) = g(h) - h`` for the users ``h`` held downstream (``g``: the
+    excess the waves hold when the rest lacks ``h``); the first step is ``h = g(h)``."""
+
+    def __init__(self) -> None:
+        self._last: tuple[float, float] | None = None
+
+    def next(self, h: float, g: float) -> float:
+        last, self._last = self._last, (h, g - h)
+        if last is None or last[1] == g - h:
+            return g
+        h0, f0 = last
+        return h - (g - h) * (h - h0) / ((g - h) - f0)
+
+
+def _read_back(chains: dict[int, _Chain], nu: dict[int, np.ndarray], means: np.ndarray,
+               cores: tuple[int, ...], bursty: list[int], expo: list[int], N: int, Z: float,
+               held: float, cache: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray, int]:
+    """Mean queues from the reference tier ``r`` (the bursty tier holding the most jobs):
+    ``Q_m = sum_n P(n_r = n) E[n_m | N - n - held users in the rest]`` for an exponential
+    tier, a bursty tier's from its chain. Returns ``Q``, the conditional means
+    ``E[n_m | n_r = n]`` and ``r``. ``cache`` keeps ``E[n_m | k]`` between calls whose other
+    bursty tiers (none) do not change."""
+    Q = np.zeros(len(means))
+    for b, chain in chains.items():
+        Q[b] = float(chain.level @ np.arange(N + 1))
+    ref = max(bursty, key=lambda b: Q[b])
+    others = {b: _ld_weights(nu[b], N) for b in bursty if b != ref}
+    level = chains[ref].level
+    k = np.arange(N + 1, dtype=float)
+    conditional = np.zeros((len(means), N + 1))        # E[n_m | n_ref = n]
+    for m in expo:
+        if m not in cache:
+            cache[m] = _conditional_queue(means, cores, expo, N, Z, m, others)
+        cq = cache[m]
+        conditional[m] = np.interp(N - k - held, k, cq, left=0.0)
+        Q[m] = float(level @ conditional[m])
+    for b in others:
+        conditional[b] = Q[b]
+    conditional[ref] = k
+    return Q, conditional, ref
+
+
+def _downstream_groups(procs: list[MAP], bursty: list[int]) -> dict[int, list[int]]:
+    """Per bursty tier, the exponential tiers after it up to the next bursty tier or the
+    think station (which its waves reach before anything smooths them)."""
+    groups: dict[int, list[int]] = {}
+    for b in bursty:
+        tiers = []
+        m = b + 1
+        while m < len(procs) and m not in bursty:
+            tiers.append(m)
+            m += 1
+        if tiers:
+            groups[b] = tiers
+    return groups
+
+
+def _waves(chains: dict[int, _Chain], groups: dict[int, list[int]], means: np.ndarray,
+           cores: tuple[int, ...], flags: list[str]) -> dict[int, float]:
+    """Mean queue of each exponential tier after a bursty one, as a ``MAP/M/c`` queue fed by
+    the bursty tier's departure process (:mod:`solvers.departures`), through the capacity of
+    the tiers in between. A tier that process would saturate keeps the product form's
+    answer (flagged)."""
+    out: dict[int, float] = {}
+    for b, tiers in groups.items():
+        chain = chains[b]
+        tr = chain.transitions
+        if tr is None or chain.pi is None or chain.lam is None:
+            continue
+        dep = lumped_departures(chain.pi, tr.src, tr.dst, tr.with_arrivals(chain.lam),
+                                tr.level, cores[b])
+        for m in tiers:
+            if not dep.rate * means[m] < cores[m]:
+                flags.append(f"tier {m}: saturated by tier {b}'s departures: product-form queue")
+                break
+            out[m] = map_m_c_mean(dep, means[m], cores[m])
+            dep = through_tier(dep, cores[m] / means[m])
+    return out
 
 
 def _conditional_queue(means: np.ndarray, cores: tuple[int, ...], expo: list[int], N: int,
