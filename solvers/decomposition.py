@@ -165,8 +165,9 @@ class DecompositionResult:
     Per-tier arrays have shape ``(M,)``: ``residence_time`` ``R_m``, ``utilization`` ``U_m``
     (per core), ``queue_length`` ``Q_m``, ``bottleneck_probability`` ``B_m``.
     ``throughput`` ``X`` and ``response_time`` ``R = sum_m R_m`` (think time excluded), so
-    ``N = X (R + Z)`` up to ``little_residual``. ``iterations`` of the fixed point (0: no
-    bursty tier, 1: one), ``converged``, ``flags`` for anything approximate or degenerate.
+    ``N = X (R + Z)`` up to ``little_residual``. ``iterations``: sweeps of the fixed point
+    over every round of step 4 (0: no bursty tier; 1: one, and no exponential tier after
+    it), ``converged``, ``flags`` for anything approximate or degenerate.
     """
 
     throughput: float
@@ -866,7 +867,7 @@ def _rest_log_g(lg_e: np.ndarray, weights: dict[int, tuple[np.ndarray, float | N
 
 def _arrivals(lg_rest: np.ndarray, held: float = 0.0) -> np.ndarray:
     """``lam[n] = X_rest(N - n - held)``: the rest's throughput with the users neither at the
-    tier nor ``held`` in the waves downstream of the bursty tiers (:func:`_downstream`;
+    tier nor ``held`` in the waves downstream of the bursty tiers (:func:`_waves`;
     linear between populations)."""
     ratio = _ratio(lg_rest)
     if held <= 0:
@@ -1155,6 +1156,7 @@ def _result(X: float, Q: np.ndarray, U: np.ndarray, B: np.ndarray, procs: list[M
             cores: tuple[int, ...], N: int, Z: float, iterations: int, converged: bool,
             flags: list[str], t0: float) -> DecompositionResult:
     means = np.array([p.mean for p in procs])
+    flags = list(dict.fromkeys(flags))          # each round of step 4 may repeat a flag
     Q = np.clip(Q, 0.0, float(N))
     R = Q / X if X > 0 else means.copy()
     little = abs(float(Q.sum()) + X * Z - N) / N
