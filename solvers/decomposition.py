@@ -134,7 +134,7 @@ import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 from scipy.linalg.lapack import dgbtrf, dgbtrs
@@ -907,11 +907,13 @@ class _Anderson:
 def _fixed_point(lg_e: np.ndarray, procs: list[MAP], cores: tuple[int, ...], bursty: list[int],
                  N: int, tol: float, max_iterations: int, flags: list[str], held: float = 0.0,
                  start: dict[int, np.ndarray] | None = None, patterns: _Patterns | None = None,
-                 ) -> tuple[dict[int, _Chain], dict[int, np.ndarray], int, bool]:
+                 on_sweep: Callable[[dict[int, _Chain], dict[int, np.ndarray]], float] | None
+                 = None) -> tuple[dict[int, _Chain], dict[int, np.ndarray], int, bool]:
     """Marie's iteration over the bursty tiers (module notes, step 3): one sweep solves each
     bursty tier's chain against the others' conditional throughputs ``nu`` (from ``start``,
-    else the exponential equivalents), ``held`` users out of the rest (step 4); the sweeps
-    are Anderson-accelerated on ``log nu``."""
+    else the exponential equivalents), ``held`` users out of the rest (step 4; with
+    ``on_sweep``, the users held after each sweep, updated with the sweeps until they move by
+    at most :data:`WAVE_TOL` of N); the sweeps are Anderson-accelerated on ``log nu``."""
     n = np.arange(N + 1)
     nu = dict(start) if start else {b: np.minimum(n, cores[b]) / procs[b].mean for b in bursty}
     chains: dict[int, _Chain] = {}
@@ -935,9 +937,13 @@ def _fixed_point(lg_e: np.ndarray, procs: list[MAP], cores: tuple[int, ...], bur
                 change = max(change, abs(chain.throughput - old.throughput)
                              / max(chain.throughput, 1e-300))
             chains[b], nu[b] = chain, chain.nu
-        if len(bursty) == 1:
+        moved = 0.0
+        if on_sweep is not None:
+            new = on_sweep(chains, nu)
+            moved, held = abs(new - held), new
+        if len(bursty) == 1 and moved <= WAVE_TOL * N:
             return chains, nu, it, True
-        if it > 1 and change <= tol:
+        if it > 1 and change <= tol and moved <= WAVE_TOL * N:
             return chains, nu, it, True
         g = np.log(np.concatenate([nu[b][1:] for b in bursty]))
         for b, part in zip(bursty, np.split(np.exp(anderson.next(x, g)), len(bursty))):
@@ -1007,10 +1013,27 @@ def solve_decomposed(processes: Any, population: Any, think_time: Any, *,
     patterns, held, nu, iterations = _Patterns(), 0.0, None, 0
     secant = _Secant()
     cache: dict[int, np.ndarray] = {}
-    for _ in range(WAVE_ITERATIONS):       # step 4: users held in the waves leave the rest
-        chains, nu, sweeps, converged = _fixed_point(lg_e, procs, cores, bursty, N, tol,
-                                                     max_iterations, flags, held, nu, patterns)
-        iterations += sweeps
+    if len(bursty) > 1 and groups:         # step 4 within Marie's sweeps
+        box = [0.0]
+
+        def on_sweep(chains: dict[int, _Chain], nu: dict[int, np.ndarray]) -> float:
+            Q, _, _ = _read_back(chains, nu, means, cores, bursty, expo, N, Z, box[0], {},
+                                 only=[m for tiers in groups.values() for m in tiers])
+            waves = _waves(chains, groups, means, cores, flags)
+            box[0] = max(sum(q - Q[m] for m, q in waves.items()), 0.0)
+            return box[0]
+
+        chains, nu, iterations, converged = _fixed_point(
+            lg_e, procs, cores, bursty, N, tol, max_iterations, flags, 0.0, None, patterns,
+            on_sweep)
+        held = box[0]
+    swept = iterations > 0                 # the sweeps above already reached step 4's point
+    for _ in range(WAVE_ITERATIONS):       # step 4 by rounds (one bursty tier, or none after)
+        if not swept:
+            chains, nu, sweeps, converged = _fixed_point(lg_e, procs, cores, bursty, N, tol,
+                                                         max_iterations, flags, held, nu,
+                                                         patterns)
+            iterations += sweeps
         Q, conditional, ref = _read_back(chains, nu, means, cores, bursty, expo, N, Z, held,
                                          cache if len(bursty) == 1 else {})
         waves = _waves(chains, groups, means, cores, flags)
@@ -1018,7 +1041,7 @@ def solve_decomposed(processes: Any, population: Any, think_time: Any, *,
         for m, q in waves.items():
             Q[m], conditional[m] = q, q
         moved = abs(excess - held)
-        if moved <= WAVE_TOL * N:
+        if moved <= WAVE_TOL * N or swept:
             break
         held = min(max(secant.next(held, excess), 0.0), 0.5 * N)
     else:
@@ -1061,12 +1084,13 @@ class _Secant:
 
 def _read_back(chains: dict[int, _Chain], nu: dict[int, np.ndarray], means: np.ndarray,
                cores: tuple[int, ...], bursty: list[int], expo: list[int], N: int, Z: float,
-               held: float, cache: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray, int]:
+               held: float, cache: dict[int, np.ndarray],
+               only: list[int] | None = None) -> tuple[np.ndarray, np.ndarray, int]:
     """Mean queues from the reference tier ``r`` (the bursty tier holding the most jobs):
     ``Q_m = sum_n P(n_r = n) E[n_m | N - n - held users in the rest]`` for an exponential
     tier, a bursty tier's from its chain. Returns ``Q``, the conditional means
     ``E[n_m | n_r = n]`` and ``r``. ``cache`` keeps ``E[n_m | k]`` between calls whose other
-    bursty tiers (none) do not change."""
+    bursty tiers (none) do not change; ``only``: the exponential tiers to read (default all).""" 
     Q = np.zeros(len(means))
     for b, chain in chains.items():
         Q[b] = float(chain.level @ np.arange(N + 1))
@@ -1075,7 +1099,7 @@ def _read_back(chains: dict[int, _Chain], nu: dict[int, np.ndarray], means: np.n
     level = chains[ref].level
     k = np.arange(N + 1, dtype=float)
     conditional = np.zeros((len(means), N + 1))        # E[n_m | n_ref = n]
-    for m in expo:
+    for m in expo if only is None else only:
         if m not in cache:
             cache[m] = _conditional_queue(means, cores, expo, N, Z, m, others)
         cq = cache[m]
