@@ -4,6 +4,7 @@ Run from the repository root::
 
     python bench/accuracy_multicore.py            # full run (~25 CPU-minutes, 2 processes)
     python bench/accuracy_multicore.py --quick    # short simulations, a smoke test
+    python bench/accuracy_multicore.py --systems d --models-only   # the models only, no simulation
 
 Systems (think time ``Z``, then the tiers in order, one FCFS queue per tier; a bursty tier's
 service-time sequence is a MAP(2) whose successive intervals are the service times, times the
