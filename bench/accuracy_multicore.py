@@ -4,6 +4,7 @@ Run from the repository root::
 
     python bench/accuracy_multicore.py            # full run (~25 CPU-minutes, 2 processes)
     python bench/accuracy_multicore.py --quick    # short simulations, a smoke test
+    python bench/accuracy_multicore.py --systems d --models-only   # the models only, no simulation
 
 Systems (think time ``Z``, then the tiers in order, one FCFS queue per tier; a bursty tier's
 service-time sequence is a MAP(2) whose successive intervals are the service times, times the
@@ -541,6 +542,21 @@ def summary_table(results: list[SystemResult]) -> Table:
 
 
 # ------------------------------------------------------------------------------- main
+def models_table(results: list[SystemResult]) -> Table:
+    """``--models-only``: the models' answers (ms), no simulation."""
+    t = Table("Models only (no simulation): throughput, response time, per-class response "
+              "time, capacity at the SLA",
+              ["system", "N", "model", "X (req/s)", "R (ms)", "R_c (ms)", "capacity", "solve s"])
+    for r in results:
+        for n in r.populations:
+            for m in ("dec", "MVA"):
+                p = r.predictions[(m, n)]
+                t.add(r.system.key, n, m, f"{p.X:.2f}", f"{1e3 * p.R:.1f}",
+                      " / ".join(f"{1e3 * v:.1f}" for v in p.Rc),
+                      r.capacity.get(m, "-"), f"{p.seconds:.2f}")
+    return t
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true",
@@ -549,6 +565,10 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="which systems to run, e.g. 'c' or 'cd' (default abcd); each "
                              "point's simulation seed depends only on its system and "
                              "population, so a subset reproduces the full run's rows")
+    parser.add_argument("--models-only", action="store_true",
+                        help="solve the models only (no simulation): per population X, R and "
+                             "R_c of dec and MVA, and their capacities; the truth columns of "
+                             "a full run stay valid (same seeds)")
     args = parser.parse_args(argv)
     plan = QUICK if args.quick else FULL
     started = time.perf_counter()
@@ -568,6 +588,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         results.append(SystemResult(s, pops, preds, {}, caps, solves, [], None))
         log(f"[{time.perf_counter() - started:6.0f} s] ({s.key}) solved; N* = {s.knee:.1f}, "
             f"populations {pops}, capacities {caps}")
+
+    if args.models_only:
+        print(models_table(results).render(True))
+        return
 
     # 2. grids around the capacities, and the predictions there
     for r in results:

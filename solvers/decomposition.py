@@ -52,6 +52,21 @@ while its cost grows linearly with ``N``:
    on ``log nu`` (:class:`_Anderson`: 22 sweeps where plain iteration needed over 50 at 1.2
    knees of system (c) in docs/accuracy.md). With one bursty tier the first pass is the
    answer.
+4. **Waves downstream of a bursty tier** (:mod:`solvers.departures`). A bursty tier releases
+   the backlog of a slow run at its fast phase's rate (paper 000's MAP on 8 cores: ~30,000/s),
+   so the exponential tiers after it (up to the next bursty tier or the think station) see
+   waves, not the product form's Poisson flow: on docs/accuracy.md's system (d) at 816 users
+   the product form gave a 2-core cache 1.04 ms and a 16-core database 20.0 ms against 7.15 and
+   39.5 ms simulated. Each such tier is solved as an open ``MAP/M/c`` queue fed by the bursty
+   tier's departure process, read off its chain (levels above ``c_b`` lumped, stationary
+   weights), through the capacity of the tiers in between. The users held there are not in
+   the rest: the bursty chains are re-solved with arrivals ``X_rest(N - n - h)``, ``h`` the
+   excess of those queues over the product form's, to a fixed point in ``h`` (one bursty
+   tier: rounds of re-solves with secant steps, 3-4 on system (d); several: ``h`` updated
+   after each of Marie's sweeps, which then stop only once it moves by at most
+   :data:`WAVE_TOL` of N). On two tiers (one-core bursty tier, then an exponential one) the tier
+   after it gets 10.4 / 43.4 / 20.5 ms against the exact chain's 10.5 / 40.5 / 18.6 ms (the
+   product form: 4.1 / 6.3 / 4.0).
 
 Metrics come from the bursty tier holding the most jobs (the *reference* tier ``r``): its chain
 gives ``X`` and ``P(n_r = n)``; an exponential tier's mean queue is
@@ -65,7 +80,10 @@ the most jobs there (the others at their conditional means): the analogue of
 What is approximate
 -------------------
 * The FES assumes the rest of the network equilibrates at each population faster than the
-  bursty tier moves; a burst leaving tier ``b`` meets the next tier as if it were smooth.
+  bursty tier moves. The exponential tiers right after a bursty tier see its departures
+  (step 4), but as an open queue: their own queue does not slow the bursty tier's arrivals
+  beyond the mean users ``h`` held there, the departure process is lumped (a backlog's length
+  geometric given the cores' phases), and a tier in between only caps the wave's rate.
 * With several bursty tiers, each sees the others as load-dependent exponential stations.
 * A bursty tier's ``nu_b(n)`` is resolved where its chain resolves level ``n`` (probability
   above :data:`RELIABLE_LEVEL` of the likeliest level); beyond, it is extrapolated at the
@@ -118,13 +136,14 @@ import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 from scipy.linalg.lapack import dgbtrf, dgbtrs
 from scipy.sparse import csr_array
 from scipy.special import gammaln
 
+from solvers.departures import lumped_departures, map_m_c_mean, through_tier
 from solvers.processes import MAP
 
 __all__ = ["DecompositionResult", "solve_decomposed"]
@@ -148,8 +167,9 @@ class DecompositionResult:
     Per-tier arrays have shape ``(M,)``: ``residence_time`` ``R_m``, ``utilization`` ``U_m``
     (per core), ``queue_length`` ``Q_m``, ``bottleneck_probability`` ``B_m``.
     ``throughput`` ``X`` and ``response_time`` ``R = sum_m R_m`` (think time excluded), so
-    ``N = X (R + Z)`` up to ``little_residual``. ``iterations`` of the fixed point (0: no
-    bursty tier, 1: one), ``converged``, ``flags`` for anything approximate or degenerate.
+    ``N = X (R + Z)`` up to ``little_residual``. ``iterations``: sweeps of the fixed point
+    over every round of step 4 (0: no bursty tier; 1: one, and no exponential tier after
+    it), ``converged``, ``flags`` for anything approximate or degenerate.
     """
 
     throughput: float
@@ -401,6 +421,9 @@ class _Chain:
     station: str = "per-job"      # or "speed-scaled" (one core, or the fallback)
     levels: int = 0               # the chain's truncation: levels 0..levels solved
     enough: int = 0               # levels a chain like this one needs (:func:`_enough_levels`)
+    pi: np.ndarray | None = None          # state probabilities on levels 0..levels
+    transitions: _Transitions | None = None   # the chain's pattern (arrival rates: ``lam``)
+    lam: np.ndarray | None = None         # the arrival rates it was solved with
 
 
 @dataclass(frozen=True)
@@ -625,7 +648,8 @@ def _solve_chain(lam: np.ndarray, proc: MAP, cores: int, per_job: bool = True,
     level = np.concatenate([chain.level, np.zeros(N - top)])
     nu = np.concatenate([chain.nu, np.full(N - top, np.nan)])
     nu[top + 1:] = nu[top]
-    return _Chain(level, nu, chain.throughput, chain.residual, chain.station, top, enough)
+    return _Chain(level, nu, chain.throughput, chain.residual, chain.station, top, enough,
+                  chain.pi, chain.transitions, chain.lam)
 
 
 #: head room of :func:`_enough_levels` over the level past which TRUNCATION_MASS lies (a later
@@ -684,7 +708,7 @@ def _solve_levels(lam: np.ndarray, proc: MAP, cores: int, tr: _Transitions,
         nu = np.where(level > RELIABLE_LEVEL * level.max(), flow / level, np.nan)
     residual = _chain_residual(tr, rate, out, pi, float(np.max(out)))
     return _Chain(level, _fill(nu, proc, cores), float(flow.sum()), residual,
-                  "per-job" if per_job else "speed-scaled", N)
+                  "per-job" if per_job else "speed-scaled", N, pi=pi, transitions=tr, lam=lam)
 
 
 @dataclass
@@ -843,9 +867,16 @@ def _rest_log_g(lg_e: np.ndarray, weights: dict[int, tuple[np.ndarray, float | N
     return lg
 
 
-def _arrivals(lg_rest: np.ndarray) -> np.ndarray:
-    """``lam[n] = X_rest(N - n)``: the rest's throughput with the users not at the tier."""
-    return _ratio(lg_rest)[::-1].copy()
+def _arrivals(lg_rest: np.ndarray, held: float = 0.0) -> np.ndarray:
+    """``lam[n] = X_rest(N - n - held)``: the rest's throughput with the users neither at the
+    tier nor ``held`` in the waves downstream of the bursty tiers (:func:`_waves`;
+    linear between populations)."""
+    ratio = _ratio(lg_rest)
+    if held <= 0:
+        return ratio[::-1].copy()
+    N = lg_rest.shape[0] - 1
+    k = np.arange(N + 1, dtype=float)
+    return np.interp(N - k - held, k, ratio, left=0.0)
 
 
 #: past sweeps kept by the fixed point's Anderson acceleration
@@ -876,16 +907,20 @@ class _Anderson:
 
 
 def _fixed_point(lg_e: np.ndarray, procs: list[MAP], cores: tuple[int, ...], bursty: list[int],
-                 N: int, tol: float, max_iterations: int,
-                 flags: list[str]) -> tuple[dict[int, _Chain], dict[int, np.ndarray], int, bool]:
+                 N: int, tol: float, max_iterations: int, flags: list[str], held: float = 0.0,
+                 start: dict[int, np.ndarray] | None = None, patterns: _Patterns | None = None,
+                 on_sweep: Callable[[dict[int, _Chain], dict[int, np.ndarray]], float] | None
+                 = None) -> tuple[dict[int, _Chain], dict[int, np.ndarray], int, bool]:
     """Marie's iteration over the bursty tiers (module notes, step 3): one sweep solves each
-    bursty tier's chain against the others' conditional throughputs ``nu``; the sweeps are
-    Anderson-accelerated on ``log nu``."""
+    bursty tier's chain against the others' conditional throughputs ``nu`` (from ``start``,
+    else the exponential equivalents), ``held`` users out of the rest (step 4; with
+    ``on_sweep``, the users held after each sweep, updated with the sweeps until they move by
+    at most :data:`WAVE_TOL` of N); the sweeps are Anderson-accelerated on ``log nu``."""
     n = np.arange(N + 1)
-    nu = {b: np.minimum(n, cores[b]) / procs[b].mean for b in bursty}
+    nu = dict(start) if start else {b: np.minimum(n, cores[b]) / procs[b].mean for b in bursty}
     chains: dict[int, _Chain] = {}
     fallback: set[int] = set()
-    patterns = _Patterns()
+    patterns = patterns or _Patterns()
     anderson = _Anderson()
     change = math.inf
     for it in range(1, max_iterations + 1):
@@ -894,7 +929,7 @@ def _fixed_point(lg_e: np.ndarray, procs: list[MAP], cores: tuple[int, ...], bur
         x = np.log(np.concatenate([nu[b][1:] for b in bursty]))
         for b in bursty:
             weights = {o: _ld_weights(nu[o], N) for o in bursty}
-            lam = _arrivals(_rest_log_g(lg_e, weights, skip=b))
+            lam = _arrivals(_rest_log_g(lg_e, weights, skip=b), held)
             chain = _solve_chain(lam, procs[b], cores[b], per_job=b not in fallback,
                                  patterns=patterns, first=_next_levels(chains.get(b)))
             if chain.station.startswith("speed-scaled ("):
@@ -904,9 +939,13 @@ def _fixed_point(lg_e: np.ndarray, procs: list[MAP], cores: tuple[int, ...], bur
                 change = max(change, abs(chain.throughput - old.throughput)
                              / max(chain.throughput, 1e-300))
             chains[b], nu[b] = chain, chain.nu
-        if len(bursty) == 1:
+        moved = 0.0
+        if on_sweep is not None:
+            new = on_sweep(chains, nu)
+            moved, held = abs(new - held), new
+        if len(bursty) == 1 and moved <= WAVE_TOL * N:
             return chains, nu, it, True
-        if it > 1 and change <= tol:
+        if it > 1 and change <= tol and moved <= WAVE_TOL * N:
             return chains, nu, it, True
         g = np.log(np.concatenate([nu[b][1:] for b in bursty]))
         for b, part in zip(bursty, np.split(np.exp(anderson.next(x, g)), len(bursty))):
@@ -972,23 +1011,45 @@ def solve_decomposed(processes: Any, population: Any, think_time: Any, *,
         return _product_form(procs, cores, expo, lg_e, N, Z, t0)
     flags += [f"tier {b}: {cores[b]} cores > {PER_JOB_MAX_CORES}: one MAP at speed min(n, c) "
               "(pessimistic)" for b in bursty if cores[b] > PER_JOB_MAX_CORES]
-    chains, nu, iterations, converged = _fixed_point(lg_e, procs, cores, bursty, N, tol,
-                                                     max_iterations, flags)
-    # the reference tier: the bursty tier holding the most jobs; the rest at each of its levels
-    Q = np.zeros(len(procs))
-    for b, chain in chains.items():
-        Q[b] = float(chain.level @ np.arange(N + 1))
-    ref = max(bursty, key=lambda b: Q[b])
-    others = {b: _ld_weights(nu[b], N) for b in bursty if b != ref}
+    groups = _downstream_groups(procs, bursty)
+    patterns, held, nu, iterations = _Patterns(), 0.0, None, 0
+    secant = _Secant()
+    cache: dict[int, np.ndarray] = {}
+    if len(bursty) > 1 and groups:         # step 4 within Marie's sweeps
+        box = [0.0]
+
+        def on_sweep(chains: dict[int, _Chain], nu: dict[int, np.ndarray]) -> float:
+            Q, _, _ = _read_back(chains, nu, means, cores, bursty, expo, N, Z, box[0], {},
+                                 only=[m for tiers in groups.values() for m in tiers])
+            waves = _waves(chains, groups, means, cores, flags)
+            box[0] = max(sum(q - Q[m] for m, q in waves.items()), 0.0)
+            return box[0]
+
+        chains, nu, iterations, converged = _fixed_point(
+            lg_e, procs, cores, bursty, N, tol, max_iterations, flags, 0.0, None, patterns,
+            on_sweep)
+        held = box[0]
+    swept = iterations > 0                 # the sweeps above already reached step 4's point
+    for _ in range(WAVE_ITERATIONS):       # step 4 by rounds (one bursty tier, or none after)
+        if not swept:
+            chains, nu, sweeps, converged = _fixed_point(lg_e, procs, cores, bursty, N, tol,
+                                                         max_iterations, flags, held, nu,
+                                                         patterns)
+            iterations += sweeps
+        Q, conditional, ref = _read_back(chains, nu, means, cores, bursty, expo, N, Z, held,
+                                         cache if len(bursty) == 1 else {})
+        waves = _waves(chains, groups, means, cores, flags)
+        excess = sum(q - Q[m] for m, q in waves.items())
+        for m, q in waves.items():
+            Q[m], conditional[m] = q, q
+        moved = abs(excess - held)
+        if moved <= WAVE_TOL * N or swept:
+            break
+        held = min(max(secant.next(held, excess), 0.0), 0.5 * N)
+    else:
+        flags.append(f"downstream waves not converged in {WAVE_ITERATIONS} iterations "
+                     f"(held users moved by {moved:.3g})")
     level = chains[ref].level
-    rest_users = N - np.arange(N + 1)
-    conditional = np.zeros((len(procs), N + 1))        # E[n_m | n_ref = n]
-    for m in expo:
-        conditional[m] = _conditional_queue(means, cores, expo, N, Z, m, others)[rest_users]
-        Q[m] = float(level @ conditional[m])
-    for b in others:
-        conditional[b] = Q[b]
-    conditional[ref] = np.arange(N + 1)
     X = chains[ref].throughput
     U = X * means / np.array(cores, dtype=float)
     for b, chain in chains.items():
@@ -1000,6 +1061,94 @@ def solve_decomposed(processes: Any, population: Any, think_time: Any, *,
                          "min(n, c), pessimistic")
     return _result(X, Q, U, _split_top(conditional, level), procs, cores, N, Z, iterations,
                    converged, flags, t0)
+
+
+#: rounds of step 4 (the rest re-solved without the users held downstream) and their stop:
+#: the held users move by at most this fraction of N
+WAVE_ITERATIONS = 12
+WAVE_TOL = 5e-5
+
+
+class _Secant:
+    """Secant steps on ``f(h) = g(h) - h`` for the users ``h`` held downstream (``g``: the
+    excess the waves hold when the rest lacks ``h``); the first step is ``h = g(h)``."""
+
+    def __init__(self) -> None:
+        self._last: tuple[float, float] | None = None
+
+    def next(self, h: float, g: float) -> float:
+        last, self._last = self._last, (h, g - h)
+        if last is None or last[1] == g - h:
+            return g
+        h0, f0 = last
+        return h - (g - h) * (h - h0) / ((g - h) - f0)
+
+
+def _read_back(chains: dict[int, _Chain], nu: dict[int, np.ndarray], means: np.ndarray,
+               cores: tuple[int, ...], bursty: list[int], expo: list[int], N: int, Z: float,
+               held: float, cache: dict[int, np.ndarray],
+               only: list[int] | None = None) -> tuple[np.ndarray, np.ndarray, int]:
+    """Mean queues from the reference tier ``r`` (the bursty tier holding the most jobs):
+    ``Q_m = sum_n P(n_r = n) E[n_m | N - n - held users in the rest]`` for an exponential
+    tier, a bursty tier's from its chain. Returns ``Q``, the conditional means
+    ``E[n_m | n_r = n]`` and ``r``. ``cache`` keeps ``E[n_m | k]`` between calls whose other
+    bursty tiers (none) do not change; ``only``: the exponential tiers to read (default all).""" 
+    Q = np.zeros(len(means))
+    for b, chain in chains.items():
+        Q[b] = float(chain.level @ np.arange(N + 1))
+    ref = max(bursty, key=lambda b: Q[b])
+    others = {b: _ld_weights(nu[b], N) for b in bursty if b != ref}
+    level = chains[ref].level
+    k = np.arange(N + 1, dtype=float)
+    conditional = np.zeros((len(means), N + 1))        # E[n_m | n_ref = n]
+    for m in expo if only is None else only:
+        if m not in cache:
+            cache[m] = _conditional_queue(means, cores, expo, N, Z, m, others)
+        cq = cache[m]
+        conditional[m] = np.interp(N - k - held, k, cq, left=0.0)
+        Q[m] = float(level @ conditional[m])
+    for b in others:
+        conditional[b] = Q[b]
+    conditional[ref] = k
+    return Q, conditional, ref
+
+
+def _downstream_groups(procs: list[MAP], bursty: list[int]) -> dict[int, list[int]]:
+    """Per bursty tier, the exponential tiers after it up to the next bursty tier or the
+    think station (which its waves reach before anything smooths them)."""
+    groups: dict[int, list[int]] = {}
+    for b in bursty:
+        tiers = []
+        m = b + 1
+        while m < len(procs) and m not in bursty:
+            tiers.append(m)
+            m += 1
+        if tiers:
+            groups[b] = tiers
+    return groups
+
+
+def _waves(chains: dict[int, _Chain], groups: dict[int, list[int]], means: np.ndarray,
+           cores: tuple[int, ...], flags: list[str]) -> dict[int, float]:
+    """Mean queue of each exponential tier after a bursty one, as a ``MAP/M/c`` queue fed by
+    the bursty tier's departure process (:mod:`solvers.departures`), through the capacity of
+    the tiers in between. A tier that process would saturate keeps the product form's
+    answer (flagged)."""
+    out: dict[int, float] = {}
+    for b, tiers in groups.items():
+        chain = chains[b]
+        tr = chain.transitions
+        if tr is None or chain.pi is None or chain.lam is None:
+            continue
+        dep = lumped_departures(chain.pi, tr.src, tr.dst, tr.with_arrivals(chain.lam),
+                                tr.level, cores[b])
+        for m in tiers:
+            if not dep.rate * means[m] < cores[m]:
+                flags.append(f"tier {m}: saturated by tier {b}'s departures: product-form queue")
+                break
+            out[m] = map_m_c_mean(dep, means[m], cores[m])
+            dep = through_tier(dep, cores[m] / means[m])
+    return out
 
 
 def _conditional_queue(means: np.ndarray, cores: tuple[int, ...], expo: list[int], N: int,
@@ -1033,6 +1182,7 @@ def _result(X: float, Q: np.ndarray, U: np.ndarray, B: np.ndarray, procs: list[M
             cores: tuple[int, ...], N: int, Z: float, iterations: int, converged: bool,
             flags: list[str], t0: float) -> DecompositionResult:
     means = np.array([p.mean for p in procs])
+    flags = list(dict.fromkeys(flags))          # each round of step 4 may repeat a flag
     Q = np.clip(Q, 0.0, float(N))
     R = Q / X if X > 0 else means.copy()
     little = abs(float(Q.sum()) + X * Z - N) / N
