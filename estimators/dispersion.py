@@ -81,30 +81,21 @@ curve). The estimator
    which Fig. 2 corrects by ``1/(1 - t/S)`` only when ``Y(t) = I``. ``I`` and ``I_0`` are
    linear given ``gamma``; ``gamma`` is profiled over a log grid and refined by parabolas
    (the estimate is then a smooth function of the data);
-3. fits three nested curves: *level*, ``Y(t_j) = I (1 - t_j/S)`` (converged from ``t = T``
-   on: ``I`` is pooled over all levels by the same weights, so the short, well-sampled levels
-   dominate -- Fig. 2's reading); *flat*, ``gamma T >= 1`` (bursts shorter than a window, the
-   curve may still rise over the first few levels); and *free*, ``gamma t_max >= 1`` (the
-   curve has bent within the levels the trace allows: the extrapolation is never more than
-   ``e/(e - 1)`` times the rise already seen). A richer curve is used only when the data
-   refute the simpler one by more than 2 jackknife standard errors: free when it exceeds
-   flat; else flat when it exceeds the level or ``Y(T)`` falls short of the level's
-   ``I (1 - T/S)`` (the curve still rises beyond ``t = T``). A flat curve's noise is not
-   extrapolated. Without the level
-   the flat fit read ``I`` off the long levels, where a converged curve carries only noise
-   (paper 000's db MAP, ``gamma T`` ~ 490, 2160 windows: error SD 11% against Fig. 2's 5%;
-   with the level 5%). A falling curve is read at its pooled level (negatively correlated
-   service would read high; but the falls measured were noise -- on an 8-core tier with
-   paper 000's MAP, I = 202, a two-sided choice took a 2-SE fall and read 129);
+3. fits twice: *flat*, ``gamma T >= 1`` (bursts shorter than a window, the curve flat from
+   ``t = T`` on -- Fig. 2's regime), and *free*, ``gamma t_max >= 1`` (the curve has bent
+   within the levels the trace allows: the extrapolation is never more than ``e/(e - 1)``
+   times the rise already seen). The free fit is used only when it exceeds the flat one by
+   more than 2 jackknife standard errors (a flat curve's noise is not extrapolated; a falling
+   curve, negatively correlated service, is read flat);
 4. the interval: a delete-a-block jackknife over ``blocks`` contiguous blocks of the busy-time
    axis (every run that touches the block is left out, the span ``S`` shrinks by the block):
    ``se^2 = (m - 1)/m sum_b (I_(b) - mean I_(b))^2``, interval ``I exp(-+ t_nu se / I)``
    (log scale; Student t with ``nu = (m - 1)/3`` degrees of freedom: the long bursts of a
    bursty trace sit in a few blocks, so the jackknife variance has fewer effective terms than
-   ``m - 1`` -- calibrated on the bench, see :data:`_DOF_SHARE`). When a simpler curve is kept
-   but the next richer one reads higher (flat over level, free over flat), the upper bound
-   reaches up to that one's (the data cannot yet tell the curve from a rising one). ``upper``
-   is ``inf`` when the free fit needed the lowest ``gamma`` allowed (``unresolved``: the trace is too short for these bursts).
+   ``m - 1`` -- calibrated on the bench, see :data:`_DOF_SHARE`). When the flat fit is kept
+   but the free one reads higher, the upper bound reaches up to the free fit's (the data
+   cannot yet tell the curve from a rising one). ``upper`` is ``inf`` when the free fit needed the
+   lowest ``gamma`` allowed (``unresolved``: the trace is too short for these bursts).
 
 Acting on ``I`` is decided by the interval, not by a window count: a tier is bursty when
 ``lower > idc_threshold`` (:meth:`DispersionInterval.above`), not bursty when
@@ -798,11 +789,10 @@ def _interval(u: np.ndarray, n: np.ndarray, window: float, conf: float, min_runs
     # the curve is extrapolated only when it rises beyond the window scale by more than its
     # noise: the free fit exceeds the flat one by more than _SELECT jackknife SEs (a falling
     # curve -- negatively correlated service -- is read flat: at I ~ 1 a "fall" is noise);
-    # likewise the flat fit is used only when the curve has risen beyond t = T: the flat fit
-    # exceeds the level, or Y(T) falls short of it (otherwise the curve is read as converged
-    # from t = T on, not off the long, noisy levels)
+    # likewise the flat fit is used only when it exceeds the level, the curve read as
+    # converged from t = T on (otherwise I would be read off the long, noisy levels)
     curved = _exceeds(free[0], flat[0])
-    risen = curved or _exceeds(flat[0], steady[0]) or _exceeds(steady[3][:, 0], both[:, 0])
+    risen = curved or _exceeds(flat[0], steady[0])
     value, i0, gamma_t, model, low_end = free if curved else flat if risen else steady
     est = float(value[0])
     q = _t_quantile(0.5 + conf / 2.0, max(2, (n_blocks - 1) // _DOF_SHARE))
