@@ -81,21 +81,32 @@ curve). The estimator
    which Fig. 2 corrects by ``1/(1 - t/S)`` only when ``Y(t) = I``. ``I`` and ``I_0`` are
    linear given ``gamma``; ``gamma`` is profiled over a log grid and refined by parabolas
    (the estimate is then a smooth function of the data);
-3. fits twice: *flat*, ``gamma T >= 1`` (bursts shorter than a window, the curve flat from
-   ``t = T`` on -- Fig. 2's regime), and *free*, ``gamma t_max >= 1`` (the curve has bent
-   within the levels the trace allows: the extrapolation is never more than ``e/(e - 1)``
-   times the rise already seen). The free fit is used only when it exceeds the flat one by
-   more than 2 jackknife standard errors (a flat curve's noise is not extrapolated; a falling
-   curve, negatively correlated service, is read flat);
+3. fits three nested curves: *level*, ``Y(t_j) = I (1 - t_j/S)`` (converged from ``t = T``
+   on: ``I`` is pooled over all levels by the same weights, so the short, well-sampled levels
+   dominate -- Fig. 2's reading); *flat*, ``gamma T >= 1`` (bursts shorter than a window, the
+   curve may still rise over the first few levels); and *free*, ``gamma t_max >= 1`` (the
+   curve has bent within the levels the trace allows: the extrapolation is never more than
+   ``e/(e - 1)`` times the rise already seen). A richer curve is used only when it exceeds
+   the simpler one by more than 2 jackknife standard errors of their difference (free over
+   flat, else flat over level): a flat curve's noise is not extrapolated. Without the level
+   the flat fit read ``I`` off the long levels, where a converged curve carries only noise
+   (paper 000's db MAP, ``gamma T`` ~ 490, 2160 windows: error SD 11% against Fig. 2's 5%;
+   with the level 5%). The cost: where the curve still rises between ``T`` and ``3T``
+   (``alpha T`` ~ 8) the level reads ~9% low until the trace shows the rise
+   (bench/accuracy_dispersion.py, table 1). (Testing instead whether ``Y(T)`` falls short of
+   the level was tried: whole windows put ``Y(T)`` ~2% low even on a converged curve, so it
+   fired on noise.) A falling curve is read at its pooled level (negatively correlated
+   service would read high; but the falls measured were noise -- on an 8-core tier with
+   paper 000's MAP, I = 202, a two-sided choice took a 2-SE fall and read 129);
 4. the interval: a delete-a-block jackknife over ``blocks`` contiguous blocks of the busy-time
    axis (every run that touches the block is left out, the span ``S`` shrinks by the block):
    ``se^2 = (m - 1)/m sum_b (I_(b) - mean I_(b))^2``, interval ``I exp(-+ t_nu se / I)``
    (log scale; Student t with ``nu = (m - 1)/3`` degrees of freedom: the long bursts of a
    bursty trace sit in a few blocks, so the jackknife variance has fewer effective terms than
-   ``m - 1`` -- calibrated on the bench, see :data:`_DOF_SHARE`). When the flat fit is kept
-   but the free one reads higher, the upper bound reaches up to the free fit's (the data
-   cannot yet tell the curve from a rising one). ``upper`` is ``inf`` when the free fit needed the
-   lowest ``gamma`` allowed (``unresolved``: the trace is too short for these bursts).
+   ``m - 1`` -- calibrated on the bench, see :data:`_DOF_SHARE`). When a simpler curve is kept
+   but the next richer one reads higher (flat over level, free over flat), the upper bound
+   reaches up to that one's (the data cannot yet tell the curve from a rising one). ``upper``
+   is ``inf`` when the free fit needed the lowest ``gamma`` allowed (``unresolved``: the trace is too short for these bursts).
 
 Acting on ``I`` is decided by the interval, not by a window count: a tier is bursty when
 ``lower > idc_threshold`` (:meth:`DispersionInterval.above`), not bursty when
