@@ -106,7 +106,8 @@ curve). The estimator
    ``m - 1`` -- calibrated on the bench, see :data:`_DOF_SHARE`). When a simpler curve is kept
    but the next richer one reads higher (flat over level, free over flat), the upper bound
    reaches up to that one's (the data cannot yet tell the curve from a rising one). ``upper``
-   is ``inf`` when the free fit needed the lowest ``gamma`` allowed (``unresolved``: the trace is too short for these bursts).
+   is ``inf`` when the free fit needed the lowest ``gamma`` allowed (``unresolved``: the
+   trace is too short for these bursts).
 
 Acting on ``I`` is decided by the interval, not by a window count: a tier is bursty when
 ``lower > idc_threshold`` (:meth:`DispersionInterval.above`), not bursty when
