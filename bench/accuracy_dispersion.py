@@ -42,12 +42,34 @@ from bench.tables import Table  # noqa: E402
 from estimators.dispersion import index_of_dispersion, index_of_dispersion_interval  # noqa: E402
 from solvers.processes import MAP  # noqa: E402
 from solvers.simulation import monitor_windows, mtrace1  # noqa: E402
-from solvers.simulation.mmpp import mmpp2_design, mmpp2_intervals  # noqa: E402
+from solvers.simulation.mmpp import mmpp2, mmpp2_design, mmpp2_intervals  # noqa: E402
 
 WINDOW_S = 20.0          # T, in mean service times
 UTILIZATION = 0.7
 THRESHOLD = 10.0         # streams.core.config.SystemConfig.idc_threshold
 
+
+# the existing cases (tests/test_dispersion.py, docs/benchmarks.md): alpha T ~ 8
+FAST = {
+    "I~1": mmpp2(1.5, 0.5, 2.0, 2.0),
+    "I~20": mmpp2(6.7, 0.34, 0.36, 0.042),
+    "I~200": mmpp2(45.0, 0.09, 0.39, 0.0082),
+}
+# slow switching: alpha T from 1 down to 0.05 (bursts last 1/alpha = T .. 20 T)
+SLOW = {
+    "aT=1, I=20": mmpp2_design(1.0 / WINDOW_S, 20.0),
+    "aT=0.8, I=204 (bench_dispersion)": mmpp2(5.6, 0.12, 0.034, 0.006),
+    "aT=0.5, I=50": mmpp2_design(0.5 / WINDOW_S, 50.0),
+    "aT=0.2, I=100": mmpp2_design(0.2 / WINDOW_S, 100.0),
+    "aT=0.12, I=87 (issue 20)": mmpp2_design(0.12 / WINDOW_S, 87.0, 2.0 / 3.0),
+    "aT=0.1, I=200": mmpp2_design(0.1 / WINDOW_S, 200.0),
+    "aT=0.05, I=500": mmpp2_design(0.05 / WINDOW_S, 500.0),
+}
+# not bursty by the threshold, for the false-alarm side of table 3
+QUIET = {
+    "I~1": FAST["I~1"],
+    "aT=0.2, I=5": mmpp2_design(0.2 / WINDOW_S, 5.0),
+}
 
 def monitored_queue(process: MAP, windows: int, seed: int, utilization: float = UTILIZATION):
     """``windows`` monitoring windows of an M/MMPP(2)/1 FCFS queue at ``utilization``."""

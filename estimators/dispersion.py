@@ -81,21 +81,33 @@ curve). The estimator
    which Fig. 2 corrects by ``1/(1 - t/S)`` only when ``Y(t) = I``. ``I`` and ``I_0`` are
    linear given ``gamma``; ``gamma`` is profiled over a log grid and refined by parabolas
    (the estimate is then a smooth function of the data);
-3. fits twice: *flat*, ``gamma T >= 1`` (bursts shorter than a window, the curve flat from
-   ``t = T`` on -- Fig. 2's regime), and *free*, ``gamma t_max >= 1`` (the curve has bent
-   within the levels the trace allows: the extrapolation is never more than ``e/(e - 1)``
-   times the rise already seen). The free fit is used only when it exceeds the flat one by
-   more than 2 jackknife standard errors (a flat curve's noise is not extrapolated; a falling
-   curve, negatively correlated service, is read flat);
+3. fits three nested curves: *level*, ``Y(t_j) = I (1 - t_j/S)`` (converged from ``t = T``
+   on: ``I`` is pooled over all levels by the same weights, so the short, well-sampled levels
+   dominate -- Fig. 2's reading); *flat*, ``gamma T >= 1`` (bursts shorter than a window, the
+   curve may still rise over the first few levels); and *free*, ``gamma t_max >= 1`` (the
+   curve has bent within the levels the trace allows: the extrapolation is never more than
+   ``e/(e - 1)`` times the rise already seen). A richer curve is used only when it exceeds
+   the simpler one by more than 2 jackknife standard errors of their difference (free over
+   flat, else flat over level): a flat curve's noise is not extrapolated. Without the level
+   the flat fit read ``I`` off the long levels, where a converged curve carries only noise
+   (paper 000's db MAP, ``gamma T`` ~ 490, 2160 windows: error SD 11% against Fig. 2's 5%;
+   with the level 5%). The cost: where the curve still rises between ``T`` and ``3T``
+   (``alpha T`` ~ 8) the level reads ~9% low until the trace shows the rise
+   (bench/accuracy_dispersion.py, table 1). (Testing instead whether ``Y(T)`` falls short of
+   the level was tried: whole windows put ``Y(T)`` ~2% low even on a converged curve, so it
+   fired on noise.) A falling curve is read at its pooled level (negatively correlated
+   service would read high; but the falls measured were noise -- on an 8-core tier with
+   paper 000's MAP, I = 202, a two-sided choice took a 2-SE fall and read 129);
 4. the interval: a delete-a-block jackknife over ``blocks`` contiguous blocks of the busy-time
    axis (every run that touches the block is left out, the span ``S`` shrinks by the block):
    ``se^2 = (m - 1)/m sum_b (I_(b) - mean I_(b))^2``, interval ``I exp(-+ t_nu se / I)``
    (log scale; Student t with ``nu = (m - 1)/3`` degrees of freedom: the long bursts of a
    bursty trace sit in a few blocks, so the jackknife variance has fewer effective terms than
-   ``m - 1`` -- calibrated on the bench, see :data:`_DOF_SHARE`). When the flat fit is kept
-   but the free one reads higher, the upper bound reaches up to the free fit's (the data
-   cannot yet tell the curve from a rising one). ``upper`` is ``inf`` when the free fit needed the
-   lowest ``gamma`` allowed (``unresolved``: the trace is too short for these bursts).
+   ``m - 1`` -- calibrated on the bench, see :data:`_DOF_SHARE`). When a simpler curve is kept
+   but the next richer one reads higher (flat over level, free over flat), the upper bound
+   reaches up to that one's (the data cannot yet tell the curve from a rising one). ``upper``
+   is ``inf`` when the free fit needed the lowest ``gamma`` allowed (``unresolved``: the
+   trace is too short for these bursts).
 
 Acting on ``I`` is decided by the interval, not by a window count: a tier is bursty when
 ``lower > idc_threshold`` (:meth:`DispersionInterval.above`), not bursty when
@@ -721,6 +733,28 @@ def _log_interval(value: float, jack: np.ndarray, q: float) -> tuple[float, floa
     return value * math.exp(-rel), value * math.exp(rel) if rel < 700.0 else math.inf
 
 
+def _fit_level(y: np.ndarray, t: np.ndarray, weight: np.ndarray, span: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The curve converged from ``t = T`` on: ``E Y(t_j) = I (1 - t_j/S)`` (Fig. 2's reading,
+    pooled over the levels by the same weights), per replicate (rows of ``y``; ``span[r]`` is
+    ``S``). Returned as :func:`_fit_curves` does, with ``I_0 = I`` and ``gamma`` at the top of
+    its grid (the phases mix within a window)."""
+    a = 1.0 - t[None, :] / span[:, None]
+    value = np.maximum((weight * a * y).sum(-1) / (weight * a * a).sum(-1), 0.0)
+    gamma = np.full(value.shape, _GAMMA_HIGH)
+    return value, value, gamma, value[:, None] * a, np.zeros(value.shape, dtype=bool)
+
+
+def _exceeds(richer: np.ndarray, simpler: np.ndarray) -> bool:
+    """The richer fit's estimate exceeds the simpler one's by more than :data:`_SELECT`
+    block-jackknife standard errors of their difference (element 0: the full trace; the
+    rest: the delete-a-block replicates)."""
+    diff = richer - simpler
+    m = diff.size - 1
+    se = math.sqrt((m - 1) / m * float(np.sum((diff[1:] - diff[1:].mean()) ** 2)))
+    return float(diff[0]) > _SELECT * se
+
+
 def _interval(u: np.ndarray, n: np.ndarray, window: float, conf: float, min_runs: int,
               n_levels: int, n_blocks: int) -> DispersionInterval:
     axis = _Axis.build(u, n)
@@ -761,25 +795,26 @@ def _interval(u: np.ndarray, n: np.ndarray, window: float, conf: float, min_runs
     free_grid = np.geomspace(min(_GAMMA_LOW / t[-1], _GAMMA_FLAT), _GAMMA_HIGH, _GAMMA_GRID)
     both = np.vstack([y, y_jack])
     span_all = np.concatenate(([span], span_jack))
+    steady = _fit_level(both, t, weight, span_all)
     flat = _fit_curves(both, t, weight, span_all, flat_grid)
     free = _fit_curves(both, t, weight, span_all, free_grid)
-    m = n_blocks
-    scale = (m - 1) / m
-    diff = free[0] - flat[0]
-    se_diff = math.sqrt(scale * float(np.sum((diff[1:] - diff[1:].mean()) ** 2)))
     # the curve is extrapolated only when it rises beyond the window scale by more than its
     # noise: the free fit exceeds the flat one by more than _SELECT jackknife SEs (a falling
-    # curve -- negatively correlated service -- is read flat: at I ~ 1 a "fall" is noise)
-    curved = float(diff[0]) > _SELECT * se_diff
-    value, i0, gamma_t, model, low_end = free if curved else flat
+    # curve -- negatively correlated service -- is read flat: at I ~ 1 a "fall" is noise);
+    # likewise the flat fit is used only when it exceeds the level, the curve read as
+    # converged from t = T on (otherwise I would be read off the long, noisy levels)
+    curved = _exceeds(free[0], flat[0])
+    risen = curved or _exceeds(flat[0], steady[0])
+    value, i0, gamma_t, model, low_end = free if curved else flat if risen else steady
     est = float(value[0])
     q = _t_quantile(0.5 + conf / 2.0, max(2, (n_blocks - 1) // _DOF_SHARE))
     lower, upper = _log_interval(est, value[1:], q)
-    if not curved:
-        # the data cannot tell the flat curve from a rising one (bursts longer than the top
-        # level): the interval reaches up to the free fit's upper bound
-        if float(free[0][0]) > est:
-            upper = max(upper, _log_interval(float(free[0][0]), free[0][1:], q)[1])
+    # the data cannot tell the chosen curve from the next richer one when that reads higher
+    # (bursts as long as a window, or longer than the top level): the interval reaches up to
+    # its upper bound
+    for simpler, richer in ((steady, flat), (flat, free))[int(risen) + int(curved):]:
+        if float(richer[0][0]) > float(simpler[0][0]):
+            upper = max(upper, _log_interval(float(richer[0][0]), richer[0][1:], q)[1])
     reason: IntervalReason = "ok"
     if curved and bool(low_end[0]):
         reason = "unresolved"
