@@ -20,7 +20,10 @@ completion-weighted mean per tier, summed over the tiers -- the same windows the
 
 and the guard's condition is the model's (``tau <= H`` fires, ``tau > BREACH_RESOLVE_FACTOR H``
 clears, in between the dead band): some class's ``tau_c <= H`` -> ``True``; every class's
-clear -> ``False``. It is consulted only while the model is not trusted
+clear -> ``False``. A line is not extrapolated further ahead than the history it was fitted on
+(the advice for ``predict_linear``: a range at least as long as the offset): in the first
+minutes it fires on ``tau_c <=`` the minutes of history, not on ``H`` -- three noisy minute
+means at 40% of capacity extrapolated 15 minutes ahead fire on noise. It is consulted only while the model is not trusted
 (:func:`untrusted_reasons`), and an alert it raised says so (``trigger`` ``trend``, its basis
 ``trend: ...``): the on-call engineer knows it is the measured trend, not the model.
 """
@@ -87,30 +90,35 @@ def trend_reading(points: Mapping[str, Sequence[Sequence[float]]], time: float,
                   resolve_factor: float) -> TrendReading:
     """The guard's condition at ``time`` (module docstring): per class with a finite SLA and
     at least :data:`MIN_POINTS` points, the line's time to breach; ``True`` when some class's
-    is within ``horizon_s``, ``False`` when every class's is beyond ``resolve_factor``
-    horizons (or never), ``None`` otherwise (no class with a line, or the dead band)."""
+    is within its reach -- ``horizon_s``, but no further ahead than the history the line was
+    fitted on (a line through 4 minutes is not extrapolated 15 minutes ahead) --, ``False``
+    when every class's is beyond ``resolve_factor`` horizons (or never), ``None`` otherwise
+    (no class with a line, or the dead band)."""
     per_class: dict[str, float | None] = {}
     lines: dict[str, tuple[float, float]] = {}
+    firing: list[str] = []
     for c, rows in points.items():
         limit = sla.get(c)
         if limit is None or not math.isfinite(limit) or len(rows) < MIN_POINTS:
             continue
         level, slope = _line(rows, time)
         lines[c] = (level, slope)
-        per_class[c] = 0.0 if level > limit else (
-            (limit - level) / slope if slope > 0 else None)
+        due = 0.0 if level > limit else ((limit - level) / slope if slope > 0 else None)
+        per_class[c] = due
+        if due is not None and due <= min(horizon_s, time - float(rows[0][0])):
+            firing.append(c)
     if not per_class:
         return TrendReading(None)
-    due = {c: t for c, t in per_class.items() if t is not None}
-    worst = min(due, key=lambda c: due[c]) if due else None
-    if worst is not None and due[worst] <= horizon_s:
+    due_by = {c: t for c, t in per_class.items() if t is not None}
+    if firing:
         condition: bool | None = True
-    elif worst is None or due[worst] > resolve_factor * horizon_s:
-        condition = False
+        worst: str | None = min(firing, key=lambda c: due_by[c])
+    elif not due_by or min(due_by.values()) > resolve_factor * horizon_s:
+        condition, worst = False, None
     else:
-        condition = None
+        condition, worst = None, min(due_by, key=lambda c: due_by[c])
     level, slope = lines[worst] if worst is not None else (None, None)
-    return TrendReading(condition, worst, due.get(worst) if worst else None, level, slope,
+    return TrendReading(condition, worst, due_by.get(worst) if worst else None, level, slope,
                         per_class)
 
 
