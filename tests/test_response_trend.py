@@ -13,17 +13,15 @@ from __future__ import annotations
 import math
 import tempfile
 
-import numpy as np
 import pytest
 
-from solvers.paper000 import _BURSTY_D0, _BURSTY_D1
-from solvers.processes import MAP
-from solvers.simulation.physical import PhysicalNetwork, Tier, monitor_physical
+from solvers.simulation.physical import monitor_physical
 from streams.cli.embedded import run_embedded
 from streams.core.config import Config, SystemConfig
 from streams.core.system import BREACH_RESOLVE_FACTOR, SystemState
 from streams.predict.response_trend import (MIN_POINTS, add_points, trend_reading,
                                             untrusted_reasons)
+from test_alert_window import SLA_S, START, _shop, worst_window_mean  # section 4's shop
 
 H = 900.0
 SLA = {"a": 0.1, "b": 0.1}
@@ -118,20 +116,6 @@ def test_state_keeps_the_points_across_a_restore():
 
 
 # -------------------------------------------------------------------------------- end to end
-START = 1_795_000_000.0
-SLA_S = 0.1
-
-
-def _shop(kind: str, users: int) -> PhysicalNetwork:
-    """docs/accuracy.md section 4's three-tier shop (bench/alert_shapes.py): truth capacity
-    214 users (bursty db) / 420 (exponential db) at SLA 0.1 s."""
-    db = MAP(_BURSTY_D0, _BURSTY_D1).scaled(0.016) if kind == "bursty" else 0.016
-    return PhysicalNetwork(
-        tiers=(Tier("web", 4, 0.008), Tier("app", 4, 0.010),
-               Tier("db", 8, db, multipliers=(0.75, 2.0))),
-        classes=("browse", "buy"), mix=(0.8, 0.2), think_time=1.0, population=users)
-
-
 def _run(kind: str, users: int, minutes: float, seed: int):
     recs = monitor_physical(_shop(kind, users), minutes * 60, 5.0, warmup=120.0, system="shop",
                             start_time=START - 120.0, seed=seed)
@@ -148,21 +132,7 @@ def _breach_onsets(recs, times):
     """The measured breach of docs/accuracy.md section 4 (bench/alert_shapes.py): per solve
     time, per class the 5-minute completion-weighted mean per tier summed over the tiers above
     the SLA; an onset is the second such solve in a row."""
-    above = []
-    for t in times:
-        if t < START + 300.0:
-            above.append(False)
-            continue
-        worst = 0.0
-        for c in ("browse", "buy"):
-            r = 0.0
-            for tier in ("web", "app", "db"):
-                sel = [x for x in recs if x["tier"] == tier and t - 300 < x["end"] <= t]
-                n = sum(x["completions"][c] for x in sel)
-                r += sum(x["response_time_s"].get(c, 0) * x["completions"][c]
-                         for x in sel) / n
-            worst = max(worst, r)
-        above.append(worst > SLA_S)
+    above = [t >= START + 300.0 and worst_window_mean(recs, t) > SLA_S for t in times]
     return [t for t, a, b in zip(times[1:], above, above[1:]) if a and b]
 
 

@@ -21,11 +21,12 @@ completion-weighted mean per tier, summed over the tiers -- the same windows the
 and the guard's condition is the model's (``tau <= H`` fires, ``tau > BREACH_RESOLVE_FACTOR H``
 clears, in between the dead band): some class's ``tau_c <= H`` -> ``True``; every class's
 clear -> ``False``. A line is not extrapolated further ahead than the history it was fitted on
-(the advice for ``predict_linear``: a range at least as long as the offset): in the first
-minutes it fires on ``tau_c <=`` the minutes of history, not on ``H`` -- three noisy minute
-means at 40% of capacity extrapolated 15 minutes ahead fire on noise. It is consulted only while the model is not trusted
-(:func:`untrusted_reasons`), and an alert it raised says so (``trigger`` ``trend``, its basis
-``trend: ...``): the on-call engineer knows it is the measured trend, not the model.
+(its forecast error grows with the distance from the points): in the first minutes it fires on
+``tau_c <=`` the minutes of history, not on ``H`` -- three noisy minute means at 40% of
+capacity extrapolated 15 minutes ahead fire on noise (docs/accuracy.md section 4). It is
+consulted only while the model is not trusted (:func:`untrusted_reasons`), and an alert it
+raised says so (``trigger`` ``trend``, its basis ``trend: ...``, a ``TREND ALERT`` summary):
+the on-call engineer knows it is the measured trend, not the model.
 """
 
 from __future__ import annotations
