@@ -6,7 +6,9 @@ hovering at the threshold does not flap.
 Kinds:
 
 * ``predicted_breach`` -- the model predicts that a class will exceed its SLA within the
-  horizon (the time to breach, the class and the tier that causes it are labelled);
+  horizon (the time to breach, the class and the tier that causes it are labelled); while the
+  model is not trusted, also the measured response-time trend
+  (:mod:`streams.predict.response_trend`; ``trigger`` ``trend``: a TREND ALERT);
 * ``current_breach`` -- a class's measured response time is above its SLA now;
 * ``model_error`` -- the model's prediction at the current load is off from what was measured
   by more than the threshold: its predictions should not be trusted.

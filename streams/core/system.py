@@ -24,7 +24,7 @@ import numpy as np
 from streams.predict import confidence, story
 from streams.core.alerts import AlertBook
 from streams.core.config import SystemConfig
-from streams.predict import alert_window
+from streams.predict import alert_window, response_trend
 from streams.predict.model import Measured, Point, SystemModel, build_model, model_capacity
 from solvers.mva import mva_curves
 from streams.core.plausibility import Plausibility, Verdict, far_ahead
@@ -120,6 +120,40 @@ def _basis_text(pred: Mapping[str, Any]) -> str:
         return ""
     return (f"; long-run capacity {pred['capacity_users']}, alert on "
             + "; ".join(pred["alert_basis"]))
+
+
+def _trend_basis(pred: Mapping[str, Any]) -> list[str]:
+    """The trend guard's line in the alert's ``basis`` when it fired the alert."""
+    if pred.get("alert_trigger") not in ("trend", "model+trend"):
+        return []
+    return [f"trend: class {pred['trend_class']!r} measured "
+            f"{1000 * pred['trend_response_time']:.0f} ms, "
+            f"{1000 * 60 * pred['trend_slope']:+.1f} ms/min, reaches its SLA in about "
+            f"{pred['trend_time_to_breach_s'] / 60:.0f} min (model not trusted: "
+            + "; ".join(pred["alert_untrusted"]) + ")"]
+
+
+def _breach_summary(system: str, pred: Mapping[str, Any], cfg: SystemConfig,
+                    ttb: float | None, breach_class: str | None) -> str:
+    """The ``predicted_breach`` event's text: the model's prediction, or -- fired by the
+    measured response-time trend alone (``alert_trigger`` ``trend``) -- a ``TREND ALERT``
+    that says it is not the model's and why the model is not trusted."""
+    if pred.get("alert_trigger") == "trend":
+        return (f"{system}: TREND ALERT (the measured response-time trend, not the model: "
+                + "; ".join(pred["alert_untrusted"]) + f"): class {breach_class!r} measured "
+                f"{1000 * pred['trend_response_time']:.0f} ms, "
+                f"{1000 * 60 * pred['trend_slope']:+.1f} ms/min, reaches its "
+                f"{cfg.sla_for(str(breach_class)):g} s SLA in about {(ttb or 0) / 60:.0f} min "
+                f"(the {pred['model']} model: users {pred['users']} -> capacity "
+                f"{pred['alert_capacity_users']})")
+    text = (f"{system}: class {breach_class!r} is predicted to exceed "
+            f"its {cfg.sla_for(str(breach_class)):g} s SLA in about "
+            f"{(ttb or 0) / 60:.0f} min (users {pred['users']} -> capacity "
+            f"{pred['alert_capacity_users']}, bottleneck tier "
+            f"{pred['breach_tier']!r})" + _basis_text(pred) + _remedy_text(pred))
+    if pred.get("alert_trigger") == "model+trend":
+        text += "; the measured response-time trend agrees"
+    return text
 
 
 def _model_error_hint(pred: Mapping[str, Any]) -> str:
@@ -248,6 +282,9 @@ class SystemState:
         #: boundary passed but not solved yet (a batch solves after admitting it all)
         self.held = 0
         self.held_due: list[int] = []
+        #: per class, the measured response time of the solves over the last
+        #: ``trend_window_s``, ``[time, R]`` (:mod:`streams.predict.response_trend`)
+        self.response_points: dict[str, list[list[float]]] = {}
 
     # -- per window -------------------------------------------------------------------------
     def admit(self, w: Window, max_tiers: int | None = None, max_classes: int | None = None,
@@ -468,6 +505,8 @@ class SystemState:
         cfg = self.config
         out = Outputs()
         pred, m, model, time = solve.pred, solve.measured, solve.model, solve.time
+        response_trend.add_points(self.response_points, time, m.response_time,
+                                  cfg.trend_window_s)
         if model is None:
             out.predictions.append(clean(_with_held(pred)))
             return out
@@ -724,29 +763,25 @@ class SystemState:
         return (abs(pred - meas) / meas if meas > 0 else None,
                 abs(now.throughput - X) / X if X > 0 else None)
 
-    def _alerts(self, pred: Mapping[str, Any], m: Measured, model: SystemModel,
+    def _alerts(self, pred: dict[str, Any], m: Measured, model: SystemModel,
                 time: float) -> list[dict[str, Any]]:
         cfg = self.config
-        events = []
         base = {"system": self.system, "time": time}
-        ttb = pred["alert_time_to_breach_s"]
-        cond = None
-        if ttb is not None and ttb <= cfg.horizon_s:
-            cond = True
-        elif ttb is None or ttb > BREACH_RESOLVE_FACTOR * cfg.horizon_s:
-            cond = False
+        err, thr = _alert_error(pred), cfg.model_error_threshold
+        error_cond = model_error_condition(err, thr)
+        error_ev = self.alerts.evaluate("model_error", error_cond, lambda: {
+            **base, "alert": "model_error", "class": None, "tier": None, "value": err,
+            "threshold": thr, "summary": _model_error_summary(self.system, pred, err, thr,
+                                                              bool(error_cond))}, time)
+        cond, ttb, breach_class = self._breach_condition(pred, model, time)
         ev = self.alerts.evaluate("predicted_breach", cond, lambda: {
-            **base, "alert": "predicted_breach", "class": pred["breach_class"],
+            **base, "alert": "predicted_breach", "class": breach_class,
             "tier": pred["breach_tier"], "time_to_breach_s": ttb, "value": ttb,
-            "threshold": cfg.horizon_s,
-            "summary": (f"{self.system}: class {pred['breach_class']!r} is predicted to exceed "
-                        f"its {cfg.sla_for(str(pred['breach_class'])):g} s SLA in about "
-                        f"{(ttb or 0) / 60:.0f} min (users {pred['users']} -> capacity "
-                        f"{pred['alert_capacity_users']}, bottleneck tier "
-                        f"{pred['breach_tier']!r})" + _basis_text(pred) + _remedy_text(pred)),
-            "basis": list(pred["alert_basis"])},
+            "threshold": cfg.horizon_s, "trigger": pred["alert_trigger"],
+            "summary": _breach_summary(self.system, pred, cfg, ttb, breach_class),
+            "basis": list(pred["alert_basis"]) + _trend_basis(pred)},
             time)
-        events += [ev] if ev else []
+        events = [ev] if ev else []
         for i, c in enumerate(model.classes):
             r, sla = m.response_time.get(c), model.sla[i]
             if not math.isfinite(sla):
@@ -759,25 +794,63 @@ class SystemState:
                 "summary": f"{self.system}: class {c!r} response time {r or 0:.3f} s is above "
                            f"its {sla:g} s SLA"}, time)
             events += [ev] if ev else []
-        err, thr = _alert_error(pred), cfg.model_error_threshold
-        cond = model_error_condition(err, thr)
-        ev = self.alerts.evaluate("model_error", cond, lambda: {
-            **base, "alert": "model_error", "class": None, "tier": None, "value": err,
-            "threshold": thr, "summary": _model_error_summary(self.system, pred, err, thr,
-                                                              bool(cond))}, time)
-        events += [ev] if ev else []
+        events += [error_ev] if error_ev else []
         track = self.alerts.tracks.get("predicted_breach")
         events, self.breach_trust = confidence.trust_events(
             events, "model_error" not in self.alerts.active(),
             bool(track and track.active), self.breach_trust,
-            lambda: {**base, "alert": "predicted_breach", "class": pred["breach_class"],
+            lambda: {**base, "alert": "predicted_breach", "class": breach_class,
                      "tier": pred["breach_tier"], "time_to_breach_s": ttb, "value": ttb,
                      "threshold": cfg.horizon_s, "since": track.since if track else None,
+                     "trigger": pred["alert_trigger"],
                      "summary": f"{self.system}: the model's trust changed while a breach of "
-                                f"class {pred['breach_class']!r} is predicted in about "
+                                f"class {breach_class!r} is predicted in about "
                                 f"{(ttb or 0) / 60:.0f} min (users {pred['users']} -> "
                                 f"capacity {pred['alert_capacity_users']})"})
         return events
+
+    def _breach_condition(self, pred: dict[str, Any], model: SystemModel,
+                          time: float) -> tuple[bool | None, float | None, str | None]:
+        """The ``predicted_breach`` condition at this solve, its time to breach and class:
+        the model's (``alert_time_to_breach_s`` within the horizon fires, beyond
+        ``BREACH_RESOLVE_FACTOR`` horizons clears) and, while the model is not trusted
+        (:func:`streams.predict.response_trend.untrusted_reasons`), the measured
+        response-time trend's (:func:`~streams.predict.response_trend.trend_reading`): either
+        fires it; it clears only when both do. Records ``alert_trigger`` (``model``,
+        ``trend``, ``model+trend``; ``None``: no breach predicted), ``alert_untrusted`` and
+        the trend's ``trend_*`` fields in ``pred``."""
+        cfg = self.config
+        ttb = pred["alert_time_to_breach_s"]
+        cond: bool | None = None
+        if ttb is not None and ttb <= cfg.horizon_s:
+            cond = True
+        elif ttb is None or ttb > BREACH_RESOLVE_FACTOR * cfg.horizon_s:
+            cond = False
+        reasons = response_trend.untrusted_reasons(
+            {t: v["idc_flag"] for t, v in pred["tiers"].items()},
+            "model_error" in self.alerts.active())
+        pred["alert_untrusted"] = reasons
+        trend = None
+        if reasons:
+            sla = {c: float(s) for c, s in zip(model.classes, model.sla.tolist())}
+            trend = response_trend.trend_reading(self.response_points, time, sla,
+                                                 cfg.horizon_s, BREACH_RESOLVE_FACTOR)
+            pred.update(trend_condition=trend.condition, trend_class=trend.breach_class,
+                        trend_time_to_breach_s=trend.time_to_breach_s,
+                        trend_response_time=trend.level_s, trend_slope=trend.slope)
+        pred["alert_trigger"] = "model" if cond else None
+        if trend is None or not trend.per_class:      # no guard, or no line yet
+            return cond, ttb, pred["breach_class"]
+        if trend.condition:
+            if cond:
+                pred["alert_trigger"] = "model+trend"
+                return True, ttb, pred["breach_class"]
+            pred["alert_trigger"] = "trend"
+            return True, trend.time_to_breach_s, trend.breach_class
+        if cond:
+            return True, ttb, pred["breach_class"]
+        return (False if cond is False and trend.condition is False else None), ttb, \
+            pred["breach_class"]
 
     # -- state ---------------------------------------------------------------------------------
     def to_dict(self, with_history: bool = True) -> dict[str, Any]:
@@ -791,7 +864,7 @@ class SystemState:
                 "remediation_hints": self.remediation_hints,
                 "error_samples": self.error_samples, "error_family": self.error_family,
                 "newest_end": self.newest_end, "ahead": self.ahead, "held": self.held,
-                "held_due": list(self.held_due)}
+                "held_due": list(self.held_due), "response_points": self.response_points}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], config: SystemConfig,
@@ -820,4 +893,7 @@ class SystemState:
         state.ahead = data.get("ahead")
         state.held = data.get("held", 0)
         state.held_due = list(data.get("held_due", ()))
+        # absent in states saved before the response-time trend guard
+        state.response_points = {c: [list(p) for p in rows] for c, rows in
+                                 (data.get("response_points") or {}).items()}
         return state

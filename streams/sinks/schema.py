@@ -38,7 +38,9 @@ MEASUREMENTS: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
         "model_switch": _S, "model_switch_reason": _S, "remediation_summary": _S,
         "remediation_tier": _S, "remediation_reason": _S, "model_error_pooled": _F,
         "model_error_pooled_se": _F, "model_error_significant": _B, "model_error_solves": _I,
-        "alert_capacity_users": _I, "alert_time_to_breach_s": _F, "alert_basis": _S}),
+        "alert_capacity_users": _I, "alert_time_to_breach_s": _F, "alert_basis": _S,
+        "alert_trigger": _S, "alert_untrusted": _S, "trend_class": _S,
+        "trend_time_to_breach_s": _F}),
     "class_prediction": (("system", "class"), {
         "throughput": _F, "response_time": _F, "throughput_forecast": _F,
         "response_time_forecast": _F, "throughput_measured": _F,
@@ -53,7 +55,7 @@ MEASUREMENTS: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
         "required_users": _I, "cost": _F, "summary": _S}),
     "alert": (("system", "alert", "class", "tier", "trust"), {
         "state": _S, "active": _I, "value": _F, "threshold": _F, "time_to_breach_s": _F,
-        "summary": _S, "update": _S, "basis": _S}),
+        "summary": _S, "update": _S, "basis": _S, "trigger": _S}),
     "deadletter": (("system", "field"), {"reason": _S, "count": _I}),
 }
 

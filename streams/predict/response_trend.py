@@ -1,0 +1,137 @@
+"""The measured response-time trend: a guard on the predicted-breach alert while the model is
+not trusted.
+
+The ``predicted_breach`` alert stands on the queueing model (:mod:`streams.predict.model`,
+:mod:`streams.predict.alert_window`). While the model itself is in doubt it can be confidently
+wrong: in the first minutes a bursty tier's index of dispersion ``I`` rests on too few windows
+for its confidence interval to confirm it (``idc_flag`` ``too_short`` / ``uncertain`` /
+``unresolved``: paper 000 Fig. 2, ``I`` needs thousands of windows), so the model solves the
+tier as exponential and puts the capacity far above the load that is already at its SLA; and
+while the ``model_error`` alert is active its response times are off the measured ones. A load
+that starts near capacity breaches in exactly those minutes.
+
+A mature monitoring tool then falls back on the measurement itself, as Prometheus'
+``predict_linear`` does: per class, the least-squares line through the measured response time
+``R_c`` of the solves over the last ``trend_window_s`` (each solve's ``R_c`` is the interval's
+completion-weighted mean per tier, summed over the tiers -- the same windows the model is fed),
+
+    R_c(t + s) ~ a_c + b_c s,   time to breach  tau_c = 0 if a_c > SLA_c,
+                                                       (SLA_c - a_c) / b_c if b_c > 0, else none
+
+and the guard's condition is the model's (``tau <= H`` fires, ``tau > BREACH_RESOLVE_FACTOR H``
+clears, in between the dead band): some class's ``tau_c <= H`` -> ``True``; every class's
+clear -> ``False``. A line is not extrapolated further ahead than the history it was fitted on
+(its forecast error grows with the distance from the points): in the first minutes it fires on
+``tau_c <=`` the minutes of history, not on ``H`` -- three noisy minute means at 40% of
+capacity extrapolated 15 minutes ahead fire on noise (docs/accuracy.md section 4). It is
+consulted only while the model is not trusted (:func:`untrusted_reasons`), and an alert it
+raised says so (``trigger`` ``trend``, its basis ``trend: ...``, a ``TREND ALERT`` summary):
+the on-call engineer knows it is the measured trend, not the model.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from streams.core.tier import PROVISIONAL_FLAGS
+
+__all__ = ["MIN_POINTS", "TrendReading", "add_points", "trend_reading", "untrusted_reasons"]
+
+#: a class's line needs at least this many solves (Prometheus' ``predict_linear`` needs 2;
+#: 3 give a residual)
+MIN_POINTS = 3
+
+
+@dataclass(frozen=True)
+class TrendReading:
+    """The guard's reading at one solve: ``condition`` (``None``: dead band or too few
+    points), the class nearest its SLA by the line (``breach_class``), its time to breach
+    ``time_to_breach_s``, measured level ``level_s`` (the line at now) and ``slope`` (s per s)."""
+
+    condition: bool | None
+    breach_class: str | None = None
+    time_to_breach_s: float | None = None
+    level_s: float | None = None
+    slope: float | None = None
+    #: per class with a line: its time to breach (``None``: not rising towards the SLA)
+    per_class: dict[str, float | None] = field(default_factory=dict)
+
+
+def add_points(points: dict[str, list[list[float]]], time: float,
+               response: Mapping[str, float], span_s: float) -> None:
+    """Append each class's measured ``R_c`` at ``time`` to ``points[c]`` (``[time, R]``
+    rows, time order) and drop the rows older than ``span_s`` before ``time``."""
+    for c, r in response.items():
+        if r is not None and math.isfinite(r):
+            points.setdefault(c, []).append([float(time), float(r)])
+    for c in list(points):
+        rows = points[c]
+        cut = next((i for i, row in enumerate(rows) if row[0] > time - span_s), len(rows))
+        del rows[:cut]
+        if not rows:
+            del points[c]
+
+
+def _line(rows: Sequence[Sequence[float]], time: float) -> tuple[float, float]:
+    """Least-squares ``(level at time, slope)`` through ``rows`` of ``[t, R]``."""
+    t, r = np.array(rows, dtype=float).T
+    t = t - time
+    tc = t - t.mean()
+    denom = float(tc @ tc)
+    slope = float(tc @ (r - r.mean())) / denom if denom > 0 else 0.0
+    return float(r.mean() + slope * (0.0 - t.mean())), slope
+
+
+def trend_reading(points: Mapping[str, Sequence[Sequence[float]]], time: float,
+                  sla: Mapping[str, float], horizon_s: float,
+                  resolve_factor: float) -> TrendReading:
+    """The guard's condition at ``time`` (module docstring): per class with a finite SLA and
+    at least :data:`MIN_POINTS` points, the line's time to breach; ``True`` when some class's
+    is within its reach -- ``horizon_s``, but no further ahead than the history the line was
+    fitted on (a line through 4 minutes is not extrapolated 15 minutes ahead) --, ``False``
+    when every class's is beyond ``resolve_factor`` horizons (or never), ``None`` otherwise
+    (no class with a line, or the dead band)."""
+    per_class: dict[str, float | None] = {}
+    lines: dict[str, tuple[float, float]] = {}
+    firing: list[str] = []
+    for c, rows in points.items():
+        limit = sla.get(c)
+        if limit is None or not math.isfinite(limit) or len(rows) < MIN_POINTS:
+            continue
+        level, slope = _line(rows, time)
+        lines[c] = (level, slope)
+        due = 0.0 if level > limit else ((limit - level) / slope if slope > 0 else None)
+        per_class[c] = due
+        if due is not None and due <= min(horizon_s, time - float(rows[0][0])):
+            firing.append(c)
+    if not per_class:
+        return TrendReading(None)
+    due_by = {c: t for c, t in per_class.items() if t is not None}
+    if firing:
+        condition: bool | None = True
+        worst: str | None = min(firing, key=lambda c: due_by[c])
+    elif not due_by or min(due_by.values()) > resolve_factor * horizon_s:
+        condition, worst = False, None
+    else:
+        condition, worst = None, min(due_by, key=lambda c: due_by[c])
+    level, slope = lines[worst] if worst is not None else (None, None)
+    return TrendReading(condition, worst, due_by.get(worst) if worst else None, level, slope,
+                        per_class)
+
+
+def untrusted_reasons(idc_flags: Mapping[str, str | None],
+                      model_error_active: bool) -> list[str]:
+    """Why the model is not to be trusted on its own at this solve (empty: it is): a tier
+    whose burstiness is not yet measured (its ``idc_flag`` in
+    :data:`streams.core.tier.PROVISIONAL_FLAGS`: too few windows, or ``I``'s interval still
+    straddles ``idc_threshold``), and the ``model_error`` alert being active. ``idc_flags``:
+    tier -> its ``idc_flag``."""
+    reasons = [f"{tier} burstiness not confirmed ({flag})" for tier, flag in idc_flags.items()
+               if flag in PROVISIONAL_FLAGS]
+    if model_error_active:
+        reasons.append("model_error alert active")
+    return reasons

@@ -1,0 +1,183 @@
+"""The predicted-breach alert's trend guard (issue 22): while the model is not trusted, the
+measured response-time trend also fires the alert (:mod:`streams.predict.response_trend`,
+``streams.core.system.SystemState._breach_condition``).
+
+The line's arithmetic on hand-made points; the guard end to end against the physical
+simulator: a bursty database held at 90% of its capacity from the start of monitoring, whose
+5-minute mean crosses the SLA before the db's ``I`` is confirmed -- the model is MVA (or the
+provisional MAP(2)) and sees no breach, the measured trend does; and a calm exponential shop on
+which the guard, active while the tiers' ``I`` is ``too_short``, stays quiet."""
+
+from __future__ import annotations
+
+import math
+import tempfile
+
+import pytest
+
+from solvers.simulation.physical import monitor_physical
+from streams.cli.embedded import run_embedded
+from streams.core.config import Config, SystemConfig
+from streams.core.system import BREACH_RESOLVE_FACTOR, SystemState
+from streams.predict.response_trend import (MIN_POINTS, add_points, trend_reading,
+                                            untrusted_reasons)
+from test_alert_window import SLA_S, START, _shop, worst_window_mean  # section 4's shop
+
+H = 900.0
+SLA = {"a": 0.1, "b": 0.1}
+
+
+def _points(values_a, values_b=None, step=60.0, end=0.0):
+    pts: dict[str, list[list[float]]] = {}
+    for i, ra in enumerate(values_a):
+        t = end - step * (len(values_a) - 1 - i)
+        add_points(pts, t, {"a": ra, **({} if values_b is None else {"b": values_b[i]})},
+                   span_s=900.0)
+    return pts
+
+
+# ----------------------------------------------------------------------------------- the line
+def test_a_rising_line_fires_with_its_time_to_the_sla():
+    """``R_a`` 50, 55, ..., 80 ms a minute apart: 5 ms/min, 80 ms now -> 4 minutes to 0.1 s,
+    within the 6 minutes of history."""
+    r = trend_reading(_points([0.05 + 0.005 * k for k in range(7)]), 0.0, SLA, H,
+                      BREACH_RESOLVE_FACTOR)
+    assert r.condition is True and r.breach_class == "a"
+    assert r.time_to_breach_s == pytest.approx(240.0)
+    assert r.level_s == pytest.approx(0.08) and r.slope == pytest.approx(0.005 / 60)
+
+
+def test_a_line_reaches_no_further_ahead_than_its_history():
+    """70 ms now, 5 ms/min: 6 minutes to the SLA. On 4 minutes of history it does not fire
+    (dead band: within 1.25 horizons); on 6 minutes of history it does."""
+    short = trend_reading(_points([0.05 + 0.005 * k for k in range(5)]), 0.0, SLA, H,
+                          BREACH_RESOLVE_FACTOR)
+    assert short.condition is None and short.time_to_breach_s == pytest.approx(360.0)
+    longer = trend_reading(_points([0.04 + 0.005 * k for k in range(7)]), 0.0, SLA, H,
+                           BREACH_RESOLVE_FACTOR)
+    assert longer.condition is True and longer.time_to_breach_s == pytest.approx(360.0)
+
+
+def test_flat_below_the_sla_clears_and_above_it_fires_now():
+    calm = trend_reading(_points([0.05, 0.052, 0.049, 0.051]), 0.0, SLA, H,
+                         BREACH_RESOLVE_FACTOR)
+    assert calm.condition is False and calm.breach_class is None
+    over = trend_reading(_points([0.12, 0.11, 0.12, 0.115]), 0.0, SLA, H,
+                         BREACH_RESOLVE_FACTOR)
+    assert over.condition is True and over.time_to_breach_s == 0.0
+
+
+def test_between_one_and_1_25_horizons_is_the_dead_band():
+    """A line reaching the SLA in 17 minutes: beyond the 15-minute horizon (no fire), within
+    1.25 horizons (no clear)."""
+    slope = 0.03 / 17 / 60                     # 70 ms now, +30 ms in 17 min
+    r = trend_reading(_points([0.07 - slope * 60 * k for k in range(15, -1, -1)]), 0.0, SLA, H,
+                      BREACH_RESOLVE_FACTOR)
+    assert r.condition is None
+    assert r.time_to_breach_s == pytest.approx(17 * 60, rel=1e-6)
+
+
+def test_one_class_breaching_fires_and_every_class_must_clear():
+    r = trend_reading(_points([0.05] * 6, [0.05, 0.06, 0.07, 0.08, 0.09, 0.095]), 0.0, SLA, H,
+                      BREACH_RESOLVE_FACTOR)
+    assert r.condition is True and r.breach_class == "b"
+    assert set(r.per_class) == {"a", "b"} and r.per_class["a"] is None
+
+
+def test_too_few_points_or_no_sla_give_no_reading():
+    assert trend_reading(_points([0.2] * (MIN_POINTS - 1)), 0.0, SLA, H,
+                         BREACH_RESOLVE_FACTOR).condition is None
+    assert trend_reading(_points([0.2] * 5), 0.0, {"a": math.inf}, H,
+                         BREACH_RESOLVE_FACTOR).per_class == {}
+
+
+def test_points_older_than_the_span_are_dropped():
+    pts = _points([0.05] * 20)                      # 20 minutes, span 15
+    assert len(pts["a"]) == 15 and pts["a"][0][0] == pytest.approx(-14 * 60.0)
+    add_points(pts, 3600.0, {"b": float("nan")}, 900.0)
+    assert pts == {}                                # all older than the span; NaN not kept
+
+
+def test_untrusted_while_burstiness_unconfirmed_or_model_error_active():
+    assert untrusted_reasons({"web": None, "db": None}, False) == []
+    assert untrusted_reasons({"web": None, "db": "too_short"}, False) == [
+        "db burstiness not confirmed (too_short)"]
+    assert untrusted_reasons({"db": "uncertain"}, True) == [
+        "db burstiness not confirmed (uncertain)", "model_error alert active"]
+    assert untrusted_reasons({"db": "no_variation"}, False) == []
+
+
+def test_state_keeps_the_points_across_a_restore():
+    cfg = SystemConfig(tiers=("a",))
+    state = SystemState("s", cfg)
+    add_points(state.response_points, 60.0, {"x": 0.05}, cfg.trend_window_s)
+    back = SystemState.from_dict(state.to_dict(), cfg)
+    assert back.response_points == {"x": [[60.0, 0.05]]}
+
+
+# -------------------------------------------------------------------------------- end to end
+def _run(kind: str, users: int, minutes: float, seed: int):
+    recs = monitor_physical(_shop(kind, users), minutes * 60, 5.0, warmup=120.0, system="shop",
+                            start_time=START - 120.0, seed=seed)
+    cfg = Config(systems={"shop": SystemConfig(tiers=("web", "app", "db"),
+                                               sla_s={"*": SLA_S})})
+    preds: list[dict] = []
+    with tempfile.TemporaryDirectory() as d:
+        summary = run_embedded(recs, cfg, d,
+                               on_outputs=lambda out, _p: preds.extend(out.predictions))
+    return recs, preds, summary.alert_events
+
+
+def _breach_onsets(recs, times):
+    """The measured breach of docs/accuracy.md section 4 (bench/alert_shapes.py): per solve
+    time, per class the 5-minute completion-weighted mean per tier summed over the tiers above
+    the SLA; an onset is the second such solve in a row."""
+    above = [t >= START + 300.0 and worst_window_mean(recs, t) > SLA_S for t in times]
+    return [t for t, a, b in zip(times[1:], above, above[1:]) if a and b]
+
+
+def _firing_at(events, t):
+    """Whether the predicted_breach alert is firing just after the solve at ``t``."""
+    state = False
+    for e in sorted((e for e in events if e["alert"] == "predicted_breach"),
+                    key=lambda e: e["time"]):
+        if e["time"] <= t:
+            state = e["state"] == "firing"
+    return state
+
+
+@pytest.mark.parametrize("seed", [10, 18])
+def test_trend_alert_catches_a_flat_bursty_load_breaching_before_its_i_is_confirmed(seed):
+    """193 users (90% of the bursty shop's capacity) from the start: the 5-minute mean
+    crosses the SLA within 12 minutes (minute 9 / 6 at these seeds) while the db's ``I`` is
+    still unconfirmed. The alert is firing at the onset, raised strictly before it, and at
+    some solve before the onset the measured trend held it where the model did not (trigger
+    ``trend``). Without the trend guard the model alone (MVA, or the provisional MAP(2) whose
+    capacity reads above 193) is not firing at the onset at either seed (checked on main)."""
+    recs, preds, events = _run("bursty", 193, 12.0, seed)
+    times = [float(p["time"]) for p in preds if p.get("model")]
+    onsets = _breach_onsets(recs, times)
+    assert onsets, "the 5-minute mean did not breach: the case is not the one meant"
+    onset = onsets[0]
+    fired = [e for e in events if e["alert"] == "predicted_breach" and e["state"] == "firing"
+             and e.get("update") != "trust"]
+    assert fired and min(e["time"] for e in fired) < onset
+    assert _firing_at(events, onset)
+    before = [p for p in preds if p.get("model") and p["time"] < onset]
+    assert any(p["alert_untrusted"] for p in before)
+    assert any(p["alert_trigger"] == "trend" for p in before)
+    for e in fired:
+        assert e["trigger"] in ("model", "trend", "model+trend")
+        if e["trigger"] == "trend":
+            assert "TREND ALERT" in e["summary"] and "not the model" in e["summary"]
+        if e["trigger"] != "model":
+            assert any(b.startswith("trend: ") for b in e["basis"]), e["basis"]
+
+
+def test_trend_guard_stays_quiet_on_a_calm_non_bursty_shop():
+    """The exponential shop at 70% of its capacity: the guard is consulted while the tiers'
+    ``I`` is ``too_short`` (the first minutes), but the measured trend is flat -- no predicted
+    breach in 12 minutes."""
+    _, preds, events = _run("non_bursty", 294, 12.0, seed=3)
+    assert any(p.get("alert_untrusted") for p in preds if p.get("model"))
+    assert not [e for e in events if e["alert"] == "predicted_breach"]
