@@ -1140,15 +1140,40 @@ def _waves(chains: dict[int, _Chain], groups: dict[int, list[int]], means: np.nd
         tr = chain.transitions
         if tr is None or chain.pi is None or chain.lam is None:
             continue
+        with np.errstate(all="ignore"):
+            _wave_queues(b, tiers, chain, means, cores, flags, out)
+    return out
+
+
+def _wave_queues(b: int, tiers: list[int], chain: _Chain, means: np.ndarray,
+                 cores: tuple[int, ...], flags: list[str], out: dict[int, float]) -> None:
+    """:func:`_waves` for the tiers after bursty tier ``b``, in order, into ``out``. A tier the
+    departures would saturate, or whose queue does not solve to a finite mean (a nearly
+    critical or ill-conditioned queue: singular matrix, overflow), keeps the product form's
+    answer from there on, flagged."""
+    tr = chain.transitions
+    try:
         dep = lumped_departures(chain.pi, tr.src, tr.dst, tr.with_arrivals(chain.lam),
                                 tr.level, cores[b])
-        for m in tiers:
-            if not dep.rate * means[m] < cores[m]:
-                flags.append(f"tier {m}: saturated by tier {b}'s departures: product-form queue")
-                break
-            out[m] = map_m_c_mean(dep, means[m], cores[m])
-            dep = through_tier(dep, cores[m] / means[m])
-    return out
+    except np.linalg.LinAlgError:
+        dep = None
+    for m in tiers:
+        if dep is None or not dep.rate * means[m] < cores[m]:
+            flags.append(f"tier {m}: saturated by tier {b}'s departures: product-form queue"
+                         if dep is not None else
+                         f"tier {m}: tier {b}'s departure process did not solve: "
+                         "product-form queue")
+            return
+        try:
+            queue = map_m_c_mean(dep, means[m], cores[m])
+        except np.linalg.LinAlgError:
+            queue = float("nan")
+        if not (np.isfinite(queue) and queue >= 0.0):
+            flags.append(f"tier {m}: the queue fed by tier {b}'s departures did not solve "
+                         "(nearly critical or ill-conditioned): product-form queue")
+            return
+        out[m] = queue
+        dep = through_tier(dep, cores[m] / means[m])
 
 
 def _conditional_queue(means: np.ndarray, cores: tuple[int, ...], expo: list[int], N: int,

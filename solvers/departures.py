@@ -119,7 +119,9 @@ def through_tier(dep: DepartureMAP, capacity: float) -> DepartureMAP:
 def _g_matrix(A0: np.ndarray, A1: np.ndarray, A2: np.ndarray, tol: float = 1e-12,
               max_iterations: int = 64) -> np.ndarray:
     """Minimal ``G`` with ``A2 + A1 G + A0 G^2 = 0`` (``A0`` up, ``A1`` local, ``A2`` down) by
-    logarithmic reduction (Latouche & Ramaswami 1993): quadratic convergence."""
+    logarithmic reduction (Latouche & Ramaswami 1993): quadratic convergence.
+    :class:`numpy.linalg.LinAlgError` when it has not converged in ``max_iterations`` (a
+    nearly critical queue, or overflow)."""
     eye = np.eye(A1.shape[0])
     inv = np.linalg.inv(-A1)
     B0, B2 = inv @ A0, inv @ A2
@@ -130,8 +132,11 @@ def _g_matrix(A0: np.ndarray, A1: np.ndarray, A2: np.ndarray, tol: float = 1e-12
         G += T @ B2
         T = T @ B0
         if np.max(np.abs(1.0 - G.sum(axis=1))) < tol:
-            break
-    return G
+            return G
+    if np.max(np.abs(1.0 - G.sum(axis=1))) < 1e-8:     # rounding in large blocks
+        return G
+    raise np.linalg.LinAlgError(f"G matrix: logarithmic reduction did not converge in "
+                                f"{max_iterations} iterations")
 
 
 def map_m_c_mean(dep: DepartureMAP, mean: float, cores: int) -> float:

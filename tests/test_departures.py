@@ -162,3 +162,30 @@ def test_the_users_held_downstream_leave_the_rest():
     assert res.little_residual < 1e-4
     assert res.flags == ()
     assert np.all(np.isfinite(res.residence_time))
+
+
+def test_a_queue_that_does_not_converge_is_refused_not_returned():
+    """Logarithmic reduction on a transient level process (arrivals 2/s, service 1/s: the
+    minimal ``G`` is 1/2, not stochastic) raises instead of returning a ``G`` that is not
+    the stable queue's (the fuzz harness found a nearly critical wave queue turning NaN)."""
+    from solvers.departures import _g_matrix
+
+    with pytest.raises(np.linalg.LinAlgError, match="did not converge"):
+        _g_matrix(np.array([[2.0]]), np.array([[-3.0]]), np.array([[1.0]]))
+
+
+def test_a_wave_queue_that_does_not_solve_keeps_the_product_form_flagged(monkeypatch):
+    """When the queue after the bursty tier cannot be solved (singular or non-converging),
+    that tier keeps the product form's answer with a flag: finite, never NaN, no warning."""
+    import solvers.decomposition as decomposition
+
+    def fails(*args, **kwargs):
+        raise np.linalg.LinAlgError("G matrix: logarithmic reduction did not converge")
+
+    procs = [BURSTY.scaled(0.004), MAP.exponential(0.003)]
+    plain = solve_decomposed(procs, 50, 0.5)
+    monkeypatch.setattr(decomposition, "map_m_c_mean", fails)
+    res = solve_decomposed(procs, 50, 0.5)
+    assert any("did not solve" in f and "product-form queue" in f for f in res.flags)
+    assert np.all(np.isfinite(res.residence_time)) and math.isfinite(res.throughput)
+    assert res.residence_time[1] < plain.residence_time[1]     # the product form's queue
