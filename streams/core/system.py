@@ -145,15 +145,15 @@ def _breach_summary(system: str, pred: Mapping[str, Any], cfg: SystemConfig,
                 f"{1000 * 60 * pred['trend_slope']:+.1f} ms/min, reaches its "
                 f"{cfg.sla_for(str(breach_class)):g} s SLA in about {(ttb or 0) / 60:.0f} min "
                 f"(the {pred['model']} model: users {pred['users']} -> capacity "
-                f"{pred['alert_capacity_users']})")
+                f"{pred['alert_capacity_users']})" + _remedy_text(pred))
     text = (f"{system}: class {breach_class!r} is predicted to exceed "
             f"its {cfg.sla_for(str(breach_class)):g} s SLA in about "
             f"{(ttb or 0) / 60:.0f} min (users {pred['users']} -> capacity "
             f"{pred['alert_capacity_users']}, bottleneck tier "
-            f"{pred['breach_tier']!r})" + _basis_text(pred) + _remedy_text(pred))
+            f"{pred['breach_tier']!r})" + _basis_text(pred))
     if pred.get("alert_trigger") == "model+trend":
         text += "; the measured response-time trend agrees"
-    return text
+    return text + _remedy_text(pred)
 
 
 def _model_error_hint(pred: Mapping[str, Any]) -> str:
