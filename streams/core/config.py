@@ -119,6 +119,12 @@ class SystemConfig:
     #: probability that some alert window within the horizon breaches, at which the
     #: predicted-breach alert fires
     window_breach_probability: float = 0.5
+    #: how close to the alert's capacity the model cannot tell a breach from none: its
+    #: capacity is right to about 10% (docs/accuracy.md sections 5 and 6). With the users
+    #: within this fraction below it the predicted-breach alert also consults the measured
+    #: response-time trend, and a firing alert resolves only below it
+    #: (:mod:`streams.predict.response_trend`); 0: off
+    capacity_margin: float = 0.1
     #: solves a condition must hold before its alert fires, and be clear before it resolves
     alert_fire_after: int = 2
     alert_resolve_after: int = 3
@@ -232,6 +238,11 @@ def _check(key: str, value: Any, where: str) -> Any:
         return value
     if key in _CHOICES:
         return _choice(key, value, where)
+    if key == "capacity_margin":
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not 0.0 <= value < 1.0:
+            raise ConfigError(f"{where}: must be a fraction within [0, 1), got {value!r}")
+        return float(value)
     if key == "window_breach_probability":
         if isinstance(value, bool) or not isinstance(value, (int, float)) \
                 or not 0.0 < value < 1.0:

@@ -128,7 +128,7 @@ def _trend_basis(pred: Mapping[str, Any]) -> list[str]:
         return []
     return ["trend: " + _trend_line(pred, pred["trend_class"], "SLA",
                                     pred["trend_time_to_breach_s"])
-            + " (model not trusted: " + "; ".join(pred["alert_untrusted"]) + ")"]
+            + " (the model alone cannot decide: " + "; ".join(pred["alert_untrusted"]) + ")"]
 
 
 def _trend_line(pred: Mapping[str, Any], breach_class: str | None, sla: str,
@@ -819,22 +819,26 @@ class SystemState:
                           time: float) -> tuple[bool | None, float | None, str | None]:
         """The ``predicted_breach`` condition at this solve, its time to breach and class:
         the model's (``alert_time_to_breach_s`` within the horizon fires, beyond
-        ``BREACH_RESOLVE_FACTOR`` horizons clears) and, while the model is not trusted
-        (:func:`streams.predict.response_trend.untrusted_reasons`), the measured
+        ``BREACH_RESOLVE_FACTOR`` horizons clears, but not while the users are within
+        ``capacity_margin`` below the alert's capacity) and, while the model is not trusted
+        (:func:`streams.predict.response_trend.untrusted_reasons`) or the users are within
+        that margin (:func:`~streams.predict.response_trend.near_capacity_reason`), the measured
         response-time trend's (:func:`~streams.predict.response_trend.trend_reading`): either
         fires it; it clears only when both do. Records ``alert_trigger`` (``model``,
         ``trend``, ``model+trend``; ``None``: no breach predicted), ``alert_untrusted`` and
         the trend's ``trend_*`` fields in ``pred``."""
         cfg = self.config
         ttb = pred["alert_time_to_breach_s"]
+        near = response_trend.near_capacity_reason(pred["users"], pred["alert_capacity_users"],
+                                                   cfg.capacity_margin)
         cond: bool | None = None
         if ttb is not None and ttb <= cfg.horizon_s:
             cond = True
-        elif ttb is None or ttb > BREACH_RESOLVE_FACTOR * cfg.horizon_s:
+        elif (ttb is None or ttb > BREACH_RESOLVE_FACTOR * cfg.horizon_s) and near is None:
             cond = False
         reasons = response_trend.untrusted_reasons(
             {t: v["idc_flag"] for t, v in pred["tiers"].items()},
-            "model_error" in self.alerts.active())
+            "model_error" in self.alerts.active()) + ([near] if near else [])
         pred["alert_untrusted"] = reasons
         trend = None
         if reasons:

@@ -27,6 +27,16 @@ capacity extrapolated 15 minutes ahead fire on noise (docs/accuracy.md section 4
 consulted only while the model is not trusted (:func:`untrusted_reasons`), and an alert it
 raised says so (``trigger`` ``trend``, its basis ``trend: ...``, a ``TREND ALERT`` summary):
 the on-call engineer knows it is the measured trend, not the model.
+
+**Near the alert's capacity** the model cannot rule a breach in or out either: its capacity
+is right to about 10% (docs/accuracy.md sections 5 and 6), and a flat load at 90% of a bursty
+tier's capacity sees the alert capacity wander 183-214 users around 193 between solves (the
+estimates of ``I`` and the demands moving with the history), so the model's own condition
+fires and resolves on that noise, and the 5-minute mean breaches when it will. With the users
+within ``capacity_margin`` below the alert's capacity ``N*`` (:func:`near_capacity_reason`:
+``N >= (1 - m) N*``) the guard is consulted as well, and the model's condition there is the
+dead band: a firing alert resolves only once the users are below ``(1 - m) N*`` (or, on a
+falling load, its time to breach is beyond the resolve factor), not on each solve's wobble.
 """
 
 from __future__ import annotations
@@ -39,7 +49,8 @@ import numpy as np
 
 from streams.core.tier import PROVISIONAL_FLAGS
 
-__all__ = ["MIN_POINTS", "TrendReading", "add_points", "trend_reading", "untrusted_reasons"]
+__all__ = ["MIN_POINTS", "TrendReading", "add_points", "near_capacity_reason", "trend_reading",
+           "untrusted_reasons"]
 
 #: a class's line needs at least this many solves (Prometheus' ``predict_linear`` needs 2;
 #: 3 give a residual)
@@ -135,3 +146,16 @@ def untrusted_reasons(idc_flags: Mapping[str, str | None],
     if model_error_active:
         reasons.append("model_error alert active")
     return reasons
+
+
+def near_capacity_reason(users: int | None, alert_capacity: int | None,
+                         margin: float) -> str | None:
+    """Why the model cannot decide at this load (module docstring), or ``None``: the users
+    ``N`` at or below the alert's capacity ``N*`` but within ``margin`` of it,
+    ``(1 - margin) N* <= N <= N*`` (above ``N*`` the model predicts the breach itself)."""
+    if users is None or alert_capacity is None or margin <= 0 or users > alert_capacity:
+        return None
+    if users < (1.0 - margin) * alert_capacity:
+        return None
+    return (f"{users} users within {margin:.0%} of the alert capacity {alert_capacity} "
+            f"(the model's capacity error)")
