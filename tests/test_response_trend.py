@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import math
 import tempfile
+from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from solvers.simulation.physical import monitor_physical
 from streams.cli.embedded import run_embedded
-from streams.core.config import Config, SystemConfig
+from streams.core.config import Config, ConfigError, SystemConfig, load_config
 from streams.core.system import BREACH_RESOLVE_FACTOR, SystemState
-from streams.predict.response_trend import (MIN_POINTS, add_points, trend_reading,
-                                            untrusted_reasons)
+from streams.predict.response_trend import (MIN_POINTS, add_points, near_capacity_reason,
+                                            trend_reading, untrusted_reasons)
 from test_alert_window import SLA_S, START, _shop, worst_window_mean  # section 4's shop
 
 H = 900.0
@@ -105,6 +107,64 @@ def test_untrusted_while_burstiness_unconfirmed_or_model_error_active():
     assert untrusted_reasons({"db": "uncertain"}, True) == [
         "db burstiness not confirmed (uncertain)", "model_error alert active"]
     assert untrusted_reasons({"db": "no_variation"}, False) == []
+
+
+def test_near_capacity_reason_only_within_the_margin_below_the_alert_capacity():
+    assert near_capacity_reason(193, 200, 0.1) == (
+        "193 users within 10% of the alert capacity 200 (the model's capacity error)")
+    assert near_capacity_reason(180, 200, 0.1) is not None           # exactly (1 - m) N*
+    assert near_capacity_reason(179, 200, 0.1) is None
+    assert near_capacity_reason(201, 200, 0.1) is None               # beyond: the model fires
+    assert near_capacity_reason(193, 200, 0.0) is None               # off
+    assert near_capacity_reason(193, None, 0.1) is None              # no capacity (limited)
+
+
+def _pred(users, alert_capacity, ttb):
+    """The fields of a solve's prediction the breach condition reads (the model trusted)."""
+    return {"alert_time_to_breach_s": ttb, "users": users, "alert_capacity_users": alert_capacity,
+            "tiers": {"db": {"idc_flag": None}}, "breach_class": "a"}
+
+
+_MODEL = SimpleNamespace(classes=["a"], sla=np.array([0.1]))
+
+
+def test_near_the_alert_capacity_the_model_condition_is_the_dead_band():
+    """A flat load (no time to breach) at 193 users: with the alert capacity at 200 the
+    model's condition neither fires nor clears (a firing alert stays firing); at 215 it
+    clears; above the users it fires. ``capacity_margin = 0`` restores the plain rule."""
+    state = SystemState("s", SystemConfig(tiers=("db",), sla_s={"*": 0.1}))
+    assert state._breach_condition(_pred(193, 190, 0.0), _MODEL, 60.0)[0] is True
+    assert state._breach_condition(_pred(193, 200, None), _MODEL, 120.0)[0] is None
+    assert state._breach_condition(_pred(193, 215, None), _MODEL, 180.0)[0] is False
+    off = SystemState("s", SystemConfig(tiers=("db",), sla_s={"*": 0.1}, capacity_margin=0.0))
+    assert off._breach_condition(_pred(193, 200, None), _MODEL, 120.0)[0] is False
+
+
+def test_near_the_alert_capacity_the_measured_trend_is_consulted():
+    """The model trusted, 193 users against an alert capacity of 200: the measured response
+    time rising 4 ms per minute from 50 ms (86 ms now) reaches the 100-ms SLA in 3.5 minutes, so
+    the trend fires the alert and says why it was consulted; at 170 users (beyond the margin)
+    the same points are not consulted."""
+    state = SystemState("s", SystemConfig(tiers=("db",), sla_s={"*": 0.1}))
+    for i in range(10):
+        add_points(state.response_points, 60.0 * i, {"a": 0.050 + 0.004 * i}, 900.0)
+    pred = _pred(193, 200, None)
+    cond, ttb, cls = state._breach_condition(pred, _MODEL, 540.0)
+    assert (cond, cls, pred["alert_trigger"]) == (True, "a", "trend")
+    assert ttb == pytest.approx(210.0)
+    assert pred["alert_untrusted"] == [near_capacity_reason(193, 200, 0.1)]
+    far = _pred(170, 200, None)
+    assert state._breach_condition(far, _MODEL, 540.0)[0] is False
+    assert far["alert_untrusted"] == [] and far["alert_trigger"] is None
+
+
+def test_config_capacity_margin_is_checked(tmp_path):
+    path = tmp_path / "perfcast.toml"
+    path.write_text('[systems.s]\ntiers = ["a"]\ncapacity_margin = 0.05\n')
+    assert load_config(path, env={}).systems["s"].capacity_margin == 0.05
+    path.write_text('[systems.s]\ntiers = ["a"]\ncapacity_margin = 1.0\n')
+    with pytest.raises(ConfigError, match="capacity_margin.*1.0"):
+        load_config(path, env={})
 
 
 def test_state_keeps_the_points_across_a_restore():
