@@ -20,7 +20,8 @@ Tables:
    the interval's (lower bound > 10) -- for bursty and for non-bursty tiers, at utilization
    0.7 and (a few cases) 0.2.
 
-``--part accuracy`` / ``--part trust`` print only tables 1-2 / table 3.
+``--part accuracy`` / ``--part trust`` print only tables 1-2 / table 3; ``--part fast`` /
+``--part slow`` only table 1 / table 2.
 
 The MMPP(2) intervals are drawn vectorised (phase sojourns, Poisson completions placed
 uniformly in each): the same process as ``MAP.sample``, much faster.
@@ -151,7 +152,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer sizes and seeds")
     parser.add_argument("--markdown", action="store_true", help="markdown tables")
     parser.add_argument("--seeds", type=int, default=50)
-    parser.add_argument("--part", choices=("all", "accuracy", "trust"), default="all")
+    parser.add_argument("--part", choices=("all", "accuracy", "fast", "slow", "trust"), default="all")
     args = parser.parse_args()
     start = time.perf_counter()
     seeds = 10 if args.quick else args.seeds
@@ -160,9 +161,10 @@ def main() -> None:
     trust_sizes = [360] if args.quick else [120, 240, 360, 720, 1_440]
     print(f"M/MMPP(2)/1, utilization {UTILIZATION}, T = {WINDOW_S:g} mean service times, "
           f"seeds 0..{seeds - 1}; errors against the closed-form I; CI nominal 95%\n")
-    if args.part in ("all", "accuracy"):
+    if args.part in ("all", "accuracy", "fast"):
         accuracy("1. Existing cases (alpha T ~ 8): Fig. 2 (reference) vs IDC-curve fit", FAST,
                  fast_sizes, seeds, 0.20, args.markdown)
+    if args.part in ("all", "accuracy", "slow"):
         accuracy("2. Slow switching (bursts outlast the window): Fig. 2 vs IDC-curve fit",
                  SLOW, slow_sizes, seeds, 0.25, args.markdown)
     if args.part in ("all", "trust"):
