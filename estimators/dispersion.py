@@ -98,12 +98,12 @@ curve). The estimator
    where leaving ``Y(T)`` out costs little (paper 000's db MAP, two sets of 30 seeds: error SD
    5.5% / 6.5% -> 6.2% / 7.6%), and on ~90% of the ``alpha T`` ~ 8 curves at 2000 windows
    (bench/accuracy_dispersion.py, table 1: I~200 within +-20% on 88% -> 96% of seeds 0-49, 74%
-   -> 86% of seeds 500-549). (Jumping to the flat fit when ``Y(T)`` falls short of the level by
-   2 SEs was tried: whole windows put ``Y(T)`` ~2% low even on a converged curve, and a false
-   jump reads ``I`` off the long levels; a false drop of ``Y(T)`` only reads it from ``2T``.) A
-   falling curve is read at its pooled level (negatively correlated service would read high; but
-   the falls measured were noise -- on an 8-core tier with paper 000's MAP, I = 202, a two-sided
-   choice took a 2-SE fall and read 129);
+   -> 86% of seeds 500-549, 86% on both of seeds 1000-1049). (Jumping to the flat fit when
+   ``Y(T)`` falls short of the level by 2 SEs was tried: whole windows put ``Y(T)`` ~2% low even
+   on a converged curve, and a false jump reads ``I`` off the long levels; a false drop of
+   ``Y(T)`` only reads it from ``2T``.) A falling curve is read at its pooled level (negatively
+   correlated service would read high; but the falls measured were noise -- on an 8-core tier
+   with paper 000's MAP, I = 202, a two-sided choice took a 2-SE fall and read 129);
 4. the interval: a delete-a-block jackknife over ``blocks`` contiguous blocks of the busy-time
    axis (every run that touches the block is left out, the span ``S`` shrinks by the block):
    ``se^2 = (m - 1)/m sum_b (I_(b) - mean I_(b))^2``, interval ``I exp(-+ t_nu se / I)``
