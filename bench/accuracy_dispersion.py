@@ -163,7 +163,8 @@ def main() -> None:
     slow_sizes = [4_096, 16_384] if args.quick else [4_096, 8_192, 16_384, 32_768]
     trust_sizes = [360] if args.quick else [120, 240, 360, 720, 1_440]
     print(f"M/MMPP(2)/1, utilization {UTILIZATION}, T = {WINDOW_S:g} mean service times, "
-          f"seeds {args.first_seed}..{args.first_seed + seeds - 1} (tables 1-2); errors against the closed-form I; CI nominal 95%\n")
+          f"seeds {args.first_seed}..{args.first_seed + seeds - 1} (tables 1-2); "
+          "errors against the closed-form I; CI nominal 95%\n")
     if args.part in ("all", "accuracy", "fast"):
         accuracy("1. Existing cases (alpha T ~ 8): Fig. 2 (reference) vs IDC-curve fit", FAST,
                  fast_sizes, seeds, 0.20, args.markdown, args.first_seed)
