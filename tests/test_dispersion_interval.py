@@ -25,7 +25,7 @@ from estimators.dispersion import (  # isort: skip
 )
 from solvers.processes import MAP  # isort: skip
 from solvers.simulation import monitor_windows, mtrace1  # isort: skip
-from solvers.simulation.mmpp import mmpp2_design, mmpp2_intervals  # isort: skip
+from solvers.simulation.mmpp import mmpp2, mmpp2_design, mmpp2_intervals  # isort: skip
 
 T = 20.0                 # window, in mean service times
 REASONS = {"ok", "no_busy_time", "no_completions", "no_variation", "too_short", "unresolved"}
@@ -124,6 +124,18 @@ def test_converged_curve_is_read_at_its_level_not_off_the_long_levels(seed):
     est = index_of_dispersion_interval(u, n, 1250.0)
     assert abs(est.value / process.idc - 1.0) <= 0.15, est.value
     assert est.lower <= process.idc <= est.upper
+
+
+@pytest.mark.parametrize("process", [mmpp2(6.7, 0.34, 0.36, 0.042),      # I = 19.7
+                                     mmpp2(45.0, 0.09, 0.39, 0.0082)],  # I = 202.3
+                         ids=["I~20", "I~200"])
+def test_a_curve_still_rising_past_the_window_is_not_read_at_y_of_t(process):
+    # phases switch ~8 times per window (alpha T ~ 8): Y(T) = 0.87 I, Y(2T) = 0.94 I. The level
+    # pooled from t = T read the median of seeds 0-9 at 2000 windows 10.5% / 11.4% low (like
+    # Fig. 2); with Y(T) left out once the level from 2T reads higher by 1 SE: 6.2% / 6.3%.
+    values = [index_of_dispersion_interval(w.utilization, w.completions, T).value
+              for w in (queue(process, 2000, seed) for seed in range(10))]
+    assert np.median(values) / process.idc - 1.0 > -0.08
 
 
 @pytest.mark.parametrize("seed", [0, 1])
