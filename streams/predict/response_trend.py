@@ -35,8 +35,8 @@ estimates of ``I`` and the demands moving with the history), so the model's own 
 fires and resolves on that noise, and the 5-minute mean breaches when it will. With the users
 within ``capacity_margin`` below the alert's capacity ``N*`` (:func:`near_capacity_reason`:
 ``N >= (1 - m) N*``) the guard is consulted as well, and the model's condition there is the
-dead band: a firing alert resolves only once the users are below ``(1 - m) N*`` (or, on a
-falling load, its time to breach is beyond the resolve factor), not on each solve's wobble.
+dead band: a firing alert resolves only once the users are below ``(1 - m) N*``, not on
+each solve's wobble.
 """
 
 from __future__ import annotations
