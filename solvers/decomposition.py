@@ -1092,7 +1092,7 @@ def _read_back(chains: dict[int, _Chain], nu: dict[int, np.ndarray], means: np.n
     ``Q_m = sum_n P(n_r = n) E[n_m | N - n - held users in the rest]`` for an exponential
     tier, a bursty tier's from its chain. Returns ``Q``, the conditional means
     ``E[n_m | n_r = n]`` and ``r``. ``cache`` keeps ``E[n_m | k]`` between calls whose other
-    bursty tiers (none) do not change; ``only``: the exponential tiers to read (default all).""" 
+    bursty tiers (none) do not change; ``only``: the exponential tiers to read (default all)."""
     Q = np.zeros(len(means))
     for b, chain in chains.items():
         Q[b] = float(chain.level @ np.arange(N + 1))
