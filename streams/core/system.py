@@ -831,11 +831,10 @@ class SystemState:
         ttb = pred["alert_time_to_breach_s"]
         near = response_trend.near_capacity_reason(pred["users"], pred["alert_capacity_users"],
                                                    cfg.capacity_margin)
-        cond: bool | None = None
-        if ttb is not None and ttb <= cfg.horizon_s:
-            cond = True
-        elif (ttb is None or ttb > BREACH_RESOLVE_FACTOR * cfg.horizon_s) and near is None:
-            cond = False
+        cond = response_trend.horizon_condition(ttb, cfg.horizon_s, cfg.horizon_s,
+                                                BREACH_RESOLVE_FACTOR)
+        if cond is False and near is not None:     # inside the margin: the dead band
+            cond = None
         reasons = response_trend.untrusted_reasons(
             {t: v["idc_flag"] for t, v in pred["tiers"].items()},
             "model_error" in self.alerts.active()) + ([near] if near else [])

@@ -49,8 +49,8 @@ import numpy as np
 
 from streams.core.tier import PROVISIONAL_FLAGS
 
-__all__ = ["MIN_POINTS", "TrendReading", "add_points", "near_capacity_reason", "trend_reading",
-           "untrusted_reasons"]
+__all__ = ["MIN_POINTS", "TrendReading", "add_points", "horizon_condition",
+           "near_capacity_reason", "trend_reading", "untrusted_reasons"]
 
 #: a class's line needs at least this many solves (Prometheus' ``predict_linear`` needs 2;
 #: 3 give a residual)
@@ -97,6 +97,19 @@ def _line(rows: Sequence[Sequence[float]], time: float) -> tuple[float, float]:
     return float(r.mean() + slope * (0.0 - t.mean())), slope
 
 
+def horizon_condition(time_to_breach: float | None, reach_s: float, horizon_s: float,
+                      resolve_factor: float) -> bool | None:
+    """The breach condition on one time to breach, the model's and each trend line's: within
+    ``reach_s`` (the horizon; a line's no further than its history) fires (``True``), never
+    or beyond ``resolve_factor`` horizons clears (``False``), in between the dead band
+    (``None``)."""
+    if time_to_breach is not None and time_to_breach <= reach_s:
+        return True
+    if time_to_breach is None or time_to_breach > resolve_factor * horizon_s:
+        return False
+    return None
+
+
 def trend_reading(points: Mapping[str, Sequence[Sequence[float]]], time: float,
                   sla: Mapping[str, float], horizon_s: float,
                   resolve_factor: float) -> TrendReading:
@@ -108,7 +121,7 @@ def trend_reading(points: Mapping[str, Sequence[Sequence[float]]], time: float,
     (no class with a line, or the dead band)."""
     per_class: dict[str, float | None] = {}
     lines: dict[str, tuple[float, float]] = {}
-    firing: list[str] = []
+    conditions: dict[str, bool | None] = {}
     for c, rows in points.items():
         limit = sla.get(c)
         if limit is None or not math.isfinite(limit) or len(rows) < MIN_POINTS:
@@ -117,15 +130,16 @@ def trend_reading(points: Mapping[str, Sequence[Sequence[float]]], time: float,
         lines[c] = (level, slope)
         due = 0.0 if level > limit else ((limit - level) / slope if slope > 0 else None)
         per_class[c] = due
-        if due is not None and due <= min(horizon_s, time - float(rows[0][0])):
-            firing.append(c)
+        conditions[c] = horizon_condition(due, min(horizon_s, time - float(rows[0][0])),
+                                          horizon_s, resolve_factor)
     if not per_class:
         return TrendReading(None)
     due_by = {c: t for c, t in per_class.items() if t is not None}
+    firing = [c for c, v in conditions.items() if v]
     if firing:
         condition: bool | None = True
         worst: str | None = min(firing, key=lambda c: due_by[c])
-    elif not due_by or min(due_by.values()) > resolve_factor * horizon_s:
+    elif all(v is False for v in conditions.values()):
         condition, worst = False, None
     else:
         condition, worst = None, min(due_by, key=lambda c: due_by[c])
