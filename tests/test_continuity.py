@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import namedtuple
 from types import SimpleNamespace
 
-from streams.kafka.continuity import RESEEK_S, SEEKS, OffsetGuard
+from streams.kafka.continuity import RESEEK_S, SEEKS, STALL_S, OffsetGuard
 
 TP = namedtuple("TP", "topic partition")          # as Faust's
 p0, p1, p3 = TP("w", 0), TP("w", 1), TP("w", 3)
@@ -98,3 +98,35 @@ def test_offsets_without_records_are_jumped_after_every_seek_back():
     assert _offsets(checked.events) == [(p0, 9), (p0, 10)] and checked.jumps == {p0: (7, 9)}
     assert f"no record at offsets 7-8 after {SEEKS} seeks back" in checked.summary()
     assert guard.check(_events((p0, 12)), now).gaps == {p0: 11}   # a new gap: sought back
+
+
+def test_a_partition_whose_windows_never_reach_the_agent_is_sought_back():
+    """A restarted worker with nothing committed: Faust cleared the fetched backlog at the
+    rebalance and does not seek (no committed offset), so Kafka holds offsets 0-121 but
+    none reaches the agent and no later window arrives to show the gap. After STALL_S
+    without progress the partition is sought back to 0, and again after another STALL_S."""
+    guard = OffsetGuard()
+    guard.start(2, {p0: 0, p1: 0})
+    high = {p0: 0, p1: 122}                       # p0 is empty
+    assert guard.stalled(high, T0) == {}
+    assert guard.stalled(high, T0 + STALL_S / 2) == {}
+    assert guard.stalled(high, T0 + STALL_S) == {p1: 0}
+    assert guard.stalled(high, T0 + 1.5 * STALL_S) == {}
+    assert guard.stalled(high, T0 + 2 * STALL_S) == {p1: 0}
+
+
+def test_a_partition_taking_windows_or_caught_up_is_not_sought_back():
+    """Progress resets the clock; a partition whose next offset is the high-water mark (or
+    whose high-water mark is not known yet) is never sought; a new generation starts over."""
+    guard = OffsetGuard()
+    guard.start(3, {p0: 10})
+    assert guard.stalled({p0: 50}, T0) == {}
+    guard.check(_events((p0, 10), (p0, 11)), T0 + 0.9 * STALL_S)
+    assert guard.stalled({p0: 50}, T0 + STALL_S) == {}          # moved to 12: clock reset
+    assert guard.stalled({p0: 50}, T0 + 1.8 * STALL_S) == {}
+    assert guard.stalled({p0: 50}, T0 + 2 * STALL_S) == {p0: 12}
+    guard.check(_events(*[(p0, o) for o in range(12, 50)]), T0 + 2 * STALL_S)
+    assert guard.stalled({p0: 50}, T0 + 10 * STALL_S) == {}     # caught up
+    assert guard.stalled({p0: None}, T0 + 20 * STALL_S) == {}   # not fetched yet
+    guard.start(4, {p0: 50})
+    assert guard.stalled({p0: 60}, T0 + 21 * STALL_S) == {}     # the clock starts again

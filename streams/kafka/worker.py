@@ -67,7 +67,7 @@ from streams.core.config import Config, KafkaSettings
 from streams.kafka.core_process import (OUTPUT_TOPICS, BatchResult, CoreProcess, CoreRunner,
                                   InlineCore)
 from streams.kafka.delivery import deliver_directly
-from streams.kafka.continuity import OffsetGuard
+from streams.kafka.continuity import STALL_S, OffsetGuard
 from streams.kafka.faust_adapter import (check_versions, committed_offsets, disable_spinner,
                                          set_fetch_limits)
 from streams.kafka.handover import (COMMIT_INTERVAL_S, FinishedOffsets, commit_finished,
@@ -218,6 +218,10 @@ MAX_BATCH_BYTES = 512 << 10
 
 #: seconds between the worker's throughput log lines (log level info)
 STATS_INTERVAL_S = 10.0
+
+#: seconds between checks for source partitions whose windows never reach the agent
+#: (:meth:`streams.kafka.continuity.OffsetGuard.stalled`)
+STALL_CHECK_S = 2.0
 
 #: longest wait at shutdown for the batch in the agent's hands to be finished
 SHUTDOWN_WAIT_S = 20.0
@@ -438,23 +442,49 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
             await settled.wait() if not settled.is_set() else await asyncio.sleep(0.02)
         return not stopping.is_set()
 
-    async def continuing(events: list[Any]) -> list[Any]:
-        """The events that continue their partitions (:mod:`streams.kafka.continuity`); a
-        partition with a gap is sought back to the first window missing."""
-        generation = app.consumer_generation_id
+    def source_partitions() -> list[Any]:
         topic = source.get_topic_name()
+        return [tp for tp in app.consumer.assignment() if tp.topic == topic]
+
+    async def start_generation() -> Any:
+        """The guard started on the present generation (once per generation): each source
+        partition from its committed offset; returns the generation."""
+        generation = app.consumer_generation_id
         if guard.generation != generation:
             committed = committed_offsets(app.consumer)
-            starts = {tp: committed.get(tp) for tp in app.consumer.assignment()
-                      if tp.topic == topic}
+            starts = {tp: committed.get(tp) for tp in source_partitions()}
             # none committed (Faust records a commit of 0 as none too): the consumer starts
             # at the earliest offset (consumer_auto_offset_reset)
             unknown = [tp for tp, offset in starts.items() if offset is None]
             if unknown:
                 starts.update(await app.consumer.earliest_offsets(*unknown))
-            guard.start(generation, starts)
-            log.info("generation %s starts at %s", generation,
-                     {tp.partition: o for tp, o in sorted(guard.next.items())})
+            if guard.generation != generation:     # not started meanwhile (the stall check)
+                guard.start(generation, starts)
+                log.info("generation %s starts at %s", generation,
+                         {tp.partition: o for tp, o in sorted(guard.next.items())})
+        return generation
+
+    @app.timer(interval=STALL_CHECK_S)
+    async def unstall() -> None:
+        """Source partitions holding windows past the next one to take that never reach the
+        idle agent (:meth:`streams.kafka.continuity.OffsetGuard.stalled`) are sought back."""
+        if not assigned() or not idle.is_set() or stopping.is_set():
+            return
+        generation = await start_generation()
+        highwater = {tp: app.consumer.highwater(tp) for tp in source_partitions()}
+        seeks = guard.stalled(highwater, time.monotonic())
+        if not assigned() or app.consumer_generation_id != generation:
+            return                        # a rebalance began meanwhile
+        for tp, offset in seeks.items():
+            log.warning("generation %s: partition %d holds windows %d-%d in Kafka but none "
+                        "reached the agent for %.0f s: read again from %d", generation,
+                        tp.partition, offset, highwater[tp] - 1, STALL_S, offset)
+            await app.consumer.seek(tp, offset)
+
+    async def continuing(events: list[Any]) -> list[Any]:
+        """The events that continue their partitions (:mod:`streams.kafka.continuity`); a
+        partition with a gap is sought back to the first window missing."""
+        generation = await start_generation()
         checked = guard.check(events, time.monotonic())
         if checked.skipped or checked.jumps:
             level = logging.WARNING if checked.gaps or checked.repeated or checked.jumps \
