@@ -75,6 +75,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from functools import lru_cache
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -169,10 +170,17 @@ def pooled_errors(samples: list[Mapping[str, list[float]]]) -> dict[str, dict[st
         se = (math.sqrt(n / (n - 1) * float(w ** 2 @ (e - e_bar) ** 2)) / r_bar
               if n >= ERROR_MIN_SOLVES else None)
         error = abs(e_bar) / r_bar
-        t = float(student_t.ppf(0.5 + ERROR_LEVEL / 2, n - 1)) if se is not None else math.inf
+        t = _error_quantile(n - 1) if se is not None else math.inf
         out[name] = {"error": error, "se": se, "solves": n, "completions": float(k.sum()),
                      "significant": se is not None and error > t * se}
     return out
+
+
+@lru_cache(maxsize=64)
+def _error_quantile(dof: int) -> float:
+    """The two-sided Student-t quantile of :data:`ERROR_LEVEL` with ``dof`` degrees of freedom
+    (at most :data:`ERROR_WINDOW` - 1 of them: scipy's ``ppf`` once per value, not per solve)."""
+    return float(student_t.ppf(0.5 + ERROR_LEVEL / 2, dof))
 
 
 def significant_worst(pooled: Mapping[str, Mapping[str, Any]]) -> tuple[str | None,
