@@ -57,10 +57,12 @@ class Worker:
 
     def __init__(self, config: Path, app_id: str, log: Path, partitions: int = 2, *,
                  root: Path = ROOT, loglevel: str | None = None,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None,
+                 module: str = "streams.cli.commands") -> None:
         """``root``: the source tree to run (``bench/bench_worker_ab.py`` compares two);
-        ``env``: variables added to the worker's environment."""
-        self.cmd = [sys.executable, "-m", "streams.cli.commands", "worker", "--config", str(config),
+        ``env``: variables added to the worker's environment; ``module``: the command line's
+        module, found in ``root`` or in ``tests/`` (a test's wrapper of it)."""
+        self.cmd = [sys.executable, "-m", module, "worker", "--config", str(config),
                     "--app-id", app_id, "--partitions", str(partitions), "--loglevel",
                     loglevel or os.environ.get("PERFCAST_WORKER_LOGLEVEL", "warning")]
         self.root = root
@@ -69,7 +71,8 @@ class Worker:
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> "Worker":
-        env = {**os.environ, **self.env, "PYTHONPATH": str(self.root)}
+        env = {**os.environ, **self.env,
+               "PYTHONPATH": os.pathsep.join([str(self.root), str(Path(__file__).parent)])}
         fh = open(self.log, "a")
         self.proc = subprocess.Popen(self.cmd, stdout=fh, stderr=subprocess.STDOUT, env=env,
                                      cwd=self.root, start_new_session=True)

@@ -192,6 +192,37 @@ def test_sigkill_midway_and_restart_counts_every_window_once(setup_factory):
 
 
 # ---------------------------------------------------------------------------------------------
+def test_windows_fetched_but_never_delivered_are_read_again(setup_factory):
+    """The stall (docs/pipeline.md, "Each partition's windows once and in offset order"): the
+    worker's consumer fetches every window and loses them before Faust sees them
+    (``tests/lossy_worker.py``, as Faust did to a worker restarted with nothing committed);
+    no later window comes to show the gap. The worker seeks the partition back after
+    ``STALL_S`` and estimates every window once, equal to the embedded run's (1e-9)."""
+    system = unique("shop")
+    s = setup_factory(system)
+    records = demo_records(DemoScenario(system=system, duration_s=300))
+    _embedded(s, records)
+    produce(records, s.kafka)                     # all there before the worker's first fetch
+    s.worker = Worker(s.config_path, unique("app"), s.worker.log, module="lossy_worker",
+                      env={"PERFCAST_TEST_LOSE_TOPIC": s.kafka.topic("windows")})
+    s.worker.start()
+    wait_for(lambda: len(_unique_by(s.records("estimates"),
+                                    lambda e: (e["tier"], e["seq"]))) >= len(records),
+             timeout=240, what="every estimate after the stall", worker=s.worker)
+    time.sleep(3)
+    log = s.worker.log.read_text()
+    assert "lossy_worker: lost offsets 0-" in log, log[-2000:]
+    assert "none reached the agent" in log and "read again from 0" in log, log[-2000:]
+    estimates = s.records("estimates")
+    assert len(estimates) == len(records)           # each window once
+    got = _unique_by(estimates, lambda e: (e["tier"], e["seq"]))
+    for e in s.expected.estimates:
+        assert_close(got[(e["tier"], e["seq"])], e, f"estimate {e['tier']}#{e['seq']}")
+    assert not s.records("deadletter")
+    assert s.worker.alive()
+
+
+# ---------------------------------------------------------------------------------------------
 def test_influxdb_restart_mid_run_loses_no_prediction_point(setup_factory, services):
     """InfluxDB is stopped and started again (same data directory) while the worker writes:
     the sink buffers and retries, and every prediction and estimate reaches InfluxDB."""

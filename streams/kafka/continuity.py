@@ -34,7 +34,9 @@ position stays past records that never reached the agent (3 of about 30 runs und
 ``tests/test_formats_services.py::test_a_killed_worker_loses_at_most_the_open_window``: the
 restarted worker's whole backlog) -- :meth:`OffsetGuard.stalled` finds the
 partition: its next window is below the high-water mark of its last fetch, yet the idle agent
-has taken none for :data:`STALL_S`; the worker seeks it back there.
+has taken none for :data:`STALL_S`; the worker seeks it back there
+(``tests/test_pipeline_services.py::test_windows_fetched_but_never_delivered_are_read_again``
+makes the loss certain).
 
 No Faust here: events need only ``.message.tp`` and ``.message.offset``, so the rules are
 tested without a broker (``tests/test_continuity.py``).
