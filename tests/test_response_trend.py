@@ -21,7 +21,8 @@ from solvers.simulation.physical import monitor_physical
 from streams.cli.embedded import run_embedded
 from streams.core.config import Config, ConfigError, SystemConfig, load_config
 from streams.core.system import BREACH_RESOLVE_FACTOR, SystemState
-from streams.predict.response_trend import (MIN_POINTS, add_points, near_capacity_reason,
+from streams.predict.response_trend import (MIN_POINTS, add_points, contradicted_reason,
+                                            near_capacity_reason,
                                             trend_reading, untrusted_reasons)
 from test_alert_window import SLA_S, START, _shop, worst_window_mean  # section 4's shop
 
@@ -156,6 +157,41 @@ def test_near_the_alert_capacity_the_measured_trend_is_consulted():
     far = _pred(170, 200, None)
     assert state._breach_condition(far, _MODEL, 540.0)[0] is False
     assert far["alert_untrusted"] == [] and far["alert_trigger"] is None
+
+
+def test_contradicted_reason_only_when_every_class_measured_now_is_well_within_its_sla():
+    pts = {"a": [[0.0, 0.040], [60.0, 0.065]], "b": [[60.0, 0.020]]}
+    sla = {"a": 0.1, "b": 0.3}
+    assert contradicted_reason(86, 0, 0.1, pts, sla, 60.0) == (
+        "the model's alert capacity 0 is below the 86 users measured within the SLA "
+        "(a at 65% of it)")
+    assert contradicted_reason(100, 89, 0.1, pts, sla, 60.0) is not None   # below (1 - m) N
+    assert contradicted_reason(100, 91, 0.1, pts, sla, 60.0) is None       # within the margin
+    assert contradicted_reason(86, 0, 0.1, pts, sla, 120.0) is None        # nothing measured now
+    assert contradicted_reason(86, 0, 0.0, pts, sla, 60.0) is None         # off
+    assert contradicted_reason(86, None, 0.1, pts, sla, 60.0) is None
+    near_sla = {"a": [[60.0, 0.091]], "b": [[60.0, 0.020]]}                # a above (1 - m) SLA
+    assert contradicted_reason(86, 0, 0.1, near_sla, sla, 60.0) is None
+
+
+def test_a_breach_now_the_measurement_contradicts_does_not_fire():
+    """The model's alert capacity 0 at 86 users (e2e seed 3's first minutes) while the class
+    measured now is at 65% of its SLA and flat: the model's condition is the dead band, the
+    flat trend does not fire, and the reason is recorded; at 120% of the SLA, or with the
+    capacity within the margin of the users, the model fires as before."""
+    state = SystemState("s", SystemConfig(tiers=("db",), sla_s={"*": 0.1}))
+    for i in range(4):
+        add_points(state.response_points, 60.0 * i, {"a": 0.065}, 900.0)
+    pred = _pred(86, 0, 0.0)
+    assert state._breach_condition(pred, _MODEL, 180.0)[0] is None
+    assert pred["alert_trigger"] is None
+    assert pred["alert_untrusted"] == [
+        contradicted_reason(86, 0, 0.1, state.response_points, {"a": 0.1}, 180.0)]
+    assert state._breach_condition(_pred(86, 80, 0.0), _MODEL, 180.0)[0] is True
+    add_points(state.response_points, 240.0, {"a": 0.120}, 900.0)
+    breached = _pred(86, 0, 0.0)
+    assert state._breach_condition(breached, _MODEL, 240.0)[0] is True
+    assert breached["alert_trigger"] in ("model", "model+trend")
 
 
 def test_config_capacity_margin_is_checked(tmp_path):

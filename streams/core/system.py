@@ -820,9 +820,12 @@ class SystemState:
         """The ``predicted_breach`` condition at this solve, its time to breach and class:
         the model's (``alert_time_to_breach_s`` within the horizon fires, beyond
         ``BREACH_RESOLVE_FACTOR`` horizons clears, but not while the users are within
-        ``capacity_margin`` below the alert's capacity) and, while the model is not trusted
-        (:func:`streams.predict.response_trend.untrusted_reasons`) or the users are within
-        that margin (:func:`~streams.predict.response_trend.near_capacity_reason`), the measured
+        ``capacity_margin`` below the alert's capacity, and a breach now does not fire while
+        the measurement contradicts it) and, while the model is not trusted
+        (:func:`streams.predict.response_trend.untrusted_reasons`), the users are within
+        that margin (:func:`~streams.predict.response_trend.near_capacity_reason`) or the
+        measurement contradicts the model
+        (:func:`~streams.predict.response_trend.contradicted_reason`), the measured
         response-time trend's (:func:`~streams.predict.response_trend.trend_reading`): either
         fires it; it clears only when both do. Records ``alert_trigger`` (``model``,
         ``trend``, ``model+trend``; ``None``: no breach predicted), ``alert_untrusted`` and
@@ -831,17 +834,22 @@ class SystemState:
         ttb = pred["alert_time_to_breach_s"]
         near = response_trend.near_capacity_reason(pred["users"], pred["alert_capacity_users"],
                                                    cfg.capacity_margin)
+        sla = {c: float(s) for c, s in zip(model.classes, model.sla.tolist())}
+        contradicted = response_trend.contradicted_reason(
+            pred["users"], pred["alert_capacity_users"], cfg.capacity_margin,
+            self.response_points, sla, time)
         cond = response_trend.horizon_condition(ttb, cfg.horizon_s, cfg.horizon_s,
                                                 BREACH_RESOLVE_FACTOR)
         if cond is False and near is not None:     # inside the margin: the dead band
             cond = None
+        if cond and contradicted is not None:      # a breach now the measurement denies
+            cond = None
         reasons = response_trend.untrusted_reasons(
             {t: v["idc_flag"] for t, v in pred["tiers"].items()},
-            "model_error" in self.alerts.active()) + ([near] if near else [])
+            "model_error" in self.alerts.active()) + [r for r in (near, contradicted) if r]
         pred["alert_untrusted"] = reasons
         trend = None
         if reasons:
-            sla = {c: float(s) for c, s in zip(model.classes, model.sla.tolist())}
             trend = response_trend.trend_reading(self.response_points, time, sla,
                                                  cfg.horizon_s, BREACH_RESOLVE_FACTOR)
             pred.update(trend_condition=trend.condition, trend_class=trend.breach_class,

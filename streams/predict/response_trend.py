@@ -37,6 +37,16 @@ within ``capacity_margin`` below the alert's capacity ``N*`` (:func:`near_capaci
 ``N >= (1 - m) N*``) the guard is consulted as well, and the model's condition there is the
 dead band: a firing alert resolves only once the users are below ``(1 - m) N*``, not on
 each solve's wobble.
+
+**A breach now that the measurement contradicts.** Above its capacity the model says the SLA
+is broken *now* (time to breach 0), which the measurement can check directly. In the first
+minutes a class's demand can read far off (a three-tier shop at 40% of its capacity, e2e seed
+3 of ``bench/e2e_multicore.py``: the model's capacity 0 users at minutes 3 and 4 while 86
+users were served with every class within its SLA), and the model fired 30.6 minutes before
+the breach. With the users beyond ``capacity_margin`` above the alert's capacity,
+``N > N* / (1 - m)``, while every class measured at this solve is within ``(1 - m)`` of its
+SLA (:func:`contradicted_reason`), the model's condition is the dead band and the guard is
+consulted: the measured trend decides.
 """
 
 from __future__ import annotations
@@ -49,8 +59,8 @@ import numpy as np
 
 from streams.core.tier import PROVISIONAL_FLAGS
 
-__all__ = ["MIN_POINTS", "TrendReading", "add_points", "horizon_condition",
-           "near_capacity_reason", "trend_reading", "untrusted_reasons"]
+__all__ = ["MIN_POINTS", "TrendReading", "add_points", "contradicted_reason",
+           "horizon_condition", "near_capacity_reason", "trend_reading", "untrusted_reasons"]
 
 #: a class's line needs at least this many solves (Prometheus' ``predict_linear`` needs 2;
 #: 3 give a residual)
@@ -173,3 +183,23 @@ def near_capacity_reason(users: int | None, alert_capacity: int | None,
         return None
     return (f"{users} users within {margin:.0%} of the alert capacity {alert_capacity} "
             f"(the model's capacity error)")
+
+
+def contradicted_reason(users: int | None, alert_capacity: int | None, margin: float,
+                        points: Mapping[str, Sequence[Sequence[float]]],
+                        sla: Mapping[str, float], time: float) -> str | None:
+    """Why the model's breach *now* is not acted on (module docstring), or ``None``: the users
+    ``N`` beyond ``margin`` above the alert's capacity ``N*`` (``(1 - margin) N > N*``) while
+    every class with a measured ``R_c`` at ``time`` (the newest of ``points``) is within
+    ``(1 - margin)`` of its SLA. ``None`` as well without a measurement at ``time``."""
+    if users is None or alert_capacity is None or margin <= 0:
+        return None
+    if (1.0 - margin) * users <= alert_capacity:
+        return None
+    now = {c: rows[-1][1] for c, rows in points.items()
+           if rows and rows[-1][0] == time and sla.get(c, 0.0) > 0}
+    if not now or any(r > (1.0 - margin) * sla[c] for c, r in now.items()):
+        return None
+    worst = max(now, key=lambda c: now[c] / sla[c])
+    return (f"the model's alert capacity {alert_capacity} is below the {users} users measured "
+            f"within the SLA ({worst} at {now[worst] / sla[worst]:.0%} of it)")
