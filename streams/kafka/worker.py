@@ -470,16 +470,19 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
         idle agent (:meth:`streams.kafka.continuity.OffsetGuard.stalled`) are sought back."""
         if not assigned() or not idle.is_set() or stopping.is_set():
             return
-        generation = await start_generation()
-        highwater = {tp: app.consumer.highwater(tp) for tp in source_partitions()}
-        seeks = guard.stalled(highwater, time.monotonic())
-        if not assigned() or app.consumer_generation_id != generation:
-            return                        # a rebalance began meanwhile
-        for tp, offset in seeks.items():
-            log.warning("generation %s: partition %d holds windows %d-%d in Kafka but none "
-                        "reached the agent for %.0f s: read again from %d", generation,
-                        tp.partition, offset, highwater[tp] - 1, STALL_S, offset)
-            await app.consumer.seek(tp, offset)
+        try:
+            generation = await start_generation()
+            highwater = {tp: app.consumer.highwater(tp) for tp in source_partitions()}
+            seeks = guard.stalled(highwater, time.monotonic())
+            if not assigned() or app.consumer_generation_id != generation:
+                return                    # a rebalance began meanwhile
+            for tp, offset in seeks.items():
+                log.warning("generation %s: partition %d holds windows %d-%d in Kafka but none "
+                            "reached the agent for %.0f s: read again from %d", generation,
+                            tp.partition, offset, highwater[tp] - 1, STALL_S, offset)
+                await app.consumer.seek(tp, offset)
+        except Exception:                                  # noqa: BLE001 -- next check retries
+            log.exception("the stall check failed (tried again in %.0f s)", STALL_CHECK_S)
 
     async def continuing(events: list[Any]) -> list[Any]:
         """The events that continue their partitions (:mod:`streams.kafka.continuity`); a
