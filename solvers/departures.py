@@ -43,6 +43,9 @@ import numpy as np
 
 __all__ = ["DepartureMAP", "lumped_departures", "through_tier", "map_m_c_mean"]
 
+#: ``T`` below this weighs nothing against ``G``'s entries (at most 1): the reduction is done
+_VANISHED = 1e-16
+
 
 @dataclass(frozen=True)
 class DepartureMAP:
@@ -119,9 +122,12 @@ def through_tier(dep: DepartureMAP, capacity: float) -> DepartureMAP:
 def _g_matrix(A0: np.ndarray, A1: np.ndarray, A2: np.ndarray, tol: float = 1e-12,
               max_iterations: int = 64) -> np.ndarray:
     """Minimal ``G`` with ``A2 + A1 G + A0 G^2 = 0`` (``A0`` up, ``A1`` local, ``A2`` down) by
-    logarithmic reduction (Latouche & Ramaswami 1993): quadratic convergence.
-    :class:`numpy.linalg.LinAlgError` when it has not converged in ``max_iterations`` (a
-    nearly critical queue, or overflow)."""
+    logarithmic reduction (Latouche & Ramaswami 1993): quadratic convergence. The iteration
+    stops when ``G 1 = 1`` to ``tol``, or when ``T`` (the product of the up-steps, which
+    weighs each new term of ``G``) has vanished: ``G`` can no longer change, and a nearly
+    critical queue's 40-phase ``G`` may sit at a rounding floor just above ``tol`` (iterating
+    on from there overflows). :class:`numpy.linalg.LinAlgError` when ``G 1`` is then still
+    more than 1e-8 from 1, or after ``max_iterations``."""
     eye = np.eye(A1.shape[0])
     inv = np.linalg.inv(-A1)
     B0, B2 = inv @ A0, inv @ A2
@@ -133,10 +139,13 @@ def _g_matrix(A0: np.ndarray, A1: np.ndarray, A2: np.ndarray, tol: float = 1e-12
         T = T @ B0
         if np.max(np.abs(1.0 - G.sum(axis=1))) < tol:
             return G
+        if not np.max(np.abs(T)) >= _VANISHED:          # also NaN: stop, judge G below
+            break
     if np.max(np.abs(1.0 - G.sum(axis=1))) < 1e-8:     # rounding in large blocks
         return G
-    raise np.linalg.LinAlgError(f"G matrix: logarithmic reduction did not converge in "
-                                f"{max_iterations} iterations")
+    raise np.linalg.LinAlgError(f"G matrix: logarithmic reduction did not converge (G 1 off "
+                                f"1 by {np.max(np.abs(1.0 - G.sum(axis=1))):.3g}, at most "
+                                f"{max_iterations} iterations)")
 
 
 def map_m_c_mean(dep: DepartureMAP, mean: float, cores: int) -> float:
