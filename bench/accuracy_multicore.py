@@ -66,7 +66,7 @@ import multiprocessing  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
-from dataclasses import dataclass  # noqa: E402
+from dataclasses import dataclass, replace  # noqa: E402
 from functools import lru_cache  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Callable, Sequence  # noqa: E402
@@ -569,8 +569,16 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="solve the models only (no simulation): per population X, R and "
                              "R_c of dec and MVA, and their capacities; the truth columns of "
                              "a full run stay valid (same seeds)")
+    parser.add_argument("--replications", type=int, default=None,
+                        help="replications per simulated population (default: the plan's, 6; "
+                             "3 with --quick); more of them narrow the truth's interval, where "
+                             "it is as wide as a target's margin")
     args = parser.parse_args(argv)
     plan = QUICK if args.quick else FULL
+    if args.replications is not None:
+        if args.replications < 2:
+            parser.error(f"--replications: at least 2 (for an interval), got {args.replications}")
+        plan = replace(plan, replications=args.replications)
     started = time.perf_counter()
     syss = [s for k, s in systems().items() if k in args.systems]
     if not syss:
