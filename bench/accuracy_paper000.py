@@ -485,8 +485,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="short simulations (~1.5 min)")
     parser.add_argument("--markdown", action="store_true", help="markdown tables")
     parser.add_argument("--plot", type=Path, default=None, help="save the plot (PNG) here")
+    parser.add_argument("--truth-replications", type=int, default=None,
+                        help="replications of the simulated truth per population (default: "
+                             "the plan's, 6; 3 with --quick); more of them narrow its interval, "
+                             "where it is as wide as a target's margin")
     args = parser.parse_args(argv)
     plan = QUICK if args.quick else FULL
+    if args.truth_replications is not None:
+        if args.truth_replications < 2:
+            parser.error(f"--truth-replications: at least 2 (for an interval), got "
+                         f"{args.truth_replications}")
+        plan = dataclasses.replace(plan, truth_replications=args.truth_replications)
     started = time.perf_counter()
     all_sc = scenarios()
 
