@@ -174,10 +174,10 @@ def test_a_queue_that_does_not_converge_is_refused_not_returned():
         _g_matrix(np.array([[2.0]]), np.array([[-3.0]]), np.array([[1.0]]))
 
 
-@pytest.mark.parametrize("seed", [3, 10, 16, 20])
+@pytest.mark.parametrize("seed", [3, 10, 12, 16])
 def test_a_nearly_critical_queue_with_many_phases_solves(seed):
     """Poisson arrivals behind 40 phases (every phase emits at ``lam``; the phases mix at
-    random, fast rates) at utilization 0.9997-0.999999: the queue is M/M/2, so Erlang C is
+    random, fast rates) at utilization 0.9997-0.999998: the queue is M/M/2, so Erlang C is
     the answer. ``G`` reaches a rounding floor just above ``1e-12`` and iterating on from
     there overflowed: these seeds raised before, and a wave queue of the pipeline's default
     workload fell back to the product form in 95 of 373 solves."""
