@@ -37,6 +37,7 @@ Pure numpy; no I/O.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -132,20 +133,21 @@ def _g_matrix(A0: np.ndarray, A1: np.ndarray, A2: np.ndarray, tol: float = 1e-12
     inv = np.linalg.inv(-A1)
     B0, B2 = inv @ A0, inv @ A2
     G, T = B2.copy(), B0.copy()
+    off = math.inf
     for _ in range(max_iterations):
         M = np.linalg.inv(eye - B0 @ B2 - B2 @ B0)
         B0, B2 = M @ (B0 @ B0), M @ (B2 @ B2)
         G += T @ B2
         T = T @ B0
-        if np.max(np.abs(1.0 - G.sum(axis=1))) < tol:
+        off = float(np.max(np.abs(1.0 - G.sum(axis=1))))     # NaN after an overflow
+        if off < tol:
             return G
         if not np.max(np.abs(T)) >= _VANISHED:          # also NaN: stop, judge G below
             break
-    if np.max(np.abs(1.0 - G.sum(axis=1))) < 1e-8:     # rounding in large blocks
+    if off < 1e-8:                                     # rounding in large blocks
         return G
     raise np.linalg.LinAlgError(f"G matrix: logarithmic reduction did not converge (G 1 off "
-                                f"1 by {np.max(np.abs(1.0 - G.sum(axis=1))):.3g}, at most "
-                                f"{max_iterations} iterations)")
+                                f"1 by {off:.3g}, at most {max_iterations} iterations)")
 
 
 def map_m_c_mean(dep: DepartureMAP, mean: float, cores: int) -> float:
