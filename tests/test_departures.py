@@ -188,12 +188,10 @@ def test_a_nearly_critical_queue_with_many_phases_solves(seed):
     Q[np.diag_indices(P)] = -Q.sum(axis=1)
     mix = rng.uniform(0, 1, (P, P))
     D1 = lam * mix / mix.sum(axis=1, keepdims=True)
-    D0 = Q - lam * np.eye(P)
-    a = np.vstack([(D0 + D1).T, np.ones(P)])
-    w = np.linalg.lstsq(a, np.r_[np.zeros(P), 1.0], rcond=None)[0]
+    arrivals = MAP(Q - lam * np.eye(P), D1)
     mean = (1 - 10 ** rng.uniform(-6, -2)) * c / lam
     with np.errstate(all="ignore"):        # as the decomposition calls it (_waves)
-        got = map_m_c_mean(DepartureMAP(D0, D1, w), mean, c)
+        got = map_m_c_mean(DepartureMAP(arrivals.D0, arrivals.D1, arrivals.theta), mean, c)
     assert got == pytest.approx(_erlang_c_mean(lam, mean, c), rel=1e-3)
 
 
