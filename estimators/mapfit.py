@@ -79,6 +79,8 @@ _Q_WORK = (1e-12, 1e6)  # working range of p95/mean
 _P95_TIE = 1e-6
 _IDC_TIE = 1e-9
 _ACF_TIE = 1e-9
+#: ties in ``|ln(SCV / scv)|`` when an SCV is asked for
+_SCV_TIE = 1e-9
 _BISECT = 46
 _QUANTILE_BISECT = 28
 _QUANTILE_NEWTON = 3
@@ -451,8 +453,10 @@ def _family_candidates(family: int, scv_rows: np.ndarray, coords: np.ndarray,
     return _Marginals.concat(parts), np.concatenate(p95s)
 
 
-def _select(s: _Scored, idc_tol: float) -> int:
-    """Lexicographic choice with tolerances (see module docstring); returns an index."""
+def _select(s: _Scored, idc_tol: float, scv_hint: float | None = None) -> int:
+    """Lexicographic choice with tolerances (see module docstring); returns an index.
+    ``scv_hint``: the remaining tie goes to the SCV closest to it (in ratio) instead of the
+    largest ``rho1``."""
     admissible = s.idc_err <= idc_tol * (1.0 + 1e-12)
     pool = np.flatnonzero(admissible)
     keys = [(s.p95_err, _P95_TIE), (s.idc_err, _IDC_TIE)]
@@ -462,7 +466,11 @@ def _select(s: _Scored, idc_tol: float) -> int:
     for key, tie in keys:
         vals = key[pool]
         pool = pool[vals <= np.min(vals) + tie]
-    pool = pool[s.acf1[pool] >= np.max(s.acf1[pool]) - _ACF_TIE]
+    if scv_hint is None:
+        pool = pool[s.acf1[pool] >= np.max(s.acf1[pool]) - _ACF_TIE]
+    else:
+        distance = np.abs(np.log(s.marg.scv[pool] / scv_hint))
+        pool = pool[distance <= np.min(distance) + _SCV_TIE]
     return int(pool[np.argmin(s.marg.h3[pool])])
 
 
@@ -487,7 +495,8 @@ def _zoom_axis(values: np.ndarray, at: float, n: int, log: bool) -> np.ndarray:
     return np.unique(np.concatenate([pts, [at]]))
 
 
-def _search(target_idc: float, target_q: float, idc_tol: float) -> tuple[_Scored, int]:
+def _search(target_idc: float, target_q: float, idc_tol: float,
+            scv_hint: float | None = None) -> tuple[_Scored, int]:
     """Coarse grid over both families, then ``_ZOOM_LEVELS`` zooms around the best point."""
     axes = {
         _H2: (_h2_rows(target_idc, idc_tol) - 1.0, _U_LOGIT),
@@ -500,7 +509,7 @@ def _search(target_idc: float, target_q: float, idc_tol: float) -> tuple[_Scored
         parts.append(m)
         p95s.append(p)
     scored = _score(_Marginals.concat(parts), np.concatenate(p95s), target_idc, target_q)
-    best = _select(scored, idc_tol)
+    best = _select(scored, idc_tol, scv_hint)
     for _ in range(_ZOOM_LEVELS):
         fam = int(scored.marg.family[best])
         if fam == _EXP:
@@ -521,7 +530,7 @@ def _search(target_idc: float, target_q: float, idc_tol: float) -> tuple[_Scored
         keep = scored.marg.take(np.array([best]))
         merged = _Marginals.concat([keep, m])
         scored = _score(merged, np.concatenate([scored.p95[[best]], p]), target_idc, target_q)
-        best = _select(scored, idc_tol)
+        best = _select(scored, idc_tol, scv_hint)
     return scored, best
 
 
@@ -648,7 +657,7 @@ def _result(unit: MAP, mean: float, target_idc: float, target_p95: float,
 
 
 def fit_map2(mean: float, idc: float, p95: float, *, idc_tol: float = 0.2,
-             p95_tol: float = 0.05) -> Map2Fit:
+             p95_tol: float = 0.05, scv: float | None = None) -> Map2Fit:
     """Fit a MAP(2) service process to ``mean``, index of dispersion ``idc`` and ``p95``.
 
     Paper 000, section 4.1: among the MAP(2)s ``(D0, D1)`` with mean ``mean`` and ``I`` within
@@ -657,6 +666,12 @@ def fit_map2(mean: float, idc: float, p95: float, *, idc_tol: float = 0.2,
     paper's footnote). ``I = SCV (1 + 2 rho1/(1 - gamma))`` fixes ``gamma`` once the marginal
     (hence ``SCV``) is chosen. If the exponential meets both targets (``I`` within ``idc_tol``
     of 1 and p95 within ``p95_tol`` of ``mean ln 20``) the order-1 MAP is returned.
+
+    ``scv``: when another measurement fixes the SCV (mean, ``I`` and p95 leave one degree of
+    freedom: a curve of marginals with the same p95, each with its ``gamma``), the tie goes to
+    the SCV closest to it instead of the largest ``rho1``; the result's ``scv`` is the nearest
+    the curve reaches (``streams.predict.calibration`` picks it from the tier's measured
+    response time).
 
     Never raises for positive finite ``idc`` and ``p95`` when ``1e-12 <= mean <= 1e12`` (the
     fit is time-unit free; pick a unit that puts the mean there): unreachable combinations
@@ -674,6 +689,7 @@ def fit_map2(mean: float, idc: float, p95: float, *, idc_tol: float = 0.2,
     p95 = _positive(p95, "p95")
     idc_tol = _tolerance(idc_tol, "idc_tol")
     p95_tol = _tolerance(p95_tol, "p95_tol")
+    scv = None if scv is None else _positive(scv, "scv")
     if not _MEAN_RANGE[0] <= mean <= _MEAN_RANGE[1]:
         raise ValueError(f"mean: {mean!r} is outside the supported range {_MEAN_RANGE}")
     # p95 relative to the mean; both targets clipped to a working range (result is flagged)
@@ -683,6 +699,6 @@ def fit_map2(mean: float, idc: float, p95: float, *, idc_tol: float = 0.2,
     if abs(1.0 / idc_work - 1.0) <= idc_tol and abs(_LN20 / q - 1.0) <= p95_tol:
         return _result(MAP.exponential(1.0), mean, idc, p95, idc_tol, p95_tol)
     with np.errstate(over="ignore", under="ignore", divide="ignore"):
-        scored, best = _search(idc_work, q, idc_tol)
+        scored, best = _search(idc_work, q, idc_tol, scv)
     unit = _build_unit(scored.marg, best, float(scored.gamma[best]))
     return _result(unit, mean, idc, p95, idc_tol, p95_tol)

@@ -59,6 +59,13 @@ DEMAND_POLICIES = ("selected", "kalman_checked")
 #: policy's demands as they are (the behaviour before)
 BURSTY_DEMANDS = ("history", "estimator")
 
+#: how the one degree of freedom mean, ``I`` and p95 leave a bursty tier's MAP(2) is fixed
+#: (``bursty_scv``, :mod:`streams.predict.calibration`, docs/accuracy.md section 1):
+#: ``response`` -- the SCV at which the model's residence time at the tier equals the measured
+#: one at the measured population (where the tier reports response times and users; the tie
+#: rule otherwise); ``tie`` -- paper 000's footnote, the largest ``rho1`` (the behaviour before)
+BURSTY_SCVS = ("response", "tie")
+
 #: cost of each kind of remediation (``remediation_costs``, :mod:`streams.predict.whatif`): per added
 #: replica of a tier; per added core; per tier moved to a faster CPU, times the speed-up
 #: ``s - 1``; per user an admission limit turns away at the required users
@@ -107,6 +114,8 @@ class SystemConfig:
     demand_policy: str = "selected"
     #: a bursty tier's aggregate demand under the MAP network: one of :data:`BURSTY_DEMANDS`
     bursty_demand: str = "history"
+    #: how a bursty tier's MAP(2) SCV is chosen: one of :data:`BURSTY_SCVS`
+    bursty_scv: str = "response"
     #: windows kept per tier to recognise duplicates; older windows are rejected as too late
     dedup_windows: int = 256
     #: relative model error (response time, throughput-weighted) that raises an alert
@@ -160,7 +169,8 @@ _TIMES = {"solve_interval_s": (1.0, 86_400.0, True), "horizon_s": (0.0, WEEK_S, 
           "trend_window_s": (0.0, WEEK_S, False), "think_time_s": (0.0, 86_400.0, True),
           "alert_window_s": (0.0, 86_400.0, True)}
 #: settings that take one of a few names
-_CHOICES = {"demand_policy": DEMAND_POLICIES, "bursty_demand": BURSTY_DEMANDS}
+_CHOICES = {"demand_policy": DEMAND_POLICIES, "bursty_demand": BURSTY_DEMANDS,
+            "bursty_scv": BURSTY_SCVS}
 #: whole-number settings: key -> (lowest, highest or ``None``); memory grows with the window
 #: counts, so they stop at a million windows per tier
 _COUNTS = {"map_max_population": (1, None), "history": (16, 1_000_000),

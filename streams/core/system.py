@@ -25,6 +25,7 @@ from streams.predict import confidence, story
 from streams.core.alerts import AlertBook
 from streams.core.config import SystemConfig
 from streams.predict import alert_window, response_trend
+from streams.predict.calibration import Calibration, calibrate_model
 from streams.predict.model import Measured, Point, SystemModel, build_model, model_capacity
 from solvers.mva import mva_curves
 from streams.core.plausibility import Plausibility, Verdict, far_ahead
@@ -97,6 +98,19 @@ def solve_offset(system: str, config: SystemConfig) -> float:
     if config.solve_offset_s is not None:
         return config.solve_offset_s % interval
     return float(zlib.crc32(system.encode()) % int(interval)) if interval >= 1 else 0.0
+
+
+def _map2_report(tier: TierModel, model: SystemModel, i: int) -> dict[str, Any] | None:
+    """The tier's MAP(2) fit as the model uses it: where its SCV was calibrated to the
+    measured response time (:mod:`streams.predict.calibration`), that process, with the tie
+    rule's SCV beside it."""
+    scv = model.scv_targets.get(tier.tier)
+    if tier.fit is None or scv is None or model.processes is None:
+        return tier.fit
+    process = model.processes[i]
+    return {**tier.fit, "process": process.to_dict(), "scv": scv,
+            "acf1": float(process.acf(1)), "scv_tie_rule": tier.fit.get("scv"),
+            "scv_from": "response_time"}
 
 
 def _mix_response(m: Measured, mix: np.ndarray, classes: list[str]) -> float:
@@ -291,6 +305,9 @@ class SystemState:
         #: per class, the measured response time of the solves over the last
         #: ``trend_window_s``, ``[time, R]`` (:mod:`streams.predict.response_trend`)
         self.response_points: dict[str, list[list[float]]] = {}
+        #: bursty tiers' SCV calibrations by their rounded inputs (not state: a cache,
+        #: :func:`streams.predict.calibration.calibrate_model`)
+        self.calibrations: dict[tuple, Calibration] = {}
 
     # -- per window -------------------------------------------------------------------------
     def admit(self, w: Window, max_tiers: int | None = None, max_classes: int | None = None,
@@ -490,6 +507,8 @@ class SystemState:
             pred.update(model=None, flags=["not enough data: no tier has demand estimates yet"])
             return _Solve(time, pred, m, models, None)
         model = build_model(models, classes, mix, think, cfg)
+        if cfg.bursty_scv == "response":
+            model = calibrate_model(model, models, self.calibrations)
         cycle = float(np.sum(model.D)) + think
         if not (cycle > 0 and math.isfinite(1.0 / cycle)):
             # every class with a demand had no throughput in the interval (the mix weighs it
@@ -647,15 +666,17 @@ class SystemState:
             }
         tiers = {}
         bottleneck = [None] * len(models) if B is None else B.tolist()
-        for t, u_now, u_fc, D, b in zip(models, now.utilization.tolist(),
-                                         fc.utilization.tolist(), model.D.tolist(), bottleneck):
+        for i, (t, u_now, u_fc, D, b) in enumerate(zip(models, now.utilization.tolist(),
+                                                       fc.utilization.tolist(),
+                                                       model.D.tolist(), bottleneck)):
             tiers[t.tier] = {
                 "utilization": u_now, "utilization_forecast": u_fc,
                 "utilization_measured": m.utilization.get(t.tier),
                 "demand_s": D, "idc": t.idc, "idc_flag": t.idc_flag,
                 "idc_lower": t.idc_lower, "idc_upper": t.idc_upper,
                 "idc_reference": t.idc_reference,
-                "bursty": t.bursty, "map2": t.fit, "estimator": t.estimator,
+                "bursty": t.bursty, "map2": _map2_report(t, model, i),
+                "estimator": t.estimator,
                 "bottleneck_probability": b,
                 "demands": {c: {"kalman": t.demands.get(c), "std": t.demand_std.get(c),
                                 "regression": t.regression.get(c)} for c in t.demands},

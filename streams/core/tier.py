@@ -314,6 +314,9 @@ class TierModel:
     estimator: str = "kalman"
     #: long-run mean response time per class at the tier (queueing + service), per visit
     class_response: dict[str, float] = field(default_factory=dict)
+    #: the mean number of users over the same intervals and weights as ``class_response``
+    #: (``None``: no users reported)
+    response_users: float | None = None
     #: the confidence interval of ``idc`` (``None``: unbounded or unknown) and paper 000
     #: Fig. 2's reading on the same history (the reference)
     idc_lower: float | None = None
@@ -441,6 +444,9 @@ class TierState:
         self.estimator = "kalman"
         # per class [sum rt n, sum n] over the solve intervals, decayed by RESPONSE_DECAY
         self.response: dict[str, list[float]] = {}
+        # [sum users n, sum n] with the same decay and weights: the population those response
+        # times were measured at (streams.predict.calibration pairs the two)
+        self.response_users: list[float] = [0.0, 0.0]
 
     # -- per window ---------------------------------------------------------------------------
     def class_limit(self, w: Window, max_classes: int) -> tuple[str | None, list[str]]:
@@ -676,6 +682,8 @@ class TierState:
             windows=self.windows, estimator=self.estimator,
             class_response={c: w / n for c, (w, n) in self.response.items()
                             if n >= RESPONSE_MIN_COMPLETIONS},
+            response_users=self.response_users[0] / self.response_users[1]
+            if self.response_users[1] >= RESPONSE_MIN_COMPLETIONS else None,
             demand_cov=np.array(k.P, dtype=float) if k else None)
 
     def _separability(self, utilization: np.ndarray, rates: np.ndarray,
@@ -706,14 +714,18 @@ class TierState:
         fit = fit_map2(mean, idc, p95)
         self.fit_inputs = list(inputs)
         self.fit = {"process": fit.process.to_dict(), "idc": fit.idc, "p95_s": fit.p95,
-                    "scv": fit.scv, "acf1": fit.acf1, "flag": fit.flag}
+                    "scv": fit.scv, "acf1": fit.acf1, "flag": fit.flag, "inputs": list(inputs)}
 
     def take_interval(self) -> Interval:
         """The sums since the last solve; starts a new interval."""
         done, self.interval = self.interval, Interval()
-        for acc in self.response.values():
+        for acc in (*self.response.values(), self.response_users):
             acc[0] *= RESPONSE_DECAY
             acc[1] *= RESPONSE_DECAY
+        with_rt = sum(done.rt_completions)
+        if done.users is not None and with_rt > 0:
+            self.response_users[0] += done.users * with_rt
+            self.response_users[1] += with_rt
         for c, weighted, n in zip(done.classes, done.rt_weighted, done.rt_completions):
             if n > 0:
                 acc = self.response.setdefault(c, [0.0, 0.0])
@@ -737,6 +749,7 @@ class TierState:
             "model": self.model, "idc_seq": self.idc_seq, "regression": self.regression,
             "reg_seq": self.reg_seq, "separability": self.separability,
             "selection": self._selection(), "response": self.response,
+            "response_users": self.response_users,
         }
 
     def _selection(self) -> dict[str, Any]:
@@ -776,6 +789,7 @@ class TierState:
         state.separability = dict(data.get("separability") or {})   # absent in older states
         state.response = {c: [float(a), float(b)] for c, (a, b) in
                           data.get("response", {}).items()}   # absent in older states
+        state.response_users = [float(v) for v in data.get("response_users", (0.0, 0.0))]
         sel = data.get("selection")            # absent in states saved before demand_policy
         if sel and "busy" in sel:
             state.scores.extend(zip(sel["busy"], _nan_in(sel["kalman"]),

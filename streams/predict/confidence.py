@@ -234,15 +234,16 @@ def relative_demand_error(tier: TierModel, classes: list[str], mix: np.ndarray,
     return math.sqrt(max(var, 0.0)) / mean if math.isfinite(var) else None
 
 
-def _refit(tier: TierModel, idc: float | None) -> MAP | None:
-    """The tier's MAP(2) refitted at ``idc`` (its mean service and p95 kept); ``None`` when it
+def _refit(tier: TierModel, idc: float | None, scv: float | None = None) -> MAP | None:
+    """The tier's MAP(2) refitted at ``idc`` (its mean service and p95 kept, and ``scv``
+    where the model calibrated it: :mod:`streams.predict.calibration`); ``None`` when it
     cannot be."""
     if idc is None or tier.mean_service is None or tier.p95 is None:
         return None
     if not (idc > 0 and tier.mean_service > 0 and tier.p95 > 0 and math.isfinite(idc)):
         return None
     try:
-        return fit_map2(tier.mean_service, max(idc, 0.5), tier.p95).process
+        return fit_map2(tier.mean_service, max(idc, 0.5), tier.p95, scv=scv).process
     except ValueError:
         return None
 
@@ -266,7 +267,7 @@ def _variant(model: SystemModel, tiers: list[TierModel], side: int,
             if not tier.bursty:
                 continue
             end = tier.idc_upper if side > 0 else tier.idc_lower
-            fitted = _refit(tier, end)
+            fitted = _refit(tier, end, model.scv_targets.get(tier.tier))
             if fitted is None:
                 notes.append(f"{tier.tier}: I's {'upper' if side > 0 else 'lower'} end "
                              f"{'unbounded' if end is None else f'{end:.3g}'}: its fitted "

@@ -119,6 +119,9 @@ class SystemModel:
     visits: np.ndarray | None = None      # (M, C) V_{m,c}; None: one visit each
     #: largest chain solved exactly; decomposition beyond (0: always decomposition)
     exact_limit: int = EXACT_STATE_LIMIT
+    #: per bursty tier, the SCV its MAP(2) was calibrated to (:mod:`streams.predict.calibration`);
+    #: refits of the same tier (the uncertainty band's) keep it
+    scv_targets: dict[str, float] = field(default_factory=dict)
     _cache: dict[int, Point] = field(default_factory=dict)
     _curve: Any = None
 
@@ -269,7 +272,8 @@ class SystemModel:
                 "processes": None if self.processes is None
                 else [p.to_dict() for p in self.processes],
                 "map_limit": int(self.map_limit), "flags": list(self.flags),
-                "visits": None if self.visits is None else self.visits.tolist()}
+                "visits": None if self.visits is None else self.visits.tolist(),
+                "scv_targets": dict(self.scv_targets)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "SystemModel":
@@ -288,7 +292,9 @@ class SystemModel:
                        processes=None if procs is None else [MAP.from_dict(p) for p in procs],
                        map_limit=int(data["map_limit"]), flags=list(data.get("flags", [])),
                        visits=None if data.get("visits") is None
-                       else np.array(data["visits"], dtype=float))
+                       else np.array(data["visits"], dtype=float),
+                       scv_targets={str(k): float(v) for k, v in
+                                    (data.get("scv_targets") or {}).items()})
         except KeyError as exc:
             raise ValueError(f"model: missing key {exc.args[0]!r}") from None
         except (TypeError, ValueError) as exc:

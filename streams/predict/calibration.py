@@ -1,0 +1,169 @@
+"""A bursty tier's MAP(2) SCV from the response time measured at the tier.
+
+Paper 000 section 4.1 fits a bursty tier's MAP(2) to three numbers: the mean service time, the
+index of dispersion ``I`` and the 95th percentile. They leave one degree of freedom: a curve of
+marginals with the target p95, each with the ``gamma`` that gives ``I``
+(:func:`estimators.mapfit.fit_map2`). Along it the SCV ranges widely -- on paper 000's browsing
+database (``I`` = 188, p95 = 26 ms) from 7.2 to 21.4 -- and the model's response time with it
+(the database's residence at 50 users: 51 to 84 ms). The paper's footnote takes the largest
+lag-1 autocorrelation (SCV 13.7 there, against a true 19.3; docs/accuracy.md section 1); no
+statistic of the windows' utilization and completions decides it.
+
+The response time measured at the tier does. At the measured population ``N`` the model's
+residence time at the tier, ``R_m(N)``, grows with the SCV along the curve, so the SCV is the
+one at which
+
+    R_m(N) = sum_c p_c V_{m,c} r_{m,c}
+
+with ``r_{m,c}`` the tier's long-run per-visit response time of class ``c``
+(:attr:`streams.core.tier.TierModel.class_response`) and ``N`` the users over the same
+intervals with the same weights (:attr:`~streams.core.tier.TierModel.response_users`). It is
+found by bisection on ``ln SCV`` between the curve's two ends (:data:`STEPS` fits and solves at
+most, stopping within :data:`TOLERANCE`). A measured time beyond the curve's reach takes the
+nearer end, flagged. Bursty tiers are calibrated one at a time in tier order, each with the
+ones before it already calibrated (one Gauss-Seidel pass).
+
+This is model calibration at the operating point: the one population the system was measured
+at then agrees with the model by construction, and what the model says at other populations
+is the test (docs/accuracy.md section 1: paper 000's experiment, truth at 25-150 users).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from estimators.mapfit import fit_map2
+from solvers.processes import MAP
+from streams.core.tier import TierModel
+from streams.predict.model import SystemModel
+
+__all__ = ["Calibration", "calibrate_scv", "calibrate_model", "measured_residence"]
+
+#: most fits (each with one solve at the measured population) per tier
+STEPS = 10
+#: relative agreement of the model's residence time with the measured one that stops early
+TOLERANCE = 0.01
+#: SCV hints beyond either end of any fitted curve
+_ENDS = (1e-3, 1e6)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Outcome for one tier: the process, its SCV, the model's and the measured residence
+    time at ``users``; ``end`` is ``"low"`` / ``"high"`` when the measured time is beyond the
+    curve's reach (the nearer end taken), else ``None``."""
+
+    process: MAP
+    scv: float
+    residence: float
+    measured: float
+    users: int
+    end: str | None
+
+
+def measured_residence(tier: TierModel, model: SystemModel, m: int) -> float | None:
+    """``sum_c p_c V_{m,c} r_{m,c}``: the measured residence time per request at tier ``m``;
+    ``None`` unless every class of the mix has a long-run response time there."""
+    V = model.visits[m] if model.visits is not None else np.ones(len(model.classes))
+    total = 0.0
+    for c, p, v in zip(model.classes, model.mix.tolist(), V.tolist()):
+        if p > 0 and v > 0:
+            r = tier.class_response.get(c)
+            if r is None or not math.isfinite(r) or r < 0:
+                return None
+            total += p * v * r
+    return total
+
+
+def _with_process(model: SystemModel, m: int, process: MAP) -> SystemModel:
+    procs = list(model.processes or [])
+    procs[m] = process
+    return dataclasses.replace(model, processes=procs, flags=[], scv_targets=dict(model.scv_targets),
+                               _cache={}, _curve=None)
+
+
+def calibrate_scv(model: SystemModel, m: int, inputs: tuple[float, float, float],
+                  users: int, measured: float) -> Calibration:
+    """The MAP(2) of tier ``m`` fitted to ``inputs`` (mean, ``I``, p95) whose SCV makes the
+    model's residence time at the tier at ``users`` equal ``measured`` (module docstring).
+    ``model`` must have processes (the MAP network) and ``users >= 1``."""
+    if model.processes is None:
+        raise ValueError("model: has no MAP network to calibrate")
+    if users < 1:
+        raise ValueError(f"users: must be >= 1, got {users!r}")
+
+    def trial(hint: float) -> tuple[MAP, float, float]:
+        fit = fit_map2(*inputs, scv=hint)
+        point = _with_process(model, m, fit.process).at(users)
+        return fit.process, fit.scv, float(point.residence[m])
+
+    lo, hi = trial(_ENDS[0]), trial(_ENDS[1])
+    if measured <= lo[2] or hi[1] <= lo[1]:
+        return Calibration(lo[0], lo[1], lo[2], measured, users, "low")
+    if measured >= hi[2]:
+        return Calibration(hi[0], hi[1], hi[2], measured, users, "high")
+    best = min((lo, hi), key=lambda t: abs(t[2] / measured - 1.0))
+    a, b = math.log(lo[1]), math.log(hi[1])
+    for _ in range(STEPS - 2):
+        mid = trial(math.exp(0.5 * (a + b)))
+        if abs(mid[2] / measured - 1.0) < abs(best[2] / measured - 1.0):
+            best = mid
+        if abs(mid[2] / measured - 1.0) <= TOLERANCE:
+            break
+        if mid[2] < measured:
+            a = 0.5 * (a + b)
+        else:
+            b = 0.5 * (a + b)
+    return Calibration(best[0], best[1], best[2], measured, users, None)
+
+
+def calibrate_model(model: SystemModel, tiers: list[TierModel],
+                    cache: dict[tuple, Calibration] | None = None) -> SystemModel:
+    """``model`` with every bursty tier's MAP(2) calibrated to its measured response time
+    (tiers without a fit's inputs, response times or users keep the tie rule's, flagged);
+    ``cache`` (the caller's, keyed on the inputs rounded to 1%) spares repeated searches."""
+    if model.processes is None:
+        return model
+    for m, tier in enumerate(tiers):
+        if not (tier.bursty and tier.fit and model.processes[m].order > 1):
+            continue
+        inputs = tier.fit.get("inputs")
+        measured = measured_residence(tier, model, m)
+        users = tier.response_users
+        if inputs is None or measured is None or users is None or round(users) < 1:
+            model.flags.append(f"{tier.tier}: MAP(2) SCV by the tie rule (largest rho1): "
+                               "no long-run response times and users at the tier")
+            continue
+        n = int(round(users))
+        key = (m, _rounded(inputs), _rounded([measured]), n, _rounded(model.D),
+               _rounded([model.think_time + 1e-9]))
+        result = cache.get(key) if cache is not None else None
+        if result is None:
+            result = calibrate_scv(model, m, (inputs[0], inputs[1], inputs[2]), n, measured)
+            if cache is not None:
+                if len(cache) >= 256:
+                    cache.clear()
+                cache[key] = result
+        flags = model.flags
+        model = _with_process(model, m, result.process)
+        model.flags = flags + [_flag(tier.tier, result, float(tier.fit.get("scv", math.nan)))]
+        model.scv_targets[tier.tier] = result.scv
+    return model
+
+
+def _rounded(values) -> tuple[int, ...]:
+    """Values to 1% (log-spaced buckets): the cache key."""
+    return tuple(int(round(math.log(max(float(v), 1e-300)) / 0.01)) for v in values)
+
+
+def _flag(tier: str, c: Calibration, tie_scv: float) -> str:
+    text = (f"{tier}: MAP(2) SCV {c.scv:.3g} from the measured response time "
+            f"{1000 * c.measured:.3g} ms at {c.users} users (model {1000 * c.residence:.3g} ms; "
+            f"tie rule {tie_scv:.3g})")
+    if c.end is not None:
+        text += f"; beyond the fitted curve's reach, its {c.end} end taken"
+    return text

@@ -1,0 +1,156 @@
+"""A bursty tier's MAP(2) SCV from its measured response time (streams.predict.calibration,
+``fit_map2(..., scv=)``).
+
+The "measurement" is paper 000's browsing network with the *true* database process (a MAP(2)
+with SCV 19.3 the fit does not know): its residence time at the database at 50 users. The model
+starts from the fit to the true mean, ``I`` and p95 under the tie rule (SCV 13-14)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from estimators.mapfit import fit_map2
+from solvers.mapqn import solve_closed
+from solvers.paper000 import scenarios
+from solvers.processes import MAP
+from streams.core.config import SystemConfig
+from streams.core.tier import TierModel, TierState
+from streams.predict.calibration import calibrate_model, calibrate_scv, measured_residence
+from streams.predict.model import build_model
+
+THINK = 0.5
+USERS = 50
+TRUE_DB = scenarios()["bottleneck_switch"].database
+FRONT = scenarios()["bottleneck_switch"].front
+INPUTS = (float(TRUE_DB.mean), float(TRUE_DB.idc), float(TRUE_DB.quantile(0.95)))
+
+
+def _truth(n: int):
+    return solve_closed([FRONT, TRUE_DB], n, THINK)
+
+
+def _tiers(*, db_response: float | None, users: float | None = USERS) -> list[TierModel]:
+    fit = fit_map2(*INPUTS)
+    front = TierModel(tier="front", cores=1, demands={"c": float(FRONT.mean)},
+                      demand_std={"c": 0.0}, regression={}, idc=1.0, idc_flag=None,
+                      mean_service=float(FRONT.mean), p95=None, process=None, fit=None,
+                      bursty=False, windows=500)
+    db = TierModel(tier="db", cores=1, demands={"c": INPUTS[0]}, demand_std={"c": 0.0},
+                   regression={}, idc=INPUTS[1], idc_flag=None, mean_service=INPUTS[0],
+                   p95=INPUTS[2], process=fit.process,
+                   fit={"scv": fit.scv, "inputs": list(INPUTS)}, bursty=True, windows=500,
+                   class_response={} if db_response is None else {"c": db_response},
+                   response_users=users)
+    return [front, db]
+
+
+def _model(tiers: list[TierModel]):
+    return build_model(tiers, ["c"], {"c": 1.0}, THINK,
+                       SystemConfig(tiers=("front", "db"), sla_s={}))
+
+
+# ------------------------------------------------------------------------------ fit_map2(scv=)
+def test_the_scv_hint_moves_along_the_curve_of_equal_mean_idc_and_p95():
+    tie = fit_map2(*INPUTS)
+    fits = [fit_map2(*INPUTS, scv=h) for h in (1e-3, 10.0, 19.3, 1e6)]
+    scvs = [f.scv for f in fits]
+    assert scvs == sorted(scvs) and scvs[-1] > 1.3 * scvs[0]
+    for f in fits:
+        assert f.met and f.flag is None
+        assert f.idc == pytest.approx(INPUTS[1], rel=1e-6)
+        assert f.p95 == pytest.approx(INPUTS[2], rel=1e-4)
+        assert f.process.mean == pytest.approx(INPUTS[0], rel=1e-9)
+    # a reachable hint is met; the tie rule sits between the ends, below the truth
+    assert fits[1].scv == pytest.approx(10.0, rel=0.01)
+    assert fits[2].scv == pytest.approx(19.3, rel=0.01)
+    assert scvs[0] < tie.scv < scvs[-1] and tie.scv < 0.8 * float(TRUE_DB.scv)
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, math.nan, math.inf, "x"])
+def test_a_bad_scv_hint_is_named(bad):
+    with pytest.raises(ValueError, match="scv"):
+        fit_map2(*INPUTS, scv=bad)
+
+
+# ------------------------------------------------------------------------------ calibration
+def test_the_calibrated_scv_meets_the_measured_residence_and_approaches_the_truth():
+    measured = float(_truth(USERS).residence_time[1])
+    model = _model(_tiers(db_response=measured))
+    tie_scv = model.processes[1].scv
+    c = calibrate_scv(model, 1, INPUTS, USERS, measured)
+    assert c.end is None
+    assert c.residence == pytest.approx(measured, rel=0.02)
+    # the SCV the response time implies is the true one's, not the tie rule's
+    assert c.scv == pytest.approx(float(TRUE_DB.scv), rel=0.1)
+    assert abs(c.scv / float(TRUE_DB.scv) - 1) < 0.5 * abs(tie_scv / float(TRUE_DB.scv) - 1)
+
+
+def test_the_calibrated_model_is_closer_to_the_truth_at_other_populations():
+    measured = float(_truth(USERS).residence_time[1])
+    tiers = _tiers(db_response=measured)
+    tie, cal = _model(tiers), calibrate_model(_model(tiers), tiers)
+    assert "db" in cal.scv_targets and "db" not in tie.scv_targets
+    assert any(f.startswith("db: MAP(2) SCV") and "tie rule" in f for f in cal.flags)
+    for n in (10, 25, 75, 100, 150, 200):
+        truth = float(_truth(n).response_time)
+        err_cal = abs(float(cal.mix @ cal.at(n).response) / truth - 1)
+        err_tie = abs(float(tie.mix @ tie.at(n).response) / truth - 1)
+        assert err_cal < 0.03
+        if n <= 100:            # beyond, R is X's bound N / X - Z, which SCV hardly moves
+            assert err_cal < 0.5 * err_tie
+
+
+def test_a_measured_time_beyond_reach_takes_the_nearer_end_flagged():
+    model = _model(_tiers(db_response=1.0))
+    c = calibrate_scv(model, 1, INPUTS, USERS, 10.0)           # seconds: far too slow
+    assert c.end == "high" and math.isfinite(c.residence) and c.residence < 10.0
+    low = calibrate_scv(model, 1, INPUTS, USERS, 1e-4)         # below the service time
+    assert low.end == "low" and low.scv < c.scv
+    tiers = _tiers(db_response=10.0)
+    cal = calibrate_model(_model(tiers), tiers)
+    assert any("beyond the fitted curve's reach, its high end taken" in f for f in cal.flags)
+    assert np.all(np.isfinite(cal.at(USERS).response))
+
+
+@pytest.mark.parametrize("kw", [{"db_response": None}, {"db_response": 0.08, "users": None}])
+def test_without_response_times_or_users_the_tie_rule_stays_flagged(kw):
+    tiers = _tiers(**kw)
+    model = _model(tiers)
+    cal = calibrate_model(model, tiers)
+    assert cal.processes[1] is model.processes[1] and not cal.scv_targets
+    assert any("SCV by the tie rule" in f for f in cal.flags)
+
+
+def test_measured_residence_weighs_classes_by_mix_and_visits():
+    tiers = _tiers(db_response=0.05)
+    tiers[1].class_response["d"] = 0.2
+    model = build_model(tiers, ["c", "d"], {"c": 3.0, "d": 1.0}, THINK,
+                        SystemConfig(tiers=("front", "db"), sla_s={},
+                                     visits={"db": {"d": 2.0}}))
+    assert measured_residence(tiers[1], model, 1) == pytest.approx(0.75 * 0.05 + 0.25 * 2 * 0.2)
+    del tiers[1].class_response["d"]
+    assert measured_residence(tiers[1], model, 1) is None
+
+
+def test_the_cache_returns_the_same_process():
+    measured = float(_truth(USERS).residence_time[1])
+    tiers = _tiers(db_response=measured)
+    cache: dict = {}
+    first = calibrate_model(_model(tiers), tiers, cache)
+    assert len(cache) == 1
+    second = calibrate_model(_model(tiers), tiers, cache)
+    assert second.processes[1] is first.processes[1]
+
+
+def test_the_tiers_long_run_users_survive_a_state_round_trip():
+    state = TierState("db", SystemConfig(tiers=("db",), sla_s={}))
+    state.response_users = [5000.0, 100.0]
+    back = TierState.from_dict(state.to_dict(), SystemConfig(tiers=("db",), sla_s={}))
+    assert back.response_users == [5000.0, 100.0]
+    old = state.to_dict()
+    del old["response_users"]                       # a state saved before the field
+    assert TierState.from_dict(old, SystemConfig(tiers=("db",), sla_s={})).response_users \
+        == [0.0, 0.0]
