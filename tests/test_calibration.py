@@ -135,14 +135,19 @@ def test_measured_residence_weighs_classes_by_mix_and_visits():
     assert measured_residence(tiers[1], model, 1) is None
 
 
-def test_the_cache_returns_the_same_process():
+def test_the_last_calibration_is_kept_while_it_fits_and_searched_again_when_not():
     measured = float(_truth(USERS).residence_time[1])
     tiers = _tiers(db_response=measured)
-    cache: dict = {}
-    first = calibrate_model(_model(tiers), tiers, cache)
-    assert len(cache) == 1
-    second = calibrate_model(_model(tiers), tiers, cache)
+    last: dict = {}
+    first = calibrate_model(_model(tiers), tiers, last)
+    assert set(last) == {"db"}
+    tiers[1].class_response["c"] = measured * 1.02           # within KEEP: the same process
+    second = calibrate_model(_model(tiers), tiers, last)
     assert second.processes[1] is first.processes[1]
+    tiers[1].class_response["c"] = measured * 0.9            # beyond it: a new search
+    third = calibrate_model(_model(tiers), tiers, last)
+    assert third.scv_targets["db"] < first.scv_targets["db"]
+    assert last["db"].residence == pytest.approx(measured * 0.9, rel=0.02)
 
 
 def test_the_tiers_long_run_users_survive_a_state_round_trip():

@@ -305,9 +305,9 @@ class SystemState:
         #: per class, the measured response time of the solves over the last
         #: ``trend_window_s``, ``[time, R]`` (:mod:`streams.predict.response_trend`)
         self.response_points: dict[str, list[list[float]]] = {}
-        #: bursty tiers' SCV calibrations by their rounded inputs (not state: a cache,
-        #: :func:`streams.predict.calibration.calibrate_model`)
-        self.calibrations: dict[tuple, Calibration] = {}
+        #: bursty tiers' last SCV calibration (:func:`streams.predict.calibration.calibrate_model`;
+        #: not state: a restarted worker searches again from the same persisted sums)
+        self.calibrations: dict[str, Calibration] = {}
 
     # -- per window -------------------------------------------------------------------------
     def admit(self, w: Window, max_tiers: int | None = None, max_classes: int | None = None,

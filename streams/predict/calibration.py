@@ -18,10 +18,15 @@ one at which
 with ``r_{m,c}`` the tier's long-run per-visit response time of class ``c``
 (:attr:`streams.core.tier.TierModel.class_response`) and ``N`` the users over the same
 intervals with the same weights (:attr:`~streams.core.tier.TierModel.response_users`). It is
-found by bisection on ``ln SCV`` between the curve's two ends (:data:`STEPS` fits and solves at
-most, stopping within :data:`TOLERANCE`). A measured time beyond the curve's reach takes the
+found by regula falsi on ``ln SCV`` between the curve's two ends (:data:`STEPS` fits and solves at
+most, stopping within :data:`TOLERANCE`; the trials solved by decomposition,
+:func:`solvers.decomposition.solve_decomposed`, within 0.5% of the exact chain on a bursty
+3-tier network at 10-25 users). A measured time beyond the curve's reach takes the
 nearer end, flagged. Bursty tiers are calibrated one at a time in tier order, each with the
-ones before it already calibrated (one Gauss-Seidel pass).
+ones before it already calibrated (one Gauss-Seidel pass). The last SCV is kept while the
+model with its SCV, refitted to the fit's current inputs, stays within :data:`KEEP` of the
+measured time (one fit and one solve instead of a search; nothing while the inputs, the users
+and the measured time stand: :func:`_keep`).
 
 This is model calibration at the operating point: the one population the system was measured
 at then agrees with the model by construction, and what the model says at other populations
@@ -47,6 +52,8 @@ __all__ = ["Calibration", "calibrate_scv", "calibrate_model", "measured_residenc
 STEPS = 10
 #: relative agreement of the model's residence time with the measured one that stops early
 TOLERANCE = 0.01
+#: relative disagreement up to which the last calibration of the same fit is kept
+KEEP = 0.05
 #: SCV hints beyond either end of any fitted curve
 _ENDS = (1e-3, 1e6)
 
@@ -55,7 +62,8 @@ _ENDS = (1e-3, 1e6)
 class Calibration:
     """Outcome for one tier: the process, its SCV, the model's and the measured residence
     time at ``users``; ``end`` is ``"low"`` / ``"high"`` when the measured time is beyond the
-    curve's reach (the nearer end taken), else ``None``."""
+    curve's reach (the nearer end taken), else ``None``; ``inputs`` the fit's (mean, ``I``,
+    p95)."""
 
     process: MAP
     scv: float
@@ -63,6 +71,7 @@ class Calibration:
     measured: float
     users: int
     end: str | None
+    inputs: tuple[float, float, float]
 
 
 def measured_residence(tier: TierModel, model: SystemModel, m: int) -> float | None:
@@ -79,53 +88,89 @@ def measured_residence(tier: TierModel, model: SystemModel, m: int) -> float | N
     return total
 
 
-def _with_process(model: SystemModel, m: int, process: MAP) -> SystemModel:
+def _with_process(model: SystemModel, m: int, process: MAP,
+                  trial: bool = False) -> SystemModel:
+    """``model`` with tier ``m``'s process replaced; a ``trial`` is solved by decomposition
+    only (``O(N)``; the exact chain of a 3-tier network at 25 users is ~100x slower)."""
     procs = list(model.processes or [])
     procs[m] = process
-    return dataclasses.replace(model, processes=procs, flags=[], scv_targets=dict(model.scv_targets),
-                               _cache={}, _curve=None)
+    extra = {"exact_limit": 0} if trial else {}
+    return dataclasses.replace(model, processes=procs, flags=[],
+                               scv_targets=dict(model.scv_targets), _cache={}, _curve=None,
+                               **extra)
 
 
 def calibrate_scv(model: SystemModel, m: int, inputs: tuple[float, float, float],
-                  users: int, measured: float) -> Calibration:
+                  users: int, measured: float, last: Calibration | None = None) -> Calibration:
     """The MAP(2) of tier ``m`` fitted to ``inputs`` (mean, ``I``, p95) whose SCV makes the
     model's residence time at the tier at ``users`` equal ``measured`` (module docstring).
-    ``model`` must have processes (the MAP network) and ``users >= 1``."""
+    ``model`` must have processes (the MAP network) and ``users >= 1``. ``last``: the tier's
+    previous calibration, carried over while it holds (:func:`_keep`)."""
     if model.processes is None:
         raise ValueError("model: has no MAP network to calibrate")
     if users < 1:
         raise ValueError(f"users: must be >= 1, got {users!r}")
+    if last is not None:
+        kept = _keep(model, m, inputs, users, measured, last)
+        if kept is not None:
+            return kept
 
     def trial(hint: float) -> tuple[MAP, float, float]:
         fit = fit_map2(*inputs, scv=hint)
-        point = _with_process(model, m, fit.process).at(users)
+        point = _with_process(model, m, fit.process, trial=True).at(users)
         return fit.process, fit.scv, float(point.residence[m])
 
     lo, hi = trial(_ENDS[0]), trial(_ENDS[1])
     if measured <= lo[2] or hi[1] <= lo[1]:
-        return Calibration(lo[0], lo[1], lo[2], measured, users, "low")
+        return Calibration(lo[0], lo[1], lo[2], measured, users, "low", inputs)
     if measured >= hi[2]:
-        return Calibration(hi[0], hi[1], hi[2], measured, users, "high")
-    best = min((lo, hi), key=lambda t: abs(t[2] / measured - 1.0))
-    a, b = math.log(lo[1]), math.log(hi[1])
+        return Calibration(hi[0], hi[1], hi[2], measured, users, "high", inputs)
+    # regula falsi (Illinois) on f = ln R_m - ln measured over x = ln SCV: R_m is smooth and
+    # monotone along the curve, so a few trials after the ends
+    target = math.log(measured)
+    a, fa = math.log(lo[1]), math.log(lo[2]) - target
+    b, fb = math.log(hi[1]), math.log(hi[2]) - target
+    best, side = min((lo, hi), key=lambda t: abs(t[2] / measured - 1.0)), 0
     for _ in range(STEPS - 2):
-        mid = trial(math.exp(0.5 * (a + b)))
+        x = b - fb * (b - a) / (fb - fa) if fb != fa else 0.5 * (a + b)
+        if not a < x < b:
+            x = 0.5 * (a + b)
+        mid = trial(math.exp(x))
+        fx = math.log(mid[2]) - target
         if abs(mid[2] / measured - 1.0) < abs(best[2] / measured - 1.0):
             best = mid
         if abs(mid[2] / measured - 1.0) <= TOLERANCE:
             break
-        if mid[2] < measured:
-            a = 0.5 * (a + b)
+        if fx < 0:
+            a, fa = x, fx
+            fb, side = (fb / 2 if side == -1 else fb), -1
         else:
-            b = 0.5 * (a + b)
-    return Calibration(best[0], best[1], best[2], measured, users, None)
+            b, fb = x, fx
+            fa, side = (fa / 2 if side == 1 else fa), 1
+    return Calibration(best[0], best[1], best[2], measured, users, None, inputs)
+
+
+def _keep(model: SystemModel, m: int, inputs: tuple[float, float, float], users: int,
+          measured: float, last: Calibration) -> Calibration | None:
+    """``last`` carried over while it still holds: as it is (no solve) at the same inputs and
+    users and a measured time within ``KEEP / 3`` of the last; else its SCV refitted to the
+    new inputs (one fit, no search) if the model with it is within :data:`KEEP` (one solve)."""
+    if (last.inputs == inputs and last.users == users
+            and abs(measured / last.measured - 1.0) <= KEEP / 3):
+        return last
+    process = last.process if last.inputs == inputs else fit_map2(*inputs, scv=last.scv).process
+    r = float(_with_process(model, m, process, trial=True).at(users).residence[m])
+    beyond = (last.end == "high" and measured >= r) or (last.end == "low" and measured <= r)
+    if not (beyond or abs(r / measured - 1.0) <= KEEP):
+        return None
+    return Calibration(process, float(process.scv), r, measured, users, last.end, inputs)
 
 
 def calibrate_model(model: SystemModel, tiers: list[TierModel],
-                    cache: dict[tuple, Calibration] | None = None) -> SystemModel:
+                    last: dict[str, Calibration] | None = None) -> SystemModel:
     """``model`` with every bursty tier's MAP(2) calibrated to its measured response time
-    (tiers without a fit's inputs, response times or users keep the tie rule's, flagged);
-    ``cache`` (the caller's, keyed on the inputs rounded to 1%) spares repeated searches."""
+    (tiers without a fit's inputs, response times or users keep the tie rule's, flagged).
+    ``last``: the caller's previous calibrations by tier, updated in place."""
     if model.processes is None:
         return model
     for m, tier in enumerate(tiers):
@@ -138,26 +183,16 @@ def calibrate_model(model: SystemModel, tiers: list[TierModel],
             model.flags.append(f"{tier.tier}: MAP(2) SCV by the tie rule (largest rho1): "
                                "no long-run response times and users at the tier")
             continue
-        n = int(round(users))
-        key = (m, _rounded(inputs), _rounded([measured]), n, _rounded(model.D),
-               _rounded([model.think_time + 1e-9]))
-        result = cache.get(key) if cache is not None else None
-        if result is None:
-            result = calibrate_scv(model, m, (inputs[0], inputs[1], inputs[2]), n, measured)
-            if cache is not None:
-                if len(cache) >= 256:
-                    cache.clear()
-                cache[key] = result
+        previous = last.get(tier.tier) if last is not None else None
+        result = calibrate_scv(model, m, (float(inputs[0]), float(inputs[1]), float(inputs[2])),
+                               int(round(users)), measured, previous)
+        if last is not None:
+            last[tier.tier] = result
         flags = model.flags
         model = _with_process(model, m, result.process)
         model.flags = flags + [_flag(tier.tier, result, float(tier.fit.get("scv", math.nan)))]
         model.scv_targets[tier.tier] = result.scv
     return model
-
-
-def _rounded(values) -> tuple[int, ...]:
-    """Values to 1% (log-spaced buckets): the cache key."""
-    return tuple(int(round(math.log(max(float(v), 1e-300)) / 0.01)) for v in values)
 
 
 def _flag(tier: str, c: Calibration, tie_scv: float) -> str:
