@@ -115,13 +115,22 @@ def test_a_measured_time_beyond_reach_takes_the_nearer_end_flagged():
     assert np.all(np.isfinite(cal.at(USERS).response))
 
 
-@pytest.mark.parametrize("kw", [{"db_response": None}, {"db_response": 0.08, "users": None}])
+@pytest.mark.parametrize("kw", [{"db_response": None}, {"db_response": 0.08, "users": None},
+                                {"db_response": 0.0}])
 def test_without_response_times_or_users_the_tie_rule_stays_flagged(kw):
     tiers = _tiers(**kw)
     model = _model(tiers)
     cal = calibrate_model(model, tiers)
     assert cal.processes[1] is model.processes[1] and not cal.scv_targets
     assert any("SCV by the tie rule" in f for f in cal.flags)
+
+
+@pytest.mark.parametrize("kw", [{"users": 0, "measured": 0.08}, {"users": 50, "measured": 0.0},
+                                {"users": 50, "measured": math.nan}])
+def test_bad_users_or_measured_time_are_named(kw):
+    model = _model(_tiers(db_response=0.08))
+    with pytest.raises(ValueError, match="users" if kw["users"] < 1 else "measured"):
+        calibrate_scv(model, 1, INPUTS, kw["users"], kw["measured"])
 
 
 def test_measured_residence_weighs_classes_by_mix_and_visits():

@@ -104,12 +104,15 @@ def calibrate_scv(model: SystemModel, m: int, inputs: tuple[float, float, float]
                   users: int, measured: float, last: Calibration | None = None) -> Calibration:
     """The MAP(2) of tier ``m`` fitted to ``inputs`` (mean, ``I``, p95) whose SCV makes the
     model's residence time at the tier at ``users`` equal ``measured`` (module docstring).
-    ``model`` must have processes (the MAP network) and ``users >= 1``. ``last``: the tier's
+    ``model`` must have processes (the MAP network), ``users >= 1`` and ``measured > 0``.
+    ``last``: the tier's
     previous calibration, carried over while it holds (:func:`_keep`)."""
     if model.processes is None:
         raise ValueError("model: has no MAP network to calibrate")
     if users < 1:
         raise ValueError(f"users: must be >= 1, got {users!r}")
+    if not (measured > 0 and math.isfinite(measured)):
+        raise ValueError(f"measured: must be a positive finite time, got {measured!r}")
     if last is not None:
         kept = _keep(model, m, inputs, users, measured, last)
         if kept is not None:
@@ -179,7 +182,7 @@ def calibrate_model(model: SystemModel, tiers: list[TierModel],
         inputs = tier.fit.get("inputs")
         measured = measured_residence(tier, model, m)
         users = tier.response_users
-        if inputs is None or measured is None or users is None or round(users) < 1:
+        if inputs is None or not (measured or 0.0) > 0 or users is None or round(users) < 1:
             model.flags.append(f"{tier.tier}: MAP(2) SCV by the tie rule (largest rho1): "
                                "no long-run response times and users at the tier")
             continue
