@@ -2,6 +2,8 @@
 
 - :mod:`~streams.predict.model`: the closed model (MVA, the exact MAP network or its
   decomposition), capacity search, the solve's answers;
+- :mod:`~streams.predict.calibration`: a bursty tier's MAP(2) SCV from its measured response
+  time (the degree of freedom mean, ``I`` and p95 leave);
 - :mod:`~streams.predict.confidence`: model error per class and tier, the uncertainty band on
   capacity and time to breach;
 - :mod:`~streams.predict.story`: why the busiest tier and the breach tier differ, model switches;

@@ -52,7 +52,7 @@ __all__ = ["Calibration", "calibrate_scv", "calibrate_model", "measured_residenc
 STEPS = 10
 #: relative agreement of the model's residence time with the measured one that stops early
 TOLERANCE = 0.01
-#: relative disagreement up to which the last calibration of the same fit is kept
+#: relative disagreement up to which a tier's last SCV is kept (refitted to moved inputs)
 KEEP = 0.05
 #: SCV hints beyond either end of any fitted curve
 _ENDS = (1e-3, 1e6)
