@@ -34,7 +34,6 @@ long-run one).
 
 from __future__ import annotations
 
-from dataclasses import replace
 from statistics import NormalDist
 from typing import Sequence
 
@@ -77,8 +76,7 @@ def window_capacity(model: SystemModel, factors: np.ndarray,
     """The largest population whose every class meets its SLA with tier ``m``'s demands
     times ``factors[m]`` (:func:`streams.predict.model.model_capacity` on the scaled model;
     ``warm`` as there)."""
-    scaled = replace(model, D_mc=model.D_mc * np.asarray(factors, dtype=float)[:, None],
-                     flags=list(model.flags), _cache={}, _curve=None)
+    scaled = model.variant(D_mc=model.D_mc * np.asarray(factors, dtype=float)[:, None])
     return model_capacity(scaled, warm)
 
 

@@ -35,7 +35,6 @@ is the test (docs/accuracy.md section 1: paper 000's experiment, truth at 25-150
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -95,9 +94,12 @@ def _with_process(model: SystemModel, m: int, process: MAP,
     procs = list(model.processes or [])
     procs[m] = process
     extra = {"exact_limit": 0} if trial else {}
-    return dataclasses.replace(model, processes=procs, flags=[],
-                               scv_targets=dict(model.scv_targets), _cache={}, _curve=None,
-                               **extra)
+    return model.variant(processes=procs, flags=[], **extra)
+
+
+def _residence(model: SystemModel, m: int, process: MAP, users: int) -> float:
+    """Tier ``m``'s residence time at ``users`` with ``process`` there (a trial)."""
+    return float(_with_process(model, m, process, trial=True).at(users).residence[m])
 
 
 def calibrate_scv(model: SystemModel, m: int, inputs: tuple[float, float, float],
@@ -120,8 +122,7 @@ def calibrate_scv(model: SystemModel, m: int, inputs: tuple[float, float, float]
 
     def trial(hint: float) -> tuple[MAP, float, float]:
         fit = fit_map2(*inputs, scv=hint)
-        point = _with_process(model, m, fit.process, trial=True).at(users)
-        return fit.process, fit.scv, float(point.residence[m])
+        return fit.process, fit.scv, _residence(model, m, fit.process, users)
 
     lo, hi = trial(_ENDS[0]), trial(_ENDS[1])
     if measured <= lo[2] or hi[1] <= lo[1]:
@@ -162,7 +163,7 @@ def _keep(model: SystemModel, m: int, inputs: tuple[float, float, float], users:
             and abs(measured / last.measured - 1.0) <= KEEP / 3):
         return last
     process = last.process if last.inputs == inputs else fit_map2(*inputs, scv=last.scv).process
-    r = float(_with_process(model, m, process, trial=True).at(users).residence[m])
+    r = _residence(model, m, process, users)
     beyond = (last.end == "high" and measured >= r) or (last.end == "low" and measured <= r)
     if not (beyond or abs(r / measured - 1.0) <= KEEP):
         return None

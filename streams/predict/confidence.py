@@ -73,7 +73,6 @@ non-bursty shop).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from functools import lru_cache
 from typing import Any, Callable, Mapping
@@ -274,8 +273,7 @@ def _variant(model: SystemModel, tiers: list[TierModel], side: int,
                              f"MAP(2) kept")
             else:
                 processes[i] = fitted
-    return dataclasses.replace(model, D_mc=D_mc, processes=processes, flags=[], _cache={},
-                               _curve=None, exact_limit=0)
+    return model.variant(D_mc=D_mc, processes=processes, flags=[], exact_limit=0)
 
 
 def _capacity(variant: SystemModel, nominal: SystemModel, capacity: int, side: int,

@@ -45,6 +45,7 @@ question); the time to breach follows from the users trend.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass, field
@@ -124,6 +125,13 @@ class SystemModel:
     scv_targets: dict[str, float] = field(default_factory=dict)
     _cache: dict[int, Point] = field(default_factory=dict)
     _curve: Any = None
+
+    def variant(self, **changes: Any) -> "SystemModel":
+        """A copy with ``changes`` (dataclass fields), its own flags and SCV targets (copied
+        unless given) and no solved populations: every what-if, band end and calibration
+        trial is one."""
+        fresh = {"flags": list(self.flags), "scv_targets": dict(self.scv_targets)}
+        return dataclasses.replace(self, **{**fresh, **changes, "_cache": {}, "_curve": None})
 
     @functools.cached_property
     def D(self) -> np.ndarray:

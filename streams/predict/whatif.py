@@ -35,7 +35,7 @@ users), and the capacity the model then has; actions are ranked by their configu
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -105,8 +105,7 @@ def apply(model: SystemModel, action: Action) -> SystemModel:
             servers[m] = float(action.value)
         else:
             servers[m] = servers[m] * int(action.value)
-    return replace(model, D_mc=D, servers=servers, flags=list(model.flags), _cache={},
-                   _curve=None)
+    return model.variant(D_mc=D, servers=servers)
 
 
 def apply_all(model: SystemModel, actions: Sequence[Action]) -> SystemModel:
