@@ -49,9 +49,9 @@ while its cost grows linearly with ``N``:
    ``b`` is product form: ``G_rest = G_E * f_{b'}`` over the other bursty tiers, with
    ``f_b(j) = prod_{i<=j} 1/nu_b(i)``. The tiers are re-solved in turn (a sweep) until the
    throughput moves by less than ``tol`` between sweeps; the sweeps are Anderson-accelerated
-   on ``log nu`` (:class:`_Anderson`: 22 sweeps where plain iteration needed over 50 at 1.2
-   knees of system (c) in docs/accuracy.md). With one bursty tier the first pass is the
-   answer.
+   on ``log nu``, restarted when the residual grows (:class:`_Anderson`: 18 sweeps where plain
+   iteration needed over 50 at 1.2 knees of system (c) in docs/accuracy.md). With one bursty tier the
+   first pass is the answer.
 4. **Waves downstream of a bursty tier** (:mod:`solvers.departures`). A bursty tier releases
    the backlog of a slow run at its fast phase's rate (paper 000's MAP on 8 cores: ~30,000/s),
    so the exponential tiers after it (up to the next bursty tier or the think station) see
@@ -881,6 +881,8 @@ def _arrivals(lg_rest: np.ndarray, held: float = 0.0) -> np.ndarray:
 
 #: past sweeps kept by the fixed point's Anderson acceleration
 ANDERSON_MEMORY = 5
+#: Anderson forgets its history when the residual grows past this factor of the smallest seen
+RESTART = 2.0
 
 
 class _Anderson:
@@ -888,13 +890,27 @@ class _Anderson:
     point ``x = G(x)``: the next iterate is ``G(x_k) - dG gamma`` with ``gamma`` the least
     squares fit of the latest residual ``f_k = G(x_k) - x_k`` by the differences ``dF`` of the
     last :data:`ANDERSON_MEMORY` residuals. Marie's iteration converges linearly (ratio ~0.9 at
-    the knee of two bursty tiers); this takes it there in a few sweeps."""
+    the knee of two bursty tiers); this takes it there in a few sweeps.
+
+    Safeguard: when the residual's largest entry grows past :data:`RESTART` times the smallest
+    seen, the history is dropped and the sweep taken plain. Without it an extrapolation could
+    send a lightly loaded bursty tier's ``nu`` far off and keep it there (a web tier at 23% of
+    its 8 cores before a saturated database, 2,664 users: its throughput swung between 92/s
+    and 1,738/s over 35 sweeps; plain sweeps took 11). On docs/benchmarks.md's networks (three
+    from the pipeline, system (c) at 200-750 users, 4 tiers with 2 bursty at 1,000-5,000) the
+    sweeps went from 185 in all to 158: 16 / 35 / 12 -> 18 / 15 / 12 on the pipeline's, 39 -> 32
+    at 5,000 users, 73 -> 71 on system (c)."""
 
     def __init__(self) -> None:
         self._x: list[np.ndarray] = []
         self._g: list[np.ndarray] = []
+        self._smallest = math.inf
 
     def next(self, x: np.ndarray, g: np.ndarray) -> np.ndarray:
+        residual = float(np.max(np.abs(g - x)))
+        if residual > RESTART * self._smallest:
+            self._x, self._g = [], []
+        self._smallest = min(self._smallest, residual)
         self._x, self._g = (self._x + [x])[-ANDERSON_MEMORY - 1:], \
             (self._g + [g])[-ANDERSON_MEMORY - 1:]
         if len(self._x) < 2:
