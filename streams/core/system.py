@@ -276,6 +276,10 @@ class SystemState:
         self.last_capacity: int | None = None     # the MAP network's, where the next search starts
         #: the predicted-breach alert's MAP capacity (``alert_capacity_users``), likewise
         self.last_alert_capacity: int | None = None
+        #: the provisional (pessimistic) model's long-run MAP capacity, likewise: its search
+        #: started from ``last_alert_capacity`` -- the alert window's, lower -- and took a
+        #: probe more
+        self.last_provisional_capacity: int | None = None
         #: the last remediation's hints (``kind/tier -> [value, capacity]``): where the next
         #: one's searches start; persisted like ``last_capacity``, so a restored state answers
         #: as the one that kept running
@@ -579,7 +583,9 @@ class SystemState:
         basis: list[str] = []
         base = model
         if pessimistic is not None:
-            p_cap, p_limited = model_capacity(pessimistic, self.last_alert_capacity)
+            p_cap, p_limited = model_capacity(pessimistic, self.last_provisional_capacity)
+            if pessimistic.processes is not None and p_cap is not None:
+                self.last_provisional_capacity = None if p_limited else max(p_cap, 1)
             if p_cap is not None and not p_limited and (cap is None or limited or p_cap < cap):
                 base, cap, limited = pessimistic, p_cap, p_limited
                 basis.append("provisional: " + ", ".join(
@@ -898,6 +904,7 @@ class SystemState:
                 "think_time_est": self.think_time_est, "alerts": self.alerts.to_dict(),
                 "solves": self.solves, "last_capacity": self.last_capacity,
                 "last_alert_capacity": self.last_alert_capacity,
+                "last_provisional_capacity": self.last_provisional_capacity,
                 "last_solved": self.last_solved, "breach_trust": self.breach_trust,
                 "remediation_hints": self.remediation_hints,
                 "error_samples": self.error_samples, "error_family": self.error_family,
@@ -920,6 +927,7 @@ class SystemState:
         state.solves = data["solves"]
         state.last_capacity = data.get("last_capacity")
         state.last_alert_capacity = data.get("last_alert_capacity")
+        state.last_provisional_capacity = data.get("last_provisional_capacity")
         state.last_solved = data.get("last_solved")
         state.breach_trust = data.get("breach_trust")
         state.remediation_hints = dict(data.get("remediation_hints") or {})

@@ -366,10 +366,13 @@ def capacity_search(excess: Callable[[int], float], *, start: int, limit: int,
     step = growth - 1.0
     if hi is None or lo + 1 < start < hi:
         probe = min(max(start, lo + 1), limit)
-        if check(probe) > 0:
+        aim = _first_aim(known, probe, check(probe), rel_tol)
+        if known[probe] > 0:
             hi = probe
             while True:                         # down from a start that fails
                 probe = max(int(hi / (1.0 + step)), lo + 1)
+                if aim is not None:             # the first step: to the chord's zero, if nearer
+                    probe, aim = min(max(probe, math.floor(aim)), hi - 1), None
                 if probe >= hi or probe <= lo or check(probe) <= 0:
                     lo = max(lo, probe) if probe < hi and known.get(probe, 1) <= 0 else lo
                     break
@@ -380,6 +383,8 @@ def capacity_search(excess: Callable[[int], float], *, start: int, limit: int,
                 if lo >= limit:
                     return limit, True
                 probe = min(max(int(lo * (1.0 + step)), lo + 1), limit)
+                if aim is not None:             # the first step: to the secant's zero, if nearer
+                    probe, aim = min(max(math.ceil(aim), lo + 1), probe), None
                 if check(probe) > 0:
                     hi = probe
                     break
@@ -406,6 +411,28 @@ def capacity_search(excess: Callable[[int], float], *, start: int, limit: int,
                 f_hi /= 2
             side = "lo"
     return lo, False
+
+
+def _first_aim(known: dict[int, float], probe: int, value: float,
+               rel_tol: float) -> float | None:
+    """Where the line through ``(probe, value)`` and the nearest known population below
+    ``probe`` crosses zero, half the tolerance past it away from ``probe``: for a convex
+    ``excess`` (a response time rises ever faster up to the knee, then about linearly) a bound
+    on the answer -- above it when both points meet the targets (the line runs below the
+    curve beyond them), below it when ``probe`` fails (the chord runs above the curve). A
+    warm start a few percent from the answer then brackets it with one more probe instead of
+    a fixed step and an interpolation. ``None`` without such a point or an increase."""
+    below = [n for n in known if n < probe]
+    if not below:
+        return None
+    a = max(below)
+    if not value > known[a]:
+        return None
+    zero = probe - value * (probe - a) / (value - known[a])
+    if not math.isfinite(zero):
+        return None
+    nudge = max(1.0, rel_tol * zero) / 2
+    return zero + nudge if value <= 0 else zero - nudge
 
 
 def model_capacity(model: SystemModel, warm: int | None = None) -> tuple[int | None, bool]:
