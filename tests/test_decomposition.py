@@ -174,6 +174,25 @@ def test_a_saturated_16_core_per_job_chain_is_solved_stably():
     assert chain.throughput < cores / proc.mean
 
 
+def test_fixed_point_does_not_let_anderson_swing_a_lightly_loaded_bursty_tier():
+    """A provisional model from bench_pipeline's multi-core workload: web 8 cores with a weakly
+    bursty MAP(2) (I ~ 10, at 23% of its cores), app 4 cores exponential, db 4 cores bursty
+    (I ~ 2,000, saturated), 2,664 users. Unguarded, Anderson's extrapolation swung the web
+    tier's throughput between 92/s and 1,738/s for 35 sweeps; plain sweeps converge in 11 to
+    X = 934.700/s. The restart keeps it near that."""
+    def fitted(D1: list[list[float]]) -> MAP:          # D0 diagonal, rows of D0 + D1 sum to 0
+        D1 = np.array(D1)
+        return MAP(-np.diag(D1.sum(axis=1)), D1)
+
+    web = fitted([[693.07352, 10.714029], [22.458697, 79.010523]])
+    db = fitted([[125122.71, 108.46700], [0.22266134, 16.673707]])
+    res = solve_decomposed([web, MAP.exponential(0.0018823919), db], 2664, 1.4500755,
+                           servers=[8, 4, 4])
+    assert res.converged and res.iterations <= 20
+    assert res.throughput == pytest.approx(934.700, rel=1e-5)
+    assert res.little_residual < 1e-3
+
+
 def test_two_bursty_multicore_tiers_beyond_the_knee_match_the_physical_simulation():
     """System (c) of docs/accuracy.md at 1.5 knees (765 users): web 2 cores exponential, app 4
     cores bursty (I ~ 50), db 4 cores bursty (I ~ 200). The fixed point must converge with

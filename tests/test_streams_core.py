@@ -475,6 +475,39 @@ def test_capacity_search_from_a_near_start_stays_near_it():
     assert max(g.calls) >= 2600                     # growth 2 probes twice the start
 
 
+def test_capacity_search_warm_start_aims_its_first_step_at_the_secant():
+    """With a known population below a warm start, the first step goes to where the line
+    through the two crosses zero (a bound for a convex excess) instead of a fixed 12%: fewer
+    probes from a start within a few percent of the answer."""
+    def g(n):                                      # convex, answer 2044
+        return math.expm1((n - 2044.5) / 400)
+    for start in (2029, 2060):                     # meets / fails the target
+        with_known, without = Counted(g), Counted(g)
+        n, limited = capacity_search(with_known, start=start, limit=100_000, rel_tol=0.03,
+                                     growth=1.12, known={1000: g(1000)})
+        assert not limited and 2044 * 0.97 <= n <= 2044 and g(n) <= 0
+        assert len(with_known.calls) <= 3, with_known.calls
+        capacity_search(without, start=start, limit=100_000, rel_tol=0.03, growth=1.12)
+        assert len(with_known.calls) <= len(without.calls), (with_known.calls, without.calls)
+        if start < 2044:                           # up: the fixed step overshot, then 2 more
+            assert len(with_known.calls) < len(without.calls)
+
+
+def test_the_capacity_searches_warm_starts_survive_a_restore():
+    """Each search the alert runs starts from its own last answer, persisted so a restored
+    state probes where the running one would; a state saved before the provisional model's
+    own start has none (a cold search)."""
+    cfg = SystemConfig(tiers=("a",))
+    state = SystemState("s", cfg)
+    state.last_capacity, state.last_alert_capacity, state.last_provisional_capacity = 900, 700, 800
+    data = json.loads(json.dumps(state.to_dict()))
+    back = SystemState.from_dict(data, cfg)
+    assert (back.last_capacity, back.last_alert_capacity, back.last_provisional_capacity) == \
+        (900, 700, 800)
+    del data["last_provisional_capacity"]
+    assert SystemState.from_dict(data, cfg).last_provisional_capacity is None
+
+
 @settings(max_examples=200, deadline=None)
 @given(answer=st.integers(0, 5000), start=st.integers(-3, 8000),
        limit=st.integers(1, 10_000), rel_tol=st.sampled_from([0.0, 0.01, 0.03, 0.1]),
