@@ -15,7 +15,8 @@ Networks (think time Z, then the tiers in order; a bursty tier's service sequenc
 
 Times are the median of ``--runs`` (5) solves after one warm-up, in this process (one BLAS
 thread is set before numpy loads); a capacity search is the pipeline's ``model_capacity``,
-cold and warm-started from a last capacity 5% off, median of ``--search-runs`` (3). The
+cold and warm-started from a last capacity 5% off (with and without the current users' population
+solved before, as in the pipeline), median of ``--search-runs`` (3). The
 exact chain runs where it has at most ``--exact-states`` states; line-solver (``SolverMVA``,
 its default approximate solver for MAP service; the JVM start and model building excluded)
 where it completes in ``--peer-budget`` seconds. Figures, no pass/fail.
@@ -61,6 +62,30 @@ def networks() -> dict[str, tuple[list[MAP], list[int], float]]:
     }
 
 
+def fixed_point_networks() -> dict[str, tuple[list[MAP], list[int], float, list[int]]]:
+    """Networks with two bursty tiers for the fixed point's sweeps (``--baseline``), with their
+    populations: the 4-tier one above; a provisional model of ``bench_pipeline.py --bursty
+    --multicore`` (web 8 cores, a weakly bursty MAP(2) fitted at I ~ 10, at 23% of its cores;
+    app 4 cores exponential; db 4 cores, I ~ 2,000, saturated; Z = 1.45 s: the fitted
+    matrices, as tests/test_decomposition.py has them); docs/accuracy.md's system (c)."""
+    from estimators.mapfit import fit_map2
+
+    def fitted(D1: list[list[float]]) -> MAP:
+        arr = np.array(D1)
+        return MAP(-np.diag(arr.sum(axis=1)), arr)
+
+    web = fitted([[693.07352, 10.714029], [22.458697, 79.010523]])
+    db = fitted([[125122.71, 108.46700], [0.22266134, 16.673707]])
+    four, four_cores, four_z = networks()["4 tiers, 2 bursty"]
+    return {
+        "4 tiers, 2 bursty": (four, four_cores, four_z, [1000, 2153, 5000]),
+        "pipeline provisional": ([web, MAP.exponential(0.0018823919), db], [8, 4, 4], 1.4500755,
+                                 [1332, 1995, 2664]),
+        "system (c)": ([MAP.exponential(0.004), fit_map2(mean=0.008, idc=50, p95=0.024).process,
+                        BURSTY.scaled(0.008)], [2, 4, 4], 1.0, [200, 400, 500, 600, 750]),
+    }
+
+
 def timed(fn: Callable[[], Any], runs: int = 5) -> tuple[float, Any]:
     out = fn()
     times = []
@@ -102,11 +127,15 @@ def peer(procs: list[MAP], cores: list[int], z: float, n: int) -> tuple[float, f
 
 
 def capacity_time(procs: list[MAP], cores: list[int], z: float, sla: float,
-                  warm_shift: float | None = None, runs: int = 3) -> tuple[float, int, int]:
+                  warm_shift: float | None = None, runs: int = 3,
+                  current: float | None = None) -> tuple[float, int, int]:
     """A capacity search as the pipeline runs it (streams.predict.model ``model_capacity``):
     cold (``warm_shift`` None: from half of MVA's capacity), or warm from a last capacity
     ``warm_shift`` away from this one (streams.core.system: the estimates move a little between
-    windows). Returns (seconds, capacity, populations solved)."""
+    windows). ``current``: the population at this fraction of the capacity is solved first,
+    untimed, as the pipeline's prediction at the current users is before its search (the
+    search then brackets from it). Returns (median seconds, capacity, populations solved by
+    the search)."""
     D = np.array([p.mean for p in procs])
     unit = [p.scaled(1.0) for p in procs]
 
@@ -116,24 +145,27 @@ def capacity_time(procs: list[MAP], cores: list[int], z: float, sla: float,
                            servers=np.array(cores, float), think_time=z, sla=np.array([sla]),
                            processes=unit, map_limit=100_000)
 
-    warm = None
-    if warm_shift is not None:
-        cold, _ = model_capacity(model())
-        warm = int(round(cold * (1.0 + warm_shift)))
+    cold, _ = model_capacity(model())
+    warm = None if warm_shift is None else int(round(cold * (1.0 + warm_shift)))
 
-    def search() -> tuple[int, int]:
+    def search() -> tuple[float, int, int]:
         m = model()
+        if current is not None:
+            m.at(max(1, int(round(current * cold))))
+        before = len(m.solved())
+        t0 = time.perf_counter()
         found, _ = model_capacity(m, warm)
-        return found, len(m.solved())
+        return time.perf_counter() - t0, found, len(m.solved()) - before
 
-    seconds, (cap, solved) = timed(search, runs=runs)
-    return seconds, cap, solved
+    results = [search() for _ in range(runs)]
+    seconds = statistics.median(r[0] for r in results)
+    return seconds, results[-1][1], results[-1][2]
 
 
 def baseline_rows(root: str) -> None:
-    """CPU time (``time.process_time``, best of 2, alternating) of ``solve_decomposed`` from
-    another checkout's ``solvers/decomposition.py`` against this one's, on 4 tiers with 2
-    bursty tiers; the answers' relative differences beside."""
+    """CPU time (``time.process_time``, best of 2, alternating) and sweeps of
+    ``solve_decomposed`` from another checkout's ``solvers/decomposition.py`` against this
+    one's, on :func:`fixed_point_networks`; the answers' relative differences beside."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("baseline_decomposition",
@@ -141,20 +173,30 @@ def baseline_rows(root: str) -> None:
     other = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = other
     spec.loader.exec_module(other)
-    procs, cores, z = networks()["4 tiers, 2 bursty"]
     print("| network | N | baseline (sweeps) | this (sweeps) | baseline / this | X this vs "
           "baseline | R this vs baseline |\n|---|---|---|---|---|---|---|")
-    for n in (1000, 2153, 5000):
-        runs: dict[str, list[tuple[float, Any]]] = {"base": [], "this": []}
-        for _ in range(2):
-            for key, solve in (("base", other.solve_decomposed), ("this", solve_decomposed)):
-                t0 = time.process_time()
-                res = solve(procs, n, z, servers=cores)
-                runs[key].append((time.process_time() - t0, res))
-        (tb, rb), (tt, rt) = (min(runs[k], key=lambda r: r[0]) for k in ("base", "this"))
-        print(f"| 4 tiers, 2 bursty | {n} | {tb:.3f} s ({rb.iterations}) | {tt:.3f} s "
-              f"({rt.iterations}) | {tb / tt:.1f}x | {rt.throughput / rb.throughput - 1:+.1e} | "
-              f"{rt.response_time / rb.response_time - 1:+.1e} |")
+    sweeps = {"base": 0, "this": 0}
+    for name, (procs, cores, z, pops) in fixed_point_networks().items():
+        for n in pops:
+            _baseline_row(name, procs, cores, z, n, other.solve_decomposed, sweeps)
+    print(f"\nsweeps in all: baseline {sweeps['base']}, this {sweeps['this']}")
+
+
+def _baseline_row(name: str, procs: list[MAP], cores: list[int], z: float, n: int,
+                  other: Callable[..., Any], sweeps: dict[str, int]) -> None:
+    """One row of :func:`baseline_rows`; adds the two solves' sweeps to ``sweeps``."""
+    runs: dict[str, list[tuple[float, Any]]] = {"base": [], "this": []}
+    for _ in range(2):
+        for key, solve in (("base", other), ("this", solve_decomposed)):
+            t0 = time.process_time()
+            res = solve(procs, n, z, servers=cores)
+            runs[key].append((time.process_time() - t0, res))
+    (tb, rb), (tt, rt) = (min(runs[k], key=lambda r: r[0]) for k in ("base", "this"))
+    sweeps["base"] += rb.iterations
+    sweeps["this"] += rt.iterations
+    print(f"| {name} | {n} | {tb:.3f} s ({rb.iterations}) | {tt:.3f} s "
+          f"({rt.iterations}) | {tb / tt:.1f}x | {rt.throughput / rb.throughput - 1:+.1e} | "
+          f"{rt.response_time / rb.response_time - 1:+.1e} |")
 
 
 def main() -> None:
@@ -165,10 +207,18 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5, help="timed solves per row (median)")
     ap.add_argument("--search-runs", type=int, default=3, help="timed capacity searches")
     ap.add_argument("--baseline", help="another checkout: CPU-time A/B of one solve only")
+    ap.add_argument("--search-only", action="store_true", help="only the capacity searches")
     args = ap.parse_args()
     if args.baseline:
         baseline_rows(args.baseline)
         return
+    if not args.search_only:
+        solve_rows(args)
+    search_rows(args)
+
+
+def solve_rows(args: argparse.Namespace) -> None:
+    """One population per row: the decomposition, the exact chain, line-solver."""
     print("| network | N | decomposition | iterations | exact chain (states) | "
           "ratio exact/decomp. | X decomp. vs exact | line-solver MVA | ratio peer/decomp. |")
     print("|---|---|---|---|---|---|---|---|---|")
@@ -192,14 +242,22 @@ def main() -> None:
                     ppr = f"{got[0] / t_dec:.1f}x"
             print(f"| {name} | {n} | {1000 * t_dec:.1f} ms | {res.iterations} | {exact} | "
                   f"{ratio} | {diff} | {pr} | {ppr} |")
+
+
+def search_rows(args: argparse.Namespace) -> None:
+    """The pipeline's capacity searches on each network."""
     print("\nCapacity search (pipeline's model_capacity, SLA 0.1 s except paper 000: 0.3 s; "
-          "median of 3)\n")
+          f"median of {args.search_runs})\n")
     print("| network | start | seconds | capacity | populations solved |\n|---|---|---|---|---|")
     for name, (procs, cores, z) in networks().items():
         sla = 0.3 if name == "paper 000" else 0.1
-        for label, shift in (("cold", None), ("warm, last capacity +5%", 0.05),
-                             ("warm, last capacity -5%", -0.05)):
-            seconds, cap, solved = capacity_time(procs, cores, z, sla, shift, args.search_runs)
+        for label, shift, current in (
+                ("cold", None, None), ("warm, last capacity +5%", 0.05, None),
+                ("warm, last capacity -5%", -0.05, None),
+                ("warm +5%, users at 40% solved", 0.05, 0.4),
+                ("warm -5%, users at 40% solved", -0.05, 0.4)):
+            seconds, cap, solved = capacity_time(procs, cores, z, sla, shift, args.search_runs,
+                                                 current)
             print(f"| {name} | {label} | {seconds:.3f} | {cap} | {solved} |")
 
 
