@@ -49,9 +49,9 @@ while its cost grows linearly with ``N``:
    ``b`` is product form: ``G_rest = G_E * f_{b'}`` over the other bursty tiers, with
    ``f_b(j) = prod_{i<=j} 1/nu_b(i)``. The tiers are re-solved in turn (a sweep) until the
    throughput moves by less than ``tol`` between sweeps; the sweeps are Anderson-accelerated
-   on ``log nu``, restarted when the residual grows (:class:`_Anderson`: 18 sweeps where plain
-   iteration needed over 50 at 1.2 knees of system (c) in docs/accuracy.md). With one bursty tier the
-   first pass is the answer.
+   on ``log nu``, restarted when the residual grows (:class:`_Anderson`: 18 sweeps where
+   plain iteration needed over 50 at 1.2 knees of system (c) in docs/accuracy.md). With one
+   bursty tier the first pass is the answer.
 4. **Waves downstream of a bursty tier** (:mod:`solvers.departures`). A bursty tier releases
    the backlog of a slow run at its fast phase's rate (paper 000's MAP on 8 cores: ~30,000/s),
    so the exponential tiers after it (up to the next bursty tier or the think station) see

@@ -276,9 +276,8 @@ class SystemState:
         self.last_capacity: int | None = None     # the MAP network's, where the next search starts
         #: the predicted-breach alert's MAP capacity (``alert_capacity_users``), likewise
         self.last_alert_capacity: int | None = None
-        #: the provisional (pessimistic) model's long-run MAP capacity, likewise: its search
-        #: started from ``last_alert_capacity`` -- the alert window's, lower -- and took a
-        #: probe more
+        #: the provisional (pessimistic) model's long-run MAP capacity, likewise (its search
+        #: started from ``last_alert_capacity``, the alert window's answer, ~10% lower)
         self.last_provisional_capacity: int | None = None
         #: the last remediation's hints (``kind/tier -> [value, capacity]``): where the next
         #: one's searches start; persisted like ``last_capacity``, so a restored state answers

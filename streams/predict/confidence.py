@@ -291,7 +291,8 @@ def _capacity(variant: SystemModel, nominal: SystemModel, capacity: int, side: i
     known = {capacity + 1: 1.0} if side > 0 else {capacity: -1.0}
     found, _ = capacity_search(lambda n: variant.excess(variant.at(n)),
                                start=max(int(round(guess)), 1), limit=CAPACITY_LIMIT,
-                               known=known, rel_tol=tolerance, growth=1.0 + 4 * tolerance)
+                               known=known, rel_tol=tolerance, growth=1.0 + 4 * tolerance,
+                               secant=False)       # ``known`` holds signs, not excesses
     return found
 
 

@@ -336,7 +336,8 @@ class SystemModel:
 
 def capacity_search(excess: Callable[[int], float], *, start: int, limit: int,
                     known: dict[int, float] | None = None,
-                    rel_tol: float = 0.0, growth: float = 2.0) -> tuple[int, bool]:
+                    rel_tol: float = 0.0, growth: float = 2.0,
+                    secant: bool = True) -> tuple[int, bool]:
     """Largest ``n`` in ``[0, limit]`` with ``excess(n) <= 0``, for an increasing ``excess``
     (e.g. the worst class's ``R_c(n)/SLA_c - 1``).
 
@@ -346,11 +347,13 @@ def capacity_search(excess: Callable[[int], float], *, start: int, limit: int,
     ``growth``, the step above 1 doubling each time up to 2 (``growth = 2``: ``start,
     2 start, 4 start, ...``), until the answer is bracketed. A start near the answer (the last
     solve's capacity) wants a small first step: a probe far beyond capacity is the most
-    expensive solve of a MAP network. Inside the bracket it interpolates linearly (regula
-    falsi, Illinois variant: the end that stays twice has its value halved, so a convex
-    ``excess`` does not pin one end), aiming half the tolerance past the estimate away from the
-    end that moved last, until the bracket is within ``max(1, rel_tol * n)``: expensive solvers
-    need a few probes, not ``log2 n``.
+    expensive solve of a MAP network. With ``secant``, that first step goes no farther than
+    where the line through the start and the nearest known population below it crosses zero
+    (:func:`_first_aim`; ``known``'s values must then be excesses, not just their signs).
+    Inside the bracket it interpolates linearly (regula falsi, Illinois variant: the end that
+    stays twice has its value halved, so a convex ``excess`` does not pin one end), aiming half
+    the tolerance past the estimate away from the end that moved last, until the bracket is
+    within ``max(1, rel_tol * n)``: expensive solvers need a few probes, not ``log2 n``.
     Returns ``(n, limited)``; ``limited`` when ``limit`` itself meets the targets.
     """
     known = dict(known or {})
@@ -366,8 +369,9 @@ def capacity_search(excess: Callable[[int], float], *, start: int, limit: int,
     step = growth - 1.0
     if hi is None or lo + 1 < start < hi:
         probe = min(max(start, lo + 1), limit)
-        aim = _first_aim(known, probe, check(probe), rel_tol)
-        if known[probe] > 0:
+        value = check(probe)
+        aim = _first_aim(known, probe, value, rel_tol) if secant else None
+        if value > 0:
             hi = probe
             while True:                         # down from a start that fails
                 probe = max(int(hi / (1.0 + step)), lo + 1)
@@ -439,8 +443,8 @@ def model_capacity(model: SystemModel, warm: int | None = None) -> tuple[int | N
     """Largest population within every SLA, ``(n, limited)``: on the MVA curve
     (:meth:`SystemModel.mva_capacity`); for the MAP network bracketed from the populations
     already solved and ``warm`` (a population near the answer: the last solve's capacity;
-    steps of 12%), or half the MVA answer without one (steps doubling), to within
-    :data:`MAP_CAPACITY_TOLERANCE`."""
+    a first step of the tolerance, 3%), or half the MVA answer without one (steps doubling),
+    to within :data:`MAP_CAPACITY_TOLERANCE`."""
     cap, limited = model.mva_capacity()
     if cap is None or model.processes is None or limited:
         return cap, limited
@@ -450,7 +454,11 @@ def model_capacity(model: SystemModel, warm: int | None = None) -> tuple[int | N
     # capacity of 5,474 users, 0.4 s at half of it), doubling up if that half meets the SLA
     start, growth = max((cap + 1) // 2, 1), 2.0
     if warm is not None:                 # loads and estimates move slowly between solves
-        start, growth = min(max(warm, 1), cap + 1), 1.0 + 4 * MAP_CAPACITY_TOLERANCE
+        # a first step of the tolerance brackets an answer within 3% of the start with one
+        # probe (most move less between solves); 12% took two more, an interpolation and a
+        # probe to close the bracket (bench_pipeline.py --bursty --multicore --systems 3
+        # --ends 120: 197 -> 173 probes)
+        start, growth = min(max(warm, 1), cap + 1), 1.0 + MAP_CAPACITY_TOLERANCE
     return capacity_search(lambda n: model.excess(model.at(n)), start=start,
                            limit=CAPACITY_LIMIT, known=known,
                            rel_tol=MAP_CAPACITY_TOLERANCE, growth=growth)
