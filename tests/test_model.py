@@ -123,3 +123,28 @@ def test_a_failing_map_solve_falls_back_to_mva_with_a_flag(monkeypatch):
     point = m.at(40)
     assert point.model == "mva" and np.isfinite(point.throughput)
     assert any("MAP network failed at population 40" in f for f in m.flags)
+
+
+def test_a_warm_map_capacity_search_brackets_a_near_answer_in_two_probes():
+    """model_capacity from a warm start at the answer: the start meets the SLA and the first
+    step (the tolerance, 3%) fails it, which brackets the answer to within the tolerance --
+    two solves of the MAP network, where a 12% step took an interpolation and a probe more.
+    The answer is the cold search's to within that tolerance."""
+    from streams.predict.model import MAP_CAPACITY_TOLERANCE, model_capacity
+
+    sc = scenarios()["bottleneck_switch"]
+    procs = [sc.front, sc.database]
+
+    def fresh() -> SystemModel:
+        D = np.array([[p.mean] for p in procs])
+        return SystemModel(tiers=["front", "db"], classes=["all"], D_mc=D, mix=np.ones(1),
+                           servers=np.ones(2), think_time=0.5, sla=np.array([0.3]),
+                           processes=[p.scaled(1.0) for p in procs], map_limit=100_000,
+                           exact_limit=0)
+    cold, limited = model_capacity(fresh())
+    assert cold is not None and not limited
+    warm = fresh()
+    found, limited = model_capacity(warm, cold)
+    assert not limited and abs(found - cold) <= MAP_CAPACITY_TOLERANCE * cold + 1
+    assert len(warm.solved()) == 2, sorted(warm.solved())
+    assert warm.excess(warm.at(found)) <= 0

@@ -493,6 +493,15 @@ def test_capacity_search_warm_start_aims_its_first_step_at_the_secant():
             assert len(with_known.calls) < len(without.calls)
 
 
+def test_capacity_search_without_the_secant_reads_known_values_as_signs():
+    """The uncertainty band passes only the signs it knows (``{capacity: -1.0}``): with
+    ``secant=False`` they bracket the search and nothing reads them as excesses."""
+    f = Counted(lambda n: n - 1375.5)
+    n, limited = capacity_search(f, start=1500, limit=100_000, known={1300: -1.0},
+                                 rel_tol=0.03, growth=1.12, secant=False)
+    assert not limited and 1375 * 0.97 <= n <= 1375 and 1300 not in f.calls
+
+
 def test_the_capacity_searches_warm_starts_survive_a_restore():
     """Each search the alert runs starts from its own last answer, persisted so a restored
     state probes where the running one would; a state saved before the provisional model's
