@@ -260,6 +260,16 @@ def _rejection(w: Window, field_name: str, reason: str, value: Any = None) -> di
     return dead
 
 
+def _warm_search(model: SystemModel, warm: int | None) -> tuple[int | None, bool, int | None]:
+    """:func:`~streams.predict.model.model_capacity` from ``warm``, and where the next search
+    of the same kind starts: this answer on the MAP network (``None`` when limited), else
+    ``warm`` unchanged."""
+    found, limited = model_capacity(model, warm)
+    if model.processes is not None and found is not None:
+        warm = None if limited else max(found, 1)
+    return found, limited, warm
+
+
 class SystemState:
     """Everything perfcast keeps about one system."""
 
@@ -561,9 +571,7 @@ class SystemState:
     def _capacity(self, model: SystemModel) -> tuple[int | None, bool]:
         """:func:`~streams.predict.model.model_capacity`, warm-started from the last solve's
         capacity (the MVA answer at the first solve), which it then remembers."""
-        found, limited = model_capacity(model, self.last_capacity)
-        if model.processes is not None and found is not None:
-            self.last_capacity = None if limited else max(found, 1)
+        found, limited, self.last_capacity = _warm_search(model, self.last_capacity)
         return found, limited
 
     def _alert_capacity(self, model: SystemModel, pessimistic: SystemModel | None,
@@ -582,9 +590,8 @@ class SystemState:
         basis: list[str] = []
         base = model
         if pessimistic is not None:
-            p_cap, p_limited = model_capacity(pessimistic, self.last_provisional_capacity)
-            if pessimistic.processes is not None and p_cap is not None:
-                self.last_provisional_capacity = None if p_limited else max(p_cap, 1)
+            p_cap, p_limited, self.last_provisional_capacity = _warm_search(
+                pessimistic, self.last_provisional_capacity)
             if p_cap is not None and not p_limited and (cap is None or limited or p_cap < cap):
                 base, cap, limited = pessimistic, p_cap, p_limited
                 basis.append("provisional: " + ", ".join(
