@@ -42,6 +42,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from estimators.class_mix import work_weighted_completions
 from estimators.collinearity import assess_separability
 from estimators.demand import KalmanDemandEstimator, regression_demands
 from estimators.kalman_bank import Steps, update_many
@@ -632,8 +633,11 @@ class TierState:
             longest = float(arr.window_s[same].max())
             util = arr.utilization[same] * (arr.window_s[same] / longest)
             window_s = longest * float(arr.cores[-1])
-            ref = index_of_dispersion(util, done[same], window_s)
-            est = index_of_dispersion_interval(util, done[same], window_s)
+            # completions in units of work: a drifting class mix is not burstiness
+            # (estimators.class_mix)
+            work = work_weighted_completions(util, arr.completions[same])
+            ref = index_of_dispersion(util, work, window_s)
+            est = index_of_dispersion_interval(util, work, window_s)
             idc = None if est.reason in ("no_busy_time", "no_completions") else est.value
             idc_bounds = [est.lower, est.upper]
             idc_reference = ref.value

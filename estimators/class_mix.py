@@ -1,0 +1,58 @@
+"""Completions counted in units of work, so that a drifting class mix is not read as burstiness.
+
+Paper 000's estimator (:mod:`estimators.dispersion`) reads ``I`` from how the completions
+``n_k`` of a window follow its busy time ``B_k``. With one class that is the service process.
+With several, a request of a heavy class takes longer than one of a light class, so when the
+mix drifts -- the morning's searches, the evening's checkouts -- the busy time per completion
+drifts with it, and the counts against busy time look like long runs of slow and fast service:
+on ``bench/bench_pipeline.py``'s default workload (14 classes, per-class demands log-normal,
+each class's share drifting +-30% over 10-60 minutes, every service time the class's demand)
+the tiers read ``I`` = 72-850 over 4,096 windows, every one of them "bursty", while the model
+already follows the mix through its per-class demands ``D_c`` at the current mix.
+
+Here each window's completions are weighted by their classes' demands:
+``n'_k = sum_c w_c n_kc * (sum_k n_k / sum_k sum_c w_c n_kc)``, the weights ``w_c >= 0`` the
+non-negative least-squares fit of ``B_k = sum_c w_c n_kc`` over the same windows (the
+utilization law, paper 002 eq. 1, over the estimator's whole history), rescaled so that
+``sum_k n'_k = sum_k n_k`` (the mean service time, and so ``I``'s units, are unchanged). Read
+on ``n'``, the same tiers give ``I`` = 0.6-6.8. Burstiness of the service itself -- a run of
+slow requests of every class (paper 000's cause), or a tier's slow phase -- stays: it is not a
+function of the counts.
+
+What goes besides the drift is the classes' spread at a fixed mix: the counts read the
+aggregate's hyperexponential (``I`` = its SCV, ``2 sum p_c d_c^2 / (sum p_c d_c)^2 - 1``, 1.7 on
+``tests/test_class_mix.py``'s eight classes), the work each class's own variability (1.3 there,
+exponential classes) -- an O(1) difference, far below ``idc_threshold``'s 10, and the per-class
+demands carry the classes' differences into the model. Under a steady mix the weights are
+barely identified (paper 002 section 5), but then ``n'_k`` is about proportional to ``n_k``
+whatever they are. With one class, or with fewer than two classes that
+complete anything, or when the fit gives every class weight zero, ``n'`` is ``n``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.optimize import nnls
+
+__all__ = ["work_weighted_completions"]
+
+
+def work_weighted_completions(busy_time: np.ndarray, completions: np.ndarray) -> np.ndarray:
+    """``n'_k`` (module notes): the per-class ``completions`` (shape ``(K, C)``) of each window
+    weighted by the classes' demands fitted to ``busy_time`` (``B_k``, shape ``(K,)``), summed
+    over classes and rescaled to the same total as ``n_k``. Shape ``(K,)``; never NaN."""
+    n = np.asarray(completions, dtype=float)
+    B = np.asarray(busy_time, dtype=float)
+    if n.ndim != 2 or B.shape != (n.shape[0],):
+        raise ValueError(f"completions: must have shape (windows, classes) matching busy_time "
+                         f"{B.shape}, got {n.shape}")
+    total = n.sum(axis=1)
+    active = n.sum(axis=0) > 0
+    if int(active.sum()) < 2:
+        return total
+    weights, _ = nnls(n[:, active], B)
+    weighted = n[:, active] @ weights
+    work = float(weighted.sum())
+    if not work > 0.0 or not np.isfinite(work):
+        return total
+    return weighted * (float(total.sum()) / work)
