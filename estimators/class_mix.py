@@ -25,8 +25,9 @@ aggregate's hyperexponential (``I`` = its SCV, ``2 sum p_c d_c^2 / (sum p_c d_c)
 exponential classes) -- an O(1) difference, far below ``idc_threshold``'s 10, and the per-class
 demands carry the classes' differences into the model. Under a steady mix the weights are
 barely identified (paper 002 section 5), but then ``n'_k`` is about proportional to ``n_k``
-whatever they are. With one class, or with fewer than two classes that
-complete anything, or when the fit gives every class weight zero, ``n'`` is ``n``.
+whatever they are. With fewer than two classes that complete anything, when the fit gives
+every class weight zero, or when it does not converge (``scipy.optimize.nnls`` out of
+iterations), ``n'`` is ``n``.
 """
 
 from __future__ import annotations
@@ -50,7 +51,10 @@ def work_weighted_completions(busy_time: np.ndarray, completions: np.ndarray) ->
     active = n.sum(axis=0) > 0
     if int(active.sum()) < 2:
         return total
-    weights, _ = nnls(n[:, active], B)
+    try:
+        weights, _ = nnls(n[:, active], B)
+    except RuntimeError:          # Lawson-Hanson out of iterations: the counts, as before
+        return total
     weighted = n[:, active] @ weights
     work = float(weighted.sum())
     if not work > 0.0 or not np.isfinite(work):

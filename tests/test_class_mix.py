@@ -88,6 +88,17 @@ def test_same_total_and_no_weighting_without_two_active_classes():
     assert np.array_equal(idle, n.sum(axis=1))
 
 
+def test_a_fit_that_does_not_converge_counts_as_before(monkeypatch):
+    import estimators.class_mix as class_mix
+
+    def out_of_iterations(*_args, **_kwargs):
+        raise RuntimeError("Maximum number of iterations reached.")
+
+    monkeypatch.setattr(class_mix, "nnls", out_of_iterations)
+    util, n = windows(5, drift=0.3, k=300)
+    assert np.array_equal(class_mix.work_weighted_completions(util, n), n.sum(axis=1))
+
+
 def test_shapes_are_checked():
     with pytest.raises(ValueError, match="completions"):
         work_weighted_completions(np.zeros(5), np.zeros(5))
