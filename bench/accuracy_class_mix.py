@@ -44,7 +44,8 @@ def rows(kind: str, systems: int, windows: int, seed: int) -> list[str]:
             window = tr.window_s * float(tr.cores[m])
             u = tr.U[:, m]
             counts = index_of_dispersion_interval(u, tr.n.sum(axis=1), window)
-            work = index_of_dispersion_interval(u, work_weighted_completions(u, tr.n), window)
+            work = index_of_dispersion_interval(
+                u, work_weighted_completions(u, tr.n, tr.window_s), window)
             out.append(f"| {kind} | sys{s:03d} {tier} | {int(tr.cores[m])} | {_cell(counts)} | "
                        f"{_cell(work)} |")
     return out

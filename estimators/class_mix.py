@@ -13,7 +13,8 @@ already follows the mix through its per-class demands ``D_c`` at the current mix
 Here each window's completions are weighted by their classes' demands:
 ``n'_k = sum_c w_c n_kc * (sum_k n_k / sum_k sum_c w_c n_kc)``, the weights ``w_c >= 0`` the
 non-negative least-squares fit of ``B_k = sum_c w_c n_kc`` over the same windows (the
-utilization law, paper 002 eq. 1, over the estimator's whole history), rescaled so that
+utilization law, paper 002 eq. 1, over the estimator's whole history; the pipeline's own
+regression, :func:`estimators.demand.regression_demands`), rescaled so that
 ``sum_k n'_k = sum_k n_k`` (the mean service time, and so ``I``'s units, are unchanged). Read
 on ``n'``, the same tiers give ``I`` = 0.6-6.8. Burstiness of the service itself -- a run of
 slow requests of every class (paper 000's cause), or a tier's slow phase -- stays: it is not a
@@ -26,37 +27,44 @@ exponential classes) -- an O(1) difference, far below ``idc_threshold``'s 10, an
 demands carry the classes' differences into the model. Under a steady mix the weights are
 barely identified (paper 002 section 5), but then ``n'_k`` is about proportional to ``n_k``
 whatever they are. With fewer than two classes that complete anything, when the fit gives
-every class weight zero, or when it does not converge (``scipy.optimize.nnls`` out of
-iterations), ``n'`` is ``n``.
+every class weight zero, when it does not converge (``scipy.optimize.nnls`` out of
+iterations), or when the rescaled counts overflow (counts near the records' limits), ``n'`` is
+``n``.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import nnls
+
+from estimators.demand import regression_demands
 
 __all__ = ["work_weighted_completions"]
 
 
-def work_weighted_completions(busy_time: np.ndarray, completions: np.ndarray) -> np.ndarray:
+def work_weighted_completions(utilization: np.ndarray, completions: np.ndarray,
+                              window_s: float) -> np.ndarray:
     """``n'_k`` (module notes): the per-class ``completions`` (shape ``(K, C)``) of each window
-    weighted by the classes' demands fitted to ``busy_time`` (``B_k``, shape ``(K,)``), summed
-    over classes and rescaled to the same total as ``n_k``. Shape ``(K,)``; never NaN."""
+    weighted by the classes' demands fitted to ``utilization`` (``U_k``, shape ``(K,)``, on
+    windows of ``window_s``; the weights are :func:`estimators.demand.regression_demands`'s,
+    whose scale does not matter), summed over classes and rescaled to the same total as
+    ``n_k``. Shape ``(K,)``; never NaN."""
     n = np.asarray(completions, dtype=float)
-    B = np.asarray(busy_time, dtype=float)
-    if n.ndim != 2 or B.shape != (n.shape[0],):
-        raise ValueError(f"completions: must have shape (windows, classes) matching busy_time "
-                         f"{B.shape}, got {n.shape}")
+    U = np.asarray(utilization, dtype=float)
+    if n.ndim != 2 or U.shape != (n.shape[0],):
+        raise ValueError(f"completions: must have shape (windows, classes) matching utilization "
+                         f"{U.shape}, got {n.shape}")
     total = n.sum(axis=1)
     active = n.sum(axis=0) > 0
     if int(active.sum()) < 2:
         return total
     try:
-        weights, _ = nnls(n[:, active], B)
+        weights = regression_demands(U, n[:, active] / window_s).demands
     except RuntimeError:          # Lawson-Hanson out of iterations: the counts, as before
         return total
     weighted = n[:, active] @ weights
     work = float(weighted.sum())
-    if not work > 0.0 or not np.isfinite(work):
+    with np.errstate(over="ignore"):
+        scaled = weighted * (float(total.sum()) / work) if work > 0.0 else weighted
+    if not work > 0.0 or not np.isfinite(scaled).all():   # all weights 0, or out of range
         return total
-    return weighted * (float(total.sum()) / work)
+    return scaled

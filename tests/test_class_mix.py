@@ -45,7 +45,8 @@ def windows(seed: int, drift: float, burst: float = 1.0, k: int = 4096, classes:
 def test_a_drifting_mix_reads_bursty_on_counts_and_not_on_work():
     util, n = windows(1, drift=0.3)
     counts = index_of_dispersion_interval(util, n.sum(axis=1), WINDOW_S)
-    work = index_of_dispersion_interval(util, work_weighted_completions(util, n), WINDOW_S)
+    work = index_of_dispersion_interval(util, work_weighted_completions(util, n, WINDOW_S),
+                                        WINDOW_S)
     assert counts.lower > THRESHOLD                      # the mix alone looks bursty
     assert work.value < 3.0 and work.lower < THRESHOLD   # exponential classes: I ~ 1-2
 
@@ -53,7 +54,8 @@ def test_a_drifting_mix_reads_bursty_on_counts_and_not_on_work():
 def test_burstiness_of_the_service_itself_stays():
     util, n = windows(2, drift=0.3, burst=6.0)
     counts = index_of_dispersion_interval(util, n.sum(axis=1), WINDOW_S)
-    work = index_of_dispersion_interval(util, work_weighted_completions(util, n), WINDOW_S)
+    work = index_of_dispersion_interval(util, work_weighted_completions(util, n, WINDOW_S),
+                                        WINDOW_S)
     assert work.lower > THRESHOLD
     assert work.value == pytest.approx(counts.value, rel=0.35)
 
@@ -68,7 +70,8 @@ def test_a_steady_mix_loses_only_the_classes_spread():
     d = np.linalg.lstsq(n, util * WINDOW_S, rcond=None)[0]
     scv = 2 * float(p @ d**2) / float(p @ d) ** 2 - 1
     counts = index_of_dispersion_interval(util, n.sum(axis=1), WINDOW_S)
-    work = index_of_dispersion_interval(util, work_weighted_completions(util, n), WINDOW_S)
+    work = index_of_dispersion_interval(util, work_weighted_completions(util, n, WINDOW_S),
+                                        WINDOW_S)
     assert counts.value == pytest.approx(scv, rel=0.25)
     assert work.value == pytest.approx(1.0, abs=0.5)
     assert work.value < counts.value
@@ -76,15 +79,15 @@ def test_a_steady_mix_loses_only_the_classes_spread():
 
 def test_same_total_and_no_weighting_without_two_active_classes():
     util, n = windows(4, drift=0.3, k=600)
-    w = work_weighted_completions(util, n)
+    w = work_weighted_completions(util, n, WINDOW_S)
     assert w.sum() == pytest.approx(n.sum())
     assert np.all(np.isfinite(w)) and np.all(w >= 0)
     one = n.copy()
     one[:, 1:] = 0.0
-    assert np.array_equal(work_weighted_completions(util, one), one.sum(axis=1))
+    assert np.array_equal(work_weighted_completions(util, one, WINDOW_S), one.sum(axis=1))
     zero = np.zeros_like(n)
-    assert np.array_equal(work_weighted_completions(util, zero), np.zeros(n.shape[0]))
-    idle = work_weighted_completions(np.zeros_like(util), n)    # no busy time: all weights 0
+    assert np.array_equal(work_weighted_completions(util, zero, WINDOW_S), np.zeros(n.shape[0]))
+    idle = work_weighted_completions(np.zeros_like(util), n, WINDOW_S)   # no busy time: weights 0
     assert np.array_equal(idle, n.sum(axis=1))
 
 
@@ -94,13 +97,13 @@ def test_a_fit_that_does_not_converge_counts_as_before(monkeypatch):
     def out_of_iterations(*_args, **_kwargs):
         raise RuntimeError("Maximum number of iterations reached.")
 
-    monkeypatch.setattr(class_mix, "nnls", out_of_iterations)
+    monkeypatch.setattr(class_mix, "regression_demands", out_of_iterations)
     util, n = windows(5, drift=0.3, k=300)
-    assert np.array_equal(class_mix.work_weighted_completions(util, n), n.sum(axis=1))
+    assert np.array_equal(class_mix.work_weighted_completions(util, n, WINDOW_S), n.sum(axis=1))
 
 
 def test_shapes_are_checked():
     with pytest.raises(ValueError, match="completions"):
-        work_weighted_completions(np.zeros(5), np.zeros(5))
+        work_weighted_completions(np.zeros(5), np.zeros(5), WINDOW_S)
     with pytest.raises(ValueError, match="completions"):
-        work_weighted_completions(np.zeros(5), np.zeros((4, 2)))
+        work_weighted_completions(np.zeros(5), np.zeros((4, 2)), WINDOW_S)

@@ -635,7 +635,7 @@ class TierState:
             window_s = longest * float(arr.cores[-1])
             # completions in units of work: a drifting class mix is not burstiness
             # (estimators.class_mix)
-            work = work_weighted_completions(util, arr.completions[same])
+            work = work_weighted_completions(util, arr.completions[same], longest)
             ref = index_of_dispersion(util, work, window_s)
             est = index_of_dispersion_interval(util, work, window_s)
             idc = None if est.reason in ("no_busy_time", "no_completions") else est.value
