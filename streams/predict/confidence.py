@@ -158,19 +158,23 @@ def pooled_errors(samples: list[Mapping[str, list[float]]]) -> dict[str, dict[st
         for name, row in sample.items():
             rows.setdefault(name, []).append(row)
     out: dict[str, dict[str, Any]] = {}
-    for name, data in rows.items():
-        k, pred, meas = (np.array(col, dtype=float) for col in zip(*data))
-        w = k / k.sum()
-        e = pred - meas
-        e_bar, r_bar = float(w @ e), float(w @ meas)
+    for name, data in rows.items():     # plain floats: at most ERROR_WINDOW rows per name
+        total = math.fsum(row[0] for row in data)
+        if not total > 0:
+            continue
+        w = [row[0] / total for row in data]
+        e = [row[1] - row[2] for row in data]
+        e_bar = math.fsum(wi * ei for wi, ei in zip(w, e))
+        r_bar = math.fsum(wi * row[2] for wi, row in zip(w, data))
         if not r_bar > 0:
             continue
-        n = len(k)
-        se = (math.sqrt(n / (n - 1) * float(w ** 2 @ (e - e_bar) ** 2)) / r_bar
+        n = len(data)
+        se = (math.sqrt(n / (n - 1) * math.fsum((wi * (ei - e_bar)) ** 2
+                                                for wi, ei in zip(w, e))) / r_bar
               if n >= ERROR_MIN_SOLVES else None)
         error = abs(e_bar) / r_bar
         t = _error_quantile(n - 1) if se is not None else math.inf
-        out[name] = {"error": error, "se": se, "solves": n, "completions": float(k.sum()),
+        out[name] = {"error": error, "se": se, "solves": n, "completions": total,
                      "significant": se is not None and error > t * se}
     return out
 
