@@ -4,6 +4,8 @@
     python bench/bench_decomposition.py              # all figures
     python bench/bench_decomposition.py --skip-peer  # without line-solver
     python bench/bench_decomposition.py --baseline /path/to/other/checkout  # CPU time A/B
+    python bench/bench_decomposition.py --search-only  # capacity searches only
+    python bench/bench_decomposition.py --exact-budget # exact chain vs decomposition by tiers
 
 Networks (think time Z, then the tiers in order; a bursty tier's service sequence is paper
 000's MAP(2) with I ~ 200, scaled to the tier's mean):
@@ -19,7 +21,12 @@ cold and warm-started from a last capacity 5% off (with and without the current 
 solved before, as in the pipeline), median of ``--search-runs`` (3). The
 exact chain runs where it has at most ``--exact-states`` states; line-solver (``SolverMVA``,
 its default approximate solver for MAP service; the JVM start and model building excluded)
-where it completes in ``--peer-budget`` seconds. Figures, no pass/fail.
+where it completes in ``--peer-budget`` seconds. The capacity searches run as well on the
+systems (a)-(d) of ``bench/accuracy_multicore.py`` (their classes, cores and SLA; (a) has none:
+0.3 s), with the pipeline's default exact-chain budget
+(``streams.predict.model.EXACT_STATE_LIMIT``). ``--exact-budget``: one solve by the exact chain
+and by the decomposition on one-core networks of 1-5 tiers around that budget, their times and
+differences (what the budget is set from). Figures, no pass/fail.
 """
 
 from __future__ import annotations
@@ -208,9 +215,14 @@ def main() -> None:
     ap.add_argument("--search-runs", type=int, default=3, help="timed capacity searches")
     ap.add_argument("--baseline", help="another checkout: CPU-time A/B of one solve only")
     ap.add_argument("--search-only", action="store_true", help="only the capacity searches")
+    ap.add_argument("--exact-budget", action="store_true",
+                    help="only the exact chain against the decomposition around its budget")
     args = ap.parse_args()
     if args.baseline:
         baseline_rows(args.baseline)
+        return
+    if args.exact_budget:
+        exact_budget_rows()
         return
     if not args.search_only:
         solve_rows(args)
@@ -259,6 +271,85 @@ def search_rows(args: argparse.Namespace) -> None:
             seconds, cap, solved = capacity_time(procs, cores, z, sla, shift, args.search_runs,
                                                  current)
             print(f"| {name} | {label} | {seconds:.3f} | {cap} | {solved} |")
+    accuracy_search_rows(args)
+
+
+def accuracy_search_rows(args: argparse.Namespace) -> None:
+    """The pipeline's capacity search on bench/accuracy_multicore.py's systems (a)-(d): cold,
+    and warm from 5% off with the users at 40% solved before (as in the pipeline)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import accuracy_multicore as am
+
+    print(f"\nCapacity search on the accuracy systems (a)-(d) (median of {args.search_runs})\n")
+    print("| system | start | seconds | capacity | populations solved | models |\n"
+          "|---|---|---|---|---|---|")
+    for key, system in am.systems().items():
+        sla = system.sla if system.sla is not None else 0.3
+
+        def model() -> SystemModel:
+            return SystemModel(
+                tiers=[t.name for t in system.tiers], classes=list(system.classes),
+                D_mc=system.D_mc.copy(), mix=np.array(system.mix),
+                servers=np.array(system.cores, float), think_time=system.think,
+                sla=np.full(len(system.classes), sla),
+                processes=[t.process.scaled(1.0) if t.process is not None
+                           else MAP.exponential(1.0) for t in system.tiers],
+                map_limit=100_000)
+
+        cold, _ = model_capacity(model())
+        for label, shift in (("cold", None), ("warm +5%, users at 40% solved", 0.05),
+                             ("warm -5%, users at 40% solved", -0.05)):
+            runs = []
+            for _ in range(args.search_runs):
+                m = model()
+                m.at(max(1, int(round(0.4 * cold))))
+                before = len(m.solved())
+                t0 = time.perf_counter()
+                found, _ = model_capacity(
+                    m, None if shift is None else int(round(cold * (1.0 + shift))))
+                runs.append((time.perf_counter() - t0, found, len(m.solved()) - before,
+                             sorted({p.model for p in m.solved().values()})))
+            seconds = statistics.median(r[0] for r in runs)
+            _, found, solved, kinds = runs[-1]
+            print(f"| ({key}) | {label} | {seconds:.3f} | {found} | {solved} | "
+                  f"{', '.join(kinds)} |")
+
+
+def exact_budget_rows() -> None:
+    """One population: the exact chain against the decomposition, one-core tiers (where
+    both are the physical system's model), around the pipeline's exact-chain budget."""
+    from estimators.mapfit import fit_map2
+    from streams.predict.model import EXACT_STATE_LIMIT, EXACT_STATE_LIMIT_MANY
+
+    E = MAP.exponential
+    fitted = fit_map2(mean=1.0, idc=50, p95=3.0).process
+    cases = {
+        "1 tier, bursty": ([BURSTY.scaled(0.004)], [1000, 3000, 10000]),
+        "paper 000 (2 tiers, 1 bursty)": ([E(0.0045), BURSTY.scaled(0.004)],
+                                          [40, 60, 70, 90, 123]),
+        "2 tiers, 2 bursty": ([fitted.scaled(0.0045), BURSTY.scaled(0.004)], [35, 50, 70, 90]),
+        "3 tiers, 1 bursty": ([E(0.003), E(0.004), BURSTY.scaled(0.006)], [12, 15, 18, 22, 30]),
+        "3 tiers, 2 bursty": ([E(0.003), fitted.scaled(0.005), BURSTY.scaled(0.006)],
+                              [10, 14, 20]),
+        "4 tiers, 1 bursty": ([E(0.002), E(0.003), E(0.004), BURSTY.scaled(0.006)], [6, 8, 10]),
+        "5 tiers, 1 bursty": ([E(0.001), E(0.002), E(0.003), E(0.004), BURSTY.scaled(0.006)],
+                              [4, 6, 8]),
+    }
+    z = 0.5
+    print(f"Exact chain against the decomposition (one-core tiers, Z = {z:g} s; median of 3; "
+          f"budget: {EXACT_STATE_LIMIT}, more tiers {EXACT_STATE_LIMIT_MANY})\n")
+    print("| network | N | states | exact chain | decomposition | X dec. vs exact | "
+          "R dec. vs exact | within budget |\n|---|---|---|---|---|---|---|---|")
+    for name, (procs, pops) in cases.items():
+        budget = EXACT_STATE_LIMIT.get(len(procs), EXACT_STATE_LIMIT_MANY)
+        for n in pops:
+            t_ex, ex = timed(lambda: solve_closed(procs, n, z), runs=3)
+            t_dec, dec = timed(lambda: solve_decomposed(procs, n, z), runs=3)
+            r_ex, r_dec = n / ex.throughput - z, n / dec.throughput - z
+            size = states(procs, n, z)
+            print(f"| {name} | {n} | {size:,} | {1000 * t_ex:.1f} ms | {1000 * t_dec:.1f} ms | "
+                  f"{100 * (dec.throughput / ex.throughput - 1):+.2f}% | "
+                  f"{100 * (r_dec / r_ex - 1):+.2f}% | {'yes' if size <= budget else 'no'} |")
 
 
 if __name__ == "__main__":

@@ -96,8 +96,14 @@ def test_bursty_tier_switches_to_the_map_network_and_matches_solve_closed():
                bursty=True, process=sc.database.scaled(1.0))
     m = build_model([front, db], ["a"], {"a": 1.0}, 0.5, cfg)
     assert m.kind == "map"
+    exact = solve_closed(sc.processes, 60, 0.5)                # 3,782 states: the exact chain
+    assert m.map_states(60) <= m.exact_state_limit() < m.map_states(80)
+    assert m.at(60).model == "map"
+    assert m.at(60).throughput == pytest.approx(exact.throughput, rel=1e-9)
+    # beyond the exact chain's budget (6,642 states): the decomposition, within 1% of it
     exact = solve_closed(sc.processes, 80, 0.5)
-    assert m.at(80).throughput == pytest.approx(exact.throughput, rel=1e-9)
+    assert m.at(80).model == "map-fes"
+    assert m.at(80).throughput == pytest.approx(exact.throughput, rel=0.01)
     calm = build_model([front, _tier("db", {"a": sc.database.mean}, {"a": 0.0},
                                      {"a": sc.database.mean})], ["a"], {"a": 1.0}, 0.5, cfg)
     assert calm.kind == "mva"

@@ -115,7 +115,7 @@ class _LiveView:
 
     #: (header, justify, widest cell); headers are at most 6 characters
     COLUMNS = (("time", "left", 5), ("system", "left", 12), ("users", "right", 7),
-               ("fcst", "right", 7), ("model", "left", 5), ("R meas", "right", 6),
+               ("fcst", "right", 7), ("model", "left", 7), ("R meas", "right", 6),
                ("R pred", "right", 6), ("cap", "right", 7), ("breach", "right", 6),
                ("bneck", "left", 8), ("sw P", "right", 4), ("I max", "right", 6))
 

@@ -21,9 +21,10 @@ too fast and a heavy one too slow (docs/accuracy.md).
   fitted processes rescaled to ``D_m``, other tiers exponential, every tier with its cores
   (a tier's cores consume its one service-time sequence, :mod:`solvers.decomposition`).
   Solved exactly (:func:`solvers.mapqn.solve_closed`) while the chain has at most
-  :data:`EXACT_STATE_LIMIT` states and every bursty tier has one core, by flow-equivalent
-  decomposition (:func:`solvers.decomposition.solve_decomposed`, ``O(N)``) otherwise;
-  populations above ``map_max_population`` fall back to MVA (flagged).
+  :data:`EXACT_STATE_LIMIT` states (a budget by the number of tiers) and every bursty tier
+  has one core, by flow-equivalent decomposition
+  (:func:`solvers.decomposition.solve_decomposed`, ``O(N)``) otherwise; populations above
+  ``map_max_population`` fall back to MVA (flagged).
 
 **A bursty tier's aggregate demand** (``SystemConfig.bursty_demand``, docs/accuracy.md
 section 1). On a bursty tier the window-local estimators (Kalman filter, sliding regression) are
@@ -65,8 +66,14 @@ __all__ = ["Measured", "SystemModel", "Point", "build_model", "capacity_search",
 
 #: largest population any capacity search goes to
 CAPACITY_LIMIT = 100_000
-#: largest Markov chain the MAP network is solved on exactly; decomposition beyond it
-EXACT_STATE_LIMIT = 20_000
+#: largest Markov chain the MAP network is solved on exactly, by the number of tiers (more:
+#: :data:`EXACT_STATE_LIMIT_MANY`); decomposition beyond. The exact chain's cost per state grows
+#: with the tiers (its nested-dissection separators are lines for two queues, planes for
+#: three): these budgets keep one exact solve near 50 ms (docs/benchmarks.md, 2026-11-28
+#: "exact-chain budget"), where the decomposition differs from it by about 1% in response time
+#: (one bursty tier; up to 4% with two bursty one-core tiers) and costs 2-15 ms
+EXACT_STATE_LIMIT = {1: 20_000, 2: 5_000, 3: 2_000}
+EXACT_STATE_LIMIT_MANY = 1_000
 #: MVA is computed exactly up to this many knees, extrapolated along its asymptote beyond
 ASYMPTOTE_KNEES = 2.0
 #: relative resolution of the capacity search on the MAP network (each probe is a CTMC solve)
@@ -118,8 +125,9 @@ class SystemModel:
     map_limit: int
     flags: list[str] = field(default_factory=list)
     visits: np.ndarray | None = None      # (M, C) V_{m,c}; None: one visit each
-    #: largest chain solved exactly; decomposition beyond (0: always decomposition)
-    exact_limit: int = EXACT_STATE_LIMIT
+    #: largest chain solved exactly; decomposition beyond (0: always decomposition; ``None``:
+    #: :data:`EXACT_STATE_LIMIT` for the model's number of tiers)
+    exact_limit: int | None = None
     #: per bursty tier, the SCV its MAP(2) was calibrated to (:mod:`streams.predict.calibration`);
     #: refits of the same tier (the uncertainty band's) keep it
     scv_targets: dict[str, float] = field(default_factory=dict)
@@ -231,7 +239,7 @@ class SystemModel:
 
     def at(self, n: int) -> Point:
         """The model's answer at population ``n`` (MAP network when it applies: the exact
-        chain up to :data:`EXACT_STATE_LIMIT` states, decomposition beyond)."""
+        chain up to :meth:`exact_state_limit` states, decomposition beyond)."""
         if n in self._cache:
             return self._cache[n]
         if self.processes is None or n > self.map_limit:
@@ -240,7 +248,7 @@ class SystemModel:
             procs = [p.scaled(float(d)) for p, d in zip(self.processes, self.D)]
             cores = [int(c) for c in self.servers]
             try:
-                if self.map_states(n) <= self.exact_limit and self._exact_applies:
+                if self.map_states(n) <= self.exact_state_limit() and self._exact_applies:
                     res, kind = solve_closed(procs, n, self.think_time, servers=cores), "map"
                 else:
                     res, kind = (solve_decomposed(procs, n, self.think_time, servers=cores),
@@ -260,6 +268,13 @@ class SystemModel:
         only for one core; a bursty multi-core tier takes the decomposition's per-job station
         (:mod:`solvers.decomposition`), which the simulation of the physical tier agrees with."""
         return all(p.order == 1 or c == 1 for p, c in zip(self.processes or [], self.servers))
+
+    def exact_state_limit(self) -> int:
+        """Largest chain the MAP network is solved on exactly: ``exact_limit``, else the
+        budget for this many tiers (:data:`EXACT_STATE_LIMIT`)."""
+        if self.exact_limit is not None:
+            return self.exact_limit
+        return EXACT_STATE_LIMIT.get(len(self.tiers), EXACT_STATE_LIMIT_MANY)
 
     def map_states(self, n: int) -> int:
         """States of the MAP network's Markov chain at population ``n``: occupancy vectors
