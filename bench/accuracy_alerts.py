@@ -158,7 +158,8 @@ def config(spec: RunSpec, idc_threshold: float, policy: str = DEFAULT_POLICY) ->
     return Config(systems={"shop": SystemConfig(
         tiers=("front", "db"), think_time_s=THINK_TIME, sla_s={"*": spec.sla_s},
         solve_interval_s=SOLVE_S, horizon_s=HORIZON_S, trend_window_s=HORIZON_S,
-        idc_threshold=idc_threshold, demand_policy=policy)})
+        idc_threshold=idc_threshold, demand_policy=policy,
+        solve_offset_s=0.0)})   # solve on the minute: the intervals this bench recomputes
 
 
 # ------------------------------------------------------------------------------ measured side
@@ -299,7 +300,7 @@ def run_one(spec: RunSpec, capacity: int,
                 if pred.get("model") is None:
                     continue
                 seen["solves"] += 1
-                seen["map"] += pred["model"] == "map"
+                seen["map"] += pred["model"] in ("map", "map-fes")
                 for tier, t in pred.get("tiers", {}).items():
                     if t.get("idc") is not None:
                         seen["idc"][tier] = t["idc"]
