@@ -34,6 +34,8 @@ iterations), or when the rescaled counts overflow (counts near the records' limi
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from estimators.demand import regression_demands
@@ -61,10 +63,10 @@ def work_weighted_completions(utilization: np.ndarray, completions: np.ndarray,
         weights = regression_demands(U, n[:, active] / window_s).demands
     except RuntimeError:          # Lawson-Hanson out of iterations: the counts, as before
         return total
-    weighted = n[:, active] @ weights
-    work = float(weighted.sum())
     with np.errstate(over="ignore"):
-        scaled = weighted * (float(total.sum()) / work) if work > 0.0 else weighted
-    if not work > 0.0 or not np.isfinite(scaled).all():   # all weights 0, or out of range
-        return total
-    return scaled
+        weighted = n[:, active] @ weights
+        work = float(weighted.sum())
+        if not (work > 0.0 and math.isfinite(work)):      # all weights 0, or out of range
+            return total
+        scaled = weighted * (float(total.sum()) / work)
+    return scaled if np.isfinite(scaled).all() else total

@@ -102,6 +102,24 @@ def test_a_fit_that_does_not_converge_counts_as_before(monkeypatch):
     assert np.array_equal(class_mix.work_weighted_completions(util, n, WINDOW_S), n.sum(axis=1))
 
 
+def test_work_out_of_range_counts_as_before(monkeypatch):
+    """Weights whose products are finite but whose sum over the windows overflows: the counts,
+    not a rescaling by 0."""
+    import dataclasses
+
+    import estimators.class_mix as class_mix
+    from estimators.demand import regression_demands
+
+    util, n = windows(5, drift=0.3, k=300)
+
+    def huge(*args, **kwargs):
+        real = regression_demands(*args, **kwargs)
+        return dataclasses.replace(real, demands=np.full(real.demands.shape, 1e306 / n.max()))
+
+    monkeypatch.setattr(class_mix, "regression_demands", huge)
+    assert np.array_equal(class_mix.work_weighted_completions(util, n, WINDOW_S), n.sum(axis=1))
+
+
 def test_shapes_are_checked():
     with pytest.raises(ValueError, match="completions"):
         work_weighted_completions(np.zeros(5), np.zeros(5), WINDOW_S)
