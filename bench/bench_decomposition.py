@@ -135,14 +135,9 @@ def peer(procs: list[MAP], cores: list[int], z: float, n: int) -> tuple[float, f
 
 def capacity_time(procs: list[MAP], cores: list[int], z: float, sla: float,
                   warm_shift: float | None = None, runs: int = 3,
-                  current: float | None = None) -> tuple[float, int, int]:
-    """A capacity search as the pipeline runs it (streams.predict.model ``model_capacity``):
-    cold (``warm_shift`` None: from half of MVA's capacity), or warm from a last capacity
-    ``warm_shift`` away from this one (streams.core.system: the estimates move a little between
-    windows). ``current``: the population at this fraction of the capacity is solved first,
-    untimed, as the pipeline's prediction at the current users is before its search (the
-    search then brackets from it). Returns (median seconds, capacity, populations solved by
-    the search)."""
+                  current: float | None = None) -> tuple[float, int, int, list[str]]:
+    """A capacity search as the pipeline runs it on a one-class network
+    (:func:`search_time`)."""
     D = np.array([p.mean for p in procs])
     unit = [p.scaled(1.0) for p in procs]
 
@@ -152,21 +147,36 @@ def capacity_time(procs: list[MAP], cores: list[int], z: float, sla: float,
                            servers=np.array(cores, float), think_time=z, sla=np.array([sla]),
                            processes=unit, map_limit=100_000)
 
+    return search_time(model, warm_shift, runs, current)
+
+
+def search_time(model: Callable[[], SystemModel], warm_shift: float | None = None,
+                runs: int = 3, current: float | None = None
+                ) -> tuple[float, int, int, list[str]]:
+    """A capacity search as the pipeline runs it (streams.predict.model ``model_capacity``) on
+    fresh models from ``model``: cold (``warm_shift`` None: from half of MVA's capacity), or
+    warm from a last capacity ``warm_shift`` away from this one (streams.core.system: the
+    estimates move a little between windows). ``current``: the population at this fraction of
+    the capacity is solved first, untimed, as the pipeline's prediction at the current users
+    is before its search (the search then brackets from it). Returns (median seconds,
+    capacity, populations solved by the search, the models they were solved with)."""
     cold, _ = model_capacity(model())
     warm = None if warm_shift is None else int(round(cold * (1.0 + warm_shift)))
 
-    def search() -> tuple[float, int, int]:
+    def search() -> tuple[float, int, int, list[str]]:
         m = model()
         if current is not None:
             m.at(max(1, int(round(current * cold))))
         before = len(m.solved())
         t0 = time.perf_counter()
         found, _ = model_capacity(m, warm)
-        return time.perf_counter() - t0, found, len(m.solved()) - before
+        seconds = time.perf_counter() - t0
+        return (seconds, found, len(m.solved()) - before,
+                sorted({p.model for p in m.solved().values()}))
 
     results = [search() for _ in range(runs)]
-    seconds = statistics.median(r[0] for r in results)
-    return seconds, results[-1][1], results[-1][2]
+    _, found, solved, kinds = results[-1]
+    return statistics.median(r[0] for r in results), found, solved, kinds
 
 
 def baseline_rows(root: str) -> None:
@@ -268,8 +278,8 @@ def search_rows(args: argparse.Namespace) -> None:
                 ("warm, last capacity -5%", -0.05, None),
                 ("warm +5%, users at 40% solved", 0.05, 0.4),
                 ("warm -5%, users at 40% solved", -0.05, 0.4)):
-            seconds, cap, solved = capacity_time(procs, cores, z, sla, shift, args.search_runs,
-                                                 current)
+            seconds, cap, solved, _ = capacity_time(procs, cores, z, sla, shift,
+                                                    args.search_runs, current)
             print(f"| {name} | {label} | {seconds:.3f} | {cap} | {solved} |")
     accuracy_search_rows(args)
 
@@ -296,21 +306,9 @@ def accuracy_search_rows(args: argparse.Namespace) -> None:
                            else MAP.exponential(1.0) for t in system.tiers],
                 map_limit=100_000)
 
-        cold, _ = model_capacity(model())
         for label, shift in (("cold", None), ("warm +5%, users at 40% solved", 0.05),
                              ("warm -5%, users at 40% solved", -0.05)):
-            runs = []
-            for _ in range(args.search_runs):
-                m = model()
-                m.at(max(1, int(round(0.4 * cold))))
-                before = len(m.solved())
-                t0 = time.perf_counter()
-                found, _ = model_capacity(
-                    m, None if shift is None else int(round(cold * (1.0 + shift))))
-                runs.append((time.perf_counter() - t0, found, len(m.solved()) - before,
-                             sorted({p.model for p in m.solved().values()})))
-            seconds = statistics.median(r[0] for r in runs)
-            _, found, solved, kinds = runs[-1]
+            seconds, found, solved, kinds = search_time(model, shift, args.search_runs, 0.4)
             print(f"| ({key}) | {label} | {seconds:.3f} | {found} | {solved} | "
                   f"{', '.join(kinds)} |")
 
