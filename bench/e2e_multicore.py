@@ -4,6 +4,7 @@ the windows of the physical system through the whole embedded pipeline.
     python bench/e2e_multicore.py            # truth grid, steady run, ramp run
     python bench/e2e_multicore.py --quick    # shorter simulations (smoke test)
     python bench/e2e_multicore.py --seed 2   # another seed
+    python bench/e2e_multicore.py --capacity 214 --steady-seeds 1-12   # steady runs only
 
 The system (also in bench/accuracy_multicore.py): web 4 cores (exponential, 8 ms), app 4 cores
 (exponential, 10 ms), db 8 cores whose service-time sequence is paper 000's bursty MAP(2)
@@ -17,7 +18,11 @@ SLA, nothing else (think time from Little's law, demands and burstiness estimate
    within the SLA: simulated on a grid of populations (3 replications each), the crossing
    interpolated linearly.
 2. **Steady run** -- 60 minutes at 40% of the truth capacity through ``run_embedded``: the
-   pipeline's last capacity against the truth, and the model it used.
+   pipeline's last capacity against the truth, and the model it used. ``--steady-seeds``
+   repeats only this run over several seeds and tabulates the capacity and the database's
+   ``I`` it rests on (the spread one hour of windows leaves, docs/accuracy.md section 5);
+   ``--fit-sensitivity`` gives the model's capacity on the true demands with the database's
+   true MAP and with MAP(2)s fitted to its true mean and p95 at a range of ``I``.
 3. **Ramp run** -- 20 minutes at 40%, then a linear ramp to 150% of capacity over 40 minutes,
    then 10 minutes there. Measured breach: the first minute whose worst class's
    completion-weighted mean response time (summed over the tiers) exceeds the SLA. perfcast's
@@ -28,6 +33,7 @@ SLA, nothing else (think time from Little's law, demands and burstiness estimate
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import sys
 import tempfile
@@ -115,6 +121,68 @@ def measured_breach(records: list[dict[str, Any]]) -> float | None:
     return None
 
 
+def steady_run(population: int, seed: int, duration: float,
+               alert_window_s: float = BREACH_WINDOW_S) -> list[dict[str, Any]]:
+    """The pipeline's predictions on ``duration`` seconds of the shop at ``population``."""
+    windows = monitor_physical(network(population), duration, WINDOW_S, system="shop",
+                               start_time=START, seed=seed)
+    return run(windows, alert_window_s)[0]
+
+
+def seed_range(text: str) -> list[int]:
+    """``"1-12"`` or ``"1,3,5"`` -> the seeds."""
+    seeds: list[int] = []
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        seeds += list(range(int(lo), int(hi or lo) + 1))
+    return seeds
+
+
+def steady_seeds(cap: float, seeds: list[int], duration: float, alert_window_s: float) -> None:
+    """The steady run's last capacity and the database's ``I`` per seed, and how many land
+    within 10% of the truth ``cap``."""
+    low = max(1, int(round(0.4 * cap)))
+    print(f"## Steady runs at 40% of capacity ({low} users, {duration / 60:.0f} min), "
+          f"{len(seeds)} seeds\n")
+    print("| seed | last capacity | error | db `I` (95% interval) | `I` of the MAP(2) fit "
+          "| p95 of the fit (ms) |\n|---|---|---|---|---|---|")
+    errors, idcs = [], []
+    for seed in seeds:
+        last = steady_run(low, seed, duration, alert_window_s)[-1]
+        db, err = last["tiers"]["db"], 100 * (last["capacity_users"] / cap - 1)
+        fit = db.get("map2") or {}
+        errors.append(err)
+        idcs.append(db["idc"])
+        print(f"| {seed} | {last['capacity_users']} | {err:+.1f}% | {db['idc']:.0f} "
+              f"({db['idc_lower']:.0f}-{db['idc_upper']:.0f}) | {fit.get('idc', math.nan):.0f} "
+              f"| {1000 * fit.get('p95_s', math.nan):.0f} |", flush=True)
+    inside = sum(abs(e) <= 10 for e in errors)
+    print(f"\nwithin 10% of the truth {cap:.0f}: **{inside} of {len(seeds)}**; error median "
+          f"{np.median(errors):+.1f}%, range {min(errors):+.1f} to {max(errors):+.1f}%; "
+          f"db `I` mean {np.mean(idcs):.0f}, range {min(idcs):.0f}-{max(idcs):.0f} "
+          "(true 202)")
+
+
+def fit_sensitivity(idcs: list[float], p95_s: float = 0.104) -> None:
+    """The decomposition's capacity (bench/accuracy_multicore.py's search) of system (b) with
+    its true demands, the database's process the true MAP or ``fit_map2(16 ms, I, p95_s)``."""
+    from bench.accuracy_multicore import model_capacity, systems
+    from estimators.mapfit import fit_map2
+
+    b = systems()["b"]
+    db = b.tiers[-1]
+    print("## Capacity of the model on the true demands, by the database's process\n")
+    print("| database process | `I` | SCV | capacity |\n|---|---|---|---|")
+    print(f"| true MAP | {db.process.idc:.0f} | {db.process.scv:.1f} | "
+          f"{model_capacity(b, 'dec')[0]} |")
+    for idc in idcs:
+        fit = fit_map2(db.mean, idc, p95_s).process
+        fitted = dataclasses.replace(b, tiers=(*b.tiers[:-1],
+                                               dataclasses.replace(db, process=fit)))
+        print(f"| MAP(2) fit, p95 {1000 * p95_s:.0f} ms | {fit.idc:.0f} | {fit.scv:.1f} | "
+              f"{model_capacity(fitted, 'dec')[0]} |", flush=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true")
@@ -125,8 +193,17 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--alert-window", type=float, default=BREACH_WINDOW_S,
                     help="the pipeline's alert_window_s (default: the measured breach's 60 s; "
                          "300 is perfcast's default, 0 the long-run mean only)")
+    ap.add_argument("--steady-seeds", default=None, metavar="SEEDS",
+                    help="only the steady run, for these seeds ('1-12' or '1,3,5')")
+    ap.add_argument("--steady-minutes", type=float, default=None,
+                    help="length of the steady run (default 60, 20 with --quick)")
+    ap.add_argument("--fit-sensitivity", action="store_true",
+                    help="only the model's capacity with the db's true MAP and fitted MAP(2)s")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
+    if args.fit_sensitivity:
+        fit_sensitivity([150.0, 170.0, 202.0, 220.0, 240.0, 250.0])
+        return
     cap = args.capacity
     if cap is None:
         grid = [100, 130, 160, 190, 220, 250] if not args.quick else [130, 190, 250]
@@ -141,13 +218,16 @@ def main(argv: list[str] | None = None) -> None:
     if not math.isfinite(cap):
         print("the grid does not bracket the SLA crossing; widen it")
         return
+    duration = 60.0 * (args.steady_minutes or (20.0 if args.quick else 60.0))
+    if args.steady_seeds:
+        steady_seeds(cap, seed_range(args.steady_seeds), duration, args.alert_window)
+        print(f"\n(total {time.perf_counter() - t0:.0f} s)")
+        return
     low = max(1, int(round(0.4 * cap)))
-    steady = monitor_physical(network(low), 1200.0 if args.quick else 3600.0, WINDOW_S,
-                              system="shop", start_time=START, seed=args.seed)
-    preds, _ = run(steady, args.alert_window)
+    preds = steady_run(low, args.seed, duration, args.alert_window)
     last = preds[-1]
     print("## Steady run at 40% of capacity "
-          f"({low} users, {len(steady)} windows)\n")
+          f"({low} users, {duration / WINDOW_S:.0f} windows per tier)\n")
     models = sorted({p['model'] for p in preds})
     print(f"- solves: {len(preds)}; models used: {models}; last model: {last['model']}")
     print(f"- last capacity: **{last['capacity_users']}** users "
