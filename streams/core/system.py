@@ -16,7 +16,7 @@ import bisect
 import math
 import zlib
 from dataclasses import dataclass, field
-from itertools import chain, islice
+from itertools import islice
 from typing import Any, Mapping
 
 import numpy as np
@@ -475,10 +475,7 @@ class SystemState:
             del points[:bisect.bisect_right(points, [start, math.inf])]
         if len(points) < 3:
             return 0.0
-        t, u = np.fromiter(chain.from_iterable(points), float, 2 * len(points)).reshape(-1, 2).T
-        t = t - t.mean()
-        denom = float(t @ t)
-        return float(t @ (u - u.mean()) / denom) if denom > 0 else 0.0
+        return response_trend.least_squares_line(points, time)[1]
 
     # -- solve ------------------------------------------------------------------------------------
     def solve(self, time: float) -> Outputs:

@@ -58,7 +58,8 @@ from typing import Mapping, Sequence
 from streams.core.tier import PROVISIONAL_FLAGS
 
 __all__ = ["MIN_POINTS", "TrendReading", "add_points", "contradicted_reason",
-           "horizon_condition", "near_capacity_reason", "trend_reading", "untrusted_reasons"]
+           "horizon_condition", "least_squares_line", "near_capacity_reason", "trend_reading",
+           "untrusted_reasons"]
 
 #: a class's line needs at least this many solves (Prometheus' ``predict_linear`` needs 2;
 #: 3 give a residual)
@@ -95,8 +96,10 @@ def add_points(points: dict[str, list[list[float]]], time: float,
             del points[c]
 
 
-def _line(rows: Sequence[Sequence[float]], time: float) -> tuple[float, float]:
-    """Least-squares ``(level at time, slope)`` through ``rows`` of ``[t, R]``."""
+def least_squares_line(rows: Sequence[Sequence[float]], time: float) -> tuple[float, float]:
+    """Least-squares ``(level at time, slope)`` through ``rows`` of ``[t, y]`` (at least one;
+    slope 0 when every ``t`` is the same): the trend guard's line of a class's response time,
+    and the measured users' trend."""
     # plain floats: a line through a few dozen points costs ~5x less than through arrays
     n = len(rows)
     t = [row[0] - time for row in rows]
@@ -138,7 +141,7 @@ def trend_reading(points: Mapping[str, Sequence[Sequence[float]]], time: float,
         limit = sla.get(c)
         if limit is None or not math.isfinite(limit) or len(rows) < MIN_POINTS:
             continue
-        level, slope = _line(rows, time)
+        level, slope = least_squares_line(rows, time)
         lines[c] = (level, slope)
         due = 0.0 if level > limit else ((limit - level) / slope if slope > 0 else None)
         per_class[c] = due
