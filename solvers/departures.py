@@ -27,12 +27,14 @@ bursty tier's **departure process**, read off its solved chain:
 3. **The MAP/M/c queue** (:func:`map_m_c_mean`): a level-dependent quasi-birth-death process
    (level = jobs at the tier, phase = the arrival MAP's); ``R`` of the homogeneous part
    (levels ``>= c``) from ``G`` by logarithmic reduction (Latouche & Ramaswami 1993), the
-   boundary levels by the backward recursion ``R_n = D1 (-B_{n+1} - R_{n+1} A_2^{(n+2)})^{-1}``;
-   mean number ``sum_{n<c} n pi_n 1 + c pi_c (I-R)^{-1} 1 + pi_c R (I-R)^{-2} 1``.
+   boundary levels by the first passages down ``G_n = (-B_n - D1 G_{n+1})^{-1} n mu`` from
+   ``G_c = G`` (one inverse a level; ``pi_n = pi_{n-1} D1 G_n / (n mu)``, vector products);
+   mean number ``sum_{n<c} n pi_n 1 + c pi_c (I-R)^{-1} 1 + pi_c R (I-R)^{-2} 1``,
+   ``R = D1 G / (c mu)``.
 
 The tier's feedback on the network (jobs held in the wave are not thinking) is left to the
 caller (:func:`solvers.decomposition.solve_decomposed` shifts the population the rest sees).
-Pure numpy; no I/O.
+numpy and scipy's LAPACK; no I/O.
 """
 
 from __future__ import annotations
@@ -41,6 +43,9 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.linalg import lu_factor, lu_solve
+from scipy.linalg.lapack import dgesv
+from scipy.sparse import csr_array
 
 __all__ = ["DepartureMAP", "lumped_departures", "through_tier", "map_m_c_mean"]
 
@@ -81,11 +86,12 @@ def lumped_departures(pi: np.ndarray, src: np.ndarray, dst: np.ndarray, rate: np
     down = level[dst] < level[src]
     flow = pi[src] * rate
     a, b = idx[src], idx[dst]
-    D1 = np.zeros((order, order))
-    np.add.at(D1, (a[down], b[down]), flow[down])
-    D0 = np.zeros((order, order))
+    cell = a * order + b
+    D1 = np.bincount(cell[down], weights=flow[down], minlength=order * order)
+    D1 = D1.reshape(order, order)
     moves = ~down & (a != b)
-    np.add.at(D0, (a[moves], b[moves]), flow[moves])
+    D0 = np.bincount(cell[moves], weights=flow[moves], minlength=order * order)
+    D0 = D0.reshape(order, order)
     held = w > 0
     D1[held] /= w[held, None]
     D0[held] /= w[held, None]
@@ -150,9 +156,27 @@ def _g_matrix(A0: np.ndarray, A1: np.ndarray, A2: np.ndarray, tol: float = 1e-12
                                 f"1 by {off:.3g}, at most {max_iterations} iterations)")
 
 
+def _solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a^{-1} b`` by one LU (LAPACK ``dgesv``); :class:`numpy.linalg.LinAlgError` when ``a``
+    is singular, as :func:`numpy.linalg.inv` would raise."""
+    _, _, x, info = dgesv(a, b)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"singular matrix (dgesv info {info})")
+    return x
+
+
 def map_m_c_mean(dep: DepartureMAP, mean: float, cores: int) -> float:
     """Mean number of jobs in a ``MAP/M/c`` FCFS queue fed by ``dep`` (module notes, step 3).
-    Requires ``dep.rate * mean < cores`` (stable)."""
+    Requires ``dep.rate * mean < cores`` (stable).
+
+    Level ``n`` (jobs) has the local block ``B_n = D0 - min(n, c) mu I``, up ``D1``, down
+    ``min(n, c) mu I``. The first passages down, ``G_n = (-B_n - D1 G_{n+1})^{-1} n mu``, start
+    from ``G_c = G`` (the homogeneous part's, which solves that recursion at ``n = c``) and
+    give ``pi_n = pi_{n-1} R_{n-1}`` with ``R_{n-1} = D1 G_n / (n mu)`` and ``pi_0 (D0 + D1
+    G_1) = 0`` (Latouche & Ramaswami 1999, level-dependent QBDs; ``R A_2 = A_0 G``): one
+    inverse per boundary level, vector products for the ``pi_n``. Beyond ``c``
+    ``pi_{c+k} = pi_c R^k``, ``R = D1 G / (c mu)``: ``sum_{n<c} n pi_n 1 + c pi_c (I-R)^{-1} 1
+    + pi_c R (I-R)^{-2} 1`` jobs over ``sum_{n<c} pi_n 1 + pi_c (I-R)^{-1} 1``."""
     if not dep.rate * mean < cores:
         raise ValueError(f"map_m_c_mean: arrival rate {dep.rate:.6g}/s with mean {mean:.6g} s "
                          f"on {cores} cores is not stable")
@@ -160,23 +184,38 @@ def map_m_c_mean(dep: DepartureMAP, mean: float, cores: int) -> float:
     P = D0.shape[0]
     eye = np.eye(P)
     mu = 1.0 / mean
-    A1 = D0 - cores * mu * eye
-    R = D1 @ np.linalg.inv(-A1 - D1 @ _g_matrix(D1, A1, cores * mu * eye))
-    Rn = [R] * cores                      # Rn[n]: pi_{n+1} = pi_n Rn[n], built backwards
-    nxt = R
-    for n in range(cores - 1, -1, -1):
-        nxt = D1 @ np.linalg.inv(-(D0 - min(n + 1, cores) * mu * eye)
-                                 - nxt * (min(n + 2, cores) * mu))
-        Rn[n] = nxt
-    boundary = D0 + Rn[0] * mu            # pi_0 (B_0 + R_0 A_2^{(1)}) = 0
-    a = np.vstack([boundary.T, np.ones(P)])
-    pi0 = np.linalg.lstsq(a, np.concatenate([np.zeros(P), [1.0]]), rcond=None)[0]
-    pis = [pi0]
-    for n in range(cores):
-        pis.append(pis[-1] @ Rn[n])
-    inv = np.linalg.inv(eye - R)
-    tail = pis[cores] @ inv
-    total = sum(float(p.sum()) for p in pis[:cores]) + float(tail.sum())
-    jobs = (sum(n * float(p.sum()) for n, p in enumerate(pis[:cores]))
-            + cores * float(tail.sum()) + float((pis[cores] @ R @ inv @ inv).sum()))
+    s = cores * mu
+    G = _g_matrix(D1, D0 - s * eye, s * eye)
+    pis = _boundary(D0, D1, G, mu, cores)
+    R = D1 @ G / s
+    lu = lu_factor(eye - R, check_finite=False)
+    tail = lu_solve(lu, pis[cores], trans=1, check_finite=False)       # pi_c (I-R)^{-1}
+    twice = lu_solve(lu, lu_solve(lu, np.ones(P), check_finite=False), check_finite=False)
+    total = float(pis[:cores].sum()) + float(tail.sum())
+    jobs = (float(np.arange(cores) @ pis[:cores].sum(axis=1)) + cores * float(tail.sum())
+            + float(pis[cores] @ (R @ twice)))
     return jobs / total
+
+
+def _boundary(D0: np.ndarray, D1: np.ndarray, G: np.ndarray, mu: float,
+              cores: int) -> np.ndarray:
+    """``pi_0 .. pi_c`` (rows, up to a common factor) of the ``MAP/M/c`` queue's levels up to
+    ``c`` (:func:`map_m_c_mean`): ``G_n`` down from ``G_c = G``, ``pi_0`` the null vector of
+    ``D0 + D1 G_1`` (one balance equation replaced by the normalisation), then
+    ``pi_n = pi_{n-1} D1 G_n / (n mu)``."""
+    P = D0.shape[0]
+    eye = np.eye(P)
+    up = csr_array(D1)                                  # sparse: one level's departures
+    down = [G]                                          # G_c, G_{c-1}, .., G_1
+    for n in range(cores - 1, 0, -1):
+        down.append(_solve(n * mu * eye - D0 - up @ down[-1], n * mu * eye))
+    a = (D0 + up @ down[-1]).T                          # a pi_0 = 0
+    scale = float(np.max(np.abs(a))) or 1.0
+    a[0] = scale                                        # ... with sum(pi_0) = 1
+    rhs = np.zeros(P)
+    rhs[0] = scale
+    pis = np.empty((cores + 1, P))
+    pis[0] = _solve(a, rhs)
+    for n in range(1, cores + 1):
+        pis[n] = (pis[n - 1] @ D1) @ down[cores - n] / (n * mu)
+    return pis
