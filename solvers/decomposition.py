@@ -424,6 +424,7 @@ class _Chain:
     pi: np.ndarray | None = None          # state probabilities on levels 0..levels
     transitions: _Transitions | None = None   # the chain's pattern (arrival rates: ``lam``)
     lam: np.ndarray | None = None         # the arrival rates it was solved with
+    rate: np.ndarray | None = None        # the transitions' rates with those arrivals
 
 
 @dataclass(frozen=True)
@@ -497,12 +498,11 @@ def _per_job(N: int, proc: MAP, cores: int) -> _Transitions:
     phases follow the MAP's embedded chain ``P = (-D0)^{-1} D1``, so a run of slow services
     in the tier's sequence reaches the cores one job at a time, as on the physical tier, and a
     job already in service keeps its own speed. The MAP's coupling of an interval's length with
-    the next start phase is not kept (exact marginals and start-phase chain)."""
+    the next start phase is not kept (exact marginals and start-phase chain). The transitions
+    out of levels ``0..c+1`` (:func:`_per_job_head`) are those of every chain with more
+    levels; the levels above repeat level ``c + 1``'s."""
     K = proc.order
-    P = np.linalg.solve(-proc.D0, proc.D1)
-    d1 = proc.D1.sum(axis=1)
     comps = [_compositions(m, K) for m in range(cores + 1)]
-    where = [{k: i for i, k in enumerate(c)} for c in comps]
     size = [len(c) * K for c in comps]
     start = np.zeros(N + 2, dtype=np.int64)
     for n in range(N + 1):
@@ -511,6 +511,64 @@ def _per_job(N: int, proc: MAP, cores: int) -> _Transitions:
         log_theta, log_start = np.log(proc.theta), np.log(proc.embedded)
     prior_of = [np.array([_log_multinomial(k, log_theta) + log_start[s] for k in c
                           for s in range(K)]) for c in comps]
+    level = np.repeat(np.arange(N + 1), np.diff(start))
+    exit_rate = np.zeros(int(start[-1]))
+    prior = np.concatenate([prior_of[min(n, cores)] for n in range(min(N, cores) + 1)]
+                           + [np.tile(prior_of[cores], max(N - cores, 0))])
+    full = min(N, cores + 1)            # levels above it repeat level cores + 1's pattern
+    src_a, dst_a, rate_a, up_a, head_exit = _per_job_head(N, proc, cores)
+    exit_rate[: head_exit.shape[0]] = head_exit
+    if N > full:                        # tile level `full`'s pattern over the higher levels
+        lo, hi = start[full], start[full + 1]
+        from_full = (src_a >= lo) & (src_a < hi)
+        shifts = np.arange(1, N - full + 1) * (hi - lo)
+        tile_src = (src_a[from_full][None, :] + shifts[:, None]).ravel()
+        tile_dst = (dst_a[from_full][None, :] + shifts[:, None]).ravel()
+        tile_up = np.tile(up_a[from_full], (N - full, 1))
+        keep = np.ones_like(tile_up)
+        keep[-1] = ~up_a[from_full]                        # no arrival from level N
+        keep = keep.ravel()
+        src_a = np.concatenate([src_a, tile_src[keep]])
+        dst_a = np.concatenate([dst_a, tile_dst[keep]])
+        rate_a = np.concatenate([rate_a, np.tile(rate_a[from_full], N - full)[keep]])
+        up_a = np.concatenate([up_a, tile_up.ravel()[keep]])
+        exit_rate[hi:] = np.tile(exit_rate[lo:hi], N - full)
+    return _Transitions(src_a, dst_a, rate_a, up_a, level, exit_rate, prior)
+
+
+#: the per-job chains' transitions out of levels 0..c+1 (:func:`_per_job_head`) by service
+#: process and cores: the same for every population above c + 1, so a capacity search's
+#: probes build them once (a bounded cache: cleared when full)
+_HEADS: dict[tuple[int, bytes, bytes], tuple[np.ndarray, ...]] = {}
+_HEADS_MAX = 32
+
+
+def _per_job_head(N: int, proc: MAP, cores: int) -> tuple[np.ndarray, ...]:
+    """:func:`_per_job`'s transitions ``(src, dst, rate, up)`` out of levels
+    ``0..min(N, c + 1)`` and those levels' completion rates, built state by state; for
+    ``N > c + 1`` they do not depend on ``N`` and are kept in :data:`_HEADS`."""
+    if N <= cores + 1:
+        return _per_job_states(N, proc, cores)
+    key = (cores, proc.D0.tobytes(), proc.D1.tobytes())
+    if key not in _HEADS:
+        if len(_HEADS) >= _HEADS_MAX:
+            _HEADS.clear()
+        _HEADS[key] = _per_job_states(cores + 2, proc, cores)
+    return _HEADS[key]
+
+
+def _per_job_states(N: int, proc: MAP, cores: int) -> tuple[np.ndarray, ...]:
+    """:func:`_per_job_head` state by state (module notes of :func:`_per_job`)."""
+    K = proc.order
+    P = np.linalg.solve(-proc.D0, proc.D1)
+    d1 = proc.D1.sum(axis=1)
+    comps = [_compositions(m, K) for m in range(cores + 1)]
+    where = [{k: i for i, k in enumerate(c)} for c in comps]
+    size = [len(c) * K for c in comps]
+    full = min(N, cores + 1)
+    start = np.zeros(full + 3, dtype=np.int64)
+    for n in range(full + 2):
+        start[n + 1] = start[n] + size[min(n, cores)]
 
     def index(n: int, k: tuple[int, ...], s: int) -> int:
         return int(start[n] + where[min(n, cores)][k] * K + s)
@@ -519,10 +577,7 @@ def _per_job(N: int, proc: MAP, cores: int) -> _Transitions:
     dst: list[int] = []
     rate: list[float] = []
     up: list[bool] = []
-    level = np.repeat(np.arange(N + 1), np.diff(start))
-    exit_rate = np.zeros(int(start[-1]))
-    prior = np.concatenate([prior_of[min(n, cores)] for n in range(min(N, cores) + 1)]
-                           + [np.tile(prior_of[cores], max(N - cores, 0))])
+    exit_rate = np.zeros(int(start[full + 1]))
 
     def add(a: int, b: int, r: float, arrival: bool = False) -> None:
         if r > 0:
@@ -534,7 +589,6 @@ def _per_job(N: int, proc: MAP, cores: int) -> _Transitions:
     def bump(k: tuple[int, ...], i: int, by: int) -> tuple[int, ...]:
         return k[:i] + (k[i] + by,) + k[i + 1:]
 
-    full = min(N, cores + 1)            # levels above it repeat level cores + 1's pattern
     for n in range(full + 1):
         for k in comps[min(n, cores)]:
             for s in range(K):
@@ -559,23 +613,10 @@ def _per_job(N: int, proc: MAP, cores: int) -> _Transitions:
                             add(here, index(n - 1, nxt, t), k[i] * d1[i] * P[s, t])
                     else:
                         add(here, index(n - 1, bump(k, i, -1), s), k[i] * d1[i])
-    src_a, dst_a, rate_a, up_a = np.array(src), np.array(dst), np.array(rate), np.array(up)
-    if N > full:                        # tile level `full`'s pattern over the higher levels
-        lo, hi = start[full], start[full + 1]
-        from_full = (src_a >= lo) & (src_a < hi)
-        shifts = np.arange(1, N - full + 1) * (hi - lo)
-        tile_src = (src_a[from_full][None, :] + shifts[:, None]).ravel()
-        tile_dst = (dst_a[from_full][None, :] + shifts[:, None]).ravel()
-        tile_up = np.tile(up_a[from_full], (N - full, 1))
-        keep = np.ones_like(tile_up)
-        keep[-1] = ~up_a[from_full]                        # no arrival from level N
-        keep = keep.ravel()
-        src_a = np.concatenate([src_a, tile_src[keep]])
-        dst_a = np.concatenate([dst_a, tile_dst[keep]])
-        rate_a = np.concatenate([rate_a, np.tile(rate_a[from_full], N - full)[keep]])
-        up_a = np.concatenate([up_a, tile_up.ravel()[keep]])
-        exit_rate[hi:] = np.tile(exit_rate[lo:hi], N - full)
-    return _Transitions(src_a, dst_a, rate_a, up_a, level, exit_rate, prior)
+    out = (np.array(src), np.array(dst), np.array(rate), np.array(up), exit_rate)
+    for arr in out:
+        arr.setflags(write=False)
+    return out
 
 
 def _per_job_applies(proc: MAP, cores: int) -> bool:
@@ -649,7 +690,7 @@ def _solve_chain(lam: np.ndarray, proc: MAP, cores: int, per_job: bool = True,
     nu = np.concatenate([chain.nu, np.full(N - top, np.nan)])
     nu[top + 1:] = nu[top]
     return _Chain(level, nu, chain.throughput, chain.residual, chain.station, top, enough,
-                  chain.pi, chain.transitions, chain.lam)
+                  chain.pi, chain.transitions, chain.lam, chain.rate)
 
 
 #: head room of :func:`_enough_levels` over the level past which TRUNCATION_MASS lies (a later
@@ -708,7 +749,8 @@ def _solve_levels(lam: np.ndarray, proc: MAP, cores: int, tr: _Transitions,
         nu = np.where(level > RELIABLE_LEVEL * level.max(), flow / level, np.nan)
     residual = _chain_residual(tr, rate, out, pi, float(np.max(out)))
     return _Chain(level, _fill(nu, proc, cores), float(flow.sum()), residual,
-                  "per-job" if per_job else "speed-scaled", N, pi=pi, transitions=tr, lam=lam)
+                  "per-job" if per_job else "speed-scaled", N, pi=pi, transitions=tr, lam=lam,
+                  rate=rate)
 
 
 @dataclass
@@ -1169,7 +1211,8 @@ def _wave_queues(b: int, tiers: list[int], chain: _Chain, means: np.ndarray,
     answer from there on, flagged."""
     tr = chain.transitions
     try:
-        dep = lumped_departures(chain.pi, tr.src, tr.dst, tr.with_arrivals(chain.lam),
+        rate = chain.rate if chain.rate is not None else tr.with_arrivals(chain.lam)
+        dep = lumped_departures(chain.pi, tr.src, tr.dst, rate,
                                 tr.level, cores[b])
     except np.linalg.LinAlgError:
         dep = None
