@@ -1064,7 +1064,9 @@ def solve_decomposed(processes: Any, population: Any, think_time: Any, *,
                        cores, N, Z, 0, True, flags, t0)
     bursty = [m for m, p in enumerate(procs) if p.order > 1]
     expo = [m for m in range(len(procs)) if m not in bursty]
-    lg_e = _log_g_exponential(means, cores, expo, N, Z)
+    lg_e = _shared_prefix(("G_E", tuple(means[expo]), tuple(cores[m] for m in expo), Z), N,
+                          lambda n: _log_g_exponential(means, cores, expo, n, Z),
+                          [cores[m] for m in expo])
     if not bursty:
         return _product_form(procs, cores, expo, lg_e, N, Z, t0)
     flags += [f"tier {b}: {cores[b]} cores > {PER_JOB_MAX_CORES}: one MAP at speed min(n, c) "
@@ -1161,7 +1163,11 @@ def _read_back(chains: dict[int, _Chain], nu: dict[int, np.ndarray], means: np.n
     conditional = np.zeros((len(means), N + 1))        # E[n_m | n_ref = n]
     for m in expo if only is None else only:
         if m not in cache:
-            cache[m] = _conditional_queue(means, cores, expo, N, Z, m, others)
+            cache[m] = _conditional_queue(means, cores, expo, N, Z, m, others) if others \
+                else _shared_prefix(("E[n_m]", tuple(means[expo]), tuple(cores[e] for e in expo),
+                                     Z, expo.index(m)), N,
+                                    lambda n: _conditional_queue(means, cores, expo, n, Z, m, {}),
+                                    [cores[e] for e in expo])
         cq = cache[m]
         conditional[m] = np.interp(N - k - held, k, cq, left=0.0)
         Q[m] = float(level @ conditional[m])
@@ -1233,6 +1239,34 @@ def _wave_queues(b: int, tiers: list[int], chain: _Chain, means: np.ndarray,
             return
         out[m] = queue
         dep = through_tier(dep, cores[m] / means[m])
+
+
+#: log G_E(k) and E[n_m | k users] of the exponential part, k = 0..N, by (means, cores, Z):
+#: their value at k does not depend on N (every convolution of heads up to LOG_SPACE_TAPS taps
+#: is done per output, in log space, and the geometric tails are running sums), so the probes
+#: of a capacity search share one computation at the largest N asked (:func:`_shared_prefix`)
+_PREFIXES: dict[tuple[Any, ...], np.ndarray] = {}
+_PREFIXES_MAX = 64
+#: a miss computes this much beyond the N asked (a search's next probes are near)
+_PREFIX_AHEAD = 1.25
+
+
+def _shared_prefix(key: tuple[Any, ...], N: int, compute: Callable[[int], np.ndarray],
+                   tier_cores: list[int]) -> np.ndarray:
+    """``compute(N)`` (an array over ``k = 0..N`` whose entries do not depend on ``N``) from
+    :data:`_PREFIXES`: the first ``N + 1`` entries of a computation at a larger ``N``, read
+    only. Not cached when a tier's head has more than :data:`LOG_SPACE_TAPS` taps (the
+    linear-space blocks of :func:`_head_linear` are scaled by the range)."""
+    if any(c + 1 > LOG_SPACE_TAPS for c in tier_cores):
+        return compute(N)
+    hit = _PREFIXES.get(key)
+    if hit is None or hit.shape[0] <= N:
+        if len(_PREFIXES) >= _PREFIXES_MAX:
+            _PREFIXES.clear()
+        hit = compute(int(math.ceil(_PREFIX_AHEAD * N)))
+        hit.setflags(write=False)
+        _PREFIXES[key] = hit
+    return hit[: N + 1]
 
 
 def _conditional_queue(means: np.ndarray, cores: tuple[int, ...], expo: list[int], N: int,
