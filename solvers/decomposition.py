@@ -143,7 +143,7 @@ from scipy.linalg.lapack import dgbtrf, dgbtrs
 from scipy.sparse import csr_array
 from scipy.special import gammaln
 
-from solvers.departures import lumped_departures, map_m_c_mean, through_tier
+from solvers.departures import Lumping, lumped_departures, lumping, map_m_c_mean, through_tier
 from solvers.processes import MAP
 
 __all__ = ["DecompositionResult", "solve_decomposed"]
@@ -1075,13 +1075,14 @@ def solve_decomposed(processes: Any, population: Any, think_time: Any, *,
     patterns, held, nu, iterations = _Patterns(), 0.0, None, 0
     secant = _Secant()
     cache: dict[int, np.ndarray] = {}
+    lumps: dict[int, tuple[_Transitions, Lumping]] = {}
     if len(bursty) > 1 and groups:         # step 4 within Marie's sweeps
         box = [0.0]
 
         def on_sweep(chains: dict[int, _Chain], nu: dict[int, np.ndarray]) -> float:
             Q, _, _ = _read_back(chains, nu, means, cores, bursty, expo, N, Z, box[0], {},
                                  only=[m for tiers in groups.values() for m in tiers])
-            waves = _waves(chains, groups, means, cores, flags)
+            waves = _waves(chains, groups, means, cores, flags, lumps)
             box[0] = max(sum(q - Q[m] for m, q in waves.items()), 0.0)
             return box[0]
 
@@ -1098,7 +1099,7 @@ def solve_decomposed(processes: Any, population: Any, think_time: Any, *,
             iterations += sweeps
         Q, conditional, ref = _read_back(chains, nu, means, cores, bursty, expo, N, Z, held,
                                          cache if len(bursty) == 1 else {})
-        waves = _waves(chains, groups, means, cores, flags)
+        waves = _waves(chains, groups, means, cores, flags, lumps)
         excess = sum(q - Q[m] for m, q in waves.items())
         for m, q in waves.items():
             Q[m], conditional[m] = q, q
@@ -1193,11 +1194,13 @@ def _downstream_groups(procs: list[MAP], bursty: list[int]) -> dict[int, list[in
 
 
 def _waves(chains: dict[int, _Chain], groups: dict[int, list[int]], means: np.ndarray,
-           cores: tuple[int, ...], flags: list[str]) -> dict[int, float]:
+           cores: tuple[int, ...], flags: list[str],
+           lumps: dict[int, tuple[_Transitions, Lumping]] | None = None) -> dict[int, float]:
     """Mean queue of each exponential tier after a bursty one, as a ``MAP/M/c`` queue fed by
     the bursty tier's departure process (:mod:`solvers.departures`), through the capacity of
     the tiers in between. A tier that process would saturate keeps the product form's
-    answer (flagged)."""
+    answer (flagged). ``lumps``: the lumpings of the chains' patterns met so far in this
+    solve (by pattern; the rounds of step 4 re-solve a chain on the same pattern)."""
     out: dict[int, float] = {}
     for b, tiers in groups.items():
         chain = chains[b]
@@ -1205,12 +1208,13 @@ def _waves(chains: dict[int, _Chain], groups: dict[int, list[int]], means: np.nd
         if tr is None or chain.pi is None or chain.lam is None:
             continue
         with np.errstate(all="ignore"):
-            _wave_queues(b, tiers, chain, means, cores, flags, out)
+            _wave_queues(b, tiers, chain, means, cores, flags, out, {} if lumps is None else lumps)
     return out
 
 
 def _wave_queues(b: int, tiers: list[int], chain: _Chain, means: np.ndarray,
-                 cores: tuple[int, ...], flags: list[str], out: dict[int, float]) -> None:
+                 cores: tuple[int, ...], flags: list[str], out: dict[int, float],
+                 lumps: dict[int, tuple[_Transitions, Lumping]]) -> None:
     """:func:`_waves` for the tiers after bursty tier ``b``, in order, into ``out``. A tier the
     departures would saturate, or whose queue does not solve to a finite mean (a nearly
     critical or ill-conditioned queue: singular matrix, overflow), keeps the product form's
@@ -1218,8 +1222,10 @@ def _wave_queues(b: int, tiers: list[int], chain: _Chain, means: np.ndarray,
     tr = chain.transitions
     try:
         rate = chain.rate if chain.rate is not None else tr.with_arrivals(chain.lam)
-        dep = lumped_departures(chain.pi, tr.src, tr.dst, rate,
-                                tr.level, cores[b])
+        seen = lumps.get(id(tr))
+        if seen is None or seen[0] is not tr:
+            seen = lumps[id(tr)] = (tr, lumping(tr.src, tr.dst, tr.level, cores[b]))
+        dep = lumped_departures(chain.pi, tr.src, tr.dst, rate, tr.level, cores[b], seen[1])
     except np.linalg.LinAlgError:
         dep = None
     for m in tiers:

@@ -47,7 +47,8 @@ from scipy.linalg import lu_factor, lu_solve
 from scipy.linalg.lapack import dgesv
 from scipy.sparse import csr_array
 
-__all__ = ["DepartureMAP", "lumped_departures", "through_tier", "map_m_c_mean"]
+__all__ = ["DepartureMAP", "Lumping", "lumping", "lumped_departures", "through_tier",
+           "map_m_c_mean"]
 
 #: ``T`` below this weighs nothing against ``G``'s entries (at most 1): the reduction is done
 _VANISHED = 1e-16
@@ -67,12 +68,22 @@ class DepartureMAP:
         return float(self.w @ self.D1.sum(axis=1))
 
 
-def lumped_departures(pi: np.ndarray, src: np.ndarray, dst: np.ndarray, rate: np.ndarray,
-                      level: np.ndarray, keep: int) -> DepartureMAP:
-    """Departure MAP of a level-structured chain (states sorted by ``level``, every level
-    above ``keep + 1`` with ``keep + 1``'s pattern of states), levels above ``keep`` lumped
-    onto ``keep + 1``'s states (module notes, step 1). ``src, dst, rate``: the off-diagonal
-    transitions; a transition to a lower level is a departure."""
+@dataclass(frozen=True)
+class Lumping:
+    """Where a level-structured chain's states and transitions go in its lumped departure MAP
+    (:func:`lumping`): the pattern's part of :func:`lumped_departures`, the same for every
+    set of rates on that pattern (a chain re-solved with other arrival rates)."""
+
+    idx: np.ndarray                 # the lumped phase of each state
+    order: int                      # phases before :func:`_reachable`
+    departures: np.ndarray          # the transitions to a lower level ...
+    departure_cells: np.ndarray     # ... and their cells ``a * order + b`` of ``D1``
+    moves: np.ndarray               # the other transitions between two phases ...
+    move_cells: np.ndarray          # ... and their cells of ``D0``
+
+
+def lumping(src: np.ndarray, dst: np.ndarray, level: np.ndarray, keep: int) -> Lumping:
+    """:class:`Lumping` of a chain's pattern (:func:`lumped_departures`)."""
     top = int(level.max())
     start = np.searchsorted(level, np.arange(top + 2))
     idx = np.arange(level.shape[0])
@@ -82,16 +93,31 @@ def lumped_departures(pi: np.ndarray, src: np.ndarray, dst: np.ndarray, rate: np
         high = level > keep + 1
         idx[high] = start[keep + 1] + (idx[high] - start[level[high]]) % width
         order = int(start[keep + 2])
-    w = np.bincount(idx, weights=pi, minlength=order)
     down = level[dst] < level[src]
-    flow = pi[src] * rate
     a, b = idx[src], idx[dst]
     cell = a * order + b
-    D1 = np.bincount(cell[down], weights=flow[down], minlength=order * order)
-    D1 = D1.reshape(order, order)
-    moves = ~down & (a != b)
-    D0 = np.bincount(cell[moves], weights=flow[moves], minlength=order * order)
-    D0 = D0.reshape(order, order)
+    departures = np.flatnonzero(down)
+    moves = np.flatnonzero(~down & (a != b))
+    return Lumping(idx, order, departures, cell[departures], moves, cell[moves])
+
+
+def lumped_departures(pi: np.ndarray, src: np.ndarray, dst: np.ndarray, rate: np.ndarray,
+                      level: np.ndarray, keep: int,
+                      lumped: Lumping | None = None) -> DepartureMAP:
+    """Departure MAP of a level-structured chain (states sorted by ``level``, every level
+    above ``keep + 1`` with ``keep + 1``'s pattern of states), levels above ``keep`` lumped
+    onto ``keep + 1``'s states (module notes, step 1). ``src, dst, rate``: the off-diagonal
+    transitions; a transition to a lower level is a departure. ``lumped``: this pattern's
+    :func:`lumping`, if already at hand."""
+    if lumped is None:
+        lumped = lumping(src, dst, level, keep)
+    order = lumped.order
+    w = np.bincount(lumped.idx, weights=pi, minlength=order)
+    flow = pi[src] * rate
+    D1 = np.bincount(lumped.departure_cells, weights=flow[lumped.departures],
+                     minlength=order * order).reshape(order, order)
+    D0 = np.bincount(lumped.move_cells, weights=flow[lumped.moves],
+                     minlength=order * order).reshape(order, order)
     held = w > 0
     D1[held] /= w[held, None]
     D0[held] /= w[held, None]
