@@ -119,6 +119,15 @@ there. What is done about it, none of it changing the answer beyond the fixed po
   scaled sum is below 1e-250 (terms may have underflowed) is recomputed in a smaller block,
   down to 32 outputs in log space. Taps go by chunks of 256 because where ``nu_b`` falls (the
   bursty case) the weights are log-convex and no one scaling holds thousands of taps.
+* **What a capacity search's probes share** (:func:`_shared_prefix`, :func:`_per_job_head`):
+  ``log G_E(k)`` and the exponential tiers' ``E[n_m | k]`` do not depend on ``N`` at a given
+  ``k`` (log-space convolutions per output, running sums), nor do a per-job chain's transitions
+  out of levels ``0..c+1``: bounded module caches keep them between solves; within a solve the
+  wave rounds reuse the chain's rates and the lumping of its pattern
+  (:func:`solvers.departures.lumping`). The wave queues' boundary levels cost one ``dgesv`` each
+  (:func:`solvers.departures.map_m_c_mean`). What is left of a probe of system (d) is mostly
+  the ``G`` matrices of the two ``MAP/M/c`` queues (108 phases, ~10 doublings each, 3 rounds)
+  and the bursty chain's banded LU and refinements.
 
 Not done, and why: a warm start of the fixed point from a nearby population's ``nu`` took
 *more* sweeps than the cold start (4 tiers, 2 bursty, 2,000 -> 2,153 users: 13-20 against 5;

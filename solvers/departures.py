@@ -160,7 +160,8 @@ def _g_matrix(A0: np.ndarray, A1: np.ndarray, A2: np.ndarray, tol: float = 1e-12
     weighs each new term of ``G``) has vanished: ``G`` can no longer change, and a nearly
     critical queue's 40-phase ``G`` may sit at a rounding floor just above ``tol`` (iterating
     on from there overflows). :class:`numpy.linalg.LinAlgError` when ``G 1`` is then still
-    more than 1e-8 from 1, or after ``max_iterations``."""
+    more than 1e-8 from 1, or after ``max_iterations``. The last step skips ``B0`` and ``T``
+    (three products of eight)."""
     eye = np.eye(A1.shape[0])
     inv = np.linalg.inv(-A1)
     B0, B2 = inv @ A0, inv @ A2
@@ -168,12 +169,13 @@ def _g_matrix(A0: np.ndarray, A1: np.ndarray, A2: np.ndarray, tol: float = 1e-12
     off = math.inf
     for _ in range(max_iterations):
         M = np.linalg.inv(eye - B0 @ B2 - B2 @ B0)
-        B0, B2 = M @ (B0 @ B0), M @ (B2 @ B2)
+        B2 = M @ (B2 @ B2)
         G += T @ B2
-        T = T @ B0
         off = float(np.max(np.abs(1.0 - G.sum(axis=1))))     # NaN after an overflow
-        if off < tol:
+        if off < tol:                                  # B0, T of a next step not needed
             return G
+        B0 = M @ (B0 @ B0)
+        T = T @ B0
         if not np.max(np.abs(T)) >= _VANISHED:          # also NaN: stop, judge G below
             break
     if off < 1e-8:                                     # rounding in large blocks
@@ -213,7 +215,7 @@ def map_m_c_mean(dep: DepartureMAP, mean: float, cores: int) -> float:
     s = cores * mu
     G = _g_matrix(D1, D0 - s * eye, s * eye)
     pis = _boundary(D0, D1, G, mu, cores)
-    R = D1 @ G / s
+    R = csr_array(D1) @ G / s
     lu = lu_factor(eye - R, check_finite=False)
     tail = lu_solve(lu, pis[cores], trans=1, check_finite=False)       # pi_c (I-R)^{-1}
     twice = lu_solve(lu, lu_solve(lu, np.ones(P), check_finite=False), check_finite=False)
