@@ -545,11 +545,28 @@ def _per_job(N: int, proc: MAP, cores: int) -> _Transitions:
     return _Transitions(src_a, dst_a, rate_a, up_a, level, exit_rate, prior)
 
 
+class _Memo:
+    """A bounded memo of values that depend on their key only (read-only arrays), shared by
+    the solves of a capacity search: emptied when ``limit`` keys are held."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._held: dict[Any, Any] = {}
+
+    def get(self, key: Any) -> Any:
+        return self._held.get(key)
+
+    def put(self, key: Any, value: Any) -> Any:
+        if len(self._held) >= self.limit:
+            self._held.clear()
+        self._held[key] = value
+        return value
+
+
 #: the per-job chains' transitions out of levels 0..c+1 (:func:`_per_job_head`) by service
 #: process and cores: the same for every population above c + 1, so a capacity search's
-#: probes build them once (a bounded cache: cleared when full)
-_HEADS: dict[tuple[int, bytes, bytes], tuple[np.ndarray, ...]] = {}
-_HEADS_MAX = 32
+#: probes build them once
+_HEADS = _Memo(32)
 
 
 def _per_job_head(N: int, proc: MAP, cores: int) -> tuple[np.ndarray, ...]:
@@ -559,11 +576,8 @@ def _per_job_head(N: int, proc: MAP, cores: int) -> tuple[np.ndarray, ...]:
     if N <= cores + 1:
         return _per_job_states(N, proc, cores)
     key = (cores, proc.D0.tobytes(), proc.D1.tobytes())
-    if key not in _HEADS:
-        if len(_HEADS) >= _HEADS_MAX:
-            _HEADS.clear()
-        _HEADS[key] = _per_job_states(cores + 2, proc, cores)
-    return _HEADS[key]
+    held = _HEADS.get(key)
+    return held if held is not None else _HEADS.put(key, _per_job_states(cores + 2, proc, cores))
 
 
 def _per_job_states(N: int, proc: MAP, cores: int) -> tuple[np.ndarray, ...]:
@@ -1204,7 +1218,7 @@ def _downstream_groups(procs: list[MAP], bursty: list[int]) -> dict[int, list[in
 
 def _waves(chains: dict[int, _Chain], groups: dict[int, list[int]], means: np.ndarray,
            cores: tuple[int, ...], flags: list[str],
-           lumps: dict[int, tuple[_Transitions, Lumping]] | None = None) -> dict[int, float]:
+           lumps: dict[int, tuple[_Transitions, Lumping]]) -> dict[int, float]:
     """Mean queue of each exponential tier after a bursty one, as a ``MAP/M/c`` queue fed by
     the bursty tier's departure process (:mod:`solvers.departures`), through the capacity of
     the tiers in between. A tier that process would saturate keeps the product form's
@@ -1217,7 +1231,7 @@ def _waves(chains: dict[int, _Chain], groups: dict[int, list[int]], means: np.nd
         if tr is None or chain.pi is None or chain.lam is None:
             continue
         with np.errstate(all="ignore"):
-            _wave_queues(b, tiers, chain, means, cores, flags, out, {} if lumps is None else lumps)
+            _wave_queues(b, tiers, chain, means, cores, flags, out, lumps)
     return out
 
 
@@ -1260,8 +1274,7 @@ def _wave_queues(b: int, tiers: list[int], chain: _Chain, means: np.ndarray,
 #: their value at k does not depend on N (every convolution of heads up to LOG_SPACE_TAPS taps
 #: is done per output, in log space, and the geometric tails are running sums), so the probes
 #: of a capacity search share one computation at the largest N asked (:func:`_shared_prefix`)
-_PREFIXES: dict[tuple[Any, ...], np.ndarray] = {}
-_PREFIXES_MAX = 64
+_PREFIXES = _Memo(64)
 #: a miss computes this much beyond the N asked (a search's next probes are near)
 _PREFIX_AHEAD = 1.25
 
@@ -1276,11 +1289,9 @@ def _shared_prefix(key: tuple[Any, ...], N: int, compute: Callable[[int], np.nda
         return compute(N)
     hit = _PREFIXES.get(key)
     if hit is None or hit.shape[0] <= N:
-        if len(_PREFIXES) >= _PREFIXES_MAX:
-            _PREFIXES.clear()
         hit = compute(int(math.ceil(_PREFIX_AHEAD * N)))
         hit.setflags(write=False)
-        _PREFIXES[key] = hit
+        _PREFIXES.put(key, hit)
     return hit[: N + 1]
 
 
