@@ -164,6 +164,34 @@ def test_the_users_held_downstream_leave_the_rest():
     assert np.all(np.isfinite(res.residence_time))
 
 
+def test_the_last_round_reads_the_wave_queues_off_the_line(monkeypatch):
+    """System (d) near its capacity (735 users): step 4 stops after the secant's round, whose
+    wave queues come from the line through the two rounds before (``_waves_on_line``): two
+    rounds of ``MAP/M/c`` queues instead of three, the same throughput (the chains are
+    re-solved at the same held users) and the queues within 1e-4 of the full last round."""
+    import solvers.decomposition as decomposition
+
+    procs = [MAP.exponential(0.0005), MAP.exponential(0.006), BURSTY.scaled(0.012),
+             MAP.exponential(0.001), MAP.exponential(0.020)]
+    calls = []
+    real = decomposition.map_m_c_mean
+
+    def counted(*args):
+        calls.append(args[2])
+        return real(*args)
+
+    monkeypatch.setattr(decomposition, "map_m_c_mean", counted)
+    fast = solve_decomposed(procs, 735, 2.0, servers=[1, 4, 8, 2, 16])
+    fast_calls = len(calls)
+    monkeypatch.setattr(decomposition, "_waves_on_line", lambda *args: None)
+    del calls[:]
+    full = solve_decomposed(procs, 735, 2.0, servers=[1, 4, 8, 2, 16])
+    assert (fast_calls, len(calls)) == (4, 6)           # two tiers a round
+    assert fast.throughput == full.throughput
+    np.testing.assert_allclose(fast.residence_time, full.residence_time, rtol=1e-4)
+    assert fast.little_residual < 1e-4 and fast.flags == ()
+
+
 def test_a_queue_that_does_not_converge_is_refused_not_returned():
     """Logarithmic reduction on a transient level process (arrivals 2/s, service 1/s: the
     minimal ``G`` is 1/2, not stochastic) raises instead of returning a ``G`` that is not
