@@ -493,6 +493,24 @@ def test_capacity_search_warm_start_aims_its_first_step_at_the_secant():
             assert len(with_known.calls) < len(without.calls)
 
 
+def test_capacity_search_down_from_two_failing_probes_follows_their_line():
+    """A warm start 5% above the answer with the pipeline's first step (the tolerance, 3%)
+    fails twice; the next probe goes half the tolerance below the line through those two
+    (a bound above the answer for a convex excess) instead of a doubled step: it meets the
+    targets and closes the bracket -- three probes where the doubled step took four."""
+    def g(n):                                      # convex, answer 2044
+        return math.expm1((n - 2044.5) / 400)
+    f = Counted(g)
+    n, limited = capacity_search(f, start=2146, limit=100_000, rel_tol=0.03, growth=1.03,
+                                 known={818: g(818)})
+    assert not limited and 2044 * 0.97 <= n <= 2044 and g(n) <= 0
+    assert [g(c) > 0 for c in f.calls] == [True, True, False], f.calls
+    linear = Counted(lambda n: n - 2044.5)         # the line is exact: just below the answer
+    n, _ = capacity_search(linear, start=2146, limit=100_000, rel_tol=0.03, growth=1.03,
+                           known={818: 818 - 2044.5})
+    assert len(linear.calls) == 3 and 2044 * 0.97 <= n <= 2044
+
+
 def test_capacity_search_without_the_secant_reads_known_values_as_signs():
     """The uncertainty band passes only the signs it knows (``{capacity: -1.0}``): with
     ``secant=False`` they bracket the search and nothing reads them as excesses."""
