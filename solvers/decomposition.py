@@ -122,8 +122,9 @@ there. What is done about it, none of it changing the answer beyond the fixed po
 * **What a capacity search's probes share** (:func:`_shared_prefix`, :func:`_per_job_head`):
   ``log G_E(k)`` and the exponential tiers' ``E[n_m | k]`` do not depend on ``N`` at a given
   ``k`` (log-space convolutions per output, running sums), nor do a per-job chain's transitions
-  out of levels ``0..c+1``: bounded module caches keep them between solves; within a solve the
-  wave rounds reuse the chain's rates and the lumping of its pattern
+  out of levels ``0..c+1``: a :class:`SolveMemo` passed to every solve of one model (the
+  pipeline's :class:`streams.predict.model.SystemModel` holds one) keeps them between
+  solves; within a solve the wave rounds reuse the chain's rates and the lumping of its pattern
   (:func:`solvers.departures.lumping`). The wave queues' boundary levels cost one ``dgesv`` each
   (:func:`solvers.departures.map_m_c_mean`). The last round of step 4 takes its wave queues
   off the line through the two rounds before (:func:`_waves_on_line`) when it would be the
@@ -159,7 +160,7 @@ from scipy.special import gammaln
 from solvers.departures import Lumping, lumped_departures, lumping, map_m_c_mean, through_tier
 from solvers.processes import MAP
 
-__all__ = ["DecompositionResult", "solve_decomposed"]
+__all__ = ["DecompositionResult", "SolveMemo", "solve_decomposed"]
 
 _EPS = 1e-4          # relative step of the central differences d log G / d log S_m
 _NEG_INF = -math.inf
@@ -502,7 +503,7 @@ def _log_multinomial(k: tuple[int, ...], log_p: np.ndarray) -> float:
     return float(gammaln(sum(k) + 1) - sum(gammaln(ki + 1) for ki in k) + sum(terms))
 
 
-def _per_job(N: int, proc: MAP, cores: int) -> _Transitions:
+def _per_job(N: int, proc: MAP, cores: int, heads: _Memo | None = None) -> _Transitions:
     """Each job in service carries its own phase ("count the jobs in service per phase").
 
     State ``(n, k, s)``: ``n`` jobs, ``k_i`` of the ``min(n, c)`` jobs in service in phase
@@ -513,7 +514,7 @@ def _per_job(N: int, proc: MAP, cores: int) -> _Transitions:
     job already in service keeps its own speed. The MAP's coupling of an interval's length with
     the next start phase is not kept (exact marginals and start-phase chain). The transitions
     out of levels ``0..c+1`` (:func:`_per_job_head`) are those of every chain with more
-    levels; the levels above repeat level ``c + 1``'s."""
+    levels; the levels above repeat level ``c + 1``'s (kept in ``heads``, if given)."""
     K = proc.order
     comps = [_compositions(m, K) for m in range(cores + 1)]
     size = [len(c) * K for c in comps]
@@ -529,7 +530,8 @@ def _per_job(N: int, proc: MAP, cores: int) -> _Transitions:
     prior = np.concatenate([prior_of[min(n, cores)] for n in range(min(N, cores) + 1)]
                            + [np.tile(prior_of[cores], max(N - cores, 0))])
     full = min(N, cores + 1)            # levels above it repeat level cores + 1's pattern
-    src_a, dst_a, rate_a, up_a, head_exit = _per_job_head(N, proc, cores)
+    src_a, dst_a, rate_a, up_a, head_exit = _per_job_head(N, proc, cores,
+                                                          heads if heads is not None else _Memo(1))
     exit_rate[: head_exit.shape[0]] = head_exit
     if N > full:                        # tile level `full`'s pattern over the higher levels
         lo, hi = start[full], start[full + 1]
@@ -550,8 +552,8 @@ def _per_job(N: int, proc: MAP, cores: int) -> _Transitions:
 
 
 class _Memo:
-    """A bounded memo of values that depend on their key only (read-only arrays), shared by
-    the solves of a capacity search: emptied when ``limit`` keys are held."""
+    """A bounded memo of values that depend on their key only (read-only arrays): emptied when
+    ``limit`` keys are held."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
@@ -567,21 +569,35 @@ class _Memo:
         return value
 
 
-#: the per-job chains' transitions out of levels 0..c+1 (:func:`_per_job_head`) by service
-#: process and cores: the same for every population above c + 1, so a capacity search's
-#: probes build them once
-_HEADS = _Memo(32)
+class SolveMemo:
+    """What the solves of one model share (a capacity search's probes, the prediction at the
+    current users): pass the same one to :func:`solve_decomposed` for each. Its entries
+    depend on their key only, never on ``N`` (module notes, *What a capacity search's probes
+    share*), so sharing changes no answer:
+
+    * ``heads`` -- the per-job chains' transitions out of levels ``0..c+1``
+      (:func:`_per_job_head`) by service process and cores, the same for every population
+      above ``c + 1``;
+    * ``prefixes`` -- ``log G_E(k)`` and ``E[n_m | k users]`` of the exponential part by
+      (means, cores, ``Z``), computed at the largest ``N`` asked (:func:`_shared_prefix`).
+
+    Bounded (32 and 64 keys, emptied when full); not for use by two threads at once."""
+
+    def __init__(self) -> None:
+        self.heads = _Memo(32)
+        self.prefixes = _Memo(64)
 
 
-def _per_job_head(N: int, proc: MAP, cores: int) -> tuple[np.ndarray, ...]:
+def _per_job_head(N: int, proc: MAP, cores: int, heads: _Memo) -> tuple[np.ndarray, ...]:
     """:func:`_per_job`'s transitions ``(src, dst, rate, up)`` out of levels
     ``0..min(N, c + 1)`` and those levels' completion rates, built state by state; for
-    ``N > c + 1`` they do not depend on ``N`` and are kept in :data:`_HEADS`."""
+    ``N > c + 1`` they do not depend on ``N`` and are kept in ``heads``
+    (:class:`SolveMemo`)."""
     if N <= cores + 1:
         return _per_job_states(N, proc, cores)
     key = (cores, proc.D0.tobytes(), proc.D1.tobytes())
-    held = _HEADS.get(key)
-    return held if held is not None else _HEADS.put(key, _per_job_states(cores + 2, proc, cores))
+    held = heads.get(key)
+    return held if held is not None else heads.put(key, _per_job_states(cores + 2, proc, cores))
 
 
 def _per_job_states(N: int, proc: MAP, cores: int) -> tuple[np.ndarray, ...]:
@@ -668,7 +684,8 @@ class _Patterns:
     once per solve, reused by every fixed-point iteration (only the arrivals change), with the
     latest factorisation of each (:class:`_FactorStore`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, memo: SolveMemo | None = None) -> None:
+        self.memo = memo if memo is not None else SolveMemo()
         self._built: dict[tuple[int, int, int, bool], _Transitions] = {}
         self._stores: dict[tuple[int, int, int, bool], _FactorStore] = {}
         self.target = REFINE_RESIDUAL     # the refinements' residual in this sweep
@@ -676,7 +693,8 @@ class _Patterns:
     def get(self, proc: MAP, cores: int, levels: int, per_job: bool) -> _Transitions:
         key = (id(proc), cores, levels, per_job)
         if key not in self._built:
-            self._built[key] = (_per_job if per_job else _speed_scaled)(levels, proc, cores)
+            self._built[key] = (_per_job(levels, proc, cores, self.memo.heads) if per_job
+                                else _speed_scaled(levels, proc, cores))
         return self._built[key]
 
     def store(self, proc: MAP, cores: int, levels: int, per_job: bool) -> _FactorStore:
@@ -1067,14 +1085,16 @@ def _trivial(procs: list[MAP], cores: tuple[int, ...], Z: float) -> Decompositio
 
 def solve_decomposed(processes: Any, population: Any, think_time: Any, *,
                      servers: Any = None, tol: float = 1e-7,
-                     max_iterations: int = 50) -> DecompositionResult:
+                     max_iterations: int = 50,
+                     memo: SolveMemo | None = None) -> DecompositionResult:
     """Closed network of MAP tiers with cores, by flow-equivalent decomposition (module notes).
 
     ``processes``: each tier's service process in visit order (``MAP.exponential(S)`` for an
     exponential tier); ``servers``: cores per tier (default 1); ``population`` ``N``;
     ``think_time`` ``Z``; ``tol``: relative change of the throughput between two sweeps of
-    the fixed point at which it stops. Raises ``ValueError`` naming the argument on bad
-    input."""
+    the fixed point at which it stops; ``memo``: what this solve may share with others of the
+    same model (:class:`SolveMemo`; default: nothing shared). Raises ``ValueError`` naming
+    the argument on bad input."""
     procs = _check_processes(processes)
     cores = _check_servers(servers, len(procs))
     N = _check_count(population, "population")
@@ -1091,7 +1111,9 @@ def solve_decomposed(processes: Any, population: Any, think_time: Any, *,
                        cores, N, Z, 0, True, flags, t0)
     bursty = [m for m, p in enumerate(procs) if p.order > 1]
     expo = [m for m in range(len(procs)) if m not in bursty]
-    lg_e = _shared_prefix(("G_E", tuple(means[expo]), tuple(cores[m] for m in expo), Z), N,
+    memo = memo if memo is not None else SolveMemo()
+    lg_e = _shared_prefix(memo.prefixes, ("G_E", tuple(means[expo]),
+                                          tuple(cores[m] for m in expo), Z), N,
                           lambda n: _log_g_exponential(means, cores, expo, n, Z),
                           [cores[m] for m in expo])
     if not bursty:
@@ -1099,7 +1121,7 @@ def solve_decomposed(processes: Any, population: Any, think_time: Any, *,
     flags += [f"tier {b}: {cores[b]} cores > {PER_JOB_MAX_CORES}: one MAP at speed min(n, c) "
               "(pessimistic)" for b in bursty if cores[b] > PER_JOB_MAX_CORES]
     groups = _downstream_groups(procs, bursty)
-    patterns, held, nu, iterations = _Patterns(), 0.0, None, 0
+    patterns, held, nu, iterations = _Patterns(memo), 0.0, None, 0
     secant = _Secant()
     cache: dict[int, np.ndarray] = {}
     lumps: dict[int, tuple[_Transitions, Lumping]] = {}
@@ -1107,7 +1129,7 @@ def solve_decomposed(processes: Any, population: Any, think_time: Any, *,
         box = [0.0]
 
         def on_sweep(chains: dict[int, _Chain], nu: dict[int, np.ndarray]) -> float:
-            Q, _, _ = _read_back(chains, nu, means, cores, bursty, expo, N, Z, box[0], {},
+            Q, _, _ = _read_back(chains, nu, means, cores, bursty, expo, N, Z, box[0], {}, memo,
                                  only=[m for tiers in groups.values() for m in tiers])
             waves = _waves(chains, groups, means, cores, flags, lumps)
             box[0] = max(sum(q - Q[m] for m, q in waves.items()), 0.0)
@@ -1127,7 +1149,7 @@ def solve_decomposed(processes: Any, population: Any, think_time: Any, *,
                                                          patterns)
             iterations += sweeps
         Q, conditional, ref = _read_back(chains, nu, means, cores, bursty, expo, N, Z, held,
-                                         cache if len(bursty) == 1 else {})
+                                         cache if len(bursty) == 1 else {}, memo)
         waves = on_line if on_line is not None else _waves(chains, groups, means, cores, flags,
                                                            lumps)
         excess = sum(q - Q[m] for m, q in waves.items())
@@ -1197,13 +1219,14 @@ class _Secant:
 
 def _read_back(chains: dict[int, _Chain], nu: dict[int, np.ndarray], means: np.ndarray,
                cores: tuple[int, ...], bursty: list[int], expo: list[int], N: int, Z: float,
-               held: float, cache: dict[int, np.ndarray],
+               held: float, cache: dict[int, np.ndarray], memo: SolveMemo,
                only: list[int] | None = None) -> tuple[np.ndarray, np.ndarray, int]:
     """Mean queues from the reference tier ``r`` (the bursty tier holding the most jobs):
     ``Q_m = sum_n P(n_r = n) E[n_m | N - n - held users in the rest]`` for an exponential
     tier, a bursty tier's from its chain. Returns ``Q``, the conditional means
     ``E[n_m | n_r = n]`` and ``r``. ``cache`` keeps ``E[n_m | k]`` between calls whose other
-    bursty tiers (none) do not change; ``only``: the exponential tiers to read (default all)."""
+    bursty tiers (none) do not change, ``memo`` between solves (with no other bursty tier);
+    ``only``: the exponential tiers to read (default all)."""
     Q = np.zeros(len(means))
     for b, chain in chains.items():
         Q[b] = float(chain.level @ np.arange(N + 1))
@@ -1215,8 +1238,9 @@ def _read_back(chains: dict[int, _Chain], nu: dict[int, np.ndarray], means: np.n
     for m in expo if only is None else only:
         if m not in cache:
             cache[m] = _conditional_queue(means, cores, expo, N, Z, m, others) if others \
-                else _shared_prefix(("E[n_m]", tuple(means[expo]), tuple(cores[e] for e in expo),
-                                     Z, expo.index(m)), N,
+                else _shared_prefix(memo.prefixes, ("E[n_m]", tuple(means[expo]),
+                                                    tuple(cores[e] for e in expo), Z,
+                                                    expo.index(m)), N,
                                     lambda n: _conditional_queue(means, cores, expo, n, Z, m, {}),
                                     [cores[e] for e in expo])
         cq = cache[m]
@@ -1297,28 +1321,27 @@ def _wave_queues(b: int, tiers: list[int], chain: _Chain, means: np.ndarray,
         dep = through_tier(dep, cores[m] / means[m])
 
 
-#: log G_E(k) and E[n_m | k users] of the exponential part, k = 0..N, by (means, cores, Z):
-#: their value at k does not depend on N (every convolution of heads up to LOG_SPACE_TAPS taps
-#: is done per output, in log space, and the geometric tails are running sums), so the probes
-#: of a capacity search share one computation at the largest N asked (:func:`_shared_prefix`)
-_PREFIXES = _Memo(64)
-#: a miss computes this much beyond the N asked (a search's next probes are near)
+#: a miss of :func:`_shared_prefix` computes this much beyond the N asked (a search's next
+#: probes are near)
 _PREFIX_AHEAD = 1.25
 
 
-def _shared_prefix(key: tuple[Any, ...], N: int, compute: Callable[[int], np.ndarray],
-                   tier_cores: list[int]) -> np.ndarray:
-    """``compute(N)`` (an array over ``k = 0..N`` whose entries do not depend on ``N``) from
-    :data:`_PREFIXES`: the first ``N + 1`` entries of a computation at a larger ``N``, read
-    only. Not cached when a tier's head has more than :data:`LOG_SPACE_TAPS` taps (the
-    linear-space blocks of :func:`_head_linear` are scaled by the range)."""
+def _shared_prefix(prefixes: _Memo, key: tuple[Any, ...], N: int,
+                   compute: Callable[[int], np.ndarray], tier_cores: list[int]) -> np.ndarray:
+    """``compute(N)`` (an array over ``k = 0..N`` whose entries do not depend on ``N``: log
+    ``G_E(k)``, ``E[n_m | k users]``; every convolution of heads up to LOG_SPACE_TAPS taps is
+    done per output, in log space, and the geometric tails are running sums) from
+    ``prefixes`` (:class:`SolveMemo`): the first ``N + 1`` entries of a computation at a
+    larger ``N``, read only. Not kept when a tier's head has more than
+    :data:`LOG_SPACE_TAPS` taps (the linear-space blocks of :func:`_head_linear` are scaled by
+    the range)."""
     if any(c + 1 > LOG_SPACE_TAPS for c in tier_cores):
         return compute(N)
-    hit = _PREFIXES.get(key)
+    hit = prefixes.get(key)
     if hit is None or hit.shape[0] <= N:
         hit = compute(int(math.ceil(_PREFIX_AHEAD * N)))
         hit.setflags(write=False)
-        _PREFIXES.put(key, hit)
+        prefixes.put(key, hit)
     return hit[: N + 1]
 
 

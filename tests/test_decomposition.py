@@ -270,3 +270,25 @@ def test_long_weight_heads_are_convolved_as_in_log_space(Z):
         assert np.all(np.isfinite(fast))
         assert fast == pytest.approx(slow, rel=1e-13, abs=1e-9)
         assert np.diff(fast) == pytest.approx(np.diff(slow), abs=1e-10)   # log X_rest
+
+
+def test_a_shared_memo_changes_no_answer_and_is_the_callers():
+    """Solves of one model share what does not depend on ``N`` through the caller's
+    :class:`SolveMemo` (a capacity search's probes): a solve after a larger one reads the
+    exponential part's prefix and the per-job chain's head from it and gives exactly the
+    answer of a solve without one; nothing is kept at module level."""
+    import solvers.decomposition as decomposition
+    from solvers.decomposition import SolveMemo
+
+    procs = [MAP.exponential(0.0005), MAP.exponential(0.006), BURSTY.scaled(0.012),
+             MAP.exponential(0.001), MAP.exponential(0.020)]
+    cores = [1, 4, 8, 2, 16]
+    memo = SolveMemo()
+    solve_decomposed(procs, 760, 2.0, servers=cores, memo=memo)
+    assert memo.prefixes._held and memo.heads._held
+    shared = solve_decomposed(procs, 700, 2.0, servers=cores, memo=memo)
+    alone = solve_decomposed(procs, 700, 2.0, servers=cores)
+    assert shared.throughput == alone.throughput
+    np.testing.assert_array_equal(shared.residence_time, alone.residence_time)
+    assert not [name for name, value in vars(decomposition).items()
+                if isinstance(value, (decomposition._Memo, SolveMemo))]

@@ -54,7 +54,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from solvers.decomposition import solve_decomposed
+from solvers.decomposition import SolveMemo, solve_decomposed
 from solvers.mapqn import solve_closed
 from solvers.mva import mva_curve
 from solvers.processes import MAP
@@ -133,6 +133,9 @@ class SystemModel:
     scv_targets: dict[str, float] = field(default_factory=dict)
     _cache: dict[int, Point] = field(default_factory=dict)
     _curve: Any = None
+    #: what the decomposition's solves of this model and its variants share (the probes of a
+    #: capacity search: :class:`solvers.decomposition.SolveMemo`)
+    _memo: SolveMemo = field(default_factory=SolveMemo, repr=False, compare=False)
 
     def variant(self, **changes: Any) -> "SystemModel":
         """A copy with ``changes`` (dataclass fields), its own flags and SCV targets (copied
@@ -251,8 +254,8 @@ class SystemModel:
                 if self.map_states(n) <= self.exact_state_limit() and self._exact_applies:
                     res, kind = solve_closed(procs, n, self.think_time, servers=cores), "map"
                 else:
-                    res, kind = (solve_decomposed(procs, n, self.think_time, servers=cores),
-                                 "map-fes")
+                    res, kind = (solve_decomposed(procs, n, self.think_time, servers=cores,
+                                                  memo=self._memo), "map-fes")
             except (RuntimeError, ValueError, np.linalg.LinAlgError) as exc:
                 self.flags.append(f"MAP network failed at population {n} ({exc}): MVA there")
                 point = self.mva_at(n)
