@@ -511,6 +511,33 @@ def test_capacity_search_down_from_two_failing_probes_follows_their_line():
     assert len(linear.calls) == 3 and 2044 * 0.97 <= n <= 2044
 
 
+def test_capacity_search_probes_where_one_probe_closes_the_bracket():
+    """From 2,951 (meets) and 3,063 (fails) at a 3% tolerance any probe in 2,972-3,042 closes
+    the bracket whichever way it falls; the search probes there once (the nudged estimate
+    went to 2,953, then took two more: 4 tiers, 1 bursty, cold)."""
+    f = Counted(lambda n: (n - 2990.5) / 1000)
+    n, limited = capacity_search(f, start=10, limit=100_000, rel_tol=0.03,
+                                 known={2951: f.f(2951), 3063: f.f(3063)})
+    assert not limited and len(f.calls) == 1 and 2972 <= f.calls[0] <= 3042
+    assert 2990 * 0.97 <= n <= 2990
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 100_000), st.integers(2, 5_000), st.sampled_from([0.0, 0.01, 0.03, 0.05]))
+def test_the_closing_window_is_every_probe_that_closes_the_bracket(lo, width, rel_tol):
+    from streams.predict.model import _closing_window
+
+    hi = lo + width
+
+    def closes(p: int) -> bool:
+        return hi - p <= max(1, int(rel_tol * hi)) and p - lo <= max(1, int(rel_tol * p))
+
+    window = _closing_window(lo, hi, rel_tol)
+    inside = [p for p in range(lo + 1, hi) if closes(p)]
+    assert window == ((inside[0], inside[-1]) if inside else None)
+    assert inside == list(range(inside[0], inside[-1] + 1)) if inside else True
+
+
 def test_capacity_search_without_the_secant_reads_known_values_as_signs():
     """The uncertainty band passes only the signs it knows (``{capacity: -1.0}``): with
     ``secant=False`` they bracket the search and nothing reads them as excesses."""

@@ -424,6 +424,9 @@ def capacity_search(excess: Callable[[int], float], *, start: int, limit: int,
             nudge = max(1.0, rel_tol * hi) / 2
             aim += nudge if side == "lo" else -nudge if side == "hi" else 0.0
             mid = min(max(int(round(aim)), lo + 1), hi - 1)
+        window = _closing_window(lo, hi, rel_tol)
+        if window is not None:              # one probe there closes it, whichever way it falls
+            mid = min(max(mid, window[0]), window[1])
         if check(mid) > 0:
             hi, f_hi = mid, known[mid]
             if side == "hi" and f_lo is not None:
@@ -435,6 +438,19 @@ def capacity_search(excess: Callable[[int], float], *, start: int, limit: int,
                 f_hi /= 2
             side = "lo"
     return lo, False
+
+
+def _closing_window(lo: int, hi: int, rel_tol: float) -> tuple[int, int] | None:
+    """The probes strictly inside ``(lo, hi)`` after which the bracket is within the
+    tolerance whether they meet the targets (``hi - p <= max(1, rel_tol hi)``) or not
+    (``p - lo <= max(1, rel_tol p)``); ``None`` when there are none. 4 tiers, 1 bursty
+    (docs/benchmarks.md), cold: from 2,951 (meets) and 3,063 (fails) the nudged estimate went
+    to 2,953, then 3,045 and 2,954; any probe in 2,972-3,042 closes it at once."""
+    low = max(hi - max(1, int(rel_tol * hi)), lo + 1)
+    high = min(int(lo / (1.0 - rel_tol)) + 1 if rel_tol < 1 else hi - 1, hi - 1)
+    while high > lo and high - lo > max(1, int(rel_tol * high)):
+        high -= 1
+    return (low, high) if low <= high else None
 
 
 def _below_failing(known: dict[int, float], hi: int, above: int, probe: int, lo: int,
