@@ -292,3 +292,31 @@ def test_a_shared_memo_changes_no_answer_and_is_the_callers():
     np.testing.assert_array_equal(shared.residence_time, alone.residence_time)
     assert not [name for name, value in vars(decomposition).items()
                 if isinstance(value, (decomposition._Memo, SolveMemo))]
+
+
+def test_a_long_per_job_chain_is_truncated_once_where_the_speed_scaled_one_needs(monkeypatch):
+    """4 tiers, a 16-core bursty database at 2,000 users: the first truncation comes from the
+    speed-scaled chain on every level (the heavier queue), so the per-job chain is factorised
+    once, on about half the levels, and its answer is the one on every level."""
+    import solvers.decomposition as decomposition
+
+    procs = [MAP.exponential(0.002), MAP.exponential(0.010), MAP.exponential(0.004),
+             BURSTY.scaled(0.020)]
+    cores = [4, 8, 4, 16]
+    sizes = []
+    real = decomposition._factor_and_solve
+
+    def counted(lam, proc, c, tr, *args):
+        if tr.level.shape[0] > 2 * lam.shape[0]:          # per-job (speed-scaled: 2 a level)
+            sizes.append(lam.shape[0] - 1)
+        return real(lam, proc, c, tr, *args)
+
+    monkeypatch.setattr(decomposition, "_factor_and_solve", counted)
+    res = solve_decomposed(procs, 2000, 7.0, servers=cores)
+    assert len(sizes) == 1 and 1000 < sizes[0] < 1500, sizes
+    monkeypatch.setattr(decomposition, "_first_levels", lambda lam, *args: lam.shape[0] - 1)
+    del sizes[:]
+    every = solve_decomposed(procs, 2000, 7.0, servers=cores)
+    assert sizes == [2000]
+    assert res.throughput == pytest.approx(every.throughput, rel=1e-12)
+    np.testing.assert_allclose(res.residence_time, every.residence_time, rtol=1e-10)
