@@ -675,8 +675,8 @@ def _per_job_applies(proc: MAP, cores: int) -> bool:
     return 1 < cores <= PER_JOB_MAX_CORES and proc.order > 1
 
 
-#: levels of a bursty tier's chain solved first; doubled while the top tenth holds more than
-#: TRUNCATION_MASS of the probability (a tier far from saturation rarely holds thousands)
+#: levels of a bursty tier's chain solved first (a longer per-job chain: :func:`_first_levels`);
+#: grown while the top tenth holds more than TRUNCATION_MASS of the probability
 FIRST_LEVELS = 512
 TRUNCATION_MASS = 1e-14
 #: relative residual ||pi Q|| / max|q_ii| above which a chain's solution is rejected
@@ -713,9 +713,11 @@ class _Patterns:
 def _solve_chain(lam: np.ndarray, proc: MAP, cores: int, per_job: bool = True,
                  patterns: _Patterns | None = None, first: int | None = None) -> _Chain:
     """:func:`_solve_levels` on levels ``0..L``, ``L`` grown from ``first`` (default
-    :data:`FIRST_LEVELS`, or ``N`` when ``N`` is at most twice that) by :func:`_more_levels`
-    until the levels above ``0.9 L`` hold at most :data:`TRUNCATION_MASS` (or ``L = N``); levels
-    above ``L`` get probability 0 and the nearest level's conditional throughput."""
+    :data:`FIRST_LEVELS`, or ``N`` when ``N`` is at most twice that; for a longer per-job
+    chain, where the speed-scaled chain needs its levels: :func:`_first_levels`) by
+    :func:`_more_levels` until the levels above ``0.9 L`` hold at most :data:`TRUNCATION_MASS`
+    (or ``L = N``); levels above ``L`` get probability 0 and the nearest level's conditional
+    throughput."""
     N = lam.shape[0] - 1
     patterns = patterns or _Patterns()
     pj = per_job and _per_job_applies(proc, cores)

@@ -367,11 +367,14 @@ def capacity_search(excess: Callable[[int], float], *, start: int, limit: int,
     solve's capacity) wants a small first step: a probe far beyond capacity is the most
     expensive solve of a MAP network. With ``secant``, that first step goes no farther than
     where the line through the start and the nearest known population below it crosses zero
-    (:func:`_first_aim`; ``known``'s values must then be excesses, not just their signs).
-    Inside the bracket it interpolates linearly (regula falsi, Illinois variant: the end that
-    stays twice has its value halved, so a convex ``excess`` does not pin one end), aiming half
-    the tolerance past the estimate away from the end that moved last, until the bracket is
-    within ``max(1, rel_tol * n)``: expensive solvers need a few probes, not ``log2 n``.
+    (:func:`_first_aim`; ``known``'s values must then be excesses, not just their signs), and
+    a step down from two failing probes goes half the tolerance below the line through them
+    (:func:`_below_failing`). Inside the bracket it interpolates linearly (regula falsi,
+    Illinois variant: the end that stays twice has its value halved, so a convex ``excess``
+    does not pin one end), aiming half the tolerance past the estimate away from the end that
+    moved last -- or, when some probes would close the bracket whichever way they fall, at the
+    nearest of them (:func:`_closing_window`) -- until the bracket is within
+    ``max(1, rel_tol * n)``: expensive solvers need a few probes, not ``log2 n``.
     Returns ``(n, limited)``; ``limited`` when ``limit`` itself meets the targets.
     """
     known = dict(known or {})
@@ -460,9 +463,9 @@ def _below_failing(known: dict[int, float], hi: int, above: int, probe: int, lo:
     the answer, and close to it when the two are (the line is the local slope), so the probe
     meets the targets; raised to the lowest probe that closes the bracket at ``hi`` when that
     is still below the zero. ``probe`` (the fixed step down) when the line does not rise or
-    its zero is not below ``hi``. A warm start more than the tolerance above the answer (system (d) of
-    docs/accuracy.md from 5% above: 760 and 737 fail) then brackets it with one more probe
-    instead of a doubled step and an interpolation."""
+    its zero is not below ``hi``. A warm start more than the tolerance above the answer
+    (system (d) of docs/accuracy.md from 5% above: 760 and 737 fail) then brackets it with
+    one more probe instead of a doubled step and an interpolation."""
     f_hi, f_above = known[hi], known[above]
     if not f_above > f_hi > 0:
         return probe
