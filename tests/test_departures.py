@@ -238,3 +238,24 @@ def test_a_wave_queue_that_does_not_solve_keeps_the_product_form_flagged(monkeyp
     assert any("did not solve" in f and "product-form queue" in f for f in res.flags)
     assert np.all(np.isfinite(res.residence_time)) and math.isfinite(res.throughput)
     assert res.residence_time[1] < plain.residence_time[1]     # the product form's queue
+
+
+def test_a_rare_phase_is_dropped_but_a_brief_frequent_one_is_kept():
+    """``_reachable`` drops the phases that take almost no part in the process's transitions
+    (stationary probability times exit rate), not the merely unlikely ones: a phase held
+    1e-12 of the time but left at 1e12/s carries a fair share of the transitions and stays;
+    one held 1e-12 of the time at an ordinary rate goes, and the rate is kept to 1e-10."""
+    from solvers.departures import _reachable
+
+    # phases: 0 (ordinary), 1 (brief, frequent: entered from 0 at 1/s, left at 1e12/s),
+    # 2 (rare: entered from 0 at 1e-12/s, left at 1/s)
+    D0 = np.array([[-3.0, 1.0, 1e-12], [0.0, -1e12, 0.0], [0.0, 0.0, -1.0]])
+    D0[0, 0] = -(1.0 + 1e-12 + 2.0)
+    D1 = np.array([[2.0, 0.0, 0.0], [1e12, 0.0, 0.0], [1.0, 0.0, 0.0]])
+    arrivals = MAP(D0, D1)
+    dep = DepartureMAP(arrivals.D0, arrivals.D1, arrivals.theta)
+    assert dep.w[1] < 1e-11 and dep.w[2] < 1e-11
+    kept = _reachable(dep)
+    assert kept.D0.shape == (2, 2)
+    np.testing.assert_allclose(kept.D1[1], [1e12, 0.0])
+    assert kept.rate == pytest.approx(dep.rate, rel=1e-10)
