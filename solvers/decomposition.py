@@ -1188,7 +1188,8 @@ def solve_decomposed(processes: Any, population: Any, think_time: Any, *,
         if moved <= WAVE_TOL * N or swept or on_line is not None:
             break
         step = min(max(secant.next(held, excess), 0.0), 0.5 * N)
-        if last is not None and abs(step - excess) <= WAVE_TOL * N:
+        if (last is not None and abs(step - excess) <= WAVE_TOL * N
+                and abs(step - held) <= LINE_REACH * N):
             on_line = _waves_on_line(last, (held, waves), step)
         last, held = (held, waves), step
     else:
@@ -1212,6 +1213,9 @@ def solve_decomposed(processes: Any, population: Any, think_time: Any, *,
 #: the held users move by at most this fraction of N
 WAVE_ITERATIONS = 12
 WAVE_TOL = 5e-5
+#: the last round's wave queues come off a line (:func:`_waves_on_line`) only this fraction of
+#: N or less from the round before's held users: read near a point the line passes through
+LINE_REACH = 0.01
 
 
 def _waves_on_line(a: tuple[float, dict[int, float]], b: tuple[float, dict[int, float]],
@@ -1221,7 +1225,7 @@ def _waves_on_line(a: tuple[float, dict[int, float]], b: tuple[float, dict[int, 
     secant's). Taken when the secant moves at most :data:`WAVE_TOL` of N past the last
     round's excess ``g``: for ``g`` about linear in ``h`` a plain step from that round would
     then already stop, so this round is the last; its chains are still re-solved at
-    ``held``. On system (d) at 735 users the excess moved 5.53 -> 5.35 held users between the
+    ``held``, at most :data:`LINE_REACH` of N from the last round's. On system (d) at 735 users the excess moved 5.53 -> 5.35 held users between the
     first two rounds and the line's queues differ from a full round's by at most 2.2e-5
     (relative, 600-816 users). ``None`` when the two rounds do not have the same tiers."""
     (ha, qa), (hb, qb) = a, b
