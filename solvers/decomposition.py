@@ -537,8 +537,7 @@ def _per_job(N: int, proc: MAP, cores: int, heads: _Memo | None = None) -> _Tran
     prior = np.concatenate([prior_of[min(n, cores)] for n in range(min(N, cores) + 1)]
                            + [np.tile(prior_of[cores], max(N - cores, 0))])
     full = min(N, cores + 1)            # levels above it repeat level cores + 1's pattern
-    src_a, dst_a, rate_a, up_a, head_exit = _per_job_head(N, proc, cores,
-                                                          heads if heads is not None else _Memo(1))
+    src_a, dst_a, rate_a, up_a, head_exit = _per_job_head(N, proc, cores, heads)
     exit_rate[: head_exit.shape[0]] = head_exit
     if N > full:                        # tile level `full`'s pattern over the higher levels
         lo, hi = start[full], start[full + 1]
@@ -595,13 +594,14 @@ class SolveMemo:
         self.prefixes = _Memo(64)
 
 
-def _per_job_head(N: int, proc: MAP, cores: int, heads: _Memo) -> tuple[np.ndarray, ...]:
+def _per_job_head(N: int, proc: MAP, cores: int,
+                  heads: _Memo | None) -> tuple[np.ndarray, ...]:
     """:func:`_per_job`'s transitions ``(src, dst, rate, up)`` out of levels
     ``0..min(N, c + 1)`` and those levels' completion rates, built state by state; for
     ``N > c + 1`` they do not depend on ``N`` and are kept in ``heads``
-    (:class:`SolveMemo`)."""
-    if N <= cores + 1:
-        return _per_job_states(N, proc, cores)
+    (:class:`SolveMemo`), if given."""
+    if N <= cores + 1 or heads is None:
+        return _per_job_states(min(N, cores + 2), proc, cores)
     key = (cores, proc.D0.tobytes(), proc.D1.tobytes())
     held = heads.get(key)
     return held if held is not None else heads.put(key, _per_job_states(cores + 2, proc, cores))

@@ -231,8 +231,9 @@ def map_m_c_mean(dep: DepartureMAP, mean: float, cores: int) -> float:
     mu = 1.0 / mean
     s = cores * mu
     G = _g_matrix(D1, D0 - s * eye, s * eye)
-    pis = _boundary(D0, D1, G, mu, cores)
-    R = csr_array(D1) @ G / s
+    up = csr_array(D1)                                  # sparse: one level's departures
+    pis = _boundary(D0, D1, up, G, mu, cores)
+    R = up @ G / s
     lu = lu_factor(eye - R, check_finite=False)
     tail = lu_solve(lu, pis[cores], trans=1, check_finite=False)       # pi_c (I-R)^{-1}
     twice = lu_solve(lu, lu_solve(lu, np.ones(P), check_finite=False), check_finite=False)
@@ -242,15 +243,14 @@ def map_m_c_mean(dep: DepartureMAP, mean: float, cores: int) -> float:
     return jobs / total
 
 
-def _boundary(D0: np.ndarray, D1: np.ndarray, G: np.ndarray, mu: float,
+def _boundary(D0: np.ndarray, D1: np.ndarray, up: csr_array, G: np.ndarray, mu: float,
               cores: int) -> np.ndarray:
     """``pi_0 .. pi_c`` (rows, up to a common factor) of the ``MAP/M/c`` queue's levels up to
     ``c`` (:func:`map_m_c_mean`): ``G_n`` down from ``G_c = G``, ``pi_0`` the null vector of
     ``D0 + D1 G_1`` (one balance equation replaced by the normalisation), then
-    ``pi_n = pi_{n-1} D1 G_n / (n mu)``."""
+    ``pi_n = pi_{n-1} D1 G_n / (n mu)``; ``up``: ``D1`` in CSR form."""
     P = D0.shape[0]
     eye = np.eye(P)
-    up = csr_array(D1)                                  # sparse: one level's departures
     down = [G]                                          # G_c, G_{c-1}, .., G_1
     for n in range(cores - 1, 0, -1):
         down.append(_solve(n * mu * eye - D0 - up @ down[-1], n * mu * eye))

@@ -424,7 +424,7 @@ def capacity_search(excess: Callable[[int], float], *, start: int, limit: int,
             aim = lo + (hi - lo) * (-f_lo) / (f_hi - f_lo)
             # a little past the estimate, away from the end that just moved: the next probe
             # can then close the bracket to the tolerance from the other side
-            nudge = max(1.0, rel_tol * hi) / 2
+            nudge = _half_tolerance(hi, rel_tol)
             aim += nudge if side == "lo" else -nudge if side == "hi" else 0.0
             mid = min(max(int(round(aim)), lo + 1), hi - 1)
         window = _closing_window(lo, hi, rel_tol)
@@ -469,10 +469,10 @@ def _below_failing(known: dict[int, float], hi: int, above: int, probe: int, lo:
     f_hi, f_above = known[hi], known[above]
     if not f_above > f_hi > 0:
         return probe
-    zero = hi - f_hi * (above - hi) / (f_above - f_hi)
+    zero = _line_zero(above, f_above, hi, f_hi)
     if not (math.isfinite(zero) and zero < hi):
         return probe
-    target = math.floor(zero - max(1.0, rel_tol * zero) / 2)
+    target = math.floor(zero - _half_tolerance(zero, rel_tol))
     closes = hi - max(1, int(rel_tol * hi))        # the lowest probe that can close it
     if target < closes <= zero:                    # the answer may still be above it
         target = closes
@@ -494,11 +494,21 @@ def _first_aim(known: dict[int, float], probe: int, value: float,
     a = max(below)
     if not value > known[a]:
         return None
-    zero = probe - value * (probe - a) / (value - known[a])
+    zero = _line_zero(a, known[a], probe, value)
     if not math.isfinite(zero):
         return None
-    nudge = max(1.0, rel_tol * zero) / 2
+    nudge = _half_tolerance(zero, rel_tol)
     return zero + nudge if value <= 0 else zero - nudge
+
+
+def _line_zero(x0: float, f0: float, x1: float, f1: float) -> float:
+    """Where the line through ``(x0, f0)`` and ``(x1, f1)`` crosses zero."""
+    return x1 - f1 * (x1 - x0) / (f1 - f0)
+
+
+def _half_tolerance(n: float, rel_tol: float) -> float:
+    """How far past an estimate ``n`` the search aims: half the tolerance there."""
+    return max(1.0, rel_tol * n) / 2
 
 
 def model_capacity(model: SystemModel, warm: int | None = None) -> tuple[int | None, bool]:
