@@ -63,6 +63,7 @@ tail. Cost: under 1 ms at 4,096 windows (``bench/bench_mapfit.py``).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
@@ -78,6 +79,7 @@ _TAIL = 1.0 - _Q
 _BISECT = 60
 _BAND = 0.005    # share of windows outside [a, b] at each end (noise of few completions)
 _LOG_MAX = math.log(np.finfo(float).max)
+_STANDARD_NORMAL = NormalDist()
 
 
 @dataclass(frozen=True)
@@ -121,11 +123,11 @@ def service_tail_p95(busy_times: Any, completions: Any) -> ServiceTail:
         return checked
     b, n, ignored, mean = checked
     means = b / n
-    lo, hi = (float(v) for v in np.quantile(means, [_BAND, 1.0 - _BAND]))
+    lo, hi = _quantiles(means, (_BAND, 1.0 - _BAND))
     fast = min(_denoised(means, n, lo, -1.0), mean)
     slow = max(_denoised(means, n, hi, 1.0), mean)
     share = (mean - fast) / (slow - fast) if slow > fast else 1.0
-    p95 = _mixture_quantile(np.array([1.0 - share, share]), np.array([fast, slow]))
+    p95 = _two_phase_quantile(share, fast, slow)
     if not math.isfinite(p95):
         return ServiceTail(None, None, b.size, ignored, "out_of_range")
     return ServiceTail(p95, mean, b.size, ignored, None, fast, slow, share)
@@ -138,21 +140,59 @@ def _denoised(means: np.ndarray, completions: np.ndarray, end: float, side: floa
     of all windows beyond it) is their ``1 - 0.005 / s`` quantile, ``mu (1 +- z_s / sqrt(n))``
     with ``n`` the median completions of the windows at or beyond the end. ``s`` is read as
     the share of windows within ``z_s / sqrt(n)`` of ``mu`` or beyond, starting from ``s = 1``
-    (two refinements). Kept as is when the factor is not positive (fewer than ``z^2``
+    (two refinements; a refinement that leaves ``s`` as it was ends them, the next would
+    repeat it). Kept as is when the factor is not positive (fewer than ``z^2``
     completions)."""
     def beyond(x: float) -> np.ndarray:
         return means >= x if side > 0.0 else means <= x
 
-    spread = 1.0 / math.sqrt(float(np.median(completions[beyond(end)])))
+    spread = 1.0 / math.sqrt(_median(completions[beyond(end)]))
     share, mu = 1.0, end
     for _ in range(3):
-        z = NormalDist().inv_cdf(1.0 - _BAND / max(share, 2.0 * _BAND))
+        z = _STANDARD_NORMAL.inv_cdf(1.0 - _BAND / max(share, 2.0 * _BAND))
         factor = 1.0 + side * z * spread
         if factor <= 0.0:
             return end
         mu = end / factor
-        share = float(np.count_nonzero(beyond(mu * (1.0 - side * z * spread)))) / means.size
+        refined = float(np.count_nonzero(beyond(mu * (1.0 - side * z * spread)))) / means.size
+        if refined == share:
+            break
+        share = refined
     return mu
+
+
+def _median(values: np.ndarray) -> float:
+    """``numpy.median(values)`` (no NaN) from ``numpy.partition``: the middle order
+    statistic, or the mean ``(lo + hi) / 2`` of the two middle ones, as numpy rounds it;
+    NaN for no values (only behind an infinite window mean)."""
+    if values.size == 0:
+        return math.nan
+    half = values.size // 2
+    if values.size % 2:
+        return float(np.partition(values, half)[half])
+    part = np.partition(values, (half - 1, half))
+    return (float(part[half - 1]) + float(part[half])) / 2.0
+
+
+def _quantiles(values: np.ndarray, levels: Sequence[float]) -> list[float]:
+    """``numpy.quantile(values, levels)`` (the default, linear method; non-empty, no NaN) from
+    one ``numpy.partition`` on the order statistics it interpolates, with numpy's arithmetic
+    for the same rounding: the virtual index ``h = (N - 1) q`` between ``x_(floor h)`` and the
+    next one (both the largest, index ``-1``, at ``h >= N - 1``), the weight ``t = h - floor h``
+    and ``_lerp``'s interpolation, from the upper end when ``t >= 1/2``."""
+    last = values.size - 1
+    spots = []
+    for h in (last * q for q in levels):
+        lo, hi = (math.floor(h), math.floor(h) + 1) if h < last else (-1, -1)
+        spots.append((h, lo, hi))
+    part = np.partition(values, sorted({i % values.size for _, lo, hi in spots
+                                        for i in (lo, hi)}))
+    out = []
+    for h, lo, hi in spots:
+        a, b = float(part[lo]), float(part[hi])
+        t, diff = h - lo, b - a
+        out.append(b - diff * (1.0 - t) if t >= 0.5 else a + diff * t)
+    return out
 
 
 def window_mixture_p95(busy_times: Any, completions: Any) -> ServiceTail:
@@ -191,29 +231,65 @@ def _mixture_quantile(weight: np.ndarray, means: np.ndarray) -> float:
 
     Only windows with ``m_k > 0`` have a tail; with ``W`` their total weight,
     ``W exp(-x/m_min) <= S(x) <= W exp(-x/m_max)`` brackets the root between
-    ``m_min ln(20 W)`` and ``m_max ln(20 W)``; bisection on ``log x``, then the midpoint.
-    The work is in units of ``m_max`` and in logs (``log(m_max / m_k)`` is finite for every
-    ``m_k > 0``), so extreme windows (a mean of ``1e-310`` beside ``1``, or near the float
-    range) neither overflow nor warn: a term whose exponent overflows is ``exp(-inf) = 0``.
-    A quantile beyond the float range is returned as ``inf`` (the caller flags it)."""
+    ``m_min ln(20 W)`` and ``m_max ln(20 W)``; bisection on ``log x``, then the midpoint
+    (:func:`_log_bisection`). The work is in units of ``m_max`` and in logs
+    (``log(m_max / m_k)`` is finite for every ``m_k > 0``), so extreme windows (a mean of
+    ``1e-310`` beside ``1``, or near the float range) neither overflow nor warn: a term whose
+    exponent overflows is ``exp(-inf) = 0``. A quantile beyond the float range is returned as
+    ``inf`` (the caller flags it)."""
     pos = means > 0.0
     if not np.any(pos):  # pragma: no cover - excluded by the caller (total busy time > 0)
         return 0.0
     w, m = weight[pos], means[pos]
-    if float(w.sum()) <= _TAIL:     # the tail mass lives in windows without busy time
+    total = float(w.sum())
+    if total <= _TAIL:     # the tail mass lives in windows without busy time
         return 0.0
     m_max = float(m.max())
     log_rate = math.log(m_max) - np.log(m)     # >= 0, finite for every m > 0
-    log_scale = math.log(math.log(float(w.sum()) / _TAIL))
-    lo = math.log(float(m.min())) - math.log(m_max) + log_scale
+
+    def survival(log_x: float) -> float:       # S(m_max e^log_x)
+        return float(np.dot(w, np.exp(-np.exp(log_x + log_rate))))
+
+    with np.errstate(over="ignore"):           # exp(+large) = inf, its term exp(-inf) = 0
+        return _log_bisection(survival, total, float(m.min()), m_max)
+
+
+def _two_phase_quantile(share: float, fast: float, slow: float) -> float:
+    """:func:`_mixture_quantile` of the two-phase marginal
+    ``S(x) = (1 - p) exp(-x/a) + p exp(-x/b)`` (``p`` ``share``, ``0 <= a <= b``, ``b > 0``)
+    in floats: the same bracket, bisection and rounding without numpy calls on two-element
+    arrays. A fast phase with ``a = 0`` has no tail and no weight in ``W``."""
+    if not slow > 0.0:  # pragma: no cover - no tail (the caller's mean underflowed to 0)
+        return 0.0
+    has_fast = fast > 0.0
+    w_fast = 1.0 - share if has_fast else 0.0
+    total = w_fast + share if has_fast else share
+    if total <= _TAIL:
+        return 0.0
+    log_rate = math.log(slow) - math.log(fast) if has_fast else 0.0    # log(b / a) >= 0
+
+    def survival(log_x: float) -> float:       # S(b e^log_x), log_x <= log ln(20 W) < 2
+        fast_exponent = log_x + log_rate       # exp(+large) would overflow: its term is 0
+        fast_tail = math.exp(-math.exp(fast_exponent)) if fast_exponent < _LOG_MAX else 0.0
+        return w_fast * fast_tail + share * math.exp(-math.exp(log_x))
+
+    return _log_bisection(survival, total, fast if has_fast else slow, slow)
+
+
+def _log_bisection(survival: Callable[[float], float], total: float, m_min: float,
+                   m_max: float) -> float:
+    """The root ``x`` of ``survival = 0.05`` for a mixture of exponentials with total weight
+    ``W`` (``total``) and means in ``[m_min, m_max]``, ``survival`` taking ``log(x / m_max)``:
+    bisection of ``[log(m_min / m_max) + log ln(20 W), log ln(20 W)]`` (60 steps or to a width
+    of ``1e-12``), then the midpoint; ``inf`` beyond the float range."""
+    log_scale = math.log(math.log(total / _TAIL))
+    lo = math.log(m_min) - math.log(m_max) + log_scale
     hi = log_scale
     for _ in range(_BISECT):
         if hi - lo <= 1e-12:
             break
         mid = 0.5 * (lo + hi)
-        with np.errstate(over="ignore"):       # exp(+large) = inf, its term exp(-inf) = 0
-            tail = float(np.dot(w, np.exp(-np.exp(mid + log_rate))))
-        if tail > _TAIL:
+        if survival(mid) > _TAIL:
             lo = mid
         else:
             hi = mid

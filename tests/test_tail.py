@@ -209,3 +209,23 @@ def test_extreme_windows_neither_warn_nor_give_nan(busy, done, p95):
 def test_a_p95_beyond_the_float_range_is_flagged(estimate):
     est = estimate([1.7e308, 1.7e308], [1, 1])
     assert est.flag == "out_of_range" and est.p95 is None and est.mean is None
+
+
+def test_partition_helpers_match_numpy_quantile_and_median_exactly():
+    # the band ends and the median of completions are numpy's to the last bit (same rounding)
+    from estimators.tail import _median, _quantiles
+    rng = np.random.default_rng(5)
+    for size in (1, 2, 3, 7, 60, 61, 200, 4096):
+        for values in (rng.exponential(0.004, size), np.round(rng.uniform(0, 5, size))):
+            assert _quantiles(values, (0.005, 0.995)) == np.quantile(values, [0.005, 0.995]
+                                                                     ).tolist()
+            assert _median(values) == float(np.median(values))
+
+
+@pytest.mark.parametrize("share, fast, slow", [(0.3, 0.002, 0.02), (1.0, 0.004, 0.004),
+                                               (0.5, 0.0, 0.01), (0.02, 1e-310, 1.0),
+                                               (0.9, 1.0, 1e300)])
+def test_two_phase_quantile_is_the_mixture_quantile_of_two_phases(share, fast, slow):
+    from estimators.tail import _mixture_quantile, _two_phase_quantile
+    assert _two_phase_quantile(share, fast, slow) == _mixture_quantile(
+        np.array([1.0 - share, share]), np.array([fast, slow]))
