@@ -72,6 +72,7 @@ _RANK_RTOL = 1e-10
 #: a utilization within this of [0, 1] is rounding: clamped (as in :mod:`estimators.demand`)
 _U_ROUNDING = 1e-9
 DISCIPLINES = ("ps", "fcfs")
+_FLOAT_MAX = float(np.finfo(float).max)
 
 
 @dataclass(frozen=True)
@@ -109,17 +110,12 @@ class Separability:
     def by_class(self) -> dict[str, dict[str, Any]]:
         """``{class: {"separable", "reason", "demand", "std_error", "vif", "recommended"}}``
         as plain JSON values (an infinite standard error or VIF as ``None``)."""
-        out = {}
-        for i, c in enumerate(self.classes):
-            out[c] = {
-                "separable": bool(self.separable[i]),
-                "reason": self.reasons[i],
-                "demand": float(self.demands[i]),
-                "std_error": _finite_or_none(self.std_error[i]),
-                "vif": _finite_or_none(self.vif[i]),
-                "recommended": float(self.recommended[i]),
-            }
-        return out
+        rows = zip(self.classes, self.separable.tolist(), self.reasons, self.demands.tolist(),
+                   self.std_error.tolist(), self.vif.tolist(), self.recommended.tolist())
+        return {c: {"separable": separable, "reason": reason, "demand": demand,
+                    "std_error": _finite_or_none(se), "vif": _finite_or_none(vif),
+                    "recommended": recommended}
+                for c, separable, reason, demand, se, vif, recommended in rows}
 
 
 def _finite_or_none(value: float) -> float | None:
@@ -127,8 +123,19 @@ def _finite_or_none(value: float) -> float | None:
     return v if math.isfinite(v) else None
 
 
-def _relative(se: np.ndarray, d: np.ndarray, d_bar: float) -> np.ndarray:
-    scale = np.maximum(np.abs(d), 0.1 * d_bar)
+def _scale(d: np.ndarray, d_bar: float) -> np.ndarray:
+    """``s_c = max(|D_c|, D_bar / 10)``, the scale a class's errors are judged against."""
+    return np.maximum(np.abs(d), 0.1 * d_bar)
+
+
+def _relative(se: np.ndarray, d: np.ndarray, d_bar: float,
+              scale: np.ndarray | None = None) -> np.ndarray:
+    """``se_c / s_c`` (``inf`` where ``se_c`` is infinite or ``s_c = 0``); ``scale`` ``s_c``
+    when already at hand."""
+    if scale is None:
+        scale = _scale(d, d_bar)
+    if _every(scale > 0.0):                       # se / s_c is inf exactly where se_c is
+        return se / scale
     with np.errstate(divide="ignore", invalid="ignore"):
         rel = np.where(scale > 0.0, se / np.where(scale > 0.0, scale, 1.0), np.inf)
     return np.where(np.isfinite(se), rel, np.inf)
@@ -155,12 +162,14 @@ def _check_inputs(utilization: Any, throughputs: Any, cores: Any
     if X.ndim != 2 or X.shape[0] != u.size or X.shape[1] == 0:
         raise ValueError(f"throughputs: expected shape ({u.size}, classes) with classes >= 1, "
                          f"got {X.shape}")
-    bad = ~(np.isfinite(u) & (u >= -_U_ROUNDING) & (u <= 1.0 + _U_ROUNDING))
-    if bad.any():
-        raise ValueError(f"utilization: entries must be finite and within [0, 1], "
-                         f"got {u[bad][:3].tolist()}")
-    bad_x = ~(np.isfinite(X) & (X >= 0.0))
-    if bad_x.any():
+    in_unit = _every((u >= 0.0) & (u <= 1.0))                # NaN is not
+    if not in_unit:
+        bad = ~(np.isfinite(u) & (u >= -_U_ROUNDING) & (u <= 1.0 + _U_ROUNDING))
+        if bad.any():
+            raise ValueError(f"utilization: entries must be finite and within [0, 1], "
+                             f"got {u[bad][:3].tolist()}")
+    if not _every((X >= 0.0) & (X < math.inf)):                # finite and >= 0; NaN is not
+        bad_x = ~(np.isfinite(X) & (X >= 0.0))
         raise ValueError(f"throughputs: entries must be finite and >= 0, "
                          f"got {X[bad_x][:3].tolist()}")
     try:
@@ -169,7 +178,7 @@ def _check_inputs(utilization: Any, throughputs: Any, cores: Any
         raise ValueError(f"cores: must be a positive number, got {cores!r}") from None
     if not (c > 0.0 and math.isfinite(c)):
         raise ValueError(f"cores: must be finite and > 0, got {cores!r}")
-    return np.clip(u, 0.0, 1.0), X, c
+    return (u if in_unit else np.clip(u, 0.0, 1.0)), X, c
 
 
 def _check_fraction(value: Any, field: str) -> float:
@@ -180,6 +189,23 @@ def _check_fraction(value: Any, field: str) -> float:
     if not v > 0.0:                                  # NaN fails too
         raise ValueError(f"{field}: must be > 0, got {value!r}")
     return v
+
+
+def _check_discipline(discipline: str) -> None:
+    if discipline not in DISCIPLINES:
+        raise ValueError(f"discipline: must be one of {DISCIPLINES}, got {discipline!r}")
+
+
+def _check_response_times(response_times: Any, shape: tuple[int, ...]) -> np.ndarray:
+    R = _as_array(response_times, "response_times")
+    if R.shape != shape:
+        raise ValueError(f"response_times: expected shape {shape}, got {R.shape}")
+    if np.count_nonzero(R < 0):                # NaN is "none reported"; -inf is ignored
+        finite = np.isfinite(R)
+        if (R[finite] < 0).any():
+            raise ValueError(f"response_times: entries must be >= 0 (NaN: none reported), "
+                             f"got {R[finite & (R < 0)][:3].tolist()}")
+    return R
 
 
 def _check_classes(classes: Sequence[str] | None, n: int) -> tuple[str, ...]:
@@ -211,25 +237,36 @@ def response_time_split(utilization: Sequence[float] | np.ndarray,
     class with completions never reported a response time, or no work was done.
     """
     u, X, c = _check_inputs(utilization, throughputs, cores)
-    if discipline not in DISCIPLINES:
-        raise ValueError(f"discipline: must be one of {DISCIPLINES}, got {discipline!r}")
-    R = _as_array(response_times, "response_times")
-    if R.shape != X.shape:
-        raise ValueError(f"response_times: expected shape {X.shape}, got {R.shape}")
-    finite = np.isfinite(R)
-    if (R[finite] < 0).any():
-        raise ValueError(f"response_times: entries must be >= 0 (NaN: none reported), "
-                         f"got {R[finite & (R < 0)][:3].tolist()}")
-    has = finite & (X > 0)
+    _check_discipline(discipline)
+    R = _check_response_times(response_times, X.shape)
+    return _split(u, X, R, c, discipline, X.mean(axis=0))
+
+
+def _every(mask: np.ndarray) -> bool:
+    """``mask.all()`` by ``numpy.count_nonzero`` (a fraction of a reduction's call cost)."""
+    return np.count_nonzero(mask) == mask.size
+
+
+def _selection(mask: np.ndarray) -> np.ndarray | slice:
+    """``mask`` as an index: the basic slice ``[:]`` when it selects everything (no copy)."""
+    return slice(None) if _every(mask) else mask
+
+
+def _split(u: np.ndarray, X: np.ndarray, R: np.ndarray, c: float, discipline: str,
+           x_bar: np.ndarray) -> np.ndarray | None:
+    """:func:`response_time_split` of checked input; ``x_bar`` ``X.mean(axis=0)``."""
+    has = np.isfinite(R) & (X > 0)
     weight = np.where(has, X, 0.0)
     w_sum = weight.sum(axis=0)
-    x_bar = X.mean(axis=0)
     seen = x_bar > 0
-    if not seen.any() or (w_sum[seen] <= 0).any():
+    if not np.count_nonzero(seen):
+        return None
+    cols = _selection(seen)
+    if np.count_nonzero(w_sum[cols] <= 0):
         return None
     r_bar = np.zeros(X.shape[1])
-    r_bar[seen] = (np.where(has, R, 0.0) * weight).sum(axis=0)[seen] / w_sum[seen]
-    busy = float(u.mean()) * c                     # U_bar cores
+    r_bar[cols] = (np.where(has, R, 0.0) * weight).sum(axis=0)[cols] / w_sum[cols]
+    busy = float(u.sum()) / u.size * c             # U_bar cores
     total = float(x_bar.sum())
     if not (busy > 0 and total > 0):
         return None
@@ -275,90 +312,120 @@ def assess_separability(utilization: Sequence[float] | np.ndarray,
     max_rel_se = _check_fraction(max_rel_se, "max_rel_se")
     max_vif = _check_fraction(max_vif, "max_vif")
     max_disagreement = _check_fraction(max_disagreement, "max_disagreement")
-    if discipline not in DISCIPLINES:
-        raise ValueError(f"discipline: must be one of {DISCIPLINES}, got {discipline!r}")
+    _check_discipline(discipline)
     z = u * c
     total = float(X.sum())
-    d_bar = float(z.sum()) / total if total > 0 else 0.0
+    z_sum = float(z.sum())
+    d_bar = z_sum / total if total > 0 else 0.0
 
+    seen, identifiable, demands, se, vif, cond = _least_squares(X, z)
+    scale = _scale(demands, d_bar)
+    rel = _relative(se, demands, d_bar, scale)
+    scaled = _every(scale > 0)
+    disagreement: dict[str, np.ndarray] = {}
+    disagrees = np.zeros(p, dtype=bool)
+    for name, values in (others or {}).items():
+        other = _as_array(values, f"others[{name!r}]")
+        if other.shape != (p,) or not _every(np.isfinite(other)):
+            raise ValueError(f"others[{name!r}]: expected {p} finite values, got {values!r}")
+        other_sd = np.zeros(p)
+        if others_std and name in others_std:
+            other_sd = _as_array(others_std[name], f"others_std[{name!r}]")
+            if other_sd.shape != (p,) or not _every(np.isfinite(other_sd) & (other_sd >= 0)):
+                raise ValueError(f"others_std[{name!r}]: expected {p} finite values >= 0, "
+                                 f"got {others_std[name]!r}")
+        diff = np.abs(other - demands)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            ratio = diff / scale if scaled else \
+                np.where(scale > 0, diff / np.where(scale > 0, scale, 1), 0.0)
+        # A ratio that overflows (a demand of 1e-300 against one of 1e10) is capped, not inf.
+        disagreement[name] = np.minimum(ratio, _FLOAT_MAX)
+        combined = 2.0 * np.sqrt(np.where(np.isfinite(se), se * se, 0.0) + other_sd ** 2)
+        disagrees |= identifiable & (disagreement[name] > max_disagreement) & (diff > combined)
+
+    reasons = _reasons(seen, identifiable, demands + 2.0 * se < 0.0, rel > max_rel_se,
+                       vif > max_vif, disagrees)
+    separable = np.array([r is None for r in reasons], dtype=bool)
+
+    x_bar = X.sum(axis=0) / n                      # X.mean(axis=0), without its overhead
+    split = None
+    if response_times is not None:
+        split = _split(u, X, _check_response_times(response_times, X.shape), c, discipline,
+                       x_bar)
+    recommended = _recommend(demands, separable, seen, split, x_bar, z_sum / n, d_bar)
+    return Separability(
+        classes=names, demands=demands, std_error=se, vif=vif, condition_number=cond,
+        separable=separable, reasons=reasons, response_split=split,
+        recommended=recommended, class_blind=d_bar, disagreement=disagreement, windows=n)
+
+
+def _least_squares(X: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                           np.ndarray, np.ndarray, float]:
+    """The ordinary least squares ``z ~ X D`` on the column-equilibrated design
+    ``X~ = X / ||X_c||`` (module docstring): per class ``seen`` (any completions),
+    ``identifiable`` (untouched by the null space of ``X~``), the demand ``D_c`` (the
+    minimum-norm solution; ``0`` where not identifiable), its standard error
+    ``se_c = sqrt(s^2 [(X~^T X~)^+]_cc) / ||X_c||`` and ``VIF_c = [(X~^T X~)^+]_cc`` (both
+    ``inf`` where not identifiable), and the condition number of ``X~`` (``inf``:
+    rank-deficient)."""
+    n, p = X.shape
     norms = np.sqrt((X * X).sum(axis=0))
     seen = norms > 0
     demands = np.zeros(p)
     se = np.full(p, np.inf)
     vif = np.full(p, np.inf)
-    cond = math.inf
     identifiable = np.zeros(p, dtype=bool)
-    if seen.any():
-        Xs = X[:, seen] / norms[seen]
-        Us, s, Vt = np.linalg.svd(Xs, full_matrices=False)
-        rank = int((s > _RANK_RTOL * s[0]).sum())
-        q = int(seen.sum())
-        keep = s > _RANK_RTOL * s[0]
-        coef = Vt[keep].T @ ((Us[:, keep].T @ z) / s[keep])    # minimum-norm least squares
-        cond = float(s[0] / s[-1]) if rank == q else math.inf
-        # classes untouched by the null space are identifiable (their row of V_null is ~0)
-        null = Vt[~keep]
-        free = (np.abs(null) <= 1e-8).all(axis=0) if null.size else np.ones(q, dtype=bool)
-        inv_diag = ((Vt[keep] / s[keep, None]) ** 2).sum(axis=0)    # diag((Xs^T Xs)^+)
-        resid = z - Xs @ coef
-        dof = n - rank
-        s2 = float(resid @ resid) / dof if dof > 0 else math.inf
-        idx = np.flatnonzero(seen)
-        for j, i in enumerate(idx):
-            if free[j]:
-                identifiable[i] = True
-                demands[i] = coef[j] / norms[i]
-                vif[i] = inv_diag[j]
-                se[i] = math.sqrt(s2 * inv_diag[j]) / norms[i] if math.isfinite(s2) \
-                    else math.inf
+    if not np.count_nonzero(seen):
+        return seen, identifiable, demands, se, vif, math.inf
+    Xs = X[:, seen] / norms[seen]          # (its memory layout sets the rounding of Xs @ coef)
+    Us, s, Vt = np.linalg.svd(Xs, full_matrices=False)
+    keep = s > _RANK_RTOL * float(s[0])
+    rank = int(np.count_nonzero(keep))
+    # the kept rows of Vt and entries of s (a row mask copies Vt in the same layout); Us keeps
+    # the column mask, whose copy has another layout than Us and so its own rounding
+    kept = _selection(keep)
+    coef = Vt[kept].T @ ((Us[:, keep].T @ z) / s[kept])    # minimum-norm least squares
+    cond = float(s[0] / s[-1]) if rank == Xs.shape[1] else math.inf
+    # classes untouched by the null space are identifiable (their row of V_null is ~0)
+    free: np.ndarray | slice = slice(None)
+    if not isinstance(kept, slice):
+        free = _selection((np.abs(Vt[~keep]) <= 1e-8).all(axis=0))
+    inv_diag = ((Vt[kept] / s[kept][:, None]) ** 2).sum(axis=0)    # diag((Xs^T Xs)^+)
+    resid = z - Xs @ coef
+    dof = n - rank
+    s2 = float(resid @ resid) / dof if dof > 0 else math.inf
+    cols = _selection(seen) if isinstance(free, slice) else np.flatnonzero(seen)[free]
+    identifiable[cols] = True
+    demands[cols] = coef[free] / norms[cols]
+    vif[cols] = inv_diag[free]
+    if math.isfinite(s2):
+        se[cols] = np.sqrt(s2 * inv_diag[free]) / norms[cols]
+    return seen, identifiable, demands, se, vif, cond
 
-    rel = _relative(se, demands, d_bar)
-    disagreement: dict[str, np.ndarray] = {}
-    disagrees = np.zeros(p, dtype=bool)
-    scale = np.maximum(np.abs(demands), 0.1 * d_bar)
-    for name, values in (others or {}).items():
-        other = _as_array(values, f"others[{name!r}]")
-        if other.shape != (p,) or not np.isfinite(other).all():
-            raise ValueError(f"others[{name!r}]: expected {p} finite values, got {values!r}")
-        other_sd = np.zeros(p)
-        if others_std and name in others_std:
-            other_sd = _as_array(others_std[name], f"others_std[{name!r}]")
-            if other_sd.shape != (p,) or not (np.isfinite(other_sd) & (other_sd >= 0)).all():
-                raise ValueError(f"others_std[{name!r}]: expected {p} finite values >= 0, "
-                                 f"got {others_std[name]!r}")
-        diff = np.abs(other - demands)
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            ratio = np.where(scale > 0, diff / np.where(scale > 0, scale, 1), 0.0)
-        # A ratio that overflows (a demand of 1e-300 against one of 1e10) is capped, not inf.
-        disagreement[name] = np.minimum(ratio, np.finfo(float).max)
-        combined = 2.0 * np.sqrt(np.where(np.isfinite(se), se * se, 0.0) + other_sd ** 2)
-        disagrees |= identifiable & (disagreement[name] > max_disagreement) & (diff > combined)
 
+def _reasons(seen: np.ndarray, identifiable: np.ndarray, negative: np.ndarray,
+             imprecise: np.ndarray, inflated: np.ndarray, disagrees: np.ndarray
+             ) -> tuple[str | None, ...]:
+    """Per class the first of :data:`REASONS` that holds, ``None`` for a separable class:
+    ``negative`` ``D_c + 2 se_c < 0``, ``imprecise`` ``se_c / s_c > max_rel_se`` (``collinear``
+    when also ``inflated``, ``VIF_c > max_vif``), ``disagrees`` another estimate differs."""
     reasons: list[str | None] = []
-    for i in range(p):
-        if not seen[i]:
+    for has_seen, has_id, neg, imp, infl, dis in zip(
+            seen.tolist(), identifiable.tolist(), negative.tolist(), imprecise.tolist(),
+            inflated.tolist(), disagrees.tolist()):
+        if not has_seen:
             reasons.append("no_completions")
-        elif not identifiable[i]:
+        elif not has_id:
             reasons.append("not_identifiable")
-        elif demands[i] + 2.0 * se[i] < 0.0:
+        elif neg:
             reasons.append("negative")
-        elif rel[i] > max_rel_se:
-            reasons.append("collinear" if vif[i] > max_vif else "imprecise")
-        elif disagrees[i]:
+        elif imp:
+            reasons.append("collinear" if infl else "imprecise")
+        elif dis:
             reasons.append("estimators_disagree")
         else:
             reasons.append(None)
-    separable = np.array([r is None for r in reasons])
-
-    split = None
-    if response_times is not None:
-        split = response_time_split(u, X, response_times, c, discipline)
-    recommended = _recommend(demands, separable, seen, split, X.mean(axis=0), float(z.mean()),
-                             d_bar)
-    return Separability(
-        classes=names, demands=demands, std_error=se, vif=vif, condition_number=cond,
-        separable=separable, reasons=tuple(reasons), response_split=split,
-        recommended=recommended, class_blind=d_bar, disagreement=disagreement, windows=n)
+    return tuple(reasons)
 
 
 def _recommend(demands: np.ndarray, separable: np.ndarray, seen: np.ndarray,
@@ -368,10 +435,9 @@ def _recommend(demands: np.ndarray, separable: np.ndarray, seen: np.ndarray,
     classes not separated are rescaled together so that ``x_bar @ D = busy`` (the aggregate the
     utilization law pins down), as far as non-negative demands allow."""
     out = np.where(separable, np.maximum(demands, 0.0), 0.0)
-    fallback = split if split is not None else np.full(demands.size, d_bar)
     loose = ~separable & seen
-    out[loose] = fallback[loose]
-    if loose.any():
+    if np.count_nonzero(loose):
+        out[loose] = split[loose] if split is not None else d_bar
         fixed = float(x_bar[~loose] @ out[~loose])
         free = float(x_bar[loose] @ out[loose])
         remaining = busy - fixed
