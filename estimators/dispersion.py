@@ -672,7 +672,8 @@ def _wls(y: np.ndarray, t: np.ndarray, weight: np.ndarray, span: np.ndarray,
          gammas: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Weighted least squares of ``y`` (rows: replicates ``r``, columns: levels ``j``) on
     ``E Y(t) = I_inf (1 - f(t) - t/S) + I_0 f(t)``, ``f(t) = (1 - e^{-gamma t})/(gamma t)``,
-    for each ``gammas[r, g]``; ``span[r]`` is ``S``. Returns ``I_inf``, ``I_0`` and the weighted
+    for each ``gammas[r, g]`` (a single row ``(1, G)``: the same grid for every replicate, its
+    ``f(t)`` computed once); ``span[r]`` is ``S``. Returns ``I_inf``, ``I_0`` and the weighted
     squared error, shape ``(R, G)``, and the fitted curves ``(R, G, J)``. ``I_0, I_inf >= 0``
     (when one comes out negative it is 0 and the other is refitted alone)."""
     gt = gammas[:, :, None] * t[None, None, :]                        # (R, G, J)
@@ -707,8 +708,7 @@ def _fit_curves(y: np.ndarray, t: np.ndarray, weight: np.ndarray, span: np.ndarr
     estimate is a smooth function of the data, which the jackknife needs). Returns per
     replicate ``I_inf``, ``I_0``, ``gamma``, the fitted curve and whether ``gamma`` sits at
     the lower end of the grid."""
-    rows = y.shape[0]
-    _, _, sse, _ = _wls(y, t, weight, span, np.broadcast_to(grid, (rows, grid.size)))
+    _, _, sse, _ = _wls(y, t, weight, span, grid[None, :])     # one grid for every row
     best = np.argmin(sse, axis=1)
     low_end = best == 0
     log_g = np.log(grid[np.clip(best, 1, grid.size - 2)])
