@@ -91,8 +91,8 @@ class ServiceTail:
     ``slow_mean`` ``b`` and ``slow_share`` ``p`` (``None`` for :func:`window_mixture_p95`).
     ``p95`` and ``mean`` are ``None`` (``flag == "no_completions"``) when no window completed
     a request, (``flag == "no_busy_time"``) when the windows with completions have no busy
-    time, or (``flag == "out_of_range"``) when the total busy time or the p95 exceeds the
-    float range.
+    time, or (``flag == "out_of_range"``) when the total busy time, a window's mean
+    ``B_k / n_k`` or the p95 exceeds the float range.
     """
 
     p95: float | None
@@ -121,8 +121,7 @@ def service_tail_p95(busy_times: Any, completions: Any) -> ServiceTail:
     checked = _windows(busy_times, completions)
     if isinstance(checked, ServiceTail):
         return checked
-    b, n, ignored, mean = checked
-    means = b / n
+    b, n, ignored, mean, means = checked
     lo, hi = _quantiles(means, (_BAND, 1.0 - _BAND))
     fast = min(_denoised(means, n, lo, -1.0), mean)
     slow = max(_denoised(means, n, hi, 1.0), mean)
@@ -203,17 +202,19 @@ def window_mixture_p95(busy_times: Any, completions: Any) -> ServiceTail:
     checked = _windows(busy_times, completions)
     if isinstance(checked, ServiceTail):
         return checked
-    b, n, ignored, mean = checked
-    p95 = _mixture_quantile(n / float(n.sum()), b / n)
+    b, n, ignored, mean, means = checked
+    p95 = _mixture_quantile(n / float(n.sum()), means)
     if not math.isfinite(p95):
         return ServiceTail(None, None, b.size, ignored, "out_of_range")
     return ServiceTail(p95, mean, b.size, ignored, None)
 
 
 def _windows(busy_times: Any, completions: Any
-             ) -> ServiceTail | tuple[np.ndarray, np.ndarray, int, float]:
-    """The windows with completions, how many were left out and ``sum B / sum n``; or the
-    flagged result when there is nothing to estimate from."""
+             ) -> ServiceTail | tuple[np.ndarray, np.ndarray, int, float, np.ndarray]:
+    """The windows with completions, how many were left out, ``sum B / sum n`` and the window
+    means ``B_k / n_k``; or the flagged result when there is nothing to estimate from (a
+    window mean beyond the float range -- ``n_k < 1`` under a huge ``B_k`` -- is
+    ``out_of_range``: its phase means would be infinite and the p95 meaningless)."""
     b, n, ignored = windows_with_completions(busy_times, completions)
     if b.size == 0:
         return ServiceTail(None, None, 0, ignored, "no_completions")
@@ -223,7 +224,11 @@ def _windows(busy_times: Any, completions: Any
         return ServiceTail(None, None, b.size, ignored, "no_busy_time")
     if not math.isfinite(total_b):
         return ServiceTail(None, None, b.size, ignored, "out_of_range")
-    return b, n, ignored, total_b / float(n.sum())
+    with np.errstate(over="ignore"):
+        means = b / n
+    if not np.isfinite(means).all():
+        return ServiceTail(None, None, b.size, ignored, "out_of_range")
+    return b, n, ignored, total_b / float(n.sum()), means
 
 
 def _mixture_quantile(weight: np.ndarray, means: np.ndarray) -> float:

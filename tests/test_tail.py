@@ -211,6 +211,18 @@ def test_a_p95_beyond_the_float_range_is_flagged(estimate):
     assert est.flag == "out_of_range" and est.p95 is None and est.mean is None
 
 
+@pytest.mark.filterwarnings("error")
+@pytest.mark.parametrize("estimate", [service_tail_p95, window_mixture_p95])
+@pytest.mark.parametrize("busy, done", [([1e308, 1.0, 2.0, 1.5], [0.5, 10, 12, 11]),
+                                        ([1e300, 1.0, 2.0], [1e-10, 10, 12])])
+def test_a_window_mean_beyond_the_float_range_is_flagged_not_nan(estimate, busy, done):
+    # the total busy time is finite but one window's B_k / n_k (n_k < 1) overflows: the
+    # two-phase estimate returned p95 = 0 with a NaN slow phase before
+    est = estimate(busy, done)
+    assert est.flag == "out_of_range" and est.p95 is None and est.mean is None
+    assert est.slow_mean is None
+
+
 def test_partition_helpers_match_numpy_quantile_and_median_exactly():
     # the band ends and the median of completions are numpy's to the last bit (same rounding)
     from estimators.tail import _median, _quantiles
