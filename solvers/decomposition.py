@@ -1113,7 +1113,7 @@ def _trivial(procs: list[MAP], cores: tuple[int, ...], Z: float) -> Decompositio
 
 
 def solve_decomposed(processes: Any, population: Any, think_time: Any, *,
-                     servers: Any = None, tol: float = 1e-7,
+                     servers: Any = None, tol: float = 1e-6,
                      max_iterations: int = 50,
                      memo: SolveMemo | None = None) -> DecompositionResult:
     """Closed network of MAP tiers with cores, by flow-equivalent decomposition (module notes).

@@ -410,12 +410,13 @@ def capacity_search(excess: Callable[[int], float], *, start: int, limit: int,
                 if lo >= limit:
                     return limit, True
                 probe = min(max(int(lo * (1.0 + step)), lo + 1), limit)
-                if aim is not None:             # the first step: to the secant's zero, if nearer
-                    probe, aim = min(max(math.ceil(aim), lo + 1), probe), None
+                if aim is not None:             # to the secant's zero, if nearer
+                    probe = min(max(math.ceil(aim), lo + 1), probe)
                 if check(probe) > 0:
                     hi = probe
                     break
                 lo, step = probe, min(2.0 * step, 1.0)
+                aim = _up_aim(known, lo, rel_tol) if secant else None
     side = ""
     f_lo, f_hi = known.get(lo), known[hi]
     while hi - lo > max(1, int(rel_tol * hi)):
@@ -499,6 +500,30 @@ def _first_aim(known: dict[int, float], probe: int, value: float,
         return None
     nudge = _half_tolerance(zero, rel_tol)
     return zero + nudge if value <= 0 else zero - nudge
+
+
+def _up_aim(known: dict[int, float], lo: int, rel_tol: float) -> float | None:
+    """The next step up from ``lo`` after a step that met the targets: :func:`_first_aim`'s
+    through ``lo`` and the point below it, held to the highest probe that closes the bracket
+    at ``lo`` if it fails (``p - lo <= max(1, rel_tol p)``) when the line's zero lies below
+    that probe -- for a convex ``excess`` the zero is above the answer, so that probe fails
+    and the search ends. 4 tiers, 2 bursty (docs/benchmarks.md), warm from 5% below: 1,964
+    and 2,022 met, the line's zero was 2,071 (the answer ~2,068); the doubled step went to
+    2,143 and an interpolation to 2,079, where one probe at 2,084 closes it."""
+    aim = _first_aim(known, lo, known[lo], rel_tol)
+    if aim is None:
+        return None
+    closing = _closing_above(lo, rel_tol)
+    return min(aim, closing) if aim - _half_tolerance(aim, rel_tol) <= closing else aim
+
+
+def _closing_above(lo: int, rel_tol: float) -> int:
+    """The highest ``p > lo`` with ``p - lo <= max(1, rel_tol p)``: a failing probe there
+    brackets the answer at ``lo`` to the tolerance."""
+    high = int(lo / (1.0 - rel_tol)) + 1 if rel_tol < 1 else lo + 1
+    while high > lo + 1 and high - lo > max(1, int(rel_tol * high)):
+        high -= 1
+    return high
 
 
 def _line_zero(x0: float, f0: float, x1: float, f1: float) -> float:
