@@ -463,6 +463,22 @@ def test_capacity_search_uses_known_points():
     assert 120 not in f.calls and min(f.calls) > 120
 
 
+def test_capacity_search_steps_up_to_the_chord_that_closes_the_bracket():
+    """A warm start 5% below the answer of a convex excess (4 tiers, 2 bursty,
+    docs/benchmarks.md): after the first step of the tolerance meets the targets too, the
+    next step goes to the probe that closes the bracket at the last good one -- the chord
+    through the two good probes crosses zero inside it -- not a doubled step and an
+    interpolation (1,964, 2,022, 2,143, 2,079 before)."""
+    def excess(n):
+        return math.expm1((n - 2068.4) / 700.0)
+    f = Counted(excess)
+    n, limited = capacity_search(f, start=1964, limit=100_000, known={827: excess(827)},
+                                 rel_tol=0.03, growth=1.03)
+    assert (n, limited) == (2022, False)
+    assert f.calls == [1964, 2022, 2084]
+    assert excess(2084) > 0 and 2084 - 2022 <= int(0.03 * 2084)
+
+
 def test_capacity_search_from_a_near_start_stays_near_it():
     """Started from the last solve's capacity with a small growth (streams.core.system), the search
     never probes far beyond the answer (the costliest MAP network solves are there)."""
