@@ -277,3 +277,56 @@ def test_trend_guard_stays_quiet_on_a_calm_non_bursty_shop():
     _, preds, events = _run("non_bursty", 294, 12.0, seed=3)
     assert any(p.get("alert_untrusted") for p in preds if p.get("model"))
     assert not [e for e in events if e["alert"] == "predicted_breach"]
+
+
+# -- the users trend: a ramp that began within the window ---------------------------------------
+
+def test_slope_with_error_is_the_textbook_least_squares_slope_and_standard_error():
+    from scipy.stats import linregress
+    from streams.predict.response_trend import least_squares_line, slope_with_error
+
+    rng = np.random.default_rng(3)
+    t = np.sort(rng.uniform(0.0, 900.0, 120))
+    y = 80.0 + 0.05 * t + rng.normal(0.0, 4.0, t.size)
+    rows = [[a, b] for a, b in zip(t.tolist(), y.tolist())]
+    slope, se = slope_with_error(rows, 900.0)
+    ref = linregress(t, y)
+    assert slope == pytest.approx(ref.slope, rel=1e-12)
+    assert se == pytest.approx(ref.stderr, rel=1e-10)
+    assert slope == least_squares_line(rows, 900.0)[1]
+    assert slope_with_error(rows[:2], 900.0) == (0.0, math.inf)
+    assert slope_with_error([[5.0, 1.0]] * 4, 900.0) == (0.0, math.inf)
+
+
+def _users_trend(points):
+    state = SystemState("s", SystemConfig(tiers=("db",), sla_s={"*": 0.1}))
+    for end, users in points:
+        state._add_users_point(end, users)
+    return state._trend(points[-1][0])
+
+
+def test_a_ramp_that_began_within_the_trend_window_is_read_at_its_own_slope():
+    """Flat at 86 users for 11 minutes, then +6 users a minute for 4 (5-s windows): the
+    15-minute line reads about a fifth of the ramp's slope; the users trend is the ramp's."""
+    from streams.predict.response_trend import least_squares_line
+
+    ends = np.arange(5.0, 901.0, 5.0)
+    users = np.where(ends <= 660.0, 86.0, 86.0 + 0.1 * (ends - 660.0))
+    points = [[e, u] for e, u in zip(ends.tolist(), np.round(users).tolist())]
+    whole = least_squares_line(points, 900.0)[1]
+    assert whole < 0.35 * 0.1
+    assert _users_trend(points) == pytest.approx(0.1, rel=0.1)
+
+
+def test_on_a_flat_noisy_load_the_recent_slope_rarely_replaces_the_window_s():
+    # the last third is read on its own only when it rises by more than two standard errors
+    # above the whole window's line: by chance about 2% of the time on a flat load
+    from streams.predict.response_trend import least_squares_line
+
+    ends = np.arange(5.0, 901.0, 5.0)
+    replaced = 0
+    for seed in range(200):
+        users = 150.0 + np.random.default_rng(seed).normal(0.0, 5.0, ends.size)
+        points = [[e, u] for e, u in zip(ends.tolist(), np.round(users).tolist())]
+        replaced += _users_trend(points) != least_squares_line(points, 900.0)[1]
+    assert replaced <= 10

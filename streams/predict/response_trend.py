@@ -58,8 +58,8 @@ from typing import Mapping, Sequence
 from streams.core.tier import PROVISIONAL_FLAGS
 
 __all__ = ["MIN_POINTS", "TrendReading", "add_points", "contradicted_reason",
-           "horizon_condition", "least_squares_line", "near_capacity_reason", "trend_reading",
-           "untrusted_reasons"]
+           "horizon_condition", "least_squares_line", "near_capacity_reason", "slope_with_error",
+           "trend_reading", "untrusted_reasons"]
 
 #: a class's line needs at least this many solves (Prometheus' ``predict_linear`` needs 2;
 #: 3 give a residual)
@@ -100,16 +100,37 @@ def least_squares_line(rows: Sequence[Sequence[float]], time: float) -> tuple[fl
     """Least-squares ``(level at time, slope)`` through ``rows`` of ``[t, y]`` (at least one;
     slope 0 when every ``t`` is the same): the trend guard's line of a class's response time,
     and the measured users' trend."""
+    t_mean, y_mean, tc, denom, slope = _line(rows, time)
+    return y_mean + slope * (0.0 - t_mean), slope
+
+
+def slope_with_error(rows: Sequence[Sequence[float]], time: float) -> tuple[float, float]:
+    """:func:`least_squares_line`'s slope through ``rows`` of ``[t, y]`` and its standard
+    error ``sqrt(sum e^2 / (n - 2) / sum (t - t_bar)^2)`` (``e`` the residuals); ``(0, inf)``
+    with fewer than three rows or every ``t`` the same."""
+    if len(rows) < 3:
+        return 0.0, math.inf
+    _, y_mean, tc, denom, slope = _line(rows, time)
+    if not denom > 0:
+        return 0.0, math.inf
+    sse = math.fsum((row[1] - y_mean - slope * d) ** 2 for d, row in zip(tc, rows))
+    return slope, math.sqrt(sse / (len(rows) - 2) / denom)
+
+
+def _line(rows: Sequence[Sequence[float]], time: float
+          ) -> tuple[float, float, list[float], float, float]:
+    """The least-squares line's ``t_bar`` (from ``time``), ``y_bar``, centred times, their sum
+    of squares and the slope (0 when that sum is 0)."""
     # plain floats: a line through a few dozen points costs ~5x less than through arrays
     n = len(rows)
     t = [row[0] - time for row in rows]
     t_mean = math.fsum(t) / n
-    r_mean = math.fsum(row[1] for row in rows) / n
+    y_mean = math.fsum(row[1] for row in rows) / n
     tc = [x - t_mean for x in t]
     denom = math.fsum(d * d for d in tc)
-    slope = math.fsum(d * (row[1] - r_mean) for d, row in zip(tc, rows)) / denom \
+    slope = math.fsum(d * (row[1] - y_mean) for d, row in zip(tc, rows)) / denom \
         if denom > 0 else 0.0
-    return r_mean + slope * (0.0 - t_mean), slope
+    return t_mean, y_mean, tc, denom, slope
 
 
 def horizon_condition(time_to_breach: float | None, reach_s: float, horizon_s: float,
