@@ -1094,8 +1094,11 @@ def _tight(config):
     """``config`` with a 15 ms SLA for every class: every solve of the trace is at risk (it is
     solved by MVA, its burstiness not yet measured, which puts the shop's response time at
     9-14 ms for 20-40 users with the true demands; at 20 ms the first six solves were not at
-    risk and the state at records 130 and 170 had no remediation hints)."""
-    return replace(config, systems={k: replace(v, sla_s={"*": 0.015})
+    risk and the state at records 130 and 170 had no remediation hints), and a 5-minute
+    horizon: the users ramp 20 -> 40 in the trace's last 4 minutes, which the users trend
+    reads at its slope (~5 users a minute), so 15 minutes ahead it expects 89 users, which
+    no scaling action serves (only admission: no hints to persist)."""
+    return replace(config, systems={k: replace(v, sla_s={"*": 0.015}, horizon_s=300.0)
                                     for k, v in config.systems.items()})
 
 

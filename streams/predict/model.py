@@ -489,6 +489,16 @@ def _first_aim(known: dict[int, float], probe: int, value: float,
     curve beyond them), below it when ``probe`` fails (the chord runs above the curve). A
     warm start a few percent from the answer then brackets it with one more probe instead of
     a fixed step and an interpolation. ``None`` without such a point or an increase."""
+    zero = _chord_zero(known, probe, value)
+    if zero is None:
+        return None
+    nudge = _half_tolerance(zero, rel_tol)
+    return zero + nudge if value <= 0 else zero - nudge
+
+
+def _chord_zero(known: dict[int, float], probe: int, value: float) -> float | None:
+    """Where the line through ``(probe, value)`` and the nearest known population below
+    ``probe`` crosses zero; ``None`` without such a point, an increase or a finite zero."""
     below = [n for n in known if n < probe]
     if not below:
         return None
@@ -496,10 +506,7 @@ def _first_aim(known: dict[int, float], probe: int, value: float,
     if not value > known[a]:
         return None
     zero = _line_zero(a, known[a], probe, value)
-    if not math.isfinite(zero):
-        return None
-    nudge = _half_tolerance(zero, rel_tol)
-    return zero + nudge if value <= 0 else zero - nudge
+    return zero if math.isfinite(zero) else None
 
 
 def _up_aim(known: dict[int, float], lo: int, rel_tol: float) -> float | None:
@@ -510,11 +517,12 @@ def _up_aim(known: dict[int, float], lo: int, rel_tol: float) -> float | None:
     and the search ends. 4 tiers, 2 bursty (docs/benchmarks.md), warm from 5% below: 1,964
     and 2,022 met, the line's zero was 2,071 (the answer ~2,068); the doubled step went to
     2,143 and an interpolation to 2,079, where one probe at 2,084 closes it."""
-    aim = _first_aim(known, lo, known[lo], rel_tol)
-    if aim is None:
+    zero = _chord_zero(known, lo, known[lo])
+    if zero is None:
         return None
+    aim = zero + _half_tolerance(zero, rel_tol)
     closing = _closing_above(lo, rel_tol)
-    return min(aim, closing) if aim - _half_tolerance(aim, rel_tol) <= closing else aim
+    return min(aim, closing) if zero <= closing else aim
 
 
 def _closing_above(lo: int, rel_tol: float) -> int:
