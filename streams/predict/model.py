@@ -451,9 +451,8 @@ def _closing_window(lo: int, hi: int, rel_tol: float) -> tuple[int, int] | None:
     (docs/benchmarks.md), cold: from 2,951 (meets) and 3,063 (fails) the nudged estimate went
     to 2,953, then 3,045 and 2,954; any probe in 2,972-3,042 closes it at once."""
     low = max(hi - max(1, int(rel_tol * hi)), lo + 1)
-    high = min(int(lo / (1.0 - rel_tol)) + 1 if rel_tol < 1 else hi - 1, hi - 1)
-    while high > lo and high - lo > max(1, int(rel_tol * high)):
-        high -= 1
+    # the probes that close it when they fail form a run up from lo + 1: its top, below hi
+    high = min(_closing_above(lo, rel_tol), hi - 1) if rel_tol < 1 else hi - 1
     return (low, high) if low <= high else None
 
 
@@ -527,7 +526,8 @@ def _up_aim(known: dict[int, float], lo: int, rel_tol: float) -> float | None:
 
 def _closing_above(lo: int, rel_tol: float) -> int:
     """The highest ``p > lo`` with ``p - lo <= max(1, rel_tol p)``: a failing probe there
-    brackets the answer at ``lo`` to the tolerance."""
+    brackets the answer at ``lo`` to the tolerance (every ``p`` from ``lo + 1`` up to it
+    does too). ``lo + 1`` for ``rel_tol >= 1``."""
     high = int(lo / (1.0 - rel_tol)) + 1 if rel_tol < 1 else lo + 1
     while high > lo + 1 and high - lo > max(1, int(rel_tol * high)):
         high -= 1
