@@ -24,7 +24,7 @@ from streams.core.config import Config, SystemConfig
 from streams.cli.demo import START, DemoScenario, demo_config, demo_records
 from streams.cli.embedded import STORE_NAME, run_embedded
 from streams.core.history import CHUNK, WindowHistory
-from streams.predict.model import capacity_search
+from streams.predict.capacity_search import capacity_search
 from streams.core.pipeline import Pipeline
 from streams.core.records import parse_window
 from streams.sinks.schema import MEASUREMENTS, points
@@ -541,7 +541,7 @@ def test_capacity_search_probes_where_one_probe_closes_the_bracket():
 @settings(max_examples=300, deadline=None)
 @given(st.integers(1, 100_000), st.integers(2, 5_000), st.sampled_from([0.0, 0.01, 0.03, 0.05]))
 def test_the_closing_window_is_every_probe_that_closes_the_bracket(lo, width, rel_tol):
-    from streams.predict.model import _closing_window
+    from streams.predict.capacity_search import _closing_window
 
     hi = lo + width
 

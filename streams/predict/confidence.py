@@ -82,7 +82,8 @@ from scipy.stats import t as student_t
 
 from estimators.mapfit import fit_map2
 from solvers.processes import MAP
-from streams.predict.model import CAPACITY_LIMIT, Measured, Point, SystemModel, capacity_search
+from streams.predict.capacity_search import capacity_search
+from streams.predict.model import CAPACITY_LIMIT, Measured, Point, SystemModel
 from streams.core.tier import TierModel
 
 __all__ = ["ERROR_WINDOW", "ERROR_LEVEL", "ERROR_MIN_SOLVES", "ALL_CLASSES", "error_sample",
