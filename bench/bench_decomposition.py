@@ -154,8 +154,9 @@ def search_time(model: Callable[[], SystemModel], warm_shift: float | None = Non
                 runs: int = 3, current: float | None = None
                 ) -> tuple[float, int, int, list[str]]:
     """A capacity search as the pipeline runs it (streams.predict.model ``model_capacity``) on
-    fresh models from ``model``: cold (``warm_shift`` None: from half of MVA's capacity), or
-    warm from a last capacity ``warm_shift`` away from this one (streams.core.system: the
+    fresh models from ``model``: cold (``warm_shift`` None: projected from the users solved
+    before it, else from half of MVA's capacity), or warm from a last capacity
+    ``warm_shift`` away from this one (streams.core.system: the
     estimates move a little between windows). ``current``: the population at this fraction of
     the capacity is solved first, untimed, as the pipeline's prediction at the current users
     is before its search (the search then brackets from it). Returns (median seconds,
@@ -274,7 +275,8 @@ def search_rows(args: argparse.Namespace) -> None:
     for name, (procs, cores, z) in networks().items():
         sla = 0.3 if name == "paper 000" else 0.1
         for label, shift, current in (
-                ("cold", None, None), ("warm, last capacity +5%", 0.05, None),
+                ("cold", None, None), ("cold, users at 40% solved", None, 0.4),
+                ("warm, last capacity +5%", 0.05, None),
                 ("warm, last capacity -5%", -0.05, None),
                 ("warm +5%, users at 40% solved", 0.05, 0.4),
                 ("warm -5%, users at 40% solved", -0.05, 0.4)):

@@ -154,3 +154,43 @@ def test_a_warm_map_capacity_search_brackets_a_near_answer_in_two_probes():
     assert not limited and abs(found - cold) <= MAP_CAPACITY_TOLERANCE * cold + 1
     assert len(warm.solved()) == 2, sorted(warm.solved())
     assert warm.excess(warm.at(found)) <= 0
+
+
+def test_a_cold_map_capacity_search_projects_its_start_from_the_users_solved():
+    """Cold (no last capacity), with the current users solved first as the pipeline does, the
+    search starts where the power law through their excess above the floor projects the
+    answer and aims by power laws (streams.predict.capacity_search). On docs/accuracy.md's
+    system (b) (4/4/8 cores, bursty database; one class) from 20%, 40% and 70% of its capacity
+    it solves the decomposition at most as often as the lines from half of MVA's capacity did
+    (4, 3, 3 against 4, 4, 4), and finds an exhaustive search's answer to within the
+    tolerance."""
+    from solvers.paper000 import _BURSTY_D0, _BURSTY_D1
+    from solvers.processes import MAP
+    from streams.predict.capacity_search import capacity_search
+    from streams.predict.model import CAPACITY_LIMIT, MAP_CAPACITY_TOLERANCE, model_capacity
+
+    def fresh() -> SystemModel:
+        return SystemModel(tiers=["web", "app", "db"], classes=["all"],
+                           D_mc=np.array([[0.008], [0.010], [0.016]]), mix=np.ones(1),
+                           servers=np.array([4.0, 4.0, 8.0]), think_time=1.0,
+                           sla=np.array([0.1]), map_limit=100_000,
+                           processes=[MAP.exponential(1.0), MAP.exponential(1.0),
+                                      MAP(_BURSTY_D0, _BURSTY_D1).scaled(1.0)])
+    ref = fresh()
+    exact, _ = capacity_search(lambda n: ref.excess(ref.at(n)), start=200, limit=10_000)
+    assert ref.excess_floor() == pytest.approx(0.034 / 0.1 - 1)
+    assert ref.excess(ref.at(exact)) <= 0 < ref.excess(ref.at(exact + 1))
+    probes, lines = [], []
+    for share in (0.2, 0.4, 0.7):
+        m, old = fresh(), fresh()
+        for model in (m, old):
+            model.at(round(share * exact))
+        found, limited = model_capacity(m)
+        assert not limited and exact - MAP_CAPACITY_TOLERANCE * exact <= found <= exact
+        probes.append(len(m.solved()) - 1)
+        known = {n: old.excess(p) for n, p in old.solved().items()}
+        capacity_search(lambda n: old.excess(old.at(n)), start=(old.mva_capacity()[0] + 1) // 2,
+                        limit=CAPACITY_LIMIT, known=known, rel_tol=MAP_CAPACITY_TOLERANCE)
+        lines.append(len(old.solved()) - 1)
+    assert all(p <= q for p, q in zip(probes, lines)) and sum(probes) < sum(lines), \
+        (probes, lines)

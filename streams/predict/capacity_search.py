@@ -5,6 +5,18 @@ thousands of users), so :func:`capacity_search` brackets the answer from the pop
 solved and a start near it, and interpolates instead of bisecting; :func:`streams.predict.model.
 model_capacity` runs it on a :class:`streams.predict.model.SystemModel`. Pure: the excess is a
 callback, no model, no I/O.
+
+**Power-law aims.** Given the excess's *floor* -- its value with no queueing, ``max_c sum_m
+D_{m,c} / SLA_c - 1``, which it never falls below -- the aims outside the bracket interpolate a
+power law ``excess(n) - floor = a n^p`` through two points (a line in ``log n``, ``log(excess -
+floor)``) instead of a line in ``n``, and one point alone is projected with
+:data:`PRIOR_EXPONENT`. A response time's queueing part grows like a power of the population
+(local exponents 1.3-3.0 between 40% and 100% of capacity on docs/benchmarks.md's networks and
+docs/accuracy.md's systems (a)-(d)), so a line through two points below the knee aims far past
+the answer and one through points on either side of it far below. 4 tiers with two bursty ones
+(capacity 2,067), cold with the users at 40% of capacity solved: probes 2,737 (half MVA's
+capacity), 1,696, 1,978, 2,089, 2,037 by lines; 1,819 (projected), 2,081, 2,068 by the power
+law (docs/benchmarks.md, 2026-11-29).
 """
 
 from __future__ import annotations
@@ -12,13 +24,18 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-__all__ = ["capacity_search"]
+__all__ = ["capacity_search", "projected_start"]
+
+#: the exponent ``p`` of ``excess(n) - floor = a n^p`` when one point is all there is: the
+#: largest local exponent between 40% and 100% of capacity on the networks of the module notes
+#: (1.3-3.0), so a projection lands at or below the answer (where a probe is cheaper) on each
+PRIOR_EXPONENT = 3.0
 
 
 def capacity_search(excess: Callable[[int], float], *, start: int, limit: int,
                     known: dict[int, float] | None = None,
                     rel_tol: float = 0.0, growth: float = 2.0,
-                    secant: bool = True) -> tuple[int, bool]:
+                    secant: bool = True, floor: float | None = None) -> tuple[int, bool]:
     """Largest ``n`` in ``[0, limit]`` with ``excess(n) <= 0``, for an increasing ``excess``
     (e.g. the worst class's ``R_c(n)/SLA_c - 1``).
 
@@ -32,7 +49,8 @@ def capacity_search(excess: Callable[[int], float], *, start: int, limit: int,
     where the line through the start and the nearest known population below it crosses zero
     (:func:`_first_aim`; ``known``'s values must then be excesses, not just their signs), and
     a step down from two failing probes goes half the tolerance below the line through them
-    (:func:`_below_failing`). Inside the bracket it interpolates linearly (regula falsi,
+    (:func:`_below_failing`); with the excess's ``floor`` (its infimum, the value with no
+    queueing) these aims follow a power law instead of a line (module notes). Inside the bracket it interpolates linearly (regula falsi,
     Illinois variant: the end that stays twice has its value halved, so a convex ``excess``
     does not pin one end), aiming half the tolerance past the estimate away from the end that
     moved last -- or, when some probes would close the bracket whichever way they fall, at the
@@ -54,7 +72,7 @@ def capacity_search(excess: Callable[[int], float], *, start: int, limit: int,
     if hi is None or lo + 1 < start < hi:
         probe = min(max(start, lo + 1), limit)
         value = check(probe)
-        aim = _first_aim(known, probe, value, rel_tol) if secant else None
+        aim = _first_aim(known, probe, value, rel_tol, floor) if secant else None
         if value > 0:
             hi, above = probe, None
             while True:                         # down from a start that fails
@@ -62,7 +80,7 @@ def capacity_search(excess: Callable[[int], float], *, start: int, limit: int,
                 if aim is not None:             # the first step: to the chord's zero, if nearer
                     probe, aim = min(max(probe, math.floor(aim)), hi - 1), None
                 elif secant and above is not None:      # then: below the failing points' line
-                    probe = _below_failing(known, hi, above, probe, lo, rel_tol)
+                    probe = _below_failing(known, hi, above, probe, lo, rel_tol, floor)
                 if probe >= hi or probe <= lo or check(probe) <= 0:
                     lo = max(lo, probe) if probe < hi and known.get(probe, 1) <= 0 else lo
                     break
@@ -79,7 +97,7 @@ def capacity_search(excess: Callable[[int], float], *, start: int, limit: int,
                     hi = probe
                     break
                 lo, step = probe, min(2.0 * step, 1.0)
-                aim = _up_aim(known, lo, rel_tol) if secant else None
+                aim = _up_aim(known, lo, rel_tol, floor) if secant else None
     side = ""
     f_lo, f_hi = known.get(lo), known[hi]
     while hi - lo > max(1, int(rel_tol * hi)):
@@ -120,7 +138,7 @@ def _closing_window(lo: int, hi: int, rel_tol: float) -> tuple[int, int] | None:
 
 
 def _below_failing(known: dict[int, float], hi: int, above: int, probe: int, lo: int,
-                   rel_tol: float) -> int:
+                   rel_tol: float, floor: float | None = None) -> int:
     """The next probe down from two failing populations ``hi < above``: half the tolerance
     below where the line through them crosses zero -- for a convex ``excess`` a bound above
     the answer, and close to it when the two are (the line is the local slope), so the probe
@@ -128,11 +146,12 @@ def _below_failing(known: dict[int, float], hi: int, above: int, probe: int, lo:
     is still below the zero. ``probe`` (the fixed step down) when the line does not rise or
     its zero is not below ``hi``. A warm start more than the tolerance above the answer
     (system (d) of docs/accuracy.md from 5% above: 760 and 737 fail) then brackets it with
-    one more probe instead of a doubled step and an interpolation."""
+    one more probe instead of a doubled step and an interpolation. With ``floor``: the power
+    law's zero (:func:`_line_zero`)."""
     f_hi, f_above = known[hi], known[above]
     if not f_above > f_hi > 0:
         return probe
-    zero = _line_zero(above, f_above, hi, f_hi)
+    zero = _line_zero(above, f_above, hi, f_hi, floor)
     if not (math.isfinite(zero) and zero < hi):
         return probe
     target = math.floor(zero - _half_tolerance(zero, rel_tol))
@@ -143,43 +162,50 @@ def _below_failing(known: dict[int, float], hi: int, above: int, probe: int, lo:
 
 
 def _first_aim(known: dict[int, float], probe: int, value: float,
-               rel_tol: float) -> float | None:
+               rel_tol: float, floor: float | None = None) -> float | None:
     """Where the line through ``(probe, value)`` and the nearest known population below
     ``probe`` crosses zero, half the tolerance past it away from ``probe``: for a convex
     ``excess`` (a response time rises ever faster up to the knee, then about linearly) a bound
     on the answer -- above it when both points meet the targets (the line runs below the
     curve beyond them), below it when ``probe`` fails (the chord runs above the curve). A
     warm start a few percent from the answer then brackets it with one more probe instead of
-    a fixed step and an interpolation. ``None`` without such a point or an increase."""
-    zero = _chord_zero(known, probe, value)
+    a fixed step and an interpolation. ``None`` without such a point or an increase. With
+    ``floor`` (:func:`_chord_zero`): the power law's zero, which lands on either side."""
+    zero = _chord_zero(known, probe, value, floor)
     if zero is None:
         return None
     nudge = _half_tolerance(zero, rel_tol)
     return zero + nudge if value <= 0 else zero - nudge
 
 
-def _chord_zero(known: dict[int, float], probe: int, value: float) -> float | None:
+def _chord_zero(known: dict[int, float], probe: int, value: float,
+                floor: float | None = None) -> float | None:
     """Where the line through ``(probe, value)`` and the nearest known population below
-    ``probe`` crosses zero; ``None`` without such a point, an increase or a finite zero."""
+    ``probe`` crosses zero; ``None`` without such a point, an increase or a finite zero.
+    With ``floor``: the power law's zero (:func:`_line_zero`), and without a point below,
+    ``(probe, value)`` projected with :data:`PRIOR_EXPONENT` (:func:`_projected`)."""
     below = [n for n in known if n < probe]
     if not below:
-        return None
+        return _projected(probe, value, floor) if floor is not None else None
     a = max(below)
     if not value > known[a]:
         return None
-    zero = _line_zero(a, known[a], probe, value)
+    zero = _line_zero(a, known[a], probe, value, floor)
     return zero if math.isfinite(zero) else None
 
 
-def _up_aim(known: dict[int, float], lo: int, rel_tol: float) -> float | None:
+def _up_aim(known: dict[int, float], lo: int, rel_tol: float,
+            floor: float | None = None) -> float | None:
     """The next step up from ``lo`` after a step that met the targets: :func:`_first_aim`'s
     through ``lo`` and the point below it, held to the highest probe that closes the bracket
     at ``lo`` if it fails (``p - lo <= max(1, rel_tol p)``) when the line's zero lies below
     that probe -- for a convex ``excess`` the zero is above the answer, so that probe fails
     and the search ends. 4 tiers, 2 bursty (docs/benchmarks.md), warm from 5% below: 1,964
     and 2,022 met, the line's zero was 2,071 (the answer ~2,068); the doubled step went to
-    2,143 and an interpolation to 2,079, where one probe at 2,084 closes it."""
-    zero = _chord_zero(known, lo, known[lo])
+    2,143 and an interpolation to 2,079, where one probe at 2,084 closes it. With ``floor``:
+    the power law's zero, for which the hold is kept though it may lie below the answer (the
+    probe then meets the targets and the search steps on)."""
+    zero = _chord_zero(known, lo, known[lo], floor)
     if zero is None:
         return None
     aim = zero + _half_tolerance(zero, rel_tol)
@@ -197,9 +223,41 @@ def _closing_above(lo: int, rel_tol: float) -> int:
     return high
 
 
-def _line_zero(x0: float, f0: float, x1: float, f1: float) -> float:
-    """Where the line through ``(x0, f0)`` and ``(x1, f1)`` crosses zero."""
+def _line_zero(x0: float, f0: float, x1: float, f1: float,
+               floor: float | None = None) -> float:
+    """Where the line through ``(x0, f0)`` and ``(x1, f1)`` crosses zero; with ``floor``,
+    where the power law ``f - floor = a x^p`` through them does (module notes), when both lie
+    above the floor, the floor is below zero and ``p > 0``."""
+    if floor is not None and floor < 0 and 0 < x0 != x1:
+        g0, g1 = f0 - floor, f1 - floor
+        if g0 > 0 and g1 > 0:
+            p = math.log(g1 / g0) / math.log(x1 / x0)
+            if p > 0:
+                return x1 * (-floor / g1) ** (1.0 / p)
     return x1 - f1 * (x1 - x0) / (f1 - f0)
+
+
+def _projected(n: float, value: float, floor: float,
+               exponent: float = PRIOR_EXPONENT) -> float | None:
+    """Where ``excess - floor = a x^exponent`` through ``(n, value)`` reaches zero; ``None``
+    when ``value`` is not above the floor or the floor not below zero."""
+    g = value - floor
+    if not (floor < 0 and g > 0 and n > 0):
+        return None
+    return n * (-floor / g) ** (1.0 / exponent)
+
+
+def projected_start(known: dict[int, float], floor: float, ceiling: int) -> int:
+    """A cold search's start: the largest known population that meets the targets (the
+    current users, solved before the search) projected to the excess's zero with
+    :data:`PRIOR_EXPONENT` (:func:`_projected`), at most ``ceiling``; ``ceiling`` when no
+    known point meets the targets above the floor."""
+    good = [n for n, v in known.items() if v <= 0 and n > 0]
+    n0 = max(good, default=None)
+    zero = _projected(n0, known[n0], floor) if n0 is not None else None
+    if zero is None or not math.isfinite(zero):
+        return ceiling
+    return int(min(max(zero, n0 + 1), ceiling))
 
 
 def _half_tolerance(n: float, rel_tol: float) -> float:

@@ -60,7 +60,7 @@ from solvers.mva import mva_curve
 from solvers.processes import MAP
 from streams.core.config import SystemConfig
 from streams.core.tier import TierModel
-from streams.predict.capacity_search import capacity_search
+from streams.predict.capacity_search import capacity_search, projected_start
 
 __all__ = ["Measured", "SystemModel", "Point", "build_model", "capacity_search",
            "model_capacity", "tier_demands", "history_demands", "fcfs_split"]
@@ -336,6 +336,12 @@ class SystemModel:
         ratio = np.where(self.mix > 0, point.response / self.sla, -np.inf)
         return float(ratio.max() - 1.0)
 
+    def excess_floor(self) -> float:
+        """``max_c sum_m D_{m,c} / SLA_c - 1`` over the classes with users: :meth:`excess`
+        with no queueing, which it never falls below (``W_m >= 0``, :meth:`wait`)."""
+        active = self.mix > 0
+        return float((self.D_mc.sum(axis=0)[active] / self.sla[active]).max() - 1.0)
+
     def population_for(self, throughput: float) -> int | None:
         """Smallest ``n`` whose MVA throughput reaches ``throughput`` (None: beyond saturation)."""
         if not throughput > 0:
@@ -357,16 +363,22 @@ def model_capacity(model: SystemModel, warm: int | None = None) -> tuple[int | N
     """Largest population within every SLA, ``(n, limited)``: on the MVA curve
     (:meth:`SystemModel.mva_capacity`); for the MAP network bracketed from the populations
     already solved and ``warm`` (a population near the answer: the last solve's capacity;
-    a first step of the tolerance, 3%), or half the MVA answer without one (steps doubling),
-    to within :data:`MAP_CAPACITY_TOLERANCE`."""
+    a first step of the tolerance, 3%), or without one from the largest solved population that
+    meets the SLA projected to it (at most half the MVA answer; steps doubling), to within
+    :data:`MAP_CAPACITY_TOLERANCE`; the aims follow a power law of the excess above
+    :meth:`SystemModel.excess_floor` (:mod:`streams.predict.capacity_search`)."""
     cap, limited = model.mva_capacity()
     if cap is None or model.processes is None or limited:
         return cap, limited
     known = {n: model.excess(p) for n, p in model.solved().items()}
     # cold: from half of MVA's capacity (bursty service lowers it, and a probe past the
     # MAP network's saturation is its costliest solve: 4 tiers, 2 bursty: 6.8 s at MVA's
-    # capacity of 5,474 users, 0.4 s at half of it), doubling up if that half meets the SLA
-    start, growth = max((cap + 1) // 2, 1), 2.0
+    # capacity of 5,474 users, 0.4 s at half of it), doubling up if that half meets the SLA;
+    # below it where the population solved before the search (the current users) projects
+    # the answer (the same network cold from 40% of capacity: 0.79 -> 0.38 s, 5 -> 3 probes)
+    floor = model.excess_floor()
+    start = projected_start(known, floor, max((cap + 1) // 2, 1))
+    growth = 2.0
     if warm is not None:                 # loads and estimates move slowly between solves
         # a first step of the tolerance brackets an answer within 3% of the start with one
         # probe (most move less between solves); 12% took two more, an interpolation and a
@@ -375,7 +387,7 @@ def model_capacity(model: SystemModel, warm: int | None = None) -> tuple[int | N
         start, growth = min(max(warm, 1), cap + 1), 1.0 + MAP_CAPACITY_TOLERANCE
     return capacity_search(lambda n: model.excess(model.at(n)), start=start,
                            limit=CAPACITY_LIMIT, known=known,
-                           rel_tol=MAP_CAPACITY_TOLERANCE, growth=growth)
+                           rel_tol=MAP_CAPACITY_TOLERANCE, growth=growth, floor=floor)
 
 
 #: a class's demand counts as identified when the Kalman filter and the regression agree
