@@ -11,7 +11,7 @@ D_{m,c} / SLA_c - 1``, which it never falls below -- the aims outside the bracke
 power law ``excess(n) - floor = a n^p`` through two points (a line in ``log n``, ``log(excess -
 floor)``) instead of a line in ``n``, and one point alone is projected with
 :data:`PRIOR_EXPONENT`. A response time's queueing part grows like a power of the population
-(local exponents 1.3-3.0 between 40% and 100% of capacity on docs/benchmarks.md's networks and
+(local exponents 1.3-2.9 between 40% and 100% of capacity on docs/benchmarks.md's networks and
 docs/accuracy.md's systems (a)-(d)), so a line through two points below the knee aims far past
 the answer and one through points on either side of it far below. 4 tiers with two bursty ones
 (capacity 2,067), cold with the users at 40% of capacity solved: probes 2,737 (half MVA's
@@ -28,7 +28,8 @@ __all__ = ["capacity_search", "projected_start"]
 
 #: the exponent ``p`` of ``excess(n) - floor = a n^p`` when one point is all there is: the
 #: largest local exponent between 40% and 100% of capacity on the networks of the module notes
-#: (1.3-3.0), so a projection lands at or below the answer (where a probe is cheaper) on each
+#: (1.3-2.9), rounded up: projected from 40% of capacity or more, each lands at or below its
+#: answer, where a probe is cheaper (from lower, where the exponents are 3-7, above it)
 PRIOR_EXPONENT = 3.0
 
 
@@ -50,12 +51,13 @@ def capacity_search(excess: Callable[[int], float], *, start: int, limit: int,
     (:func:`_first_aim`; ``known``'s values must then be excesses, not just their signs), and
     a step down from two failing probes goes half the tolerance below the line through them
     (:func:`_below_failing`); with the excess's ``floor`` (its infimum, the value with no
-    queueing) these aims follow a power law instead of a line (module notes). Inside the bracket it interpolates linearly (regula falsi,
-    Illinois variant: the end that stays twice has its value halved, so a convex ``excess``
-    does not pin one end), aiming half the tolerance past the estimate away from the end that
-    moved last -- or, when some probes would close the bracket whichever way they fall, at the
-    nearest of them (:func:`_closing_window`) -- until the bracket is within
-    ``max(1, rel_tol * n)``: expensive solvers need a few probes, not ``log2 n``.
+    queueing) these aims follow a power law instead of a line (module notes). Inside the
+    bracket it interpolates linearly (regula falsi, Illinois variant: the end that stays twice
+    has its value halved, so a convex ``excess`` does not pin one end), aiming half the
+    tolerance past the estimate away from the end that moved last -- or, when some probes
+    would close the bracket whichever way they fall, at the nearest of them
+    (:func:`_closing_window`) -- until the bracket is within ``max(1, rel_tol * n)``:
+    expensive solvers need a few probes, not ``log2 n``.
     Returns ``(n, limited)``; ``limited`` when ``limit`` itself meets the targets.
     """
     known = dict(known or {})
