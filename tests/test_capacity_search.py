@@ -227,6 +227,8 @@ def test_the_power_law_zero_is_exact_on_a_power_law():
     assert _line_zero(300, floor, 900, f(900), floor) == pytest.approx(
         900 - f(900) * 600 / (f(900) - floor))
     assert _projected(500, floor, floor) is None and _projected(500, 0.2, 0.1) is None
+    # a pair that hardly rises: its zero is out of reach (inf), not an OverflowError
+    assert _line_zero(300, -0.5, 900, -0.5 + 1e-12, floor) == math.inf
 
 
 def test_the_cold_start_projects_the_largest_good_population():

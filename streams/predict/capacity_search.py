@@ -230,12 +230,13 @@ def _line_zero(x0: float, f0: float, x1: float, f1: float,
     """Where the line through ``(x0, f0)`` and ``(x1, f1)`` crosses zero; with ``floor``,
     where the power law ``f - floor = a x^p`` through them does (module notes), when both lie
     above the floor, the floor is below zero and ``p > 0``."""
-    if floor is not None and floor < 0 and 0 < x0 != x1:
+    if floor is not None and floor < 0 and x0 > 0 and x1 > 0 and x0 != x1:
         g0, g1 = f0 - floor, f1 - floor
         if g0 > 0 and g1 > 0:
             p = math.log(g1 / g0) / math.log(x1 / x0)
-            if p > 0:
-                return x1 * (-floor / g1) ** (1.0 / p)
+            if p > 0:                    # in logs: a nearly flat pair's zero overflows
+                log_zero = math.log(x1) + math.log(-floor / g1) / p
+                return math.exp(log_zero) if log_zero < 700 else math.inf
     return x1 - f1 * (x1 - x0) / (f1 - f0)
 
 
