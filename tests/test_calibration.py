@@ -168,3 +168,41 @@ def test_the_tiers_long_run_users_survive_a_state_round_trip():
     del old["response_users"]                       # a state saved before the field
     assert TierState.from_dict(old, SystemConfig(tiers=("db",), sla_s={})).response_users \
         == [0.0, 0.0]
+
+
+def test_a_search_after_the_last_calibration_starts_from_it(monkeypatch):
+    """When the last SCV no longer holds, the search brackets the new time from the last SCV's
+    trial (already solved to find that it does not hold) instead of from the curve's ends:
+    never more solves than that trial and a search from the ends (the code before), fewer over
+    the searches (21 against 23 on paper 000's database at 50 and 100 users; on the saturated
+    multi-core databases of ``bench_pipeline.py --bursty --multicore`` 512 against 901), the
+    same SCV to within the tolerance and the same end flagged beyond the curve's reach."""
+    from streams.predict import calibration
+
+    solves = []
+    real = calibration._residence
+
+    def counted(*args):
+        solves.append(args[2].scv)
+        return real(*args)
+
+    warm_total = before_total = 0
+    for users in (50, 100):
+        measured = float(_truth(users).residence_time[1])
+        model = _model(_tiers(db_response=measured, users=users))
+        first = calibrate_scv(model, 1, INPUTS, users, measured)
+        monkeypatch.setattr(calibration, "_residence", counted)
+        for moved in (0.7, 0.8, 0.9, 1.1):
+            solves.clear()
+            cold = calibrate_scv(model, 1, INPUTS, users, moved * measured)
+            before = 1 + len(solves)                  # the last SCV's trial, then the ends
+            solves.clear()
+            warm = calibrate_scv(model, 1, INPUTS, users, moved * measured, first)
+            assert len(solves) <= before, (users, moved, len(solves), before)
+            assert warm.end == cold.end, (users, moved)
+            if cold.end is None:                      # a search (not an end): 5 of 6 solves
+                warm_total, before_total = warm_total + len(solves), before_total + before
+                assert warm.residence == pytest.approx(moved * measured, rel=0.011)
+                assert warm.scv == pytest.approx(cold.scv, rel=0.05)
+        monkeypatch.setattr(calibration, "_residence", real)
+    assert warm_total < before_total, (warm_total, before_total)
