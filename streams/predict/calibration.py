@@ -208,6 +208,8 @@ def _warm_bracket(trial: Callable[[float], tuple[MAP, float, float]],
     reach it either (beyond the curve's reach there). ``None`` (the search from both ends)
     when a step does not move along the curve (``start`` at its end already) or the residence
     does not rise with the SCV."""
+    if not math.isfinite(start[2]):
+        return None
     up = start[2] < measured
     prev = start
     for hint in (start[1] * math.exp(WARM_STEP if up else -WARM_STEP), _ENDS[1 if up else 0]):
