@@ -214,7 +214,7 @@ def _warm_bracket(trial: Callable[[float], tuple[MAP, float, float]],
     prev = start
     for hint in (start[1] * math.exp(WARM_STEP if up else -WARM_STEP), _ENDS[1 if up else 0]):
         cur = trial(hint)
-        if not (cur[1] > prev[1]) == up or not (cur[2] > prev[2]) == up:
+        if (cur[1] > prev[1]) != up or (cur[2] > prev[2]) != up:
             return None
         if (cur[2] >= measured) == up:
             return (prev, cur) if up else (cur, prev)

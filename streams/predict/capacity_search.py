@@ -188,12 +188,12 @@ def _chord_zero(known: dict[int, float], probe: int, value: float,
     ``(probe, value)`` projected with :data:`PRIOR_EXPONENT` (:func:`_projected`)."""
     below = [n for n in known if n < probe]
     if not below:
-        return _projected(probe, value, floor) if floor is not None else None
-    a = max(below)
-    if not value > known[a]:
+        zero = _projected(probe, value, floor) if floor is not None else None
+    elif value > known[max(below)]:
+        zero = _line_zero(max(below), known[max(below)], probe, value, floor)
+    else:
         return None
-    zero = _line_zero(a, known[a], probe, value, floor)
-    return zero if math.isfinite(zero) else None
+    return zero if zero is not None and math.isfinite(zero) else None
 
 
 def _up_aim(known: dict[int, float], lo: int, rel_tol: float,
@@ -228,26 +228,28 @@ def _closing_above(lo: int, rel_tol: float) -> int:
 def _line_zero(x0: float, f0: float, x1: float, f1: float,
                floor: float | None = None) -> float:
     """Where the line through ``(x0, f0)`` and ``(x1, f1)`` crosses zero; with ``floor``,
-    where the power law ``f - floor = a x^p`` through them does (module notes), when both lie
-    above the floor, the floor is below zero and ``p > 0``."""
+    where the power law ``f - floor = a x^p`` through them does (module notes,
+    :func:`_projected` with their ``p``), when both lie above the floor, the floor is below
+    zero and ``p > 0``."""
     if floor is not None and floor < 0 and x0 > 0 and x1 > 0 and x0 != x1:
         g0, g1 = f0 - floor, f1 - floor
         if g0 > 0 and g1 > 0:
             p = math.log(g1 / g0) / math.log(x1 / x0)
-            if p > 0:                    # in logs: a nearly flat pair's zero overflows
-                log_zero = math.log(x1) + math.log(-floor / g1) / p
-                return math.exp(log_zero) if log_zero < 700 else math.inf
+            if p > 0:
+                return _projected(x1, f1, floor, p)
     return x1 - f1 * (x1 - x0) / (f1 - f0)
 
 
 def _projected(n: float, value: float, floor: float,
                exponent: float = PRIOR_EXPONENT) -> float | None:
-    """Where ``excess - floor = a x^exponent`` through ``(n, value)`` reaches zero; ``None``
-    when ``value`` is not above the floor or the floor not below zero."""
+    """Where ``excess - floor = a x^exponent`` through ``(n, value)`` reaches zero (``inf``
+    beyond floats: computed in logs, as a nearly flat pair's ``p`` overflows the power);
+    ``None`` when ``value`` is not above the floor or the floor not below zero."""
     g = value - floor
     if not (floor < 0 and g > 0 and n > 0):
         return None
-    return n * (-floor / g) ** (1.0 / exponent)
+    log_zero = math.log(n) + math.log(-floor / g) / exponent
+    return math.exp(log_zero) if log_zero < 700 else math.inf
 
 
 def projected_start(known: dict[int, float], floor: float, ceiling: int) -> int:

@@ -100,7 +100,7 @@ def least_squares_line(rows: Sequence[Sequence[float]], time: float) -> tuple[fl
     """Least-squares ``(level at time, slope)`` through ``rows`` of ``[t, y]`` (at least one;
     slope 0 when every ``t`` is the same): the trend guard's line of a class's response time,
     and the measured users' trend."""
-    t_mean, y_mean, tc, denom, slope = _line(rows, time)
+    t_mean, y_mean, _, _, slope = _line(rows, time)
     return y_mean + slope * (0.0 - t_mean), slope
 
 
