@@ -194,3 +194,49 @@ def test_a_cold_map_capacity_search_projects_its_start_from_the_users_solved():
         lines.append(len(old.solved()) - 1)
     assert all(p <= q for p, q in zip(probes, lines)) and sum(probes) < sum(lines), \
         (probes, lines)
+
+
+def test_a_capacity_search_stops_the_fixed_point_at_the_search_tolerance(monkeypatch):
+    """A capacity search's probes need the excess's sign and a value to aim the next one by:
+    they stop Marie's fixed point at SEARCH_TOL, taking fewer sweeps than a prediction's
+    solve, and the search finds the same capacity to within its tolerance. A prediction at a
+    probe's population afterwards is answered from the probe, within 1e-3 of its own solve.
+    Network: two bursty tiers (docs/accuracy.md's system (c) shape: 2/4/4 cores)."""
+    import streams.predict.model as model
+    from estimators.mapfit import fit_map2
+    from solvers.paper000 import _BURSTY_D0, _BURSTY_D1
+    from solvers.processes import MAP
+    from streams.predict.capacity_search import capacity_search
+    from streams.predict.model import (MAP_CAPACITY_TOLERANCE, PREDICTION_TOL, SEARCH_TOL,
+                                       model_capacity)
+
+    sweeps: dict[float, list[int]] = {}
+    solve = model.solve_decomposed
+
+    def spy(*args, **kwargs):
+        res = solve(*args, **kwargs)
+        sweeps.setdefault(kwargs["tol"], []).append(res.iterations)
+        return res
+
+    monkeypatch.setattr(model, "solve_decomposed", spy)
+    procs = [MAP.exponential(1.0), fit_map2(mean=1.0, idc=50, p95=3.0).process,
+             MAP(_BURSTY_D0, _BURSTY_D1).scaled(1.0)]
+
+    def fresh() -> SystemModel:
+        return SystemModel(tiers=["web", "app", "db"], classes=["all"],
+                           D_mc=np.array([[0.004], [0.008], [0.008]]), mix=np.ones(1),
+                           servers=np.array([2.0, 4.0, 4.0]), think_time=1.0,
+                           sla=np.array([0.1]), processes=procs, map_limit=100_000,
+                           exact_limit=0)
+    m = fresh()
+    found, limited = model_capacity(m)
+    assert not limited and sweeps.keys() == {SEARCH_TOL}
+    probes = sorted(m.solved())
+    fine = fresh()
+    for n in probes:
+        exact = fine.at(n)
+        assert m.at(n) is m.solved()[n]                      # answered from the probe
+        assert m.at(n).throughput == pytest.approx(exact.throughput, rel=1e-3)
+    assert sum(sweeps[SEARCH_TOL]) < sum(sweeps[PREDICTION_TOL]), sweeps
+    ref, _ = capacity_search(lambda n: fine.excess(fine.at(n)), start=found, limit=10_000)
+    assert ref - MAP_CAPACITY_TOLERANCE * ref - 1 <= found <= ref, (found, ref)

@@ -83,7 +83,7 @@ from scipy.stats import t as student_t
 from estimators.mapfit import fit_map2
 from solvers.processes import MAP
 from streams.predict.capacity_search import capacity_search
-from streams.predict.model import CAPACITY_LIMIT, Measured, Point, SystemModel
+from streams.predict.model import CAPACITY_LIMIT, SEARCH_TOL, Measured, Point, SystemModel
 from streams.core.tier import TierModel
 
 __all__ = ["ERROR_WINDOW", "ERROR_LEVEL", "ERROR_MIN_SOLVES", "ALL_CLASSES", "error_sample",
@@ -294,7 +294,7 @@ def _capacity(variant: SystemModel, nominal: SystemModel, capacity: int, side: i
     base, _ = nominal.mva_capacity()
     guess = capacity * cap / base if base else capacity
     known = {capacity + 1: 1.0} if side > 0 else {capacity: -1.0}
-    found, _ = capacity_search(lambda n: variant.excess(variant.at(n)),
+    found, _ = capacity_search(lambda n: variant.excess(variant.at(n, SEARCH_TOL)),
                                start=max(int(round(guess)), 1), limit=CAPACITY_LIMIT,
                                known=known, rel_tol=tolerance, growth=1.0 + 4 * tolerance,
                                secant=False)       # ``known`` holds signs, not excesses

@@ -79,6 +79,15 @@ EXACT_STATE_LIMIT_MANY = 1_000
 ASYMPTOTE_KNEES = 2.0
 #: relative resolution of the capacity search on the MAP network (each probe is a CTMC solve)
 MAP_CAPACITY_TOLERANCE = 0.03
+#: relative change of the throughput between two of Marie's sweeps at which the decomposition's
+#: fixed point stops (``solve_decomposed``'s ``tol``): for predictions
+PREDICTION_TOL = 1e-6
+#: ... and for a capacity search's probes (:func:`model_capacity`): a probe
+#: decides a side of the bracket and aims the next one, to within 3% of the population. On 4
+#: tiers, 2 bursty at 2,067-5,000 users it moves the throughput by 2e-7-6e-4 (the response time
+#: by <= 0.6%, the population where it crosses the SLA by less) and saves the last sweeps
+#: (a cold search 0.52 -> 0.42 s, docs/benchmarks.md)
+SEARCH_TOL = 1e-3
 
 
 @dataclass(frozen=True)
@@ -241,9 +250,12 @@ class SystemModel:
             return CAPACITY_LIMIT, True
         return int(math.floor(cross)), False
 
-    def at(self, n: int) -> Point:
+    def at(self, n: int, tol: float = PREDICTION_TOL) -> Point:
         """The model's answer at population ``n`` (MAP network when it applies: the exact
-        chain up to :meth:`exact_state_limit` states, decomposition beyond)."""
+        chain up to :meth:`exact_state_limit` states, decomposition beyond, its fixed point to
+        ``tol``: :data:`SEARCH_TOL` for a capacity search's probes). A population solved
+        before is answered from then, whatever its ``tol``: the difference is far inside the
+        model's own error (docs/accuracy.md)."""
         if n in self._cache:
             return self._cache[n]
         if self.processes is None or n > self.map_limit:
@@ -256,7 +268,7 @@ class SystemModel:
                     res, kind = solve_closed(procs, n, self.think_time, servers=cores), "map"
                 else:
                     res, kind = (solve_decomposed(procs, n, self.think_time, servers=cores,
-                                                  memo=self._memo), "map-fes")
+                                                  tol=tol, memo=self._memo), "map-fes")
             except (RuntimeError, ValueError, np.linalg.LinAlgError) as exc:
                 self.flags.append(f"MAP network failed at population {n} ({exc}): MVA there")
                 point = self.mva_at(n)
@@ -385,7 +397,7 @@ def model_capacity(model: SystemModel, warm: int | None = None) -> tuple[int | N
         # probe to close the bracket (bench_pipeline.py --bursty --multicore --systems 3
         # --ends 120: 197 -> 173 probes)
         start, growth = min(max(warm, 1), cap + 1), 1.0 + MAP_CAPACITY_TOLERANCE
-    return capacity_search(lambda n: model.excess(model.at(n)), start=start,
+    return capacity_search(lambda n: model.excess(model.at(n, SEARCH_TOL)), start=start,
                            limit=CAPACITY_LIMIT, known=known,
                            rel_tol=MAP_CAPACITY_TOLERANCE, growth=growth, floor=floor)
 
