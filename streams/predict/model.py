@@ -82,11 +82,11 @@ MAP_CAPACITY_TOLERANCE = 0.03
 #: relative change of the throughput between two of Marie's sweeps at which the decomposition's
 #: fixed point stops (``solve_decomposed``'s ``tol``): for predictions
 PREDICTION_TOL = 1e-6
-#: ... and for a capacity search's probes (:func:`model_capacity`): a probe
-#: decides a side of the bracket and aims the next one, to within 3% of the population. On 4
-#: tiers, 2 bursty at 2,067-5,000 users it moves the throughput by 2e-7-6e-4 (the response time
-#: by <= 0.6%, the population where it crosses the SLA by less) and saves the last sweeps
-#: (a cold search 0.52 -> 0.42 s, docs/benchmarks.md)
+#: ... and for a capacity search's probes (:func:`model_capacity`, the uncertainty band's): a
+#: probe decides a side of the bracket and aims the next one, to within 3% of the population.
+#: On 4 tiers, 2 bursty at 2,067-5,000 users it moves the throughput by 8e-8 to 6e-4 (the
+#: response time by at most 0.5%, the population where it crosses the SLA by less) and saves
+#: the last sweeps (a cold search 0.53-0.58 -> 0.43-0.44 s, docs/benchmarks.md)
 SEARCH_TOL = 1e-3
 
 
