@@ -1160,8 +1160,9 @@ def solve_decomposed(processes: Any, population: Any, think_time: Any, *,
         def on_sweep(chains: dict[int, _Chain], nu: dict[int, np.ndarray]) -> float:
             Q, _, _ = _read_back(chains, nu, means, cores, bursty, expo, N, Z, box[0], {}, memo,
                                  only=[m for tiers in groups.values() for m in tiers])
-            waves = _waves(chains, groups, means, cores, flags, lumps)
-            box[0] = max(sum(q - Q[m] for m, q in waves.items()), 0.0)
+            waves = _waves(chains, groups, means, cores, flags, lumps, N - Z * min(
+                chain.throughput for chain in chains.values()))
+            box[0] = min(max(sum(q - Q[m] for m, q in waves.items()), 0.0), 0.5 * N)
             return box[0]
 
         chains, nu, iterations, converged = _fixed_point(
@@ -1179,8 +1180,9 @@ def solve_decomposed(processes: Any, population: Any, think_time: Any, *,
             iterations += sweeps
         Q, conditional, ref = _read_back(chains, nu, means, cores, bursty, expo, N, Z, held,
                                          cache if len(bursty) == 1 else {}, memo)
-        waves = on_line if on_line is not None else _waves(chains, groups, means, cores, flags,
-                                                           lumps)
+        waves = on_line if on_line is not None else _waves(
+            chains, groups, means, cores, flags, lumps,
+            N - Z * min(chain.throughput for chain in chains.values()))
         excess = sum(q - Q[m] for m, q in waves.items())
         for m, q in waves.items():
             Q[m], conditional[m] = q, q
@@ -1302,11 +1304,16 @@ def _downstream_groups(procs: list[MAP], bursty: list[int]) -> dict[int, list[in
 
 def _waves(chains: dict[int, _Chain], groups: dict[int, list[int]], means: np.ndarray,
            cores: tuple[int, ...], flags: list[str],
-           lumps: dict[int, tuple[_Transitions, Lumping]]) -> dict[int, float]:
+           lumps: dict[int, tuple[_Transitions, Lumping]], room: float) -> dict[int, float]:
     """Mean queue of each exponential tier after a bursty one, as a ``MAP/M/c`` queue fed by
     the bursty tier's departure process (:mod:`solvers.departures`), through the capacity of
     the tiers in between. A tier that process would saturate keeps the product form's
-    answer (flagged). ``lumps``: the lumpings of the chains' patterns met so far in this
+    answer (flagged), as does one whose open queue holds more than ``room``, the users the
+    closed network has outside its think station (``N - X Z``): the population bounds that
+    queue, not the arrivals (a 16-core tier at 79% behind a bursty 4-core one whose slow phase
+    is 20x slower: an open queue of 1,614 jobs with 108 users outside the think station; the
+    held users it implied emptied the rest, and the bursty chains had no arrivals to solve).
+    ``lumps``: the lumpings of the chains' patterns met so far in this
     solve (by pattern; the rounds of step 4 re-solve a chain on the same pattern)."""
     out: dict[int, float] = {}
     for b, tiers in groups.items():
@@ -1315,17 +1322,17 @@ def _waves(chains: dict[int, _Chain], groups: dict[int, list[int]], means: np.nd
         if tr is None or chain.pi is None or chain.lam is None:
             continue
         with np.errstate(all="ignore"):
-            _wave_queues(b, tiers, chain, means, cores, flags, out, lumps)
+            _wave_queues(b, tiers, chain, means, cores, flags, out, lumps, room)
     return out
 
 
 def _wave_queues(b: int, tiers: list[int], chain: _Chain, means: np.ndarray,
                  cores: tuple[int, ...], flags: list[str], out: dict[int, float],
-                 lumps: dict[int, tuple[_Transitions, Lumping]]) -> None:
+                 lumps: dict[int, tuple[_Transitions, Lumping]], room: float) -> None:
     """:func:`_waves` for the tiers after bursty tier ``b``, in order, into ``out``. A tier the
-    departures would saturate, or whose queue does not solve to a finite mean (a nearly
-    critical or ill-conditioned queue: singular matrix, overflow), keeps the product form's
-    answer from there on, flagged."""
+    departures would saturate, whose queue does not solve to a finite mean (a nearly
+    critical or ill-conditioned queue: singular matrix, overflow), or whose mean is above
+    ``room``, keeps the product form's answer from there on, flagged."""
     tr = chain.transitions
     try:
         rate = chain.rate if chain.rate is not None else tr.with_arrivals(chain.lam)
@@ -1349,6 +1356,11 @@ def _wave_queues(b: int, tiers: list[int], chain: _Chain, means: np.ndarray,
         if not (np.isfinite(queue) and queue >= 0.0):
             flags.append(f"tier {m}: the queue fed by tier {b}'s departures did not solve "
                          "(nearly critical or ill-conditioned): product-form queue")
+            return
+        if queue > room:
+            flags.append(f"tier {m}: the queue fed by tier {b}'s departures ({queue:.4g} jobs) "
+                         f"exceeds the {max(room, 0.0):.4g} users outside the think station: "
+                         "product-form queue")
             return
         out[m] = queue
         dep = through_tier(dep, cores[m] / means[m])
