@@ -68,9 +68,8 @@ while its cost grows linearly with ``N``:
    for one tier, each a converged fixed point: of 268 such solves on random networks with two
    or three bursty tiers at 0.5-1.5 knees, 29 did not converge in 50 sweeps; on the five
    checked against the simulated physical system their throughput was 12-23% low, by rounds
-   0.5-4.8% off). A wave queue holding more
-   jobs than the network has outside its think station keeps the product form (flagged), and
-   ``h`` is at most N/2. On two tiers (one-core bursty tier, then an exponential one) the tier
+   0.5-4.8% off). A wave queue holding more jobs than the network has outside its think
+   station keeps the product form (flagged), and ``h`` is at most N/2. On two tiers (one-core bursty tier, then an exponential one) the tier
    after it gets 10.4 / 43.4 / 20.5 ms against the exact chain's 10.5 / 40.5 / 18.6 ms (the
    product form: 4.1 / 6.3 / 4.0).
 
@@ -1167,8 +1166,7 @@ def solve_decomposed(processes: Any, population: Any, think_time: Any, *,
         def on_sweep(chains: dict[int, _Chain], nu: dict[int, np.ndarray]) -> float:
             Q, _, _ = _read_back(chains, nu, means, cores, bursty, expo, N, Z, box[0], {}, memo,
                                  only=[m for tiers in groups.values() for m in tiers])
-            waves = _waves(chains, groups, means, cores, tried, lumps, N - Z * min(
-                chain.throughput for chain in chains.values()))
+            waves = _waves(chains, groups, means, cores, tried, lumps, _room(chains, N, Z))
             box[0] = min(max(sum(q - Q[m] for m, q in waves.items()), 0.0), 0.5 * N)
             return box[0]
 
@@ -1190,9 +1188,8 @@ def solve_decomposed(processes: Any, population: Any, think_time: Any, *,
             iterations += sweeps
         Q, conditional, ref = _read_back(chains, nu, means, cores, bursty, expo, N, Z, held,
                                          cache if len(bursty) == 1 else {}, memo)
-        waves = on_line if on_line is not None else _waves(
-            chains, groups, means, cores, flags, lumps,
-            N - Z * min(chain.throughput for chain in chains.values()))
+        waves = on_line if on_line is not None else _waves(chains, groups, means, cores, flags,
+                                                           lumps, _room(chains, N, Z))
         excess = sum(q - Q[m] for m, q in waves.items())
         for m, q in waves.items():
             Q[m], conditional[m] = q, q
@@ -1312,6 +1309,12 @@ def _downstream_groups(procs: list[MAP], bursty: list[int]) -> dict[int, list[in
     return groups
 
 
+def _room(chains: dict[int, _Chain], N: int, Z: float) -> float:
+    """Users outside the think station, ``N - X Z``, ``X`` the bursty chains' throughput (the
+    least, while Marie's sweeps have not brought them together)."""
+    return N - Z * min(chain.throughput for chain in chains.values())
+
+
 def _waves(chains: dict[int, _Chain], groups: dict[int, list[int]], means: np.ndarray,
            cores: tuple[int, ...], flags: list[str],
            lumps: dict[int, tuple[_Transitions, Lumping]], room: float) -> dict[int, float]:
@@ -1323,8 +1326,8 @@ def _waves(chains: dict[int, _Chain], groups: dict[int, list[int]], means: np.nd
     queue, not the arrivals (a 16-core tier at 79% behind a bursty 4-core one whose slow phase
     is 20x slower: an open queue of 1,614 jobs with 108 users outside the think station; the
     held users it implied emptied the rest, and the bursty chains had no arrivals to solve).
-    ``lumps``: the lumpings of the chains' patterns met so far in this
-    solve (by pattern; the rounds of step 4 re-solve a chain on the same pattern)."""
+    ``lumps``: the lumpings of the chains' patterns met so far in this solve (by pattern; the
+    rounds of step 4 re-solve a chain on the same pattern)."""
     out: dict[int, float] = {}
     for b, tiers in groups.items():
         chain = chains[b]
