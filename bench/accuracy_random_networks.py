@@ -34,6 +34,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from estimators.mapfit import fit_map2  # noqa: E402
+from solvers.bounds import knee  # noqa: E402
 from solvers.decomposition import solve_decomposed  # noqa: E402
 from solvers.processes import MAP  # noqa: E402
 from solvers.simulation.physical import PhysicalNetwork, Tier, simulate_physical  # noqa: E402
@@ -53,8 +54,7 @@ class Network:
 
     @property
     def knee(self) -> float:
-        means = [p.mean for p in self.processes]
-        return min(c / s for c, s in zip(self.cores, means)) * (self.think + sum(means))
+        return knee([p.mean for p in self.processes], self.think, self.cores)
 
     def label(self) -> str:
         kinds = [f"{c}c {'I ' + format(float(p.idc), '.0f') if p.order > 1 else 'exp'}"

@@ -322,6 +322,17 @@ def test_a_long_per_job_chain_is_truncated_once_where_the_speed_scaled_one_needs
     np.testing.assert_allclose(res.residence_time, every.residence_time, rtol=1e-10)
 
 
+def _simulated_throughput(procs: list[MAP], cores: list[int], Z: float, N: int, seed: int):
+    """The simulated physical system's throughput (an Estimate), 3 x 5,000 s, one class."""
+    from solvers.simulation.physical import PhysicalNetwork, Tier, simulate_physical
+
+    tiers = tuple(Tier(f"t{m}", c, p if p.order > 1 else p.mean)
+                  for m, (p, c) in enumerate(zip(procs, cores)))
+    sim = simulate_physical(PhysicalNetwork(tiers, ("a",), (1.0,), Z, N), 5000.0,
+                            warmup=500.0, replications=3, seed=seed)
+    return sim.throughput[0]
+
+
 def test_a_wave_queue_the_population_bounds_keeps_the_product_form():
     """A 16-core tier at ~79% behind a bursty 4-core one whose slow phase is 20x slower (two
     bursty tiers, past the knee): the tier's open MAP/M/c queue fed by the bursty tier's
@@ -329,8 +340,6 @@ def test_a_wave_queue_the_population_bounds_keeps_the_product_form():
     station; the held users it implied emptied the rest, the bursty chains got no arrivals and
     the solve raised. Now that queue keeps the product form (flagged) and the throughput is
     the simulated physical system's (74.1 against 73.9 +- 1.1 over 3 x 20,000 s)."""
-    from solvers.simulation.physical import PhysicalNetwork, Tier, simulate_physical
-
     front = MAP(np.array([[-143.10927246289899, 0.0], [0.0, -6.779265428976957]]),
                 np.array([[142.26910682679173, 0.8401656361072601],
                           [0.8448838155541076, 5.934381613422849]]))
@@ -344,11 +353,7 @@ def test_a_wave_queue_the_population_bounds_keeps_the_product_form():
     assert any("tier 1: the queue fed by tier 0's departures" in f and "exceeds" in f
                for f in res.flags), res.flags
     assert np.isfinite(res.queue_length).all() and np.isfinite(res.residence_time).all()
-    tiers = tuple(Tier(f"t{m}", c, p if p.order > 1 else p.mean)
-                  for m, (p, c) in enumerate(zip(procs, cores)))
-    sim = simulate_physical(PhysicalNetwork(tiers, ("a",), (1.0,), Z, N), 5000.0,
-                            warmup=500.0, replications=3, seed=3)
-    x = sim.throughput[0]
+    x = _simulated_throughput(procs, cores, Z, N, seed=3)
     assert abs(res.throughput - x.mean) <= max(0.03 * x.mean, x.half_width), (res.throughput, x)
 
 
@@ -359,8 +364,6 @@ def test_when_the_waves_swing_marie_s_sweeps_step_4_goes_by_rounds():
     the throughput 29.1/s, Little's law off by 43% of N, against 37.6 simulated). The solve
     now takes step 4 by rounds when the sweeps do not converge: each round a converged fixed
     point at fixed held users (throughput 39.1, Little's law within 1e-4)."""
-    from solvers.simulation.physical import PhysicalNetwork, Tier, simulate_physical
-
     procs = [MAP(np.array([[-68.24156755594291, 0.0], [0.0, -3.8611752947793896]]),
                  np.array([[67.48056408623097, 0.7610034697119427],
                            [1.069106888626536, 2.7920684061528536]])),
@@ -371,9 +374,5 @@ def test_when_the_waves_swing_marie_s_sweeps_step_4_goes_by_rounds():
     cores, Z, N = [8, 1, 1], 3.4088944671713235, 273
     res = solve_decomposed(procs, N, Z, servers=cores)
     assert res.converged and res.little_residual < 1e-3, (res.flags, res.little_residual)
-    tiers = tuple(Tier(f"t{m}", c, p if p.order > 1 else p.mean)
-                  for m, (p, c) in enumerate(zip(procs, cores)))
-    sim = simulate_physical(PhysicalNetwork(tiers, ("a",), (1.0,), Z, N), 5000.0,
-                            warmup=500.0, replications=3, seed=3)
-    x = sim.throughput[0]
+    x = _simulated_throughput(procs, cores, Z, N, seed=3)
     assert abs(res.throughput / x.mean - 1) <= 0.06 + x.half_width / x.mean, (res.throughput, x)

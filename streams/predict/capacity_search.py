@@ -186,11 +186,11 @@ def _chord_zero(known: dict[int, float], probe: int, value: float,
     ``probe`` crosses zero; ``None`` without such a point, an increase or a finite zero.
     With ``floor``: the power law's zero (:func:`_line_zero`), and without a point below,
     ``(probe, value)`` projected with :data:`PRIOR_EXPONENT` (:func:`_projected`)."""
-    below = [n for n in known if n < probe]
-    if not below:
+    a = max((n for n in known if n < probe), default=None)
+    if a is None:
         zero = _projected(probe, value, floor) if floor is not None else None
-    elif value > known[max(below)]:
-        zero = _line_zero(max(below), known[max(below)], probe, value, floor)
+    elif value > known[a]:
+        zero = _line_zero(a, known[a], probe, value, floor)
     else:
         return None
     return zero if zero is not None and math.isfinite(zero) else None
