@@ -16,9 +16,15 @@ How a bursty tier is modelled (:func:`_transitions`):
   (:mod:`solvers.simulation.physical`, three tiers 4/4/8 cores, bursty database, I ~ 200)
   this station gives 35.8 / 45.7 / 71.4 ms at 60 / 110 / 190 users against simulated
   35.6 +- 2.4 / 45.5 +- 2.7 / 72.5 +- 2.9 ms; one MAP at speed ``min(n, c)`` (every busy
-  core slowed by a phase change) gave 37.4 / 54.7 / 93.0 ms;
-* **more cores**: one MAP at speed ``min(n, c)`` (per-job states grow as ``(c + 1) K`` per
-  level); flagged, pessimistic.
+  core slowed by a phase change) gave 37.4 / 54.7 / 93.0 ms. Per-job states grow as
+  ``(c + 1) K`` a level, and a banded LU as levels times their cube: up to 64 cores the
+  per-job station is kept while that stays within :data:`PER_JOB_MAX_WORK` (a 64-core tier
+  up to ~900 levels, in 0.1-0.8 s at 160-480 users); against the simulated physical system
+  (``bench/accuracy_many_cores.py``, a bursty db of 8-64 cores at 0.5-1.5 knees) it is within
+  2.0% on throughput and 6.3% on response time, where one MAP at speed ``min(n, c)`` -- what
+  tiers of more than 16 cores got before -- was up to 8.9% low and 37% high;
+* **more cores, or a per-job chain over its budget**: one MAP at speed ``min(n, c)``; flagged,
+  pessimistic.
 
 Why this method
 ---------------
@@ -433,7 +439,12 @@ def _ratio(lg: np.ndarray) -> np.ndarray:
 # ------------------------------------------------------------------------- the bursty chain
 #: a bursty tier with more cores than this is modelled as one MAP at speed min(n, c) (flagged):
 #: the per-job model's states per level grow as (c + 1) K
-PER_JOB_MAX_CORES = 16
+PER_JOB_MAX_CORES = 64
+#: the per-job chain is solved while its levels times the cube of its states per level (its
+#: banded LU costs about twice that in flops) stay within this; beyond, the speed-scaled
+#: station, flagged (:func:`_per_job_affordable`). A 16-core tier (34 states a level) stays
+#: per-job up to ~50,000 levels, a 32-core one (66) ~6,900, a 64-core one (130) ~900
+PER_JOB_MAX_WORK = 2e9
 
 
 @dataclass(frozen=True)
@@ -680,6 +691,15 @@ def _per_job_applies(proc: MAP, cores: int) -> bool:
     return 1 < cores <= PER_JOB_MAX_CORES and proc.order > 1
 
 
+def _per_job_affordable(proc: MAP, cores: int, levels: int) -> bool:
+    """Whether the per-job chain on ``levels`` levels is within :data:`PER_JOB_MAX_WORK`:
+    ``levels d^3``, ``d = C(c + K - 1, K - 1) K`` states a level once every core is busy (its
+    banded LU's bandwidth is about ``d``)."""
+    K = proc.order
+    d = math.comb(cores + K - 1, K - 1) * K
+    return levels * float(d) ** 3 <= PER_JOB_MAX_WORK
+
+
 #: levels of a bursty tier's chain solved first (a longer per-job chain: :func:`_first_levels`);
 #: grown while the top tenth holds more than TRUNCATION_MASS of the probability
 FIRST_LEVELS = 512
@@ -700,7 +720,16 @@ class _Patterns:
         self.memo = memo if memo is not None else SolveMemo()
         self._built: dict[tuple[int, int, int, bool], _Transitions] = {}
         self._stores: dict[tuple[int, int, int, bool], _FactorStore] = {}
+        self._affordable: dict[tuple[int, int], bool] = {}
         self.target = REFINE_RESIDUAL     # the refinements' residual in this sweep
+
+    def affordable(self, proc: MAP, cores: int, levels: int) -> bool:
+        """:func:`_per_job_affordable` at a tier's first truncation in this solve; the same
+        answer for the rest of the solve (its sweeps and rounds keep one station a tier)."""
+        key = (id(proc), cores)
+        if key not in self._affordable:
+            self._affordable[key] = _per_job_affordable(proc, cores, levels)
+        return self._affordable[key]
 
     def get(self, proc: MAP, cores: int, levels: int, per_job: bool) -> _Transitions:
         key = (id(proc), cores, levels, per_job)
@@ -722,19 +751,29 @@ def _solve_chain(lam: np.ndarray, proc: MAP, cores: int, per_job: bool = True,
     chain, where the speed-scaled chain needs its levels: :func:`_first_levels`) by
     :func:`_more_levels` until the levels above ``0.9 L`` hold at most :data:`TRUNCATION_MASS`
     (or ``L = N``); levels above ``L`` get probability 0 and the nearest level's conditional
-    throughput."""
+    throughput. A per-job chain beyond :data:`PER_JOB_MAX_WORK` at its first truncation (then
+    taken where the speed-scaled chain needs its levels, whatever ``N``) is the speed-scaled
+    station, ``"speed-scaled (per-job chain over budget)"``."""
     N = lam.shape[0] - 1
     patterns = patterns or _Patterns()
     pj = per_job and _per_job_applies(proc, cores)
+    station = None
     if first is None:
         first = max(FIRST_LEVELS, 8 * cores)
-        first = N if N <= 2 * first else _first_levels(lam, proc, cores, first) if pj else first
+        if pj and (N > 2 * first or not _per_job_affordable(proc, cores, N)):
+            first = min(N, _first_levels(lam, proc, cores, first))
+        elif N <= 2 * first:
+            first = N
+        if pj and not patterns.affordable(proc, cores, first):
+            pj, station = False, "speed-scaled (per-job chain over budget)"
     top = min(first, N)
     while True:
         cut = lam[: top + 1].copy()
         cut[top] = 0.0
         chain = _solve_levels(cut, proc, cores, patterns.get(proc, cores, top, pj), pj,
                               patterns.store(proc, cores, top, pj))
+        if station is not None:
+            chain = dataclasses.replace(chain, station=station)
         if chain.residual > RESIDUAL_LIMIT and chain.station == "per-job":
             # the banded LU lost the per-job chain: the speed-scaled station, flagged
             chain = _solve_levels(cut, proc, cores, patterns.get(proc, cores, top, False), False)
@@ -1056,7 +1095,7 @@ def _fixed_point(lg_e: np.ndarray, procs: list[MAP], cores: tuple[int, ...], bur
     n = np.arange(N + 1)
     nu = dict(start) if start else {b: np.minimum(n, cores[b]) / procs[b].mean for b in bursty}
     chains: dict[int, _Chain] = {}
-    fallback: set[int] = set()
+    fallback: dict[int, str] = {}        # tier -> its speed-scaled station's reason
     patterns = patterns or _Patterns()
     anderson = _Anderson()
     change = math.inf
@@ -1069,8 +1108,10 @@ def _fixed_point(lg_e: np.ndarray, procs: list[MAP], cores: tuple[int, ...], bur
             lam = _arrivals(_rest_log_g(lg_e, weights, skip=b), held)
             chain = _solve_chain(lam, procs[b], cores[b], per_job=b not in fallback,
                                  patterns=patterns, first=_next_levels(chains.get(b)))
-            if chain.station.startswith("speed-scaled ("):
-                fallback.add(b)                # keep one station for the rest of the iteration
+            if b in fallback:                  # one station for the rest of the iteration
+                chain = dataclasses.replace(chain, station=fallback[b])
+            elif chain.station.startswith("speed-scaled ("):
+                fallback[b] = chain.station
             old = chains.get(b)
             if old is not None:
                 change = max(change, abs(chain.throughput - old.throughput)
@@ -1212,8 +1253,7 @@ def solve_decomposed(processes: Any, population: Any, think_time: Any, *,
         if chain.residual > RESIDUAL_LIMIT:
             flags.append(f"tier {b}: chain residual {chain.residual:.2g}")
         if chain.station.startswith("speed-scaled ("):
-            flags.append(f"tier {b}: speed-scaled (per-job chain unstable): one MAP at speed "
-                         "min(n, c), pessimistic")
+            flags.append(f"tier {b}: {chain.station}: one MAP at speed min(n, c), pessimistic")
     return _result(X, Q, U, _split_top(conditional, level), procs, cores, N, Z, iterations,
                    converged, flags, t0)
 
