@@ -42,7 +42,9 @@ long run (every flag can be overridden); the figures are printed with the settin
 ``--bursty --multicore``: the systems people run -- every tier's cores from {2, 4, 8}, the last
 tier bursty as above, 200-2000 users, 20 systems, 300 ends, the default ``map_max_population``
 (10,000): the model is the decomposition (``prediction["model"] == "map-fes"``) once the bursty
-tier is trusted.
+tier is trusted. ``--core-choices 16 32 64``: the same with tiers of 16-64 cores (a bursty
+tier of more than 16 cores takes the speed-scaled station, flagged: ``solvers.decomposition``'s
+``PER_JOB_MAX_CORES``).
 
 Measured (timings repeated ``--repeat`` times on a fresh ``Pipeline``; best and median printed,
 since other processes may share the 2 cores):
@@ -150,14 +152,20 @@ class SystemTrace:
         return out
 
 
+#: cores a tier may have in the ``--multicore`` workload (``--core-choices``)
+MULTICORE_CHOICES = (2.0, 4.0, 8.0)
+
+
 def system_trace(rng: np.random.Generator, name: str, ends: int, *, bursty: bool = False,
                  users: tuple[float, float] = (50.0, 150.0),
-                 window_s: float = WINDOW_S, multicore: bool = False) -> SystemTrace:
-    """One system's data over ``ends`` window ends (the module docstring's workload)."""
+                 window_s: float = WINDOW_S, multicore: bool = False,
+                 core_choices: tuple[float, ...] = MULTICORE_CHOICES) -> SystemTrace:
+    """One system's data over ``ends`` window ends (the module docstring's workload);
+    ``core_choices``: the cores a tier may have under ``multicore``."""
     M, C = len(TIERS), len(CLASSES)
     D = np.exp(rng.normal(np.log(2e-3), 0.5, (M, C)))            # s per request
     if multicore:
-        cores = rng.choice([2.0, 4.0, 8.0], M)
+        cores = rng.choice(list(core_choices), M)
     else:
         cores = np.ones(M) if bursty else rng.choice([2.0, 4.0], M)
     base_mix = rng.dirichlet(np.full(C, 2.0))
@@ -214,20 +222,24 @@ def host_speed() -> str:
 
 def workload(systems: int, ends: int, seed: int, bursty: bool = False,
              users: tuple[float, float] = (50.0, 150.0),
-             multicore: bool = False) -> list[dict[str, Any]]:
+             multicore: bool = False,
+             core_choices: tuple[float, ...] = MULTICORE_CHOICES) -> list[dict[str, Any]]:
     """All records, stream order: for each window end, every system, every tier."""
-    return [r for chunk in workload_chunks(systems, ends, seed, ends, bursty, users, multicore)
+    return [r for chunk in workload_chunks(systems, ends, seed, ends, bursty, users, multicore,
+                                           core_choices)
             for r in chunk]
 
 
 def workload_chunks(systems: int, ends: int, seed: int, chunk_ends: int, bursty: bool = False,
                     users: tuple[float, float] = (50.0, 150.0),
-                    multicore: bool = False) -> Iterator[list[dict[str, Any]]]:
+                    multicore: bool = False,
+                    core_choices: tuple[float, ...] = MULTICORE_CHOICES
+                    ) -> Iterator[list[dict[str, Any]]]:
     """:func:`workload` in chunks of ``chunk_ends`` window ends, built as they are asked for
     (a full history of 100 systems is over a million records)."""
     rng = np.random.default_rng(seed)
     traces = [system_trace(rng, f"sys{s:03d}", ends, bursty=bursty, users=users,
-                           multicore=multicore)
+                           multicore=multicore, core_choices=core_choices)
               for s in range(systems)]
     for k0 in range(0, ends, chunk_ends):
         k1 = min(k0 + chunk_ends, ends)
@@ -487,6 +499,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--multicore", action="store_true",
                     help="with --bursty: cores 2-8 per tier, 200-2000 users, 20 systems, the "
                          "default map_max_population (the decomposition)")
+    ap.add_argument("--core-choices", type=float, nargs="+", metavar="C",
+                    default=list(MULTICORE_CHOICES),
+                    help="with --multicore: the cores a tier may have (default 2 4 8; e.g. "
+                         "16 32 64 for tiers whose bursty chains are larger)")
     ap.add_argument("--systems", type=int, help="systems (default 100; --bursty 10)")
     ap.add_argument("--ends", type=int,
                     help="window ends (default 60 = 5 min event time; --bursty 300)")
@@ -532,6 +548,7 @@ def main(argv: list[str] | None = None) -> None:
         tune_gc()
     b = args.bursty
     mc = args.multicore
+    choices = tuple(args.core_choices)
     if mc and not b:
         ap.error("--multicore needs --bursty")
     systems = args.systems or (20 if mc and not args.quick else 10 if b or args.quick else 100)
@@ -560,7 +577,8 @@ def main(argv: list[str] | None = None) -> None:
     print(f"python {sys.version.split()[0]}, numpy {np.__version__}; timings: best and median "
           f"of {reps} (machine shared, 2 cores; load average at start "
           f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}); {host_speed()}")
-    kind = ("bursty multicore (last tier on/off x6, cores 2-8)" if mc else
+    listed = "/".join(f"{c:g}" for c in choices)
+    kind = (f"bursty multicore (last tier on/off x6, cores {listed})" if mc else
             "bursty (last tier on/off x6, all tiers 1 core)" if b else "default")
     print(f"scenario: {kind}; "
           f"{systems} systems x {len(TIERS)} tiers x {len(CLASSES)} classes, {WINDOW_S:g}-s "
@@ -573,7 +591,8 @@ def main(argv: list[str] | None = None) -> None:
           f"gc thresholds {gc.get_threshold()}")
 
     t0 = time.perf_counter()
-    records = workload(systems, ends, args.seed, bursty=b, users=users, multicore=mc)
+    records = workload(systems, ends, args.seed, bursty=b, users=users, multicore=mc,
+                       core_choices=choices)
     gen_s = time.perf_counter() - t0
     n = len(records)
     t0 = time.perf_counter()
@@ -643,7 +662,8 @@ def main(argv: list[str] | None = None) -> None:
 
     if long_ends:
         print()
-        long = workload(1, long_ends, args.seed + 1, bursty=b, users=users, multicore=mc)
+        long = workload(1, long_ends, args.seed + 1, bursty=b, users=users, multicore=mc,
+                        core_choices=choices)
         lrun = run_pipeline(long, config)
         lt = np.array([dt for dt, _ in lrun.solves]) * 1e3
         late = float(np.median(lt[-10:]))

@@ -17,12 +17,18 @@ How a bursty tier is modelled (:func:`_transitions`):
   this station gives 35.8 / 45.7 / 71.4 ms at 60 / 110 / 190 users against simulated
   35.6 +- 2.4 / 45.5 +- 2.7 / 72.5 +- 2.9 ms; one MAP at speed ``min(n, c)`` (every busy
   core slowed by a phase change) gave 37.4 / 54.7 / 93.0 ms. Per-job states grow as
-  ``(c + 1) K`` a level, and a banded LU as levels times their cube: up to 64 cores the
-  per-job station is kept while that stays within :data:`PER_JOB_MAX_WORK` (a 64-core tier
-  up to ~900 levels, in 0.1-0.8 s at 160-480 users); against the simulated physical system
-  (``bench/accuracy_many_cores.py``, a bursty db of 8-64 cores at 0.5-1.5 knees) it is within
-  2.0% on throughput and 6.3% on response time, where one MAP at speed ``min(n, c)`` -- what
-  tiers of more than 16 cores got before -- was up to 8.9% low and 37% high;
+  ``(c + 1) K`` a level, a banded LU's storage as levels times their square and its time as
+  levels times their cube. ``per_job_max_cores`` (:func:`solve_decomposed`) takes the
+  per-job station up to 64 cores, kept while its band stays within :data:`PER_JOB_MAX_BYTES`
+  (a 64-core tier up to ~650 levels, in 0.1-0.8 s at 160-480 users) and, before a wave queue
+  (step 4), while its departure process has at most :data:`WAVE_MAX_PHASES` phases (17
+  cores); against the simulated physical system (``bench/accuracy_many_cores.py``, a bursty
+  last tier of 8-64 cores at 0.5-1.5 knees) it is within 2.0% on throughput and 6.3% on
+  response time, where one MAP at speed ``min(n, c)`` was up to 8.9% low and 37% high. The
+  default stays at 16: the pipeline solves a model 20-100 times a cycle (capacity searches,
+  the SCV calibration, the uncertainty band), and with 32-64-core per-job chains at ~1,000
+  users that took ~100 s a cycle on ``bench/bench_pipeline.py --bursty --multicore
+  --core-choices 16 32 64``;
 * **more cores, or a per-job chain over its budget**: one MAP at speed ``min(n, c)``; flagged,
   pessimistic.
 
@@ -437,14 +443,21 @@ def _ratio(lg: np.ndarray) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------- the bursty chain
-#: a bursty tier with more cores than this is modelled as one MAP at speed min(n, c) (flagged):
-#: the per-job model's states per level grow as (c + 1) K
-PER_JOB_MAX_CORES = 64
-#: the per-job chain is solved while its levels times the cube of its states per level (its
-#: banded LU costs about twice that in flops) stay within this; beyond, the speed-scaled
-#: station, flagged (:func:`_per_job_affordable`). A 16-core tier (34 states a level) stays
-#: per-job up to ~50,000 levels, a 32-core one (66) ~6,900, a 64-core one (130) ~900
-PER_JOB_MAX_WORK = 2e9
+#: by default a bursty tier with more cores than this is modelled as one MAP at speed min(n, c)
+#: (flagged): the per-job model's states per level grow as (c + 1) K. ``solve_decomposed``'s
+#: ``per_job_max_cores`` raises it (up to 64 cores measured: module notes)
+PER_JOB_MAX_CORES = 16
+#: the per-job chain is solved while its banded LU's storage (levels x d x (3d + 3) doubles,
+#: ``d`` states a level) stays within this many bytes; beyond, the speed-scaled station,
+#: flagged (:func:`_per_job_affordable`). A 16-core tier (34 states a level, 28.6 kB a level)
+#: stays per-job up to ~9,400 levels, a 32-core one (66, 106 kB) ~2,500, a 64-core one (130,
+#: 409 kB) ~650; the LU's time grows as levels x d^3 (a 64-core chain at 478 levels: 0.1-0.4 s)
+PER_JOB_MAX_BYTES = 256 * 2**20
+#: a bursty tier whose waves feed ``MAP/M/c`` queues (step 4) keeps the per-job chain only while
+#: its departure process (levels ``0..c + 1`` of the chain: :func:`_departure_phases`) has at
+#: most this many phases: the queues' ``G`` matrices are dense in them (a 16-core tier: 340
+#: phases; 32 cores: 1,188, 64: 4,420 -- minutes a solve)
+WAVE_MAX_PHASES = 400
 
 
 @dataclass(frozen=True)
@@ -685,19 +698,27 @@ def _per_job_states(N: int, proc: MAP, cores: int) -> tuple[np.ndarray, ...]:
     return out
 
 
-def _per_job_applies(proc: MAP, cores: int) -> bool:
-    """Per-job phases on a bursty multi-core tier (up to :data:`PER_JOB_MAX_CORES` cores);
-    one MAP at speed ``min(n, c)`` otherwise."""
-    return 1 < cores <= PER_JOB_MAX_CORES and proc.order > 1
+def _per_job_applies(proc: MAP, cores: int, max_cores: int) -> bool:
+    """Per-job phases on a bursty multi-core tier (up to ``max_cores`` cores); one MAP at
+    speed ``min(n, c)`` otherwise."""
+    return 1 < cores <= max_cores and proc.order > 1
+
+
+def _departure_phases(proc: MAP, cores: int) -> int:
+    """Phases of a per-job chain's lumped departure process: the states of its levels
+    ``0..c + 1`` (:func:`solvers.departures.lumping`)."""
+    K = proc.order
+    return sum(math.comb(min(n, cores) + K - 1, K - 1) * K for n in range(cores + 2))
 
 
 def _per_job_affordable(proc: MAP, cores: int, levels: int) -> bool:
-    """Whether the per-job chain on ``levels`` levels is within :data:`PER_JOB_MAX_WORK`:
-    ``levels d^3``, ``d = C(c + K - 1, K - 1) K`` states a level once every core is busy (its
-    banded LU's bandwidth is about ``d``)."""
+    """Whether the per-job chain on ``levels`` levels is within :data:`PER_JOB_MAX_BYTES`:
+    ``d = C(c + K - 1, K - 1) K`` states a level once every core is busy, and the band of
+    ``Q^T`` (arrivals about ``d`` indices below the diagonal, completions ``d + K`` above; LAPACK
+    stores ``2 l + u + 1`` rows) about ``3 d + 3`` doubles a state."""
     K = proc.order
     d = math.comb(cores + K - 1, K - 1) * K
-    return levels * float(d) ** 3 <= PER_JOB_MAX_WORK
+    return levels * d * (3 * d + 3) * 8 <= PER_JOB_MAX_BYTES
 
 
 #: levels of a bursty tier's chain solved first (a longer per-job chain: :func:`_first_levels`);
@@ -716,20 +737,30 @@ class _Patterns:
     once per solve, reused by every fixed-point iteration (only the arrivals change), with the
     latest factorisation of each (:class:`_FactorStore`)."""
 
-    def __init__(self, memo: SolveMemo | None = None) -> None:
+    def __init__(self, memo: SolveMemo | None = None,
+                 max_cores: int = PER_JOB_MAX_CORES) -> None:
         self.memo = memo if memo is not None else SolveMemo()
+        self.max_cores = max_cores        # per-job phases up to this many cores
         self._built: dict[tuple[int, int, int, bool], _Transitions] = {}
         self._stores: dict[tuple[int, int, int, bool], _FactorStore] = {}
-        self._affordable: dict[tuple[int, int], bool] = {}
+        self._refusals: dict[tuple[int, int], str | None] = {}
         self.target = REFINE_RESIDUAL     # the refinements' residual in this sweep
 
-    def affordable(self, proc: MAP, cores: int, levels: int) -> bool:
-        """:func:`_per_job_affordable` at a tier's first truncation in this solve; the same
-        answer for the rest of the solve (its sweeps and rounds keep one station a tier)."""
+    def refuse(self, proc: MAP, cores: int, station: str) -> None:
+        """Solve this tier with the speed-scaled station for the whole solve, named
+        ``station`` (``"speed-scaled (<why>)"``)."""
+        self._refusals[(id(proc), cores)] = station
+
+    def refusal(self, proc: MAP, cores: int, levels: int) -> str | None:
+        """Why a per-job tier is the speed-scaled station in this solve (``None``: it is not),
+        decided at its first truncation (:func:`_per_job_affordable`) unless :meth:`refuse`
+        set it before; the same answer for the rest of the solve (its sweeps and rounds keep
+        one station a tier)."""
         key = (id(proc), cores)
-        if key not in self._affordable:
-            self._affordable[key] = _per_job_affordable(proc, cores, levels)
-        return self._affordable[key]
+        if key not in self._refusals:
+            self._refusals[key] = None if _per_job_affordable(proc, cores, levels) else \
+                "speed-scaled (per-job chain over budget)"
+        return self._refusals[key]
 
     def get(self, proc: MAP, cores: int, levels: int, per_job: bool) -> _Transitions:
         key = (id(proc), cores, levels, per_job)
@@ -751,12 +782,12 @@ def _solve_chain(lam: np.ndarray, proc: MAP, cores: int, per_job: bool = True,
     chain, where the speed-scaled chain needs its levels: :func:`_first_levels`) by
     :func:`_more_levels` until the levels above ``0.9 L`` hold at most :data:`TRUNCATION_MASS`
     (or ``L = N``); levels above ``L`` get probability 0 and the nearest level's conditional
-    throughput. A per-job chain beyond :data:`PER_JOB_MAX_WORK` at its first truncation (then
+    throughput. A per-job chain beyond :data:`PER_JOB_MAX_BYTES` at its first truncation (then
     taken where the speed-scaled chain needs its levels, whatever ``N``) is the speed-scaled
     station, ``"speed-scaled (per-job chain over budget)"``."""
     N = lam.shape[0] - 1
     patterns = patterns or _Patterns()
-    pj = per_job and _per_job_applies(proc, cores)
+    pj = per_job and _per_job_applies(proc, cores, patterns.max_cores)
     station = None
     if first is None:
         first = max(FIRST_LEVELS, 8 * cores)
@@ -764,8 +795,8 @@ def _solve_chain(lam: np.ndarray, proc: MAP, cores: int, per_job: bool = True,
             first = min(N, _first_levels(lam, proc, cores, first))
         elif N <= 2 * first:
             first = N
-        if pj and not patterns.affordable(proc, cores, first):
-            pj, station = False, "speed-scaled (per-job chain over budget)"
+        station = patterns.refusal(proc, cores, first) if pj else None
+        pj = pj and station is None
     top = min(first, N)
     while True:
         cut = lam[: top + 1].copy()
@@ -1161,17 +1192,22 @@ def _trivial(procs: list[MAP], cores: tuple[int, ...], Z: float) -> Decompositio
 def solve_decomposed(processes: Any, population: Any, think_time: Any, *,
                      servers: Any = None, tol: float = 1e-6,
                      max_iterations: int = 50,
-                     memo: SolveMemo | None = None) -> DecompositionResult:
+                     memo: SolveMemo | None = None,
+                     per_job_max_cores: int = PER_JOB_MAX_CORES) -> DecompositionResult:
     """Closed network of MAP tiers with cores, by flow-equivalent decomposition (module notes).
 
     ``processes``: each tier's service process in visit order (``MAP.exponential(S)`` for an
     exponential tier); ``servers``: cores per tier (default 1); ``population`` ``N``;
     ``think_time`` ``Z``; ``tol``: relative change of the throughput between two sweeps of
     the fixed point at which it stops; ``memo``: what this solve may share with others of the
-    same model (:class:`SolveMemo`; default: nothing shared). Raises ``ValueError`` naming
-    the argument on bad input."""
+    same model (:class:`SolveMemo`; default: nothing shared); ``per_job_max_cores``: the
+    most cores a bursty tier may have for the per-job station (default
+    :data:`PER_JOB_MAX_CORES`, 16; up to 64 measured against the simulated physical system,
+    within :data:`PER_JOB_MAX_BYTES`, at 0.1-0.8 s a solve for 64 cores -- module notes).
+    Raises ``ValueError`` naming the argument on bad input."""
     procs = _check_processes(processes)
     cores = _check_servers(servers, len(procs))
+    per_job_max_cores = _check_count(per_job_max_cores, "per_job_max_cores")
     N = _check_count(population, "population")
     Z = _check_think(think_time)
     if N == 0:
@@ -1193,10 +1229,15 @@ def solve_decomposed(processes: Any, population: Any, think_time: Any, *,
                           [cores[m] for m in expo])
     if not bursty:
         return _product_form(procs, cores, expo, lg_e, N, Z, t0)
-    flags += [f"tier {b}: {cores[b]} cores > {PER_JOB_MAX_CORES}: one MAP at speed min(n, c) "
-              "(pessimistic)" for b in bursty if cores[b] > PER_JOB_MAX_CORES]
+    flags += [f"tier {b}: {cores[b]} cores > {per_job_max_cores}: one MAP at speed min(n, c) "
+              "(pessimistic)" for b in bursty if cores[b] > per_job_max_cores]
     groups = _downstream_groups(procs, bursty)
-    patterns, held, nu, iterations = _Patterns(memo), 0.0, None, 0
+    patterns, held, nu, iterations = _Patterns(memo, per_job_max_cores), 0.0, None, 0
+    for b in groups:
+        if (_per_job_applies(procs[b], cores[b], per_job_max_cores)
+                and _departure_phases(procs[b], cores[b]) > WAVE_MAX_PHASES):
+            patterns.refuse(procs[b], cores[b], "speed-scaled (per-job departures too large "
+                            "for the wave queues after it)")
     secant = _Secant()
     cache: dict[int, np.ndarray] = {}
     lumps: dict[int, tuple[_Transitions, Lumping]] = {}

@@ -113,6 +113,8 @@ def test_saturated_and_degenerate_inputs_give_finite_flagged_or_trivial_results(
     (dict(processes=[BURSTY], population=1, think_time=math.nan), "think_time: must be"),
     (dict(processes=[BURSTY], population=1, think_time=0.0, servers=[0]), "servers: item 0"),
     (dict(processes=[BURSTY], population=1, think_time=0.0, servers=[1, 2]), "servers: must"),
+    (dict(processes=[BURSTY], population=1, think_time=0.0, per_job_max_cores=-1),
+     "per_job_max_cores: must be"),
 ])
 def test_bad_input_names_the_argument(kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -174,20 +176,19 @@ def test_a_saturated_16_core_per_job_chain_is_solved_stably():
     assert chain.throughput < cores / proc.mean
 
 
-def test_a_64_core_bursty_tier_matches_the_physical_simulation(monkeypatch):
-    """Truth that is not the model, where the per-job station now reaches (up to
-    PER_JOB_MAX_CORES = 64): web 4 cores exp 4 ms, app 8 cores exp 16 ms, db 64 cores with
+def test_a_64_core_bursty_tier_matches_the_physical_simulation():
+    """Truth that is not the model, where the per-job station reaches with
+    ``per_job_max_cores=64`` (the default is 16): web 4 cores exp 4 ms, app 8 cores exp 16 ms, db 64 cores with
     paper 000's sequence (I ~ 200) scaled to 256 ms a request (250/s over its cores), Z = 1 s,
     287 users (0.9 knees). The per-job chain gives the simulated throughput and response time
     (per-job 202.1/s and 0.420 s against 199.9 +- 3.8 and 0.436 +- 0.028 over 3 x 4,000 s);
-    one MAP at speed min(n, c) -- the station for more than 16 cores before -- gave 182.1/s
+    one MAP at speed min(n, c) -- the default station for more than 16 cores -- gives 182.1/s
     and 0.576 s (-9% / +32%)."""
-    import solvers.decomposition as decomposition
     from solvers.simulation.physical import PhysicalNetwork, Tier, simulate_physical
 
     db = BURSTY.scaled(64 / 250)
     procs, cores, N = [MAP.exponential(0.004), MAP.exponential(0.016), db], [4, 8, 64], 287
-    res = solve_decomposed(procs, N, 1.0, servers=cores)
+    res = solve_decomposed(procs, N, 1.0, servers=cores, per_job_max_cores=64)
     assert res.flags == () and res.little_residual < 1e-6
     net = PhysicalNetwork(tiers=(Tier("web", 4, 0.004), Tier("app", 8, 0.016), Tier("db", 64, db)),
                           classes=("all",), mix=(1.0,), think_time=1.0, population=N)
@@ -195,14 +196,13 @@ def test_a_64_core_bursty_tier_matches_the_physical_simulation(monkeypatch):
     X, R = sim.total_throughput, sim.total_response_time
     assert abs(res.throughput - X.mean) <= max(2 * X.half_width, 0.03 * X.mean)
     assert abs(res.response_time - R.mean) <= max(2 * R.half_width, 0.10 * R.mean)
-    monkeypatch.setattr(decomposition, "PER_JOB_MAX_CORES", 16)
     old = solve_decomposed(procs, N, 1.0, servers=cores)
     assert any("64 cores > 16" in f for f in old.flags)
     assert old.response_time > R.mean + max(2 * R.half_width, 0.15 * R.mean)
 
 
 def test_a_per_job_chain_over_its_budget_is_the_speed_scaled_station_flagged(monkeypatch):
-    """Past PER_JOB_MAX_WORK (levels x states-per-level cubed) a bursty tier is the
+    """Past PER_JOB_MAX_BYTES (the per-job chain's banded LU storage) a bursty tier is the
     speed-scaled station: the same answer as that station, and the flag says why -- also
     with two bursty tiers, whose later sweeps solve that station again (the flag of the
     first sweep's fallback used to be lost there)."""
@@ -210,14 +210,29 @@ def test_a_per_job_chain_over_its_budget_is_the_speed_scaled_station_flagged(mon
 
     app, db = MILD.scaled(0.008), BURSTY.scaled(0.016)
     procs, cores = [MAP.exponential(0.004), app, db], [2, 4, 8]
-    monkeypatch.setattr(decomposition, "PER_JOB_MAX_WORK", 1.0)
+    monkeypatch.setattr(decomposition, "PER_JOB_MAX_BYTES", 1)
     over = solve_decomposed(procs, 300, 1.0, servers=cores)
     flagged = [f for f in over.flags if "per-job chain over budget" in f]
     assert [f.split(":")[0] for f in flagged] == ["tier 1", "tier 2"]
-    monkeypatch.setattr(decomposition, "PER_JOB_MAX_CORES", 1)
-    scaled = solve_decomposed(procs, 300, 1.0, servers=cores)
+    scaled = solve_decomposed(procs, 300, 1.0, servers=cores, per_job_max_cores=1)
     assert over.throughput == pytest.approx(scaled.throughput, rel=1e-9)
     assert over.response_time == pytest.approx(scaled.response_time, rel=1e-9)
+
+
+def test_a_many_core_bursty_tier_before_a_wave_queue_is_the_speed_scaled_station():
+    """A 32-core bursty tier followed by an exponential one, per-job phases allowed up to 64
+    cores: its per-job departure process
+    would have 1,188 phases (levels 0..c+1 of the chain), and the wave queue's dense ``G``
+    matrices in them took minutes; such a tier is the speed-scaled station, flagged, whose
+    departures have 66 phases -- the default's answer."""
+    procs, cores = [MAP.exponential(0.002), BURSTY.scaled(0.064), MAP.exponential(0.02)], \
+        [4, 32, 8]
+    res = solve_decomposed(procs, 400, 1.0, servers=cores, per_job_max_cores=64)
+    assert [f.split(":")[0] for f in res.flags if "per-job departures too large" in f] == \
+        ["tier 1"]
+    before = solve_decomposed(procs, 400, 1.0, servers=cores)
+    assert res.throughput == pytest.approx(before.throughput, rel=1e-9)
+    assert res.queue_length == pytest.approx(before.queue_length, rel=1e-9)
 
 
 def test_fixed_point_does_not_let_anderson_swing_a_lightly_loaded_bursty_tier():
