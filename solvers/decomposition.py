@@ -25,7 +25,8 @@ How a bursty tier is modelled (:func:`_transitions`):
   cores); against the simulated physical system (``bench/accuracy_many_cores.py``, a bursty
   last tier of 8-64 cores at 0.5-1.5 knees) it is within 2.0% on throughput and 6.3% on
   response time, where one MAP at speed ``min(n, c)`` was up to 8.9% low and 37% high. The
-  default stays at 16: the pipeline solves a model 20-100 times a cycle (capacity searches,
+  default stays at 16 (the pipeline's ``per_job_max_cores`` setting raises it per system):
+  the pipeline solves a model 20-100 times a cycle (capacity searches,
   the SCV calibration, the uncertainty band), and with 32-64-core per-job chains at ~1,000
   users that took ~100 s a cycle on ``bench/bench_pipeline.py --bursty --multicore
   --core-choices 16 32 64``;

@@ -148,6 +148,8 @@ def test_unknown_keys_and_sections_are_refused_by_name(toml, text, key):
     ("[defaults]\nhistory = 1024.0\n", "defaults.history"),
     ("[defaults]\nhistory = 8\n", "defaults.history"),
     ("[systems.shop]\nalert_fire_after = 0\n", "systems.shop.alert_fire_after"),
+    ("[systems.shop]\nper_job_max_cores = 65\n", "systems.shop.per_job_max_cores"),
+    ("[defaults]\nper_job_max_cores = 0\n", "defaults.per_job_max_cores"),
     ("[systems.shop]\ndedup_windows = true\n", "systems.shop.dedup_windows"),
     ("[systems.shop]\ntiers = ['front', 'db', 'front']\n", "systems.shop.tiers"),
     ("[systems.shop]\ntiers = ['front', '']\n", "systems.shop.tiers"),

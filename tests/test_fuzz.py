@@ -429,7 +429,8 @@ CONFIG_VALUES = st.one_of(
                      0.5, 59.9, 86_400, 86_401, 604_800, 1_000_001]),
     st.floats(), st.integers(-10, 10**7), st.booleans(), st.text(max_size=4))
 SETTINGS = {"defaults": ["solve_interval_s", "solve_offset_s", "horizon_s", "trend_window_s",
-                         "think_time_s", "idc_threshold", "map_max_population", "history",
+                         "think_time_s", "idc_threshold", "map_max_population",
+                         "per_job_max_cores", "history",
                          "regression_windows", "dedup_windows", "model_error_threshold",
                          "alert_fire_after", "alert_resolve_after", "utilization_tolerance"],
             "limits": ["max_systems", "max_tiers", "max_classes", "idle_system_s"],

@@ -240,3 +240,36 @@ def test_a_capacity_search_stops_the_fixed_point_at_the_search_tolerance(monkeyp
     assert sum(sweeps[SEARCH_TOL]) < sum(sweeps[PREDICTION_TOL]), sweeps
     ref, _ = capacity_search(lambda n: fine.excess(fine.at(n)), start=found, limit=10_000)
     assert ref - MAP_CAPACITY_TOLERANCE * ref - 1 <= found <= ref, (found, ref)
+
+
+def test_per_job_max_cores_reaches_the_decomposition_and_survives_a_round_trip():
+    """``SystemConfig.per_job_max_cores`` (default 16) goes through ``build_model`` to every
+    decomposition solve: a 32-core bursty tier is the flagged speed-scaled station by
+    default and the per-job one at 32, each the solver's own answer; ``to_dict`` keeps it."""
+    from solvers.decomposition import solve_decomposed
+    from solvers.processes import MAP
+
+    sc = scenarios()["bottleneck_switch"]
+    unit = [MAP.exponential(1.0), MAP.exponential(1.0), sc.database.scaled(1.0)]
+    D = np.array([0.004, 0.016, 32 / 250])
+
+    def model(cores: int) -> SystemModel:
+        return SystemModel(tiers=["web", "app", "db"], classes=["a"], D_mc=D[:, None].copy(),
+                           mix=np.ones(1), servers=np.array([4.0, 8.0, 32.0]), think_time=1.0,
+                           sla=np.array([0.4]), processes=unit, map_limit=10_000,
+                           exact_limit=0, per_job_max_cores=cores)
+
+    procs = [p.scaled(float(d)) for p, d in zip(unit, D)]
+    for cores in (16, 32):
+        m = model(cores)
+        ref = solve_decomposed(procs, 258, 1.0, servers=[4, 8, 32], per_job_max_cores=cores)
+        assert m.at(258).model == "map-fes"
+        assert m.at(258).throughput == pytest.approx(ref.throughput, rel=1e-9)
+        assert any("32 cores > 16" in f for f in ref.flags) == (cores == 16)
+        assert SystemModel.from_dict(m.to_dict()).per_job_max_cores == cores
+    assert model(16).at(258).throughput < 0.95 * model(32).at(258).throughput
+    cfg = SystemConfig(tiers=("front", "db"), per_job_max_cores=48)
+    front = _tier("front", {"a": sc.front.mean}, {"a": 0.0}, {"a": sc.front.mean})
+    db = _tier("db", {"a": sc.database.mean}, {"a": 0.0}, {"a": sc.database.mean},
+               bursty=True, process=sc.database.scaled(1.0))
+    assert build_model([front, db], ["a"], {"a": 1.0}, 0.5, cfg).per_job_max_cores == 48

@@ -106,6 +106,11 @@ class SystemConfig:
     #: largest population the MAP network is solved at (decomposition is O(N)); MVA beyond,
     #: flagged
     map_max_population: int = 10_000
+    #: bursty tiers of up to this many cores get the decomposition's per-job station (each job
+    #: keeps its own service phase; docs/accuracy.md section 5); more cores: one MAP at speed
+    #: min(n, c), flagged pessimistic. Up to 64; past 16 a cycle costs seconds a system
+    #: (docs/benchmarks.md)
+    per_job_max_cores: int = 16
     #: windows of dispersion history per tier (paper 000 Fig. 2 needs 2,000-10,000 when I >> 1)
     history: int = 4096
     #: windows in the sliding regression (second opinion on the Kalman demands)
@@ -173,7 +178,8 @@ _CHOICES = {"demand_policy": DEMAND_POLICIES, "bursty_demand": BURSTY_DEMANDS,
             "bursty_scv": BURSTY_SCVS}
 #: whole-number settings: key -> (lowest, highest or ``None``); memory grows with the window
 #: counts, so they stop at a million windows per tier
-_COUNTS = {"map_max_population": (1, None), "history": (16, 1_000_000),
+_COUNTS = {"map_max_population": (1, None), "per_job_max_cores": (1, 64),
+           "history": (16, 1_000_000),
            "regression_windows": (4, 1_000_000), "dedup_windows": (1, 1_000_000),
            "alert_fire_after": (1, None), "alert_resolve_after": (1, None)}
 #: settings of ``[defaults]`` that apply to the input as a whole (:class:`Config`), not to one

@@ -54,7 +54,7 @@ from typing import Any
 
 import numpy as np
 
-from solvers.decomposition import SolveMemo, solve_decomposed
+from solvers.decomposition import PER_JOB_MAX_CORES, SolveMemo, solve_decomposed
 from solvers.mapqn import solve_closed
 from solvers.mva import mva_curve
 from solvers.processes import MAP
@@ -143,6 +143,9 @@ class SystemModel:
     #: per bursty tier, the SCV its MAP(2) was calibrated to (:mod:`streams.predict.calibration`);
     #: refits of the same tier (the uncertainty band's) keep it
     scv_targets: dict[str, float] = field(default_factory=dict)
+    #: bursty tiers of up to this many cores take the decomposition's per-job station
+    #: (``solve_decomposed``'s ``per_job_max_cores``; ``SystemConfig.per_job_max_cores``)
+    per_job_max_cores: int = PER_JOB_MAX_CORES
     _cache: dict[int, Point] = field(default_factory=dict)
     _curve: Any = None
     #: what the decomposition's solves of this model and its variants share (the probes of a
@@ -270,7 +273,9 @@ class SystemModel:
                     res, kind = solve_closed(procs, n, self.think_time, servers=cores), "map"
                 else:
                     res, kind = (solve_decomposed(procs, n, self.think_time, servers=cores,
-                                                  tol=tol, memo=self._memo), "map-fes")
+                                                  tol=tol, memo=self._memo,
+                                                  per_job_max_cores=self.per_job_max_cores),
+                                 "map-fes")
             except (RuntimeError, ValueError, np.linalg.LinAlgError) as exc:
                 self.flags.append(f"MAP network failed at population {n} ({exc}): MVA there")
                 point = self.mva_at(n)
@@ -314,7 +319,8 @@ class SystemModel:
                 else [p.to_dict() for p in self.processes],
                 "map_limit": int(self.map_limit), "flags": list(self.flags),
                 "visits": None if self.visits is None else self.visits.tolist(),
-                "scv_targets": dict(self.scv_targets)}
+                "scv_targets": dict(self.scv_targets),
+                "per_job_max_cores": int(self.per_job_max_cores)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "SystemModel":
@@ -335,7 +341,9 @@ class SystemModel:
                        visits=None if data.get("visits") is None
                        else np.array(data["visits"], dtype=float),
                        scv_targets={str(k): float(v) for k, v in
-                                    (data.get("scv_targets") or {}).items()})
+                                    (data.get("scv_targets") or {}).items()},
+                       per_job_max_cores=int(data.get("per_job_max_cores",
+                                                      PER_JOB_MAX_CORES)))
         except KeyError as exc:
             raise ValueError(f"model: missing key {exc.args[0]!r}") from None
         except (TypeError, ValueError) as exc:
@@ -551,4 +559,5 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
                             flags.append(_history_flag(t.tier, before, after))
     return SystemModel(tiers=[t.tier for t in tiers], classes=list(classes), D_mc=D_mc, mix=p,
                        servers=servers, think_time=think_time, sla=sla, processes=processes,
-                       map_limit=cfg.map_max_population, flags=flags, visits=V_mc)
+                       map_limit=cfg.map_max_population, flags=flags, visits=V_mc,
+                       per_job_max_cores=cfg.per_job_max_cores)
