@@ -63,7 +63,7 @@ def work_weighted_completions(utilization: np.ndarray, completions: np.ndarray,
         weights = regression_demands(U, n[:, active] / window_s).demands
     except RuntimeError:          # Lawson-Hanson out of iterations: the counts, as before
         return total
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"):     # 0 x inf: NaN, caught below
         weighted = n[:, active] @ weights
         work = float(weighted.sum())
         if not (work > 0.0 and math.isfinite(work)):      # all weights 0, or out of range

@@ -120,6 +120,30 @@ def test_work_out_of_range_counts_as_before(monkeypatch):
     assert np.array_equal(class_mix.work_weighted_completions(util, n, WINDOW_S), n.sum(axis=1))
 
 
+def test_work_too_small_to_rescale_counts_as_before(monkeypatch):
+    """Weights so small that the total over the work overflows (a subnormal work; found by the
+    pipeline's fuzz test): the counts, without a warning (0 x inf was NaN and raised under the
+    tests' warning filter)."""
+    import dataclasses
+    import warnings
+
+    import estimators.class_mix as class_mix
+    from estimators.demand import regression_demands
+
+    util, n = windows(5, drift=0.3, k=300)
+    n[0] = 0.0                                   # a window with no completions: 0 x inf
+
+    def tiny(*args, **kwargs):
+        real = regression_demands(*args, **kwargs)
+        return dataclasses.replace(real, demands=np.full(real.demands.shape, 1e-320))
+
+    monkeypatch.setattr(class_mix, "regression_demands", tiny)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = class_mix.work_weighted_completions(util, n, WINDOW_S)
+    assert np.array_equal(out, n.sum(axis=1))
+
+
 def test_shapes_are_checked():
     with pytest.raises(ValueError, match="completions"):
         work_weighted_completions(np.zeros(5), np.zeros(5), WINDOW_S)
