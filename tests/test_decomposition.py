@@ -178,12 +178,12 @@ def test_a_saturated_16_core_per_job_chain_is_solved_stably():
 
 def test_a_64_core_bursty_tier_matches_the_physical_simulation():
     """Truth that is not the model, where the per-job station reaches with
-    ``per_job_max_cores=64`` (the default is 16): web 4 cores exp 4 ms, app 8 cores exp 16 ms, db 64 cores with
-    paper 000's sequence (I ~ 200) scaled to 256 ms a request (250/s over its cores), Z = 1 s,
-    287 users (0.9 knees). The per-job chain gives the simulated throughput and response time
-    (per-job 202.1/s and 0.420 s against 199.9 +- 3.8 and 0.436 +- 0.028 over 3 x 4,000 s);
-    one MAP at speed min(n, c) -- the default station for more than 16 cores -- gives 182.1/s
-    and 0.576 s (-9% / +32%)."""
+    ``per_job_max_cores=64`` (the default is 16): web 4 cores exp 4 ms, app 8 cores exp 16 ms,
+    db 64 cores with paper 000's sequence (I ~ 200) scaled to 256 ms a request (250/s over its
+    cores), Z = 1 s, 287 users (0.9 knees). The per-job chain gives the simulated throughput
+    and response time (per-job 202.1/s and 0.420 s against 199.9 +- 3.8 and 0.436 +- 0.028
+    over 3 x 4,000 s); one MAP at speed min(n, c) -- the default station for more than 16
+    cores -- gives 182.1/s and 0.576 s (-9% / +32%)."""
     from solvers.simulation.physical import PhysicalNetwork, Tier, simulate_physical
 
     db = BURSTY.scaled(64 / 250)
@@ -221,10 +221,10 @@ def test_a_per_job_chain_over_its_budget_is_the_speed_scaled_station_flagged(mon
 
 def test_a_many_core_bursty_tier_before_a_wave_queue_is_the_speed_scaled_station():
     """A 32-core bursty tier followed by an exponential one, per-job phases allowed up to 64
-    cores: its per-job departure process
-    would have 1,188 phases (levels 0..c+1 of the chain), and the wave queue's dense ``G``
-    matrices in them took minutes; such a tier is the speed-scaled station, flagged, whose
-    departures have 66 phases -- the default's answer."""
+    cores: its per-job departure process would have 1,188 phases (levels 0..c+1 of the chain),
+    and the wave queue's dense ``G`` matrices in them took minutes a solve in the pipeline;
+    such a tier is the speed-scaled station, flagged, whose departures have 66 phases -- the
+    default's answer."""
     procs, cores = [MAP.exponential(0.002), BURSTY.scaled(0.064), MAP.exponential(0.02)], \
         [4, 32, 8]
     res = solve_decomposed(procs, 400, 1.0, servers=cores, per_job_max_cores=64)
