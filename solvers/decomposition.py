@@ -705,20 +705,25 @@ def _per_job_applies(proc: MAP, cores: int, max_cores: int) -> bool:
     return 1 < cores <= max_cores and proc.order > 1
 
 
+def _level_states(proc: MAP, busy: int) -> int:
+    """States of a per-job chain's level with ``busy`` jobs in service: their phase counts
+    (``C(busy + K - 1, K - 1)`` compositions) times the next job's start phase (``K``)."""
+    K = proc.order
+    return math.comb(busy + K - 1, K - 1) * K
+
+
 def _departure_phases(proc: MAP, cores: int) -> int:
     """Phases of a per-job chain's lumped departure process: the states of its levels
     ``0..c + 1`` (:func:`solvers.departures.lumping`)."""
-    K = proc.order
-    return sum(math.comb(min(n, cores) + K - 1, K - 1) * K for n in range(cores + 2))
+    return sum(_level_states(proc, min(n, cores)) for n in range(cores + 2))
 
 
 def _per_job_affordable(proc: MAP, cores: int, levels: int) -> bool:
     """Whether the per-job chain on ``levels`` levels is within :data:`PER_JOB_MAX_BYTES`:
-    ``d = C(c + K - 1, K - 1) K`` states a level once every core is busy, and the band of
+    ``d`` states a level once every core is busy (:func:`_level_states`), and the band of
     ``Q^T`` (arrivals about ``d`` indices below the diagonal, completions ``d + K`` above; LAPACK
     stores ``2 l + u + 1`` rows) about ``3 d + 3`` doubles a state."""
-    K = proc.order
-    d = math.comb(cores + K - 1, K - 1) * K
+    d = _level_states(proc, cores)
     return levels * d * (3 * d + 3) * 8 <= PER_JOB_MAX_BYTES
 
 

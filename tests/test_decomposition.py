@@ -184,15 +184,11 @@ def test_a_64_core_bursty_tier_matches_the_physical_simulation():
     and response time (per-job 202.1/s and 0.420 s against 199.9 +- 3.8 and 0.436 +- 0.028
     over 3 x 4,000 s); one MAP at speed min(n, c) -- the default station for more than 16
     cores -- gives 182.1/s and 0.576 s (-9% / +32%)."""
-    from solvers.simulation.physical import PhysicalNetwork, Tier, simulate_physical
-
     db = BURSTY.scaled(64 / 250)
     procs, cores, N = [MAP.exponential(0.004), MAP.exponential(0.016), db], [4, 8, 64], 287
     res = solve_decomposed(procs, N, 1.0, servers=cores, per_job_max_cores=64)
     assert res.flags == () and res.little_residual < 1e-6
-    net = PhysicalNetwork(tiers=(Tier("web", 4, 0.004), Tier("app", 8, 0.016), Tier("db", 64, db)),
-                          classes=("all",), mix=(1.0,), think_time=1.0, population=N)
-    sim = simulate_physical(net, 2000.0, warmup=200.0, replications=3, seed=3)
+    sim = _simulated(procs, cores, 1.0, N, seed=3, duration=2000.0)
     X, R = sim.total_throughput, sim.total_response_time
     assert abs(res.throughput - X.mean) <= max(2 * X.half_width, 0.03 * X.mean)
     assert abs(res.response_time - R.mean) <= max(2 * R.half_width, 0.10 * R.mean)
@@ -383,15 +379,20 @@ def test_a_long_per_job_chain_is_truncated_once_where_the_speed_scaled_one_needs
     np.testing.assert_allclose(res.residence_time, every.residence_time, rtol=1e-10)
 
 
-def _simulated_throughput(procs: list[MAP], cores: list[int], Z: float, N: int, seed: int):
-    """The simulated physical system's throughput (an Estimate), 3 x 5,000 s, one class."""
+def _simulated(procs: list[MAP], cores: list[int], Z: float, N: int, seed: int,
+               duration: float = 5000.0):
+    """The simulated physical system, one class, 3 x ``duration`` s after a tenth of it."""
     from solvers.simulation.physical import PhysicalNetwork, Tier, simulate_physical
 
     tiers = tuple(Tier(f"t{m}", c, p if p.order > 1 else p.mean)
                   for m, (p, c) in enumerate(zip(procs, cores)))
-    sim = simulate_physical(PhysicalNetwork(tiers, ("a",), (1.0,), Z, N), 5000.0,
-                            warmup=500.0, replications=3, seed=seed)
-    return sim.throughput[0]
+    return simulate_physical(PhysicalNetwork(tiers, ("a",), (1.0,), Z, N), duration,
+                             warmup=duration / 10, replications=3, seed=seed)
+
+
+def _simulated_throughput(procs: list[MAP], cores: list[int], Z: float, N: int, seed: int):
+    """:func:`_simulated`'s throughput (an Estimate), 3 x 5,000 s."""
+    return _simulated(procs, cores, Z, N, seed).throughput[0]
 
 
 def test_a_wave_queue_the_population_bounds_keeps_the_product_form():
