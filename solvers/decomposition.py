@@ -1235,8 +1235,8 @@ def solve_decomposed(processes: Any, population: Any, think_time: Any, *,
                           [cores[m] for m in expo])
     if not bursty:
         return _product_form(procs, cores, expo, lg_e, N, Z, t0)
-    flags += [f"tier {b}: {cores[b]} cores > {per_job_max_cores}: one MAP at speed min(n, c) "
-              "(pessimistic)" for b in bursty if cores[b] > per_job_max_cores]
+    flags += [f"tier {b}: {cores[b]} cores > per_job_max_cores {per_job_max_cores}: one MAP at "
+              "speed min(n, c) (pessimistic)" for b in bursty if cores[b] > per_job_max_cores]
     groups = _downstream_groups(procs, bursty)
     patterns, held, nu, iterations = _Patterns(memo, per_job_max_cores), 0.0, None, 0
     for b in groups:

@@ -193,7 +193,7 @@ def test_a_64_core_bursty_tier_matches_the_physical_simulation():
     assert abs(res.throughput - X.mean) <= max(2 * X.half_width, 0.03 * X.mean)
     assert abs(res.response_time - R.mean) <= max(2 * R.half_width, 0.10 * R.mean)
     old = solve_decomposed(procs, N, 1.0, servers=cores)
-    assert any("64 cores > 16" in f for f in old.flags)
+    assert any("64 cores > per_job_max_cores 16" in f for f in old.flags)
     assert old.response_time > R.mean + max(2 * R.half_width, 0.15 * R.mean)
 
 

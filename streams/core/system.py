@@ -654,9 +654,12 @@ class SystemState:
                 flags.append(f"MAP network limited to map_max_population={model.map_limit}: "
                              f"MVA used at populations >= {used_mva[0]}")
             fes = sorted(n for n, p in solved if p.model == "map-fes")
-            if fes:
+            if fes and model.exact_applies:
                 flags.append(f"MAP network solved by decomposition (flow-equivalent server) at "
                              f"populations >= {fes[0]}; exact chain below")
+            elif fes:
+                flags.append("MAP network solved by decomposition (flow-equivalent server): a "
+                             "bursty tier has several cores")
         breach: Point | None = None
         if cap is not None and not limited:     # the first population probed beyond capacity
             beyond = [p for n, p in model.solved().items() if n > cap and model.excess(p) > 0]

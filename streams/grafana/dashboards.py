@@ -302,7 +302,8 @@ def system(defaults: SystemConfig = SystemConfig()) -> dict[str, Any]:
                     mappings=[_null_means("no breach ahead"), _zero_means("now", "red")])
     model = _stat_now("Model", "mva (no bursty tier), map (MAP queueing network, exact chain) "
                       "or map-fes (MAP queueing network by flow-equivalent decomposition, for "
-                      "large populations); the flags say where MVA was still used.",
+                      "large populations); the Bottleneck story's flags say where MVA was "
+                      "still used or a station is approximate.",
                       "model", "none", fields="/^model$/")
     bottleneck = _stat_now("Bottleneck tier (at the forecast)",
                            "Tier with the highest predicted utilization at the forecast "
@@ -433,10 +434,11 @@ def system(defaults: SystemConfig = SystemConfig()) -> dict[str, Any]:
         "At the last solve: the busiest tier (highest utilization at the forecast), the tier "
         "that causes the predicted breach (largest share of the breaking class's response "
         "time), and why they differ when they do (a bursty tier is the bottleneck part of the "
-        "time: the bottleneck switch); whether the model is trusted (no model_error alert) "
-        "and the last switch of model.",
+        "time: the bottleneck switch); whether the model is trusted (no model_error alert), "
+        "the last switch of model, and the model's caveats (flags: MVA used instead of the MAP "
+        "network, a bursty tier on the pessimistic station, a fixed point not converged).",
         [flux.latest("prediction", ["bottleneck_tier", "breach_tier", "bottleneck_reason",
-                                    "model", "model_trusted"], ["system"],
+                                    "model", "model_trusted", "flags"], ["system"],
                      anchor="horizon_s", where=SYSTEM, table=True)],
         rename={"_time": "solved at"})
     history = table(

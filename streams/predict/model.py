@@ -49,6 +49,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -120,6 +121,19 @@ class Point:
     utilization: np.ndarray
     bottleneck: np.ndarray | None
     model: str
+
+
+#: a decomposition's ``Little's law off`` flag reaches the model's flags from this fraction of
+#: ``N`` (the solver flags from 1e-4; its approximation's own error is of that order)
+LITTLE_FLAG = 0.01
+_TIER_INDEX = re.compile(r"\btier (\d+)")
+_NUMBER = re.compile(r"(?<!\w)[-+]?\d+(?:\.\d*)?(?:e[-+]?\d+)?(?!\w)")
+
+
+def _flag_kind(flag: str) -> str:
+    """A flag with its numbers blanked (not the digits of a name such as ``db2``): flags of
+    one kind at other values compare equal."""
+    return _NUMBER.sub("#", flag)
 
 
 @dataclass
@@ -269,7 +283,7 @@ class SystemModel:
             procs = [p.scaled(float(d)) for p, d in zip(self.processes, self.D)]
             cores = [int(c) for c in self.servers]
             try:
-                if self.map_states(n) <= self.exact_state_limit() and self._exact_applies:
+                if self.map_states(n) <= self.exact_state_limit() and self.exact_applies:
                     res, kind = solve_closed(procs, n, self.think_time, servers=cores), "map"
                 else:
                     res, kind = (solve_decomposed(procs, n, self.think_time, servers=cores,
@@ -282,11 +296,32 @@ class SystemModel:
             else:
                 point = self._read_back(n, res.throughput, res.residence_time,
                                         np.asarray(res.bottleneck_probability), kind)
+                if kind == "map-fes":
+                    self._note_solver_flags(n, res.flags, res.little_residual)
         self._cache[n] = point
         return point
 
+    def _note_solver_flags(self, n: int, flags: tuple[str, ...], little: float) -> None:
+        """The decomposition's caveats (a speed-scaled station, a fixed point or waves not
+        converged, a chain residual, Little's law off by at least :data:`LITTLE_FLAG` of
+        ``N``) in :attr:`flags`, with tier names for the solver's indices and the population
+        they were first met at: one flag of each kind (numbers aside) per model, so a
+        capacity search's probes add one line, not one per probe."""
+        seen = {_flag_kind(f) for f in self.flags}
+        for flag in flags:
+            if flag.startswith("Little's law") and little < LITTLE_FLAG:
+                continue
+            named = _TIER_INDEX.sub(lambda m: self._tier_name(int(m.group(1))), flag)
+            text = f"MAP network at {n} users: {named}"
+            if _flag_kind(text) not in seen:
+                seen.add(_flag_kind(text))
+                self.flags.append(text)
+
+    def _tier_name(self, index: int) -> str:
+        return self.tiers[index] if 0 <= index < len(self.tiers) else f"tier {index}"
+
     @functools.cached_property
-    def _exact_applies(self) -> bool:
+    def exact_applies(self) -> bool:
         """The exact chain's station (one MAP at speed ``min(n, c)``) is the physical tier's
         only for one core; a bursty multi-core tier takes the decomposition's per-job station
         (:mod:`solvers.decomposition`), which the simulation of the physical tier agrees with."""
