@@ -302,7 +302,9 @@ def test_a_speed_scaled_station_is_flagged_in_the_prediction(tmp_path):
     """Issue 19: a bursty tier of more cores than ``per_job_max_cores`` is one MAP at speed
     ``min(n, c)`` (pessimistic): the pipeline's prediction says so, naming the tier, and does
     not once the limit covers it. The demo's calm shop with its database relabelled as 32
-    cores at the same per-core utilization (32 times the demand; the same ``I``)."""
+    cores at the same per-core utilization (32 times the demand; the same ``I``). While the
+    alert stands on the provisional model (the tier's ``I`` not yet confirmed), that model's
+    caveat is in the flags too."""
     import json
 
     from streams.cli.demo import DemoScenario, demo_config, demo_records
@@ -328,3 +330,9 @@ def test_a_speed_scaled_station_is_flagged_in_the_prediction(tmp_path):
         flagged = [p for p in mapped if any(f.endswith(flag) for f in p["flags"])]
         assert len(flagged) == (len(mapped) if limit == 16 else 0), \
             (limit, [p["flags"] for p in mapped])
+        # before I is confirmed the alert stands on the provisional model: its caveat too
+        provisional = [p for p in preds if any(b.startswith("provisional") for b in
+                                               p["alert_basis"])]
+        assert provisional and all(
+            any(f.startswith("provisional model: ") and f.endswith(flag) for f in p["flags"])
+            == (limit == 16) for p in provisional), [p["flags"] for p in provisional]

@@ -26,7 +26,8 @@ from streams.core.alerts import AlertBook
 from streams.core.config import SystemConfig
 from streams.predict import alert_window, response_trend
 from streams.predict.calibration import Calibration, calibrate_model
-from streams.predict.model import Measured, Point, SystemModel, build_model, model_capacity
+from streams.predict.model import (SOLVER_FLAG, Measured, Point, SystemModel, build_model,
+                                   model_capacity)
 from solvers.mva import mva_curves
 from streams.core.plausibility import Plausibility, Verdict, far_ahead
 from streams.core.records import Window, clean
@@ -660,6 +661,9 @@ class SystemState:
             elif fes:
                 flags.append("MAP network solved by decomposition (flow-equivalent server): a "
                              "bursty tier has several cores")
+        if base is not model:                   # the alert stands on the provisional model
+            flags += [f"provisional model: {f}" for f in base.flags
+                      if f.startswith(SOLVER_FLAG) and f not in flags]
         breach: Point | None = None
         if cap is not None and not limited:     # the first population probed beyond capacity
             beyond = [p for n, p in model.solved().items() if n > cap and model.excess(p) > 0]

@@ -126,6 +126,8 @@ class Point:
 #: a decomposition's ``Little's law off`` flag reaches the model's flags from this fraction of
 #: ``N`` (the solver flags from 1e-4; its approximation's own error is of that order)
 LITTLE_FLAG = 0.01
+#: how the decomposition's caveats in :attr:`SystemModel.flags` begin
+SOLVER_FLAG = "MAP network at "
 _TIER_INDEX = re.compile(r"\btier (\d+)")
 _NUMBER = re.compile(r"(?<!\w)[-+]?\d+(?:\.\d*)?(?:e[-+]?\d+)?(?!\w)")
 
@@ -296,7 +298,7 @@ class SystemModel:
             else:
                 point = self._read_back(n, res.throughput, res.residence_time,
                                         np.asarray(res.bottleneck_probability), kind)
-                if kind == "map-fes":
+                if kind == "map-fes" and n > 0:
                     self._note_solver_flags(n, res.flags, res.little_residual)
         self._cache[n] = point
         return point
@@ -312,7 +314,7 @@ class SystemModel:
             if flag.startswith("Little's law") and little < LITTLE_FLAG:
                 continue
             named = _TIER_INDEX.sub(lambda m: self._tier_name(int(m.group(1))), flag)
-            text = f"MAP network at {n} users: {named}"
+            text = f"{SOLVER_FLAG}{n} users: {named}"
             if _flag_kind(text) not in seen:
                 seen.add(_flag_kind(text))
                 self.flags.append(text)
