@@ -13,7 +13,10 @@ requests/s over its cores, whatever ``c``), think time 1 s; one class. Each ``c`
   independent replications of ``--duration`` s after a tenth of that as warm-up; 95% half
   widths);
 * :func:`solvers.decomposition.solve_decomposed` with ``per_job_max_cores=64`` (the per-job
-  station on every bursty tier of 2-64 cores, within ``PER_JOB_MAX_BYTES``) and with
+  station on every bursty tier of 2-64 cores, within ``PER_JOB_MAX_BYTES``; past
+  ``PHASE_COUNT_BINS`` busy cores the count of jobs per phase on a grid), the same with every
+  count resolved (``full chain``: what the grid changes; the module constant set for that
+  column's solves), and with
   ``per_job_max_cores=1`` (every bursty tier as one MAP at speed ``min(n, c)``, the
   speed-scaled station, which the default -- 16, as the pipeline runs it -- gives tiers of more
   than 16 cores), their errors against the simulation and solve times.
@@ -49,14 +52,26 @@ def network(cores: int) -> tuple[list[MAP], list[int]]:
             [4, 8, cores])
 
 
-def solved(procs: list[MAP], cores: list[int], n: int, speed_scaled: bool
+STATIONS = ("per-job", "full chain", "speed-scaled")
+
+
+def solved(procs: list[MAP], cores: list[int], n: int, station: str
            ) -> tuple[float, float, float, tuple[str, ...]]:
-    """(throughput, response time, seconds, flags); ``speed_scaled``: every bursty tier as
-    one MAP at speed min(n, c), else per-job phases up to 64 cores."""
-    t0 = time.perf_counter()
-    res = decomposition.solve_decomposed(procs, n, THINK, servers=cores,
-                                         per_job_max_cores=1 if speed_scaled else 64)
-    return res.throughput, res.response_time, time.perf_counter() - t0, res.flags
+    """(throughput, response time, seconds, flags) with every bursty tier on ``station``:
+    ``per-job`` (up to 64 cores, the phase counts on a grid past
+    ``decomposition.PHASE_COUNT_BINS`` busy cores), ``full chain`` (the same with every phase
+    count: the grid's own effect) or ``speed-scaled`` (one MAP at speed min(n, c))."""
+    bins = decomposition.PHASE_COUNT_BINS
+    if station == "full chain":
+        decomposition.PHASE_COUNT_BINS = max(cores)
+    try:
+        t0 = time.perf_counter()
+        res = decomposition.solve_decomposed(
+            procs, n, THINK, servers=cores,
+            per_job_max_cores=1 if station == "speed-scaled" else 64)
+        return res.throughput, res.response_time, time.perf_counter() - t0, res.flags
+    finally:
+        decomposition.PHASE_COUNT_BINS = bins
 
 
 def main() -> None:
@@ -68,15 +83,17 @@ def main() -> None:
     ap.add_argument("--markdown", action="store_true", help="a markdown table")
     args = ap.parse_args()
     print(f"command: python {' '.join(sys.argv)}")
-    print(f"per-job station up to 64 cores (default {decomposition.PER_JOB_MAX_CORES}), band "
+    print(f"per-job station up to 64 cores (default {decomposition.PER_JOB_MAX_CORES}), phase "
+          f"counts on a grid past {decomposition.PHASE_COUNT_BINS} busy cores, band "
           f"budget {decomposition.PER_JOB_MAX_BYTES / 2**20:g} MiB; simulation 3 x "
           f"{args.duration:g} s, seed {args.seed}")
     head = ("| db cores | knees | N | simulated X | simulated R (s) | per-job X / R error | "
-            "per-job s | speed-scaled X / R error | speed-scaled s |")
+            "per-job s | full chain X / R error | full chain s | speed-scaled X / R error | "
+            "speed-scaled s |")
     print(head if args.markdown else head.replace("|", " "))
     if args.markdown:
-        print("|" + "---|" * 9)
-    worst = {"per-job": [0.0, 0.0], "speed-scaled": [0.0, 0.0]}
+        print("|" + "---|" * 11)
+    worst = {name: [0.0, 0.0] for name in STATIONS}
     for c in (int(x) for x in args.cores.split(",")):
         procs, cores = network(c)
         k = knee([p.mean for p in procs], THINK, cores)
@@ -90,11 +107,14 @@ def main() -> None:
             X, R = sim.total_throughput, sim.total_response_time
             cells = [f"{c}", f"{f:g}", f"{n}", f"{X.mean:.1f} +- {X.half_width:.1f}",
                      f"{R.mean:.3f} +- {R.half_width:.3f}"]
-            for name, scaled in (("per-job", False), ("speed-scaled", True)):
-                x, r, secs, flags = solved(procs, cores, n, scaled)
+            for name in STATIONS:
+                if name == "full chain" and c <= decomposition.PHASE_COUNT_BINS:
+                    cells += ["(as per-job)", "-"]
+                    continue
+                x, r, secs, flags = solved(procs, cores, n, name)
                 ex, er = x / X.mean - 1.0, r / R.mean - 1.0
                 worst[name] = [max(worst[name][0], abs(ex)), max(worst[name][1], abs(er))]
-                note = " (flagged)" if flags and not scaled else ""
+                note = " (flagged)" if flags and name != "speed-scaled" else ""
                 cells += [f"{100 * ex:+.1f}% / {100 * er:+.1f}%{note}", f"{secs:.3f}"]
             line = " | ".join(cells)
             print(f"| {line} |" if args.markdown else line.replace(" | ", "  "), flush=True)

@@ -20,11 +20,19 @@ How a bursty tier is modelled (:func:`_transitions`):
   ``(c + 1) K`` a level, a banded LU's storage as levels times their square and its time as
   levels times their cube. ``per_job_max_cores`` (:func:`solve_decomposed`) takes the
   per-job station up to 64 cores, kept while its band stays within :data:`PER_JOB_MAX_BYTES`
-  (a 64-core tier up to ~650 levels, in 0.1-0.8 s at 160-480 users) and, before a wave queue
-  (step 4), while its departure process has at most :data:`WAVE_MAX_PHASES` phases (17
-  cores); against the simulated physical system (``bench/accuracy_many_cores.py``, a bursty
-  last tier of 8-64 cores at 0.5-1.5 knees) it is within 2.0% on throughput and 6.3% on
-  response time, where one MAP at speed ``min(n, c)`` was up to 8.9% low and 37% high. The
+  (a 64-core tier up to ~2,500 levels on the grid below, in 0.06-0.09 s at 160-480 users)
+  and, before a wave queue (step 4), while its departure process has at most
+  :data:`WAVE_MAX_PHASES` phases (17 cores); against the simulated physical system
+  (``bench/accuracy_many_cores.py``, a bursty last tier of 8-64 cores at 0.5-1.5 knees) it is
+  within 2.0% on throughput and 6.3% on response time, where one MAP at speed ``min(n, c)``
+  was up to 8.9% low and 37% high.
+  Past :data:`PHASE_COUNT_BINS` (32) busy cores a level keeps the count of jobs in phase 2 on
+  a grid of 33 counts (:func:`_counts`, two-phase MAPs): a move of one job between phases
+  reaches the neighbouring grid point ``g`` counts away at ``1/g`` of its rate, so the
+  expected count and every completion rate are kept and only the count's spread widens; a
+  level has at most 66 states whatever the cores. At 64 cores that is 0.2-1.5% lower throughput
+  and 0.7-4.6% higher response time than every count resolved, at 2-3x less time, and the
+  byte budget holds ~2,500 levels instead of ~650 (a grid of 17 counts: 3-4% / 10-14%). The
   default stays at 16 (the pipeline's ``per_job_max_cores`` setting raises it per system):
   the pipeline solves a model 20-100 times a cycle (capacity searches,
   the SCV calibration, the uncertainty band), and with 32-64-core per-job chains at ~1,000
@@ -445,14 +453,16 @@ def _ratio(lg: np.ndarray) -> np.ndarray:
 
 # ------------------------------------------------------------------------- the bursty chain
 #: by default a bursty tier with more cores than this is modelled as one MAP at speed min(n, c)
-#: (flagged): the per-job model's states per level grow as (c + 1) K. ``solve_decomposed``'s
+#: (flagged): the per-job model's states per level grow as (c + 1) K (up to 33 K with the
+#: grid of :data:`PHASE_COUNT_BINS`, two phases). ``solve_decomposed``'s
 #: ``per_job_max_cores`` raises it (up to 64 cores measured: module notes)
 PER_JOB_MAX_CORES = 16
 #: the per-job chain is solved while its banded LU's storage (levels x d x (3d + 3) doubles,
 #: ``d`` states a level) stays within this many bytes; beyond, the speed-scaled station,
 #: flagged (:func:`_per_job_affordable`). A 16-core tier (34 states a level, 28.6 kB a level)
-#: stays per-job up to ~9,400 levels, a 32-core one (66, 106 kB) ~2,500, a 64-core one (130,
-#: 409 kB) ~650; the LU's time grows as levels x d^3 (a 64-core chain at 478 levels: 0.1-0.4 s)
+#: stays per-job up to ~9,400 levels, a 32-64-core one (66 on the grid of PHASE_COUNT_BINS,
+#: 106 kB) ~2,500 (every count resolved, a 64-core one's 130 states, 409 kB: ~650); the LU's
+#: time grows as levels x d^3 (a 64-core chain at 478 levels: 0.1-0.4 s, 0.09 s on the grid)
 PER_JOB_MAX_BYTES = 256 * 2**20
 #: a bursty tier whose waves feed ``MAP/M/c`` queues (step 4) keeps the per-job chain only while
 #: its departure process (levels ``0..c + 1`` of the chain: :func:`_departure_phases`) has at
@@ -535,6 +545,36 @@ def _compositions(m: int, K: int) -> list[tuple[int, ...]]:
             for rest in _compositions(m - first, K - 1)]
 
 
+#: a two-phase per-job station resolves the count of in-service jobs in phase 2 exactly up to
+#: this many busy cores; beyond, on a grid of ``PHASE_COUNT_BINS + 1`` counts (:func:`_counts`)
+PHASE_COUNT_BINS = 32
+
+
+def _counts(m: int, K: int) -> list[tuple[int, ...]]:
+    """The phase counts a level with ``m`` jobs in service resolves: every composition
+    (:func:`_compositions`), or for ``K = 2`` and ``m >`` :data:`PHASE_COUNT_BINS` the
+    compositions ``(m - g, g)`` with ``g`` on the grid ``round(j m / B)``, ``j = 0..B``."""
+    if K != 2 or m <= PHASE_COUNT_BINS:
+        return _compositions(m, K)
+    grid = [round(j * m / PHASE_COUNT_BINS) for j in range(PHASE_COUNT_BINS + 1)]
+    return [(m - g, g) for g in grid]
+
+
+def _spread(k: tuple[int, ...], where: dict[tuple[int, ...], int],
+            counts: list[tuple[int, ...]]) -> list[tuple[tuple[int, ...], float]]:
+    """An exact phase count ``k`` as the resolved counts it lands on, with weights: itself,
+    or (binned, :func:`_counts`) the two grid points around its count in phase 2, linearly
+    (the expected count is kept: a move of one job between phases reaches the next grid
+    point ``g`` apart at ``1/g`` of its rate and otherwise keeps the count)."""
+    if k in where:
+        return [(k, 1.0)]
+    m, g = sum(k), k[1]
+    hi = next(c for c in counts if c[1] > g)
+    lo = counts[counts.index(hi) - 1]
+    w = (g - lo[1]) / (hi[1] - lo[1])
+    return [(lo, 1.0 - w), (hi, w)]
+
+
 def _log_multinomial(k: tuple[int, ...], log_p: np.ndarray) -> float:
     terms = [ki * lp for ki, lp in zip(k, log_p) if ki > 0]
     return float(gammaln(sum(k) + 1) - sum(gammaln(ki + 1) for ki in k) + sum(terms))
@@ -553,7 +593,7 @@ def _per_job(N: int, proc: MAP, cores: int, heads: _Memo | None = None) -> _Tran
     out of levels ``0..c+1`` (:func:`_per_job_head`) are those of every chain with more
     levels; the levels above repeat level ``c + 1``'s (kept in ``heads``, if given)."""
     K = proc.order
-    comps = [_compositions(m, K) for m in range(cores + 1)]
+    comps = [_counts(m, K) for m in range(cores + 1)]
     size = [len(c) * K for c in comps]
     start = np.zeros(N + 2, dtype=np.int64)
     for n in range(N + 1):
@@ -632,7 +672,7 @@ def _per_job_head(N: int, proc: MAP, cores: int,
     (:class:`SolveMemo`), if given."""
     if N <= cores + 1 or heads is None:
         return _per_job_states(min(N, cores + 2), proc, cores)
-    key = (cores, proc.D0.tobytes(), proc.D1.tobytes())
+    key = (cores, PHASE_COUNT_BINS, proc.D0.tobytes(), proc.D1.tobytes())
     held = heads.get(key)
     return held if held is not None else heads.put(key, _per_job_states(cores + 2, proc, cores))
 
@@ -642,7 +682,7 @@ def _per_job_states(N: int, proc: MAP, cores: int) -> tuple[np.ndarray, ...]:
     K = proc.order
     P = np.linalg.solve(-proc.D0, proc.D1)
     d1 = proc.D1.sum(axis=1)
-    comps = [_compositions(m, K) for m in range(cores + 1)]
+    comps = [_counts(m, K) for m in range(cores + 1)]
     where = [{k: i for i, k in enumerate(c)} for c in comps]
     size = [len(c) * K for c in comps]
     full = min(N, cores + 1)
@@ -652,6 +692,10 @@ def _per_job_states(N: int, proc: MAP, cores: int) -> tuple[np.ndarray, ...]:
 
     def index(n: int, k: tuple[int, ...], s: int) -> int:
         return int(start[n] + where[min(n, cores)][k] * K + s)
+
+    def spread(n: int, k: tuple[int, ...]) -> list[tuple[tuple[int, ...], float]]:
+        m = min(n, cores)
+        return _spread(k, where[m], comps[m])
 
     src: list[int] = []
     dst: list[int] = []
@@ -676,8 +720,9 @@ def _per_job_states(N: int, proc: MAP, cores: int) -> tuple[np.ndarray, ...]:
                 exit_rate[here] = float(np.dot(k, d1))
                 if n < N:
                     if n < cores:
-                        for t in range(K):
-                            add(here, index(n + 1, bump(k, s, 1), t), P[s, t], True)
+                        for to, w in spread(n + 1, bump(k, s, 1)):
+                            for t in range(K):
+                                add(here, index(n + 1, to, t), w * P[s, t], True)
                     else:
                         add(here, index(n + 1, k, s), 1.0, True)
                 for i in range(K):
@@ -685,14 +730,16 @@ def _per_job_states(N: int, proc: MAP, cores: int) -> tuple[np.ndarray, ...]:
                         continue
                     for j in range(K):
                         if j != i:
-                            add(here, index(n, bump(bump(k, i, -1), j, 1), s),
-                                k[i] * proc.D0[i, j])
+                            for to, w in spread(n, bump(bump(k, i, -1), j, 1)):
+                                if to != k:               # a binned move may keep the count
+                                    add(here, index(n, to, s), w * k[i] * proc.D0[i, j])
                     if n > cores:
-                        nxt = bump(bump(k, i, -1), s, 1)
-                        for t in range(K):
-                            add(here, index(n - 1, nxt, t), k[i] * d1[i] * P[s, t])
+                        for to, w in spread(n - 1, bump(bump(k, i, -1), s, 1)):
+                            for t in range(K):
+                                add(here, index(n - 1, to, t), w * k[i] * d1[i] * P[s, t])
                     else:
-                        add(here, index(n - 1, bump(k, i, -1), s), k[i] * d1[i])
+                        for to, w in spread(n - 1, bump(k, i, -1)):
+                            add(here, index(n - 1, to, s), w * k[i] * d1[i])
     out = (np.array(src), np.array(dst), np.array(rate), np.array(up), exit_rate)
     for arr in out:
         arr.setflags(write=False)
@@ -707,9 +754,9 @@ def _per_job_applies(proc: MAP, cores: int, max_cores: int) -> bool:
 
 def _level_states(proc: MAP, busy: int) -> int:
     """States of a per-job chain's level with ``busy`` jobs in service: their phase counts
-    (``C(busy + K - 1, K - 1)`` compositions) times the next job's start phase (``K``)."""
-    K = proc.order
-    return math.comb(busy + K - 1, K - 1) * K
+    (:func:`_counts`: ``C(busy + K - 1, K - 1)`` compositions, or a grid of them) times the
+    next job's start phase (``K``)."""
+    return len(_counts(busy, proc.order)) * proc.order
 
 
 def _departure_phases(proc: MAP, cores: int) -> int:

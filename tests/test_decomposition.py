@@ -197,6 +197,68 @@ def test_a_64_core_bursty_tier_matches_the_physical_simulation():
     assert old.response_time > R.mean + max(2 * R.half_width, 0.15 * R.mean)
 
 
+def test_phase_counts_on_a_grid_keep_the_completion_rate_and_the_expected_count():
+    """Past PHASE_COUNT_BINS busy cores a per-job level keeps the count of jobs in phase 2 on a
+    grid of PHASE_COUNT_BINS + 1 counts (from 0 to the busy cores). Every state's completions
+    still leave at its exact rate ``sum_i k_i (D1 1)_i``; an arrival's start phases still sum
+    to one; and each move lands on the grid points around its exact count with weights that
+    keep the expected count: per state, ``sum rate x (count after - count before)`` is the
+    exact drift (in-service phase changes ``D0``, completions replaced by a job starting in
+    ``s``), and an arrival's expected count is the exact one."""
+    import solvers.decomposition as decomposition
+
+    proc, c = BURSTY, 40
+    B = decomposition.PHASE_COUNT_BINS
+    assert B < c
+    N = c + 2
+    src, dst, rate, up, exit_rate = decomposition._per_job_states(N, proc, c)
+    states = [(n, k, s) for n in range(N + 1) for k in decomposition._counts(min(n, c), 2)
+              for s in range(2)]
+    assert len(exit_rate) == len(states) - len(decomposition._counts(c, 2)) * 2  # level N+1 out
+    assert len(decomposition._counts(c, 2)) == B + 1
+    assert len(decomposition._counts(B, 2)) == B + 1 and len(decomposition._counts(7, 3)) == 36
+    level = np.array([st[0] for st in states])
+    count = np.array([st[1][1] for st in states], dtype=float)
+    d1 = proc.D1.sum(axis=1)
+    P = np.linalg.solve(-proc.D0, proc.D1)
+    down = level[dst] < level[src]
+    for i, (n, k, s) in enumerate(states[: len(exit_rate)]):
+        mine = src == i
+        assert rate[mine & down].sum() == pytest.approx(float(np.dot(k, d1)), rel=1e-12)
+        assert exit_rate[i] == pytest.approx(float(np.dot(k, d1)), rel=1e-12)
+        moves = mine & ~up
+        drift = k[0] * proc.D0[0, 1] - k[1] * proc.D0[1, 0]
+        drift += k[0] * d1[0] * (s == 1) - k[1] * d1[1] * (s == 0) if n > c else -k[1] * d1[1]
+        assert float(rate[moves] @ (count[dst[moves]] - k[1])) == pytest.approx(drift, abs=1e-9)
+        if n < N:
+            arrive = mine & up
+            assert rate[arrive].sum() == pytest.approx(1.0, rel=1e-12)
+            expected = k[1] + (s == 1 if n < c else 0)
+            assert float(rate[arrive] @ count[dst[arrive]]) == pytest.approx(expected, rel=1e-12)
+            if n < c:           # the start phase after the arrival's: P's row
+                t = np.array([states[j][2] for j in dst[arrive]])
+                assert rate[arrive][t == 1].sum() == pytest.approx(P[s, 1], rel=1e-12)
+
+
+def test_the_phase_count_grid_stays_near_the_full_chain_at_64_cores(monkeypatch):
+    """The grid's own effect (bench/accuracy_many_cores.py, the 'full chain' column): the
+    64-core bursty tier of the simulation test above at 159 and 351 users (0.5 and 1.1 knees),
+    grid against every phase count resolved: the grid's wider spread of the count is
+    pessimistic by 0.2% / 1.5% on throughput and 0.7% / 4.2% on response time there."""
+    import solvers.decomposition as decomposition
+
+    db = BURSTY.scaled(64 / 250)
+    procs, cores = [MAP.exponential(0.004), MAP.exponential(0.016), db], [4, 8, 64]
+    for N in (159, 351):
+        grid = solve_decomposed(procs, N, 1.0, servers=cores, per_job_max_cores=64)
+        with monkeypatch.context() as m:
+            m.setattr(decomposition, "PHASE_COUNT_BINS", 64)
+            full = solve_decomposed(procs, N, 1.0, servers=cores, per_job_max_cores=64)
+        assert grid.flags == () and full.flags == ()
+        assert -0.02 <= grid.throughput / full.throughput - 1 <= 0.0, N
+        assert 0.0 <= grid.response_time / full.response_time - 1 <= 0.06, N
+
+
 def test_a_per_job_chain_over_its_budget_is_the_speed_scaled_station_flagged(monkeypatch):
     """Past PER_JOB_MAX_BYTES (the per-job chain's banded LU storage) a bursty tier is the
     speed-scaled station: the same answer as that station, and the flag says why -- also
