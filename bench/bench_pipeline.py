@@ -44,7 +44,8 @@ tier bursty as above, 200-2000 users, 20 systems, 300 ends, the default ``map_ma
 (10,000): the model is the decomposition (``prediction["model"] == "map-fes"``) once the bursty
 tier is trusted. ``--core-choices 16 32 64``: the same with tiers of 16-64 cores (a bursty
 tier of more than 16 cores takes the speed-scaled station, flagged: ``solvers.decomposition``'s
-``PER_JOB_MAX_CORES``).
+``PER_JOB_MAX_CORES``; ``--per-job-max-cores 64`` puts every bursty tier of up to 64 cores on
+the per-job station).
 
 Measured (timings repeated ``--repeat`` times on a fresh ``Pipeline``; best and median printed,
 since other processes may share the 2 cores):
@@ -503,6 +504,9 @@ def main(argv: list[str] | None = None) -> None:
                     default=list(MULTICORE_CHOICES),
                     help="with --multicore: the cores a tier may have (default 2 4 8; e.g. "
                          "16 32 64 for tiers whose bursty chains are larger)")
+    ap.add_argument("--per-job-max-cores", type=int,
+                    help="SystemConfig.per_job_max_cores (default: the config's, 16): bursty "
+                         "tiers of up to this many cores on the per-job station")
     ap.add_argument("--systems", type=int, help="systems (default 100; --bursty 10)")
     ap.add_argument("--ends", type=int,
                     help="window ends (default 60 = 5 min event time; --bursty 300)")
@@ -565,6 +569,9 @@ def main(argv: list[str] | None = None) -> None:
     map_max = args.map_max_population or (25 if b and not mc else None)
     if map_max is not None:
         config = replace(config, defaults=replace(config.defaults, map_max_population=map_max))
+    if args.per_job_max_cores is not None:
+        config = replace(config, defaults=replace(config.defaults,
+                                                  per_job_max_cores=args.per_job_max_cores))
     if args.sla is not None:
         config = replace(config, defaults=replace(config.defaults, sla_s={"*": args.sla}))
     if args.no_remediation:
@@ -586,6 +593,7 @@ def main(argv: list[str] | None = None) -> None:
           f"{users[0]:g}-{users[1]:g}")
     print(f"config: solve every {cfg.solve_interval_s:g} s, history {cfg.history}, "
           f"idc_threshold {cfg.idc_threshold:g}, map_max_population {cfg.map_max_population}, "
+          f"per_job_max_cores {cfg.per_job_max_cores}, "
           f"sla {dict(cfg.sla_s)}, solve offsets "
           f"{'from the names' if cfg.solve_offset_s is None else cfg.solve_offset_s}; "
           f"gc thresholds {gc.get_threshold()}")

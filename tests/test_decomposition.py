@@ -81,6 +81,21 @@ def test_little_and_utilization_laws_hold_on_multicore_bursty_networks(N):
     assert res.bottleneck_probability.sum() == pytest.approx(1.0)
 
 
+@pytest.mark.parametrize("N", [120, 900])
+def test_little_and_utilization_laws_hold_with_phase_counts_on_a_grid(N):
+    """A 48-core bursty tier on the per-job station keeps its phase counts on a grid (past
+    PHASE_COUNT_BINS busy cores): Little's law and the utilization law still hold, below and
+    well beyond the knee (~330 users)."""
+    procs = [MAP.exponential(0.004), MAP.exponential(0.016), BURSTY.scaled(48 / 250)]
+    cores = [4, 8, 48]
+    res = solve_decomposed(procs, N, 1.0, servers=cores, per_job_max_cores=64)
+    assert res.flags == ()
+    assert res.throughput * (res.response_time + 1.0) == pytest.approx(N, rel=1e-4)
+    means = np.array([p.mean for p in procs])
+    assert res.utilization == pytest.approx(res.throughput * means / cores, rel=1e-6)
+    assert np.all(np.isfinite(res.residence_time)) and np.all(res.utilization <= 1 + 1e-9)
+
+
 def test_burstiness_lowers_throughput_against_mva():
     """The point of the model: near the knee a bursty database costs throughput MVA does not
     see (paper 000 section 3.4)."""
