@@ -569,7 +569,7 @@ def _spread(k: tuple[int, ...], where: dict[tuple[int, ...], int],
     point ``g`` apart at ``1/g`` of its rate and otherwise keeps the count)."""
     if k in where:
         return [(k, 1.0)]
-    m, g = sum(k), k[1]
+    g = k[1]
     hi = next(c for c in counts if c[1] > g)
     lo = counts[counts.index(hi) - 1]
     w = (g - lo[1]) / (hi[1] - lo[1])
