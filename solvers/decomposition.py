@@ -1184,11 +1184,12 @@ def _fixed_point(lg_e: np.ndarray, procs: list[MAP], cores: tuple[int, ...], bur
     patterns = patterns or _Patterns()
     anderson = _Anderson()
     change = math.inf
+    order = _sweep_order(procs, cores, bursty)
     for it in range(1, max_iterations + 1):
         patterns.target = _refine_target(change)
         change = 0.0 if chains else math.inf
         x = np.log(np.concatenate([nu[b][1:] for b in bursty]))
-        for b in bursty:
+        for b in order:
             weights = {o: _ld_weights(nu[o], N) for o in bursty}
             lam = _arrivals(_rest_log_g(lg_e, weights, skip=b), held)
             chain = _solve_chain(lam, procs[b], cores[b], per_job=b not in fallback,
@@ -1216,6 +1217,24 @@ def _fixed_point(lg_e: np.ndarray, procs: list[MAP], cores: tuple[int, ...], bur
     flags.append(f"fixed point not converged in {max_iterations} iterations "
                  f"(last relative change {change:.2g})")
     return chains, nu, max_iterations, False
+
+
+#: a bursty tier is solved first in each sweep when its load per core ``E[S]/c`` is at least
+#: this factor above every other tier's (:func:`_sweep_order`)
+CLEAR_BOTTLENECK = 1.1
+
+
+def _sweep_order(procs: list[MAP], cores: tuple[int, ...], bursty: list[int]) -> list[int]:
+    """The order a sweep solves the bursty tiers in: visit order, except that a bursty tier
+    that is clearly the network's bottleneck (:data:`CLEAR_BOTTLENECK`) goes first. It holds
+    most users, and the others' arrivals are the rest's throughput with the users it holds
+    (:func:`_arrivals`), so the sweep hands them its fresh ``nu``."""
+    load = [p.mean / c for p, c in zip(procs, cores)]
+    top = max(bursty, key=lambda b: load[b])
+    clear = all(load[top] >= CLEAR_BOTTLENECK * load[m] for m in range(len(procs)) if m != top)
+    if clear and top not in _downstream_groups(procs, bursty):
+        return [top] + [b for b in bursty if b != top]
+    return list(bursty)
 
 
 def _refine_target(change: float) -> float:

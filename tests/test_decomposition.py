@@ -327,6 +327,34 @@ def test_fixed_point_does_not_let_anderson_swing_a_lightly_loaded_bursty_tier():
     assert res.little_residual < 1e-3
 
 
+def test_a_sweep_solves_a_clear_bursty_bottleneck_first():
+    """Marie's sweeps take the bursty tiers in visit order, except a bursty tier whose load per
+    core is at least CLEAR_BOTTLENECK above every other tier's and feeds no wave queue: it goes
+    first (it holds most users, and the others' arrivals are the rest's throughput with them).
+    On the provisional model of the test above that takes 14 sweeps to 6 for the same answer
+    (to the fixed point's tolerance); near a tie, or with exponential tiers after it, the order
+    is the visit order (on bench/accuracy_random_networks.py's 640 solves moving the bottleneck
+    first there too cost sweeps as often as it saved them)."""
+    from solvers.decomposition import CLEAR_BOTTLENECK, _sweep_order
+
+    def fitted(D1: list[list[float]]) -> MAP:
+        D1 = np.array(D1)
+        return MAP(-np.diag(D1.sum(axis=1)), D1)
+
+    web = fitted([[693.07352, 10.714029], [22.458697, 79.010523]])
+    db = fitted([[125122.71, 108.46700], [0.22266134, 16.673707]])
+    procs, cores = [web, MAP.exponential(0.0018823919), db], (8, 4, 4)
+    assert _sweep_order(procs, cores, [0, 2]) == [2, 0]
+    res = solve_decomposed(procs, 2664, 1.4500755, servers=list(cores))
+    assert res.converged and res.iterations <= 8
+    assert res.throughput == pytest.approx(934.700, rel=1e-5)
+    tie = [BURSTY.scaled(0.010), BURSTY.scaled(0.010 * CLEAR_BOTTLENECK * 0.99)]
+    assert _sweep_order(tie, (1, 1), [0, 1]) == [0, 1]
+    waves = [BURSTY.scaled(0.001), BURSTY.scaled(0.020), MAP.exponential(0.002)]
+    assert _sweep_order(waves, (1, 1, 1), [0, 1]) == [0, 1]
+    assert _sweep_order(waves[:2], (1, 1), [0, 1]) == [1, 0]
+
+
 def test_two_bursty_multicore_tiers_beyond_the_knee_match_the_physical_simulation():
     """System (c) of docs/accuracy.md at 1.5 knees (765 users): web 2 cores exponential, app 4
     cores bursty (I ~ 50), db 4 cores bursty (I ~ 200). The fixed point must converge with
