@@ -72,8 +72,11 @@ while its cost grows linearly with ``N``:
    ``f_b(j) = prod_{i<=j} 1/nu_b(i)``. The tiers are re-solved in turn (a sweep) until the
    throughput moves by less than ``tol`` between sweeps; the sweeps are Anderson-accelerated
    on ``log nu``, restarted when the residual grows (:class:`_Anderson`: 18 sweeps where
-   plain iteration needed over 50 at 1.2 knees of system (c) in docs/accuracy.md). With one
-   bursty tier the first pass is the answer.
+   plain iteration needed over 50 at 1.2 knees of system (c) in docs/accuracy.md). A sweep
+   takes the tiers in visit order, a clear bursty bottleneck first (:func:`_sweep_order`:
+   2-4x fewer sweeps on the pipeline's three-bursty multi-core systems, 7% fewer over
+   ``bench/accuracy_random_networks.py``'s 640 solves). With one bursty tier the first pass is
+   the answer.
 4. **Waves downstream of a bursty tier** (:mod:`solvers.departures`). A bursty tier releases
    the backlog of a slow run at its fast phase's rate (paper 000's MAP on 8 cores: ~30,000/s),
    so the exponential tiers after it (up to the next bursty tier or the think station) see
