@@ -1174,12 +1174,14 @@ def _fixed_point(lg_e: np.ndarray, procs: list[MAP], cores: tuple[int, ...], bur
                  N: int, tol: float, max_iterations: int, flags: list[str], held: float = 0.0,
                  start: dict[int, np.ndarray] | None = None, patterns: _Patterns | None = None,
                  on_sweep: Callable[[dict[int, _Chain], dict[int, np.ndarray]], float] | None
-                 = None) -> tuple[dict[int, _Chain], dict[int, np.ndarray], int, bool]:
+                 = None, order: list[int] | None = None
+                 ) -> tuple[dict[int, _Chain], dict[int, np.ndarray], int, bool]:
     """Marie's iteration over the bursty tiers (module notes, step 3): one sweep solves each
     bursty tier's chain against the others' conditional throughputs ``nu`` (from ``start``,
     else the exponential equivalents), ``held`` users out of the rest (step 4; with
     ``on_sweep``, the users held after each sweep, updated with the sweeps until they move by
-    at most :data:`WAVE_TOL` of N); the sweeps are Anderson-accelerated on ``log nu``."""
+    at most :data:`WAVE_TOL` of N); the sweeps are Anderson-accelerated on ``log nu`` and
+    solve the tiers in ``order`` (:func:`_sweep_order`; default: visit order)."""
     n = np.arange(N + 1)
     nu = dict(start) if start else {b: np.minimum(n, cores[b]) / procs[b].mean for b in bursty}
     chains: dict[int, _Chain] = {}
@@ -1187,7 +1189,7 @@ def _fixed_point(lg_e: np.ndarray, procs: list[MAP], cores: tuple[int, ...], bur
     patterns = patterns or _Patterns()
     anderson = _Anderson()
     change = math.inf
-    order = _sweep_order(procs, cores, bursty)
+    order = order or bursty
     for it in range(1, max_iterations + 1):
         patterns.target = _refine_target(change)
         change = 0.0 if chains else math.inf
@@ -1227,15 +1229,17 @@ def _fixed_point(lg_e: np.ndarray, procs: list[MAP], cores: tuple[int, ...], bur
 CLEAR_BOTTLENECK = 1.1
 
 
-def _sweep_order(procs: list[MAP], cores: tuple[int, ...], bursty: list[int]) -> list[int]:
+def _sweep_order(procs: list[MAP], cores: tuple[int, ...], bursty: list[int],
+                 groups: dict[int, list[int]]) -> list[int]:
     """The order a sweep solves the bursty tiers in: visit order, except that a bursty tier
     that is clearly the network's bottleneck (:data:`CLEAR_BOTTLENECK`) goes first. It holds
     most users, and the others' arrivals are the rest's throughput with the users it holds
-    (:func:`_arrivals`), so the sweep hands them its fresh ``nu``."""
+    (:func:`_arrivals`), so the sweep hands them its fresh ``nu``. ``groups``: the wave queues
+    after each bursty tier (:func:`_downstream_groups`)."""
     load = [p.mean / c for p, c in zip(procs, cores)]
     top = max(bursty, key=lambda b: load[b])
     clear = all(load[top] >= CLEAR_BOTTLENECK * load[m] for m in range(len(procs)) if m != top)
-    if clear and top not in _downstream_groups(procs, bursty):
+    if clear and top not in groups:
         return [top] + [b for b in bursty if b != top]
     return list(bursty)
 
@@ -1309,6 +1313,7 @@ def solve_decomposed(processes: Any, population: Any, think_time: Any, *,
               "speed min(n, c) (pessimistic)" for b in bursty if cores[b] > per_job_max_cores]
     groups = _downstream_groups(procs, bursty)
     patterns, held, nu, iterations = _Patterns(memo, per_job_max_cores), 0.0, None, 0
+    order = _sweep_order(procs, cores, bursty, groups)
     for b in groups:
         if (_per_job_applies(procs[b], cores[b], per_job_max_cores)
                 and _departure_phases(procs[b], cores[b]) > WAVE_MAX_PHASES):
@@ -1330,7 +1335,7 @@ def solve_decomposed(processes: Any, population: Any, think_time: Any, *,
 
         chains, nu, iterations, converged = _fixed_point(
             lg_e, procs, cores, bursty, N, tol, max_iterations, tried, 0.0, None, patterns,
-            on_sweep)
+            on_sweep, order)
         swept = converged
         if swept:
             held, flags = box[0], flags + tried
@@ -1342,7 +1347,7 @@ def solve_decomposed(processes: Any, population: Any, think_time: Any, *,
         if not swept:
             chains, nu, sweeps, converged = _fixed_point(lg_e, procs, cores, bursty, N, tol,
                                                          max_iterations, flags, held, nu,
-                                                         patterns)
+                                                         patterns, order=order)
             iterations += sweeps
         Q, conditional, ref = _read_back(chains, nu, means, cores, bursty, expo, N, Z, held,
                                          cache if len(bursty) == 1 else {}, memo)

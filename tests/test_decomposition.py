@@ -308,20 +308,27 @@ def test_a_many_core_bursty_tier_before_a_wave_queue_is_the_speed_scaled_station
     assert res.queue_length == pytest.approx(before.queue_length, rel=1e-9)
 
 
-def test_fixed_point_does_not_let_anderson_swing_a_lightly_loaded_bursty_tier():
-    """A provisional model from bench_pipeline's multi-core workload: web 8 cores with a weakly
-    bursty MAP(2) (I ~ 10, at 23% of its cores), app 4 cores exponential, db 4 cores bursty
-    (I ~ 2,000, saturated), 2,664 users. Unguarded, Anderson's extrapolation swung the web
-    tier's throughput between 92/s and 1,738/s for 35 sweeps; plain sweeps converge in 11 to
-    X = 934.700/s. The restart keeps it near that."""
+def _provisional_network() -> tuple[list[MAP], tuple[int, ...]]:
+    """A provisional model of bench_pipeline's multi-core workload (the fitted matrices, as
+    bench/bench_decomposition.py's ``fixed_point_networks`` has them): web 8 cores, a weakly
+    bursty MAP(2); app 4 cores exponential; db 4 cores, I ~ 2,000; Z = 1.4500755 s."""
     def fitted(D1: list[list[float]]) -> MAP:          # D0 diagonal, rows of D0 + D1 sum to 0
         D1 = np.array(D1)
         return MAP(-np.diag(D1.sum(axis=1)), D1)
 
     web = fitted([[693.07352, 10.714029], [22.458697, 79.010523]])
     db = fitted([[125122.71, 108.46700], [0.22266134, 16.673707]])
-    res = solve_decomposed([web, MAP.exponential(0.0018823919), db], 2664, 1.4500755,
-                           servers=[8, 4, 4])
+    return [web, MAP.exponential(0.0018823919), db], (8, 4, 4)
+
+
+def test_fixed_point_does_not_let_anderson_swing_a_lightly_loaded_bursty_tier():
+    """A provisional model from bench_pipeline's multi-core workload: web 8 cores with a weakly
+    bursty MAP(2) (I ~ 10, at 23% of its cores), app 4 cores exponential, db 4 cores bursty
+    (I ~ 2,000, saturated), 2,664 users. Unguarded, Anderson's extrapolation swung the web
+    tier's throughput between 92/s and 1,738/s for 35 sweeps; plain sweeps converge in 11 to
+    X = 934.700/s. The restart keeps it near that."""
+    procs, cores = _provisional_network()
+    res = solve_decomposed(procs, 2664, 1.4500755, servers=list(cores))
     assert res.converged and res.iterations <= 20
     assert res.throughput == pytest.approx(934.700, rel=1e-5)
     assert res.little_residual < 1e-3
@@ -335,24 +342,21 @@ def test_a_sweep_solves_a_clear_bursty_bottleneck_first():
     (to the fixed point's tolerance); near a tie, or with exponential tiers after it, the order
     is the visit order (on bench/accuracy_random_networks.py's 640 solves moving the bottleneck
     first there too cost sweeps as often as it saved them)."""
-    from solvers.decomposition import CLEAR_BOTTLENECK, _sweep_order
+    from solvers.decomposition import CLEAR_BOTTLENECK, _downstream_groups, _sweep_order
 
-    def fitted(D1: list[list[float]]) -> MAP:
-        D1 = np.array(D1)
-        return MAP(-np.diag(D1.sum(axis=1)), D1)
+    def order(procs: list[MAP], cores: tuple[int, ...], bursty: list[int]) -> list[int]:
+        return _sweep_order(procs, cores, bursty, _downstream_groups(procs, bursty))
 
-    web = fitted([[693.07352, 10.714029], [22.458697, 79.010523]])
-    db = fitted([[125122.71, 108.46700], [0.22266134, 16.673707]])
-    procs, cores = [web, MAP.exponential(0.0018823919), db], (8, 4, 4)
-    assert _sweep_order(procs, cores, [0, 2]) == [2, 0]
+    procs, cores = _provisional_network()
+    assert order(procs, cores, [0, 2]) == [2, 0]
     res = solve_decomposed(procs, 2664, 1.4500755, servers=list(cores))
     assert res.converged and res.iterations <= 8
     assert res.throughput == pytest.approx(934.700, rel=1e-5)
     tie = [BURSTY.scaled(0.010), BURSTY.scaled(0.010 * CLEAR_BOTTLENECK * 0.99)]
-    assert _sweep_order(tie, (1, 1), [0, 1]) == [0, 1]
+    assert order(tie, (1, 1), [0, 1]) == [0, 1]
     waves = [BURSTY.scaled(0.001), BURSTY.scaled(0.020), MAP.exponential(0.002)]
-    assert _sweep_order(waves, (1, 1, 1), [0, 1]) == [0, 1]
-    assert _sweep_order(waves[:2], (1, 1), [0, 1]) == [1, 0]
+    assert order(waves, (1, 1, 1), [0, 1]) == [0, 1]
+    assert order(waves[:2], (1, 1), [0, 1]) == [1, 0]
 
 
 def test_two_bursty_multicore_tiers_beyond_the_knee_match_the_physical_simulation():
