@@ -359,6 +359,27 @@ def test_a_sweep_solves_a_clear_bursty_bottleneck_first():
     assert order(waves[:2], (1, 1), [0, 1]) == [1, 0]
 
 
+def test_the_held_users_move_with_andersons_extrapolation():
+    """A solve of bench_pipeline's 16-64-core workload (its fitted matrices, 1,008 users): web
+    64 cores bursty, app 32 cores exponential (a wave queue after the web), db 32 cores
+    bursty. With the users held in the app's waves updated plainly after each sweep, the held
+    users and the web's throughput swung for the 50 combined sweeps and the rounds after them
+    took the solve to 133 sweeps; taken into Anderson's iterate with ``log nu``
+    (``HELD_UNIT``) the combined sweeps converge, to the same throughput (7,406.66/s at 133
+    sweeps before) and with Little's law intact."""
+    def fitted(D1: list[list[float]]) -> MAP:          # D0 diagonal, rows of D0 + D1 sum to 0
+        D1 = np.array(D1)
+        return MAP(-np.diag(D1.sum(axis=1)), D1)
+
+    web = fitted([[2132810.335543012, 89705.88083465298], [19.485415863333895, 11.25666293780231]])
+    db = fitted([[171643.3482744468, 31.06723125348003], [0.0634247700262665, 22.418665826687416]])
+    res = solve_decomposed([web, MAP.exponential(1 / 530.7392972783538), db], 1008,
+                           0.06437358661505699, servers=[64, 32, 32], per_job_max_cores=64)
+    assert res.converged and res.iterations <= 60
+    assert res.throughput == pytest.approx(7406.66, rel=1e-4)
+    assert res.little_residual < 1e-3
+
+
 def test_two_bursty_multicore_tiers_beyond_the_knee_match_the_physical_simulation():
     """System (c) of docs/accuracy.md at 1.5 knees (765 users): web 2 cores exponential, app 4
     cores bursty (I ~ 50), db 4 cores bursty (I ~ 200). The fixed point must converge with
