@@ -89,9 +89,10 @@ while its cost grows linearly with ``N``:
    excess of those queues over the product form's, to a fixed point in ``h`` (one bursty
    tier: rounds of re-solves with secant steps, 3-4 on system (d); several: ``h`` updated
    after each of Marie's sweeps and extrapolated by Anderson with ``log nu``, the sweeps then
-   stopping only once it moves by at most :data:`WAVE_TOL` of N; if they do not converge so -- ``h`` can swing them -- by rounds as
-   for one tier, each a converged fixed point: of 268 such solves on random networks with two
-   or three bursty tiers at 0.5-1.5 knees, 29 did not converge in 50 sweeps; on the five
+   stopping only once it moves by at most :data:`WAVE_TOL` of N; if they do not converge so
+   -- ``h`` can swing them -- by rounds as for one tier, each a converged fixed point: of 268
+   such solves on random networks with two or three bursty tiers at 0.5-1.5 knees, 29 did
+   not converge in 50 sweeps (with ``h`` taken plain after each sweep); on the five
    checked against the simulated physical system their throughput was 12-23% low, by rounds
    0.5-4.8% off). A wave queue holding more jobs than the network has outside its think
    station keeps the product form (flagged), and ``h`` is at most N/2. On two tiers (one-core bursty tier, then an exponential one) the tier
@@ -1134,7 +1135,7 @@ RESTART = 2.0
 #: the users held downstream (step 4) enter Anderson's iterate in units of this share of N:
 #: taken plain after each sweep they swung the sweeps (a web tier's throughput between 8,670
 #: and 9,280/s for 50 sweeps while the held users went 4.4 <-> 6.1 of 1,008 users); extrapolated
-#: with ``log nu``, 640 random networks took 14% fewer sweeps (docs/benchmarks.md)
+#: with ``log nu``, 640 random networks took 13-14% fewer sweeps (docs/benchmarks.md)
 HELD_UNIT = 0.01
 
 
