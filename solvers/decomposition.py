@@ -1132,11 +1132,19 @@ def _arrivals(lg_rest: np.ndarray, held: float = 0.0) -> np.ndarray:
 ANDERSON_MEMORY = 5
 #: Anderson forgets its history when the residual grows past this factor of the smallest seen
 RESTART = 2.0
-#: the users held downstream (step 4) enter Anderson's iterate in units of this share of N:
-#: taken plain after each sweep they swung the sweeps (a web tier's throughput between 8,670
-#: and 9,280/s for 50 sweeps while the held users went 4.4 <-> 6.1 of 1,008 users); extrapolated
-#: with ``log nu``, 640 random networks took 13-14% fewer sweeps (docs/benchmarks.md)
+#: once they swing (:func:`_swinging`), the users held downstream (step 4) enter Anderson's
+#: iterate in units of this share of N: taken plain after each sweep they swung the sweeps (a
+#: web tier's throughput between 8,670 and 9,280/s for 50 sweeps while the held users went
+#: 4.4 <-> 6.1 of 1,008 users) -- docs/benchmarks.md
 HELD_UNIT = 0.01
+
+
+def _swinging(moves: list[float]) -> bool:
+    """Whether the held users' last three moves (new minus old, one per sweep) alternate in
+    sign. Only then are they extrapolated with ``log nu``: from the first sweep on, Anderson's
+    restarts cycled solves that the plain update settles in a few sweeps (a provisional
+    two-bursty model at 4,337 users, 11 -> 77 sweeps)."""
+    return len(moves) >= 3 and moves[-1] * moves[-2] < 0 and moves[-2] * moves[-3] < 0
 
 
 class _Anderson:
@@ -1186,9 +1194,9 @@ def _fixed_point(lg_e: np.ndarray, procs: list[MAP], cores: tuple[int, ...], bur
     bursty tier's chain against the others' conditional throughputs ``nu`` (from ``start``,
     else the exponential equivalents), ``held`` users out of the rest (step 4; with
     ``on_sweep``, the users held after each sweep, updated with the sweeps until they move by
-    at most :data:`WAVE_TOL` of N); the sweeps are Anderson-accelerated on ``log nu`` -- and
-    on the held users, in units of :data:`HELD_UNIT` of N, when they move with the sweeps --
-    and solve the tiers in ``order`` (:func:`_sweep_order`; default: visit order)."""
+    at most :data:`WAVE_TOL` of N); the sweeps are Anderson-accelerated on ``log nu`` -- and,
+    once the held users swing (:func:`_swinging`), on them too, in units of :data:`HELD_UNIT`
+    of N -- and solve the tiers in ``order`` (:func:`_sweep_order`; default: visit order)."""
     n = np.arange(N + 1)
     nu = dict(start) if start else {b: np.minimum(n, cores[b]) / procs[b].mean for b in bursty}
     chains: dict[int, _Chain] = {}
@@ -1197,7 +1205,7 @@ def _fixed_point(lg_e: np.ndarray, procs: list[MAP], cores: tuple[int, ...], bur
     anderson = _Anderson()
     change = math.inf
     order = order or bursty
-    unit = max(HELD_UNIT * N, 1.0)
+    unit, moves, swinging = max(HELD_UNIT * N, 1.0), [], False
     for it in range(1, max_iterations + 1):
         patterns.target = _refine_target(change)
         change = 0.0 if chains else math.inf
@@ -1225,11 +1233,17 @@ def _fixed_point(lg_e: np.ndarray, procs: list[MAP], cores: tuple[int, ...], bur
         if it > 1 and change <= tol and moved <= WAVE_TOL * N:
             return chains, nu, it, True
         g = np.log(np.concatenate([nu[b][1:] for b in bursty]))
-        if on_sweep is not None:           # the held users are part of the iterate
+        if on_sweep is not None:
+            moves.append(new - held)
+            if not swinging and _swinging(moves):    # the held users join the iterate
+                swinging, anderson = True, _Anderson()
+        if swinging:
             x, g = np.append(x, held / unit), np.append(g, new / unit)
         step = anderson.next(x, g)
-        if on_sweep is not None:
+        if swinging:
             held, step = min(max(float(step[-1]) * unit, 0.0), 0.5 * N), step[:-1]
+        elif on_sweep is not None:
+            held = new
         for b, part in zip(bursty, np.split(np.exp(step), len(bursty))):
             nu[b] = np.concatenate([[0.0], part])
     flags.append(f"fixed point not converged in {max_iterations} iterations "

