@@ -88,8 +88,9 @@ while its cost grows linearly with ``N``:
    the rest: the bursty chains are re-solved with arrivals ``X_rest(N - n - h)``, ``h`` the
    excess of those queues over the product form's, to a fixed point in ``h`` (one bursty
    tier: rounds of re-solves with secant steps, 3-4 on system (d); several: ``h`` updated
-   after each of Marie's sweeps and extrapolated by Anderson with ``log nu``, the sweeps then
-   stopping only once it moves by at most :data:`WAVE_TOL` of N; if they do not converge so
+   after each of Marie's sweeps -- once it swings, extrapolated by Anderson with ``log nu``
+   (:func:`_swinging`) --, the sweeps then stopping only once it moves by at most
+   :data:`WAVE_TOL` of N; if they do not converge so
    -- ``h`` can swing them -- by rounds as for one tier, each a converged fixed point: of 268
    such solves on random networks with two or three bursty tiers at 0.5-1.5 knees, 29 did
    not converge in 50 sweeps (with ``h`` taken plain after each sweep); on the five

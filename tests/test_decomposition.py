@@ -308,16 +308,18 @@ def test_a_many_core_bursty_tier_before_a_wave_queue_is_the_speed_scaled_station
     assert res.queue_length == pytest.approx(before.queue_length, rel=1e-9)
 
 
+def _fitted(D1: list[list[float]]) -> MAP:
+    """A MAP(2) as the pipeline's fit gives it: ``D0`` diagonal, rows of ``D0 + D1`` sum to 0."""
+    D1 = np.array(D1)
+    return MAP(-np.diag(D1.sum(axis=1)), D1)
+
+
 def _provisional_network() -> tuple[list[MAP], tuple[int, ...]]:
     """A provisional model of bench_pipeline's multi-core workload (the fitted matrices, as
     bench/bench_decomposition.py's ``fixed_point_networks`` has them): web 8 cores, a weakly
     bursty MAP(2); app 4 cores exponential; db 4 cores, I ~ 2,000; Z = 1.4500755 s."""
-    def fitted(D1: list[list[float]]) -> MAP:          # D0 diagonal, rows of D0 + D1 sum to 0
-        D1 = np.array(D1)
-        return MAP(-np.diag(D1.sum(axis=1)), D1)
-
-    web = fitted([[693.07352, 10.714029], [22.458697, 79.010523]])
-    db = fitted([[125122.71, 108.46700], [0.22266134, 16.673707]])
+    web = _fitted([[693.07352, 10.714029], [22.458697, 79.010523]])
+    db = _fitted([[125122.71, 108.46700], [0.22266134, 16.673707]])
     return [web, MAP.exponential(0.0018823919), db], (8, 4, 4)
 
 
@@ -367,12 +369,10 @@ def test_the_held_users_move_with_andersons_extrapolation():
     took the solve to 133 sweeps (7,406.66/s, Little's law off by 6.6e-4 of N); once they
     swing they join Anderson's iterate with ``log nu`` (``HELD_UNIT``, ``_swinging``) and the
     combined sweeps converge, to a point within 1e-3 of that one (7,403.67/s, 1.1e-3 of N)."""
-    def fitted(D1: list[list[float]]) -> MAP:          # D0 diagonal, rows of D0 + D1 sum to 0
-        D1 = np.array(D1)
-        return MAP(-np.diag(D1.sum(axis=1)), D1)
-
-    web = fitted([[2132810.335543012, 89705.88083465298], [19.485415863333895, 11.25666293780231]])
-    db = fitted([[171643.3482744468, 31.06723125348003], [0.0634247700262665, 22.418665826687416]])
+    web = _fitted([[2132810.335543012, 89705.88083465298],
+                   [19.485415863333895, 11.25666293780231]])
+    db = _fitted([[171643.3482744468, 31.06723125348003],
+                  [0.0634247700262665, 22.418665826687416]])
     res = solve_decomposed([web, MAP.exponential(1 / 530.7392972783538), db], 1008,
                            0.06437358661505699, servers=[64, 32, 32], per_job_max_cores=64)
     assert res.converged and res.iterations <= 60
