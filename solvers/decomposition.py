@@ -88,12 +88,11 @@ while its cost grows linearly with ``N``:
    the rest: the bursty chains are re-solved with arrivals ``X_rest(N - n - h)``, ``h`` the
    excess of those queues over the product form's, to a fixed point in ``h`` (one bursty
    tier: rounds of re-solves with secant steps, 3-4 on system (d); several: ``h`` updated
-   after each of Marie's sweeps -- once it swings, extrapolated by Anderson with ``log nu``
-   (:func:`_swinging`) --, the sweeps then stopping only once it moves by at most
-   :data:`WAVE_TOL` of N; if they do not converge so
-   -- ``h`` can swing them -- by rounds as for one tier, each a converged fixed point: of 268
-   such solves on random networks with two or three bursty tiers at 0.5-1.5 knees, 29 did
-   not converge in 50 sweeps (with ``h`` taken plain after each sweep); on the five
+   after each of Marie's sweeps (once it swings, extrapolated by Anderson with ``log nu``:
+   :func:`_swinging`), the sweeps then stopping only once it moves by at most
+   :data:`WAVE_TOL` of N; if they do not converge so -- ``h`` can swing them -- by rounds as
+   for one tier, each a converged fixed point: of 268 such solves on random networks with two
+   or three bursty tiers at 0.5-1.5 knees, 29 did not converge in 50 sweeps (with ``h`` taken plain after each sweep); on the five
    checked against the simulated physical system their throughput was 12-23% low, by rounds
    0.5-4.8% off). A wave queue holding more jobs than the network has outside its think
    station keeps the product form (flagged), and ``h`` is at most N/2. On two tiers (one-core bursty tier, then an exponential one) the tier
@@ -1211,8 +1210,8 @@ def _fixed_point(lg_e: np.ndarray, procs: list[MAP], cores: tuple[int, ...], bur
         patterns.target = _refine_target(change)
         change = 0.0 if chains else math.inf
         x = np.log(np.concatenate([nu[b][1:] for b in bursty]))
+        weights = {o: _ld_weights(nu[o], N) for o in bursty}     # a tier's, anew once solved
         for b in order:
-            weights = {o: _ld_weights(nu[o], N) for o in bursty}
             lam = _arrivals(_rest_log_g(lg_e, weights, skip=b), held)
             chain = _solve_chain(lam, procs[b], cores[b], per_job=b not in fallback,
                                  patterns=patterns, first=_next_levels(chains.get(b)))
@@ -1224,7 +1223,7 @@ def _fixed_point(lg_e: np.ndarray, procs: list[MAP], cores: tuple[int, ...], bur
             if old is not None:
                 change = max(change, abs(chain.throughput - old.throughput)
                              / max(chain.throughput, 1e-300))
-            chains[b], nu[b] = chain, chain.nu
+            chains[b], nu[b], weights[b] = chain, chain.nu, _ld_weights(chain.nu, N)
         moved, new = 0.0, held
         if on_sweep is not None:
             new = on_sweep(chains, nu)
