@@ -50,7 +50,7 @@ from bench.alert_shapes import CLASSES, SLA_S, START, WINDOW_S  # noqa: E402
 from bench.alert_shapes import network as shop_network  # noqa: E402
 from solvers.simulation.physical import (PhysicalNetwork, monitor_physical,  # noqa: E402
                                          simulate_physical)
-from streams.core.config import Config, SystemConfig  # noqa: E402
+from streams.core.config import BURSTY_SCVS, Config, SystemConfig  # noqa: E402
 from streams.cli.embedded import run_embedded  # noqa: E402
 
 #: the SLA is read on the 1-minute mean (the measured breach below); the pipeline is told so
@@ -77,23 +77,26 @@ def truth_capacity(grid: list[int], duration: float, seed: int) -> tuple[float, 
     return math.nan, rows
 
 
-def config(alert_window_s: float = BREACH_WINDOW_S) -> Config:
+def config(alert_window_s: float = BREACH_WINDOW_S, bursty_scv: str = "response") -> Config:
     """The tiers in order and the SLA: every class's ``alert_window_s`` mean within
-    ``SLA_S`` (the measured breach below reads the same window)."""
+    ``SLA_S`` (the measured breach below reads the same window); ``bursty_scv`` as
+    :class:`streams.core.config.SystemConfig`'s."""
     return Config(systems={"shop": SystemConfig(tiers=("web", "app", "db"),
                                                 sla_s={"*": SLA_S},
-                                                alert_window_s=alert_window_s)})
+                                                alert_window_s=alert_window_s,
+                                                bursty_scv=bursty_scv)})
 
 
-def run(records: list[dict[str, Any]], alert_window_s: float = BREACH_WINDOW_S
-        ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def run(records: list[dict[str, Any]], alert_window_s: float = BREACH_WINDOW_S,
+        bursty_scv: str = "response") -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     preds: list[dict[str, Any]] = []
 
     def watch(outputs: Any, _pipeline: Any) -> None:
         preds.extend(p for p in outputs.predictions if p.get("model"))
 
     with tempfile.TemporaryDirectory() as d:
-        summary = run_embedded(records, config(alert_window_s), d, on_outputs=watch)
+        summary = run_embedded(records, config(alert_window_s, bursty_scv), d,
+                               on_outputs=watch)
     return preds, list(summary.alert_events)
 
 
@@ -122,11 +125,12 @@ def measured_breach(records: list[dict[str, Any]]) -> float | None:
 
 
 def steady_run(population: int, seed: int, duration: float,
-               alert_window_s: float = BREACH_WINDOW_S) -> list[dict[str, Any]]:
+               alert_window_s: float = BREACH_WINDOW_S,
+               bursty_scv: str = "response") -> list[dict[str, Any]]:
     """The pipeline's predictions on ``duration`` seconds of the shop at ``population``."""
     windows = monitor_physical(network(population), duration, WINDOW_S, system="shop",
                                start_time=START, seed=seed)
-    return run(windows, alert_window_s)[0]
+    return run(windows, alert_window_s, bursty_scv)[0]
 
 
 def seed_range(text: str) -> list[int]:
@@ -138,7 +142,8 @@ def seed_range(text: str) -> list[int]:
     return seeds
 
 
-def steady_seeds(cap: float, seeds: list[int], duration: float, alert_window_s: float) -> None:
+def steady_seeds(cap: float, seeds: list[int], duration: float, alert_window_s: float,
+                 bursty_scv: str = "response") -> None:
     """The steady run's last capacity and the database's ``I`` per seed, and how many land
     within 10% of the truth ``cap``."""
     low = max(1, int(round(0.4 * cap)))
@@ -148,7 +153,7 @@ def steady_seeds(cap: float, seeds: list[int], duration: float, alert_window_s: 
           "| p95 of the fit (ms) |\n|---|---|---|---|---|---|")
     errors, idcs = [], []
     for seed in seeds:
-        last = steady_run(low, seed, duration, alert_window_s)[-1]
+        last = steady_run(low, seed, duration, alert_window_s, bursty_scv)[-1]
         db, err = last["tiers"]["db"], 100 * (last["capacity_users"] / cap - 1)
         fit = db.get("map2") or {}
         errors.append(err)
@@ -197,6 +202,8 @@ def main(argv: list[str] | None = None) -> None:
                     help="only the steady run, for these seeds ('1-12' or '1,3,5')")
     ap.add_argument("--steady-minutes", type=float, default=None,
                     help="length of the steady run (default 60, 20 with --quick)")
+    ap.add_argument("--bursty-scv", default="response", choices=BURSTY_SCVS,
+                    help="how the db's MAP(2) is calibrated (SystemConfig.bursty_scv)")
     ap.add_argument("--fit-sensitivity", action="store_true",
                     help="only the model's capacity with the db's true MAP and fitted MAP(2)s")
     args = ap.parse_args(argv)
@@ -220,11 +227,12 @@ def main(argv: list[str] | None = None) -> None:
         return
     duration = 60.0 * (args.steady_minutes or (20.0 if args.quick else 60.0))
     if args.steady_seeds:
-        steady_seeds(cap, seed_range(args.steady_seeds), duration, args.alert_window)
+        steady_seeds(cap, seed_range(args.steady_seeds), duration, args.alert_window,
+                     args.bursty_scv)
         print(f"\n(total {time.perf_counter() - t0:.0f} s)")
         return
     low = max(1, int(round(0.4 * cap)))
-    preds = steady_run(low, args.seed, duration, args.alert_window)
+    preds = steady_run(low, args.seed, duration, args.alert_window, args.bursty_scv)
     last = preds[-1]
     print("## Steady run at 40% of capacity "
           f"({low} users, {duration / WINDOW_S:.0f} windows per tier)\n")
@@ -252,7 +260,7 @@ def main(argv: list[str] | None = None) -> None:
     duration = hold + ramp + 600.0
     ramped = monitor_physical(network(low), duration, WINDOW_S, schedule=sched, system="shop",
                               start_time=START, seed=args.seed + 100)
-    preds, events = run(ramped, args.alert_window)
+    preds, events = run(ramped, args.alert_window, args.bursty_scv)
     breach = measured_breach(ramped)
     fired = sorted(a["time"] - START for a in events
                    if a["alert"] == "predicted_breach" and a["state"] == "firing")

@@ -7,6 +7,7 @@ starts from the fit to the true mean, ``I`` and p95 under the tie rule (SCV 13-1
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -18,7 +19,8 @@ from solvers.paper000 import scenarios
 from solvers.processes import MAP
 from streams.core.config import SystemConfig
 from streams.core.tier import TierModel, TierState
-from streams.predict.calibration import calibrate_model, calibrate_scv, measured_residence
+from streams.predict.calibration import (calibrate_idc, calibrate_model, calibrate_scv,
+                                         measured_residence)
 from streams.predict.model import build_model
 
 THINK = 0.5
@@ -113,6 +115,32 @@ def test_a_measured_time_beyond_reach_takes_the_nearer_end_flagged():
     cal = calibrate_model(_model(tiers), tiers)
     assert any("beyond the fitted curve's reach, its high end taken" in f for f in cal.flags)
     assert np.all(np.isfinite(cal.at(USERS).response))
+
+
+def test_the_calibrated_idc_recovers_the_i_a_model_measured_at():
+    """``bursty_scv = "response_idc"``: the "measurement" is the model's own residence with the
+    tie rule's MAP(2) at ``I`` = 250 (the fit's inputs say 188): the search within the
+    interval finds 250 again, the tie rule's SCV at it."""
+    mean, _, p95 = INPUTS
+    model = _model(_tiers(db_response=1.0))
+    at = fit_map2(mean, 250.0, p95).process
+    measured = float(model.variant(processes=[model.processes[0], at], flags=[],
+                                   exact_limit=0).at(USERS).residence[1])
+    c = calibrate_idc(model, 1, INPUTS, USERS, measured, (120.0, 400.0))
+    assert c.end is None and c.residence == pytest.approx(measured, rel=0.01)
+    assert c.inputs[1] == pytest.approx(250.0, rel=0.05)
+    assert c.scv == pytest.approx(float(fit_map2(mean, c.inputs[1], p95).scv), rel=1e-9)
+    # beyond the interval's reach: its end, flagged; an unbounded interval reaches 4x the
+    # estimate
+    high = calibrate_idc(model, 1, INPUTS, USERS, 10.0, (120.0, 200.0))
+    assert high.end == "high" and high.inputs[1] == pytest.approx(200.0)
+    wide = calibrate_idc(model, 1, INPUTS, USERS, 10.0, (None, math.inf))
+    assert wide.end == "high" and wide.inputs[1] == pytest.approx(4 * INPUTS[1])
+    tiers = _tiers(db_response=measured)
+    tiers[1] = dataclasses.replace(tiers[1], idc_lower=120.0, idc_upper=400.0)
+    cal = calibrate_model(_model(tiers), tiers, vary="idc")
+    assert any(f.startswith("db: MAP(2) I 2") and "tie rule" in f for f in cal.flags)
+    assert cal.processes[1].idc == pytest.approx(c.inputs[1], rel=0.05)
 
 
 @pytest.mark.parametrize("kw", [{"db_response": None}, {"db_response": 0.08, "users": None},

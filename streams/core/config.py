@@ -63,8 +63,11 @@ BURSTY_DEMANDS = ("history", "estimator")
 #: (``bursty_scv``, :mod:`streams.predict.calibration`, docs/accuracy.md section 1):
 #: ``response`` -- the SCV at which the model's residence time at the tier equals the measured
 #: one at the measured population (where the tier reports response times and users; the tie
-#: rule otherwise); ``tie`` -- paper 000's footnote, the largest ``rho1`` (the behaviour before)
-BURSTY_SCVS = ("response", "tie")
+#: rule otherwise); ``tie`` -- paper 000's footnote, the largest ``rho1`` (the behaviour before);
+#: ``response_idc`` -- the tie rule's SCV, and instead the ``I`` within its confidence interval
+#: at which the residence times agree (docs/accuracy.md section 5, end to end: opt-in until it
+#: is measured on the other benches)
+BURSTY_SCVS = ("response", "tie", "response_idc")
 
 #: cost of each kind of remediation (``remediation_costs``, :mod:`streams.predict.whatif`): per added
 #: replica of a tier; per added core; per tier moved to a faster CPU, times the speed-up

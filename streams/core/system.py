@@ -107,14 +107,19 @@ def solve_offset(system: str, config: SystemConfig) -> float:
     return float(zlib.crc32(system.encode()) % int(interval)) if interval >= 1 else 0.0
 
 
-def _map2_report(tier: TierModel, model: SystemModel, i: int) -> dict[str, Any] | None:
-    """The tier's MAP(2) fit as the model uses it: where its SCV was calibrated to the
-    measured response time (:mod:`streams.predict.calibration`), that process, with the tie
-    rule's SCV beside it."""
+def _map2_report(tier: TierModel, model: SystemModel, i: int,
+                 bursty_scv: str = "response") -> dict[str, Any] | None:
+    """The tier's MAP(2) fit as the model uses it: where its SCV (or, ``response_idc``, its
+    ``I``) was calibrated to the measured response time (:mod:`streams.predict.calibration`),
+    that process, with the tie rule's SCV (the estimated ``I``) beside it."""
     scv = model.scv_targets.get(tier.tier)
     if tier.fit is None or scv is None or model.processes is None:
         return tier.fit
     process = model.processes[i]
+    if bursty_scv == "response_idc":
+        return {**tier.fit, "process": process.to_dict(), "scv": scv,
+                "acf1": float(process.acf(1)), "idc": float(process.idc),
+                "idc_estimated": tier.fit.get("idc"), "idc_from": "response_time"}
     return {**tier.fit, "process": process.to_dict(), "scv": scv,
             "acf1": float(process.acf(1)), "scv_tie_rule": tier.fit.get("scv"),
             "scv_from": "response_time"}
@@ -538,8 +543,9 @@ class SystemState:
             pred.update(model=None, flags=["not enough data: no tier has demand estimates yet"])
             return _Solve(time, pred, m, models, None)
         model = build_model(models, classes, mix, think, cfg)
-        if cfg.bursty_scv == "response":
-            model = calibrate_model(model, models, self.calibrations)
+        if cfg.bursty_scv in ("response", "response_idc"):
+            model = calibrate_model(model, models, self.calibrations,
+                                    "idc" if cfg.bursty_scv == "response_idc" else "scv")
         cycle = float(np.sum(model.D)) + think
         if not (cycle > 0 and math.isfinite(1.0 / cycle)):
             # every class with a demand had no throughput in the interval (the mix weighs it
@@ -711,7 +717,8 @@ class SystemState:
                 "demand_s": D, "idc": t.idc, "idc_flag": t.idc_flag,
                 "idc_lower": t.idc_lower, "idc_upper": t.idc_upper,
                 "idc_reference": t.idc_reference,
-                "bursty": t.bursty, "map2": _map2_report(t, model, i),
+                "bursty": t.bursty,
+                "map2": _map2_report(t, model, i, self.config.bursty_scv),
                 "estimator": t.estimator,
                 "bottleneck_probability": b,
                 "demands": {c: {"kalman": t.demands.get(c), "std": t.demand_std.get(c),

@@ -35,6 +35,14 @@ searches stopping at :data:`STEPS`.
 This is model calibration at the operating point: the one population the system was measured
 at then agrees with the model by construction, and what the model says at other populations
 is the test (docs/accuracy.md section 1: paper 000's experiment, truth at 25-150 users).
+
+``bursty_scv = "response_idc"`` (opt-in, :func:`calibrate_idc`) moves ``I`` instead, within
+its confidence interval (and :data:`IDC_REACH` of the estimate), the SCV the tie rule's: an
+hour of 5-s windows reads a bursty database's ``I`` 152-247 around ~207, and the capacity
+follows ``I`` while the SCV calibration matches the response time at the current load only
+(docs/accuracy.md section 5, end to end: the capacities of twelve one-hour runs within 10% of
+the truth on 12 seeds against 5, the calibrated ``I`` 186-222). It searches at every solve
+(no carried-over answer).
 """
 
 from __future__ import annotations
@@ -50,7 +58,8 @@ from solvers.processes import MAP
 from streams.core.tier import TierModel
 from streams.predict.model import SystemModel
 
-__all__ = ["Calibration", "calibrate_scv", "calibrate_model", "measured_residence"]
+__all__ = ["Calibration", "calibrate_idc", "calibrate_scv", "calibrate_model",
+           "measured_residence"]
 
 #: most fits (each with one solve at the measured population) per tier
 STEPS = 10
@@ -58,6 +67,9 @@ STEPS = 10
 TOLERANCE = 0.01
 #: relative disagreement up to which a tier's last SCV is kept (refitted to moved inputs)
 KEEP = 0.05
+#: ``bursty_scv = "response_idc"`` searches ``I`` within its interval and within this factor
+#: of the estimate either way (an interval's upper end can be unbounded)
+IDC_REACH = 4.0
 #: SCV hints beyond either end of any fitted curve
 _ENDS = (1e-3, 1e6)
 #: a warm search's step from the last SCV, in ``ln SCV`` (:func:`_warm_bracket`)
@@ -120,12 +132,7 @@ def calibrate_scv(model: SystemModel, m: int, inputs: tuple[float, float, float]
     ``model`` must have processes (the MAP network), ``users >= 1`` and ``measured > 0``.
     ``last``: the tier's
     previous calibration, carried over while it holds (:func:`_keep`)."""
-    if model.processes is None:
-        raise ValueError("model: has no MAP network to calibrate")
-    if users < 1:
-        raise ValueError(f"users: must be >= 1, got {users!r}")
-    if not (measured > 0 and math.isfinite(measured)):
-        raise ValueError(f"measured: must be a positive finite time, got {measured!r}")
+    _check(model, users, measured)
     start = None
     if last is not None:
         kept, start = _keep(model, m, inputs, users, measured, last)
@@ -153,8 +160,26 @@ def calibrate_scv(model: SystemModel, m: int, inputs: tuple[float, float, float]
             return Calibration(lo[0], lo[1], lo[2], measured, users, "low", inputs)
         if measured >= hi[2]:
             return Calibration(hi[0], hi[1], hi[2], measured, users, "high", inputs)
-    # regula falsi (Illinois) on f = ln R_m - ln measured over x = ln SCV: R_m is smooth and
-    # monotone along the curve, so a few trials after the bracket
+    best = _regula_falsi(trial, lo, hi, measured)
+    return Calibration(best[0], best[1], best[2], measured, users, None, inputs)
+
+
+def _check(model: SystemModel, users: int, measured: float) -> None:
+    if model.processes is None:
+        raise ValueError("model: has no MAP network to calibrate")
+    if users < 1:
+        raise ValueError(f"users: must be >= 1, got {users!r}")
+    if not (measured > 0 and math.isfinite(measured)):
+        raise ValueError(f"measured: must be a positive finite time, got {measured!r}")
+
+
+def _regula_falsi(trial: Callable[[float], tuple[MAP, float, float]],
+                  lo: tuple[MAP, float, float], hi: tuple[MAP, float, float],
+                  measured: float) -> tuple[MAP, float, float]:
+    """Regula falsi (Illinois) on ``f = ln R_m - ln measured`` over ``x = ln v`` between two
+    trials ``(process, v, R_m)`` that straddle ``measured`` (``v`` the SCV or ``I``): ``R_m`` is
+    smooth and monotone in ``v``, so a few trials after the bracket. Returns the trial nearest
+    ``measured``."""
     target = math.log(measured)
     a, fa = math.log(lo[1]), math.log(lo[2]) - target
     b, fb = math.log(hi[1]), math.log(hi[2]) - target
@@ -177,7 +202,37 @@ def calibrate_scv(model: SystemModel, m: int, inputs: tuple[float, float, float]
         else:
             b, fb = x, fx
             fa, side = (fa / 2 if side == 1 else fa), 1
-    return Calibration(best[0], best[1], best[2], measured, users, None, inputs)
+    return best
+
+
+def calibrate_idc(model: SystemModel, m: int, inputs: tuple[float, float, float],
+                  users: int, measured: float,
+                  bounds: tuple[float | None, float | None]) -> Calibration:
+    """The MAP(2) of tier ``m`` fitted to ``inputs``' mean and p95 (the tie rule's SCV) at the
+    ``I`` within ``bounds`` -- ``I``'s confidence interval, narrowed to :data:`IDC_REACH`
+    times the estimate either way -- at which the model's residence time at the tier at
+    ``users`` equals ``measured`` (``bursty_scv = "response_idc"``; module docstring). The
+    calibration's ``inputs`` carry the ``I`` found."""
+    _check(model, users, measured)
+    mean, idc, p95 = inputs
+    low, high = bounds
+    low = max(low if low is not None and low > 0 else 0.0, idc / IDC_REACH)
+    high = min(high if high is not None and math.isfinite(high) else math.inf, idc * IDC_REACH)
+
+    def trial(value: float) -> tuple[MAP, float, float]:
+        process = fit_map2(mean, value, p95).process
+        return process, value, _residence(model, m, process, users)
+
+    lo, hi = trial(low), trial(high)
+    end = None
+    if measured <= lo[2] or hi[2] <= lo[2]:
+        best, end = lo, "low"
+    elif measured >= hi[2]:
+        best, end = hi, "high"
+    else:
+        best = _regula_falsi(trial, lo, hi, measured)
+    return Calibration(best[0], float(best[0].scv), best[2], measured, users, end,
+                       (mean, best[1], p95))
 
 
 def _keep(model: SystemModel, m: int, inputs: tuple[float, float, float], users: int,
@@ -223,10 +278,12 @@ def _warm_bracket(trial: Callable[[float], tuple[MAP, float, float]],
 
 
 def calibrate_model(model: SystemModel, tiers: list[TierModel],
-                    last: dict[str, Calibration] | None = None) -> SystemModel:
+                    last: dict[str, Calibration] | None = None,
+                    vary: str = "scv") -> SystemModel:
     """``model`` with every bursty tier's MAP(2) calibrated to its measured response time
     (tiers without a fit's inputs, response times or users keep the tie rule's, flagged).
-    ``last``: the caller's previous calibrations by tier, updated in place."""
+    ``last``: the caller's previous calibrations by tier, updated in place (``vary="scv"``);
+    ``vary``: ``"scv"`` (:func:`calibrate_scv`) or ``"idc"`` (:func:`calibrate_idc`)."""
     if model.processes is None:
         return model
     for m, tier in enumerate(tiers):
@@ -239,22 +296,35 @@ def calibrate_model(model: SystemModel, tiers: list[TierModel],
             model.flags.append(f"{tier.tier}: MAP(2) SCV by the tie rule (largest rho1): "
                                "no long-run response times and users at the tier")
             continue
-        previous = last.get(tier.tier) if last is not None else None
-        result = calibrate_scv(model, m, (float(inputs[0]), float(inputs[1]), float(inputs[2])),
-                               int(round(users)), measured, previous)
-        if last is not None:
-            last[tier.tier] = result
+        fit_inputs = (float(inputs[0]), float(inputs[1]), float(inputs[2]))
+        if vary == "idc":
+            result = calibrate_idc(model, m, fit_inputs, int(round(users)), measured,
+                                   (tier.idc_lower, tier.idc_upper))
+            text = _flag(tier.tier, result, math.nan, fit_inputs[1])
+        else:
+            previous = last.get(tier.tier) if last is not None else None
+            result = calibrate_scv(model, m, fit_inputs, int(round(users)), measured, previous)
+            if last is not None:
+                last[tier.tier] = result
+            text = _flag(tier.tier, result, float(tier.fit.get("scv", math.nan)))
         flags = model.flags
         model = _with_process(model, m, result.process)
-        model.flags = flags + [_flag(tier.tier, result, float(tier.fit.get("scv", math.nan)))]
+        model.flags = flags + [text]
         model.scv_targets[tier.tier] = result.scv
     return model
 
 
-def _flag(tier: str, c: Calibration, tie_scv: float) -> str:
-    text = (f"{tier}: MAP(2) SCV {c.scv:.3g} from the measured response time "
+def _flag(tier: str, c: Calibration, tie_scv: float, idc_estimate: float | None = None) -> str:
+    """The prediction's flag for a calibrated tier: its SCV beside the tie rule's, or (with
+    ``idc_estimate``, ``response_idc``) its ``I`` beside the windows' estimate."""
+    if idc_estimate is None:
+        head, aside, reach = f"SCV {c.scv:.3g}", f"tie rule {tie_scv:.3g}", "the fitted curve's"
+    else:
+        head, reach = f"I {c.inputs[1]:.3g}", "I's interval's"
+        aside = f"I estimated {idc_estimate:.3g}; SCV {c.scv:.3g} by the tie rule"
+    text = (f"{tier}: MAP(2) {head} from the measured response time "
             f"{1000 * c.measured:.3g} ms at {c.users} users (model {1000 * c.residence:.3g} ms; "
-            f"tie rule {tie_scv:.3g})")
+            f"{aside})")
     if c.end is not None:
-        text += f"; beyond the fitted curve's reach, its {c.end} end taken"
+        text += f"; beyond {reach} reach, its {c.end} end taken"
     return text
