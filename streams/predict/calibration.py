@@ -36,9 +36,9 @@ This is model calibration at the operating point: the one population the system 
 at then agrees with the model by construction, and what the model says at other populations
 is the test (docs/accuracy.md section 1: paper 000's experiment, truth at 25-150 users).
 
-``bursty_scv = "response_idc"`` (opt-in, :func:`calibrate_idc`) moves ``I`` instead, within
-its confidence interval (and :data:`IDC_REACH` of the estimate), the SCV the tie rule's: an
-hour of 5-s windows reads a bursty database's ``I`` 152-247 around ~207, and the capacity
+``bursty_scv = "response_idc"`` (opt-in, :func:`calibrate_idc`) moves ``I`` instead (within
+its confidence interval and :data:`IDC_REACH` of the estimate) and keeps the tie rule's SCV:
+an hour of 5-s windows reads a bursty database's ``I`` 152-247 around ~207, and the capacity
 follows ``I`` while the SCV calibration matches the response time at the current load only
 (docs/accuracy.md section 5, end to end: the capacities of twelve one-hour runs within 10% of
 the truth on 12 seeds against 5, the calibrated ``I`` 186-222). It searches at every solve
