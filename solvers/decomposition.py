@@ -1206,9 +1206,15 @@ def _settled(chains: dict[int, _Chain], changes: dict[int, float], tol: float, N
     held users settle within :data:`WAVE_TOL` of N: its last digits, not the answer's."""
     if len(changes) < len(chains):
         return False
-    n = np.arange(N + 1)
-    ref = max(chains, key=lambda b: float(chains[b].level @ n))
+    ref = _reference(chains, list(chains), N)
     return changes[ref] <= tol and max(changes.values()) <= SETTLE_OTHERS
+
+
+def _reference(chains: dict[int, _Chain], tiers: list[int], N: int) -> int:
+    """The reference tier: of ``tiers``, the bursty tier whose chain holds the most jobs
+    (module notes)."""
+    n = np.arange(N + 1)
+    return max(tiers, key=lambda b: float(chains[b].level @ n))
 
 
 def _fixed_point(lg_e: np.ndarray, procs: list[MAP], cores: tuple[int, ...], bursty: list[int],
@@ -1494,7 +1500,7 @@ def _read_back(chains: dict[int, _Chain], nu: dict[int, np.ndarray], means: np.n
     Q = np.zeros(len(means))
     for b, chain in chains.items():
         Q[b] = float(chain.level @ np.arange(N + 1))
-    ref = max(bursty, key=lambda b: Q[b])
+    ref = _reference(chains, bursty, N)
     others = {b: _ld_weights(nu[b], N) for b in bursty if b != ref}
     level = chains[ref].level
     k = np.arange(N + 1, dtype=float)

@@ -116,13 +116,14 @@ def _map2_report(tier: TierModel, model: SystemModel, i: int,
     if tier.fit is None or scv is None or model.processes is None:
         return tier.fit
     process = model.processes[i]
+    report = {**tier.fit, "process": process.to_dict(), "scv": scv,
+              "acf1": float(process.acf(1))}
     if bursty_scv == "response_idc":
-        return {**tier.fit, "process": process.to_dict(), "scv": scv,
-                "acf1": float(process.acf(1)), "idc": float(process.idc),
-                "idc_estimated": tier.fit.get("idc"), "idc_from": "response_time"}
-    return {**tier.fit, "process": process.to_dict(), "scv": scv,
-            "acf1": float(process.acf(1)), "scv_tie_rule": tier.fit.get("scv"),
-            "scv_from": "response_time"}
+        report.update(idc=float(process.idc), idc_estimated=tier.fit.get("idc"),
+                      idc_from="response_time")
+    else:
+        report.update(scv_tie_rule=tier.fit.get("scv"), scv_from="response_time")
+    return report
 
 
 def _mix_response(m: Measured, mix: np.ndarray, classes: list[str]) -> float:

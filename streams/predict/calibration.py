@@ -300,7 +300,7 @@ def calibrate_model(model: SystemModel, tiers: list[TierModel],
         if vary == "idc":
             result = calibrate_idc(model, m, fit_inputs, int(round(users)), measured,
                                    (tier.idc_lower, tier.idc_upper))
-            text = _flag(tier.tier, result, math.nan, fit_inputs[1])
+            text = _flag(tier.tier, result, idc_estimate=fit_inputs[1])
         else:
             previous = last.get(tier.tier) if last is not None else None
             result = calibrate_scv(model, m, fit_inputs, int(round(users)), measured, previous)
@@ -314,7 +314,8 @@ def calibrate_model(model: SystemModel, tiers: list[TierModel],
     return model
 
 
-def _flag(tier: str, c: Calibration, tie_scv: float, idc_estimate: float | None = None) -> str:
+def _flag(tier: str, c: Calibration, tie_scv: float = math.nan,
+          idc_estimate: float | None = None) -> str:
     """The prediction's flag for a calibrated tier: its SCV beside the tie rule's, or (with
     ``idc_estimate``, ``response_idc``) its ``I`` beside the windows' estimate."""
     if idc_estimate is None:
