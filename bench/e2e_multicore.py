@@ -53,6 +53,9 @@ from solvers.simulation.physical import (PhysicalNetwork, monitor_physical,  # n
 from streams.core.config import BURSTY_SCVS, Config, SystemConfig  # noqa: E402
 from streams.cli.embedded import run_embedded  # noqa: E402
 
+#: the pipeline's default calibration of a bursty tier's MAP(2)
+DEFAULT_BURSTY_SCV: str = SystemConfig.bursty_scv
+
 #: the SLA is read on the 1-minute mean (the measured breach below); the pipeline is told so
 BREACH_WINDOW_S = 60.0
 
@@ -77,7 +80,7 @@ def truth_capacity(grid: list[int], duration: float, seed: int) -> tuple[float, 
     return math.nan, rows
 
 
-def config(alert_window_s: float = BREACH_WINDOW_S, bursty_scv: str = "response") -> Config:
+def config(alert_window_s: float = BREACH_WINDOW_S, bursty_scv: str = DEFAULT_BURSTY_SCV) -> Config:
     """The tiers in order and the SLA: every class's ``alert_window_s`` mean within
     ``SLA_S`` (the measured breach below reads the same window); ``bursty_scv`` as
     :class:`streams.core.config.SystemConfig`'s."""
@@ -88,7 +91,7 @@ def config(alert_window_s: float = BREACH_WINDOW_S, bursty_scv: str = "response"
 
 
 def run(records: list[dict[str, Any]], alert_window_s: float = BREACH_WINDOW_S,
-        bursty_scv: str = "response") -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        bursty_scv: str = DEFAULT_BURSTY_SCV) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     preds: list[dict[str, Any]] = []
 
     def watch(outputs: Any, _pipeline: Any) -> None:
@@ -126,7 +129,7 @@ def measured_breach(records: list[dict[str, Any]]) -> float | None:
 
 def steady_run(population: int, seed: int, duration: float,
                alert_window_s: float = BREACH_WINDOW_S,
-               bursty_scv: str = "response") -> list[dict[str, Any]]:
+               bursty_scv: str = DEFAULT_BURSTY_SCV) -> list[dict[str, Any]]:
     """The pipeline's predictions on ``duration`` seconds of the shop at ``population``."""
     windows = monitor_physical(network(population), duration, WINDOW_S, system="shop",
                                start_time=START, seed=seed)
@@ -143,7 +146,7 @@ def seed_range(text: str) -> list[int]:
 
 
 def steady_seeds(cap: float, seeds: list[int], duration: float, alert_window_s: float,
-                 bursty_scv: str = "response") -> None:
+                 bursty_scv: str = DEFAULT_BURSTY_SCV) -> None:
     """The steady run's last capacity and the database's ``I`` per seed, and how many land
     within 10% of the truth ``cap``."""
     low = max(1, int(round(0.4 * cap)))
@@ -202,7 +205,7 @@ def main(argv: list[str] | None = None) -> None:
                     help="only the steady run, for these seeds ('1-12' or '1,3,5')")
     ap.add_argument("--steady-minutes", type=float, default=None,
                     help="length of the steady run (default 60, 20 with --quick)")
-    ap.add_argument("--bursty-scv", default="response", choices=BURSTY_SCVS,
+    ap.add_argument("--bursty-scv", default=DEFAULT_BURSTY_SCV, choices=BURSTY_SCVS,
                     help="how the db's MAP(2) is calibrated (SystemConfig.bursty_scv)")
     ap.add_argument("--fit-sensitivity", action="store_true",
                     help="only the model's capacity with the db's true MAP and fitted MAP(2)s")

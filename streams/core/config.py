@@ -60,14 +60,13 @@ DEMAND_POLICIES = ("selected", "kalman_checked")
 BURSTY_DEMANDS = ("history", "estimator")
 
 #: how the one degree of freedom mean, ``I`` and p95 leave a bursty tier's MAP(2) is fixed
-#: (``bursty_scv``, :mod:`streams.predict.calibration`, docs/accuracy.md section 1):
-#: ``response`` -- the SCV at which the model's residence time at the tier equals the measured
-#: one at the measured population (where the tier reports response times and users; the tie
-#: rule otherwise); ``tie`` -- paper 000's footnote, the largest ``rho1`` (the behaviour before);
-#: ``response_idc`` -- the tie rule's SCV, and instead the ``I`` within its confidence interval
-#: at which the residence times agree (docs/accuracy.md section 5, end to end: opt-in until it
-#: is measured on the other benches)
-BURSTY_SCVS = ("response", "tie", "response_idc")
+#: (``bursty_scv``, :mod:`streams.predict.calibration`, docs/accuracy.md sections 1 and 5):
+#: ``response_idc`` -- the tie rule's SCV, and the ``I`` within its confidence interval at which
+#: the model's residence time at the tier equals the measured one at the measured population
+#: (where the tier reports response times and users; the estimated ``I`` otherwise);
+#: ``response`` -- the estimated ``I``, and instead the SCV at which the residence times agree
+#: (the default before); ``tie`` -- paper 000's footnote, the largest ``rho1``
+BURSTY_SCVS = ("response_idc", "response", "tie")
 
 #: cost of each kind of remediation (``remediation_costs``, :mod:`streams.predict.whatif`): per added
 #: replica of a tier; per added core; per tier moved to a faster CPU, times the speed-up
@@ -122,8 +121,8 @@ class SystemConfig:
     demand_policy: str = "selected"
     #: a bursty tier's aggregate demand under the MAP network: one of :data:`BURSTY_DEMANDS`
     bursty_demand: str = "history"
-    #: how a bursty tier's MAP(2) SCV is chosen: one of :data:`BURSTY_SCVS`
-    bursty_scv: str = "response"
+    #: how a bursty tier's MAP(2) is calibrated: one of :data:`BURSTY_SCVS`
+    bursty_scv: str = "response_idc"
     #: windows kept per tier to recognise duplicates; older windows are rejected as too late
     dedup_windows: int = 256
     #: relative model error (response time, throughput-weighted) that raises an alert

@@ -108,7 +108,7 @@ def solve_offset(system: str, config: SystemConfig) -> float:
 
 
 def _map2_report(tier: TierModel, model: SystemModel, i: int,
-                 bursty_scv: str = "response") -> dict[str, Any] | None:
+                 bursty_scv: str) -> dict[str, Any] | None:
     """The tier's MAP(2) fit as the model uses it: where its SCV (or, ``response_idc``, its
     ``I``) was calibrated to the measured response time (:mod:`streams.predict.calibration`),
     that process, with the tie rule's SCV (the estimated ``I``) beside it."""
