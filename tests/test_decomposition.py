@@ -9,7 +9,9 @@ import math
 import numpy as np
 import pytest
 
-from solvers.decomposition import solve_decomposed
+from solvers import decomposition
+from solvers.decomposition import (SWING_FLAG, SWING_SPAN, SWING_SWEEPS, _bounded_swing,
+                                   solve_decomposed)
 from solvers.mapqn import solve_closed
 from solvers.mva import mva
 from solvers.paper000 import scenarios
@@ -382,13 +384,15 @@ def test_the_held_users_move_with_andersons_extrapolation():
     assert res.little_residual < 2e-3
 
 
-def test_combined_sweeps_stop_once_the_answer_has_settled():
+def test_combined_sweeps_stop_once_the_answer_has_settled(monkeypatch):
     """Another solve of that workload (1,009 users, Z = 71 ms). From sweep ~31 on, the db's
     throughput (the reference tier's: the answer) stood at 7,114.6/s while the users held
     after the web moved by 0.002-1.5 and its throughput by 1e-4 to 3e-2 a sweep; the combined
     sweeps ran on to their 50 and rounds took the solve to 82 sweeps (7,117.75/s). They stop
     once settled (``_settled``): 33 sweeps with one or two OpenBLAS threads, within 1e-3 of
-    that answer (7,114.55/s)."""
+    that answer (7,114.55/s). (The stop in a bounded swing, switched off here, ends this solve
+    at sweep 21, within 2.7e-4 of that.)"""
+    monkeypatch.setattr(decomposition, "SWING_SPAN", 0.0)
     web = _fitted([[2132810.335543011, 89705.88083465295],
                    [19.48541586333389, 11.256662937802307]])
     db = _fitted([[171643.34827444673, 31.06723125348002],
@@ -398,6 +402,33 @@ def test_combined_sweeps_stop_once_the_answer_has_settled():
     assert res.converged and res.iterations <= 40
     assert res.throughput == pytest.approx(7117.75, rel=1e-3)
     assert res.little_residual < 2e-3
+
+
+def test_combined_sweeps_stop_in_a_bounded_swing():
+    """Capture 49 of that workload (1,008 users, Z = 64 ms) on the default station (both
+    bursty tiers past 16 cores: one MAP at speed min(n, c)). The users held after the web swing
+    4.3 <-> 6.1 for as long as the sweeps run and the db's throughput (the answer) with them by
+    up to 4e-4 a sweep, so neither stop held: the combined sweeps ran to their 50 and rounds
+    took the solve to 101 sweeps (8,714.66/s). They stop once the db's throughput stayed within
+    SWING_SPAN over SWING_SWEEPS sweeps: 20, within 1e-3 of that answer, flagged."""
+    web = _fitted([[2132810.335543012, 89705.88083465298],
+                   [19.485415863333895, 11.25666293780231]])
+    db = _fitted([[920.6349778483899, 0.05876224378260952],
+                  [0.03539013293877725, 41.83079580031189]])
+    res = solve_decomposed([web, MAP.exponential(0.001884164231154596), db], 1008,
+                           0.06437358661505699, servers=[64, 32, 32])
+    assert res.converged and res.iterations <= 30
+    assert res.throughput == pytest.approx(8714.66, rel=1e-3)
+    assert any(f.startswith(SWING_FLAG) for f in res.flags)
+    assert res.little_residual < 2e-3
+
+
+def test_a_bounded_swing_needs_its_sweeps_and_its_span():
+    steady = [100.0 * (1 + 0.4 * SWING_SPAN * (-1) ** k) for k in range(SWING_SWEEPS)]
+    assert _bounded_swing(steady[1:]) is None                     # too few sweeps
+    assert _bounded_swing(steady) == pytest.approx(0.8 * SWING_SPAN / (1 + 0.4 * SWING_SPAN))
+    assert _bounded_swing([90.0] + steady) is not None            # only the last ones count
+    assert _bounded_swing(steady[:-1] + [100.0 * (1 + 2 * SWING_SPAN)]) is None
 
 
 def test_two_bursty_multicore_tiers_beyond_the_knee_match_the_physical_simulation():

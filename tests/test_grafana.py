@@ -325,7 +325,7 @@ def _influxql(url: str, statement: str) -> None:
 def run() -> Run:
     """The demo shop (45 min: users ramp up until the SLA breaks; configured with half its
     true think time and a model-error threshold of 5%, so that the model is really wrong and
-    model_error fires before the breach is predicted -- the demo's own model agrees with its
+    model_error fires while the breach is predicted -- the demo's own model agrees with its
     shop within 2.2%) and a quiet second system (15 min, steady), through the pipeline core,
     written with the worker's InfluxDB sink into a fresh database."""
     from streams.core.config import Config, InfluxSettings
@@ -454,18 +454,31 @@ def test_model_switch_annotation_marks_every_switch(run):
 
 
 def test_a_breach_predicted_while_the_model_is_not_trusted_is_labelled(run):
-    """With model_error_threshold at 5% the model-error alert is active when the shop's breach
-    is predicted: the predicted_breach rule's series carries trust = 'untrusted', and the
-    summary perfcast wrote says so."""
+    """With model_error_threshold at 5% the model-error alert fires on the demo shop: a
+    predicted_breach firing carries trust = 'untrusted' (and its summary begins UNTRUSTED)
+    exactly when model_error was active at its solve, at least one does, and the
+    predicted_breach rule's series carries the last event's trust. (With the SCV calibration,
+    before 2026-11-29, the first firing was the untrusted one; with the I calibration the
+    model-error alert resolves for a while and the first firing is trusted, the second not.)"""
     spec = next(s for s in RULES if s.kind == "predicted_breach")
     assert "trust" in spec.labels
     r = next(x for x in API_RULES if x["uid"] == "perfcast-predicted-breach")
     query = next(d["model"]["query"] for d in r["data"] if d["refId"] == "A")
     rows = [row for row in _rows(run.query(query)) if row["system"] == run.main]
-    fired = [a for a in run.alerts if a["system"] == run.main
-             and a["alert"] == "predicted_breach" and a["state"] == "firing"]
-    assert fired and fired[0]["trust"] == "untrusted"
-    assert fired[0]["summary"].startswith("UNTRUSTED")
+    mine = [a for a in run.alerts if a["system"] == run.main]
+    fired = [a for a in mine if a["alert"] == "predicted_breach" and a["state"] == "firing"]
+
+    def distrusted(time: float) -> bool:
+        """model_error active after its evaluation at the solve of ``time`` (it is evaluated
+        before predicted_breach)."""
+        states = [a["state"] for a in mine if a["alert"] == "model_error" and a["time"] <= time]
+        return bool(states) and states[-1] == "firing"
+
+    assert fired and any(distrusted(a["time"]) for a in fired)
+    for a in fired:
+        untrusted = distrusted(a["time"])
+        assert a["trust"] == ("untrusted" if untrusted else "trusted")
+        assert a["summary"].startswith("UNTRUSTED") == untrusted
     assert rows and rows[0]["trust"] == [a for a in run.alerts if a["system"] == run.main
                                          and a["alert"] == "predicted_breach"][-1]["trust"]
 

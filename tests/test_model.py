@@ -281,7 +281,9 @@ def test_per_job_max_cores_reaches_the_decomposition_and_survives_a_round_trip()
 def test_the_decompositions_caveats_reach_the_model_once_each_with_tier_names():
     """A solver flag names the tier by index; the model names it, says at which population it
     was first met, and keeps one flag per kind (numbers aside) however many probes raise it.
-    Little's law off by less than LITTLE_FLAG of N is the approximation's own error: left out."""
+    Little's law off by less than LITTLE_FLAG of N is the approximation's own error, and a
+    fixed point's stop in a bounded swing is within 1e-3 of the throughput: both left out."""
+    from solvers.decomposition import SWING_FLAG
     from streams.predict.model import LITTLE_FLAG
 
     m = _model([0.010, 0.005], [1, 1], 1.0, [0.9, 0.1])
@@ -290,6 +292,8 @@ def test_the_decompositions_caveats_reach_the_model_once_each_with_tier_names():
     m._note_solver_flags(80, ("tier 1: chain residual 5e-07", "Little's law off by 0.002 of N",
                               "tier 0: chain residual 3e-08"), 0.5 * LITTLE_FLAG)
     m._note_solver_flags(90, ("Little's law off by 0.03 of N",), 3 * LITTLE_FLAG)
+    m._note_solver_flags(92, (f"{SWING_FLAG} of the users held downstream at sweep 21: the "
+                              "reference tier's throughput within 0.00042 over the last 10",), 0.0)
     m._note_solver_flags(95, ("Little's law off by 0.05 of N",), 5 * LITTLE_FLAG)
     assert m.flags == ["MAP network at 40 users: t1: chain residual 2e-08",
                        "MAP network at 40 users: t1: the queue fed by t0's departures did not "

@@ -55,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-from solvers.decomposition import PER_JOB_MAX_CORES, SolveMemo, solve_decomposed
+from solvers.decomposition import PER_JOB_MAX_CORES, SWING_FLAG, SolveMemo, solve_decomposed
 from solvers.mapqn import solve_closed
 from solvers.mva import mva_curve
 from solvers.processes import MAP
@@ -306,12 +306,14 @@ class SystemModel:
     def _note_solver_flags(self, n: int, flags: tuple[str, ...], little: float) -> None:
         """The decomposition's caveats (a speed-scaled station, a fixed point or waves not
         converged, a chain residual, Little's law off by at least :data:`LITTLE_FLAG` of
-        ``N``) in :attr:`flags`, with tier names for the solver's indices and the population
+        ``N``; not a fixed point's stop in a bounded swing, within 1e-3 of the throughput) in
+        :attr:`flags`, with tier names for the solver's indices and the population
         they were first met at: one flag of each kind (numbers aside) per model, so a
         capacity search's probes add one line, not one per probe."""
         seen = {_flag_kind(f) for f in self.flags}
         for flag in flags:
-            if flag.startswith("Little's law") and little < LITTLE_FLAG:
+            if (flag.startswith("Little's law") and little < LITTLE_FLAG
+                    or flag.startswith(SWING_FLAG)):
                 continue
             named = _TIER_INDEX.sub(lambda m: self._tier_name(int(m.group(1))), flag)
             text = f"{SOLVER_FLAG}{n} users: {named}"
