@@ -80,7 +80,8 @@ def truth_capacity(grid: list[int], duration: float, seed: int) -> tuple[float, 
     return math.nan, rows
 
 
-def config(alert_window_s: float = BREACH_WINDOW_S, bursty_scv: str = DEFAULT_BURSTY_SCV) -> Config:
+def config(alert_window_s: float = BREACH_WINDOW_S,
+           bursty_scv: str = DEFAULT_BURSTY_SCV) -> Config:
     """The tiers in order and the SLA: every class's ``alert_window_s`` mean within
     ``SLA_S`` (the measured breach below reads the same window); ``bursty_scv`` as
     :class:`streams.core.config.SystemConfig`'s."""
@@ -91,7 +92,8 @@ def config(alert_window_s: float = BREACH_WINDOW_S, bursty_scv: str = DEFAULT_BU
 
 
 def run(records: list[dict[str, Any]], alert_window_s: float = BREACH_WINDOW_S,
-        bursty_scv: str = DEFAULT_BURSTY_SCV) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        bursty_scv: str = DEFAULT_BURSTY_SCV
+        ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     preds: list[dict[str, Any]] = []
 
     def watch(outputs: Any, _pipeline: Any) -> None:

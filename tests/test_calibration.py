@@ -143,6 +143,45 @@ def test_the_calibrated_idc_recovers_the_i_a_model_measured_at():
     assert cal.processes[1].idc == pytest.approx(c.inputs[1], rel=0.05)
 
 
+def test_the_last_calibrated_idc_is_kept_while_it_fits_and_searched_again_when_not(monkeypatch):
+    """With ``last``, ``calibrate_idc`` first solves once at the last ``I`` (clipped into
+    today's interval, refitted to today's mean and p95): within KEEP of the measured time it is
+    kept -- one solve where the search from the interval's ends takes four or more -- beyond,
+    a new search; a last calibration at the interval's end stays there while that end still
+    does not reach the measured time."""
+    from streams.predict import calibration
+
+    mean, _, p95 = INPUTS
+    model = _model(_tiers(db_response=1.0))
+    at = fit_map2(mean, 250.0, p95).process
+    measured = float(model.variant(processes=[model.processes[0], at], flags=[],
+                                   exact_limit=0).at(USERS).residence[1])
+    solves = []
+    real = calibration._residence
+
+    def counted(*args):
+        solves.append(args[2].idc)
+        return real(*args)
+
+    monkeypatch.setattr(calibration, "_residence", counted)
+    first = calibrate_idc(model, 1, INPUTS, USERS, measured, (120.0, 400.0))
+    assert len(solves) >= 4
+    solves.clear()
+    kept = calibrate_idc(model, 1, INPUTS, USERS, 1.03 * measured, (120.0, 400.0), first)
+    assert len(solves) == 1 and kept.inputs[1] == first.inputs[1] and kept.end is None
+    solves.clear()
+    moved = calibrate_idc(model, 1, INPUTS, USERS, 0.8 * measured, (120.0, 400.0), first)
+    assert len(solves) > 1 and moved.inputs[1] < first.inputs[1]
+    assert moved.residence == pytest.approx(0.8 * measured, rel=0.011)
+    high = calibrate_idc(model, 1, INPUTS, USERS, 10.0, (120.0, 200.0))
+    solves.clear()
+    still = calibrate_idc(model, 1, INPUTS, USERS, 9.0, (120.0, 200.0), high)
+    assert len(solves) == 1 and still.end == "high" and still.inputs[1] == pytest.approx(200.0)
+    solves.clear()
+    narrower = calibrate_idc(model, 1, INPUTS, USERS, measured, (120.0, 180.0), first)
+    assert narrower.inputs[1] <= 180.0                 # the last I clipped into the interval
+
+
 @pytest.mark.parametrize("kw", [{"db_response": None}, {"db_response": 0.08, "users": None},
                                 {"db_response": 0.0}])
 def test_without_response_times_or_users_the_tie_rule_stays_flagged(kw):

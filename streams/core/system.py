@@ -331,7 +331,7 @@ class SystemState:
         #: per class, the measured response time of the solves over the last
         #: ``trend_window_s``, ``[time, R]`` (:mod:`streams.predict.response_trend`)
         self.response_points: dict[str, list[list[float]]] = {}
-        #: bursty tiers' last SCV calibration (:func:`streams.predict.calibration.calibrate_model`;
+        #: bursty tiers' last calibration (:func:`streams.predict.calibration.calibrate_model`;
         #: not state: a restarted worker searches again from the same persisted sums)
         self.calibrations: dict[str, Calibration] = {}
 

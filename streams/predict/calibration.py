@@ -45,8 +45,9 @@ current load only (docs/accuracy.md section 5, end to end: the capacities of twe
 runs within 10% of the truth on 12 seeds against 5, the calibrated ``I`` 186-222). On paper
 000's experiment (section 1) either meets issue 20's targets; the SCV calibration reads the
 default run's response times closer (5.1% against 11.1% max), the ``I`` calibration the other
-window lengths and think times (11.1% against 14.9% at worst). It searches at every solve (no
-carried-over answer).
+window lengths and think times (11.1% against 14.9% at worst). The last ``I`` is kept, refitted
+to the current mean and p95, while the model with it stays within :data:`KEEP` of the
+measured time (:func:`_keep_idc`: one solve instead of a search).
 """
 
 from __future__ import annotations
@@ -210,13 +211,14 @@ def _regula_falsi(trial: Callable[[float], tuple[MAP, float, float]],
 
 
 def calibrate_idc(model: SystemModel, m: int, inputs: tuple[float, float, float],
-                  users: int, measured: float,
-                  bounds: tuple[float | None, float | None]) -> Calibration:
+                  users: int, measured: float, bounds: tuple[float | None, float | None],
+                  last: Calibration | None = None) -> Calibration:
     """The MAP(2) of tier ``m`` fitted to ``inputs``' mean and p95 (the tie rule's SCV) at the
     ``I`` within ``bounds`` -- ``I``'s confidence interval, narrowed to :data:`IDC_REACH`
     times the estimate either way -- at which the model's residence time at the tier at
     ``users`` equals ``measured`` (``bursty_scv = "response_idc"``; module docstring). The
-    calibration's ``inputs`` carry the ``I`` found."""
+    calibration's ``inputs`` carry the ``I`` found. ``last``: the tier's previous
+    calibration, whose ``I`` is carried over while it holds (:func:`_keep_idc`)."""
     _check(model, users, measured)
     mean, idc, p95 = inputs
     low, high = bounds
@@ -227,6 +229,14 @@ def calibrate_idc(model: SystemModel, m: int, inputs: tuple[float, float, float]
         process = fit_map2(mean, value, p95).process
         return process, value, _residence(model, m, process, users)
 
+    def found(best: tuple[MAP, float, float], end: str | None) -> Calibration:
+        return Calibration(best[0], float(best[0].scv), best[2], measured, users, end,
+                           (mean, best[1], p95))
+
+    if last is not None:
+        kept = _keep_idc(trial, last, measured, low, high)
+        if kept is not None:
+            return found(*kept)
     lo, hi = trial(low), trial(high)
     end = None
     if measured <= lo[2] or hi[2] <= lo[2]:
@@ -235,8 +245,23 @@ def calibrate_idc(model: SystemModel, m: int, inputs: tuple[float, float, float]
         best, end = hi, "high"
     else:
         best = _regula_falsi(trial, lo, hi, measured)
-    return Calibration(best[0], float(best[0].scv), best[2], measured, users, end,
-                       (mean, best[1], p95))
+    return found(best, end)
+
+
+def _keep_idc(trial: Callable[[float], tuple[MAP, float, float]], last: Calibration,
+              measured: float, low: float, high: float
+              ) -> tuple[tuple[MAP, float, float], str | None] | None:
+    """``last``'s ``I`` (within today's ``[low, high]``), refitted to the current mean and
+    p95, while the model with it stays within :data:`KEEP` of ``measured`` -- or, where
+    ``last`` ended at a bound, while that bound still does not reach it: one solve instead of
+    a search's four or more (an hour of system (b)'s windows: 181 trials for 45 searches).
+    Returns ``(trial, end)`` or ``None`` (search)."""
+    value = min(max(last.inputs[1], low), high)
+    kept = trial(value)
+    at_end = (last.end == "high" and value == high) or (last.end == "low" and value == low)
+    if at_end and (measured >= kept[2]) == (last.end == "high"):
+        return kept, last.end
+    return (kept, None) if abs(kept[2] / measured - 1.0) <= KEEP else None
 
 
 def _keep(model: SystemModel, m: int, inputs: tuple[float, float, float], users: int,
@@ -286,7 +311,7 @@ def calibrate_model(model: SystemModel, tiers: list[TierModel],
                     vary: str = "scv") -> SystemModel:
     """``model`` with every bursty tier's MAP(2) calibrated to its measured response time
     (tiers without a fit's inputs, response times or users keep the tie rule's, flagged).
-    ``last``: the caller's previous calibrations by tier, updated in place (``vary="scv"``);
+    ``last``: the caller's previous calibrations by tier, updated in place;
     ``vary``: ``"scv"`` (:func:`calibrate_scv`) or ``"idc"`` (:func:`calibrate_idc`)."""
     if model.processes is None:
         return model
@@ -301,16 +326,16 @@ def calibrate_model(model: SystemModel, tiers: list[TierModel],
                                "no long-run response times and users at the tier")
             continue
         fit_inputs = (float(inputs[0]), float(inputs[1]), float(inputs[2]))
+        previous = last.get(tier.tier) if last is not None else None
         if vary == "idc":
             result = calibrate_idc(model, m, fit_inputs, int(round(users)), measured,
-                                   (tier.idc_lower, tier.idc_upper))
+                                   (tier.idc_lower, tier.idc_upper), previous)
             text = _flag(tier.tier, result, idc_estimate=fit_inputs[1])
         else:
-            previous = last.get(tier.tier) if last is not None else None
             result = calibrate_scv(model, m, fit_inputs, int(round(users)), measured, previous)
-            if last is not None:
-                last[tier.tier] = result
             text = _flag(tier.tier, result, float(tier.fit.get("scv", math.nan)))
+        if last is not None:
+            last[tier.tier] = result
         flags = model.flags
         model = _with_process(model, m, result.process)
         model.flags = flags + [text]
