@@ -1224,15 +1224,15 @@ def _bounded_swing(references: list[float]) -> float | None:
     return spread if spread <= SWING_SPAN else None
 
 
-def _settled(chains: dict[int, _Chain], changes: dict[int, float], tol: float, N: int) -> bool:
+def _settled(chains: dict[int, _Chain], changes: dict[int, float], tol: float, ref: int) -> bool:
     """Whether a sweep left the reference tier's throughput (the bursty tier holding the most
     jobs: the answer, :func:`_read_back`) within ``tol`` of the sweep before and every other
-    bursty tier's within :data:`SETTLE_OTHERS`. A web tier whose throughput rises ~360/s per
-    user held after it (module notes, step 4) keeps moving by 1e-4 of it and more while the
-    held users settle within :data:`WAVE_TOL` of N: its last digits, not the answer's."""
+    bursty tier's within :data:`SETTLE_OTHERS` (``ref``: the reference tier, :func:`_reference`).
+    A web tier whose throughput rises ~360/s per user held after it (module notes, step 4)
+    keeps moving by 1e-4 of it and more while the held users settle within :data:`WAVE_TOL`
+    of N: its last digits, not the answer's."""
     if len(changes) < len(chains):
         return False
-    ref = _reference(chains, list(chains), N)
     return changes[ref] <= tol and max(changes.values()) <= SETTLE_OTHERS
 
 
@@ -1296,11 +1296,12 @@ def _fixed_point(lg_e: np.ndarray, procs: list[MAP], cores: tuple[int, ...], bur
             return chains, nu, it, True
         if it > 1 and change <= tol and moved <= WAVE_TOL * N:
             return chains, nu, it, True
-        if (on_sweep is not None and it >= SETTLE_SWEEPS and moved <= WAVE_TOL * N
-                and _settled(chains, changes, tol, N)):
-            return chains, nu, it, True
         if on_sweep is not None:
-            references.append(chains[_reference(chains, list(chains), N)].throughput)
+            ref = _reference(chains, list(chains), N)
+            if (it >= SETTLE_SWEEPS and moved <= WAVE_TOL * N
+                    and _settled(chains, changes, tol, ref)):
+                return chains, nu, it, True
+            references.append(chains[ref].throughput)
             spread = _bounded_swing(references) if swinging and it >= SETTLE_SWEEPS else None
             if spread is not None:
                 flags.append(f"{SWING_FLAG} of the users held downstream at sweep {it}: the "

@@ -259,9 +259,22 @@ def _keep_idc(trial: Callable[[float], tuple[MAP, float, float]], last: Calibrat
     value = min(max(last.inputs[1], low), high)
     kept = trial(value)
     at_end = (last.end == "high" and value == high) or (last.end == "low" and value == low)
-    if at_end and (measured >= kept[2]) == (last.end == "high"):
-        return kept, last.end
-    return (kept, None) if abs(kept[2] / measured - 1.0) <= KEEP else None
+    end = last.end if at_end else None
+    if _beyond(end, kept[2], measured):
+        return kept, end
+    return (kept, None) if _holds(None, kept[2], measured) else None
+
+
+def _beyond(end: str | None, residence: float, measured: float) -> bool:
+    """Whether a calibration taken at its search's ``end`` still falls short of ``measured``
+    with the model's ``residence`` now (``"high"``: below it; ``"low"``: above it)."""
+    return (end == "high" and measured >= residence) or (end == "low" and measured <= residence)
+
+
+def _holds(end: str | None, residence: float, measured: float) -> bool:
+    """Whether a last calibration still holds: :func:`_beyond` its ``end``, or the model's
+    ``residence`` within :data:`KEEP` of ``measured``."""
+    return _beyond(end, residence, measured) or abs(residence / measured - 1.0) <= KEEP
 
 
 def _keep(model: SystemModel, m: int, inputs: tuple[float, float, float], users: int,
@@ -276,9 +289,8 @@ def _keep(model: SystemModel, m: int, inputs: tuple[float, float, float], users:
         return last, None
     process = last.process if last.inputs == inputs else fit_map2(*inputs, scv=last.scv).process
     r = _residence(model, m, process, users)
-    beyond = (last.end == "high" and measured >= r) or (last.end == "low" and measured <= r)
     start = (process, float(process.scv), r)
-    if not (beyond or abs(r / measured - 1.0) <= KEEP):
+    if not _holds(last.end, r, measured):
         return None, start
     return Calibration(process, float(process.scv), r, measured, users, last.end, inputs), start
 
