@@ -6,6 +6,7 @@
     python bench/bench_decomposition.py --baseline /path/to/other/checkout  # CPU time A/B
     python bench/bench_decomposition.py --search-only  # capacity searches only
     python bench/bench_decomposition.py --exact-budget # exact chain vs decomposition by tiers
+    python bench/bench_decomposition.py --floor        # what N = 5,000 costs at the least
 
 Networks (think time Z, then the tiers in order; a bursty tier's service sequence is paper
 000's MAP(2) with I ~ 200, scaled to the tier's mean):
@@ -26,7 +27,13 @@ systems (a)-(d) of ``bench/accuracy_multicore.py`` (their classes, cores and SLA
 0.3 s), with the pipeline's default exact-chain budget
 (``streams.predict.model.EXACT_STATE_LIMIT``). ``--exact-budget``: one solve by the exact chain
 and by the decomposition on one-core networks of 1-5 tiers around that budget, their times and
-differences (what the budget is set from). Figures, no pass/fail.
+differences (what the budget is set from). ``--floor``: issue 19's one population of ``4 tiers,
+2 bursty`` at ``N = 5,000`` (budget 20 ms) beside each bursty tier solved alone (the network
+with the other bursty tier made exponential at its mean: no fixed point; the app tier's
+rounds for the waves after it remain, the database's chain is solved once), with the per-job
+station and the speed-scaled one: a solve of the full network solves the database's chain at
+least once, so its one-pass time is a floor; and line-solver's ``SolverMVA`` on the full
+network. Figures, no pass/fail.
 """
 
 from __future__ import annotations
@@ -228,7 +235,12 @@ def main() -> None:
     ap.add_argument("--search-only", action="store_true", help="only the capacity searches")
     ap.add_argument("--exact-budget", action="store_true",
                     help="only the exact chain against the decomposition around its budget")
+    ap.add_argument("--floor", action="store_true",
+                    help="only N = 5,000 on 4 tiers, 2 bursty beside one pass of each chain")
     args = ap.parse_args()
+    if args.floor:
+        floor_rows(args.runs)
+        return
     if args.baseline:
         baseline_rows(args.baseline)
         return
@@ -238,6 +250,36 @@ def main() -> None:
     if not args.search_only:
         solve_rows(args)
     search_rows(args)
+
+
+def floor_rows(runs: int, n: int = 5000, budget: float = 0.020) -> None:
+    """The full solve of ``4 tiers, 2 bursty`` at ``n`` users (tolerances 1e-6 and 1e-4)
+    beside each bursty tier solved alone, per-job and speed-scaled stations."""
+    procs, cores, z = networks()["4 tiers, 2 bursty"]
+    bursty = [m for m, p in enumerate(procs) if p.order > 1]
+    print(f"4 tiers, 2 bursty at N = {n:,} (issue 19's budget {1000 * budget:.0f} ms), "
+          f"median of {runs}\n")
+    print("| what | station | time | sweeps or rounds | X | R (s) | x budget |")
+    print("|---|---|---|---|---|---|---|")
+    for station, pj in (("per-job (default)", 16), ("speed-scaled", 1)):
+        for tol in (1e-6, 1e-4):
+            t, res = timed(lambda: solve_decomposed(procs, n, z, servers=cores, tol=tol,
+                                                    per_job_max_cores=pj), runs)
+            print(f"| full solve, tol {tol:g} | {station} | {1000 * t:.1f} ms | "
+                  f"{res.iterations} | {res.throughput:.2f} | {res.response_time:.4f} | "
+                  f"{t / budget:.0f}x |")
+        for b in bursty:
+            alone = [p if m == b else (MAP.exponential(p.mean) if m in bursty else p)
+                     for m, p in enumerate(procs)]
+            t, res = timed(lambda: solve_decomposed(alone, n, z, servers=cores,
+                                                    per_job_max_cores=pj), runs)
+            print(f"| tier {b} ({cores[b]} cores) the only bursty one | {station} "
+                  f"| {1000 * t:.1f} ms | {res.iterations} | {res.throughput:.2f} | "
+                  f"{res.response_time:.4f} | {t / budget:.1f}x |")
+    got = peer(procs, cores, z, n)
+    if got is not None:
+        print(f"| line-solver `SolverMVA` (random environment) | - | {1000 * got[0]:.1f} ms | - "
+              f"| {got[1]:.2f} | {n / got[1] - z:.4f} | {got[0] / budget:.1f}x |")
 
 
 def solve_rows(args: argparse.Namespace) -> None:
