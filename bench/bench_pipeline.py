@@ -42,10 +42,10 @@ long run (every flag can be overridden); the figures are printed with the settin
 ``--bursty --multicore``: the systems people run -- every tier's cores from {2, 4, 8}, the last
 tier bursty as above, 200-2000 users, 20 systems, 300 ends, the default ``map_max_population``
 (10,000): the model is the decomposition (``prediction["model"] == "map-fes"``) once the bursty
-tier is trusted. ``--core-choices 16 32 64``: the same with tiers of 16-64 cores (a bursty
-tier of more than 16 cores takes the speed-scaled station, flagged: ``solvers.decomposition``'s
-``PER_JOB_MAX_CORES``; ``--per-job-max-cores 64`` puts every bursty tier of up to 64 cores on
-the per-job station).
+tier is trusted. ``--core-choices 16 32 64``: the same with tiers of 16-64 cores (every bursty
+tier of up to 64 cores on the per-job station by default, ``solvers.decomposition``'s
+``PER_JOB_MAX_CORES``; ``--per-job-max-cores 16`` gives those of more than 16 cores the
+speed-scaled station, flagged, the default before 2026-11-30).
 
 Measured (timings repeated ``--repeat`` times on a fresh ``Pipeline``; best and median printed,
 since other processes may share the 2 cores):
@@ -505,7 +505,7 @@ def main(argv: list[str] | None = None) -> None:
                     help="with --multicore: the cores a tier may have (default 2 4 8; e.g. "
                          "16 32 64 for tiers whose bursty chains are larger)")
     ap.add_argument("--per-job-max-cores", type=int,
-                    help="SystemConfig.per_job_max_cores (default: the config's, 16): bursty "
+                    help="SystemConfig.per_job_max_cores (default: the config's, 64): bursty "
                          "tiers of up to this many cores on the per-job station")
     ap.add_argument("--systems", type=int, help="systems (default 100; --bursty 10)")
     ap.add_argument("--ends", type=int,

@@ -18,8 +18,9 @@ How a bursty tier is modelled (:func:`_transitions`):
   35.6 +- 2.4 / 45.5 +- 2.7 / 72.5 +- 2.9 ms; one MAP at speed ``min(n, c)`` (every busy
   core slowed by a phase change) gave 37.4 / 54.7 / 93.0 ms. Per-job states grow as
   ``(c + 1) K`` a level, a banded LU's storage as levels times their square and its time as
-  levels times their cube. ``per_job_max_cores`` (:func:`solve_decomposed`) takes the
-  per-job station up to 64 cores, kept while its band stays within :data:`PER_JOB_MAX_BYTES`
+  levels times their cube. The per-job station goes up to ``per_job_max_cores``
+  (:func:`solve_decomposed`; default :data:`PER_JOB_MAX_CORES`, 64, the most measured), kept
+  while its band stays within :data:`PER_JOB_MAX_BYTES`
   (a 64-core tier up to ~2,500 levels on the grid below, in 0.06-0.09 s at 160-480 users)
   and, before a wave queue (step 4), while its departure process has at most
   :data:`WAVE_MAX_PHASES` phases (17 cores); against the simulated physical system
@@ -33,12 +34,14 @@ How a bursty tier is modelled (:func:`_transitions`):
   level has at most 66 states whatever the cores. At 64 cores that is 0.2-1.5% lower throughput
   and 0.7-4.6% higher response time than every count resolved, at 2-3x less time, and the
   byte budget holds ~2,500 levels instead of ~650 (a grid of 17 counts: 3-4% / 10-14%). The
-  default stays at 16 (the pipeline's ``per_job_max_cores`` setting raises it per system):
-  the pipeline solves a model 20-100 times a cycle (capacity searches,
-  the SCV calibration, the uncertainty band), and with 32-64-core per-job chains at ~1,000
-  users that took ~100 s a cycle on ``bench/bench_pipeline.py --bursty --multicore
-  --core-choices 16 32 64`` (with the grid, ``--per-job-max-cores 64``: 6 windows/s against
-  46 with 16; its fixed points take 90-270 sweeps);
+  default was 16 until 2026-11-30 for the pipeline's cost (it solves a model 20-100 times a
+  cycle: capacity searches, the calibration, the uncertainty band): end to end on a shop
+  with a bursty 32- or 64-core database (``bench/e2e_many_cores.py``) the per-job station
+  costs 19-29 s of CPU per hour of windows against 1.5-1.8 s and puts the capacity within
+  3.0% / 8.9% of the simulated truth on 12 of 12 runs where one MAP at speed ``min(n, c)``
+  was 6.6-16.7% low (5 of 12 within 10%); on ``bench/bench_pipeline.py --bursty --multicore
+  --core-choices 16 32 64``, three bursty tiers of 16-64 cores a system, it is ~7x slower
+  (docs/benchmarks.md). ``per_job_max_cores=16`` brings the cheaper station back;
 * **more cores, or a per-job chain over its budget**: one MAP at speed ``min(n, c)``; flagged,
   pessimistic.
 
@@ -464,8 +467,9 @@ def _ratio(lg: np.ndarray) -> np.ndarray:
 #: by default a bursty tier with more cores than this is modelled as one MAP at speed min(n, c)
 #: (flagged): the per-job model's states per level grow as (c + 1) K (up to 33 K with the
 #: grid of :data:`PHASE_COUNT_BINS`, two phases). ``solve_decomposed``'s
-#: ``per_job_max_cores`` raises it (up to 64 cores measured: module notes)
-PER_JOB_MAX_CORES = 16
+#: ``per_job_max_cores`` lowers it (64 cores the most measured: module notes; 16 until
+#: 2026-11-30)
+PER_JOB_MAX_CORES = 64
 #: the per-job chain is solved while its banded LU's storage (levels x d x (3d + 3) doubles,
 #: ``d`` states a level) stays within this many bytes; beyond, the speed-scaled station,
 #: flagged (:func:`_per_job_affordable`). A 16-core tier (34 states a level, 28.6 kB a level)
@@ -1385,8 +1389,8 @@ def solve_decomposed(processes: Any, population: Any, think_time: Any, *,
     the fixed point at which it stops; ``memo``: what this solve may share with others of the
     same model (:class:`SolveMemo`; default: nothing shared); ``per_job_max_cores``: the
     most cores a bursty tier may have for the per-job station (default
-    :data:`PER_JOB_MAX_CORES`, 16; up to 64 measured against the simulated physical system,
-    within :data:`PER_JOB_MAX_BYTES`, at 0.1-0.8 s a solve for 64 cores -- module notes).
+    :data:`PER_JOB_MAX_CORES`, 64, the most measured against the simulated physical system;
+    within :data:`PER_JOB_MAX_BYTES`, at 0.06-0.2 s a solve for 64 cores -- module notes).
     Raises ``ValueError`` naming the argument on bad input."""
     procs = _check_processes(processes)
     cores = _check_servers(servers, len(procs))

@@ -195,21 +195,22 @@ def test_a_saturated_16_core_per_job_chain_is_solved_stably():
 
 def test_a_64_core_bursty_tier_matches_the_physical_simulation():
     """Truth that is not the model, where the per-job station reaches with
-    ``per_job_max_cores=64`` (the default is 16): web 4 cores exp 4 ms, app 8 cores exp 16 ms,
+    ``per_job_max_cores=64`` (the default since 2026-11-30): web 4 cores exp 4 ms, app 8 cores exp 16 ms,
     db 64 cores with paper 000's sequence (I ~ 200) scaled to 256 ms a request (250/s over its
     cores), Z = 1 s, 287 users (0.9 knees). The per-job chain gives the simulated throughput
     and response time (per-job 202.1/s and 0.420 s against 199.9 +- 3.8 and 0.436 +- 0.028
     over 3 x 4,000 s); one MAP at speed min(n, c) -- the default station for more than 16
-    cores -- gives 182.1/s and 0.576 s (-9% / +32%)."""
+    cores before 2026-11-30, now at ``per_job_max_cores=16`` -- gives 182.1/s and 0.576 s
+    (-9% / +32%)."""
     db = BURSTY.scaled(64 / 250)
     procs, cores, N = [MAP.exponential(0.004), MAP.exponential(0.016), db], [4, 8, 64], 287
-    res = solve_decomposed(procs, N, 1.0, servers=cores, per_job_max_cores=64)
+    res = solve_decomposed(procs, N, 1.0, servers=cores)
     assert res.flags == () and res.little_residual < 1e-6
     sim = _simulated(procs, cores, 1.0, N, seed=3, duration=2000.0)
     X, R = sim.total_throughput, sim.total_response_time
     assert abs(res.throughput - X.mean) <= max(2 * X.half_width, 0.03 * X.mean)
     assert abs(res.response_time - R.mean) <= max(2 * R.half_width, 0.10 * R.mean)
-    old = solve_decomposed(procs, N, 1.0, servers=cores)
+    old = solve_decomposed(procs, N, 1.0, servers=cores, per_job_max_cores=16)
     assert any("64 cores > per_job_max_cores 16" in f for f in old.flags)
     assert old.response_time > R.mean + max(2 * R.half_width, 0.15 * R.mean)
 

@@ -245,13 +245,13 @@ def test_a_capacity_search_stops_the_fixed_point_at_the_search_tolerance(monkeyp
 
 
 def test_per_job_max_cores_reaches_the_decomposition_and_survives_a_round_trip():
-    """``SystemConfig.per_job_max_cores`` (default 16) goes through ``build_model`` to every
-    decomposition solve: a 32-core bursty tier is the flagged speed-scaled station by
-    default and the per-job one at 32, each the solver's own answer; ``to_dict`` keeps it."""
+    """``SystemConfig.per_job_max_cores`` (default 64) goes through ``build_model`` to every
+    decomposition solve: a 32-core bursty tier is the flagged speed-scaled station at 16
+    and the per-job one at 32, each the solver's own answer; ``to_dict`` keeps it."""
     from solvers.decomposition import PER_JOB_MAX_CORES, solve_decomposed
     from solvers.processes import MAP
 
-    assert SystemConfig().per_job_max_cores == PER_JOB_MAX_CORES == 16
+    assert SystemConfig().per_job_max_cores == PER_JOB_MAX_CORES == 64
     sc = scenarios()["bottleneck_switch"]
     unit = [MAP.exponential(1.0), MAP.exponential(1.0), sc.database.scaled(1.0)]
     D = np.array([0.004, 0.016, 32 / 250])

@@ -1,0 +1,158 @@
+"""End to end on the shop of ``bench/e2e_multicore.py`` with a bursty database of 16-64 cores:
+the pipeline's default station for such a tier against the per-job one.
+
+    python bench/e2e_many_cores.py --cores 64 --sla 0.4 --grid-only      # truth capacity
+    python bench/e2e_many_cores.py --cores 64 --sla 0.4 --capacity 300 --seeds 1-6
+
+The system is issue 19's case (b) (web 4 cores exponential 8 ms, app 4 cores exponential 10
+ms, classes ``browse`` 80% x0.75 and ``buy`` 20% x2 at the database, think time 1 s) with the
+database on ``--cores`` cores and its service-time sequence (paper 000's MAP(2), I ~ 200)
+scaled to ``16 ms x cores / 8``: the same 500 requests/s at saturation whatever the cores, so
+the simulation costs what case (b)'s does. Every class's SLA is ``--sla`` (a 64-core database
+at 128 ms a request cannot meet case (b)'s 0.1 s).
+
+1. **Truth capacity** -- the largest population whose worst class's simulated mean response
+   time stays within the SLA (3 replications per population of a grid around the knee, the
+   crossing interpolated linearly).
+2. **Steady runs** -- per seed, 60 minutes of 5-s windows at 40% of the truth capacity through
+   ``run_embedded``, configured as a new user would (tiers and SLA) with the default
+   ``per_job_max_cores`` (16: a database of more cores is one MAP at speed ``min(n, c)``,
+   flagged) and with ``per_job_max_cores = 64`` (the per-job station); the last capacity of
+   each against the truth, the database's calibrated ``I`` and the run's CPU time.
+
+Figures, no pass/fail.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.alert_shapes import CLASSES, START, WINDOW_S  # noqa: E402
+from bench.alert_shapes import network as shop_network  # noqa: E402
+from bench.e2e_multicore import BREACH_WINDOW_S, seed_range  # noqa: E402
+from solvers.simulation.physical import (PhysicalNetwork, monitor_physical,  # noqa: E402
+                                         simulate_physical)
+from streams.cli.embedded import run_embedded  # noqa: E402
+from streams.core.config import Config, SystemConfig  # noqa: E402
+
+#: the database's cores in case (b)
+BASE_CORES = 8
+
+
+def network(population: int, cores: int) -> PhysicalNetwork:
+    """Case (b)'s shop with the database on ``cores`` cores, its service sequence scaled by
+    ``cores / 8`` (the per-core load and the saturation throughput of case (b))."""
+    shop = shop_network("bursty", population)
+    web, app, db = shop.tiers
+    db = dataclasses.replace(db, cores=cores, service=db.service.scaled(
+        db.service.mean * cores / BASE_CORES))
+    return dataclasses.replace(shop, tiers=(web, app, db))
+
+
+def truth_capacity(cores: int, sla_s: float, grid: list[int], duration: float,
+                   seed: int) -> tuple[float, list[tuple[int, str, float, float]]]:
+    """Interpolated population where the worst class's simulated R crosses ``sla_s``."""
+    rows = []
+    for n in grid:
+        res = simulate_physical(network(n, cores), duration, warmup=duration / 10,
+                                replications=3, seed=seed + n)
+        worst = max(range(len(CLASSES)), key=lambda c: res.response_time[c].mean)
+        est = res.response_time[worst]
+        rows.append((n, CLASSES[worst], est.mean, est.half_width))
+        print(f"| {n} | {CLASSES[worst]} | {1000 * est.mean:.1f} | {1000 * est.half_width:.1f} |",
+              flush=True)
+    for (n0, _, r0, _), (n1, _, r1, _) in zip(rows, rows[1:]):
+        if r0 <= sla_s < r1:
+            return n0 + (sla_s - r0) * (n1 - n0) / (r1 - r0), rows
+    return math.nan, rows
+
+
+def steady_run(cores: int, sla_s: float, population: int, seed: int, duration: float,
+               per_job_max_cores: int) -> tuple[dict[str, Any], float]:
+    """The pipeline's last prediction on ``duration`` s of the shop at ``population`` users,
+    and the CPU seconds the pipeline took."""
+    windows = monitor_physical(network(population, cores), duration, WINDOW_S, system="shop",
+                               start_time=START, seed=seed)
+    cfg = Config(systems={"shop": SystemConfig(tiers=("web", "app", "db"), sla_s={"*": sla_s},
+                                               alert_window_s=BREACH_WINDOW_S,
+                                               per_job_max_cores=per_job_max_cores)})
+    preds: list[dict[str, Any]] = []
+
+    def watch(outputs: Any, _pipeline: Any) -> None:
+        preds.extend(p for p in outputs.predictions if p.get("model"))
+
+    t0 = time.process_time()
+    with tempfile.TemporaryDirectory() as d:
+        run_embedded(windows, cfg, d, on_outputs=watch)
+    return preds[-1], time.process_time() - t0
+
+
+def steady_seeds(cores: int, sla_s: float, cap: float, seeds: list[int],
+                 duration: float) -> None:
+    low = max(1, int(round(0.4 * cap)))
+    print(f"## Steady runs at 40% of capacity ({low} users, {duration / 60:.0f} min), "
+          f"db {cores} cores, SLA {sla_s} s, truth {cap:.0f} users\n")
+    print("| seed | `per_job_max_cores` | last capacity | error | db `I`: windows / calibrated "
+          "| db station flagged | pipeline CPU s |\n|---|---|---|---|---|---|---|")
+    errors: dict[int, list[float]] = {}
+    for seed in seeds:
+        for pj in (16, 64):
+            last, cpu = steady_run(cores, sla_s, low, seed, duration, pj)
+            db = last["tiers"]["db"]
+            err = 100 * (last["capacity_users"] / cap - 1)
+            errors.setdefault(pj, []).append(err)
+            fit = db.get("map2") or {}
+            flagged = any("speed min(n, c)" in f for f in last["flags"])
+            print(f"| {seed} | {pj} | {last['capacity_users']} | {err:+.1f}% | "
+                  f"{db['idc']:.0f} / {fit.get('idc', math.nan):.0f} | "
+                  f"{'yes' if flagged else 'no'} | {cpu:.1f} |", flush=True)
+    for pj, errs in errors.items():
+        print(f"\n`per_job_max_cores` {pj}: within 10% on {sum(abs(e) <= 10 for e in errs)} of "
+              f"{len(errs)}; error median {np.median(errs):+.1f}%, range {min(errs):+.1f} to "
+              f"{max(errs):+.1f}%")
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cores", type=int, default=64, help="the database's cores")
+    ap.add_argument("--sla", type=float, default=0.4, help="every class's SLA, s")
+    ap.add_argument("--capacity", type=float, default=None,
+                    help="the truth capacity (skips the simulated grid)")
+    ap.add_argument("--grid", default=None,
+                    help="populations of the truth grid (default: 0.3-0.9 of the knee)")
+    ap.add_argument("--grid-seconds", type=float, default=1500.0,
+                    help="simulated seconds per replication of the truth grid")
+    ap.add_argument("--grid-only", action="store_true", help="only the truth capacity")
+    ap.add_argument("--seeds", default="1-3", help="steady-run seeds ('1-6' or '1,3,5')")
+    ap.add_argument("--minutes", type=float, default=60.0, help="length of a steady run")
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    cap = args.capacity
+    if cap is None:
+        grid = ([int(x) for x in args.grid.split(",")] if args.grid else
+                [int(round(f * 517)) for f in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)])
+        print("## Truth capacity (simulation, 3 replications per population)\n")
+        print("| users | worst class | R (ms) | 95% CI half-width (ms) |\n|---|---|---|---|")
+        cap, _ = truth_capacity(args.cores, args.sla, grid, args.grid_seconds, 1)
+        print(f"\ntruth capacity at SLA {args.sla} s: **{cap:.0f} users**\n")
+    if args.grid_only or not math.isfinite(cap):
+        print(f"(total {time.perf_counter() - t0:.0f} s)")
+        return
+    steady_seeds(args.cores, args.sla, cap, seed_range(args.seeds), 60.0 * args.minutes)
+    print(f"\n(total {time.perf_counter() - t0:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
