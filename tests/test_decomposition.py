@@ -195,13 +195,13 @@ def test_a_saturated_16_core_per_job_chain_is_solved_stably():
 
 def test_a_64_core_bursty_tier_matches_the_physical_simulation():
     """Truth that is not the model, where the per-job station reaches with
-    ``per_job_max_cores=64`` (the default since 2026-11-30): web 4 cores exp 4 ms, app 8 cores exp 16 ms,
-    db 64 cores with paper 000's sequence (I ~ 200) scaled to 256 ms a request (250/s over its
-    cores), Z = 1 s, 287 users (0.9 knees). The per-job chain gives the simulated throughput
-    and response time (per-job 202.1/s and 0.420 s against 199.9 +- 3.8 and 0.436 +- 0.028
-    over 3 x 4,000 s); one MAP at speed min(n, c) -- the default station for more than 16
-    cores before 2026-11-30, now at ``per_job_max_cores=16`` -- gives 182.1/s and 0.576 s
-    (-9% / +32%)."""
+    ``per_job_max_cores=64`` (the default since 2026-11-30): web 4 cores exp 4 ms, app 8
+    cores exp 16 ms, db 64 cores with paper 000's sequence (I ~ 200) scaled to 256 ms a
+    request (250/s over its cores), Z = 1 s, 287 users (0.9 knees). The per-job chain gives
+    the simulated throughput and response time (per-job 202.1/s and 0.420 s against 199.9
+    +- 3.8 and 0.436 +- 0.028 over 3 x 4,000 s); one MAP at speed min(n, c) -- the default
+    station for more than 16 cores before 2026-11-30, now at ``per_job_max_cores=16`` --
+    gives 182.1/s and 0.576 s (-9% / +32%)."""
     db = BURSTY.scaled(64 / 250)
     procs, cores, N = [MAP.exponential(0.004), MAP.exponential(0.016), db], [4, 8, 64], 287
     res = solve_decomposed(procs, N, 1.0, servers=cores)

@@ -111,7 +111,7 @@ class SystemConfig:
     #: bursty tiers of up to this many cores get the decomposition's per-job station (each job
     #: keeps its own service phase; docs/accuracy.md section 5); more cores: one MAP at speed
     #: min(n, c), flagged pessimistic. Up to 64 (the default since 2026-11-30; 16 before):
-    #: a 32-64-core bursty tier costs ~10-16x the CPU of the cheaper station
+    #: a 32-64-core bursty tier costs 11-19x the CPU of the cheaper station
     #: (docs/benchmarks.md)
     per_job_max_cores: int = 64
     #: windows of dispersion history per tier (paper 000 Fig. 2 needs 2,000-10,000 when I >> 1)
