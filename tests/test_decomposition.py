@@ -406,8 +406,9 @@ def test_combined_sweeps_stop_once_the_answer_has_settled(monkeypatch):
 
 
 def test_combined_sweeps_stop_in_a_bounded_swing():
-    """Capture 49 of that workload (1,008 users, Z = 64 ms) on the default station (both
-    bursty tiers past 16 cores: one MAP at speed min(n, c)). The users held after the web swing
+    """Capture 49 of that workload (1,008 users, Z = 64 ms) on the station it had by default
+    until 2026-11-30 (``per_job_max_cores=16``: both bursty tiers past 16 cores are one MAP
+    at speed min(n, c)). The users held after the web swing
     4.3 <-> 6.1 for as long as the sweeps run and the db's throughput (the answer) with them by
     up to 4e-4 a sweep, so neither stop held: the combined sweeps ran to their 50 and rounds
     took the solve to 101 sweeps (8,714.66/s). They stop once the db's throughput stayed within
@@ -417,7 +418,7 @@ def test_combined_sweeps_stop_in_a_bounded_swing():
     db = _fitted([[920.6349778483899, 0.05876224378260952],
                   [0.03539013293877725, 41.83079580031189]])
     res = solve_decomposed([web, MAP.exponential(0.001884164231154596), db], 1008,
-                           0.06437358661505699, servers=[64, 32, 32])
+                           0.06437358661505699, servers=[64, 32, 32], per_job_max_cores=16)
     assert res.converged and res.iterations <= 30
     assert res.throughput == pytest.approx(8714.66, rel=1e-3)
     assert any(f.startswith(SWING_FLAG) for f in res.flags)
