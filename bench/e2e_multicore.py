@@ -39,7 +39,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -105,8 +105,8 @@ def run(records: list[dict[str, Any]], alert_window_s: float = BREACH_WINDOW_S,
     return preds, list(summary.alert_events)
 
 
-def measured_breach(records: list[dict[str, Any]]) -> float | None:
-    """First minute (end time, s after START) whose worst class's mean R exceeds the SLA."""
+def measured_breach(records: list[dict[str, Any]], sla_s: float = SLA_S) -> float | None:
+    """First minute (end time, s after START) whose worst class's mean R exceeds ``sla_s``."""
     acc: dict[tuple[int, str], np.ndarray] = {}
     for r in records:
         minute = int(math.ceil((float(r["end"]) - START) / 60.0))
@@ -124,9 +124,28 @@ def measured_breach(records: list[dict[str, Any]]) -> float | None:
                 R[:] = np.nan
                 break
             R += a[0] / a[1]
-        if np.nanmax(R) > SLA_S:
+        if np.nanmax(R) > sla_s:
             return 60.0 * minute
     return None
+
+
+def ramp_run(cap: float, seed: int, network_at: Callable[[int], PhysicalNetwork],
+             run_records: Callable[[list[dict[str, Any]]], tuple[list, list]],
+             sla_s: float = SLA_S) -> tuple[float | None, list[float], list[dict[str, Any]]]:
+    """20 minutes at 40% of ``cap``, a linear ramp to 150% over 40 minutes, 10 minutes there
+    (``network_at(users)``, seed ``seed + 100``) through ``run_records``: the measured breach
+    (s after START, or None), the ``predicted_breach`` firings (s after START) and the
+    predictions."""
+    low, top = max(1, int(round(0.4 * cap))), int(round(1.5 * cap))
+    hold, ramp, steps = 1200.0, 2400.0, 60
+    sched = [(hold + ramp * k / steps, int(round(low + (top - low) * k / steps)))
+             for k in range(1, steps + 1)]
+    ramped = monitor_physical(network_at(low), hold + ramp + 600.0, WINDOW_S, schedule=sched,
+                              system="shop", start_time=START, seed=seed + 100)
+    preds, events = run_records(ramped)
+    fired = sorted(a["time"] - START for a in events
+                   if a["alert"] == "predicted_breach" and a["state"] == "firing")
+    return measured_breach(ramped, sla_s), fired, preds
 
 
 def steady_run(population: int, seed: int, duration: float,
@@ -258,17 +277,8 @@ def main(argv: list[str] | None = None) -> None:
     print(f"- think time {last['think_time_s']:.3f} s (true 1.0); first solve on the MAP network "
           f"at minute {next((p['time'] - START) / 60 for p in preds if p['model'] != 'mva'):.0f}")
     print(f"- flags: {last['flags']}\n")
-    hold, ramp, top = 1200.0, 2400.0, int(round(1.5 * cap))
-    steps = 60
-    sched = [(hold + ramp * k / steps, int(round(low + (top - low) * k / steps)))
-             for k in range(1, steps + 1)]
-    duration = hold + ramp + 600.0
-    ramped = monitor_physical(network(low), duration, WINDOW_S, schedule=sched, system="shop",
-                              start_time=START, seed=args.seed + 100)
-    preds, events = run(ramped, args.alert_window, args.bursty_scv)
-    breach = measured_breach(ramped)
-    fired = sorted(a["time"] - START for a in events
-                   if a["alert"] == "predicted_breach" and a["state"] == "firing")
+    breach, fired, preds = ramp_run(cap, args.seed, network,
+                                    lambda recs: run(recs, args.alert_window, args.bursty_scv))
     print("## Ramp 40% -> 150% of capacity over 40 minutes, from minute 20\n")
     print(f"- measured breach (1-minute mean of the worst class > SLA): "
           f"{'none' if breach is None else f'{breach / 60:.1f} min'}")
