@@ -21,8 +21,8 @@ from solvers.simulation.physical import monitor_physical
 from streams.cli.embedded import run_embedded
 from streams.core.config import Config, ConfigError, SystemConfig, load_config
 from streams.core.system import BREACH_RESOLVE_FACTOR, SystemState
-from streams.predict.response_trend import (MIN_POINTS, add_points, contradicted_reason,
-                                            near_capacity_reason,
+from streams.predict.response_trend import (MIN_POINTS, TREND_SES, add_points,
+                                            contradicted_reason, near_capacity_reason,
                                             trend_reading, untrusted_reasons)
 from test_alert_window import SLA_S, START, _shop, worst_window_mean  # section 4's shop
 
@@ -52,13 +52,31 @@ def test_a_rising_line_fires_with_its_time_to_the_sla():
 
 def test_a_line_reaches_no_further_ahead_than_its_history():
     """70 ms now, 5 ms/min: 6 minutes to the SLA. On 4 minutes of history it does not fire
-    (dead band: within 1.25 horizons); on 6 minutes of history it does."""
+    (dead band: within 1.25 horizons); on 7 minutes of history it does (on exactly 6 the
+    time to breach and the history tie, and a rounding of the slope's standard error on a
+    perfect line decides)."""
     short = trend_reading(_points([0.05 + 0.005 * k for k in range(5)]), 0.0, SLA, H,
                           BREACH_RESOLVE_FACTOR)
     assert short.condition is None and short.time_to_breach_s == pytest.approx(360.0)
-    longer = trend_reading(_points([0.04 + 0.005 * k for k in range(7)]), 0.0, SLA, H,
+    longer = trend_reading(_points([0.035 + 0.005 * k for k in range(8)]), 0.0, SLA, H,
                            BREACH_RESOLVE_FACTOR)
     assert longer.condition is True and longer.time_to_breach_s == pytest.approx(360.0)
+
+
+def test_a_chance_rise_is_not_extrapolated_and_a_steady_one_is():
+    """Five solves a minute apart rising 3.6 ms/min by least squares through noise (80, 70,
+    92, 78, 94 ms; standard error 3.0 ms/min) reach 0.1 s in 2.8 minutes on the line alone,
+    within their 4 minutes of history: a chance rise, extrapolated, fired a TREND ALERT 38
+    minutes before a 64-core ramp's breach. Less TREND_SES standard errors it does not rise:
+    clear. The same level rising steadily (72, 76, ..., 88 ms) fires in 3 minutes."""
+    assert TREND_SES == 2.0
+    noisy = trend_reading(_points([0.080, 0.070, 0.092, 0.078, 0.094]), 0.0, SLA, H,
+                          BREACH_RESOLVE_FACTOR)
+    assert noisy.condition is False and noisy.per_class["a"] is None
+    steady = trend_reading(_points([0.072 + 0.004 * k for k in range(5)]), 0.0, SLA, H,
+                           BREACH_RESOLVE_FACTOR)
+    assert steady.condition is True and steady.time_to_breach_s == pytest.approx(180.0)
+    assert steady.slope == pytest.approx(0.004 / 60)
 
 
 def test_flat_below_the_sla_clears_and_above_it_fires_now():

@@ -160,11 +160,12 @@ def _trend_basis(pred: Mapping[str, Any]) -> list[str]:
 
 def _trend_line(pred: Mapping[str, Any], breach_class: str | None, sla: str,
                 ttb: float | None) -> str:
-    """``class 'buy' measured 84 ms, +3.1 ms/min, reaches its <sla> in about 5 min``: the
-    trend guard's line, in the alert's basis and in a ``TREND ALERT``'s summary."""
+    """``class 'buy' measured 84 ms, rising at least +3.1 ms/min, reaches its <sla> in about 5
+    min``: the trend guard's line (its slope less its noise), in the alert's basis and in a
+    ``TREND ALERT``'s summary."""
     return (f"class {breach_class!r} measured {1000 * pred['trend_response_time']:.0f} ms, "
-            f"{1000 * 60 * pred['trend_slope']:+.1f} ms/min, reaches its {sla} in about "
-            f"{(ttb or 0) / 60:.0f} min")
+            f"rising at least {1000 * 60 * pred['trend_slope']:+.1f} ms/min, reaches its {sla} "
+            f"in about {(ttb or 0) / 60:.0f} min")
 
 
 def _breach_summary(system: str, pred: Mapping[str, Any], cfg: SystemConfig,
