@@ -1,5 +1,5 @@
 """End to end on the shop of ``bench/e2e_multicore.py`` with a bursty database of 16-64 cores:
-the pipeline's default station for such a tier against the per-job one.
+the per-job station for such a tier against one MAP at speed ``min(n, c)``.
 
     python bench/e2e_many_cores.py --cores 64 --sla 0.4 --grid-only      # truth capacity
     python bench/e2e_many_cores.py --cores 64 --sla 0.4 --capacity 462 --seeds 1-6
@@ -16,10 +16,10 @@ at 128 ms a request cannot meet case (b)'s 0.1 s).
    time stays within the SLA (3 replications per population of a grid around the knee, the
    crossing interpolated linearly).
 2. **Steady runs** -- per seed, 60 minutes of 5-s windows at 40% of the truth capacity through
-   ``run_embedded``, configured as a new user would (tiers and SLA) with the default
-   ``per_job_max_cores`` (16: a database of more cores is one MAP at speed ``min(n, c)``,
-   flagged) and with ``per_job_max_cores = 64`` (the per-job station); the last capacity of
-   each against the truth, the database's calibrated ``I`` and the run's CPU time.
+   ``run_embedded``, configured as a new user would (tiers and SLA) with ``per_job_max_cores``
+   16 (the default until 2026-11-30: a database of more cores is one MAP at speed
+   ``min(n, c)``, flagged) and 64 (the per-job station, the default since); the last capacity
+   of each against the truth, the database's calibrated ``I`` and the run's CPU time.
 3. **Ramp runs** (``--ramp``) -- ``bench/e2e_multicore.py``'s ramp (20 minutes at 40%, then to
    150% of the truth capacity over 40 minutes) with either station: the measured breach (the
    1-minute mean of the worst class over the SLA) and the first ``predicted_breach``'s lead
@@ -115,6 +115,8 @@ def steady_run(cores: int, sla_s: float, population: int, seed: int, duration: f
 
 def steady_seeds(cores: int, sla_s: float, cap: float, seeds: list[int],
                  duration: float) -> None:
+    """The steady run per seed with either station: the last capacity against the truth
+    ``cap``, the database's ``I`` and the pipeline's CPU time; how many within 10%."""
     low = max(1, int(round(0.4 * cap)))
     print(f"## Steady runs at 40% of capacity ({low} users, {duration / 60:.0f} min), "
           f"db {cores} cores, SLA {sla_s} s, truth {cap:.0f} users\n")
