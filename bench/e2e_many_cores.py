@@ -44,11 +44,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.alert_shapes import CLASSES, START, WINDOW_S  # noqa: E402
+from bench.alert_shapes import START, WINDOW_S  # noqa: E402
 from bench.alert_shapes import network as shop_network  # noqa: E402
-from bench.e2e_multicore import BREACH_WINDOW_S, ramp_run, seed_range  # noqa: E402
-from solvers.simulation.physical import (PhysicalNetwork, monitor_physical,  # noqa: E402
-                                         simulate_physical)
+from bench.e2e_multicore import (BREACH_WINDOW_S, ramp_run, seed_range,  # noqa: E402
+                                 truth_capacity)
+from solvers.simulation.physical import PhysicalNetwork, monitor_physical  # noqa: E402
 from streams.cli.embedded import run_embedded  # noqa: E402
 from streams.core.config import Config, SystemConfig  # noqa: E402
 
@@ -64,24 +64,6 @@ def network(population: int, cores: int) -> PhysicalNetwork:
     db = dataclasses.replace(db, cores=cores, service=db.service.scaled(
         db.service.mean * cores / BASE_CORES))
     return dataclasses.replace(shop, tiers=(web, app, db))
-
-
-def truth_capacity(cores: int, sla_s: float, grid: list[int], duration: float,
-                   seed: int) -> tuple[float, list[tuple[int, str, float, float]]]:
-    """Interpolated population where the worst class's simulated R crosses ``sla_s``."""
-    rows = []
-    for n in grid:
-        res = simulate_physical(network(n, cores), duration, warmup=duration / 10,
-                                replications=3, seed=seed + n)
-        worst = max(range(len(CLASSES)), key=lambda c: res.response_time[c].mean)
-        est = res.response_time[worst]
-        rows.append((n, CLASSES[worst], est.mean, est.half_width))
-        print(f"| {n} | {CLASSES[worst]} | {1000 * est.mean:.1f} | {1000 * est.half_width:.1f} |",
-              flush=True)
-    for (n0, _, r0, _), (n1, _, r1, _) in zip(rows, rows[1:]):
-        if r0 <= sla_s < r1:
-            return n0 + (sla_s - r0) * (n1 - n0) / (r1 - r0), rows
-    return math.nan, rows
 
 
 def pipeline_run(records: list[dict[str, Any]], sla_s: float, per_job_max_cores: int
@@ -193,7 +175,10 @@ def main(argv: list[str] | None = None) -> None:
                 [int(round(f * 517)) for f in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)])
         print("## Truth capacity (simulation, 3 replications per population)\n")
         print("| users | worst class | R (ms) | 95% CI half-width (ms) |\n|---|---|---|---|")
-        cap, _ = truth_capacity(args.cores, args.sla, grid, args.grid_seconds, 1)
+        cap, rows = truth_capacity(grid, args.grid_seconds, 1,
+                                   lambda n: network(n, args.cores), args.sla)
+        for n, worst, r, hw in rows:
+            print(f"| {n} | {worst} | {1000 * r:.1f} | {1000 * hw:.1f} |")
         print(f"\ntruth capacity at SLA {args.sla} s: **{cap:.0f} users**\n")
     if args.grid_only or not math.isfinite(cap):
         print(f"(total {time.perf_counter() - t0:.0f} s)")

@@ -65,18 +65,21 @@ def network(population: int) -> PhysicalNetwork:
     return shop_network("bursty", population)
 
 
-def truth_capacity(grid: list[int], duration: float, seed: int) -> tuple[float, list[tuple]]:
-    """Interpolated population where the worst class's simulated R crosses the SLA."""
+def truth_capacity(grid: list[int], duration: float, seed: int,
+                   network_at: Callable[[int], PhysicalNetwork] = network,
+                   sla_s: float = SLA_S) -> tuple[float, list[tuple]]:
+    """Interpolated population where the worst class's simulated R crosses ``sla_s``
+    (``network_at(users)``: the simulated system, default the shop)."""
     rows = []
     for n in grid:
-        res = simulate_physical(network(n), duration, warmup=duration / 10, replications=3,
+        res = simulate_physical(network_at(n), duration, warmup=duration / 10, replications=3,
                                 seed=seed + n)
         worst = max(range(len(CLASSES)), key=lambda c: res.response_time[c].mean)
         est = res.response_time[worst]
         rows.append((n, CLASSES[worst], est.mean, est.half_width))
     for (n0, _, r0, _), (n1, _, r1, _) in zip(rows, rows[1:]):
-        if r0 <= SLA_S < r1:
-            return n0 + (SLA_S - r0) * (n1 - n0) / (r1 - r0), rows
+        if r0 <= sla_s < r1:
+            return n0 + (sla_s - r0) * (n1 - n0) / (r1 - r0), rows
     return math.nan, rows
 
 

@@ -317,6 +317,13 @@ def _fitted(D1: list[list[float]]) -> MAP:
     return MAP(-np.diag(D1.sum(axis=1)), D1)
 
 
+def _captured_web() -> MAP:
+    """The 64-core web tier's fitted MAP(2) in two captures of the 16-64-core workload (phases
+    of 0.45 us and 33 ms)."""
+    return _fitted([[2132810.335543012, 89705.88083465298],
+                    [19.485415863333895, 11.25666293780231]])
+
+
 def _provisional_network() -> tuple[list[MAP], tuple[int, ...]]:
     """A provisional model of bench_pipeline's multi-core workload (the fitted matrices, as
     bench/bench_decomposition.py's ``fixed_point_networks`` has them): web 8 cores, a weakly
@@ -374,8 +381,7 @@ def test_the_held_users_move_with_andersons_extrapolation():
     combined sweeps converge, to a point within 1e-3 of that one (7,403.67/s, 1.1e-3 of N).
     The sweeps this takes depend on rounding: 39 with one OpenBLAS thread, 43 with two (28 and
     37 since the settled stop), hence the loose bound."""
-    web = _fitted([[2132810.335543012, 89705.88083465298],
-                   [19.485415863333895, 11.25666293780231]])
+    web = _captured_web()
     db = _fitted([[171643.3482744468, 31.06723125348003],
                   [0.0634247700262665, 22.418665826687416]])
     res = solve_decomposed([web, MAP.exponential(1 / 530.7392972783538), db], 1008,
@@ -413,8 +419,7 @@ def test_combined_sweeps_stop_in_a_bounded_swing():
     up to 4e-4 a sweep, so neither stop held: the combined sweeps ran to their 50 and rounds
     took the solve to 101 sweeps (8,714.66/s). They stop once the db's throughput stayed within
     SWING_SPAN over SWING_SWEEPS sweeps: 20, within 1e-3 of that answer, flagged."""
-    web = _fitted([[2132810.335543012, 89705.88083465298],
-                   [19.485415863333895, 11.25666293780231]])
+    web = _captured_web()
     db = _fitted([[920.6349778483899, 0.05876224378260952],
                   [0.03539013293877725, 41.83079580031189]])
     res = solve_decomposed([web, MAP.exponential(0.001884164231154596), db], 1008,

@@ -121,11 +121,19 @@ def slope_with_error(rows: Sequence[Sequence[float]], time: float) -> tuple[floa
     with fewer than three rows or every ``t`` the same."""
     if len(rows) < 3:
         return 0.0, math.inf
-    _, y_mean, tc, denom, slope = _line(rows, time)
-    if not denom > 0:
-        return 0.0, math.inf
+    _, slope, se = _line_with_error(rows, time)
+    return (slope, se) if math.isfinite(se) else (0.0, math.inf)
+
+
+def _line_with_error(rows: Sequence[Sequence[float]], time: float
+                     ) -> tuple[float, float, float]:
+    """The least-squares line's level at ``time``, its slope and the slope's standard error
+    (``inf`` with fewer than three rows or every ``t`` the same): one fit."""
+    t_mean, y_mean, tc, denom, slope = _line(rows, time)
+    if len(rows) < 3 or not denom > 0:
+        return y_mean - slope * t_mean, slope, math.inf
     sse = math.fsum((row[1] - y_mean - slope * d) ** 2 for d, row in zip(tc, rows))
-    return slope, math.sqrt(sse / (len(rows) - 2) / denom)
+    return y_mean - slope * t_mean, slope, math.sqrt(sse / (len(rows) - 2) / denom)
 
 
 def _line(rows: Sequence[Sequence[float]], time: float
@@ -174,8 +182,7 @@ def trend_reading(points: Mapping[str, Sequence[Sequence[float]]], time: float,
         limit = sla.get(c)
         if limit is None or not math.isfinite(limit) or len(rows) < MIN_POINTS:
             continue
-        level, slope = least_squares_line(rows, time)
-        se = slope_with_error(rows, time)[1]
+        level, slope, se = _line_with_error(rows, time)
         slope -= TREND_SES * se if math.isfinite(se) else 0.0
         lines[c] = (level, slope)
         due = 0.0 if level > limit else ((limit - level) / slope if slope > 0 else None)
