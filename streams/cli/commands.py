@@ -42,8 +42,10 @@ from streams.core.records import format_time
 from streams.core.runtime import tune_gc
 from streams.core.system import Outputs
 
+# markdown: the command list joins a docstring's wrapped lines (typer's rich mode kept its line
+# breaks there) and leaves "[input]" alone (rich mode read it as a style tag)
 app = typer.Typer(help="perfcast: live queueing-model predictions from coarse monitoring data.",
-                  no_args_is_help=True, add_completion=False)
+                  no_args_is_help=True, add_completion=False, rich_markup_mode="markdown")
 console = Console()
 app.add_typer(grafana_app, name="grafana")
 

@@ -97,7 +97,7 @@ def ingest_prometheus(
         bootstrap: Optional[str] = typer.Option(None, help="Kafka HOST:PORT"),
         checkpoint: Optional[Path] = typer.Option(
             None, help="where the end of the last window sent is kept (default "
-                       "prometheus-<system>.checkpoint.json)"),
+                       "prometheus-SYSTEM.checkpoint.json)"),
         from_: Optional[str] = typer.Option(None, "--from",
                                             help="without a checkpoint: start after this "
                                                  "time (default: now)"),
