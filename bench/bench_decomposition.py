@@ -33,7 +33,8 @@ with the other bursty tier made exponential at its mean: no fixed point; the app
 rounds for the waves after it remain, the database's chain is solved once), with the per-job
 station and the speed-scaled one: a solve of the full network solves the database's chain at
 least once, so its one-pass time is a floor; and line-solver's ``SolverMVA`` on the full
-network. Figures, no pass/fail.
+network; then the database's chain alone by other exact linear solvers (SuperLU, a
+block-tridiagonal level reduction: ``bench/chain_solvers.py``). Figures, no pass/fail.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.chain_solvers import capture_factorisations, solver_rows  # noqa: E402
 from solvers.decomposition import solve_decomposed  # noqa: E402
 from solvers.mapqn import solve_closed  # noqa: E402
 from solvers.paper000 import _BURSTY_D0, _BURSTY_D1  # noqa: E402
@@ -269,8 +271,7 @@ def floor_rows(runs: int, n: int = 5000, budget: float = 0.020) -> None:
                   f"{res.iterations} | {res.throughput:.2f} | {res.response_time:.4f} | "
                   f"{t / budget:.0f}x |")
         for b in bursty:
-            alone = [p if m == b else (MAP.exponential(p.mean) if m in bursty else p)
-                     for m, p in enumerate(procs)]
+            alone = only_bursty(procs, b)
             t, res = timed(lambda: solve_decomposed(alone, n, z, servers=cores,
                                                     per_job_max_cores=pj), runs)
             print(f"| tier {b} ({cores[b]} cores) the only bursty one | {station} "
@@ -280,6 +281,20 @@ def floor_rows(runs: int, n: int = 5000, budget: float = 0.020) -> None:
     if got is not None:
         print(f"| line-solver `SolverMVA` (random environment) | - | {1000 * got[0]:.1f} ms | - "
               f"| {got[1]:.2f} | {n / got[1] - z:.4f} | {got[0] / budget:.1f}x |")
+    with capture_factorisations() as seen:
+        solve_decomposed(only_bursty(procs, bursty[-1]), n, z, servers=cores)
+    chain = max(seen, key=lambda c: c.states)
+    print(f"\nThe database's chain alone ({chain.levels:,} levels, {chain.states:,} states) by "
+          f"exact linear solvers (bench/chain_solvers.py), median of {runs}\n")
+    print("| solver | levels | time | x budget | x banded LU | L1 from the solver's answer |")
+    print("|---|---|---|---|---|---|")
+    for row in solver_rows(chain, runs, budget):
+        print(row)
+
+
+def only_bursty(procs: list[MAP], b: int) -> list[MAP]:
+    """The network with every bursty tier but ``b`` exponential at its mean."""
+    return [p if m == b or p.order == 1 else MAP.exponential(p.mean) for m, p in enumerate(procs)]
 
 
 def solve_rows(args: argparse.Namespace) -> None:
