@@ -4,13 +4,17 @@ the per-job station for such a tier against one MAP at speed ``min(n, c)``.
     python bench/e2e_many_cores.py --cores 64 --sla 0.4 --grid-only      # truth capacity
     python bench/e2e_many_cores.py --cores 64 --sla 0.4 --capacity 462 --seeds 1-6
     python bench/e2e_many_cores.py --cores 64 --sla 0.4 --capacity 462 --seeds 1-6 --ramp
+    python bench/e2e_many_cores.py --cores 8 --sla 0.1 --think-scale 20 --capacity 3386 --seeds 1-6
 
 The system is issue 19's case (b) (web 4 cores exponential 8 ms, app 4 cores exponential 10
 ms, classes ``browse`` 80% x0.75 and ``buy`` 20% x2 at the database, think time 1 s) with the
 database on ``--cores`` cores and its service-time sequence (paper 000's MAP(2), I ~ 200)
 scaled to ``16 ms x cores / 8``: the same 500 requests/s at saturation whatever the cores, so
 the simulation costs what case (b)'s does. Every class's SLA is ``--sla`` (a 64-core database
-at 128 ms a request cannot meet case (b)'s 0.1 s).
+at 128 ms a request cannot meet case (b)'s 0.1 s). ``--think-scale K`` multiplies the think time
+by ``K``: the same request rates from ``K`` times the users (``--cores 8 --think-scale 20``:
+case (b) itself with thousands of users). For a database of up to 16 cores only
+``per_job_max_cores`` 64 runs (16 gives it the same per-job station).
 
 1. **Truth capacity** -- the largest population whose worst class's simulated mean response
    time stays within the SLA (3 replications per population of a grid around the knee, the
@@ -37,7 +41,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -56,14 +60,16 @@ from streams.core.config import Config, SystemConfig  # noqa: E402
 BASE_CORES = 8
 
 
-def network(population: int, cores: int) -> PhysicalNetwork:
+def network(population: int, cores: int, think_scale: float = 1.0) -> PhysicalNetwork:
     """Case (b)'s shop with the database on ``cores`` cores, its service sequence scaled by
-    ``cores / 8`` (the per-core load and the saturation throughput of case (b))."""
+    ``cores / 8`` (the per-core load and the saturation throughput of case (b)), and its think
+    time times ``think_scale``."""
     shop = shop_network("bursty", population)
     web, app, db = shop.tiers
     db = dataclasses.replace(db, cores=cores, service=db.service.scaled(
         db.service.mean * cores / BASE_CORES))
-    return dataclasses.replace(shop, tiers=(web, app, db))
+    return dataclasses.replace(shop, tiers=(web, app, db),
+                               think_time=shop.think_time * think_scale)
 
 
 def pipeline_run(records: list[dict[str, Any]], sla_s: float, per_job_max_cores: int
@@ -85,35 +91,48 @@ def pipeline_run(records: list[dict[str, Any]], sla_s: float, per_job_max_cores:
     return preds, list(summary.alert_events), time.process_time() - t0
 
 
-def steady_run(cores: int, sla_s: float, population: int, seed: int, duration: float,
-               per_job_max_cores: int) -> tuple[dict[str, Any], float]:
-    """The pipeline's last prediction on ``duration`` s of the shop at ``population`` users,
-    and the CPU seconds the pipeline took."""
-    windows = monitor_physical(network(population, cores), duration, WINDOW_S, system="shop",
+def stations(cores: int) -> tuple[int, ...]:
+    """The ``per_job_max_cores`` to compare: 16 and 64, or only 64 for a database of up to 16
+    cores (both give it the per-job station)."""
+    return (16, 64) if cores > 16 else (64,)
+
+
+def steady_run(shop: Callable[[int], PhysicalNetwork], sla_s: float, population: int,
+               seed: int, duration: float, per_job_max_cores: int
+               ) -> tuple[dict[str, Any], float]:
+    """The pipeline's last prediction on ``duration`` s of ``shop(population)``, and the CPU
+    seconds the pipeline took."""
+    windows = monitor_physical(shop(population), duration, WINDOW_S, system="shop",
                                start_time=START, seed=seed)
     preds, _, cpu = pipeline_run(windows, sla_s, per_job_max_cores)
     return preds[-1], cpu
 
 
 def steady_seeds(cores: int, sla_s: float, cap: float, seeds: list[int],
-                 duration: float) -> None:
+                 duration: float, think_scale: float = 1.0) -> None:
     """The steady run per seed with either station: the last capacity against the truth
     ``cap``, the database's ``I`` and the pipeline's CPU time; how many within 10%."""
     low = max(1, int(round(0.4 * cap)))
     print(f"## Steady runs at 40% of capacity ({low} users, {duration / 60:.0f} min), "
-          f"db {cores} cores, SLA {sla_s} s, truth {cap:.0f} users\n")
-    print("| seed | `per_job_max_cores` | last capacity | error | db `I`: windows / calibrated "
-          "| db station flagged | pipeline CPU s |\n|---|---|---|---|---|---|---|")
+          f"db {cores} cores, think time x{think_scale:g}, SLA {sla_s} s, truth {cap:.0f} "
+          f"users\n")
+    print("| seed | `per_job_max_cores` | last capacity | error | band (truth inside) | db `I`: "
+          "windows / calibrated | db station flagged | pipeline CPU s |\n"
+          "|---|---|---|---|---|---|---|---|")
     errors: dict[int, list[float]] = {}
     for seed in seeds:
-        for pj in (16, 64):
-            last, cpu = steady_run(cores, sla_s, low, seed, duration, pj)
+        for pj in stations(cores):
+            last, cpu = steady_run(lambda n: network(n, cores, think_scale), sla_s, low, seed,
+                                   duration, pj)
             db = last["tiers"]["db"]
             err = 100 * (last["capacity_users"] / cap - 1)
             errors.setdefault(pj, []).append(err)
             fit = db.get("map2") or {}
             flagged = any("speed min(n, c)" in f for f in last["flags"])
+            lo, hi = last.get("capacity_users_lower"), last.get("capacity_users_upper")
+            inside = lo is not None and hi is not None and lo <= cap <= hi
             print(f"| {seed} | {pj} | {last['capacity_users']} | {err:+.1f}% | "
+                  f"{lo}-{hi} ({'yes' if inside else 'no'}) | "
                   f"{db['idc']:.0f} / {fit.get('idc', math.nan):.0f} | "
                   f"{'yes' if flagged else 'no'} | {cpu:.1f} |", flush=True)
     for pj, errs in errors.items():
@@ -122,24 +141,25 @@ def steady_seeds(cores: int, sla_s: float, cap: float, seeds: list[int],
               f"{max(errs):+.1f}%")
 
 
-def ramp_seeds(cores: int, sla_s: float, cap: float, seeds: list[int]) -> None:
+def ramp_seeds(cores: int, sla_s: float, cap: float, seeds: list[int],
+               think_scale: float = 1.0) -> None:
     """``bench/e2e_multicore.py``'s ramp (40% -> 150% of ``cap`` from minute 20 over 40
     minutes) per seed with either station: the measured breach, the first firing's lead."""
     print(f"## Ramp 40% -> 150% of capacity over 40 minutes from minute 20, db {cores} cores, "
-          f"SLA {sla_s} s, truth {cap:.0f} users\n")
+          f"think time x{think_scale:g}, SLA {sla_s} s, truth {cap:.0f} users\n")
     print("| seed | `per_job_max_cores` | measured breach (min) | predicted_breach firings "
           "(min) | lead (min) | met | pipeline CPU s |\n|---|---|---|---|---|---|---|")
     met: dict[int, int] = {}
     for seed in seeds:
-        for pj in (16, 64):
+        for pj in stations(cores):
             cpu = [0.0]
 
             def run_records(recs: list[dict[str, Any]]) -> tuple[list, list]:
                 preds, events, cpu[0] = pipeline_run(recs, sla_s, pj)
                 return preds, events
 
-            breach, fired, _ = ramp_run(cap, seed, lambda n: network(n, cores), run_records,
-                                        sla_s)
+            breach, fired, _ = ramp_run(cap, seed, lambda n: network(n, cores, think_scale),
+                                        run_records, sla_s)
             before = [f for f in fired if breach is not None and f < breach]
             lead = (breach - before[0]) / 60 if before else None
             ok = (lead is not None and lead >= 5 and breach - fired[0] <= 1800)
@@ -167,16 +187,19 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seeds", default="1-3", help="steady-run seeds ('1-6' or '1,3,5')")
     ap.add_argument("--minutes", type=float, default=60.0, help="length of a steady run")
     ap.add_argument("--ramp", action="store_true", help="the ramp runs instead of steady ones")
+    ap.add_argument("--think-scale", type=float, default=1.0,
+                    help="the think time times this (1 s x K: thousands of users at K = 20)")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     cap = args.capacity
     if cap is None:
         grid = ([int(x) for x in args.grid.split(",")] if args.grid else
-                [int(round(f * 517)) for f in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)])
+                [int(round(f * 517 * args.think_scale))
+                 for f in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)])
         print("## Truth capacity (simulation, 3 replications per population)\n")
         print("| users | worst class | R (ms) | 95% CI half-width (ms) |\n|---|---|---|---|")
         cap, rows = truth_capacity(grid, args.grid_seconds, 1,
-                                   lambda n: network(n, args.cores), args.sla)
+                                   lambda n: network(n, args.cores, args.think_scale), args.sla)
         for n, worst, r, hw in rows:
             print(f"| {n} | {worst} | {1000 * r:.1f} | {1000 * hw:.1f} |")
         print(f"\ntruth capacity at SLA {args.sla} s: **{cap:.0f} users**\n")
@@ -184,9 +207,10 @@ def main(argv: list[str] | None = None) -> None:
         print(f"(total {time.perf_counter() - t0:.0f} s)")
         return
     if args.ramp:
-        ramp_seeds(args.cores, args.sla, cap, seed_range(args.seeds))
+        ramp_seeds(args.cores, args.sla, cap, seed_range(args.seeds), args.think_scale)
     else:
-        steady_seeds(args.cores, args.sla, cap, seed_range(args.seeds), 60.0 * args.minutes)
+        steady_seeds(args.cores, args.sla, cap, seed_range(args.seeds), 60.0 * args.minutes,
+                     args.think_scale)
     print(f"\n(total {time.perf_counter() - t0:.0f} s)")
 
 
