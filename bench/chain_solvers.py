@@ -8,8 +8,8 @@ linear solvers on the same generator:
 * a block-tridiagonal *linear level reduction* (the chain's levels eliminated from the top:
   ``U_L = Q_LL``, ``U_n = Q_nn + Q_n,n+1 (-U_n+1)^-1 Q_n+1,n``, then ``pi_0 U_0 = 0`` and
   ``pi_n+1 = pi_n Q_n,n+1 (-U_n+1)^-1``; Latouche and Ramaswami, *Introduction to Matrix Analytic
-  Methods*, section 10.2), one ``d x d`` LU and solve per level with LAPACK's ``dgetrf`` /
-  ``dgetrs`` -- about a third of the banded LU's flops, but a Python step per level.
+  Methods*, section 10.2), one ``d x d`` LU, solve and product per level with LAPACK's
+  ``dgetrf`` / ``dgetrs`` -- about the banded LU's flops, and a Python step per level.
 
 Then the banded LU on the levels that hold all but 1e-8 and 1e-3 of the probability (the solver
 keeps all but 1e-14): what the levels, not the solver, cost. Used by ``python
