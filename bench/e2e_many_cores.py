@@ -111,7 +111,8 @@ def steady_run(shop: Callable[[int], PhysicalNetwork], sla_s: float, population:
 def steady_seeds(cores: int, sla_s: float, cap: float, seeds: list[int],
                  duration: float, think_scale: float = 1.0) -> None:
     """The steady run per seed with either station: the last capacity against the truth
-    ``cap``, the database's ``I`` and the pipeline's CPU time; how many within 10%."""
+    ``cap`` and its band, the database's ``I`` and the pipeline's CPU time; how many within
+    10%."""
     low = max(1, int(round(0.4 * cap)))
     print(f"## Steady runs at 40% of capacity ({low} users, {duration / 60:.0f} min), "
           f"db {cores} cores, think time x{think_scale:g}, SLA {sla_s} s, truth {cap:.0f} "
