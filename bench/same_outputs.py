@@ -21,6 +21,7 @@ import argparse
 import json
 import math
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -130,7 +131,8 @@ def _tables(path: Path) -> dict[str, list[list[Any]]]:
 def _report(run_dir: Path) -> str:
     """The report without the one thing that differs between two runs: the store's path."""
     path = run_dir / "report.html"
-    return path.read_text().replace(str(run_dir), "RUN") if path.exists() else ""
+    return re.sub(r"store <code>[^<]*</code>", "store <code>RUN</code>",
+                  path.read_text()) if path.exists() else ""
 
 
 def compare(first: Path, second: Path) -> int:
