@@ -1,17 +1,12 @@
 """The embedded run's report: one self-contained HTML page rendered from a perfcast SQLite store.
 
-The page shows, per system, the views of the Grafana dashboard "perfcast: system"
-(``docs/grafana.md``) -- measured vs predicted throughput and response time per class with the
-SLA, utilization per tier, the index of dispersion per tier against the threshold that switches
-a tier to the MAP network (Mi et al. (2008), Fig. 2 and section 4.1), service demands with
-their Kalman +-2 sigma band and the regression (Huang et al. (2012); Rolia and Vetland
-(1995)), the bottleneck-switch probability (Mi et al. (2008), section 3.4), capacity against
-users, model error, alerts -- and an overview of all systems with the alerts on a timeline.
-
-One concept per module: :mod:`.rows` (the store's rows, typed), :mod:`.load` (reading the
-store), :mod:`.episodes` (alert episodes), :mod:`.axes` and :mod:`.svg` (the chart
-primitives), :mod:`.charts` (the report's charts), :mod:`.html` (the page; its styles are
-``style.css``), :mod:`.bounds` (the size bound), :mod:`.palette`, :mod:`.text`.
+The page shows what the Grafana dashboards show (``docs/grafana.md``) without Grafana or
+InfluxDB: per system, measured vs predicted throughput and response time with the SLA,
+utilization, the index of dispersion against the threshold that switches a tier to the MAP
+network (Mi et al. (2008), Fig. 2, section 4.1), service demands with their Kalman +-2 sigma
+band and the regression (Huang et al. (2012); Rolia and Vetland (1995)), the bottleneck-switch
+probability (Mi et al. (2008), section 3.4), capacity, model error and alerts; and an overview
+of every system. ``docs/report.md`` describes the page and its size bound.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The page: one self-contained HTML file, an overview of every system, the alerts on a
 timeline, and a section per system.
 
-The page makes no network request (a report is mailed, archived and opened offline, and its
+The page makes no network request (it is sent by mail and opened in any browser; its
 Content-Security-Policy refuses anything else): styles are inline (``style.css``), the plots
 are inline SVG, text uses the system's fonts, and there is no script. Whatever the store
 holds, the page stays under :data:`~.bounds.MAX_REPORT_BYTES`: systems get their own section

@@ -144,23 +144,23 @@ def _boolean(value: Any) -> Any:
 
 
 def _select(conn: sqlite3.Connection, row_type: type) -> tuple[str, Callable[[tuple], Any]]:
-    """The column list of ``row_type``'s table (``NULL`` for a column an older store lacks;
-    the required tables were checked by :func:`_connect`) and the row maker."""
-    table: str = row_type.TABLE              # type: ignore[attr-defined]
+    """``SELECT`` of ``row_type``'s columns from its table (``NULL`` for a column an older
+    store lacks; the required tables were checked by :func:`_connect`), and the row maker."""
+    table: str = getattr(row_type, "TABLE")
     have = {r[1] for r in conn.execute(f'PRAGMA table_info("{table}")')}
     cols = columns(row_type)
     kinds = MEASUREMENTS[table][1]
     convert = [_boolean if kinds.get(c) == "bool" else _clean for c in cols]
     sql = ", ".join(f'"{c}"' if c in have else "NULL" for c in cols)
-    return sql, lambda r: row_type(*(f(v) for f, v in zip(convert, r)))
+    return (f'SELECT {sql} FROM "{table}"',
+            lambda r: row_type(*(f(v) for f, v in zip(convert, r))))
 
 
 def _rows(conn: sqlite3.Connection, row_type: type[R]) -> dict[str, list[R]]:
     """Every row of ``row_type``'s table by system, ordered by time."""
-    sql, make = _select(conn, row_type)
+    select, make = _select(conn, row_type)
     out: dict[str, list[R]] = {}
-    for r in conn.execute(f'SELECT {sql} FROM "{row_type.TABLE}" '   # type: ignore[attr-defined]
-                          f'WHERE system IS NOT NULL ORDER BY time, rowid'):
+    for r in conn.execute(f"{select} WHERE system IS NOT NULL ORDER BY time, rowid"):
         row = make(r)
         out.setdefault(str(row.system), []).append(row)
     return out
@@ -171,10 +171,10 @@ def _last_remediation(conn: sqlite3.Connection) -> dict[str, list[RemediationRow
     written before the table existed has none)."""
     if "remediation" not in _tables(conn):
         return {}
-    sql, make = _select(conn, RemediationRow)
+    select, make = _select(conn, RemediationRow)
     rows = conn.execute(
-        f'SELECT {sql} FROM remediation r WHERE system IS NOT NULL AND time = (SELECT MAX(time) '
-        'FROM remediation WHERE system = r.system) ORDER BY system, "rank" LIMIT ?',
+        f'{select} r WHERE system IS NOT NULL AND time = (SELECT MAX(time) FROM remediation '
+        'WHERE system = r.system) ORDER BY system, "rank" LIMIT ?',
         (MAX_REMEDIES * MAX_SYSTEM_SECTIONS * 4,))
     out: dict[str, list[RemediationRow]] = {}
     for r in rows:
