@@ -31,6 +31,8 @@ import io
 import re
 import shutil
 import sqlite3
+import typing
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -41,8 +43,8 @@ from ci_policy import unavailable
 from streams.core.config import Config, SystemConfig
 from streams.cli.demo import DemoScenario, demo_config, demo_records
 from streams.cli.embedded import STORE_NAME, run_embedded
-from streams.sinks.report import (PALETTE, REPORT_NAME, SECTIONS, SYSTEM_CHARTS, ReportError,
-                            load_store, render_report, write_report)
+from streams.sinks.report import (PALETTE, REPORT_NAME, ROW_TYPES, SECTIONS, SYSTEM_CHARTS,
+                                  ReportError, columns, load_store, render_report, write_report)
 from streams.sinks.store import SQLiteStore
 
 #: the shop breaks its SLA: users 60 for 5 min, then +10 every 30 s up to 220 (every 20 s, on
@@ -313,6 +315,31 @@ def test_the_page_references_nothing_external(page: str) -> None:
     assert hrefs and all(h.startswith("#") for h in hrefs), hrefs
     assert all(u.startswith("#") for u in re.findall(r"url\(([^)]*)\)", page))
     assert "http://" not in page and "https://" not in page and "//" not in head
+
+
+def test_each_row_type_reads_columns_of_its_table(store: Path) -> None:
+    """Every field of the report's row types is a column of its table in a store the embedded
+    run wrote (a renamed column fails here), and every loaded row holds its declared types."""
+    for row_type in ROW_TYPES:
+        have = {r[1] for r in _query(store, f'PRAGMA table_info("{row_type.TABLE}")')}
+        assert set(columns(row_type)) <= have, (row_type.__name__,
+                                                set(columns(row_type)) - have)
+    data = load_store(store)
+    loaded: dict[type, list[Any]] = {t: [] for t in ROW_TYPES}
+    for s in data.systems:
+        rows = [*s.predictions, *s.alerts, *s.remediation,
+                *(r for rs in s.classes.values() for r in rs),
+                *(r for rs in s.tiers.values() for r in rs),
+                *(r for by_class in s.demands.values() for rs in by_class.values() for r in rs)]
+        for r in rows:
+            loaded[type(r)].append(r)
+    for row_type, rows in loaded.items():
+        assert rows, row_type.__name__
+        hints = typing.get_type_hints(row_type)
+        for f in fields(row_type):
+            bad = [getattr(r, f.name) for r in rows
+                   if not isinstance(getattr(r, f.name), hints[f.name])]
+            assert not bad, (row_type.__name__, f.name, bad[:3])
 
 
 def test_write_report_creates_the_directory(store: Path, tmp_path: Path) -> None:

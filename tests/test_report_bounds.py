@@ -94,7 +94,7 @@ def test_a_long_series_is_thinned(tmp_path):
     base = _store(tmp_path, [_window("long", 1_795_168_800.0 + 5 * k) for k in range(40)])
     s = base.systems[0]
     p = s.predictions[-1]
-    long = [dict(p, time=p["time"] + 60 * i) for i in range(3000)]
+    long = [replace(p, time=p.time + 60 * i) for i in range(3000)]
     data = replace(base, systems=[replace(s, predictions=long)])
     html = render_report(data)
     capacity = html[html.index('data-chart="capacity"'):]
