@@ -35,7 +35,8 @@ from rich.live import Live
 from rich.markup import escape
 from rich.table import Table
 
-from streams.core.config import Config, ConfigError, load_config
+from streams.cli.settings import command_config as _config
+from streams.core.config import Config
 from streams.grafana.cli import app as grafana_app
 from streams.core.pipeline import Pipeline
 from streams.core.records import format_time
@@ -48,22 +49,6 @@ app = typer.Typer(help="perfcast: live queueing-model predictions from coarse mo
                   no_args_is_help=True, add_completion=False, rich_markup_mode="markdown")
 console = Console()
 app.add_typer(grafana_app, name="grafana")
-
-
-def _config(path: Optional[Path], bootstrap: Optional[str] = None,
-            connect_timeout: Optional[float] = None) -> Config:
-    try:
-        cfg = load_config(path)
-    except ConfigError as err:
-        console.print(f"[red]configuration error:[/red] {escape(str(err))}")
-        raise typer.Exit(2) from None
-    from dataclasses import replace
-    if bootstrap:
-        cfg = replace(cfg, kafka=replace(cfg.kafka, bootstrap=bootstrap))
-    if connect_timeout is not None:
-        cfg = replace(cfg, kafka=replace(cfg.kafka, connect_timeout_s=connect_timeout),
-                      influxdb=replace(cfg.influxdb, connect_timeout_s=connect_timeout))
-    return cfg
 
 
 #: ``--connect-timeout`` of the commands that reach Kafka or InfluxDB
