@@ -7,9 +7,9 @@ embedded runner. The model built from its estimates lives in :mod:`streams.predi
 - :mod:`~streams.core.config`: per-system settings (TOML) and connection settings (environment);
 - :mod:`~streams.core.history`, :mod:`~streams.core.tier`: a tier's windows and its estimates
   (Kalman demands, index of dispersion, service-time p95, MAP(2) fit);
-- :mod:`~streams.core.system`: per-system state, the event-time solve timer, trend and alerts
-  (:mod:`~streams.core.alerts`: hysteresis);
-- :mod:`~streams.core.pipeline`: raw records in, output records out;
-  :mod:`~streams.core.table_pipeline`: the same with its state mirrored into a key-value table;
-- :mod:`~streams.core.runtime`: settings of a long-running process (garbage collector, BLAS).
+- :mod:`~streams.engine.system`: per-system state, the event-time solve timer, trend and alerts
+  (:mod:`~streams.alerts.book`: hysteresis);
+- :mod:`~streams.engine.pipeline`: raw records in, output records out;
+  :mod:`~streams.engine.table_pipeline`: the same with its state mirrored into a key-value table;
+- :mod:`~streams.engine.runtime`: settings of a long-running process (garbage collector, BLAS).
 """

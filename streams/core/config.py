@@ -40,7 +40,7 @@ from typing import Any, Mapping
 from streams.core.config_error import ConfigError
 from streams.core.plausibility import Plausibility
 from streams.core.records import MAX_UTILIZATION_TOLERANCE, UTILIZATION_TOLERANCE
-from streams.sources.sample_mapping import input_from_mapping
+from streams.core.input_config import input_from_mapping
 
 __all__ = ["SystemConfig", "KafkaSettings", "InfluxSettings", "Config", "Limits", "load_config",
            "ConfigError", "ENVIRONMENT", "secret", "DEMAND_POLICIES", "BURSTY_DEMANDS",
@@ -448,7 +448,7 @@ class Config:
     #: what one pipeline process keeps at most (``[limits]``)
     limits: Limits = field(default_factory=Limits)
     #: the input's format and, for metric samples, their mapping to windows (``[input]``;
-    #: :class:`streams.sources.sample_mapping.InputFormat`; ``None``: window records)
+    #: :class:`streams.core.input_config.InputFormat`; ``None``: window records)
     input: Any = None
     #: thresholds of the plausibility rules (``[plausibility]``, :mod:`streams.core.plausibility`)
     plausibility: Plausibility = field(default_factory=Plausibility)
@@ -501,7 +501,7 @@ def _connections(raw: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, An
 
 
 def _input(raw: Any) -> Any:
-    """``[input]`` (:mod:`streams.sources.sample_mapping`); ``None`` without one."""
+    """``[input]`` (:mod:`streams.core.input_config`); ``None`` without one."""
     if raw is None:
         return None
     parsed = input_from_mapping(raw)

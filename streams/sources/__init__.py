@@ -9,11 +9,11 @@
   series, and the windows of a system on an aligned grid of window ends;
 - :mod:`streams.sources.prometheus_http`: the HTTP query API client, the backtest over a time
   range and the live follower that publishes to Kafka with a checkpoint;
-- :mod:`streams.sources.prometheus_cli`: ``perfcast ingest prometheus`` and
+- :mod:`streams.cli.prometheus`: ``perfcast ingest prometheus`` and
   ``perfcast run --source prometheus``;
 - :mod:`streams.sources.samples`: the metric samples in the Kafka formats agents publish
   (Telegraf JSON, prometheus-kafka-adapter JSON, OTLP/JSON);
-- :mod:`streams.sources.sample_mapping`: the ``[input]`` configuration (format, selectors);
+- :mod:`streams.core.input_config`: the ``[input]`` configuration (format, selectors);
 - :mod:`streams.sources.sample_windows`: samples to windows, run by the pipeline core in front
   of its window validation when ``[input]`` names a metric format (docs/formats.md).
 """

@@ -2,7 +2,7 @@
 input is a metric format (``[input] format``; docs/formats.md).
 
 Samples (:mod:`streams.sources.samples`) are kept per tier -- ``(system, tier)``, named by the
-mapping (:mod:`streams.sources.sample_mapping`) -- and per series (a metric's label set), and
+mapping (:mod:`streams.core.input_config`) -- and per series (a metric's label set), and
 the tier's windows are cut on the grid ``offset_s + k window_s``:
 
 1. A window ``(S, E]`` is made once every series of its tier has a sample at or after ``E``
@@ -37,7 +37,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from streams.core.records import InvalidWindow, format_time
 from streams.sources.window_rules import Gap, Series, TierData, TierSpec, tier_windows
-from streams.sources.sample_mapping import METRIC_FIELDS, InputFormat, TierMapping
+from streams.core.input_config import METRIC_FIELDS, InputFormat, TierMapping
 from streams.sources.samples import Sample, parse_record
 
 __all__ = ["SampleWindows", "Translated", "number", "sample_key"]

@@ -40,7 +40,7 @@ import msgspec
 
 from streams.core.records import InvalidWindow, parse_end
 # the formats and timestamp units are the [input] configuration's; the parsers are per format
-from streams.sources.sample_mapping import FORMATS, TIMESTAMP_UNITS
+from streams.core.input_config import FORMATS, TIMESTAMP_UNITS
 
 __all__ = ["Sample", "Parsed", "FORMATS", "TIMESTAMP_UNITS", "parse_record", "decode"]
 

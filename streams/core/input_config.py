@@ -34,8 +34,8 @@ from typing import Any, Mapping
 
 from streams.core.config_error import ConfigError
 from streams.core.records import valid_name
-from streams.sources.settings import (WindowGrid, number_setting, string_setting, tier_table,
-                                      window_setting)
+from streams.core.source_settings import (WindowGrid, number_setting, string_setting,
+                                          tier_table, window_setting)
 
 __all__ = ["Selector", "TierMapping", "InputFormat", "parse_selector", "input_from_mapping",
            "METRIC_FIELDS", "FORMATS", "TIMESTAMP_UNITS"]
