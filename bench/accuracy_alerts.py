@@ -32,7 +32,7 @@ breaches); the capacity comes from the true model (:func:`true_capacity`). The w
 * **Actual breach** -- the pipeline's ``current_breach`` definition recomputed from the
   windows: per 60-s solve interval and class, the completion-weighted mean response time summed
   over the tiers; above the SLA is a breach, 0.9-1x SLA the dead band; it counts once it held
-  for ``alert_fire_after`` (2) intervals (:class:`streams.core.alerts.AlertBook`). The breach time
+  for ``alert_fire_after`` (2) intervals (:class:`streams.alerts.book.AlertBook`). The breach time
   is that firing time (checked against the pipeline's own ``current_breach`` events).
 * **perfcast** -- the pipeline's ``predicted_breach`` firing times, under each
   ``demand_policy`` (:data:`streams.core.config.DEMAND_POLICIES`: the default ``selected`` and the
@@ -73,7 +73,7 @@ from solvers.simulation.network import ClosedNetwork, Queue  # noqa: E402
 from streams.core.config import DEMAND_POLICIES, Config, SystemConfig  # noqa: E402
 from streams.cli.demo import CLASSES, START  # noqa: E402
 from streams.cli.embedded import run_embedded  # noqa: E402
-from streams.core.system import BREACH_RESOLVE_FACTOR, CURRENT_RESOLVE_FACTOR  # noqa: E402
+from streams.engine.system import BREACH_RESOLVE_FACTOR, CURRENT_RESOLVE_FACTOR  # noqa: E402
 
 SCALE = 2.0                       # demands x2: the shop saturates near 60 users
 WINDOW_S = 5.0
@@ -185,7 +185,7 @@ def response_series(recs: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray,
 
 
 def interval_response(recs: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
-    """The pipeline's measured ``R_c`` per solve interval (streams.core.system ``_measured``): per
+    """The pipeline's measured ``R_c`` per solve interval (streams.engine.system ``_measured``): per
     tier the completion-weighted mean over the windows with ``end`` in ``(t - 60, t]``, summed
     over the tiers; NaN when a tier has no completion of the class. Returns (times, R)."""
     sums: dict[tuple[float, str], np.ndarray] = {}
@@ -212,7 +212,7 @@ def interval_response(recs: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarra
 
 def episodes(conditions: list[tuple[float, bool | None]]) -> list[tuple[float, float | None]]:
     """``(fired, resolved)`` episodes of an alert fed ``conditions`` at each solve time, with
-    the pipeline's hysteresis (:class:`streams.core.alerts.AlertBook`, fire after 2, resolve after
+    the pipeline's hysteresis (:class:`streams.alerts.book.AlertBook`, fire after 2, resolve after
     3)."""
     return hysteresis_episodes(conditions, SystemConfig.alert_fire_after,
                                SystemConfig.alert_resolve_after)
@@ -224,7 +224,7 @@ def breach_episodes(recs: list[dict[str, Any]], sla: float) -> list[tuple[float,
     times, R = interval_response(recs)
     conds = []
     for t, r in zip(times[:-1], R[:-1]):
-        # per class: True above the SLA, None in the dead band, False below (streams.core.system)
+        # per class: True above the SLA, None in the dead band, False below (streams.engine.system)
         per = [None if (not np.isnan(v) and CURRENT_RESOLVE_FACTOR * sla <= v <= sla)
                else bool(not np.isnan(v) and v > sla) for v in r]
         conds.append((t, per))

@@ -12,7 +12,7 @@ What it does (paper 000 sections 3.4, 4.2, 4.3; Figs. 10-12, Table 4):
    series, FCFS, the database a MAP(2)) -- one seeded simulation at 50 users, after a 5-minute
    warm-up, monitored in 5 s windows (:func:`solvers.simulation.monitoring.window_records`: the
    input contract's records, utilization and completions per tier and window).
-2. **Through the pipeline.** The records go through :class:`streams.core.pipeline.Pipeline` (the core
+2. **Through the pipeline.** The records go through :class:`streams.engine.pipeline.Pipeline` (the core
    ``run_embedded`` drives), twice: with the default configuration and with
    ``bursty_demand = "estimator"``. The last prediction record holds, per tier, what the
    pipeline's model uses: the demand ``demand_s`` (under the default ``demand_policy =
@@ -78,7 +78,7 @@ from solvers.simulation import (  # noqa: E402
     window_records,
 )
 from streams.core.config import Config, SystemConfig  # noqa: E402
-from streams.core.pipeline import Pipeline  # noqa: E402
+from streams.engine.pipeline import Pipeline  # noqa: E402
 
 #: mix name -> scenario of solvers.paper000
 MIXES = {"browsing": "bottleneck_switch", "shopping": "bursty_no_switch",

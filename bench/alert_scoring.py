@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from streams.core.alerts import AlertBook
+from streams.alerts.book import AlertBook
 
 Episode = tuple[float, float | None]
 
@@ -34,7 +34,7 @@ __all__ = ["Episode", "RunScore", "Summary", "hysteresis_episodes", "score_alert
 def hysteresis_episodes(conditions: Iterable[tuple[float, bool | None]], fire_after: int,
                         resolve_after: int) -> list[Episode]:
     """``(fired, resolved)`` episodes of an alert fed ``(time, condition)`` at each evaluation,
-    through the pipeline's hysteresis (:class:`streams.core.alerts.AlertBook`: fires after
+    through the pipeline's hysteresis (:class:`streams.alerts.book.AlertBook`: fires after
     ``fire_after`` consecutive ``True``, resolves after ``resolve_after`` consecutive ``False``,
     ``None`` is the dead band and moves neither counter)."""
     book = AlertBook(fire_after, resolve_after)

@@ -65,7 +65,7 @@ from solvers.simulation.physical import (PhysicalNetwork, Tier, monitor_physical
                                          simulate_physical)
 from streams.core.config import Config, SystemConfig  # noqa: E402
 from streams.cli.embedded import run_embedded  # noqa: E402
-from streams.core.system import BREACH_RESOLVE_FACTOR, CURRENT_RESOLVE_FACTOR  # noqa: E402
+from streams.engine.system import BREACH_RESOLVE_FACTOR, CURRENT_RESOLVE_FACTOR  # noqa: E402
 
 SLA_S = 0.1
 THINK_S = 1.0

@@ -30,7 +30,7 @@ from unittest import mock
 from streams.predict import confidence
 from streams.core.config import Config
 from streams.cli.demo import DemoScenario, demo_config, demo_records
-from streams.core.pipeline import Pipeline
+from streams.engine.pipeline import Pipeline
 
 
 def _run(records: list, config: Config, band: bool) -> tuple[float, int, int, float]:

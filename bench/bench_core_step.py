@@ -33,8 +33,8 @@ sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).res
 from bench_pipeline import CHUNK, TIERS, host_speed, workload_chunks  # noqa: E402
 from streams.core.config import Config  # noqa: E402
 from streams.kafka.core_process import Mirror, run_batch  # noqa: E402
-from streams.core.runtime import tune_gc  # noqa: E402
-from streams.core.table_pipeline import TableBackedPipeline  # noqa: E402
+from streams.engine.runtime import tune_gc  # noqa: E402
+from streams.engine.table_pipeline import TableBackedPipeline  # noqa: E402
 
 
 class _Timed:

@@ -165,7 +165,7 @@ def search_time(model: Callable[[], SystemModel], warm_shift: float | None = Non
     """A capacity search as the pipeline runs it (streams.predict.model ``model_capacity``) on
     fresh models from ``model``: cold (``warm_shift`` None: projected from the users solved
     before it, else from half of MVA's capacity), or warm from a last capacity
-    ``warm_shift`` away from this one (streams.core.system: the
+    ``warm_shift`` away from this one (streams.engine.system: the
     estimates move a little between windows). ``current``: the population at this fraction of
     the capacity is solved first, untimed, as the pipeline's prediction at the current users
     is before its search (the search then brackets from it). Returns (median seconds,

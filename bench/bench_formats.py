@@ -32,9 +32,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from format_samples import MAPPING_DICT, encode  # noqa: E402
 
-from streams.core.pipeline import Pipeline  # noqa: E402
+from streams.engine.pipeline import Pipeline  # noqa: E402
 from streams.core.records import parse_window  # noqa: E402
-from streams.sources.sample_mapping import input_from_mapping  # noqa: E402
+from streams.core.input_config import input_from_mapping  # noqa: E402
 from streams.sources.sample_windows import SampleWindows  # noqa: E402
 
 FORMATS = ("telegraf", "prometheus-kafka-adapter", "otlp-json")

@@ -1,4 +1,4 @@
-"""Throughput of the embedded pipeline core (``streams.core.pipeline.Pipeline.process``).
+"""Throughput of the embedded pipeline core (``streams.engine.pipeline.Pipeline.process``).
 
 Run from the repository root:
 
@@ -98,11 +98,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from solvers.mapqn import solve_closed  # noqa: E402
 from solvers.processes import MAP  # noqa: E402
 from streams.core.config import Config  # noqa: E402
-from streams.core.pipeline import Pipeline  # noqa: E402
+from streams.engine.pipeline import Pipeline  # noqa: E402
 from streams.core.records import parse_window  # noqa: E402
-from streams.core.runtime import tune_gc  # noqa: E402
-import streams.core.pipeline as pipeline_module  # noqa: E402
-import streams.core.system as system_module  # noqa: E402
+from streams.engine.runtime import tune_gc  # noqa: E402
+import streams.engine.pipeline as pipeline_module  # noqa: E402
+import streams.engine.system as system_module  # noqa: E402
 
 WINDOW_S = 5.0
 TIERS = ("web", "app", "db")
@@ -264,7 +264,7 @@ class Run:
 
 
 class SolveTimer:
-    """Wraps ``solve_systems`` as ``streams.core.pipeline`` calls it (in this process, while
+    """Wraps ``solve_systems`` as ``streams.engine.pipeline`` calls it (in this process, while
     active) to time every round of solves; a round's time is shared equally by its systems
     (their MVA curves are computed side by side)."""
 
@@ -545,7 +545,7 @@ def main(argv: list[str] | None = None) -> None:
                     help="solve every system on the minute (solve_offset_s = 0) instead of at "
                          "the offsets spread by name, the default")
     ap.add_argument("--default-gc", action="store_true",
-                    help="keep CPython's collector thresholds (default: streams.core.runtime.tune_gc, "
+                    help="keep CPython's collector thresholds (default: streams.engine.runtime.tune_gc, "
                          "as every perfcast command and the worker's core process run)")
     args = ap.parse_args(argv)
     if not args.default_gc:

@@ -92,7 +92,7 @@ def test_capacity_search_steps_up_to_the_chord_that_closes_the_bracket():
 
 
 def test_capacity_search_from_a_near_start_stays_near_it():
-    """Started from the last solve's capacity with a small growth (streams.core.system), the search
+    """Started from the last solve's capacity with a small growth (streams.engine.system), the search
     never probes far beyond the answer (the costliest MAP network solves are there)."""
     f = Counted(lambda n: n - 1375.5)
     n, limited = capacity_search(f, start=1300, limit=100_000, rel_tol=0.03, growth=1.12)

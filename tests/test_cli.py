@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from streams.cli.commands import app
 from streams.cli.demo import DemoScenario, demo_records
-from streams.core.runtime import GC_THRESHOLDS
+from streams.engine.runtime import GC_THRESHOLDS
 
 runner = CliRunner()
 
@@ -63,7 +63,7 @@ def test_run_over_a_trace_with_bad_lines(tmp_path):
 
 
 def test_commands_run_with_the_tuned_collector(tmp_path):
-    """Every command raises the collector's thresholds (:func:`streams.core.runtime.tune_gc`); the
+    """Every command raises the collector's thresholds (:func:`streams.engine.runtime.tune_gc`); the
     worker's core process calls the same function (``streams.kafka.core_process._serve``)."""
     source = tmp_path / "trace.jsonl"
     source.write_text("\n".join(json.dumps(r) for r in demo_records(DemoScenario(duration_s=60))))

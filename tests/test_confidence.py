@@ -21,7 +21,7 @@ from solvers.processes import MAP
 from streams.predict import confidence
 from streams.core.config import SystemConfig
 from streams.predict.model import Measured, Point, build_model, capacity_search
-from streams.core.system import _alert_error, _model_error_summary
+from streams.engine.system import _alert_error, _model_error_summary
 from streams.core.tier import TierModel
 
 CLASSES = ["a", "b"]
@@ -205,8 +205,8 @@ def _alert_run(true_r: dict[str, float], predicted: dict[str, float], rate: dict
     solve goes through the system's pooling (``SystemState._pooled_error``), ``_alert_error``,
     the alert's condition and an ``AlertBook``. Returns the predictions and the per-solve
     worst-class errors of the rule before pooling (``worst`` above MIN_CLASS_SHARE)."""
-    from streams.core.alerts import AlertBook
-    from streams.core.system import SystemState, model_error_condition
+    from streams.alerts.book import AlertBook
+    from streams.engine.system import SystemState, model_error_condition
 
     rng = np.random.default_rng(seed)
     cfg = _config()
@@ -240,7 +240,7 @@ def test_a_rare_noisy_class_does_not_mark_the_model_untrusted():
     every one of 10 seeded 40-minute runs; pooled over the last solves with its own spread the
     error is significant only rarely: the alert fires in 2 of the 10 (the pooled mean of ~300
     heavy-tailed times is itself skewed; the bound allows 3)."""
-    from streams.core.alerts import AlertBook
+    from streams.alerts.book import AlertBook
 
     pooled_fired = per_solve_fired = 0
     for seed in range(10):

@@ -401,7 +401,7 @@ def test_utilization_tolerance_per_system_is_refused(toml):
 
 
 def test_the_pipeline_applies_the_configured_tolerance(toml):
-    from streams.core.pipeline import Pipeline
+    from streams.engine.pipeline import Pipeline
 
     window = {"system": "s", "tier": "t", "end": 10, "window_s": 5, "utilization": 1.04,
               "completions": {"a": 1}}

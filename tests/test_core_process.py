@@ -15,9 +15,9 @@ from streams.kafka.core_process import (OUTPUT_TOPICS, CoreProcess, CoreProcessE
                                   Step, run_batch)
 from streams.cli.demo import DemoScenario, demo_config, demo_records
 from streams.sinks.influx import lines
-from streams.core.pipeline import Pipeline
-from streams.core.system import Outputs
-from streams.core.table_pipeline import TableBackedPipeline
+from streams.engine.pipeline import Pipeline
+from streams.engine.system import Outputs
+from streams.engine.table_pipeline import TableBackedPipeline
 
 SCENARIO = DemoScenario(duration_s=600, steady_s=300, users_start=20, users_end=40)
 

@@ -204,7 +204,7 @@ def test_the_prediction_names_the_estimator_each_tier_used():
     """Constant service: the regression is exact and picked; the prediction record says so
     (and ``kalman_checked`` always reports the Kalman filter)."""
     from streams.core.config import Config
-    from streams.core.pipeline import Pipeline
+    from streams.engine.pipeline import Pipeline
 
     records = [{"system": w.system, "tier": w.tier, "end": w.end, "window_s": w.window_s,
                 "utilization": w.utilization, "cores": w.cores, "completions": w.completions}

@@ -1,5 +1,5 @@
 """The Kafka formats (Telegraf JSON, prometheus-kafka-adapter, OTLP/JSON) and their mapping to
-windows (``streams/sources/samples.py``, ``sample_mapping.py``, ``sample_windows.py``).
+windows (``streams/sources/samples.py``, ``streams/core/input_config.py``, ``sample_windows.py``).
 
 The truth is not the mapping: the simulated shop's windows are re-told as the counters and
 gauges an agent would have sampled (``tests/format_samples.py``) and must come back as the
@@ -25,9 +25,9 @@ from format_samples import ENCODERS, MAPPING, MAPPING_DICT, encode, snapshots
 from pipeline_harness import ROOT, assert_close
 from streams.core.config import Config, ConfigError, load_config
 from streams.cli.demo import DemoScenario, demo_config, demo_records
-from streams.core.pipeline import Pipeline
+from streams.engine.pipeline import Pipeline
 from streams.core.records import InvalidWindow, parse_end
-from streams.sources.sample_mapping import input_from_mapping, parse_selector
+from streams.core.input_config import input_from_mapping, parse_selector
 from streams.sources.sample_windows import SampleWindows
 from streams.sources.samples import parse_record
 

@@ -8,7 +8,7 @@ huge names), many classes, duplicate, overlapping and late windows; as mappings 
 a file or Kafka holds (a BOM, invalid UTF-8, truncation, deep nesting) -- and drives them
 through
 
-- the embedded shell's core, :meth:`streams.core.pipeline.Pipeline.process_many` (what
+- the embedded shell's core, :meth:`streams.engine.pipeline.Pipeline.process_many` (what
   ``perfcast run`` calls per chunk), on mappings and on bytes;
 - the worker's batch step as its core process runs it (:class:`streams.kafka.core_process.Step`:
   :func:`~streams.kafka.core_process.run_batch` over the table-backed core, with restores from the
@@ -43,9 +43,9 @@ from fuzz_corpus import ANY, CONFIGS, CORPUS, Case
 from streams.core.config import Config, ConfigError, load_config
 from streams.kafka.core_process import OUTPUT_TOPICS, Step
 from streams.cli.embedded import read_jsonl, run_embedded
-from streams.core.pipeline import Pipeline
+from streams.engine.pipeline import Pipeline
 from streams.kafka.produce import produce, record_key
-from streams.core.system import Outputs
+from streams.engine.system import Outputs
 
 #: a NaN made inside the core (``0 * inf``, ``inf - inf``) is an error even where the output
 #: records' cleaning would turn it into ``null``: "every output finite" must not hold by

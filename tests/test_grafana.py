@@ -7,7 +7,7 @@ Three kinds of test:
   data source, every variable defined); alert rules are well formed; every measurement,
   field and tag a query names exists in ``streams.sinks.schema.MEASUREMENTS``.
 * **queries against the real InfluxDB** (started by ``infra/services.sh``; never skipped under
-  ``CI=true``): the demo shop and a second system run through ``streams.core.pipeline.Pipeline``,
+  ``CI=true``): the demo shop and a second system run through ``streams.engine.pipeline.Pipeline``,
   their points written with the worker's sink (``InfluxSink`` + ``schema.points``) into a
   database of their own; then every panel's and every alert rule's query is executed and
   must return data. Grafana itself does not run on these machines: each query is first put
@@ -41,7 +41,7 @@ import yaml
 from typer.testing import CliRunner
 
 from pipeline_harness import ROOT, service_env, unique
-from streams.core.alerts import KINDS
+from streams.alerts.book import KINDS
 from streams.core.config import SystemConfig
 from streams.grafana import flux
 from streams.grafana.dashboards import DATASOURCE_UID, OVERVIEW_UID, SYSTEM_UID, dashboards
@@ -331,7 +331,7 @@ def run() -> Run:
     from streams.core.config import Config, InfluxSettings
     from streams.cli.demo import START, THINK_TIME, DemoScenario, demo_config, demo_records
     from streams.sinks.influx import InfluxSink
-    from streams.core.pipeline import Pipeline
+    from streams.engine.pipeline import Pipeline
     from streams.sinks.schema import points
 
     url = service_env("PERFCAST_INFLUX_URL")

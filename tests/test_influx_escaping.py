@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from streams.sinks.influx import _escape_tag, _series, lines
 from streams.core.records import valid_name
-from streams.core.system import Outputs
+from streams.engine.system import Outputs
 
 
 def _unescape(value: str) -> str:
@@ -110,7 +110,7 @@ def test_names_with_backslashes_and_commas_are_found_by_their_real_names_in_infl
     from streams.core.config import InfluxSettings
     from streams.cli.demo import DemoScenario, demo_records
     from streams.sinks.influx import InfluxSink
-    from streams.core.pipeline import Pipeline
+    from streams.engine.pipeline import Pipeline
 
     url = service_env("PERFCAST_INFLUX_URL")
     system = f"shop\\{uuid.uuid4().hex[:6]},eu west=1"

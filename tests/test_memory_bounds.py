@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from streams.core.history import CHUNK, WindowHistory
-from streams.core.pipeline import Pipeline
+from streams.engine.pipeline import Pipeline
 
 #: documented bound (docs/configuration.md, "Limits and memory"): bytes held per system of one
 #: tier, one window, a few classes

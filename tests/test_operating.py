@@ -24,7 +24,7 @@ from streams.cli import commands as cli
 from streams.cli.commands import EXIT_NOTHING_ACCEPTED, app
 from streams.core.config import ENVIRONMENT, InfluxSettings, KafkaSettings, Limits, SystemConfig
 from streams.cli.embedded import read_jsonl
-from streams.core.pipeline import Pipeline
+from streams.engine.pipeline import Pipeline
 from streams.kafka.produce import produce
 
 runner = CliRunner()
@@ -163,7 +163,7 @@ def test_every_setting_is_in_the_configuration_doc():
     assert "`utilization_tolerance`" in doc
     for f in fields(Limits):
         assert f"`limits.{f.name}`" in doc, f.name
-    from streams.sources.sample_mapping import InputFormat
+    from streams.core.input_config import InputFormat
     for f in fields(InputFormat):
         if f.name not in ("default", "tiers", "system_label"):
             assert f"`input.{f.name}`" in doc, f.name

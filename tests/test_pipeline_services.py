@@ -31,7 +31,7 @@ from pipeline_harness import (
 )
 from streams.core.config import load_config
 from streams.cli.demo import DemoScenario, demo_records
-from streams.core.pipeline import Pipeline
+from streams.engine.pipeline import Pipeline
 from streams.kafka.produce import produce
 from streams.kafka.topics import ensure_topics
 

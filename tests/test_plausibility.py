@@ -22,9 +22,9 @@ from fuzz_corpus import CORPUS, window
 from solvers.simulation import ClosedNetwork, Queue, monitor_closed
 from streams.core.config import Config, ConfigError, load_config
 from streams.cli.embedded import run_embedded
-from streams.core.pipeline import Pipeline
+from streams.engine.pipeline import Pipeline
 from streams.core.plausibility import Plausibility
-from streams.core.system import SystemState
+from streams.engine.system import SystemState
 
 _BASE = 1_795_687_205.0
 #: the corpus cases of the plausibility rules

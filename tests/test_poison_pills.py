@@ -20,13 +20,13 @@ from streams.kafka.core_process import OUTPUT_TOPICS, _keyed, run_batch
 from streams.cli.demo import DemoScenario, demo_records
 from streams.cli.embedded import read_jsonl
 from streams.sinks.influx import _escape_tag, lines, line_protocol
-from streams.core.pipeline import RAW_LIMIT, Pipeline, dead_letter
+from streams.engine.pipeline import RAW_LIMIT, Pipeline, dead_letter
 from streams.kafka.produce import produce, record_key
 from streams.core.records import InvalidWindow
 from streams.sinks.schema import Point, points
 from streams.sinks.store import SQLiteStore
-from streams.core.system import Outputs
-from streams.core.table_pipeline import TableBackedPipeline
+from streams.engine.system import Outputs
+from streams.engine.table_pipeline import TableBackedPipeline
 
 #: Kafka's default largest message (broker ``message.max.bytes``)
 KAFKA_MAX_MESSAGE = 1_048_588

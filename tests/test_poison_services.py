@@ -17,7 +17,7 @@ from pipeline_harness import TopicReader, Worker, service_env, unique, wait_for,
 from streams.cli.commands import app
 from streams.core.config import load_config
 from streams.cli.demo import DemoScenario, demo_records
-from streams.core.pipeline import Pipeline
+from streams.engine.pipeline import Pipeline
 from streams.kafka.topics import ensure_topics
 from test_poison_pills import CLAMPED, FLAG, POISON
 

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from streams.core.config import Config, ConfigError
-from streams.core.pipeline import Pipeline
+from streams.engine.pipeline import Pipeline
 from streams.core.records import InvalidWindow, parse_window
 from streams.sources.prometheus import (
     TierData,
@@ -31,7 +31,7 @@ from streams.sources.prometheus import (
     tier_windows,
     window_ends,
 )
-from streams.sources.prometheus_cli import parse_time
+from streams.cli.prometheus import parse_time
 
 STALE = object()           # Prometheus' staleness marker
 LOOKBACK_MS = 300_000
@@ -486,7 +486,7 @@ def test_follow_retries_checkpoints_and_resumes_where_it_stopped(tmp_path: Path)
     """The live follower: Prometheus unreachable at first is retried; every window is sent
     once, in order, and checkpointed; a second run resumes after the checkpoint."""
     from streams.core.config import KafkaSettings
-    from streams.sources.prometheus_http import Checkpoint, follow
+    from streams.kafka.prometheus_follow import Checkpoint, follow
 
     source = source_from_mapping({**SPEC, "prometheus": {**SPEC["prometheus"], "window_s": 0.2,
                                                          "lag_s": 0, "max_windows_per_query": 4},

@@ -1,6 +1,6 @@
 """The predicted-breach alert's trend guard (issue 22): while the model is not trusted, the
 measured response-time trend also fires the alert (:mod:`streams.predict.response_trend`,
-``streams.core.system.SystemState._breach_condition``).
+``streams.engine.system.SystemState._breach_condition``).
 
 The line's arithmetic on hand-made points; the guard end to end against the physical
 simulator: a bursty database held at 90% of its capacity from the start of monitoring, whose
@@ -20,7 +20,7 @@ import pytest
 from solvers.simulation.physical import monitor_physical
 from streams.cli.embedded import run_embedded
 from streams.core.config import Config, ConfigError, SystemConfig, load_config
-from streams.core.system import BREACH_RESOLVE_FACTOR, SystemState
+from streams.engine.system import BREACH_RESOLVE_FACTOR, SystemState
 from streams.predict.response_trend import (MIN_POINTS, TREND_SES, add_points,
                                             contradicted_reason, near_capacity_reason,
                                             trend_reading, untrusted_reasons)

@@ -19,16 +19,16 @@ from hypothesis import strategies as st
 # ``solvers`` must be imported before ``line_solver`` (see tests/conftest.py)
 from solvers.mva import mva, mva_curve  # isort: skip
 from streams.core import history as history_module
-from streams.core.alerts import AlertBook
+from streams.alerts.book import AlertBook
 from streams.core.config import Config, SystemConfig
 from streams.cli.demo import START, DemoScenario, demo_config, demo_records
 from streams.cli.embedded import STORE_NAME, run_embedded
 from streams.core.history import CHUNK, WindowHistory
-from streams.core.pipeline import Pipeline
+from streams.engine.pipeline import Pipeline
 from streams.core.records import parse_window
 from streams.sinks.schema import MEASUREMENTS, points
 from streams.sinks.store import OUTPUT_FILES, SQLiteStore
-from streams.core.system import Outputs, SystemState, solve_offset
+from streams.engine.system import Outputs, SystemState, solve_offset
 from streams.core.tier import Interval, add_blocks
 
 from line_solver.api.pfqn.mva import pfqn_mva  # isort: skip  # noqa: E402
@@ -1039,8 +1039,8 @@ def test_worker_state_survives_a_rebalance_in_the_middle_of_a_batch(records, con
     table with every window of the batch (same estimates afterwards as without it)."""
     import json as _json
 
-    from streams.core.pipeline import Pipeline as _Pipeline
-    from streams.core.table_pipeline import TableBackedPipeline
+    from streams.engine.pipeline import Pipeline as _Pipeline
+    from streams.engine.table_pipeline import TableBackedPipeline
 
     table = _RecordingTable()
     core = TableBackedPipeline(config, table)
@@ -1071,7 +1071,7 @@ def test_table_values_round_trip_bit_for_bit_and_json_values_of_older_workers_lo
 
     import msgspec
 
-    from streams.core.table_pipeline import pack as _pack, unpack as _unpack
+    from streams.engine.table_pipeline import pack as _pack, unpack as _unpack
 
     value = {"x": [0.1, 1 / 3, 5e-324, -0.0, 1.7976931348623157e308], "n": [3, -1],
              "s": "sys\x1fdb", "none": None, "nested": {"rows": [[1.0, 2.5]]}}
@@ -1088,8 +1088,8 @@ def test_a_tier_a_later_window_of_the_batch_adds_is_not_in_an_earlier_solve():
     batch gave other predictions than the same windows one by one (``not enough data`` for a
     tier without windows yet, or that tier refreshed early)."""
     import json as _json
-    from streams.core.pipeline import Pipeline as _Pipeline
-    from streams.core.system import Outputs as _Outputs
+    from streams.engine.pipeline import Pipeline as _Pipeline
+    from streams.engine.system import Outputs as _Outputs
 
     def rec(tier, end, window_s, completions, util, **more):
         return {"system": "s", "tier": tier, "end": end, "window_s": window_s,
@@ -1114,7 +1114,7 @@ def test_a_mix_without_demand_and_no_think_time_is_not_solved_into_nan():
     time was 0, so MVA's throughput was infinite and every figure NaN (written as null)."""
     import warnings
 
-    from streams.core.pipeline import Pipeline as _Pipeline
+    from streams.engine.pipeline import Pipeline as _Pipeline
 
     def rec(tier, end, util, cores, completions, **more):
         return {"system": "s", "tier": tier, "end": end, "window_s": more.pop("window_s", 60.0),

@@ -207,7 +207,7 @@ def test_a_solve_budget_bounds_the_search_longest_queue_first():
 def demo_run():
     """The demo shop (45 min: users ramp up until the SLA breaks) through the pipeline."""
     from streams.cli.demo import DemoScenario, demo_config, demo_records
-    from streams.core.pipeline import Pipeline
+    from streams.engine.pipeline import Pipeline
 
     sc = DemoScenario(duration_s=2700)
     pipeline = Pipeline(demo_config(sc))

@@ -35,12 +35,13 @@ from rich.live import Live
 from rich.markup import escape
 from rich.table import Table
 
-from streams.core.config import Config, ConfigError, load_config
+from streams.cli.settings import command_config as _config
+from streams.core.config import Config
 from streams.grafana.cli import app as grafana_app
-from streams.core.pipeline import Pipeline
+from streams.engine.pipeline import Pipeline
 from streams.core.records import format_time
-from streams.core.runtime import tune_gc
-from streams.core.system import Outputs
+from streams.engine.runtime import tune_gc
+from streams.engine.system import Outputs
 
 # markdown: the command list joins a docstring's wrapped lines (typer's rich mode kept its line
 # breaks there) and leaves "[input]" alone (rich mode read it as a style tag)
@@ -48,22 +49,6 @@ app = typer.Typer(help="perfcast: live queueing-model predictions from coarse mo
                   no_args_is_help=True, add_completion=False, rich_markup_mode="markdown")
 console = Console()
 app.add_typer(grafana_app, name="grafana")
-
-
-def _config(path: Optional[Path], bootstrap: Optional[str] = None,
-            connect_timeout: Optional[float] = None) -> Config:
-    try:
-        cfg = load_config(path)
-    except ConfigError as err:
-        console.print(f"[red]configuration error:[/red] {escape(str(err))}")
-        raise typer.Exit(2) from None
-    from dataclasses import replace
-    if bootstrap:
-        cfg = replace(cfg, kafka=replace(cfg.kafka, bootstrap=bootstrap))
-    if connect_timeout is not None:
-        cfg = replace(cfg, kafka=replace(cfg.kafka, connect_timeout_s=connect_timeout),
-                      influxdb=replace(cfg.influxdb, connect_timeout_s=connect_timeout))
-    return cfg
 
 
 #: ``--connect-timeout`` of the commands that reach Kafka or InfluxDB
@@ -573,9 +558,9 @@ def worker(config: Optional[Path] = typer.Option(None, exists=True, dir_okay=Fal
     faust_worker(faust_app, loglevel).execute_from_commandline()
 
 
-# The Prometheus source (streams/sources/prometheus_cli.py): `perfcast ingest prometheus`, and
+# The Prometheus source (streams/cli/prometheus.py): `perfcast ingest prometheus`, and
 # `perfcast run --source prometheus --prom-config FILE --from T --to T` (wraps `run` above).
-from streams.sources.prometheus_cli import register as _register_prometheus  # noqa: E402
+from streams.cli.prometheus import register as _register_prometheus  # noqa: E402
 
 _register_prometheus(app)
 

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from streams.core.config import Config
-from streams.core.pipeline import Pipeline
+from streams.engine.pipeline import Pipeline
 from streams.sinks.schema import points
 from streams.sinks.store import JsonLines, SQLiteStore
-from streams.core.system import Outputs
+from streams.engine.system import Outputs
 
 __all__ = ["RunSummary", "read_jsonl", "run_embedded", "STORE_NAME", "reason_kind"]
 

@@ -37,8 +37,10 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping
 
+from streams.core.config_error import ConfigError
 from streams.core.plausibility import Plausibility
 from streams.core.records import MAX_UTILIZATION_TOLERANCE, UTILIZATION_TOLERANCE
+from streams.core.input_config import input_from_mapping
 
 __all__ = ["SystemConfig", "KafkaSettings", "InfluxSettings", "Config", "Limits", "load_config",
            "ConfigError", "ENVIRONMENT", "secret", "DEMAND_POLICIES", "BURSTY_DEMANDS",
@@ -72,10 +74,6 @@ BURSTY_SCVS = ("response_idc", "response", "tie")
 #: replica of a tier; per added core; per tier moved to a faster CPU, times the speed-up
 #: ``s - 1``; per user an admission limit turns away at the required users
 REMEDIATION_COSTS = {"replicate": 1.0, "cores": 0.125, "cpu_speed": 1.0, "admission": 0.05}
-
-
-class ConfigError(ValueError):
-    """A configuration value that cannot be used: names the key, the value and the reason."""
 
 
 @dataclass(frozen=True)
@@ -450,7 +448,7 @@ class Config:
     #: what one pipeline process keeps at most (``[limits]``)
     limits: Limits = field(default_factory=Limits)
     #: the input's format and, for metric samples, their mapping to windows (``[input]``;
-    #: :class:`streams.sources.sample_mapping.InputFormat`; ``None``: window records)
+    #: :class:`streams.core.input_config.InputFormat`; ``None``: window records)
     input: Any = None
     #: thresholds of the plausibility rules (``[plausibility]``, :mod:`streams.core.plausibility`)
     plausibility: Plausibility = field(default_factory=Plausibility)
@@ -503,11 +501,9 @@ def _connections(raw: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, An
 
 
 def _input(raw: Any) -> Any:
-    """``[input]`` (:mod:`streams.sources.sample_mapping`); ``None`` without one."""
+    """``[input]`` (:mod:`streams.core.input_config`); ``None`` without one."""
     if raw is None:
         return None
-    from streams.sources.sample_mapping import input_from_mapping   # it imports this module
-
     parsed = input_from_mapping(raw)
     return parsed if parsed.samples else None
 

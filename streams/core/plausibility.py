@@ -5,8 +5,8 @@ rules here judge a window that is valid on its own but cannot be what its system
 given the windows that came before (docs/pipeline.md, "Plausibility"). Each returns ``None``
 (plausible) or a :class:`Verdict` naming the field, the value and the reason; the window is
 then dead-lettered and never reaches the estimators, the history, the interval sums or the
-solve timer. They run in :meth:`streams.core.system.SystemState.admit`, which both shells call
-through :class:`streams.core.pipeline.Pipeline` -- one definition. Pure functions, no state: the
+solve timer. They run in :meth:`streams.engine.system.SystemState.admit`, which both shells call
+through :class:`streams.engine.pipeline.Pipeline` -- one definition. Pure functions, no state: the
 state they read (recent ends, starts, users, rates) is the tier's and the system's.
 
 - **far ahead** (:func:`far_ahead`): an ``end`` more than ``max_ahead_s`` past the system's

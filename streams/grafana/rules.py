@@ -1,7 +1,7 @@
 """Grafana unified-alerting rules that mirror perfcast's own alerts.
 
 perfcast decides when an alert fires and resolves (thresholds per system from its
-configuration, hysteresis over solves; :mod:`streams.core.alerts`) and writes every change as an
+configuration, hysteresis over solves; :mod:`streams.alerts.book`) and writes every change as an
 ``alert`` point. The Grafana rules read those points rather than re-deciding from the
 predictions: Grafana, the ``perfcast.alerts`` topic and the dashboards then never disagree,
 and an SLA, horizon or threshold is configured in one place. One rule per kind:

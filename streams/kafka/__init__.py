@@ -9,5 +9,7 @@
 - :mod:`~streams.kafka.faust_adapter`: every private attribute of Faust, aiokafka and mode the
   worker touches, behind a version check;
 - :mod:`~streams.kafka.topics`, :mod:`~streams.kafka.produce`, :mod:`~streams.kafka.connect`:
-  topic creation, publishing windows, reaching Kafka and InfluxDB at start.
+  topic creation, publishing windows, reaching Kafka and InfluxDB at start;
+- :mod:`~streams.kafka.prometheus_follow`: a Prometheus followed live, its windows published
+  with a checkpoint.
 """

@@ -35,9 +35,9 @@ import msgspec
 from streams.core.config import Config
 from streams.sinks.influx import lines
 from streams.core.records import _short
-from streams.core.runtime import tune_gc
-from streams.core.system import Outputs
-from streams.core.table_pipeline import TableBackedPipeline
+from streams.engine.runtime import tune_gc
+from streams.engine.system import Outputs
+from streams.engine.table_pipeline import TableBackedPipeline
 
 __all__ = ["BatchResult", "CoreProcess", "CoreRunner", "InlineCore", "Mirror", "OUTPUT_TOPICS",
            "Step", "run_batch"]

@@ -15,7 +15,7 @@ Topology (``docs/pipeline.md``):
   of these, the core computes the next one (:class:`streams.kafka.batch_flow.BatchFlow`);
 * table ``state`` with its changelog topic: per system its state without the window history,
   and its tiers' history in chunks of 16 windows
-  (:class:`streams.core.table_pipeline.TableBackedPipeline`); every entry is written to the
+  (:class:`streams.engine.table_pipeline.TableBackedPipeline`); every entry is written to the
   changelog partition of the system's source partition, so recovery after a rebalance finds
   it;
 * timer: flushes the InfluxDB sink every ``flush_interval_s``.

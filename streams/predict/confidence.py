@@ -2,7 +2,7 @@
 band of capacity and time to breach, and the trust mark of a predicted breach.
 
 **Model error per class and tier.** The aggregate ``model_error``
-(:meth:`streams.core.system.SystemState._model_error`) weighs classes by throughput, so one class far
+(:meth:`streams.engine.system.SystemState._model_error`) weighs classes by throughput, so one class far
 off (predicted 0.87 s, measured 1.25 s) hides among the others. Per class ``c`` with a measured
 mean response time ``R_c^meas`` the relative error ``|R_c - R_c^meas| / R_c^meas``
 (:func:`class_errors`), per tier the absolute utilization error ``|U_m - U_m^meas|``

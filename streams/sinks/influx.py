@@ -20,7 +20,7 @@ from typing import Any, Iterable, Mapping
 
 from streams.core.config import InfluxSettings
 from streams.sinks.schema import MEASUREMENTS, Point, sources
-from streams.core.system import Outputs
+from streams.engine.system import Outputs
 
 __all__ = ["InfluxSink", "line_protocol", "lines"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
-from streams.core.system import Outputs
+from streams.engine.system import Outputs
 
 __all__ = ["Point", "MEASUREMENTS", "points", "sources"]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import IO, Any, Iterable
 
 from streams.sinks.schema import MEASUREMENTS, Point
-from streams.core.system import Outputs
+from streams.engine.system import Outputs
 
 __all__ = ["SQLiteStore", "JsonLines", "OUTPUT_FILES", "MODEL_TABLE", "read_models"]
 

@@ -1,5 +1,5 @@
 """Sources: where window records come from besides a JSON-lines file or the
-``perfcast.windows`` topic.
+``perfcast.windows`` topic (no command line, no Kafka: the shells drive them).
 
 - :mod:`streams.sources.window_rules`: the pure mapping from a tier's series (busy time, cores,
   per-class completion counters, time at the tier, users) at the ends of each window to
@@ -7,13 +7,12 @@
   Prometheus source and the Kafka formats;
 - :mod:`streams.sources.prometheus`: the Prometheus source's configuration, query results as
   series, and the windows of a system on an aligned grid of window ends;
-- :mod:`streams.sources.prometheus_http`: the HTTP query API client, the backtest over a time
-  range and the live follower that publishes to Kafka with a checkpoint;
-- :mod:`streams.sources.prometheus_cli`: ``perfcast ingest prometheus`` and
-  ``perfcast run --source prometheus``;
+- :mod:`streams.sources.prometheus_http`: the HTTP query API client and the backtest over a
+  time range (following live: :mod:`streams.kafka.prometheus_follow`; the commands:
+  :mod:`streams.cli.prometheus`);
 - :mod:`streams.sources.samples`: the metric samples in the Kafka formats agents publish
   (Telegraf JSON, prometheus-kafka-adapter JSON, OTLP/JSON);
-- :mod:`streams.sources.sample_mapping`: the ``[input]`` configuration (format, selectors);
-- :mod:`streams.sources.sample_windows`: samples to windows, run by the pipeline core in front
-  of its window validation when ``[input]`` names a metric format (docs/formats.md).
+- :mod:`streams.sources.sample_windows`: samples to windows, run by the pipeline in front of
+  its window validation when ``[input]`` (:mod:`streams.core.input_config`) names a metric
+  format (docs/formats.md).
 """

@@ -35,8 +35,8 @@ from typing import Any, Mapping, Sequence
 
 from streams.core.config import ConfigError
 from streams.core.records import valid_name
-from streams.sources.settings import (WindowGrid, number_setting, string_setting, tier_table,
-                                      window_setting)
+from streams.core.source_settings import (WindowGrid, number_setting, string_setting,
+                                          tier_table, window_setting)
 from streams.sources.window_rules import (
     QUERY_FIELDS,
     Gap,

@@ -2,7 +2,7 @@
 input is a metric format (``[input] format``; docs/formats.md).
 
 Samples (:mod:`streams.sources.samples`) are kept per tier -- ``(system, tier)``, named by the
-mapping (:mod:`streams.sources.sample_mapping`) -- and per series (a metric's label set), and
+mapping (:mod:`streams.core.input_config`) -- and per series (a metric's label set), and
 the tier's windows are cut on the grid ``offset_s + k window_s``:
 
 1. A window ``(S, E]`` is made once every series of its tier has a sample at or after ``E``
@@ -37,7 +37,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from streams.core.records import InvalidWindow, format_time
 from streams.sources.window_rules import Gap, Series, TierData, TierSpec, tier_windows
-from streams.sources.sample_mapping import InputFormat, TierMapping
+from streams.core.input_config import METRIC_FIELDS, InputFormat, TierMapping
 from streams.sources.samples import Sample, parse_record
 
 __all__ = ["SampleWindows", "Translated", "number", "sample_key"]
@@ -86,6 +86,16 @@ def sample_key(fmt: InputFormat, value: bytes) -> bytes | None:
         if system:
             return system.encode("utf-8", "backslashreplace")
     return None
+
+
+def tier_spec(mapping: TierMapping, tier: str) -> TierSpec:
+    """The tier as the window rules take it (:func:`streams.sources.window_rules.
+    tier_windows`): the selectors' text stand where the Prometheus source has PromQL."""
+    def text(f: str) -> Any:
+        value = getattr(mapping, f)
+        return " or ".join(s.text for s in value) if isinstance(value, tuple) else value
+    return TierSpec(name=tier, class_label=mapping.class_label, counters=True,
+                    **{f: text(f) for f in METRIC_FIELDS})
 
 
 class _Points:
@@ -242,7 +252,7 @@ class SampleWindows:
         if tier is None:
             mapping = self.fmt.tiers.get(name) or self.fmt.default
             assert mapping is not None
-            tier = self.tiers[(system, name)] = _Tier(system, name, mapping, mapping.spec(name))
+            tier = self.tiers[(system, name)] = _Tier(system, name, mapping, tier_spec(mapping, name))
         return tier
 
     def _add(self, sample: Sample, touched: dict[tuple[str, str], _Tier]) -> None:

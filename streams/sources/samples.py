@@ -39,14 +39,10 @@ from typing import Any, Callable, Mapping
 import msgspec
 
 from streams.core.records import InvalidWindow, parse_end
+# the formats and timestamp units are the [input] configuration's; the parsers are per format
+from streams.core.input_config import FORMATS, TIMESTAMP_UNITS
 
 __all__ = ["Sample", "Parsed", "FORMATS", "TIMESTAMP_UNITS", "parse_record", "decode"]
-
-#: the input formats: ``contract`` is perfcast's own window record (:mod:`streams.core.records`)
-FORMATS = ("contract", "telegraf", "prometheus-kafka-adapter", "otlp-json")
-
-#: Telegraf's numeric timestamps: unit -> units per millisecond as (numerator, denominator)
-TIMESTAMP_UNITS = {"s": (1, 1000), "ms": (1, 1), "us": (1000, 1), "ns": (1_000_000, 1)}
 
 #: latest timestamp accepted, ms (as :data:`streams.core.records.MAX_END`, the year 5138)
 MAX_TIME_MS = 10 ** 14

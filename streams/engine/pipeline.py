@@ -1,7 +1,7 @@
 """The pipeline core both shells drive: raw window records in, output records out.
 
 ``Pipeline.process_many(records)`` takes a batch of raw records (bytes, text or mappings) and
-returns the :class:`~streams.core.system.Outputs` they produced, exactly as if the records had been
+returns the :class:`~streams.engine.system.Outputs` they produced, exactly as if the records had been
 processed one by one in order -- the same records, in the same order per output topic,
 whatever the batch boundaries (tested): the embedded runner feeds chunks of a trace, the Faust
 worker the batches its agent takes. ``process(raw)`` is a batch of one. Invalid records become
@@ -19,7 +19,7 @@ is dead-lettered), and those windows are the batch. A batch runs in three passes
    then steps the Kalman filters of all tiers together (:func:`streams.core.tier.step_tiers`, one
    vectorised step per window position: the per-call cost of numpy is shared by every tier),
    then solves the systems whose ``r``-th segment ended at a boundary, their MVA recursions
-   side by side (:func:`streams.core.system.solve_systems`). Systems are independent, so each sees
+   side by side (:func:`streams.engine.system.solve_systems`). Systems are independent, so each sees
    exactly what it would have seen record by record.
 3. **order**: the outputs, tagged with the position of the record that produced them, are put
    back in arrival order.
@@ -35,7 +35,7 @@ from typing import Any, Iterable, Mapping
 
 from streams.core.config import Config
 from streams.core.records import InvalidWindow, Window, _short, parse_window
-from streams.core.system import Outputs, SystemState, _rejection, solve_systems
+from streams.engine.system import Outputs, SystemState, _rejection, solve_systems
 from streams.core.tier import TierState, step_tiers
 
 __all__ = ["Pipeline", "dead_letter"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from streams.core.config import ConfigError
+from streams.core.config_error import ConfigError
 from streams.core.records import MAX_WINDOW_S, valid_name
 
 __all__ = ["WindowGrid", "number_setting", "string_setting", "tier_table", "window_setting"]

@@ -13,8 +13,8 @@ import msgspec
 
 from streams.core.config import Config
 from streams.core.history import CHUNK
-from streams.core.pipeline import Pipeline
-from streams.core.system import Outputs, SystemState
+from streams.engine.pipeline import Pipeline
+from streams.engine.system import Outputs, SystemState
 
 __all__ = ["TableBackedPipeline", "pack", "unpack"]
 

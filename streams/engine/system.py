@@ -5,7 +5,7 @@ whether its ``end`` passes the next solve boundary, ``solve_offset_s`` plus a mu
 ``solve_interval_s`` in event time), then applied (:meth:`SystemState.accept`); when it passed
 a boundary the model is solved first, at that boundary, over the windows received up to then
 (:meth:`SystemState.solve`).
-:class:`~streams.core.pipeline.Pipeline` orders these steps over a batch of windows. Because the timer runs on event
+:class:`~streams.engine.pipeline.Pipeline` orders these steps over a batch of windows. Because the timer runs on event
 time, replaying a trace gives the same predictions whatever the wall clock did -- which is
 what makes the embedded runner and the Faust worker agree.
 """
@@ -22,7 +22,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from streams.predict import confidence, story
-from streams.core.alerts import AlertBook
+from streams.alerts.book import AlertBook
 from streams.core.config import SystemConfig
 from streams.predict import alert_window, response_trend
 from streams.predict.calibration import Calibration, calibrate_model

@@ -1,8 +1,9 @@
 """The Prometheus source on the command line.
 
 - ``perfcast ingest prometheus --prom-config FILE [--from T] [--checkpoint FILE]``: follow a
-  Prometheus live and publish the windows to ``perfcast.windows`` (:func:`follow`), resuming
-  after the checkpoint; progress at ``--loglevel info``.
+  Prometheus live and publish the windows to ``perfcast.windows``
+  (:func:`streams.kafka.prometheus_follow.follow`), resuming after the checkpoint; progress at
+  ``--loglevel info``.
 - ``perfcast run --source prometheus --prom-config FILE --from T --to T [run's options]``: a
   backtest: the windows ending in ``(from, to]`` are read from Prometheus, kept as
   ``OUT/prometheus-windows.jsonl`` (the same windows as a file: ``perfcast run --source`` on it
@@ -106,9 +107,10 @@ def ingest_prometheus(
         loglevel: str = typer.Option("info")) -> None:
     """Follow a Prometheus: publish each system window to perfcast.windows once it is
     complete (plus lag_s), resuming after the checkpoint after a restart."""
-    from streams.cli.commands import _config
-    from streams.sources.prometheus_http import Checkpoint, PrometheusError, follow
+    from streams.cli.settings import command_config
+    from streams.kafka.prometheus_follow import Checkpoint, follow
     from streams.kafka.topics import ensure_topics
+    from streams.sources.prometheus_http import PrometheusError
 
     logging.basicConfig(level=loglevel.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -116,7 +118,7 @@ def ingest_prometheus(
     logging.getLogger("kafka").setLevel(max(logging.WARNING, logging.getLogger().level))
     source = _source(prom_config)
     start, stop_at = _time("from", from_), _time("until", until)
-    cfg = _config(config, bootstrap)
+    cfg = command_config(config, bootstrap)
     path = checkpoint or Path(f"prometheus-{re.sub(r'[^A-Za-z0-9_.-]', '_', source.system)}"
                               f".checkpoint.json")
     stop = threading.Event()

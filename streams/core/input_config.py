@@ -32,15 +32,19 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from streams.core.config import ConfigError
+from streams.core.config_error import ConfigError
 from streams.core.records import valid_name
-from streams.sources.settings import (WindowGrid, number_setting, string_setting, tier_table,
-                                      window_setting)
-from streams.sources.window_rules import TierSpec
-from streams.sources.samples import FORMATS, TIMESTAMP_UNITS
+from streams.core.source_settings import (WindowGrid, number_setting, string_setting,
+                                          tier_table, window_setting)
 
 __all__ = ["Selector", "TierMapping", "InputFormat", "parse_selector", "input_from_mapping",
-           "METRIC_FIELDS"]
+           "METRIC_FIELDS", "FORMATS", "TIMESTAMP_UNITS"]
+
+#: the input formats: ``contract`` is perfcast's own window record (:mod:`streams.core.records`)
+FORMATS = ("contract", "telegraf", "prometheus-kafka-adapter", "otlp-json")
+
+#: Telegraf's numeric timestamps: unit -> units per millisecond as (numerator, denominator)
+TIMESTAMP_UNITS = {"s": (1, 1000), "ms": (1, 1), "us": (1000, 1), "ns": (1_000_000, 1)}
 
 #: the settings of a tier that select metrics (``cores`` may also be a number)
 METRIC_FIELDS = ("busy_seconds", "utilization", "cores", "completions", "time_sum",
@@ -113,15 +117,6 @@ class TierMapping:
             for sel in sels:
                 out.setdefault(sel.name, []).append((f, sel))
         return out
-
-    def spec(self, tier: str) -> TierSpec:
-        """The tier as the window rules take it (:func:`streams.sources.window_rules.
-        tier_windows`): the selectors' text stand where the Prometheus source has PromQL."""
-        def text(f: str) -> Any:
-            value = getattr(self, f)
-            return " or ".join(s.text for s in value) if isinstance(value, tuple) else value
-        return TierSpec(name=tier, class_label=self.class_label, counters=True,
-                        **{f: text(f) for f in METRIC_FIELDS})
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,4 @@
+"""Alerts: when a prediction becomes an alert and when the alert ends (no I/O).
+
+- :mod:`~streams.alerts.book`: the alert book, hysteresis over solves per system and kind.
+"""
