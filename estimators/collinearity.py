@@ -21,8 +21,8 @@ What is measured (:func:`assess_separability`):
   that design (``X~`` with unit-norm columns; 1 for orthogonal columns): how much the class's
   coefficient variance is inflated by its near-dependence on the others;
 * per class the **standard error** of the ordinary-least-squares demand,
-  ``se_c = sqrt(s^2 [(X^T X)^{-1}]_{cc})``, ``s^2 = RSS / (n - p)`` (the regression of paper
-  002 Fig. 6 without the sign constraint);
+  ``se_c = sqrt(s^2 [(X^T X)^{-1}]_{cc})``, ``s^2 = RSS / (n - p)`` (the regression of
+  Rolia and Vetland (1995), Fig. 6, without the sign constraint);
 * where other estimates of the same demands are given (the Kalman filter, NNLS, ...), their
   **disagreement** with the least-squares demand.
 

@@ -46,8 +46,8 @@ Two estimates from the windows' mean service times ``m_k = B_k / n_k`` (windows 
 Measured (``bench/accuracy_tail.py``, 3 h of 5 s windows of M/process/1 queues; figures in
 docs/accuracy.md): within +-15% of the true p95 on the browsing database of Mi et al. (2008) (the
 window mixture -46%), on most of the other processes and on held-out ones. It stays short when the
-slow runs are much shorter than a window so that no window comes near the slow phase (paper
-000's shopping database, 1 ms mean, ~16 slow runs per window: about -40%), and with windows
+slow runs are much shorter than a window so that no window comes near the slow phase (the
+shopping database of Mi et al. (2008), 1 ms mean, ~16 slow runs per window: about -40%), and with windows
 long enough to average several bursts (browsing at 30-60 s windows: about -45%): the windows
 cannot tell such a process from others with the same mean and ``I`` (MAP(2)s with the browsing
 database's mean and ``I`` reach any p95 from 0.2 to 7.6 means), and the spread of the window

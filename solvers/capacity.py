@@ -8,8 +8,8 @@
   - :meth:`~_Stations.scale_speed` -- move a tier to a machine ``speed`` times as fast:
     ``D_{m,c} -> D_{m,c} / speed`` (Zong (2011), CloudProphet: a tier's CPU demand scales with
     the CPU speed ratio of the two platforms, within 20% in their tests);
-  - :meth:`~_Stations.replicate` -- replicate a tier ``k`` times behind a load balancer (paper
-    001 §V, Fig. 11 / Table V), in one of two idealisations:
+  - :meth:`~_Stations.replicate` -- replicate a tier ``k`` times behind a load balancer
+    (Harbaoui et al. (2010), §V, Fig. 11 / Table V), in one of two idealisations:
     ``"split"`` (default): ``k`` stations with demand ``D_{m,c}/k`` each -- a balancer that
     splits requests evenly (random or round-robin) over replicas with their own queues;
     ``"servers"``: one station with ``k c_m`` servers and demand ``D_{m,c}`` -- a shared queue

@@ -11,8 +11,8 @@ Service at a queue
 Each queue runs one or more *service processes*, each a :class:`~solvers.processes.MAP`
 (exponential service of mean ``S`` is the order-1 MAP with rate ``1/S``):
 
-* ``service=MAP`` -- one process shared by all classes: the tier's service process of paper
-  000 §4.1 (class-independent, mean = the MAP's mean);
+* ``service=MAP`` -- one process shared by all classes: the tier's service process of
+  Mi et al. (2008), §4.1 (class-independent, mean = the MAP's mean);
 * ``service=S`` (a number) -- exponential with mean ``S`` for every class;
 * ``service=[S_1 or MAP_1, ..., S_C or MAP_C]`` -- one process per class (class demands).
 
