@@ -8,6 +8,8 @@ constants ``G_E(k), k = 0..N`` are computed in log space by convolving the stati
 network seen by another one as a load-dependent station with weights
 ``f_b(j) = prod_{i<=j} 1/nu_b(i)`` (:func:`_ld_weights`), and an exponential tier's mean
 queue given ``k`` users is ``d log G_rest(k) / d log S_m`` (:func:`_conditional_queue`).
+Against a bursty tier this is the approximation of the decomposition: the FES assumes the rest
+of the network equilibrates at each population faster than the bursty tier moves.
 
 Long convolutions go in scaled linear space (:func:`_head_linear`): a bursty tier's weights
 run to thousands of jobs, and a log-sum-exp over every term costs ``N h`` exponentials.

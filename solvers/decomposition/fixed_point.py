@@ -8,7 +8,8 @@ station with the same queue-length distribution (the level-crossing balance
 sweep) until the throughput moves by less than ``tol`` between sweeps; the sweeps are
 Anderson-accelerated on ``log nu``, restarted when the residual grows (:class:`_Anderson`). A
 sweep takes the tiers in visit order, a clear bursty bottleneck first (:func:`_sweep_order`).
-With one bursty tier the first pass is the answer. Early sweeps refine their chains only to a
+With one bursty tier the first pass is the answer; with several, each sees the others as
+load-dependent exponential stations, which is approximate. Early sweeps refine their chains only to a
 residual proportional to the fixed point's last change (:func:`_refine_target`: an inexact
 Picard iteration), the last ones to :data:`REFINE_RESIDUAL`.
 
