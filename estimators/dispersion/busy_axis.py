@@ -43,6 +43,7 @@ import numpy as np
 _REL_ZERO = 1e-9
 _GRID_EPS = 1e-9
 
+
 @dataclass(frozen=True)
 class _Axis:
     """Windows laid end to end on the busy-time axis, in units of ``T``.

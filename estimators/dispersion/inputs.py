@@ -15,6 +15,7 @@ from estimators._checks import U_ROUNDING as _U_ROUNDING
 #: Largest completion count accepted per window: counts above 2**53 are not exact in floats.
 MAX_COMPLETIONS = float(2**53)
 
+
 def _scalar(value: Any, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, Real):
         raise ValueError(f"{name}: must be a real number, got {value!r}")

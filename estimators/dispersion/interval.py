@@ -124,6 +124,7 @@ IntervalReason = Literal["ok", "no_busy_time", "no_completions", "no_variation",
                     ``lower``, but ``upper`` is ``inf``.
 """
 
+
 @dataclass(frozen=True)
 class DispersionInterval:
     """Outcome of :func:`index_of_dispersion_interval`.

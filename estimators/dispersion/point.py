@@ -56,6 +56,7 @@ DEFAULT_MAX_STEPS = 256
 #: Value reported when no estimate can be formed (no busy time, no completions): Poisson.
 NEUTRAL_VALUE = 1.0
 
+
 @dataclass(frozen=True)
 class DispersionEstimate:
     """Outcome of the Fig. 2 algorithm (Mi et al. (2008)).
@@ -82,6 +83,7 @@ class DispersionEstimate:
     def flagged(self) -> bool:
         """True unless the estimate converged normally."""
         return self.reason != "ok"
+
 
 def index_of_dispersion(utilization: Any, completions: Any, window_s: float,
                         tol: float = 0.20, min_samples: int = 100, *,
@@ -117,6 +119,7 @@ def index_of_dispersion(utilization: Any, completions: Any, window_s: float,
 
 def _flag(reason: Reason, too_short: bool = False) -> DispersionEstimate:
     return DispersionEstimate(NEUTRAL_VALUE, 0.0, False, 0, too_short, reason)
+
 
 def _converged(y: float, previous: float, tol: float) -> bool:
     if previous == 0.0:

@@ -225,6 +225,7 @@ def _solve_levels(lam: np.ndarray, proc: MAP, cores: int, tr: _Transitions,
                   "per-job" if per_job else "speed-scaled", N, pi=pi, transitions=tr, lam=lam,
                   rate=rate)
 
+
 def _fill(nu: np.ndarray, proc: MAP, cores: int) -> np.ndarray:
     """``nu(n)`` where level ``n`` is too unlikely to be resolved (:data:`RELIABLE_LEVEL`):
     the nearest resolved level's, times ``min(n, c) / min(n', c)`` (the busy cores), so
@@ -243,6 +244,7 @@ def _fill(nu: np.ndarray, proc: MAP, cores: int) -> np.ndarray:
     busy = np.minimum(n[1:], cores) / np.minimum(pick, cores)
     out[1:] = np.where(known[1:], nu[1:], nu[pick] * busy)
     return out
+
 
 def _next_levels(last: _Chain | None) -> int | None:
     """The truncation of a tier's chain in the next sweep: the last one's (its factorisation is

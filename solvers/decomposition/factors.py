@@ -127,6 +127,7 @@ def _factor_and_solve(lam: np.ndarray, proc: MAP, cores: int, tr: _Transitions,
         raise RuntimeError("decomposition: the bursty tier's chain could not be solved")
     return x, _Factor(lub, piv, l, u, anchor, x)
 
+
 def _chain_residual(tr: _Transitions, rate: np.ndarray, out: np.ndarray, pi: np.ndarray,
                     scale: float) -> float:
     """``||pi Q||_1 / max |q_ii|``."""

@@ -41,6 +41,7 @@ _EPS = 1e-4          # relative step of the central differences d log G / d log 
 _NEG_INF = -math.inf
 _CONVOLVE_CELLS = 1 << 20     # terms per block of a head convolution (memory bound, 8 MiB)
 
+
 def _log_delay(N: int, Z: float) -> np.ndarray:
     """``log G(k)`` of the think station alone: ``Z^k / k!`` (``Z = 0``: only ``k = 0``)."""
     k = np.arange(N + 1, dtype=float)
@@ -209,6 +210,7 @@ def _ratio(lg: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore"):
         out[1:] = np.exp(lg[:-1] - lg[1:])
     return np.nan_to_num(out, nan=0.0, posinf=0.0)
+
 
 def _rest_log_g(lg_e: np.ndarray, weights: dict[int, tuple[np.ndarray, float | None]],
                 skip: int | None) -> np.ndarray:

@@ -57,6 +57,7 @@ class DecompositionResult:
         for name in ("residence_time", "utilization", "queue_length", "bottleneck_probability"):
             object.__setattr__(self, name, _frozen(getattr(self, name)))
 
+
 def _result(X: float, Q: np.ndarray, U: np.ndarray, B: np.ndarray, procs: list[MAP],
             cores: tuple[int, ...], N: int, Z: float, iterations: int, converged: bool,
             flags: list[str], t0: float) -> DecompositionResult:

@@ -68,6 +68,7 @@ def _check_think(value: Any) -> float:
         raise ValueError(f"think_time: must be a finite number >= 0, got {value!r}")
     return z
 
+
 def _trivial(procs: list[MAP], cores: tuple[int, ...], Z: float) -> DecompositionResult:
     M = len(procs)
     means = np.array([p.mean for p in procs])
@@ -190,6 +191,7 @@ def solve_decomposed(processes: Any, population: Any, think_time: Any, *,
 
 #: rounds of step 4 (the rest re-solved without the users held downstream) and their stop:
 
+
 def _read_back(chains: dict[int, _Chain], nu: dict[int, np.ndarray], means: np.ndarray,
                cores: tuple[int, ...], bursty: list[int], expo: list[int], N: int, Z: float,
                held: float, cache: dict[int, np.ndarray], memo: SolveMemo,
@@ -223,6 +225,7 @@ def _read_back(chains: dict[int, _Chain], nu: dict[int, np.ndarray], means: np.n
         conditional[b] = Q[b]
     conditional[ref] = k
     return Q, conditional, ref
+
 
 def _product_form(procs: list[MAP], cores: tuple[int, ...], expo: list[int], lg_e: np.ndarray,
                   N: int, Z: float, t0: float) -> DecompositionResult:

@@ -184,6 +184,7 @@ def _per_job(N: int, proc: MAP, cores: int, heads: _Memo | None = None) -> _Tran
         exit_rate[hi:] = np.tile(exit_rate[lo:hi], N - full)
     return _Transitions(src_a, dst_a, rate_a, up_a, level, exit_rate, prior)
 
+
 def _per_job_head(N: int, proc: MAP, cores: int,
                   heads: _Memo | None) -> tuple[np.ndarray, ...]:
     """:func:`_per_job`'s transitions ``(src, dst, rate, up)`` out of levels

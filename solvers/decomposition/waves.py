@@ -76,6 +76,7 @@ class _Secant:
         h0, f0 = last
         return h - (g - h) * (h - h0) / ((g - h) - f0)
 
+
 def _downstream_groups(procs: list[MAP], bursty: list[int]) -> dict[int, list[int]]:
     """Per bursty tier, the exponential tiers after it up to the next bursty tier or the
     think station (which its waves reach before anything smooths them)."""

@@ -147,7 +147,6 @@ def dissect(coords: list[np.ndarray], logw: np.ndarray, table: np.ndarray, leaf:
     return out
 
 
-
 def _dofs(nodes: np.ndarray, K: int) -> np.ndarray:
     return (nodes[:, None] * K + np.arange(K)).ravel()
 
