@@ -36,7 +36,7 @@ def utilization_and_throughputs(utilization: Any, throughputs: Any, row: str
     if not (u.min() >= 0.0 and u.max() <= 1.0):                # NaN fails too
         bad = ~(np.isfinite(u) & (u >= -U_ROUNDING) & (u <= 1.0 + U_ROUNDING))
         if bad.any():
-            raise ValueError(f"utilization: entries must be finite and within [0, 1], "
+            raise ValueError(f"utilization: entries must be within [0, 1], "
                              f"got {u[bad][:3].tolist()}")
         u = np.clip(u, 0.0, 1.0)                      # rounding residue (a copy)
     return u, X
