@@ -38,6 +38,7 @@ from pathlib import Path  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import solvers.decomposition as decomposition  # noqa: E402
+from solvers.decomposition import stations  # noqa: E402
 from solvers.bounds import knee  # noqa: E402
 from solvers.paper000 import _BURSTY_D0, _BURSTY_D1  # noqa: E402
 from solvers.processes import MAP  # noqa: E402
@@ -63,7 +64,7 @@ def solved(procs: list[MAP], cores: list[int], n: int, station: str
     count: the grid's own effect) or ``speed-scaled`` (one MAP at speed min(n, c))."""
     bins = decomposition.PHASE_COUNT_BINS
     if station == "full chain":
-        decomposition.PHASE_COUNT_BINS = max(cores)
+        stations.PHASE_COUNT_BINS = max(cores)
     try:
         t0 = time.perf_counter()
         res = decomposition.solve_decomposed(
@@ -71,7 +72,7 @@ def solved(procs: list[MAP], cores: list[int], n: int, station: str
             per_job_max_cores=1 if station == "speed-scaled" else 64)
         return res.throughput, res.response_time, time.perf_counter() - t0, res.flags
     finally:
-        decomposition.PHASE_COUNT_BINS = bins
+        stations.PHASE_COUNT_BINS = bins
 
 
 def main() -> None:

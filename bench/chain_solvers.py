@@ -32,7 +32,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 from scipy.linalg.lapack import dgbtrf, dgbtrs, dgetrf, dgetrs
 
-import solvers.decomposition as decomposition
+import solvers.decomposition.chain as chain
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ def capture_factorisations() -> Iterator[list[CapturedChain]]:
     """Within the block, every fresh factorisation of a bursty tier's chain by
     :mod:`solvers.decomposition` (its private ``_factor_and_solve``) is recorded."""
     seen: list[CapturedChain] = []
-    original = decomposition._factor_and_solve
+    original = chain._factor_and_solve
 
     def spy(lam: Any, proc: Any, cores: int, tr: Any, rate: np.ndarray,
             out: np.ndarray) -> Any:
@@ -69,11 +69,11 @@ def capture_factorisations() -> Iterator[list[CapturedChain]]:
         seen.append(CapturedChain(tr.src, tr.dst, rate, out, tr.level, x / x.sum()))
         return x, factor
 
-    decomposition._factor_and_solve = spy
+    chain._factor_and_solve = spy
     try:
         yield seen
     finally:
-        decomposition._factor_and_solve = original
+        chain._factor_and_solve = original
 
 
 def truncated(chain: CapturedChain, mass: float) -> CapturedChain:

@@ -1,6 +1,6 @@
 """Completions counted in units of work, so that a drifting class mix is not read as burstiness.
 
-Paper 000's estimator (:mod:`estimators.dispersion`) reads ``I`` from how the completions
+The estimator of Mi et al. (2008) (:mod:`estimators.dispersion`) reads ``I`` from how the completions
 ``n_k`` of a window follow its busy time ``B_k``. With one class that is the service process.
 With several, a request of a heavy class takes longer than one of a light class, so when the
 mix drifts -- the morning's searches, the evening's checkouts -- the busy time per completion
@@ -13,20 +13,20 @@ already follows the mix through its per-class demands ``D_c`` at the current mix
 Here each window's completions are weighted by their classes' demands:
 ``n'_k = sum_c w_c n_kc * (sum_k n_k / sum_k sum_c w_c n_kc)``, the weights ``w_c >= 0`` the
 non-negative least-squares fit of ``B_k = sum_c w_c n_kc`` over the same windows (the
-utilization law, paper 002 eq. 1, over the estimator's whole history; the pipeline's own
-regression, :func:`estimators.demand.regression_demands`), rescaled so that
+utilization law, Rolia and Vetland (1995), eq. 1, over the estimator's whole history; the
+pipeline's own regression, :func:`estimators.demand.regression_demands`), rescaled so that
 ``sum_k n'_k = sum_k n_k`` (the mean service time, and so ``I``'s units, are unchanged). Read
 on ``n'``, the same tiers give ``I`` = 0.6-6.8. Burstiness of the service itself -- a run of
-slow requests of every class (paper 000's cause), or a tier's slow phase -- stays: it is not a
-function of the counts.
+slow requests of every class (the cause Mi et al. (2008) study), or a tier's slow phase -- stays:
+it is not a function of the counts.
 
 What goes besides the drift is the classes' spread at a fixed mix: the counts read the
 aggregate's hyperexponential (``I`` = its SCV, ``2 sum p_c d_c^2 / (sum p_c d_c)^2 - 1``, 1.7 on
 ``tests/test_class_mix.py``'s eight classes), the work each class's own variability (1.3 there,
 exponential classes) -- an O(1) difference, far below ``idc_threshold``'s 10, and the per-class
 demands carry the classes' differences into the model. Under a steady mix the weights are
-barely identified (paper 002 section 5), but then ``n'_k`` is about proportional to ``n_k``
-whatever they are. With fewer than two classes that complete anything, when the fit gives
+barely identified (Rolia and Vetland (1995), section 5), but then ``n'_k`` is about proportional to
+``n_k`` whatever they are. With fewer than two classes that complete anything, when the fit gives
 every class weight zero, when it does not converge (``scipy.optimize.nnls`` out of
 iterations), or when the rescaled counts overflow (counts near the records' limits), ``n'`` is
 ``n``.
@@ -61,7 +61,7 @@ def work_weighted_completions(utilization: np.ndarray, completions: np.ndarray,
         return total
     try:
         weights = regression_demands(U, n[:, active] / window_s).demands
-    except RuntimeError:          # Lawson-Hanson out of iterations: the counts, as before
+    except RuntimeError:          # Lawson-Hanson out of iterations: the counts, as above
         return total
     with np.errstate(over="ignore", invalid="ignore"):     # 0 x inf: NaN, caught below
         weighted = n[:, active] @ weights

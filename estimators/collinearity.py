@@ -1,17 +1,17 @@
 """Per-class demands under collinearity: which classes the windows can separate, and how well.
 
-The demand estimators of :mod:`estimators.demand` (regression, paper 002 section 5 Fig. 6;
-Kalman filter, paper 004 eqs. (4)-(6)) read the per-class demands ``D_c`` off the utilization
-law of a tier in window ``k``::
+The demand estimators of :mod:`estimators.demand` (regression, Rolia and Vetland (1995), section 5
+Fig. 6; Kalman filter, Huang et al. (2012), eqs. (4)-(6)) read the per-class demands ``D_c`` off
+the utilization law of a tier in window ``k``::
 
     z_k = U_k * cores = sum_c X_{k,c} D_c
 
 When the classes' throughputs move together -- a steady class mix, every class at nearly the
 same rate -- the columns of the design matrix ``X`` are nearly collinear: their sum (the total
-load) is well determined, the split between classes is not (paper 004 section 3.3: NNLS
-"collapses" classes to 0; paper 002 section 5: accuracy falls with the number of classes).
-This module says so **per class**, with an uncertainty, and offers the data that do separate
-the classes where they exist. Pure numpy, no I/O, no state.
+load) is well determined, the split between classes is not (Huang et al. (2012), section 3.3: NNLS
+"collapses" classes to 0; Rolia and Vetland (1995), section 5: accuracy falls with the number of
+classes). This module says so **per class**, with an uncertainty, and offers the data that do
+separate the classes where they exist. Pure numpy, no I/O, no state.
 
 What is measured (:func:`assess_separability`):
 
@@ -21,8 +21,8 @@ What is measured (:func:`assess_separability`):
   that design (``X~`` with unit-norm columns; 1 for orthogonal columns): how much the class's
   coefficient variance is inflated by its near-dependence on the others;
 * per class the **standard error** of the ordinary-least-squares demand,
-  ``se_c = sqrt(s^2 [(X^T X)^{-1}]_{cc})``, ``s^2 = RSS / (n - p)`` (the regression of paper
-  002 Fig. 6 without the sign constraint);
+  ``se_c = sqrt(s^2 [(X^T X)^{-1}]_{cc})``, ``s^2 = RSS / (n - p)`` (the regression of
+  Rolia and Vetland (1995), Fig. 6, without the sign constraint);
 * where other estimates of the same demands are given (the Kalman filter, NNLS, ...), their
   **disagreement** with the least-squares demand.
 
@@ -62,6 +62,8 @@ from typing import Any
 
 import numpy as np
 
+from estimators._checks import as_array, utilization_and_throughputs
+
 __all__ = ["Separability", "assess_separability", "response_time_split", "REASONS"]
 
 #: why a class is not separated, in the order they are checked
@@ -69,8 +71,6 @@ REASONS = ("no_completions", "not_identifiable", "negative", "collinear", "impre
            "estimators_disagree")
 #: a singular value below this fraction of the largest is exact collinearity (rank deficiency)
 _RANK_RTOL = 1e-10
-#: a utilization within this of [0, 1] is rounding: clamped (as in :mod:`estimators.demand`)
-_U_ROUNDING = 1e-9
 DISCIPLINES = ("ps", "fcfs")
 _FLOAT_MAX = float(np.finfo(float).max)
 
@@ -145,29 +145,9 @@ def _relative(se: np.ndarray, d: np.ndarray, d_bar: float,
 # input checks
 # --------------------------------------------------------------------------------------------
 
-def _as_array(values: Any, field: str) -> np.ndarray:
-    try:
-        return np.asarray(values, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(f"{field}: must be numeric, got {values!r}") from None
-
-
 def _check_inputs(utilization: Any, throughputs: Any, cores: Any
                   ) -> tuple[np.ndarray, np.ndarray, float]:
-    u = _as_array(utilization, "utilization")
-    X = _as_array(throughputs, "throughputs")
-    if u.ndim != 1 or u.size == 0:
-        raise ValueError(f"utilization: expected a non-empty 1-D array (one per window), "
-                         f"got shape {u.shape}")
-    if X.ndim != 2 or X.shape[0] != u.size or X.shape[1] == 0:
-        raise ValueError(f"throughputs: expected shape ({u.size}, classes) with classes >= 1, "
-                         f"got {X.shape}")
-    in_unit = _every((u >= 0.0) & (u <= 1.0))                # NaN is not
-    if not in_unit:
-        bad = ~(np.isfinite(u) & (u >= -_U_ROUNDING) & (u <= 1.0 + _U_ROUNDING))
-        if bad.any():
-            raise ValueError(f"utilization: entries must be finite and within [0, 1], "
-                             f"got {u[bad][:3].tolist()}")
+    u, X = utilization_and_throughputs(utilization, throughputs, "window")
     if not _every((X >= 0.0) & (X < math.inf)):                # finite and >= 0; NaN is not
         bad_x = ~(np.isfinite(X) & (X >= 0.0))
         raise ValueError(f"throughputs: entries must be finite and >= 0, "
@@ -178,7 +158,7 @@ def _check_inputs(utilization: Any, throughputs: Any, cores: Any
         raise ValueError(f"cores: must be a positive number, got {cores!r}") from None
     if not (c > 0.0 and math.isfinite(c)):
         raise ValueError(f"cores: must be finite and > 0, got {cores!r}")
-    return (u if in_unit else np.clip(u, 0.0, 1.0)), X, c
+    return u, X, c
 
 
 def _check_fraction(value: Any, field: str) -> float:
@@ -197,7 +177,7 @@ def _check_discipline(discipline: str) -> None:
 
 
 def _check_response_times(response_times: Any, shape: tuple[int, ...]) -> np.ndarray:
-    R = _as_array(response_times, "response_times")
+    R = as_array(response_times, "response_times")
     if R.shape != shape:
         raise ValueError(f"response_times: expected shape {shape}, got {R.shape}")
     if np.count_nonzero(R < 0):                # NaN is "none reported"; -inf is ignored
@@ -325,12 +305,12 @@ def assess_separability(utilization: Sequence[float] | np.ndarray,
     disagreement: dict[str, np.ndarray] = {}
     disagrees = np.zeros(p, dtype=bool)
     for name, values in (others or {}).items():
-        other = _as_array(values, f"others[{name!r}]")
+        other = as_array(values, f"others[{name!r}]")
         if other.shape != (p,) or not _every(np.isfinite(other)):
             raise ValueError(f"others[{name!r}]: expected {p} finite values, got {values!r}")
         other_sd = np.zeros(p)
         if others_std and name in others_std:
-            other_sd = _as_array(others_std[name], f"others_std[{name!r}]")
+            other_sd = as_array(others_std[name], f"others_std[{name!r}]")
             if other_sd.shape != (p,) or not _every(np.isfinite(other_sd) & (other_sd >= 0)):
                 raise ValueError(f"others_std[{name!r}]: expected {p} finite values >= 0, "
                                  f"got {others_std[name]!r}")

@@ -2,25 +2,26 @@
 
 Both estimators rest on the utilization law of one server (tier) with ``cores`` CPUs: in window
 (period) ``k`` the busy CPU-seconds per second equal the sum over classes of throughput times
-demand,
+demand (Huang et al. (2012), eq. (5.b); Rolia and Vetland (1995), Fig. 6),
 
-    z_k = U_k * cores = sum_c X_{k,c} * D_c        (paper 004 eq. (5.b); paper 002 Fig. 6)
+    z_k = U_k * cores = sum_c X_{k,c} * D_c
 
 where ``U_k`` is the utilization averaged over the cores (0..1), ``X_{k,c}`` the throughput of
 class ``c`` (completions per second) and ``D_c`` its demand (CPU-seconds per request).
 
-* :class:`KalmanDemandEstimator` tracks ``D`` window by window (paper 004, section 2.3,
+* :class:`KalmanDemandEstimator` tracks ``D`` window by window (Huang et al. (2012), section 2.3,
   eqs. (4)-(6)): state ``x = D``, random walk ``x_k = x_{k-1} + w_{k-1}`` (5.a), scalar
   measurement ``z_k = H_k x_k + v_k`` with ``H_k = [X_{k,1} .. X_{k,n}]`` (5.b, 5.c).
-* :func:`regression_demands` solves the equations of many periods at once (paper 002, section 5,
-  Fig. 6) by non-negative least squares (paper 004 section 3.3.2) or ordinary least squares.
-* :func:`relative_error` is paper 002's utilization-weighted error ``E_rel``.
+* :func:`regression_demands` solves the equations of many periods at once (Rolia and Vetland
+  (1995), section 5, Fig. 6) by non-negative least squares (Huang et al. (2012), section 3.3.2) or
+  ordinary least squares.
+* :func:`relative_error` is the utilization-weighted error ``E_rel`` of Rolia and Vetland (1995).
 
 Everything here is pure numpy/scipy: no I/O, no global state. Invalid input raises
 ``ValueError`` whose message starts with the name of the offending field.
 
-Where the Kalman filter departs from paper 004 (all switchable; ``KalmanDemandEstimator.paper``
-builds the filter exactly as published) and why:
+Where the Kalman filter departs from Huang et al. (2012) (all switchable;
+``KalmanDemandEstimator.paper`` builds the filter exactly as published) and why:
 
 * ``R > 0`` by default. With the paper's ``R = 0`` the correction forces ``H x = z`` exactly:
   the covariance collapses along ``H`` (with one class ``P`` becomes 0 and the next gain is
@@ -49,6 +50,8 @@ from typing import Any
 import numpy as np
 from scipy.optimize import nnls
 
+from estimators._checks import U_ROUNDING, as_array, utilization_and_throughputs
+
 __all__ = [
     "KalmanDemandEstimator",
     "RegressionResult",
@@ -65,8 +68,6 @@ _P0_SMALLEST = 1e-280
 _MAX_WINDOW_VALUE = 1e9    # bound on per-class throughputs (1/s) and response times (s)
 _MIN_RATE = 1e-9           # smallest non-zero throughput (1/s) the filter accepts
 _MAX_CORES = 1e6
-#: a utilization within this of [0, 1] is rounding (``1 + 1e-12``, ``-1e-15``): clamped into it
-_U_ROUNDING = 1e-9
 #: skip reasons of :meth:`KalmanDemandEstimator.update` (also used by :mod:`estimators.kalman_bank`)
 SKIP_IDLE = "idle: no completions in the window (H = 0)"
 SKIP_DEGENERATE = "degenerate: H P H^T + R is not > 0 or overflows"
@@ -91,7 +92,7 @@ def _check_utilization_scalar(utilization: Any) -> float:
         value = float(utilization)
     except (TypeError, ValueError):
         raise ValueError(f"utilization: must be a number in [0, 1], got {utilization!r}") from None
-    if not -_U_ROUNDING <= value <= 1.0 + _U_ROUNDING:  # also rejects NaN
+    if not -U_ROUNDING <= value <= 1.0 + U_ROUNDING:  # also rejects NaN
         raise ValueError(f"utilization: must be within [0, 1], got {utilization!r}")
     return min(max(value, 0.0), 1.0)                   # rounding residue clamped
 
@@ -123,13 +124,6 @@ def _finite_nonnegative(values: np.ndarray, field: str, upper: float = math.inf,
     return high
 
 
-def _as_float_array(values: Any, field: str) -> np.ndarray:
-    try:
-        return np.asarray(values, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(f"{field}: must be numeric, got {values!r}") from None
-
-
 def _class_vector(values: ArrayOrMapping, classes: tuple[str, ...], index: dict[str, int],
                   field: str, min_positive: float = 0.0) -> tuple[np.ndarray, float]:
     """``values`` as an array aligned with ``classes``, each in ``[0, 1e9]``, and its maximum.
@@ -155,7 +149,7 @@ def _class_vector(values: ArrayOrMapping, classes: tuple[str, ...], index: dict[
                 raise ValueError(f"{field}: value of class {name!r} must be a number, "
                                  f"got {value!r}") from None
     else:
-        out = _as_float_array(values, field)
+        out = as_array(values, field)
         if out.shape != (n,):
             raise ValueError(f"{field}: expected {n} values aligned with classes, "
                              f"got shape {out.shape}")
@@ -198,13 +192,15 @@ def _solve_psd(A: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------------------------
-# Kalman filter (paper 004, section 2.3)
+# Kalman filter (Huang et al. (2012), section 2.3)
 # --------------------------------------------------------------------------------------------
 
 class KalmanDemandEstimator:
-    """Per-class demands of one server tracked by a Kalman filter (paper 004, eqs. (4)-(6)).
+    """Per-class demands of one server tracked by a Kalman filter (Huang et al. (2012), eqs.
+    (4)-(6)).
 
-    Model (paper 004 eq. (5)): state ``x_k`` = demands (CPU-seconds per request, one per class),
+    Model (Huang et al. (2012), eq. (5)): state ``x_k`` = demands (CPU-seconds per request,
+    one per class),
 
     * process  ``x_k = x_{k-1} + w_{k-1}``, ``w ~ N(0, Q_k)``   (5.a; ``A = I``, no control)
     * measure  ``z_k = H_k x_k + v_k``,    ``v ~ N(0, R)``      (5.b)
@@ -214,13 +210,14 @@ class KalmanDemandEstimator:
     Each window runs :meth:`predict` (6.a-6.b) then :meth:`correct` (6.c-6.e). The measurement
     is a scalar, so the inverse in (6.c) is a division: ``K = P^- H^T / (H P^- H^T + R)``.
 
-    Initialisation (paper 004, section 2.3), from the first window with completions and
+    Initialisation (Huang et al. (2012), section 2.3), from the first window with completions and
     ``U > 0``: ``x_{i,0} = rt_{i,0} (1 - U_0)`` for classes whose response time is given,
     otherwise the utilization law split evenly per request, ``x_{i,0} = U_0 cores / sum_c X_{0,c}``;
     ``P_0 = diag(x_{i,0}^2)``.
 
     Process noise ``Q_k = diag(xi_1 .. xi_n)`` with ``xi_i = max_j (x_{i,j} - x_{i,j-1})^2``, the
-    largest squared change observed (paper 004), with these deviations (module notes say why):
+    largest squared change observed (Huang et al. (2012)), with these deviations (module notes
+    say why):
 
     * changes are only recorded once the filter has *settled*, ``settle`` windows (default
       twice the number of classes) after the (re)initialisation;
@@ -233,7 +230,7 @@ class KalmanDemandEstimator:
 
     Measurement noise: the paper sets ``R = 0`` (utilization trusted exactly); here ``R``
     defaults to ``1e-4`` (a standard deviation of 0.01 in ``U * cores``) and should be set to
-    the variance of the utilization measurement (paper 004: "or measure R in earlier
+    the variance of the utilization measurement (Huang et al. (2012): "or measure R in earlier
     experiments"). With ``adaptive_R`` the filter uses ``max(R, mean(innovation^2) - H P^- H^T)``.
 
     Non-negativity: after a correction a negative demand is projected onto ``x_i = 0`` in the
@@ -282,7 +279,8 @@ class KalmanDemandEstimator:
 
     @classmethod
     def paper(cls, classes: Sequence[str], cores: float = 1) -> KalmanDemandEstimator:
-        """The filter exactly as paper 004 states it: ``R = 0``, ``Q`` from the largest change
+        """The filter exactly as Huang et al. (2012) states it: ``R = 0``, ``Q`` from the largest
+        change
         since the first window, no floor, no cap, no change detection."""
         return cls(classes, cores, R=0.0, q_floor=0.0, q_cap=math.inf, gate=math.inf,
                    settle=0, adaptive_R=False)
@@ -315,7 +313,8 @@ class KalmanDemandEstimator:
     # -- the filter -------------------------------------------------------------------------
 
     def process_noise(self) -> np.ndarray:
-        """Diagonal of ``Q_k``: ``xi_i`` (paper 004) clamped to ``[q_floor s_i, q_cap s_i]^2``."""
+        """Diagonal of ``Q_k``: ``xi_i`` (Huang et al. (2012)) clamped to
+        ``[q_floor s_i, q_cap s_i]^2``."""
         x = self.x
         scale = np.maximum(x, 0.1 * sum(x.tolist()) / x.size)
         scale *= scale
@@ -490,8 +489,9 @@ class KalmanDemandEstimator:
 
         For a request class that appears mid-stream. Known classes keep their estimates and
         covariance; a new class starts at the mean of the current demands with variance its
-        square (the ``P_0 = diag(x_0^2)`` rule of paper 004, section 2.3) and no process-noise
-        history. Before initialisation the copy is simply uninitialised with the new classes.
+        square (the ``P_0 = diag(x_0^2)`` rule of Huang et al. (2012), section 2.3) and no
+        process-noise history. Before initialisation the copy is simply uninitialised with the new
+        classes.
         """
         new = _check_classes(classes)
         missing = [c for c in self.classes if c not in new]
@@ -550,12 +550,12 @@ class KalmanDemandEstimator:
                       q_cap=math.inf if state["q_cap"] is None else state["q_cap"],
                       gate=math.inf if state["gate"] is None else state["gate"],
                       settle=state["settle"], adaptive_R=state["adaptive_R"])
-            arrays = {f: _as_float_array(state[f], f) for f in ("x", "P", "xi")}
+            arrays = {f: as_array(state[f], f) for f in ("x", "P", "xi")}
             flags = {f: state[f] for f in cls._FLAGS}
             counters = {c: state[c] for c in cls._COUNTERS}
             reason = state["skip_reason"]
-            innovation = _as_float_array(state["innovation"], "innovation")
-            innovation_var = _as_float_array(state["innovation_var"], "innovation_var")
+            innovation = as_array(state["innovation"], "innovation")
+            innovation_var = as_array(state["innovation_var"], "innovation_var")
         except KeyError as missing:
             raise ValueError(f"{missing.args[0]}: missing from state") from None
         n = len(est.classes)
@@ -621,19 +621,19 @@ def _check_settle(settle: Any, default: int) -> int:
 
 
 # --------------------------------------------------------------------------------------------
-# Regression (paper 002, section 5, Fig. 6)
+# Regression (Rolia and Vetland (1995), section 5, Fig. 6)
 # --------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class RegressionResult:
     """Demands from :func:`regression_demands` with diagnostics.
 
-    ``residual`` is ``sqrt(sum_k (z'_k - z_k)^2)`` in units of ``U * cores`` (paper 004,
+    ``residual`` is ``sqrt(sum_k (z'_k - z_k)^2)`` in units of ``U * cores`` (Huang et al. (2012),
     section 3.3.2), ``rank`` the numerical rank of the throughput matrix, ``rank_deficient``
     True when it is below the number of classes (more classes than periods, a class that never
     completed, or collinear class mixes): the demands are then not identifiable and the
     solution is one of many. ``zeroed`` marks classes whose demand came out exactly 0
-    (what NNLS does to classes it cannot tell apart, paper 004 Table 3).
+    (what NNLS does to classes it cannot tell apart, Huang et al. (2012), Table 3).
     """
 
     demands: np.ndarray
@@ -654,20 +654,7 @@ class RegressionResult:
 
 
 def _check_period_data(utilization: Any, throughputs: Any) -> tuple[np.ndarray, np.ndarray]:
-    u = _as_float_array(utilization, "utilization")
-    X = _as_float_array(throughputs, "throughputs")
-    if u.ndim != 1 or u.size == 0:
-        raise ValueError(f"utilization: expected a non-empty 1-D array (one per period), "
-                         f"got shape {u.shape}")
-    if X.ndim != 2 or X.shape[0] != u.size or X.shape[1] == 0:
-        raise ValueError(f"throughputs: expected shape ({u.size}, classes) with classes >= 1, "
-                         f"got {X.shape}")
-    if not (u.min() >= 0.0 and u.max() <= 1.0):
-        bad = u[~((u >= -_U_ROUNDING) & (u <= 1.0 + _U_ROUNDING))]
-        if bad.size:
-            raise ValueError(f"utilization: entries must be within [0, 1], "
-                             f"got {bad[:3].tolist()}")
-        u = np.clip(u, 0.0, 1.0)                      # rounding residue (a copy)
+    u, X = utilization_and_throughputs(utilization, throughputs, "period")
     _finite_nonnegative(X, "throughputs", _MAX_WINDOW_VALUE, _MIN_RATE)
     return u, X
 
@@ -675,12 +662,12 @@ def _check_period_data(utilization: Any, throughputs: Any) -> tuple[np.ndarray, 
 def regression_demands(utilization: Sequence[float] | np.ndarray,
                        throughputs: Sequence[Sequence[float]] | np.ndarray,
                        cores: float = 1, nonnegative: bool = True) -> RegressionResult:
-    """Demands by regression over periods (paper 002, section 5, Fig. 6).
+    """Demands by regression over periods (Rolia and Vetland (1995), section 5, Fig. 6).
 
     Solves ``U_k cores = sum_c X_{k,c} D_c`` for all periods ``k`` in the least-squares sense
     -- the same equations as Fig. 6 (busy CPU time ``r_k = U_k cores T`` against invocation
     counts ``i_{k,c} = X_{k,c} T``) divided by the period length ``T``. With ``nonnegative``
-    (default) by non-negative least squares (``scipy.optimize.nnls``, as in paper 004
+    (default) by non-negative least squares (``scipy.optimize.nnls``, as in Huang et al. (2012),
     section 3.3.2), otherwise by ordinary least squares (minimum-norm when rank-deficient;
     demands may then be negative).
 
@@ -717,7 +704,7 @@ def regression_demands(utilization: Sequence[float] | np.ndarray,
 
 def relative_error(estimated: Sequence[float] | np.ndarray, true: Sequence[float] | np.ndarray,
                    counts: Sequence[float] | np.ndarray) -> float:
-    """Paper 002's utilization-weighted error (section 5.1)::
+    """The utilization-weighted error of Rolia and Vetland (1995), section 5.1::
 
         E_rel = sum_e |s_est,e - s_real,e| / s_real,e * i_e s_real,e  /  sum_e i_e s_real,e
               = sum_e |s_est,e - s_real,e| i_e  /  sum_e i_e s_real,e
@@ -726,9 +713,9 @@ def relative_error(estimated: Sequence[float] | np.ndarray, true: Sequence[float
     summed over periods). The second form is used, so a class with true demand 0 is fine; the
     error is also the relative error of the estimated total busy time when errors share a sign.
     """
-    est = _as_float_array(estimated, "estimated")
-    real = _as_float_array(true, "true")
-    i = _as_float_array(counts, "counts")
+    est = as_array(estimated, "estimated")
+    real = as_array(true, "true")
+    i = as_array(counts, "counts")
     if i.ndim == 2:
         i = i.sum(axis=0)
     if est.ndim != 1 or est.size == 0:

@@ -1,4 +1,5 @@
-"""Many Kalman demand filters stepped together: paper 004's eqs. (4)-(6), vectorised over tiers.
+"""Many Kalman demand filters stepped together: Huang et al. (2012), eqs. (4)-(6), vectorised over
+tiers.
 
 A monitoring pipeline keeps one :class:`~estimators.demand.KalmanDemandEstimator` per tier and
 receives the windows of many tiers at once. Stepped one by one, a filter costs some twenty-five

@@ -1,12 +1,12 @@
 """MAP(2) service processes fitted from mean, index of dispersion and 95th percentile.
 
-Paper 000 (Mi, Casale, Cherkasova, Smirni, Middleware 2008), section 4.1: each tier's service
+Mi et al. (2008), section 4.1: each tier's service
 process is a two-phase Markovian arrival process ``MAP(D0, D1)`` chosen from three measured
-numbers -- the mean service time, the index of dispersion ``I`` (paper 000, eq. (1), estimated
-as in Fig. 2) and the 95th percentile of service times (estimated from busy times, see
+numbers -- the mean service time, the index of dispersion ``I`` (Mi et al. (2008), eq. (1),
+estimated as in Fig. 2) and the 95th percentile of service times (estimated from busy times, see
 :func:`service_p95`). Among the MAP(2)s with the given mean and ``I`` within +-20% of the
 target, the one whose marginal 95th percentile is closest to the target is chosen; ties go to the
-largest lag-1 autocorrelation ``rho1`` (paper 000, footnote to section 4.1: "more aggressive
+largest lag-1 autocorrelation ``rho1`` (Mi et al. (2008), footnote to section 4.1: "more aggressive
 burstiness ... conservative capacity planning").
 
 The search rests on the explicit characterisation of MAP(2)s (Heindl, Horvath, Gross,
@@ -41,8 +41,8 @@ SCV and ``gamma``, two shapes with the same p95: the 5% tail carried by a modera
 branch, or the body of a marginal with a rare, extremely slow branch) to the smallest
 normalised third moment ``h3`` -- the least extreme marginal. (Without that rule a p95 near the
 exponential's ``mean ln 20`` could pick a slow branch of ~500 means with probability 1e-4: on
-paper 000's browsing mix a 40% throughput error, docs/accuracy.md.) When no MAP(2) reaches the
-``I`` band, the ``I`` closest to the target wins instead and the result is flagged. Targets the
+the browsing mix of Mi et al. (2008) a 40% throughput error, docs/accuracy.md.) When no MAP(2)
+reaches the ``I`` band, the ``I`` closest to the target wins instead and the result is flagged. Targets the
 exponential distribution meets (``I`` within ``idc_tol`` of 1, p95 within ``p95_tol`` of
 ``mean ln 20``) give the order-1 MAP (Poisson process).
 """
@@ -89,7 +89,7 @@ _QUANTILE_NEWTON = 3
 # ============================================================================ results
 @dataclass(frozen=True)
 class Map2Fit:
-    """Result of :func:`fit_map2` (paper 000, section 4.1).
+    """Result of :func:`fit_map2` (Mi et al. (2008), section 4.1).
 
     ``process`` is the fitted MAP (order 2, or order 1 for an exponential fit); ``idc``,
     ``p95``, ``scv``, ``acf1`` (``rho1``) and ``decay`` (``gamma``) are the values the process
@@ -121,7 +121,7 @@ class Map2Fit:
 
 @dataclass(frozen=True)
 class ServiceP95:
-    """Result of :func:`service_p95` (paper 000, end of section 4.1).
+    """Result of :func:`service_p95` (Mi et al. (2008), end of section 4.1).
 
     ``p95`` is ``quantile_95(B_k) / median(n_k)`` over the windows with completions, or
     ``None`` (with ``flag == "no_completions"``) when no window completed a request.
@@ -137,7 +137,7 @@ class ServiceP95:
 
 # ============================================================================ p95 from busy times
 def service_p95(busy_times: Any, completions: Any) -> ServiceP95:
-    """95th percentile of service times from per-window busy times (paper 000, section 4.1).
+    """95th percentile of service times from per-window busy times (Mi et al. (2008), section 4.1).
 
     ``busy_times[k]`` is the busy time ``B_k = U_k T`` of window ``k`` (Fig. 2, step 1) and
     ``completions[k]`` the number ``n_k`` of requests completed in it. Assuming ``B_k ~ n_k S_k``
@@ -210,7 +210,7 @@ def _vector(value: Any, name: str) -> np.ndarray:
 
 # ============================================================================ MAP(2) relations
 def idc_of(scv: Any, gamma: Any) -> Any:
-    """``I = 1 + (SCV - 1)/(1 - gamma)``: eq. (1) of paper 000 summed for a MAP(2)."""
+    """``I = 1 + (SCV - 1)/(1 - gamma)``: eq. (1) of Mi et al. (2008) summed for a MAP(2)."""
     return 1.0 + (scv - 1.0) / (1.0 - gamma)
 
 
@@ -660,7 +660,7 @@ def fit_map2(mean: float, idc: float, p95: float, *, idc_tol: float = 0.2,
              p95_tol: float = 0.05, scv: float | None = None) -> Map2Fit:
     """Fit a MAP(2) service process to ``mean``, index of dispersion ``idc`` and ``p95``.
 
-    Paper 000, section 4.1: among the MAP(2)s ``(D0, D1)`` with mean ``mean`` and ``I`` within
+    Mi et al. (2008), section 4.1: among the MAP(2)s ``(D0, D1)`` with mean ``mean`` and ``I`` within
     ``idc_tol`` (default +-20%) of ``idc``, the one whose marginal 95th percentile is closest to
     ``p95``; near-ties go to the ``I`` closest to ``idc``, then to the largest ``rho1`` (the
     paper's footnote). ``I = SCV (1 + 2 rho1/(1 - gamma))`` fixes ``gamma`` once the marginal

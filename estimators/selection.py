@@ -1,8 +1,9 @@
 """Per-tier choice of the demand estimator by its recent utilization-prediction error.
 
-The demand estimators of :mod:`estimators.demand` (Kalman filter, paper 004; sliding regression,
-paper 002) and the class-blind utilization law all predict the same measured quantity, a
-window's busy CPU-seconds per second (paper 004 eq. (5.b); paper 002 Fig. 6)::
+The demand estimators of :mod:`estimators.demand` (Kalman filter, Huang et al. (2012); sliding
+regression, Rolia and Vetland (1995)) and the class-blind utilization law all predict the same
+measured quantity, a window's busy CPU-seconds per second (Huang et al. (2012), eq. (5.b); Rolia
+and Vetland (1995), Fig. 6)::
 
     z_k = U_k * cores  ~  H_k D = sum_c X_{k,c} D_c
 
@@ -26,6 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from estimators._checks import U_ROUNDING
+
 __all__ = ["ESTIMATORS", "Selection", "prediction_error", "residual_error", "residuals",
            "select_by_residuals", "select_by_scores", "select_estimator"]
 
@@ -33,8 +36,6 @@ __all__ = ["ESTIMATORS", "Selection", "prediction_error", "residual_error", "res
 #: the class-blind utilization law predicts utilization as well as they do, but gives every
 #: class the same demand -- it is not a per-class estimator and is left out)
 ESTIMATORS = ("kalman", "regression")
-#: a utilization within this of [0, 1] is rounding (``1 + 1e-12``, ``-1e-15``): clamped into it
-_U_ROUNDING = 1e-9
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ def _window_data(utilization: np.ndarray | list[float],
     if z.ndim != 1:
         raise ValueError(f"utilization: expected a 1-D array (one per window), got shape {z.shape}")
     if not np.all(np.isfinite(z)) or np.any((z < 0) | (z > 1)):
-        ok = np.isfinite(z) & (z >= -_U_ROUNDING) & (z <= 1 + _U_ROUNDING)
+        ok = np.isfinite(z) & (z >= -U_ROUNDING) & (z <= 1 + U_ROUNDING)
         if not np.all(ok):
             raise ValueError(f"utilization: entries must be within [0, 1], got "
                              f"{z[~ok][:3].tolist()}")

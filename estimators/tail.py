@@ -1,12 +1,12 @@
 """95th percentile of service times from coarse windows: the two-phase deconvolution.
 
-Paper 000 (Mi, Casale, Cherkasova, Smirni, Middleware 2008), end of section 4.1, estimates the
+Mi et al. (2008), end of section 4.1, estimates the
 service-time p95 as ``quantile_95(B_k) / median(n_k)`` (:func:`estimators.mapfit.service_p95`),
 assuming that "the ``n_k`` jobs that are served in the ``k``-th busy period receive a similar
 service time ``S_k``", i.e. ``B_k ~ n_k S_k``. The quantile of a *busy time* is a quantile of a
 sum of ``n_k`` services: it spreads like ``sqrt(I / n_k)`` around the mean, not like one service
-(7.7 ms against a true 26.4 ms on paper 000's browsing mix; docs/accuracy.md, "The service-time
-tail").
+(7.7 ms against a true 26.4 ms on the browsing mix of Mi et al. (2008); docs/accuracy.md, "The
+service-time tail").
 
 Two estimates from the windows' mean service times ``m_k = B_k / n_k`` (windows with
 ``n_k > 0``):
@@ -44,10 +44,10 @@ Two estimates from the windows' mean service times ``m_k = B_k / n_k`` (windows 
   ``~ b ln(20 m / b)``, 5.3 to 7.2 means for any ``b`` from 3.5 to 13 means.
 
 Measured (``bench/accuracy_tail.py``, 3 h of 5 s windows of M/process/1 queues; figures in
-docs/accuracy.md): within +-15% of the true p95 on paper 000's browsing database (the window
-mixture -46%), on most of the other processes and on held-out ones. It stays short when the
-slow runs are much shorter than a window so that no window comes near the slow phase (paper
-000's shopping database, 1 ms mean, ~16 slow runs per window: about -40%), and with windows
+docs/accuracy.md): within +-15% of the true p95 on the browsing database of Mi et al. (2008) (the
+window mixture -46%), on most of the other processes and on held-out ones. It stays short when the
+slow runs are much shorter than a window so that no window comes near the slow phase (the
+shopping database of Mi et al. (2008), 1 ms mean, ~16 slow runs per window: about -40%), and with windows
 long enough to average several bursts (browsing at 30-60 s windows: about -45%): the windows
 cannot tell such a process from others with the same mean and ``I`` (MAP(2)s with the browsing
 database's mean and ``I`` reach any p95 from 0.2 to 7.6 means), and the spread of the window
@@ -195,7 +195,7 @@ def _quantiles(values: np.ndarray, levels: Sequence[float]) -> list[float]:
 
 
 def window_mixture_p95(busy_times: Any, completions: Any) -> ServiceTail:
-    """Service-time p95 under paper 000 section 4.1's one service rate per window: the 0.95
+    """Service-time p95 under Mi et al. (2008), section 4.1's one service rate per window: the 0.95
     quantile of ``sum_k w_k exp(-x/m_k)`` with ``w_k = n_k / sum n`` and ``m_k = B_k / n_k``
     over the windows with ``n_k > 0`` (module docstring). Same input rules as
     :func:`service_tail_p95`."""

@@ -6,10 +6,10 @@
   model:
 
   - :meth:`~_Stations.scale_speed` -- move a tier to a machine ``speed`` times as fast:
-    ``D_{m,c} -> D_{m,c} / speed`` (paper 003, CloudProphet: a tier's CPU demand scales with
+    ``D_{m,c} -> D_{m,c} / speed`` (Zong (2011), CloudProphet: a tier's CPU demand scales with
     the CPU speed ratio of the two platforms, within 20% in their tests);
-  - :meth:`~_Stations.replicate` -- replicate a tier ``k`` times behind a load balancer (paper
-    001 §V, Fig. 11 / Table V), in one of two idealisations:
+  - :meth:`~_Stations.replicate` -- replicate a tier ``k`` times behind a load balancer
+    (Harbaoui et al. (2010), §V, Fig. 11 / Table V), in one of two idealisations:
     ``"split"`` (default): ``k`` stations with demand ``D_{m,c}/k`` each -- a balancer that
     splits requests evenly (random or round-robin) over replicas with their own queues;
     ``"servers"``: one station with ``k c_m`` servers and demand ``D_{m,c}`` -- a shared queue
@@ -21,7 +21,7 @@
   response-time targets (SLAs), by exponential bracketing and bisection over a solver callable
   (default: exact MVA, or approximate MVA for large lattices; ``solve_open`` for open models).
   The search assumes response times grow with the load, as they do in product-form networks.
-  Another solver (e.g. the MAP queueing network of paper 000 §4) plugs in as any callable
+  Another solver (e.g. the MAP queueing network of Mi et al. (2008), §4) plugs in as any callable
   ``model -> result`` whose result has a per-class ``response_time`` array.
 """
 
@@ -93,7 +93,7 @@ class _Stations:
     def scale_speed(self, station: int | str, speed: float) -> "_Stations":
         """Move ``station`` to a machine ``speed`` times as fast: ``D_{m,c} / speed``.
 
-        ``speed > 1`` is a faster CPU, ``< 1`` a slower one (paper 003: CPU demand scales with
+        ``speed > 1`` is a faster CPU, ``< 1`` a slower one (Zong (2011): CPU demand scales with
         the platforms' speed ratio, measured e.g. by a single-threaded benchmark on both).
         """
         m = self.station_index(station)
@@ -105,7 +105,7 @@ class _Stations:
         return replace(self, demands=D)
 
     def replicate(self, station: int | str, k: int, mode: str = "split") -> "_Stations":
-        """Replicate ``station`` ``k`` times behind a balancer (paper 001, Table V).
+        """Replicate ``station`` ``k`` times behind a balancer (Harbaoui et al. (2010), Table V).
 
         ``mode="split"``: ``k`` stations ``name[1]..name[k]`` with demand ``D_{m,c}/k`` and
         ``c_m`` servers each; ``mode="servers"``: one station with ``k c_m`` servers and the
@@ -235,7 +235,8 @@ class MapNetworkSolution:
 
 
 def map_network_solver(processes: Sequence[Any]) -> Callable[[ClosedModel], MapNetworkSolution]:
-    """A closed solver for :func:`max_population` that uses the exact MAP network (paper 000 §4).
+    """A closed solver for :func:`max_population` that uses the exact MAP network (Mi et al.
+    (2008), §4).
 
     ``processes`` are the stations' service processes (MAPs, in station order). Each is rescaled
     to the model's demand ``D_{m,1}`` before solving, so what-ifs that change demands

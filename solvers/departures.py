@@ -1,8 +1,8 @@
 """What a bursty tier sends downstream: its departure process, and the queue it builds there.
 
 A bursty tier ``b`` (:mod:`solvers.decomposition`) holds jobs through a run of slow services
-and releases them at its fast phase's rate when the run ends (paper 000's MAP(2) scaled to
-12 ms on 8 cores: a backlog leaves at ~30,000/s). An exponential tier after it (``c`` cores,
+and releases them at its fast phase's rate when the run ends (the MAP(2) of Mi et al. (2008) scaled
+to 12 ms on 8 cores: a backlog leaves at ~30,000/s). An exponential tier after it (``c`` cores,
 mean ``S``) does not see Poisson arrivals but those waves; the flow-equivalent server, which
 treats the rest of the network as in equilibrium at each population, gives it the product
 form's queue and misses them (docs/accuracy.md section 5, system (d): a 2-core cache at
@@ -141,8 +141,8 @@ def _reachable(dep: DepartureMAP) -> DepartureMAP:
     users), of a 16-core bursty tier's 340 191-237 (1,000-3,000 users). Against keeping every
     phase, the solves' throughput moved by at most 1.3e-8, the response time by 2.1e-7, a
     tier's residence time by 6.3e-7 (systems (c), (d), 3-4 tiers with one or two bursty
-    tiers, 100-3,000 users; dropping by probability below 1e-10 instead: up to 5.2e-5); 4 tiers
-    with a 16-core bursty second tier at 3,000 users 1.58 -> 0.84 s CPU."""
+    tiers, 100-3,000 users; dropping by probability below 1e-10 instead: up to 5.2e-5), at about
+    half the CPU time of a 4-tier solve with a 16-core bursty second tier at 3,000 users."""
     flux = dep.w * -np.diag(dep.D0)
     keep = flux > NEGLIGIBLE_PHASE * float(flux.sum())
     if keep.all():

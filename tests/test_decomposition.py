@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from solvers import decomposition
+from solvers.decomposition import fixed_point
 from solvers.decomposition import (SWING_FLAG, SWING_SPAN, SWING_SWEEPS, _bounded_swing,
                                    solve_decomposed)
 from solvers.mapqn import solve_closed
@@ -263,14 +263,14 @@ def test_the_phase_count_grid_stays_near_the_full_chain_at_64_cores(monkeypatch)
     64-core bursty tier of the simulation test above at 159 and 351 users (0.5 and 1.1 knees),
     grid against every phase count resolved: the grid's wider spread of the count is
     pessimistic by 0.2% / 1.5% on throughput and 0.7% / 4.2% on response time there."""
-    import solvers.decomposition as decomposition
+    from solvers.decomposition import stations
 
     db = BURSTY.scaled(64 / 250)
     procs, cores = [MAP.exponential(0.004), MAP.exponential(0.016), db], [4, 8, 64]
     for N in (159, 351):
         grid = solve_decomposed(procs, N, 1.0, servers=cores, per_job_max_cores=64)
         with monkeypatch.context() as m:
-            m.setattr(decomposition, "PHASE_COUNT_BINS", 64)
+            m.setattr(stations, "PHASE_COUNT_BINS", 64)
             full = solve_decomposed(procs, N, 1.0, servers=cores, per_job_max_cores=64)
         assert grid.flags == () and full.flags == ()
         assert -0.02 <= grid.throughput / full.throughput - 1 <= 0.0, N
@@ -282,11 +282,11 @@ def test_a_per_job_chain_over_its_budget_is_the_speed_scaled_station_flagged(mon
     speed-scaled station: the same answer as that station, and the flag says why -- also
     with two bursty tiers, whose later sweeps solve that station again (the flag of the
     first sweep's fallback used to be lost there)."""
-    import solvers.decomposition as decomposition
+    from solvers.decomposition import stations
 
     app, db = MILD.scaled(0.008), BURSTY.scaled(0.016)
     procs, cores = [MAP.exponential(0.004), app, db], [2, 4, 8]
-    monkeypatch.setattr(decomposition, "PER_JOB_MAX_BYTES", 1)
+    monkeypatch.setattr(stations, "PER_JOB_MAX_BYTES", 1)
     over = solve_decomposed(procs, 300, 1.0, servers=cores)
     flagged = [f for f in over.flags if "per-job chain over budget" in f]
     assert [f.split(":")[0] for f in flagged] == ["tier 1", "tier 2"]
@@ -399,7 +399,7 @@ def test_combined_sweeps_stop_once_the_answer_has_settled(monkeypatch):
     once settled (``_settled``): 33 sweeps with one or two OpenBLAS threads, within 1e-3 of
     that answer (7,114.55/s). (The stop in a bounded swing, switched off here, ends this solve
     at sweep 21, within 2.7e-4 of that.)"""
-    monkeypatch.setattr(decomposition, "SWING_SPAN", 0.0)
+    monkeypatch.setattr(fixed_point, "SWING_SPAN", 0.0)
     web = _fitted([[2132810.335543011, 89705.88083465295],
                    [19.48541586333389, 11.256662937802307]])
     db = _fitted([[171643.34827444673, 31.06723125348002],
@@ -522,6 +522,8 @@ def test_a_shared_memo_changes_no_answer_and_is_the_callers():
     :class:`SolveMemo` (a capacity search's probes): a solve after a larger one reads the
     exponential part's prefix and the per-job chain's head from it and gives exactly the
     answer of a solve without one; nothing is kept at module level."""
+    import inspect
+
     import solvers.decomposition as decomposition
     from solvers.decomposition import SolveMemo
 
@@ -535,7 +537,8 @@ def test_a_shared_memo_changes_no_answer_and_is_the_callers():
     alone = solve_decomposed(procs, 700, 2.0, servers=cores)
     assert shared.throughput == alone.throughput
     np.testing.assert_array_equal(shared.residence_time, alone.residence_time)
-    assert not [name for name, value in vars(decomposition).items()
+    assert not [name for module in vars(decomposition).values() if inspect.ismodule(module)
+                for name, value in vars(module).items()
                 if isinstance(value, (decomposition._Memo, SolveMemo))]
 
 
@@ -543,23 +546,23 @@ def test_a_long_per_job_chain_is_truncated_once_where_the_speed_scaled_one_needs
     """4 tiers, a 16-core bursty database at 2,000 users: the first truncation comes from the
     speed-scaled chain on every level (the heavier queue), so the per-job chain is factorised
     once, on about half the levels, and its answer is the one on every level."""
-    import solvers.decomposition as decomposition
+    from solvers.decomposition import chain
 
     procs = [MAP.exponential(0.002), MAP.exponential(0.010), MAP.exponential(0.004),
              BURSTY.scaled(0.020)]
     cores = [4, 8, 4, 16]
     sizes = []
-    real = decomposition._factor_and_solve
+    real = chain._factor_and_solve
 
     def counted(lam, proc, c, tr, *args):
         if tr.level.shape[0] > 2 * lam.shape[0]:          # per-job (speed-scaled: 2 a level)
             sizes.append(lam.shape[0] - 1)
         return real(lam, proc, c, tr, *args)
 
-    monkeypatch.setattr(decomposition, "_factor_and_solve", counted)
+    monkeypatch.setattr(chain, "_factor_and_solve", counted)
     res = solve_decomposed(procs, 2000, 7.0, servers=cores)
     assert len(sizes) == 1 and 1000 < sizes[0] < 1500, sizes
-    monkeypatch.setattr(decomposition, "_first_levels", lambda lam, *args: lam.shape[0] - 1)
+    monkeypatch.setattr(chain, "_first_levels", lambda lam, *args: lam.shape[0] - 1)
     del sizes[:]
     every = solve_decomposed(procs, 2000, 7.0, servers=cores)
     assert sizes == [2000]

@@ -169,21 +169,21 @@ def test_the_last_round_reads_the_wave_queues_off_the_line(monkeypatch):
     wave queues come from the line through the two rounds before (``_waves_on_line``): two
     rounds of ``MAP/M/c`` queues instead of three, the same throughput (the chains are
     re-solved at the same held users) and the queues within 1e-4 of the full last round."""
-    import solvers.decomposition as decomposition
+    from solvers.decomposition import solve, waves
 
     procs = [MAP.exponential(0.0005), MAP.exponential(0.006), BURSTY.scaled(0.012),
              MAP.exponential(0.001), MAP.exponential(0.020)]
     calls = []
-    real = decomposition.map_m_c_mean
+    real = waves.map_m_c_mean
 
     def counted(*args):
         calls.append(args[2])
         return real(*args)
 
-    monkeypatch.setattr(decomposition, "map_m_c_mean", counted)
+    monkeypatch.setattr(waves, "map_m_c_mean", counted)
     fast = solve_decomposed(procs, 735, 2.0, servers=[1, 4, 8, 2, 16])
     fast_calls = len(calls)
-    monkeypatch.setattr(decomposition, "_waves_on_line", lambda *args: None)
+    monkeypatch.setattr(solve, "_waves_on_line", lambda *args: None)
     del calls[:]
     full = solve_decomposed(procs, 735, 2.0, servers=[1, 4, 8, 2, 16])
     assert (fast_calls, len(calls)) == (4, 6)           # two tiers a round
@@ -226,14 +226,14 @@ def test_a_nearly_critical_queue_with_many_phases_solves(seed):
 def test_a_wave_queue_that_does_not_solve_keeps_the_product_form_flagged(monkeypatch):
     """When the queue after the bursty tier cannot be solved (singular or non-converging),
     that tier keeps the product form's answer with a flag: finite, never NaN, no warning."""
-    import solvers.decomposition as decomposition
+    from solvers.decomposition import waves
 
     def fails(*args, **kwargs):
         raise np.linalg.LinAlgError("G matrix: logarithmic reduction did not converge")
 
     procs = [BURSTY.scaled(0.004), MAP.exponential(0.003)]
     plain = solve_decomposed(procs, 50, 0.5)
-    monkeypatch.setattr(decomposition, "map_m_c_mean", fails)
+    monkeypatch.setattr(waves, "map_m_c_mean", fails)
     res = solve_decomposed(procs, 50, 0.5)
     assert any("did not solve" in f and "product-form queue" in f for f in res.flags)
     assert np.all(np.isfinite(res.residence_time)) and math.isfinite(res.throughput)

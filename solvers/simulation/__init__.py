@@ -3,8 +3,8 @@
 Submodules:
 
 * ``single_queue`` -- a single FCFS server fed by given arrivals and service times (the
-  M/Trace/1 queue of paper 000, Table 1) and what a monitoring system sees of it per window.
-* ``network`` -- closed networks of paper 000 Fig. 9: a think-time delay station and queues
+  M/Trace/1 queue of Mi et al. (2008), Table 1) and what a monitoring system sees of it per window.
+* ``network`` -- closed networks of Mi et al. (2008), Fig. 9: a think-time delay station and queues
   in series (PS/FCFS, exponential or MAP service, several classes, time-varying population).
 * ``open_queue`` -- open queues and open series networks (Poisson arrivals, M/M/c, MAP
   service).

@@ -8,7 +8,7 @@ is produced:
 "response_time_s", "users"}``
 
 * ``utilization`` -- busy fraction of the tier in the window (averaged over its servers),
-  the ``U_k = B_k / T`` of paper 000 Fig. 2;
+  the ``U_k = B_k / T`` of Mi et al. (2008), Fig. 2;
 * ``completions`` -- requests of each class that *left this tier* in the window (every class
   is listed, zeros included);
 * ``response_time_s`` -- mean time those requests spent at this tier (queueing + service),
@@ -17,7 +17,7 @@ is produced:
   a request, including users that will leave after their current request when the
   population is being reduced);
 * ``end`` -- ``start_time + (simulated time at the window's end)``, in epoch seconds, or as
-  an ISO-8601 UTC string (``"2026-11-20T10:00:05Z"``) with ``iso_time=True``;
+  an ISO-8601 UTC string (``"YYYY-MM-DDThh:mm:ssZ"``) with ``iso_time=True``;
 * ``cores`` -- the tier's number of servers.
 
 A request counts in the window in which it leaves the tier, as in

@@ -1,6 +1,6 @@
 """Discrete-event simulation of closed (and, via :mod:`open_queue`, open) networks of queues in series.
 
-The model is paper 000's Fig. 9 (§3.4) generalised to ``M`` queues and ``C`` request classes:
+The model is Mi et al. (2008), Fig. 9 (§3.4), generalised to ``M`` queues and ``C`` request classes:
 users of class ``c`` think at a delay station for an exponential time of mean ``Z_c``, then
 their request visits queue ``1, 2, ..., M`` once each (visit ratios 1) and the user returns to
 think. The response time of a request is the time from leaving the delay station to leaving
@@ -11,8 +11,8 @@ Service at a queue
 Each queue runs one or more *service processes*, each a :class:`~solvers.processes.MAP`
 (exponential service of mean ``S`` is the order-1 MAP with rate ``1/S``):
 
-* ``service=MAP`` -- one process shared by all classes: the tier's service process of paper
-  000 §4.1 (class-independent, mean = the MAP's mean);
+* ``service=MAP`` -- one process shared by all classes: the tier's service process of
+  Mi et al. (2008), §4.1 (class-independent, mean = the MAP's mean);
 * ``service=S`` (a number) -- exponential with mean ``S`` for every class;
 * ``service=[S_1 or MAP_1, ..., S_C or MAP_C]`` -- one process per class (class demands).
 
@@ -25,7 +25,7 @@ A process's phase advances only while it is serving; each ``D1`` event completes
   completes a job chosen uniformly among its ``n_k`` jobs. With exponential service this is
   exactly processor sharing (each job is served at rate ``mu_c / n``); with a single shared
   MAP the MAP is the server's completion process and the number-in-queue process is the same
-  as under FCFS, as in the MAP queueing networks of paper 000 §4.
+  as under FCFS, as in the MAP queueing networks of Mi et al. (2008), §4.
 * **FCFS with c > 1 servers** (M/M/c): exponential service only; the first ``min(n, c)``
   jobs in line are in service, each at its class's rate.
 
@@ -125,7 +125,7 @@ def class_names(classes: Sequence[str] | None, n_classes: int) -> tuple[str, ...
 
 @dataclass(frozen=True)
 class ClosedNetwork:
-    """Delay station (think times) followed by ``queues`` in series (paper 000, Fig. 9).
+    """Delay station (think times) followed by ``queues`` in series (Mi et al. (2008), Fig. 9).
 
     ``populations`` -- users per class (one int per class); or, with ``mix``, a single int:
     the total number of users, each of whose requests is of class ``c`` with probability
@@ -937,7 +937,7 @@ def simulate_closed(network: ClosedNetwork, duration: float, *, warmup: float | 
                     schedule: Sequence[tuple[float, Any]] | None = None,
                     rng: np.random.Generator | None = None,
                     seed: int | None = None) -> SimulationResult:
-    """Simulate the closed network of paper 000 Fig. 9 and estimate its steady state.
+    """Simulate the closed network of Mi et al. (2008), Fig. 9 and estimate its steady state.
 
     Each run discards ``warmup`` seconds of simulated time (default ``0.1 * duration``) and
     measures the next ``duration`` seconds. Confidence intervals at ``level`` come from

@@ -4,7 +4,7 @@ Requests of class ``c`` arrive in a Poisson stream of rate ``lambda_c``, visit q
 ``1, ..., M`` once each and leave. Queues are those of :mod:`solvers.simulation.network`
 (same :class:`~solvers.simulation.network.Queue` specification and service semantics): PS or
 FCFS with exponential per-class or MAP service, or M/M/c FCFS (``servers = c``). With a MAP
-service process and one FCFS queue this is the M/MAP/1 queue, i.e. paper 000's M/Trace/1
+service process and one FCFS queue this is the M/MAP/1 queue, i.e. the M/Trace/1 of Mi et al. (2008)
 queue (Table 1) with the trace drawn from the MAP.
 
 The simulation starts empty; warm-up removal and confidence intervals work as for closed

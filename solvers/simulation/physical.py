@@ -15,7 +15,7 @@ the **next value of the tier's own service-time sequence** times the class's mul
 
 * i.i.d. exponential of mean ``S`` when ``service`` is a number, or
 * the successive, correlated intervals of a :class:`~solvers.processes.MAP` when ``service``
-  is one -- paper 000 (Mi, Casale, Cherkasova, Smirni, Middleware 2008) §4.1 models a tier's
+  is one -- Mi et al. (2008) §4.1 models a tier's
   service process as a MAP(2) whose phase selects slow or fast service, so that heavy
   requests come in runs (Fig. 1(d)); that is the cause of burstiness and of the bottleneck
   switch of §3.4. The sequence is sampled in blocks and the phase reached after the last
@@ -25,7 +25,7 @@ the **next value of the tier's own service-time sequence** times the class's mul
 
 Why this is the ground truth and not a model
 --------------------------------------------
-:mod:`solvers.simulation.network` simulates the *queueing model* (paper 000 Fig. 9 with MAP
+:mod:`solvers.simulation.network` simulates the *queueing model* (Mi et al. (2008), Fig. 9 with MAP
 service processes, §4): a continuous-time Markov chain whose MAP phase advances in time while
 a station is busy and whose multi-server stations need exponential service. Here nothing is
 Markovian by construction: every job carries an explicit service time drawn when its service

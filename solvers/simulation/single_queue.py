@@ -3,9 +3,9 @@
 ``fcfs_queue`` applies Lindley's recursion in closed, vectorised form: with cumulative service
 ``S_i = s_1 + ... + s_i`` the departure of job ``i`` is
 ``d_i = S_i + max_{j<=i} (a_j - S_{j-1})``.
-``mtrace1`` is paper 000's M/Trace/1 queue (Table 1): Poisson arrivals, service times taken in
-order from a trace (e.g. ``MAP.sample``). ``monitor_windows`` turns a queue trace into what a
-monitoring system reports per window of ``T`` seconds: the utilization ``U_k`` (busy time
+``mtrace1`` is the M/Trace/1 queue of Mi et al. (2008), Table 1: Poisson arrivals, service times
+taken in order from a trace (e.g. ``MAP.sample``). ``monitor_windows`` turns a queue trace into
+what a monitoring system reports per window of ``T`` seconds: the utilization ``U_k`` (busy time
 ``B_k`` divided by ``T``), completions ``n_k`` per class and the mean response time per class.
 """
 
@@ -71,7 +71,8 @@ def fcfs_queue(arrivals: np.ndarray, service: np.ndarray,
 
 
 def mtrace1(arrival_rate: float, service: np.ndarray, rng: np.random.Generator) -> QueueTrace:
-    """M/Trace/1 (paper 000, Table 1): Poisson arrivals at ``arrival_rate``, FCFS service ``service``."""
+    """M/Trace/1 (Mi et al. (2008), Table 1): Poisson arrivals at ``arrival_rate``, FCFS service
+    ``service``."""
     if not arrival_rate > 0:
         raise ValueError(f"arrival_rate: must be > 0, got {arrival_rate}")
     s = np.asarray(service, dtype=float)
