@@ -125,7 +125,7 @@ def truth(lines: list[dict[str, Any]]) -> Truth:
         return res + [response_stats("all", [r["end"] - r["start"] for r in rows], span)]
 
     out.overall = table(ok, duration)
-    for m in range(int(math.ceil(duration / 60.0))):
+    for m in range(max(1, int(math.ceil(duration / 60.0 - 0.05)))):
         lo, hi = t0 + 60 * m, min(t0 + 60 * (m + 1), t0 + duration)
         out.minutes[m] = table([r for r in ok if lo <= r["end"] < hi], max(1e-9, hi - lo))
 

@@ -6,6 +6,7 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "${HERE}/env.sh"
 t_start=$(date +%s.%N)
+elapsed() { printf '%.1f' "$(echo "$(date +%s.%N) - ${t_start}" | bc)"; }
 
 RUN="${TESTBED_RUN_DIR:-}"
 if [[ -z "${RUN}" && -f "${TESTBED_STATE}" ]]; then RUN="$(cat "${TESTBED_STATE}")"; fi
@@ -27,7 +28,7 @@ stop_pid() {  # name pid
       echo "${name} (pid ${pid}) did not exit after SIGTERM; sending SIGKILL" >&2
       kill -KILL "${pid}" 2>/dev/null || true
     fi
-    echo "stopped ${name} (pid ${pid})"
+    echo "stopped ${name} (pid ${pid}) at $(elapsed) s"
   else
     echo "${name} (pid ${pid}) not running"
   fi
@@ -53,7 +54,7 @@ if [[ -s "${RUN}/pg/postmaster.pid" ]]; then
     if [[ "$(id -u)" == "0" ]]; then AS_PG=(runuser -u "$(stat -c %U "${RUN}/pg")" --); fi
     "${AS_PG[@]}" "${TESTBED_PG_BIN}/pg_ctl" -D "${RUN}/pg" -m fast -w -t 30 stop > /dev/null \
       || stop_pid postgres "${pid}"
-    echo "stopped postgres (pid ${pid})"
+    echo "stopped postgres (pid ${pid}) at $(elapsed) s"
   else
     echo "postgres (pid ${pid}) not running"
   fi
@@ -70,4 +71,4 @@ fi
 if [[ -f "${TESTBED_STATE}" && "$(cat "${TESTBED_STATE}")" == "${RUN}" ]]; then
   rm -f "${TESTBED_STATE}"
 fi
-echo "testbed down in $(printf '%.1f' "$(echo "$(date +%s.%N) - ${t_start}" | bc)") s"
+echo "testbed down in $(elapsed) s"
