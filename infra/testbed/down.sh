@@ -16,15 +16,18 @@ if [[ -z "${RUN}" || ! -d "${RUN}" ]]; then
   exit 0
 fi
 
+# exited: no such process, or a zombie its new parent (init) has not reaped yet
+gone() { [[ ! -e "/proc/$1" || "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" == "Z" ]]; }
+
 stop_pid() {  # name pid
   local name="$1" pid="$2"
   if testbed_owns "${pid}" "${RUN}"; then
     kill -TERM "${pid}"
     for _ in $(seq 1 150); do
-      kill -0 "${pid}" 2>/dev/null || break
+      gone "${pid}" && break
       sleep 0.1
     done
-    if kill -0 "${pid}" 2>/dev/null; then
+    if ! gone "${pid}"; then
       echo "${name} (pid ${pid}) did not exit after SIGTERM; sending SIGKILL" >&2
       kill -KILL "${pid}" 2>/dev/null || true
     fi

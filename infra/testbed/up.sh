@@ -100,14 +100,17 @@ t_data=$(echo "$(date +%s.%N) - ${t_data}" | bc)
 DSN="host=${RUN}/sock port=${TESTBED_PG_PORT} user=postgres dbname=shop"
 
 # --- the app: gunicorn's sync workers on the app's CPU ------------------------------------
-( cd "${REPO}" && PROMETHEUS_MULTIPROC_DIR="${RUN}/metrics" TESTBED_PG_DSN="${DSN}" \
-  PYTHONPATH="${REPO}" nohup taskset -c "${TESTBED_APP_CPU}" nice -n "${TESTBED_NICE}" \
-  "${TESTBED_PYTHON}" -m gunicorn --config "${REPO}/bench/testbed/gunicorn_conf.py" \
-  --bind "127.0.0.1:${TESTBED_APP_PORT}" --workers "${WORKERS}" --pid "${RUN}/app.pid" \
-  --error-logfile "${RUN}/log/app.log" bench.testbed.app:app \
-  > "${RUN}/log/app.out" 2>&1 < /dev/null & echo $! > "${RUN}/app.pid.start" )
+# the subshell execs into gunicorn's master (nohup, taskset and nice exec too): $! is its pid,
+# and no shell is left holding up.sh's standard output
+( cd "${REPO}" || exit 1
+  export PROMETHEUS_MULTIPROC_DIR="${RUN}/metrics" TESTBED_PG_DSN="${DSN}" PYTHONPATH="${REPO}"
+  exec nohup taskset -c "${TESTBED_APP_CPU}" nice -n "${TESTBED_NICE}" \
+    "${TESTBED_PYTHON}" -m gunicorn --config "${REPO}/bench/testbed/gunicorn_conf.py" \
+    --bind "127.0.0.1:${TESTBED_APP_PORT}" --workers "${WORKERS}" --pid "${RUN}/app.pid" \
+    --error-logfile "${RUN}/log/app.log" bench.testbed.app:app
+) > "${RUN}/log/app.out" 2>&1 < /dev/null &
+echo $! > "${RUN}/app.pid.start"              # gunicorn writes the same pid to app.pid
 wait_http "http://127.0.0.1:${TESTBED_APP_PORT}/metrics" app.log "the app"
-# gunicorn rewrites app.pid itself; the pid started is the same master
 
 # --- exporters ----------------------------------------------------------------------------
 # process-exporter: the database's and the app's process groups, found by the run dir in their
