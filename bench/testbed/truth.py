@@ -1,0 +1,231 @@
+"""Ground truth of a testbed run, from the load generator's log (bench/testbed/load.py).
+
+From the requests as the clients saw them, per class and per minute of the run (by the
+request's end): the completions, the throughput and the response time's mean, p50, p95, p99.
+
+From the servers (the log's snapshots, start and end of the load, and the idle one before it):
+
+- ``db exec / req``: pg_stat_statements' ``total_exec_time`` of the class's statements (tagged
+  ``/* class=NAME */``) per request of the class -- the database's own time per request. It is
+  the executor's elapsed time, so it also holds the time the backend waited for the CPU (the
+  host is shared) and it leaves out parsing, planning and the wire protocol;
+- ``app cpu / req``: the app worker's CPU time during the request (``time.process_time``; a
+  sync worker serves one request at a time) -- the app's own CPU per request, without
+  gunicorn's accept and the Prometheus scrapes;
+- ``busy``: process-exporter's CPU seconds of the ``db`` and ``app`` process groups (the
+  kernel's accounting of every process of the tier), less the background rate measured while
+  idle (the exporters' scrapes, PostgreSQL's housekeeping);
+- ``demand``: the tier's busy CPU per request of each class -- the busy CPU shared out over
+  the classes in proportion to the server-reported time above (``db exec`` for the database,
+  ``app cpu`` for the app). This is the figure a model's per-class service demand is compared
+  with: the total is the kernel's, the split is the servers' own.
+
+    python -m bench.testbed.truth /tmp/load.jsonl [--json truth.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class ResponseStats:
+    """The completions of one class (or ``all``) in one interval."""
+
+    cls: str
+    n: int
+    throughput: float
+    mean_s: float
+    p50_s: float
+    p95_s: float
+    p99_s: float
+
+
+@dataclass(frozen=True)
+class ClassTruth:
+    """The servers' figures per request of one class, over the load."""
+
+    cls: str
+    requests: int
+    db_exec_s: float | None
+    app_cpu_s: float | None
+    app_db_wall_s: float | None
+    app_time_s: float | None
+    db_demand_s: float | None
+    app_demand_s: float | None
+
+
+@dataclass(frozen=True)
+class TierBusy:
+    tier: str
+    busy_s: float
+    background_s: float
+    utilization: float
+
+
+@dataclass
+class Truth:
+    mode: str
+    duration_s: float
+    errors: int
+    dropped: int
+    run: dict[str, Any]
+    overall: list[ResponseStats] = field(default_factory=list)
+    minutes: dict[int, list[ResponseStats]] = field(default_factory=dict)
+    classes: list[ClassTruth] = field(default_factory=list)
+    tiers: list[TierBusy] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def response_stats(cls: str, times: list[float], span_s: float) -> ResponseStats:
+    a = np.asarray(times, dtype=float)
+    if a.size == 0:
+        nan = math.nan
+        return ResponseStats(cls, 0, 0.0, nan, nan, nan, nan)
+    p50, p95, p99 = np.percentile(a, [50, 95, 99])
+    return ResponseStats(cls, int(a.size), a.size / span_s, float(a.mean()), float(p50),
+                         float(p95), float(p99))
+
+
+def _delta(end: dict, start: dict, *keys: str) -> float | None:
+    try:
+        a, b = end, start
+        for k in keys:
+            a, b = a[k], b.get(k, {}) if isinstance(b, dict) else {}
+        return float(a) - float(b or 0.0)
+    except (KeyError, TypeError):
+        return None
+
+
+def truth(lines: list[dict[str, Any]]) -> Truth:
+    snaps = {r["at"]: r for r in lines if r.get("kind") == "snapshot"}
+    run = next((r for r in lines if r.get("kind") == "run"), None)
+    if run is None:
+        raise ValueError("no run line in the log: not a bench/testbed/load.py log")
+    reqs = [r for r in lines if "class" in r and "kind" not in r]
+    ok = [r for r in reqs if r["status"] == 200]
+    t0 = run["start"]
+    end_t = snaps["end"]["t"] if "end" in snaps else max((r["end"] for r in reqs), default=t0)
+    duration = max(float(run["duration_s"]), max((r["end"] for r in reqs), default=end_t) - t0)
+    out = Truth(mode=run["mode"], duration_s=duration,
+                errors=sum(1 for r in reqs if r["status"] not in (200, -1)),
+                dropped=sum(1 for r in reqs if r["status"] == -1), run=run)
+    classes = sorted({r["class"] for r in ok})
+
+    def table(rows: list[dict[str, Any]], span: float) -> list[ResponseStats]:
+        res = [response_stats(c, [r["end"] - r["start"] for r in rows if r["class"] == c], span)
+               for c in classes]
+        return res + [response_stats("all", [r["end"] - r["start"] for r in rows], span)]
+
+    out.overall = table(ok, duration)
+    for m in range(max(1, int(math.ceil(duration / 60.0 - 0.05)))):
+        lo, hi = t0 + 60 * m, min(t0 + 60 * (m + 1), t0 + duration)
+        out.minutes[m] = table([r for r in ok if lo <= r["end"] < hi], max(1e-9, hi - lo))
+
+    start, end, idle = snaps.get("start"), snaps.get("end"), snaps.get("idle")
+    if start is None or end is None:
+        out.notes.append("no start/end snapshots: the servers' figures are missing")
+        return out
+    span = end["t"] - start["t"]
+    busy: dict[str, float] = {}
+    for tier in ("db", "app"):
+        d = _delta(end, start, "cpu_s", tier)
+        if d is None:
+            out.notes.append(f"no process-exporter CPU of {tier}: {end.get('cpu_error')}")
+            continue
+        bg = 0.0
+        if idle is not None and _delta(start, idle, "cpu_s", tier) is not None:
+            bg = _delta(start, idle, "cpu_s", tier) / max(1e-9, start["t"] - idle["t"]) * span
+        busy[tier] = max(0.0, d - bg)
+        out.tiers.append(TierBusy(tier, busy[tier], bg, busy[tier] / span))
+    if "pg" not in end:
+        out.notes.append(f"no pg_stat_statements snapshot: {end.get('pg_error', 'no --pg-dsn')}")
+
+    per: dict[str, dict[str, float | None]] = {}
+    for c in classes:
+        n = _delta(end, start, "app", c, "requests")
+        n = n if n else float(sum(1 for r in ok if r["class"] == c))
+        per[c] = {"n": n,
+                  "db_exec": (_delta(end, start, "pg", c, "exec_s") or 0.0) / n
+                  if "pg" in end else None,
+                  "app_cpu": _fdiv(_delta(end, start, "app", c, "cpu_s"), n),
+                  "app_db": _fdiv(_delta(end, start, "app", c, "db_s"), n),
+                  "app_time": _fdiv(_delta(end, start, "app", c, "time_s"), n)}
+
+    def shares(key: str, tier: str) -> dict[str, float | None]:
+        total = sum((v[key] or 0.0) * v["n"] for v in per.values())
+        if tier not in busy or not total > 0:
+            return {c: None for c in per}
+        return {c: busy[tier] * (v[key] or 0.0) / total for c, v in per.items()}
+
+    db_d, app_d = shares("db_exec", "db"), shares("app_cpu", "app")
+    out.classes = [ClassTruth(c, int(v["n"]), v["db_exec"], v["app_cpu"], v["app_db"],
+                              v["app_time"], db_d[c], app_d[c]) for c, v in per.items()]
+    if "db" in busy and any(v["db_exec"] for v in per.values()):
+        total_exec = sum((v["db_exec"] or 0.0) * v["n"] for v in per.values())
+        out.notes.append(f"db: busy CPU {busy['db']:.3f} s against the statements' execution "
+                         f"time {total_exec:.3f} s (ratio {busy['db'] / total_exec:.2f})")
+    if "app" in busy and any(v["app_cpu"] for v in per.values()):
+        total_cpu = sum((v["app_cpu"] or 0.0) * v["n"] for v in per.values())
+        out.notes.append(f"app: busy CPU {busy['app']:.3f} s against the requests' own CPU "
+                         f"{total_cpu:.3f} s (ratio {busy['app'] / total_cpu:.2f}: accept, "
+                         f"parsing, logging, fork overheads outside the timed part)")
+    return out
+
+
+def _fdiv(a: float | None, b: float) -> float | None:
+    return None if a is None or not b else a / b
+
+
+def _ms(v: float | None) -> str:
+    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v * 1000:.2f}"
+
+
+def render(t: Truth) -> str:
+    lines = [f"{t.mode} load, {t.duration_s:.1f} s, errors {t.errors}, dropped {t.dropped}", "",
+             "client-side response time (ms) per class"]
+    head = f"{'':>8} {'class':<8} {'n':>6} {'X/s':>7} {'mean':>8} {'p50':>8} {'p95':>8} {'p99':>8}"
+    lines.append(head)
+    for label, rows in [("all", t.overall)] + [(f"min {m}", r) for m, r in t.minutes.items()]:
+        for s in rows:
+            lines.append(f"{label:>8} {s.cls:<8} {s.n:>6} {s.throughput:>7.2f} {_ms(s.mean_s):>8} "
+                         f"{_ms(s.p50_s):>8} {_ms(s.p95_s):>8} {_ms(s.p99_s):>8}")
+    lines += ["", "server-side per request (ms)",
+              f"{'class':<8} {'n':>6} {'db exec':>8} {'app cpu':>8} {'app->db':>8} "
+              f"{'app time':>8} {'D_db':>8} {'D_app':>8}"]
+    for c in t.classes:
+        lines.append(f"{c.cls:<8} {c.requests:>6} {_ms(c.db_exec_s):>8} {_ms(c.app_cpu_s):>8} "
+                     f"{_ms(c.app_db_wall_s):>8} {_ms(c.app_time_s):>8} {_ms(c.db_demand_s):>8} "
+                     f"{_ms(c.app_demand_s):>8}")
+    lines += ["", "tiers (process-exporter CPU seconds over the load)"]
+    for b in t.tiers:
+        lines.append(f"{b.tier:<4} busy {b.busy_s:.3f} s (background {b.background_s:.3f} s "
+                     f"subtracted), utilization {b.utilization:.3f}")
+    lines += [f"note: {n}" for n in t.notes]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description="ground truth of a testbed load log")
+    p.add_argument("log")
+    p.add_argument("--json", help="write the figures as JSON here")
+    args = p.parse_args(argv)
+    with open(args.log, encoding="utf-8") as fh:
+        lines = [json.loads(line) for line in fh if line.strip()]
+    t = truth(lines)
+    print(render(t))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as fh:
+            json.dump(asdict(t), fh, indent=1, default=str)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

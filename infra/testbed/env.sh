@@ -1,0 +1,27 @@
+# Settings shared by infra/testbed/up.sh and down.sh (sourced). Every server listens on
+# 127.0.0.1 only, on ports away from the services' defaults.
+TESTBED_CACHE="${PERFCAST_CACHE:-$HOME/.cache/perfcast}/testbed"
+TESTBED_STATE="${TESTBED_CACHE}/run-dir"          # the running testbed's run dir
+TESTBED_PG_PORT="${TESTBED_PG_PORT:-15432}"
+TESTBED_APP_PORT="${TESTBED_APP_PORT:-18080}"
+TESTBED_NODE_PORT="${TESTBED_NODE_PORT:-19100}"
+TESTBED_PROCESS_PORT="${TESTBED_PROCESS_PORT:-19156}"
+TESTBED_PGEXP_PORT="${TESTBED_PGEXP_PORT:-19187}"
+TESTBED_PROM_PORT="${TESTBED_PROM_PORT:-19190}"
+TESTBED_LOAD_PORT="${TESTBED_LOAD_PORT:-19199}"   # bench/testbed/load.py's users gauge
+TESTBED_PG_BIN="${TESTBED_PG_BIN:-/usr/lib/postgresql/15/bin}"
+TESTBED_PYTHON="${TESTBED_PYTHON:-$HOME/.cache/perfcast/venv/bin/python}"
+# the servers' CPUs (taskset -c): the database on one, the app on another; on a 2-core host the
+# load generator shares them
+TESTBED_DB_CPU="${TESTBED_DB_CPU:-1}"
+TESTBED_APP_CPU="${TESTBED_APP_CPU:-0}"
+# the servers' scheduling priority: the host is shared with other jobs
+TESTBED_NICE="${TESTBED_NICE:-19}"
+
+# the names of the processes up.sh starts, with their pid files (relative to the run dir)
+TESTBED_PROCESSES=(prometheus node_exporter process_exporter postgres_exporter app)
+
+# only signal a pid whose command line still names this run dir (the pid may have been reused)
+testbed_owns() {  # pid run_dir
+  kill -0 "$1" 2>/dev/null && tr '\0' ' ' < "/proc/$1/cmdline" 2>/dev/null | grep -qF -- "$2"
+}
