@@ -229,7 +229,7 @@ def test_multicore_db_reads_its_index_on_a_ramp_as_under_steady_load(ramp):
     core-seconds: window ``T c``), in minutes 28-40: the flat fit read 46-124 on the ramp and
     91-136 under the steady load of the same seed -- the ramp was not the cause (on 8 seeds
     both read alike), the long levels' noise was. Read as the converged level: within +-25%."""
-    from bench.alert_shapes import START, network
+    from bench.accuracy.alert_shapes import START, network
     from solvers.simulation.physical import monitor_physical
 
     low, top = 86, 321

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench import real_traces as rt
+from bench.accuracy import real_traces as rt
 from streams.core.records import parse_window
 from tests.ci_policy import unavailable
 
