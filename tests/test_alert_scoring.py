@@ -1,5 +1,5 @@
-"""The alert benches' scoring (bench/alert_scoring.py) and baseline forecasts
-(bench/alert_baselines.py) on hand-made episodes and series."""
+"""The alert benches' scoring (bench/accuracy/alert_scoring.py) and baseline forecasts
+(bench/accuracy/alert_baselines.py) on hand-made episodes and series."""
 
 from __future__ import annotations
 

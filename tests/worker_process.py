@@ -1,6 +1,7 @@
 """``perfcast worker`` as a real subprocess: for the tests that run the pipeline against the real
 Kafka (through :mod:`pipeline_harness`) and for the benches that time it
-(``bench/speed/kafka.py``, ``bench/speed/worker_ab.py``, which import it as ``tests.worker_process``).
+(``bench/speed/kafka.py``, ``bench/speed/worker_ab.py``: they import it as
+``tests.worker_process``).
 No pytest here, so that a bench can import it."""
 
 from __future__ import annotations

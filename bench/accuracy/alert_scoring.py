@@ -1,6 +1,6 @@
 """Scoring predicted-breach alerts against measured breaches: recall, lead time, false alarms.
 
-Plain functions over episode lists, shared by the alert benches (``bench/accuracy_alerts.py``).
+Plain functions over episode lists, shared by the alert benches (``bench/accuracy/alerts.py``).
 An *episode* is ``(start, end)`` in seconds, ``end = None`` while it is still open when the run
 stops.
 

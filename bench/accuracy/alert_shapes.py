@@ -2,7 +2,7 @@
 against ``predict_linear`` and Holt's double exponential smoothing, same runs, three-tier
 multi-core systems. Run through ``python -m bench.accuracy.alerts --shapes [--quick]``.
 
-Systems (issue 19's case (b), bench/e2e_multicore.py): web 4 cores (exponential, 8 ms), app 4
+Systems (issue 19's case (b), bench/e2e/multicore.py): web 4 cores (exponential, 8 ms), app 4
 cores (exponential, 10 ms), db 8 cores of mean 16 ms; think time 1 s; classes ``browse`` (80%,
 x0.75 at the db) and ``buy`` (20%, x2); SLA 0.1 s for both. Kinds: ``bursty`` -- the db's
 service-time sequence is paper 000's MAP(2) (I ~ 200); ``non_bursty`` -- exponential db.
@@ -29,12 +29,12 @@ second). Evaluated once 5 minutes of windows exist.
 pipeline configured with the tiers and the SLA only (every other setting default);
 ``predict_linear`` -- per class the least-squares line through the per-window (5 s) measured
 response time over the last 15 minutes, at ``t + H`` above the SLA (the condition of
-bench/accuracy_alerts.py section 4's baseline); Holt -- the same over the 1-minute mean response
+bench/accuracy/alerts.py section 4's baseline); Holt -- the same over the 1-minute mean response
 time (per tier completion-weighted over ``(t - 60, t]``, summed) with sf 0.3, tf 0.1 (level
 memory ~3 samples, trend ~10: about the 15-minute span of the line). Like perfcast, the
 baselines decide from the first solve on (with >= 3 samples per class); sensitivity variants
 (other inputs, factors, 5 minutes of history before the first decision) are printed too.
-Scoring: :mod:`bench.alert_scoring`.
+Scoring: :mod:`bench.accuracy.alert_scoring`.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ Prints the tables of docs/accuracy.md section 4.
     python -m bench.accuracy.alerts --jobs 1   # one process (default: 2)
     python -m bench.accuracy.alerts --shapes   # issue 22: three-tier multi-core systems,
                                                # ramps and flat loads, against predict_linear
-                                               # and Holt (bench/alert_shapes.py)
+                                               # and Holt (bench/accuracy/alert_shapes.py)
     python -m bench.accuracy.alerts --shapes --quick   # one seed per scenario
     python -m bench.accuracy.alerts --shapes --seeds 4,5,6,7 --kinds bursty \
         --only flat_90,flat_105                        # a subset: held-out seeds, one kind
@@ -360,7 +360,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--jobs", type=int, default=2, help="processes (default 2)")
     ap.add_argument("--shapes", action="store_true",
                     help="three-tier multi-core shapes against predict_linear and Holt "
-                         "(bench/alert_shapes.py)")
+                         "(bench/accuracy/alert_shapes.py)")
     ap.add_argument("--truth-grid", action="store_true",
                     help="with --shapes: re-simulate the truth capacities first")
     ap.add_argument("--seeds", type=lambda s: tuple(int(x) for x in s.split(",")),

@@ -7,9 +7,9 @@ Run from the repository root::
     python -m bench.accuracy.band            # 2 kinds x 4 seeds (8 runs of 45 simulated min)
     python -m bench.accuracy.band --quick    # one seed per kind
 
-Systems: ``bench/alert_shapes.py``'s three-tier shop (web 4 cores 8 ms, app 4 cores 10 ms, db 8
-cores 16 ms; think time 1 s; browse 80% / buy 20%; SLA 0.1 s), ``bursty`` (the db's service is
-paper 000's MAP(2), I ~ 200) and ``non_bursty`` (exponential db), simulated by
+Systems: ``bench/accuracy/alert_shapes.py``'s three-tier shop (web 4 cores 8 ms, app 4 cores
+10 ms, db 8 cores 16 ms; think time 1 s; browse 80% / buy 20%; SLA 0.1 s), ``bursty`` (the db's
+service is paper 000's MAP(2), I ~ 200) and ``non_bursty`` (exponential db), simulated by
 :mod:`solvers.simulation.physical`, monitored in 5-s windows, seeds 0-3. **Truth**: the
 population whose worst class's long-run simulated mean response time crosses the SLA
 (``alert_shapes.CAPACITY``: bursty 214, non-bursty 420; docs/accuracy.md section 4, from
@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None) -> None:
     t0 = time.perf_counter()
     with ProcessPoolExecutor(args.jobs) as pool:
         results = list(pool.map(run_one, tasks))
-    print(f"python {shlex.join(['bench/accuracy_band.py'] + (argv or sys.argv[1:]))}")
+    print(f"python -m bench.accuracy.band {shlex.join(argv or sys.argv[1:])}")
     print(f"{len(tasks)} runs ({', '.join(KINDS)} x seeds 0-{seeds - 1}), "
           f"{time.perf_counter() - t0:.0f} s wall, "
           f"{sum(r['seconds'] for r in results):.0f} s in the runs\n")

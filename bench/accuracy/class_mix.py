@@ -1,6 +1,6 @@
 """``I`` read on completion counts and on completions in units of work (estimators.class_mix).
 
-For the tiers of ``bench_pipeline.py``'s workloads (the default one: 14 classes whose shares
+For the tiers of ``bench/speed/pipeline.py``'s workloads (the default one: 14 classes whose shares
 drift +-30% over 10-60 minutes, every service time its class's demand, no burstiness; the
 bursty ones: an on/off x6 run on the last tier), the IDC-curve estimate and its 95% interval
 (:func:`estimators.dispersion.index_of_dispersion_interval`) on ``n_k`` (all classes counted

@@ -2,11 +2,11 @@
 
 Run from the repository root:  python -m bench.accuracy.idc_ramp [--seeds 8] [--markdown]
 
-Issue 19's shop (bench/e2e_multicore.py, :func:`bench.alert_shapes.network`): the 8-core
+Issue 19's shop (bench/e2e/multicore.py, :func:`bench.accuracy.alert_shapes.network`): the 8-core
 database's service sequence is paper 000's MAP(2), ``I = 202.3``. Per seed two runs of the
 physical simulator (:mod:`solvers.simulation.physical`, 5-s windows) with the same seed: a
 *ramp* (20 minutes at 86 users = 40% of the 214-user capacity, then to 321 users over 40
-minutes, then 10 minutes there -- bench/e2e_multicore.py's ramp; seed ``s + 100`` is its
+minutes, then 10 minutes there -- bench/e2e/multicore.py's ramp; seed ``s + 100`` is its
 ``--seed s``) and a *steady* run at 86 users. The db's ``I``
 (:func:`estimators.dispersion.index_of_dispersion_interval`) is read as the pipeline reads it
 (busy time in core-seconds: window ``T c`` = 40 s) on the windows up to each minute. If the

@@ -15,7 +15,7 @@ request's class multiplier at that tier):
   (``I ~ 200``); ``Z = 0.5 s``; one class; no SLA.
 * **(b)** web 4 cores exp 8 ms, app 4 cores exp 10 ms, db 8 cores bursty (paper 000's unit-mean
   MAP(2), ``I ~ 200``, scaled to 16 ms); ``Z = 1 s``; classes ``browse`` (80%, x0.75 at the db)
-  and ``buy`` (20%, x2 at the db); SLA 0.1 s (bench/e2e_multicore.py's shop).
+  and ``buy`` (20%, x2 at the db); SLA 0.1 s (bench/e2e/multicore.py's shop).
 * **(c)** web 2 cores exp 4 ms, app 4 cores bursty (:func:`estimators.mapfit.fit_map2` with
   mean 8 ms, ``I = 50``, p95 = 24 ms), db 4 cores bursty (paper 000's MAP scaled to 8 ms);
   ``Z = 1 s``; one class; SLA 0.1 s.

@@ -6,9 +6,9 @@ al.; Grohmann et al., ACM TAAS, doi 10.1145/3463369; data from jo102tz/LibReDE-S
 folder is ``$PERFCAST_REAL_DATA`` or ``../shared/data/real`` next to the repository; when it is
 missing the script says so and skips (exit 0), or fails (exit 2) under ``CI=true``.
 
-    python -m bench.accuracy.real_traces              # the 5 SARDE runs and all 210 micro-benchmarks
-    python -m bench.accuracy.real_traces --sarde      # only the 5 runs that carry LibReDE's outputs
-    python -m bench.accuracy.real_traces --markdown   # tables as markdown (docs/accuracy.md)
+    python -m bench.accuracy.real_traces             # the 5 SARDE runs, all 210 micro-benchmarks
+    python -m bench.accuracy.real_traces --sarde     # only the 5 runs that carry LibReDE's outputs
+    python -m bench.accuracy.real_traces --markdown  # tables as markdown (docs/accuracy.md)
 
 What it does, per window length ``T`` in 5, 10, 30 s:
 

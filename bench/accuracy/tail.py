@@ -29,7 +29,7 @@ when the phases switch within a window: the range of p95 that MAP(2)s with the b
 database's mean and ``I`` reach, and the third cumulant of the counts in 5 s of busy time,
 exact against its sample value from six seeded 3 h traces of the process alone. The last asks
 what the p95 is worth on paper 000's browsing model: the MAP(2) fitted to the pipeline's
-estimates (``bench/accuracy_paper000.py``, docs/accuracy.md section 1) with each p95, and with
+estimates (``bench/accuracy/paper000.py``, docs/accuracy.md section 1) with each p95, and with
 the true ``I``, against the exact MAP network with the true processes (itself within 0.6% /
 3.1% of the simulated system), N = 25..150.
 

@@ -1,4 +1,4 @@
-"""End to end on the shop of ``bench/e2e_multicore.py`` with a bursty database of 16-64 cores:
+"""End to end on the shop of ``bench/e2e/multicore.py`` with a bursty database of 16-64 cores:
 the per-job station for such a tier against one MAP at speed ``min(n, c)``.
 
     python -m bench.e2e.many_cores --cores 64 --sla 0.4 --grid-only      # truth capacity
@@ -24,7 +24,7 @@ case (b) itself with thousands of users). For a database of up to 16 cores only
    16 (the default until 2026-11-30: a database of more cores is one MAP at speed
    ``min(n, c)``, flagged) and 64 (the per-job station, the default since); the last capacity
    of each against the truth, the database's calibrated ``I`` and the run's CPU time.
-3. **Ramp runs** (``--ramp``) -- ``bench/e2e_multicore.py``'s ramp (20 minutes at 40%, then to
+3. **Ramp runs** (``--ramp``) -- ``bench/e2e/multicore.py``'s ramp (20 minutes at 40%, then to
    150% of the truth capacity over 40 minutes) with either station: the measured breach (the
    1-minute mean of the worst class over the SLA) and the first ``predicted_breach``'s lead
    (issue 19's acceptance: >= 5 minutes, none earlier than 30).
@@ -139,7 +139,7 @@ def steady_seeds(cores: int, sla_s: float, cap: float, seeds: list[int],
 
 def ramp_seeds(cores: int, sla_s: float, cap: float, seeds: list[int],
                think_scale: float = 1.0) -> None:
-    """``bench/e2e_multicore.py``'s ramp (40% -> 150% of ``cap`` from minute 20 over 40
+    """``bench/e2e/multicore.py``'s ramp (40% -> 150% of ``cap`` from minute 20 over 40
     minutes) per seed with either station: the measured breach, the first firing's lead."""
     print(f"## Ramp 40% -> 150% of capacity over 40 minutes from minute 20, db {cores} cores, "
           f"think time x{think_scale:g}, SLA {sla_s} s, truth {cap:.0f} users\n")

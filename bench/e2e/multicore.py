@@ -6,7 +6,7 @@ the windows of the physical system through the whole embedded pipeline.
     python -m bench.e2e.multicore --seed 2   # another seed
     python -m bench.e2e.multicore --capacity 214 --steady-seeds 1-12   # steady runs only
 
-The system (also in bench/accuracy_multicore.py): web 4 cores (exponential, 8 ms), app 4 cores
+The system (also in bench/accuracy/multicore.py): web 4 cores (exponential, 8 ms), app 4 cores
 (exponential, 10 ms), db 8 cores whose service-time sequence is paper 000's bursty MAP(2)
 (I ~ 200) with mean 16 ms; think time 1 s; classes ``browse`` (80%, x0.75 at the db) and
 ``buy`` (20%, x2 at the db); SLA 0.1 s for every class. Simulated by
@@ -56,7 +56,7 @@ BREACH_WINDOW_S = 60.0
 
 
 def network(population: int) -> PhysicalNetwork:
-    """The shop with the bursty database (:func:`bench.alert_shapes.network`)."""
+    """The shop with the bursty database (:func:`bench.accuracy.alert_shapes.network`)."""
     return shop_network("bursty", population)
 
 
@@ -215,7 +215,7 @@ def steady_seeds(cap: float, seeds: list[int], duration: float, alert_window_s: 
 
 
 def fit_sensitivity(idcs: list[float], p95_s: float = 0.104) -> None:
-    """The decomposition's capacity (bench/accuracy_multicore.py's search) of system (b) with
+    """The decomposition's capacity (bench/accuracy/multicore.py's search) of system (b) with
     its true demands, the database's process the true MAP or ``fit_map2(16 ms, I, p95_s)``."""
     from bench.accuracy.multicore import model_capacity, systems
     from estimators.mapfit import fit_map2

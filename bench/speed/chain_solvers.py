@@ -13,7 +13,7 @@ linear solvers on the same generator:
 
 Then the banded LU on the levels that hold all but 1e-8 and 1e-3 of the probability (the solver
 keeps all but 1e-14): what the levels, not the solver, cost. Used by ``python
-bench/bench_decomposition.py --floor``. The chain is captured from the solver
+bench/speed/decomposition.py --floor``. The chain is captured from the solver
 itself (its one factorisation of the database's chain when that tier is the only bursty one), so
 the three solve exactly the matrix the pipeline solves; each answer's L1 distance from the
 solver's is printed beside its time.

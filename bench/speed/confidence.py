@@ -5,9 +5,9 @@ are "at risk" and compute the band.
 Run from the repository root:
 
     python -m bench.speed.confidence [--repeat 3] [--duration 2700]
-    python -m bench.speed.confidence --workload default   # bench_pipeline.py's default workload
+    python -m bench.speed.confidence --workload default   # bench/speed/pipeline.py's workload
 
-``--workload default``: bench/bench_pipeline.py's default workload (100 systems x 3 tiers x 14
+``--workload default``: bench/speed/pipeline.py's default workload (100 systems x 3 tiers x 14
 classes, 60 ends, MVA, default configuration), where no system is at risk and the band is
 computed on every 5th solve only.
 

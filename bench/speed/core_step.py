@@ -7,7 +7,7 @@ table's changelog. Under a backlog the worker takes large batches; at 1,000 wind
 a batch every ~0.1 s, ~100 windows touching ~35 of the 100 systems, so the per-batch costs
 (a snapshot per touched system, solves not batched with other systems') weigh more per window.
 
-The workload is ``bench_pipeline``'s default (100 systems x 3 tiers x 14 classes, 5-s windows,
+The workload is ``bench.speed.pipeline``'s default (100 systems x 3 tiers x 14 classes, 5-s windows,
 solves on their timer). The core is first fed ``--warm-ends`` window ends untimed (4,110 fill
 every tier's history) and its whole state persisted once; then, for each batch size, a copy of
 it takes the next ``--windows`` records in batches of that size. Printed per batch size: CPU

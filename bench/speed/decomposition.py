@@ -23,7 +23,7 @@ solved before, as in the pipeline), median of ``--search-runs`` (3). The
 exact chain runs where it has at most ``--exact-states`` states; line-solver (``SolverMVA``,
 its default approximate solver for MAP service; the JVM start and model building excluded)
 where it completes in ``--peer-budget`` seconds. The capacity searches run as well on the
-systems (a)-(d) of ``bench/accuracy_multicore.py`` (their classes, cores and SLA; (a) has none:
+systems (a)-(d) of ``bench/accuracy/multicore.py`` (their classes, cores and SLA; (a) has none:
 0.3 s), with the pipeline's default exact-chain budget
 (``streams.predict.model.EXACT_STATE_LIMIT``). ``--exact-budget``: one solve by the exact chain
 and by the decomposition on one-core networks of 1-5 tiers around that budget, their times and
@@ -34,7 +34,7 @@ rounds for the waves after it remain, the database's chain is solved once), with
 station and the speed-scaled one: a solve of the full network solves the database's chain at
 least once, so its one-pass time is a floor; and line-solver's ``SolverMVA`` on the full
 network; then the database's chain alone by other exact linear solvers (SuperLU, a
-block-tridiagonal level reduction: ``bench/chain_solvers.py``). Figures, no pass/fail.
+block-tridiagonal level reduction: ``bench/speed/chain_solvers.py``). Figures, no pass/fail.
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def networks() -> dict[str, tuple[list[MAP], list[int], float]]:
 
 def fixed_point_networks() -> dict[str, tuple[list[MAP], list[int], float, list[int]]]:
     """Networks with two bursty tiers for the fixed point's sweeps (``--baseline``), with their
-    populations: the 4-tier one above; a provisional model of ``bench_pipeline.py --bursty
+    populations: the 4-tier one above; a provisional model of ``bench/speed/pipeline.py --bursty
     --multicore`` (web 8 cores, a weakly bursty MAP(2) fitted at I ~ 10, at 23% of its cores;
     app 4 cores exponential; db 4 cores, I ~ 2,000, saturated; Z = 1.45 s: the fitted
     matrices, as tests/test_decomposition.py has them); docs/accuracy.md's system (c)."""
@@ -284,7 +284,7 @@ def floor_rows(runs: int, n: int = 5000, budget: float = 0.020) -> None:
         solve_decomposed(only_bursty(procs, bursty[-1]), n, z, servers=cores)
     chain = max(seen, key=lambda c: c.states)
     print(f"\nThe database's chain alone ({chain.levels:,} levels, {chain.states:,} states) by "
-          f"exact linear solvers (bench/chain_solvers.py), median of {runs}\n")
+          f"exact linear solvers (bench/speed/chain_solvers.py), median of {runs}\n")
     print("| solver | levels | time | x budget | x banded LU | L1 from the solver's answer |")
     print("|---|---|---|---|---|---|")
     for row in solver_rows(chain, runs, budget):
@@ -343,7 +343,7 @@ def search_rows(args: argparse.Namespace) -> None:
 
 
 def accuracy_search_rows(args: argparse.Namespace) -> None:
-    """The pipeline's capacity search on bench/accuracy_multicore.py's systems (a)-(d): cold,
+    """The pipeline's capacity search on bench/accuracy/multicore.py's systems (a)-(d): cold,
     and warm from 5% off with the users at 40% solved before (as in the pipeline)."""
     from bench.accuracy import multicore as am
 

@@ -1,7 +1,7 @@
 """Throughput and latency of ``perfcast worker`` through a real Kafka broker.
 
 Needs the services (``bash infra/services.sh up``; reads ``PERFCAST_KAFKA_BOOTSTRAP`` and, for
-the InfluxDB sink, ``PERFCAST_INFLUX_URL``). The workload is ``bench_pipeline.workload``: 100
+the InfluxDB sink, ``PERFCAST_INFLUX_URL``). The workload is ``bench.speed.pipeline.workload``: 100
 systems x 3 tiers x 14 classes, windows of 5 s. In one run:
 
 1. **ceiling** -- a backlog of windows is produced; a bare ``aiokafka`` consumer reads the whole

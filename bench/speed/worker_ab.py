@@ -2,9 +2,9 @@
 
 Needs the services (``bash infra/services.sh up``; reads ``PERFCAST_KAFKA_BOOTSTRAP`` and, for
 the InfluxDB sink, ``PERFCAST_INFLUX_URL``). Produces one backlog of the
-``bench_pipeline.workload`` (100 systems x 3 tiers x 14 classes; ``--ends`` window ends), then,
-round after round, starts a worker from each tree in turn with a fresh consumer group on that
-topic, and reads the rate from the worker's own 10-s throughput lines (the 2nd and 3rd: past
+``bench.speed.pipeline.workload`` (100 systems x 3 tiers x 14 classes; ``--ends`` window
+ends), then, round after round, starts a worker from each tree in turn with a fresh consumer
+group on that topic, and reads the rate from the worker's own 10-s throughput lines (the 2nd and 3rd: past
 the start, within the backlog). Alternating the trees inside each round is what makes the
 comparison fair on a machine whose speed drifts (``docs/benchmarks.md``). A tree is a checkout,
 for example ``git worktree add /tmp/before COMMIT``.
