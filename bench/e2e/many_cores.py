@@ -35,55 +35,26 @@ Figures, no pass/fail.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import math
-import tempfile
 import time
 from typing import Any, Callable
 
 import numpy as np
 
-from bench.accuracy.alert_shapes import START, WINDOW_S
-from bench.accuracy.alert_shapes import network as shop_network
-from bench.e2e.multicore import (BREACH_WINDOW_S, ramp_run, seed_range,
-                                 truth_capacity)
-from solvers.simulation.physical import PhysicalNetwork, monitor_physical
-from streams.cli.embedded import run_embedded
-from streams.core.config import Config, SystemConfig
-
-#: the database's cores in case (b)
-BASE_CORES = 8
-
-
-def network(population: int, cores: int, think_scale: float = 1.0) -> PhysicalNetwork:
-    """Case (b)'s shop with the database on ``cores`` cores, its service sequence scaled by
-    ``cores / 8`` (the per-core load and the saturation throughput of case (b)), and its think
-    time times ``think_scale``."""
-    shop = shop_network("bursty", population)
-    web, app, db = shop.tiers
-    db = dataclasses.replace(db, cores=cores, service=db.service.scaled(
-        db.service.mean * cores / BASE_CORES))
-    return dataclasses.replace(shop, tiers=(web, app, db),
-                               think_time=shop.think_time * think_scale)
+from bench.e2e.multicore import (BREACH_WINDOW_S, first_lead, network, print_truth, ramp_run,
+                                  run, seed_range, steady_records, truth_capacity)
+from solvers.simulation.physical import PhysicalNetwork
 
 
 def pipeline_run(records: list[dict[str, Any]], sla_s: float, per_job_max_cores: int
                  ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], float]:
-    """The records through ``run_embedded`` configured with the tiers, the SLA (read on the
-    1-minute mean, as the measured breach) and ``per_job_max_cores``: the predictions, the
-    alert events and the CPU seconds the pipeline took."""
-    cfg = Config(systems={"shop": SystemConfig(tiers=("web", "app", "db"), sla_s={"*": sla_s},
-                                               alert_window_s=BREACH_WINDOW_S,
-                                               per_job_max_cores=per_job_max_cores)})
-    preds: list[dict[str, Any]] = []
-
-    def watch(outputs: Any, _pipeline: Any) -> None:
-        preds.extend(p for p in outputs.predictions if p.get("model"))
-
+    """The records through the pipeline (:func:`bench.e2e.multicore.run`: the tiers, the SLA
+    read on the 1-minute mean as the measured breach, ``per_job_max_cores``): the predictions,
+    the alert events and the CPU seconds the pipeline took."""
     t0 = time.process_time()
-    with tempfile.TemporaryDirectory() as d:
-        summary = run_embedded(records, cfg, d, on_outputs=watch)
-    return preds, list(summary.alert_events), time.process_time() - t0
+    preds, events = run(records, BREACH_WINDOW_S, sla_s=sla_s,
+                        per_job_max_cores=per_job_max_cores)
+    return preds, events, time.process_time() - t0
 
 
 def stations(cores: int) -> tuple[int, ...]:
@@ -97,9 +68,8 @@ def steady_run(shop: Callable[[int], PhysicalNetwork], sla_s: float, population:
                ) -> tuple[dict[str, Any], float]:
     """The pipeline's last prediction on ``duration`` s of ``shop(population)``, and the CPU
     seconds the pipeline took."""
-    windows = monitor_physical(shop(population), duration, WINDOW_S, system="shop",
-                               start_time=START, seed=seed)
-    preds, _, cpu = pipeline_run(windows, sla_s, per_job_max_cores)
+    preds, _, cpu = pipeline_run(steady_records(population, seed, duration, shop), sla_s,
+                                 per_job_max_cores)
     return preds[-1], cpu
 
 
@@ -156,8 +126,8 @@ def ramp_seeds(cores: int, sla_s: float, cap: float, seeds: list[int],
 
             breach, fired, _ = ramp_run(cap, seed, lambda n: network(n, cores, think_scale),
                                         run_records, sla_s)
-            before = [f for f in fired if breach is not None and f < breach]
-            lead = (breach - before[0]) / 60 if before else None
+            lead_s = first_lead(breach, fired)
+            lead = None if lead_s is None else lead_s / 60
             ok = (lead is not None and lead >= 5 and breach - fired[0] <= 1800)
             met[pj] = met.get(pj, 0) + ok
             print(f"| {seed} | {pj} | {'none' if breach is None else f'{breach / 60:.1f}'} | "
@@ -192,12 +162,9 @@ def main(argv: list[str] | None = None) -> None:
         grid = ([int(x) for x in args.grid.split(",")] if args.grid else
                 [int(round(f * 517 * args.think_scale))
                  for f in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)])
-        print("## Truth capacity (simulation, 3 replications per population)\n")
-        print("| users | worst class | R (ms) | 95% CI half-width (ms) |\n|---|---|---|---|")
         cap, rows = truth_capacity(grid, args.grid_seconds, 1,
                                    lambda n: network(n, args.cores, args.think_scale), args.sla)
-        for n, worst, r, hw in rows:
-            print(f"| {n} | {worst} | {1000 * r:.1f} | {1000 * hw:.1f} |")
+        print_truth(rows)
         print(f"\ntruth capacity at SLA {args.sla} s: **{cap:.0f} users**\n")
     if args.grid_only or not math.isfinite(cap):
         print(f"(total {time.perf_counter() - t0:.0f} s)")

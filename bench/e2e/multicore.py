@@ -50,14 +50,28 @@ from streams.cli.embedded import run_embedded
 
 #: the pipeline's default calibration of a bursty tier's MAP(2)
 DEFAULT_BURSTY_SCV: str = SystemConfig.bursty_scv
+#: the pipeline's default: a bursty tier of up to this many cores is the per-job station
+DEFAULT_PER_JOB_MAX_CORES: int = SystemConfig.per_job_max_cores
 
 #: the SLA is read on the 1-minute mean (the measured breach below); the pipeline is told so
 BREACH_WINDOW_S = 60.0
 
+#: the database's cores in the shop
+BASE_CORES = 8
 
-def network(population: int) -> PhysicalNetwork:
-    """The shop with the bursty database (:func:`bench.accuracy.alert_shapes.network`)."""
-    return shop_network("bursty", population)
+
+def network(population: int, cores: int = BASE_CORES, think_scale: float = 1.0
+            ) -> PhysicalNetwork:
+    """The shop with the bursty database (:func:`bench.accuracy.alert_shapes.network`) at
+    ``population`` users, the database on ``cores`` cores with its service sequence scaled by
+    ``cores / 8`` (the per-core load and the saturation throughput stay the shop's), the think
+    time times ``think_scale`` (the same request rates from that many times the users)."""
+    shop = shop_network("bursty", population)
+    web, app, db = shop.tiers
+    db = dataclasses.replace(db, cores=cores, service=db.service.scaled(
+        db.service.mean * cores / BASE_CORES))
+    return dataclasses.replace(shop, tiers=(web, app, db),
+                               think_time=shop.think_time * think_scale)
 
 
 def truth_capacity(grid: list[int], duration: float, seed: int,
@@ -78,6 +92,14 @@ def truth_capacity(grid: list[int], duration: float, seed: int,
     return math.nan, rows
 
 
+def print_truth(rows: list[tuple]) -> None:
+    """The truth grid of :func:`truth_capacity` as a markdown table."""
+    print("## Truth capacity (simulation, 3 replications per population)\n")
+    print("| users | worst class | R (ms) | 95% CI half-width (ms) |\n|---|---|---|---|")
+    for n, worst, r, hw in rows:
+        print(f"| {n} | {worst} | {1000 * r:.1f} | {1000 * hw:.1f} |")
+
+
 def true_service() -> str:
     """The database's true service statistics: its MAP's ``I``, p95 and SCV, and the SCV and
     p95 of a request's service time (the MAP's interval times the class's multiplier, classes
@@ -96,27 +118,32 @@ def true_service() -> str:
 
 
 def config(alert_window_s: float = BREACH_WINDOW_S,
-           bursty_scv: str = DEFAULT_BURSTY_SCV) -> Config:
-    """The tiers in order and the SLA: every class's ``alert_window_s`` mean within
-    ``SLA_S`` (the measured breach below reads the same window); ``bursty_scv`` as
-    :class:`streams.core.config.SystemConfig`'s."""
+           bursty_scv: str = DEFAULT_BURSTY_SCV, sla_s: float = SLA_S,
+           per_job_max_cores: int = DEFAULT_PER_JOB_MAX_CORES) -> Config:
+    """The tiers in order and the SLA: every class's ``alert_window_s`` mean within ``sla_s``
+    (the measured breach below reads the same window); ``bursty_scv`` and
+    ``per_job_max_cores`` as :class:`streams.core.config.SystemConfig`'s."""
     return Config(systems={"shop": SystemConfig(tiers=("web", "app", "db"),
-                                                sla_s={"*": SLA_S},
+                                                sla_s={"*": sla_s},
                                                 alert_window_s=alert_window_s,
-                                                bursty_scv=bursty_scv)})
+                                                bursty_scv=bursty_scv,
+                                                per_job_max_cores=per_job_max_cores)})
 
 
 def run(records: list[dict[str, Any]], alert_window_s: float = BREACH_WINDOW_S,
-        bursty_scv: str = DEFAULT_BURSTY_SCV
+        bursty_scv: str = DEFAULT_BURSTY_SCV, sla_s: float = SLA_S,
+        per_job_max_cores: int = DEFAULT_PER_JOB_MAX_CORES
         ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The records through ``run_embedded`` configured by :func:`config`: the predictions that
+    carry a model and the alert events."""
     preds: list[dict[str, Any]] = []
 
     def watch(outputs: Any, _pipeline: Any) -> None:
         preds.extend(p for p in outputs.predictions if p.get("model"))
 
+    cfg = config(alert_window_s, bursty_scv, sla_s, per_job_max_cores)
     with tempfile.TemporaryDirectory() as d:
-        summary = run_embedded(records, config(alert_window_s, bursty_scv), d,
-                               on_outputs=watch)
+        summary = run_embedded(records, cfg, d, on_outputs=watch)
     return preds, list(summary.alert_events)
 
 
@@ -170,13 +197,26 @@ def ramp_run(cap: float, seed: int, network_at: Callable[[int], PhysicalNetwork]
     return measured_breach(ramped, sla_s), fired, preds
 
 
+def first_lead(breach: float | None, fired: list[float]) -> float | None:
+    """How long before ``breach`` the first firing came (s), or None: no breach, or no firing
+    before it."""
+    before = [f for f in fired if breach is not None and f < breach]
+    return breach - before[0] if before else None
+
+
+def steady_records(population: int, seed: int, duration: float,
+                   network_at: Callable[[int], PhysicalNetwork] = network
+                   ) -> list[dict[str, Any]]:
+    """``duration`` seconds of 5-s windows of ``network_at(population)`` from ``START``."""
+    return monitor_physical(network_at(population), duration, WINDOW_S, system="shop",
+                            start_time=START, seed=seed)
+
+
 def steady_run(population: int, seed: int, duration: float,
                alert_window_s: float = BREACH_WINDOW_S,
                bursty_scv: str = DEFAULT_BURSTY_SCV) -> list[dict[str, Any]]:
     """The pipeline's predictions on ``duration`` seconds of the shop at ``population``."""
-    windows = monitor_physical(network(population), duration, WINDOW_S, system="shop",
-                               start_time=START, seed=seed)
-    return run(windows, alert_window_s, bursty_scv)[0]
+    return run(steady_records(population, seed, duration), alert_window_s, bursty_scv)[0]
 
 
 def seed_range(text: str) -> list[int]:
@@ -261,10 +301,7 @@ def main(argv: list[str] | None = None) -> None:
     if cap is None:
         grid = [100, 130, 160, 190, 220, 250] if not args.quick else [130, 190, 250]
         cap, rows = truth_capacity(grid, 300.0 if args.quick else 1500.0, args.seed)
-        print("## Truth capacity (simulation, 3 replications per population)\n")
-        print("| users | worst class | R (ms) | 95% CI half-width (ms) |\n|---|---|---|---|")
-        for n, c, r, hw in rows:
-            print(f"| {n} | {c} | {1000 * r:.1f} | {1000 * hw:.1f} |")
+        print_truth(rows)
     print(f"\ntruth capacity at SLA {SLA_S} s: **{cap:.0f} users**\n")
     if args.grid_only:
         return
@@ -307,8 +344,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"- predicted_breach firings (min): {[round(f / 60, 1) for f in fired]} "
           f"(alert_window_s = {args.alert_window:g})")
     if breach is not None and fired:
-        before = [f for f in fired if f < breach]
-        lead = breach - before[0] if before else None
+        lead = first_lead(breach, fired)
         print(f"- first firing leads the breach by: "
               f"{'no lead' if lead is None else f'{lead / 60:.1f} min'} (target >= 5 min); "
               f"earliest firing {(breach - fired[0]) / 60:.1f} min before it "
