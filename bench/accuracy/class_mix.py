@@ -7,7 +7,7 @@ bursty ones: an on/off x6 run on the last tier), the IDC-curve estimate and its 
 alike, before 0e7cffb) and on ``n'_k`` (weighted by the classes' NNLS demands, as the
 pipeline reads it since). Seeded; prints a markdown table.
 
-    PYTHONPATH=$PWD python -m bench.accuracy.class_mix [--windows 4096] [--systems 4]
+    python -m bench.accuracy.class_mix [--windows 4096] [--systems 4]
 """
 
 from __future__ import annotations

@@ -29,7 +29,6 @@ row per population and class.
 
 from __future__ import annotations
 
-
 import numpy as np
 
 

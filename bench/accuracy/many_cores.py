@@ -34,7 +34,6 @@ import argparse
 import sys
 import time
 
-
 import solvers.decomposition as decomposition
 from solvers.bounds import knee
 from solvers.paper000 import _BURSTY_D0, _BURSTY_D1

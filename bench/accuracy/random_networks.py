@@ -29,7 +29,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-
 from estimators.mapfit import fit_map2
 from solvers.bounds import knee
 from solvers.decomposition import solve_decomposed

@@ -45,7 +45,6 @@ import time
 import numpy as np
 from scipy.linalg import expm
 
-
 from estimators.dispersion import index_of_dispersion_interval
 from estimators.mapfit import fit_map2, service_p95
 from estimators.tail import service_tail_p95, window_mixture_p95

@@ -14,7 +14,6 @@ import time
 
 import numpy as np
 
-
 from estimators.demand import (
     KalmanDemandEstimator,
     regression_demands,

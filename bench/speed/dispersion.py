@@ -19,7 +19,6 @@ import time
 
 import numpy as np
 
-
 from estimators.dispersion import (DispersionTracker, index_of_dispersion,
                                    index_of_dispersion_interval)
 from solvers.processes import MAP

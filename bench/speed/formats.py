@@ -16,7 +16,7 @@ one request). Figures (best of ``--repeat``):
 
 Rates are per CPU second of the process (``time.process_time``), one core.
 
-    PYTHONPATH=$PWD python -m bench.speed.formats [--systems 50] [--tiers 3] [--classes 10]
+    python -m bench.speed.formats [--systems 50] [--tiers 3] [--classes 10]
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ import json
 import random
 import sys
 import time
-
 
 from tests.format_samples import MAPPING_DICT, encode
 

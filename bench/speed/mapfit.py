@@ -18,7 +18,6 @@ import time
 
 import numpy as np
 
-
 from estimators.mapfit import fit_map2, service_p95
 from estimators.tail import service_tail_p95, window_mixture_p95
 from solvers.processes import MAP

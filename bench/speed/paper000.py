@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 
-
 from solvers.paper000 import THINK_TIME, mva_error_table, scenarios
 from solvers.simulation import ClosedNetwork, Queue, simulate_closed
 

@@ -92,7 +92,6 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-
 from solvers.mapqn import solve_closed
 from solvers.processes import MAP
 from streams.core.config import Config

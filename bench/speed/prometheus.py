@@ -10,7 +10,7 @@ Two figures:
    tier), the last window read as ``perfcast ingest`` reads it; seconds per step, and the tiers
    a 5-s window leaves time for.
 
-    PYTHONPATH=$PWD python -m bench.speed.prometheus [--tiers 1000] [--live-tiers 50]
+    python -m bench.speed.prometheus [--tiers 1000] [--live-tiers 50]
 """
 
 from __future__ import annotations
