@@ -79,7 +79,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--markdown", action="store_true", help="a markdown table")
     args = ap.parse_args()
-    print(f"command: python {' '.join(sys.argv)}")
+    print(f"command: python -m {__spec__.name} {' '.join(sys.argv[1:])}")
     print(f"per-job station up to 64 cores (default {decomposition.PER_JOB_MAX_CORES}), phase "
           f"counts on a grid past {decomposition.PHASE_COUNT_BINS} busy cores, band "
           f"budget {decomposition.PER_JOB_MAX_BYTES / 2**20:g} MiB; simulation 3 x "

@@ -203,7 +203,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--workers", type=int, default=2)
     args = ap.parse_args(argv)
     plan = QUICK if args.quick else FULL
-    print(f"command: python {' '.join(shlex.quote(a) for a in sys.argv)}")
+    print(f"command: python -m {__spec__.name} {shlex.join(sys.argv[1:])}")
     print(f"plan: {plan.replications} replications x "
           + ", ".join(f"{k} {plan.duration[k]:g} s (warm-up {plan.warmup[k]:g} s)"
                       for k in plan.duration) + f"; seed {args.seed}")

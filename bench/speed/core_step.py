@@ -26,7 +26,6 @@ import json
 import statistics
 import sys
 import time
-from pathlib import Path
 
 from bench.speed.pipeline import CHUNK, TIERS, host_speed, workload_chunks
 from streams.core.config import Config
@@ -95,7 +94,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=2)
     args = ap.parse_args(argv)
     tune_gc()
-    print(f"command: python {' '.join([Path(sys.argv[0]).name] + (argv or sys.argv[1:]))}")
+    print(f"command: python -m {__spec__.name} {' '.join(argv or sys.argv[1:])}")
     print(host_speed())
     t0 = time.perf_counter()
     core, values, partitions = warmed(args.systems, args.warm_ends, args.seed, Config())

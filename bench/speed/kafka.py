@@ -221,7 +221,7 @@ def main(argv: list[str] | None = None) -> None:
     cfg_path = _config(tmp, prefix, args.aligned_solves)
     kafka = load_config(cfg_path).kafka
     ensure_topics(kafka, partitions=4)
-    print(f"# {' '.join([Path(sys.argv[0]).name] + (argv or sys.argv[1:]))}")
+    print(f"# python -m {__spec__.name} {' '.join(argv or sys.argv[1:])}")
     print(host_speed())
     print(f"workload: {args.systems} systems x 3 tiers x 14 classes; backlog {len(backlog)} "
           f"windows; latency phase {len(live)} windows at {args.rate:.0f}/s; "

@@ -577,7 +577,7 @@ def main(argv: list[str] | None = None) -> None:
         config = replace(config, defaults=replace(config.defaults, solve_offset_s=0.0))
     cfg = config.defaults
 
-    print(f"command: python {' '.join(shlex.quote(a) for a in sys.argv)}")
+    print(f"command: python -m {__spec__.name} {shlex.join(sys.argv[1:])}")
     print(f"python {sys.version.split()[0]}, numpy {np.__version__}; timings: best and median "
           f"of {reps} (machine shared, 2 cores; load average at start "
           f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}); {host_speed()}")

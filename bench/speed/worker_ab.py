@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> None:
     config.write_text(f'[kafka]\ntopic_prefix = "{prefix}"\n')
     kafka = load_config(config).kafka
     ensure_topics(kafka, partitions=4)
-    print(f"# {' '.join([Path(sys.argv[0]).name] + (argv or sys.argv[1:]))}")
+    print(f"# python -m {__spec__.name} {' '.join(argv or sys.argv[1:])}")
     print(host_speed())
     stats = produce(workload(100, args.ends, 1), kafka)
     print(f"backlog: {stats.sent:,} windows produced at {stats.rate:,.0f}/s")
