@@ -13,6 +13,8 @@ The system (also in bench/accuracy/multicore.py): web 4 cores (exponential, 8 ms
 :mod:`solvers.simulation.physical` (cores, FCFS queues, the correlated service-time sequence),
 monitored in 5-s windows. The pipeline is configured as a new user would: tiers in order and the
 SLA, nothing else (think time from Little's law, demands and burstiness estimated).
+``python -m bench.e2e.many_cores`` runs the same shop, its code and its ramp with a database of
+more cores (:func:`network`'s ``cores`` and ``think_scale``).
 
 1. **Truth capacity** -- the largest population whose worst class's mean response time stays
    within the SLA: simulated on a grid of populations (3 replications each), the crossing
