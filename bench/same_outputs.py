@@ -1,18 +1,26 @@
 """Do two versions of perfcast give the same outputs? ``perfcast run`` over three traces, the
-outputs compared field by field.
+outputs compared field by field. From the repository root:
 
-    python bench/same_outputs.py traces DIR        # write the three traces and configs to DIR
-    python bench/same_outputs.py run DIR OUT       # perfcast run over each trace -> OUT/<name>/
-    python bench/same_outputs.py compare OUT1 OUT2 # field by field; floats within 1e-12
+    python -m bench.same_outputs traces DIR         # write the three traces and configs to DIR
+    python -m bench.same_outputs run DIR OUT        # perfcast run over each trace -> OUT/<name>/
+    python -m bench.same_outputs compare OUT1 OUT2  # field by field; floats within 1e-12
 
-The traces: the demo's (two tiers, a bursty database, users ramping), the default workload of
-``bench/speed/pipeline.py`` (100 systems x 3 tiers x 14 classes, 60 window ends) and the
-multi-core bursty shop of ``bench/e2e/multicore.py`` (web 4 cores, app 4, db 8 bursty; 20
-minutes at 86 users, then a ramp to 321 over 40 minutes: the predicted-breach alert fires).
-``run`` calls the ``perfcast`` found beside this Python (or ``PERFCAST``), so one trace
-directory serves two checkouts: write the traces once, run each checkout over them, compare.
-Compared: the four JSON-lines outputs, every table of the SQLite store and the report
-(its store path aside). A refactoring that changes no behaviour passes with 0 differences.
+The traces (``traces`` imports this checkout's ``streams`` and ``bench``):
+
+- ``demo``: the demo's shop (:mod:`streams.cli.demo`: tiers ``front`` and a bursty ``db``;
+  45 minutes of 5-s windows, 60 users for 20 minutes, then 5 more a minute), with the demo's
+  think time and SLA in ``demo.toml``;
+- ``pipeline``: the default workload of :mod:`bench.speed.pipeline` (100 systems x 3 tiers x 14
+  classes, 60 window ends, seed 0), run on perfcast's defaults (``pipeline.toml`` is empty);
+- ``multicore``: the ramp of :mod:`bench.e2e.multicore` (web 4 cores, app 4, db 8 bursty; 20
+  minutes at 86 users, a ramp to 321 over 40 minutes, 10 minutes there; seed 1), its tiers and
+  SLA in ``multicore.toml``.
+
+``run`` calls the ``perfcast`` found beside this Python (or ``$PERFCAST``) with each trace and
+its TOML (none where the TOML is empty), so one trace directory serves two checkouts: write the
+traces once, run each checkout over them, compare. ``compare`` reads the four JSON-lines outputs,
+every table of the SQLite store and the report (its store path aside); it exits 1 on any
+difference. A refactoring that changes no behaviour passes with 0 differences.
 """
 
 from __future__ import annotations
@@ -28,7 +36,6 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator
 
-ROOT = Path(__file__).resolve().parents[1]
 OUTPUTS = ("estimates", "predictions", "alerts", "deadletter")
 #: a float pair is the same within this, relative to the larger magnitude (at least 1)
 TOLERANCE = 1e-12
@@ -52,8 +59,9 @@ sla_s = {{ "*" = {sla} }}
 
 
 def write_traces(out: Path) -> None:
-    """The three traces as JSON lines, each with its TOML configuration (empty: defaults)."""
-    sys.path.insert(0, str(ROOT))
+    """Write ``demo``, ``pipeline`` and ``multicore`` to ``out`` (created if missing): each trace
+    as ``<name>.jsonl`` (one record a line, stream order) beside ``<name>.toml``, its perfcast
+    configuration (empty for ``pipeline``: perfcast's defaults)."""
     out.mkdir(parents=True, exist_ok=True)
     from streams.cli.demo import THINK_TIME, DemoScenario, demo_records
 

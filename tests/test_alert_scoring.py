@@ -1,13 +1,13 @@
-"""The alert benches' scoring (bench/alert_scoring.py) and baseline forecasts
-(bench/alert_baselines.py) on hand-made episodes and series."""
+"""The alert benches' scoring (bench/accuracy/alert_scoring.py) and baseline forecasts
+(bench/accuracy/alert_baselines.py) on hand-made episodes and series."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from bench.alert_baselines import forecast_conditions, holt_forecast, linear_forecast
-from bench.alert_scoring import hysteresis_episodes, score_alerts, summarize
+from bench.accuracy.alert_baselines import forecast_conditions, holt_forecast, linear_forecast
+from bench.accuracy.alert_scoring import hysteresis_episodes, score_alerts, summarize
 
 H = 900.0
 
@@ -107,7 +107,7 @@ def test_a_trust_restatement_is_not_a_new_alert_episode():
     """A ``firing`` event with ``update: "trust"`` restates the active predicted-breach alert
     (streams.predict.confidence.trust_events): read as a new firing it left the episode before
     it open for the rest of the run, which then "caught" every later breach."""
-    from bench.alert_shapes import _alert_episodes
+    from bench.accuracy.alert_shapes import _alert_episodes
 
     ev = [{"alert": "predicted_breach", "state": "firing", "time": 100.0},
           {"alert": "predicted_breach", "state": "firing", "time": 200.0, "update": "trust"},

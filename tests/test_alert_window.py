@@ -124,7 +124,7 @@ SLA_S = 0.1
 
 
 def _shop(kind: str, users: int) -> PhysicalNetwork:
-    """docs/accuracy.md section 4's three-tier shop (bench/alert_shapes.py): truth capacity
+    """docs/accuracy.md section 4's three-tier shop (bench/accuracy/alert_shapes.py): truth capacity
     214 users (bursty db) / 420 (exponential db) at SLA 0.1 s."""
     db = MAP(_BURSTY_D0, _BURSTY_D1).scaled(0.016) if kind == "bursty" else 0.016
     return PhysicalNetwork(

@@ -242,7 +242,7 @@ def test_a_search_after_the_last_calibration_starts_from_it(monkeypatch):
     trial (already solved to find that it does not hold) instead of from the curve's ends:
     never more solves than that trial and a search from the ends (the code before), fewer over
     the searches (21 against 23 on paper 000's database at 50 and 100 users; on the saturated
-    multi-core databases of ``bench_pipeline.py --bursty --multicore`` 512 against 901), the
+    multi-core databases of ``bench/speed/pipeline.py --bursty --multicore`` 512 against 901), the
     same SCV to within the tolerance and the same end flagged beyond the curve's reach."""
     from streams.predict import calibration
 

@@ -6,7 +6,7 @@ The band is checked for what it must be whatever the numbers: ordered around the
 capacity, widening with the Kalman covariance, using the covariance rather than only its
 diagonal, widening with ``I``'s interval on a bursty tier. Whether the band covers the true
 capacity as often as it should (its calibration) is not measured here: that needs many
-seeded runs against simulation, bench/accuracy_band.py (docs/accuracy.md).
+seeded runs against simulation, bench/accuracy/band.py (docs/accuracy.md).
 """
 
 from __future__ import annotations

@@ -259,7 +259,7 @@ def test_phase_counts_on_a_grid_keep_the_completion_rate_and_the_expected_count(
 
 
 def test_the_phase_count_grid_stays_near_the_full_chain_at_64_cores(monkeypatch):
-    """The grid's own effect (bench/accuracy_many_cores.py, the 'full chain' column): the
+    """The grid's own effect (bench/accuracy/many_cores.py, the 'full chain' column): the
     64-core bursty tier of the simulation test above at 159 and 351 users (0.5 and 1.1 knees),
     grid against every phase count resolved: the grid's wider spread of the count is
     pessimistic by 0.2% / 1.5% on throughput and 0.7% / 4.2% on response time there."""
@@ -325,8 +325,8 @@ def _captured_web() -> MAP:
 
 
 def _provisional_network() -> tuple[list[MAP], tuple[int, ...]]:
-    """A provisional model of bench_pipeline's multi-core workload (the fitted matrices, as
-    bench/bench_decomposition.py's ``fixed_point_networks`` has them): web 8 cores, a weakly
+    """A provisional model of bench.speed.pipeline's multi-core workload (the fitted matrices, as
+    bench/speed/decomposition.py's ``fixed_point_networks`` has them): web 8 cores, a weakly
     bursty MAP(2); app 4 cores exponential; db 4 cores, I ~ 2,000; Z = 1.4500755 s."""
     web = _fitted([[693.07352, 10.714029], [22.458697, 79.010523]])
     db = _fitted([[125122.71, 108.46700], [0.22266134, 16.673707]])
@@ -334,7 +334,7 @@ def _provisional_network() -> tuple[list[MAP], tuple[int, ...]]:
 
 
 def test_fixed_point_does_not_let_anderson_swing_a_lightly_loaded_bursty_tier():
-    """A provisional model from bench_pipeline's multi-core workload: web 8 cores with a weakly
+    """A provisional model from bench.speed.pipeline's multi-core workload: web 8 cores, weakly
     bursty MAP(2) (I ~ 10, at 23% of its cores), app 4 cores exponential, db 4 cores bursty
     (I ~ 2,000, saturated), 2,664 users. Unguarded, Anderson's extrapolation swung the web
     tier's throughput between 92/s and 1,738/s for 35 sweeps; plain sweeps converge in 11 to
@@ -352,7 +352,7 @@ def test_a_sweep_solves_a_clear_bursty_bottleneck_first():
     first (it holds most users, and the others' arrivals are the rest's throughput with them).
     On the provisional model of the test above that takes 14 sweeps to 6 for the same answer
     (to the fixed point's tolerance); near a tie, or with exponential tiers after it, the order
-    is the visit order (on bench/accuracy_random_networks.py's 640 solves moving the bottleneck
+    is the visit order (on bench/accuracy/random_networks.py's 640 solves moving the bottleneck
     first there too cost sweeps as often as it saved them)."""
     from solvers.decomposition import CLEAR_BOTTLENECK, _downstream_groups, _sweep_order
 
@@ -372,7 +372,7 @@ def test_a_sweep_solves_a_clear_bursty_bottleneck_first():
 
 
 def test_the_held_users_move_with_andersons_extrapolation():
-    """A solve of bench_pipeline's 16-64-core workload (its fitted matrices, 1,008 users): web
+    """A solve of bench.speed.pipeline's 16-64-core workload (its fitted matrices, 1,008 users): web
     64 cores bursty, app 32 cores exponential (a wave queue after the web), db 32 cores
     bursty. With the users held in the app's waves updated plainly after each sweep, the held
     users and the web's throughput swung for the 50 combined sweeps and the rounds after them

@@ -1,7 +1,7 @@
 """Per-class demand estimation (estimators.demand): Kalman filter (paper 004) and regression
 (paper 002), checked against closed forms, a textbook Kalman step, and simulation.
 
-The simulated workloads below are also what ``bench/bench_demand.py`` reports on.
+The simulated workloads below are also what ``bench/speed/demand.py`` reports on.
 They use the exact FCFS queue (``fcfs_queue``) and its monitoring view (``monitor_windows``):
 per window ``k`` and class ``c`` a Poisson number of arrivals at rate ``rates[k, c]``, placed
 uniformly in the window (so each class is a Poisson process with piecewise-constant rate and the
@@ -24,7 +24,7 @@ from estimators.demand import KalmanDemandEstimator, regression_demands, relativ
 from solvers.simulation import Windows, fcfs_queue, monitor_windows
 
 # ---------------------------------------------------------------------------------------------
-# workload generators (shared with bench/bench_demand.py)
+# workload generators (shared with bench/speed/demand.py)
 # ---------------------------------------------------------------------------------------------
 
 

@@ -4,7 +4,7 @@ The demo's shop used to give its db one MAP(2) per class under processor sharing
 (one service process per tier) given the true parameters then predicted 1.35-3.1 times the
 simulated response times, and the demo's breach read UNTRUSTED. The shop is now the physical
 system of :mod:`solvers.simulation.physical`; here the model with the true parameters must
-predict its per-class response times within 15% (bench/accuracy_demo_model.py: 2.2% on
+predict its per-class response times within 15% (bench/accuracy/demo_model.py: 2.2% on
 4 x 3,000 s; here 4 x 600 s, seeded).
 """
 

@@ -4,7 +4,7 @@ Closed forms: the MMPP(2)'s ``I = SCV (1 + 2 sum rho_k)`` (``MAP.idc``) and its 
 ``Y(t) = I - (I - I_0)(1 - e^{-gamma t})/(gamma t)``; slow-switching M/MMPP(2)/1 queues (bursts
 longer than the window) read within +-25% where Fig. 2 reads 30-75% low; the interval covers
 the truth on seeded runs; bad input names the field; nothing is ever NaN. All seeded; no
-wall-clock assertions (speed: bench/bench_dispersion.py).
+wall-clock assertions (speed: bench/speed/dispersion.py).
 """
 
 from __future__ import annotations
@@ -223,13 +223,13 @@ def test_tracker_interval_equals_the_function_on_its_history():
 # --------------------------------------------------------------------------- in the pipeline
 @pytest.mark.parametrize("ramp", [True, False], ids=["ramp", "steady"])
 def test_multicore_db_reads_its_index_on_a_ramp_as_under_steady_load(ramp):
-    """Issue 19's shop (bench/e2e_multicore.py --seed 1): the 8-core database's service
+    """Issue 19's shop (bench/e2e/multicore.py --seed 1): the 8-core database's service
     sequence is paper 000's MAP(2), I = 202. 20 minutes at 86 users, then (``ramp``) 86 -> 321
     users over 40 minutes. The db's history, read as the pipeline does (busy time in
     core-seconds: window ``T c``), in minutes 28-40: the flat fit read 46-124 on the ramp and
     91-136 under the steady load of the same seed -- the ramp was not the cause (on 8 seeds
     both read alike), the long levels' noise was. Read as the converged level: within +-25%."""
-    from bench.alert_shapes import START, network
+    from bench.accuracy.alert_shapes import START, network
     from solvers.simulation.physical import monitor_physical
 
     low, top = 86, 321

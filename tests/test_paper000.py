@@ -1,7 +1,7 @@
 """Paper 000's headline, reproduced: MVA fails under bottleneck switch, the MAP network does not.
 
 Model and scenarios: ``solvers.paper000`` (Fig. 9 with Z = 0.5 s). The table for docs/ is printed by
-``bench/bench_paper000.py``.
+``bench/speed/paper000.py``.
 """
 
 import numpy as np

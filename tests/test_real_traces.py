@@ -1,4 +1,4 @@
-"""perfcast on measured traces (LibReDE / SARDE, ../shared/data/real; bench/real_traces.py):
+"""perfcast on measured traces (LibReDE / SARDE, ../shared/data/real; bench/accuracy/real_traces):
 the data read as published, the input-contract windows, perfcast's demands against LibReDE's
 estimators on the runs where those agree, the flags on the collinear run r2, the closed model's
 response times, and the 210 micro-benchmark traces. Skips where the data are missing (fails
@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench import real_traces as rt
+from bench.accuracy import real_traces as rt
 from streams.core.records import parse_window
 from tests.ci_policy import unavailable
 

@@ -347,7 +347,7 @@ def test_negative_utilization_beyond_rounding_is_rejected(value):
 
 
 def test_windows_within_zero_and_one_take_the_fast_path_and_carry_no_flag():
-    """Only a window outside [0, 1] leaves the msgspec fast path (bench/bench_pipeline.py)."""
+    """Only a window outside [0, 1] leaves the msgspec fast path (bench/speed/pipeline.py)."""
     from streams.core.records import _fast
 
     for u in (0.0, 0.63, 1.0):
