@@ -39,6 +39,7 @@ from pipeline_harness import (
     unique,
     wait_for,
 )
+from waiting import wait_until
 from streams.core.config import load_config
 from streams.core.records import content_digest, parse_window
 from streams.cli.embedded import read_jsonl, run_embedded
@@ -168,7 +169,7 @@ def drive(url: str, load: Load, until: float, rates: list[float], stop=None) -> 
             load.durations.append(t1 - t0)
         sent += 1
         if math.isfinite(rate):
-            time.sleep(max(0.0, t0 + 1.0 / rate - time.time()))
+            time.sleep(max(0.0, t0 + 1.0 / rate - time.time()))    # the phase's request rate
 
 
 def conflicting_repeats(sent: list[dict]) -> int:
@@ -211,14 +212,15 @@ def workload(tmp_path_factory, prometheus_url, prometheus_targets):
     url = prometheus_url
     sampler = CpuSampler(prometheus_pid(prometheus_targets))
     sampler.start()
-    time.sleep(0.3)
+    wait_until(lambda: len(sampler.samples) >= 3, "CPU samples before the time range")
     t_from = grid_ceil(time.time() + SLACK_S)
+    # the scenario: a quiet first window, then the workload
     time.sleep(max(0.0, t_from + WINDOW_S - time.time()))
     load = Load()
     drive(url, load, time.time() + 18.0, [15.0, 60.0, math.inf])
     t_to = grid_ceil(time.time()) + WINDOW_S
     wait_scraped_past(url, t_to)
-    time.sleep(0.3)
+    wait_until(lambda: sampler.samples[-1][0] > t_to, "a CPU sample past the range")
     sampler.halt.set()
     sampler.join()
     tmp = tmp_path_factory.mktemp("prom")
@@ -366,7 +368,7 @@ def test_live_into_kafka_worker_and_influxdb_resumes_after_a_kill(tmp_path, prom
                  "windows from the first ingest run")
         assert ingest.signal(signal.SIGKILL) != 0
         killed_at = checkpoint_end()
-        time.sleep(3 * WINDOW_S)
+        time.sleep(3 * WINDOW_S)          # the scenario: ingest down for three windows
         ingest = Ingest(source_path, config_path, checkpoint, log).start()
         wait_for(lambda: checkpoint_end() >= killed_at + 5 * WINDOW_S, 120,
                  "windows from the restarted ingest")
@@ -495,11 +497,16 @@ def test_a_restarted_and_a_stopped_target_real_counter_reset_and_staleness(
         while not halt.is_set():
             if not paused.is_set():
                 events.append(exporter.request())
-            time.sleep(0.05)
+            time.sleep(0.05)              # the workload's rate: 20 requests a second
     worker = threading.Thread(target=requests, daemon=True)
     try:
         wait_for(up, 60, "Prometheus scraping the test's exporter")
         t_from = grid_ceil(time.time() + SLACK_S)
+        # the scenario, in time (requests, a quiet spell, the exporter's counter reset,
+        # requests, a quiet spell, the target down for 6 s, requests): the sleeps are its
+        # phases -- a quiet spell spans a window and the scrape slack, so a whole window
+        # holds no request; the requests resume a scrape's slack after the reset and the
+        # restart
         time.sleep(max(0.0, t_from - time.time()))
         worker.start()
         time.sleep(8)
