@@ -148,23 +148,18 @@ class TopicReader:
 
 def committed_to_end(bootstrap: str, group: str, topic: str) -> bool:
     """Whether consumer group ``group`` has committed the end offset of every partition of
-    ``topic`` that holds records."""
-    from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
+    ``topic`` that holds records (read with a consumer of the group that never joins it)."""
+    from kafka import KafkaConsumer, TopicPartition
 
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    try:
-        committed = admin.list_consumer_group_offsets(group)
-    finally:
-        admin.close()
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap)
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group,
+                             enable_auto_commit=False)
     try:
         tps = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
         end = consumer.end_offsets(tps)
+        return bool(tps) and all(end[tp] == 0 or (consumer.committed(tp) or 0) >= end[tp]
+                                 for tp in tps)
     finally:
         consumer.close()
-    return bool(tps) and all(end[tp] == 0 or (tp in committed
-                                              and committed[tp].offset >= end[tp])
-                             for tp in tps)
 
 
 def wait_settled(worker: Worker, bootstrap: str, topic: str, readers: Any,
