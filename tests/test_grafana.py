@@ -456,9 +456,9 @@ def test_a_breach_predicted_while_the_model_is_not_trusted_is_labelled(run):
     """With model_error_threshold at 5% the model-error alert fires on the demo shop: a
     predicted_breach firing carries trust = 'untrusted' (and its summary begins UNTRUSTED)
     exactly when model_error was active at its solve, at least one does, and the
-    predicted_breach rule's series carries the last event's trust. (With the SCV calibration,
-    before 2026-11-29, the first firing was the untrusted one; with the I calibration the
-    model-error alert resolves for a while and the first firing is trusted, the second not.)"""
+    predicted_breach rule's series carries the last event's trust. (With the I calibration
+    the model-error alert resolves for a while: the first firing is trusted, the second
+    not.)"""
     spec = next(s for s in RULES if s.kind == "predicted_breach")
     assert "trust" in spec.labels
     r = next(x for x in API_RULES if x["uid"] == "perfcast-predicted-breach")
