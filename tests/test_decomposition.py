@@ -28,6 +28,7 @@ MILD = MAP([[-3.5, 2.0], [2.0, -2.5]], [[1.5, 0.0], [0.0, 0.5]])   # unit mean, 
 REF = reference(__file__)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("N", [1, 7, 60, 400, 3000])
 @pytest.mark.parametrize("Z", [0.0, 1.0])
 def test_exponential_networks_are_solved_exactly(N, Z):
@@ -56,6 +57,7 @@ def test_one_bursty_tier_is_close_to_the_exact_chain(N):
     assert res.iterations == 1
 
 
+@pytest.mark.slow
 def test_two_bursty_tiers_converge_close_to_the_exact_chain():
     procs = [MAP.exponential(0.003), BURSTY.scaled(0.004), MILD.scaled(0.004)]
     res = solve_decomposed(procs, 30, 0.5)
@@ -87,6 +89,7 @@ def test_little_and_utilization_laws_hold_on_multicore_bursty_networks(N):
     assert res.bottleneck_probability.sum() == pytest.approx(1.0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("N", [120, 900])
 def test_little_and_utilization_laws_hold_with_phase_counts_on_a_grid(N):
     """A 48-core bursty tier on the per-job station keeps its phase counts on a grid (past
@@ -154,6 +157,7 @@ def test_per_job_phases_of_a_poisson_map_give_the_mmc_station():
         assert res.queue_length == pytest.approx(np.ravel(ref.queue_length), rel=1e-6)
 
 
+@pytest.mark.slow
 def test_multicore_bursty_tier_matches_the_physical_simulation():
     """Truth that is not the model: three tiers 4/4/8 cores, the database's cores consuming one
     bursty service-time sequence (I ~ 200). At 110 users the per-job station predicts the
@@ -172,6 +176,7 @@ def test_multicore_bursty_tier_matches_the_physical_simulation():
     assert abs(res.response_time - R.mean) <= max(2 * R.half_width, 0.10 * R.mean)
 
 
+@pytest.mark.slow
 def test_a_saturated_16_core_per_job_chain_is_solved_stably():
     """A 16-core bursty tier (I ~ 200) fed faster than it can serve: the likeliest states have
     most jobs in the slow phase. Anchoring the banded solve at an unlikely state cancelled
@@ -197,6 +202,7 @@ def test_a_saturated_16_core_per_job_chain_is_solved_stably():
     assert chain.throughput < cores / proc.mean
 
 
+@pytest.mark.slow
 def test_a_64_core_bursty_tier_matches_the_physical_simulation():
     """Truth that is not the model, where the per-job station reaches with
     ``per_job_max_cores=64`` (the default): web 4 cores exp 4 ms, app 8 cores exp 16 ms, db
@@ -262,6 +268,7 @@ def test_phase_counts_on_a_grid_keep_the_completion_rate_and_the_expected_count(
                 assert rate[arrive][t == 1].sum() == pytest.approx(P[s, 1], rel=1e-12)
 
 
+@pytest.mark.slow
 def test_the_phase_count_grid_stays_near_the_full_chain_at_64_cores(monkeypatch):
     """The grid's own effect (bench/accuracy_many_cores.py, the 'full chain' column): the
     64-core bursty tier of the simulation test above at 159 and 351 users (0.5 and 1.1 knees),
@@ -341,6 +348,7 @@ def _provisional_network() -> tuple[list[MAP], tuple[int, ...]]:
             _fitted(ref["db_D1"])], (8, 4, 4)
 
 
+@pytest.mark.slow
 def test_fixed_point_does_not_let_anderson_swing_a_lightly_loaded_bursty_tier():
     """A provisional model from bench_pipeline's multi-core workload: web 8 cores with a weakly
     bursty MAP(2) (I ~ 10, at 23% of its cores), app 4 cores exponential, db 4 cores bursty
@@ -356,6 +364,7 @@ def test_fixed_point_does_not_let_anderson_swing_a_lightly_loaded_bursty_tier():
     assert res.little_residual < 1e-3
 
 
+@pytest.mark.slow
 def test_a_sweep_solves_a_clear_bursty_bottleneck_first():
     """Marie's sweeps take the bursty tiers in visit order, except a bursty tier whose load per
     core is at least CLEAR_BOTTLENECK above every other tier's and feeds no wave queue: it goes
@@ -382,6 +391,7 @@ def test_a_sweep_solves_a_clear_bursty_bottleneck_first():
     assert order(waves[:2], (1, 1), [0, 1]) == [1, 0]
 
 
+@pytest.mark.slow
 def test_the_held_users_move_with_andersons_extrapolation():
     """A solve of bench_pipeline's 16-64-core workload (its fitted matrices, 1,008 users): web
     64 cores bursty, app 32 cores exponential (a wave queue after the web), db 32 cores
@@ -401,6 +411,7 @@ def test_the_held_users_move_with_andersons_extrapolation():
     assert res.little_residual < 2e-3
 
 
+@pytest.mark.slow
 def test_combined_sweeps_stop_once_the_answer_has_settled(monkeypatch):
     """Another solve of that workload (1,009 users, Z = 71 ms). From sweep ~31 on, the db's
     throughput (the reference tier's: the answer) stands still while the users held after the
@@ -418,6 +429,7 @@ def test_combined_sweeps_stop_once_the_answer_has_settled(monkeypatch):
     assert res.little_residual < 2e-3
 
 
+@pytest.mark.slow
 def test_combined_sweeps_stop_in_a_bounded_swing():
     """A model of that workload (1,008 users, Z = 64 ms) on the station at
     ``per_job_max_cores=16`` (both bursty tiers past 16 cores are one MAP at speed
@@ -445,6 +457,7 @@ def test_a_bounded_swing_needs_its_sweeps_and_its_span():
     assert _bounded_swing(steady[:-1] + [100.0 * (1 + 2 * SWING_SPAN)]) is None
 
 
+@pytest.mark.slow
 def test_two_bursty_multicore_tiers_beyond_the_knee_match_the_physical_simulation():
     """System (c) of docs/accuracy.md at 1.5 knees (765 users): web 2 cores exponential, app 4
     cores bursty (I ~ 50), db 4 cores bursty (I ~ 200). The fixed point must converge with
@@ -524,6 +537,7 @@ def test_long_weight_heads_are_convolved_as_in_log_space(Z):
         assert np.diff(fast) == pytest.approx(np.diff(slow), abs=1e-10)   # log X_rest
 
 
+@pytest.mark.slow
 def test_a_shared_memo_changes_no_answer_and_is_the_callers():
     """Solves of one model share what does not depend on ``N`` through the caller's
     :class:`SolveMemo` (a capacity search's probes): a solve after a larger one reads the
@@ -590,6 +604,7 @@ def _simulated_throughput(procs: list[MAP], cores: list[int], Z: float, N: int, 
     return _simulated(procs, cores, Z, N, seed).throughput[0]
 
 
+@pytest.mark.slow
 def test_a_wave_queue_the_population_bounds_keeps_the_product_form():
     """A 16-core tier at ~79% behind a bursty 4-core one whose slow phase is 20x slower (two
     bursty tiers, past the knee): the tier's open MAP/M/c queue fed by the bursty tier's
@@ -609,6 +624,7 @@ def test_a_wave_queue_the_population_bounds_keeps_the_product_form():
     assert abs(res.throughput - x.mean) <= max(0.03 * x.mean, x.half_width), (res.throughput, x)
 
 
+@pytest.mark.slow
 def test_when_the_waves_swing_marie_s_sweeps_step_4_goes_by_rounds():
     """Two adjacent bursty tiers (8 cores, then one core whose slow phase is 46x slower) and an
     exponential tier fed by the second's waves, at 1.5 knees: updating the users held in the
