@@ -3,7 +3,8 @@
 # Creates (or reuses) a virtualenv under ~/.cache/perfcast, installs perfcast with its test
 # dependencies from PyPI, installs and starts the real services (Kafka from Maven Central,
 # InfluxDB 1.8.10 from the Go module proxy, Prometheus from Debian; infra/services.sh), runs pytest,
-# stops the services.
+# stops the services. Everything runs, the services and slow tests too; the fast loop while
+# working is pytest -m "not services and not slow" (README).
 # PERFCAST_SERVICES=0 skips the services (their tests then skip, except under CI=true where they
 # fail). pytest's exit code 5 ("no tests collected") is reported and treated as success.
 set -euo pipefail
@@ -28,7 +29,9 @@ if [ "${PERFCAST_SERVICES:-1}" != "0" ]; then
   eval "$services_env"
 fi
 set +e
-"$VENV/bin/python" -m pytest "$@"
+# the 25 slowest tests at the end: what to mark ``slow`` (pyproject.toml) when the fast loop,
+# pytest -m "not services and not slow", grows
+"$VENV/bin/python" -m pytest --durations=25 "$@"
 rc=$?
 set -e
 if [ "$rc" -eq 5 ]; then

@@ -6,22 +6,23 @@ from __future__ import annotations
 import json
 import math
 import os
-import time
 import uuid
 from pathlib import Path
 from typing import Any, Callable
 
 import pytest
 
-from ci_policy import unavailable
-from worker_process import Worker  # noqa: F401  (the tests import it from here)
+from ci_policy import require_services_marker, unavailable
+from waiting import wait_until
+from worker_process import Worker, committed_to_end  # noqa: F401  (tests import them here)
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def service_env(name: str) -> str:
     """An environment variable set by ``infra/services.sh``: under ``CI=true`` its absence is a
-    failure, elsewhere a skip."""
+    failure, elsewhere a skip. Tests take it through ``tests/conftest.py``'s fixtures."""
+    require_services_marker(name)
     value = os.environ.get(name)
     if not value:
         unavailable(f"{name} not set (start the services with infra/services.sh up)",
@@ -56,6 +57,7 @@ class TopicReader:
     def __init__(self, bootstrap: str, topic: str) -> None:
         from kafka import KafkaConsumer
 
+        self.topic = topic
         self.consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap,
                                       auto_offset_reset="earliest", enable_auto_commit=False,
                                       group_id=None, consumer_timeout_ms=500)
@@ -66,20 +68,44 @@ class TopicReader:
             self.records += [json.loads(m.value) for m in batch]
         return self.records
 
+    def read_to_end(self) -> list[dict[str, Any]]:
+        """Every record in the topic now: polls until the reader's position is at the end
+        offset of each partition."""
+        from kafka import TopicPartition
+
+        partitions = self.consumer.partitions_for_topic(self.topic) or set()
+        tps = [TopicPartition(self.topic, p) for p in partitions]
+        end = self.consumer.end_offsets(tps)
+
+        def at_end() -> bool:
+            self.poll()
+            assigned = self.consumer.assignment()
+            return all(tp in assigned and self.consumer.position(tp) >= end[tp] for tp in tps)
+
+        wait_until(at_end, f"the records of {self.topic} up to its end offsets {end}", 60.0,
+                   0.1)
+        return self.records
+
     def close(self) -> None:
         self.consumer.close()
+
+
+def wait_settled(worker: Worker, bootstrap: str, topic: str, readers: Any,
+                 timeout: float = 120.0) -> None:
+    """Until ``worker`` has finished every window of ``topic`` (:meth:`Worker.finished`),
+    then each of ``readers`` (:class:`TopicReader`, or a mapping of them) has read its topic
+    to the end: what a test then reads is all the worker will send for those windows."""
+    wait_for(lambda: worker.finished(bootstrap, topic), timeout,
+             f"the worker to commit every window of {topic}", worker, poll_s=1.0)
+    for reader in readers.values() if isinstance(readers, dict) else readers:
+        reader.read_to_end()
 
 
 def wait_for(condition: Callable[[], bool], timeout: float, what: str,
              worker: Worker | None = None, poll_s: float = 0.5) -> None:
     """Wait until ``condition()``; fail with the worker's log tail on timeout."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(poll_s)
-    tail = f"\nworker log:\n{worker.log_tail()}" if worker else ""
-    pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}{tail}")
+    wait_until(condition, what, timeout, poll_s,
+               detail=(lambda: f"worker log:\n{worker.log_tail()}") if worker else None)
 
 
 def assert_close(a: Any, b: Any, path: str = "", rel: float = 1e-9) -> None:

@@ -26,6 +26,7 @@ from streams.predict.model import build_model, model_capacity
 
 
 # ------------------------------------------------------------------------ the window's spread
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [2000, 6000])
 def test_window_mean_spread_is_sqrt_i_over_n_on_sampled_map2(n):
     """Paper 000's bursty MAP(2) (I ~ 202): the relative standard deviation of the mean of
@@ -167,6 +168,7 @@ def worst_window_mean(recs, t: float) -> float:
     return worst
 
 
+@pytest.mark.slow
 def test_breach_alert_fires_before_a_bursty_tier_is_confirmed():
     """225 users (105% of the bursty shop's capacity) from the start: the 5-minute mean is
     above the SLA as soon as it exists (minute 5), while the db's ``I`` (~250) is still
@@ -177,6 +179,7 @@ def test_breach_alert_fires_before_a_bursty_tier_is_confirmed():
     assert fired is not None and fired < onset
 
 
+@pytest.mark.slow
 def test_no_breach_alert_on_a_calm_non_bursty_shop():
     """The exponential shop at 70% of its capacity: ``I`` stays near 1 (not provisional), the
     window factors are negligible -- no predicted breach in 12 minutes."""

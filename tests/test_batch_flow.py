@@ -9,6 +9,7 @@ import asyncio
 import pytest
 
 from streams.kafka.batch_flow import PHASES, BatchFlow, Steps
+from waiting import until
 
 
 class Log:
@@ -39,7 +40,7 @@ class Runner:
     async def run(self, values, partitions, received):
         n = values[0]
         self.log("run", n)
-        await asyncio.sleep(self.run_s)
+        await asyncio.sleep(self.run_s)          # the core's work: the time the flow overlaps
         self.log("ran", n)
         self.runs += 1
         return n
@@ -51,7 +52,7 @@ def steps(log: Log, deliver_s: float = 0.03, persist_s: float = 0.01,
     the outputs of the batches in ``fail`` are refused."""
 
     async def ack_later(n: int) -> None:
-        await asyncio.sleep(deliver_s)
+        await asyncio.sleep(deliver_s)          # Kafka's acknowledgement takes this long
         if n in fail:
             raise RuntimeError(f"delivery of batch {n} failed")
         log("delivered", n)
@@ -62,7 +63,7 @@ def steps(log: Log, deliver_s: float = 0.03, persist_s: float = 0.01,
 
     async def persist(n: int) -> None:
         log("persist", n)
-        await asyncio.sleep(persist_s)
+        await asyncio.sleep(persist_s)          # the changelog's acknowledgement likewise
         log("persisted", n)
 
     async def ack(events) -> None:
@@ -121,9 +122,9 @@ def test_without_a_next_batch_the_waiting_one_finishes_on_its_own():
     async def main():
         flow = BatchFlow(Runner(log), steps(log, deliver_s=0.01))
         await submit(flow, 0)
-        await asyncio.sleep(0.2)                   # no drain: the batch is not held back
-        assert ("acked", 0) in log.items
-        assert not flow.busy
+        # no drain: the batch is not held back
+        await until(lambda: ("acked", 0) in log.items and not flow.busy,
+                    "batch 0 acknowledged without a drain")
 
     run(main())
 

@@ -9,6 +9,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 NAMES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 CODE = ("import json, os, sys, streams.cli.commands; "
         "print(json.dumps([os.environ.get(n) for n in %r])); "
@@ -21,6 +23,7 @@ def _run(env: dict[str, str]) -> list[str]:
     return out.stdout.splitlines()
 
 
+@pytest.mark.slow
 def test_blas_threads_are_pinned_to_one_by_default_and_the_environment_wins():
     env = {k: v for k, v in os.environ.items() if k not in NAMES}
     lines = _run(env)

@@ -90,6 +90,7 @@ def test_the_calibrated_scv_meets_the_measured_residence_and_approaches_the_trut
     assert abs(c.scv / float(TRUE_DB.scv) - 1) < 0.5 * abs(tie_scv / float(TRUE_DB.scv) - 1)
 
 
+@pytest.mark.slow
 def test_the_calibrated_model_is_closer_to_the_truth_at_other_populations():
     measured = float(_truth(USERS).residence_time[1])
     tiers = _tiers(db_response=measured)

@@ -17,6 +17,7 @@ from streams.engine.runtime import GC_THRESHOLDS
 runner = CliRunner()
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_demo_predicts_the_breach_before_it_happens(tmp_path):
     """The default demo: the predicted-breach alert fires minutes before the measured response

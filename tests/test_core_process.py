@@ -103,6 +103,7 @@ async def _through(runner, raw, size=40, forget_after=None):
     return results
 
 
+@pytest.mark.slow
 def test_the_child_process_gives_what_the_event_loop_gives(config, raw):
     inline = asyncio.run(_through(InlineCore(config, Table()), raw))
     child = asyncio.run(_through(CoreProcess(config, Table()), raw))
@@ -111,6 +112,7 @@ def test_the_child_process_gives_what_the_event_loop_gives(config, raw):
         assert a.urgent == b.urgent and a.lines == b.lines
 
 
+@pytest.mark.slow
 def test_after_a_revocation_the_core_starts_over_from_the_table(config, raw):
     """``forget`` drops the systems in memory; the next batch restores them from the worker's
     table -- here the table holds every delivered changelog, so nothing changes."""
@@ -134,6 +136,7 @@ def test_a_revocation_with_an_empty_table_really_starts_over(config, raw):
     assert first.records == again.records
 
 
+@pytest.mark.slow
 def test_a_child_that_dies_fails_the_batch_and_a_new_child_takes_the_table(config, raw):
     async def run():
         table = Table()
@@ -157,6 +160,7 @@ def test_a_child_that_dies_fails_the_batch_and_a_new_child_takes_the_table(confi
     assert decoded([later], "estimates") == json.loads(json.dumps(want.estimates))
 
 
+@pytest.mark.slow
 def test_a_failing_batch_is_reported_with_the_childs_traceback(config):
     async def run():
         runner = CoreProcess(config, Table())

@@ -16,14 +16,19 @@ from solvers.mapqn import solve_closed
 from solvers.mva import mva
 from solvers.paper000 import scenarios
 from solvers.processes import MAP
+from reference import reference
 
 # after perfcast's packages: line_solver puts a ``solvers`` of its own on sys.path (conftest)
 from line_solver.api.pfqn.mvald import pfqn_mvald  # isort: skip  # noqa: E402
 
 BURSTY = scenarios()["bottleneck_switch"].database.scaled(1.0)     # unit mean, I ~ 200
 MILD = MAP([[-3.5, 2.0], [2.0, -2.5]], [[1.5, 0.0], [0.0, 0.5]])   # unit mean, I ~ 1.1
+#: fitted inputs of bench_pipeline's workloads and the answers of their solves
+#: (tests/results/test_decomposition.json)
+REF = reference(__file__)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("N", [1, 7, 60, 400, 3000])
 @pytest.mark.parametrize("Z", [0.0, 1.0])
 def test_exponential_networks_are_solved_exactly(N, Z):
@@ -52,6 +57,7 @@ def test_one_bursty_tier_is_close_to_the_exact_chain(N):
     assert res.iterations == 1
 
 
+@pytest.mark.slow
 def test_two_bursty_tiers_converge_close_to_the_exact_chain():
     procs = [MAP.exponential(0.003), BURSTY.scaled(0.004), MILD.scaled(0.004)]
     res = solve_decomposed(procs, 30, 0.5)
@@ -83,6 +89,7 @@ def test_little_and_utilization_laws_hold_on_multicore_bursty_networks(N):
     assert res.bottleneck_probability.sum() == pytest.approx(1.0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("N", [120, 900])
 def test_little_and_utilization_laws_hold_with_phase_counts_on_a_grid(N):
     """A 48-core bursty tier on the per-job station keeps its phase counts on a grid (past
@@ -100,7 +107,7 @@ def test_little_and_utilization_laws_hold_with_phase_counts_on_a_grid(N):
 
 def test_burstiness_lowers_throughput_against_mva():
     """The point of the model: near the knee a bursty database costs throughput MVA does not
-    see (paper 000 section 3.4)."""
+    see (Mi et al. (2008), Section 3.4)."""
     procs = [MAP.exponential(0.008), MAP.exponential(0.010), BURSTY.scaled(0.016)]
     cores = [4, 4, 8]
     res = solve_decomposed(procs, 400, 1.0, servers=cores)
@@ -150,6 +157,7 @@ def test_per_job_phases_of_a_poisson_map_give_the_mmc_station():
         assert res.queue_length == pytest.approx(np.ravel(ref.queue_length), rel=1e-6)
 
 
+@pytest.mark.slow
 def test_multicore_bursty_tier_matches_the_physical_simulation():
     """Truth that is not the model: three tiers 4/4/8 cores, the database's cores consuming one
     bursty service-time sequence (I ~ 200). At 110 users the per-job station predicts the
@@ -168,6 +176,7 @@ def test_multicore_bursty_tier_matches_the_physical_simulation():
     assert abs(res.response_time - R.mean) <= max(2 * R.half_width, 0.10 * R.mean)
 
 
+@pytest.mark.slow
 def test_a_saturated_16_core_per_job_chain_is_solved_stably():
     """A 16-core bursty tier (I ~ 200) fed faster than it can serve: the likeliest states have
     most jobs in the slow phase. Anchoring the banded solve at an unlikely state cancelled
@@ -193,15 +202,16 @@ def test_a_saturated_16_core_per_job_chain_is_solved_stably():
     assert chain.throughput < cores / proc.mean
 
 
+@pytest.mark.slow
 def test_a_64_core_bursty_tier_matches_the_physical_simulation():
     """Truth that is not the model, where the per-job station reaches with
-    ``per_job_max_cores=64`` (the default since 2026-11-30): web 4 cores exp 4 ms, app 8
-    cores exp 16 ms, db 64 cores with paper 000's sequence (I ~ 200) scaled to 256 ms a
-    request (250/s over its cores), Z = 1 s, 287 users (0.9 knees). The per-job chain gives
-    the simulated throughput and response time (per-job 202.1/s and 0.420 s against 199.9
-    +- 3.8 and 0.436 +- 0.028 over 3 x 4,000 s); one MAP at speed min(n, c) -- the default
-    station for more than 16 cores before 2026-11-30, now at ``per_job_max_cores=16`` --
-    gives 182.1/s and 0.576 s (-9% / +32%)."""
+    ``per_job_max_cores=64`` (the default): web 4 cores exp 4 ms, app 8 cores exp 16 ms, db
+    64 cores with Mi et al. (2008)'s sequence (I ~ 200) scaled to 256 ms a request (250/s
+    over its cores), Z = 1 s, 287 users (0.9 knees). The per-job chain gives the simulated
+    throughput and response time (per-job 202.1/s and 0.420 s against 199.9 +- 3.8 and
+    0.436 +- 0.028 over 3 x 4,000 s); one MAP at speed min(n, c) -- the station at
+    ``per_job_max_cores=16`` -- gives 182.1/s and 0.576 s (-9% / +32%), outside the
+    simulation's band."""
     db = BURSTY.scaled(64 / 250)
     procs, cores, N = [MAP.exponential(0.004), MAP.exponential(0.016), db], [4, 8, 64], 287
     res = solve_decomposed(procs, N, 1.0, servers=cores)
@@ -258,6 +268,7 @@ def test_phase_counts_on_a_grid_keep_the_completion_rate_and_the_expected_count(
                 assert rate[arrive][t == 1].sum() == pytest.approx(P[s, 1], rel=1e-12)
 
 
+@pytest.mark.slow
 def test_the_phase_count_grid_stays_near_the_full_chain_at_64_cores(monkeypatch):
     """The grid's own effect (bench/accuracy/many_cores.py, the 'full chain' column): the
     64-core bursty tier of the simulation test above at 159 and 351 users (0.5 and 1.1 knees),
@@ -317,35 +328,43 @@ def _fitted(D1: list[list[float]]) -> MAP:
     return MAP(-np.diag(D1.sum(axis=1)), D1)
 
 
-def _captured_web() -> MAP:
-    """The 64-core web tier's fitted MAP(2) in two captures of the 16-64-core workload (phases
+def _map(ref: dict) -> MAP:
+    """A MAP from its ``D0`` and ``D1`` in the reference file."""
+    return MAP(np.array(ref["D0"]), np.array(ref["D1"]))
+
+
+def _web_64_cores() -> MAP:
+    """The 64-core web tier's fitted MAP(2) in bench_pipeline's 16-64-core workload (phases
     of 0.45 us and 33 ms)."""
-    return _fitted([[2132810.335543012, 89705.88083465298],
-                    [19.485415863333895, 11.25666293780231]])
+    return _fitted(REF["web_64_cores"]["D1"])
 
 
 def _provisional_network() -> tuple[list[MAP], tuple[int, ...]]:
     """A provisional model of bench.speed.pipeline's multi-core workload (the fitted matrices, as
     bench/speed/decomposition.py's ``fixed_point_networks`` has them): web 8 cores, a weakly
-    bursty MAP(2); app 4 cores exponential; db 4 cores, I ~ 2,000; Z = 1.4500755 s."""
-    web = _fitted([[693.07352, 10.714029], [22.458697, 79.010523]])
-    db = _fitted([[125122.71, 108.46700], [0.22266134, 16.673707]])
-    return [web, MAP.exponential(0.0018823919), db], (8, 4, 4)
+    bursty MAP(2); app 4 cores exponential; db 4 cores, I ~ 2,000; Z = 1.45 s."""
+    ref = REF["provisional_network"]
+    return [_fitted(ref["web_D1"]), MAP.exponential(ref["app_mean_s"]),
+            _fitted(ref["db_D1"])], (8, 4, 4)
 
 
+@pytest.mark.slow
 def test_fixed_point_does_not_let_anderson_swing_a_lightly_loaded_bursty_tier():
     """A provisional model from bench.speed.pipeline's multi-core workload: web 8 cores, weakly
     bursty MAP(2) (I ~ 10, at 23% of its cores), app 4 cores exponential, db 4 cores bursty
-    (I ~ 2,000, saturated), 2,664 users. Unguarded, Anderson's extrapolation swung the web
+    (I ~ 2,000, saturated), 2,664 users. Unguarded, Anderson's extrapolation swings the web
     tier's throughput between 92/s and 1,738/s for 35 sweeps; plain sweeps converge in 11 to
-    X = 934.700/s. The restart keeps it near that."""
+    the reference throughput. The restart keeps the solve within 20 sweeps and at that
+    answer."""
     procs, cores = _provisional_network()
-    res = solve_decomposed(procs, 2664, 1.4500755, servers=list(cores))
+    ref = REF["provisional_network"]
+    res = solve_decomposed(procs, 2664, ref["think_time_s"], servers=list(cores))
     assert res.converged and res.iterations <= 20
-    assert res.throughput == pytest.approx(934.700, rel=1e-5)
+    assert res.throughput == pytest.approx(ref["throughput"], rel=1e-5)
     assert res.little_residual < 1e-3
 
 
+@pytest.mark.slow
 def test_a_sweep_solves_a_clear_bursty_bottleneck_first():
     """Marie's sweeps take the bursty tiers in visit order, except a bursty tier whose load per
     core is at least CLEAR_BOTTLENECK above every other tier's and feeds no wave queue: it goes
@@ -361,9 +380,10 @@ def test_a_sweep_solves_a_clear_bursty_bottleneck_first():
 
     procs, cores = _provisional_network()
     assert order(procs, cores, [0, 2]) == [2, 0]
-    res = solve_decomposed(procs, 2664, 1.4500755, servers=list(cores))
+    ref = REF["provisional_network"]
+    res = solve_decomposed(procs, 2664, ref["think_time_s"], servers=list(cores))
     assert res.converged and res.iterations <= 8
-    assert res.throughput == pytest.approx(934.700, rel=1e-5)
+    assert res.throughput == pytest.approx(ref["throughput"], rel=1e-5)
     tie = [BURSTY.scaled(0.010), BURSTY.scaled(0.010 * CLEAR_BOTTLENECK * 0.99)]
     assert order(tie, (1, 1), [0, 1]) == [0, 1]
     waves = [BURSTY.scaled(0.001), BURSTY.scaled(0.020), MAP.exponential(0.002)]
@@ -371,61 +391,60 @@ def test_a_sweep_solves_a_clear_bursty_bottleneck_first():
     assert order(waves[:2], (1, 1), [0, 1]) == [1, 0]
 
 
+@pytest.mark.slow
 def test_the_held_users_move_with_andersons_extrapolation():
     """A solve of bench.speed.pipeline's 16-64-core workload (its fitted matrices, 1,008 users): web
     64 cores bursty, app 32 cores exponential (a wave queue after the web), db 32 cores
     bursty. With the users held in the app's waves updated plainly after each sweep, the held
-    users and the web's throughput swung for the 50 combined sweeps and the rounds after them
-    took the solve to 133 sweeps (7,406.66/s, Little's law off by 6.6e-4 of N); once they
-    swing they join Anderson's iterate with ``log nu`` (``HELD_UNIT``, ``_swinging``) and the
-    combined sweeps converge, to a point within 1e-3 of that one (7,403.67/s, 1.1e-3 of N).
-    The sweeps this takes depend on rounding: 39 with one OpenBLAS thread, 43 with two (28 and
-    37 since the settled stop), hence the loose bound."""
-    web = _captured_web()
-    db = _fitted([[171643.3482744468, 31.06723125348003],
-                  [0.0634247700262665, 22.418665826687416]])
-    res = solve_decomposed([web, MAP.exponential(1 / 530.7392972783538), db], 1008,
-                           0.06437358661505699, servers=[64, 32, 32], per_job_max_cores=64)
+    users and the web's throughput swing for the 50 combined sweeps and the rounds after them
+    take the solve to 133 sweeps (the reference throughput, Little's law off by 6.6e-4 of N);
+    once they swing they join Anderson's iterate with ``log nu`` (``HELD_UNIT``,
+    ``_swinging``) and the combined sweeps converge, to a point within 1e-3 of that one. The
+    sweeps this takes depend on rounding (the number of OpenBLAS threads), hence the loose
+    bound."""
+    ref = REF["held_users"]
+    res = solve_decomposed([_web_64_cores(), MAP.exponential(1 / ref["app_rate"]),
+                            _fitted(ref["db_D1"])], 1008, ref["think_time_s"],
+                           servers=[64, 32, 32], per_job_max_cores=64)
     assert res.converged and res.iterations <= 60
-    assert res.throughput == pytest.approx(7406.66, rel=1e-3)
+    assert res.throughput == pytest.approx(ref["throughput"], rel=1e-3)
     assert res.little_residual < 2e-3
 
 
+@pytest.mark.slow
 def test_combined_sweeps_stop_once_the_answer_has_settled(monkeypatch):
     """Another solve of that workload (1,009 users, Z = 71 ms). From sweep ~31 on, the db's
-    throughput (the reference tier's: the answer) stood at 7,114.6/s while the users held
-    after the web moved by 0.002-1.5 and its throughput by 1e-4 to 3e-2 a sweep; the combined
-    sweeps ran on to their 50 and rounds took the solve to 82 sweeps (7,117.75/s). They stop
-    once settled (``_settled``): 33 sweeps with one or two OpenBLAS threads, within 1e-3 of
-    that answer (7,114.55/s). (The stop in a bounded swing, switched off here, ends this solve
-    at sweep 21, within 2.7e-4 of that.)"""
+    throughput (the reference tier's: the answer) stands still while the users held after the
+    web move by 0.002-1.5 and its throughput by 1e-4 to 3e-2 a sweep; without a stop the
+    combined sweeps run on to their 50 and rounds take the solve to 82 sweeps (the reference
+    throughput). They stop once settled (``_settled``): within 40 sweeps, within 1e-3 of that
+    answer. (The stop in a bounded swing, switched off here, would end this solve earlier.)"""
     monkeypatch.setattr(fixed_point, "SWING_SPAN", 0.0)
-    web = _fitted([[2132810.335543011, 89705.88083465295],
-                   [19.48541586333389, 11.256662937802307]])
-    db = _fitted([[171643.34827444673, 31.06723125348002],
-                  [0.06342477002626647, 22.41866582668741]])
-    res = solve_decomposed([web, MAP.exponential(0.0019031464514436074), db], 1009,
-                           0.07130889575634827, servers=[64, 32, 32], per_job_max_cores=64)
+    ref = REF["settled_stop"]
+    res = solve_decomposed([_fitted(ref["web_D1"]), MAP.exponential(ref["app_mean_s"]),
+                            _fitted(ref["db_D1"])], 1009, ref["think_time_s"],
+                           servers=[64, 32, 32], per_job_max_cores=64)
     assert res.converged and res.iterations <= 40
-    assert res.throughput == pytest.approx(7117.75, rel=1e-3)
+    assert res.throughput == pytest.approx(ref["throughput"], rel=1e-3)
     assert res.little_residual < 2e-3
 
 
+@pytest.mark.slow
 def test_combined_sweeps_stop_in_a_bounded_swing():
-    """Capture 49 of that workload (1,008 users, Z = 64 ms) on the station it had by default
-    until 2026-11-30 (``per_job_max_cores=16``: both bursty tiers past 16 cores are one MAP
-    at speed min(n, c)). The users held after the web swing
-    4.3 <-> 6.1 for as long as the sweeps run and the db's throughput (the answer) with them by
-    up to 4e-4 a sweep, so neither stop held: the combined sweeps ran to their 50 and rounds
-    took the solve to 101 sweeps (8,714.66/s). They stop once the db's throughput stayed within
-    SWING_SPAN over SWING_SWEEPS sweeps: 20, within 1e-3 of that answer, flagged."""
-    web = _captured_web()
-    db = _fitted([[920.6349778483899, 0.05876224378260952],
-                  [0.03539013293877725, 41.83079580031189]])
-    res = solve_decomposed([web, MAP.exponential(0.001884164231154596), db], 1008,
-                           0.06437358661505699, servers=[64, 32, 32], per_job_max_cores=16)
+    """A model of that workload (1,008 users, Z = 64 ms) on the station at
+    ``per_job_max_cores=16`` (both bursty tiers past 16 cores are one MAP at speed
+    min(n, c)). The users held after the web swing 4.3 <-> 6.1 for as long as the sweeps run
+    and the db's throughput (the answer) with them by up to 4e-4 a sweep, so neither other
+    stop holds: without this one the combined sweeps run to their 50 and rounds take the
+    solve to 101 sweeps (the reference throughput). They stop once the db's throughput stays
+    within SWING_SPAN over SWING_SWEEPS sweeps: within 30 sweeps, within 1e-3 of that
+    answer, flagged."""
+    ref = REF["bounded_swing"]
+    res = solve_decomposed([_web_64_cores(), MAP.exponential(ref["app_mean_s"]),
+                            _fitted(ref["db_D1"])], 1008, ref["think_time_s"],
+                           servers=[64, 32, 32], per_job_max_cores=16)
     assert res.converged and res.iterations <= 30
-    assert res.throughput == pytest.approx(8714.66, rel=1e-3)
+    assert res.throughput == pytest.approx(ref["throughput"], rel=1e-3)
     assert any(f.startswith(SWING_FLAG) for f in res.flags)
     assert res.little_residual < 2e-3
 
@@ -438,6 +457,7 @@ def test_a_bounded_swing_needs_its_sweeps_and_its_span():
     assert _bounded_swing(steady[:-1] + [100.0 * (1 + 2 * SWING_SPAN)]) is None
 
 
+@pytest.mark.slow
 def test_two_bursty_multicore_tiers_beyond_the_knee_match_the_physical_simulation():
     """System (c) of docs/accuracy.md at 1.5 knees (765 users): web 2 cores exponential, app 4
     cores bursty (I ~ 50), db 4 cores bursty (I ~ 200). The fixed point must converge with
@@ -517,6 +537,7 @@ def test_long_weight_heads_are_convolved_as_in_log_space(Z):
         assert np.diff(fast) == pytest.approx(np.diff(slow), abs=1e-10)   # log X_rest
 
 
+@pytest.mark.slow
 def test_a_shared_memo_changes_no_answer_and_is_the_callers():
     """Solves of one model share what does not depend on ``N`` through the caller's
     :class:`SolveMemo` (a capacity search's probes): a solve after a larger one reads the
@@ -586,22 +607,18 @@ def _simulated_throughput(procs: list[MAP], cores: list[int], Z: float, N: int, 
     return _simulated(procs, cores, Z, N, seed).throughput[0]
 
 
+@pytest.mark.slow
 def test_a_wave_queue_the_population_bounds_keeps_the_product_form():
     """A 16-core tier at ~79% behind a bursty 4-core one whose slow phase is 20x slower (two
     bursty tiers, past the knee): the tier's open MAP/M/c queue fed by the bursty tier's
-    departures held 1,614 jobs where the closed network has ~108 users outside its think
-    station; the held users it implied emptied the rest, the bursty chains got no arrivals and
-    the solve raised. Now that queue keeps the product form (flagged) and the throughput is
-    the simulated physical system's (74.1 against 73.9 +- 1.1 over 3 x 20,000 s)."""
-    front = MAP(np.array([[-143.10927246289899, 0.0], [0.0, -6.779265428976957]]),
-                np.array([[142.26910682679173, 0.8401656361072601],
-                          [0.8448838155541076, 5.934381613422849]]))
-    back = MAP(np.array([[-258.402498396423, 0.0], [0.0, -4.1975033018835655]]),
-               np.array([[257.56377601627884, 0.8387223801441805],
-                         [0.19392550616132112, 4.0035777957222445]]))
-    procs = [front, MAP.exponential(0.16913608540649475), MAP.exponential(0.009713712946572629),
-             back]
-    cores, Z, N = [4, 16, 1, 2], 4.154150520285304, 500
+    departures would hold 1,614 jobs where the closed network has ~108 users outside its
+    think station; the held users it implies would empty the rest and leave the bursty chains
+    no arrivals. That queue keeps the product form instead (flagged) and the throughput is the
+    simulated physical system's (74.1 against 73.9 +- 1.1 over 3 x 20,000 s)."""
+    ref = REF["wave_queue_bounded"]
+    procs = [_map(ref["front"]), MAP.exponential(ref["app_mean_s"]),
+             MAP.exponential(ref["cache_mean_s"]), _map(ref["back"])]
+    cores, Z, N = [4, 16, 1, 2], ref["think_time_s"], 500
     res = solve_decomposed(procs, N, Z, servers=cores)
     assert any("tier 1: the queue fed by tier 0's departures" in f and "exceeds" in f
                for f in res.flags), res.flags
@@ -610,21 +627,17 @@ def test_a_wave_queue_the_population_bounds_keeps_the_product_form():
     assert abs(res.throughput - x.mean) <= max(0.03 * x.mean, x.half_width), (res.throughput, x)
 
 
+@pytest.mark.slow
 def test_when_the_waves_swing_marie_s_sweeps_step_4_goes_by_rounds():
     """Two adjacent bursty tiers (8 cores, then one core whose slow phase is 46x slower) and an
     exponential tier fed by the second's waves, at 1.5 knees: updating the users held in the
-    waves after every sweep made Marie's iteration swing (relative change 11 after 50 sweeps;
+    waves after every sweep makes Marie's iteration swing (relative change 11 after 50 sweeps;
     the throughput 29.1/s, Little's law off by 43% of N, against 37.6 simulated). The solve
-    now takes step 4 by rounds when the sweeps do not converge: each round a converged fixed
-    point at fixed held users (throughput 39.1, Little's law within 1e-4)."""
-    procs = [MAP(np.array([[-68.24156755594291, 0.0], [0.0, -3.8611752947793896]]),
-                 np.array([[67.48056408623097, 0.7610034697119427],
-                           [1.069106888626536, 2.7920684061528536]])),
-             MAP(np.array([[-215.3792330118125, 0.0], [0.0, -4.676005846387204]]),
-                 np.array([[214.531028733126, 0.8482042786864894],
-                           [0.24957196344202218, 4.426433882945182]])),
-             MAP.exponential(1 / 62.194070203397494)]
-    cores, Z, N = [8, 1, 1], 3.4088944671713235, 273
+    takes step 4 by rounds when the sweeps do not converge: each round a converged fixed point
+    at fixed held users (throughput 39.1, Little's law within 1e-4)."""
+    ref = REF["waves_swing"]
+    procs = [_map(ref["first"]), _map(ref["second"]), MAP.exponential(1 / ref["last_rate"])]
+    cores, Z, N = [8, 1, 1], ref["think_time_s"], 273
     res = solve_decomposed(procs, N, Z, servers=cores)
     assert res.converged and res.little_residual < 1e-3, (res.flags, res.little_residual)
     x = _simulated_throughput(procs, cores, Z, N, seed=3)

@@ -61,7 +61,7 @@ def test_a_blocked_callback_finishes_through_the_original_path():
 
         async def callback():
             value = await gate
-            await asyncio.sleep(0)
+            await asyncio.sleep(0)                  # a yield to the loop, not a wait
             return value + 1
 
         asyncio.get_running_loop().call_later(0.01, gate.set_result, 1)
@@ -81,7 +81,7 @@ def test_the_suspend_flow_wait_cancels_a_blocked_callback():
         async def callback():
             steps.append("started")
             try:
-                await asyncio.sleep(10)
+                await asyncio.sleep(10)             # blocked until cancelled
             except asyncio.CancelledError:
                 steps.append("cancelled")
                 raise
@@ -89,7 +89,7 @@ def test_the_suspend_flow_wait_cancels_a_blocked_callback():
 
         asyncio.get_running_loop().call_later(0.01, suspend.set)
         res = await consumer.wait_first(callback(), _flag_wait(suspend))
-        await asyncio.sleep(0)
+        await asyncio.sleep(0)                      # one loop turn: the cancellation lands
         return res, steps
 
     res, steps = run(main())

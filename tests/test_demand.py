@@ -594,6 +594,7 @@ def test_r_zero_passes_all_measurement_noise_into_the_demands():
     assert np.mean(default_err) < 0.75 * np.mean(paper_err)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(4))
 def test_kalman_keeps_all_14_classes_meaningful_where_nnls_zeroes_them(seed):
     """Paper 004 Table 3: over half-hour blocks of a slowly changing mix NNLS sets several of

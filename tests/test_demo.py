@@ -31,6 +31,7 @@ def test_demo_network_has_the_demo_classes_demands_and_the_bursty_db():
     assert not isinstance(net.tiers[0].service, MAP)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("users", [60, 100])
 def test_model_with_true_parameters_predicts_the_demo_shop(users):
     model = SystemModel(tiers=["front", "db"], classes=[c[0] for c in CLASSES], D_mc=DEMANDS,

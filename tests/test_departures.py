@@ -57,6 +57,7 @@ def _truncated_queue_mean(D0: np.ndarray, D1: np.ndarray, mean: float, c: int,
 RUNS = MAP([[-10.1, 0.1], [0.05, -1.05]], [[10.0, 0.0], [0.0, 1.0]])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("c", [1, 3])
 @pytest.mark.parametrize("load", [0.3, 0.5])
 def test_bursty_arrivals_match_the_truncated_chain(c, load):
@@ -128,6 +129,7 @@ def test_the_tier_after_a_bursty_one_matches_the_exact_chain(N, Z, front, after)
     assert res.little_residual < 1e-4 and res.converged
 
 
+@pytest.mark.slow
 def test_five_tiers_match_the_simulated_physical_system():
     """System (d) of docs/accuracy.md with one class at 816 users (0.6 knees): lb 1 core
     0.5 ms, web 4 x 6 ms, app 8 cores bursty 12 ms, cache 2 x 1 ms, db 16 x 20 ms; Z = 2 s.
@@ -154,6 +156,7 @@ def test_five_tiers_match_the_simulated_physical_system():
     assert res.little_residual < 1e-4
 
 
+@pytest.mark.slow
 def test_the_users_held_downstream_leave_the_rest():
     """Little's law over the whole network holds with the waves' queues in it."""
     app = BURSTY.scaled(0.012)
@@ -164,6 +167,7 @@ def test_the_users_held_downstream_leave_the_rest():
     assert np.all(np.isfinite(res.residence_time))
 
 
+@pytest.mark.slow
 def test_the_last_round_reads_the_wave_queues_off_the_line(monkeypatch):
     """System (d) near its capacity (735 users): step 4 stops after the secant's round, whose
     wave queues come from the line through the two rounds before (``_waves_on_line``): two

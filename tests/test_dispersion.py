@@ -283,6 +283,7 @@ def traces(draw):
     return u, n
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(trace=traces(), window_s=st.floats(1e-3, 1e6), tol=st.floats(0.01, 0.99),
        min_samples=st.integers(2, 150))

@@ -112,6 +112,7 @@ def busy_axis_windows(process: MAP, windows: int, window: float, busy: float, se
     return np.full(windows, busy), done.astype(float)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(6))
 def test_converged_curve_is_read_at_its_level_not_off_the_long_levels(seed):
     # paper 000's database MAP(2) (I = 202, phases mix ~490 times per 5-s window of 4 ms
@@ -196,6 +197,7 @@ def traces(draw):
     return u, n
 
 
+@pytest.mark.slow
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(trace=traces(), window_s=st.floats(1e-3, 1e6), min_runs=st.integers(2, 20))
 def test_valid_input_never_gives_nan(trace, window_s, min_runs):
@@ -221,6 +223,7 @@ def test_tracker_interval_equals_the_function_on_its_history():
 
 
 # --------------------------------------------------------------------------- in the pipeline
+@pytest.mark.slow
 @pytest.mark.parametrize("ramp", [True, False], ids=["ramp", "steady"])
 def test_multicore_db_reads_its_index_on_a_ramp_as_under_steady_load(ramp):
     """Issue 19's shop (bench/e2e/multicore.py --seed 1): the 8-core database's service
@@ -246,6 +249,7 @@ def test_multicore_db_reads_its_index_on_a_ramp_as_under_steady_load(ramp):
         assert est.lower <= 202.3 <= est.upper, (minute, est)
 
 
+@pytest.mark.slow
 def test_the_pipeline_trusts_the_interval(tmp_path):
     """The demo shop's database (paper 000's browsing-mix MAP(2), I ~ 202) counts as bursty
     once its interval's lower bound clears idc_threshold -- within 15 minutes of 5-s windows,

@@ -202,16 +202,18 @@ def test_enable_passive_feeds_the_processors_and_acks_follow_enable_acks(acks):
         stream.enable_acks = acks
         stream.add_processor(processor)
         fa.enable_passive(stream)
-        for value in (b"a", b"b"):
+        for value in (b"a", b"b", b"next"):
             await channel.send(value=value)
-        await _until(lambda: len(seen) == 2)
-        await asyncio.sleep(0.05)                          # let the drainer finish its step
-        acked = [event.message.acked for _, event in seen]
-        for _, event in seen:
+        # the drainer has finished the steps of a and b (acknowledging them or not) once its
+        # processors see the event after them
+        await _until(lambda: len(seen) == 3)
+        steps = seen[:2]
+        acked = [event.message.acked for _, event in steps]
+        for _, event in steps:
             await stream.ack(event)
-        after = [event.message.acked for _, event in seen]
+        after = [event.message.acked for _, event in steps]
         await stream.stop()
-        return [v for v, _ in seen], acked, after
+        return [v for v, _ in steps], acked, after
 
     values, acked, after = asyncio.run(main())
     assert values == [b"a", b"b"]

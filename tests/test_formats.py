@@ -381,6 +381,7 @@ def test_selectors_and_configuration_errors(tmp_path):
 
 
 # ----------------------------------------------------------------------------- perfcast run
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_perfcast_run_on_a_file_of_each_format(shop, fmt, tmp_path):
     """``perfcast run --source FILE`` with ``[input] format``: the estimates and predictions of
@@ -517,6 +518,7 @@ _json = st.recursive(
     max_leaves=25)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(fmt=st.sampled_from(FORMATS), records=st.lists(_json, min_size=1, max_size=6),
        strict=st.booleans())

@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from dataclasses import replace
 
 import pytest
@@ -27,9 +26,9 @@ from pipeline_harness import (
     Worker,
     assert_close,
     flux_count,
-    service_env,
     unique,
     wait_for,
+    wait_settled,
     write_config,
 )
 from streams.core.config import load_config
@@ -37,8 +36,6 @@ from streams.cli.demo import DemoScenario, demo_records
 from streams.engine.pipeline import Pipeline
 from streams.core.records import parse_end
 from streams.kafka.topics import ensure_topics
-
-pytestmark = pytest.mark.timeout(600)
 
 #: a message of each kind the mapping cannot take, produced midway
 BAD = {
@@ -86,9 +83,8 @@ def _shop(tmp_path, fmt: str, duration_s: float, users_end: int):
 
 
 @pytest.mark.parametrize("fmt", ["telegraf", "prometheus-kafka-adapter", "otlp-json"])
-def test_each_format_through_the_worker_on_the_real_broker(fmt, tmp_path):
-    bootstrap = service_env("PERFCAST_KAFKA_BOOTSTRAP")
-    influx = service_env("PERFCAST_INFLUX_URL")
+def test_each_format_through_the_worker_on_the_real_broker(fmt, tmp_path, kafka_bootstrap,
+                                                          influx_url):
     system, windows, config_path, config, messages = _shop(tmp_path, fmt, 600, 60)
     half = len(messages) // 2
     bad = [b.replace("%s", system) for b in BAD[fmt]]
@@ -100,7 +96,7 @@ def test_each_format_through_the_worker_on_the_real_broker(fmt, tmp_path):
     assert_close(expected.predictions, from_windows.predictions, "predictions")
 
     ensure_topics(config.kafka, partitions=2)
-    readers = {n: TopicReader(bootstrap, config.kafka.topic(n))
+    readers = {n: TopicReader(kafka_bootstrap, config.kafka.topic(n))
                for n in ("estimates", "predictions", "deadletter")}
     worker = Worker(config_path, unique("app"), tmp_path / "worker.log").start()
     try:
@@ -123,9 +119,9 @@ def test_each_format_through_the_worker_on_the_real_broker(fmt, tmp_path):
             [(d["field"], d["reason"]) for d in expected.deadletter]
         assert dead[0]["field"] == "record" and dead[0]["raw"] == bad[0]
         assert "not a number" in dead[1]["reason"]
-        wait_for(lambda: flux_count(influx, system, "tier_estimate", "utilization")
+        wait_for(lambda: flux_count(influx_url, system, "tier_estimate", "utilization")
                  >= len(windows), 60, "estimates in InfluxDB", worker)
-        assert flux_count(influx, system, "tier_estimate", "utilization") == len(windows)
+        assert flux_count(influx_url, system, "tier_estimate", "utilization") == len(windows)
         assert worker.alive()
     finally:
         worker.stop()
@@ -133,7 +129,7 @@ def test_each_format_through_the_worker_on_the_real_broker(fmt, tmp_path):
             r.close()
 
 
-def test_a_killed_worker_loses_at_most_the_open_window(tmp_path):
+def test_a_killed_worker_loses_at_most_the_open_window(tmp_path, kafka_bootstrap):
     """Telegraf samples, the worker SIGKILLed after the first half and restarted before the
     second: every window is estimated at most once (windows made again from samples read
     again are replays, skipped, or duplicates), and only the window open at the kill -- whose
@@ -143,13 +139,12 @@ def test_a_killed_worker_loses_at_most_the_open_window(tmp_path):
     from streams.kafka.produce import produce
     from streams.sources.sample_windows import sample_key
 
-    bootstrap = service_env("PERFCAST_KAFKA_BOOTSTRAP")
     _, windows, config_path, config, messages = _shop(tmp_path, "telegraf", 300, 40)
     half = len(messages) // 2
     made_first = Pipeline(config).process_many(messages[:half]).estimates
     ensure_topics(config.kafka, partitions=2)
-    estimates = TopicReader(bootstrap, config.kafka.topic("estimates"))
-    dead = TopicReader(bootstrap, config.kafka.topic("deadletter"))
+    estimates = TopicReader(kafka_bootstrap, config.kafka.topic("estimates"))
+    dead = TopicReader(kafka_bootstrap, config.kafka.topic("deadletter"))
     key = partial(sample_key, config.input)
     worker = Worker(config_path, unique("app"), tmp_path / "worker.log").start()
     try:
@@ -162,7 +157,8 @@ def test_a_killed_worker_loses_at_most_the_open_window(tmp_path):
         ends = {(w["tier"], parse_end(w["end"])) for w in windows}
         wait_for(lambda: len({(e["tier"], e["end"]) for e in estimates.poll()})
                  >= len(ends) - 2, 300, "the second half's estimates", worker)
-        time.sleep(5)                    # anything more the worker would send
+        # anything more the worker would send
+        wait_settled(worker, kafka_bootstrap, config.kafka.topic("windows"), [estimates, dead])
         got = estimates.poll()
         by_seq = {(e["tier"], e["seq"]): e["end"] for e in got}
         estimated = {(t, end) for (t, _), end in by_seq.items()}

@@ -50,7 +50,9 @@ from streams.engine.system import Outputs
 #: a NaN made inside the core (``0 * inf``, ``inf - inf``) is an error even where the output
 #: records' cleaning would turn it into ``null``: "every output finite" must not hold by
 #: accident
-pytestmark = pytest.mark.filterwarnings("error:invalid value encountered:RuntimeWarning")
+#: slow: each fuzz test drives thousands of generated records through a shell (minutes)
+pytestmark = [pytest.mark.filterwarnings("error:invalid value encountered:RuntimeWarning"),
+              pytest.mark.slow]
 
 #: generated records each shell sees at least (issue 23: >= 10,000 per shell in CI)
 MIN_RECORDS = 10_000

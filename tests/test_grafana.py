@@ -40,7 +40,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from pipeline_harness import ROOT, service_env, unique
+from pipeline_harness import ROOT, unique
 from streams.alerts.book import KINDS
 from streams.core.config import SystemConfig
 from streams.grafana import flux
@@ -322,7 +322,7 @@ def _influxql(url: str, statement: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def run() -> Run:
+def run(influx_url) -> Run:
     """The demo shop (45 min: users ramp up until the SLA breaks; configured with half its
     true think time and a model-error threshold of 5%, so that the model is really wrong and
     model_error fires while the breach is predicted -- the demo's own model agrees with its
@@ -334,7 +334,6 @@ def run() -> Run:
     from streams.engine.pipeline import Pipeline
     from streams.sinks.schema import points
 
-    url = service_env("PERFCAST_INFLUX_URL")
     database = unique("grafana").replace("-", "_")
     main, other = unique("shop"), unique("quiet")
     demo_a = DemoScenario(system=main, duration_s=2700)
@@ -346,8 +345,8 @@ def run() -> Run:
     pipeline = Pipeline(config)
     out = pipeline.process_many(demo_records(demo_a) + demo_records(demo_b))
     out.extend(pipeline.finish())
-    _influxql(url, f"CREATE DATABASE {database}")
-    sink = InfluxSink(InfluxSettings(url=url, org="-", bucket=f"{database}/autogen"))
+    _influxql(influx_url, f"CREATE DATABASE {database}")
+    sink = InfluxSink(InfluxSettings(url=influx_url, org="-", bucket=f"{database}/autogen"))
 
     async def write() -> None:
         await sink.add(points(out))
@@ -362,11 +361,11 @@ def run() -> Run:
                 kind, _, cls = key.partition("/")
                 active.add((name, kind, cls or None))
         times = [p.time for p in points(out)]
-        yield Run(url, f"{database}/autogen", main, other, ["front", "db"],
+        yield Run(influx_url, f"{database}/autogen", main, other, ["front", "db"],
                   START - 60, max(times) + 1, out.alerts, active, out.predictions)
     finally:
         sink.close()
-        _influxql(url, f"DROP DATABASE {database}")
+        _influxql(influx_url, f"DROP DATABASE {database}")
 
 
 def _rows(tables: list) -> list[dict]:
@@ -457,9 +456,9 @@ def test_a_breach_predicted_while_the_model_is_not_trusted_is_labelled(run):
     """With model_error_threshold at 5% the model-error alert fires on the demo shop: a
     predicted_breach firing carries trust = 'untrusted' (and its summary begins UNTRUSTED)
     exactly when model_error was active at its solve, at least one does, and the
-    predicted_breach rule's series carries the last event's trust. (With the SCV calibration,
-    before 2026-11-29, the first firing was the untrusted one; with the I calibration the
-    model-error alert resolves for a while and the first firing is trusted, the second not.)"""
+    predicted_breach rule's series carries the last event's trust. (With the I calibration
+    the model-error alert resolves for a while: the first firing is trusted, the second
+    not.)"""
     spec = next(s for s in RULES if s.kind == "predicted_breach")
     assert "trust" in spec.labels
     r = next(x for x in API_RULES if x["uid"] == "perfcast-predicted-breach")
@@ -528,12 +527,11 @@ def test_alert_rules_fire_exactly_for_the_active_alerts(run, spec):
             assert series["C"][labels] == pytest.approx(event["threshold"])
 
 
-def test_an_alert_resolved_under_other_tags_stops_firing():
+def test_an_alert_resolved_under_other_tags_stops_firing(influx_url):
     """perfcast identifies a predicted breach per system and a current breach per system and
     class; the tags of the resolving point can differ from the firing one's (no class when no
     breach is ahead any more, another bottleneck tier). The rules follow the alert, not the
     tag series: resolved is resolved, and the instance carries the last point's tags."""
-    url = service_env("PERFCAST_INFLUX_URL")
     database = unique("grafana_tags").replace("-", "_")
     t0 = 1_795_168_800
     lines = [  # predicted breach: fires for class home on db, resolves without class/tier
@@ -551,12 +549,13 @@ def test_an_alert_resolved_under_other_tags_stops_firing():
         f'threshold=0.3,summary="x" {t0}000000000',
         f'alert,alert=current_breach,class=b,system=s,tier=front active=1i,value=0.6,'
         f'threshold=0.3,summary="y" {t0 + 60}000000000']
-    _influxql(url, f"CREATE DATABASE {database}")
+    _influxql(influx_url, f"CREATE DATABASE {database}")
     try:
         body = "\n".join(lines).encode()
-        request = urllib.request.Request(f"{url}/write?db={database}&precision=ns", data=body)
+        request = urllib.request.Request(f"{influx_url}/write?db={database}&precision=ns",
+                                         data=body)
         urllib.request.urlopen(request, timeout=30).read()
-        probe = Run(url, f"{database}/autogen", "s", "", [], t0 - 60, t0 + 120, [], set())
+        probe = Run(influx_url, f"{database}/autogen", "s", "", [], t0 - 60, t0 + 120, [], set())
         got = {}
         for spec in RULES[:2]:
             r = next(x for x in API_RULES if x["uid"].endswith(spec.kind.replace("_", "-")))
@@ -564,7 +563,7 @@ def test_an_alert_resolved_under_other_tags_stops_firing():
             got[spec.kind] = {(row.get("class"), row.get("tier")): row["_value"]
                               for row in _rows(probe.query(query))}
     finally:
-        _influxql(url, f"DROP DATABASE {database}")
+        _influxql(influx_url, f"DROP DATABASE {database}")
     assert got == {"predicted_breach": {(None, None): 0},
                    "current_breach": {("a", "db"): 0, ("b", "front"): 1}}
 

@@ -98,7 +98,8 @@ def _flux_string(text: str) -> str:
 
 
 @pytest.mark.timeout(300)
-def test_names_with_backslashes_and_commas_are_found_by_their_real_names_in_influxdb():
+def test_names_with_backslashes_and_commas_are_found_by_their_real_names_in_influxdb(
+        influx_url):
     """The demo shop under a system name and a request class with a backslash, a comma, an
     equals sign and a space, through the pipeline and the InfluxDB sink; Flux finds every
     measurement by the real names."""
@@ -106,13 +107,11 @@ def test_names_with_backslashes_and_commas_are_found_by_their_real_names_in_infl
 
     from influxdb_client import InfluxDBClient
 
-    from pipeline_harness import service_env
     from streams.core.config import InfluxSettings
     from streams.cli.demo import DemoScenario, demo_records
     from streams.sinks.influx import InfluxSink
     from streams.engine.pipeline import Pipeline
 
-    url = service_env("PERFCAST_INFLUX_URL")
     system = f"shop\\{uuid.uuid4().hex[:6]},eu west=1"
     cls = "home\\page,v=2 beta"
     records = []
@@ -126,7 +125,7 @@ def test_names_with_backslashes_and_commas_are_found_by_their_real_names_in_infl
     out = pipeline.process_many(records)
     out.extend(pipeline.finish())
     assert not out.deadletter and out.predictions
-    sink = InfluxSink(InfluxSettings(url=url))
+    sink = InfluxSink(InfluxSettings(url=influx_url))
     try:
         asyncio.run(sink.write(lines(out)))
         assert sink.dropped == 0
@@ -134,7 +133,7 @@ def test_names_with_backslashes_and_commas_are_found_by_their_real_names_in_infl
         sink.close()
     demand_points = sum(1 for p in out.predictions
                         for t in p["tiers"].values() if cls in (t.get("demands") or {}))
-    with InfluxDBClient(url=url, token="", org="-", timeout=30_000) as client:
+    with InfluxDBClient(url=influx_url, token="", org="-", timeout=30_000) as client:
         def count(measurement: str, extra: str = "") -> int:
             query = (f'from(bucket: "perfcast") |> range(start: 0) '
                      f'|> filter(fn: (r) => r._measurement == "{measurement}" and '

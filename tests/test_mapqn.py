@@ -157,6 +157,7 @@ def test_map_network_matches_line_solver_ctmc(case, population, think):
         np.testing.assert_allclose(res.queue_length, q_ref, rtol=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("population", "think", "demands"),
                          [(400, 60.0, (0.005, 0.004)), (150, 1000.0, (0.001, 0.002))])
 def test_light_load_with_astronomical_probability_range(population, think, demands):
@@ -224,6 +225,7 @@ def test_auto_picks_superlu_for_small_and_multifrontal_for_large_chains():
 
 
 # ---------------------------------------------------------------------------------- paper 000
+@pytest.mark.slow
 def test_bursty_database_makes_the_bottleneck_switch_and_mva_overestimates():
     # Paper 000, sections 3.2-3.4: a bursty database (I ~ 360) takes the bottleneck role in its
     # slow periods; the exponential model with the same means (MVA) does not see this.
@@ -345,6 +347,7 @@ def test_bad_input_names_the_field(kwargs, field):
 
 
 # ---------------------------------------------------------------------------- multi-server queues
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["splu", "multifrontal"])
 @pytest.mark.parametrize("N, Z", [(1, 0.5), (12, 0.0), (40, 0.5)])
 def test_exponential_multiserver_queues_equal_exact_mva(method, N, Z):

@@ -72,6 +72,7 @@ def test_a_new_history_holds_no_rows_until_it_has_windows():
     assert h._u.shape[0] <= 2 * 101 + CHUNK
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_systems_of_one_window_hold_kilobytes_not_the_whole_history():
     """2,000 systems of one tier, one window each: at most 16 KB per system (tracemalloc,
@@ -92,6 +93,7 @@ def test_systems_of_one_window_hold_kilobytes_not_the_whole_history():
     print(f"{per_system:.0f} bytes per system of one window")
 
 
+@pytest.mark.slow
 def test_a_tier_grows_with_its_windows():
     """A tier's memory after 1,000 windows is far below the full 4,096-window ring, and grows
     by whole chunks."""

@@ -33,6 +33,7 @@ def _exact_capacity(m: SystemModel) -> int:
     return int(np.flatnonzero((Rc / m.sla).max(axis=1) > 1)[0]) - 1
 
 
+@pytest.mark.slow
 def test_mva_capacity_matches_the_exact_recursion_within_one_percent():
     """Beyond two knees ``mva_capacity`` extrapolates ``R_c(n)`` along the asymptote; on 200
     random systems (1-3 tiers, 1-4 cores, think time 0-2 s, SLAs 0.05-3 s, class demands
@@ -244,6 +245,7 @@ def test_a_capacity_search_stops_the_fixed_point_at_the_search_tolerance(monkeyp
     assert ref - MAP_CAPACITY_TOLERANCE * ref - 1 <= found <= ref, (found, ref)
 
 
+@pytest.mark.slow
 def test_per_job_max_cores_reaches_the_decomposition_and_survives_a_round_trip():
     """``SystemConfig.per_job_max_cores`` (default 64) goes through ``build_model`` to every
     decomposition solve: a 32-core bursty tier is the flagged speed-scaled station at 16
@@ -302,6 +304,7 @@ def test_the_decompositions_caveats_reach_the_model_once_each_with_tier_names():
                        "MAP network at 90 users: Little's law off by 0.03 of N"]
 
 
+@pytest.mark.slow
 def test_a_speed_scaled_station_is_flagged_in_the_prediction(tmp_path):
     """Issue 19: a bursty tier of more cores than ``per_job_max_cores`` is one MAP at speed
     ``min(n, c)`` (pessimistic): the pipeline's prediction says so, naming the tier, and does

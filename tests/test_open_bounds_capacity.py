@@ -137,6 +137,7 @@ def test_property_open_laws_and_no_nan(M, C, seed):
 # bounds
 # --------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_bounds_bracket_exact_mva():
     rng = np.random.default_rng(17)
     Ns = np.r_[0:12, 12:60:4]
@@ -403,6 +404,7 @@ def test_property_open_bad_input_raises_naming_the_argument_or_solves_cleanly(la
 
 
 # --------------------------------------------------------------------------- MAP network capacity
+@pytest.mark.slow
 def test_capacity_over_the_map_network_is_below_mva_under_bottleneck_switch():
     """Paper 000's point for capacity planning: MVA overstates the users an SLA allows when the
     database's bursty service switches the bottleneck; the exact MAP network does not."""

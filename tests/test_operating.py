@@ -203,6 +203,7 @@ def _one_line_unreachable(result, service: str) -> None:
     assert "Traceback" not in result.output
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("listen", [False, True], ids=["refused", "silent"])
 @pytest.mark.parametrize("command", ["produce", "worker"])
@@ -246,6 +247,7 @@ def test_connect_timeout_is_a_setting(tmp_path):
 
 # -- the demo's live table in an 80-column terminal ------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_demo_live_table_fits_80_columns(tmp_path):
     """``COLUMNS=80 perfcast demo``: no line is wider than 80 characters, every header and

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 import socket
-import time
 
 import pytest
 from typer.testing import CliRunner
 
-from pipeline_harness import TopicReader, Worker, service_env, unique, wait_for, write_config
+from pipeline_harness import (TopicReader, Worker, unique, wait_for, wait_settled,
+                              write_config)
 from streams.cli.commands import app
 from streams.core.config import load_config
 from streams.kafka.connect import EXIT_UNREACHABLE
@@ -21,11 +21,8 @@ from streams.cli.demo import DemoScenario, demo_records
 from streams.kafka.topics import ensure_topics
 from test_operating import BOM, NOT_UTF8
 
-pytestmark = pytest.mark.timeout(600)
 
-
-def test_stdin_bom_and_invalid_utf8_through_kafka_as_in_run(tmp_path):
-    bootstrap = service_env("PERFCAST_KAFKA_BOOTSTRAP")
+def test_stdin_bom_and_invalid_utf8_through_kafka_as_in_run(tmp_path, kafka_bootstrap):
     system = unique("shop")
     good = [json.dumps(r).encode() for r in demo_records(DemoScenario(system=system,
                                                                       duration_s=120))]
@@ -45,19 +42,19 @@ def test_stdin_bom_and_invalid_utf8_through_kafka_as_in_run(tmp_path):
     run_dead = [json.loads(x) for x in (out / "deadletter.jsonl").read_text().splitlines()]
     assert len(run_estimates) == len(good) and len(run_dead) == 1
 
-    readers = {name: TopicReader(bootstrap, config.kafka.topic(name))
+    readers = {name: TopicReader(kafka_bootstrap, config.kafka.topic(name))
                for name in ("estimates", "deadletter")}
     worker = Worker(config_path, unique("app"), tmp_path / "worker.log").start()
     try:
         result = CliRunner().invoke(app, ["produce", "--source", "-", "--config",
-                                          str(config_path), "--bootstrap", bootstrap],
+                                          str(config_path), "--bootstrap", kafka_bootstrap],
                                     input=trace)
         assert result.exit_code == 0, result.output
         assert f"sent {len(good) + 1} windows" in " ".join(result.output.split())
         wait_for(lambda: len(readers["estimates"].poll()) >= len(good)
                  and len(readers["deadletter"].poll()) >= 1,
                  timeout=180, what="estimates and the dead letter", worker=worker)
-        time.sleep(2)
+        wait_settled(worker, kafka_bootstrap, config.kafka.topic("windows"), readers)
         assert worker.alive(), worker.log_tail()
         dead = readers["deadletter"].poll()
         assert [d["reason"] for d in dead] == [d["reason"] for d in run_dead]
@@ -74,9 +71,8 @@ def test_stdin_bom_and_invalid_utf8_through_kafka_as_in_run(tmp_path):
             r.close()
 
 
-def test_worker_with_kafka_up_and_influxdb_unreachable_ends_with_one_line(tmp_path,
-                                                                          monkeypatch):
-    bootstrap = service_env("PERFCAST_KAFKA_BOOTSTRAP")
+def test_worker_with_kafka_up_and_influxdb_unreachable_ends_with_one_line(tmp_path, monkeypatch,
+                                                                          kafka_bootstrap):
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
@@ -84,7 +80,7 @@ def test_worker_with_kafka_up_and_influxdb_unreachable_ends_with_one_line(tmp_pa
     monkeypatch.setenv("PERFCAST_INFLUX_URL", f"http://127.0.0.1:{port}")
     config_path = write_config(tmp_path / "perfcast.toml", unique("s"), unique("t"))
     result = CliRunner().invoke(app, ["worker", "--config", str(config_path), "--bootstrap",
-                                      bootstrap, "--connect-timeout", "2"])
+                                      kafka_bootstrap, "--connect-timeout", "2"])
     assert result.exit_code == EXIT_UNREACHABLE, result.output
     lines = [x for x in result.output.splitlines() if x.strip()]
     assert len(lines) == 1 and lines[0].startswith("unreachable: InfluxDB at http://127.0.0.1")

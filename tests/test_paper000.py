@@ -14,6 +14,7 @@ from solvers.simulation import ClosedNetwork, Queue, simulate_closed
 POPULATIONS = [10, 25, 50, 75, 100, 125, 150]
 
 
+@pytest.mark.slow
 def test_mva_is_wrong_by_more_than_20_percent_under_bottleneck_switch():
     rows = mva_error_table(scenarios()["bottleneck_switch"], POPULATIONS)
     worst = max(abs(r["mva_error"]) for r in rows)
@@ -23,12 +24,14 @@ def test_mva_is_wrong_by_more_than_20_percent_under_bottleneck_switch():
     assert min(knee["bottleneck_front"], knee["bottleneck_db"]) > 0.25
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["not_bursty", "bursty_no_switch"])
 def test_mva_is_within_3_percent_without_bottleneck_switch(name):
     rows = mva_error_table(scenarios()[name], POPULATIONS)
     assert max(abs(r["mva_error"]) for r in rows) < 0.03
 
 
+@pytest.mark.slow
 def test_simulation_agrees_with_the_map_network_under_bottleneck_switch():
     scenario = scenarios()["bottleneck_switch"]
     population = 75

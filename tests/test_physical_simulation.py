@@ -129,6 +129,7 @@ def test_zero_think_time_littles_law():
     assert agrees(res.total_throughput, exact.throughput[0])
 
 
+@pytest.mark.slow
 def test_single_core_map_tier_agrees_with_map_queueing_network_simulation():
     # One core, FCFS, one MAP shared by all classes: the physical system *is* the MAP
     # queueing network of paper 000 §4, so the CTMC simulator must agree with it.
@@ -164,6 +165,7 @@ def test_map_sequence_is_continuous_across_blocks():
     assert abs(lag1 - svc.acf(1)) < 0.1
 
 
+@pytest.mark.slow
 def test_bursty_map_service_shows_in_the_windows():
     svc = bursty_map(0.02, switch=0.05)
     assert svc.idc > 300

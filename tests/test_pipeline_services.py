@@ -12,7 +12,6 @@ import json
 import os
 import subprocess
 import threading
-import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -24,9 +23,9 @@ from pipeline_harness import (
     Worker,
     assert_close,
     flux_count,
-    service_env,
     unique,
     wait_for,
+    wait_settled,
     write_config,
 )
 from streams.core.config import load_config
@@ -35,13 +34,9 @@ from streams.engine.pipeline import Pipeline
 from streams.kafka.produce import produce
 from streams.kafka.topics import ensure_topics
 
-pytestmark = pytest.mark.timeout(600)
-
-
 @pytest.fixture(scope="module")
-def services() -> dict[str, str]:
-    return {"bootstrap": service_env("PERFCAST_KAFKA_BOOTSTRAP"),
-            "influx": service_env("PERFCAST_INFLUX_URL")}
+def services(kafka_bootstrap: str, influx_url: str) -> dict[str, str]:
+    return {"bootstrap": kafka_bootstrap, "influx": influx_url}
 
 
 def services_ports(services: dict[str, str]) -> dict[str, str]:
@@ -60,6 +55,7 @@ class Setup:
     def __init__(self, tmp: Path, services: dict[str, str], system: str,
                  extra_config: str = "") -> None:
         self.system = system
+        self.bootstrap = services["bootstrap"]
         self.prefix = unique("t")
         self.config_path = write_config(tmp / "perfcast.toml", system, self.prefix, extra_config)
         self.config = load_config(self.config_path)
@@ -71,6 +67,11 @@ class Setup:
 
     def records(self, name: str) -> list[dict]:
         return self.readers[name].poll()
+
+    def settle(self) -> None:
+        """Until the worker has finished every window produced and the readers hold all it
+        sent for them (late duplicates included)."""
+        wait_settled(self.worker, self.bootstrap, self.kafka.topic("windows"), self.readers)
 
     def close(self) -> None:
         self.worker.stop()
@@ -176,7 +177,7 @@ def test_sigkill_midway_and_restart_counts_every_window_once(setup_factory):
     wait_for(lambda: len(_unique_by(s.records("estimates"),
                                     lambda e: (e["tier"], e["seq"]))) >= len(records),
              timeout=480, what="all estimates after the restart", worker=s.worker)
-    time.sleep(3)
+    s.settle()
     estimates = s.records("estimates")
     per_tier = {}
     for e in estimates:
@@ -209,7 +210,7 @@ def test_windows_fetched_but_never_delivered_are_read_again(setup_factory):
     wait_for(lambda: len(_unique_by(s.records("estimates"),
                                     lambda e: (e["tier"], e["seq"]))) >= len(records),
              timeout=240, what="every estimate after the stall", worker=s.worker)
-    time.sleep(3)
+    s.settle()
     log = s.worker.log.read_text()
     assert "lossy_worker: lost offsets 0-" in log, log[-2000:]
     assert "none reached the agent" in log and "read again from 0" in log, log[-2000:]
@@ -307,7 +308,7 @@ def test_bad_input_goes_to_the_dead_letter_topic_and_the_worker_keeps_going(setu
     wait_for(lambda: len(s.records("estimates")) >= valid
              and len(s.records("deadletter")) >= len(bad),
              timeout=120, what="estimates and dead letters", worker=s.worker)
-    time.sleep(2)
+    s.settle()
     dead = list(s.records("deadletter"))
     assert len(dead) == len(bad)
     for field, reason in bad:          # the malformed record has no key: any partition

@@ -178,6 +178,7 @@ def _network(service: Any, users: int = 10) -> ClosedNetwork:
                          populations=users, think_times=1.0, classes=["home"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("window_s", [5.0, 60.0])
 def test_users_growing_tenfold_over_an_hour_are_not_held(window_s):
     """A ramp from 10 to 100 users over an hour in steps every minute, from the physical
@@ -191,6 +192,7 @@ def test_users_growing_tenfold_over_an_hour_are_not_held(window_s):
     assert out.deadletter == []
 
 
+@pytest.mark.slow
 def test_a_bursty_tier_with_index_of_dispersion_200_is_not_held():
     """Service at the db tier from a MAP(2) with I = 200 (fit_map2): its busy time swings by
     orders of magnitude between 5-s windows; nothing is held."""

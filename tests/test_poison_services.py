@@ -7,21 +7,18 @@ processes every other window (the unit-level twin, without services, is
 from __future__ import annotations
 
 import json
-import time
 
-import pytest
 from typer.testing import CliRunner
 
 from fuzz_corpus import CORPUS
-from pipeline_harness import TopicReader, Worker, service_env, unique, wait_for, write_config
+from pipeline_harness import (TopicReader, Worker, unique, wait_for, wait_settled,
+                              write_config)
 from streams.cli.commands import app
 from streams.core.config import load_config
 from streams.cli.demo import DemoScenario, demo_records
 from streams.engine.pipeline import Pipeline
 from streams.kafka.topics import ensure_topics
 from test_poison_pills import CLAMPED, FLAG, POISON
-
-pytestmark = pytest.mark.timeout(600)
 
 
 def _count_raw(bootstrap: str, topic: str) -> int:
@@ -37,8 +34,7 @@ def _count_raw(bootstrap: str, topic: str) -> int:
         consumer.close()
 
 
-def test_produce_and_the_worker_dead_letter_every_poison_pill(tmp_path):
-    bootstrap = service_env("PERFCAST_KAFKA_BOOTSTRAP")
+def test_produce_and_the_worker_dead_letter_every_poison_pill(tmp_path, kafka_bootstrap):
     system = unique("shop")
     good = [json.dumps(r) for r in demo_records(DemoScenario(system=system, duration_s=300))]
     trace = list(good)
@@ -53,12 +49,12 @@ def test_produce_and_the_worker_dead_letter_every_poison_pill(tmp_path):
     config_path = write_config(tmp_path / "perfcast.toml", system, unique("t"))
     config = load_config(config_path)
     ensure_topics(config.kafka, partitions=2)
-    readers = {name: TopicReader(bootstrap, config.kafka.topic(name))
+    readers = {name: TopicReader(kafka_bootstrap, config.kafka.topic(name))
                for name in ("estimates", "deadletter")}
     worker = Worker(config_path, unique("app"), tmp_path / "worker.log").start()
     try:
         result = CliRunner().invoke(app, ["produce", "--source", str(source), "--config",
-                                          str(config_path), "--bootstrap", bootstrap])
+                                          str(config_path), "--bootstrap", kafka_bootstrap])
         assert result.exit_code == 0, result.output
         said = " ".join(result.output.split())
         assert f"sent {len(trace) - 1} windows" in said
@@ -66,7 +62,7 @@ def test_produce_and_the_worker_dead_letter_every_poison_pill(tmp_path):
         wait_for(lambda: len(readers["estimates"].poll()) >= len(good) + 1
                  and len(readers["deadletter"].poll()) >= len(POISON),
                  timeout=180, what="estimates and dead letters", worker=worker)
-        time.sleep(2)
+        wait_settled(worker, kafka_bootstrap, config.kafka.topic("windows"), readers)
         assert worker.alive(), worker.log_tail()
         dead = readers["deadletter"].poll()
         assert len(dead) == len(POISON)
@@ -84,21 +80,21 @@ def test_produce_and_the_worker_dead_letter_every_poison_pill(tmp_path):
         want = sorted(json.loads(json.dumps(reference.estimates)),
                       key=lambda e: (e["tier"], e["seq"]))
         assert shop == want
-        assert _count_raw(bootstrap, config.kafka.topic("windows")) == len(trace) - 1
+        assert _count_raw(kafka_bootstrap, config.kafka.topic("windows")) == len(trace) - 1
     finally:
         worker.stop()
         for reader in readers.values():
             reader.close()
 
 
-def test_the_worker_dead_letters_implausible_windows_and_processes_the_rest(tmp_path):
+def test_the_worker_dead_letters_implausible_windows_and_processes_the_rest(tmp_path,
+                                                                            kafka_bootstrap):
     """Issue 23 item 1 through the real broker: each plausibility case of the corpus (an end
     in 2100, users jumping to 10^9, utilization 0 with 4e9 completions, a window overlapping
     another by half, a 10,000-fold completion rate) with the ordinary windows around it, sent
     by ``perfcast produce``: the worker dead-letters exactly the hostile window of each, naming
     field, value and reason, gives every other window an estimate -- those of the embedded core
     -- still solves each system after it, flags the next prediction, and keeps running."""
-    bootstrap = service_env("PERFCAST_KAFKA_BOOTSTRAP")
     cases = [c for c in CORPUS if c.after and c.reason.startswith(("past", "busy", "overlaps",
                                                                     "times", "completion"))]
     assert len(cases) == 5
@@ -108,17 +104,17 @@ def test_the_worker_dead_letters_implausible_windows_and_processes_the_rest(tmp_
     config_path = write_config(tmp_path / "perfcast.toml", unique("shop"), unique("t"))
     config = load_config(config_path)
     ensure_topics(config.kafka, partitions=2)
-    readers = {name: TopicReader(bootstrap, config.kafka.topic(name))
+    readers = {name: TopicReader(kafka_bootstrap, config.kafka.topic(name))
                for name in ("estimates", "deadletter", "predictions")}
     worker = Worker(config_path, unique("app"), tmp_path / "worker.log").start()
     try:
         result = CliRunner().invoke(app, ["produce", "--source", str(source), "--config",
-                                          str(config_path), "--bootstrap", bootstrap])
+                                          str(config_path), "--bootstrap", kafka_bootstrap])
         assert result.exit_code == 0, result.output
         wait_for(lambda: len(readers["estimates"].poll()) >= len(trace) - len(cases)
                  and len(readers["deadletter"].poll()) >= len(cases),
                  timeout=180, what="estimates and dead letters", worker=worker)
-        time.sleep(2)
+        wait_settled(worker, kafka_bootstrap, config.kafka.topic("windows"), readers)
         assert worker.alive(), worker.log_tail()
         dead = readers["deadletter"].poll()
         assert len(dead) == len(cases)

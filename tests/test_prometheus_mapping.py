@@ -190,6 +190,7 @@ def expected(target: Target, start: int, end: int) -> dict | None:
 WINDOW_MS = 5000
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), n_windows=st.integers(2, 25))
 def test_windows_hold_exactly_what_happened_between_their_ends(data, n_windows):
@@ -221,6 +222,7 @@ def test_windows_hold_exactly_what_happened_between_their_ends(data, n_windows):
         assert got["utilization"] >= 0
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(data=st.data(), n_windows=st.integers(3, 20))
 def test_without_faults_the_windows_add_up_to_the_whole_range(data, n_windows):
@@ -239,6 +241,7 @@ def test_without_faults_the_windows_add_up_to_the_whole_range(data, n_windows):
         assert total == sum(inc[ia + 1:ib + 1])
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(data=st.data(), n_windows=st.integers(3, 15))
 def test_tiers_with_offset_scrapes_share_the_grid_and_one_that_stops_leaves_the_other(

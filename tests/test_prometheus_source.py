@@ -36,17 +36,15 @@ from pipeline_harness import (
     Worker,
     assert_close,
     flux_count,
-    service_env,
     unique,
     wait_for,
 )
+from waiting import wait_until
 from streams.core.config import load_config
 from streams.core.records import content_digest, parse_window
 from streams.cli.embedded import read_jsonl, run_embedded
 from streams.sources.prometheus import load_source, window_ends
 from streams.sources.prometheus_http import fetch_windows
-
-pytestmark = pytest.mark.timeout(600)
 
 WINDOW_S = 2.0
 #: how far a window's end sample may sit before its grid point: the scrape interval (1 s) and
@@ -65,20 +63,9 @@ HANDLER = "/api/v1/query"
 LOAD_QUERY = 'count by (__name__) ({__name__=~".+"})'
 
 
-def prometheus_url() -> str:
-    url = service_env("PERFCAST_PROMETHEUS_URL")
-    try:
-        with urllib.request.urlopen(f"{url}/-/ready", timeout=10) as resp:
-            resp.read()
-    except OSError as exc:
-        unavailable(f"Prometheus at {url} does not answer ({exc})",
-                    "infra/services.sh did not start Prometheus in CI")
-    return url
-
-
-def prometheus_pid() -> int:
-    targets = service_env("PERFCAST_PROMETHEUS_TARGETS")
-    pid_file = Path(targets).parent / "prometheus.pid"
+def prometheus_pid(targets: Path) -> int:
+    """The pid of the Prometheus under test (its pid file is beside its targets file)."""
+    pid_file = targets.parent / "prometheus.pid"
     try:
         return int(pid_file.read_text())
     except (OSError, ValueError):
@@ -182,7 +169,7 @@ def drive(url: str, load: Load, until: float, rates: list[float], stop=None) -> 
             load.durations.append(t1 - t0)
         sent += 1
         if math.isfinite(rate):
-            time.sleep(max(0.0, t0 + 1.0 / rate - time.time()))
+            time.sleep(max(0.0, t0 + 1.0 / rate - time.time()))    # the phase's request rate
 
 
 def conflicting_repeats(sent: list[dict]) -> int:
@@ -219,20 +206,21 @@ def wait_scraped_past(url: str, t: float, timeout: float = 60.0) -> None:
 
 
 @pytest.fixture(scope="module")
-def workload(tmp_path_factory):
+def workload(tmp_path_factory, prometheus_url, prometheus_targets):
     """About 18 s of queries at three rates against the real Prometheus, with its CPU time
     sampled; the time range (``from``, ``to``] covers it with a quiet window either side."""
-    url = prometheus_url()
-    sampler = CpuSampler(prometheus_pid())
+    url = prometheus_url
+    sampler = CpuSampler(prometheus_pid(prometheus_targets))
     sampler.start()
-    time.sleep(0.3)
+    wait_until(lambda: len(sampler.samples) >= 3, "CPU samples before the time range")
     t_from = grid_ceil(time.time() + SLACK_S)
+    # the scenario: a quiet first window, then the workload
     time.sleep(max(0.0, t_from + WINDOW_S - time.time()))
     load = Load()
     drive(url, load, time.time() + 18.0, [15.0, 60.0, math.inf])
     t_to = grid_ceil(time.time()) + WINDOW_S
     wait_scraped_past(url, t_to)
-    time.sleep(0.3)
+    wait_until(lambda: sampler.samples[-1][0] > t_to, "a CPU sample past the range")
     sampler.halt.set()
     sampler.join()
     tmp = tmp_path_factory.mktemp("prom")
@@ -342,15 +330,14 @@ class Ingest:
         return self.proc.wait(60)
 
 
-def test_live_into_kafka_worker_and_influxdb_resumes_after_a_kill(tmp_path):
+def test_live_into_kafka_worker_and_influxdb_resumes_after_a_kill(tmp_path, prometheus_url,
+                                                                  kafka_bootstrap, influx_url):
     """``perfcast ingest prometheus`` follows the live workload into Kafka; SIGKILLed and
     restarted, it resumes after its checkpoint: the windows topic then holds every window end
     of the span once or twice (never missing one), the worker estimates each window once
     (repeats are replays, skipped, or duplicates) into InfluxDB, and the windows sent live equal
     a backtest's over the same span."""
-    url = prometheus_url()
-    bootstrap = service_env("PERFCAST_KAFKA_BOOTSTRAP")
-    influx = service_env("PERFCAST_INFLUX_URL")
+    url = prometheus_url
     from streams.kafka.topics import ensure_topics
 
     system, prefix = unique("live"), unique("t")
@@ -358,9 +345,9 @@ def test_live_into_kafka_worker_and_influxdb_resumes_after_a_kill(tmp_path):
     config_path = write_config(tmp_path / "perfcast.toml", system, prefix)
     config = load_config(config_path)
     ensure_topics(config.kafka, partitions=2)
-    windows = TopicReader(bootstrap, config.kafka.topic("windows"))
-    estimates = TopicReader(bootstrap, config.kafka.topic("estimates"))
-    dead = TopicReader(bootstrap, config.kafka.topic("deadletter"))
+    windows = TopicReader(kafka_bootstrap, config.kafka.topic("windows"))
+    estimates = TopicReader(kafka_bootstrap, config.kafka.topic("estimates"))
+    dead = TopicReader(kafka_bootstrap, config.kafka.topic("deadletter"))
     worker = Worker(config_path, unique("app"), tmp_path / "worker.log").start()
     stop = threading.Event()
     load = Load()
@@ -381,7 +368,7 @@ def test_live_into_kafka_worker_and_influxdb_resumes_after_a_kill(tmp_path):
                  "windows from the first ingest run")
         assert ingest.signal(signal.SIGKILL) != 0
         killed_at = checkpoint_end()
-        time.sleep(3 * WINDOW_S)
+        time.sleep(3 * WINDOW_S)          # the scenario: ingest down for three windows
         ingest = Ingest(source_path, config_path, checkpoint, log).start()
         wait_for(lambda: checkpoint_end() >= killed_at + 5 * WINDOW_S, 120,
                  "windows from the restarted ingest")
@@ -410,9 +397,9 @@ def test_live_into_kafka_worker_and_influxdb_resumes_after_a_kill(tmp_path):
                  "a dead letter per window sent twice with other content", worker=worker)
         assert all(d["reason"].startswith("duplicate") for d in dead.poll())
         assert len(dead.poll()) == conflicting
-        wait_for(lambda: flux_count(influx, system, "tier_estimate", "utilization")
+        wait_for(lambda: flux_count(influx_url, system, "tier_estimate", "utilization")
                  >= len(ends), 60, "estimates in InfluxDB", worker=worker)
-        assert flux_count(influx, system, "tier_estimate", "utilization") == len(ends)
+        assert flux_count(influx_url, system, "tier_estimate", "utilization") == len(ends)
         assert not load.failures
     finally:
         stop.set()
@@ -484,15 +471,15 @@ class Exporter:
             self.born = time.time()
 
 
-def test_a_restarted_and_a_stopped_target_real_counter_reset_and_staleness(tmp_path):
+def test_a_restarted_and_a_stopped_target_real_counter_reset_and_staleness(
+        tmp_path, prometheus_url, prometheus_targets):
     """A second tier scraped from an exporter of the test's own: its process restarts (its
     counters drop to 0 between two scrapes) and later it stops answering for 6 s. The
     window holding the restart is made with the requests after it (a counter reset); the
     windows touching the outage are gaps (Prometheus' staleness markers), while the
     self-scraped tier's windows are all made; every window made holds the requests the test
     made in it, within scrape resolution."""
-    url = prometheus_url()
-    targets = Path(service_env("PERFCAST_PROMETHEUS_TARGETS"))
+    url, targets = prometheus_url, prometheus_targets
     tag = unique("t")
     exporter = Exporter().start()
     targets.write_text(json.dumps([{"targets": [f"127.0.0.1:{exporter.port}"],
@@ -510,11 +497,16 @@ def test_a_restarted_and_a_stopped_target_real_counter_reset_and_staleness(tmp_p
         while not halt.is_set():
             if not paused.is_set():
                 events.append(exporter.request())
-            time.sleep(0.05)
+            time.sleep(0.05)              # the workload's rate: 20 requests a second
     worker = threading.Thread(target=requests, daemon=True)
     try:
         wait_for(up, 60, "Prometheus scraping the test's exporter")
         t_from = grid_ceil(time.time() + SLACK_S)
+        # the scenario, in time (requests, a quiet spell, the exporter's counter reset,
+        # requests, a quiet spell, the target down for 6 s, requests): the sleeps are its
+        # phases -- a quiet spell spans a window and the scrape slack, so a whole window
+        # holds no request; the requests resume a scrape's slack after the reset and the
+        # restart
         time.sleep(max(0.0, t_from - time.time()))
         worker.start()
         time.sleep(8)

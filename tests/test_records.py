@@ -485,6 +485,7 @@ def mutated_records(draw):
     return record
 
 
+@pytest.mark.slow
 @settings(max_examples=600, deadline=None)
 @given(mutated_records())
 def test_fast_path_accepts_only_what_the_validator_accepts_and_builds_the_same_window(record):

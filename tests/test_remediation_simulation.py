@@ -41,6 +41,7 @@ def _network(bursty: bool, action: Action, n: int) -> PhysicalNetwork:
                            classes=("all",), mix=(1.0,), think_time=0.5, population=n)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("action", [Action("replicate", "db", 2), Action("cores", "db", 3),
                                     Action("cpu_speed", "db", 1.5)], ids=lambda a: a.kind)
 def test_predicted_capacity_after_the_action_within_10_percent_of_the_simulated(action):
@@ -52,6 +53,7 @@ def test_predicted_capacity_after_the_action_within_10_percent_of_the_simulated(
     assert abs(predicted - sim.value) <= 0.10 * sim.value, (predicted, sim)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_a_bursty_tier_replicated_within_10_percent_of_the_simulated():
     """The bursty db replicated: the decomposition with 4 cores consuming one MAP(2)

@@ -260,6 +260,7 @@ def _firing_at(events, t):
     return state
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [10, 18])
 def test_trend_alert_catches_a_flat_bursty_load_breaching_before_its_i_is_confirmed(seed):
     """193 users (90% of the bursty shop's capacity) from the start: the 5-minute mean
@@ -288,6 +289,7 @@ def test_trend_alert_catches_a_flat_bursty_load_breaching_before_its_i_is_confir
             assert any(b.startswith("trend: ") for b in e["basis"]), e["basis"]
 
 
+@pytest.mark.slow
 def test_trend_guard_stays_quiet_on_a_calm_non_bursty_shop():
     """The exponential shop at 70% of its capacity: the guard is consulted while the tiers'
     ``I`` is ``too_short`` (the first minutes), but the measured trend is flat -- no predicted

@@ -39,7 +39,7 @@ from pipeline_harness import (
     TopicReader,
     Worker,
     assert_close,
-    service_env,
+    committed_to_end,
     unique,
     wait_for,
 )
@@ -105,9 +105,10 @@ def fleet(systems: int, ends: int, seed: int) -> list[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def bootstrap() -> str:
-    service_env("PERFCAST_INFLUX_URL")            # the workers write to it (config from env)
-    return service_env("PERFCAST_KAFKA_BOOTSTRAP")
+def bootstrap(kafka_bootstrap: str, influx_url: str) -> str:
+    """The broker; the workers also write to the InfluxDB (their configuration from the
+    environment)."""
+    return kafka_bootstrap
 
 
 @pytest.fixture(scope="module")
@@ -204,15 +205,23 @@ def _wait(d: Deployment, condition: Callable[[], bool], what: str, timeout: floa
 def _settle(d: Deployment, embedded: dict[str, list[dict[str, Any]]],
             timeout: float = 240) -> None:
     """Wait until every output key of the embedded run has arrived (or ``timeout``: the
-    comparison then says what is missing), then a little longer for late duplicates."""
+    comparison then says what is missing), then until the workers have committed every
+    window and the readers have read every output (late duplicates included)."""
     def arrived() -> bool:
         return all(len({key(r) for r in d.records(name)}) >= len(embedded[name])
                    for name, key in KEYS.items())
 
     deadline = time.monotonic() + timeout
     while not arrived() and time.monotonic() < deadline:
-        time.sleep(1)
-    time.sleep(3)
+        time.sleep(1)                     # the poll's interval
+    # late duplicates: all the workers send for the windows is in Kafka once their group has
+    # committed every window (they commit a window only after its outputs)
+    topic = d.kafka.topic("windows")
+    while not committed_to_end(d.bootstrap, d.app_id, topic) \
+            and time.monotonic() < deadline + 60:
+        time.sleep(1)                     # the poll's interval
+    for reader in d.readers.values():
+        reader.read_to_end()
 
 
 def _finish(d: Deployment, embedded: dict[str, list[dict[str, Any]]]) -> None:

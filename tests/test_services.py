@@ -14,7 +14,6 @@ import uuid
 
 import pytest
 
-from pipeline_harness import service_env as _service_env
 from solvers.simulation import ClosedNetwork, Queue, monitor_closed
 
 
@@ -24,24 +23,23 @@ def windows() -> list[dict]:
     return monitor_closed(network, 30.0, 5.0, system="shop", start_time=1_795_000_000.0, seed=7)
 
 
-def test_window_records_round_trip_through_kafka(windows):
+def test_window_records_round_trip_through_kafka(windows, kafka_bootstrap):
     from kafka import KafkaConsumer, KafkaProducer
     from kafka.admin import KafkaAdminClient, NewTopic
 
-    bootstrap = _service_env("PERFCAST_KAFKA_BOOTSTRAP")
     topic = f"perfcast.windows.test-{uuid.uuid4().hex[:8]}"
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap)
     try:
         admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])
     finally:
         admin.close()
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, acks="all")
     for record in windows:
         producer.send(topic, key=record["system"].encode(), value=json.dumps(record).encode())
     producer.flush(timeout=30)
     producer.close()
-    consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest",
-                             consumer_timeout_ms=20_000)
+    consumer = KafkaConsumer(topic, bootstrap_servers=kafka_bootstrap,
+                             auto_offset_reset="earliest", consumer_timeout_ms=20_000)
     received = []
     for message in consumer:
         received.append((message.key.decode(), json.loads(message.value.decode())))
@@ -51,13 +49,12 @@ def test_window_records_round_trip_through_kafka(windows):
     assert received == [(r["system"], r) for r in windows]
 
 
-def test_points_round_trip_through_influxdb_with_flux(windows):
+def test_points_round_trip_through_influxdb_with_flux(windows, influx_url):
     from influxdb_client import InfluxDBClient, Point
     from influxdb_client.client.write_api import SYNCHRONOUS
 
-    url = _service_env("PERFCAST_INFLUX_URL")
     run = uuid.uuid4().hex[:8]
-    with InfluxDBClient(url=url, token="", org="-") as client:
+    with InfluxDBClient(url=influx_url, token="", org="-") as client:
         write = client.write_api(write_options=SYNCHRONOUS)
         points = [Point("windows").tag("run", run).tag("tier", r["tier"])
                   .field("utilization", float(r["utilization"])).time(int(r["end"] * 1e9))

@@ -761,6 +761,7 @@ def test_state_round_trip_mid_stream_with_remediation_continues_identically(reco
     assert any(p.get("remediation") for o in outs for p in o.predictions)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("split", [1, 37, 101, 118, 119, 200])
 def test_state_round_trip_mid_stream_continues_identically(records, config, baseline, split):
     """to_dict -> JSON -> from_dict at ``split`` (mid-interval, between the two tiers of one
@@ -776,6 +777,7 @@ def test_state_round_trip_mid_stream_continues_identically(records, config, base
     _compare_runs(base_outs[split:], base_final, outs, final)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("split", [37, 101, 200])
 def test_state_round_trip_with_header_and_incremental_chunks(records, config, monkeypatch,
                                                              split):
@@ -1133,6 +1135,7 @@ def test_a_mix_without_demand_and_no_think_time_is_not_solved_into_nan():
                for p in out.predictions), out.predictions
 
 
+@pytest.mark.slow
 def test_jittering_window_lengths_keep_the_index_of_dispersion():
     """Window lengths that jitter by a few milliseconds (a converter's or a scrape's timing)
     still feed the tier's index of dispersion: the windows read the same I as with exact

@@ -49,6 +49,7 @@ WITHIN_15 = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(WITHIN_15))
 def test_p95_within_15_percent_of_the_true_service_process(name):
     process = WITHIN_15[name]
@@ -59,6 +60,7 @@ def test_p95_within_15_percent_of_the_true_service_process(name):
     assert est.p95 == pytest.approx(true, rel=0.15), (name, est.p95, true)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["exponential 4.5 ms", "ordering db, MAP(2) I ~ 1.1",
                                   "slow MMPP(2) I ~ 107"])
 def test_the_busy_time_proxy_misses_them(name):
@@ -90,6 +92,7 @@ def test_window_mixture_p95_within_15_percent_where_windows_see_one_phase():
         float(process.quantile(0.95)), rel=0.15)
 
 
+@pytest.mark.slow
 def test_shopping_db_is_the_documented_miss():
     """Paper 000's shopping database (the browsing process at 1 ms): ~16 slow runs per window,
     no window comes near the slow phase; the estimate reads short (docs/accuracy.md: -37%),

@@ -131,6 +131,7 @@ def test_remediation_is_the_smallest_sufficient_action_on_mva():
     assert costs == sorted(costs)
 
 
+@pytest.mark.slow
 def test_remediation_of_the_bursty_shop_acts_on_the_db_and_hints_save_solves():
     m = shop()
     cap, _ = model_capacity(m)
@@ -153,6 +154,7 @@ def test_remediation_of_the_bursty_shop_acts_on_the_db_and_hints_save_solves():
     assert fewer.excess(fewer.at(required)) > 0
 
 
+@pytest.mark.slow
 def test_costs_rank_the_remedies():
     m = shop()
     cap, _ = model_capacity(m)
@@ -192,6 +194,7 @@ def test_model_round_trips_through_its_dict():
         SystemModel.from_dict({k: v for k, v in m.to_dict().items() if k != "D_mc"})
 
 
+@pytest.mark.slow
 def test_a_solve_budget_bounds_the_search_longest_queue_first():
     m = shop()
     cap, _ = model_capacity(m)

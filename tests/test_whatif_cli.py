@@ -41,6 +41,7 @@ def _row(output: str, cls: str) -> list[float]:
     return [float(v) for v in line.split()[1:]]
 
 
+@pytest.mark.slow
 def test_whatif_over_a_trace_starts_from_the_last_prediction(trace, tmp_path):
     """``--source``: the pipeline runs first; "before" is the model of the run's last
     prediction (its capacity and per-class response time now), "after" a larger capacity and
@@ -70,6 +71,7 @@ def test_whatif_over_a_trace_starts_from_the_last_prediction(trace, tmp_path):
     assert same.exit_code == 0 and _capacities(same.output) == (before, before)
 
 
+@pytest.mark.slow
 def test_more_cores_on_a_tier_never_lower_the_capacity(trace, tmp_path):
     out = tmp_path / "out"
     base = _invoke("--source", str(trace), "--out", str(out))
@@ -80,6 +82,7 @@ def test_more_cores_on_a_tier_never_lower_the_capacity(trace, tmp_path):
     assert caps[0] < caps[1] <= caps[2]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args,message", [
     (["--replicate", "nope=2"], "no system has tier 'nope'"),
     (["--replicate", "db"], "expected TIER=VALUE"),

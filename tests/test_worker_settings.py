@@ -47,12 +47,14 @@ def probe(level: str, which: str) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_faust_alone_turns_debug_records_on_at_warning_level():
     """The upstream behaviour this module works around (if Faust changes it, this says so)."""
     assert probe("warning", "faust") == {"root": "DEBUG", "aiokafka_debug": True,
                                          "perfcast_info": True}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("level, root, info", [("warning", "WARNING", False),
                                                ("error", "ERROR", False),
                                                ("info", "INFO", True)])

@@ -25,6 +25,7 @@ class Worker:
         """``root``: the source tree to run (``bench/speed/worker_ab.py`` compares two);
         ``env``: variables added to the worker's environment; ``module``: the command line's
         module, found in ``root`` or in ``tests/`` (a test's wrapper of it)."""
+        self.app_id = app_id
         self.cmd = [sys.executable, "-m", module, "worker", "--config", str(config),
                     "--app-id", app_id, "--partitions", str(partitions), "--loglevel",
                     loglevel or os.environ.get("PERFCAST_WORKER_LOGLEVEL", "warning")]
@@ -62,3 +63,25 @@ class Worker:
     def log_tail(self, n: int = 40) -> str:
         lines = self.log.read_text(errors="replace").splitlines() if self.log.exists() else []
         return "\n".join(lines[-n:])
+
+    def finished(self, bootstrap: str, topic: str) -> bool:
+        """Whether the worker's consumer group (its application id) has committed every
+        window of ``topic``: a worker commits a window only once its outputs are in Kafka
+        (``streams/kafka/handover.py``), so nothing more is coming for what was produced."""
+        return committed_to_end(bootstrap, self.app_id, topic)
+
+
+def committed_to_end(bootstrap: str, group: str, topic: str) -> bool:
+    """Whether consumer group ``group`` has committed the end offset of every partition of
+    ``topic`` that holds records (read with a consumer of the group that never joins it)."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group,
+                             enable_auto_commit=False)
+    try:
+        tps = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
+        end = consumer.end_offsets(tps)
+        return bool(tps) and all(end[tp] == 0 or (consumer.committed(tp) or 0) >= end[tp]
+                                 for tp in tps)
+    finally:
+        consumer.close()

@@ -10,6 +10,7 @@
 #   INFLUX_RPC_PORT     RPC/backup port (default 8088)
 #   INFLUX_START_TIMEOUT seconds to wait for /ping (default 60)
 set -euo pipefail
+. "$(dirname "$0")/../lib.sh"
 
 INFLUX_VERSION="1.8.10"
 CACHE_ROOT="${PERFCAST_CACHE:-$HOME/.cache/perfcast}"
@@ -28,7 +29,7 @@ fi
 # Refuse to start twice on the same port.
 if [[ -f "${STATE_FILE}" ]]; then
   old_dir="$(cat "${STATE_FILE}")"
-  if [[ -f "${old_dir}/influxd.pid" ]] && kill -0 "$(cat "${old_dir}/influxd.pid")" 2>/dev/null; then
+  if perfcast_ours "${old_dir}/influxd.pid" "-config ${old_dir}/influxdb.conf"; then
     echo "error: influxd already running (pid $(cat "${old_dir}/influxd.pid"), run dir ${old_dir}); run stop.sh first" >&2
     exit 1
   fi
@@ -38,15 +39,7 @@ if curl -s -o /dev/null --max-time 2 "${URL}/ping"; then
   exit 1
 fi
 
-if [[ -n "${PERFCAST_RUN_DIR:-}" ]]; then
-  RUN_DIR="${PERFCAST_RUN_DIR}"
-  mkdir -p "${RUN_DIR}"
-else
-  RUN_DIR="$(mktemp -d "${TMPDIR:-/tmp}/perfcast-influxdb.XXXXXX")"
-fi
-RUN_DIR="$(cd "${RUN_DIR}" && pwd)"
-# Marker: stop.sh only deletes directories that carry it.
-touch "${RUN_DIR}/.perfcast-influxdb-run-dir"
+RUN_DIR="$(perfcast_new_run_dir influxdb)"
 mkdir -p "${RUN_DIR}/meta" "${RUN_DIR}/data" "${RUN_DIR}/wal" "$(dirname "${STATE_FILE}")"
 
 CONF="${RUN_DIR}/influxdb.conf"
@@ -83,24 +76,12 @@ CONF_EOF
 
 LOG="${RUN_DIR}/influxd.log"
 PID_FILE="${RUN_DIR}/influxd.pid"
-nohup "${BIN}" run -config "${CONF}" >"${LOG}" 2>&1 </dev/null &
-echo $! > "${PID_FILE}"
+perfcast_spawn "${PID_FILE}" "${LOG}" "${BIN}" run -config "${CONF}"
 echo "${RUN_DIR}" > "${STATE_FILE}"
 
-deadline=$(( $(date +%s) + TIMEOUT ))
-until [[ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "${URL}/ping" || true)" == "204" ]]; do
-  if ! kill -0 "$(cat "${PID_FILE}")" 2>/dev/null; then
-    echo "error: influxd exited during startup; log ${LOG}:" >&2
-    tail -n 30 "${LOG}" >&2 || true
-    exit 1
-  fi
-  if (( $(date +%s) >= deadline )); then
-    echo "error: influxd did not answer /ping with 204 within ${TIMEOUT}s; log ${LOG}" >&2
-    tail -n 30 "${LOG}" >&2 || true
-    exit 1
-  fi
-  sleep 0.2
-done
+# ready: /ping answers 204
+pinged() { [[ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "${URL}/ping" || true)" == "204" ]]; }
+perfcast_wait_ready influxd "${PID_FILE}" "${TIMEOUT}" pinged "${LOG}"
 
 resp="$(curl -s -S --fail --max-time 10 -XPOST "${URL}/query" --data-urlencode "q=CREATE DATABASE perfcast")"
 if [[ "${resp}" == *'"error"'* ]]; then

@@ -14,6 +14,7 @@
 # The broker is ready when this script returns 0: it answered a Metadata request listing itself.
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
+. "$(dirname "$0")/../lib.sh"
 PORT="${KAFKA_PORT:-9092}"
 CPORT="${KAFKA_CONTROLLER_PORT:-9093}"
 RUN="${PERFCAST_RUN_DIR:-${TMPDIR:-/tmp}/perfcast-kafka-$PORT}"
@@ -42,7 +43,7 @@ metadata_ok() {
   [ "${hex:16:8}" != "00000000" ]
 }
 
-if [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; then
+if perfcast_ours "$PIDFILE" "kafka.Kafka $RUN/server.properties"; then
   echo "start.sh: kafka already running (pid $(cat "$PIDFILE"), run dir $RUN); stop it with infra/kafka/stop.sh" >&2
   exit 1
 fi
@@ -100,26 +101,10 @@ if ! java "${JAVA_OPTS[@]}" -cp "$LIBS/*" kafka.tools.StorageTool format \
   exit 1
 fi
 
-nohup java "${JAVA_OPTS[@]}" -cp "$LIBS/*" kafka.Kafka "$RUN/server.properties" \
-  > "$LOGS/stdout.log" 2>&1 < /dev/null &
-pid=$!
-echo "$pid" > "$PIDFILE"
-
-deadline=$(( $(date +%s) + TIMEOUT ))
-until metadata_ok; do
-  if ! kill -0 "$pid" 2>/dev/null; then
-    echo "start.sh: kafka (pid $pid) exited during startup; last log lines:" >&2
-    tail -n 30 "$LOGS/server.log" "$LOGS/stdout.log" >&2 2>/dev/null || true
-    rm -f "$PIDFILE"
-    exit 1
-  fi
-  if [ "$(date +%s)" -ge "$deadline" ]; then
-    echo "start.sh: kafka not ready after ${TIMEOUT}s (pid $pid still running; run dir $RUN)" >&2
-    tail -n 30 "$LOGS/server.log" >&2 2>/dev/null || true
-    exit 1
-  fi
-  sleep 0.2
-done
+perfcast_spawn "$PIDFILE" "$LOGS/stdout.log" \
+  java "${JAVA_OPTS[@]}" -cp "$LIBS/*" kafka.Kafka "$RUN/server.properties"
+pid="$(cat "$PIDFILE")"
+perfcast_wait_ready kafka "$PIDFILE" "$TIMEOUT" metadata_ok "$LOGS/server.log" "$LOGS/stdout.log"
 t1=$(date +%s.%N)
 printf 'kafka %s ready on %s:%s (controller %s, pid %s, run dir %s) in %.1fs\n' \
   "$VERSION" "$HOST" "$PORT" "$CPORT" "$pid" "$RUN" "$(awk "BEGIN{print $t1 - $t0}")"

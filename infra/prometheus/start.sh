@@ -11,6 +11,7 @@
 #   PROMETHEUS_SCRAPE_INTERVAL  default 1s
 #   PROMETHEUS_START_TIMEOUT seconds to wait for /-/ready (default 60)
 set -euo pipefail
+. "$(dirname "$0")/../lib.sh"
 CACHE_ROOT="${PERFCAST_CACHE:-$HOME/.cache/perfcast}"
 PORT="${PROMETHEUS_PORT:-19090}"
 INTERVAL="${PROMETHEUS_SCRAPE_INTERVAL:-1s}"
@@ -28,7 +29,7 @@ fi
 
 if [[ -f "${STATE_FILE}" ]]; then
   old_dir="$(cat "${STATE_FILE}")"
-  if [[ -f "${old_dir}/prometheus.pid" ]] && kill -0 "$(cat "${old_dir}/prometheus.pid")" 2>/dev/null; then
+  if perfcast_ours "${old_dir}/prometheus.pid" "--config.file=${old_dir}/prometheus.yml"; then
     echo "error: prometheus already running (pid $(cat "${old_dir}/prometheus.pid"), run dir ${old_dir}); run stop.sh first" >&2
     exit 1
   fi
@@ -38,14 +39,7 @@ if curl -s -o /dev/null --max-time 2 "${URL}/-/ready"; then
   exit 1
 fi
 
-if [[ -n "${PERFCAST_RUN_DIR:-}" ]]; then
-  RUN_DIR="${PERFCAST_RUN_DIR}"
-  mkdir -p "${RUN_DIR}"
-else
-  RUN_DIR="$(mktemp -d "${TMPDIR:-/tmp}/perfcast-prometheus.XXXXXX")"
-fi
-RUN_DIR="$(cd "${RUN_DIR}" && pwd)"
-touch "${RUN_DIR}/.perfcast-prometheus-run-dir"   # stop.sh only deletes directories that carry it
+RUN_DIR="$(perfcast_new_run_dir prometheus)"
 rm -rf "${RUN_DIR}/data"
 mkdir -p "${RUN_DIR}/data" "$(dirname "${STATE_FILE}")"
 [[ -f "${RUN_DIR}/targets.json" ]] || echo '[]' > "${RUN_DIR}/targets.json"
@@ -68,27 +62,14 @@ CONF_EOF
 
 LOG="${RUN_DIR}/prometheus.log"
 PID_FILE="${RUN_DIR}/prometheus.pid"
-nohup "${BIN}" --config.file="${RUN_DIR}/prometheus.yml" \
+perfcast_spawn "${PID_FILE}" "${LOG}" "${BIN}" --config.file="${RUN_DIR}/prometheus.yml" \
   --storage.tsdb.path="${RUN_DIR}/data" --storage.tsdb.retention.time=2d \
-  --web.listen-address="127.0.0.1:${PORT}" --log.level=warn \
-  >"${LOG}" 2>&1 </dev/null &
-echo $! > "${PID_FILE}"
+  --web.listen-address="127.0.0.1:${PORT}" --log.level=warn
 echo "${RUN_DIR}" > "${STATE_FILE}"
 
-deadline=$(( $(date +%s) + TIMEOUT ))
-until [[ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "${URL}/-/ready" || true)" == "200" ]]; do
-  if ! kill -0 "$(cat "${PID_FILE}")" 2>/dev/null; then
-    echo "error: prometheus exited during startup; log ${LOG}:" >&2
-    tail -n 30 "${LOG}" >&2 || true
-    exit 1
-  fi
-  if (( $(date +%s) >= deadline )); then
-    echo "error: prometheus not ready within ${TIMEOUT}s; log ${LOG}" >&2
-    tail -n 30 "${LOG}" >&2 || true
-    exit 1
-  fi
-  sleep 0.2
-done
+# ready: /-/ready answers 200
+ready() { [[ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "${URL}/-/ready" || true)" == "200" ]]; }
+perfcast_wait_ready prometheus "${PID_FILE}" "${TIMEOUT}" ready "${LOG}"
 echo "prometheus up: ${URL} (pid $(cat "${PID_FILE}"), scrape ${INTERVAL}, run dir ${RUN_DIR})"
 echo "export PERFCAST_RUN_DIR=${RUN_DIR}"
 echo "export PROMETHEUS_URL=${URL}"
