@@ -5,7 +5,7 @@ The estimator of Mi et al. (2008) (:mod:`estimators.dispersion`) reads ``I`` fro
 With several, a request of a heavy class takes longer than one of a light class, so when the
 mix drifts -- the morning's searches, the evening's checkouts -- the busy time per completion
 drifts with it, and the counts against busy time look like long runs of slow and fast service:
-on ``bench/bench_pipeline.py``'s default workload (14 classes, per-class demands log-normal,
+on ``bench/speed/pipeline.py``'s default workload (14 classes, per-class demands log-normal,
 each class's share drifting +-30% over 10-60 minutes, every service time the class's demand)
 the tiers read ``I`` = 72-850 over 4,096 windows, every one of them "bursty", while the model
 already follows the mix through its per-class demands ``D_c`` at the current mix.

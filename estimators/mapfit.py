@@ -682,7 +682,7 @@ def fit_map2(mean: float, idc: float, p95: float, *, idc_tol: float = 0.2,
     non-positive, NaN or infinite values, and ``mean`` outside the range above.
 
     Cost: about 10 ms (vectorised grid of ~5,000 marginals, bisection onto ``p95 = target``,
-    two zoom levels), see ``bench/bench_mapfit.py``.
+    two zoom levels), see ``bench/speed/mapfit.py``.
     """
     mean = _positive(mean, "mean")
     idc = _positive(idc, "idc")

@@ -43,7 +43,7 @@ Two estimates from the windows' mean service times ``m_k = B_k / n_k`` (windows 
   depends on it there: with nearly all work in the slow phase, ``p ~ m/b`` and the p95 is
   ``~ b ln(20 m / b)``, 5.3 to 7.2 means for any ``b`` from 3.5 to 13 means.
 
-Measured (``bench/accuracy_tail.py``, 3 h of 5 s windows of M/process/1 queues; figures in
+Measured (``bench/accuracy/tail.py``, 3 h of 5 s windows of M/process/1 queues; figures in
 docs/accuracy.md): within +-15% of the true p95 on the browsing database of Mi et al. (2008) (the
 window mixture -46%), on most of the other processes and on held-out ones. It stays short when the
 slow runs are much shorter than a window so that no window comes near the slow phase (the
@@ -57,7 +57,7 @@ slower than the band's end, and assumes exponential phases (an Erlang-2 reads +2
 
 Windows with ``n_k = 0`` are ignored (as in :func:`estimators.mapfit.service_p95`); a window
 with completions but no busy time (rounding of ``U_k``) has ``m_k = 0`` and contributes no
-tail. Cost: under 1 ms at 4,096 windows (``bench/bench_mapfit.py``).
+tail. Cost: under 1 ms at 4,096 windows (``bench/speed/mapfit.py``).
 """
 
 from __future__ import annotations

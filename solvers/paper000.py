@@ -1,4 +1,4 @@
-"""Paper 000's multi-tier model (Fig. 9) in three service scenarios, and MVA's error on it.
+"""Mi et al.'s (2008) multi-tier model (Fig. 9) in three service scenarios, and MVA's error on it.
 
 Think-time delay ``Z = 0.5 s`` (Mi et al. (2008), section 3.2), then a front server (FS) and a
 database (DB) in series. Mean demands ``S_FS = 4.5 ms`` and ``S_DB = 4.0 ms`` put the knee of the
@@ -33,7 +33,7 @@ FRONT_MEAN = 0.0045
 DB_MEAN = 0.0040
 
 #: unit-mean bursty MAP(2): fast phase (rate 45) and slow phase (rate 0.09), phases switching
-#: about every 2.5 and 100 completions; I ~ 202 (see bench/bench_dispersion.py, case "I~200").
+#: about every 2.5 and 100 completions; I ~ 202 (see bench/speed/dispersion.py, case "I~200").
 _BURSTY_D0 = [[-45.39, 0.39], [0.0082, -0.0982]]
 _BURSTY_D1 = [[45.0, 0.0], [0.0, 0.09]]
 #: unit-mean mildly modulated MAP(2), I ~ 1.13.

@@ -29,7 +29,7 @@ from streams.predict.model import build_model, model_capacity
 @pytest.mark.slow
 @pytest.mark.parametrize("n", [2000, 6000])
 def test_window_mean_spread_is_sqrt_i_over_n_on_sampled_map2(n):
-    """Paper 000's bursty MAP(2) (I ~ 202): the relative standard deviation of the mean of
+    """Mi et al.'s (2008) bursty MAP(2) (I ~ 202): the relative standard deviation of the mean of
     ``n`` consecutive services is ``sqrt(I / n)`` within 15% (the formula the window factor
     uses); an exponential sequence gives ``sqrt(1 / n)``."""
     rng = np.random.default_rng(5)

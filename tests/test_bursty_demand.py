@@ -2,7 +2,7 @@
 
 ``history`` (default): the tier's per-class demands ``D_{m,c}`` rescaled by one factor so that
 ``sum_c p_c D_{m,c} = S_m sum_c p_c V_{m,c}``, ``S_m`` the tier's ``mean_service`` (busy time
-per completion over its history, paper 000 section 4.1); ``estimator``: the demand policy's
+per completion over its history, Mi et al. (2008) section 4.1); ``estimator``: the demand policy's
 demands as they are."""
 
 from __future__ import annotations

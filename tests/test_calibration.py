@@ -1,7 +1,7 @@
 """A bursty tier's MAP(2) SCV from its measured response time (streams.predict.calibration,
 ``fit_map2(..., scv=)``).
 
-The "measurement" is paper 000's browsing network with the *true* database process (a MAP(2)
+The "measurement" is Mi et al.'s (2008) browsing network with the *true* database process (a MAP(2)
 with SCV 19.3 the fit does not know): its residence time at the database at 50 users. The model
 starts from the fit to the true mean, ``I`` and p95 under the tie rule (SCV 13-14)."""
 
@@ -242,7 +242,7 @@ def test_a_search_after_the_last_calibration_starts_from_it(monkeypatch):
     """When the last SCV no longer holds, the search brackets the new time from the last SCV's
     trial (already solved to find that it does not hold) instead of from the curve's ends:
     never more solves than that trial and a search from the ends (the code before), fewer over
-    the searches (21 against 23 on paper 000's database at 50 and 100 users; on the saturated
+    the searches (21 against 23 on Mi et al.'s (2008) database at 50 and 100 users; on the saturated
     multi-core databases of ``bench/speed/pipeline.py --bursty --multicore`` 512 against 901), the
     same SCV to within the tolerance and the same end flagged beyond the curve's reach."""
     from streams.predict import calibration

@@ -44,7 +44,7 @@ def test_exponential_networks_are_solved_exactly(N, Z):
 
 @pytest.mark.parametrize("N", [20, 80, 150])
 def test_one_bursty_tier_is_close_to_the_exact_chain(N):
-    """Paper 000's two tiers (front exponential, bursty database, the bottleneck switch):
+    """Mi et al.'s (2008) two tiers (front exponential, bursty database, the bottleneck switch):
     decomposition against the exact Markov chain (measured: X within 0.6%, R within 1.5%; the
     split of the queue between the tiers within 3% up to the knee, 16-20% on the front server
     beyond it, where the FES sees the database's slow runs drain it)."""

@@ -1,5 +1,5 @@
-"""Per-class demand estimation (estimators.demand): Kalman filter (paper 004) and regression
-(paper 002), checked against closed forms, a textbook Kalman step, and simulation.
+"""Per-class demand estimation (estimators.demand): Kalman filter (Huang et al. (2012)) and regression
+(Rolia and Vetland (1995)), checked against closed forms, a textbook Kalman step, and simulation.
 
 The simulated workloads below are also what ``bench/speed/demand.py`` reports on.
 They use the exact FCFS queue (``fcfs_queue``) and its monitoring view (``monitor_windows``):
@@ -53,7 +53,7 @@ def simulate_windows(rates: np.ndarray, demands: np.ndarray, window_s: float, se
 
 def paper002_case(n_classes: int, service: str, seed: int, periods: int = 50,
                   period: float = 10_000.0) -> tuple[Windows, np.ndarray]:
-    """Paper 002 section 5.1 base case: mean service times ``3 * 1.8^e`` (3.000, 5.400, 9.720,
+    """Rolia and Vetland (1995) section 5.1 base case: mean service times ``3 * 1.8^e`` (3.000, 5.400, 9.720,
     17.496, 31.493), arrival rates growing by 0.6 per entry and scaled to 75% utilization,
     exponential inter-arrivals, 50 periods of 10000 time units (>= 10x the largest service)."""
     means = 3.0 * 1.8 ** np.arange(n_classes)
@@ -64,7 +64,7 @@ def paper002_case(n_classes: int, service: str, seed: int, periods: int = 50,
 
 
 def regression_error(n_classes: int, service: str, seed: int) -> float:
-    """Paper 002's ``E_rel`` of the NNLS regression on one simulated base case."""
+    """Rolia and Vetland's (1995) ``E_rel`` of the NNLS regression on one simulated base case."""
     win, means = paper002_case(n_classes, service, seed)
     fit = regression_demands(win.utilization, win.completions / win.window_s)
     return relative_error(fit.demands, means, win.completions)
@@ -105,7 +105,7 @@ TPCW_CLASSES = ["home", "new_products", "best_sellers", "product_detail", "searc
                 "search_results", "cart", "customer_registration", "buy_request",
                 "buy_confirm", "order_inquiry", "order_display", "admin_request",
                 "admin_confirm"]
-# TPC-W browsing / shopping / ordering mixes (percent of requests), as in paper 004 section 3.2
+# TPC-W browsing / shopping / ordering mixes (percent of requests), as in Huang et al. (2012) section 3.2
 TPCW_MIXES = np.array([
     [29.00, 11.00, 11.00, 21.00, 12.00, 11.00, 2.00, 0.82, 0.75, 0.69, 0.30, 0.25, 0.10, 0.09],
     [16.00, 5.00, 5.00, 17.00, 20.00, 17.00, 11.60, 3.00, 2.60, 1.20, 0.75, 0.66, 0.10, 0.09],
@@ -127,7 +127,7 @@ class TpcwOutcome:
 
 def tpcw_case(seed: int, hours: int = 3, noise: float = 0.005,
               estimator: KalmanDemandEstimator | None = None) -> TpcwOutcome:
-    """Paper 004's setting, scaled: 14 TPC-W classes with demands uniform in 0.5-1.2 ms times 3
+    """Huang et al.'s (2012) setting, scaled: 14 TPC-W classes with demands uniform in 0.5-1.2 ms times 3
     (1.5-3.6 ms, so a 60-s window holds ~12000 jobs instead of ~36000 -- same utilization,
     a third of the simulation), exponential service, 1-minute windows, the mix switching
     browsing -> shopping -> ordering every hour, load +-20% (slow sine), U ~ 0.5, and a small
@@ -166,7 +166,7 @@ def tpcw_case(seed: int, hours: int = 3, noise: float = 0.005,
 # ---------------------------------------------------------------------------------------------
 
 def _textbook_step(x, P, Q, h, z, R):
-    """Paper 004 eqs. (6.a)-(6.e) with explicit matrices and a matrix inverse."""
+    """Huang et al. (2012), eqs. (6.a)-(6.e) with explicit matrices and a matrix inverse."""
     H = h[None, :]
     P_minus = P + Q
     K = P_minus @ H.T @ np.linalg.inv(H @ P_minus @ H.T + R * np.eye(1))
@@ -471,7 +471,7 @@ def test_relative_error_rejects_bad_input(args, field):
 
 
 # ---------------------------------------------------------------------------------------------
-# regression (paper 002 Fig. 6) and E_rel: closed forms
+# regression (Rolia and Vetland (1995), Fig. 6) and E_rel: closed forms
 # ---------------------------------------------------------------------------------------------
 
 def test_regression_recovers_exact_demands_and_reports_full_rank():
@@ -535,7 +535,7 @@ SEEDS = range(6)
 def test_regression_accuracy_is_of_the_order_of_paper_002_table_2():
     err = {(n, s): float(np.mean([regression_error(n, s, seed) for seed in SEEDS]))
            for n in (3, 5) for s in ("det", "exp")}
-    # paper 002 Table 2 (mean E_rel): constant 0.0073 / 0.0203, exponential 0.1791 / 0.2936
+    # Rolia and Vetland (1995), Table 2 (mean E_rel): constant 0.0073 / 0.0203, exponential 0.1791 / 0.2936
     assert err[3, "det"] < 0.015 and err[5, "det"] < 0.03
     assert 0.10 < err[3, "exp"] < 0.30 and 0.18 < err[5, "exp"] < 0.45
     assert err[3, "det"] < err[5, "det"] and err[3, "exp"] < err[5, "exp"]
@@ -597,7 +597,7 @@ def test_r_zero_passes_all_measurement_noise_into_the_demands():
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", range(4))
 def test_kalman_keeps_all_14_classes_meaningful_where_nnls_zeroes_them(seed):
-    """Paper 004 Table 3: over half-hour blocks of a slowly changing mix NNLS sets several of
+    """Huang et al. (2012), Table 3: over half-hour blocks of a slowly changing mix NNLS sets several of
     the 14 demands to 0; the Kalman filter keeps every class positive, its utilization-weighted
     error is well below NNLS's, and its errors stay inside the uncertainty it reports (classes
     the mix cannot tell apart, e.g. buy_request vs customer_registration, get a large std)."""

@@ -1,6 +1,6 @@
 """Index of dispersion from utilization and completion counts (estimators.dispersion).
 
-Paper 000, Fig. 2 / §2.2. Validation: Poisson completions give I ~ 1; M/MAP(2)/1 queues whose
+Mi et al. (2008), Fig. 2 / §2.2. Validation: Poisson completions give I ~ 1; M/MAP(2)/1 queues whose
 service MAP(2) has a known I (line_solver's ``map_idc``, and ``MAP.idc``) give I within +-20%.
 All randomness is seeded.
 """

@@ -115,7 +115,7 @@ def busy_axis_windows(process: MAP, windows: int, window: float, busy: float, se
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", range(6))
 def test_converged_curve_is_read_at_its_level_not_off_the_long_levels(seed):
-    # paper 000's database MAP(2) (I = 202, phases mix ~490 times per 5-s window of 4 ms
+    # Mi et al.'s (2008) database MAP(2) (I = 202, phases mix ~490 times per 5-s window of 4 ms
     # services): the curve has converged at t = T, so the long levels carry only noise; the
     # flat fit read I off them (seeds 1, 3, 5: +16%, +20%, +22%; SD 10% over 12 seeds
     # against Fig. 2's 6%). Read as the pooled level: within +-15% on every seed.
@@ -227,7 +227,7 @@ def test_tracker_interval_equals_the_function_on_its_history():
 @pytest.mark.parametrize("ramp", [True, False], ids=["ramp", "steady"])
 def test_multicore_db_reads_its_index_on_a_ramp_as_under_steady_load(ramp):
     """Issue 19's shop (bench/e2e/multicore.py --seed 1): the 8-core database's service
-    sequence is paper 000's MAP(2), I = 202. 20 minutes at 86 users, then (``ramp``) 86 -> 321
+    sequence is Mi et al.'s (2008) MAP(2), I = 202. 20 minutes at 86 users, then (``ramp``) 86 -> 321
     users over 40 minutes. The db's history, read as the pipeline does (busy time in
     core-seconds: window ``T c``), in minutes 28-40: the flat fit read 46-124 on the ramp and
     91-136 under the steady load of the same seed -- the ramp was not the cause (on 8 seeds
@@ -251,7 +251,7 @@ def test_multicore_db_reads_its_index_on_a_ramp_as_under_steady_load(ramp):
 
 @pytest.mark.slow
 def test_the_pipeline_trusts_the_interval(tmp_path):
-    """The demo shop's database (paper 000's browsing-mix MAP(2), I ~ 202) counts as bursty
+    """The demo shop's database (Mi et al.'s (2008) browsing-mix MAP(2), I ~ 202) counts as bursty
     once its interval's lower bound clears idc_threshold -- within 15 minutes of 5-s windows,
     where Fig. 2 (idc_reference) still reads too_short; the front tier (exponential) never
     does. Records carry idc_lower / idc_upper / idc_reference beside idc and idc_flag."""

@@ -1,4 +1,4 @@
-"""MAP(2) fitting from mean, I and p95, and the p95 estimate from busy times (paper 000, §4.1)."""
+"""MAP(2) fitting from mean, I and p95, and the p95 estimate from busy times (Mi et al. (2008), §4.1)."""
 
 import dataclasses
 import math
@@ -121,7 +121,7 @@ def test_tie_rule_lands_on_the_closed_form_maximiser(idc):
 def test_equal_p95_shapes_tie_to_the_least_extreme_marginal(ratio):
     """Near the exponential's p95 (``mean ln 20 ~ 3 mean``) two H2 shapes at the tie rule's SCV
     have the same p95: a slow branch carrying the 5% tail, or a body with a branch ~500 means
-    long and 1e-4 likely. The smaller third moment wins; the other made paper 000's browsing
+    long and 1e-4 likely. The smaller third moment wins; the other made Mi et al.'s (2008) browsing
     model 40% wrong in throughput (I = 184, p95 = 2.96 means, docs/accuracy.md)."""
     fit = fit_map2(1.0, 184.1, ratio)
     slow_phase_mean = float(np.max(1.0 / -np.diag(fit.process.D0)))
@@ -292,7 +292,7 @@ def test_characterisation_builds_maps_with_the_designed_descriptors(family):
 
 # ----------------------------------------------------------------------------- service_p95
 def test_service_p95_is_exact_when_every_window_serves_the_median_count():
-    # paper 000 §4.1: B_k = n_k S_k with n_k constant => p95(B)/med(n) = p95(S)
+    # Mi et al. (2008), §4.1: B_k = n_k S_k with n_k constant => p95(B)/med(n) = p95(S)
     rng = np.random.default_rng(5)
     s = rng.lognormal(0.0, 1.0, 4000)
     est = service_p95(12 * s, np.full(s.size, 12))

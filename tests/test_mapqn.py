@@ -1,4 +1,4 @@
-"""Exact solution of the closed MAP network of paper 000, Fig. 9 (solvers.mapqn).
+"""Exact solution of the closed MAP network of Mi et al. (2008), Fig. 9 (solvers.mapqn).
 
 References: exact single-class MVA (written here, the closed-form recursion) for exponential
 servers; line-solver's CTMC solver (the independent peer) for MAP servers; Little's law and the
@@ -224,10 +224,10 @@ def test_auto_picks_superlu_for_small_and_multifrontal_for_large_chains():
     assert big.method == "multifrontal" and big.states == math.comb(112, 2) * 4
 
 
-# ---------------------------------------------------------------------------------- paper 000
+# ---------------------------------------------------------------------------------- Mi et al. (2008)
 @pytest.mark.slow
 def test_bursty_database_makes_the_bottleneck_switch_and_mva_overestimates():
-    # Paper 000, sections 3.2-3.4: a bursty database (I ~ 360) takes the bottleneck role in its
+    # Mi et al. (2008), sections 3.2-3.4: a bursty database (I ~ 360) takes the bottleneck role in its
     # slow periods; the exponential model with the same means (MVA) does not see this.
     procs = [_front(), _database()]
     means = np.array([p.mean for p in procs])

@@ -73,7 +73,7 @@ def test_exact_mva_matches_line_solver_on_random_multiclass_models():
 
 
 def test_exact_mva_matches_line_solver_on_the_paper_000_model():
-    # paper 000, Fig. 9: think time Z = 0.5 s, front server and database in series
+    # Mi et al. (2008), Fig. 9: think time Z = 0.5 s, front server and database in series
     D = np.array([[0.0048], [0.0036]])
     for users in (1, 20, 100, 150):
         ours = mva(D, [users], [0.5])

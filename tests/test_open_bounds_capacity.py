@@ -259,7 +259,7 @@ def mva_of(model: ClosedModel):
 
 
 def test_replicating_the_bottleneck_resolves_a_table_v_style_saturation():
-    # paper 001 Table V: the saturated tier is replicated; throughput rises, response drops
+    # Harbaoui et al. (2010), Table V: the saturated tier is replicated; throughput rises, response drops
     model = OpenModel.build(demands=[[0.009], [0.006], [0.001]], arrival_rates=[120.0],
                             station_names=["web", "ejb", "mysql"])
     assert not model.solve().stable
@@ -406,7 +406,7 @@ def test_property_open_bad_input_raises_naming_the_argument_or_solves_cleanly(la
 # --------------------------------------------------------------------------- MAP network capacity
 @pytest.mark.slow
 def test_capacity_over_the_map_network_is_below_mva_under_bottleneck_switch():
-    """Paper 000's point for capacity planning: MVA overstates the users an SLA allows when the
+    """Mi et al.'s (2008) point for capacity planning: MVA overstates the users an SLA allows when the
     database's bursty service switches the bottleneck; the exact MAP network does not."""
     from solvers.capacity import map_network_solver
     from solvers.mapqn import solve_closed
@@ -423,7 +423,7 @@ def test_capacity_over_the_map_network_is_below_mva_under_bottleneck_switch():
     # the boundary is exact for the MAP network: n meets the SLA, n + 1 does not
     assert solve_closed(scenario.processes, exact.value, THINK_TIME).response_time <= target
     assert solve_closed(scenario.processes, exact.value + 1, THINK_TIME).response_time > target
-    # a faster database (paper 003 what-if) moves the capacity up, burstiness kept
+    # a faster database (Zong (2011) what-if) moves the capacity up, burstiness kept
     faster = max_population(model.scale_speed("db", 2.0), [target], solver=solver)
     assert faster.value > exact.value
 

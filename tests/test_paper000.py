@@ -1,4 +1,4 @@
-"""Paper 000's headline, reproduced: MVA fails under bottleneck switch, the MAP network does not.
+"""Mi et al.'s (2008) headline, reproduced: MVA fails under bottleneck switch, the MAP network does not.
 
 Model and scenarios: ``solvers.paper000`` (Fig. 9 with Z = 0.5 s). The table for docs/ is printed by
 ``bench/speed/paper000.py``.

@@ -3,7 +3,7 @@
 References: exact load-dependent MVA (``solvers.mva.mva``) where the system is product form
 (exponential, class-independent service), Little's law and the utilization law where it is
 not, the MAP queueing-network CTMC simulator (``simulate_closed``) where the two coincide
-(one core, FCFS, a shared MAP), and paper 000's index of dispersion for bursty MAP service.
+(one core, FCFS, a shared MAP), and Mi et al.'s (2008) index of dispersion for bursty MAP service.
 All runs are seeded; no wall-clock assertions.
 """
 
@@ -132,7 +132,7 @@ def test_zero_think_time_littles_law():
 @pytest.mark.slow
 def test_single_core_map_tier_agrees_with_map_queueing_network_simulation():
     # One core, FCFS, one MAP shared by all classes: the physical system *is* the MAP
-    # queueing network of paper 000 §4, so the CTMC simulator must agree with it.
+    # queueing network of Mi et al. (2008), §4, so the CTMC simulator must agree with it.
     svc = bursty_map(0.02, switch=0.5)
     phys = single_class((Tier("web", 1, 0.015), Tier("db", 1, svc)), 10, think=0.2)
     model = ClosedNetwork(queues=[Queue("web", 0.015, "FCFS"), Queue("db", svc, "FCFS")],

@@ -19,7 +19,7 @@ SLA = 0.1
 
 
 def _model(bursty: bool) -> SystemModel:
-    """web 2 cores exp 5 ms, db 2 cores 12 ms (bursty: paper 000's MAP(2), I ~ 200), one
+    """web 2 cores exp 5 ms, db 2 cores 12 ms (bursty: Mi et al.'s (2008) MAP(2), I ~ 200), one
     class, Z = 0.5 s, SLA 0.1 s."""
     return SystemModel(tiers=["web", "db"], classes=["all"],
                        D_mc=np.array([[0.005], [0.012]]), mix=np.array([1.0]),

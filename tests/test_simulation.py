@@ -212,7 +212,7 @@ def test_ps_with_a_shared_map_has_the_fcfs_queue_length_process():
 
 @pytest.mark.parametrize("disc", ["FCFS", "PS"])
 def test_map_front_server_matches_the_exact_markov_chain(disc):
-    # paper 000 Fig. 9 with a bursty front server: the simulation against the exact CTMC
+    # Mi et al. (2008), Fig. 9 with a bursty front server: the simulation against the exact CTMC
     svc, demand2, think, pop = moderate_map(0.05), 0.04, 0.5, 8
     net = ClosedNetwork([Queue("front", svc, disc), Queue("db", demand2, disc)],
                         populations=pop, think_times=think)

@@ -5,7 +5,7 @@ model (MVA <-> MAP network) is marked in the records and on the report's charts.
 The demo is the default one (``perfcast demo``: the TPC-W-like shop, 45 simulated minutes,
 seed 1), run through the embedded pipeline with the live table fed as ``perfcast demo`` feeds
 it; the table is rendered to text as an 80-column terminal shows it. In this shop the front
-server is the busier tier on average while the bursty database breaks the SLA (paper 000
+server is the busier tier on average while the bursty database breaks the SLA (Mi et al. (2008)
 section 3.4: the bottleneck switches), so the rule is exercised on its "explain" branch:
 before this change the table said ``front``, the alert ``db``, and nothing said why.
 """

@@ -64,7 +64,7 @@ def test_p95_within_15_percent_of_the_true_service_process(name):
 @pytest.mark.parametrize("name", ["exponential 4.5 ms", "ordering db, MAP(2) I ~ 1.1",
                                   "slow MMPP(2) I ~ 107"])
 def test_the_busy_time_proxy_misses_them(name):
-    """Paper 000's busy-time p95 (the estimate the pipeline fed the fit before) is more than
+    """Mi et al.'s (2008) busy-time p95 (the estimate the pipeline fed the fit before) is more than
     15% short on these processes (37-64% short: it spreads like one window, not one service)."""
     process = WITHIN_15[name]
     busy, done = _windows(process, 0.4, 3 * 3600.0, seed=sum(map(ord, name)))
@@ -72,7 +72,7 @@ def test_the_busy_time_proxy_misses_them(name):
 
 
 def test_browsing_db_p95_within_15_percent():
-    """Paper 000's browsing mix (issue 20): the slow runs (~0.5 s of busy time) switch within
+    """Mi et al.'s (2008) browsing mix (issue 20): the slow runs (~0.5 s of busy time) switch within
     a 5 s window, so no window sees one phase. The window mixture (one rate per window) reads
     less than 0.6 of the truth (docs/accuracy.md: -46%); the two-phase deconvolution is within
     15%."""
@@ -94,7 +94,7 @@ def test_window_mixture_p95_within_15_percent_where_windows_see_one_phase():
 
 @pytest.mark.slow
 def test_shopping_db_is_the_documented_miss():
-    """Paper 000's shopping database (the browsing process at 1 ms): ~16 slow runs per window,
+    """Mi et al.'s (2008) shopping database (the browsing process at 1 ms): ~16 slow runs per window,
     no window comes near the slow phase; the estimate reads short (docs/accuracy.md: -37%),
     though still longer than the window mixture. If this starts to pass within 15%, the
     documented limit has moved: update docs/accuracy.md."""

@@ -20,7 +20,7 @@ from streams.core.config import ConfigError, SystemConfig, _check
 from streams.predict.model import MAP_CAPACITY_TOLERANCE, SystemModel, model_capacity
 from streams.predict.whatif import Action, apply, describe, parse_action, remediate
 
-BURSTY = MAP(_BURSTY_D0, _BURSTY_D1)            # paper 000's unit-mean MAP(2), I ~ 200
+BURSTY = MAP(_BURSTY_D0, _BURSTY_D1)            # Mi et al.'s (2008) unit-mean MAP(2), I ~ 200
 
 
 def shop(bursty: bool = True) -> SystemModel:
@@ -56,7 +56,7 @@ def test_actions_change_only_what_they_say():
 
 def test_speed_scales_the_map_rates_in_the_solved_network():
     """A 1.5x faster db under the MAP network is the decomposition with the db's MAP(2)
-    rescaled to D/1.5: every rate x 1.5, I kept (paper 003)."""
+    rescaled to D/1.5: every rate x 1.5, I kept (Zong (2011))."""
     m = apply(shop(), Action("cpu_speed", "db", 1.5))
     point = m.at(200)
     D = m.D

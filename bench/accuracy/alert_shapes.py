@@ -5,7 +5,7 @@ multi-core systems. Run through ``python -m bench.accuracy.alerts --shapes [--qu
 Systems (issue 19's case (b), bench/e2e/multicore.py): web 4 cores (exponential, 8 ms), app 4
 cores (exponential, 10 ms), db 8 cores of mean 16 ms; think time 1 s; classes ``browse`` (80%,
 x0.75 at the db) and ``buy`` (20%, x2); SLA 0.1 s for both. Kinds: ``bursty`` -- the db's
-service-time sequence is paper 000's MAP(2) (I ~ 200); ``non_bursty`` -- exponential db.
+service-time sequence is Mi et al.'s (2008) MAP(2) (I ~ 200); ``non_bursty`` -- exponential db.
 Simulated by :mod:`solvers.simulation.physical` (cores, FCFS, the correlated sequence),
 monitored in 5-s input-contract windows after 2 simulated minutes (queues not empty when
 monitoring starts; every method sees the same windows). ``CAPACITY`` is the truth: the

@@ -13,7 +13,7 @@ Prints the tables of docs/accuracy.md section 4.
     python -m bench.accuracy.alerts --shapes --seeds 4,5,6,7 --kinds bursty \
         --only flat_90,flat_105                        # a subset: held-out seeds, one kind
 
-The system is the demo's shop (:mod:`streams.cli.demo`: paper 000's think time 0.5 s, front server
+The system is the demo's shop (:mod:`streams.cli.demo`: Mi et al.'s (2008) think time 0.5 s, front server
 and database in series, four browsing-mix classes) with every demand doubled, so that it
 saturates near 60 users instead of 115: the MAP network the pipeline solves for a bursty tier
 then has a quarter of the states and a run takes seconds. Kinds:

@@ -9,7 +9,7 @@ Run from the repository root::
 
 Systems: ``bench/accuracy/alert_shapes.py``'s three-tier shop (web 4 cores 8 ms, app 4 cores
 10 ms, db 8 cores 16 ms; think time 1 s; browse 80% / buy 20%; SLA 0.1 s), ``bursty`` (the db's
-service is paper 000's MAP(2), I ~ 200) and ``non_bursty`` (exponential db), simulated by
+service is Mi et al.'s (2008) MAP(2), I ~ 200) and ``non_bursty`` (exponential db), simulated by
 :mod:`solvers.simulation.physical`, monitored in 5-s windows, seeds 0-3. **Truth**: the
 population whose worst class's long-run simulated mean response time crosses the SLA
 (``alert_shapes.CAPACITY``: bursty 214, non-bursty 420; docs/accuracy.md section 4, from

@@ -1,5 +1,5 @@
 """Demand estimation under change: Kalman filter, regression and the utilization law side by side
-(issue 6 section 3; papers 002 and 004). Prints the tables of docs/accuracy.md section 3 and
+(issue 6 section 3; Rolia and Vetland (1995) and Huang et al. (2012)). Prints the tables of docs/accuracy.md section 3 and
 writes docs/img/accuracy_demand.png.
 
     python -m bench.accuracy.demand            # full run (a few minutes on a busy core)
@@ -8,9 +8,9 @@ writes docs/img/accuracy_demand.png.
 Estimators, each given the windows up to and including ``k`` to estimate at window ``k``:
 
 * ``kalman``     -- :class:`estimators.demand.KalmanDemandEstimator`, default settings, one
-  update per window (paper 004 eqs. (4)-(6)); what feeds the model today;
+  update per window (Huang et al. (2012), eqs. (4)-(6)); what feeds the model today;
 * ``regression`` -- NNLS over the last ``regression_windows`` (120, the pipeline's default)
-  windows, refitted every window (paper 002 Fig. 6; paper 004 section 3.3.2);
+  windows, refitted every window (Rolia and Vetland (1995), Fig. 6; Huang et al. (2012) section 3.3.2);
 * ``util_law``   -- the utilization law without classes: ``D_c = sum U T cores / sum n`` over
   the last 12 windows, the same for every class (what a tier's mean service time gives);
 * ``kalman_checked`` -- ``demand_policy = "kalman_checked"``, the pipeline's policy before this
@@ -26,11 +26,11 @@ Estimators, each given the windows up to and including ``k`` to estimate at wind
   makes the same choice once per solve rather than every window.
 
 Errors per window: the mean relative demand error over classes ``mean_c |x_c / D_c - 1|`` and
-paper 002's utilization-weighted ``E_rel`` (:func:`estimators.demand.relative_error`, weights
+Rolia and Vetland's (1995) utilization-weighted ``E_rel`` (:func:`estimators.demand.relative_error`, weights
 the window's completions). Workloads are generated directly (per window, Poisson completions
 per class from known demands and a varying mix; busy time the sum of the completed requests'
 gamma-distributed service times; unattributed CPU noise on ``U``), except the closed-network
-scenario, which runs through :mod:`solvers.simulation` and its monitoring, and the paper 002
+scenario, which runs through :mod:`solvers.simulation` and its monitoring, and the Rolia and Vetland (1995)
 Table 2 reproduction, which runs the exact FCFS queue of :mod:`solvers.simulation`.
 """
 
@@ -53,13 +53,13 @@ from solvers.simulation import ClosedNetwork, Queue, fcfs_queue, monitor_closed,
 from streams.predict.model import _identified
 from streams.core.tier import TierModel
 
-#: TPC-W browsing / shopping / ordering mixes (percent of requests), paper 004 section 3.2
+#: TPC-W browsing / shopping / ordering mixes (percent of requests), Huang et al. (2012) section 3.2
 TPCW_MIXES = np.array([
     [29.00, 11.00, 11.00, 21.00, 12.00, 11.00, 2.00, 0.82, 0.75, 0.69, 0.30, 0.25, 0.10, 0.09],
     [16.00, 5.00, 5.00, 17.00, 20.00, 17.00, 11.60, 3.00, 2.60, 1.20, 0.75, 0.66, 0.10, 0.09],
     [9.12, 0.46, 0.46, 12.35, 14.53, 13.08, 13.53, 12.86, 12.73, 10.18, 0.25, 0.22, 0.12, 0.11],
 ]) / 100.0
-#: paper 002 Table 2: mean E_rel and its 90th percentile over 100 replications
+#: Rolia and Vetland (1995), Table 2: mean E_rel and its 90th percentile over 100 replications
 PAPER002_TABLE2 = {
     "constant": {3: (0.0073, 0.0116), 5: (0.0203, 0.0302), 10: (0.2920, 0.4303)},
     "Normal(0.05)": {3: (0.0103, 0.0182), 5: (0.0254, 0.0366), 10: (0.2996, 0.4513)},
@@ -244,7 +244,7 @@ def select_estimator_path(s: Stream, paths: dict[str, np.ndarray]) -> list[str]:
 
 # ------------------------------------------------------------------------------------- errors
 def errors(path: np.ndarray, s: Stream) -> tuple[np.ndarray, np.ndarray]:
-    """Per window: mean relative demand error over classes, and paper 002's ``E_rel``
+    """Per window: mean relative demand error over classes, and Rolia and Vetland's (1995) ``E_rel``
     (weights: the window's completions x true demand)."""
     D = s.demands
     rel = np.abs(path / D - 1.0).mean(axis=1)
@@ -380,9 +380,9 @@ def table_workloads(seeds: int) -> dict[str, Outcome]:
     return results
 
 
-# ----------------------------------------------------------------------------- paper 002 Table 2
+# ----------------------------------------------------------------------------- Rolia and Vetland (1995), Table 2
 def _service(dist: str, means: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Service times of paper 002 section 5.1: constant, Normal(cv) (redrawn while <= 0) or
+    """Service times of Rolia and Vetland (1995) section 5.1: constant, Normal(cv) (redrawn while <= 0) or
     exponential."""
     if dist == "constant":
         return means.copy()
@@ -399,7 +399,7 @@ def _service(dist: str, means: np.ndarray, rng: np.random.Generator) -> np.ndarr
 
 def paper002_replication(n: int, dist: str, seed: int, periods: int = 50,
                          period: float = 10_000.0) -> dict[str, float]:
-    """One replication of paper 002's base case (section 5.1): ``n`` services of mean
+    """One replication of Rolia and Vetland's (1995) base case (section 5.1): ``n`` services of mean
     ``3 * 1.8^e``, Poisson arrivals with rates ``~ 0.6^e`` scaled to U = 0.75, a single FCFS
     server, 50 periods of 10,000 time units; E_rel of each estimator over the run."""
     rng = np.random.default_rng(seed)
@@ -434,11 +434,11 @@ def _erel(est: np.ndarray, true: np.ndarray, counts: np.ndarray) -> float:
 
 
 def table_paper002(reps: int) -> None:
-    print(f"## Paper 002 Table 2 redone: E_rel mean / 90th percentile over {reps} replications")
+    print(f"## Rolia and Vetland (1995), Table 2 redone: E_rel mean / 90th percentile over {reps} replications")
     print("(base case: U = 0.75, 50 periods of 10,000, service means 3 x 1.8^e, arrival rates "
           "~ 0.6^e, exponential inter-arrivals, one FCFS server)\n")
     ests = ("regression", "ols", "kalman", "util_law")
-    print("| service time | classes | paper 002 | " + " | ".join(ests) + " |")
+    print("| service time | classes | Rolia and Vetland (1995) | " + " | ".join(ests) + " |")
     print("|---|---|---|" + "---|" * len(ests))
     for dist, paper in PAPER002_TABLE2.items():
         for n in (3, 5, 10):
@@ -454,7 +454,7 @@ def table_paper002(reps: int) -> None:
 
 # ------------------------------------------------------------------------- through the simulator
 def simulator_stream(seed: int, duration: float = 3600.0, window_s: float = 5.0) -> Stream:
-    """Paper 000's closed two-tier system with three classes of their own users (think 0.5 s,
+    """Mi et al.'s (2008) closed two-tier system with three classes of their own users (think 0.5 s,
     exponential per-class demands), the per-class populations re-drawn every 2 minutes
     (a changing mix); the database tier's windows through :func:`monitor_closed`."""
     rng = np.random.default_rng(seed)
@@ -510,7 +510,7 @@ def plot_step(results: dict[str, Outcome], path: Path) -> None:
         ax.set_xlim(0, w.windows)
         ax.set_title(f"{name} ({w.classes} classes, {w.window_s:g}-s windows)")
         ax.set_xlabel("window")
-    axes[0].set_ylabel("E_rel (paper 002), median over seeds")
+    axes[0].set_ylabel("E_rel (Rolia and Vetland (1995)), median over seeds")
     axes[0].legend(fontsize=8)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -6,13 +6,13 @@ Run from the repository root::
     python -m bench.accuracy.demo_model
 
 Two systems with the same true demands (``streams.cli.demo.CLASSES``), think time 0.5 s and
-paper 000's bursty MAP(2) (``I ~ 200``) at the db, at 60 users (the demo's steady phase) and
+Mi et al.'s (2008) bursty MAP(2) (``I ~ 200``) at the db, at 60 users (the demo's steady phase) and
 100 users (its ramp), 4 seeded replications of 3,000 s each (seed 3):
 
 * **physical** -- the demo's shop (:func:`streams.cli.demo.demo_network`, simulated by
   :func:`solvers.simulation.physical.simulate_physical`): one core, one FCFS queue and *one*
   service-time sequence per tier; a request's service time is the tier's next value times its
-  class's multiplier, so a slow run of the db hits every class (paper 000 section 4.1);
+  class's multiplier, so a slow run of the db hits every class (Mi et al. (2008) section 4.1);
 * **one MAP, PS** -- the MAP queueing network itself (:mod:`solvers.simulation.network`, each
   tier one process shared by all classes, processor sharing, class-independent service): it
   separates the two differences between the old demo and the model, one process per class

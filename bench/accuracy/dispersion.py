@@ -2,7 +2,7 @@
 
 Run from the repository root:  python -m bench.accuracy.dispersion [--quick] [--markdown]
 
-Side by side on the same seeded traces: paper 000's Fig. 2 estimator
+Side by side on the same seeded traces: Mi et al. (2008), Fig. 2 estimator
 (``estimators.dispersion.index_of_dispersion``, the reference) and the IDC-curve fit with its
 block-jackknife confidence interval (``index_of_dispersion_interval``). Every trace is an
 M/MMPP(2)/1 FCFS queue (Poisson arrivals, utilization 0.7) monitored in windows of

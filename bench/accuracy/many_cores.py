@@ -5,7 +5,7 @@ the simulated physical system.
     python -m bench.accuracy.many_cores --cores 64 --knees 0.9 --markdown
 
 Network: web 4 cores exponential 4 ms, app 8 cores exponential 16 ms, db ``c`` cores whose
-service-time sequence is paper 000's MAP(2) (I ~ 200) scaled to ``c / 250`` s a request (250
+service-time sequence is Mi et al.'s (2008) MAP(2) (I ~ 200) scaled to ``c / 250`` s a request (250
 requests/s over its cores, whatever ``c``), think time 1 s; one class. Each ``c`` at 0.5 / 0.9
 / 1.1 / 1.5 times its knee ``N* = X_max (Z + sum S_m)``. Per point:
 

@@ -10,16 +10,16 @@ Systems (think time ``Z``, then the tiers in order, one FCFS queue per tier; a b
 service-time sequence is a MAP(2) whose successive intervals are the service times, times the
 request's class multiplier at that tier):
 
-* **(a)** paper 000's two-tier single-core model, ``scenarios()["bottleneck_switch"]`` of
+* **(a)** Mi et al.'s (2008) two-tier single-core model, ``scenarios()["bottleneck_switch"]`` of
   :mod:`solvers.paper000`: front 1 core exponential 4.5 ms, db 1 core bursty MAP(2) 4.0 ms
   (``I ~ 200``); ``Z = 0.5 s``; one class; no SLA.
-* **(b)** web 4 cores exp 8 ms, app 4 cores exp 10 ms, db 8 cores bursty (paper 000's unit-mean
+* **(b)** web 4 cores exp 8 ms, app 4 cores exp 10 ms, db 8 cores bursty (Mi et al.'s (2008) unit-mean
   MAP(2), ``I ~ 200``, scaled to 16 ms); ``Z = 1 s``; classes ``browse`` (80%, x0.75 at the db)
   and ``buy`` (20%, x2 at the db); SLA 0.1 s (bench/e2e/multicore.py's shop).
 * **(c)** web 2 cores exp 4 ms, app 4 cores bursty (:func:`estimators.mapfit.fit_map2` with
-  mean 8 ms, ``I = 50``, p95 = 24 ms), db 4 cores bursty (paper 000's MAP scaled to 8 ms);
+  mean 8 ms, ``I = 50``, p95 = 24 ms), db 4 cores bursty (Mi et al.'s (2008) MAP scaled to 8 ms);
   ``Z = 1 s``; one class; SLA 0.1 s.
-* **(d)** lb 1 core exp 0.5 ms, web 4 cores exp 6 ms, app 8 cores bursty (paper 000's MAP
+* **(d)** lb 1 core exp 0.5 ms, web 4 cores exp 6 ms, app 8 cores bursty (Mi et al.'s (2008) MAP
   scaled to 12 ms), cache 2 cores exp 1 ms, db 16 cores exp 20 ms; ``Z = 2 s``; two classes
   (70% / 30%, multipliers 0.8 / 1.467 at app and db); SLA 0.15 s.
 
@@ -182,7 +182,7 @@ def systems() -> dict[str, System]:
     sc = scenarios()["bottleneck_switch"]
     fitted = fit_map2(mean=0.008, idc=50, p95=0.024).process
     return {
-        "a": System("a", "(a) paper 000 bottleneck_switch, two tiers, single core",
+        "a": System("a", "(a) Mi et al. (2008) bottleneck_switch, two tiers, single core",
                     (TierSpec("front", 1, sc.front.mean),
                      TierSpec("db", 1, sc.database.mean, sc.database)),
                     ("all",), (1.0,), 0.5, None),

@@ -1,10 +1,10 @@
-"""Paper 000's experiment end to end: windows of one run in, predictions for 25..150 users out.
+"""Mi et al.'s (2008) experiment end to end: windows of one run in, predictions for 25..150 users out.
 
 Run from the repository root::
 
     python -m bench.accuracy.paper000 [--quick] [--markdown] [--plot docs/img/accuracy_paper000.png]
 
-What it does (paper 000 sections 3.4, 4.2, 4.3; Figs. 10-12, Table 4):
+What it does (Mi et al. (2008) sections 3.4, 4.2, 4.3; Figs. 10-12, Table 4):
 
 1. **Estimation run.** For each mix -- ``browsing``, ``shopping``, ``ordering``: the scenarios
    ``bottleneck_switch``, ``bursty_no_switch`` and ``not_bursty`` of :mod:`solvers.paper000`
@@ -36,7 +36,7 @@ What it does (paper 000 sections 3.4, 4.2, 4.3; Figs. 10-12, Table 4):
 4. **Truth**: :func:`solvers.simulation.simulate_closed` of the true model at each ``N``
    (independent seeded replications, 95% confidence intervals).
 
-Side studies on the browsing mix (paper 000 section 4.2): the **window length** (the same run
+Side studies on the browsing mix (Mi et al. (2008) section 4.2): the **window length** (the same run
 cut into 1, 5, 30 and 60 s windows) and the **estimation run's think time** ``Z_estim``
 (Table 4: the model is always solved with ``Z_qn = 0.5 s``; the MAP(2)s and demands come from a
 run at 50 users with think time ``Z_estim``). A further row per study uses the paper's
@@ -306,7 +306,7 @@ def pipeline_processes(est: Estimated) -> list[MAP | None]:
 
 
 def every_tier_processes(est: Estimated) -> list[MAP | None]:
-    """Paper 000's model in full: a MAP(2) on every tier, fitted by ``fit_map2`` (the function
+    """Mi et al.'s (2008) model in full: a MAP(2) on every tier, fitted by ``fit_map2`` (the function
     the pipeline calls for bursty tiers) from the tier's mean, ``I`` and p95 as the pipeline
     estimated them (flagged estimates used as they are)."""
     procs: list[MAP | None] = []
@@ -457,7 +457,7 @@ def window_study(cp: Checkpoints, plan: Plan, truths: dict[int, Truth],
 
 def think_study(plan: Plan, truths: dict[int, Truth], base: Checkpoints,
                 started: float) -> list[Variant]:
-    """Estimation runs at 50 users with think time ``Z_estim`` (paper 000 Table 4); the model
+    """Estimation runs at 50 users with think time ``Z_estim`` (Mi et al. (2008), Table 4); the model
     is solved at ``Z_qn = 0.5 s``. ``Z_estim = 0.5 s`` is the main run ``base``; a longer
     run is added at the largest ``Z_estim``."""
     sc = scenarios()[MIXES["browsing"]]
@@ -525,7 +525,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                       f"Z_estim = 0.5 s, cut into windows of each length)", "window",
                       windows).render(md))
     print(study_table(f"Think time Z_estim of the estimation run (browsing, 50 users, "
-                      f"{hours:g} h, 5 s windows; model solved at Z_qn = 0.5 s; paper 000 "
+                      f"{hours:g} h, 5 s windows; model solved at Z_qn = 0.5 s; Mi et al. (2008) "
                       f"Table 4)", "Z_estim", thinks).render(md))
     consistency = max(abs(rel(r.own_x50, r.est.pipeline_x50)) for r in results.values())
     print(f"Check: at the run's own population this script's prediction equals the "
@@ -641,7 +641,7 @@ def plot(results: dict[str, MixResult], path: Path) -> None:
             else:
                 ax.set_xlabel("users N (Z = 0.5 s)")
     axes[0][0].legend(fontsize=8, loc="upper left")
-    fig.suptitle("perfcast on paper 000's experiment: estimated at N = 50 from 5 s windows",
+    fig.suptitle("perfcast on Mi et al.'s (2008) experiment: estimated at N = 50 from 5 s windows",
                  fontsize=11)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -21,8 +21,8 @@ What it does, per window length ``T`` in 5, 10, 30 s:
    :func:`streams.core.records.parse_window`;
 2. the windows go through the pipeline's tier code (:class:`streams.core.tier.TierState`:
    ``admit``/``accept``, :func:`streams.core.tier.step_tiers` -- the Kalman filters of all runs
-   stepped together, paper 004 -- then ``take_interval`` and ``refresh``: the sliding NNLS
-   regression over the last ``regression_windows`` = 120 windows, paper 002, and the per-class
+   stepped together, Huang et al. (2012) -- then ``take_interval`` and ``refresh``: the sliding NNLS
+   regression over the last ``regression_windows`` = 120 windows, Rolia and Vetland (1995), and the per-class
    separability flags of :mod:`estimators.collinearity`);
 3. over the whole run: NNLS regression (:func:`estimators.demand.regression_demands`) and
    :func:`estimators.collinearity.assess_separability` (least squares with standard errors,

@@ -10,7 +10,7 @@ Systems (think time ``Z``, tiers in order, one FCFS queue per tier; classes' ser
 the tier's sequence times the class multiplier; :mod:`solvers.simulation.physical`):
 
 * **bursty** -- issue 19's shop (``bench/accuracy/multicore.py`` system (b)): web 4 cores exp
-  8 ms, app 4 cores exp 10 ms, db 8 cores bursty (paper 000's MAP(2), ``I ~ 200``, 16 ms;
+  8 ms, app 4 cores exp 10 ms, db 8 cores bursty (Mi et al.'s (2008) MAP(2), ``I ~ 200``, 16 ms;
   browse x0.75, buy x2); ``Z = 1 s``; browse 80%, buy 20%; SLA 0.1 s.
 * **plain** -- web 2 cores exp 5 ms, app 4 cores exp 24 ms, db 2 cores exp 9 ms (app and db:
   c1 x0.8, c2 x1.467); ``Z = 1 s``; c1 70%, c2 30%; SLA 0.15 s.
@@ -18,7 +18,7 @@ the tier's sequence times the class multiplier; :mod:`solvers.simulation.physica
 Actions (on the bottleneck tier; ``streams.predict.whatif``): none (the baseline), ``replicate`` 2
 (the tier's cores x 2, one queue: a least-loaded balancer, module docstring of
 ``streams.predict.whatif``), ``cores`` + 50%, ``cpu_speed`` 1.5 (every service time / 1.5: the MAP
-time-scaled, paper 003).
+time-scaled, Zong (2011)).
 
 **Predicted**: :func:`streams.predict.model.model_capacity` of the model the pipeline would solve
 with the true parameters (per-class demands, cores, the bursty tier's MAP(2); the

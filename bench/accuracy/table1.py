@@ -1,10 +1,10 @@
-"""Paper 000 Table 1 redone: M/Trace/1 response times by burstiness profile, and perfcast's I.
+"""Mi et al. (2008), Table 1 redone: M/Trace/1 response times by burstiness profile, and perfcast's I.
 
 Run from the repository root::
 
     python -m bench.accuracy.table1 [--quick] [--markdown]
 
-Paper 000 (section 2, Fig. 1, Table 1) takes 20,000 service times of one hyperexponential
+Mi et al. (2008) (section 2, Fig. 1, Table 1) takes 20,000 service times of one hyperexponential
 distribution (mean 1, SCV 3), imposes four burstiness profiles -- (a) random order, (b), (c)
 large service times progressively aggregated in bursts, (d) all large ones in one burst -- and
 reports the M/Trace/1 response time (mean, 95th percentile) at utilization 0.5 and 0.8 with the
@@ -17,7 +17,7 @@ probabilities ``p = (1 +- sqrt(1/2))/2``, phase means ``1/(2p)``, i.e. 85.4% of 
   marginal whose phase is kept from one job to the next with probability ``gamma`` and redrawn
   from the marginal otherwise (embedded chain ``P = (1 - gamma) 1 alpha + gamma Id``), so the
   lag-k autocorrelation is ``gamma^k (SCV - 1)/(2 SCV)`` and ``I = 1 + (SCV - 1)/(1 - gamma)``
-  (paper 000 eq. (1) summed in closed form). ``gamma`` is chosen to give exactly the paper's
+  (Mi et al. (2008), eq. (1) summed in closed form). ``gamma`` is chosen to give exactly the paper's
   ``I`` = 3.0, 22.3, 92.6, 488.7: the large jobs come in runs of about ``1/((1-gamma)(1-p))``
   = 1, 12, 54, 286 jobs.
 * **Permuted traces** -- one H2 sample of 20,000 (rescaled to mean 1), its large jobs (those
@@ -61,7 +61,7 @@ LONG_JOBS = 1_000_000
 LONG_WINDOWS = (200.0, 1000.0)
 PIPELINE_HISTORY = 4096       # streams.core.config.SystemConfig.history (default)
 
-#: paper 000 Table 1: profile -> (mean R, p95 R at util 0.5; mean, p95 at 0.8; I)
+#: Mi et al. (2008), Table 1: profile -> (mean R, p95 R at util 0.5; mean, p95 at 0.8; I)
 PAPER = {"(a)": (3.02, 14.42, 8.70, 33.26, 3.0),
          "(b)": (11.00, 83.35, 43.35, 211.76, 22.3),
          "(c)": (26.69, 252.18, 72.31, 485.42, 92.6),

@@ -1,13 +1,13 @@
 """Accuracy: the service-time p95 from 5 s windows, and the fitted MAP(2)'s p95, against the truth.
 
-For each service process (the design set: paper 000's three database processes and an
+For each service process (the design set: Mi et al.'s (2008) three database processes and an
 exponential front server, two slow-switching MMPP(2)s, a fast-switching MMPP(2) and two MAP(2)s
 with hyperexponential marginals) one seeded M/process/1 run at utilization 0.4 (3 h, Poisson
 arrivals, FCFS; ``solvers.simulation.single_queue``) is cut into 5 s monitoring windows. From
 the windows alone:
 
 * ``I`` by the IDC-curve fit (:func:`estimators.dispersion.index_of_dispersion_interval`);
-* the p95 by paper 000's busy-time proxy (:func:`estimators.mapfit.service_p95`), by the
+* the p95 by Mi et al.'s (2008) busy-time proxy (:func:`estimators.mapfit.service_p95`), by the
   per-window exponential mixture (:func:`estimators.tail.window_mixture_p95`) and by the
   two-phase deconvolution (:func:`estimators.tail.service_tail_p95`, the pipeline's);
 * the MAP(2) fitted to (mean, I, p95) with the last two (:func:`estimators.mapfit.fit_map2`),
@@ -28,7 +28,7 @@ at one window is printed beside the measured indices. A fifth shows why the wind
 when the phases switch within a window: the range of p95 that MAP(2)s with the browsing
 database's mean and ``I`` reach, and the third cumulant of the counts in 5 s of busy time,
 exact against its sample value from six seeded 3 h traces of the process alone. The last asks
-what the p95 is worth on paper 000's browsing model: the MAP(2) fitted to the pipeline's
+what the p95 is worth on Mi et al.'s (2008) browsing model: the MAP(2) fitted to the pipeline's
 estimates (``bench/accuracy/paper000.py``, docs/accuracy.md section 1) with each p95, and with
 the true ``I``, against the exact MAP network with the true processes (itself within 0.6% /
 3.1% of the simulated system), N = 25..150.
@@ -72,10 +72,10 @@ def hyperexp_map2(scv: float, idc: float, p: float, mean: float) -> MAP:
 def processes() -> dict[str, tuple[MAP, str]]:
     sc = scenarios()
     return {
-        "browsing db": (sc["bottleneck_switch"].database, "paper 000"),
-        "shopping db": (sc["bursty_no_switch"].database, "paper 000"),
-        "ordering db": (sc["not_bursty"].database, "paper 000"),
-        "front (exponential)": (sc["bottleneck_switch"].front, "paper 000"),
+        "browsing db": (sc["bottleneck_switch"].database, "Mi et al. (2008)"),
+        "shopping db": (sc["bursty_no_switch"].database, "Mi et al. (2008)"),
+        "ordering db": (sc["not_bursty"].database, "Mi et al. (2008)"),
+        "front (exponential)": (sc["bottleneck_switch"].front, "Mi et al. (2008)"),
         "MMPP(2) slow, I~640": (mmpp2(2.0, 0.25, 0.0005, 0.001).scaled(0.010), "new"),
         "MMPP(2) slow, I~107": (mmpp2(1.5, 0.4, 0.0004, 0.002).scaled(0.004), "new"),
         "MMPP(2) fast, I~38": (mmpp2(5.0, 0.5, 0.05, 0.05).scaled(0.003), "new"),
@@ -269,7 +269,7 @@ def identifiability_table() -> Table:
     return t
 
 
-#: the pipeline's estimates on paper 000's browsing run (docs/accuracy.md section 1)
+#: the pipeline's estimates on Mi et al.'s (2008) browsing run (docs/accuracy.md section 1)
 PIPELINE_FRONT_S, PIPELINE_DB_MEAN_S, PIPELINE_IDC = 0.0043, 0.00403, 180.6
 PIPELINE_P95_S = {"busy-time proxy": 0.00766, "window mixture": 0.01463, "two-phase": 0.02616}
 POPULATIONS = (25, 50, 75, 100, 125, 150)
@@ -279,7 +279,7 @@ def what_if_table() -> Table:
     sc = scenarios()["bottleneck_switch"]
     truth = [solve_closed(sc.processes, n, THINK_TIME) for n in POPULATIONS]
     true_p95 = float(sc.database.quantile(0.95))
-    t = Table("Browsing model (paper 000 Fig. 9) with the fitted database MAP(2) against the exact "
+    t = Table("Browsing model (Mi et al. (2008), Fig. 9) with the fitted database MAP(2) against the exact "
               "MAP network with the true processes, N = 25..150: max / mean |error|",
               ["I", "p95", "p95 (ms)", "fit SCV", "X max / mean", "R max / mean"])
     for idc_name, idc in (("pipeline 180.6", PIPELINE_IDC), (f"true {sc.database.idc:.1f}",

@@ -8,7 +8,7 @@ the per-job station for such a tier against one MAP at speed ``min(n, c)``.
 
 The system is issue 19's case (b) (web 4 cores exponential 8 ms, app 4 cores exponential 10
 ms, classes ``browse`` 80% x0.75 and ``buy`` 20% x2 at the database, think time 1 s) with the
-database on ``--cores`` cores and its service-time sequence (paper 000's MAP(2), I ~ 200)
+database on ``--cores`` cores and its service-time sequence (Mi et al.'s (2008) MAP(2), I ~ 200)
 scaled to ``16 ms x cores / 8``: the same 500 requests/s at saturation whatever the cores, so
 the simulation costs what case (b)'s does. Every class's SLA is ``--sla`` (a 64-core database
 at 128 ms a request cannot meet case (b)'s 0.1 s). ``--think-scale K`` multiplies the think time

@@ -7,7 +7,7 @@ the windows of the physical system through the whole embedded pipeline.
     python -m bench.e2e.multicore --capacity 214 --steady-seeds 1-12   # steady runs only
 
 The system (also in bench/accuracy/multicore.py): web 4 cores (exponential, 8 ms), app 4 cores
-(exponential, 10 ms), db 8 cores whose service-time sequence is paper 000's bursty MAP(2)
+(exponential, 10 ms), db 8 cores whose service-time sequence is Mi et al.'s (2008) bursty MAP(2)
 (I ~ 200) with mean 16 ms; think time 1 s; classes ``browse`` (80%, x0.75 at the db) and
 ``buy`` (20%, x2 at the db); SLA 0.1 s for every class. Simulated by
 :mod:`solvers.simulation.physical` (cores, FCFS queues, the correlated service-time sequence),

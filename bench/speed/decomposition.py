@@ -14,7 +14,7 @@ Networks (think time Z, then the tiers in order; a bursty tier's service sequenc
 * ``4 tiers, 2 bursty`` -- web 4 cores exp 2 ms, app 8 cores bursty 10 ms, cache 4 cores exp
   4 ms, db 16 cores bursty 20 ms; Z = 7 s (knee ~ 5,600 users);
 * ``4 tiers, 1 bursty`` -- the same with the app exponential;
-* ``paper 000`` -- front 1 core exp 4.5 ms, db 1 core bursty 4.0 ms, Z = 0.5 s.
+* ``Mi et al. (2008)`` -- front 1 core exp 4.5 ms, db 1 core bursty 4.0 ms, Z = 0.5 s.
 
 Times are the median of ``--runs`` (5) solves after one warm-up, in this process (one BLAS
 thread is set before numpy loads); a capacity search is the pipeline's ``model_capacity``,
@@ -73,7 +73,7 @@ def networks() -> dict[str, tuple[list[MAP], list[int], float]]:
                                MAP.exponential(0.004), BURSTY.scaled(0.020)], [4, 8, 4, 16], 7.0),
         "4 tiers, 1 bursty": ([MAP.exponential(0.002), MAP.exponential(0.010),
                                MAP.exponential(0.004), BURSTY.scaled(0.020)], [4, 8, 4, 16], 7.0),
-        "paper 000": ([MAP.exponential(0.0045), BURSTY.scaled(0.004)], [1, 1], 0.5),
+        "Mi et al. (2008)": ([MAP.exponential(0.0045), BURSTY.scaled(0.004)], [1, 1], 0.5),
     }
 
 
@@ -325,11 +325,11 @@ def solve_rows(args: argparse.Namespace) -> None:
 
 def search_rows(args: argparse.Namespace) -> None:
     """The pipeline's capacity searches on each network."""
-    print("\nCapacity search (pipeline's model_capacity, SLA 0.1 s except paper 000: 0.3 s; "
+    print("\nCapacity search (pipeline's model_capacity, SLA 0.1 s except Mi et al. (2008): 0.3 s; "
           f"median of {args.search_runs})\n")
     print("| network | start | seconds | capacity | populations solved |\n|---|---|---|---|---|")
     for name, (procs, cores, z) in networks().items():
-        sla = 0.3 if name == "paper 000" else 0.1
+        sla = 0.3 if name == "Mi et al. (2008)" else 0.1
         for label, shift, current in (
                 ("cold", None, None), ("cold, users at 40% solved", None, 0.4),
                 ("warm, last capacity +5%", 0.05, None),
@@ -380,7 +380,7 @@ def exact_budget_rows() -> None:
     fitted = fit_map2(mean=1.0, idc=50, p95=3.0).process
     cases = {
         "1 tier, bursty": ([BURSTY.scaled(0.004)], [1000, 3000, 10000]),
-        "paper 000 (2 tiers, 1 bursty)": ([E(0.0045), BURSTY.scaled(0.004)],
+        "Mi et al. (2008) (2 tiers, 1 bursty)": ([E(0.0045), BURSTY.scaled(0.004)],
                                           [40, 60, 70, 90, 123]),
         "2 tiers, 2 bursty": ([fitted.scaled(0.0045), BURSTY.scaled(0.004)], [35, 50, 70, 90]),
         "3 tiers, 1 bursty": ([E(0.003), E(0.004), BURSTY.scaled(0.006)], [12, 15, 18, 22, 30]),

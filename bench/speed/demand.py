@@ -2,9 +2,9 @@
 
     python -m bench.speed.demand            # from the repository root
 
-The simulated scenarios are the ones the tests validate (tests/test_demand.py): paper 002's
+The simulated scenarios are the ones the tests validate (tests/test_demand.py): Rolia and Vetland's (1995)
 base case for the regression, a step change of one class's demand for the Kalman filter, and
-paper 004's 14-class TPC-W setting for NNLS versus Kalman.
+Huang et al.'s (2012) 14-class TPC-W setting for NNLS versus Kalman.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from tests.test_demand import (
     tpcw_case,
 )
 
-# paper 002, Table 2: (mean E_rel, 90th percentile) over 100 replications
+# Rolia and Vetland (1995), Table 2: (mean E_rel, 90th percentile) over 100 replications
 PAPER002_TABLE2 = {(3, "det"): (0.0073, 0.0116), (5, "det"): (0.0203, 0.0302),
                    (3, "exp"): (0.1791, 0.2940), (5, "exp"): (0.2936, 0.4499)}
 
@@ -67,7 +67,7 @@ def bench_speed() -> None:
 
 
 def bench_regression(seeds: int = 30) -> None:
-    print(f"Regression E_rel, paper 002 base case (U = 0.75, 50 periods of 10000), "
+    print(f"Regression E_rel, Rolia and Vetland (1995) base case (U = 0.75, 50 periods of 10000), "
           f"{seeds} seeds")
     print(f"  {'classes':>7}  {'service':<12}{'mean':>8}{'p90':>8}   {'paper mean':>10}"
           f"{'paper p90':>10}")
@@ -88,7 +88,7 @@ def bench_step(seeds: int = 10) -> None:
     configs = [("default", lambda: KalmanDemandEstimator(["a", "b", "c"])),
                ("no change detection", lambda: KalmanDemandEstimator(["a", "b", "c"],
                                                                      gate=math.inf)),
-               ("paper 004 as published", lambda: KalmanDemandEstimator.paper(["a", "b", "c"]))]
+               ("Huang et al. (2012) as published", lambda: KalmanDemandEstimator.paper(["a", "b", "c"]))]
     print("Kalman: windows until every class is back within 5% after class b's demand x1.5")
     print("  (3 classes 10/25/50 ms, deterministic service, 60-s windows, U ~ 0.5, mix +-50%;")
     print("   '-' = not within 5% for good in the 35 windows after the change)")
@@ -109,7 +109,7 @@ def bench_noise(seeds: int = 6) -> None:
     print(f"CPU noise sd 0.02; median relative error and sd of window-to-window change, "
           f"{seeds} seeds")
     rows = [("z / X per window (no filter)", None),
-            ("paper 004 as published (R=0)", lambda: KalmanDemandEstimator.paper(["a"])),
+            ("Huang et al. (2012) as published (R=0)", lambda: KalmanDemandEstimator.paper(["a"])),
             ("default (R=1e-4, adaptive)", lambda: KalmanDemandEstimator(["a"])),
             ("R=4e-4 (measured noise)", lambda: KalmanDemandEstimator(["a"], R=4e-4))]
     print(f"  {'estimator':<32}{'error':>8}{'jitter':>8}{'skipped':>9}")

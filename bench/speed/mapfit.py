@@ -1,8 +1,8 @@
-"""Benchmark: MAP(2) fitting from mean, I and p95 (paper 000, section 4.1).
+"""Benchmark: MAP(2) fitting from mean, I and p95 (Mi et al. (2008), section 4.1).
 
 Prints the time of ``fit_map2`` (median over targets of the median of repeated fits, in ms),
 the time of the service-time p95 estimate that feeds it (``estimators.tail.service_tail_p95``,
-beside the window mixture ``window_mixture_p95`` and paper 000's busy-time proxy
+beside the window mixture ``window_mixture_p95`` and Mi et al.'s (2008) busy-time proxy
 ``service_p95``, on 4,096 windows: the pipeline's history)
 and a round-trip accuracy table: targets (mean, I, p95) computed from known MAP(2)s, the fit's
 achieved I and p95 and their relative errors. Numbers, not pass/fail.

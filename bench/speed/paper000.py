@@ -1,4 +1,4 @@
-"""Paper 000's headline table: MVA vs the exact MAP network (and simulation) on Fig. 9's model.
+"""Mi et al.'s (2008) headline table: MVA vs the exact MAP network (and simulation) on Fig. 9's model.
 
 Run: ``python -m bench.speed.paper000 [--sim]``. Prints, per scenario of ``solvers.paper000`` and
 population N, the exact throughput of the MAP network, MVA's throughput and relative error, and

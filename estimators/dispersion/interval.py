@@ -40,7 +40,7 @@ curve). The estimator
    ``2T`` on exceeds it by more than :data:`_SELECT_LEVEL` (1) jackknife SE: the rule fires on
    ~20% of converged curves, where leaving ``Y(T)`` out costs little noise, and on ~90% of the
    ``alpha T`` ~ 8 curves at 2000 windows, where it raises the share of traces read within
-   +-20% of ``I`` (bench/accuracy_dispersion.py, table 1). ``Y(T)`` is dropped rather than the
+   +-20% of ``I`` (bench/accuracy/dispersion.py, table 1). ``Y(T)`` is dropped rather than the
    flat fit taken when ``Y(T)`` falls short of the level: whole windows put ``Y(T)`` ~2% low
    even on a converged curve, and a false jump to the flat fit reads ``I`` off the long
    levels, where a false drop of ``Y(T)`` only reads it from ``2T``. A falling curve is read at
@@ -61,7 +61,7 @@ curve). The estimator
 Acting on ``I`` is decided by the interval, not by a window count: a tier is bursty when
 ``lower > idc_threshold`` (:meth:`DispersionInterval.above`), not bursty when
 ``upper < idc_threshold``, undecided otherwise. Accuracy and coverage (M/MMPP(2)/1 queues,
-alpha T from 0.05 to 8): ``bench/accuracy_dispersion.py`` and docs/accuracy.md ("Index of
+alpha T from 0.05 to 8): ``bench/accuracy/dispersion.py`` and docs/accuracy.md ("Index of
 dispersion: slow bursts and confidence intervals").
 """
 
@@ -104,7 +104,7 @@ _SELECT = 2.0
 _SELECT_LEVEL = 1.0
 #: the interval's Student t has ``(blocks - 1) / _DOF_SHARE`` degrees of freedom, not
 #: ``blocks - 1``: a bursty trace's long bursts sit in a few blocks, so the jackknife variance
-#: is a sum of few effective terms. Calibrated on bench/accuracy_dispersion.py (with
+#: is a sum of few effective terms. Calibrated on bench/accuracy/dispersion.py (with
 #: ``blocks - 1`` degrees of freedom a 95% interval covers 88-100% by case, with a third of
 #: them 90-100%)
 _DOF_SHARE = 3

@@ -22,7 +22,7 @@ Accuracy: the stopping rule stops as soon as ``Y`` flattens, so it returns ``Y``
 or ``3T`` for most processes. For a MAP(2) whose phases mix at rate ``alpha`` (busy time),
 ``Y(t)`` approaches ``I`` like ``1 - (1 - exp(-alpha t))/(alpha t)``: the estimate is within
 ~10% of ``I`` only if ``alpha T >= 5``, i.e. the window must be long against the bursts
-(``bench/bench_dispersion.py`` prints the accuracy by level of ``I``; for slower bursts,
+(``bench/speed/dispersion.py`` prints the accuracy by level of ``I``; for slower bursts,
 :mod:`estimators.dispersion.interval`).
 """
 
