@@ -1,4 +1,4 @@
-"""The capacity the predicted-breach alert acts on (issue 22 item 4):
+"""The capacity the predicted-breach alert acts on:
 :mod:`streams.predict.alert_window` (the SLA read on a 5-minute mean) and the provisionally
 bursty tier (:func:`streams.core.tier.provisionally_bursty`).
 

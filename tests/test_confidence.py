@@ -1,4 +1,4 @@
-"""Trust in a solve's figures (``streams.predict.confidence``, issue 22 item 2): model error per class
+"""Trust in a solve's figures (``streams.predict.confidence``): model error per class
 and per tier, the uncertainty band of capacity and time to breach from the estimators'
 uncertainties, and the trust mark of a predicted breach.
 

@@ -1,4 +1,4 @@
-"""The IDC-curve fit and its confidence interval (estimators.dispersion, issue 20 item 1).
+"""The IDC-curve fit and its confidence interval (estimators.dispersion).
 
 Closed forms: the MMPP(2)'s ``I = SCV (1 + 2 sum rho_k)`` (``MAP.idc``) and its IDC curve
 ``Y(t) = I - (I - I_0)(1 - e^{-gamma t})/(gamma t)``; slow-switching M/MMPP(2)/1 queues (bursts
@@ -226,7 +226,7 @@ def test_tracker_interval_equals_the_function_on_its_history():
 @pytest.mark.slow
 @pytest.mark.parametrize("ramp", [True, False], ids=["ramp", "steady"])
 def test_multicore_db_reads_its_index_on_a_ramp_as_under_steady_load(ramp):
-    """Issue 19's shop (bench/e2e/multicore.py --seed 1): the 8-core database's service
+    """The multi-core shop (bench/e2e/multicore.py --seed 1): the 8-core database's service
     sequence is Mi et al.'s (2008) MAP(2), I = 202. 20 minutes at 86 users, then (``ramp``) 86 -> 321
     users over 40 minutes. The db's history, read as the pipeline does (busy time in
     core-seconds: window ``T c``), in minutes 28-40: the flat fit read 46-124 on the ramp and

@@ -1,5 +1,5 @@
 """Fuzzing the input contract and the configuration through both shells and ``perfcast produce``
-(issue 23, item 6).
+(item 6).
 
 Hypothesis generates batches of window records -- valid ones, and near-valid mutations of
 them: wrong types, out-of-range numbers (NaN, infinities, huge and negative integers), missing
@@ -23,7 +23,7 @@ exactly the embedded shell's estimates and predictions.
 
 The examples are derandomized (the same in every run, no example database): each test sees
 at least :data:`MIN_RECORDS` generated records. ``tests/fuzz_corpus`` holds the hand-written
-hostile cases of issue 23, replayed here through the same paths.
+hostile-input cases, replayed here through the same paths.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ from streams.engine.system import Outputs
 pytestmark = [pytest.mark.filterwarnings("error:invalid value encountered:RuntimeWarning"),
               pytest.mark.slow]
 
-#: generated records each shell sees at least (issue 23: >= 10,000 per shell in CI)
+#: generated records each shell sees at least (>= 10,000 per shell in CI)
 MIN_RECORDS = 10_000
 #: examples per fuzz test, and records per example (a batch, as the shells take them)
 EXAMPLES = 160

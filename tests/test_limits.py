@@ -1,4 +1,4 @@
-"""Limits on what one pipeline keeps (``[limits]``, issue 23 item 4): systems (with eviction
+"""Limits on what one pipeline keeps (``[limits]``): systems (with eviction
 of idle ones), tiers per system, classes per tier. A window beyond a limit is dead-lettered
 naming the limit; everything else is processed -- alike in the embedded shell and the
 worker's table-backed core."""

@@ -306,7 +306,7 @@ def test_the_decompositions_caveats_reach_the_model_once_each_with_tier_names():
 
 @pytest.mark.slow
 def test_a_speed_scaled_station_is_flagged_in_the_prediction(tmp_path):
-    """Issue 19: a bursty tier of more cores than ``per_job_max_cores`` is one MAP at speed
+    """a bursty tier of more cores than ``per_job_max_cores`` is one MAP at speed
     ``min(n, c)`` (pessimistic): the pipeline's prediction says so, naming the tier, and does
     not once the limit covers it. The demo's calm shop with its database relabelled as 32
     cores at the same per-core utilization (32 times the demand; the same ``I``). While the

@@ -1,4 +1,4 @@
-"""Operating perfcast (issue 23, item 7): ``--version``, ``--source -``, a byte-order mark and
+"""Operating perfcast: ``--version``, ``--source -``, a byte-order mark and
 invalid UTF-8 handled alike by ``perfcast run`` and the worker, a run that accepts nothing
 exits non-zero with its reasons, every setting documented in docs/configuration.md.
 

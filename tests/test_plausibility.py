@@ -1,4 +1,4 @@
-"""Plausibility against a system's own recent windows (issue 23, item 1;
+"""Plausibility against a system's own recent windows (item 1;
 ``streams/core/plausibility.py``, docs/pipeline.md "Plausibility").
 
 The hostile cases (an end in 2100, users jumping to 10^9, utilization 0 with 4e9 completions,

@@ -89,7 +89,7 @@ def test_produce_and_the_worker_dead_letter_every_poison_pill(tmp_path, kafka_bo
 
 def test_the_worker_dead_letters_implausible_windows_and_processes_the_rest(tmp_path,
                                                                             kafka_bootstrap):
-    """Issue 23 item 1 through the real broker: each plausibility case of the corpus (an end
+    """The plausibility cases through the real broker: each plausibility case of the corpus (an end
     in 2100, users jumping to 10^9, utilization 0 with 4e9 completions, a window overlapping
     another by half, a 10,000-fold completion rate) with the ordinary windows around it, sent
     by ``perfcast produce``: the worker dead-letters exactly the hostile window of each, naming

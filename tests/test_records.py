@@ -300,7 +300,7 @@ def test_deeply_nested_json_is_a_record_error(text):
 
 
 # --------------------------------------------------------------------------------------------
-# utilization above 1 within the tolerance: clamped and flagged (DESIGN.md's input contract)
+# utilization above 1 within the tolerance: clamped and flagged (the input contract of docs/pipeline.md)
 # --------------------------------------------------------------------------------------------
 
 def test_utilization_within_the_tolerance_is_clamped_to_one_and_flagged():

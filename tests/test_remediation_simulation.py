@@ -1,4 +1,4 @@
-"""Remediation validated by simulation (issue 22's acceptance, short and seeded; the full
+"""Remediation validated by simulation (short and seeded; the full
 table: ``bench/accuracy/remediation.py``, docs/accuracy.md section 6): the capacity the model
 predicts after an action is within 10% of the capacity of the simulated physical system with
 the action applied."""

@@ -1,4 +1,4 @@
-"""The predicted-breach alert's trend guard (issue 22): while the model is not trusted, the
+"""The predicted-breach alert's trend guard: while the model is not trusted, the
 measured response-time trend also fires the alert (:mod:`streams.predict.response_trend`,
 ``streams.engine.system.SystemState._breach_condition``).
 

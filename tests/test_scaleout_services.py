@@ -1,4 +1,4 @@
-"""Scale-out with the same answers (issue 23 item 5), against the real Kafka broker and InfluxDB
+"""Scale-out with the same answers, against the real Kafka broker and InfluxDB
 started by ``infra/services.sh``.
 
 A seeded fleet (:func:`fleet`: 40 systems x 3 tiers, 180 windows each, 21,600 windows) goes

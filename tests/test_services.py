@@ -2,7 +2,7 @@
 
 Kafka (KRaft, from Maven Central jars) and InfluxDB 1.8.10 (built from the Go module proxy) are
 started by ``infra/test.sh`` before pytest. These tests carry a window record of the input
-contract (``../shared/DESIGN.md``) through the real broker and a point through the real
+contract (``docs/pipeline.md``) through the real broker and a point through the real
 database. Outside CI they skip when the services were not started (``PERFCAST_SERVICES=0``);
 under ``CI=true`` a missing service is a failure, never a skip.
 """

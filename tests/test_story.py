@@ -1,4 +1,4 @@
-"""One story over the demo's outputs (issue 22 item 3): the bottleneck the live table and the
+"""One story over the demo's outputs: the bottleneck the live table and the
 report name is the tier the predicted-breach alert names, or they say why not; the switch of
 model (MVA <-> MAP network) is marked in the records and on the report's charts.
 

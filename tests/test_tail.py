@@ -72,7 +72,7 @@ def test_the_busy_time_proxy_misses_them(name):
 
 
 def test_browsing_db_p95_within_15_percent():
-    """Mi et al.'s (2008) browsing mix (issue 20): the slow runs (~0.5 s of busy time) switch within
+    """Mi et al.'s (2008) browsing mix: the slow runs (~0.5 s of busy time) switch within
     a 5 s window, so no window sees one phase. The window mixture (one rate per window) reads
     less than 0.6 of the truth (docs/accuracy.md: -46%); the two-phase deconvolution is within
     15%."""

@@ -24,7 +24,7 @@ BURSTY = MAP(_BURSTY_D0, _BURSTY_D1)            # Mi et al.'s (2008) unit-mean M
 
 
 def shop(bursty: bool = True) -> SystemModel:
-    """Issue 19's shop: web 4 cores 8 ms, app 4 cores 10 ms, db 8 cores 16 ms (bursty),
+    """The multi-core shop: web 4 cores 8 ms, app 4 cores 10 ms, db 8 cores 16 ms (bursty),
     classes browse (80%, x0.75 at the db) and buy (20%, x2), Z = 1 s, SLA 0.1 s."""
     return SystemModel(
         tiers=["web", "app", "db"], classes=["browse", "buy"],

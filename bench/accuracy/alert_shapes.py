@@ -1,8 +1,8 @@
-"""Alert quality on the shapes people run (issue 22 item 4): perfcast's predicted_breach
+"""Alert quality on the shapes people run: perfcast's predicted_breach
 against ``predict_linear`` and Holt's double exponential smoothing, same runs, three-tier
 multi-core systems. Run through ``python -m bench.accuracy.alerts --shapes [--quick]``.
 
-Systems (issue 19's case (b), bench/e2e/multicore.py): web 4 cores (exponential, 8 ms), app 4
+Systems (the multi-core shop, case (b), bench/e2e/multicore.py): web 4 cores (exponential, 8 ms), app 4
 cores (exponential, 10 ms), db 8 cores of mean 16 ms; think time 1 s; classes ``browse`` (80%,
 x0.75 at the db) and ``buy`` (20%, x2); SLA 0.1 s for both. Kinds: ``bursty`` -- the db's
 service-time sequence is Mi et al.'s (2008) MAP(2) (I ~ 200); ``non_bursty`` -- exponential db.

@@ -1,12 +1,12 @@
 """Predicted SLA breach: how early perfcast's alert fires and how often it fires for nothing,
-against a baseline that extrapolates the measured response time linearly (issue 6 section 4).
+against a baseline that extrapolates the measured response time linearly.
 Prints the tables of docs/accuracy.md section 4.
 
     python -m bench.accuracy.alerts            # 12 runs per kind + the idc_threshold sweep
                                                # (both kinds)
     python -m bench.accuracy.alerts --quick    # 4 runs per kind, two thresholds
     python -m bench.accuracy.alerts --jobs 1   # one process (default: 2)
-    python -m bench.accuracy.alerts --shapes   # issue 22: three-tier multi-core systems,
+    python -m bench.accuracy.alerts --shapes   # three-tier multi-core systems,
                                                # ramps and flat loads, against predict_linear
                                                # and Holt (bench/accuracy/alert_shapes.py)
     python -m bench.accuracy.alerts --shapes --quick   # one seed per scenario

@@ -20,7 +20,7 @@ The pipeline is configured as a new user would (tiers and SLA).
 The pipeline computes the band at risk and on every 5th solve (``confidence.BAND_EVERY``);
 here it is computed at every solve (``BAND_EVERY = 1``: more samples; the band's value at a
 solve does not depend on whether earlier solves had one). Each band is computed at both
-``z`` of :data:`ZS` -- the demands pushed 1 standard error (the band before issue 22's
+``z`` of :data:`ZS` -- the demands pushed 1 standard error (the band before the
 calibration) and 1.645 (a nominal 90% demand interval, ``confidence.BAND_Z`` now) -- on the
 very same model and tier estimates, so both are compared on identical solves.
 

@@ -1,4 +1,4 @@
-"""Index of dispersion: slow bursts and confidence intervals (issue 20 item 1).
+"""Index of dispersion: slow bursts and confidence intervals.
 
 Run from the repository root:  python -m bench.accuracy.dispersion [--quick] [--markdown]
 
@@ -58,7 +58,7 @@ SLOW = {
     "aT=0.8, I=204 (bench_dispersion)": mmpp2(5.6, 0.12, 0.034, 0.006),
     "aT=0.5, I=50": mmpp2_design(0.5 / WINDOW_S, 50.0),
     "aT=0.2, I=100": mmpp2_design(0.2 / WINDOW_S, 100.0),
-    "aT=0.12, I=87 (issue 20)": mmpp2_design(0.12 / WINDOW_S, 87.0, 2.0 / 3.0),
+    "aT=0.12, I=87": mmpp2_design(0.12 / WINDOW_S, 87.0, 2.0 / 3.0),
     "aT=0.1, I=200": mmpp2_design(0.1 / WINDOW_S, 200.0),
     "aT=0.05, I=500": mmpp2_design(0.05 / WINDOW_S, 500.0),
 }

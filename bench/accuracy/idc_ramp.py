@@ -2,7 +2,7 @@
 
 Run from the repository root:  python -m bench.accuracy.idc_ramp [--seeds 8] [--markdown]
 
-Issue 19's shop (bench/e2e/multicore.py, :func:`bench.accuracy.alert_shapes.network`): the 8-core
+The multi-core shop (bench/e2e/multicore.py, :func:`bench.accuracy.alert_shapes.network`): the 8-core
 database's service sequence is Mi et al.'s (2008) MAP(2), ``I = 202.3``. Per seed two runs of the
 physical simulator (:mod:`solvers.simulation.physical`, 5-s windows) with the same seed: a
 *ramp* (20 minutes at 86 users = 40% of the 214-user capacity, then to 321 users over 40

@@ -74,7 +74,7 @@ WINDOWS = (5, 10, 30)
 #: the runs that carry LibReDE's outputs, as the data README names them
 SARDE_RUNS = {"r0": "validation/r0", "r1": "training/r1", "r2": "training/r2",
               "r3": "training/r3", "r4": "training/r4"}
-#: the runs on which LibReDE's estimators agree (issue 20's acceptance); r2 is collinear
+#: the runs on which LibReDE's estimators agree; r2 is collinear
 AGREEING = ("r0", "r1", "r3", "r4")
 #: LibReDE's estimators with a run-level answer (``ResponseTimeApproximation`` gives one value
 #: per request, mostly 0, no run-level answer: left out)

@@ -9,7 +9,7 @@ Run from the repository root::
 Systems (think time ``Z``, tiers in order, one FCFS queue per tier; classes' service times are
 the tier's sequence times the class multiplier; :mod:`solvers.simulation.physical`):
 
-* **bursty** -- issue 19's shop (``bench/accuracy/multicore.py`` system (b)): web 4 cores exp
+* **bursty** -- the multi-core shop (``bench/accuracy/multicore.py`` system (b)): web 4 cores exp
   8 ms, app 4 cores exp 10 ms, db 8 cores bursty (Mi et al.'s (2008) MAP(2), ``I ~ 200``, 16 ms;
   browse x0.75, buy x2); ``Z = 1 s``; browse 80%, buy 20%; SLA 0.1 s.
 * **plain** -- web 2 cores exp 5 ms, app 4 cores exp 24 ms, db 2 cores exp 9 ms (app and db:

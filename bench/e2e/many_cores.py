@@ -6,7 +6,7 @@ the per-job station for such a tier against one MAP at speed ``min(n, c)``.
     python -m bench.e2e.many_cores --cores 64 --sla 0.4 --capacity 462 --seeds 1-6 --ramp
     python -m bench.e2e.many_cores --cores 8 --sla 0.1 --think-scale 20 --capacity 3386 --seeds 1-6
 
-The system is issue 19's case (b) (web 4 cores exponential 8 ms, app 4 cores exponential 10
+The system is the multi-core shop, case (b) (web 4 cores exponential 8 ms, app 4 cores exponential 10
 ms, classes ``browse`` 80% x0.75 and ``buy`` 20% x2 at the database, think time 1 s) with the
 database on ``--cores`` cores and its service-time sequence (Mi et al.'s (2008) MAP(2), I ~ 200)
 scaled to ``16 ms x cores / 8``: the same 500 requests/s at saturation whatever the cores, so
@@ -27,7 +27,7 @@ case (b) itself with thousands of users). For a database of up to 16 cores only
 3. **Ramp runs** (``--ramp``) -- ``bench/e2e/multicore.py``'s ramp (20 minutes at 40%, then to
    150% of the truth capacity over 40 minutes) with either station: the measured breach (the
    1-minute mean of the worst class over the SLA) and the first ``predicted_breach``'s lead
-   (issue 19's acceptance: >= 5 minutes, none earlier than 30).
+   (the acceptance: >= 5 minutes, none earlier than 30).
 
 Figures, no pass/fail.
 """

@@ -1,4 +1,4 @@
-"""End to end on a multi-core three-tier shop with a bursty database (issue 19's case (b)):
+"""End to end on a multi-core three-tier shop with a bursty database (the multi-core shop, case (b)):
 the windows of the physical system through the whole embedded pipeline.
 
     python -m bench.e2e.multicore            # truth grid, steady run, ramp run

@@ -1,4 +1,4 @@
-"""The floor of issue 19's 20-ms budget from the other side: the one chain every solve of ``4
+"""The floor of the 20-ms budget at N = 5,000 from the other side: the one chain every solve of ``4
 tiers, 2 bursty`` at N = 5,000 factorises -- the 16-core database's per-job chain against the
 flow-equivalent server, ``(n, k, s)`` on 4,000-odd levels of 34 states -- solved by three exact
 linear solvers on the same generator:

@@ -27,7 +27,7 @@ systems (a)-(d) of ``bench/accuracy/multicore.py`` (their classes, cores and SLA
 0.3 s), with the pipeline's default exact-chain budget
 (``streams.predict.model.EXACT_STATE_LIMIT``). ``--exact-budget``: one solve by the exact chain
 and by the decomposition on one-core networks of 1-5 tiers around that budget, their times and
-differences (what the budget is set from). ``--floor``: issue 19's one population of ``4 tiers,
+differences (what the budget is set from). ``--floor``: one population of ``4 tiers,
 2 bursty`` at ``N = 5,000`` (budget 20 ms) beside each bursty tier solved alone (the network
 with the other bursty tier made exponential at its mean: no fixed point; the app tier's
 rounds for the waves after it remain, the database's chain is solved once), with the per-job

@@ -95,7 +95,7 @@ def speed() -> None:
         slow_tracker.update(float(noisy_u[k]), float(noisy_n[k]))
     slow_est = slow_tracker.estimate()
     slow_est_t = _median_time(slow_tracker.estimate, 20)
-    # the IDC-curve fit with its interval (issue 20), same histories, same run
+    # the IDC-curve fit with its interval, same histories, same run
     ci_t = _median_time(tracker.interval, 50)
     ci = tracker.interval()
     ci_batch_t = _median_time(lambda: index_of_dispersion_interval(u, n, WINDOW_S), 20)

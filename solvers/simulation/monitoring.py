@@ -1,7 +1,7 @@
 """What a monitoring system sees of a simulated network: per-window, per-tier records.
 
 Each queue of the network is a tier. Time is cut into windows ``[w + kT, w + (k+1)T)`` after
-a warm-up ``w``; for each window and tier a record in the shape of DESIGN.md's input contract
+a warm-up ``w``; for each window and tier a record in the shape of the input contract of docs/pipeline.md
 is produced:
 
 ``{"system", "tier", "end", "window_s", "utilization", "cores", "completions",

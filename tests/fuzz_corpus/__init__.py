@@ -1,4 +1,4 @@
-"""The hostile-input corpus: every case of issue 23, as data, replayed through both shells by
+"""The hostile-input corpus: every hostile-input case, as data, replayed through both shells by
 ``tests/test_fuzz.py`` and (the single-record dead letters marked ``poison``) woven into a
 trace by ``tests/test_poison_pills.py``. One list; add a case here, not in a test.
 
@@ -106,7 +106,7 @@ CORPUS: list[Case] = [
     _one("deeply nested JSON", '{"a": ' * 100_000, "record", "JSON", poison=True),
     _one("utilization beyond the tolerance", window(system="p-u", utilization=1.05),
          "utilization", "tolerance 0.02", poison=True),
-    # -- the rest of issue 23's cases -------------------------------------------------------
+    # -- the remaining hostile-input cases -------------------------------------------------------
     _one("a window with 10,000 classes", window(system="p-10k", completions=_many_classes),
          "completions", "class limit"),
     _one("users 1e18", window(system="p-1e18", users=1e18), "users", "at most"),
@@ -136,7 +136,7 @@ CORPUS: list[Case] = [
     _one("a JSON array, not an object", "[1, 2, 3]", "record", "JSON object"),
     _one("completions as a list", window(system="p-list", completions=[1, 2]), "completions",
          "object"),
-    # -- valid records implausible against their system's own windows (issue 23, item 1;
+    # -- valid records implausible against their system's own windows (item 1;
     #    streams/core/plausibility.py) ----------------------------------------------------------
     Case("end in 2100 among the system's windows",
          tuple(_series("p-2100", 30)) + (window(system="p-2100", end=4_102_444_800.0),),
