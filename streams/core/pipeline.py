@@ -35,7 +35,8 @@ from typing import Any, Iterable, Mapping
 
 from streams.core.config import Config
 from streams.core.records import InvalidWindow, Window, _short, parse_window
-from streams.core.system import Outputs, SystemState, _rejection, solve_systems
+from streams.core.outputs import DeadLetter, Outputs
+from streams.core.system import SystemState, _rejection, solve_systems
 from streams.core.tier import TierState, step_tiers
 
 __all__ = ["Pipeline", "dead_letter"]
@@ -48,7 +49,7 @@ RAW_LIMIT = 4096
 _INT64 = 2 ** 63
 
 Raw = bytes | str | Mapping[str, Any]
-Tagged = list[tuple[int, dict[str, Any]]]
+Tagged = list[tuple[int, Any]]
 
 
 def _text(text: str, limit: int = RAW_LIMIT) -> str:
@@ -64,7 +65,7 @@ def _text(text: str, limit: int = RAW_LIMIT) -> str:
     return text
 
 
-def dead_letter(raw: Any, err: InvalidWindow) -> dict[str, Any]:
+def dead_letter(raw: Any, err: InvalidWindow) -> DeadLetter:
     """The dead-letter record of an invalid input: ``reason``, ``field``, the offending ``value``
     and the ``raw`` record, each bounded (:data:`RAW_LIMIT`) and JSON-safe."""
     if isinstance(raw, (bytes, bytearray, memoryview)):
@@ -86,7 +87,7 @@ def dead_letter(raw: Any, err: InvalidWindow) -> dict[str, Any]:
             value = _short(value, RAW_LIMIT)
     elif not isinstance(value, (bool, type(None))):
         value = _text(_short(value, RAW_LIMIT))
-    return {"reason": _text(str(err)), "field": _text(err.field), "value": value, "raw": text}
+    return DeadLetter(reason=_text(str(err)), field=_text(err.field), value=value, raw=text)
 
 
 @dataclass
@@ -109,7 +110,7 @@ class _Collected:
     deadletter: Tagged = field(default_factory=list)
 
     def ordered(self) -> Outputs:
-        def order(tagged: Tagged) -> list[dict[str, Any]]:
+        def order(tagged: Tagged) -> list[Any]:
             return [r for _, r in sorted(tagged, key=lambda t: t[0])]
         return Outputs(order(self.estimates), order(self.predictions), order(self.alerts),
                        order(self.deadletter))
@@ -209,7 +210,7 @@ class Pipeline:
         return made.windows, made.partitions
 
     # -- limits ------------------------------------------------------------------------------
-    def _room_for(self, w: Window, plans: dict[str, list[_Segment]]) -> dict[str, Any] | None:
+    def _room_for(self, w: Window, plans: dict[str, list[_Segment]]) -> DeadLetter | None:
         """``None`` if a new system ``w.system`` may be kept (after evicting idle systems),
         else the dead letter naming the limit. ``plans``: the batch's admitted windows so
         far; an evicted system's are kept under another key and still applied, so the outputs
@@ -272,7 +273,7 @@ class Pipeline:
         for index, record in estimates:
             flags = flagged.get(index)
             if flags:
-                record["flags"] = list(flags)
+                record.flags = list(flags)
 
     def _admit(self, records: Iterable[Raw], out: _Collected) -> dict[str, list[_Segment]]:
         """Pass 1: parse, route, reject; each system's windows cut into segments at its solve
@@ -336,6 +337,6 @@ class Pipeline:
                                                    for t in state.tiers.values()):
                 solved = state.solve(state.next_solve)
                 for p in solved.predictions:
-                    p["final"] = True
+                    p.final = True
                 out.extend(solved)
         return out

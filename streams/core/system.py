@@ -30,6 +30,8 @@ from streams.predict.model import (SOLVER_FLAG, Measured, Point, SystemModel, bu
                                    model_capacity)
 from solvers.mva import mva_curves
 from streams.core.plausibility import Plausibility, Verdict, far_ahead
+from streams.core.outputs import (UNSET, Alert, DeadLetter, Outputs, Prediction,
+                                   TierEstimate)
 from streams.core.records import Window, clean
 from streams.predict.whatif import hints_of, remediate
 from streams.core.tier import REPLAY, Interval, TierModel, TierState
@@ -47,22 +49,6 @@ RECENT_MIN_POINTS = 6
 #: measured breach resolves below SLA x this; model error below threshold x this
 CURRENT_RESOLVE_FACTOR = 0.9
 ERROR_RESOLVE_FACTOR = 0.75
-
-
-@dataclass
-class Outputs:
-    """What one step produced, per output topic."""
-
-    estimates: list[dict[str, Any]] = field(default_factory=list)
-    predictions: list[dict[str, Any]] = field(default_factory=list)
-    alerts: list[dict[str, Any]] = field(default_factory=list)
-    deadletter: list[dict[str, Any]] = field(default_factory=list)
-
-    def extend(self, other: "Outputs") -> None:
-        self.estimates += other.estimates
-        self.predictions += other.predictions
-        self.alerts += other.alerts
-        self.deadletter += other.deadletter
 
 
 @dataclass
@@ -256,22 +242,22 @@ def _with_held(pred: dict[str, Any]) -> dict[str, Any]:
 REJECTED_CLASSES = 64
 
 
-def _rejection(w: Window, field_name: str, reason: str, value: Any = None) -> dict[str, Any]:
+def _rejection(w: Window, field_name: str, reason: str, value: Any = None) -> DeadLetter:
     """The dead letter of a valid window the system rejects; ``value``: the offending value
     (default the window's ``field_name`` as the record has it); its ``record`` quotes at most
     :data:`REJECTED_CLASSES` classes per map (``truncated`` says how many it had)."""
     record = w.to_record()
-    dead = {"reason": reason, "field": field_name, "value": value,
-            "system": w.system, "tier": w.tier, "end": w.end, "record": record}
+    truncated: list[str] = []
     for key in ("completions", "response_time_s"):
         per_class = record.get(key)
         if per_class and len(per_class) > REJECTED_CLASSES:
             record[key] = dict(islice(per_class.items(), REJECTED_CLASSES))
-            dead.setdefault("truncated", []).append(
-                f"record.{key}: {REJECTED_CLASSES} of {len(per_class)} classes shown")
-    if value is None:
-        dead["value"] = record.get(field_name)
-    return dead
+            truncated.append(f"record.{key}: {REJECTED_CLASSES} of {len(per_class)} classes "
+                             f"shown")
+    return DeadLetter(reason=reason, field=field_name,
+                      value=record.get(field_name) if value is None else value,
+                      system=w.system, tier=w.tier, end=w.end, record=record,
+                      truncated=truncated or UNSET)
 
 
 def _warm_search(model: SystemModel, warm: int | None) -> tuple[int | None, bool, int | None]:
@@ -339,7 +325,7 @@ class SystemState:
     # -- per window -------------------------------------------------------------------------
     def admit(self, w: Window, max_tiers: int | None = None, max_classes: int | None = None,
               rules: Plausibility | None = None
-              ) -> tuple[dict[str, Any] | None, TierState | None, bool, float | None]:
+              ) -> tuple[DeadLetter | None, TierState | None, bool, float | None]:
         """First look at a window, in arrival order: ``(rejection, tier, late, solve_at)``.
 
         ``rejection`` is the dead letter of a window of an unknown tier, a duplicate, one too
@@ -416,7 +402,7 @@ class SystemState:
         self.ahead = None
         return None
 
-    def _held(self, w: Window, verdict: Verdict) -> dict[str, Any]:
+    def _held(self, w: Window, verdict: Verdict) -> DeadLetter:
         """The dead letter of an implausible window, counted for the next prediction's
         flags."""
         self.held += 1
@@ -428,7 +414,7 @@ class SystemState:
         return offset + math.ceil((end - offset) / interval) * interval
 
     def accept(self, tier: TierState, w: Window, late: bool, index: int,
-               out: list[tuple[int, dict[str, Any]]]) -> None:
+               out: list[tuple[int, TierEstimate]]) -> None:
         """Apply an admitted window (:meth:`TierState.accept`; its Kalman update is batched)."""
         tier.accept(w, late, index, out)
         if w.users is not None and w.tier == next(iter(self.tiers)):
@@ -572,14 +558,14 @@ class SystemState:
         response_trend.add_points(self.response_points, time, m.response_time,
                                   cfg.trend_window_s)
         if model is None:
-            out.predictions.append(clean(_with_held(pred)))
+            out.predictions.append(Prediction.from_dict(clean(_with_held(pred))))
             return out
         n_now, source = self._population(m, model)
         if n_now is None:
             pred.update(model=model.kind, flags=model.flags + [
                 "current population unknown: no users, no response times, throughput beyond "
                 "the model's saturation"])
-            out.predictions.append(clean(_with_held(pred)))
+            out.predictions.append(Prediction.from_dict(clean(_with_held(pred))))
             return out
         if source != "measured":
             self._add_users_point(time, float(n_now))
@@ -590,8 +576,8 @@ class SystemState:
         self.last_model = (time, model, n_now, n_fc)
         alerts = self._alerts(pred, m, model, time)
         pred["model_trusted"] = "model_error" not in self.alerts.active()
-        out.predictions.append(clean(_with_held(pred)))
-        out.alerts += [clean(a) for a in alerts]
+        out.predictions.append(Prediction.from_dict(clean(_with_held(pred))))
+        out.alerts += [Alert.from_dict(clean(a)) for a in alerts]
         return out
 
     def _capacity(self, model: SystemModel) -> tuple[int | None, bool]:
