@@ -245,4 +245,4 @@ def test_a_rejected_windows_dead_letter_quotes_a_bounded_record():
     assert len(dead["record"]["response_time_s"]) == REJECTED_CLASSES
     assert dead["truncated"] == ["record.completions: 64 of 10000 classes shown",
                                  "record.response_time_s: 64 of 10000 classes shown"]
-    assert len(json.dumps(dead)) < 64 * 1024
+    assert len(json.dumps(dead.to_record())) < 64 * 1024
