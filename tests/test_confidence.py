@@ -223,8 +223,11 @@ def _alert_run(true_r: dict[str, float], predicted: dict[str, float], rate: dict
             draws = rng.lognormal(math.log(true_r[c]) - sigma2 / 2, math.sqrt(sigma2), k)
             x[c], r[c] = k / 60.0, float(draws.mean())
         m = Measured(x, r, 60, {}, 60.0)
-        classes = {c: {} for c in CLASSES}
-        pred = {"model_error": None, **state._pooled_error(model, m, now, classes)}
+        pooled, fields = state._pooled_error(model, m, now)
+        classes = {c: {"response_time_error_pooled": pooled[c]["error"],
+                       "response_time_error_se": pooled[c]["se"]} if c in pooled else {}
+                   for c in CLASSES}
+        pred = {"model_error": None, **fields}
         per_solve.append(confidence.worst(confidence.class_errors(model, m, now), x,
                                           confidence.MIN_CLASS_SHARE)[1])
         event = book.evaluate("model_error", model_error_condition(

@@ -21,12 +21,12 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from streams.predict import confidence, story
+from streams.predict import confidence, prediction, story
 from streams.core.alerts import AlertBook
 from streams.core.config import SystemConfig
 from streams.predict import alert_window, response_trend
 from streams.predict.calibration import Calibration, calibrate_model
-from streams.predict.model import (SOLVER_FLAG, Measured, Point, SystemModel, build_model,
+from streams.predict.model import (Measured, Point, SystemModel, build_model,
                                    model_capacity)
 from solvers.mva import mva_curves
 from streams.core.plausibility import Plausibility, Verdict, far_ahead
@@ -56,12 +56,15 @@ class _Solve:
     """A solve between :meth:`SystemState.prepare` and :meth:`SystemState.complete`."""
 
     time: float
-    pred: dict[str, Any]
+    think: float                       # the think time the model uses, s
+    held: int                          # windows dead-lettered as implausible since the last
     measured: Measured
     tiers: list[TierModel]
     model: SystemModel | None          # None: not enough data yet
     #: the model with the provisionally bursty tiers bursty too (None: no such tier)
     pessimistic: SystemModel | None = None
+    #: why there is no model (with ``model`` None)
+    flags: list[str] = field(default_factory=list)
 
 
 def solve_systems(due: list[tuple["SystemState", float]],
@@ -91,25 +94,6 @@ def solve_offset(system: str, config: SystemConfig) -> float:
     if config.solve_offset_s is not None:
         return config.solve_offset_s % interval
     return float(zlib.crc32(system.encode()) % int(interval)) if interval >= 1 else 0.0
-
-
-def _map2_report(tier: TierModel, model: SystemModel, i: int,
-                 bursty_scv: str) -> dict[str, Any] | None:
-    """The tier's MAP(2) fit as the model uses it: where its SCV (or, ``response_idc``, its
-    ``I``) was calibrated to the measured response time (:mod:`streams.predict.calibration`),
-    that process, with the tie rule's SCV (the estimated ``I``) beside it."""
-    scv = model.scv_targets.get(tier.tier)
-    if tier.fit is None or scv is None or model.processes is None:
-        return tier.fit
-    process = model.processes[i]
-    report = {**tier.fit, "process": process.to_dict(), "scv": scv,
-              "acf1": float(process.acf(1))}
-    if bursty_scv == "response_idc":
-        report.update(idc=float(process.idc), idc_estimated=tier.fit.get("idc"),
-                      idc_from="response_time")
-    else:
-        report.update(scv_tie_rule=tier.fit.get("scv"), scv_from="response_time")
-    return report
 
 
 def _mix_response(m: Measured, mix: np.ndarray, classes: list[str]) -> float:
@@ -225,17 +209,6 @@ def _model_error_summary(system: str, pred: Mapping[str, Any], err: float | None
             f"{_model_error_hint(pred)}; do not trust its predictions yet")
 
 
-def _with_held(pred: dict[str, Any]) -> dict[str, Any]:
-    """``pred`` with its count of implausible windows (``held``, put there by
-    :meth:`SystemState.prepare`) as a flag: the model did not see them."""
-    held = pred.pop("held", 0)
-    if held:
-        pred["flags"] = list(pred.get("flags") or []) + [
-            f"{held} window{'s' if held > 1 else ''} dead-lettered as implausible since the "
-            f"last solve (plausibility rules, docs/pipeline.md)"]
-    return pred
-
-
 #: request classes of a rejected window quoted in its dead letter's ``record``, per map (names
 #: are at most 200 characters, so the dead letter stays a few tens of KB whatever the window:
 #: far below Kafka's 1 MB largest message)
@@ -258,6 +231,22 @@ def _rejection(w: Window, field_name: str, reason: str, value: Any = None) -> De
                       value=record.get(field_name) if value is None else value,
                       system=w.system, tier=w.tier, end=w.end, record=record,
                       truncated=truncated or UNSET)
+
+
+def _record_guard(pred: Prediction, reasons: list[str],
+                  trend: response_trend.TrendReading | None, trigger: str | None) -> None:
+    """The trend guard's reading in the prediction: ``alert_untrusted`` (why the model is
+    not trusted), the trend's ``trend_*`` fields (only while it is not) and
+    ``alert_trigger`` (``model``, ``trend``, ``model+trend``; ``None``: no breach
+    predicted)."""
+    pred.alert_untrusted = list(reasons)
+    if trend is not None:
+        pred.trend_condition = clean(trend.condition)
+        pred.trend_class = trend.breach_class
+        pred.trend_time_to_breach_s = clean(trend.time_to_breach_s)
+        pred.trend_response_time = clean(trend.level_s)
+        pred.trend_slope = clean(trend.slope)
+    pred.alert_trigger = trigger
 
 
 def _warm_search(model: SystemModel, warm: int | None) -> tuple[int | None, bool, int | None]:
@@ -521,15 +510,11 @@ class SystemState:
         mix_vec = np.array([mix.get(c, 0.0) for c in classes])
         uniform = np.full(len(classes), 1 / max(len(classes), 1))
         think = self._think_time(m, mix_vec if X > 0 else uniform, classes)
-        pred: dict[str, Any] = {"system": self.system, "time": time, "solve": self.solves,
-                                "think_time_s": think, "horizon_s": cfg.horizon_s}
-        if held:
-            pred["held"] = held
         ready = classes and all(t.demands for t in models) and any(
             sum(t.demands.values()) > 0 for t in models)
         if not ready:
-            pred.update(model=None, flags=["not enough data: no tier has demand estimates yet"])
-            return _Solve(time, pred, m, models, None)
+            return _Solve(time, think, held, m, models, None,
+                          flags=["not enough data: no tier has demand estimates yet"])
         model = build_model(models, classes, mix, think, cfg)
         if cfg.bursty_scv in ("response", "response_idc"):
             model = calibrate_model(model, models, self.calibrations,
@@ -539,44 +524,43 @@ class SystemState:
             # every class with a demand had no throughput in the interval (the mix weighs it
             # 0) and no think time: the network's throughput would be infinite, every figure
             # NaN
-            pred.update(model=None, flags=["not enough data: the interval's request mix has "
-                                           "no demand at any tier and the think time is 0"])
-            return _Solve(time, pred, m, models, None)
+            return _Solve(time, think, held, m, models, None,
+                          flags=["not enough data: the interval's request mix has no demand "
+                                 "at any tier and the think time is 0"])
         pessimistic = None
         if any(t.provisional for t in models):
             pessimistic = build_model(models, classes, mix, think, cfg, provisional=True)
             if pessimistic.processes is None:     # no MAP(2) fit yet: nothing to add
                 pessimistic = None
-        return _Solve(time, pred, m, models, model, pessimistic)
+        return _Solve(time, think, held, m, models, model, pessimistic)
 
     def complete(self, solve: "_Solve") -> Outputs:
         """Second half: the current population and its trend, the predictions at the current
         and the forecast load, capacity, time to breach, alerts."""
         cfg = self.config
         out = Outputs()
-        pred, m, model, time = solve.pred, solve.measured, solve.model, solve.time
+        m, model, time = solve.measured, solve.model, solve.time
         response_trend.add_points(self.response_points, time, m.response_time,
                                   cfg.trend_window_s)
+        header = (self.system, time, self.solves, solve.think, cfg.horizon_s, solve.held)
         if model is None:
-            out.predictions.append(Prediction.from_dict(clean(_with_held(pred))))
+            out.predictions.append(prediction.unsolved(*header, None, solve.flags))
             return out
         n_now, source = self._population(m, model)
         if n_now is None:
-            pred.update(model=model.kind, flags=model.flags + [
+            out.predictions.append(prediction.unsolved(*header, model.kind, model.flags + [
                 "current population unknown: no users, no response times, throughput beyond "
-                "the model's saturation"])
-            out.predictions.append(Prediction.from_dict(clean(_with_held(pred))))
+                "the model's saturation"]))
             return out
         if source != "measured":
             self._add_users_point(time, float(n_now))
         slope = self._trend(time)
         n_fc = max(int(round(n_now + slope * cfg.horizon_s)), 0)
-        pred.update(self._predict(model, m, n_now, source, slope, n_fc, solve.tiers,
-                                  solve.pessimistic))
+        pred = self._predict(solve, model, m, n_now, source, slope, n_fc)
         self.last_model = (time, model, n_now, n_fc)
         alerts = self._alerts(pred, m, model, time)
-        pred["model_trusted"] = "model_error" not in self.alerts.active()
-        out.predictions.append(Prediction.from_dict(clean(_with_held(pred))))
+        pred.model_trusted = "model_error" not in self.alerts.active()
+        out.predictions.append(pred)
         out.alerts += [Alert.from_dict(clean(a)) for a in alerts]
         return out
 
@@ -634,153 +618,86 @@ class SystemState:
                  "alert_basis": basis, "alert_window_factors": factors},
                 base, base_cap, base_limited)
 
-    def _predict(self, model: SystemModel, m: Measured, n_now: int, source: str, slope: float,
-                 n_fc: int, models: list[TierModel],
-                 pessimistic: SystemModel | None = None) -> dict[str, Any]:
+    def _predict(self, solve: _Solve, model: SystemModel, m: Measured, n_now: int,
+                 source: str, slope: float, n_fc: int) -> Prediction:
+        """The solve's figures at the current and the forecast population, assembled
+        (:func:`streams.predict.prediction.assemble`)."""
+        cfg = self.config
         now, fc = model.at(n_now), model.at(n_fc)
         cap, limited = self._capacity(model)
         alert, base, base_cap, base_limited = self._alert_capacity(
-            model, pessimistic, cap, limited, n_now, slope, models)
-        flags = list(model.flags)
-        if model.processes is not None:
-            solved = model.solved().items()
-            used_mva = sorted(n for n, p in solved if p.model == "mva")
-            if used_mva:
-                flags.append(f"MAP network limited to map_max_population={model.map_limit}: "
-                             f"MVA used at populations >= {used_mva[0]}")
-            fes = sorted(n for n, p in solved if p.model == "map-fes")
-            if fes and model.exact_applies:
-                flags.append(f"MAP network solved by decomposition (flow-equivalent server) at "
-                             f"populations >= {fes[0]}; exact chain below")
-            elif fes:
-                flags.append("MAP network solved by decomposition (flow-equivalent server): a "
-                             "bursty tier has several cores")
-        if base is not model:                   # the alert stands on the provisional model
-            flags += [f"provisional model: {f}" for f in base.flags
-                      if f.startswith(SOLVER_FLAG) and f not in flags]
-        breach: Point | None = None
-        if cap is not None and not limited:     # the first population probed beyond capacity
-            beyond = [p for n, p in model.solved().items() if n > cap and model.excess(p) > 0]
-            breach = min(beyond, key=lambda p: p.n) if beyond else model.at(cap + 1)
+            model, solve.pessimistic, cap, limited, n_now, slope, solve.tiers)
+        flags = prediction.solver_flags(model, base)
+        breach, breach_class, breach_tier = prediction.breach_point(model, cap, limited)
         ttb: float | None = None
         if cap is not None and not limited:
             if n_now > cap:
                 ttb = 0.0
             elif slope > 0:
                 ttb = (cap + 1 - n_now) / slope
-        breach_class = breach_tier = None
-        if breach is not None:
-            ratio = np.where(model.mix > 0, breach.response / model.sla, -np.inf)
-            c = int(np.argmax(ratio))
-            breach_class = model.classes[c]
-            share = model.class_residence(breach.residence)[:, c]
-            breach_tier = model.tiers[int(np.argmax(share))]
-        at_bottleneck = breach if breach is not None else fc
-        B = at_bottleneck.bottleneck
+        B = (breach if breach is not None else fc).bottleneck
         error, x_error = self._model_error(model, m, now)
         remedy = self._remediation(base, base_cap, base_limited, n_now, n_fc,
                                    alert["alert_capacity_users"])
-        classes = {}
-        x_now, x_fc = float(now.throughput), float(fc.throughput)
-        for c, p, r_now, r_fc, sla in zip(model.classes, model.mix.tolist(),
-                                          now.response.tolist(), fc.response.tolist(),
-                                          model.sla.tolist()):
-            classes[c] = {
-                "throughput": p * x_now,
-                "response_time": r_now,
-                "throughput_forecast": p * x_fc,
-                "response_time_forecast": r_fc,
-                "throughput_measured": m.throughput.get(c),
-                "response_time_measured": m.response_time.get(c),
-                "sla_s": sla,
-            }
-        tiers = {}
-        bottleneck = [None] * len(models) if B is None else B.tolist()
-        for i, (t, u_now, u_fc, D, b) in enumerate(zip(models, now.utilization.tolist(),
-                                                       fc.utilization.tolist(),
-                                                       model.D.tolist(), bottleneck)):
-            tiers[t.tier] = {
-                "utilization": u_now, "utilization_forecast": u_fc,
-                "utilization_measured": m.utilization.get(t.tier),
-                "demand_s": D, "idc": t.idc, "idc_flag": t.idc_flag,
-                "idc_lower": t.idc_lower, "idc_upper": t.idc_upper,
-                "idc_reference": t.idc_reference,
-                "bursty": t.bursty,
-                "map2": _map2_report(t, model, i, self.config.bursty_scv),
-                "estimator": t.estimator,
-                "bottleneck_probability": b,
-                "demands": {c: {"kalman": t.demands.get(c), "std": t.demand_std.get(c),
-                                "regression": t.regression.get(c)} for c in t.demands},
-            }
-        out = {
-            "model": now.model, "flags": flags,
-            "users": n_now, "users_source": source, "users_trend_per_s": slope,
-            "users_forecast": n_fc,
-            "throughput": now.throughput, "response_time": float(model.mix @ now.response),
-            "throughput_measured": m.total_throughput,
-            "capacity_users": cap, "capacity_limited": limited,
-            "headroom_users": None if cap is None else cap - n_now,
-            "time_to_breach_s": ttb, "breach_class": breach_class, "breach_tier": breach_tier,
-            "bottleneck_tier": model.tiers[int(np.argmax(fc.utilization))],
-            "bottleneck_switch_probability": 0.0 if B is None else float(1.0 - B.max()),
-            "model_error": error, "throughput_error": x_error,
-            "classes": classes, "tiers": tiers, "remediation": remedy, **alert,
-        }
-        out.update(self._assess(model, m, now, fc, breach, out, models, slope))
-        return out
-
-    def _assess(self, model: SystemModel, m: Measured, now: Point, fc: Point,
-                breach: Point | None, pred: dict[str, Any], models: list[TierModel],
-                slope: float) -> dict[str, Any]:
-        """What the prediction adds on trust and story: model error per class and tier, the
-        uncertainty band of capacity and time to breach (:mod:`streams.predict.confidence`), why the
-        busiest tier and the breach tier differ, and a switch of model (:mod:`streams.predict.story`).
-        """
-        extra: dict[str, Any] = {}
-        errors = confidence.class_errors(model, m, now)
-        for c, e in errors.items():
-            pred["classes"][c]["response_time_error"] = e
-        extra.update(self._pooled_error(model, m, now, pred["classes"]))
+        pooled, pooled_fields = self._pooled_error(model, m, now)
+        classes = prediction.class_parts(model, m, now, fc,
+                                         confidence.class_errors(model, m, now), pooled)
         u_errors = confidence.tier_errors(model, m, now)
-        for t, e in u_errors.items():
-            pred["tiers"][t]["utilization_error"] = e
-        extra["utilization_error_tier"], extra["utilization_error_max"] = confidence.worst(
-            u_errors)
-        cap, ttb = pred["capacity_users"], pred["time_to_breach_s"]
-        if cap is not None and not pred["capacity_limited"] and confidence.band_due(
+        tiers = prediction.tier_parts(model, m, now, fc, solve.tiers,
+                                      [None] * len(solve.tiers) if B is None else B.tolist(),
+                                      u_errors, cfg.bursty_scv)
+        assessment = self._assess(model, now, fc, breach, cap, limited, ttb, n_now, slope,
+                                  breach_class, breach_tier, remedy, tiers, flags, solve.tiers)
+        return prediction.assemble(
+            system=self.system, time=solve.time, solve=self.solves, think=solve.think,
+            horizon=cfg.horizon_s, held=solve.held, model=model, now=now, fc=fc, m=m,
+            n_now=n_now, source=source, slope=slope, n_fc=n_fc, flags=flags, cap=cap,
+            limited=limited, ttb=ttb, breach_class=breach_class, breach_tier=breach_tier,
+            bottleneck=B, error=error, x_error=x_error, classes=classes, tiers=tiers,
+            remediation=remedy, alert=alert, assessment={
+                **pooled_fields, **dict(zip(("utilization_error_tier", "utilization_error_max"),
+                                            confidence.worst(u_errors))), **assessment})
+
+    def _assess(self, model: SystemModel, now: Point, fc: Point, breach: Point | None,
+                cap: int | None, limited: bool, ttb: float | None, n_now: int, slope: float,
+                breach_class: str | None, breach_tier: str | None,
+                remedy: dict[str, Any] | None, tiers: dict[str, Any], flags: list[str],
+                models: list[TierModel]) -> dict[str, Any]:
+        """The prediction's story fields: the uncertainty band of capacity and time to breach
+        (:mod:`streams.predict.confidence`), why the busiest tier and the breach tier
+        differ, the remedy and a switch of model (:mod:`streams.predict.story`)."""
+        extra: dict[str, Any] = {}
+        if cap is not None and not limited and confidence.band_due(
                 self.solves, ttb, self.config.horizon_s):
-            extra.update(confidence.band(model, models, cap, pred["users"], slope))
-        extra.update(story.bottleneck_story(model, pred["bottleneck_tier"], breach,
-                                            pred["breach_class"], pred["breach_tier"], fc,
-                                            pred["tiers"]))
-        extra.update(story.remedy_story(pred["remediation"], pred["breach_tier"]))
-        extra.update(story.model_switch(self.last_solved, now.model, cap, pred["tiers"],
-                                        self.config.idc_threshold, pred["flags"]))
+            extra.update(confidence.band(model, models, cap, n_now, slope))
+        extra.update(story.bottleneck_story(model, model.tiers[int(np.argmax(fc.utilization))],
+                                            breach, breach_class, breach_tier, fc, tiers))
+        extra.update(story.remedy_story(remedy, breach_tier))
+        extra.update(story.model_switch(self.last_solved, now.model, cap, tiers,
+                                        self.config.idc_threshold, flags))
         self.last_solved = {"model": now.model, "capacity_users": cap}
         return extra
 
-    def _pooled_error(self, model: SystemModel, m: Measured, now: Point,
-                      classes: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    def _pooled_error(self, model: SystemModel, m: Measured, now: Point
+                      ) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
         """This solve's errors added to the last ``confidence.ERROR_WINDOW`` solves' of the
         same model family, pooled (:func:`streams.predict.confidence.pooled_errors`): per
-        class ``response_time_error_pooled`` / ``_se``; the aggregate's; the worst significant
-        class's (what the ``model_error`` alert watches, :func:`_alert_error`)."""
+        class (``response_time_error_pooled`` / ``_se``), and the aggregate's and the worst
+        significant class's fields (what the ``model_error`` alert watches,
+        :func:`_alert_error`)."""
         family = story.model_family(now.model)
         if family != self.error_family:
             self.error_samples, self.error_family = [], family
         self.error_samples = (self.error_samples + [confidence.error_sample(model, m, now)]
                               )[-confidence.ERROR_WINDOW:]
         pooled = confidence.pooled_errors(self.error_samples)
-        for c, v in pooled.items():
-            if c in classes:
-                classes[c]["response_time_error_pooled"] = v["error"]
-                classes[c]["response_time_error_se"] = v["se"]
         agg = pooled.get(confidence.ALL_CLASSES, {})
         name, value = confidence.significant_worst(pooled)
-        return {"model_error_pooled": agg.get("error"), "model_error_pooled_se": agg.get("se"),
-                "model_error_significant": agg.get("significant"),
-                "model_error_solves": agg.get("solves"),
-                "model_error_class": name, "model_error_class_max": value}
+        return pooled, {"model_error_pooled": agg.get("error"),
+                        "model_error_pooled_se": agg.get("se"),
+                        "model_error_significant": agg.get("significant"),
+                        "model_error_solves": agg.get("solves"),
+                        "model_error_class": name, "model_error_class_max": value}
 
     def _remediation(self, model: SystemModel, cap: int | None, limited: bool, n_now: int,
                      n_fc: int, alert_cap: int | None) -> dict[str, Any] | None:
@@ -821,8 +738,10 @@ class SystemState:
         return (abs(pred - meas) / meas if meas > 0 else None,
                 abs(now.throughput - X) / X if X > 0 else None)
 
-    def _alerts(self, pred: dict[str, Any], m: Measured, model: SystemModel,
+    def _alerts(self, pred: Prediction, m: Measured, model: SystemModel,
                 time: float) -> list[dict[str, Any]]:
+        """This solve's alert events (:class:`streams.core.alerts.AlertBook`); records the
+        trend guard's reading in ``pred`` (:meth:`_breach_condition`)."""
         cfg = self.config
         base = {"system": self.system, "time": time}
         err, thr = _alert_error(pred), cfg.model_error_threshold
@@ -834,10 +753,10 @@ class SystemState:
         cond, ttb, breach_class = self._breach_condition(pred, model, time)
         ev = self.alerts.evaluate("predicted_breach", cond, lambda: {
             **base, "alert": "predicted_breach", "class": breach_class,
-            "tier": pred["breach_tier"], "time_to_breach_s": ttb, "value": ttb,
-            "threshold": cfg.horizon_s, "trigger": pred["alert_trigger"],
+            "tier": pred.breach_tier, "time_to_breach_s": ttb, "value": ttb,
+            "threshold": cfg.horizon_s, "trigger": pred.alert_trigger,
             "summary": _breach_summary(self.system, pred, cfg, ttb, breach_class),
-            "basis": list(pred["alert_basis"]) + _trend_basis(pred)},
+            "basis": list(pred.alert_basis) + _trend_basis(pred)},
             time)
         events = [ev] if ev else []
         for i, c in enumerate(model.classes):
@@ -847,7 +766,7 @@ class SystemState:
             cond = None if r is not None and CURRENT_RESOLVE_FACTOR * sla <= r <= sla else \
                 bool(r is not None and r > sla)
             ev = self.alerts.evaluate(f"current_breach/{c}", cond, lambda c=c, r=r, sla=sla: {
-                **base, "alert": "current_breach", "class": c, "tier": pred["bottleneck_tier"],
+                **base, "alert": "current_breach", "class": c, "tier": pred.bottleneck_tier,
                 "value": r, "threshold": sla,
                 "summary": f"{self.system}: class {c!r} response time {r or 0:.3f} s is above "
                            f"its {sla:g} s SLA"}, time)
@@ -858,16 +777,16 @@ class SystemState:
             events, "model_error" not in self.alerts.active(),
             bool(track and track.active), self.breach_trust,
             lambda: {**base, "alert": "predicted_breach", "class": breach_class,
-                     "tier": pred["breach_tier"], "time_to_breach_s": ttb, "value": ttb,
+                     "tier": pred.breach_tier, "time_to_breach_s": ttb, "value": ttb,
                      "threshold": cfg.horizon_s, "since": track.since if track else None,
-                     "trigger": pred["alert_trigger"],
+                     "trigger": pred.alert_trigger,
                      "summary": f"{self.system}: the model's trust changed while a breach of "
                                 f"class {breach_class!r} is predicted in about "
-                                f"{(ttb or 0) / 60:.0f} min (users {pred['users']} -> "
-                                f"capacity {pred['alert_capacity_users']})"})
+                                f"{(ttb or 0) / 60:.0f} min (users {pred.users} -> "
+                                f"capacity {pred.alert_capacity_users})"})
         return events
 
-    def _breach_condition(self, pred: dict[str, Any], model: SystemModel,
+    def _breach_condition(self, pred: Prediction, model: SystemModel,
                           time: float) -> tuple[bool | None, float | None, str | None]:
         """The ``predicted_breach`` condition at this solve, its time to breach and class:
         the model's (``alert_time_to_breach_s`` within the horizon fires, beyond
@@ -879,16 +798,15 @@ class SystemState:
         measurement contradicts the model
         (:func:`~streams.predict.response_trend.contradicted_reason`), the measured
         response-time trend's (:func:`~streams.predict.response_trend.trend_reading`): either
-        fires it; it clears only when both do. Records ``alert_trigger`` (``model``,
-        ``trend``, ``model+trend``; ``None``: no breach predicted), ``alert_untrusted`` and
-        the trend's ``trend_*`` fields in ``pred``."""
+        fires it; it clears only when both do. Records the guard's reading in ``pred``
+        (:func:`_record_guard`)."""
         cfg = self.config
-        ttb = pred["alert_time_to_breach_s"]
-        near = response_trend.near_capacity_reason(pred["users"], pred["alert_capacity_users"],
+        ttb = pred.alert_time_to_breach_s
+        near = response_trend.near_capacity_reason(pred.users, pred.alert_capacity_users,
                                                    cfg.capacity_margin)
         sla = {c: float(s) for c, s in zip(model.classes, model.sla.tolist())}
         contradicted = response_trend.contradicted_reason(
-            pred["users"], pred["alert_capacity_users"], cfg.capacity_margin,
+            pred.users, pred.alert_capacity_users, cfg.capacity_margin,
             self.response_points, sla, time)
         cond = response_trend.horizon_condition(ttb, cfg.horizon_s, cfg.horizon_s,
                                                 BREACH_RESOLVE_FACTOR)
@@ -897,29 +815,27 @@ class SystemState:
         if cond and contradicted is not None:      # a breach now the measurement denies
             cond = None
         reasons = response_trend.untrusted_reasons(
-            {t: v["idc_flag"] for t, v in pred["tiers"].items()},
+            {t: v.idc_flag for t, v in pred.tiers.items()},
             "model_error" in self.alerts.active()) + [r for r in (near, contradicted) if r]
-        pred["alert_untrusted"] = reasons
         trend = None
         if reasons:
             trend = response_trend.trend_reading(self.response_points, time, sla,
                                                  cfg.horizon_s, BREACH_RESOLVE_FACTOR)
-            pred.update(trend_condition=trend.condition, trend_class=trend.breach_class,
-                        trend_time_to_breach_s=trend.time_to_breach_s,
-                        trend_response_time=trend.level_s, trend_slope=trend.slope)
-        pred["alert_trigger"] = "model" if cond else None
+        trigger = "model" if cond else None
+        result: tuple[bool | None, float | None, str | None]
         if trend is None or not trend.per_class:      # no guard, or no line yet
-            return cond, ttb, pred["breach_class"]
-        if trend.condition:
-            if cond:
-                pred["alert_trigger"] = "model+trend"
-                return True, ttb, pred["breach_class"]
-            pred["alert_trigger"] = "trend"
-            return True, trend.time_to_breach_s, trend.breach_class
-        if cond:
-            return True, ttb, pred["breach_class"]
-        return (False if cond is False and trend.condition is False else None), ttb, \
-            pred["breach_class"]
+            result = cond, ttb, pred.breach_class
+        elif trend.condition:
+            trigger = "model+trend" if cond else "trend"
+            result = (True, ttb, pred.breach_class) if cond else \
+                (True, trend.time_to_breach_s, trend.breach_class)
+        elif cond:
+            result = True, ttb, pred.breach_class
+        else:
+            result = (False if cond is False and trend.condition is False else None), ttb, \
+                pred.breach_class
+        _record_guard(pred, reasons, trend, trigger)
+        return result
 
     # -- state ---------------------------------------------------------------------------------
     def to_dict(self, with_history: bool = True) -> dict[str, Any]:
