@@ -36,7 +36,8 @@ from typing import Any, Iterable, Mapping
 from streams.core.config import Config
 from streams.core.records import InvalidWindow, Window, _short, parse_window
 from streams.core.outputs import DeadLetter, Outputs
-from streams.core.system import SystemState, _rejection, solve_systems
+from streams.core.system import SystemState, solve_systems
+from streams.engine.admission import rejection
 from streams.core.tier import TierState, step_tiers
 
 __all__ = ["Pipeline", "dead_letter"]
@@ -221,7 +222,7 @@ class Pipeline:
         self._evict_idle(plans)
         if len(self.systems) < limits.max_systems:
             return None
-        return _rejection(w, "system", f"system limit: {len(self.systems)} systems kept, none "
+        return rejection(w, "system", f"system limit: {len(self.systems)} systems kept, none "
                                        f"idle for {limits.idle_system_s:g} s of event time "
                                        f"(limits.max_systems = {limits.max_systems}, "
                                        f"limits.idle_system_s)")

@@ -1,18 +1,20 @@
 """Per-system state: its tiers, the event-time solve timer, the users trend and the alerts.
 
-A window is first admitted (:meth:`SystemState.admit`: unknown tier, duplicate, too late;
-whether its ``end`` passes the next solve boundary, ``solve_offset_s`` plus a multiple of
-``solve_interval_s`` in event time), then applied (:meth:`SystemState.accept`); when it passed
-a boundary the model is solved first, at that boundary, over the windows received up to then
-(:meth:`SystemState.solve`).
-:class:`~streams.core.pipeline.Pipeline` orders these steps over a batch of windows. Because the timer runs on event
-time, replaying a trace gives the same predictions whatever the wall clock did -- which is
-what makes the embedded runner and the Faust worker agree.
+A window is first admitted (:meth:`SystemState.admit`, :mod:`streams.engine.admission`:
+unknown tier, duplicate, too late; whether its ``end`` passes the next solve boundary,
+``solve_offset_s`` plus a multiple of ``solve_interval_s`` in event time), then applied
+(:meth:`SystemState.accept`); when it passed a boundary the model is solved first, at that
+boundary, over the windows received up to then (:meth:`SystemState.solve`): the users trend
+(:mod:`streams.predict.users_trend`), the model's figures assembled into the prediction
+(:mod:`streams.predict.prediction`), the alerts' conditions (:mod:`streams.alerts.conditions`)
+through the alert book's hysteresis, their prose (:mod:`streams.alerts.text`).
+:class:`~streams.core.pipeline.Pipeline` orders these steps over a batch of windows. Because
+the timer runs on event time, replaying a trace gives the same predictions whatever the wall
+clock did -- which is what makes the embedded runner and the Faust worker agree.
 """
 
 from __future__ import annotations
 
-import bisect
 import math
 import zlib
 from dataclasses import dataclass, field
@@ -21,34 +23,25 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from streams.predict import confidence, prediction, story
+from solvers.mva import mva_curves
+from streams.alerts import text
+from streams.alerts.conditions import (BREACH_RESOLVE_FACTOR, CURRENT_RESOLVE_FACTOR,
+                                       ERROR_RESOLVE_FACTOR, alert_error, breach_condition,
+                                       current_breach_condition, model_error_condition)
 from streams.core.alerts import AlertBook
 from streams.core.config import SystemConfig
-from streams.predict import alert_window, response_trend
-from streams.predict.calibration import Calibration, calibrate_model
-from streams.predict.model import (Measured, Point, SystemModel, build_model,
-                                   model_capacity)
-from solvers.mva import mva_curves
-from streams.core.plausibility import Plausibility, Verdict, far_ahead
-from streams.core.outputs import (UNSET, Alert, DeadLetter, Outputs, Prediction,
-                                   TierEstimate)
+from streams.core.outputs import Alert, Outputs, Prediction, TierEstimate
 from streams.core.records import Window, clean
+from streams.core.tier import Interval, TierModel, TierState
+from streams.engine.admission import Admission
+from streams.predict import alert_window, confidence, prediction, response_trend, story
+from streams.predict import users_trend
+from streams.predict.calibration import Calibration, calibrate_model
+from streams.predict.model import Measured, Point, SystemModel, build_model, model_capacity
 from streams.predict.whatif import hints_of, remediate
-from streams.core.tier import REPLAY, Interval, TierModel, TierState
 
-__all__ = ["Outputs", "SystemState", "solve_offset", "solve_systems"]
-
-#: predicted breach alerts resolve only once the time to breach exceeds horizon x this
-BREACH_RESOLVE_FACTOR = 1.25
-#: the users trend (:meth:`SystemState._trend`): the last third of ``trend_window_s`` is read
-#: on its own slope when that exceeds the whole window's by this many standard errors (and it
-#: holds at least this many users points)
-RECENT_SHARE = 1.0 / 3.0
-RAMP_SES = 2.0
-RECENT_MIN_POINTS = 6
-#: measured breach resolves below SLA x this; model error below threshold x this
-CURRENT_RESOLVE_FACTOR = 0.9
-ERROR_RESOLVE_FACTOR = 0.75
+__all__ = ["BREACH_RESOLVE_FACTOR", "CURRENT_RESOLVE_FACTOR", "ERROR_RESOLVE_FACTOR", "Outputs",
+           "SystemState", "model_error_condition", "solve_offset", "solve_systems"]
 
 
 @dataclass
@@ -101,154 +94,6 @@ def _mix_response(m: Measured, mix: np.ndarray, classes: list[str]) -> float:
     return float(sum(p * m.response_time[c] for p, c in zip(mix, classes)))
 
 
-def _remedy_text(pred: Mapping[str, Any]) -> str:
-    """``; remedy: add 1 replica of db: capacity 337 → 610 users`` -- the remedy
-    :func:`streams.predict.story.remedy_story` picked, with its reason when it does not act on
-    the breach tier; empty without a remediation."""
-    summary, why = pred.get("remediation_summary"), pred.get("remediation_reason")
-    if not summary:
-        return ""
-    return f"; remedy: {summary}" + (f" ({why})" if why else "")
-
-
-def _basis_text(pred: Mapping[str, Any]) -> str:
-    """Why the alert's capacity is below the long-run one (``alert_basis``), if it is."""
-    if not pred["alert_basis"]:
-        return ""
-    return (f"; long-run capacity {pred['capacity_users']}, alert on "
-            + "; ".join(pred["alert_basis"]))
-
-
-def _trend_basis(pred: Mapping[str, Any]) -> list[str]:
-    """The trend guard's line in the alert's ``basis`` when it fired the alert."""
-    if pred.get("alert_trigger") not in ("trend", "model+trend"):
-        return []
-    return ["trend: " + _trend_line(pred, pred["trend_class"], "SLA",
-                                    pred["trend_time_to_breach_s"])
-            + " (the model alone cannot decide: " + "; ".join(pred["alert_untrusted"]) + ")"]
-
-
-def _trend_line(pred: Mapping[str, Any], breach_class: str | None, sla: str,
-                ttb: float | None) -> str:
-    """``class 'buy' measured 84 ms, rising at least +3.1 ms/min, reaches its <sla> in about 5
-    min``: the trend guard's line (its slope less its noise), in the alert's basis and in a
-    ``TREND ALERT``'s summary."""
-    return (f"class {breach_class!r} measured {1000 * pred['trend_response_time']:.0f} ms, "
-            f"rising at least {1000 * 60 * pred['trend_slope']:+.1f} ms/min, reaches its {sla} "
-            f"in about {(ttb or 0) / 60:.0f} min")
-
-
-def _breach_summary(system: str, pred: Mapping[str, Any], cfg: SystemConfig,
-                    ttb: float | None, breach_class: str | None) -> str:
-    """The ``predicted_breach`` event's text: the model's prediction, or -- fired by the
-    measured response-time trend alone (``alert_trigger`` ``trend``) -- a ``TREND ALERT``
-    that says it is not the model's and why the model is not trusted."""
-    if pred.get("alert_trigger") == "trend":
-        return (f"{system}: TREND ALERT (the measured response-time trend, not the model: "
-                + "; ".join(pred["alert_untrusted"]) + "): "
-                + _trend_line(pred, breach_class, f"{cfg.sla_for(str(breach_class)):g} s SLA",
-                              ttb)
-                + f" (the {pred['model']} model: users {pred['users']} -> capacity "
-                f"{pred['alert_capacity_users']})" + _remedy_text(pred))
-    text = (f"{system}: class {breach_class!r} is predicted to exceed "
-            f"its {cfg.sla_for(str(breach_class)):g} s SLA in about "
-            f"{(ttb or 0) / 60:.0f} min (users {pred['users']} -> capacity "
-            f"{pred['alert_capacity_users']}, bottleneck tier "
-            f"{pred['breach_tier']!r})" + _basis_text(pred))
-    if pred.get("alert_trigger") == "model+trend":
-        text += "; the measured response-time trend agrees"
-    return text + _remedy_text(pred)
-
-
-def _model_error_hint(pred: Mapping[str, Any]) -> str:
-    """What a ``model_error`` alert suggests: the tiers whose burstiness is not measured yet,
-    else the configuration."""
-    unmeasured = [t for t, v in pred["tiers"].items()
-                  if v["idc_flag"] in ("too_short", "uncertain", "unresolved")]
-    return (f"the burstiness of {', '.join(map(repr, unmeasured))} is not measured yet "
-            "(too few windows, or its confidence interval still straddles idc_threshold), so "
-            "the model may miss it" if unmeasured else
-            "check the configuration (tiers, visits, think time)")
-
-
-def _alert_error(pred: Mapping[str, Any]) -> float | None:
-    """The error the ``model_error`` alert watches: the larger of the aggregate's and the worst
-    class's error pooled over the last solves, each only where it is significant
-    (:func:`streams.predict.confidence.pooled_errors`); 0 when none is, ``None`` before any
-    pooled error exists."""
-    agg = pred.get("model_error_pooled")
-    if agg is None:
-        return None
-    known = [e for e in (agg if pred.get("model_error_significant") else 0.0,
-                         pred.get("model_error_class_max")) if e is not None]
-    return max(known)
-
-
-def model_error_condition(err: float | None, thr: float) -> bool | None:
-    """The ``model_error`` alert's condition: above ``thr``; clear below
-    ``ERROR_RESOLVE_FACTOR thr``; ``None`` (the dead band, or no error) in between."""
-    return None if err is None or ERROR_RESOLVE_FACTOR * thr <= err <= thr else err > thr
-
-
-def _model_error_summary(system: str, pred: Mapping[str, Any], err: float | None, thr: float,
-                         firing: bool) -> str:
-    """The ``model_error`` event's text: when it fires, how far off and why, and not to trust
-    the predictions; when it resolves, that they can be trusted again."""
-    worst = pred.get("model_error_class")
-    which = (f" (worst class {worst!r}: {100 * (pred.get('model_error_class_max') or 0):.0f}%;"
-             f" all classes: {100 * (pred.get('model_error_pooled') or 0):.0f}%)"
-             if worst else "")
-    which += (f" over the last {pred['model_error_solves']} solves"
-              if pred.get("model_error_solves") else "")
-    if not firing:
-        return (f"{system}: the {pred['model']} model's response time is back within "
-                f"{100 * ERROR_RESOLVE_FACTOR * thr:.0f}% of the measured one "
-                f"({100 * (err or 0):.0f}%{which}): its predictions can be trusted again")
-    return (f"{system}: the {pred['model']} model's response time is off the measured one by "
-            f"{100 * (err or 0):.0f}%{which} (threshold {100 * thr:.0f}%): "
-            f"{_model_error_hint(pred)}; do not trust its predictions yet")
-
-
-#: request classes of a rejected window quoted in its dead letter's ``record``, per map (names
-#: are at most 200 characters, so the dead letter stays a few tens of KB whatever the window:
-#: far below Kafka's 1 MB largest message)
-REJECTED_CLASSES = 64
-
-
-def _rejection(w: Window, field_name: str, reason: str, value: Any = None) -> DeadLetter:
-    """The dead letter of a valid window the system rejects; ``value``: the offending value
-    (default the window's ``field_name`` as the record has it); its ``record`` quotes at most
-    :data:`REJECTED_CLASSES` classes per map (``truncated`` says how many it had)."""
-    record = w.to_record()
-    truncated: list[str] = []
-    for key in ("completions", "response_time_s"):
-        per_class = record.get(key)
-        if per_class and len(per_class) > REJECTED_CLASSES:
-            record[key] = dict(islice(per_class.items(), REJECTED_CLASSES))
-            truncated.append(f"record.{key}: {REJECTED_CLASSES} of {len(per_class)} classes "
-                             f"shown")
-    return DeadLetter(reason=reason, field=field_name,
-                      value=record.get(field_name) if value is None else value,
-                      system=w.system, tier=w.tier, end=w.end, record=record,
-                      truncated=truncated or UNSET)
-
-
-def _record_guard(pred: Prediction, reasons: list[str],
-                  trend: response_trend.TrendReading | None, trigger: str | None) -> None:
-    """The trend guard's reading in the prediction: ``alert_untrusted`` (why the model is
-    not trusted), the trend's ``trend_*`` fields (only while it is not) and
-    ``alert_trigger`` (``model``, ``trend``, ``model+trend``; ``None``: no breach
-    predicted)."""
-    pred.alert_untrusted = list(reasons)
-    if trend is not None:
-        pred.trend_condition = clean(trend.condition)
-        pred.trend_class = trend.breach_class
-        pred.trend_time_to_breach_s = clean(trend.time_to_breach_s)
-        pred.trend_response_time = clean(trend.level_s)
-        pred.trend_slope = clean(trend.slope)
-    pred.alert_trigger = trigger
-
-
 def _warm_search(model: SystemModel, warm: int | None) -> tuple[int | None, bool, int | None]:
     """:func:`~streams.predict.model.model_capacity` from ``warm``, and where the next search
     of the same kind starts: this answer on the MAP network (``None`` when limited), else
@@ -259,8 +104,9 @@ def _warm_search(model: SystemModel, warm: int | None) -> tuple[int | None, bool
     return found, limited, warm
 
 
-class SystemState:
-    """Everything perfcast keeps about one system."""
+class SystemState(Admission):
+    """Everything perfcast keeps about one system (its admission of windows:
+    :class:`streams.engine.admission.Admission`)."""
 
     def __init__(self, system: str, config: SystemConfig) -> None:
         self.system = system
@@ -312,96 +158,6 @@ class SystemState:
         self.calibrations: dict[str, Calibration] = {}
 
     # -- per window -------------------------------------------------------------------------
-    def admit(self, w: Window, max_tiers: int | None = None, max_classes: int | None = None,
-              rules: Plausibility | None = None
-              ) -> tuple[DeadLetter | None, TierState | None, bool, float | None]:
-        """First look at a window, in arrival order: ``(rejection, tier, late, solve_at)``.
-
-        ``rejection`` is the dead letter of a window of an unknown tier, a duplicate, one too
-        late, or (``rules``) an implausible one (:mod:`streams.core.plausibility`); otherwise the
-        window is admitted to ``tier`` (``late``: older than the tier's
-        newest). Neither (both ``None``): a replay, a window the tier already applied with the
-        same content (:data:`streams.core.tier.REPLAY`), skipped and counted in the tier's
-        ``replays``. ``solve_at``: the solve boundary this window passed, if any -- the system is
-        solved at that event time over the windows admitted before this one, and this window
-        applied after (:meth:`accept`). ``max_tiers`` / ``max_classes``
-        (:class:`streams.core.config.Limits`): a window that would add a tier or classes beyond them
-        is rejected naming the limit."""
-        cfg = self.config
-        if cfg.tiers and w.tier not in self.tiers:
-            return _rejection(w, "tier", f"unknown tier {w.tier!r} (configured tiers: "
-                                         f"{list(cfg.tiers)})"), None, False, None
-        tier = self.tiers.get(w.tier)
-        if tier is None:
-            if max_tiers is not None and len(self.tiers) >= max_tiers:
-                return _rejection(w, "tier", f"tier limit: system {self.system!r} has "
-                                             f"{len(self.tiers)} tiers (limits.max_tiers = "
-                                             f"{max_tiers})"), None, False, None
-            tier = self.tiers[w.tier] = TierState(w.tier, cfg)
-        new: list[str] = []
-        if max_classes is not None:
-            problem, new = tier.class_limit(w, max_classes)
-            if problem is not None:
-                return _rejection(w, "completions", problem), None, False, None
-        if rules is not None:
-            verdict = self._ahead(w, rules)
-            if verdict is not None:
-                return self._held(w, verdict), None, False, None
-        reason, late, verdict = tier.admit(w, rules)
-        if reason == REPLAY:
-            tier.replays += 1
-            return None, None, False, None
-        if reason is not None:
-            tier.duplicates += reason.startswith("duplicate")
-            return _rejection(w, "end", reason), None, False, None
-        if verdict is not None:
-            return self._held(w, verdict), None, False, None
-        tier.admit_classes(new)
-        if self.newest_end is None or w.end > self.newest_end:
-            self.newest_end = w.end
-        solve_at = None
-        if self.next_solve is None:         # the first solve has at least half an interval
-            self.next_solve = self._boundary(w.end + 0.5 * cfg.solve_interval_s)
-        elif w.end > self.next_solve:
-            solve_at = self.next_solve
-            self.next_solve = self._boundary(w.end)
-            self.solve_tiers = len(self.tiers)
-            self.held_due.append(self.held)
-            self.held = 0
-        return None, tier, late, solve_at
-
-    def _ahead(self, w: Window, rules: Plausibility) -> Verdict | None:
-        """The far-ahead rule (:func:`streams.core.plausibility.far_ahead`) with its confirmation:
-        the ``confirm_windows``-th window in a row within ``max_ahead_s`` of the first held one
-        is accepted (a system restarting after a long gap), the ones before it held."""
-        verdict = far_ahead(w, self.newest_end, rules)
-        if verdict is None:
-            self.ahead = None
-            return None
-        first = self.ahead
-        if first is not None and abs(w.end - first[0]) <= rules.max_ahead_s:
-            first[1] += 1
-        else:
-            first = self.ahead = [w.end, 1]
-        if first[1] < rules.confirm_windows:
-            return Verdict(verdict.field, verdict.value,
-                           f"{verdict.reason}; unconfirmed: {int(first[1])} of "
-                           f"plausibility.confirm_windows = {rules.confirm_windows} windows "
-                           f"in a row that far ahead")
-        self.ahead = None
-        return None
-
-    def _held(self, w: Window, verdict: Verdict) -> DeadLetter:
-        """The dead letter of an implausible window, counted for the next prediction's
-        flags."""
-        self.held += 1
-        return _rejection(w, verdict.field, verdict.reason, verdict.value)
-
-    def _boundary(self, end: float) -> float:
-        """The first solve boundary at or after ``end``."""
-        interval, offset = self.config.solve_interval_s, self.solve_offset
-        return offset + math.ceil((end - offset) / interval) * interval
-
     def accept(self, tier: TierState, w: Window, late: bool, index: int,
                out: list[tuple[int, TierEstimate]]) -> None:
         """Apply an admitted window (:meth:`TierState.accept`; its Kalman update is batched)."""
@@ -448,37 +204,13 @@ class SystemState:
         return (n, "model_inversion") if n is not None else (None, "unknown")
 
     def _add_users_point(self, end: float, users: float) -> None:
-        """Keep ``users_points`` sorted by time (late windows land in their place), so the
-        trend window's start is cut off by bisection."""
-        points = self.users_points
-        if not points or points[-1][0] <= end:
-            points.append([end, users])
-        else:
-            bisect.insort(points, [end, users])
+        """A users point of the trend (:func:`streams.predict.users_trend.add_users_point`)."""
+        users_trend.add_users_point(self.users_points, end, users)
 
     def _trend(self, time: float) -> float:
-        """Users per second: the least-squares slope over the last ``trend_window_s``, or over
-        its last :data:`RECENT_SHARE` when that rises faster by more than
-        :data:`RAMP_SES` of its standard errors -- a ramp that began within the window. A line
-        through a window that is mostly flat reads a fraction of the ramp's slope (4 minutes
-        into a ramp, the 15-minute line reads ~20% of it), so the time to breach came out
-        ~4x too long and the alert late: the e2e ramp of docs/accuracy.md section 5 (seeds
-        1-12) fired 2.6-11.6 minutes before the measured breach, 4 of 12 under 5 minutes.
-        On a flat load the recent line's slope is noise, within its errors of the long one."""
-        window = self.config.trend_window_s
-        start = time - window
-        points = self.users_points
-        if points and points[0][0] <= start:
-            del points[:bisect.bisect_right(points, [start, math.inf])]
-        if len(points) < 3:
-            return 0.0
-        slope = response_trend.least_squares_line(points, time)[1]
-        recent = points[bisect.bisect_right(points, [time - RECENT_SHARE * window, math.inf]):]
-        if len(recent) >= RECENT_MIN_POINTS:
-            rising, se = response_trend.slope_with_error(recent, time)
-            if rising > slope + RAMP_SES * se:
-                return rising
-        return slope
+        """Users per second over the last ``trend_window_s``
+        (:func:`streams.predict.users_trend.users_trend`)."""
+        return users_trend.users_trend(self.users_points, time, self.config.trend_window_s)
 
     # -- solve ------------------------------------------------------------------------------------
     def solve(self, time: float) -> Outputs:
@@ -744,27 +476,26 @@ class SystemState:
         trend guard's reading in ``pred`` (:meth:`_breach_condition`)."""
         cfg = self.config
         base = {"system": self.system, "time": time}
-        err, thr = _alert_error(pred), cfg.model_error_threshold
+        err, thr = alert_error(pred), cfg.model_error_threshold
         error_cond = model_error_condition(err, thr)
         error_ev = self.alerts.evaluate("model_error", error_cond, lambda: {
             **base, "alert": "model_error", "class": None, "tier": None, "value": err,
-            "threshold": thr, "summary": _model_error_summary(self.system, pred, err, thr,
-                                                              bool(error_cond))}, time)
+            "threshold": thr, "summary": text.model_error_summary(self.system, pred, err, thr,
+                                                                 bool(error_cond))}, time)
         cond, ttb, breach_class = self._breach_condition(pred, model, time)
         ev = self.alerts.evaluate("predicted_breach", cond, lambda: {
             **base, "alert": "predicted_breach", "class": breach_class,
             "tier": pred.breach_tier, "time_to_breach_s": ttb, "value": ttb,
             "threshold": cfg.horizon_s, "trigger": pred.alert_trigger,
-            "summary": _breach_summary(self.system, pred, cfg, ttb, breach_class),
-            "basis": list(pred.alert_basis) + _trend_basis(pred)},
+            "summary": text.breach_summary(self.system, pred, cfg, ttb, breach_class),
+            "basis": list(pred.alert_basis) + text.trend_basis(pred)},
             time)
         events = [ev] if ev else []
         for i, c in enumerate(model.classes):
             r, sla = m.response_time.get(c), model.sla[i]
             if not math.isfinite(sla):
                 continue
-            cond = None if r is not None and CURRENT_RESOLVE_FACTOR * sla <= r <= sla else \
-                bool(r is not None and r > sla)
+            cond = current_breach_condition(r, sla)
             ev = self.alerts.evaluate(f"current_breach/{c}", cond, lambda c=c, r=r, sla=sla: {
                 **base, "alert": "current_breach", "class": c, "tier": pred.bottleneck_tier,
                 "value": r, "threshold": sla,
@@ -788,54 +519,15 @@ class SystemState:
 
     def _breach_condition(self, pred: Prediction, model: SystemModel,
                           time: float) -> tuple[bool | None, float | None, str | None]:
-        """The ``predicted_breach`` condition at this solve, its time to breach and class:
-        the model's (``alert_time_to_breach_s`` within the horizon fires, beyond
-        ``BREACH_RESOLVE_FACTOR`` horizons clears, but not while the users are within
-        ``capacity_margin`` below the alert's capacity, and a breach now does not fire while
-        the measurement contradicts it) and, while the model is not trusted
-        (:func:`streams.predict.response_trend.untrusted_reasons`), the users are within
-        that margin (:func:`~streams.predict.response_trend.near_capacity_reason`) or the
-        measurement contradicts the model
-        (:func:`~streams.predict.response_trend.contradicted_reason`), the measured
-        response-time trend's (:func:`~streams.predict.response_trend.trend_reading`): either
-        fires it; it clears only when both do. Records the guard's reading in ``pred``
-        (:func:`_record_guard`)."""
-        cfg = self.config
-        ttb = pred.alert_time_to_breach_s
-        near = response_trend.near_capacity_reason(pred.users, pred.alert_capacity_users,
-                                                   cfg.capacity_margin)
+        """The ``predicted_breach`` condition at this solve, its time to breach and class
+        (:func:`streams.alerts.conditions.breach_condition`); records the trend guard's
+        reading in ``pred`` (:func:`streams.predict.prediction.record_guard`)."""
         sla = {c: float(s) for c, s in zip(model.classes, model.sla.tolist())}
-        contradicted = response_trend.contradicted_reason(
-            pred.users, pred.alert_capacity_users, cfg.capacity_margin,
-            self.response_points, sla, time)
-        cond = response_trend.horizon_condition(ttb, cfg.horizon_s, cfg.horizon_s,
-                                                BREACH_RESOLVE_FACTOR)
-        if cond is False and near is not None:     # inside the margin: the dead band
-            cond = None
-        if cond and contradicted is not None:      # a breach now the measurement denies
-            cond = None
-        reasons = response_trend.untrusted_reasons(
-            {t: v.idc_flag for t, v in pred.tiers.items()},
-            "model_error" in self.alerts.active()) + [r for r in (near, contradicted) if r]
-        trend = None
-        if reasons:
-            trend = response_trend.trend_reading(self.response_points, time, sla,
-                                                 cfg.horizon_s, BREACH_RESOLVE_FACTOR)
-        trigger = "model" if cond else None
-        result: tuple[bool | None, float | None, str | None]
-        if trend is None or not trend.per_class:      # no guard, or no line yet
-            result = cond, ttb, pred.breach_class
-        elif trend.condition:
-            trigger = "model+trend" if cond else "trend"
-            result = (True, ttb, pred.breach_class) if cond else \
-                (True, trend.time_to_breach_s, trend.breach_class)
-        elif cond:
-            result = True, ttb, pred.breach_class
-        else:
-            result = (False if cond is False and trend.condition is False else None), ttb, \
-                pred.breach_class
-        _record_guard(pred, reasons, trend, trigger)
-        return result
+        cond, ttb, breach_class, reasons, trend, trigger = breach_condition(
+            pred, sla, time, self.config, self.response_points,
+            "model_error" in self.alerts.active())
+        prediction.record_guard(pred, reasons, trend, trigger)
+        return cond, ttb, breach_class
 
     # -- state ---------------------------------------------------------------------------------
     def to_dict(self, with_history: bool = True) -> dict[str, Any]:

@@ -19,8 +19,9 @@ from streams.core.outputs import ClassDemand, ClassPrediction, Prediction, TierP
 from streams.core.records import clean
 from streams.core.tier import TierModel
 from streams.predict.model import SOLVER_FLAG, Measured, Point, SystemModel
+from streams.predict.response_trend import TrendReading
 
-__all__ = ["assemble", "breach_point", "class_parts", "held_flags", "map2_report",
+__all__ = ["assemble", "breach_point", "class_parts", "held_flags", "map2_report", "record_guard",
            "solver_flags", "tier_parts", "unsolved"]
 
 
@@ -140,6 +141,22 @@ def held_flags(flags: list[str], held: int) -> list[str]:
         return flags
     return flags + [f"{held} window{'s' if held > 1 else ''} dead-lettered as implausible "
                     f"since the last solve (plausibility rules, docs/pipeline.md)"]
+
+
+def record_guard(pred: Prediction, reasons: list[str],
+                  trend: TrendReading | None, trigger: str | None) -> None:
+    """The trend guard's reading in the prediction: ``alert_untrusted`` (why the model is
+    not trusted), the trend's ``trend_*`` fields (only while it is not) and
+    ``alert_trigger`` (``model``, ``trend``, ``model+trend``; ``None``: no breach
+    predicted)."""
+    pred.alert_untrusted = list(reasons)
+    if trend is not None:
+        pred.trend_condition = clean(trend.condition)
+        pred.trend_class = trend.breach_class
+        pred.trend_time_to_breach_s = clean(trend.time_to_breach_s)
+        pred.trend_response_time = clean(trend.level_s)
+        pred.trend_slope = clean(trend.slope)
+    pred.alert_trigger = trigger
 
 
 def unsolved(system: str, time: float, solve: int, think: float, horizon: float, held: int,

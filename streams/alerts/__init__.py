@@ -1,0 +1,1 @@
+"""Alerts: the alert book (hysteresis), the alert conditions and the alert prose."""
