@@ -33,7 +33,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 __all__ = ["Alert", "ClassDemand", "ClassPrediction", "DeadLetter", "Outputs", "Prediction",
-           "TierEstimate", "TierPrediction", "UNSET", "UnsetType", "record_fields"]
+           "TierEstimate", "TierPrediction", "UNSET", "UnsetType", "record_fields", "updated"]
 
 
 class _Record(msgspec.Struct, kw_only=True):
@@ -88,6 +88,15 @@ def _renamed(kind: type[_Record]) -> dict[str, str]:
     """JSON key -> attribute, for the fields whose JSON key is not a Python name."""
     return {k: a for k, a in zip(kind.__struct_encode_fields__, kind.__struct_fields__)
             if k != a}
+
+
+def updated(record: Any, **fields: Any) -> Any:
+    """A copy of ``record`` with ``fields`` set: an output record's
+    (:func:`msgspec.structs.replace`), or a plain mapping's (the alert book and the trust
+    marks take either)."""
+    if isinstance(record, _Record):
+        return msgspec.structs.replace(record, **fields)
+    return {**record, **fields}
 
 
 def record_fields(kind: type[_Record]) -> tuple[str, ...]:
@@ -267,8 +276,8 @@ class Alert(_Record, kw_only=True):
     trigger: _S = UNSET                             #: predicted_breach: what holds it
     summary: str                                    #: one line for a human
     basis: list[str] | UnsetType = UNSET            #: predicted_breach: what the capacity is on
-    state: str                                      #: firing / resolved
-    since: float | None                             #: when it fired, epoch s
+    state: str | UnsetType = UNSET                  #: firing / resolved (the alert book's)
+    since: float | None | UnsetType = UNSET         #: when it fired, epoch s
     trust: _S = UNSET                               #: predicted_breach: trusted / untrusted
     update: _S = UNSET                              #: ``trust`` on a restating event
 

@@ -293,7 +293,7 @@ class SystemState(Admission):
         alerts = self._alerts(pred, m, model, time)
         pred.model_trusted = "model_error" not in self.alerts.active()
         out.predictions.append(pred)
-        out.alerts += [Alert.from_dict(clean(a)) for a in alerts]
+        out.alerts += alerts
         return out
 
     def _capacity(self, model: SystemModel) -> tuple[int | None, bool]:
@@ -471,50 +471,51 @@ class SystemState(Admission):
                 abs(now.throughput - X) / X if X > 0 else None)
 
     def _alerts(self, pred: Prediction, m: Measured, model: SystemModel,
-                time: float) -> list[dict[str, Any]]:
+                time: float) -> list[Alert]:
         """This solve's alert events (:class:`streams.core.alerts.AlertBook`); records the
         trend guard's reading in ``pred`` (:meth:`_breach_condition`)."""
         cfg = self.config
-        base = {"system": self.system, "time": time}
+        system = self.system
         err, thr = alert_error(pred), cfg.model_error_threshold
         error_cond = model_error_condition(err, thr)
-        error_ev = self.alerts.evaluate("model_error", error_cond, lambda: {
-            **base, "alert": "model_error", "class": None, "tier": None, "value": err,
-            "threshold": thr, "summary": text.model_error_summary(self.system, pred, err, thr,
-                                                                 bool(error_cond))}, time)
+        error_ev = self.alerts.evaluate("model_error", error_cond, lambda: Alert(
+            system=system, time=time, alert="model_error", class_=None, tier=None,
+            value=clean(err), threshold=clean(thr),
+            summary=text.model_error_summary(system, pred, err, thr, bool(error_cond))), time)
         cond, ttb, breach_class = self._breach_condition(pred, model, time)
-        ev = self.alerts.evaluate("predicted_breach", cond, lambda: {
-            **base, "alert": "predicted_breach", "class": breach_class,
-            "tier": pred.breach_tier, "time_to_breach_s": ttb, "value": ttb,
-            "threshold": cfg.horizon_s, "trigger": pred.alert_trigger,
-            "summary": text.breach_summary(self.system, pred, cfg, ttb, breach_class),
-            "basis": list(pred.alert_basis) + text.trend_basis(pred)},
-            time)
+        ev = self.alerts.evaluate("predicted_breach", cond, lambda: Alert(
+            system=system, time=time, alert="predicted_breach", class_=breach_class,
+            tier=pred.breach_tier, time_to_breach_s=clean(ttb), value=clean(ttb),
+            threshold=clean(cfg.horizon_s), trigger=pred.alert_trigger,
+            summary=text.breach_summary(system, pred, cfg, ttb, breach_class),
+            basis=list(pred.alert_basis) + text.trend_basis(pred)), time)
         events = [ev] if ev else []
         for i, c in enumerate(model.classes):
             r, sla = m.response_time.get(c), model.sla[i]
             if not math.isfinite(sla):
                 continue
-            cond = current_breach_condition(r, sla)
-            ev = self.alerts.evaluate(f"current_breach/{c}", cond, lambda c=c, r=r, sla=sla: {
-                **base, "alert": "current_breach", "class": c, "tier": pred.bottleneck_tier,
-                "value": r, "threshold": sla,
-                "summary": f"{self.system}: class {c!r} response time {r or 0:.3f} s is above "
-                           f"its {sla:g} s SLA"}, time)
+            ev = self.alerts.evaluate(
+                f"current_breach/{c}", current_breach_condition(r, sla),
+                lambda c=c, r=r, sla=sla: Alert(
+                    system=system, time=time, alert="current_breach", class_=c,
+                    tier=pred.bottleneck_tier, value=clean(r), threshold=clean(sla),
+                    summary=f"{system}: class {c!r} response time {r or 0:.3f} s is above "
+                            f"its {sla:g} s SLA"), time)
             events += [ev] if ev else []
         events += [error_ev] if error_ev else []
         track = self.alerts.tracks.get("predicted_breach")
         events, self.breach_trust = confidence.trust_events(
             events, "model_error" not in self.alerts.active(),
             bool(track and track.active), self.breach_trust,
-            lambda: {**base, "alert": "predicted_breach", "class": breach_class,
-                     "tier": pred.breach_tier, "time_to_breach_s": ttb, "value": ttb,
-                     "threshold": cfg.horizon_s, "since": track.since if track else None,
-                     "trigger": pred.alert_trigger,
-                     "summary": f"{self.system}: the model's trust changed while a breach of "
-                                f"class {breach_class!r} is predicted in about "
-                                f"{(ttb or 0) / 60:.0f} min (users {pred.users} -> "
-                                f"capacity {pred.alert_capacity_users})"})
+            lambda: Alert(
+                system=system, time=time, alert="predicted_breach", class_=breach_class,
+                tier=pred.breach_tier, time_to_breach_s=clean(ttb), value=clean(ttb),
+                threshold=clean(cfg.horizon_s), since=track.since if track else None,
+                trigger=pred.alert_trigger,
+                summary=f"{system}: the model's trust changed while a breach of "
+                        f"class {breach_class!r} is predicted in about "
+                        f"{(ttb or 0) / 60:.0f} min (users {pred.users} -> "
+                        f"capacity {pred.alert_capacity_users})"))
         return events
 
     def _breach_condition(self, pred: Prediction, model: SystemModel,
