@@ -9,6 +9,8 @@ embedded runner. The model built from its estimates lives in :mod:`streams.predi
   (Kalman demands, index of dispersion, service-time p95, MAP(2) fit);
 - :mod:`~streams.core.system`: per-system state, the event-time solve timer, trend and alerts
   (:mod:`~streams.core.alerts`: hysteresis);
+- :mod:`~streams.core.outputs`: the output records, typed (estimates, predictions, alerts,
+  dead letters) and their JSON form;
 - :mod:`~streams.core.pipeline`: raw records in, output records out;
   :mod:`~streams.core.table_pipeline`: the same with its state mirrored into a key-value table;
 - :mod:`~streams.core.runtime`: settings of a long-running process (garbage collector, BLAS).

@@ -1,7 +1,7 @@
 """The pipeline core both shells drive: raw window records in, output records out.
 
 ``Pipeline.process_many(records)`` takes a batch of raw records (bytes, text or mappings) and
-returns the :class:`~streams.core.system.Outputs` they produced, exactly as if the records had been
+returns the :class:`~streams.core.outputs.Outputs` they produced, exactly as if the records had been
 processed one by one in order -- the same records, in the same order per output topic,
 whatever the batch boundaries (tested): the embedded runner feeds chunks of a trace, the Faust
 worker the batches its agent takes. ``process(raw)`` is a batch of one. Invalid records become
