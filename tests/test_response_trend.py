@@ -144,7 +144,7 @@ def _pred(users, alert_capacity, ttb):
     db = TierPrediction(utilization=0.5, utilization_forecast=0.5, utilization_measured=0.5,
                         demand_s=0.01, idc=1.0, idc_flag=None, idc_lower=0.9, idc_upper=1.1,
                         idc_reference=1.0, bursty=False, map2=None, estimator="kalman",
-                        bottleneck_probability=None, demands={})
+                        bottleneck_probability=None, demands={}, utilization_error=None)
     return Prediction(system="s", time=0.0, solve=1, think_time_s=1.0, horizon_s=600.0,
                       model="mva", flags=[], alert_time_to_breach_s=ttb, users=users,
                       alert_capacity_users=alert_capacity, tiers={"db": db}, breach_class="a")

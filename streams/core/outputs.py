@@ -144,7 +144,7 @@ class ClassPrediction(_Record, kw_only=True):
     throughput_measured: float | None               #: measured over the interval, req/s
     response_time_measured: float | None            #: measured over the interval, s
     sla_s: float | None                             #: the class's SLA, s (None: none)
-    response_time_error: float | None | UnsetType = UNSET  #: |pred - meas| / meas, this solve
+    response_time_error: float | None               #: |pred - meas| / meas, this solve
     response_time_error_pooled: float | None | UnsetType = UNSET  #: error pooled over solves
     response_time_error_se: float | None | UnsetType = UNSET  #: the pooled error's std error
 
@@ -174,7 +174,7 @@ class TierPrediction(_Record, kw_only=True):
     estimator: str                                  #: whose demands the model used
     bottleneck_probability: float | None            #: B_m at the breach point (None: MVA)
     demands: dict[str, ClassDemand]                 #: per class, both estimators' demands
-    utilization_error: float | None | UnsetType = UNSET  #: |predicted - measured| utilization
+    utilization_error: float | None                 #: |predicted - measured| utilization
 
 
 _F = float | None | UnsetType

@@ -87,23 +87,23 @@ def class_parts(model: SystemModel, m: Measured, now: Point, fc: Point,
                 errors: Mapping[str, float | None],
                 pooled: Mapping[str, Mapping[str, Any]]) -> dict[str, ClassPrediction]:
     """Per class: the model's throughput and response time now and at the forecast, the
-    measured ones, the SLA; this solve's error (``errors``, where measured) and the pooled
-    one (``pooled``, :func:`streams.predict.confidence.pooled_errors`)."""
+    measured ones, the SLA; this solve's error (``errors``:
+    :func:`streams.predict.confidence.class_errors`) and the pooled one (``pooled``,
+    :func:`streams.predict.confidence.pooled_errors`, for the classes it has)."""
     parts = {}
     x_now, x_fc = float(now.throughput), float(fc.throughput)
     for c, p, r_now, r_fc, sla in zip(model.classes, model.mix.tolist(),
                                       now.response.tolist(), fc.response.tolist(),
                                       model.sla.tolist()):
         extra: dict[str, Any] = {}
-        if c in errors:
-            extra["response_time_error"] = errors[c]
         if c in pooled:
             extra.update(response_time_error_pooled=pooled[c]["error"],
                          response_time_error_se=pooled[c]["se"])
         parts[c] = ClassPrediction(**clean(dict(
             throughput=p * x_now, response_time=r_now, throughput_forecast=p * x_fc,
             response_time_forecast=r_fc, throughput_measured=m.throughput.get(c),
-            response_time_measured=m.response_time.get(c), sla_s=sla, **extra)))
+            response_time_measured=m.response_time.get(c), sla_s=sla,
+            response_time_error=errors[c], **extra)))
     return parts
 
 
@@ -114,12 +114,11 @@ def tier_parts(model: SystemModel, m: Measured, now: Point, fc: Point,
     """Per tier: the model's utilization now and at the forecast, the measured one, the
     demand, the burstiness and its MAP(2) (:func:`map2_report`), whose demands the model
     used, its bottleneck probability and both estimators' demands per class; this solve's
-    utilization error (``errors``, where measured)."""
+    utilization error (``errors``: :func:`streams.predict.confidence.tier_errors`)."""
     parts = {}
     for i, (t, u_now, u_fc, D, b) in enumerate(zip(tiers, now.utilization.tolist(),
                                                    fc.utilization.tolist(), model.D.tolist(),
                                                    bottleneck)):
-        extra = {"utilization_error": errors[t.tier]} if t.tier in errors else {}
         demands = {c: ClassDemand(**clean({"kalman": t.demands.get(c),
                                            "std": t.demand_std.get(c),
                                            "regression": t.regression.get(c)}))
@@ -130,7 +129,7 @@ def tier_parts(model: SystemModel, m: Measured, now: Point, fc: Point,
             idc_flag=t.idc_flag, idc_lower=t.idc_lower, idc_upper=t.idc_upper,
             idc_reference=t.idc_reference, bursty=t.bursty,
             map2=map2_report(t, model, i, bursty_scv), estimator=t.estimator,
-            bottleneck_probability=b, **extra)))
+            bottleneck_probability=b, utilization_error=errors[t.tier])))
     return parts
 
 
