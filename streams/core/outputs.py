@@ -45,13 +45,14 @@ class _Record(msgspec.Struct, kw_only=True):
         return msgspec.to_builtins(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Any":
+    def from_dict(cls, data: dict[str, Any]) -> Any:
         """The record of a JSON-form dict (keys by their JSON names; absent: ``UNSET``). The
         values are taken as they are: :func:`streams.core.records.clean` them first."""
         rename = _renamed(cls)
         return cls(**({rename.get(k, k): v for k, v in data.items()} if rename else data))
 
     def _attribute(self, key: str) -> str:
+        """The attribute holding JSON key ``key`` (``KeyError``: none)."""
         names = type(self).__struct_encode_fields__
         try:
             return type(self).__struct_fields__[names.index(key)]
@@ -59,6 +60,7 @@ class _Record(msgspec.Struct, kw_only=True):
             raise KeyError(key) from None
 
     def __getitem__(self, key: str) -> Any:
+        """The field of JSON key ``key`` (``KeyError``: no such field, or ``UNSET``)."""
         value = getattr(self, self._attribute(key))
         if value is UNSET:
             raise KeyError(key)
