@@ -109,7 +109,9 @@ def wait_for(condition: Callable[[], bool], timeout: float, what: str,
 
 
 def assert_close(a: Any, b: Any, path: str = "", rel: float = 1e-9) -> None:
-    """Deep equality with a relative tolerance on floats."""
+    """Deep equality with a relative tolerance on floats; an output record
+    (:mod:`streams.core.outputs`) compares as its JSON form."""
+    a, b = (x.to_record() if hasattr(x, "to_record") else x for x in (a, b))
     if isinstance(a, dict) and isinstance(b, dict):
         assert set(a) == set(b), f"{path}: keys differ {set(a) ^ set(b)}"
         for k in a:

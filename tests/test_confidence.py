@@ -21,7 +21,9 @@ from solvers.processes import MAP
 from streams.predict import confidence
 from streams.core.config import SystemConfig
 from streams.predict.model import Measured, Point, build_model, capacity_search
-from streams.engine.system import _alert_error, _model_error_summary
+from streams.alerts.conditions import alert_error as _alert_error
+from streams.alerts.text import model_error_summary
+from streams.core.outputs import Prediction
 from streams.core.tier import TierModel
 
 CLASSES = ["a", "b"]
@@ -85,10 +87,11 @@ def test_tier_errors_are_absolute_utilization_differences():
 
 
 def test_the_resolved_model_error_says_trust_is_back():
-    pred = {"model": "map", "model_error": 0.1, "model_error_class": "a",
-            "model_error_class_max": 0.12, "tiers": {}}
-    firing = _model_error_summary("shop", pred, 0.5, 0.3, True)
-    resolved = _model_error_summary("shop", pred, 0.12, 0.3, False)
+    pred = Prediction(system="shop", time=0.0, solve=1, think_time_s=1.0, horizon_s=600.0,
+                      model="map", flags=[], model_error=0.1, model_error_class="a",
+                      model_error_class_max=0.12, tiers={})
+    firing = model_error_summary("shop", pred, 0.5, 0.3, True)
+    resolved = model_error_summary("shop", pred, 0.12, 0.3, False)
     assert "do not trust" in firing and "worst class 'a'" in firing
     assert "do not trust" not in resolved and "trusted again" in resolved
 
@@ -223,8 +226,11 @@ def _alert_run(true_r: dict[str, float], predicted: dict[str, float], rate: dict
             draws = rng.lognormal(math.log(true_r[c]) - sigma2 / 2, math.sqrt(sigma2), k)
             x[c], r[c] = k / 60.0, float(draws.mean())
         m = Measured(x, r, 60, {}, 60.0)
-        classes = {c: {} for c in CLASSES}
-        pred = {"model_error": None, **state._pooled_error(model, m, now, classes)}
+        pooled, fields = state._pooled_error(model, m, now)
+        classes = {c: {"response_time_error_pooled": pooled[c]["error"],
+                       "response_time_error_se": pooled[c]["se"]} if c in pooled else {}
+                   for c in CLASSES}
+        pred = {"model_error": None, **fields}
         per_solve.append(confidence.worst(confidence.class_errors(model, m, now), x,
                                           confidence.MIN_CLASS_SHARE)[1])
         event = book.evaluate("model_error", model_error_condition(

@@ -530,7 +530,8 @@ def test_no_record_of_any_shape_makes_the_mapping_raise(fmt, records, strict):
     out = pipeline.process_many(raws)
     for d in out.deadletter:
         assert d["reason"] and d["field"]
-    json.dumps([out.estimates, out.deadletter])
+    json.dumps([[r.to_record() for r in out.estimates],
+                [d.to_record() for d in out.deadletter]])
 
 
 def test_users_sampled_within_a_window_are_averaged_to_a_whole_number():

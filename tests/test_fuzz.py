@@ -95,8 +95,9 @@ def check_outputs(out: Outputs, records: int, replays: int = 0) -> None:
         assert isinstance(dead.get("field"), str) and dead["field"], dead
         assert isinstance(dead.get("reason"), str) and dead["reason"], dead
     for topic in OUTPUT_TOPICS:
-        _finite(getattr(out, topic), topic)
-        text = json.dumps(getattr(out, topic), allow_nan=False)
+        rendered = [r.to_record() for r in getattr(out, topic)]
+        _finite(rendered, topic)
+        text = json.dumps(rendered, allow_nan=False)
         text.encode("utf-8")                  # no lone surrogate in any output
 
 
@@ -127,8 +128,8 @@ def check_batch_result(result: Any, records: int) -> dict[str, list[Any]]:
     return decoded
 
 
-def _json(records: list[dict[str, Any]]) -> list[Any]:
-    return json.loads(json.dumps(records))
+def _json(records: list[Any]) -> list[Any]:
+    return json.loads(json.dumps([r.to_record() for r in records]))
 
 
 # -- strategies over the input contract -------------------------------------------------------

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from streams.sinks.influx import _escape_tag, _series, lines
 from streams.core.records import valid_name
-from streams.engine.system import Outputs
+from streams.core.outputs import Outputs, TierEstimate
 
 
 def _unescape(value: str) -> str:
@@ -78,8 +78,10 @@ names = st.text(st.characters(exclude_categories=("Cs", "Cc")) | st.sampled_from
 @settings(max_examples=500, deadline=None)
 @given(names, names)
 def test_any_valid_names_read_back_as_themselves(system, tier):
-    out = Outputs(estimates=[{"system": system, "tier": tier, "end": 1.0, "seq": 1,
-                              "utilization": 0.5, "late": False, "change_detected": False}])
+    out = Outputs(estimates=[TierEstimate(system=system, tier=tier, end=1.0, seq=1,
+                                          utilization=0.5, late=False, demands={},
+                                          demand_std={}, kalman_flag=None,
+                                          change_detected=False)])
     (line,) = lines(out)
     measurement, tags = _read_series(line)
     assert (measurement, tags) == ("tier_estimate", {"system": system, "tier": tier})

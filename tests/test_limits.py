@@ -235,7 +235,7 @@ def test_a_rejected_windows_dead_letter_quotes_a_bounded_record():
     """Found by tests/test_fuzz.py: a window of 10,000 classes beyond the class limit was
     dead-lettered with its whole record (130 KB; with long names over Kafka's 1 MB). The
     record quotes at most 64 classes per map and says so."""
-    from streams.engine.system import REJECTED_CLASSES
+    from streams.engine.admission import REJECTED_CLASSES
     classes = {f"{'c' * 190}{i:05d}": 1 for i in range(10_000)}
     rec = {"system": "wide", "tier": "t", "end": 100.0, "window_s": 5.0, "utilization": 0.5,
            "completions": classes, "response_time_s": {c: 0.1 for c in classes}}
@@ -245,4 +245,4 @@ def test_a_rejected_windows_dead_letter_quotes_a_bounded_record():
     assert len(dead["record"]["response_time_s"]) == REJECTED_CLASSES
     assert dead["truncated"] == ["record.completions: 64 of 10000 classes shown",
                                  "record.response_time_s: 64 of 10000 classes shown"]
-    assert len(json.dumps(dead)) < 64 * 1024
+    assert len(json.dumps(dead.to_record())) < 64 * 1024

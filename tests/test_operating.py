@@ -105,8 +105,8 @@ def test_bom_and_invalid_utf8_alike_in_run_and_worker(tmp_path, monkeypatch):
     assert stats.sent == 4 and not sent[0].startswith(BOM)
     assert NOT_UTF8 in sent                       # not replaced on the way
     worker = Pipeline().process_many(sent)
-    assert worker.estimates == run_estimates
-    assert worker.deadletter == run_dead
+    assert [e.to_record() for e in worker.estimates] == run_estimates
+    assert [d.to_record() for d in worker.deadletter] == run_dead
     # a record that itself starts with a byte-order mark (another producer's) is read too
     again = Pipeline().process_many([BOM + _line(10), (BOM + _line(15)).decode("utf-8")])
     assert len(again.estimates) == 2 and again.deadletter == []

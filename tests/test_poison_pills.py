@@ -25,7 +25,7 @@ from streams.kafka.produce import produce, record_key
 from streams.core.records import InvalidWindow
 from streams.sinks.schema import Point, points
 from streams.sinks.store import SQLiteStore
-from streams.engine.system import Outputs
+from streams.core.outputs import DeadLetter, Outputs, Prediction, TierEstimate
 from streams.engine.table_pipeline import TableBackedPipeline
 
 #: Kafka's default largest message (broker ``message.max.bytes``)
@@ -76,7 +76,7 @@ def test_perfcast_run_dead_letters_every_poison_pill_and_processes_the_rest(tmp_
     assert len(estimates) == len(good) + 1
     reference = Pipeline().process_many(good)
     shop = [e for e in estimates if e["system"] == "shop"]
-    assert shop == json.loads(json.dumps(reference.estimates))
+    assert shop == [e.to_record() for e in reference.estimates]
     (clamped,) = [e for e in estimates if e["system"] == "p-clamped"]
     assert clamped["utilization"] == 1.0 and clamped["flags"] == [FLAG]
     assert all("flags" not in e for e in shop)
@@ -112,9 +112,9 @@ def test_the_workers_batch_step_dead_letters_every_poison_pill(trace):
             line.encode("utf-8")
     reference = Pipeline().process_many(good)
     shop = [e for e in decoded["estimates"] if e["system"] == "shop"]
-    assert shop == json.loads(json.dumps(reference.estimates))
+    assert shop == [e.to_record() for e in reference.estimates]
     assert [p for p in decoded["predictions"] if p["system"] == "shop"] == \
-        json.loads(json.dumps(reference.predictions))
+        [p.to_record() for p in reference.predictions]
     (clamped,) = [e for e in decoded["estimates"] if e["system"] == "p-clamped"]
     assert clamped["flags"] == [FLAG]
     assert any('flags="' + FLAG + '"' in line for r in results for line in r.lines)
@@ -139,18 +139,20 @@ def test_dead_letter_values_are_json_safe(value, shown):
     assert str(dead["value"]).startswith(shown)
     assert dead["raw"] == "raw \\udfff"
     assert len(msgspec.json.encode(dead)) < 3 * RAW_LIMIT
-    json.dumps(dead, allow_nan=False)
+    json.dumps(dead.to_record(), allow_nan=False)
 
 
 def test_output_records_the_encoder_refuses_are_sent_made_safe():
     """``_keyed`` (the worker's output encoding) never fails a batch."""
-    records = [{"system": "ok", "n": 1}, {"system": "a\ud800", "n": 2**70},
-               {"system": None, "reason": "b\udfff"}]
+    records = [DeadLetter(reason="r", field="f", value=1, system="ok"),
+               DeadLetter(reason="r", field="f", value=2**70, system="a\ud800"),
+               DeadLetter(reason="b\udfff", field="f", value=None)]
     keyed = _keyed(records)
     assert [k for k, _ in keyed] == [b"ok", b"a\\ud800", None]
     assert [json.loads(v) for _, v in keyed] == [
-        {"system": "ok", "n": 1}, {"system": "a\\ud800", "n": str(2**70)},
-        {"system": None, "reason": "b\\udfff"}]
+        {"reason": "r", "field": "f", "value": 1, "system": "ok"},
+        {"reason": "r", "field": "f", "value": str(2**70), "system": "a\\ud800"},
+        {"reason": "b\\udfff", "field": "f", "value": None}]
 
 
 # -- sinks: an integer beyond 64 bits never crashes them --------------------------------------
@@ -170,17 +172,20 @@ def test_line_protocol_writes_an_integer_beyond_64_bits_at_the_bound():
     p = Point("prediction", {"system": "s"}, {"users": 2**70, "headroom_users": -(2**70)}, 1.0)
     assert line_protocol(p) == (f"prediction,system=s users={2**63 - 1}i,"
                                 f"headroom_users={-(2**63)}i 1000000000")
-    record = {"system": "s", "time": 1.0, "users": 2**70}
-    assert lines(Outputs(predictions=[record])) == [f"prediction,system=s users={2**63 - 1}i "
-                                                    f"1000000000"]
+    record = Prediction(system="s", time=1.0, solve=1, think_time_s=None, horizon_s=600.0,
+                        model=None, flags=[], users=2**70)
+    assert lines(Outputs(predictions=[record])) == [f"prediction,system=s users={2**63 - 1}i,"
+                                                    f'horizon_s=600.0,flags="" 1000000000']
 
 
 def test_a_line_break_in_a_tag_never_ends_the_line():
     """The validator refuses control characters in names; should one reach the sink anyway it
     is written as the two characters ``\\n``, not as a line break."""
     assert _escape_tag("a\nb\rc") == "a\\nb\\rc"
-    out = Outputs(estimates=[{"system": "s\nx", "tier": "t", "end": 1.0, "seq": 1,
-                              "utilization": 0.5, "late": False, "change_detected": False}])
+    out = Outputs(estimates=[TierEstimate(system="s\nx", tier="t", end=1.0, seq=1,
+                                          utilization=0.5, late=False, demands={},
+                                          demand_std={}, kalman_flag=None,
+                                          change_detected=False)])
     (line,) = lines(out)
     assert "\n" not in line and line == line_protocol(points(out)[0])
 

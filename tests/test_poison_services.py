@@ -77,7 +77,7 @@ def test_produce_and_the_worker_dead_letter_every_poison_pill(tmp_path, kafka_bo
         reference = Pipeline(config).process_many(good)
         shop = sorted((e for e in estimates if e["system"] == system),
                       key=lambda e: (e["tier"], e["seq"]))
-        want = sorted(json.loads(json.dumps(reference.estimates)),
+        want = sorted([e.to_record() for e in reference.estimates],
                       key=lambda e: (e["tier"], e["seq"]))
         assert shop == want
         assert _count_raw(kafka_bootstrap, config.kafka.topic("windows")) == len(trace) - 1
@@ -127,7 +127,7 @@ def test_the_worker_dead_letters_implausible_windows_and_processes_the_rest(tmp_
         assert len(reference.deadletter) == len(cases)
         key = lambda e: (e["system"], e["tier"], e["seq"])      # noqa: E731
         assert sorted(readers["estimates"].poll(), key=key) == \
-            sorted(json.loads(json.dumps(reference.estimates)), key=key)
+            sorted([e.to_record() for e in reference.estimates], key=key)
         wait_for(lambda: len(readers["predictions"].poll()) >= len(reference.predictions),
                  timeout=120, what="predictions", worker=worker)
         predictions = readers["predictions"].poll()

@@ -20,6 +20,7 @@ import pytest
 from solvers.simulation.physical import monitor_physical
 from streams.cli.embedded import run_embedded
 from streams.core.config import Config, ConfigError, SystemConfig, load_config
+from streams.core.outputs import Prediction, TierPrediction
 from streams.engine.system import BREACH_RESOLVE_FACTOR, SystemState
 from streams.predict.response_trend import (MIN_POINTS, TREND_SES, add_points,
                                             contradicted_reason, near_capacity_reason,
@@ -139,9 +140,14 @@ def test_near_capacity_reason_only_within_the_margin_below_the_alert_capacity():
 
 
 def _pred(users, alert_capacity, ttb):
-    """The fields of a solve's prediction the breach condition reads (the model trusted)."""
-    return {"alert_time_to_breach_s": ttb, "users": users, "alert_capacity_users": alert_capacity,
-            "tiers": {"db": {"idc_flag": None}}, "breach_class": "a"}
+    """A solve's prediction with the fields the breach condition reads (the model trusted)."""
+    db = TierPrediction(utilization=0.5, utilization_forecast=0.5, utilization_measured=0.5,
+                        demand_s=0.01, idc=1.0, idc_flag=None, idc_lower=0.9, idc_upper=1.1,
+                        idc_reference=1.0, bursty=False, map2=None, estimator="kalman",
+                        bottleneck_probability=None, demands={}, utilization_error=None)
+    return Prediction(system="s", time=0.0, solve=1, think_time_s=1.0, horizon_s=600.0,
+                      model="mva", flags=[], alert_time_to_breach_s=ttb, users=users,
+                      alert_capacity_users=alert_capacity, tiers={"db": db}, breach_class="a")
 
 
 _MODEL = SimpleNamespace(classes=["a"], sla=np.array([0.1]))

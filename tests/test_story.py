@@ -20,6 +20,7 @@ import pytest
 from rich.console import Console
 
 from streams.cli.commands import _LiveView
+from streams.core.outputs import Prediction
 from streams.cli.demo import DemoScenario, demo_config, demo_records
 from streams.cli.embedded import STORE_NAME, run_embedded
 from streams.sinks.report import REPORT_NAME, write_report
@@ -74,7 +75,8 @@ def test_the_alert_the_table_and_the_report_tell_one_story(demo):
     view: _LiveView = demo["view"]
     for alert in fired:
         p = by_time[alert["time"]]
-        view.rows = [q for q in demo["predictions"] if q["time"] <= alert["time"]]
+        view.rows = [Prediction.from_dict(q) for q in demo["predictions"]
+                     if q["time"] <= alert["time"]]
         console.print(view.render())
         table = console.export_text()
         if p["bottleneck_tier"] == alert["tier"]:
@@ -148,8 +150,8 @@ def test_the_remedy_acts_on_the_breach_tier_or_says_why(demo):
             f" ({p['remediation_reason']})" if p.get("remediation_reason") else "")
         assert alert["summary"].endswith(want), (alert, p)
     view: _LiveView = demo["view"]
-    view.rows = list(demo["predictions"])
-    last = view.rows[-1]
+    view.rows = [Prediction.from_dict(q) for q in demo["predictions"]]
+    last = demo["predictions"][-1]
     caption = " ".join(view._caption().split())
     if last.get("remediation_summary"):
         assert " ".join(f"remedy shop: {last['remediation_summary']}".split()) in caption

@@ -20,6 +20,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from streams.core.outputs import updated
+
 __all__ = ["AlertBook", "KINDS"]
 
 KINDS = ("predicted_breach", "current_breach", "model_error")
@@ -46,10 +48,10 @@ class AlertBook:
     tracks: dict[str, _Track] = field(default_factory=dict)
 
     def evaluate(self, key: str, condition: bool | None,
-                 event: Mapping[str, Any] | Callable[[], Mapping[str, Any]],
-                 time: float) -> dict[str, Any] | None:
+                 event: Any | Callable[[], Any], time: float) -> Any | None:
         """Feed one solve's ``condition`` (``None``: in the dead band); return a ``firing`` or
-        ``resolved`` event (``event`` plus state fields) when the alert changes state.
+        ``resolved`` event (``event`` -- an :class:`~streams.core.outputs.Alert` or a
+        mapping -- with its ``state`` and ``since`` set) when the alert changes state.
         ``event`` may be a function returning it, called only then (most solves change no
         alert, and an event's summary is formatted text)."""
         track = self.tracks.setdefault(key, _Track())
@@ -59,12 +61,12 @@ class AlertBook:
             track.on, track.off = track.on + 1, 0
             if not track.active and track.on >= self.fire_after:
                 track.active, track.since = True, time
-                return {**_payload(event), "state": "firing", "since": time}
+                return updated(_payload(event), state="firing", since=time)
         else:
             track.on, track.off = 0, track.off + 1
             if track.active and track.off >= self.resolve_after:
                 since, track.active, track.since = track.since, False, None
-                return {**_payload(event), "state": "resolved", "since": since}
+                return updated(_payload(event), state="resolved", since=since)
         return None
 
     def active(self) -> list[str]:

@@ -41,7 +41,7 @@ from streams.grafana.cli import app as grafana_app
 from streams.engine.pipeline import Pipeline
 from streams.core.records import format_time
 from streams.engine.runtime import tune_gc
-from streams.engine.system import Outputs
+from streams.core.outputs import Alert, Outputs, Prediction
 
 # markdown: the command list joins a docstring's wrapped lines (typer's rich mode kept its line
 # breaks there) and leaves "[input]" alone (rich mode read it as a style tag)
@@ -108,18 +108,18 @@ class _LiveView:
 
     def __init__(self, title: str) -> None:
         self.title = title
-        self.rows: list[dict[str, Any]] = []
-        self.alerts: list[dict[str, Any]] = []
+        self.rows: list[Prediction] = []
+        self.alerts: list[Alert] = []
 
     def add(self, out: Outputs, _pipeline: Pipeline) -> None:
-        self.rows += [p for p in out.predictions if p.get("model")]
+        self.rows += [p for p in out.predictions if p.model]
         self.alerts += out.alerts
 
     def render(self) -> Table:
         from rich import box
 
         rows = self.rows[-12:]
-        several = len({p["system"] for p in rows}) > 1
+        several = len({p.system for p in rows}) > 1
         table = Table(title=self.title, caption=self._caption(), box=box.SIMPLE_HEAD,
                       padding=(0, 1), pad_edge=False, show_edge=False, collapse_padding=True,
                       caption_justify="left")
@@ -129,20 +129,19 @@ class _LiveView:
             table.add_column(name, justify=justify, no_wrap=True, overflow="ellipsis",
                              max_width=widest)
         for p in rows:
-            meas = [c for c in p["classes"].values() if c["response_time_measured"] is not None]
-            x = sum(c["throughput_measured"] or 0 for c in meas)
-            r_meas = sum((c["throughput_measured"] or 0) * c["response_time_measured"]
+            meas = [c for c in p.classes.values() if c.response_time_measured is not None]
+            x = sum(c.throughput_measured or 0 for c in meas)
+            r_meas = sum((c.throughput_measured or 0) * c.response_time_measured
                          for c in meas) / x if x else None
-            ttb = p.get("time_to_breach_s")
-            idcs = [t["idc"] for t in p["tiers"].values() if t["idc"] is not None]
+            ttb = p.time_to_breach_s
+            idcs = [t.idc for t in p.tiers.values() if t.idc is not None]
             idc = max(idcs) if idcs else None
-            cells = [format_time(p["time"])[11:16], escape(p["system"]), _count(p["users"]),
-                     _count(p["users_forecast"]), p["model"], _fmt(r_meas),
-                     _fmt(p["response_time"]), _count(p["capacity_users"]),
+            cells = [format_time(p.time)[11:16], escape(p.system), _count(p.users),
+                     _count(p.users_forecast), p.model, _fmt(r_meas),
+                     _fmt(p.response_time), _count(p.capacity_users),
                      "now" if ttb == 0 else ("-" if ttb is None else _minutes(ttb)),
-                     escape(str(p["bottleneck_tier"])) + ("*" if p.get("bottleneck_reason")
-                                                          else ""),
-                     _fmt(p["bottleneck_switch_probability"], ".2f"),
+                     escape(str(p.bottleneck_tier)) + ("*" if p.bottleneck_reason else ""),
+                     _fmt(p.bottleneck_switch_probability, ".2f"),
                      _fmt(idc, ".1f" if idc is not None and idc < 100 else ".0f")]
             if not several:
                 del cells[1]
@@ -159,31 +158,31 @@ class _LiveView:
         if not self.rows:
             return []
         last = self.rows[-1]
-        lines = [f"* {escape(last['system'])}: {escape(last['bottleneck_reason'])}"] \
-            if last.get("bottleneck_reason") else []
-        if last.get("remediation_summary"):
-            why = last.get("remediation_reason")
-            lines.append(f"remedy {escape(last['system'])}: {escape(last['remediation_summary'])}"
+        lines = [f"* {escape(last.system)}: {escape(last.bottleneck_reason)}"] \
+            if last.bottleneck_reason else []
+        if last.remediation_summary:
+            why = last.remediation_reason
+            lines.append(f"remedy {escape(last.system)}: {escape(last.remediation_summary)}"
                          + (f" ({escape(why)})" if why else ""))
-        switch = next((p for p in reversed(self.rows) if p.get("model_switch")
-                       and p["system"] == last["system"]), None)
+        switch = next((p for p in reversed(self.rows) if p.model_switch
+                       and p.system == last.system), None)
         if switch is not None:
-            lines.append(f"model switch {format_time(switch['time'])[11:16]} "
-                         f"({escape(switch['model_switch'])}): "
-                         f"{escape(switch['model_switch_reason'] or '')}")
+            lines.append(f"model switch {format_time(switch.time)[11:16]} "
+                         f"({escape(switch.model_switch)}): "
+                         f"{escape(switch.model_switch_reason or '')}")
         return lines
 
     def _alerts(self) -> str:
-        firing: dict[str, dict[str, Any]] = {}
+        firing: dict[str, Alert] = {}
         for a in self.alerts:
-            key = f"{a['alert']}/{a.get('class')}"
-            if a["state"] == "firing":
+            key = f"{a.alert}/{a.class_}"
+            if a.state == "firing":
                 firing[key] = a
             else:
                 firing.pop(key, None)
         if not firing:
             return "no active alerts"
-        return "\n".join(f"ALERT {escape(a['summary'])}" for a in firing.values())
+        return "\n".join(f"ALERT {escape(a.summary)}" for a in firing.values())
 
 
 def _version(value: bool) -> None:
@@ -255,10 +254,10 @@ def _print_summary(summary: Any, sla_s: float | None = None) -> None:
                      if summary.replays else ""))
     first: dict[str, float] = {}
     for a in summary.alert_events:
-        if a["state"] == "firing":
-            first.setdefault(a["alert"], a["time"])
-            console.print(f"  {format_time(a['time'])}  [bold]{a['alert']}[/bold]  "
-                          f"{escape(a['summary'])}")
+        if a.state == "firing":
+            first.setdefault(a.alert, a.time)
+            console.print(f"  {format_time(a.time)}  [bold]{a.alert}[/bold]  "
+                          f"{escape(a.summary)}")
     if "predicted_breach" in first and "current_breach" in first:
         lead = first["current_breach"] - first["predicted_breach"]
         verdict = "before" if lead > 0 else "after"

@@ -13,9 +13,9 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from streams.core.config import Config
 from streams.engine.pipeline import Pipeline
+from streams.core.outputs import Alert, DeadLetter, Outputs
 from streams.sinks.schema import points
 from streams.sinks.store import JsonLines, SQLiteStore
-from streams.engine.system import Outputs
 
 __all__ = ["RunSummary", "read_jsonl", "run_embedded", "STORE_NAME", "reason_kind"]
 
@@ -52,7 +52,7 @@ class RunSummary:
     evicted: int = 0
     seconds: float = 0.0
     out_dir: Path | None = None
-    alert_events: list[dict[str, Any]] = field(default_factory=list)
+    alert_events: list[Alert] = field(default_factory=list)
     #: dead letters per kind of reason (:func:`reason_kind`)
     reasons: Counter[str] = field(default_factory=Counter)
     #: metric formats (``[input] format``): what the mapping to windows did, on one line
@@ -75,11 +75,11 @@ class RunSummary:
         return text + (f"; {rest} other" if rest else "")
 
 
-def reason_kind(dead: Mapping[str, Any]) -> str:
+def reason_kind(dead: DeadLetter) -> str:
     """A dead letter's reason without the values in it (``field: what``), for counting:
     ``record: malformed JSON``, ``utilization: must be a finite number within [0, 1]``."""
-    name = str(dead.get("field") or "record")
-    text = str(dead.get("reason") or "")
+    name = str(dead.field or "record")
+    text = str(dead.reason or "")
     if text.startswith(name + ": "):
         text = text[len(name) + 2:]
     text = re.split(r" \(got |: | \(|; |, got ", text, maxsplit=1)[0].strip()

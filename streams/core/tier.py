@@ -55,6 +55,7 @@ from solvers.processes import MAP
 from streams.core.config import SystemConfig
 from streams.core.history import WindowHistory
 from streams.core.plausibility import Plausibility, Verdict, jumped, overlap, physical
+from streams.core.outputs import TierEstimate
 from streams.core.records import Window, clean, content_digest
 
 __all__ = ["TierState", "TierModel", "Interval", "REPLAY", "step_tiers"]
@@ -383,7 +384,7 @@ class _Pending:
     seq: int
 
 
-def step_tiers(tiers: list["TierState"]) -> list[tuple[int, dict[str, Any]]]:
+def step_tiers(tiers: list["TierState"]) -> list[tuple[int, TierEstimate]]:
     """Apply the pending windows of ``tiers``: history and interval sums per tier, the Kalman
     updates of all tiers together (:func:`estimators.kalman_bank.update_many`: one window of
     every tier per step); return the estimate records, tagged with their position in the
@@ -394,7 +395,7 @@ def step_tiers(tiers: list["TierState"]) -> list[tuple[int, dict[str, Any]]]:
     blocks = _apply_pending(tiers)
     steps = update_many([t.kalman for t in tiers], [b.U for b in blocks],
                         [b.X for b in blocks], [b.C for b in blocks], [b.rt for b in blocks])
-    out: list[tuple[int, dict[str, Any]]] = []
+    out: list[tuple[int, TierEstimate]] = []
     for t, st, b in zip(tiers, steps, blocks):
         if t.config.demand_policy == "selected":
             t._score(b.U * b.C, b.X, st.residual)
@@ -536,7 +537,8 @@ class TierState:
             _push(self.recent_users, float(w.users), keep)
         return None
 
-    def accept(self, w: Window, late: bool, index: int, out: list[tuple[int, dict]]) -> None:
+    def accept(self, w: Window, late: bool, index: int,
+               out: list[tuple[int, TierEstimate]]) -> None:
         """Count an admitted window; the rest of its work -- history, interval sums and the
         Kalman update (paper 004 eqs. (4)-(6)) -- waits in :attr:`pending` for the batch's
         next step of all tiers together (:func:`step_tiers`), which also writes its estimate
@@ -560,7 +562,7 @@ class TierState:
         if self.kalman is not None:
             self.kalman = self.kalman.with_classes(self.classes)
 
-    def estimates(self, steps: Steps) -> list[tuple[int, dict[str, Any]]]:
+    def estimates(self, steps: Steps) -> list[tuple[int, TierEstimate]]:
         """The estimate records of the pending windows, from what the Kalman step left after
         each (``steps``); empties :attr:`pending`."""
         classes = list(self.kalman.classes) if self.kalman else []
@@ -571,15 +573,10 @@ class TierState:
         model, tier = self.model, self.tier
         for p, x, sd, flag, change in zip(self.pending, X, std, steps.skip_reasons(), changed):
             w = p.window
-            out.append((p.index, {
-                "system": w.system, "tier": tier, "end": w.end,
-                "seq": p.seq, "utilization": w.utilization, "late": p.late,
-                "demands": dict(zip(classes, x)),
-                "demand_std": dict(zip(classes, sd)),
-                "kalman_flag": flag,
-                "change_detected": change,
-                **model,
-            }))
+            out.append((p.index, TierEstimate(
+                system=w.system, tier=tier, end=w.end, seq=p.seq, utilization=w.utilization,
+                late=p.late, demands=dict(zip(classes, x)), demand_std=dict(zip(classes, sd)),
+                kalman_flag=flag, change_detected=change, **model)))
         self.pending = []
         return out
 

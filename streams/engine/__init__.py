@@ -2,8 +2,10 @@
 the predict package's model, driven alike by the Faust worker and the embedded runner (no
 Kafka, no I/O).
 
-- :mod:`~streams.engine.system`: per-system state, the event-time solve timer, trend and
-  alerts;
+- :mod:`~streams.engine.admission`: which windows a system takes (unknown tier, duplicate, too
+  late) and whether a window passes the next solve boundary;
+- :mod:`~streams.engine.system`: per-system state, the event-time solve timer, the solve and
+  its alerts;
 - :mod:`~streams.engine.pipeline`: raw records in, output records out;
   :mod:`~streams.engine.table_pipeline`: the same with its state mirrored into a key-value
   table;

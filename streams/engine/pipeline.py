@@ -1,7 +1,7 @@
 """The pipeline core both shells drive: raw window records in, output records out.
 
 ``Pipeline.process_many(records)`` takes a batch of raw records (bytes, text or mappings) and
-returns the :class:`~streams.engine.system.Outputs` they produced, exactly as if the records had been
+returns the :class:`~streams.core.outputs.Outputs` they produced, exactly as if the records had been
 processed one by one in order -- the same records, in the same order per output topic,
 whatever the batch boundaries (tested): the embedded runner feeds chunks of a trace, the Faust
 worker the batches its agent takes. ``process(raw)`` is a batch of one. Invalid records become
@@ -35,7 +35,9 @@ from typing import Any, Iterable, Mapping
 
 from streams.core.config import Config
 from streams.core.records import InvalidWindow, Window, _short, parse_window
-from streams.engine.system import Outputs, SystemState, _rejection, solve_systems
+from streams.core.outputs import DeadLetter, Outputs
+from streams.engine.system import SystemState, solve_systems
+from streams.engine.admission import rejection
 from streams.core.tier import TierState, step_tiers
 
 __all__ = ["Pipeline", "dead_letter"]
@@ -48,7 +50,7 @@ RAW_LIMIT = 4096
 _INT64 = 2 ** 63
 
 Raw = bytes | str | Mapping[str, Any]
-Tagged = list[tuple[int, dict[str, Any]]]
+Tagged = list[tuple[int, Any]]
 
 
 def _text(text: str, limit: int = RAW_LIMIT) -> str:
@@ -64,7 +66,7 @@ def _text(text: str, limit: int = RAW_LIMIT) -> str:
     return text
 
 
-def dead_letter(raw: Any, err: InvalidWindow) -> dict[str, Any]:
+def dead_letter(raw: Any, err: InvalidWindow) -> DeadLetter:
     """The dead-letter record of an invalid input: ``reason``, ``field``, the offending ``value``
     and the ``raw`` record, each bounded (:data:`RAW_LIMIT`) and JSON-safe."""
     if isinstance(raw, (bytes, bytearray, memoryview)):
@@ -86,7 +88,7 @@ def dead_letter(raw: Any, err: InvalidWindow) -> dict[str, Any]:
             value = _short(value, RAW_LIMIT)
     elif not isinstance(value, (bool, type(None))):
         value = _text(_short(value, RAW_LIMIT))
-    return {"reason": _text(str(err)), "field": _text(err.field), "value": value, "raw": text}
+    return DeadLetter(reason=_text(str(err)), field=_text(err.field), value=value, raw=text)
 
 
 @dataclass
@@ -109,7 +111,7 @@ class _Collected:
     deadletter: Tagged = field(default_factory=list)
 
     def ordered(self) -> Outputs:
-        def order(tagged: Tagged) -> list[dict[str, Any]]:
+        def order(tagged: Tagged) -> list[Any]:
             return [r for _, r in sorted(tagged, key=lambda t: t[0])]
         return Outputs(order(self.estimates), order(self.predictions), order(self.alerts),
                        order(self.deadletter))
@@ -209,7 +211,7 @@ class Pipeline:
         return made.windows, made.partitions
 
     # -- limits ------------------------------------------------------------------------------
-    def _room_for(self, w: Window, plans: dict[str, list[_Segment]]) -> dict[str, Any] | None:
+    def _room_for(self, w: Window, plans: dict[str, list[_Segment]]) -> DeadLetter | None:
         """``None`` if a new system ``w.system`` may be kept (after evicting idle systems),
         else the dead letter naming the limit. ``plans``: the batch's admitted windows so
         far; an evicted system's are kept under another key and still applied, so the outputs
@@ -220,7 +222,7 @@ class Pipeline:
         self._evict_idle(plans)
         if len(self.systems) < limits.max_systems:
             return None
-        return _rejection(w, "system", f"system limit: {len(self.systems)} systems kept, none "
+        return rejection(w, "system", f"system limit: {len(self.systems)} systems kept, none "
                                        f"idle for {limits.idle_system_s:g} s of event time "
                                        f"(limits.max_systems = {limits.max_systems}, "
                                        f"limits.idle_system_s)")
@@ -272,7 +274,7 @@ class Pipeline:
         for index, record in estimates:
             flags = flagged.get(index)
             if flags:
-                record["flags"] = list(flags)
+                record.flags = list(flags)
 
     def _admit(self, records: Iterable[Raw], out: _Collected) -> dict[str, list[_Segment]]:
         """Pass 1: parse, route, reject; each system's windows cut into segments at its solve
@@ -336,6 +338,6 @@ class Pipeline:
                                                    for t in state.tiers.values()):
                 solved = state.solve(state.next_solve)
                 for p in solved.predictions:
-                    p["final"] = True
+                    p.final = True
                 out.extend(solved)
         return out

@@ -1,18 +1,20 @@
 """Per-system state: its tiers, the event-time solve timer, the users trend and the alerts.
 
-A window is first admitted (:meth:`SystemState.admit`: unknown tier, duplicate, too late;
-whether its ``end`` passes the next solve boundary, ``solve_offset_s`` plus a multiple of
-``solve_interval_s`` in event time), then applied (:meth:`SystemState.accept`); when it passed
-a boundary the model is solved first, at that boundary, over the windows received up to then
-(:meth:`SystemState.solve`).
-:class:`~streams.engine.pipeline.Pipeline` orders these steps over a batch of windows. Because the timer runs on event
-time, replaying a trace gives the same predictions whatever the wall clock did -- which is
-what makes the embedded runner and the Faust worker agree.
+A window is first admitted (:meth:`SystemState.admit`, :mod:`streams.engine.admission`:
+unknown tier, duplicate, too late; whether its ``end`` passes the next solve boundary,
+``solve_offset_s`` plus a multiple of ``solve_interval_s`` in event time), then applied
+(:meth:`SystemState.accept`); when it passed a boundary the model is solved first, at that
+boundary, over the windows received up to then (:meth:`SystemState.solve`): the users trend
+(:mod:`streams.predict.users_trend`), the model's figures assembled into the prediction
+(:mod:`streams.predict.prediction`), the alerts' conditions (:mod:`streams.alerts.conditions`)
+through the alert book's hysteresis, their prose (:mod:`streams.alerts.text`).
+:class:`~streams.engine.pipeline.Pipeline` orders these steps over a batch of windows. Because
+the timer runs on event time, replaying a trace gives the same predictions whatever the wall
+clock did -- which is what makes the embedded runner and the Faust worker agree.
 """
 
 from __future__ import annotations
 
-import bisect
 import math
 import zlib
 from dataclasses import dataclass, field
@@ -21,48 +23,25 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from streams.predict import confidence, story
+from solvers.mva import mva_curves
+from streams.alerts import text
+from streams.alerts.conditions import (BREACH_RESOLVE_FACTOR, CURRENT_RESOLVE_FACTOR,
+                                       ERROR_RESOLVE_FACTOR, alert_error, breach_condition,
+                                       current_breach_condition, model_error_condition)
 from streams.alerts.book import AlertBook
 from streams.core.config import SystemConfig
-from streams.predict import alert_window, response_trend
-from streams.predict.calibration import Calibration, calibrate_model
-from streams.predict.model import (SOLVER_FLAG, Measured, Point, SystemModel, build_model,
-                                   model_capacity)
-from solvers.mva import mva_curves
-from streams.core.plausibility import Plausibility, Verdict, far_ahead
+from streams.core.outputs import Alert, Outputs, Prediction, TierEstimate
 from streams.core.records import Window, clean
+from streams.core.tier import Interval, TierModel, TierState
+from streams.engine.admission import Admission
+from streams.predict import alert_window, confidence, prediction, response_trend, story
+from streams.predict import users_trend
+from streams.predict.calibration import Calibration, calibrate_model
+from streams.predict.model import Measured, Point, SystemModel, build_model, model_capacity
 from streams.predict.whatif import hints_of, remediate
-from streams.core.tier import REPLAY, Interval, TierModel, TierState
 
-__all__ = ["Outputs", "SystemState", "solve_offset", "solve_systems"]
-
-#: predicted breach alerts resolve only once the time to breach exceeds horizon x this
-BREACH_RESOLVE_FACTOR = 1.25
-#: the users trend (:meth:`SystemState._trend`): the last third of ``trend_window_s`` is read
-#: on its own slope when that exceeds the whole window's by this many standard errors (and it
-#: holds at least this many users points)
-RECENT_SHARE = 1.0 / 3.0
-RAMP_SES = 2.0
-RECENT_MIN_POINTS = 6
-#: measured breach resolves below SLA x this; model error below threshold x this
-CURRENT_RESOLVE_FACTOR = 0.9
-ERROR_RESOLVE_FACTOR = 0.75
-
-
-@dataclass
-class Outputs:
-    """What one step produced, per output topic."""
-
-    estimates: list[dict[str, Any]] = field(default_factory=list)
-    predictions: list[dict[str, Any]] = field(default_factory=list)
-    alerts: list[dict[str, Any]] = field(default_factory=list)
-    deadletter: list[dict[str, Any]] = field(default_factory=list)
-
-    def extend(self, other: "Outputs") -> None:
-        self.estimates += other.estimates
-        self.predictions += other.predictions
-        self.alerts += other.alerts
-        self.deadletter += other.deadletter
+__all__ = ["BREACH_RESOLVE_FACTOR", "CURRENT_RESOLVE_FACTOR", "ERROR_RESOLVE_FACTOR", "Outputs",
+           "SystemState", "model_error_condition", "solve_offset", "solve_systems"]
 
 
 @dataclass
@@ -70,12 +49,15 @@ class _Solve:
     """A solve between :meth:`SystemState.prepare` and :meth:`SystemState.complete`."""
 
     time: float
-    pred: dict[str, Any]
+    think: float                       # the think time the model uses, s
+    held: int                          # windows dead-lettered as implausible since the last
     measured: Measured
     tiers: list[TierModel]
     model: SystemModel | None          # None: not enough data yet
     #: the model with the provisionally bursty tiers bursty too (None: no such tier)
     pessimistic: SystemModel | None = None
+    #: why there is no model (with ``model`` None)
+    flags: list[str] = field(default_factory=list)
 
 
 def solve_systems(due: list[tuple["SystemState", float]],
@@ -107,171 +89,9 @@ def solve_offset(system: str, config: SystemConfig) -> float:
     return float(zlib.crc32(system.encode()) % int(interval)) if interval >= 1 else 0.0
 
 
-def _map2_report(tier: TierModel, model: SystemModel, i: int,
-                 bursty_scv: str) -> dict[str, Any] | None:
-    """The tier's MAP(2) fit as the model uses it: where its SCV (or, ``response_idc``, its
-    ``I``) was calibrated to the measured response time (:mod:`streams.predict.calibration`),
-    that process, with the tie rule's SCV (the estimated ``I``) beside it."""
-    scv = model.scv_targets.get(tier.tier)
-    if tier.fit is None or scv is None or model.processes is None:
-        return tier.fit
-    process = model.processes[i]
-    report = {**tier.fit, "process": process.to_dict(), "scv": scv,
-              "acf1": float(process.acf(1))}
-    if bursty_scv == "response_idc":
-        report.update(idc=float(process.idc), idc_estimated=tier.fit.get("idc"),
-                      idc_from="response_time")
-    else:
-        report.update(scv_tie_rule=tier.fit.get("scv"), scv_from="response_time")
-    return report
-
-
 def _mix_response(m: Measured, mix: np.ndarray, classes: list[str]) -> float:
     """Measured mean response time over the class mix, ``sum_c p_c R_c``."""
     return float(sum(p * m.response_time[c] for p, c in zip(mix, classes)))
-
-
-def _remedy_text(pred: Mapping[str, Any]) -> str:
-    """``; remedy: add 1 replica of db: capacity 337 → 610 users`` -- the remedy
-    :func:`streams.predict.story.remedy_story` picked, with its reason when it does not act on
-    the breach tier; empty without a remediation."""
-    summary, why = pred.get("remediation_summary"), pred.get("remediation_reason")
-    if not summary:
-        return ""
-    return f"; remedy: {summary}" + (f" ({why})" if why else "")
-
-
-def _basis_text(pred: Mapping[str, Any]) -> str:
-    """Why the alert's capacity is below the long-run one (``alert_basis``), if it is."""
-    if not pred["alert_basis"]:
-        return ""
-    return (f"; long-run capacity {pred['capacity_users']}, alert on "
-            + "; ".join(pred["alert_basis"]))
-
-
-def _trend_basis(pred: Mapping[str, Any]) -> list[str]:
-    """The trend guard's line in the alert's ``basis`` when it fired the alert."""
-    if pred.get("alert_trigger") not in ("trend", "model+trend"):
-        return []
-    return ["trend: " + _trend_line(pred, pred["trend_class"], "SLA",
-                                    pred["trend_time_to_breach_s"])
-            + " (the model alone cannot decide: " + "; ".join(pred["alert_untrusted"]) + ")"]
-
-
-def _trend_line(pred: Mapping[str, Any], breach_class: str | None, sla: str,
-                ttb: float | None) -> str:
-    """``class 'buy' measured 84 ms, rising at least +3.1 ms/min, reaches its <sla> in about 5
-    min``: the trend guard's line (its slope less its noise), in the alert's basis and in a
-    ``TREND ALERT``'s summary."""
-    return (f"class {breach_class!r} measured {1000 * pred['trend_response_time']:.0f} ms, "
-            f"rising at least {1000 * 60 * pred['trend_slope']:+.1f} ms/min, reaches its {sla} "
-            f"in about {(ttb or 0) / 60:.0f} min")
-
-
-def _breach_summary(system: str, pred: Mapping[str, Any], cfg: SystemConfig,
-                    ttb: float | None, breach_class: str | None) -> str:
-    """The ``predicted_breach`` event's text: the model's prediction, or -- fired by the
-    measured response-time trend alone (``alert_trigger`` ``trend``) -- a ``TREND ALERT``
-    that says it is not the model's and why the model is not trusted."""
-    if pred.get("alert_trigger") == "trend":
-        return (f"{system}: TREND ALERT (the measured response-time trend, not the model: "
-                + "; ".join(pred["alert_untrusted"]) + "): "
-                + _trend_line(pred, breach_class, f"{cfg.sla_for(str(breach_class)):g} s SLA",
-                              ttb)
-                + f" (the {pred['model']} model: users {pred['users']} -> capacity "
-                f"{pred['alert_capacity_users']})" + _remedy_text(pred))
-    text = (f"{system}: class {breach_class!r} is predicted to exceed "
-            f"its {cfg.sla_for(str(breach_class)):g} s SLA in about "
-            f"{(ttb or 0) / 60:.0f} min (users {pred['users']} -> capacity "
-            f"{pred['alert_capacity_users']}, bottleneck tier "
-            f"{pred['breach_tier']!r})" + _basis_text(pred))
-    if pred.get("alert_trigger") == "model+trend":
-        text += "; the measured response-time trend agrees"
-    return text + _remedy_text(pred)
-
-
-def _model_error_hint(pred: Mapping[str, Any]) -> str:
-    """What a ``model_error`` alert suggests: the tiers whose burstiness is not measured yet,
-    else the configuration."""
-    unmeasured = [t for t, v in pred["tiers"].items()
-                  if v["idc_flag"] in ("too_short", "uncertain", "unresolved")]
-    return (f"the burstiness of {', '.join(map(repr, unmeasured))} is not measured yet "
-            "(too few windows, or its confidence interval still straddles idc_threshold), so "
-            "the model may miss it" if unmeasured else
-            "check the configuration (tiers, visits, think time)")
-
-
-def _alert_error(pred: Mapping[str, Any]) -> float | None:
-    """The error the ``model_error`` alert watches: the larger of the aggregate's and the worst
-    class's error pooled over the last solves, each only where it is significant
-    (:func:`streams.predict.confidence.pooled_errors`); 0 when none is, ``None`` before any
-    pooled error exists."""
-    agg = pred.get("model_error_pooled")
-    if agg is None:
-        return None
-    known = [e for e in (agg if pred.get("model_error_significant") else 0.0,
-                         pred.get("model_error_class_max")) if e is not None]
-    return max(known)
-
-
-def model_error_condition(err: float | None, thr: float) -> bool | None:
-    """The ``model_error`` alert's condition: above ``thr``; clear below
-    ``ERROR_RESOLVE_FACTOR thr``; ``None`` (the dead band, or no error) in between."""
-    return None if err is None or ERROR_RESOLVE_FACTOR * thr <= err <= thr else err > thr
-
-
-def _model_error_summary(system: str, pred: Mapping[str, Any], err: float | None, thr: float,
-                         firing: bool) -> str:
-    """The ``model_error`` event's text: when it fires, how far off and why, and not to trust
-    the predictions; when it resolves, that they can be trusted again."""
-    worst = pred.get("model_error_class")
-    which = (f" (worst class {worst!r}: {100 * (pred.get('model_error_class_max') or 0):.0f}%;"
-             f" all classes: {100 * (pred.get('model_error_pooled') or 0):.0f}%)"
-             if worst else "")
-    which += (f" over the last {pred['model_error_solves']} solves"
-              if pred.get("model_error_solves") else "")
-    if not firing:
-        return (f"{system}: the {pred['model']} model's response time is back within "
-                f"{100 * ERROR_RESOLVE_FACTOR * thr:.0f}% of the measured one "
-                f"({100 * (err or 0):.0f}%{which}): its predictions can be trusted again")
-    return (f"{system}: the {pred['model']} model's response time is off the measured one by "
-            f"{100 * (err or 0):.0f}%{which} (threshold {100 * thr:.0f}%): "
-            f"{_model_error_hint(pred)}; do not trust its predictions yet")
-
-
-def _with_held(pred: dict[str, Any]) -> dict[str, Any]:
-    """``pred`` with its count of implausible windows (``held``, put there by
-    :meth:`SystemState.prepare`) as a flag: the model did not see them."""
-    held = pred.pop("held", 0)
-    if held:
-        pred["flags"] = list(pred.get("flags") or []) + [
-            f"{held} window{'s' if held > 1 else ''} dead-lettered as implausible since the "
-            f"last solve (plausibility rules, docs/pipeline.md)"]
-    return pred
-
-
-#: request classes of a rejected window quoted in its dead letter's ``record``, per map (names
-#: are at most 200 characters, so the dead letter stays a few tens of KB whatever the window:
-#: far below Kafka's 1 MB largest message)
-REJECTED_CLASSES = 64
-
-
-def _rejection(w: Window, field_name: str, reason: str, value: Any = None) -> dict[str, Any]:
-    """The dead letter of a valid window the system rejects; ``value``: the offending value
-    (default the window's ``field_name`` as the record has it); its ``record`` quotes at most
-    :data:`REJECTED_CLASSES` classes per map (``truncated`` says how many it had)."""
-    record = w.to_record()
-    dead = {"reason": reason, "field": field_name, "value": value,
-            "system": w.system, "tier": w.tier, "end": w.end, "record": record}
-    for key in ("completions", "response_time_s"):
-        per_class = record.get(key)
-        if per_class and len(per_class) > REJECTED_CLASSES:
-            record[key] = dict(islice(per_class.items(), REJECTED_CLASSES))
-            dead.setdefault("truncated", []).append(
-                f"record.{key}: {REJECTED_CLASSES} of {len(per_class)} classes shown")
-    if value is None:
-        dead["value"] = record.get(field_name)
-    return dead
 
 
 def _warm_search(model: SystemModel, warm: int | None) -> tuple[int | None, bool, int | None]:
@@ -284,8 +104,9 @@ def _warm_search(model: SystemModel, warm: int | None) -> tuple[int | None, bool
     return found, limited, warm
 
 
-class SystemState:
-    """Everything perfcast keeps about one system."""
+class SystemState(Admission):
+    """Everything perfcast keeps about one system (its admission of windows:
+    :class:`streams.engine.admission.Admission`)."""
 
     def __init__(self, system: str, config: SystemConfig) -> None:
         self.system = system
@@ -337,98 +158,8 @@ class SystemState:
         self.calibrations: dict[str, Calibration] = {}
 
     # -- per window -------------------------------------------------------------------------
-    def admit(self, w: Window, max_tiers: int | None = None, max_classes: int | None = None,
-              rules: Plausibility | None = None
-              ) -> tuple[dict[str, Any] | None, TierState | None, bool, float | None]:
-        """First look at a window, in arrival order: ``(rejection, tier, late, solve_at)``.
-
-        ``rejection`` is the dead letter of a window of an unknown tier, a duplicate, one too
-        late, or (``rules``) an implausible one (:mod:`streams.core.plausibility`); otherwise the
-        window is admitted to ``tier`` (``late``: older than the tier's
-        newest). Neither (both ``None``): a replay, a window the tier already applied with the
-        same content (:data:`streams.core.tier.REPLAY`), skipped and counted in the tier's
-        ``replays``. ``solve_at``: the solve boundary this window passed, if any -- the system is
-        solved at that event time over the windows admitted before this one, and this window
-        applied after (:meth:`accept`). ``max_tiers`` / ``max_classes``
-        (:class:`streams.core.config.Limits`): a window that would add a tier or classes beyond them
-        is rejected naming the limit."""
-        cfg = self.config
-        if cfg.tiers and w.tier not in self.tiers:
-            return _rejection(w, "tier", f"unknown tier {w.tier!r} (configured tiers: "
-                                         f"{list(cfg.tiers)})"), None, False, None
-        tier = self.tiers.get(w.tier)
-        if tier is None:
-            if max_tiers is not None and len(self.tiers) >= max_tiers:
-                return _rejection(w, "tier", f"tier limit: system {self.system!r} has "
-                                             f"{len(self.tiers)} tiers (limits.max_tiers = "
-                                             f"{max_tiers})"), None, False, None
-            tier = self.tiers[w.tier] = TierState(w.tier, cfg)
-        new: list[str] = []
-        if max_classes is not None:
-            problem, new = tier.class_limit(w, max_classes)
-            if problem is not None:
-                return _rejection(w, "completions", problem), None, False, None
-        if rules is not None:
-            verdict = self._ahead(w, rules)
-            if verdict is not None:
-                return self._held(w, verdict), None, False, None
-        reason, late, verdict = tier.admit(w, rules)
-        if reason == REPLAY:
-            tier.replays += 1
-            return None, None, False, None
-        if reason is not None:
-            tier.duplicates += reason.startswith("duplicate")
-            return _rejection(w, "end", reason), None, False, None
-        if verdict is not None:
-            return self._held(w, verdict), None, False, None
-        tier.admit_classes(new)
-        if self.newest_end is None or w.end > self.newest_end:
-            self.newest_end = w.end
-        solve_at = None
-        if self.next_solve is None:         # the first solve has at least half an interval
-            self.next_solve = self._boundary(w.end + 0.5 * cfg.solve_interval_s)
-        elif w.end > self.next_solve:
-            solve_at = self.next_solve
-            self.next_solve = self._boundary(w.end)
-            self.solve_tiers = len(self.tiers)
-            self.held_due.append(self.held)
-            self.held = 0
-        return None, tier, late, solve_at
-
-    def _ahead(self, w: Window, rules: Plausibility) -> Verdict | None:
-        """The far-ahead rule (:func:`streams.core.plausibility.far_ahead`) with its confirmation:
-        the ``confirm_windows``-th window in a row within ``max_ahead_s`` of the first held one
-        is accepted (a system restarting after a long gap), the ones before it held."""
-        verdict = far_ahead(w, self.newest_end, rules)
-        if verdict is None:
-            self.ahead = None
-            return None
-        first = self.ahead
-        if first is not None and abs(w.end - first[0]) <= rules.max_ahead_s:
-            first[1] += 1
-        else:
-            first = self.ahead = [w.end, 1]
-        if first[1] < rules.confirm_windows:
-            return Verdict(verdict.field, verdict.value,
-                           f"{verdict.reason}; unconfirmed: {int(first[1])} of "
-                           f"plausibility.confirm_windows = {rules.confirm_windows} windows "
-                           f"in a row that far ahead")
-        self.ahead = None
-        return None
-
-    def _held(self, w: Window, verdict: Verdict) -> dict[str, Any]:
-        """The dead letter of an implausible window, counted for the next prediction's
-        flags."""
-        self.held += 1
-        return _rejection(w, verdict.field, verdict.reason, verdict.value)
-
-    def _boundary(self, end: float) -> float:
-        """The first solve boundary at or after ``end``."""
-        interval, offset = self.config.solve_interval_s, self.solve_offset
-        return offset + math.ceil((end - offset) / interval) * interval
-
     def accept(self, tier: TierState, w: Window, late: bool, index: int,
-               out: list[tuple[int, dict[str, Any]]]) -> None:
+               out: list[tuple[int, TierEstimate]]) -> None:
         """Apply an admitted window (:meth:`TierState.accept`; its Kalman update is batched)."""
         tier.accept(w, late, index, out)
         if w.users is not None and w.tier == next(iter(self.tiers)):
@@ -473,37 +204,13 @@ class SystemState:
         return (n, "model_inversion") if n is not None else (None, "unknown")
 
     def _add_users_point(self, end: float, users: float) -> None:
-        """Keep ``users_points`` sorted by time (late windows land in their place), so the
-        trend window's start is cut off by bisection."""
-        points = self.users_points
-        if not points or points[-1][0] <= end:
-            points.append([end, users])
-        else:
-            bisect.insort(points, [end, users])
+        """A users point of the trend (:func:`streams.predict.users_trend.add_users_point`)."""
+        users_trend.add_users_point(self.users_points, end, users)
 
     def _trend(self, time: float) -> float:
-        """Users per second: the least-squares slope over the last ``trend_window_s``, or over
-        its last :data:`RECENT_SHARE` when that rises faster by more than
-        :data:`RAMP_SES` of its standard errors -- a ramp that began within the window. A line
-        through a window that is mostly flat reads a fraction of the ramp's slope (4 minutes
-        into a ramp, the 15-minute line reads ~20% of it), so the time to breach came out
-        ~4x too long and the alert late: the e2e ramp of docs/accuracy.md section 5 (seeds
-        1-12) fired 2.6-11.6 minutes before the measured breach, 4 of 12 under 5 minutes.
-        On a flat load the recent line's slope is noise, within its errors of the long one."""
-        window = self.config.trend_window_s
-        start = time - window
-        points = self.users_points
-        if points and points[0][0] <= start:
-            del points[:bisect.bisect_right(points, [start, math.inf])]
-        if len(points) < 3:
-            return 0.0
-        slope = response_trend.least_squares_line(points, time)[1]
-        recent = points[bisect.bisect_right(points, [time - RECENT_SHARE * window, math.inf]):]
-        if len(recent) >= RECENT_MIN_POINTS:
-            rising, se = response_trend.slope_with_error(recent, time)
-            if rising > slope + RAMP_SES * se:
-                return rising
-        return slope
+        """Users per second over the last ``trend_window_s``
+        (:func:`streams.predict.users_trend.users_trend`)."""
+        return users_trend.users_trend(self.users_points, time, self.config.trend_window_s)
 
     # -- solve ------------------------------------------------------------------------------------
     def solve(self, time: float) -> Outputs:
@@ -535,15 +242,11 @@ class SystemState:
         mix_vec = np.array([mix.get(c, 0.0) for c in classes])
         uniform = np.full(len(classes), 1 / max(len(classes), 1))
         think = self._think_time(m, mix_vec if X > 0 else uniform, classes)
-        pred: dict[str, Any] = {"system": self.system, "time": time, "solve": self.solves,
-                                "think_time_s": think, "horizon_s": cfg.horizon_s}
-        if held:
-            pred["held"] = held
         ready = classes and all(t.demands for t in models) and any(
             sum(t.demands.values()) > 0 for t in models)
         if not ready:
-            pred.update(model=None, flags=["not enough data: no tier has demand estimates yet"])
-            return _Solve(time, pred, m, models, None)
+            return _Solve(time, think, held, m, models, None,
+                          flags=["not enough data: no tier has demand estimates yet"])
         model = build_model(models, classes, mix, think, cfg)
         if cfg.bursty_scv in ("response", "response_idc"):
             model = calibrate_model(model, models, self.calibrations,
@@ -553,45 +256,44 @@ class SystemState:
             # every class with a demand had no throughput in the interval (the mix weighs it
             # 0) and no think time: the network's throughput would be infinite, every figure
             # NaN
-            pred.update(model=None, flags=["not enough data: the interval's request mix has "
-                                           "no demand at any tier and the think time is 0"])
-            return _Solve(time, pred, m, models, None)
+            return _Solve(time, think, held, m, models, None,
+                          flags=["not enough data: the interval's request mix has no demand "
+                                 "at any tier and the think time is 0"])
         pessimistic = None
         if any(t.provisional for t in models):
             pessimistic = build_model(models, classes, mix, think, cfg, provisional=True)
             if pessimistic.processes is None:     # no MAP(2) fit yet: nothing to add
                 pessimistic = None
-        return _Solve(time, pred, m, models, model, pessimistic)
+        return _Solve(time, think, held, m, models, model, pessimistic)
 
     def complete(self, solve: "_Solve") -> Outputs:
         """Second half: the current population and its trend, the predictions at the current
         and the forecast load, capacity, time to breach, alerts."""
         cfg = self.config
         out = Outputs()
-        pred, m, model, time = solve.pred, solve.measured, solve.model, solve.time
+        m, model, time = solve.measured, solve.model, solve.time
         response_trend.add_points(self.response_points, time, m.response_time,
                                   cfg.trend_window_s)
+        header = (self.system, time, self.solves, solve.think, cfg.horizon_s, solve.held)
         if model is None:
-            out.predictions.append(clean(_with_held(pred)))
+            out.predictions.append(prediction.unsolved(*header, None, solve.flags))
             return out
         n_now, source = self._population(m, model)
         if n_now is None:
-            pred.update(model=model.kind, flags=model.flags + [
+            out.predictions.append(prediction.unsolved(*header, model.kind, model.flags + [
                 "current population unknown: no users, no response times, throughput beyond "
-                "the model's saturation"])
-            out.predictions.append(clean(_with_held(pred)))
+                "the model's saturation"]))
             return out
         if source != "measured":
             self._add_users_point(time, float(n_now))
         slope = self._trend(time)
         n_fc = max(int(round(n_now + slope * cfg.horizon_s)), 0)
-        pred.update(self._predict(model, m, n_now, source, slope, n_fc, solve.tiers,
-                                  solve.pessimistic))
+        pred = self._predict(solve, model, m, n_now, source, slope, n_fc)
         self.last_model = (time, model, n_now, n_fc)
         alerts = self._alerts(pred, m, model, time)
-        pred["model_trusted"] = "model_error" not in self.alerts.active()
-        out.predictions.append(clean(_with_held(pred)))
-        out.alerts += [clean(a) for a in alerts]
+        pred.model_trusted = "model_error" not in self.alerts.active()
+        out.predictions.append(pred)
+        out.alerts += alerts
         return out
 
     def _capacity(self, model: SystemModel) -> tuple[int | None, bool]:
@@ -648,153 +350,86 @@ class SystemState:
                  "alert_basis": basis, "alert_window_factors": factors},
                 base, base_cap, base_limited)
 
-    def _predict(self, model: SystemModel, m: Measured, n_now: int, source: str, slope: float,
-                 n_fc: int, models: list[TierModel],
-                 pessimistic: SystemModel | None = None) -> dict[str, Any]:
+    def _predict(self, solve: _Solve, model: SystemModel, m: Measured, n_now: int,
+                 source: str, slope: float, n_fc: int) -> Prediction:
+        """The solve's figures at the current and the forecast population, assembled
+        (:func:`streams.predict.prediction.assemble`)."""
+        cfg = self.config
         now, fc = model.at(n_now), model.at(n_fc)
         cap, limited = self._capacity(model)
         alert, base, base_cap, base_limited = self._alert_capacity(
-            model, pessimistic, cap, limited, n_now, slope, models)
-        flags = list(model.flags)
-        if model.processes is not None:
-            solved = model.solved().items()
-            used_mva = sorted(n for n, p in solved if p.model == "mva")
-            if used_mva:
-                flags.append(f"MAP network limited to map_max_population={model.map_limit}: "
-                             f"MVA used at populations >= {used_mva[0]}")
-            fes = sorted(n for n, p in solved if p.model == "map-fes")
-            if fes and model.exact_applies:
-                flags.append(f"MAP network solved by decomposition (flow-equivalent server) at "
-                             f"populations >= {fes[0]}; exact chain below")
-            elif fes:
-                flags.append("MAP network solved by decomposition (flow-equivalent server): a "
-                             "bursty tier has several cores")
-        if base is not model:                   # the alert stands on the provisional model
-            flags += [f"provisional model: {f}" for f in base.flags
-                      if f.startswith(SOLVER_FLAG) and f not in flags]
-        breach: Point | None = None
-        if cap is not None and not limited:     # the first population probed beyond capacity
-            beyond = [p for n, p in model.solved().items() if n > cap and model.excess(p) > 0]
-            breach = min(beyond, key=lambda p: p.n) if beyond else model.at(cap + 1)
+            model, solve.pessimistic, cap, limited, n_now, slope, solve.tiers)
+        flags = prediction.solver_flags(model, base)
+        breach, breach_class, breach_tier = prediction.breach_point(model, cap, limited)
         ttb: float | None = None
         if cap is not None and not limited:
             if n_now > cap:
                 ttb = 0.0
             elif slope > 0:
                 ttb = (cap + 1 - n_now) / slope
-        breach_class = breach_tier = None
-        if breach is not None:
-            ratio = np.where(model.mix > 0, breach.response / model.sla, -np.inf)
-            c = int(np.argmax(ratio))
-            breach_class = model.classes[c]
-            share = model.class_residence(breach.residence)[:, c]
-            breach_tier = model.tiers[int(np.argmax(share))]
-        at_bottleneck = breach if breach is not None else fc
-        B = at_bottleneck.bottleneck
+        B = (breach if breach is not None else fc).bottleneck
         error, x_error = self._model_error(model, m, now)
         remedy = self._remediation(base, base_cap, base_limited, n_now, n_fc,
                                    alert["alert_capacity_users"])
-        classes = {}
-        x_now, x_fc = float(now.throughput), float(fc.throughput)
-        for c, p, r_now, r_fc, sla in zip(model.classes, model.mix.tolist(),
-                                          now.response.tolist(), fc.response.tolist(),
-                                          model.sla.tolist()):
-            classes[c] = {
-                "throughput": p * x_now,
-                "response_time": r_now,
-                "throughput_forecast": p * x_fc,
-                "response_time_forecast": r_fc,
-                "throughput_measured": m.throughput.get(c),
-                "response_time_measured": m.response_time.get(c),
-                "sla_s": sla,
-            }
-        tiers = {}
-        bottleneck = [None] * len(models) if B is None else B.tolist()
-        for i, (t, u_now, u_fc, D, b) in enumerate(zip(models, now.utilization.tolist(),
-                                                       fc.utilization.tolist(),
-                                                       model.D.tolist(), bottleneck)):
-            tiers[t.tier] = {
-                "utilization": u_now, "utilization_forecast": u_fc,
-                "utilization_measured": m.utilization.get(t.tier),
-                "demand_s": D, "idc": t.idc, "idc_flag": t.idc_flag,
-                "idc_lower": t.idc_lower, "idc_upper": t.idc_upper,
-                "idc_reference": t.idc_reference,
-                "bursty": t.bursty,
-                "map2": _map2_report(t, model, i, self.config.bursty_scv),
-                "estimator": t.estimator,
-                "bottleneck_probability": b,
-                "demands": {c: {"kalman": t.demands.get(c), "std": t.demand_std.get(c),
-                                "regression": t.regression.get(c)} for c in t.demands},
-            }
-        out = {
-            "model": now.model, "flags": flags,
-            "users": n_now, "users_source": source, "users_trend_per_s": slope,
-            "users_forecast": n_fc,
-            "throughput": now.throughput, "response_time": float(model.mix @ now.response),
-            "throughput_measured": m.total_throughput,
-            "capacity_users": cap, "capacity_limited": limited,
-            "headroom_users": None if cap is None else cap - n_now,
-            "time_to_breach_s": ttb, "breach_class": breach_class, "breach_tier": breach_tier,
-            "bottleneck_tier": model.tiers[int(np.argmax(fc.utilization))],
-            "bottleneck_switch_probability": 0.0 if B is None else float(1.0 - B.max()),
-            "model_error": error, "throughput_error": x_error,
-            "classes": classes, "tiers": tiers, "remediation": remedy, **alert,
-        }
-        out.update(self._assess(model, m, now, fc, breach, out, models, slope))
-        return out
-
-    def _assess(self, model: SystemModel, m: Measured, now: Point, fc: Point,
-                breach: Point | None, pred: dict[str, Any], models: list[TierModel],
-                slope: float) -> dict[str, Any]:
-        """What the prediction adds on trust and story: model error per class and tier, the
-        uncertainty band of capacity and time to breach (:mod:`streams.predict.confidence`), why the
-        busiest tier and the breach tier differ, and a switch of model (:mod:`streams.predict.story`).
-        """
-        extra: dict[str, Any] = {}
-        errors = confidence.class_errors(model, m, now)
-        for c, e in errors.items():
-            pred["classes"][c]["response_time_error"] = e
-        extra.update(self._pooled_error(model, m, now, pred["classes"]))
+        pooled, pooled_fields = self._pooled_error(model, m, now)
+        classes = prediction.class_parts(model, m, now, fc,
+                                         confidence.class_errors(model, m, now), pooled)
         u_errors = confidence.tier_errors(model, m, now)
-        for t, e in u_errors.items():
-            pred["tiers"][t]["utilization_error"] = e
-        extra["utilization_error_tier"], extra["utilization_error_max"] = confidence.worst(
-            u_errors)
-        cap, ttb = pred["capacity_users"], pred["time_to_breach_s"]
-        if cap is not None and not pred["capacity_limited"] and confidence.band_due(
+        tiers = prediction.tier_parts(model, m, now, fc, solve.tiers,
+                                      [None] * len(solve.tiers) if B is None else B.tolist(),
+                                      u_errors, cfg.bursty_scv)
+        assessment = self._assess(model, now, fc, breach, cap, limited, ttb, n_now, slope,
+                                  breach_class, breach_tier, remedy, tiers, flags, solve.tiers)
+        return prediction.assemble(
+            system=self.system, time=solve.time, solve=self.solves, think=solve.think,
+            horizon=cfg.horizon_s, held=solve.held, model=model, now=now, fc=fc, m=m,
+            n_now=n_now, source=source, slope=slope, n_fc=n_fc, flags=flags, cap=cap,
+            limited=limited, ttb=ttb, breach_class=breach_class, breach_tier=breach_tier,
+            bottleneck=B, error=error, x_error=x_error, classes=classes, tiers=tiers,
+            remediation=remedy, alert=alert, assessment={
+                **pooled_fields, **dict(zip(("utilization_error_tier", "utilization_error_max"),
+                                            confidence.worst(u_errors))), **assessment})
+
+    def _assess(self, model: SystemModel, now: Point, fc: Point, breach: Point | None,
+                cap: int | None, limited: bool, ttb: float | None, n_now: int, slope: float,
+                breach_class: str | None, breach_tier: str | None,
+                remedy: dict[str, Any] | None, tiers: dict[str, Any], flags: list[str],
+                models: list[TierModel]) -> dict[str, Any]:
+        """The prediction's story fields: the uncertainty band of capacity and time to breach
+        (:mod:`streams.predict.confidence`), why the busiest tier and the breach tier
+        differ, the remedy and a switch of model (:mod:`streams.predict.story`)."""
+        extra: dict[str, Any] = {}
+        if cap is not None and not limited and confidence.band_due(
                 self.solves, ttb, self.config.horizon_s):
-            extra.update(confidence.band(model, models, cap, pred["users"], slope))
-        extra.update(story.bottleneck_story(model, pred["bottleneck_tier"], breach,
-                                            pred["breach_class"], pred["breach_tier"], fc,
-                                            pred["tiers"]))
-        extra.update(story.remedy_story(pred["remediation"], pred["breach_tier"]))
-        extra.update(story.model_switch(self.last_solved, now.model, cap, pred["tiers"],
-                                        self.config.idc_threshold, pred["flags"]))
+            extra.update(confidence.band(model, models, cap, n_now, slope))
+        extra.update(story.bottleneck_story(model, model.tiers[int(np.argmax(fc.utilization))],
+                                            breach, breach_class, breach_tier, fc, tiers))
+        extra.update(story.remedy_story(remedy, breach_tier))
+        extra.update(story.model_switch(self.last_solved, now.model, cap, tiers,
+                                        self.config.idc_threshold, flags))
         self.last_solved = {"model": now.model, "capacity_users": cap}
         return extra
 
-    def _pooled_error(self, model: SystemModel, m: Measured, now: Point,
-                      classes: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    def _pooled_error(self, model: SystemModel, m: Measured, now: Point
+                      ) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
         """This solve's errors added to the last ``confidence.ERROR_WINDOW`` solves' of the
         same model family, pooled (:func:`streams.predict.confidence.pooled_errors`): per
-        class ``response_time_error_pooled`` / ``_se``; the aggregate's; the worst significant
-        class's (what the ``model_error`` alert watches, :func:`_alert_error`)."""
+        class (``response_time_error_pooled`` / ``_se``), and the aggregate's and the worst
+        significant class's fields (what the ``model_error`` alert watches,
+        :func:`_alert_error`)."""
         family = story.model_family(now.model)
         if family != self.error_family:
             self.error_samples, self.error_family = [], family
         self.error_samples = (self.error_samples + [confidence.error_sample(model, m, now)]
                               )[-confidence.ERROR_WINDOW:]
         pooled = confidence.pooled_errors(self.error_samples)
-        for c, v in pooled.items():
-            if c in classes:
-                classes[c]["response_time_error_pooled"] = v["error"]
-                classes[c]["response_time_error_se"] = v["se"]
         agg = pooled.get(confidence.ALL_CLASSES, {})
         name, value = confidence.significant_worst(pooled)
-        return {"model_error_pooled": agg.get("error"), "model_error_pooled_se": agg.get("se"),
-                "model_error_significant": agg.get("significant"),
-                "model_error_solves": agg.get("solves"),
-                "model_error_class": name, "model_error_class_max": value}
+        return pooled, {"model_error_pooled": agg.get("error"),
+                        "model_error_pooled_se": agg.get("se"),
+                        "model_error_significant": agg.get("significant"),
+                        "model_error_solves": agg.get("solves"),
+                        "model_error_class": name, "model_error_class_max": value}
 
     def _remediation(self, model: SystemModel, cap: int | None, limited: bool, n_now: int,
                      n_fc: int, alert_cap: int | None) -> dict[str, Any] | None:
@@ -835,105 +470,65 @@ class SystemState:
         return (abs(pred - meas) / meas if meas > 0 else None,
                 abs(now.throughput - X) / X if X > 0 else None)
 
-    def _alerts(self, pred: dict[str, Any], m: Measured, model: SystemModel,
-                time: float) -> list[dict[str, Any]]:
+    def _alerts(self, pred: Prediction, m: Measured, model: SystemModel,
+                time: float) -> list[Alert]:
+        """This solve's alert events (:class:`streams.alerts.book.AlertBook`); records the
+        trend guard's reading in ``pred`` (:meth:`_breach_condition`)."""
         cfg = self.config
-        base = {"system": self.system, "time": time}
-        err, thr = _alert_error(pred), cfg.model_error_threshold
+        system = self.system
+        err, thr = alert_error(pred), cfg.model_error_threshold
         error_cond = model_error_condition(err, thr)
-        error_ev = self.alerts.evaluate("model_error", error_cond, lambda: {
-            **base, "alert": "model_error", "class": None, "tier": None, "value": err,
-            "threshold": thr, "summary": _model_error_summary(self.system, pred, err, thr,
-                                                              bool(error_cond))}, time)
+        error_ev = self.alerts.evaluate("model_error", error_cond, lambda: Alert(
+            system=system, time=time, alert="model_error", class_=None, tier=None,
+            value=clean(err), threshold=clean(thr),
+            summary=text.model_error_summary(system, pred, err, thr, bool(error_cond))), time)
         cond, ttb, breach_class = self._breach_condition(pred, model, time)
-        ev = self.alerts.evaluate("predicted_breach", cond, lambda: {
-            **base, "alert": "predicted_breach", "class": breach_class,
-            "tier": pred["breach_tier"], "time_to_breach_s": ttb, "value": ttb,
-            "threshold": cfg.horizon_s, "trigger": pred["alert_trigger"],
-            "summary": _breach_summary(self.system, pred, cfg, ttb, breach_class),
-            "basis": list(pred["alert_basis"]) + _trend_basis(pred)},
-            time)
+        ev = self.alerts.evaluate("predicted_breach", cond, lambda: Alert(
+            system=system, time=time, alert="predicted_breach", class_=breach_class,
+            tier=pred.breach_tier, time_to_breach_s=clean(ttb), value=clean(ttb),
+            threshold=clean(cfg.horizon_s), trigger=pred.alert_trigger,
+            summary=text.breach_summary(system, pred, cfg, ttb, breach_class),
+            basis=list(pred.alert_basis) + text.trend_basis(pred)), time)
         events = [ev] if ev else []
         for i, c in enumerate(model.classes):
             r, sla = m.response_time.get(c), model.sla[i]
             if not math.isfinite(sla):
                 continue
-            cond = None if r is not None and CURRENT_RESOLVE_FACTOR * sla <= r <= sla else \
-                bool(r is not None and r > sla)
-            ev = self.alerts.evaluate(f"current_breach/{c}", cond, lambda c=c, r=r, sla=sla: {
-                **base, "alert": "current_breach", "class": c, "tier": pred["bottleneck_tier"],
-                "value": r, "threshold": sla,
-                "summary": f"{self.system}: class {c!r} response time {r or 0:.3f} s is above "
-                           f"its {sla:g} s SLA"}, time)
+            ev = self.alerts.evaluate(
+                f"current_breach/{c}", current_breach_condition(r, sla),
+                lambda c=c, r=r, sla=sla: Alert(
+                    system=system, time=time, alert="current_breach", class_=c,
+                    tier=pred.bottleneck_tier, value=clean(r), threshold=clean(sla),
+                    summary=f"{system}: class {c!r} response time {r or 0:.3f} s is above "
+                            f"its {sla:g} s SLA"), time)
             events += [ev] if ev else []
         events += [error_ev] if error_ev else []
         track = self.alerts.tracks.get("predicted_breach")
         events, self.breach_trust = confidence.trust_events(
             events, "model_error" not in self.alerts.active(),
             bool(track and track.active), self.breach_trust,
-            lambda: {**base, "alert": "predicted_breach", "class": breach_class,
-                     "tier": pred["breach_tier"], "time_to_breach_s": ttb, "value": ttb,
-                     "threshold": cfg.horizon_s, "since": track.since if track else None,
-                     "trigger": pred["alert_trigger"],
-                     "summary": f"{self.system}: the model's trust changed while a breach of "
-                                f"class {breach_class!r} is predicted in about "
-                                f"{(ttb or 0) / 60:.0f} min (users {pred['users']} -> "
-                                f"capacity {pred['alert_capacity_users']})"})
+            lambda: Alert(
+                system=system, time=time, alert="predicted_breach", class_=breach_class,
+                tier=pred.breach_tier, time_to_breach_s=clean(ttb), value=clean(ttb),
+                threshold=clean(cfg.horizon_s), since=track.since if track else None,
+                trigger=pred.alert_trigger,
+                summary=f"{system}: the model's trust changed while a breach of "
+                        f"class {breach_class!r} is predicted in about "
+                        f"{(ttb or 0) / 60:.0f} min (users {pred.users} -> "
+                        f"capacity {pred.alert_capacity_users})"))
         return events
 
-    def _breach_condition(self, pred: dict[str, Any], model: SystemModel,
+    def _breach_condition(self, pred: Prediction, model: SystemModel,
                           time: float) -> tuple[bool | None, float | None, str | None]:
-        """The ``predicted_breach`` condition at this solve, its time to breach and class:
-        the model's (``alert_time_to_breach_s`` within the horizon fires, beyond
-        ``BREACH_RESOLVE_FACTOR`` horizons clears, but not while the users are within
-        ``capacity_margin`` below the alert's capacity, and a breach now does not fire while
-        the measurement contradicts it) and, while the model is not trusted
-        (:func:`streams.predict.response_trend.untrusted_reasons`), the users are within
-        that margin (:func:`~streams.predict.response_trend.near_capacity_reason`) or the
-        measurement contradicts the model
-        (:func:`~streams.predict.response_trend.contradicted_reason`), the measured
-        response-time trend's (:func:`~streams.predict.response_trend.trend_reading`): either
-        fires it; it clears only when both do. Records ``alert_trigger`` (``model``,
-        ``trend``, ``model+trend``; ``None``: no breach predicted), ``alert_untrusted`` and
-        the trend's ``trend_*`` fields in ``pred``."""
-        cfg = self.config
-        ttb = pred["alert_time_to_breach_s"]
-        near = response_trend.near_capacity_reason(pred["users"], pred["alert_capacity_users"],
-                                                   cfg.capacity_margin)
+        """The ``predicted_breach`` condition at this solve, its time to breach and class
+        (:func:`streams.alerts.conditions.breach_condition`); records the trend guard's
+        reading in ``pred`` (:func:`streams.predict.prediction.record_guard`)."""
         sla = {c: float(s) for c, s in zip(model.classes, model.sla.tolist())}
-        contradicted = response_trend.contradicted_reason(
-            pred["users"], pred["alert_capacity_users"], cfg.capacity_margin,
-            self.response_points, sla, time)
-        cond = response_trend.horizon_condition(ttb, cfg.horizon_s, cfg.horizon_s,
-                                                BREACH_RESOLVE_FACTOR)
-        if cond is False and near is not None:     # inside the margin: the dead band
-            cond = None
-        if cond and contradicted is not None:      # a breach now the measurement denies
-            cond = None
-        reasons = response_trend.untrusted_reasons(
-            {t: v["idc_flag"] for t, v in pred["tiers"].items()},
-            "model_error" in self.alerts.active()) + [r for r in (near, contradicted) if r]
-        pred["alert_untrusted"] = reasons
-        trend = None
-        if reasons:
-            trend = response_trend.trend_reading(self.response_points, time, sla,
-                                                 cfg.horizon_s, BREACH_RESOLVE_FACTOR)
-            pred.update(trend_condition=trend.condition, trend_class=trend.breach_class,
-                        trend_time_to_breach_s=trend.time_to_breach_s,
-                        trend_response_time=trend.level_s, trend_slope=trend.slope)
-        pred["alert_trigger"] = "model" if cond else None
-        if trend is None or not trend.per_class:      # no guard, or no line yet
-            return cond, ttb, pred["breach_class"]
-        if trend.condition:
-            if cond:
-                pred["alert_trigger"] = "model+trend"
-                return True, ttb, pred["breach_class"]
-            pred["alert_trigger"] = "trend"
-            return True, trend.time_to_breach_s, trend.breach_class
-        if cond:
-            return True, ttb, pred["breach_class"]
-        return (False if cond is False and trend.condition is False else None), ttb, \
-            pred["breach_class"]
+        cond, ttb, breach_class, reasons, trend, trigger = breach_condition(
+            pred, sla, time, self.config, self.response_points,
+            "model_error" in self.alerts.active())
+        prediction.record_guard(pred, reasons, trend, trigger)
+        return cond, ttb, breach_class
 
     # -- state ---------------------------------------------------------------------------------
     def to_dict(self, with_history: bool = True) -> dict[str, Any]:

@@ -14,7 +14,8 @@ import msgspec
 from streams.core.config import Config
 from streams.core.history import CHUNK
 from streams.engine.pipeline import Pipeline
-from streams.engine.system import Outputs, SystemState
+from streams.core.outputs import Outputs
+from streams.engine.system import SystemState
 
 __all__ = ["TableBackedPipeline", "pack", "unpack"]
 

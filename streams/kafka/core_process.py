@@ -36,7 +36,7 @@ from streams.core.config import Config
 from streams.sinks.influx import lines
 from streams.core.records import _short
 from streams.engine.runtime import tune_gc
-from streams.engine.system import Outputs
+from streams.core.outputs import Outputs
 from streams.engine.table_pipeline import TableBackedPipeline
 
 __all__ = ["BatchResult", "CoreProcess", "CoreRunner", "InlineCore", "Mirror", "OUTPUT_TOPICS",
@@ -74,16 +74,17 @@ class BatchResult:
     replays: int = 0
 
 
-def _keyed(records: list[dict[str, Any]]) -> list[tuple[bytes | None, bytes]]:
+def _keyed(records: list[Any]) -> list[tuple[bytes | None, bytes]]:
     """``(key, JSON value)`` per record. The records are JSON-safe (the pipeline's dead letters
     bound and escape what they quote); should one still hold what the encoder refuses -- a
     lone surrogate, an int beyond 64 bits -- it is sent made safe rather than failing the
     batch, and with it the worker."""
+    rendered = [r.to_record() for r in records]
     try:
         return [(r["system"].encode() if isinstance(r.get("system"), str) else None, _dumps(r))
-                for r in records]
+                for r in rendered]
     except (UnicodeEncodeError, OverflowError, TypeError, ValueError, RecursionError):
-        return [_keyed_safely(r) for r in records]
+        return [_keyed_safely(r) for r in rendered]
 
 
 def _keyed_safely(record: dict[str, Any]) -> tuple[bytes | None, bytes]:

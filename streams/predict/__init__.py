@@ -12,5 +12,7 @@
 - :mod:`~streams.predict.whatif`: candidate actions (replicas, cores, CPU speed, admission
   limit) evaluated on the prediction's own model;
 - :mod:`~streams.predict.alert_window`, :mod:`~streams.predict.response_trend`: the alert's
-  window and the response-time trend it reads.
+  window and the response-time trend it reads;
+- :mod:`~streams.predict.users_trend`: the users trend the time to breach extrapolates;
+- :mod:`~streams.predict.prediction`: a solve's figures assembled into its typed prediction.
 """

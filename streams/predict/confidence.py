@@ -84,6 +84,7 @@ from estimators.mapfit import fit_map2
 from solvers.processes import MAP
 from streams.predict.capacity_search import capacity_search
 from streams.predict.model import CAPACITY_LIMIT, SEARCH_TOL, Measured, Point, SystemModel
+from streams.core.outputs import updated
 from streams.core.tier import TierModel
 
 __all__ = ["ERROR_WINDOW", "ERROR_LEVEL", "ERROR_MIN_SOLVES", "ALL_CLASSES", "error_sample",
@@ -333,17 +334,16 @@ def band(model: SystemModel, tiers: list[TierModel], capacity: int, n_now: int,
 
 
 # -- trust ---------------------------------------------------------------------------------------
-def _mark(event: dict[str, Any], trusted: bool) -> dict[str, Any]:
+def _mark(event: Any, trusted: bool) -> Any:
     summary = event.get("summary") or ""
     if not trusted and not summary.startswith(UNTRUSTED_PREFIX):
         summary = UNTRUSTED_PREFIX + summary
-    return {**event, "trust": "trusted" if trusted else "untrusted", "summary": summary}
+    return updated(event, trust="trusted" if trusted else "untrusted", summary=summary)
 
 
-def trust_events(events: list[dict[str, Any]], trusted: bool, breach_active: bool,
+def trust_events(events: list[Any], trusted: bool, breach_active: bool,
                  last_trust: str | None,
-                 restate: Callable[[], dict[str, Any]]) -> tuple[list[dict[str, Any]],
-                                                                 str | None]:
+                 restate: Callable[[], Any]) -> tuple[list[Any], str | None]:
     """Mark this solve's ``predicted_breach`` events with the model's trust (module
     docstring) and, when the breach alert stays active but the trust changed since its last
     event, add a restated ``firing`` event (``restate()``: the alert's payload now).
@@ -353,7 +353,7 @@ def trust_events(events: list[dict[str, Any]], trusted: bool, breach_active: boo
     for ev in events:
         if ev.get("alert") == "predicted_breach":
             if ev["state"] == "resolved":
-                ev = {**ev, "trust": mark}
+                ev = updated(ev, trust=mark)
                 last_trust = None
             else:
                 ev = _mark(ev, trusted)
@@ -361,6 +361,6 @@ def trust_events(events: list[dict[str, Any]], trusted: bool, breach_active: boo
         out.append(ev)
     if breach_active and last_trust is not None and last_trust != mark and not any(
             e.get("alert") == "predicted_breach" for e in events):
-        out.append(_mark({**restate(), "state": "firing", "update": "trust"}, trusted))
+        out.append(_mark(updated(restate(), state="firing", update="trust"), trusted))
         last_trust = mark
     return out, last_trust

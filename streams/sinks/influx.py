@@ -19,8 +19,8 @@ import logging
 from typing import Any, Iterable, Mapping
 
 from streams.core.config import InfluxSettings
-from streams.sinks.schema import MEASUREMENTS, Point, sources
-from streams.engine.system import Outputs
+from streams.core.outputs import Outputs
+from streams.sinks.schema import MEASUREMENTS, Point, reader, sources
 
 __all__ = ["InfluxSink", "line_protocol", "lines"]
 
@@ -106,22 +106,24 @@ def _str_text(value: Any) -> str:
 
 
 _TEXT = {"float": _float_text, "int": _int_text, "bool": _bool_text, "str": _str_text}
-#: measurement -> (tag names, [(field, "key=", formatter)])
-_LINE_SPECS = {m: (tags, [(f, _escape_tag(f) + "=", _TEXT[kind]) for f, kind in types.items()])
+#: measurement -> (tag names, [(field, "key=", formatter)], reader)
+_LINE_SPECS = {m: (tags, [(f, _escape_tag(f) + "=", _TEXT[kind]) for f, kind in types.items()],
+                   reader(m, tags + tuple(types)))
                for m, (tags, types) in MEASUREMENTS.items()}
 
 
-def _line(measurement: str, record: Mapping[str, Any], time: float,
-          tags: Mapping[str, Any] | None) -> str | None:
+def _line(measurement: str, record: Any, time: float,
+          added: Mapping[str, Any] | None) -> str | None:
     """:func:`line_protocol` of :func:`streams.sinks.schema._point`'s point, without building it."""
-    tag_names, fields = _LINE_SPECS[measurement]
+    tag_names, fields, read = _LINE_SPECS[measurement]
     series = []
     for t in tag_names:
-        v = tags.get(t) if tags and t in tags else record.get(t)
+        v = added[t] if added and t in added else read(record, t)
         if v is not None:
             series.append((t, str(v)))
     parts = [key + text(value) for name, key, text in fields
-             if (value := record.get(name)) is not None]
+             if (value := (added[name] if added and name in added
+                           else read(record, name))) is not None]
     if not parts:
         return None
     return f"{_series(measurement, tuple(series))} {','.join(parts)} {int(round(time * 1e9))}"

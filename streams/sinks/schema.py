@@ -1,19 +1,23 @@
 """Output records as measurement points: the one schema of InfluxDB and the embedded store.
 
-:data:`MEASUREMENTS` lists every measurement with its tags and typed fields; :func:`points`
-turns the pipeline's output records into :class:`Point` s that follow it. The InfluxDB sink
-writes them as line protocol, the SQLite store as one table per measurement (column per tag
-and field, plus ``time`` in epoch seconds). ``docs/schema.md`` documents the same table.
+:data:`MEASUREMENTS` lists every measurement with its tags and typed fields, :data:`RECORDS`
+the output type (:mod:`streams.core.outputs`) each is read from -- every tag and field is an
+attribute of it, but for the few the point adds (:data:`ADDED`; tests/test_output_fields.py
+checks both); :func:`points` turns one step's :class:`~streams.core.outputs.Outputs` into
+:class:`Point` s that follow it. The InfluxDB sink writes them as line protocol, the SQLite
+store as one table per measurement (column per tag and field, plus ``time`` in epoch
+seconds). docs/pipeline.md, "InfluxDB measurements", documents the same table.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
-from streams.engine.system import Outputs
+from streams.core.outputs import (UNSET, Alert, ClassDemand, ClassPrediction, DeadLetter,
+                                  Outputs, Prediction, TierEstimate, TierPrediction)
 
-__all__ = ["Point", "MEASUREMENTS", "points", "sources"]
+__all__ = ["ADDED", "Point", "MEASUREMENTS", "RECORDS", "points", "sources"]
 
 _F, _I, _S, _B = "float", "int", "str", "bool"
 
@@ -59,6 +63,20 @@ MEASUREMENTS: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
     "deadletter": (("system", "field"), {"reason": _S, "count": _I}),
 }
 
+#: measurement -> the output type its points are read from (``None``: the remediation's
+#: actions, plain records of :func:`streams.predict.whatif.remediate`)
+RECORDS: dict[str, type | None] = {
+    "tier_estimate": TierEstimate, "demand": ClassDemand, "prediction": Prediction,
+    "class_prediction": ClassPrediction, "tier_prediction": TierPrediction,
+    "remediation": None, "alert": Alert, "deadletter": DeadLetter}
+
+#: measurement -> the tags and fields a point has beyond its record's: the keys of the
+#: record's parent (a class's, a tier's name) and what the point counts
+ADDED: dict[str, tuple[str, ...]] = {
+    "tier_estimate": (), "demand": ("system", "tier", "class"), "prediction": (),
+    "class_prediction": ("system", "class"), "tier_prediction": ("system", "tier"),
+    "remediation": (), "alert": ("active",), "deadletter": ("count",)}
+
 
 @dataclass(frozen=True)
 class Point:
@@ -77,42 +95,68 @@ def _str_field(value: Any) -> str:
     return value if isinstance(value, str) else ";".join(map(str, value))
 
 
-#: measurement -> (tag names, [(field, converter)])
-_SPECS = {m: (tags, [(f, _CONVERT.get(kind, _str_field)) for f, kind in types.items()])
+def _attribute(kind: type | None, name: str) -> str:
+    """The attribute of ``kind`` that holds JSON key ``name`` (``class``: ``class_``)."""
+    if kind is None:
+        return name
+    fields = dict(zip(kind.__struct_encode_fields__, kind.__struct_fields__))
+    return fields.get(name, name)
+
+
+def reader(measurement: str, names: tuple[str, ...] | list[str]
+           ) -> Callable[[Any, str], Any]:
+    """``read(record, name)``: the value of tag or field ``name`` of a ``measurement``
+    record, ``None`` when unknown -- its attribute (an ``UNSET`` one is unknown), or the key
+    of a plain record (:data:`RECORDS`)."""
+    kind = RECORDS[measurement]
+    if kind is None:
+        return lambda record, name: record.get(name)
+    attrs = {n: _attribute(kind, n) for n in names}
+
+    def read(record: Any, name: str) -> Any:
+        value = getattr(record, attrs[name], None)
+        return None if value is UNSET else value
+    return read
+
+
+#: measurement -> (tag names, [(field, converter)], reader)
+_SPECS = {m: (tags, [(f, _CONVERT.get(kind, _str_field)) for f, kind in types.items()],
+              reader(m, tags + tuple(types)))
           for m, (tags, types) in MEASUREMENTS.items()}
 
 
-def _point(measurement: str, record: Mapping[str, Any], time: float,
-           tags: Mapping[str, Any] | None = None) -> Point | None:
-    tag_names, fields_spec = _SPECS[measurement]
+def _point(measurement: str, record: Any, time: float,
+           added: Mapping[str, Any] | None = None) -> Point | None:
+    tag_names, fields_spec, read = _SPECS[measurement]
     tag_values = {}
     for t in tag_names:
-        v = tags.get(t) if tags and t in tags else record.get(t)
+        v = added[t] if added and t in added else read(record, t)
         if v is not None:
             tag_values[t] = str(v)
     fields: dict[str, Any] = {}
     for name, convert in fields_spec:
-        value = record.get(name)
+        value = added[name] if added and name in added else read(record, name)
         if value is not None:
             fields[name] = convert(value)
     return Point(measurement, tag_values, fields, time) if fields else None
 
 
-#: one point before conversion: (measurement, record, time, tags beyond the record's)
-Source = tuple[str, Mapping[str, Any], float, "Mapping[str, Any] | None"]
+#: one point before conversion: (measurement, record, time, tags and fields beyond the
+#: record's, :data:`ADDED`)
+Source = tuple[str, Any, float, "Mapping[str, Any] | None"]
 
 
-def _prediction_sources(pred: Mapping[str, Any]) -> Iterator[Source]:
-    t = pred["time"]
-    system = pred["system"]
+def _prediction_sources(pred: Prediction) -> Iterator[Source]:
+    t = pred.time
+    system = pred.system
     yield "prediction", pred, t, None
-    for cls, values in (pred.get("classes") or {}).items():
+    for cls, values in (pred.classes or {}).items():
         yield "class_prediction", values, t, {"system": system, "class": cls}
-    for tier, values in (pred.get("tiers") or {}).items():
+    for tier, values in (pred.tiers or {}).items():
         yield "tier_prediction", values, t, {"system": system, "tier": tier}
-        for cls, d in (values.get("demands") or {}).items():
+        for cls, d in values.demands.items():
             yield "demand", d, t, {"system": system, "tier": tier, "class": cls}
-    remedy = pred.get("remediation")
+    remedy = pred.remediation
     for rank, action in enumerate((remedy or {}).get("actions") or [], start=1):
         yield "remediation", {**action, "rank": rank,
                               "capacity_before": remedy["capacity_before"],
@@ -126,14 +170,14 @@ def sources(out: Outputs, *, deadletter_time: float | None = None) -> Iterator[S
     carry no trusted time: they are stamped with ``deadletter_time`` (the wall clock of the
     shell that received them), and left out without it."""
     for est in out.estimates:
-        yield "tier_estimate", est, est["end"], None
+        yield "tier_estimate", est, est.end, None
     for pred in out.predictions:
         yield from _prediction_sources(pred)
     for alert in out.alerts:
-        yield "alert", {**alert, "active": int(alert["state"] == "firing")}, alert["time"], None
+        yield "alert", alert, alert.time, {"active": int(alert.state == "firing")}
     if deadletter_time is not None:
         for dead in out.deadletter:
-            yield "deadletter", {**dead, "count": 1}, deadletter_time, None
+            yield "deadletter", dead, deadletter_time, {"count": 1}
 
 
 def points(out: Outputs, *, deadletter_time: float | None = None) -> list[Point]:

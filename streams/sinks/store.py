@@ -8,8 +8,8 @@ import sqlite3
 from pathlib import Path
 from typing import IO, Any, Iterable
 
+from streams.core.outputs import Outputs
 from streams.sinks.schema import MEASUREMENTS, Point
-from streams.engine.system import Outputs
 
 __all__ = ["SQLiteStore", "JsonLines", "OUTPUT_FILES", "MODEL_TABLE", "read_models"]
 
@@ -149,7 +149,8 @@ class JsonLines:
     def write(self, out: Outputs) -> None:
         for topic, fh in self.files.items():
             for record in getattr(out, topic):
-                fh.write(json.dumps(record, separators=(",", ":"), allow_nan=False))
+                fh.write(json.dumps(record.to_record(), separators=(",", ":"),
+                                    allow_nan=False))
                 fh.write("\n")
 
     def close(self) -> None:

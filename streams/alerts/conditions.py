@@ -1,0 +1,105 @@
+"""The alerts' conditions at one solve, each ``True`` (holds), ``False`` (clear) or ``None``
+(its dead band: neither counter of the alert book moves, :mod:`streams.alerts.book`).
+
+* ``predicted_breach`` -- :func:`breach_condition`: the model's time to breach within the
+  horizon, and while the model is not trusted the measured response-time trend's
+  (:mod:`streams.predict.response_trend`);
+* ``current_breach`` -- :func:`current_breach_condition`: a class's measured response time
+  above its SLA;
+* ``model_error`` -- :func:`model_error_condition` on :func:`alert_error`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from streams.core.config import SystemConfig
+from streams.core.outputs import Prediction
+from streams.predict import response_trend
+from streams.predict.response_trend import TrendReading
+
+__all__ = ["BREACH_RESOLVE_FACTOR", "CURRENT_RESOLVE_FACTOR", "ERROR_RESOLVE_FACTOR",
+           "alert_error", "breach_condition", "current_breach_condition",
+           "model_error_condition"]
+
+#: predicted breach alerts resolve only once the time to breach exceeds horizon x this
+BREACH_RESOLVE_FACTOR = 1.25
+#: measured breach resolves below SLA x this; model error below threshold x this
+CURRENT_RESOLVE_FACTOR = 0.9
+ERROR_RESOLVE_FACTOR = 0.75
+
+
+def alert_error(pred: Mapping[str, Any] | Prediction) -> float | None:
+    """The error the ``model_error`` alert watches: the larger of the aggregate's and the worst
+    class's error pooled over the last solves, each only where it is significant
+    (:func:`streams.predict.confidence.pooled_errors`); 0 when none is, ``None`` before any
+    pooled error exists."""
+    agg = pred.get("model_error_pooled")
+    if agg is None:
+        return None
+    known = [e for e in (agg if pred.get("model_error_significant") else 0.0,
+                         pred.get("model_error_class_max")) if e is not None]
+    return max(known)
+
+
+def model_error_condition(err: float | None, thr: float) -> bool | None:
+    """The ``model_error`` alert's condition: above ``thr``; clear below
+    ``ERROR_RESOLVE_FACTOR thr``; ``None`` (the dead band, or no error) in between."""
+    return None if err is None or ERROR_RESOLVE_FACTOR * thr <= err <= thr else err > thr
+
+
+def current_breach_condition(r: float | None, sla: float) -> bool | None:
+    """A class's ``current_breach`` condition: its measured response time ``r`` above its
+    SLA; clear below ``CURRENT_RESOLVE_FACTOR sla`` or without requests; ``None`` between."""
+    return None if r is not None and CURRENT_RESOLVE_FACTOR * sla <= r <= sla else \
+        bool(r is not None and r > sla)
+
+
+def breach_condition(pred: Prediction, sla: Mapping[str, float], time: float,
+                     cfg: SystemConfig, response_points: Mapping[str, Sequence[Sequence[float]]],
+                     error_active: bool
+                     ) -> tuple[bool | None, float | None, str | None, list[str],
+                                TrendReading | None, str | None]:
+    """The ``predicted_breach`` condition at this solve, its time to breach and class: the
+    model's (``alert_time_to_breach_s`` within the horizon fires, beyond
+    ``BREACH_RESOLVE_FACTOR`` horizons clears, but not while the users are within
+    ``capacity_margin`` below the alert's capacity, and a breach now does not fire while the
+    measurement contradicts it) and, while the model is not trusted
+    (:func:`streams.predict.response_trend.untrusted_reasons`; ``error_active``: the
+    ``model_error`` alert is), the users are within that margin
+    (:func:`~streams.predict.response_trend.near_capacity_reason`) or the measurement
+    contradicts the model (:func:`~streams.predict.response_trend.contradicted_reason`), the
+    measured response-time trend's (:func:`~streams.predict.response_trend.trend_reading`,
+    over ``response_points``): either fires it; it clears only when both do. Also returns
+    why the model is not trusted, the trend's reading (``None``: trusted, not read) and what
+    holds the condition (``model``, ``trend``, ``model+trend``; ``None``: no breach
+    predicted)."""
+    ttb = pred.alert_time_to_breach_s
+    near = response_trend.near_capacity_reason(pred.users, pred.alert_capacity_users,
+                                               cfg.capacity_margin)
+    contradicted = response_trend.contradicted_reason(
+        pred.users, pred.alert_capacity_users, cfg.capacity_margin, response_points, sla, time)
+    cond = response_trend.horizon_condition(ttb, cfg.horizon_s, cfg.horizon_s,
+                                            BREACH_RESOLVE_FACTOR)
+    if cond is False and near is not None:     # inside the margin: the dead band
+        cond = None
+    if cond and contradicted is not None:      # a breach now the measurement denies
+        cond = None
+    reasons = response_trend.untrusted_reasons(
+        {t: v.idc_flag for t, v in pred.tiers.items()}, error_active) + [
+        r for r in (near, contradicted) if r]
+    trend = None
+    if reasons:
+        trend = response_trend.trend_reading(response_points, time, sla, cfg.horizon_s,
+                                             BREACH_RESOLVE_FACTOR)
+    trigger = "model" if cond else None
+    if trend is None or not trend.per_class:      # no guard, or no line yet
+        return cond, ttb, pred.breach_class, reasons, trend, trigger
+    if trend.condition:
+        if cond:
+            return True, ttb, pred.breach_class, reasons, trend, "model+trend"
+        return True, trend.time_to_breach_s, trend.breach_class, reasons, trend, "trend"
+    if cond:
+        return True, ttb, pred.breach_class, reasons, trend, trigger
+    return (False if cond is False and trend.condition is False else None), ttb, \
+        pred.breach_class, reasons, trend, trigger

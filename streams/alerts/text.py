@@ -1,0 +1,99 @@
+"""The alerts' prose: the ``summary`` of a ``predicted_breach`` (the model's, or a TREND ALERT
+the measured response-time trend fired alone) and of a ``model_error`` event, and the trend
+guard's line in a breach alert's ``basis``. Read off the solve's typed prediction."""
+
+from __future__ import annotations
+
+from streams.alerts.conditions import ERROR_RESOLVE_FACTOR
+from streams.core.config import SystemConfig
+from streams.core.outputs import Prediction
+
+__all__ = ["basis_text", "breach_summary", "model_error_hint", "model_error_summary",
+           "remedy_text", "trend_basis", "trend_line"]
+
+
+def remedy_text(pred: Prediction) -> str:
+    """``; remedy: add 1 replica of db: capacity 337 → 610 users`` -- the remedy
+    :func:`streams.predict.story.remedy_story` picked, with its reason when it does not act on
+    the breach tier; empty without a remediation."""
+    summary, why = pred.remediation_summary, pred.remediation_reason
+    if not summary:
+        return ""
+    return f"; remedy: {summary}" + (f" ({why})" if why else "")
+
+
+def basis_text(pred: Prediction) -> str:
+    """Why the alert's capacity is below the long-run one (``alert_basis``), if it is."""
+    if not pred.alert_basis:
+        return ""
+    return (f"; long-run capacity {pred.capacity_users}, alert on "
+            + "; ".join(pred.alert_basis))
+
+
+def trend_basis(pred: Prediction) -> list[str]:
+    """The trend guard's line in the alert's ``basis`` when it fired the alert."""
+    if pred.alert_trigger not in ("trend", "model+trend"):
+        return []
+    return ["trend: " + trend_line(pred, pred.trend_class, "SLA", pred.trend_time_to_breach_s)
+            + " (the model alone cannot decide: " + "; ".join(pred.alert_untrusted) + ")"]
+
+
+def trend_line(pred: Prediction, breach_class: str | None, sla: str, ttb: float | None) -> str:
+    """``class 'buy' measured 84 ms, rising at least +3.1 ms/min, reaches its <sla> in about 5
+    min``: the trend guard's line (its slope less its noise), in the alert's basis and in a
+    ``TREND ALERT``'s summary."""
+    return (f"class {breach_class!r} measured {1000 * pred.trend_response_time:.0f} ms, "
+            f"rising at least {1000 * 60 * pred.trend_slope:+.1f} ms/min, reaches its {sla} "
+            f"in about {(ttb or 0) / 60:.0f} min")
+
+
+def breach_summary(system: str, pred: Prediction, cfg: SystemConfig, ttb: float | None,
+                   breach_class: str | None) -> str:
+    """The ``predicted_breach`` event's text: the model's prediction, or -- fired by the
+    measured response-time trend alone (``alert_trigger`` ``trend``) -- a ``TREND ALERT``
+    that says it is not the model's and why the model is not trusted."""
+    if pred.alert_trigger == "trend":
+        return (f"{system}: TREND ALERT (the measured response-time trend, not the model: "
+                + "; ".join(pred.alert_untrusted) + "): "
+                + trend_line(pred, breach_class, f"{cfg.sla_for(str(breach_class)):g} s SLA",
+                             ttb)
+                + f" (the {pred.model} model: users {pred.users} -> capacity "
+                f"{pred.alert_capacity_users})" + remedy_text(pred))
+    text = (f"{system}: class {breach_class!r} is predicted to exceed "
+            f"its {cfg.sla_for(str(breach_class)):g} s SLA in about "
+            f"{(ttb or 0) / 60:.0f} min (users {pred.users} -> capacity "
+            f"{pred.alert_capacity_users}, bottleneck tier "
+            f"{pred.breach_tier!r})" + basis_text(pred))
+    if pred.alert_trigger == "model+trend":
+        text += "; the measured response-time trend agrees"
+    return text + remedy_text(pred)
+
+
+def model_error_hint(pred: Prediction) -> str:
+    """What a ``model_error`` alert suggests: the tiers whose burstiness is not measured yet,
+    else the configuration."""
+    unmeasured = [t for t, v in pred.tiers.items()
+                  if v.idc_flag in ("too_short", "uncertain", "unresolved")]
+    return (f"the burstiness of {', '.join(map(repr, unmeasured))} is not measured yet "
+            "(too few windows, or its confidence interval still straddles idc_threshold), so "
+            "the model may miss it" if unmeasured else
+            "check the configuration (tiers, visits, think time)")
+
+
+def model_error_summary(system: str, pred: Prediction, err: float | None, thr: float,
+                        firing: bool) -> str:
+    """The ``model_error`` event's text: when it fires, how far off and why, and not to trust
+    the predictions; when it resolves, that they can be trusted again."""
+    worst = pred.model_error_class
+    which = (f" (worst class {worst!r}: {100 * (pred.model_error_class_max or 0):.0f}%;"
+             f" all classes: {100 * (pred.model_error_pooled or 0):.0f}%)"
+             if worst else "")
+    which += (f" over the last {pred.model_error_solves} solves"
+              if pred.model_error_solves else "")
+    if not firing:
+        return (f"{system}: the {pred.model} model's response time is back within "
+                f"{100 * ERROR_RESOLVE_FACTOR * thr:.0f}% of the measured one "
+                f"({100 * (err or 0):.0f}%{which}): its predictions can be trusted again")
+    return (f"{system}: the {pred.model} model's response time is off the measured one by "
+            f"{100 * (err or 0):.0f}%{which} (threshold {100 * thr:.0f}%): "
+            f"{model_error_hint(pred)}; do not trust its predictions yet")

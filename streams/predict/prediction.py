@@ -1,0 +1,198 @@
+"""A solve's prediction, assembled: the typed :class:`~streams.core.outputs.Prediction` with
+its per-class and per-tier parts, from what the solve computed.
+
+:func:`assemble` builds the prediction of a solved model, :func:`unsolved` the one of a solve
+without a model (not enough data, unknown population); both make every value JSON-safe
+(:func:`streams.core.records.clean`: a non-finite float is ``None``). The figures themselves
+-- capacity, time to breach, the alert's capacity, errors, the stories -- are computed by the
+system's solve (:class:`streams.engine.system.SystemState`); the per-part figures and the
+breach point are read off the model here.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from streams.core.outputs import ClassDemand, ClassPrediction, Prediction, TierPrediction
+from streams.core.records import clean
+from streams.core.tier import TierModel
+from streams.predict.model import SOLVER_FLAG, Measured, Point, SystemModel
+from streams.predict.response_trend import TrendReading
+
+__all__ = ["assemble", "breach_point", "class_parts", "held_flags", "map2_report", "record_guard",
+           "solver_flags", "tier_parts", "unsolved"]
+
+
+def map2_report(tier: TierModel, model: SystemModel, i: int,
+                bursty_scv: str) -> dict[str, Any] | None:
+    """The tier's MAP(2) fit as the model uses it: where its SCV (or, ``response_idc``, its
+    ``I``) was calibrated to the measured response time (:mod:`streams.predict.calibration`),
+    that process, with the tie rule's SCV (the estimated ``I``) beside it."""
+    scv = model.scv_targets.get(tier.tier)
+    if tier.fit is None or scv is None or model.processes is None:
+        return tier.fit
+    process = model.processes[i]
+    report = {**tier.fit, "process": process.to_dict(), "scv": scv,
+              "acf1": float(process.acf(1))}
+    if bursty_scv == "response_idc":
+        report.update(idc=float(process.idc), idc_estimated=tier.fit.get("idc"),
+                      idc_from="response_time")
+    else:
+        report.update(scv_tie_rule=tier.fit.get("scv"), scv_from="response_time")
+    return report
+
+
+def solver_flags(model: SystemModel, base: SystemModel) -> list[str]:
+    """The prediction's caveats: the model's own, which solver answered at which populations
+    on the MAP network, and -- where the alert stands on the provisional model ``base`` --
+    that one's solver caveats."""
+    flags = list(model.flags)
+    if model.processes is not None:
+        solved = model.solved().items()
+        used_mva = sorted(n for n, p in solved if p.model == "mva")
+        if used_mva:
+            flags.append(f"MAP network limited to map_max_population={model.map_limit}: "
+                         f"MVA used at populations >= {used_mva[0]}")
+        fes = sorted(n for n, p in solved if p.model == "map-fes")
+        if fes and model.exact_applies:
+            flags.append(f"MAP network solved by decomposition (flow-equivalent server) at "
+                         f"populations >= {fes[0]}; exact chain below")
+        elif fes:
+            flags.append("MAP network solved by decomposition (flow-equivalent server): a "
+                         "bursty tier has several cores")
+    if base is not model:
+        flags += [f"provisional model: {f}" for f in base.flags
+                  if f.startswith(SOLVER_FLAG) and f not in flags]
+    return flags
+
+
+def breach_point(model: SystemModel, cap: int | None, limited: bool
+                 ) -> tuple[Point | None, str | None, str | None]:
+    """The first population probed beyond capacity (``None``: no capacity), the class that
+    breaks first there (largest response time over SLA among the classes in the mix) and the
+    tier holding most of its response time."""
+    if cap is None or limited:
+        return None, None, None
+    beyond = [p for n, p in model.solved().items() if n > cap and model.excess(p) > 0]
+    breach = min(beyond, key=lambda p: p.n) if beyond else model.at(cap + 1)
+    ratio = np.where(model.mix > 0, breach.response / model.sla, -np.inf)
+    c = int(np.argmax(ratio))
+    share = model.class_residence(breach.residence)[:, c]
+    return breach, model.classes[c], model.tiers[int(np.argmax(share))]
+
+
+def class_parts(model: SystemModel, m: Measured, now: Point, fc: Point,
+                errors: Mapping[str, float | None],
+                pooled: Mapping[str, Mapping[str, Any]]) -> dict[str, ClassPrediction]:
+    """Per class: the model's throughput and response time now and at the forecast, the
+    measured ones, the SLA; this solve's error (``errors``:
+    :func:`streams.predict.confidence.class_errors`) and the pooled one (``pooled``,
+    :func:`streams.predict.confidence.pooled_errors`, for the classes it has)."""
+    parts = {}
+    x_now, x_fc = float(now.throughput), float(fc.throughput)
+    for c, p, r_now, r_fc, sla in zip(model.classes, model.mix.tolist(),
+                                      now.response.tolist(), fc.response.tolist(),
+                                      model.sla.tolist()):
+        extra: dict[str, Any] = {}
+        if c in pooled:
+            extra.update(response_time_error_pooled=pooled[c]["error"],
+                         response_time_error_se=pooled[c]["se"])
+        parts[c] = ClassPrediction(**clean(dict(
+            throughput=p * x_now, response_time=r_now, throughput_forecast=p * x_fc,
+            response_time_forecast=r_fc, throughput_measured=m.throughput.get(c),
+            response_time_measured=m.response_time.get(c), sla_s=sla,
+            response_time_error=errors[c], **extra)))
+    return parts
+
+
+def tier_parts(model: SystemModel, m: Measured, now: Point, fc: Point,
+               tiers: list[TierModel], bottleneck: list[float | None],
+               errors: Mapping[str, float | None],
+               bursty_scv: str) -> dict[str, TierPrediction]:
+    """Per tier: the model's utilization now and at the forecast, the measured one, the
+    demand, the burstiness and its MAP(2) (:func:`map2_report`), whose demands the model
+    used, its bottleneck probability and both estimators' demands per class; this solve's
+    utilization error (``errors``: :func:`streams.predict.confidence.tier_errors`)."""
+    parts = {}
+    for i, (t, u_now, u_fc, D, b) in enumerate(zip(tiers, now.utilization.tolist(),
+                                                   fc.utilization.tolist(), model.D.tolist(),
+                                                   bottleneck)):
+        demands = {c: ClassDemand(**clean({"kalman": t.demands.get(c),
+                                           "std": t.demand_std.get(c),
+                                           "regression": t.regression.get(c)}))
+                   for c in t.demands}
+        parts[t.tier] = TierPrediction(demands=demands, **clean(dict(
+            utilization=u_now, utilization_forecast=u_fc,
+            utilization_measured=m.utilization.get(t.tier), demand_s=D, idc=t.idc,
+            idc_flag=t.idc_flag, idc_lower=t.idc_lower, idc_upper=t.idc_upper,
+            idc_reference=t.idc_reference, bursty=t.bursty,
+            map2=map2_report(t, model, i, bursty_scv), estimator=t.estimator,
+            bottleneck_probability=b, utilization_error=errors[t.tier])))
+    return parts
+
+
+def held_flags(flags: list[str], held: int) -> list[str]:
+    """``flags`` with the count of windows dead-lettered as implausible since the last solve
+    (the model did not see them)."""
+    if not held:
+        return flags
+    return flags + [f"{held} window{'s' if held > 1 else ''} dead-lettered as implausible "
+                    f"since the last solve (plausibility rules, docs/pipeline.md)"]
+
+
+def record_guard(pred: Prediction, reasons: list[str],
+                  trend: TrendReading | None, trigger: str | None) -> None:
+    """The trend guard's reading in the prediction: ``alert_untrusted`` (why the model is
+    not trusted), the trend's ``trend_*`` fields (only while it is not) and
+    ``alert_trigger`` (``model``, ``trend``, ``model+trend``; ``None``: no breach
+    predicted)."""
+    pred.alert_untrusted = list(reasons)
+    if trend is not None:
+        pred.trend_condition = clean(trend.condition)
+        pred.trend_class = trend.breach_class
+        pred.trend_time_to_breach_s = clean(trend.time_to_breach_s)
+        pred.trend_response_time = clean(trend.level_s)
+        pred.trend_slope = clean(trend.slope)
+    pred.alert_trigger = trigger
+
+
+def unsolved(system: str, time: float, solve: int, think: float, horizon: float, held: int,
+             model: str | None, flags: list[str]) -> Prediction:
+    """The prediction of a solve without figures: ``model`` ``None`` (not enough data) or
+    the model's kind (the population unknown), ``flags`` saying why."""
+    return Prediction(**clean(dict(system=system, time=time, solve=solve, think_time_s=think,
+                                   horizon_s=horizon, model=model,
+                                   flags=held_flags(flags, held))))
+
+
+def assemble(*, system: str, time: float, solve: int, think: float, horizon: float,
+             held: int, model: SystemModel, now: Point, fc: Point, m: Measured, n_now: int,
+             source: str, slope: float, n_fc: int, flags: list[str], cap: int | None,
+             limited: bool, ttb: float | None, breach_class: str | None,
+             breach_tier: str | None, bottleneck: np.ndarray | None,
+             error: float | None, x_error: float | None,
+             classes: dict[str, ClassPrediction], tiers: dict[str, TierPrediction],
+             remediation: dict[str, Any] | None, alert: Mapping[str, Any],
+             assessment: Mapping[str, Any]) -> Prediction:
+    """The prediction of a solved model: the population now and at the forecast, the
+    model's figures there, capacity and time to breach (``bottleneck``: the ``B_m`` at the
+    breach point, ``None`` under MVA), the parts, the remediation, the
+    alert's capacity (``alert``: ``alert_capacity_users``, ``alert_time_to_breach_s``,
+    ``alert_basis``, ``alert_window_factors``) and the trust and story fields
+    (``assessment``). The alert step adds its trend guard's reading and ``model_trusted``."""
+    return Prediction(**clean(dict(
+        system=system, time=time, solve=solve, think_time_s=think, horizon_s=horizon,
+        model=now.model, flags=held_flags(flags, held),
+        users=n_now, users_source=source, users_trend_per_s=slope, users_forecast=n_fc,
+        throughput=now.throughput, response_time=float(model.mix @ now.response),
+        throughput_measured=m.total_throughput,
+        capacity_users=cap, capacity_limited=limited,
+        headroom_users=None if cap is None else cap - n_now,
+        time_to_breach_s=ttb, breach_class=breach_class, breach_tier=breach_tier,
+        bottleneck_tier=model.tiers[int(np.argmax(fc.utilization))],
+        bottleneck_switch_probability=0.0 if bottleneck is None
+        else float(1.0 - bottleneck.max()),
+        model_error=error, throughput_error=x_error,
+        classes=classes, tiers=tiers, remediation=remediation, **alert, **assessment)))
