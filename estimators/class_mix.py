@@ -25,7 +25,7 @@ aggregate's hyperexponential (``I`` = its SCV, ``2 sum p_c d_c^2 / (sum p_c d_c)
 ``tests/test_class_mix.py``'s eight classes), the work each class's own variability (1.3 there,
 exponential classes) -- an O(1) difference, far below ``idc_threshold``'s 10, and the per-class
 demands carry the classes' differences into the model. Under a steady mix the weights are
-barely identified (Rolia and Vetland (1995), section 5), but then ``n'_k`` is about proportional to
+barely identified (Rolia and Vetland 1995, section 5), but then ``n'_k`` is about proportional to
 ``n_k`` whatever they are. With fewer than two classes that complete anything, when the fit gives
 every class weight zero, when it does not converge (``scipy.optimize.nnls`` out of
 iterations), or when the rescaled counts overflow (counts near the records' limits), ``n'`` is

@@ -8,7 +8,7 @@ the utilization law of a tier in window ``k``::
 
 When the classes' throughputs move together -- a steady class mix, every class at nearly the
 same rate -- the columns of the design matrix ``X`` are nearly collinear: their sum (the total
-load) is well determined, the split between classes is not (Huang et al. (2012), section 3.3: NNLS
+load) is well determined, the split between classes is not (Huang et al. 2012, section 3.3: NNLS
 "collapses" classes to 0; Rolia and Vetland (1995), section 5: accuracy falls with the number of
 classes). This module says so **per class**, with an uncertainty, and offers the data that do
 separate the classes where they exist. Pure numpy, no I/O, no state.

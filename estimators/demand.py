@@ -2,18 +2,18 @@
 
 Both estimators rest on the utilization law of one server (tier) with ``cores`` CPUs: in window
 (period) ``k`` the busy CPU-seconds per second equal the sum over classes of throughput times
-demand (Huang et al. (2012), eq. (5.b); Rolia and Vetland (1995), Fig. 6),
+demand (Huang et al. 2012, eq. (5.b); Rolia and Vetland (1995), Fig. 6),
 
     z_k = U_k * cores = sum_c X_{k,c} * D_c
 
 where ``U_k`` is the utilization averaged over the cores (0..1), ``X_{k,c}`` the throughput of
 class ``c`` (completions per second) and ``D_c`` its demand (CPU-seconds per request).
 
-* :class:`KalmanDemandEstimator` tracks ``D`` window by window (Huang et al. (2012), section 2.3,
+* :class:`KalmanDemandEstimator` tracks ``D`` window by window (Huang et al. 2012, section 2.3,
   eqs. (4)-(6)): state ``x = D``, random walk ``x_k = x_{k-1} + w_{k-1}`` (5.a), scalar
   measurement ``z_k = H_k x_k + v_k`` with ``H_k = [X_{k,1} .. X_{k,n}]`` (5.b, 5.c).
 * :func:`regression_demands` solves the equations of many periods at once (Rolia and Vetland
-  (1995), section 5, Fig. 6) by non-negative least squares (Huang et al. (2012), section 3.3.2) or
+  (1995), section 5, Fig. 6) by non-negative least squares (Huang et al. 2012, section 3.3.2) or
   ordinary least squares.
 * :func:`relative_error` is the utilization-weighted error ``E_rel`` of Rolia and Vetland (1995).
 
@@ -192,14 +192,14 @@ def _solve_psd(A: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------------------------
-# Kalman filter (Huang et al. (2012), section 2.3)
+# Kalman filter (Huang et al. 2012, section 2.3)
 # --------------------------------------------------------------------------------------------
 
 class KalmanDemandEstimator:
-    """Per-class demands of one server tracked by a Kalman filter (Huang et al. (2012), eqs.
+    """Per-class demands of one server tracked by a Kalman filter (Huang et al. 2012, eqs.
     (4)-(6)).
 
-    Model (Huang et al. (2012), eq. (5)): state ``x_k`` = demands (CPU-seconds per request,
+    Model (Huang et al. 2012, eq. (5)): state ``x_k`` = demands (CPU-seconds per request,
     one per class),
 
     * process  ``x_k = x_{k-1} + w_{k-1}``, ``w ~ N(0, Q_k)``   (5.a; ``A = I``, no control)
@@ -210,13 +210,13 @@ class KalmanDemandEstimator:
     Each window runs :meth:`predict` (6.a-6.b) then :meth:`correct` (6.c-6.e). The measurement
     is a scalar, so the inverse in (6.c) is a division: ``K = P^- H^T / (H P^- H^T + R)``.
 
-    Initialisation (Huang et al. (2012), section 2.3), from the first window with completions and
+    Initialisation (Huang et al. 2012, section 2.3), from the first window with completions and
     ``U > 0``: ``x_{i,0} = rt_{i,0} (1 - U_0)`` for classes whose response time is given,
     otherwise the utilization law split evenly per request, ``x_{i,0} = U_0 cores / sum_c X_{0,c}``;
     ``P_0 = diag(x_{i,0}^2)``.
 
     Process noise ``Q_k = diag(xi_1 .. xi_n)`` with ``xi_i = max_j (x_{i,j} - x_{i,j-1})^2``, the
-    largest squared change observed (Huang et al. (2012)), with these deviations (module notes
+    largest squared change observed (Huang et al. 2012), with these deviations (module notes
     say why):
 
     * changes are only recorded once the filter has *settled*, ``settle`` windows (default
@@ -313,7 +313,7 @@ class KalmanDemandEstimator:
     # -- the filter -------------------------------------------------------------------------
 
     def process_noise(self) -> np.ndarray:
-        """Diagonal of ``Q_k``: ``xi_i`` (Huang et al. (2012)) clamped to
+        """Diagonal of ``Q_k``: ``xi_i`` (Huang et al. 2012) clamped to
         ``[q_floor s_i, q_cap s_i]^2``."""
         x = self.x
         scale = np.maximum(x, 0.1 * sum(x.tolist()) / x.size)
@@ -621,14 +621,14 @@ def _check_settle(settle: Any, default: int) -> int:
 
 
 # --------------------------------------------------------------------------------------------
-# Regression (Rolia and Vetland (1995), section 5, Fig. 6)
+# Regression (Rolia and Vetland 1995, section 5, Fig. 6)
 # --------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class RegressionResult:
     """Demands from :func:`regression_demands` with diagnostics.
 
-    ``residual`` is ``sqrt(sum_k (z'_k - z_k)^2)`` in units of ``U * cores`` (Huang et al. (2012),
+    ``residual`` is ``sqrt(sum_k (z'_k - z_k)^2)`` in units of ``U * cores`` (Huang et al. 2012,
     section 3.3.2), ``rank`` the numerical rank of the throughput matrix, ``rank_deficient``
     True when it is below the number of classes (more classes than periods, a class that never
     completed, or collinear class mixes): the demands are then not identifiable and the
@@ -662,7 +662,7 @@ def _check_period_data(utilization: Any, throughputs: Any) -> tuple[np.ndarray, 
 def regression_demands(utilization: Sequence[float] | np.ndarray,
                        throughputs: Sequence[Sequence[float]] | np.ndarray,
                        cores: float = 1, nonnegative: bool = True) -> RegressionResult:
-    """Demands by regression over periods (Rolia and Vetland (1995), section 5, Fig. 6).
+    """Demands by regression over periods (Rolia and Vetland 1995, section 5, Fig. 6).
 
     Solves ``U_k cores = sum_c X_{k,c} D_c`` for all periods ``k`` in the least-squares sense
     -- the same equations as Fig. 6 (busy CPU time ``r_k = U_k cores T`` against invocation

@@ -2,11 +2,11 @@
 
 Mi et al. (2008), section 4.1: each tier's service
 process is a two-phase Markovian arrival process ``MAP(D0, D1)`` chosen from three measured
-numbers -- the mean service time, the index of dispersion ``I`` (Mi et al. (2008), eq. (1),
+numbers -- the mean service time, the index of dispersion ``I`` (Mi et al. 2008, eq. (1),
 estimated as in Fig. 2) and the 95th percentile of service times (estimated from busy times, see
 :func:`service_p95`). Among the MAP(2)s with the given mean and ``I`` within +-20% of the
 target, the one whose marginal 95th percentile is closest to the target is chosen; ties go to the
-largest lag-1 autocorrelation ``rho1`` (Mi et al. (2008), footnote to section 4.1: "more aggressive
+largest lag-1 autocorrelation ``rho1`` (Mi et al. 2008, footnote to section 4.1: "more aggressive
 burstiness ... conservative capacity planning").
 
 The search rests on the explicit characterisation of MAP(2)s (Heindl, Horvath, Gross,
@@ -89,7 +89,7 @@ _QUANTILE_NEWTON = 3
 # ============================================================================ results
 @dataclass(frozen=True)
 class Map2Fit:
-    """Result of :func:`fit_map2` (Mi et al. (2008), section 4.1).
+    """Result of :func:`fit_map2` (Mi et al. 2008, section 4.1).
 
     ``process`` is the fitted MAP (order 2, or order 1 for an exponential fit); ``idc``,
     ``p95``, ``scv``, ``acf1`` (``rho1``) and ``decay`` (``gamma``) are the values the process
@@ -121,7 +121,7 @@ class Map2Fit:
 
 @dataclass(frozen=True)
 class ServiceP95:
-    """Result of :func:`service_p95` (Mi et al. (2008), end of section 4.1).
+    """Result of :func:`service_p95` (Mi et al. 2008, end of section 4.1).
 
     ``p95`` is ``quantile_95(B_k) / median(n_k)`` over the windows with completions, or
     ``None`` (with ``flag == "no_completions"``) when no window completed a request.
@@ -137,7 +137,7 @@ class ServiceP95:
 
 # ============================================================================ p95 from busy times
 def service_p95(busy_times: Any, completions: Any) -> ServiceP95:
-    """95th percentile of service times from per-window busy times (Mi et al. (2008), section 4.1).
+    """95th percentile of service times from per-window busy times (Mi et al. 2008, section 4.1).
 
     ``busy_times[k]`` is the busy time ``B_k = U_k T`` of window ``k`` (Fig. 2, step 1) and
     ``completions[k]`` the number ``n_k`` of requests completed in it. Assuming ``B_k ~ n_k S_k``

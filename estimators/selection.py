@@ -2,7 +2,7 @@
 
 The demand estimators of :mod:`estimators.demand` (Kalman filter, Huang et al. (2012); sliding
 regression, Rolia and Vetland (1995)) and the class-blind utilization law all predict the same
-measured quantity, a window's busy CPU-seconds per second (Huang et al. (2012), eq. (5.b); Rolia
+measured quantity, a window's busy CPU-seconds per second (Huang et al. 2012, eq. (5.b); Rolia
 and Vetland (1995), Fig. 6)::
 
     z_k = U_k * cores  ~  H_k D = sum_c X_{k,c} D_c

@@ -6,10 +6,10 @@
   model:
 
   - :meth:`~_Stations.scale_speed` -- move a tier to a machine ``speed`` times as fast:
-    ``D_{m,c} -> D_{m,c} / speed`` (Zong (2011), CloudProphet: a tier's CPU demand scales with
+    ``D_{m,c} -> D_{m,c} / speed`` (Zong 2011, CloudProphet: a tier's CPU demand scales with
     the CPU speed ratio of the two platforms, within 20% in their tests);
   - :meth:`~_Stations.replicate` -- replicate a tier ``k`` times behind a load balancer
-    (Harbaoui et al. (2010), §V, Fig. 11 / Table V), in one of two idealisations:
+    (Harbaoui et al. 2010, §V, Fig. 11 / Table V), in one of two idealisations:
     ``"split"`` (default): ``k`` stations with demand ``D_{m,c}/k`` each -- a balancer that
     splits requests evenly (random or round-robin) over replicas with their own queues;
     ``"servers"``: one station with ``k c_m`` servers and demand ``D_{m,c}`` -- a shared queue
@@ -105,7 +105,7 @@ class _Stations:
         return replace(self, demands=D)
 
     def replicate(self, station: int | str, k: int, mode: str = "split") -> "_Stations":
-        """Replicate ``station`` ``k`` times behind a balancer (Harbaoui et al. (2010), Table V).
+        """Replicate ``station`` ``k`` times behind a balancer (Harbaoui et al. 2010, Table V).
 
         ``mode="split"``: ``k`` stations ``name[1]..name[k]`` with demand ``D_{m,c}/k`` and
         ``c_m`` servers each; ``mode="servers"``: one station with ``k c_m`` servers and the

@@ -1,6 +1,6 @@
 """Exact solution of the closed MAP queueing network of Mi et al. (2008), Fig. 9.
 
-The network (Mi et al. (2008), sections 3.4 and 4.1-4.2): ``N`` users (emulated browsers) cycle
+The network (Mi et al. 2008, sections 3.4 and 4.1-4.2): ``N`` users (emulated browsers) cycle
 through
 
     delay (infinite server, exponential think time of mean ``Z``)
@@ -97,7 +97,7 @@ def _frozen(a: Any, dtype: Any = float) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class MAPQNResult:
-    """Stationary solution of the closed MAP network (Mi et al. (2008), Fig. 9).
+    """Stationary solution of the closed MAP network (Mi et al. 2008, Fig. 9).
 
     Per-queue arrays have shape ``(M,)``:
 
@@ -110,7 +110,7 @@ class MAPQNResult:
     * ``bottleneck_probability`` ``B_m``: probability that queue ``m`` holds the most jobs of all
       queues. Ties are *split*: in a state where ``t`` queues share the maximum each of them
       receives ``1/t`` of the state's probability (so ``sum_m B_m = 1``; the all-empty state
-      counts ``1/M`` for every queue). A bottleneck switch (Mi et al. (2008), section 3.2) shows as
+      counts ``1/M`` for every queue). A bottleneck switch (Mi et al. 2008, section 3.2) shows as
       two or more queues with a substantial ``B_m``; without it one queue has ``B_m`` near 1.
 
     Diagnostics: ``states`` (size of the chain), ``iterations`` (0: direct solver), ``residual``

@@ -492,7 +492,7 @@ def mva_curve(demands: Any, max_population: int, think_time: float = 0.0, server
     """Exact single-class MVA for every population ``n = 0..max_population``.
 
     ``R_m(n) = D_m (1 + Q_m(n-1))``, ``X(n) = n / (Z + sum_m R_m(n))``, ``Q_m(n) = X(n) R_m(n)``
-    (Mi et al. (2008), section 3.4): the recursion visits every population on its way to ``N``, so a
+    (Mi et al. 2008, section 3.4): the recursion visits every population on its way to ``N``, so a
     capacity search ("largest ``n`` with ``R(n) <= target``") or a throughput-to-population
     inversion costs one pass. ``demands`` ``D_m`` per station (seconds), ``servers`` ``c_m``
     (default 1; ``math.inf`` a delay). Stations with ``1 < c_m < inf`` use Seidmann's

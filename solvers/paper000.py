@@ -1,6 +1,6 @@
 """Mi et al.'s (2008) multi-tier model (Fig. 9) in three service scenarios, and MVA's error on it.
 
-Think-time delay ``Z = 0.5 s`` (Mi et al. (2008), section 3.2), then a front server (FS) and a
+Think-time delay ``Z = 0.5 s`` (Mi et al. 2008, section 3.2), then a front server (FS) and a
 database (DB) in series. Mean demands ``S_FS = 4.5 ms`` and ``S_DB = 4.0 ms`` put the knee of the
 throughput curve near ``N* = (S_FS + S_DB + Z)/S_FS ~ 113`` users, where the testbed of Mi et al.
 (2008) saturated (75-150 EBs, Fig. 4). Three database service processes with the same mean:
@@ -74,7 +74,7 @@ def scenarios() -> dict[str, Scenario]:
 def mva_error_table(scenario: Scenario, populations: list[int],
                     think_time: float = THINK_TIME) -> list[dict[str, float]]:
     """Per population: exact MAP-network throughput, MVA throughput, MVA's relative error, and
-    the bottleneck probabilities of FS and DB (Mi et al. (2008), section 3.4 and Fig. 10)."""
+    the bottleneck probabilities of FS and DB (Mi et al. 2008, section 3.4 and Fig. 10)."""
     rows = []
     for n in populations:
         exact = solve_closed(scenario.processes, n, think_time)

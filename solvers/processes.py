@@ -1,6 +1,6 @@
 """Markovian arrival processes (MAPs) as service processes.
 
-A MAP of order ``n`` is given by two ``n x n`` matrices (Mi et al. (2008), section 4.1):
+A MAP of order ``n`` is given by two ``n x n`` matrices (Mi et al. 2008, section 4.1):
 
 * ``D0`` -- rates of *hidden* phase changes (no completion); off-diagonal entries >= 0,
   diagonal entries < 0;
@@ -18,7 +18,7 @@ Notation used throughout (standard MAP theory, e.g. Casale et al.):
 * ``M = (-D0)^-1`` and ``P = M D1`` (phase transition matrix between completions);
 * moments ``E[X^k] = k! pi M^k 1``; lag-k joint moment ``E[X_0 X_k] = pi M P^k M 1``;
 * the asymptotic index of dispersion of the counts,
-  ``I = lim_{t->inf} Var(N_t)/E(N_t) = SCV (1 + 2 sum_{k>=1} rho_k)`` (Mi et al. (2008), eq. (1)).
+  ``I = lim_{t->inf} Var(N_t)/E(N_t) = SCV (1 + 2 sum_{k>=1} rho_k)`` (Mi et al. 2008, eq. (1)).
 """
 
 from __future__ import annotations
@@ -243,7 +243,7 @@ class MAP:
 
     @cached_property
     def idc(self) -> float:
-        """Asymptotic index of dispersion ``I = SCV (1 + 2 sum_{k>=1} rho_k)`` (Mi et al. (2008),
+        """Asymptotic index of dispersion ``I = SCV (1 + 2 sum_{k>=1} rho_k)`` (Mi et al. 2008,
         eq. (1)).
 
         The sum is taken in closed form with the fundamental matrix of ``P``:

@@ -107,7 +107,7 @@ def test_little_and_utilization_laws_hold_with_phase_counts_on_a_grid(N):
 
 def test_burstiness_lowers_throughput_against_mva():
     """The point of the model: near the knee a bursty database costs throughput MVA does not
-    see (Mi et al. (2008), Section 3.4)."""
+    see (Mi et al. 2008, Section 3.4)."""
     procs = [MAP.exponential(0.008), MAP.exponential(0.010), BURSTY.scaled(0.016)]
     cores = [4, 4, 8]
     res = solve_decomposed(procs, 400, 1.0, servers=cores)

@@ -1,5 +1,5 @@
-"""Per-class demand estimation (estimators.demand): Kalman filter (Huang et al. (2012)) and regression
-(Rolia and Vetland (1995)), checked against closed forms, a textbook Kalman step, and simulation.
+"""Per-class demand estimation (estimators.demand): Kalman filter (Huang et al. 2012) and regression
+(Rolia and Vetland 1995), checked against closed forms, a textbook Kalman step, and simulation.
 
 The simulated workloads below are also what ``bench/speed/demand.py`` reports on.
 They use the exact FCFS queue (``fcfs_queue``) and its monitoring view (``monitor_windows``):
@@ -471,7 +471,7 @@ def test_relative_error_rejects_bad_input(args, field):
 
 
 # ---------------------------------------------------------------------------------------------
-# regression (Rolia and Vetland (1995), Fig. 6) and E_rel: closed forms
+# regression (Rolia and Vetland 1995, Fig. 6) and E_rel: closed forms
 # ---------------------------------------------------------------------------------------------
 
 def test_regression_recovers_exact_demands_and_reports_full_rank():

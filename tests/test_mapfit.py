@@ -1,4 +1,4 @@
-"""MAP(2) fitting from mean, I and p95, and the p95 estimate from busy times (Mi et al. (2008), §4.1)."""
+"""MAP(2) fitting from mean, I and p95, and the p95 estimate from busy times (Mi et al. 2008, §4.1)."""
 
 import dataclasses
 import math

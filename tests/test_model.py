@@ -89,7 +89,7 @@ def test_unidentified_class_demands_read_back_the_aggregate():
 
 def test_bursty_tier_switches_to_the_map_network_and_matches_solve_closed():
     """With a bursty tier and its MAP(2), the model's answer at ``n`` is the MAP network's
-    (Mi et al. (2008), Fig. 9), not MVA's; without burstiness it is MVA's."""
+    (Mi et al. 2008, Fig. 9), not MVA's; without burstiness it is MVA's."""
     from solvers.mapqn import solve_closed
 
     sc = scenarios()["bottleneck_switch"]

@@ -56,7 +56,7 @@ def test_actions_change_only_what_they_say():
 
 def test_speed_scales_the_map_rates_in_the_solved_network():
     """A 1.5x faster db under the MAP network is the decomposition with the db's MAP(2)
-    rescaled to D/1.5: every rate x 1.5, I kept (Zong (2011))."""
+    rescaled to D/1.5: every rate x 1.5, I kept (Zong 2011)."""
     m = apply(shop(), Action("cpu_speed", "db", 1.5))
     point = m.at(200)
     D = m.D

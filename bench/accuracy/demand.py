@@ -8,9 +8,9 @@ writes docs/img/accuracy_demand.png.
 Estimators, each given the windows up to and including ``k`` to estimate at window ``k``:
 
 * ``kalman``     -- :class:`estimators.demand.KalmanDemandEstimator`, default settings, one
-  update per window (Huang et al. (2012), eqs. (4)-(6)); what feeds the model today;
+  update per window (Huang et al. 2012, eqs. (4)-(6)); what feeds the model today;
 * ``regression`` -- NNLS over the last ``regression_windows`` (120, the pipeline's default)
-  windows, refitted every window (Rolia and Vetland (1995), Fig. 6; Huang et al. (2012) section 3.3.2);
+  windows, refitted every window (Rolia and Vetland 1995, Fig. 6; Huang et al. (2012) section 3.3.2);
 * ``util_law``   -- the utilization law without classes: ``D_c = sum U T cores / sum n`` over
   the last 12 windows, the same for every class (what a tier's mean service time gives);
 * ``kalman_checked`` -- ``demand_policy = "kalman_checked"``, the pipeline's policy before this
@@ -510,7 +510,7 @@ def plot_step(results: dict[str, Outcome], path: Path) -> None:
         ax.set_xlim(0, w.windows)
         ax.set_title(f"{name} ({w.classes} classes, {w.window_s:g}-s windows)")
         ax.set_xlabel("window")
-    axes[0].set_ylabel("E_rel (Rolia and Vetland (1995)), median over seeds")
+    axes[0].set_ylabel("E_rel (Rolia and Vetland 1995), median over seeds")
     axes[0].legend(fontsize=8)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)

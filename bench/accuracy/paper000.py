@@ -457,7 +457,7 @@ def window_study(cp: Checkpoints, plan: Plan, truths: dict[int, Truth],
 
 def think_study(plan: Plan, truths: dict[int, Truth], base: Checkpoints,
                 started: float) -> list[Variant]:
-    """Estimation runs at 50 users with think time ``Z_estim`` (Mi et al. (2008), Table 4); the model
+    """Estimation runs at 50 users with think time ``Z_estim`` (Mi et al. 2008, Table 4); the model
     is solved at ``Z_qn = 0.5 s``. ``Z_estim = 0.5 s`` is the main run ``base``; a longer
     run is added at the largest ``Z_estim``."""
     sc = scenarios()[MIXES["browsing"]]

@@ -17,7 +17,7 @@ probabilities ``p = (1 +- sqrt(1/2))/2``, phase means ``1/(2p)``, i.e. 85.4% of 
   marginal whose phase is kept from one job to the next with probability ``gamma`` and redrawn
   from the marginal otherwise (embedded chain ``P = (1 - gamma) 1 alpha + gamma Id``), so the
   lag-k autocorrelation is ``gamma^k (SCV - 1)/(2 SCV)`` and ``I = 1 + (SCV - 1)/(1 - gamma)``
-  (Mi et al. (2008), eq. (1) summed in closed form). ``gamma`` is chosen to give exactly the paper's
+  (Mi et al. 2008, eq. (1) summed in closed form). ``gamma`` is chosen to give exactly the paper's
   ``I`` = 3.0, 22.3, 92.6, 488.7: the large jobs come in runs of about ``1/((1-gamma)(1-p))``
   = 1, 12, 54, 286 jobs.
 * **Permuted traces** -- one H2 sample of 20,000 (rescaled to mean 1), its large jobs (those

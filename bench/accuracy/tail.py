@@ -279,7 +279,7 @@ def what_if_table() -> Table:
     sc = scenarios()["bottleneck_switch"]
     truth = [solve_closed(sc.processes, n, THINK_TIME) for n in POPULATIONS]
     true_p95 = float(sc.database.quantile(0.95))
-    t = Table("Browsing model (Mi et al. (2008), Fig. 9) with the fitted database MAP(2) against the exact "
+    t = Table("Browsing model (Mi et al. 2008, Fig. 9) with the fitted database MAP(2) against the exact "
               "MAP network with the true processes, N = 25..150: max / mean |error|",
               ["I", "p95", "p95 (ms)", "fit SCV", "X max / mean", "R max / mean"])
     for idc_name, idc in (("pipeline 180.6", PIPELINE_IDC), (f"true {sc.database.idc:.1f}",

@@ -21,8 +21,8 @@ case (b) itself with thousands of users). For a database of up to 16 cores only
    crossing interpolated linearly).
 2. **Steady runs** -- per seed, 60 minutes of 5-s windows at 40% of the truth capacity through
    ``run_embedded``, configured as a new user would (tiers and SLA) with ``per_job_max_cores``
-   16 (the default until 2026-11-30: a database of more cores is one MAP at speed
-   ``min(n, c)``, flagged) and 64 (the per-job station, the default since); the last capacity
+   16 (a database of more cores is one MAP at speed ``min(n, c)``, flagged) and 64 (the
+   per-job station, the default); the last capacity
    of each against the truth, the database's calibrated ``I`` and the run's CPU time.
 3. **Ramp runs** (``--ramp``) -- ``bench/e2e/multicore.py``'s ramp (20 minutes at 40%, then to
    150% of the truth capacity over 40 minutes) with either station: the measured breach (the

@@ -1,4 +1,4 @@
-"""Speed and accuracy of the index-of-dispersion estimator (Mi et al. (2008), Fig. 2).
+"""Speed and accuracy of the index-of-dispersion estimator (Mi et al. 2008, Fig. 2).
 
 Run from the repository root:  python -m bench.speed.dispersion [--quick]
 
@@ -50,7 +50,7 @@ def reference_idc(process: MAP) -> float:
 
 def monitored_queue(process: MAP, windows: int, seed: int, window_s: float = WINDOW_S,
                     utilization: float = UTILIZATION):
-    """``windows`` monitoring windows of an M/MAP/1 FCFS queue (Mi et al. (2008), Table 1's M/Trace/1)."""
+    """``windows`` monitoring windows of an M/MAP/1 FCFS queue (Mi et al. 2008, Table 1's M/Trace/1)."""
     rng = np.random.default_rng(seed)
     arrival_rate = utilization / process.mean
     jobs = int(windows * window_s * arrival_rate * 1.05) + 1000

@@ -1,4 +1,4 @@
-"""Benchmark: MAP(2) fitting from mean, I and p95 (Mi et al. (2008), section 4.1).
+"""Benchmark: MAP(2) fitting from mean, I and p95 (Mi et al. 2008, section 4.1).
 
 Prints the time of ``fit_map2`` (median over targets of the median of repeated fits, in ms),
 the time of the service-time p95 estimate that feeds it (``estimators.tail.service_tail_p95``,

@@ -1,6 +1,6 @@
 """Speed, size and memory of the exact MAP-network solver (solvers.mapqn) on Mi et al.'s (2008) model.
 
-Model (Mi et al. (2008), Fig. 9; sections 3.4 and 4.2): N users (EBs), exponential think time
+Model (Mi et al. 2008, Fig. 9; sections 3.4 and 4.2): N users (EBs), exponential think time
 Z = 0.5 s, then the front server and the database in series, FCFS, MAP(2) service processes
 (rates per second):
 
@@ -12,7 +12,7 @@ Z = 0.5 s, then the front server and the database in series, FCFS, MAP(2) servic
 
 On average the front server is the bottleneck (5.3 ms > 4.0 ms), but in the database's slow
 periods (20 ms per request, 56% of the time) the database is: a bottleneck switch, which the
-exponential (MVA) model with the same means cannot represent (Mi et al. (2008), section 3.4).
+exponential (MVA) model with the same means cannot represent (Mi et al. 2008, section 3.4).
 
 For every N the chain has (N+1)(N+2)/2 x 4 states (N = 1200: 2.9 million). Each solve runs in a
 fresh subprocess so that its peak RSS is its own; "rss" is the peak resident memory of that

@@ -45,7 +45,7 @@ tier bursty as above, 200-2000 users, 20 systems, 300 ends, the default ``map_ma
 tier is trusted. ``--core-choices 16 32 64``: the same with tiers of 16-64 cores (every bursty
 tier of up to 64 cores on the per-job station by default, ``solvers.decomposition``'s
 ``PER_JOB_MAX_CORES``; ``--per-job-max-cores 16`` gives those of more than 16 cores the
-speed-scaled station, flagged, the default before 2026-11-30).
+speed-scaled station, flagged).
 
 Measured (timings repeated ``--repeat`` times on a fresh ``Pipeline``; best and median printed,
 since other processes may share the 2 cores):

@@ -2,7 +2,7 @@
 
 Only each window's utilization ``U_k`` and completions ``n_k`` are known; laying the windows'
 busy times end to end masks out queueing, so the counts of completions in ``t`` seconds of busy
-time are a property of the service process alone (Mi et al. (2008), §2.2). The parts:
+time are a property of the service process alone (Mi et al. 2008, §2.2). The parts:
 
 * :mod:`.busy_axis` -- the busy-time axis and ``Y(t) = Var(N_t)/E[N_t]`` on it;
 * :mod:`.point` -- the point estimate, the algorithm of Mi et al. (2008), Fig. 2

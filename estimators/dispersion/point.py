@@ -59,7 +59,7 @@ NEUTRAL_VALUE = 1.0
 
 @dataclass(frozen=True)
 class DispersionEstimate:
-    """Outcome of the Fig. 2 algorithm (Mi et al. (2008)).
+    """Outcome of the Fig. 2 algorithm (Mi et al. 2008).
 
     ``value``      the estimate of ``I``: the last computed ``Y(t)`` (``NEUTRAL_VALUE`` = 1.0 when
                    none could be computed), always finite and >= 0;
@@ -88,7 +88,7 @@ class DispersionEstimate:
 def index_of_dispersion(utilization: Any, completions: Any, window_s: float,
                         tol: float = 0.20, min_samples: int = 100, *,
                         max_steps: int = DEFAULT_MAX_STEPS) -> DispersionEstimate:
-    """Estimate the index of dispersion ``I`` of the service process (Mi et al. (2008), Fig. 2,
+    """Estimate the index of dispersion ``I`` of the service process (Mi et al. 2008, Fig. 2,
     §2.2).
 
     ``utilization``  ``U_k`` per window, in [0, 1] (shape ``(K,)``);

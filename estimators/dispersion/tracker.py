@@ -18,7 +18,7 @@ from estimators.dispersion.point import DEFAULT_MAX_STEPS, DispersionEstimate, _
 
 
 class DispersionTracker:
-    """Fig. 2 (Mi et al. (2008)) over a sliding history of the last ``history`` windows of a stream.
+    """Fig. 2 (Mi et al. 2008) over a sliding history of the last ``history`` windows of a stream.
 
     ``update(utilization, completions)`` stores one window (``U_k``, ``n_k``) in a ring buffer in
     O(1); ``estimate()`` runs :func:`index_of_dispersion` on the windows held, oldest first, so it

@@ -1,10 +1,10 @@
 """Closed MAP networks with multi-core tiers at large populations: flow-equivalent decomposition.
 
-The network is :mod:`solvers.mapqn`'s (Mi et al. (2008), Fig. 9) with cores: ``N`` users think
+The network is :mod:`solvers.mapqn`'s (Mi et al. 2008, Fig. 9) with cores: ``N`` users think
 for an exponential time of mean ``Z``, then visit tiers ``1..M`` in order. Tier ``m`` has
 ``c_m`` cores and one FCFS queue; its service is exponential (mean ``S_m``) or a
 ``MAP(D0_m, D1_m)`` service-time sequence that its cores consume in the order jobs start
-(Mi et al. (2008), section 4: burstiness as runs of slow service).
+(Mi et al. 2008, section 4: burstiness as runs of slow service).
 
 The exact chain (:func:`solvers.mapqn.solve_closed`) has ``C(N+M, M) prod_m K_m`` states, out
 of reach at the thousands of users real systems have. The decomposition keeps what makes

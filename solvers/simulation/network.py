@@ -125,7 +125,7 @@ def class_names(classes: Sequence[str] | None, n_classes: int) -> tuple[str, ...
 
 @dataclass(frozen=True)
 class ClosedNetwork:
-    """Delay station (think times) followed by ``queues`` in series (Mi et al. (2008), Fig. 9).
+    """Delay station (think times) followed by ``queues`` in series (Mi et al. 2008, Fig. 9).
 
     ``populations`` -- users per class (one int per class); or, with ``mix``, a single int:
     the total number of users, each of whose requests is of class ``c`` with probability

@@ -25,7 +25,7 @@ the **next value of the tier's own service-time sequence** times the class's mul
 
 Why this is the ground truth and not a model
 --------------------------------------------
-:mod:`solvers.simulation.network` simulates the *queueing model* (Mi et al. (2008), Fig. 9 with MAP
+:mod:`solvers.simulation.network` simulates the *queueing model* (Mi et al. 2008, Fig. 9 with MAP
 service processes, §4): a continuous-time Markov chain whose MAP phase advances in time while
 a station is busy and whose multi-server stations need exponential service. Here nothing is
 Markovian by construction: every job carries an explicit service time drawn when its service
@@ -46,8 +46,8 @@ completes (a request is never dropped).
 
 Outputs
 -------
-* :func:`monitor_physical` -- per-window, per-tier records in the shape of DESIGN.md's input
-  contract (via :func:`solvers.simulation.monitoring.window_records`): ``utilization`` is the
+* :func:`monitor_physical` -- per-window, per-tier records in the shape of the input
+  contract (docs/pipeline.md) (via :func:`solvers.simulation.monitoring.window_records`): ``utilization`` is the
   busy core-time in the window divided by ``c_m * window_s``, accounted exactly across window
   edges (a service spanning an edge counts in both windows, pro rata); a request counts in
   the window in which it *leaves* the tier; ``response_time_s`` is the mean time at the tier

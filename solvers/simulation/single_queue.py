@@ -71,7 +71,7 @@ def fcfs_queue(arrivals: np.ndarray, service: np.ndarray,
 
 
 def mtrace1(arrival_rate: float, service: np.ndarray, rng: np.random.Generator) -> QueueTrace:
-    """M/Trace/1 (Mi et al. (2008), Table 1): Poisson arrivals at ``arrival_rate``, FCFS service
+    """M/Trace/1 (Mi et al. 2008, Table 1): Poisson arrivals at ``arrival_rate``, FCFS service
     ``service``."""
     if not arrival_rate > 0:
         raise ValueError(f"arrival_rate: must be > 0, got {arrival_rate}")

@@ -1,13 +1,13 @@
 """The built-in demo workload: a TPC-W-like two-tier shop under a browsing mix.
 
-Paper 000's testbed as a physical system (:mod:`solvers.simulation.physical`): users think
+Mi et al.'s (2008) testbed as a physical system (:mod:`solvers.simulation.physical`): users think
 0.5 s, then send a request to the front server, which calls the database. Each tier has one
 core and one FCFS queue. Four browsing-mix classes with their own demands: a request's service
 time is the next value of its tier's service-time sequence times its class's multiplier
 (``D[m, c] / D[m]``). The front's sequence is exponential; the database's is the bursty MAP(2)
-of paper 000's browsing mix (``I ~ 200``: long runs of fast service and rarer runs of slow
+of Mi et al.'s (2008) browsing mix (``I ~ 200``: long runs of fast service and rarer runs of slow
 service that hit every class at once, during which the database and not the front server is
-the bottleneck: paper 000 section 4.1's tier service process, the system perfcast models;
+the bottleneck: Mi et al. (2008) section 4.1's tier service process, the system perfcast models;
 docs/accuracy.md section 8). Users hold steady for a while (so the burstiness can be
 measured), then ramp up until the shop breaks its response-time SLA -- perfcast should
 predict that before it happens.
@@ -62,7 +62,7 @@ class DemoScenario:
 
 def demo_network(users: int) -> PhysicalNetwork:
     """The shop with ``users`` users: per tier one core, one FCFS queue and one service-time
-    sequence (front exponential, db paper 000's bursty MAP(2)) whose mean is the tier's
+    sequence (front exponential, db Mi et al.'s (2008) bursty MAP(2)) whose mean is the tier's
     aggregate demand ``D_m = sum_c p_c D_{m,c}``; class ``c`` multiplies it by
     ``D_{m,c} / D_m``, so the true demands are ``CLASSES``'."""
     mix = tuple(c[1] for c in CLASSES)

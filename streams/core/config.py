@@ -57,7 +57,7 @@ DEMAND_POLICIES = ("selected", "kalman_checked")
 #: a bursty tier's aggregate demand when the MAP network is used (``bursty_demand``,
 #: :mod:`streams.predict.model`, docs/accuracy.md section 1): ``history`` -- the tier's per-class demands
 #: rescaled by one factor to ``D_m = mean_service * sum_c p_c V_{m,c}`` (busy time per
-#: completion over the kept history, paper 000 section 4.1); ``estimator`` -- the demand
+#: completion over the kept history, Mi et al. (2008) section 4.1); ``estimator`` -- the demand
 #: policy's demands as they are (the behaviour before)
 BURSTY_DEMANDS = ("history", "estimator")
 
@@ -67,7 +67,7 @@ BURSTY_DEMANDS = ("history", "estimator")
 #: the model's residence time at the tier equals the measured one at the measured population
 #: (where the tier reports response times and users; the estimated ``I`` otherwise);
 #: ``response`` -- the estimated ``I``, and instead the SCV at which the residence times agree
-#: (the default before); ``tie`` -- paper 000's footnote, the largest ``rho1``
+#: (the default before); ``tie`` -- Mi et al.'s (2008) footnote, the largest ``rho1``
 BURSTY_SCVS = ("response_idc", "response", "tie")
 
 #: cost of each kind of remediation (``remediation_costs``, :mod:`streams.predict.whatif`): per added
@@ -108,11 +108,11 @@ class SystemConfig:
     map_max_population: int = 10_000
     #: bursty tiers of up to this many cores get the decomposition's per-job station (each job
     #: keeps its own service phase; docs/accuracy.md section 5); more cores: one MAP at speed
-    #: min(n, c), flagged pessimistic. Up to 64 (the default since 2026-11-30; 16 before):
+    #: min(n, c), flagged pessimistic. Up to 64 by default:
     #: a 32-64-core bursty tier costs 11-19x the CPU of the cheaper station
     #: (docs/benchmarks.md)
     per_job_max_cores: int = 64
-    #: windows of dispersion history per tier (paper 000 Fig. 2 needs 2,000-10,000 when I >> 1)
+    #: windows of dispersion history per tier (Mi et al. 2008, Fig. 2 needs 2,000-10,000 when I >> 1)
     history: int = 4096
     #: windows in the sliding regression (second opinion on the Kalman demands)
     regression_windows: int = 120

@@ -1,6 +1,6 @@
 """A tier's recent monitoring windows: one numpy ring, handed out in fixed-size chunks.
 
-The dispersion estimate (paper 000 Fig. 2), the service-time p95 and the sliding regression need
+The dispersion estimate (Mi et al. 2008, Fig. 2), the service-time p95 and the sliding regression need
 the last few thousand windows of a tier: ``U_k``, ``n_k`` per class and ``T``. They are kept in
 one ring of whole chunks of :data:`CHUNK` windows: chunk ``k`` (windows ``k CHUNK ..``) lives in
 slot ``k mod slots``. The ring grows as windows arrive (doubling, whole chunks) up to its

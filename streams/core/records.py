@@ -1,4 +1,4 @@
-"""The input window record of DESIGN.md (binding contract) and its validation.
+"""The input window record (the binding contract of docs/pipeline.md) and its validation.
 
 One record is one monitoring window of one tier::
 
@@ -103,7 +103,7 @@ def _short(value: Any, limit: int = 120) -> str:
 
 
 class Window(msgspec.Struct, frozen=True, gc=False):
-    """One validated monitoring window of one tier (``U_k``, ``n_k`` of paper 000 Fig. 2)."""
+    """One validated monitoring window of one tier (``U_k``, ``n_k`` of Mi et al. (2008), Fig. 2)."""
 
     system: str
     tier: str

@@ -1,14 +1,14 @@
 """Per-tier state: duplicates, the Kalman demands, the window history and the tier's model.
 
 Every window of a tier goes through :meth:`TierState.admit` (duplicate / too-late check) and
-:meth:`TierState.accept`; the work per window -- the Kalman update (paper 004 eqs. (4)-(6)),
+:meth:`TierState.accept`; the work per window -- the Kalman update (Huang et al. 2012, eqs. (4)-(6)),
 the history rows and the interval sums -- is done for a batch at a time by
 :func:`step_tiers`, all tiers' filters together (:mod:`estimators.kalman_bank`). At solve time
 :meth:`TierState.refresh` estimates what needs the history: the index of dispersion (the
 IDC-curve fit with its confidence interval,
-:func:`estimators.dispersion.index_of_dispersion_interval`; paper 000 Fig. 2's reading beside
-it as ``idc_reference``), the sliding regression (paper 002), the service-time p95
-(:func:`estimators.tail.service_tail_p95`) and the MAP(2) fit (paper 000 section 4.1), the fit
+:func:`estimators.dispersion.index_of_dispersion_interval`; Mi et al. (2008), Fig. 2's reading beside
+it as ``idc_reference``), the sliding regression (Rolia and Vetland 1995), the service-time p95
+(:func:`estimators.tail.service_tail_p95`) and the MAP(2) fit (Mi et al. (2008) section 4.1), the fit
 redone only when its inputs moved.
 
 Late and out-of-order windows: the last ``dedup_windows`` window ends of the tier are kept,
@@ -21,8 +21,8 @@ older than every kept end cannot be told apart from a duplicate and is rejected 
 
 Which demands enter the model (``demand_policy``, docs/accuracy.md section 3): under the default
 ``selected`` the tier keeps, for its last :data:`SELECTION_WINDOWS` windows, ``z_k = U_k cores``
-and the residual ``r_k = z_k - H_k D`` of each estimator's one-step-ahead prediction (paper 004
-eq. (5.b); paper 002 Fig. 6) -- ``D`` the Kalman demands and the sliding regression in force
+and the residual ``r_k = z_k - H_k D`` of each estimator's one-step-ahead prediction (Huang et al. (2012)
+eq. (5.b); Rolia and Vetland (1995), Fig. 6) -- ``D`` the Kalman demands and the sliding regression in force
 *before* window ``k`` -- and at solve time picks the estimator whose prediction was better
 (:func:`estimators.selection.select_by_scores`: Kalman kept unless the regression is 10%
 better); :attr:`TierModel.estimator` names it. Three numbers per window, not two demand
@@ -69,7 +69,7 @@ IDC_REFRESH_SHARE = 0.05
 #: windows within this relative difference of the newest window's length enter its index of
 #: dispersion (lengths jitter with scrape timing; a different length or core count starts anew)
 WINDOW_JITTER = 0.1
-#: the sliding regression (paper 002, a second opinion on the demands, over the last
+#: the sliding regression (Rolia and Vetland 1995, a second opinion on the demands, over the last
 #: ``regression_windows``) is recomputed once this share of its windows is new
 REGRESSION_REFRESH_SHARE = 0.25
 #: windows over which the estimators' one-step-ahead utilization predictions are compared
@@ -319,7 +319,7 @@ class TierModel:
     #: the mean number of users over the same intervals and weights as ``class_response``
     #: (``None``: no users reported)
     response_users: float | None = None
-    #: the confidence interval of ``idc`` (``None``: unbounded or unknown) and paper 000
+    #: the confidence interval of ``idc`` (``None``: unbounded or unknown) and Mi et al. (2008)
     #: Fig. 2's reading on the same history (the reference)
     idc_lower: float | None = None
     idc_upper: float | None = None
@@ -343,7 +343,7 @@ def provisionally_bursty(idc: float | None, idc_flag: str | None, bursty: bool,
                          threshold: float) -> bool:
     """A tier not classified bursty whose ``I`` point estimate exceeds ``threshold`` while the
     estimate is not yet trusted (``idc_flag`` in :data:`PROVISIONAL_FLAGS`). A bursty tier's
-    interval needs minutes of history to clear the threshold (paper 000 Fig. 2: ``I`` needs
+    interval needs minutes of history to clear the threshold (Mi et al. 2008, Fig. 2: ``I`` needs
     thousands of windows); a load that reaches capacity sooner would meet the breach with the
     MVA model, which cannot see burstiness. The pessimistic reading is used for the alert only.
     """
@@ -435,7 +435,7 @@ class TierState:
         self.model: dict[str, Any] = {}             # last refresh, for estimate records
         self.idc_seq = 0                            # history.seq at the last I estimate
         self.pending: list[_Pending] = []           # admitted, Kalman update not yet run
-        self.regression: dict[str, float] = {}      # last sliding regression (paper 002)
+        self.regression: dict[str, float] = {}      # last sliding regression (Rolia and Vetland 1995)
         self.reg_seq = 0                            # history.seq at the last regression
         # per class, at the last regression: separable? standard error, VIF, demand to use
         self.separability: dict[str, dict[str, Any]] = {}
@@ -540,7 +540,7 @@ class TierState:
     def accept(self, w: Window, late: bool, index: int,
                out: list[tuple[int, TierEstimate]]) -> None:
         """Count an admitted window; the rest of its work -- history, interval sums and the
-        Kalman update (paper 004 eqs. (4)-(6)) -- waits in :attr:`pending` for the batch's
+        Kalman update (Huang et al. 2012, eqs. (4)-(6)) -- waits in :attr:`pending` for the batch's
         next step of all tiers together (:func:`step_tiers`), which also writes its estimate
         record. ``out`` receives the records of pending windows that must be stepped first
         (a new class changes the size of the filter and of the history rows)."""
@@ -640,7 +640,7 @@ class TierState:
             idc_reference = ref.value
             idc_flag = _idc_flag(est, cfg.idc_threshold)
             busy = arr.busy_time
-            p95 = service_tail_p95(busy, done).p95     # not paper 000's busy-time proxy
+            p95 = service_tail_p95(busy, done).p95     # not Mi et al.'s (2008) busy-time proxy
             total = float(done.sum())
             mean = float(busy.sum()) / total if total > 0 else None
             self.idc_seq = hist.seq

@@ -32,7 +32,7 @@ pack = msgspec.msgpack.Encoder().encode
 
 
 def unpack(raw: bytes) -> Any:
-    """A table value: MessagePack, or JSON as workers before 2026-11-23 wrote it (a JSON object
+    """A table value: MessagePack, or JSON as older workers wrote it (a JSON object
     starts with ``{``, a MessagePack map never does)."""
     return msgspec.json.decode(raw) if raw[:1] == b"{" else msgspec.msgpack.decode(raw)
 

@@ -229,7 +229,7 @@ def overview() -> dict[str, Any]:
     bursty = table(
         "Burstiness per tier (bursty tiers first)",
         "Per system and tier, at the last solve: the index of dispersion I of the tier's "
-        "service (paper 000, Fig. 2) and whether it is above the bursty threshold, which "
+        "service (Mi et al. 2008, Fig. 2) and whether it is above the bursty threshold, which "
         "switches the model from MVA to the MAP queueing network with the tier's MAP(2).",
         [flux.latest("tier_prediction", ["idc", "bursty"], ["system", "tier"],
                      anchor="utilization", table=True)
@@ -349,7 +349,7 @@ def system(defaults: SystemConfig = SystemConfig()) -> dict[str, Any]:
     idc = timeseries(
         "Index of dispersion per tier vs the bursty threshold",
         f"Index of dispersion I of each tier's service process, estimated from utilization "
-        f"and completions (paper 000, Fig. 2). Above the red line (idc_threshold = "
+        f"and completions (Mi et al. 2008, Fig. 2). Above the red line (idc_threshold = "
         f"{defaults.idc_threshold:g}, the default; a system may override it) the tier is "
         f"bursty and the model is the MAP queueing network instead of MVA. Log scale.",
         [flux.series("tier_prediction", "idc", _TIER, where=SYSTEM, fn="last")], "none",
@@ -358,8 +358,8 @@ def system(defaults: SystemConfig = SystemConfig()) -> dict[str, Any]:
     demand = timeseries(
         "Service demand per class on tier ${tier}: Kalman ±2σ and regression",
         "CPU seconds per request of each class on this tier: the Kalman filter's estimate "
-        "(paper 004, solid) with its ±2 standard deviation band (dashed) and the sliding "
-        "NNLS regression's (paper 002, points), at every solve.",
+        "(Huang et al. 2012, solid) with its ±2 standard deviation band (dashed) and the sliding "
+        "NNLS regression's (Rolia and Vetland 1995, points), at every solve.",
         [flux.series("demand", "kalman", _name(_CLASS, " Kalman"), where=tier_demand),
          flux.band("demand", "kalman", "std", 2.0, _name(_CLASS, " +2σ"), where=tier_demand),
          flux.band("demand", "kalman", "std", -2.0, _name(_CLASS, " -2σ"),
@@ -375,7 +375,7 @@ def system(defaults: SystemConfig = SystemConfig()) -> dict[str, Any]:
         "Bottleneck-switch probability",
         "1 - max_m B_m at the breach point: the probability that the bottleneck is not the "
         "usual tier (MAP model; always 0 under MVA, which cannot switch), and per tier the "
-        "probability B_m that it is the bottleneck (paper 000, section 3.4).",
+        "probability B_m that it is the bottleneck (Mi et al. 2008, section 3.4).",
         [flux.series("prediction", "bottleneck_switch_probability", '"switch probability"',
                      where=SYSTEM),
          flux.series("tier_prediction", "bottleneck_probability",

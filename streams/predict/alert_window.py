@@ -3,12 +3,12 @@ a short window, not only on the long-run mean.
 
 An SLA is watched on a window's mean -- ``rate(sum[5m]) / rate(count[5m])`` -- and the mean
 of a bursty tier's services over five minutes moves around its long-run value: the slow runs
-of a MAP(2) (paper 000) come in counts that vary from window to window. The long-run model
+of a MAP(2) (Mi et al. 2008) come in counts that vary from window to window. The long-run model
 (:mod:`streams.predict.model`) answers for the long-run mean; near its capacity the window
 means cross the SLA before it does.
 
 **The window's mean service time.** For a stationary service-time sequence with mean ``E[S]``
-and index of dispersion ``I = SCV (1 + 2 sum_k rho_k)`` (paper 000 eq. 1, the quantity the
+and index of dispersion ``I = SCV (1 + 2 sum_k rho_k)`` (Mi et al. 2008, eq. 1, the quantity the
 tier's estimator reads), the sum of ``n`` consecutive services has ``Var -> n E[S]^2 I``, so
 the mean of the ``n_m`` services tier ``m`` completes in a window of ``W`` seconds has the
 relative standard deviation

@@ -1,10 +1,10 @@
 """A bursty tier's MAP(2) calibrated to the response time measured at the tier: its ``I``
 (the default) or its SCV.
 
-Paper 000 section 4.1 fits a bursty tier's MAP(2) to three numbers: the mean service time, the
+Mi et al. (2008) section 4.1 fits a bursty tier's MAP(2) to three numbers: the mean service time, the
 index of dispersion ``I`` and the 95th percentile. They leave one degree of freedom: a curve of
 marginals with the target p95, each with the ``gamma`` that gives ``I``
-(:func:`estimators.mapfit.fit_map2`). Along it the SCV ranges widely -- on paper 000's browsing
+(:func:`estimators.mapfit.fit_map2`). Along it the SCV ranges widely -- on Mi et al.'s (2008) browsing
 database (``I`` = 188, p95 = 26 ms) from 7.2 to 21.4 -- and the model's response time with it
 (the database's residence at 50 users: 51 to 84 ms). The paper's footnote takes the largest
 lag-1 autocorrelation (SCV 13.7 there, against a true 19.3; docs/accuracy.md section 1); no
@@ -35,15 +35,15 @@ searches stopping at :data:`STEPS`.
 
 This is model calibration at the operating point: the one population the system was measured
 at then agrees with the model by construction, and what the model says at other populations
-is the test (docs/accuracy.md section 1: paper 000's experiment, truth at 25-150 users).
+is the test (docs/accuracy.md section 1: Mi et al.'s (2008) experiment, truth at 25-150 users).
 
-``bursty_scv = "response_idc"`` (the default since issue 19, :func:`calibrate_idc`) moves
+``bursty_scv = "response_idc"`` (the default, :func:`calibrate_idc`) moves
 ``I`` instead (within its confidence interval and :data:`IDC_REACH` of the estimate) and keeps
 the tie rule's SCV: an hour of 5-s windows reads a bursty database's ``I`` 152-247 around ~207,
 and the capacity follows ``I`` while the SCV calibration matches the response time at the
 current load only (docs/accuracy.md section 5, end to end: the capacities of twelve one-hour
-runs within 10% of the truth on 12 seeds against 5, the calibrated ``I`` 186-222). On paper
-000's experiment (section 1) either meets issue 20's targets; the SCV calibration reads the
+runs within 10% of the truth on 12 seeds against 5, the calibrated ``I`` 186-222). On the experiment
+of Mi et al. (2008) (section 1) either meets the accuracy targets; the SCV calibration reads the
 default run's response times closer (5.1% against 11.1% max), the ``I`` calibration the other
 window lengths and think times (11.1% against 14.9% at worst). The last ``I`` is kept, refitted
 to the current mean and p95, while the model with it stays within :data:`KEEP` of the

@@ -16,7 +16,7 @@ docs/accuracy.md's systems (a)-(d)), so a line through two points below the knee
 the answer and one through points on either side of it far below. 4 tiers with two bursty ones
 (capacity 2,067), cold with the users at 40% of capacity solved: probes 2,737 (half MVA's
 capacity), 1,696, 1,978, 2,089, 2,037 by lines; 1,819 (projected), 2,081, 2,068 by the power
-law (docs/benchmarks.md, 2026-11-29).
+law (docs/benchmarks.md, "A capacity search").
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ uncertainty pushed one way, then the other (:func:`band`):
 
 * every tier's aggregate demand ``D_m`` at ``+-z`` standard errors (:data:`BAND_Z` = 1.645: a
   nominal 90% interval of each demand). With ``w_c = p_c V_{m,c}``
-  and the Kalman filter's demands ``d`` and covariance ``P`` (paper 004 eqs. (4)-(6)),
+  and the Kalman filter's demands ``d`` and covariance ``P`` (Huang et al. 2012, eqs. (4)-(6)),
   ``Var(sum_c w_c d_c) = w' P w`` -- the full covariance, so classes whose demands trade off
   (under a steady mix the split is barely observable, their errors anti-correlated) do not
   inflate the aggregate's error. The relative standard error ``s_m = sqrt(w' P w) / w' d`` scales
@@ -52,10 +52,10 @@ exact chain at 130 users of the demo's shop, throughput within 0.3% of it) at a 
 resolution (:data:`BAND_TOLERANCE`), started from the nominal capacity scaled by the variant's
 MVA capacity ratio. Even so it is computed only when the system is at risk (a breach within
 :data:`BAND_RISK_FACTOR` horizons) and on every :data:`BAND_EVERY`-th solve otherwise
-(bench/bench_pipeline.py, docs/benchmarks.md); the report bridges the solves between two
+(bench/speed/pipeline.py, docs/benchmarks.md); the report bridges the solves between two
 band points.
 
-**Calibration** (bench/accuracy_band.py, docs/accuracy.md): the two ends are not the quantiles of
+**Calibration** (bench/accuracy/band.py, docs/accuracy.md): the two ends are not the quantiles of
 one distribution -- every tier is pushed the same way at once (wider than a joint interval when
 tiers' errors are independent) and ``I``'s interval is a 95% one -- so the band's level is
 measured, not derived. Against the simulated true capacity of a three-tier shop over 4 seeds:
@@ -109,7 +109,7 @@ BAND_RISK_FACTOR = 2.0
 #: ... and on every this-many-th solve otherwise
 BAND_EVERY = 5
 #: the band pushes every tier's demand this many standard errors (``z``): 1.645, a nominal
-#: 90% interval. Measured against simulated truth (bench/accuracy_band.py, docs/accuracy.md
+#: 90% interval. Measured against simulated truth (bench/accuracy/band.py, docs/accuracy.md
 #: "Calibration of the uncertainty band"): on a non-bursty three-tier shop the true capacity is
 #: inside the band at 91% of solves (80% at z = 1, the +-1 s.e. band used before)
 BAND_Z = 1.645

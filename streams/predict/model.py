@@ -1,10 +1,10 @@
 """The closed model of one system, built from its tiers' estimates, and the questions put to it.
 
-The system is paper 000's Fig. 9: ``N`` users think ``Z`` seconds, then visit the tiers in
+The system is Mi et al. (2008), Fig. 9: ``N`` users think ``Z`` seconds, then visit the tiers in
 order. Per-class demands ``D_{m,c} = V_{m,c} d_{m,c}`` (visits x the demand per completion at
 the tier, :func:`tier_demands`: by default the Kalman filter's or the sliding regression's,
 whichever predicted the tier's recent utilization better) are aggregated over the measured class mix ``p_c = X_c / sum X``
-into one class, ``D_m = sum_c p_c D_{m,c}`` -- the single-class model paper 000 solves.
+into one class, ``D_m = sum_c p_c D_{m,c}`` -- the single-class model Mi et al. (2008) solves.
 
 **Per-class response times** (FCFS tiers, as the physical tiers the simulator models): the wait
 in a tier's queue is shared by every class, the service is the class's own. With the aggregate's
@@ -29,7 +29,7 @@ too fast and a heavy one too slow (docs/accuracy.md).
 **A bursty tier's aggregate demand** (``SystemConfig.bursty_demand``, docs/accuracy.md
 section 1). On a bursty tier the window-local estimators (Kalman filter, sliding regression) are
 noisy at any given moment: the busy time of a few windows is dominated by whether a slow run fell
-in them. Paper 000 section 4.1 takes the MAP(2)'s mean service time as the total busy time over
+in them. Mi et al. (2008) section 4.1 takes the MAP(2)'s mean service time as the total busy time over
 the total completions instead. Under ``bursty_demand = "history"`` (the default), when the MAP
 network is used, each bursty tier ``m`` whose ``mean_service`` ``S_m = sum_k B_k / sum_k n_k``
 (over its kept history, :class:`streams.core.tier.TierModel`) is known gets one factor
@@ -40,7 +40,7 @@ kept. The model flags the tier. Non-bursty tiers, and models solved by MVA only 
 or the MAP network not applicable), keep the estimator's demands; ``"estimator"`` keeps them
 for bursty tiers too.
 
-Capacity is the largest ``N`` whose every class meets its SLA (paper 001 section V's
+Capacity is the largest ``N`` whose every class meets its SLA (Harbaoui et al. (2010) section V's
 question); the time to breach follows from the users trend.
 """
 
@@ -71,8 +71,8 @@ CAPACITY_LIMIT = 100_000
 #: largest Markov chain the MAP network is solved on exactly, by the number of tiers (more:
 #: :data:`EXACT_STATE_LIMIT_MANY`); decomposition beyond. The exact chain's cost per state grows
 #: with the tiers (its nested-dissection separators are lines for two queues, planes for
-#: three): these budgets keep one exact solve near 50 ms (docs/benchmarks.md, 2026-11-28
-#: "exact-chain budget"), where the decomposition differs from it by about 1% in response time
+#: three): these budgets keep one exact solve near 50 ms (docs/benchmarks.md,
+#: "One solve"), where the decomposition differs from it by about 1% in response time
 #: (one bursty tier; up to 4% with two bursty one-core tiers) and costs 2-15 ms
 EXACT_STATE_LIMIT = {1: 20_000, 2: 5_000, 3: 2_000}
 EXACT_STATE_LIMIT_MANY = 1_000
@@ -86,7 +86,7 @@ PREDICTION_TOL = 1e-6
 #: ... and for a capacity search's probes (:func:`model_capacity`, the uncertainty band's): a
 #: probe decides a side of the bracket and aims the next one, to within 3% of the population.
 #: On 640 solves of random networks with two or three bursty tiers at 0.5-1.5 knees
-#: (``bench/accuracy_random_networks.py``) it moves the response time by 4e-7 (median), 7e-4
+#: (``bench/accuracy/random_networks.py``) it moves the response time by 4e-7 (median), 7e-4
 #: (99th percentile), 1.1% at most, with 20% fewer sweeps; 1e-3 took 35% fewer but moved it
 #: by up to 9.4% where the sweeps creep. 4 tiers, 2 bursty, a cold search: 0.53-0.58 ->
 #: 0.46-0.48 s (docs/benchmarks.md)
@@ -462,7 +462,7 @@ def _identified(tier: TierModel, classes: list[str], mix: np.ndarray) -> np.ndar
     (the aggregate, which utilization pins down, is kept).
 
     Under a steady class mix the split of a tier's busy time between classes is barely
-    observable (paper 004 section 3.3; paper 002 section 5): the Kalman estimates wander and
+    observable (Huang et al. (2012) section 3.3; Rolia and Vetland (1995) section 5): the Kalman estimates wander and
     the regression (the second opinion) lands elsewhere. A class counts as identified when the
     two agree within :data:`IDENTIFIED_TOLERANCE` and the filter's standard deviation is below
     that fraction of the demand; the others read back the aggregate's response time instead of
@@ -504,7 +504,7 @@ def history_demands(D_m: np.ndarray, V_m: np.ndarray, mix: np.ndarray,
                     mean_service: float) -> np.ndarray:
     """A bursty tier's per-class system demands ``D_{m,c}`` rescaled by one factor so that
     ``sum_c p_c D_{m,c} = S_m sum_c p_c V_{m,c}``, ``S_m = mean_service`` (mean busy time per
-    completion over the history, paper 000 section 4.1); the split between classes is kept.
+    completion over the history, Mi et al. (2008) section 4.1); the split between classes is kept.
     ``D_m`` unchanged when it has no aggregate (``sum_c p_c D_{m,c} <= 0``) or ``S_m <= 0``."""
     current = float(mix @ D_m)
     target = float(mean_service) * float(mix @ V_m)
@@ -520,7 +520,7 @@ def fcfs_split(tier: TierModel, classes: list[str], mix: np.ndarray, V_m: np.nda
     In one FCFS queue every class meets the same wait, so ``R_{m,c} = W_m + S_{m,c}`` and the
     wait cancels from the differences: with ``q_c`` the visit mix (``p_c V_{m,c}``, normed)
     and ``Rbar = sum_c q_c R_{m,c}``, ``S_{m,c} = Sbar_m + R_{m,c} - Rbar`` (``Sbar_m`` the
-    busy time per completion). It separates classes that move together (paper 004 section 3.3:
+    busy time per completion). It separates classes that move together (Huang et al. (2012) section 3.3:
     under a steady mix utilization alone cannot), which matters most on a bursty tier, where
     the window-local estimators are noisiest. Returns ``(V_{m,c} S_{m,c}, clipped)`` -- a
     service floored at 5% of ``Sbar`` is clipped -- or ``None`` unless every class with

@@ -5,7 +5,7 @@ The ``predicted_breach`` alert stands on the queueing model (:mod:`streams.predi
 :mod:`streams.predict.alert_window`). While the model itself is in doubt it can be confidently
 wrong: in the first minutes a bursty tier's index of dispersion ``I`` rests on too few windows
 for its confidence interval to confirm it (``idc_flag`` ``too_short`` / ``uncertain`` /
-``unresolved``: paper 000 Fig. 2, ``I`` needs thousands of windows), so the model solves the
+``unresolved``: Mi et al. (2008), Fig. 2, ``I`` needs thousands of windows), so the model solves the
 tier as exponential and puts the capacity far above the load that is already at its SLA; and
 while the ``model_error`` alert is active its response times are off the measured ones. A load
 that starts near capacity breaches in exactly those minutes.
@@ -20,7 +20,7 @@ completion-weighted mean per tier, summed over the tiers -- the same windows the
 
 with ``b_c' = b_c - TREND_SES se(b_c)`` the slope less :data:`TREND_SES` of its standard errors:
 a line through a few noisy points rises by chance, and a chance rise extrapolated fires too
-(``bench/e2e_many_cores.py --ramp``, a 64-core bursty database at 40% of capacity: ``buy`` at
+(``bench/e2e/many_cores.py --ramp``, a 64-core bursty database at 40% of capacity: ``buy`` at
 352 ms against its 0.4 s SLA, five solves rising 14.5 ms/min by chance, a TREND ALERT at
 minute 6 that the ramp's breach at minute 44 followed by 38 minutes; 3 of 6 seeds so).
 
@@ -47,7 +47,7 @@ each solve's wobble.
 **A breach now that the measurement contradicts.** Above its capacity the model says the SLA
 is broken *now* (time to breach 0), which the measurement can check directly. In the first
 minutes a class's demand can read far off (a three-tier shop at 40% of its capacity, e2e seed
-3 of ``bench/e2e_multicore.py``: the model's capacity 0 users at minutes 3 and 4 while 86
+3 of ``bench/e2e/multicore.py``: the model's capacity 0 users at minutes 3 and 4 while 86
 users were served with every class within its SLA), and the model fired 30.6 minutes before
 the breach. With the users beyond ``capacity_margin`` above the alert's capacity,
 ``N > N* / (1 - m)``, while every class measured at this solve is within ``(1 - m)`` of its

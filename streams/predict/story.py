@@ -5,7 +5,7 @@ with the highest utilization per core at the forecast population (the MVA bottle
 ``argmax_m D_m / c_m``), and ``breach_tier``, the tier holding the largest share of the
 breaking class's response time at the first population beyond capacity. Under MVA they agree
 but for ties; on the MAP network they can differ: a bursty tier with the lower mean
-utilization queues the most while its slow runs last (paper 000 section 3.4: the bottleneck
+utilization queues the most while its slow runs last (Mi et al. (2008) section 3.4: the bottleneck
 *switches* between tiers, ``B_m`` the probability that tier ``m`` is the bottleneck). The
 demo's shop is such a case: ``front`` is busier on average, the bursty ``db`` breaks the SLA.
 :func:`bottleneck_story` says so in ``bottleneck_reason`` whenever the two differ (``None``

@@ -6,19 +6,19 @@ demand, :meth:`SystemModel.at`) and the solver choice (MVA, exact MAP chain, dec
 multi-core bursty tiers) is the prediction's. An :class:`Action` returns a new model:
 
 * ``cpu_speed`` -- the tier on a CPU ``s`` times as fast: ``D_{m,c} -> D_{m,c} / s`` for every
-  class (paper 003, CloudProphet: a tier's CPU demand scales with the platforms' CPU speed
+  class (Zong 2011, CloudProphet: a tier's CPU demand scales with the platforms' CPU speed
   ratio, within 20% in their tests). A bursty tier's MAP(2) is rescaled to the new demand:
   every rate times ``s``, its SCV, autocorrelation and ``I`` kept.
 * ``cores`` -- the tier with ``c`` cores (its queue shared by them, as the physical tier of
   :mod:`solvers.simulation.physical`).
-* ``replicate`` -- ``k`` replicas of the tier behind a balancer (paper 001 section V-E, Fig. 11
+* ``replicate`` -- ``k`` replicas of the tier behind a balancer (Harbaoui et al. (2010) section V-E, Fig. 11
   and Table V). **Modelled as one tier of ``k c_m`` cores**, demand unchanged
   (:meth:`solvers.capacity.ClosedModel.replicate` ``mode="servers"``), not as ``k`` stations of
   demand ``D/k`` (``mode="split"``). Two reasons: (1) the balancers in use (least connections,
   least outstanding requests) send a request to a replica with an idle core, which is the
   shared queue; a random or round-robin split leaves a replica idle while another queues
   (worse: the figure is then optimistic); (2) on a bursty tier the burstiness is in the
-  request stream (paper 000 section 4.1: heavy requests come in runs), so a run of heavy
+  request stream (Mi et al. (2008) section 4.1: heavy requests come in runs), so a run of heavy
   requests reaches every replica at once -- the replicas consume one service-time sequence,
   which is what a ``k c_m``-core tier of the MAP network / decomposition models, and what
   ``k`` series stations of demand ``D/k`` (each with its own phase) would not. A replica

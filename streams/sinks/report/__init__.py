@@ -3,9 +3,9 @@
 The page shows what the Grafana dashboards show (``docs/grafana.md``) without Grafana or
 InfluxDB: per system, measured vs predicted throughput and response time with the SLA,
 utilization, the index of dispersion against the threshold that switches a tier to the MAP
-network (Mi et al. (2008), Fig. 2, section 4.1), service demands with their Kalman +-2 sigma
-band and the regression (Huang et al. (2012); Rolia and Vetland (1995)), the bottleneck-switch
-probability (Mi et al. (2008), section 3.4), capacity, model error and alerts; and an overview
+network (Mi et al. 2008, Fig. 2, section 4.1), service demands with their Kalman +-2 sigma
+band and the regression (Huang et al. 2012; Rolia and Vetland (1995)), the bottleneck-switch
+probability (Mi et al. 2008, section 3.4), capacity, model error and alerts; and an overview
 of every system. ``docs/report.md`` describes the page and its size bound.
 """
 

@@ -194,7 +194,7 @@ class SystemCharts:
         return self.chart("bottleneck", "Bottleneck-switch probability (at the breach point)",
                           "probability", series=series, y_max=1.0,
                           note="1 − max<sub>m</sub> B<sub>m</sub>: the chance that the "
-                               "bottleneck is not the usual tier (paper 000 section 3.4; "
+                               "bottleneck is not the usual tier (Mi et al. 2008, section 3.4; "
                                "0 under MVA, which cannot switch).")
 
     def capacity(self) -> TimeChart:
