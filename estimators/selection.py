@@ -7,7 +7,7 @@ and Vetland (1995), Fig. 6)::
 
     z_k = U_k * cores  ~  H_k D = sum_c X_{k,c} D_c
 
-Which of them describes a tier best is an empirical question (docs/accuracy.md section 3):
+Which of them describes a tier best is an empirical question (docs/accuracy.md section 7):
 :func:`select_estimator` scores each by its *one-step-ahead* prediction error over the recent
 windows -- the estimate available *before* window ``k`` predicting ``z_k``, so the regression is
 not rewarded for fitting the very windows it is scored on -- and returns the best, with a
@@ -32,7 +32,7 @@ from estimators._checks import U_ROUNDING
 __all__ = ["ESTIMATORS", "Selection", "prediction_error", "residual_error", "residuals",
            "select_by_residuals", "select_by_scores", "select_estimator"]
 
-#: the candidates recommended for the pipeline, the default first (docs/accuracy.md section 3:
+#: the candidates recommended for the pipeline, the default first (docs/accuracy.md section 7:
 #: the class-blind utilization law predicts utilization as well as they do, but gives every
 #: class the same demand -- it is not a per-class estimator and is left out)
 ESTIMATORS = ("kalman", "regression")

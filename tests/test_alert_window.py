@@ -125,7 +125,7 @@ SLA_S = 0.1
 
 
 def _shop(kind: str, users: int) -> PhysicalNetwork:
-    """docs/accuracy.md section 4's three-tier shop (bench/accuracy/alert_shapes.py): truth capacity
+    """docs/accuracy.md section 10's three-tier shop (bench/accuracy/alert_shapes.py): truth capacity
     214 users (bursty db) / 420 (exponential db) at SLA 0.1 s."""
     db = MAP(_BURSTY_D0, _BURSTY_D1).scaled(0.016) if kind == "bursty" else 0.016
     return PhysicalNetwork(
@@ -156,7 +156,7 @@ def _first_alert_and_breach(kind: str, users: int, minutes: float, seed: int):
 def worst_window_mean(recs, t: float) -> float:
     """The worst class's 5-minute mean response time at ``t``: per tier the
     completion-weighted mean over the windows ending in ``(t - 300, t]``, summed over the
-    tiers (docs/accuracy.md section 4's measured breach)."""
+    tiers (docs/accuracy.md section 10's measured breach)."""
     worst = 0.0
     for c in ("browse", "buy"):
         r = 0.0

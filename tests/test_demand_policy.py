@@ -1,4 +1,4 @@
-"""``demand_policy``: which per-class demands enter the model (docs/accuracy.md section 3).
+"""``demand_policy``: which per-class demands enter the model (docs/accuracy.md section 7).
 
 ``selected`` (default): per tier, the Kalman filter or the sliding regression, whichever predicted
 the tier's recent utilization better one step ahead; ``kalman_checked``: the Kalman demands with

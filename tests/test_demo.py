@@ -1,4 +1,4 @@
-"""The demo simulates the system perfcast models (docs/accuracy.md section 8).
+"""The demo simulates the system perfcast models (docs/accuracy.md section 14).
 
 The demo's shop used to give its db one MAP(2) per class under processor sharing; the model
 (one service process per tier) given the true parameters then predicted 1.35-3.1 times the

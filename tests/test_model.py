@@ -75,7 +75,7 @@ def test_unidentified_class_demands_read_back_the_aggregate():
     """A class whose Kalman and regression demands disagree (or are uncertain) reads back the
     aggregate: its response time equals the mix-weighted mean; identified classes keep their
     own demand, and the aggregate ``sum_c p_c D_{m,c}`` is preserved (``demand_policy =
-    "kalman_checked"``, the policy before docs/accuracy.md section 3)."""
+    "kalman_checked"``, the policy before docs/accuracy.md section 7)."""
     cfg = SystemConfig(tiers=("front", "db"), demand_policy="kalman_checked")
     front = _tier("front", {"a": 0.004, "b": 0.002}, {"a": 1e-4, "b": 1e-4},
                   {"a": 0.0041, "b": 0.0019})

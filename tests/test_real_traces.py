@@ -56,7 +56,7 @@ def test_windows_are_valid_contract_records_that_keep_the_completions(sarde):
 @pytest.mark.parametrize("estimator", ["kalman", "nnls_run", "recommended"])
 @pytest.mark.parametrize("window_s", [5, 10])
 def test_demands_within_librede_span_where_its_estimators_agree(sarde, estimator, window_s):
-    """The acceptance on r0, r1, r3, r4 (docs/accuracy.md, "Real traces")."""
+    """The acceptance on r0, r1, r3, r4 (docs/accuracy.md section 8, "Real traces")."""
     for name in rt.AGREEING:
         run = sarde[name]
         answers = rt.librede_answers(run)

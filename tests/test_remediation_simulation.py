@@ -1,5 +1,5 @@
 """Remediation validated by simulation (short and seeded; the full
-table: ``bench/accuracy/remediation.py``, docs/accuracy.md section 6): the capacity the model
+table: ``bench/accuracy/remediation.py``, docs/accuracy.md section 12): the capacity the model
 predicts after an action is within 10% of the capacity of the simulated physical system with
 the action applied."""
 

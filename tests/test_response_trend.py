@@ -249,7 +249,7 @@ def _run(kind: str, users: int, minutes: float, seed: int):
 
 
 def _breach_onsets(recs, times):
-    """The measured breach of docs/accuracy.md section 4 (bench/accuracy/alert_shapes.py): per solve
+    """The measured breach of docs/accuracy.md section 10 (bench/accuracy/alert_shapes.py): per solve
     time, per class the 5-minute completion-weighted mean per tier summed over the tiers above
     the SLA; an onset is the second such solve in a row."""
     above = [t >= START + 300.0 and worst_window_mean(recs, t) > SLA_S for t in times]

@@ -70,7 +70,7 @@ CLASSES = ("browse", "buy")
 MIX = (0.8, 0.2)
 TIERS = ("web", "app", "db")
 KINDS = ("bursty", "non_bursty")
-#: truth capacity (users) per kind: simulated grids, see docs/accuracy.md section 4b
+#: truth capacity (users) per kind: simulated grids, see docs/accuracy.md section 10
 CAPACITY = {"bursty": 214.0, "non_bursty": 420.0}
 BREACH_WINDOW_S = 300.0
 BREACH_WINDOWS_S = (BREACH_WINDOW_S, 60.0, 900.0)   # the definition, then its sensitivity

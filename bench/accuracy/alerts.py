@@ -1,6 +1,6 @@
 """Predicted SLA breach: how early perfcast's alert fires and how often it fires for nothing,
 against a baseline that extrapolates the measured response time linearly.
-Prints the tables of docs/accuracy.md section 4.
+Prints the tables of docs/accuracy.md section 10.
 
     python -m bench.accuracy.alerts            # 12 runs per kind + the idc_threshold sweep
                                                # (both kinds)

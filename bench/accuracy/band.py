@@ -12,7 +12,7 @@ Systems: ``bench/accuracy/alert_shapes.py``'s three-tier shop (web 4 cores 8 ms,
 service is Mi et al.'s (2008) MAP(2), I ~ 200) and ``non_bursty`` (exponential db), simulated by
 :mod:`solvers.simulation.physical`, monitored in 5-s windows, seeds 0-3. **Truth**: the
 population whose worst class's long-run simulated mean response time crosses the SLA
-(``alert_shapes.CAPACITY``: bursty 214, non-bursty 420; docs/accuracy.md section 4, from
+(``alert_shapes.CAPACITY``: bursty 214, non-bursty 420; docs/accuracy.md section 10, from
 :mod:`solvers.simulation` grids). Load: 20 minutes at 50% of the truth, then one user at a time
 to 110% over 20 minutes, then 5 minutes there -- so bands at rest and at risk both appear.
 The pipeline is configured as a new user would (tiers and SLA).

@@ -1,5 +1,5 @@
 """Demand estimation under change: Kalman filter, regression and the utilization law side by side
-(Rolia and Vetland (1995) and Huang et al. (2012)). Prints the tables of docs/accuracy.md section 3 and
+(Rolia and Vetland (1995) and Huang et al. (2012)). Prints the tables of docs/accuracy.md section 7 and
 writes docs/img/accuracy_demand.png.
 
     python -m bench.accuracy.demand            # full run (a few minutes on a busy core)

@@ -24,7 +24,7 @@ time-scaled, Zong (2011)).
 with the true parameters (per-class demands, cores, the bursty tier's MAP(2); the
 decomposition for the multi-core bursty tier, MVA for the plain system) after
 :func:`streams.predict.whatif.apply` -- the what-if transformation alone, without estimation error
-(the pipeline's estimates against the truth: docs/accuracy.md section 5).
+(the pipeline's estimates against the truth: docs/accuracy.md section 12).
 
 **Simulated**: :func:`solvers.simulation.capacity.simulated_capacity` -- the largest ``N`` whose
 every class's simulated mean response time meets the SLA, bisection to 1% from the predicted

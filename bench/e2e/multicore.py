@@ -22,7 +22,7 @@ more cores (:func:`network`'s ``cores`` and ``think_scale``).
 2. **Steady run** -- 60 minutes at 40% of the truth capacity through ``run_embedded``: the
    pipeline's last capacity against the truth, and the model it used. ``--steady-seeds``
    repeats only this run over several seeds and tabulates the capacity and the database's
-   ``I`` it rests on (the spread one hour of windows leaves, docs/accuracy.md section 5);
+   ``I`` it rests on (the spread one hour of windows leaves, docs/accuracy.md section 12);
    ``--fit-sensitivity`` gives the model's capacity on the true demands with the database's
    true MAP and with MAP(2)s fitted to its true mean and p95 at a range of ``I``.
 3. **Ramp run** -- 20 minutes at 40%, then a linear ramp to 150% of capacity over 40 minutes,

@@ -8,7 +8,7 @@ time is the next value of its tier's service-time sequence times its class's mul
 of Mi et al.'s (2008) browsing mix (``I ~ 200``: long runs of fast service and rarer runs of slow
 service that hit every class at once, during which the database and not the front server is
 the bottleneck: Mi et al. (2008) section 4.1's tier service process, the system perfcast models;
-docs/accuracy.md section 8). Users hold steady for a while (so the burstiness can be
+docs/accuracy.md section 14). Users hold steady for a while (so the burstiness can be
 measured), then ramp up until the shop breaks its response-time SLA -- perfcast should
 predict that before it happens.
 """

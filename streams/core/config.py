@@ -62,7 +62,7 @@ DEMAND_POLICIES = ("selected", "kalman_checked")
 BURSTY_DEMANDS = ("history", "estimator")
 
 #: how the one degree of freedom mean, ``I`` and p95 leave a bursty tier's MAP(2) is fixed
-#: (``bursty_scv``, :mod:`streams.predict.calibration`, docs/accuracy.md sections 1 and 5):
+#: (``bursty_scv``, :mod:`streams.predict.calibration`, docs/accuracy.md sections 1 and 6):
 #: ``response_idc`` -- the tie rule's SCV, and the ``I`` within its confidence interval at which
 #: the model's residence time at the tier equals the measured one at the measured population
 #: (where the tier reports response times and users; the estimated ``I`` otherwise);
@@ -107,7 +107,7 @@ class SystemConfig:
     #: flagged
     map_max_population: int = 10_000
     #: bursty tiers of up to this many cores get the decomposition's per-job station (each job
-    #: keeps its own service phase; docs/accuracy.md section 5); more cores: one MAP at speed
+    #: keeps its own service phase; docs/accuracy.md section 10); more cores: one MAP at speed
     #: min(n, c), flagged pessimistic. Up to 64 by default:
     #: a 32-64-core bursty tier costs 11-19x the CPU of the cheaper station
     #: (docs/benchmarks.md)
@@ -135,7 +135,7 @@ class SystemConfig:
     #: predicted-breach alert fires
     window_breach_probability: float = 0.5
     #: how close to the alert's capacity the model cannot tell a breach from none: its
-    #: capacity is right to about 10% (docs/accuracy.md sections 5 and 6). With the users
+    #: capacity is right to about 10% (docs/accuracy.md sections 6 and 12). With the users
     #: within this fraction below it the predicted-breach alert also consults the measured
     #: response-time trend, and a firing alert resolves only below it
     #: (:mod:`streams.predict.response_trend`); 0: off

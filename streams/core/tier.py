@@ -19,7 +19,7 @@ the newest one but not seen is applied in arrival order and flagged ``late`` (th
 treat windows as exchangeable observations, so a few out of order change little); a window
 older than every kept end cannot be told apart from a duplicate and is rejected as too late.
 
-Which demands enter the model (``demand_policy``, docs/accuracy.md section 3): under the default
+Which demands enter the model (``demand_policy``, docs/accuracy.md section 7): under the default
 ``selected`` the tier keeps, for its last :data:`SELECTION_WINDOWS` windows, ``z_k = U_k cores``
 and the residual ``r_k = z_k - H_k D`` of each estimator's one-step-ahead prediction (Huang et al. (2012)
 eq. (5.b); Rolia and Vetland (1995), Fig. 6) -- ``D`` the Kalman demands and the sliding regression in force
@@ -73,7 +73,7 @@ WINDOW_JITTER = 0.1
 #: ``regression_windows``) is recomputed once this share of its windows is new
 REGRESSION_REFRESH_SHARE = 0.25
 #: windows over which the estimators' one-step-ahead utilization predictions are compared
-#: (``demand_policy = "selected"``; the window docs/accuracy.md section 3 measured)
+#: (``demand_policy = "selected"``; the window docs/accuracy.md section 7 measured)
 SELECTION_WINDOWS = 60
 
 #: :meth:`TierState.admit`'s reason for a window seen before with the same content (a replay:

@@ -41,7 +41,7 @@ is the test (docs/accuracy.md section 1: Mi et al.'s (2008) experiment, truth at
 ``I`` instead (within its confidence interval and :data:`IDC_REACH` of the estimate) and keeps
 the tie rule's SCV: an hour of 5-s windows reads a bursty database's ``I`` 152-247 around ~207,
 and the capacity follows ``I`` while the SCV calibration matches the response time at the
-current load only (docs/accuracy.md section 5, end to end: the capacities of twelve one-hour
+current load only (docs/accuracy.md section 12, end to end: the capacities of twelve one-hour
 runs within 10% of the truth on 12 seeds against 5, the calibrated ``I`` 186-222). On the experiment
 of Mi et al. (2008) (section 1) either meets the accuracy targets; the SCV calibration reads the
 default run's response times closer (5.1% against 11.1% max), the ``I`` calibration the other

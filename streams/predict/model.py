@@ -483,7 +483,7 @@ def _identified(tier: TierModel, classes: list[str], mix: np.ndarray) -> np.ndar
 def tier_demands(tier: TierModel, classes: list[str], mix: np.ndarray,
                  policy: str) -> np.ndarray:
     """The per-class demands ``d_{m,c}`` the model uses for ``tier`` under ``policy``
-    (``SystemConfig.demand_policy``, docs/accuracy.md section 3):
+    (``SystemConfig.demand_policy``, docs/accuracy.md section 7):
 
     * ``selected`` -- the estimator the tier picked (:attr:`TierModel.estimator`, by recent
       one-step-ahead utilization-prediction error): the Kalman demands, or the sliding

@@ -29,13 +29,13 @@ clears, in between the dead band): some class's ``tau_c <= H`` -> ``True``; ever
 clear -> ``False``. A line is not extrapolated further ahead than the history it was fitted on
 (its forecast error grows with the distance from the points): in the first minutes it fires on
 ``tau_c <=`` the minutes of history, not on ``H`` -- three noisy minute means at 40% of
-capacity extrapolated 15 minutes ahead fire on noise (docs/accuracy.md section 4). It is
+capacity extrapolated 15 minutes ahead fire on noise (docs/accuracy.md section 10). It is
 consulted only while the model is not trusted (:func:`untrusted_reasons`), and an alert it
 raised says so (``trigger`` ``trend``, its basis ``trend: ...``, a ``TREND ALERT`` summary):
 the on-call engineer knows it is the measured trend, not the model.
 
 **Near the alert's capacity** the model cannot rule a breach in or out either: its capacity
-is right to about 10% (docs/accuracy.md sections 5 and 6), and a flat load at 90% of a bursty
+is right to about 10% (docs/accuracy.md sections 6 and 12), and a flat load at 90% of a bursty
 tier's capacity sees the alert capacity wander 183-214 users around 193 between solves (the
 estimates of ``I`` and the demands moving with the history), so the model's own condition
 fires and resolves on that noise, and the 5-minute mean breaches when it will. With the users

@@ -34,7 +34,7 @@ def users_trend(points: list[list[float]], time: float, window: float) -> float:
     that began within the window. A line through a window that is mostly flat reads a
     fraction of the ramp's slope (4 minutes into a ramp, the 15-minute line reads ~20% of it),
     so the time to breach came out ~4x too long and the alert late: the e2e ramp of
-    docs/accuracy.md section 5 (seeds 1-12) fired 2.6-11.6 minutes before the measured
+    docs/accuracy.md section 11 (seeds 1-12) fired 2.6-11.6 minutes before the measured
     breach, 4 of 12 under 5 minutes. On a flat load the recent line's slope is noise, within
     its errors of the long one."""
     start = time - window
