@@ -5,6 +5,7 @@
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "${HERE}/env.sh"
+source "${HERE}/../lib.sh"
 t_start=$(date +%s.%N)
 elapsed() { printf '%.1f' "$(echo "$(date +%s.%N) - ${t_start}" | bc)"; }
 
@@ -63,15 +64,6 @@ if [[ -s "${RUN}/pg/postmaster.pid" ]]; then
   fi
 fi
 
-if [[ "${TESTBED_KEEP_RUN_DIR:-0}" == "1" ]]; then
-  echo "kept run dir ${RUN}"
-elif [[ -f "${RUN}/.perfcast-testbed-run-dir" ]]; then
-  rm -rf -- "${RUN}"
-  echo "removed run dir ${RUN}"
-else
-  echo "warning: ${RUN} lacks up.sh's marker; not deleting it" >&2
-fi
-if [[ -f "${TESTBED_STATE}" && "$(cat "${TESTBED_STATE}")" == "${RUN}" ]]; then
-  rm -f "${TESTBED_STATE}"
-fi
+PERFCAST_KEEP_RUN_DIR="${TESTBED_KEEP_RUN_DIR:-0}" \
+  perfcast_remove_run_dir "${RUN}" .perfcast-testbed-run-dir "${TESTBED_STATE}"
 echo "testbed down in $(elapsed) s"
