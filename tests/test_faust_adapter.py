@@ -395,3 +395,49 @@ def test_the_worker_s_agent_runs_one_instance():
 
     app = build_app(Config(), app_id="adapter-agent", influx=False, core_process=False)
     assert [agent.concurrency for agent in app.agents.values()] == [1]
+
+
+def test_the_module_level_app_declares_the_worker_s_agent_timers_and_table(monkeypatch):
+    """``streams.kafka.app`` is the app Faust's command line runs: the same agent (one
+    instance, over the windows topic), the same table and the callbacks of one
+    :class:`streams.kafka.agent.WindowsAgent`, built from ``PERFCAST_CONFIG`` alone."""
+    import importlib
+    import sys
+
+    monkeypatch.setenv("PERFCAST_APP_ID", "module-level-probe")
+    monkeypatch.delenv("PERFCAST_CONFIG", raising=False)
+    monkeypatch.delenv("PERFCAST_INFLUX_URL", raising=False)
+    sys.modules.pop("streams.kafka.app", None)
+    module = importlib.import_module("streams.kafka.app")
+    app = module.app
+    assert app.conf.id == "module-level-probe"
+    agents = list(app.agents.values())
+    assert [a.channel.get_topic_name() for a in agents] == ["perfcast.windows"]
+    assert [a.concurrency for a in agents] == [1]
+    assert list(app.tables) == ["state"]
+    agent = app.perfcast_agent
+    assert agent.runner is app.perfcast_runner and agent.stats is app.perfcast_stats
+    assert agent.changelog_topic == app.tables["state"].changelog_topic.get_topic_name()
+    sys.modules.pop("streams.kafka.app", None)
+
+
+def test_the_agent_leaves_windows_of_an_earlier_generation_to_be_read_again():
+    """A batch may hold windows fetched before a rebalance; only those of the present
+    generation are taken (:meth:`streams.kafka.agent.WindowsAgent.current`): the others are
+    read again from the committed offset by whoever owns their partition now."""
+    from types import SimpleNamespace
+
+    from streams.kafka.agent import WindowsAgent
+
+    table = SimpleNamespace(changelog_topic=SimpleNamespace(get_topic_name=lambda: "c"))
+    app = SimpleNamespace(consumer_generation_id=7)
+    agent = WindowsAgent(app, None, table, None, None, None, str, batch=10, within_s=0.1)
+
+    def event(generation, offset):
+        return SimpleNamespace(message=SimpleNamespace(generation_id=generation, partition=0,
+                                                       offset=offset))
+
+    events = [event(6, 1), event(7, 2), event(6, 3), event(7, 4)]
+    assert [e.message.offset for e in agent.current(events)] == [2, 4]
+    app.consumer_generation_id = 8
+    assert agent.current(events) == []

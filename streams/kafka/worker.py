@@ -53,34 +53,25 @@ worker's finished offset (:func:`streams.kafka.handover.offsets_report`).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
-import time
 from typing import Any
 
 import faust
 
-from streams.kafka.batch_flow import BatchFlow, Steps
-from streams.kafka.batching import acknowledge, adaptive_batches, backlog
+from streams.kafka.agent import SHUTDOWN_WAIT_S, WindowsAgent
 from streams.core.config import Config, KafkaSettings
-from streams.kafka.core_process import (OUTPUT_TOPICS, BatchResult, CoreProcess, CoreRunner,
-                                  InlineCore)
-from streams.kafka.delivery import deliver_directly
-from streams.kafka.continuity import STALL_S, OffsetGuard
-from streams.kafka.faust_adapter import (check_versions, committed_offsets, disable_spinner,
-                                         set_fetch_limits)
-from streams.kafka.handover import (COMMIT_INTERVAL_S, FinishedOffsets, commit_finished,
-                                    offsets_report)
+from streams.kafka.core_process import CoreProcess, CoreRunner, InlineCore
+from streams.kafka.faust_adapter import check_versions, disable_spinner, set_fetch_limits
+from streams.kafka.handover import COMMIT_INTERVAL_S
+from streams.kafka.output_producer import MAX_BATCH_BYTES, OutputProducer, ssl_context
+from streams.kafka.stats import BatchStats
 from streams.sinks.influx import InfluxSink
 
-__all__ = ["build_app", "faust_broker_options", "faust_worker", "tune_fetches"]
+__all__ = ["BatchStats", "MAX_BATCH_BYTES", "OutputProducer", "SHUTDOWN_WAIT_S", "build_app",
+           "faust_broker_options", "faust_worker", "tune_fetches"]
 
 log = logging.getLogger("perfcast.worker")
-
-def _ssl_context(k: KafkaSettings) -> Any:
-    import ssl
-    return ssl.create_default_context(cafile=k.ssl_cafile)
 
 
 def faust_broker_options(k: KafkaSettings) -> dict[str, Any]:
@@ -92,82 +83,10 @@ def faust_broker_options(k: KafkaSettings) -> dict[str, Any]:
         opts["broker_credentials"] = faust.SASLCredentials(
             username=k.sasl_username, password=k.sasl_password,
             mechanism=k.sasl_mechanism or "PLAIN",
-            ssl_context=_ssl_context(k) if proto == "SASL_SSL" else None)
+            ssl_context=ssl_context(k) if proto == "SASL_SSL" else None)
     elif proto == "SSL":
-        opts["broker_credentials"] = _ssl_context(k)
+        opts["broker_credentials"] = ssl_context(k)
     return opts
-
-
-class OutputProducer:
-    """The output topics' producer: an ``aiokafka`` producer of its own that sends a batch's
-    records as one record batch per partition (``create_batch`` / ``send_batch``), keyed by
-    system with Kafka's default (murmur2) partitioner. Faust's producer queues and sends every
-    message on its own, which cost more than the pipeline itself per window."""
-
-    def __init__(self, k: KafkaSettings) -> None:
-        from aiokafka.partitioner import DefaultPartitioner
-
-        self.settings = k
-        self.partitioner = DefaultPartitioner()
-        self.producer: Any = None
-        self.partitions: dict[str, list[int]] = {}
-        self.partition_of: dict[str, dict[bytes | None, int]] = {}   # murmur2 once per key
-
-    async def start(self) -> None:
-        from aiokafka import AIOKafkaProducer
-
-        from streams.kafka.produce import kafka_client_options
-
-        opts = kafka_client_options(self.settings)       # aiokafka takes the same names,
-        opts.pop("ssl_cafile", None)                      # but an SSL context, not a file
-        if "SSL" in opts["security_protocol"]:
-            opts["ssl_context"] = _ssl_context(self.settings)
-        # record batches up to 512 KiB (the default 16 KiB holds a dozen estimates: a send per
-        # dozen records); no linger: the batches are built whole before they are sent
-        self.producer = AIOKafkaProducer(**opts, acks="all", linger_ms=0,
-                                         max_batch_size=MAX_BATCH_BYTES)
-        await self.producer.start()
-
-    async def send(self, topic: str, records: list[tuple[bytes | None, bytes]]) -> list[Any]:
-        """Queue ``(key, value)`` records; returns the batches' delivery futures."""
-        if not records:
-            return []
-        if self.producer is None:
-            await self.start()
-        parts = self.partitions.get(topic)
-        if parts is None:
-            parts = self.partitions[topic] = sorted(await self.producer.partitions_for(topic))
-        cache = self.partition_of.setdefault(topic, {})
-        routed = []
-        for key, value in records:
-            part = cache.get(key)
-            if part is None:
-                part = cache[key] = self.partitioner(key, parts, parts)
-            routed.append((part, key, value))
-        return await self.send_to(topic, routed)
-
-    async def send_to(self, topic: str, records: list[tuple[int, bytes, bytes]]) -> list[Any]:
-        """Queue ``(partition, key, value)`` records, in order per partition; returns the
-        batches' delivery futures."""
-        if self.producer is None:
-            await self.start()
-        batches: dict[int, Any] = {}
-        futures = []
-        for part, key, value in records:
-            batch = batches.get(part)
-            if batch is None:
-                batch = batches[part] = self.producer.create_batch()
-            if batch.append(key=key, value=value, timestamp=None) is None:   # full
-                futures.append(await self.producer.send_batch(batch, topic, partition=part))
-                batch = batches[part] = self.producer.create_batch()
-                batch.append(key=key, value=value, timestamp=None)
-        for part, batch in batches.items():
-            futures.append(await self.producer.send_batch(batch, topic, partition=part))
-        return futures
-
-    async def stop(self) -> None:
-        if self.producer is not None:
-            await self.producer.stop()
 
 
 #: records per poll and bytes per fetch of the source consumer (Faust's defaults, 500 records
@@ -212,71 +131,12 @@ def tune_fetches(app: faust.App, wait_ms: int, min_bytes: int) -> bool:
     return True
 
 
-#: largest record batch the output producer builds (well below the broker's default
-#: message.max.bytes, 1 MiB)
-MAX_BATCH_BYTES = 512 << 10
-
 #: seconds between the worker's throughput log lines (log level info)
 STATS_INTERVAL_S = 10.0
 
 #: seconds between checks for source partitions whose windows never reach the agent
 #: (:meth:`streams.kafka.continuity.OffsetGuard.stalled`)
 STALL_CHECK_S = 2.0
-
-#: longest wait at shutdown for the batch in the agent's hands to be finished
-SHUTDOWN_WAIT_S = 20.0
-
-
-class BatchStats:
-    """Windows per second, where the time went, and how old the windows were when their batch
-    began (Kafka timestamp to now: the wait before the agent), since the last report. Phases:
-    ``core`` the batch step (in the core process); ``wait`` the agent waiting for it beyond
-    the step itself (moving the batch and its result between the processes); ``previous``
-    waiting for the batch before to finish; ``queue`` queueing the outputs (Kafka, InfluxDB);
-    ``deliver`` waiting for their acknowledgements; ``persist`` the changelog; ``ack`` the
-    windows' acknowledgement. ``deliver``, ``persist`` and ``ack`` overlap the next batch's
-    ``core`` (:mod:`streams.kafka.batch_flow`)."""
-
-    PHASES = ("core", "wait", "previous", "queue", "deliver", "persist", "ack")
-
-    def __init__(self) -> None:
-        self.windows = 0
-        self.replays = 0
-        self.batches = 0
-        self.seconds = dict.fromkeys(self.PHASES, 0.0)
-        self.ages: list[float] = []
-        self.since = time.monotonic()
-
-    def add(self, result: BatchResult, seconds: dict[str, float]) -> None:
-        """A finished batch: its phases' seconds as :class:`streams.kafka.batch_flow.BatchFlow`
-        measured them (``run`` split into ``core`` and ``wait``)."""
-        self.windows += result.windows
-        self.replays += result.replays
-        self.batches += 1
-        split = {**seconds, "core": result.seconds, "wait": seconds["run"] - result.seconds}
-        for phase in self.PHASES:
-            self.seconds[phase] += split[phase]
-
-    def age(self, seconds: float) -> None:
-        """How long the oldest window of a batch waited before the agent took it."""
-        self.ages.append(seconds)
-
-    def take(self) -> str | None:
-        now = time.monotonic()
-        span, self.since = now - self.since, now
-        if not self.batches:
-            return None
-        parts = ", ".join(f"{p} {1e3 * s / self.windows:.3f}" for p, s in self.seconds.items())
-        line = (f"{self.windows / span:.0f} windows/s in {self.batches} batches; "
-                f"ms per window: {parts}")
-        if self.ages:
-            line += f"; oldest window at batch start: {1e3 * max(self.ages):.0f} ms"
-        if self.replays:
-            line += f"; {self.replays} replays skipped (windows seen before unchanged)"
-        self.windows, self.batches, self.replays = 0, 0, 0
-        self.seconds = dict.fromkeys(self.PHASES, 0.0)
-        self.ages = []
-        return line
 
 
 def faust_worker(app: faust.App, loglevel: str = "warning") -> faust.Worker:
@@ -298,6 +158,8 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
               core_process: bool = True) -> faust.App:
     """The Faust app (topics, tables, agent, timer) for ``config``; ``core_process``: run the
     core in a child process (:class:`streams.kafka.core_process.CoreProcess`), else in the agent.
+    The agent and its callbacks are the methods of one :class:`streams.kafka.agent.WindowsAgent`
+    (``app.perfcast_agent``), registered here as Faust's examples register functions.
     Raises :class:`streams.kafka.faust_adapter.UnsupportedFramework` when the installed Faust,
     aiokafka or mode is outside the versions :mod:`streams.kafka.faust_adapter` supports."""
     check_versions()
@@ -312,256 +174,26 @@ def build_app(config: Config, *, app_id: str = "perfcast", partitions: int = 4,
     # (streams.kafka.handover)
     source = app.topic(k.topic("windows"), key_type=bytes, value_type=bytes,
                        partitions=partitions, acks=False)
-    producer = OutputProducer(k)
     state = app.Table("state", key_type=bytes, value_type=bytes, partitions=partitions)
     runner: CoreRunner = (CoreProcess if core_process else InlineCore)(config, state)
-    changelog_topic = state.changelog_topic.get_topic_name()
     sink = InfluxSink(config.influxdb) if influx and config.influxdb.url else None
-    app.perfcast_runner = runner      # for tests
+    agent = WindowsAgent(app, source, state, runner, OutputProducer(k), sink, k.topic,
+                         batch=batch, within_s=within_s,
+                         fetch_tuning=lambda a: tune_fetches(a, FETCH_WAIT_MS, FETCH_MIN_BYTES))
+    app.perfcast_agent = agent        # for tests
+    app.perfcast_runner = runner
     app.perfcast_sink = sink
-    stats = app.perfcast_stats = BatchStats()
-    debug_batches = bool(os.environ.get("PERFCAST_DEBUG_BATCHES"))   # log every batch
-    debug_offsets = bool(os.environ.get("PERFCAST_DEBUG_OFFSETS"))   # log offsets every 2 s
-    idle = asyncio.Event()            # set when no batch is in the agent's hands
-    idle.set()
-    stopping = asyncio.Event()        # set once the worker shuts down
+    app.perfcast_stats = agent.stats
 
-    @app.timer(interval=STATS_INTERVAL_S)
-    async def report() -> None:
-        line = stats.take()
-        if line:
-            log.info("%s", line)
-
-    finished = FinishedOffsets()      # per source partition, the offset to commit
-    settled = asyncio.Event()         # cleared from a revocation to the next assignment
-    settled.set()
-
-    @app.on_partitions_assigned.connect
-    async def _assigned(app_: Any, assigned: Any, **kwargs: Any) -> None:
-        tune_fetches(app, FETCH_WAIT_MS, FETCH_MIN_BYTES)
-        deliver_directly(app.consumer)
-        settled.set()
-
-    if debug_offsets:
-        @app.timer(interval=2.0)
-        async def offsets() -> None:
-            log.info("offsets (generation %s): %s", app.consumer_generation_id,
-                     offsets_report(app.consumer, source.get_topic_name(), finished))
-
-    @app.timer(interval=COMMIT_INTERVAL_S)
-    async def commit() -> None:
-        """The finished windows' offsets (Faust does not commit the source: ``acks=False``);
-        a rebalance's hand-over commits its own."""
-        if assigned():
-            await commit_finished(app.consumer, finished.due(app.consumer.assignment()))
-
-    @app.on_partitions_revoked.connect
-    async def _revoked(app_: Any, revoked: Any, **kwargs: Any) -> None:
-        settled.clear()                   # the agent takes no new batch until the assignment
-        log.info("revocation (generation %s): %s", app.consumer_generation_id,
-                 offsets_report(app.consumer, source.get_topic_name(), finished))
-        await hand_over(revoked)
-        runner.forget()
-
-    async def deliver(result: BatchResult) -> list[Any]:
-        """The outputs queued for Kafka; predictions and alerts written to InfluxDB now
-        (alongside the Kafka deliveries, before the state that produced them), estimates and
-        dead letters buffered. Returns what to await for their delivery."""
-        futures = []
-        for name in OUTPUT_TOPICS:
-            futures += await producer.send(k.topic(name), result.records[name])
-        if sink is not None:
-            if result.urgent:
-                futures.append(asyncio.ensure_future(sink.write(result.urgent)))
-            await sink.add_lines(result.lines)
-        return futures
-
-    async def persist(result: BatchResult) -> None:
-        """The batch's state into the table and its changelog; returns once Kafka has it."""
-        for _, key, value in result.changelog:
-            state.data[key] = value
-        if result.changelog:
-            await asyncio.gather(*await producer.send_to(changelog_topic, result.changelog))
-
-    flows: list[BatchFlow[BatchResult]] = []     # the agent's (one per agent start)
-
-    async def drain() -> None:
-        for flow in flows:
-            await flow.drain()
-
-    async def hand_over(revoked: Any) -> None:
-        """Before a revocation returns -- so before any worker is given the partitions and
-        recovers their table from the changelog -- the batch in the agent's hands and the one
-        waiting for its acknowledgements are finished (outputs and changelog in Kafka, windows
-        acknowledged), and the revoked partitions' offsets are committed. Without this a batch
-        finished after the revocation wrote its changelog behind the new owner's recovery
-        (which then worked from a stale state), and its windows were read again."""
-        try:
-            await asyncio.wait_for(idle.wait(), SHUTDOWN_WAIT_S)
-            await asyncio.wait_for(drain(), SHUTDOWN_WAIT_S)
-        except asyncio.TimeoutError:
-            log.warning("revocation with a batch not finished (its windows are read again)")
-            finished.take(revoked)
-            return
-        except Exception:                                  # noqa: BLE001 -- reported here
-            log.exception("a batch failed at a revocation (its windows are read again)")
-            finished.take(revoked)
-            return
-        offsets = finished.take(revoked)
-        committed = await commit_finished(app.consumer, offsets)
-        log.info("%d partitions revoked: batches in hand finished, offsets %s", len(revoked),
-                 {tp.partition: o for tp, o in offsets.items()} if committed else "unchanged")
-
-    def current(events: list[Any]) -> list[Any]:
-        """The events fetched under the present assignment: those taken in before a rebalance
-        are read again by whoever owns their partition now (from its committed offset)."""
-        generation = app.consumer_generation_id
-        kept = [e for e in events if e.message.generation_id == generation]
-        if len(kept) < len(events):
-            dropped: dict[int, list[int]] = {}
-            for e in events:
-                if e.message.generation_id != generation:
-                    dropped.setdefault(e.message.partition, []).append(e.message.offset)
-            log.info("generation %s: %d windows of an earlier generation left to be read "
-                     "again: %s", generation, len(events) - len(kept),
-                     {p: f"{min(o)}-{max(o)} ({len(o)})" for p, o in sorted(dropped.items())})
-        return kept
-
-    guard = OffsetGuard()             # each partition's windows once, in offset order
-
-    def assigned() -> bool:
-        """No rebalance under way: the assignment's tables are recovered and its partitions
-        sought to their committed offsets (Faust's ``actives_ready``)."""
-        return settled.is_set() and app.tables.actives_ready
-
-    async def ready() -> bool:
-        """Wait until :func:`assigned`; ``False`` if the worker stops meanwhile."""
-        while not assigned():
-            if stopping.is_set():
-                return False
-            await settled.wait() if not settled.is_set() else await asyncio.sleep(0.02)
-        return not stopping.is_set()
-
-    def source_partitions() -> list[Any]:
-        topic = source.get_topic_name()
-        return [tp for tp in app.consumer.assignment() if tp.topic == topic]
-
-    async def start_generation() -> Any:
-        """The guard started on the present generation (once per generation): each source
-        partition from its committed offset; returns the generation."""
-        generation = app.consumer_generation_id
-        if guard.generation != generation:
-            committed = committed_offsets(app.consumer)
-            starts = {tp: committed.get(tp) for tp in source_partitions()}
-            # none committed (Faust records a commit of 0 as none too): the consumer starts
-            # at the earliest offset (consumer_auto_offset_reset)
-            unknown = [tp for tp, offset in starts.items() if offset is None]
-            if unknown:
-                starts.update(await app.consumer.earliest_offsets(*unknown))
-            if guard.generation != generation:     # not started meanwhile (the stall check)
-                guard.start(generation, starts)
-                log.info("generation %s starts at %s", generation,
-                         {tp.partition: o for tp, o in sorted(guard.next.items())})
-        return generation
-
-    @app.timer(interval=STALL_CHECK_S)
-    async def unstall() -> None:
-        """Source partitions holding windows past the next one to take that never reach the
-        idle agent (:meth:`streams.kafka.continuity.OffsetGuard.stalled`) are sought back."""
-        if not assigned() or not idle.is_set() or stopping.is_set():
-            return
-        try:
-            generation = await start_generation()
-            highwater = {tp: app.consumer.highwater(tp) for tp in source_partitions()}
-            seeks = guard.stalled(highwater, time.monotonic())
-            if not assigned() or app.consumer_generation_id != generation:
-                return                    # a rebalance began meanwhile
-            for tp, offset in seeks.items():
-                log.warning("generation %s: partition %d holds windows %d-%d in Kafka but none "
-                            "reached the agent for %.0f s: read again from %d", generation,
-                            tp.partition, offset, highwater[tp] - 1, STALL_S, offset)
-                await app.consumer.seek(tp, offset)
-        except Exception:                                  # noqa: BLE001 -- next check retries
-            log.exception("the stall check failed (tried again in %.0f s)", STALL_CHECK_S)
-
-    async def continuing(events: list[Any]) -> list[Any]:
-        """The events that continue their partitions (:mod:`streams.kafka.continuity`); a
-        partition with a gap is sought back to the first window missing."""
-        generation = await start_generation()
-        checked = guard.check(events, time.monotonic())
-        if checked.skipped or checked.jumps:
-            level = logging.WARNING if checked.gaps or checked.repeated or checked.jumps \
-                else logging.INFO
-            log.log(level, "generation %s: %d windows skipped: %s", generation,
-                    checked.skipped, checked.summary())
-            for tp, offset in checked.gaps.items():
-                await app.consumer.seek(tp, offset)
-        return checked.events
-
-    @app.on_before_shutdown.connect
-    async def _shutdown(app_: Any, **kwargs: Any) -> None:
-        # the agent takes no new batch from here; the one in its hands and the one waiting
-        # for its acknowledgements are finished
-        stopping.set()
-        try:
-            await asyncio.wait_for(idle.wait(), SHUTDOWN_WAIT_S)
-            await asyncio.wait_for(drain(), SHUTDOWN_WAIT_S)
-        except asyncio.TimeoutError:
-            log.warning("shutting down with a batch not finished (read again on restart)")
-        except Exception:                                  # noqa: BLE001 -- reported here
-            log.exception("a batch failed at shutdown (read again on restart)")
-        try:
-            await commit_finished(app.consumer, finished.take(app.consumer.assignment()))
-        except Exception:                                  # noqa: BLE001 -- reported here
-            log.exception("finished offsets not committed at shutdown (read again on restart)")
-        await producer.stop()
-        await runner.stop()
-
-    @app.agent(source)
-    async def process(stream: Any) -> None:
-        """Batches of windows through the flow (:class:`streams.kafka.batch_flow.BatchFlow`): the
-        core, then -- once the batch before it is finished -- the outputs queued; a batch is
-        finished (delivered, its state in the changelog, its windows acknowledged) while the
-        core computes the next. A crash before a batch is finished re-produces its outputs
-        (at least once), never loses them, and a committed window is always in the
-        changelog."""
-        await drain()                     # an agent restarted after a failure
-        async def ack(events: list[Any]) -> None:
-            await acknowledge(stream, events)
-            finished.add(events)
-
-        flows[:] = [BatchFlow(runner, Steps(deliver, persist, ack, stats.add))]
-        await runner.start()
-        async for events in adaptive_batches(stream, batch, within_s):
-            if stopping.is_set():
-                break                     # not acknowledged: read again after a restart
-            if not await ready():         # a rebalance under way: until the new assignment
-                break
-            events = await continuing(current(events))
-            if stopping.is_set():
-                break
-            if not assigned() or guard.generation != app.consumer_generation_id:
-                continue                  # a rebalance began meanwhile: read again later
-            if not events:
-                continue
-            idle.clear()
-            try:
-                received = time.time()
-                stamp = events[0].message.timestamp      # s since the epoch (producer's clock)
-                if stamp:
-                    stats.age(received - stamp)
-                if debug_batches:
-                    log.info("batch of %d: oldest %.3f s, newest %.3f s old; backlog %s",
-                             len(events), received - stamp,
-                             received - events[-1].message.timestamp, backlog(stream))
-                await flows[0].submit(events, [e.value for e in events],
-                                      [e.message.partition for e in events], received)
-            finally:
-                idle.set()
-
+    app.timer(interval=STATS_INTERVAL_S)(agent.report)
+    app.timer(interval=COMMIT_INTERVAL_S)(agent.commit)
+    app.timer(interval=STALL_CHECK_S)(agent.unstall)
+    if os.environ.get("PERFCAST_DEBUG_OFFSETS"):                  # log offsets every 2 s
+        app.timer(interval=2.0)(agent.offsets)
     if sink is not None:
-        @app.timer(interval=config.influxdb.flush_interval_s)
-        async def flush_influx() -> None:
-            await sink.flush()
-
+        app.timer(interval=config.influxdb.flush_interval_s)(agent.flush_influx)
+    app.on_partitions_assigned.connect(agent.on_assigned)
+    app.on_partitions_revoked.connect(agent.on_revoked)
+    app.on_before_shutdown.connect(agent.on_shutdown)
+    app.agent(source, name="streams.kafka.worker.process")(agent.process)
     return app
