@@ -195,13 +195,15 @@ def services(compose: dict[str, Any]) -> dict[str, Any]:
 def _variables_the_code_reads() -> tuple[set[str], set[str]]:
     """(plain variables, secrets) the perfcast processes read from the environment: the
     configuration's tables, and every literal ``PERFCAST_*`` string in ``streams`` outside
-    ``streams/grafana`` and the Prometheus source (``perfcast grafana`` and ``perfcast ingest
-    prometheus``, which run beside the stack)."""
+    ``streams/grafana``, the Prometheus source and ``streams/kafka/app.py`` (``perfcast
+    grafana``, ``perfcast ingest prometheus`` and Faust's own command line, which run beside
+    the stack: its worker runs ``perfcast worker``)."""
     secrets = set(getattr(config_module, "_SECRETS"))
     plain = set(config_module.ENVIRONMENT)
     package = Path(streams.__file__).parent
     for path in package.rglob("*.py"):
-        if "grafana" in path.relative_to(package).parts or path.name.startswith("prometheus"):
+        if "grafana" in path.relative_to(package).parts or path.name.startswith("prometheus") \
+                or path.relative_to(package).as_posix() == "kafka/app.py":
             continue
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.Constant) and isinstance(node.value, str) \
