@@ -54,7 +54,7 @@ import numpy as np
 
 __all__ = ["Window", "InvalidWindow", "parse_window", "parse_end", "format_time", "clean",
            "MAX_CORES", "MAX_USERS", "UTILIZATION_TOLERANCE", "MAX_UTILIZATION_TOLERANCE",
-           "UTILIZATION_ROUNDING", "valid_name", "content_digest"]
+           "UTILIZATION_ROUNDING", "valid_name", "content_digest", "CORES_ASSUMED"]
 
 #: longest accepted system, tier or class name
 MAX_NAME = 200
@@ -100,6 +100,11 @@ def _short(value: Any, limit: int = 120) -> str:
     except RecursionError:          # a structure nested deeper than the stack
         text = f"<{type(value).__name__} nested too deeply to show>"
     return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+#: the flag of a window without ``cores``: the contract's default, one core, is assumed (the
+#: model's capacity scales with it, so the prediction says so too)
+CORES_ASSUMED = "cores not given: 1 core assumed (the contract's default)"
 
 
 class Window(msgspec.Struct, frozen=True, gc=False):
@@ -190,7 +195,7 @@ def _validate(raw: bytes | str | Mapping[str, Any],
         response_time_s=_per_class(data.get("response_time_s"), "response_time_s",
                                    upper=MAX_RESPONSE_TIME_S),
         users=_users(data.get("users")),
-        flags=(flag,) if flag else (),
+        flags=((flag,) if flag else ()) + (() if "cores" in data else (CORES_ASSUMED,)),
     )
     _check_rates(window.completions, window.window_s)
     return window
@@ -448,7 +453,8 @@ class _Wire(msgspec.Struct, gc=False):
     window_s: Annotated[float, msgspec.Meta(gt=0.0, le=MAX_WINDOW_S)]
     utilization: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
     completions: Annotated[dict[str, _Amount], msgspec.Meta(min_length=1)]
-    cores: Annotated[int, msgspec.Meta(ge=1, le=MAX_CORES)] = 1
+    #: 0: not in the record (msgspec does not check a default): 1 core assumed, flagged
+    cores: Annotated[int, msgspec.Meta(ge=1, le=MAX_CORES)] = 0
     response_time_s: Optional[dict[str, Annotated[float, msgspec.Meta(
         ge=0.0, le=MAX_RESPONSE_TIME_S)]]] = None
     users: Optional[Annotated[int, msgspec.Meta(ge=0, le=MAX_USERS)]] = None
@@ -504,8 +510,11 @@ def _fast(raw: bytes | str | Mapping[str, Any]) -> Window | None:
         end = parse_end(end)
     if not _rates_within(wire.completions, wire.window_s):
         return None
-    return Window(wire.system, wire.tier, end, wire.window_s, wire.utilization, wire.cores,
-                  wire.completions, rt or {}, wire.users)
+    if wire.cores:
+        return Window(wire.system, wire.tier, end, wire.window_s, wire.utilization, wire.cores,
+                      wire.completions, rt or {}, wire.users)
+    return Window(wire.system, wire.tier, end, wire.window_s, wire.utilization, 1,
+                  wire.completions, rt or {}, wire.users, (CORES_ASSUMED,))
 
 
 def _rates_within(completions: dict[str, float], window_s: float) -> bool:

@@ -332,6 +332,8 @@ class TierModel:
     #: interval cannot confirm it (:func:`provisionally_bursty`): the predicted-breach alert
     #: acts on the MAP network with this tier bursty too, flagged provisional
     provisional: bool = False
+    #: the tier's last window had no ``cores``: the contract's one core is assumed (flagged)
+    cores_assumed: bool = False
 
 
 #: why ``I`` is not yet acted on although it may be high: too little history for an interval,
@@ -428,6 +430,9 @@ class TierState:
         self.replays = 0                            # windows seen again unchanged (skipped)
         self.late = 0
         self.cores = 1
+        #: the last applied window had no ``cores`` (set by the pipeline; not persisted: the
+        #: next window sets it again)
+        self.cores_assumed = False
         self.window_s = 0.0
         self.interval = Interval()
         self.fit_inputs: list[float] | None = None  # (mean, I, p95) of the current fit
@@ -685,7 +690,8 @@ class TierState:
                             if n >= RESPONSE_MIN_COMPLETIONS},
             response_users=self.response_users[0] / self.response_users[1]
             if self.response_users[1] >= RESPONSE_MIN_COMPLETIONS else None,
-            demand_cov=np.array(k.P, dtype=float) if k else None)
+            demand_cov=np.array(k.P, dtype=float) if k else None,
+            cores_assumed=self.cores_assumed)
 
     def _separability(self, utilization: np.ndarray, rates: np.ndarray,
                       cores: float) -> dict[str, dict[str, Any]]:

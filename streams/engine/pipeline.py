@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from streams.core.config import Config
-from streams.core.records import InvalidWindow, Window, _short, parse_window
+from streams.core.records import CORES_ASSUMED, InvalidWindow, Window, _short, parse_window
 from streams.core.outputs import DeadLetter, Outputs
 from streams.engine.system import SystemState, solve_systems
 from streams.engine.admission import rejection
@@ -324,8 +324,13 @@ class Pipeline:
             assert tier is not None
             plan[-1].windows.append((tier, w, late, index))
             if w.flags:
-                self.flagged[index] = w.flags
-                self.clamped += 1
+                tier.cores_assumed = CORES_ASSUMED in w.flags
+                clamped = tuple(f for f in w.flags if f != CORES_ASSUMED)
+                if clamped:
+                    self.flagged[index] = clamped
+                    self.clamped += 1
+            elif tier.cores_assumed:
+                tier.cores_assumed = False
         self.batch_systems = systems
         return plans
 

@@ -359,7 +359,9 @@ class SystemState(Admission):
         cap, limited = self._capacity(model)
         alert, base, base_cap, base_limited = self._alert_capacity(
             model, solve.pessimistic, cap, limited, n_now, slope, solve.tiers)
-        flags = prediction.solver_flags(model, base)
+        flags = prediction.solver_flags(model, base) + prediction.assumed_workload(
+            source, n_now, solve.think,
+            cfg.think_time_s is None and self.think_time_est is None, m.total_throughput)
         breach, breach_class, breach_tier = prediction.breach_point(model, cap, limited)
         ttb: float | None = None
         if cap is not None and not limited:

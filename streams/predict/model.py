@@ -63,8 +63,8 @@ from streams.core.config import SystemConfig
 from streams.core.tier import TierModel
 from streams.predict.capacity_search import capacity_search, projected_start
 
-__all__ = ["Measured", "SystemModel", "Point", "build_model", "capacity_search",
-           "model_capacity", "tier_demands", "history_demands", "fcfs_split"]
+__all__ = ["ASSUMED", "Measured", "SystemModel", "assumed_structure", "Point", "build_model",
+           "capacity_search", "model_capacity", "tier_demands", "history_demands", "fcfs_split"]
 
 #: largest population any capacity search goes to
 CAPACITY_LIMIT = 100_000
@@ -546,6 +546,26 @@ def _history_flag(tier: str, before: float, after: float) -> str:
             f"bursty_demand = history): {1000 * after:.3g} ms, estimator {1000 * before:.3g} ms")
 
 
+#: how the flags of what the model assumed for a missing input begin (the console summary and
+#: the report pick them out by it)
+ASSUMED = "assumed: "
+
+
+def assumed_structure(tiers: list[TierModel], cfg: SystemConfig) -> list[str]:
+    """The flags of the model's structure taken from defaults, not from the input: a tier whose
+    windows give no ``cores`` is one core, and without ``visits`` every request visits every
+    tier once. Both scale capacity (Lazowska et al. (1984): a tier's demand is visits x service
+    per visit, its throughput bound cores / demand), so the prediction says it assumed them."""
+    flags = [f"{ASSUMED}{t.tier} has 1 core: its windows give no cores (the contract's "
+             f"default)" for t in tiers if t.cores_assumed]
+    if len(tiers) > 1:
+        unset = [t.tier for t in tiers if not (cfg.visits or {}).get(t.tier)]
+        if unset:
+            flags.append(f"{ASSUMED}1 visit per request to {', '.join(unset)}: visits not "
+                         f"configured (the default)")
+    return flags
+
+
 def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float],
                 think_time: float, cfg: SystemConfig, provisional: bool = False) -> SystemModel:
     """The system's model from its tiers' estimates and the measured mix. ``provisional``:
@@ -559,6 +579,7 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
         weights = np.ones(C)
         flags.append("idle: no completions in the interval, equal class mix assumed")
     p = weights / weights.sum()
+    flags += assumed_structure(tiers, cfg)
     V_mc = np.array([[cfg.visit(t.tier, c) for c in classes] for t in tiers]).reshape(
         len(tiers), C)
     D_mc = V_mc * np.array([tier_demands(t, classes, p, cfg.demand_policy)

@@ -18,10 +18,10 @@ import numpy as np
 from streams.core.outputs import ClassDemand, ClassPrediction, Prediction, TierPrediction
 from streams.core.records import clean
 from streams.core.tier import TierModel
-from streams.predict.model import SOLVER_FLAG, Measured, Point, SystemModel
+from streams.predict.model import ASSUMED, SOLVER_FLAG, Measured, Point, SystemModel
 from streams.predict.response_trend import TrendReading
 
-__all__ = ["assemble", "breach_point", "class_parts", "held_flags", "map2_report", "record_guard",
+__all__ = ["assemble", "assumed_workload", "breach_point", "class_parts", "held_flags", "map2_report", "record_guard",
            "solver_flags", "tier_parts", "unsolved"]
 
 
@@ -66,6 +66,34 @@ def solver_flags(model: SystemModel, base: SystemModel) -> list[str]:
         flags += [f"provisional model: {f}" for f in base.flags
                   if f.startswith(SOLVER_FLAG) and f not in flags]
     return flags
+
+
+def assumed_workload(source: str, users: int, think: float, think_assumed: bool,
+                     throughput: float) -> list[str]:
+    """The flags of the workload the model assumed for what the windows do not give: the
+    population when there is no ``users`` -- by Little's law, ``N = X (R + Z)``, from the
+    measured throughput and response times, or without response times the population at which
+    the model's throughput equals the measured one (``model_inversion``: a model that reaches
+    that throughput with fewer users predicts a lower capacity) -- and a think time of 0 when
+    none is configured and none can be estimated (Little's law needs ``users``; Lazowska et al.
+    (1984), ch. 3)."""
+    flags = []
+    if source == "littles_law":
+        flags.append(f"{ASSUMED}{_users(users)} (users_source littles_law): the windows give no "
+                     f"users, so N = X (R + Z) from the measured throughput and response "
+                     f"times with think time {think:.3g} s")
+    elif source == "model_inversion":
+        flags.append(f"{ASSUMED}{_users(users)} (users_source model_inversion): the windows give "
+                     f"no users and no response times, so the population at which the model's "
+                     f"throughput is the measured {throughput:.3g}/s")
+    if think_assumed:
+        flags.append(f"{ASSUMED}think time 0 s: think_time_s is not configured and, without "
+                     f"users, cannot be estimated by Little's law (set think_time_s)")
+    return flags
+
+
+def _users(n: int) -> str:
+    return f"{n} user" + ("" if n == 1 else "s")
 
 
 def breach_point(model: SystemModel, cap: int | None, limited: bool
