@@ -111,7 +111,7 @@ def test_perfcast_worker_ends_with_one_line_on_an_unsupported_version(monkeypatc
     assert result.exit_code == 2, result.output
     lines = [x for x in result.output.splitlines() if x.strip()]
     assert len(lines) == 1, result.output
-    assert lines[0].startswith(f"unsupported version: faust-streaming: "
+    assert lines[0].startswith(f"error: unsupported version: faust-streaming: "
                                f"{INSTALLED['faust-streaming']!r} is installed"), result.output
 
 

@@ -199,7 +199,7 @@ def _one_line_unreachable(result, service: str) -> None:
 
     assert result.exit_code == EXIT_UNREACHABLE, result.output
     lines = [x for x in result.output.splitlines() if x.strip()]
-    assert len(lines) == 1 and lines[0].startswith(f"unreachable: {service} at "), result.output
+    assert len(lines) == 1 and lines[0].startswith(f"error: unreachable: {service} at "), result.output
     assert "Traceback" not in result.output
 
 

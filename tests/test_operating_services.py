@@ -83,4 +83,4 @@ def test_worker_with_kafka_up_and_influxdb_unreachable_ends_with_one_line(tmp_pa
                                       kafka_bootstrap, "--connect-timeout", "2"])
     assert result.exit_code == EXIT_UNREACHABLE, result.output
     lines = [x for x in result.output.splitlines() if x.strip()]
-    assert len(lines) == 1 and lines[0].startswith("unreachable: InfluxDB at http://127.0.0.1")
+    assert len(lines) == 1 and lines[0].startswith("error: unreachable: InfluxDB at http://127.0.0.1")

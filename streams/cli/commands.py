@@ -20,7 +20,9 @@ Commands:
   Grafana (:mod:`streams.grafana.cli`).
 
 Bad input (a configuration file, a store) ends the command with a one-line message and exit
-code 2.
+code 2: ``error: ...`` on standard error, the one style of every error
+(:func:`streams.cli.settings.fail`). The help is click's plain text (``rich_markup_mode``
+``None``), which wraps an option's help and never cuts an option's name at 80 columns.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from streams.cli.settings import command_config as _config
+from streams.cli.settings import fail
 from streams.core.config import Config
 from streams.grafana.cli import app as grafana_app
 from streams.engine.pipeline import Pipeline
@@ -43,16 +46,17 @@ from streams.core.records import format_time
 from streams.engine.runtime import tune_gc
 from streams.core.outputs import Alert, Outputs, Prediction
 
-# markdown: the command list joins a docstring's wrapped lines (typer's rich mode kept its line
-# breaks there) and leaves "[input]" alone (rich mode read it as a style tag)
+# plain click help: rich's boxed table cut long option and variable names at 80 columns and
+# labelled values <bool>, <list[str]>; click's wraps the help and keeps "[input]" as written
 app = typer.Typer(help="perfcast: live queueing-model predictions from coarse monitoring data.",
-                  no_args_is_help=True, add_completion=False, rich_markup_mode="markdown")
+                  no_args_is_help=True, add_completion=False, rich_markup_mode=None)
 console = Console()
-app.add_typer(grafana_app, name="grafana")
+app.add_typer(grafana_app, name="grafana",
+              short_help="Grafana's provisioning files, or push them to a Grafana.")
 
 
 #: ``--connect-timeout`` of the commands that reach Kafka or InfluxDB
-_CONNECT_TIMEOUT = typer.Option(None, min=0.001, max=3600.0,
+_CONNECT_TIMEOUT = typer.Option(None, min=0.001, max=3600.0, metavar="SECONDS",
                                 help="seconds to wait at start for Kafka (and InfluxDB) to "
                                      "answer (default: [kafka] / [influxdb] "
                                      "connect_timeout_s, 10)")
@@ -62,8 +66,7 @@ def _unreachable(err: Exception) -> None:
     """End the command with the one line of a service that does not answer."""
     from streams.kafka.connect import EXIT_UNREACHABLE
 
-    console.print(f"[red]unreachable:[/red] {escape(str(err))}", soft_wrap=True)
-    raise typer.Exit(EXIT_UNREACHABLE) from None
+    fail(f"unreachable: {err}", EXIT_UNREACHABLE)
 
 
 def _fmt(value: Any, spec: str = ".3f", none: str = "-") -> str:
@@ -115,12 +118,39 @@ class _LiveView:
         self.rows += [p for p in out.predictions if p.model]
         self.alerts += out.alerts
 
-    def render(self) -> Table:
+    def _first_firing(self, alert: str) -> float | None:
+        return next((a.time for a in self.alerts if a.alert == alert and a.state == "firing"),
+                    None)
+
+    def _final_rows(self) -> tuple[list[Prediction], set[int]]:
+        """The solves that matter, for the table left on the screen at the end: from the first
+        predicted breach to the measured one (at most 4 at each end), then the last solve;
+        the positions after which a section ends. Without a predicted breach, the last 12."""
+        start = self._first_firing("predicted_breach")
+        if start is None:
+            return self.rows[-12:], set()
+        stop = self._first_firing("current_breach")
+        span = [p for p in self.rows if p.time >= start and (stop is None or p.time <= stop)]
+        if len(span) > 8:
+            span = span[:4] + span[-4:]
+        ends = {3} if len(span) == 8 and span[3].time != span[4].time - 60 else set()
+        if self.rows and self.rows[-1] is not span[-1]:
+            ends.add(len(span) - 1)
+            span.append(self.rows[-1])
+        return span, ends
+
+    def render(self, final: bool = False) -> Table:
+        """The table: the last 12 solves while running; ``final``: the solves that matter
+        (:meth:`_final_rows`), without the alerts and the story (the closing lines print
+        them, once: :mod:`streams.cli.closing`)."""
         from rich import box
 
-        rows = self.rows[-12:]
+        rows, ends = self._final_rows() if final else (self.rows[-12:], set())
         several = len({p.system for p in rows}) > 1
-        table = Table(title=self.title, caption=self._caption(), box=box.SIMPLE_HEAD,
+        title = ("the first predicted breach to the measured one, and the last solve"
+                 if final and ends else self.title)
+        table = Table(title=title, caption=None if final else self._caption(),
+                      box=box.SIMPLE_HEAD,
                       padding=(0, 1), pad_edge=False, show_edge=False, collapse_padding=True,
                       caption_justify="left")
         for name, justify, widest in self.COLUMNS:
@@ -128,7 +158,7 @@ class _LiveView:
                 continue
             table.add_column(name, justify=justify, no_wrap=True, overflow="ellipsis",
                              max_width=widest)
-        for p in rows:
+        for i, p in enumerate(rows):
             meas = [c for c in p.classes.values() if c.response_time_measured is not None]
             x = sum(c.throughput_measured or 0 for c in meas)
             r_meas = sum((c.throughput_measured or 0) * c.response_time_measured
@@ -145,7 +175,7 @@ class _LiveView:
                      _fmt(idc, ".1f" if idc is not None and idc < 100 else ".0f")]
             if not several:
                 del cells[1]
-            table.add_row(*cells)
+            table.add_row(*cells, end_section=i in ends)
         return table
 
     def _caption(self) -> str:
@@ -204,11 +234,12 @@ def main(_version: bool = typer.Option(False, "--version", callback=_version, is
     tune_gc()
 
 
-@app.command()
-def demo(out: Path = typer.Option(Path("perfcast-demo"), help="output directory"),
-         duration_s: float = typer.Option(2700.0, help="simulated seconds"),
-         seed: int = typer.Option(1, help="random seed of the simulation"),
-         quiet: bool = typer.Option(False, help="no live table")) -> None:
+@app.command(short_help="Simulate a shop and predict its SLA breach (embedded).")
+def demo(out: Path = typer.Option(Path("perfcast-demo"), metavar="DIR",
+                                  help="output directory"),
+         duration_s: float = typer.Option(2700.0, metavar="SECONDS", help="simulated seconds"),
+         seed: int = typer.Option(1, metavar="N", help="random seed of the simulation"),
+         quiet: bool = typer.Option(False, "--quiet", help="no live table")) -> None:
     """Simulate a TPC-W-like shop (bursty database, users ramping up) and predict its SLA
     breach before it happens -- embedded: no Kafka, no InfluxDB."""
     from streams.cli.demo import DemoScenario, demo_config, demo_records
@@ -219,14 +250,16 @@ def demo(out: Path = typer.Option(Path("perfcast-demo"), help="output directory"
                   f"then +{sc.step_users} every {sc.step_s:.0f} s up to {sc.users_end}; "
                   f"SLA {sc.sla_s} s; windows of {sc.window_s:g} s ...")
     records = demo_records(sc)
-    view = _LiveView("perfcast demo: shop (front -> db), one row per solve")
+    view = _LiveView("perfcast demo: shop (front -> db), a row per solve")
     with Live(view.render(), console=console, refresh_per_second=4,
               transient=quiet) as live:
         summary = run_embedded(records, demo_config(sc), out, chunk=24,   # a row per solve
                                on_outputs=lambda o, p: (view.add(o, p),
                                                         live.update(view.render())))
-    _print_summary(summary, sc.sla_s)
+        live.update(view.render(final=True))
+    console.print()
     _write_report(out, demo_config(sc))
+    _print_summary(summary)
 
 
 def _write_report(out_dir: Path, config: Config) -> Optional[Path]:
@@ -239,30 +272,19 @@ def _write_report(out_dir: Path, config: Config) -> Optional[Path]:
     try:
         write_report(out_dir / STORE_NAME, path, config)
     except ReportError as err:
-        console.print(f"[yellow]no report:[/yellow] {escape(str(err))}")
+        console.print(f"no report: {escape(str(err))}")
         return None
     console.print(f"report: {escape(str(path))}")
     return path
 
 
-def _print_summary(summary: Any, sla_s: float | None = None) -> None:
+def _print_summary(summary: Any) -> None:
     what = "records" if summary.mapping else "windows"
     console.print(f"\n{summary.records} {what} in {summary.seconds:.1f} s: "
                   f"{summary.estimates} estimates, {summary.predictions} predictions, "
                   f"{summary.alerts} alert events, {summary.deadletter} dead letters"
                   + (f", {summary.replays} replays skipped (windows seen before unchanged)"
                      if summary.replays else ""))
-    first: dict[str, float] = {}
-    for a in summary.alert_events:
-        if a.state == "firing":
-            first.setdefault(a.alert, a.time)
-            console.print(f"  {format_time(a.time)}  [bold]{a.alert}[/bold]  "
-                          f"{escape(a.summary)}")
-    if "predicted_breach" in first and "current_breach" in first:
-        lead = first["current_breach"] - first["predicted_breach"]
-        verdict = "before" if lead > 0 else "after"
-        console.print(f"\n[bold]breach predicted {abs(lead) / 60:.0f} min {verdict} the SLA "
-                      f"was actually broken[/bold]")
     if summary.mapping:
         console.print(escape(summary.mapping), soft_wrap=True)
     if summary.deadletter:
@@ -271,8 +293,25 @@ def _print_summary(summary: Any, sla_s: float | None = None) -> None:
     if summary.evicted:
         console.print(f"{summary.evicted} idle systems evicted at the system limit "
                       f"([limits] max_systems, idle_system_s)")
-    console.print(f"outputs: {summary.out_dir}/{{estimates,predictions,alerts,deadletter}}"
-                  f".jsonl and {summary.out_dir}/perfcast.sqlite")
+    console.print(f"outputs: {escape(str(summary.out_dir))}/"
+                  f"{{estimates,predictions,alerts,deadletter}}.jsonl and "
+                  f"{escape(str(summary.out_dir))}/perfcast.sqlite")
+    _print_closing(summary)
+
+
+def _print_closing(summary: Any) -> None:
+    """The alerts fired, each once, then per system what the run found, last
+    (:mod:`streams.cli.closing`): what a reader of an 80-column terminal sees at the end."""
+    from streams.cli.closing import alert_lines, closing_lines
+
+    alerts = alert_lines(summary.findings)
+    if alerts:
+        console.print("\nalerts fired:", highlight=False)
+        console.print(escape("\n".join(alerts)), highlight=False, soft_wrap=True)
+    lines = closing_lines(summary.findings)
+    if lines:
+        console.print("\nsummary:", highlight=False)
+        console.print(escape("\n".join(lines)), highlight=False, soft_wrap=True)
 
 
 #: exit code of ``perfcast run`` when no window was accepted (every record dead-lettered, or
@@ -283,17 +322,16 @@ EXIT_NOTHING_ACCEPTED = 3
 def _source(source: Path) -> Path:
     """``--source``: a file, or ``-`` for standard input."""
     if str(source) != "-" and not source.is_file():
-        console.print(f"[red]source:[/red] no such file {escape(str(source))!r}")
-        raise typer.Exit(2)
+        fail(f"source: no such file {str(source)!r}")
     return source
 
 
 @app.command()
-def run(source: Path = typer.Option(..., help="JSON-lines trace of window records "
-                                                "('-': standard input)"),
+def run(source: Path = typer.Option(..., metavar="FILE", help="JSON-lines trace of window "
+                                                               "records ('-': standard input)"),
         config: Optional[Path] = typer.Option(None, exists=True, dir_okay=False,
-                                              help="TOML configuration"),
-        out: Path = typer.Option(Path("perfcast-out"), help="output directory"),
+                                              metavar="FILE", help="TOML configuration"),
+        out: Path = typer.Option(Path("perfcast-out"), metavar="DIR", help="output directory"),
         final_solve: bool = typer.Option(True, help="solve the last open interval at the end"),
         ) -> None:
     """Run the pipeline core over a recorded trace (embedded). Exit code 3 when no window
@@ -302,20 +340,22 @@ def run(source: Path = typer.Option(..., help="JSON-lines trace of window record
 
     cfg = _config(config)
     summary = run_embedded(read_jsonl(_source(source)), cfg, out, final_solve=final_solve)
-    _print_summary(summary)
     _write_report(out, cfg)
+    _print_summary(summary)
     if summary.estimates == 0:
         what = (f"all {summary.records} records were dead-lettered: "
                 f"{summary.reason_summary()}" if summary.records else "the source has no records")
-        console.print(f"[red]no window accepted:[/red] {escape(what)}", soft_wrap=True)
-        raise typer.Exit(EXIT_NOTHING_ACCEPTED)
+        fail(f"no window accepted: {what}", EXIT_NOTHING_ACCEPTED)
 
 
-@app.command()
-def report(store: Path = typer.Option(..., help="an embedded run's SQLite store "
-                                                "(OUT/perfcast.sqlite, or the directory OUT)"),
-           out: Path = typer.Option(Path("report.html"), help="the HTML file to write"),
+@app.command(short_help="Render an embedded run's store as one HTML page.")
+def report(store: Path = typer.Option(..., metavar="PATH",
+                                      help="an embedded run's SQLite store "
+                                           "(OUT/perfcast.sqlite, or the directory OUT)"),
+           out: Path = typer.Option(Path("report.html"), metavar="FILE",
+                                    help="the HTML file to write"),
            config: Optional[Path] = typer.Option(None, exists=True, dir_okay=False,
+                                                 metavar="FILE",
                                                  help="TOML configuration: the systems' "
                                                       "idc_threshold and "
                                                       "model_error_threshold")) -> None:
@@ -329,12 +369,9 @@ def report(store: Path = typer.Option(..., help="an embedded run's SQLite store 
     try:
         data = write_report(store, out, cfg)
     except ReportError as err:
-        console.print(f"[red]report:[/red] {escape(str(err))}")
-        raise typer.Exit(2) from None
+        fail(f"report: {err}")
     except OSError as err:
-        console.print(f"[red]report:[/red] cannot write {escape(str(out))!r} "
-                      f"({escape(err.strerror or str(err))})")
-        raise typer.Exit(2) from None
+        fail(f"report: cannot write {str(out)!r} ({err.strerror or err})")
     systems = ", ".join(s.name for s in data.systems[:5]) + (
         f" and {len(data.systems) - 5} more" if len(data.systems) > 5 else "")
     console.print(f"report of {len(data.systems)} system{'s' if len(data.systems) != 1 else ''}"
@@ -350,8 +387,7 @@ def _actions(replicate: list[str], cores: list[str], cpu_speed: list[str]) -> li
                 (("replicate", replicate), ("cores", cores), ("cpu_speed", cpu_speed))
                 for text in texts]
     except ValueError as err:
-        console.print(f"[red]whatif:[/red] {escape(str(err))}", soft_wrap=True)
-        raise typer.Exit(2) from None
+        fail(f"whatif: {err}")
 
 
 def _whatif_table(name: str, model: Any, cmp: Any, when: float) -> Table:
@@ -384,23 +420,32 @@ def _describe(action: Any, model: Any) -> str:
     return describe(action, model)
 
 
-@app.command()
-def whatif(store: Optional[Path] = typer.Option(None, help="an embedded run's SQLite store "
-                                                           "(OUT/perfcast.sqlite, or OUT)"),
-           source: Optional[Path] = typer.Option(None, help="a JSON-lines trace: run the "
+@app.command(short_help="Capacity with more replicas, cores or a faster CPU.")
+def whatif(store: Optional[Path] = typer.Option(None, metavar="PATH",
+                                                help="an embedded run's SQLite store "
+                                                     "(OUT/perfcast.sqlite, or OUT)"),
+           source: Optional[Path] = typer.Option(None, metavar="FILE",
+                                                 help="a JSON-lines trace: run the "
                                                             "embedded pipeline over it first "
                                                             "('-': standard input)"),
            config: Optional[Path] = typer.Option(None, exists=True, dir_okay=False,
+                                                 metavar="FILE",
                                                  help="TOML configuration (with --source)"),
-           out: Optional[Path] = typer.Option(None, help="with --source: where the run's "
+           out: Optional[Path] = typer.Option(None, metavar="DIR",
+                                              help="with --source: where the run's "
                                                          "outputs go (default: a temporary "
                                                          "directory)"),
-           replicate: list[str] = typer.Option([], help="TIER=K: K replicas of the tier "
+           replicate: list[str] = typer.Option([], metavar="TIER=K",
+                                               help="K replicas of the tier "
                                                         "(K x its cores, one queue)"),
-           cores: list[str] = typer.Option([], help="TIER=C: the tier with C cores"),
-           cpu_speed: list[str] = typer.Option([], help="TIER=S: the tier on a CPU S times "
-                                                        "as fast (demand / S)"),
-           system: list[str] = typer.Option([], help="only these systems (default: all)"),
+           cores: list[str] = typer.Option([], metavar="TIER=C",
+                                           help="the tier with C cores"),
+           cpu_speed: list[str] = typer.Option([], metavar="TIER=S",
+                                               help="the tier on a CPU S times as fast "
+                                                    "(demand / S)"),
+           system: list[str] = typer.Option([], metavar="NAME",
+                                            help="only this system (repeat for several; "
+                                                 "default: all)"),
            ) -> None:
     """What if a tier had more replicas, cores or a faster CPU? Each system's last model
     (the one its last prediction used, MAP(2) of bursty tiers included) before and after:
@@ -413,9 +458,11 @@ def whatif(store: Optional[Path] = typer.Option(None, help="an embedded run's SQ
     from streams.predict.whatif import compare
 
     actions = _actions(replicate, cores, cpu_speed)
+    if not actions:
+        fail("whatif: no change to try: give at least one of --replicate TIER=K, --cores "
+             "TIER=C, --cpu-speed TIER=S")
     if (store is None) == (source is None):
-        console.print("[red]whatif:[/red] give exactly one of --store and --source")
-        raise typer.Exit(2)
+        fail("whatif: give exactly one of --store and --source")
     with tempfile.TemporaryDirectory(prefix="perfcast-whatif-") as tmp:
         if source is not None:
             from streams.cli.embedded import read_jsonl, run_embedded
@@ -431,36 +478,38 @@ def whatif(store: Optional[Path] = typer.Option(None, help="an embedded run's SQ
         try:
             rows = read_models(store)
         except ValueError as err:
-            console.print(f"[red]whatif:[/red] {escape(str(err))}", soft_wrap=True)
-            raise typer.Exit(2) from None
+            fail(f"whatif: {err}")
     rows = [r for r in rows if not system or r[0] in system]
     if not rows:
-        console.print("[red]whatif:[/red] no solved model in the store"
-                      + (f" for {', '.join(map(repr, system))}" if system else ""))
-        raise typer.Exit(2)
+        fail("whatif: no solved model in the store"
+             + (f" for {', '.join(map(repr, system))}" if system else ""))
     models = [(name, when, n, n_fc, SystemModel.from_dict(spec))
               for name, when, n, n_fc, spec in rows]
     known = {t for *_, m in models for t in m.tiers}
     unknown = sorted({a.tier for a in actions} - known)
     if unknown:
-        console.print(f"[red]whatif:[/red] no system has tier {escape(repr(unknown[0]))} "
-                      f"(tiers: {escape(', '.join(sorted(known)))})")
-        raise typer.Exit(2)
+        fail(f"whatif: no system has tier {unknown[0]!r} (tiers: {', '.join(sorted(known))})")
     for name, when, n, n_fc, model in models:
         mine = [a for a in actions if a.tier in model.tiers]
         console.print(_whatif_table(name, model, compare(model, mine, n, n_fc), when))
 
 
 @app.command()
-def produce(source: str = typer.Option(..., help="a JSON-lines trace ('-': standard "
-                                                 "input), or 'demo' for the simulated shop"),
-            bootstrap: Optional[str] = typer.Option(None, help="Kafka HOST:PORT "
-                                                    "(default PERFCAST_KAFKA_BOOTSTRAP)"),
-            rate: Optional[float] = typer.Option(None, help="windows per second (default: as "
-                                                            "fast as possible)"),
-            config: Optional[Path] = typer.Option(None, exists=True, dir_okay=False),
+def produce(source: str = typer.Option(..., metavar="FILE|demo",
+                                      help="a JSON-lines trace ('-': standard input), or "
+                                           "'demo' for the simulated shop"),
+            bootstrap: Optional[str] = typer.Option(None, metavar="HOST:PORT",
+                                                    help="Kafka's bootstrap server (default "
+                                                         "PERFCAST_KAFKA_BOOTSTRAP)"),
+            rate: Optional[float] = typer.Option(None, metavar="N",
+                                                 help="windows per second (default: as "
+                                                      "fast as possible)"),
+            config: Optional[Path] = typer.Option(None, exists=True, dir_okay=False,
+                                                  metavar="FILE",
+                                                  help="TOML configuration (its kafka table; "
+                                                       "an [input] metric format)"),
             start: Optional[str] = typer.Option(
-                None, help="demo only: event time of the first window: 'now', ISO 8601 or "
+                None, metavar="TIME", help="demo only: event time of the first window: 'now', ISO 8601 or "
                            "epoch seconds (default: the demo's own, 2026-11-20T10:00:00Z)"),
             connect_timeout: Optional[float] = _CONNECT_TIMEOUT,
             ) -> None:
@@ -472,8 +521,7 @@ def produce(source: str = typer.Option(..., help="a JSON-lines trace ('-': stand
 
     cfg = _config(config, bootstrap, connect_timeout)
     if start is not None and source != "demo":
-        console.print("[red]start:[/red] only with --source demo (a trace keeps its times)")
-        raise typer.Exit(2)
+        fail("start: only with --source demo (a trace keeps its times)")
     if source == "demo":
         from streams.cli.demo import DemoScenario, demo_records
         records: Any = demo_records(DemoScenario() if start is None
@@ -513,20 +561,27 @@ def _start_time(text: str) -> float:
     try:
         return parse_end(float(text) if text.strip().replace(".", "", 1).isdigit() else text)
     except InvalidWindow as err:
-        console.print(f"[red]start:[/red] {escape(text)!r}: {escape(err.reason)}")
-        raise typer.Exit(2) from None
+        fail(f"start: {text!r}: {err.reason}")
 
 
-@app.command()
-def worker(config: Optional[Path] = typer.Option(None, exists=True, dir_okay=False),
-           bootstrap: Optional[str] = typer.Option(None, help="Kafka HOST:PORT"),
-           app_id: str = typer.Option("perfcast", help="Faust application id (consumer "
-                                                        "group, table topics)"),
-           partitions: int = typer.Option(4, help="partitions of the perfcast topics"),
+@app.command(short_help="Run the Faust worker (Kafka in; Kafka, InfluxDB out).")
+def worker(config: Optional[Path] = typer.Option(None, exists=True, dir_okay=False,
+                                                 metavar="FILE",
+                                                 help="TOML configuration (systems, kafka, "
+                                                      "influxdb; docs/configuration.md)"),
+           bootstrap: Optional[str] = typer.Option(None, metavar="HOST:PORT",
+                                                   help="Kafka's bootstrap server (default "
+                                                        "PERFCAST_KAFKA_BOOTSTRAP)"),
+           app_id: str = typer.Option("perfcast", metavar="NAME",
+                                      help="Faust application id (consumer group, table "
+                                           "topics)"),
+           partitions: int = typer.Option(4, metavar="N",
+                                          help="partitions of the perfcast topics"),
            core_process: bool = typer.Option(True, "--core-process/--inline-core",
                                              help="run the core in a child process (a second "
                                                   "core) or in the worker's event loop"),
-           loglevel: str = typer.Option("warning"),
+           loglevel: str = typer.Option("warning", metavar="LEVEL",
+                                        help="log level: debug, info, warning, error"),
            connect_timeout: Optional[float] = _CONNECT_TIMEOUT) -> None:
     """Run the Faust worker: perfcast.windows -> estimates, predictions, alerts (Kafka and
     InfluxDB). Connection settings come from the environment (see docs/configuration.md).
@@ -543,8 +598,7 @@ def worker(config: Optional[Path] = typer.Option(None, exists=True, dir_okay=Fal
     try:
         check_versions()
     except UnsupportedFramework as err:
-        console.print(f"[red]unsupported version:[/red] {escape(str(err))}", soft_wrap=True)
-        raise typer.Exit(2) from None
+        fail(f"unsupported version: {err}")
     try:
         ensure_topics(cfg.kafka, partitions)
         if cfg.influxdb.url:

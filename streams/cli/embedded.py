@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
+from streams.cli.closing import Findings
 from streams.core.config import Config
 from streams.engine.pipeline import Pipeline
 from streams.core.outputs import Alert, DeadLetter, Outputs
@@ -57,6 +58,8 @@ class RunSummary:
     reasons: Counter[str] = field(default_factory=Counter)
     #: metric formats (``[input] format``): what the mapping to windows did, on one line
     mapping: str = ""
+    #: per system, what the closing lines say (:mod:`streams.cli.closing`)
+    findings: Findings = field(default_factory=Findings)
 
     def add(self, out: Outputs) -> None:
         self.estimates += len(out.estimates)
@@ -65,6 +68,7 @@ class RunSummary:
         self.deadletter += len(out.deadletter)
         self.alert_events += out.alerts
         self.reasons.update(reason_kind(d) for d in out.deadletter)
+        self.findings.add(out)
 
     def reason_summary(self, most: int = 4) -> str:
         """The dead letters' reasons, most frequent first, on one line:

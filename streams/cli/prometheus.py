@@ -40,7 +40,8 @@ __all__ = ["ingest_app", "register", "parse_time", "WINDOWS_FILE"]
 WINDOWS_FILE = "prometheus-windows.jsonl"
 
 ingest_app = typer.Typer(help="Follow a monitoring source live and publish its windows to "
-                              "perfcast.windows.", no_args_is_help=True, add_completion=False)
+                              "perfcast.windows.", no_args_is_help=True, add_completion=False,
+                         rich_markup_mode=None)
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -61,11 +62,9 @@ def parse_time(text: str, now: Callable[[], float] = time.time) -> float:
 
 
 def _fail(what: str, message: str) -> typing.NoReturn:
-    from rich.console import Console
-    from rich.markup import escape
+    from streams.cli.settings import fail
 
-    Console(stderr=True).print(f"[red]{what}:[/red] {escape(message)}", soft_wrap=True)
-    raise typer.Exit(2)
+    fail(f"{what}: {message}")
 
 
 def _source(path: Path):
@@ -88,23 +87,26 @@ def _time(name: str, text: Optional[str]) -> Optional[float]:
 
 @ingest_app.command("prometheus")
 def ingest_prometheus(
-        prom_config: Path = typer.Option(..., exists=True, dir_okay=False,
+        prom_config: Path = typer.Option(..., exists=True, dir_okay=False, metavar="FILE",
                                          help="the source: a prometheus table and a "
                                               "tiers.NAME table of queries per tier (TOML, or "
                                               "JSON; docs/prometheus.md)"),
-        config: Optional[Path] = typer.Option(None, exists=True, dir_okay=False,
+        config: Optional[Path] = typer.Option(None, exists=True, dir_okay=False, metavar="FILE",
                                               help="perfcast TOML configuration (its kafka "
                                                    "table)"),
-        bootstrap: Optional[str] = typer.Option(None, help="Kafka HOST:PORT"),
+        bootstrap: Optional[str] = typer.Option(None, metavar="HOST:PORT",
+                                                help="Kafka's bootstrap server (default "
+                                                     "PERFCAST_KAFKA_BOOTSTRAP)"),
         checkpoint: Optional[Path] = typer.Option(
-            None, help="where the end of the last window sent is kept (default "
+            None, metavar="FILE", help="where the end of the last window sent is kept (default "
                        "prometheus-SYSTEM.checkpoint.json)"),
-        from_: Optional[str] = typer.Option(None, "--from",
+        from_: Optional[str] = typer.Option(None, "--from", metavar="TIME",
                                             help="without a checkpoint: start after this "
                                                  "time (default: now)"),
-        until: Optional[str] = typer.Option(None, help="stop after the window ending at this "
+        until: Optional[str] = typer.Option(None, metavar="TIME", help="stop after the window ending at this "
                                                        "time (default: follow for ever)"),
-        loglevel: str = typer.Option("info")) -> None:
+        loglevel: str = typer.Option("info", metavar="LEVEL",
+                                     help="log level: debug, info, warning, error")) -> None:
     """Follow a Prometheus: publish each system window to perfcast.windows once it is
     complete (plus lag_s), resuming after the checkpoint after a restart."""
     from streams.cli.settings import command_config
@@ -184,19 +186,19 @@ def _with_prometheus_source(original: Callable[..., Any]) -> Callable[..., Any]:
         if p.name == "source":
             help_text = getattr(source_option, "help", None) or "JSON-lines trace"
             p = p.replace(annotation=str, default=typer.Option(
-                ..., help=f"{help_text}; or 'prometheus' (with --prom-config, --from, --to)"))
+                ..., metavar="FILE|prometheus", help=f"{help_text}; or 'prometheus' (with --prom-config, --from, --to)"))
         else:
             p = p.replace(annotation=hints.get(p.name, p.annotation))
         params.append(p)
     extra = {
         "prom_config": (Optional[Path], typer.Option(
-            None, exists=True, dir_okay=False,
+            None, exists=True, dir_okay=False, metavar="FILE",
             help="--source prometheus: the source's queries (docs/prometheus.md)")),
         "prom_from": (Optional[str], typer.Option(
-            None, "--from", help="--source prometheus: windows ending after this time "
+            None, "--from", metavar="TIME", help="--source prometheus: windows ending after this time "
                                  "(ISO 8601, epoch seconds, now-2h)")),
         "prom_to": (Optional[str], typer.Option(
-            None, "--to", help="--source prometheus: ... and up to this time")),
+            None, "--to", metavar="TIME", help="--source prometheus: ... and up to this time")),
     }
     params += [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
                                  annotation=annotation)
@@ -230,7 +232,8 @@ def _with_prometheus_source(original: Callable[..., Any]) -> Callable[..., Any]:
 def register(app: typer.Typer) -> None:
     """Add ``perfcast ingest prometheus`` and ``perfcast run --source prometheus`` to
     ``app`` (``run`` must be registered already)."""
-    app.add_typer(ingest_app, name="ingest")
+    app.add_typer(ingest_app, name="ingest",
+                  short_help="Follow a source live, publish its windows to Kafka.")
     for info in app.registered_commands:
         callback = info.callback
         if callback is not None and (info.name or callback.__name__) == "run":

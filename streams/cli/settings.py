@@ -1,21 +1,26 @@
 """The configuration as the commands take it: the TOML file read once, a configuration error
 printed as one line and the command ended with exit status 2, the Kafka bootstrap and the
-connect timeout overridden by their command-line options."""
+connect timeout overridden by their command-line options; and the one style of every
+command's error message (:func:`fail`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import NoReturn, Optional
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 from streams.core.config import Config, ConfigError, load_config
 
-__all__ = ["command_config"]
+__all__ = ["command_config", "fail"]
 
-console = Console()
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    """End the command with ``error: MESSAGE`` on standard error, one plain line (no colour,
+    no box, not wrapped: a log or a script reads it whole), and exit ``code``; click's own
+    usage errors have the same shape (``Error: ...``)."""
+    typer.echo(f"error: {' '.join(message.splitlines())}", err=True)
+    raise typer.Exit(code)
 
 
 def command_config(path: Optional[Path], bootstrap: Optional[str] = None,
@@ -25,8 +30,7 @@ def command_config(path: Optional[Path], bootstrap: Optional[str] = None,
     try:
         cfg = load_config(path)
     except ConfigError as err:
-        console.print(f"[red]configuration error:[/red] {escape(str(err))}")
-        raise typer.Exit(2) from None
+        fail(f"configuration: {err}")
     from dataclasses import replace
     if bootstrap:
         cfg = replace(cfg, kafka=replace(cfg.kafka, bootstrap=bootstrap))

@@ -1,0 +1,201 @@
+"""The closing lines of an embedded run (``perfcast run``, ``perfcast demo``): per system what
+the last prediction found and what the run's alerts said, in lines of at most 80 columns.
+
+Per system: the last solve (users, capacity, headroom, time to breach), the first predicted
+breach (the ``predicted_breach`` alert's first firing) and the measured one (the first
+``current_breach``) with the lead between them, the alerts fired, one sentence tying the
+busiest tier, the tier that causes the breach and the remedy together, the remedy, and what
+the model assumed for missing inputs (the ``assumed:`` flags,
+:func:`streams.predict.model.assumed_structure`,
+:func:`streams.predict.prediction.assumed_workload`). The remedy named is the one the
+predicted-breach alert quoted when it first fired -- the one to act on, and the one in the
+alert's text -- else the last solve's.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections import Counter
+from dataclasses import dataclass, field
+
+from streams.core.outputs import Alert, Outputs, Prediction
+from streams.core.records import format_time
+from streams.predict.model import ASSUMED
+
+__all__ = ["Findings", "closing_lines", "WIDTH"]
+
+#: the closing lines' width: an 80-column terminal, less one column (a terminal that wraps at
+#: the last column leaves an empty line after a full one)
+WIDTH = 79
+#: systems described one by one; the rest are counted (predictions.jsonl has them all)
+MAX_SYSTEMS = 10
+#: alert texts printed per system; the rest are counted (alerts.jsonl has them all)
+MAX_ALERTS = 6
+
+
+@dataclass
+class _System:
+    last: Prediction | None = None
+    #: the predicted-breach alert's first firing and the prediction of that solve
+    predicted: tuple[Alert, Prediction | None] | None = None
+    measured: Alert | None = None
+    fired: Counter[str] = field(default_factory=Counter)
+    texts: list[Alert] = field(default_factory=list)
+
+
+@dataclass
+class Findings:
+    """What the closing lines need, gathered batch by batch (:meth:`add`)."""
+
+    systems: dict[str, _System] = field(default_factory=dict)
+
+    def add(self, out: Outputs) -> None:
+        for p in out.predictions:
+            if p.model:
+                self._system(p.system).last = p
+        for a in out.alerts:
+            if a.state != "firing":
+                continue
+            s = self._system(a.system)
+            s.fired[a.alert] += 1
+            s.texts.append(a)
+            if a.alert == "predicted_breach" and s.predicted is None:
+                s.predicted = (a, next((p for p in out.predictions if p.system == a.system
+                                        and p.time == a.time), None))
+            elif a.alert == "current_breach" and s.measured is None:
+                s.measured = a
+
+    def _system(self, name: str) -> _System:
+        if name not in self.systems:
+            self.systems[name] = _System()
+        return self.systems[name]
+
+    def first_breach(self, system: str) -> Prediction | None:
+        """The prediction of the solve whose predicted-breach alert first fired."""
+        s = self.systems.get(system)
+        return s.predicted[1] if s is not None and s.predicted else None
+
+    def measured_time(self, system: str) -> float | None:
+        s = self.systems.get(system)
+        return s.measured.time if s is not None and s.measured else None
+
+
+def _wrap(text: str, indent: str = "  ", hanging: str = "    ") -> list[str]:
+    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=hanging,
+                         break_long_words=False, break_on_hyphens=False) or [indent]
+
+
+def _hhmm(t: float) -> str:
+    return format_time(t)[11:16]
+
+
+def _duration(seconds: float) -> str:
+    seconds = abs(seconds)
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def _state(p: Prediction) -> str:
+    """``185 users, capacity 118 (67 over): SLA broken now`` and the like."""
+    text = f"{p.users} users"
+    if p.capacity_users is None:
+        return text + ", no capacity (no SLA reached within the search)"
+    cap = f"{p.capacity_users}{'+' if p.capacity_limited else ''}"
+    head = p.headroom_users or 0
+    text += f", capacity {cap} ({abs(head)} {'headroom' if head >= 0 else 'over'})"
+    ttb = p.time_to_breach_s
+    if ttb == 0:
+        return text + ": SLA broken now"
+    if ttb is None:
+        return text + ": no breach ahead"
+    return text + f": breach in {_duration(ttb)}"
+
+
+def why_sentence(p: Prediction) -> str:
+    """One sentence tying the busiest tier, the tier that causes the breach and the remedy's
+    tier together (:mod:`streams.predict.story`); empty without a breach tier."""
+    breach, busiest, remedy = p.breach_tier, p.bottleneck_tier, p.remediation_tier
+    if breach is None:
+        return ""
+    info = p.tiers.get(breach)
+    bursty = f" (bursty, I = {info.idc:.3g})" if info is not None and info.bursty and \
+        info.idc is not None else ""
+    share = (f", holding {100 * p.breach_tier_share:.0f}% of {p.breach_class}'s response "
+             f"time" if p.breach_tier_share is not None and p.breach_class else "")
+    if busiest and busiest != breach:
+        text = f"{busiest} is the busiest tier, but {breach}{bursty} causes the breach{share}"
+    else:
+        text = f"{breach}{bursty} is the bottleneck and causes the breach{share}"
+    if not p.remediation_summary:
+        return text + "."
+    if remedy is None:
+        return text + "; no action on one tier restores the SLA, so the remedy limits admission."
+    if remedy == breach:
+        return text + f"; the remedy acts on {breach}."
+    return text + f"; the cheapest remedy acts on {remedy} instead."
+
+
+def _system_lines(name: str, s: _System) -> list[str]:
+    p = s.last
+    if p is None:
+        return [f"{name}: no solve with a model (predictions.jsonl's flags say why)"]
+    lines = [f"{name} at {_hhmm(p.time)} ({p.model}): {_state(p)}"]
+    if s.predicted is not None:
+        alert, at = s.predicted
+        ahead = f" in about {(alert.time_to_breach_s or 0) / 60:.0f} min" \
+            if isinstance(alert.time_to_breach_s, (int, float)) else ""
+        cap = f" (capacity {at.alert_capacity_users})" if at is not None else ""
+        lines += _wrap(f"first predicted breach {_hhmm(alert.time)}: class {alert.class_!r} "
+                       f"over its SLA{ahead}{cap}")
+    else:
+        lines.append("  no breach predicted")
+    if s.measured is not None:
+        m = s.measured
+        lines += _wrap(f"measured breach {_hhmm(m.time)}: class {m.class_!r} "
+                       f"{m.value or 0:.3g} s over its {m.threshold or 0:g} s SLA")
+    if s.predicted is not None and s.measured is not None:
+        lead = s.measured.time - s.predicted[0].time
+        lines.append(f"  lead: breach predicted {_duration(lead)} "
+                     f"{'before' if lead >= 0 else 'after'} the SLA was actually broken")
+    if s.fired:
+        lines += _wrap("alerts: " + ", ".join(f"{k} x{n}" for k, n in s.fired.items()))
+    basis = s.predicted[1] if s.predicted and s.predicted[1] is not None else p
+    why = why_sentence(basis)
+    if why:
+        lines += _wrap(why)
+    if basis.remediation_summary:
+        when = "the alert's" if basis is not p else "the last solve's"
+        lines += _wrap(f"remedy ({when}): {basis.remediation_summary}")
+    lines += [line for flag in p.flags if flag.startswith(ASSUMED)
+              for line in _wrap(flag)]
+    return lines
+
+
+def alert_lines(findings: Findings) -> list[str]:
+    """Each firing alert event once, ``HH:MM alert: text``, wrapped, at most
+    :data:`MAX_ALERTS` per system."""
+    lines: list[str] = []
+    for name, s in list(findings.systems.items())[:MAX_SYSTEMS]:
+        for a in s.texts[:MAX_ALERTS]:
+            lines += _wrap(f"{_hhmm(a.time)} {a.alert}: {a.summary}", "  ", "      ")
+        if len(s.texts) > MAX_ALERTS:
+            lines.append(f"  ... {len(s.texts) - MAX_ALERTS} more of {name} in alerts.jsonl")
+    return lines
+
+
+def closing_lines(findings: Findings) -> list[str]:
+    """The per-system summary (module docstring), systems with a breach soonest first."""
+    def risk(item: tuple[str, _System]) -> tuple[float, str]:
+        ttb = item[1].last.time_to_breach_s if item[1].last is not None else None
+        return (float("inf") if ttb is None else ttb, item[0])
+
+    ranked = sorted(findings.systems.items(), key=risk)
+    lines: list[str] = []
+    for name, s in ranked[:MAX_SYSTEMS]:
+        lines += _system_lines(name, s)
+    if len(ranked) > MAX_SYSTEMS:
+        lines.append(f"... and {len(ranked) - MAX_SYSTEMS} more systems (predictions.jsonl)")
+    return lines
