@@ -92,8 +92,20 @@ def test_the_resolved_model_error_says_trust_is_back():
                       model_error_class_max=0.12, tiers={})
     firing = model_error_summary("shop", pred, 0.5, 0.3, True)
     resolved = model_error_summary("shop", pred, 0.12, 0.3, False)
-    assert "do not trust" in firing and "worst class 'a'" in firing
+    assert "do not trust" in firing and "(the worst class, 'a': 12%)" in firing
     assert "do not trust" not in resolved and "trusted again" in resolved
+
+
+def test_the_model_error_names_whose_error_it_is():
+    """A class far off while all classes together are close reads as one error of that
+    class, not as two contradicting figures of the model."""
+    pred = Prediction(system="shop", time=0.0, solve=1, think_time_s=1.0, horizon_s=600.0,
+                      model="map", flags=[], model_error_class="buy",
+                      model_error_class_max=0.52, model_error_pooled=0.001, tiers={})
+    text = model_error_summary("shop", pred, 0.52, 0.3, True)
+    assert "off the measured one by 52% for class 'buy', the worst (all classes together: " \
+           "0%)" in text, text
+    assert "worst class 'buy': 52%" not in text
 
 
 # -- the band ---------------------------------------------------------------------------------

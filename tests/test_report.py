@@ -198,7 +198,8 @@ def test_each_chart_draws_data_exactly_when_the_store_has_some(store: Path, page
 def test_alerts_are_marked_where_the_store_has_them(store: Path, page: str) -> None:
     """Every system chart marks the first predicted-breach and SLA-broken firing at the times
     the store records; the shop's breach was predicted before it happened, the calm system
-    has neither; the alert table lists every alert state change of the store."""
+    has neither; the one alert table lists every alert state change of the store, and a
+    system's section links to it instead of repeating its rows."""
     bodies = _system_sections(page)
     for name, body in bodies.items():
         fired = dict(_query(store, "SELECT alert, min(time) FROM alert WHERE system = ? AND "
@@ -209,8 +210,10 @@ def test_alerts_are_marked_where_the_store_has_them(store: Path, page: str) -> N
             marks = set(re.findall(r'data-alert-time="(\d+)"', inner))
             assert expected <= marks, (name, chart, marks)
         rows = _query(store, "SELECT count(*) FROM alert WHERE system = ?", name)[0][0]
-        history = body.split("<h3>Alert history</h3>")[1]
-        assert history.count("<tr>") - 1 == rows, name     # header row + one per change
+        assert '<table class="alerts">' not in body, name
+        if rows:
+            assert f'{rows} alert state change{"s" if rows != 1 else ""} of ' in body, name
+            assert '<a href="#alerts">the alert table</a>' in body, name
     shop = dict(_query(store, "SELECT alert, min(time) FROM alert WHERE system = ? AND "
                               "state = 'firing' GROUP BY alert", SHOP.system))
     assert shop["predicted_breach"] < shop["current_breach"]
@@ -219,6 +222,21 @@ def test_alerts_are_marked_where_the_store_has_them(store: Path, page: str) -> N
     timeline = _sections(page)["alerts"]
     every = _query(store, "SELECT count(*) FROM alert")[0][0]
     assert timeline.count("<tr>") - 1 == every
+    assert page.count('<table class="alerts">') == 1
+
+
+def test_the_caveats_are_a_list_of_sentences_assumptions_first() -> None:
+    """The store keeps a prediction's flags joined by ``;`` (a flag's own clauses by ``; ``);
+    the report lists them one sentence each, what the model assumed first."""
+    from streams.sinks.report.html import caveat_sentences
+
+    flags = ("MAP network solved by decomposition (flow-equivalent server) at populations >= "
+             "40; exact chain below;assumed: think time 0 s: think_time_s is not configured")
+    assert caveat_sentences(flags) == [
+        "Assumed: think time 0 s: think_time_s is not configured.",
+        "MAP network solved by decomposition (flow-equivalent server) at populations >= 40; "
+        "exact chain below."]
+    assert caveat_sentences(None) == [] and caveat_sentences("") == []
 
 
 def _chart(body: str, key: str) -> str:
@@ -509,6 +527,18 @@ def test_chromium_renders_the_report(browser, run_dir: Path, tmp_path: Path) -> 
     chosen = _query(run_dir / STORE_NAME, "SELECT remediation_summary FROM prediction WHERE "
                     "system = ? AND time = ?", SHOP.system, last)[0][0]
     assert chosen in want and chosen in remedy.text
+
+    # the caveats: a visible list, one sentence an item, the assumptions first; the alerts:
+    # one table, every system's rows in it (a system's section links to it)
+    items = shop.find_elements(By.CSS_SELECTOR, "div.caveats li")
+    assert items and all(i.is_displayed() and i.text.endswith(".") and i.text[0].isupper()
+                         for i in items), [i.text for i in items]
+    assert items[0].text.startswith("Assumed: 1 visit per request to front, db"), items[0].text
+    tables = browser.find_elements(By.CSS_SELECTOR, "table.alerts:not(.remediation)")
+    assert len(tables) == 1 and tables[0].is_displayed()
+    every = _query(run_dir / STORE_NAME, "SELECT count(*) FROM alert")[0][0]
+    assert len(tables[0].find_elements(By.CSS_SELECTOR, "tbody tr")) == every
+    assert shop.find_element(By.CSS_SELECTOR, 'a[href="#alerts"]').is_displayed()
 
     assert _severe(browser) == []
 

@@ -4,6 +4,8 @@ guard's line in a breach alert's ``basis``. Read off the solve's typed predictio
 
 from __future__ import annotations
 
+import math
+
 from streams.alerts.conditions import ERROR_RESOLVE_FACTOR
 from streams.core.config import SystemConfig
 from streams.core.outputs import Prediction
@@ -80,14 +82,26 @@ def model_error_hint(pred: Prediction) -> str:
             "check the configuration (tiers, visits, think time)")
 
 
+def _error_scope(pred: Prediction, err: float | None) -> str:
+    """Whose error the headline ``err`` is: the worst class's (`` for class 'buy', the worst
+    (all classes together: 4%)``) or all classes' together (the worst class's beside it), so
+    a class far off while the mix is close reads as that, not as two errors of one thing."""
+    worst = pred.model_error_class if isinstance(pred.model_error_class, str) else None
+    cmax, agg = (v if isinstance(v, (int, float)) else None
+                 for v in (pred.model_error_class_max, pred.model_error_pooled))
+    if not worst or cmax is None:
+        return ""
+    if err is not None and math.isclose(err, cmax):
+        return f" for class {worst!r}, the worst" + (
+            "" if agg is None else f" (all classes together: {100 * agg:.0f}%)")
+    return f" over all classes together (the worst class, {worst!r}: {100 * cmax:.0f}%)"
+
+
 def model_error_summary(system: str, pred: Prediction, err: float | None, thr: float,
                         firing: bool) -> str:
     """The ``model_error`` event's text: when it fires, how far off and why, and not to trust
     the predictions; when it resolves, that they can be trusted again."""
-    worst = pred.model_error_class
-    which = (f" (worst class {worst!r}: {100 * (pred.model_error_class_max or 0):.0f}%;"
-             f" all classes: {100 * (pred.model_error_pooled or 0):.0f}%)"
-             if worst else "")
+    which = _error_scope(pred, err)
     which += (f" over the last {pred.model_error_solves} solves"
               if pred.model_error_solves else "")
     if not firing:

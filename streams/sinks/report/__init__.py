@@ -15,8 +15,8 @@ from streams.sinks.report.axes import log_ticks, nice_ticks, time_ticks
 from streams.sinks.report.bounds import (MAX_ALERT_ROWS, MAX_CHART_CLASSES, MAX_CHART_TIERS,
                                          MAX_NAMES_LISTED, MAX_OVERVIEW_ROWS,
                                          MAX_OVERVIEW_SERIES, MAX_POINTS, MAX_REMEDIES,
-                                         MAX_REPORT_BYTES, MAX_SYSTEM_ALERT_ROWS,
-                                         MAX_SYSTEM_SECTIONS, MAX_TIMELINE_ROWS)
+                                         MAX_REPORT_BYTES, MAX_SYSTEM_SECTIONS,
+                                         MAX_TIMELINE_ROWS)
 from streams.sinks.report.charts import SystemCharts, alert_timeline, overview_charts
 from streams.sinks.report.episodes import (ALERT_NAMES, Episode, Story, breach_spans, episodes,
                                            story)
@@ -39,7 +39,7 @@ __all__ = [
     "RemediationRow", "ROW_TYPES", "columns",
     # the size bound
     "MAX_POINTS", "MAX_REPORT_BYTES", "MAX_SYSTEM_SECTIONS", "MAX_OVERVIEW_ROWS",
-    "MAX_OVERVIEW_SERIES", "MAX_ALERT_ROWS", "MAX_SYSTEM_ALERT_ROWS", "MAX_TIMELINE_ROWS",
+    "MAX_OVERVIEW_SERIES", "MAX_ALERT_ROWS", "MAX_TIMELINE_ROWS",
     "MAX_CHART_CLASSES", "MAX_CHART_TIERS", "MAX_NAMES_LISTED", "MAX_REMEDIES",
     # colours
     "PALETTE", "RED", "AMBER", "PURPLE", "GREY", "INK", "LEGEND_INK", "ALERT_COLORS",

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
 from streams.core.config import Config
+from streams.predict.model import ASSUMED
 from streams.sinks.report.bounds import (MAX_ALERT_ROWS, MAX_NAMES_LISTED, MAX_OVERVIEW_ROWS,
-                                         MAX_REPORT_BYTES, MAX_SYSTEM_ALERT_ROWS,
-                                         MAX_SYSTEM_SECTIONS)
+                                         MAX_REPORT_BYTES, MAX_SYSTEM_SECTIONS)
 from streams.sinks.report.charts import SystemCharts, alert_timeline, overview_charts
 from streams.sinks.report.episodes import ALERT_NAMES, Episode, episodes, story
 from streams.sinks.report.load import StoreData, SystemData, load_store, urgency
@@ -29,7 +29,7 @@ from streams.sinks.report.svg import legend
 from streams.sinks.report.text import duration, esc, num, time_to_breach, utc
 
 __all__ = ["REPORT_NAME", "SECTIONS", "SYSTEM_CHARTS", "alert_table", "remediation_html",
-           "render_report", "write_report"]
+           "caveat_sentences", "render_report", "write_report"]
 
 REPORT_NAME = "report.html"
 #: ids of the page's sections besides one ``system-*`` section per system
@@ -263,11 +263,14 @@ def _system_section(system: SystemData, index: int) -> str:
     charts = drawn.all()
     figures = "".join(c.html(f"{slug}-clip-{i}") for i, c in enumerate(charts))
     p = system.latest()
-    flags = p.flags
-    flag_html = f'<p class="flags">model caveats at the last solve: {esc(flags)}</p>' \
-        if flags else ""
-    hist = alert_table(system.alerts[::-1][:MAX_SYSTEM_ALERT_ROWS], with_system=False,
-                       total=len(system.alerts))
+    caveats = caveat_sentences(p.flags)
+    flag_html = ('<div class="caveats"><p>Model caveats at the last solve:</p><ul>'
+                 + "".join(f"<li>{esc(c)}</li>" for c in caveats) + "</ul></div>"
+                 if caveats else "")
+    changes = len(system.alerts)
+    hist = (f'<p class="meta">{changes} alert state change{"s" if changes != 1 else ""} of '
+            f'{esc(system.name)}: in <a href="#alerts">the alert table</a> (its system '
+            f'column).</p>' if changes else '<p class="empty">No alert changed state.</p>')
     return (f'<section class="system" id="{slug}" data-system="{esc(system.name)}">'
             f'<h2>System <span class="name">{esc(system.name)}</span></h2>'
             f'<p class="meta">{len(system.predictions)} solves, {utc(system.start)} – '
@@ -278,6 +281,15 @@ def _system_section(system: SystemData, index: int) -> str:
             f'<h3>Remediation</h3>{remediation_html(system)}'
             f'<div class="charts">{figures}</div>'
             f'<h3>Alert history</h3>{hist}</section>')
+
+
+def caveat_sentences(flags: str | None) -> list[str]:
+    """A prediction's ``flags`` as the store keeps them (joined by ``;``, a flag's own
+    clauses by ``; ``) as sentences: one a flag, what the model assumed for a missing input
+    first."""
+    items = [f.strip() for f in re.split(r";(?! )", flags or "") if f.strip()]
+    items.sort(key=lambda f: not f.startswith(ASSUMED))
+    return [f[:1].upper() + f[1:] + ("" if f.endswith(".") else ".") for f in items]
 
 
 def _drawn_note(system: SystemData, drawn: SystemCharts) -> str:
