@@ -7,31 +7,71 @@
 # working is pytest -m "not services and not slow" (README).
 # PERFCAST_SERVICES=0 skips the services (their tests then skip, except under CI=true where they
 # fail). pytest's exit code 5 ("no tests collected") is reported and treated as success.
+# Output: one line as each stage starts and ends, with the time since the start; what the
+# installs and builds print goes to ~/.cache/perfcast/test-setup.log, shown only when a stage
+# fails; pytest names each test file as it starts (tests/file_progress.py) and ends with the
+# 25 slowest tests, then its summary line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CACHE="${PERFCAST_CACHE:-$HOME/.cache/perfcast}"
 VENV="$CACHE/venv"
 PY="${PYTHON:-python3}"
 mkdir -p "$CACHE/pip"
-if [ ! -x "$VENV/bin/python" ]; then
-  "$PY" -m venv "$VENV"
-fi
-export PIP_CACHE_DIR="$CACHE/pip"
-"$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null
-"$VENV/bin/python" -m pip install -q -e ".[test]"
+LOG="$CACHE/test-setup.log"
+: >"$LOG"
+STARTED=$SECONDS
+
+# "[perfcast test +1m05s] MESSAGE"
+note() {
+  local s=$((SECONDS - STARTED))
+  printf '[perfcast test +%dm%02ds] %s\n' $((s / 60)) $((s % 60)) "$*"
+}
+# stage NAME COMMAND...: run COMMAND with its output in the log, one line before and after;
+# on failure the log's last lines, and the command's exit status
+stage() {
+  local name="$1" began=$SECONDS rc=0
+  shift
+  note "$name ..."
+  echo "== $name: $*" >>"$LOG"
+  "$@" >>"$LOG" 2>&1 || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    note "$name: failed (exit $rc) after $((SECONDS - began)) s; the end of $LOG:"
+    tail -n 40 "$LOG" | sed 's/^/  | /'
+    return "$rc"
+  fi
+  note "$name: done in $((SECONDS - began)) s"
+}
+
+export PIP_CACHE_DIR="$CACHE/pip" PIP_DISABLE_PIP_VERSION_CHECK=1
+# each step returns on failure itself: set -e does not act inside a function run by stage
+install_python() {
+  [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV" || return
+  "$VENV/bin/python" -m pip install -q --upgrade pip || return
+  "$VENV/bin/python" -m pip install -q -e ".[test]"
+}
+stage "python packages (virtualenv, pip install -e .[test])" install_python
 # Debian's chromium + chromedriver for the report's browser test (tests/test_report.py)
-bash infra/chromium.sh >&2 || echo "chromium not installed: the browser test skips (fails under CI=true)" >&2
+stage "chromium (infra/chromium.sh)" bash infra/chromium.sh \
+  || note "chromium not installed: the browser test skips (fails under CI=true)"
 # compose-go (Docker Compose v2's loader) from the Go module proxy, for tests/test_compose_spec.py
-bash infra/compose/install.sh >/dev/null || echo "composecheck not built: its tests skip (fail under CI=true)" >&2
+stage "composecheck (infra/compose/install.sh)" bash infra/compose/install.sh \
+  || note "composecheck not built: its tests skip (fail under CI=true)"
 if [ "${PERFCAST_SERVICES:-1}" != "0" ]; then
-  trap 'bash infra/services.sh down' EXIT
-  services_env="$(bash infra/services.sh up)"   # fails the run if a service cannot start
-  eval "$services_env"
+  services_down() {
+    stage "services down" bash infra/services.sh down || true
+  }
+  trap services_down EXIT
+  services_env="$CACHE/services.env"
+  # fails the run if a service cannot start
+  stage "services up (Kafka, InfluxDB, Prometheus: infra/services.sh)" \
+    bash -c 'bash infra/services.sh up >"$1"' _ "$services_env"
+  eval "$(cat "$services_env")"
 fi
 set +e
 # the 25 slowest tests at the end: what to mark ``slow`` (pyproject.toml) when the fast loop,
 # pytest -m "not services and not slow", grows
-"$VENV/bin/python" -m pytest --durations=25 "$@"
+note "pytest ..."
+PERFCAST_TEST_PROGRESS=1 "$VENV/bin/python" -m pytest --durations=25 "$@"
 rc=$?
 set -e
 if [ "$rc" -eq 5 ]; then

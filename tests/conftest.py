@@ -13,6 +13,7 @@ and fails it under ``CI=true`` (``tests/ci_policy.py``).
 
 from __future__ import annotations
 
+import os
 import urllib.request
 from pathlib import Path
 
@@ -35,6 +36,15 @@ SERVICE_FIXTURES = frozenset({"kafka_bootstrap", "influx_url", "prometheus_url",
 #: a service test's timeout when it names none: its workers start, consume and write within
 #: this on a loaded 2-core machine
 SERVICE_TIMEOUT_S = 600
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """``PERFCAST_TEST_PROGRESS=1`` (``infra/test.sh``): each test file named as it starts
+    (``tests/file_progress.py``)."""
+    if os.environ.get("PERFCAST_TEST_PROGRESS") == "1":
+        import file_progress
+
+        file_progress.pytest_configure(config)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
