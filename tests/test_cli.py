@@ -6,12 +6,14 @@ import gc
 import json
 import re
 import sqlite3
+import time
 
 import pytest
 from typer.testing import CliRunner
 
 from streams.cli.commands import app
 from streams.cli.demo import DemoScenario, demo_records
+from streams.core.records import parse_end
 from streams.engine.runtime import GC_THRESHOLDS
 
 runner = CliRunner()
@@ -23,13 +25,16 @@ def test_demo_predicts_the_breach_before_it_happens(tmp_path):
     """The default demo: the predicted-breach alert fires minutes before the measured response
     time crosses the SLA, and the outputs are written."""
     out = tmp_path / "demo"
-    result = runner.invoke(app, ["demo", "--out", str(out), "--quiet"])
+    result = runner.invoke(app, ["demo", "--out", str(out)], env={"COLUMNS": "80"},
+                           terminal_width=80)
     assert result.exit_code == 0, result.output
-    match = re.search(r"breach predicted (\d+) min (before|after)", result.output)
+    match = re.search(r"lead: breach predicted (\d+) min (before|after)", result.output)
     assert match and match.group(2) == "before" and int(match.group(1)) >= 3, result.output
     alerts = [json.loads(line) for line in (out / "alerts.jsonl").read_text().splitlines()]
-    firing = [a["alert"] for a in alerts if a["state"] == "firing"]
-    assert firing.index("predicted_breach") < firing.index("current_breach")
+    firing = [a for a in alerts if a["state"] == "firing"]
+    kinds = [a["alert"] for a in firing]
+    assert kinds.index("predicted_breach") < kinds.index("current_breach")
+    _check_the_demo_ends_on_the_solves_that_matter(result.output, firing)
     with sqlite3.connect(out / "perfcast.sqlite") as db:
         n = db.execute("SELECT count(*) FROM prediction WHERE model = 'map'").fetchone()[0]
         assert n > 0
@@ -38,6 +43,36 @@ def test_demo_predicts_the_breach_before_it_happens(tmp_path):
     html = report.read_text(encoding="utf-8")
     assert 'id="overview"' in html and 'data-system="shop"' in html
     assert "predicted the breach <b>" in html
+
+
+def _check_the_demo_ends_on_the_solves_that_matter(output: str, firing: list[dict]) -> None:
+    """At 80 columns: every line fits; the table left on the screen runs from the solve whose
+    alert first predicted the breach to the measured breach; each alert is printed once; the
+    summary names the first predicted breach, the measured one and the lead, one sentence ties
+    the busiest tier, the breach tier and the remedy together, and the remedy is the one the
+    alert named."""
+    hhmm = [time.strftime("%H:%M", time.gmtime(parse_end(a["time"]))) for a in firing]
+    lines = output.splitlines()
+    assert all(len(x) <= 80 for x in lines), [x for x in lines if len(x) > 80]
+    predicted = next(a for a in firing if a["alert"] == "predicted_breach")
+    measured = next(a for a in firing if a["alert"] == "current_breach")
+    at_pred = hhmm[firing.index(predicted)]
+    at_meas = hhmm[firing.index(measured)]
+    table = output[output.index("the first predicted breach to the measured one"):
+                   output.index("report: ")]
+    rows = [x.split()[0] for x in table.splitlines() if re.match(r"\d\d:\d\d ", x)]
+    assert rows[0] == at_pred and at_meas in rows, table
+    flat = " ".join(output.split())
+    for a in firing:
+        assert flat.count(" ".join(a["summary"].split())) == 1, a["summary"]
+    summary = flat[flat.index(" summary: "):]
+    assert f"first predicted breach {at_pred}: class {predicted['class']!r}" in summary
+    assert f"measured breach {at_meas}: class {measured['class']!r}" in summary
+    remedy = predicted["summary"].split("; remedy: ", 1)[1]
+    assert f"remedy (the alert's): {remedy}" in summary, summary
+    assert re.search(r"front is the busiest tier, but db \(bursty, I = [\d.]+\) causes the "
+                     r"breach, holding \d+% of \w+'s response time; the remedy acts on db\.",
+                     summary), summary
 
 
 def test_run_over_a_trace_with_bad_lines(tmp_path):

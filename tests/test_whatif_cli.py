@@ -67,14 +67,14 @@ def test_whatif_over_a_trace_starts_from_the_last_prediction(trace, tmp_path):
                     "--cpu-speed", "front=1.5")
     assert again.exit_code == 0, again.output
     assert _capacities(again.output) == (before, after)
-    same = _invoke("--store", str(out))                       # the directory works too
+    same = _invoke("--store", str(out), "--cores", "db=1")    # the directory works too
     assert same.exit_code == 0 and _capacities(same.output) == (before, before)
 
 
 @pytest.mark.slow
 def test_more_cores_on_a_tier_never_lower_the_capacity(trace, tmp_path):
     out = tmp_path / "out"
-    base = _invoke("--source", str(trace), "--out", str(out))
+    base = _invoke("--source", str(trace), "--out", str(out), "--cores", "db=1")
     assert base.exit_code == 0, base.output
     caps = [_capacities(_invoke("--store", str(out), "--cores", f"db={c}").output)[1]
             for c in (1, 2, 4)]
@@ -91,18 +91,31 @@ def test_more_cores_on_a_tier_never_lower_the_capacity(trace, tmp_path):
 ])
 def test_whatif_refuses_bad_input_naming_it(trace, tmp_path, args, message):
     out = tmp_path / "out"
-    assert _invoke("--source", str(trace), "--out", str(out)).exit_code == 0
-    result = _invoke("--store", str(out), *args)
+    assert _invoke("--source", str(trace), "--out", str(out), "--cores", "db=1").exit_code == 0
+    result = _invoke("--store", str(out), *(args if args[0] != "--system" else
+                                             [*args, "--cores", "db=2"]))
     assert result.exit_code == 2, result.output
     assert message in result.output.replace("\n", " ")
 
 
 def test_whatif_needs_one_store_with_models(tmp_path):
-    assert "exactly one of --store and --source" in _invoke().output
+    assert "exactly one of --store and --source" in _invoke("--cores", "db=2").output
     old = tmp_path / "old.sqlite"
     with sqlite3.connect(old) as db:
         db.execute("CREATE TABLE prediction (time REAL)")
-    result = _invoke("--store", str(old))
+    result = _invoke("--store", str(old), "--cores", "db=2")
     assert result.exit_code == 2 and "holds no model state" in result.output
-    missing = _invoke("--store", str(tmp_path / "none.sqlite"))
+    missing = _invoke("--store", str(tmp_path / "none.sqlite"), "--cores", "db=2")
     assert missing.exit_code == 2 and "no such file" in missing.output
+
+
+def test_whatif_without_an_action_says_one_is_needed(tmp_path):
+    """No --replicate, --cores or --cpu-speed: nothing to compare (it printed "246 → 246 ...
+    no change"), so an error naming the options, exit 2, before any store is read."""
+    for args in ([], ["--store", str(tmp_path / "none.sqlite")]):
+        result = runner.invoke(app, ["whatif", *args])
+        assert result.exit_code == 2, result.output
+        assert result.stdout == "", result.stdout
+        assert result.stderr.startswith("error: whatif: no change to try: give at least one "
+                                        "of --replicate TIER=K, --cores TIER=C, --cpu-speed "
+                                        "TIER=S"), result.stderr

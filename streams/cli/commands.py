@@ -458,11 +458,11 @@ def whatif(store: Optional[Path] = typer.Option(None, metavar="PATH",
     from streams.predict.whatif import compare
 
     actions = _actions(replicate, cores, cpu_speed)
+    if (store is None) == (source is None) and (store is not None or actions):
+        fail("whatif: give exactly one of --store and --source")
     if not actions:
         fail("whatif: no change to try: give at least one of --replicate TIER=K, --cores "
              "TIER=C, --cpu-speed TIER=S")
-    if (store is None) == (source is None):
-        fail("whatif: give exactly one of --store and --source")
     with tempfile.TemporaryDirectory(prefix="perfcast-whatif-") as tmp:
         if source is not None:
             from streams.cli.embedded import read_jsonl, run_embedded
