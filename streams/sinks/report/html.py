@@ -245,16 +245,27 @@ def remediation_html(system: SystemData) -> str:
 
 
 def _remedy_line(system: SystemData, time: float) -> str:
-    """The remedy the alert quotes at the solve of ``time`` and, when it does not act on the
-    breach tier, why (:func:`streams.predict.story.remedy_story`); empty for a store without
-    them."""
+    """The remedy of the solve of ``time`` and, when it does not act on the breach tier, why
+    (:func:`streams.predict.story.remedy_story`); when the predicted-breach alert's first
+    firing named another one (the users grew since), that one too, with its time -- the
+    remedy the alert's text and ``perfcast run``'s closing lines name. Empty for a store
+    without them."""
     p = next((q for q in reversed(system.predictions) if q.time == time), None)
     if p is None or not p.remediation_summary:
         return ""
     why = p.remediation_reason
-    return (f'<p class="remedy">remedy (the alert quotes it): <b>{esc(p.remediation_summary)}'
+    fired = next((a.time for a in system.alerts
+                  if a.alert == "predicted_breach" and a.state == "firing"), None)
+    alert = next((q for q in system.predictions if q.time == fired), None) \
+        if fired is not None and fired != time else None
+    then = (f'; the predicted-breach alert of {utc(alert.time, "%H:%M")} named <b>'
+            f'{esc(alert.remediation_summary)}</b> (at {num(alert.users, ".0f")} users)'
+            if alert is not None and alert.remediation_summary
+            and alert.remediation_summary != p.remediation_summary else "")
+    label = "the alert quotes it" if fired == time else f"at {utc(time, '%H:%M')}"
+    return (f'<p class="remedy">remedy ({label}): <b>{esc(p.remediation_summary)}'
             f'</b> (breach tier {esc(p.breach_tier or "–")})'
-            + (f'; {esc(why)}' if why else "") + "</p>")
+            + (f'; {esc(why)}' if why else "") + then + "</p>")
 
 
 def _system_section(system: SystemData, index: int) -> str:
