@@ -92,6 +92,8 @@ def _error_scope(pred: Prediction, err: float | None) -> str:
     if not worst or cmax is None:
         return ""
     if err is not None and math.isclose(err, cmax):
+        if len(pred.classes or ()) == 1:
+            return f" for class {worst!r}"
         return f" for class {worst!r}, the worst" + (
             "" if agg is None else f" (all classes together: {100 * agg:.0f}%)")
     return f" over all classes together (the worst class, {worst!r}: {100 * cmax:.0f}%)"

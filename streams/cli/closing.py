@@ -123,12 +123,13 @@ def why_sentence(p: Prediction) -> str:
     info = p.tiers.get(breach)
     bursty = f" (bursty, I = {info.idc:.3g})" if info is not None and info.bursty and \
         info.idc is not None else ""
-    share = (f", holding {100 * p.breach_tier_share:.0f}% of {p.breach_class}'s response "
-             f"time" if p.breach_tier_share is not None and p.breach_class else "")
+    share = (f": it holds {100 * p.breach_tier_share:.0f}% of {p.breach_class}'s response "
+             f"time there" if p.breach_tier_share is not None and p.breach_class else "")
     if busiest and busiest != breach:
-        text = f"{busiest} is the busiest tier, but {breach}{bursty} causes the breach{share}"
+        text = f"{busiest} is the busiest tier, but {breach}{bursty} is where the SLA " \
+            f"breaks{share}"
     else:
-        text = f"{breach}{bursty} is the bottleneck and causes the breach{share}"
+        text = f"{breach}{bursty} is the bottleneck and where the SLA breaks{share}"
     if not p.remediation_summary:
         return text + "."
     if remedy is None:
@@ -151,7 +152,7 @@ def _system_lines(name: str, s: _System) -> list[str]:
         lines += _wrap(f"first predicted breach {_hhmm(alert.time)}: class {alert.class_!r} "
                        f"over its SLA{ahead}{cap}")
     else:
-        lines.append("  no breach predicted")
+        lines.append("  no predicted-breach alert")
     if s.measured is not None:
         m = s.measured
         lines += _wrap(f"measured breach {_hhmm(m.time)}: class {m.class_!r} "

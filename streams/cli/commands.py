@@ -131,9 +131,9 @@ class _LiveView:
             return self.rows[-12:], set()
         stop = self._first_firing("current_breach")
         span = [p for p in self.rows if p.time >= start and (stop is None or p.time <= stop)]
-        if len(span) > 8:
-            span = span[:4] + span[-4:]
-        ends = {3} if len(span) == 8 and span[3].time != span[4].time - 60 else set()
+        ends = set()
+        if len(span) > 8:                   # a section break where solves are left out
+            span, ends = span[:4] + span[-4:], {3}
         if self.rows and self.rows[-1] is not span[-1]:
             ends.add(len(span) - 1)
             span.append(self.rows[-1])
@@ -426,18 +426,18 @@ def whatif(store: Optional[Path] = typer.Option(None, metavar="PATH",
                                                      "(OUT/perfcast.sqlite, or OUT)"),
            source: Optional[Path] = typer.Option(None, metavar="FILE",
                                                  help="a JSON-lines trace: run the "
-                                                            "embedded pipeline over it first "
-                                                            "('-': standard input)"),
+                                                      "embedded pipeline over it first "
+                                                      "('-': standard input)"),
            config: Optional[Path] = typer.Option(None, exists=True, dir_okay=False,
                                                  metavar="FILE",
                                                  help="TOML configuration (with --source)"),
            out: Optional[Path] = typer.Option(None, metavar="DIR",
                                               help="with --source: where the run's "
-                                                         "outputs go (default: a temporary "
-                                                         "directory)"),
+                                                   "outputs go (default: a temporary "
+                                                   "directory)"),
            replicate: list[str] = typer.Option([], metavar="TIER=K",
-                                               help="K replicas of the tier "
-                                                        "(K x its cores, one queue)"),
+                                               help="K replicas of the tier (K x its "
+                                                    "cores, one queue)"),
            cores: list[str] = typer.Option([], metavar="TIER=C",
                                            help="the tier with C cores"),
            cpu_speed: list[str] = typer.Option([], metavar="TIER=S",

@@ -91,20 +91,21 @@ def ingest_prometheus(
                                          help="the source: a prometheus table and a "
                                               "tiers.NAME table of queries per tier (TOML, or "
                                               "JSON; docs/prometheus.md)"),
-        config: Optional[Path] = typer.Option(None, exists=True, dir_okay=False, metavar="FILE",
-                                              help="perfcast TOML configuration (its kafka "
+        config: Optional[Path] = typer.Option(None, exists=True, dir_okay=False,
+                                              metavar="FILE", help="perfcast TOML configuration (its kafka "
                                                    "table)"),
         bootstrap: Optional[str] = typer.Option(None, metavar="HOST:PORT",
                                                 help="Kafka's bootstrap server (default "
                                                      "PERFCAST_KAFKA_BOOTSTRAP)"),
         checkpoint: Optional[Path] = typer.Option(
-            None, metavar="FILE", help="where the end of the last window sent is kept (default "
-                       "prometheus-SYSTEM.checkpoint.json)"),
+            None, metavar="FILE", help="where the end of the last window sent is kept "
+                                       "(default prometheus-SYSTEM.checkpoint.json)"),
         from_: Optional[str] = typer.Option(None, "--from", metavar="TIME",
                                             help="without a checkpoint: start after this "
                                                  "time (default: now)"),
-        until: Optional[str] = typer.Option(None, metavar="TIME", help="stop after the window ending at this "
-                                                       "time (default: follow for ever)"),
+        until: Optional[str] = typer.Option(None, metavar="TIME",
+                                            help="stop after the window ending at this time "
+                                                 "(default: follow for ever)"),
         loglevel: str = typer.Option("info", metavar="LEVEL",
                                      help="log level: debug, info, warning, error")) -> None:
     """Follow a Prometheus: publish each system window to perfcast.windows once it is
@@ -186,7 +187,8 @@ def _with_prometheus_source(original: Callable[..., Any]) -> Callable[..., Any]:
         if p.name == "source":
             help_text = getattr(source_option, "help", None) or "JSON-lines trace"
             p = p.replace(annotation=str, default=typer.Option(
-                ..., metavar="FILE|prometheus", help=f"{help_text}; or 'prometheus' (with --prom-config, --from, --to)"))
+                ..., metavar="FILE|prometheus",
+                help=f"{help_text}; or 'prometheus' (with --prom-config, --from, --to)"))
         else:
             p = p.replace(annotation=hints.get(p.name, p.annotation))
         params.append(p)
@@ -195,8 +197,9 @@ def _with_prometheus_source(original: Callable[..., Any]) -> Callable[..., Any]:
             None, exists=True, dir_okay=False, metavar="FILE",
             help="--source prometheus: the source's queries (docs/prometheus.md)")),
         "prom_from": (Optional[str], typer.Option(
-            None, "--from", metavar="TIME", help="--source prometheus: windows ending after this time "
-                                 "(ISO 8601, epoch seconds, now-2h)")),
+            None, "--from", metavar="TIME",
+            help="--source prometheus: windows ending after this time (ISO 8601, epoch "
+                 "seconds, now-2h)")),
         "prom_to": (Optional[str], typer.Option(
             None, "--to", metavar="TIME", help="--source prometheus: ... and up to this time")),
     }

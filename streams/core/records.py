@@ -30,6 +30,10 @@ Negative utilization is a negative field and rejected, except rounding residue w
 :data:`UTILIZATION_ROUNDING` (``-1e-12``), which is clamped to 0 and flagged the same way. Only
 windows outside [0, 1] leave the fast path, so the clamping costs the usual window nothing.
 
+A window without ``cores`` is one core, the contract's default, and carries
+:data:`CORES_ASSUMED` in its flags (both paths): the pipeline keeps it out of the estimate record
+and marks the tier, whose predictions then say the model assumed one core.
+
 Names (system, tier, request classes) must be printable: no control characters (a ``"\\n"`` would
 split an InfluxDB line-protocol line), no lone surrogates (JSON's ``"\\ud800"``: not UTF-8, which
 every sink writes), and no trailing backslash (line protocol cannot store one: it escapes the
@@ -119,8 +123,8 @@ class Window(msgspec.Struct, frozen=True, gc=False):
     completions: dict[str, float]   # per class, requests that left the tier in the window
     response_time_s: dict[str, float] = msgspec.field(default_factory=dict)
     users: int | None = None
-    #: caveats of an accepted window (a utilization clamped into [0, 1]); not part of the
-    #: contract's record (:meth:`to_record`), copied into the window's estimate record
+    #: caveats of an accepted window (a utilization clamped into [0, 1]; no cores); not part of
+    #: the contract's record (:meth:`to_record`); a clamp is copied into the estimate record
     flags: tuple[str, ...] = ()
 
     @property
