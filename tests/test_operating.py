@@ -120,7 +120,8 @@ def test_a_run_that_accepts_nothing_exits_non_zero_with_its_reasons(tmp_path):
     out = tmp_path / "out"
     result = runner.invoke(app, ["run", "--source", str(source), "--out", str(out)])
     assert result.exit_code == EXIT_NOTHING_ACCEPTED, result.output
-    line = next(x for x in result.output.splitlines() if x.startswith("no window accepted"))
+    line = next(x for x in result.output.splitlines()
+                if x.startswith("error: no window accepted"))
     assert "all 4 records were dead-lettered" in line
     assert "2 x utilization:" in line and "1 x record: malformed JSON" in line \
         and "1 x record: not UTF-8" in line
@@ -264,7 +265,7 @@ def test_demo_live_table_fits_80_columns(tmp_path):
     names = [name for name, _, _ in cli._LiveView.COLUMNS if name != "system"]
     assert lines[header].split() == " ".join(names).split()
     rows = [x for x in lines[header + 2:] if re.match(r"\d\d:\d\d ", x)]
-    assert len(rows) >= 10
+    assert len(rows) >= 5           # the final table: 3 solves before the first predicted breach
     for row in rows:
         cells = row.split()
         assert len(cells) == len(names) and "…" not in row, row

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -159,10 +160,18 @@ def test_the_remedy_acts_on_the_breach_tier_or_says_why(demo):
             assert " ".join(last["remediation_reason"].split()) in caption
     section = _plain(demo["html"].split("<h3>Remediation</h3>")[1].split('<div class="charts">')[0])
     final = at_risk[-1]
-    assert f"remedy (the alert quotes it): {final['remediation_summary']}" in section
+    quoted = final["time"] == fired[0]["time"]
+    label = "the alert quotes it" if quoted else time.strftime("at %H:%M",
+                                                               time.gmtime(final["time"]))
+    assert f"remedy ({label}): {final['remediation_summary']}" in section
     assert f"breach tier {final['breach_tier']}" in section
     if final.get("remediation_reason"):
         assert _plain(final["remediation_reason"]) in section
+    # the remedy the alert named when it first fired, the one of its text, is named too
+    first = by_time[fired[0]["time"]]
+    if first["remediation_summary"] != final["remediation_summary"]:
+        assert (f"the predicted-breach alert of {time.strftime('%H:%M', time.gmtime(first['time']))}"
+                f" named {first['remediation_summary']}") in section
 
 
 def _action(kind: str, tier: str | None, cost: float) -> dict:

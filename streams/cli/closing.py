@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from streams.core.outputs import Alert, Outputs, Prediction
 from streams.core.records import format_time
 from streams.predict.model import ASSUMED
+from streams.sinks.report.text import duration as _duration
 
 __all__ = ["Findings", "closing_lines", "WIDTH"]
 
@@ -87,15 +88,6 @@ def _wrap(text: str, indent: str = "  ", hanging: str = "    ") -> list[str]:
 
 def _hhmm(t: float) -> str:
     return format_time(t)[11:16]
-
-
-def _duration(seconds: float) -> str:
-    seconds = abs(seconds)
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 def _state(p: Prediction) -> str:

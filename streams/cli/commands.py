@@ -38,7 +38,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from streams.cli.settings import command_config as _config
-from streams.cli.settings import fail
+from streams.cli.settings import BOOTSTRAP, fail
 from streams.core.config import Config
 from streams.grafana.cli import app as grafana_app
 from streams.engine.pipeline import Pipeline
@@ -108,6 +108,8 @@ class _LiveView:
                ("fcst", "right", 7), ("model", "left", 7), ("R meas", "right", 6),
                ("R pred", "right", 6), ("cap", "right", 7), ("breach", "right", 6),
                ("bneck", "left", 8), ("sw P", "right", 4), ("I max", "right", 6))
+    #: solves shown before the first predicted breach in the final table
+    BEFORE = 3
 
     def __init__(self, title: str) -> None:
         self.title = title
@@ -123,21 +125,25 @@ class _LiveView:
                     None)
 
     def _final_rows(self) -> tuple[list[Prediction], set[int]]:
-        """The solves that matter, for the table left on the screen at the end: from the first
-        predicted breach to the measured one (at most 4 at each end), then the last solve;
-        the positions after which a section ends. Without a predicted breach, the last 12."""
+        """The solves that matter, for the table left on the screen at the end: the
+        :data:`BEFORE` solves before the first predicted breach, the solves from it to the
+        measured breach (at most 4 at each end), then the last solve; and the positions
+        after which a section ends. Without a predicted breach, the last 12."""
         start = self._first_firing("predicted_breach")
         if start is None:
             return self.rows[-12:], set()
         stop = self._first_firing("current_breach")
-        span = [p for p in self.rows if p.time >= start and (stop is None or p.time <= stop)]
-        ends = set()
-        if len(span) > 8:                   # a section break where solves are left out
-            span, ends = span[:4] + span[-4:], {3}
-        if self.rows and self.rows[-1] is not span[-1]:
-            ends.add(len(span) - 1)
-            span.append(self.rows[-1])
-        return span, ends
+        first = next(i for i, p in enumerate(self.rows) if p.time >= start)
+        span = [p for p in self.rows[first:] if stop is None or p.time <= stop]
+        cut = len(span) > 8
+        if cut:                             # a section break where solves are left out
+            span = span[:4] + span[-4:]
+        rows = self.rows[max(first - self.BEFORE, 0):first] + span
+        ends = {first - max(first - self.BEFORE, 0) + 3} if cut else set()
+        if self.rows[-1] is not rows[-1]:
+            ends.add(len(rows) - 1)
+            rows.append(self.rows[-1])
+        return rows, ends
 
     def render(self, final: bool = False) -> Table:
         """The table: the last 12 solves while running; ``final``: the solves that matter
@@ -147,8 +153,12 @@ class _LiveView:
 
         rows, ends = self._final_rows() if final else (self.rows[-12:], set())
         several = len({p.system for p in rows}) > 1
-        title = ("the first predicted breach to the measured one, and the last solve"
-                 if final and ends else self.title)
+        title = self.title
+        if final and self._first_firing("predicted_breach") is not None:
+            title = ", ".join(f"{what} {format_time(t)[11:16]}" for what, t in (
+                ("first predicted breach", self._first_firing("predicted_breach")),
+                ("measured breach", self._first_firing("current_breach"))) if t is not None) \
+                + ", last solve"
         table = Table(title=title, caption=None if final else self._caption(),
                       box=box.SIMPLE_HEAD,
                       padding=(0, 1), pad_edge=False, show_edge=False, collapse_padding=True,
@@ -498,9 +508,7 @@ def whatif(store: Optional[Path] = typer.Option(None, metavar="PATH",
 def produce(source: str = typer.Option(..., metavar="FILE|demo",
                                       help="a JSON-lines trace ('-': standard input), or "
                                            "'demo' for the simulated shop"),
-            bootstrap: Optional[str] = typer.Option(None, metavar="HOST:PORT",
-                                                    help="Kafka's bootstrap server (default "
-                                                         "PERFCAST_KAFKA_BOOTSTRAP)"),
+            bootstrap: Optional[str] = BOOTSTRAP,
             rate: Optional[float] = typer.Option(None, metavar="N",
                                                  help="windows per second (default: as "
                                                       "fast as possible)"),
@@ -569,9 +577,7 @@ def worker(config: Optional[Path] = typer.Option(None, exists=True, dir_okay=Fal
                                                  metavar="FILE",
                                                  help="TOML configuration (systems, kafka, "
                                                       "influxdb; docs/configuration.md)"),
-           bootstrap: Optional[str] = typer.Option(None, metavar="HOST:PORT",
-                                                   help="Kafka's bootstrap server (default "
-                                                        "PERFCAST_KAFKA_BOOTSTRAP)"),
+           bootstrap: Optional[str] = BOOTSTRAP,
            app_id: str = typer.Option("perfcast", metavar="NAME",
                                       help="Faust application id (consumer group, table "
                                            "topics)"),

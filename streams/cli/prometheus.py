@@ -32,6 +32,7 @@ from typing import Any, Callable, Optional
 
 import typer
 
+from streams.cli.settings import BOOTSTRAP
 from streams.core.config import ConfigError
 
 __all__ = ["ingest_app", "register", "parse_time", "WINDOWS_FILE"]
@@ -94,9 +95,7 @@ def ingest_prometheus(
         config: Optional[Path] = typer.Option(None, exists=True, dir_okay=False,
                                               metavar="FILE", help="perfcast TOML configuration (its kafka "
                                                    "table)"),
-        bootstrap: Optional[str] = typer.Option(None, metavar="HOST:PORT",
-                                                help="Kafka's bootstrap server (default "
-                                                     "PERFCAST_KAFKA_BOOTSTRAP)"),
+        bootstrap: Optional[str] = BOOTSTRAP,
         checkpoint: Optional[Path] = typer.Option(
             None, metavar="FILE", help="where the end of the last window sent is kept "
                                        "(default prometheus-SYSTEM.checkpoint.json)"),

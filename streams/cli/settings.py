@@ -12,7 +12,11 @@ import typer
 
 from streams.core.config import Config, ConfigError, load_config
 
-__all__ = ["command_config", "fail"]
+__all__ = ["BOOTSTRAP", "command_config", "fail"]
+
+#: ``--bootstrap`` of the commands that publish to or read from Kafka
+BOOTSTRAP = typer.Option(None, metavar="HOST:PORT",
+                         help="Kafka's bootstrap server (default PERFCAST_KAFKA_BOOTSTRAP)")
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
