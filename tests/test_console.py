@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -196,3 +197,21 @@ def test_the_test_command_names_each_file_as_it_starts_and_ends_on_the_summary(t
     assert lines[lines.index(stamped[0]) + 1].startswith(".."), result.stdout
     assert any("slowest 2 durations" in x for x in lines), result.stdout
     assert re.fullmatch(r"3 passed in [\d.]+s", lines[-1]), result.stdout
+
+
+def test_one_sentence_ties_the_busiest_tier_the_breach_tier_and_the_remedy():
+    from streams.cli.closing import Solve, why_sentence
+
+    base = Solve(0.0, "map", 80, 118, False, 38, 480.0, 118, "front", "db", "buy", 0.86,
+                 208.0, "db to 2 cores (from 1)", "db", ())
+    assert why_sentence(base) == ("front is the busiest tier, but db (bursty, I = 208) is "
+                                  "where the SLA breaks: it holds 86% of buy's response time "
+                                  "there; the remedy acts on db.")
+    same = replace(base, bottleneck_tier="db", breach_idc=None, remediation_tier="front")
+    assert why_sentence(same) == ("db is the bottleneck and where the SLA breaks: it holds 86% "
+                                  "of buy's response time there; the cheapest remedy acts on "
+                                  "front instead.")
+    admission = replace(base, remediation_tier=None, remediation_summary="admit at most 118")
+    assert why_sentence(admission).endswith("no action on one tier restores the SLA, so the "
+                                            "remedy limits admission.")
+    assert why_sentence(replace(base, breach_tier=None)) == ""

@@ -23,7 +23,7 @@ from streams.core.records import format_time
 from streams.predict.model import ASSUMED
 from streams.sinks.report.text import duration as _duration
 
-__all__ = ["Findings", "closing_lines", "WIDTH"]
+__all__ = ["Findings", "Solve", "alert_lines", "closing_lines", "why_sentence", "WIDTH"]
 
 #: the closing lines' width: an 80-column terminal, less one column (a terminal that wraps at
 #: the last column leaves an empty line after a full one)
@@ -34,11 +34,46 @@ MAX_SYSTEMS = 10
 MAX_ALERTS = 6
 
 
+@dataclass(frozen=True)
+class Solve:
+    """What the closing lines read of a prediction (kept per system instead of the whole
+    prediction: a run over many systems keeps one of these each)."""
+
+    time: float
+    model: str | None
+    users: int | None
+    capacity_users: int | None
+    capacity_limited: bool | None
+    headroom_users: int | None
+    time_to_breach_s: float | None
+    alert_capacity_users: int | None
+    bottleneck_tier: str | None
+    breach_tier: str | None
+    breach_class: str | None
+    breach_tier_share: float | None
+    #: the breach tier's ``I`` when it is bursty
+    breach_idc: float | None
+    remediation_summary: str | None
+    remediation_tier: str | None
+    #: the flags of what the model assumed (:data:`streams.predict.model.ASSUMED`)
+    assumed: tuple[str, ...]
+
+    @classmethod
+    def of(cls, p: Prediction) -> "Solve":
+        info = p.tiers.get(p.breach_tier) if p.breach_tier else None
+        return cls(p.time, p.model, p.users, p.capacity_users, p.capacity_limited,
+                   p.headroom_users, p.time_to_breach_s, p.alert_capacity_users,
+                   p.bottleneck_tier, p.breach_tier, p.breach_class, p.breach_tier_share,
+                   info.idc if info is not None and info.bursty else None,
+                   p.remediation_summary, p.remediation_tier,
+                   tuple(f for f in p.flags if f.startswith(ASSUMED)))
+
+
 @dataclass
 class _System:
-    last: Prediction | None = None
-    #: the predicted-breach alert's first firing and the prediction of that solve
-    predicted: tuple[Alert, Prediction | None] | None = None
+    last: Solve | None = None
+    #: the predicted-breach alert's first firing and the solve that fired it
+    predicted: tuple[Alert, Solve | None] | None = None
     measured: Alert | None = None
     fired: Counter[str] = field(default_factory=Counter)
     texts: list[Alert] = field(default_factory=list)
@@ -53,16 +88,18 @@ class Findings:
     def add(self, out: Outputs) -> None:
         for p in out.predictions:
             if p.model:
-                self._system(p.system).last = p
+                self._system(p.system).last = Solve.of(p)
         for a in out.alerts:
             if a.state != "firing":
                 continue
             s = self._system(a.system)
             s.fired[a.alert] += 1
-            s.texts.append(a)
+            if len(s.texts) < MAX_ALERTS:       # the rest are counted (bounded memory)
+                s.texts.append(a)
             if a.alert == "predicted_breach" and s.predicted is None:
-                s.predicted = (a, next((p for p in out.predictions if p.system == a.system
-                                        and p.time == a.time), None))
+                at = next((p for p in out.predictions if p.system == a.system
+                           and p.time == a.time), None)
+                s.predicted = (a, None if at is None else Solve.of(at))
             elif a.alert == "current_breach" and s.measured is None:
                 s.measured = a
 
@@ -70,15 +107,6 @@ class Findings:
         if name not in self.systems:
             self.systems[name] = _System()
         return self.systems[name]
-
-    def first_breach(self, system: str) -> Prediction | None:
-        """The prediction of the solve whose predicted-breach alert first fired."""
-        s = self.systems.get(system)
-        return s.predicted[1] if s is not None and s.predicted else None
-
-    def measured_time(self, system: str) -> float | None:
-        s = self.systems.get(system)
-        return s.measured.time if s is not None and s.measured else None
 
 
 def _wrap(text: str, indent: str = "  ", hanging: str = "    ") -> list[str]:
@@ -90,7 +118,7 @@ def _hhmm(t: float) -> str:
     return format_time(t)[11:16]
 
 
-def _state(p: Prediction) -> str:
+def _state(p: Solve) -> str:
     """``185 users, capacity 118 (67 over): SLA broken now`` and the like."""
     text = f"{p.users} users"
     if p.capacity_users is None:
@@ -106,15 +134,13 @@ def _state(p: Prediction) -> str:
     return text + f": breach in {_duration(ttb)}"
 
 
-def why_sentence(p: Prediction) -> str:
+def why_sentence(p: Solve) -> str:
     """One sentence tying the busiest tier, the tier that causes the breach and the remedy's
     tier together (:mod:`streams.predict.story`); empty without a breach tier."""
     breach, busiest, remedy = p.breach_tier, p.bottleneck_tier, p.remediation_tier
     if breach is None:
         return ""
-    info = p.tiers.get(breach)
-    bursty = f" (bursty, I = {info.idc:.3g})" if info is not None and info.bursty and \
-        info.idc is not None else ""
+    bursty = "" if p.breach_idc is None else f" (bursty, I = {p.breach_idc:.3g})"
     share = (f": it holds {100 * p.breach_tier_share:.0f}% of {p.breach_class}'s response "
              f"time there" if p.breach_tier_share is not None and p.breach_class else "")
     if busiest and busiest != breach:
@@ -142,7 +168,7 @@ def _system_lines(name: str, s: _System) -> list[str]:
             if isinstance(alert.time_to_breach_s, (int, float)) else ""
         cap = f" (capacity {at.alert_capacity_users})" if at is not None else ""
         lines += _wrap(f"first predicted breach {_hhmm(alert.time)}: class {alert.class_!r} "
-                       f"over its SLA{ahead}{cap}")
+                       f"to exceed its SLA{ahead}{cap}")
     else:
         lines.append("  no predicted-breach alert")
     if s.measured is not None:
@@ -162,8 +188,7 @@ def _system_lines(name: str, s: _System) -> list[str]:
     if basis.remediation_summary:
         when = "the alert's" if basis is not p else "the last solve's"
         lines += _wrap(f"remedy ({when}): {basis.remediation_summary}")
-    lines += [line for flag in p.flags if flag.startswith(ASSUMED)
-              for line in _wrap(flag)]
+    lines += [line for flag in p.assumed for line in _wrap(flag)]
     return lines
 
 
@@ -172,10 +197,11 @@ def alert_lines(findings: Findings) -> list[str]:
     :data:`MAX_ALERTS` per system."""
     lines: list[str] = []
     for name, s in list(findings.systems.items())[:MAX_SYSTEMS]:
-        for a in s.texts[:MAX_ALERTS]:
+        for a in s.texts:
             lines += _wrap(f"{_hhmm(a.time)} {a.alert}: {a.summary}", "  ", "      ")
-        if len(s.texts) > MAX_ALERTS:
-            lines.append(f"  ... {len(s.texts) - MAX_ALERTS} more of {name} in alerts.jsonl")
+        more = sum(s.fired.values()) - len(s.texts)
+        if more > 0:
+            lines.append(f"  ... {more} more of {name} in alerts.jsonl")
     return lines
 
 
