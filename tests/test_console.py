@@ -134,8 +134,8 @@ def test_a_trace_without_users_says_what_population_and_think_time_it_assumed(tm
         f"assumed: {_users(last['users'])} (users_source littles_law): the windows give no "
         f"users, so N = X (R + Z) from the measured throughput and response times with think "
         f"time 0 s",
-        "assumed: think time 0 s: think_time_s is not configured and, without users, cannot "
-        "be estimated by Little's law (set think_time_s)"], last["flags"]
+        "assumed: think time 0 s: think_time_s is not configured and cannot be estimated by "
+        "Little's law without users and response times (set think_time_s)"], last["flags"]
     summary = _summary(output)
     for flag in flags:
         assert flag in summary, (flag, summary)

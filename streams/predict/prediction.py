@@ -21,8 +21,8 @@ from streams.core.tier import TierModel
 from streams.predict.model import ASSUMED, SOLVER_FLAG, Measured, Point, SystemModel
 from streams.predict.response_trend import TrendReading
 
-__all__ = ["assemble", "assumed_workload", "breach_point", "class_parts", "held_flags", "map2_report", "record_guard",
-           "solver_flags", "tier_parts", "unsolved"]
+__all__ = ["assemble", "assumed_workload", "breach_point", "class_parts", "held_flags",
+           "map2_report", "record_guard", "solver_flags", "tier_parts", "unsolved"]
 
 
 def map2_report(tier: TierModel, model: SystemModel, i: int,
@@ -75,8 +75,8 @@ def assumed_workload(source: str, users: int, think: float, think_assumed: bool,
     measured throughput and response times, or without response times the population at which
     the model's throughput equals the measured one (``model_inversion``: a model that reaches
     that throughput with fewer users predicts a lower capacity) -- and a think time of 0 when
-    none is configured and none can be estimated (Little's law needs ``users``; Lazowska et al.
-    (1984), ch. 3)."""
+    none is configured and none can be estimated (Little's law, ``Z = N / X - R``, needs
+    ``users`` and response times; Lazowska et al. (1984), ch. 3)."""
     flags = []
     if source == "littles_law":
         flags.append(f"{ASSUMED}{_users(users)} (users_source littles_law): the windows give no "
@@ -87,8 +87,9 @@ def assumed_workload(source: str, users: int, think: float, think_assumed: bool,
                      f"no users and no response times, so the population at which the model's "
                      f"throughput is the measured {throughput:.3g}/s")
     if think_assumed:
-        flags.append(f"{ASSUMED}think time 0 s: think_time_s is not configured and, without "
-                     f"users, cannot be estimated by Little's law (set think_time_s)")
+        flags.append(f"{ASSUMED}think time 0 s: think_time_s is not configured and cannot be "
+                     f"estimated by Little's law without users and response times (set "
+                     f"think_time_s)")
     return flags
 
 
