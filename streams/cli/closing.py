@@ -120,7 +120,7 @@ def _hhmm(t: float) -> str:
 
 def _state(p: Solve) -> str:
     """``185 users, capacity 118 (67 over): SLA broken now`` and the like."""
-    text = f"{p.users} users"
+    text = f"{p.users} user{'' if p.users == 1 else 's'}"
     if p.capacity_users is None:
         return text + ", no capacity (no SLA reached within the search)"
     cap = f"{p.capacity_users}{'+' if p.capacity_limited else ''}"
