@@ -14,11 +14,13 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "${HERE}/../.." && pwd)"
 source "${HERE}/env.sh"
+# (up.sh also runs curl and bc, which a minimal image may lack)
 PACKAGES=(postgresql prometheus-process-exporter prometheus-postgres-exporter
-          prometheus-node-exporter)
+          prometheus-node-exporter curl bc)
 # the binaries the testbed runs, one per package above
 BINARIES=("${TESTBED_PG_BIN}/initdb" /usr/bin/prometheus-process-exporter
-          /usr/bin/prometheus-postgres-exporter /usr/bin/prometheus-node-exporter)
+          /usr/bin/prometheus-postgres-exporter /usr/bin/prometheus-node-exporter
+          /usr/bin/curl /usr/bin/bc)
 LOG="${TESTBED_CACHE}/install.log"
 mkdir -p "${TESTBED_CACHE}"
 
@@ -45,7 +47,7 @@ if (( ${#missing[@]} )); then
   trap cleanup EXIT
   export DEBIAN_FRONTEND=noninteractive
   if ! { ${SUDO} apt-get update && ${SUDO} apt-get install -y --no-install-recommends \
-           "${missing[@]}" postgresql-contrib; } > "${LOG}" 2>&1; then
+           "${missing[@]}"; } > "${LOG}" 2>&1; then
     echo "testbed install: apt-get install ${missing[*]} failed (log ${LOG}):" >&2
     tail -n 30 "${LOG}" >&2
     exit 1
