@@ -20,7 +20,7 @@ export PIP_CACHE_DIR="$CACHE/pip"
 "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null
 "$VENV/bin/python" -m pip install -q -e ".[test,testbed]"
 # Debian's postgresql and exporters for the testbed's test (tests/test_testbed_services.py)
-TESTBED_PYTHON="$VENV/bin/python" bash infra/testbed/install.sh >&2
+TESTBED_PYTHON="$VENV/bin/python" bash infra/testbed/install.sh >&2 || echo "testbed not installed: its test skips (fails under CI=true)" >&2
 # Debian's chromium + chromedriver for the report's browser test (tests/test_report.py)
 bash infra/chromium.sh >&2 || echo "chromium not installed: the browser test skips (fails under CI=true)" >&2
 # compose-go (Docker Compose v2's loader) from the Go module proxy, for tests/test_compose_spec.py
