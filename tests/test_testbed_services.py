@@ -122,19 +122,26 @@ def testbed(tmp_path_factory):
     if missing:
         unavailable(f"the testbed is not installed: {missing}",
                     "infra/test.sh runs infra/testbed/install.sh")
+    state = Path(settings["TESTBED_STATE"])
+    if state.is_file() and Path(state.read_text().strip()).is_dir():
+        # someone's testbed (down.sh would stop it, whoever started it)
+        pytest.fail(f"a testbed is up already (run dir {state.read_text().strip()}): "
+                    f"bash infra/testbed/down.sh first")
     log = tmp_path_factory.mktemp("testbed") / "up-down.log"
     env = _env()
     up = subprocess.run(["bash", str(TESTBED / "up.sh")], env=env, capture_output=True,
                         text=True, timeout=300)
     log.write_text(up.stdout + up.stderr)
-    run_dir = dict(re.findall(r"^export (TESTBED_\w+)=(.*)$", up.stdout, re.M)).get(
-        "TESTBED_RUN_DIR")
+    exports = {k: v.strip("'") for k, v in
+               re.findall(r"^export (TESTBED_\w+)=(.*)$", up.stdout, re.M)}
+    run_dir = exports.get("TESTBED_RUN_DIR")
     try:
         assert up.returncode == 0, f"infra/testbed/up.sh failed:\n{up.stdout}{up.stderr}"
-        exports = dict(re.findall(r"^export (TESTBED_\w+)=(.*)$", up.stdout, re.M))
-        yield {**settings, **{k: v.strip("'") for k, v in exports.items()}}
+        yield {**settings, **exports}
     finally:
-        down_env = {**env, **({"TESTBED_RUN_DIR": run_dir} if run_dir else {})}
+        # this run's dir, else the one up.sh recorded before it failed (never an exported one)
+        down_env = {k: v for k, v in env.items() if k != "TESTBED_RUN_DIR"}
+        down_env.update({"TESTBED_RUN_DIR": run_dir} if run_dir else {})
         down = subprocess.run(["bash", str(TESTBED / "down.sh")], env=down_env,
                               capture_output=True, text=True, timeout=300)
         with open(log, "a") as fh:
@@ -201,15 +208,17 @@ def run(testbed, tmp_path_factory, kafka_bootstrap, influx_url):
     system, prefix = unique("testbed"), unique("tb")
     live_source, live_config = _live_files(tmp, system, prefix)
     config = load_config(live_config)
-    ensure_topics(config.kafka, partitions=2)
-    windows = TopicReader(kafka_bootstrap, config.kafka.topic("windows"))
-    predictions = TopicReader(kafka_bootstrap, config.kafka.topic("predictions"))
-    dead = TopicReader(kafka_bootstrap, config.kafka.topic("deadletter"))
-    worker = Worker(live_config, unique("tb-app"), tmp / "worker.log").start()
     gauge = UsersGauge(int(testbed["TESTBED_LOAD_PORT"]))
+    worker = Worker(live_config, unique("tb-app"), tmp / "worker.log")
     ingest = None
+    readers: list[TopicReader] = []
     steps: list[dict[str, Any]] = []
     try:
+        ensure_topics(config.kafka, partitions=2)
+        readers += [TopicReader(kafka_bootstrap, config.kafka.topic(name))
+                    for name in ("windows", "predictions", "deadletter")]
+        windows, predictions, dead = readers
+        worker.start()
         gauge.set(STEPS[0][0])
         checkpoint = tmp / "checkpoint.json"
         for i, (users, think, seconds) in enumerate(STEPS):
@@ -278,7 +287,7 @@ def run(testbed, tmp_path_factory, kafka_bootstrap, influx_url):
             os.killpg(ingest.pid, signal.SIGKILL)
             ingest.wait(30)
         worker.stop()
-        for reader in (windows, predictions, dead):
+        for reader in readers:
             reader.close()
 
 
