@@ -1,5 +1,6 @@
 # The start/stop steps the services' scripts share (sourced, not run): infra/kafka,
-# infra/influxdb and infra/prometheus start.sh / stop.sh.
+# infra/influxdb and infra/prometheus start.sh / stop.sh; and the Debian installs of
+# infra/prometheus/install.sh and infra/testbed/install.sh (perfcast_apt_install).
 #
 # A service runs in the background with its pid in a pid file. A pid file can outlive its
 # process and the pid be reused by another one, so a process counts as the service only while
