@@ -5,9 +5,10 @@ a real Prometheus, read by perfcast's Prometheus source.
 One session brings the testbed up (``infra/testbed/up.sh``; ``down.sh`` afterwards, also on
 failure) and runs closed load at three small populations, one after the other
 (:data:`STEPS`: users, think time, seconds), with the load generator ``bench/testbed/load.py``
-logging every request and snapshotting the servers' own counters. Meanwhile ``perfcast ingest
-prometheus`` follows the same Prometheus live into Kafka and a ``perfcast worker`` turns the
-windows into estimates and predictions in Kafka and InfluxDB. The tests then read the run:
+logging every request and snapshotting the servers' own counters. Meanwhile a ``perfcast
+worker`` waits on Kafka, and once the first population is done ``perfcast ingest prometheus``
+catches up on it and then follows the same Prometheus live: the worker turns the windows into
+estimates and predictions in Kafka and InfluxDB as they come. The tests then read the run:
 
 - the backtest, ``perfcast run --source prometheus`` with ``bench/testbed/perfcast.toml`` and
   ``system.toml`` over the load's span: every window read (no gaps), no dead letters, per-class
@@ -242,13 +243,14 @@ def run(testbed, tmp_path_factory, kafka_bootstrap, influx_url):
                 # the live path from the first population's start: ingest catches up with
                 # Prometheus, then follows it while the other populations run
                 t_from = math.ceil(steps[0]["start"] / WINDOW_S) * WINDOW_S
-                ingest = subprocess.Popen(
-                    [sys.executable, "-m", "streams.cli.commands", "ingest", "prometheus",
-                     "--prom-config", str(live_source), "--config", str(live_config),
-                     "--checkpoint", str(checkpoint), "--from", str(t_from),
-                     "--loglevel", "info"],
-                    stdout=open(tmp / "ingest.log", "w"), stderr=subprocess.STDOUT,
-                    env=_env(), cwd=ROOT, start_new_session=True)
+                with open(tmp / "ingest.log", "w") as ingest_log:
+                    ingest = subprocess.Popen(
+                        [sys.executable, "-m", "streams.cli.commands", "ingest", "prometheus",
+                         "--prom-config", str(live_source), "--config", str(live_config),
+                         "--checkpoint", str(checkpoint), "--from", str(t_from),
+                         "--loglevel", "info"],
+                        stdout=ingest_log, stderr=subprocess.STDOUT, env=_env(), cwd=ROOT,
+                        start_new_session=True)
         t_to = math.floor(steps[-1]["end"] / WINDOW_S) * WINDOW_S
         wait_for(lambda: _prometheus_scraped_past(prom_url, t_to + 1), 60,
                  "Prometheus' scrapes past the load")
