@@ -142,9 +142,9 @@ perfcast_apt_install() (
     trap '${sudo} rm -f "${policy}"' EXIT
   fi
   export DEBIAN_FRONTEND=noninteractive
-  if ! { ${sudo} apt-get install -y --no-install-recommends "$@" \
-         || { ${sudo} apt-get update && ${sudo} apt-get install -y --no-install-recommends "$@"; }; \
-       } > "${log}" 2>&1; then
+  install=(apt-get install -y --no-install-recommends "$@")
+  if ! { ${sudo} "${install[@]}" || { ${sudo} apt-get update && ${sudo} "${install[@]}"; }; } \
+       > "${log}" 2>&1; then
     echo "apt-get install $* failed (log ${log}):" >&2
     tail -n 30 "${log}" >&2
     exit 1

@@ -37,7 +37,8 @@ if ! "${TESTBED_PYTHON}" -c "import psycopg, gunicorn, prometheus_client" 2>/dev
   # the extra's requirements as pyproject lists them (not the project itself: the venv's
   # perfcast install is infra/test.sh's)
   mapfile -t reqs < <("${TESTBED_PYTHON}" -c "import sys, tomllib; print('\n'.join(tomllib.load(
-    open(sys.argv[1], 'rb'))['project']['optional-dependencies']['testbed']))" "${REPO}/pyproject.toml")
+    open(sys.argv[1], 'rb'))['project']['optional-dependencies']['testbed']))" \
+    "${REPO}/pyproject.toml")
   "${TESTBED_PYTHON}" -m pip install -q "${reqs[@]}" >> "${LOG}" 2>&1 || {
     echo "testbed install: pip install '.[testbed]' failed (log ${LOG}):" >&2
     tail -n 30 "${LOG}" >&2
