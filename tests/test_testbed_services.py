@@ -34,7 +34,7 @@ the work of the estimator changes; this test records the errors so that they can
 The app's time at the tier (its request histogram less the database calls: 0.1-0.3 ms) is
 below its CPU per request (1-4 ms, most of it gunicorn's accept and parsing and the per-second
 ``/metrics`` merge, outside the timed part), and its Kalman filter, started near those times,
-climbs slowly: -82% to -92% of the busy time in two runs of four, +8% to +19% in the others.
+climbs slowly: -76% to -92% of the busy time in three runs of five, +8% to +19% in two.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ SEED = 49
 #: bench/testbed/perfcast.toml's window
 WINDOW_S = 5.0
 #: the database's sum over classes of X_c * D_c against its measured busy time, over a
-#: population's windows (-7% to +11% in four runs): the Kalman filter tracks the
+#: population's windows (-7% to +11% in the runs seen): the Kalman filter tracks the
 #: utilization it is fed, but at 5-16% utilization a 5-s window holds 25-80 of the kernel's
 #: 10-ms CPU ticks
 AGGREGATE_TOLERANCE = 0.30
