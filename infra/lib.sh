@@ -1,5 +1,6 @@
 # The start/stop steps the services' scripts share (sourced, not run): infra/kafka,
-# infra/influxdb and infra/prometheus start.sh / stop.sh.
+# infra/influxdb and infra/prometheus start.sh / stop.sh; and the Debian installs of
+# infra/prometheus/install.sh and infra/testbed/install.sh (perfcast_apt_install).
 #
 # A service runs in the background with its pid in a pid file. A pid file can outlive its
 # process and the pid be reused by another one, so a process counts as the service only while
@@ -118,3 +119,43 @@ perfcast_new_run_dir() {
   touch "${dir}/.perfcast-$1-run-dir"
   echo "${dir}"
 }
+
+# perfcast_apt_install LOG PACKAGE...: apt-get install PACKAGEs (apt-get update first when the
+# install alone fails: a fresh image has no package lists), output to LOG, its tail on failure.
+# Root or sudo. The packages' own services must not start (they would take their default ports
+# beside the instances the tests run): a policy-rc.d denies service starts during the install
+# (Debian's protocol: exit 101; an existing one is left alone), and a daemon started anyway is
+# stopped and its init script, named as its package, disabled.
+perfcast_apt_install() (
+  log="$1"
+  shift
+  sudo=""
+  if [[ "$(id -u)" != "0" ]]; then
+    command -v sudo >/dev/null || { echo "apt-get install $*: needs root (or sudo)" >&2; exit 1; }
+    sudo="sudo"
+  fi
+  policy=/usr/sbin/policy-rc.d
+  if [[ ! -e "${policy}" ]]; then
+    printf '#!/bin/sh\n# written by perfcast infra/lib.sh during apt-get install\nexit 101\n' \
+      | ${sudo} tee "${policy}" >/dev/null
+    ${sudo} chmod 755 "${policy}"
+    trap '${sudo} rm -f "${policy}"' EXIT
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  install=(apt-get install -y --no-install-recommends "$@")
+  if ! { ${sudo} "${install[@]}" || { ${sudo} apt-get update && ${sudo} "${install[@]}"; }; } \
+       > "${log}" 2>&1; then
+    echo "apt-get install $* failed (log ${log}):" >&2
+    tail -n 30 "${log}" >&2
+    exit 1
+  fi
+  for svc in "$@"; do
+    if [[ -x "/etc/init.d/${svc}" ]]; then
+      ${sudo} "/etc/init.d/${svc}" stop >/dev/null 2>&1 || true
+      ${sudo} update-rc.d "${svc}" disable >/dev/null 2>&1 || true
+    fi
+    if command -v systemctl >/dev/null && [[ -d /run/systemd/system ]]; then
+      ${sudo} systemctl disable --now "${svc}" >/dev/null 2>&1 || true
+    fi
+  done
+)

@@ -47,9 +47,12 @@ export PIP_CACHE_DIR="$CACHE/pip" PIP_DISABLE_PIP_VERSION_CHECK=1
 install_python() {
   [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV" || return
   "$VENV/bin/python" -m pip install -q --upgrade pip || return
-  "$VENV/bin/python" -m pip install -q -e ".[test]"
+  "$VENV/bin/python" -m pip install -q -e ".[test,testbed]"
 }
-stage "python packages (virtualenv, pip install -e .[test])" install_python
+stage "python packages (virtualenv, pip install -e .[test,testbed])" install_python
+# Debian's postgresql and exporters for the testbed's test (tests/test_testbed_services.py)
+stage "testbed packages (infra/testbed/install.sh)" env TESTBED_PYTHON="$VENV/bin/python" bash infra/testbed/install.sh \
+  || note "testbed not installed: its test skips (fails under CI=true)"
 # Debian's chromium + chromedriver for the report's browser test (tests/test_report.py)
 stage "chromium (infra/chromium.sh)" bash infra/chromium.sh \
   || note "chromium not installed: the browser test skips (fails under CI=true)"
