@@ -240,8 +240,8 @@ def test_otlp_gauge_sum_histogram_attributes_and_flags():
     labels = {"service.name": "cart", "pod": "3"}
     assert got == [
         ("cpu", {"service.name": "cart", "pod": "7"}, (T0 + 5) * 1000, 0.25, False),
-        ("reqs", labels, (T0 + 5) * 1000, "12", True),
-        ("lat_count", labels, (T0 + 5) * 1000, "4", False),
+        ("reqs", labels, (T0 + 5) * 1000, 12, True),
+        ("lat_count", labels, (T0 + 5) * 1000, 4, False),
         ("lat_sum", labels, (T0 + 5) * 1000, 0.5, False),
         ("lat_count", labels, (T0 + 5) * 1000, None, False),
         ("lat_sum", labels, (T0 + 5) * 1000, None, False)]
