@@ -31,8 +31,7 @@ the tier's windows are cut on the grid ``offset_s + k window_s``:
    silent tiers uses the newest sample of all but the newest 1% of tiers (as
    :meth:`streams.engine.pipeline.Pipeline.stream_clock`), so a stray system cannot make the
    others look silent.
-6. Counters as Prometheus defines them (Prometheus documentation, "Staleness", and Rabenstein
-   and Volz 2015): a staleness marker (``NaN``, OTLP's no-recorded-value flag) ends a series'
+6. Counters as Prometheus defines them (Prometheus authors 2017, "Staleness"): a staleness marker (``NaN``, OTLP's no-recorded-value flag) ends a series'
    value, but a counter that comes back -- in the same series or after the series was dropped
    -- is differenced from its latest value before the marker, never counted whole in one
    window as a newborn series would be (rule 4 of the window rules is for series never seen).
