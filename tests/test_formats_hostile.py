@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import struct
 import subprocess
 import sys
 from dataclasses import replace
@@ -378,3 +379,24 @@ def test_any_part_of_a_record_replaced_by_a_hostile_value_is_dead_lettered_not_r
         assert len(msgspec.json.encode(dead)) < 16 * 1024
     for estimate in out.estimates:
         assert math.isfinite(estimate.utilization)
+
+
+def test_prometheus_stale_nan_bit_pattern_is_a_staleness_marker():
+    """Prometheus' staleness marker is the NaN ``0x7ff0000000000002`` (a decoded record carries
+    it as a float): the series has no value at the next end, and its counter comes back
+    differenced from its value before it."""
+    stale_nan = struct.unpack("<d", struct.pack("<Q", 0x7FF0000000000002))[0]
+    assert math.isnan(stale_nan)
+    lines: list = []
+    for k in range(12):
+        t = T0 + 5 * k + 2.5
+        lines.append(json.loads(_line(t, busy=0.5 * k, served=88_000 + 25 * k,
+                                      tags={"uri": "/a"})))
+        if k == 5:
+            lines.append({"name": "app", "tags": {"namespace": "s", "service": "web",
+                                                  "uri": "/a"},
+                          "fields": {"served": stale_nan}, "timestamp": T0 + 29})
+    made = SampleWindows(_counting()).translate(lines)
+    assert not made.dead
+    counts = [w["completions"]["/a"] for w in made.windows]
+    assert max(counts) == 25 and T0 + 30 not in [w["end"] for w in made.windows]

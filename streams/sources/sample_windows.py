@@ -31,8 +31,9 @@ the tier's windows are cut on the grid ``offset_s + k window_s``:
    silent tiers uses the newest sample of all but the newest 1% of tiers (as
    :meth:`streams.engine.pipeline.Pipeline.stream_clock`), so a stray system cannot make the
    others look silent.
-6. Counters as Prometheus defines them (Prometheus authors 2017, "Staleness"): a staleness marker (``NaN``, OTLP's no-recorded-value flag) ends a series'
-   value, but a counter that comes back -- in the same series or after the series was dropped
+6. Counters as Prometheus defines them (Prometheus authors 2017, "Staleness"): a staleness
+   marker (any ``NaN``, OTLP's no-recorded-value flag) ends a series' value, but a counter
+   that comes back -- in the same series or after the series was dropped
    -- is differenced from its latest value before the marker, never counted whole in one
    window as a newborn series would be (rule 4 of the window rules is for series never seen).
    A counter below its value at the window's start is a reset (the process restarted): the
@@ -49,9 +50,9 @@ is in memory only (after a worker restart the window open at the time is not mad
 from __future__ import annotations
 
 import bisect
+import heapq
 import logging
 import math
-import heapq
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence

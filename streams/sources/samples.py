@@ -139,11 +139,7 @@ def _scalar(value: Any, where: str) -> str:
     if isinstance(value, (bool, int, float)) and not (
             isinstance(value, int) and value.bit_length() > 64):
         return _text(value)
-    return _refused(where, value, "must be a string, a number or a boolean")
-
-
-def _refused(where: str, value: Any, reason: str) -> Any:
-    raise InvalidWindow(where, value, reason)
+    raise InvalidWindow(where, value, "must be a string, a number or a boolean")
 
 
 def _digits(value: Any, where: str, what: str, signed: bool = False) -> int:
