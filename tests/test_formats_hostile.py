@@ -20,30 +20,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from format_samples import MAPPING, MAPPING_DICT, encode
+from format_samples import MAPPING, encode
 from fuzz_corpus.samples import MID_S, SAMPLE_CASES, SampleCase, deep, otlp_request
 from pipeline_harness import ROOT, assert_close
+from test_formats import mapping, shop  # noqa: F401 -- shop: a fixture
 from streams.cli.demo import DemoScenario, demo_config, demo_records
 from streams.core.config import Config, ConfigError, SystemConfig
-from streams.core.input_config import input_from_mapping
 from streams.core.records import InvalidWindow, format_time
 from streams.engine.pipeline import VALUE_LIMIT, Pipeline
 from streams.sources.sample_windows import CONFIRM_SAMPLES, SampleWindows
 from streams.sources.samples import parse_record
 
 T0 = 1_764_000_000          # 2025-11-24T16:00:00Z
-
-
-def mapping(fmt: str, **extra):
-    settings_ = {"format": fmt, **MAPPING_DICT, **extra}
-    return input_from_mapping({k: v for k, v in settings_.items() if v is not None})
-
-
-@pytest.fixture(scope="module")
-def shop() -> list[dict]:
-    # few users: the MAP network the predictions solve stays small (quick on a loaded machine)
-    return demo_records(DemoScenario(duration_s=600, steady_s=240, step_s=30, step_users=10,
-                                     users_start=20, users_end=60))
 
 
 _baselines: dict[str, object] = {}
