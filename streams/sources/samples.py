@@ -100,20 +100,26 @@ def decode(raw: bytes | str | Mapping[str, Any]) -> Any:
     JSON nested deeper than the decoder's stack. JSON whose only fault is a lone surrogate
     escape is decoded by the standard library (its strings then may hold lone surrogates:
     :func:`parse_record` refuses the samples that do)."""
+    return _decode(raw)[0]
+
+
+def _decode(raw: bytes | str | Mapping[str, Any]) -> tuple[Any, bool]:
+    """:func:`decode`, and whether its strings may hold lone surrogates (JSON decoded by the
+    standard library, or a mapping passed in decoded)."""
     if isinstance(raw, Mapping):
-        return raw
+        return raw, True
     if isinstance(raw, str):
         raw = raw.encode("utf-8", "surrogatepass")
     body = bytes(raw).removeprefix(b"\xef\xbb\xbf")
     try:
-        return _decoder.decode(body)
+        return _decoder.decode(body), False
     except RecursionError:
         reason = "JSON nested too deeply (deeper than the decoder's stack)"
     except (msgspec.DecodeError, UnicodeError) as exc:
         reason = f"malformed JSON ({exc})"
         if "surrogate" in str(exc):
             try:
-                return json.loads(body, parse_constant=_refuse_constant)
+                return json.loads(body, parse_constant=_refuse_constant), True
             except (ValueError, RecursionError):
                 pass
     raise InvalidWindow("record", body[:200].decode("utf-8", "replace"), reason)
@@ -440,7 +446,7 @@ def parse_record(raw: bytes | str | Mapping[str, Any], fmt: str,
                  timestamp_unit: str = "s") -> Parsed:
     """One record of format ``fmt`` (one of :data:`FORMATS` but ``contract``) as samples;
     ``InvalidWindow`` when it is not JSON or not of the format's shape at all."""
-    data = decode(raw)
+    data, lenient = _decode(raw)
     try:
         if fmt == "telegraf":
             parsed = parse_telegraf(data, timestamp_unit)
@@ -449,7 +455,7 @@ def parse_record(raw: bytes | str | Mapping[str, Any], fmt: str,
     except RecursionError:       # a mapping passed in decoded, nested deeper than the stack
         raise InvalidWindow("record", "<nested too deeply to show>", "nested too deeply "
                                                                       "to read") from None
-    if not all(map(_valid_text, parsed.samples)):
+    if lenient and not all(map(_valid_text, parsed.samples)):
         kept = []
         for sample in parsed.samples:
             if _valid_text(sample):
