@@ -388,3 +388,23 @@ def test_prometheus_stale_nan_bit_pattern_is_a_staleness_marker():
     assert not made.dead
     counts = [w["completions"]["/a"] for w in made.windows]
     assert max(counts) == 25 and T0 + 30 not in [w["end"] for w in made.windows]
+
+
+def test_an_unforeseen_failure_is_a_dead_letter_not_the_runs_end(monkeypatch):
+    """The last line of defence: a parser bug on some record is that record's dead letter
+    (``could not be read``), the records after it still mapped."""
+    import streams.sources.sample_windows as sw
+
+    real = sw.parse_record
+
+    def flaky(raw, *args):
+        if b"boom" in (raw if isinstance(raw, bytes) else raw.encode()):
+            raise KeyError("boom")
+        return real(raw, *args)
+    monkeypatch.setattr(sw, "parse_record", flaky)
+    lines = [_line(T0 + 5 * k, busy=0.5 * k, served=10 * k, tags={"uri": "/a"})
+             for k in range(6)]
+    made = SampleWindows(_counting()).translate(lines[:3] + ['{"boom": 1}'] + lines[3:])
+    (dead,) = made.dead
+    assert dead[2].field == "record" and "could not be read (KeyError" in dead[2].reason
+    assert len(made.windows) == 5

@@ -261,6 +261,8 @@ class SampleWindows:
                     self._add(sample, touched)
                 except InvalidWindow as err:
                     out.dead.append((len(out.windows), raw, err))
+                except Exception as exc:    # noqa: BLE001 -- never the worker's end
+                    out.dead.append((len(out.windows), raw, _unreadable(exc)))
             part = partitions[i] if partitions is not None else 0
             for tier in touched.values():
                 made = self._windows(tier)
@@ -513,8 +515,9 @@ def _shown(value: float | None) -> str:
 
 
 def _unreadable(exc: Exception) -> InvalidWindow:
-    """The problem of a record a parser failed on in a way it does not foresee: a dead letter
-    rather than an exception that stops the run or the worker."""
+    """The problem of a record the parser or the mapping failed on in a way they do not
+    foresee: a dead letter (and the traceback in the log) rather than an exception that stops
+    the run or the worker."""
     log.error("a record of samples could not be read", exc_info=exc)
     return InvalidWindow("record", type(exc).__name__,
                          f"could not be read ({type(exc).__name__}: {str(exc)[:200]})")
