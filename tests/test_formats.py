@@ -240,8 +240,8 @@ def test_otlp_gauge_sum_histogram_attributes_and_flags():
     labels = {"service.name": "cart", "pod": "3"}
     assert got == [
         ("cpu", {"service.name": "cart", "pod": "7"}, (T0 + 5) * 1000, 0.25, False),
-        ("reqs", labels, (T0 + 5) * 1000, "12", True),
-        ("lat_count", labels, (T0 + 5) * 1000, "4", False),
+        ("reqs", labels, (T0 + 5) * 1000, 12, True),
+        ("lat_count", labels, (T0 + 5) * 1000, 4, False),
         ("lat_sum", labels, (T0 + 5) * 1000, 0.5, False),
         ("lat_count", labels, (T0 + 5) * 1000, None, False),
         ("lat_sum", labels, (T0 + 5) * 1000, None, False)]
@@ -347,9 +347,12 @@ def test_a_stopped_series_holds_its_tier_back_only_until_lag_s():
     assert [w["completions"] for w in made.windows] == [{"/a": 5, "/b": 0}] * 2
     assert [w["utilization"] for w in made.windows] == [0.5, 0.5]
     assert not samples.gaps
-    later = samples.translate([_telegraf_line(T0 + 200, served=30, tags={"uri": "/a"})])
-    assert later.windows == [] and not later.dead
-    assert samples.gaps["tier not reporting at the window's end"] >= 1
+    # back after a silence beyond lookback_s: a new clock, confirmed by the third sample time
+    # in a row (the first two dead-lettered); no window across the silence is guessed
+    later = samples.translate([_telegraf_line(T0 + 200 + k, served=30 + k, tags={"uri": "/a"})
+                               for k in range(3)])
+    assert later.windows == [] and len(later.dead) == 2
+    assert all("unconfirmed" in err.reason for _, _, err in later.dead)
 
 
 # ----------------------------------------------------------------------------- configuration

@@ -38,7 +38,7 @@ from streams.core.source_settings import (WindowGrid, number_setting, string_set
                                           tier_table, window_setting)
 
 __all__ = ["Selector", "TierMapping", "InputFormat", "parse_selector", "input_from_mapping",
-           "METRIC_FIELDS", "FORMATS", "TIMESTAMP_UNITS"]
+           "METRIC_FIELDS", "FORMATS", "TIMESTAMP_UNITS", "MIN_WINDOW_S"]
 
 #: the input formats: ``contract`` is perfcast's own window record (:mod:`streams.core.records`)
 FORMATS = ("contract", "telegraf", "prometheus-kafka-adapter", "otlp-json")
@@ -153,6 +153,12 @@ class InputFormat(WindowGrid):
         return self.format != "contract"
 
 
+#: the shortest window cut from samples: every window between two samples is made (or counted
+#: as a gap) by the window rules, and agents sample every second or more (Telegraf's
+#: ``interval`` defaults to 10 s), so 1-ms windows made 5,000 per 5-s sample interval and ran
+#: for minutes on 200 records
+MIN_WINDOW_S = 0.1
+
 _KEYS = {"format", "window_s", "offset_s", "lag_s", "lookback_s", "strict", "timestamp_unit",
          "utilization_scale",
          "system", "system_label", "tier_label", "missing_class", "class_label", "tiers",
@@ -208,6 +214,10 @@ def input_from_mapping(raw: Any) -> InputFormat:
                               f"\"telegraf\", ...); window records carry their own windows")
         return InputFormat()
     window_s = window_setting(raw, "input")
+    if window_s < MIN_WINDOW_S:
+        raise ConfigError(f"input.window_s: must be at least {MIN_WINDOW_S:g} s for a metric "
+                          f"format (each window is cut from the agents' samples, seconds "
+                          f"apart), got {window_s!r}")
     unit = raw.get("timestamp_unit", "s")
     if unit not in TIMESTAMP_UNITS:
         raise ConfigError(f"input.timestamp_unit: must be one of {', '.join(TIMESTAMP_UNITS)} "

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from itertools import islice
-from typing import Any
+from typing import Any, Sequence
 
 from streams.core.config import SystemConfig
 from streams.core.outputs import UNSET, DeadLetter
@@ -42,6 +42,18 @@ def rejection(w: Window, field_name: str, reason: str, value: Any = None) -> Dea
                       value=record.get(field_name) if value is None else value,
                       system=w.system, tier=w.tier, end=w.end, record=record,
                       truncated=truncated or UNSET)
+
+
+#: configured tier names quoted in an "unknown tier" dead letter: its reason stays a line
+#: whatever the configuration (a list of 10^5 names would make each ~1 MB)
+QUOTED_TIERS = 8
+
+
+def _some(names: Sequence[str]) -> str:
+    """The first :data:`QUOTED_TIERS` of ``names`` and how many more."""
+    shown = ", ".join(repr(n) for n in islice(names, QUOTED_TIERS))
+    more = len(names) - QUOTED_TIERS
+    return f"{shown} and {more} more" if more > 0 else shown
 
 
 class Admission:
@@ -77,7 +89,7 @@ class Admission:
         cfg = self.config
         if cfg.tiers and w.tier not in self.tiers:
             return rejection(w, "tier", f"unknown tier {w.tier!r} (configured tiers: "
-                                         f"{list(cfg.tiers)})"), None, False, None
+                                         f"{_some(cfg.tiers)})"), None, False, None
         tier = self.tiers.get(w.tier)
         if tier is None:
             if max_tiers is not None and len(self.tiers) >= max_tiers:

@@ -35,7 +35,7 @@ from typing import Any, Iterable, Mapping
 
 from streams.core.config import Config
 from streams.core.records import CORES_ASSUMED, InvalidWindow, Window, _short, parse_window
-from streams.core.outputs import DeadLetter, Outputs
+from streams.core.outputs import UNSET, DeadLetter, Outputs
 from streams.engine.system import SystemState, solve_systems
 from streams.engine.admission import rejection
 from streams.core.tier import TierState, step_tiers
@@ -44,9 +44,12 @@ __all__ = ["Pipeline", "dead_letter"]
 
 log = logging.getLogger("perfcast.pipeline")
 
-#: longest raw record, and longest offending value, kept in a dead letter (characters): a dead
-#: letter stays far below Kafka's default largest message (1 MB) whatever the input
+#: longest raw record kept in a dead letter (characters): a dead letter stays far below Kafka's
+#: default largest message (1 MB) whatever the input
 RAW_LIMIT = 4096
+#: longest offending value (as text) and field name kept in a dead letter: enough to recognise
+#: it, while the reason is kept whole (``truncated`` says what was cut)
+VALUE_LIMIT = 256
 _INT64 = 2 ** 63
 
 Raw = bytes | str | Mapping[str, Any]
@@ -66,29 +69,47 @@ def _text(text: str, limit: int = RAW_LIMIT) -> str:
     return text
 
 
+def _cut(name: str, kept: int, size: int | None, unit: str = "characters") -> str:
+    """A ``truncated`` entry: what was cut, what is shown, of how much (when known)."""
+    of = f" of {size}" if size is not None else ""
+    return f"{name}: the first {kept}{of} {unit} shown"
+
+
 def dead_letter(raw: Any, err: InvalidWindow) -> DeadLetter:
     """The dead-letter record of an invalid input: ``reason``, ``field``, the offending ``value``
-    and the ``raw`` record, each bounded (:data:`RAW_LIMIT`) and JSON-safe."""
+    and the ``raw`` record, each bounded and JSON-safe: the value and the field to
+    :data:`VALUE_LIMIT` characters, the raw record to :data:`RAW_LIMIT`; ``truncated`` names
+    what was cut and how long it was."""
+    truncated: list[str] = []
     if isinstance(raw, (bytes, bytearray, memoryview)):
         text = bytes(raw[:RAW_LIMIT]).decode("utf-8", "replace")
-    elif isinstance(raw, str):
-        text = _text(raw)
+        if len(raw) > RAW_LIMIT:
+            truncated.append(_cut("raw", RAW_LIMIT, len(raw), "bytes"))
     else:
-        text = _text(_short(raw, RAW_LIMIT))
+        full = raw if isinstance(raw, str) else _short(raw, RAW_LIMIT + 1)
+        text = _text(full)
+        if len(full) > RAW_LIMIT:
+            truncated.append(_cut("raw", RAW_LIMIT, len(full) if isinstance(raw, str) else None))
     value = err.value
     if isinstance(value, float):
         if value != value:                               # NaN is not JSON
             value = "NaN"
         elif value in (float("inf"), float("-inf")):
             value = repr(value)
-    elif isinstance(value, str):
-        value = _text(value)
-    elif isinstance(value, int) and not isinstance(value, bool):
-        if not -_INT64 <= value < _INT64:                # beyond JSON encoders' integers
-            value = _short(value, RAW_LIMIT)
-    elif not isinstance(value, (bool, type(None))):
-        value = _text(_short(value, RAW_LIMIT))
-    return DeadLetter(reason=_text(str(err)), field=_text(err.field), value=value, raw=text)
+    elif isinstance(value, (bool, type(None))):
+        pass
+    elif isinstance(value, int) and -_INT64 <= value < _INT64:
+        pass
+    else:                                   # text, a structure, an integer beyond JSON's
+        full = value if isinstance(value, str) else _short(value, VALUE_LIMIT + 1)
+        value = _text(full, VALUE_LIMIT)
+        if len(full) > VALUE_LIMIT:
+            truncated.append(_cut("value", VALUE_LIMIT,
+                                  len(full) if isinstance(err.value, str) else None))
+    if len(err.field) > VALUE_LIMIT:
+        truncated.append(_cut("field", VALUE_LIMIT, len(err.field)))
+    return DeadLetter(reason=_text(str(err)), field=_text(err.field, VALUE_LIMIT), value=value,
+                      raw=text, truncated=truncated or UNSET)
 
 
 @dataclass
@@ -157,6 +178,8 @@ class Pipeline:
         self.samples = _sample_windows(self.config)
         #: per window of the last batch: the source partition of the record that completed it
         self.batch_partitions: list[int] = []
+        #: per window of the batch made from samples: its flags (a counter reset)
+        self._sample_flags: list[tuple[str, ...]] = []
 
     def system(self, name: str) -> SystemState:
         state = self.systems.get(name)
@@ -204,6 +227,7 @@ class Pipeline:
         what cannot be mapped is dead-lettered, ahead of the windows made after it."""
         assert self.samples is not None
         made = self.samples.translate(records, partitions)
+        self._sample_flags = made.flags
         for position, raw, err in made.dead:
             self.records += 1
             self.rejected += 1
@@ -331,7 +355,10 @@ class Pipeline:
                     self.clamped += 1
             elif tier.cores_assumed:
                 tier.cores_assumed = False
+            if self._sample_flags and self._sample_flags[index]:
+                self.flagged[index] = self.flagged.get(index, ()) + self._sample_flags[index]
         self.batch_systems = systems
+        self._sample_flags = []
         return plans
 
     def finish(self) -> Outputs:

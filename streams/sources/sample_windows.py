@@ -20,6 +20,27 @@ the tier's windows are cut on the grid ``offset_s + k window_s``:
 4. A sample the mapping cannot place is dead-lettered with its reason: a record of the wrong
    shape, a missing system or tier label, a value that is not a number, a metric no selector
    wants (with ``strict = true``; else ignored).
+5. Far ahead, far behind: a sample more than ``lookback_s`` away from its tier's newest sample
+   (ahead or behind) is dead-lettered, unless it is the :data:`CONFIRM_SAMPLES`-th sample time
+   in a row that far away and within ``lookback_s`` of the first of them: the tier then starts
+   afresh from it (an agent restarted after a silence, a clock set right). So one stray
+   timestamp -- a sample dated in the year 5138, a new series ten minutes ahead -- cannot move
+   its tier's clock and skip its windows; the far-ahead rule of the window records
+   (:func:`streams.core.plausibility.far_ahead`) with its confirmation, per tier (each series
+   of a tier shares its clock). A tier's first sample has nothing to compare with; the sweep of
+   silent tiers uses the newest sample of all but the newest 1% of tiers (as
+   :meth:`streams.engine.pipeline.Pipeline.stream_clock`), so a stray system cannot make the
+   others look silent.
+6. Counters as Prometheus defines them (Prometheus authors 2017, "Staleness"): a staleness
+   marker (any ``NaN``, OTLP's no-recorded-value flag) ends a series' value, but a counter
+   that comes back -- in the same series or after the series was dropped
+   -- is differenced from its latest value before the marker, never counted whole in one
+   window as a newborn series would be (rule 4 of the window rules is for series never seen).
+   A counter below its value at the window's start is a reset (the process restarted): the
+   increase is its new value, and the window's estimate carries the flag ``counter reset:
+   FIELD``. A second sample of a series at the same timestamp with another value is
+   dead-lettered as a duplicate and the first kept (Prometheus' TSDB refuses it the same way);
+   with the same value it is a replay, ignored.
 
 The windows made are input-contract records, validated by the pipeline like any other (a
 utilization within the tolerance above 1 is clamped and flagged). Pure: no I/O; the state
@@ -29,9 +50,10 @@ is in memory only (after a worker restart the window open at the time is not mad
 from __future__ import annotations
 
 import bisect
+import heapq
 import logging
 import math
-from collections import Counter
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -40,7 +62,7 @@ from streams.sources.window_rules import Gap, Series, TierData, TierSpec, tier_w
 from streams.core.input_config import METRIC_FIELDS, InputFormat, TierMapping
 from streams.sources.samples import Sample, parse_record
 
-__all__ = ["SampleWindows", "Translated", "number", "sample_key"]
+__all__ = ["SampleWindows", "Translated", "number", "sample_key", "CONFIRM_SAMPLES"]
 
 log = logging.getLogger("perfcast.formats")
 
@@ -50,6 +72,19 @@ SWEEP_SAMPLES = 10_000
 #: fields whose series are gauges averaged over the window (rule 2)
 _AVERAGED = ("utilization", "users")
 
+#: fields whose series are cumulative counters (rule 6)
+_COUNTERS = ("busy_seconds", "completions", "time_sum", "time_count")
+
+#: sample times in a row far from the tier's clock that confirm a new clock (rule 5), as
+#: ``[plausibility] confirm_windows``' default for window records
+CONFIRM_SAMPLES = 3
+
+#: ended counter series a tier remembers for when they come back (rule 6), oldest forgotten
+ENDED_SERIES = 1024
+
+#: longest text read as a number (a double's shortest round-trip text has at most 24)
+MAX_NUMBER_TEXT = 64
+
 
 def number(value: Any, where: str) -> float | None:
     """A sample's value as a float; ``None`` for no value (rule 2); ``InvalidWindow`` when
@@ -58,13 +93,23 @@ def number(value: Any, where: str) -> float | None:
         return None
     if isinstance(value, bool):
         raise InvalidWindow(where, value, "not a number (a boolean)")
-    if isinstance(value, (int, float)):
-        v = float(value)
+    if isinstance(value, int):
+        try:
+            return float(value)
+        except OverflowError:
+            raise InvalidWindow(where, value, "out of range of a double") from None
+    if isinstance(value, float):
+        v = value
     elif isinstance(value, str):
+        if len(value) > MAX_NUMBER_TEXT:
+            raise InvalidWindow(where, value, f"not a number (longer than {MAX_NUMBER_TEXT} "
+                                              f"characters)")
         try:
             v = float(value)
         except ValueError:
             raise InvalidWindow(where, value, "not a number") from None
+        if math.isinf(v) and "inf" not in value.lower():
+            raise InvalidWindow(where, value, "out of range of a double")
     else:
         raise InvalidWindow(where, value, "not a number")
     return v if math.isfinite(v) else None
@@ -101,14 +146,28 @@ def tier_spec(mapping: TierMapping, tier: str) -> TierSpec:
 class _Points:
     """One series: its labels and samples in time order (``None``: no value)."""
 
-    __slots__ = ("labels", "times", "values", "total", "last")
+    __slots__ = ("labels", "times", "values", "total", "last", "received", "prior")
 
-    def __init__(self, labels: Mapping[str, str]) -> None:
+    def __init__(self, labels: Mapping[str, str], prior: float | None = None) -> None:
         self.labels = labels
         self.times: list[int] = []
         self.values: list[float | None] = []
         self.total = 0.0                  # a delta sum's running total
         self.last = -1                    # the latest sample's time (``times[-1]``)
+        self.received: float | None = None    # the latest sample's value as received
+        #: the latest value (not a marker) no longer in ``values``: pruned, or the value of
+        #: the series before it ended (rule 6)
+        self.prior = prior
+
+    def before(self, t: int) -> float | None:
+        """The latest value at or before ``t`` that is not a staleness marker, however old
+        (rule 6)."""
+        i = bisect.bisect_right(self.times, t) - 1
+        while i >= 0:
+            if self.values[i] is not None:
+                return self.values[i]
+            i -= 1
+        return self.prior
 
     def at(self, t: int, lookback: int) -> float | None:
         i = bisect.bisect_right(self.times, t) - 1
@@ -136,6 +195,12 @@ class _Tier:
     newest: int = -1
     #: a series found behind the next window's end (:meth:`SampleWindows._ready`)
     blocker: _Points | None = None
+    #: samples far from ``newest`` in a row (rule 5): ``[first time, times seen, last time]``
+    held: list[int] | None = None
+    #: counter series dropped after a staleness marker or a silence: their latest value
+    #: (rule 6), at most :data:`ENDED_SERIES`
+    ended: OrderedDict[tuple[str, str, tuple[tuple[str, str], ...]], float] = field(
+        default_factory=OrderedDict)
 
 
 @dataclass
@@ -146,6 +211,8 @@ class Translated:
     windows: list[dict[str, Any]] = field(default_factory=list)
     partitions: list[int] = field(default_factory=list)
     dead: list[tuple[int, Any, InvalidWindow]] = field(default_factory=list)
+    #: per window: its flags (rule 6: ``counter reset: FIELD``), for its estimate
+    flags: list[tuple[str, ...]] = field(default_factory=list)
 
 
 class SampleWindows:
@@ -163,8 +230,7 @@ class SampleWindows:
         self.ignored = 0
         self.samples = 0
         self.windows_made = 0
-        #: the latest sample time seen, and the sample count at which tiers are swept next
-        self.clock = -1
+        #: the sample count at which tiers are swept next
         self._next_sweep = sweep_samples
         self._default_index = fmt.default.by_name() if fmt.default is not None else {}
         self._tier_index = {name: m.by_name() for name, m in fmt.tiers.items()}
@@ -184,6 +250,9 @@ class SampleWindows:
             except InvalidWindow as err:
                 out.dead.append((len(out.windows), raw, err))
                 continue
+            except Exception as exc:        # noqa: BLE001 -- never the worker's end (module doc)
+                out.dead.append((len(out.windows), raw, _unreadable(exc)))
+                continue
             for err in parsed.problems:
                 out.dead.append((len(out.windows), raw, err))
             touched: dict[tuple[str, str], _Tier] = {}
@@ -192,11 +261,14 @@ class SampleWindows:
                     self._add(sample, touched)
                 except InvalidWindow as err:
                     out.dead.append((len(out.windows), raw, err))
+                except Exception as exc:    # noqa: BLE001 -- never the worker's end
+                    out.dead.append((len(out.windows), raw, _unreadable(exc)))
             part = partitions[i] if partitions is not None else 0
             for tier in touched.values():
                 made = self._windows(tier)
                 self.windows_made += len(made)
-                out.windows += made
+                out.windows += [w for w, _ in made]
+                out.flags += [f for _, f in made]
                 out.partitions += [part] * len(made)
             if self.samples >= self._next_sweep:
                 self._sweep()
@@ -205,8 +277,14 @@ class SampleWindows:
     def _sweep(self) -> None:
         """Drop the tiers without a sample for ``lookback_s`` before the latest sample seen
         (their samples can no longer make a window): the state stays bounded by the tiers
-        that report."""
-        cutoff = self.clock - self.lookback - self.window
+        that report. The clock is the newest sample of all but the newest 1% of tiers (rule
+        5)."""
+        newest = [t.newest for t in self.tiers.values()]
+        if not newest:
+            self._next_sweep = self.samples + self.sweep_samples
+            return
+        clock = heapq.nlargest(len(newest) // 100 + 1, newest)[-1]
+        cutoff = clock - self.lookback - self.window
         for key in [k for k, t in self.tiers.items() if t.newest <= cutoff]:
             del self.tiers[key]
         self._next_sweep = self.samples + self.sweep_samples
@@ -267,35 +345,67 @@ class SampleWindows:
         self.samples += 1
         for system, name, fld in placed:
             tier = self._tier(system, name)
+            self._judge(tier, sample)
             key = (fld, sample.name, tuple(sorted(sample.labels.items())))
             points = tier.series.get(key)
             if points is None:
-                points = tier.series[key] = _Points(sample.labels)
+                points = tier.series[key] = _Points(sample.labels, tier.ended.pop(key, None))
             if sample.t_ms < points.last:
                 raise InvalidWindow("timestamp", format_time(sample.t_ms / 1000),
                                     f"{sample.name}: older than the series' latest sample "
                                     f"({format_time(points.last / 1000)}); samples of a series "
                                     f"must come in time order")
+            if sample.t_ms == points.last:
+                if value == points.received or (value is None and points.received is None):
+                    continue                            # a replay of the latest sample
+                raise InvalidWindow("value", _shown(value),
+                                    f"{sample.name}: duplicate: a second sample at "
+                                    f"{format_time(sample.t_ms / 1000)} with another value "
+                                    f"than the first ({_shown(points.received)}), which is "
+                                    f"kept")
             stored = value
             if fld == "utilization" and value is not None:
                 stored = value * self.fmt.utilization_scale
             if sample.delta and value is not None:
                 points.total += value
                 stored = points.total
-            if sample.t_ms == points.last:
-                points.values[-1] = stored
-            else:
-                points.times.append(sample.t_ms)
-                points.values.append(stored)
-                points.last = sample.t_ms
-                if sample.t_ms > tier.newest:
-                    tier.newest = sample.t_ms
-                    if sample.t_ms > self.clock:
-                        self.clock = sample.t_ms
+            points.times.append(sample.t_ms)
+            points.values.append(stored)
+            points.last = sample.t_ms
+            points.received = value
+            if sample.t_ms > tier.newest:
+                tier.newest = sample.t_ms
             if tier.next_end is None:
                 w, off = self.window, self.fmt.offset_ms
                 tier.next_end = off + -(-(sample.t_ms - off) // w) * w + w
             touched[(system, name)] = tier
+
+    def _judge(self, tier: _Tier, sample: Sample) -> None:
+        """Rule 5: ``InvalidWindow`` for a sample far from its tier's clock, unless it confirms
+        a new one (the tier then starts afresh)."""
+        t, newest, limit = sample.t_ms, tier.newest, self.lookback
+        if newest < 0 or abs(t - newest) <= limit:
+            tier.held = None
+            return
+        held = tier.held
+        if held is not None and abs(t - held[0]) <= limit:
+            if t > held[2]:
+                held[1] += 1
+                held[2] = t
+        else:
+            held = tier.held = [t, 1, t]
+        if held[1] >= CONFIRM_SAMPLES:               # a new clock: the tier starts afresh
+            tier.series.clear()
+            tier.ended.clear()
+            tier.next_end, tier.newest, tier.held, tier.blocker = None, -1, None, None
+            return
+        where = "ahead of" if t > newest else "behind"
+        raise InvalidWindow("timestamp", format_time(t / 1000),
+                            f"{sample.name}: {abs(t - newest) / 1000:g} s {where} the newest "
+                            f"sample of tier {tier.name!r} of system {tier.system!r} "
+                            f"({format_time(newest / 1000)}; more than lookback_s = "
+                            f"{limit / 1000:g}); unconfirmed: {held[1]} of {CONFIRM_SAMPLES} "
+                            f"sample times in a row that far")
 
     # -- windows ---------------------------------------------------------------------------
     def _ready(self, tier: _Tier, end: int) -> bool:
@@ -316,8 +426,9 @@ class SampleWindows:
         tier.blocker = None
         return True
 
-    def _windows(self, tier: _Tier) -> list[dict[str, Any]]:
-        made: list[dict[str, Any]] = []
+    def _windows(self, tier: _Tier) -> list[tuple[dict[str, Any], tuple[str, ...]]]:
+        """The windows ``tier`` can make now, each with its flags (rule 6)."""
+        made: list[tuple[dict[str, Any], tuple[str, ...]]] = []
         assert tier.next_end is not None
         newest = tier.newest
         if newest < tier.next_end:                  # no series reached the next end yet
@@ -328,12 +439,13 @@ class SampleWindows:
             tier.next_end += skip * self.window
         while self._ready(tier, tier.next_end):
             end = tier.next_end
+            data, flags = self._data(tier, end)
             try:
-                records, gaps = tier_windows(tier.spec, self._data(tier, end), tier.system,
-                                             [end], self.window, self.fmt.missing_class)
+                records, gaps = tier_windows(tier.spec, data, tier.system, [end], self.window,
+                                             self.fmt.missing_class)
             except ValueError as err:          # never the worker's end: a gap, with why
                 records, gaps = [], [Gap(tier.name, end, str(err))]
-            made += records
+            made += [(r, flags) for r in records]
             self._gaps(gaps)
             tier.next_end = end + self.window
             self._prune(tier, end)
@@ -351,25 +463,30 @@ class SampleWindows:
                     "; further windows not made for this reason are counted, not logged"
                     if first else "")
 
-    def _data(self, tier: _Tier, end: int) -> TierData:
+    def _data(self, tier: _Tier, end: int) -> tuple[TierData, tuple[str, ...]]:
         """The tier's series as the window rules take them: values at the window's start and
-        end (rule 2)."""
+        end (rule 2; a counter's start value by rule 6), and the window's flags."""
         start, lookback = end - self.window, self.lookback
         fields: dict[str, list[Series]] = {}
+        resets: set[str] = set()
         for (fld, _, _), points in tier.series.items():
             values = {}
             for t in (start, end):
                 v = (points.mean(t - self.window, t, lookback) if fld in _AVERAGED
                      else points.at(t, lookback))
+                if v is None and t == start and fld in _COUNTERS:
+                    v = points.before(start)
                 if v is not None:
                     # users are a whole number: the window's mean, rounded
                     values[t] = float(round(v)) if fld == "users" else v
+            if fld in _COUNTERS and values.get(end, math.inf) < values.get(start, -math.inf):
+                resets.add(f"counter reset: {fld}")
             fields.setdefault(fld, []).append(Series(points.labels, values))
         if len(fields.get("utilization", ())) > 1:
             fields["utilization"] = [_mean_series(fields["utilization"], (start, end))]
         wanted = tier.mapping.selectors()
-        return TierData(**{f: fields.get(f, []) for f in wanted if f != "completions"},
-                        completions=fields.get("completions", []))
+        return (TierData(**{f: fields.get(f, []) for f in wanted if f != "completions"},
+                         completions=fields.get("completions", [])), tuple(sorted(resets)))
 
     def _prune(self, tier: _Tier, start: int) -> None:
         """Keep what the windows after ``start`` need: each series' samples from its latest at
@@ -379,12 +496,31 @@ class SampleWindows:
         for key, points in list(tier.series.items()):
             if points.last <= start - self.lookback:
                 del tier.series[key]
+                value = points.before(points.last)
+                if key[0] in _COUNTERS and value is not None:      # rule 6
+                    tier.ended[key] = value
+                    if len(tier.ended) > ENDED_SERIES:
+                        tier.ended.popitem(last=False)
                 continue
             i = bisect.bisect_right(points.times, keep_from) - 1
             if i > 0:
+                points.prior = points.before(points.times[i - 1])
                 del points.times[:i]
                 del points.values[:i]
 
+
+
+def _shown(value: float | None) -> str:
+    return "a staleness marker" if value is None else f"{value!r}"
+
+
+def _unreadable(exc: Exception) -> InvalidWindow:
+    """The problem of a record the parser or the mapping failed on in a way they do not
+    foresee: a dead letter (and the traceback in the log) rather than an exception that stops
+    the run or the worker."""
+    log.error("a record of samples could not be read", exc_info=exc)
+    return InvalidWindow("record", type(exc).__name__,
+                         f"could not be read ({type(exc).__name__}: {str(exc)[:200]})")
 
 
 def _mean_series(series: list[Series], times: Sequence[int]) -> Series:

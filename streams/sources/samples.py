@@ -28,10 +28,22 @@ batch does not cost the others. A record of the wrong shape altogether raises
   (bit 1 of ``flags``) has no value, as a staleness marker.
 
 Timestamps become whole milliseconds since the epoch (the window grid's resolution).
+
+Hostile input (docs/formats.md, "What perfcast does with malformed samples"): every part of a
+record is type-checked where it is read, so a malformed part costs only itself -- a metric, a
+data point, a field -- and becomes a problem naming its path and the reason; nothing raises
+past :func:`parse_record` but ``InvalidWindow``. JSON nested deeper than the decoder's stack
+is refused as a whole (``RecursionError`` never escapes); label values must be scalars; a
+timestamp, ``asInt`` or ``count`` is read only from at most :data:`MAX_DIGITS` ASCII digits
+(a uint64/int64 has at most 20: longer text is refused before Python's ``int`` limit of 4,300
+digits would raise). JSON with a lone surrogate escape (``"\\ud800"``, not valid Unicode) is
+decoded again by the standard library and only the samples whose name or labels hold one are
+refused, the other metrics of the batch kept.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
@@ -46,6 +58,13 @@ __all__ = ["Sample", "Parsed", "FORMATS", "TIMESTAMP_UNITS", "parse_record", "de
 
 #: latest timestamp accepted, ms (as :data:`streams.core.records.MAX_END`, the year 5138)
 MAX_TIME_MS = 10 ** 14
+
+#: most digits of an integer read from text: a uint64 has 20 (the protobuf JSON mapping writes
+#: 64-bit integers as strings of digits, Google's proto3 JSON specification)
+MAX_DIGITS = 20
+
+#: longest timestamp text read (an RFC 3339 time with nanoseconds and an offset has 35)
+MAX_TIME_TEXT = 64
 
 
 @dataclass(frozen=True)
@@ -72,17 +91,75 @@ class Parsed:
 _decoder = msgspec.json.Decoder()
 
 
+def _refuse_constant(token: str) -> Any:
+    raise ValueError(f"{token} is not JSON")
+
+
 def decode(raw: bytes | str | Mapping[str, Any]) -> Any:
-    """A record's JSON (a mapping is taken as decoded); ``InvalidWindow`` on malformed JSON."""
+    """A record's JSON (a mapping is taken as decoded); ``InvalidWindow`` on malformed JSON or
+    JSON nested deeper than the decoder's stack. JSON whose only fault is a lone surrogate
+    escape is decoded by the standard library (its strings then may hold lone surrogates:
+    :func:`parse_record` refuses the samples that do)."""
+    return _decode(raw)[0]
+
+
+def _decode(raw: bytes | str | Mapping[str, Any]) -> tuple[Any, bool]:
+    """:func:`decode`, and whether its strings may hold lone surrogates (JSON decoded by the
+    standard library, or a mapping passed in decoded)."""
     if isinstance(raw, Mapping):
-        return raw
+        return raw, True
+    if isinstance(raw, str):
+        raw = raw.encode("utf-8", "surrogatepass")
+    body = bytes(raw).removeprefix(b"\xef\xbb\xbf")
     try:
-        if isinstance(raw, str):
-            raw = raw.encode("utf-8", "surrogatepass")
-        return _decoder.decode(bytes(raw).removeprefix(b"\xef\xbb\xbf"))
+        return _decoder.decode(body), False
+    except RecursionError:
+        reason = "JSON nested too deeply (deeper than the decoder's stack)"
     except (msgspec.DecodeError, UnicodeError) as exc:
-        raise InvalidWindow("record", bytes(raw[:200]).decode("utf-8", "replace"),
-                            f"malformed JSON ({exc})") from None
+        reason = f"malformed JSON ({exc})"
+        if "surrogate" in str(exc):
+            try:
+                return json.loads(body, parse_constant=_refuse_constant), True
+            except (ValueError, RecursionError):
+                pass
+    raise InvalidWindow("record", body[:200].decode("utf-8", "replace"), reason)
+
+
+def _valid_text(sample: Sample) -> bool:
+    """The sample's name and labels are valid Unicode (no lone surrogate)."""
+    try:
+        sample.name.encode("utf-8")
+        for k, v in sample.labels.items():
+            k.encode("utf-8")
+            v.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _scalar(value: Any, where: str) -> str:
+    """A label value as text: a string, a number or a boolean (nested values are refused:
+    their text would be unbounded)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (bool, int, float)) and not (
+            isinstance(value, int) and value.bit_length() > 64):
+        return _text(value)
+    raise InvalidWindow(where, value, "must be a string, a number or a boolean")
+
+
+def _digits(value: Any, where: str, what: str, signed: bool = False) -> int:
+    """An integer written as JSON text of at most :data:`MAX_DIGITS` ASCII digits (``-``
+    first if ``signed``) or as a JSON integer of at most 64 bits."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value.bit_length() <= 64 and (signed or value >= 0):
+            return value
+    elif isinstance(value, str):
+        body = value[1:] if signed and value.startswith("-") else value
+        if 0 < len(body) <= MAX_DIGITS and body.isascii() and body.isdigit():
+            return int(value)
+    raise InvalidWindow(where, value, f"must be {what} (at most {MAX_DIGITS} ASCII digits, "
+                                      f"as text or a JSON integer)")
 
 
 def _labels(raw: Any, where: str) -> dict[str, str]:
@@ -90,7 +167,8 @@ def _labels(raw: Any, where: str) -> dict[str, str]:
         return {}
     if not isinstance(raw, Mapping):
         raise InvalidWindow(where, raw, "must be an object of name: value")
-    return {str(k): v if isinstance(v, str) else _text(v) for k, v in raw.items()}
+    return {str(k): v if isinstance(v, str) else _scalar(v, f"{where}.{k}")
+            for k, v in raw.items()}
 
 
 def _text(value: Any) -> str:
@@ -101,17 +179,23 @@ def _text(value: Any) -> str:
 
 def _time_ms(value: Any, where: str, unit: str = "ms") -> int:
     """A timestamp as whole ms: a number in ``unit`` or a string with a zone (RFC 3339)."""
+    num, den = TIMESTAMP_UNITS[unit]
     if isinstance(value, str):
+        if len(value) > MAX_TIME_TEXT:
+            raise InvalidWindow(where, value, f"too long for a timestamp (more than "
+                                              f"{MAX_TIME_TEXT} characters)")
         try:
             t = round(parse_end(value) * 1000)
         except InvalidWindow as err:
             raise InvalidWindow(where, value, err.reason) from None
+        except (ValueError, OverflowError):           # a date outside what Python represents
+            raise InvalidWindow(where, value, "not an RFC 3339 time within the years "
+                                              "1970-5138") from None
     elif isinstance(value, int) and not isinstance(value, bool):
-        num, den = TIMESTAMP_UNITS[unit]
-        t = value * den // num
+        t = value * den // num if value.bit_length() <= 128 else -1
     elif isinstance(value, float) and math.isfinite(value):
-        num, den = TIMESTAMP_UNITS[unit]
-        t = round(value * den / num)
+        ms = value * den / num
+        t = round(ms) if math.isfinite(ms) else -1
     else:
         raise InvalidWindow(where, value, f"must be a timestamp (a number in {unit}, or "
                                           f"RFC 3339 text)")
@@ -166,7 +250,7 @@ def parse_adapter(data: Any, unit: str = "ms") -> Parsed:
     if not isinstance(data, Mapping):
         raise InvalidWindow("record", data, "not a prometheus-kafka-adapter sample (an object)")
     if "__value__" in data or "__timestamp__" in data:           # the first releases' shape
-        labels = {str(k): _text(v) for k, v in data.items()
+        labels = {str(k): _scalar(v, str(k)) for k, v in data.items()
                   if k not in ("__value__", "__timestamp__")}
         name = labels.get("__name__")
         if not name or "__timestamp__" not in data:
@@ -191,14 +275,26 @@ _DELTA = (1, "AGGREGATION_TEMPORALITY_DELTA")
 _NO_VALUE = 1
 
 
-def _any_value(value: Any) -> str:
-    """An OTLP AnyValue as label text (scalars; arrays and maps as their JSON)."""
+#: longest label text made of an OTLP array or map attribute (its JSON)
+MAX_ANY_VALUE = 4096
+
+
+def _any_value(value: Any, where: str) -> str:
+    """An OTLP AnyValue as label text (scalars; arrays and maps as their JSON, at most
+    :data:`MAX_ANY_VALUE` characters)."""
     if isinstance(value, Mapping):
         for key in ("stringValue", "intValue", "doubleValue", "boolValue"):
             if key in value:
-                return _text(value[key])
-        return msgspec.json.encode(value).decode()
-    return _text(value)
+                return _scalar(value[key], f"{where}.{key}")
+        try:
+            text = msgspec.json.encode(value).decode("utf-8", "surrogatepass")
+        except (RecursionError, TypeError, ValueError, OverflowError):
+            text = ""
+        if not text or len(text) > MAX_ANY_VALUE:
+            raise InvalidWindow(where, value, f"an array or map attribute must be JSON of at "
+                                              f"most {MAX_ANY_VALUE} characters")
+        return text
+    return _scalar(value, where)
 
 
 def _attributes(raw: Any, where: str) -> dict[str, str]:
@@ -211,8 +307,17 @@ def _attributes(raw: Any, where: str) -> dict[str, str]:
         if not isinstance(kv, Mapping) or not isinstance(kv.get("key"), str):
             raise InvalidWindow(where, kv, "an attribute must be {\"key\": ..., \"value\": "
                                            "AnyValue}")
-        out[kv["key"]] = _any_value(kv.get("value"))
+        out[kv["key"]] = _any_value(kv.get("value"), f"{where}.{kv['key']}")
     return out
+
+
+def _list(value: Any, where: str, what: str) -> list[Any]:
+    """An OTLP repeated field: a list, or absent (``null``: empty)."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise InvalidWindow(where, value, f"must be a list of {what}")
+    return value
 
 
 def _points(metric: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]] | None:
@@ -237,41 +342,56 @@ def _otlp_metric(metric: Any, labels: Mapping[str, str], where: str) -> list[Sam
     kind, body = found
     delta = kind == "sum" and body.get("aggregationTemporality") in _DELTA
     out = []
-    for i, point in enumerate(body.get("dataPoints") or ()):
+    dead: list[InvalidWindow] = []
+    points = _list(body.get("dataPoints"), f"{where}.{name}.{kind}.dataPoints", "data points")
+    for i, point in enumerate(points):
         at = f"{where}.{name}.dataPoints[{i}]"
-        if not isinstance(point, Mapping):
-            raise InvalidWindow(at, point, "a data point must be an object")
-        own = {**labels, **_attributes(point.get("attributes"), f"{at}.attributes")}
-        t = _time_ms(_nanos(point.get("timeUnixNano"), f"{at}.timeUnixNano"),
-                     f"{at}.timeUnixNano", "ns")
-        stale = bool(_flags(point.get("flags")) & _NO_VALUE)
-        if kind == "histogram":
-            count = None if stale else point.get("count")
-            total = None if stale else point.get("sum")
-            out.append(Sample(f"{name}_count", own, t, count, delta=delta))
-            if "sum" in point or stale:
-                out.append(Sample(f"{name}_sum", own, t, total, delta=delta))
-            continue
-        if stale:
-            value = None
-        elif "asDouble" in point:
-            value = point["asDouble"]
-        elif "asInt" in point:
-            value = point["asInt"]
-        else:
-            raise InvalidWindow(at, point, "a number data point needs asDouble or asInt")
-        out.append(Sample(name, own, t, value, delta=delta))
+        try:
+            out += _otlp_point(point, name, kind, delta, labels, at)
+        except InvalidWindow as err:
+            dead.append(err)
+    if dead:
+        raise _Partial(out, dead)
     return out
 
 
-def _nanos(value: Any, where: str) -> int:
-    """``timeUnixNano``: a uint64 as a JSON string (the protobuf JSON mapping) or number."""
-    if isinstance(value, str) and value.isdigit():
-        return int(value)
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    raise InvalidWindow(where, value, "must be nanoseconds since the epoch (a string of "
-                                      "digits or an integer)")
+class _Partial(Exception):
+    """A metric some of whose data points could not be read: the samples of the others and
+    the problems of those."""
+
+    def __init__(self, samples: list[Sample], problems: list[InvalidWindow]) -> None:
+        super().__init__(problems[0])
+        self.samples = samples
+        self.problems = problems
+
+
+def _otlp_point(point: Any, name: str, kind: str, delta: bool, labels: Mapping[str, str],
+                at: str) -> list[Sample]:
+    """One data point's samples (module docstring)."""
+    if not isinstance(point, Mapping):
+        raise InvalidWindow(at, point, "a data point must be an object")
+    own = {**labels, **_attributes(point.get("attributes"), f"{at}.attributes")}
+    t = _time_ms(_digits(point.get("timeUnixNano"), f"{at}.timeUnixNano",
+                         "nanoseconds since the epoch"), f"{at}.timeUnixNano", "ns")
+    stale = bool(_flags(point.get("flags")) & _NO_VALUE)
+    if kind == "histogram":
+        # proto3's JSON mapping leaves out a field at its default: no count is a count of 0
+        count = None if stale else _digits(point.get("count", 0), f"{at}.count",
+                                           "a count of observations")
+        total = None if stale else point.get("sum")
+        out = [Sample(f"{name}_count", own, t, count, delta=delta)]
+        if "sum" in point or stale:
+            out.append(Sample(f"{name}_sum", own, t, total, delta=delta))
+        return out
+    if stale:
+        value = None
+    elif "asDouble" in point:
+        value = point["asDouble"]
+    elif "asInt" in point:
+        value = _digits(point["asInt"], f"{at}.asInt", "an int64", signed=True)
+    else:
+        raise InvalidWindow(at, point, "a number data point needs asDouble or asInt")
+    return [Sample(name, own, t, value, delta=delta)]
 
 
 def _flags(value: Any) -> int:
@@ -292,18 +412,28 @@ def parse_otlp(data: Any, unit: str = "ns") -> Parsed:
             resource = rm.get("resource") or {}
             base = _attributes(resource.get("attributes") if isinstance(resource, Mapping)
                                else None, f"{where}.resource.attributes")
-            scopes = rm.get("scopeMetrics") or rm.get("instrumentationLibraryMetrics") or []
+            key = "scopeMetrics" if "scopeMetrics" in rm else "instrumentationLibraryMetrics"
+            scopes = _list(rm.get(key), f"{where}.{key}", "scope metrics")
         except InvalidWindow as err:
             out.problems.append(err)
             continue
         for s, sm in enumerate(scopes):
-            metrics = sm.get("metrics") if isinstance(sm, Mapping) else None
-            for m, metric in enumerate(metrics or ()):
+            at = f"{where}.scopeMetrics[{s}]"
+            try:
+                if not isinstance(sm, Mapping):
+                    raise InvalidWindow(at, sm, "must be an object")
+                metrics = _list(sm.get("metrics"), f"{at}.metrics", "metrics")
+            except InvalidWindow as err:
+                out.problems.append(err)
+                continue
+            for m, metric in enumerate(metrics):
                 try:
-                    out.samples += _otlp_metric(metric, base,
-                                                f"{where}.scopeMetrics[{s}].metrics[{m}]")
+                    out.samples += _otlp_metric(metric, base, f"{at}.metrics[{m}]")
                 except InvalidWindow as err:
                     out.problems.append(err)
+                except _Partial as part:
+                    out.samples += part.samples
+                    out.problems += part.problems
     return out
 
 
@@ -316,7 +446,23 @@ def parse_record(raw: bytes | str | Mapping[str, Any], fmt: str,
                  timestamp_unit: str = "s") -> Parsed:
     """One record of format ``fmt`` (one of :data:`FORMATS` but ``contract``) as samples;
     ``InvalidWindow`` when it is not JSON or not of the format's shape at all."""
-    data = decode(raw)
-    if fmt == "telegraf":
-        return parse_telegraf(data, timestamp_unit)
-    return _PARSERS[fmt](data, "ms")
+    data, lenient = _decode(raw)
+    try:
+        if fmt == "telegraf":
+            parsed = parse_telegraf(data, timestamp_unit)
+        else:
+            parsed = _PARSERS[fmt](data, "ms")
+    except RecursionError:       # a mapping passed in decoded, nested deeper than the stack
+        raise InvalidWindow("record", "<nested too deeply to show>", "nested too deeply "
+                                                                      "to read") from None
+    if lenient and not all(map(_valid_text, parsed.samples)):
+        kept = []
+        for sample in parsed.samples:
+            if _valid_text(sample):
+                kept.append(sample)
+            else:
+                parsed.problems.append(InvalidWindow(
+                    "metric", sample.name.encode("utf-8", "backslashreplace").decode(),
+                    "name or labels not valid Unicode (a lone surrogate escape)"))
+        parsed.samples = kept
+    return parsed
