@@ -522,8 +522,16 @@ class SystemState(Admission):
                           time: float) -> tuple[bool | None, float | None, str | None]:
         """The ``predicted_breach`` condition at this solve, its time to breach and class
         (:func:`streams.alerts.conditions.breach_condition`); records the trend guard's
-        reading in ``pred`` (:func:`streams.predict.prediction.record_guard`)."""
-        sla = {c: float(s) for c, s in zip(model.classes, model.sla.tolist())}
+        reading in ``pred`` (:func:`streams.predict.prediction.record_guard`). The measured
+        side (the trend guard, a contradicted breach) reads mean response times: with
+        quantile SLOs it holds each class to the mean its tightest SLO implies at the alert's
+        capacity (:meth:`SystemModel.mean_bounds`)."""
+        bounds = model.sla
+        if model.has_quantile_slo:
+            at = pred.alert_capacity_users if pred.alert_capacity_users is not None \
+                else pred.users_forecast
+            bounds = model.mean_bounds(model.at(max(int(at or 1), 1)))
+        sla = {c: float(s) for c, s in zip(model.classes, bounds.tolist())}
         cond, ttb, breach_class, reasons, trend, trigger = breach_condition(
             pred, sla, time, self.config, self.response_points,
             "model_error" in self.alerts.active())
