@@ -119,7 +119,8 @@ def test_the_pipeline_predicts_quantiles_and_holds_a_p95_slo():
     base = demo_config(sc)
     caps = {}
     for name, slo in (("mean", {}), ("p95", {"*": {"p95": sc.sla_s}})):
-        cfg = Config(systems={sc.system: replace(base.systems[sc.system], slo=slo)})
+        cfg = Config(systems={sc.system: replace(base.systems[sc.system], slo=slo,
+                                                 predict_quantiles="always")})
         pipeline = Pipeline(cfg)
         preds = [p for r in records for p in pipeline.process(r).predictions]
         preds += pipeline.finish().predictions
@@ -136,3 +137,9 @@ def test_the_pipeline_predicts_quantiles_and_holds_a_p95_slo():
         caps[name] = (last.capacity_users, last.alert_capacity_users)
     assert caps["p95"][0] < caps["mean"][0]
     assert caps["p95"][1] < caps["mean"][1]     # the predicted-breach alert's, likewise
+    # by default (predict_quantiles = "with_slo") a system without a quantile SLO has none
+    pipeline = Pipeline(base)
+    preds = [p for r in records[:120] for p in pipeline.process(r).predictions]
+    parts = [part for p in preds if p.classes for part in p.classes.values()]
+    assert parts and all("response_time_quantiles_s" not in part for part in parts)
+    assert all(part.slo_statistic == "mean" for part in parts)

@@ -11,6 +11,10 @@ Systems, exponential service (the MVA route, where the response-time law of
 
 * **(a)** Mi et al.'s (2008) two tiers with exponential service: front 1 core 4.5 ms, db 1 core
   4.0 ms, ``Z = 0.5 s``, one class;
+* **(a-bursty)**, with ``--systems a-bursty``: (a) with Mi et al.'s (2008) bursty database
+  (``scenarios()["bottleneck_switch"]``, ``I ~ 200``): the MAP network's mean with the
+  exponential law's shape (:meth:`SystemModel.quantiles`' approximation) -- its simulated
+  quantiles need long runs (``--duration 3000``);
 * **(b)** web 4 cores 8 ms, app 4 cores 10 ms, db 8 cores 16 ms, ``Z = 1 s``; classes
   ``browse`` (80%, x0.75 at the db) and ``buy`` (20%, x2 at the db).
 
@@ -43,9 +47,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from bench.tables import Table
+from solvers.paper000 import scenarios
+from solvers.processes import MAP
 from solvers.simulation.physical import PhysicalNetwork, Tier, simulate_physical
 from streams.core.config import SLO_QUANTILES
-from streams.predict.model import SystemModel
+from streams.predict.model import SystemModel, model_capacity
 
 LEVELS = (0.5, 0.95, 0.99)
 FRACTIONS = (0.2, 0.6, 0.9, 1.1, 1.5)
@@ -61,6 +67,8 @@ class System:
     mix: tuple[float, ...]
     think: float
     p95_slo: float
+    #: per tier a unit-mean bursty MAP for its service (``None``: exponential)
+    processes: tuple[MAP | None, ...] | None = None
 
     @property
     def D_mc(self) -> np.ndarray:
@@ -69,7 +77,9 @@ class System:
 
     def network(self, n: int) -> PhysicalNetwork:
         return PhysicalNetwork(
-            tiers=tuple(Tier(name, cores, mean, mult) for name, cores, mean, mult in self.tiers),
+            tiers=tuple(Tier(name, cores, mean if p is None else p.scaled(mean), mult)
+                        for (name, cores, mean, mult), p in zip(
+                            self.tiers, self.processes or (None,) * len(self.tiers))),
             classes=self.classes, mix=self.mix, think_time=self.think, population=n)
 
     def model(self) -> SystemModel:
@@ -79,13 +89,18 @@ class System:
                            D_mc=self.D_mc, mix=np.array(self.mix),
                            servers=np.array([float(t[1]) for t in self.tiers]),
                            think_time=self.think,
-                           sla=np.full(len(self.classes), math.inf), processes=None,
+                           sla=np.full(len(self.classes), math.inf),
+                           processes=None if self.processes is None else
+                           [MAP.exponential(1.0) if p is None else p for p in self.processes],
                            map_limit=10_000, slo=slo)
 
 
 SYSTEMS = {
     "a": System("a", (("front", 1, 0.0045, None), ("db", 1, 0.0040, None)), ("all",), (1.0,),
                 0.5, 0.1),
+    "a-bursty": System("a-bursty", (("front", 1, 0.0045, None), ("db", 1, 0.0040, None)),
+                       ("all",), (1.0,), 0.5, 0.1,
+                       (None, scenarios()["bottleneck_switch"].database.scaled(1.0))),
     "b": System("b", (("web", 4, 0.008, None), ("app", 4, 0.010, None),
                       ("db", 8, 0.016, (0.75, 2.0))), ("browse", "buy"), (0.8, 0.2), 1.0,
                 0.15),
@@ -127,7 +142,7 @@ def run(system: System, fractions: tuple[float, ...], duration: float, seeds: in
                           _rel(pred, est.mean), _rel(mean_only, est.mean)]
             table.add(*cells)
             worst_sim[n].append(sim.response_time_quantiles[c][LEVELS.index(0.95)].mean)
-    cap_model, _ = model.mva_capacity()
+    cap_model, _ = model_capacity(model)
     for f in CAP_GRID:                    # the truth's crossing, bracketed near the model's
         n = max(int(round(f * cap_model)), 2)
         if n not in worst_sim:
@@ -147,7 +162,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="3 seeds x 60 s")
     ap.add_argument("--duration", type=float, default=300.0, help="simulated s per seed")
     ap.add_argument("--seeds", type=int, default=3)
-    ap.add_argument("--systems", nargs="*", default=sorted(SYSTEMS))
+    ap.add_argument("--systems", nargs="*", default=["a", "b"],
+                    help=f"of {sorted(SYSTEMS)}")
     ap.add_argument("--fractions", type=float, nargs="*", default=list(FRACTIONS),
                     help="populations as fractions of the knee")
     ap.add_argument("--markdown", action="store_true")

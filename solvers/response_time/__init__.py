@@ -17,10 +17,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .arrival import ArrivalMarginals, arrival_marginals
-from .sojourn import GridDistribution, TierWait, end_to_end, sojourn_cdf, tier_wait
+from .arrival import ArrivalLaw, ArrivalMarginals, arrival_marginals
+from .sojourn import (GridDistribution, TierWait, end_to_end, quantiles, sojourn_cdf,
+                      tier_wait)
 
-__all__ = ["ArrivalMarginals", "arrival_marginals", "TierWait", "tier_wait", "sojourn_cdf",
+__all__ = ["ArrivalLaw", "ArrivalMarginals", "arrival_marginals", "TierWait", "tier_wait", "sojourn_cdf",
            "GridDistribution", "end_to_end", "ResponseQuantiles", "response_time_quantiles",
            "DEFAULT_LEVELS"]
 
@@ -44,22 +45,25 @@ class ResponseQuantiles:
 def response_time_quantiles(demands: np.ndarray, servers: np.ndarray, think_time: float,
                             population: int, class_demands: np.ndarray | None = None,
                             shares: np.ndarray | None = None,
-                            levels: tuple[float, ...] = DEFAULT_LEVELS) -> ResponseQuantiles:
+                            levels: tuple[float, ...] = DEFAULT_LEVELS,
+                            arrival: ArrivalLaw | None = None) -> ResponseQuantiles:
     """Quantiles of the response time per class at ``population`` in a closed single-class
     network (``demands`` ``D_m``, ``servers`` ``c_m``, think time ``Z``). ``class_demands``
     ``D_{m,c}`` (default: the aggregate, one class) are the classes' own exponential services;
-    ``shares[m, c]`` the factor on tier ``m``'s wait a class-``c`` request meets (default 1)."""
+    ``shares[m, c]`` the factor on tier ``m``'s wait a class-``c`` request meets (default 1).
+    ``arrival``: the network's :class:`ArrivalLaw`, kept to answer many populations."""
     D = np.asarray(demands, dtype=float)
     Dmc = D[:, None] if class_demands is None else np.asarray(class_demands, dtype=float)
     lv = tuple(float(q) for q in levels)
     if not all(0 < q < 1 for q in lv):
         raise ValueError(f"levels: quantile levels must lie in (0, 1), got {list(lv)}")
-    marg = arrival_marginals(D, servers, think_time, population)
+    law = arrival if arrival is not None else ArrivalLaw(D, servers, think_time)
+    marg = law.marginals(population)
     c = np.asarray(servers, dtype=float)
     waits = [tier_wait(marg.offset[m], marg.pmf[m], float(D[m]), float(c[m]))
              for m in range(D.shape[0])]
     dists = end_to_end(waits, Dmc, shares)
-    q = np.array([d.quantile(np.array(lv)) for d in dists]).reshape(Dmc.shape[1], len(lv))
+    q = quantiles(dists, lv)
     return ResponseQuantiles(levels=lv, quantiles=q,
                              mean=np.array([d.mean for d in dists]),
                              approximate=any(marg.approximate))

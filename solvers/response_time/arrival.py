@@ -31,11 +31,11 @@ import numpy as np
 
 from solvers.mva import mva_curve
 
-__all__ = ["ArrivalMarginals", "arrival_marginals", "TRUNCATION"]
+__all__ = ["ArrivalLaw", "ArrivalMarginals", "arrival_marginals", "TRUNCATION"]
 
 #: probabilities below this fraction of the largest are dropped from a marginal (and the rest
 #: renormalised): they cannot move a quantile up to p99.9 by more than that fraction
-TRUNCATION = 1e-13
+TRUNCATION = 1e-12
 
 
 @dataclass(frozen=True, eq=False)
@@ -75,54 +75,94 @@ def _normalise(logw: np.ndarray) -> tuple[int, np.ndarray]:
     return lo, p / p.sum()
 
 
+class ArrivalLaw:
+    """What arriving jobs find, at any population, in one closed single-class network
+    (demands ``D_m`` seconds, ``c_m`` servers, ``math.inf`` a delay; think time ``Z``).
+
+    The complementary networks' throughputs ``X^{(-m)}(i)`` are computed once (one MVA pass
+    each, :func:`solvers.mva.mva_curve`) and extended by doubling when a larger population is
+    asked for: the populations of a capacity search cost ``O(n)`` array operations each."""
+
+    def __init__(self, demands: np.ndarray, servers: np.ndarray, think_time: float) -> None:
+        D = np.asarray(demands, dtype=float)
+        c = np.asarray(servers, dtype=float)
+        if D.ndim != 1 or c.shape != D.shape:
+            raise ValueError(f"demands, servers: must be vectors of one length, got shapes "
+                             f"{D.shape} and {c.shape}")
+        if not (np.all(np.isfinite(D)) and np.all(D >= 0)):
+            raise ValueError(f"demands: must be finite and >= 0, got {D.tolist()}")
+        if not (np.all(c >= 1)):
+            raise ValueError(f"servers: must be >= 1 (inf: a delay), got {c.tolist()}")
+        if not (math.isfinite(think_time) and think_time >= 0):
+            raise ValueError(f"think_time: must be finite and >= 0, got {think_time!r}")
+        self.D, self.c, self.Z = D, c, float(think_time)
+        #: per station: cumulative ``sum_{i<=l} log X^{(-m)}(i)``, ``l = 0..len-1``
+        self._cum: dict[int, np.ndarray] = {}
+        self._approximate: dict[int, bool] = {}
+        self._factor: dict[int, np.ndarray] = {}
+
+    def _complement(self, m: int, k: int) -> np.ndarray:
+        """``cum[l] = sum_{i<=l} log X^{(-m)}(i)`` for ``l = 0..k`` (at least)."""
+        cum = self._cum.get(m)
+        if cum is not None and cum.shape[0] > k:
+            return cum
+        upto = max(2 * k, 2 * (cum.shape[0] - 1) if cum is not None else 0, 16)
+        rest = np.delete(np.arange(self.D.shape[0]), m)
+        if rest.size:
+            curve = mva_curve(self.D[rest], upto, self.Z, self.c[rest])
+            self._approximate[m] = curve.approximate
+            X = curve.throughput[1:upto + 1]
+        else:
+            X = np.arange(1, upto + 1) / self.Z                 # the think stage alone
+            self._approximate[m] = False
+        cum = np.concatenate([[0.0], np.cumsum(np.log(X))])
+        self._cum[m] = cum
+        return cum
+
+    def _station(self, m: int, k: int) -> np.ndarray:
+        """``log f_m(j)``, ``j = 0..k`` (kept at the complement's length)."""
+        f = self._factor.get(m)
+        if f is None or f.shape[0] <= k:
+            f = _log_station_factor(float(self.D[m]), float(self.c[m]),
+                                    self._cum[m].shape[0] - 1)
+            self._factor[m] = f
+        return f[:k + 1]
+
+    def marginals(self, population: int) -> ArrivalMarginals:
+        """The distribution of the jobs a job arriving at each station finds at
+        ``population`` jobs: the marginals at ``population - 1`` (module docstring)."""
+        if isinstance(population, bool) or not isinstance(population, (int, np.integer)) \
+                or population < 1:
+            raise ValueError(f"population: must be an integer >= 1, got {population!r}")
+        D, c = self.D, self.c
+        k = int(population) - 1                   # the others, as the arriving job sees them
+        offsets, pmfs, approximate = [], [], []
+        for m in range(D.shape[0]):
+            if not np.isfinite(c[m]) or c[m] > k or D[m] == 0 or k == 0:
+                offsets.append(0)
+                pmfs.append(np.ones(1))
+                approximate.append(False)
+                continue
+            others = np.delete(D, m)
+            if self.Z == 0 and not (others > 0).any():
+                offsets.append(k)                 # nowhere else to be
+                pmfs.append(np.ones(1))
+                approximate.append(False)
+                continue
+            cum = self._complement(m, k)
+            logw = self._station(m, k) + (cum[k] - cum[k::-1])
+            lo, p = _normalise(logw)
+            offsets.append(lo)
+            pmfs.append(p)
+            approximate.append(self._approximate[m])
+        return ArrivalMarginals(population=int(population), offset=tuple(offsets),
+                                pmf=tuple(pmfs), approximate=tuple(approximate))
+
+
 def arrival_marginals(demands: np.ndarray, servers: np.ndarray, think_time: float,
                       population: int) -> ArrivalMarginals:
     """The distribution of the jobs a job arriving at each station finds, in a closed
     single-class network of ``population`` jobs (demands ``D_m`` seconds, ``c_m`` servers,
     ``math.inf`` a delay; think time ``Z``): the marginals at ``population - 1`` (module
-    docstring)."""
-    D = np.asarray(demands, dtype=float)
-    c = np.asarray(servers, dtype=float)
-    if D.ndim != 1 or c.shape != D.shape:
-        raise ValueError(f"demands, servers: must be vectors of one length, got shapes "
-                         f"{D.shape} and {c.shape}")
-    if not (np.all(np.isfinite(D)) and np.all(D >= 0)):
-        raise ValueError(f"demands: must be finite and >= 0, got {D.tolist()}")
-    if not (np.all(c >= 1)):
-        raise ValueError(f"servers: must be >= 1 (inf: a delay), got {c.tolist()}")
-    if isinstance(population, bool) or not isinstance(population, (int, np.integer)) \
-            or population < 1:
-        raise ValueError(f"population: must be an integer >= 1, got {population!r}")
-    if not (math.isfinite(think_time) and think_time >= 0):
-        raise ValueError(f"think_time: must be finite and >= 0, got {think_time!r}")
-    k = int(population) - 1                       # the others, as the arriving job sees them
-    offsets, pmfs, approximate = [], [], []
-    for m in range(D.shape[0]):
-        if not np.isfinite(c[m]) or c[m] > k or D[m] == 0 or k == 0:
-            offsets.append(0)
-            pmfs.append(np.ones(1))
-            approximate.append(False)
-            continue
-        rest = np.delete(np.arange(D.shape[0]), m)
-        Dr, cr = D[rest], c[rest]
-        if think_time == 0 and not (Dr > 0).any():
-            offsets.append(k)                     # nowhere else to be
-            pmfs.append(np.ones(1))
-            approximate.append(False)
-            continue
-        if Dr.shape[0]:
-            curve = mva_curve(Dr, k, think_time, cr)
-            approximate.append(curve.approximate)
-            X = curve.throughput[1:k + 1]                       # X^{(-m)}(i), i = 1..k
-        else:
-            X = np.arange(1, k + 1) / think_time                # the think stage alone
-            approximate.append(False)
-        logX = np.log(X)
-        cum = np.concatenate([[0.0], np.cumsum(logX)])          # sum_{i<=l} log X(i)
-        j = np.arange(k + 1)
-        logw = _log_station_factor(float(D[m]), float(c[m]), k) + cum[k] - cum[k - j]
-        lo, p = _normalise(logw)
-        offsets.append(lo)
-        pmfs.append(p)
-    return ArrivalMarginals(population=int(population), offset=tuple(offsets),
-                            pmf=tuple(pmfs), approximate=tuple(approximate))
+    docstring). :class:`ArrivalLaw` for many populations of one network."""
+    return ArrivalLaw(demands, servers, think_time).marginals(population)

@@ -43,7 +43,7 @@ from streams.core.plausibility import Plausibility
 from streams.core.records import MAX_UTILIZATION_TOLERANCE, UTILIZATION_TOLERANCE
 from streams.core.input_config import input_from_mapping
 
-__all__ = ["SystemConfig", "SLO_QUANTILES", "KafkaSettings", "InfluxSettings", "Config", "Limits", "load_config",
+__all__ = ["SystemConfig", "SLO_QUANTILES", "PREDICT_QUANTILES", "KafkaSettings", "InfluxSettings", "Config", "Limits", "load_config",
            "ConfigError", "ENVIRONMENT", "secret", "DEMAND_POLICIES", "BURSTY_DEMANDS",
            "REMEDIATION_COSTS", "Plausibility"]
 
@@ -75,6 +75,11 @@ BURSTY_SCVS = ("response_idc", "response", "tie")
 #: SLOs on ("95% of requests under 300 ms"), as Prometheus' ``histogram_quantile`` reads them
 SLO_QUANTILES = {"p50": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99, "p99.9": 0.999}
 
+#: when the predictions carry response-time quantiles (``predict_quantiles``): ``with_slo`` --
+#: for the systems with a quantile SLO (``slo``); ``always`` -- for every system (their law
+#: costs several times an MVA solve: docs/benchmarks.md)
+PREDICT_QUANTILES = ("with_slo", "always")
+
 #: cost of each kind of remediation (``remediation_costs``, :mod:`streams.predict.whatif`): per added
 #: replica of a tier; per added core; per tier moved to a faster CPU, times the speed-up
 #: ``s - 1``; per user an admission limit turns away at the required users
@@ -98,6 +103,8 @@ class SystemConfig:
     #: names of :data:`SLO_QUANTILES`; key ``"*"`` applies to every other class. A class is
     #: held to its mean's ``sla_s`` and to each of these
     slo: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    #: when the predictions carry response-time quantiles: one of :data:`PREDICT_QUANTILES`
+    predict_quantiles: str = "with_slo"
     #: how often the model is re-solved (event time)
     solve_interval_s: float = 60.0
     #: where the solve boundaries sit: at ``solve_offset_s + k solve_interval_s``; ``None``
@@ -189,7 +196,7 @@ _TIMES = {"solve_interval_s": (1.0, 86_400.0, True), "horizon_s": (0.0, WEEK_S, 
           "alert_window_s": (0.0, 86_400.0, True)}
 #: settings that take one of a few names
 _CHOICES = {"demand_policy": DEMAND_POLICIES, "bursty_demand": BURSTY_DEMANDS,
-            "bursty_scv": BURSTY_SCVS}
+            "bursty_scv": BURSTY_SCVS, "predict_quantiles": PREDICT_QUANTILES}
 #: whole-number settings: key -> (lowest, highest or ``None``); memory grows with the window
 #: counts, so they stop at a million windows per tier
 _COUNTS = {"map_max_population": (1, None), "per_job_max_cores": (1, 64),

@@ -373,7 +373,8 @@ class SystemState(Admission):
                                    alert["alert_capacity_users"])
         pooled, pooled_fields = self._pooled_error(model, m, now)
         classes = prediction.class_parts(model, m, now, fc,
-                                         confidence.class_errors(model, m, now), pooled)
+                                         confidence.class_errors(model, m, now), pooled,
+                                         cfg.predict_quantiles == "always")
         u_errors = confidence.tier_errors(model, m, now)
         tiers = prediction.tier_parts(model, m, now, fc, solve.tiers,
                                       [None] * len(solve.tiers) if B is None else B.tolist(),

@@ -68,7 +68,7 @@ from solvers.decomposition import PER_JOB_MAX_CORES, SWING_FLAG, SolveMemo, solv
 from solvers.mapqn import solve_closed
 from solvers.mva import mva_curve
 from solvers.processes import MAP
-from solvers.response_time import DEFAULT_LEVELS, response_time_quantiles
+from solvers.response_time import DEFAULT_LEVELS, ArrivalLaw, response_time_quantiles
 from streams.core.config import SLO_QUANTILES, SystemConfig
 from streams.core.tier import TierModel
 from streams.predict.capacity_search import capacity_search, projected_start
@@ -222,6 +222,12 @@ class SystemModel:
             q for q, col in zip(SLO_QUANTILES.values(), self.slo.T) if np.isfinite(col).any())
         return tuple(sorted(set(DEFAULT_LEVELS) | set(extra)))
 
+    @functools.cached_property
+    def _arrival(self) -> ArrivalLaw:
+        """What requests find at the tiers, at any population (its complements' MVA curves
+        kept for every population this model is asked about)."""
+        return ArrivalLaw(self.D, self.servers, self.think_time)
+
     def _law_quantiles(self, n: int) -> np.ndarray:
         """``(C, L)`` quantiles and ``(C,)`` means (last column) of the exponential
         network's response-time law at ``n`` (:mod:`solvers.response_time`; one job at
@@ -229,7 +235,8 @@ class SystemModel:
         n = max(int(n), 1)
         if n not in self._qcache:
             res = response_time_quantiles(self.D, self.servers, self.think_time, n,
-                                          self.D_mc, self._wait_share, self.quantile_levels)
+                                          self.D_mc, self._wait_share, self.quantile_levels,
+                                          arrival=self._arrival)
             self._qcache[n] = np.column_stack([res.quantiles, res.mean])
         return self._qcache[n]
 

@@ -85,10 +85,12 @@ def breach_point(model: SystemModel, cap: int | None, limited: bool
 
 def class_parts(model: SystemModel, m: Measured, now: Point, fc: Point,
                 errors: Mapping[str, float | None],
-                pooled: Mapping[str, Mapping[str, Any]]) -> dict[str, ClassPrediction]:
+                pooled: Mapping[str, Mapping[str, Any]],
+                quantiles: bool = False) -> dict[str, ClassPrediction]:
     """Per class: the model's throughput and response time now and at the forecast, its
     response-time quantiles there (:meth:`SystemModel.quantiles`, keys ``p50`` ... as
-    :data:`~streams.core.config.SLO_QUANTILES`), the measured ones, the SLA and the statistic
+    :data:`~streams.core.config.SLO_QUANTILES`; with ``quantiles`` or a quantile SLO), the
+    measured ones, the SLA and the statistic
     the class's SLO is on at the forecast (:meth:`SystemModel.slo_statistic`) with its bound;
     this solve's error (``errors``:
     :func:`streams.predict.confidence.class_errors`) and the pooled one (``pooled``,
@@ -97,15 +99,19 @@ def class_parts(model: SystemModel, m: Measured, now: Point, fc: Point,
     x_now, x_fc = float(now.throughput), float(fc.throughput)
     names = {v: k for k, v in SLO_QUANTILES.items()}
     keys = [names[q] for q in model.quantile_levels]
-    q_now, q_fc = model.quantiles(now), model.quantiles(fc)
+    with_quantiles = quantiles or model.has_quantile_slo
+    if with_quantiles:
+        q_now, q_fc = model.quantiles(now), model.quantiles(fc)
     statistic = model.slo_statistic(fc)
     for i, (c, p, r_now, r_fc, sla) in enumerate(zip(
             model.classes, model.mix.tolist(), now.response.tolist(), fc.response.tolist(),
             model.sla.tolist())):
-        extra: dict[str, Any] = {
-            "response_time_quantiles_s": dict(zip(keys, clean(q_now[i].tolist()))),
-            "response_time_quantiles_forecast_s": dict(zip(keys, clean(q_fc[i].tolist()))),
-            "slo_statistic": statistic[i][0], "slo_bound_s": statistic[i][1]}
+        extra: dict[str, Any] = {"slo_statistic": statistic[i][0],
+                                 "slo_bound_s": statistic[i][1]}
+        if with_quantiles:
+            extra.update(
+                response_time_quantiles_s=dict(zip(keys, clean(q_now[i].tolist()))),
+                response_time_quantiles_forecast_s=dict(zip(keys, clean(q_fc[i].tolist()))))
         if c in pooled:
             extra.update(response_time_error_pooled=pooled[c]["error"],
                          response_time_error_se=pooled[c]["se"])
