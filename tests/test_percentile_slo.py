@@ -27,17 +27,31 @@ def _model(sla=(1.0, 1.0), p95=(math.inf, math.inf), processes=None) -> SystemMo
                        slo=None if np.isinf(slo).all() else slo)
 
 
-def test_a_p95_slo_sets_capacity_where_the_p95_crosses_it():
-    m = _model(sla=(math.inf, math.inf), p95=(0.5, math.inf))
+@pytest.mark.parametrize("bound", [0.12, 0.2, 0.5, 3.0])
+def test_a_p95_slo_sets_capacity_where_the_p95_crosses_it(bound):
+    m = _model(sla=(math.inf, math.inf), p95=(bound, math.inf))
     cap, limited = m.mva_capacity()
     assert not limited and cap > 0
     k = m.quantile_levels.index(0.95)
-    assert m.quantiles(m.at(cap))[0, k] <= 0.5 < m.quantiles(m.at(cap + 1))[0, k]
+    assert m.quantiles(m.at(cap))[0, k] <= bound < m.quantiles(m.at(cap + 1))[0, k]
+
+
+def test_a_p95_slo_below_one_requests_own_p95_leaves_no_capacity():
+    m = _model(sla=(math.inf, math.inf), p95=(0.01, math.inf))
+    assert m.mva_capacity() == (0, False)
+    assert m.excess_floor() > 0
+
+
+def test_mean_and_p95_slos_together_take_the_smaller_capacity():
+    m = _model(sla=(math.inf, math.inf), p95=(0.5, math.inf))
+    cap, _ = m.mva_capacity()
     # the same bound on the mean allows more users: the p95 lies above the mean
     mean_only = _model(sla=(0.5, math.inf))
     assert mean_only.mva_capacity()[0] > cap
     # and the excess the MAP route's search uses agrees at the answer
     assert m.excess(m.at(cap)) <= 0 < m.excess(m.at(cap + 1))
+    both = _model(sla=(0.2, math.inf), p95=(0.5, math.inf))
+    assert both.mva_capacity()[0] == min(cap, _model(sla=(0.2, math.inf)).mva_capacity()[0])
 
 
 def test_the_binding_statistic_is_reported_per_class():
