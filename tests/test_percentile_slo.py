@@ -76,7 +76,7 @@ def test_quantiles_are_ordered_and_their_law_has_exact_mvas_mean():
         assert law_mean == pytest.approx(exact, rel=0.012)
 
 
-def test_on_the_map_network_quantiles_scale_to_its_mean_and_are_flagged():
+def test_on_the_decomposition_quantiles_scale_to_its_mean_and_are_flagged():
     bursty = MAP([[-3.5, 2.0], [2.0, -2.5]], [[1.5, 0.0], [0.0, 0.5]])
     procs = [MAP.exponential(1.0), MAP.exponential(1.0), bursty]
     m = _model(p95=(0.5, 0.5), processes=procs)
@@ -85,7 +85,7 @@ def test_on_the_map_network_quantiles_scale_to_its_mean_and_are_flagged():
     q = m.quantiles(point)
     law = m._law_quantiles(60)
     assert q[:, 0] / law[:, 0] == pytest.approx(point.response / law[:, -1])
-    assert any("scaled to the MAP network's mean" in f for f in m.flags)
+    assert any("scaled to its mean" in f for f in m.flags)
     cap, _ = model_capacity(m)
     assert m.excess(m.at(cap)) <= 0
 
@@ -157,3 +157,18 @@ def test_the_pipeline_predicts_quantiles_and_holds_a_p95_slo():
     parts = [part for p in preds if p.classes for part in p.classes.values()]
     assert parts and all("response_time_quantiles_s" not in part for part in parts)
     assert all(part.slo_statistic == "mean" for part in parts)
+
+
+def test_on_the_exact_map_chain_quantiles_are_its_own_law():
+    bursty = MAP([[-3.5, 2.0], [2.0, -2.5]], [[1.5, 0.0], [0.0, 0.5]])
+    D = np.array([0.01, 0.02])
+    m = SystemModel(tiers=["front", "db"], classes=["a"], D_mc=D[:, None], mix=np.ones(1),
+                    servers=np.ones(2), think_time=0.5, sla=np.array([1.0]),
+                    processes=[MAP.exponential(1.0), bursty], map_limit=600)
+    point = m.at(12)
+    assert point.model == "map"
+    q = m.quantiles(point)
+    assert np.all(np.diff(q[0]) > 0)
+    assert not any("scaled to its mean" in f for f in m.flags)
+    law = m._law_quantiles(12)[0, :-1]                  # the exponential network's
+    assert q[0, -1] > law[-1]                          # a bursty tier's tail is heavier

@@ -162,3 +162,46 @@ def test_bad_input_names_the_field():
         tier_wait(0, np.array([np.nan]), 0.1, 1)
     with pytest.raises(ValueError, match="demands"):
         arrival_marginals(np.array([-0.1]), np.array([1.0]), 1.0, 5)
+
+
+def _map_repairman_passage_cdf(proc, N, Z, t):
+    """A closed station with MAP service (one core) and ``N`` users thinking ``Z``: the
+    stationary chain over (jobs, phase), the law an arrival finds (rate ``(N - n)/Z``), and the
+    tagged job's passage to its own completion as an absorbing chain over (completions still
+    to come, phase), ``expm``."""
+    k = proc.order
+    D0, D1 = proc.D0, proc.D1
+    S = (N + 1) * k
+    Q = np.zeros((S, S))
+    for n in range(N + 1):
+        i = slice(n * k, (n + 1) * k)
+        if n < N:
+            Q[i, (n + 1) * k:(n + 2) * k] += np.eye(k) * (N - n) / Z
+        if n > 0:
+            Q[i, i] += D0
+            Q[i, (n - 1) * k:n * k] += D1
+    Q -= np.diag(Q.sum(axis=1))
+    A = np.vstack([Q.T, np.ones(S)])
+    pi = np.linalg.lstsq(A, np.r_[np.zeros(S), 1.0], rcond=None)[0]
+    seen = np.array([pi[n * k:(n + 1) * k] * (N - n) / Z for n in range(N)])
+    seen /= seen.sum()
+    T = np.zeros((N * k, N * k))                  # level r = completions to come, 1..N
+    for r in range(N):
+        i = slice(r * k, (r + 1) * k)
+        T[i, i] = D0
+        if r > 0:
+            T[i, (r - 1) * k:r * k] = D1
+    alpha = seen.ravel()                          # found n ahead: n + 1 completions to come
+    return np.array([1.0 - alpha @ linalg.expm(T * x) @ np.ones(N * k) for x in t])
+
+
+def test_a_bursty_station_matches_the_ctmc_passage_time():
+    from solvers.processes import MAP
+    from solvers.response_time.mapnet import map_network_quantiles
+
+    proc = MAP([[-3.5, 2.0], [2.0, -2.5]], [[1.5, 0.0], [0.0, 0.5]]).scaled(0.2)
+    N, Z = 8, 1.0
+    levels = (0.5, 0.9, 0.99)
+    q, mean = map_network_quantiles([proc], N, Z, [1], np.ones((1, 1)), np.ones((1, 1)),
+                                    levels)
+    assert np.allclose(_map_repairman_passage_cdf(proc, N, Z, q[0]), levels, atol=2e-3)

@@ -44,7 +44,11 @@ for bursty tiers too.
 :mod:`solvers.response_time` -- per tier the wait an arriving request meets given the jobs it
 finds (arrival theorem, Lavenberg and Reiser 1980; Sevcik and Mitrani 1981), a mixture of
 Erlangs at a tier of ``c`` cores, each class's share of it and its own exponential service,
-the tiers convolved as if independent. On the MAP network the same law with each class's
+the tiers convolved as if independent. On the exact MAP chain, the law of
+:mod:`solvers.response_time.mapnet`: what an arriving request finds, from the chain's
+stationary vector weighted by the arrival rate, and at a bursty tier the phase-type passage
+time to its own completion from the phase it finds. On the decomposition (a bursty tier of
+several cores, or a chain past its budget) the exponential network's law with each class's
 quantiles scaled by the MAP network's mean over the law's mean: an approximation (flagged)
 that keeps the shape of the exponential network's tail, where a bursty tier's is heavier.
 
@@ -69,6 +73,7 @@ from solvers.mapqn import solve_closed
 from solvers.mva import mva_curve
 from solvers.processes import MAP
 from solvers.response_time import DEFAULT_LEVELS, ArrivalLaw, response_time_quantiles
+from solvers.response_time.mapnet import map_network_quantiles
 from streams.core.config import SLO_QUANTILES, SystemConfig
 from streams.core.tier import TierModel
 from streams.predict.capacity_search import capacity_search, projected_start
@@ -177,6 +182,8 @@ class SystemModel:
     slo: np.ndarray | None = None
     _cache: dict[int, Point] = field(default_factory=dict)
     _qcache: dict[int, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+    _map_qcache: dict[int, np.ndarray | None] = field(default_factory=dict, repr=False,
+                                                      compare=False)
     _curve: Any = None
     #: what the decomposition's solves of this model and its variants share (the probes of a
     #: capacity search: :class:`solvers.decomposition.SolveMemo`)
@@ -188,7 +195,7 @@ class SystemModel:
         trial is one."""
         fresh = {"flags": list(self.flags), "scv_targets": dict(self.scv_targets)}
         return dataclasses.replace(self, **{**fresh, **changes, "_cache": {}, "_curve": None,
-                                            "_qcache": {}})
+                                            "_qcache": {}, "_map_qcache": {}})
 
     @functools.cached_property
     def D(self) -> np.ndarray:
@@ -242,14 +249,30 @@ class SystemModel:
 
     def quantiles(self, point: Point) -> np.ndarray:
         """Per class the response time's quantiles at ``point`` (``(C, L)``, levels
-        :attr:`quantile_levels`): the exponential network's law (module docstring), on the
-        MAP network scaled per class to the point's mean response time."""
+        :attr:`quantile_levels`): on the MVA route the exponential network's law; on the
+        exact MAP chain its own law (the bursty tiers' passage times,
+        :mod:`solvers.response_time.mapnet`); on the decomposition the exponential network's
+        law scaled per class to the point's mean (flagged, module docstring)."""
+        if point.model == "mva":
+            return self._law_quantiles(point.n)[:, :-1]
+        if point.model == "map" and point.n >= 1:
+            if point.n not in self._map_qcache:
+                procs = [p.scaled(float(d)) for p, d in zip(self.processes or [], self.D)]
+                scales = np.divide(self.D_mc, self.D[:, None], out=np.zeros_like(self.D_mc),
+                                   where=self.D[:, None] > 0)
+                try:
+                    q, _ = map_network_quantiles(procs, point.n, self.think_time,
+                                                 [int(c) for c in self.servers], scales,
+                                                 self._wait_share, self.quantile_levels)
+                except (RuntimeError, ValueError, np.linalg.LinAlgError):
+                    q = None
+                self._map_qcache[point.n] = q
+            if self._map_qcache[point.n] is not None:
+                return self._map_qcache[point.n]
         law = self._law_quantiles(point.n)
         q, mean = law[:, :-1], law[:, -1]
-        if point.model == "mva":
-            return q
-        flag = ("quantiles on the MAP network: the exponential network's response-time law "
-                "scaled to the MAP network's mean (a bursty tier's tail is heavier)")
+        flag = ("quantiles on the MAP network's decomposition: the exponential network's "
+                "response-time law scaled to its mean (a bursty tier's tail is heavier)")
         if flag not in self.flags:
             self.flags.append(flag)
         ratio = np.divide(point.response, mean, out=np.ones_like(mean), where=mean > 0)
