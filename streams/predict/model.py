@@ -44,11 +44,12 @@ for bursty tiers too.
 :mod:`solvers.response_time` -- per tier the wait an arriving request meets given the jobs it
 finds (arrival theorem, Lavenberg and Reiser 1980; Sevcik and Mitrani 1981), a mixture of
 Erlangs at a tier of ``c`` cores, each class's share of it and its own exponential service,
-the tiers convolved as if independent. On the exact MAP chain, the law of
+the tiers convolved as if independent. On the MAP network's chain (up to
+:data:`QUANTILE_STATE_LIMIT` states, one-core bursty tiers), the law of
 :mod:`solvers.response_time.mapnet`: what an arriving request finds, from the chain's
 stationary vector weighted by the arrival rate, and at a bursty tier the phase-type passage
-time to its own completion from the phase it finds. On the decomposition (a bursty tier of
-several cores, or a chain past its budget) the exponential network's law with each class's
+time to its own completion from the phase it finds. Beyond (a bursty tier of several
+cores, or a larger chain) the exponential network's law with each class's
 quantiles scaled by the MAP network's mean over the law's mean: an approximation (flagged)
 that keeps the shape of the exponential network's tail, where a bursty tier's is heavier.
 
@@ -91,6 +92,11 @@ CAPACITY_LIMIT = 100_000
 #: (one bursty tier; up to 4% with two bursty one-core tiers) and costs 2-15 ms
 EXACT_STATE_LIMIT = {1: 20_000, 2: 5_000, 3: 2_000}
 EXACT_STATE_LIMIT_MANY = 1_000
+#: largest MAP chain whose response-time law is computed from the chain itself (the
+#: passage times of :mod:`solvers.response_time.mapnet`), also where the mean comes from the
+#: decomposition: 2 tiers at 124 users, 15,750 states, ~0.3 s a law; beyond it the exponential
+#: network's law scaled to the mean (flagged)
+QUANTILE_STATE_LIMIT = 20_000
 #: MVA is computed exactly up to this many knees, extrapolated along its asymptote beyond
 ASYMPTOTE_KNEES = 2.0
 #: relative resolution of the capacity search on the MAP network (each probe is a CTMC solve)
@@ -249,13 +255,15 @@ class SystemModel:
 
     def quantiles(self, point: Point) -> np.ndarray:
         """Per class the response time's quantiles at ``point`` (``(C, L)``, levels
-        :attr:`quantile_levels`): on the MVA route the exponential network's law; on the
-        exact MAP chain its own law (the bursty tiers' passage times,
-        :mod:`solvers.response_time.mapnet`); on the decomposition the exponential network's
-        law scaled per class to the point's mean (flagged, module docstring)."""
+        :attr:`quantile_levels`): on the MVA route the exponential network's law; on the MAP
+        network, where its chain has at most :data:`QUANTILE_STATE_LIMIT` states and every
+        bursty tier one core, the chain's own law (the bursty tiers' passage times,
+        :mod:`solvers.response_time.mapnet`), else the exponential network's law scaled per
+        class to the point's mean (flagged, module docstring)."""
         if point.model == "mva":
             return self._law_quantiles(point.n)[:, :-1]
-        if point.model == "map" and point.n >= 1:
+        if point.model in ("map", "map-fes") and point.n >= 1 and self.exact_applies \
+                and self.map_states(point.n) <= QUANTILE_STATE_LIMIT:
             if point.n not in self._map_qcache:
                 procs = [p.scaled(float(d)) for p, d in zip(self.processes or [], self.D)]
                 scales = np.divide(self.D_mc, self.D[:, None], out=np.zeros_like(self.D_mc),
