@@ -279,23 +279,24 @@ class SystemModel:
                 return self._map_qcache[point.n]
         law = self._law_quantiles(point.n)
         q, mean = law[:, :-1], law[:, -1]
-        flag = ("quantiles on the MAP network's decomposition: the exponential network's "
-                "response-time law scaled to its mean (a bursty tier's tail is heavier)")
+        flag = ("quantiles on the MAP network past its chain's budget or with a multi-core "
+                "bursty tier: the exponential network's response-time law scaled to its mean "
+                "(a bursty tier's tail is heavier)")
         if flag not in self.flags:
             self.flags.append(flag)
         ratio = np.divide(point.response, mean, out=np.ones_like(mean), where=mean > 0)
         return q * ratio[:, None]
 
-    def _slo_columns(self) -> tuple[np.ndarray, np.ndarray]:
-        """The quantile SLOs as ``(C, L)`` bounds on :attr:`quantile_levels` (``inf``: none)
-        and the levels' indices."""
+    def _slo_columns(self) -> np.ndarray:
+        """The quantile SLOs as ``(C, L)`` bounds on :attr:`quantile_levels` (``inf``:
+        none)."""
         levels = self.quantile_levels
         bounds = np.full((len(self.classes), len(levels)), np.inf)
         if self.slo is not None:
             for k, q in enumerate(SLO_QUANTILES.values()):
                 if q in levels:
                     bounds[:, levels.index(q)] = self.slo[:, k]
-        return bounds, np.arange(len(levels))
+        return bounds
 
     @property
     def has_quantile_slo(self) -> bool:
@@ -306,7 +307,7 @@ class SystemModel:
         none, or not in the mix)."""
         ratio = point.response / self.sla
         if self.has_quantile_slo:
-            bounds, _ = self._slo_columns()
+            bounds = self._slo_columns()
             ratio = np.maximum(ratio, (self.quantiles(point) / bounds).max(axis=1))
         return np.where(self.mix > 0, ratio - 1.0, -np.inf)
 
@@ -317,7 +318,7 @@ class SystemModel:
         where only means are measured."""
         out = np.array(self.sla, dtype=float)
         if self.has_quantile_slo:
-            bounds, _ = self._slo_columns()
+            bounds = self._slo_columns()
             q = self.quantiles(point)
             implied = np.divide(bounds * point.response[:, None], q,
                                 out=np.full_like(bounds, np.inf), where=q > 0)
@@ -332,7 +333,7 @@ class SystemModel:
         ratios = [point.response / self.sla]
         limits = [self.sla]
         if self.has_quantile_slo:
-            bounds, _ = self._slo_columns()
+            bounds = self._slo_columns()
             q = self.quantiles(point)
             byq = {v: k for k, v in SLO_QUANTILES.items()}
             for k, level in enumerate(self.quantile_levels):
@@ -415,7 +416,7 @@ class SystemModel:
         bound times ``R_c / q_c`` there: :meth:`mean_bounds`), one pass over the curve, with a
         first step of :data:`MAP_CAPACITY_TOLERANCE`: the shape of the law changes slowly
         with ``n``, so the answer is near (3-5 probes instead of 6-10)."""
-        bounds, _ = self._slo_columns()
+        bounds = self._slo_columns()
         active = self.mix > 0
 
         def excess(n: int) -> float:
@@ -602,7 +603,7 @@ class SystemModel:
         active = self.mix > 0
         floor = float((self.D_mc.sum(axis=0)[active] / self.sla[active]).max() - 1.0)
         if self.has_quantile_slo:
-            bounds, _ = self._slo_columns()
+            bounds = self._slo_columns()
             q = self._law_quantiles(1)[:, :-1]
             floor = max(floor, float((q[active] / bounds[active]).max() - 1.0))
         return floor
