@@ -8,9 +8,9 @@ Run from the repository root::
 Two measurements, each side by side in one process (alternating runs, medians):
 
 * **one model** -- a fresh :class:`streams.predict.model.SystemModel` of
-  ``bench.accuracy.percentiles``' systems (a) and (b) at 0.9 of the knee, forecast at 1.1:
-  ``solve`` is what a solve asks of it on the MVA route (``at(now)``, ``at(forecast)``,
-  ``mva_capacity()`` on the mean SLA); ``+quantiles`` adds the two quantile sets of the
+  ``bench.accuracy.percentiles``' systems at 0.9 of the knee, forecast at 1.1: ``solve`` is
+  ``at(now)``, ``at(forecast)`` and ``mva_capacity()`` on the mean SLA (on ``a-bursty`` the
+  points come from the MAP chain and its quantiles from the chain's own law); ``+quantiles`` adds the two quantile sets of the
   prediction's fields; ``p95 SLO`` is the solve with a p95 SLO instead (its capacity search
   runs on the quantiles);
 * **the pipeline** -- ``bench.speed.pipeline``'s workload (``--systems`` systems x 3 tiers x
@@ -107,7 +107,7 @@ def main() -> None:
     systems, repeat = (5, 1) if args.quick else (args.systems, args.repeat)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
-    print("One model (MVA route), median of", 5 * repeat)
+    print("One model, median of", 5 * repeat)
     for row in one_model(5 * repeat):
         print("  " + row)
     print(f"Pipeline: {systems} systems x 3 tiers x 14 classes, {args.ends} ends, median of "
