@@ -54,7 +54,7 @@ from streams.core.config import SLO_QUANTILES
 from streams.predict.model import SystemModel, model_capacity
 
 LEVELS = (0.5, 0.95, 0.99)
-FRACTIONS = (0.2, 0.6, 0.9, 1.1, 1.5)
+FRACTIONS = (0.2, 0.4, 0.6, 0.9, 1.1, 1.5)
 #: populations simulated for the capacity's truth, as multiples of the model's capacity
 CAP_GRID = (0.8, 0.9, 1.0, 1.1, 1.2)
 
