@@ -172,3 +172,16 @@ def test_on_the_exact_map_chain_quantiles_are_its_own_law():
     assert not any("scaled to its mean" in f for f in m.flags)
     law = m._law_quantiles(12)[0, :-1]                  # the exponential network's
     assert q[0, -1] > law[-1]                          # a bursty tier's tail is heavier
+
+
+def test_remediation_restores_a_p95_slo():
+    from streams.predict.whatif import remediate
+
+    m = _model(sla=(math.inf, math.inf), p95=(0.3, 0.3))
+    cap, _ = m.mva_capacity()
+    required = int(cap * 1.3)
+    plan = remediate(m, required, cap)
+    actions = [r for r in plan.remedies if r.action.kind != "admission"]
+    assert actions
+    for remedy in actions:
+        assert remedy.capacity >= required
