@@ -73,7 +73,7 @@ from scipy.special import gammaln
 from solvers.linalg.multifrontal import PANEL, Multifrontal, Plan, dissect
 from solvers.processes import MAP
 
-__all__ = ["MAPQNResult", "StateSpace", "build_generator", "solve_closed"]
+__all__ = ["MAPQNResult", "StateSpace", "build_generator", "solve_closed", "stationary_states"]
 
 #: Largest chain this module will build (states); beyond it the memory exceeds tens of GB.
 MAX_STATES = 10_000_000
@@ -584,6 +584,29 @@ def _stationary(procs: Sequence[MAP], space: StateSpace, off: sp.csr_matrix, met
 
 
 # ---------------------------------------------------------------------------------- API
+def stationary_states(processes: Any, population: Any, think_time: Any, *,
+                      servers: Any = None) -> tuple[StateSpace, np.ndarray]:
+    """The chain's states and stationary vector ``pi`` (:func:`solve_closed`'s, SuperLU or
+    multifrontal as ``"auto"`` picks, SuperLU on a rejected multifrontal solve) for what
+    needs more than the means: a response-time law (:mod:`solvers.response_time.mapnet`).
+    ``population >= 1``."""
+    procs = _check_processes(processes)
+    n_pop = _check_population(population)
+    if n_pop == 0:
+        raise ValueError("population: must be >= 1 for the chain's states, got 0")
+    z = _check_think_time(think_time)
+    space = _state_space(procs, n_pop, z, _check_servers(servers, len(procs)))
+    off = _offdiagonal(procs, space)
+    chosen = "splu" if space.size <= _splu_limits(space.queues)[0] else "multifrontal"
+    solution = _stationary(procs, space, off, chosen)
+    if solution.problem is not None and chosen == "multifrontal" \
+            and space.size <= _splu_limits(space.queues)[1]:
+        solution = _stationary(procs, space, off, "splu")
+    if solution.problem is not None:
+        raise RuntimeError(f"mapqn: the stationary solve failed ({solution.problem})")
+    return space, solution.pi
+
+
 def solve_closed(processes: Any, population: Any, think_time: Any, *,
                  method: str = "auto", servers: Any = None) -> MAPQNResult:
     """Exact stationary solution of the closed MAP network of Mi et al. (2008), Fig. 9.

@@ -121,6 +121,18 @@ def test_sla_without_star_is_infinite_for_other_classes():
     assert math.isinf(cfg.sla_for("search"))
 
 
+def test_percentile_slos_per_class_beside_the_mean(toml):
+    cfg = load_config(toml(
+        "[defaults]\nslo = { \"*\" = { p99 = 2.0 } }\n"
+        "[systems.shop]\nsla_s = { home = 0.5 }\n"
+        "slo = { home = { p95 = 0.3, \"p99.9\" = 1.5 } }\n"), env={})
+    shop = cfg.system("shop")
+    assert shop.slo_for("home") == {"p95": 0.3, "p99.9": 1.5}
+    assert shop.slo_for("search") == {"p99": 2.0}      # the defaults' "*" kept
+    assert shop.sla_for("home") == 0.5                 # the mean's SLA unchanged beside it
+    assert SystemConfig().slo_for("home") == {}        # no percentile SLO by default
+
+
 @pytest.mark.parametrize("text, key", [
     ("[defaults]\nsolve_intervall_s = 60\n", "defaults.solve_intervall_s"),
     ("[systems.shop]\ntier = ['db']\n", "systems.shop.tier"),
@@ -159,6 +171,13 @@ def test_unknown_keys_and_sections_are_refused_by_name(toml, text, key):
     ("[systems.shop]\nsla_s = { home = -1 }\n", "systems.shop.sla_s.home"),
     ("[systems.shop]\nsla_s = { home = 0 }\n", "systems.shop.sla_s.home"),
     ("[systems.shop]\nvisits = { db = 2 }\n", "systems.shop.visits"),
+    ("[systems.shop]\nslo = { home = 0.3 }\n", "systems.shop.slo"),
+    ("[systems.shop]\nslo = { home = { p97 = 0.3 } }\n", "systems.shop.slo.home.p97"),
+    ("[systems.shop]\nslo = { home = { mean = 0.3 } }\n", "systems.shop.slo.home.mean"),
+    ("[systems.shop]\nslo = { home = { p95 = 0 } }\n", "systems.shop.slo.home.p95"),
+    ("[systems.shop]\nslo = { home = { p95 = nan } }\n", "systems.shop.slo.home.p95"),
+    ("[systems.shop]\nslo = { home = { \"p99.9\" = -1 } }\n", "systems.shop.slo.home.p99.9"),
+    ("[systems.shop]\nslo = { home = {} }\n", "systems.shop.slo.home"),
     ("[systems.shop]\nvisits = { db = { home = 0 } }\n", "systems.shop.visits.db.home"),
     ("[systems.shop]\nmodel_error_threshold = -0.1\n", "systems.shop.model_error_threshold"),
     ("systems = 3\n", "systems"),

@@ -333,3 +333,25 @@ NET = single_class((Tier("t", 1, 0.1),), 2, think=1.0)
 def test_invalid_runs(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_response_time_quantiles_match_a_closed_station_exactly():
+    """One 2-core exponential tier (a closed station: the arrival theorem's law is exact, no
+    convolution): the simulated p50/p90/p99 cover the analytic ones; both interval methods."""
+    from solvers.response_time import response_time_quantiles
+
+    net = PhysicalNetwork(tiers=(Tier("db", 2, 0.2),), classes=("a",), mix=(1.0,),
+                          think_time=1.0, population=12)
+    levels = (0.5, 0.9, 0.99)
+    exact = response_time_quantiles(np.array([0.2]), np.array([2.0]), 1.0, 12,
+                                    levels=levels).quantiles[0]
+    for kw in ({"replications": 4}, {"replications": 1, "batches": 10}):
+        res = simulate_physical(net, 1500.0, warmup=50.0, seed=21, quantiles=levels, **kw)
+        assert res.quantile_levels == levels
+        for k, est in enumerate(res.response_time_quantiles[0]):
+            assert 0 < est.half_width < 0.1 * est.mean
+            assert est.contains(exact[k], widen=1.5), (k, est, exact[k])
+    plain = simulate_physical(net, 100.0, warmup=10.0, seed=21)
+    assert plain.response_time_quantiles == () and plain.quantile_levels == ()
+    with pytest.raises(ValueError, match="quantiles"):
+        simulate_physical(net, 100.0, warmup=10.0, quantiles=(0.5, 1.0))

@@ -150,7 +150,7 @@ def _pred(users, alert_capacity, ttb):
                       alert_capacity_users=alert_capacity, tiers={"db": db}, breach_class="a")
 
 
-_MODEL = SimpleNamespace(classes=["a"], sla=np.array([0.1]))
+_MODEL = SimpleNamespace(classes=["a"], sla=np.array([0.1]), has_quantile_slo=False)
 
 
 def test_near_the_alert_capacity_the_model_condition_is_the_dead_band():

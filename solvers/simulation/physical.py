@@ -56,7 +56,10 @@ Outputs
 * :func:`simulate_physical` -- steady-state estimates with confidence intervals (independent
   replications or batch means, :mod:`solvers.simulation.stats`) of per-class and overall
   throughput and response time, per-tier utilization, queue length, residence time, and the
-  *measured* mean service time per tier and class (the realised demands ``D_{m,c}``).
+  *measured* mean service time per tier and class (the realised demands ``D_{m,c}``); with
+  ``quantiles`` also per-class quantiles of the response time from every measured request's
+  own response time (the empirical quantile of the pooled runs, its interval over the
+  replications' or batches' own empirical quantiles).
 
 Engine
 ------
@@ -72,6 +75,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from array import array
 import math
 from collections import deque
 from dataclasses import dataclass
@@ -283,12 +287,21 @@ class _Trace:
 
     cp: Checkpoints
     service_sum: np.ndarray
+    #: per class, the response time of every completed request in completion order (or None)
+    samples: list[np.ndarray] | None = None
+
+    def responses(self, i: int, j: int, c: int) -> np.ndarray:
+        """Response times of the class-``c`` requests completed in ``(times[i], times[j]]``:
+        the samples between the checkpoints' completion counts."""
+        done = self.cp.completions
+        return self.samples[c][int(done[i, c]):int(done[j, c])]
 
 
 class _Engine:
     """One run of the physical system; :meth:`run` records checkpoints at ``times``."""
 
-    def __init__(self, net: PhysicalNetwork, rng: np.random.Generator) -> None:
+    def __init__(self, net: PhysicalNetwork, rng: np.random.Generator,
+                 record: bool = False) -> None:
         self.net = net
         self.rng = rng
         self.M = len(net.tiers)
@@ -313,6 +326,8 @@ class _Engine:
         self.svc = [0.0] * n
         self.done = [0] * self.C
         self.rt = [0.0] * self.C
+        #: per class, every completed request's response time in completion order (opt-in)
+        self.samples = [array("d") for _ in range(self.C)] if record else None
 
     # -- rare paths (population changes), not inlined
     def _arrive(self, m: int, c: int, t: float, t_sys: float) -> None:
@@ -391,6 +406,7 @@ class _Engine:
         push, pop = heapq.heappush, heapq.heappop
         deficit = self.deficit
         present = self.present
+        samples = self.samples
         while heap and heap[0][0] < until:
             t, m, c, t_in, t_sys, s = pop(heap)
             if m < 0:                                  # a user ends thinking
@@ -416,6 +432,8 @@ class _Engine:
                 if m == M:                             # the request is complete
                     done[c] += 1
                     rt[c] += t - t_sys
+                    if samples is not None:
+                        samples[c].append(t - t_sys)
                     if deficit:
                         deficit -= 1
                         present -= 1
@@ -451,12 +469,14 @@ class _Engine:
             events=np.array(cols[8], dtype=np.int64),
             servers=np.array(self.cores, dtype=float),
         )
-        return _Trace(cp, np.array(cols[9], dtype=float).reshape(-1, M, C))
+        return _Trace(cp, np.array(cols[9], dtype=float).reshape(-1, M, C),
+                      None if self.samples is None
+                      else [np.frombuffer(a, dtype=float) for a in self.samples])
 
 
 def _simulate(net: PhysicalNetwork, times: np.ndarray, schedule: list[tuple[float, int]],
-              rng: np.random.Generator) -> _Trace:
-    return _Engine(net, rng).run(times, schedule)
+              rng: np.random.Generator, record: bool = False) -> _Trace:
+    return _Engine(net, rng, record).run(times, schedule)
 
 
 def physical_checkpoints(network: PhysicalNetwork, times: Sequence[float] | np.ndarray, *,
@@ -556,6 +576,10 @@ class PhysicalResult:
     warmup: float
     duration: float
     level: float
+    #: the quantile levels of :attr:`response_time_quantiles` (empty: not recorded)
+    quantile_levels: tuple[float, ...] = ()
+    #: per class, per level: the response time's quantile (``C x L`` estimates)
+    response_time_quantiles: tuple[tuple[Estimate, ...], ...] = ()
 
     def means(self, name: str) -> np.ndarray:
         """Point estimates of field ``name`` as an array (e.g. ``means("utilization")``)."""
@@ -640,10 +664,38 @@ def _plan(duration: float, warmup: float, replications: int, batches: int,
     return d, warm, reps, nb, lv
 
 
+def _quantile_estimates(traces: list[_Trace], last: int, reps: int, nb: int,
+                        levels: tuple[float, ...], level: float,
+                        C: int) -> tuple[tuple[Estimate, ...], ...]:
+    """Per class and level: the empirical quantile of every measured request (all runs
+    pooled), with the t-interval over the runs' (replications) or batches' own empirical
+    quantiles -- each a consistent estimator of the quantile, nearly independent across
+    replications or long batches (Law and Kelton 2000, ch. 9)."""
+    out = []
+    q = np.array(levels)
+    for c in range(C):
+        pooled = np.concatenate([tr.responses(0, last, c) for tr in traces])
+        if reps > 1:
+            parts = [tr.responses(0, last, c) for tr in traces]
+        else:
+            parts = [traces[0].responses(b, b + 1, c) for b in range(nb)]
+        parts = [p for p in parts if p.size]
+        if not pooled.size:
+            out.append(tuple(Estimate(0.0, math.inf, level, 0) for _ in levels))
+            continue
+        point = np.quantile(pooled, q)
+        per = np.array([np.quantile(p, q) for p in parts]).reshape(len(parts), len(levels))
+        out.append(tuple(Estimate(float(point[k]),
+                                  replication_interval(per[:, k], level).half_width,
+                                  level, len(parts)) for k in range(len(levels))))
+    return tuple(out)
+
+
 def simulate_physical(network: PhysicalNetwork, duration: float, *, warmup: float,
                       replications: int = 3, batches: int = 20, level: float = 0.95,
                       seed: int | None = None,
-                      rng: np.random.Generator | None = None) -> PhysicalResult:
+                      rng: np.random.Generator | None = None,
+                      quantiles: Sequence[float] = ()) -> PhysicalResult:
     """Steady-state estimates of ``network`` with ``level`` confidence intervals.
 
     Each run starts with every user thinking, discards ``warmup`` seconds of simulated time and
@@ -652,9 +704,15 @@ def simulate_physical(network: PhysicalNetwork, duration: float, *, warmup: floa
     with ``replications == 1`` one run (the generator of ``seed``/``rng`` itself, so the same
     trajectory as :func:`monitor_physical` with that seed) is cut into ``batches`` batch means.
     Without ``seed`` and ``rng`` the seed is 0: results are reproducible by default.
+    ``quantiles``: levels in (0, 1) of the per-class response-time quantiles to estimate
+    (:attr:`PhysicalResult.response_time_quantiles`; every request's response time is kept,
+    8 bytes each).
     """
     _check_network(network)
     d, warm, reps, nb, lv = _plan(duration, warmup, replications, batches, level)
+    levels = tuple(float(x) for x in quantiles)
+    if not all(0.0 < x < 1.0 for x in levels):
+        raise ValueError(f"quantiles: levels must lie in (0, 1), got {list(quantiles)}")
     generator = _generator(rng, 0 if seed is None and rng is None else seed)
     if reps > 1:
         times = np.array([warm, warm + d])
@@ -662,7 +720,7 @@ def simulate_physical(network: PhysicalNetwork, duration: float, *, warmup: floa
     else:
         times = warm + d * np.arange(nb + 1) / nb
         streams = [generator]
-    traces = [_simulate(network, times, [], g) for g in streams]
+    traces = [_simulate(network, times, [], g, bool(levels)) for g in streams]
     last = len(times) - 1
     deltas = [_delta(tr, 0, last) for tr in traces]
     point = _metrics({k: sum(dl[k] for dl in deltas) for k in deltas[0]})  # pooled runs
@@ -685,4 +743,7 @@ def simulate_physical(network: PhysicalNetwork, duration: float, *, warmup: floa
         completions=np.asarray(completions, dtype=np.int64),
         services=int(sum(int(tr.cp.events[-1]) for tr in traces)),
         method="replications" if reps > 1 else "batch means",
-        replications=reps, batches=0 if reps > 1 else nb, warmup=warm, duration=d, level=lv)
+        replications=reps, batches=0 if reps > 1 else nb, warmup=warm, duration=d, level=lv,
+        quantile_levels=levels,
+        response_time_quantiles=_quantile_estimates(traces, last, reps, nb, levels, lv,
+                                                    len(network.classes)) if levels else ())

@@ -13,6 +13,7 @@ systems and override them per system::
     tiers = ["front", "db"]      # in visit order; other tiers are rejected
     think_time_s = 0.5
     sla_s = { home = 0.5, "*" = 1.0 }
+    slo = { home = { p95 = 0.3 } }     # percentile SLOs per class, beside the mean's sla_s
     visits = { db = { home = 2.0 } }   # visits of a class to a tier per request (default 1)
 
     [kafka]
@@ -42,7 +43,7 @@ from streams.core.plausibility import Plausibility
 from streams.core.records import MAX_UTILIZATION_TOLERANCE, UTILIZATION_TOLERANCE
 from streams.core.input_config import input_from_mapping
 
-__all__ = ["SystemConfig", "KafkaSettings", "InfluxSettings", "Config", "Limits", "load_config",
+__all__ = ["SystemConfig", "SLO_QUANTILES", "PREDICT_QUANTILES", "KafkaSettings", "InfluxSettings", "Config", "Limits", "load_config",
            "ConfigError", "ENVIRONMENT", "secret", "DEMAND_POLICIES", "BURSTY_DEMANDS",
            "REMEDIATION_COSTS", "Plausibility"]
 
@@ -70,6 +71,15 @@ BURSTY_DEMANDS = ("history", "estimator")
 #: (the default before); ``tie`` -- Mi et al.'s (2008) footnote, the largest ``rho1``
 BURSTY_SCVS = ("response_idc", "response", "tie")
 
+#: the response-time quantiles an SLO may bound (``slo``), by name: the statistics people write
+#: SLOs on ("95% of requests under 300 ms"), as Prometheus' ``histogram_quantile`` reads them
+SLO_QUANTILES = {"p50": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99, "p99.9": 0.999}
+
+#: when the predictions carry response-time quantiles (``predict_quantiles``): ``with_slo`` --
+#: for the systems with a quantile SLO (``slo``); ``always`` -- for every system (their law
+#: costs several times an MVA solve: docs/benchmarks.md)
+PREDICT_QUANTILES = ("with_slo", "always")
+
 #: cost of each kind of remediation (``remediation_costs``, :mod:`streams.predict.whatif`): per added
 #: replica of a tier; per added core; per tier moved to a faster CPU, times the speed-up
 #: ``s - 1``; per user an admission limit turns away at the required users
@@ -89,6 +99,12 @@ class SystemConfig:
     think_time_s: float | None = None
     #: response-time SLA per class, seconds; key ``"*"`` applies to every other class
     sla_s: Mapping[str, float] = field(default_factory=lambda: {"*": 1.0})
+    #: response-time quantile SLOs per class, ``{class: {quantile: seconds}}`` with quantile
+    #: names of :data:`SLO_QUANTILES`; key ``"*"`` applies to every other class. A class is
+    #: held to its mean's ``sla_s`` and to each of these
+    slo: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    #: when the predictions carry response-time quantiles: one of :data:`PREDICT_QUANTILES`
+    predict_quantiles: str = "with_slo"
     #: how often the model is re-solved (event time)
     solve_interval_s: float = 60.0
     #: where the solve boundaries sit: at ``solve_offset_s + k solve_interval_s``; ``None``
@@ -159,6 +175,10 @@ class SystemConfig:
         """SLA of ``cls`` (``math.inf``: none)."""
         return float(self.sla_s.get(cls, self.sla_s.get("*", math.inf)))
 
+    def slo_for(self, cls: str) -> dict[str, float]:
+        """Quantile SLOs of ``cls``, ``{quantile name: seconds}`` (empty: none)."""
+        return dict(self.slo.get(cls, self.slo.get("*", {})))
+
     def visit(self, tier: str, cls: str) -> float:
         """``V_{tier,cls}``: visits per request (default 1)."""
         per_class = self.visits.get(tier) if self.visits else None
@@ -176,7 +196,7 @@ _TIMES = {"solve_interval_s": (1.0, 86_400.0, True), "horizon_s": (0.0, WEEK_S, 
           "alert_window_s": (0.0, 86_400.0, True)}
 #: settings that take one of a few names
 _CHOICES = {"demand_policy": DEMAND_POLICIES, "bursty_demand": BURSTY_DEMANDS,
-            "bursty_scv": BURSTY_SCVS}
+            "bursty_scv": BURSTY_SCVS, "predict_quantiles": PREDICT_QUANTILES}
 #: whole-number settings: key -> (lowest, highest or ``None``); memory grows with the window
 #: counts, so they stop at a million windows per tier
 _COUNTS = {"map_max_population": (1, None), "per_job_max_cores": (1, 64),
@@ -204,6 +224,8 @@ def _system(raw: Mapping[str, Any], where: str, base: SystemConfig) -> SystemCon
         values[key] = _check(key, value, f"{where}.{key}")
     if "sla_s" in values:
         values["sla_s"] = {**base.sla_s, **values["sla_s"]}
+    if "slo" in values:
+        values["slo"] = {**base.slo, **values["slo"]}
     return replace(base, **values)
 
 
@@ -279,6 +301,8 @@ def _check(key: str, value: Any, where: str) -> Any:
         if not isinstance(value, Mapping):
             raise ConfigError(f"{where}: must be a table of class = seconds, got {value!r}")
         return {str(c): _positive(v, f"{where}.{c}") for c, v in value.items()}
+    if key == "slo":
+        return _slo(value, where)
     if key == "remediation":
         if not isinstance(value, bool):
             raise ConfigError(f"{where}: must be true or false, got {value!r}")
@@ -304,6 +328,27 @@ def _check(key: str, value: Any, where: str) -> Any:
         return {str(t): {str(c): _positive(v, f"{where}.{t}.{c}") for c, v in per.items()}
                 for t, per in value.items()}
     raise ConfigError(f"{where}: unknown setting")   # pragma: no cover - filtered before
+
+
+def _slo(value: Any, where: str) -> dict[str, dict[str, float]]:
+    """``slo = { class = { p95 = 0.3, ... } }``: per class, quantile names of
+    :data:`SLO_QUANTILES` and bounds in seconds (finite, > 0)."""
+    if not isinstance(value, Mapping) or not all(isinstance(v, Mapping)
+                                                 for v in value.values()):
+        raise ConfigError(f"{where}: must be a table of class = {{ quantile = seconds }} "
+                          f"(quantiles {', '.join(SLO_QUANTILES)}), got {value!r}")
+    out: dict[str, dict[str, float]] = {}
+    for cls, bounds in value.items():
+        if not bounds:
+            raise ConfigError(f"{where}.{cls}: must name at least one quantile "
+                              f"({', '.join(SLO_QUANTILES)}), got {bounds!r}")
+        for name in bounds:
+            if name not in SLO_QUANTILES:
+                raise ConfigError(f"{where}.{cls}.{name}: must be a quantile among "
+                                  f"{', '.join(SLO_QUANTILES)} (the mean's SLO is sla_s), "
+                                  f"got {name!r}")
+        out[str(cls)] = {str(q): _positive(v, f"{where}.{cls}.{q}") for q, v in bounds.items()}
+    return out
 
 
 def secret(env: Mapping[str, str], name: str) -> str | None:

@@ -149,6 +149,13 @@ class ClassPrediction(_Record, kw_only=True):
     response_time_error: float | None               #: |pred - meas| / meas, this solve
     response_time_error_pooled: float | None | UnsetType = UNSET  #: error pooled over solves
     response_time_error_se: float | None | UnsetType = UNSET  #: the pooled error's std error
+    #: model response-time quantiles now, s, by name (``p50``, ``p90``, ``p95``, ``p99`` and
+    #: any SLO's); with a quantile SLO or ``predict_quantiles = "always"``
+    response_time_quantiles_s: dict[str, float | None] | UnsetType = UNSET
+    #: the same at the forecast, s
+    response_time_quantiles_forecast_s: dict[str, float | None] | UnsetType = UNSET
+    slo_statistic: str | None | UnsetType = UNSET   #: the statistic its SLO is on (mean, p95..)
+    slo_bound_s: float | None | UnsetType = UNSET   #: that statistic's bound, s
 
 
 class ClassDemand(_Record, kw_only=True):

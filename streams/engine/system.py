@@ -375,7 +375,8 @@ class SystemState(Admission):
                                    alert["alert_capacity_users"])
         pooled, pooled_fields = self._pooled_error(model, m, now)
         classes = prediction.class_parts(model, m, now, fc,
-                                         confidence.class_errors(model, m, now), pooled)
+                                         confidence.class_errors(model, m, now), pooled,
+                                         cfg.predict_quantiles == "always")
         u_errors = confidence.tier_errors(model, m, now)
         tiers = prediction.tier_parts(model, m, now, fc, solve.tiers,
                                       [None] * len(solve.tiers) if B is None else B.tolist(),
@@ -524,8 +525,16 @@ class SystemState(Admission):
                           time: float) -> tuple[bool | None, float | None, str | None]:
         """The ``predicted_breach`` condition at this solve, its time to breach and class
         (:func:`streams.alerts.conditions.breach_condition`); records the trend guard's
-        reading in ``pred`` (:func:`streams.predict.prediction.record_guard`)."""
-        sla = {c: float(s) for c, s in zip(model.classes, model.sla.tolist())}
+        reading in ``pred`` (:func:`streams.predict.prediction.record_guard`). The measured
+        side (the trend guard, a contradicted breach) reads mean response times: with
+        quantile SLOs it holds each class to the mean its tightest SLO implies at the alert's
+        capacity (:meth:`SystemModel.mean_bounds`)."""
+        bounds = model.sla
+        if model.has_quantile_slo:
+            at = pred.alert_capacity_users if pred.alert_capacity_users is not None \
+                else pred.users_forecast
+            bounds = model.mean_bounds(model.at(max(int(at or 1), 1)))
+        sla = {c: float(s) for c, s in zip(model.classes, bounds.tolist())}
         cond, ttb, breach_class, reasons, trend, trigger = breach_condition(
             pred, sla, time, self.config, self.response_points,
             "model_error" in self.alerts.active())

@@ -40,8 +40,22 @@ kept. The model flags the tier. Non-bursty tiers, and models solved by MVA only 
 or the MAP network not applicable), keep the estimator's demands; ``"estimator"`` keeps them
 for bursty tiers too.
 
+**Response-time quantiles** (:meth:`SystemModel.quantiles`): on the MVA route, the law of
+:mod:`solvers.response_time` -- per tier the wait an arriving request meets given the jobs it
+finds (arrival theorem, Lavenberg and Reiser 1980; Sevcik and Mitrani 1981), a mixture of
+Erlangs at a tier of ``c`` cores, each class's share of it and its own exponential service,
+the tiers convolved as if independent. On the MAP network's chain (up to
+:data:`QUANTILE_STATE_LIMIT` states, one-core bursty tiers), the law of
+:mod:`solvers.response_time.mapnet`: what an arriving request finds, from the chain's
+stationary vector weighted by the arrival rate, and at a bursty tier the phase-type passage
+time to its own completion from the phase it finds. Beyond (a bursty tier of several
+cores, or a larger chain) the exponential network's law with each class's
+quantiles scaled by the MAP network's mean over the law's mean: an approximation (flagged)
+that keeps the shape of the exponential network's tail, where a bursty tier's is heavier.
+
 Capacity is the largest ``N`` whose every class meets its SLA (Harbaoui et al. (2010) section V's
-question); the time to breach follows from the users trend.
+question) -- the mean's ``sla_s`` and every quantile SLO (``slo``); the time to breach follows
+from the users trend.
 """
 
 from __future__ import annotations
@@ -59,7 +73,9 @@ from solvers.decomposition import PER_JOB_MAX_CORES, SWING_FLAG, SolveMemo, solv
 from solvers.mapqn import solve_closed
 from solvers.mva import mva_curve
 from solvers.processes import MAP
-from streams.core.config import SystemConfig
+from solvers.response_time import DEFAULT_LEVELS, ArrivalLaw, response_time_quantiles
+from solvers.response_time.mapnet import map_network_quantiles
+from streams.core.config import SLO_QUANTILES, SystemConfig
 from streams.core.tier import TierModel
 from streams.predict.capacity_search import capacity_search, projected_start
 
@@ -76,6 +92,11 @@ CAPACITY_LIMIT = 100_000
 #: (one bursty tier; up to 4% with two bursty one-core tiers) and costs 2-15 ms
 EXACT_STATE_LIMIT = {1: 20_000, 2: 5_000, 3: 2_000}
 EXACT_STATE_LIMIT_MANY = 1_000
+#: largest MAP chain whose response-time law is computed from the chain itself (the
+#: passage times of :mod:`solvers.response_time.mapnet`), also where the mean comes from the
+#: decomposition: 2 tiers at 124 users, 15,750 states, ~0.3 s a law; beyond it the exponential
+#: network's law scaled to the mean (flagged)
+QUANTILE_STATE_LIMIT = 20_000
 #: MVA is computed exactly up to this many knees, extrapolated along its asymptote beyond
 ASYMPTOTE_KNEES = 2.0
 #: relative resolution of the capacity search on the MAP network (each probe is a CTMC solve)
@@ -162,7 +183,13 @@ class SystemModel:
     #: bursty tiers of up to this many cores take the decomposition's per-job station
     #: (``solve_decomposed``'s ``per_job_max_cores``; ``SystemConfig.per_job_max_cores``)
     per_job_max_cores: int = PER_JOB_MAX_CORES
+    #: quantile SLOs ``(C, len(SLO_QUANTILES))``, seconds, ``inf`` = none (config ``slo``);
+    #: ``None``: none at all
+    slo: np.ndarray | None = None
     _cache: dict[int, Point] = field(default_factory=dict)
+    _qcache: dict[int, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+    _map_qcache: dict[int, np.ndarray | None] = field(default_factory=dict, repr=False,
+                                                      compare=False)
     _curve: Any = None
     #: what the decomposition's solves of this model and its variants share (the probes of a
     #: capacity search: :class:`solvers.decomposition.SolveMemo`)
@@ -173,7 +200,8 @@ class SystemModel:
         unless given) and no solved populations: every what-if, band end and calibration
         trial is one."""
         fresh = {"flags": list(self.flags), "scv_targets": dict(self.scv_targets)}
-        return dataclasses.replace(self, **{**fresh, **changes, "_cache": {}, "_curve": None})
+        return dataclasses.replace(self, **{**fresh, **changes, "_cache": {}, "_curve": None,
+                                            "_qcache": {}, "_map_qcache": {}})
 
     @functools.cached_property
     def D(self) -> np.ndarray:
@@ -199,6 +227,130 @@ class SystemModel:
     def class_residence(self, Rm: np.ndarray) -> np.ndarray:
         """``R_{m,c} = D_{m,c} + W_m V_{m,c} / Vbar_m`` (M, C) from the aggregate's ``R_m``."""
         return self.D_mc + self.wait(Rm)[:, None] * self._wait_share
+
+    @functools.cached_property
+    def quantile_levels(self) -> tuple[float, ...]:
+        """The levels :meth:`quantiles` gives: p50, p90, p95, p99 and every SLO's."""
+        extra = () if self.slo is None else tuple(
+            q for q, col in zip(SLO_QUANTILES.values(), self.slo.T) if np.isfinite(col).any())
+        return tuple(sorted(set(DEFAULT_LEVELS) | set(extra)))
+
+    @functools.cached_property
+    def _arrival(self) -> ArrivalLaw:
+        """What requests find at the tiers, at any population (its complements' MVA curves
+        kept for every population this model is asked about)."""
+        return ArrivalLaw(self.D, self.servers, self.think_time)
+
+    def _law_quantiles(self, n: int) -> np.ndarray:
+        """``(C, L)`` quantiles and ``(C,)`` means (last column) of the exponential
+        network's response-time law at ``n`` (:mod:`solvers.response_time`; one job at
+        ``n = 0``)."""
+        n = max(int(n), 1)
+        if n not in self._qcache:
+            res = response_time_quantiles(self.D, self.servers, self.think_time, n,
+                                          self.D_mc, self._wait_share, self.quantile_levels,
+                                          arrival=self._arrival)
+            self._qcache[n] = np.column_stack([res.quantiles, res.mean])
+        return self._qcache[n]
+
+    def quantiles(self, point: Point) -> np.ndarray:
+        """Per class the response time's quantiles at ``point`` (``(C, L)``, levels
+        :attr:`quantile_levels`): on the MVA route the exponential network's law; on the MAP
+        network, where its chain has at most :data:`QUANTILE_STATE_LIMIT` states and every
+        bursty tier one core, the chain's own law (the bursty tiers' passage times,
+        :mod:`solvers.response_time.mapnet`), else the exponential network's law scaled per
+        class to the point's mean (flagged, module docstring)."""
+        if point.model == "mva":
+            return self._law_quantiles(point.n)[:, :-1]
+        if point.model in ("map", "map-fes") and point.n >= 1 and self.exact_applies \
+                and self.map_states(point.n) <= QUANTILE_STATE_LIMIT:
+            if point.n not in self._map_qcache:
+                procs = [p.scaled(float(d)) for p, d in zip(self.processes or [], self.D)]
+                scales = np.divide(self.D_mc, self.D[:, None], out=np.zeros_like(self.D_mc),
+                                   where=self.D[:, None] > 0)
+                try:
+                    q, _ = map_network_quantiles(procs, point.n, self.think_time,
+                                                 [int(c) for c in self.servers], scales,
+                                                 self._wait_share, self.quantile_levels)
+                except (RuntimeError, ValueError, np.linalg.LinAlgError):
+                    q = None
+                self._map_qcache[point.n] = q
+            if self._map_qcache[point.n] is not None:
+                return self._map_qcache[point.n]
+        law = self._law_quantiles(point.n)
+        q, mean = law[:, :-1], law[:, -1]
+        flag = ("quantiles on the MAP network past its chain's budget or with a multi-core "
+                "bursty tier: the exponential network's response-time law scaled to its mean "
+                "(a bursty tier's tail is heavier)")
+        if flag not in self.flags:
+            self.flags.append(flag)
+        ratio = np.divide(point.response, mean, out=np.ones_like(mean), where=mean > 0)
+        return q * ratio[:, None]
+
+    def _slo_columns(self) -> np.ndarray:
+        """The quantile SLOs as ``(C, L)`` bounds on :attr:`quantile_levels` (``inf``:
+        none)."""
+        levels = self.quantile_levels
+        bounds = np.full((len(self.classes), len(levels)), np.inf)
+        if self.slo is not None:
+            for k, q in enumerate(SLO_QUANTILES.values()):
+                if q in levels:
+                    bounds[:, levels.index(q)] = self.slo[:, k]
+        return bounds
+
+    @property
+    def has_quantile_slo(self) -> bool:
+        return self.slo is not None and bool(np.isfinite(self.slo[self.mix > 0]).any())
+
+    def class_excess(self, point: Point) -> np.ndarray:
+        """Per class ``max(R_c / sla_c, q_{c,k} / slo_{c,k}) - 1`` over its SLOs (``-inf``:
+        none, or not in the mix)."""
+        ratio = point.response / self.sla
+        if self.has_quantile_slo:
+            bounds = self._slo_columns()
+            ratio = np.maximum(ratio, (self.quantiles(point) / bounds).max(axis=1))
+        return np.where(self.mix > 0, ratio - 1.0, -np.inf)
+
+    def mean_bounds(self, point: Point) -> np.ndarray:
+        """Per class the mean response time its SLOs allow, read at ``point``: ``sla_c`` and,
+        for each quantile SLO, its bound times ``R_c / q_{c,k}`` -- the mean at which the
+        quantile meets its bound if the law keeps its shape. What a measured mean is held to
+        where only means are measured."""
+        out = np.array(self.sla, dtype=float)
+        if self.has_quantile_slo:
+            bounds = self._slo_columns()
+            q = self.quantiles(point)
+            implied = np.divide(bounds * point.response[:, None], q,
+                                out=np.full_like(bounds, np.inf), where=q > 0)
+            out = np.minimum(out, implied.min(axis=1))
+        return out
+
+    def slo_statistic(self, point: Point) -> list[tuple[str | None, float | None]]:
+        """Per class the statistic its SLO is on and its bound: the one nearest to (or
+        furthest past) its bound at ``point`` (``mean`` for ``sla_s``; ``(None, None)``:
+        no SLO)."""
+        names = ["mean"]
+        ratios = [point.response / self.sla]
+        limits = [self.sla]
+        if self.has_quantile_slo:
+            bounds = self._slo_columns()
+            q = self.quantiles(point)
+            byq = {v: k for k, v in SLO_QUANTILES.items()}
+            for k, level in enumerate(self.quantile_levels):
+                if np.isfinite(bounds[:, k]).any():
+                    names.append(byq[level])
+                    ratios.append(q[:, k] / bounds[:, k])
+                    limits.append(bounds[:, k])
+        R = np.array(ratios)                          # (S, C)
+        L = np.array(limits)
+        out = []
+        for c in range(len(self.classes)):
+            if not np.isfinite(L[:, c]).any():
+                out.append((None, None))
+                continue
+            k = int(np.argmax(np.where(np.isfinite(L[:, c]), R[:, c], -np.inf)))
+            out.append((names[k], float(L[k, c])))
+        return out
 
     def _read_back(self, n: int, X: float, Rm: np.ndarray, B: np.ndarray | None,
                    model: str) -> Point:
@@ -251,8 +403,49 @@ class SystemModel:
         """Largest ``n`` whose every class meets its SLA under MVA, ``(n, limited)``; ``None``
         when no class has an SLA. Exact up to :meth:`asymptote_start` (one pass of the MVA
         recursion), beyond it where the extrapolated ``R_c(n)`` crosses the SLA."""
+        mean_cap = self._mean_capacity()
+        if not self.has_quantile_slo:
+            return mean_cap
+        return self._quantile_capacity(mean_cap)
+
+    def _quantile_capacity(self, mean_cap: tuple[int | None, bool]) -> tuple[int | None, bool]:
+        """The largest ``n`` within the mean's SLA (``mean_cap``) and every quantile SLO on
+        the MVA route's response-time law (quantiles increase with ``n``): a capacity search
+        on the quantiles' excess alone, then the smaller of both. It starts where the MVA
+        curve's mean reaches the mean each quantile SLO implies at the mean's answer (its
+        bound times ``R_c / q_c`` there: :meth:`mean_bounds`), one pass over the curve, with a
+        first step of :data:`MAP_CAPACITY_TOLERANCE`: the shape of the law changes slowly
+        with ``n``, so the answer is near (3-5 probes instead of 6-10)."""
+        bounds = self._slo_columns()
         active = self.mix > 0
-        sla = self.sla[active]
+
+        def excess(n: int) -> float:
+            q = self._law_quantiles(n)[:, :-1]
+            return float((q[active] / bounds[active]).max() - 1.0)
+
+        floor = float((self._law_quantiles(1)[active, :-1] / bounds[active]).max() - 1.0)
+        if floor > 0:
+            return 0, False
+        n0 = mean_cap[0] if mean_cap[0] is not None and not mean_cap[1] \
+            else max(int(self.knee()), 1)
+        n0 = max(n0, 1)
+        point = self.mva_at(n0)
+        q0 = self._law_quantiles(n0)[:, :-1]
+        implied = np.divide(bounds * point.response[:, None], q0,
+                            out=np.full_like(bounds, np.inf), where=q0 > 0).min(axis=1)
+        aim, aim_limited = self._mean_capacity(implied)
+        start = aim if aim is not None and not aim_limited else n0
+        cap, limited = capacity_search(excess, start=max(start, 1), limit=CAPACITY_LIMIT,
+                                       known={n0: excess(n0)}, floor=floor,
+                                       growth=1.0 + MAP_CAPACITY_TOLERANCE)
+        if mean_cap[0] is None or (not limited and cap < mean_cap[0]) or mean_cap[1]:
+            return cap, limited and (mean_cap[0] is None or mean_cap[1])
+        return mean_cap
+
+    def _mean_capacity(self, sla: np.ndarray | None = None) -> tuple[int | None, bool]:
+        """:meth:`mva_capacity` on the mean's SLA alone (``sla``: other bounds per class)."""
+        active = self.mix > 0
+        sla = (self.sla if sla is None else sla)[active]
         if not np.isfinite(sla).any():
             return None, False
         n0 = self.asymptote_start()
@@ -359,7 +552,9 @@ class SystemModel:
                 "map_limit": int(self.map_limit), "flags": list(self.flags),
                 "visits": None if self.visits is None else self.visits.tolist(),
                 "scv_targets": dict(self.scv_targets),
-                "per_job_max_cores": int(self.per_job_max_cores)}
+                "per_job_max_cores": int(self.per_job_max_cores),
+                "slo": None if self.slo is None else
+                [[None if math.isinf(v) else float(v) for v in row] for row in self.slo]}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "SystemModel":
@@ -382,7 +577,11 @@ class SystemModel:
                        scv_targets={str(k): float(v) for k, v in
                                     (data.get("scv_targets") or {}).items()},
                        per_job_max_cores=int(data.get("per_job_max_cores",
-                                                      PER_JOB_MAX_CORES)))
+                                                      PER_JOB_MAX_CORES)),
+                       slo=None if data.get("slo") is None else np.array(
+                           [[math.inf if v is None else v for v in row]
+                            for row in data["slo"]], dtype=float).reshape(
+                               len(data["classes"]), len(SLO_QUANTILES)))
         except KeyError as exc:
             raise ValueError(f"model: missing key {exc.args[0]!r}") from None
         except (TypeError, ValueError) as exc:
@@ -393,15 +592,21 @@ class SystemModel:
         return dict(self._cache)
 
     def excess(self, point: Point) -> float:
-        """``max_c R_c / SLA_c - 1`` over the classes with users (> 0: an SLA is broken)."""
-        ratio = np.where(self.mix > 0, point.response / self.sla, -np.inf)
-        return float(ratio.max() - 1.0)
+        """``max_c R_c / SLA_c - 1`` over the classes with users, and each quantile SLO's
+        ``q_{c,k} / slo_{c,k} - 1`` (> 0: an SLO is broken)."""
+        return float(self.class_excess(point).max())
 
     def excess_floor(self) -> float:
         """``max_c sum_m D_{m,c} / SLA_c - 1`` over the classes with users: :meth:`excess`
-        with no queueing, which it never falls below (``W_m >= 0``, :meth:`wait`)."""
+        with no queueing, which it never falls below (``W_m >= 0``, :meth:`wait`); with
+        quantile SLOs also their quantiles of one job alone."""
         active = self.mix > 0
-        return float((self.D_mc.sum(axis=0)[active] / self.sla[active]).max() - 1.0)
+        floor = float((self.D_mc.sum(axis=0)[active] / self.sla[active]).max() - 1.0)
+        if self.has_quantile_slo:
+            bounds = self._slo_columns()
+            q = self._law_quantiles(1)[:, :-1]
+            floor = max(floor, float((q[active] / bounds[active]).max() - 1.0))
+        return floor
 
     def population_for(self, throughput: float) -> int | None:
         """Smallest ``n`` whose MVA throughput reaches ``throughput`` (None: beyond saturation)."""
@@ -586,6 +791,9 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
                             for t in tiers]).reshape(len(tiers), C)
     servers = np.array([float(t.cores) for t in tiers])
     sla = np.array([cfg.sla_for(c) for c in classes])
+    slo_rows = [cfg.slo_for(c) for c in classes]
+    slo = None if not any(slo_rows) else np.array(
+        [[row.get(name, math.inf) for name in SLO_QUANTILES] for row in slo_rows], dtype=float)
     processes = None
     def is_bursty(t: TierModel) -> bool:
         return t.bursty or (provisional and t.provisional)
@@ -620,4 +828,4 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
     return SystemModel(tiers=[t.tier for t in tiers], classes=list(classes), D_mc=D_mc, mix=p,
                        servers=servers, think_time=think_time, sla=sla, processes=processes,
                        map_limit=cfg.map_max_population, flags=flags, visits=V_mc,
-                       per_job_max_cores=cfg.per_job_max_cores)
+                       per_job_max_cores=cfg.per_job_max_cores, slo=slo)

@@ -15,6 +15,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from streams.core.config import SLO_QUANTILES
 from streams.core.outputs import ClassDemand, ClassPrediction, Prediction, TierPrediction
 from streams.core.records import clean
 from streams.core.tier import TierModel
@@ -106,25 +107,40 @@ def breach_point(model: SystemModel, cap: int | None, limited: bool
         return None, None, None
     beyond = [p for n, p in model.solved().items() if n > cap and model.excess(p) > 0]
     breach = min(beyond, key=lambda p: p.n) if beyond else model.at(cap + 1)
-    ratio = np.where(model.mix > 0, breach.response / model.sla, -np.inf)
-    c = int(np.argmax(ratio))
+    c = int(np.argmax(model.class_excess(breach)))
     share = model.class_residence(breach.residence)[:, c]
     return breach, model.classes[c], model.tiers[int(np.argmax(share))]
 
 
 def class_parts(model: SystemModel, m: Measured, now: Point, fc: Point,
                 errors: Mapping[str, float | None],
-                pooled: Mapping[str, Mapping[str, Any]]) -> dict[str, ClassPrediction]:
-    """Per class: the model's throughput and response time now and at the forecast, the
-    measured ones, the SLA; this solve's error (``errors``:
+                pooled: Mapping[str, Mapping[str, Any]],
+                quantiles: bool = False) -> dict[str, ClassPrediction]:
+    """Per class: the model's throughput and response time now and at the forecast, its
+    response-time quantiles there (:meth:`SystemModel.quantiles`, keys ``p50`` ... as
+    :data:`~streams.core.config.SLO_QUANTILES`; with ``quantiles`` or a quantile SLO), the
+    measured ones, the SLA and the statistic
+    the class's SLO is on at the forecast (:meth:`SystemModel.slo_statistic`) with its bound;
+    this solve's error (``errors``:
     :func:`streams.predict.confidence.class_errors`) and the pooled one (``pooled``,
     :func:`streams.predict.confidence.pooled_errors`, for the classes it has)."""
     parts = {}
     x_now, x_fc = float(now.throughput), float(fc.throughput)
-    for c, p, r_now, r_fc, sla in zip(model.classes, model.mix.tolist(),
-                                      now.response.tolist(), fc.response.tolist(),
-                                      model.sla.tolist()):
-        extra: dict[str, Any] = {}
+    names = {v: k for k, v in SLO_QUANTILES.items()}
+    keys = [names[q] for q in model.quantile_levels]
+    with_quantiles = quantiles or model.has_quantile_slo
+    if with_quantiles:
+        q_now, q_fc = model.quantiles(now), model.quantiles(fc)
+    statistic = model.slo_statistic(fc)
+    for i, (c, p, r_now, r_fc, sla) in enumerate(zip(
+            model.classes, model.mix.tolist(), now.response.tolist(), fc.response.tolist(),
+            model.sla.tolist())):
+        extra: dict[str, Any] = {"slo_statistic": statistic[i][0],
+                                 "slo_bound_s": statistic[i][1]}
+        if with_quantiles:
+            extra.update(
+                response_time_quantiles_s=dict(zip(keys, clean(q_now[i].tolist()))),
+                response_time_quantiles_forecast_s=dict(zip(keys, clean(q_fc[i].tolist()))))
         if c in pooled:
             extra.update(response_time_error_pooled=pooled[c]["error"],
                          response_time_error_se=pooled[c]["se"])

@@ -1,0 +1,69 @@
+"""Response-time distributions of closed networks of exponential FCFS tiers, and their quantiles.
+
+A request's response time is the sum of its sojourns at the tiers it visits. At a tier of ``c``
+cores its sojourn is a mixture of Erlangs given the jobs it finds there
+(:mod:`~solvers.response_time.sojourn`); what it finds follows from the arrival theorem
+(Lavenberg and Reiser 1980; Sevcik and Mitrani 1981): the stationary marginal of the network
+with one job fewer (:mod:`~solvers.response_time.arrival`). The tiers are convolved as if
+independent -- exact for one queueing tier, an approximation in a network (measured in
+docs/accuracy.md). :func:`response_time_quantiles` puts the three together for the
+single-class aggregate model ``streams.predict`` solves, with the per-class read-back of its
+wait (each class meets the tier's wait scaled by its visit share, and its own service).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .arrival import ArrivalLaw, ArrivalMarginals, arrival_marginals
+from .sojourn import (GridDistribution, TierWait, end_to_end, quantiles, sojourn_cdf,
+                      tier_wait)
+
+__all__ = ["ArrivalLaw", "ArrivalMarginals", "arrival_marginals", "TierWait", "tier_wait", "sojourn_cdf",
+           "GridDistribution", "end_to_end", "ResponseQuantiles", "response_time_quantiles",
+           "DEFAULT_LEVELS"]
+
+#: the quantile levels predicted by default (p50, p90, p95, p99)
+DEFAULT_LEVELS = (0.5, 0.9, 0.95, 0.99)
+
+
+@dataclass(frozen=True, eq=False)
+class ResponseQuantiles:
+    """``quantiles[c, l]`` the level-``levels[l]`` quantile of class ``c``'s response time
+    (seconds, think time excluded); ``mean[c]`` the mean of the same law; ``approximate``: a
+    complementary network had another multi-server tier (Seidmann's approximation in the
+    marginals, :mod:`~solvers.response_time.arrival`)."""
+
+    levels: tuple[float, ...]
+    quantiles: np.ndarray
+    mean: np.ndarray
+    approximate: bool
+
+
+def response_time_quantiles(demands: np.ndarray, servers: np.ndarray, think_time: float,
+                            population: int, class_demands: np.ndarray | None = None,
+                            shares: np.ndarray | None = None,
+                            levels: tuple[float, ...] = DEFAULT_LEVELS,
+                            arrival: ArrivalLaw | None = None) -> ResponseQuantiles:
+    """Quantiles of the response time per class at ``population`` in a closed single-class
+    network (``demands`` ``D_m``, ``servers`` ``c_m``, think time ``Z``). ``class_demands``
+    ``D_{m,c}`` (default: the aggregate, one class) are the classes' own exponential services;
+    ``shares[m, c]`` the factor on tier ``m``'s wait a class-``c`` request meets (default 1).
+    ``arrival``: the network's :class:`ArrivalLaw`, kept to answer many populations."""
+    D = np.asarray(demands, dtype=float)
+    Dmc = D[:, None] if class_demands is None else np.asarray(class_demands, dtype=float)
+    lv = tuple(float(q) for q in levels)
+    if not all(0 < q < 1 for q in lv):
+        raise ValueError(f"levels: quantile levels must lie in (0, 1), got {list(lv)}")
+    law = arrival if arrival is not None else ArrivalLaw(D, servers, think_time)
+    marg = law.marginals(population)
+    c = np.asarray(servers, dtype=float)
+    waits = [tier_wait(marg.offset[m], marg.pmf[m], float(D[m]), float(c[m]))
+             for m in range(D.shape[0])]
+    dists = end_to_end(waits, Dmc, shares)
+    q = quantiles(dists, lv)
+    return ResponseQuantiles(levels=lv, quantiles=q,
+                             mean=np.array([d.mean for d in dists]),
+                             approximate=any(marg.approximate))

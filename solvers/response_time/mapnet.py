@@ -1,0 +1,169 @@
+"""Response-time laws of the closed MAP network (Mi et al. 2008, Fig. 9) from its exact chain.
+
+**What an arriving job finds.** The MAP network is not product form, so the arrival theorem
+does not hold; the state a job arriving at tier ``m`` sees is the stationary state weighted by
+the rate at which jobs enter ``m`` in it (a completion at tier ``m - 1``, or the end of a think
+time for the first tier): ``P(found = (n, phi)) ~ sum_s pi(s) r_m(s)`` over the states ``s``
+with ``n`` jobs at ``m`` in phase ``phi`` (Lavenberg and Reiser 1980's construction, without
+its product-form shortcut). ``pi`` comes from :func:`solvers.mapqn.stationary_states`.
+
+**A bursty tier of one core.** Its phase runs while it is busy, and a job that finds ``n``
+ahead in phase ``phi`` leaves at the ``(n + 1)``-th completion of the tier's MAP from
+``phi``: a phase-type passage time through the tier's chain (the jobs behind it never
+matter under FCFS). On the lattice of :mod:`solvers.response_time.sojourn` one completion is
+the matrix kernel ``e^{D0 t} D1`` discretised with the same triangular kernel -- its masses
+are ``K_0`` at 0 and ``B^{i-1} (B - I)^2 D0^{-2} D1 / h`` at ``i h`` (``B = e^{D0 h}``), whose
+transform is ``K_0 + w (I - w B)^{-1} (B - I)^2 D0^{-2} D1 / h`` per frequency ``w`` -- and the
+passage's transform is ``sum_n F(n, .) K(w)^{n} K_c(w) 1`` (Horner over ``n``; ``K_c`` the
+class's own service, the MAP's time scaled by its demand ratio). Exponential tiers keep the
+Erlang mixtures of :mod:`~solvers.response_time.sojourn`, from the found law's counts.
+
+The tiers are convolved as independent, as on the MVA route. Only the exact chain: a bursty
+tier of several cores (its jobs each keep their own phase in the physical tier) and chains
+past the exact solver's budget are not covered (:class:`ValueError`; the caller approximates).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import linalg
+
+from solvers.mapqn import StateSpace, stationary_states
+from solvers.processes import MAP
+
+from .sojourn import SPAN, GridDistribution, TierWait, _pgf, _phase_transform, _unit_roots, \
+    quantiles, tier_wait
+
+__all__ = ["found_at_arrival", "map_network_quantiles"]
+
+#: lattice points of a MAP network's law
+GRID = 1024
+
+
+def found_at_arrival(procs: list[MAP], space: StateSpace, pi: np.ndarray) -> list[np.ndarray]:
+    """Per tier ``m``, ``F_m[n, phi]``: the probability that a job arriving at ``m`` finds
+    ``n`` others there with the tier in phase ``phi`` (module docstring)."""
+    K, M, N, Z = space.phase_count, space.queues, space.population, space.think_time
+    occ, ph = space.occupancy, space.phases
+    P = pi.reshape(-1, K)
+    out = []
+    for m in range(M):
+        if m == 0 and Z > 0:
+            rate = np.broadcast_to(((N - occ.sum(axis=1)) / Z)[:, None], P.shape)
+            src = None
+        else:
+            src = m - 1 if m > 0 else M - 1
+            speed = space.speed(src)
+            busy = (occ[:, src] > 0).astype(float) * (1.0 if speed is None else speed)
+            rate = busy[:, None] * procs[src].D1.sum(axis=1)[ph[:, src]][None, :]
+        w = P * rate
+        found = occ[:, m] - (1 if src == m else 0)
+        F = np.zeros((N, procs[m].order))
+        n_idx = np.broadcast_to(np.clip(found, 0, N - 1)[:, None], w.shape)
+        phi_idx = np.broadcast_to(ph[:, m][None, :], w.shape)
+        np.add.at(F, (n_idx.ravel(), phi_idx.ravel()), w.ravel())
+        out.append(F / F.sum())
+    return out
+
+
+def _kernel(proc: MAP, scale: float, h: float, size: int) -> np.ndarray:
+    """``(size/2 + 1, k, k)``: the transform of one completion's triangular-kernel masses
+    (module docstring) of ``proc`` with its time multiplied by ``scale``."""
+    D0, D1 = proc.D0 / scale, proc.D1 / scale
+    k = D0.shape[0]
+    eye = np.eye(k)
+    B = linalg.expm(D0 * h)
+    inv = np.linalg.inv(D0)
+    K0 = (inv @ inv @ (B - eye) - h * inv) @ D1 / h
+    V = (B - eye) @ (B - eye) @ inv @ inv @ D1 / h
+    w = _unit_roots(size)[0][0]
+    A = eye[None] - w[:, None, None] * B[None]
+    return K0[None] + w[:, None, None] * np.linalg.solve(A, np.broadcast_to(V, A.shape))
+
+
+def _passage_moments(proc: MAP, F: np.ndarray) -> tuple[float, float]:
+    """Mean and second moment of the time to the ``(n + 1)``-th completion from the found
+    law ``F[n, phi]``: ``m1(j) = u + P m1(j-1)``, ``m2(j) = 2 (-D0)^{-2} 1' + 2 Q_1 m1(j-1)
+    + P m2(j-1)`` with ``u = (-D0)^{-1} 1``, ``P = (-D0)^{-1} D1``, ``Q_1 = (-D0)^{-2} D1``
+    (the first completion's time and the phase it leaves, then the rest)."""
+    inv = np.linalg.inv(-proc.D0)
+    one = np.ones(proc.order)
+    u, P, Q1 = inv @ one, inv @ proc.D1, inv @ inv @ proc.D1
+    second = 2.0 * inv @ inv @ one
+    m1 = np.zeros(proc.order)
+    m2 = np.zeros(proc.order)
+    mean = square = 0.0
+    for n in range(F.shape[0]):
+        m1, m2 = u + P @ m1, second + 2.0 * Q1 @ m1 + P @ m2
+        mean += float(F[n] @ m1)
+        square += float(F[n] @ m2)
+    return mean, square
+
+
+def map_network_quantiles(processes: list[MAP], population: int, think_time: float,
+                          servers: list[int], class_scales: np.ndarray, shares: np.ndarray,
+                          levels: tuple[float, ...], *, grid: int = GRID
+                          ) -> tuple[np.ndarray, np.ndarray]:
+    """Per class the response time's quantiles ``(C, L)`` and means ``(C,)`` in the MAP
+    network of ``processes`` (each with the tier's aggregate mean), ``population``, think time
+    and cores: ``class_scales[m, c]`` a class's service over the aggregate's at tier ``m``,
+    ``shares[m, c]`` the factor on the wait it meets. ``ValueError`` for a bursty tier of
+    several cores (module docstring)."""
+    M = len(processes)
+    scales = np.asarray(class_scales, dtype=float).reshape(M, -1)
+    sh = np.asarray(shares, dtype=float).reshape(M, -1)
+    C = scales.shape[1]
+    for m, (p, c) in enumerate(zip(processes, servers)):
+        if p.order > 1 and c > 1:
+            raise ValueError(f"servers: tier {m} is bursty with {c} cores; the passage-time "
+                             f"law covers one-core bursty tiers")
+    space, pi = stationary_states(processes, population, think_time, servers=servers)
+    found = found_at_arrival(processes, space, pi)
+    means = np.zeros(C)
+    var = np.zeros(C)
+    waits: list[TierWait | None] = []
+    for m, (p, F) in enumerate(zip(processes, found)):
+        if p.order == 1:
+            wait = tier_wait(0, F[:, 0], p.mean, servers[m])
+            waits.append(wait)
+            means += wait.mean() * sh[m] + p.mean * scales[m]
+            var += wait.variance() * sh[m] ** 2 + (p.mean * scales[m]) ** 2
+        else:
+            waits.append(None)
+            mean, square = _passage_moments(p, F)
+            top = np.maximum(sh[m], scales[m])
+            means += mean * top
+            var += max(square - mean * mean, 0.0) * top ** 2
+    top = float(np.max(means + SPAN * np.sqrt(var)))
+    h = top / grid
+    phi = np.ones((C, grid // 2 + 1), dtype=complex)
+    for m, (p, F) in enumerate(zip(processes, found)):
+        wait = waits[m]
+        if wait is not None:
+            phi *= _phase_transform(1.0 / (p.mean * scales[m]), h, grid)
+            for share in np.unique(sh[m]):
+                if share > 0 and wait.no_wait() < 1.0:
+                    rate = np.array([wait.rate / share])
+                    phi[sh[m] == share] *= _pgf(wait, _phase_transform(rate, h, grid)[0])
+            continue
+        visiting = (sh[m] > 0) | (scales[m] > 0)
+        for share in np.unique(sh[m][visiting]):
+            if share > 0:
+                Kw = _kernel(p, float(share), h, grid)
+            else:                                 # no wait: the phases move, no time passes
+                P = np.linalg.solve(-p.D0, p.D1)
+                Kw = np.broadcast_to(P, (grid // 2 + 1, p.order, p.order)).astype(complex)
+            acc = np.broadcast_to(F[-1], (Kw.shape[0], p.order)).astype(complex)
+            for n in range(F.shape[0] - 2, -1, -1):
+                acc = np.einsum("fi,fij->fj", acc, Kw) + F[n]
+            for c in np.flatnonzero((sh[m] == share) & visiting):
+                if not scales[m, c] > 0:
+                    phi[c] *= acc.sum(axis=1)
+                    continue
+                Kc = _kernel(p, float(scales[m, c]), h, grid)
+                phi[c] *= np.einsum("fi,fij->f", acc, Kc)
+    mass = np.maximum(np.fft.irfft(phi, n=grid, axis=1), 0.0)
+    cdf = np.minimum(np.cumsum(mass, axis=1), 1.0)
+    dists = [GridDistribution(h=h, cdf=cdf[c], mean=float(means[c])) for c in range(C)]
+    law_means = np.array([float(h * (np.arange(grid) @ mass[c])) for c in range(C)])
+    return quantiles(dists, tuple(levels)), law_means
