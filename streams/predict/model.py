@@ -1,7 +1,8 @@
 """The closed model of one system, built from its tiers' estimates, and the questions put to it.
 
 The system is Mi et al. (2008), Fig. 9: ``N`` users think ``Z`` seconds, then visit the tiers in
-order. Per-class demands ``D_{m,c} = V_{m,c} d_{m,c}`` (visits x the demand per completion at
+order. Per-class demands ``D_{m,c} = V_{m,c} d_{m,c}`` (visits -- configured, else learned from
+the tiers' completions, :mod:`streams.predict.visits` -- x the demand per completion at
 the tier, :func:`tier_demands`: by default the Kalman filter's or the sliding regression's,
 whichever predicted the tier's recent utilization better) are aggregated over the measured class mix ``p_c = X_c / sum X``
 into one class, ``D_m = sum_c p_c D_{m,c}`` -- the single-class model Mi et al. (2008) solves.
@@ -62,6 +63,7 @@ from solvers.processes import MAP
 from streams.core.config import SystemConfig
 from streams.core.tier import TierModel
 from streams.predict.capacity_search import capacity_search, projected_start
+from streams.predict.visits import Visits
 
 __all__ = ["Measured", "SystemModel", "Point", "build_model", "capacity_search",
            "model_capacity", "tier_demands", "history_demands", "fcfs_split"]
@@ -162,6 +164,9 @@ class SystemModel:
     #: bursty tiers of up to this many cores take the decomposition's per-job station
     #: (``solve_decomposed``'s ``per_job_max_cores``; ``SystemConfig.per_job_max_cores``)
     per_job_max_cores: int = PER_JOB_MAX_CORES
+    #: per tier and class, the visit ratio the completions give (:mod:`streams.predict.visits`;
+    #: absent: they cannot tell)
+    visits_measured: dict[str, dict[str, float]] = field(default_factory=dict)
     _cache: dict[int, Point] = field(default_factory=dict)
     _curve: Any = None
     #: what the decomposition's solves of this model and its variants share (the probes of a
@@ -547,19 +552,23 @@ def _history_flag(tier: str, before: float, after: float) -> str:
 
 
 def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float],
-                think_time: float, cfg: SystemConfig, provisional: bool = False) -> SystemModel:
+                think_time: float, cfg: SystemConfig, provisional: bool = False,
+                visits: Visits | None = None) -> SystemModel:
     """The system's model from its tiers' estimates and the measured mix. ``provisional``:
     the tiers that are only provisionally bursty (:attr:`TierModel.provisional`) enter the
     MAP network as bursty too -- the pessimistic model the predicted-breach alert acts on
-    while their ``I`` is not yet confirmed (flagged)."""
-    flags: list[str] = []
+    while their ``I`` is not yet confirmed (flagged). ``visits``: the visit ratios with their
+    flags (:func:`streams.predict.visits.resolve`; ``None``: the configured ones, 1 where
+    the configuration is silent)."""
+    flags: list[str] = list(visits.flags) if visits is not None else []
+    visit = visits.visit if visits is not None else cfg.visit
     C = len(classes)
     weights = np.array([max(mix.get(c, 0.0), 0.0) for c in classes])
     if not weights.sum() > 0:
         weights = np.ones(C)
         flags.append("idle: no completions in the interval, equal class mix assumed")
     p = weights / weights.sum()
-    V_mc = np.array([[cfg.visit(t.tier, c) for c in classes] for t in tiers]).reshape(
+    V_mc = np.array([[visit(t.tier, c) for c in classes] for t in tiers]).reshape(
         len(tiers), C)
     D_mc = V_mc * np.array([tier_demands(t, classes, p, cfg.demand_policy)
                             for t in tiers]).reshape(len(tiers), C)
@@ -599,4 +608,5 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
     return SystemModel(tiers=[t.tier for t in tiers], classes=list(classes), D_mc=D_mc, mix=p,
                        servers=servers, think_time=think_time, sla=sla, processes=processes,
                        map_limit=cfg.map_max_population, flags=flags, visits=V_mc,
-                       per_job_max_cores=cfg.per_job_max_cores)
+                       per_job_max_cores=cfg.per_job_max_cores,
+                       visits_measured=visits.measured if visits is not None else {})
