@@ -128,7 +128,7 @@ def resolve(cfg: SystemConfig, sums: Counts, entry: str | None,
             if c in known and conf is None:
                 why = (f"{entry} counted {acc[1] if acc else 0.0:.0f} < "
                        f"{VISIT_MIN_COMPLETIONS:.0f} {c} requests beside it"
-                       if entry is not None and entry in tier_classes
+                       if entry is not None and tier_classes.get(entry)
                        else "no entry tier reported")
                 flags.append(f"visits_assumed: {tier}/{c} 1, the counts cannot tell ({why})")
     return Visits(used, measured, flags)
