@@ -259,8 +259,9 @@ def run_pipeline(runs: list[Run], window_s: int) -> None:
             R=np.array([[w.response_time_s.get(c, math.nan) for c in classes]
                         for w in windows]),
             counts=np.array([[w.completions.get(c, 0.0) for c in classes] for w in windows])))
-    step_tiers(tiers)
-    for run, tier, win in zip(runs, tiers, per_run):
+    estimates = [e for _, e in step_tiers(tiers)]      # tier by tier, window by window
+    starts = np.cumsum([0] + [len(w.U) for w in per_run])
+    for r, (run, tier, win) in enumerate(zip(runs, tiers, per_run)):
         tier.take_interval()                          # the per-class response-time means
         model = tier.refresh(fit_map=False)
         classes = run.classes
@@ -280,6 +281,8 @@ def run_pipeline(runs: list[Run], window_s: int) -> None:
             "sdl": response_time_split(win.U, win.X, win.R),
             "residual": {k: _residual(win, v) for k, v in answers.items()},
             "windows": len(win.U), "order": order, "win": win, "estimator": model.estimator,
+            "kalman_path": np.array([[e.demands.get(c, math.nan) for c in classes]
+                                     for e in estimates[starts[r]:starts[r + 1]]]),
         }
 
 
@@ -493,18 +496,26 @@ def report_sarde(runs: list[Run], markdown: bool) -> dict[str, Any]:
 def report_mainstream(runs: list[Run], markdown: bool) -> None:
     """Per run and class, perfcast's demands against the median of LibReDE's mainstream
     estimators: the Kalman filter at the end of the run (the pipeline's selected estimator on
-    these runs) and the recommended demands, at every window length."""
+    these runs) and the share of the second half's windows after which it was within
+    :data:`MAINSTREAM_TOLERANCE`, the recommended demands and NNLS over the run, at every
+    window length."""
     t = Table("SARDE runs: per-class demands against the median of LibReDE's mainstream "
               f"estimators ({', '.join(MAINSTREAM)}); perfcast's difference at 5 / 10 / 30-s "
               "windows", ["run", "class", "mainstream median (s)", "their spread",
-                          "kalman (pipeline)", "recommended", "NNLS over the run"])
+                          "kalman (pipeline)", "kalman: 2nd half within 15%", "recommended",
+                          "NNLS over the run"])
     for run in runs:
         med, spread = mainstream_median(run)
         for i, c in enumerate(run.classes):
-            t.add(run.name, c, _fmt(float(med[i])), f"{100 * spread[i]:.0f}%",
-                  *(" / ".join(_pct(float(run.results[T]["answers"][n][i]) / med[i] - 1)
-                               for T in WINDOWS)
-                    for n in ("kalman", "recommended", "nnls_run")))
+            cells = [" / ".join(_pct(float(run.results[T]["answers"][n][i]) / med[i] - 1)
+                                for T in WINDOWS) for n in ("kalman", "recommended", "nnls_run")]
+            share = []
+            for T in WINDOWS:
+                path = run.results[T]["kalman_path"][:, i]
+                half = path[len(path) // 2:] / med[i] - 1
+                share.append(f"{100 * np.mean(np.abs(half) <= MAINSTREAM_TOLERANCE):.0f}%")
+            t.add(run.name, c, _fmt(float(med[i])), f"{100 * spread[i]:.0f}%", cells[0],
+                  " / ".join(share), *cells[1:])
     print(t.render(markdown))
 
 
