@@ -113,6 +113,17 @@ def _count(value: Any, name: str, minimum: int) -> int:
     return int(value)
 
 
+def _per_class(values: Any, name: str, what: str, check: Any) -> tuple:
+    """``values`` (one per class) as a tuple, each passed through ``check(value, name[i])``."""
+    try:
+        items = tuple(values)
+    except TypeError:
+        raise ValueError(f"{name}: must be a sequence of {what}, got {values!r}") from None
+    if not items:
+        raise ValueError(f"{name}: must not be empty")
+    return tuple(check(v, f"{name}[{i}]") for i, v in enumerate(items))
+
+
 # ----------------------------------------------------------------------------- specification
 @dataclass(frozen=True)
 class Tier:
@@ -144,25 +155,13 @@ class Tier:
                                  f"(finite) or a MAP, got {self.service!r}") from None
             object.__setattr__(self, "service", mean)
         if self.multipliers is not None:
-            try:
-                items = tuple(self.multipliers)
-            except TypeError:
-                raise ValueError(f"{self.name}.multipliers: must be a sequence of numbers > 0,"
-                                 f" got {self.multipliers!r}") from None
-            if not items:
-                raise ValueError(f"{self.name}.multipliers: must not be empty")
-            object.__setattr__(self, "multipliers", tuple(
-                _positive(v, f"{self.name}.multipliers[{i}]") for i, v in enumerate(items)))
+            object.__setattr__(self, "multipliers", _per_class(
+                self.multipliers, f"{self.name}.multipliers", "numbers > 0",
+                lambda v, name: _positive(v, name)))
         if self.visits is not None:
-            try:
-                items = tuple(self.visits)
-            except TypeError:
-                raise ValueError(f"{self.name}.visits: must be a sequence of integers >= 1, "
-                                 f"got {self.visits!r}") from None
-            if not items:
-                raise ValueError(f"{self.name}.visits: must not be empty")
-            object.__setattr__(self, "visits", tuple(
-                _count(v, f"{self.name}.visits[{i}]", 1) for i, v in enumerate(items)))
+            object.__setattr__(self, "visits", _per_class(
+                self.visits, f"{self.name}.visits", "integers >= 1",
+                lambda v, name: _count(v, name, 1)))
 
     @property
     def mean_service(self) -> float:
