@@ -49,10 +49,15 @@ def test_a_class_the_tier_never_completes_learns_zero_visits():
     vis = resolve(SystemConfig(), _sums(rows), "front", {"front": ["a", "b"], "db": ["a"]},
                   ["a", "b"])
     assert vis.visit("db", "b") == 0.0 and vis.flags == []
+    told = resolve(SystemConfig(visits={"db": {"b": 1.0}}), _sums(rows), "front",
+                   {"front": ["a", "b"], "db": ["a"]}, ["a", "b"])
+    assert told.visit("db", "b") == 1.0
+    assert told.flags == ["visits_mismatch: db/b configured 1, the completions give 0 (db's "
+                          "over front's); the configured 1 used"]
 
 
-@pytest.mark.parametrize("configured, flagged", [(3.4, True), (2.6, True), (3.2, False),
-                                                 (2.8, False)])
+@pytest.mark.parametrize("configured, flagged", [(3.4, True), (2.6, True), (3.35, True),
+                                                 (3.2, False), (2.8, False), (2.75, False)])
 def test_a_configured_ratio_is_used_and_flagged_beyond_ten_percent(configured, flagged):
     rows = [{"front": {"a": 100, "b": 100}, "db": {"a": 300, "b": 100}}]
     cfg = SystemConfig(visits={"db": {"a": configured}})

@@ -16,8 +16,8 @@ one window and the next interval brings it back, so misaligned windows cancel ou
 What the model uses, per (tier, class) (:func:`resolve`):
 
 * a configured ratio (``visits``): the configured one -- the user said so -- flagged
-  ``visits_mismatch`` where the counts' ratio differs from it by more than
-  :data:`VISIT_TOLERANCE`;
+  ``visits_mismatch`` where it differs from the counts' ratio by more than
+  :data:`VISIT_TOLERANCE` of that ratio;
 * no configured ratio, the entry tier counted at least :data:`VISIT_MIN_COMPLETIONS` requests
   of the class over the sums: the counts' ratio (0 where the tier never completes the class);
 * otherwise 1, flagged ``visits_assumed`` where the tier completes the class (the entry tier
@@ -42,7 +42,7 @@ __all__ = ["VISIT_DECAY", "VISIT_MIN_COMPLETIONS", "VISIT_TOLERANCE", "Visits", 
 VISIT_DECAY = 0.97
 #: requests of a class the entry tier must have counted before its ratios are learned
 VISIT_MIN_COMPLETIONS = 50.0
-#: a configured ratio the counts contradict by more than this (relative) is flagged
+#: a configured ratio off the counts' by more than this share of the counts' is flagged
 VISIT_TOLERANCE = 0.10
 
 #: per tier, per class, ``[sum n_{m,c}, sum n_{e,c}]`` over the same intervals, decayed
@@ -65,7 +65,7 @@ def add_counts(sums: Counts, entry: str | None,
         if tier == entry:
             continue
         per_class = sums.setdefault(tier, {})
-        for c in {*counts, *at_entry}:
+        for c in [*at_entry, *(c for c in counts if c not in at_entry)]:
             acc = per_class.setdefault(c, [0.0, 0.0])
             acc[0] += float(counts.get(c, 0.0))
             acc[1] += float(at_entry.get(c, 0.0))
@@ -118,7 +118,7 @@ def resolve(cfg: SystemConfig, sums: Counts, entry: str | None,
                     used.setdefault(tier, {})[c] = ratio
                     continue
                 used.setdefault(tier, {})[c] = conf
-                if abs(ratio - conf) > VISIT_TOLERANCE * max(ratio, conf):
+                if abs(conf - ratio) > VISIT_TOLERANCE * ratio or (ratio == 0 and conf > 0):
                     flags.append(f"visits_mismatch: {tier}/{c} configured {_fmt(conf)}, the "
                                  f"completions give {_fmt(ratio)} ({tier}'s over {entry}'s); "
                                  f"the configured {_fmt(conf)} used")
