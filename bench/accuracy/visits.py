@@ -5,6 +5,7 @@ Run from the repository root::
     python -m bench.accuracy.visits               # 8 systems, 30 simulated minutes each
     python -m bench.accuracy.visits --markdown    # the table for docs/accuracy.md
     python -m bench.accuracy.visits --minutes 10 --cases 2   # a smoke test
+    python -m bench.accuracy.visits --bursty      # one bursty database, 3 simulated hours (~3 min)
 
 Each system is simulated by :func:`solvers.simulation.physical.monitor_physical` (FCFS tiers,
 exponential service, a class's request visiting a tier ``V_{m,c}`` times in a row, ``V`` drawn
@@ -15,7 +16,10 @@ none (the ratios learned from the completions, :mod:`streams.predict.visits`) an
 of ones (what the configuration said when the ratios were not learned: every ratio off by up to
 5x). Reported at the last solve: the capacity at the SLA, the mean response time and throughput
 now, the bottleneck, the largest difference between a learned ratio and the true one, and how
-many ``visits_mismatch`` flags the wrong table raised.
+many ``visits_mismatch`` flags the wrong table raised. ``--bursty``: one two-tier system whose
+database serves Mi et al.'s (2008) bursty MAP(2) (``I ~ 200``, 1.5 ms per visit, 3 and 2 visits
+per class), long enough for the pipeline to find it bursty and solve the MAP network with the
+database's demand from its history (busy time per completion times visits).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from bench.tables import Table
+from solvers.paper000 import scenarios
 from solvers.simulation.physical import PhysicalNetwork, Tier, monitor_physical
 from streams.core.config import Config, SystemConfig
 from streams.engine.pipeline import Pipeline
@@ -66,6 +71,14 @@ def case(seed: int) -> tuple[PhysicalNetwork, dict[str, dict[str, float]], float
     return net, table, 3.0 * float(D.sum(axis=0).max())
 
 
+def bursty_case() -> tuple[PhysicalNetwork, dict[str, dict[str, float]], float]:
+    """The ``--bursty`` system (module docstring), 60 users, SLA 0.1 s."""
+    db = scenarios()["bottleneck_switch"].database.scaled(0.0015)
+    net = PhysicalNetwork((Tier("front", 1, 0.004), Tier("db", 1, db, visits=(3, 2))),
+                          ("browse", "buy"), (0.7, 0.3), THINK_S, 60)
+    return net, {"db": {"browse": 3.0, "buy": 2.0}}, 0.1
+
+
 def run_case(net: PhysicalNetwork, sla: float, visits: dict[str, dict[str, float]] | None,
              records: list[dict[str, Any]]) -> Any:
     """The last prediction of ``records`` through the pipeline with ``visits`` (``None``: no
@@ -93,11 +106,11 @@ def _pct(a: float | None, b: float | None) -> str:
     return f"{100 * (a / b - 1):+.1f}%"
 
 
-def systems(cases: int, minutes: float) -> list[dict[str, Any]]:
+def systems(cases: int, minutes: float, bursty: bool = False) -> list[dict[str, Any]]:
     """Every case simulated and run three ways (module docstring)."""
     rows = []
     for seed in range(cases):
-        net, table, sla = case(seed)
+        net, table, sla = bursty_case() if bursty else case(seed)
         records = monitor_physical(net, minutes * 60, WINDOW_S, warmup=60.0, system="sim",
                                    seed=seed)
         ones = {t: {c: 1.0 for c in per} for t, per in table.items()}
@@ -112,7 +125,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cases", type=int, default=8)
     ap.add_argument("--minutes", type=float, default=30.0)
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--bursty", action="store_true", help="the bursty database (docstring)")
     args = ap.parse_args(argv)
+    if args.bursty:
+        args.cases, args.minutes = 1, 180.0
     start = time.perf_counter()
     t = Table(f"Visits: the pipeline without a visits table (learned) and with a table of ones, "
               f"against the true table ({args.minutes:g} simulated minutes of {WINDOW_S:g}-s "
@@ -120,13 +136,15 @@ def main(argv: list[str] | None = None) -> int:
               ["system", "visits (tier: per class)", "users", "capacity true / learned / ones",
                "learned: capacity, R, X", "ones: capacity", "bottleneck true / learned / ones",
                "learned ratio worst", "ones: mismatch flags / ratios not 1"])
-    for r in systems(args.cases, args.minutes):
+    for r in systems(args.cases, args.minutes, args.bursty):
         net, true, learned, wrong = r["net"], r["true"], r["learned"], r["wrong"]
         visits = "; ".join(f"{tier}: {'/'.join(f'{v:g}' for v in per.values())}"
                            for tier, per in r["table"].items())
         flags = sum(f.startswith("visits_mismatch") for f in wrong.flags)
         off = sum(v != 1.0 for per in r["table"].values() for v in per.values())
-        t.add(f"{len(net.tiers)} tiers, {len(net.classes)} classes (seed {r['seed']})", visits,
+        name = f"{len(net.tiers)} tiers, {len(net.classes)} classes"
+        t.add(f"{name}, bursty db ({true.model})" if args.bursty else f"{name} (seed {r['seed']})",
+              visits,
               net.population,
               f"{true.capacity_users} / {learned.capacity_users} / {wrong.capacity_users}",
               f"{_pct(learned.capacity_users, true.capacity_users)}, "
