@@ -130,9 +130,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.bursty:
         args.cases, args.minutes = 1, 180.0
     start = time.perf_counter()
+    load = "60 users" if args.bursty else "~50% of the knee"
     t = Table(f"Visits: the pipeline without a visits table (learned) and with a table of ones, "
               f"against the true table ({args.minutes:g} simulated minutes of {WINDOW_S:g}-s "
-              f"windows at ~50% of the knee; last solve)",
+              f"windows at {load}; last solve)",
               ["system", "visits (tier: per class)", "users", "capacity true / learned / ones",
                "learned: capacity, R, X", "ones: capacity", "bottleneck true / learned / ones",
                "learned ratio worst", "ones: mismatch flags / ratios not 1"])
