@@ -125,12 +125,11 @@ def _summary(output: str) -> str:
 def test_a_trace_without_users_says_what_population_and_think_time_it_assumed(tmp_path):
     """No ``users``: the population comes from Little's law over the measured response times
     with a think time of 0 (none configured, none estimable): both are flagged, and the
-    console's summary says so too; the visits are the default."""
+    console's summary says so too; the visits are learned from the completions."""
     output, last = _run(tmp_path, ("users",))
     assert last["users_source"] == "littles_law" and last["think_time_s"] == 0.0
     flags = [f for f in last["flags"] if f.startswith("assumed: ")]
     assert flags == [
-        "assumed: 1 visit per request to web, db: visits not configured (the default)",
         f"assumed: {_users(last['users'])} (users_source littles_law): the windows give no "
         f"users, so N = X (R + Z) from the measured throughput and response times with think "
         f"time 0 s",

@@ -1,5 +1,5 @@
 """perfcast on measured traces (LibReDE / SARDE, ../shared/data/real; bench/accuracy/real_traces):
-the data read as published, the input-contract windows, perfcast's demands against LibReDE's
+the data read as published, the input-contract windows, perfcast's demands against the median of LibReDE's mainstream
 estimators on the runs where those agree, the flags on the collinear run r2, the closed model's
 response times, and the 210 micro-benchmark traces. Skips where the data are missing (fails
 under ``CI=true``)."""
@@ -53,17 +53,50 @@ def test_windows_are_valid_contract_records_that_keep_the_completions(sarde):
             run.U[:covered].mean(), rel=1e-9)
 
 
-@pytest.mark.parametrize("estimator", ["kalman", "nnls_run", "recommended"])
-@pytest.mark.parametrize("window_s", [5, 10])
-def test_demands_within_librede_span_where_its_estimators_agree(sarde, estimator, window_s):
-    """The acceptance on r0, r1, r3, r4 (docs/accuracy.md section 8, "Real traces")."""
+#: (estimator, window) pairs held to the mainstream median; the Kalman filter at the end of the
+#: run at 10 and 30 s misses by a few points (docs/accuracy.md section 8)
+MAINSTREAM_CASES = [("kalman", 5), ("nnls_run", 5), ("nnls_run", 10), ("recommended", 5),
+                    ("recommended", 10), ("recommended", 30)]
+MAINSTREAM_MISSES = [("kalman", 10), ("kalman", 30)]
+
+
+def _mainstream_offsets(sarde, estimator, window_s):
+    offsets = {}
     for name in rt.AGREEING:
         run = sarde[name]
-        answers = rt.librede_answers(run)
+        med, _ = rt.mainstream_median(run)
         d = run.results[window_s]["answers"][estimator]
-        for i, c in enumerate(run.classes):
-            ok, off = rt.span_check(float(d[i]), [float(v[i]) for v in answers.values()])
-            assert ok, f"{name} {c}: {d[i]:.4f} outside LibReDE's span +-10% by {off:.0%}"
+        offsets.update({(name, c): float(d[i] / med[i] - 1) for i, c in enumerate(run.classes)})
+    return offsets
+
+
+@pytest.mark.parametrize("estimator, window_s", MAINSTREAM_CASES)
+def test_demands_within_15_percent_of_librede_mainstream_median(sarde, estimator, window_s):
+    """The acceptance on r0, r1, r3, r4: every class within 15% of the median of LibReDE's five
+    mainstream estimators (which agree within ~20% there), not merely inside the span of all
+    nine (5x wide on r4)."""
+    offsets = _mainstream_offsets(sarde, estimator, window_s)
+    off = {k: v for k, v in offsets.items() if abs(v) > rt.MAINSTREAM_TOLERANCE}
+    assert not off, f"{estimator} at {window_s} s: " + ", ".join(
+        f"{n} {c} {v:+.0%}" for (n, c), v in off.items())
+
+
+@pytest.mark.parametrize("estimator, window_s", MAINSTREAM_MISSES)
+def test_the_kalman_filters_known_misses_stay_small(sarde, estimator, window_s):
+    """The end-of-run Kalman demands at 10 and 30 s: one class beyond 15% (r4 WC1 -15.4% at
+    10 s; r0 WC1 -17.4% at 30 s, where the classes are collinear), none beyond 20%. A fix
+    shows here as one class fewer beyond 15%: move the case to :data:`MAINSTREAM_CASES`."""
+    offsets = _mainstream_offsets(sarde, estimator, window_s)
+    assert max(abs(v) for v in offsets.values()) < 0.20
+    assert sum(abs(v) > rt.MAINSTREAM_TOLERANCE for v in offsets.values()) == 1
+
+
+def test_librede_mainstream_estimators_agree_on_the_agreeing_runs(sarde):
+    """The reference is meaningful: the five mainstream estimators lie within 35% of each
+    other (max / min) on every class of r0, r1, r3, r4."""
+    for name in rt.AGREEING:
+        _, spread = rt.mainstream_median(sarde[name])
+        assert np.all(spread < 0.35), name
 
 
 @pytest.mark.parametrize("estimator, window_s", [("recommended", 10), ("recommended", 30),

@@ -9,6 +9,7 @@ missing the script says so and skips (exit 0), or fails (exit 2) under ``CI=true
     python -m bench.accuracy.real_traces             # the 5 SARDE runs, all 210 micro-benchmarks
     python -m bench.accuracy.real_traces --sarde     # only the 5 runs that carry LibReDE's outputs
     python -m bench.accuracy.real_traces --markdown  # tables as markdown (docs/accuracy.md)
+    python -m bench.accuracy.real_traces --mainstream --markdown   # only the mainstream table
 
 What it does, per window length ``T`` in 5, 10, 30 s:
 
@@ -28,7 +29,9 @@ What it does, per window length ``T`` in 5, 10, 30 s:
    :func:`estimators.collinearity.assess_separability` (least squares with standard errors,
    VIF, condition number, disagreement with the Kalman filter; the response-time split).
 
-Reported: perfcast's demands beside LibReDE's estimators on the 5 SARDE runs, with the check
+Reported: perfcast's demands beside LibReDE's estimators on the 5 SARDE runs -- first against
+the median of LibReDE's five mainstream estimators (:data:`MAINSTREAM`, which agree within
+about 20% on r0, r1, r3 and r4; the span of all nine is 5x wide on r4), then with the check
 "within the span of LibReDE's run-level answers +-10%" and the class flags; the utilization
 law's residual; predicted vs measured response time per run; how the answers move with the
 window length; a table over the 210 micro-benchmark traces of the per-class disagreement with
@@ -87,6 +90,11 @@ LIBREDE = ("ServiceDemandLaw", "LinearRegression", "KalmanFilter", "Bayes",
 #: response-time split)
 PERFCAST = ("kalman", "regression120", "nnls_run", "recommended")
 TOLERANCE = 0.10
+#: LibReDE's mainstream estimators: their median is the reference on the agreeing runs
+MAINSTREAM = ("LinearRegression", "KalmanFilter", "ServiceDemandLaw", "Bayes",
+              "KraftRegressionFCFS")
+#: perfcast's per-class demands against the mainstream median on the agreeing runs
+MAINSTREAM_TOLERANCE = 0.15
 
 
 def repo_root() -> Path:
@@ -186,6 +194,14 @@ def librede_answers(run: Run) -> dict[str, np.ndarray]:
     return out
 
 
+def mainstream_median(run: Run) -> tuple[np.ndarray, np.ndarray]:
+    """Per class, the median of the :data:`MAINSTREAM` estimators' run-level answers, and their
+    spread ``max / min - 1``."""
+    lib = librede_answers(run)
+    values = np.array([lib[e] for e in MAINSTREAM])
+    return np.median(values, axis=0), values.max(axis=0) / values.min(axis=0) - 1
+
+
 # --------------------------------------------------------------------------------------------
 # windows of the input contract
 # --------------------------------------------------------------------------------------------
@@ -243,8 +259,9 @@ def run_pipeline(runs: list[Run], window_s: int) -> None:
             R=np.array([[w.response_time_s.get(c, math.nan) for c in classes]
                         for w in windows]),
             counts=np.array([[w.completions.get(c, 0.0) for c in classes] for w in windows])))
-    step_tiers(tiers)
-    for run, tier, win in zip(runs, tiers, per_run):
+    estimates = [e for _, e in step_tiers(tiers)]      # tier by tier, window by window
+    starts = np.cumsum([0] + [len(w.U) for w in per_run])
+    for r, (run, tier, win) in enumerate(zip(runs, tiers, per_run)):
         tier.take_interval()                          # the per-class response-time means
         model = tier.refresh(fit_map=False)
         classes = run.classes
@@ -263,7 +280,9 @@ def run_pipeline(runs: list[Run], window_s: int) -> None:
             "tier_flags": {c: tier.separability.get(c) for c in classes},
             "sdl": response_time_split(win.U, win.X, win.R),
             "residual": {k: _residual(win, v) for k, v in answers.items()},
-            "windows": len(win.U), "order": order, "win": win,
+            "windows": len(win.U), "order": order, "win": win, "estimator": model.estimator,
+            "kalman_path": np.array([[e.demands.get(c, math.nan) for c in classes]
+                                     for e in estimates[starts[r]:starts[r + 1]]]),
         }
 
 
@@ -474,6 +493,32 @@ def report_sarde(runs: list[Run], markdown: bool) -> dict[str, Any]:
     return summary
 
 
+def report_mainstream(runs: list[Run], markdown: bool) -> None:
+    """Per run and class, perfcast's demands against the median of LibReDE's mainstream
+    estimators: the Kalman filter at the end of the run (the pipeline's selected estimator on
+    these runs) and the share of the second half's windows after which it was within
+    :data:`MAINSTREAM_TOLERANCE`, the recommended demands and NNLS over the run, at every
+    window length."""
+    t = Table("SARDE runs: per-class demands against the median of LibReDE's mainstream "
+              f"estimators ({', '.join(MAINSTREAM)}); perfcast's difference at 5 / 10 / 30-s "
+              "windows", ["run", "class", "mainstream median (s)", "their spread",
+                          "kalman (pipeline)", "kalman: 2nd half within 15%", "recommended",
+                          "NNLS over the run"])
+    for run in runs:
+        med, spread = mainstream_median(run)
+        for i, c in enumerate(run.classes):
+            cells = [" / ".join(_pct(float(run.results[T]["answers"][n][i]) / med[i] - 1)
+                                for T in WINDOWS) for n in ("kalman", "recommended", "nnls_run")]
+            share = []
+            for T in WINDOWS:
+                path = run.results[T]["kalman_path"][:, i]
+                half = path[len(path) // 2:] / med[i] - 1
+                share.append(f"{100 * np.mean(np.abs(half) <= MAINSTREAM_TOLERANCE):.0f}%")
+            t.add(run.name, c, _fmt(float(med[i])), f"{100 * spread[i]:.0f}%", cells[0],
+                  " / ".join(share), *cells[1:])
+    print(t.render(markdown))
+
+
 def report_microbench(runs: list[Run], markdown: bool) -> None:
     """Per-class disagreement with the utilization-law consensus, by load and class count."""
     groups: dict[tuple[int, int, int, str], list[float]] = {}
@@ -571,6 +616,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sarde", action="store_true", help="only the 5 SARDE runs")
     ap.add_argument("--markdown", action="store_true", help="markdown tables")
+    ap.add_argument("--mainstream", action="store_true",
+                    help="only the table against the mainstream median (the agreeing runs)")
     args = ap.parse_args(argv)
     root = data_root()
     if root is None:
@@ -582,6 +629,11 @@ def main(argv: list[str] | None = None) -> int:
     sarde = sarde_runs(root)
     for T in WINDOWS:
         run_pipeline(sarde, T)
+    if args.mainstream:
+        report_mainstream([r for r in sarde if r.name in AGREEING], args.markdown)
+        print(f"({time.perf_counter() - started:.0f} s)")
+        return 0
+    report_mainstream([r for r in sarde if r.name in AGREEING], args.markdown)
     report_sarde(sarde, args.markdown)
     if not args.sarde:
         micro = microbench_runs(root)

@@ -5,7 +5,9 @@ What is simulated
 ``N`` users (``population``) each think for an exponential time of mean ``Z``
 (``think_time``; ``Z = 0`` means the user resubmits at once), then submit a request. The
 request's class ``c`` is drawn independently for every request with probabilities ``mix``.
-The request visits tiers ``1..M`` in order, once each, then its user thinks again. The
+The request visits tiers ``1..M`` in order, then its user thinks again: tier ``m`` ``V_{m,c}``
+times in a row (``visits[c]`` of the tier, default once: a page that makes three database calls
+visits the database three times), each visit a job of its own in the tier's queue. The
 response time of a request runs from entering tier 1 to leaving tier ``M`` (think excluded).
 
 Tier ``m`` has ``cores`` ``c_m >= 1`` identical cores and **one FCFS queue**. Whenever a core
@@ -115,6 +117,17 @@ def _count(value: Any, name: str, minimum: int) -> int:
     return int(value)
 
 
+def _per_class(values: Any, name: str, what: str, check: Any) -> tuple:
+    """``values`` (one per class) as a tuple, each passed through ``check(value, name[i])``."""
+    try:
+        items = tuple(values)
+    except TypeError:
+        raise ValueError(f"{name}: must be a sequence of {what}, got {values!r}") from None
+    if not items:
+        raise ValueError(f"{name}: must not be empty")
+    return tuple(check(v, f"{name}[{i}]") for i, v in enumerate(items))
+
+
 # ----------------------------------------------------------------------------- specification
 @dataclass(frozen=True)
 class Tier:
@@ -124,12 +137,15 @@ class Tier:
     :class:`~solvers.processes.MAP` whose successive intervals are the service times.
     ``multipliers`` -- per-class factors on the service time (``None``: 1 for every class);
     its length must match the network's classes.
+    ``visits`` -- per class, how many times in a row a request visits the tier (integers >= 1;
+    ``None``: once for every class); its length must match the network's classes.
     """
 
     name: str
     cores: int
     service: float | MAP
     multipliers: tuple[float, ...] | None = None
+    visits: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -143,15 +159,13 @@ class Tier:
                                  f"(finite) or a MAP, got {self.service!r}") from None
             object.__setattr__(self, "service", mean)
         if self.multipliers is not None:
-            try:
-                items = tuple(self.multipliers)
-            except TypeError:
-                raise ValueError(f"{self.name}.multipliers: must be a sequence of numbers > 0,"
-                                 f" got {self.multipliers!r}") from None
-            if not items:
-                raise ValueError(f"{self.name}.multipliers: must not be empty")
-            object.__setattr__(self, "multipliers", tuple(
-                _positive(v, f"{self.name}.multipliers[{i}]") for i, v in enumerate(items)))
+            object.__setattr__(self, "multipliers", _per_class(
+                self.multipliers, f"{self.name}.multipliers", "numbers > 0",
+                lambda v, name: _positive(v, name)))
+        if self.visits is not None:
+            object.__setattr__(self, "visits", _per_class(
+                self.visits, f"{self.name}.visits", "integers >= 1",
+                lambda v, name: _count(v, name, 1)))
 
     @property
     def mean_service(self) -> float:
@@ -187,9 +201,10 @@ class PhysicalNetwork:
         object.__setattr__(self, "think_time", _positive(self.think_time, "think_time", True))
         object.__setattr__(self, "population", _count(self.population, "population", 0))
         for t in tiers:
-            if t.multipliers is not None and len(t.multipliers) != len(classes):
-                raise ValueError(f"{t.name}.multipliers: need {len(classes)} values (one per "
-                                 f"class), got {len(t.multipliers)}")
+            for what, given in (("multipliers", t.multipliers), ("visits", t.visits)):
+                if given is not None and len(given) != len(classes):
+                    raise ValueError(f"{t.name}.{what}: need {len(classes)} values (one per "
+                                     f"class), got {len(given)}")
 
     def multiplier_matrix(self) -> np.ndarray:
         """``(M, C)`` class multipliers (1 where a tier gives none)."""
@@ -197,10 +212,17 @@ class PhysicalNetwork:
         return np.array([t.multipliers if t.multipliers is not None else (1.0,) * C
                          for t in self.tiers], dtype=float)
 
+    def visit_matrix(self) -> np.ndarray:
+        """``(M, C)`` visits per request ``V[m, c]`` (1 where a tier gives none)."""
+        C = len(self.classes)
+        return np.array([t.visits if t.visits is not None else (1,) * C
+                         for t in self.tiers], dtype=float)
+
     @property
     def demands(self) -> np.ndarray:
         """True demands ``D[m, c] = mean(service_m) * multipliers_m[c]`` (seconds, one visit),
-        shape ``(M, C)``. The mean demand of a request at tier ``m`` is ``D[m] @ mix``."""
+        shape ``(M, C)``. The mean demand of a request at tier ``m`` is
+        ``(visit_matrix() * D)[m] @ mix``."""
         means = np.array([t.mean_service for t in self.tiers])
         return means[:, None] * self.multiplier_matrix()
 
@@ -308,6 +330,8 @@ class _Engine:
         self.C = len(net.classes)
         self.cores = [t.cores for t in net.tiers]
         self.mult = net.multiplier_matrix().ravel().tolist()     # index m * C + c
+        # visits per request, index m * C + c, and a last row of ones past the last tier
+        self.vis = [int(v) for v in net.visit_matrix().ravel().tolist()] + [1] * self.C
         self.service = [_stream(_service_blocks(t.service, rng)) for t in net.tiers]
         self.next_class = (_stream(_class_blocks(net.mix, rng)) if self.C > 1
                            else itertools.repeat(0).__next__)
@@ -331,17 +355,18 @@ class _Engine:
 
     # -- rare paths (population changes), not inlined
     def _arrive(self, m: int, c: int, t: float, t_sys: float) -> None:
+        k = self.vis[m * self.C + c]
         if self.busy[m] < self.cores[m]:
             self.busy[m] += 1
             s = self.service[m]() * self.mult[m * self.C + c]
-            heapq.heappush(self.heap, (t + s, m, c, t, t_sys, s))
+            heapq.heappush(self.heap, (t + s, m, c, t, t_sys, s, k))
         else:
-            self.queues[m].append((c, t, t_sys))
+            self.queues[m].append((c, t, t_sys, k))
 
     def _new_user(self, t: float) -> None:
         if self.Z > 0:
             heapq.heappush(self.heap, (t + self.next_think(), -1, self.next_token(),
-                                       0.0, 0.0, 0.0))
+                                       0.0, 0.0, 0.0, 0))
         else:
             self._arrive(0, self.next_class(), t, t)
 
@@ -372,12 +397,12 @@ class _Engine:
         area = list(self.q_rt)
         for i, s in enumerate(self.svc):
             busy[i // C] += s
-        for t_done, m, c, t_in, _, s in self.heap:
+        for t_done, m, c, t_in, _, s, _ in self.heap:
             if m >= 0:
                 busy[m] += s - (t_done - t)
                 area[m * C + c] += t - t_in
         for m, q in enumerate(self.queues):
-            for c, t_in, _ in q:
+            for c, t_in, _, _ in q:
                 area[m * C + c] += t - t_in
         return (t, busy, area, self.done[:], self.rt[:], self.q_done[:], self.q_rt[:],
                 self.present, sum(self.q_done), self.svc[:])
@@ -399,7 +424,7 @@ class _Engine:
     def _advance(self, until: float) -> None:
         """Process every event strictly before ``until`` (the hot loop)."""
         heap, queues, busy, cores = self.heap, self.queues, self.busy, self.cores
-        mult, service, C, M = self.mult, self.service, self.C, self.M
+        mult, service, C, M, vis = self.mult, self.service, self.C, self.M, self.vis
         q_done, q_rt, svc, done, rt = self.q_done, self.q_rt, self.svc, self.done, self.rt
         cancelled, next_class, next_think = self.cancelled, self.next_class, self.next_think
         next_token = self.next_token
@@ -408,7 +433,7 @@ class _Engine:
         present = self.present
         samples = self.samples
         while heap and heap[0][0] < until:
-            t, m, c, t_in, t_sys, s = pop(heap)
+            t, m, c, t_in, t_sys, s, k = pop(heap)
             if m < 0:                                  # a user ends thinking
                 if cancelled and c in cancelled:
                     cancelled.discard(c)
@@ -416,19 +441,24 @@ class _Engine:
                 c = next_class()
                 t_sys = t
                 m = 0
+                k = vis[c]
             else:                                      # a service ends at tier m
                 q = queues[m]
                 if q:
-                    c2, t_in2, t_sys2 = q.popleft()
+                    c2, t_in2, t_sys2, k2 = q.popleft()
                     s2 = service[m]() * mult[m * C + c2]
-                    push(heap, (t + s2, m, c2, t_in2, t_sys2, s2))
+                    push(heap, (t + s2, m, c2, t_in2, t_sys2, s2, k2))
                 else:
                     busy[m] -= 1
                 i = m * C + c
                 q_done[i] += 1
                 q_rt[i] += t - t_in
                 svc[i] += s
-                m += 1
+                if k > 1:                              # the request's next visit to tier m
+                    k -= 1
+                else:
+                    m += 1
+                    k = vis[i + C]
                 if m == M:                             # the request is complete
                     done[c] += 1
                     rt[c] += t - t_sys
@@ -439,17 +469,18 @@ class _Engine:
                         present -= 1
                         continue
                     if next_think is not None:
-                        push(heap, (t + next_think(), -1, next_token(), 0.0, 0.0, 0.0))
+                        push(heap, (t + next_think(), -1, next_token(), 0.0, 0.0, 0.0, 0))
                         continue
                     c = next_class()
                     t_sys = t
                     m = 0
+                    k = vis[c]
             if busy[m] < cores[m]:                     # arrival at tier m
                 busy[m] += 1
                 s = service[m]() * mult[m * C + c]
-                push(heap, (t + s, m, c, t, t_sys, s))
+                push(heap, (t + s, m, c, t, t_sys, s, k))
             else:
-                queues[m].append((c, t, t_sys))
+                queues[m].append((c, t, t_sys, k))
         self.deficit = deficit
         self.present = present
 

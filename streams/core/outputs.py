@@ -164,6 +164,8 @@ class ClassDemand(_Record, kw_only=True):
     kalman: float | None                            #: Kalman filter's demand, s per completion
     std: float | None                               #: its standard deviation, s
     regression: float | None                        #: sliding NNLS regression's demand, s
+    visits: float | None | UnsetType = UNSET        #: visits per request the model used
+    visits_measured: float | None | UnsetType = UNSET  #: the completions' ratio to the entry's
 
 
 class TierPrediction(_Record, kw_only=True):

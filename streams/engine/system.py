@@ -35,7 +35,7 @@ from streams.core.records import Window, clean
 from streams.core.tier import Interval, TierModel, TierState
 from streams.engine.admission import Admission
 from streams.predict import alert_window, confidence, prediction, response_trend, story
-from streams.predict import users_trend
+from streams.predict import users_trend, visits
 from streams.predict.calibration import Calibration, calibrate_model
 from streams.predict.model import Measured, Point, SystemModel, build_model, model_capacity
 from streams.predict.whatif import hints_of, remediate
@@ -156,6 +156,9 @@ class SystemState(Admission):
         #: bursty tiers' last calibration (:func:`streams.predict.calibration.calibrate_model`;
         #: not state: a restarted worker searches again from the same persisted sums)
         self.calibrations: dict[str, Calibration] = {}
+        #: per tier beside the entry tier, per class, its completions and the entry tier's over
+        #: the same solve intervals, decayed (:mod:`streams.predict.visits`)
+        self.visit_counts: visits.Counts = {}
 
     # -- per window -------------------------------------------------------------------------
     def accept(self, tier: TierState, w: Window, late: bool, index: int,
@@ -166,18 +169,29 @@ class SystemState(Admission):
             self._add_users_point(w.end, float(w.users))
 
     # -- measured side --------------------------------------------------------------------------
-    def _measured(self, intervals: dict[str, Interval], classes: list[str]) -> Measured:
-        cfg = self.config
+    def _visits(self, intervals: dict[str, Interval], classes: list[str]) -> visits.Visits:
+        """This interval's completions into the visit counts, and the ratios the solve uses
+        (:mod:`streams.predict.visits`; the entry tier is the first tier)."""
+        entry = next(iter(self.tiers), None)
+        visits.add_counts(self.visit_counts, entry, {
+            t: dict(zip(iv.classes, iv.completions)) for t, iv in intervals.items()
+            if iv.seconds > 0})
+        return visits.resolve(self.config, self.visit_counts, entry,
+                              {t: s.classes for t, s in self.tiers.items()}, classes)
+
+    def _measured(self, intervals: dict[str, Interval], classes: list[str],
+                  vis: visits.Visits) -> Measured:
         primary = next((t for t in intervals if intervals[t].seconds > 0), None)
         X: dict[str, float] = {}
         if primary is not None:
-            X = {c: x / cfg.visit(primary, c) for c, x in intervals[primary].throughput().items()}
+            X = {c: x / v if (v := vis.visit(primary, c)) > 0 else 0.0
+                 for c, x in intervals[primary].throughput().items()}
         R: dict[str, float] = {}
         per_tier = {t: iv.response_time() for t, iv in intervals.items() if iv.seconds > 0}
         for c in classes:
             times = [per_tier[t].get(c) for t in per_tier]
             if per_tier and all(v is not None for v in times):
-                R[c] = float(sum(cfg.visit(t, c) * per_tier[t][c] for t in per_tier))
+                R[c] = float(sum(vis.visit(t, c) * per_tier[t][c] for t in per_tier))
         users = next((iv.users for iv in intervals.values() if iv.users is not None), None)
         U = {t: iv.utilization for t, iv in intervals.items() if iv.utilization is not None}
         seconds = intervals[primary].seconds if primary else 0.0
@@ -236,7 +250,8 @@ class SystemState(Admission):
         classes: list[str] = []
         for t in solved.values():
             classes += [c for c in t.classes if c not in classes]
-        m = self._measured(intervals, classes)
+        vis = self._visits(intervals, classes)
+        m = self._measured(intervals, classes, vis)
         X = m.total_throughput
         mix = {c: m.throughput.get(c, 0.0) / X for c in classes} if X > 0 else {}
         mix_vec = np.array([mix.get(c, 0.0) for c in classes])
@@ -247,7 +262,7 @@ class SystemState(Admission):
         if not ready:
             return _Solve(time, think, held, m, models, None,
                           flags=["not enough data: no tier has demand estimates yet"])
-        model = build_model(models, classes, mix, think, cfg)
+        model = build_model(models, classes, mix, think, cfg, visits=vis)
         if cfg.bursty_scv in ("response", "response_idc"):
             model = calibrate_model(model, models, self.calibrations,
                                     "idc" if cfg.bursty_scv == "response_idc" else "scv")
@@ -261,7 +276,8 @@ class SystemState(Admission):
                                  "at any tier and the think time is 0"])
         pessimistic = None
         if any(t.provisional for t in models):
-            pessimistic = build_model(models, classes, mix, think, cfg, provisional=True)
+            pessimistic = build_model(models, classes, mix, think, cfg, provisional=True,
+                                      visits=vis)
             if pessimistic.processes is None:     # no MAP(2) fit yet: nothing to add
                 pessimistic = None
         return _Solve(time, think, held, m, models, model, pessimistic)
@@ -554,7 +570,8 @@ class SystemState(Admission):
                 "remediation_hints": self.remediation_hints,
                 "error_samples": self.error_samples, "error_family": self.error_family,
                 "newest_end": self.newest_end, "ahead": self.ahead, "held": self.held,
-                "held_due": list(self.held_due), "response_points": self.response_points}
+                "held_due": list(self.held_due), "response_points": self.response_points,
+                "visit_counts": self.visit_counts}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], config: SystemConfig,
@@ -587,4 +604,6 @@ class SystemState(Admission):
         # absent in states saved before the response-time trend guard
         state.response_points = {c: [list(p) for p in rows] for c, rows in
                                  (data.get("response_points") or {}).items()}
+        state.visit_counts = {t: {c: [float(a), float(b)] for c, (a, b) in per.items()}
+                              for t, per in (data.get("visit_counts") or {}).items()}
         return state

@@ -1,7 +1,8 @@
 """The closed model of one system, built from its tiers' estimates, and the questions put to it.
 
 The system is Mi et al. (2008), Fig. 9: ``N`` users think ``Z`` seconds, then visit the tiers in
-order. Per-class demands ``D_{m,c} = V_{m,c} d_{m,c}`` (visits x the demand per completion at
+order. Per-class demands ``D_{m,c} = V_{m,c} d_{m,c}`` (visits -- configured, else learned from
+the tiers' completions, :mod:`streams.predict.visits` -- x the demand per completion at
 the tier, :func:`tier_demands`: by default the Kalman filter's or the sliding regression's,
 whichever predicted the tier's recent utilization better) are aggregated over the measured class mix ``p_c = X_c / sum X``
 into one class, ``D_m = sum_c p_c D_{m,c}`` -- the single-class model Mi et al. (2008) solves.
@@ -78,6 +79,7 @@ from solvers.response_time.mapnet import map_network_quantiles
 from streams.core.config import SLO_QUANTILES, SystemConfig
 from streams.core.tier import TierModel
 from streams.predict.capacity_search import capacity_search, projected_start
+from streams.predict.visits import Visits
 
 __all__ = ["ASSUMED", "Measured", "SystemModel", "assumed_structure", "Point", "build_model",
            "capacity_search", "model_capacity", "tier_demands", "history_demands", "fcfs_split"]
@@ -186,6 +188,9 @@ class SystemModel:
     #: quantile SLOs ``(C, len(SLO_QUANTILES))``, seconds, ``inf`` = none (config ``slo``);
     #: ``None``: none at all
     slo: np.ndarray | None = None
+    #: per tier and class, the visit ratio the completions give (:mod:`streams.predict.visits`;
+    #: absent: they cannot tell)
+    visits_measured: dict[str, dict[str, float]] = field(default_factory=dict)
     _cache: dict[int, Point] = field(default_factory=dict)
     _qcache: dict[int, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
     _map_qcache: dict[int, np.ndarray | None] = field(default_factory=dict, repr=False,
@@ -756,14 +761,17 @@ def _history_flag(tier: str, before: float, after: float) -> str:
 ASSUMED = "assumed: "
 
 
-def assumed_structure(tiers: list[TierModel], cfg: SystemConfig) -> list[str]:
+def assumed_structure(tiers: list[TierModel], cfg: SystemConfig,
+                      learned: bool = False) -> list[str]:
     """The flags of the model's structure taken from defaults, not from the input: a tier whose
     windows give no ``cores`` is one core, and without ``visits`` every request visits every
     tier once. Both scale capacity (Lazowska et al. (1984): a tier's demand is visits x service
-    per visit, its throughput bound cores / demand), so the prediction says it assumed them."""
+    per visit, its throughput bound cores / demand), so the prediction says it assumed them.
+    ``learned``: the visit ratios come from the completions (:mod:`streams.predict.visits`),
+    which flags itself the ratios it had to assume."""
     flags = [f"{ASSUMED}{t.tier} has 1 core: its windows give no cores (the contract's "
              f"default)" for t in tiers if t.cores_assumed]
-    if len(tiers) > 1:
+    if len(tiers) > 1 and not learned:
         unset = [t.tier for t in tiers if not (cfg.visits or {}).get(t.tier)]
         if unset:
             flags.append(f"{ASSUMED}1 visit per request to {', '.join(unset)}: visits not "
@@ -772,20 +780,24 @@ def assumed_structure(tiers: list[TierModel], cfg: SystemConfig) -> list[str]:
 
 
 def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float],
-                think_time: float, cfg: SystemConfig, provisional: bool = False) -> SystemModel:
+                think_time: float, cfg: SystemConfig, provisional: bool = False,
+                visits: Visits | None = None) -> SystemModel:
     """The system's model from its tiers' estimates and the measured mix. ``provisional``:
     the tiers that are only provisionally bursty (:attr:`TierModel.provisional`) enter the
     MAP network as bursty too -- the pessimistic model the predicted-breach alert acts on
-    while their ``I`` is not yet confirmed (flagged)."""
-    flags: list[str] = []
+    while their ``I`` is not yet confirmed (flagged). ``visits``: the visit ratios with their
+    flags (:func:`streams.predict.visits.resolve`; ``None``: the configured ones, 1 where
+    the configuration is silent)."""
+    flags: list[str] = list(visits.flags) if visits is not None else []
+    visit = visits.visit if visits is not None else cfg.visit
     C = len(classes)
     weights = np.array([max(mix.get(c, 0.0), 0.0) for c in classes])
     if not weights.sum() > 0:
         weights = np.ones(C)
         flags.append("idle: no completions in the interval, equal class mix assumed")
     p = weights / weights.sum()
-    flags += assumed_structure(tiers, cfg)
-    V_mc = np.array([[cfg.visit(t.tier, c) for c in classes] for t in tiers]).reshape(
+    flags += assumed_structure(tiers, cfg, learned=visits is not None)
+    V_mc = np.array([[visit(t.tier, c) for c in classes] for t in tiers]).reshape(
         len(tiers), C)
     D_mc = V_mc * np.array([tier_demands(t, classes, p, cfg.demand_policy)
                             for t in tiers]).reshape(len(tiers), C)
@@ -828,4 +840,5 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
     return SystemModel(tiers=[t.tier for t in tiers], classes=list(classes), D_mc=D_mc, mix=p,
                        servers=servers, think_time=think_time, sla=sla, processes=processes,
                        map_limit=cfg.map_max_population, flags=flags, visits=V_mc,
-                       per_job_max_cores=cfg.per_job_max_cores, slo=slo)
+                       per_job_max_cores=cfg.per_job_max_cores, slo=slo,
+                       visits_measured=visits.measured if visits is not None else {})

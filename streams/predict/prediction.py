@@ -152,6 +152,18 @@ def class_parts(model: SystemModel, m: Measured, now: Point, fc: Point,
     return parts
 
 
+def _visits(model: SystemModel, m: int, cls: str) -> dict[str, float]:
+    """Tier ``m``'s visits of ``cls`` the model used and the ones its completions give
+    (absent where the class is not the model's or the counts cannot tell)."""
+    out = {}
+    if model.visits is not None and cls in model.classes:
+        out["visits"] = float(model.visits[m, model.classes.index(cls)])
+    measured = model.visits_measured.get(model.tiers[m], {}).get(cls)
+    if measured is not None:
+        out["visits_measured"] = float(measured)
+    return out
+
+
 def tier_parts(model: SystemModel, m: Measured, now: Point, fc: Point,
                tiers: list[TierModel], bottleneck: list[float | None],
                errors: Mapping[str, float | None],
@@ -166,7 +178,8 @@ def tier_parts(model: SystemModel, m: Measured, now: Point, fc: Point,
                                                    bottleneck)):
         demands = {c: ClassDemand(**clean({"kalman": t.demands.get(c),
                                            "std": t.demand_std.get(c),
-                                           "regression": t.regression.get(c)}))
+                                           "regression": t.regression.get(c)}),
+                                  **_visits(model, i, c))
                    for c in t.demands}
         parts[t.tier] = TierPrediction(demands=demands, **clean(dict(
             utilization=u_now, utilization_forecast=u_fc,

@@ -26,7 +26,8 @@ MEASUREMENTS: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
     "tier_estimate": (("system", "tier"), {
         "utilization": _F, "seq": _I, "late": _B, "idc": _F, "bursty": _B, "p95_s": _F,
         "mean_service_s": _F, "change_detected": _B, "flags": _S}),
-    "demand": (("system", "tier", "class"), {"kalman": _F, "std": _F, "regression": _F}),
+    "demand": (("system", "tier", "class"), {"kalman": _F, "std": _F, "regression": _F,
+                                             "visits": _F, "visits_measured": _F}),
     "prediction": (("system",), {
         "model": _S, "users": _I, "users_forecast": _I, "users_trend_per_s": _F,
         "users_source": _S, "throughput": _F, "response_time": _F, "throughput_measured": _F,
