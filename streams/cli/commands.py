@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
-from rich.console import Console
 from rich.live import Live
 from rich.markup import escape
 from rich.table import Table
@@ -40,14 +39,16 @@ from streams.core.config import Config
 from streams.grafana.cli import app as grafana_app
 from streams.engine.pipeline import Pipeline
 from streams.core.records import format_time
+from streams.core.terminal import SafeConsole
 from streams.engine.runtime import tune_gc
 from streams.core.outputs import Alert, Outputs, Prediction
 
 # markdown: the command list joins a docstring's wrapped lines (typer's rich mode kept its line
 # breaks there) and leaves "[input]" alone (rich mode read it as a style tag)
 app = typer.Typer(help="perfcast: live queueing-model predictions from coarse monitoring data.",
-                  no_args_is_help=True, add_completion=False, rich_markup_mode="markdown")
-console = Console()
+                  no_args_is_help=True, add_completion=False, rich_markup_mode="markdown",
+                  pretty_exceptions_show_locals=False)      # a traceback's locals hold secrets
+console = SafeConsole()                                     # control characters escaped
 app.add_typer(grafana_app, name="grafana")
 
 

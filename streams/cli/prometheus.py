@@ -61,10 +61,11 @@ def parse_time(text: str, now: Callable[[], float] = time.time) -> float:
 
 
 def _fail(what: str, message: str) -> typing.NoReturn:
-    from rich.console import Console
     from rich.markup import escape
 
-    Console(stderr=True).print(f"[red]{what}:[/red] {escape(message)}", soft_wrap=True)
+    from streams.core.terminal import SafeConsole
+
+    SafeConsole(stderr=True).print(f"[red]{what}:[/red] {escape(message)}", soft_wrap=True)
     raise typer.Exit(2)
 
 
@@ -138,10 +139,10 @@ def ingest_prometheus(
 def _backtest(prom_config: Optional[Path], start: Optional[str], end: Optional[str],
               out: Path) -> Path:
     """Read the windows of ``(start, end]`` into ``out/prometheus-windows.jsonl``."""
-    from rich.console import Console
     from rich.markup import escape
 
     from streams.core.records import format_time
+    from streams.core.terminal import SafeConsole
     from streams.sources.prometheus_http import PrometheusError, fetch_windows, summarize_gaps
 
     if prom_config is None or start is None or end is None:
@@ -159,7 +160,7 @@ def _backtest(prom_config: Optional[Path], start: Optional[str], end: Optional[s
     with open(path, "w", encoding="utf-8") as fh:
         for record in fetched.records:
             fh.write(json.dumps(record, separators=(",", ":")) + "\n")
-    console = Console()
+    console = SafeConsole()
     tiers = len(source.tiers)
     console.print(f"read {len(fetched.records)} windows of {tiers} tier{'s' * (tiers != 1)} "
                   f"({fetched.window_ends} window ends of {source.window_s:g} s, "

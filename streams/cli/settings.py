@@ -8,14 +8,14 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
 from streams.core.config import Config, ConfigError, load_config
+from streams.core.terminal import SafeConsole
 
 __all__ = ["command_config"]
 
-console = Console()
+console = SafeConsole()
 
 
 def command_config(path: Optional[Path], bootstrap: Optional[str] = None,

@@ -7,15 +7,15 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
 from streams.core.config import Config, ConfigError, load_config
+from streams.core.terminal import SafeConsole
 
 app = typer.Typer(help="Grafana: provisioning files (data source, dashboards, alert rules) and "
                        "pushing them to a running Grafana.", no_args_is_help=True,
                   add_completion=False)
-console = Console()
+console = SafeConsole()
 
 
 def _load(config: Optional[Path]) -> Config:
