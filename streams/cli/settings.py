@@ -25,7 +25,7 @@ def command_config(path: Optional[Path], bootstrap: Optional[str] = None,
     try:
         cfg = load_config(path)
     except ConfigError as err:
-        console.print(f"[red]configuration error:[/red] {escape(str(err))}")
+        console.print(f"[red]configuration error:[/red] {escape(str(err))}", soft_wrap=True)
         raise typer.Exit(2) from None
     from dataclasses import replace
     if bootstrap:
