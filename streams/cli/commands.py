@@ -409,7 +409,7 @@ def whatif(store: Optional[Path] = typer.Option(None, help="an embedded run's SQ
     import tempfile
 
     from streams.cli.embedded import STORE_NAME
-    from streams.predict.model import SystemModel
+    from streams.predict.model_row import model_from_row
     from streams.sinks.store import read_models
     from streams.predict.whatif import compare
 
@@ -439,8 +439,13 @@ def whatif(store: Optional[Path] = typer.Option(None, help="an embedded run's SQ
         console.print("[red]whatif:[/red] no solved model in the store"
                       + (f" for {', '.join(map(repr, system))}" if system else ""))
         raise typer.Exit(2)
-    models = [(name, when, n, n_fc, SystemModel.from_dict(spec))
-              for name, when, n, n_fc, spec in rows]
+    try:
+        models = [(name, when, n, n_fc, model_from_row(name, spec))
+                  for name, when, n, n_fc, spec in rows]
+    except ValueError as err:
+        console.print(f"[red]whatif:[/red] store {escape(str(store))!r}: {escape(str(err))}",
+                      soft_wrap=True)
+        raise typer.Exit(2) from None
     known = {t for *_, m in models for t in m.tiers}
     unknown = sorted({a.tier for a in actions} - known)
     if unknown:
