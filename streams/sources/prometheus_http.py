@@ -292,7 +292,11 @@ class PrometheusClient:
                   "end": f"{end_ms / 1000:.3f}", "step": f"{step_ms / 1000:.3f}",
                   "timeout": f"{self.source.timeout_s:g}s"}
         url = f"{self.source.url}/api/v1/query_range?{urllib.parse.urlencode(params)}"
-        raw = self._get(url, what, query)
+        return self.answer_data(self._get(url, what, query), what, query)
+
+    def answer_data(self, raw: bytes, what: str, query: str) -> Any:
+        """The ``data`` of the answer ``raw`` (Prometheus' HTTP API envelope: ``status``,
+        ``data``, or ``errorType`` and ``error``); :class:`PrometheusError` otherwise."""
         try:
             body = json.loads(raw)
         except (ValueError, RecursionError) as exc:
