@@ -269,7 +269,7 @@ def _check(key: str, value: Any, where: str) -> Any:
                               f"got {shown(value)}")
         return float(value)
     if key == "solve_offset_s":
-        return _within(value, where, 0.0, 366 * 86_400.0, True, " seconds")
+        return _within(value, where, 0.0, 86_400.0, True, " seconds")
     if key == "tiers":
         if not isinstance(value, list) or len(value) > MAX_TIER_LIST:
             raise ConfigError(f"{where}: must be a list of at most {MAX_TIER_LIST} distinct "
