@@ -221,7 +221,7 @@ class PrometheusClient:
         text = printable(text)
         return text if len(text) <= limit else text[:limit - 3] + "..."
 
-    def _read(self, resp: Any, what: str) -> bytes:
+    def _read(self, resp: Any, what: str) -> bytearray:
         """The body, at most :attr:`max_bytes`: a larger one (by its ``Content-Length`` or as
         it arrives) is refused before it is parsed."""
         cap = self.max_bytes
@@ -232,17 +232,16 @@ class PrometheusClient:
         length = resp.headers.get("Content-Length")
         if length and length.strip().isdigit() and int(length) > cap:
             raise over
-        chunks, size = [], 0
+        body = bytearray()                  # grown in place: no second copy at the end
         while True:
             chunk = resp.read1(_CHUNK) if hasattr(resp, "read1") else resp.read(_CHUNK)
             if not chunk:
-                return b"".join(chunks)
-            size += len(chunk)
-            if size > cap:
+                return body
+            if len(body) + len(chunk) > cap:
                 raise over
-            chunks.append(chunk)
+            body += chunk
 
-    def _get(self, url: str, what: str, query: str) -> bytes:
+    def _get(self, url: str, what: str, query: str) -> bytearray:
         """The body of ``GET url`` (module rules: deadline, body cap, credentials)."""
         deadline = _Deadline(self.source.deadline_s)
         origin = _origin(self.source.url)
@@ -294,7 +293,7 @@ class PrometheusClient:
         url = f"{self.source.url}/api/v1/query_range?{urllib.parse.urlencode(params)}"
         return self.answer_data(self._get(url, what, query), what, query)
 
-    def answer_data(self, raw: bytes, what: str, query: str) -> Any:
+    def answer_data(self, raw: bytes | bytearray, what: str, query: str) -> Any:
         """The ``data`` of the answer ``raw`` (Prometheus' HTTP API envelope: ``status``,
         ``data``, or ``errorType`` and ``error``); :class:`PrometheusError` otherwise."""
         try:
