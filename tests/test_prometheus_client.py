@@ -349,3 +349,113 @@ def test_any_body_is_data_or_a_prometheus_error(raw):
     except PrometheusError as exc:
         assert str(exc).startswith("tiers.db.busy_seconds: ")
         assert "\n" not in str(exc)
+
+
+# -- TLS: the handshake is within the deadline too ---------------------------------------------
+class _SilentListener:
+    """A TCP listener that accepts and never says a word (a TLS handshake never completes)."""
+
+    def __init__(self) -> None:
+        import socket
+
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.held: list = []
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+
+    def _accept(self) -> None:
+        try:
+            while True:
+                self.held.append(self.sock.accept()[0])
+        except OSError:
+            pass                                # closed by __exit__
+
+    def __enter__(self) -> "_SilentListener":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.sock.close()
+        for conn in self.held:
+            conn.close()
+
+
+def test_a_tls_handshake_that_never_completes_ends_at_the_deadline():
+    with _SilentListener() as listener:
+        url = f"https://127.0.0.1:{listener.port}"
+        client = PrometheusClient(source(url, timeout_s=0.5, deadline_s=1), env=ENV)
+        _, err = call(lambda: client.query_range("up", 0, 5000, 5000, "tiers.db.busy"))
+    assert isinstance(err, PrometheusError) and err.transient, err
+    assert str(err) == (f"tiers.db.busy: {url} did not answer in full within 1 s "
+                        f"(prometheus.deadline_s)")
+
+
+def test_a_plain_http_server_behind_an_https_url_is_a_clear_error():
+    with FakePrometheus(json_answer(success([]))) as fake:
+        url = fake.url.replace("http://", "https://")
+        client = PrometheusClient(source(url), env=ENV)
+        _, err = call(lambda: client.query_range("up", 0, 5000, 5000, "tiers.db.busy"))
+    assert isinstance(err, PrometheusError) and err.transient, err
+    assert str(err).startswith(f"tiers.db.busy: cannot query {url} (")
+
+
+# -- the live follower: refused answers stop it cleanly, transient ones are retried, logged ----
+def _follow(url: str, env: dict, tmp_path, stop_on_warning: bool = True, **settings_):
+    from streams.core.config import KafkaSettings
+    from streams.kafka.prometheus_follow import Checkpoint, follow
+
+    src = source(url, **settings_)
+    stop = threading.Event()
+
+    class StopOnWarning(logging.Handler):
+        def emit(self, record):
+            if stop_on_warning and record.levelno >= logging.WARNING:
+                stop.set()
+
+    handler = StopOnWarning()
+    logging.getLogger("perfcast.prometheus").addHandler(handler)
+    try:
+        return call(lambda: follow(src, KafkaSettings(), Checkpoint(tmp_path / "cp.json", src),
+                                   start_s=1_800_000_000, until_s=1_800_000_060, stop=stop,
+                                   producer=object(), client=PrometheusClient(src, env=env),
+                                   clock=lambda: 1_800_000_100.0))
+    finally:
+        logging.getLogger("perfcast.prometheus").removeHandler(handler)
+
+
+def test_the_follower_stops_on_a_refused_answer_with_its_one_line(tmp_path):
+    with FakePrometheus(json_answer(success([{"metric": ["x"], "values": []}]))) as fake:
+        _, err = _follow(fake.url, ENV, tmp_path)
+    assert isinstance(err, PrometheusError) and not err.transient
+    assert "data.result[0].metric: must be an object of label" in str(err)
+    assert not (tmp_path / "cp.json").exists()          # the checkpoint did not move
+
+
+def test_the_follower_retries_a_deadline_and_logs_no_token(tmp_path, caplog):
+    caplog.set_level(logging.DEBUG)
+    fake = FakePrometheus(lambda h: None)
+    fake.answer = _trickle_body(fake)
+    with fake:
+        stats, err = _follow(fake.url, ENV, tmp_path, timeout_s=0.5, deadline_s=1)
+    assert err is None and stats.sent == 0
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings and "did not answer in full within 1 s (prometheus.deadline_s); " \
+                        "retrying in 5 s" in warnings[0]
+    assert TOKEN not in caplog.text
+
+
+@pytest.mark.parametrize("content, problem", [
+    ("[]", "is not a checkpoint of system 'shop' (got [])"),
+    ('"s"', "is not a checkpoint of system 'shop' (got 's')"),
+    ('{"system": "shop", "end": "inf"}', "is not a checkpoint of system 'shop'"),
+    ("[" * 100_000 + "]" * 100_000, "(nested too deeply)"),
+    ("\xff{", "cannot read"),
+])
+def test_a_hostile_checkpoint_is_one_configuration_error(tmp_path, content, problem):
+    from streams.kafka.prometheus_follow import Checkpoint
+
+    path = tmp_path / "cp.json"
+    path.write_text(content, encoding="latin-1")
+    with pytest.raises(ConfigError) as err:
+        Checkpoint(path, source("http://127.0.0.1:9")).load()
+    assert str(err.value).startswith("checkpoint: ") and problem in str(err.value)

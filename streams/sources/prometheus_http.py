@@ -66,8 +66,10 @@ class PrometheusError(RuntimeError):
 
 
 class _Deadline:
-    """The end of one request: at ``seconds`` from now every socket it opened is shut down,
-    so a read blocked on a server that trickles bytes (or none) returns at once."""
+    """The end of one request: at ``seconds`` from now the connection of every socket it
+    opened is shut down, so a read blocked on a server that trickles bytes (or none) -- the
+    TLS handshake, the headers, the body -- returns at once. A duplicate of each socket's
+    descriptor is kept for that: TLS takes the socket object over, the connection stays."""
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
@@ -82,58 +84,56 @@ class _Deadline:
     def remaining(self) -> float:
         return max(self.at - time.monotonic(), 0.0)
 
-    def watch(self, sock: socket.socket) -> None:
+    def passed(self) -> bool:
+        return self.expired or self.remaining() == 0.0
+
+    def connect(self, address: tuple[str, int], timeout: Any = None,
+                source_address: Any = None) -> socket.socket:
+        """``socket.create_connection`` within the time left (then ``timeout`` per read),
+        its connection watched."""
+        limit = max(self.remaining(), 0.001)
+        sock = socket.create_connection(address, min(timeout or limit, limit), source_address)
+        sock.settimeout(timeout)
         with self._lock:
-            self._sockets.append(sock)
+            self._sockets.append(sock.dup())
             expired = self.expired
         if expired:
-            _shut(sock)
+            self._expire()
+        return sock
 
     def _expire(self) -> None:
         with self._lock:
             self.expired = True
             sockets = list(self._sockets)
         for sock in sockets:
-            _shut(sock)
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass                # already closed by the other end: nothing to wake
 
     def cancel(self) -> None:
         self._timer.cancel()
-
-
-def _shut(sock: socket.socket) -> None:
-    try:
-        sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass                        # already closed: nothing left to wake
+        with self._lock:
+            sockets, self._sockets = self._sockets, []
+        for sock in sockets:
+            sock.close()            # the duplicates only; the connection is urllib's
 
 
 class _WatchedHTTP(http.client.HTTPConnection):
-    """A connection whose socket the request's :class:`_Deadline` shuts down when it ends; it
-    connects within the time left."""
+    """A connection opened within the time left of its request's :class:`_Deadline`, and
+    shut down by it."""
 
     def __init__(self, deadline: _Deadline, *args: Any, **kwargs: Any) -> None:
-        kwargs["timeout"] = min(kwargs.get("timeout") or deadline.seconds,
-                                max(deadline.remaining(), 0.001))
         super().__init__(*args, **kwargs)
-        self._deadline = deadline
-
-    def connect(self) -> None:
-        super().connect()
-        self._deadline.watch(self.sock)
+        self._create_connection = deadline.connect
 
 
 class _WatchedHTTPS(http.client.HTTPSConnection):
-    """:class:`_WatchedHTTP` over TLS."""
+    """:class:`_WatchedHTTP` over TLS (the handshake within the deadline too)."""
 
     def __init__(self, deadline: _Deadline, *args: Any, **kwargs: Any) -> None:
-        kwargs["timeout"] = min(kwargs.get("timeout") or deadline.seconds,
-                                max(deadline.remaining(), 0.001))
         super().__init__(*args, **kwargs)
-        self._deadline = deadline
-
-    def connect(self) -> None:
-        super().connect()
-        self._deadline.watch(self.sock)
+        self._create_connection = deadline.connect
 
 
 class _HTTPHandler(urllib.request.HTTPHandler):
@@ -251,14 +251,13 @@ class PrometheusClient:
         if self._authorization:
             request.add_unredirected_header("Authorization", self._authorization)
         try:
-            timeout = min(self.source.timeout_s + 5, self.source.deadline_s)
-            with opener.open(request, timeout=timeout) as resp:
+            with opener.open(request, timeout=self.source.timeout_s + 5) as resp:
                 body = self._read(resp, what)
-            if deadline.expired:            # the socket was shut: the body is cut short
+            if deadline.passed():           # the socket was shut: the body is cut short
                 raise self._late(what)
             return body
         except urllib.error.HTTPError as exc:
-            if deadline.expired:
+            if deadline.passed():
                 raise self._late(what) from None
             try:
                 raw = exc.read(_CHUNK)
@@ -270,7 +269,7 @@ class PrometheusClient:
                                   f"({self._clean(detail or exc.reason)}) to {query!r}",
                                   transient=exc.code >= 500 or exc.code == 429) from None
         except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError) as exc:
-            if deadline.expired:
+            if deadline.passed():
                 raise self._late(what) from None
             reason = getattr(exc, "reason", None) or exc
             raise PrometheusError(f"{what}: cannot query {self.url} ({self._clean(reason)})",
