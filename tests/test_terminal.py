@@ -54,3 +54,16 @@ def test_the_console_escapes_messages_and_table_cells_but_keeps_its_own_styles()
     assert "\x1b" not in plain and not unsafe(plain)
     assert "\\x1b]0;pwned\\x07" in plain and "\\x1b[2J" in plain and "h\\x1b[31mome" in plain
     assert "class\\u202e" in plain
+
+
+def test_log_lines_are_escaped_and_keep_their_line_breaks():
+    import logging
+
+    from streams.core.terminal import SafeFormatter
+
+    record = logging.LogRecord("perfcast.prometheus", logging.WARNING, __file__, 1,
+                               "%s: windows up to %s", ("sh\u202eop", "now\x1b[2J"), None)
+    line = SafeFormatter("%(levelname)s %(message)s").format(record)
+    assert line == "WARNING sh\\u202eop: windows up to now\\x1b[2J"
+    record.msg, record.args = "first\nsecond", ()
+    assert SafeFormatter("%(message)s").format(record) == "first\nsecond"

@@ -113,8 +113,11 @@ def ingest_prometheus(
     from streams.kafka.topics import ensure_topics
     from streams.sources.prometheus_http import PrometheusError
 
-    logging.basicConfig(level=loglevel.upper(),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from streams.core.terminal import SafeFormatter
+
+    logging.basicConfig(level=loglevel.upper())
+    for handler in logging.getLogger().handlers:       # control characters escaped
+        handler.setFormatter(SafeFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     # the Kafka client's own info lines (connections, metadata) would drown the progress
     logging.getLogger("kafka").setLevel(max(logging.WARNING, logging.getLogger().level))
     source = _source(prom_config)

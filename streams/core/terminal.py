@@ -11,12 +11,13 @@ command needs no care beyond printing through it.
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any
 
 from rich.console import Console
 
-__all__ = ["printable", "SafeConsole"]
+__all__ = ["printable", "SafeConsole", "SafeFormatter"]
 
 #: C0 (except the line break the console lays out itself), DEL, C1, the bidirectional
 #: embeddings, overrides, isolates and marks, and the line and paragraph separators
@@ -42,3 +43,11 @@ class SafeConsole(Console):
 
     def render_str(self, text: str, *args: Any, **kwargs: Any) -> Any:
         return super().render_str(printable(text, newlines=True), *args, **kwargs)
+
+
+class SafeFormatter(logging.Formatter):
+    """A log formatter whose lines have their control characters escaped (a log on a
+    terminal is terminal output; its own line breaks, as in a traceback, are kept)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return printable(super().format(record), newlines=True)
