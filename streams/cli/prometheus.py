@@ -115,9 +115,9 @@ def ingest_prometheus(
 
     from streams.core.terminal import SafeFormatter
 
-    logging.basicConfig(level=loglevel.upper())
-    for handler in logging.getLogger().handlers:       # control characters escaped
-        handler.setFormatter(SafeFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler = logging.StreamHandler()                   # control characters escaped
+    handler.setFormatter(SafeFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=loglevel.upper(), handlers=[handler])
     # the Kafka client's own info lines (connections, metadata) would drown the progress
     logging.getLogger("kafka").setLevel(max(logging.WARNING, logging.getLogger().level))
     source = _source(prom_config)
