@@ -454,7 +454,14 @@ def whatif(store: Optional[Path] = typer.Option(None, help="an embedded run's SQ
         raise typer.Exit(2)
     for name, when, n, n_fc, model in models:
         mine = [a for a in actions if a.tier in model.tiers]
-        console.print(_whatif_table(name, model, compare(model, mine, n, n_fc), when))
+        try:
+            cmp = compare(model, mine, n, n_fc)
+        except (ValueError, ArithmeticError, MemoryError) as err:    # a row beyond the solvers
+            console.print(f"[red]whatif:[/red] system {escape(repr(name))}: the model cannot be "
+                          f"solved ({escape(type(err).__name__)}: {escape(str(err)[:200])})",
+                          soft_wrap=True)
+            raise typer.Exit(2) from None
+        console.print(_whatif_table(name, model, cmp, when))
 
 
 @app.command()

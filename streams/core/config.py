@@ -299,7 +299,7 @@ def _check(key: str, value: Any, where: str) -> Any:
         out = dict(REMEDIATION_COSTS)
         for kind, cost in value.items():
             if kind not in REMEDIATION_COSTS:
-                raise ConfigError(f"{where}.{shown(kind)}: unknown kind (known: "
+                raise ConfigError(f"{where}.{str(kind)[:200]}: unknown kind (known: "
                                   f"{sorted(REMEDIATION_COSTS)})")
             out[kind] = _within(cost, f"{where}.{kind}", 0.0, MAX_COST, True)
         return out
