@@ -184,8 +184,9 @@ _TIMES = {"solve_interval_s": (1.0, 86_400.0, True), "horizon_s": (0.0, WEEK_S, 
 _CHOICES = {"demand_policy": DEMAND_POLICIES, "bursty_demand": BURSTY_DEMANDS,
             "bursty_scv": BURSTY_SCVS}
 #: whole-number settings: key -> (lowest, highest or ``None``); memory grows with the window
-#: counts, so they stop at a million windows per tier
-_COUNTS = {"map_max_population": (1, 1_000_000), "per_job_max_cores": (1, 64),
+#: counts, so they stop at a million windows per tier; the MAP network's population stops at
+#: the largest population a capacity search goes to (``streams.predict.model.CAPACITY_LIMIT``)
+_COUNTS = {"map_max_population": (1, 100_000), "per_job_max_cores": (1, 64),
            "history": (16, 1_000_000),
            "regression_windows": (4, 1_000_000), "dedup_windows": (1, 1_000_000),
            "alert_fire_after": (1, 10_000), "alert_resolve_after": (1, 10_000)}

@@ -14,7 +14,7 @@ from typing import Any
 
 from streams.core.config_error import shown
 from streams.core.records import MAX_CORES, MAX_NAME, valid_name
-from streams.predict.model import SystemModel
+from streams.predict.model import CAPACITY_LIMIT, SystemModel
 
 __all__ = ["model_from_row", "MAX_DEMAND_S"]
 
@@ -22,12 +22,11 @@ __all__ = ["model_from_row", "MAX_DEMAND_S"]
 #: not a measured model)
 MAX_DEMAND_S = 86_400.0
 #: bounds of the other numbers of a row: visits per request, think time (seconds), the largest
-#: MAP order, classes, the population of the MAP network
+#: MAP order, classes
 _MAX_VISITS = 1e6
 _MAX_THINK_S = 1e9
 _MAX_ORDER = 16
 _MAX_CLASSES = 10_000
-_MAX_POPULATION = 1_000_000
 
 
 class _Bad(ValueError):
@@ -115,7 +114,7 @@ def _check(spec: Any) -> None:
                            f"got {shown(p['D0'])}")
             _matrix(p["D0"], f"{where}.D0", order, order, -1e12, 1e12)
             _matrix(p["D1"], f"{where}.D1", order, order, -1e12, 1e12)
-    _whole(spec["map_limit"], "model.map_limit", 0, _MAX_POPULATION)
+    _whole(spec["map_limit"], "model.map_limit", 0, CAPACITY_LIMIT)
     flags = spec.get("flags", [])
     if not isinstance(flags, list) or not all(isinstance(f, str) for f in flags):
         raise _Bad(f"model.flags: must be a list of strings, got {shown(flags)}")
