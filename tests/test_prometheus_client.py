@@ -459,3 +459,17 @@ def test_a_hostile_checkpoint_is_one_configuration_error(tmp_path, content, prob
     with pytest.raises(ConfigError) as err:
         Checkpoint(path, source("http://127.0.0.1:9")).load()
     assert str(err.value).startswith("checkpoint: ") and problem in str(err.value)
+
+
+@pytest.mark.parametrize("headers, message", [
+    ({"X-Scope-OrgID": "shop\r\nX-Injected: 1"}, "prometheus.headers.X-Scope-OrgID: must be at "
+                                                 "most 8192 characters without control"),
+    ({"X Bad": "v"}, "prometheus.headers: 'X Bad' is not a header name"),
+    ({"Cookie": "session=abc"}, "prometheus.headers.Cookie: secrets come from the environment"),
+    ({"authorization": "Bearer abc"}, "prometheus.headers.authorization: secrets come from"),
+])
+def test_headers_that_would_split_a_request_or_carry_a_secret_are_refused(headers, message):
+    with pytest.raises(ConfigError) as err:
+        source("http://127.0.0.1:9", headers=headers)
+    assert str(err.value).startswith(message)
+    assert "abc" not in str(err.value) and "\r" not in str(err.value)
