@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -279,10 +278,12 @@ def _check(key: str, value: Any, where: str) -> Any:
             if not valid_name(t) or not t.strip():
                 raise ConfigError(f"{where}[{i}]: not a valid tier name (printable, at most "
                                   f"200 characters), got {shown(t)}")
-        if len(set(value)) != len(value):
-            twice = next(t for t in value if value.count(t) > 1)
-            raise ConfigError(f"{where}: must be a list of distinct tier names, "
-                              f"{shown(twice)} is listed twice")
+        seen: set[str] = set()
+        for t in value:
+            if t in seen:
+                raise ConfigError(f"{where}: must be a list of distinct tier names, "
+                                  f"{shown(t)} is listed twice")
+            seen.add(t)
         return tuple(value)
     if key == "sla_s":
         if not isinstance(value, Mapping):
@@ -476,7 +477,8 @@ class Config:
         return self.systems.get(name, self.defaults)
 
 
-#: connection settings that are numbers (the others are strings): key -> (type, minimum)
+#: connection settings that are numbers (the others are strings): key -> (type, lowest,
+#: highest)
 _CONNECTION_NUMBERS = {"batch_size": (int, 1, 10_000_000), "max_buffer": (int, 1, 1_000_000_000),
                        "flush_interval_s": (float, 0.0, 3600.0),
                        "connect_timeout_s": (float, 0.0, 3600.0)}
