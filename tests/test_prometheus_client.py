@@ -473,3 +473,12 @@ def test_headers_that_would_split_a_request_or_carry_a_secret_are_refused(header
         source("http://127.0.0.1:9", headers=headers)
     assert str(err.value).startswith(message)
     assert "abc" not in str(err.value) and "\r" not in str(err.value)
+
+
+@pytest.mark.parametrize("url", ["http://admin:hun/ter2@127.0.0.1:9", "http://admin@127.0.0.1",
+                                 "https://admin:hunter2@127.0.0.1:9/api@x"])
+def test_any_credentials_in_the_url_are_refused_and_never_shown(url):
+    with pytest.raises(ConfigError) as err:
+        source(url)
+    assert "must not hold credentials" in str(err.value)
+    assert "admin" not in str(err.value) and "ter2" not in str(err.value)

@@ -83,7 +83,8 @@ def tier_table(name: str, raw: Any, where: str, known: set[str], what: str
 def redact_url(url: str) -> str:
     """``url`` without the ``user:password@`` of its authority (``***@`` in its place), for
     messages and logs."""
-    return re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#]*@", r"\1***@", url)
+    # up to the last "@": a password may hold "/" (it then reads as a path to a URL parser)
+    return re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^?#]*@", r"\1***@", url)
 
 
 def http_url_setting(url: Any, where: str, hint: str = "") -> str:
@@ -98,7 +99,7 @@ def http_url_setting(url: Any, where: str, hint: str = "") -> str:
         raise ConfigError(f"{where}: must not contain spaces or control characters, "
                           f"got {shown!r}")
     parts = urllib.parse.urlsplit(url)
-    if "@" in parts.netloc:
+    if "@" in url.split("?")[0].split("#")[0]:
         raise ConfigError(f"{where}: must not hold credentials (user:password@): a bearer "
                           f"token comes from PERFCAST_PROMETHEUS_TOKEN or "
                           f"PERFCAST_PROMETHEUS_TOKEN_FILE, got {shown!r}")
