@@ -374,7 +374,8 @@ def test_an_unknown_choice_is_refused_naming_field_and_value(tmp_path, key, choi
      "[4, 1_000_000]"),
     ("[defaults]\nsolve_interval_s = " + "9" * 400 + "\n", "defaults.solve_interval_s",
      "[1, 86400]"),
-    ("[defaults]\nidc_threshold = " + "9" * 400 + "\n", "defaults.idc_threshold", "> 0"),
+    ("[defaults]\nidc_threshold = " + "9" * 400 + "\n", "defaults.idc_threshold",
+     "(0, 1e+06]"),
 ])
 def test_extreme_values_are_refused_naming_the_setting_and_the_range(toml, text, key, allowed):
     message = _refused(toml(text), key)
@@ -429,3 +430,83 @@ def test_the_pipeline_applies_the_configured_tolerance(toml):
     out = Pipeline(cfg).process(window)
     assert not out.deadletter and out.estimates[0]["utilization"] == 1.0
     assert out.estimates[0]["flags"] == ["utilization 1.04 clamped to 1 (within tolerance 0.05)"]
+
+
+# -- hostile files: one line naming the key, the value cut short; never a traceback ------------
+@pytest.mark.parametrize("text, key, allowed", [
+    ("[defaults]\nvisits = { db = { home = 1e160 } }\n", "defaults.visits.db.home",
+     "(0, 1e+06] visits per request, got 1e+160"),
+    ("[systems.shop]\nsla_s = { home = 1e300 }\n", "systems.shop.sla_s.home",
+     "(0, 604800] seconds, got 1e+300"),
+    ("[defaults]\nsla_s = { \"*\" = nan }\n", "defaults.sla_s.*", "(0, 604800] seconds"),
+    ("[defaults]\nmodel_error_threshold = 1e300\n", "defaults.model_error_threshold",
+     "(0, 1000]"),
+    ("[defaults]\nmap_max_population = 100_001\n", "defaults.map_max_population",
+     "[1, 100_000]"),
+    ("[defaults]\nalert_fire_after = 1_000_000_000\n", "defaults.alert_fire_after",
+     "[1, 10_000]"),
+    ("[defaults]\nsolve_offset_s = 1e300\n", "defaults.solve_offset_s", "[0, 86400] seconds"),
+    ("[defaults]\nremediation_costs = { cores = 1e300 }\n",
+     "defaults.remediation_costs.cores", "[0, 1e+09]"),
+    ("[influxdb]\nflush_interval_s = 1e300\n", "influxdb.flush_interval_s", "(0, 3600]"),
+    ("[influxdb]\nbatch_size = 1_000_000_000_000\n", "influxdb.batch_size",
+     "[1, 10_000_000]"),
+])
+def test_values_that_feed_a_solver_are_range_checked(toml, text, key, allowed):
+    assert allowed in _refused(toml(text), key)
+
+
+@pytest.mark.parametrize("text, key, problem", [
+    ("[defaults]\ntiers = [\"front\", \"d\\u001bb\"]\n", "defaults.tiers[1]",
+     "not a valid tier name"),
+    ("[defaults]\nsla_s = { \"h\\u001b[2J\" = 1 }\n", "defaults.sla_s", "not a valid class"),
+    ("[defaults]\nvisits = { \"d\\u0007b\" = { home = 2 } }\n", "defaults.visits",
+     "not a valid tier"),
+    ("[systems.\"s\\u001bx\"]\nhorizon_s = 60\n", "systems", "not a valid system name"),
+    ("[defaults]\ntiers = [\"a\", \"a\"]\n", "defaults.tiers", "'a' is listed twice"),
+])
+def test_names_in_the_file_must_be_valid_names(toml, text, key, problem):
+    message = _refused(toml(text), key)
+    assert problem in message and "\x1b" not in message and "\x07" not in message
+
+
+def test_a_tiers_list_beyond_the_tier_limit_is_refused_in_one_short_line(toml):
+    names = ", ".join(f'"t{i}"' for i in range(100_000))
+    message = _refused(toml(f"[defaults]\ntiers = [{names}]\n"), "defaults.tiers")
+    assert "at most 4096" in message and len(message) < 400
+    message = _refused(toml("[limits]\nmax_tiers = 2\n[systems.shop]\n"
+                            "tiers = [\"a\", \"b\", \"c\"]\n"), "systems.shop.tiers")
+    assert message == "systems.shop.tiers: lists 3 tiers, more than [limits] max_tiers (2)"
+
+
+def test_a_long_refused_value_is_cut_short(toml):
+    message = _refused(toml(f"[defaults]\ndemand_policy = \"{'x' * 100_000}\"\n"),
+                       "defaults.demand_policy")
+    assert message.endswith("...") and len(message) < 400
+
+
+@pytest.mark.parametrize("content, problem", [
+    (b"a = " + b"[" * 100_000 + b"]" * 100_000 + b"\n", "nested too deeply"),
+    (b"x = " + b"{ y = " * 5_000 + b"1" + b" }" * 5_000 + b"\n", "nested too deeply"),
+    (b"[defaults]\nsla_s = { \"caf\xe9\" = 1.0 }\n", "is not UTF-8 text (byte 0xe9 at offset 25"),
+    (b"\xff\xfe[\x00d\x00", "is not UTF-8 text (byte 0xff at offset 0"),
+])
+def test_a_deep_or_not_utf8_file_is_one_configuration_error(tmp_path, content, problem):
+    path = tmp_path / "hostile.toml"
+    path.write_bytes(content)
+    message = _refused(path, "config:")
+    assert problem in message and "\n" not in message
+
+
+def test_the_command_line_prints_one_line_and_exits_2_for_a_hostile_file(tmp_path):
+    from typer.testing import CliRunner
+
+    from streams.cli.commands import app
+
+    path = tmp_path / "hostile.toml"
+    path.write_bytes(b"a = " + b"[" * 100_000 + b"]" * 100_000 + b"\n")
+    result = CliRunner().invoke(app, ["run", "--source", str(path), "--config", str(path),
+                                      "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert result.output.startswith("configuration error: config: ")
+    assert result.output.count("\n") == 1 and "nested too deeply" in result.output

@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
-from rich.console import Console
 from rich.live import Live
 from rich.markup import escape
 from rich.table import Table
@@ -43,14 +42,16 @@ from streams.core.config import Config
 from streams.grafana.cli import app as grafana_app
 from streams.engine.pipeline import Pipeline
 from streams.core.records import format_time
+from streams.core.terminal import SafeConsole
 from streams.engine.runtime import tune_gc
 from streams.core.outputs import Alert, Outputs, Prediction
 
 # plain click help: rich's boxed table cut long option and variable names at 80 columns and
 # labelled values <bool>, <list[str]>; click's wraps the help and keeps "[input]" as written
 app = typer.Typer(help="perfcast: live queueing-model predictions from coarse monitoring data.",
-                  no_args_is_help=True, add_completion=False, rich_markup_mode=None)
-console = Console()
+                  no_args_is_help=True, add_completion=False, rich_markup_mode=None,
+                  pretty_exceptions_show_locals=False)      # a traceback's locals hold secrets
+console = SafeConsole()                                     # control characters escaped
 app.add_typer(grafana_app, name="grafana",
               short_help="Grafana's provisioning files, or push them to a Grafana.")
 
@@ -463,7 +464,7 @@ def whatif(store: Optional[Path] = typer.Option(None, metavar="PATH",
     import tempfile
 
     from streams.cli.embedded import STORE_NAME
-    from streams.predict.model import SystemModel
+    from streams.predict.model_row import model_from_row
     from streams.sinks.store import read_models
     from streams.predict.whatif import compare
 
@@ -493,15 +494,23 @@ def whatif(store: Optional[Path] = typer.Option(None, metavar="PATH",
     if not rows:
         fail("whatif: no solved model in the store"
              + (f" for {', '.join(map(repr, system))}" if system else ""))
-    models = [(name, when, n, n_fc, SystemModel.from_dict(spec))
-              for name, when, n, n_fc, spec in rows]
+    try:
+        models = [(name, when, n, n_fc, model_from_row(name, spec))
+                  for name, when, n, n_fc, spec in rows]
+    except ValueError as err:
+        fail(f"whatif: store {str(store)!r}: {err}")
     known = {t for *_, m in models for t in m.tiers}
     unknown = sorted({a.tier for a in actions} - known)
     if unknown:
         fail(f"whatif: no system has tier {unknown[0]!r} (tiers: {', '.join(sorted(known))})")
     for name, when, n, n_fc, model in models:
         mine = [a for a in actions if a.tier in model.tiers]
-        console.print(_whatif_table(name, model, compare(model, mine, n, n_fc), when))
+        try:
+            cmp = compare(model, mine, n, n_fc)
+        except (ValueError, ArithmeticError, MemoryError) as err:    # a row beyond the solvers
+            fail(f"whatif: system {name!r}: the model cannot be solved "
+                 f"({type(err).__name__}: {str(err)[:200]})")
+        console.print(_whatif_table(name, model, cmp, when))
 
 
 @app.command()

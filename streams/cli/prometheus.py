@@ -114,8 +114,11 @@ def ingest_prometheus(
     from streams.kafka.topics import ensure_topics
     from streams.sources.prometheus_http import PrometheusError
 
-    logging.basicConfig(level=loglevel.upper(),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from streams.core.terminal import SafeFormatter
+
+    handler = logging.StreamHandler()                   # control characters escaped
+    handler.setFormatter(SafeFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=loglevel.upper(), handlers=[handler])
     # the Kafka client's own info lines (connections, metadata) would drown the progress
     logging.getLogger("kafka").setLevel(max(logging.WARNING, logging.getLogger().level))
     source = _source(prom_config)
@@ -140,10 +143,10 @@ def ingest_prometheus(
 def _backtest(prom_config: Optional[Path], start: Optional[str], end: Optional[str],
               out: Path) -> Path:
     """Read the windows of ``(start, end]`` into ``out/prometheus-windows.jsonl``."""
-    from rich.console import Console
     from rich.markup import escape
 
     from streams.core.records import format_time
+    from streams.core.terminal import SafeConsole
     from streams.sources.prometheus_http import PrometheusError, fetch_windows, summarize_gaps
 
     if prom_config is None or start is None or end is None:
@@ -161,7 +164,7 @@ def _backtest(prom_config: Optional[Path], start: Optional[str], end: Optional[s
     with open(path, "w", encoding="utf-8") as fh:
         for record in fetched.records:
             fh.write(json.dumps(record, separators=(",", ":")) + "\n")
-    console = Console()
+    console = SafeConsole()
     tiers = len(source.tiers)
     console.print(f"read {len(fetched.records)} windows of {tiers} tier{'s' * (tiers != 1)} "
                   f"({fetched.window_ends} window ends of {source.window_s:g} s, "

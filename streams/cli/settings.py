@@ -11,6 +11,7 @@ from typing import NoReturn, Optional
 import typer
 
 from streams.core.config import Config, ConfigError, load_config
+from streams.core.terminal import printable
 
 __all__ = ["BOOTSTRAP", "command_config", "fail"]
 
@@ -23,8 +24,9 @@ def fail(message: str, code: int = 2) -> NoReturn:
     """End the command with ``error: MESSAGE`` on standard error, one plain line (no colour,
     no box, not wrapped: a log or a script reads it whole), and exit ``code``; click's own
     usage errors have the same shape (``Error: ...``)."""
-    typer.echo(f"error: {' '.join(message.splitlines())}", err=True)
+    typer.echo(f"error: {printable(' '.join(message.splitlines()))}", err=True)
     raise typer.Exit(code)
+
 
 
 def command_config(path: Optional[Path], bootstrap: Optional[str] = None,

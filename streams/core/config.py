@@ -32,19 +32,18 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from streams.core.config_error import ConfigError
+from streams.core.config_error import ConfigError, shown
 from streams.core.plausibility import Plausibility
-from streams.core.records import MAX_UTILIZATION_TOLERANCE, UTILIZATION_TOLERANCE
+from streams.core.records import MAX_UTILIZATION_TOLERANCE, UTILIZATION_TOLERANCE, valid_name
 from streams.core.input_config import input_from_mapping
 
-__all__ = ["SystemConfig", "SLO_QUANTILES", "PREDICT_QUANTILES", "KafkaSettings", "InfluxSettings", "Config", "Limits", "load_config",
-           "ConfigError", "ENVIRONMENT", "secret", "DEMAND_POLICIES", "BURSTY_DEMANDS",
+__all__ = ["SystemConfig", "SLO_QUANTILES", "PREDICT_QUANTILES", "KafkaSettings",
+           "InfluxSettings", "Config", "Limits", "load_config", "ConfigError", "ENVIRONMENT", "secret", "DEMAND_POLICIES", "BURSTY_DEMANDS",
            "REMEDIATION_COSTS", "Plausibility"]
 
 #: how a tier's per-class demands enter the model (``demand_policy``, docs/accuracy.md
@@ -185,9 +184,15 @@ class SystemConfig:
         return float(per_class.get(cls, 1.0)) if per_class else 1.0
 
 
-_POSITIVE = ("idc_threshold", "model_error_threshold")
-#: one week, seconds: the longest forecast horizon and users trend
+#: one week, seconds: the longest forecast horizon, users trend and SLA
 WEEK_S = 7 * 86_400.0
+#: numbers that feed the model, key -> (lowest excluded, highest): beyond them a value is a typo
+#: and the solve's arithmetic overflows (a visit count of 1e160 times a demand)
+_NUMBERS = {"idc_threshold": (0.0, 1e6), "model_error_threshold": (0.0, 1e3)}
+#: visits of a class to a tier per request: (0, MAX_VISITS]
+MAX_VISITS = 1e6
+#: the largest remediation cost (a ranking weight)
+MAX_COST = 1e9
 #: times with a range, seconds: key -> (lowest, highest, lowest allowed itself). Beyond them a
 #: value is a typo or a unit mix-up, and the arithmetic stops meaning anything (a horizon of
 #: 1e308 s overflows the users forecast; an interval of 1e-300 s solves at every window)
@@ -198,11 +203,14 @@ _TIMES = {"solve_interval_s": (1.0, 86_400.0, True), "horizon_s": (0.0, WEEK_S, 
 _CHOICES = {"demand_policy": DEMAND_POLICIES, "bursty_demand": BURSTY_DEMANDS,
             "bursty_scv": BURSTY_SCVS, "predict_quantiles": PREDICT_QUANTILES}
 #: whole-number settings: key -> (lowest, highest or ``None``); memory grows with the window
-#: counts, so they stop at a million windows per tier
-_COUNTS = {"map_max_population": (1, None), "per_job_max_cores": (1, 64),
+#: counts, so they stop at a million windows per tier; the MAP network's population stops at
+#: the largest population a capacity search goes to (``streams.predict.model.CAPACITY_LIMIT``)
+_COUNTS = {"map_max_population": (1, 100_000), "per_job_max_cores": (1, 64),
            "history": (16, 1_000_000),
            "regression_windows": (4, 1_000_000), "dedup_windows": (1, 1_000_000),
-           "alert_fire_after": (1, None), "alert_resolve_after": (1, None)}
+           "alert_fire_after": (1, 10_000), "alert_resolve_after": (1, 10_000)}
+#: the most tiers a system's ``tiers`` may list (``[limits] max_tiers`` at its largest)
+MAX_TIER_LIST = 4096
 #: settings of ``[defaults]`` that apply to the input as a whole (:class:`Config`), not to one
 #: system: windows are validated before they are routed to their system
 _INPUT_SETTINGS = ("utilization_tolerance",)
@@ -210,13 +218,13 @@ _INPUT_SETTINGS = ("utilization_tolerance",)
 
 def _system(raw: Mapping[str, Any], where: str, base: SystemConfig) -> SystemConfig:
     if not isinstance(raw, Mapping):
-        raise ConfigError(f"{where}: must be a table of settings, got {raw!r}")
+        raise ConfigError(f"{where}: must be a table of settings, got {shown(raw)}")
     known = {f.name for f in fields(SystemConfig)}
     unknown = sorted(set(raw) - known)
     for key in unknown:
         if key in _INPUT_SETTINGS:
             raise ConfigError(f"{where}.{key}: only in [defaults] (windows are validated before "
-                              f"they are routed to a system), got {raw[key]!r}")
+                              f"they are routed to a system), got {shown(raw[key])}")
     if unknown:
         raise ConfigError(f"{where}.{unknown[0]}: unknown setting (known: {sorted(known)})")
     values: dict[str, Any] = {}
@@ -229,18 +237,11 @@ def _system(raw: Mapping[str, Any], where: str, base: SystemConfig) -> SystemCon
     return replace(base, **values)
 
 
-def _positive(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) \
-            or not (0 < value < math.inf) or value > sys.float_info.max:
-        raise ConfigError(f"{where}: must be a finite number > 0, got {value!r}")
-    return float(value)
-
-
 def _choice(key: str, value: Any, where: str) -> str:
     choices = _CHOICES[key]
     if not isinstance(value, str) or value not in choices:
         raise ConfigError(f"{where}: must be one of {', '.join(map(repr, choices))}, "
-                          f"got {value!r}")
+                          f"got {shown(value)}")
     return value
 
 
@@ -253,7 +254,7 @@ def _within(value: Any, where: str, low: float, high: float, low_allowed: bool,
     if not number or not (value <= high and (value >= low if low_allowed else value > low)):
         bracket = "[" if low_allowed else "("
         raise ConfigError(f"{where}: must be a number within {bracket}{low:g}, {high:g}]"
-                          f"{unit}, got {value!r}")
+                          f"{unit}, got {shown(value)}")
     return float(value)
 
 
@@ -263,8 +264,9 @@ def _utilization_tolerance(value: Any, where: str) -> float:
 
 
 def _check(key: str, value: Any, where: str) -> Any:
-    if key in _POSITIVE:
-        return _positive(value, where)
+    if key in _NUMBERS:
+        low, high = _NUMBERS[key]
+        return _within(value, where, low, high, False)
     if key in _TIMES:
         low, high, low_allowed = _TIMES[key]
         return _within(value, where, low, high, low_allowed, " seconds")
@@ -273,60 +275,69 @@ def _check(key: str, value: Any, where: str) -> Any:
         if isinstance(value, bool) or not isinstance(value, int) or value < low \
                 or (high is not None and value > high):
             allowed = f">= {low}" if high is None else f"within [{low}, {high:_}]"
-            raise ConfigError(f"{where}: must be an integer {allowed}, got {value!r}")
+            raise ConfigError(f"{where}: must be an integer {allowed}, got {shown(value)}")
         return value
     if key in _CHOICES:
         return _choice(key, value, where)
     if key == "capacity_margin":
         if isinstance(value, bool) or not isinstance(value, (int, float)) \
                 or not 0.0 <= value < 1.0:
-            raise ConfigError(f"{where}: must be a fraction within [0, 1), got {value!r}")
+            raise ConfigError(f"{where}: must be a fraction within [0, 1), got {shown(value)}")
         return float(value)
     if key == "window_breach_probability":
         if isinstance(value, bool) or not isinstance(value, (int, float)) \
                 or not 0.0 < value < 1.0:
-            raise ConfigError(f"{where}: must be a probability within (0, 1), got {value!r}")
+            raise ConfigError(f"{where}: must be a probability within (0, 1), "
+                              f"got {shown(value)}")
         return float(value)
     if key == "solve_offset_s":
-        if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                or not math.isfinite(value) or value < 0:
-            raise ConfigError(f"{where}: must be a finite number >= 0, got {value!r}")
-        return float(value)
+        return _within(value, where, 0.0, 86_400.0, True, " seconds")
     if key == "tiers":
-        if not isinstance(value, list) or not all(isinstance(t, str) and t for t in value) \
-                or len(set(value)) != len(value):
-            raise ConfigError(f"{where}: must be a list of distinct tier names, got {value!r}")
+        if not isinstance(value, list) or len(value) > MAX_TIER_LIST:
+            raise ConfigError(f"{where}: must be a list of at most {MAX_TIER_LIST} distinct "
+                              f"tier names, got {shown(value)}")
+        for i, t in enumerate(value):
+            if not valid_name(t) or not t.strip():
+                raise ConfigError(f"{where}[{i}]: not a valid tier name (printable, at most "
+                                  f"200 characters), got {shown(t)}")
+        seen: set[str] = set()
+        for t in value:
+            if t in seen:
+                raise ConfigError(f"{where}: must be a list of distinct tier names, "
+                                  f"{shown(t)} is listed twice")
+            seen.add(t)
         return tuple(value)
     if key == "sla_s":
         if not isinstance(value, Mapping):
-            raise ConfigError(f"{where}: must be a table of class = seconds, got {value!r}")
-        return {str(c): _positive(v, f"{where}.{c}") for c, v in value.items()}
+            raise ConfigError(f"{where}: must be a table of class = seconds, got {shown(value)}")
+        return {_name(c, where, "class"): _within(v, f"{where}.{c}", 0.0, WEEK_S, False,
+                                                  " seconds")
+                for c, v in value.items()}
     if key == "slo":
         return _slo(value, where)
     if key == "remediation":
         if not isinstance(value, bool):
-            raise ConfigError(f"{where}: must be true or false, got {value!r}")
+            raise ConfigError(f"{where}: must be true or false, got {shown(value)}")
         return value
     if key == "remediation_costs":
         if not isinstance(value, Mapping):
-            raise ConfigError(f"{where}: must be a table of kind = cost, got {value!r}")
+            raise ConfigError(f"{where}: must be a table of kind = cost, got {shown(value)}")
         out = dict(REMEDIATION_COSTS)
         for kind, cost in value.items():
             if kind not in REMEDIATION_COSTS:
-                raise ConfigError(f"{where}.{kind}: unknown kind (known: "
+                raise ConfigError(f"{where}.{str(kind)[:200]}: unknown kind (known: "
                                   f"{sorted(REMEDIATION_COSTS)})")
-            if isinstance(cost, bool) or not isinstance(cost, (int, float)) \
-                    or not math.isfinite(cost) or cost < 0:
-                raise ConfigError(f"{where}.{kind}: must be a finite number >= 0, got {cost!r}")
-            out[kind] = float(cost)
+            out[kind] = _within(cost, f"{where}.{kind}", 0.0, MAX_COST, True)
         return out
     if key == "visits":
         if not isinstance(value, Mapping) or not all(isinstance(v, Mapping)
                                                      for v in value.values()):
             raise ConfigError(f"{where}: must be a table of tier = {{class = visits}}, "
-                              f"got {value!r}")
-        return {str(t): {str(c): _positive(v, f"{where}.{t}.{c}") for c, v in per.items()}
-                for t, per in value.items()}
+                              f"got {shown(value)}")
+        return {_name(t, where, "tier"): {
+            _name(c, f"{where}.{t}", "class"): _within(v, f"{where}.{t}.{c}", 0.0, MAX_VISITS,
+                                                       False, " visits per request")
+            for c, v in per.items()} for t, per in value.items()}
     raise ConfigError(f"{where}: unknown setting")   # pragma: no cover - filtered before
 
 
@@ -336,19 +347,29 @@ def _slo(value: Any, where: str) -> dict[str, dict[str, float]]:
     if not isinstance(value, Mapping) or not all(isinstance(v, Mapping)
                                                  for v in value.values()):
         raise ConfigError(f"{where}: must be a table of class = {{ quantile = seconds }} "
-                          f"(quantiles {', '.join(SLO_QUANTILES)}), got {value!r}")
+                          f"(quantiles {', '.join(SLO_QUANTILES)}), got {shown(value)}")
     out: dict[str, dict[str, float]] = {}
     for cls, bounds in value.items():
         if not bounds:
             raise ConfigError(f"{where}.{cls}: must name at least one quantile "
-                              f"({', '.join(SLO_QUANTILES)}), got {bounds!r}")
+                              f"({', '.join(SLO_QUANTILES)}), got {shown(bounds)}")
         for name in bounds:
             if name not in SLO_QUANTILES:
                 raise ConfigError(f"{where}.{cls}.{name}: must be a quantile among "
                                   f"{', '.join(SLO_QUANTILES)} (the mean's SLO is sla_s), "
-                                  f"got {name!r}")
-        out[str(cls)] = {str(q): _positive(v, f"{where}.{cls}.{q}") for q, v in bounds.items()}
+                                  f"got {shown(name)}")
+        out[_name(cls, where, "class")] = {
+            str(q): _within(v, f"{where}.{cls}.{q}", 0.0, WEEK_S, False, " seconds")
+            for q, v in bounds.items()}
     return out
+
+
+def _name(key: str, where: str, what: str) -> str:
+    """A table key that names a tier or class (``"*"``: every other class)."""
+    if key != "*" and (not valid_name(key) or not key.strip()):
+        raise ConfigError(f"{where}: {shown(key)} is not a valid {what} name (printable, at "
+                          f"most 200 characters)")
+    return key
 
 
 def secret(env: Mapping[str, str], name: str) -> str | None:
@@ -460,7 +481,7 @@ def _section(raw: Any, section: str, ranges: Mapping[str, tuple[float, float]],
     """``cls`` from the table ``[section]``: each key within its ``ranges`` (both ends
     included), whole numbers except the keys in ``numbers``; the error names the key."""
     if not isinstance(raw, Mapping):
-        raise ConfigError(f"{section}: must be a table, got {raw!r}")
+        raise ConfigError(f"{section}: must be a table, got {shown(raw)}")
     values: dict[str, Any] = {}
     for key, value in raw.items():
         if key not in ranges:
@@ -472,7 +493,7 @@ def _section(raw: Any, section: str, ranges: Mapping[str, tuple[float, float]],
                                   " seconds" if key.endswith("_s") else "")
         elif isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
             raise ConfigError(f"{where}: must be an integer within [{low}, {high:_}], "
-                              f"got {value!r}")
+                              f"got {shown(value)}")
         else:
             values[key] = value
     return cls(**values)
@@ -503,21 +524,24 @@ class Config:
         return self.systems.get(name, self.defaults)
 
 
-#: connection settings that are numbers (the others are strings): key -> (type, minimum)
-_CONNECTION_NUMBERS = {"batch_size": (int, 1), "max_buffer": (int, 1),
-                       "flush_interval_s": (float, 0.0), "connect_timeout_s": (float, 0.0)}
+#: connection settings that are numbers (the others are strings): key -> (type, lowest,
+#: highest)
+_CONNECTION_NUMBERS = {"batch_size": (int, 1, 10_000_000), "max_buffer": (int, 1, 1_000_000_000),
+                       "flush_interval_s": (float, 0.0, 3600.0),
+                       "connect_timeout_s": (float, 0.0, 3600.0)}
 
 
 def _connection_value(key: str, value: Any, where: str) -> Any:
     if key in _CONNECTION_NUMBERS:
-        kind, low = _CONNECTION_NUMBERS[key]
+        kind, low, high = _CONNECTION_NUMBERS[key]
         if kind is int:
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ConfigError(f"{where}: must be an integer >= {low}, got {value!r}")
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise ConfigError(f"{where}: must be an integer within [{low}, {high:_}], "
+                                  f"got {shown(value)}")
             return value
-        return _positive(value, where)
+        return _within(value, where, low, high, False, " seconds")
     if not isinstance(value, str):
-        raise ConfigError(f"{where}: must be a string, got {value!r}")
+        raise ConfigError(f"{where}: must be a string, got {shown(value)}")
     return value
 
 
@@ -526,7 +550,7 @@ def _connections(raw: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, An
     for section, cls in (("kafka", KafkaSettings), ("influxdb", InfluxSettings)):
         given = raw.get(section, {})
         if not isinstance(given, Mapping):
-            raise ConfigError(f"{section}: must be a table, got {given!r}")
+            raise ConfigError(f"{section}: must be a table, got {shown(given)}")
         known = {f.name for f in fields(cls)} - {"sasl_password", "token"}
         for key, value in given.items():
             if key not in known:
@@ -566,6 +590,13 @@ def load_config(path: str | Path | None = None,
             raise ConfigError(f"config: cannot read {str(path)!r} ({exc.strerror})") from None
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"config: {str(path)!r} is not valid TOML ({exc})") from None
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"config: {str(path)!r} is not UTF-8 text (byte "
+                              f"{exc.object[exc.start]:#04x} at offset {exc.start}; TOML is "
+                              f"UTF-8)") from None
+        except RecursionError:
+            raise ConfigError(f"config: {str(path)!r} is not valid TOML (nested too deeply: "
+                              f"a configuration is a few tables deep)") from None
     unknown = sorted(set(raw) - {"defaults", "systems", "kafka", "influxdb", "limits",
                                  "input", "plausibility"})
     if unknown:
@@ -581,10 +612,16 @@ def load_config(path: str | Path | None = None,
     defaults = _system(defaults_raw, "defaults", SystemConfig())
     systems_raw = raw.get("systems", {})
     if not isinstance(systems_raw, Mapping):
-        raise ConfigError(f"systems: must be a table of systems, got {systems_raw!r}")
-    systems = {name: _system(body, f"systems.{name}", defaults)
+        raise ConfigError(f"systems: must be a table of systems, got {shown(systems_raw)}")
+    systems = {_name(name, "systems", "system"): _system(body, f"systems.{name}", defaults)
                for name, body in systems_raw.items()}
+    limits = _limits(raw.get("limits", {}))
+    for where, system in [("defaults", defaults)] + [(f"systems.{n}", s)
+                                                     for n, s in systems.items()]:
+        if len(system.tiers) > limits.max_tiers:
+            raise ConfigError(f"{where}.tiers: lists {len(system.tiers)} tiers, more than "
+                              f"[limits] max_tiers ({limits.max_tiers})")
     return Config(defaults=defaults, systems=systems, utilization_tolerance=tolerance,
-                  limits=_limits(raw.get("limits", {})), input=_input(raw.get("input")),
+                  limits=limits, input=_input(raw.get("input")),
                   plausibility=_plausibility(raw.get("plausibility", {})),
                   **_connections(raw, os.environ if env is None else env))

@@ -4,12 +4,20 @@ grid ``offset_s + k window_s`` in whole milliseconds."""
 
 from __future__ import annotations
 
+import re
+import urllib.parse
 from typing import Any, Mapping
 
 from streams.core.config_error import ConfigError
 from streams.core.records import MAX_WINDOW_S, valid_name
 
-__all__ = ["WindowGrid", "number_setting", "string_setting", "tier_table", "window_setting"]
+__all__ = ["WindowGrid", "number_setting", "string_setting", "tier_table", "window_setting",
+           "http_url_setting", "redact_url", "header_settings"]
+
+#: an HTTP header's name (a token, RFC 9110 section 5.1) and value (visible characters, spaces
+#: and tabs, RFC 9110 section 5.5): a line break in either would end the header early
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_HEADER_VALUE = re.compile(r"[\t\x20-\x7e\xa0-\uffff]*")
 
 
 class WindowGrid:
@@ -70,3 +78,57 @@ def tier_table(name: str, raw: Any, where: str, known: set[str], what: str
     if unknown:
         raise ConfigError(f"{where}.{unknown[0]}: unknown setting (known: {sorted(known)})")
     return raw
+
+
+def redact_url(url: str) -> str:
+    """``url`` without the ``user:password@`` of its authority (``***@`` in its place), for
+    messages and logs."""
+    # up to the last "@": a password may hold "/" (it then reads as a path to a URL parser)
+    return re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^?#]*@", r"\1***@", url)
+
+
+def http_url_setting(url: Any, where: str, hint: str = "") -> str:
+    """``url``: an ``http(s)://host[:port][/path]`` URL without credentials and without a
+    query or fragment, its trailing ``/`` removed. :class:`ConfigError` names ``where``; it
+    never repeats a ``user:password@`` (credentials come from the environment, as tokens)."""
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        shown = repr(redact_url(url) if isinstance(url, str) else url)[:200]
+        raise ConfigError(f"{where}: must be an http(s) URL{hint}, got {shown}")
+    shown = redact_url(url)[:200]
+    if any(ord(c) < 0x21 or 0x7f <= ord(c) <= 0x9f for c in url):
+        raise ConfigError(f"{where}: must not contain spaces or control characters, "
+                          f"got {shown!r}")
+    parts = urllib.parse.urlsplit(url)
+    if "@" in url.split("?")[0].split("#")[0]:
+        raise ConfigError(f"{where}: must not hold credentials (user:password@): a bearer "
+                          f"token comes from PERFCAST_PROMETHEUS_TOKEN or "
+                          f"PERFCAST_PROMETHEUS_TOKEN_FILE, got {shown!r}")
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    if not parts.hostname or port == -1 or port == 0:
+        raise ConfigError(f"{where}: must name a host and, optionally, a port within "
+                          f"[1, 65535], got {shown!r}")
+    if parts.query or parts.fragment:
+        raise ConfigError(f"{where}: must not have a query or fragment, got {shown!r}")
+    return url.rstrip("/")
+
+
+def header_settings(raw: Any, where: str) -> dict[str, str]:
+    """``raw``: a table of HTTP header ``name = "value"`` (names tokens, values without
+    control characters); no ``Authorization`` (secrets come from the environment)."""
+    if not isinstance(raw, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in raw.items()):
+        raise ConfigError(f"{where}: must be a table of name = \"value\", got {str(raw)[:200]}")
+    for name, value in raw.items():
+        if name.lower() in ("authorization", "proxy-authorization", "cookie"):
+            raise ConfigError(f"{where}.{name}: secrets come from the environment "
+                              f"(PERFCAST_PROMETHEUS_TOKEN or PERFCAST_PROMETHEUS_TOKEN_FILE)")
+        if not _HEADER_NAME.fullmatch(name) or len(name) > 200:
+            raise ConfigError(f"{where}: {name[:200]!r} is not a header name (letters, digits "
+                              f"and !#$%&'*+.^_`|~-)")
+        if not _HEADER_VALUE.fullmatch(value) or len(value) > 8192:
+            raise ConfigError(f"{where}.{name}: must be at most 8192 characters without "
+                              f"control characters (a line break would end the header)")
+    return dict(raw)

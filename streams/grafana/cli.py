@@ -8,21 +8,21 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
 from streams.core.config import Config, ConfigError, load_config
+from streams.core.terminal import SafeConsole, printable
 
 app = typer.Typer(help="Grafana: provisioning files (data source, dashboards, alert rules) and "
                        "pushing them to a running Grafana.", no_args_is_help=True,
                   add_completion=False, rich_markup_mode=None)
-console = Console()
+console = SafeConsole()
 
 
 def _fail(message: str, code: int = 2) -> typing.NoReturn:
     """``error: MESSAGE`` on standard error, one plain line, and exit ``code``: the style of
     every ``perfcast`` command's errors (``streams.cli.settings.fail``, a layer above)."""
-    typer.echo(f"error: {' '.join(message.splitlines())}", err=True)
+    typer.echo(f"error: {printable(' '.join(message.splitlines()))}", err=True)
     raise typer.Exit(code)
 
 

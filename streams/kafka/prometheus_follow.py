@@ -48,13 +48,15 @@ class Checkpoint:
             data = json.loads(self.path.read_text())
         except FileNotFoundError:
             return None
-        except (OSError, ValueError) as exc:
-            raise ConfigError(f"checkpoint: cannot read {str(self.path)!r} ({exc})") from None
+        except (OSError, ValueError, RecursionError) as exc:
+            why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)[:200]
+            raise ConfigError(f"checkpoint: cannot read {str(self.path)!r} ({why})") from None
         end = data.get("end") if isinstance(data, dict) else None
-        if data.get("system") != self.source.system or not isinstance(end, (int, float)) \
+        system = data.get("system") if isinstance(data, dict) else None
+        if system != self.source.system or not isinstance(end, (int, float)) \
                 or isinstance(end, bool) or not math.isfinite(end):
             raise ConfigError(f"checkpoint: {str(self.path)!r} is not a checkpoint of system "
-                              f"{self.source.system!r} (got {str(data)[:200]})")
+                              f"{self.source.system!r} (got {repr(data)[:200]})")
         return float(end)
 
     def save(self, end_s: float) -> None:

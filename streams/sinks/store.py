@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import IO, Any, Iterable
 
 from streams.core.outputs import Outputs
+from streams.core.records import MAX_END, MAX_USERS, valid_name
 from streams.sinks.schema import MEASUREMENTS, Point
 
 __all__ = ["SQLiteStore", "JsonLines", "OUTPUT_FILES", "MODEL_TABLE", "read_models"]
@@ -129,11 +130,33 @@ def read_models(path: str | Path) -> list[tuple[str, float, int, int, dict[str, 
                          f"perfcast before 'whatif': run the trace again)") from None
     except sqlite3.DatabaseError as exc:
         raise ValueError(f"store {str(path)!r}: not a SQLite database ({exc})") from None
+    return [_model_row(path, *row) for row in rows]
+
+
+def _model_row(path: Path, system: Any, t: Any, n: Any, n_fc: Any, spec: Any,
+               ) -> tuple[str, float, int, int, Any]:
+    """One row of :data:`MODEL_TABLE`, its columns checked; the model's JSON parsed, not
+    checked (:func:`streams.predict.model_row.model_from_row` does). A ``ValueError`` names the
+    store, the system and the column."""
+    where = f"store {str(path)!r}: system {str(system)[:200]!r}"
+    if not isinstance(system, str) or not valid_name(system):
+        raise ValueError(f"{where}: system: not a valid system name")
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 <= t <= MAX_END:
+        raise ValueError(f"{where}: time: must be epoch seconds within [0, {MAX_END:g}], "
+                         f"got {str(t)[:80]!r}")
+    for name, value in (("users", n), ("users_forecast", n_fc)):
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_USERS:
+            raise ValueError(f"{where}: {name}: must be a whole number within "
+                             f"[0, {MAX_USERS}], got {str(value)[:80]!r}")
+    if not isinstance(spec, str):
+        raise ValueError(f"{where}: model: must be JSON text, got {type(spec).__name__}")
     try:
-        return [(str(s), float(t), int(n), int(n_fc), json.loads(spec))
-                for s, t, n, n_fc, spec in rows]
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"store {str(path)!r}: a model row cannot be read ({exc})") from None
+        model = json.loads(spec)
+    except RecursionError:
+        raise ValueError(f"{where}: model: JSON nested too deeply") from None
+    except ValueError as exc:
+        raise ValueError(f"{where}: model: not JSON ({exc})") from None
+    return system, float(t), n, n_fc, model
 
 
 class JsonLines:

@@ -35,8 +35,9 @@ from typing import Any, Mapping, Sequence
 
 from streams.core.config import ConfigError
 from streams.core.records import valid_name
-from streams.core.source_settings import (WindowGrid, number_setting, string_setting,
-                                          tier_table, window_setting)
+from streams.core.source_settings import (WindowGrid, header_settings, http_url_setting,
+                                          number_setting, string_setting, tier_table,
+                                          window_setting)
 from streams.sources.window_rules import (
     QUERY_FIELDS,
     Gap,
@@ -64,7 +65,14 @@ class PrometheusSource(WindowGrid):
     offset_s: float = 0.0
     #: live: a window is read this long after its end (scrape interval + ingestion delay)
     lag_s: float = 10.0
+    #: Prometheus' own evaluation timeout of a query (sent as ``timeout``), and the longest
+    #: wait for a connection or for the next bytes of an answer
     timeout_s: float = 30.0
+    #: the whole request -- connecting, the answer's headers, its body -- ends within this
+    #: many seconds, however slowly the bytes arrive (default ``timeout_s + 30``)
+    deadline_s: float = 60.0
+    #: largest answer body read, MiB; a larger one is refused before it is parsed
+    max_response_mb: float = 64.0
     #: windows per ``query_range`` request (Prometheus refuses more than 11,000 points)
     max_windows_per_query: int = 1000
     missing_class: str = "other"
@@ -75,8 +83,11 @@ class PrometheusSource(WindowGrid):
     headers: Mapping[str, str] = field(default_factory=dict)
 
 
-_SOURCE_KEYS = {"url", "system", "window_s", "offset_s", "lag_s", "timeout_s", "concurrency",
-                "max_windows_per_query", "missing_class", "class_label", "counters", "headers"}
+_SOURCE_KEYS = {"url", "system", "window_s", "offset_s", "lag_s", "timeout_s", "deadline_s",
+                "max_response_mb", "concurrency", "max_windows_per_query", "missing_class",
+                "class_label", "counters", "headers"}
+#: the largest ``max_response_mb``: 4 GiB (parsed, an answer takes several times its size)
+MAX_RESPONSE_MB = 4096.0
 _TIER_KEYS = set(QUERY_FIELDS) | {"class_label", "counters"}
 
 
@@ -119,22 +130,21 @@ def source_from_mapping(raw: Mapping[str, Any], env: Mapping[str, str] | None = 
     bad = sorted(set(src) - _SOURCE_KEYS)
     if bad:
         raise ConfigError(f"prometheus.{bad[0]}: unknown setting (known: {sorted(_SOURCE_KEYS)})")
-    url = (env or {}).get("PERFCAST_PROMETHEUS_URL") or string_setting(src, "url", "prometheus")
-    if not url or not url.startswith(("http://", "https://")):
-        raise ConfigError(f"prometheus.url: must be an http(s) URL (or set "
-                          f"PERFCAST_PROMETHEUS_URL), got {url!r}")
+    from_env = (env or {}).get("PERFCAST_PROMETHEUS_URL")
+    url = http_url_setting(from_env, "PERFCAST_PROMETHEUS_URL") if from_env else \
+        http_url_setting(src.get("url"), "prometheus.url", " (or set PERFCAST_PROMETHEUS_URL)")
     system = string_setting(src, "system", "prometheus")
     if system is None or not valid_name(system):
         raise ConfigError(f"prometheus.system: must be a valid system name, got {system!r}")
     window_s = window_setting(src, "prometheus")
-    headers = src.get("headers", {})
-    if not isinstance(headers, Mapping) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in headers.items()):
-        raise ConfigError(f"prometheus.headers: must be a table of name = \"value\", "
-                          f"got {headers!r}")
-    if any(k.lower() == "authorization" for k in headers):
-        raise ConfigError("prometheus.headers.Authorization: secrets come from the environment "
-                          "(PERFCAST_PROMETHEUS_TOKEN or PERFCAST_PROMETHEUS_TOKEN_FILE)")
+    headers = header_settings(src.get("headers", {}), "prometheus.headers")
+    timeout_s = number_setting(src, "timeout_s", "prometheus", 30.0, 0.0, 600.0)
+    deadline_s = number_setting(src, "deadline_s", "prometheus", timeout_s + 30.0, 0.0,
+                                3600.0)
+    if deadline_s < timeout_s:
+        raise ConfigError(f"prometheus.deadline_s: must be at least timeout_s ({timeout_s:g}: "
+                          f"Prometheus may take that long to evaluate a query), "
+                          f"got {deadline_s:g}")
     max_windows = src.get("max_windows_per_query", 1000)
     if isinstance(max_windows, bool) or not isinstance(max_windows, int) \
             or not 1 <= max_windows <= 10_000:
@@ -159,12 +169,14 @@ def source_from_mapping(raw: Mapping[str, Any], env: Mapping[str, str] | None = 
                           f"got {tiers_raw!r}")
     tiers = tuple(_tier(name, body, class_label, counters) for name, body in tiers_raw.items())
     return PrometheusSource(
-        url=url.rstrip("/"), system=system, tiers=tiers, window_s=window_s,
+        url=url, system=system, tiers=tiers, window_s=window_s,
         offset_s=number_setting(src, "offset_s", "prometheus", 0.0, 0.0, 86_400.0, True),
         lag_s=number_setting(src, "lag_s", "prometheus", 10.0, 0.0, 3600.0, True),
-        timeout_s=number_setting(src, "timeout_s", "prometheus", 30.0, 0.0, 600.0),
+        timeout_s=timeout_s, deadline_s=deadline_s,
+        max_response_mb=number_setting(src, "max_response_mb", "prometheus", 64.0, 0.0,
+                                       MAX_RESPONSE_MB),
         max_windows_per_query=max_windows, missing_class=missing_class, concurrency=concurrency,
-        headers=dict(headers))
+        headers=headers)
 
 
 def load_source(path: str | Path, env: Mapping[str, str] | None = None) -> PrometheusSource:
@@ -176,9 +188,10 @@ def load_source(path: str | Path, env: Mapping[str, str] | None = None) -> Prome
         raise ConfigError(f"prom-config: cannot read {str(path)!r} ({exc.strerror})") from None
     try:
         raw = json.loads(data) if str(path).endswith(".json") else tomllib.loads(data.decode())
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         kind = "JSON" if str(path).endswith(".json") else "TOML"
-        raise ConfigError(f"prom-config: {str(path)!r} is not valid {kind} ({exc})") from None
+        why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)[:200]
+        raise ConfigError(f"prom-config: {str(path)!r} is not valid {kind} ({why})") from None
     if not isinstance(raw, Mapping):
         raise ConfigError(f"prom-config: {str(path)!r} must hold a table, got {type(raw).__name__}")
     return source_from_mapping(raw, os.environ if env is None else env)
@@ -202,34 +215,86 @@ def window_ends(start_s: float, end_s: float, window_s: float, offset_s: float =
 
 
 # ----------------------------------------------------------------------------- query results
-def _value(text: Any) -> float | None:
+#: the sample times a query answer may hold, epoch seconds (the window records' range, up to
+#: year 5138)
+_MAX_SAMPLE_TIME = 1e11
+
+
+def _shown(value: Any) -> str:
+    """A value of an answer in an error message: its JSON-ish ``repr``, at most 80 characters."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _sample(point: Any, where: str) -> tuple[int, float | None]:
+    """``[time, "value"]`` as ``(ms, value)``; ``value`` ``None`` when not finite (a
+    staleness marker, ``NaN``, or ``+Inf``). A :class:`ValueError` names ``where``."""
+    if not isinstance(point, (list, tuple)) or len(point) != 2:
+        raise ValueError(f"{where}: a sample must be [time, \"value\"], got {_shown(point)}")
+    t, text = point
+    if isinstance(t, bool) or not isinstance(t, (int, float)) \
+            or not 0 <= t <= _MAX_SAMPLE_TIME:
+        raise ValueError(f"{where}[0]: the time must be epoch seconds within "
+                         f"[0, {_MAX_SAMPLE_TIME:g}], got {_shown(t)}")
+    if isinstance(text, bool) or not isinstance(text, (str, int, float)) \
+            or (isinstance(text, str) and len(text) > 64):
+        raise ValueError(f"{where}[1]: the value must be a number as a string, "
+                         f"got {_shown(text)}")
     try:
         v = float(text)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) else None
+    except (ValueError, OverflowError):
+        raise ValueError(f"{where}[1]: the value must be a number as a string, "
+                         f"got {_shown(text)}") from None
+    return round(t * 1000), (v if math.isfinite(v) else None)
 
 
-def parse_result(data: Mapping[str, Any], what: str = "query") -> list[Series]:
-    """The ``data`` of a ``query_range`` (matrix) or ``query`` (vector) answer as series,
-    timestamps in milliseconds. Anything else is a :class:`ValueError` naming ``what``."""
-    kind = data.get("resultType") if isinstance(data, Mapping) else None
-    result = data.get("result") if isinstance(data, Mapping) else None
-    if kind not in ("matrix", "vector", "scalar") or result is None:
-        raise ValueError(f"{what}: expected a matrix or vector result, got {str(data)[:200]}")
+def _labels(metric: Any, where: str) -> dict[str, str]:
+    """A series' ``metric``: an object of label = "value" (``null``: no labels)."""
+    if metric is None:
+        return {}
+    if not isinstance(metric, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in metric.items()):
+        raise ValueError(f"{where}: must be an object of label = \"value\", "
+                         f"got {_shown(metric)}")
+    return dict(metric)
+
+
+def parse_result(data: Any, what: str = "query") -> list[Series]:
+    """The ``data`` of a ``query_range`` (matrix) or ``query`` (vector, scalar) answer as
+    series, timestamps in milliseconds (the answer format of Prometheus' HTTP API). Any other
+    shape is a :class:`ValueError` naming ``what`` and the field (``data.result[3].values[0]``)
+    and the value, never a silent skip."""
+    if not isinstance(data, Mapping):
+        raise ValueError(f"{what}: data: must be an object, got {_shown(data)}")
+    kind, result = data.get("resultType"), data.get("result")
+    if kind not in ("matrix", "vector", "scalar"):
+        raise ValueError(f"{what}: data.resultType: must be matrix, vector or scalar, "
+                         f"got {_shown(kind)}")
     if kind == "scalar":
         result = [{"metric": {}, "value": result}]
+    elif not isinstance(result, list):
+        raise ValueError(f"{what}: data.result: must be a list of series, got {_shown(result)}")
     out = []
-    for item in result:
-        points = item.get("values") if "values" in item else [item.get("value")]
+    for i, item in enumerate(result):
+        where = f"{what}: data.result[{i}]"
+        if not isinstance(item, Mapping):
+            raise ValueError(f"{where}: must be an object (metric, values), got {_shown(item)}")
+        labels = _labels(item.get("metric"), f"{where}.metric")
+        if "values" in item:
+            points = item["values"]
+            if not isinstance(points, list):
+                raise ValueError(f"{where}.values: must be a list of samples, "
+                                 f"got {_shown(points)}")
+            field_name = "values"
+        else:
+            points, field_name = [item.get("value")], "value"
         values = {}
-        for point in points or ():
-            if not isinstance(point, (list, tuple)) or len(point) != 2:
-                raise ValueError(f"{what}: a sample must be [time, \"value\"], got {point!r}")
-            v = _value(point[1])
+        for j, point in enumerate(points):
+            ms, v = _sample(point, f"{where}.{field_name}" + (f"[{j}]" if field_name ==
+                                                               "values" else ""))
             if v is not None:
-                values[round(float(point[0]) * 1000)] = v
-        out.append(Series(labels=dict(item.get("metric") or {}), values=values))
+                values[ms] = v
+        out.append(Series(labels=labels, values=values))
     return out
 
 

@@ -13,9 +13,17 @@ The live follower that publishes the windows to Kafka is the Kafka shell's
 
 from __future__ import annotations
 
+import functools
+import heapq
+import http.client
+import itertools
 import json
 import logging
 import os
+import re
+import socket
+import threading
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -25,6 +33,8 @@ from typing import Any, Callable, Iterator, Mapping
 
 from streams.core.config import ConfigError, secret
 from streams.core.records import format_time
+from streams.core.source_settings import redact_url
+from streams.core.terminal import printable
 from streams.sources.prometheus import (
     QUERY_FIELDS,
     Gap,
@@ -40,6 +50,12 @@ __all__ = ["PrometheusError", "PrometheusClient", "fetch_windows", "iter_windows
 
 log = logging.getLogger("perfcast.prometheus")
 
+#: a bearer token's characters (RFC 6750 section 2.1, ``b64token``); anything else -- a line
+#: break, a space -- would split or end the header
+_TOKEN = re.compile(r"[A-Za-z0-9._~+/-]+=*")
+#: how many bytes are read at a time
+_CHUNK = 1 << 16
+
 
 class PrometheusError(RuntimeError):
     """Prometheus could not be queried, or refused a query (the message names the query).
@@ -51,51 +67,287 @@ class PrometheusError(RuntimeError):
         self.transient = transient
 
 
+class _Watchdog:
+    """One daemon thread that ends each :class:`_Deadline` at its time (a thread per request
+    would cost about 150 us each: a quarter of a local query's time)."""
+
+    def __init__(self) -> None:
+        self._cv = threading.Condition()
+        self._heap: list[tuple[float, int, "_Deadline"]] = []
+        self._order = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    def add(self, deadline: "_Deadline") -> None:
+        with self._cv:
+            heapq.heappush(self._heap, (deadline.at, next(self._order), deadline))
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="prometheus-deadline",
+                                                daemon=True)
+                self._thread.start()
+            self._cv.notify()
+
+    def _run(self) -> None:
+        with self._cv:
+            while True:
+                while self._heap and self._heap[0][2].done:
+                    heapq.heappop(self._heap)       # finished in time
+                if not self._heap:
+                    self._cv.wait()
+                    continue
+                wait = self._heap[0][0] - time.monotonic()
+                if wait > 0:
+                    self._cv.wait(wait)
+                    continue
+                heapq.heappop(self._heap)[2].expire()
+
+
+_WATCHDOG = _Watchdog()
+
+
+class _Deadline:
+    """The end of one request: at ``seconds`` from now the connection of every socket it
+    opened is shut down, so a read blocked on a server that trickles bytes (or none) -- the
+    TLS handshake, the headers, the body -- returns at once. A duplicate of each socket's
+    descriptor is kept for that: TLS takes the socket object over, the connection stays."""
+
+    def __init__(self, seconds: float) -> None:
+        self.at = time.monotonic() + seconds
+        self.expired = False
+        self.done = False
+        self._sockets: list[socket.socket] = []
+        self._lock = threading.Lock()
+        _WATCHDOG.add(self)
+
+    def remaining(self) -> float:
+        return max(self.at - time.monotonic(), 0.0)
+
+    def passed(self) -> bool:
+        return self.expired or self.remaining() == 0.0
+
+    def connect(self, address: tuple[str, int], timeout: Any = None,
+                source_address: Any = None) -> socket.socket:
+        """``socket.create_connection`` within the time left (then ``timeout`` per read),
+        its connection watched."""
+        limit = max(self.remaining(), 0.001)
+        sock = socket.create_connection(address, min(timeout or limit, limit), source_address)
+        sock.settimeout(timeout)
+        with self._lock:
+            self._sockets.append(sock.dup())
+            expired = self.expired
+        if expired:
+            self.expire()           # it passed while connecting
+        return sock
+
+    def expire(self) -> None:
+        # under the lock: a duplicate is never closed (and its number reused) meanwhile
+        with self._lock:
+            self.expired = True
+            for sock in self._sockets:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass            # already closed by the other end: nothing to wake
+
+    def cancel(self) -> None:
+        with self._lock:
+            self.done = True
+            for sock in self._sockets:
+                sock.close()        # the duplicates only; the connection is urllib's
+            self._sockets = []
+
+
+def _watched(base: type) -> type:
+    """``base`` (an HTTP or HTTPS connection) opened within the time left of its request's
+    :class:`_Deadline`, and shut down by it."""
+
+    class Watched(base):                                    # type: ignore[misc, valid-type]
+        def __init__(self, deadline: _Deadline, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._create_connection = deadline.connect
+
+    Watched.__name__ = f"Watched{base.__name__}"
+    return Watched
+
+
+_WatchedHTTP = _watched(http.client.HTTPConnection)
+_WatchedHTTPS = _watched(http.client.HTTPSConnection)
+
+
+class _HTTPHandler(urllib.request.HTTPHandler):
+    def __init__(self, deadline: _Deadline) -> None:
+        super().__init__()
+        self._deadline = deadline
+
+    def http_open(self, req: urllib.request.Request) -> Any:
+        return self.do_open(functools.partial(_WatchedHTTP, self._deadline), req)
+
+
+class _HTTPSHandler(urllib.request.HTTPSHandler):
+    def __init__(self, deadline: _Deadline) -> None:
+        super().__init__()
+        self._deadline = deadline
+
+    def https_open(self, req: urllib.request.Request) -> Any:
+        return self.do_open(functools.partial(_WatchedHTTPS, self._deadline), req,
+                            context=self._context)
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    """``(scheme, host, port)`` of ``url``, the port defaulted by the scheme (RFC 6454)."""
+    parts = urllib.parse.urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    return scheme, (parts.hostname or "").lower(), port or {"http": 80, "https": 443}.get(scheme)
+
+
+class _Redirects(urllib.request.HTTPRedirectHandler):
+    """Redirects followed (at most urllib's 10) with the credentials sent only to the origin
+    of the configured URL: the ``Authorization`` header is an unredirected header, added again
+    to a redirected request only when it goes to that same scheme, host and port (as browsers
+    and ``requests`` do; RFC 9110 section 15.4 leaves it to the client)."""
+
+    def __init__(self, origin: tuple[str, str, int | None], authorization: str | None) -> None:
+        super().__init__()
+        self._origin = origin
+        self._authorization = authorization
+
+    def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any,
+                         newurl: str) -> Any:
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if new is not None and self._authorization and _origin(new.full_url) == self._origin:
+            new.add_unredirected_header("Authorization", self._authorization)
+        return new
+
+
 class PrometheusClient:
-    """``GET /api/v1/query_range`` against ``source.url``."""
+    """``GET /api/v1/query_range`` against ``source.url``. Each request ends within
+    ``source.deadline_s`` and reads at most ``source.max_response_mb`` of body; the bearer
+    token goes only to the URL's origin and never into a message."""
 
     def __init__(self, source: PrometheusSource, env: Mapping[str, str] | None = None) -> None:
         self.source = source
+        self.url = redact_url(source.url)
         self.headers = {"Accept": "application/json", **source.headers}
         try:
             token = secret(os.environ if env is None else env, "PERFCAST_PROMETHEUS_TOKEN")
         except ConfigError as exc:
             raise PrometheusError(str(exc)) from None
+        self._secrets = [token] if token else []
+        self._authorization: str | None = None
         if token:
-            self.headers["Authorization"] = f"Bearer {token}"
+            if not _TOKEN.fullmatch(token):     # the message must not show the token
+                raise PrometheusError(
+                    f"PERFCAST_PROMETHEUS_TOKEN: not a bearer token of {len(token)} "
+                    f"characters: only letters, digits and -._~+/ followed by optional = are "
+                    f"allowed (RFC 6750), no line break, space or control character")
+            self._authorization = f"Bearer {token}"
+        self.max_bytes = int(source.max_response_mb * (1 << 20))
 
     def __repr__(self) -> str:             # never the token
-        return f"PrometheusClient({self.source.url!r})"
+        return f"PrometheusClient({self.url!r})"
+
+    def _clean(self, text: Any, limit: int = 300) -> str:
+        """Text from the server or the network for a message: the secrets blanked, control
+        characters escaped, at most ``limit`` characters."""
+        text = str(text)
+        for s in self._secrets:
+            text = text.replace(s, "***")
+        text = printable(text)
+        return text if len(text) <= limit else text[:limit - 3] + "..."
+
+    def _read(self, resp: Any, what: str) -> bytearray:
+        """The body, at most :attr:`max_bytes`: a larger one (by its ``Content-Length`` or as
+        it arrives) is refused before it is parsed."""
+        cap = self.max_bytes
+        over = PrometheusError(
+            f"{what}: {self.url} answered more than {self.source.max_response_mb:g} MiB "
+            f"(prometheus.max_response_mb); lower max_windows_per_query or raise "
+            f"max_response_mb")
+        length = resp.headers.get("Content-Length")
+        if length and length.strip().isdigit() and int(length) > cap:
+            raise over
+        body = bytearray()                  # grown in place: no second copy at the end
+        while True:
+            chunk = resp.read1(_CHUNK) if hasattr(resp, "read1") else resp.read(_CHUNK)
+            if not chunk:
+                return body
+            if len(body) + len(chunk) > cap:
+                raise over
+            body += chunk
+
+    def _get(self, url: str, what: str, query: str) -> bytearray:
+        """The body of ``GET url`` (module rules: deadline, body cap, credentials)."""
+        deadline = _Deadline(self.source.deadline_s)
+        origin = _origin(self.source.url)
+        opener = urllib.request.build_opener(_HTTPHandler(deadline), _HTTPSHandler(deadline),
+                                             _Redirects(origin, self._authorization))
+        request = urllib.request.Request(url, headers=self.headers)
+        if self._authorization:
+            request.add_unredirected_header("Authorization", self._authorization)
+        try:
+            with opener.open(request, timeout=self.source.timeout_s + 5) as resp:
+                body = self._read(resp, what)
+            if deadline.passed():           # the socket was shut: the body is cut short
+                raise self._late(what)
+            return body
+        except urllib.error.HTTPError as exc:
+            if deadline.passed():
+                raise self._late(what) from None
+            try:
+                raw = exc.read(_CHUNK)
+                detail = json.loads(raw).get("error", "")
+            except (ValueError, AttributeError, OSError, RecursionError,
+                    http.client.HTTPException):
+                detail = ""
+            raise PrometheusError(f"{what}: Prometheus answered HTTP {exc.code} "
+                                  f"({self._clean(detail or exc.reason)}) to {query!r}",
+                                  transient=exc.code >= 500 or exc.code == 429) from None
+        except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError) as exc:
+            if deadline.passed():
+                raise self._late(what) from None
+            reason = getattr(exc, "reason", None) or exc
+            raise PrometheusError(f"{what}: cannot query {self.url} ({self._clean(reason)})",
+                                  transient=True) from None
+        finally:
+            deadline.cancel()
+
+    def _late(self, what: str) -> PrometheusError:
+        return PrometheusError(
+            f"{what}: {self.url} did not answer in full within {self.source.deadline_s:g} s "
+            f"(prometheus.deadline_s)", transient=True)
 
     def query_range(self, query: str, start_ms: int, end_ms: int, step_ms: int,
                     what: str = "query") -> dict[str, Any]:
-        """The ``data`` of a range query evaluated at ``start, start + step, ..., end``."""
+        """The ``data`` of a range query evaluated at ``start, start + step, ..., end``; a
+        :class:`PrometheusError` names ``what`` and the field of an answer of another shape."""
         params = {"query": query, "start": f"{start_ms / 1000:.3f}",
                   "end": f"{end_ms / 1000:.3f}", "step": f"{step_ms / 1000:.3f}",
                   "timeout": f"{self.source.timeout_s:g}s"}
         url = f"{self.source.url}/api/v1/query_range?{urllib.parse.urlencode(params)}"
-        request = urllib.request.Request(url, headers=self.headers)
+        return self.answer_data(self._get(url, what, query), what, query)
+
+    def answer_data(self, raw: bytes | bytearray, what: str, query: str) -> Any:
+        """The ``data`` of the answer ``raw`` (Prometheus' HTTP API envelope: ``status``,
+        ``data``, or ``errorType`` and ``error``); :class:`PrometheusError` otherwise."""
         try:
-            with urllib.request.urlopen(request, timeout=self.source.timeout_s + 5) as resp:
-                body = json.loads(resp.read())
-        except urllib.error.HTTPError as exc:
-            try:
-                detail = json.loads(exc.read()).get("error", "")
-            except (ValueError, AttributeError, OSError):
-                detail = ""
-            raise PrometheusError(f"{what}: Prometheus answered HTTP {exc.code} "
-                                  f"({detail or exc.reason}) to {query!r}",
-                                  transient=exc.code >= 500 or exc.code == 429) from None
-        except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise PrometheusError(f"{what}: cannot query {self.source.url} ({reason})",
+            body = json.loads(raw)
+        except (ValueError, RecursionError) as exc:
+            why = "nested too deeply" if isinstance(exc, RecursionError) else self._clean(exc)
+            raise PrometheusError(f"{what}: {self.url} did not answer JSON ({why})",
                                   transient=True) from None
-        except ValueError as exc:
-            raise PrometheusError(f"{what}: {self.source.url} did not answer JSON ({exc})",
-                                  transient=True) from None
+        if not isinstance(body, dict):
+            raise PrometheusError(f"{what}: the answer must be an object (status, data), "
+                                  f"got {self._clean(repr(body), 80)}")
         if body.get("status") != "success":
-            raise PrometheusError(f"{what}: {body.get('errorType')}: {body.get('error')} "
-                                  f"(query {query!r})")
+            raise PrometheusError(f"{what}: {self._clean(body.get('errorType'), 80)}: "
+                                  f"{self._clean(body.get('error'))} (status "
+                                  f"{self._clean(repr(body.get('status')), 80)}, query "
+                                  f"{query!r})")
+        if "data" not in body:
+            raise PrometheusError(f"{what}: data: missing from a successful answer")
         return body["data"]
 
 
@@ -115,7 +367,7 @@ def _tier_data(client: PrometheusClient, source: PrometheusSource, first_ms: int
         try:
             return parse_result(data, what)
         except ValueError as exc:
-            raise PrometheusError(str(exc)) from None
+            raise PrometheusError(client._clean(exc, 500)) from None
 
     if source.concurrency > 1 and len(jobs) > 1:
         with ThreadPoolExecutor(min(source.concurrency, len(jobs))) as pool:
