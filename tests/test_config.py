@@ -508,5 +508,5 @@ def test_the_command_line_prints_one_line_and_exits_2_for_a_hostile_file(tmp_pat
     result = CliRunner().invoke(app, ["run", "--source", str(path), "--config", str(path),
                                       "--out", str(tmp_path / "out")])
     assert result.exit_code == 2 and "Traceback" not in result.output
-    assert result.output.startswith("configuration error: config: ")
+    assert result.output.startswith("error: configuration: config: ")
     assert result.output.count("\n") == 1 and "nested too deeply" in result.output

@@ -309,7 +309,7 @@ def test_the_backtest_on_such_an_answer_exits_2_with_one_line(tmp_path, body):
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output and result.exception is not None
     lines = [line for line in result.output.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("prometheus: tiers.db."), result.output
+    assert len(lines) == 1 and lines[0].startswith("error: prometheus: tiers.db."), result.output
 
 
 # -- any JSON at all: parsed, or a ValueError naming the query ---------------------------------

@@ -81,7 +81,7 @@ def test_a_hostile_model_row_is_one_line_naming_the_system_and_field(tmp_path, m
     result = whatif(store(tmp_path, json.dumps(model)))
     assert result.exit_code == 2 and "Traceback" not in result.output
     lines = result.output.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("whatif: store ") and message in lines[0]
+    assert len(lines) == 1 and lines[0].startswith("error: whatif: store ") and message in lines[0]
     assert "\x1b" not in result.output
 
 
