@@ -157,6 +157,7 @@ class ClassDemand(_Record, kw_only=True):
     kalman: float | None                            #: Kalman filter's demand, s per completion
     std: float | None                               #: its standard deviation, s
     regression: float | None                        #: sliding NNLS regression's demand, s
+    split: float | None | UnsetType = UNSET         #: response-time split's demand, s
 
 
 class TierPrediction(_Record, kw_only=True):
@@ -177,6 +178,7 @@ class TierPrediction(_Record, kw_only=True):
     bottleneck_probability: float | None            #: B_m at the breach point (None: MVA)
     demands: dict[str, ClassDemand]                 #: per class, both estimators' demands
     utilization_error: float | None                 #: |predicted - measured| utilization
+    split_discipline: str | None | UnsetType = UNSET  #: ps / fcfs: the split's discipline
 
 
 _F = float | None | UnsetType
@@ -247,7 +249,8 @@ class Prediction(_Record, kw_only=True):
     trend_response_time: _F = UNSET                 #: the trend line's level, s
     trend_slope: _F = UNSET                         #: its slope less its noise, s/s
     alert_trigger: _S = UNSET                       #: model / trend / model+trend / None
-    model_trusted: bool | UnsetType = UNSET         #: the model_error alert is not active
+    model_trusted: bool | UnsetType = UNSET         #: the model matches the operating point
+    trust_reasons: list[str] | UnsetType = UNSET    #: why model_trusted is false
     final: bool | UnsetType = UNSET                 #: the end-of-input solve
 
     @classmethod

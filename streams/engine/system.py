@@ -26,8 +26,9 @@ import numpy as np
 from solvers.mva import mva_curves
 from streams.alerts import text
 from streams.alerts.conditions import (BREACH_RESOLVE_FACTOR, CURRENT_RESOLVE_FACTOR,
-                                       ERROR_RESOLVE_FACTOR, alert_error, breach_condition,
-                                       current_breach_condition, model_error_condition)
+                                       ERROR_RESOLVE_FACTOR, alert_class, alert_error,
+                                       breach_condition, current_breach_condition,
+                                       model_error_condition)
 from streams.alerts.book import AlertBook
 from streams.core.config import SystemConfig
 from streams.core.outputs import Alert, Outputs, Prediction, TierEstimate
@@ -290,8 +291,12 @@ class SystemState(Admission):
         n_fc = max(int(round(n_now + slope * cfg.horizon_s)), 0)
         pred = self._predict(solve, model, m, n_now, source, slope, n_fc)
         self.last_model = (time, model, n_now, n_fc)
-        alerts = self._alerts(pred, m, model, time)
-        pred.model_trusted = "model_error" not in self.alerts.active()
+        reasons = confidence.trust_reasons(pred, solve.tiers)
+        alerts = self._alerts(pred, m, model, time, reasons, solve.tiers)
+        if "model_error" in self.alerts.active():
+            reasons.append("model_error alert active")
+        pred.model_trusted = not reasons
+        pred.trust_reasons = reasons
         out.predictions.append(pred)
         out.alerts += alerts
         return out
@@ -471,9 +476,14 @@ class SystemState(Admission):
                 abs(now.throughput - X) / X if X > 0 else None)
 
     def _alerts(self, pred: Prediction, m: Measured, model: SystemModel,
-                time: float) -> list[Alert]:
+                time: float, reasons: list[str], tiers: list[TierModel]) -> list[Alert]:
         """This solve's alert events (:class:`streams.alerts.book.AlertBook`); records the
-        trend guard's reading in ``pred`` (:meth:`_breach_condition`)."""
+        trend guard's reading in ``pred`` (:meth:`_breach_condition`). ``reasons``: why the
+        model is not trusted before the alerts (:func:`streams.predict.confidence.trust_reasons`):
+        a predicted breach is marked untrusted then, names the class the measurement points at
+        where the model's is contradicted or not trusted
+        (:func:`streams.alerts.conditions.alert_class`) and withholds a remedy that rests on a
+        class split not identified."""
         cfg = self.config
         system = self.system
         err, thr = alert_error(pred), cfg.model_error_threshold
@@ -482,13 +492,24 @@ class SystemState(Admission):
             system=system, time=time, alert="model_error", class_=None, tier=None,
             value=clean(err), threshold=clean(thr),
             summary=text.model_error_summary(system, pred, err, thr, bool(error_cond))), time)
-        cond, ttb, breach_class = self._breach_condition(pred, model, time)
+        cond, ttb, breach_class = self._breach_condition(pred, model, time, reasons)
+        trusted = not reasons and "model_error" not in self.alerts.active()
+        named = None
+        if pred.alert_trigger != "trend":
+            sla = {c: float(v) for c, v in zip(model.classes, model.sla.tolist())}
+            breach_class, named = alert_class(breach_class, m.response_time, sla, trusted)
+        unsplit = [t.tier for t in tiers if t.split_identified is False]
+        withheld = None
+        if unsplit or named:
+            withheld = ("it rests on the class split of " + ", ".join(map(repr, unsplit))
+                        + ", not identified") if unsplit else "the model's class was not named"
         ev = self.alerts.evaluate("predicted_breach", cond, lambda: Alert(
             system=system, time=time, alert="predicted_breach", class_=breach_class,
             tier=pred.breach_tier, time_to_breach_s=clean(ttb), value=clean(ttb),
             threshold=clean(cfg.horizon_s), trigger=pred.alert_trigger,
-            summary=text.breach_summary(system, pred, cfg, ttb, breach_class),
-            basis=list(pred.alert_basis) + text.trend_basis(pred)), time)
+            summary=text.breach_summary(system, pred, cfg, ttb, breach_class, withheld),
+            basis=list(pred.alert_basis) + text.trend_basis(pred)
+            + ([named] if named else [])), time)
         events = [ev] if ev else []
         for i, c in enumerate(model.classes):
             r, sla = m.response_time.get(c), model.sla[i]
@@ -505,7 +526,7 @@ class SystemState(Admission):
         events += [error_ev] if error_ev else []
         track = self.alerts.tracks.get("predicted_breach")
         events, self.breach_trust = confidence.trust_events(
-            events, "model_error" not in self.alerts.active(),
+            events, trusted and "model_error" not in self.alerts.active(),
             bool(track and track.active), self.breach_trust,
             lambda: Alert(
                 system=system, time=time, alert="predicted_breach", class_=breach_class,
@@ -518,15 +539,16 @@ class SystemState(Admission):
                         f"capacity {pred.alert_capacity_users})"))
         return events
 
-    def _breach_condition(self, pred: Prediction, model: SystemModel,
-                          time: float) -> tuple[bool | None, float | None, str | None]:
+    def _breach_condition(self, pred: Prediction, model: SystemModel, time: float,
+                          untrusted: list[str] | None = None
+                          ) -> tuple[bool | None, float | None, str | None]:
         """The ``predicted_breach`` condition at this solve, its time to breach and class
         (:func:`streams.alerts.conditions.breach_condition`); records the trend guard's
         reading in ``pred`` (:func:`streams.predict.prediction.record_guard`)."""
         sla = {c: float(s) for c, s in zip(model.classes, model.sla.tolist())}
         cond, ttb, breach_class, reasons, trend, trigger = breach_condition(
             pred, sla, time, self.config, self.response_points,
-            "model_error" in self.alerts.active())
+            "model_error" in self.alerts.active(), untrusted or ())
         prediction.record_guard(pred, reasons, trend, trigger)
         return cond, ttb, breach_class
 

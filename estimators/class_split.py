@@ -1,0 +1,252 @@
+"""Per-class demands from the per-class response times at a tier, window by window, and which
+scheduling discipline the tier follows.
+
+The utilization law of a tier with ``cores`` CPUs in window ``k`` (Huang et al. 2012, eq.
+(5.b); Rolia and Vetland (1995), Fig. 6) pins down the *total* of the per-class demands
+weighted by throughput::
+
+    z_k = U_k cores = sum_c X_{k,c} D_c
+
+Under a steady class mix it barely tells the classes apart (Huang et al. 2012, section 3.3):
+the Kalman filter and the regression can then put a heavy class's work on a light one. The
+per-class response time at the tier ``R_{k,c}`` separates them, because queueing stretches
+every class the same way -- how depends on the discipline (Brosig et al. 2009; the
+``ServiceDemandLaw`` and response-time approaches LibReDE offers, Spinner et al. 2014):
+
+* **processor sharing** (``"ps"``; an operating system's time-sliced CPU, a database with one
+  process per connection): in M/G/1-PS a class's mean residence is ``R_c = D_c / (1 - U)``
+  whatever the service distribution (Kleinrock 1976, section 4.4), so ``D_c`` is proportional
+  to ``R_c``. With ``c`` cores the multi-server approximation of Seidmann et al. (1987) -- a
+  single PS server ``c`` times as fast plus a delay ``D_c (c - 1) / c`` -- gives ``R_c = D_c
+  ((c - 1) / c + 1 / (c (1 - U)))``: again one factor common to every class. With the
+  utilization law the window's demands are::
+
+      D_{k,c} = R_{k,c} / s_k,   s_k = sum_j X_{k,j} R_{k,j} / z_k
+
+* **first-come-first-served** (``"fcfs"``; one queue in front of the cores, as the physical
+  simulator's tiers): every class waits the same ``W_k`` in the queue, ``R_{k,c} = D_c +
+  W_k``, and the utilization law gives ``W_k = (sum_j X_{k,j} R_{k,j} - z_k) / sum_j X_{k,j}``::
+
+      D_{k,c} = R_{k,c} - W_k
+
+Each window thus gives every class's demand; the estimate is the completion-weighted mean over
+windows, each weighted by its completions over its squared stretch ``s_k = sum_j X_{k,j}
+R_{k,j} / z_k`` (``>= 1``): the variance of a window's class mean grows with ``R^2 / n``, so a
+window near saturation, whose waits are long and noisy, counts less than its many completions
+would say (inverse-variance weighting). A window's FCFS demand of a light class can come out negative (its few requests'
+mean response time is noisy, ``W_k`` large): it is kept as it is, since clipping each window
+at 0 would bias the mean upwards (at 80% load, light classes read 5x too heavy); only the mean
+is floored at 0. **Which discipline**: the right one gives demands that do not move with the load,
+the wrong one drags them with it -- FCFS read on PS data gives ``D_c + (s_k - 1)(D_c -
+D_bar)``, which spreads the classes further as the load grows, and PS read on FCFS data gives
+``(D_c + W_k) / s_k``, which pulls them together. :func:`class_split` regresses each class's
+*share* ``D_{k,c} / D_bar_k`` (``D_bar_k = z_k / sum_j X_{k,j}``; a common growth of every
+demand with load, which is no evidence either way, cancels) on ``U_k`` and scores each
+discipline by the busy-time-weighted relative change of the shares across the observed load
+span; the discipline wins with the clearly smaller score. Where the windows do not span
+loads (:data:`MIN_SPAN`) the two cannot be told apart by this test; the split still counts as
+*identified* when both disciplines give the same demands (low load: ``s_k`` near 1, ``W_k``
+near 0) within :data:`AGREE` (mean relative difference over the classes, each class alike: a
+light class's demand is what a wrong split gets most wrong), and is reported undecided
+otherwise.
+
+The sums are kept as :class:`SplitSums` (a few numbers per class and discipline, decayed),
+so that a stream adds its windows as they come and the state stays small. Pure numpy.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+__all__ = ["DISCIPLINES", "SplitSums", "ClassSplit", "window_demands", "class_split",
+           "AGREE", "MIN_SPAN", "DECIDE_RATIO"]
+
+DISCIPLINES = ("ps", "fcfs")
+#: the two disciplines' demands count as the same split within this relative difference
+#: (the mean over the classes)
+AGREE = 0.25
+#: utilization span (10th to 90th percentile, approximated by +-1.28 weighted standard
+#: deviations) below which the discipline cannot be decided from the load dependence
+MIN_SPAN = 0.1
+#: a discipline is decided when its score is below this fraction of the other's
+DECIDE_RATIO = 0.5
+#: completions with a response time a class needs before its split counts
+MIN_COMPLETIONS = 50.0
+# per class and discipline: sum w, sum w u, sum w u^2, sum w d, sum w y, sum w u y
+# (w completions, u utilization, d the window's demand, y its share d / D_bar)
+_SUMS = 6
+
+
+def window_demands(z: np.ndarray, X: np.ndarray, R: np.ndarray, discipline: str
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Per window ``k`` and class ``c`` the demand ``D_{k,c}`` that ``discipline`` reads off
+    ``z_k = U_k cores``, throughputs ``X`` and response times ``R`` (module docstring), and
+    which windows gave one (``ok``: busy, completions, a response time for every class with
+    completions). ``z`` ``(K,)``, ``X`` and ``R`` ``(K, C)`` (NaN: none reported)."""
+    if discipline not in DISCIPLINES:
+        raise ValueError(f"discipline: must be one of {DISCIPLINES}, got {discipline!r}")
+    done = X > 0
+    has = np.isfinite(R) & (R >= 0)
+    total = X.sum(axis=1)
+    ok = (z > 0) & (total > 0) & ~(done & ~has).any(axis=1)
+    Rz = np.where(done & has, R, 0.0)
+    xr = (X * Rz).sum(axis=1)
+    ok &= xr > 0
+    D = np.zeros_like(X)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if discipline == "ps":
+            D = np.where(ok[:, None], Rz * (z / np.where(ok, xr, 1.0))[:, None], 0.0)
+        else:
+            W = (xr - z) / np.where(total > 0, total, 1.0)
+            D = np.where(done & ok[:, None], Rz - W[:, None], 0.0)
+    return D, ok
+
+
+@dataclass
+class SplitSums:
+    """The decayed sums a stream keeps per tier for :func:`class_split`: ``sums[d]`` ``(C,
+    6)`` per discipline ``d`` (module notes), ``busy`` per class ``sum w d`` under PS (the
+    weights of the score), the classes in order (they only grow)."""
+
+    classes: list[str] = field(default_factory=list)
+    sums: dict[str, np.ndarray] = field(default_factory=dict)
+    windows: float = 0.0
+
+    def grow(self, classes: Sequence[str]) -> None:
+        """Align with ``classes`` (a superset of :attr:`classes`, new ones appended)."""
+        extra = len(classes) - len(self.classes)
+        if extra > 0 or not self.sums:
+            for d in DISCIPLINES:
+                old = self.sums.get(d, np.zeros((0, _SUMS)))
+                self.sums[d] = np.vstack([old, np.zeros((len(classes) - old.shape[0], _SUMS))])
+            self.classes = list(classes)
+
+    def add(self, U: np.ndarray, cores: np.ndarray, X: np.ndarray, R: np.ndarray,
+            counts: np.ndarray) -> None:
+        """Add windows: ``U``, ``cores`` ``(K,)``; ``X`` throughputs, ``R`` response times
+        (NaN: none) and ``counts`` completions ``(K, C)``, aligned with :attr:`classes`."""
+        z = np.asarray(U, dtype=float) * np.asarray(cores, dtype=float)
+        u = np.asarray(U, dtype=float)[:, None]
+        total = X.sum(axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            d_bar = np.where(total > 0, z / np.where(total > 0, total, 1.0), 0.0)
+        # weights: completions over the squared stretch s_k = R_bar_k / D_bar_k -- a window's
+        # class mean is noisier the longer the queue (its variance grows with R^2 / n)
+        rz = np.where(np.isfinite(R) & (X > 0), R, 0.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            stretch = np.where(z > 0, (X * rz).sum(axis=1) / np.where(z > 0, z, 1.0), 0.0)
+        inv = np.where(stretch > 0, 1.0 / np.maximum(stretch, 1.0) ** 2, 0.0)
+        for d in DISCIPLINES:
+            D, ok = window_demands(z, X, R, d)
+            w = np.where(ok[:, None] & (X > 0), counts * inv[:, None], 0.0)
+            y = np.where(d_bar[:, None] > 0, D / np.where(d_bar > 0, d_bar, 1.0)[:, None], 0.0)
+            rows = np.stack([w, w * u, w * u * u, w * D, w * y, w * u * y], axis=2).sum(axis=0)
+            self.sums[d][: rows.shape[0]] += rows
+            if d == "ps":
+                self.windows += float(np.count_nonzero(ok))
+
+    def decay(self, factor: float) -> None:
+        for d in DISCIPLINES:
+            if d in self.sums:
+                self.sums[d] *= factor
+        self.windows *= factor
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"classes": list(self.classes), "windows": self.windows,
+                "sums": {d: s.tolist() for d, s in self.sums.items()}}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> "SplitSums":
+        out = cls()
+        if not data:
+            return out
+        out.classes = [str(c) for c in data["classes"]]
+        out.windows = float(data["windows"])
+        out.sums = {d: np.array(s, dtype=float).reshape(len(out.classes), _SUMS)
+                    for d, s in data["sums"].items()}
+        return out
+
+
+@dataclass(frozen=True)
+class ClassSplit:
+    """What :func:`class_split` found: ``demands`` per class under ``discipline`` (the decided
+    one, else ``"ps"``), ``by_discipline`` both splits, ``scores`` each discipline's
+    load-dependence score (``None``: the windows do not span loads), ``decided`` whether the
+    discipline is told apart, ``identified`` whether the split is (decided, or both agree:
+    ``agreement`` their busy-weighted relative difference), ``reason`` why not, ``span`` the
+    utilization span the windows cover."""
+
+    classes: tuple[str, ...]
+    demands: dict[str, float]
+    discipline: str
+    by_discipline: dict[str, dict[str, float]]
+    scores: dict[str, float | None]
+    decided: bool
+    identified: bool
+    agreement: float
+    span: float
+    reason: str | None
+
+
+def class_split(sums: SplitSums, min_completions: float = MIN_COMPLETIONS
+                ) -> ClassSplit | None:
+    """The per-class demands and the discipline from a tier's :class:`SplitSums` (module
+    docstring); ``None`` while some class with completions has fewer than ``min_completions``
+    with a response time (its mean would be noise) or no window gave a split."""
+    if not sums.sums or not sums.classes:
+        return None
+    ps = sums.sums["ps"]
+    w = ps[:, 0]
+    if not (w > 0).any() or (w[w > 0] < min_completions).any() or (w <= 0).all():
+        return None
+    out: dict[str, np.ndarray] = {}
+    score: dict[str, float | None] = {}
+    live = w > 0
+    W = float(w.sum())
+    mean_u = float(ps[:, 1].sum()) / W
+    var_u = max(float(ps[:, 2].sum()) / W - mean_u * mean_u, 0.0)
+    span = 2.0 * 1.2816 * math.sqrt(var_u)
+    for d in DISCIPLINES:
+        s = sums.sums[d]
+        sw = np.where(live, s[:, 0], 1.0)
+        out[d] = np.where(live, np.maximum(s[:, 3] / sw, 0.0), 0.0)
+        if span < MIN_SPAN:
+            score[d] = None
+            continue
+        mu, y = s[:, 1] / sw, s[:, 4] / sw
+        var = s[:, 2] / sw - mu * mu
+        cov = s[:, 5] / sw - mu * y
+        with np.errstate(divide="ignore", invalid="ignore"):
+            slope = np.where(var > 1e-12, cov / var, 0.0)
+            rel = np.where(live & (y > 0), np.abs(slope) * span / np.where(y > 0, y, 1.0),
+                           0.0)
+        weight = np.where(live, out["ps"] * w, 0.0)         # busy time per class
+        score[d] = float((rel * weight).sum() / weight.sum()) if weight.sum() > 0 else None
+    diff = np.abs(out["ps"] - out["fcfs"]) / np.maximum(np.maximum(out["ps"], out["fcfs"]),
+                                                       1e-300)
+    agreement = float(diff[live].mean())
+    decided, discipline, reason = False, "ps", None
+    a, b = score["ps"], score["fcfs"]
+    if a is not None and b is not None:
+        if a < DECIDE_RATIO * b:
+            decided, discipline = True, "ps"
+        elif b < DECIDE_RATIO * a:
+            decided, discipline = True, "fcfs"
+    identified = decided or agreement <= AGREE
+    if not identified:
+        reason = ("discipline undecided: the windows do not span loads (utilization span "
+                  f"{span:.2f}) and the PS and FCFS splits differ by {100 * agreement:.0f}%"
+                  if a is None else
+                  f"discipline undecided: load-dependence scores PS {a:.3g}, FCFS {b:.3g} "
+                  f"and the splits differ by {100 * agreement:.0f}%")
+    names = tuple(sums.classes)
+    return ClassSplit(
+        classes=names, demands=dict(zip(names, out[discipline].tolist())),
+        discipline=discipline,
+        by_discipline={d: dict(zip(names, v.tolist())) for d, v in out.items()},
+        scores=score, decided=decided, identified=identified, agreement=agreement,
+        span=span, reason=reason)
