@@ -38,9 +38,10 @@ def monitor_ps(demands: Sequence[float], mix: Sequence[float], population: int,
                think_time: float, duration: float, window_s: float, *, cores: int = 1,
                classes: Sequence[str] | None = None, scv: float | None = None,
                schedule: Sequence[tuple[float, int]] | None = None, warmup: float = 0.0,
-               system: str = "ps", tier: str = "db", seed: int = 0) -> list[dict[str, Any]]:
+               system: str = "ps", tier: str = "db", start_time: float = 0.0,
+               seed: int = 0) -> list[dict[str, Any]]:
     """Windows of a closed PS tier (module docstring); ``floor(duration / window_s)`` records
-    after ``warmup`` seconds."""
+    after ``warmup`` seconds, ``end`` at ``start_time`` plus the simulated time (epoch s)."""
     D = np.asarray(demands, dtype=float)
     p = np.asarray(mix, dtype=float)
     if D.ndim != 1 or not D.size or not np.all(D > 0):
@@ -97,7 +98,7 @@ def monitor_ps(demands: Sequence[float], mix: Sequence[float], population: int,
         now = t
         if t == edge:
             if counting:
-                out.append({"system": system, "tier": tier, "end": now, "window_s": window_s,
+                out.append({"system": system, "tier": tier, "end": start_time + now, "window_s": window_s,
                             "cores": cores, "utilization": min(busy / (cores * window_s), 1.0),
                             "completions": {c: float(k) for c, k in zip(names, done)},
                             "response_time_s": {c: float(r / k) for c, r, k in

@@ -12,8 +12,15 @@ residence ``R_m`` and wait ``W_m = R_m - D_m`` per request, a class-``c`` reques
 ``R_{m,c} = D_{m,c} + W_m V_{m,c} / Vbar_m`` at tier ``m`` (``V_{m,c}`` visits, ``Vbar_m =
 sum_c p_c V_{m,c}``: the wait per visit times its visits), and ``R_c = sum_m R_{m,c}``
 (:meth:`SystemModel.class_residence`). The processor-sharing read-back ``D_{m,c} R_m / D_m``
-used before stretched the shared wait by the class's demand ratio: a light class was predicted
-too fast and a heavy one too slow (docs/accuracy.md).
+stretched the shared wait by the class's demand ratio: on FCFS tiers a light class was predicted
+too fast and a heavy one too slow (docs/accuracy.md). It is the right one, though, on a tier
+whose per-class response times show processor sharing (:mod:`estimators.class_split` decided
+``ps``: an operating system's time-sliced CPU, a database with a process per connection): there
+every class is stretched by the same factor, ``R_{m,c} = D_{m,c} R_m / D_m`` (Kleinrock 1976,
+section 4.4; the queue-length of the aggregate is shared in proportion to the demands), and the
+FCFS read-back would give a 3-ms class the 120-ms class's wait -- on a real database it named
+a class running at 55 ms under its 60-ms SLA as the one to break. :attr:`SystemModel.ps` marks
+those tiers.
 
 * No bursty tier: exact MVA, all populations in one pass (:func:`solvers.mva.mva_curve`).
 * A bursty tier (the lower bound of ``I``'s confidence interval above ``idc_threshold``) with a
@@ -162,6 +169,9 @@ class SystemModel:
     #: bursty tiers of up to this many cores take the decomposition's per-job station
     #: (``solve_decomposed``'s ``per_job_max_cores``; ``SystemConfig.per_job_max_cores``)
     per_job_max_cores: int = PER_JOB_MAX_CORES
+    #: (M,) tiers read back under processor sharing (``R_{m,c} = D_{m,c} R_m / D_m``, module
+    #: docstring); ``None``: every tier FCFS
+    ps: np.ndarray | None = None
     _cache: dict[int, Point] = field(default_factory=dict)
     _curve: Any = None
     #: what the decomposition's solves of this model and its variants share (the probes of a
@@ -190,7 +200,12 @@ class SystemModel:
         class-``c`` request meets (module docstring)."""
         V = np.ones_like(self.D_mc) if self.visits is None else self.visits
         Vbar = V @ self.mix
-        return np.divide(V, Vbar[:, None], out=np.zeros_like(V), where=Vbar[:, None] > 0)
+        share = np.divide(V, Vbar[:, None], out=np.zeros_like(V), where=Vbar[:, None] > 0)
+        if self.ps is not None and self.ps.any():     # PS: the wait in proportion to D_{m,c}
+            D = self.D[:, None]
+            stretch = np.divide(self.D_mc, D, out=np.zeros_like(self.D_mc), where=D > 0)
+            share = np.where(np.asarray(self.ps, dtype=bool)[:, None], stretch, share)
+        return share
 
     def wait(self, Rm: np.ndarray) -> np.ndarray:
         """``W_m = max(R_m - D_m, 0)``: the queueing part of the aggregate's residence."""
@@ -359,7 +374,8 @@ class SystemModel:
                 "map_limit": int(self.map_limit), "flags": list(self.flags),
                 "visits": None if self.visits is None else self.visits.tolist(),
                 "scv_targets": dict(self.scv_targets),
-                "per_job_max_cores": int(self.per_job_max_cores)}
+                "per_job_max_cores": int(self.per_job_max_cores),
+                "ps": None if self.ps is None else [bool(v) for v in self.ps]}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "SystemModel":
@@ -382,7 +398,9 @@ class SystemModel:
                        scv_targets={str(k): float(v) for k, v in
                                     (data.get("scv_targets") or {}).items()},
                        per_job_max_cores=int(data.get("per_job_max_cores",
-                                                      PER_JOB_MAX_CORES)))
+                                                      PER_JOB_MAX_CORES)),
+                       ps=None if data.get("ps") is None
+                       else np.array(data["ps"], dtype=bool))
         except KeyError as exc:
             raise ValueError(f"model: missing key {exc.args[0]!r}") from None
         except (TypeError, ValueError) as exc:
@@ -615,7 +633,9 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
                         after = float(D_mc[m] @ p)
                         if after != before:
                             flags.append(_history_flag(t.tier, before, after))
+    ps = np.array([bool(t.split_decided and t.split_discipline == "ps") for t in tiers])
     return SystemModel(tiers=[t.tier for t in tiers], classes=list(classes), D_mc=D_mc, mix=p,
                        servers=servers, think_time=think_time, sla=sla, processes=processes,
                        map_limit=cfg.map_max_population, flags=flags, visits=V_mc,
-                       per_job_max_cores=cfg.per_job_max_cores)
+                       per_job_max_cores=cfg.per_job_max_cores,
+                       ps=ps if ps.any() else None)
