@@ -35,7 +35,8 @@ mean over windows. The PS estimate is the ratio of the pooled means instead,
 response time, ``z_bar`` and ``X_bar`` the means over the same windows): the mean of the
 windows' ratios ``R_{k,c} / s_k`` is biased, a light class's requests and the stretch ``s_k``
 of their window being correlated (+8% to +17% for the 2-7-ms classes of a closed PS tier at
-40-80% load, against -1% to +4% for the pooled ratio). A window's FCFS demand of a light class can come out negative (its few requests'
+40-80% load, against -1% to +4% for the pooled ratio); it is exact when the class mix does not
+move with the load, and a few percent off when it does. A window's FCFS demand of a light class can come out negative (its few requests'
 mean response time is noisy, ``W_k`` large): it is kept as it is, since clipping each window
 at 0 would bias the mean upwards (at 80% load, light classes read 5x too heavy); only the mean
 is floored at 0. **Which discipline**: the right one gives demands that do not move with the load,
