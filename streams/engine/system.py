@@ -140,6 +140,10 @@ class SystemState(Admission):
         self.last_solved: dict[str, Any] | None = None
         #: the trust of the predicted-breach alert's last event while it is active
         self.breach_trust: str | None = None
+        # the trust a firing predicted-breach alert is restated with: this solve's, once it has
+        # held for alert_fire_after solves in a row (a model near the trust margin flips
+        # between solves; each flip would restate the alert): [trusted, solves in a row]
+        self.trust_run: list = [True, 0]
         #: the last solves' model errors (``confidence.error_sample``), of one model family
         self.error_samples: list[dict[str, list[float]]] = []
         self.error_family: str | None = None
@@ -525,18 +529,23 @@ class SystemState(Admission):
             events += [ev] if ev else []
         events += [error_ev] if error_ev else []
         track = self.alerts.tracks.get("predicted_breach")
+        now_trusted = trusted and "model_error" not in self.alerts.active()
+        self.trust_run = [now_trusted, self.trust_run[1] + 1 if self.trust_run[0] == now_trusted
+                          else 1]
+        steady = now_trusted if self.trust_run[1] >= cfg.alert_fire_after or \
+            self.breach_trust is None else self.breach_trust == "trusted"
         events, self.breach_trust = confidence.trust_events(
-            events, trusted and "model_error" not in self.alerts.active(),
+            events, now_trusted,
             bool(track and track.active), self.breach_trust,
             lambda: Alert(
                 system=system, time=time, alert="predicted_breach", class_=breach_class,
                 tier=pred.breach_tier, time_to_breach_s=clean(ttb), value=clean(ttb),
                 threshold=clean(cfg.horizon_s), since=track.since if track else None,
                 trigger=pred.alert_trigger,
-                summary=f"{system}: the model's trust changed while a breach of "
-                        f"class {breach_class!r} is predicted in about "
-                        f"{(ttb or 0) / 60:.0f} min (users {pred.users} -> "
-                        f"capacity {pred.alert_capacity_users})"))
+                summary="the model's trust changed: "
+                        + text.breach_summary(system, pred, cfg, ttb, breach_class, withheld),
+                basis=list(pred.alert_basis) + text.trend_basis(pred)
+                + ([named] if named else [])), steady)
         return events
 
     def _breach_condition(self, pred: Prediction, model: SystemModel, time: float,
@@ -562,6 +571,7 @@ class SystemState(Admission):
                 "last_alert_capacity": self.last_alert_capacity,
                 "last_provisional_capacity": self.last_provisional_capacity,
                 "last_solved": self.last_solved, "breach_trust": self.breach_trust,
+                "trust_run": list(self.trust_run),
                 "remediation_hints": self.remediation_hints,
                 "error_samples": self.error_samples, "error_family": self.error_family,
                 "newest_end": self.newest_end, "ahead": self.ahead, "held": self.held,
@@ -586,6 +596,7 @@ class SystemState(Admission):
         state.last_provisional_capacity = data.get("last_provisional_capacity")
         state.last_solved = data.get("last_solved")
         state.breach_trust = data.get("breach_trust")
+        state.trust_run = list(data.get("trust_run") or [True, 0])
         state.remediation_hints = dict(data.get("remediation_hints") or {})
         state.error_samples = list(data.get("error_samples") or [])
         state.error_family = data.get("error_family")

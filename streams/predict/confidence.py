@@ -381,11 +381,13 @@ def _mark(event: Any, trusted: bool) -> Any:
 
 
 def trust_events(events: list[Any], trusted: bool, breach_active: bool,
-                 last_trust: str | None,
-                 restate: Callable[[], Any]) -> tuple[list[Any], str | None]:
+                 last_trust: str | None, restate: Callable[[], Any],
+                 steady: bool | None = None) -> tuple[list[Any], str | None]:
     """Mark this solve's ``predicted_breach`` events with the model's trust (module
     docstring) and, when the breach alert stays active but the trust changed since its last
-    event, add a restated ``firing`` event (``restate()``: the alert's payload now).
+    event, add a restated ``firing`` event (``restate()``: the alert's payload now) --
+    judged on ``steady`` (default ``trusted``), the trust that has held for a few solves, so
+    that a model near the trust margin does not restate the alert at every solve.
     Returns the events and the trust of the breach alert's last event (``None``: not
     active)."""
     out, mark = [], "trusted" if trusted else "untrusted"
@@ -398,8 +400,9 @@ def trust_events(events: list[Any], trusted: bool, breach_active: bool,
                 ev = _mark(ev, trusted)
                 last_trust = mark
         out.append(ev)
-    if breach_active and last_trust is not None and last_trust != mark and not any(
+    held = "trusted" if (trusted if steady is None else steady) else "untrusted"
+    if breach_active and last_trust is not None and last_trust != held and not any(
             e.get("alert") == "predicted_breach" for e in events):
-        out.append(_mark(updated(restate(), state="firing", update="trust"), trusted))
-        last_trust = mark
+        out.append(_mark(updated(restate(), state="firing", update="trust"), held == "trusted"))
+        last_trust = held
     return out, last_trust
