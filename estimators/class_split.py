@@ -15,7 +15,7 @@ every class the same way -- how depends on the discipline (Brosig et al. 2009; t
 
 * **processor sharing** (``"ps"``; an operating system's time-sliced CPU, a database with one
   process per connection): in M/G/1-PS a class's mean residence is ``R_c = D_c / (1 - U)``
-  whatever the service distribution (Kleinrock 1976, section 4.4), so ``D_c`` is proportional
+  whatever the service distribution (Kleinrock 1976, ch. 4), so ``D_c`` is proportional
   to ``R_c``. With ``c`` cores the multi-server approximation of Seidmann et al. (1987) -- a
   single PS server ``c`` times as fast plus a delay ``D_c (c - 1) / c`` -- gives ``R_c = D_c
   ((c - 1) / c + 1 / (c (1 - U)))``: again one factor common to every class. With the
@@ -83,15 +83,16 @@ AGREE = 0.25
 MIN_SPAN = 0.1
 #: a discipline is decided when its score is below this fraction of the other's
 DECIDE_RATIO = 0.5
-#: a class whose mean FCFS demand ``R_c - W`` is below minus this fraction of the mean demand
-#: rules FCFS out: in one FCFS queue ``R_c = D_c + W >= W`` (processor sharing decided)
+#: a class whose mean FCFS demand ``R_c - W`` is below minus this fraction of the mean demand,
+#: and below minus three of its standard errors (the windows' spread over the root of their
+#: number), rules FCFS out: in one FCFS queue ``R_c = D_c + W >= W`` (processor sharing decided)
 NEGATIVE = 0.1
 #: completions with a response time a class needs before its split counts
 MIN_COMPLETIONS = 50.0
 # per class and discipline: sum n, sum n d, and for the load test sum v, sum v u, sum v u^2,
 # sum v y, sum v u y (n completions, d the window's demand, u utilization, y its share
-# d / D_bar, v = n / s^2 the share's inverse-variance weight)
-_SUMS = 7
+# d / D_bar, v = n / s^2 the share's inverse-variance weight), sum n d^2 (the spread)
+_SUMS = 8
 
 
 def window_demands(z: np.ndarray, X: np.ndarray, R: np.ndarray, discipline: str
@@ -165,7 +166,8 @@ class SplitSums:
             w = np.where(ok[:, None] & (X > 0), counts, 0.0)
             y = np.where(d_bar[:, None] > 0, D / np.where(d_bar > 0, d_bar, 1.0)[:, None], 0.0)
             v = w * inv
-            rows = np.stack([w, w * D, v, v * u, v * u * u, v * y, v * u * y], axis=2)
+            rows = np.stack([w, w * D, v, v * u, v * u * u, v * y, v * u * y, w * D * D],
+                            axis=2)
             # summed window by window (a cumsum is sequential): the sums do not depend on how
             # a stream's windows were batched
             n = rows.shape[1]
@@ -279,7 +281,10 @@ def class_split(sums: SplitSums, min_completions: float = MIN_COMPLETIONS
     decided, discipline, reason = False, "ps", None
     a, b = score["ps"], score["fcfs"]
     d_bar = float((out["ps"] * w).sum() / W)
-    if (raw["fcfs"][live] < -NEGATIVE * d_bar).any():
+    fc = sums.sums["fcfs"]
+    spread = np.where(live, fc[:, 7] / np.where(live, fc[:, 0], 1.0) - raw["fcfs"] ** 2, 0.0)
+    se = np.sqrt(np.maximum(spread, 0.0) / max(sums.windows, 1.0))
+    if (raw["fcfs"][live] < -np.maximum(NEGATIVE * d_bar, 3.0 * se[live])).any():
         decided = True                     # R_c < W for some class: not one shared FCFS wait
     elif a is not None and b is not None:
         if a < DECIDE_RATIO * b:

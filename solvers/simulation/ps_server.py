@@ -3,7 +3,7 @@
 The physical simulator (:mod:`solvers.simulation.physical`) queues FCFS. A CPU time-sliced by
 an operating system, or a database with one process per connection, shares its cores among
 the requests present instead: with ``n`` requests on ``c`` cores each is served at rate
-``min(1, c / n)`` (egalitarian processor sharing, Kleinrock 1976, section 4.4). This module
+``min(1, c / n)`` (egalitarian processor sharing, Kleinrock 1976, ch. 4). This module
 simulates that, for checking estimators that depend on the discipline
 (:mod:`estimators.class_split`): ``N`` users think an exponential time of mean ``Z``, submit a
 request of class ``c`` (drawn with ``mix``) whose work is lognormal with the class's mean

@@ -510,13 +510,15 @@ def tier_demands(tier: TierModel, classes: list[str], mix: np.ndarray,
       mix-weighted mean (:func:`_identified`).
 
     Under ``selected``, where the tier reports per-class response times for every class of the
-    mix, the split between classes is the response-time split's
+    mix and they identify the split, the split between classes is the response-time split's
     (:func:`estimators.class_split.class_split`: ``D_c`` proportional to ``R_c`` under processor
     sharing, ``R_c - W`` under FCFS; Brosig et al. 2009, Kleinrock 1976) and the estimator
     gives the aggregate ``sum_c p_c d_c`` only: utilization pins the aggregate down, not the
     split (Huang et al. 2012, section 3.3) -- on a real database the Kalman filter put 144 ms
     on a 3-ms class and 2 ms on a 125-ms one, every window carrying the response times that
-    tell them apart."""
+    tell them apart. A split the response times do not identify (the discipline undecided and
+    its two readings apart) is not used: the estimator's split stands, flagged
+    ``split_unidentified``."""
     if policy == "kalman_checked":
         return _identified(tier, classes, mix)
     if policy != "selected":
@@ -525,7 +527,8 @@ def tier_demands(tier: TierModel, classes: list[str], mix: np.ndarray,
     if tier.estimator == "regression" and all(c in tier.regression for c in classes):
         source = tier.regression
     d = np.array([float(source.get(c, 0.0)) for c in classes])
-    if tier.split and all(c in tier.split for c, p in zip(classes, mix.tolist()) if p > 0):
+    if tier.split and tier.split_identified and all(
+            c in tier.split for c, p in zip(classes, mix.tolist()) if p > 0):
         shares = np.array([float(tier.split.get(c, 0.0)) for c in classes])
         total, base = float(mix @ d), float(mix @ shares)
         if total > 0 and base > 0:
