@@ -155,3 +155,35 @@ def test_load_dependence_is_flagged_only_where_the_history_spans_loads():
     assert load_dependence("db", U, C, T, counts, d) is None
     steady = np.full(240, 0.5) + rng.normal(0, 0.05, 240)      # one load: nothing claimed
     assert load_dependence("db", steady, C, T, counts, d) is None
+
+
+def test_trust_reasons_name_each_failure():
+    from streams.core.outputs import Prediction, TierPrediction
+    from streams.core.tier import TierModel
+    from streams.predict.confidence import trust_reasons
+
+    def part(u, measured):
+        return TierPrediction(utilization=u, utilization_forecast=u, utilization_measured=measured,
+                              demand_s=0.01, idc=None, idc_flag=None, idc_lower=None,
+                              idc_upper=None, idc_reference=None, bursty=False, map2=None,
+                              estimator="kalman", bottleneck_probability=None, demands={},
+                              utilization_error=abs(u - measured))
+
+    def tier(identified):
+        return TierModel(tier="db", cores=1, demands={}, demand_std={}, regression={}, idc=None,
+                         idc_flag=None, mean_service=None, p95=None, process=None, fit=None,
+                         bursty=False, windows=10, split_identified=identified,
+                         split_reason="discipline undecided")
+
+    good = Prediction(system="s", time=0.0, solve=1, think_time_s=1.0, horizon_s=60.0,
+                      model="mva", flags=[], model_error=0.1, tiers={"db": part(0.5, 0.55)})
+    assert trust_reasons(good, [tier(True)]) == []
+    assert trust_reasons(good, [tier(None)]) == []
+    bad = Prediction(system="s", time=0.0, solve=1, think_time_s=1.0, horizon_s=60.0,
+                     model="mva", flags=[], model_error=0.48, model_error_class="buy",
+                     model_error_class_max=0.6, tiers={"db": part(0.3, 0.45)})
+    reasons = trust_reasons(bad, [tier(False)])
+    assert len(reasons) == 4
+    assert reasons[0].startswith("mean response time off the measured one by 48%")
+    assert "'buy'" in reasons[1] and "db utilization 0.30 against 0.45" in reasons[2]
+    assert reasons[3] == "split_unidentified: db: discipline undecided"

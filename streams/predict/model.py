@@ -17,7 +17,7 @@ too fast and a heavy one too slow (docs/accuracy.md). It is the right one, thoug
 whose per-class response times show processor sharing (:mod:`estimators.class_split` decided
 ``ps``: an operating system's time-sliced CPU, a database with a process per connection): there
 every class is stretched by the same factor, ``R_{m,c} = D_{m,c} R_m / D_m`` (Kleinrock 1976,
-section 4.4; the queue-length of the aggregate is shared in proportion to the demands), and the
+ch. 4; the queue-length of the aggregate is shared in proportion to the demands), and the
 FCFS read-back would give a 3-ms class the 120-ms class's wait -- on a real database it named
 a class running at 55 ms under its 60-ms SLA as the one to break. :attr:`SystemModel.ps` marks
 those tiers.
