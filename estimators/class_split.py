@@ -43,10 +43,12 @@ is floored at 0. **Which discipline**: the right one gives demands that do not m
 the wrong one drags them with it -- FCFS read on PS data gives ``D_c + (s_k - 1)(D_c -
 D_bar)``, which spreads the classes further as the load grows, and PS read on FCFS data gives
 ``(D_c + W_k) / s_k``, which pulls them together. :func:`class_split` regresses each class's
-*share* ``D_{k,c} / D_bar_k`` (``D_bar_k = z_k / sum_j X_{k,j}``; a common growth of every
-demand with load, which is no evidence either way, cancels) on ``U_k``, each window weighted by
-its completions over its squared stretch (the variance of a class mean grows with ``R^2 / n``:
-inverse-variance weights), and scores each
+*share* ``D_{b,c} / D_bar_b`` (``D_bar_b = z_b / sum_j X_{b,j}``; a common growth of every
+demand with load, which is no evidence either way, cancels) on ``U_b`` over blocks ``b`` of
+consecutive windows of at least a minute (:class:`SplitSums`: single windows share their
+noise between utilization and mix), each weighted by its completions over its squared
+stretch (the variance of a class mean grows with ``R^2 / n``: inverse-variance weights), and
+scores each
 discipline by the busy-time-weighted relative change of the shares across the observed load
 span; the discipline wins with the clearly smaller score. One test needs no load span: in one
 FCFS queue no class's mean response time is below the shared wait, ``R_c = D_c + W >= W``;
@@ -87,6 +89,8 @@ DECIDE_RATIO = 0.5
 #: and below minus three of its standard errors (the windows' spread over the root of their
 #: number), rules FCFS out: in one FCFS queue ``R_c = D_c + W >= W`` (processor sharing decided)
 NEGATIVE = 0.1
+#: the load test's blocks of consecutive windows last at least this long (s)
+BLOCK_S = 60.0
 #: completions with a response time a class needs before its split counts
 MIN_COMPLETIONS = 50.0
 # per class and discipline: sum n, sum n d, and for the load test sum v, sum v u, sum v u^2,
@@ -123,8 +127,14 @@ def window_demands(z: np.ndarray, X: np.ndarray, R: np.ndarray, discipline: str
 @dataclass
 class SplitSums:
     """The decayed sums a stream keeps per tier for :func:`class_split`: ``sums[d]`` ``(C,
-    6)`` per discipline ``d`` (module notes), ``busy`` per class ``sum w d`` under PS (the
-    weights of the score), the classes in order (they only grow)."""
+    8)`` per discipline ``d`` (module notes), the classes in order (they only grow).
+
+    The load test reads blocks of consecutive windows of at least :data:`BLOCK_S` seconds, not
+    single windows: a window's utilization and its class means share their noise (a window
+    that happened to complete several heavy requests is busier *and* has a heavier mix), and
+    a window-level regression finds a load dependence in a steady run (a FCFS tier at 70%
+    whose 5-s windows range over 0.4-1.0 read as PS). ``block`` holds the current block's
+    sums ``(T, U T, z T, n_c.., n_c R_c..)``."""
 
     classes: list[str] = field(default_factory=list)
     sums: dict[str, np.ndarray] = field(default_factory=dict)
@@ -132,6 +142,7 @@ class SplitSums:
     #: ``(C + 1, 2)``: per class ``(sum n R, sum X)``, last row ``(sum z, windows)``, over the
     #: windows that gave a split (the pooled processor-sharing ratio)
     pool: np.ndarray = field(default_factory=lambda: np.zeros((1, 2)))
+    block: np.ndarray = field(default_factory=lambda: np.zeros(3))
 
     def grow(self, classes: Sequence[str]) -> None:
         """Align with ``classes`` (a superset of :attr:`classes`, new ones appended)."""
@@ -144,35 +155,32 @@ class SplitSums:
             known = self.pool.shape[0] - 1
             grown[:known], grown[-1] = self.pool[:known], self.pool[-1]
             self.pool = grown
+            self.block = np.zeros(3 + 2 * len(classes))     # a block in progress starts anew
             self.classes = list(classes)
 
     def add(self, U: np.ndarray, cores: np.ndarray, X: np.ndarray, R: np.ndarray,
-            counts: np.ndarray) -> None:
+            counts: np.ndarray, window_s: np.ndarray | None = None) -> None:
         """Add windows: ``U``, ``cores`` ``(K,)``; ``X`` throughputs, ``R`` response times
-        (NaN: none) and ``counts`` completions ``(K, C)``, aligned with :attr:`classes`."""
+        (NaN: none) and ``counts`` completions ``(K, C)``, aligned with :attr:`classes`;
+        ``window_s`` their lengths (default ``counts / X``, else 1 s)."""
         z = np.asarray(U, dtype=float) * np.asarray(cores, dtype=float)
-        u = np.asarray(U, dtype=float)[:, None]
-        total = X.sum(axis=1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            d_bar = np.where(total > 0, z / np.where(total > 0, total, 1.0), 0.0)
+        if window_s is None:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                T = np.nanmax(np.where(X > 0, counts / np.where(X > 0, X, 1.0), np.nan),
+                              axis=1, initial=0.0)
+            window_s = np.where(T > 0, T, 1.0)
         rz = np.where(np.isfinite(R) & (X > 0), R, 0.0)
-        # the load test's weights: a window's class mean is noisier the longer the queue (its
-        # variance grows with R^2 / n), so its share counts n / s_k^2, s_k = sum X R / z >= 1
-        with np.errstate(divide="ignore", invalid="ignore"):
-            stretch = np.where(z > 0, (X * rz).sum(axis=1) / np.where(z > 0, z, 1.0), 0.0)
-        inv = np.where(stretch > 0, 1.0 / np.maximum(stretch, 1.0) ** 2, 0.0)[:, None]
         for d in DISCIPLINES:
             D, ok = window_demands(z, X, R, d)
             w = np.where(ok[:, None] & (X > 0), counts, 0.0)
-            y = np.where(d_bar[:, None] > 0, D / np.where(d_bar > 0, d_bar, 1.0)[:, None], 0.0)
-            v = w * inv
-            rows = np.stack([w, w * D, v, v * u, v * u * u, v * y, v * u * y, w * D * D],
-                            axis=2)
+            rows = np.stack([w, w * D, w * D * D], axis=2)
             # summed window by window (a cumsum is sequential): the sums do not depend on how
             # a stream's windows were batched
             n = rows.shape[1]
-            start = self.sums[d][:n]
-            self.sums[d][:n] = np.cumsum(np.concatenate([start[None], rows]), axis=0)[-1]
+            cols = [0, 1, 7]
+            start = self.sums[d][:n][:, cols]
+            self.sums[d][:n, cols] = np.cumsum(np.concatenate([start[None], rows]),
+                                               axis=0)[-1]
             if d == "ps":
                 self.windows += float(np.count_nonzero(ok))
                 # the pooled ratio's sums: sum n R per class, sum X per class and sum z over
@@ -184,18 +192,65 @@ class SplitSums:
                 m = pool.shape[1]
                 start = self.pool[:m]
                 self.pool[:m] = np.cumsum(np.concatenate([start[None], pool]), axis=0)[-1]
+                self._blocks(np.asarray(U, dtype=float), z, np.asarray(window_s, dtype=float),
+                             counts, w * rz, ok)
+
+    def _blocks(self, U: np.ndarray, z: np.ndarray, T: np.ndarray, counts: np.ndarray,
+                nr: np.ndarray, ok: np.ndarray) -> None:
+        """Windows into blocks of at least :data:`BLOCK_S` s, one at a time (the same sums
+        whatever the batching); each completed block adds its shares to the load test's
+        sums."""
+        C = counts.shape[1]
+        if self.block.size != 3 + 2 * len(self.classes):
+            self.block = np.zeros(3 + 2 * len(self.classes))
+        block = self.block
+        for k in np.flatnonzero(ok).tolist():
+            block[0] += T[k]
+            block[1] += U[k] * T[k]
+            block[2] += z[k] * T[k]
+            block[3:3 + C] += counts[k]
+            block[3 + len(self.classes):3 + len(self.classes) + C] += nr[k]
+            if block[0] >= BLOCK_S:
+                self._add_block(block)
+                block[:] = 0.0
+
+    def _add_block(self, block: np.ndarray) -> None:
+        C = len(self.classes)
+        T = block[0]
+        u = block[1] / T
+        z = np.array([block[2] / T])
+        n = block[3:3 + C]
+        X = (n / T)[None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            R = np.where(n > 0, block[3 + C:] / np.where(n > 0, n, 1.0), np.nan)[None]
+        total = float(X.sum())
+        if not (total > 0 and z[0] > 0):
+            return
+        d_bar = float(z[0]) / total
+        stretch = float((X * np.nan_to_num(R)).sum()) / float(z[0])
+        # a block's class mean is noisier the longer the queue (its variance grows with
+        # R^2 / n): its share counts n / s^2, s = sum X R / z >= 1
+        v = n / max(stretch, 1.0) ** 2
+        for d in DISCIPLINES:
+            D, ok = window_demands(z, X, R, d)
+            if not ok[0]:
+                continue
+            y = D[0] / d_bar
+            vv = np.where(n > 0, v, 0.0)
+            self.sums[d][:, 2:7] += np.stack([vv, vv * u, vv * u * u, vv * y, vv * u * y],
+                                             axis=1)
 
     def decay(self, factor: float) -> None:
         for d in DISCIPLINES:
             if d in self.sums:
                 self.sums[d] *= factor
         self.pool *= factor
-        self.windows *= factor
+        self.windows *= factor                  # (a block in progress is not decayed)
 
     def to_dict(self) -> dict[str, Any]:
         return {"classes": list(self.classes), "windows": self.windows,
                 "sums": {d: s.tolist() for d, s in self.sums.items()},
-                "pool": self.pool.tolist()}
+                "pool": self.pool.tolist(), "block": self.block.tolist()}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> "SplitSums":
@@ -207,6 +262,8 @@ class SplitSums:
         out.sums = {d: np.array(s, dtype=float).reshape(len(out.classes), _SUMS)
                     for d, s in data["sums"].items()}
         out.pool = np.array(data["pool"], dtype=float).reshape(len(out.classes) + 1, 2)
+        out.block = np.array(data.get("block") or np.zeros(3 + 2 * len(out.classes)),
+                             dtype=float)
         return out
 
 

@@ -35,6 +35,12 @@ def _sums(U, X, R, counts, parts=1):
     return s
 
 
+def _levels(rng, count=200):
+    """Utilizations held for a minute (12 windows of 5 s) at a time, 10-80%: the load test
+    reads blocks of a minute."""
+    return np.repeat(rng.uniform(0.1, 0.8, -(-count // 12)), 12)[:count]
+
+
 def _ps(u, d):
     return d / (1.0 - u)
 
@@ -47,16 +53,17 @@ def test_exact_ps_windows_give_the_demands_and_ps():
     """Exact under a steady mix (the pooled ratio: a mix that moves with the load weighs each
     class's mean stretch differently, a bias of a few percent on simulated tiers)."""
     rng = np.random.default_rng(1)
-    sp = class_split(_sums(*_windows(rng, rng.uniform(0.1, 0.8, 200), _ps, steady=True)))
+    sp = class_split(_sums(*_windows(rng, _levels(rng), _ps, steady=True)))
     assert sp.discipline == "ps" and sp.decided and sp.identified
     assert np.allclose([sp.demands[c] for c in CLASSES], D, rtol=1e-9)
-    moving = class_split(_sums(*_windows(rng, rng.uniform(0.1, 0.8, 200), _ps)))
+    moving = class_split(_sums(*_windows(rng, _levels(rng), _ps)))
     assert [moving.demands[c] for c in CLASSES] == pytest.approx(D.tolist(), rel=0.1)
 
 
 def test_exact_fcfs_windows_give_the_demands_and_fcfs():
+    """Exact windows; the load test on blocks of a minute at one load each."""
     rng = np.random.default_rng(2)
-    sp = class_split(_sums(*_windows(rng, rng.uniform(0.1, 0.8, 200), _fcfs)))
+    sp = class_split(_sums(*_windows(rng, _levels(rng), _fcfs, steady=True)))
     assert sp.discipline == "fcfs" and sp.decided and sp.identified, sp.scores
     assert np.allclose([sp.demands[c] for c in CLASSES], D, rtol=1e-9)
     assert sp.span > MIN_SPAN
@@ -82,11 +89,12 @@ def test_fcfs_at_one_load_is_undecided_and_not_identified():
 
 def test_the_sums_do_not_depend_on_batching_and_round_trip():
     rng = np.random.default_rng(5)
-    data = _windows(rng, rng.uniform(0.1, 0.8, 90), _ps)
-    one, three = _sums(*data), _sums(*data, parts=3)
+    data = _windows(rng, _levels(rng, 90), _ps)
+    one, three = _sums(*data), _sums(*data, parts=7)
     for d in one.sums:
         assert np.array_equal(one.sums[d], three.sums[d])
-    assert np.array_equal(one.pool, three.pool)
+    assert np.array_equal(one.pool, three.pool) and np.array_equal(one.block, three.block)
+    assert one.sums["ps"][:, 2].sum() > 0                  # whole blocks reached the load test
     back = SplitSums.from_dict(one.to_dict())
     assert class_split(back) == class_split(one)
     one.decay(0.5)

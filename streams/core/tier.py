@@ -426,7 +426,7 @@ def step_tiers(tiers: list["TierState"]) -> list[tuple[int, TierEstimate]]:
     for t, b in zip(tiers, blocks):
         if b.R is not None:                 # the response-time split (estimators.class_split)
             t.split_sums.grow(t.classes)
-            t.split_sums.add(b.U, b.C, b.X, b.R, b.counts)
+            t.split_sums.add(b.U, b.C, b.X, b.R, b.counts, b.T)
     out: list[tuple[int, TierEstimate]] = []
     for t, st, b in zip(tiers, steps, blocks):
         if t.config.demand_policy == "selected":
