@@ -29,37 +29,37 @@ every class the same way -- how depends on the discipline (Brosig et al. 2009; t
 
       D_{k,c} = R_{k,c} - W_k
 
-Each window thus gives every class's demand. The FCFS estimate is their completion-weighted
-mean over windows. The PS estimate is the ratio of the pooled means instead,
-``D_c = R_bar_c z_bar / sum_j X_bar_j R_bar_j`` (``R_bar_c`` the completion-weighted mean
-response time, ``z_bar`` and ``X_bar`` the means over the same windows): the mean of the
-windows' ratios ``R_{k,c} / s_k`` is biased, a light class's requests and the stretch ``s_k``
-of their window being correlated (+8% to +17% for the 2-7-ms classes of a closed PS tier at
-40-80% load, against -1% to +4% for the pooled ratio); it is exact when the class mix does not
-move with the load, and a few percent off when it does. A window's FCFS demand of a light class can come out negative (its few requests'
-mean response time is noisy, ``W_k`` large): it is kept as it is, since clipping each window
-at 0 would bias the mean upwards (at 80% load, light classes read 5x too heavy); only the mean
-is floored at 0. **Which discipline**: the right one gives demands that do not move with the load,
-the wrong one drags them with it -- FCFS read on PS data gives ``D_c + (s_k - 1)(D_c -
-D_bar)``, which spreads the classes further as the load grows, and PS read on FCFS data gives
-``(D_c + W_k) / s_k``, which pulls them together. :func:`class_split` regresses each class's
-*share* ``D_{b,c} / D_bar_b`` (``D_bar_b = z_b / sum_j X_{b,j}``; a common growth of every
-demand with load, which is no evidence either way, cancels) on ``U_b`` over blocks ``b`` of
-consecutive windows of at least a minute (:class:`SplitSums`: single windows share their
-noise between utilization and mix), each weighted by its completions over its squared
-stretch (the variance of a class mean grows with ``R^2 / n``: inverse-variance weights), and
-scores each
-discipline by the busy-time-weighted relative change of the shares across the observed load
-span; the discipline wins with the clearly smaller score. One test needs no load span: in one
-FCFS queue no class's mean response time is below the shared wait, ``R_c = D_c + W >= W``;
-where the FCFS reading puts a class's mean demand clearly below 0 (:data:`NEGATIVE`) -- light
-classes under PS at any real load, ``D_c + (s - 1)(D_c - D_bar) < 0`` -- FCFS is ruled out
-and PS decided. Where the windows do not span
-loads (:data:`MIN_SPAN`) the two cannot be told apart by this test; the split still counts as
-*identified* when both disciplines give the same demands (low load: ``s_k`` near 1, ``W_k``
-near 0) within :data:`AGREE` (mean relative difference over the classes, each class alike: a
-light class's demand is what a wrong split gets most wrong), and is reported undecided
-otherwise.
+Each window thus gives every class's demand. The FCFS estimate is their completion-weighted mean
+over windows. The PS estimate is the ratio of the pooled means instead, ``D_c = R_bar_c z_bar /
+sum_j X_bar_j R_bar_j`` (``R_bar_c`` the completion-weighted mean response time, ``z_bar`` and
+``X_bar`` the means over the same windows): the mean of the windows' ratios ``R_{k,c} / s_k`` is
+biased, a light class's requests and the stretch ``s_k`` of their window being correlated (+8%
+to +17% for the 2-7-ms classes of a closed PS tier at 40-80% load, against -1% to +4% for the
+pooled ratio); it is exact when the class mix does not move with the load, and a few percent off
+when it does. A window's FCFS demand of a light class can come out negative (its few requests'
+mean response time is noisy, ``W_k`` large): it is kept as it is, since clipping each window at
+0 would bias the mean upwards (at 80% load, light classes read 5x too heavy); only the mean is
+floored at 0.
+
+**Which discipline**: the right one gives demands that do not move with the load, the wrong one
+drags them with it -- FCFS read on PS data gives ``D_c + (s_k - 1)(D_c - D_bar)``, which spreads
+the classes further as the load grows, and PS read on FCFS data gives ``(D_c + W_k) / s_k``,
+which pulls them together. :func:`class_split` regresses each class's *share* ``D_{b,c} /
+D_bar_b`` (``D_bar_b = z_b / sum_j X_{b,j}``; a common growth of every demand with load, which
+is no evidence either way, cancels) on ``U_b`` over blocks ``b`` of consecutive windows of at
+least a minute (:class:`SplitSums`: single windows share their noise between utilization and
+mix), each weighted by its completions over its squared stretch (the variance of a class mean
+grows with ``R^2 / n``: inverse-variance weights), and scores each discipline by the relative
+change of the shares across the observed load span, weighted by each class's busy time as that
+discipline reads it; the discipline wins with the clearly smaller score. One test needs no load
+span: in one FCFS queue no class's mean response time is below the shared wait, ``R_c = D_c + W
+>= W``; where the FCFS reading puts a class's mean demand clearly below 0 (:data:`NEGATIVE`) --
+light classes under PS at any real load, ``D_c + (s - 1)(D_c - D_bar) < 0`` -- FCFS is ruled out
+and PS decided. Where the windows do not span loads (:data:`MIN_SPAN`) the two cannot be told
+apart by the load test; the split still counts as *identified* when both disciplines give the
+same demands (low load: ``s_k`` near 1, ``W_k`` near 0) within :data:`AGREE` (mean relative
+difference over the classes, each class alike: a light class's demand is what a wrong split gets
+most wrong), and is reported undecided otherwise.
 
 The sums are kept as :class:`SplitSums` (a few numbers per class and discipline, decayed),
 so that a stream adds its windows as they come and the state stays small. Pure numpy.
@@ -82,7 +82,7 @@ DISCIPLINES = ("ps", "fcfs")
 AGREE = 0.25
 #: utilization span (10th to 90th percentile, approximated by +-1.28 weighted standard
 #: deviations) below which the discipline cannot be decided from the load dependence
-MIN_SPAN = 0.1
+MIN_SPAN = 0.2
 #: a discipline is decided when its score is below this fraction of the other's
 DECIDE_RATIO = 0.5
 #: a class whose mean FCFS demand ``R_c - W`` is below minus this fraction of the mean demand,
@@ -330,7 +330,9 @@ def class_split(sums: SplitSums, min_completions: float = MIN_COMPLETIONS
             slope = np.where(var > 1e-12, cov / var, 0.0)
             rel = np.where(live & (y > 0), np.abs(slope) * span / np.where(y > 0, y, 1.0),
                            0.0)
-        weight = np.where(live, out["ps"] * w, 0.0)         # busy time per class
+        # busy time per class as this discipline reads it: a reading that makes a light class
+        # heavy is judged on that class too
+        weight = np.where(live, out[d] * w, 0.0)
         score[d] = float((rel * weight).sum() / weight.sum()) if weight.sum() > 0 else None
     diff = np.abs(out["ps"] - out["fcfs"]) / np.maximum(np.maximum(out["ps"], out["fcfs"]),
                                                        1e-300)

@@ -2,17 +2,17 @@
 split by per-class response times (after, :mod:`estimators.class_split`), on simulated tiers whose
 per-class demands span 2-120 ms.
 
-Two disciplines: FCFS (the physical simulator, :mod:`solvers.simulation.physical`: one queue
-in front of the cores) and processor sharing (:mod:`solvers.simulation.ps_server`, a closed
-PS tier). The split was designed on two runs (``design``: a PS and a FCFS tier, 1 core, the
-load stepped through 5-30 users); the held-out runs differ in class mix, seed, cores (1, 2),
+Two disciplines: FCFS (the physical simulator, :mod:`solvers.simulation.physical`: one queue in
+front of the cores) and processor sharing (:mod:`solvers.simulation.ps_server`, a closed PS
+tier). The split was designed on two runs (``design``: a PS and a FCFS tier, 1 core, the load
+stepped through 5-30 users); the held-out runs differ in class mix, seed, cores (1, 2),
 utilization (10-80%, steady) and a ramp of users, fixed before measuring. Per run: the
 discipline the split decided (``?``: undecided; ``unidentified``: its two readings apart), the
 mean utilization, and per estimator the median and the worst relative error of the per-class
 demands against the truth (the simulator's means); ``used``: what the model takes, the split
-where identified, else the Kalman filter's as before. Kalman: every window in order (Huang et al. 2012); regression: NNLS over
-the last 120 windows (Rolia and Vetland 1995), what the pipeline keeps. Seeded; prints a
-markdown table.
+where identified, else the Kalman filter's as before. Kalman: every window in order (Huang et
+al. 2012); regression: NNLS over the last 120 windows (Rolia and Vetland 1995), what the
+pipeline keeps. Seeded; prints a markdown table.
 
     python -m bench.accuracy.class_split [--minutes 20]
 """
