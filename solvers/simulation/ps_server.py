@@ -98,7 +98,8 @@ def monitor_ps(demands: Sequence[float], mix: Sequence[float], population: int,
         now = t
         if t == edge:
             if counting:
-                out.append({"system": system, "tier": tier, "end": start_time + now, "window_s": window_s,
+                out.append({"system": system, "tier": tier, "end": start_time + now,
+                            "window_s": window_s,
                             "cores": cores, "utilization": min(busy / (cores * window_s), 1.0),
                             "completions": {c: float(k) for c, k in zip(names, done)},
                             "response_time_s": {c: float(r / k) for c, r, k in

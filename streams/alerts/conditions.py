@@ -95,21 +95,21 @@ def breach_condition(pred: Prediction, sla: Mapping[str, float], time: float,
                      error_active: bool, untrusted: Sequence[str] = ()
                      ) -> tuple[bool | None, float | None, str | None, list[str],
                                 TrendReading | None, str | None]:
-    """The ``predicted_breach`` condition at this solve, its time to breach and class: the
-    model's (``alert_time_to_breach_s`` within the horizon fires, beyond
-    ``BREACH_RESOLVE_FACTOR`` horizons clears, but not while the users are within
-    ``capacity_margin`` below the alert's capacity, and a breach now does not fire while the
-    measurement contradicts it) and, while the model is not trusted
+    """The ``predicted_breach`` condition at this solve, its time to breach and class: the model's
+    (``alert_time_to_breach_s`` within the horizon fires, beyond ``BREACH_RESOLVE_FACTOR``
+    horizons clears, but not while the users are within ``capacity_margin`` below the
+    alert's capacity, and a breach now does not fire while the measurement contradicts it)
+    and, while the model is not trusted
     (:func:`streams.predict.response_trend.untrusted_reasons`; ``error_active``: the
     ``model_error`` alert is), the users are within that margin
     (:func:`~streams.predict.response_trend.near_capacity_reason`) or the measurement
     contradicts the model (:func:`~streams.predict.response_trend.contradicted_reason`), the
     measured response-time trend's (:func:`~streams.predict.response_trend.trend_reading`,
     over ``response_points``; ``untrusted``: further reasons, e.g.
-    :func:`streams.predict.confidence.trust_reasons`): either fires it; it clears only when both do. Also returns
-    why the model is not trusted, the trend's reading (``None``: trusted, not read) and what
-    holds the condition (``model``, ``trend``, ``model+trend``; ``None``: no breach
-    predicted)."""
+    :func:`streams.predict.confidence.trust_reasons`): either fires it; it clears only when
+    both do. Also returns why the model is not trusted, the trend's reading (``None``:
+    trusted, not read) and what holds the condition (``model``, ``trend``, ``model+trend``;
+    ``None``: no breach predicted)."""
     ttb = pred.alert_time_to_breach_s
     near = response_trend.near_capacity_reason(pred.users, pred.alert_capacity_users,
                                                cfg.capacity_margin)

@@ -506,7 +506,8 @@ class SystemState(Admission):
         withheld = None
         if unsplit or named:
             withheld = ("it rests on the class split of " + ", ".join(map(repr, unsplit))
-                        + ", not identified") if unsplit else "the model's class was not named"
+                        + ", not identified") if unsplit else \
+                "it answers the model's breach of another class"
         ev = self.alerts.evaluate("predicted_breach", cond, lambda: Alert(
             system=system, time=time, alert="predicted_breach", class_=breach_class,
             tier=pred.breach_tier, time_to_breach_s=clean(ttb), value=clean(ttb),
