@@ -58,8 +58,9 @@ light classes under PS at any real load, ``D_c + (s - 1)(D_c - D_bar) < 0`` -- F
 and PS decided. Where the windows do not span loads (:data:`MIN_SPAN`) the two cannot be told
 apart by the load test; the split still counts as *identified* when both disciplines give the
 same demands (low load: ``s_k`` near 1, ``W_k`` near 0) within :data:`AGREE` (mean relative
-difference over the classes, each class alike: a light class's demand is what a wrong split gets
-most wrong), and is reported undecided otherwise.
+difference over the classes beyond two standard errors of the noisier FCFS reading, each class
+alike: a light class's demand is what a wrong split gets most wrong), and is reported undecided
+otherwise.
 
 The sums are kept as :class:`SplitSums` (a few numbers per class and discipline, decayed),
 so that a stream adds its windows as they come and the state stays small. Pure numpy.
@@ -334,15 +335,16 @@ def class_split(sums: SplitSums, min_completions: float = MIN_COMPLETIONS
         # heavy is judged on that class too
         weight = np.where(live, out[d] * w, 0.0)
         score[d] = float((rel * weight).sum() / weight.sum()) if weight.sum() > 0 else None
-    diff = np.abs(out["ps"] - out["fcfs"]) / np.maximum(np.maximum(out["ps"], out["fcfs"]),
-                                                       1e-300)
+    fc = sums.sums["fcfs"]
+    spread = np.where(live, fc[:, 7] / np.where(live, fc[:, 0], 1.0) - raw["fcfs"] ** 2, 0.0)
+    se = np.sqrt(np.maximum(spread, 0.0) / max(sums.windows, 1.0))
+    # the readings' difference beyond two standard errors of the (noisier) FCFS reading
+    gap = np.maximum(np.abs(out["ps"] - out["fcfs"]) - 2.0 * se, 0.0)
+    diff = gap / np.maximum(np.maximum(out["ps"], out["fcfs"]), 1e-300)
     agreement = float(diff[live].mean())
     decided, discipline, reason = False, "ps", None
     a, b = score["ps"], score["fcfs"]
     d_bar = float((out["ps"] * w).sum() / W)
-    fc = sums.sums["fcfs"]
-    spread = np.where(live, fc[:, 7] / np.where(live, fc[:, 0], 1.0) - raw["fcfs"] ** 2, 0.0)
-    se = np.sqrt(np.maximum(spread, 0.0) / max(sums.windows, 1.0))
     if (raw["fcfs"][live] < -np.maximum(NEGATIVE * d_bar, 3.0 * se[live])).any():
         decided = True                     # R_c < W for some class: not one shared FCFS wait
     elif a is not None and b is not None:

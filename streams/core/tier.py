@@ -704,6 +704,10 @@ class TierState:
         lower = idc_bounds[0]
         bursty = idc is not None and lower is not None and lower > cfg.idc_threshold
         provisional = provisionally_bursty(idc, idc_flag, bursty, cfg.idc_threshold)
+        if bursty or provisional:
+            # a bursty tier's slow runs are busier per request *and* raise the utilization:
+            # the load test would read the burst as a load dependence
+            self.load_flag = None
         if (bursty or provisional) and fit_map:   # bursty tiers enter the model with a MAP(2)
             self._refit(mean, idc, p95)
         self.model = clean({"idc": idc, "idc_flag": idc_flag, "bursty": bursty,
@@ -867,7 +871,8 @@ def load_dependence(tier: str, utilization: np.ndarray, cores: np.ndarray,
     its slope's t-statistic is at least :data:`LOAD_T`: contention (locks, caches, the
     interpreter lock, context switches) adds work per request as the load grows, which
     load-independent demands (Lazowska et al. 1984, ch. 8: load-dependent service centres)
-    miss. Only flagged: a fitted ``D(U)`` is not used for the forecast."""
+    miss. Only flagged: a fitted ``D(U)`` is not used for the forecast; not read on a bursty
+    tier (its slow runs are busier per request and raise the utilization together)."""
     block = np.floor(np.cumsum(window_s) / LOAD_BLOCK_S).astype(int)
     starts = np.flatnonzero(np.r_[True, block[1:] != block[:-1]])
     busy = np.add.reduceat(utilization * cores * window_s, starts)
