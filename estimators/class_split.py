@@ -170,83 +170,97 @@ class SplitSums:
                 T = np.nanmax(np.where(X > 0, counts / np.where(X > 0, X, 1.0), np.nan),
                               axis=1, initial=0.0)
             window_s = np.where(T > 0, T, 1.0)
-        rz = np.where(np.isfinite(R) & (X > 0), R, 0.0)
-        for d in DISCIPLINES:
-            D, ok = window_demands(z, X, R, d)
-            w = np.where(ok[:, None] & (X > 0), counts, 0.0)
-            rows = np.stack([w, w * D, w * D * D], axis=2)
-            # summed window by window (a cumsum is sequential): the sums do not depend on how
-            # a stream's windows were batched
-            n = rows.shape[1]
-            cols = [0, 1, 7]
-            start = self.sums[d][:n][:, cols]
-            self.sums[d][:n, cols] = np.cumsum(np.concatenate([start[None], rows]),
-                                               axis=0)[-1]
-            if d == "ps":
-                self.windows += float(np.count_nonzero(ok))
-                # the pooled ratio's sums: sum n R per class, sum X per class and sum z over
-                # the windows that gave a split
-                pool = np.concatenate([
-                    np.stack([w * rz, np.where(ok[:, None], X, 0.0)], axis=2),
-                    np.stack([np.where(ok, z, 0.0), ok.astype(float)], axis=1)[:, None, :]],
-                    axis=1)
-                m = pool.shape[1]
-                start = self.pool[:m]
-                self.pool[:m] = np.cumsum(np.concatenate([start[None], pool]), axis=0)[-1]
-                self._blocks(np.asarray(U, dtype=float), z, np.asarray(window_s, dtype=float),
-                             counts, w * rz, ok)
+        # both readings at once (:func:`window_demands`, inlined: this runs for every window)
+        done = X > 0
+        has = done & np.isfinite(R) & (R >= 0)
+        total = X.sum(axis=1)
+        rz = np.where(has, R, 0.0)
+        xr = (X * rz).sum(axis=1)
+        ok = (z > 0) & (total > 0) & (xr > 0) & ~(done & ~has).any(axis=1)
+        okc = ok[:, None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            d_ps = np.where(okc, rz * (z / np.where(ok, xr, 1.0))[:, None], 0.0)
+            wait = (xr - z) / np.where(total > 0, total, 1.0)
+        d_fc = np.where(okc & done, rz - wait[:, None], 0.0)
+        w = np.where(okc & done, counts, 0.0)
+        wps, wfc = w * d_ps, w * d_fc
+        C = X.shape[1]
+        # one row per window: per class (n, n d_ps, n d_ps^2, n d_fc, n d_fc^2, n R, X), then
+        # (z, 1) of the windows that gave a split; summed window by window by a cumsum from the
+        # sums so far (sequential: the same sums whatever the batching)
+        rows = np.empty((X.shape[0], 7 * C + 2))
+        for i, col in enumerate((w, wps, wps * d_ps, wfc, wfc * d_fc, w * rz,
+                                 np.where(okc, X, 0.0))):
+            rows[:, i * C:(i + 1) * C] = col
+        rows[:, 7 * C], rows[:, 7 * C + 1] = np.where(ok, z, 0.0), ok
+        ps, fc, pool = self.sums["ps"], self.sums["fcfs"], self.pool
+        start = np.concatenate([ps[:C, 0], ps[:C, 1], ps[:C, 7], fc[:C, 1], fc[:C, 7],
+                                pool[:C, 0], pool[:C, 1], pool[-1]])
+        total_rows = np.cumsum(np.concatenate([start[None], rows]), axis=0)[-1]
+        parts = [total_rows[i * C:(i + 1) * C] for i in range(7)]
+        ps[:C, 0] = fc[:C, 0] = parts[0]
+        ps[:C, 1], ps[:C, 7], fc[:C, 1], fc[:C, 7] = parts[1], parts[2], parts[3], parts[4]
+        pool[:C, 0], pool[:C, 1] = parts[5], parts[6]
+        pool[-1] = total_rows[7 * C:]
+        self.windows = float(pool[-1, 1])
+        self._blocks(np.asarray(U, dtype=float), z, np.asarray(window_s, dtype=float),
+                     counts, w * rz, ok)
 
     def _blocks(self, U: np.ndarray, z: np.ndarray, T: np.ndarray, counts: np.ndarray,
                 nr: np.ndarray, ok: np.ndarray) -> None:
-        """Windows into blocks of at least :data:`BLOCK_S` s, one at a time (the same sums
-        whatever the batching); each completed block adds its shares to the load test's
-        sums."""
+        """Windows into blocks of at least :data:`BLOCK_S` s; each completed block adds its
+        shares to the load test's sums. A block's rows are summed by a ``cumsum`` from the
+        block in progress (sequential: the same sums whatever the batching), one block at a
+        time."""
         C = counts.shape[1]
-        if self.block.size != 3 + 2 * len(self.classes):
-            self.block = np.zeros(3 + 2 * len(self.classes))
-        block = self.block
-        for k in np.flatnonzero(ok).tolist():
-            block[0] += T[k]
-            block[1] += U[k] * T[k]
-            block[2] += z[k] * T[k]
-            block[3:3 + C] += counts[k]
-            block[3 + len(self.classes):3 + len(self.classes) + C] += nr[k]
-            if block[0] >= BLOCK_S:
-                self._add_block(block)
-                block[:] = 0.0
+        width = 3 + 2 * len(self.classes)
+        if self.block.size != width:
+            self.block = np.zeros(width)
+        keep = np.flatnonzero(ok)
+        if not keep.size:
+            return
+        rows = np.zeros((keep.size, width))
+        rows[:, 0], rows[:, 1], rows[:, 2] = T[keep], U[keep] * T[keep], z[keep] * T[keep]
+        rows[:, 3:3 + C] = counts[keep]
+        rows[:, 3 + len(self.classes):3 + len(self.classes) + C] = nr[keep]
+        i = 0
+        while i < rows.shape[0]:
+            sums = np.cumsum(np.concatenate([self.block[None], rows[i:]]), axis=0)[1:]
+            full = np.flatnonzero(sums[:, 0] >= BLOCK_S)
+            if not full.size:
+                self.block = sums[-1].copy()
+                return
+            j = int(full[0])
+            self._add_block(sums[j])
+            self.block = np.zeros(width)
+            i += j + 1
 
     def _add_block(self, block: np.ndarray) -> None:
+        """A completed block's shares under both readings into the load test's sums (the
+        block's means: ``X = n / T``, ``R = sum n R / n``, ``z``; :func:`window_demands`
+        inlined)."""
         C = len(self.classes)
-        T = block[0]
-        u = block[1] / T
-        z = np.array([block[2] / T])
-        n = block[3:3 + C]
-        X = (n / T)[None]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            R = np.where(n > 0, block[3 + C:] / np.where(n > 0, n, 1.0), np.nan)[None]
-        total = float(X.sum())
-        if not (total > 0 and z[0] > 0):
+        T, u, z = block[0], block[1] / block[0], block[2] / block[0]
+        n, nr = block[3:3 + C], block[3 + C:]
+        total, xr = float(n.sum()) / T, float(nr.sum()) / T      # sum X, sum X R
+        if not (total > 0 and z > 0 and xr > 0):
             return
-        d_bar = float(z[0]) / total
-        stretch = float((X * np.nan_to_num(R)).sum()) / float(z[0])
+        seen = n > 0
+        R = np.where(seen, nr / np.where(seen, n, 1.0), 0.0)
+        d_bar = z / total
         # a block's class mean is noisier the longer the queue (its variance grows with
         # R^2 / n): its share counts n / s^2, s = sum X R / z >= 1
-        v = n / max(stretch, 1.0) ** 2
-        for d in DISCIPLINES:
-            D, ok = window_demands(z, X, R, d)
-            if not ok[0]:
-                continue
-            y = D[0] / d_bar
-            vv = np.where(n > 0, v, 0.0)
-            self.sums[d][:, 2:7] += np.stack([vv, vv * u, vv * u * u, vv * y, vv * u * y],
-                                             axis=1)
+        v = np.where(seen, n, 0.0) / max(xr / z, 1.0) ** 2
+        for d, y in (("ps", R * (z / xr) / d_bar),
+                     ("fcfs", np.where(seen, R - (xr - z) / total, 0.0) / d_bar)):
+            self.sums[d][:, 2:7] += np.stack([v, v * u, v * u * u, v * y, v * u * y], axis=1)
 
     def decay(self, factor: float) -> None:
         for d in DISCIPLINES:
             if d in self.sums:
                 self.sums[d] *= factor
         self.pool *= factor
-        self.windows *= factor                  # (a block in progress is not decayed)
+        self.windows = float(self.pool[-1, 1])  # (a block in progress is not decayed)
 
     def to_dict(self) -> dict[str, Any]:
         return {"classes": list(self.classes), "windows": self.windows,

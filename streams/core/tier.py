@@ -651,6 +651,7 @@ class TierState:
         idc_bounds = [self.model.get("idc_lower"), self.model.get("idc_upper")]
         idc_reference = self.model.get("idc_reference")
         p95, mean = self.model.get("p95_s"), self.model.get("mean_service_s")
+        split = class_split(self.split_sums)
         fresh = hist.seq - self.idc_seq
         if kept and (self.idc_seq == 0 or "idc_lower" not in self.model   # (state before it)
                      or fresh >= max(IDC_REFRESH_MIN, IDC_REFRESH_SHARE * kept)):
@@ -680,8 +681,7 @@ class TierState:
             mean = float(busy.sum()) / total if total > 0 else None
             self.idc_seq = hist.seq
             # demands that move with the load, on the same cadence (the whole history)
-            split_now = class_split(self.split_sums)
-            basis = split_now.demands if split_now is not None else self.regression
+            basis = split.demands if split is not None else self.regression
             d = np.array([basis.get(c, 0.0) for c in self.classes[:n_classes]])
             self.load_flag = load_dependence(self.tier, arr.utilization, arr.cores,
                                              arr.window_s, arr.completions, d)
@@ -697,7 +697,6 @@ class TierState:
             self.separability = self._separability(tail.utilization, rates,
                                                    float(tail.cores[-1]))
         regression = self.regression
-        split = class_split(self.split_sums)
         if cfg.demand_policy == "selected":
             self.estimator = self._select()
         # the interval decides: bursty once its lower bound is above the threshold
