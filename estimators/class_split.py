@@ -288,8 +288,8 @@ class ClassSplit:
     one, else ``"ps"``), ``by_discipline`` both splits, ``scores`` each discipline's
     load-dependence score (``None``: the windows do not span loads), ``decided`` whether the
     discipline is told apart, ``identified`` whether the split is (decided, or both agree:
-    ``agreement`` their busy-weighted relative difference), ``reason`` why not, ``span`` the
-    utilization span the windows cover."""
+    ``agreement`` their mean relative difference beyond the FCFS reading's noise), ``reason``
+    why not, ``span`` the utilization span the load test's blocks cover."""
 
     classes: tuple[str, ...]
     demands: dict[str, float]
