@@ -7,10 +7,14 @@
 * ``current_breach`` -- :func:`current_breach_condition`: a class's measured response time
   above its SLA;
 * ``model_error`` -- :func:`model_error_condition` on :func:`alert_error`.
+
+Which class a ``predicted_breach`` names (:func:`alert_class`): the model's, unless the
+measurement contradicts it or the model is not trusted.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any, Mapping, Sequence
 
 from streams.core.config import SystemConfig
@@ -19,14 +23,45 @@ from streams.predict import response_trend
 from streams.predict.response_trend import TrendReading
 
 __all__ = ["BREACH_RESOLVE_FACTOR", "CURRENT_RESOLVE_FACTOR", "ERROR_RESOLVE_FACTOR",
-           "alert_error", "breach_condition", "current_breach_condition",
-           "model_error_condition"]
+           "NAMED_FLOOR", "alert_class", "alert_error", "breach_condition",
+           "current_breach_condition", "model_error_condition"]
 
 #: predicted breach alerts resolve only once the time to breach exceeds horizon x this
 BREACH_RESOLVE_FACTOR = 1.25
 #: measured breach resolves below SLA x this; model error below threshold x this
 CURRENT_RESOLVE_FACTOR = 0.9
 ERROR_RESOLVE_FACTOR = 0.75
+#: a predicted-breach alert does not name a class measured below this share of its SLA while
+#: another class measures above its own (:func:`alert_class`)
+NAMED_FLOOR = 0.8
+
+
+def alert_class(model_class: str | None, measured: Mapping[str, float],
+                sla: Mapping[str, float], trusted: bool) -> tuple[str | None, str | None]:
+    """The class a ``predicted_breach`` alert names, and why it is not the model's
+    (``None``: it is). With ``q_c = R_c / SLA_c`` the measured response time over the SLA
+    per class: the class of largest ``q_c`` replaces the model's when the model's class
+    measures below :data:`NAMED_FLOOR` of its SLA while that one is above its SLA (the
+    measurement contradicts the model's split: on a real database the model named a class at
+    55 ms under its 60-ms SLA while another was breaking), or when the model is not trusted
+    (``trusted`` false: its per-class figures rest on nothing the data showed)."""
+    q = {c: r / sla[c] for c, r in measured.items()
+         if r is not None and c in sla and math.isfinite(sla[c]) and sla[c] > 0}
+    if not q or model_class is None:
+        return model_class, None
+    worst = max(q, key=lambda c: (q[c], c == model_class))
+    if worst == model_class:
+        return model_class, None
+    mine = q.get(model_class)
+    if mine is not None and mine < NAMED_FLOOR and q[worst] > 1.0:
+        return worst, (f"class named from the measurement: the model's {model_class!r} "
+                       f"measures {100 * mine:.0f}% of its SLA while {worst!r} measures "
+                       f"{100 * q[worst]:.0f}% of its own")
+    if not trusted:
+        return worst, (f"class named from the measurement (the model is not trusted): "
+                       f"{worst!r} is nearest its SLA ({100 * q[worst]:.0f}%), the model "
+                       f"named {model_class!r}")
+    return model_class, None
 
 
 def alert_error(pred: Mapping[str, Any] | Prediction) -> float | None:
@@ -57,23 +92,24 @@ def current_breach_condition(r: float | None, sla: float) -> bool | None:
 
 def breach_condition(pred: Prediction, sla: Mapping[str, float], time: float,
                      cfg: SystemConfig, response_points: Mapping[str, Sequence[Sequence[float]]],
-                     error_active: bool
+                     error_active: bool, untrusted: Sequence[str] = ()
                      ) -> tuple[bool | None, float | None, str | None, list[str],
                                 TrendReading | None, str | None]:
-    """The ``predicted_breach`` condition at this solve, its time to breach and class: the
-    model's (``alert_time_to_breach_s`` within the horizon fires, beyond
-    ``BREACH_RESOLVE_FACTOR`` horizons clears, but not while the users are within
-    ``capacity_margin`` below the alert's capacity, and a breach now does not fire while the
-    measurement contradicts it) and, while the model is not trusted
+    """The ``predicted_breach`` condition at this solve, its time to breach and class: the model's
+    (``alert_time_to_breach_s`` within the horizon fires, beyond ``BREACH_RESOLVE_FACTOR``
+    horizons clears, but not while the users are within ``capacity_margin`` below the
+    alert's capacity, and a breach now does not fire while the measurement contradicts it)
+    and, while the model is not trusted
     (:func:`streams.predict.response_trend.untrusted_reasons`; ``error_active``: the
     ``model_error`` alert is), the users are within that margin
     (:func:`~streams.predict.response_trend.near_capacity_reason`) or the measurement
     contradicts the model (:func:`~streams.predict.response_trend.contradicted_reason`), the
     measured response-time trend's (:func:`~streams.predict.response_trend.trend_reading`,
-    over ``response_points``): either fires it; it clears only when both do. Also returns
-    why the model is not trusted, the trend's reading (``None``: trusted, not read) and what
-    holds the condition (``model``, ``trend``, ``model+trend``; ``None``: no breach
-    predicted)."""
+    over ``response_points``; ``untrusted``: further reasons, e.g.
+    :func:`streams.predict.confidence.trust_reasons`): either fires it; it clears only when
+    both do. Also returns why the model is not trusted, the trend's reading (``None``:
+    trusted, not read) and what holds the condition (``model``, ``trend``, ``model+trend``;
+    ``None``: no breach predicted)."""
     ttb = pred.alert_time_to_breach_s
     near = response_trend.near_capacity_reason(pred.users, pred.alert_capacity_users,
                                                cfg.capacity_margin)
@@ -86,7 +122,7 @@ def breach_condition(pred: Prediction, sla: Mapping[str, float], time: float,
     if cond and contradicted is not None:      # a breach now the measurement denies
         cond = None
     reasons = response_trend.untrusted_reasons(
-        {t: v.idc_flag for t, v in pred.tiers.items()}, error_active) + [
+        {t: v.idc_flag for t, v in pred.tiers.items()}, error_active) + list(untrusted) + [
         r for r in (near, contradicted) if r]
     trend = None
     if reasons:

@@ -50,17 +50,20 @@ def trend_line(pred: Prediction, breach_class: str | None, sla: str, ttb: float 
 
 
 def breach_summary(system: str, pred: Prediction, cfg: SystemConfig, ttb: float | None,
-                   breach_class: str | None) -> str:
+                   breach_class: str | None, withheld: str | None = None) -> str:
     """The ``predicted_breach`` event's text: the model's prediction, or -- fired by the
     measured response-time trend alone (``alert_trigger`` ``trend``) -- a ``TREND ALERT``
-    that says it is not the model's and why the model is not trusted."""
+    that says it is not the model's and why the model is not trusted. ``withheld``: why the
+    remedy is not quoted (it rests on a class split that is not identified)."""
+    remedy = f"; remedy withheld: {withheld}" if withheld and pred.remediation_summary \
+        else "" if withheld else remedy_text(pred)
     if pred.alert_trigger == "trend":
         return (f"{system}: TREND ALERT (the measured response-time trend, not the model: "
                 + "; ".join(pred.alert_untrusted) + "): "
                 + trend_line(pred, breach_class, f"{cfg.sla_for(str(breach_class)):g} s SLA",
                              ttb)
                 + f" (the {pred.model} model: users {pred.users} -> capacity "
-                f"{pred.alert_capacity_users})" + remedy_text(pred))
+                f"{pred.alert_capacity_users})" + remedy)
     text = (f"{system}: class {breach_class!r} is predicted to exceed "
             f"its {cfg.sla_for(str(breach_class)):g} s SLA in about "
             f"{(ttb or 0) / 60:.0f} min (users {pred.users} -> capacity "
@@ -68,7 +71,7 @@ def breach_summary(system: str, pred: Prediction, cfg: SystemConfig, ttb: float 
             f"{pred.breach_tier!r})" + basis_text(pred))
     if pred.alert_trigger == "model+trend":
         text += "; the measured response-time trend agrees"
-    return text + remedy_text(pred)
+    return text + remedy
 
 
 def model_error_hint(pred: Prediction) -> str:

@@ -166,6 +166,7 @@ class ClassDemand(_Record, kw_only=True):
     regression: float | None                        #: sliding NNLS regression's demand, s
     visits: float | None | UnsetType = UNSET        #: visits per request the model used
     visits_measured: float | None | UnsetType = UNSET  #: the completions' ratio to the entry's
+    split: float | None | UnsetType = UNSET         #: response-time split's demand, s
 
 
 class TierPrediction(_Record, kw_only=True):
@@ -186,6 +187,7 @@ class TierPrediction(_Record, kw_only=True):
     bottleneck_probability: float | None            #: B_m at the breach point (None: MVA)
     demands: dict[str, ClassDemand]                 #: per class, both estimators' demands
     utilization_error: float | None                 #: |predicted - measured| utilization
+    split_discipline: str | None | UnsetType = UNSET  #: ps / fcfs: the split's discipline
 
 
 _F = float | None | UnsetType
@@ -256,7 +258,8 @@ class Prediction(_Record, kw_only=True):
     trend_response_time: _F = UNSET                 #: the trend line's level, s
     trend_slope: _F = UNSET                         #: its slope less its noise, s/s
     alert_trigger: _S = UNSET                       #: model / trend / model+trend / None
-    model_trusted: bool | UnsetType = UNSET         #: the model_error alert is not active
+    model_trusted: bool | UnsetType = UNSET         #: the model matches the operating point
+    trust_reasons: list[str] | UnsetType = UNSET    #: why model_trusted is false
     final: bool | UnsetType = UNSET                 #: the end-of-input solve
 
     @classmethod

@@ -43,6 +43,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from estimators.class_mix import work_weighted_completions
+from estimators.class_split import SplitSums, class_split
 from estimators.collinearity import assess_separability
 from estimators.demand import KalmanDemandEstimator, regression_demands
 from estimators.kalman_bank import Steps, update_many
@@ -84,6 +85,19 @@ REPLAY = "replay"
 #: half an hour of one-minute solves); a class's long-run mean needs this many completions
 RESPONSE_DECAY = 0.97
 RESPONSE_MIN_COMPLETIONS = 200.0
+#: the per-class response-time split's sums (:class:`estimators.class_split.SplitSums`) are
+#: decayed by this factor per solve: about 100 one-minute solves of memory, long enough to
+#: span the loads a day's ramp goes through, short enough to follow a changed release
+SPLIT_DECAY = 0.99
+#: demands that grow with load (:func:`load_dependence`): the kept history must span this
+#: utilization range (10th to 90th percentile) ...
+LOAD_SPAN = 0.2
+#: ... and the busy time per unit of modelled work change by this fraction across it, with a
+#: t-statistic of the slope at least :data:`LOAD_T`
+LOAD_CHANGE = 0.1
+LOAD_T = 4.0
+#: ... over blocks of consecutive windows at least this long
+LOAD_BLOCK_S = 60.0
 #: a group's interval sums pad each tier's windows to the group's longest run; tiers are split
 #: into groups so that padding at most doubles the rows summed
 PADDING_LIMIT = 2
@@ -334,6 +348,20 @@ class TierModel:
     provisional: bool = False
     #: the tier's last window had no ``cores``: the contract's one core is assumed (flagged)
     cores_assumed: bool = False
+    #: per-class demands split by the per-class response times at the tier
+    #: (:func:`estimators.class_split.class_split`; empty: no response times, or too few)
+    split: dict[str, float] = field(default_factory=dict)
+    #: the discipline the split read (``"ps"`` / ``"fcfs"``; ``None``: no split) and whether
+    #: it was decided from the data
+    split_discipline: str | None = None
+    split_decided: bool = False
+    #: ``True`` when the split is identified, ``False`` when not (``split_reason`` says why),
+    #: ``None`` without a split
+    split_identified: bool | None = None
+    split_reason: str | None = None
+    #: the demand grows (or falls) with the load over the kept history
+    #: (:func:`load_dependence`; ``None``: not shown, or the history does not span loads)
+    load_flag: str | None = None
 
 
 #: why ``I`` is not yet acted on although it may be high: too little history for an interval,
@@ -397,6 +425,10 @@ def step_tiers(tiers: list["TierState"]) -> list[tuple[int, TierEstimate]]:
     blocks = _apply_pending(tiers)
     steps = update_many([t.kalman for t in tiers], [b.U for b in blocks],
                         [b.X for b in blocks], [b.C for b in blocks], [b.rt for b in blocks])
+    for t, b in zip(tiers, blocks):
+        if b.R is not None:                 # the response-time split (estimators.class_split)
+            t.split_sums.grow(t.classes)
+            t.split_sums.add(b.U, b.C, b.X, b.R, b.counts, b.T)
     out: list[tuple[int, TierEstimate]] = []
     for t, st, b in zip(tiers, steps, blocks):
         if t.config.demand_policy == "selected":
@@ -454,6 +486,9 @@ class TierState:
         # [sum users n, sum n] with the same decay and weights: the population those response
         # times were measured at (streams.predict.calibration pairs the two)
         self.response_users: list[float] = [0.0, 0.0]
+        # the per-class response-time split's decayed sums (estimators.class_split)
+        self.split_sums = SplitSums()
+        self.load_flag: str | None = None           # load_dependence at the last I estimate
 
     # -- per window ---------------------------------------------------------------------------
     def class_limit(self, w: Window, max_classes: int) -> tuple[str | None, list[str]]:
@@ -621,6 +656,7 @@ class TierState:
         idc_bounds = [self.model.get("idc_lower"), self.model.get("idc_upper")]
         idc_reference = self.model.get("idc_reference")
         p95, mean = self.model.get("p95_s"), self.model.get("mean_service_s")
+        split = class_split(self.split_sums)
         fresh = hist.seq - self.idc_seq
         if kept and (self.idc_seq == 0 or "idc_lower" not in self.model   # (state before it)
                      or fresh >= max(IDC_REFRESH_MIN, IDC_REFRESH_SHARE * kept)):
@@ -649,6 +685,11 @@ class TierState:
             total = float(done.sum())
             mean = float(busy.sum()) / total if total > 0 else None
             self.idc_seq = hist.seq
+            # demands that move with the load, on the same cadence (the whole history)
+            basis = split.demands if split is not None else self.regression
+            d = np.array([basis.get(c, 0.0) for c in self.classes[:n_classes]])
+            self.load_flag = load_dependence(self.tier, arr.utilization, arr.cores,
+                                             arr.window_s, arr.completions, d)
         window = min(cfg.regression_windows, kept)
         if window >= 2 and self.classes and (
                 hist.seq - self.reg_seq >= REGRESSION_REFRESH_SHARE * window
@@ -667,6 +708,10 @@ class TierState:
         lower = idc_bounds[0]
         bursty = idc is not None and lower is not None and lower > cfg.idc_threshold
         provisional = provisionally_bursty(idc, idc_flag, bursty, cfg.idc_threshold)
+        if bursty or provisional:
+            # a bursty tier's slow runs are busier per request *and* raise the utilization:
+            # the load test would read the burst as a load dependence
+            self.load_flag = None
         if (bursty or provisional) and fit_map:   # bursty tiers enter the model with a MAP(2)
             self._refit(mean, idc, p95)
         self.model = clean({"idc": idc, "idc_flag": idc_flag, "bursty": bursty,
@@ -691,7 +736,13 @@ class TierState:
             response_users=self.response_users[0] / self.response_users[1]
             if self.response_users[1] >= RESPONSE_MIN_COMPLETIONS else None,
             demand_cov=np.array(k.P, dtype=float) if k else None,
-            cores_assumed=self.cores_assumed)
+            cores_assumed=self.cores_assumed,
+            split=split.demands if split is not None else {},
+            split_discipline=split.discipline if split is not None else None,
+            split_decided=bool(split is not None and split.decided),
+            split_identified=split.identified if split is not None else None,
+            split_reason=split.reason if split is not None else None,
+            load_flag=self.load_flag)
 
     def _separability(self, utilization: np.ndarray, rates: np.ndarray,
                       cores: float) -> dict[str, dict[str, Any]]:
@@ -729,6 +780,7 @@ class TierState:
         for acc in (*self.response.values(), self.response_users):
             acc[0] *= RESPONSE_DECAY
             acc[1] *= RESPONSE_DECAY
+        self.split_sums.decay(SPLIT_DECAY)
         with_rt = sum(done.rt_completions)
         if done.users is not None and with_rt > 0:
             self.response_users[0] += done.users * with_rt
@@ -757,6 +809,7 @@ class TierState:
             "reg_seq": self.reg_seq, "separability": self.separability,
             "selection": self._selection(), "response": self.response,
             "response_users": self.response_users,
+            "split_sums": self.split_sums.to_dict(), "load_flag": self.load_flag,
         }
 
     def _selection(self) -> dict[str, Any]:
@@ -797,12 +850,61 @@ class TierState:
         state.response = {c: [float(a), float(b)] for c, (a, b) in
                           data.get("response", {}).items()}   # absent in older states
         state.response_users = [float(v) for v in data.get("response_users", (0.0, 0.0))]
+        state.split_sums = SplitSums.from_dict(data.get("split_sums"))  # absent in older states
+        state.load_flag = data.get("load_flag")
         sel = data.get("selection")            # absent in states saved before demand_policy
         if sel and "busy" in sel:
             state.scores.extend(zip(sel["busy"], _nan_in(sel["kalman"]),
                                     _nan_in(sel["regression"])))
             state.estimator = sel["estimator"]
         return state
+
+
+def load_dependence(tier: str, utilization: np.ndarray, cores: np.ndarray,
+                    window_s: np.ndarray, completions: np.ndarray,
+                    demands: np.ndarray) -> str | None:
+    """A flag when the tier's busy time per unit of modelled work moves with its load, or
+    ``None``. The utilization law with demands that do not depend on the load says ``U c T =
+    sum_c n_c D_c``; over blocks of consecutive windows of at least :data:`LOAD_BLOCK_S` the
+    ratio ``r_b = sum U c T / sum_c n_c D_c`` (``D`` the tier's per-class demands, so a class
+    mix that changes with load cancels) is regressed on the block's utilization by least
+    squares. Blocks, not windows: a window's busy time includes work whose completion falls in
+    the next one, so its ratio and its utilization share their noise and a window-level
+    regression finds a slope in a steady run (+46% across one at 20 users). Flagged when the
+    blocks span loads (:data:`LOAD_SPAN`, the 10th to the 90th percentile of their
+    utilization), the fitted ratio changes by :data:`LOAD_CHANGE` or more across that span and
+    its slope's t-statistic is at least :data:`LOAD_T`: contention (locks, caches, the
+    interpreter lock, context switches) adds work per request as the load grows, which
+    load-independent demands (Lazowska et al. 1984, ch. 8: load-dependent service centres)
+    miss. Only flagged: a fitted ``D(U)`` is not used for the forecast; not read on a bursty
+    tier (its slow runs are busier per request and raise the utilization together)."""
+    block = np.floor(np.cumsum(window_s) / LOAD_BLOCK_S).astype(int)
+    starts = np.flatnonzero(np.r_[True, block[1:] != block[:-1]])
+    busy = np.add.reduceat(utilization * cores * window_s, starts)
+    seconds = np.add.reduceat(window_s * cores, starts)
+    fitted = np.add.reduceat(completions @ demands, starts)
+    ok = (fitted > 0) & (busy > 0)
+    if np.count_nonzero(ok) < 10:
+        return None
+    u, r = busy[ok] / seconds[ok], busy[ok] / fitted[ok]
+    lo, hi = np.quantile(u, [0.1, 0.9]).tolist()
+    if hi - lo < LOAD_SPAN:
+        return None
+    A = np.column_stack([np.ones_like(u), u])
+    coef, *_ = np.linalg.lstsq(A, r, rcond=None)
+    resid = r - A @ coef
+    dof = u.size - 2
+    var_u = float(((u - u.mean()) ** 2).sum())
+    se = math.sqrt(float(resid @ resid) / dof / var_u) if var_u > 0 else math.inf
+    at_lo, at_hi = float(coef[0] + coef[1] * lo), float(coef[0] + coef[1] * hi)
+    if not (at_lo > 0 and se > 0 and math.isfinite(se)):
+        return None
+    change = at_hi / at_lo - 1.0
+    if abs(change) < LOAD_CHANGE or abs(float(coef[1])) / se < LOAD_T:
+        return None
+    return (f"demand_load_dependent: {tier} busy time per request {100 * change:+.0f}% from "
+            f"utilization {lo:.2f} to {hi:.2f} (t = {abs(float(coef[1])) / se:.1f}); the "
+            f"model's demands do not follow the load")
 
 
 def _pack_digests(digests: Sequence[int | None]) -> str:

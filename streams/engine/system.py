@@ -26,8 +26,9 @@ import numpy as np
 from solvers.mva import mva_curves
 from streams.alerts import text
 from streams.alerts.conditions import (BREACH_RESOLVE_FACTOR, CURRENT_RESOLVE_FACTOR,
-                                       ERROR_RESOLVE_FACTOR, alert_error, breach_condition,
-                                       current_breach_condition, model_error_condition)
+                                       ERROR_RESOLVE_FACTOR, alert_class, alert_error,
+                                       breach_condition, current_breach_condition,
+                                       model_error_condition)
 from streams.alerts.book import AlertBook
 from streams.core.config import SystemConfig
 from streams.core.outputs import Alert, Outputs, Prediction, TierEstimate
@@ -139,6 +140,10 @@ class SystemState(Admission):
         self.last_solved: dict[str, Any] | None = None
         #: the trust of the predicted-breach alert's last event while it is active
         self.breach_trust: str | None = None
+        # the trust a firing predicted-breach alert is restated with: this solve's, once it has
+        # held for alert_fire_after solves in a row (a model near the trust margin flips
+        # between solves; each flip would restate the alert): [trusted, solves in a row]
+        self.trust_run: list = [True, 0]
         #: the last solves' model errors (``confidence.error_sample``), of one model family
         self.error_samples: list[dict[str, list[float]]] = []
         self.error_family: str | None = None
@@ -306,8 +311,12 @@ class SystemState(Admission):
         n_fc = max(int(round(n_now + slope * cfg.horizon_s)), 0)
         pred = self._predict(solve, model, m, n_now, source, slope, n_fc)
         self.last_model = (time, model, n_now, n_fc)
-        alerts = self._alerts(pred, m, model, time)
-        pred.model_trusted = "model_error" not in self.alerts.active()
+        reasons = confidence.trust_reasons(pred, solve.tiers)
+        alerts = self._alerts(pred, m, model, time, reasons, solve.tiers)
+        if "model_error" in self.alerts.active():
+            reasons.append("model_error alert active")
+        pred.model_trusted = not reasons
+        pred.trust_reasons = reasons
         out.predictions.append(pred)
         out.alerts += alerts
         return out
@@ -490,9 +499,14 @@ class SystemState(Admission):
                 abs(now.throughput - X) / X if X > 0 else None)
 
     def _alerts(self, pred: Prediction, m: Measured, model: SystemModel,
-                time: float) -> list[Alert]:
+                time: float, reasons: list[str], tiers: list[TierModel]) -> list[Alert]:
         """This solve's alert events (:class:`streams.alerts.book.AlertBook`); records the
-        trend guard's reading in ``pred`` (:meth:`_breach_condition`)."""
+        trend guard's reading in ``pred`` (:meth:`_breach_condition`). ``reasons``: why the
+        model is not trusted before the alerts (:func:`streams.predict.confidence.trust_reasons`):
+        a predicted breach is marked untrusted then, names the class the measurement points at
+        where the model's is contradicted or not trusted
+        (:func:`streams.alerts.conditions.alert_class`) and withholds a remedy that rests on a
+        class split not identified."""
         cfg = self.config
         system = self.system
         err, thr = alert_error(pred), cfg.model_error_threshold
@@ -501,13 +515,25 @@ class SystemState(Admission):
             system=system, time=time, alert="model_error", class_=None, tier=None,
             value=clean(err), threshold=clean(thr),
             summary=text.model_error_summary(system, pred, err, thr, bool(error_cond))), time)
-        cond, ttb, breach_class = self._breach_condition(pred, model, time)
+        cond, ttb, breach_class = self._breach_condition(pred, model, time, reasons)
+        trusted = not reasons and "model_error" not in self.alerts.active()
+        named = None
+        if pred.alert_trigger != "trend":
+            sla = {c: float(v) for c, v in zip(model.classes, model.sla.tolist())}
+            breach_class, named = alert_class(breach_class, m.response_time, sla, trusted)
+        unsplit = [t.tier for t in tiers if t.split_identified is False]
+        withheld = None
+        if unsplit or named:
+            withheld = ("it rests on the class split of " + ", ".join(map(repr, unsplit))
+                        + ", not identified") if unsplit else \
+                "it answers the model's breach of another class"
         ev = self.alerts.evaluate("predicted_breach", cond, lambda: Alert(
             system=system, time=time, alert="predicted_breach", class_=breach_class,
             tier=pred.breach_tier, time_to_breach_s=clean(ttb), value=clean(ttb),
             threshold=clean(cfg.horizon_s), trigger=pred.alert_trigger,
-            summary=text.breach_summary(system, pred, cfg, ttb, breach_class),
-            basis=list(pred.alert_basis) + text.trend_basis(pred)), time)
+            summary=text.breach_summary(system, pred, cfg, ttb, breach_class, withheld),
+            basis=list(pred.alert_basis) + text.trend_basis(pred)
+            + ([named] if named else [])), time)
         events = [ev] if ev else []
         for i, c in enumerate(model.classes):
             r, sla = m.response_time.get(c), model.sla[i]
@@ -523,22 +549,28 @@ class SystemState(Admission):
             events += [ev] if ev else []
         events += [error_ev] if error_ev else []
         track = self.alerts.tracks.get("predicted_breach")
+        now_trusted = trusted and "model_error" not in self.alerts.active()
+        self.trust_run = [now_trusted, self.trust_run[1] + 1 if self.trust_run[0] == now_trusted
+                          else 1]
+        steady = now_trusted if self.trust_run[1] >= cfg.alert_fire_after or \
+            self.breach_trust is None else self.breach_trust == "trusted"
         events, self.breach_trust = confidence.trust_events(
-            events, "model_error" not in self.alerts.active(),
+            events, now_trusted,
             bool(track and track.active), self.breach_trust,
             lambda: Alert(
                 system=system, time=time, alert="predicted_breach", class_=breach_class,
                 tier=pred.breach_tier, time_to_breach_s=clean(ttb), value=clean(ttb),
                 threshold=clean(cfg.horizon_s), since=track.since if track else None,
                 trigger=pred.alert_trigger,
-                summary=f"{system}: the model's trust changed while a breach of "
-                        f"class {breach_class!r} is predicted in about "
-                        f"{(ttb or 0) / 60:.0f} min (users {pred.users} -> "
-                        f"capacity {pred.alert_capacity_users})"))
+                summary="the model's trust changed: "
+                        + text.breach_summary(system, pred, cfg, ttb, breach_class, withheld),
+                basis=list(pred.alert_basis) + text.trend_basis(pred)
+                + ([named] if named else [])), steady)
         return events
 
-    def _breach_condition(self, pred: Prediction, model: SystemModel,
-                          time: float) -> tuple[bool | None, float | None, str | None]:
+    def _breach_condition(self, pred: Prediction, model: SystemModel, time: float,
+                          untrusted: list[str] | None = None
+                          ) -> tuple[bool | None, float | None, str | None]:
         """The ``predicted_breach`` condition at this solve, its time to breach and class
         (:func:`streams.alerts.conditions.breach_condition`); records the trend guard's
         reading in ``pred`` (:func:`streams.predict.prediction.record_guard`). The measured
@@ -553,7 +585,7 @@ class SystemState(Admission):
         sla = {c: float(s) for c, s in zip(model.classes, bounds.tolist())}
         cond, ttb, breach_class, reasons, trend, trigger = breach_condition(
             pred, sla, time, self.config, self.response_points,
-            "model_error" in self.alerts.active())
+            "model_error" in self.alerts.active(), untrusted or ())
         prediction.record_guard(pred, reasons, trend, trigger)
         return cond, ttb, breach_class
 
@@ -567,6 +599,7 @@ class SystemState(Admission):
                 "last_alert_capacity": self.last_alert_capacity,
                 "last_provisional_capacity": self.last_provisional_capacity,
                 "last_solved": self.last_solved, "breach_trust": self.breach_trust,
+                "trust_run": list(self.trust_run),
                 "remediation_hints": self.remediation_hints,
                 "error_samples": self.error_samples, "error_family": self.error_family,
                 "newest_end": self.newest_end, "ahead": self.ahead, "held": self.held,
@@ -592,6 +625,7 @@ class SystemState(Admission):
         state.last_provisional_capacity = data.get("last_provisional_capacity")
         state.last_solved = data.get("last_solved")
         state.breach_trust = data.get("breach_trust")
+        state.trust_run = list(data.get("trust_run") or [True, 0])
         state.remediation_hints = dict(data.get("remediation_hints") or {})
         state.error_samples = list(data.get("error_samples") or [])
         state.error_family = data.get("error_family")

@@ -65,8 +65,17 @@ inside but 97% wide (``I``'s interval dominates); bursty while the model is stil
 the users trend fixed, so their band is too narrow (28% cover the true time on the
 non-bursty shop).
 
-**Trust.** A predicted breach that fires while the ``model_error`` alert is active is marked:
-``trust`` ``"untrusted"`` (an InfluxDB tag, so a Grafana label) and its summary starts with
+**Trust.** A prediction is ``model_trusted`` only when the model has shown that it matches the
+system where it stands (:func:`trust_reasons`, each failure a reason in ``trust_reasons``):
+its mean response time at the operating point within :data:`TRUST_MARGIN` of the measured
+one (``model_error``), no class's pooled error significantly beyond it
+(``model_error_class_max``), every tier's utilization within it (relative, where the tier
+measures at least :data:`TRUST_MIN_UTILIZATION`), every tier's per-class split identified
+where the tier reports per-class response times (:mod:`estimators.class_split`), and the
+``model_error`` alert not active. A 20% margin is what the alerts assume: a capacity 20% off
+moves a time to breach by as much, and the capacity's own uncertainty band is of that order.
+A predicted breach that fires while the model is not trusted is marked: ``trust``
+``"untrusted"`` (an InfluxDB tag, so a Grafana label) and its summary starts with
 ``UNTRUSTED``; when the model's trust changes while the breach alert stays active, a
 ``firing`` event with ``update = "trust"`` restates it (:func:`trust_events`).
 """
@@ -90,7 +99,8 @@ from streams.core.tier import TierModel
 __all__ = ["ERROR_WINDOW", "ERROR_LEVEL", "ERROR_MIN_SOLVES", "ALL_CLASSES", "error_sample",
            "pooled_errors", "significant_worst", "MIN_CLASS_SHARE", "BAND_RISK_FACTOR",
            "BAND_EVERY", "BAND_Z", "class_errors", "tier_errors", "worst",
-           "relative_demand_error", "band", "band_due", "trust_events", "UNTRUSTED_PREFIX"]
+           "relative_demand_error", "band", "band_due", "trust_events", "UNTRUSTED_PREFIX",
+           "TRUST_MARGIN", "trust_reasons"]
 
 #: a class is reported as the worst per-solve one when it has at least this share of the
 #: measured throughput
@@ -117,8 +127,37 @@ BAND_Z = 1.645
 BAND_TOLERANCE = 0.05
 #: the relative standard error applied downwards is capped here (demands stay positive)
 MAX_RELATIVE_ERROR = 0.9
-UNTRUSTED_PREFIX = "UNTRUSTED (the model-error alert is active: its predictions are off the " \
-                   "measurements): "
+UNTRUSTED_PREFIX = "UNTRUSTED (the model has not shown it matches the measurements at its " \
+                   "operating point; the prediction's trust_reasons say why): "
+#: the relative margin within which the model must match the operating point to be trusted
+TRUST_MARGIN = 0.2
+#: utilizations below this are not held to the margin (a relative error of an idle tier)
+TRUST_MIN_UTILIZATION = 0.05
+
+
+def trust_reasons(pred: Any, tiers: list[TierModel]) -> list[str]:
+    """Why the prediction ``pred`` is not to be trusted (empty: it is; module docstring,
+    "Trust"), before the alerts: the mean response time at the operating point, the worst
+    class's pooled error, each tier's utilization, each tier's response-time split."""
+    out = []
+    margin = TRUST_MARGIN
+    err = pred.get("model_error")
+    if err is not None and err > margin:
+        out.append(f"mean response time off the measured one by {100 * err:.0f}% at the "
+                   f"operating point (margin {100 * margin:.0f}%)")
+    worst, worst_err = pred.get("model_error_class"), pred.get("model_error_class_max")
+    if worst is not None and worst_err is not None and worst_err > margin:
+        out.append(f"class {worst!r} response time off by {100 * worst_err:.0f}% over the "
+                   f"last solves (margin {100 * margin:.0f}%)")
+    for name, part in (pred.get("tiers") or {}).items():
+        u, measured = part.utilization, part.utilization_measured
+        if u is not None and measured is not None and measured >= TRUST_MIN_UTILIZATION \
+                and abs(u - measured) > margin * measured:
+            out.append(f"{name} utilization {u:.2f} against {measured:.2f} measured "
+                       f"(margin {100 * margin:.0f}%)")
+    out += [f"split_unidentified: {t.tier}: {t.split_reason}" for t in tiers
+            if t.split_identified is False]
+    return out
 
 
 # -- model error per class and tier ---------------------------------------------------------------
@@ -342,11 +381,13 @@ def _mark(event: Any, trusted: bool) -> Any:
 
 
 def trust_events(events: list[Any], trusted: bool, breach_active: bool,
-                 last_trust: str | None,
-                 restate: Callable[[], Any]) -> tuple[list[Any], str | None]:
+                 last_trust: str | None, restate: Callable[[], Any],
+                 steady: bool | None = None) -> tuple[list[Any], str | None]:
     """Mark this solve's ``predicted_breach`` events with the model's trust (module
     docstring) and, when the breach alert stays active but the trust changed since its last
-    event, add a restated ``firing`` event (``restate()``: the alert's payload now).
+    event, add a restated ``firing`` event (``restate()``: the alert's payload now) --
+    judged on ``steady`` (default ``trusted``), the trust that has held for a few solves, so
+    that a model near the trust margin does not restate the alert at every solve.
     Returns the events and the trust of the breach alert's last event (``None``: not
     active)."""
     out, mark = [], "trusted" if trusted else "untrusted"
@@ -359,8 +400,9 @@ def trust_events(events: list[Any], trusted: bool, breach_active: bool,
                 ev = _mark(ev, trusted)
                 last_trust = mark
         out.append(ev)
-    if breach_active and last_trust is not None and last_trust != mark and not any(
+    held = "trusted" if (trusted if steady is None else steady) else "untrusted"
+    if breach_active and last_trust is not None and last_trust != held and not any(
             e.get("alert") == "predicted_breach" for e in events):
-        out.append(_mark(updated(restate(), state="firing", update="trust"), trusted))
-        last_trust = mark
+        out.append(_mark(updated(restate(), state="firing", update="trust"), held == "trusted"))
+        last_trust = held
     return out, last_trust

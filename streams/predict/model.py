@@ -13,8 +13,15 @@ residence ``R_m`` and wait ``W_m = R_m - D_m`` per request, a class-``c`` reques
 ``R_{m,c} = D_{m,c} + W_m V_{m,c} / Vbar_m`` at tier ``m`` (``V_{m,c}`` visits, ``Vbar_m =
 sum_c p_c V_{m,c}``: the wait per visit times its visits), and ``R_c = sum_m R_{m,c}``
 (:meth:`SystemModel.class_residence`). The processor-sharing read-back ``D_{m,c} R_m / D_m``
-used before stretched the shared wait by the class's demand ratio: a light class was predicted
-too fast and a heavy one too slow (docs/accuracy.md).
+stretched the shared wait by the class's demand ratio: on FCFS tiers a light class was predicted
+too fast and a heavy one too slow (docs/accuracy.md). It is the right one, though, on a tier
+whose per-class response times show processor sharing (:mod:`estimators.class_split` decided
+``ps``: an operating system's time-sliced CPU, a database with a process per connection): there
+every class is stretched by the same factor, ``R_{m,c} = D_{m,c} R_m / D_m`` (Kleinrock 1976,
+ch. 4; the queue-length of the aggregate is shared in proportion to the demands), and the
+FCFS read-back would give a 3-ms class the 120-ms class's wait -- on a real database it named
+a class running at 55 ms under its 60-ms SLA as the one to break. :attr:`SystemModel.ps` marks
+those tiers.
 
 * No bursty tier: exact MVA, all populations in one pass (:func:`solvers.mva.mva_curve`).
 * A bursty tier (the lower bound of ``I``'s confidence interval above ``idc_threshold``) with a
@@ -191,6 +198,9 @@ class SystemModel:
     #: per tier and class, the visit ratio the completions give (:mod:`streams.predict.visits`;
     #: absent: they cannot tell)
     visits_measured: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: (M,) tiers read back under processor sharing (``R_{m,c} = D_{m,c} R_m / D_m``, module
+    #: docstring); ``None``: every tier FCFS
+    ps: np.ndarray | None = None
     _cache: dict[int, Point] = field(default_factory=dict)
     _qcache: dict[int, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
     _map_qcache: dict[int, np.ndarray | None] = field(default_factory=dict, repr=False,
@@ -223,7 +233,12 @@ class SystemModel:
         class-``c`` request meets (module docstring)."""
         V = np.ones_like(self.D_mc) if self.visits is None else self.visits
         Vbar = V @ self.mix
-        return np.divide(V, Vbar[:, None], out=np.zeros_like(V), where=Vbar[:, None] > 0)
+        share = np.divide(V, Vbar[:, None], out=np.zeros_like(V), where=Vbar[:, None] > 0)
+        if self.ps is not None and self.ps.any():     # PS: the wait in proportion to D_{m,c}
+            D = self.D[:, None]
+            stretch = np.divide(self.D_mc, D, out=np.zeros_like(self.D_mc), where=D > 0)
+            share = np.where(np.asarray(self.ps, dtype=bool)[:, None], stretch, share)
+        return share
 
     def wait(self, Rm: np.ndarray) -> np.ndarray:
         """``W_m = max(R_m - D_m, 0)``: the queueing part of the aggregate's residence."""
@@ -559,7 +574,8 @@ class SystemModel:
                 "scv_targets": dict(self.scv_targets),
                 "per_job_max_cores": int(self.per_job_max_cores),
                 "slo": None if self.slo is None else
-                [[None if math.isinf(v) else float(v) for v in row] for row in self.slo]}
+                [[None if math.isinf(v) else float(v) for v in row] for row in self.slo],
+                "ps": None if self.ps is None else [bool(v) for v in self.ps]}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "SystemModel":
@@ -586,7 +602,9 @@ class SystemModel:
                        slo=None if data.get("slo") is None else np.array(
                            [[math.inf if v is None else v for v in row]
                             for row in data["slo"]], dtype=float).reshape(
-                               len(data["classes"]), len(SLO_QUANTILES)))
+                               len(data["classes"]), len(SLO_QUANTILES)),
+                       ps=None if data.get("ps") is None
+                       else np.array(data["ps"], dtype=bool))
         except KeyError as exc:
             raise ValueError(f"model: missing key {exc.args[0]!r}") from None
         except (TypeError, ValueError) as exc:
@@ -699,7 +717,18 @@ def tier_demands(tier: TierModel, classes: list[str], mix: np.ndarray,
       one-step-ahead utilization-prediction error): the Kalman demands, or the sliding
       regression's when it was picked and covers every class; used as they are;
     * ``kalman_checked`` -- the Kalman demands with unidentified classes replaced by the
-      mix-weighted mean (:func:`_identified`)."""
+      mix-weighted mean (:func:`_identified`).
+
+    Under ``selected``, where the tier reports per-class response times for every class of the
+    mix and they identify the split, the split between classes is the response-time split's
+    (:func:`estimators.class_split.class_split`: ``D_c`` proportional to ``R_c`` under processor
+    sharing, ``R_c - W`` under FCFS; Brosig et al. 2009, Kleinrock 1976) and the estimator
+    gives the aggregate ``sum_c p_c d_c`` only: utilization pins the aggregate down, not the
+    split (Huang et al. 2012, section 3.3) -- on a real database the Kalman filter put 144 ms
+    on a 3-ms class and 2 ms on a 125-ms one, every window carrying the response times that
+    tell them apart. A split the response times do not identify (the discipline undecided and
+    its two readings apart) is not used: the estimator's split stands, flagged
+    ``split_unidentified``."""
     if policy == "kalman_checked":
         return _identified(tier, classes, mix)
     if policy != "selected":
@@ -707,7 +736,14 @@ def tier_demands(tier: TierModel, classes: list[str], mix: np.ndarray,
     source = tier.demands
     if tier.estimator == "regression" and all(c in tier.regression for c in classes):
         source = tier.regression
-    return np.array([float(source.get(c, 0.0)) for c in classes])
+    d = np.array([float(source.get(c, 0.0)) for c in classes])
+    if tier.split and tier.split_identified and all(
+            c in tier.split for c, p in zip(classes, mix.tolist()) if p > 0):
+        shares = np.array([float(tier.split.get(c, 0.0)) for c in classes])
+        total, base = float(mix @ d), float(mix @ shares)
+        if total > 0 and base > 0:
+            return shares * (total / base)
+    return d
 
 
 def history_demands(D_m: np.ndarray, V_m: np.ndarray, mix: np.ndarray,
@@ -811,6 +847,9 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
         return t.bursty or (provisional and t.provisional)
 
     bursty = [t for t in tiers if is_bursty(t)]
+    flags += [f"split_unidentified: {t.tier}: {t.split_reason}" for t in tiers
+              if t.split_identified is False]
+    flags += [t.load_flag for t in tiers if t.load_flag]
     if provisional:
         flags += [f"{t.tier}: provisionally bursty (I {t.idc:.3g} above idc_threshold, "
                   f"not yet confirmed: {t.idc_flag})" for t in tiers if t.provisional]
@@ -826,7 +865,8 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
                 for m, t in enumerate(tiers):
                     if is_bursty(t) and t.mean_service is not None:
                         before = float(D_mc[m] @ p)
-                        split = fcfs_split(t, classes, p, V_mc[m], t.mean_service)
+                        split = None if t.split_decided and t.split_discipline == "ps" \
+                            else fcfs_split(t, classes, p, V_mc[m], t.mean_service)
                         if split is not None:
                             D_mc[m] = split[0]
                             flags.append(f"{t.tier}: class split from the per-class response "
@@ -837,8 +877,10 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
                         after = float(D_mc[m] @ p)
                         if after != before:
                             flags.append(_history_flag(t.tier, before, after))
+    ps = np.array([bool(t.split_decided and t.split_discipline == "ps") for t in tiers])
     return SystemModel(tiers=[t.tier for t in tiers], classes=list(classes), D_mc=D_mc, mix=p,
                        servers=servers, think_time=think_time, sla=sla, processes=processes,
                        map_limit=cfg.map_max_population, flags=flags, visits=V_mc,
                        per_job_max_cores=cfg.per_job_max_cores, slo=slo,
-                       visits_measured=visits.measured if visits is not None else {})
+                       visits_measured=visits.measured if visits is not None else {},
+                       ps=ps if ps.any() else None)

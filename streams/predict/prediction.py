@@ -178,7 +178,8 @@ def tier_parts(model: SystemModel, m: Measured, now: Point, fc: Point,
                                                    bottleneck)):
         demands = {c: ClassDemand(**clean({"kalman": t.demands.get(c),
                                            "std": t.demand_std.get(c),
-                                           "regression": t.regression.get(c)}),
+                                           "regression": t.regression.get(c),
+                                           **({"split": t.split[c]} if c in t.split else {})}),
                                   **_visits(model, i, c))
                    for c in t.demands}
         parts[t.tier] = TierPrediction(demands=demands, **clean(dict(
@@ -187,7 +188,10 @@ def tier_parts(model: SystemModel, m: Measured, now: Point, fc: Point,
             idc_flag=t.idc_flag, idc_lower=t.idc_lower, idc_upper=t.idc_upper,
             idc_reference=t.idc_reference, bursty=t.bursty,
             map2=map2_report(t, model, i, bursty_scv), estimator=t.estimator,
-            bottleneck_probability=b, utilization_error=errors[t.tier])))
+            bottleneck_probability=b, utilization_error=errors[t.tier],
+            **({"split_discipline": t.split_discipline + ("" if t.split_decided
+                                                          else " (undecided)")}
+               if t.split_discipline else {}))))
     return parts
 
 

@@ -1,0 +1,382 @@
+"""Per-class demands from the per-class response times at a tier, window by window, and which
+scheduling discipline the tier follows.
+
+The utilization law of a tier with ``cores`` CPUs in window ``k`` (Huang et al. 2012, eq.
+(5.b); Rolia and Vetland (1995), Fig. 6) pins down the *total* of the per-class demands
+weighted by throughput::
+
+    z_k = U_k cores = sum_c X_{k,c} D_c
+
+Under a steady class mix it barely tells the classes apart (Huang et al. 2012, section 3.3):
+the Kalman filter and the regression can then put a heavy class's work on a light one. The
+per-class response time at the tier ``R_{k,c}`` separates them, because queueing stretches
+every class the same way -- how depends on the discipline (Brosig et al. 2009; the
+``ServiceDemandLaw`` and response-time approaches LibReDE offers, Spinner et al. 2014):
+
+* **processor sharing** (``"ps"``; an operating system's time-sliced CPU, a database with one
+  process per connection): in M/G/1-PS a class's mean residence is ``R_c = D_c / (1 - U)``
+  whatever the service distribution (Kleinrock 1976, ch. 4), so ``D_c`` is proportional
+  to ``R_c``. With ``c`` cores the multi-server approximation of Seidmann et al. (1987) -- a
+  single PS server ``c`` times as fast plus a delay ``D_c (c - 1) / c`` -- gives ``R_c = D_c
+  ((c - 1) / c + 1 / (c (1 - U)))``: again one factor common to every class. With the
+  utilization law the window's demands are::
+
+      D_{k,c} = R_{k,c} / s_k,   s_k = sum_j X_{k,j} R_{k,j} / z_k
+
+* **first-come-first-served** (``"fcfs"``; one queue in front of the cores, as the physical
+  simulator's tiers): every class waits the same ``W_k`` in the queue, ``R_{k,c} = D_c +
+  W_k``, and the utilization law gives ``W_k = (sum_j X_{k,j} R_{k,j} - z_k) / sum_j X_{k,j}``::
+
+      D_{k,c} = R_{k,c} - W_k
+
+Each window thus gives every class's demand. The FCFS estimate is their completion-weighted mean
+over windows. The PS estimate is the ratio of the pooled means instead, ``D_c = R_bar_c z_bar /
+sum_j X_bar_j R_bar_j`` (``R_bar_c`` the completion-weighted mean response time, ``z_bar`` and
+``X_bar`` the means over the same windows): the mean of the windows' ratios ``R_{k,c} / s_k`` is
+biased, a light class's requests and the stretch ``s_k`` of their window being correlated (+8%
+to +17% for the 2-7-ms classes of a closed PS tier at 40-80% load, against -1% to +4% for the
+pooled ratio); it is exact when the class mix does not move with the load, and a few percent off
+when it does. A window's FCFS demand of a light class can come out negative (its few requests'
+mean response time is noisy, ``W_k`` large): it is kept as it is, since clipping each window at
+0 would bias the mean upwards (at 80% load, light classes read 5x too heavy); only the mean is
+floored at 0.
+
+**Which discipline**: the right one gives demands that do not move with the load, the wrong one
+drags them with it -- FCFS read on PS data gives ``D_c + (s_k - 1)(D_c - D_bar)``, which spreads
+the classes further as the load grows, and PS read on FCFS data gives ``(D_c + W_k) / s_k``,
+which pulls them together. :func:`class_split` regresses each class's *share* ``D_{b,c} /
+D_bar_b`` (``D_bar_b = z_b / sum_j X_{b,j}``; a common growth of every demand with load, which
+is no evidence either way, cancels) on ``U_b`` over blocks ``b`` of consecutive windows of at
+least a minute (:class:`SplitSums`: single windows share their noise between utilization and
+mix), each weighted by its completions over its squared stretch (the variance of a class mean
+grows with ``R^2 / n``: inverse-variance weights), and scores each discipline by the relative
+change of the shares across the observed load span, weighted by each class's busy time as that
+discipline reads it; the discipline wins with the clearly smaller score. One test needs no load
+span: in one FCFS queue no class's mean response time is below the shared wait, ``R_c = D_c + W
+>= W``; where the FCFS reading puts a class's mean demand clearly below 0 (:data:`NEGATIVE`) --
+light classes under PS at any real load, ``D_c + (s - 1)(D_c - D_bar) < 0`` -- FCFS is ruled out
+and PS decided. Where the windows do not span loads (:data:`MIN_SPAN`) the two cannot be told
+apart by the load test; the split still counts as *identified* when both disciplines give the
+same demands (low load: ``s_k`` near 1, ``W_k`` near 0) within :data:`AGREE` (mean relative
+difference over the classes beyond two standard errors of the noisier FCFS reading, each class
+alike: a light class's demand is what a wrong split gets most wrong), and is reported undecided
+otherwise.
+
+The sums are kept as :class:`SplitSums` (a few numbers per class and discipline, decayed),
+so that a stream adds its windows as they come and the state stays small. Pure numpy.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+__all__ = ["DISCIPLINES", "SplitSums", "ClassSplit", "window_demands", "class_split",
+           "AGREE", "MIN_SPAN", "DECIDE_RATIO"]
+
+DISCIPLINES = ("ps", "fcfs")
+#: the two disciplines' demands count as the same split within this relative difference
+#: (the mean over the classes)
+AGREE = 0.25
+#: utilization span (10th to 90th percentile, approximated by +-1.28 weighted standard
+#: deviations) below which the discipline cannot be decided from the load dependence
+MIN_SPAN = 0.2
+#: a discipline is decided when its score is below this fraction of the other's
+DECIDE_RATIO = 0.5
+#: a class whose mean FCFS demand ``R_c - W`` is below minus this fraction of the mean demand,
+#: and below minus three of its standard errors (the windows' spread over the root of their
+#: number), rules FCFS out: in one FCFS queue ``R_c = D_c + W >= W`` (processor sharing decided)
+NEGATIVE = 0.1
+#: the load test's blocks of consecutive windows last at least this long (s)
+BLOCK_S = 60.0
+#: completions with a response time a class needs before its split counts
+MIN_COMPLETIONS = 50.0
+# per class and discipline: sum n, sum n d, and for the load test sum v, sum v u, sum v u^2,
+# sum v y, sum v u y (n completions, d the window's demand, u utilization, y its share
+# d / D_bar, v = n / s^2 the share's inverse-variance weight), sum n d^2 (the spread)
+_SUMS = 8
+
+
+def window_demands(z: np.ndarray, X: np.ndarray, R: np.ndarray, discipline: str
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Per window ``k`` and class ``c`` the demand ``D_{k,c}`` that ``discipline`` reads off
+    ``z_k = U_k cores``, throughputs ``X`` and response times ``R`` (module docstring), and
+    which windows gave one (``ok``: busy, completions, a response time for every class with
+    completions). ``z`` ``(K,)``, ``X`` and ``R`` ``(K, C)`` (NaN: none reported)."""
+    if discipline not in DISCIPLINES:
+        raise ValueError(f"discipline: must be one of {DISCIPLINES}, got {discipline!r}")
+    done = X > 0
+    has = np.isfinite(R) & (R >= 0)
+    total = X.sum(axis=1)
+    ok = (z > 0) & (total > 0) & ~(done & ~has).any(axis=1)
+    Rz = np.where(done & has, R, 0.0)
+    xr = (X * Rz).sum(axis=1)
+    ok &= xr > 0
+    D = np.zeros_like(X)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if discipline == "ps":
+            D = np.where(ok[:, None], Rz * (z / np.where(ok, xr, 1.0))[:, None], 0.0)
+        else:
+            W = (xr - z) / np.where(total > 0, total, 1.0)
+            D = np.where(done & ok[:, None], Rz - W[:, None], 0.0)
+    return D, ok
+
+
+@dataclass
+class SplitSums:
+    """The decayed sums a stream keeps per tier for :func:`class_split`: ``sums[d]`` ``(C,
+    8)`` per discipline ``d`` (module notes), the classes in order (they only grow).
+
+    The load test reads blocks of consecutive windows of at least :data:`BLOCK_S` seconds, not
+    single windows: a window's utilization and its class means share their noise (a window
+    that happened to complete several heavy requests is busier *and* has a heavier mix), and
+    a window-level regression finds a load dependence in a steady run (a FCFS tier at 70%
+    whose 5-s windows range over 0.4-1.0 read as PS). ``block`` holds the current block's
+    sums ``(T, U T, z T, n_c.., n_c R_c..)``."""
+
+    classes: list[str] = field(default_factory=list)
+    sums: dict[str, np.ndarray] = field(default_factory=dict)
+    windows: float = 0.0
+    #: ``(C + 1, 2)``: per class ``(sum n R, sum X)``, last row ``(sum z, windows)``, over the
+    #: windows that gave a split (the pooled processor-sharing ratio)
+    pool: np.ndarray = field(default_factory=lambda: np.zeros((1, 2)))
+    block: np.ndarray = field(default_factory=lambda: np.zeros(3))
+
+    def grow(self, classes: Sequence[str]) -> None:
+        """Align with ``classes`` (a superset of :attr:`classes`, new ones appended)."""
+        extra = len(classes) - len(self.classes)
+        if extra > 0 or not self.sums:
+            for d in DISCIPLINES:
+                old = self.sums.get(d, np.zeros((0, _SUMS)))
+                self.sums[d] = np.vstack([old, np.zeros((len(classes) - old.shape[0], _SUMS))])
+            grown = np.zeros((len(classes) + 1, 2))
+            known = self.pool.shape[0] - 1
+            grown[:known], grown[-1] = self.pool[:known], self.pool[-1]
+            self.pool = grown
+            self.block = np.zeros(3 + 2 * len(classes))     # a block in progress starts anew
+            self.classes = list(classes)
+
+    def add(self, U: np.ndarray, cores: np.ndarray, X: np.ndarray, R: np.ndarray,
+            counts: np.ndarray, window_s: np.ndarray | None = None) -> None:
+        """Add windows: ``U``, ``cores`` ``(K,)``; ``X`` throughputs, ``R`` response times
+        (NaN: none) and ``counts`` completions ``(K, C)``, aligned with :attr:`classes`;
+        ``window_s`` their lengths (default ``counts / X``, else 1 s)."""
+        z = np.asarray(U, dtype=float) * np.asarray(cores, dtype=float)
+        if window_s is None:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                T = np.nanmax(np.where(X > 0, counts / np.where(X > 0, X, 1.0), np.nan),
+                              axis=1, initial=0.0)
+            window_s = np.where(T > 0, T, 1.0)
+        # both readings at once (:func:`window_demands`, inlined: this runs for every window)
+        done = X > 0
+        has = done & np.isfinite(R) & (R >= 0)
+        total = X.sum(axis=1)
+        rz = np.where(has, R, 0.0)
+        xr = (X * rz).sum(axis=1)
+        ok = (z > 0) & (total > 0) & (xr > 0) & ~(done & ~has).any(axis=1)
+        okc = ok[:, None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            d_ps = np.where(okc, rz * (z / np.where(ok, xr, 1.0))[:, None], 0.0)
+            wait = (xr - z) / np.where(total > 0, total, 1.0)
+        d_fc = np.where(okc & done, rz - wait[:, None], 0.0)
+        w = np.where(okc & done, counts, 0.0)
+        wps, wfc = w * d_ps, w * d_fc
+        C = X.shape[1]
+        # one row per window: per class (n, n d_ps, n d_ps^2, n d_fc, n d_fc^2, n R, X), then
+        # (z, 1) of the windows that gave a split; summed window by window by a cumsum from the
+        # sums so far (sequential: the same sums whatever the batching)
+        rows = np.empty((X.shape[0], 7 * C + 2))
+        for i, col in enumerate((w, wps, wps * d_ps, wfc, wfc * d_fc, w * rz,
+                                 np.where(okc, X, 0.0))):
+            rows[:, i * C:(i + 1) * C] = col
+        rows[:, 7 * C], rows[:, 7 * C + 1] = np.where(ok, z, 0.0), ok
+        ps, fc, pool = self.sums["ps"], self.sums["fcfs"], self.pool
+        start = np.concatenate([ps[:C, 0], ps[:C, 1], ps[:C, 7], fc[:C, 1], fc[:C, 7],
+                                pool[:C, 0], pool[:C, 1], pool[-1]])
+        total_rows = np.cumsum(np.concatenate([start[None], rows]), axis=0)[-1]
+        parts = [total_rows[i * C:(i + 1) * C] for i in range(7)]
+        ps[:C, 0] = fc[:C, 0] = parts[0]
+        ps[:C, 1], ps[:C, 7], fc[:C, 1], fc[:C, 7] = parts[1], parts[2], parts[3], parts[4]
+        pool[:C, 0], pool[:C, 1] = parts[5], parts[6]
+        pool[-1] = total_rows[7 * C:]
+        self.windows = float(pool[-1, 1])
+        self._blocks(np.asarray(U, dtype=float), z, np.asarray(window_s, dtype=float),
+                     counts, w * rz, ok)
+
+    def _blocks(self, U: np.ndarray, z: np.ndarray, T: np.ndarray, counts: np.ndarray,
+                nr: np.ndarray, ok: np.ndarray) -> None:
+        """Windows into blocks of at least :data:`BLOCK_S` s; each completed block adds its
+        shares to the load test's sums. A block's rows are summed by a ``cumsum`` from the
+        block in progress (sequential: the same sums whatever the batching), one block at a
+        time."""
+        C = counts.shape[1]
+        width = 3 + 2 * len(self.classes)
+        if self.block.size != width:
+            self.block = np.zeros(width)
+        keep = np.flatnonzero(ok)
+        if not keep.size:
+            return
+        rows = np.zeros((keep.size, width))
+        rows[:, 0], rows[:, 1], rows[:, 2] = T[keep], U[keep] * T[keep], z[keep] * T[keep]
+        rows[:, 3:3 + C] = counts[keep]
+        rows[:, 3 + len(self.classes):3 + len(self.classes) + C] = nr[keep]
+        i = 0
+        while i < rows.shape[0]:
+            sums = np.cumsum(np.concatenate([self.block[None], rows[i:]]), axis=0)[1:]
+            full = np.flatnonzero(sums[:, 0] >= BLOCK_S)
+            if not full.size:
+                self.block = sums[-1].copy()
+                return
+            j = int(full[0])
+            self._add_block(sums[j])
+            self.block = np.zeros(width)
+            i += j + 1
+
+    def _add_block(self, block: np.ndarray) -> None:
+        """A completed block's shares under both readings into the load test's sums (the
+        block's means: ``X = n / T``, ``R = sum n R / n``, ``z``; :func:`window_demands`
+        inlined)."""
+        C = len(self.classes)
+        T, u, z = block[0], block[1] / block[0], block[2] / block[0]
+        n, nr = block[3:3 + C], block[3 + C:]
+        total, xr = float(n.sum()) / T, float(nr.sum()) / T      # sum X, sum X R
+        if not (total > 0 and z > 0 and xr > 0):
+            return
+        seen = n > 0
+        R = np.where(seen, nr / np.where(seen, n, 1.0), 0.0)
+        d_bar = z / total
+        # a block's class mean is noisier the longer the queue (its variance grows with
+        # R^2 / n): its share counts n / s^2, s = sum X R / z >= 1
+        v = np.where(seen, n, 0.0) / max(xr / z, 1.0) ** 2
+        for d, y in (("ps", R * (z / xr) / d_bar),
+                     ("fcfs", np.where(seen, R - (xr - z) / total, 0.0) / d_bar)):
+            self.sums[d][:, 2:7] += np.stack([v, v * u, v * u * u, v * y, v * u * y], axis=1)
+
+    def decay(self, factor: float) -> None:
+        for d in DISCIPLINES:
+            if d in self.sums:
+                self.sums[d] *= factor
+        self.pool *= factor
+        self.windows = float(self.pool[-1, 1])  # (a block in progress is not decayed)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"classes": list(self.classes), "windows": self.windows,
+                "sums": {d: s.tolist() for d, s in self.sums.items()},
+                "pool": self.pool.tolist(), "block": self.block.tolist()}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> "SplitSums":
+        out = cls()
+        if not data:
+            return out
+        out.classes = [str(c) for c in data["classes"]]
+        out.windows = float(data["windows"])
+        out.sums = {d: np.array(s, dtype=float).reshape(len(out.classes), _SUMS)
+                    for d, s in data["sums"].items()}
+        out.pool = np.array(data["pool"], dtype=float).reshape(len(out.classes) + 1, 2)
+        out.block = np.array(data.get("block") or np.zeros(3 + 2 * len(out.classes)),
+                             dtype=float)
+        return out
+
+
+@dataclass(frozen=True)
+class ClassSplit:
+    """What :func:`class_split` found: ``demands`` per class under ``discipline`` (the decided
+    one, else ``"ps"``), ``by_discipline`` both splits, ``scores`` each discipline's
+    load-dependence score (``None``: the windows do not span loads), ``decided`` whether the
+    discipline is told apart, ``identified`` whether the split is (decided, or both agree:
+    ``agreement`` their mean relative difference beyond the FCFS reading's noise), ``reason``
+    why not, ``span`` the utilization span the load test's blocks cover."""
+
+    classes: tuple[str, ...]
+    demands: dict[str, float]
+    discipline: str
+    by_discipline: dict[str, dict[str, float]]
+    scores: dict[str, float | None]
+    decided: bool
+    identified: bool
+    agreement: float
+    span: float
+    reason: str | None
+
+
+def class_split(sums: SplitSums, min_completions: float = MIN_COMPLETIONS
+                ) -> ClassSplit | None:
+    """The per-class demands and the discipline from a tier's :class:`SplitSums` (module
+    docstring); ``None`` while some class with completions has fewer than ``min_completions``
+    with a response time (its mean would be noise) or no window gave a split."""
+    if not sums.sums or not sums.classes:
+        return None
+    ps = sums.sums["ps"]
+    w = ps[:, 0]
+    if not (w > 0).any() or (w[w > 0] < min_completions).any() or (w <= 0).all():
+        return None
+    out: dict[str, np.ndarray] = {}
+    raw: dict[str, np.ndarray] = {}
+    score: dict[str, float | None] = {}
+    live = w > 0
+    W = float(w.sum())
+    V = float(ps[:, 2].sum())
+    mean_u = float(ps[:, 3].sum()) / V if V > 0 else 0.0
+    var_u = max(float(ps[:, 4].sum()) / V - mean_u * mean_u, 0.0) if V > 0 else 0.0
+    span = 2.0 * 1.2816 * math.sqrt(var_u)
+    for d in DISCIPLINES:
+        s = sums.sums[d]
+        sw = np.where(live, s[:, 0], 1.0)
+        raw[d] = np.where(live, s[:, 1] / sw, 0.0)
+        if d == "ps":                       # the ratio of the pooled means (module docstring)
+            pool = sums.pool
+            r_bar = np.where(live, pool[:-1, 0] / sw, 0.0)
+            xr = float(pool[:-1, 1] @ r_bar)
+            if xr > 0:
+                raw[d] = r_bar * (float(pool[-1, 0]) / xr)
+        out[d] = np.maximum(raw[d], 0.0)
+        if span < MIN_SPAN:
+            score[d] = None
+            continue
+        sv = np.where(live & (s[:, 2] > 0), s[:, 2], 1.0)
+        mu, y = s[:, 3] / sv, s[:, 5] / sv
+        var = s[:, 4] / sv - mu * mu
+        cov = s[:, 6] / sv - mu * y
+        with np.errstate(divide="ignore", invalid="ignore"):
+            slope = np.where(var > 1e-12, cov / var, 0.0)
+            rel = np.where(live & (y > 0), np.abs(slope) * span / np.where(y > 0, y, 1.0),
+                           0.0)
+        # busy time per class as this discipline reads it: a reading that makes a light class
+        # heavy is judged on that class too
+        weight = np.where(live, out[d] * w, 0.0)
+        score[d] = float((rel * weight).sum() / weight.sum()) if weight.sum() > 0 else None
+    fc = sums.sums["fcfs"]
+    spread = np.where(live, fc[:, 7] / np.where(live, fc[:, 0], 1.0) - raw["fcfs"] ** 2, 0.0)
+    se = np.sqrt(np.maximum(spread, 0.0) / max(sums.windows, 1.0))
+    # the readings' difference beyond two standard errors of the (noisier) FCFS reading
+    gap = np.maximum(np.abs(out["ps"] - out["fcfs"]) - 2.0 * se, 0.0)
+    diff = gap / np.maximum(np.maximum(out["ps"], out["fcfs"]), 1e-300)
+    agreement = float(diff[live].mean())
+    decided, discipline, reason = False, "ps", None
+    a, b = score["ps"], score["fcfs"]
+    d_bar = float((out["ps"] * w).sum() / W)
+    if (raw["fcfs"][live] < -np.maximum(NEGATIVE * d_bar, 3.0 * se[live])).any():
+        decided = True                     # R_c < W for some class: not one shared FCFS wait
+    elif a is not None and b is not None:
+        if a < DECIDE_RATIO * b:
+            decided, discipline = True, "ps"
+        elif b < DECIDE_RATIO * a:
+            decided, discipline = True, "fcfs"
+    identified = decided or agreement <= AGREE
+    if not identified:
+        reason = ("discipline undecided: the windows do not span loads (utilization span "
+                  f"{span:.2f}) and the PS and FCFS splits differ by {100 * agreement:.0f}%"
+                  if a is None else
+                  f"discipline undecided: load-dependence scores PS {a:.3g}, FCFS {b:.3g} "
+                  f"and the splits differ by {100 * agreement:.0f}%")
+    names = tuple(sums.classes)
+    return ClassSplit(
+        classes=names, demands=dict(zip(names, out[discipline].tolist())),
+        discipline=discipline,
+        by_discipline={d: dict(zip(names, v.tolist())) for d, v in out.items()},
+        scores=score, decided=decided, identified=identified, agreement=agreement,
+        span=span, reason=reason)

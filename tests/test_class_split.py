@@ -1,0 +1,197 @@
+"""The per-class split from per-class response times (:mod:`estimators.class_split`), the
+closed PS tier simulator (:mod:`solvers.simulation.ps_server`), the processor-sharing read-back
+of the model and the load-dependence flag (:func:`streams.core.tier.load_dependence`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from estimators.class_split import (AGREE, MIN_SPAN, SplitSums, class_split, window_demands)
+from solvers.simulation.ps_server import monitor_ps
+from streams.core.tier import load_dependence
+from streams.predict.model import SystemModel
+
+CLASSES = ["search", "product", "home", "buy"]
+D = np.array([0.12, 0.006, 0.003, 0.0025])
+
+
+def _windows(rng, U, response, T=5.0, steady=False):
+    """Windows at utilizations ``U`` with a random mix (``steady``: one mix) whose throughputs
+    satisfy the utilization law exactly; ``response(u, d)`` the per-class response times."""
+    K = len(U)
+    mix = rng.dirichlet(np.full(D.size, 4.0), size=1 if steady else K).repeat(
+        K if steady else 1, axis=0)
+    X = mix * (U / (mix @ D))[:, None]
+    R = np.array([response(u, D) for u in U])
+    return np.asarray(U), X, R, X * T
+
+
+def _sums(U, X, R, counts, parts=1):
+    s = SplitSums()
+    s.grow(CLASSES)
+    for idx in np.array_split(np.arange(len(U)), parts):
+        s.add(U[idx], np.ones(idx.size), X[idx], R[idx], counts[idx])
+    return s
+
+
+def _levels(rng, count=200):
+    """Utilizations held for a minute (12 windows of 5 s) at a time, 10-80%: the load test
+    reads blocks of a minute."""
+    return np.repeat(rng.uniform(0.1, 0.8, -(-count // 12)), 12)[:count]
+
+
+def _ps(u, d):
+    return d / (1.0 - u)
+
+
+def _fcfs(u, d):
+    return d + 0.05 * u / (1.0 - u)
+
+
+def test_exact_ps_windows_give_the_demands_and_ps():
+    """Exact under a steady mix (the pooled ratio: a mix that moves with the load weighs each
+    class's mean stretch differently, a bias of a few percent on simulated tiers)."""
+    rng = np.random.default_rng(1)
+    sp = class_split(_sums(*_windows(rng, _levels(rng), _ps, steady=True)))
+    assert sp.discipline == "ps" and sp.decided and sp.identified
+    assert np.allclose([sp.demands[c] for c in CLASSES], D, rtol=1e-9)
+    moving = class_split(_sums(*_windows(rng, _levels(rng), _ps)))
+    assert [moving.demands[c] for c in CLASSES] == pytest.approx(D.tolist(), rel=0.1)
+
+
+def test_exact_fcfs_windows_give_the_demands_and_fcfs():
+    """Exact windows; the load test on blocks of a minute at one load each."""
+    rng = np.random.default_rng(2)
+    sp = class_split(_sums(*_windows(rng, _levels(rng), _fcfs, steady=True)))
+    assert sp.discipline == "fcfs" and sp.decided and sp.identified, sp.scores
+    assert np.allclose([sp.demands[c] for c in CLASSES], D, rtol=1e-9)
+    assert sp.span > MIN_SPAN
+
+
+def test_ps_is_decided_without_a_load_span_when_fcfs_would_be_negative():
+    rng = np.random.default_rng(3)
+    sp = class_split(_sums(*_windows(rng, np.full(200, 0.6), _ps)))
+    assert sp.scores == {"ps": None, "fcfs": None}
+    assert sp.decided and sp.discipline == "ps" and sp.identified
+    assert sp.by_discipline["fcfs"]["buy"] == 0.0          # R_c - W < 0, floored
+
+
+def test_fcfs_at_one_load_is_undecided_and_not_identified():
+    rng = np.random.default_rng(4)
+    sp = class_split(_sums(*_windows(rng, np.full(200, 0.7), _fcfs)))
+    assert not sp.decided and sp.agreement > AGREE and sp.identified is False
+    assert "do not span loads" in sp.reason
+    # at a low load both readings agree: identified without telling the discipline
+    low = class_split(_sums(*_windows(rng, np.full(200, 0.02), _fcfs)))
+    assert not low.decided and low.identified and low.reason is None
+
+
+def test_the_sums_do_not_depend_on_batching_and_round_trip():
+    rng = np.random.default_rng(5)
+    data = _windows(rng, _levels(rng, 90), _ps)
+    one, three = _sums(*data), _sums(*data, parts=7)
+    for d in one.sums:
+        assert np.array_equal(one.sums[d], three.sums[d])
+    assert np.array_equal(one.pool, three.pool) and np.array_equal(one.block, three.block)
+    assert one.sums["ps"][:, 2].sum() > 0                  # whole blocks reached the load test
+    back = SplitSums.from_dict(one.to_dict())
+    assert class_split(back) == class_split(one)
+    one.decay(0.5)
+    assert one.windows == 45.0
+
+
+def test_a_class_needs_completions_and_response_times():
+    rng = np.random.default_rng(6)
+    U, X, R, counts = _windows(rng, rng.uniform(0.1, 0.8, 3), _ps, T=0.1)
+    assert class_split(_sums(U, X, R, counts)) is None       # a few completions: no split
+    U, X, R, counts = _windows(rng, rng.uniform(0.1, 0.8, 50), _ps)
+    R[:, 1] = np.nan                                          # product never reports one
+    assert class_split(_sums(U, X, R, counts)) is None
+    assert class_split(SplitSums()) is None
+    with pytest.raises(ValueError, match="discipline"):
+        window_demands(U, X, R, "lifo")
+
+
+def test_ps_simulation_closed_form_and_split():
+    """One user alone meets no queue: R_c = D_c; with many, the split reads the demands."""
+    alone = monitor_ps([0.01, 0.002], [0.5, 0.5], 1, 5.0, 2000, 100.0, seed=1)
+    done = np.array([[r["completions"]["c0"], r["completions"]["c1"]] for r in alone])
+    rt = np.array([[r["response_time_s"].get(c, 0) for c in ("c0", "c1")] for r in alone])
+    mean = (rt * done).sum(axis=0) / done.sum(axis=0)
+    assert mean == pytest.approx([0.01, 0.002], rel=0.1)
+    recs = monitor_ps(D, [0.25, 0.25, 0.3, 0.2], 15, 1.0, 300, 5.0, classes=CLASSES, seed=2)
+    U = np.array([r["utilization"] for r in recs])
+    counts = np.array([[r["completions"][c] for c in CLASSES] for r in recs])
+    R = np.array([[r["response_time_s"].get(c, np.nan) for c in CLASSES] for r in recs])
+    sp = class_split(_sums(U, counts / 5.0, R, counts))
+    assert sp.discipline == "ps"
+    assert [sp.demands[c] for c in CLASSES] == pytest.approx(D.tolist(), rel=0.25)
+    with pytest.raises(ValueError, match="demands"):
+        monitor_ps([0.0], [1.0], 1, 1.0, 10, 1.0)
+    with pytest.raises(ValueError, match="mix"):
+        monitor_ps([0.1], [1.0, 2.0], 1, 1.0, 10, 1.0)
+
+
+def test_ps_read_back_stretches_every_class_alike():
+    kw = dict(tiers=["db"], classes=["a", "b"], D_mc=np.array([[0.1, 0.01]]),
+              mix=np.array([0.5, 0.5]), servers=np.array([1.0]), think_time=1.0,
+              sla=np.array([np.inf, np.inf]), processes=None, map_limit=100)
+    ps = SystemModel(**kw, ps=np.array([True]))
+    fcfs = SystemModel(**kw)
+    p, f = ps.at(10), fcfs.at(10)
+    assert p.response[0] / p.response[1] == pytest.approx(10.0)
+    assert f.response[0] - f.response[1] == pytest.approx(0.09)
+    assert p.throughput == f.throughput                      # the aggregate is the same
+    assert SystemModel.from_dict(ps.to_dict()).ps.tolist() == [True]
+
+
+def _load_windows(rng, growth):
+    U = np.repeat(np.linspace(0.2, 0.8, 10), 24) + rng.normal(0, 0.02, 240)
+    T = np.full(U.size, 5.0)
+    d = np.array([0.02, 0.005])
+    counts = rng.poisson(np.outer(U * T / ((1 + growth * (U - 0.2)) * 0.0125), [0.5, 0.5]))
+    return U, np.ones(U.size), T, counts.astype(float), d
+
+
+def test_load_dependence_is_flagged_only_where_the_history_spans_loads():
+    rng = np.random.default_rng(7)
+    U, C, T, counts, d = _load_windows(rng, 0.5)
+    flag = load_dependence("db", U, C, T, counts, d)
+    assert flag is not None and flag.startswith("demand_load_dependent: db")
+    U, C, T, counts, d = _load_windows(rng, 0.0)
+    assert load_dependence("db", U, C, T, counts, d) is None
+    steady = np.full(240, 0.5) + rng.normal(0, 0.05, 240)      # one load: nothing claimed
+    assert load_dependence("db", steady, C, T, counts, d) is None
+
+
+def test_trust_reasons_name_each_failure():
+    from streams.core.outputs import Prediction, TierPrediction
+    from streams.core.tier import TierModel
+    from streams.predict.confidence import trust_reasons
+
+    def part(u, measured):
+        return TierPrediction(utilization=u, utilization_forecast=u, utilization_measured=measured,
+                              demand_s=0.01, idc=None, idc_flag=None, idc_lower=None,
+                              idc_upper=None, idc_reference=None, bursty=False, map2=None,
+                              estimator="kalman", bottleneck_probability=None, demands={},
+                              utilization_error=abs(u - measured))
+
+    def tier(identified):
+        return TierModel(tier="db", cores=1, demands={}, demand_std={}, regression={}, idc=None,
+                         idc_flag=None, mean_service=None, p95=None, process=None, fit=None,
+                         bursty=False, windows=10, split_identified=identified,
+                         split_reason="discipline undecided")
+
+    good = Prediction(system="s", time=0.0, solve=1, think_time_s=1.0, horizon_s=60.0,
+                      model="mva", flags=[], model_error=0.1, tiers={"db": part(0.5, 0.55)})
+    assert trust_reasons(good, [tier(True)]) == []
+    assert trust_reasons(good, [tier(None)]) == []
+    bad = Prediction(system="s", time=0.0, solve=1, think_time_s=1.0, horizon_s=60.0,
+                     model="mva", flags=[], model_error=0.48, model_error_class="buy",
+                     model_error_class_max=0.6, tiers={"db": part(0.3, 0.45)})
+    reasons = trust_reasons(bad, [tier(False)])
+    assert len(reasons) == 4
+    assert reasons[0].startswith("mean response time off the measured one by 48%")
+    assert "'buy'" in reasons[1] and "db utilization 0.30 against 0.45" in reasons[2]
+    assert reasons[3] == "split_unidentified: db: discipline undecided"
