@@ -108,3 +108,21 @@ def test_a_bidirectional_override_in_a_class_name_is_escaped_on_the_terminal(tmp
     assert result.exit_code == 0, result.output
     assert "\u202e" not in result.output
     assert "buy\\u202eyad" in result.output and "sh\\u202eop" in result.output
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("slo", [[0.3, None, None, None, None]], "model.slo: must be a list of 2 entries"),
+    ("slo", [[0.3, None, None, None, None], [None] * 5], None),
+    ("slo", [[0.3, None], [None, None]], "model.slo[0]: must be a list of 5 entries"),
+    ("ps", [True, "yes"], "model.ps[1]: must be true or false"),
+])
+def test_the_percentile_and_processor_sharing_fields_are_checked_too(key, value, message):
+    """The quantile SLOs and the processor-sharing tiers of a stored model are read back with
+    the rest: a wrong shape or type names its field."""
+    spec = {**GOOD, key: value}
+    if message is None:                          # a valid table is read back as it was
+        assert model_from_row("shop", spec).to_dict()[key] == value
+        return
+    with pytest.raises(ValueError) as err:
+        model_from_row("shop", spec)
+    assert message in str(err.value)

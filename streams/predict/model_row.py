@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from streams.core.config import SLO_QUANTILES
 from streams.core.config_error import shown
 from streams.core.records import MAX_CORES, MAX_NAME, valid_name
 from streams.predict.model import CAPACITY_LIMIT, SystemModel
@@ -127,6 +128,15 @@ def _check(spec: Any) -> None:
         _number(v, f"model.scv_targets.{tier}", 0.0, 1e12, False)
     if "per_job_max_cores" in spec:
         _whole(spec["per_job_max_cores"], "model.per_job_max_cores", 1, 64)
+    if spec.get("slo") is not None:
+        for j, row in enumerate(_list(spec["slo"], "model.slo", c)):
+            for q, v in enumerate(_list(row, f"model.slo[{j}]", len(SLO_QUANTILES))):
+                if v is not None:
+                    _number(v, f"model.slo[{j}][{q}]", 0.0, 1e12, False)
+    if spec.get("ps") is not None:
+        for i, v in enumerate(_list(spec["ps"], "model.ps", m)):
+            if not isinstance(v, bool):
+                raise _Bad(f"model.ps[{i}]: must be true or false, got {shown(v)}")
 
 
 def model_from_row(system: str, spec: Any) -> SystemModel:
