@@ -18,6 +18,8 @@ the simulation.
 
     python -m bench.accuracy.open_models                 # about 4 min on this machine
     python -m bench.accuracy.open_models --quick         # shorter runs
+    python -m bench.accuracy.open_models --fractions 0.8,0.9 --replications 6 --duration 3000 \
+        --no-mmpp                                        # the noisiest loads, longer
 """
 
 from __future__ import annotations
@@ -72,6 +74,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--duration", type=float, default=1500.0)
     ap.add_argument("--replications", type=int, default=3)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--fractions", default=",".join(map(str, FRACTIONS)),
+                    help="loads as fractions of the saturation rate, comma-separated")
+    ap.add_argument("--no-mmpp", action="store_true", help="skip the bursty-arrivals table")
     args = ap.parse_args(argv)
     dur = 300.0 if args.quick else args.duration
     key = args.system
@@ -81,10 +86,12 @@ def main(argv: list[str] | None = None) -> None:
           f"{dur:g} s a rate", file=sys.stderr)
     rows, worst_pts = [], []
     started = time.perf_counter()
-    for i, f in enumerate(FRACTIONS):
+    fractions = [float(v) for v in args.fractions.split(",")]
+    for i, f in enumerate(fractions):
         rate = f * cap
         sim = simulate_physical(_network(key, rate), dur, warmup=100.0,
-                                replications=args.replications, seed=1000 + i)
+                                replications=args.replications,
+                                seed=1000 + FRACTIONS.index(f) if f in FRACTIONS else 1100 + i)
         X, R = sim.total_throughput.mean, sim.total_response_time.mean
         Rc = np.array([e.mean for e in sim.response_time])
         worst_pts.append((rate, float(Rc.max())))
@@ -112,6 +119,8 @@ def main(argv: list[str] | None = None) -> None:
             c = _capacity(key, bursty, s.sla, cap)
             print(f"capacity at the SLA {s.sla:g} s: {name} {c:.1f}/s, simulated {truth:.1f}/s "
                   f"({pct((c - truth) / truth)})")
+    if args.no_mmpp:
+        return
     print()
     print("| MMPP(2) I | rho | R sim (ms) | MAP/M/4 | M/M/4 |")
     print("|---:|---:|---:|---:|---:|")

@@ -70,6 +70,12 @@ BURSTY_DEMANDS = ("history", "estimator")
 #: (the default before); ``tie`` -- Mi et al.'s (2008) footnote, the largest ``rho1``
 BURSTY_SCVS = ("response_idc", "response", "tie")
 
+#: the workload kind of a system (``workload``): ``auto`` -- closed where users are reported
+#: or a think time is configured, open otherwise (a service whose monitoring has request
+#: rates only); ``closed`` -- users thinking between requests (Mi et al. 2008, Fig. 9);
+#: ``open`` -- requests arriving at a rate, whatever the users (Jackson 1963)
+WORKLOADS = ("auto", "closed", "open")
+
 #: cost of each kind of remediation (``remediation_costs``, :mod:`streams.predict.whatif`): per added
 #: replica of a tier; per added core; per tier moved to a faster CPU, times the speed-up
 #: ``s - 1``; per user an admission limit turns away at the required users
@@ -84,6 +90,8 @@ class SystemConfig:
     tiers: tuple[str, ...] = ()
     #: visits of a class to a tier per request, ``{tier: {class: V}}``; default 1
     visits: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    #: the workload kind: one of :data:`WORKLOADS`
+    workload: str = "auto"
     #: think time ``Z`` of the closed workload; ``None``: estimated by Little's law from
     #: ``users``, throughput and response times (``Z = N/X - R``), else 0
     think_time_s: float | None = None
@@ -176,7 +184,7 @@ _TIMES = {"solve_interval_s": (1.0, 86_400.0, True), "horizon_s": (0.0, WEEK_S, 
           "alert_window_s": (0.0, 86_400.0, True)}
 #: settings that take one of a few names
 _CHOICES = {"demand_policy": DEMAND_POLICIES, "bursty_demand": BURSTY_DEMANDS,
-            "bursty_scv": BURSTY_SCVS}
+            "bursty_scv": BURSTY_SCVS, "workload": WORKLOADS}
 #: whole-number settings: key -> (lowest, highest or ``None``); memory grows with the window
 #: counts, so they stop at a million windows per tier
 _COUNTS = {"map_max_population": (1, None), "per_job_max_cores": (1, 64),

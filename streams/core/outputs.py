@@ -195,6 +195,8 @@ class Prediction(_Record, kw_only=True):
     horizon_s: float                                #: forecast horizon, s
     model: str | None                               #: mva / map / ...; None: not enough data
     flags: list[str]                                #: caveats of this prediction
+    workload: _S = UNSET                            #: closed / open
+    workload_reason: _S = UNSET                     #: why (configured, users, rates only)
     users: _I = UNSET                               #: current population, users
     users_source: _S = UNSET                        #: how it was obtained
     users_trend_per_s: _F = UNSET                   #: users trend, users/s

@@ -116,6 +116,8 @@ class SystemState(Admission):
         self.solve_offset = solve_offset(system, config)
         self.users_points: list[list[float]] = []      # [end, users], primary tier
         self.think_time_est: float | None = None
+        #: a window of the system has reported ``users`` (the ``auto`` workload is closed)
+        self.users_seen = False
         self.alerts = AlertBook(config.alert_fire_after, config.alert_resolve_after)
         self.solves = 0
         self.last_capacity: int | None = None     # the MAP network's, where the next search starts
@@ -162,8 +164,10 @@ class SystemState(Admission):
                out: list[tuple[int, TierEstimate]]) -> None:
         """Apply an admitted window (:meth:`TierState.accept`; its Kalman update is batched)."""
         tier.accept(w, late, index, out)
-        if w.users is not None and w.tier == next(iter(self.tiers)):
-            self._add_users_point(w.end, float(w.users))
+        if w.users is not None:
+            self.users_seen = True
+            if w.tier == next(iter(self.tiers)):
+                self._add_users_point(w.end, float(w.users))
 
     # -- measured side --------------------------------------------------------------------------
     def _measured(self, intervals: dict[str, Interval], classes: list[str]) -> Measured:
@@ -192,6 +196,19 @@ class SystemState(Admission):
             self.think_time_est = z if self.think_time_est is None \
                 else 0.5 * (self.think_time_est + z)
         return self.think_time_est if self.think_time_est is not None else 0.0
+
+    def workload(self) -> tuple[str, str]:
+        """The workload kind (``closed`` or ``open``) and why: the configured ``workload``;
+        under ``auto`` closed where users are reported or a think time is configured (a
+        population to model), open otherwise (request rates only)."""
+        cfg = self.config
+        if cfg.workload != "auto":
+            return cfg.workload, "configured"
+        if self.users_seen:
+            return "closed", "users reported"
+        if cfg.think_time_s is not None:
+            return "closed", "think time configured"
+        return "open", "no users and no think time: request rates only"
 
     def _population(self, m: Measured, model: SystemModel) -> tuple[int | None, str]:
         if m.users is not None:
@@ -270,11 +287,19 @@ class SystemState(Admission):
         """Second half: the current population and its trend, the predictions at the current
         and the forecast load, capacity, time to breach, alerts."""
         cfg = self.config
+        response_trend.add_points(self.response_points, solve.time, solve.measured.response_time,
+                                  cfg.trend_window_s)
+        header = (self.system, solve.time, self.solves, solve.think, cfg.horizon_s, solve.held)
+        kind, reason = self.workload()
+        out = self._complete(solve, header)
+        for pred in out.predictions:
+            pred.workload, pred.workload_reason = kind, reason
+        return out
+
+    def _complete(self, solve: "_Solve", header: tuple) -> Outputs:
+        cfg = self.config
         out = Outputs()
         m, model, time = solve.measured, solve.model, solve.time
-        response_trend.add_points(self.response_points, time, m.response_time,
-                                  cfg.trend_window_s)
-        header = (self.system, time, self.solves, solve.think, cfg.horizon_s, solve.held)
         if model is None:
             out.predictions.append(prediction.unsolved(*header, None, solve.flags))
             return out
@@ -535,7 +560,8 @@ class SystemState(Admission):
         return {"system": self.system,
                 "tiers": [t.to_dict(with_history) for t in self.tiers.values()],
                 "next_solve": self.next_solve, "users_points": self.users_points,
-                "think_time_est": self.think_time_est, "alerts": self.alerts.to_dict(),
+                "think_time_est": self.think_time_est, "users_seen": self.users_seen,
+                "alerts": self.alerts.to_dict(),
                 "solves": self.solves, "last_capacity": self.last_capacity,
                 "last_alert_capacity": self.last_alert_capacity,
                 "last_provisional_capacity": self.last_provisional_capacity,
@@ -557,6 +583,8 @@ class SystemState(Admission):
         state.next_solve = data["next_solve"]
         state.users_points = sorted(list(p) for p in data["users_points"])
         state.think_time_est = data["think_time_est"]
+        # absent in states saved before the workload kind: set again by the next window
+        state.users_seen = bool(data.get("users_seen", False))
         state.alerts = AlertBook.from_dict(data["alerts"])
         state.solves = data["solves"]
         state.last_capacity = data.get("last_capacity")
