@@ -68,10 +68,27 @@ class QBDSolution:
         return self.mean_excess(0)
 
 
+def _phase_stationary(A: np.ndarray) -> np.ndarray:
+    """``alpha A = 0``, ``alpha 1 = 1`` by one dense solve (the last equation replaced by the
+    normalisation); GTH elimination (:func:`solvers.processes._stationary`) where that is
+    singular or not a distribution."""
+    M = A.T.copy()
+    M[-1, :] = 1.0
+    rhs = np.zeros(A.shape[0])
+    rhs[-1] = 1.0
+    try:
+        alpha = np.linalg.solve(M, rhs)
+    except np.linalg.LinAlgError:
+        return _stationary(A)
+    if np.all(alpha >= -1e-12) and np.all(np.isfinite(alpha)):
+        return np.maximum(alpha, 0.0)
+    return _stationary(A)
+
+
 def drift(A0: np.ndarray, A1: np.ndarray, A2: np.ndarray) -> tuple[float, float]:
     """``(alpha A0 1, alpha A2 1)``: the mean rates up and down of the repeating levels; the
     QBD is positive recurrent iff the first is the smaller (Neuts 1981, Thm 3.1.1)."""
-    alpha = _stationary(A0 + A1 + A2)
+    alpha = _phase_stationary(A0 + A1 + A2)
     return float(alpha @ A0.sum(axis=1)), float(alpha @ A2.sum(axis=1))
 
 
@@ -134,18 +151,21 @@ def solve_qbd(offdiag: sparse.csr_matrix, starts: np.ndarray, first: int) -> QBD
     R = rate_matrix(A0, A1, A2)
     d = b - a
     tail = np.linalg.inv(np.eye(d) - R)
-    fin = Q[:b, :b].tolil()
-    fin.setdiag(-out_rate[:b])
-    fin[a:b, a:b] = fin[a:b, a:b].toarray() + R @ A2
-    M = fin.T.tocsc()                      # solve M x = 0, i.e. pi Q = 0
+    RA2 = sparse.coo_matrix(R @ A2)
+    fin = (Q[:b, :b] + sparse.diags(-out_rate[:b])
+           + sparse.coo_matrix((RA2.data, (RA2.row + a, RA2.col + a)), shape=(b, b)))
+    M = fin.T.tocsr()                      # M x = 0 is pi Q = 0
     norm = np.ones(b)
     norm[a:b] = tail.sum(axis=1)
+    # pi at one state fixed to 1: its balance equation (redundant) dropped, its column moved
+    # to the right-hand side; then normalised
     anchor = int(np.argmax(np.abs(M.diagonal())))
-    M = M.tolil()
-    M[anchor, :] = norm
-    rhs = np.zeros(b)
-    rhs[anchor] = 1.0
-    pi = splinalg.spsolve(M.tocsc(), rhs)
+    keep = np.flatnonzero(np.arange(b) != anchor)
+    rows = M[keep]
+    rhs = -rows[:, [anchor]].toarray().ravel()
+    pi = np.empty(b)
+    pi[anchor] = 1.0
+    pi[keep] = splinalg.spsolve(rows[:, keep].tocsc(), rhs)
     pi = np.maximum(pi, 0.0)
     pi /= pi @ norm
     return QBDSolution(pi=pi, R=R, tail=tail, starts=np.asarray(starts[:L + 2]),
