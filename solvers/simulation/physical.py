@@ -165,6 +165,18 @@ class Tier:
         return self.service.mean if isinstance(self.service, MAP) else float(self.service)
 
 
+def _pairs(items: Any, name: str, second: str) -> Iterator[tuple[float, Any]]:
+    """``(time, value)`` pairs of a schedule, each time a finite number >= 0 (``ValueError``
+    naming ``name[i]`` otherwise)."""
+    for i, entry in enumerate(items):
+        try:
+            t, value = entry
+        except (TypeError, ValueError):
+            raise ValueError(f"{name}[{i}]: must be a (time, {second}) pair, "
+                             f"got {entry!r}") from None
+        yield _positive(t, f"{name}[{i}] time", allow_zero=True), value
+
+
 def _rate_schedule(rate: Any) -> tuple[tuple[float, float], ...]:
     """A rate (a number) or ``[(t, rate), ...]`` as breakpoints starting at ``t = 0``."""
     if isinstance(rate, (int, float, np.integer, np.floating)) and not isinstance(rate, bool):
@@ -177,13 +189,7 @@ def _rate_schedule(rate: Any) -> tuple[tuple[float, float], ...]:
     if not items:
         raise ValueError("arrivals.rate: the schedule must not be empty")
     out: list[tuple[float, float]] = []
-    for i, entry in enumerate(items):
-        try:
-            t, r = entry
-        except (TypeError, ValueError):
-            raise ValueError(f"arrivals.rate[{i}]: must be a (time, rate) pair, "
-                             f"got {entry!r}") from None
-        t = _positive(t, f"arrivals.rate[{i}] time", allow_zero=True)
+    for i, (t, r) in enumerate(_pairs(items, "arrivals.rate", "rate")):
         r = _positive(r, f"arrivals.rate[{i}] rate", allow_zero=True)
         if out and t <= out[-1][0]:
             raise ValueError(f"arrivals.rate[{i}]: times must increase, got {t} after "
@@ -313,13 +319,7 @@ def _schedule(schedule: Sequence[tuple[float, int]] | None) -> list[tuple[float,
         return []
     out: list[tuple[float, int]] = []
     last = -math.inf
-    for i, entry in enumerate(schedule):
-        try:
-            t, pop = entry
-        except (TypeError, ValueError):
-            raise ValueError(f"schedule[{i}]: must be a (time, population) pair, "
-                             f"got {entry!r}") from None
-        t = _positive(t, f"schedule[{i}] time", allow_zero=True)
+    for i, (t, pop) in enumerate(_pairs(schedule, "schedule", "population")):
         if t < last:
             raise ValueError(f"schedule[{i}]: times must be sorted, got {t} after {last}")
         last = t
