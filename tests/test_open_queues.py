@@ -141,3 +141,16 @@ def test_bursty_single_core_tier_matches_simulation():
                         replications=3, seed=11)
     measured, half = sim.response_time[0], sim.response_time_hw[0]
     assert abs(model.wait + proc.mean - measured) <= half + 0.03 * measured
+
+
+def test_mmpp_arrivals_reach_every_exponential_tier_and_are_flagged_at_a_bursty_one():
+    shape = mmpp2_design(0.01, 40.0)
+    S = np.array([[0.01], [0.02]])
+    res = solve_open_tiers([150.0], S, [4, 8], arrivals=shape)
+    assert res.stations == ("map-arrivals", "map-arrivals")
+    assert res.wait[0] == pytest.approx(map_m_c(shape.scaled(1 / 150.0), 0.01, 4).wait,
+                                        rel=1e-12)
+    bursty = solve_open_tiers([150.0], S, [4, 8], arrivals=shape,
+                              processes=[None, mmpp2_design(0.02, 20.0)])
+    assert bursty.stations[1] == "per-job"
+    assert any("bursty arrivals" in f for f in bursty.flags)
