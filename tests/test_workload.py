@@ -93,3 +93,15 @@ def test_open_system_beyond_saturation_is_flagged_unstable_never_nan():
     assert any(f.startswith("unstable: the arrival rate") for f in last.flags)
     assert last.response_time is None and last.classes["a"].response_time is None
     assert last.headroom_rate_per_s < 0
+
+
+def test_mix_mean_ignores_classes_out_of_the_mix_even_when_infinite():
+    import math
+
+    import numpy as np
+
+    from streams.predict.open_model import mix_mean
+    assert mix_mean(np.array([0.2, math.inf]), np.array([1.0, 0.0])) == pytest.approx(0.2)
+    assert math.isinf(mix_mean(np.array([0.2, math.inf]), np.array([0.5, 0.5])))
+    rows = mix_mean(np.array([[0.1, math.inf], [0.3, math.inf]]), np.array([1.0, 0.0]))
+    assert np.allclose(rows, [0.1, 0.3])

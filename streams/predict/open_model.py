@@ -24,7 +24,7 @@ import numpy as np
 from solvers.open import OpenTiersResult, solve_open_tiers, tiers_capacity
 from streams.predict.model import Point, SystemModel
 
-__all__ = ["RATE_TOLERANCE", "RateCapacity", "open_point", "rate_capacity"]
+__all__ = ["RATE_TOLERANCE", "RateCapacity", "mix_mean", "open_point", "rate_capacity"]
 
 #: relative resolution of the capacity in requests per second (of the saturation rate)
 RATE_TOLERANCE = 1e-4
@@ -44,12 +44,19 @@ def solve_at(model: SystemModel, rate: float) -> OpenTiersResult:
                             per_job_max_cores=model.per_job_max_cores)
 
 
+def mix_mean(values: np.ndarray, mix: np.ndarray) -> np.ndarray | float:
+    """``values @ mix`` over the classes in the mix only (``inf`` where a class in it has
+    ``inf``; a class out of it, weight 0, counts nothing, never ``0 * inf = NaN``)."""
+    hit = mix > 0
+    return np.asarray(values)[..., hit] @ mix[hit]
+
+
 def open_point(model: SystemModel, rate: float) -> tuple[Point, OpenTiersResult]:
     """The model's answer at total rate ``rate`` as a :class:`~streams.predict.model.Point`
     (``residence``: per tier, over the mix; ``inf`` where a tier is saturated) and the open
     solution itself."""
     res = solve_at(model, rate)
-    residence = res.residence_time @ model.mix
+    residence = mix_mean(res.residence_time, model.mix)
     kind = "open-map" if model.processes is not None else "open"
     return Point(0, float(res.throughput.sum()), residence, res.response_time,
                  res.utilization, None, kind), res
