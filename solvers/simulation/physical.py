@@ -25,6 +25,16 @@ the **next value of the tier's own service-time sequence** times the class's mul
   sequence, consumed in the order services *start*: with ``c`` cores the ``c`` jobs in
   service hold consecutive values of it.
 
+Open sources
+------------
+``arrivals=OpenArrivals(rate, process)`` makes the system open: requests arrive from outside
+(no users, no think time; ``population`` must be 0) with the intervals of ``process`` (Poisson
+by default, or the shape of a :class:`~solvers.processes.MAP`, e.g. an MMPP(2)) at a rate that
+is a number or a piecewise-linear schedule ``[(t, rate), ...]`` (flat, ramp). A time-varying
+rate is a time change (Cinlar 1975): the process is run at rate 1 in operational time
+``u = Lambda(t) = int_0^t rate(s) ds`` and each arrival placed at ``Lambda^{-1}(u)``, so a
+Poisson source is the non-homogeneous Poisson process of that rate.
+
 Why this is the ground truth and not a model
 --------------------------------------------
 :mod:`solvers.simulation.network` simulates the *queueing model* (Mi et al. 2008, Fig. 9 with MAP
@@ -91,7 +101,7 @@ from solvers.simulation.network import resolve_rng
 from solvers.simulation.network import Checkpoints
 from solvers.simulation.stats import Estimate, replication_interval
 
-__all__ = ["Tier", "PhysicalNetwork", "PhysicalResult", "monitor_physical",
+__all__ = ["Tier", "OpenArrivals", "PhysicalNetwork", "PhysicalResult", "monitor_physical",
            "simulate_physical", "physical_checkpoints"]
 
 _BLOCK = 8192          # random numbers drawn per numpy call
@@ -173,16 +183,95 @@ class Tier:
         return self.service.mean if isinstance(self.service, MAP) else float(self.service)
 
 
+def _pairs(items: Any, name: str, second: str) -> Iterator[tuple[float, Any]]:
+    """``(time, value)`` pairs of a schedule, each time a finite number >= 0 (``ValueError``
+    naming ``name[i]`` otherwise)."""
+    for i, entry in enumerate(items):
+        try:
+            t, value = entry
+        except (TypeError, ValueError):
+            raise ValueError(f"{name}[{i}]: must be a (time, {second}) pair, "
+                             f"got {entry!r}") from None
+        yield _positive(t, f"{name}[{i}] time", allow_zero=True), value
+
+
+def _rate_schedule(rate: Any) -> tuple[tuple[float, float], ...]:
+    """A rate (a number) or ``[(t, rate), ...]`` as breakpoints starting at ``t = 0``."""
+    if isinstance(rate, (int, float, np.integer, np.floating)) and not isinstance(rate, bool):
+        return ((0.0, _positive(rate, "arrivals.rate")),)
+    try:
+        items = list(rate)
+    except TypeError:
+        raise ValueError(f"arrivals.rate: must be a rate > 0 or a schedule of (time, rate) "
+                         f"pairs, got {rate!r}") from None
+    if not items:
+        raise ValueError("arrivals.rate: the schedule must not be empty")
+    out: list[tuple[float, float]] = []
+    for i, (t, r) in enumerate(_pairs(items, "arrivals.rate", "rate")):
+        r = _positive(r, f"arrivals.rate[{i}] rate", allow_zero=True)
+        if out and t <= out[-1][0]:
+            raise ValueError(f"arrivals.rate[{i}]: times must increase, got {t} after "
+                             f"{out[-1][0]}")
+        out.append((t, r))
+    if out[0][0] > 0:
+        out.insert(0, (0.0, out[0][1]))
+    if not any(r > 0 for _, r in out):
+        raise ValueError(f"arrivals.rate: the schedule never has a positive rate, got {rate!r}")
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class OpenArrivals:
+    """An open source: requests arrive at ``rate`` per second -- a number, or a schedule
+    ``[(t, rate), ...]`` linear between its points and constant after the last (a flat part
+    then a ramp: ``[(0, 200), (1200, 200), (3600, 560)]``) -- with the intervals of
+    ``process`` (``None``: Poisson; a MAP: its shape, e.g. an MMPP(2), at that rate)."""
+
+    rate: Any
+    process: MAP | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rate", _rate_schedule(self.rate))
+        if self.process is not None and not isinstance(self.process, MAP):
+            raise ValueError(f"arrivals.process: must be a MAP or None, got {self.process!r}")
+
+    def rate_at(self, t: float | np.ndarray) -> np.ndarray:
+        """The arrival rate at time(s) ``t``."""
+        ts, rs = zip(*self.rate)
+        return np.interp(t, ts, rs)
+
+    def to_real_time(self, u: np.ndarray) -> np.ndarray:
+        """``Lambda^{-1}(u)``: real times of operational times ``u`` (module docstring); on a
+        segment with rates ``r0 -> r1`` over ``h`` seconds, ``Lambda`` is quadratic."""
+        ts = np.array([t for t, _ in self.rate] + [math.inf])
+        rs = np.array([r for _, r in self.rate] + [self.rate[-1][1]])
+        h = np.diff(ts)
+        slope = np.where(np.isfinite(h), np.diff(rs) / np.where(np.isfinite(h), h, 1.0), 0.0)
+        area = np.where(np.isfinite(h), (rs[:-1] + rs[1:]) / 2 * np.where(np.isfinite(h), h,
+                                                                          0.0), math.inf)
+        cum = np.concatenate(([0.0], np.cumsum(area)))
+        seg = np.clip(np.searchsorted(cum, u, side="right") - 1, 0, len(h) - 1)
+        du = u - cum[seg]
+        r0, a = rs[seg], slope[seg]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            quad = 2 * du / (r0 + np.sqrt(np.maximum(r0 * r0 + 2 * a * du, 0.0)))
+        tau = np.where(np.abs(a) > 0, quad, du / np.where(r0 > 0, r0, 1.0))
+        out = ts[seg] + tau
+        return np.where((r0 <= 0) & (a == 0), math.inf, out)
+
+
 @dataclass(frozen=True)
 class PhysicalNetwork:
     """``population`` users thinking ``think_time`` (exponential mean, 0 allowed) and sending
-    requests of ``classes`` drawn with probabilities ``mix`` through ``tiers`` in order."""
+    requests of ``classes`` drawn with probabilities ``mix`` through ``tiers`` in order; or,
+    with ``arrivals``, an open source (``population`` 0; module docstring)."""
 
     tiers: tuple[Tier, ...]
     classes: tuple[str, ...]
     mix: tuple[float, ...]
     think_time: float
     population: int
+    arrivals: OpenArrivals | None = None
 
     def __post_init__(self) -> None:
         tiers = tuple(self.tiers) if isinstance(self.tiers, (list, tuple)) else ()
@@ -200,6 +289,13 @@ class PhysicalNetwork:
         object.__setattr__(self, "mix", _mix(self.mix, len(classes)))
         object.__setattr__(self, "think_time", _positive(self.think_time, "think_time", True))
         object.__setattr__(self, "population", _count(self.population, "population", 0))
+        if self.arrivals is not None:
+            if not isinstance(self.arrivals, OpenArrivals):
+                raise ValueError(f"arrivals: must be OpenArrivals or None, got "
+                                 f"{self.arrivals!r}")
+            if self.population != 0:
+                raise ValueError(f"population: an open network (arrivals) has no users, got "
+                                 f"{self.population}")
         for t in tiers:
             for what, given in (("multipliers", t.multipliers), ("visits", t.visits)):
                 if given is not None and len(given) != len(classes):
@@ -249,13 +345,7 @@ def _schedule(schedule: Sequence[tuple[float, int]] | None) -> list[tuple[float,
         return []
     out: list[tuple[float, int]] = []
     last = -math.inf
-    for i, entry in enumerate(schedule):
-        try:
-            t, pop = entry
-        except (TypeError, ValueError):
-            raise ValueError(f"schedule[{i}]: must be a (time, population) pair, "
-                             f"got {entry!r}") from None
-        t = _positive(t, f"schedule[{i}] time", allow_zero=True)
+    for i, (t, pop) in enumerate(_pairs(schedule, "schedule", "population")):
         if t < last:
             raise ValueError(f"schedule[{i}]: times must be sorted, got {t} after {last}")
         last = t
@@ -294,6 +384,23 @@ def _class_blocks(mix: tuple[float, ...], rng: np.random.Generator) -> Iterator[
 def _exp_blocks(mean: float, rng: np.random.Generator) -> Iterator[list[float]]:
     while True:
         yield rng.exponential(mean, _BLOCK).tolist()
+
+
+def _arrival_blocks(arrivals: OpenArrivals, rng: np.random.Generator) -> Iterator[list[float]]:
+    """Endless blocks of arrival epochs of ``arrivals`` in real time (the time change of the
+    module docstring applied to the unit-rate process)."""
+    proc = arrivals.process
+    unit = proc.scaled(1.0) if proc is not None and proc.order > 1 else None
+    phase = int(rng.choice(unit.order, p=unit.embedded)) if unit is not None else 0
+    u = 0.0
+    while True:
+        if unit is None:
+            gaps = rng.exponential(1.0, _BLOCK)
+        else:
+            gaps, phase = unit.intervals(_BLOCK, rng, phase)
+        ops = u + np.cumsum(gaps)
+        u = float(ops[-1])
+        yield arrivals.to_real_time(ops).tolist()
 
 
 def _stream(blocks: Iterator[list[Any]]) -> Any:
@@ -352,6 +459,8 @@ class _Engine:
         self.rt = [0.0] * self.C
         #: per class, every completed request's response time in completion order (opt-in)
         self.samples = [array("d") for _ in range(self.C)] if record else None
+        self.next_arrival = (_stream(_arrival_blocks(net.arrivals, rng))
+                             if net.arrivals is not None else None)
 
     # -- rare paths (population changes), not inlined
     def _arrive(self, m: int, c: int, t: float, t_sys: float) -> None:
@@ -412,6 +521,8 @@ class _Engine:
         fixed += [(t, 1, pop) for t, pop in schedule if t <= times[-1]]
         fixed.sort(key=lambda e: (e[0], e[1]))
         self.set_population(self.net.population, 0.0)
+        if self.next_arrival is not None:
+            heapq.heappush(self.heap, (self.next_arrival(), -2, 0, 0.0, 0.0, 0.0, 0))
         snaps = []
         for t_fixed, kind, pop in fixed:
             self._advance(t_fixed)
@@ -427,14 +538,21 @@ class _Engine:
         mult, service, C, M, vis = self.mult, self.service, self.C, self.M, self.vis
         q_done, q_rt, svc, done, rt = self.q_done, self.q_rt, self.svc, self.done, self.rt
         cancelled, next_class, next_think = self.cancelled, self.next_class, self.next_think
-        next_token = self.next_token
+        next_token, next_arrival = self.next_token, self.next_arrival
+        is_open = next_arrival is not None
         push, pop = heapq.heappush, heapq.heappop
         deficit = self.deficit
         present = self.present
         samples = self.samples
         while heap and heap[0][0] < until:
             t, m, c, t_in, t_sys, s, k = pop(heap)
-            if m < 0:                                  # a user ends thinking
+            if m == -2:                                # an arrival from the open source
+                push(heap, (next_arrival(), -2, 0, 0.0, 0.0, 0.0, 0))
+                c = next_class()
+                t_sys = t
+                m = 0
+                k = vis[c]
+            elif m < 0:                                # a user ends thinking
                 if cancelled and c in cancelled:
                     cancelled.discard(c)
                     continue
@@ -464,6 +582,8 @@ class _Engine:
                     rt[c] += t - t_sys
                     if samples is not None:
                         samples[c].append(t - t_sys)
+                    if is_open:
+                        continue
                     if deficit:
                         deficit -= 1
                         present -= 1
@@ -558,14 +678,15 @@ def monitor_physical(network: PhysicalNetwork, duration: float, window_s: float,
     one input-contract record per tier per window, window by window, tiers in order (see the
     module docstring for the fields' meaning). ``end`` is ``start_time`` plus the simulated
     time of the window's end, in epoch seconds or ISO-8601 UTC (``iso_time=True``).
-    ``schedule`` makes the population time-varying. Same ``seed`` -> identical records.
+    ``schedule`` makes the population time-varying. An open network's records carry no
+    ``users``. Same ``seed`` -> identical records.
     """
     _check_network(network)
     edges = _window_edges(duration, window_s, warmup)
     trace = _simulate(network, edges, _schedule(schedule), _generator(rng, seed))
     return window_records(trace.cp, system=system, tiers=[t.name for t in network.tiers],
                           classes=list(network.classes), start_time=start_time,
-                          iso_time=iso_time, include_users=True)
+                          iso_time=iso_time, include_users=network.arrivals is None)
 
 
 # ----------------------------------------------------------------------------- steady state

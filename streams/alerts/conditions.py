@@ -95,11 +95,12 @@ def breach_condition(pred: Prediction, sla: Mapping[str, float], time: float,
                      error_active: bool, untrusted: Sequence[str] = ()
                      ) -> tuple[bool | None, float | None, str | None, list[str],
                                 TrendReading | None, str | None]:
-    """The ``predicted_breach`` condition at this solve, its time to breach and class: the model's
-    (``alert_time_to_breach_s`` within the horizon fires, beyond ``BREACH_RESOLVE_FACTOR``
-    horizons clears, but not while the users are within ``capacity_margin`` below the
-    alert's capacity, and a breach now does not fire while the measurement contradicts it)
-    and, while the model is not trusted
+    """The ``predicted_breach`` condition at this solve, its time to breach and class: the
+    model's (``alert_time_to_breach_s`` within the horizon fires, beyond
+    ``BREACH_RESOLVE_FACTOR`` horizons clears, but not while the users (an open workload:
+    the request rate, against ``capacity_rate_per_s``) are within
+    ``capacity_margin`` below the alert's capacity, and a breach now does not fire while the
+    measurement contradicts it) and, while the model is not trusted
     (:func:`streams.predict.response_trend.untrusted_reasons`; ``error_active``: the
     ``model_error`` alert is), the users are within that margin
     (:func:`~streams.predict.response_trend.near_capacity_reason`) or the measurement
@@ -111,10 +112,13 @@ def breach_condition(pred: Prediction, sla: Mapping[str, float], time: float,
     trusted, not read) and what holds the condition (``model``, ``trend``, ``model+trend``;
     ``None``: no breach predicted)."""
     ttb = pred.alert_time_to_breach_s
-    near = response_trend.near_capacity_reason(pred.users, pred.alert_capacity_users,
-                                               cfg.capacity_margin)
+    if isinstance(pred.arrival_rate_per_s, float):      # an open workload: rates
+        load, cap, unit = pred.arrival_rate_per_s, pred.capacity_rate_per_s, "req/s"
+    else:
+        load, cap, unit = pred.users, pred.alert_capacity_users, "users"
+    near = response_trend.near_capacity_reason(load, cap, cfg.capacity_margin, unit)
     contradicted = response_trend.contradicted_reason(
-        pred.users, pred.alert_capacity_users, cfg.capacity_margin, response_points, sla, time)
+        load, cap, cfg.capacity_margin, response_points, sla, time, unit)
     cond = response_trend.horizon_condition(ttb, cfg.horizon_s, cfg.horizon_s,
                                             BREACH_RESOLVE_FACTOR)
     if cond is False and near is not None:     # inside the margin: the dead band

@@ -10,8 +10,19 @@ from streams.alerts.conditions import ERROR_RESOLVE_FACTOR
 from streams.core.config import SystemConfig
 from streams.core.outputs import Prediction
 
-__all__ = ["basis_text", "breach_summary", "model_error_hint", "model_error_summary",
+__all__ = ["basis_text", "breach_summary", "load_text", "model_error_hint",
+           "model_error_summary",
            "remedy_text", "trend_basis", "trend_line"]
+
+
+def load_text(pred: Prediction) -> str:
+    """``users 80 -> capacity 95`` (closed), or ``rate 412.0/s -> capacity 468.3/s`` (an open
+    workload's requests per second)."""
+    if isinstance(pred.arrival_rate_per_s, float):
+        cap = pred.capacity_rate_per_s
+        return (f"rate {pred.arrival_rate_per_s:.1f}/s -> capacity "
+                + (f"{cap:.1f}/s" if isinstance(cap, float) else "unknown"))
+    return f"users {pred.users} -> capacity {pred.alert_capacity_users}"
 
 
 def remedy_text(pred: Prediction) -> str:
@@ -62,12 +73,10 @@ def breach_summary(system: str, pred: Prediction, cfg: SystemConfig, ttb: float 
                 + "; ".join(pred.alert_untrusted) + "): "
                 + trend_line(pred, breach_class, f"{cfg.sla_for(str(breach_class)):g} s SLA",
                              ttb)
-                + f" (the {pred.model} model: users {pred.users} -> capacity "
-                f"{pred.alert_capacity_users})" + remedy)
+                + f" (the {pred.model} model: {load_text(pred)})" + remedy)
     text = (f"{system}: class {breach_class!r} is predicted to exceed "
             f"its {cfg.sla_for(str(breach_class)):g} s SLA in about "
-            f"{(ttb or 0) / 60:.0f} min (users {pred.users} -> capacity "
-            f"{pred.alert_capacity_users}, bottleneck tier "
+            f"{(ttb or 0) / 60:.0f} min ({load_text(pred)}, bottleneck tier "
             f"{pred.breach_tier!r})" + basis_text(pred))
     if pred.alert_trigger == "model+trend":
         text += "; the measured response-time trend agrees"

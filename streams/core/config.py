@@ -79,6 +79,12 @@ SLO_QUANTILES = {"p50": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99, "p99.9": 0.99
 #: costs several times an MVA solve: docs/benchmarks.md)
 PREDICT_QUANTILES = ("with_slo", "always")
 
+#: the workload kind of a system (``workload``): ``auto`` -- closed where users are reported
+#: or a think time is configured, open otherwise (a service whose monitoring has request
+#: rates only); ``closed`` -- users thinking between requests (Mi et al. 2008, Fig. 9);
+#: ``open`` -- requests arriving at a rate, whatever the users (Jackson 1963)
+WORKLOADS = ("auto", "closed", "open")
+
 #: cost of each kind of remediation (``remediation_costs``, :mod:`streams.predict.whatif`): per added
 #: replica of a tier; per added core; per tier moved to a faster CPU, times the speed-up
 #: ``s - 1``; per user an admission limit turns away at the required users
@@ -93,6 +99,8 @@ class SystemConfig:
     tiers: tuple[str, ...] = ()
     #: visits of a class to a tier per request, ``{tier: {class: V}}``; default 1
     visits: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    #: the workload kind: one of :data:`WORKLOADS`
+    workload: str = "auto"
     #: think time ``Z`` of the closed workload; ``None``: estimated by Little's law from
     #: ``users``, throughput and response times (``Z = N/X - R``), else 0
     think_time_s: float | None = None
@@ -201,7 +209,8 @@ _TIMES = {"solve_interval_s": (1.0, 86_400.0, True), "horizon_s": (0.0, WEEK_S, 
           "alert_window_s": (0.0, 86_400.0, True)}
 #: settings that take one of a few names
 _CHOICES = {"demand_policy": DEMAND_POLICIES, "bursty_demand": BURSTY_DEMANDS,
-            "bursty_scv": BURSTY_SCVS, "predict_quantiles": PREDICT_QUANTILES}
+            "bursty_scv": BURSTY_SCVS, "predict_quantiles": PREDICT_QUANTILES,
+            "workload": WORKLOADS}
 #: whole-number settings: key -> (lowest, highest or ``None``); memory grows with the window
 #: counts, so they stop at a million windows per tier; the MAP network's population stops at
 #: the largest population a capacity search goes to (``streams.predict.model.CAPACITY_LIMIT``)

@@ -206,6 +206,8 @@ class Prediction(_Record, kw_only=True):
     horizon_s: float                                #: forecast horizon, s
     model: str | None                               #: mva / map / ...; None: not enough data
     flags: list[str]                                #: caveats of this prediction
+    workload: _S = UNSET                            #: closed / open
+    workload_reason: _S = UNSET                     #: why (configured, users, rates only)
     users: _I = UNSET                               #: current population, users
     users_source: _S = UNSET                        #: how it was obtained
     users_trend_per_s: _F = UNSET                   #: users trend, users/s
@@ -213,6 +215,13 @@ class Prediction(_Record, kw_only=True):
     throughput: _F = UNSET                          #: model throughput now, req/s
     response_time: _F = UNSET                       #: model mean response time now, s
     throughput_measured: _F = UNSET                 #: measured throughput, req/s
+    arrival_rate_per_s: _F = UNSET                  #: open: measured request rate, req/s
+    arrival_rate_trend_per_s: _F = UNSET            #: open: its trend, req/s per s
+    arrival_rate_forecast_per_s: _F = UNSET         #: open: rate at time + horizon_s, req/s
+    capacity_rate_per_s: _F = UNSET                 #: open: largest rate within every SLA
+    headroom_rate_per_s: _F = UNSET                 #: open: capacity - rate, req/s
+    saturation_rate_per_s: _F = UNSET               #: open: largest rate the tiers carry
+    unstable: bool | UnsetType = UNSET              #: open: the rate exceeds saturation now
     capacity_users: _I = UNSET                      #: largest population within every SLA
     capacity_limited: bool | UnsetType = UNSET      #: the capacity search hit its limit
     headroom_users: _I = UNSET                      #: capacity - users, users

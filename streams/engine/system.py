@@ -36,7 +36,7 @@ from streams.core.records import Window, clean
 from streams.core.tier import Interval, TierModel, TierState
 from streams.engine.admission import Admission
 from streams.predict import alert_window, confidence, prediction, response_trend, story
-from streams.predict import users_trend, visits
+from streams.predict import open_model, users_trend, visits
 from streams.predict.calibration import Calibration, calibrate_model
 from streams.predict.model import Measured, Point, SystemModel, build_model, model_capacity
 from streams.predict.whatif import hints_of, remediate
@@ -117,6 +117,10 @@ class SystemState(Admission):
         self.solve_offset = solve_offset(system, config)
         self.users_points: list[list[float]] = []      # [end, users], primary tier
         self.think_time_est: float | None = None
+        #: a window of the system has reported ``users`` (the ``auto`` workload is closed)
+        self.users_seen = False
+        #: ``[time, requests/s]`` at the solves of an open workload (the rate trend)
+        self.rate_points: list[list[float]] = []
         self.alerts = AlertBook(config.alert_fire_after, config.alert_resolve_after)
         self.solves = 0
         self.last_capacity: int | None = None     # the MAP network's, where the next search starts
@@ -170,8 +174,10 @@ class SystemState(Admission):
                out: list[tuple[int, TierEstimate]]) -> None:
         """Apply an admitted window (:meth:`TierState.accept`; its Kalman update is batched)."""
         tier.accept(w, late, index, out)
-        if w.users is not None and w.tier == next(iter(self.tiers)):
-            self._add_users_point(w.end, float(w.users))
+        if w.users is not None:
+            self.users_seen = True
+            if w.tier == next(iter(self.tiers)):
+                self._add_users_point(w.end, float(w.users))
 
     # -- measured side --------------------------------------------------------------------------
     def _visits(self, intervals: dict[str, Interval], classes: list[str]) -> visits.Visits:
@@ -211,6 +217,19 @@ class SystemState(Admission):
             self.think_time_est = z if self.think_time_est is None \
                 else 0.5 * (self.think_time_est + z)
         return self.think_time_est if self.think_time_est is not None else 0.0
+
+    def workload(self) -> tuple[str, str]:
+        """The workload kind (``closed`` or ``open``) and why: the configured ``workload``;
+        under ``auto`` closed where users are reported or a think time is configured (a
+        population to model), open otherwise (request rates only)."""
+        cfg = self.config
+        if cfg.workload != "auto":
+            return cfg.workload, "configured"
+        if self.users_seen:
+            return "closed", "users reported"
+        if cfg.think_time_s is not None:
+            return "closed", "think time configured"
+        return "open", "no users and no think time: request rates only"
 
     def _population(self, m: Measured, model: SystemModel) -> tuple[int | None, str]:
         if m.users is not None:
@@ -291,11 +310,81 @@ class SystemState(Admission):
         """Second half: the current population and its trend, the predictions at the current
         and the forecast load, capacity, time to breach, alerts."""
         cfg = self.config
+        response_trend.add_points(self.response_points, solve.time, solve.measured.response_time,
+                                  cfg.trend_window_s)
+        header = (self.system, solve.time, self.solves, solve.think, cfg.horizon_s, solve.held)
+        kind, reason = self.workload()
+        out = self._complete_open(solve, header) if kind == "open" \
+            else self._complete(solve, header)
+        for pred in out.predictions:
+            pred.workload, pred.workload_reason = kind, reason
+        return out
+
+    def _complete_open(self, solve: "_Solve", header: tuple) -> Outputs:
+        """An open workload's solve (:mod:`streams.predict.open_model`): the model at the
+        measured request rate and at the rate trend's forecast, the capacity in requests per
+        second within every SLA, the time until the trend reaches it, the alerts."""
+        cfg = self.config
         out = Outputs()
         m, model, time = solve.measured, solve.model, solve.time
-        response_trend.add_points(self.response_points, time, m.response_time,
-                                  cfg.trend_window_s)
-        header = (self.system, time, self.solves, solve.think, cfg.horizon_s, solve.held)
+        header = header[:3] + (None,) + header[4:]
+        if model is None:
+            out.predictions.append(prediction.unsolved(*header, None, solve.flags))
+            return out
+        X = m.total_throughput
+        if not X > 0:
+            out.predictions.append(prediction.unsolved(*header, "open", model.flags + [
+                "open workload: no requests measured at the entry tier in the interval"]))
+            return out
+        users_trend.add_users_point(self.rate_points, time, X)
+        slope = users_trend.users_trend(self.rate_points, time, cfg.trend_window_s)
+        x_fc = max(X + slope * cfg.horizon_s, 0.0)
+        now, res_now = open_model.open_point(model, X)
+        fc, _ = open_model.open_point(model, x_fc)
+        cap = open_model.rate_capacity(model)
+        flags = list(model.flags) + list(res_now.flags)
+        if not res_now.stable:
+            flags.append(f"unstable: the arrival rate {X:.4g}/s exceeds the saturation rate "
+                         f"{cap.saturation:.4g}/s now (capacity exceeded)")
+        ttb: float | None = None
+        if cap.capacity is not None:
+            ttb = 0.0 if X > cap.capacity else (
+                (cap.capacity - X) / slope if slope > 0 else None)
+        error, x_error = self._model_error(model, m, now)
+        pooled, pooled_fields = self._pooled_error(model, m, now)
+        classes = prediction.class_parts(model, m, now, fc,
+                                         confidence.class_errors(model, m, now), pooled)
+        u_errors = confidence.tier_errors(model, m, now)
+        tiers = prediction.tier_parts(model, m, now, fc, solve.tiers,
+                                      [None] * len(solve.tiers), u_errors, cfg.bursty_scv)
+        util = np.where(np.isfinite(fc.utilization), fc.utilization, np.inf)
+        pred = Prediction(**clean(dict(
+            system=self.system, time=time, solve=self.solves, think_time_s=None,
+            horizon_s=cfg.horizon_s, model=now.model,
+            flags=prediction.held_flags(flags, solve.held),
+            arrival_rate_per_s=X, arrival_rate_trend_per_s=slope,
+            arrival_rate_forecast_per_s=x_fc, capacity_rate_per_s=cap.capacity,
+            headroom_rate_per_s=None if cap.capacity is None else cap.capacity - X,
+            saturation_rate_per_s=cap.saturation, unstable=not res_now.stable,
+            throughput=now.throughput,
+            response_time=float(open_model.mix_mean(now.response, model.mix)),
+            throughput_measured=X, time_to_breach_s=ttb, breach_class=cap.breach_class,
+            breach_tier=cap.breach_tier, bottleneck_tier=model.tiers[int(np.argmax(util))],
+            model_error=error, throughput_error=x_error, classes=classes, tiers=tiers,
+            users=None, alert_capacity_users=None,
+            remediation=None, alert_time_to_breach_s=ttb, alert_basis=[],
+            alert_window_factors={}, **pooled_fields,
+            **dict(zip(("utilization_error_tier", "utilization_error_max"),
+                       confidence.worst(u_errors))))))
+        out.alerts += self._alerts(pred, m, model, time)
+        pred.model_trusted = "model_error" not in self.alerts.active()
+        out.predictions.append(pred)
+        return out
+
+    def _complete(self, solve: "_Solve", header: tuple) -> Outputs:
+        cfg = self.config
+        out = Outputs()
+        m, model, time = solve.measured, solve.model, solve.time
         if model is None:
             out.predictions.append(prediction.unsolved(*header, None, solve.flags))
             return out
@@ -594,7 +683,9 @@ class SystemState(Admission):
         return {"system": self.system,
                 "tiers": [t.to_dict(with_history) for t in self.tiers.values()],
                 "next_solve": self.next_solve, "users_points": self.users_points,
-                "think_time_est": self.think_time_est, "alerts": self.alerts.to_dict(),
+                "think_time_est": self.think_time_est, "users_seen": self.users_seen,
+                "rate_points": self.rate_points,
+                "alerts": self.alerts.to_dict(),
                 "solves": self.solves, "last_capacity": self.last_capacity,
                 "last_alert_capacity": self.last_alert_capacity,
                 "last_provisional_capacity": self.last_provisional_capacity,
@@ -618,6 +709,9 @@ class SystemState(Admission):
         state.next_solve = data["next_solve"]
         state.users_points = sorted(list(p) for p in data["users_points"])
         state.think_time_est = data["think_time_est"]
+        # absent in states saved before the workload kind: set again by the next window
+        state.users_seen = bool(data.get("users_seen", False))
+        state.rate_points = sorted(list(p) for p in data.get("rate_points") or [])
         state.alerts = AlertBook.from_dict(data["alerts"])
         state.solves = data["solves"]
         state.last_capacity = data.get("last_capacity")

@@ -219,22 +219,24 @@ def untrusted_reasons(idc_flags: Mapping[str, str | None],
     return reasons
 
 
-def near_capacity_reason(users: int | None, alert_capacity: int | None,
-                         margin: float) -> str | None:
+def near_capacity_reason(users: float | None, alert_capacity: float | None,
+                         margin: float, unit: str = "users") -> str | None:
     """Why the model cannot decide at this load (module docstring), or ``None``: the users
     ``N`` at or below the alert's capacity ``N*`` but within ``margin`` of it,
-    ``(1 - margin) N* <= N <= N*`` (above ``N*`` the model predicts the breach itself)."""
+    ``(1 - margin) N* <= N <= N*`` (above ``N*`` the model predicts the breach itself). An
+    open workload's load is its request rate (``unit`` ``req/s``)."""
     if users is None or alert_capacity is None or margin <= 0 or users > alert_capacity:
         return None
     if users < (1.0 - margin) * alert_capacity:
         return None
-    return (f"{users} users within {margin:.0%} of the alert capacity {alert_capacity} "
-            f"(the model's capacity error)")
+    return (f"{users:.6g} {unit} within {margin:.0%} of the alert capacity "
+            f"{alert_capacity:.6g} (the model's capacity error)")
 
 
-def contradicted_reason(users: int | None, alert_capacity: int | None, margin: float,
+def contradicted_reason(users: float | None, alert_capacity: float | None, margin: float,
                         points: Mapping[str, Sequence[Sequence[float]]],
-                        sla: Mapping[str, float], time: float) -> str | None:
+                        sla: Mapping[str, float], time: float,
+                        unit: str = "users") -> str | None:
     """Why the model's breach *now* is not acted on (module docstring), or ``None``: the users
     ``N`` beyond ``margin`` above the alert's capacity ``N*`` (``(1 - margin) N > N*``) while
     every class with a measured ``R_c`` at ``time`` (the newest of ``points``) is within
@@ -248,5 +250,5 @@ def contradicted_reason(users: int | None, alert_capacity: int | None, margin: f
     if not now or any(r > (1.0 - margin) * sla[c] for c, r in now.items()):
         return None
     worst = max(now, key=lambda c: now[c] / sla[c])
-    return (f"the model's alert capacity {alert_capacity} is below the {users} users measured "
-            f"within the SLA ({worst} at {now[worst] / sla[worst]:.0%} of it)")
+    return (f"the model's alert capacity {alert_capacity:.6g} is below the {users:.6g} {unit} "
+            f"measured within the SLA ({worst} at {now[worst] / sla[worst]:.0%} of it)")

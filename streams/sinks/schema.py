@@ -45,7 +45,9 @@ MEASUREMENTS: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
         "model_error_pooled_se": _F, "model_error_significant": _B, "model_error_solves": _I,
         "alert_capacity_users": _I, "alert_time_to_breach_s": _F, "alert_basis": _S,
         "alert_trigger": _S, "alert_untrusted": _S, "trend_class": _S,
-        "trend_time_to_breach_s": _F}),
+        "trend_time_to_breach_s": _F, "workload": _S, "arrival_rate_per_s": _F,
+        "arrival_rate_forecast_per_s": _F, "capacity_rate_per_s": _F,
+        "headroom_rate_per_s": _F, "saturation_rate_per_s": _F, "unstable": _B}),
     "class_prediction": (("system", "class"), {
         "throughput": _F, "response_time": _F, "throughput_forecast": _F,
         "response_time_forecast": _F, "throughput_measured": _F,

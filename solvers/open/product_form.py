@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from .results import (
+from solvers.results import (
     OpenResult,
     as_demands,
     as_per_class,

@@ -1,0 +1,166 @@
+"""One open multi-server FCFS tier: exponential, bursty (MAP service) or fed bursty arrivals.
+
+* **M/M/c** (exponential service, Poisson arrivals): Erlang C exactly,
+  ``W = C(c, a) S / (c (1 - rho))`` (Erlang 1917; Kleinrock 1975, Sec. 3.5).
+* **M/MAP/c** (Poisson arrivals, service by a MAP): the tier's chain on ``(n, phases)`` is the
+  closed decomposition's (:mod:`solvers.decomposition.stations`) with a constant arrival rate:
+  per-job phases for ``2..PER_JOB_MAX_CORES`` cores (each job in service keeps the phase it
+  started in; start phases follow the MAP's embedded chain), one MAP frozen while idle for one
+  core (exact), one MAP at speed ``min(n, c)`` beyond (flagged, pessimistic). Above ``c + 1``
+  (one core: above 1) the levels repeat, so the chain is a QBD solved matrix-geometrically
+  (Neuts 1981; Latouche and Ramaswami 1999; :mod:`solvers.open.qbd`) at a cost independent of
+  the load.
+* **MAP/M/c** (arrivals by a MAP, e.g. an MMPP(2); exponential service): levels of arrival
+  phases, repeating above ``c`` (Neuts 1981, Sec. 3.7 for the single-server case); same QBD
+  solve.
+
+Every queue reports ``W`` (mean wait before service, the same for every class under FCFS),
+``E[n]`` and ``rho``; a saturated tier (``rho >= 1``, or a QBD whose drift is not negative)
+gives ``stable = False`` with ``inf`` waits, never NaN and never an unbounded iteration.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import sparse
+
+from solvers.decomposition.memo import _Memo
+from solvers.decomposition.stations import (
+    PER_JOB_MAX_CORES,
+    _level_states,
+    _per_job_states,
+    _speed_scaled,
+)
+from solvers.open.product_form import erlang_c
+from solvers.open.qbd import solve_qbd
+from solvers.processes import MAP
+
+__all__ = ["TierQueue", "mm_c", "m_map_c", "map_m_c"]
+
+_PATTERNS = _Memo(64)        # per-job transitions by (process, cores): independent of the load
+
+
+@dataclass(frozen=True)
+class TierQueue:
+    """One tier's open queue: ``utilization`` ``rho = lambda S / c``, ``wait`` (mean time
+    queued before service), ``jobs`` (mean number at the tier), ``station`` (how it was
+    solved), ``states`` (states of the boundary levels solved), ``stable``."""
+
+    utilization: float
+    wait: float
+    jobs: float
+    station: str
+    states: int
+    stable: bool
+
+
+def _check(rate: float, mean: float, cores: int) -> tuple[float, float, int]:
+    lam, s = float(rate), float(mean)
+    if not (math.isfinite(lam) and lam >= 0):
+        raise ValueError(f"arrival_rate: must be a finite number >= 0, got {rate!r}")
+    if not (math.isfinite(s) and s > 0):
+        raise ValueError(f"mean service: must be a finite number > 0, got {mean!r}")
+    if isinstance(cores, bool) or int(cores) != cores or cores < 1:
+        raise ValueError(f"cores: must be a positive integer, got {cores!r}")
+    return lam, s, int(cores)
+
+
+def _unstable(rho: float, station: str) -> TierQueue:
+    return TierQueue(rho, math.inf, math.inf, station, 0, False)
+
+
+def mm_c(arrival_rate: float, mean_service: float, cores: int) -> TierQueue:
+    """M/M/c FCFS: ``W = C(c, a) S / (c (1 - rho))``, ``E[n] = lambda (W + S)``, ``a = lambda S``
+    (Erlang C, :func:`solvers.open.product_form.erlang_c`)."""
+    lam, s, c = _check(arrival_rate, mean_service, cores)
+    a = lam * s
+    rho = a / c
+    if rho >= 1.0:
+        return _unstable(rho, "erlang-c")
+    w = erlang_c(c, a) * s / (c * (1.0 - rho)) if lam > 0 else 0.0
+    return TierQueue(rho, w, lam * (w + s), "erlang-c", 0, True)
+
+
+def _from_transitions(src: np.ndarray, dst: np.ndarray, rate: np.ndarray, up: np.ndarray,
+                      lam: float, n_states: int) -> sparse.csr_matrix:
+    r = np.where(up, rate * lam, rate)
+    return sparse.csr_matrix((r, (src, dst)), shape=(n_states, n_states))
+
+
+def _per_job_pattern(proc: MAP, cores: int) -> tuple[np.ndarray, ...]:
+    key = (cores, proc.D0.tobytes(), proc.D1.tobytes())
+    held = _PATTERNS.get(key)
+    if held is None:
+        src, dst, rate, up, _ = _per_job_states(cores + 2, proc, cores)
+        sizes = [_level_states(proc, min(n, cores)) for n in range(cores + 3)]
+        starts = np.concatenate(([0], np.cumsum(sizes)))
+        held = _PATTERNS.put(key, (src, dst, rate, up, starts))
+    return held
+
+
+def m_map_c(arrival_rate: float, process: MAP, cores: int, *,
+            per_job_max_cores: int = PER_JOB_MAX_CORES) -> TierQueue:
+    """M/MAP/c FCFS with the service process ``process`` (its own mean; scale it first), Poisson
+    arrivals at ``arrival_rate``, solved as a QBD (module docstring)."""
+    lam, s, c = _check(arrival_rate, process.mean if isinstance(process, MAP) else -1, cores)
+    rho = lam * s / c
+    if process.order == 1:
+        return mm_c(lam, s, c)
+    per_job = 1 < c <= per_job_max_cores
+    station = "per-job" if per_job else "speed-scaled"
+    if c > 1 and not per_job:
+        station = "speed-scaled (cores above the per-job limit)"
+    if rho >= 1.0:
+        return _unstable(rho, station)
+    if lam == 0.0:
+        return TierQueue(0.0, 0.0, 0.0, station, 0, True)
+    if per_job:
+        src, dst, rate, up, starts = _per_job_pattern(process, c)
+        first = c + 1
+    else:
+        tr = _speed_scaled(c + 2, process, c)
+        src, dst, rate, up = tr.src, tr.dst, tr.rate, tr.up
+        starts = np.arange(c + 4) * process.order
+        first = c
+    Q = _from_transitions(src, dst, rate, up, lam, int(starts[-1]))
+    sol = solve_qbd(Q, starts, first)
+    if sol is None:
+        return _unstable(rho, station)
+    queued = sol.mean_excess(c)
+    return TierQueue(rho, queued / lam, queued + lam * s, station, int(starts[first + 1]), True)
+
+
+def map_m_c(arrivals: MAP, mean_service: float, cores: int) -> TierQueue:
+    """MAP/M/c FCFS: arrivals by the MAP ``arrivals`` (its own rate; scale it first),
+    exponential service of mean ``mean_service`` on ``cores`` servers; levels of arrival
+    phases repeat above ``c`` (a QBD, module docstring). Poisson arrivals: :func:`mm_c`."""
+    lam, s, c = _check(arrivals.rate if isinstance(arrivals, MAP) else -1, mean_service, cores)
+    if arrivals.order == 1:
+        return mm_c(lam, s, c)
+    rho = lam * s / c
+    if rho >= 1.0:
+        return _unstable(rho, "map-arrivals")
+    K = arrivals.order
+    levels = c + 3
+    off0 = arrivals.D0 - np.diag(np.diag(arrivals.D0))
+    blocks = []
+    for n in range(levels):
+        row = [None] * levels
+        row[n] = sparse.csr_matrix(off0)
+        if n + 1 < levels:
+            row[n + 1] = sparse.csr_matrix(arrivals.D1)
+        if n > 0:
+            row[n - 1] = sparse.identity(K) * (min(n, c) / s)
+        blocks.append(row)
+    Q = sparse.bmat(blocks, format="csr")
+    Q.eliminate_zeros()
+    starts = np.arange(levels + 1) * K
+    sol = solve_qbd(Q, starts, c)
+    if sol is None:
+        return _unstable(rho, "map-arrivals")
+    queued = sol.mean_excess(c)
+    return TierQueue(rho, queued / lam, queued + lam * s, "map-arrivals",
+                     int(starts[c + 1]), True)

@@ -1,0 +1,156 @@
+"""Open tiers (solvers.open.queues, solvers.open.tiers, solvers.open.qbd) against closed forms
+(M/M/1, Erlang C, Pollaczek-Khinchine), line-solver's exact MAP/PH/c and MAP/M/c queues, and
+the open-queue simulation."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+# ``solvers`` before ``line_solver`` (line_solver's sys.path entry shadows our package name)
+from solvers.open import (  # isort: skip
+    m_map_c, map_m_c, mm_c, solve_open, solve_open_tiers, tiers_capacity)
+from solvers.open.qbd import logarithmic_reduction  # isort: skip
+from solvers.processes import MAP  # isort: skip
+from solvers.simulation.mmpp import mmpp2_design  # isort: skip
+from solvers.simulation.network import Queue  # isort: skip
+from solvers.simulation.open_queue import OpenNetwork, simulate_open  # isort: skip
+
+from line_solver.api.qsys.map_queues import qsys_mapmc  # isort: skip  # noqa: E402
+from line_solver.api.qsys.mapphc import qsys_mapphc  # isort: skip  # noqa: E402
+
+
+def _h2(p: float = 0.3, fast: float = 3.0, slow: float = 0.5) -> tuple[MAP, np.ndarray,
+                                                                       np.ndarray]:
+    """A renewal hyperexponential MAP: every interval starts in phase 1 w.p. ``p``."""
+    D0 = np.diag([-fast, -slow])
+    alpha = np.array([p, 1.0 - p])
+    return MAP(D0, np.outer([fast, slow], alpha)), alpha, D0
+
+
+def test_mm1_and_erlang_c_closed_forms():
+    q = mm_c(0.8, 1.0, 1)
+    assert q.wait == pytest.approx(0.8 / (1.0 - 0.8) * 1.0, rel=1e-12)   # rho S / (1 - rho)
+    assert q.jobs == pytest.approx(0.8 / 0.2, rel=1e-12)
+    # M/M/2, a = 1.5: C = a^2/(2!(1-rho)) / (1 + a + a^2/(2!(1-rho))) = 0.6428...
+    a, c = 1.5, 2
+    top = a**2 / 2 / (1 - a / c)
+    erl = top / (1 + a + top)
+    assert mm_c(a, 1.0, c).wait == pytest.approx(erl / (c - a), rel=1e-12)
+
+
+@pytest.mark.parametrize("cores", [1, 4, 16])
+def test_poisson_map_of_order_two_gives_erlang_c(cores):
+    """A MAP of order 2 that is Poisson (both phases rate 1) through the per-job chain."""
+    poisson = MAP([[-2.0, 1.0], [1.0, -2.0]], [[0.5, 0.5], [0.5, 0.5]])
+    lam = 0.85 * cores
+    assert m_map_c(lam, poisson, cores).wait == pytest.approx(mm_c(lam, 1.0, cores).wait,
+                                                               rel=1e-9)
+
+
+def test_renewal_map_on_one_core_is_pollaczek_khinchine():
+    proc, _, _ = _h2()
+    lam = 0.7 / proc.mean
+    pk = lam * proc.moment(2) / (2.0 * (1.0 - lam * proc.mean))
+    assert m_map_c(lam, proc, 1).wait == pytest.approx(pk, rel=1e-9)
+
+
+@pytest.mark.parametrize("cores", [2, 4, 8])
+def test_renewal_map_on_many_cores_matches_line_solver_mapphc(cores):
+    """Per-job phases with a renewal MAP are the exact M/PH/c queue."""
+    proc, alpha, D0 = _h2()
+    lam = 0.8 * cores / proc.mean
+    exact = qsys_mapphc([[-lam]], [[lam]], alpha, D0, cores)
+    assert m_map_c(lam, proc, cores).wait == pytest.approx(exact.meanWaitingTime, rel=1e-8)
+
+
+@pytest.mark.parametrize("cores,idc", [(1, 20.0), (4, 30.0), (8, 80.0)])
+def test_mmpp_arrivals_match_line_solver_mapmc(cores, idc):
+    arrivals = mmpp2_design(0.005, idc).scaled(1.0 / (0.75 * cores))
+    exact = qsys_mapmc(arrivals.D0, arrivals.D1, 1.0, cores)
+    assert map_m_c(arrivals, 1.0, cores).wait == pytest.approx(exact.meanWaitingTime, rel=1e-6)
+
+
+def test_logarithmic_reduction_gives_a_stochastic_g_solving_the_equation():
+    proc = mmpp2_design(0.02, 50.0)
+    lam = 0.9 / proc.mean
+    A0, A1, A2 = lam * np.eye(2), proc.D0 - lam * np.eye(2), proc.D1
+    G = logarithmic_reduction(A0, A1, A2)
+    assert np.allclose(G.sum(axis=1), 1.0, atol=1e-10)
+    assert np.abs(A2 + A1 @ G + A0 @ G @ G).max() < 1e-9
+
+
+def test_bursty_tier_waits_longer_than_exponential_and_cost_does_not_grow_with_load():
+    proc = mmpp2_design(0.01, 50.0).scaled(0.05)
+    light, heavy = (m_map_c(rho * 16 / 0.05, proc, 16) for rho in (0.5, 0.98))
+    assert light.station == heavy.station == "per-job"
+    assert light.states == heavy.states                 # the boundary only, whatever the load
+    assert heavy.wait > light.wait > mm_c(0.5 * 16 / 0.05, 0.05, 16).wait
+
+
+@pytest.mark.parametrize("rho", [1.0, 1.3])
+def test_saturated_tier_is_flagged_never_nan(rho):
+    proc = mmpp2_design(0.01, 50.0).scaled(0.05)
+    for q in (m_map_c(rho * 16 / 0.05, proc, 16), mm_c(rho * 4, 1.0, 4),
+              map_m_c(mmpp2_design(0.05, 30.0).scaled(1 / (rho * 4)), 1.0, 4)):
+        assert not q.stable and math.isinf(q.wait) and q.utilization == pytest.approx(rho)
+    res = solve_open_tiers([300.0, 200.0], [[0.01, 0.01], [0.02, 0.02]], [8, 8],
+                           processes=[None, proc])
+    assert not res.stable and res.saturated_tiers == (1,)
+    assert np.all(np.isinf(res.response_time)) and not np.any(np.isnan(res.residence_time))
+    assert "capacity exceeded" in res.flags[0]
+
+
+def test_exponential_tiers_with_equal_class_services_are_the_product_form():
+    S = np.array([[0.01, 0.01], [0.02, 0.02], [0.03, 0.03]])
+    lam = np.array([70.0, 50.0])
+    ours = solve_open_tiers(lam, S, [4, 4, 8])
+    pf = solve_open(lam, S, [4, 4, 8])
+    assert np.allclose(ours.response_time, pf.response_time, rtol=1e-12)
+    assert ours.stations == ("erlang-c",) * 3
+
+
+def test_per_class_response_is_service_plus_the_shared_fcfs_wait():
+    S = np.array([[0.01, 0.03], [0.02, 0.004]])
+    res = solve_open_tiers([40.0, 20.0], S, [2, 2])
+    assert np.allclose(res.response_time, S.sum(axis=0) + res.wait.sum(), rtol=1e-12)
+    mean0 = (40 * 0.01 + 20 * 0.03) / 60
+    assert res.wait[0] == pytest.approx(mm_c(60.0, mean0, 2).wait, rel=1e-12)
+
+
+def test_capacity_and_bad_input():
+    assert tiers_capacity([1.0, 1.0], [[0.01, 0.03], [0.02, 0.02]], [4, 8]) == \
+        pytest.approx(min(4 / 0.02, 8 / 0.02))
+    with pytest.raises(ValueError, match="cores"):
+        solve_open_tiers([1.0], [[0.1]], [0])
+    with pytest.raises(ValueError, match="arrival_rates"):
+        solve_open_tiers([-1.0], [[0.1]], [1])
+    with pytest.raises(ValueError, match="processes"):
+        solve_open_tiers([1.0], [[0.1]], [1], processes=["map"])
+
+
+def test_bursty_single_core_tier_matches_simulation():
+    """One FCFS core with correlated MAP service (the model is exact there) against the open
+    queue's simulation: mean response within its 95% interval plus 3%."""
+    proc = mmpp2_design(0.2, 8.0).scaled(0.01)
+    lam = 60.0
+    model = m_map_c(lam, proc, 1)
+    sim = simulate_open(OpenNetwork([Queue("db", proc, "FCFS")], lam), 2000.0,
+                        replications=3, seed=11)
+    measured, half = sim.response_time[0], sim.response_time_hw[0]
+    assert abs(model.wait + proc.mean - measured) <= half + 0.03 * measured
+
+
+def test_mmpp_arrivals_reach_every_exponential_tier_and_are_flagged_at_a_bursty_one():
+    shape = mmpp2_design(0.01, 40.0)
+    S = np.array([[0.01], [0.02]])
+    res = solve_open_tiers([150.0], S, [4, 8], arrivals=shape)
+    assert res.stations == ("map-arrivals", "map-arrivals")
+    assert res.wait[0] == pytest.approx(map_m_c(shape.scaled(1 / 150.0), 0.01, 4).wait,
+                                        rel=1e-12)
+    bursty = solve_open_tiers([150.0], S, [4, 8], arrivals=shape,
+                              processes=[None, mmpp2_design(0.02, 20.0)])
+    assert bursty.stations[1] == "per-job"
+    assert any("bursty arrivals" in f for f in bursty.flags)
