@@ -103,10 +103,15 @@ def _trace(tmp_path: Path, drop: tuple[str, ...]) -> Path:
     return path
 
 
-def _run(tmp_path: Path, drop: tuple[str, ...]) -> tuple[str, dict]:
+def _run(tmp_path: Path, drop: tuple[str, ...], workload: str = "closed") -> tuple[str, dict]:
+    """``perfcast run`` of the trace at 80 columns; ``workload``: the configured kind (the
+    default ``auto`` reads a trace without users as open)."""
     out = tmp_path / "out"
+    config = tmp_path / "perfcast.toml"
+    config.write_text(f'[defaults]\nworkload = "{workload}"\n')
     result = runner.invoke(app, ["run", "--source", str(_trace(tmp_path, drop)), "--out",
-                                 str(out)], env={"COLUMNS": str(WIDTH)}, terminal_width=WIDTH)
+                                 str(out), "--config", str(config)],
+                           env={"COLUMNS": str(WIDTH)}, terminal_width=WIDTH)
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert all(len(line) <= WIDTH for line in lines), [x for x in lines if len(x) > WIDTH]
@@ -123,9 +128,10 @@ def _summary(output: str) -> str:
 
 
 def test_a_trace_without_users_says_what_population_and_think_time_it_assumed(tmp_path):
-    """No ``users``: the population comes from Little's law over the measured response times
-    with a think time of 0 (none configured, none estimable): both are flagged, and the
-    console's summary says so too; the visits are learned from the completions."""
+    """No ``users``, the workload configured closed: the population comes from Little's law
+    over the measured response times with a think time of 0 (none configured, none
+    estimable): both are flagged, and the console's summary says so too; the visits are
+    learned from the completions."""
     output, last = _run(tmp_path, ("users",))
     assert last["users_source"] == "littles_law" and last["think_time_s"] == 0.0
     flags = [f for f in last["flags"] if f.startswith("assumed: ")]
@@ -138,6 +144,21 @@ def test_a_trace_without_users_says_what_population_and_think_time_it_assumed(tm
     summary = _summary(output)
     for flag in flags:
         assert flag in summary, (flag, summary)
+
+
+def test_a_trace_without_users_is_read_as_open_and_says_so(tmp_path):
+    """Under ``workload = "auto"`` (the default) a trace without users and without a think time
+    is an open workload: the prediction and the console say that this was assumed and why,
+    and how to say otherwise."""
+    output, last = _run(tmp_path, ("users",), workload="auto")
+    assert last["workload"] == "open"
+    assert last["workload_reason"] == "no users and no think time: request rates only"
+    flags = [f for f in last["flags"] if f.startswith("assumed: an open workload")]
+    assert flags == ["assumed: an open workload (no users and no think time: request rates "
+                     "only): capacity and headroom in requests per second; set workload = "
+                     "\"closed\" and think_time_s where users think between requests"]
+    summary = _summary(output)
+    assert flags[0] in summary and "req/s" in summary, summary
 
 
 def test_a_bare_trace_says_it_assumed_the_population_and_the_cores(tmp_path):

@@ -17,8 +17,9 @@ from __future__ import annotations
 import textwrap
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
-from streams.core.outputs import Alert, Outputs, Prediction
+from streams.core.outputs import UNSET, Alert, Outputs, Prediction
 from streams.core.records import format_time
 from streams.predict.model import ASSUMED
 from streams.sinks.report.text import duration as _duration
@@ -57,16 +58,28 @@ class Solve:
     remediation_tier: str | None
     #: the flags of what the model assumed (:data:`streams.predict.model.ASSUMED`)
     assumed: tuple[str, ...]
+    #: an open workload's request rate, its capacity and headroom, requests per second
+    #: (``None``: a closed workload, read in users)
+    rate: float | None = None
+    capacity_rate: float | None = None
+    headroom_rate: float | None = None
 
     @classmethod
     def of(cls, p: Prediction) -> "Solve":
-        info = p.tiers.get(p.breach_tier) if p.breach_tier else None
-        return cls(p.time, p.model, p.users, p.capacity_users, p.capacity_limited,
-                   p.headroom_users, p.time_to_breach_s, p.alert_capacity_users,
-                   p.bottleneck_tier, p.breach_tier, p.breach_class, p.breach_tier_share,
+        def get(name: str) -> Any:            # a field the prediction leaves out reads None
+            value = getattr(p, name)
+            return None if value is UNSET else value
+
+        info = p.tiers.get(p.breach_tier) if isinstance(p.breach_tier, str) else None
+        return cls(p.time, get("model"), get("users"), get("capacity_users"),
+                   get("capacity_limited"), get("headroom_users"), get("time_to_breach_s"),
+                   get("alert_capacity_users"), get("bottleneck_tier"), get("breach_tier"),
+                   get("breach_class"), get("breach_tier_share"),
                    info.idc if info is not None and info.bursty else None,
-                   p.remediation_summary, p.remediation_tier,
-                   tuple(f for f in p.flags if f.startswith(ASSUMED)))
+                   get("remediation_summary"), get("remediation_tier"),
+                   tuple(f for f in p.flags if f.startswith(ASSUMED)),
+                   get("arrival_rate_per_s"), get("capacity_rate_per_s"),
+                   get("headroom_rate_per_s"))
 
 
 @dataclass
@@ -119,13 +132,22 @@ def _hhmm(t: float) -> str:
 
 
 def _state(p: Solve) -> str:
-    """``185 users, capacity 118 (67 over): SLA broken now`` and the like."""
-    text = f"{p.users} user{'' if p.users == 1 else 's'}"
-    if p.capacity_users is None:
-        return text + ", no capacity (no SLA reached within the search)"
-    cap = f"{p.capacity_users}{'+' if p.capacity_limited else ''}"
-    head = p.headroom_users or 0
-    text += f", capacity {cap} ({abs(head)} {'headroom' if head >= 0 else 'over'})"
+    """``185 users, capacity 118 (67 over): SLA broken now`` and the like; an open workload's
+    in requests per second (``412 req/s, capacity 488 req/s (76 headroom)``)."""
+    if p.rate is not None:
+        text = f"{p.rate:.4g} req/s"
+        if p.capacity_rate is None:
+            return text + ", no capacity (no SLA reached within the search)"
+        head = p.headroom_rate or 0.0
+        text += (f", capacity {p.capacity_rate:.4g} req/s ({abs(head):.3g} "
+                 f"{'headroom' if head >= 0 else 'over'})")
+    else:
+        text = f"{p.users} user{'' if p.users == 1 else 's'}"
+        if p.capacity_users is None:
+            return text + ", no capacity (no SLA reached within the search)"
+        cap = f"{p.capacity_users}{'+' if p.capacity_limited else ''}"
+        head = p.headroom_users or 0
+        text += f", capacity {cap} ({abs(head)} {'headroom' if head >= 0 else 'over'})"
     ttb = p.time_to_breach_s
     if ttb == 0:
         return text + ": SLA broken now"
@@ -161,12 +183,15 @@ def _system_lines(name: str, s: _System) -> list[str]:
     p = s.last
     if p is None:
         return [f"{name}: no solve with a model (predictions.jsonl's flags say why)"]
-    lines = [f"{name} at {_hhmm(p.time)} ({p.model}): {_state(p)}"]
+    lines = _wrap(f"{name} at {_hhmm(p.time)} ({p.model}): {_state(p)}", "", "    ")
     if s.predicted is not None:
         alert, at = s.predicted
         ahead = f" in about {(alert.time_to_breach_s or 0) / 60:.0f} min" \
             if isinstance(alert.time_to_breach_s, (int, float)) else ""
-        cap = f" (capacity {at.alert_capacity_users})" if at is not None else ""
+        cap = "" if at is None else f" (capacity {at.capacity_rate:.4g} req/s)" \
+            if at.rate is not None and at.capacity_rate is not None else \
+            f" (capacity {at.alert_capacity_users})" if at.alert_capacity_users is not None \
+            else ""
         lines += _wrap(f"first predicted breach {_hhmm(alert.time)}: class {alert.class_!r} "
                        f"to exceed its SLA{ahead}{cap}")
     else:

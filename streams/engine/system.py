@@ -38,7 +38,8 @@ from streams.engine.admission import Admission
 from streams.predict import alert_window, confidence, prediction, response_trend, story
 from streams.predict import open_model, users_trend, visits
 from streams.predict.calibration import Calibration, calibrate_model
-from streams.predict.model import Measured, Point, SystemModel, build_model, model_capacity
+from streams.predict.model import (ASSUMED, Measured, Point, SystemModel, build_model,
+                                   model_capacity)
 from streams.predict.whatif import hints_of, remediate
 
 __all__ = ["BREACH_RESOLVE_FACTOR", "CURRENT_RESOLVE_FACTOR", "ERROR_RESOLVE_FACTOR", "Outputs",
@@ -318,6 +319,12 @@ class SystemState(Admission):
             else self._complete(solve, header)
         for pred in out.predictions:
             pred.workload, pred.workload_reason = kind, reason
+            if kind == "open" and reason != "configured":
+                # said like the other defaults the model took for a missing input
+                pred.flags = list(pred.flags) + [
+                    f"{ASSUMED}an open workload ({reason}): capacity and headroom in requests "
+                    f"per second; set workload = \"closed\" and think_time_s where users think "
+                    f"between requests"]
         return out
 
     def _complete_open(self, solve: "_Solve", header: tuple) -> Outputs:
@@ -376,8 +383,12 @@ class SystemState(Admission):
             alert_window_factors={}, **pooled_fields,
             **dict(zip(("utilization_error_tier", "utilization_error_max"),
                        confidence.worst(u_errors))))))
-        out.alerts += self._alerts(pred, m, model, time)
-        pred.model_trusted = "model_error" not in self.alerts.active()
+        reasons = confidence.trust_reasons(pred, solve.tiers)
+        out.alerts += self._alerts(pred, m, model, time, reasons, solve.tiers)
+        if "model_error" in self.alerts.active():
+            reasons.append("model_error alert active")
+        pred.model_trusted = not reasons
+        pred.trust_reasons = reasons
         out.predictions.append(pred)
         return out
 
