@@ -47,7 +47,8 @@ def test_demo_predicts_the_breach_before_it_happens(tmp_path):
 
 def _check_the_demo_ends_on_the_solves_that_matter(output: str, firing: list[dict]) -> None:
     """At 80 columns: every line fits; the table left on the screen runs from the solve whose
-    alert first predicted the breach to the measured breach; each alert is printed once; the
+    alert first predicted the breach to the measured breach; each alert is printed once (past
+    the first few, counted); the
     summary names the first predicted breach, the measured one and the lead, one sentence ties
     the busiest tier, the breach tier and the remedy together, and the remedy is the one the
     alert named."""
@@ -63,8 +64,10 @@ def _check_the_demo_ends_on_the_solves_that_matter(output: str, firing: list[dic
     rows = [x.split()[0] for x in table.splitlines() if re.match(r"\d\d:\d\d ", x)]
     assert rows[3] == at_pred and at_meas in rows, table
     flat = " ".join(output.split())
-    for a in firing:
-        assert flat.count(" ".join(a["summary"].split())) == 1, a["summary"]
+    shown = [flat.count(" ".join(a["summary"].split())) for a in firing]
+    assert all(n <= 1 for n in shown), firing
+    # the console prints the first alerts of a system; the rest are counted, not dropped
+    assert all(shown) or f"{shown.count(0)} more of shop in alerts.jsonl" in flat, flat
     summary = flat[flat.index(" summary: "):]
     assert f"first predicted breach {at_pred}: class {predicted['class']!r}" in summary
     assert f"measured breach {at_meas}: class {measured['class']!r}" in summary

@@ -57,7 +57,7 @@ from streams.core.config import SystemConfig
 from streams.core.history import WindowHistory
 from streams.core.plausibility import Plausibility, Verdict, jumped, overlap, physical
 from streams.core.outputs import TierEstimate
-from streams.core.records import Window, clean, content_digest
+from streams.core.records import CORES_ASSUMED, Window, clean, content_digest
 
 __all__ = ["TierState", "TierModel", "Interval", "REPLAY", "step_tiers"]
 
@@ -462,8 +462,9 @@ class TierState:
         self.replays = 0                            # windows seen again unchanged (skipped)
         self.late = 0
         self.cores = 1
-        #: the last applied window had no ``cores`` (set by the pipeline; not persisted: the
-        #: next window sets it again)
+        #: the last applied window had no ``cores`` (set as each window is applied, so a
+        #: solve sees the window before it whatever the batch; not persisted: the next window
+        #: sets it again)
         self.cores_assumed = False
         self.window_s = 0.0
         self.interval = Interval()
@@ -584,6 +585,7 @@ class TierState:
         next step of all tiers together (:func:`step_tiers`), which also writes its estimate
         record. ``out`` receives the records of pending windows that must be stepped first
         (a new class changes the size of the filter and of the history rows)."""
+        self.cores_assumed = CORES_ASSUMED in w.flags
         if not w.completions.keys() <= self._known:
             if self.pending:
                 out += step_tiers([self])

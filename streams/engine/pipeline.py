@@ -348,13 +348,10 @@ class Pipeline:
             assert tier is not None
             plan[-1].windows.append((tier, w, late, index))
             if w.flags:
-                tier.cores_assumed = CORES_ASSUMED in w.flags
                 clamped = tuple(f for f in w.flags if f != CORES_ASSUMED)
                 if clamped:
                     self.flagged[index] = clamped
                     self.clamped += 1
-            elif tier.cores_assumed:
-                tier.cores_assumed = False
             if self._sample_flags and self._sample_flags[index]:
                 self.flagged[index] = self.flagged.get(index, ()) + self._sample_flags[index]
         self.batch_systems = systems
