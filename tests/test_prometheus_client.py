@@ -599,6 +599,34 @@ def test_the_follower_dead_letters_a_malformed_answer_and_goes_on(tmp_path, capl
     assert "published to perfcast.deadletter, going on" in line
 
 
+def test_the_follower_publishes_the_dead_letter_to_a_real_kafka_and_goes_on(tmp_path,
+                                                                              kafka_bootstrap):
+    from pipeline_harness import TopicReader, unique
+    from streams.core.config import KafkaSettings
+    from streams.kafka.prometheus_follow import Checkpoint, follow
+    from streams.kafka.topics import ensure_topics
+
+    kafka = KafkaSettings(bootstrap=kafka_bootstrap, topic_prefix=unique("promdead"))
+    ensure_topics(kafka)
+    body, field = SHAPES["time inf"]
+    with FakePrometheus(_shop(body)) as fake:
+        src = source_from_mapping({
+            "prometheus": {"url": fake.url, "system": "shop", "window_s": 5,
+                           "max_windows_per_query": 4},
+            "tiers": {"front": {"busy_seconds": "busy_front", "completions": "c_front"},
+                      "db": {"busy_seconds": "busy_db", "completions": "c_db"}}})
+        stats, err = call(lambda: follow(src, kafka, Checkpoint(tmp_path / "cp.json", src),
+                                         start_s=1_800_000_000, until_s=1_800_000_060,
+                                         client=PrometheusClient(src, env=ENV),
+                                         clock=lambda: 1_800_000_100.0))
+    assert err is None, err
+    windows = TopicReader(kafka_bootstrap, kafka.topic("windows")).read_to_end()
+    [dead] = TopicReader(kafka_bootstrap, kafka.topic("deadletter")).read_to_end()
+    assert dead["field"] == field and dead["tier"] == "db" and "not made" in dead["reason"]
+    assert len(windows) == stats.sent == 20 and stats.refused == 1
+    assert Checkpoint(tmp_path / "cp.json", src).load() == 1_800_000_060
+
+
 def test_the_follower_stops_on_a_query_prometheus_refuses_with_its_one_line(tmp_path):
     with FakePrometheus(_echo_token) as fake:               # HTTP 400: fix the configuration
         _, err = _follow(fake.url, ENV, tmp_path)
