@@ -382,7 +382,6 @@ SHAPES = {
 }
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("shape", list(SHAPES))
 def test_the_backtest_dead_letters_such_an_answer_and_runs_the_other_windows(tmp_path, shape,
                                                                              clean_run):
