@@ -1,7 +1,9 @@
 """The Prometheus HTTP client against a hostile server: a fake Prometheus API on 127.0.0.1
 (:mod:`tests.fake_prometheus`) that trickles its answer, sends too much, redirects elsewhere,
-echoes the token, or answers a body of an unexpected shape. Each case ends with one clear
-error naming the setting or the field -- never a hang, a traceback, or the token in any output.
+echoes the token, or answers a body of an unexpected shape. A transport or configuration
+fault ends with one clear error naming the setting; an answer of an unexpected shape is a dead
+letter naming the query and the field, and the other queries' windows are run all the same --
+never a hang, a traceback, or the token in any output.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import json
 import logging
 import threading
 import time
+import urllib.parse
 
 import pytest
 from hypothesis import given, settings
@@ -19,7 +22,8 @@ from typer.testing import CliRunner
 from streams.cli.commands import app
 from streams.core.config import ConfigError
 from streams.sources.prometheus import parse_result, source_from_mapping
-from streams.sources.prometheus_http import PrometheusClient, PrometheusError, fetch_windows
+from streams.sources.prometheus_http import (MalformedAnswer, PrometheusClient, PrometheusError,
+                                             fetch_windows, iter_windows)
 from tests.fake_prometheus import FakePrometheus, json_answer
 
 TOKEN = "s3cr3t-T0ken.value~+/="
@@ -287,29 +291,150 @@ HOSTILE = [
      "did not answer JSON (nested too deeply)"),
     (b"<html>502 Bad Gateway</html>", "did not answer JSON (Expecting value"),
     (b'{"status": "error", "errorType": "bad_data\\u001b[2J", "error": "\\u202e!"}',
-     "tiers.db.busy_seconds: bad_data\\x1b[2J: \\u202e! (status 'error', query 'busy')"),
+     "tiers.db.busy_seconds: status: bad_data\\x1b[2J: \\u202e! (query 'busy'), got 'error'"),
 ]
+#: the answers that are not of Prometheus' shape (the rest -- not JSON at all -- is transient)
+MALFORMED = [body for body, message in HOSTILE if "Expecting value" not in message]
 
 
 @pytest.mark.parametrize("body, message", HOSTILE, ids=range(len(HOSTILE)))
 def test_an_answer_of_an_unexpected_shape_is_one_error_naming_the_field(body, message):
     with FakePrometheus(json_answer(body)) as fake:
         src = source(fake.url)
-        _, err = call(lambda: fetch_windows(src, 1_800_000_000, 1_800_000_060,
-                                            PrometheusClient(src, env=ENV)))
+        _, err = call(lambda: list(iter_windows(src, 1_800_000_000, 1_800_000_060,
+                                                PrometheusClient(src, env=ENV))))
     assert isinstance(err, PrometheusError), err
+    assert isinstance(err, MalformedAnswer) == (body in MALFORMED) != err.transient
     assert message in str(err) and "\n" not in str(err) and len(str(err)) < 600
     assert "\x1b" not in str(err) and "\u202e" not in str(err)
 
 
-@pytest.mark.parametrize("body", [HOSTILE[0][0], HOSTILE[6][0], HOSTILE[9][0], HOSTILE[16][0]])
-def test_the_backtest_on_such_an_answer_exits_2_with_one_line(tmp_path, body):
-    with FakePrometheus(json_answer(body)) as fake:
+# -- the backtest: a malformed answer is a dead letter, the other queries' windows are run ----
+T0 = 1_799_999_000
+#: per query of the two-tier system below: a counter's rate (busy core-seconds per second)
+_RATES = {"busy_front": 0.3, "busy_db": 0.6}
+#: per class, completions per second (both tiers' ``completions`` and ``time_count``)
+_CLASSES = {"home": 20.0, "buy": 5.0}
+
+
+def _shop(hostile: bytes | None, hostile_query: str = "busy_db", times: int = 1):
+    """A fake Prometheus of a two-tier shop (front, db) of steady counters, whose first
+    ``times`` answers to ``hostile_query`` are ``hostile`` (``None``: every answer valid)."""
+    left = [times]
+
+    def answer(h):
+        q = urllib.parse.parse_qs(urllib.parse.urlsplit(h.path).query)
+        query = q["query"][0]
+        if hostile is not None and query == hostile_query and left[0] > 0:
+            left[0] -= 1
+            return json_answer(hostile)(h)
+        start, end, step = (float(q[k][0]) for k in ("start", "end", "step"))
+        ts = [start + i * step for i in range(round((end - start) / step) + 1)]
+        if query in _RATES:
+            result = [{"metric": {}, "values": [[t, str(_RATES[query] * (t - T0))]
+                                                for t in ts]}]
+        else:                           # completions, time_sum (0.01 s per completion)
+            per = 0.01 if query.startswith("time") else 1.0
+            result = [{"metric": {"handler": c},
+                       "values": [[t, str(per * rate * (t - T0))] for t in ts]}
+                      for c, rate in _CLASSES.items()]
+        json_answer(success(result))(h)
+
+    return answer
+
+
+def _shop_run(tmp_path, name: str, answer, *extra: str):
+    with FakePrometheus(answer) as fake:
+        path = tmp_path / f"{name}.toml"
+        path.write_text(f'[prometheus]\nurl = "{fake.url}"\nsystem = "shop"\nwindow_s = 5\n'
+                        f'[tiers.front]\nbusy_seconds = "busy_front"\ncompletions = "c_front"\n'
+                        f'[tiers.db]\nbusy_seconds = "busy_db"\ncompletions = "c_db"\n'
+                        + "".join(f"{line}\n" for line in extra))
+        out = tmp_path / name
+        result = CliRunner().invoke(app, ["run", "--source", "prometheus", "--prom-config",
+                                          str(path), "--from", "1800000000", "--to",
+                                          "1800000060", "--out", str(out)], env=ENV)
+    read = {name: [json.loads(line) for line in (out / f"{name}.jsonl").read_text().splitlines()]
+            for name in ("estimates", "deadletter")} if (out / "estimates.jsonl").exists() else {}
+    return result, read
+
+
+@pytest.fixture(scope="module")
+def clean_run(tmp_path_factory):
+    result, read = _shop_run(tmp_path_factory.mktemp("clean"), "clean", _shop(None))
+    assert result.exit_code == 0 and not read["deadletter"], result.output
+    return read
+
+
+#: each hostile shape as the answer to tiers.db.busy_seconds, and the field its dead letter names
+SHAPES = {
+    "[]": (b"[]", "tiers.db.busy_seconds"),
+    '"s"': (b'"s"', "tiers.db.busy_seconds"),
+    "no data": (b'{"status": "success"}', "tiers.db.busy_seconds.data"),
+    "result 5": (success(5), "tiers.db.busy_seconds.data.result"),
+    "time inf": (success([{"metric": {}, "values": [["inf", "1"]]}]),
+                 "tiers.db.busy_seconds.data.result[0].values[0][0]"),
+    "time null": (success([{"metric": {}, "values": [[None, "1"]]}]),
+                  "tiers.db.busy_seconds.data.result[0].values[0][0]"),
+    "labels list": (success([{"metric": ["handler", "x"], "values": [[1, "1"]]}]),
+                    "tiers.db.busy_seconds.data.result[0].metric"),
+    "nesting 1e5": (b"[" * 100_000 + b"]" * 100_000, "tiers.db.busy_seconds"),
+}
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_the_backtest_dead_letters_such_an_answer_and_runs_the_other_windows(tmp_path, shape,
+                                                                             clean_run):
+    body, field = SHAPES[shape]
+    result, read = _shop_run(tmp_path, "hostile", _shop(body))
+    assert result.exit_code == 0, result.output
+    assert "Traceback" not in result.output and TOKEN not in result.output
+    [dead] = read["deadletter"]
+    assert dead["field"] == field and dead["tier"] == "db" and dead["system"] == "shop"
+    assert dead["reason"].startswith(f"{field}: ")
+    assert "12 of the tier's 12 windows ending 2027-01-15T08:00:05.000Z .. " \
+           "2027-01-15T08:01:00.000Z not made" in dead["reason"]
+    assert dead["raw"].startswith("query_range 'busy_db' ")
+    assert f"dead letters by reason: 1 x {field}: " in result.output.replace("\n", " ")
+    assert "gaps: db: 12 (answer to tiers.db.busy_seconds refused: a dead letter" \
+        in result.output
+    # the front tier's windows: estimated as without the hostile answer; db's: not made
+    front = [e for e in clean_run["estimates"] if e["tier"] == "front"]
+    assert len(front) == 12 and read["estimates"] == front
+
+
+def test_a_malformed_answer_to_an_optional_query_loses_only_its_field(tmp_path):
+    body = success([{"metric": {"handler": 5}, "values": [[1, "1"]]}])
+    extra = ['time_sum = "time_db"']
+    clean, read_clean = _shop_run(tmp_path, "clean", _shop(None), *extra)
+    result, read = _shop_run(tmp_path, "hostile", _shop(body, "time_db"), *extra)
+    assert clean.exit_code == result.exit_code == 0, result.output
+    [dead] = read["deadletter"]
+    assert dead["field"] == "tiers.db.time_sum.data.result[0].metric"
+    assert "; 12 of the tier's windows ending 2027-01-15T08:00:05.000Z .. " \
+           "2027-01-15T08:01:00.000Z made without response_time_s" in dead["reason"]
+    assert len(read["estimates"]) == len(read_clean["estimates"]) == 24
+    windows = [json.loads(line) for line in
+               (tmp_path / "hostile" / "prometheus-windows.jsonl").read_text().splitlines()]
+    assert not any("response_time_s" in w for w in windows if w["tier"] == "db")
+
+
+def test_a_token_echoed_in_a_malformed_answer_never_reaches_the_dead_letter(tmp_path):
+    body = success([{"metric": [TOKEN, "\x1b[2J"], "values": []}])
+    result, read = _shop_run(tmp_path, "hostile", _shop(body))
+    assert result.exit_code == 0, result.output
+    [dead] = read["deadletter"]
+    assert TOKEN not in json.dumps(dead) + result.output and "***" in dead["value"]
+    assert "\x1b" not in json.dumps(dead, ensure_ascii=False) + result.output
+
+
+def test_the_backtest_stops_when_every_answer_is_malformed(tmp_path):
+    with FakePrometheus(json_answer(b"[]")) as fake:
         result = _backtest(tmp_path, fake.url, ENV)
-    assert result.exit_code == 2, result.output
-    assert "Traceback" not in result.output and result.exception is not None
-    lines = [line for line in result.output.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: prometheus: tiers.db."), result.output
+    assert result.exit_code == 3, result.output     # nothing to estimate: run's own rule
+    assert "no window accepted" in result.output
+    dead = (tmp_path / "out" / "deadletter.jsonl").read_text().splitlines()
+    assert len(dead) == 2                           # busy_seconds, completions
 
 
 # -- any JSON at all: parsed, or a ValueError naming the query ---------------------------------
@@ -399,12 +524,27 @@ def test_a_plain_http_server_behind_an_https_url_is_a_clear_error():
     assert str(err).startswith(f"tiers.db.busy: cannot query {url} (")
 
 
-# -- the live follower: refused answers stop it cleanly, transient ones are retried, logged ----
-def _follow(url: str, env: dict, tmp_path, stop_on_warning: bool = True, **settings_):
+# -- the live follower: malformed answers dead-lettered, transient ones retried, logged ---------
+class _Producer:
+    """A Kafka producer that keeps what it is sent: ``(topic, key, value)``."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, bytes | None, bytes]] = []
+
+    def send(self, topic, key=None, value=None):
+        self.sent.append((topic, key, value))
+        return None
+
+    def flush(self) -> None:
+        pass
+
+
+def _follow(url: str, env: dict, tmp_path, stop_on_warning: bool = True, producer=None,
+            src=None, **settings_):
     from streams.core.config import KafkaSettings
     from streams.kafka.prometheus_follow import Checkpoint, follow
 
-    src = source(url, **settings_)
+    src = src or source(url, **settings_)
     stop = threading.Event()
 
     class StopOnWarning(logging.Handler):
@@ -417,17 +557,80 @@ def _follow(url: str, env: dict, tmp_path, stop_on_warning: bool = True, **setti
     try:
         return call(lambda: follow(src, KafkaSettings(), Checkpoint(tmp_path / "cp.json", src),
                                    start_s=1_800_000_000, until_s=1_800_000_060, stop=stop,
-                                   producer=object(), client=PrometheusClient(src, env=env),
+                                   producer=producer or object(),
+                                   client=PrometheusClient(src, env=env),
                                    clock=lambda: 1_800_000_100.0))
     finally:
         logging.getLogger("perfcast.prometheus").removeHandler(handler)
 
 
-def test_the_follower_stops_on_a_refused_answer_with_its_one_line(tmp_path):
-    with FakePrometheus(json_answer(success([{"metric": ["x"], "values": []}]))) as fake:
+@pytest.mark.parametrize("shape", ["labels list", "nesting 1e5"])
+def test_the_follower_dead_letters_a_malformed_answer_and_goes_on(tmp_path, caplog, shape):
+    from streams.kafka.prometheus_follow import Checkpoint
+
+    caplog.set_level(logging.INFO)
+    body, field = SHAPES[shape]
+    producer = _Producer()
+    with FakePrometheus(_shop(body)) as fake:              # hostile once, then valid
+        src = source_from_mapping({
+            "prometheus": {"url": fake.url, "system": "shop", "window_s": 5,
+                           "max_windows_per_query": 4},
+            "tiers": {"front": {"busy_seconds": "busy_front", "completions": "c_front"},
+                      "db": {"busy_seconds": "busy_db", "completions": "c_db"}}})
+        stats, err = _follow(fake.url, ENV, tmp_path, stop_on_warning=False,
+                             producer=producer, src=src)
+    assert err is None, err
+    topics = [topic for topic, _, _ in producer.sent]
+    windows = [json.loads(v) for t, _, v in producer.sent if t == "perfcast.windows"]
+    [dead] = [json.loads(v) for t, _, v in producer.sent if t == "perfcast.deadletter"]
+    assert dead["field"] == field and dead["tier"] == "db" and dead["system"] == "shop"
+    assert "4 of the tier's 4 windows ending 2027-01-15T08:00:05.000Z .. " \
+           "2027-01-15T08:00:20.000Z not made" in dead["reason"]
+    # the first interval's front windows, then both tiers' windows of the next two intervals
+    assert [(w["tier"], w["end"]) for w in windows] == \
+        [("front", 1_800_000_000 + 5 * k) for k in range(1, 5)] + \
+        [(t, 1_800_000_000 + 5 * k) for k in range(5, 13) for t in ("front", "db")]
+    assert topics.index("perfcast.deadletter") == 4     # sent before the checkpoint moved
+    assert stats.refused == 1 and stats.sent == 20
+    assert Checkpoint(tmp_path / "cp.json", src).load() == 1_800_000_060
+    [line] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert line.startswith(f"shop: {field}: ") and "\n" not in line
+    assert "published to perfcast.deadletter, going on" in line
+
+
+def test_the_follower_publishes_the_dead_letter_to_a_real_kafka_and_goes_on(tmp_path,
+                                                                              kafka_bootstrap):
+    from pipeline_harness import TopicReader, unique
+    from streams.core.config import KafkaSettings
+    from streams.kafka.prometheus_follow import Checkpoint, follow
+    from streams.kafka.topics import ensure_topics
+
+    kafka = KafkaSettings(bootstrap=kafka_bootstrap, topic_prefix=unique("promdead"))
+    ensure_topics(kafka)
+    body, field = SHAPES["time inf"]
+    with FakePrometheus(_shop(body)) as fake:
+        src = source_from_mapping({
+            "prometheus": {"url": fake.url, "system": "shop", "window_s": 5,
+                           "max_windows_per_query": 4},
+            "tiers": {"front": {"busy_seconds": "busy_front", "completions": "c_front"},
+                      "db": {"busy_seconds": "busy_db", "completions": "c_db"}}})
+        stats, err = call(lambda: follow(src, kafka, Checkpoint(tmp_path / "cp.json", src),
+                                         start_s=1_800_000_000, until_s=1_800_000_060,
+                                         client=PrometheusClient(src, env=ENV),
+                                         clock=lambda: 1_800_000_100.0))
+    assert err is None, err
+    windows = TopicReader(kafka_bootstrap, kafka.topic("windows")).read_to_end()
+    [dead] = TopicReader(kafka_bootstrap, kafka.topic("deadletter")).read_to_end()
+    assert dead["field"] == field and dead["tier"] == "db" and "not made" in dead["reason"]
+    assert len(windows) == stats.sent == 20 and stats.refused == 1
+    assert Checkpoint(tmp_path / "cp.json", src).load() == 1_800_000_060
+
+
+def test_the_follower_stops_on_a_query_prometheus_refuses_with_its_one_line(tmp_path):
+    with FakePrometheus(_echo_token) as fake:               # HTTP 400: fix the configuration
         _, err = _follow(fake.url, ENV, tmp_path)
     assert isinstance(err, PrometheusError) and not err.transient
-    assert "data.result[0].metric: must be an object of label" in str(err)
+    assert "HTTP 400" in str(err) and TOKEN not in str(err)
     assert not (tmp_path / "cp.json").exists()          # the checkpoint did not move
 
 

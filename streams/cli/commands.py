@@ -347,10 +347,11 @@ def run(source: Path = typer.Option(..., metavar="FILE", help="JSON-lines trace 
         ) -> None:
     """Run the pipeline core over a recorded trace (embedded). Exit code 3 when no window
     was accepted (every record dead-lettered: the reasons are counted on the console)."""
-    from streams.cli.embedded import read_jsonl, run_embedded
+    from streams.cli.embedded import SOURCE_DEADLETTER, read_jsonl, run_embedded
 
     cfg = _config(config)
-    summary = run_embedded(read_jsonl(_source(source)), cfg, out, final_solve=final_solve)
+    summary = run_embedded(read_jsonl(_source(source)), cfg, out, final_solve=final_solve,
+                           deadletter=SOURCE_DEADLETTER.get())
     _write_report(out, cfg)
     _print_summary(summary)
     if summary.estimates == 0:

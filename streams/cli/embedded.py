@@ -7,6 +7,7 @@ import re
 import sys
 import time
 from collections import Counter
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping
@@ -18,12 +19,20 @@ from streams.core.outputs import Alert, DeadLetter, Outputs
 from streams.sinks.schema import points
 from streams.sinks.store import JsonLines, SQLiteStore
 
-__all__ = ["RunSummary", "read_jsonl", "run_embedded", "STORE_NAME", "reason_kind"]
+__all__ = ["RunSummary", "read_jsonl", "run_embedded", "STORE_NAME", "reason_kind",
+           "SOURCE_DEADLETTER"]
 
 STORE_NAME = "perfcast.sqlite"
 #: records per batch of the core (the outputs do not depend on it; larger batches share the
 #: per-step cost of the Kalman filters among more tiers)
 CHUNK_RECORDS = 2000
+
+
+#: dead letters of the source itself, made before the pipeline saw a record (an answer of a
+#: Prometheus refused for its shape): ``perfcast run`` hands them to :func:`run_embedded`, set
+#: by the shell that read the source (:mod:`streams.cli.prometheus`)
+SOURCE_DEADLETTER: ContextVar[tuple[DeadLetter, ...]] = ContextVar("source_deadletter",
+                                                                   default=())
 
 
 def _chunks(records: Iterable[Any], size: int) -> Iterator[list[Any]]:
@@ -130,8 +139,10 @@ def _last_models(pipeline: Pipeline) -> list[tuple[str, float, int, int, dict[st
 def run_embedded(records: Iterable[str | bytes | Mapping[str, Any]], config: Config,
                  out_dir: str | Path,
                  on_outputs: Callable[[Outputs, Pipeline], None] | None = None,
-                 final_solve: bool = True, chunk: int = CHUNK_RECORDS) -> RunSummary:
+                 final_solve: bool = True, chunk: int = CHUNK_RECORDS,
+                 deadletter: Iterable[DeadLetter] = ()) -> RunSummary:
     """Run the core over ``records``; write ``out_dir``'s JSON lines and SQLite store.
+    ``deadletter``: the source's own dead letters, written and counted first.
 
     The core takes the records in batches of ``chunk`` (the outputs do not depend on it);
     ``on_outputs`` is called after every batch that produced a prediction or an alert (for a
@@ -145,7 +156,8 @@ def run_embedded(records: Iterable[str | bytes | Mapping[str, Any]], config: Con
     store = SQLiteStore(store_path)
     summary = RunSummary(out_dir=out_dir)
     started = time.perf_counter()
-    batch = Outputs()
+    batch = Outputs(deadletter=list(deadletter))
+    summary.add(batch)
 
     def flush() -> None:
         nonlocal batch

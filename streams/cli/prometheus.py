@@ -8,6 +8,9 @@
   backtest: the windows ending in ``(from, to]`` are read from Prometheus, kept as
   ``OUT/prometheus-windows.jsonl`` (the same windows as a file: ``perfcast run --source`` on it
   gives the same estimates), and run through the embedded pipeline by ``perfcast run`` itself.
+  An answer of another shape than Prometheus' API gives is a dead letter of the run (its
+  ``deadletter.jsonl`` and store, counted on the console) naming the query and the field;
+  the other queries' windows are run all the same.
 
 :func:`register` adds both to the ``perfcast`` application. ``run`` keeps its own definition in
 ``streams/cli/commands.py``: its ``--source`` is widened to also take ``prometheus``, and the three
@@ -141,12 +144,14 @@ def ingest_prometheus(
 
 
 def _backtest(prom_config: Optional[Path], start: Optional[str], end: Optional[str],
-              out: Path) -> Path:
-    """Read the windows of ``(start, end]`` into ``out/prometheus-windows.jsonl``."""
+              out: Path) -> tuple[Path, tuple[Any, ...]]:
+    """Read the windows of ``(start, end]`` into ``out/prometheus-windows.jsonl``; the dead
+    letters of the answers refused."""
     from rich.markup import escape
 
     from streams.core.records import format_time
     from streams.core.terminal import SafeConsole
+    from streams.kafka.prometheus_follow import refused_dead_letter
     from streams.sources.prometheus_http import PrometheusError, fetch_windows, summarize_gaps
 
     if prom_config is None or start is None or end is None:
@@ -172,7 +177,11 @@ def _backtest(prom_config: Optional[Path], start: Optional[str], end: Optional[s
                   f"into {escape(str(path))}", soft_wrap=True)
     if fetched.gaps:
         console.print(f"gaps: {escape(summarize_gaps(fetched.gaps))}", soft_wrap=True)
-    return path
+    if fetched.refused:
+        console.print(f"{len(fetched.refused)} answer{'s' * (len(fetched.refused) != 1)} of "
+                      f"another shape than Prometheus' API gives: dead letters of the run",
+                      soft_wrap=True)
+    return path, tuple(refused_dead_letter(r) for r in fetched.refused)
 
 
 def _with_prometheus_source(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -212,11 +221,18 @@ def _with_prometheus_source(original: Callable[..., Any]) -> Callable[..., Any]:
     _FLAGS = ("--prom-config", "--from", "--to")
 
     def run(**kwargs: Any) -> Any:
+        from streams.cli.embedded import SOURCE_DEADLETTER
+
         prom = {name: kwargs.pop(name) for name in extra}
         source = kwargs["source"]
         if source == "prometheus":
-            kwargs["source"] = _backtest(prom["prom_config"], prom["prom_from"],
-                                         prom["prom_to"], kwargs["out"])
+            kwargs["source"], dead = _backtest(prom["prom_config"], prom["prom_from"],
+                                               prom["prom_to"], kwargs["out"])
+            token = SOURCE_DEADLETTER.set(dead)
+            try:
+                return original(**kwargs)
+            finally:
+                SOURCE_DEADLETTER.reset(token)
         else:
             given = [flag for (n, v), flag in zip(prom.items(), _FLAGS) if v is not None]
             if given:

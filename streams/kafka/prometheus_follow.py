@@ -10,6 +10,16 @@ acknowledgement and the checkpoint) has the same ``(system, tier, end)``: the wo
 as a replay if its content is the same, dead-letters it as a duplicate if not, and never
 counts it twice. Progress is logged at ``info`` for every
 batch (``windows up to ...: N records, G gaps, behind by S s``).
+
+**An answer of another shape** (:class:`~streams.sources.prometheus_http.MalformedAnswer`:
+not an object, no ``data``, a sample time ``"inf"``, labels as a list, JSON nested too deeply)
+is a fault of that answer: it is published to ``perfcast.deadletter`` as the worker publishes
+a record it cannot use (field, reason, value bounded; :func:`refused_dead_letter`), logged on
+one line, and the follower goes on -- the other queries' windows of the interval are sent, and
+the checkpoint moves past the interval once both are acknowledged. Retrying would not help: a
+server that answers so persistently would stop the follower for ever. What cannot be told
+from a hostile answer -- no connection, a deadline passed, HTTP 5xx/429, a body that is not
+JSON at all -- is retried as before.
 """
 
 from __future__ import annotations
@@ -25,12 +35,13 @@ from pathlib import Path
 from typing import Any, Callable
 
 from streams.core.config import ConfigError, KafkaSettings
-from streams.core.records import format_time
+from streams.core.outputs import DeadLetter
+from streams.core.records import InvalidWindow, format_time
 from streams.sources.prometheus import Gap, PrometheusSource, window_ends
-from streams.sources.prometheus_http import (PrometheusClient, PrometheusError, iter_windows,
-                                             summarize_gaps)
+from streams.sources.prometheus_http import (PrometheusClient, PrometheusError, Refused,
+                                             iter_windows, summarize_gaps)
 
-__all__ = ["follow", "Checkpoint", "FollowStats"]
+__all__ = ["follow", "Checkpoint", "FollowStats", "refused_dead_letter"]
 
 log = logging.getLogger("perfcast.prometheus")
 
@@ -66,14 +77,29 @@ class Checkpoint:
         os.replace(tmp, self.path)
 
 
+def refused_dead_letter(refused: Refused) -> DeadLetter:
+    """The dead letter of a refused answer: bounded as the pipeline bounds an invalid
+    record's (:func:`streams.engine.pipeline.dead_letter`), ``raw`` the query as sent, keyed
+    by the system and the tier."""
+    import msgspec
+
+    from streams.engine.pipeline import dead_letter
+
+    dead = dead_letter(refused.request, InvalidWindow(refused.field, refused.value,
+                                                      refused.reason))
+    return msgspec.structs.replace(dead, system=refused.system, tier=refused.tier)
+
+
 @dataclass
 class FollowStats:
-    """What :func:`follow` did: records sent, windows (ends) covered, gaps, batches."""
+    """What :func:`follow` did: records sent, windows (ends) covered, gaps, batches, answers
+    refused (each published as a dead letter)."""
 
     sent: int = 0
     window_ends: int = 0
     gaps: int = 0
     batches: int = 0
+    refused: int = 0
     last_end: float | None = None
 
 
@@ -90,14 +116,20 @@ def _send(source: PrometheusSource, kafka: KafkaSettings, checkpoint: Checkpoint
     from streams.kafka.produce import produce
 
     gaps: list[Gap] = []
+    refused: list[Refused] = []
     before = stats.sent
-    for batch_end, records in iter_windows(source, last, ready, client, gaps.extend):
+    for batch_end, records in iter_windows(source, last, ready, client, gaps.extend,
+                                           refused.extend):
         sent = produce(records, kafka, producer=producer)
         if sent.failed or sent.skipped:
             raise PrometheusError(
                 f"Kafka refused {sent.failed} and perfcast skipped {sent.skipped} of the "
                 f"windows up to {format_time(batch_end)}; the checkpoint stays at "
                 f"{format_time(last)}")
+        if refused:
+            _dead_letters(refused, kafka, producer, last)
+            stats.refused += len(refused)
+            refused = []
         checkpoint.save(batch_end)
         stats.sent += sent.sent
         stats.batches += 1
@@ -111,6 +143,26 @@ def _send(source: PrometheusSource, kafka: KafkaSettings, checkpoint: Checkpoint
     return last
 
 
+def _dead_letters(refused: list[Refused], kafka: KafkaSettings, producer: Any,
+                  last: float) -> None:
+    """Publish the refused answers to ``<prefix>.deadletter`` and await Kafka's
+    acknowledgement; each logged on one line (its text cleaned of secrets and control
+    characters by the client)."""
+    import msgspec
+
+    topic = kafka.topic("deadletter")
+    futures = []
+    for r in refused:
+        log.warning("%s: %s: %s; published to %s, going on", r.system, r.field, r.reason,
+                    topic)
+        futures.append(producer.send(topic, key=r.system.encode("utf-8", "backslashreplace"),
+                                     value=msgspec.json.encode(refused_dead_letter(r))))
+    producer.flush()
+    if any(getattr(f, "failed", lambda: False)() for f in futures):
+        raise PrometheusError(f"Kafka refused the dead letter of a refused answer; the "
+                              f"checkpoint stays at {format_time(last)}", transient=True)
+
+
 def follow(source: PrometheusSource, kafka: KafkaSettings, checkpoint: Checkpoint, *,
            start_s: float | None = None, until_s: float | None = None,
            stop: threading.Event | None = None, producer: Any = None,
@@ -120,7 +172,8 @@ def follow(source: PrometheusSource, kafka: KafkaSettings, checkpoint: Checkpoin
     docstring). Starts after the checkpoint's end, else after ``start_s``, else at the last
     window complete now; stops when ``stop`` is set or after the window ending at
     ``until_s``. Prometheus out of reach (or answering 5xx) is retried with back-off, up to
-    a minute apart, logged; a query it refuses, or a window Kafka refused, stops the follower
+    a minute apart, logged; an answer of another shape is dead-lettered and passed (module
+    docstring); a query it refuses (HTTP 400), or a window Kafka refused, stops the follower
     with :class:`PrometheusError` before the checkpoint moves past it."""
 
     stop = stop or threading.Event()

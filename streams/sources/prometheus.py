@@ -49,8 +49,8 @@ from streams.sources.window_rules import (
 )
 
 __all__ = ["TierSpec", "PrometheusSource", "load_source", "Series", "Gap", "TierData",
-           "parse_result", "counter_increase", "tier_windows", "window_ends", "promql_duration",
-           "QUERY_FIELDS"]
+           "AnswerError", "parse_result", "counter_increase", "tier_windows", "window_ends",
+           "promql_duration", "QUERY_FIELDS"]
 
 
 @dataclass(frozen=True)
@@ -226,72 +226,89 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _sample(point: Any, where: str) -> tuple[int, float | None]:
+class AnswerError(ValueError):
+    """An answer of another shape than Prometheus' HTTP API gives: the query's setting
+    (``what``), the ``path`` inside the answer (``data.result[3].values[0]``), the ``rule`` it
+    breaks and the offending ``value`` (:data:`ABSENT`: none); the message is
+    ``what: path: rule, got value``."""
+
+    def __init__(self, what: str, path: str, rule: str, value: Any = None) -> None:
+        self.what, self.path, self.rule, self.value = what, path, rule, value
+        got = "" if value is ABSENT else f", got {_shown(value)}"
+        super().__init__(f"{what}: {path + ': ' if path else ''}{rule}{got}")
+
+    @property
+    def field(self) -> str:
+        """The query's setting and the path inside its answer, one dotted name."""
+        return f"{self.what}.{self.path}" if self.path else self.what
+
+
+#: an :class:`AnswerError` without an offending value (a key missing, a body not parsed)
+ABSENT: Any = type("Absent", (), {"__repr__": lambda self: "ABSENT"})()
+
+
+def _sample(point: Any, what: str, path: str) -> tuple[int, float | None]:
     """``[time, "value"]`` as ``(ms, value)``; ``value`` ``None`` when not finite (a
-    staleness marker, ``NaN``, or ``+Inf``). A :class:`ValueError` names ``where``."""
+    staleness marker, ``NaN``, or ``+Inf``). An :class:`AnswerError` names ``path``."""
     if not isinstance(point, (list, tuple)) or len(point) != 2:
-        raise ValueError(f"{where}: a sample must be [time, \"value\"], got {_shown(point)}")
+        raise AnswerError(what, path, "a sample must be [time, \"value\"]", point)
     t, text = point
     if isinstance(t, bool) or not isinstance(t, (int, float)) \
             or not 0 <= t <= _MAX_SAMPLE_TIME:
-        raise ValueError(f"{where}[0]: the time must be epoch seconds within "
-                         f"[0, {_MAX_SAMPLE_TIME:g}], got {_shown(t)}")
+        raise AnswerError(what, f"{path}[0]", f"the time must be epoch seconds within "
+                                              f"[0, {_MAX_SAMPLE_TIME:g}]", t)
+    number = AnswerError(what, f"{path}[1]", "the value must be a number as a string", text)
     if isinstance(text, bool) or not isinstance(text, (str, int, float)) \
             or (isinstance(text, str) and len(text) > 64):
-        raise ValueError(f"{where}[1]: the value must be a number as a string, "
-                         f"got {_shown(text)}")
+        raise number
     try:
         v = float(text)
     except (ValueError, OverflowError):
-        raise ValueError(f"{where}[1]: the value must be a number as a string, "
-                         f"got {_shown(text)}") from None
+        raise number from None
     return round(t * 1000), (v if math.isfinite(v) else None)
 
 
-def _labels(metric: Any, where: str) -> dict[str, str]:
+def _labels(metric: Any, what: str, path: str) -> dict[str, str]:
     """A series' ``metric``: an object of label = "value" (``null``: no labels)."""
     if metric is None:
         return {}
     if not isinstance(metric, Mapping) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in metric.items()):
-        raise ValueError(f"{where}: must be an object of label = \"value\", "
-                         f"got {_shown(metric)}")
+        raise AnswerError(what, path, "must be an object of label = \"value\"", metric)
     return dict(metric)
 
 
 def parse_result(data: Any, what: str = "query") -> list[Series]:
     """The ``data`` of a ``query_range`` (matrix) or ``query`` (vector, scalar) answer as
     series, timestamps in milliseconds (the answer format of Prometheus' HTTP API). Any other
-    shape is a :class:`ValueError` naming ``what`` and the field (``data.result[3].values[0]``)
+    shape is an :class:`AnswerError` naming ``what`` and the field (``data.result[3].values[0]``)
     and the value, never a silent skip."""
     if not isinstance(data, Mapping):
-        raise ValueError(f"{what}: data: must be an object, got {_shown(data)}")
+        raise AnswerError(what, "data", "must be an object", data)
     kind, result = data.get("resultType"), data.get("result")
     if kind not in ("matrix", "vector", "scalar"):
-        raise ValueError(f"{what}: data.resultType: must be matrix, vector or scalar, "
-                         f"got {_shown(kind)}")
+        raise AnswerError(what, "data.resultType", "must be matrix, vector or scalar", kind)
     if kind == "scalar":
         result = [{"metric": {}, "value": result}]
     elif not isinstance(result, list):
-        raise ValueError(f"{what}: data.result: must be a list of series, got {_shown(result)}")
+        raise AnswerError(what, "data.result", "must be a list of series", result)
     out = []
     for i, item in enumerate(result):
-        where = f"{what}: data.result[{i}]"
+        where = f"data.result[{i}]"
         if not isinstance(item, Mapping):
-            raise ValueError(f"{where}: must be an object (metric, values), got {_shown(item)}")
-        labels = _labels(item.get("metric"), f"{where}.metric")
+            raise AnswerError(what, where, "must be an object (metric, values)", item)
+        labels = _labels(item.get("metric"), what, f"{where}.metric")
         if "values" in item:
             points = item["values"]
             if not isinstance(points, list):
-                raise ValueError(f"{where}.values: must be a list of samples, "
-                                 f"got {_shown(points)}")
+                raise AnswerError(what, f"{where}.values", "must be a list of samples", points)
             field_name = "values"
         else:
             points, field_name = [item.get("value")], "value"
         values = {}
         for j, point in enumerate(points):
-            ms, v = _sample(point, f"{where}.{field_name}" + (f"[{j}]" if field_name ==
-                                                               "values" else ""))
+            ms, v = _sample(point, what, f"{where}.{field_name}" +
+                            (f"[{j}]" if field_name == "values" else ""))
             if v is not None:
                 values[ms] = v
         out.append(Series(labels=labels, values=values))

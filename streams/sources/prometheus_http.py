@@ -36,7 +36,9 @@ from streams.core.records import format_time
 from streams.core.source_settings import redact_url
 from streams.core.terminal import printable
 from streams.sources.prometheus import (
+    ABSENT,
     QUERY_FIELDS,
+    AnswerError,
     Gap,
     PrometheusSource,
     TierData,
@@ -46,7 +48,8 @@ from streams.sources.prometheus import (
     window_ends,
 )
 
-__all__ = ["PrometheusError", "PrometheusClient", "fetch_windows", "iter_windows"]
+__all__ = ["PrometheusError", "MalformedAnswer", "Refused", "PrometheusClient", "fetch_windows",
+           "iter_windows"]
 
 log = logging.getLogger("perfcast.prometheus")
 
@@ -65,6 +68,33 @@ class PrometheusError(RuntimeError):
     def __init__(self, message: str, transient: bool = False) -> None:
         super().__init__(message)
         self.transient = transient
+
+
+class MalformedAnswer(PrometheusError):
+    """An answer to one query that is not of the shape Prometheus' HTTP API gives (not an
+    object, no ``data``, a sample time ``"inf"``, labels as a list, JSON nested too deeply):
+    a fault of that answer, not of the transport or the configuration, so the callers
+    dead-letter it and go on with the other queries. ``field``: the query's setting and the
+    path inside the answer; ``rule``, ``value``: cleaned of secrets and control characters."""
+
+    def __init__(self, message: str, field: str, rule: str, value: Any) -> None:
+        super().__init__(message)
+        self.field, self.rule, self.value = field, rule, value
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A refused answer as its dead letter states it: the system, the tier, ``field`` and
+    ``value`` (:class:`MalformedAnswer`), ``reason``: the rule and what the tier lost by it
+    (how many windows were not made, or made without a field), ``request``: the query and
+    the windows it was for."""
+
+    system: str
+    tier: str
+    field: str
+    reason: str
+    value: Any
+    request: str
 
 
 class _Watchdog:
@@ -258,6 +288,17 @@ class PrometheusClient:
         text = printable(text)
         return text if len(text) <= limit else text[:limit - 3] + "..."
 
+    def malformed(self, err: AnswerError) -> MalformedAnswer:
+        """``err`` as a :class:`MalformedAnswer`, its message and value cleaned."""
+        value = err.value
+        if value is ABSENT:
+            value = None
+        elif not isinstance(value, (bool, int, float)) or isinstance(value, int) \
+                and abs(value) >= 2 ** 63:
+            value = self._clean(value if isinstance(value, str) else repr(value), 300)
+        return MalformedAnswer(self._clean(err, 500), err.field, self._clean(err.rule, 300),
+                               value)
+
     def _read(self, resp: Any, what: str) -> bytearray:
         """The body, at most :attr:`max_bytes`: a larger one (by its ``Content-Length`` or as
         it arrives) is refused before it is parsed."""
@@ -331,43 +372,57 @@ class PrometheusClient:
 
     def answer_data(self, raw: bytes | bytearray, what: str, query: str) -> Any:
         """The ``data`` of the answer ``raw`` (Prometheus' HTTP API envelope: ``status``,
-        ``data``, or ``errorType`` and ``error``); :class:`PrometheusError` otherwise."""
+        ``data``, or ``errorType`` and ``error``); :class:`MalformedAnswer` for an answer of
+        another shape (JSON nested too deeply included), a transient :class:`PrometheusError`
+        for a body that is not JSON at all (a proxy's error page)."""
         try:
             body = json.loads(raw)
-        except (ValueError, RecursionError) as exc:
-            why = "nested too deeply" if isinstance(exc, RecursionError) else self._clean(exc)
-            raise PrometheusError(f"{what}: {self.url} did not answer JSON ({why})",
-                                  transient=True) from None
+        except RecursionError:
+            raise self.malformed(AnswerError(what, "", f"{self.url} did not answer JSON "
+                                                       f"(nested too deeply)", ABSENT)) from None
+        except ValueError as exc:
+            raise PrometheusError(f"{what}: {self.url} did not answer JSON "
+                                  f"({self._clean(exc)})", transient=True) from None
         if not isinstance(body, dict):
-            raise PrometheusError(f"{what}: the answer must be an object (status, data), "
-                                  f"got {self._clean(repr(body), 80)}")
+            raise self.malformed(AnswerError(what, "", "the answer must be an object "
+                                                       "(status, data)", body))
         if body.get("status") != "success":
-            raise PrometheusError(f"{what}: {self._clean(body.get('errorType'), 80)}: "
-                                  f"{self._clean(body.get('error'))} (status "
-                                  f"{self._clean(repr(body.get('status')), 80)}, query "
-                                  f"{query!r})")
+            raise self.malformed(AnswerError(
+                what, "status", f"{self._clean(body.get('errorType'), 80)}: "
+                                f"{self._clean(body.get('error'))} (query {query!r})",
+                body.get("status")))
         if "data" not in body:
-            raise PrometheusError(f"{what}: data: missing from a successful answer")
+            raise self.malformed(AnswerError(what, "data", "missing from a successful answer",
+                                             ABSENT))
         return body["data"]
 
 
+#: per query whose answer is refused, what its tier's windows lose: ``None``: they are not
+#: made (the busy time, the completions, the cores); else the field they are made without
+_LOSES = {"busy_seconds": None, "utilization": None, "completions": None, "cores": None,
+          "time_sum": "response_time_s", "time_count": "response_time_s", "users": "users"}
+
+
 def _tier_data(client: PrometheusClient, source: PrometheusSource, first_ms: int,
-               last_ms: int) -> dict[str, TierData]:
+               last_ms: int) -> tuple[dict[str, TierData], list[tuple[str, str, MalformedAnswer]]]:
     """Every tier's query results on the grid from ``first_ms - window`` to ``last_ms``;
-    ``concurrency`` queries in flight at a time."""
+    ``concurrency`` queries in flight at a time. An answer of another shape is no series
+    (as a series missing from an answer is) and is returned as ``(tier, query, error)``."""
     window = promql_duration(source.window_s)
     jobs = [(spec.name, name, query.replace("{window}", window))
             for spec in source.tiers for name, query in spec.queries().items()]
 
-    def run(job: tuple[str, str, str]) -> list:
+    def run(job: tuple[str, str, str]) -> list | MalformedAnswer:
         tier, name, query = job
         what = f"tiers.{tier}.{name}"
-        data = client.query_range(query, first_ms - source.window_ms, last_ms,
-                                  source.window_ms, what)
         try:
+            data = client.query_range(query, first_ms - source.window_ms, last_ms,
+                                      source.window_ms, what)
             return parse_result(data, what)
-        except ValueError as exc:
-            raise PrometheusError(client._clean(exc, 500)) from None
+        except MalformedAnswer as exc:
+            return exc
+        except AnswerError as exc:
+            return client.malformed(exc)
 
     if source.concurrency > 1 and len(jobs) > 1:
         with ThreadPoolExecutor(min(source.concurrency, len(jobs))) as pool:
@@ -375,11 +430,15 @@ def _tier_data(client: PrometheusClient, source: PrometheusSource, first_ms: int
     else:
         answers = [run(job) for job in jobs]
     results: dict[str, dict[str, Any]] = {spec.name: {} for spec in source.tiers}
+    refused = []
     for (tier, name, _), series in zip(jobs, answers):
+        if isinstance(series, MalformedAnswer):
+            refused.append((tier, name, series))
+            series = []
         results[tier][name] = series
     return {tier: TierData(**{k: got.get(k) for k in QUERY_FIELDS
                               if k in got or k == "completions"})
-            for tier, got in results.items()}
+            for tier, got in results.items()}, refused
 
 
 def _batches(ends: list[int], size: int) -> Iterator[list[int]]:
@@ -387,21 +446,55 @@ def _batches(ends: list[int], size: int) -> Iterator[list[int]]:
         yield ends[i:i + size]
 
 
+def _refusals(source: PrometheusSource, refused: list[tuple[str, str, MalformedAnswer]],
+              ends: list[int], records: list[dict[str, Any]], gaps: list[Gap],
+              ) -> tuple[list[Refused], list[Gap]]:
+    """The dead letters' terms of the refused answers of a batch of window ``ends``, each
+    stating what its tier lost; the tier's gaps that a refused answer caused are given its
+    name as their reason (they are counted in its dead letter)."""
+    out = []
+    cause: dict[str, str] = {}
+    for tier, name, err in refused:
+        loses = _LOSES[name]
+        span = f"ending {format_time(ends[0] / 1000)} .. {format_time(ends[-1] / 1000)}"
+        if loses is None:
+            lost = sum(1 for g in gaps if g.tier == tier)
+            effect = f"{lost} of the tier's {len(ends)} windows {span} not made"
+            cause.setdefault(tier, f"answer to tiers.{tier}.{name} refused: a dead letter")
+        else:
+            made = sum(1 for r in records if r["tier"] == tier)
+            effect = f"{made} of the tier's windows {span} made without {loses}"
+        query = next(t for t in source.tiers if t.name == tier).queries()[name]
+        out.append(Refused(system=source.system, tier=tier, field=err.field,
+                           reason=f"{err.rule}; {effect}", value=err.value,
+                           request=f"query_range {query!r} {span}"))
+    gaps = [Gap(g.tier, g.end_ms, cause[g.tier]) if g.tier in cause else g for g in gaps]
+    return out, gaps
+
+
 def iter_windows(source: PrometheusSource, start_s: float, end_s: float,
                  client: PrometheusClient | None = None,
                  on_gaps: Callable[[list[Gap]], None] | None = None,
+                 on_refused: Callable[[list[Refused]], None] | None = None,
                  ) -> Iterator[tuple[float, list[dict[str, Any]]]]:
     """The records of the windows ending in ``(start_s, end_s]``, in batches of at most
     ``max_windows_per_query`` window ends: ``(last end of the batch, its records ordered by
-    end, then tier)``."""
+    end, then tier)``. An answer of another shape (:class:`MalformedAnswer`) is given to
+    ``on_refused`` before its batch is yielded (without ``on_refused`` it is raised): the
+    other queries' windows are made all the same."""
     client = client or PrometheusClient(source)
     ends = window_ends(start_s, end_s, source.window_s, source.offset_s)
     for batch in _batches(ends, source.max_windows_per_query):
-        data = _tier_data(client, source, batch[0], batch[-1])
+        data, refused = _tier_data(client, source, batch[0], batch[-1])
+        if refused and on_refused is None:
+            raise refused[0][2]
         try:
             records, gaps = system_windows(source, data, batch)
         except ValueError as exc:
             raise PrometheusError(str(exc)) from None
+        if refused:
+            answers, gaps = _refusals(source, refused, batch, records, gaps)
+            on_refused(answers)                                 # type: ignore[misc]
         if gaps and on_gaps is not None:
             on_gaps(gaps)
         yield batch[-1] / 1000.0, records
@@ -409,19 +502,22 @@ def iter_windows(source: PrometheusSource, start_s: float, end_s: float,
 
 @dataclass
 class Fetched:
-    """The windows of a range and the gaps."""
+    """The windows of a range, the gaps, and the answers refused."""
 
     records: list[dict[str, Any]] = field(default_factory=list)
     gaps: list[Gap] = field(default_factory=list)
     window_ends: int = 0
+    refused: list[Refused] = field(default_factory=list)
 
 
 def fetch_windows(source: PrometheusSource, start_s: float, end_s: float,
                   client: PrometheusClient | None = None) -> Fetched:
-    """All records of the windows ending in ``(start_s, end_s]`` (a backtest's input)."""
+    """All records of the windows ending in ``(start_s, end_s]`` (a backtest's input), and
+    the answers refused (each a dead letter of the run)."""
     out = Fetched(window_ends=len(window_ends(start_s, end_s, source.window_s,
                                               source.offset_s)))
-    for _, records in iter_windows(source, start_s, end_s, client, out.gaps.extend):
+    for _, records in iter_windows(source, start_s, end_s, client, out.gaps.extend,
+                                   out.refused.extend):
         out.records += records
     return out
 
