@@ -126,3 +126,49 @@ def test_bad_pools_are_refused():
         solve_pools([0.1, 0.1, 0.1], 5, 1.0, None, [PoolSpec(2, 0, 2), PoolSpec(2, 1, 3)])
     with pytest.raises(ValueError, match="pools\\[0\\]"):
         solve_pools([0.1, 0.1], 5, 1.0, None, [PoolSpec(0, 0, 2)])
+
+
+# --------------------------------------------------------------------------------------------
+# the physical simulator with pools (the truth the model is checked against)
+# --------------------------------------------------------------------------------------------
+
+def _three_tiers(N, pools):
+    from solvers.simulation.physical import PhysicalNetwork, Tier
+    return PhysicalNetwork(tiers=(Tier("web", 4, 0.02), Tier("app", 4, 0.03),
+                                  Tier("db", 8, 0.05)),
+                           classes=("a",), mix=(1.0,), think_time=1.0, population=N,
+                           pools=pools)
+
+
+def test_a_pool_that_cannot_bind_leaves_the_simulation_unchanged():
+    from solvers.simulation.physical import simulate_physical
+    plain = simulate_physical(_three_tiers(40, ()), 60, warmup=5, replications=1, seed=3)
+    pooled = simulate_physical(_three_tiers(40, (PoolSpec(40, 1, 3),)), 60, warmup=5,
+                               replications=1, seed=3)
+    assert pooled.total_throughput.mean == plain.total_throughput.mean
+    assert pooled.total_response_time.mean == plain.total_response_time.mean
+
+
+def test_a_binding_pool_in_the_simulation_matches_the_model():
+    """Six connections over app and db: the pool binds (X about 74/s while the CPUs could give
+    133/s) and the simulated throughput and response time agree with the model."""
+    from solvers.simulation.physical import simulate_physical
+    spec = (PoolSpec(6, 1, 3),)
+    sim = simulate_physical(_three_tiers(120, spec), 120, warmup=20, replications=1,
+                            batches=10, seed=7)
+    model = solve_pools([0.02, 0.03, 0.05], 120, 1.0, [4, 4, 8], spec)
+    assert sim.total_throughput.mean == pytest.approx(model.throughput, rel=0.03)
+    assert sim.total_response_time.mean == pytest.approx(model.response_time[0], rel=0.1)
+    unpooled = mva(np.array([[0.02], [0.03], [0.05]]), [120], 1.0, [4, 4, 8])
+    assert unpooled.throughput[0] > 1.2 * sim.total_throughput.mean    # the CPU-only view
+
+
+def test_nested_pools_in_the_simulation_hold_tokens_outer_first():
+    from solvers.simulation.physical import simulate_physical
+    spec = (PoolSpec(6, 1, 3), PoolSpec(2, 2, 3))
+    sim = simulate_physical(_three_tiers(60, spec), 100, warmup=10, replications=1,
+                            batches=10, seed=5)
+    model = solve_pools([0.02, 0.03, 0.05], 60, 1.0, [4, 4, 8], spec)
+    # db admits 2 at a time: at most 2 / 0.05 = 40 requests/s
+    assert sim.total_throughput.mean <= 40.0 * 1.03
+    assert sim.total_throughput.mean == pytest.approx(model.throughput, rel=0.05)
