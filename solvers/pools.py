@@ -52,7 +52,7 @@ import numpy as np
 
 from .results import as_servers, check_no_nan
 
-__all__ = ["PoolSpec", "PoolResult", "solve_pools"]
+__all__ = ["PoolSpec", "PoolResult", "solve_pools", "pool_capacity"]
 
 
 @dataclass(frozen=True)
@@ -308,3 +308,43 @@ def _pool_figures(s: _Station, pj: np.ndarray, pools: list[PoolSpec], D: np.ndar
                 if inner.pool >= 0:
                     _pool_figures(inner, _marginal(inner, r, logG, k), pools, D, c, busy,
                                   queue, weight * ph[k])
+
+
+def pool_capacity(demands: Any, sla: Any, think_time: float = 0.0, servers: Any = None,
+                  pools: Sequence[PoolSpec] = (), mix: Any = None,
+                  limit: int = 100_000) -> int:
+    """The largest population whose every class's response time (:func:`solve_pools`) is
+    within its ``sla`` (seconds per class, ``inf``: none; a scalar for every class): doubling
+    from 1 to a population that breaches, then bisection -- response times grow with the
+    population in a closed network (Lazowska et al. 1984), so the first breach bounds it.
+    ``limit`` when no population up to it breaches; 0 when one user already does."""
+    Dmc = np.asarray(demands, dtype=float)
+    C = 1 if Dmc.ndim == 1 else Dmc.shape[1]
+    target = np.broadcast_to(np.asarray(sla, dtype=float), (C,))
+    if np.any(np.isnan(target)) or np.any(target <= 0):
+        raise ValueError(f"sla: must be seconds > 0 per class (inf: none), got {sla!r}")
+    if isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 1:
+        raise ValueError(f"limit: must be an integer >= 1, got {limit!r}")
+
+    def meets(n: int) -> bool:
+        res = solve_pools(demands, n, think_time, servers, pools, mix)
+        return bool(np.all(res.response_time <= target))
+
+    if not meets(1):
+        return 0
+    lo, hi = 1, None
+    while hi is None:
+        n = min(2 * lo, limit)
+        if not meets(n):
+            hi = n
+        elif n >= limit:
+            return int(limit)
+        else:
+            lo = n
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if meets(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo

@@ -172,3 +172,18 @@ def test_nested_pools_in_the_simulation_hold_tokens_outer_first():
     # db admits 2 at a time: at most 2 / 0.05 = 40 requests/s
     assert sim.total_throughput.mean <= 40.0 * 1.03
     assert sim.total_throughput.mean == pytest.approx(model.throughput, rel=0.05)
+
+
+def test_capacity_is_the_last_population_within_the_sla():
+    from solvers.pools import pool_capacity
+    D, c, spec = [0.02, 0.03, 0.05], [4, 4, 8], [PoolSpec(6, 1, 3)]
+    cap = pool_capacity(D, 1.0, 1.0, c, spec)
+    assert solve_pools(D, cap, 1.0, c, spec).response_time[0] <= 1.0
+    assert solve_pools(D, cap + 1, 1.0, c, spec).response_time[0] > 1.0
+    plain = pool_capacity(D, 1.0, 1.0, c, [])
+    R = [mva(np.array(D)[:, None], [n], 1.0, c).response_time[0] for n in (plain, plain + 1)]
+    assert R[0] <= 1.0 < R[1]
+    assert cap < plain / 1.5                    # the pool, not a CPU, sets the capacity
+    assert pool_capacity(D, 1.0, 1.0, c, [PoolSpec(10**6, 1, 3)]) == plain
+    assert pool_capacity(D, 0.05, 1.0, c, spec) == 0     # one user breaches a 50-ms SLA
+    assert pool_capacity(D, np.inf, 1.0, c, spec, limit=90) == 90

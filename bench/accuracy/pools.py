@@ -13,7 +13,11 @@ the CPU binds. Per point:
   of that as warm-up (95% half widths);
 * :func:`solvers.pools.solve_pools` (the pool model) and exact MVA without the pool (the
   CPU-only model), their throughput and response-time errors against the simulation, and the
-  pool model's solve time.
+  pool model's solve time;
+* with ``--capacity``: per pool, the largest population whose mean response time is within
+  ``--sla`` s, simulated (:func:`solvers.simulation.capacity.simulated_capacity`, 3
+  replications of ``--duration`` s a probe, bisection to 1%) and by
+  :func:`solvers.pools.pool_capacity` with and without the pool.
 
 Figures, no pass/fail.
 """
@@ -31,7 +35,8 @@ import time
 import numpy as np
 
 from solvers.mva import mva
-from solvers.pools import PoolSpec, solve_pools
+from solvers.pools import PoolSpec, pool_capacity, solve_pools
+from solvers.simulation.capacity import simulated_capacity
 from solvers.simulation.physical import PhysicalNetwork, Tier, simulate_physical
 
 DEMANDS = [0.02, 0.03, 0.05]
@@ -68,6 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--populations", default="60,120,150,300,1000")
     parser.add_argument("--duration", type=float, default=300.0)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--capacity", action="store_true",
+                        help="also the capacity at --sla, simulated and by the models")
+    parser.add_argument("--sla", type=float, default=1.0)
     parser.add_argument("--markdown", action="store_true",
                         help="one line per pool: the worst errors over the populations")
     args = parser.parse_args(argv)
@@ -90,6 +98,18 @@ def main(argv: list[str] | None = None) -> int:
                      for key in ("X_err", "R_err", "cpu_X_err", "cpu_R_err")}
             print(f"| {k} | {worst['X_err']:+.1%} | {worst['R_err']:+.1%} | "
                   f"{worst['cpu_X_err']:+.1%} | {worst['cpu_R_err']:+.1%} |")
+    if args.capacity:
+        print(f"\ncapacity at R <= {args.sla:g} s")
+        print(f"{'K':>3} {'simulated':>22} {'pool model':>16} {'CPU-only':>16}")
+        cpu = pool_capacity(DEMANDS, args.sla, THINK, CORES, [])
+        for k in map(int, args.pools.split(",")):
+            model = pool_capacity(DEMANDS, args.sla, THINK, CORES, [PoolSpec(k, 1, 3)])
+            start = max(1, int(model * 0.8))
+            sim = simulated_capacity(lambda n, k=k: network(n, k), [args.sla], start=start,
+                                     duration=args.duration, warmup=args.duration / 10,
+                                     seed=args.seed)
+            print(f"{k:>3} {sim.value:>6} [{sim.low:>6.1f}, {sim.high:>6.1f}] "
+                  f"{model:>7} {model / sim.value - 1:>+7.1%} {cpu:>7} {cpu / sim.value - 1:>+7.1%}")
     return 0
 
 
