@@ -187,3 +187,48 @@ def test_capacity_is_the_last_population_within_the_sla():
     assert pool_capacity(D, 1.0, 1.0, c, [PoolSpec(10**6, 1, 3)]) == plain
     assert pool_capacity(D, 0.05, 1.0, c, spec) == 0     # one user breaches a 50-ms SLA
     assert pool_capacity(D, np.inf, 1.0, c, spec, limit=90) == 90
+
+
+# --------------------------------------------------------------------------------------------
+# the system model with pools (streams/predict/model.py)
+# --------------------------------------------------------------------------------------------
+
+def _system_model(pools):
+    from streams.predict.model import SystemModel
+    return SystemModel(tiers=["web", "app", "db"], classes=["a", "b"],
+                       D_mc=np.array([[0.02, 0.02], [0.02, 0.04], [0.05, 0.05]]),
+                       mix=np.array([0.5, 0.5]), servers=np.array([4.0, 4.0, 8.0]),
+                       think_time=1.0, sla=np.array([1.0, 1.0]), processes=None,
+                       map_limit=10_000, pools=pools)
+
+
+def test_the_system_model_takes_its_capacity_and_answers_from_the_pool_model():
+    from solvers.pools import pool_capacity
+    from streams.predict.model import SystemModel, model_capacity
+    spec = (PoolSpec(6, 1, 3, "conn"),)
+    model = _system_model(spec)
+    cap, limited = model_capacity(model)
+    assert not limited
+    assert cap == pool_capacity(model.D_mc, [1.0, 1.0], 1.0, [4, 4, 8], spec, mix=[0.5, 0.5])
+    plain, _ = model_capacity(_system_model(()))
+    assert cap < plain / 1.5
+    point = model.at(100)
+    assert point.model == "pools" and point.pool_utilization[0] == pytest.approx(1.0, abs=0.01)
+    assert point.pool_waiting[0] > 0.1
+    assert point.response[1] > point.response[0]        # b's heavier app demand
+    # carried in the stored model (perfcast whatif reads it back)
+    again = SystemModel.from_dict(model.to_dict())
+    assert again.pools == spec and again.at(100).throughput == point.throughput
+
+
+def test_build_model_takes_the_configured_pools_and_flags_the_missing(tmp_path):
+    from streams.core.config import load_config
+    from streams.predict.model import model_pools
+    path = tmp_path / "p.toml"
+    path.write_text('[systems.s]\ntiers = ["web", "app", "db"]\n[systems.s.pools.conn]\n'
+                    'tier = "app"\nsize = 6\nholds = ["app", "db"]\n')
+    cfg = load_config(path, env={}).system("s")
+    pools, flags = model_pools(cfg, ["web", "app", "db"])
+    assert pools == (PoolSpec(6, 1, 3, "conn"),) and flags == []
+    pools, flags = model_pools(cfg, ["web", "app"])
+    assert pools == () and "conn not modelled: no windows yet from ['db']" in flags[0]
