@@ -325,6 +325,10 @@ class SystemState(Admission):
                     f"{ASSUMED}an open workload ({reason}): capacity and headroom in requests "
                     f"per second; set workload = \"closed\" and think_time_s where users think "
                     f"between requests"]
+            if kind == "open" and cfg.pools:
+                pred.flags = list(pred.flags) + [
+                    f"pools: {', '.join(cfg.pools)} not modelled on an open workload (the "
+                    f"pool model is closed)"]
         return out
 
     def _complete_open(self, solve: "_Solve", header: tuple) -> Outputs:
