@@ -70,7 +70,8 @@ class PoolSpec:
 class PoolResult:
     """Solution at population ``N``. ``throughput`` ``X`` (requests/s); ``response_time`` per
     class (think time excluded, the waits for the tokens included); ``residence_time`` per
-    tier (aggregate class, token waits excluded); ``tier_utilization`` per core; per pool (in
+    tier (aggregate class; a pool's wait for a token counted at its first tier, the owning one,
+    whose request timer runs while it waits); ``tier_utilization`` per core; per pool (in
     the order given): ``pool_utilization`` (mean tokens held over size), ``pool_busy`` (mean
     tokens held), ``pool_waiting_time`` (mean wait for a token per request), ``pool_holding_time``
     (mean time a token is held per request), ``pool_queue`` (mean requests waiting for a
@@ -278,6 +279,8 @@ def solve_pools(demands: Any, population: int, think_time: float = 0.0, servers:
     sizes = np.array([float(min(pl.size, N)) for pl in pools])
     holding = pool_busy / X
     R_c = (stretch[:, None] * Dmc).sum(axis=0) + waits.sum()
+    for k, pool in enumerate(pools):       # a token is waited for at its owning tier
+        R_m[pool.first] += waits[k]
     U = X * D / np.where(np.isinf(c), 1.0, c)
     util = np.divide(pool_busy, np.array([float(pl.size) for pl in pools]),
                      out=np.zeros(len(pools)), where=sizes > 0)

@@ -32,7 +32,8 @@ the pool's ``size`` tokens before its first visit to tier ``first`` -- waiting F
 when all are held, outside every tier -- and gives it back when it leaves tier ``last - 1``,
 the token passing at once to the head of the pool's queue (simultaneous resource possession,
 Jacobson and Lazowska 1982). Nested pools are taken outer first and given back inner first.
-The wait for a token counts in the response time, not in any tier's residence time.
+The wait for a token counts in the owning tier's (``first``'s) residence time, as a service
+measures it (its request timer runs while it waits for a connection or a worker).
 
 Open sources
 ------------
@@ -491,38 +492,43 @@ class _Engine:
         self.free = [p.size for p in pools]
         self.token_queue = [deque() for _ in pools]
 
-    def _enter(self, m: int, c: int, t: float, t_sys: float, k: int, start: int) -> None:
+    def _enter(self, m: int, c: int, t: float, t_sys: float, k: int, start: int,
+               t_in: float | None = None) -> None:
         """Take the tokens of tier ``m``'s pools from the ``start``-th on, then arrive at
-        ``m``; wait in the first pool with none free."""
+        ``m`` at ``t``; wait in the first pool with none free. ``t_in``: when the request
+        reached the tier (default ``t``): its residence there runs from then."""
+        t_in = t if t_in is None else t_in
         wanted = self.acquire[m]
         for j in range(start, len(wanted)):
             p = wanted[j]
             if self.free[p] == 0:
-                self.token_queue[p].append((m, c, t_sys, k, j + 1))
+                self.token_queue[p].append((m, c, t_in, t_sys, k, j + 1))
                 return
             self.free[p] -= 1
-        self._arrive(m, c, t, t_sys, k)
+        self._arrive(m, c, t, t_sys, k, t_in)
 
     def _release(self, m: int, t: float) -> None:
         """Give back the tokens of the pools that end at tier ``m``: to the head of each
         pool's queue, or to the pool."""
         for p in self.release[m]:
             if self.token_queue[p]:
-                m2, c2, t_sys2, k2, next_pool = self.token_queue[p].popleft()
-                self._enter(m2, c2, t, t_sys2, k2, next_pool)
+                m2, c2, t_in2, t_sys2, k2, next_pool = self.token_queue[p].popleft()
+                self._enter(m2, c2, t, t_sys2, k2, next_pool, t_in2)
             else:
                 self.free[p] += 1
 
     # -- rare paths (population changes), not inlined
-    def _arrive(self, m: int, c: int, t: float, t_sys: float, k: int | None = None) -> None:
+    def _arrive(self, m: int, c: int, t: float, t_sys: float, k: int | None = None,
+                t_in: float | None = None) -> None:
         if k is None:
             k = self.vis[m * self.C + c]
+        t_in = t if t_in is None else t_in
         if self.busy[m] < self.cores[m]:
             self.busy[m] += 1
             s = self.service[m]() * self.mult[m * self.C + c]
-            heapq.heappush(self.heap, (t + s, m, c, t, t_sys, s, k))
+            heapq.heappush(self.heap, (t + s, m, c, t_in, t_sys, s, k))
         else:
-            self.queues[m].append((c, t, t_sys, k))
+            self.queues[m].append((c, t_in, t_sys, k))
 
     def _new_user(self, t: float) -> None:
         if self.Z > 0:
@@ -567,6 +573,9 @@ class _Engine:
                 area[m * C + c] += t - t_in
         for m, q in enumerate(self.queues):
             for c, t_in, _, _ in q:
+                area[m * C + c] += t - t_in
+        for q in self.token_queue:                     # waiting for a token at tier m
+            for m, c, t_in, _, _, _ in q:
                 area[m * C + c] += t - t_in
         return (t, busy, area, self.done[:], self.rt[:], self.q_done[:], self.q_rt[:],
                 self.present, sum(self.q_done), self.svc[:])

@@ -520,7 +520,9 @@ class SystemState(Admission):
             bottleneck=B, error=error, x_error=x_error, classes=classes, tiers=tiers,
             remediation=remedy, alert=alert, assessment={
                 **pooled_fields, **dict(zip(("utilization_error_tier", "utilization_error_max"),
-                                            confidence.worst(u_errors))), **assessment})
+                                            confidence.worst(u_errors))), **assessment,
+                **({"pools": prediction.pool_parts(model, cfg, now, fc)} if model.pools
+                   else {})})
 
     def _assess(self, model: SystemModel, now: Point, fc: Point, breach: Point | None,
                 cap: int | None, limited: bool, ttb: float | None, n_now: int, slope: float,

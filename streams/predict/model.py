@@ -475,13 +475,17 @@ class SystemModel:
 
     def _pool_point(self, n: int) -> Point:
         """The pool model at ``n`` (:func:`solvers.pools.solve_pools`): tiers read back as
-        :meth:`_read_back`, each class's response time plus every pool's wait."""
+        :meth:`_read_back`, each class's response time plus every pool's wait (the same for
+        every class: FCFS on the token), which the owning tier's residence holds (as the
+        tier's own response time measures it)."""
         res = solve_pools(self.D_mc, int(n), self.think_time, self.servers, self.pools,
                           self.mix)
-        Rm = np.asarray(res.residence_time, dtype=float)
+        Rm = np.array(res.residence_time, dtype=float)
         X = float(res.throughput)
-        Rc = self.D_mc.sum(axis=0) + self.wait(Rm) @ self._wait_share \
-            + float(res.pool_waiting_time.sum())
+        waits = np.zeros(len(self.tiers))
+        for k, pool in enumerate(self.pools):
+            waits[pool.first] += float(res.pool_waiting_time[k])
+        Rc = self.D_mc.sum(axis=0) + self.wait(Rm - waits) @ self._wait_share + waits.sum()
         return Point(int(n), X, Rm, Rc, X * self.D / self.servers, None, "pools",
                      np.asarray(res.pool_utilization, dtype=float),
                      np.asarray(res.pool_waiting_time, dtype=float))
