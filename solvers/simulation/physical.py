@@ -29,7 +29,7 @@ Pools
 -----
 ``pools`` (:class:`solvers.pools.PoolSpec`, tiers ``first .. last - 1``): a request takes one of
 the pool's ``size`` tokens before its first visit to tier ``first`` -- waiting FCFS for one
-when all are held, outside every tier -- and gives it back when it leaves tier ``last - 1``,
+when all are held, in no core's queue -- and gives it back when it leaves tier ``last - 1``,
 the token passing at once to the head of the pool's queue (simultaneous resource possession,
 Jacobson and Lazowska 1982). Nested pools are taken outer first and given back inner first.
 The wait for a token counts in the owning tier's (``first``'s) residence time, as a service

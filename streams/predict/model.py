@@ -152,7 +152,8 @@ class Measured:
 class Point:
     """The model's answer at one population ``n``: ``X`` (all classes), ``R_m`` per tier,
     ``R_c`` per class, ``U_m`` per tier (per core), ``B_m`` bottleneck probabilities (MAP).
-    ``model``: ``"mva"``, ``"map"`` (the exact chain) or ``"map-fes"`` (decomposition)."""
+    ``model``: ``"mva"``, ``"map"`` (the exact chain), ``"map-fes"`` (decomposition) or
+    ``"pools"`` (:func:`solvers.pools.solve_pools`)."""
 
     n: int
     throughput: float
