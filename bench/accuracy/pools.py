@@ -2,11 +2,14 @@
 
     python -m bench.accuracy.pools                     # pools 4, 6, 12, 64; 5 populations
     python -m bench.accuracy.pools --pools 6 --populations 150 --markdown
+    python -m bench.accuracy.pools --large --duration 100   # 8/16/64 cores, to 3,000 users
 
 Network: web 4 cores 20 ms, app 4 cores 30 ms, db 8 cores 50 ms (exponential FCFS), think time
 1 s, one class; a pool of ``K`` tokens on app held across app and db (the CPUs give at most
 133/s: app). ``K = 4, 6`` the pool binds (50/s, 74/s), ``12`` both are near (122/s), ``64``
-the CPU binds. Per point:
+the CPU binds. ``--large``: web 8 cores 4 ms, app 16 cores 10 ms, db 64 cores 40 ms (CPUs:
+1,600/s), pools 16, 48 (bind: 320/s, 960/s) and 128 (both near: 1,575/s), 500-3,000 users.
+Per point:
 
 * the simulated physical system (:func:`solvers.simulation.physical.simulate_physical` with
   the pool: FCFS on the token), 3 independent replications of ``--duration`` s after a tenth
@@ -42,6 +45,7 @@ from solvers.simulation.physical import PhysicalNetwork, Tier, simulate_physical
 DEMANDS = [0.02, 0.03, 0.05]
 CORES = [4, 4, 8]
 THINK = 1.0
+LARGE = ([0.004, 0.010, 0.040], [8, 16, 64], "16,48,128", "500,1500,3000")
 
 
 def network(n: int, size: int) -> PhysicalNetwork:
@@ -78,7 +82,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sla", type=float, default=1.0)
     parser.add_argument("--markdown", action="store_true",
                         help="one line per pool: the worst errors over the populations")
+    parser.add_argument("--large", action="store_true",
+                        help="the 8/16/64-core network, pools 16-128, 500-3,000 users")
     args = parser.parse_args(argv)
+    if args.large:
+        global DEMANDS, CORES
+        DEMANDS, CORES, pools, populations = LARGE
+        args.pools = pools if args.pools == "4,6,12,64" else args.pools
+        args.populations = (populations if args.populations == "60,120,150,300,1000"
+                            else args.populations)
     rows = [point(n, k, args.duration, args.seed)
             for k in map(int, args.pools.split(","))
             for n in map(int, args.populations.split(","))]
