@@ -510,3 +510,60 @@ def test_the_command_line_prints_one_line_and_exits_2_for_a_hostile_file(tmp_pat
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert result.output.startswith("error: configuration: config: ")
     assert result.output.count("\n") == 1 and "nested too deeply" in result.output
+
+
+# --------------------------------------------------------------------------------------------
+# pools
+# --------------------------------------------------------------------------------------------
+
+_POOL_SYSTEM = '[systems.shop]\ntiers = ["web", "app", "db"]\n'
+
+
+def test_pools_are_read_with_their_tier_size_and_held_tiers(toml):
+    cfg = load_config(toml(_POOL_SYSTEM + '[systems.shop.pools.conn]\ntier = "app"\nsize = 6\n'
+                           'holds = ["app", "db"]\n[systems.shop.pools.threads]\ntier = "web"\n'
+                           'size = 200\nholds = ["web", "app", "db"]\n'), env={})
+    pools = cfg.system("shop").pools
+    assert pools["conn"].size == 6 and pools["conn"].holds == ("app", "db")
+    assert pools["threads"].tier == "web" and len(pools["threads"].holds) == 3
+    assert cfg.system("other").pools == {}
+
+
+@pytest.mark.parametrize("body, key, words", [
+    ('tier = "app"\nsize = 0\nholds = ["app"]', "systems.shop.pools.conn.size", "[1, "),
+    ('tier = "app"\nsize = -3\nholds = ["app"]', "systems.shop.pools.conn.size", "-3"),
+    ('tier = "app"\nsize = 2.5\nholds = ["app"]', "systems.shop.pools.conn.size", "integer"),
+    ('tier = "app"\nsize = 4\nholds = ["app", "cache"]', "systems.shop.pools.conn.holds",
+     "'cache' is not one of"),
+    ('tier = "app"\nsize = 4\nholds = ["db"]', "systems.shop.pools.conn.holds",
+     "start with the owning tier"),
+    ('tier = "web"\nsize = 4\nholds = ["web", "db"]', "systems.shop.pools.conn.holds",
+     "consecutive"),
+    ('tier = "db"\nsize = 4\nholds = ["db", "app"]', "systems.shop.pools.conn.holds",
+     "consecutive"),
+    ('tier = "app"\nsize = 4', "systems.shop.pools.conn.holds", "missing"),
+    ('tier = "app"\nsize = 4\nholds = ["app"]\nlimit = 3', "systems.shop.pools.conn.limit",
+     "unknown"),
+])
+def test_bad_pools_are_refused_naming_the_key(toml, body, key, words):
+    message = _refused(toml(_POOL_SYSTEM + "[systems.shop.pools.conn]\n" + body + "\n"), key)
+    assert words in message, message
+
+
+def test_partly_overlapping_pools_are_refused_nested_and_disjoint_accepted(toml):
+    a = '[systems.shop.pools.a]\ntier = "web"\nsize = 8\nholds = ["web", "app"]\n'
+    overlap = '[systems.shop.pools.b]\ntier = "app"\nsize = 4\nholds = ["app", "db"]\n'
+    message = _refused(toml(_POOL_SYSTEM + a + overlap), "systems.shop.pools.b.holds")
+    assert "overlaps pool 'a'" in message
+    nested = '[systems.shop.pools.b]\ntier = "app"\nsize = 4\nholds = ["app"]\n'
+    disjoint = '[systems.shop.pools.c]\ntier = "db"\nsize = 4\nholds = ["db"]\n'
+    assert len(load_config(toml(_POOL_SYSTEM + a + nested + disjoint), env={})
+               .system("shop").pools) == 3
+
+
+def test_a_pool_needs_tiers_and_may_exceed_the_population(toml):
+    _refused(toml('[systems.shop.pools.conn]\ntier = "app"\nsize = 4\nholds = ["app"]\n'),
+             "systems.shop.pools.conn")
+    cfg = load_config(toml(_POOL_SYSTEM + '[systems.shop.pools.conn]\ntier = "db"\n'
+                           'size = 1000000\nholds = ["db"]\n'), env={})
+    assert cfg.system("shop").pools["conn"].size == 1_000_000

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from streams.core.outputs import (Alert, ClassDemand, ClassPrediction, DeadLetter, Prediction,
-                                  TierEstimate, TierPrediction, record_fields)
+from streams.core.outputs import (Alert, ClassDemand, ClassPrediction, DeadLetter,
+                                  PoolPrediction, Prediction, TierEstimate, TierPrediction,
+                                  record_fields)
 from streams.sinks.schema import ADDED, MEASUREMENTS, RECORDS
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "pipeline.md"
@@ -22,6 +23,7 @@ SECTIONS = {
     "## Output: `perfcast.predictions`": Prediction,
     "### Per class: `classes.<c>`": ClassPrediction,
     "### Per tier: `tiers.<t>`": TierPrediction,
+    "### Per pool: `pools.<p>`": PoolPrediction,
     "### Per tier and class: `tiers.<t>.demands.<c>`": ClassDemand,
     "## Output: `perfcast.alerts`": Alert,
     "## Output: `perfcast.deadletter`": DeadLetter,

@@ -25,6 +25,16 @@ the **next value of the tier's own service-time sequence** times the class's mul
   sequence, consumed in the order services *start*: with ``c`` cores the ``c`` jobs in
   service hold consecutive values of it.
 
+Pools
+-----
+``pools`` (:class:`solvers.pools.PoolSpec`, tiers ``first .. last - 1``): a request takes one of
+the pool's ``size`` tokens before its first visit to tier ``first`` -- waiting FCFS for one
+when all are held, in no core's queue -- and gives it back when it leaves tier ``last - 1``,
+the token passing at once to the head of the pool's queue (simultaneous resource possession,
+Jacobson and Lazowska 1982). Nested pools are taken outer first and given back inner first.
+The wait for a token counts in the owning tier's (``first``'s) residence time, as a service
+measures it (its request timer runs while it waits for a connection or a worker).
+
 Open sources
 ------------
 ``arrivals=OpenArrivals(rate, process)`` makes the system open: requests arrive from outside
@@ -95,6 +105,7 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
+from solvers.pools import PoolSpec
 from solvers.processes import MAP
 from solvers.simulation.monitoring import window_records
 from solvers.simulation.network import resolve_rng
@@ -272,9 +283,18 @@ class PhysicalNetwork:
     think_time: float
     population: int
     arrivals: OpenArrivals | None = None
+    #: pools held across runs of tiers (module docstring, "Pools")
+    pools: tuple[PoolSpec, ...] = ()
 
     def __post_init__(self) -> None:
         tiers = tuple(self.tiers) if isinstance(self.tiers, (list, tuple)) else ()
+        pools = tuple(self.pools) if isinstance(self.pools, (list, tuple)) else None
+        if pools is None or not all(isinstance(p, PoolSpec) and isinstance(p.size, int)
+                                    and p.size >= 1 and 0 <= p.first < p.last <= len(tiers)
+                                    for p in pools):
+            raise ValueError(f"pools: must be PoolSpec with size >= 1 over the tiers "
+                             f"(0 <= first < last <= {len(tiers)}), got {self.pools!r}")
+        object.__setattr__(self, "pools", pools)
         if not tiers or not all(isinstance(t, Tier) for t in tiers):
             raise ValueError(f"tiers: must be a non-empty sequence of Tier, got {self.tiers!r}")
         names = [t.name for t in tiers]
@@ -461,21 +481,62 @@ class _Engine:
         self.samples = [array("d") for _ in range(self.C)] if record else None
         self.next_arrival = (_stream(_arrival_blocks(net.arrivals, rng))
                              if net.arrivals is not None else None)
+        # pools: per tier, the pools taken before its first visit (outer first) and given
+        # back after its last (inner first); free tokens and FCFS queues per pool
+        pools = net.pools
+        span = [p.last - p.first for p in pools]
+        self.acquire = [sorted((i for i, p in enumerate(pools) if p.first == m),
+                               key=lambda i: (-span[i], i)) for m in range(self.M)]
+        self.release = [[i for i in sorted(range(len(pools)), key=lambda i: (span[i], -i))
+                         if pools[i].last - 1 == m] for m in range(self.M)]
+        self.free = [p.size for p in pools]
+        self.token_queue = [deque() for _ in pools]
+
+    def _enter(self, m: int, c: int, t: float, t_sys: float, k: int, start: int,
+               t_in: float | None = None) -> None:
+        """Take the tokens of tier ``m``'s pools from the ``start``-th on, then arrive at
+        ``m`` at ``t``; wait in the first pool with none free. ``t_in``: when the request
+        reached the tier (default ``t``): its residence there runs from then."""
+        t_in = t if t_in is None else t_in
+        wanted = self.acquire[m]
+        for j in range(start, len(wanted)):
+            p = wanted[j]
+            if self.free[p] == 0:
+                self.token_queue[p].append((m, c, t_in, t_sys, k, j + 1))
+                return
+            self.free[p] -= 1
+        self._arrive(m, c, t, t_sys, k, t_in)
+
+    def _release(self, m: int, t: float) -> None:
+        """Give back the tokens of the pools that end at tier ``m``: to the head of each
+        pool's queue, or to the pool."""
+        for p in self.release[m]:
+            if self.token_queue[p]:
+                m2, c2, t_in2, t_sys2, k2, next_pool = self.token_queue[p].popleft()
+                self._enter(m2, c2, t, t_sys2, k2, next_pool, t_in2)
+            else:
+                self.free[p] += 1
 
     # -- rare paths (population changes), not inlined
-    def _arrive(self, m: int, c: int, t: float, t_sys: float) -> None:
-        k = self.vis[m * self.C + c]
+    def _arrive(self, m: int, c: int, t: float, t_sys: float, k: int | None = None,
+                t_in: float | None = None) -> None:
+        if k is None:
+            k = self.vis[m * self.C + c]
+        t_in = t if t_in is None else t_in
         if self.busy[m] < self.cores[m]:
             self.busy[m] += 1
             s = self.service[m]() * self.mult[m * self.C + c]
-            heapq.heappush(self.heap, (t + s, m, c, t, t_sys, s, k))
+            heapq.heappush(self.heap, (t + s, m, c, t_in, t_sys, s, k))
         else:
-            self.queues[m].append((c, t, t_sys, k))
+            self.queues[m].append((c, t_in, t_sys, k))
 
     def _new_user(self, t: float) -> None:
         if self.Z > 0:
             heapq.heappush(self.heap, (t + self.next_think(), -1, self.next_token(),
                                        0.0, 0.0, 0.0, 0))
+        elif self.acquire[0]:
+            c = self.next_class()
+            self._enter(0, c, t, t, self.vis[c], 0)
         else:
             self._arrive(0, self.next_class(), t, t)
 
@@ -513,6 +574,9 @@ class _Engine:
         for m, q in enumerate(self.queues):
             for c, t_in, _, _ in q:
                 area[m * C + c] += t - t_in
+        for q in self.token_queue:                     # waiting for a token at tier m
+            for m, c, t_in, _, _, _ in q:
+                area[m * C + c] += t - t_in
         return (t, busy, area, self.done[:], self.rt[:], self.q_done[:], self.q_rt[:],
                 self.present, sum(self.q_done), self.svc[:])
 
@@ -544,6 +608,9 @@ class _Engine:
         deficit = self.deficit
         present = self.present
         samples = self.samples
+        acquire = self.acquire if self.net.pools else None
+        release = self.release if self.net.pools else None
+        enter, give_back = self._enter, self._release
         while heap and heap[0][0] < until:
             t, m, c, t_in, t_sys, s, k = pop(heap)
             if m == -2:                                # an arrival from the open source
@@ -575,6 +642,8 @@ class _Engine:
                 if k > 1:                              # the request's next visit to tier m
                     k -= 1
                 else:
+                    if release is not None and release[m]:
+                        give_back(m, t)
                     m += 1
                     k = vis[i + C]
                 if m == M:                             # the request is complete
@@ -595,6 +664,9 @@ class _Engine:
                     t_sys = t
                     m = 0
                     k = vis[c]
+            if acquire is not None and acquire[m] and k == vis[m * C + c]:
+                enter(m, c, t, t_sys, k, 0)            # tokens first, then tier m
+                continue
             if busy[m] < cores[m]:                     # arrival at tier m
                 busy[m] += 1
                 s = service[m]() * mult[m * C + c]

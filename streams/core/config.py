@@ -16,6 +16,11 @@ systems and override them per system::
     slo = { home = { p95 = 0.3 } }     # percentile SLOs per class, beside the mean's sla_s
     visits = { db = { home = 2.0 } }   # visits of a class to a tier per request (default 1)
 
+    [systems.shop.pools.db_connections]  # a pool held across tiers (a layered model)
+    tier = "front"               # the tier that owns it
+    size = 10                    # tokens (threads, connections)
+    holds = ["front", "db"]      # held across these tiers, in visit order
+
     [kafka]
     bootstrap = "localhost:9092"
     [influxdb]
@@ -42,7 +47,7 @@ from streams.core.plausibility import Plausibility
 from streams.core.records import MAX_UTILIZATION_TOLERANCE, UTILIZATION_TOLERANCE, valid_name
 from streams.core.input_config import input_from_mapping
 
-__all__ = ["SystemConfig", "SLO_QUANTILES", "PREDICT_QUANTILES", "KafkaSettings",
+__all__ = ["SystemConfig", "Pool", "SLO_QUANTILES", "PREDICT_QUANTILES", "KafkaSettings",
            "InfluxSettings", "Config", "Limits", "load_config", "ConfigError", "ENVIRONMENT", "secret", "DEMAND_POLICIES", "BURSTY_DEMANDS",
            "REMEDIATION_COSTS", "Plausibility"]
 
@@ -89,6 +94,23 @@ WORKLOADS = ("auto", "closed", "open")
 #: replica of a tier; per added core; per tier moved to a faster CPU, times the speed-up
 #: ``s - 1``; per user an admission limit turns away at the required users
 REMEDIATION_COSTS = {"replicate": 1.0, "cores": 0.125, "cpu_speed": 1.0, "admission": 0.05}
+
+
+#: the largest pool size (threads or connections): beyond it a value is a typo
+MAX_POOL_SIZE = 1_000_000
+
+
+@dataclass(frozen=True)
+class Pool:
+    """A pool of ``size`` tokens (threads, connections) owned by ``tier``: a request takes a
+    token before the first tier of ``holds`` and gives it back after the last, waiting FCFS
+    for one when all are taken (simultaneous resource possession: the layered queueing models
+    of Rolia and Vetland 1995, solved by :mod:`solvers.pools`)."""
+
+    tier: str
+    size: int
+    #: the tiers the token is held across, in visit order, the owning tier first
+    holds: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -173,6 +195,9 @@ class SystemConfig:
     #: (a partial table keeps the other defaults)
     remediation_costs: Mapping[str, float] = field(
         default_factory=lambda: dict(REMEDIATION_COSTS))
+    #: thread and connection pools by name (``[systems.<system>.pools.<name>]``), checked
+    #: against ``tiers`` by :func:`check_pools`
+    pools: Mapping[str, Pool] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for key in _CHOICES:
@@ -324,6 +349,8 @@ def _check(key: str, value: Any, where: str) -> Any:
                 for c, v in value.items()}
     if key == "slo":
         return _slo(value, where)
+    if key == "pools":
+        return _pools(value, where)
     if key == "remediation":
         if not isinstance(value, bool):
             raise ConfigError(f"{where}: must be true or false, got {shown(value)}")
@@ -371,6 +398,85 @@ def _slo(value: Any, where: str) -> dict[str, dict[str, float]]:
             str(q): _within(v, f"{where}.{cls}.{q}", 0.0, WEEK_S, False, " seconds")
             for q, v in bounds.items()}
     return out
+
+
+_POOL_KEYS = ("tier", "size", "holds")
+
+
+def _pools(value: Any, where: str) -> dict[str, Pool]:
+    """``pools = { name = { tier, size, holds } }``: each pool's own fields; how the pools sit
+    on the system's tiers is :func:`check_pools`' (after the tiers are known)."""
+    if not isinstance(value, Mapping) or not all(isinstance(v, Mapping)
+                                                 for v in value.values()):
+        raise ConfigError(f"{where}: must be a table of name = {{ tier, size, holds }}, "
+                          f"got {shown(value)}")
+    out: dict[str, Pool] = {}
+    for name, body in value.items():
+        at = f"{where}.{_name(name, where, 'pool')}"
+        for key in body:
+            if key not in _POOL_KEYS:
+                raise ConfigError(f"{at}.{str(key)[:200]}: unknown setting (known: "
+                                  f"{list(_POOL_KEYS)})")
+        for key in _POOL_KEYS:
+            if key not in body:
+                raise ConfigError(f"{at}.{key}: missing (a pool needs tier, size and holds)")
+        tier = body["tier"]
+        if not isinstance(tier, str) or not valid_name(tier) or not tier.strip():
+            raise ConfigError(f"{at}.tier: must be a tier name, got {shown(tier)}")
+        size = body["size"]
+        if isinstance(size, bool) or not isinstance(size, int) \
+                or not 1 <= size <= MAX_POOL_SIZE:
+            raise ConfigError(f"{at}.size: must be an integer within [1, {MAX_POOL_SIZE:_}] "
+                              f"(tokens in the pool), got {shown(size)}")
+        holds = body["holds"]
+        if not isinstance(holds, list) or not holds \
+                or not all(isinstance(t, str) and valid_name(t) for t in holds) \
+                or len(set(holds)) != len(holds):
+            raise ConfigError(f"{at}.holds: must be a non-empty list of distinct tier names, "
+                              f"got {shown(holds)}")
+        if holds[0] != tier:
+            raise ConfigError(f"{at}.holds: must start with the owning tier {tier!r} (the "
+                              f"token is taken there), got {shown(holds)}")
+        out[name] = Pool(tier=tier, size=size, holds=tuple(holds))
+    return out
+
+
+def check_pools(pools: Mapping[str, Pool], tiers: tuple[str, ...], where: str) -> None:
+    """How the pools sit on the system's ``tiers``: each pool's ``holds`` a contiguous run of
+    ``tiers`` in visit order (the token is taken before the first and given back after the
+    last); two pools either hold disjoint runs or one's run lies within the other's (properly
+    nested: the inner token is taken while the outer one is held). Partly overlapping runs
+    are refused: no order of taking the tokens holds both as configured, and the layered
+    model's aggregation (Rolia and Vetland 1995) needs each pool's held tiers to be one
+    subnetwork. :class:`ConfigError` names the pool's key."""
+    if not pools:
+        return
+    runs: dict[str, tuple[int, int]] = {}
+    for name, pool in pools.items():
+        at = f"{where}.pools.{name}"
+        if not tiers:
+            raise ConfigError(f"{at}: a pool needs the system's tiers in visit order "
+                              f"({where}.tiers)")
+        for t in pool.holds:
+            if t not in tiers:
+                raise ConfigError(f"{at}.holds: {t!r} is not one of the system's tiers "
+                                  f"{list(tiers)}")
+        first = tiers.index(pool.holds[0])
+        if tuple(tiers[first:first + len(pool.holds)]) != pool.holds:
+            raise ConfigError(f"{at}.holds: must be consecutive tiers in visit order "
+                              f"{list(tiers)} starting at {pool.tier!r}, got {list(pool.holds)}")
+        runs[name] = (first, first + len(pool.holds))
+    names = list(runs)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            (a0, a1), (b0, b1) = runs[a], runs[b]
+            disjoint = a1 <= b0 or b1 <= a0
+            nested = (a0 <= b0 and b1 <= a1) or (b0 <= a0 and a1 <= b1)
+            if not (disjoint or nested):
+                raise ConfigError(f"{where}.pools.{b}.holds: overlaps pool {a!r} "
+                                  f"({list(pools[a].holds)}) without nesting in it, got "
+                                  f"{list(pools[b].holds)}: pools must hold disjoint or nested "
+                                  f"runs of tiers")
 
 
 def _name(key: str, where: str, what: str) -> str:
@@ -630,6 +736,7 @@ def load_config(path: str | Path | None = None,
         if len(system.tiers) > limits.max_tiers:
             raise ConfigError(f"{where}.tiers: lists {len(system.tiers)} tiers, more than "
                               f"[limits] max_tiers ({limits.max_tiers})")
+        check_pools(system.pools, system.tiers, where)
     return Config(defaults=defaults, systems=systems, utilization_tolerance=tolerance,
                   limits=limits, input=_input(raw.get("input")),
                   plausibility=_plausibility(raw.get("plausibility", {})),

@@ -32,8 +32,8 @@ from typing import Any, Iterator
 import msgspec
 from msgspec import UNSET, UnsetType
 
-__all__ = ["Alert", "ClassDemand", "ClassPrediction", "DeadLetter", "Outputs", "Prediction",
-           "TierEstimate", "TierPrediction", "UNSET", "UnsetType", "record_fields", "updated"]
+__all__ = ["Alert", "ClassDemand", "ClassPrediction", "DeadLetter", "Outputs", "PoolPrediction",
+           "Prediction", "TierEstimate", "TierPrediction", "UNSET", "UnsetType", "record_fields", "updated"]
 
 
 class _Record(msgspec.Struct, kw_only=True):
@@ -190,6 +190,19 @@ class TierPrediction(_Record, kw_only=True):
     split_discipline: str | None | UnsetType = UNSET  #: ps / fcfs: the split's discipline
 
 
+class PoolPrediction(_Record, kw_only=True):
+    """A prediction's figures for one thread or connection pool (``pools`` in the
+    configuration)."""
+
+    tier: str                                       #: the tier that owns it
+    size: int                                       #: tokens
+    holds: list[str]                                #: the tiers it is held across
+    utilization: float | None                       #: tokens held over size now, model
+    utilization_forecast: float | None              #: ... at the forecast
+    waiting_time_s: float | None                    #: wait for a token per request now, s
+    waiting_time_forecast_s: float | None           #: ... at the forecast, s
+
+
 _F = float | None | UnsetType
 _I = int | None | UnsetType
 _S = str | None | UnsetType
@@ -234,6 +247,7 @@ class Prediction(_Record, kw_only=True):
     throughput_error: _F = UNSET                    #: relative throughput error now
     classes: dict[str, ClassPrediction] | UnsetType = UNSET  #: per request class
     tiers: dict[str, TierPrediction] | UnsetType = UNSET  #: per tier
+    pools: dict[str, PoolPrediction] | UnsetType = UNSET  #: per configured pool modelled
     remediation: dict[str, Any] | None | UnsetType = UNSET  #: what restores the SLA at risk
     alert_capacity_users: _I = UNSET                #: the capacity the breach alert acts on
     alert_time_to_breach_s: _F = UNSET              #: its time to breach, s

@@ -325,6 +325,10 @@ class SystemState(Admission):
                     f"{ASSUMED}an open workload ({reason}): capacity and headroom in requests "
                     f"per second; set workload = \"closed\" and think_time_s where users think "
                     f"between requests"]
+            if kind == "open" and cfg.pools:
+                pred.flags = list(pred.flags) + [
+                    f"pools: {', '.join(cfg.pools)} not modelled on an open workload (the "
+                    f"pool model is closed)"]
         return out
 
     def _complete_open(self, solve: "_Solve", header: tuple) -> Outputs:
@@ -516,7 +520,9 @@ class SystemState(Admission):
             bottleneck=B, error=error, x_error=x_error, classes=classes, tiers=tiers,
             remediation=remedy, alert=alert, assessment={
                 **pooled_fields, **dict(zip(("utilization_error_tier", "utilization_error_max"),
-                                            confidence.worst(u_errors))), **assessment})
+                                            confidence.worst(u_errors))), **assessment,
+                **({"pools": prediction.pool_parts(model, cfg, now, fc)} if model.pools
+                   else {})})
 
     def _assess(self, model: SystemModel, now: Point, fc: Point, breach: Point | None,
                 cap: int | None, limited: bool, ttb: float | None, n_now: int, slope: float,

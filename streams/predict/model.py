@@ -61,6 +61,15 @@ cores, or a larger chain) the exponential network's law with each class's
 quantiles scaled by the MAP network's mean over the law's mean: an approximation (flagged)
 that keeps the shape of the exponential network's tail, where a bursty tier's is heavier.
 
+**Thread and connection pools** (``pools`` in the configuration): a request holds one of a
+pool's tokens across a run of tiers. With pools the model is :func:`solvers.pools.solve_pools`
+(held tiers aggregated into a flow-equivalent station, Chandy et al. 1975; Courtois 1977) at
+every population it is asked about: each class's response time adds the wait for each pool's
+token to its tiers' residence times (read back as above); the capacity is searched on it. Its
+tiers are exponential: a bursty tier under pools is solved as exponential with its mean
+(flagged), and quantile SLOs are read on the exponential network's law scaled to the pool
+model's mean (flagged).
+
 Capacity is the largest ``N`` whose every class meets its SLA (Harbaoui et al. (2010) section V's
 question) -- the mean's ``sla_s`` and every quantile SLO (``slo``); the time to breach follows
 from the users trend.
@@ -80,6 +89,7 @@ import numpy as np
 from solvers.decomposition import PER_JOB_MAX_CORES, SWING_FLAG, SolveMemo, solve_decomposed
 from solvers.mapqn import solve_closed
 from solvers.mva import mva_curve
+from solvers.pools import PoolSpec, solve_pools
 from solvers.processes import MAP
 from solvers.response_time import DEFAULT_LEVELS, ArrivalLaw, response_time_quantiles
 from solvers.response_time.mapnet import map_network_quantiles
@@ -142,7 +152,8 @@ class Measured:
 class Point:
     """The model's answer at one population ``n``: ``X`` (all classes), ``R_m`` per tier,
     ``R_c`` per class, ``U_m`` per tier (per core), ``B_m`` bottleneck probabilities (MAP).
-    ``model``: ``"mva"``, ``"map"`` (the exact chain) or ``"map-fes"`` (decomposition)."""
+    ``model``: ``"mva"``, ``"map"`` (the exact chain), ``"map-fes"`` (decomposition) or
+    ``"pools"`` (:func:`solvers.pools.solve_pools`)."""
 
     n: int
     throughput: float
@@ -151,6 +162,14 @@ class Point:
     utilization: np.ndarray
     bottleneck: np.ndarray | None
     model: str
+    #: per pool (:attr:`SystemModel.pools`): tokens held over size, and the wait for a token
+    #: per request, seconds (``None``: no pools)
+    pool_utilization: np.ndarray | None = None
+    pool_waiting: np.ndarray | None = None
+
+
+#: how a pool's flags begin
+POOL_FLAG = "pools: "
 
 
 #: a decomposition's ``Little's law off`` flag reaches the model's flags from this fraction of
@@ -201,6 +220,8 @@ class SystemModel:
     #: (M,) tiers read back under processor sharing (``R_{m,c} = D_{m,c} R_m / D_m``, module
     #: docstring); ``None``: every tier FCFS
     ps: np.ndarray | None = None
+    #: thread and connection pools over runs of :attr:`tiers` (module docstring)
+    pools: tuple[PoolSpec, ...] = ()
     _cache: dict[int, Point] = field(default_factory=dict)
     _qcache: dict[int, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
     _map_qcache: dict[int, np.ndarray | None] = field(default_factory=dict, repr=False,
@@ -282,6 +303,15 @@ class SystemModel:
         class to the point's mean (flagged, module docstring)."""
         if point.model == "mva":
             return self._law_quantiles(point.n)[:, :-1]
+        if point.model == "pools":
+            law = self._law_quantiles(point.n)
+            flag = (f"{POOL_FLAG}quantiles from the network without pools, scaled to the pool "
+                    f"model's mean (a pool's wait has a tail of its own)")
+            if flag not in self.flags:
+                self.flags.append(flag)
+            ratio = np.divide(point.response, law[:, -1], out=np.ones(len(self.classes)),
+                              where=law[:, -1] > 0)
+            return law[:, :-1] * ratio[:, None]
         if point.model in ("map", "map-fes") and point.n >= 1 and self.exact_applies \
                 and self.map_states(point.n) <= QUANTILE_STATE_LIMIT:
             if point.n not in self._map_qcache:
@@ -423,10 +453,43 @@ class SystemModel:
         """Largest ``n`` whose every class meets its SLA under MVA, ``(n, limited)``; ``None``
         when no class has an SLA. Exact up to :meth:`asymptote_start` (one pass of the MVA
         recursion), beyond it where the extrapolated ``R_c(n)`` crosses the SLA."""
+        if self.pools:
+            return self._pool_capacity()
         mean_cap = self._mean_capacity()
         if not self.has_quantile_slo:
             return mean_cap
         return self._quantile_capacity(mean_cap)
+
+    def _pool_capacity(self) -> tuple[int | None, bool]:
+        """:meth:`mva_capacity` with pools: a capacity search on :meth:`excess` of the pool
+        model (:meth:`at`), from the MVA curve's knee; exact to one user."""
+        if not np.isfinite(self.sla[self.mix > 0]).any() and not self.has_quantile_slo:
+            return None, False
+        floor = self.excess_floor()
+        if floor > 0:
+            return 0, False
+        known = {n: self.excess(p) for n, p in self.solved().items()}
+        return capacity_search(lambda n: self.excess(self.at(n)),
+                               start=max(int(min(self.knee(), CAPACITY_LIMIT)), 1),
+                               limit=CAPACITY_LIMIT,
+                               known=known, floor=floor)
+
+    def _pool_point(self, n: int) -> Point:
+        """The pool model at ``n`` (:func:`solvers.pools.solve_pools`): tiers read back as
+        :meth:`_read_back`, each class's response time plus every pool's wait (the same for
+        every class: FCFS on the token), which the owning tier's residence holds (as the
+        tier's own response time measures it)."""
+        res = solve_pools(self.D_mc, int(n), self.think_time, self.servers, self.pools,
+                          self.mix)
+        Rm = np.array(res.residence_time, dtype=float)
+        X = float(res.throughput)
+        waits = np.zeros(len(self.tiers))
+        for k, pool in enumerate(self.pools):
+            waits[pool.first] += float(res.pool_waiting_time[k])
+        Rc = self.D_mc.sum(axis=0) + self.wait(Rm - waits) @ self._wait_share + waits.sum()
+        return Point(int(n), X, Rm, Rc, X * self.D / self.servers, None, "pools",
+                     np.asarray(res.pool_utilization, dtype=float),
+                     np.asarray(res.pool_waiting_time, dtype=float))
 
     def _quantile_capacity(self, mean_cap: tuple[int | None, bool]) -> tuple[int | None, bool]:
         """The largest ``n`` within the mean's SLA (``mean_cap``) and every quantile SLO on
@@ -492,7 +555,9 @@ class SystemModel:
         model's own error (docs/accuracy.md)."""
         if n in self._cache:
             return self._cache[n]
-        if self.processes is None or n > self.map_limit:
+        if self.pools:
+            point = self._pool_point(n)
+        elif self.processes is None or n > self.map_limit:
             point = self.mva_at(n)
         else:
             procs = [p.scaled(float(d)) for p, d in zip(self.processes, self.D)]
@@ -575,7 +640,9 @@ class SystemModel:
                 "per_job_max_cores": int(self.per_job_max_cores),
                 "slo": None if self.slo is None else
                 [[None if math.isinf(v) else float(v) for v in row] for row in self.slo],
-                "ps": None if self.ps is None else [bool(v) for v in self.ps]}
+                "ps": None if self.ps is None else [bool(v) for v in self.ps],
+                "pools": [{"name": p.name, "size": int(p.size), "first": int(p.first),
+                           "last": int(p.last)} for p in self.pools]}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "SystemModel":
@@ -604,7 +671,10 @@ class SystemModel:
                             for row in data["slo"]], dtype=float).reshape(
                                len(data["classes"]), len(SLO_QUANTILES)),
                        ps=None if data.get("ps") is None
-                       else np.array(data["ps"], dtype=bool))
+                       else np.array(data["ps"], dtype=bool),
+                       pools=tuple(PoolSpec(int(p["size"]), int(p["first"]), int(p["last"]),
+                                            str(p["name"]))
+                                   for p in data.get("pools") or ()))
         except KeyError as exc:
             raise ValueError(f"model: missing key {exc.args[0]!r}") from None
         except (TypeError, ValueError) as exc:
@@ -878,9 +948,34 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
                         if after != before:
                             flags.append(_history_flag(t.tier, before, after))
     ps = np.array([bool(t.split_decided and t.split_discipline == "ps") for t in tiers])
+    pools, pool_flags = model_pools(cfg, [t.tier for t in tiers])
+    flags += pool_flags
+    if pools and processes is not None:
+        processes = None
+        flags.append(f"{POOL_FLAG}bursty tiers solved as exponential with their mean demands "
+                     f"(the pool model has no MAP network)")
     return SystemModel(tiers=[t.tier for t in tiers], classes=list(classes), D_mc=D_mc, mix=p,
                        servers=servers, think_time=think_time, sla=sla, processes=processes,
                        map_limit=cfg.map_max_population, flags=flags, visits=V_mc,
                        per_job_max_cores=cfg.per_job_max_cores, slo=slo,
                        visits_measured=visits.measured if visits is not None else {},
-                       ps=ps if ps.any() else None)
+                       ps=ps if ps.any() else None, pools=pools)
+
+
+def model_pools(cfg: SystemConfig, tiers: list[str]) -> tuple[tuple[PoolSpec, ...], list[str]]:
+    """The configured pools over the model's ``tiers`` (indices), and flags for those left
+    out: a pool whose held tiers are not all in the model yet (no windows from one), or not
+    consecutive there."""
+    out, flags = [], []
+    for name, pool in cfg.pools.items():
+        if not all(t in tiers for t in pool.holds):
+            missing = [t for t in pool.holds if t not in tiers]
+            flags.append(f"{POOL_FLAG}{name} not modelled: no windows yet from {missing}")
+            continue
+        first = tiers.index(pool.holds[0])
+        if tuple(tiers[first:first + len(pool.holds)]) != pool.holds:
+            flags.append(f"{POOL_FLAG}{name} not modelled: its tiers {list(pool.holds)} are "
+                         f"not consecutive among the model's {tiers}")
+            continue
+        out.append(PoolSpec(pool.size, first, first + len(pool.holds), name))
+    return tuple(out), flags

@@ -15,8 +15,9 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from streams.core.config import SLO_QUANTILES
-from streams.core.outputs import ClassDemand, ClassPrediction, Prediction, TierPrediction
+from streams.core.config import SLO_QUANTILES, SystemConfig
+from streams.core.outputs import (ClassDemand, ClassPrediction, PoolPrediction, Prediction,
+                                  TierPrediction)
 from streams.core.records import clean
 from streams.core.tier import TierModel
 from streams.predict.model import ASSUMED, SOLVER_FLAG, Measured, Point, SystemModel
@@ -258,3 +259,24 @@ def assemble(*, system: str, time: float, solve: int, think: float, horizon: flo
         else float(1.0 - bottleneck.max()),
         model_error=error, throughput_error=x_error,
         classes=classes, tiers=tiers, remediation=remediation, **alert, **assessment)))
+
+
+def pool_parts(model: SystemModel, cfg: SystemConfig, now: Point, fc: Point
+               ) -> dict[str, PoolPrediction]:
+    """Per modelled pool (:attr:`SystemModel.pools`): its configuration, the model's
+    utilization (tokens held over size) and wait for a token per request, now and at the
+    forecast (empty: no pools)."""
+    out = {}
+    for k, spec in enumerate(model.pools):
+        pool = cfg.pools[spec.name]
+        out[spec.name] = PoolPrediction(
+            tier=pool.tier, size=int(pool.size), holds=list(pool.holds),
+            utilization=_pool_figure(now.pool_utilization, k),
+            utilization_forecast=_pool_figure(fc.pool_utilization, k),
+            waiting_time_s=_pool_figure(now.pool_waiting, k),
+            waiting_time_forecast_s=_pool_figure(fc.pool_waiting, k))
+    return out
+
+
+def _pool_figure(values: np.ndarray | None, k: int) -> float | None:
+    return None if values is None or not np.isfinite(values[k]) else float(values[k])

@@ -113,10 +113,11 @@ def remedy_story(remediation: Mapping[str, Any] | None,
 
 
 def model_family(kind: str | None) -> str | None:
-    """``"mva"`` or ``"map"`` (the MAP network, exact chain or decomposition)."""
+    """``"mva"`` (exponential tiers, with or without pools) or ``"map"`` (the MAP network,
+    exact chain or decomposition)."""
     if kind is None:
         return None
-    return "mva" if kind == "mva" else "map"
+    return "mva" if kind in ("mva", "pools") else "map"
 
 
 def model_switch(previous: Mapping[str, Any] | None, kind: str, capacity: int | None,

@@ -41,7 +41,9 @@ SYSTEM_CHARTS = ("response_time", "capacity", "throughput", "utilization", "disp
 #: what each value of a prediction's ``model`` means, for the report's model tile
 _MODEL_NAMES = {"map": "MAP network (bursty tier), exact chain",
                 "map-fes": "MAP network (bursty tier), decomposition",
-                "mva": "mean-value analysis"}
+                "mva": "mean-value analysis",
+                "pools": "thread and connection pools over exponential tiers (flow-equivalent "
+                         "decomposition)"}
 
 
 @cache

@@ -1,0 +1,353 @@
+"""Thread and connection pools: a closed network in which a request holds one of ``K`` tokens
+across a run of consecutive tiers (simultaneous resource possession, a two-layer queueing
+network).
+
+The model is the closed network of :mod:`solvers.mva` -- ``N`` users thinking ``Z`` seconds,
+tiers of ``c_m`` exponential FCFS cores with demands ``D_m`` -- plus pools. A pool of size
+``K`` is held across tiers ``first..last-1``: a request takes a token before the first held
+tier (waiting FCFS while all ``K`` are taken) and gives it back after the last, so at most
+``K`` requests are inside the held tiers at once. Pools hold disjoint or properly nested runs
+of tiers (what :func:`streams.core.config.check_pools` accepts).
+
+Method: hierarchical decomposition with a flow-equivalent server (Chandy et al. 1975;
+Courtois 1977), applied innermost pool first. The held tiers of a pool are solved alone as a
+closed network (no think time) at every population ``k = 1..K`` -- the throughput ``X_H(k)``;
+the pool and its tiers are then one load-dependent station of the enclosing network whose
+rate with ``j`` requests at it (holding or waiting for a token) is ``X_H(min(j, K))``: the
+tokens admit at most ``K``, the others wait. The enclosing network (the remaining tiers, the
+pool stations and the think time) is solved exactly as a load-dependent product-form network
+by the convolution algorithm (Buzen 1973), in logarithms so that
+populations of thousands neither overflow nor lose the probabilities of a saturated station
+to cancellation. Per-tier residence times follow from the marginal distribution of the
+pool station's population: a held tier's queue is ``sum_j P(j) Q_h(min(j, K))`` with
+``Q_h(k)`` its queue in the held network at population ``k``.
+
+Why this and not the method of surrogates (Jacobson and Lazowska 1982) or the layered
+fixed point of the method of layers (Rolia and Sevcik 1995): with one pool, or disjoint or nested ones, the
+aggregation needs no iteration -- one solve of the held network at ``1..K`` and one of the
+enclosing network, both exact for their product-form parts -- and it is exact in two limits
+(a pool of ``K >= N``, where it reduces to the plain network by Norton's theorem; a pool over
+a single tier, where the station with the token queue is a load-dependent server with rates
+``min(j, K, c)/D``). Its one approximation is the decomposition's: the held tiers see a fixed
+population between the pool's changes of state, which the surrogates' fixed point also
+assumes (their "flow-equivalent" inner model). The surrogates' iteration is needed where the
+held tiers are shared with requests that do not hold the token (overlapping possession), which
+the configuration refuses.
+
+Several classes: the tiers' demands per class ``D_{m,c}`` are aggregated with the throughput
+mix ``p_c`` into ``D_m = sum_c p_c D_{m,c}`` (one class of ``N`` users); class ``c``'s
+response time is its wait for each pool's token (FCFS, the same for every class) plus
+``sum_m s_m D_{m,c}`` with each tier's stretch ``s_m = R_m / D_m`` from the aggregate
+solution -- exact for one class, an approximation (the classes' demands at an FCFS tier share
+its queue) for several.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from .results import as_servers, check_no_nan
+
+__all__ = ["PoolSpec", "PoolResult", "solve_pools", "pool_capacity"]
+
+
+@dataclass(frozen=True)
+class PoolSpec:
+    """A pool of ``size`` tokens held across tiers ``first .. last - 1`` (indices into the
+    tiers, in visit order)."""
+
+    size: int
+    first: int
+    last: int
+    name: str = ""
+
+
+@dataclass(frozen=True, eq=False)
+class PoolResult:
+    """Solution at population ``N``. ``throughput`` ``X`` (requests/s); ``response_time`` per
+    class (think time excluded, the waits for the tokens included); ``residence_time`` per
+    tier (aggregate class; a pool's wait for a token counted at its first tier, the owning one,
+    whose request timer runs while it waits); ``tier_utilization`` per core; per pool (in
+    the order given): ``pool_utilization`` (mean tokens held over size), ``pool_busy`` (mean
+    tokens held), ``pool_waiting_time`` (mean wait for a token per request), ``pool_holding_time``
+    (mean time a token is held per request), ``pool_queue`` (mean requests waiting for a
+    token). ``throughput_curve[n]``: ``X(n)`` for ``n = 0..N`` (a capacity search reads it)."""
+
+    throughput: float
+    response_time: np.ndarray
+    residence_time: np.ndarray
+    tier_utilization: np.ndarray
+    pool_utilization: np.ndarray
+    pool_busy: np.ndarray
+    pool_waiting_time: np.ndarray
+    pool_holding_time: np.ndarray
+    pool_queue: np.ndarray
+    throughput_curve: np.ndarray
+    flags: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _log_conv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``log (exp(a) * exp(b))`` (discrete convolution), both of length ``n + 1``."""
+    n = a.shape[0]
+    out = np.full(n, -np.inf)
+    rb = b[::-1]
+    for k in range(n):
+        t = a[:k + 1] + rb[n - 1 - k:]
+        top = t.max()
+        if top > -np.inf:
+            out[k] = top + math.log(np.exp(t - top).sum())
+    return out
+
+
+def _log_rates(rates: np.ndarray) -> np.ndarray:
+    """``log f(j) = -sum_{i<=j} log mu(i)``, ``f(0) = 1``, from rates ``mu(1..n)``."""
+    return np.concatenate(([0.0], -np.cumsum(np.log(rates))))
+
+
+@dataclass
+class _Station:
+    """One station of a network level: ``logf[j]`` for ``j = 0..n`` and, for a pool, the
+    queue of each held tier at held population ``k`` (``inner[k, h]``) and the size."""
+
+    logf: np.ndarray
+    tiers: tuple[int, ...] = ()        # the tiers whose queues this station carries
+    inner: np.ndarray | None = None    # (K + 1, len(tiers)) queues by held population
+    pool: int = -1                     # index of the pool it stands for (-1: a tier or think)
+    size: int = 0
+
+
+def _tier_station(m: int, D: float, c: float, n: int) -> _Station:
+    """Tier ``m``: ``c`` exponential FCFS cores, rate ``min(j, c)/D`` with ``j`` requests."""
+    j = np.arange(1, n + 1, dtype=float)
+    return _Station(_log_rates(np.minimum(j, c) / D), tiers=(m,))
+
+
+def _network(stations: list[_Station], n: int) -> tuple[np.ndarray, list[np.ndarray]]:
+    """``log G(0..n)`` of the network and, per station, ``log G`` of the network without it
+    (prefix and suffix convolutions: ``O(S)`` convolutions for ``S`` stations)."""
+    logs = [s.logf[:n + 1] for s in stations]
+    unit = np.full(n + 1, -np.inf)
+    unit[0] = 0.0
+    prefix = [unit]
+    for f in logs:
+        prefix.append(_log_conv(prefix[-1], f))
+    suffix = [unit]
+    for f in reversed(logs):
+        suffix.append(_log_conv(suffix[-1], f))
+    suffix.reverse()
+    rests = [_log_conv(prefix[i], suffix[i + 1]) for i in range(len(logs))]
+    return prefix[-1], rests
+
+
+def _marginal(station: _Station, rest: np.ndarray, logG: np.ndarray, k: int) -> np.ndarray:
+    """``P(j | k) = f(j) G^{(-m)}(k - j) / G(k)``, ``j = 0..k``."""
+    p = np.exp(station.logf[:k + 1] + rest[k::-1] - logG[k])
+    return p / p.sum()
+
+
+def _queues(station: _Station, p: np.ndarray) -> np.ndarray:
+    """Mean queue of each tier the station carries, given its marginal ``p(j)``."""
+    if station.inner is None:
+        return np.array([float(p @ np.arange(p.shape[0], dtype=float))])
+    held = np.minimum(np.arange(p.shape[0]), station.size)
+    return p @ station.inner[held]
+
+
+def _within(pools: list[PoolSpec], i: int, j: int) -> bool:
+    """Pool ``i`` lies inside pool ``j`` (its tiers within ``j``'s; of two pools over the
+    same tiers, the later one inside the earlier)."""
+    a, b = pools[i], pools[j]
+    return i != j and b.first <= a.first and a.last <= b.last \
+        and ((a.first, a.last) != (b.first, b.last) or i > j)
+
+
+def _level(tiers: range, pools: list[PoolSpec], parent: int, D: np.ndarray, c: np.ndarray,
+           n_max: int) -> list[_Station]:
+    """The stations of one level of the hierarchy: the outermost pools inside ``parent``
+    (every pool at the top, ``parent = -1``) as flow-equivalent stations, the other tiers as
+    themselves; rates up to ``n_max``."""
+    inside = [i for i in range(len(pools)) if parent < 0 or _within(pools, i, parent)]
+    outer = [i for i in inside if not any(_within(pools, i, j) for j in inside)]
+    stations: list[_Station] = []
+    m = tiers.start
+    while m < tiers.stop:
+        hit = [i for i in outer if pools[i].first == m]
+        if hit:
+            stations.append(_aggregate(pools, hit[0], D, c, n_max))
+            m = pools[hit[0]].last
+        else:
+            if D[m] > 0:
+                stations.append(_tier_station(m, D[m], c[m], n_max))
+            m += 1
+    return stations
+
+
+def _aggregate(pools: list[PoolSpec], index: int, D: np.ndarray, c: np.ndarray,
+               n_max: int) -> _Station:
+    """The flow-equivalent station of pool ``index``: its held tiers (the pools inside them
+    aggregated first) solved alone at ``k = 1..K``, rate ``X_H(min(j, K))`` with ``j``
+    requests at it, up to ``n_max``; the held tiers' queues at each ``k`` kept."""
+    pool = pools[index]
+    tiers = range(pool.first, pool.last)
+    K = min(pool.size, n_max)
+    stations = _level(tiers, pools, index, D, c, K)
+    inner = np.zeros((K + 1, len(tiers)))
+    if not stations:     # no demand at the held tiers: the pool is never held
+        return _Station(np.concatenate(([0.0], np.full(n_max, -np.inf))), tuple(tiers),
+                        inner, index, K)
+    logG, rests = _network(stations, K)
+    carried = [m - pool.first for s in stations for m in s.tiers]
+    for k in range(1, K + 1):
+        inner[k, carried] = np.concatenate([_queues(s, _marginal(s, r, logG, k))
+                                            for s, r in zip(stations, rests)])
+    X = np.exp(logG[:-1] - logG[1:])                 # X_H(1..K)
+    rates = X[np.minimum(np.arange(1, n_max + 1), K) - 1]
+    return _Station(_log_rates(rates), tuple(tiers), inner, index, K)
+
+
+def solve_pools(demands: Any, population: int, think_time: float = 0.0, servers: Any = None,
+                pools: Sequence[PoolSpec] = (), mix: Any = None) -> PoolResult:
+    """Solve the closed network with pools at population ``population`` (module docstring).
+
+    ``demands``: ``D_m`` per tier (seconds per request, visits included), or ``D_{m,c}`` tiers x
+    classes with the throughput ``mix`` ``p_c`` (default equal); ``servers``: cores ``c_m``
+    per tier (default 1); ``pools``: :class:`PoolSpec` over the tiers (disjoint or nested). A
+    pool larger than the population never binds: it is solved at size ``N``.
+    """
+    Dmc = np.asarray(demands, dtype=float)
+    if Dmc.ndim == 1:
+        Dmc = Dmc[:, None]
+    if Dmc.ndim != 2 or np.any(~np.isfinite(Dmc)) or np.any(Dmc < 0):
+        raise ValueError(f"demands: must be finite seconds >= 0 per tier (and class), "
+                         f"got {demands!r}")
+    M, C = Dmc.shape
+    p = np.full(C, 1.0 / C) if mix is None else np.asarray(mix, dtype=float)
+    if p.shape != (C,) or np.any(p < 0) or not p.sum() > 0:
+        raise ValueError(f"mix: must be {C} shares >= 0 with a positive sum, got {mix!r}")
+    p = p / p.sum()
+    D = Dmc @ p
+    c = as_servers(servers, M)
+    if isinstance(population, bool) or not isinstance(population, (int, np.integer)) \
+            or population < 0:
+        raise ValueError(f"population: must be an integer >= 0, got {population!r}")
+    Z = float(think_time)
+    if not (Z >= 0 and math.isfinite(Z)):
+        raise ValueError(f"think_time: must be finite seconds >= 0, got {think_time!r}")
+    pools = list(pools)
+    for i, pool in enumerate(pools):
+        if not (isinstance(pool.size, (int, np.integer)) and pool.size >= 1
+                and 0 <= pool.first < pool.last <= M):
+            raise ValueError(f"pools[{i}]: must have size >= 1 and 0 <= first < last <= {M}, "
+                             f"got {pool!r}")
+        for j, other in enumerate(pools[:i]):
+            a0, a1, b0, b1 = pool.first, pool.last, other.first, other.last
+            if not (a1 <= b0 or b1 <= a0 or (a0 <= b0 and b1 <= a1)
+                    or (b0 <= a0 and a1 <= b1)):
+                raise ValueError(f"pools[{i}]: overlaps pools[{j}] without nesting in it")
+    N = int(population)
+    flags: list[str] = []
+    if N == 0:
+        zeros = np.zeros(len(pools))
+        return PoolResult(0.0, Dmc.sum(axis=0), D.copy(), np.zeros(M), zeros, zeros, zeros,
+                          zeros, zeros, np.zeros(1), ("empty: population 0",))
+    stations = _level(range(0, M), pools, -1, D, c, N)
+    if Z > 0:
+        j = np.arange(1, N + 1, dtype=float)
+        stations.append(_Station(_log_rates(j / Z)))
+    if not stations:
+        raise ValueError("demands: every tier's demand is 0 and the think time is 0: "
+                         "the throughput is unbounded")
+    logG, rests = _network(stations, N)
+    marg = [_marginal(s, r, logG, N) for s, r in zip(stations, rests)]
+    curve = np.concatenate(([0.0], np.exp(logG[:-1] - logG[1:])))
+    X = float(curve[N])
+    Q = np.zeros(M)
+    pool_busy = np.zeros(len(pools))
+    pool_queue = np.zeros(len(pools))
+    for s, pj in zip(stations, marg):
+        if s.tiers:
+            Q[list(s.tiers)] = _queues(s, pj)
+        if s.pool >= 0:
+            _pool_figures(s, pj, pools, D, c, pool_busy, pool_queue)
+    R_m = Q / X
+    stretch = np.divide(R_m, D, out=np.ones(M), where=D > 0)
+    waits = pool_queue / X
+    sizes = np.array([float(min(pl.size, N)) for pl in pools])
+    holding = pool_busy / X
+    R_c = (stretch[:, None] * Dmc).sum(axis=0) + waits.sum()
+    for k, pool in enumerate(pools):       # a token is waited for at its owning tier
+        R_m[pool.first] += waits[k]
+    U = X * D / np.where(np.isinf(c), 1.0, c)
+    util = np.divide(pool_busy, np.array([float(pl.size) for pl in pools]),
+                     out=np.zeros(len(pools)), where=sizes > 0)
+    check_no_nan(X=X, R=R_c, R_m=R_m, pools=util)
+    return PoolResult(X, R_c, R_m, U, util, pool_busy, waits, holding, pool_queue, curve,
+                      tuple(flags))
+
+
+def _pool_figures(s: _Station, pj: np.ndarray, pools: list[PoolSpec], D: np.ndarray,
+                  c: np.ndarray, busy: np.ndarray, queue: np.ndarray,
+                  weight: float = 1.0) -> None:
+    """Add ``weight`` times the mean tokens held and requests waiting at pool station ``s``
+    (marginal ``pj``), and those of the pools directly inside it: from its held network at
+    each held population, weighted by that population's probability."""
+    j = np.arange(pj.shape[0])
+    held = np.minimum(j, s.size)
+    busy[s.pool] += weight * float(pj @ held)
+    queue[s.pool] += weight * float(pj @ (j - held))
+    pool = pools[s.pool]
+    stations = _level(range(pool.first, pool.last), pools, s.pool, D, c, s.size)
+    if not any(t.pool >= 0 for t in stations):
+        return
+    ph = np.bincount(held, weights=pj, minlength=s.size + 1)
+    logG, rests = _network(stations, s.size)
+    for k in range(1, s.size + 1):
+        if ph[k] > 0:
+            for inner, r in zip(stations, rests):
+                if inner.pool >= 0:
+                    _pool_figures(inner, _marginal(inner, r, logG, k), pools, D, c, busy,
+                                  queue, weight * ph[k])
+
+
+def pool_capacity(demands: Any, sla: Any, think_time: float = 0.0, servers: Any = None,
+                  pools: Sequence[PoolSpec] = (), mix: Any = None,
+                  limit: int = 100_000) -> int:
+    """The largest population whose every class's response time (:func:`solve_pools`) is
+    within its ``sla`` (seconds per class, ``inf``: none; a scalar for every class): doubling
+    from 1 to a population that breaches, then bisection -- response times grow with the
+    population in a closed network (Lazowska et al. 1984), so the first breach bounds it.
+    ``limit`` when no population up to it breaches; 0 when one user already does."""
+    Dmc = np.asarray(demands, dtype=float)
+    C = 1 if Dmc.ndim == 1 else Dmc.shape[1]
+    target = np.broadcast_to(np.asarray(sla, dtype=float), (C,))
+    if np.any(np.isnan(target)) or np.any(target <= 0):
+        raise ValueError(f"sla: must be seconds > 0 per class (inf: none), got {sla!r}")
+    if isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 1:
+        raise ValueError(f"limit: must be an integer >= 1, got {limit!r}")
+
+    def meets(n: int) -> bool:
+        res = solve_pools(demands, n, think_time, servers, pools, mix)
+        return bool(np.all(res.response_time <= target))
+
+    if not meets(1):
+        return 0
+    lo, hi = 1, None
+    while hi is None:
+        n = min(2 * lo, limit)
+        if not meets(n):
+            hi = n
+        elif n >= limit:
+            return int(limit)
+        else:
+            lo = n
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if meets(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
