@@ -30,13 +30,16 @@ TOKEN = "s3cr3t-T0ken.value~+/="
 ENV = {"PERFCAST_PROMETHEUS_TOKEN": TOKEN}
 
 
-@pytest.fixture(autouse=True)
-def _no_prometheus_of_the_environment(monkeypatch):
+@pytest.fixture(autouse=True, scope="module")
+def _no_prometheus_of_the_environment():
     """The fake servers here are the only Prometheus: the test command's own (its URL and a
-    token in the environment) must not override the configured one."""
-    for name in ("PERFCAST_PROMETHEUS_URL", "PERFCAST_PROMETHEUS_TOKEN",
-                 "PERFCAST_PROMETHEUS_TOKEN_FILE"):
-        monkeypatch.delenv(name, raising=False)
+    token in the environment) must not override the configured one (module scope: before the
+    module's shared runs too)."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ("PERFCAST_PROMETHEUS_URL", "PERFCAST_PROMETHEUS_TOKEN",
+                     "PERFCAST_PROMETHEUS_TOKEN_FILE"):
+            patch.delenv(name, raising=False)
+        yield
 #: the outer bound of a call that must end by itself: only so that a regression fails the
 #: test instead of hanging the suite (the deadlines under test are a second or two)
 OUTER_S = 60.0
