@@ -356,7 +356,8 @@ class TierModel:
     split_discipline: str | None = None
     split_decided: bool = False
     #: ``True`` when the split is identified, ``False`` when not (``split_reason`` says why),
-    #: ``None`` without a split
+    #: ``None`` without a split, or where the regression separates every class by the
+    #: windows' varying mix (the estimators' split stands)
     split_identified: bool | None = None
     split_reason: str | None = None
     #: the demand grows (or falls) with the load over the kept history
@@ -721,6 +722,13 @@ class TierState:
                             "idc_lower": idc_bounds[0], "idc_upper": idc_bounds[1],
                             "idc_reference": idc_reference,
                             **_separability_fields(self.separability)})
+        identified = split.identified if split is not None else None
+        if identified is False and self.separability and len(self.separability) > 1 \
+                and all(v["reason"] is None for v in self.separability.values()):
+            # the response times cannot tell the classes apart, but the windows' varying mix
+            # does (every class separable in the regression: Rolia and Vetland (1995)): the
+            # estimators' split stands, identified
+            identified = None
         k = self.kalman
         return TierModel(
             tier=self.tier, cores=self.cores,
@@ -742,7 +750,7 @@ class TierState:
             split=split.demands if split is not None else {},
             split_discipline=split.discipline if split is not None else None,
             split_decided=bool(split is not None and split.decided),
-            split_identified=split.identified if split is not None else None,
+            split_identified=identified,
             split_reason=split.reason if split is not None else None,
             load_flag=self.load_flag)
 

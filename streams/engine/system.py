@@ -149,6 +149,10 @@ class SystemState(Admission):
         # held for alert_fire_after solves in a row (a model near the trust margin flips
         # between solves; each flip would restate the alert): [trusted, solves in a row]
         self.trust_run: list = [True, 0]
+        #: the firing predicted-breach alert was restated for a change of trust already: once
+        #: per firing (a model near the trust margin flips back and forth; the prediction's
+        #: ``model_trusted`` follows every solve, the page does not)
+        self.breach_restated = False
         #: the last solves' model errors (``confidence.error_sample``), of one model family
         self.error_samples: list[dict[str, list[float]]] = []
         self.error_family: str | None = None
@@ -660,6 +664,8 @@ class SystemState(Admission):
                           else 1]
         steady = now_trusted if self.trust_run[1] >= cfg.alert_fire_after or \
             self.breach_trust is None else self.breach_trust == "trusted"
+        if self.breach_restated and self.breach_trust is not None:
+            steady = self.breach_trust == "trusted"
         events, self.breach_trust = confidence.trust_events(
             events, now_trusted,
             bool(track and track.active), self.breach_trust,
@@ -672,6 +678,10 @@ class SystemState(Admission):
                         + text.breach_summary(system, pred, cfg, ttb, breach_class, withheld),
                 basis=list(pred.alert_basis) + text.trend_basis(pred)
                 + ([named] if named else [])), steady)
+        if self.breach_trust is None:
+            self.breach_restated = False
+        elif any(e.get("update") == "trust" for e in events):
+            self.breach_restated = True
         return events
 
     def _breach_condition(self, pred: Prediction, model: SystemModel, time: float,
@@ -707,7 +717,7 @@ class SystemState(Admission):
                 "last_alert_capacity": self.last_alert_capacity,
                 "last_provisional_capacity": self.last_provisional_capacity,
                 "last_solved": self.last_solved, "breach_trust": self.breach_trust,
-                "trust_run": list(self.trust_run),
+                "trust_run": list(self.trust_run), "breach_restated": self.breach_restated,
                 "remediation_hints": self.remediation_hints,
                 "error_samples": self.error_samples, "error_family": self.error_family,
                 "newest_end": self.newest_end, "ahead": self.ahead, "held": self.held,
@@ -737,6 +747,7 @@ class SystemState(Admission):
         state.last_solved = data.get("last_solved")
         state.breach_trust = data.get("breach_trust")
         state.trust_run = list(data.get("trust_run") or [True, 0])
+        state.breach_restated = bool(data.get("breach_restated", False))
         state.remediation_hints = dict(data.get("remediation_hints") or {})
         state.error_samples = list(data.get("error_samples") or [])
         state.error_family = data.get("error_family")
