@@ -464,8 +464,8 @@ class TierState:
         self.late = 0
         self.cores = 1
         #: the last applied window had no ``cores`` (set as each window is applied, so a
-        #: solve sees the window before it whatever the batch; not persisted: the next window
-        #: sets it again)
+        #: solve sees the window before it whatever the batch; kept with the state, so a
+        #: restored worker flags it as the embedded run does)
         self.cores_assumed = False
         self.window_s = 0.0
         self.interval = Interval()
@@ -820,6 +820,7 @@ class TierState:
             "selection": self._selection(), "response": self.response,
             "response_users": self.response_users,
             "split_sums": self.split_sums.to_dict(), "load_flag": self.load_flag,
+            "cores_assumed": self.cores_assumed,
         }
 
     def _selection(self) -> dict[str, Any]:
@@ -862,6 +863,7 @@ class TierState:
         state.response_users = [float(v) for v in data.get("response_users", (0.0, 0.0))]
         state.split_sums = SplitSums.from_dict(data.get("split_sums"))  # absent in older states
         state.load_flag = data.get("load_flag")
+        state.cores_assumed = bool(data.get("cores_assumed", False))
         sel = data.get("selection")            # absent in states saved before demand_policy
         if sel and "busy" in sel:
             state.scores.extend(zip(sel["busy"], _nan_in(sel["kalman"]),
