@@ -74,6 +74,14 @@ def call(fn):
 
 
 # -- the deadline: the whole request, however slowly the bytes come ---------------------------
+def _drip(fake, h, byte: bytes) -> None:
+    """Write ``byte`` every 50 ms until the fake server stops: every read returns, none ends."""
+    while not fake.stop.is_set():
+        h.wfile.write(byte)
+        h.wfile.flush()
+        time.sleep(0.05)
+
+
 def _trickle_body(fake):
     def answer(h):
         h.send_response(200)
@@ -81,20 +89,14 @@ def _trickle_body(fake):
         h.send_header("Content-Length", "1000000")
         h.end_headers()
         h.wfile.write(b'{"status": "success", ')
-        while not fake.stop.is_set():           # one byte per 50 ms: every read returns
-            h.wfile.write(b" ")
-            h.wfile.flush()
-            time.sleep(0.05)
+        _drip(fake, h, b" ")
     return answer
 
 
 def _trickle_headers(fake):
     def answer(h):
         h.wfile.write(b"HTTP/1.1 200 OK\r\nX-Slow: ")
-        while not fake.stop.is_set():
-            h.wfile.write(b"x")
-            h.wfile.flush()
-            time.sleep(0.05)
+        _drip(fake, h, b"x")
     return answer
 
 
