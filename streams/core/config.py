@@ -92,8 +92,11 @@ WORKLOADS = ("auto", "closed", "open")
 
 #: cost of each kind of remediation (``remediation_costs``, :mod:`streams.predict.whatif`): per added
 #: replica of a tier; per added core; per tier moved to a faster CPU, times the speed-up
-#: ``s - 1``; per user an admission limit turns away at the required users
-REMEDIATION_COSTS = {"replicate": 1.0, "cores": 0.125, "cpu_speed": 1.0, "admission": 0.05}
+#: ``s - 1``; per user an admission limit turns away at the required users; per token added
+#: to a thread or connection pool (a configuration change, but each connection costs the
+#: database memory and a backend: a tenth of a core's cost)
+REMEDIATION_COSTS = {"replicate": 1.0, "cores": 0.125, "cpu_speed": 1.0, "admission": 0.05,
+                     "pool": 0.0125}
 
 
 #: the largest pool size (threads or connections): beyond it a value is a typo

@@ -201,6 +201,9 @@ class PoolPrediction(_Record, kw_only=True):
     utilization_forecast: float | None              #: ... at the forecast
     waiting_time_s: float | None                    #: wait for a token per request now, s
     waiting_time_forecast_s: float | None           #: ... at the forecast, s
+    #: per class, the wait for a token over its response time now, model
+    waiting_share: dict[str, float] | UnsetType = UNSET
+    waiting_share_forecast: dict[str, float] | UnsetType = UNSET  #: ... at the forecast
 
 
 _F = float | None | UnsetType

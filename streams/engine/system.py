@@ -40,6 +40,7 @@ from streams.predict import open_model, users_trend, visits
 from streams.predict.calibration import Calibration, calibrate_model
 from streams.predict.model import (ASSUMED, Measured, Point, SystemModel, build_model,
                                    model_capacity)
+from streams.predict.pool_naming import bottleneck_name
 from streams.predict.whatif import hints_of, remediate
 
 __all__ = ["BREACH_RESOLVE_FACTOR", "CURRENT_RESOLVE_FACTOR", "ERROR_RESOLVE_FACTOR", "Outputs",
@@ -495,6 +496,7 @@ class SystemState(Admission):
         flags = prediction.solver_flags(model, base) + prediction.assumed_workload(
             source, n_now, solve.think,
             cfg.think_time_s is None and self.think_time_est is None, m.total_throughput)
+        flags += prediction.pool_flags(model, max(n_now, n_fc))
         breach, breach_class, breach_tier = prediction.breach_point(model, cap, limited)
         ttb: float | None = None
         if cap is not None and not limited:
@@ -540,7 +542,7 @@ class SystemState(Admission):
         if cap is not None and not limited and confidence.band_due(
                 self.solves, ttb, self.config.horizon_s):
             extra.update(confidence.band(model, models, cap, n_now, slope))
-        extra.update(story.bottleneck_story(model, model.tiers[int(np.argmax(fc.utilization))],
+        extra.update(story.bottleneck_story(model, bottleneck_name(model, fc),
                                             breach, breach_class, breach_tier, fc, tiers))
         extra.update(story.remedy_story(remedy, breach_tier))
         extra.update(story.model_switch(self.last_solved, now.model, cap, tiers,

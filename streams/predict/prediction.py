@@ -11,6 +11,7 @@ breach point are read off the model here.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Mapping
 
 import numpy as np
@@ -20,11 +21,14 @@ from streams.core.outputs import (ClassDemand, ClassPrediction, PoolPrediction, 
                                   TierPrediction)
 from streams.core.records import clean
 from streams.core.tier import TierModel
-from streams.predict.model import ASSUMED, SOLVER_FLAG, Measured, Point, SystemModel
+from streams.predict.model import (ASSUMED, POOL_FLAG, SOLVER_FLAG, Measured, Point,
+                                   SystemModel)
+from streams.predict.pool_naming import bottleneck_name, breach_name
 from streams.predict.response_trend import TrendReading
 
 __all__ = ["assemble", "assumed_workload", "breach_point", "class_parts", "held_flags",
-           "map2_report", "record_guard", "solver_flags", "tier_parts", "unsolved"]
+           "map2_report", "pool_flags", "pool_parts", "record_guard", "solver_flags",
+           "tier_parts", "unsolved"]
 
 
 def map2_report(tier: TierModel, model: SystemModel, i: int,
@@ -103,14 +107,14 @@ def breach_point(model: SystemModel, cap: int | None, limited: bool
                  ) -> tuple[Point | None, str | None, str | None]:
     """The first population probed beyond capacity (``None``: no capacity), the class that
     breaks first there (largest response time over SLA among the classes in the mix) and the
-    tier holding most of its response time."""
+    tier holding most of its response time -- or the pool, by its name, whose wait for a
+    token holds most (:func:`streams.predict.pool_naming.breach_name`)."""
     if cap is None or limited:
         return None, None, None
     beyond = [p for n, p in model.solved().items() if n > cap and model.excess(p) > 0]
     breach = min(beyond, key=lambda p: p.n) if beyond else model.at(cap + 1)
     c = int(np.argmax(model.class_excess(breach)))
-    share = model.class_residence(breach.residence)[:, c]
-    return breach, model.classes[c], model.tiers[int(np.argmax(share))]
+    return breach, model.classes[c], breach_name(model, breach, c)
 
 
 def class_parts(model: SystemModel, m: Measured, now: Point, fc: Point,
@@ -254,7 +258,7 @@ def assemble(*, system: str, time: float, solve: int, think: float, horizon: flo
         capacity_users=cap, capacity_limited=limited,
         headroom_users=None if cap is None else cap - n_now,
         time_to_breach_s=ttb, breach_class=breach_class, breach_tier=breach_tier,
-        bottleneck_tier=model.tiers[int(np.argmax(fc.utilization))],
+        bottleneck_tier=bottleneck_name(model, fc),
         bottleneck_switch_probability=0.0 if bottleneck is None
         else float(1.0 - bottleneck.max()),
         model_error=error, throughput_error=x_error,
@@ -265,7 +269,9 @@ def pool_parts(model: SystemModel, cfg: SystemConfig, now: Point, fc: Point
                ) -> dict[str, PoolPrediction]:
     """Per modelled pool (:attr:`SystemModel.pools`): its configuration, the model's
     utilization (tokens held over size) and wait for a token per request, now and at the
-    forecast (empty: no pools)."""
+    forecast, and each class's share of its response time spent waiting for a token there
+    (the wait is the same for every class, FCFS on the token; a class with the shorter
+    response time waits the larger share of it) (empty: no pools)."""
     out = {}
     for k, spec in enumerate(model.pools):
         pool = cfg.pools[spec.name]
@@ -274,9 +280,29 @@ def pool_parts(model: SystemModel, cfg: SystemConfig, now: Point, fc: Point
             utilization=_pool_figure(now.pool_utilization, k),
             utilization_forecast=_pool_figure(fc.pool_utilization, k),
             waiting_time_s=_pool_figure(now.pool_waiting, k),
-            waiting_time_forecast_s=_pool_figure(fc.pool_waiting, k))
+            waiting_time_forecast_s=_pool_figure(fc.pool_waiting, k),
+            waiting_share=_waiting_share(model, now, k),
+            waiting_share_forecast=_waiting_share(model, fc, k))
     return out
 
 
 def _pool_figure(values: np.ndarray | None, k: int) -> float | None:
     return None if values is None or not np.isfinite(values[k]) else float(values[k])
+
+
+def _waiting_share(model: SystemModel, point: Point, k: int) -> dict[str, float]:
+    """Per class with a positive response time at ``point``: pool ``k``'s wait over it."""
+    wait = _pool_figure(point.pool_waiting, k)
+    if wait is None:
+        return {}
+    return {c: wait / float(r) for c, r in zip(model.classes, point.response.tolist())
+            if math.isfinite(r) and r > 0}
+
+
+def pool_flags(model: SystemModel, users: int) -> list[str]:
+    """A flag per modelled pool of at least ``users`` tokens (the larger of the current and
+    the forecast users): it cannot bind. Not a configuration error: the population is
+    measured, not configured, and a pool sized for the peak is normal between peaks."""
+    return [f"{POOL_FLAG}{p.name} has {p.size} tokens, at least the {users} users at the "
+            f"forecast: it cannot bind (the pool model reduces to the network without it)"
+            for p in model.pools if p.size >= users]

@@ -10,7 +10,10 @@ utilization queues the most while its slow runs last (Mi et al. (2008) section 3
 demo's shop is such a case: ``front`` is busier on average, the bursty ``db`` breaks the SLA.
 :func:`bottleneck_story` says so in ``bottleneck_reason`` whenever the two differ (``None``
 when they agree), with the breach tier's share of the class's response time and its
-bottleneck probability.
+bottleneck probability. With thread or connection pools either name may be a pool's
+(:mod:`streams.predict.pool_naming`): the bottleneck when its tokens bound the throughput
+before any tier's cores do, the breach when the wait for its tokens is the largest part of
+the breaking class's response time.
 
 The model itself changes between solves: MVA while no tier is known to be bursty, the MAP
 queueing network (exact chain or decomposition) once one is. Capacity moves with it (the
@@ -34,6 +37,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from streams.predict.model import Point, SystemModel
+from streams.predict.pool_naming import breach_shares, pool_index
 
 __all__ = ["bottleneck_story", "model_family", "model_switch", "remedy_story"]
 
@@ -48,29 +52,44 @@ def bottleneck_story(model: SystemModel, busiest: str, breach: Point | None,
     if breach is None or breach_tier is None or breach_class is None:
         return {"bottleneck_reason": None, "breach_tier_share": None,
                 "breach_tier_bottleneck_probability": None}
-    m = model.tiers.index(breach_tier)
+    names, parts = breach_shares(model, breach)
+    m = names.index(breach_tier)
     c = model.classes.index(breach_class)
-    residence = model.class_residence(breach.residence)[:, c]
+    residence = parts[:, c]
     total = float(residence.sum())
     share = float(residence[m]) / total if total > 0 else None
     B = breach.bottleneck
-    prob = float(B[m]) if B is not None else None
+    prob = float(B[m]) if B is not None and m < len(model.tiers) else None
     reason = None
     if busiest != breach_tier:
-        b = model.tiers.index(busiest)
-        u_busy, u_breach = float(forecast.utilization[b]), float(forecast.utilization[m])
+        u_busy, u_breach = _utilization(model, forecast, busiest), \
+            _utilization(model, forecast, breach_tier)
         info = tiers.get(breach_tier, {})
         bursty = (f", bursty (I = {info['idc']:.3g})" if info.get("bursty") and
                   info.get("idc") is not None else "")
-        reason = (f"{busiest} is the busiest tier (utilization {100 * u_busy:.0f}% vs "
-                  f"{100 * u_breach:.0f}% at the forecast) but {breach_tier}{bursty} causes "
-                  f"the breach: it holds {100 * (share or 0):.0f}% of {breach_class}'s response "
-                  f"time at {breach.n} users")
+        held = " (its wait for a token)" if m >= len(model.tiers) else ""
+        reason = (f"{busiest} is the busiest {_what(model, busiest)} (utilization "
+                  f"{100 * u_busy:.0f}% vs {100 * u_breach:.0f}% at the forecast) but "
+                  f"{breach_tier}{bursty} causes the breach: it holds{held} "
+                  f"{100 * (share or 0):.0f}% of {breach_class}'s response time at "
+                  f"{breach.n} users")
         if prob is not None:
             reason += (f"; bottleneck switch: {breach_tier} is the bottleneck "
                        f"{100 * prob:.0f}% of the time")
     return {"bottleneck_reason": reason, "breach_tier_share": share,
             "breach_tier_bottleneck_probability": prob}
+
+
+def _what(model: SystemModel, name: str) -> str:
+    return "pool" if pool_index(model, name) is not None else "tier"
+
+
+def _utilization(model: SystemModel, point: Point, name: str) -> float:
+    """A tier's utilization per core at ``point``, or a pool's tokens held over its size."""
+    k = pool_index(model, name)
+    if k is None:
+        return float(point.utilization[model.tiers.index(name)])
+    return float(point.pool_utilization[k]) if point.pool_utilization is not None else 0.0
 
 
 def remedy_story(remediation: Mapping[str, Any] | None,

@@ -25,6 +25,16 @@ multi-core bursty tiers) is the prediction's. An :class:`Action` returns a new m
   adds ``c_m`` cores; it differs from ``cores`` in granularity and cost.
 * ``admission`` -- admit at most ``n`` users (the others wait outside or are turned away):
   the model is unchanged and the largest ``n`` within every SLA is the capacity itself.
+* ``pool`` -- the thread or connection pool named ``tier`` (the pool's configured name, as
+  :attr:`SystemModel.pools` carries it) with ``K`` tokens: the pool model
+  (:mod:`solvers.pools`) at the new size. More tokens let more requests reach the tiers the
+  pool holds, so a raised pool can move the breach to a tier behind it (a connection pool
+  raised until the database's cores saturate: Rolia and Vetland (1995), the software server
+  that stops being the bottleneck). Each pool remedy says where the breach goes
+  (``breach_tier_after``, :func:`streams.predict.pool_naming.breach_name` at the first
+  population past its capacity); a pool no size of which meets the SLAs says in
+  ``unreachable`` where its largest size moves the breach. Sizes are searched from ``K + 1``
+  to the required users (a pool of ``N`` tokens never binds at ``N`` users).
 
 :func:`remediate` finds, for each kind and tier, the smallest action that keeps every class
 within its SLA at ``required`` users (the larger of the current and the horizon's predicted
@@ -34,6 +44,7 @@ users), and the capacity the model then has; actions are ranked by their configu
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
@@ -42,6 +53,7 @@ import numpy as np
 
 from streams.core.config import REMEDIATION_COSTS
 from streams.predict.model import CAPACITY_LIMIT, SystemModel, model_capacity
+from streams.predict.pool_naming import breach_name, pool_index
 
 __all__ = ["Action", "ACTION_KINDS", "DEFAULT_COSTS", "Remedy", "Remediation", "apply",
            "hints_of", "Comparison", "compare",
@@ -49,9 +61,10 @@ __all__ = ["Action", "ACTION_KINDS", "DEFAULT_COSTS", "Remedy", "Remediation", "
            "MAX_REPLICAS", "MAX_SPEED", "SPEED_STEP", "SOLVE_BUDGET"]
 
 #: the kinds of action, in the order they are reported at equal cost
-ACTION_KINDS = ("replicate", "cores", "cpu_speed", "admission")
+ACTION_KINDS = ("replicate", "cores", "cpu_speed", "admission", "pool")
 #: default cost of each kind (``remediation_costs``): per added replica; per added core; per
-#: tier moved, times the speed-up ``s - 1``; per user turned away at the required users
+#: tier moved, times the speed-up ``s - 1``; per user turned away at the required users; per
+#: token added to a pool
 DEFAULT_COSTS = REMEDIATION_COSTS
 #: the largest remediation searched per kind: replicas (and cores up to that many times
 #: today's), CPU speed factor
@@ -67,8 +80,8 @@ SOLVE_BUDGET = 48
 @dataclass(frozen=True)
 class Action:
     """One what-if change: ``kind`` of :data:`ACTION_KINDS` on ``tier`` (``None`` for
-    ``admission``) with ``value`` -- replicas ``k``, cores ``c``, speed factor ``s`` or
-    users ``n``."""
+    ``admission``; a pool's name for ``pool``) with ``value`` -- replicas ``k``, cores ``c``,
+    speed factor ``s``, users ``n`` or tokens ``K``."""
 
     kind: str
     tier: str | None
@@ -81,7 +94,7 @@ class Action:
         if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) \
                 or not math.isfinite(v) or v <= 0:
             raise ValueError(f"{self.kind}: must be a finite number > 0, got {v!r}")
-        if self.kind in ("replicate", "cores", "admission") and float(v) != int(v):
+        if self.kind in ("replicate", "cores", "admission", "pool") and float(v) != int(v):
             raise ValueError(f"{self.kind}: must be a whole number, got {v!r}")
         if (self.kind == "admission") != (self.tier is None):
             raise ValueError(f"tier: {'no' if self.kind == 'admission' else 'a'} tier for "
@@ -94,8 +107,21 @@ def _tier_index(model: SystemModel, tier: str | None) -> int:
     return model.tiers.index(tier)
 
 
+def _pool_index(model: SystemModel, name: str | None) -> int:
+    k = pool_index(model, name)
+    if k is None:
+        raise ValueError(f"pool: unknown pool {name!r}; the system's pools are "
+                         f"{[p.name for p in model.pools]}")
+    return k
+
+
 def apply(model: SystemModel, action: Action) -> SystemModel:
     """A new model with ``action`` applied (module docstring); ``admission`` returns a copy."""
+    if action.kind == "pool":
+        k = _pool_index(model, action.tier)
+        pools = list(model.pools)
+        pools[k] = dataclasses.replace(pools[k], size=int(action.value))
+        return model.variant(pools=tuple(pools))
     D, servers = np.array(model.D_mc, dtype=float), np.array(model.servers, dtype=float)
     if action.kind != "admission":
         m = _tier_index(model, action.tier)
@@ -116,8 +142,8 @@ def apply_all(model: SystemModel, actions: Sequence[Action]) -> SystemModel:
 
 
 def parse_action(kind: str, text: str) -> Action:
-    """``TIER=VALUE`` of the command line (``--replicate db=2``) as an :class:`Action`; a
-    ``ValueError`` names the option and the text."""
+    """``TIER=VALUE`` of the command line (``--replicate db=2``; ``--pool NAME=SIZE``) as an
+    :class:`Action`; a ``ValueError`` names the option and the text."""
     tier, sep, value = text.partition("=")
     if not sep or not tier.strip():
         raise ValueError(f"{kind}: expected TIER=VALUE, got {text!r}")
@@ -125,7 +151,7 @@ def parse_action(kind: str, text: str) -> Action:
         number = float(value)
     except ValueError:
         raise ValueError(f"{kind}: {value!r} is not a number (in {text!r})") from None
-    if kind in ("replicate", "cores") and number.is_integer():
+    if kind in ("replicate", "cores", "pool") and number.is_integer():
         number = int(number)
     return Action(kind, tier.strip(), number)
 
@@ -136,6 +162,9 @@ def action_cost(model: SystemModel, action: Action, required: int,
     unit = float(costs.get(action.kind, DEFAULT_COSTS[action.kind]))
     if action.kind == "admission":
         return unit * max(required - int(action.value), 0)
+    if action.kind == "pool":
+        spec = model.pools[_pool_index(model, action.tier)]
+        return unit * (int(action.value) - int(spec.size))
     m = _tier_index(model, action.tier)
     if action.kind == "replicate":
         return unit * (int(action.value) - 1)
@@ -146,9 +175,17 @@ def action_cost(model: SystemModel, action: Action, required: int,
 
 def describe(action: Action, model: SystemModel | None = None) -> str:
     """``add 1 replica of db``, ``db to 12 cores``, ``db on a 1.5x faster CPU``,
-    ``admit at most 337 users``."""
+    ``admit at most 337 users``, ``raise app's conn pool 10 → 16`` (``conn pool to 16``
+    without the model)."""
     if action.kind == "admission":
         return f"admit at most {int(action.value)} users"
+    if action.kind == "pool":
+        if model is None:
+            return f"{action.tier} pool to {int(action.value)}"
+        spec = model.pools[_pool_index(model, action.tier)]
+        verb = "raise" if int(action.value) >= spec.size else "lower"
+        return (f"{verb} {model.tiers[spec.first]}'s {action.tier} pool {spec.size} → "
+                f"{int(action.value)}")
     if action.kind == "replicate":
         extra = int(action.value) - 1
         return f"add {extra} replica{'s' if extra != 1 else ''} of {action.tier}"
@@ -162,19 +199,23 @@ def describe(action: Action, model: SystemModel | None = None) -> str:
 @dataclass(frozen=True)
 class Remedy:
     """The smallest action of one kind that meets every SLA at the required users, and the
-    capacity it gives (``capacity_limited``: the search reached its limit)."""
+    capacity it gives (``capacity_limited``: the search reached its limit); for a pool, the
+    tier or pool that causes the breach past that capacity (``breach_after``)."""
 
     action: Action
     capacity: int
     capacity_limited: bool
     cost: float
     summary: str
+    breach_after: str | None = None
 
     def to_record(self) -> dict[str, Any]:
         return {"kind": self.action.kind, "tier": self.action.tier,
                 "value": float(self.action.value), "capacity_users": self.capacity,
                 "capacity_limited": self.capacity_limited, "cost": self.cost,
-                "summary": self.summary}
+                "summary": self.summary,
+                **({"breach_tier_after": self.breach_after} if self.action.kind == "pool"
+                   else {})}
 
 
 @dataclass(frozen=True)
@@ -292,6 +333,7 @@ def remediate(model: SystemModel, required: int, capacity_before: int,
 
     def search(tier: str, kind: str, low: int, high: int,
                value: Callable[[int], float], step_of: Callable[[float], int]) -> None:
+        # tier: a pool's name for kind "pool"
         models: dict[int, SystemModel] = {}
 
         def feasible(i: int) -> bool:
@@ -302,8 +344,9 @@ def remediate(model: SystemModel, required: int, capacity_before: int,
         hint = hints.get(f"{kind}/{tier}")
         i = _smallest(feasible, low, high, None if hint is None else step_of(hint[0]))
         if i is None:
-            unreachable.extend([f"{kind} {tier}"] + (["replicate " + tier]
-                                                      if kind == "cores" else []))
+            unreachable.extend([f"{kind} {tier}" + (_moves(models.get(high), tier)
+                                                    if kind == "pool" else "")]
+                               + (["replicate " + tier] if kind == "cores" else []))
             return
         add(models[i], Action(kind, tier, value(i)), hint)
         if kind == "cores":                         # k replicas = k c_m cores
@@ -318,12 +361,23 @@ def remediate(model: SystemModel, required: int, capacity_before: int,
         warm = hint[1] if hint is not None and hint[0] == action.value else required
         cap, limited = model_capacity(after, warm=max(warm, required))
         tried.append(after)
-        remedies.append(_remedy(model, action, cap, limited, capacity_before, required, costs))
+        remedies.append(_remedy(model, action, cap, limited, capacity_before, required, costs,
+                                _breach_after(after, cap, limited)
+                                if action.kind == "pool" else None))
 
     def spent() -> int:
         return sum(len(t.solved()) for t in {id(t): t for t in tried}.values())
 
     point = model.at(required)
+    for k in np.argsort(-(point.pool_waiting if point.pool_waiting is not None
+                          else np.zeros(0)), kind="stable").tolist():
+        spec = model.pools[k]         # pools first, longest wait first: the cheap change
+        if spec.size >= required:
+            continue                  # cannot bind at the required users
+        if spent() >= budget:
+            unreachable.append(f"pool {spec.name} (not searched: solve budget {budget})")
+        else:
+            search(spec.name, "pool", spec.size + 1, required, int, int)
     for m in np.argsort(-model.wait(point.residence), kind="stable").tolist():
         tier, c = model.tiers[m], int(model.servers[m])
         for kind in ("cores", "cpu_speed"):
@@ -344,8 +398,30 @@ def remediate(model: SystemModel, required: int, capacity_before: int,
                        tuple(unreachable))
 
 
+def _breach_after(after: SystemModel, cap: int | None, limited: bool) -> str | None:
+    """The tier or pool causing the breach at the first population past ``after``'s
+    capacity (``None``: no breach within the search's limit)."""
+    if cap is None or limited:
+        return None
+    point = after.at(int(cap) + 1)
+    c = int(np.argmax(after.class_excess(point)))
+    return breach_name(after, point, c)
+
+
+def _moves(largest: SystemModel | None, name: str) -> str:
+    """`` (at K the breach moves to db)``: where a pool's largest searched size ``K`` moves
+    the breach (nothing when it stays at the pool or was not solved)."""
+    if largest is None:
+        return ""
+    cap, limited = model_capacity(largest)
+    to = _breach_after(largest, cap, limited)
+    k = largest.pools[_pool_index(largest, name)].size
+    return "" if to is None or to == name else f" (at {k} the breach moves to {to})"
+
+
 def _remedy(model: SystemModel, action: Action, cap: int | None, limited: bool, before: int,
-            required: int, costs: Mapping[str, float]) -> Remedy:
+            required: int, costs: Mapping[str, float], breach_after: str | None = None
+            ) -> Remedy:
     cap = CAPACITY_LIMIT if cap is None else int(cap)
     after = f"{cap}+" if limited else f"{cap}"
     if action.kind == "admission":
@@ -354,8 +430,11 @@ def _remedy(model: SystemModel, action: Action, cap: int | None, limited: bool, 
                 f"horizon would wait or be turned away")
     else:
         text = f"{describe(action, model)}: capacity {before} → {after} users"
+    if action.kind == "pool" and breach_after is not None:
+        text += ("; the pool still causes the breach" if breach_after == action.tier else
+                 f"; the breach moves to {breach_after}")
     return Remedy(action, cap, limited, round(action_cost(model, action, required, costs), 9),
-                  text)
+                  text, breach_after)
 
 
 @dataclass(frozen=True)
