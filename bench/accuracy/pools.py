@@ -3,6 +3,7 @@
     python -m bench.accuracy.pools                     # pools 4, 6, 12, 64; 5 populations
     python -m bench.accuracy.pools --pools 6 --populations 150 --markdown
     python -m bench.accuracy.pools --large --duration 100   # 8/16/64 cores, to 3,000 users
+    python -m bench.accuracy.pools --remedy --seeds 1,2,3    # raising the pool, simulated
 
 Network: web 4 cores 20 ms, app 4 cores 30 ms, db 8 cores 50 ms (exponential FCFS), think time
 1 s, one class; a pool of ``K`` tokens on app held across app and db (the CPUs give at most
@@ -21,6 +22,14 @@ Per point:
   ``--sla`` s, simulated (:func:`solvers.simulation.capacity.simulated_capacity`, 3
   replications of ``--duration`` s a probe, bisection to 1%) and by
   :func:`solvers.pools.pool_capacity` with and without the pool.
+
+* with ``--remedy``: per case of :data:`REMEDY_CASES` (a 6-connection pool over app and db,
+  the SLA 1 s, ``required`` users beyond the pool's capacity), the remediation of the system
+  model on the true demands (:func:`streams.predict.whatif.remediate`): the pool remedy's
+  size ``K'``, its capacity and where it says the breach goes (``breach_tier_after``); then
+  per seed the simulated capacity with ``K'`` (the check: within 10%), with the pool removed
+  (the ceiling a larger pool approaches: near it, a tier behind the pool binds), and the
+  tiers' simulated utilization at the remedy's capacity.
 
 Figures, no pass/fail.
 """
@@ -46,13 +55,82 @@ DEMANDS = [0.02, 0.03, 0.05]
 CORES = [4, 4, 8]
 THINK = 1.0
 LARGE = ([0.004, 0.010, 0.040], [8, 16, 64], "16,48,128", "500,1500,3000")
+#: ``--remedy`` cases: name, demands (web, app, db; 4/4/8 cores), pool size, required users --
+#: the pool still binding after the smallest raise, app binding after it, and a slower database
+#: (100/s) that binds once the pool is raised
+REMEDY_CASES = (("pool stays", [0.02, 0.03, 0.05], 6, 190),
+                ("to app", [0.02, 0.03, 0.05], 6, 250),
+                ("to db", [0.02, 0.03, 0.08], 6, 195))
 
 
-def network(n: int, size: int) -> PhysicalNetwork:
+def network(n: int, size: int | None, demands: list[float] | None = None) -> PhysicalNetwork:
+    """The simulated system with ``n`` users (``size`` ``None``: no pool)."""
     return PhysicalNetwork(tiers=tuple(Tier(name, c, d) for name, c, d in
-                                       zip(("web", "app", "db"), CORES, DEMANDS)),
+                                       zip(("web", "app", "db"), CORES, demands or DEMANDS)),
                            classes=("a",), mix=(1.0,), think_time=THINK, population=n,
-                           pools=(PoolSpec(size, 1, 3, "db_connections"),))
+                           pools=() if size is None else
+                           (PoolSpec(size, 1, 3, "db_connections"),))
+
+
+def remedy_rows(duration: float, seeds: list[int]) -> list[dict]:
+    """``--remedy`` (module docstring): one row per case and seed."""
+    from streams.predict.model import SystemModel, model_capacity
+    from streams.predict.whatif import remediate
+
+    rows = []
+    for name, demands, size, required in REMEDY_CASES:
+        model = SystemModel(tiers=["web", "app", "db"], classes=["a"],
+                            D_mc=np.array(demands)[:, None], mix=np.array([1.0]),
+                            servers=np.array(CORES, dtype=float), think_time=THINK,
+                            sla=np.array([1.0]), processes=None, map_limit=10_000,
+                            pools=(PoolSpec(size, 1, 3, "db_connections"),))
+        before, _ = model_capacity(model)
+        start = time.perf_counter()
+        plan = remediate(model, required, before)
+        seconds = time.perf_counter() - start
+        remedy = next(r for r in plan.remedies if r.action.kind == "pool")
+        raised = int(remedy.action.value)
+        for seed in seeds:
+            def simulated(k: int | None, aim: int) -> int:
+                return simulated_capacity(lambda n: network(n, k, demands), [1.0],
+                                          start=max(1, int(aim * 0.9)), duration=duration,
+                                          warmup=duration / 10, seed=seed).value
+            sim_before = simulated(size, before)
+            sim_after = simulated(raised, remedy.capacity)
+            sim_free = simulated(None, remedy.capacity)
+            at = simulate_physical(network(remedy.capacity, raised, demands), duration,
+                                   warmup=duration / 10, replications=3, seed=seed)
+            rows.append({"case": name, "seed": seed, "K": size, "required": required,
+                         "raised": raised, "before": before, "sim_before": sim_before,
+                         "after": remedy.capacity, "sim_after": sim_after,
+                         "error": remedy.capacity / sim_after - 1, "sim_free": sim_free,
+                         "breach_after": remedy.breach_after, "summary": remedy.summary,
+                         "util": [u.mean for u in at.utilization], "seconds": seconds})
+    return rows
+
+
+def print_remedy(rows: list[dict], markdown: bool) -> None:
+    print(f"{'case':<11} {'seed':>4} {'K':>2} {'req':>4} {'raised':>6} {'before':>6} "
+          f"{'sim':>4} {'after':>5} {'sim':>4} {'err':>7} {'no pool':>7} {'breach to':>15} "
+          f"{'U web/app/db at after':>22} {'solve':>6}")
+    for r in rows:
+        util = "/".join(f"{u:.2f}" for u in r["util"])
+        print(f"{r['case']:<11} {r['seed']:>4} {r['K']:>2} {r['required']:>4} {r['raised']:>6} "
+              f"{r['before']:>6} {r['sim_before']:>4} {r['after']:>5} {r['sim_after']:>4} "
+              f"{r['error']:>+7.1%} {r['sim_free']:>7} {str(r['breach_after']):>15} "
+              f"{util:>22} {r['seconds'] * 1e3:>4.0f}ms")
+    if markdown:
+        print("\n| case | required | remedy | capacity model / simulated (seeds) | worst error "
+              "| no pool, simulated | breach after |")
+        print("|---|---:|---|---|---:|---:|---|")
+        for case in dict.fromkeys(r["case"] for r in rows):
+            sel = [r for r in rows if r["case"] == case]
+            sims = "/".join(str(r["sim_after"]) for r in sel)
+            worst = max((r["error"] for r in sel), key=abs)
+            free = "/".join(str(r["sim_free"]) for r in sel)
+            print(f"| {case} | {sel[0]['required']} | {sel[0]['K']} → {sel[0]['raised']} | "
+                  f"{sel[0]['after']} / {sims} | {worst:+.1%} | {free} | "
+                  f"{sel[0]['breach_after']} |")
 
 
 def point(n: int, size: int, duration: float, seed: int) -> dict[str, float]:
@@ -84,7 +162,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="one line per pool: the worst errors over the populations")
     parser.add_argument("--large", action="store_true",
                         help="the 8/16/64-core network, pools 16-128, 500-3,000 users")
+    parser.add_argument("--remedy", action="store_true",
+                        help="only the remediation that raises the pool, against simulation")
+    parser.add_argument("--seeds", default="1,2,3", help="with --remedy: the seeds")
     args = parser.parse_args(argv)
+    if args.remedy:
+        print_remedy(remedy_rows(args.duration, [int(s) for s in args.seeds.split(",")]),
+                     args.markdown)
+        return 0
     if args.large:
         global DEMANDS, CORES
         DEMANDS, CORES, pools, populations = LARGE
