@@ -567,3 +567,13 @@ def test_a_pool_needs_tiers_and_may_exceed_the_population(toml):
     cfg = load_config(toml(_POOL_SYSTEM + '[systems.shop.pools.conn]\ntier = "db"\n'
                            'size = 1000000\nholds = ["db"]\n'), env={})
     assert cfg.system("shop").pools["conn"].size == 1_000_000
+
+
+def test_a_cycle_of_pools_is_refused_naming_the_key(toml):
+    """``conn`` on app held at app and db, ``back`` on db held back at app: requests holding one
+    would wait for the other's tokens and the reverse -- refused as a run against the visit
+    order, naming the key and the cycle."""
+    conn = '[systems.shop.pools.conn]\ntier = "app"\nsize = 4\nholds = ["app", "db"]\n'
+    back = '[systems.shop.pools.back]\ntier = "db"\nsize = 4\nholds = ["db", "app"]\n'
+    message = _refused(toml(_POOL_SYSTEM + conn + back), "systems.shop.pools.back.holds")
+    assert "'app' comes before 'db'" in message and "makes a cycle" in message

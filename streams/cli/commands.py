@@ -10,9 +10,9 @@ Commands:
 - ``perfcast report --store PATH --out FILE``: render an embedded run's store as one
   self-contained HTML page (:mod:`streams.sinks.report`).
 - ``perfcast whatif --store OUT/perfcast.sqlite --replicate db=2 --cores app=8 --cpu-speed
-  db=1.5`` (or ``--source FILE``: the embedded pipeline over a trace first): each system's last
-  model before and after the changes -- capacity, per-class response times now and at the
-  horizon (:mod:`streams.predict.whatif`).
+  db=1.5 --pool conn=16`` (or ``--source FILE``: the embedded pipeline over a trace first): each
+  system's last model before and after the changes -- capacity, per-class response times now
+  and at the horizon (:mod:`streams.predict.whatif`).
 - ``perfcast produce --source FILE|demo``: publish window records to ``perfcast.windows``
   (``--start now`` moves the demo to the current time: the docker-compose producer).
 - ``perfcast worker``: the Faust worker (Kafka in; Kafka and InfluxDB out).
@@ -390,13 +390,16 @@ def report(store: Path = typer.Option(..., metavar="PATH",
                   f" ({escape(systems)}): {escape(str(out))}")
 
 
-def _actions(replicate: list[str], cores: list[str], cpu_speed: list[str]) -> list[Any]:
-    """``--replicate db=2 --cores app=8 --cpu-speed db=1.5`` as what-if actions."""
+def _actions(replicate: list[str], cores: list[str], cpu_speed: list[str],
+             pool: list[str] = ()) -> list[Any]:
+    """``--replicate db=2 --cores app=8 --cpu-speed db=1.5 --pool conn=16`` as what-if
+    actions."""
     from streams.predict.whatif import parse_action
 
     try:
         return [parse_action(kind, text) for kind, texts in
-                (("replicate", replicate), ("cores", cores), ("cpu_speed", cpu_speed))
+                (("replicate", replicate), ("cores", cores), ("cpu_speed", cpu_speed),
+                 ("pool", pool))
                 for text in texts]
     except ValueError as err:
         fail(f"whatif: {err}")
@@ -432,7 +435,7 @@ def _describe(action: Any, model: Any) -> str:
     return describe(action, model)
 
 
-@app.command(short_help="Capacity with more replicas, cores or a faster CPU.")
+@app.command(short_help="Capacity with more replicas, cores, a faster CPU or a larger pool.")
 def whatif(store: Optional[Path] = typer.Option(None, metavar="PATH",
                                                 help="an embedded run's SQLite store "
                                                      "(OUT/perfcast.sqlite, or OUT)"),
@@ -455,11 +458,16 @@ def whatif(store: Optional[Path] = typer.Option(None, metavar="PATH",
            cpu_speed: list[str] = typer.Option([], metavar="TIER=S",
                                                help="the tier on a CPU S times as fast "
                                                     "(demand / S)"),
+           pool: list[str] = typer.Option([], metavar="NAME=SIZE",
+                                          help="the thread or connection pool NAME (its "
+                                               "key under [systems.<s>.pools]) with SIZE "
+                                               "tokens"),
            system: list[str] = typer.Option([], metavar="NAME",
                                             help="only this system (repeat for several; "
                                                  "default: all)"),
            ) -> None:
-    """What if a tier had more replicas, cores or a faster CPU? Each system's last model
+    """What if a tier had more replicas, cores or a faster CPU, or a pool more tokens? Each
+    system's last model
     (the one its last prediction used, MAP(2) of bursty tiers included) before and after:
     capacity and per-class response times now and at the horizon (docs/pipeline.md)."""
     import tempfile
@@ -469,12 +477,12 @@ def whatif(store: Optional[Path] = typer.Option(None, metavar="PATH",
     from streams.sinks.store import read_models
     from streams.predict.whatif import compare
 
-    actions = _actions(replicate, cores, cpu_speed)
+    actions = _actions(replicate, cores, cpu_speed, pool)
     if (store is None) == (source is None) and (store is not None or actions):
         fail("whatif: give exactly one of --store and --source")
     if not actions:
         fail("whatif: no change to try: give at least one of --replicate TIER=K, --cores "
-             "TIER=C, --cpu-speed TIER=S")
+             "TIER=C, --cpu-speed TIER=S, --pool NAME=SIZE")
     with tempfile.TemporaryDirectory(prefix="perfcast-whatif-") as tmp:
         if source is not None:
             from streams.cli.embedded import read_jsonl, run_embedded
@@ -501,11 +509,17 @@ def whatif(store: Optional[Path] = typer.Option(None, metavar="PATH",
     except ValueError as err:
         fail(f"whatif: store {str(store)!r}: {err}")
     known = {t for *_, m in models for t in m.tiers}
-    unknown = sorted({a.tier for a in actions} - known)
+    unknown = sorted({a.tier for a in actions if a.kind != "pool"} - known)
     if unknown:
         fail(f"whatif: no system has tier {unknown[0]!r} (tiers: {', '.join(sorted(known))})")
+    pools = {p.name for *_, m in models for p in m.pools}
+    unknown = sorted({a.tier for a in actions if a.kind == "pool"} - pools)
+    if unknown:
+        fail(f"whatif: no system has pool {unknown[0]!r} (pools: "
+             f"{', '.join(sorted(pools)) or 'none modelled'})")
     for name, when, n, n_fc, model in models:
-        mine = [a for a in actions if a.tier in model.tiers]
+        mine = [a for a in actions if a.tier in (model.tiers if a.kind != "pool"
+                                                 else [p.name for p in model.pools])]
         try:
             cmp = compare(model, mine, n, n_fc)
         except (ValueError, ArithmeticError, MemoryError) as err:    # a row beyond the solvers

@@ -448,7 +448,9 @@ def check_pools(pools: Mapping[str, Pool], tiers: tuple[str, ...], where: str) -
     """How the pools sit on the system's ``tiers``: each pool's ``holds`` a contiguous run of
     ``tiers`` in visit order (the token is taken before the first and given back after the
     last); two pools either hold disjoint runs or one's run lies within the other's (properly
-    nested: the inner token is taken while the outer one is held). Partly overlapping runs
+    nested: the inner token is taken while the outer one is held). A run against the visit
+    order is refused as a cycle (its tokens would be taken in an order other requests reverse:
+    the hold-and-wait cycle of a deadlock, Coffman et al. 1971). Partly overlapping runs
     are refused: no order of taking the tokens holds both as configured, and the layered
     model's aggregation (Rolia and Vetland 1995) needs each pool's held tiers to be one
     subnetwork. :class:`ConfigError` names the pool's key."""
@@ -466,8 +468,15 @@ def check_pools(pools: Mapping[str, Pool], tiers: tuple[str, ...], where: str) -
                                   f"{list(tiers)}")
         first = tiers.index(pool.holds[0])
         if tuple(tiers[first:first + len(pool.holds)]) != pool.holds:
+            back = [t for a, t in zip(pool.holds, pool.holds[1:])
+                    if tiers.index(t) < tiers.index(a)]
+            cycle = (f" ({back[0]!r} comes before {pool.holds[pool.holds.index(back[0]) - 1]!r}:"
+                     f" a token held back to an earlier tier makes a cycle -- requests holding "
+                     f"one pool waiting for another's tokens and the reverse, which can "
+                     f"deadlock)") if back else ""
             raise ConfigError(f"{at}.holds: must be consecutive tiers in visit order "
-                              f"{list(tiers)} starting at {pool.tier!r}, got {list(pool.holds)}")
+                              f"{list(tiers)} starting at {pool.tier!r}, got "
+                              f"{list(pool.holds)}{cycle}")
         runs[name] = (first, first + len(pool.holds))
     names = list(runs)
     for i, a in enumerate(names):

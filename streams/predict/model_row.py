@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from streams.core.config import SLO_QUANTILES
+from streams.core.config import MAX_POOL_SIZE, SLO_QUANTILES
 from streams.core.config_error import shown
 from streams.core.records import MAX_CORES, MAX_NAME, valid_name
 from streams.predict.model import CAPACITY_LIMIT, SystemModel
@@ -133,6 +133,14 @@ def _check(spec: Any) -> None:
             for q, v in enumerate(_list(row, f"model.slo[{j}]", len(SLO_QUANTILES))):
                 if v is not None:
                     _number(v, f"model.slo[{j}][{q}]", 0.0, 1e12, False)
+    for k, pool in enumerate(_list(spec.get("pools") or [], "model.pools", most=MAX_CORES)):
+        where = f"model.pools[{k}]"
+        if not isinstance(pool, dict) or not isinstance(pool.get("name"), str):
+            raise _Bad(f"{where}: must be an object of name, size, first and last, got "
+                       f"{shown(pool)}")
+        _whole(pool.get("size"), f"{where}.size", 1, MAX_POOL_SIZE)
+        first = _whole(pool.get("first"), f"{where}.first", 0, m - 1)
+        _whole(pool.get("last"), f"{where}.last", first + 1, m)
     if spec.get("ps") is not None:
         for i, v in enumerate(_list(spec["ps"], "model.ps", m)):
             if not isinstance(v, bool):

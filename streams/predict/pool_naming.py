@@ -9,7 +9,7 @@ configured name (the key of ``[systems.<system>.pools.<name>]``), not by its own
   bounds of Lazowska et al. (1984), ch. 5): a tier saturates at ``X = c_m / D_m``; a pool of
   ``K`` tokens, each held at least for the demands of its held tiers ``H``, at
   ``X = K / sum_{h in H} D_h`` (Little's law on the tokens: the software-server bound of the
-  layered queueing models of Rolia and Vetland (1995); a "software bottleneck" in Neilson et
+  layered queueing models of Rolia and Sevcik (1995); a "software bottleneck" in Neilson et
   al. (1995) when it is the smaller). In utilization terms the bottleneck is
   ``argmax (D_m / c_m, sum_H D_h / K)``: for tiers alone the tier of highest utilization per
   core, as before (read at the forecast's point: ``X D_m / c_m`` and ``X sum_H D_h / K``).

@@ -29,7 +29,7 @@ multi-core bursty tiers) is the prediction's. An :class:`Action` returns a new m
   :attr:`SystemModel.pools` carries it) with ``K`` tokens: the pool model
   (:mod:`solvers.pools`) at the new size. More tokens let more requests reach the tiers the
   pool holds, so a raised pool can move the breach to a tier behind it (a connection pool
-  raised until the database's cores saturate: Rolia and Vetland (1995), the software server
+  raised until the database's cores saturate: Neilson et al. (1995), the software server
   that stops being the bottleneck). Each pool remedy says where the breach goes
   (``breach_tier_after``, :func:`streams.predict.pool_naming.breach_name` at the first
   population past its capacity); a pool no size of which meets the SLAs says in

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping
 
 from streams.core.outputs import (UNSET, Alert, ClassDemand, ClassPrediction, DeadLetter,
-                                  Outputs, Prediction, TierEstimate, TierPrediction)
+                                  Outputs, PoolPrediction, Prediction, TierEstimate,
+                                  TierPrediction)
 
 __all__ = ["ADDED", "Point", "MEASUREMENTS", "RECORDS", "points", "sources"]
 
@@ -57,6 +58,9 @@ MEASUREMENTS: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
         "utilization": _F, "utilization_forecast": _F, "utilization_measured": _F,
         "demand_s": _F, "idc": _F, "bursty": _B, "bottleneck_probability": _F,
         "utilization_error": _F}),
+    "pool_prediction": (("system", "pool"), {
+        "size": _I, "utilization": _F, "utilization_forecast": _F, "waiting_time_s": _F,
+        "waiting_time_forecast_s": _F}),
     "remediation": (("system", "kind", "tier"), {
         "rank": _I, "value": _F, "capacity_users": _I, "capacity_before": _I,
         "required_users": _I, "cost": _F, "summary": _S}),
@@ -71,14 +75,15 @@ MEASUREMENTS: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
 RECORDS: dict[str, type | None] = {
     "tier_estimate": TierEstimate, "demand": ClassDemand, "prediction": Prediction,
     "class_prediction": ClassPrediction, "tier_prediction": TierPrediction,
-    "remediation": None, "alert": Alert, "deadletter": DeadLetter}
+    "pool_prediction": PoolPrediction, "remediation": None, "alert": Alert,
+    "deadletter": DeadLetter}
 
 #: measurement -> the tags and fields a point has beyond its record's: the keys of the
 #: record's parent (a class's, a tier's name) and what the point counts
 ADDED: dict[str, tuple[str, ...]] = {
     "tier_estimate": (), "demand": ("system", "tier", "class"), "prediction": (),
     "class_prediction": ("system", "class"), "tier_prediction": ("system", "tier"),
-    "remediation": (), "alert": ("active",), "deadletter": ("count",)}
+    "pool_prediction": ("system", "pool"), "remediation": (), "alert": ("active",), "deadletter": ("count",)}
 
 
 @dataclass(frozen=True)
@@ -159,6 +164,8 @@ def _prediction_sources(pred: Prediction) -> Iterator[Source]:
         yield "tier_prediction", values, t, {"system": system, "tier": tier}
         for cls, d in values.demands.items():
             yield "demand", d, t, {"system": system, "tier": tier, "class": cls}
+    for pool, values in (pred.pools or {}).items():
+        yield "pool_prediction", values, t, {"system": system, "pool": pool}
     remedy = pred.remediation
     for rank, action in enumerate((remedy or {}).get("actions") or [], start=1):
         yield "remediation", {**action, "rank": rank,
