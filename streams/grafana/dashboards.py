@@ -274,6 +274,7 @@ def _link(title: str, uid: str) -> dict[str, Any]:
 # -- one system ---------------------------------------------------------------------------------
 _CLASS = 'r["class"]'
 _TIER = 'r["tier"]'
+_POOL = 'r["pool"]'
 
 
 def _name(expr: str, suffix: str) -> str:
@@ -346,6 +347,18 @@ def system(defaults: SystemConfig = SystemConfig()) -> dict[str, Any]:
                      where=SYSTEM)],
         "percentunit", minimum=0, maximum=1,
         overrides=[measured, predicted, _override(".* at forecast$", custom__lineWidth=1)])
+    pools = timeseries(
+        "Pool utilization: tokens held over size",
+        "Each thread or connection pool the system configures (pools): the model's tokens "
+        "held over the pool's size now (dashed) and at the forecast population (thin). A pool "
+        "near 100% while the tiers it holds are not is the bottleneck (bottleneck_tier names "
+        "it); raising it is a remedy (pool in the remediation). Empty without pools.",
+        [flux.series("pool_prediction", "utilization", _name(_POOL, " predicted"),
+                     where=SYSTEM),
+         flux.series("pool_prediction", "utilization_forecast", _name(_POOL, " at forecast"),
+                     where=SYSTEM)],
+        "percentunit", minimum=0, maximum=1,
+        overrides=[predicted, _override(".* at forecast$", custom__lineWidth=1)])
     idc = timeseries(
         "Index of dispersion per tier vs the bursty threshold",
         f"Index of dispersion I of each tier's service process, estimated from utilization "
@@ -449,7 +462,8 @@ def system(defaults: SystemConfig = SystemConfig()) -> dict[str, Any]:
     remediation = table(
         "Remediation of the predicted breach",
         "On every solve that predicts a breach within the horizon: the smallest action of each "
-        "kind (replicas, cores or a faster CPU for a tier; an admission limit on users) that "
+        "kind (replicas, cores or a faster CPU for a tier; a larger pool; an admission limit "
+        "on users) that "
         "keeps every class within its SLA at the horizon's users, on the model the prediction "
         "used, with the capacity it gives and its configured cost (remediation_costs); "
         "newest solves first; rank 1 is the cheapest of its solve.",
@@ -466,7 +480,8 @@ def system(defaults: SystemConfig = SystemConfig()) -> dict[str, Any]:
                       [(demand, 12, 9)],
                       [(switch, 12, 9), (capacity_ts, 12, 9)],
                       [(error, 12, 9), (history, 12, 9)],
-                      [(error_detail, 12, 9), (story_table, 12, 9)]])
+                      [(error_detail, 12, 9), (story_table, 12, 9)],
+                      [(pools, 12, 9)]])
     variables = [
         _query_variable("system", "System",
                         flux.tag_values("prediction", "horizon_s", "system")),
