@@ -265,3 +265,48 @@ def test_a_stored_row_with_a_bad_pool_is_refused_naming_the_field(tmp_path):
         with pytest.raises(ValueError, match=r"system 'shop': model\." + where.replace(
                 "[", r"\[").replace("]", r"\]")):
             model_from_row("shop", {**spec, "pools": [pool]})
+
+
+# --------------------------------------------------------------------------------------------
+# the sinks: pool_prediction points, the report's pool chart
+# --------------------------------------------------------------------------------------------
+
+def _pool_prediction(time: float, utilization: float):
+    from streams.core.outputs import PoolPrediction, Prediction
+    return Prediction(system="shop", time=time, solve=1, think_time_s=1.0, horizon_s=600.0,
+                      model="pools", flags=[], pools={"conn": PoolPrediction(
+                          tier="app", size=6, holds=["app", "db"], utilization=utilization,
+                          utilization_forecast=1.0, waiting_time_s=0.2,
+                          waiting_time_forecast_s=0.5, waiting_share={"a": 0.2})})
+
+
+def test_the_sinks_write_a_point_per_pool():
+    from streams.core.outputs import Outputs
+    from streams.sinks.influx import lines
+    from streams.sinks.schema import points
+    out = Outputs(predictions=[_pool_prediction(1e9, 0.9)])
+    (point,) = [p for p in points(out) if p.measurement == "pool_prediction"]
+    assert point.tags == {"system": "shop", "pool": "conn"}
+    assert point.fields == {"size": 6, "utilization": 0.9, "utilization_forecast": 1.0,
+                            "waiting_time_s": 0.2, "waiting_time_forecast_s": 0.5}
+    assert "pool_prediction,pool=conn,system=shop size=6i,utilization=0.9," in \
+        "\n".join(lines(out))
+
+
+def test_the_report_draws_the_pools(tmp_path):
+    from streams.core.outputs import Outputs
+    from streams.sinks.report.charts import SystemCharts
+    from streams.sinks.report.html import render_report
+    from streams.sinks.report.load import load_store
+    from streams.sinks.schema import points
+    from streams.sinks.store import SQLiteStore
+    path = tmp_path / "perfcast.sqlite"
+    store = SQLiteStore(path)
+    store.write(points(Outputs(predictions=[_pool_prediction(1e9 + 60 * i, 0.5 + 0.1 * i)
+                                            for i in range(4)])))
+    store.close()
+    data = load_store(path)
+    (system,) = data.systems
+    assert [r.utilization for r in system.pools["conn"]] == pytest.approx([0.5, 0.6, 0.7, 0.8])
+    assert "pools" in [c.key for c in SystemCharts(system).all()]
+    assert "Pool utilization: tokens held over size" in render_report(data)

@@ -149,6 +149,24 @@ class SystemCharts:
                           "at the forecast population)", "utilization (%)", series=series,
                           y_max=100.0)
 
+    def pools(self) -> TimeChart:
+        """Per pool the model's tokens held over its size, now and at the forecast."""
+        names = list(self.s.pools)[:MAX_CHART_TIERS]
+        colors = _colors(names)
+        series = []
+        for pool in names:
+            rows = self.s.pools[pool]
+            size = rows[-1].size
+            group = pool if size is None else f"{pool} ({size})"
+            series += [Series("predicted now", *_col(rows, lambda r: r.utilization, 100),
+                              colors[pool], "dashed", group=group),
+                       Series("predicted at the forecast population",
+                              *_col(rows, lambda r: r.utilization_forecast, 100), colors[pool],
+                              "dotted", width=1.5, group=group)]
+        return self.chart("pools", "Pool utilization: tokens held over size (now and at the "
+                          "forecast population)", "pool utilization (%)", series=series,
+                          y_max=100.0)
+
     def dispersion(self) -> TimeChart:
         thr = self.s.thresholds.idc
         series = [Series(tier, *_col(self.s.tiers[tier], lambda r: r.idc), self.tier_colors[tier],
@@ -236,8 +254,9 @@ class SystemCharts:
     def all(self) -> list[TimeChart]:
         tiers = (self.tiers + [t for t in self.s.demands if t not in self.s.tiers])[
             :MAX_CHART_TIERS]
-        return ([self.response_time(), self.capacity(), self.throughput(), self.utilization(),
-                 self.dispersion()] + [self.demand(t) for t in tiers]
+        return ([self.response_time(), self.capacity(), self.throughput(), self.utilization()]
+                + ([self.pools()] if self.s.pools else []) + [self.dispersion()]
+                + [self.demand(t) for t in tiers]
                 + [self.bottleneck(), self.model_error()])
 
 

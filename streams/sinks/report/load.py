@@ -16,13 +16,15 @@ from typing import Any, Callable, TypeVar
 
 from streams.core.config import Config
 from streams.sinks.report.bounds import MAX_REMEDIES, MAX_SYSTEM_SECTIONS
-from streams.sinks.report.rows import (AlertRow, ClassPredictionRow, DemandRow, PredictionRow,
-                                       RemediationRow, TierPredictionRow, columns)
+from streams.sinks.report.rows import (AlertRow, ClassPredictionRow, DemandRow,
+                                       PoolPredictionRow, PredictionRow, RemediationRow,
+                                       TierPredictionRow, columns)
 from streams.sinks.schema import MEASUREMENTS
 
 __all__ = ["ReportError", "Thresholds", "SystemData", "StoreData", "load_store", "urgency"]
 
-#: the store's tables the report needs (``remediation`` and ``deadletter`` are optional)
+#: the store's tables the report needs (``remediation``, ``pool_prediction`` and
+#: ``deadletter`` are optional)
 _TABLES = ("prediction", "class_prediction", "tier_prediction", "demand", "alert")
 
 R = TypeVar("R")
@@ -55,6 +57,8 @@ class SystemData:
     thresholds: Thresholds
     #: the actions of the last solve that predicted a breach, by rank (``remediation`` table)
     remediation: list[RemediationRow] = field(default_factory=list)
+    #: per thread or connection pool, its rows (``pool_prediction`` table; none without pools)
+    pools: dict[str, list[PoolPredictionRow]] = field(default_factory=dict)
 
     @property
     def start(self) -> float:
@@ -223,6 +227,8 @@ def load_store(path: str | Path, config: Config | None = None) -> StoreData:
         demands = _rows(conn, DemandRow)
         alerts = _rows(conn, AlertRow)
         remedies = _last_remediation(conn)
+        pools = (_rows(conn, PoolPredictionRow) if "pool_prediction" in _tables(conn)
+                 else {})
         systems = []
         for name in names:
             systems.append(SystemData(
@@ -233,7 +239,8 @@ def load_store(path: str | Path, config: Config | None = None) -> StoreData:
                          for t, rows in _group(demands.get(name, []), lambda r: r.tier).items()},
                 alerts=alerts.get(name, []),
                 deadletters=dead_by_system.get(name, 0),
-                thresholds=_thresholds(config, name), remediation=remedies.get(name, [])))
+                thresholds=_thresholds(config, name), remediation=remedies.get(name, []),
+                pools=_group(pools.get(name, []), lambda r: r.pool)))
     except sqlite3.DatabaseError as exc:
         raise ReportError(f"store {str(path)!r}: cannot be read ({exc})") from None
     finally:

@@ -89,6 +89,21 @@ class TierPredictionRow:
 
 
 @dataclass(frozen=True, slots=True)
+class PoolPredictionRow:
+    """One thread or connection pool at a solve, the model's (table ``pool_prediction``)."""
+
+    TABLE: ClassVar[str] = "pool_prediction"
+
+    time: float
+    system: str
+    pool: str | None
+    size: int | None
+    utilization: float | None
+    utilization_forecast: float | None
+    waiting_time_s: float | None
+
+
+@dataclass(frozen=True, slots=True)
 class DemandRow:
     """One class's service demand on one tier at a solve, seconds (table ``demand``)."""
 
