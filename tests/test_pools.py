@@ -266,6 +266,9 @@ def test_the_pipeline_predicts_the_pool_and_its_capacity():
     truth = pool_capacity([0.02, 0.03, 0.05], 1.0, 1.0, [4, 4, 8], [PoolSpec(6, 1, 3)])
     assert pred.capacity_users == pytest.approx(truth, rel=0.15)
     assert abs(pred.model_error) < 0.15
+    # the pool, by its name, is what saturates and what the breach comes from
+    assert pred.bottleneck_tier == "conn" and pred.breach_tier == "conn"
+    assert part.waiting_share_forecast[pred.breach_class] > 0.3
     blind = _pipeline_predictions({})[-1]
     assert "pools" not in blind.to_record()
     assert blind.capacity_users > 1.5 * pred.capacity_users
