@@ -900,7 +900,17 @@ def all_outputs(records, config):
     tight = Pipeline(_tight(config))                # a 15 ms SLA: solves at risk, remediation
     out.predictions += tight.process_many(_fresh(records)).predictions
     assert any(p.get("remediation") for p in out.predictions)
+    pooled = Pipeline(_pooled(config))              # a pool over both tiers: pool points
+    out.predictions += pooled.process_many(_fresh(records[:120])).predictions
+    assert any(p.get("pools") for p in out.predictions)
     return out
+
+
+def _pooled(config):
+    """``config`` with a pool of 8 threads on front held across front and db."""
+    from streams.core.config import Pool
+    return replace(config, systems={k: replace(v, pools={"threads": Pool(
+        "front", 8, ("front", "db"))}) for k, v in config.systems.items()})
 
 
 def _tight(config):
