@@ -57,20 +57,22 @@ def bottleneck_name(model: SystemModel, point: Point) -> str:
     return name
 
 
+def _per_core(model: SystemModel) -> np.ndarray:
+    """``D_m / c_m`` per tier (0 for an infinite server)."""
+    c = np.asarray(model.servers, dtype=float)
+    return np.where(np.isinf(c), 0.0, model.D / np.where(np.isinf(c), 1.0, c))
+
+
 def binds(model: SystemModel, k: int) -> bool:
     """Pool ``k`` binds before the tiers it holds (module docstring)."""
     spec = model.pools[k]
-    D, c = model.D[spec.first:spec.last], np.asarray(model.servers[spec.first:spec.last],
-                                                     dtype=float)
-    per_core = np.where(np.isinf(c), 0.0, D / np.where(np.isinf(c), 1.0, c))
-    return float(D.sum()) / float(spec.size) > float(per_core.max(initial=0.0))
+    held = _per_core(model)[spec.first:spec.last]
+    return float(model.D[spec.first:spec.last].sum()) / float(spec.size) > float(held.max())
 
 
 def _busiest_held(model: SystemModel, k: int) -> int:
     spec = model.pools[k]
-    c = np.asarray(model.servers, dtype=float)
-    per_core = np.where(np.isinf(c), 0.0, model.D / np.where(np.isinf(c), 1.0, c))
-    return spec.first + int(np.argmax(per_core[spec.first:spec.last]))
+    return spec.first + int(np.argmax(_per_core(model)[spec.first:spec.last]))
 
 
 def breach_shares(model: SystemModel, point: Point) -> tuple[list[str], np.ndarray]:
