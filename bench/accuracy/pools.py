@@ -27,7 +27,8 @@ Per point:
   the SLA 1 s, ``required`` users beyond the pool's capacity), the remediation of the system
   model on the true demands (:func:`streams.predict.whatif.remediate`): the pool remedy's
   size ``K'``, its capacity and where it says the breach goes (``breach_tier_after``); then
-  per seed the simulated capacity with ``K'`` (the check: within 10%), with the pool removed
+  per seed the simulated capacity with ``K'`` (the check: within 10%; bisection to 1%, 3
+  replications of ``--duration`` s a probe), with the pool removed
   (the ceiling a larger pool approaches: near it, a tier behind the pool binds), and the
   tiers' simulated utilization at the remedy's capacity.
 
@@ -43,6 +44,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import argparse
 import sys
 import time
+from typing import Iterator
 
 import numpy as np
 
@@ -72,12 +74,11 @@ def network(n: int, size: int | None, demands: list[float] | None = None) -> Phy
                            (PoolSpec(size, 1, 3, "db_connections"),))
 
 
-def remedy_rows(duration: float, seeds: list[int]) -> list[dict]:
-    """``--remedy`` (module docstring): one row per case and seed."""
+def remedy_rows(duration: float, seeds: list[int]) -> Iterator[dict]:
+    """``--remedy`` (module docstring): one row per case and seed, as each is simulated."""
     from streams.predict.model import SystemModel, model_capacity
     from streams.predict.whatif import remediate
 
-    rows = []
     for name, demands, size, required in REMEDY_CASES:
         model = SystemModel(tiers=["web", "app", "db"], classes=["a"],
                             D_mc=np.array(demands)[:, None], mix=np.array([1.0]),
@@ -95,30 +96,30 @@ def remedy_rows(duration: float, seeds: list[int]) -> list[dict]:
                 return simulated_capacity(lambda n: network(n, k, demands), [1.0],
                                           start=max(1, int(aim * 0.9)), duration=duration,
                                           warmup=duration / 10, seed=seed).value
-            sim_before = simulated(size, before)
             sim_after = simulated(raised, remedy.capacity)
             sim_free = simulated(None, remedy.capacity)
             at = simulate_physical(network(remedy.capacity, raised, demands), duration,
                                    warmup=duration / 10, replications=3, seed=seed)
-            rows.append({"case": name, "seed": seed, "K": size, "required": required,
-                         "raised": raised, "before": before, "sim_before": sim_before,
-                         "after": remedy.capacity, "sim_after": sim_after,
-                         "error": remedy.capacity / sim_after - 1, "sim_free": sim_free,
-                         "breach_after": remedy.breach_after, "summary": remedy.summary,
-                         "util": [u.mean for u in at.utilization], "seconds": seconds})
-    return rows
+            yield {"case": name, "seed": seed, "K": size, "required": required,
+                   "raised": raised, "before": before, "after": remedy.capacity,
+                   "sim_after": sim_after, "error": remedy.capacity / sim_after - 1,
+                   "sim_free": sim_free, "breach_after": remedy.breach_after,
+                   "summary": remedy.summary, "util": [u.mean for u in at.utilization],
+                   "seconds": seconds}
 
 
-def print_remedy(rows: list[dict], markdown: bool) -> None:
+def print_remedy(made: Iterator[dict], markdown: bool) -> None:
     print(f"{'case':<11} {'seed':>4} {'K':>2} {'req':>4} {'raised':>6} {'before':>6} "
-          f"{'sim':>4} {'after':>5} {'sim':>4} {'err':>7} {'no pool':>7} {'breach to':>15} "
+          f"{'after':>5} {'sim':>4} {'err':>7} {'no pool':>7} {'breach to':>15} "
           f"{'U web/app/db at after':>22} {'solve':>6}")
-    for r in rows:
+    rows = []
+    for r in made:
+        rows.append(r)
         util = "/".join(f"{u:.2f}" for u in r["util"])
         print(f"{r['case']:<11} {r['seed']:>4} {r['K']:>2} {r['required']:>4} {r['raised']:>6} "
-              f"{r['before']:>6} {r['sim_before']:>4} {r['after']:>5} {r['sim_after']:>4} "
+              f"{r['before']:>6} {r['after']:>5} {r['sim_after']:>4} "
               f"{r['error']:>+7.1%} {r['sim_free']:>7} {str(r['breach_after']):>15} "
-              f"{util:>22} {r['seconds'] * 1e3:>4.0f}ms")
+              f"{util:>22} {r['seconds'] * 1e3:>4.0f}ms", flush=True)
     if markdown:
         print("\n| case | required | remedy | capacity model / simulated (seeds) | worst error "
               "| no pool, simulated | breach after |")
