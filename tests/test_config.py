@@ -577,3 +577,9 @@ def test_a_cycle_of_pools_is_refused_naming_the_key(toml):
     back = '[systems.shop.pools.back]\ntier = "db"\nsize = 4\nholds = ["db", "app"]\n'
     message = _refused(toml(_POOL_SYSTEM + conn + back), "systems.shop.pools.back.holds")
     assert "'app' comes before 'db'" in message and "makes a cycle" in message
+
+
+def test_a_pool_named_like_a_tier_is_refused_naming_the_key(toml):
+    message = _refused(toml(_POOL_SYSTEM + '[systems.shop.pools.db]\ntier = "app"\nsize = 4\n'
+                                           'holds = ["app", "db"]\n'), "systems.shop.pools.db")
+    assert "must differ from the system's tiers" in message

@@ -453,7 +453,8 @@ def check_pools(pools: Mapping[str, Pool], tiers: tuple[str, ...], where: str) -
     the hold-and-wait cycle of a deadlock, Coffman et al. 1971). Partly overlapping runs
     are refused: no order of taking the tokens holds both as configured, and the layered
     model's aggregation (Rolia and Vetland 1995) needs each pool's held tiers to be one
-    subnetwork. :class:`ConfigError` names the pool's key."""
+    subnetwork. A pool named like a tier is refused: a prediction names either as its
+    bottleneck. :class:`ConfigError` names the pool's key."""
     if not pools:
         return
     runs: dict[str, tuple[int, int]] = {}
@@ -462,6 +463,9 @@ def check_pools(pools: Mapping[str, Pool], tiers: tuple[str, ...], where: str) -
         if not tiers:
             raise ConfigError(f"{at}: a pool needs the system's tiers in visit order "
                               f"({where}.tiers)")
+        if name in tiers:
+            raise ConfigError(f"{at}: a pool's name must differ from the system's tiers "
+                              f"{list(tiers)} (bottleneck_tier and breach_tier name either)")
         for t in pool.holds:
             if t not in tiers:
                 raise ConfigError(f"{at}.holds: {t!r} is not one of the system's tiers "

@@ -83,7 +83,8 @@ RECORDS: dict[str, type | None] = {
 ADDED: dict[str, tuple[str, ...]] = {
     "tier_estimate": (), "demand": ("system", "tier", "class"), "prediction": (),
     "class_prediction": ("system", "class"), "tier_prediction": ("system", "tier"),
-    "pool_prediction": ("system", "pool"), "remediation": (), "alert": ("active",), "deadletter": ("count",)}
+    "pool_prediction": ("system", "pool"), "remediation": (), "alert": ("active",),
+    "deadletter": ("count",)}
 
 
 @dataclass(frozen=True)
