@@ -460,8 +460,8 @@ def whatif(store: Optional[Path] = typer.Option(None, metavar="PATH",
                                                     "(demand / S)"),
            pool: list[str] = typer.Option([], metavar="NAME=SIZE",
                                           help="the thread or connection pool NAME (its "
-                                               "key under [systems.<s>.pools]) with SIZE "
-                                               "tokens"),
+                                               "name in the system's pools table) with "
+                                               "SIZE tokens"),
            system: list[str] = typer.Option([], metavar="NAME",
                                             help="only this system (repeat for several; "
                                                  "default: all)"),
