@@ -6,6 +6,7 @@ prediction (utilization, each class's waiting share, a pool that cannot bind fla
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -310,3 +311,15 @@ def test_the_report_draws_the_pools(tmp_path):
     assert [r.utilization for r in system.pools["conn"]] == pytest.approx([0.5, 0.6, 0.7, 0.8])
     assert "pools" in [c.key for c in SystemCharts(system).all()]
     assert "Pool utilization: tokens held over size" in render_report(data)
+
+
+def test_the_closing_sentence_calls_a_pool_a_pool():
+    from streams.cli.closing import Solve, why_sentence
+    solve = Solve(0.0, "pools", 150, 148, False, -2, 0.0, 148, "conn", "conn", "a", 0.8, None,
+                  "raise app's conn pool 6 → 8: capacity 148 → 192 users", "conn", (),
+                  pools=("conn",))
+    assert why_sentence(solve) == ("the pool conn is the bottleneck and where the SLA breaks: it "
+                                   "holds 80% of a's response time there; the remedy acts on "
+                                   "conn.")
+    moved = replace(solve, bottleneck_tier="app")
+    assert why_sentence(moved).startswith("app is the busiest tier, but the pool conn is where")

@@ -63,6 +63,8 @@ class Solve:
     rate: float | None = None
     capacity_rate: float | None = None
     headroom_rate: float | None = None
+    #: the names of the pools the model solved (a bottleneck or breach may be one)
+    pools: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, p: Prediction) -> "Solve":
@@ -79,7 +81,7 @@ class Solve:
                    get("remediation_summary"), get("remediation_tier"),
                    tuple(f for f in p.flags if f.startswith(ASSUMED)),
                    get("arrival_rate_per_s"), get("capacity_rate_per_s"),
-                   get("headroom_rate_per_s"))
+                   get("headroom_rate_per_s"), tuple(get("pools") or ()))
 
 
 @dataclass
@@ -165,11 +167,14 @@ def why_sentence(p: Solve) -> str:
     bursty = "" if p.breach_idc is None else f" (bursty, I = {p.breach_idc:.3g})"
     share = (f": it holds {100 * p.breach_tier_share:.0f}% of {p.breach_class}'s response "
              f"time there" if p.breach_tier_share is not None and p.breach_class else "")
+    named = {n: f"the pool {n}" for n in p.pools}
     if busiest and busiest != breach:
-        text = f"{busiest} is the busiest tier, but {breach}{bursty} is where the SLA " \
-            f"breaks{share}"
+        what = "pool" if busiest in named else "tier"
+        text = f"{busiest} is the busiest {what}, but {named.get(breach, breach)}{bursty} is " \
+            f"where the SLA breaks{share}"
     else:
-        text = f"{breach}{bursty} is the bottleneck and where the SLA breaks{share}"
+        text = f"{named.get(breach, breach)}{bursty} is the bottleneck and where the SLA " \
+            f"breaks{share}"
     if not p.remediation_summary:
         return text + "."
     if remedy is None:
