@@ -46,6 +46,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bench.accuracy.multicore import systems as multicore_systems
 from bench.tables import Table
 from solvers.paper000 import scenarios
 from solvers.processes import MAP
@@ -105,6 +106,22 @@ SYSTEMS = {
                       ("db", 8, 0.016, (0.75, 2.0))), ("browse", "buy"), (0.8, 0.2), 1.0,
                 0.15),
 }
+
+
+def _from_multicore(key: str, name: str, p95_slo: float, *, bursty_only: bool = False
+                    ) -> System:
+    """``bench.accuracy.multicore``'s system ``key`` (its bursty MAPs at unit mean);
+    ``bursty_only``: the exponential variant's tiers as there, the bursty ones bursty."""
+    sys_ = multicore_systems()[key]
+    return System(name, tuple((t.name, t.cores, t.mean, t.multipliers) for t in sys_.tiers),
+                  sys_.classes, sys_.mix, sys_.think, p95_slo,
+                  tuple(None if t.process is None else t.process.scaled(1.0)
+                        for t in sys_.tiers))
+
+
+SYSTEMS["b-bursty"] = _from_multicore("b", "b-bursty", 1.0)
+SYSTEMS["c"] = _from_multicore("c", "c", 1.0)
+SYSTEMS["d"] = _from_multicore("d", "d", 1.0)
 
 
 def _rel(a: float, b: float) -> str:

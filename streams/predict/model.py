@@ -92,6 +92,7 @@ from solvers.mva import mva_curve
 from solvers.pools import PoolSpec, solve_pools
 from solvers.processes import MAP
 from solvers.response_time import DEFAULT_LEVELS, ArrivalLaw, response_time_quantiles
+from solvers.response_time.bursty import decomposed_quantiles
 from solvers.response_time.mapnet import map_network_quantiles
 from streams.core.config import SLO_QUANTILES, SystemConfig
 from streams.core.tier import TierModel
@@ -327,6 +328,23 @@ class SystemModel:
                 self._map_qcache[point.n] = q
             if self._map_qcache[point.n] is not None:
                 return self._map_qcache[point.n]
+        if point.model in ("map", "map-fes") and point.n >= 1:
+            key = -point.n                        # the per-tier chains' law
+            if key not in self._map_qcache:
+                procs = [p.scaled(float(d)) for p, d in zip(self.processes or [], self.D)]
+                scales = np.divide(self.D_mc, self.D[:, None], out=np.zeros_like(self.D_mc),
+                                   where=self.D[:, None] > 0)
+                try:
+                    q, _ = decomposed_quantiles(procs, [int(c) for c in self.servers],
+                                                self.think_time, point.n, scales,
+                                                self._wait_share, self.quantile_levels,
+                                                residence=point.residence,
+                                                arrival=self._arrival)
+                except (RuntimeError, ValueError, np.linalg.LinAlgError):
+                    q = None
+                self._map_qcache[key] = q
+            if self._map_qcache[key] is not None:
+                return self._map_qcache[key]
         law = self._law_quantiles(point.n)
         q, mean = law[:, :-1], law[:, -1]
         flag = ("quantiles on the MAP network past its chain's budget or with a multi-core "
