@@ -18,6 +18,16 @@ Systems, exponential service (the MVA route, where the response-time law of
 * **(b)** web 4 cores 8 ms, app 4 cores 10 ms, db 8 cores 16 ms, ``Z = 1 s``; classes
   ``browse`` (80%, x0.75 at the db) and ``buy`` (20%, x2 at the db).
 
+Bursty, with ``--systems b-bursty c d`` (``bench.accuracy.multicore``'s systems; the model's
+points from the decomposition, its quantiles from one chain per bursty tier,
+:mod:`solvers.response_time.bursty`), p95 SLO 1 s:
+
+* **(b-bursty)** (b) with the ``I ~ 200`` MAP at the 8-core db;
+* **(c)** web 2 cores 4 ms, app 4 cores 8 ms bursty (a MAP(2) fitted to ``I = 50``), db 4
+  cores 8 ms bursty (``I ~ 200``), ``Z = 1 s``;
+* **(d)** five tiers: lb 1 core 0.5 ms, web 4 x 6 ms, app 8 x 12 ms bursty (``I ~ 200``),
+  cache 2 x 1 ms, db 16 x 20 ms, ``Z = 2 s``, two classes (70/30%, x0.8 / x1.467 at app and db).
+
 **Truth**: :func:`solvers.simulation.physical.simulate_physical` with ``quantiles``: three
 independent seeded replications, the pooled empirical quantile and its 95% t-interval over the
 replications' own (relative half-width ``+-``). **Models**: the pipeline's

@@ -7,7 +7,8 @@ Run from the repository root::
 
 Two measurements, each side by side in one process (alternating runs, medians):
 
-* **one model** -- a fresh :class:`streams.predict.model.SystemModel` of
+* **one model** (CPU time of the process: on a busy host wall time counts the preemptions) --
+  a fresh :class:`streams.predict.model.SystemModel` of
   ``bench.accuracy.percentiles``' systems at 0.9 of the knee, forecast at 1.1: ``solve`` is
   ``at(now)``, ``at(forecast)`` and ``mva_capacity()`` on the mean SLA (on ``a-bursty`` the
   points come from the MAP chain and its quantiles from the chain's own law); ``+quantiles`` adds the two quantile sets of the
@@ -45,14 +46,15 @@ from streams.predict.model import SystemModel
 
 
 def _model_solve(base: SystemModel, n: int, n_fc: int, quantiles: bool) -> float:
+    """CPU seconds of the process (a busy host's preemptions do not count) of one solve."""
     m = base.variant()
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     now, fc = m.at(n), m.at(n_fc)
     m.mva_capacity()
     if quantiles:
         m.quantiles(now)
         m.quantiles(fc)
-    return time.perf_counter() - t0
+    return time.process_time() - t0
 
 
 def one_model(repeat: int) -> list[str]:

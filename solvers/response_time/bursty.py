@@ -12,7 +12,7 @@ convolved as independent.
 job keeps its own phase, start phases follow the MAP's embedded chain), for one core the MAP
 running while the tier is busy. Jobs reach it at ``lambda(n) = X^{(-m)}(N - n)``, the
 throughput of the rest of the network with the jobs not at the tier (its flow-equivalent
-server: Chandy, Herzog and Woo 1975; exact for an exponential rest, as
+server: Chandy et al. 1975; exact for an exponential rest, as
 :mod:`solvers.response_time.arrival` computes it). A job arriving sees the state ``x`` with
 probability ``pi(x) lambda(n(x))`` normalised (the chain's stationary vector weighted by the
 arrival rate, the construction of Lavenberg and Reiser 1980 without its product-form

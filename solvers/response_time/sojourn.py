@@ -212,29 +212,15 @@ def _pgf(wait: TierWait, z: np.ndarray) -> np.ndarray:
     powers[0] = 1.0
     for i in range(1, s):
         np.multiply(powers[i - 1], z, out=powers[i])
-    _flush(powers)
     blocks = coef.reshape(B, s) @ powers                  # (B, len(z))
-    step = _flush(powers[-1] * z)                         # z^s
+    step = powers[-1] * z                                 # z^s
     acc = blocks[-1].copy()
     for b in range(B - 2, -1, -1):
         acc *= step
         acc += blocks[b]
     if wait.offset:
-        acc *= _flush(np.power(z, wait.offset))
+        acc *= np.power(z, wait.offset)
     return acc
-
-
-#: transforms below this magnitude are set to 0 (:func:`_flush`)
-FLUSH = 1e-30
-
-
-def _flush(x: np.ndarray) -> np.ndarray:
-    """``x`` with entries below :data:`FLUSH` in magnitude set to 0, in place: powers of a
-    phase's transform at high frequencies decay geometrically, and products of them reach
-    subnormal floats, on which arithmetic is ~100x slower; at ``1e-30`` of a probability they
-    weigh nothing in the law."""
-    x[(x.real * x.real + x.imag * x.imag) < FLUSH * FLUSH] = 0.0
-    return x
 
 
 def end_to_end(waits: list[TierWait], services: np.ndarray, shares: np.ndarray | None = None,
