@@ -18,6 +18,16 @@ Systems, exponential service (the MVA route, where the response-time law of
 * **(b)** web 4 cores 8 ms, app 4 cores 10 ms, db 8 cores 16 ms, ``Z = 1 s``; classes
   ``browse`` (80%, x0.75 at the db) and ``buy`` (20%, x2 at the db).
 
+Bursty, with ``--systems b-bursty c d`` (``bench.accuracy.multicore``'s systems; the model's
+points from the decomposition, its quantiles from one chain per bursty tier,
+:mod:`solvers.response_time.bursty`), p95 SLO 1 s:
+
+* **(b-bursty)** (b) with the ``I ~ 200`` MAP at the 8-core db;
+* **(c)** web 2 cores 4 ms, app 4 cores 8 ms bursty (a MAP(2) fitted to ``I = 50``), db 4
+  cores 8 ms bursty (``I ~ 200``), ``Z = 1 s``;
+* **(d)** five tiers: lb 1 core 0.5 ms, web 4 x 6 ms, app 8 x 12 ms bursty (``I ~ 200``),
+  cache 2 x 1 ms, db 16 x 20 ms, ``Z = 2 s``, two classes (70/30%, x0.8 / x1.467 at app and db).
+
 **Truth**: :func:`solvers.simulation.physical.simulate_physical` with ``quantiles``: three
 independent seeded replications, the pooled empirical quantile and its 95% t-interval over the
 replications' own (relative half-width ``+-``). **Models**: the pipeline's
@@ -46,6 +56,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bench.accuracy.multicore import systems as multicore_systems
 from bench.tables import Table
 from solvers.paper000 import scenarios
 from solvers.processes import MAP
@@ -105,6 +116,22 @@ SYSTEMS = {
                       ("db", 8, 0.016, (0.75, 2.0))), ("browse", "buy"), (0.8, 0.2), 1.0,
                 0.15),
 }
+
+
+def _from_multicore(key: str, name: str, p95_slo: float, *, bursty_only: bool = False
+                    ) -> System:
+    """``bench.accuracy.multicore``'s system ``key`` (its bursty MAPs at unit mean);
+    ``bursty_only``: the exponential variant's tiers as there, the bursty ones bursty."""
+    sys_ = multicore_systems()[key]
+    return System(name, tuple((t.name, t.cores, t.mean, t.multipliers) for t in sys_.tiers),
+                  sys_.classes, sys_.mix, sys_.think, p95_slo,
+                  tuple(None if t.process is None else t.process.scaled(1.0)
+                        for t in sys_.tiers))
+
+
+SYSTEMS["b-bursty"] = _from_multicore("b", "b-bursty", 1.0)
+SYSTEMS["c"] = _from_multicore("c", "c", 1.0)
+SYSTEMS["d"] = _from_multicore("d", "d", 1.0)
 
 
 def _rel(a: float, b: float) -> str:

@@ -7,10 +7,12 @@ Run from the repository root::
 
 Two measurements, each side by side in one process (alternating runs, medians):
 
-* **one model** -- a fresh :class:`streams.predict.model.SystemModel` of
+* **one model** (CPU time of the process: on a busy host wall time counts the preemptions) --
+  a fresh :class:`streams.predict.model.SystemModel` of
   ``bench.accuracy.percentiles``' systems at 0.9 of the knee, forecast at 1.1: ``solve`` is
   ``at(now)``, ``at(forecast)`` and ``mva_capacity()`` on the mean SLA (on ``a-bursty`` the
-  points come from the MAP chain and its quantiles from the chain's own law); ``+quantiles`` adds the two quantile sets of the
+  points come from the MAP chain and its quantiles from the chain's own law; on ``b-bursty``
+  from the decomposition and one chain per bursty tier); ``+quantiles`` adds the two quantile sets of the
   prediction's fields; ``p95 SLO`` is the solve with a p95 SLO instead (its capacity search
   runs on the quantiles);
 * **the pipeline** -- ``bench.speed.pipeline``'s workload (``--systems`` systems x 3 tiers x
@@ -45,19 +47,21 @@ from streams.predict.model import SystemModel
 
 
 def _model_solve(base: SystemModel, n: int, n_fc: int, quantiles: bool) -> float:
+    """CPU seconds of the process (a busy host's preemptions do not count) of one solve."""
     m = base.variant()
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     now, fc = m.at(n), m.at(n_fc)
     m.mva_capacity()
     if quantiles:
         m.quantiles(now)
         m.quantiles(fc)
-    return time.perf_counter() - t0
+    return time.process_time() - t0
 
 
-def one_model(repeat: int) -> list[str]:
+def one_model(repeat: int, keys: list[str]) -> list[str]:
     rows = []
-    for key, system in SYSTEMS.items():
+    for key in keys:
+        system = SYSTEMS[key]
         slo_model = system.model()
         mean_model = slo_model.variant(slo=None, sla=np.full(len(system.classes), 0.1))
         knee = mean_model.knee()
@@ -103,12 +107,14 @@ def main() -> None:
     ap.add_argument("--systems", type=int, default=20)
     ap.add_argument("--ends", type=int, default=60)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--models", nargs="*", default=["a", "b", "a-bursty", "b-bursty"],
+                    help=f"one-model systems, of {sorted(SYSTEMS)}")
     args = ap.parse_args()
     systems, repeat = (5, 1) if args.quick else (args.systems, args.repeat)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
     print("One model, median of", 5 * repeat)
-    for row in one_model(5 * repeat):
+    for row in one_model(5 * repeat, args.models):
         print("  " + row)
     print(f"Pipeline: {systems} systems x 3 tiers x 14 classes, {args.ends} ends, median of "
           f"{repeat}")

@@ -69,29 +69,43 @@ def found_at_arrival(procs: list[MAP], space: StateSpace, pi: np.ndarray) -> lis
 def _kernel(proc: MAP, scale: float, h: float, size: int) -> np.ndarray:
     """``(size/2 + 1, k, k)``: the transform of one completion's triangular-kernel masses
     (module docstring) of ``proc`` with its time multiplied by ``scale``."""
-    D0, D1 = proc.D0 / scale, proc.D1 / scale
-    k = D0.shape[0]
+    return _chain_kernel(proc.D0 / scale, proc.D1 / scale, h, size)
+
+
+def _chain_kernel(A0: np.ndarray, A1: np.ndarray, h: float, size: int) -> np.ndarray:
+    """``(size/2 + 1, k, j)``: the transform of the triangular-kernel masses of the matrix
+    kernel ``e^{A0 t} A1`` (``A0`` a sub-generator, ``A1`` ``k x j``; module docstring)."""
+    k = A0.shape[0]
     eye = np.eye(k)
-    B = linalg.expm(D0 * h)
-    inv = np.linalg.inv(D0)
-    K0 = (inv @ inv @ (B - eye) - h * inv) @ D1 / h
-    V = (B - eye) @ (B - eye) @ inv @ inv @ D1 / h
+    B = linalg.expm(A0 * h)
+    inv = np.linalg.inv(A0)
+    K0 = (inv @ inv @ (B - eye) - h * inv) @ A1 / h
+    V = (B - eye) @ (B - eye) @ inv @ inv @ A1 / h
     w = _unit_roots(size)[0][0]
     A = eye[None] - w[:, None, None] * B[None]
-    return K0[None] + w[:, None, None] * np.linalg.solve(A, np.broadcast_to(V, A.shape))
+    return K0[None] + w[:, None, None] * np.linalg.solve(A, np.broadcast_to(
+        V, (A.shape[0],) + V.shape))
 
 
 def _passage_moments(proc: MAP, F: np.ndarray) -> tuple[float, float]:
-    """Mean and second moment of the time to the ``(n + 1)``-th completion from the found
-    law ``F[n, phi]``: ``m1(j) = u + P m1(j-1)``, ``m2(j) = 2 (-D0)^{-2} 1' + 2 Q_1 m1(j-1)
-    + P m2(j-1)`` with ``u = (-D0)^{-1} 1``, ``P = (-D0)^{-1} D1``, ``Q_1 = (-D0)^{-2} D1``
-    (the first completion's time and the phase it leaves, then the rest)."""
-    inv = np.linalg.inv(-proc.D0)
-    one = np.ones(proc.order)
-    u, P, Q1 = inv @ one, inv @ proc.D1, inv @ inv @ proc.D1
+    """Mean and second moment of the time to the ``(n + 1)``-th completion of ``proc`` from
+    the found law ``F[n, phi]`` (:func:`_chain_passage_moments`)."""
+    return _chain_passage_moments(proc.D0, proc.D1, F)
+
+
+def _chain_passage_moments(A0: np.ndarray, A1: np.ndarray, F: np.ndarray
+                           ) -> tuple[float, float]:
+    """Mean and second moment of the time to the ``(n + 1)``-th completion of the chain
+    ``(A0, A1)`` from the found law ``F[n, x]``: ``m1(j) = u + P m1(j-1)``,
+    ``m2(j) = 2 (-A0)^{-2} 1 + 2 Q_1 m1(j-1) + P m2(j-1)`` with ``u = (-A0)^{-1} 1``,
+    ``P = (-A0)^{-1} A1``, ``Q_1 = (-A0)^{-2} A1`` (the first completion's time and the
+    state it leaves, then the rest)."""
+    inv = np.linalg.inv(-A0)
+    one = np.ones(A0.shape[0])
+    u, P, Q1 = inv @ one, inv @ A1, inv @ inv @ A1
     second = 2.0 * inv @ inv @ one
-    m1 = np.zeros(proc.order)
-    m2 = np.zeros(proc.order)
+    m1 = np.zeros(A0.shape[0])
+    m2 = np.zeros(A0.shape[0])
     mean = square = 0.0
     for n in range(F.shape[0]):
         m1, m2 = u + P @ m1, second + 2.0 * Q1 @ m1 + P @ m2

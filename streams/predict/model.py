@@ -57,9 +57,12 @@ the tiers convolved as if independent. On the MAP network's chain (up to
 :mod:`solvers.response_time.mapnet`: what an arriving request finds, from the chain's
 stationary vector weighted by the arrival rate, and at a bursty tier the phase-type passage
 time to its own completion from the phase it finds. Beyond (a bursty tier of several
-cores, or a larger chain) the exponential network's law with each class's
-quantiles scaled by the MAP network's mean over the law's mean: an approximation (flagged)
-that keeps the shape of the exponential network's tail, where a bursty tier's is heavier.
+cores, or a larger chain) one chain per bursty tier (:mod:`solvers.response_time.bursty`: the
+decomposition's station fed by the rest as a flow-equivalent server, the passage time from
+the state a request finds; exponential tiers at the decomposition's mean wait). Past that
+(a bursty tier of more cores than the per-job station takes) the exponential network's law
+with each class's quantiles scaled by the MAP network's mean over the law's mean: an
+approximation (flagged) that keeps the exponential tail, where a bursty tier's is heavier.
 
 **Thread and connection pools** (``pools`` in the configuration): a request holds one of a
 pool's tokens across a run of tiers. With pools the model is :func:`solvers.pools.solve_pools`
@@ -92,6 +95,7 @@ from solvers.mva import mva_curve
 from solvers.pools import PoolSpec, solve_pools
 from solvers.processes import MAP
 from solvers.response_time import DEFAULT_LEVELS, ArrivalLaw, response_time_quantiles
+from solvers.response_time.bursty import decomposed_quantiles
 from solvers.response_time.mapnet import map_network_quantiles
 from streams.core.config import SLO_QUANTILES, SystemConfig
 from streams.core.tier import TierModel
@@ -299,8 +303,10 @@ class SystemModel:
         :attr:`quantile_levels`): on the MVA route the exponential network's law; on the MAP
         network, where its chain has at most :data:`QUANTILE_STATE_LIMIT` states and every
         bursty tier one core, the chain's own law (the bursty tiers' passage times,
-        :mod:`solvers.response_time.mapnet`), else the exponential network's law scaled per
-        class to the point's mean (flagged, module docstring)."""
+        :mod:`solvers.response_time.mapnet`), else one chain per bursty tier
+        (:mod:`solvers.response_time.bursty`; the decomposition's points), else (a bursty tier
+        past the per-job station) the exponential network's law scaled per class to the
+        point's mean (flagged, module docstring)."""
         if point.model == "mva":
             return self._law_quantiles(point.n)[:, :-1]
         if point.model == "pools":
@@ -315,9 +321,7 @@ class SystemModel:
         if point.model in ("map", "map-fes") and point.n >= 1 and self.exact_applies \
                 and self.map_states(point.n) <= QUANTILE_STATE_LIMIT:
             if point.n not in self._map_qcache:
-                procs = [p.scaled(float(d)) for p, d in zip(self.processes or [], self.D)]
-                scales = np.divide(self.D_mc, self.D[:, None], out=np.zeros_like(self.D_mc),
-                                   where=self.D[:, None] > 0)
+                procs, scales = self._map_law_args()
                 try:
                     q, _ = map_network_quantiles(procs, point.n, self.think_time,
                                                  [int(c) for c in self.servers], scales,
@@ -327,6 +331,21 @@ class SystemModel:
                 self._map_qcache[point.n] = q
             if self._map_qcache[point.n] is not None:
                 return self._map_qcache[point.n]
+        if point.model in ("map", "map-fes") and point.n >= 1:
+            key = -point.n                        # the per-tier chains' law
+            if key not in self._map_qcache:
+                procs, scales = self._map_law_args()
+                try:
+                    q, _ = decomposed_quantiles(procs, [int(c) for c in self.servers],
+                                                self.think_time, point.n, scales,
+                                                self._wait_share, self.quantile_levels,
+                                                residence=point.residence,
+                                                arrival=self._arrival)
+                except (RuntimeError, ValueError, np.linalg.LinAlgError):
+                    q = None
+                self._map_qcache[key] = q
+            if self._map_qcache[key] is not None:
+                return self._map_qcache[key]
         law = self._law_quantiles(point.n)
         q, mean = law[:, :-1], law[:, -1]
         flag = ("quantiles on the MAP network past its chain's budget or with a multi-core "
@@ -336,6 +355,14 @@ class SystemModel:
             self.flags.append(flag)
         ratio = np.divide(point.response, mean, out=np.ones_like(mean), where=mean > 0)
         return q * ratio[:, None]
+
+    def _map_law_args(self) -> tuple[list[MAP], np.ndarray]:
+        """The MAP network's processes at the tiers' demands and each class's service over
+        the aggregate's per tier, as the response-time laws take them."""
+        procs = [p.scaled(float(d)) for p, d in zip(self.processes or [], self.D)]
+        scales = np.divide(self.D_mc, self.D[:, None], out=np.zeros_like(self.D_mc),
+                           where=self.D[:, None] > 0)
+        return procs, scales
 
     def _slo_columns(self) -> np.ndarray:
         """The quantile SLOs as ``(C, L)`` bounds on :attr:`quantile_levels` (``inf``:
