@@ -38,10 +38,13 @@ from typing import Any, Mapping, Sequence
 
 __all__ = ["HistogramError", "bucket_quantile", "cumulative_from_counts",
            "exponential_cumulative", "quantile_level", "level_name", "LEVELS",
-           "check_quantiles", "format_le", "parse_le"]
+           "check_quantiles", "format_le", "parse_le", "DEFAULT_QUANTILES"]
 
 #: the named quantile levels (as the ``slo`` configuration's)
 LEVELS = {"p50": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99, "p99.9": 0.999}
+
+#: the quantiles a measured window carries unless configured otherwise
+DEFAULT_QUANTILES = (0.5, 0.9, 0.95, 0.99)
 
 #: cumulative counts may fall by this fraction of the total from one bound to the next (float
 #: residue of summed rates) and are then taken as level; more is a broken histogram
