@@ -193,15 +193,15 @@ def bucket_quantile(level: float, buckets: Sequence[tuple[float, float]],
 
 
 def cumulative_from_counts(bounds: Sequence[float], counts: Sequence[float],
-                           where: str = "bucketCounts") -> list[tuple[float, float]]:
+                           where: str = "histogram") -> list[tuple[float, float]]:
     """OTLP explicit buckets -- ``counts[i]`` observations in ``(bounds[i-1], bounds[i]]``, the
     last above every bound -- as cumulative ``[(le, count)]`` ending at ``+Inf``."""
     if len(counts) != len(bounds) + 1:
-        raise HistogramError(where, len(counts), f"needs one more count than explicitBounds "
+        raise HistogramError(f"{where}.bucketCounts", len(counts), f"needs one more count than explicitBounds "
                                                  f"({len(bounds)} bounds)")
     for i in range(1, len(bounds)):
         if not bounds[i] > bounds[i - 1]:
-            raise HistogramError(f"explicitBounds[{i}]", bounds[i],
+            raise HistogramError(f"{where}.explicitBounds[{i}]", bounds[i],
                                  f"bounds must rise (after {bounds[i - 1]!r})")
     out, total = [], 0.0
     for le, count in zip([*bounds, math.inf], counts):

@@ -465,7 +465,7 @@ class SampleWindows:
             if gap.made:        # a window made without a class's quantiles: a dead letter
                 self._partial.append(InvalidWindow(
                     gap.field, f"{gap.tier} window ending {format_time(gap.end_ms / 1000)}",
-                    gap.reason))
+                    gap.reason.removeprefix(f"{gap.field}: ")))
                 continue
             first = gap.reason not in self.gaps
             self.gaps[gap.reason] += 1

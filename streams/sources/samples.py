@@ -452,8 +452,7 @@ def _otlp_buckets(point: Mapping[str, Any], kind: str, at: str,
             if isinstance(b, bool) or not isinstance(b, (int, float)) or not math.isfinite(b):
                 raise InvalidWindow(f"{at}.explicitBounds[{i}]", b, "a bound must be a finite "
                                                                     "number")
-        return cumulative_from_counts([float(b) for b in bounds], counts,
-                                      f"{at}.bucketCounts")
+        return cumulative_from_counts([float(b) for b in bounds], counts, at)
     where = f"{at}.exponentialHistogram"
     scale = _digits(point.get("scale", 0), f"{at}.scale", "an integer scale", signed=True)
     positive = point.get("positive") or {}
