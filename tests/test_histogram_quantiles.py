@@ -390,3 +390,72 @@ def test_input_quantiles_setting_is_checked():
     with pytest.raises(ConfigError, match=r"input.quantiles\[1\]"):
         input_from_mapping({**TELEGRAF_INPUT, "completions": "c",
                             "response_time_histogram": "h", "quantiles": ["p95", 2]})
+
+
+# -- predicted against measured: model_error and the trust rule -----------------------------------
+def _demo(measured_p95):
+    """The demo shop at 20 users with a p95 SLO on every class, its entry tier's windows
+    carrying a measured p95 per class (``measured_p95``: class -> seconds; ``None``: none)."""
+    from dataclasses import replace
+
+    from streams.cli.demo import DemoScenario, demo_config, demo_records
+    from streams.core.config import Config
+    from streams.engine.pipeline import Pipeline
+
+    sc = DemoScenario(duration_s=150, steady_s=150, users_start=20, users_end=20)
+    records = demo_records(sc)
+    base = demo_config(sc)
+    cfg = Config(systems={sc.system: replace(base.systems[sc.system],
+                                             slo={"*": {"p95": sc.sla_s}})})
+    pipeline = Pipeline(cfg)
+    preds = []
+    for r in records:
+        if measured_p95 is not None and r["tier"] == "front":
+            r = {**r, "response_time_quantiles_s": {
+                c: {"p95": measured_p95(c)} for c in r["completions"]}}
+        preds += pipeline.process(r).predictions
+    return [p for p in preds if p.model is not None and p.classes]
+
+
+@pytest.mark.slow
+def test_the_slo_quantile_enters_model_error_and_the_trust_rule():
+    plain = _demo(None)
+    assert plain and all(p.get("quantile_error") is None for p in plain)
+    last = plain[-1]
+    predicted = {c: part.response_time_quantiles_s["p95"] for c, part in last.classes.items()}
+    # measured p95s three times the model's: the worst class named, model_error follows
+    far = _demo(lambda c: 3 * predicted[c])[-1]
+    worst = far.quantile_error_class
+    q_pred = far.classes[worst].response_time_quantiles_s["p95"]
+    assert far.quantile_error_quantile == "p95" and far.quantile_measured_s == \
+        pytest.approx(3 * predicted[worst])
+    assert far.quantile_predicted_s == pytest.approx(q_pred)
+    assert far.quantile_error == pytest.approx(abs(q_pred - far.quantile_measured_s)
+                                               / far.quantile_measured_s)
+    assert far.quantile_error > 0.5
+    assert far.model_error == pytest.approx(max(last.model_error, far.quantile_error))
+    assert far.model_trusted is False
+    assert any(r.startswith(f"class {worst!r} p95 response time") and "off by" in r
+               for r in far.trust_reasons), far.trust_reasons
+
+
+def test_only_a_quantile_slo_s_own_level_is_compared():
+    from streams.core.config import SLO_QUANTILES
+    from streams.predict.measured_quantiles import quantile_errors
+    from streams.predict.model import Measured, SystemModel
+
+    slo = np.full((2, len(SLO_QUANTILES)), np.inf)
+    slo[0, list(SLO_QUANTILES).index("p99")] = 1.0       # class a: p99; class b: the mean
+    D = np.array([0.01, 0.02])
+    model = SystemModel(tiers=["web", "db"], classes=["a", "b"], D_mc=np.c_[D, 2 * D],
+                        mix=np.array([0.5, 0.5]), servers=np.array([1.0, 1.0]),
+                        think_time=1.0, sla=np.array([np.inf, 0.5]), processes=None,
+                        map_limit=600, slo=slo)
+    now = model.at(30)
+    q99 = float(model.quantiles(now)[0, model.quantile_levels.index(0.99)])
+    m = Measured({"a": 10.0, "b": 10.0}, {}, 30, {}, 60.0,
+                 {"a": {"p95": 5.0, "p99": 2 * q99}, "b": {"p99": 9.0}})
+    (err,) = quantile_errors(model, m, now)
+    assert (err.cls, err.name, err.measured) == ("a", "p99", 2 * q99)
+    assert err.predicted == pytest.approx(q99) and err.error == pytest.approx(0.5)
+    assert quantile_errors(model, Measured({}, {}, 30, {}, 60.0), now) == []
