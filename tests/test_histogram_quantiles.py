@@ -369,6 +369,19 @@ def test_telegraf_histograms_round_trip(version):
         level_name(q): bucket_quantile(q, cumulative(second)) for q in (0.5, 0.9, 0.95, 0.99)}
 
 
+def test_a_negative_telegraf_bucket_is_a_dead_letter_naming_it():
+    fmt = input_from_mapping({**TELEGRAF_INPUT, "completions": "http_seconds_count",
+                              "response_time_histogram": "http_seconds_bucket"})
+    broken = telegraf_v1(T0 + 5, [0.3] * 4)
+    broken["metrics"][1]["fields"]["0.005"] = -2
+    out = SampleWindows(fmt).translate([telegraf_v1(T0, []), broken])
+    (window,) = out.windows
+    assert window["completions"] == {"/buy": 4} and "response_time_quantiles_s" not in window
+    (_, _, err), = out.dead
+    assert err.field == "response_time_quantiles_s./buy.buckets{le=0.005}"
+    assert "finite number >= 0" in err.reason
+
+
 def test_a_non_monotone_telegraf_histogram_is_a_dead_letter_and_the_window_is_kept():
     fmt = input_from_mapping({**TELEGRAF_INPUT, "completions": "http_seconds_count",
                               "response_time_histogram": "http_seconds_bucket"})
