@@ -197,8 +197,9 @@ def cumulative_from_counts(bounds: Sequence[float], counts: Sequence[float],
     """OTLP explicit buckets -- ``counts[i]`` observations in ``(bounds[i-1], bounds[i]]``, the
     last above every bound -- as cumulative ``[(le, count)]`` ending at ``+Inf``."""
     if len(counts) != len(bounds) + 1:
-        raise HistogramError(f"{where}.bucketCounts", len(counts), f"needs one more count than explicitBounds "
-                                                 f"({len(bounds)} bounds)")
+        raise HistogramError(f"{where}.bucketCounts", len(counts),
+                             f"needs one more count than explicitBounds ({len(bounds)} "
+                             f"bounds)")
     for i in range(1, len(bounds)):
         if not bounds[i] > bounds[i - 1]:
             raise HistogramError(f"{where}.explicitBounds[{i}]", bounds[i],

@@ -141,7 +141,8 @@ TRUST_MIN_UTILIZATION = 0.05
 def trust_reasons(pred: Any, tiers: list[TierModel]) -> list[str]:
     """Why the prediction ``pred`` is not to be trusted (empty: it is; module docstring,
     "Trust"), before the alerts: the mean response time at the operating point, the worst
-    measured SLO quantile there, the worst class's pooled error, each tier's utilization, each tier's response-time split."""
+    measured SLO quantile there, the worst class's pooled error, each tier's utilization,
+    each tier's response-time split."""
     out = []
     margin = TRUST_MARGIN
     err = pred.get("model_error")

@@ -6,7 +6,8 @@ entry tier, :attr:`streams.predict.model.Measured.quantiles`) and a class's SLO 
 quantile (``slo``: ``p95``, ``p99`` ...), the model's quantile of that level at the current
 operating point (:meth:`streams.predict.model.SystemModel.quantiles`) is compared with the
 measured one: ``|q_pred - q_meas| / q_meas``. The worst such error over the classes is the
-prediction's ``quantile_error`` (with ``quantile_error_class``, ``"buy p95"``), and
+prediction's ``quantile_error`` (with ``quantile_error_class`` and
+``quantile_error_quantile``, ``"buy"`` and ``"p95"``, and both values), and
 ``model_error`` is the larger of the mean's error and it: a model whose mean is right but
 whose tail is not is wrong on what the SLO is about (Mi et al. 2008, Table 1: burstiness
 moves the 95th percentile twice as much as the mean). The trust rule
@@ -29,7 +30,7 @@ from estimators.histogram import level_name
 from streams.core.config import SLO_QUANTILES
 from streams.predict.model import Measured, Point, SystemModel
 
-__all__ = ["QuantileError", "quantile_errors", "worst"]
+__all__ = ["QuantileError", "quantile_errors", "worst", "combined"]
 
 
 @dataclass(frozen=True)
