@@ -22,6 +22,10 @@ selectors whose series are taken together (``["procstat_cpu_time_user",
 "procstat_cpu_time_system"]``: the busy time is their sum). The metric
 name is the format's (``<measurement>_<field>`` for Telegraf, the OTLP metric name,
 ``<name>_count`` / ``<name>_sum`` for an OTLP histogram; :mod:`streams.sources.samples`).
+``response_time_histogram`` selects cumulative latency buckets with an ``le`` label (the
+entry tier's ``<name>_bucket``; an OTLP histogram's buckets and a Telegraf histogram's are
+such samples: :mod:`streams.sources.samples`), read at ``quantiles`` (default p50, p90, p95,
+p99) into the window's ``response_time_quantiles_s``.
 The fields are those of the Prometheus source (:class:`streams.sources.window_rules.TierSpec`),
 with the same meaning and the same window rules.
 """
@@ -32,10 +36,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from estimators.histogram import DEFAULT_QUANTILES
 from streams.core.config_error import ConfigError
 from streams.core.records import valid_name
-from streams.core.source_settings import (WindowGrid, number_setting, string_setting,
-                                          tier_table, window_setting)
+from streams.core.source_settings import (WindowGrid, number_setting, quantiles_setting,
+                                          string_setting, tier_table, window_setting)
 
 __all__ = ["Selector", "TierMapping", "InputFormat", "parse_selector", "input_from_mapping",
            "METRIC_FIELDS", "FORMATS", "TIMESTAMP_UNITS", "MIN_WINDOW_S"]
@@ -48,7 +53,7 @@ TIMESTAMP_UNITS = {"s": (1, 1000), "ms": (1, 1), "us": (1000, 1), "ns": (1_000_0
 
 #: the settings of a tier that select metrics (``cores`` may also be a number)
 METRIC_FIELDS = ("busy_seconds", "utilization", "cores", "completions", "time_sum",
-                 "time_count", "users")
+                 "time_count", "users", "response_time_histogram")
 
 _SELECTOR = re.compile(r"\s*([A-Za-z_:][\w:.\-/]*)\s*(?:\{(.*)\})?\s*", re.S)
 _MATCHER = re.compile(r"\s*([^\s=!,{}\"]+)\s*(!=|=)\s*\"((?:[^\"\\]|\\.)*)\"\s*(?:,|$)")
@@ -103,6 +108,10 @@ class TierMapping:
     time_sum: Selectors | None = None
     time_count: Selectors | None = None
     users: Selectors | None = None
+    #: cumulative latency buckets (``le``) per class: the window's measured quantiles
+    response_time_histogram: Selectors | None = None
+    #: their levels
+    quantiles: tuple[float, ...] = DEFAULT_QUANTILES
     class_label: str = "handler"
 
     def selectors(self) -> dict[str, Selectors]:
@@ -162,8 +171,8 @@ MIN_WINDOW_S = 0.1
 _KEYS = {"format", "window_s", "offset_s", "lag_s", "lookback_s", "strict", "timestamp_unit",
          "utilization_scale",
          "system", "system_label", "tier_label", "missing_class", "class_label", "tiers",
-         *METRIC_FIELDS}
-_TIER_KEYS = {"class_label", *METRIC_FIELDS}
+         "quantiles", *METRIC_FIELDS}
+_TIER_KEYS = {"class_label", "quantiles", *METRIC_FIELDS}
 
 
 def _fields(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
@@ -183,6 +192,8 @@ def _fields(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
             out[f] = (parse_selector(value, f"{where}.{f}"),)
     if "class_label" in raw:
         out["class_label"] = string_setting(raw, "class_label", where)
+    if "quantiles" in raw:
+        out["quantiles"] = quantiles_setting(raw, where, DEFAULT_QUANTILES)
     return out
 
 

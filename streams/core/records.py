@@ -6,7 +6,8 @@ One record is one monitoring window of one tier::
      "utilization": 0.63, "cores": 1,
      "completions": {"home": 120, "best_sellers": 14},
      "response_time_s": {"home": 0.012},
-     "users": 100}
+     "users": 100,
+     "response_time_quantiles_s": {"home": {"p95": 0.031, "p99": 0.12}}}
 
 :func:`parse_window` turns raw bytes, text or a mapping into a :class:`Window` or raises
 :class:`InvalidWindow` naming the field, the offending value and the reason. Unknown extra
@@ -34,6 +35,14 @@ A window without ``cores`` is one core, the contract's default, and carries
 :data:`CORES_ASSUMED` in its flags (both paths): the pipeline keeps it out of the estimate record
 and marks the tier, whose predictions then say the model assumed one core.
 
+``response_time_quantiles_s`` (optional) holds per class the measured quantiles of the
+end-to-end response time, at the entry tier (from a latency histogram:
+:mod:`estimators.histogram`): each quantile named ``p50`` ... ``p99.9`` (``pNN``) or given as
+its level within (0, 1), each value finite and ``>= 0``, and not falling as the level rises;
+the keys are kept by their canonical names (``"0.95"`` as ``p95``). Anything else is an
+``InvalidWindow`` naming the class and the quantile (``response_time_quantiles_s.buy.p95``).
+A record with the field always takes the validator's path.
+
 Names (system, tier, request classes) must be printable: no control characters (a ``"\\n"`` would
 split an InfluxDB line-protocol line), no lone surrogates (JSON's ``"\\ud800"``: not UTF-8, which
 every sink writes), and no trailing backslash (line protocol cannot store one: it escapes the
@@ -55,6 +64,8 @@ from typing import Annotated, Any, Mapping, Optional, Union
 
 import msgspec
 import numpy as np
+
+from estimators.histogram import HistogramError, check_quantiles
 
 __all__ = ["Window", "InvalidWindow", "parse_window", "parse_end", "format_time", "clean",
            "MAX_CORES", "MAX_USERS", "UTILIZATION_TOLERANCE", "MAX_UTILIZATION_TOLERANCE",
@@ -126,6 +137,9 @@ class Window(msgspec.Struct, frozen=True, gc=False):
     #: caveats of an accepted window (a utilization clamped into [0, 1]; no cores); not part of
     #: the contract's record (:meth:`to_record`); a clamp is copied into the estimate record
     flags: tuple[str, ...] = ()
+    #: per class, measured end-to-end quantiles ``{"p95": seconds}`` (module docstring)
+    response_time_quantiles_s: dict[str, dict[str, float]] = msgspec.field(
+        default_factory=dict)
 
     @property
     def total_completions(self) -> float:
@@ -148,6 +162,9 @@ class Window(msgspec.Struct, frozen=True, gc=False):
             out["response_time_s"] = dict(self.response_time_s)
         if self.users is not None:
             out["users"] = self.users
+        if self.response_time_quantiles_s:
+            out["response_time_quantiles_s"] = {
+                c: dict(q) for c, q in self.response_time_quantiles_s.items()}
         return out
 
 
@@ -162,7 +179,26 @@ def content_digest(w: Window) -> int:
     (after a worker's crash) or sent again unchanged is a *replay*, one with the same ``end``
     and another digest a conflicting duplicate (:meth:`streams.core.tier.TierState.admit`).
     Two different windows of one tier share a digest with probability 2^-56."""
-    return int.from_bytes(hashlib.blake2b(_canonical(w), digest_size=7).digest(), "big")
+    # a window without measured quantiles digests as before the field existed (a state saved
+    # then still tells its replays)
+    body = _canonical(w) if w.response_time_quantiles_s else _canonical(
+        _Digested(*msgspec.structs.astuple(w)[:-1]))
+    return int.from_bytes(hashlib.blake2b(body, digest_size=7).digest(), "big")
+
+
+class _Digested(msgspec.Struct, frozen=True, gc=False):
+    """:class:`Window` without its measured quantiles (:func:`content_digest`)."""
+
+    system: str
+    tier: str
+    end: float
+    window_s: float
+    utilization: float
+    cores: int
+    completions: dict[str, float]
+    response_time_s: dict[str, float]
+    users: int | None
+    flags: tuple[str, ...]
 
 
 def parse_window(raw: bytes | str | Mapping[str, Any],
@@ -200,9 +236,30 @@ def _validate(raw: bytes | str | Mapping[str, Any],
                                    upper=MAX_RESPONSE_TIME_S),
         users=_users(data.get("users")),
         flags=((flag,) if flag else ()) + (() if "cores" in data else (CORES_ASSUMED,)),
+        response_time_quantiles_s=_quantiles(data.get("response_time_quantiles_s")),
     )
     _check_rates(window.completions, window.window_s)
     return window
+
+
+def _quantiles(value: Any) -> dict[str, dict[str, float]]:
+    """``response_time_quantiles_s``: per class its quantiles (module docstring)."""
+    name = "response_time_quantiles_s"
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InvalidWindow(name, value, "must be an object of class -> {quantile: seconds}")
+    out = {}
+    for cls, q in value.items():
+        if not isinstance(cls, str) or not cls or len(cls) > MAX_NAME \
+                or _name_problem(cls) is not None:
+            raise InvalidWindow(name, cls, f"class names must be valid names of at most "
+                                           f"{MAX_NAME} characters")
+        try:
+            out[cls] = check_quantiles(q, f"{name}.{cls}")
+        except HistogramError as err:
+            raise InvalidWindow(err.field, err.value, err.reason) from None
+    return out
 
 
 def _check_rates(completions: Mapping[str, float], window_s: float) -> None:
@@ -462,6 +519,8 @@ class _Wire(msgspec.Struct, gc=False):
     response_time_s: Optional[dict[str, Annotated[float, msgspec.Meta(
         ge=0.0, le=MAX_RESPONSE_TIME_S)]]] = None
     users: Optional[Annotated[int, msgspec.Meta(ge=0, le=MAX_USERS)]] = None
+    #: present: the validator reads it (the fast path does not check it)
+    response_time_quantiles_s: Any = None
 
 
 _WIRE = msgspec.json.Decoder(_Wire)
@@ -504,6 +563,8 @@ def _fast(raw: bytes | str | Mapping[str, Any]) -> Window | None:
     else:
         return None
     rt = wire.response_time_s
+    if wire.response_time_quantiles_s is not None:
+        return None
     if not (len(wire.system) <= MAX_NAME and len(wire.tier) <= MAX_NAME
             and _known_name(wire.system) and _known_name(wire.tier)
             and _CLASS_NAMES.covers(wire.completions)

@@ -8,11 +8,12 @@ import re
 import urllib.parse
 from typing import Any, Mapping
 
+from estimators.histogram import HistogramError, quantile_level
 from streams.core.config_error import ConfigError
 from streams.core.records import MAX_WINDOW_S, valid_name
 
 __all__ = ["WindowGrid", "number_setting", "string_setting", "tier_table", "window_setting",
-           "http_url_setting", "redact_url", "header_settings"]
+           "http_url_setting", "redact_url", "header_settings", "quantiles_setting"]
 
 #: an HTTP header's name (a token, RFC 9110 section 5.1) and value (visible characters, spaces
 #: and tabs, RFC 9110 section 5.5): a line break in either would end the header early
@@ -55,6 +56,24 @@ def string_setting(raw: Mapping[str, Any], key: str, where: str, default: str | 
     if value is not None and (not isinstance(value, str) or not value.strip()):
         raise ConfigError(f"{where}.{key}: must be a non-empty string, got {value!r}")
     return value
+
+
+def quantiles_setting(raw: Mapping[str, Any], where: str,
+                      default: tuple[float, ...]) -> tuple[float, ...]:
+    """``raw["quantiles"]`` (or ``default``): the levels read from a latency histogram, a
+    non-empty list of ``pNN`` names or numbers within (0, 1)
+    (:func:`estimators.histogram.quantile_level`)."""
+    value = raw.get("quantiles")
+    if value is None:
+        return default
+    if not isinstance(value, list) or not value or len(value) > 16:
+        raise ConfigError(f"{where}.quantiles: must be a list of 1 to 16 quantiles (\"p95\", "
+                          f"\"p99.9\" or numbers within (0, 1)), got {value!r}")
+    try:
+        levels = [quantile_level(v, f"{where}.quantiles[{i}]") for i, v in enumerate(value)]
+    except HistogramError as err:
+        raise ConfigError(f"{err.field}: {err.reason}, got {err.value!r}") from None
+    return tuple(sorted(set(levels)))
 
 
 def window_setting(raw: Mapping[str, Any], where: str) -> float:

@@ -119,6 +119,27 @@ class Interval:
     rt_completions: list[float] = field(default_factory=list)   # sum n (with rt)
     users_sum: float = 0.0
     users_n: int = 0
+    #: per class and quantile name, ``[sum q n, sum n]`` over the windows that measured it
+    #: (``response_time_quantiles_s``; ``n`` the class's completions in the window, at least 1)
+    quantile_sums: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+
+    def add_quantiles(self, w: Window) -> None:
+        """A window's measured quantiles into the interval's sums."""
+        for cls, values in w.response_time_quantiles_s.items():
+            n = max(w.completions.get(cls, 0.0), 1.0)
+            sums = self.quantile_sums.setdefault(cls, {})
+            for name, q in values.items():
+                pair = sums.setdefault(name, [0.0, 0.0])
+                pair[0] += q * n
+                pair[1] += n
+
+    def measured_quantiles(self) -> dict[str, dict[str, float]]:
+        """Per class its measured quantiles over the interval: each window's, weighted by the
+        class's completions in it. A mean of the windows' quantiles, not the quantile of the
+        interval's requests (the record carries no histogram): the two agree while the load
+        is steady, and the mean leans towards the windows with more requests."""
+        return {c: {k: s / n for k, (s, n) in q.items() if n > 0}
+                for c, q in self.quantile_sums.items()}
 
     def _grow(self, classes: list[str]) -> None:
         """Align the per-class sums with ``classes`` (the tier's classes, which only grow)."""
@@ -163,6 +184,8 @@ class Interval:
         out = dict(self.__dict__)
         for k in self._LISTS:
             out[k] = list(out[k])
+        out["quantile_sums"] = {c: {k: list(v) for k, v in q.items()}
+                                for c, q in self.quantile_sums.items()}
         return out
 
     @classmethod
@@ -171,6 +194,8 @@ class Interval:
         for k in cls._LISTS[1:]:
             values[k] = [float(v) for v in values[k]]
         values["classes"] = list(values["classes"])
+        values["quantile_sums"] = {c: {k: [float(x) for x in v] for k, v in q.items()}
+                                   for c, q in values.get("quantile_sums", {}).items()}
         return cls(**values)
 
 
@@ -278,6 +303,9 @@ def _apply_group(tiers: list["TierState"], n: int) -> list[_Block]:
         count_rows += _rows([w.completions for w in windows], t.classes, 0.0)
         rts = [w.response_time_s for w in windows]
         reported.append(any(rts))
+        for w in windows:
+            if w.response_time_quantiles_s:
+                t.interval.add_quantiles(w)
         rt_rows += _rows(rts, t.classes, math.nan) if reported[-1] else [no_rt] * len(windows)
         lengths.append(len(windows))
         users.append([float(w.users) for w in windows if w.users is not None])

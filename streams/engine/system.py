@@ -36,7 +36,7 @@ from streams.core.records import Window, clean
 from streams.core.tier import Interval, TierModel, TierState
 from streams.engine.admission import Admission
 from streams.predict import alert_window, confidence, prediction, response_trend, story
-from streams.predict import open_model, users_trend, visits
+from streams.predict import measured_quantiles, open_model, users_trend, visits
 from streams.predict.calibration import Calibration, calibrate_model
 from streams.predict.model import (ASSUMED, Measured, Point, SystemModel, build_model,
                                    model_capacity)
@@ -212,7 +212,10 @@ class SystemState(Admission):
         users = next((iv.users for iv in intervals.values() if iv.users is not None), None)
         U = {t: iv.utilization for t, iv in intervals.items() if iv.utilization is not None}
         seconds = intervals[primary].seconds if primary else 0.0
-        return Measured(X, R, users, U, seconds)
+        # the entry tier's (the first in the tiers' order that measured any)
+        quantiles = next((q for iv in intervals.values() if iv.seconds > 0
+                          and (q := iv.measured_quantiles())), {})
+        return Measured(X, R, users, U, seconds, quantiles)
 
     def _think_time(self, m: Measured, mix: np.ndarray, classes: list[str]) -> float:
         if self.config.think_time_s is not None:
@@ -367,6 +370,7 @@ class SystemState(Admission):
             ttb = 0.0 if X > cap.capacity else (
                 (cap.capacity - X) / slope if slope > 0 else None)
         error, x_error = self._model_error(model, m, now)
+        error, q_fields = self._quantile_error(model, m, now, error)
         pooled, pooled_fields = self._pooled_error(model, m, now)
         classes = prediction.class_parts(model, m, now, fc,
                                          confidence.class_errors(model, m, now), pooled)
@@ -389,7 +393,7 @@ class SystemState(Admission):
             model_error=error, throughput_error=x_error, classes=classes, tiers=tiers,
             users=None, alert_capacity_users=None,
             remediation=None, alert_time_to_breach_s=ttb, alert_basis=[],
-            alert_window_factors={}, **pooled_fields,
+            alert_window_factors={}, **pooled_fields, **q_fields,
             **dict(zip(("utilization_error_tier", "utilization_error_max"),
                        confidence.worst(u_errors))))))
         reasons = confidence.trust_reasons(pred, solve.tiers)
@@ -506,6 +510,7 @@ class SystemState(Admission):
                 ttb = (cap + 1 - n_now) / slope
         B = (breach if breach is not None else fc).bottleneck
         error, x_error = self._model_error(model, m, now)
+        error, q_fields = self._quantile_error(model, m, now, error)
         remedy = self._remediation(base, base_cap, base_limited, n_now, n_fc,
                                    alert["alert_capacity_users"])
         pooled, pooled_fields = self._pooled_error(model, m, now)
@@ -525,7 +530,8 @@ class SystemState(Admission):
             limited=limited, ttb=ttb, breach_class=breach_class, breach_tier=breach_tier,
             bottleneck=B, error=error, x_error=x_error, classes=classes, tiers=tiers,
             remediation=remedy, alert=alert, assessment={
-                **pooled_fields, **dict(zip(("utilization_error_tier", "utilization_error_max"),
+                **pooled_fields, **q_fields,
+                **dict(zip(("utilization_error_tier", "utilization_error_max"),
                                             confidence.worst(u_errors))), **assessment,
                 **({"pools": prediction.pool_parts(model, cfg, now, fc)} if model.pools
                    else {})})
@@ -609,6 +615,20 @@ class SystemState(Admission):
         X = m.total_throughput
         return (abs(pred - meas) / meas if meas > 0 else None,
                 abs(now.throughput - X) / X if X > 0 else None)
+
+    @staticmethod
+    def _quantile_error(model: SystemModel, m: Measured, now: Point, error: float | None
+                        ) -> tuple[float | None, dict[str, Any]]:
+        """``model_error`` with the worst measured SLO quantile's error in it, and the
+        prediction's ``quantile_error`` fields
+        (:mod:`streams.predict.measured_quantiles`)."""
+        worst = measured_quantiles.worst(measured_quantiles.quantile_errors(model, m, now))
+        if worst is None:
+            return error, {}
+        return measured_quantiles.combined(error, worst), {
+            "quantile_error": worst.error, "quantile_error_class": worst.cls,
+            "quantile_error_quantile": worst.name, "quantile_predicted_s": worst.predicted,
+            "quantile_measured_s": worst.measured}
 
     def _alerts(self, pred: Prediction, m: Measured, model: SystemModel,
                 time: float, reasons: list[str], tiers: list[TierModel]) -> list[Alert]:

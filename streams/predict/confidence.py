@@ -68,7 +68,10 @@ non-bursty shop).
 **Trust.** A prediction is ``model_trusted`` only when the model has shown that it matches the
 system where it stands (:func:`trust_reasons`, each failure a reason in ``trust_reasons``):
 its mean response time at the operating point within :data:`TRUST_MARGIN` of the measured
-one (``model_error``), no class's pooled error significantly beyond it
+one (``model_error``), where the entry tier measures quantiles the quantile a class's SLO
+names within it too (``quantile_error``, :mod:`streams.predict.measured_quantiles`; the
+reason names the class, the quantile and both values), no class's pooled error
+significantly beyond it
 (``model_error_class_max``), every tier's utilization within it (relative, where the tier
 measures at least :data:`TRUST_MIN_UTILIZATION`), every tier's per-class split identified
 where the tier reports per-class response times (:mod:`estimators.class_split`), and the
@@ -138,17 +141,25 @@ TRUST_MIN_UTILIZATION = 0.05
 def trust_reasons(pred: Any, tiers: list[TierModel]) -> list[str]:
     """Why the prediction ``pred`` is not to be trusted (empty: it is; module docstring,
     "Trust"), before the alerts: the mean response time at the operating point, the worst
-    class's pooled error, each tier's utilization, each tier's response-time split."""
+    measured SLO quantile there, the worst class's pooled error, each tier's utilization,
+    each tier's response-time split."""
     out = []
     margin = TRUST_MARGIN
     err = pred.get("model_error")
-    if err is not None and err > margin:
+    q_err = pred.get("quantile_error")
+    if err is not None and err > margin and not (q_err is not None and q_err >= err):
         out.append(f"mean response time off the measured one by {100 * err:.0f}% at the "
                    f"operating point (margin {100 * margin:.0f}%)")
     worst, worst_err = pred.get("model_error_class"), pred.get("model_error_class_max")
     if worst is not None and worst_err is not None and worst_err > margin:
         out.append(f"class {worst!r} response time off by {100 * worst_err:.0f}% over the "
                    f"last solves (margin {100 * margin:.0f}%)")
+    if q_err is not None and q_err > margin:
+        out.append(f"class {pred.get('quantile_error_class')!r} "
+                   f"{pred.get('quantile_error_quantile')} response time "
+                   f"{pred.get('quantile_predicted_s'):.3g} s predicted against "
+                   f"{pred.get('quantile_measured_s'):.3g} s measured at the entry tier: off "
+                   f"by {100 * q_err:.0f}% (margin {100 * margin:.0f}%)")
     for name, part in (pred.get("tiers") or {}).items():
         u, measured = part.utilization, part.utilization_measured
         if u is not None and measured is not None and measured >= TRUST_MIN_UTILIZATION \

@@ -146,6 +146,8 @@ class Measured:
     users: float | None                   # mean active sessions, if reported
     utilization: dict[str, float]         # per tier
     seconds: float
+    #: per class, the measured end-to-end quantiles (``{"p95": s}``) at the entry tier
+    quantiles: dict[str, dict[str, float]] = field(default_factory=dict)
 
     @property
     def total_throughput(self) -> float:

@@ -11,7 +11,11 @@ Per tier, the configuration gives PromQL for (docs/prometheus.md has ready mappi
 - optionally ``time_sum`` (and ``time_count``): counters of seconds spent at the tier per class,
   e.g. a histogram's ``_sum`` and ``_count``: the window's mean ``response_time_s`` per class is
   ``increase(sum) / increase(count)`` (``time_count`` defaults to the completions);
-- optionally ``users``: a gauge of active sessions (the series are summed).
+- optionally ``users``: a gauge of active sessions (the series are summed);
+- optionally ``response_time_histogram``: the entry tier's latency histogram, its cumulative
+  ``_bucket`` series with ``le`` (``http_server_requests_seconds_bucket``), per class: the
+  window's ``response_time_quantiles_s`` at ``quantiles`` (default p50, p90, p95, p99) by
+  ``histogram_quantile``'s rule (rule 7 of :mod:`streams.sources.window_rules`).
 
 Every query is evaluated by Prometheus (``/api/v1/query_range``) on one grid of window ends
 ``offset_s + k window_s``, the same for every tier: so the tiers' windows are aligned whatever
@@ -36,9 +40,10 @@ from typing import Any, Mapping, Sequence
 from streams.core.config import ConfigError
 from streams.core.records import valid_name
 from streams.core.source_settings import (WindowGrid, header_settings, http_url_setting,
-                                          number_setting, string_setting, tier_table,
-                                          window_setting)
+                                          number_setting, quantiles_setting,
+                                          string_setting, tier_table, window_setting)
 from streams.sources.window_rules import (
+    DEFAULT_QUANTILES,
     QUERY_FIELDS,
     Gap,
     Series,
@@ -88,7 +93,7 @@ _SOURCE_KEYS = {"url", "system", "window_s", "offset_s", "lag_s", "timeout_s", "
                 "class_label", "counters", "headers"}
 #: the largest ``max_response_mb``: 4 GiB (parsed, an answer takes several times its size)
 MAX_RESPONSE_MB = 4096.0
-_TIER_KEYS = set(QUERY_FIELDS) | {"class_label", "counters"}
+_TIER_KEYS = set(QUERY_FIELDS) | {"class_label", "counters", "quantiles"}
 
 
 def _tier(name: str, raw: Any, class_label: str, counters: bool) -> TierSpec:
@@ -113,7 +118,7 @@ def _tier(name: str, raw: Any, class_label: str, counters: bool) -> TierSpec:
     if not isinstance(own_counters, bool):
         raise ConfigError(f"{where}.counters: must be true or false, got {own_counters!r}")
     return TierSpec(name=name, cores=cores, class_label=label, counters=own_counters,
-                    **queries)
+                    quantiles=quantiles_setting(raw, where, DEFAULT_QUANTILES), **queries)
 
 
 def source_from_mapping(raw: Mapping[str, Any], env: Mapping[str, str] | None = None,

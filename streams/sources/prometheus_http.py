@@ -400,7 +400,8 @@ class PrometheusClient:
 #: per query whose answer is refused, what its tier's windows lose: ``None``: they are not
 #: made (the busy time, the completions, the cores); else the field they are made without
 _LOSES = {"busy_seconds": None, "utilization": None, "completions": None, "cores": None,
-          "time_sum": "response_time_s", "time_count": "response_time_s", "users": "users"}
+          "time_sum": "response_time_s", "time_count": "response_time_s", "users": "users",
+          "response_time_histogram": "response_time_quantiles_s"}
 
 
 def _tier_data(client: PrometheusClient, source: PrometheusSource, first_ms: int,
@@ -458,7 +459,7 @@ def _refusals(source: PrometheusSource, refused: list[tuple[str, str, MalformedA
         loses = _LOSES[name]
         span = f"ending {format_time(ends[0] / 1000)} .. {format_time(ends[-1] / 1000)}"
         if loses is None:
-            lost = sum(1 for g in gaps if g.tier == tier)
+            lost = sum(1 for g in gaps if g.tier == tier and not g.made)
             effect = f"{lost} of the tier's {len(ends)} windows {span} not made"
             cause.setdefault(tier, f"answer to tiers.{tier}.{name} refused: a dead letter")
         else:
@@ -468,7 +469,8 @@ def _refusals(source: PrometheusSource, refused: list[tuple[str, str, MalformedA
         out.append(Refused(system=source.system, tier=tier, field=err.field,
                            reason=f"{err.rule}; {effect}", value=err.value,
                            request=f"query_range {query!r} {span}"))
-    gaps = [Gap(g.tier, g.end_ms, cause[g.tier]) if g.tier in cause else g for g in gaps]
+    gaps = [Gap(g.tier, g.end_ms, cause[g.tier]) if g.tier in cause and not g.made else g
+            for g in gaps]
     return out, gaps
 
 

@@ -73,7 +73,8 @@ SWEEP_SAMPLES = 10_000
 _AVERAGED = ("utilization", "users")
 
 #: fields whose series are cumulative counters (rule 6)
-_COUNTERS = ("busy_seconds", "completions", "time_sum", "time_count")
+_COUNTERS = ("busy_seconds", "completions", "time_sum", "time_count",
+             "response_time_histogram")
 
 #: sample times in a row far from the tier's clock that confirm a new clock (rule 5), as
 #: ``[plausibility] confirm_windows``' default for window records
@@ -140,7 +141,7 @@ def tier_spec(mapping: TierMapping, tier: str) -> TierSpec:
         value = getattr(mapping, f)
         return " or ".join(s.text for s in value) if isinstance(value, tuple) else value
     return TierSpec(name=tier, class_label=mapping.class_label, counters=True,
-                    **{f: text(f) for f in METRIC_FIELDS})
+                    quantiles=mapping.quantiles, **{f: text(f) for f in METRIC_FIELDS})
 
 
 class _Points:
@@ -234,6 +235,9 @@ class SampleWindows:
         self._next_sweep = sweep_samples
         self._default_index = fmt.default.by_name() if fmt.default is not None else {}
         self._tier_index = {name: m.by_name() for name, m in fmt.tiers.items()}
+        #: windows made without a class's quantiles (rule 7 of the window rules): their dead
+        #: letters, given out by :meth:`translate`
+        self._partial: list[InvalidWindow] = []
 
     def forget(self) -> None:
         """Drop every tier's samples (after a rebalance: its systems may be elsewhere now)."""
@@ -266,6 +270,9 @@ class SampleWindows:
             part = partitions[i] if partitions is not None else 0
             for tier in touched.values():
                 made = self._windows(tier)
+                for err in self._partial:
+                    out.dead.append((len(out.windows) + len(made), raw, err))
+                self._partial.clear()
                 self.windows_made += len(made)
                 out.windows += [w for w, _ in made]
                 out.flags += [f for _, f in made]
@@ -455,6 +462,11 @@ class SampleWindows:
         """Count the windows not made; the first of each reason is logged as a warning (the
         worker's log shows it), the others at debug."""
         for gap in gaps:
+            if gap.made:        # a window made without a class's quantiles: a dead letter
+                self._partial.append(InvalidWindow(
+                    gap.field, f"{gap.tier} window ending {format_time(gap.end_ms / 1000)}",
+                    gap.reason.removeprefix(f"{gap.field}: ")))
+                continue
             first = gap.reason not in self.gaps
             self.gaps[gap.reason] += 1
             log.log(logging.WARNING if first else logging.DEBUG,

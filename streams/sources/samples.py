@@ -12,7 +12,13 @@ batch does not cost the others. A record of the wrong shape altogether raises
   field is a sample named ``<name>_<field>`` (the naming of Telegraf's Prometheus outputs),
   labelled with the tags. ``timestamp``: an integer in ``json_timestamp_units`` (the
   ``timestamp_unit`` setting: ``s`` by default, as Telegraf's default ``1s``; ``ms``, ``us``,
-  ``ns``), or a string with a zone (``json_timestamp_format``, RFC 3339).
+  ``ns``), or a string with a zone (``json_timestamp_format``, RFC 3339). A histogram of
+  Telegraf's ``prometheus`` input comes as Prometheus has it: with ``metric_version = 2``
+  one metric per bucket, an ``le`` tag and a ``<name>_bucket`` field (so the sample
+  ``prometheus_<name>_bucket{le}``); with ``metric_version = 1`` one metric whose fields are
+  the buckets named by their bound (``"0.05"``, ``"+Inf"``) beside ``count`` and ``sum``:
+  such a field is also the sample ``<name>_bucket`` with the label ``le`` (its own sample
+  ``<name>_<bound>`` kept as well).
 - ``prometheus-kafka-adapter``: Telefonica's adapter (Prometheus ``remote_write`` to Kafka),
   ``{"timestamp": RFC 3339, "value": "text", "name", "labels": {"__name__", ...}}``; also its
   first releases' flat shape ``{"__timestamp__": ms, "__value__": v, "__name__", labels...}``.
@@ -20,7 +26,12 @@ batch does not cost the others. A record of the wrong shape altogether raises
 - ``otlp-json``: OTLP/JSON ``ExportMetricsServiceRequest`` (the OpenTelemetry Collector's
   Kafka exporter with ``encoding: otlp_json``): ``resourceMetrics[].scopeMetrics[].metrics[]``.
   A gauge or sum data point is a sample named after the metric (``asDouble``, or ``asInt`` as
-  a string or a number); a histogram data point gives ``<name>_count`` and ``<name>_sum``.
+  a string or a number); a histogram data point gives ``<name>_count`` and ``<name>_sum``,
+  and its buckets as Prometheus' cumulative ``<name>_bucket`` samples with the label ``le``
+  (``explicitBounds``/``bucketCounts``; an ``exponentialHistogram``'s zero and positive
+  buckets with ``le = base^(offset + k + 1)``, :func:`estimators.histogram.exponential_cumulative`).
+  Broken buckets (bounds not rising, a count missing, negative observations) are a problem
+  naming the field, while the point's count and sum are kept.
   Labels: the resource's, the scope's and the data point's attributes (the latter win),
   AnyValue scalars as text. ``timeUnixNano``: nanoseconds, a string or a number. A sum with
   delta temporality (``1``/``AGGREGATION_TEMPORALITY_DELTA``) is marked ``delta``: its values
@@ -50,6 +61,8 @@ from typing import Any, Callable, Mapping
 
 import msgspec
 
+from estimators.histogram import (HistogramError, cumulative_from_counts,
+                                  exponential_cumulative, format_le)
 from streams.core.records import InvalidWindow, parse_end
 # the formats and timestamp units are the [input] configuration's; the parsers are per format
 from streams.core.input_config import FORMATS, TIMESTAMP_UNITS
@@ -217,7 +230,24 @@ def _telegraf_metric(metric: Any, unit: str, where: str) -> list[Sample]:
         raise InvalidWindow(f"{where}.fields", fields, "must be an object of field: value")
     tags = _labels(metric.get("tags"), f"{where}.tags")
     t = _time_ms(metric["timestamp"], f"{where}.timestamp", unit)
-    return [Sample(f"{name}_{f}", tags, t, v) for f, v in fields.items()]
+    out = [Sample(f"{name}_{f}", tags, t, v) for f, v in fields.items()]
+    for f, v in fields.items():
+        le = _bucket_bound(f)
+        if le is not None and "le" not in tags:
+            out.append(Sample(f"{name}_bucket", {**tags, "le": le}, t, v))
+    return out
+
+
+def _bucket_bound(field: str) -> str | None:
+    """A Telegraf ``metric_version = 1`` histogram's bucket field (its bound, ``"0.05"``,
+    ``"+Inf"``) as the ``le`` Prometheus writes; ``None`` for any other field."""
+    if not field or not (field[0].isdigit() or field in ("+Inf", "Inf", "inf", "+inf")):
+        return None
+    try:
+        value = float(field)
+    except ValueError:
+        return None
+    return format_le(value) if value == value else None
 
 
 def parse_telegraf(data: Any, unit: str = "s") -> Parsed:
@@ -321,7 +351,7 @@ def _list(value: Any, where: str, what: str) -> list[Any]:
 
 
 def _points(metric: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]] | None:
-    for kind in ("gauge", "sum", "histogram"):
+    for kind in ("gauge", "sum", "histogram", "exponentialHistogram"):
         body = metric.get(kind)
         if isinstance(body, Mapping):
             return kind, body
@@ -336,11 +366,11 @@ def _otlp_metric(metric: Any, labels: Mapping[str, str], where: str) -> list[Sam
     found = _points(metric)
     if found is None:
         kinds = sorted(set(metric) - {"name", "description", "unit", "metadata"})
-        raise InvalidWindow(f"{where}.{name}", kinds, "only gauge, sum and histogram metrics "
-                                                      "are read (exponentialHistogram and "
-                                                      "summary are not)")
+        raise InvalidWindow(f"{where}.{name}", kinds, "only gauge, sum, histogram and "
+                                                      "exponentialHistogram metrics are read "
+                                                      "(summary is not)")
     kind, body = found
-    delta = kind == "sum" and body.get("aggregationTemporality") in _DELTA
+    delta = kind != "gauge" and body.get("aggregationTemporality") in _DELTA
     out = []
     dead: list[InvalidWindow] = []
     points = _list(body.get("dataPoints"), f"{where}.{name}.{kind}.dataPoints", "data points")
@@ -350,6 +380,9 @@ def _otlp_metric(metric: Any, labels: Mapping[str, str], where: str) -> list[Sam
             out += _otlp_point(point, name, kind, delta, labels, at)
         except InvalidWindow as err:
             dead.append(err)
+        except _Partial as part:
+            out += part.samples
+            dead += part.problems
     if dead:
         raise _Partial(out, dead)
     return out
@@ -374,7 +407,7 @@ def _otlp_point(point: Any, name: str, kind: str, delta: bool, labels: Mapping[s
     t = _time_ms(_digits(point.get("timeUnixNano"), f"{at}.timeUnixNano",
                          "nanoseconds since the epoch"), f"{at}.timeUnixNano", "ns")
     stale = bool(_flags(point.get("flags")) & _NO_VALUE)
-    if kind == "histogram":
+    if kind in ("histogram", "exponentialHistogram"):
         # proto3's JSON mapping leaves out a field at its default: no count is a count of 0
         count = None if stale else _digits(point.get("count", 0), f"{at}.count",
                                            "a count of observations")
@@ -382,6 +415,17 @@ def _otlp_point(point: Any, name: str, kind: str, delta: bool, labels: Mapping[s
         out = [Sample(f"{name}_count", own, t, count, delta=delta)]
         if "sum" in point or stale:
             out.append(Sample(f"{name}_sum", own, t, total, delta=delta))
+        try:
+            buckets = None if stale else _otlp_buckets(point, kind, at)
+        except HistogramError as err:
+            raise _Partial(out, [InvalidWindow(err.field, err.value, err.reason)]) from None
+        except InvalidWindow as err:
+            raise _Partial(out, [err]) from None
+        if stale:
+            buckets = [(le, None) for le in _stale_bounds(point)]
+        for le, cum in buckets or ():
+            out.append(Sample(f"{name}_bucket", {**own, "le": format_le(le)}, t, cum,
+                              delta=delta))
         return out
     if stale:
         value = None
@@ -392,6 +436,53 @@ def _otlp_point(point: Any, name: str, kind: str, delta: bool, labels: Mapping[s
     else:
         raise InvalidWindow(at, point, "a number data point needs asDouble or asInt")
     return [Sample(name, own, t, value, delta=delta)]
+
+
+def _otlp_buckets(point: Mapping[str, Any], kind: str, at: str,
+                  ) -> list[tuple[float, float]] | None:
+    """A histogram data point's buckets as cumulative ``[(le, count)]`` ending at ``+Inf``
+    (``None``: it has none)."""
+    if kind == "histogram":
+        raw = _list(point.get("bucketCounts"), f"{at}.bucketCounts", "counts")
+        if not raw:
+            return None
+        counts = [_digits(c, f"{at}.bucketCounts[{i}]", "a count") for i, c in enumerate(raw)]
+        bounds = _list(point.get("explicitBounds"), f"{at}.explicitBounds", "bounds")
+        for i, b in enumerate(bounds):
+            if isinstance(b, bool) or not isinstance(b, (int, float)) or not math.isfinite(b):
+                raise InvalidWindow(f"{at}.explicitBounds[{i}]", b, "a bound must be a finite "
+                                                                    "number")
+        return cumulative_from_counts([float(b) for b in bounds], counts, at)
+    where = f"{at}.exponentialHistogram"
+    scale = _digits(point.get("scale", 0), f"{at}.scale", "an integer scale", signed=True)
+    positive = point.get("positive") or {}
+    negative = point.get("negative") or {}
+    if not isinstance(positive, Mapping) or not isinstance(negative, Mapping):
+        raise InvalidWindow(f"{at}.positive", positive, "buckets must be {offset, bucketCounts}")
+    offset = _digits(positive.get("offset", 0), f"{at}.positive.offset", "an integer offset",
+                     signed=True)
+    counts = [_digits(c, f"{at}.positive.bucketCounts[{i}]", "a count")
+              for i, c in enumerate(_list(positive.get("bucketCounts"),
+                                          f"{at}.positive.bucketCounts", "counts"))]
+    below = sum(_digits(c, f"{at}.negative.bucketCounts[{i}]", "a count")
+                for i, c in enumerate(_list(negative.get("bucketCounts"),
+                                            f"{at}.negative.bucketCounts", "counts")))
+    zero = _digits(point.get("zeroCount", 0), f"{at}.zeroCount", "a count")
+    threshold = point.get("zeroThreshold", 0.0)
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
+        raise InvalidWindow(f"{at}.zeroThreshold", threshold, "must be a number")
+    return exponential_cumulative(scale, offset, counts, zero, float(threshold), below,
+                                  where)
+
+
+def _stale_bounds(point: Mapping[str, Any]) -> list[float]:
+    """The bounds of a no-recorded-value explicit histogram point (its buckets end)."""
+    bounds = point.get("explicitBounds")
+    if not isinstance(bounds, list) or not all(
+            isinstance(b, (int, float)) and not isinstance(b, bool) and math.isfinite(b)
+            for b in bounds):
+        return []
+    return [float(b) for b in bounds] + [math.inf] if bounds else []
 
 
 def _flags(value: Any) -> int:

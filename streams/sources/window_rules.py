@@ -31,6 +31,19 @@ The rules (:func:`tier_windows`, pure; property-tested against simulated scrapes
 6. A window with no completions series at its end, or without a ``cores`` value of at least 1,
    is a gap (the contract needs a class and cores); a class with zero increase is kept as 0.
 
+7. ``response_time_histogram`` (optional; the entry tier's latency histogram): cumulative
+   bucket counters with an ``le`` label, per class (Prometheus' classic ``_bucket`` series).
+   Each bucket series' increase is taken by rule 1 (resets, born series), summed per class
+   and ``le`` ("sum by (le)"), and the window's ``response_time_quantiles_s`` of the class at
+   ``quantiles`` are those of the summed buckets by ``histogram_quantile``'s rule
+   (:func:`estimators.histogram.bucket_quantile`). A class whose buckets hold no request in
+   the window has none. A class whose bucket layout is not the same at both ends (a bucket
+   born or gone in the window: the increase of a born bucket would be its whole count), or
+   whose buckets are broken (counts falling from one ``le`` to the next, no ``+Inf``
+   bucket, an ``le`` that is not a number) has none either, and the window says why: a
+   :class:`Gap` with ``made = True`` naming ``response_time_quantiles_s.CLASS`` (the window
+   itself is made: nothing valid is lost).
+
 Classes with no ``class_label`` label go to class ``missing_class`` (default ``"other"``)."""
 
 from __future__ import annotations
@@ -39,12 +52,15 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
+from estimators.histogram import (DEFAULT_QUANTILES, HistogramError, bucket_quantile,
+                                  level_name, parse_le)
+
 __all__ = ["TierSpec", "Series", "TierData", "Gap", "counter_increase", "tier_windows",
-           "QUERY_FIELDS"]
+           "QUERY_FIELDS", "DEFAULT_QUANTILES"]
 
 #: the per-tier fields that name where a value comes from (PromQL; selectors)
 QUERY_FIELDS = ("busy_seconds", "utilization", "cores", "completions", "time_sum",
-                "time_count", "users")
+                "time_count", "users", "response_time_histogram")
 
 
 @dataclass(frozen=True)
@@ -61,6 +77,10 @@ class TierSpec:
     time_sum: str | None = None
     time_count: str | None = None
     users: str | None = None
+    #: cumulative latency buckets with an ``le`` label, per class (rule 7)
+    response_time_histogram: str | None = None
+    #: the levels of the quantiles read from ``response_time_histogram``
+    quantiles: tuple[float, ...] = DEFAULT_QUANTILES
     class_label: str = "handler"
     #: true: ``busy_seconds``, ``completions``, ``time_*`` are cumulative counters, differenced
     #: here; false: they already give the window's amount (``increase(x[{window}])``)
@@ -100,15 +120,20 @@ class TierData:
     time_sum: list[Series] | None = None
     time_count: list[Series] | None = None
     users: list[Series] | None = None
+    response_time_histogram: list[Series] | None = None
 
 
 @dataclass(frozen=True)
 class Gap:
-    """A window not made (rule 3/6): the tier, the window's end (ms) and why."""
+    """A window not made (rule 3/6): the tier, the window's end (ms) and why; ``made``: the
+    window was made, without what ``reason`` names (rule 7)."""
 
     tier: str
     end_ms: int
     reason: str
+    made: bool = False
+    #: with ``made``: the field the window is made without (``response_time_quantiles_s.C``)
+    field: str = ""
 
 
 def counter_increase(start: float | None, end: float | None, born: bool) -> float | None:
@@ -169,6 +194,8 @@ def tier_windows(spec: TierSpec, data: TierData, system: str, ends_ms: Sequence[
     time_sum = _by_class(data.time_sum or [], spec.class_label, missing_class)
     time_count = (_by_class(data.time_count, spec.class_label, missing_class)
                   if data.time_count is not None else completions)
+    histograms = _by_class(data.response_time_histogram or [], spec.class_label,
+                           missing_class)
     window_s = window_ms / 1000.0
     records: list[dict[str, Any]] = []
     gaps: list[Gap] = []
@@ -218,9 +245,63 @@ def tier_windows(spec: TierSpec, data: TierData, system: str, ends_ms: Sequence[
                     times[cls] = max(spent, 0.0) / n
             if times:
                 record["response_time_s"] = dict(sorted(times.items()))
+        if histograms:
+            quantiles = _window_quantiles(spec, histograms, start, end, at_start, gaps)
+            if quantiles:
+                record["response_time_quantiles_s"] = quantiles
         if data.users is not None:
             users = _sum_at(data.users, end)
             if users is not None:
                 record["users"] = _whole(users)
         records.append(record)
     return records, gaps
+
+
+def _window_quantiles(spec: TierSpec, histograms: Mapping[str, list[Series]], start: int,
+                      end: int, at_start: bool, gaps: list[Gap]) -> dict[str, dict[str, float]]:
+    """Per class the window's quantiles from its bucket series (rule 7); a class's problem is
+    a :class:`Gap` with ``made = True``."""
+    out: dict[str, dict[str, float]] = {}
+    for cls, series in sorted(histograms.items()):
+        where = f"response_time_quantiles_s.{cls}"
+        try:
+            buckets = _window_buckets(series, start, end, at_start, spec.counters, where)
+            if buckets is None:
+                continue
+            values = {level_name(q): bucket_quantile(q, buckets, f"{where}.buckets")
+                      for q in spec.quantiles}
+        except HistogramError as err:
+            gaps.append(Gap(spec.name, end, f"{err.field}: {err.reason}; the window made "
+                                            f"without the class's quantiles", made=True,
+                            field=err.field))
+            continue
+        if all(v is not None for v in values.values()):
+            out[cls] = values                                   # type: ignore[assignment]
+    return out
+
+
+def _window_buckets(series: Sequence[Series], start: int, end: int, at_start: bool,
+                    counters: bool, where: str) -> list[tuple[float, float]] | None:
+    """The class's buckets' increases over the window summed by ``le``; ``None`` when no
+    bucket has a value at the end."""
+    by_le: dict[float, list[Series]] = {}
+    for s in series:
+        if "le" not in s.labels:
+            raise HistogramError(f"{where}.le", dict(s.labels), "a bucket series without an "
+                                                                "le label")
+        by_le.setdefault(parse_le(s.labels["le"], f"{where}.le"), []).append(s)
+    at_end = {le for le, ss in by_le.items() if any(end in s.values for s in ss)}
+    if not at_end:
+        return None
+    if counters:
+        at_begin = {le for le, ss in by_le.items() if any(start in s.values for s in ss)}
+        if at_begin and at_begin != at_end:
+            raise HistogramError(f"{where}.le", sorted(at_begin ^ at_end),
+                                 "the bucket layout changed in the window (these bounds are "
+                                 "at one end only)")
+    out = []
+    for le in sorted(at_end):
+        n = _increase(by_le[le], start, end, counters, at_start)
+        if n is not None:
+            out.append((le, n))
+    return out
