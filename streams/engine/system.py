@@ -357,12 +357,17 @@ class SystemState(Admission):
         slope = users_trend.users_trend(self.rate_points, time, cfg.trend_window_s)
         x_fc = max(X + slope * cfg.horizon_s, 0.0)
         now, res_now = open_model.open_point(model, X)
-        fc, _ = open_model.open_point(model, x_fc)
+        fc, res_fc = open_model.open_point(model, x_fc)
         cap = open_model.rate_capacity(model)
         flags = list(model.flags) + list(res_now.flags)
         if not res_now.stable:
             flags.append(f"unstable: the arrival rate {X:.4g}/s exceeds the saturation rate "
                          f"{cap.saturation:.4g}/s now (capacity exceeded)")
+        elif not res_fc.stable:
+            flags.append(f"unstable at the forecast: the rate trend reaches {x_fc:.4g}/s "
+                         f"within the horizon, beyond the saturation rate "
+                         f"{cap.saturation:.4g}/s (capacity exceeded then; forecast response "
+                         f"times null)")
         ttb = open_whatif.rate_time_to_breach(cap.capacity, X, slope)
         remedy, extra = self._open_extras(solve, model, cap, X, x_fc, slope, ttb)
         self.last_model = (time, model, 0, 0)
