@@ -8,21 +8,21 @@ import json
 import math
 import sqlite3
 
-import msgspec
 import numpy as np
 import pytest
 from typer.testing import CliRunner
 
 from solvers.simulation.physical import OpenArrivals, PhysicalNetwork, Tier, monitor_physical
 from streams.cli.commands import app
+from streams.cli.embedded import STORE_NAME, run_embedded
 from streams.core.config import Config, SystemConfig
-from streams.engine.pipeline import Pipeline
 from streams.predict.model import SystemModel
 from streams.predict.open_model import RATE_TOLERANCE, rate_capacity, solve_at
 from streams.predict.open_whatif import (RATE_LIMIT, at_rate, meets_rate, rate_band,
                                          rate_time_to_breach, remediate_open)
 from streams.predict.whatif import Action, apply
-from streams.sinks.store import MODEL_TABLE, SQLiteStore
+from streams.sinks.report import load_store, render_report
+from streams.sinks.store import MODEL_TABLE, OUTPUT_FILES, SQLiteStore
 from solvers.processes import MAP
 
 
@@ -129,36 +129,50 @@ def test_band_brackets_the_capacity_and_its_times():
     assert rate_time_to_breach(None, 10.0, 1.0) is None
 
 
-def _ramp_predictions(schedule, seconds, tiers, sla=0.1, horizon=600.0):
-    net = PhysicalNetwork(tiers, ("a",), (1.0,), 0.0, 0, arrivals=OpenArrivals(schedule))
-    recs = monitor_physical(net, seconds, 5.0, warmup=20.0, seed=11, start_time=1e9)
-    pipe = Pipeline(Config(defaults=SystemConfig(tiers=tuple(t.name for t in tiers),
-                                                 sla_s={"*": sla}, horizon_s=horizon)))
-    outs = [pipe.process(r) for r in recs] + [pipe.finish()]
-    return [p for o in outs for p in o.predictions if p.model is not None]
+@pytest.fixture(scope="module")
+def ramp_run(tmp_path_factory):
+    """A rate schedule from 40/s to 190/s over 8 minutes into web 4 x 2 ms and db 2 x 10 ms
+    (saturation 200/s), through one embedded run: its predictions (JSON lines) and store."""
+    tiers = (Tier("web", 4, 0.002), Tier("db", 2, 0.010))
+    net = PhysicalNetwork(tiers, ("a",), (1.0,), 0.0, 0,
+                          arrivals=OpenArrivals([(0.0, 40.0), (480.0, 190.0)]))
+    recs = monitor_physical(net, 480.0, 5.0, warmup=20.0, seed=11, start_time=1e9)
+    cfg = Config(defaults=SystemConfig(tiers=("web", "db"), sla_s={"*": 0.1}, horizon_s=600.0))
+    out = tmp_path_factory.mktemp("open-ramp")
+    run_embedded(recs, cfg, out)
+    text = (out / OUTPUT_FILES["predictions"]).read_text()
+    preds = [json.loads(line) for line in text.splitlines()]
+    return [p for p in preds if p.get("model")], text, out / STORE_NAME, cfg
 
 
 @pytest.mark.slow
-def test_rate_schedule_past_capacity_gives_flagged_forecast_and_a_rate_remedy():
-    """A ramp from 40/s to 190/s over 8 minutes into web 4 x 2 ms and db 2 x 10 ms (200/s):
-    the forecast passes saturation (flagged, never NaN) and the at-risk solves carry a
-    remediation in req/s with the rate limit; no field is NaN or inf."""
-    tiers = (Tier("web", 4, 0.002), Tier("db", 2, 0.010))
-    preds = _ramp_predictions([(0.0, 40.0), (480.0, 190.0)], 480.0, tiers)
-    assert any(any(f.startswith("unstable at the forecast") for f in p.flags) for p in preds)
-    risky = [p for p in preds if p.remediation]
+def test_rate_schedule_past_capacity_gives_flagged_forecast_and_a_rate_remedy(ramp_run):
+    """The forecast passes saturation (flagged, never NaN) and the at-risk solves carry a
+    remediation in req/s with the rate limit; no field anywhere is NaN or inf."""
+    preds, text, _, _ = ramp_run
+    assert "NaN" not in text and "Infinity" not in text
+    assert any(any(f.startswith("unstable at the forecast") for f in p["flags"])
+               for p in preds)
+    risky = [p for p in preds if p.get("remediation")]
     assert risky
-    last = risky[-1].remediation
+    last = risky[-1]["remediation"]
     assert last["workload"] == "open" and last["required_rate_per_s"] > \
         last["capacity_before_rate_per_s"]
     assert any(a["kind"] == RATE_LIMIT for a in last["actions"])
     assert any(a["kind"] == "cores" and a["tier"] == "db" for a in last["actions"])
-    assert risky[-1].remediation_summary
-    banded = [p for p in preds if isinstance(p.capacity_rate_per_s_lower, float)]
-    assert banded and all(p.capacity_rate_per_s_lower <= p.capacity_rate_per_s
-                          <= p.capacity_rate_per_s_upper for p in banded)
-    for p in preds:                       # no NaN or inf anywhere, remediation included
-        json.dumps(msgspec.to_builtins(p), allow_nan=False)
+    assert risky[-1]["remediation_summary"]
+    banded = [p for p in preds if p.get("capacity_rate_per_s_lower") is not None]
+    assert banded and all(p["capacity_rate_per_s_lower"] <= p["capacity_rate_per_s"]
+                          <= p["capacity_rate_per_s_upper"] for p in banded)
+
+
+@pytest.mark.slow
+def test_report_draws_rate_against_capacity_for_an_open_system(ramp_run):
+    _, _, store, cfg = ramp_run
+    page = render_report(load_store(store, cfg))
+    assert "Capacity vs request rate" in page and "capacity (req/s within SLA)" in page
+    assert "request rate now" in page and "Capacity vs users" not in page
+    assert "req/s expected within the horizon" in page      # the remediation, in req/s
 
 
 def _open_store(tmp_path, rates=(100.0, 150.0)):
