@@ -206,3 +206,15 @@ def test_whatif_rate_prints_the_open_model_at_that_rate(tmp_path):
         and "at 150/s before" in own.output, own.output
     bad = CliRunner().invoke(app, ["whatif", "--store", str(path), "--rate", "-3"])
     assert bad.exit_code == 2 and "--rate" in bad.output
+
+
+def test_remedy_story_of_an_open_remediation_speaks_in_requests_per_second():
+    from streams.predict.story import remedy_story
+
+    model = _model(cores=(4, 8))
+    rec = remediate_open(model, 600.0, rate_capacity(model).capacity)
+    story = remedy_story(rec, "db")
+    assert story["remediation_summary"].startswith("limit the request rate to")
+    assert story["remediation_tier"] is None
+    assert "at 600 req/s" in story["remediation_reason"]
+    assert "so the rate limit is the remedy listed" in story["remediation_reason"]
