@@ -179,6 +179,7 @@ def _open_store(tmp_path, rates=(100.0, 150.0)):
     spec = _model(cores=(16, 8)).to_dict()
     spec["open"] = {"rate_per_s": rates[0], "rate_forecast_per_s": rates[1]}
     path = tmp_path / "perfcast.sqlite"
+    path.unlink(missing_ok=True)
     SQLiteStore(path).close()
     with sqlite3.connect(path) as conn:
         conn.execute(f'INSERT INTO "{MODEL_TABLE}" VALUES (?, ?, ?, ?, ?)',
@@ -206,6 +207,9 @@ def test_whatif_rate_prints_the_open_model_at_that_rate(tmp_path):
         and "at 150/s before" in own.output, own.output
     bad = CliRunner().invoke(app, ["whatif", "--store", str(path), "--rate", "-3"])
     assert bad.exit_code == 2 and "--rate" in bad.output
+    hostile = _open_store(tmp_path, ("fast", 150.0))        # a row written by hand
+    res = CliRunner().invoke(app, ["whatif", "--store", str(hostile), "--cores", "db=12"])
+    assert res.exit_code == 2 and "rate" in res.output and "Traceback" not in res.output
 
 
 def test_remedy_story_of_an_open_remediation_speaks_in_requests_per_second():

@@ -438,10 +438,12 @@ def _whatif_rate(name: str, model: Any, actions: list[Any], when: float,
     from streams.predict.open_whatif import at_rate
 
     rates = [rate] if rate is not None else [
-        float(opened[k]) for k in ("rate_per_s", "rate_forecast_per_s") if k in opened]
+        opened[k] for k in ("rate_per_s", "rate_forecast_per_s") if k in opened]
+    if not rates:
+        fail(f"whatif: system {name!r}: the store's open model has no rate_per_s")
     try:
         cmps = [at_rate(model, r, actions) for r in rates]
-    except (ValueError, ArithmeticError, MemoryError) as err:
+    except (ValueError, TypeError, ArithmeticError, MemoryError) as err:
         fail(f"whatif: system {name!r}: the open model cannot be solved "
              f"({type(err).__name__}: {str(err)[:200]})")
 

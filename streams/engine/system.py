@@ -407,7 +407,8 @@ class SystemState(Admission):
         out.predictions.append(pred)
         return out
 
-    def _open_extras(self, solve: "_Solve", model: SystemModel, cap: Any, X: float,
+    def _open_extras(self, solve: "_Solve", model: SystemModel,
+                     cap: open_model.RateCapacity, X: float,
                      x_fc: float, slope: float, ttb: float | None
                      ) -> tuple[dict[str, Any] | None, dict[str, Any]]:
         """An open solve's remediation (at risk: the larger of the rate and its forecast
