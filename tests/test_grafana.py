@@ -304,6 +304,7 @@ class Run:
     alerts: list[dict]         # every alert event of the run
     active: set[tuple]         # (system, alert, class or None) the pipeline holds firing
     predictions: list[dict] = None    # every prediction of the run
+    opened: str = ""           # an open system (request rates, no users): ramps past capacity
 
     def query(self, text: str, **variables: str) -> list:
         from influxdb_client import InfluxDBClient
@@ -334,16 +335,23 @@ def run(influx_url) -> Run:
     from streams.engine.pipeline import Pipeline
     from streams.sinks.schema import points
 
+    from solvers.simulation.physical import (OpenArrivals, PhysicalNetwork, Tier,
+                                             monitor_physical)
+
     database = unique("grafana").replace("-", "_")
-    main, other = unique("shop"), unique("quiet")
+    main, other, opened = unique("shop"), unique("quiet"), unique("api")
     demo_a = DemoScenario(system=main, duration_s=2700)
     demo_b = DemoScenario(system=other, duration_s=900, steady_s=900, seed=2)
     config = Config(systems={
         main: replace(demo_config(demo_a).system(main), model_error_threshold=0.05,
                       think_time_s=0.5 * THINK_TIME),
-        other: demo_config(demo_b).system(other)})
+        other: demo_config(demo_b).system(other),
+        opened: SystemConfig(tiers=("web", "db"), sla_s={"*": 0.1})})
+    api = PhysicalNetwork((Tier("web", 4, 0.002), Tier("db", 2, 0.010)), ("a",), (1.0,), 0.0,
+                          0, arrivals=OpenArrivals([(0.0, 60.0), (900.0, 185.0)]))
     pipeline = Pipeline(config)
-    out = pipeline.process_many(demo_records(demo_a) + demo_records(demo_b))
+    out = pipeline.process_many(demo_records(demo_a) + demo_records(demo_b) + monitor_physical(
+        api, 900.0, 5.0, warmup=20.0, seed=5, system=opened, start_time=START))
     out.extend(pipeline.finish())
     _influxql(influx_url, f"CREATE DATABASE {database}")
     sink = InfluxSink(InfluxSettings(url=influx_url, org="-", bucket=f"{database}/autogen"))
@@ -362,7 +370,7 @@ def run(influx_url) -> Run:
                 active.add((name, kind, cls or None))
         times = [p.time for p in points(out)]
         yield Run(influx_url, f"{database}/autogen", main, other, ["front", "db"],
-                  START - 60, max(times) + 1, out.alerts, active, out.predictions)
+                  START - 60, max(times) + 1, out.alerts, active, out.predictions, opened)
     finally:
         sink.close()
         _influxql(influx_url, f"DROP DATABASE {database}")
@@ -384,10 +392,39 @@ def _has_values(tables: list) -> bool:
     return False
 
 
+#: fields only an open system's predictions carry: its panel is read on the open system
+OPEN_FIELDS = ("arrival_rate", "capacity_rate_per_s", "saturation_rate_per_s")
+
+
+def test_influx_sink_writes_the_open_fields(run):
+    """The open system's prediction points carry its rates, capacity in req/s, its band and
+    the workload; its remediation points the capacities in req/s and the rate limit."""
+    fields = ("arrival_rate_per_s", "arrival_rate_forecast_per_s", "capacity_rate_per_s",
+              "capacity_rate_per_s_lower", "capacity_rate_per_s_upper",
+              "headroom_rate_per_s", "saturation_rate_per_s", "unstable", "workload")
+    query = ('from(bucket: v.defaultBucket) |> range(start: v.timeRangeStart, stop: '
+             'v.timeRangeStop) |> filter(fn: (r) => r._measurement == "prediction" and r.system == '
+             '"${system}") |> group(columns: ["_field"]) |> last()')
+    got = {r["_field"]: r["_value"] for r in _rows(run.query(query, system=run.opened))}
+    assert set(fields) <= set(got), set(fields) - set(got)
+    assert got["workload"] == "open" and "users" not in got
+    mine = [p for p in run.predictions if p["system"] == run.opened and p.get("model")]
+    assert got["capacity_rate_per_s"] == pytest.approx(mine[-1]["capacity_rate_per_s"])
+    remedy = query.replace('"prediction"', '"remediation"').replace(
+        '|> group(columns: ["_field"]) |> last()', '')
+    rows = _rows(run.query(remedy, system=run.opened))
+    kinds = {r["kind"] for r in rows}
+    assert "rate_limit" in kinds and "cores" in kinds, kinds
+    assert {"capacity_rate_per_s", "required_rate_per_s",
+            "capacity_before_rate_per_s"} <= {r["_field"] for r in rows}
+
+
 def _variables(run: Run, uid: str, query: str) -> list[dict[str, str]]:
     """The variable values a panel query is run with: every tier when it uses ${tier}."""
     if uid == OVERVIEW_UID:
         return [{}]
+    if any(f in query for f in OPEN_FIELDS):
+        return [{"system": run.opened}]
     if "${tier}" in query:
         return [{"system": run.main, "tier": t} for t in run.tiers]
     return [{"system": run.main}]

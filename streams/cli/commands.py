@@ -12,7 +12,8 @@ Commands:
 - ``perfcast whatif --store OUT/perfcast.sqlite --replicate db=2 --cores app=8 --cpu-speed
   db=1.5 --pool conn=16`` (or ``--source FILE``: the embedded pipeline over a trace first): each
   system's last model before and after the changes -- capacity, per-class response times now
-  and at the horizon (:mod:`streams.predict.whatif`).
+  and at the horizon (:mod:`streams.predict.whatif`); an open system's (or any, with
+  ``--rate R``) at a request rate, capacity in requests/s (:mod:`streams.predict.open_whatif`).
 - ``perfcast produce --source FILE|demo``: publish window records to ``perfcast.windows``
   (``--start now`` moves the demo to the current time: the docker-compose producer).
 - ``perfcast worker``: the Faust worker (Kafka in; Kafka and InfluxDB out).
@@ -27,6 +28,7 @@ code 2: ``error: ...`` on standard error, the one style of every error
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 from typing import Any, Optional
@@ -429,6 +431,52 @@ def _whatif_table(name: str, model: Any, cmp: Any, when: float) -> Table:
     return table
 
 
+def _whatif_rate(name: str, model: Any, actions: list[Any], when: float,
+                 rate: float | None, opened: dict[str, Any]) -> None:
+    """One system at a request rate (``--rate``, else an open system's last measured rate
+    and its forecast): :func:`streams.predict.open_whatif.at_rate`, a row per class and a
+    row per tier."""
+    from rich import box
+
+    from streams.predict.open_whatif import at_rate
+
+    rates = [rate] if rate is not None else [
+        opened[k] for k in ("rate_per_s", "rate_forecast_per_s") if k in opened]
+    if not rates:
+        fail(f"whatif: system {name!r}: the store's open model has no rate_per_s")
+    try:
+        cmps = [at_rate(model, r, actions) for r in rates]
+    except (ValueError, TypeError, ArithmeticError, MemoryError) as err:
+        fail(f"whatif: system {name!r}: the open model cannot be solved "
+             f"({type(err).__name__}: {str(err)[:200]})")
+
+    def cap(v: float | None) -> str:
+        return "no SLA" if v is None else f"{v:.4g}"
+    first = cmps[0]
+    title = (f"{escape(name)}: capacity {cap(first.capacity[0])} → {cap(first.capacity[1])} "
+             f"req/s (saturation {first.saturation[0]:.4g} → {first.saturation[1]:.4g})")
+    changes = "; ".join(escape(_describe(a, model)) for a in actions) or "no change"
+    flags = [f for c in cmps for f in c.flags()]
+    table = Table(title=title, caption=f"{changes} (model {format_time(when)[:16]}, open "
+                                       f"model{'; ' + '; '.join(flags) if flags else ''})",
+                  box=box.SIMPLE_HEAD, caption_justify="left")
+    table.add_column("class / tier", justify="left")
+    table.add_column("SLA s", justify="right")
+    for c in cmps:
+        table.add_column(f"at {c.rate:.4g}/s before", justify="right")
+        table.add_column("after", justify="right")
+    for i, c in enumerate(model.classes):
+        sla = float(model.sla[i])
+        table.add_row(escape(c), "-" if sla == float("inf") else f"{sla:g}",
+                      *[_fmt(float(r[i])) for cmp in cmps for r in cmp.response])
+    for m, t in enumerate(model.tiers):
+        table.add_row(escape(t) + " (utilization)", "",
+                      *[f"{float(u[m]):.3f}" for cmp in cmps for u in cmp.utilization])
+    table.add_row("stable", "", *["yes" if ok else "NO: capacity exceeded"
+                                  for cmp in cmps for ok in cmp.stable])
+    console.print(table)
+
+
 def _describe(action: Any, model: Any) -> str:
     from streams.predict.whatif import describe
 
@@ -465,11 +513,17 @@ def whatif(store: Optional[Path] = typer.Option(None, metavar="PATH",
            system: list[str] = typer.Option([], metavar="NAME",
                                             help="only this system (repeat for several; "
                                                  "default: all)"),
+           rate: Optional[float] = typer.Option(None, metavar="R",
+                                                help="the open model at R requests/s (the "
+                                                     "measured class mix): per-class "
+                                                     "response times, utilizations, stable "
+                                                     "or not"),
            ) -> None:
     """What if a tier had more replicas, cores or a faster CPU, or a pool more tokens? Each
     system's last model
     (the one its last prediction used, MAP(2) of bursty tiers included) before and after:
-    capacity and per-class response times now and at the horizon (docs/pipeline.md)."""
+    capacity and per-class response times now and at the horizon (docs/pipeline.md). An open
+    system's, or any with ``--rate R``, at a request rate: capacity in requests/s."""
     import tempfile
 
     from streams.cli.embedded import STORE_NAME
@@ -478,9 +532,12 @@ def whatif(store: Optional[Path] = typer.Option(None, metavar="PATH",
     from streams.predict.whatif import compare
 
     actions = _actions(replicate, cores, cpu_speed, pool)
-    if (store is None) == (source is None) and (store is not None or actions):
+    if rate is not None and not (math.isfinite(rate) and rate >= 0):
+        fail(f"whatif: --rate: must be a finite request rate >= 0 (per s), got {rate!r}")
+    if (store is None) == (source is None) and (store is not None or actions
+                                                 or rate is not None):
         fail("whatif: give exactly one of --store and --source")
-    if not actions:
+    if not actions and rate is None:
         fail("whatif: no change to try: give at least one of --replicate TIER=K, --cores "
              "TIER=C, --cpu-speed TIER=S, --pool NAME=SIZE")
     with tempfile.TemporaryDirectory(prefix="perfcast-whatif-") as tmp:
@@ -517,9 +574,14 @@ def whatif(store: Optional[Path] = typer.Option(None, metavar="PATH",
     if unknown:
         fail(f"whatif: no system has pool {unknown[0]!r} (pools: "
              f"{', '.join(sorted(pools)) or 'none modelled'})")
+    opened = {name: (spec.get("open") or {}) for name, _w, _n, _f, spec in rows
+              if isinstance(spec, dict)}
     for name, when, n, n_fc, model in models:
         mine = [a for a in actions if a.tier in (model.tiers if a.kind != "pool"
                                                  else [p.name for p in model.pools])]
+        if rate is not None or opened.get(name):
+            _whatif_rate(name, model, mine, when, rate, opened.get(name) or {})
+            continue
         try:
             cmp = compare(model, mine, n, n_fc)
         except (ValueError, ArithmeticError, MemoryError) as err:    # a row beyond the solvers

@@ -132,7 +132,11 @@ def _last_models(pipeline: Pipeline) -> list[tuple[str, float, int, int, dict[st
     for name, state in pipeline.systems.items():
         if state.last_model is not None:
             time_, model, users, forecast = state.last_model
-            rows.append((name, time_, users, forecast, model.to_dict()))
+            spec = model.to_dict()
+            if state.last_open_rates is not None:     # an open system: its rates, req/s
+                spec["open"] = {"rate_per_s": state.last_open_rates[0],
+                                "rate_forecast_per_s": state.last_open_rates[1]}
+            rows.append((name, time_, users, forecast, spec))
     return rows
 
 

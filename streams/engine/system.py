@@ -36,7 +36,7 @@ from streams.core.records import Window, clean
 from streams.core.tier import Interval, TierModel, TierState
 from streams.engine.admission import Admission
 from streams.predict import alert_window, confidence, prediction, response_trend, story
-from streams.predict import measured_quantiles, open_model, users_trend, visits
+from streams.predict import measured_quantiles, open_model, open_whatif, users_trend, visits
 from streams.predict.calibration import Calibration, calibrate_model
 from streams.predict.model import (ASSUMED, Measured, Point, SystemModel, build_model,
                                    model_capacity)
@@ -138,6 +138,8 @@ class SystemState(Admission):
         #: the last solve's model and populations, ``(time, model, users, users_forecast)``
         #: (in memory only: ``perfcast whatif`` reads it from an embedded run's store)
         self.last_model: tuple[float, SystemModel, int, int] | None = None
+        #: an open system's last rate and its forecast (req/s), with ``last_model``
+        self.last_open_rates: tuple[float, float] | None = None
         #: tiers the system had when the last window that passed a solve boundary was admitted:
         #: that solve covers only those (a tier a later window of the batch adds is not there
         #: yet when the windows come one by one)
@@ -359,16 +361,21 @@ class SystemState(Admission):
         slope = users_trend.users_trend(self.rate_points, time, cfg.trend_window_s)
         x_fc = max(X + slope * cfg.horizon_s, 0.0)
         now, res_now = open_model.open_point(model, X)
-        fc, _ = open_model.open_point(model, x_fc)
+        fc, res_fc = open_model.open_point(model, x_fc)
         cap = open_model.rate_capacity(model)
         flags = list(model.flags) + list(res_now.flags)
         if not res_now.stable:
             flags.append(f"unstable: the arrival rate {X:.4g}/s exceeds the saturation rate "
                          f"{cap.saturation:.4g}/s now (capacity exceeded)")
-        ttb: float | None = None
-        if cap.capacity is not None:
-            ttb = 0.0 if X > cap.capacity else (
-                (cap.capacity - X) / slope if slope > 0 else None)
+        elif not res_fc.stable:
+            flags.append(f"unstable at the forecast: the rate trend reaches {x_fc:.4g}/s "
+                         f"within the horizon, beyond the saturation rate "
+                         f"{cap.saturation:.4g}/s (capacity exceeded then; forecast response "
+                         f"times null)")
+        ttb = open_whatif.rate_time_to_breach(cap.capacity, X, slope)
+        remedy, extra = self._open_extras(solve, model, cap, X, x_fc, slope, ttb)
+        self.last_model = (time, model, 0, 0)
+        self.last_open_rates = (X, x_fc)
         error, x_error = self._model_error(model, m, now)
         error, q_fields = self._quantile_error(model, m, now, error)
         pooled, pooled_fields = self._pooled_error(model, m, now)
@@ -392,8 +399,8 @@ class SystemState(Admission):
             breach_tier=cap.breach_tier, bottleneck_tier=model.tiers[int(np.argmax(util))],
             model_error=error, throughput_error=x_error, classes=classes, tiers=tiers,
             users=None, alert_capacity_users=None,
-            remediation=None, alert_time_to_breach_s=ttb, alert_basis=[],
-            alert_window_factors={}, **pooled_fields, **q_fields,
+            remediation=remedy, alert_time_to_breach_s=ttb, alert_basis=[],
+            alert_window_factors={}, **pooled_fields, **q_fields, **extra,
             **dict(zip(("utilization_error_tier", "utilization_error_max"),
                        confidence.worst(u_errors))))))
         reasons = confidence.trust_reasons(pred, solve.tiers)
@@ -404,6 +411,28 @@ class SystemState(Admission):
         pred.trust_reasons = reasons
         out.predictions.append(pred)
         return out
+
+    def _open_extras(self, solve: "_Solve", model: SystemModel,
+                     cap: open_model.RateCapacity, X: float,
+                     x_fc: float, slope: float, ttb: float | None
+                     ) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+        """An open solve's remediation (at risk: the larger of the rate and its forecast
+        beyond ``capacity_rate_per_s``; :func:`streams.predict.open_whatif.remediate_open`),
+        its story, and the uncertainty band of the capacity in req/s
+        (:func:`streams.predict.open_whatif.rate_band`, when :func:`confidence.band_due`)."""
+        cfg = self.config
+        extra: dict[str, Any] = {}
+        remedy = None
+        if cap.capacity is None:
+            return remedy, extra
+        required = max(X, x_fc)
+        if cfg.remediation and required > cap.capacity:
+            remedy = open_whatif.remediate_open(model, required, cap.capacity,
+                                                cfg.remediation_costs)
+        if confidence.band_due(self.solves, ttb, cfg.horizon_s):
+            extra.update(open_whatif.rate_band(model, solve.tiers, cap.capacity, X, slope))
+        extra.update(story.remedy_story(remedy, cap.breach_tier))
+        return remedy, extra
 
     def _complete(self, solve: "_Solve", header: tuple) -> Outputs:
         cfg = self.config
@@ -424,6 +453,7 @@ class SystemState(Admission):
         n_fc = max(int(round(n_now + slope * cfg.horizon_s)), 0)
         pred = self._predict(solve, model, m, n_now, source, slope, n_fc)
         self.last_model = (time, model, n_now, n_fc)
+        self.last_open_rates = None
         reasons = confidence.trust_reasons(pred, solve.tiers)
         alerts = self._alerts(pred, m, model, time, reasons, solve.tiers)
         if "model_error" in self.alerts.active():

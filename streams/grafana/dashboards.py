@@ -416,6 +416,33 @@ def system(defaults: SystemConfig = SystemConfig()) -> dict[str, Any]:
         overrides=[_override("^users at the horizon$", custom__lineStyle=_DASHED),
                    _override("^capacity band (low|high)$", custom__lineWidth=1,
                              color={"mode": "fixed", "fixedColor": "green"})])
+    rate_ts = timeseries(
+        "Capacity vs request rate (open workload)",
+        "An open system (no users: an API driven by its request rate): the capacity in "
+        "requests/s (largest total rate at the current class mix within every SLA, of the "
+        "open model), the measured request rate and the rate trend's forecast at the "
+        "horizon, and the saturation rate (the busiest tier full: beyond it the model is "
+        "unstable). The predicted breach is where the rate crosses capacity. The thin lines "
+        "bound capacity under the estimators' uncertainty, computed when a breach is near. "
+        "Empty for a closed system (see 'Capacity vs users').",
+        [flux.series("prediction", "capacity_rate_per_s", '"capacity"', where=SYSTEM,
+                     fn="last"),
+         flux.series("prediction", "capacity_rate_per_s_lower", '"capacity band low"',
+                     where=SYSTEM, fn="last"),
+         flux.series("prediction", "capacity_rate_per_s_upper", '"capacity band high"',
+                     where=SYSTEM, fn="last"),
+         flux.series("prediction", "saturation_rate_per_s", '"saturation"', where=SYSTEM,
+                     fn="last"),
+         flux.series("prediction", "arrival_rate_per_s", '"request rate now"', where=SYSTEM,
+                     fn="last"),
+         flux.series("prediction", "arrival_rate_forecast_per_s", '"rate at the horizon"',
+                     where=SYSTEM, fn="last")],
+        "reqps", minimum=0,
+        overrides=[_override("^rate at the horizon$", custom__lineStyle=_DASHED),
+                   _override("^saturation$", custom__lineWidth=1,
+                             color={"mode": "fixed", "fixedColor": "red"}),
+                   _override("^capacity band (low|high)$", custom__lineWidth=1,
+                             color={"mode": "fixed", "fixedColor": "green"})])
     error = timeseries(
         "Model error",
         f"Relative error of the model's mean response time (and throughput) at the current "
@@ -479,6 +506,7 @@ def system(defaults: SystemConfig = SystemConfig()) -> dict[str, Any]:
                       [(utilization, 12, 9), (idc, 12, 9)],
                       [(demand, 12, 9)],
                       [(switch, 12, 9), (capacity_ts, 12, 9)],
+                      [(rate_ts, 24, 9)],
                       [(error, 12, 9), (history, 12, 9)],
                       [(error_detail, 12, 9), (story_table, 12, 9)],
                       [(pools, 12, 9)]])

@@ -78,9 +78,12 @@ RULES: tuple[RuleSpec, ...] = (
         "will be the bottleneck.",
         "perfcast's queueing model, re-solved every minute from the monitoring windows, "
         "predicts that the growing number of users reaches the largest population that meets "
-        "the SLA. Act before it happens: add capacity to tier '{{ $labels.tier }}' or limit "
-        "admissions. See the 'Capacity vs users' panel of the perfcast system dashboard "
-        "(system = {{ $labels.system }}). Label trust = 'untrusted': the breach was predicted "
+        "the SLA (an open system, driven by its request rate: that the rate trend reaches "
+        "capacity_rate_per_s, the largest request rate within every SLA). Act before it "
+        "happens: add capacity to tier '{{ $labels.tier }}' or limit admissions (an open "
+        "system: rate-limit). See the 'Capacity vs users' panel of the perfcast system "
+        "dashboard (system = {{ $labels.system }}), or 'Capacity vs request rate (open "
+        "workload)' for an open system. Label trust = 'untrusted': the breach was predicted "
         "while the model's error was above its threshold (the model_error alert), so weigh "
         "it accordingly.",
         "Capacity vs users"),

@@ -101,32 +101,35 @@ def remedy_story(remediation: Mapping[str, Any] | None,
     if not actions:
         return {"remediation_summary": None, "remediation_tier": None,
                 "remediation_reason": None}
-    tiers = [a for a in actions if a["kind"] != "admission"]
+    tiers = [a for a in actions if a["kind"] not in ("admission", "rate_limit")]
     best = (min(tiers, key=lambda a: (a["cost"], a["tier"] != breach_tier))
             if tiers else actions[0])
     reason = None
     if breach_tier is not None and best["tier"] != breach_tier:
         own = min((a for a in tiers if a["tier"] == breach_tier), key=lambda a: a["cost"],
                   default=None)
-        required = (remediation or {}).get("required_users")
+        rate = (remediation or {}).get("required_rate_per_s")
+        at = f"{(remediation or {}).get('required_users')} users" if rate is None \
+            else f"{rate:.4g} req/s"                # an open system's remediation
+        limit = "admission limit" if rate is None else "rate limit"
         if best["tier"] is None:
             missing = (remediation or {}).get("unreachable") or []
             tiers_tried = list(dict.fromkeys(u.split()[1] for u in missing if len(u.split()) > 1))
             reason = (f"no single action on {' or '.join(tiers_tried) or breach_tier} (cores, "
                       f"replicas, CPU speed within the search limits) restores every SLA at "
-                      f"{required} users"
+                      f"{at}"
                       + ("" if not any("budget" in u for u in missing) else
                          " (some not searched: the solve budget ran out)")
                       + f": relieving {breach_tier} takes more than one action "
-                      f"(perfcast whatif combines them), so the admission limit is the remedy "
+                      f"(perfcast whatif combines them), so the {limit} is the remedy "
                       f"listed")
         else:
             reason = (f"the cheapest remedy acts on {best['tier']} (cost {best['cost']:.3g}), "
                       f"not on {breach_tier} that causes the breach: ")
             reason += (f"{breach_tier}'s cheapest, {own['summary']}, costs {own['cost']:.3g}"
                        if own is not None else
-                       f"no single action on {breach_tier} restores every SLA at {required} "
-                       f"users within the search limits")
+                       f"no single action on {breach_tier} restores every SLA at {at} "
+                       f"within the search limits")
     return {"remediation_summary": best["summary"], "remediation_tier": best["tier"],
             "remediation_reason": reason}
 

@@ -48,7 +48,8 @@ MEASUREMENTS: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
         "alert_trigger": _S, "alert_untrusted": _S, "trend_class": _S,
         "trend_time_to_breach_s": _F, "workload": _S, "arrival_rate_per_s": _F,
         "arrival_rate_forecast_per_s": _F, "capacity_rate_per_s": _F,
-        "headroom_rate_per_s": _F, "saturation_rate_per_s": _F, "unstable": _B}),
+        "headroom_rate_per_s": _F, "saturation_rate_per_s": _F, "unstable": _B,
+        "capacity_rate_per_s_lower": _F, "capacity_rate_per_s_upper": _F}),
     "class_prediction": (("system", "class"), {
         "throughput": _F, "response_time": _F, "throughput_forecast": _F,
         "response_time_forecast": _F, "throughput_measured": _F,
@@ -63,7 +64,8 @@ MEASUREMENTS: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
         "waiting_time_forecast_s": _F}),
     "remediation": (("system", "kind", "tier"), {
         "rank": _I, "value": _F, "capacity_users": _I, "capacity_before": _I,
-        "required_users": _I, "cost": _F, "summary": _S}),
+        "required_users": _I, "cost": _F, "summary": _S, "capacity_rate_per_s": _F,
+        "required_rate_per_s": _F, "capacity_before_rate_per_s": _F}),
     "alert": (("system", "alert", "class", "tier", "trust"), {
         "state": _S, "active": _I, "value": _F, "threshold": _F, "time_to_breach_s": _F,
         "summary": _S, "update": _S, "basis": _S, "trigger": _S}),
@@ -172,6 +174,9 @@ def _prediction_sources(pred: Prediction) -> Iterator[Source]:
         yield "remediation", {**action, "rank": rank,
                               "capacity_before": remedy["capacity_before"],
                               "required_users": remedy["required_users"],
+                              **{k: remedy[k] for k in ("required_rate_per_s",
+                                                        "capacity_before_rate_per_s")
+                                 if k in remedy},
                               }, t, {"system": system}
 
 

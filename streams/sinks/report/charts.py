@@ -236,6 +236,34 @@ class SystemCharts:
                                "marks a switch of model (MVA ↔ MAP network): capacity jumps "
                                "there.")
 
+    def rate_capacity(self) -> TimeChart:
+        """An open system's capacity chart: the request rate against the capacity in req/s."""
+        p = self.s.predictions
+        t, lower = _col(p, lambda r: r.capacity_rate_per_s_lower)
+        series = [Series("capacity band (estimators' uncertainty)", t, [None] * len(t),
+                         "#2E7D32", "band", lower,
+                         _col(p, lambda r: r.capacity_rate_per_s_upper)[1]),
+                  Series("capacity (requests/s within SLA)",
+                         *_col(p, lambda r: r.capacity_rate_per_s), "#2E7D32", "line",
+                         width=2.5),
+                  Series("saturation (busiest tier full)",
+                         *_col(p, lambda r: r.saturation_rate_per_s), GREY, "dotted"),
+                  Series("request rate now", *_col(p, lambda r: r.arrival_rate_per_s),
+                         PALETTE[0], "points"),
+                  Series("rate at the horizon (forecast)",
+                         *_col(p, lambda r: r.arrival_rate_forecast_per_s), PALETTE[0],
+                         "dashed")]
+        return self.chart("capacity", "Capacity vs request rate (open workload), with its "
+                          "uncertainty band", "requests/s", series=series,
+                          markers=self.markers + _switch_markers(self.s),
+                          note="An open service is driven by its request rate: the SLA "
+                               "breaks where the rate crosses the capacity (the largest rate "
+                               "at the current class mix within every SLA, of the open "
+                               "model); the forecast is the rate trend extrapolated over the "
+                               "horizon; past the saturation rate the model is unstable. The "
+                               "band: the capacity with every demand at ±1.645 standard "
+                               "errors and a bursty tier's I at the ends of its interval.")
+
     def model_error(self) -> TimeChart:
         thr = self.s.thresholds.model_error
         p = self.s.predictions
@@ -254,7 +282,9 @@ class SystemCharts:
     def all(self) -> list[TimeChart]:
         tiers = (self.tiers + [t for t in self.s.demands if t not in self.s.tiers])[
             :MAX_CHART_TIERS]
-        return ([self.response_time(), self.capacity(), self.throughput(), self.utilization()]
+        opened = bool(self.s.predictions) and self.s.predictions[-1].open
+        return ([self.response_time(), self.rate_capacity() if opened else self.capacity(),
+                 self.throughput(), self.utilization()]
                 + ([self.pools()] if self.s.pools else []) + [self.dispersion()]
                 + [self.demand(t) for t in tiers]
                 + [self.bottleneck(), self.model_error()])

@@ -24,7 +24,7 @@ from streams.sinks.report.charts import SystemCharts, alert_timeline, overview_c
 from streams.sinks.report.episodes import ALERT_NAMES, Episode, episodes, story
 from streams.sinks.report.load import StoreData, SystemData, load_store, urgency
 from streams.sinks.report.palette import ALERT_COLORS, AMBER, GREY, RED
-from streams.sinks.report.rows import AlertRow, PredictionRow
+from streams.sinks.report.rows import AlertRow, PredictionRow, RemediationRow
 from streams.sinks.report.svg import legend
 from streams.sinks.report.text import duration, esc, num, time_to_breach, utc
 
@@ -43,7 +43,9 @@ _MODEL_NAMES = {"map": "MAP network (bursty tier), exact chain",
                 "map-fes": "MAP network (bursty tier), decomposition",
                 "mva": "mean-value analysis",
                 "pools": "thread and connection pools over exponential tiers (flow-equivalent "
-                         "decomposition)"}
+                         "decomposition)",
+                "open": "open queues (request rates, Erlang C)",
+                "open-map": "open queues, M/MAP/c for the bursty tier"}
 
 
 @cache
@@ -121,13 +123,28 @@ def _tile(label: str, value: str, tone: str = "", sub: str = "") -> str:
 
 
 def _tones(p: PredictionRow) -> tuple[str, str]:
-    head, ttb = p.headroom_users, p.time_to_breach_s
+    head, ttb = (p.headroom_rate_per_s if p.open else p.headroom_users), p.time_to_breach_s
     horizon = p.horizon_s or 0
     head_tone = "bad" if head is not None and head < 0 else (
         "warn" if ttb is not None and ttb <= horizon else "good" if head is not None else "")
     ttb_tone = "bad" if ttb == 0 else "warn" if ttb is not None and ttb <= horizon else (
         "good" if p.model else "")
     return head_tone, ttb_tone
+
+
+def _rate_tiles(p: PredictionRow, head_tone: str) -> list[str]:
+    """An open system's first tiles: request rates and capacity in requests/s."""
+    def rate(v: float | None, spec: str = ".1f") -> str:
+        return num(v, spec)
+    return [
+        _tile("request rate now (/s)", rate(p.arrival_rate_per_s), sub="open workload"),
+        _tile("rate at the horizon (/s)", rate(p.arrival_rate_forecast_per_s),
+              sub=f"in {duration(p.horizon_s)}" if p.horizon_s else ""),
+        _tile("capacity (req/s within SLA)", rate(p.capacity_rate_per_s),
+              sub=_band_text(p.capacity_rate_per_s_lower, p.capacity_rate_per_s_upper,
+                             lambda v: num(v, ".1f"))),
+        _tile("headroom", rate(p.headroom_rate_per_s), head_tone,
+              "req/s below capacity")]
 
 
 def _tiles(system: SystemData) -> str:
@@ -137,13 +154,14 @@ def _tiles(system: SystemData) -> str:
     breach_at = (f"at ≈ {utc(p.time + ttb, '%H:%M')} UTC" if ttb else
                  "SLA broken at the current load" if ttb == 0 else "")
     err = p.model_error
-    tiles = [
+    tiles = _rate_tiles(p, head_tone) if p.open else [
         _tile("users now", num(p.users), sub=esc(p.users_source or "")),
         _tile("users at the horizon", num(p.users_forecast),
               sub=f"in {duration(p.horizon_s)}" if p.horizon_s else ""),
         _tile("capacity (users within SLA)", num(p.capacity_users),
               sub=_band_text(p.capacity_users_lower, p.capacity_users_upper, num)),
-        _tile("headroom", num(p.headroom_users), head_tone, "users below capacity"),
+        _tile("headroom", num(p.headroom_users), head_tone, "users below capacity")]
+    tiles += [
         _tile("time to SLA breach", esc(time_to_breach(ttb)), ttb_tone,
               esc(" · ".join(x for x in (breach_at, _band_text(
                   p.time_to_breach_lower_s, p.time_to_breach_upper_s, time_to_breach)) if x))),
@@ -232,18 +250,29 @@ def remediation_html(system: SystemData) -> str:
     body = "".join(
         f'<tr><td>{num(r.rank, ".0f")}</td><td>{esc(r.kind or "")}</td>'
         f'<td>{esc(r.tier or "–")}</td><td>{num(r.value, "g")}</td>'
-        f'<td>{num(r.capacity_users, ".0f")}</td><td>{num(r.cost, ".3g")}</td>'
+        f'<td>{_remedy_capacity(r)}</td><td>{num(r.cost, ".3g")}</td>'
         f'<td class="summary">{esc(r.summary or "")}</td></tr>' for r in rows)
     head = "".join(f"<th>{h}</th>" for h in ("rank", "action", "tier", "value",
                                               "capacity after", "cost", "what it does"))
+    opened = first.required_rate_per_s is not None
+    before = (f'{num(first.capacity_before_rate_per_s, ".1f")} req/s, '
+              f'{num(first.required_rate_per_s, ".1f")} req/s' if opened else
+              f'{num(first.capacity_before, ".0f")} users, '
+              f'{num(first.required_users, ".0f")}')
     return (f'<p class="meta">at the solve of {utc(first.time)} UTC: capacity '
-            f'{num(first.capacity_before, ".0f")} users, '
-            f'{num(first.required_users, ".0f")} expected within the horizon; the '
+            f'{before} expected within the horizon; the '
             f'smallest action of each kind that keeps every class within its SLA there, on '
             f'the model the prediction used, cheapest first (remediation_costs)</p>'
             f'{_remedy_line(system, first.time)}'
             f'<table class="alerts remediation"><thead><tr>{head}</tr></thead>'
             f'<tbody>{body}</tbody></table>')
+
+
+def _remedy_capacity(r: RemediationRow) -> str:
+    """A remedy's capacity: users, or requests/s for an open system's."""
+    if r.capacity_rate_per_s is not None:
+        return f'{num(r.capacity_rate_per_s, ".1f")}/s'
+    return num(r.capacity_users, ".0f")
 
 
 def _remedy_line(system: SystemData, time: float) -> str:

@@ -53,6 +53,19 @@ class PredictionRow:
     model_switch_reason: str | None
     remediation_summary: str | None
     remediation_reason: str | None
+    workload: str | None = None
+    arrival_rate_per_s: float | None = None
+    arrival_rate_forecast_per_s: float | None = None
+    capacity_rate_per_s: float | None = None
+    capacity_rate_per_s_lower: float | None = None
+    capacity_rate_per_s_upper: float | None = None
+    headroom_rate_per_s: float | None = None
+    saturation_rate_per_s: float | None = None
+
+    @property
+    def open(self) -> bool:
+        """An open workload's solve: rates and capacity in requests/s, no users."""
+        return self.workload == "open"
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +165,9 @@ class RemediationRow:
     required_users: int | None
     cost: float | None
     summary: str | None
+    capacity_rate_per_s: float | None = None
+    required_rate_per_s: float | None = None
+    capacity_before_rate_per_s: float | None = None
 
 
 ROW_TYPES: tuple[type, ...] = (PredictionRow, ClassPredictionRow, TierPredictionRow, DemandRow,
