@@ -415,15 +415,31 @@ def _whatif_table(name: str, model: Any, cmp: Any, when: float) -> Table:
     table = Table(title=title, caption=f"{changes} (model {format_time(when)[:16]}, "
                                        f"{model.kind})", box=box.SIMPLE_HEAD,
                   caption_justify="left")
-    for head in ("class", "SLA s", f"R now ({cmp.users}) before", "after",
-                 f"R horizon ({cmp.users_forecast}) before", "after"):
-        table.add_column(head, justify="left" if head == "class" else "right")
+    quantile = any(s.quantiles for s in cmp.slos)
+    heads = ["class", "SLO" if quantile else "SLA s", f"R now ({cmp.users}) before", "after",
+             f"R horizon ({cmp.users_forecast}) before", "after"]
+    if quantile:          # the statistic each class's SLO is on (streams.predict.slo_view)
+        heads += [f"SLO stat. now ({cmp.users}) before", "after",
+                  f"horizon ({cmp.users_forecast}) before", "after"]
+    for head in heads:
+        table.add_column(head, justify="left" if head in ("class", "SLO") else "right")
     for i, c in enumerate(model.classes):
         sla = float(model.sla[i])
         cells = [_fmt(float(r[i])) for pair in (cmp.response_now, cmp.response_forecast)
                  for r in pair]
-        table.add_row(escape(c), "-" if sla == float("inf") else f"{sla:g}", *cells)
+        if quantile:
+            stat = cmp.statistics[i]
+            cells += [f"{stat} {_fmt(v[i])}" if stat and v[i] is not None else "-"
+                      for pair in (cmp.slo_now, cmp.slo_forecast) for v in pair]
+        table.add_row(escape(c), escape(_slo_text(cmp.slos[i])) if quantile else
+                      "-" if sla == float("inf") else f"{sla:g}", *cells)
     return table
+
+
+def _slo_text(slo: Any) -> str:
+    from streams.predict.slo_view import slo_text
+
+    return slo_text(slo)
 
 
 def _describe(action: Any, model: Any) -> str:
@@ -461,7 +477,8 @@ def whatif(store: Optional[Path] = typer.Option(None, metavar="PATH",
            ) -> None:
     """What if a tier had more replicas, cores or a faster CPU? Each system's last model
     (the one its last prediction used, MAP(2) of bursty tiers included) before and after:
-    capacity and per-class response times now and at the horizon (docs/pipeline.md)."""
+    capacity and per-class response times now and at the horizon; with a quantile SLO also
+    the value of each class's SLO statistic (docs/pipeline.md)."""
     import tempfile
 
     from streams.cli.embedded import STORE_NAME

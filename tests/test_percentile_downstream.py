@@ -1,0 +1,114 @@
+"""Percentile SLOs downstream of the model: remediation and ``perfcast whatif`` on each class's
+SLO statistic (streams.predict.whatif, streams.predict.slo_view, streams.cli.commands)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from streams.core.config import SLO_QUANTILES
+from streams.predict.model import SystemModel, model_capacity
+from streams.predict.slo_view import class_slos, slo_text, slo_values
+from streams.predict.whatif import Action, apply, compare, remediate
+
+P95 = list(SLO_QUANTILES).index("p95")
+
+
+def _model(sla=(math.inf, math.inf), p95=(math.inf, math.inf)) -> SystemModel:
+    """``bench/accuracy/percentiles.py``'s case (b): 4/4/8 cores, two classes."""
+    D = np.array([[0.008, 0.008], [0.010, 0.010], [0.012, 0.032]])
+    slo = np.full((2, len(SLO_QUANTILES)), math.inf)
+    slo[:, P95] = p95
+    return SystemModel(tiers=["web", "app", "db"], classes=["browse", "buy"], D_mc=D,
+                       mix=np.array([0.8, 0.2]), servers=np.array([4.0, 4.0, 8.0]),
+                       think_time=1.0, sla=np.asarray(sla, dtype=float), processes=None,
+                       map_limit=10_000, slo=None if np.isinf(slo).all() else slo)
+
+
+def _p95(model: SystemModel, n: int) -> np.ndarray:
+    return model.quantiles(model.at(n))[:, model.quantile_levels.index(0.95)]
+
+
+def test_every_remedy_keeps_every_class_within_its_p95_at_the_required_users():
+    m = _model(sla=(1.0, 1.0), p95=(0.15, 0.15))
+    cap, _ = model_capacity(m)
+    required = int(cap * 1.15)
+    plan = remediate(m, required, cap)
+    tier_remedies = [r for r in plan.remedies if r.action.kind != "admission"]
+    assert {r.action.kind for r in tier_remedies} == {"cores", "cpu_speed", "replicate"}
+    for remedy in tier_remedies:
+        after = apply(m, remedy.action)
+        assert (_p95(after, required) <= 0.15).all()
+        assert (after.at(required).response <= 1.0).all()
+        assert remedy.capacity >= required
+        # the smallest such action: one step less breaks the p95 at the required users
+        if remedy.action.kind == "cores":
+            less = apply(m, Action("cores", remedy.action.tier, remedy.action.value - 1))
+            assert _p95(less, required).max() > 0.15
+
+
+def test_a_remedy_for_the_mean_alone_is_not_enough_for_the_p95():
+    """The same bound on the mean asks less: the p95 lies above it."""
+    on_p95 = _model(p95=(0.15, 0.15))
+    on_mean = _model(sla=(0.15, 0.15))
+    cap_p95, cap_mean = model_capacity(on_p95)[0], model_capacity(on_mean)[0]
+    assert cap_p95 < cap_mean
+    required = int(cap_mean * 1.05)
+    need = {(r.action.kind, r.action.tier): r.action.value
+            for r in remediate(on_p95, required, cap_p95).remedies}
+    mean = {(r.action.kind, r.action.tier): r.action.value
+            for r in remediate(on_mean, required, cap_mean).remedies}
+    assert need[("cores", "app")] > mean[("cores", "app")]
+    assert need[("cpu_speed", "app")] > mean[("cpu_speed", "app")]
+
+
+def test_slo_values_read_the_statistic_named_per_class():
+    m = _model(sla=(1.0, math.inf), p95=(math.inf, 0.2))
+    point = m.at(200)
+    values = slo_values(m, point, ["mean", "p95"])
+    assert values[0] == float(point.response[0])
+    assert values[1] == pytest.approx(_p95(m, 200)[1])
+    assert slo_values(m, point, [None, None]) == [None, None]
+    slos = class_slos(m)
+    assert slo_text(slos[0]) == "mean <= 1 s" and slo_text(slos[1]) == "p95 <= 0.2 s"
+    assert slo_text(class_slos(_model())[0]) == "-"
+
+
+def test_compare_gives_the_slo_statistic_before_and_after():
+    m = _model(sla=(1.0, 1.0), p95=(0.15, math.inf))
+    cap, _ = model_capacity(m)
+    cmp = compare(m, [Action("cores", "app", 6)], cap, int(cap * 1.2))
+    assert cmp.statistics[0] == "p95" and cmp.statistics[1] == "mean"
+    (now_before, now_after), (fc_before, fc_after) = cmp.slo_now, cmp.slo_forecast
+    assert now_before[0] == pytest.approx(_p95(m, cap)[0])
+    assert fc_after[0] < fc_before[0] and now_after[0] < now_before[0]
+    assert fc_before[1] == pytest.approx(float(cmp.response_forecast[0][1]))
+    assert cmp.capacity_after > cmp.capacity_before
+
+
+@pytest.mark.slow                  # importing the command line: ~4 s
+def test_the_whatif_table_shows_each_class_slo_and_its_statistic():
+    from rich.console import Console
+
+    from streams.cli.commands import _whatif_table
+
+    m = _model(sla=(1.0, 1.0), p95=(0.15, math.inf))
+    cap, _ = model_capacity(m)
+    cmp = compare(m, [Action("replicate", "app", 2)], cap, int(cap * 1.2))
+    console = Console(width=240, record=True)
+    console.print(_whatif_table("shop", m, cmp, 0.0))
+    text = console.export_text()
+    assert "SLO stat. now" in text
+    browse = next(line for line in text.splitlines() if line.strip().startswith("browse"))
+    assert "mean <= 1 s, p95 <= 0.15 s" in browse
+    assert browse.count("p95 ") == 5           # the SLO column and four values
+    buy = next(line for line in text.splitlines() if line.strip().startswith("buy"))
+    assert buy.count("mean ") == 5
+    # without a quantile SLO the table is the mean's, as before
+    plain = compare(_model(sla=(0.5, 0.5)), [Action("replicate", "app", 2)], cap, cap)
+    console = Console(width=240, record=True)
+    console.print(_whatif_table("shop", _model(sla=(0.5, 0.5)), plain, 0.0))
+    text = console.export_text()
+    assert "SLO stat." not in text and "SLA s" in text
