@@ -112,3 +112,41 @@ def test_the_whatif_table_shows_each_class_slo_and_its_statistic():
     console.print(_whatif_table("shop", _model(sla=(0.5, 0.5)), plain, 0.0))
     text = console.export_text()
     assert "SLO stat." not in text and "SLA s" in text
+
+
+@pytest.mark.slow
+def test_the_band_is_on_the_quantile_slo():
+    """The band's ends are capacities on the p95 SLO (each end's own law): each below the
+    mean-SLA band's of the same bound, bracketing the nominal capacity; band_flags says so."""
+    from streams.core.config import SystemConfig
+    from streams.core.tier import TierModel
+    from streams.predict import confidence
+    from streams.predict.model import build_model
+
+    cov = 0.0006 ** 2 * np.eye(2)
+    tiers = [TierModel(tier=name, cores=1, demands=d, demand_std={c: 0.0006 for c in d},
+                       regression={}, idc=1.0, idc_flag=None, mean_service=None, p95=None,
+                       process=None, fit=None, bursty=False, windows=1000, demand_cov=cov)
+             for name, d in (("front", {"a": 0.004, "b": 0.005}),
+                             ("db", {"a": 0.003, "b": 0.0045}))]
+    bands = {}
+    for kind, extra in (("p95", {"slo": {"*": {"p95": 0.3}}}), ("mean", {"sla_s": {"*": 0.3}})):
+        cfg = SystemConfig(tiers=("front", "db"), think_time_s=1.0, **extra)
+        model = build_model(tiers, ["a", "b"], {"a": 0.5, "b": 0.5}, 1.0, cfg)
+        cap, _ = model.mva_capacity()
+        b = confidence.band(model, tiers, cap, n_now=cap - 30, slope=0.1)
+        assert b["capacity_users_lower"] < cap < b["capacity_users_upper"]
+        bands[kind] = (b, cap)
+    b, cap = bands["p95"]
+    for end in ("capacity_users_lower", "capacity_users_upper"):
+        assert b[end] < bands["mean"][0][end]
+    assert any(f.startswith("band on the p95 SLO") for f in b["band_flags"])
+    assert not any("SLO" in f for f in bands["mean"][0]["band_flags"])
+    # the low end is where the pessimistic model's p95 crosses the bound
+    low = confidence._variant(model_p95 := build_model(
+        tiers, ["a", "b"], {"a": 0.5, "b": 0.5}, 1.0,
+        SystemConfig(tiers=("front", "db"), think_time_s=1.0, slo={"*": {"p95": 0.3}})),
+        tiers, +1, [], confidence.BAND_Z)
+    k = model_p95.quantile_levels.index(0.95)
+    n = b["capacity_users_lower"]
+    assert low.quantiles(low.at(n))[:, k].max() <= 0.3 < low.quantiles(low.at(n + 1))[:, k].max()

@@ -21,7 +21,7 @@ import numpy as np
 from streams.core.config import SLO_QUANTILES
 from streams.predict.model import Point, SystemModel
 
-__all__ = ["ClassSlo", "binding", "class_slos", "slo_values", "slo_text"]
+__all__ = ["ClassSlo", "band_note", "binding", "class_slos", "slo_values", "slo_text"]
 
 
 @dataclass(frozen=True)
@@ -80,3 +80,20 @@ def binding(model: SystemModel, point: Point) -> tuple[list[str | None], np.ndar
     stats = model.slo_statistic(point)
     return ([s for s, _ in stats],
             np.array([np.nan if b is None else b for _, b in stats], dtype=float))
+
+
+def band_note(model: SystemModel) -> str | None:
+    """The uncertainty band's line on a model with quantile SLOs (``None``: none): its ends
+    are capacities on every SLO, each end's quantiles from that end's own law
+    (:func:`streams.predict.confidence.band`); on the MAP network its ends are solved by the
+    decomposition, whose quantiles are the exponential network's law scaled to its mean."""
+    if not model.has_quantile_slo:
+        return None
+    names = sorted({name for slo in class_slos(model) for name, _ in slo.quantiles},
+                   key=lambda k: SLO_QUANTILES[k])
+    text = (f"band on the {'/'.join(names)} SLO: each end is the capacity where that end's "
+            f"model (demands, I) first breaks a class's SLO, its quantiles from its own law")
+    if model.processes is not None:
+        text += (" (MAP network: the decomposition's mean with the exponential network's "
+                 "tail shape)")
+    return text
