@@ -150,3 +150,46 @@ def test_the_band_is_on_the_quantile_slo():
     k = model_p95.quantile_levels.index(0.95)
     n = b["capacity_users_lower"]
     assert low.quantiles(low.at(n))[:, k].max() <= 0.3 < low.quantiles(low.at(n + 1))[:, k].max()
+
+
+@pytest.fixture(scope="module")
+def p95_run(tmp_path_factory):
+    """The demo shop (20 -> 40 users over 6 minutes) with a p95 SLO on every class and no SLA
+    on the mean, through the embedded pipeline: its store and its predictions."""
+    import json
+    from dataclasses import replace
+
+    from streams.cli.demo import DemoScenario, demo_config, demo_records
+    from streams.cli.embedded import STORE_NAME, run_embedded
+    from streams.core.config import Config
+
+    sc = DemoScenario(duration_s=360, steady_s=120, users_start=20, users_end=40)
+    base = demo_config(sc).systems[sc.system]
+    cfg = Config(systems={sc.system: replace(base, slo={"*": {"p95": sc.sla_s}}, sla_s={})})
+    out = tmp_path_factory.mktemp("p95-run")
+    run_embedded(demo_records(sc), cfg, out)
+    preds = [json.loads(x) for x in (out / "predictions.jsonl").read_text().splitlines()]
+    return out / STORE_NAME, preds, sc, cfg
+
+
+@pytest.mark.slow
+def test_the_report_draws_a_percentile_chart_with_the_slo_line(p95_run):
+    from streams.sinks.report import load_store, render_report
+    from streams.sinks.report.charts import SystemCharts
+
+    store, preds, sc, cfg = p95_run
+    data = load_store(store, cfg)
+    (system,) = data.systems
+    charts = {c.key: c for c in SystemCharts(system).all()}
+    chart = charts["percentiles"]
+    assert [r.label for r in chart.rules] == [f"p95 SLO {sc.sla_s:g} s"]
+    last = next(p for p in reversed(preds) if p["classes"])
+    for cls, part in last["classes"].items():
+        drawn = {s.label: s for s in chart.series if s.group == cls}
+        assert set(drawn) == {"p50 predicted", "p95 predicted", "p99 predicted"}
+        assert drawn["p95 predicted"].values[-1] == part["response_time_quantiles_s"]["p95"]
+    page = render_report(data)
+    assert page.index('data-chart="response_time"') < page.index('data-chart="percentiles"') \
+        < page.index('data-chart="capacity"')
+    assert f"p95 SLO {sc.sla_s:g} s" in page
+

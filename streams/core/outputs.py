@@ -321,6 +321,9 @@ class Alert(_Record, kw_only=True):
     since: float | None | UnsetType = UNSET         #: when it fired, epoch s
     trust: _S = UNSET                               #: predicted_breach: trusted / untrusted
     update: _S = UNSET                              #: ``trust`` on a restating event
+    #: breaches: the statistic the class's SLO is on (``mean``, ``p95`` ...: its
+    #: ``slo_statistic``)
+    statistic: _S = UNSET
 
 
 # -- perfcast.deadletter ------------------------------------------------------------------------
