@@ -327,8 +327,8 @@ def run(influx_url) -> Run:
     true think time and a model-error threshold of 5%, so that the model is really wrong and
     model_error fires while the breach is predicted -- the demo's own model agrees with its
     shop within 2.2%; a p95 SLO at three times the mean's SLA beside it, so that the
-    predictions carry quantiles) and a quiet second system (15 min, steady), through the pipeline core,
-    written with the worker's InfluxDB sink into a fresh database."""
+    predictions carry quantiles) and a quiet second system (15 min, steady), through the
+    pipeline core, written with the worker's InfluxDB sink into a fresh database."""
     from streams.core.config import Config, InfluxSettings
     from streams.cli.demo import START, THINK_TIME, DemoScenario, demo_config, demo_records
     from streams.sinks.influx import InfluxSink

@@ -154,8 +154,9 @@ def test_the_band_is_on_the_quantile_slo():
 
 @pytest.fixture(scope="module")
 def p95_run(tmp_path_factory):
-    """The demo shop (20 -> 40 users over 6 minutes) with a p95 SLO on every class and no SLA
-    on the mean, through the embedded pipeline: its store and its predictions."""
+    """The demo shop (20 -> 120 users over 10 minutes: a breach is predicted) with a p95 SLO
+    on every class and no SLA on the mean, through the embedded pipeline: its store, its
+    predictions, alerts, scenario and configuration."""
     import json
     from dataclasses import replace
 
@@ -163,13 +164,14 @@ def p95_run(tmp_path_factory):
     from streams.cli.embedded import STORE_NAME, run_embedded
     from streams.core.config import Config
 
-    sc = DemoScenario(duration_s=360, steady_s=120, users_start=20, users_end=40)
+    sc = DemoScenario(duration_s=600, steady_s=120, users_start=20, users_end=120)
     base = demo_config(sc).systems[sc.system]
     cfg = Config(systems={sc.system: replace(base, slo={"*": {"p95": sc.sla_s}}, sla_s={})})
     out = tmp_path_factory.mktemp("p95-run")
     run_embedded(demo_records(sc), cfg, out)
     preds = [json.loads(x) for x in (out / "predictions.jsonl").read_text().splitlines()]
-    return out / STORE_NAME, preds, sc, cfg
+    alerts = [json.loads(x) for x in (out / "alerts.jsonl").read_text().splitlines()]
+    return out / STORE_NAME, preds, alerts, sc, cfg
 
 
 @pytest.mark.slow
@@ -177,7 +179,7 @@ def test_the_report_draws_a_percentile_chart_with_the_slo_line(p95_run):
     from streams.sinks.report import load_store, render_report
     from streams.sinks.report.charts import SystemCharts
 
-    store, preds, sc, cfg = p95_run
+    store, preds, _, sc, cfg = p95_run
     data = load_store(store, cfg)
     (system,) = data.systems
     charts = {c.key: c for c in SystemCharts(system).all()}
@@ -193,3 +195,38 @@ def test_the_report_draws_a_percentile_chart_with_the_slo_line(p95_run):
         < page.index('data-chart="capacity"')
     assert f"p95 SLO {sc.sla_s:g} s" in page
 
+
+
+@pytest.mark.slow
+def test_the_breach_alert_names_the_p95_slo_it_breaks(p95_run):
+    """The predicted breach of a class held to a p95 SLO alone says so (it said 'its inf s
+    SLA'), and its statistic is the p95."""
+    _, preds, alerts, sc, _ = p95_run
+    fired = [a for a in alerts if a["alert"] == "predicted_breach" and a["state"] == "firing"]
+    assert fired
+    for a in fired:
+        assert f"its p95 SLO of {sc.sla_s:g} s" in a["summary"] and "inf s" not in a["summary"]
+        assert a["statistic"] == "p95"
+    assert not [a for a in alerts if a["alert"] == "current_breach"]   # no SLA on the mean
+
+
+@pytest.mark.slow
+def test_perfcast_whatif_on_a_store_shows_the_p95_before_and_after(p95_run):
+    from typer.testing import CliRunner
+
+    from streams.cli.commands import app
+
+    store, preds, _, sc, _ = p95_run
+    result = CliRunner().invoke(app, ["whatif", "--store", str(store), "--cores", "db=4"],
+                                terminal_width=240)
+    assert result.exit_code == 0, result.output
+    assert "SLO stat. now" in result.output
+    last = preds[-1]
+    for cls, part in last["classes"].items():
+        line = next(x for x in result.output.splitlines() if x.strip().startswith(cls + " "))
+        assert f"p95 <= {sc.sla_s:g} s" in line
+        values = [float(v) for v in line.split("p95 ")[2:]]
+        assert len(values) == 4
+        now_before, now_after, fc_before, fc_after = values
+        assert now_before == pytest.approx(part["response_time_quantiles_s"]["p95"], abs=1e-3)
+        assert now_after <= now_before and fc_after <= fc_before

@@ -14,8 +14,9 @@ and an SLA, horizon or threshold is configured in one place. One rule per kind:
 
 Each rule is multi-dimensional: its query returns one series per alert (per system, and per
 class for ``current_breach``), labelled ``system``, ``alert``, ``class``, ``tier`` and
-``statistic`` from the tags of the alert's last point; ``predicted_breach`` also by ``trust`` (``trusted`` or
-``untrusted``: raised while the ``model_error`` alert was active, :mod:`streams.predict.confidence`).
+``statistic`` from the tags of the alert's last point; ``predicted_breach`` also by ``trust``
+(``trusted`` or ``untrusted``: raised while the ``model_error`` alert was active,
+:mod:`streams.predict.confidence`).
 The data of a rule:
 
 * ``A`` ``active`` of the alert's last point (1 firing, 0 resolved), ``B`` its ``value``
@@ -82,11 +83,11 @@ RULES: tuple[RuleSpec, ...] = (
         "perfcast's queueing model, re-solved every minute from the monitoring windows, "
         "predicts that the growing number of users reaches the largest population that meets "
         "every SLO -- on the statistic each names (label statistic: mean, or the quantile of "
-        "the model's response-time law, e.g. p95). Act before it happens: add capacity to tier '{{ $labels.tier }}' or limit "
-        "admissions. See the 'Capacity vs users' panel of the perfcast system dashboard "
-        "(system = {{ $labels.system }}). Label trust = 'untrusted': the breach was predicted "
-        "while the model's error was above its threshold (the model_error alert), so weigh "
-        "it accordingly.",
+        "the model's response-time law, e.g. p95). Act before it happens: add capacity to "
+        "tier '{{ $labels.tier }}' or limit admissions. See the 'Capacity vs users' panel of "
+        "the perfcast system dashboard (system = {{ $labels.system }}). Label trust = "
+        "'untrusted': the breach was predicted while the model's error was above its "
+        "threshold (the model_error alert), so weigh it accordingly.",
         "Capacity vs users"),
     RuleSpec(
         "current_breach", "perfcast: SLA breached now",

@@ -50,7 +50,8 @@ like the nominal one: each variant keeps the SLOs and its capacity search reads 
 of its own response-time law, so the band is on the quantile the SLO names (a ``band_flags``
 line says so, :func:`streams.predict.slo_view.band_note`). There is no separate band on the
 predicted quantile's value: what the alert and the remedies act on is the capacity, and the
-quantile at a given population moves with the demands as the capacity does. It costs two capacity searches and two MAP(2) fits (~10 ms each).
+quantile at a given population moves with the demands as the capacity does. It costs two
+capacity searches and two MAP(2) fits (~10 ms each).
 On the MAP network the band's searches solve by flow-equivalent decomposition
 (:func:`solvers.decomposition.solve_decomposed`, ``O(N)``; about 200 times cheaper than the
 exact chain at 130 users of the demo's shop, throughput within 0.3% of it) at a coarser

@@ -123,7 +123,8 @@ def class_parts(model: SystemModel, m: Measured, now: Point, fc: Point,
     :data:`~streams.core.config.SLO_QUANTILES`; with ``quantiles`` or a quantile SLO), the
     measured ones, the SLA and the statistic
     the class's SLO is on at the forecast (:meth:`SystemModel.slo_statistic`) with its bound
-    and the model's value of it now and at the forecast (:func:`~streams.predict.slo_view.slo_values`);
+    and the model's value of it now and at the forecast
+    (:func:`~streams.predict.slo_view.slo_values`);
     this solve's error (``errors``:
     :func:`streams.predict.confidence.class_errors`) and the pooled one (``pooled``,
     :func:`streams.predict.confidence.pooled_errors`, for the classes it has)."""

@@ -27,10 +27,10 @@ multi-core bursty tiers) is the prediction's. An :class:`Action` returns a new m
   the model is unchanged and the largest ``n`` within every SLA is the capacity itself.
 
 :func:`remediate` finds, for each kind and tier, the smallest action that keeps every class
-within its SLOs at ``required`` users -- the mean's ``sla_s`` and every quantile SLO
-(``slo``: ``p95`` read on the model's response-time law, :meth:`SystemModel.quantiles`), the
-statistic :meth:`SystemModel.excess` holds each class to, as capacity does -- (the larger of the current and the horizon's predicted
-users), and the capacity the model then has; actions are ranked by their configured cost
+within its SLOs at ``required`` users (the larger of the current and the horizon's predicted
+users) -- the mean's ``sla_s`` and every quantile SLO (``slo``: e.g. the p95 of the model's
+response-time law, :meth:`SystemModel.quantiles`), as :meth:`SystemModel.excess` and capacity
+hold them -- and the capacity the model then has; actions are ranked by their configured cost
 (:data:`DEFAULT_COSTS`, ``remediation_costs`` of a system's configuration).
 """
 

@@ -28,8 +28,8 @@ from streams.sinks.report.rows import AlertRow, PredictionRow
 from streams.sinks.report.svg import legend
 from streams.sinks.report.text import duration, esc, num, time_to_breach, utc
 
-__all__ = ["REPORT_NAME", "SECTIONS", "SYSTEM_CHARTS", "QUANTILE_CHART", "alert_table", "remediation_html",
-           "caveat_sentences", "render_report", "write_report"]
+__all__ = ["REPORT_NAME", "SECTIONS", "SYSTEM_CHARTS", "QUANTILE_CHART", "alert_table",
+           "remediation_html", "caveat_sentences", "render_report", "write_report"]
 
 REPORT_NAME = "report.html"
 #: ids of the page's sections besides one ``system-*`` section per system
