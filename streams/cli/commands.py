@@ -415,31 +415,41 @@ def _whatif_table(name: str, model: Any, cmp: Any, when: float) -> Table:
     table = Table(title=title, caption=f"{changes} (model {format_time(when)[:16]}, "
                                        f"{model.kind})", box=box.SIMPLE_HEAD,
                   caption_justify="left")
-    quantile = any(s.quantiles for s in cmp.slos)
-    heads = ["class", "SLO" if quantile else "SLA s", f"R now ({cmp.users}) before", "after",
-             f"R horizon ({cmp.users_forecast}) before", "after"]
-    if quantile:          # the statistic each class's SLO is on (streams.predict.slo_view)
-        heads += [f"SLO stat. now ({cmp.users}) before", "after",
-                  f"horizon ({cmp.users_forecast}) before", "after"]
-    for head in heads:
-        table.add_column(head, justify="left" if head in ("class", "SLO") else "right")
+    for head in ("class", "SLA s", f"R now ({cmp.users}) before", "after",
+                 f"R horizon ({cmp.users_forecast}) before", "after"):
+        table.add_column(head, justify="left" if head == "class" else "right")
     for i, c in enumerate(model.classes):
         sla = float(model.sla[i])
         cells = [_fmt(float(r[i])) for pair in (cmp.response_now, cmp.response_forecast)
                  for r in pair]
-        if quantile:
-            stat = cmp.statistics[i]
-            cells += [f"{stat} {_fmt(v[i])}" if stat and v[i] is not None else "-"
-                      for pair in (cmp.slo_now, cmp.slo_forecast) for v in pair]
-        table.add_row(escape(c), escape(_slo_text(cmp.slos[i])) if quantile else
-                      "-" if sla == float("inf") else f"{sla:g}", *cells)
+        table.add_row(escape(c), "-" if sla == float("inf") else f"{sla:g}", *cells)
     return table
 
 
-def _slo_text(slo: Any) -> str:
-    from streams.predict.slo_view import slo_text
+def _whatif_slo_table(name: str, cmp: Any) -> Table | None:
+    """With a quantile SLO, per class the SLO whose statistic is shown (the one binding at
+    the horizon before the actions, :mod:`streams.predict.slo_view`) and its value before
+    and after; ``None`` without one (the mean's table says it all). A table of its own: both
+    fit 80 columns."""
+    from rich import box
 
-    return slo_text(slo)
+    from streams.predict.slo_view import ClassSlo, slo_text
+
+    if not any(s.quantiles for s in cmp.slos):
+        return None
+    table = Table(title=f"{escape(name)}: each class's SLO statistic (s)",
+                  box=box.SIMPLE_HEAD)
+    for head in ("class", "SLO", f"now ({cmp.users}) before", "after",
+                 f"horizon ({cmp.users_forecast}) before", "after"):
+        table.add_column(head, justify="left" if head in ("class", "SLO") else "right",
+                         min_width=max(len(s.name) for s in cmp.slos) if head == "class"
+                         else 5 if head == "after" else None)
+    for i, slo in enumerate(cmp.slos):
+        stat = cmp.statistics[i]
+        shown = ClassSlo(slo.name, tuple(b for b in slo.bounds if b[0] == stat))
+        cells = [_fmt(v[i]) for pair in (cmp.slo_now, cmp.slo_forecast) for v in pair]
+        table.add_row(escape(slo.name), escape(slo_text(shown)), *cells)
+    return table
 
 
 def _describe(action: Any, model: Any) -> str:
@@ -529,6 +539,9 @@ def whatif(store: Optional[Path] = typer.Option(None, metavar="PATH",
             fail(f"whatif: system {name!r}: the model cannot be solved "
                  f"({type(err).__name__}: {str(err)[:200]})")
         console.print(_whatif_table(name, model, cmp, when))
+        slos = _whatif_slo_table(name, cmp)
+        if slos is not None:
+            console.print(slos)
 
 
 @app.command()
