@@ -112,6 +112,7 @@ def test_the_whatif_slo_table_shows_each_class_slo_and_its_statistic_in_80_colum
     plain = compare(_model(sla=(0.5, 0.5)), [Action("replicate", "app", 2)], cap, cap)
     assert _whatif_slo_table("shop", plain) is None
 
+
 @pytest.mark.slow
 def test_the_band_is_on_the_quantile_slo():
     """The band's ends are capacities on the p95 SLO (each end's own law): each below the
@@ -134,18 +135,15 @@ def test_the_band_is_on_the_quantile_slo():
         cap, _ = model.mva_capacity()
         b = confidence.band(model, tiers, cap, n_now=cap - 30, slope=0.1)
         assert b["capacity_users_lower"] < cap < b["capacity_users_upper"]
-        bands[kind] = (b, cap)
-    b, cap = bands["p95"]
+        bands[kind] = (b, model)
+    b, model = bands["p95"]
     for end in ("capacity_users_lower", "capacity_users_upper"):
         assert b[end] < bands["mean"][0][end]
     assert any(f.startswith("band on the p95 SLO") for f in b["band_flags"])
     assert not any("SLO" in f for f in bands["mean"][0]["band_flags"])
     # the low end is where the pessimistic model's p95 crosses the bound
-    low = confidence._variant(model_p95 := build_model(
-        tiers, ["a", "b"], {"a": 0.5, "b": 0.5}, 1.0,
-        SystemConfig(tiers=("front", "db"), think_time_s=1.0, slo={"*": {"p95": 0.3}})),
-        tiers, +1, [], confidence.BAND_Z)
-    k = model_p95.quantile_levels.index(0.95)
+    low = confidence._variant(model, tiers, +1, [], confidence.BAND_Z)
+    k = model.quantile_levels.index(0.95)
     n = b["capacity_users_lower"]
     assert low.quantiles(low.at(n))[:, k].max() <= 0.3 < low.quantiles(low.at(n + 1))[:, k].max()
 

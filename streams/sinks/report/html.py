@@ -28,18 +28,16 @@ from streams.sinks.report.rows import AlertRow, PredictionRow
 from streams.sinks.report.svg import legend
 from streams.sinks.report.text import duration, esc, num, time_to_breach, utc
 
-__all__ = ["REPORT_NAME", "SECTIONS", "SYSTEM_CHARTS", "QUANTILE_CHART", "alert_table",
-           "remediation_html", "caveat_sentences", "render_report", "write_report"]
+__all__ = ["REPORT_NAME", "SECTIONS", "SYSTEM_CHARTS", "alert_table", "remediation_html",
+           "caveat_sentences", "render_report", "write_report"]
 
 REPORT_NAME = "report.html"
 #: ids of the page's sections besides one ``system-*`` section per system
 SECTIONS = ("overview", "alerts")
-#: ``data-chart`` keys of every system section (``demand`` once per tier)
+#: ``data-chart`` keys of every system section (``demand`` once per tier; ``percentiles``
+#: beside ``response_time`` too where the predictions carry quantiles)
 SYSTEM_CHARTS = ("response_time", "capacity", "throughput", "utilization", "dispersion",
                  "demand", "bottleneck", "model_error")
-#: the chart a system section adds beside ``response_time`` where its predictions carry
-#: response-time quantiles (a quantile SLO)
-QUANTILE_CHART = "percentiles"
 
 #: what each value of a prediction's ``model`` means, for the report's model tile
 _MODEL_NAMES = {"map": "MAP network (bursty tier), exact chain",
