@@ -104,26 +104,32 @@ def test_names_with_backslashes_and_commas_are_found_by_their_real_names_in_infl
         influx_url):
     """The demo shop under a system name and a request class with a backslash, a comma, an
     equals sign and a space, through the pipeline and the InfluxDB sink; Flux finds every
-    measurement by the real names."""
+    measurement by the real names. With a p95 SLO on every class: the predicted quantiles,
+    the SLO's statistic, its bound and its value read back as the predictions have them."""
     import asyncio
+    from dataclasses import replace
 
     from influxdb_client import InfluxDBClient
 
-    from streams.core.config import InfluxSettings
-    from streams.cli.demo import DemoScenario, demo_records
+    from streams.core.config import Config, InfluxSettings
+    from streams.cli.demo import DemoScenario, demo_config, demo_records
     from streams.sinks.influx import InfluxSink
     from streams.engine.pipeline import Pipeline
 
     system = f"shop\\{uuid.uuid4().hex[:6]},eu west=1"
     cls = "home\\page,v=2 beta"
     records = []
-    for r in demo_records(DemoScenario(duration_s=180)):
+    scenario = DemoScenario(duration_s=180)
+    base = demo_config(scenario).systems[scenario.system]
+    config = Config(systems={system: replace(base, slo={"*": {"p95": scenario.sla_s}},
+                                             sla_s={})})
+    for r in demo_records(scenario):
         r = {**r, "system": system}
         for key in ("completions", "response_time_s"):
             if "home" in r.get(key, {}):
                 r[key] = {(cls if c == "home" else c): v for c, v in r[key].items()}
         records.append(json.dumps(r))
-    pipeline = Pipeline()
+    pipeline = Pipeline(config)
     out = pipeline.process_many(records)
     out.extend(pipeline.finish())
     assert not out.deadletter and out.predictions
@@ -150,3 +156,22 @@ def test_names_with_backslashes_and_commas_are_found_by_their_real_names_in_infl
             len(out.predictions)
         assert demand_points > 0
         assert count("demand", by_class + ' and r._field == "kalman"') == demand_points
+        parts = [p["classes"][cls] for p in out.predictions if cls in (p["classes"] or {})]
+        assert parts and all(part["slo_statistic"] == "p95" for part in parts)
+        for field in ("response_time_p50_s", "response_time_p95_s", "response_time_p99_s",
+                      "response_time_forecast_p95_s", "slo_statistic", "slo_bound_s",
+                      "response_time_slo_s", "response_time_slo_forecast_s"):
+            assert count("class_prediction", by_class + f' and r._field == "{field}"') == \
+                len(parts), field
+        last = parts[-1]
+        query = (f'from(bucket: "perfcast") |> range(start: 0) |> filter(fn: (r) => '
+                 f'r._measurement == "class_prediction" and r.system == '
+                 f'{_flux_string(system)}{by_class}) |> last()')
+        stored = {rec.get_field(): rec.get_value()
+                  for t in client.query_api().query(query) for rec in t.records}
+        assert stored["response_time_p95_s"] == last["response_time_quantiles_s"]["p95"]
+        assert stored["response_time_forecast_p99_s"] == \
+            last["response_time_quantiles_forecast_s"]["p99"]
+        assert stored["response_time_slo_s"] == last["response_time_quantiles_s"]["p95"]
+        assert stored["slo_statistic"] == "p95"
+        assert stored["slo_bound_s"] == scenario.sla_s

@@ -11,7 +11,7 @@ from streams.core.config import SystemConfig
 from streams.core.outputs import Prediction
 
 __all__ = ["basis_text", "breach_summary", "load_text", "model_error_hint",
-           "model_error_summary",
+           "model_error_summary", "slo_phrase", "slo_statistic",
            "remedy_text", "trend_basis", "trend_line"]
 
 
@@ -60,6 +60,29 @@ def trend_line(pred: Prediction, breach_class: str | None, sla: str, ttb: float 
             f"in about {(ttb or 0) / 60:.0f} min")
 
 
+def slo_phrase(pred: Prediction, cfg: SystemConfig, cls: str | None) -> tuple[str, str]:
+    """What class ``cls`` is held to, for the breach alert's text: its ``slo_statistic``
+    at the forecast -- ``("p95 SLO of 0.3 s", "the mean its p95 SLO of 0.3 s allows")`` for
+    a quantile (the trend guard reads measured means against that mean) -- or its mean SLA
+    (``"0.5 s SLA"`` twice)."""
+    part = (pred.classes or {}).get(str(cls))
+    stat = slo_statistic(pred, cls)
+    bound = None if part is None else part.slo_bound_s
+    if stat is not None and stat != "mean" and isinstance(bound, float):
+        name = f"{stat} SLO of {bound:g} s"
+        return name, f"the mean its {name} allows"
+    sla = f"{cfg.sla_for(str(cls)):g} s SLA"
+    return sla, sla
+
+
+def slo_statistic(pred: Prediction, cls: str | None) -> str | None:
+    """The statistic class ``cls``'s SLO is on at this solve (``slo_statistic``; ``None``:
+    unknown), the ``statistic`` of its breach alerts."""
+    part = (pred.classes or {}).get(str(cls))
+    stat = None if part is None else part.slo_statistic
+    return stat if isinstance(stat, str) else None
+
+
 def breach_summary(system: str, pred: Prediction, cfg: SystemConfig, ttb: float | None,
                    breach_class: str | None, withheld: str | None = None) -> str:
     """The ``predicted_breach`` event's text: the model's prediction, or -- fired by the
@@ -68,14 +91,14 @@ def breach_summary(system: str, pred: Prediction, cfg: SystemConfig, ttb: float 
     remedy is not quoted (it rests on a class split that is not identified)."""
     remedy = f"; remedy withheld: {withheld}" if withheld and pred.remediation_summary \
         else "" if withheld else remedy_text(pred)
+    slo, mean_bound = slo_phrase(pred, cfg, breach_class)
     if pred.alert_trigger == "trend":
         return (f"{system}: TREND ALERT (the measured response-time trend, not the model: "
                 + "; ".join(pred.alert_untrusted) + "): "
-                + trend_line(pred, breach_class, f"{cfg.sla_for(str(breach_class)):g} s SLA",
-                             ttb)
+                + trend_line(pred, breach_class, mean_bound, ttb)
                 + f" (the {pred.model} model: {load_text(pred)})" + remedy)
     text = (f"{system}: class {breach_class!r} is predicted to exceed "
-            f"its {cfg.sla_for(str(breach_class)):g} s SLA in about "
+            f"its {slo} in about "
             f"{(ttb or 0) / 60:.0f} min ({load_text(pred)}, bottleneck tier "
             f"{pred.breach_tier!r})" + basis_text(pred))
     if pred.alert_trigger == "model+trend":

@@ -477,6 +477,32 @@ def _whatif_rate(name: str, model: Any, actions: list[Any], when: float,
     console.print(table)
 
 
+def _whatif_slo_table(name: str, cmp: Any) -> Table | None:
+    """With a quantile SLO, per class the SLO whose statistic is shown (the one binding at
+    the horizon before the actions, :mod:`streams.predict.slo_view`) and its value before
+    and after; ``None`` without one (the mean's table says it all). A table of its own: both
+    fit 80 columns."""
+    from rich import box
+
+    from streams.predict.slo_view import ClassSlo, slo_text
+
+    if not any(s.quantiles for s in cmp.slos):
+        return None
+    table = Table(title=f"{escape(name)}: each class's SLO statistic (s)",
+                  box=box.SIMPLE_HEAD)
+    for head in ("class", "SLO", f"now ({cmp.users}) before", "after",
+                 f"horizon ({cmp.users_forecast}) before", "after"):
+        table.add_column(head, justify="left" if head in ("class", "SLO") else "right",
+                         min_width=max(len(s.name) for s in cmp.slos) if head == "class"
+                         else 5 if head == "after" else None)
+    for i, slo in enumerate(cmp.slos):
+        stat = cmp.statistics[i]
+        shown = ClassSlo(slo.name, tuple(b for b in slo.bounds if b[0] == stat))
+        cells = [_fmt(v[i]) for pair in (cmp.slo_now, cmp.slo_forecast) for v in pair]
+        table.add_row(escape(slo.name), escape(slo_text(shown)), *cells)
+    return table
+
+
 def _describe(action: Any, model: Any) -> str:
     from streams.predict.whatif import describe
 
@@ -522,8 +548,9 @@ def whatif(store: Optional[Path] = typer.Option(None, metavar="PATH",
     """What if a tier had more replicas, cores or a faster CPU, or a pool more tokens? Each
     system's last model
     (the one its last prediction used, MAP(2) of bursty tiers included) before and after:
-    capacity and per-class response times now and at the horizon (docs/pipeline.md). An open
-    system's, or any with ``--rate R``, at a request rate: capacity in requests/s."""
+    capacity and per-class response times now and at the horizon; with a quantile SLO also
+    the value of each class's SLO statistic (docs/pipeline.md). An open system's, or any with
+    ``--rate R``, at a request rate: capacity in requests/s."""
     import tempfile
 
     from streams.cli.embedded import STORE_NAME
@@ -588,6 +615,9 @@ def whatif(store: Optional[Path] = typer.Option(None, metavar="PATH",
             fail(f"whatif: system {name!r}: the model cannot be solved "
                  f"({type(err).__name__}: {str(err)[:200]})")
         console.print(_whatif_table(name, model, cmp, when))
+        slos = _whatif_slo_table(name, cmp)
+        if slos is not None:
+            console.print(slos)
 
 
 @app.command()

@@ -156,6 +156,10 @@ class ClassPrediction(_Record, kw_only=True):
     response_time_quantiles_forecast_s: dict[str, float | None] | UnsetType = UNSET
     slo_statistic: str | None | UnsetType = UNSET   #: the statistic its SLO is on (mean, p95..)
     slo_bound_s: float | None | UnsetType = UNSET   #: that statistic's bound, s
+    #: the model's value of that statistic now, s (the mean, or the quantile of its law)
+    response_time_slo_s: float | None | UnsetType = UNSET
+    #: the same at the forecast, s
+    response_time_slo_forecast_s: float | None | UnsetType = UNSET
 
 
 class ClassDemand(_Record, kw_only=True):
@@ -327,6 +331,9 @@ class Alert(_Record, kw_only=True):
     since: float | None | UnsetType = UNSET         #: when it fired, epoch s
     trust: _S = UNSET                               #: predicted_breach: trusted / untrusted
     update: _S = UNSET                              #: ``trust`` on a restating event
+    #: breaches: the statistic the class's SLO is on (``mean``, ``p95`` ...: its
+    #: ``slo_statistic``)
+    statistic: _S = UNSET
 
 
 # -- perfcast.deadletter ------------------------------------------------------------------------

@@ -693,6 +693,7 @@ class SystemState(Admission):
             system=system, time=time, alert="predicted_breach", class_=breach_class,
             tier=pred.breach_tier, time_to_breach_s=clean(ttb), value=clean(ttb),
             threshold=clean(cfg.horizon_s), trigger=pred.alert_trigger,
+            statistic=text.slo_statistic(pred, breach_class),
             summary=text.breach_summary(system, pred, cfg, ttb, breach_class, withheld),
             basis=list(pred.alert_basis) + text.trend_basis(pred)
             + ([named] if named else [])), time)
@@ -706,6 +707,7 @@ class SystemState(Admission):
                 lambda c=c, r=r, sla=sla: Alert(
                     system=system, time=time, alert="current_breach", class_=c,
                     tier=pred.bottleneck_tier, value=clean(r), threshold=clean(sla),
+                    statistic="mean",
                     summary=f"{system}: class {c!r} response time {r or 0:.3f} s is above "
                             f"its {sla:g} s SLA"), time)
             events += [ev] if ev else []
@@ -725,7 +727,7 @@ class SystemState(Admission):
                 system=system, time=time, alert="predicted_breach", class_=breach_class,
                 tier=pred.breach_tier, time_to_breach_s=clean(ttb), value=clean(ttb),
                 threshold=clean(cfg.horizon_s), since=track.since if track else None,
-                trigger=pred.alert_trigger,
+                trigger=pred.alert_trigger, statistic=text.slo_statistic(pred, breach_class),
                 summary="the model's trust changed: "
                         + text.breach_summary(system, pred, cfg, ttb, breach_class, withheld),
                 basis=list(pred.alert_basis) + text.trend_basis(pred)

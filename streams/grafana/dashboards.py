@@ -335,6 +335,26 @@ def system(defaults: SystemConfig = SystemConfig()) -> dict[str, Any]:
         overrides=[measured, predicted,
                    _override(".* SLA$", color={"mode": "fixed", "fixedColor": "red"},
                              custom__lineWidth=1)])
+    percentiles = timeseries(
+        "Response-time percentiles per class: predicted, and the SLO statistic",
+        "The model's p50, p95 and p99 response time of each class at the current population "
+        "(written where a class has a quantile SLO, or with predict_quantiles = \"always\"), "
+        "and per class the statistic its SLO is on (slo_statistic: the mean, or the quantile "
+        "its slo names; thick) against that SLO's bound (red). Capacity, the predicted "
+        "breach and remediation hold every class to all of its SLOs; the panel beside it shows "
+        "the means.",
+        [flux.series("class_prediction", f"response_time_{q}_s", _name(_CLASS, f" {q}"),
+                     where=SYSTEM) for q in ("p50", "p95", "p99")]
+        + [flux.series("class_prediction", "response_time_slo_s",
+                       _name(_CLASS, " SLO statistic"), where=SYSTEM),
+           flux.series("class_prediction", "slo_bound_s", _name(_CLASS, " SLO bound"),
+                       where=SYSTEM, fn="last")],
+        "s", minimum=0,
+        overrides=[_override(".* p50$", custom__lineStyle=_DASHED, custom__lineWidth=1),
+                   _override(".* p99$", custom__lineStyle=_DASHED),
+                   _override(".* SLO statistic$", custom__lineWidth=3),
+                   _override(".* SLO bound$", color={"mode": "fixed", "fixedColor": "red"},
+                             custom__lineWidth=1)])
     utilization = timeseries(
         "Utilization per tier: measured vs predicted",
         "Busy fraction of each tier over each solve interval (points), the model's at the "
@@ -503,6 +523,7 @@ def system(defaults: SystemConfig = SystemConfig()) -> dict[str, Any]:
                        (model, 4, 4), (bottleneck, 4, 4)],
                       [(remediation, 24, 8)],
                       [(throughput, 12, 9), (response, 12, 9)],
+                      [(percentiles, 24, 9)],
                       [(utilization, 12, 9), (idc, 12, 9)],
                       [(demand, 12, 9)],
                       [(switch, 12, 9), (capacity_ts, 12, 9)],

@@ -6,15 +6,17 @@ configuration, hysteresis over solves; :mod:`streams.alerts.book`) and writes ev
 predictions: Grafana, the ``perfcast.alerts`` topic and the dashboards then never disagree,
 and an SLA, horizon or threshold is configured in one place. One rule per kind:
 
-* ``predicted_breach`` -- a class is predicted to exceed its SLA within the horizon;
-* ``current_breach`` -- a class's measured response time is above its SLA now (one alert per
-  class);
+* ``predicted_breach`` -- a class is predicted to exceed its SLO within the horizon, on the
+  statistic the SLO names (label ``statistic``: ``mean`` or a quantile, ``p95`` ...);
+* ``current_breach`` -- a class's measured mean response time is above its SLA now (one
+  alert per class; ``statistic`` ``mean``: windows carry means);
 * ``model_error`` -- the model is too far off the measurements to be trusted.
 
 Each rule is multi-dimensional: its query returns one series per alert (per system, and per
-class for ``current_breach``), labelled ``system``, ``alert``, ``class`` and ``tier`` from
-the tags of the alert's last point; ``predicted_breach`` also by ``trust`` (``trusted`` or
-``untrusted``: raised while the ``model_error`` alert was active, :mod:`streams.predict.confidence`).
+class for ``current_breach``), labelled ``system``, ``alert``, ``class``, ``tier`` and
+``statistic`` from the tags of the alert's last point; ``predicted_breach`` also by ``trust``
+(``trusted`` or ``untrusted``: raised while the ``model_error`` alert was active,
+:mod:`streams.predict.confidence`).
 The data of a rule:
 
 * ``A`` ``active`` of the alert's last point (1 firing, 0 resolved), ``B`` its ``value``
@@ -46,8 +48,9 @@ INTERVAL_S = 60
 #: how far back the rules look for an alert's last state change
 LOOKBACK_S = 30 * 86400
 EXPRESSION = {"type": "__expr__", "uid": "__expr__"}
-#: every label the queries can produce (tags of the ``alert`` measurement)
-LABELS = ("system", "alert", "class", "tier")
+#: every label the queries can produce (tags of the ``alert`` measurement; ``statistic``:
+#: what a breach's SLO is on, ``mean`` or a quantile such as ``p95``)
+LABELS = ("system", "alert", "class", "tier", "statistic")
 
 
 @dataclass(frozen=True)
@@ -72,20 +75,22 @@ RULES: tuple[RuleSpec, ...] = (
         "{{ if eq $labels.trust \"untrusted\" }}UNTRUSTED (perfcast's model-error alert is "
         "active): {{ end }}"
         "{{ $labels.system }}: class '{{ $labels.class }}' is predicted to exceed its "
-        "response-time SLA {{ if gt $values.E.Value 0.0 }}in about "
+        "{{ with $labels.statistic }}{{ . }} {{ end }}response-time SLO "
+        "{{ if gt $values.E.Value 0.0 }}in about "
         "{{ humanizeDuration $values.E.Value }}{{ else }}already at the current load{{ end }} "
         "(forecast horizon {{ humanizeDuration $values.F.Value }}); tier '{{ $labels.tier }}' "
         "will be the bottleneck.",
         "perfcast's queueing model, re-solved every minute from the monitoring windows, "
         "predicts that the growing number of users reaches the largest population that meets "
-        "the SLA (an open system, driven by its request rate: that the rate trend reaches "
-        "capacity_rate_per_s, the largest request rate within every SLA). Act before it "
-        "happens: add capacity to tier '{{ $labels.tier }}' or limit admissions (an open "
-        "system: rate-limit). See the 'Capacity vs users' panel of the perfcast system "
-        "dashboard (system = {{ $labels.system }}), or 'Capacity vs request rate (open "
-        "workload)' for an open system. Label trust = 'untrusted': the breach was predicted "
-        "while the model's error was above its threshold (the model_error alert), so weigh "
-        "it accordingly.",
+        "every SLO -- on the statistic each names (label statistic: mean, or the quantile of "
+        "the model's response-time law, e.g. p95; an open system, driven by its request rate: "
+        "that the rate trend reaches capacity_rate_per_s, the largest request rate within "
+        "every SLO). Act before it happens: add capacity to tier '{{ $labels.tier }}' or limit "
+        "admissions (an open system: rate-limit). See the 'Capacity vs users' panel of the "
+        "perfcast system dashboard (system = {{ $labels.system }}), or 'Capacity vs request "
+        "rate (open workload)' for an open system. Label trust = 'untrusted': the breach was "
+        "predicted while the model's error was above its threshold (the model_error alert), "
+        "so weigh it accordingly.",
         "Capacity vs users"),
     RuleSpec(
         "current_breach", "perfcast: SLA breached now",

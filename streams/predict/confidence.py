@@ -45,7 +45,13 @@ uncertainty pushed one way, then the other (:func:`band`):
   An unbounded upper end leaves the fitted MAP(2) in place and flags it.
 
 The band is ``[capacity_users_lower, capacity_users_upper]`` and the times to breach the users
-trend gives at each end. It costs two capacity searches and two MAP(2) fits (~10 ms each).
+trend gives at each end. **With quantile SLOs** (``slo``) the ends are capacities on every SLO
+like the nominal one: each variant keeps the SLOs and its capacity search reads the quantiles
+of its own response-time law, so the band is on the quantile the SLO names (a ``band_flags``
+line says so, :func:`streams.predict.slo_view.band_note`). There is no separate band on the
+predicted quantile's value: what the alert and the remedies act on is the capacity, and the
+quantile at a given population moves with the demands as the capacity does. It costs two
+capacity searches and two MAP(2) fits (~10 ms each).
 On the MAP network the band's searches solve by flow-equivalent decomposition
 (:func:`solvers.decomposition.solve_decomposed`, ``O(N)``; about 200 times cheaper than the
 exact chain at 130 users of the demo's shop, throughput within 0.3% of it) at a coarser
@@ -96,6 +102,7 @@ from estimators.mapfit import fit_map2
 from solvers.processes import MAP
 from streams.predict.capacity_search import capacity_search
 from streams.predict.model import CAPACITY_LIMIT, SEARCH_TOL, Measured, Point, SystemModel
+from streams.predict.slo_view import band_note
 from streams.core.outputs import updated
 from streams.core.tier import TierModel
 
@@ -377,6 +384,8 @@ def band(model: SystemModel, tiers: list[TierModel], capacity: int, n_now: int,
     high = _capacity(_variant(model, tiers, -1, notes, z), model, capacity, -1, tolerance)
     low = capacity if low is None else min(low, capacity)
     high = capacity if high is None else max(high, capacity)
+    note = band_note(model)
+    notes += [note] if note else []
     return {"capacity_users_lower": low, "capacity_users_upper": high,
             "time_to_breach_lower_s": _time_to_breach(low, n_now, slope),
             "time_to_breach_upper_s": _time_to_breach(high, n_now, slope),

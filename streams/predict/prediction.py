@@ -24,6 +24,7 @@ from streams.core.tier import TierModel
 from streams.predict.model import (ASSUMED, POOL_FLAG, SOLVER_FLAG, Measured, Point,
                                    SystemModel)
 from streams.predict.pool_naming import bottleneck_name, breach_name
+from streams.predict.slo_view import slo_values
 from streams.predict.response_trend import TrendReading
 
 __all__ = ["assemble", "assumed_workload", "breach_point", "class_parts", "held_flags",
@@ -125,7 +126,9 @@ def class_parts(model: SystemModel, m: Measured, now: Point, fc: Point,
     response-time quantiles there (:meth:`SystemModel.quantiles`, keys ``p50`` ... as
     :data:`~streams.core.config.SLO_QUANTILES`; with ``quantiles`` or a quantile SLO), the
     measured ones, the SLA and the statistic
-    the class's SLO is on at the forecast (:meth:`SystemModel.slo_statistic`) with its bound;
+    the class's SLO is on at the forecast (:meth:`SystemModel.slo_statistic`) with its bound
+    and the model's value of it now and at the forecast
+    (:func:`~streams.predict.slo_view.slo_values`);
     this solve's error (``errors``:
     :func:`streams.predict.confidence.class_errors`) and the pooled one (``pooled``,
     :func:`streams.predict.confidence.pooled_errors`, for the classes it has)."""
@@ -137,11 +140,15 @@ def class_parts(model: SystemModel, m: Measured, now: Point, fc: Point,
     if with_quantiles:
         q_now, q_fc = model.quantiles(now), model.quantiles(fc)
     statistic = model.slo_statistic(fc)
+    names_fc = [s for s, _ in statistic]
+    value_now, value_fc = (slo_values(model, point, names_fc) for point in (now, fc))
     for i, (c, p, r_now, r_fc, sla) in enumerate(zip(
             model.classes, model.mix.tolist(), now.response.tolist(), fc.response.tolist(),
             model.sla.tolist())):
         extra: dict[str, Any] = {"slo_statistic": statistic[i][0],
-                                 "slo_bound_s": statistic[i][1]}
+                                 "slo_bound_s": statistic[i][1],
+                                 "response_time_slo_s": value_now[i],
+                                 "response_time_slo_forecast_s": value_fc[i]}
         if with_quantiles:
             extra.update(
                 response_time_quantiles_s=dict(zip(keys, clean(q_now[i].tolist()))),

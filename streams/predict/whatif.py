@@ -37,8 +37,10 @@ multi-core bursty tiers) is the prediction's. An :class:`Action` returns a new m
   to the required users (a pool of ``N`` tokens never binds at ``N`` users).
 
 :func:`remediate` finds, for each kind and tier, the smallest action that keeps every class
-within its SLA at ``required`` users (the larger of the current and the horizon's predicted
-users), and the capacity the model then has; actions are ranked by their configured cost
+within its SLOs at ``required`` users (the larger of the current and the horizon's predicted
+users) -- the mean's ``sla_s`` and every quantile SLO (``slo``: e.g. the p95 of the model's
+response-time law, :meth:`SystemModel.quantiles`), as :meth:`SystemModel.excess` and capacity
+hold them -- and the capacity the model then has; actions are ranked by their configured cost
 (:data:`DEFAULT_COSTS`, ``remediation_costs`` of a system's configuration).
 """
 
@@ -52,6 +54,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from streams.core.config import REMEDIATION_COSTS
+from streams.predict import slo_view
 from streams.predict.model import CAPACITY_LIMIT, SystemModel, model_capacity
 from streams.predict.pool_naming import breach_name, pool_index
 
@@ -253,7 +256,10 @@ def hints_of(record: Mapping[str, Any] | None) -> dict[str, tuple[float, int]]:
 
 
 def _meets(model: SystemModel, users: int) -> bool:
-    """Every class within its SLA at ``users`` (one solve)."""
+    """Every class within every SLO at ``users`` (one solve): its mean within ``sla_s`` and
+    each quantile SLO's quantile of the model's law within its bound
+    (:meth:`SystemModel.excess`; a remedy that restores the mean but not a class's p95 is
+    no remedy)."""
     return model.excess(model.at(users)) <= 0
 
 
@@ -450,15 +456,29 @@ class Comparison:
     limited_after: bool
     response_now: tuple[np.ndarray, np.ndarray]          # (before, after), seconds
     response_forecast: tuple[np.ndarray, np.ndarray]
+    #: per class the statistic shown for its SLO (:mod:`streams.predict.slo_view`: the one
+    #: binding at the horizon before the actions; ``None``: no SLO) and its SLOs
+    statistics: tuple[str | None, ...] = ()
+    slos: tuple[Any, ...] = ()
+    #: that statistic's value per class (before, after), now and at the horizon, seconds
+    slo_now: tuple[list[float | None], list[float | None]] = ([], [])
+    slo_forecast: tuple[list[float | None], list[float | None]] = ([], [])
 
 
 def compare(model: SystemModel, actions: Sequence[Action], users: int,
             users_forecast: int) -> Comparison:
     """``model`` against ``model`` with every action applied (:func:`apply_all`): what
-    ``perfcast whatif`` prints."""
+    ``perfcast whatif`` prints: capacity on every SLO, mean response times and the value of
+    each class's SLO statistic (:mod:`streams.predict.slo_view`)."""
     after = apply_all(model, actions)
     cap_before, _ = model_capacity(model)
     cap_after, limited = model_capacity(after, warm=cap_before)
+    points = [(m.at(users), m.at(users_forecast)) for m in (model, after)]
+    stats, _ = slo_view.binding(model, points[0][1])
+    now, fc = ([slo_view.slo_values(m, p[k], stats) for m, p in zip((model, after), points)]
+               for k in (0, 1))
     return Comparison(tuple(actions), users, users_forecast, cap_before, cap_after, limited,
-                      (model.at(users).response, after.at(users).response),
-                      (model.at(users_forecast).response, after.at(users_forecast).response))
+                      (points[0][0].response, points[1][0].response),
+                      (points[0][1].response, points[1][1].response),
+                      tuple(stats), tuple(slo_view.class_slos(model)),
+                      (now[0], now[1]), (fc[0], fc[1]))

@@ -18,9 +18,14 @@ from streams.core.outputs import (UNSET, Alert, ClassDemand, ClassPrediction, De
                                   Outputs, PoolPrediction, Prediction, TierEstimate,
                                   TierPrediction)
 
-__all__ = ["ADDED", "Point", "MEASUREMENTS", "RECORDS", "points", "sources"]
+__all__ = ["ADDED", "Point", "MEASUREMENTS", "QUANTILE_FIELDS", "RECORDS", "points", "sources"]
 
 _F, _I, _S, _B = "float", "int", "str", "bool"
+#: the response-time quantiles a ``class_prediction`` point carries, flattened from the
+#: prediction's ``response_time_quantiles_s`` (and ``..._forecast_s``) as
+#: ``response_time_p95_s`` (``response_time_forecast_p95_s``); a ``p99.9`` SLO's quantile is
+#: in ``response_time_slo_s`` (Flux reads field names with a dot only awkwardly)
+QUANTILE_FIELDS = ("p50", "p90", "p95", "p99")
 
 #: measurement -> (tags, {field: type})
 MEASUREMENTS: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
@@ -54,7 +59,11 @@ MEASUREMENTS: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
         "throughput": _F, "response_time": _F, "throughput_forecast": _F,
         "response_time_forecast": _F, "throughput_measured": _F,
         "response_time_measured": _F, "sla_s": _F, "response_time_error": _F,
-        "response_time_error_pooled": _F, "response_time_error_se": _F}),
+        "response_time_error_pooled": _F, "response_time_error_se": _F,
+        **{f"response_time_{q}_s": _F for q in QUANTILE_FIELDS},
+        **{f"response_time_forecast_{q}_s": _F for q in QUANTILE_FIELDS},
+        "slo_statistic": _S, "slo_bound_s": _F, "response_time_slo_s": _F,
+        "response_time_slo_forecast_s": _F}),
     "tier_prediction": (("system", "tier"), {
         "utilization": _F, "utilization_forecast": _F, "utilization_measured": _F,
         "demand_s": _F, "idc": _F, "bursty": _B, "bottleneck_probability": _F,
@@ -66,7 +75,7 @@ MEASUREMENTS: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
         "rank": _I, "value": _F, "capacity_users": _I, "capacity_before": _I,
         "required_users": _I, "cost": _F, "summary": _S, "capacity_rate_per_s": _F,
         "required_rate_per_s": _F, "capacity_before_rate_per_s": _F}),
-    "alert": (("system", "alert", "class", "tier", "trust"), {
+    "alert": (("system", "alert", "class", "tier", "trust", "statistic"), {
         "state": _S, "active": _I, "value": _F, "threshold": _F, "time_to_breach_s": _F,
         "summary": _S, "update": _S, "basis": _S, "trigger": _S}),
     "deadletter": (("system", "field"), {"reason": _S, "count": _I}),
@@ -84,7 +93,10 @@ RECORDS: dict[str, type | None] = {
 #: record's parent (a class's, a tier's name) and what the point counts
 ADDED: dict[str, tuple[str, ...]] = {
     "tier_estimate": (), "demand": ("system", "tier", "class"), "prediction": (),
-    "class_prediction": ("system", "class"), "tier_prediction": ("system", "tier"),
+    "class_prediction": ("system", "class",
+                         *(f"response_time_{q}_s" for q in QUANTILE_FIELDS),
+                         *(f"response_time_forecast_{q}_s" for q in QUANTILE_FIELDS)),
+    "tier_prediction": ("system", "tier"),
     "pool_prediction": ("system", "pool"), "remediation": (), "alert": ("active",),
     "deadletter": ("count",)}
 
@@ -157,12 +169,26 @@ def _point(measurement: str, record: Any, time: float,
 Source = tuple[str, Any, float, "Mapping[str, Any] | None"]
 
 
+def _quantile_fields(part: ClassPrediction) -> dict[str, float]:
+    """A class's predicted quantiles as ``class_prediction`` fields (:data:`QUANTILE_FIELDS`;
+    none without them)."""
+    out = {}
+    for prefix, quantiles in (("response_time_", part.response_time_quantiles_s),
+                              ("response_time_forecast_",
+                               part.response_time_quantiles_forecast_s)):
+        if quantiles is not UNSET:
+            out.update({f"{prefix}{q}_s": v for q in QUANTILE_FIELDS
+                        if (v := quantiles.get(q)) is not None})
+    return out
+
+
 def _prediction_sources(pred: Prediction) -> Iterator[Source]:
     t = pred.time
     system = pred.system
     yield "prediction", pred, t, None
     for cls, values in (pred.classes or {}).items():
-        yield "class_prediction", values, t, {"system": system, "class": cls}
+        yield "class_prediction", values, t, {"system": system, "class": cls,
+                                              **_quantile_fields(values)}
     for tier, values in (pred.tiers or {}).items():
         yield "tier_prediction", values, t, {"system": system, "tier": tier}
         for cls, d in values.demands.items():

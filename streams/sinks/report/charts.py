@@ -88,6 +88,21 @@ def _sla_rules(system: SystemData) -> list[Rule]:
     return [Rule(v, f"SLA {v:g} s ({', '.join(c)})") for v, c in sorted(by_value.items())]
 
 
+def _slo_rules(system: SystemData, classes: Sequence[str]) -> list[Rule]:
+    """A line per quantile SLO bound among ``classes`` (their last rows' ``slo_statistic``
+    where it is a quantile), classes of equal statistic and bound together."""
+    by_bound: dict[tuple[str, float], list[str]] = {}
+    for cls in classes:
+        last = next((r for r in reversed(system.classes[cls])
+                     if r.slo_statistic not in (None, "mean") and r.slo_bound_s is not None),
+                    None)
+        if last is not None:
+            by_bound.setdefault((str(last.slo_statistic), float(last.slo_bound_s)),
+                                []).append(cls)
+    return [Rule(v, f"{stat} SLO {v:g} s" + ("" if len(by_bound) == 1 else f" ({', '.join(c)})"))
+            for (stat, v), c in sorted(by_bound.items(), key=lambda kv: kv[0][1])]
+
+
 class SystemCharts:
     """The charts of one system's section, on its shared time axis with its alert marks."""
 
@@ -126,6 +141,35 @@ class SystemCharts:
                           series=self._measured_vs_predicted(lambda r: r.response_time_measured,
                                                             lambda r: r.response_time),
                           rules=_sla_rules(self.s))
+
+    def percentiles(self) -> TimeChart | None:
+        """Per class with predicted quantiles (a quantile SLO, or ``predict_quantiles =
+        "always"``): the model's p50, p95 and p99 now, the value of its SLO statistic where
+        that is another quantile, and each quantile SLO's bound; ``None`` without any."""
+        classes = [c for c in self.classes
+                   if any(r.response_time_p95_s is not None for r in self.s.classes[c])]
+        if not classes:
+            return None
+        series = []
+        for cls in classes:
+            rows, color = self.s.classes[cls], self.class_colors[cls]
+            series += [Series("p50 predicted", *_col(rows, lambda r: r.response_time_p50_s),
+                              color, "dotted", group=cls),
+                       Series("p95 predicted", *_col(rows, lambda r: r.response_time_p95_s),
+                              color, "line", group=cls),
+                       Series("p99 predicted", *_col(rows, lambda r: r.response_time_p99_s),
+                              color, "dashed", group=cls)]
+            other = {r.slo_statistic for r in rows} - {None, "mean", "p50", "p95", "p99"}
+            for stat in sorted(other):
+                series.append(Series(f"{stat} predicted (its SLO)", *_col(
+                    rows, lambda r, s=stat: r.response_time_slo_s if r.slo_statistic == s
+                    else None), color, "points", group=cls))
+        return self.chart("percentiles", "Response-time percentiles per class: predicted, "
+                          "and the percentile SLO", "response time (s)", series=series,
+                          rules=_slo_rules(self.s, classes),
+                          note="The model's response-time law at the current population "
+                               "(docs/model.md): a quantile SLO holds where its line stays "
+                               "below the bound. The chart beside it shows the mean.")
 
     def throughput(self) -> TimeChart:
         return self.chart("throughput", "Throughput per class: measured vs predicted",
@@ -283,8 +327,10 @@ class SystemCharts:
         tiers = (self.tiers + [t for t in self.s.demands if t not in self.s.tiers])[
             :MAX_CHART_TIERS]
         opened = bool(self.s.predictions) and self.s.predictions[-1].open
-        return ([self.response_time(), self.rate_capacity() if opened else self.capacity(),
-                 self.throughput(), self.utilization()]
+        quantiles = self.percentiles()
+        return ([self.response_time()] + ([quantiles] if quantiles else [])
+                + [self.rate_capacity() if opened else self.capacity(),
+                   self.throughput(), self.utilization()]
                 + ([self.pools()] if self.s.pools else []) + [self.dispersion()]
                 + [self.demand(t) for t in tiers]
                 + [self.bottleneck(), self.model_error()])

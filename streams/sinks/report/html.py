@@ -34,7 +34,8 @@ __all__ = ["REPORT_NAME", "SECTIONS", "SYSTEM_CHARTS", "alert_table", "remediati
 REPORT_NAME = "report.html"
 #: ids of the page's sections besides one ``system-*`` section per system
 SECTIONS = ("overview", "alerts")
-#: ``data-chart`` keys of every system section (``demand`` once per tier)
+#: ``data-chart`` keys of every system section (``demand`` once per tier; ``percentiles``
+#: beside ``response_time`` too where the predictions carry quantiles)
 SYSTEM_CHARTS = ("response_time", "capacity", "throughput", "utilization", "dispersion",
                  "demand", "bottleneck", "model_error")
 

@@ -82,6 +82,13 @@ class ClassPredictionRow:
     response_time: float | None
     response_time_measured: float | None
     sla_s: float | None
+    #: the model's quantiles now (absent without a quantile SLO or ``predict_quantiles``)
+    response_time_p50_s: float | None = None
+    response_time_p95_s: float | None = None
+    response_time_p99_s: float | None = None
+    slo_statistic: str | None = None
+    slo_bound_s: float | None = None
+    response_time_slo_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
