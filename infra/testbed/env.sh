@@ -15,6 +15,10 @@ TESTBED_PYTHON="${TESTBED_PYTHON:-$HOME/.cache/perfcast/venv/bin/python}"
 # load generator shares them
 TESTBED_DB_CPU="${TESTBED_DB_CPU:-1}"
 TESTBED_APP_CPU="${TESTBED_APP_CPU:-0}"
+# the CPU of the exporters and Prometheus (taskset -c; empty: not pinned). The campaign
+# (bench/testbed/campaign.py) puts them, and the load generator, on the app's CPU so that the
+# database's CPU runs the database alone
+TESTBED_AUX_CPU="${TESTBED_AUX_CPU:-}"
 # the servers' scheduling priority: the host is shared with other jobs
 TESTBED_NICE="${TESTBED_NICE:-19}"
 

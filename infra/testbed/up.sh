@@ -142,7 +142,9 @@ pg_testbed_class:
 CONF_EOF
 start_bg() {  # name log command...
   local name="$1" log="$2"; shift 2
-  nohup nice -n "${TESTBED_NICE}" "$@" > "${RUN}/log/${log}" 2>&1 < /dev/null &
+  local pin=()
+  [[ -n "${TESTBED_AUX_CPU}" ]] && pin=(taskset -c "${TESTBED_AUX_CPU}")
+  nohup "${pin[@]}" nice -n "${TESTBED_NICE}" "$@" > "${RUN}/log/${log}" 2>&1 < /dev/null &
   echo $! > "${RUN}/${name}.pid"
 }
 start_bg process_exporter process-exporter.log prometheus-process-exporter \
