@@ -121,11 +121,18 @@ def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 
 def run_load(out: Path, users: int, duration: float, think: float, aux_cpu: int,
-             seed: int, ramp_to: int | None = None) -> list[dict[str, Any]]:
-    """One closed load (bench.testbed.load) on the aux CPU; its log's lines."""
+             seed: int, ramp_to: int | None = None,
+             rates: tuple[float, float] | None = None) -> list[dict[str, Any]]:
+    """One load (bench.testbed.load) on the aux CPU, closed or (``rates``) an open ramp; its
+    log's lines."""
     args = ["taskset", "-c", str(aux_cpu), PY, "-m", "bench.testbed.load", "--nice", "0",
             "--duration", str(duration), "--max-requests", "200000", "--seed", str(seed),
-            "--out", str(out), "closed", "--users", str(users), "--think", str(think)]
+            "--out", str(out)]
+    if rates is not None:
+        args += ["open", "--rate", str(rates[0]), "--ramp-to", str(rates[1]),
+                 "--max-in-flight", "400"]
+    else:
+        args += ["closed", "--users", str(users), "--think", str(think)]
     if ramp_to is not None:
         args += ["--ramp-to", str(ramp_to)]
     _sh(args, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -133,12 +140,13 @@ def run_load(out: Path, users: int, duration: float, think: float, aux_cpu: int,
 
 
 def perfcast_run(out: Path, config: Path, t0: float, t1: float,
-                 windows: Path | None = None) -> dict[str, Any]:
+                 windows: Path | None = None, prom: Path = HERE / "perfcast.toml",
+                 ) -> dict[str, Any]:
     """``perfcast run --source prometheus`` over [t0, t1] (or, given ``windows``, over the
     windows a former run read: ``perfcast run --source FILE``, the same predictions): its
     predictions, estimates, alerts."""
     if windows is None:
-        source = ["--source", "prometheus", "--prom-config", str(HERE / "perfcast.toml"),
+        source = ["--source", "prometheus", "--prom-config", str(prom),
                   "--from", str(int(t0)), "--to", str(int(math.ceil(t1)))]
     else:
         keep = out.parent / f"{out.name}-windows.jsonl"
@@ -204,8 +212,14 @@ def knee(points: list[tuple[int, float]]) -> float | None:
     return None
 
 
-def write_config(path: Path, slo: dict[str, float]) -> None:
+def write_config(path: Path, slo: dict[str, float], workers: int | None = None) -> None:
+    """The system's configuration: the SLOs and, with ``workers``, gunicorn's sync workers as
+    a pool of the app held across the whole request (a worker serves one request at a time,
+    waiting for the database's answers)."""
     cells = ", ".join(f'"{c}" = {v:.6f}' for c, v in sorted(slo.items()))
+    pool = ("" if not workers else
+            f'\n[systems.testbed.pools.workers]\ntier = "app"\nsize = {workers}\n'
+            f'holds = ["app", "db"]\n')
     path.write_text(f"""# written by bench.testbed.campaign: the SLOs are 3x each class's mean
 # response time in the campaign's lowest run
 [systems.testbed]
@@ -214,7 +228,7 @@ sla_s = {{ {cells} }}
 solve_interval_s = 15
 solve_offset_s = 0
 horizon_s = 1800
-""")
+""" + pool)
 
 
 def steady(args: argparse.Namespace, out: Path, meter: ForeignMeter, users: int,
@@ -245,11 +259,14 @@ def campaign(args: argparse.Namespace) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     meter = ForeignMeter(args.db_cpu, "postgres")
     runs = [steady(args, out, meter, n, seed) for seed, n in enumerate(args.populations, 1)]
-    low = min(runs, key=lambda r: r["users"])
-    slo = {r["cls"]: SLO_FACTOR * r["mean_s"] for r in low["truth"]["overall"]
-           if r["cls"] != "all"}
+    if args.slo_from:
+        slo = json.loads((Path(args.slo_from) / "campaign.json").read_text())["slo_s"]
+    else:
+        low = min(runs, key=lambda r: r["users"])
+        slo = {r["cls"]: SLO_FACTOR * r["mean_s"] for r in low["truth"]["overall"]
+               if r["cls"] != "all"}
     config = out / "system.toml"
-    write_config(config, slo)
+    write_config(config, slo, args.workers)
     ratios = []
     for r in runs:
         means = {s["cls"]: s["mean_s"] for s in r["truth"]["overall"] if s["cls"] in slo}
@@ -274,8 +291,7 @@ def campaign(args: argparse.Namespace) -> dict[str, Any]:
         foreign = meter.stop()
         run = next(x for x in lines if x.get("kind") == "run")
         t = truth_of(lines)
-        breach_min = next((m for m, rows in sorted(t.minutes.items()) if any(
-            s.cls in slo and s.n > 0 and s.mean_s > slo[s.cls] for s in rows)), None)
+        breach_min = breach_minute(t, slo)
         pc = perfcast_run(out / "perfcast-ramp", config, run["start"], run["start"] + span + 2)
         firing = [x["time"] for x in pc["alerts"]
                   if x.get("alert") == "predicted_breach" and x.get("state") == "firing"]
@@ -287,17 +303,58 @@ def campaign(args: argparse.Namespace) -> dict[str, Any]:
             "lead_min": (breach_t - firing[0]) / 60 if firing and breach_t else None,
             "alerts": pc["alerts"], "solves": len(pc["predictions"]),
             "trusted_solves": sum(1 for p in pc["predictions"] if p.get("model_trusted"))}
+    if args.open_ramp:
+        result["open_ramp"] = open_ramp(args, out, meter, config, slo)
     (out / "campaign.json").write_text(json.dumps(result, indent=1, default=str))
     return result
 
 
-def rejudge(src: Path, out: Path) -> dict[str, Any]:
+def breach_minute(t: Any, slo: dict[str, float]) -> int | None:
+    """The first minute whose mean response time of some class exceeds its SLO."""
+    return next((m for m, rows in sorted(t.minutes.items()) if any(
+        s.cls in slo and s.n > 0 and s.mean_s > slo[s.cls] for s in rows)), None)
+
+
+def open_ramp(args: argparse.Namespace, out: Path, meter: ForeignMeter, config: Path,
+              slo: dict[str, float]) -> dict[str, Any]:
+    """Poisson arrivals ramped from ``r0`` to ``r1`` per second; perfcast reads the same
+    exporters without the users gauge (an API's monitoring has request rates, not sessions),
+    so the workload is detected as open."""
+    r0, r1, span = args.open_ramp
+    prom = out / "perfcast-open.toml"
+    prom.write_text("\n".join(line for line in (HERE / "perfcast.toml").read_text().splitlines()
+                              if not line.startswith("users =")) + "\n")
+    meter.start()
+    lines = run_load(out / "load-open-ramp.jsonl", 0, span, 0.0, args.aux_cpu, 98,
+                     rates=(r0, r1))
+    foreign = meter.stop()
+    run = next(x for x in lines if x.get("kind") == "run")
+    t = truth_of(lines)
+    bm = breach_minute(t, slo)
+    pc = perfcast_run(out / "perfcast-open-ramp", config, run["start"], run["start"] + span + 2,
+                      prom=prom)
+    firing = [x["time"] for x in pc["alerts"]
+              if x.get("alert") == "predicted_breach" and x.get("state") == "firing"]
+    breach_t = None if bm is None else run["start"] + 60.0 * (bm + 1)
+    preds = [p for p in pc["predictions"] if p.get("classes")]
+    return {"start": run["start"], "from_rate": r0, "to_rate": r1, "duration_s": span,
+            "foreign": foreign, "dropped": t.dropped, "errors": t.errors,
+            "measured_breach_min": None if breach_t is None else (breach_t - run["start"]) / 60,
+            "first_alert_min": (firing[0] - run["start"]) / 60 if firing else None,
+            "lead_min": (breach_t - firing[0]) / 60 if firing and breach_t else None,
+            "workload": sorted({p.get("workload") for p in preds}),
+            "capacity_rate_per_s": [p.get("capacity_rate_per_s") for p in preds],
+            "alerts": pc["alerts"], "solves": len(preds),
+            "trusted_solves": sum(1 for p in preds if p.get("model_trusted"))}
+
+
+def rejudge(src: Path, out: Path, workers: int | None = None) -> dict[str, Any]:
     """The judgement of a former campaign (``src/campaign.json`` and the windows its perfcast
     runs read) made again by today's code: the measurements stay, perfcast runs again."""
     res = json.loads((src / "campaign.json").read_text())
     out.mkdir(parents=True, exist_ok=True)
     config = out / "system.toml"
-    write_config(config, res["slo_s"])
+    write_config(config, res["slo_s"], workers)
     for r in res["runs"]:
         r["perfcast"] = judge_run(r["truth"], perfcast_run(
             out / f"perfcast-{r['users']}", config, 0, 0,
@@ -362,6 +419,17 @@ def markdown(res: dict[str, Any]) -> str:
                       f"{rp['first_alert_min']}, lead {rp['lead_min']} min; trusted solves "
                       f"{rp['trusted_solves']}/{rp['solves']}; foreign CPU "
                       f"{rp['foreign']['foreign_share']:.3f}."]
+    if "open_ramp" in res:
+        op = res["open_ramp"]
+        caps = [c for c in op["capacity_rate_per_s"] if c is not None]
+        lines += ["", f"Open ramp {op['from_rate']:g} -> {op['to_rate']:g}/s over "
+                      f"{op['duration_s'] / 60:.0f} min (workload {', '.join(map(str, op['workload']))}): "
+                      f"measured breach at minute {op['measured_breach_min']}, first "
+                      f"predicted-breach alert at minute {op['first_alert_min']}, lead "
+                      f"{op['lead_min']} min; capacity "
+                      + (f"{min(caps):.1f}-{max(caps):.1f}/s" if caps else "-")
+                      + f"; trusted solves {op['trusted_solves']}/{op['solves']}; dropped "
+                      f"{op['dropped']}; foreign CPU {op['foreign']['foreign_share']:.3f}."]
     return "\n".join(lines)
 
 
@@ -369,17 +437,26 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", required=True)
-    p.add_argument("--populations", type=lambda s: [int(x) for x in s.split(",")],
+    p.add_argument("--populations", type=lambda s: [int(x) for x in s.split(",") if x],
                    default=[6, 12, 24, 36, 48, 60, 72])
     p.add_argument("--duration", type=float, default=150.0, help="seconds per steady run")
     p.add_argument("--think", type=float, default=1.0)
     p.add_argument("--ramp", type=lambda s: tuple(int(x) for x in s.split(":")),
                    default=(6, 84, 1200), help="FROM:TO:SECONDS users")
     p.add_argument("--no-ramp", dest="ramp", action="store_const", const=None)
+    p.add_argument("--open-ramp", type=lambda s: tuple(float(x) for x in s.split(":")),
+                   default=None, help="R0:R1:SECONDS: Poisson arrivals ramped from R0 to R1 "
+                                      "per second, after the closed runs")
+    p.add_argument("--slo-from", metavar="DIR",
+                   help="take the SLOs (and the knee) of a former campaign in DIR; with "
+                        "--populations '' no steady run is made")
     p.add_argument("--foreign-max", type=float, default=0.05,
                    help="the largest share of the database's CPU other work may take in a run")
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--settle", type=float, default=20.0, help="seconds between attempts")
+    p.add_argument("--workers", type=int, default=None,
+                   help="declare the app's gunicorn workers (up.sh's TESTBED_WORKERS, 2) as a "
+                        "pool held across app and db; default: no pool")
     p.add_argument("--db-cpu", type=int, default=1)
     p.add_argument("--aux-cpu", type=int, default=0)
     p.add_argument("--no-up", action="store_true", help="the testbed is up already")
@@ -389,7 +466,7 @@ def main(argv: list[str] | None = None) -> int:
                         "campaign in DIR read, and judge it against that campaign's truth")
     args = p.parse_args(argv)
     if args.rejudge:
-        res = rejudge(Path(args.rejudge), Path(args.out))
+        res = rejudge(Path(args.rejudge), Path(args.out), args.workers)
         print(markdown(res) if args.markdown else json.dumps(
             {k: v for k, v in res.items() if k != "runs"}, indent=1, default=str))
         return 0

@@ -105,6 +105,14 @@ def send(target: Target, cls: str, user: int, log: Log) -> None:
                "status": status, "user": user, "detail": detail})
 
 
+def join_times(users: int, ramp_to: int | None, span_s: float) -> list[float]:
+    """Seconds after the start at which each user joins: ``users`` at once, then one user at a
+    time, evenly, so that ``ramp_to`` have joined by the end (the last one a step before)."""
+    top = max(users, ramp_to or users)
+    return [0.0 if u < users else span_s * (u - users + 1) / (top - users + 1)
+            for u in range(top)]
+
+
 def closed(target: Target, log: Log, users: int, think_s: float, mix: dict[str, float],
            deadline: float, seed: int, gauge: Any, ramp_to: int | None = None) -> None:
     """``users`` threads, each: a request, an exponential think time of mean ``think_s``, ...
@@ -113,9 +121,8 @@ def closed(target: Target, log: Log, users: int, think_s: float, mix: dict[str, 
     (one step at a time) to ``ramp_to`` by the end, as the sessions of a growing audience."""
     classes, weights = list(mix), list(mix.values())
     start = time.time()
-    top = max(users, ramp_to or users)
-    joins = [0.0 if u < users else
-             (deadline - start) * (u - users + 1) / (top - users + 1) for u in range(top)]
+    joins = join_times(users, ramp_to, deadline - start)
+    top = len(joins)
     active = {"n": 0}
     lock = threading.Lock()
 
