@@ -188,17 +188,36 @@ def judge_run(truth: dict[str, Any], pc: dict[str, Any], start: float) -> dict[s
                 p["time"] for p in preds if p.get("model_trusted") and max(
                     abs(_err(v["response_time"], measured.get(c)) or 0.0)
                     for c, v in p["classes"].items()) > 0.20])
-    last_est: dict[str, dict[str, Any]] = {}
-    for e in pc["estimates"]:
-        if e.get("demands"):
-            last_est[e["tier"]] = e
+    used = used_demands(preds[-1]) if preds else {}
     demands: dict[str, dict[str, Any]] = {}
     for c in truth["classes"]:
         for tier, key in (("db", "db_demand_s"), ("app", "app_demand_s")):
-            d = (last_est.get(tier) or {}).get("demands", {}).get(c["cls"])
+            d = used.get(tier, {}).get(c["cls"])
             demands.setdefault(tier, {})[c["cls"]] = {"model": d, "truth": c[key],
                                                       "error": _err(d, c[key])}
     out["demands"] = demands
+    return out
+
+
+def used_demands(pred: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """Per tier and class, the demand the prediction's model used (the rule of
+    :func:`streams.predict.model.tier_demands`): the estimator the tier selected, or -- where the
+    windows decided processor sharing and every class has one -- the response-time split
+    scaled to that estimator's aggregate over the measured mix."""
+    mix = {c: v.get("throughput_measured") or 0.0 for c, v in pred["classes"].items()}
+    out: dict[str, dict[str, float]] = {}
+    for tier, t in pred["tiers"].items():
+        dem = t["demands"]
+        key = "regression" if t.get("estimator") == "regression" and all(
+            d.get("regression") is not None for d in dem.values()) else "kalman"
+        est = {c: d.get(key) or 0.0 for c, d in dem.items()}
+        split = {c: d.get("split") for c, d in dem.items()}
+        if t.get("split_discipline") == "ps" and all(v is not None for v in split.values()):
+            total = sum(mix.get(c, 0.0) * v for c, v in est.items())
+            base = sum(mix.get(c, 0.0) * v for c, v in split.items())
+            if total > 0 and base > 0:
+                est = {c: v * total / base for c, v in split.items()}
+        out[tier] = est
     return out
 
 
