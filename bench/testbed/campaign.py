@@ -367,17 +367,21 @@ def open_ramp(args: argparse.Namespace, out: Path, meter: ForeignMeter, config: 
             "trusted_solves": sum(1 for p in preds if p.get("model_trusted"))}
 
 
-def rejudge(src: Path, out: Path, workers: int | None = None) -> dict[str, Any]:
+def rejudge(src: Path, out: Path, workers: int | None = None,
+            refetch: bool = False) -> dict[str, Any]:
     """The judgement of a former campaign (``src/campaign.json`` and the windows its perfcast
-    runs read) made again by today's code: the measurements stay, perfcast runs again."""
+    runs read) made again by today's code: the measurements stay, perfcast runs again. With
+    ``refetch`` the windows are read from Prometheus again (its TSDB kept: a Prometheus
+    serving it at the mapping's URL), so a change to the Prometheus source is judged too."""
     res = json.loads((src / "campaign.json").read_text())
     out.mkdir(parents=True, exist_ok=True)
     config = out / "system.toml"
     write_config(config, res["slo_s"], workers)
     for r in res["runs"]:
         r["perfcast"] = judge_run(r["truth"], perfcast_run(
-            out / f"perfcast-{r['users']}", config, 0, 0,
-            src / f"perfcast-{r['users']}" / "prometheus-windows.jsonl"), r["start"])
+            out / f"perfcast-{r['users']}", config, r["start"], r["end"] + 2,
+            None if refetch else src / f"perfcast-{r['users']}" / "prometheus-windows.jsonl"),
+            r["start"])
     k = res["knee_users"]
     if "low_load" in res:
         base = next(r for r in res["runs"] if r["users"] == res["low_load"]["users"])
@@ -388,8 +392,8 @@ def rejudge(src: Path, out: Path, workers: int | None = None) -> dict[str, Any]:
         start = rp.get("start") or next(
             json.loads(x) for x in (src / "load-ramp.jsonl").read_text().splitlines()
             if '"kind":"run"' in x)["start"]
-        pc = perfcast_run(out / "perfcast-ramp", config, 0, 0,
-                          src / "perfcast-ramp" / "prometheus-windows.jsonl")
+        pc = perfcast_run(out / "perfcast-ramp", config, start, start + rp["duration_s"] + 2,
+                          None if refetch else src / "perfcast-ramp" / "prometheus-windows.jsonl")
         firing = [x["time"] for x in pc["alerts"]
                   if x.get("alert") == "predicted_breach" and x.get("state") == "firing"]
         breach_t = (None if rp["measured_breach_min"] is None
@@ -483,9 +487,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rejudge", metavar="DIR",
                    help="no load: run today's perfcast again over the windows a former "
                         "campaign in DIR read, and judge it against that campaign's truth")
+    p.add_argument("--refetch", action="store_true",
+                   help="with --rejudge: read the windows from Prometheus again")
     args = p.parse_args(argv)
     if args.rejudge:
-        res = rejudge(Path(args.rejudge), Path(args.out), args.workers)
+        res = rejudge(Path(args.rejudge), Path(args.out), args.workers, args.refetch)
         print(markdown(res) if args.markdown else json.dumps(
             {k: v for k, v in res.items() if k != "runs"}, indent=1, default=str))
         return 0
