@@ -377,6 +377,46 @@ def test_a_tier_without_completion_series_or_cores_is_a_gap_and_nan_is_no_value(
             labels={"i": "2"}, values={0: 1.0})], completions=[]), "s", grid, 5000)
 
 
+def test_a_counter_stale_at_the_start_is_a_gap_not_a_birth_over_a_range_with_history():
+    """Two targets: the busy time from one (process-exporter) reports at every point; the
+    app's request counter misses the scrape at 10 s (Prometheus marks its series stale), so
+    the window (10, 15] sees the counter at its end only. Its value there (the count since
+    the app started) is not the window's increase: with the range's history the window is a
+    gap naming the class; a class first seen in a window after the tier reported without it
+    is born (its value is its increase); without history every absence is a birth, as
+    before."""
+    spec = source_from_mapping({**SPEC, "tiers": {"app": {
+        "busy_seconds": "b", "completions": "c"}}}).tiers[0]
+
+    def matrix_of(*series):
+        return parse_result({"resultType": "matrix", "result": [
+            {"metric": labels, "values": [[t, str(v)] for t, v in points]}
+            for labels, points in series]})
+    busy = matrix_of(({}, [(t, t / 10) for t in (0, 5, 10, 15, 20)]))
+    comp = matrix_of(({"handler": "/q"}, [(0, 900), (5, 910), (15, 930), (20, 940)]),
+                     ({"handler": "/new"}, [(15, 3), (20, 5)]))
+    data = TierData(busy_seconds=busy, completions=comp)
+    records, gaps = tier_windows(spec, data, "s", [10000, 15000, 20000], 5000, history=True)
+    assert [g.reason for g in gaps] == [
+        "completions: no series at the window's end",      # (5, 10]: the missed scrape
+        "completions: /q: no value at the window's start (stale: a failed scrape)"]
+    assert [(r["end"], r["completions"]) for r in records] == [
+        (20.0, {"/new": 2, "/q": 10})]
+    # a class born in the window: its value is its increase
+    comp = matrix_of(({"handler": "/q"}, [(0, 900), (5, 910), (10, 920), (15, 930)]),
+                     ({"handler": "/new"}, [(15, 3)]))
+    records, gaps = tier_windows(spec, TierData(busy_seconds=busy, completions=comp), "s",
+                                 [15000], 5000, history=True)
+    assert not gaps and records[0]["completions"] == {"/new": 3, "/q": 10}
+    # the first point of a range cannot tell: a gap, not a guess
+    records, gaps = tier_windows(spec, TierData(busy_seconds=busy, completions=matrix_of(
+        ({"handler": "/q"}, [(5, 910)]))), "s", [5000], 5000, history=True)
+    assert not records and "/q: no value at the window's start" in gaps[0].reason
+    # without history (the agent formats' single windows) an absence at the start is a birth
+    records, _ = tier_windows(spec, data, "s", [15000], 5000)
+    assert records[0]["completions"] == {"/new": 3, "/q": 930}
+
+
 @pytest.mark.parametrize("raw, message", [
     ({"tiers": {"a": {"busy_seconds": "b", "completions": "c"}}},
      "prometheus.url: must be an http(s) URL (or set PERFCAST_PROMETHEUS_URL), got None"),

@@ -4,9 +4,17 @@ worker count on the command line).
 Sync workers: one request at a time per worker process, so a worker's CPU time during a
 request is that request's (bench/testbed/app.py). prometheus-client's multiprocess mode needs
 each dead worker's live gauges dropped (``child_exit``); its counters stay, as they must.
+
+Prometheus scrapes the master (``when_ready``: the workers' merged metrics on
+``TESTBED_APP_METRICS_PORT``), not a worker: a scrape served by a sync worker waits behind
+the requests in the listen queue, and at load it missed the 1-s scrape timeout -- Prometheus
+then marks every series of the app stale for that scrape. The app's own ``/metrics`` stays (the
+load generator's snapshots read it).
 """
 
-from prometheus_client import multiprocess
+import os
+
+from prometheus_client import CollectorRegistry, multiprocess, start_http_server
 
 worker_class = "sync"
 timeout = 60
@@ -16,3 +24,11 @@ accesslog = None
 
 def child_exit(server, worker):
     multiprocess.mark_process_dead(worker.pid)
+
+
+def when_ready(server):
+    port = int(os.environ.get("TESTBED_APP_METRICS_PORT", "0"))
+    if port:
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+        start_http_server(port, addr="127.0.0.1", registry=registry)

@@ -36,7 +36,7 @@ from urllib.parse import urlsplit
 #: the default class mix (fractions of requests)
 MIX = {"home": 0.4, "product": 0.3, "search": 0.15, "buy": 0.15}
 #: hard bounds whatever the options
-MAX_DURATION_S = 600.0
+MAX_DURATION_S = 1800.0
 MAX_REQUESTS = 200_000
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
@@ -105,23 +105,43 @@ def send(target: Target, cls: str, user: int, log: Log) -> None:
                "status": status, "user": user, "detail": detail})
 
 
+def join_times(users: int, ramp_to: int | None, span_s: float) -> list[float]:
+    """Seconds after the start at which each user joins: ``users`` at once, then one user at a
+    time, evenly, so that ``ramp_to`` have joined by the end (the last one a step before)."""
+    top = max(users, ramp_to or users)
+    return [0.0 if u < users else span_s * (u - users + 1) / (top - users + 1)
+            for u in range(top)]
+
+
 def closed(target: Target, log: Log, users: int, think_s: float, mix: dict[str, float],
-           deadline: float, seed: int, gauge: Any) -> None:
+           deadline: float, seed: int, gauge: Any, ramp_to: int | None = None) -> None:
     """``users`` threads, each: a request, an exponential think time of mean ``think_s``, ...
-    until the deadline."""
+    until the deadline. With ``ramp_to``, user ``u >= users`` joins at the fraction
+    ``(u - users + 1) / (ramp_to - users + 1)`` of the run: the population grows linearly
+    (one step at a time) to ``ramp_to`` by the end, as the sessions of a growing audience."""
     classes, weights = list(mix), list(mix.values())
+    start = time.time()
+    joins = join_times(users, ramp_to, deadline - start)
+    top = len(joins)
+    active = {"n": 0}
+    lock = threading.Lock()
 
     def user(u: int) -> None:
         rng = random.Random(seed * 1_000_003 + u)
+        time.sleep(max(0.0, start + joins[u] - time.time()))
+        if time.time() >= deadline:
+            return
+        with lock:
+            active["n"] += 1
+            if gauge is not None:
+                gauge.set(active["n"])
         time.sleep(rng.uniform(0, think_s))           # staggered start
         while time.time() < deadline and log.take():
             send(target, rng.choices(classes, weights)[0], u, log)
             time.sleep(min(rng.expovariate(1 / think_s) if think_s > 0 else 0,
                            max(0.0, deadline - time.time())))
 
-    threads = [threading.Thread(target=user, args=(u,), daemon=True) for u in range(users)]
-    if gauge is not None:
-        gauge.set(users)
+    threads = [threading.Thread(target=user, args=(u,), daemon=True) for u in range(top)]
     for t in threads:
         t.start()
     for t in threads:
@@ -268,6 +288,8 @@ def main(argv: list[str] | None = None) -> int:
     c = sub.add_parser("closed", help="users with think time")
     c.add_argument("--users", type=int, default=5)
     c.add_argument("--think", type=float, default=1.0, help="mean think time, seconds")
+    c.add_argument("--ramp-to", type=int, default=None,
+                   help="the users at the end (one more user at a time); default: flat")
     o = sub.add_parser("open", help="Poisson arrivals")
     o.add_argument("--rate", type=float, required=True, help="arrivals per second")
     o.add_argument("--ramp-to", type=float, default=None,
@@ -282,8 +304,9 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--duration must be within (0, {MAX_DURATION_S:g}] s")
     if not 0 < args.max_requests <= MAX_REQUESTS:
         p.error(f"--max-requests must be within [1, {MAX_REQUESTS}]")
-    if args.mode == "closed" and not (1 <= args.users <= 500 and args.think >= 0):
-        p.error("--users must be within [1, 500], --think >= 0")
+    if args.mode == "closed" and not (1 <= args.users <= 500 and args.think >= 0 and (
+            args.ramp_to is None or args.users <= args.ramp_to <= 500)):
+        p.error("--users must be within [1, 500], --ramp-to within [--users, 500], --think >= 0")
     if args.mode == "open" and not (0 < args.rate <= 500 and (args.ramp_to is None
                                                               or 0 <= args.ramp_to <= 500)):
         p.error("--rate and --ramp-to must be within (0, 500] per second")
@@ -311,10 +334,12 @@ def main(argv: list[str] | None = None) -> int:
         deadline = start + args.duration
         log.write({"kind": "run", "mode": args.mode, "start": round(start, 6),
                    "duration_s": args.duration, "mix": args.mix, "seed": args.seed,
-                   **({"users": args.users, "think_s": args.think} if args.mode == "closed"
+                   **({"users": args.users, "think_s": args.think, "ramp_to": args.ramp_to}
+                      if args.mode == "closed"
                       else {"rate": args.rate, "ramp_to": args.ramp_to})})
         if args.mode == "closed":
-            closed(target, log, args.users, args.think, args.mix, deadline, args.seed, gauge)
+            closed(target, log, args.users, args.think, args.mix, deadline, args.seed, gauge,
+                   args.ramp_to)
         else:
             open_load(target, log, args.rate, args.ramp_to, args.mix, start, deadline,
                       args.seed, args.max_in_flight, gauge)

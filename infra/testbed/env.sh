@@ -4,6 +4,7 @@ TESTBED_CACHE="${PERFCAST_CACHE:-$HOME/.cache/perfcast}/testbed"
 TESTBED_STATE="${TESTBED_CACHE}/run-dir"          # the running testbed's run dir
 TESTBED_PG_PORT="${TESTBED_PG_PORT:-15432}"
 TESTBED_APP_PORT="${TESTBED_APP_PORT:-18080}"
+TESTBED_APP_METRICS_PORT="${TESTBED_APP_METRICS_PORT:-18081}"   # the gunicorn master's /metrics
 TESTBED_NODE_PORT="${TESTBED_NODE_PORT:-19100}"
 TESTBED_PROCESS_PORT="${TESTBED_PROCESS_PORT:-19156}"
 TESTBED_PGEXP_PORT="${TESTBED_PGEXP_PORT:-19187}"
@@ -15,6 +16,10 @@ TESTBED_PYTHON="${TESTBED_PYTHON:-$HOME/.cache/perfcast/venv/bin/python}"
 # load generator shares them
 TESTBED_DB_CPU="${TESTBED_DB_CPU:-1}"
 TESTBED_APP_CPU="${TESTBED_APP_CPU:-0}"
+# the CPU of the exporters and Prometheus (taskset -c; empty: not pinned). The campaign
+# (bench/testbed/campaign.py) puts them, and the load generator, on the app's CPU so that the
+# database's CPU runs the database alone
+TESTBED_AUX_CPU="${TESTBED_AUX_CPU:-}"
 # the servers' scheduling priority: the host is shared with other jobs
 TESTBED_NICE="${TESTBED_NICE:-19}"
 

@@ -22,7 +22,7 @@ if [[ -f "${TESTBED_STATE}" && -d "$(cat "${TESTBED_STATE}")" ]]; then
   echo "error: a testbed is up already (run dir $(cat "${TESTBED_STATE}")); run down.sh first" >&2
   exit 1
 fi
-for port in "${TESTBED_PG_PORT}" "${TESTBED_APP_PORT}" "${TESTBED_NODE_PORT}" \
+for port in "${TESTBED_PG_PORT}" "${TESTBED_APP_PORT}" "${TESTBED_APP_METRICS_PORT}" "${TESTBED_NODE_PORT}" \
             "${TESTBED_PROCESS_PORT}" "${TESTBED_PGEXP_PORT}" "${TESTBED_PROM_PORT}"; do
   if (exec 3<>"/dev/tcp/127.0.0.1/${port}") 2>/dev/null; then
     echo "error: something already listens on 127.0.0.1:${port}" >&2
@@ -103,7 +103,8 @@ DSN="host=${RUN}/sock port=${TESTBED_PG_PORT} user=postgres dbname=shop"
 # the subshell execs into gunicorn's master (nohup, taskset and nice exec too): $! is its pid,
 # and no shell is left holding up.sh's standard output
 ( cd "${REPO}" || exit 1
-  export PROMETHEUS_MULTIPROC_DIR="${RUN}/metrics" TESTBED_PG_DSN="${DSN}" PYTHONPATH="${REPO}"
+  export PROMETHEUS_MULTIPROC_DIR="${RUN}/metrics" TESTBED_PG_DSN="${DSN}" PYTHONPATH="${REPO}" \
+    TESTBED_APP_METRICS_PORT="${TESTBED_APP_METRICS_PORT}"
   exec nohup taskset -c "${TESTBED_APP_CPU}" nice -n "${TESTBED_NICE}" \
     "${TESTBED_PYTHON}" -m gunicorn --config "${REPO}/bench/testbed/gunicorn_conf.py" \
     --bind "127.0.0.1:${TESTBED_APP_PORT}" --workers "${WORKERS}" --pid "${RUN}/app.pid" \
@@ -111,6 +112,7 @@ DSN="host=${RUN}/sock port=${TESTBED_PG_PORT} user=postgres dbname=shop"
 ) > "${RUN}/log/app.out" 2>&1 < /dev/null &
 echo $! > "${RUN}/app.pid.start"              # gunicorn writes the same pid to app.pid
 wait_http "http://127.0.0.1:${TESTBED_APP_PORT}/metrics" app.log "the app"
+wait_http "http://127.0.0.1:${TESTBED_APP_METRICS_PORT}/metrics" app.log "the app's master /metrics"
 
 # --- exporters ----------------------------------------------------------------------------
 # process-exporter: the database's and the app's process groups, found by the run dir in their
@@ -142,7 +144,9 @@ pg_testbed_class:
 CONF_EOF
 start_bg() {  # name log command...
   local name="$1" log="$2"; shift 2
-  nohup nice -n "${TESTBED_NICE}" "$@" > "${RUN}/log/${log}" 2>&1 < /dev/null &
+  local pin=()
+  [[ -n "${TESTBED_AUX_CPU}" ]] && pin=(taskset -c "${TESTBED_AUX_CPU}")
+  nohup "${pin[@]}" nice -n "${TESTBED_NICE}" "$@" > "${RUN}/log/${log}" 2>&1 < /dev/null &
   echo $! > "${RUN}/${name}.pid"
 }
 start_bg process_exporter process-exporter.log prometheus-process-exporter \
@@ -166,7 +170,7 @@ global:
   scrape_timeout: ${SCRAPE}
 scrape_configs:
   - job_name: app
-    static_configs: [{targets: ["127.0.0.1:${TESTBED_APP_PORT}"]}]
+    static_configs: [{targets: ["127.0.0.1:${TESTBED_APP_METRICS_PORT}"]}]
   - job_name: process
     static_configs: [{targets: ["127.0.0.1:${TESTBED_PROCESS_PORT}"]}]
   - job_name: postgres

@@ -53,7 +53,7 @@ from streams.sources.window_rules import (
     tier_windows,
 )
 
-__all__ = ["TierSpec", "PrometheusSource", "load_source", "Series", "Gap", "TierData",
+__all__ = ["LOOKBACK_WINDOWS", "TierSpec", "PrometheusSource", "load_source", "Series", "Gap", "TierData",
            "AnswerError", "parse_result", "counter_increase", "tier_windows", "window_ends",
            "promql_duration", "QUERY_FIELDS"]
 
@@ -320,15 +320,23 @@ def parse_result(data: Any, what: str = "query") -> list[Series]:
     return out
 
 
+#: windows of history fetched before the first window of a range: without them a counter stale
+#: at the first window's start (a failed scrape) cannot be told from a newborn one (the window
+#: rules' rule 4); a minute at 5-s windows, a few points per query
+LOOKBACK_WINDOWS = 12
+
+
 def system_windows(source: PrometheusSource, data: Mapping[str, TierData],
-                   ends_ms: Sequence[int]) -> tuple[list[dict[str, Any]], list[Gap]]:
+                   ends_ms: Sequence[int], history: bool = False,
+                   ) -> tuple[list[dict[str, Any]], list[Gap]]:
     """Every tier's records on the grid ``ends_ms``, ordered by end, then by tier (the
-    configured visit order), and the gaps."""
+    configured visit order), and the gaps; ``history``: the data reach
+    :data:`LOOKBACK_WINDOWS` windows before the first (the window rules' rule 4)."""
     order = {t.name: i for i, t in enumerate(source.tiers)}
     records, gaps = [], []
     for spec in source.tiers:
         r, g = tier_windows(spec, data[spec.name], source.system, ends_ms, source.window_ms,
-                            source.missing_class)
+                            source.missing_class, history=history)
         records += r
         gaps += g
     records.sort(key=lambda r: (r["end"], order[r["tier"]]))

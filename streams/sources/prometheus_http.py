@@ -37,6 +37,7 @@ from streams.core.source_settings import redact_url
 from streams.core.terminal import printable
 from streams.sources.prometheus import (
     ABSENT,
+    LOOKBACK_WINDOWS,
     QUERY_FIELDS,
     AnswerError,
     Gap,
@@ -406,7 +407,8 @@ _LOSES = {"busy_seconds": None, "utilization": None, "completions": None, "cores
 
 def _tier_data(client: PrometheusClient, source: PrometheusSource, first_ms: int,
                last_ms: int) -> tuple[dict[str, TierData], list[tuple[str, str, MalformedAnswer]]]:
-    """Every tier's query results on the grid from ``first_ms - window`` to ``last_ms``;
+    """Every tier's query results on the grid from ``first_ms - window`` (and
+    :data:`~streams.sources.prometheus.LOOKBACK_WINDOWS` windows before it) to ``last_ms``;
     ``concurrency`` queries in flight at a time. An answer of another shape is no series
     (as a series missing from an answer is) and is returned as ``(tier, query, error)``."""
     window = promql_duration(source.window_s)
@@ -417,8 +419,8 @@ def _tier_data(client: PrometheusClient, source: PrometheusSource, first_ms: int
         tier, name, query = job
         what = f"tiers.{tier}.{name}"
         try:
-            data = client.query_range(query, first_ms - source.window_ms, last_ms,
-                                      source.window_ms, what)
+            data = client.query_range(query, first_ms - (1 + LOOKBACK_WINDOWS) * source.window_ms,
+                                      last_ms, source.window_ms, what)
             return parse_result(data, what)
         except MalformedAnswer as exc:
             return exc
@@ -491,7 +493,7 @@ def iter_windows(source: PrometheusSource, start_s: float, end_s: float,
         if refused and on_refused is None:
             raise refused[0][2]
         try:
-            records, gaps = system_windows(source, data, batch)
+            records, gaps = system_windows(source, data, batch, history=True)
         except ValueError as exc:
             raise PrometheusError(str(exc)) from None
         if refused:

@@ -22,7 +22,14 @@ The rules (:func:`tier_windows`, pure; property-tested against simulated scrapes
    (no start value).
 4. A class series present at a window's end but not at its start, while the tier reported at
    the start, was born in the window (client libraries create a class's counter at its first
-   request): its increase is its value. A series gone at the end contributes nothing.
+   request): its increase is its value. A series gone at the end contributes nothing. Over a
+   range with history before the window (``lookback``: the Prometheus source's answers), a
+   series counts as born only if it has no value at any earlier point while the tier
+   reported at one: a series with earlier values was stale at the start -- a failed scrape
+   of its target (a busy app missing the scrape timeout) marks every series of that target
+   stale while another target's busy time still reports -- and its value there is the whole
+   count since the process started, not the window's. Such a window, or one with no earlier
+   point to tell, is a gap naming the class.
 5. Utilization from ``busy_seconds`` is ``increase / (window_s * cores)``. The samples at the
    two ends were scraped up to a scrape interval apart from the grid points, so at saturation
    it can come out a little above 1: it is passed on as it is, and the pipeline clamps a value
@@ -163,13 +170,26 @@ def _sum_at(series: Sequence[Series], t: int) -> float | None:
     return math.fsum(vals) if vals else None
 
 
+def _born(s: Series, start: int, reported_at_start: bool,
+          reported_before: bool | None) -> bool:
+    """Rule 4: may ``s``, without a value at ``start``, count as born in the window?
+    ``reported_before``: ``None`` without history (every absence at the start is a birth);
+    else whether the tier reported at a point before ``start``."""
+    if not reported_at_start:
+        return False
+    if reported_before is None:
+        return True
+    return reported_before and not any(t < start for t in s.values)
+
+
 def _increase(series: Sequence[Series], start: int, end: int, counters: bool,
-              reported_at_start: bool) -> float | None:
+              reported_at_start: bool, reported_before: bool | None = None) -> float | None:
     """Summed increase of ``series`` over ``(start, end]``: per series, then summed (rule 1);
     without counters the values at ``end`` are the increases."""
     if not counters:
         return _sum_at(series, end)
-    parts = [counter_increase(s.values.get(start), s.values.get(end), reported_at_start)
+    parts = [counter_increase(s.values.get(start), s.values.get(end),
+                              _born(s, start, reported_at_start, reported_before))
              for s in series]
     parts = [p for p in parts if p is not None]
     return math.fsum(parts) if parts else None
@@ -180,11 +200,12 @@ def _whole(v: float) -> int | float:
 
 
 def tier_windows(spec: TierSpec, data: TierData, system: str, ends_ms: Sequence[int],
-                 window_ms: int, missing_class: str = "other",
+                 window_ms: int, missing_class: str = "other", history: bool = False,
                  ) -> tuple[list[dict[str, Any]], list[Gap]]:
     """The input-contract records of one tier at the window ends ``ends_ms`` (each window is
     ``(end - window_ms, end]``) and the windows that could not be made. Pure: the results of
-    the tier's queries in, records out (module docstring: the rules)."""
+    the tier's queries in, records out (module docstring: the rules). ``history``: the data
+    hold points before the windows (rule 4's stricter reading)."""
     busy = data.busy_seconds if spec.busy_seconds is not None else data.utilization
     busy = busy or []
     if spec.utilization is not None and len({_key(s.labels) for s in busy}) > 1:
@@ -226,8 +247,17 @@ def tier_windows(spec: TierSpec, data: TierData, system: str, ends_ms: Sequence[
         if utilization is None:
             gaps.append(Gap(spec.name, end, "busy time: no value"))
             continue
+        before = (any(t < start for s in busy for t in s.values) if history and spec.counters
+                  else None)
         counts = {cls: n for cls, ss in completions.items()
-                  if (n := _increase(ss, start, end, spec.counters, at_start)) is not None}
+                  if (n := _increase(ss, start, end, spec.counters, at_start, before))
+                  is not None}
+        stale = sorted(cls for cls, ss in completions.items() if cls not in counts and any(
+            end in s.values for s in ss))
+        if stale and before is not None:
+            gaps.append(Gap(spec.name, end, f"completions: {', '.join(stale)}: no value at the "
+                                            f"window's start (stale: a failed scrape)"))
+            continue
         if not counts:
             gaps.append(Gap(spec.name, end, "completions: no series at the window's end"))
             continue
@@ -239,8 +269,9 @@ def tier_windows(spec: TierSpec, data: TierData, system: str, ends_ms: Sequence[
         if time_sum:
             times = {}
             for cls, ss in time_sum.items():
-                spent = _increase(ss, start, end, spec.counters, at_start)
-                n = _increase(time_count.get(cls, []), start, end, spec.counters, at_start)
+                spent = _increase(ss, start, end, spec.counters, at_start, before)
+                n = _increase(time_count.get(cls, []), start, end, spec.counters, at_start,
+                              before)
                 if spent is not None and n:
                     times[cls] = max(spent, 0.0) / n
             if times:

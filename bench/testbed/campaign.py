@@ -1,0 +1,517 @@
+"""The testbed's accuracy campaign: steady closed runs at several populations and a ramp through
+the knee, each judged against the ground truth (:mod:`bench.testbed.truth`), never against what
+perfcast read.
+
+One campaign (tens of minutes): the testbed up (``infra/testbed/up.sh``) with the exporters,
+Prometheus and the load generator on the app's CPU, so that the database's CPU runs the database
+alone; then per population a steady run of ``--duration`` seconds, lowest first. Before and
+during each run the **foreign CPU** of the database's CPU is read from ``/proc/stat`` (that
+CPU's busy time less the database's own, at nice <= 0; time of niced processes apart): a run
+whose foreign share exceeds ``--foreign-max`` is repeated (``--repeats``), and marked
+``disturbed`` if it never gets under it. Then:
+
+- **the SLO** of each class: 3x its measured mean response time in the lowest run;
+- **the measured knee**: the population at which the worst class's measured mean crosses its
+  SLO (linear between the two populations around the crossing);
+- per run, ``perfcast run --source prometheus`` over the run's own minutes: the last
+  prediction's per-class response time against the clients' mean, ``model_trusted``, the
+  capacity, and the last estimate's per-class demands against the truth's (the tier's busy CPU
+  shared out by the servers' own figures);
+- **capacity from one low-load run**: the lowest run at or under 30% of the measured knee;
+- **the ramp** (``--ramp FROM:TO:SECONDS``): the first firing predicted-breach alert against
+  the measured breach (the first minute whose worst class's mean exceeds its SLO).
+
+The results are one JSON file (``OUT/campaign.json``) and the Markdown tables it prints
+(``--markdown``), the source of docs/accuracy.md's "Real system" section.
+
+    python -m bench.testbed.campaign --out /tmp/campaign --markdown
+    python -m bench.testbed.campaign --out /tmp/c --populations 4,12 --duration 60 --no-ramp
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from bench.testbed.truth import truth as truth_of
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+PY = os.environ.get("TESTBED_PYTHON", str(Path.home() / ".cache/perfcast/venv/bin/python"))
+#: the SLO of a class, in multiples of its mean response time in the lowest run
+SLO_FACTOR = 3.0
+#: predictions of the first seconds of a run see a population still starting
+WARMUP_S = 60.0
+
+
+def _cpu_times(cpu: int) -> dict[str, float]:
+    """One CPU's time so far, seconds: ``user`` (at nice <= 0), ``niced`` (user time of
+    processes at nice > 0) and ``kernel`` (system, interrupts, steal: of any nice level)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    for line in Path("/proc/stat").read_text().splitlines():
+        parts = line.split()
+        if parts[0] == f"cpu{cpu}":
+            user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, parts[1:9])
+            return {"user": user / tick, "niced": nice / tick,
+                    "kernel": (system + irq + softirq + steal) / tick}
+    raise RuntimeError(f"no cpu{cpu} in /proc/stat")
+
+
+def _group_cpu(name: str) -> dict[str, float]:
+    """User and kernel CPU seconds (children reaped included) of the processes called
+    ``name`` (``/proc/PID/comm``: PostgreSQL's postmaster and backends are all ``postgres``)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = {"user": 0.0, "kernel": 0.0}
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit():
+            continue
+        try:
+            if (p / "comm").read_text().strip() != name:
+                continue
+            f = [int(x) for x in (p / "stat").read_text().rsplit(")", 1)[1].split()[11:15]]
+        except (OSError, IndexError, ValueError):
+            continue
+        total["user"] += (f[0] + f[2]) / tick
+        total["kernel"] += (f[1] + f[3]) / tick
+    return total
+
+
+class ForeignMeter:
+    """What else ran on the database's CPU between :meth:`start` and :meth:`stop`, as shares
+    of the span. The database's processes are pinned there; ``foreign_share`` is that CPU's
+    user time at nice <= 0 less the database's own user time: other work competing with the
+    database at its priority (the disturbance a run is judged by). ``niced_share`` (work at
+    nice > 0, which yields to the database) and ``kernel_share`` (system time of anyone on that
+    CPU less the database's: the niced work's system time cannot be told apart) are
+    reported beside it."""
+
+    def __init__(self, cpu: int, db_name: str) -> None:
+        self.cpu, self.db_name = cpu, db_name
+
+    def start(self) -> None:
+        self.t0, self.cpu0, self.db0 = time.time(), _cpu_times(self.cpu), _group_cpu(self.db_name)
+
+    def stop(self) -> dict[str, float]:
+        span = max(1e-9, time.time() - self.t0)
+        cpu, db = _cpu_times(self.cpu), _group_cpu(self.db_name)
+        d = {k: cpu[k] - self.cpu0[k] for k in cpu}
+        ddb = {k: db[k] - self.db0[k] for k in db}
+        return {"span_s": span, "db_share": (ddb["user"] + ddb["kernel"]) / span,
+                "foreign_share": max(0.0, d["user"] - ddb["user"]) / span,
+                "niced_share": d["niced"] / span,
+                "kernel_share": max(0.0, d["kernel"] - ddb["kernel"]) / span}
+
+
+def _sh(args: list[str], **kw: Any) -> subprocess.CompletedProcess:
+    return subprocess.run(args, check=True, text=True, cwd=REPO, **kw)
+
+
+def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env.update(extra or {})
+    return env
+
+
+def run_load(out: Path, users: int, duration: float, think: float, aux_cpu: int,
+             seed: int, ramp_to: int | None = None,
+             rates: tuple[float, float] | None = None) -> list[dict[str, Any]]:
+    """One load (bench.testbed.load) on the aux CPU, closed or (``rates``) an open ramp; its
+    log's lines."""
+    args = ["taskset", "-c", str(aux_cpu), PY, "-m", "bench.testbed.load", "--nice", "0",
+            "--duration", str(duration), "--max-requests", "200000", "--seed", str(seed),
+            "--out", str(out)]
+    if rates is not None:
+        args += ["open", "--rate", str(rates[0]), "--ramp-to", str(rates[1]),
+                 "--max-in-flight", "400"]
+    else:
+        args += ["closed", "--users", str(users), "--think", str(think)]
+    if ramp_to is not None:
+        args += ["--ramp-to", str(ramp_to)]
+    _sh(args, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return [json.loads(line) for line in out.read_text().splitlines()]
+
+
+def perfcast_run(out: Path, config: Path, t0: float, t1: float,
+                 windows: Path | None = None, prom: Path = HERE / "perfcast.toml",
+                 ) -> dict[str, Any]:
+    """``perfcast run --source prometheus`` over [t0, t1] (or, given ``windows``, over the
+    windows a former run read: ``perfcast run --source FILE``, the same predictions): its
+    predictions, estimates, alerts."""
+    if windows is None:
+        source = ["--source", "prometheus", "--prom-config", str(prom),
+                  "--from", str(int(t0)), "--to", str(int(math.ceil(t1)))]
+    else:
+        keep = out.parent / f"{out.name}-windows.jsonl"
+        keep.write_bytes(windows.read_bytes())
+        source = ["--source", str(keep)]
+    _sh([PY, "-m", "streams.cli.commands", "run", *source, "--config", str(config),
+         "--out", str(out)], env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def lines(name: str) -> list[dict[str, Any]]:
+        f = out / name
+        return [json.loads(x) for x in f.read_text().splitlines()] if f.exists() else []
+
+    return {"predictions": lines("predictions.jsonl"), "estimates": lines("estimates.jsonl"),
+            "alerts": lines("alerts.jsonl"), "deadletters": len(lines("deadletter.jsonl"))}
+
+
+def _err(model: float | None, true: float | None) -> float | None:
+    if model is None or true is None or not true > 0:
+        return None
+    return model / true - 1.0
+
+
+def judge_run(truth: dict[str, Any], pc: dict[str, Any], start: float) -> dict[str, Any]:
+    """The last prediction after the warm-up and the last estimates against the truth."""
+    preds = [p for p in pc["predictions"] if p.get("classes") and p["time"] >= start + WARMUP_S]
+    measured = {r["cls"]: r["mean_s"] for r in truth["overall"] if r["cls"] != "all"}
+    out: dict[str, Any] = {"solves": len(preds), "deadletters": pc["deadletters"]}
+    if preds:
+        last = preds[-1]
+        out.update(
+            users=last["users"], capacity_users=last["capacity_users"],
+            model_trusted=last.get("model_trusted"), trust_reasons=last.get("trust_reasons"),
+            model_error=last.get("model_error"), bottleneck=last.get("bottleneck_tier"),
+            trusted_solves=sum(1 for p in preds if p.get("model_trusted")),
+            response_time={c: {"model": v["response_time"], "measured": measured.get(c),
+                               "error": _err(v["response_time"], measured.get(c))}
+                           for c, v in last["classes"].items()},
+            trusted_off=[  # trusted solves whose worst class is off by more than 20%
+                p["time"] for p in preds if p.get("model_trusted") and max(
+                    abs(_err(v["response_time"], measured.get(c)) or 0.0)
+                    for c, v in p["classes"].items()) > 0.20])
+    used = used_demands(preds[-1]) if preds else {}
+    demands: dict[str, dict[str, Any]] = {}
+    for c in truth["classes"]:
+        for tier, key in (("db", "db_demand_s"), ("app", "app_demand_s")):
+            d = used.get(tier, {}).get(c["cls"])
+            demands.setdefault(tier, {})[c["cls"]] = {"model": d, "truth": c[key],
+                                                      "error": _err(d, c[key])}
+    out["demands"] = demands
+    return out
+
+
+def used_demands(pred: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """Per tier and class, the demand the prediction's model used (the rule of
+    :func:`streams.predict.model.tier_demands`): the estimator the tier selected, or -- where the
+    windows decided processor sharing and every class has one -- the response-time split
+    scaled to that estimator's aggregate over the measured mix."""
+    mix = {c: v.get("throughput_measured") or 0.0 for c, v in pred["classes"].items()}
+    out: dict[str, dict[str, float]] = {}
+    for tier, t in pred["tiers"].items():
+        dem = t["demands"]
+        key = "regression" if t.get("estimator") == "regression" and all(
+            d.get("regression") is not None for d in dem.values()) else "kalman"
+        est = {c: d.get(key) or 0.0 for c, d in dem.items()}
+        split = {c: d.get("split") for c, d in dem.items()}
+        if t.get("split_discipline") == "ps" and all(v is not None for v in split.values()):
+            total = sum(mix.get(c, 0.0) * v for c, v in est.items())
+            base = sum(mix.get(c, 0.0) * v for c, v in split.items())
+            if total > 0 and base > 0:
+                est = {c: v * total / base for c, v in split.items()}
+        out[tier] = est
+    return out
+
+
+def knee(points: list[tuple[int, float]]) -> float | None:
+    """The population at which the worst class's mean over its SLO crosses 1 (linear between
+    the two measured populations around it); ``None`` when no run reaches it."""
+    points = sorted(points)
+    for (n0, r0), (n1, r1) in zip(points, points[1:]):
+        if r0 <= 1.0 < r1:
+            return n0 + (1.0 - r0) * (n1 - n0) / (r1 - r0)
+    return None
+
+
+def write_config(path: Path, slo: dict[str, float], workers: int | None = None) -> None:
+    """The system's configuration: the SLOs and, with ``workers``, gunicorn's sync workers as
+    a pool of the app held across the whole request (a worker serves one request at a time,
+    waiting for the database's answers)."""
+    cells = ", ".join(f'"{c}" = {v:.6f}' for c, v in sorted(slo.items()))
+    pool = ("" if not workers else
+            f'\n[systems.testbed.pools.workers]\ntier = "app"\nsize = {workers}\n'
+            f'holds = ["app", "db"]\n')
+    path.write_text(f"""# written by bench.testbed.campaign: the SLOs are 3x each class's mean
+# response time in the campaign's lowest run
+[systems.testbed]
+tiers = ["app", "db"]
+sla_s = {{ {cells} }}
+solve_interval_s = 15
+solve_offset_s = 0
+horizon_s = 1800
+""" + pool)
+
+
+def steady(args: argparse.Namespace, out: Path, meter: ForeignMeter, users: int,
+           seed: int) -> dict[str, Any]:
+    """One steady run, repeated while the database's CPU is disturbed by other work."""
+    for attempt in range(args.repeats + 1):
+        meter.start()
+        lines = run_load(out / f"load-{users}-{attempt}.jsonl", users, args.duration,
+                         args.think, args.aux_cpu, seed)
+        foreign = meter.stop()
+        run = next(r for r in lines if r.get("kind") == "run")
+        entry = {"users": users, "attempt": attempt, "start": run["start"],
+                 "end": run["start"] + args.duration, "foreign": foreign,
+                 "disturbed": foreign["foreign_share"] > args.foreign_max,
+                 "truth": asdict(truth_of(lines))}
+        print(f"  {users} users (attempt {attempt}): foreign {foreign['foreign_share']:.3f}, "
+              f"niced {foreign['niced_share']:.3f}, kernel {foreign['kernel_share']:.3f}, "
+              f"db {foreign['db_share']:.3f}",
+              file=sys.stderr, flush=True)
+        if not entry["disturbed"]:
+            return entry
+        time.sleep(args.settle)
+    return entry
+
+
+def campaign(args: argparse.Namespace) -> dict[str, Any]:
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    meter = ForeignMeter(args.db_cpu, "postgres")
+    runs = [steady(args, out, meter, n, seed) for seed, n in enumerate(args.populations, 1)]
+    if args.slo_from:
+        slo = json.loads((Path(args.slo_from) / "campaign.json").read_text())["slo_s"]
+    else:
+        low = min(runs, key=lambda r: r["users"])
+        slo = {r["cls"]: SLO_FACTOR * r["mean_s"] for r in low["truth"]["overall"]
+               if r["cls"] != "all"}
+    config = out / "system.toml"
+    write_config(config, slo, args.workers)
+    ratios = []
+    for r in runs:
+        means = {s["cls"]: s["mean_s"] for s in r["truth"]["overall"] if s["cls"] in slo}
+        r["worst_over_slo"] = max(means[c] / slo[c] for c in means)
+        ratios.append((r["users"], r["worst_over_slo"]))
+        r["perfcast"] = judge_run(r["truth"], perfcast_run(
+            out / f"perfcast-{r['users']}", config, r["start"], r["end"] + 2), r["start"])
+    result: dict[str, Any] = {"slo_s": slo, "knee_users": knee(ratios), "runs": runs,
+                              "think_s": args.think, "duration_s": args.duration,
+                              "foreign_max": args.foreign_max}
+    k = result["knee_users"]
+    lows = [r for r in runs if k is not None and r["users"] <= 0.3 * k]
+    if lows:
+        base = max(lows, key=lambda r: r["users"])
+        cap = base["perfcast"].get("capacity_users")
+        result["low_load"] = {"users": base["users"], "capacity_users": cap,
+                              "error": _err(cap, k)}
+    if args.ramp:
+        a, b, span = args.ramp
+        meter.start()
+        lines = run_load(out / "load-ramp.jsonl", a, span, args.think, args.aux_cpu, 99, b)
+        foreign = meter.stop()
+        run = next(x for x in lines if x.get("kind") == "run")
+        t = truth_of(lines)
+        breach_min = breach_minute(t, slo)
+        pc = perfcast_run(out / "perfcast-ramp", config, run["start"], run["start"] + span + 2)
+        firing = [x["time"] for x in pc["alerts"]
+                  if x.get("alert") == "predicted_breach" and x.get("state") == "firing"]
+        breach_t = None if breach_min is None else run["start"] + 60.0 * (breach_min + 1)
+        result["ramp"] = {
+            "start": run["start"], "from_users": a, "to_users": b, "duration_s": span, "foreign": foreign,
+            "measured_breach_min": None if breach_t is None else (breach_t - run["start"]) / 60,
+            "first_alert_min": (firing[0] - run["start"]) / 60 if firing else None,
+            "lead_min": (breach_t - firing[0]) / 60 if firing and breach_t else None,
+            "alerts": pc["alerts"], "solves": len(pc["predictions"]),
+            "trusted_solves": sum(1 for p in pc["predictions"] if p.get("model_trusted"))}
+    if args.open_ramp:
+        result["open_ramp"] = open_ramp(args, out, meter, config, slo)
+    (out / "campaign.json").write_text(json.dumps(result, indent=1, default=str))
+    return result
+
+
+def breach_minute(t: Any, slo: dict[str, float]) -> int | None:
+    """The first minute whose mean response time of some class exceeds its SLO."""
+    return next((m for m, rows in sorted(t.minutes.items()) if any(
+        s.cls in slo and s.n > 0 and s.mean_s > slo[s.cls] for s in rows)), None)
+
+
+def open_ramp(args: argparse.Namespace, out: Path, meter: ForeignMeter, config: Path,
+              slo: dict[str, float]) -> dict[str, Any]:
+    """Poisson arrivals ramped from ``r0`` to ``r1`` per second; perfcast reads the same
+    exporters without the users gauge (an API's monitoring has request rates, not sessions),
+    so the workload is detected as open."""
+    r0, r1, span = args.open_ramp
+    prom = out / "perfcast-open.toml"
+    prom.write_text("\n".join(line for line in (HERE / "perfcast.toml").read_text().splitlines()
+                              if not line.startswith("users =")) + "\n")
+    meter.start()
+    lines = run_load(out / "load-open-ramp.jsonl", 0, span, 0.0, args.aux_cpu, 98,
+                     rates=(r0, r1))
+    foreign = meter.stop()
+    run = next(x for x in lines if x.get("kind") == "run")
+    t = truth_of(lines)
+    bm = breach_minute(t, slo)
+    pc = perfcast_run(out / "perfcast-open-ramp", config, run["start"], run["start"] + span + 2,
+                      prom=prom)
+    firing = [x["time"] for x in pc["alerts"]
+              if x.get("alert") == "predicted_breach" and x.get("state") == "firing"]
+    breach_t = None if bm is None else run["start"] + 60.0 * (bm + 1)
+    preds = [p for p in pc["predictions"] if p.get("classes")]
+    return {"start": run["start"], "from_rate": r0, "to_rate": r1, "duration_s": span,
+            "foreign": foreign, "dropped": t.dropped, "errors": t.errors,
+            "measured_breach_min": None if breach_t is None else (breach_t - run["start"]) / 60,
+            "first_alert_min": (firing[0] - run["start"]) / 60 if firing else None,
+            "lead_min": (breach_t - firing[0]) / 60 if firing and breach_t else None,
+            "workload": sorted({p.get("workload") for p in preds}),
+            "capacity_rate_per_s": [p.get("capacity_rate_per_s") for p in preds],
+            "alerts": pc["alerts"], "solves": len(preds),
+            "trusted_solves": sum(1 for p in preds if p.get("model_trusted"))}
+
+
+def rejudge(src: Path, out: Path, workers: int | None = None,
+            refetch: bool = False) -> dict[str, Any]:
+    """The judgement of a former campaign (``src/campaign.json`` and the windows its perfcast
+    runs read) made again by today's code: the measurements stay, perfcast runs again. With
+    ``refetch`` the windows are read from Prometheus again (its TSDB kept: a Prometheus
+    serving it at the mapping's URL), so a change to the Prometheus source is judged too."""
+    res = json.loads((src / "campaign.json").read_text())
+    out.mkdir(parents=True, exist_ok=True)
+    config = out / "system.toml"
+    write_config(config, res["slo_s"], workers)
+    for r in res["runs"]:
+        r["perfcast"] = judge_run(r["truth"], perfcast_run(
+            out / f"perfcast-{r['users']}", config, r["start"], r["end"] + 2,
+            None if refetch else src / f"perfcast-{r['users']}" / "prometheus-windows.jsonl"),
+            r["start"])
+    k = res["knee_users"]
+    if "low_load" in res:
+        base = next(r for r in res["runs"] if r["users"] == res["low_load"]["users"])
+        cap = base["perfcast"].get("capacity_users")
+        res["low_load"].update(capacity_users=cap, error=_err(cap, k))
+    if "ramp" in res:
+        rp = res["ramp"]
+        start = rp.get("start") or next(
+            json.loads(x) for x in (src / "load-ramp.jsonl").read_text().splitlines()
+            if '"kind":"run"' in x)["start"]
+        pc = perfcast_run(out / "perfcast-ramp", config, start, start + rp["duration_s"] + 2,
+                          None if refetch else src / "perfcast-ramp" / "prometheus-windows.jsonl")
+        firing = [x["time"] for x in pc["alerts"]
+                  if x.get("alert") == "predicted_breach" and x.get("state") == "firing"]
+        breach_t = (None if rp["measured_breach_min"] is None
+                    else start + 60.0 * rp["measured_breach_min"])
+        rp.update(first_alert_min=(firing[0] - start) / 60 if firing else None,
+                  lead_min=(breach_t - firing[0]) / 60 if firing and breach_t else None,
+                  alerts=pc["alerts"], solves=len(pc["predictions"]),
+                  trusted_solves=sum(1 for p in pc["predictions"] if p.get("model_trusted")))
+    (out / "campaign.json").write_text(json.dumps(res, indent=1, default=str))
+    return res
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{100 * v:+.0f}%"
+
+
+def markdown(res: dict[str, Any]) -> str:
+    slo = res["slo_s"]
+    k = res["knee_users"]
+    lines = [f"SLO (3x the lowest run's mean, ms): "
+             + ", ".join(f"{c} {1000 * v:.0f}" for c, v in sorted(slo.items()))
+             + f"; measured knee {'-' if k is None else f'{k:.1f}'} users", "",
+             "| users | foreign CPU | worst R/SLO | capacity | trusted (solves) | R error "
+             + " / ".join(sorted(slo)) + " | db demand error | app demand error |",
+             "|---:|---:|---:|---:|---|---|---|---|"]
+    for r in res["runs"]:
+        p = r["perfcast"]
+        rt = p.get("response_time", {})
+        lines.append(
+            f"| {r['users']} | {r['foreign']['foreign_share']:.3f}"
+            f"{' (disturbed)' if r['disturbed'] else ''} | {r['worst_over_slo']:.2f} | "
+            f"{p.get('capacity_users', '-')} | {p.get('model_trusted')} "
+            f"({p.get('trusted_solves', 0)}/{p['solves']}) | "
+            + " / ".join(_pct(rt.get(c, {}).get("error")) for c in sorted(slo)) + " | "
+            + " / ".join(_pct(p["demands"]["db"][c]["error"]) for c in sorted(slo)) + " | "
+            + " / ".join(_pct(p["demands"]["app"][c]["error"]) for c in sorted(slo)) + " |")
+    if "low_load" in res:
+        lo = res["low_load"]
+        lines += ["", f"Capacity from the {lo['users']}-user run: {lo['capacity_users']} against "
+                      f"the measured knee {k:.1f} ({_pct(lo['error'])})."]
+    if "ramp" in res:
+        rp = res["ramp"]
+        lines += ["", f"Ramp {rp['from_users']} -> {rp['to_users']} users over "
+                      f"{rp['duration_s'] / 60:.0f} min: measured breach at minute "
+                      f"{rp['measured_breach_min']}, first predicted-breach alert at minute "
+                      f"{rp['first_alert_min']}, lead {rp['lead_min']} min; trusted solves "
+                      f"{rp['trusted_solves']}/{rp['solves']}; foreign CPU "
+                      f"{rp['foreign']['foreign_share']:.3f}."]
+    if "open_ramp" in res:
+        op = res["open_ramp"]
+        caps = [c for c in op["capacity_rate_per_s"] if c is not None]
+        lines += ["", f"Open ramp {op['from_rate']:g} -> {op['to_rate']:g}/s over "
+                      f"{op['duration_s'] / 60:.0f} min (workload {', '.join(map(str, op['workload']))}): "
+                      f"measured breach at minute {op['measured_breach_min']}, first "
+                      f"predicted-breach alert at minute {op['first_alert_min']}, lead "
+                      f"{op['lead_min']} min; capacity "
+                      + (f"{min(caps):.1f}-{max(caps):.1f}/s" if caps else "-")
+                      + f"; trusted solves {op['trusted_solves']}/{op['solves']}; dropped "
+                      f"{op['dropped']}; foreign CPU {op['foreign']['foreign_share']:.3f}."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", required=True)
+    p.add_argument("--populations", type=lambda s: [int(x) for x in s.split(",") if x],
+                   default=[6, 12, 24, 36, 48, 60, 72])
+    p.add_argument("--duration", type=float, default=150.0, help="seconds per steady run")
+    p.add_argument("--think", type=float, default=1.0)
+    p.add_argument("--ramp", type=lambda s: tuple(int(x) for x in s.split(":")),
+                   default=(6, 84, 1200), help="FROM:TO:SECONDS users")
+    p.add_argument("--no-ramp", dest="ramp", action="store_const", const=None)
+    p.add_argument("--open-ramp", type=lambda s: tuple(float(x) for x in s.split(":")),
+                   default=None, help="R0:R1:SECONDS: Poisson arrivals ramped from R0 to R1 "
+                                      "per second, after the closed runs")
+    p.add_argument("--slo-from", metavar="DIR",
+                   help="take the SLOs (and the knee) of a former campaign in DIR; with "
+                        "--populations '' no steady run is made")
+    p.add_argument("--foreign-max", type=float, default=0.05,
+                   help="the largest share of the database's CPU other work may take in a run")
+    p.add_argument("--repeats", type=int, default=2)
+    p.add_argument("--settle", type=float, default=20.0, help="seconds between attempts")
+    p.add_argument("--workers", type=int, default=None,
+                   help="declare the app's gunicorn workers (up.sh's TESTBED_WORKERS, 2) as a "
+                        "pool held across app and db; default: no pool")
+    p.add_argument("--db-cpu", type=int, default=1)
+    p.add_argument("--aux-cpu", type=int, default=0)
+    p.add_argument("--no-up", action="store_true", help="the testbed is up already")
+    p.add_argument("--markdown", action="store_true")
+    p.add_argument("--rejudge", metavar="DIR",
+                   help="no load: run today's perfcast again over the windows a former "
+                        "campaign in DIR read, and judge it against that campaign's truth")
+    p.add_argument("--refetch", action="store_true",
+                   help="with --rejudge: read the windows from Prometheus again")
+    args = p.parse_args(argv)
+    if args.rejudge:
+        res = rejudge(Path(args.rejudge), Path(args.out), args.workers, args.refetch)
+        print(markdown(res) if args.markdown else json.dumps(
+            {k: v for k, v in res.items() if k != "runs"}, indent=1, default=str))
+        return 0
+    env = {"TESTBED_AUX_CPU": str(args.aux_cpu), "TESTBED_DB_CPU": str(args.db_cpu),
+           "TESTBED_APP_CPU": str(args.aux_cpu), "TESTBED_NICE": "0"}
+    if not args.no_up:
+        up = _sh(["bash", "infra/testbed/up.sh"], env=_env(env), capture_output=True)
+        for line in up.stdout.splitlines():
+            if line.startswith("export "):
+                k, _, v = line[len("export "):].partition("=")
+                os.environ[k] = v.strip("'")
+    try:
+        res = campaign(args)
+    finally:
+        if not args.no_up:
+            _sh(["bash", "infra/testbed/down.sh"], env=_env(env), stdout=subprocess.DEVNULL)
+    print(markdown(res) if args.markdown else json.dumps(
+        {k: v for k, v in res.items() if k != "runs"}, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
