@@ -277,7 +277,7 @@ def tier_windows(spec: TierSpec, data: TierData, system: str, ends_ms: Sequence[
             if times:
                 record["response_time_s"] = dict(sorted(times.items()))
         if histograms:
-            quantiles = _window_quantiles(spec, histograms, start, end, at_start, gaps)
+            quantiles = _window_quantiles(spec, histograms, start, end, at_start, gaps, before)
             if quantiles:
                 record["response_time_quantiles_s"] = quantiles
         if data.users is not None:
@@ -289,14 +289,15 @@ def tier_windows(spec: TierSpec, data: TierData, system: str, ends_ms: Sequence[
 
 
 def _window_quantiles(spec: TierSpec, histograms: Mapping[str, list[Series]], start: int,
-                      end: int, at_start: bool, gaps: list[Gap]) -> dict[str, dict[str, float]]:
+                      end: int, at_start: bool, gaps: list[Gap],
+                      before: bool | None = None) -> dict[str, dict[str, float]]:
     """Per class the window's quantiles from its bucket series (rule 7); a class's problem is
     a :class:`Gap` with ``made = True``."""
     out: dict[str, dict[str, float]] = {}
     for cls, series in sorted(histograms.items()):
         where = f"response_time_quantiles_s.{cls}"
         try:
-            buckets = _window_buckets(series, start, end, at_start, spec.counters, where)
+            buckets = _window_buckets(series, start, end, at_start, spec.counters, where, before)
             if buckets is None:
                 continue
             values = {level_name(q): bucket_quantile(q, buckets, f"{where}.buckets")
@@ -312,7 +313,8 @@ def _window_quantiles(spec: TierSpec, histograms: Mapping[str, list[Series]], st
 
 
 def _window_buckets(series: Sequence[Series], start: int, end: int, at_start: bool,
-                    counters: bool, where: str) -> list[tuple[float, float]] | None:
+                    counters: bool, where: str, before: bool | None = None,
+                    ) -> list[tuple[float, float]] | None:
     """The class's buckets' increases over the window summed by ``le``; ``None`` when no
     bucket has a value at the end."""
     by_le: dict[float, list[Series]] = {}
@@ -332,7 +334,7 @@ def _window_buckets(series: Sequence[Series], start: int, end: int, at_start: bo
                                  "at one end only)")
     out = []
     for le in sorted(at_end):
-        n = _increase(by_le[le], start, end, counters, at_start)
+        n = _increase(by_le[le], start, end, counters, at_start, before)
         if n is not None:
             out.append((le, n))
     return out
