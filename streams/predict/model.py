@@ -379,6 +379,9 @@ class SystemModel:
         """Per class the statistic its SLO is on and its bound: the one nearest to (or
         furthest past) its bound at ``point`` (``mean`` for ``sla_s``; ``(None, None)``:
         no SLO)."""
+        if not self.has_quantile_slo:     # the mean's SLA alone (the argmax below, short)
+            return [("mean", s) if math.isfinite(s) else (None, None)
+                    for s in self.sla.tolist()]
         names = ["mean"]
         ratios = [point.response / self.sla]
         limits = [self.sla]
@@ -915,7 +918,7 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
                             for t in tiers]).reshape(len(tiers), C)
     servers = np.array([float(t.cores) for t in tiers])
     sla = np.array([cfg.sla_for(c) for c in classes])
-    slo_rows = [cfg.slo_for(c) for c in classes]
+    slo_rows = [cfg.slo_for(c) for c in classes] if cfg.slo else []
     slo = None if not any(slo_rows) else np.array(
         [[row.get(name, math.inf) for name in SLO_QUANTILES] for row in slo_rows], dtype=float)
     processes = None
