@@ -904,7 +904,6 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
     flags (:func:`streams.predict.visits.resolve`; ``None``: the configured ones, 1 where
     the configuration is silent)."""
     flags: list[str] = list(visits.flags) if visits is not None else []
-    visit = visits.visit if visits is not None else cfg.visit
     C = len(classes)
     weights = np.array([max(mix.get(c, 0.0), 0.0) for c in classes])
     if not weights.sum() > 0:
@@ -912,8 +911,12 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
         flags.append("idle: no completions in the interval, equal class mix assumed")
     p = weights / weights.sum()
     flags += assumed_structure(tiers, cfg, learned=visits is not None)
-    V_mc = np.array([[visit(t.tier, c) for c in classes] for t in tiers]).reshape(
-        len(tiers), C)
+    if visits is not None:                  # Visits.visit, each tier's row looked up once
+        rows = [visits.used.get(t.tier, {}) for t in tiers]
+        V_mc = np.array([[row.get(c, 1.0) for c in classes] for row in rows])
+    else:
+        V_mc = np.array([[cfg.visit(t.tier, c) for c in classes] for t in tiers])
+    V_mc = V_mc.reshape(len(tiers), C)
     D_mc = V_mc * np.array([tier_demands(t, classes, p, cfg.demand_policy)
                             for t in tiers]).reshape(len(tiers), C)
     servers = np.array([float(t.cores) for t in tiers])
