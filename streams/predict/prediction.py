@@ -159,7 +159,7 @@ def _visits(model: SystemModel, m: int) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
     if model.visits is not None:
         for c, v in zip(model.classes, model.visits[m].tolist()):
-            out.setdefault(c, {"visits": v})        # the first of a name, as list.index
+            out.setdefault(c, {"visits": float(v)})  # the first of a name, as list.index
     for c, measured in model.visits_measured.get(model.tiers[m], {}).items():
         if measured is not None:
             out[c] = {**out.get(c, {}), "visits_measured": float(measured)}
