@@ -74,8 +74,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["DISCIPLINES", "SplitSums", "ClassSplit", "window_demands", "class_split",
-           "AGREE", "MIN_SPAN", "DECIDE_RATIO"]
+__all__ = ["DISCIPLINES", "SplitSums", "ClassSplit", "window_demands", "split_rows",
+           "class_split", "AGREE", "MIN_SPAN", "DECIDE_RATIO"]
 
 DISCIPLINES = ("ps", "fcfs")
 #: the two disciplines' demands count as the same split within this relative difference
@@ -125,6 +125,52 @@ def window_demands(z: np.ndarray, X: np.ndarray, R: np.ndarray, discipline: str
     return D, ok
 
 
+def split_rows(U: np.ndarray, cores: np.ndarray, X: np.ndarray, R: np.ndarray,
+               counts: np.ndarray, window_s: np.ndarray | None = None
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What each window adds to :class:`SplitSums`: ``U``, ``cores`` ``(K,)``; ``X``
+    throughputs, ``R`` response times (NaN: none) and ``counts`` completions ``(K, C)``;
+    ``window_s`` their lengths (default ``counts / X``, else 1 s). Returns the rows of the
+    sums ``(K, 7 C + 2)`` (per class ``n, n d_ps, n d_ps^2, n d_fc, n d_fc^2, n R, X``, then
+    ``z, 1`` of the windows that gave a split), the rows of the load test's blocks ``(K, 3 +
+    2 C)`` (``T, U T, z T``, per class ``n``, ``n R``) and which windows gave a split (``ok``).
+
+    Each row is computed from its own window alone (elementwise and per-row operations), so
+    the windows of many tiers with ``C`` classes can be computed in one call and each tier's
+    rows added later (:meth:`SplitSums.defer`): the sums are the same whatever the batching."""
+    z = np.asarray(U, dtype=float) * np.asarray(cores, dtype=float)
+    if window_s is None:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            T = np.nanmax(np.where(X > 0, counts / np.where(X > 0, X, 1.0), np.nan),
+                          axis=1, initial=0.0)
+        window_s = np.where(T > 0, T, 1.0)
+    # both readings at once (:func:`window_demands`, inlined: this runs for every window)
+    done = X > 0
+    has = done & np.isfinite(R) & (R >= 0)
+    total = X.sum(axis=1)
+    rz = np.where(has, R, 0.0)
+    xr = (X * rz).sum(axis=1)
+    ok = (z > 0) & (total > 0) & (xr > 0) & ~(done & ~has).any(axis=1)
+    okc = ok[:, None]
+    okd = okc & done
+    with np.errstate(divide="ignore", invalid="ignore"):
+        d_ps = np.where(okc, rz * (z / np.where(ok, xr, 1.0))[:, None], 0.0)
+        wait = (xr - z) / np.where(total > 0, total, 1.0)
+    d_fc = np.where(okd, rz - wait[:, None], 0.0)
+    w = np.where(okd, counts, 0.0)
+    wps, wfc, nr = w * d_ps, w * d_fc, w * rz
+    K, C = X.shape
+    rows = np.empty((K, 7 * C + 2))
+    for i, col in enumerate((w, wps, wps * d_ps, wfc, wfc * d_fc, nr, np.where(okc, X, 0.0))):
+        rows[:, i * C:(i + 1) * C] = col
+    rows[:, 7 * C], rows[:, 7 * C + 1] = np.where(ok, z, 0.0), ok
+    T = np.asarray(window_s, dtype=float)
+    blocks = np.empty((K, 3 + 2 * C))
+    blocks[:, 0], blocks[:, 1], blocks[:, 2] = T, np.asarray(U, dtype=float) * T, z * T
+    blocks[:, 3:3 + C], blocks[:, 3 + C:] = counts, nr
+    return rows, blocks, ok
+
+
 @dataclass
 class SplitSums:
     """The decayed sums a stream keeps per tier for :func:`class_split`: ``sums[d]`` ``(C,
@@ -135,7 +181,12 @@ class SplitSums:
     that happened to complete several heavy requests is busier *and* has a heavier mix), and
     a window-level regression finds a load dependence in a steady run (a FCFS tier at 70%
     whose 5-s windows range over 0.4-1.0 read as PS). ``block`` holds the current block's
-    sums ``(T, U T, z T, n_c.., n_c R_c..)``."""
+    sums ``(T, U T, z T, n_c.., n_c R_c..)``.
+
+    Windows added with :meth:`defer` wait until the sums are read (:meth:`flush`, called by
+    :func:`class_split`, :meth:`decay`, :meth:`grow` and :meth:`to_dict`): a stream adds a
+    few windows per tier at a time but reads the sums once per solve, and the numpy calls of
+    a fold cost the same for one window as for a solve interval's."""
 
     classes: list[str] = field(default_factory=list)
     sums: dict[str, np.ndarray] = field(default_factory=dict)
@@ -144,11 +195,15 @@ class SplitSums:
     #: windows that gave a split (the pooled processor-sharing ratio)
     pool: np.ndarray = field(default_factory=lambda: np.zeros((1, 2)))
     block: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    #: rows added by :meth:`defer`, not yet in the sums: ``(sum rows, block rows)`` pairs
+    pending: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list, repr=False,
+                                                         compare=False)
 
     def grow(self, classes: Sequence[str]) -> None:
         """Align with ``classes`` (a superset of :attr:`classes`, new ones appended)."""
         extra = len(classes) - len(self.classes)
         if extra > 0 or not self.sums:
+            self.flush()
             for d in DISCIPLINES:
                 old = self.sums.get(d, np.zeros((0, _SUMS)))
                 self.sums[d] = np.vstack([old, np.zeros((len(classes) - old.shape[0], _SUMS))])
@@ -164,35 +219,33 @@ class SplitSums:
         """Add windows: ``U``, ``cores`` ``(K,)``; ``X`` throughputs, ``R`` response times
         (NaN: none) and ``counts`` completions ``(K, C)``, aligned with :attr:`classes`;
         ``window_s`` their lengths (default ``counts / X``, else 1 s)."""
-        z = np.asarray(U, dtype=float) * np.asarray(cores, dtype=float)
-        if window_s is None:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                T = np.nanmax(np.where(X > 0, counts / np.where(X > 0, X, 1.0), np.nan),
-                              axis=1, initial=0.0)
-            window_s = np.where(T > 0, T, 1.0)
-        # both readings at once (:func:`window_demands`, inlined: this runs for every window)
-        done = X > 0
-        has = done & np.isfinite(R) & (R >= 0)
-        total = X.sum(axis=1)
-        rz = np.where(has, R, 0.0)
-        xr = (X * rz).sum(axis=1)
-        ok = (z > 0) & (total > 0) & (xr > 0) & ~(done & ~has).any(axis=1)
-        okc = ok[:, None]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            d_ps = np.where(okc, rz * (z / np.where(ok, xr, 1.0))[:, None], 0.0)
-            wait = (xr - z) / np.where(total > 0, total, 1.0)
-        d_fc = np.where(okc & done, rz - wait[:, None], 0.0)
-        w = np.where(okc & done, counts, 0.0)
-        wps, wfc = w * d_ps, w * d_fc
-        C = X.shape[1]
-        # one row per window: per class (n, n d_ps, n d_ps^2, n d_fc, n d_fc^2, n R, X), then
-        # (z, 1) of the windows that gave a split; summed window by window by a cumsum from the
-        # sums so far (sequential: the same sums whatever the batching)
-        rows = np.empty((X.shape[0], 7 * C + 2))
-        for i, col in enumerate((w, wps, wps * d_ps, wfc, wfc * d_fc, w * rz,
-                                 np.where(okc, X, 0.0))):
-            rows[:, i * C:(i + 1) * C] = col
-        rows[:, 7 * C], rows[:, 7 * C + 1] = np.where(ok, z, 0.0), ok
+        self.defer(*split_rows(U, cores, X, R, counts, window_s))
+        self.flush()
+
+    def defer(self, rows: np.ndarray, blocks: np.ndarray, ok: np.ndarray) -> None:
+        """Add windows given as :func:`split_rows` computed them (aligned with
+        :attr:`classes`), folded into the sums at the next :meth:`flush`."""
+        if self.pending and self.pending[0][0].shape[1] != rows.shape[1]:
+            self.flush()
+        self.pending.append((rows, blocks[ok]))
+
+    def flush(self) -> None:
+        """Fold the windows added by :meth:`defer` into the sums, oldest first."""
+        if not self.pending:
+            return
+        pending, self.pending = self.pending, []
+        if len(pending) == 1:
+            rows, blocks = pending[0]
+        else:
+            rows = np.concatenate([p[0] for p in pending])
+            blocks = np.concatenate([p[1] for p in pending])
+        self._fold(rows)
+        self._blocks(blocks)
+
+    def _fold(self, rows: np.ndarray) -> None:
+        """The sums' rows (:func:`split_rows`) summed window by window by a cumsum from the sums
+        so far (sequential: the same sums whatever the batching)."""
+        C = (rows.shape[1] - 2) // 7
         ps, fc, pool = self.sums["ps"], self.sums["fcfs"], self.pool
         start = np.concatenate([ps[:C, 0], ps[:C, 1], ps[:C, 7], fc[:C, 1], fc[:C, 7],
                                 pool[:C, 0], pool[:C, 1], pool[-1]])
@@ -203,37 +256,35 @@ class SplitSums:
         pool[:C, 0], pool[:C, 1] = parts[5], parts[6]
         pool[-1] = total_rows[7 * C:]
         self.windows = float(pool[-1, 1])
-        self._blocks(np.asarray(U, dtype=float), z, np.asarray(window_s, dtype=float),
-                     counts, w * rz, ok)
 
-    def _blocks(self, U: np.ndarray, z: np.ndarray, T: np.ndarray, counts: np.ndarray,
-                nr: np.ndarray, ok: np.ndarray) -> None:
-        """Windows into blocks of at least :data:`BLOCK_S` s; each completed block adds its
-        shares to the load test's sums. A block's rows are summed by a ``cumsum`` from the
-        block in progress (sequential: the same sums whatever the batching), one block at a
-        time."""
-        C = counts.shape[1]
-        width = 3 + 2 * len(self.classes)
+    def _blocks(self, rows: np.ndarray) -> None:
+        """Windows (the block rows of those that gave a split, :func:`split_rows`) into blocks
+        of at least :data:`BLOCK_S` s; each completed block adds its shares to the load test's
+        sums. A block's rows are summed by a ``cumsum`` from the block in progress (sequential:
+        the same sums whatever the batching), one block at a time."""
+        n = len(self.classes)
+        width = 3 + 2 * n
         if self.block.size != width:
             self.block = np.zeros(width)
-        keep = np.flatnonzero(ok)
-        if not keep.size:
+        if not rows.shape[0]:
             return
-        rows = np.zeros((keep.size, width))
-        rows[:, 0], rows[:, 1], rows[:, 2] = T[keep], U[keep] * T[keep], z[keep] * T[keep]
-        rows[:, 3:3 + C] = counts[keep]
-        rows[:, 3 + len(self.classes):3 + len(self.classes) + C] = nr[keep]
-        i = 0
-        while i < rows.shape[0]:
-            sums = np.cumsum(np.concatenate([self.block[None], rows[i:]]), axis=0)[1:]
-            full = np.flatnonzero(sums[:, 0] >= BLOCK_S)
-            if not full.size:
-                self.block = sums[-1].copy()
-                return
-            j = int(full[0])
-            self._add_block(sums[j])
-            self.block = np.zeros(width)
-            i += j + 1
+        C = (rows.shape[1] - 3) // 2
+        if C != n:                          # fewer classes than known: the others add 0
+            wide = np.zeros((rows.shape[0], width))
+            wide[:, :3 + C], wide[:, 3 + n:3 + n + C] = rows[:, :3 + C], rows[:, 3 + C:]
+            rows = wide
+        # where each block ends, from the running length (the cumsum's first column, added the
+        # same way one window at a time)
+        i, acc = 0, float(self.block[0])
+        for j, t in enumerate(rows[:, 0].tolist()):
+            acc += t
+            if acc >= BLOCK_S:
+                self._add_block(np.cumsum(np.concatenate([self.block[None], rows[i:j + 1]]),
+                                          axis=0)[-1])
+                self.block = np.zeros(width)
+                i, acc = j + 1, 0.0
+        if i < rows.shape[0]:
+            self.block = np.cumsum(np.concatenate([self.block[None], rows[i:]]), axis=0)[-1]
 
     def _add_block(self, block: np.ndarray) -> None:
         """A completed block's shares under both readings into the load test's sums (the
@@ -251,11 +302,17 @@ class SplitSums:
         # a block's class mean is noisier the longer the queue (its variance grows with
         # R^2 / n): its share counts n / s^2, s = sum X R / z >= 1
         v = np.where(seen, n, 0.0) / max(xr / z, 1.0) ** 2
+        vu = v * u
+        vuu = vu * u
+        terms = np.empty((C, 5))
         for d, y in (("ps", R * (z / xr) / d_bar),
                      ("fcfs", np.where(seen, R - (xr - z) / total, 0.0) / d_bar)):
-            self.sums[d][:, 2:7] += np.stack([v, v * u, v * u * u, v * y, v * u * y], axis=1)
+            terms[:, 0], terms[:, 1], terms[:, 2], terms[:, 3], terms[:, 4] = \
+                v, vu, vuu, v * y, vu * y
+            self.sums[d][:, 2:7] += terms
 
     def decay(self, factor: float) -> None:
+        self.flush()
         for d in DISCIPLINES:
             if d in self.sums:
                 self.sums[d] *= factor
@@ -263,6 +320,7 @@ class SplitSums:
         self.windows = float(self.pool[-1, 1])  # (a block in progress is not decayed)
 
     def to_dict(self) -> dict[str, Any]:
+        self.flush()
         return {"classes": list(self.classes), "windows": self.windows,
                 "sums": {d: s.tolist() for d, s in self.sums.items()},
                 "pool": self.pool.tolist(), "block": self.block.tolist()}
@@ -308,6 +366,7 @@ def class_split(sums: SplitSums, min_completions: float = MIN_COMPLETIONS
     """The per-class demands and the discipline from a tier's :class:`SplitSums` (module
     docstring); ``None`` while some class with completions has fewer than ``min_completions``
     with a response time (its mean would be noise) or no window gave a split."""
+    sums.flush()
     if not sums.sums or not sums.classes:
         return None
     ps = sums.sums["ps"]

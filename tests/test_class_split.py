@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from estimators.class_split import (AGREE, MIN_SPAN, SplitSums, class_split, window_demands)
+from estimators.class_split import (AGREE, MIN_SPAN, SplitSums, class_split, split_rows,
+                                    window_demands)
 from solvers.simulation.ps_server import monitor_ps
 from streams.core.tier import load_dependence
 from streams.predict.model import SystemModel
@@ -99,6 +100,35 @@ def test_the_sums_do_not_depend_on_batching_and_round_trip():
     assert class_split(back) == class_split(one)
     one.decay(0.5)
     assert one.windows == 45.0
+
+
+def test_rows_of_many_tiers_deferred_give_the_same_sums_as_adding_each():
+    """split_rows over two tiers' windows at once, each tier's rows deferred in pieces and
+    folded when read, gives the sums (and the split) of adding each tier's windows in one call;
+    a class added between deferrals folds what came before it first."""
+    rng = np.random.default_rng(7)
+    a, b = _windows(rng, _levels(rng, 60), _ps), _windows(rng, _levels(rng, 60), _fcfs)
+    U, X, R, counts = (np.concatenate([x, y]) for x, y in zip(a, b))
+    rows, blocks, ok = split_rows(U, np.ones(U.size), X, R, counts)
+    for k, data in enumerate((a, b)):
+        eager, lazy = _sums(*data), SplitSums()
+        lazy.grow(CLASSES)
+        for piece in np.array_split(np.arange(60 * k, 60 * (k + 1)), 5):
+            lazy.defer(rows[piece], blocks[piece], ok[piece])
+        assert lazy.pending and class_split(lazy) == class_split(eager)
+        for d in eager.sums:
+            assert np.array_equal(eager.sums[d], lazy.sums[d])
+        assert np.array_equal(eager.pool, lazy.pool) and np.array_equal(eager.block, lazy.block)
+    one, two = SplitSums(), SplitSums()
+    for s in (one, two):
+        s.grow(CLASSES[:3])
+    narrow = split_rows(U[:30], np.ones(30), X[:30, :3], R[:30, :3], counts[:30, :3])
+    one.add(U[:30], np.ones(30), X[:30, :3], R[:30, :3], counts[:30, :3])
+    two.defer(*narrow)
+    for s in (one, two):
+        s.grow(CLASSES)
+        s.add(U[30:60], np.ones(30), X[30:60], R[30:60], counts[30:60])
+    assert one.to_dict() == two.to_dict()
 
 
 def test_a_class_needs_completions_and_response_times():

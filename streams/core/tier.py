@@ -43,7 +43,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from estimators.class_mix import work_weighted_completions
-from estimators.class_split import SplitSums, class_split
+from estimators.class_split import SplitSums, class_split, split_rows
 from estimators.collinearity import assess_separability
 from estimators.demand import KalmanDemandEstimator, regression_demands
 from estimators.kalman_bank import Steps, update_many
@@ -315,11 +315,17 @@ def _apply_group(tiers: list["TierState"], n: int) -> list[_Block]:
     X = counts / T[:, None]
     add_blocks([t.interval for t in tiers], [t.classes for t in tiers], lengths, T, U, counts,
                R, users)
+    # the response-time split's rows of every window at once (estimators.class_split: each
+    # row from its own window), each tier's folded into its sums when they are read
+    split = split_rows(U, C, X, R, counts, T) if R is not None else None
     blocks = []
     start = 0
     for t, L, has_rt in zip(tiers, lengths, reported):
         at = slice(start, start + L)
         block = _Block(U[at], T[at], C[at], counts[at], X[at], R[at] if has_rt else None)
+        if split is not None and has_rt:
+            t.split_sums.grow(t.classes)
+            t.split_sums.defer(split[0][at], split[1][at], split[2][at])
         t.history.extend(block.U, block.T, block.C, block.counts)
         if not t.kalman.initialised and block.R is not None:
             block.rt = list(np.nan_to_num(block.R, nan=0.0))
@@ -454,10 +460,6 @@ def step_tiers(tiers: list["TierState"]) -> list[tuple[int, TierEstimate]]:
     blocks = _apply_pending(tiers)
     steps = update_many([t.kalman for t in tiers], [b.U for b in blocks],
                         [b.X for b in blocks], [b.C for b in blocks], [b.rt for b in blocks])
-    for t, b in zip(tiers, blocks):
-        if b.R is not None:                 # the response-time split (estimators.class_split)
-            t.split_sums.grow(t.classes)
-            t.split_sums.add(b.U, b.C, b.X, b.R, b.counts, b.T)
     out: list[tuple[int, TierEstimate]] = []
     for t, st, b in zip(tiers, steps, blocks):
         if t.config.demand_policy == "selected":

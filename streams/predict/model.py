@@ -408,6 +408,9 @@ class SystemModel:
         """Per class the statistic its SLO is on and its bound: the one nearest to (or
         furthest past) its bound at ``point`` (``mean`` for ``sla_s``; ``(None, None)``:
         no SLO)."""
+        if not self.has_quantile_slo:     # the mean's SLA alone (the argmax below, short)
+            return [("mean", s) if math.isfinite(s) else (None, None)
+                    for s in self.sla.tolist()]
         names = ["mean"]
         ratios = [point.response / self.sla]
         limits = [self.sla]
@@ -930,7 +933,6 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
     flags (:func:`streams.predict.visits.resolve`; ``None``: the configured ones, 1 where
     the configuration is silent)."""
     flags: list[str] = list(visits.flags) if visits is not None else []
-    visit = visits.visit if visits is not None else cfg.visit
     C = len(classes)
     weights = np.array([max(mix.get(c, 0.0), 0.0) for c in classes])
     if not weights.sum() > 0:
@@ -938,13 +940,17 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
         flags.append("idle: no completions in the interval, equal class mix assumed")
     p = weights / weights.sum()
     flags += assumed_structure(tiers, cfg, learned=visits is not None)
-    V_mc = np.array([[visit(t.tier, c) for c in classes] for t in tiers]).reshape(
-        len(tiers), C)
+    if visits is not None:                  # Visits.visit, each tier's row looked up once
+        rows = [visits.used.get(t.tier, {}) for t in tiers]
+        V_mc = np.array([[row.get(c, 1.0) for c in classes] for row in rows])
+    else:
+        V_mc = np.array([[cfg.visit(t.tier, c) for c in classes] for t in tiers])
+    V_mc = V_mc.reshape(len(tiers), C)
     D_mc = V_mc * np.array([tier_demands(t, classes, p, cfg.demand_policy)
                             for t in tiers]).reshape(len(tiers), C)
     servers = np.array([float(t.cores) for t in tiers])
     sla = np.array([cfg.sla_for(c) for c in classes])
-    slo_rows = [cfg.slo_for(c) for c in classes]
+    slo_rows = [cfg.slo_for(c) for c in classes] if cfg.slo else []
     slo = None if not any(slo_rows) else np.array(
         [[row.get(name, math.inf) for name in SLO_QUANTILES] for row in slo_rows], dtype=float)
     processes = None

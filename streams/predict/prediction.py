@@ -164,15 +164,16 @@ def class_parts(model: SystemModel, m: Measured, now: Point, fc: Point,
     return parts
 
 
-def _visits(model: SystemModel, m: int, cls: str) -> dict[str, float]:
-    """Tier ``m``'s visits of ``cls`` the model used and the ones its completions give
+def _visits(model: SystemModel, m: int) -> dict[str, dict[str, float]]:
+    """Per class, tier ``m``'s visits the model used and the ones its completions give
     (absent where the class is not the model's or the counts cannot tell)."""
-    out = {}
-    if model.visits is not None and cls in model.classes:
-        out["visits"] = float(model.visits[m, model.classes.index(cls)])
-    measured = model.visits_measured.get(model.tiers[m], {}).get(cls)
-    if measured is not None:
-        out["visits_measured"] = float(measured)
+    out: dict[str, dict[str, float]] = {}
+    if model.visits is not None:
+        for c, v in zip(model.classes, model.visits[m].tolist()):
+            out.setdefault(c, {"visits": float(v)})  # the first of a name, as list.index
+    for c, measured in model.visits_measured.get(model.tiers[m], {}).items():
+        if measured is not None:
+            out[c] = {**out.get(c, {}), "visits_measured": float(measured)}
     return out
 
 
@@ -188,11 +189,12 @@ def tier_parts(model: SystemModel, m: Measured, now: Point, fc: Point,
     for i, (t, u_now, u_fc, D, b) in enumerate(zip(tiers, now.utilization.tolist(),
                                                    fc.utilization.tolist(), model.D.tolist(),
                                                    bottleneck)):
+        visits = _visits(model, i)
         demands = {c: ClassDemand(**clean({"kalman": t.demands.get(c),
                                            "std": t.demand_std.get(c),
                                            "regression": t.regression.get(c),
                                            **({"split": t.split[c]} if c in t.split else {})}),
-                                  **_visits(model, i, c))
+                                  **visits.get(c, {}))
                    for c in t.demands}
         parts[t.tier] = TierPrediction(demands=demands, **clean(dict(
             utilization=u_now, utilization_forecast=u_fc,

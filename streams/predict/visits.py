@@ -85,12 +85,6 @@ class Visits:
         return self.used.get(tier, {}).get(cls, 1.0)
 
 
-def _configured(cfg: SystemConfig, tier: str, cls: str) -> float | None:
-    per_class = cfg.visits.get(tier) if cfg.visits else None
-    value = per_class.get(cls) if per_class else None
-    return None if value is None else float(value)
-
-
 def _fmt(v: float) -> str:
     return f"{v:.3g}"
 
@@ -102,15 +96,20 @@ def resolve(cfg: SystemConfig, sums: Counts, entry: str | None,
     used: dict[str, dict[str, float]] = {}
     measured: dict[str, dict[str, float]] = {}
     flags: list[str] = []
+    configured = cfg.visits or {}
+    at_entry = (configured.get(entry) or {}) if entry is not None else {}
     for tier, seen in tier_classes.items():
         known = set(seen)
+        at_tier = configured.get(tier) or {}
+        counted = sums.get(tier, {})
         for c in classes:
-            conf = _configured(cfg, tier, c)
+            conf = at_tier.get(c)                   # the configured ratio, if any
+            conf = None if conf is None else float(conf)
             if tier == entry:
                 used.setdefault(tier, {})[c] = 1.0 if conf is None else conf
                 continue
-            acc = sums.get(tier, {}).get(c)
-            base = (_configured(cfg, entry, c) if entry is not None else None) or 1.0
+            acc = counted.get(c)
+            base = float(at_entry.get(c) or 1.0)   # the entry tier's configured visits
             if acc is not None and acc[1] >= VISIT_MIN_COMPLETIONS:
                 ratio = base * acc[0] / acc[1]
                 measured.setdefault(tier, {})[c] = ratio
