@@ -212,7 +212,7 @@ def _process(value: Any, name: str) -> float | MAP | CorrelatedService:
     try:
         return _positive(value, name)
     except ValueError:
-        raise ValueError(f"{name}: must be a mean service time > 0 (finite), a MAP or a "
+        raise ValueError(f"{name}: must be a mean service time > 0 (finite) or a MAP or a "
                          f"CorrelatedService, got {value!r}") from None
 
 
