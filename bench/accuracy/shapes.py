@@ -295,7 +295,15 @@ def run_shape(shape: Shape, minutes: float, requests: int) -> dict[str, Any]:
             "R": p.get("response_time"), "R_error": _err(p.get("response_time"), op["R"]),
             "model_error": p.get("model_error"),
             "trusted": p.get("model_trusted"), "trust_reasons": p.get("trust_reasons"),
-            "idc": t.get("idc"), "bursty": t.get("bursty")})
+            "model_error_pooled": p.get("model_error_pooled"),
+            "model_error_pooled_se": p.get("model_error_pooled_se"),
+            "model_error_solves": p.get("model_error_solves"),
+            "classes": {c: {"R": v.get("response_time"),
+                            "R_measured": v.get("response_time_measured")}
+                        for c, v in (p.get("classes") or {}).items()},
+            "calibration": [f for f in p.get("flags", []) if "MAP(2)" in f],
+            "idc": t.get("idc"), "idc_lower": t.get("idc_lower"),
+            "idc_upper": t.get("idc_upper"), "bursty": t.get("bursty")})
     out["solves"] = solves
     out["seconds"] = time.perf_counter() - t0
     out["seconds_truth"] = t_truth
