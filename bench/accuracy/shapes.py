@@ -43,6 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -375,6 +376,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--requests", type=int, default=None,
                     help="requests per replication of a truth probe (default 20000, 2000 "
                          "with --quick)")
+    ap.add_argument("--jobs", type=int, default=1, help="shapes simulated in parallel")
     ap.add_argument("--out", default=None, help=f"results JSON (default {RESULTS}; "
                                                 "none with --quick)")
     args = ap.parse_args(argv)
@@ -386,24 +388,32 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     minutes = args.minutes or (6.0 if args.quick else 30.0)
     requests = args.requests or (2000 if args.quick else 20000)
     t0 = time.perf_counter()
-    results = []
-    for shape in (s for s in SHAPES if s.name in only):
-        results.append(run_shape(shape, minutes, requests))
-        r = results[-1]
-        s = (r.get("solves") or [{}])[-1]
-        print(f"  {len(results)}/{len(only)} {shape.name}: truth {r['capacity_truth']:.0f}, "
-              f"pipeline {s.get('capacity')} ({_pct(s.get('capacity_error'))}), R "
-              f"{_pct(s.get('R_error'))}, trusted {s.get('trusted')} "
-              f"({r['seconds']:.0f} s)", file=sys.stderr, flush=True)
-    summary = summarize(results)
-    print("\n".join(table(results)))
-    print(f"\n{json.dumps(summary)}\n({time.perf_counter() - t0:.0f} s wall)")
-    doc = {"commit": _commit(), "minutes": minutes, "requests": requests, "load": LOAD,
-           "sla_factor": SLA_FACTOR, "summary": summary, "shapes": results}
     out = args.out or (None if args.quick else str(RESULTS))
-    if out:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        Path(out).write_text(json.dumps(doc, indent=1, default=float) + "\n")
+    order = [s for s in SHAPES if s.name in only]
+    results: list[dict[str, Any]] = []
+
+    def document() -> dict[str, Any]:
+        done = sorted(results, key=lambda r: only.index(r["shape"]))
+        return {"commit": _commit(), "minutes": minutes, "requests": requests, "load": LOAD,
+                "sla_factor": SLA_FACTOR, "complete": len(done) == len(order),
+                "summary": summarize(done), "shapes": done}
+
+    with ProcessPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
+        futures = [pool.submit(run_shape, shape, minutes, requests) for shape in order]
+        for done in as_completed(futures):
+            results.append(done.result())
+            r = results[-1]
+            s = (r.get("solves") or [{}])[-1]
+            print(f"  {len(results)}/{len(order)} {r['shape']}: truth "
+                  f"{r['capacity_truth']:.0f}, pipeline {s.get('capacity')} "
+                  f"({_pct(s.get('capacity_error'))}), R {_pct(s.get('R_error'))}, trusted "
+                  f"{s.get('trusted')} ({r['seconds']:.0f} s)", file=sys.stderr, flush=True)
+            if out:                                 # after every shape: a stopped run keeps
+                Path(out).parent.mkdir(parents=True, exist_ok=True)
+                Path(out).write_text(json.dumps(document(), indent=1, default=float) + "\n")
+    doc = document()
+    print("\n".join(table(doc["shapes"])))
+    print(f"\n{json.dumps(doc['summary'])}\n({time.perf_counter() - t0:.0f} s wall)")
     return doc
 
 
