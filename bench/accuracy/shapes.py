@@ -358,6 +358,39 @@ def table(results: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def family(name: str) -> str:
+    """The shape's group for the compact table: its process family, or its variant."""
+    for prefix in ("class-", "mult-wide-", "two-tiers-"):
+        if name.startswith(prefix):
+            return prefix.rstrip("-")
+    proc = next(p for p in sorted(PROCESSES, key=len, reverse=True) if name.startswith(p))
+    return proc
+
+
+def family_table(results: list[dict[str, Any]]) -> list[str]:
+    """Per group of shapes: capacity within 10% / 20% (last solve), the median |error| of
+    capacity and R (last solve), last solves trusted, solves off by > 20% (R) and how many of
+    them trusted."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in results:
+        groups.setdefault(family(r["shape"]), []).append(r)
+    lines = ["| shapes | n | capacity within 10% / 20% | median abs. capacity error | "
+             "median abs. R error | last solve trusted | solves R > 20% off: trusted |",
+             "|---|---|---|---|---|---|---|"]
+    for name, rs in [*groups.items(), ("**all**", results)]:
+        last = [r["solves"][-1] for r in rs if r.get("solves")]
+        ce = [abs(s["capacity_error"]) for s in last if s["capacity_error"] is not None]
+        re_ = [abs(s["R_error"]) for s in last if s["R_error"] is not None]
+        off = [s for r in rs for s in r.get("solves", [])
+               if s["R_error"] is not None and abs(s["R_error"]) > 0.2]
+        lines.append(f"| {name} | {len(rs)} | {sum(e <= 0.1 for e in ce)} / "
+                     f"{sum(e <= 0.2 for e in ce)} | {100 * float(np.median(ce)):.0f}% | "
+                     f"{100 * float(np.median(re_)):.0f}% | "
+                     f"{sum(bool(s['trusted']) for s in last)} | "
+                     f"{sum(bool(s['trusted']) for s in off)} of {len(off)} |")
+    return lines
+
+
 def _commit() -> str:
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
@@ -379,7 +412,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--jobs", type=int, default=1, help="shapes simulated in parallel")
     ap.add_argument("--out", default=None, help=f"results JSON (default {RESULTS}; "
                                                 "none with --quick)")
+    ap.add_argument("--summarize", default=None, metavar="FILE",
+                    help="only print the tables of a results JSON")
     args = ap.parse_args(argv)
+    if args.summarize:
+        doc = json.loads(Path(args.summarize).read_text())
+        print(f"commit {doc['commit']}, {len(doc['shapes'])} shapes\n")
+        print("\n".join(family_table(doc["shapes"])))
+        print(f"\n{json.dumps(summarize(doc['shapes']))}")
+        return doc
     names = [s.name for s in SHAPES]
     only = args.only.split(",") if args.only else (list(QUICK) if args.quick else names)
     for n in only:
@@ -389,7 +430,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     requests = args.requests or (2000 if args.quick else 20000)
     t0 = time.perf_counter()
     out = args.out or (None if args.quick else str(RESULTS))
-    order = [s for s in SHAPES if s.name in only]
+    order = [next(s for s in SHAPES if s.name == n) for n in only]   # as --only lists them
     results: list[dict[str, Any]] = []
 
     def document() -> dict[str, Any]:
@@ -410,7 +451,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                   f"{s.get('trusted')} ({r['seconds']:.0f} s)", file=sys.stderr, flush=True)
             if out:                                 # after every shape: a stopped run keeps
                 Path(out).parent.mkdir(parents=True, exist_ok=True)
-                Path(out).write_text(json.dumps(document(), indent=1, default=float) + "\n")
+                Path(out).write_text(json.dumps(document(), default=float) + "\n")
     doc = document()
     print("\n".join(table(doc["shapes"])))
     print(f"\n{json.dumps(doc['summary'])}\n({time.perf_counter() - t0:.0f} s wall)")
