@@ -177,7 +177,9 @@ def test_the_last_calibrated_idc_is_kept_while_it_fits_and_searched_again_when_n
     high = calibrate_idc(model, 1, INPUTS, USERS, 10.0, (120.0, 200.0))
     solves.clear()
     still = calibrate_idc(model, 1, INPUTS, USERS, 9.0, (120.0, 200.0), high)
-    assert len(solves) == 1 and still.end == "high" and still.inputs[1] == pytest.approx(200.0)
+    # the bound checked once, then the shape's (SCV's) kept calibration checked once
+    assert high.shape and high.idc_end == "high"
+    assert len(solves) <= 2 and still.end == "high" and still.inputs[1] == pytest.approx(200.0)
     solves.clear()
     narrower = calibrate_idc(model, 1, INPUTS, USERS, measured, (120.0, 180.0), first)
     assert narrower.inputs[1] <= 180.0                 # the last I clipped into the interval
@@ -274,3 +276,23 @@ def test_a_search_after_the_last_calibration_starts_from_it(monkeypatch):
                 assert warm.scv == pytest.approx(cold.scv, rel=0.05)
         monkeypatch.setattr(calibration, "_residence", real)
     assert warm_total < before_total, (warm_total, before_total)
+
+
+def test_beyond_the_idc_reach_the_shape_moves_along_the_curve():
+    """``response_idc``: a measured time below what ``I``'s interval reaches (the model too
+    slow even at its low end) moves the SCV along the fitted curve at that ``I`` (the MAP(2)'s
+    remaining freedom), flagged; the model then meets the measured time."""
+    mean, _, p95 = INPUTS
+    model = _model(_tiers(db_response=1.0))
+    lowest = fit_map2(mean, 150.0, p95).process
+    r_low = float(model.variant(processes=[model.processes[0], lowest], flags=[],
+                                exact_limit=0).at(USERS).residence[1])
+    target = 0.8 * r_low
+    c = calibrate_idc(model, 1, INPUTS, USERS, target, (150.0, 200.0))
+    assert c.shape and c.idc_end == "low" and c.inputs[1] == pytest.approx(150.0)
+    assert c.end is None and c.residence == pytest.approx(target, rel=0.02)
+    assert c.scv < float(lowest.scv)
+    tiers = _tiers(db_response=target)
+    tiers[1] = dataclasses.replace(tiers[1], idc_lower=150.0, idc_upper=200.0)
+    cal = calibrate_model(_model(tiers), tiers, vary="idc")
+    assert any("beyond I's interval's reach, the marginal's SCV moved" in f for f in cal.flags)

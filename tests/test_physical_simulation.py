@@ -281,7 +281,9 @@ def test_users_follow_a_schedule():
     (lambda: Tier("t", 0, 0.1), r"cores: must be an integer >= 1, got 0"),
     (lambda: Tier("t", 1.5, 0.1), r"cores: must be an integer >= 1, got 1.5"),
     (lambda: Tier("t", 1, -0.1), r"t.service: must be a mean service time > 0 \(finite\) or "
-                                 r"a MAP, got -0.1"),
+                                 r"a MAP or a CorrelatedService, got -0.1"),
+    (lambda: Tier("t", 1, 0.1, class_service=(None, -1.0)),
+     r"t.class_service\[1\]: must be a mean service time > 0"),
     (lambda: Tier("t", 1, "fast"), r"t.service: must be a mean service time > 0"),
     (lambda: Tier("", 1, 0.1), r"name: must be a non-empty string"),
     (lambda: Tier("t", 1, 0.1, (1.0, 0.0)), r"t.multipliers\[1\]: must be a finite number > 0"),

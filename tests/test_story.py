@@ -151,6 +151,10 @@ def test_the_remedy_acts_on_the_breach_tier_or_says_why(demo):
         p = by_time[alert["time"]]
         want = f"remedy: {p['remediation_summary']}" + (
             f" ({p['remediation_reason']})" if p.get("remediation_reason") else "")
+        if "; remedy withheld: " in alert["summary"]:
+            # an untrusted alert naming another class than the model's breach withholds it
+            assert not p["model_trusted"] and p["trust_reasons"], (alert, p)
+            continue
         assert alert["summary"].endswith(want), (alert, p)
     view: _LiveView = demo["view"]
     view.rows = [Prediction.from_dict(q) for q in demo["predictions"]]

@@ -256,8 +256,10 @@ def test_the_breach_alert_names_the_remedy_and_the_schema_has_its_points(demo_ru
     pipeline, out = demo_run
     firing = [a for a in out.alerts if a["alert"] == "predicted_breach"
               and a["state"] == "firing"]
-    assert firing and all("; remedy: " in a["summary"] for a in firing)
-    summary = firing[0]["summary"]
+    # an untrusted alert naming another class than the model's breach withholds the remedy
+    assert firing and all("; remedy: " in a["summary"] or (
+        a["trust"] == "untrusted" and "; remedy withheld: " in a["summary"]) for a in firing)
+    summary = next(a["summary"] for a in firing if "; remedy: " in a["summary"])
     assert re.search(r"remedy: .*(capacity \d+ → \d+ users|admit at most \d+ users)", summary)
     rows = [p for p in points(out) if p.measurement == "remediation"]
     n_actions = sum(len(p["remediation"]["actions"]) for p in out.predictions

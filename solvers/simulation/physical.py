@@ -107,6 +107,7 @@ import numpy as np
 
 from solvers.pools import PoolSpec
 from solvers.processes import MAP
+from solvers.simulation.shapes import CorrelatedService
 from solvers.simulation.monitoring import window_records
 from solvers.simulation.network import resolve_rng
 from solvers.simulation.network import Checkpoints
@@ -160,25 +161,30 @@ class Tier:
     its length must match the network's classes.
     ``visits`` -- per class, how many times in a row a request visits the tier (integers >= 1;
     ``None``: once for every class); its length must match the network's classes.
+    ``class_service`` -- per class, a service process of the class's own (``None``: the
+    tier's): such a class's services take the successive values of its own sequence (times
+    its multiplier), the others share the tier's -- one class whose work comes in runs (a
+    query whose cost depends on the data it reaches) among classes that do not.
+    A process is a mean (exponential), a MAP or a
+    :class:`~solvers.simulation.shapes.CorrelatedService`.
     """
 
     name: str
     cores: int
-    service: float | MAP
+    service: float | MAP | CorrelatedService
     multipliers: tuple[float, ...] | None = None
     visits: tuple[int, ...] | None = None
+    class_service: tuple[float | MAP | CorrelatedService | None, ...] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise ValueError(f"name: must be a non-empty string, got {self.name!r}")
         object.__setattr__(self, "cores", _count(self.cores, "cores", 1))
-        if not isinstance(self.service, MAP):
-            try:
-                mean = _positive(self.service, f"{self.name}.service")
-            except ValueError:
-                raise ValueError(f"{self.name}.service: must be a mean service time > 0 "
-                                 f"(finite) or a MAP, got {self.service!r}") from None
-            object.__setattr__(self, "service", mean)
+        object.__setattr__(self, "service", _process(self.service, f"{self.name}.service"))
+        if self.class_service is not None:
+            object.__setattr__(self, "class_service", _per_class(
+                self.class_service, f"{self.name}.class_service", "processes or None",
+                lambda v, name: None if v is None else _process(v, name)))
         if self.multipliers is not None:
             object.__setattr__(self, "multipliers", _per_class(
                 self.multipliers, f"{self.name}.multipliers", "numbers > 0",
@@ -191,7 +197,27 @@ class Tier:
     @property
     def mean_service(self) -> float:
         """Mean of the tier's service-time sequence (before class multipliers)."""
-        return self.service.mean if isinstance(self.service, MAP) else float(self.service)
+        return _mean(self.service)
+
+    def class_means(self, classes: int) -> np.ndarray:
+        """``(classes,)`` mean of the sequence each class draws from (before multipliers)."""
+        own = self.class_service or (None,) * classes
+        return np.array([_mean(self.service if p is None else p) for p in own])
+
+
+def _process(value: Any, name: str) -> float | MAP | CorrelatedService:
+    """A service process as given: a MAP, a :class:`CorrelatedService` or a mean > 0."""
+    if isinstance(value, (MAP, CorrelatedService)):
+        return value
+    try:
+        return _positive(value, name)
+    except ValueError:
+        raise ValueError(f"{name}: must be a mean service time > 0 (finite) or a MAP or a "
+                         f"CorrelatedService, got {value!r}") from None
+
+
+def _mean(process: float | MAP | CorrelatedService) -> float:
+    return float(process) if isinstance(process, (int, float)) else float(process.mean)
 
 
 def _pairs(items: Any, name: str, second: str) -> Iterator[tuple[float, Any]]:
@@ -317,7 +343,8 @@ class PhysicalNetwork:
                 raise ValueError(f"population: an open network (arrivals) has no users, got "
                                  f"{self.population}")
         for t in tiers:
-            for what, given in (("multipliers", t.multipliers), ("visits", t.visits)):
+            for what, given in (("multipliers", t.multipliers), ("visits", t.visits),
+                                ("class_service", t.class_service)):
                 if given is not None and len(given) != len(classes):
                     raise ValueError(f"{t.name}.{what}: need {len(classes)} values (one per "
                                      f"class), got {len(given)}")
@@ -336,11 +363,12 @@ class PhysicalNetwork:
 
     @property
     def demands(self) -> np.ndarray:
-        """True demands ``D[m, c] = mean(service_m) * multipliers_m[c]`` (seconds, one visit),
-        shape ``(M, C)``. The mean demand of a request at tier ``m`` is
-        ``(visit_matrix() * D)[m] @ mix``."""
-        means = np.array([t.mean_service for t in self.tiers])
-        return means[:, None] * self.multiplier_matrix()
+        """True demands ``D[m, c] = mean(service_{m,c}) * multipliers_m[c]`` (seconds, one
+        visit; the class's own process where it has one), shape ``(M, C)``. The mean demand of
+        a request at tier ``m`` is ``(visit_matrix() * D)[m] @ mix``."""
+        C = len(self.classes)
+        means = np.array([t.class_means(C) for t in self.tiers])
+        return means * self.multiplier_matrix()
 
     @property
     def cores(self) -> np.ndarray:
@@ -383,9 +411,11 @@ def _generator(rng: np.random.Generator | None, seed: int | None) -> np.random.G
 
 
 # ----------------------------------------------------------------------------- random streams
-def _service_blocks(service: float | MAP, rng: np.random.Generator,
+def _service_blocks(service: float | MAP | CorrelatedService, rng: np.random.Generator,
                     block: int = _BLOCK) -> Iterator[list[float]]:
     """Endless blocks of a tier's service-time sequence (one continuous MAP sequence)."""
+    if isinstance(service, CorrelatedService):
+        yield from service.blocks(rng, block)
     if isinstance(service, MAP) and service.order > 1:
         phase = int(rng.choice(service.order, p=service.embedded))
         while True:
@@ -459,7 +489,12 @@ class _Engine:
         self.mult = net.multiplier_matrix().ravel().tolist()     # index m * C + c
         # visits per request, index m * C + c, and a last row of ones past the last tier
         self.vis = [int(v) for v in net.visit_matrix().ravel().tolist()] + [1] * self.C
-        self.service = [_stream(_service_blocks(t.service, rng)) for t in net.tiers]
+        # the sequence each (tier, class) draws from, index m * C + c: the tier's own one
+        # shared by its classes, a class's own where it has one
+        shared = [_stream(_service_blocks(t.service, rng)) for t in net.tiers]
+        self.service = [shared[m] if t.class_service is None or t.class_service[c] is None
+                        else _stream(_service_blocks(t.class_service[c], rng))
+                        for m, t in enumerate(net.tiers) for c in range(self.C)]
         self.next_class = (_stream(_class_blocks(net.mix, rng)) if self.C > 1
                            else itertools.repeat(0).__next__)
         self.Z = net.think_time
@@ -525,7 +560,7 @@ class _Engine:
         t_in = t if t_in is None else t_in
         if self.busy[m] < self.cores[m]:
             self.busy[m] += 1
-            s = self.service[m]() * self.mult[m * self.C + c]
+            s = self.service[m * self.C + c]() * self.mult[m * self.C + c]
             heapq.heappush(self.heap, (t + s, m, c, t_in, t_sys, s, k))
         else:
             self.queues[m].append((c, t_in, t_sys, k))
@@ -631,7 +666,7 @@ class _Engine:
                 q = queues[m]
                 if q:
                     c2, t_in2, t_sys2, k2 = q.popleft()
-                    s2 = service[m]() * mult[m * C + c2]
+                    s2 = service[m * C + c2]() * mult[m * C + c2]
                     push(heap, (t + s2, m, c2, t_in2, t_sys2, s2, k2))
                 else:
                     busy[m] -= 1
@@ -669,7 +704,8 @@ class _Engine:
                 continue
             if busy[m] < cores[m]:                     # arrival at tier m
                 busy[m] += 1
-                s = service[m]() * mult[m * C + c]
+                i = m * C + c
+                s = service[i]() * mult[i]
                 push(heap, (t + s, m, c, t, t_sys, s, k))
             else:
                 queues[m].append((c, t, t_sys, k))

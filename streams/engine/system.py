@@ -404,6 +404,7 @@ class SystemState(Admission):
             **dict(zip(("utilization_error_tier", "utilization_error_max"),
                        confidence.worst(u_errors))))))
         reasons = confidence.trust_reasons(pred, solve.tiers)
+        reasons += confidence.evidence_reasons(pred, self._window_completions())
         out.alerts += self._alerts(pred, m, model, time, reasons, solve.tiers)
         if "model_error" in self.alerts.active():
             reasons.append("model_error alert active")
@@ -455,6 +456,7 @@ class SystemState(Admission):
         self.last_model = (time, model, n_now, n_fc)
         self.last_open_rates = None
         reasons = confidence.trust_reasons(pred, solve.tiers)
+        reasons += confidence.evidence_reasons(pred, self._window_completions())
         alerts = self._alerts(pred, m, model, time, reasons, solve.tiers)
         if "model_error" in self.alerts.active():
             reasons.append("model_error alert active")
@@ -606,6 +608,12 @@ class SystemState(Admission):
                         "model_error_significant": agg.get("significant"),
                         "model_error_solves": agg.get("solves"),
                         "model_error_class": name, "model_error_class_max": value}
+
+    def _window_completions(self) -> float | None:
+        """Requests measured over the model-error window (:meth:`_pooled_error`'s samples)."""
+        total = sum(sample[confidence.ALL_CLASSES][0] for sample in self.error_samples
+                    if confidence.ALL_CLASSES in sample)
+        return total if total > 0 else None
 
     def _remediation(self, model: SystemModel, cap: int | None, limited: bool, n_now: int,
                      n_fc: int, alert_cap: int | None) -> dict[str, Any] | None:

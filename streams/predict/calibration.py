@@ -99,6 +99,10 @@ class Calibration:
     users: int
     end: str | None
     inputs: tuple[float, float, float]
+    #: ``response_idc`` beyond ``I``'s reach: the SCV moved along the fitted curve too
+    shape: bool = False
+    #: ... and the end of ``I``'s range that was taken
+    idc_end: str | None = None
 
 
 def measured_residence(tier: TierModel, model: SystemModel, m: int) -> float | None:
@@ -233,7 +237,13 @@ def calibrate_idc(model: SystemModel, m: int, inputs: tuple[float, float, float]
         return Calibration(best[0], float(best[0].scv), best[2], measured, users, end,
                            (mean, best[1], p95))
 
-    if last is not None:
+    if last is not None and last.shape:
+        # beyond I's reach last time: while the bound still falls short, straight to the shape
+        value = min(max(last.inputs[1], low), high)
+        bound = trial(value)
+        if value in (low, high) and _beyond(last.idc_end, bound[2], measured):
+            return _shape_beyond_reach(model, m, found(bound, last.idc_end), last)
+    elif last is not None:
         kept = _keep_idc(trial, last, measured, low, high)
         if kept is not None:
             return found(*kept)
@@ -245,7 +255,30 @@ def calibrate_idc(model: SystemModel, m: int, inputs: tuple[float, float, float]
         best, end = hi, "high"
     else:
         best = _regula_falsi(trial, lo, hi, measured)
-    return found(best, end)
+    if end is None:
+        return found(best, end)
+    return _shape_beyond_reach(model, m, found(best, end), last)
+
+
+def _shape_beyond_reach(model: SystemModel, m: int, at_end: Calibration,
+                        last: Calibration | None) -> Calibration:
+    """Where the measured time is beyond ``I``'s reach (``at_end``: the calibration at the
+    end of ``I``'s range taken), the fit's remaining freedom: the SCV along the curve of
+    marginals with the measured mean and p95 at that ``I`` (:func:`calibrate_scv`). Mi et al.
+    (2008) fit a MAP(2) to the mean, ``I`` and p95 and leave the marginal's shape free; when
+    ``I`` within its confidence interval cannot bring the model's residence time to the
+    measured one, the shape is what the data leave to move (a database whose slow queries
+    come in long runs has a different marginal from the one the tie rule picks). Kept only
+    when it comes nearer the measured time; the result keeps ``end`` when the curve does not
+    reach it either, and is marked ``shape`` (so the next solve searches again rather than
+    refit the tie rule's SCV)."""
+    warm = last if last is not None and last.shape else None
+    moved = calibrate_scv(model, m, at_end.inputs, at_end.users, at_end.measured, warm)
+    if abs(moved.residence / moved.measured - 1.0) >= abs(at_end.residence / at_end.measured
+                                                          - 1.0):
+        return at_end
+    return Calibration(moved.process, moved.scv, moved.residence, moved.measured, moved.users,
+                       moved.end, at_end.inputs, shape=True, idc_end=at_end.end)
 
 
 def _keep_idc(trial: Callable[[float], tuple[MAP, float, float]], last: Calibration,
@@ -367,6 +400,11 @@ def _flag(tier: str, c: Calibration, tie_scv: float = math.nan,
     text = (f"{tier}: MAP(2) {head} from the measured response time "
             f"{1000 * c.measured:.3g} ms at {c.users} users (model {1000 * c.residence:.3g} ms; "
             f"{aside})")
-    if c.end is not None:
+    if c.shape:
+        text += (f"; beyond I's interval's reach, the marginal's SCV moved to {c.scv:.3g} "
+                 "along the fitted curve")
+        if c.end is not None:
+            text += f"; beyond its reach too, its {c.end} end taken"
+    elif c.end is not None:
         text += f"; beyond {reach} reach, its {c.end} end taken"
     return text
