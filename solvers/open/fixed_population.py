@@ -11,8 +11,13 @@ Whitt (1984) takes the open network at the rate whose *mean* population equals `
 (Little's law over the whole cycle), ``R_m`` the open tier's residence time
 (:func:`solvers.open.solve_open_tiers`: exponential tiers by Erlang C, a bursty tier as an
 M/MAP/c queue solved matrix-geometrically, with the per-job station of the closed
-decomposition; a tier behind a bursty one taken as fed Poisson arrivals, as the open solvers
-do). ``lambda (Z + R(lambda))`` rises strictly from 0 to ``inf`` on ``[0, lambda_sat)``,
+decomposition). The exponential tiers after a bursty one, up to the next bursty tier, see the
+waves it releases at the end of a slow run, not Poisson arrivals: as in the decomposition
+(:mod:`solvers.decomposition.waves`) each is a ``MAP/M/c`` queue fed by the bursty tier's
+departure process (:mod:`solvers.departures`), read here off the open queue's
+matrix-geometric solution (the levels from the first repeating one ``L`` up lumped onto
+``L``'s phases with their stationary weights: Kemeny and Snell 1960), through the capacity of
+the tiers in between. ``lambda (Z + R(lambda))`` rises strictly from 0 to ``inf`` on ``[0, lambda_sat)``,
 ``lambda_sat = min_m c_m / S_m`` (the utilization law), so the equation has one root, found by
 Brent's method (Brent 1973) on ``g(lambda) = 1 - 2 N / (lambda (Z + R) + N)``: ``-1`` at
 ``lambda = 0``, ``+1`` at and past saturation (where ``R`` is infinite), finite and increasing
@@ -37,7 +42,10 @@ from typing import Any, Sequence
 import numpy as np
 from scipy.optimize import brentq
 
-from solvers.decomposition.stations import PER_JOB_MAX_CORES
+from solvers.decomposition.stations import PER_JOB_MAX_CORES, _speed_scaled
+from solvers.departures import DepartureMAP, lumped_departures, map_m_c_mean, through_tier
+from solvers.open import queues
+from solvers.open.qbd import solve_qbd
 from solvers.open.tiers import OpenTiersResult, solve_open_tiers
 from solvers.processes import MAP
 from solvers.results import check_no_nan
@@ -97,10 +105,97 @@ def _check(processes: Any, population: Any, think_time: Any, servers: Any
     return procs, int(population), z, [int(c) for c in cores]
 
 
+def departure_process(proc: MAP, cores: int, rate: float, *,
+                      per_job_max_cores: int = PER_JOB_MAX_CORES) -> DepartureMAP | None:
+    """The departure process of the open M/MAP/c queue (Poisson arrivals at ``rate``, service
+    ``proc`` at its own mean, the station of :func:`solvers.open.m_map_c`): levels up to the
+    first repeating one ``L`` and ``L + 1`` exact, every level above aggregated on ``L + 2``
+    (``pi_L R^2 (I - R)^{-1}``, transitions as level ``L``'s: the levels repeat), then every
+    level from ``L`` up lumped onto ``L``'s phases (:func:`solvers.departures.lumped_departures`). ``None`` when the
+    queue is not stable."""
+    if 1 < cores <= per_job_max_cores:
+        src, dst, base, up, starts = queues._per_job_pattern(proc, cores)
+        L = cores + 1
+    else:
+        tr = _speed_scaled(cores + 2, proc, cores)
+        src, dst, base, up = tr.src, tr.dst, tr.rate, tr.up
+        starts = np.arange(cores + 4) * proc.order
+        L = cores
+    Q = queues._from_transitions(src, dst, base, up, rate, int(starts[-1]))
+    sol = solve_qbd(Q, starts, L)
+    if sol is None:
+        return None
+    width = int(starts[L + 1] - starts[L])
+    total = int(starts[L]) + 3 * width
+    level = np.repeat(np.arange(L + 3), np.diff(np.concatenate((starts[:L + 1],
+                                                                 starts[L] + width * np.arange(1, 4)))))
+    rate_all = np.where(up, base * rate, base)
+    own = np.searchsorted(starts, src, side="right") - 1
+    low = own < L                                       # levels 0..L-1 as they are
+    at_l = own == L
+    pieces_src, pieces_dst, pieces_rate = [src[low]], [dst[low]], [rate_all[low]]
+    for shift in (0, 1, 2):                             # level L's pattern on L, L+1, L+2
+        pick = at_l if shift < 2 else at_l & ~up        # (no arrival out of the aggregate)
+        pieces_src.append(src[pick] + shift * width)
+        pieces_dst.append(dst[pick] + shift * width)
+        pieces_rate.append(rate_all[pick])
+    pi = np.zeros(total)
+    pi[:int(starts[L + 1])] = sol.pi[:int(starts[L + 1])]
+    above = sol.level(L) @ sol.R
+    pi[int(starts[L + 1]):int(starts[L + 1]) + width] = above
+    pi[int(starts[L + 1]) + width:] = above @ sol.R @ sol.tail
+    return lumped_departures(pi, np.concatenate(pieces_src), np.concatenate(pieces_dst),
+                             np.concatenate(pieces_rate), level, L - 1)
+
+
 def _open(procs: Sequence[MAP], means: np.ndarray, cores: list[int], rate: float,
-          per_job_max_cores: int) -> OpenTiersResult:
-    return solve_open_tiers([rate], means[:, None], cores, processes=procs,
-                            per_job_max_cores=per_job_max_cores)
+          per_job_max_cores: int, waves: bool = True) -> OpenTiersResult:
+    """The open tiers at ``rate``; with ``waves`` the exponential tiers after a bursty one fed
+    its departure process (module docstring)."""
+    res = solve_open_tiers([rate], means[:, None], cores, processes=procs,
+                           per_job_max_cores=per_job_max_cores)
+    if not waves or not res.stable or rate <= 0:
+        return res
+    Rmc, jobs, wait = res.residence_time.copy(), res.queue_length.copy(), res.wait.copy()
+    flags = list(res.flags)
+    M = len(procs)
+    for b in range(M):
+        after = []
+        for m in range(b + 1, M):
+            if procs[m].order > 1:
+                break
+            after.append(m)
+        if procs[b].order == 1 or not after:
+            continue
+        with np.errstate(all="ignore"):
+            try:
+                dep = departure_process(procs[b], cores[b], rate,
+                                        per_job_max_cores=per_job_max_cores)
+            except (np.linalg.LinAlgError, ArithmeticError):
+                dep = None
+            for m in after:
+                if dep is None or not dep.rate * means[m] < cores[m]:
+                    flags.append(f"tier {m}: tier {b}'s departures not solved or saturating "
+                                 f"it: Poisson arrivals")
+                    break
+                try:
+                    q = map_m_c_mean(dep, means[m], cores[m])
+                except np.linalg.LinAlgError:
+                    q = math.nan
+                if not (math.isfinite(q) and q >= 0.0):
+                    flags.append(f"tier {m}: the queue fed by tier {b}'s departures did not "
+                                 f"solve: Poisson arrivals")
+                    break
+                jobs[m], Rmc[m, 0] = q, q / rate
+                wait[m] = max(q / rate - means[m], 0.0)
+                dep = through_tier(dep, cores[m] / means[m])
+    return OpenTiersResult(throughput=res.throughput, response_time=Rmc.sum(axis=0),
+                           residence_time=Rmc, wait=wait, queue_length=jobs,
+                           utilization=res.utilization,
+                           stations=tuple(st if Rmc[m, 0] == res.residence_time[m, 0]
+                                          else f"{st} (waves)"
+                                          for m, st in enumerate(res.stations)),
+                           stable=True, flags=tuple(flags))
 
 
 def population_at(processes: Sequence[MAP], rate: float, think_time: float,
