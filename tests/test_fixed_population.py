@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 
 from solvers.mva import mva
-from solvers.open.fixed_population import population_at, solve_fixed_population
+from solvers.open import mm_c
+from solvers.open.fixed_population import (departure_process, population_at,
+                                           solve_fixed_population)
 from solvers.paper000 import _BURSTY_D0, _BURSTY_D1
 from solvers.processes import MAP
 from streams.predict import prediction
@@ -60,7 +62,7 @@ def test_population_rises_with_the_rate_and_the_answers_with_n():
     assert xs[0] < xs[1] < xs[2] < sat and rs[0] < rs[1] < rs[2] < math.inf
     for r in res:
         assert r.little_residual <= 1e-3 * r.population
-        assert r.stations == ("erlang-c", "per-job", "erlang-c", "per-job")
+        assert r.stations == ("erlang-c", "per-job", "erlang-c (waves)", "per-job")
         assert r.open_solves <= 40
 
 
@@ -111,3 +113,17 @@ def test_model_route_flag_alone():
         "MAP network solved through the open route (fixed-population mean, Whitt 1984) at "
         "populations >= 5000: thousands of users, an open network at the rate whose mean "
         "population is N"]
+
+
+@pytest.mark.parametrize("cores", [1, 8])
+def test_departures_of_a_stable_bursty_tier_carry_its_arrival_rate_in_waves(cores):
+    """A stable queue's departures have its arrival rate (flow conservation); the tier after
+    it, fed them, waits longer than under Poisson arrivals (the waves of a slow run's end)."""
+    proc = BURSTY.scaled(0.01 * cores / 8)
+    rate = 0.6 * cores / proc.mean
+    dep = departure_process(proc, cores, rate)
+    assert dep.rate == pytest.approx(rate, rel=1e-6)
+    from solvers.departures import map_m_c_mean
+    waved = map_m_c_mean(dep, 0.004, 4) / rate
+    assert waved > mm_c(rate, 0.004, 4).wait + 0.004
+    assert departure_process(proc, cores, 1.01 * cores / proc.mean) is None

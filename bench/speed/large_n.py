@@ -8,8 +8,9 @@ Network: ``bench/large_n_network.py`` (4 tiers, two bursty: app 8 cores, db 16 c
 
 * **one solve** at ``--population``: :func:`solvers.open.fixed_population.solve_fixed_population`
   (its open solves counted) against :func:`solvers.decomposition.solve_decomposed` at the
-  prediction's tolerance (1e-6) and the capacity search's (1e-4); medians of ``--runs``
-  after one warm-up (the per-job patterns held, as in a pipeline's later solves); and a
+  prediction's tolerance (1e-6) and the capacity search's (1e-4; each without a memo, as a
+  model's first solve: medians of ``--runs`` less 2, at least 1); the open route's medians of
+  ``--runs`` after one warm-up (the per-job patterns held, as in a pipeline's later solves); and a
   cold open solve (the module's memo of per-job patterns emptied first);
 * **peak memory** of one solve: ``tracemalloc``'s peak over a fresh solve (numpy's buffers
   included), each route alone;
@@ -39,8 +40,10 @@ from solvers.open.fixed_population import solve_fixed_population
 from streams.predict.model import OPEN_ROUTE_POPULATION, model_capacity
 
 
-def timed(fn: Callable[[], Any], runs: int) -> tuple[float, Any]:
-    out = fn()
+def timed(fn: Callable[[], Any], runs: int, warm: bool = True) -> tuple[float, Any]:
+    """Median seconds of ``runs`` calls (after one untimed call when ``warm``) and the last
+    answer."""
+    out = fn() if warm else None
     times = []
     for _ in range(runs):
         t0 = time.perf_counter()
@@ -86,7 +89,7 @@ def main() -> None:
     rows = [("open route (warm)", t_open, res, mem_open), ("open route (cold)", t_cold, res,
                                                            mem_open)]
     for tol in (1e-6, 1e-4):
-        t, d = timed(dec(tol), max(1, args.runs - 2))
+        t, d = timed(dec(tol), max(1, args.runs - 2), warm=False)   # no memo: nothing held
         rows.append((f"decomposition, tol {tol:g}", t, d, mem_dec))
     t_dec = rows[2][1]
     print(f"\nN = {n:,}, median of {args.runs} (decomposition: {max(1, args.runs - 2)})\n")
