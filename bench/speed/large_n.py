@@ -7,7 +7,7 @@ run: time, peak memory, and the pipeline's capacity search.
 Network: ``bench/large_n_network.py`` (4 tiers, two bursty: app 8 cores, db 16 cores; Z = 7 s).
 
 * **one solve** at ``--population``: :func:`solvers.open.fixed_population.solve_fixed_population`
-  (its open solves counted) against :func:`solvers.decomposition.solve_decomposed` at the
+  (its open solves counted; also without the waves behind a bursty tier) against :func:`solvers.decomposition.solve_decomposed` at the
   prediction's tolerance (1e-6) and the capacity search's (1e-4; each without a memo, as a
   model's first solve: medians of ``--runs`` less 2, at least 1); the open route's medians of
   ``--runs`` after one warm-up (the per-job patterns held, as in a pipeline's later solves); and a
@@ -86,12 +86,15 @@ def main() -> None:
     mem_dec = peak_mb(dec(1e-6))
     t_open, res = timed(open_solve, args.runs)
     t_cold, _ = timed(cold_open, args.runs)
+    t_plain, plain = timed(lambda: solve_fixed_population(procs, n, z, servers=cores,
+                                                          waves=False), args.runs)
     rows = [("open route (warm)", t_open, res, mem_open), ("open route (cold)", t_cold, res,
-                                                           mem_open)]
+                                                           mem_open),
+            ("open route without waves (not the pipeline's)", t_plain, plain, mem_open)]
     for tol in (1e-6, 1e-4):
         t, d = timed(dec(tol), max(1, args.runs - 2), warm=False)   # no memo: nothing held
         rows.append((f"decomposition, tol {tol:g}", t, d, mem_dec))
-    t_dec = rows[2][1]
+    t_dec = rows[3][1]
     print(f"\nN = {n:,}, median of {args.runs} (decomposition: {max(1, args.runs - 2)})\n")
     print("| solver | time | decomposition (1e-6) / this | X | R (s) | peak memory "
           "(tracemalloc) |\n|---|---:|---:|---:|---:|---:|")

@@ -214,12 +214,14 @@ def population_at(processes: Sequence[MAP], rate: float, think_time: float,
 def solve_fixed_population(processes: Sequence[MAP], population: int, think_time: float, *,
                            servers: Sequence[int] | None = None,
                            per_job_max_cores: int = PER_JOB_MAX_CORES,
-                           rate_tol: float = RATE_TOL) -> FixedPopulationResult:
+                           rate_tol: float = RATE_TOL,
+                           waves: bool = True) -> FixedPopulationResult:
     """The closed network of ``population`` users by the fixed-population-mean method (module
     docstring): each tier's service process in visit order (``MAP.exponential(S)`` for an
     exponential tier, a bursty tier's MAP at its own mean), ``servers`` cores per tier
-    (default 1), ``think_time`` ``Z``; the rate to ``rate_tol`` of the saturation rate.
-    Raises ``ValueError`` naming the argument on bad input."""
+    (default 1), ``think_time`` ``Z``; the rate to ``rate_tol`` of the saturation rate;
+    ``waves=False`` takes every tier as fed Poisson arrivals (faster, and low on a tier after
+    a bursty one: docs/accuracy.md section 21). Raises ``ValueError`` naming the argument on bad input."""
     procs, N, z, cores = _check(processes, population, think_time, servers)
     if not (0 < rate_tol < 1):
         raise ValueError(f"rate_tol: must be in (0, 1), got {rate_tol!r}")
@@ -229,7 +231,7 @@ def solve_fixed_population(processes: Sequence[MAP], population: int, think_time
 
     def at(rate: float) -> OpenTiersResult:
         if rate not in solved:
-            solved[rate] = _open(procs, means, cores, rate, per_job_max_cores)
+            solved[rate] = _open(procs, means, cores, rate, per_job_max_cores, waves)
         return solved[rate]
 
     def g(rate: float) -> float:
