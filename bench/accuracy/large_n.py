@@ -2,7 +2,7 @@
 against the simulated physical system and today's decomposition.
 
     python -m bench.accuracy.large_n                       # N = 1,000-5,000, 3 x 2,000 s
-    python -m bench.accuracy.large_n --populations 1000,5000 --duration 1000 --seed 3
+    python -m bench.accuracy.large_n --populations 3000,5000 --seed 2 --no-capacity
 
 Network: ``bench/large_n_network.py`` (4 tiers, app 8 cores and db 16 cores bursty, Mi et
 al.'s (2008) MAP(2), I ~ 200; Z = 7 s; knee ~5,600). Per population:
@@ -43,16 +43,19 @@ def main() -> None:
     ap.add_argument("--duration", type=float, default=2000.0, help="simulated s a replication")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--sla", type=float, default=0.5, help="mean R bound of the capacity (s)")
+    ap.add_argument("--no-capacity", action="store_true", help="the table only")
     args = ap.parse_args()
     print(f"command: python -m {__spec__.name} {' '.join(sys.argv[1:])}")
     procs, cores, z = network()
     tiers = tuple(Tier(f"t{m}", c, p if p.order > 1 else p.mean)
                   for m, (p, c) in enumerate(zip(procs, cores)))
-    open_cap, _ = model_capacity(system_model(args.sla))
-    with decomposition_only():
-        dec_cap, _ = model_capacity(system_model(args.sla))
-    print(f"capacity at mean R <= {args.sla:g} s: open route {open_cap}, decomposition "
-          f"{dec_cap}\n", flush=True)
+    open_cap = dec_cap = None
+    if not args.no_capacity:
+        open_cap, _ = model_capacity(system_model(args.sla))
+        with decomposition_only():
+            dec_cap, _ = model_capacity(system_model(args.sla))
+        print(f"capacity at mean R <= {args.sla:g} s: open route {open_cap}, decomposition "
+              f"{dec_cap}\n", flush=True)
     print("| N | simulated X | simulated R (s) | open X / R error | decomposition X / R error |"
           " R_m simulated | R_m open | R_m decomposition |")
     print("|---:|---:|---:|---:|---:|---|---|---|")
@@ -81,6 +84,8 @@ def main() -> None:
     for a, b in zip(pops, pops[1:]):
         if sim_r[a] <= args.sla < sim_r[b]:
             truth = a + (b - a) * (args.sla - sim_r[a]) / (sim_r[b] - sim_r[a])
+    if args.no_capacity:
+        return
     t = "not bracketed" if truth is None else f"{truth:.0f}"
 
     def off(c: int | None) -> str:
