@@ -7,7 +7,8 @@ run: time, peak memory, and the pipeline's capacity search.
 Network: ``bench/large_n_network.py`` (4 tiers, two bursty: app 8 cores, db 16 cores; Z = 7 s).
 
 * **one solve** at ``--population``: :func:`solvers.open.fixed_population.solve_fixed_population`
-  (its open solves counted; also without the waves behind a bursty tier) against :func:`solvers.decomposition.solve_decomposed` at the
+  (its open solves counted; also without the waves behind a bursty tier) against
+  :func:`solvers.decomposition.solve_decomposed` at the
   prediction's tolerance (1e-6) and the capacity search's (1e-4; each without a memo, as a
   model's first solve: medians of ``--runs`` less 2, at least 1); the open route's medians of
   ``--runs`` after one warm-up (the per-job patterns held, as in a pipeline's later solves); and a

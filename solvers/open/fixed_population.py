@@ -17,7 +17,8 @@ waves it releases at the end of a slow run, not Poisson arrivals: as in the deco
 departure process (:mod:`solvers.departures`), read here off the open queue's
 matrix-geometric solution (the levels from the first repeating one ``L`` up lumped onto
 ``L``'s phases with their stationary weights: Kemeny and Snell 1960), through the capacity of
-the tiers in between. ``lambda (Z + R(lambda))`` rises strictly from 0 to ``inf`` on ``[0, lambda_sat)``,
+the tiers in between. ``lambda (Z + R(lambda))`` rises strictly from 0 to ``inf`` on
+``[0, lambda_sat)``,
 ``lambda_sat = min_m c_m / S_m`` (the utilization law), so the equation has one root, found by
 Brent's method (Brent 1973) on ``g(lambda) = 1 - 2 N / (lambda (Z + R) + N)``: ``-1`` at
 ``lambda = 0``, ``+1`` at and past saturation (where ``R`` is infinite), finite and increasing
@@ -26,7 +27,8 @@ in between, so a saturated probe never gives ``inf`` or NaN. The bracket's upper
 ``N / (Z + R(upper))`` when ``upper`` is stable (``R`` increasing), else 0.
 
 Every open solve costs the same whatever ``N`` (the bursty tiers' boundary levels and rate
-matrices: a few hundred states for 16 cores), so the method costs a few tens of solves against
+matrices: a few hundred states for 16 cores), so the method costs a handful of solves (4-7 on
+4 tiers) against
 the decomposition's per-job chains, whose levels grow with ``N``. Its error shrinks as ``N``
 grows (the fraction of users in the tiers, and the correlation a closed population forces on
 them, vanish): where it is used is decided on the physical simulation (docs/accuracy.md,
@@ -111,7 +113,8 @@ def departure_process(proc: MAP, cores: int, rate: float, *,
     ``proc`` at its own mean, the station of :func:`solvers.open.m_map_c`): levels up to the
     first repeating one ``L`` and ``L + 1`` exact, every level above aggregated on ``L + 2``
     (``pi_L R^2 (I - R)^{-1}``, transitions as level ``L``'s: the levels repeat), then every
-    level from ``L`` up lumped onto ``L``'s phases (:func:`solvers.departures.lumped_departures`). ``None`` when the
+    level from ``L`` up lumped onto ``L``'s phases
+    (:func:`solvers.departures.lumped_departures`). ``None`` when the
     queue is not stable."""
     if 1 < cores <= per_job_max_cores:
         src, dst, base, up, starts = queues._per_job_pattern(proc, cores)
@@ -127,8 +130,8 @@ def departure_process(proc: MAP, cores: int, rate: float, *,
         return None
     width = int(starts[L + 1] - starts[L])
     total = int(starts[L]) + 3 * width
-    level = np.repeat(np.arange(L + 3), np.diff(np.concatenate((starts[:L + 1],
-                                                                 starts[L] + width * np.arange(1, 4)))))
+    bounds = np.concatenate((starts[:L + 1], starts[L] + width * np.arange(1, 4)))
+    level = np.repeat(np.arange(L + 3), np.diff(bounds))
     rate_all = np.where(up, base * rate, base)
     own = np.searchsorted(starts, src, side="right") - 1
     low = own < L                                       # levels 0..L-1 as they are
@@ -221,7 +224,8 @@ def solve_fixed_population(processes: Sequence[MAP], population: int, think_time
     exponential tier, a bursty tier's MAP at its own mean), ``servers`` cores per tier
     (default 1), ``think_time`` ``Z``; the rate to ``rate_tol`` of the saturation rate;
     ``waves=False`` takes every tier as fed Poisson arrivals (faster, and low on a tier after
-    a bursty one: docs/accuracy.md section 21). Raises ``ValueError`` naming the argument on bad input."""
+    a bursty one: docs/accuracy.md section 21). Raises ``ValueError`` naming the argument on
+    bad input."""
     procs, N, z, cores = _check(processes, population, think_time, servers)
     if not (0 < rate_tol < 1):
         raise ValueError(f"rate_tol: must be in (0, 1), got {rate_tol!r}")

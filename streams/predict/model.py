@@ -168,7 +168,8 @@ class Point:
     """The model's answer at one population ``n``: ``X`` (all classes), ``R_m`` per tier,
     ``R_c`` per class, ``U_m`` per tier (per core), ``B_m`` bottleneck probabilities (MAP).
     ``model``: ``"mva"``, ``"map"`` (the exact chain), ``"map-fes"`` (decomposition),
-    ``"map-fpm"`` (the open route, :data:`OPEN_ROUTE_POPULATION`) or ``"pools"`` (:func:`solvers.pools.solve_pools`)."""
+    ``"map-fpm"`` (the open route, :data:`OPEN_ROUTE_POPULATION`) or ``"pools"``
+    (:func:`solvers.pools.solve_pools`)."""
 
     n: int
     throughput: float
