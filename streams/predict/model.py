@@ -122,9 +122,10 @@ EXACT_STATE_LIMIT_MANY = 1_000
 #: so the tiers see nearly the open network's Poisson flow, and the decomposition's per-job
 #: chains have grown with N (4 tiers, 2 bursty at 5,000 users: seconds a solve). Against the
 #: simulated physical system (``bench/accuracy/large_n.py``, docs/accuracy.md "Large
-#: populations through the open route") at 1,000-5,000 users the throughput is within 0.5%
-#: and the response time within 9% (the decomposition: 13%); below 1,000 the closed solvers
-#: are cheap and a few users in the tiers are where closed and open networks differ most
+#: populations through the open route") at 1,000-5,000 users the throughput is within 0.7%
+#: and the response time 3.5-12.3% low (the decomposition: to 16.4%); below 1,000 the closed
+#: solvers are cheap and a few users in the tiers are where closed and open networks differ
+#: most
 OPEN_ROUTE_POPULATION = 1_000
 #: largest MAP chain whose response-time law is computed from the chain itself (the
 #: passage times of :mod:`solvers.response_time.mapnet`), also where the mean comes from the
