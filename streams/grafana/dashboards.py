@@ -302,9 +302,7 @@ def system(defaults: SystemConfig = SystemConfig()) -> dict[str, Any]:
                     mappings=[_null_means("no breach ahead"), _zero_means("now", "red")])
     model = _stat_now("Model", "mva (no bursty tier), map (MAP queueing network, exact chain) "
                       "or map-fes (MAP queueing network by flow-equivalent decomposition, for "
-                      "large populations) or map-fpm (the MAP network through its open "
-                      "counterpart, from a thousand users); the Bottleneck story's flags say "
-                      "where MVA was "
+                      "large populations); the Bottleneck story's flags say where MVA was "
                       "still used or a station is approximate.",
                       "model", "none", fields="/^model$/")
     bottleneck = _stat_now("Bottleneck tier (at the forecast)",
