@@ -157,15 +157,15 @@ def solve_qbd(offdiag: sparse.csr_matrix, starts: np.ndarray, first: int) -> QBD
     M = fin.T.tocsr()                      # M x = 0 is pi Q = 0
     norm = np.ones(b)
     norm[a:b] = tail.sum(axis=1)
-    # pi at one state fixed to 1: its balance equation (redundant) dropped, its column moved
-    # to the right-hand side; then normalised
-    anchor = int(np.argmax(np.abs(M.diagonal())))
-    keep = np.flatnonzero(np.arange(b) != anchor)
-    rows = M[keep]
-    rhs = -rows[:, [anchor]].toarray().ravel()
-    pi = np.empty(b)
-    pi[anchor] = 1.0
-    pi[keep] = splinalg.spsolve(rows[:, keep].tocsc(), rhs)
+    # one balance equation (redundant) replaced by the normalisation: pinning one state's
+    # probability instead is ill-conditioned when that state is rare (a 16-core per-job
+    # tier's most active state at 1e-20: the boundary solve lost every digit)
+    drop = int(np.argmax(np.abs(M.diagonal())))
+    keep = np.flatnonzero(np.arange(b) != drop)
+    A = sparse.vstack([M[keep], sparse.csr_matrix(norm[None, :])]).tocsc()
+    rhs = np.zeros(b)
+    rhs[-1] = 1.0
+    pi = splinalg.spsolve(A, rhs)
     pi = np.maximum(pi, 0.0)
     pi /= pi @ norm
     return QBDSolution(pi=pi, R=R, tail=tail, starts=np.asarray(starts[:L + 2]),

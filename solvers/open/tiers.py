@@ -131,7 +131,10 @@ def solve_open_tiers(arrival_rates: Any, service_times: Any, cores: Any, *,
             continue
         proc = procs[m]
         if proc is not None and proc.order > 1:
-            q = m_map_c(rate, proc.scaled(mean), cs[m], per_job_max_cores=per_job_max_cores)
+            # the process itself when it has the mean already (``lambda S / lambda`` may
+            # differ from ``S`` in the last bit: a new key for the per-job patterns' memo)
+            shape = proc if math.isclose(proc.mean, mean, rel_tol=1e-12) else proc.scaled(mean)
+            q = m_map_c(rate, shape, cs[m], per_job_max_cores=per_job_max_cores)
             if arrivals is not None and arrivals.order > 1:
                 flags.append(f"tier {m}: bursty service with bursty arrivals, solved with "
                              f"Poisson arrivals")

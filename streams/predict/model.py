@@ -31,8 +31,12 @@ those tiers.
   Solved exactly (:func:`solvers.mapqn.solve_closed`) while the chain has at most
   :data:`EXACT_STATE_LIMIT` states (a budget by the number of tiers) and every bursty tier
   has one core, by flow-equivalent decomposition
-  (:func:`solvers.decomposition.solve_decomposed`, ``O(N)``) otherwise; populations above
-  ``map_max_population`` fall back to MVA (flagged).
+  (:func:`solvers.decomposition.solve_decomposed`, ``O(N)``) otherwise; from
+  :data:`OPEN_ROUTE_POPULATION` users by the fixed-population-mean method (Whitt 1984:
+  the open network at the rate whose mean population is ``N``,
+  :func:`solvers.open.fixed_population.solve_fixed_population`; ``model`` ``"map-fpm"``),
+  whose cost does not grow with ``N``; populations above ``map_max_population`` fall back to
+  MVA (flagged).
 
 **A bursty tier's aggregate demand** (``SystemConfig.bursty_demand``, docs/accuracy.md
 section 1). On a bursty tier the window-local estimators (Kalman filter, sliding regression) are
@@ -92,6 +96,7 @@ import numpy as np
 from solvers.decomposition import PER_JOB_MAX_CORES, SWING_FLAG, SolveMemo, solve_decomposed
 from solvers.mapqn import solve_closed
 from solvers.mva import mva_curve
+from solvers.open.fixed_population import solve_fixed_population
 from solvers.pools import PoolSpec, solve_pools
 from solvers.processes import MAP
 from solvers.response_time import DEFAULT_LEVELS, ArrivalLaw, response_time_quantiles
@@ -115,6 +120,17 @@ CAPACITY_LIMIT = 100_000
 #: (one bursty tier; up to 4% with two bursty one-core tiers) and costs 2-15 ms
 EXACT_STATE_LIMIT = {1: 20_000, 2: 5_000, 3: 2_000}
 EXACT_STATE_LIMIT_MANY = 1_000
+#: from this population on the MAP network is solved through its open counterpart (Whitt
+#: 1984's fixed-population mean, :mod:`solvers.open.fixed_population`) instead of the
+#: decomposition: with a thousand users or more the think station holds nearly all of them,
+#: so the tiers see nearly the open network's Poisson flow, and the decomposition's per-job
+#: chains have grown with N (4 tiers, 2 bursty at 5,000 users: seconds a solve). Against the
+#: simulated physical system (``bench/accuracy/large_n.py``, docs/accuracy.md "Large
+#: populations through the open route") at 1,000-5,000 users the throughput is within 0.7%
+#: and the response time 3.5-12.3% low (the decomposition: to 16.4%); below 1,000 the closed
+#: solvers are cheap and a few users in the tiers are where closed and open networks differ
+#: most
+OPEN_ROUTE_POPULATION = 1_000
 #: largest MAP chain whose response-time law is computed from the chain itself (the
 #: passage times of :mod:`solvers.response_time.mapnet`), also where the mean comes from the
 #: decomposition: 2 tiers at 124 users, 15,750 states, ~0.3 s a law; beyond it the exponential
@@ -158,8 +174,9 @@ class Measured:
 class Point:
     """The model's answer at one population ``n``: ``X`` (all classes), ``R_m`` per tier,
     ``R_c`` per class, ``U_m`` per tier (per core), ``B_m`` bottleneck probabilities (MAP).
-    ``model``: ``"mva"``, ``"map"`` (the exact chain), ``"map-fes"`` (decomposition) or
-    ``"pools"`` (:func:`solvers.pools.solve_pools`)."""
+    ``model``: ``"mva"``, ``"map"`` (the exact chain), ``"map-fes"`` (decomposition),
+    ``"map-fpm"`` (the open route, :data:`OPEN_ROUTE_POPULATION`) or ``"pools"``
+    (:func:`solvers.pools.solve_pools`)."""
 
     n: int
     throughput: float
@@ -581,7 +598,8 @@ class SystemModel:
 
     def at(self, n: int, tol: float = PREDICTION_TOL) -> Point:
         """The model's answer at population ``n`` (MAP network when it applies: the exact
-        chain up to :meth:`exact_state_limit` states, decomposition beyond, its fixed point to
+        chain up to :meth:`exact_state_limit` states, decomposition beyond -- the open route
+        from :data:`OPEN_ROUTE_POPULATION` users --, its fixed point to
         ``tol``: :data:`SEARCH_TOL` for a capacity search's probes). A population solved
         before is answered from then, whatever its ``tol``: the difference is far inside the
         model's own error (docs/accuracy.md)."""
@@ -597,6 +615,10 @@ class SystemModel:
             try:
                 if self.map_states(n) <= self.exact_state_limit() and self.exact_applies:
                     res, kind = solve_closed(procs, n, self.think_time, servers=cores), "map"
+                elif n >= OPEN_ROUTE_POPULATION:
+                    res, kind = (solve_fixed_population(
+                        procs, n, self.think_time, servers=cores,
+                        per_job_max_cores=self.per_job_max_cores), "map-fpm")
                 else:
                     res, kind = (solve_decomposed(procs, n, self.think_time, servers=cores,
                                                   tol=tol, memo=self._memo,
@@ -606,9 +628,11 @@ class SystemModel:
                 self.flags.append(f"MAP network failed at population {n} ({exc}): MVA there")
                 point = self.mva_at(n)
             else:
+                bottleneck = getattr(res, "bottleneck_probability", None)
                 point = self._read_back(n, res.throughput, res.residence_time,
-                                        np.asarray(res.bottleneck_probability), kind)
-                if kind == "map-fes" and n > 0:
+                                        None if bottleneck is None else np.asarray(bottleneck),
+                                        kind)
+                if kind in ("map-fes", "map-fpm") and n > 0:
                     self._note_solver_flags(n, res.flags, res.little_residual)
         self._cache[n] = point
         return point

@@ -69,6 +69,11 @@ def solver_flags(model: SystemModel, base: SystemModel) -> list[str]:
         elif fes:
             flags.append("MAP network solved by decomposition (flow-equivalent server): a "
                          "bursty tier has several cores")
+        fpm = sorted(n for n, p in solved if p.model == "map-fpm")
+        if fpm:
+            flags.append(f"MAP network solved through the open route (fixed-population mean, "
+                         f"Whitt 1984) at populations >= {fpm[0]}: thousands of users, an "
+                         f"open network at the rate whose mean population is N")
     if base is not model:
         flags += [f"provisional model: {f}" for f in base.flags
                   if f.startswith(SOLVER_FLAG) and f not in flags]

@@ -42,6 +42,8 @@ SYSTEM_CHARTS = ("response_time", "capacity", "throughput", "utilization", "disp
 #: what each value of a prediction's ``model`` means, for the report's model tile
 _MODEL_NAMES = {"map": "MAP network (bursty tier), exact chain",
                 "map-fes": "MAP network (bursty tier), decomposition",
+                "map-fpm": "MAP network (bursty tier), open route for thousands of users "
+                           "(fixed-population mean)",
                 "mva": "mean-value analysis",
                 "pools": "thread and connection pools over exponential tiers (flow-equivalent "
                          "decomposition)",

@@ -1,0 +1,130 @@
+"""One population of thousands through the open route against today's decomposition, same
+run: time, peak memory, and the pipeline's capacity search.
+
+    python -m bench.speed.large_n                  # N = 5,000, median of 3
+    python -m bench.speed.large_n --population 3000 --runs 5
+
+Network: ``bench/large_n_network.py`` (4 tiers, two bursty: app 8 cores, db 16 cores; Z = 7 s).
+
+* **one solve** at ``--population``: :func:`solvers.open.fixed_population.solve_fixed_population`
+  (its open solves counted; also without the waves behind a bursty tier) against
+  :func:`solvers.decomposition.solve_decomposed` at the
+  prediction's tolerance (1e-6) and the capacity search's (1e-4; each without a memo, as a
+  model's first solve: medians of ``--runs`` less 2, at least 1); the open route's medians of
+  ``--runs`` after one warm-up (the per-job patterns held, as in a pipeline's later solves); and a
+  cold open solve (the module's memo of per-job patterns emptied first);
+* **peak memory** of one solve: ``tracemalloc``'s peak over a fresh solve (numpy's buffers
+  included), each route alone;
+* **capacity search**: the pipeline's ``model_capacity`` at ``--sla`` (mean R), cold, through
+  the open route and through the decomposition only (``--search-runs``, median).
+
+Figures, no pass/fail; the ratios are the figure on a shared host.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import argparse
+import statistics
+import sys
+import time
+import tracemalloc
+from typing import Any, Callable
+
+from bench.large_n_network import decomposition_only, network, system_model
+from solvers.decomposition import solve_decomposed
+from solvers.open import queues
+from solvers.open.fixed_population import solve_fixed_population
+from streams.predict.model import OPEN_ROUTE_POPULATION, model_capacity
+
+
+def timed(fn: Callable[[], Any], runs: int, warm: bool = True) -> tuple[float, Any]:
+    """Median seconds of ``runs`` calls (after one untimed call when ``warm``) and the last
+    answer."""
+    out = fn() if warm else None
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), out
+
+
+def peak_mb(fn: Callable[[], Any]) -> float:
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1] / 2**20
+    finally:
+        tracemalloc.stop()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--population", type=int, default=5000)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--search-runs", type=int, default=1)
+    ap.add_argument("--sla", type=float, default=0.5)
+    args = ap.parse_args()
+    print(f"command: python -m {__spec__.name} {' '.join(sys.argv[1:])}")
+    procs, cores, z = network()
+    n = args.population
+
+    def open_solve():
+        return solve_fixed_population(procs, n, z, servers=cores)
+
+    def cold_open():
+        queues._PATTERNS._held.clear()
+        return open_solve()
+
+    def dec(tol: float):
+        return lambda: solve_decomposed(procs, n, z, servers=cores, tol=tol)
+
+    mem_open = peak_mb(cold_open)
+    mem_dec = peak_mb(dec(1e-6))
+    t_open, res = timed(open_solve, args.runs)
+    t_cold, _ = timed(cold_open, args.runs)
+    t_plain, plain = timed(lambda: solve_fixed_population(procs, n, z, servers=cores,
+                                                          waves=False), args.runs)
+    rows = [("open route (warm)", t_open, res, mem_open), ("open route (cold)", t_cold, res,
+                                                           mem_open),
+            ("open route without waves (not the pipeline's)", t_plain, plain, mem_open)]
+    for tol in (1e-6, 1e-4):
+        t, d = timed(dec(tol), max(1, args.runs - 2), warm=False)   # no memo: nothing held
+        rows.append((f"decomposition, tol {tol:g}", t, d, mem_dec))
+    t_dec = rows[3][1]
+    print(f"\nN = {n:,}, median of {args.runs} (decomposition: {max(1, args.runs - 2)})\n")
+    print("| solver | time | decomposition (1e-6) / this | X | R (s) | peak memory "
+          "(tracemalloc) |\n|---|---:|---:|---:|---:|---:|")
+    for name, t, r, mem in rows:
+        print(f"| {name} | {1000 * t:.1f} ms | {t_dec / t:.0f}× | {r.throughput:.1f} | "
+              f"{r.response_time:.4f} | {mem:.1f} MB |")
+    print(f"open solves in the search: {res.open_solves}")
+
+    def search() -> tuple[float, Any, int]:
+        times, cap, solved = [], None, 0
+        for _ in range(args.search_runs):
+            model = system_model(args.sla)
+            t0 = time.perf_counter()
+            cap, _ = model_capacity(model)
+            times.append(time.perf_counter() - t0)
+            solved = len(model.solved())
+        return statistics.median(times), cap, solved
+
+    t_s_open, cap_open, k_open = search()
+    with decomposition_only():
+        t_s_dec, cap_dec, k_dec = search()
+    print(f"\ncapacity search at mean R <= {args.sla:g} s, cold (median of "
+          f"{args.search_runs})\n")
+    print("| route | time | decomposition / this | capacity | populations solved |\n"
+          "|---|---:|---:|---:|---:|")
+    print(f"| open route from {OPEN_ROUTE_POPULATION:,} users | {1000 * t_s_open:.0f} ms | "
+          f"{t_s_dec / t_s_open:.0f}× | {cap_open} | {k_open} |")
+    print(f"| decomposition only | {1000 * t_s_dec:.0f} ms | 1× | {cap_dec} | {k_dec} |")
+
+
+if __name__ == "__main__":
+    main()

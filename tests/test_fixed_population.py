@@ -1,0 +1,129 @@
+"""The fixed-population-mean route (solvers.open.fixed_population) for closed networks of many
+users: closed forms (exact MVA of exponential stations), the search's monotonicity and
+Little's law, bad input, and the pipeline's model taking the route from
+OPEN_ROUTE_POPULATION users (flagged)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from solvers.mva import mva
+from solvers.open import mm_c
+from solvers.open.fixed_population import (departure_process, population_at,
+                                           solve_fixed_population)
+from solvers.paper000 import _BURSTY_D0, _BURSTY_D1
+from solvers.processes import MAP
+from streams.predict import prediction
+from streams.predict.model import OPEN_ROUTE_POPULATION, SystemModel
+
+BURSTY = MAP(_BURSTY_D0, _BURSTY_D1)
+
+
+@pytest.mark.parametrize("cores", [1, 4])
+@pytest.mark.parametrize("knees", [0.5, 2.0, 5.0])
+def test_exponential_station_matches_exact_mva_at_large_n(cores, knees):
+    """One exponential station of ``c`` cores (S = 4 ms x c), Z = 2 s: knee ~500 users.
+    Away from the knee the open route is within 0.5% on X and 3% on R of exact MVA at
+    250-2,500 users (at the knee itself the closed network's queue, ~sqrt(N) jobs, is where
+    the open one differs most: not asserted here)."""
+    S, Z = 0.004 * cores, 2.0
+    n = int(round(knees * (Z + S) * cores / S))
+    exact = mva([S], [n], Z, [cores])
+    x, r = float(exact.throughput[0]), float(exact.response_time[0])
+    got = solve_fixed_population([MAP.exponential(S)], n, Z, servers=[cores])
+    assert got.throughput == pytest.approx(x, rel=5e-3)
+    assert got.response_time == pytest.approx(r, rel=0.03)
+    assert got.little_residual <= 1e-3 * n
+
+
+def test_product_form_tiers_match_exact_mva_beyond_the_knee():
+    procs = [MAP.exponential(0.002), MAP.exponential(0.005), MAP.exponential(0.010)]
+    cores, Z, n = [1, 1, 1], 1.0, 1000                  # knee ~102
+    exact = mva([p.mean for p in procs], [n], Z)
+    got = solve_fixed_population(procs, n, Z, servers=cores)
+    assert got.throughput == pytest.approx(float(exact.throughput[0]), rel=2e-3)
+    assert got.response_time == pytest.approx(float(exact.response_time[0]), rel=0.03)
+    assert got.stations == ("erlang-c",) * 3
+
+
+def test_population_rises_with_the_rate_and_the_answers_with_n():
+    procs = [MAP.exponential(0.002), BURSTY.scaled(0.010), MAP.exponential(0.004),
+             BURSTY.scaled(0.020)]
+    cores, Z = [4, 8, 4, 16], 7.0
+    sat = 800.0
+    pops = [population_at(procs, f * sat, Z, cores) for f in (0.1, 0.3, 0.5, 0.7, 0.9, 0.99)]
+    assert all(b > a for a, b in zip(pops, pops[1:]))
+    assert population_at(procs, sat, Z, cores) == math.inf      # saturated: inf, never NaN
+    res = [solve_fixed_population(procs, n, Z, servers=cores) for n in (1000, 3000, 6000)]
+    xs, rs = [r.throughput for r in res], [r.response_time for r in res]
+    assert xs[0] < xs[1] < xs[2] < sat and rs[0] < rs[1] < rs[2] < math.inf
+    for r in res:
+        assert r.little_residual <= 1e-3 * r.population
+        assert r.stations == ("erlang-c", "per-job", "erlang-c (waves)", "per-job")
+        assert r.open_solves <= 40
+
+
+def test_zero_population_and_bad_input():
+    zero = solve_fixed_population([MAP.exponential(0.01)], 0, 1.0)
+    assert zero.throughput == 0.0 and zero.response_time == pytest.approx(0.01)
+    with pytest.raises(ValueError, match="population"):
+        solve_fixed_population([MAP.exponential(0.01)], -3, 1.0)
+    with pytest.raises(ValueError, match="think_time"):
+        solve_fixed_population([MAP.exponential(0.01)], 10, math.nan)
+    with pytest.raises(ValueError, match="servers"):
+        solve_fixed_population([MAP.exponential(0.01)], 10, 1.0, servers=[0])
+    with pytest.raises(ValueError, match="processes"):
+        solve_fixed_population([0.01], 10, 1.0)
+
+
+def _model() -> SystemModel:
+    D = np.array([[0.002], [0.010], [0.004], [0.020]])
+    return SystemModel(tiers=["web", "app", "cache", "db"], classes=["a"], D_mc=D,
+                       mix=np.array([1.0]), servers=np.array([4.0, 8.0, 4.0, 16.0]),
+                       think_time=7.0, sla=np.array([0.1]),
+                       processes=[MAP.exponential(1.0), BURSTY.scaled(1.0),
+                                  MAP.exponential(1.0), BURSTY.scaled(1.0)],
+                       map_limit=100_000)
+
+
+@pytest.mark.slow
+def test_model_takes_the_open_route_from_the_threshold_and_flags_it():
+    model = _model()
+    below = model.at(OPEN_ROUTE_POPULATION - 1, tol=1e-3)
+    at = model.at(OPEN_ROUTE_POPULATION)
+    assert below.model == "map-fes" and at.model == "map-fpm"
+    assert at.bottleneck is None and np.all(np.isfinite(at.response))
+    # either side of the threshold the two routes agree closely at this light load
+    assert at.throughput == pytest.approx(below.throughput, rel=0.01)
+    assert float(at.residence.sum()) == pytest.approx(float(below.residence.sum()), rel=0.3)
+    flags = prediction.solver_flags(model, model)
+    assert any(f.startswith("MAP network solved through the open route") and
+               f"populations >= {OPEN_ROUTE_POPULATION}" in f for f in flags)
+
+
+def test_model_route_flag_alone():
+    model = _model()
+    point = model.at(5000)
+    assert point.model == "map-fpm" and 600 < point.throughput < 800
+    flags = prediction.solver_flags(model, model)
+    assert [f for f in flags if "open route" in f] == [
+        "MAP network solved through the open route (fixed-population mean, Whitt 1984) at "
+        "populations >= 5000: thousands of users, an open network at the rate whose mean "
+        "population is N"]
+
+
+@pytest.mark.parametrize("cores", [1, 8])
+def test_departures_of_a_stable_bursty_tier_carry_its_arrival_rate_in_waves(cores):
+    """A stable queue's departures have its arrival rate (flow conservation); the tier after
+    it, fed them, waits longer than under Poisson arrivals (the waves of a slow run's end)."""
+    proc = BURSTY.scaled(0.01 * cores / 8)
+    rate = 0.6 * cores / proc.mean
+    dep = departure_process(proc, cores, rate)
+    assert dep.rate == pytest.approx(rate, rel=1e-6)
+    from solvers.departures import map_m_c_mean
+    waved = map_m_c_mean(dep, 0.004, 4) / rate
+    assert waved > mm_c(rate, 0.004, 4).wait + 0.004
+    assert departure_process(proc, cores, 1.01 * cores / proc.mean) is None
