@@ -402,6 +402,22 @@ def rejudge(src: Path, out: Path, workers: int | None = None,
                   lead_min=(breach_t - firing[0]) / 60 if firing and breach_t else None,
                   alerts=pc["alerts"], solves=len(pc["predictions"]),
                   trusted_solves=sum(1 for p in pc["predictions"] if p.get("model_trusted")))
+    if "open_ramp" in res:
+        op = res["open_ramp"]
+        start = op["start"]
+        pc = perfcast_run(out / "perfcast-open-ramp", config, 0, 0,
+                          src / "perfcast-open-ramp" / "prometheus-windows.jsonl")
+        firing = [x["time"] for x in pc["alerts"]
+                  if x.get("alert") == "predicted_breach" and x.get("state") == "firing"]
+        breach_t = (None if op["measured_breach_min"] is None
+                    else start + 60.0 * op["measured_breach_min"])
+        preds = [p for p in pc["predictions"] if p.get("classes")]
+        op.update(first_alert_min=(firing[0] - start) / 60 if firing else None,
+                  lead_min=(breach_t - firing[0]) / 60 if firing and breach_t else None,
+                  workload=sorted({p.get("workload") for p in preds}),
+                  capacity_rate_per_s=[p.get("capacity_rate_per_s") for p in preds],
+                  alerts=pc["alerts"], solves=len(preds),
+                  trusted_solves=sum(1 for p in preds if p.get("model_trusted")))
     (out / "campaign.json").write_text(json.dumps(res, indent=1, default=str))
     return res
 
