@@ -305,6 +305,7 @@ class Run:
     active: set[tuple]         # (system, alert, class or None) the pipeline holds firing
     predictions: list[dict] = None    # every prediction of the run
     opened: str = ""           # an open system (request rates, no users): ramps past capacity
+    pooled: str = ""           # a system with a pool (its pool panel's data)
 
     def query(self, text: str, **variables: str) -> list:
         from influxdb_client import InfluxDBClient
@@ -331,7 +332,7 @@ def run(influx_url) -> Run:
     SLO there would cost 13 times the run's time, the capacity searches' quantiles of the MAP
     chain) and a quiet second system (15 min, steady), through the
     pipeline core, written with the worker's InfluxDB sink into a fresh database."""
-    from streams.core.config import Config, InfluxSettings
+    from streams.core.config import Config, InfluxSettings, Pool
     from streams.cli.demo import START, THINK_TIME, DemoScenario, demo_config, demo_records
     from streams.sinks.influx import InfluxSink
     from streams.engine.pipeline import Pipeline
@@ -341,18 +342,22 @@ def run(influx_url) -> Run:
                                              monitor_physical)
 
     database = unique("grafana").replace("-", "_")
-    main, other, opened = unique("shop"), unique("quiet"), unique("api")
+    main, other, opened, pooled = unique("shop"), unique("quiet"), unique("api"), unique("pooled")
     demo_a = DemoScenario(system=main, duration_s=2700)
     demo_b = DemoScenario(system=other, duration_s=900, steady_s=900, seed=2)
+    demo_c = DemoScenario(system=pooled, duration_s=600, steady_s=600, seed=3)
     config = Config(systems={
         main: replace(demo_config(demo_a).system(main), model_error_threshold=0.05,
                       think_time_s=0.5 * THINK_TIME, predict_quantiles="always"),
         other: demo_config(demo_b).system(other),
-        opened: SystemConfig(tiers=("web", "db"), sla_s={"*": 0.1})})
+        opened: SystemConfig(tiers=("web", "db"), sla_s={"*": 0.1}),
+        pooled: replace(demo_config(demo_c).system(pooled), pools={
+            "workers": Pool(tier="front", size=40, holds=("front", "db"))})})
     api = PhysicalNetwork((Tier("web", 4, 0.002), Tier("db", 2, 0.010)), ("a",), (1.0,), 0.0,
                           0, arrivals=OpenArrivals([(0.0, 60.0), (900.0, 185.0)]))
     pipeline = Pipeline(config)
-    out = pipeline.process_many(demo_records(demo_a) + demo_records(demo_b) + monitor_physical(
+    out = pipeline.process_many(demo_records(demo_a) + demo_records(demo_b) + demo_records(demo_c)
+                                + monitor_physical(
         api, 900.0, 5.0, warmup=20.0, seed=5, system=opened, start_time=START))
     out.extend(pipeline.finish())
     _influxql(influx_url, f"CREATE DATABASE {database}")
@@ -372,7 +377,8 @@ def run(influx_url) -> Run:
                 active.add((name, kind, cls or None))
         times = [p.time for p in points(out)]
         yield Run(influx_url, f"{database}/autogen", main, other, ["front", "db"],
-                  START - 60, max(times) + 1, out.alerts, active, out.predictions, opened)
+                  START - 60, max(times) + 1, out.alerts, active, out.predictions, opened,
+                  pooled)
     finally:
         sink.close()
         _influxql(influx_url, f"DROP DATABASE {database}")
@@ -427,6 +433,8 @@ def _variables(run: Run, uid: str, query: str) -> list[dict[str, str]]:
         return [{}]
     if any(f in query for f in OPEN_FIELDS):
         return [{"system": run.opened}]
+    if "pool_prediction" in query:
+        return [{"system": run.pooled}]
     if "${tier}" in query:
         return [{"system": run.main, "tier": t} for t in run.tiers]
     return [{"system": run.main}]

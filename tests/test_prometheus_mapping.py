@@ -382,9 +382,9 @@ def test_a_counter_stale_at_the_start_is_a_gap_not_a_birth_over_a_range_with_his
     app's request counter misses the scrape at 10 s (Prometheus marks its series stale), so
     the window (10, 15] sees the counter at its end only. Its value there (the count since
     the app started) is not the window's increase: with the range's history the window is a
-    gap naming the class; a class first seen in a window after the tier reported without it
-    is born (its value is its increase); without history every absence is a birth, as
-    before."""
+    gap naming the class; a class with no earlier value
+    is born (its value is its increase), also in the range's first window; without history
+    every absence is a birth, as before."""
     spec = source_from_mapping({**SPEC, "tiers": {"app": {
         "busy_seconds": "b", "completions": "c"}}}).tiers[0]
 
@@ -408,10 +408,10 @@ def test_a_counter_stale_at_the_start_is_a_gap_not_a_birth_over_a_range_with_his
     records, gaps = tier_windows(spec, TierData(busy_seconds=busy, completions=comp), "s",
                                  [15000], 5000, history=True)
     assert not gaps and records[0]["completions"] == {"/new": 3, "/q": 10}
-    # the first point of a range cannot tell: a gap, not a guess
+    # a series first seen in the range's first window (the target just started): born
     records, gaps = tier_windows(spec, TierData(busy_seconds=busy, completions=matrix_of(
-        ({"handler": "/q"}, [(5, 910)]))), "s", [5000], 5000, history=True)
-    assert not records and "/q: no value at the window's start" in gaps[0].reason
+        ({"handler": "/q"}, [(5, 3)]))), "s", [5000], 5000, history=True)
+    assert not gaps and records[0]["completions"] == {"/q": 3}
     # without history (the agent formats' single windows) an absence at the start is a birth
     records, _ = tier_windows(spec, data, "s", [15000], 5000)
     assert records[0]["completions"] == {"/new": 3, "/q": 930}

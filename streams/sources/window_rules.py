@@ -23,13 +23,12 @@ The rules (:func:`tier_windows`, pure; property-tested against simulated scrapes
 4. A class series present at a window's end but not at its start, while the tier reported at
    the start, was born in the window (client libraries create a class's counter at its first
    request): its increase is its value. A series gone at the end contributes nothing. Over a
-   range with history before the window (``lookback``: the Prometheus source's answers), a
-   series counts as born only if it has no value at any earlier point while the tier
-   reported at one: a series with earlier values was stale at the start -- a failed scrape
-   of its target (a busy app missing the scrape timeout) marks every series of that target
-   stale while another target's busy time still reports -- and its value there is the whole
-   count since the process started, not the window's. Such a window, or one with no earlier
-   point to tell, is a gap naming the class.
+   range with history before the window (the Prometheus source fetches
+   ``LOOKBACK_WINDOWS`` more), a series counts as born only if it has no value at any
+   earlier point: a series with earlier values was stale at the start -- a failed scrape of
+   its target (a busy app missing the scrape timeout) marks every series of that target stale
+   while another target's busy time still reports -- and its value there is the whole count
+   since the process started, not the window's. Such a window is a gap naming the class.
 5. Utilization from ``busy_seconds`` is ``increase / (window_s * cores)``. The samples at the
    two ends were scraped up to a scrape interval apart from the grid points, so at saturation
    it can come out a little above 1: it is passed on as it is, and the pipeline clamps a value
@@ -170,26 +169,23 @@ def _sum_at(series: Sequence[Series], t: int) -> float | None:
     return math.fsum(vals) if vals else None
 
 
-def _born(s: Series, start: int, reported_at_start: bool,
-          reported_before: bool | None) -> bool:
-    """Rule 4: may ``s``, without a value at ``start``, count as born in the window?
-    ``reported_before``: ``None`` without history (every absence at the start is a birth);
-    else whether the tier reported at a point before ``start``."""
+def _born(s: Series, start: int, reported_at_start: bool, history: bool | None) -> bool:
+    """Rule 4: may ``s``, without a value at ``start``, count as born in the window? Without
+    ``history`` every absence at the start is a birth; with it, only that of a series with
+    no earlier value (one with earlier values was stale)."""
     if not reported_at_start:
         return False
-    if reported_before is None:
-        return True
-    return reported_before and not any(t < start for t in s.values)
+    return not history or not any(t < start for t in s.values)
 
 
 def _increase(series: Sequence[Series], start: int, end: int, counters: bool,
-              reported_at_start: bool, reported_before: bool | None = None) -> float | None:
+              reported_at_start: bool, history: bool | None = None) -> float | None:
     """Summed increase of ``series`` over ``(start, end]``: per series, then summed (rule 1);
     without counters the values at ``end`` are the increases."""
     if not counters:
         return _sum_at(series, end)
     parts = [counter_increase(s.values.get(start), s.values.get(end),
-                              _born(s, start, reported_at_start, reported_before))
+                              _born(s, start, reported_at_start, history))
              for s in series]
     parts = [p for p in parts if p is not None]
     return math.fsum(parts) if parts else None
@@ -247,14 +243,13 @@ def tier_windows(spec: TierSpec, data: TierData, system: str, ends_ms: Sequence[
         if utilization is None:
             gaps.append(Gap(spec.name, end, "busy time: no value"))
             continue
-        before = (any(t < start for s in busy for t in s.values) if history and spec.counters
-                  else None)
+        strict = True if history and spec.counters else None
         counts = {cls: n for cls, ss in completions.items()
-                  if (n := _increase(ss, start, end, spec.counters, at_start, before))
+                  if (n := _increase(ss, start, end, spec.counters, at_start, strict))
                   is not None}
         stale = sorted(cls for cls, ss in completions.items() if cls not in counts and any(
             end in s.values for s in ss))
-        if stale and before is not None:
+        if stale and strict:
             gaps.append(Gap(spec.name, end, f"completions: {', '.join(stale)}: no value at the "
                                             f"window's start (stale: a failed scrape)"))
             continue
@@ -269,15 +264,15 @@ def tier_windows(spec: TierSpec, data: TierData, system: str, ends_ms: Sequence[
         if time_sum:
             times = {}
             for cls, ss in time_sum.items():
-                spent = _increase(ss, start, end, spec.counters, at_start, before)
+                spent = _increase(ss, start, end, spec.counters, at_start, strict)
                 n = _increase(time_count.get(cls, []), start, end, spec.counters, at_start,
-                              before)
+                              strict)
                 if spent is not None and n:
                     times[cls] = max(spent, 0.0) / n
             if times:
                 record["response_time_s"] = dict(sorted(times.items()))
         if histograms:
-            quantiles = _window_quantiles(spec, histograms, start, end, at_start, gaps, before)
+            quantiles = _window_quantiles(spec, histograms, start, end, at_start, gaps, strict)
             if quantiles:
                 record["response_time_quantiles_s"] = quantiles
         if data.users is not None:
@@ -290,14 +285,14 @@ def tier_windows(spec: TierSpec, data: TierData, system: str, ends_ms: Sequence[
 
 def _window_quantiles(spec: TierSpec, histograms: Mapping[str, list[Series]], start: int,
                       end: int, at_start: bool, gaps: list[Gap],
-                      before: bool | None = None) -> dict[str, dict[str, float]]:
+                      strict: bool | None = None) -> dict[str, dict[str, float]]:
     """Per class the window's quantiles from its bucket series (rule 7); a class's problem is
     a :class:`Gap` with ``made = True``."""
     out: dict[str, dict[str, float]] = {}
     for cls, series in sorted(histograms.items()):
         where = f"response_time_quantiles_s.{cls}"
         try:
-            buckets = _window_buckets(series, start, end, at_start, spec.counters, where, before)
+            buckets = _window_buckets(series, start, end, at_start, spec.counters, where, strict)
             if buckets is None:
                 continue
             values = {level_name(q): bucket_quantile(q, buckets, f"{where}.buckets")
@@ -313,7 +308,7 @@ def _window_quantiles(spec: TierSpec, histograms: Mapping[str, list[Series]], st
 
 
 def _window_buckets(series: Sequence[Series], start: int, end: int, at_start: bool,
-                    counters: bool, where: str, before: bool | None = None,
+                    counters: bool, where: str, strict: bool | None = None,
                     ) -> list[tuple[float, float]] | None:
     """The class's buckets' increases over the window summed by ``le``; ``None`` when no
     bucket has a value at the end."""
@@ -334,7 +329,7 @@ def _window_buckets(series: Sequence[Series], start: int, end: int, at_start: bo
                                  "at one end only)")
     out = []
     for le in sorted(at_end):
-        n = _increase(by_le[le], start, end, counters, at_start, before)
+        n = _increase(by_le[le], start, end, counters, at_start, strict)
         if n is not None:
             out.append((le, n))
     return out
