@@ -101,8 +101,10 @@ def fixed_point_networks() -> dict[str, tuple[list[MAP], list[int], float, list[
     }
 
 
-def timed(fn: Callable[[], Any], runs: int = 5) -> tuple[float, Any]:
-    out = fn()
+def timed(fn: Callable[[], Any], runs: int = 5, warm: bool = True) -> tuple[float, Any]:
+    """Median seconds of ``runs`` calls (after one untimed call when ``warm``) and the last
+    answer."""
+    out = fn() if warm else None
     times = []
     for _ in range(runs):
         t0 = time.perf_counter()

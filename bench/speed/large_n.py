@@ -35,22 +35,11 @@ import tracemalloc
 from typing import Any, Callable
 
 from bench.large_n_network import decomposition_only, network, system_model
+from bench.speed.decomposition import timed
 from solvers.decomposition import solve_decomposed
 from solvers.open import queues
 from solvers.open.fixed_population import solve_fixed_population
 from streams.predict.model import OPEN_ROUTE_POPULATION, model_capacity
-
-
-def timed(fn: Callable[[], Any], runs: int, warm: bool = True) -> tuple[float, Any]:
-    """Median seconds of ``runs`` calls (after one untimed call when ``warm``) and the last
-    answer."""
-    out = fn() if warm else None
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), out
 
 
 def peak_mb(fn: Callable[[], Any]) -> float:
