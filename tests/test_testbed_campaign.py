@@ -4,7 +4,8 @@ and a quiet machine: it is a benchmark, not a test."""
 
 import pytest
 
-from bench.testbed.campaign import _err, knee, markdown
+from bench.testbed.campaign import _err, knee, markdown, misnamed_alerts
+from bench.testbed.truth import ResponseStats
 from bench.testbed.load import join_times
 
 
@@ -42,3 +43,22 @@ def test_the_tables_state_every_run_and_the_disturbed_ones():
                      "low_load": {"users": 5, "capacity_users": 40, "error": 0.6}})
     assert "| 5 | 0.080 (disturbed) | 0.40 | 40 | False (0/3) | +10% / -30% | +5% / - |" in text
     assert "measured knee 25.0 users" in text and "(+60%)" in text
+
+
+def _minute(**means: float) -> list[ResponseStats]:
+    return [ResponseStats(c, 10, 1.0, m, m, m, m) for c, m in means.items()]
+
+
+def test_an_alert_naming_a_quiet_class_while_another_breaks_is_misnamed():
+    class T:
+        minutes = {0: _minute(buy=0.05, search=0.30), 1: _minute(buy=0.09, search=0.30),
+                   2: _minute(buy=0.05, search=0.15)}
+    slo = {"buy": 0.1, "search": 0.2}
+    alerts = [{"alert": "predicted_breach", "state": "firing", "class": c, "time": 1000.0 + s}
+              for c, s in [("buy", 30.0), ("search", 40.0), ("buy", 70.0), ("buy", 130.0)]]
+    alerts.append({"alert": "predicted_breach", "state": "resolved", "class": "buy",
+                   "time": 1010.0})
+    bad = misnamed_alerts(alerts, T, slo, 1000.0)
+    # minute 0: buy at 50% of its SLO while search breaks; minute 1: buy at 90% is near enough;
+    # minute 2: nobody breaks; the search alert names the class breaking; resolved ones are no page
+    assert bad == [{"minute": 0.5, "named": "buy", "named_over_slo": 0.5, "breaking": ["search"]}]

@@ -321,6 +321,7 @@ def campaign(args: argparse.Namespace) -> dict[str, Any]:
             "first_alert_min": (firing[0] - run["start"]) / 60 if firing else None,
             "lead_min": (breach_t - firing[0]) / 60 if firing and breach_t else None,
             "alerts": pc["alerts"], "solves": len(pc["predictions"]),
+            "misnamed": misnamed_alerts(pc["alerts"], t, slo, run["start"]),
             "trusted_solves": sum(1 for p in pc["predictions"] if p.get("model_trusted"))}
     if args.open_ramp:
         result["open_ramp"] = open_ramp(args, out, meter, config, slo)
@@ -364,7 +365,27 @@ def open_ramp(args: argparse.Namespace, out: Path, meter: ForeignMeter, config: 
             "workload": sorted({p.get("workload") for p in preds}),
             "capacity_rate_per_s": [p.get("capacity_rate_per_s") for p in preds],
             "alerts": pc["alerts"], "solves": len(preds),
+            "misnamed": misnamed_alerts(pc["alerts"], t, slo, run["start"]),
             "trusted_solves": sum(1 for p in preds if p.get("model_trusted"))}
+
+
+def misnamed_alerts(alerts: list[dict[str, Any]], t: Any, slo: dict[str, float],
+                    start: float) -> list[dict[str, Any]]:
+    """The firing predicted-breach alerts that name the wrong class: in the minute the alert
+    fires, the class it names is measured below 80% of its SLO while another class is measured
+    above its own. Honest trust asks for none: the engineer paged acts on the class named."""
+    out = []
+    for a in alerts:
+        if a.get("alert") != "predicted_breach" or a.get("state") != "firing":
+            continue
+        rows = t.minutes.get(int((a["time"] - start) // 60), [])
+        mean = {s.cls: s.mean_s for s in rows if s.cls in slo and s.n > 0}
+        named = a.get("class")
+        breaking = sorted(c for c, r in mean.items() if c != named and r > slo[c])
+        if named in mean and mean[named] < 0.8 * slo[named] and breaking:
+            out.append({"minute": (a["time"] - start) / 60, "named": named,
+                        "named_over_slo": mean[named] / slo[named], "breaking": breaking})
+    return out
 
 
 def rejudge(src: Path, out: Path, workers: int | None = None,
@@ -398,8 +419,11 @@ def rejudge(src: Path, out: Path, workers: int | None = None,
                   if x.get("alert") == "predicted_breach" and x.get("state") == "firing"]
         breach_t = (None if rp["measured_breach_min"] is None
                     else start + 60.0 * rp["measured_breach_min"])
+        log = src / "load-ramp.jsonl"
         rp.update(first_alert_min=(firing[0] - start) / 60 if firing else None,
                   lead_min=(breach_t - firing[0]) / 60 if firing and breach_t else None,
+                  misnamed=misnamed_alerts(pc["alerts"], truth_of(_jsonl(log)), res["slo_s"],
+                                           start) if log.exists() else None,
                   alerts=pc["alerts"], solves=len(pc["predictions"]),
                   trusted_solves=sum(1 for p in pc["predictions"] if p.get("model_trusted")))
     if "open_ramp" in res:
@@ -412,14 +436,25 @@ def rejudge(src: Path, out: Path, workers: int | None = None,
         breach_t = (None if op["measured_breach_min"] is None
                     else start + 60.0 * op["measured_breach_min"])
         preds = [p for p in pc["predictions"] if p.get("classes")]
+        log = src / "load-open-ramp.jsonl"
         op.update(first_alert_min=(firing[0] - start) / 60 if firing else None,
                   lead_min=(breach_t - firing[0]) / 60 if firing and breach_t else None,
+                  misnamed=misnamed_alerts(pc["alerts"], truth_of(_jsonl(log)), res["slo_s"],
+                                           start) if log.exists() else None,
                   workload=sorted({p.get("workload") for p in preds}),
                   capacity_rate_per_s=[p.get("capacity_rate_per_s") for p in preds],
                   alerts=pc["alerts"], solves=len(preds),
                   trusted_solves=sum(1 for p in preds if p.get("model_trusted")))
     (out / "campaign.json").write_text(json.dumps(res, indent=1, default=str))
     return res
+
+
+def _jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+def _misnamed(v: list[dict[str, Any]] | None) -> str:
+    return "-" if v is None else str(len(v))
 
 
 def _pct(v: float | None) -> str:
@@ -455,7 +490,9 @@ def markdown(res: dict[str, Any]) -> str:
         lines += ["", f"Ramp {rp['from_users']} -> {rp['to_users']} users over "
                       f"{rp['duration_s'] / 60:.0f} min: measured breach at minute "
                       f"{rp['measured_breach_min']}, first predicted-breach alert at minute "
-                      f"{rp['first_alert_min']}, lead {rp['lead_min']} min; trusted solves "
+                      f"{rp['first_alert_min']}, lead {rp['lead_min']} min; alerts naming a "
+                      f"class below 80% of its SLO while another breaks: "
+                      f"{_misnamed(rp.get('misnamed'))}; trusted solves "
                       f"{rp['trusted_solves']}/{rp['solves']}; foreign CPU "
                       f"{rp['foreign']['foreign_share']:.3f}."]
     if "open_ramp" in res:
@@ -465,7 +502,7 @@ def markdown(res: dict[str, Any]) -> str:
                       f"{op['duration_s'] / 60:.0f} min (workload {', '.join(map(str, op['workload']))}): "
                       f"measured breach at minute {op['measured_breach_min']}, first "
                       f"predicted-breach alert at minute {op['first_alert_min']}, lead "
-                      f"{op['lead_min']} min; capacity "
+                      f"{op['lead_min']} min; misnamed alerts {_misnamed(op.get('misnamed'))}; capacity "
                       + (f"{min(caps):.1f}-{max(caps):.1f}/s" if caps else "-")
                       + f"; trusted solves {op['trusted_solves']}/{op['solves']}; dropped "
                       f"{op['dropped']}; foreign CPU {op['foreign']['foreign_share']:.3f}."]
