@@ -10,11 +10,15 @@
 #   PERFCAST_CACHE           cache root (default ~/.cache/perfcast); the binary from install.sh
 #   PROMETHEUS_SCRAPE_INTERVAL  default 1s
 #   PROMETHEUS_START_TIMEOUT seconds to wait for /-/ready (default 60)
+#   PROMETHEUS_FEATURES      --enable-feature value (default native-histograms: targets that
+#                            serve the protobuf format may expose native histograms; classic
+#                            histograms are scraped as before; empty: no feature flag)
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 CACHE_ROOT="${PERFCAST_CACHE:-$HOME/.cache/perfcast}"
 PORT="${PROMETHEUS_PORT:-19090}"
 INTERVAL="${PROMETHEUS_SCRAPE_INTERVAL:-1s}"
+FEATURES="${PROMETHEUS_FEATURES-native-histograms}"
 TIMEOUT="${PROMETHEUS_START_TIMEOUT:-60}"
 STATE_FILE="${CACHE_ROOT}/prometheus/run-dir.${PORT}"
 URL="http://127.0.0.1:${PORT}"
@@ -64,7 +68,8 @@ LOG="${RUN_DIR}/prometheus.log"
 PID_FILE="${RUN_DIR}/prometheus.pid"
 perfcast_spawn "${PID_FILE}" "${LOG}" "${BIN}" --config.file="${RUN_DIR}/prometheus.yml" \
   --storage.tsdb.path="${RUN_DIR}/data" --storage.tsdb.retention.time=2d \
-  --web.listen-address="127.0.0.1:${PORT}" --log.level=warn
+  --web.listen-address="127.0.0.1:${PORT}" --log.level=warn \
+  ${FEATURES:+--enable-feature="${FEATURES}"}
 echo "${RUN_DIR}" > "${STATE_FILE}"
 
 # ready: /-/ready answers 200

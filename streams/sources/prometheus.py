@@ -15,7 +15,10 @@ Per tier, the configuration gives PromQL for (docs/prometheus.md has ready mappi
 - optionally ``response_time_histogram``: the entry tier's latency histogram, its cumulative
   ``_bucket`` series with ``le`` (``http_server_requests_seconds_bucket``), per class: the
   window's ``response_time_quantiles_s`` at ``quantiles`` (default p50, p90, p95, p99) by
-  ``histogram_quantile``'s rule (rule 7 of :mod:`streams.sources.window_rules`).
+  ``histogram_quantile``'s rule (rule 7 of :mod:`streams.sources.window_rules`);
+- or ``response_time_native_histogram``: PromQL giving per class the window's native latency
+  histogram (``sum by (handler) (rate(m[{window}]))``): the quantiles by Prometheus' rule for
+  native histograms (:mod:`streams.sources.prometheus_native`).
 
 Every query is evaluated by Prometheus (``/api/v1/query_range``) on one grid of window ends
 ``offset_s + k window_s``, the same for every tier: so the tiers' windows are aligned whatever
@@ -93,7 +96,8 @@ _SOURCE_KEYS = {"url", "system", "window_s", "offset_s", "lag_s", "timeout_s", "
                 "class_label", "counters", "headers"}
 #: the largest ``max_response_mb``: 4 GiB (parsed, an answer takes several times its size)
 MAX_RESPONSE_MB = 4096.0
-_TIER_KEYS = set(QUERY_FIELDS) | {"class_label", "counters", "quantiles"}
+_TIER_KEYS = set(QUERY_FIELDS) | {"class_label", "counters", "quantiles",
+                                   "response_time_native_histogram"}
 
 
 def _tier(name: str, raw: Any, class_label: str, counters: bool) -> TierSpec:
@@ -117,8 +121,18 @@ def _tier(name: str, raw: Any, class_label: str, counters: bool) -> TierSpec:
     own_counters = raw.get("counters", counters)
     if not isinstance(own_counters, bool):
         raise ConfigError(f"{where}.counters: must be true or false, got {own_counters!r}")
+    native = string_setting(raw, "response_time_native_histogram", where)
+    if native is not None and "{window}" not in native:
+        raise ConfigError(f"{where}.response_time_native_histogram: must give the window's "
+                          f"histogram, with {{window}} in a range, e.g. 'sum by ({label}) "
+                          f"(rate(http_request_duration_seconds[{{window}}]))' (a histogram "
+                          f"since the process started is not the window's), got {native!r}")
+    if native is not None and queries["response_time_histogram"] is not None:
+        raise ConfigError(f"{where}: at most one of response_time_histogram (classic _bucket "
+                          f"series) and response_time_native_histogram, got both")
     return TierSpec(name=name, cores=cores, class_label=label, counters=own_counters,
-                    quantiles=quantiles_setting(raw, where, DEFAULT_QUANTILES), **queries)
+                    quantiles=quantiles_setting(raw, where, DEFAULT_QUANTILES),
+                    response_time_native_histogram=native, **queries)
 
 
 def source_from_mapping(raw: Mapping[str, Any], env: Mapping[str, str] | None = None,

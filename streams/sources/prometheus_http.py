@@ -48,6 +48,8 @@ from streams.sources.prometheus import (
     system_windows,
     window_ends,
 )
+from streams.sources.prometheus_native import (NATIVE_FIELD, NativeSeries, add_native_quantiles,
+                                               parse_native_result)
 
 __all__ = ["PrometheusError", "MalformedAnswer", "Refused", "PrometheusClient", "fetch_windows",
            "iter_windows"]
@@ -402,15 +404,18 @@ class PrometheusClient:
 #: made (the busy time, the completions, the cores); else the field they are made without
 _LOSES = {"busy_seconds": None, "utilization": None, "completions": None, "cores": None,
           "time_sum": "response_time_s", "time_count": "response_time_s", "users": "users",
-          "response_time_histogram": "response_time_quantiles_s"}
+          "response_time_histogram": "response_time_quantiles_s",
+          NATIVE_FIELD: "response_time_quantiles_s"}
 
 
 def _tier_data(client: PrometheusClient, source: PrometheusSource, first_ms: int,
-               last_ms: int) -> tuple[dict[str, TierData], list[tuple[str, str, MalformedAnswer]]]:
+               last_ms: int) -> tuple[dict[str, TierData], dict[str, list[NativeSeries]],
+                                      list[tuple[str, str, MalformedAnswer]]]:
     """Every tier's query results on the grid from ``first_ms - window`` (and
     :data:`~streams.sources.prometheus.LOOKBACK_WINDOWS` windows before it) to ``last_ms``;
     ``concurrency`` queries in flight at a time. An answer of another shape is no series
-    (as a series missing from an answer is) and is returned as ``(tier, query, error)``."""
+    (as a series missing from an answer is) and is returned as ``(tier, query, error)``.
+    The native histograms' answers come apart, by tier."""
     window = promql_duration(source.window_s)
     jobs = [(spec.name, name, query.replace("{window}", window))
             for spec in source.tiers for name, query in spec.queries().items()]
@@ -421,7 +426,8 @@ def _tier_data(client: PrometheusClient, source: PrometheusSource, first_ms: int
         try:
             data = client.query_range(query, first_ms - (1 + LOOKBACK_WINDOWS) * source.window_ms,
                                       last_ms, source.window_ms, what)
-            return parse_result(data, what)
+            return parse_native_result(data, what) if name == NATIVE_FIELD else \
+                parse_result(data, what)
         except MalformedAnswer as exc:
             return exc
         except AnswerError as exc:
@@ -439,9 +445,10 @@ def _tier_data(client: PrometheusClient, source: PrometheusSource, first_ms: int
             refused.append((tier, name, series))
             series = []
         results[tier][name] = series
+    natives = {tier: got[NATIVE_FIELD] for tier, got in results.items() if NATIVE_FIELD in got}
     return {tier: TierData(**{k: got.get(k) for k in QUERY_FIELDS
                               if k in got or k == "completions"})
-            for tier, got in results.items()}, refused
+            for tier, got in results.items()}, natives, refused
 
 
 def _batches(ends: list[int], size: int) -> Iterator[list[int]]:
@@ -489,13 +496,15 @@ def iter_windows(source: PrometheusSource, start_s: float, end_s: float,
     client = client or PrometheusClient(source)
     ends = window_ends(start_s, end_s, source.window_s, source.offset_s)
     for batch in _batches(ends, source.max_windows_per_query):
-        data, refused = _tier_data(client, source, batch[0], batch[-1])
+        data, natives, refused = _tier_data(client, source, batch[0], batch[-1])
         if refused and on_refused is None:
             raise refused[0][2]
         try:
             records, gaps = system_windows(source, data, batch, history=True)
         except ValueError as exc:
             raise PrometheusError(str(exc)) from None
+        if natives:
+            gaps += add_native_quantiles(source, natives, records)
         if refused:
             answers, gaps = _refusals(source, refused, batch, records, gaps)
             on_refused(answers)                                 # type: ignore[misc]

@@ -87,6 +87,9 @@ class TierSpec:
     response_time_histogram: str | None = None
     #: the levels of the quantiles read from ``response_time_histogram``
     quantiles: tuple[float, ...] = DEFAULT_QUANTILES
+    #: PromQL of the window's native latency histogram per class (the Prometheus source only:
+    #: :mod:`streams.sources.prometheus_native`)
+    response_time_native_histogram: str | None = None
     class_label: str = "handler"
     #: true: ``busy_seconds``, ``completions``, ``time_*`` are cumulative counters, differenced
     #: here; false: they already give the window's amount (``increase(x[{window}])``)
@@ -95,6 +98,8 @@ class TierSpec:
     def queries(self) -> dict[str, str]:
         """The tier's queries by field (``cores`` only when it is PromQL)."""
         out = {f: getattr(self, f) for f in QUERY_FIELDS if isinstance(getattr(self, f), str)}
+        if self.response_time_native_histogram is not None:
+            out["response_time_native_histogram"] = self.response_time_native_histogram
         return out
 
     @property
