@@ -6,9 +6,8 @@ window (``x - x offset W`` at the window's end: the source's rule, each end's la
 and over one window holding every observation, the quantiles of the observations themselves
 within bucket resolution.
 
-Native histograms are not tested: Prometheus 2.42 scrapes them only with
-``--enable-feature=native-histograms`` over the protobuf format, which ``prometheus_client``
-does not serve. Under ``CI=true`` a missing Prometheus fails (``tests/ci_policy.py``)."""
+Native histograms: ``tests/test_native_histogram_services.py``. Under ``CI=true`` a missing
+Prometheus fails (``tests/ci_policy.py``)."""
 
 from __future__ import annotations
 
