@@ -14,14 +14,13 @@ from __future__ import annotations
 import json
 import math
 import time
-import urllib.parse
-import urllib.request
 
 import numpy as np
 import pytest
 
 from estimators.histogram import bucket_quantile, level_name
 from pipeline_harness import unique, wait_for
+from scrape_helpers import query, whole_window
 from streams.core.records import parse_window
 from streams.sources.prometheus import source_from_mapping
 from streams.sources.prometheus_http import fetch_windows
@@ -35,14 +34,6 @@ WINDOW_S = 4
 DURATION_S, RATE = 12.0, 40
 #: per handler the log-normal law of its response times (median, sigma)
 LAWS = {"/buy": (0.08, 0.9), "/home": (0.02, 0.6)}
-
-
-def query(url: str, promql: str, at: float) -> list[dict]:
-    params = urllib.parse.urlencode({"query": promql, "time": f"{at:.3f}"})
-    with urllib.request.urlopen(f"{url}/api/v1/query?{params}", timeout=30) as resp:
-        body = json.loads(resp.read())
-    assert body["status"] == "success", body
-    return body["data"]["result"]
 
 
 def source(url: str, tag: str, window_s: float, offset_s: float = 0.0):
@@ -86,13 +77,8 @@ def test_quantiles_match_prometheus_histogram_quantile(prometheus_url, prometheu
             busy.inc(0.05)
             time.sleep(0.1)
         ended = time.time()
-        whole_end = math.ceil(ended) + 2.0       # a scrape after the last observation
-        # the long window starts between the zeros' scrapes and the first observation
-        whole_s = float(round(whole_end - began + 1.5))
         stamp = f'timestamp(app_latency_seconds_count{{test="{tag}"}})'
-        wait_for(lambda: all(float(r["value"][1]) > whole_end
-                             for r in query(url, stamp, time.time()) or [{"value": [0, 0]}]),
-                 60, "a scrape past the long window's end")
+        whole_end, whole_s = whole_window(url, stamp, began, ended)
     finally:
         prometheus_targets.write_text("[]")
         server.shutdown()

@@ -13,8 +13,6 @@ from __future__ import annotations
 import json
 import math
 import time
-import urllib.parse
-import urllib.request
 
 import numpy as np
 import pytest
@@ -22,6 +20,7 @@ import pytest
 from estimators.histogram import level_name
 from native_exporter import NativeExporter
 from pipeline_harness import unique, wait_for
+from scrape_helpers import query, whole_window
 from streams.core.records import parse_window
 from streams.sources.prometheus import source_from_mapping
 from streams.sources.prometheus_http import fetch_windows
@@ -35,14 +34,6 @@ DURATION_S, RATE = 12.0, 40
 LAWS = {"/buy": (3, 0.08, 0.9), "/home": (-1, 0.02, 0.6)}
 #: a tenth of /home's observations are this fast: within the zero bucket
 ZERO_THRESHOLD = 1e-4
-
-
-def query(url: str, promql: str, at: float) -> list[dict]:
-    params = urllib.parse.urlencode({"query": promql, "time": f"{at:.3f}"})
-    with urllib.request.urlopen(f"{url}/api/v1/query?{params}", timeout=30) as resp:
-        body = json.loads(resp.read())
-    assert body["status"] == "success", body
-    return body["data"]["result"]
 
 
 def native_query(tag: str, window: str) -> str:
@@ -86,12 +77,8 @@ def test_native_quantiles_match_prometheus_histogram_quantile(prometheus_url,
             exporter.add_busy(0.05)
             time.sleep(0.1)
         ended = time.time()
-        whole_end = math.ceil(ended) + 2.0       # a scrape after the last observation
-        whole_s = float(round(whole_end - began + 1.5))
         stamp = f'timestamp(histogram_count(app_latency_seconds{{test="{tag}"}}))'
-        wait_for(lambda: all(float(r["value"][1]) > whole_end
-                             for r in query(url, stamp, time.time()) or [{"value": [0, 0]}]),
-                 60, "a scrape past the long window's end")
+        whole_end, whole_s = whole_window(url, stamp, began, ended)
     finally:
         prometheus_targets.write_text("[]")
         exporter.close()
