@@ -7,8 +7,8 @@ the native histogram of the requests of the window, e.g.
 itself takes the window's increase of the cumulative histogram (counter resets, schema changes,
 the zero threshold widened -- rules only it knows for native histograms; Prometheus 2.42
 answers a binary ``-`` between two histograms with no histogram). ``rate`` or ``increase``
-give the same quantiles (one is the other scaled). The query is evaluated on the source's grid of window ends
-(``query_range``) and the window's ``response_time_quantiles_s`` of each class at the tier's
+give the same quantiles (one is the other scaled). The query is evaluated on the source's
+grid of window ends (``query_range``) and the window's ``response_time_quantiles_s`` of each class at the tier's
 ``quantiles`` are those of its histogram at the window's end, by Prometheus' own rule
 (:func:`estimators.native_histogram.native_quantile`): so they are what
 ``histogram_quantile(q, <the query>)`` evaluates to there.
