@@ -8,9 +8,9 @@ itself takes the window's increase of the cumulative histogram (counter resets, 
 the zero threshold widened -- rules only it knows for native histograms; Prometheus 2.42
 answers a binary ``-`` between two histograms with no histogram). ``rate`` or ``increase``
 give the same quantiles (one is the other scaled). The query is evaluated on the source's
-grid of window ends (``query_range``) and the window's ``response_time_quantiles_s`` of each class at the tier's
-``quantiles`` are those of its histogram at the window's end, by Prometheus' own rule
-(:func:`estimators.native_histogram.native_quantile`): so they are what
+grid of window ends (``query_range``) and the window's ``response_time_quantiles_s`` of
+each class at the tier's ``quantiles`` are those of its histogram at the window's end, by
+Prometheus' own rule (:func:`estimators.native_histogram.native_quantile`): so they are what
 ``histogram_quantile(q, <the query>)`` evaluates to there.
 
 Rules (as rule 7 of :mod:`streams.sources.window_rules` for classic histograms):
