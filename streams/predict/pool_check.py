@@ -22,7 +22,8 @@ holding time (the residence at the held tiers, Rolia and Sevcik 1995) or its thr
 
 Where only the size is measured the model is unchanged and nothing is checked; a measured size
 other than the configured one is flagged (the model keeps the configured size: the
-configuration is what the user changes).
+configuration is what the user changes), and so is a pool the windows measure that the model
+does not have.
 """
 
 from __future__ import annotations
@@ -107,8 +108,13 @@ def trust_reasons(pred: Any) -> list[str]:
 
 
 def size_flags(model: SystemModel, measured: Mapping[str, Mapping[str, float]]) -> list[str]:
-    """A flag per modelled pool whose windows report another size than the configured one."""
-    out = []
+    """A flag per modelled pool whose windows report another size than the configured one,
+    and one per pool the windows measure that the model does not have (not configured, or
+    not modelled yet: its occupancy is not checked)."""
+    names = {spec.name for spec in model.pools}
+    out = [f"{POOL_FLAG}windows measure pool {name!r}, which the model does not have (not "
+           f"configured under the system's pools, or its tiers not modelled): not checked"
+           for name in measured if name not in names]
     for spec in model.pools:
         size = (measured.get(spec.name) or {}).get("size")
         if size is not None and int(size) != int(spec.size):
