@@ -15,7 +15,9 @@ Per tier, the configuration gives PromQL for (docs/prometheus.md has ready mappi
 - optionally ``response_time_histogram``: the entry tier's latency histogram, its cumulative
   ``_bucket`` series with ``le`` (``http_server_requests_seconds_bucket``), per class: the
   window's ``response_time_quantiles_s`` at ``quantiles`` (default p50, p90, p95, p99) by
-  ``histogram_quantile``'s rule (rule 7 of :mod:`streams.sources.window_rules`).
+  ``histogram_quantile``'s rule (rule 7 of :mod:`streams.sources.window_rules`);
+- optionally ``[tiers.<t>.pools.<pool>]``: PromQL gauges of a pool's ``size``, ``busy``
+  tokens, ``waiting`` requests and ``acquire_s`` (:mod:`streams.core.pool_settings`; rule 8).
 
 Every query is evaluated by Prometheus (``/api/v1/query_range``) on one grid of window ends
 ``offset_s + k window_s``, the same for every tier: so the tiers' windows are aligned whatever
@@ -38,6 +40,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from streams.core.config import ConfigError
+from streams.core.pool_settings import pool_table
 from streams.core.records import valid_name
 from streams.core.source_settings import (WindowGrid, header_settings, http_url_setting,
                                           number_setting, quantiles_setting,
@@ -93,7 +96,13 @@ _SOURCE_KEYS = {"url", "system", "window_s", "offset_s", "lag_s", "timeout_s", "
                 "class_label", "counters", "headers"}
 #: the largest ``max_response_mb``: 4 GiB (parsed, an answer takes several times its size)
 MAX_RESPONSE_MB = 4096.0
-_TIER_KEYS = set(QUERY_FIELDS) | {"class_label", "counters", "quantiles"}
+_TIER_KEYS = set(QUERY_FIELDS) | {"class_label", "counters", "quantiles", "pools"}
+
+
+def _promql(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{where}: must be PromQL (a non-empty string), got {value!r}")
+    return value
 
 
 def _tier(name: str, raw: Any, class_label: str, counters: bool) -> TierSpec:
@@ -118,7 +127,8 @@ def _tier(name: str, raw: Any, class_label: str, counters: bool) -> TierSpec:
     if not isinstance(own_counters, bool):
         raise ConfigError(f"{where}.counters: must be true or false, got {own_counters!r}")
     return TierSpec(name=name, cores=cores, class_label=label, counters=own_counters,
-                    quantiles=quantiles_setting(raw, where, DEFAULT_QUANTILES), **queries)
+                    quantiles=quantiles_setting(raw, where, DEFAULT_QUANTILES),
+                    pools=pool_table(raw.get("pools"), f"{where}.pools", _promql), **queries)
 
 
 def source_from_mapping(raw: Mapping[str, Any], env: Mapping[str, str] | None = None,
