@@ -218,3 +218,192 @@ def test_the_pipeline_checks_the_pool_against_its_measured_occupancy():
     assert wrong.model_trusted is False
     assert any(r.startswith("pool conn utilization") and "measured (margin 20%)" in r
                for r in wrong.trust_reasons)
+
+
+# --------------------------------------------------------------------------------------------
+# mappings from exporters
+# --------------------------------------------------------------------------------------------
+
+DOCS = __import__("pathlib").Path(__file__).resolve().parents[1] / "docs"
+
+#: exposition bodies in each exporter's naming (metric names, types and labels as the
+#: exporters' documentation and source give them; values made up): what the documented
+#: queries must find
+EXPOSITIONS = {
+    "hikaricp": """\
+# TYPE hikaricp_connections_max gauge
+hikaricp_connections_max{application="shop",pool="HikariPool-1"} 10.0
+# TYPE hikaricp_connections_active gauge
+hikaricp_connections_active{application="shop",pool="HikariPool-1"} 7.0
+# TYPE hikaricp_connections_idle gauge
+hikaricp_connections_idle{application="shop",pool="HikariPool-1"} 3.0
+# TYPE hikaricp_connections_pending gauge
+hikaricp_connections_pending{application="shop",pool="HikariPool-1"} 2.0
+# TYPE hikaricp_connections_acquire_seconds summary
+hikaricp_connections_acquire_seconds_count{application="shop",pool="HikariPool-1"} 51234.0
+hikaricp_connections_acquire_seconds_sum{application="shop",pool="HikariPool-1"} 187.5
+# TYPE hikaricp_connections_acquire_seconds_max gauge
+hikaricp_connections_acquire_seconds_max{application="shop",pool="HikariPool-1"} 0.25
+""",
+    "tomcat": """\
+# TYPE tomcat_threads_config_max_threads gauge
+tomcat_threads_config_max_threads{application="shop",name="http-nio-8080"} 200.0
+# TYPE tomcat_threads_busy_threads gauge
+tomcat_threads_busy_threads{application="shop",name="http-nio-8080"} 37.0
+# TYPE tomcat_threads_current_threads gauge
+tomcat_threads_current_threads{application="shop",name="http-nio-8080"} 60.0
+""",
+    "jetty": """\
+# TYPE jetty_threads_config_max gauge
+jetty_threads_config_max{application="api"} 200.0
+# TYPE jetty_threads_busy gauge
+jetty_threads_busy{application="api"} 12.0
+# TYPE jetty_threads_jobs gauge
+jetty_threads_jobs{application="api"} 0.0
+""",
+    "pgbouncer": """\
+# TYPE pgbouncer_databases_pool_size gauge
+pgbouncer_databases_pool_size{database="shop",force_user="",host="db-1",name="shop",pool_mode="transaction",port="5432"} 20
+# TYPE pgbouncer_pools_server_active_connections gauge
+pgbouncer_pools_server_active_connections{database="shop",user="shop"} 14
+# TYPE pgbouncer_pools_client_waiting_connections gauge
+pgbouncer_pools_client_waiting_connections{database="shop",user="shop"} 3
+""",
+    "gunicorn": """\
+# TYPE testbed_request_duration_seconds histogram
+testbed_request_duration_seconds_sum{handler="home"} 812.5
+testbed_request_duration_seconds_count{handler="home"} 40211.0
+""",
+}
+
+#: which exposition each documented pool answers from
+EXPORTER_OF = {"db_connections": "hikaricp", "tomcat_threads": "tomcat",
+               "jetty_threads": "jetty", "pgbouncer": "pgbouncer",
+               "gunicorn_workers": "gunicorn"}
+
+
+def _documented_pool_tables():
+    """The TOML blocks of docs/prometheus.md's pools section, each made a whole configuration
+    (a header and each tier's required queries added)."""
+    import re
+    import tomllib
+    from streams.sources.prometheus import source_from_mapping
+    text = (DOCS / "prometheus.md").read_text(encoding="utf-8")
+    section = text.split("## Pools: measured occupancy", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```toml\n(.*?)```", section, re.S)
+    assert len(blocks) == 4
+    sources = []
+    for block in blocks:
+        tiers = dict.fromkeys(re.findall(r"^\[tiers\.(\w+)\.pools\.", block, re.M))
+        head = '[prometheus]\nurl = "http://127.0.0.1:9"\nsystem = "s"\n' + "".join(
+            f"[tiers.{t}]\nutilization = 'u'\ncompletions = 'c'\n" for t in tiers)
+        sources.append(source_from_mapping(tomllib.loads(head + block), env={}))
+    return sources
+
+
+def test_the_documented_pool_mappings_load_and_name_the_exporters_metrics():
+    """Every query of the documented pool mappings names metrics (and label values) the
+    exporter's exposition has."""
+    import re
+    seen = set()
+    for source in _documented_pool_tables():
+        for spec in source.tiers:
+            for field, query in spec.pools:
+                pool = field.split(".")[1]
+                body = EXPOSITIONS[EXPORTER_OF[pool]]
+                seen.add(pool)
+                for name, labels in re.findall(r"([a-z_]+)\{([^}]*)\}", query):
+                    assert re.search(rf"^{name}\{{", body, re.M), (field, name)
+                    for label, value in re.findall(r'(\w+)="([^"]*)"', labels):
+                        assert f'{label}="{value}"' in body, (field, label, value)
+    assert seen == set(EXPORTER_OF)
+
+
+class _Answers:
+    """``query_range`` answered per query text: a constant per series (``{query: [(labels,
+    value)]}``); otherwise the tier is busy half the time and serves 10 requests a second."""
+
+    def __init__(self, by_query):
+        self.by_query = by_query
+        self.queries = []
+
+    def query_range(self, query, start_ms, end_ms, step_ms, what="query"):
+        self.queries.append(query)
+        grid = range(start_ms, end_ms + 1, step_ms)
+        if query in self.by_query:
+            result = [{"metric": labels, "values": [[t / 1000, repr(v)] for t in grid]}
+                      for labels, v in self.by_query[query]]
+        elif query == "u":                       # the utilization gauge
+            result = [{"metric": {}, "values": [[t / 1000, "0.5"] for t in grid]}]
+        else:                                      # the completions counter
+            result = [{"metric": {"handler": "/q"},
+                       "values": [[t / 1000, repr(t / 100)] for t in grid]}]
+        return {"resultType": "matrix", "result": result}
+
+
+def test_the_prometheus_source_makes_the_windows_pools_from_the_hikaricp_mapping():
+    """The documented HikariCP mapping through the Prometheus source (its answers per query):
+    the windows carry the pool, ``{window}`` replaced, the series summed, a query without a
+    value leaves its key out."""
+    from streams.sources.prometheus_http import iter_windows
+    source = _documented_pool_tables()[0]
+    spec = source.tiers[0]
+    queries = dict(spec.pools)
+    window = "5s"
+    text = {k: queries[f"pools.db_connections.{k}"].replace("{window}", window)
+            for k in ("size", "busy", "waiting", "acquire_s")}
+    answers = _Answers({text["size"]: [({}, 10.0)],
+                        text["busy"]: [({"instance": "a"}, 4.5), ({"instance": "b"}, 2.25)],
+                        text["waiting"]: [({}, 1.5)],
+                        text["acquire_s"]: []})
+    batches = list(iter_windows(source, 1e9, 1e9 + 20, client=answers))
+    records = [r for _, rs in batches for r in rs]
+    assert records and all(r["pools"] == {"db_connections": {"size": 10, "busy": 6.75,
+                                                             "waiting": 1.5}}
+                           for r in records)
+    assert text["busy"] in answers.queries and "{window}" not in "".join(answers.queries)
+    w = parse_window(records[0])
+    assert w.pools["db_connections"].busy == 6.75 and w.pools["db_connections"].size == 10
+
+
+def test_the_telegraf_pgbouncer_example_in_docs_formats_md():
+    import re
+    import tomllib
+    from streams.core.input_config import input_from_mapping
+    from streams.sources.sample_windows import SampleWindows
+    text = (DOCS / "formats.md").read_text(encoding="utf-8")
+    m = re.search(r"<!-- pools telegraf -->\n```toml\n(.*?)```\n\n```json\n(.*?)```"
+                  r".*?```json\n(.*?)```", text, re.S)
+    fmt = input_from_mapping(tomllib.loads(m.group(1))["input"])
+    made = SampleWindows(fmt).translate(m.group(2).strip().splitlines())
+    assert not made.dead and len(made.windows) == 1
+    window = made.windows[0]
+    assert window["pools"] == json.loads(m.group(3))["pools"]
+    assert window["utilization"] == pytest.approx(0.4)
+    assert parse_window(window).pools["pgbouncer"].waiting == 6.0
+
+
+@pytest.mark.parametrize("pools, match", [
+    ({"conn": {"active": "x"}}, r"tiers\.app\.pools\.conn\.active: unknown key"),
+    ({"conn": {"busy": 3}}, r"tiers\.app\.pools\.conn\.busy: must be PromQL"),
+    ({"conn": {"busy": ""}}, r"tiers\.app\.pools\.conn\.busy: must be PromQL"),
+    ({"conn": {}}, r"tiers\.app\.pools\.conn: must be a table with any of"),
+    ({"a.b": {"busy": "x"}}, r"tiers\.app\.pools\.a\.b: a pool's name"),
+    ("x", r"tiers\.app\.pools: must be a table of pools"),
+])
+def test_a_bad_pools_table_is_a_configuration_error_naming_the_key(pools, match):
+    from streams.core.config import ConfigError
+    from streams.sources.prometheus import source_from_mapping
+    raw = {"prometheus": {"url": "http://127.0.0.1:9", "system": "s"},
+           "tiers": {"app": {"utilization": "u", "completions": "c", "pools": pools}}}
+    with pytest.raises(ConfigError, match=match):
+        source_from_mapping(raw, env={})
+
+
+def test_a_bad_pools_table_of_a_metric_format_names_the_key():
+    from streams.core.config import ConfigError
+    from streams.core.input_config import input_from_mapping
+    raw = {"format": "telegraf", "system": "s", "tiers": {"app": {
+        "utilization": "u", "completions": "c", "pools": {"pg": {"busy": "bad{"}}}}}
+    with pytest.raises(ConfigError, match=r"input\.tiers\.app\.pools\.pg\.busy"):
+        input_from_mapping(raw)
