@@ -74,14 +74,16 @@ Outputs
   edges (a service spanning an edge counts in both windows, pro rata); a request counts in
   the window in which it *leaves* the tier; ``response_time_s`` is the mean time at the tier
   (queueing + service) of those requests; ``users`` is the population at the window's end
-  (including users due to leave).
+  (including users due to leave); the owning tier's record carries each pool's ``size``
+  and its time-average ``busy`` tokens and ``waiting`` requests over the window (``pools``).
 * :func:`simulate_physical` -- steady-state estimates with confidence intervals (independent
   replications or batch means, :mod:`solvers.simulation.stats`) of per-class and overall
   throughput and response time, per-tier utilization, queue length, residence time, and the
   *measured* mean service time per tier and class (the realised demands ``D_{m,c}``); with
   ``quantiles`` also per-class quantiles of the response time from every measured request's
   own response time (the empirical quantile of the pooled runs, its interval over the
-  replications' or batches' own empirical quantiles).
+  replications' or batches' own empirical quantiles; per pool the mean tokens held and
+  requests waiting for one).
 
 Engine
 ------
@@ -468,6 +470,9 @@ class _Trace:
     service_sum: np.ndarray
     #: per class, the response time of every completed request in completion order (or None)
     samples: list[np.ndarray] | None = None
+    #: per pool, the integral of tokens held and of requests waiting for one (``(K, P)``)
+    pool_held: np.ndarray | None = None
+    pool_waiting: np.ndarray | None = None
 
     def responses(self, i: int, j: int, c: int) -> np.ndarray:
         """Response times of the class-``c`` requests completed in ``(times[i], times[j]]``:
@@ -526,6 +531,18 @@ class _Engine:
                          if pools[i].last - 1 == m] for m in range(self.M)]
         self.free = [p.size for p in pools]
         self.token_queue = [deque() for _ in pools]
+        # per pool: integrals of tokens held and of requests waiting, up to pool_since
+        self.pool_held = [0.0] * len(pools)
+        self.pool_wait = [0.0] * len(pools)
+        self.pool_since = [0.0] * len(pools)
+
+    def _pool_mark(self, p: int, t: float) -> None:
+        """Add pool ``p``'s tokens held and requests waiting since its last change up to ``t``
+        (called before every change of either)."""
+        dt = t - self.pool_since[p]
+        self.pool_held[p] += (self.net.pools[p].size - self.free[p]) * dt
+        self.pool_wait[p] += len(self.token_queue[p]) * dt
+        self.pool_since[p] = t
 
     def _enter(self, m: int, c: int, t: float, t_sys: float, k: int, start: int,
                t_in: float | None = None) -> None:
@@ -536,6 +553,7 @@ class _Engine:
         wanted = self.acquire[m]
         for j in range(start, len(wanted)):
             p = wanted[j]
+            self._pool_mark(p, t)
             if self.free[p] == 0:
                 self.token_queue[p].append((m, c, t_in, t_sys, k, j + 1))
                 return
@@ -546,6 +564,7 @@ class _Engine:
         """Give back the tokens of the pools that end at tier ``m``: to the head of each
         pool's queue, or to the pool."""
         for p in self.release[m]:
+            self._pool_mark(p, t)
             if self.token_queue[p]:
                 m2, c2, t_in2, t_sys2, k2, next_pool = self.token_queue[p].popleft()
                 self._enter(m2, c2, t, t_sys2, k2, next_pool, t_in2)
@@ -612,8 +631,11 @@ class _Engine:
         for q in self.token_queue:                     # waiting for a token at tier m
             for m, c, t_in, _, _, _ in q:
                 area[m * C + c] += t - t_in
+        for p in range(len(self.free)):
+            self._pool_mark(p, t)
         return (t, busy, area, self.done[:], self.rt[:], self.q_done[:], self.q_rt[:],
-                self.present, sum(self.q_done), self.svc[:])
+                self.present, sum(self.q_done), self.svc[:], self.pool_held[:],
+                self.pool_wait[:])
 
     def run(self, times: np.ndarray, schedule: list[tuple[float, int]]) -> _Trace:
         fixed = [(float(t), 0, 0) for t in times]
@@ -728,9 +750,12 @@ class _Engine:
             events=np.array(cols[8], dtype=np.int64),
             servers=np.array(self.cores, dtype=float),
         )
+        P = len(self.free)
         return _Trace(cp, np.array(cols[9], dtype=float).reshape(-1, M, C),
                       None if self.samples is None
-                      else [np.frombuffer(a, dtype=float) for a in self.samples])
+                      else [np.frombuffer(a, dtype=float) for a in self.samples],
+                      np.array(cols[10], dtype=float).reshape(len(snaps), P),
+                      np.array(cols[11], dtype=float).reshape(len(snaps), P))
 
 
 def _simulate(net: PhysicalNetwork, times: np.ndarray, schedule: list[tuple[float, int]],
@@ -792,9 +817,30 @@ def monitor_physical(network: PhysicalNetwork, duration: float, window_s: float,
     _check_network(network)
     edges = _window_edges(duration, window_s, warmup)
     trace = _simulate(network, edges, _schedule(schedule), _generator(rng, seed))
-    return window_records(trace.cp, system=system, tiers=[t.name for t in network.tiers],
-                          classes=list(network.classes), start_time=start_time,
-                          iso_time=iso_time, include_users=network.arrivals is None)
+    records = window_records(trace.cp, system=system, tiers=[t.name for t in network.tiers],
+                             classes=list(network.classes), start_time=start_time,
+                             iso_time=iso_time, include_users=network.arrivals is None)
+    _pool_records(records, trace, network)
+    return records
+
+
+def _pool_records(records: list[dict[str, Any]], trace: _Trace,
+                  network: PhysicalNetwork) -> None:
+    """Add each pool's measured occupancy over each window to its owning tier's records
+    (``pools`` of the input contract: ``size``, time-average ``busy`` tokens and ``waiting``
+    requests; a pool without a name is ``pool<k>``)."""
+    M = len(network.tiers)
+    dt = np.diff(trace.cp.times)
+    held = np.diff(trace.pool_held, axis=0) / dt[:, None]
+    waiting = np.diff(trace.pool_waiting, axis=0) / dt[:, None]
+    for p, pool in enumerate(network.pools):
+        name = pool.name or f"pool{p}"
+        for k in range(dt.shape[0]):
+            rec = records[k * M + pool.first]
+            rec.setdefault("pools", {})[name] = {
+                "size": int(pool.size),
+                "busy": float(min(max(held[k, p], 0.0), pool.size)),   # float rounding
+                "waiting": float(max(waiting[k, p], 0.0))}
 
 
 # ----------------------------------------------------------------------------- steady state
@@ -840,6 +886,10 @@ class PhysicalResult:
     quantile_levels: tuple[float, ...] = ()
     #: per class, per level: the response time's quantile (``C x L`` estimates)
     response_time_quantiles: tuple[tuple[Estimate, ...], ...] = ()
+    #: per pool of the network: mean tokens held (time average) and mean requests waiting
+    #: for a token
+    pool_busy: tuple[Estimate, ...] = ()
+    pool_waiting: tuple[Estimate, ...] = ()
 
     def means(self, name: str) -> np.ndarray:
         """Point estimates of field ``name`` as an array (e.g. ``means("utilization")``)."""
@@ -868,6 +918,8 @@ def _delta(tr: _Trace, i: int, j: int) -> dict[str, np.ndarray]:
         "nq": (cp.queue_completions[j] - cp.queue_completions[i]).astype(float),
         "qsum": cp.residence_sum[j] - cp.residence_sum[i],
         "ssum": tr.service_sum[j] - tr.service_sum[i],
+        "held": tr.pool_held[j] - tr.pool_held[i],
+        "waiting": tr.pool_waiting[j] - tr.pool_waiting[i],
     }
 
 
@@ -885,6 +937,8 @@ def _metrics(d: dict[str, np.ndarray]) -> dict[str, tuple[np.ndarray, np.ndarray
         "residence_time": _ratio(d["qsum"].sum(axis=1), nq.sum(axis=1)),
         "residence_time_by_class": _ratio(d["qsum"], nq),
         "service_time": _ratio(d["ssum"], nq),
+        "pool_busy": (d["held"] / dt, np.ones(d["held"].shape, bool)),
+        "pool_waiting": (d["waiting"] / dt, np.ones(d["waiting"].shape, bool)),
     }
 
 
@@ -1004,6 +1058,6 @@ def simulate_physical(network: PhysicalNetwork, duration: float, *, warmup: floa
         services=int(sum(int(tr.cp.events[-1]) for tr in traces)),
         method="replications" if reps > 1 else "batch means",
         replications=reps, batches=0 if reps > 1 else nb, warmup=warm, duration=d, level=lv,
-        quantile_levels=levels,
+        quantile_levels=levels, pool_busy=est["pool_busy"], pool_waiting=est["pool_waiting"],
         response_time_quantiles=_quantile_estimates(traces, last, reps, nb, levels, lv,
                                                     len(network.classes)) if levels else ())

@@ -25,7 +25,9 @@ name is the format's (``<measurement>_<field>`` for Telegraf, the OTLP metric na
 ``response_time_histogram`` selects cumulative latency buckets with an ``le`` label (the
 entry tier's ``<name>_bucket``; an OTLP histogram's buckets and a Telegraf histogram's are
 such samples: :mod:`streams.sources.samples`), read at ``quantiles`` (default p50, p90, p95,
-p99) into the window's ``response_time_quantiles_s``.
+p99) into the window's ``response_time_quantiles_s``. ``[input.tiers.NAME.pools.POOL]`` maps
+a pool's ``size``, ``busy``, ``waiting`` (and ``acquire_s``) to gauges averaged over the window
+(:mod:`streams.core.pool_settings`): the window's ``pools``.
 The fields are those of the Prometheus source (:class:`streams.sources.window_rules.TierSpec`),
 with the same meaning and the same window rules.
 """
@@ -38,6 +40,7 @@ from typing import Any, Mapping
 
 from estimators.histogram import DEFAULT_QUANTILES
 from streams.core.config_error import ConfigError
+from streams.core.pool_settings import pool_table
 from streams.core.records import valid_name
 from streams.core.source_settings import (WindowGrid, number_setting, quantiles_setting,
                                           string_setting, tier_table, window_setting)
@@ -113,11 +116,16 @@ class TierMapping:
     #: their levels
     quantiles: tuple[float, ...] = DEFAULT_QUANTILES
     class_label: str = "handler"
+    #: ``(pools.<pool>.<key>, selectors)``: gauges of pools' occupancy, averaged over the
+    #: window (:mod:`streams.core.pool_settings`)
+    pools: tuple[tuple[str, Selectors], ...] = ()
 
     def selectors(self) -> dict[str, Selectors]:
-        """The fields that are selectors, by field."""
-        return {f: getattr(self, f) for f in METRIC_FIELDS
-                if isinstance(getattr(self, f), tuple)}
+        """The fields that are selectors, by field (a pool's by ``pools.<pool>.<key>``)."""
+        out = {f: getattr(self, f) for f in METRIC_FIELDS
+               if isinstance(getattr(self, f), tuple)}
+        out.update(self.pools)
+        return out
 
     def by_name(self) -> dict[str, list[tuple[str, Selector]]]:
         """``metric name -> [(field, selector)]``: the index a sample is looked up in."""
@@ -171,8 +179,15 @@ MIN_WINDOW_S = 0.1
 _KEYS = {"format", "window_s", "offset_s", "lag_s", "lookback_s", "strict", "timestamp_unit",
          "utilization_scale",
          "system", "system_label", "tier_label", "missing_class", "class_label", "tiers",
-         "quantiles", *METRIC_FIELDS}
-_TIER_KEYS = {"class_label", "quantiles", *METRIC_FIELDS}
+         "quantiles", "pools", *METRIC_FIELDS}
+_TIER_KEYS = {"class_label", "quantiles", "pools", *METRIC_FIELDS}
+
+
+def _selectors(value: Any, where: str) -> Selectors:
+    """A selector or a non-empty list of them (taken together)."""
+    if isinstance(value, list) and value:
+        return tuple(parse_selector(v, f"{where}[{i}]") for i, v in enumerate(value))
+    return (parse_selector(value, where),)
 
 
 def _fields(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
@@ -194,6 +209,8 @@ def _fields(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
         out["class_label"] = string_setting(raw, "class_label", where)
     if "quantiles" in raw:
         out["quantiles"] = quantiles_setting(raw, where, DEFAULT_QUANTILES)
+    if "pools" in raw:
+        out["pools"] = pool_table(raw["pools"], f"{where}.pools", _selectors)
     return out
 
 

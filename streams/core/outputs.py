@@ -208,6 +208,9 @@ class PoolPrediction(_Record, kw_only=True):
     #: per class, the wait for a token over its response time now, model
     waiting_share: dict[str, float] | UnsetType = UNSET
     waiting_share_forecast: dict[str, float] | UnsetType = UNSET  #: ... at the forecast
+    #: measured tokens held over size in the solve interval (windows' ``pools``)
+    utilization_measured: float | None | UnsetType = UNSET
+    utilization_error: float | None | UnsetType = UNSET  #: |model - measured| utilization
 
 
 _F = float | None | UnsetType
@@ -275,6 +278,8 @@ class Prediction(_Record, kw_only=True):
     quantile_measured_s: _F = UNSET                 #: the measured one, s
     utilization_error_tier: _S = UNSET              #: tier furthest off its utilization
     utilization_error_max: _F = UNSET               #: that absolute difference
+    pool_error: _F = UNSET                          #: worst pool's relative utilization error
+    pool_error_pool: _S = UNSET                     #: its pool
     capacity_users_lower: _I = UNSET                #: capacity band, lower end, users
     capacity_users_upper: _I = UNSET                #: capacity band, upper end, users
     time_to_breach_lower_s: _F = UNSET              #: time to breach at the lower end, s

@@ -43,6 +43,12 @@ the keys are kept by their canonical names (``"0.95"`` as ``p95``). Anything els
 ``InvalidWindow`` naming the class and the quantile (``response_time_quantiles_s.buy.p95``).
 A record with the field always takes the validator's path.
 
+``pools`` (optional) holds per thread or connection pool its measured occupancy over the
+window -- ``size``, mean ``busy`` tokens, mean ``waiting`` requests, ``acquire_s``
+(:mod:`streams.core.pool_occupancy`, which states the rules); a ``busy`` a hair over ``size``
+is clamped and flagged like a utilization, anything else out of range is an ``InvalidWindow``
+naming ``pools.<name>.<key>``. A record with the field always takes the validator's path.
+
 Names (system, tier, request classes) must be printable: no control characters (a ``"\\n"`` would
 split an InfluxDB line-protocol line), no lone surrogates (JSON's ``"\\ud800"``: not UTF-8, which
 every sink writes), and no trailing backslash (line protocol cannot store one: it escapes the
@@ -66,6 +72,7 @@ import msgspec
 import numpy as np
 
 from estimators.histogram import HistogramError, check_quantiles
+from streams.core.pool_occupancy import PoolFieldError, PoolOccupancy, parse_occupancy
 
 __all__ = ["Window", "InvalidWindow", "parse_window", "parse_end", "format_time", "clean",
            "MAX_CORES", "MAX_USERS", "UTILIZATION_TOLERANCE", "MAX_UTILIZATION_TOLERANCE",
@@ -140,6 +147,8 @@ class Window(msgspec.Struct, frozen=True, gc=False):
     #: per class, measured end-to-end quantiles ``{"p95": seconds}`` (module docstring)
     response_time_quantiles_s: dict[str, dict[str, float]] = msgspec.field(
         default_factory=dict)
+    #: per pool, its measured occupancy (module docstring)
+    pools: dict[str, PoolOccupancy] = msgspec.field(default_factory=dict)
 
     @property
     def total_completions(self) -> float:
@@ -165,6 +174,8 @@ class Window(msgspec.Struct, frozen=True, gc=False):
         if self.response_time_quantiles_s:
             out["response_time_quantiles_s"] = {
                 c: dict(q) for c, q in self.response_time_quantiles_s.items()}
+        if self.pools:
+            out["pools"] = {name: p.to_record() for name, p in self.pools.items()}
         return out
 
 
@@ -179,10 +190,14 @@ def content_digest(w: Window) -> int:
     (after a worker's crash) or sent again unchanged is a *replay*, one with the same ``end``
     and another digest a conflicting duplicate (:meth:`streams.core.tier.TierState.admit`).
     Two different windows of one tier share a digest with probability 2^-56."""
-    # a window without measured quantiles digests as before the field existed (a state saved
-    # then still tells its replays)
-    body = _canonical(w) if w.response_time_quantiles_s else _canonical(
-        _Digested(*msgspec.structs.astuple(w)[:-1]))
+    # a window without measured quantiles or pools digests as before those fields existed (a
+    # state saved then still tells its replays)
+    if w.pools:
+        body = _canonical(w)
+    elif w.response_time_quantiles_s:
+        body = _canonical(_Quantiled(*msgspec.structs.astuple(w)[:-1]))
+    else:
+        body = _canonical(_Digested(*msgspec.structs.astuple(w)[:-2]))
     return int.from_bytes(hashlib.blake2b(body, digest_size=7).digest(), "big")
 
 
@@ -199,6 +214,12 @@ class _Digested(msgspec.Struct, frozen=True, gc=False):
     response_time_s: dict[str, float]
     users: int | None
     flags: tuple[str, ...]
+
+
+class _Quantiled(_Digested, frozen=True, gc=False):
+    """:class:`Window` without its pools (:func:`content_digest`)."""
+
+    response_time_quantiles_s: dict[str, dict[str, float]]
 
 
 def parse_window(raw: bytes | str | Mapping[str, Any],
@@ -224,6 +245,7 @@ def _validate(raw: bytes | str | Mapping[str, Any],
     end = parse_end(_required(data, "end"))
     window_s = _window_s(_required(data, "window_s"))
     utilization, flag = _utilization(_required(data, "utilization"), utilization_tolerance)
+    pools, pool_flags = _pools(data.get("pools"), utilization_tolerance)
     window = Window(
         system=system,
         tier=tier,
@@ -235,8 +257,10 @@ def _validate(raw: bytes | str | Mapping[str, Any],
         response_time_s=_per_class(data.get("response_time_s"), "response_time_s",
                                    upper=MAX_RESPONSE_TIME_S),
         users=_users(data.get("users")),
-        flags=((flag,) if flag else ()) + (() if "cores" in data else (CORES_ASSUMED,)),
+        flags=((flag,) if flag else ()) + (() if "cores" in data else (CORES_ASSUMED,))
+        + pool_flags,
         response_time_quantiles_s=_quantiles(data.get("response_time_quantiles_s")),
+        pools=pools,
     )
     _check_rates(window.completions, window.window_s)
     return window
@@ -260,6 +284,28 @@ def _quantiles(value: Any) -> dict[str, dict[str, float]]:
         except HistogramError as err:
             raise InvalidWindow(err.field, err.value, err.reason) from None
     return out
+
+
+def _pools(value: Any, tolerance: float) -> tuple[dict[str, PoolOccupancy], tuple[str, ...]]:
+    """``pools``: per pool its occupancy, and the flags of values clamped (module
+    docstring)."""
+    if value is None:
+        return {}, ()
+    if not isinstance(value, Mapping):
+        raise InvalidWindow("pools", value, "must be an object of pool -> {size, busy, "
+                                            "waiting, acquire_s}")
+    out, flags = {}, []
+    for name, occupancy in value.items():
+        if not isinstance(name, str) or not name.strip() or _name_problem(name) is not None:
+            raise InvalidWindow("pools", name, f"pool names must be valid names of at most "
+                                               f"{MAX_NAME} characters")
+        try:
+            out[name], flag = parse_occupancy(occupancy, f"pools.{name}", tolerance)
+        except PoolFieldError as err:
+            raise InvalidWindow(err.field, err.value, err.reason) from None
+        if flag:
+            flags.append(flag)
+    return out, tuple(flags)
 
 
 def _check_rates(completions: Mapping[str, float], window_s: float) -> None:
@@ -521,6 +567,7 @@ class _Wire(msgspec.Struct, gc=False):
     users: Optional[Annotated[int, msgspec.Meta(ge=0, le=MAX_USERS)]] = None
     #: present: the validator reads it (the fast path does not check it)
     response_time_quantiles_s: Any = None
+    pools: Any = None
 
 
 _WIRE = msgspec.json.Decoder(_Wire)
@@ -563,7 +610,7 @@ def _fast(raw: bytes | str | Mapping[str, Any]) -> Window | None:
     else:
         return None
     rt = wire.response_time_s
-    if wire.response_time_quantiles_s is not None:
+    if wire.response_time_quantiles_s is not None or wire.pools is not None:
         return None
     if not (len(wire.system) <= MAX_NAME and len(wire.tier) <= MAX_NAME
             and _known_name(wire.system) and _known_name(wire.tier)

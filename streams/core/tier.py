@@ -122,6 +122,30 @@ class Interval:
     #: per class and quantile name, ``[sum q n, sum n]`` over the windows that measured it
     #: (``response_time_quantiles_s``; ``n`` the class's completions in the window, at least 1)
     quantile_sums: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    #: per pool and key (``busy``, ``waiting``, ``acquire_s``), ``[sum v T, sum T]`` over the
+    #: windows that measured it, and ``size`` as ``[last size, 1]`` (``pools``)
+    pool_sums: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+
+    def add_pools(self, w: Window) -> None:
+        """A window's measured pool occupancy into the interval's sums (time-weighted: a
+        mean of tokens held over the interval is the windows' means weighted by their
+        lengths)."""
+        for name, occ in w.pools.items():
+            sums = self.pool_sums.setdefault(name, {})
+            if occ.size is not None:
+                sums["size"] = [float(occ.size), 1.0]
+            for key in ("busy", "waiting", "acquire_s"):
+                v = getattr(occ, key)
+                if v is not None:
+                    pair = sums.setdefault(key, [0.0, 0.0])
+                    pair[0] += v * w.window_s
+                    pair[1] += w.window_s
+
+    def measured_pools(self) -> dict[str, dict[str, float]]:
+        """Per pool its measured ``size`` (the last window's) and mean ``busy``, ``waiting``,
+        ``acquire_s`` over the interval (the keys some window measured)."""
+        return {p: {k: s / n for k, (s, n) in sums.items() if n > 0}
+                for p, sums in self.pool_sums.items()}
 
     def add_quantiles(self, w: Window) -> None:
         """A window's measured quantiles into the interval's sums."""
@@ -186,6 +210,8 @@ class Interval:
             out[k] = list(out[k])
         out["quantile_sums"] = {c: {k: list(v) for k, v in q.items()}
                                 for c, q in self.quantile_sums.items()}
+        out["pool_sums"] = {c: {k: list(v) for k, v in q.items()}
+                            for c, q in self.pool_sums.items()}
         return out
 
     @classmethod
@@ -196,6 +222,8 @@ class Interval:
         values["classes"] = list(values["classes"])
         values["quantile_sums"] = {c: {k: [float(x) for x in v] for k, v in q.items()}
                                    for c, q in values.get("quantile_sums", {}).items()}
+        values["pool_sums"] = {c: {k: [float(x) for x in v] for k, v in q.items()}
+                               for c, q in values.get("pool_sums", {}).items()}
         return cls(**values)
 
 
@@ -306,6 +334,8 @@ def _apply_group(tiers: list["TierState"], n: int) -> list[_Block]:
         for w in windows:
             if w.response_time_quantiles_s:
                 t.interval.add_quantiles(w)
+            if w.pools:
+                t.interval.add_pools(w)
         rt_rows += _rows(rts, t.classes, math.nan) if reported[-1] else [no_rt] * len(windows)
         lengths.append(len(windows))
         users.append([float(w.users) for w in windows if w.users is not None])

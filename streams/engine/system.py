@@ -36,7 +36,8 @@ from streams.core.records import Window, clean
 from streams.core.tier import Interval, TierModel, TierState
 from streams.engine.admission import Admission
 from streams.predict import alert_window, confidence, prediction, response_trend, story
-from streams.predict import measured_quantiles, open_model, open_whatif, users_trend, visits
+from streams.predict import measured_quantiles, open_model, open_whatif, pool_check, users_trend
+from streams.predict import visits
 from streams.predict.calibration import Calibration, calibrate_model
 from streams.predict.model import (ASSUMED, Measured, Point, SystemModel, build_model,
                                    model_capacity)
@@ -217,7 +218,12 @@ class SystemState(Admission):
         # the entry tier's (the first in the tiers' order that measured any)
         quantiles = next((q for iv in intervals.values() if iv.seconds > 0
                           and (q := iv.measured_quantiles())), {})
-        return Measured(X, R, users, U, seconds, quantiles)
+        # each pool as the first tier that measured it (in the tiers' order) reports it
+        pools: dict[str, dict[str, float]] = {}
+        for iv in intervals.values():
+            for name, occ in iv.measured_pools().items():
+                pools.setdefault(name, occ)
+        return Measured(X, R, users, U, seconds, quantiles, pools)
 
     def _think_time(self, m: Measured, mix: np.ndarray, classes: list[str]) -> float:
         if self.config.think_time_s is not None:
@@ -455,7 +461,7 @@ class SystemState(Admission):
         pred = self._predict(solve, model, m, n_now, source, slope, n_fc)
         self.last_model = (time, model, n_now, n_fc)
         self.last_open_rates = None
-        reasons = confidence.trust_reasons(pred, solve.tiers)
+        reasons = confidence.trust_reasons(pred, solve.tiers) + pool_check.trust_reasons(pred)
         reasons += confidence.evidence_reasons(pred, self._window_completions())
         alerts = self._alerts(pred, m, model, time, reasons, solve.tiers)
         if "model_error" in self.alerts.active():
@@ -543,6 +549,10 @@ class SystemState(Admission):
         B = (breach if breach is not None else fc).bottleneck
         error, x_error = self._model_error(model, m, now)
         error, q_fields = self._quantile_error(model, m, now, error)
+        checks = pool_check.pool_checks(model, m.pools, now)
+        worst_pool, pool_error = pool_check.worst_pool(checks)
+        error = pool_check.combined(error, pool_error)
+        flags += pool_check.size_flags(model, m.pools)
         remedy = self._remediation(base, base_cap, base_limited, n_now, n_fc,
                                    alert["alert_capacity_users"])
         pooled, pooled_fields = self._pooled_error(model, m, now)
@@ -565,8 +575,10 @@ class SystemState(Admission):
                 **pooled_fields, **q_fields,
                 **dict(zip(("utilization_error_tier", "utilization_error_max"),
                                             confidence.worst(u_errors))), **assessment,
-                **({"pools": prediction.pool_parts(model, cfg, now, fc)} if model.pools
-                   else {})})
+                **({"pools": prediction.pool_parts(model, cfg, now, fc, checks)}
+                   if model.pools else {}),
+                **({"pool_error": pool_error, "pool_error_pool": worst_pool}
+                   if worst_pool is not None else {})})
 
     def _assess(self, model: SystemModel, now: Point, fc: Point, breach: Point | None,
                 cap: int | None, limited: bool, ttb: float | None, n_now: int, slope: float,

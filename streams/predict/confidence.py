@@ -155,7 +155,9 @@ def trust_reasons(pred: Any, tiers: list[TierModel]) -> list[str]:
     margin = TRUST_MARGIN
     err = pred.get("model_error")
     q_err = pred.get("quantile_error")
-    if err is not None and err > margin and not (q_err is not None and q_err >= err):
+    p_err = pred.get("pool_error")      # a pool's error says so in its own reason
+    if err is not None and err > margin and not (q_err is not None and q_err >= err) \
+            and not (p_err is not None and p_err >= err):
         out.append(f"mean response time off the measured one by {100 * err:.0f}% at the "
                    f"operating point (margin {100 * margin:.0f}%)")
     worst, worst_err = pred.get("model_error_class"), pred.get("model_error_class_max")

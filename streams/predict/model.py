@@ -164,6 +164,9 @@ class Measured:
     seconds: float
     #: per class, the measured end-to-end quantiles (``{"p95": s}``) at the entry tier
     quantiles: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: per pool, its measured ``size``, mean ``busy``, ``waiting``, ``acquire_s``
+    #: (:meth:`streams.core.tier.Interval.measured_pools`; the keys measured)
+    pools: dict[str, dict[str, float]] = field(default_factory=dict)
 
     @property
     def total_throughput(self) -> float:

@@ -279,13 +279,15 @@ def assemble(*, system: str, time: float, solve: int, think: float, horizon: flo
         classes=classes, tiers=tiers, remediation=remediation, **alert, **assessment)))
 
 
-def pool_parts(model: SystemModel, cfg: SystemConfig, now: Point, fc: Point
-               ) -> dict[str, PoolPrediction]:
+def pool_parts(model: SystemModel, cfg: SystemConfig, now: Point, fc: Point,
+               checks: Mapping[str, Any] | None = None) -> dict[str, PoolPrediction]:
     """Per modelled pool (:attr:`SystemModel.pools`): its configuration, the model's
     utilization (tokens held over size) and wait for a token per request, now and at the
     forecast, and each class's share of its response time spent waiting for a token there
     (the wait is the same for every class, FCFS on the token; a class with the shorter
-    response time waits the larger share of it) (empty: no pools)."""
+    response time waits the larger share of it) (empty: no pools); where ``checks``
+    (:func:`streams.predict.pool_check.pool_checks`) has the pool, its measured utilization
+    and the difference."""
     out = {}
     for k, spec in enumerate(model.pools):
         pool = cfg.pools[spec.name]
@@ -297,6 +299,10 @@ def pool_parts(model: SystemModel, cfg: SystemConfig, now: Point, fc: Point
             waiting_time_forecast_s=_pool_figure(fc.pool_waiting, k),
             waiting_share=_waiting_share(model, now, k),
             waiting_share_forecast=_waiting_share(model, fc, k))
+        check = (checks or {}).get(spec.name)
+        if check is not None:
+            out[spec.name].utilization_measured = check.measured
+            out[spec.name].utilization_error = check.error
     return out
 
 

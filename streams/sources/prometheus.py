@@ -19,6 +19,8 @@ Per tier, the configuration gives PromQL for (docs/prometheus.md has ready mappi
 - or ``response_time_native_histogram``: PromQL giving per class the window's native latency
   histogram (``sum by (handler) (rate(m[{window}]))``): the quantiles by Prometheus' rule for
   native histograms (:mod:`streams.sources.prometheus_native`).
+- optionally ``[tiers.<t>.pools.<pool>]``: PromQL gauges of a pool's ``size``, ``busy``
+  tokens, ``waiting`` requests and ``acquire_s`` (:mod:`streams.core.pool_settings`; rule 8).
 
 Every query is evaluated by Prometheus (``/api/v1/query_range``) on one grid of window ends
 ``offset_s + k window_s``, the same for every tier: so the tiers' windows are aligned whatever
@@ -41,6 +43,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from streams.core.config import ConfigError
+from streams.core.pool_settings import pool_table
 from streams.core.records import valid_name
 from streams.core.source_settings import (WindowGrid, header_settings, http_url_setting,
                                           number_setting, quantiles_setting,
@@ -96,8 +99,14 @@ _SOURCE_KEYS = {"url", "system", "window_s", "offset_s", "lag_s", "timeout_s", "
                 "class_label", "counters", "headers"}
 #: the largest ``max_response_mb``: 4 GiB (parsed, an answer takes several times its size)
 MAX_RESPONSE_MB = 4096.0
-_TIER_KEYS = set(QUERY_FIELDS) | {"class_label", "counters", "quantiles",
+_TIER_KEYS = set(QUERY_FIELDS) | {"class_label", "counters", "quantiles", "pools",
                                    "response_time_native_histogram"}
+
+
+def _promql(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{where}: must be PromQL (a non-empty string), got {value!r}")
+    return value
 
 
 def _tier(name: str, raw: Any, class_label: str, counters: bool) -> TierSpec:
@@ -132,7 +141,8 @@ def _tier(name: str, raw: Any, class_label: str, counters: bool) -> TierSpec:
                           f"series) and response_time_native_histogram, got both")
     return TierSpec(name=name, cores=cores, class_label=label, counters=own_counters,
                     quantiles=quantiles_setting(raw, where, DEFAULT_QUANTILES),
-                    response_time_native_histogram=native, **queries)
+                    response_time_native_histogram=native,
+                    pools=pool_table(raw.get("pools"), f"{where}.pools", _promql), **queries)
 
 
 def source_from_mapping(raw: Mapping[str, Any], env: Mapping[str, str] | None = None,

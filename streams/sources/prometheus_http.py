@@ -447,7 +447,9 @@ def _tier_data(client: PrometheusClient, source: PrometheusSource, first_ms: int
         results[tier][name] = series
     natives = {tier: got[NATIVE_FIELD] for tier, got in results.items() if NATIVE_FIELD in got}
     return {tier: TierData(**{k: got.get(k) for k in QUERY_FIELDS
-                              if k in got or k == "completions"})
+                              if k in got or k == "completions"},
+                           pools={k: v for k, v in got.items()
+                                  if k not in QUERY_FIELDS and k != NATIVE_FIELD} or None)
             for tier, got in results.items()}, natives, refused
 
 
@@ -465,7 +467,7 @@ def _refusals(source: PrometheusSource, refused: list[tuple[str, str, MalformedA
     out = []
     cause: dict[str, str] = {}
     for tier, name, err in refused:
-        loses = _LOSES[name]
+        loses = _LOSES.get(name, name)             # a pool's query: its own field
         span = f"ending {format_time(ends[0] / 1000)} .. {format_time(ends[-1] / 1000)}"
         if loses is None:
             lost = sum(1 for g in gaps if g.tier == tier and not g.made)

@@ -60,6 +60,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from streams.core.records import InvalidWindow, format_time
 from streams.sources.window_rules import Gap, Series, TierData, TierSpec, tier_windows
 from streams.core.input_config import METRIC_FIELDS, InputFormat, TierMapping
+from streams.core.pool_settings import POOL_PREFIX
 from streams.sources.samples import Sample, parse_record
 
 __all__ = ["SampleWindows", "Translated", "number", "sample_key", "CONFIRM_SAMPLES"]
@@ -141,7 +142,9 @@ def tier_spec(mapping: TierMapping, tier: str) -> TierSpec:
         value = getattr(mapping, f)
         return " or ".join(s.text for s in value) if isinstance(value, tuple) else value
     return TierSpec(name=tier, class_label=mapping.class_label, counters=True,
-                    quantiles=mapping.quantiles, **{f: text(f) for f in METRIC_FIELDS})
+                    quantiles=mapping.quantiles, **{f: text(f) for f in METRIC_FIELDS},
+                    pools=tuple((f, " or ".join(s.text for s in sels))
+                                for f, sels in mapping.pools))
 
 
 class _Points:
@@ -484,7 +487,8 @@ class SampleWindows:
         for (fld, _, _), points in tier.series.items():
             values = {}
             for t in (start, end):
-                v = (points.mean(t - self.window, t, lookback) if fld in _AVERAGED
+                v = (points.mean(t - self.window, t, lookback)
+                     if fld in _AVERAGED or fld.startswith(POOL_PREFIX)
                      else points.at(t, lookback))
                 if v is None and t == start and fld in _COUNTERS:
                     v = points.before(start)
@@ -497,8 +501,11 @@ class SampleWindows:
         if len(fields.get("utilization", ())) > 1:
             fields["utilization"] = [_mean_series(fields["utilization"], (start, end))]
         wanted = tier.mapping.selectors()
-        return (TierData(**{f: fields.get(f, []) for f in wanted if f != "completions"},
-                         completions=fields.get("completions", [])), tuple(sorted(resets)))
+        pools = {f: fields.get(f, []) for f in wanted if f.startswith(POOL_PREFIX)}
+        return (TierData(**{f: fields.get(f, []) for f in wanted
+                            if f != "completions" and f not in pools},
+                         completions=fields.get("completions", []), pools=pools or None),
+                tuple(sorted(resets)))
 
     def _prune(self, tier: _Tier, start: int) -> None:
         """Keep what the windows after ``start`` need: each series' samples from its latest at

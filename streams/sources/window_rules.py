@@ -50,6 +50,12 @@ The rules (:func:`tier_windows`, pure; property-tested against simulated scrapes
    :class:`Gap` with ``made = True`` naming ``response_time_quantiles_s.CLASS`` (the window
    itself is made: nothing valid is lost).
 
+8. ``pools`` (optional; :mod:`streams.core.pool_settings`): per pool and key (``size``,
+   ``busy``, ``waiting``, ``acquire_s``) a gauge, its series summed at the window's end (as
+   ``users``): the window's ``pools`` (the source averages a gauge over the window where the
+   query says so, ``avg_over_time(...[{window}])``). A key with no value at the end is left
+   out, a pool with none is left out; the window is made either way.
+
 Classes with no ``class_label`` label go to class ``missing_class`` (default ``"other"``)."""
 
 from __future__ import annotations
@@ -58,6 +64,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
+from streams.core.pool_settings import pool_values
 from estimators.histogram import (DEFAULT_QUANTILES, HistogramError, bucket_quantile,
                                   level_name, parse_le)
 
@@ -94,12 +101,17 @@ class TierSpec:
     #: true: ``busy_seconds``, ``completions``, ``time_*`` are cumulative counters, differenced
     #: here; false: they already give the window's amount (``increase(x[{window}])``)
     counters: bool = True
+    #: ``(pools.<pool>.<key>, query)``: gauges of pools' occupancy, summed at the window's end
+    #: (:mod:`streams.core.pool_settings`)
+    pools: tuple[tuple[str, str], ...] = ()
 
     def queries(self) -> dict[str, str]:
-        """The tier's queries by field (``cores`` only when it is PromQL)."""
+        """The tier's queries by field (``cores`` only when it is PromQL; a pool's by
+        ``pools.<pool>.<key>``)."""
         out = {f: getattr(self, f) for f in QUERY_FIELDS if isinstance(getattr(self, f), str)}
         if self.response_time_native_histogram is not None:
             out["response_time_native_histogram"] = self.response_time_native_histogram
+        out.update(self.pools)
         return out
 
     @property
@@ -132,6 +144,8 @@ class TierData:
     time_count: list[Series] | None = None
     users: list[Series] | None = None
     response_time_histogram: list[Series] | None = None
+    #: by pool field (``pools.<pool>.<key>``), its gauge's series
+    pools: dict[str, list[Series]] | None = None
 
 
 @dataclass(frozen=True)
@@ -284,6 +298,10 @@ def tier_windows(spec: TierSpec, data: TierData, system: str, ends_ms: Sequence[
             users = _sum_at(data.users, end)
             if users is not None:
                 record["users"] = _whole(users)
+        if data.pools:
+            pools = pool_values({f: _sum_at(ss, end) for f, ss in data.pools.items()})
+            if pools:
+                record["pools"] = pools
         records.append(record)
     return records, gaps
 
