@@ -27,7 +27,7 @@ from streams.core.history import CHUNK, WindowHistory
 from streams.core.outputs import DeadLetter, TierEstimate
 from streams.engine.pipeline import Pipeline
 from streams.core.records import parse_window
-from streams.sinks.schema import MEASUREMENTS, points
+from streams.sinks.schema import MEASUREMENTS, Point, points
 from streams.sinks.store import OUTPUT_FILES, SQLiteStore
 from streams.engine.system import Outputs, SystemState, solve_offset
 from streams.core.tier import Interval, add_blocks
@@ -1183,3 +1183,24 @@ def test_jittering_window_lengths_keep_the_index_of_dispersion():
     assert exact["idc"] is not None and exact["idc"] > 10
     assert jittered["idc"] == pytest.approx(exact["idc"], rel=0.05)
     assert jittered.get("idc_flag") == exact.get("idc_flag")
+
+
+def test_a_store_from_an_older_version_gains_the_new_columns(tmp_path):
+    """A store whose ``prediction`` table predates some fields (and a tag) is opened and
+    written to as it is: the missing columns are added, its old rows kept."""
+    path = tmp_path / "old.sqlite"
+    conn = sqlite3.connect(path)
+    conn.execute('CREATE TABLE "prediction" (time REAL NOT NULL, "model" TEXT)')
+    conn.execute('INSERT INTO "prediction" VALUES (1.0, \'mva\')')
+    conn.commit()
+    conn.close()
+    store = SQLiteStore(path)
+    tags, fields = MEASUREMENTS["prediction"]
+    assert store.write([Point("prediction", {"system": "shop"},
+                              {"model": "map", "users": 20}, 2.0)]) == 1
+    rows = [tuple(r) for r in store.query(
+        'SELECT time, system, model, users FROM "prediction" ORDER BY time')]
+    cols = {r[1] for r in store.query('PRAGMA table_info("prediction")')}
+    store.close()
+    assert rows == [(1.0, None, "mva", None), (2.0, "shop", "map", 20)]
+    assert cols == {"time", *tags, *fields}

@@ -55,10 +55,24 @@ class SQLiteStore:
             cols = ["time REAL NOT NULL"] + [f'"{t}" TEXT' for t in tags] + [
                 f'"{f}" {_SQL_TYPES[k]}' for f, k in fields.items()]
             self.conn.execute(f'CREATE TABLE IF NOT EXISTS "{name}" ({", ".join(cols)})')
+            self._add_missing_columns(name, tags, fields)
             self.conn.execute(f'CREATE INDEX IF NOT EXISTS "{name}_time" ON "{name}" (time)')
         self.conn.execute(f'CREATE TABLE IF NOT EXISTS "{MODEL_TABLE}" (system TEXT PRIMARY '
                           'KEY, time REAL NOT NULL, users INTEGER, users_forecast INTEGER, '
                           'model TEXT NOT NULL)')
+
+    def _add_missing_columns(self, name: str, tags: Iterable[str],
+                             fields: dict[str, str]) -> None:
+        """A store written by an older perfcast lacks the columns of the tags and fields added
+        since: they are added (empty in the old rows), so an upgraded run appends to the same
+        store instead of failing on its first insert."""
+        have = {row[1] for row in self.conn.execute(f'PRAGMA table_info("{name}")')}
+        for t in tags:
+            if t not in have:
+                self.conn.execute(f'ALTER TABLE "{name}" ADD COLUMN "{t}" TEXT')
+        for f, kind in fields.items():
+            if f not in have:
+                self.conn.execute(f'ALTER TABLE "{name}" ADD COLUMN "{f}" {_SQL_TYPES[kind]}')
 
     def write(self, pts: Iterable[Point]) -> int:
         """Insert points; returns how many."""
