@@ -94,6 +94,7 @@ from typing import Any
 import numpy as np
 
 from solvers.decomposition import PER_JOB_MAX_CORES, SWING_FLAG, SolveMemo, solve_decomposed
+from solvers.delay import effective_think_time, fold_delay_stations, with_delay_stations
 from solvers.mapqn import solve_closed
 from solvers.mva import mva_curve
 from solvers.open.fixed_population import solve_fixed_population
@@ -248,6 +249,10 @@ class SystemModel:
     ps: np.ndarray | None = None
     #: thread and connection pools over runs of :attr:`tiers` (module docstring)
     pools: tuple[PoolSpec, ...] = ()
+    #: (M, C) pure delays ``delta_{m,c}`` per request at each tier, seconds (visits included):
+    #: time at the tier that does not queue for its CPU (:mod:`solvers.delay`, module
+    #: docstring); ``None``: none
+    delays: np.ndarray | None = None
     _cache: dict[int, Point] = field(default_factory=dict)
     _qcache: dict[int, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
     _map_qcache: dict[int, np.ndarray | None] = field(default_factory=dict, repr=False,
@@ -275,6 +280,29 @@ class SystemModel:
         return "map" if self.processes is not None else "mva"
 
     @functools.cached_property
+    def delay_m(self) -> np.ndarray:
+        """``delta_m = sum_c p_c delta_{m,c}`` (M,): the aggregate's delay per tier."""
+        if self.delays is None:
+            return np.zeros(len(self.tiers))
+        return self.delays @ self.mix
+
+    @functools.cached_property
+    def delay_c(self) -> np.ndarray:
+        """``sum_m delta_{m,c}`` (C,): each class's delays over the tiers."""
+        if self.delays is None:
+            return np.zeros(len(self.classes))
+        return self.delays.sum(axis=0)
+
+    @functools.cached_property
+    def solver_think(self) -> float:
+        """The think time the queueing solvers see: ``Z`` plus every tier's delay
+        (:func:`solvers.delay.effective_think_time`; exact for the aggregate class in a
+        product-form network, the same mean for the MAP network). Without delays, ``Z``."""
+        if self.delays is None:
+            return self.think_time
+        return effective_think_time(self.think_time, self.delays, self.mix)
+
+    @functools.cached_property
     def _wait_share(self) -> np.ndarray:
         """``V_{m,c} / Vbar_m`` (M, C): the share of tier ``m``'s per-request wait that a
         class-``c`` request meets (module docstring)."""
@@ -288,12 +316,17 @@ class SystemModel:
         return share
 
     def wait(self, Rm: np.ndarray) -> np.ndarray:
-        """``W_m = max(R_m - D_m, 0)``: the queueing part of the aggregate's residence."""
-        return np.maximum(np.asarray(Rm, dtype=float) - self.D, 0.0)
+        """``W_m = max(R_m - D_m - delta_m, 0)``: the queueing part of the aggregate's
+        residence (a tier's delay, :attr:`delays`, does not queue)."""
+        if self.delays is None:
+            return np.maximum(np.asarray(Rm, dtype=float) - self.D, 0.0)
+        return np.maximum(np.asarray(Rm, dtype=float) - self.D - self.delay_m, 0.0)
 
     def class_residence(self, Rm: np.ndarray) -> np.ndarray:
-        """``R_{m,c} = D_{m,c} + W_m V_{m,c} / Vbar_m`` (M, C) from the aggregate's ``R_m``."""
-        return self.D_mc + self.wait(Rm)[:, None] * self._wait_share
+        """``R_{m,c} = D_{m,c} + W_m V_{m,c} / Vbar_m (+ delta_{m,c})`` (M, C) from the
+        aggregate's ``R_m``."""
+        out = self.D_mc + self.wait(Rm)[:, None] * self._wait_share
+        return out if self.delays is None else out + self.delays
 
     @functools.cached_property
     def quantile_levels(self) -> tuple[float, ...]:
@@ -306,7 +339,7 @@ class SystemModel:
     def _arrival(self) -> ArrivalLaw:
         """What requests find at the tiers, at any population (its complements' MVA curves
         kept for every population this model is asked about)."""
-        return ArrivalLaw(self.D, self.servers, self.think_time)
+        return ArrivalLaw(self.D, self.servers, self.solver_think)
 
     def _law_quantiles(self, n: int) -> np.ndarray:
         """``(C, L)`` quantiles and ``(C,)`` means (last column) of the exponential
@@ -314,11 +347,18 @@ class SystemModel:
         ``n = 0``)."""
         n = max(int(n), 1)
         if n not in self._qcache:
-            res = response_time_quantiles(self.D, self.servers, self.think_time, n,
+            res = response_time_quantiles(self.D, self.servers, self.solver_think, n,
                                           self.D_mc, self._wait_share, self.quantile_levels,
                                           arrival=self._arrival)
-            self._qcache[n] = np.column_stack([res.quantiles, res.mean])
+            self._qcache[n] = self._shifted(np.column_stack([res.quantiles, res.mean]))
         return self._qcache[n]
+
+    def _shifted(self, q: np.ndarray) -> np.ndarray:
+        """Per-class quantiles (rows) shifted by each class's delays (:attr:`delay_c`): a
+        delay is taken as constant, so it moves the law without widening it (an exponential
+        or heavier delay would widen the tail: then the quantiles are low by up to its own
+        spread)."""
+        return q if self.delays is None else q + self.delay_c[:, None]
 
     def quantiles(self, point: Point) -> np.ndarray:
         """Per class the response time's quantiles at ``point`` (``(C, L)``, levels
@@ -345,12 +385,12 @@ class SystemModel:
             if point.n not in self._map_qcache:
                 procs, scales = self._map_law_args()
                 try:
-                    q, _ = map_network_quantiles(procs, point.n, self.think_time,
+                    q, _ = map_network_quantiles(procs, point.n, self.solver_think,
                                                  [int(c) for c in self.servers], scales,
                                                  self._wait_share, self.quantile_levels)
                 except (RuntimeError, ValueError, np.linalg.LinAlgError):
                     q = None
-                self._map_qcache[point.n] = q
+                self._map_qcache[point.n] = None if q is None else self._shifted(q)
             if self._map_qcache[point.n] is not None:
                 return self._map_qcache[point.n]
         if point.model in ("map", "map-fes") and point.n >= 1:
@@ -359,13 +399,15 @@ class SystemModel:
                 procs, scales = self._map_law_args()
                 try:
                     q, _ = decomposed_quantiles(procs, [int(c) for c in self.servers],
-                                                self.think_time, point.n, scales,
+                                                self.solver_think, point.n, scales,
                                                 self._wait_share, self.quantile_levels,
-                                                residence=point.residence,
+                                                residence=point.residence
+                                                if self.delays is None
+                                                else point.residence - self.delay_m,
                                                 arrival=self._arrival)
                 except (RuntimeError, ValueError, np.linalg.LinAlgError):
                     q = None
-                self._map_qcache[key] = q
+                self._map_qcache[key] = None if q is None else self._shifted(q)
             if self._map_qcache[key] is not None:
                 return self._map_qcache[key]
         law = self._law_quantiles(point.n)
@@ -456,10 +498,16 @@ class SystemModel:
 
     def _read_back(self, n: int, X: float, Rm: np.ndarray, B: np.ndarray | None,
                    model: str) -> Point:
+        """The point of a queueing solve whose residence times ``Rm`` are the CPUs' alone
+        (the delays in :attr:`solver_think`): each tier's and class's delay added back."""
         Rm = np.asarray(Rm, dtype=float)
         U = X * self.D / self.servers
-        Rc = self.D_mc.sum(axis=0) + self.wait(Rm) @ self._wait_share
-        return Point(n, float(X), Rm, Rc, U, B, model)
+        if self.delays is None:
+            Rc = self.D_mc.sum(axis=0) + self.wait(Rm) @ self._wait_share
+            return Point(n, float(X), Rm, Rc, U, B, model)
+        W = np.maximum(Rm - self.D, 0.0)
+        Rc = self.D_mc.sum(axis=0) + W @ self._wait_share + self.delay_c
+        return Point(n, float(X), Rm + self.delay_m, Rc, U, B, model)
 
     def prime(self, curve: Any) -> None:
         """Use ``curve`` (this model's MVA curve, computed elsewhere) for :meth:`curve`."""
@@ -469,7 +517,7 @@ class SystemModel:
         """MVA at every population ``0..upto`` (extended on demand)."""
         if self._curve is None or self._curve.max_population < upto:
             upto = max(int(upto), self.asymptote_start())   # one pass serves every question
-            self._curve = mva_curve(self.D, upto, self.think_time, self.servers)
+            self._curve = mva_curve(self.D, upto, self.solver_think, self.servers)
         return self._curve
 
     def knee(self) -> float:
@@ -477,7 +525,7 @@ class SystemModel:
         c = self.servers
         per_server = np.where(np.isinf(c), 0.0, self.D / np.where(np.isinf(c), 1.0, c))
         top = float(per_server.max())
-        return (float(self.D.sum()) + self.think_time) / top if top > 0 else math.inf
+        return (float(self.D.sum()) + self.solver_think) / top if top > 0 else math.inf
 
     @functools.cached_property
     def _asymptote_start(self) -> int:
@@ -499,7 +547,7 @@ class SystemModel:
         c = self.curve(n0)
         Rm0 = c.residence_time[n0]
         Rm = Rm0 + (n - n0) * (Rm0 - c.residence_time[n0 - 1])
-        return self._read_back(n, n / (self.think_time + float(Rm.sum())), Rm, None, "mva")
+        return self._read_back(n, n / (self.solver_think + float(Rm.sum())), Rm, None, "mva")
 
     def mva_capacity(self) -> tuple[int | None, bool]:
         """Largest ``n`` whose every class meets its SLA under MVA, ``(n, limited)``; ``None``
@@ -531,14 +579,22 @@ class SystemModel:
         :meth:`_read_back`, each class's response time plus every pool's wait (the same for
         every class: FCFS on the token), which the owning tier's residence holds (as the
         tier's own response time measures it)."""
-        res = solve_pools(self.D_mc, int(n), self.think_time, self.servers, self.pools,
-                          self.mix)
-        Rm = np.array(res.residence_time, dtype=float)
+        if self.delays is None:
+            res = solve_pools(self.D_mc, int(n), self.think_time, self.servers, self.pools,
+                              self.mix)
+            Rm = np.array(res.residence_time, dtype=float)
+        else:   # each tier's delay a station of its own, inside the holding time of its pools
+            D2, c2, pools2 = with_delay_stations(self.D_mc, self.servers, self.delays,
+                                                 self.pools)
+            res = solve_pools(D2, int(n), self.think_time, c2, pools2, self.mix)
+            Rm = fold_delay_stations(res.residence_time)
         X = float(res.throughput)
         waits = np.zeros(len(self.tiers))
         for k, pool in enumerate(self.pools):
             waits[pool.first] += float(res.pool_waiting_time[k])
         Rc = self.D_mc.sum(axis=0) + self.wait(Rm - waits) @ self._wait_share + waits.sum()
+        if self.delays is not None:
+            Rc = Rc + self.delay_c
         return Point(int(n), X, Rm, Rc, X * self.D / self.servers, None, "pools",
                      np.asarray(res.pool_utilization, dtype=float),
                      np.asarray(res.pool_waiting_time, dtype=float))
@@ -588,6 +644,8 @@ class SystemModel:
         share = self._wait_share[:, active]
         wait = np.maximum(c.residence_time - self.D, 0.0)             # (n0 + 1, M)
         Rc = self.D_mc[:, active].sum(axis=0) + wait @ share          # (n0 + 1, C_active)
+        if self.delays is not None:
+            Rc = Rc + self.delay_c[active]
         over = np.flatnonzero(((Rc / sla).max(axis=1) - 1.0) > 0)
         if over.size:
             return max(int(over[0]) - 1, 0), False
@@ -617,13 +675,13 @@ class SystemModel:
             cores = [int(c) for c in self.servers]
             try:
                 if self.map_states(n) <= self.exact_state_limit() and self.exact_applies:
-                    res, kind = solve_closed(procs, n, self.think_time, servers=cores), "map"
+                    res, kind = solve_closed(procs, n, self.solver_think, servers=cores), "map"
                 elif n >= OPEN_ROUTE_POPULATION:
                     res, kind = (solve_fixed_population(
-                        procs, n, self.think_time, servers=cores,
+                        procs, n, self.solver_think, servers=cores,
                         per_job_max_cores=self.per_job_max_cores), "map-fpm")
                 else:
-                    res, kind = (solve_decomposed(procs, n, self.think_time, servers=cores,
+                    res, kind = (solve_decomposed(procs, n, self.solver_think, servers=cores,
                                                   tol=tol, memo=self._memo,
                                                   per_job_max_cores=self.per_job_max_cores),
                                  "map-fes")
@@ -680,7 +738,7 @@ class SystemModel:
         over the tiers and the think station times the product of the phase counts."""
         if self.processes is None:
             return 0
-        stations = len(self.processes) + (1 if self.think_time > 0 else 0)
+        stations = len(self.processes) + (1 if self.solver_think > 0 else 0)
         return math.comb(n + stations - 1, stations - 1) * math.prod(
             p.order for p in self.processes)
 
@@ -701,7 +759,8 @@ class SystemModel:
                 [[None if math.isinf(v) else float(v) for v in row] for row in self.slo],
                 "ps": None if self.ps is None else [bool(v) for v in self.ps],
                 "pools": [{"name": p.name, "size": int(p.size), "first": int(p.first),
-                           "last": int(p.last)} for p in self.pools]}
+                           "last": int(p.last)} for p in self.pools],
+                **({} if self.delays is None else {"delays": self.delays.tolist()})}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "SystemModel":
@@ -733,7 +792,10 @@ class SystemModel:
                        else np.array(data["ps"], dtype=bool),
                        pools=tuple(PoolSpec(int(p["size"]), int(p["first"]), int(p["last"]),
                                             str(p["name"]))
-                                   for p in data.get("pools") or ()))
+                                   for p in data.get("pools") or ()),
+                       delays=None if data.get("delays") is None else np.array(
+                           data["delays"], dtype=float).reshape(
+                               len(data["tiers"]), len(data["classes"])))
         except KeyError as exc:
             raise ValueError(f"model: missing key {exc.args[0]!r}") from None
         except (TypeError, ValueError) as exc:
@@ -753,7 +815,8 @@ class SystemModel:
         with no queueing, which it never falls below (``W_m >= 0``, :meth:`wait`); with
         quantile SLOs also their quantiles of one job alone."""
         active = self.mix > 0
-        floor = float((self.D_mc.sum(axis=0)[active] / self.sla[active]).max() - 1.0)
+        floor = float(((self.D_mc.sum(axis=0) + self.delay_c)[active]
+                       / self.sla[active]).max() - 1.0)
         if self.has_quantile_slo:
             bounds = self._slo_columns()
             q = self._law_quantiles(1)[:, :-1]
@@ -770,7 +833,7 @@ class SystemModel:
         x_max = float(np.min(self.servers / np.where(D > 0, D, np.inf)))
         if throughput >= x_max:
             return None
-        n_hi = int(min(CAPACITY_LIMIT, math.ceil(throughput * (D.sum() + self.think_time)
+        n_hi = int(min(CAPACITY_LIMIT, math.ceil(throughput * (D.sum() + self.solver_think)
                                                  / (1 - throughput / x_max)) + 2))
         X = self.curve(n_hi).throughput[: n_hi + 1]
         idx = int(np.searchsorted(X, throughput))

@@ -121,6 +121,8 @@ def _check(spec: Any) -> None:
         raise _Bad(f"model.flags: must be a list of strings, got {shown(flags)}")
     if spec.get("visits") is not None:
         _matrix(spec["visits"], "model.visits", m, c, 0.0, _MAX_VISITS)
+    if spec.get("delays") is not None:
+        _matrix(spec["delays"], "model.delays", m, c, 0.0, _MAX_THINK_S)
     targets = spec.get("scv_targets") or {}
     if not isinstance(targets, dict):
         raise _Bad(f"model.scv_targets: must be an object of tier = SCV, got {shown(targets)}")

@@ -16,6 +16,7 @@ rate trend (:mod:`streams.predict.users_trend`, on rates).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -37,11 +38,18 @@ def _inputs(model: SystemModel) -> tuple[np.ndarray, np.ndarray]:
 
 
 def solve_at(model: SystemModel, rate: float) -> OpenTiersResult:
-    """The open tiers at total rate ``rate`` and the model's mix."""
+    """The open tiers at total rate ``rate`` and the model's mix; a tier's pure delays
+    (:attr:`~streams.predict.model.SystemModel.delays`) add to its residence times and the
+    classes' response times without queueing (an infinite-server station: its mean whatever
+    the rate, Lazowska et al. 1984)."""
     S, V = _inputs(model)
-    return solve_open_tiers(max(rate, 0.0) * model.mix, S, model.servers.astype(int),
-                            processes=model.processes, visits=V,
-                            per_job_max_cores=model.per_job_max_cores)
+    res = solve_open_tiers(max(rate, 0.0) * model.mix, S, model.servers.astype(int),
+                           processes=model.processes, visits=V,
+                           per_job_max_cores=model.per_job_max_cores)
+    if model.delays is None:
+        return res
+    return dataclasses.replace(res, response_time=res.response_time + model.delay_c,
+                               residence_time=res.residence_time + model.delays)
 
 
 def mix_mean(values: np.ndarray, mix: np.ndarray) -> np.ndarray | float:
