@@ -231,10 +231,12 @@ def knee(points: list[tuple[int, float]]) -> float | None:
     return None
 
 
-def write_config(path: Path, slo: dict[str, float], workers: int | None = None) -> None:
+def write_config(path: Path, slo: dict[str, float], workers: int | None = None,
+                 latency: str | None = None) -> None:
     """The system's configuration: the SLOs and, with ``workers``, gunicorn's sync workers as
     a pool of the app held across the whole request (a worker serves one request at a time,
-    waiting for the database's answers)."""
+    waiting for the database's answers); ``latency``: the system's ``latency`` setting
+    (default: perfcast's)."""
     cells = ", ".join(f'"{c}" = {v:.6f}' for c, v in sorted(slo.items()))
     pool = ("" if not workers else
             f'\n[systems.testbed.pools.workers]\ntier = "app"\nsize = {workers}\n'
@@ -247,7 +249,7 @@ sla_s = {{ {cells} }}
 solve_interval_s = 15
 solve_offset_s = 0
 horizon_s = 1800
-""" + pool)
+""" + (f'latency = "{latency}"\n' if latency else "") + pool)
 
 
 def steady(args: argparse.Namespace, out: Path, meter: ForeignMeter, users: int,
@@ -389,7 +391,7 @@ def misnamed_alerts(alerts: list[dict[str, Any]], t: Any, slo: dict[str, float],
 
 
 def rejudge(src: Path, out: Path, workers: int | None = None,
-            refetch: bool = False) -> dict[str, Any]:
+            refetch: bool = False, latency: str | None = None) -> dict[str, Any]:
     """The judgement of a former campaign (``src/campaign.json`` and the windows its perfcast
     runs read) made again by today's code: the measurements stay, perfcast runs again. With
     ``refetch`` the windows are read from Prometheus again (its TSDB kept: a Prometheus
@@ -397,7 +399,7 @@ def rejudge(src: Path, out: Path, workers: int | None = None,
     res = json.loads((src / "campaign.json").read_text())
     out.mkdir(parents=True, exist_ok=True)
     config = out / "system.toml"
-    write_config(config, res["slo_s"], workers)
+    write_config(config, res["slo_s"], workers, latency)
     for r in res["runs"]:
         r["perfcast"] = judge_run(r["truth"], perfcast_run(
             out / f"perfcast-{r['users']}", config, r["start"], r["end"] + 2,
@@ -533,6 +535,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workers", type=int, default=None,
                    help="declare the app's gunicorn workers (up.sh's TESTBED_WORKERS, 2) as a "
                         "pool held across app and db; default: no pool")
+    p.add_argument("--latency", choices=("off", "estimate"), default=None,
+                   help="with --rejudge: the system's latency setting (pure delays at the "
+                        "tiers); default: perfcast's")
     p.add_argument("--db-cpu", type=int, default=1)
     p.add_argument("--aux-cpu", type=int, default=0)
     p.add_argument("--no-up", action="store_true", help="the testbed is up already")
@@ -544,7 +549,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="with --rejudge: read the windows from Prometheus again")
     args = p.parse_args(argv)
     if args.rejudge:
-        res = rejudge(Path(args.rejudge), Path(args.out), args.workers, args.refetch)
+        res = rejudge(Path(args.rejudge), Path(args.out), args.workers, args.refetch,
+                      args.latency)
         print(markdown(res) if args.markdown else json.dumps(
             {k: v for k, v in res.items() if k != "runs"}, indent=1, default=str))
         return 0

@@ -49,6 +49,7 @@ from streams.core.input_config import input_from_mapping
 
 __all__ = ["SystemConfig", "Pool", "SLO_QUANTILES", "PREDICT_QUANTILES", "KafkaSettings",
            "InfluxSettings", "Config", "Limits", "load_config", "ConfigError", "ENVIRONMENT", "secret", "DEMAND_POLICIES", "BURSTY_DEMANDS",
+           "LATENCY_MODES",
            "REMEDIATION_COSTS", "Plausibility"]
 
 #: how a tier's per-class demands enter the model (``demand_policy``, docs/accuracy.md
@@ -65,6 +66,12 @@ DEMAND_POLICIES = ("selected", "kalman_checked")
 #: completion over the kept history, Mi et al. (2008) section 4.1); ``estimator`` -- the demand
 #: policy's demands as they are (the behaviour before)
 BURSTY_DEMANDS = ("history", "estimator")
+
+#: pure delays at the tiers (``latency``, :mod:`estimators.latency`, :mod:`solvers.delay`):
+#: ``off`` -- none (every tier's time is CPU and its queue); ``estimate`` -- per tier and class
+#: a delay that does not queue, fitted jointly with the demand where the windows span loads,
+#: else the time at the tier the demand does not explain (flagged)
+LATENCY_MODES = ("off", "estimate")
 
 #: how the one degree of freedom mean, ``I`` and p95 leave a bursty tier's MAP(2) is fixed
 #: (``bursty_scv``, :mod:`streams.predict.calibration`, docs/accuracy.md sections 1 and 6):
@@ -168,6 +175,8 @@ class SystemConfig:
     demand_policy: str = "selected"
     #: a bursty tier's aggregate demand under the MAP network: one of :data:`BURSTY_DEMANDS`
     bursty_demand: str = "history"
+    #: pure delays at the tiers: one of :data:`LATENCY_MODES`
+    latency: str = "off"
     #: how a bursty tier's MAP(2) is calibrated: one of :data:`BURSTY_SCVS`
     bursty_scv: str = "response_idc"
     #: windows kept per tier to recognise duplicates; older windows are rejected as too late
@@ -237,6 +246,7 @@ _TIMES = {"solve_interval_s": (1.0, 86_400.0, True), "horizon_s": (0.0, WEEK_S, 
           "alert_window_s": (0.0, 86_400.0, True)}
 #: settings that take one of a few names
 _CHOICES = {"demand_policy": DEMAND_POLICIES, "bursty_demand": BURSTY_DEMANDS,
+            "latency": LATENCY_MODES,
             "bursty_scv": BURSTY_SCVS, "predict_quantiles": PREDICT_QUANTILES,
             "workload": WORKLOADS}
 #: whole-number settings: key -> (lowest, highest or ``None``); memory grows with the window

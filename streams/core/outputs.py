@@ -133,6 +133,10 @@ class TierEstimate(_Record, kw_only=True):
     demand_flag: dict[str, str | None] | UnsetType = UNSET  #: per class, why not separable
     demand_se: dict[str, float | None] | UnsetType = UNSET  #: per class, regression std error, s
     flags: list[str] | UnsetType = UNSET            #: caveats of an accepted window (clamped U)
+    #: per class, the pure delay fitted jointly with the demand, s per completion (None:
+    #: unidentified); with ``latency = "estimate"``
+    delay_s: dict[str, float | None] | UnsetType = UNSET
+    delay_flag: str | None | UnsetType = UNSET      #: why a class's delay is unidentified
 
 
 # -- perfcast.predictions -----------------------------------------------------------------------
@@ -171,6 +175,8 @@ class ClassDemand(_Record, kw_only=True):
     visits: float | None | UnsetType = UNSET        #: visits per request the model used
     visits_measured: float | None | UnsetType = UNSET  #: the completions' ratio to the entry's
     split: float | None | UnsetType = UNSET         #: response-time split's demand, s
+    delay: float | None | UnsetType = UNSET         #: pure delay the model used, s per request
+    delay_identified: bool | UnsetType = UNSET      #: fitted with the demand (else a residual)
 
 
 class TierPrediction(_Record, kw_only=True):

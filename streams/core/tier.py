@@ -47,6 +47,7 @@ from estimators.class_split import SplitSums, class_split, split_rows
 from estimators.collinearity import assess_separability
 from estimators.demand import KalmanDemandEstimator, regression_demands
 from estimators.kalman_bank import Steps, update_many
+from estimators.latency import LatencyFit, LatencySums, fit_latency
 from estimators.dispersion import (DispersionInterval, index_of_dispersion,
                                   index_of_dispersion_interval)
 from estimators.mapfit import fit_map2
@@ -89,6 +90,9 @@ RESPONSE_MIN_COMPLETIONS = 200.0
 #: decayed by this factor per solve: about 100 one-minute solves of memory, long enough to
 #: span the loads a day's ramp goes through, short enough to follow a changed release
 SPLIT_DECAY = 0.99
+#: the latency fit's sums (:class:`estimators.latency.LatencySums`, ``latency = "estimate"``)
+#: fade as the split's do, for the same reason
+LATENCY_DECAY = SPLIT_DECAY
 #: demands that grow with load (:func:`load_dependence`): the kept history must span this
 #: utilization range (10th to 90th percentile) ...
 LOAD_SPAN = 0.2
@@ -356,6 +360,9 @@ def _apply_group(tiers: list["TierState"], n: int) -> list[_Block]:
         if split is not None and has_rt:
             t.split_sums.grow(t.classes)
             t.split_sums.defer(split[0][at], split[1][at], split[2][at])
+            if t.config.latency != "off":
+                t.latency_sums.grow(t.classes)
+                t.latency_sums.add(U[at], C[at], X[at], R[at], counts[at])
         t.history.extend(block.U, block.T, block.C, block.counts)
         if not t.kalman.initialised and block.R is not None:
             block.rt = list(np.nan_to_num(block.R, nan=0.0))
@@ -427,6 +434,9 @@ class TierModel:
     #: the demand grows (or falls) with the load over the kept history
     #: (:func:`load_dependence`; ``None``: not shown, or the history does not span loads)
     load_flag: str | None = None
+    #: per-class demand and pure delay fitted jointly (:func:`estimators.latency.fit_latency`;
+    #: ``None``: ``latency = "off"``, no response times, or too few completions)
+    latency: LatencyFit | None = None
 
 
 #: why ``I`` is not yet acted on although it may be high: too little history for an interval,
@@ -551,6 +561,8 @@ class TierState:
         # the per-class response-time split's decayed sums (estimators.class_split)
         self.split_sums = SplitSums()
         self.load_flag: str | None = None           # load_dependence at the last I estimate
+        # the latency fit's decayed sums (estimators.latency; latency = "estimate" only)
+        self.latency_sums = LatencySums()
 
     # -- per window ---------------------------------------------------------------------------
     def class_limit(self, w: Window, max_classes: int) -> tuple[str | None, list[str]]:
@@ -777,11 +789,13 @@ class TierState:
             self.load_flag = None
         if (bursty or provisional) and fit_map:   # bursty tiers enter the model with a MAP(2)
             self._refit(mean, idc, p95)
+        latency = fit_latency(self.latency_sums) if cfg.latency != "off" else None
         self.model = clean({"idc": idc, "idc_flag": idc_flag, "bursty": bursty,
                             "mean_service_s": mean, "p95_s": p95,
                             "idc_lower": idc_bounds[0], "idc_upper": idc_bounds[1],
                             "idc_reference": idc_reference,
-                            **_separability_fields(self.separability)})
+                            **_separability_fields(self.separability),
+                            **_latency_fields(latency)})
         identified = split.identified if split is not None else None
         if identified is False and self.separability and len(self.separability) > 1 \
                 and all(v["reason"] is None for v in self.separability.values()):
@@ -812,7 +826,7 @@ class TierState:
             split_decided=bool(split is not None and split.decided),
             split_identified=identified,
             split_reason=split.reason if split is not None else None,
-            load_flag=self.load_flag)
+            load_flag=self.load_flag, latency=latency)
 
     def _separability(self, utilization: np.ndarray, rates: np.ndarray,
                       cores: float) -> dict[str, dict[str, Any]]:
@@ -851,6 +865,7 @@ class TierState:
             acc[0] *= RESPONSE_DECAY
             acc[1] *= RESPONSE_DECAY
         self.split_sums.decay(SPLIT_DECAY)
+        self.latency_sums.decay(LATENCY_DECAY)
         with_rt = sum(done.rt_completions)
         if done.users is not None and with_rt > 0:
             self.response_users[0] += done.users * with_rt
@@ -881,6 +896,8 @@ class TierState:
             "response_users": self.response_users,
             "split_sums": self.split_sums.to_dict(), "load_flag": self.load_flag,
             "cores_assumed": self.cores_assumed,
+            **({"latency_sums": self.latency_sums.to_dict()}
+               if self.config.latency != "off" else {}),
         }
 
     def _selection(self) -> dict[str, Any]:
@@ -922,6 +939,7 @@ class TierState:
                           data.get("response", {}).items()}   # absent in older states
         state.response_users = [float(v) for v in data.get("response_users", (0.0, 0.0))]
         state.split_sums = SplitSums.from_dict(data.get("split_sums"))  # absent in older states
+        state.latency_sums = LatencySums.from_dict(data.get("latency_sums"))
         state.load_flag = data.get("load_flag")
         state.cores_assumed = bool(data.get("cores_assumed", False))
         sel = data.get("selection")            # absent in states saved before demand_policy
@@ -1001,6 +1019,17 @@ def _separability_fields(separability: Mapping[str, Mapping[str, Any]]) -> dict[
     return {"demand_flag": {c: v["reason"] for c, v in separability.items()},
             "demand_se": {c: None if v["std_error"] is None else float(f"{v['std_error']:.3g}")
                           for c, v in separability.items()}}
+
+
+def _latency_fields(fit: LatencyFit | None) -> dict[str, Any]:
+    """The estimate record's view of the latency fit: ``delay_s`` per class (3 significant
+    digits; ``None``: unidentified) and ``delay_flag`` (why not). Nothing without a fit."""
+    if fit is None:
+        return {}
+    return {"delay_s": {c: float(f"{d:.3g}") if ok else None
+                        for c, d, ok in zip(fit.classes, fit.delay.tolist(),
+                                            fit.identified.tolist())},
+            "delay_flag": fit.reason}
 
 
 def _matrix(rows: Sequence[Sequence[float]], width: int) -> np.ndarray:

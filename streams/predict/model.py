@@ -106,6 +106,7 @@ from solvers.response_time.mapnet import map_network_quantiles
 from streams.core.config import SLO_QUANTILES, SystemConfig
 from streams.core.tier import TierModel
 from streams.predict.capacity_search import capacity_search, projected_start
+from streams.predict.latency import model_delays
 from streams.predict.visits import Visits
 
 __all__ = ["ASSUMED", "Measured", "SystemModel", "assumed_structure", "Point", "build_model",
@@ -1079,6 +1080,8 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
                         if after != before:
                             flags.append(_history_flag(t.tier, before, after))
     ps = np.array([bool(t.split_decided and t.split_discipline == "ps") for t in tiers])
+    D_mc, delays, latency_flags = model_delays(tiers, classes, D_mc, V_mc, cfg)
+    flags += latency_flags
     pools, pool_flags = model_pools(cfg, [t.tier for t in tiers])
     flags += pool_flags
     if pools and processes is not None:
@@ -1090,7 +1093,7 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
                        map_limit=cfg.map_max_population, flags=flags, visits=V_mc,
                        per_job_max_cores=cfg.per_job_max_cores, slo=slo,
                        visits_measured=visits.measured if visits is not None else {},
-                       ps=ps if ps.any() else None, pools=pools)
+                       ps=ps if ps.any() else None, pools=pools, delays=delays)
 
 
 def model_pools(cfg: SystemConfig, tiers: list[str]) -> tuple[tuple[PoolSpec, ...], list[str]]:

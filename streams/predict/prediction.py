@@ -182,6 +182,17 @@ def _visits(model: SystemModel, m: int) -> dict[str, dict[str, float]]:
     return out
 
 
+def delay_parts(model: SystemModel, tier: TierModel, i: int) -> dict[str, dict[str, Any]]:
+    """Per class at tier ``i``: the pure delay the model used (s per request) and whether the
+    latency fit identified it (:mod:`streams.predict.latency`); empty without delays."""
+    if model.delays is None:
+        return {}
+    fit = tier.latency
+    ok = dict(zip(fit.classes, fit.identified.tolist())) if fit is not None else {}
+    return {c: {"delay": float(model.delays[i, j]), "delay_identified": bool(ok.get(c, False))}
+            for j, c in enumerate(model.classes)}
+
+
 def tier_parts(model: SystemModel, m: Measured, now: Point, fc: Point,
                tiers: list[TierModel], bottleneck: list[float | None],
                errors: Mapping[str, float | None],
@@ -195,11 +206,12 @@ def tier_parts(model: SystemModel, m: Measured, now: Point, fc: Point,
                                                    fc.utilization.tolist(), model.D.tolist(),
                                                    bottleneck)):
         visits = _visits(model, i)
+        delays = delay_parts(model, t, i)
         demands = {c: ClassDemand(**clean({"kalman": t.demands.get(c),
                                            "std": t.demand_std.get(c),
                                            "regression": t.regression.get(c),
                                            **({"split": t.split[c]} if c in t.split else {})}),
-                                  **visits.get(c, {}))
+                                  **visits.get(c, {}), **delays.get(c, {}))
                    for c in t.demands}
         parts[t.tier] = TierPrediction(demands=demands, **clean(dict(
             utilization=u_now, utilization_forecast=u_fc,
