@@ -14,15 +14,15 @@ it is M/M/1-FCFS's too). The utilization law ``sum_c X_{k,c} D_c = U_k c`` (Roli
 1995) ties the classes' demands to the tier's busy time in every window. Both are fitted at
 once by non-negative least squares (Lawson and Hanson 1974) on ``theta = (D, delta) >= 0``:
 each class's windows weighted by their completions (a class mean over ``n`` requests has
-``1/n`` of one request's variance), each window's utilization law by :data:`UTIL_WEIGHT`
-times its completions (it binds the aggregate far tighter than one class's mean), both
-normalised by their mean square.
+``1/n`` of one request's variance) over the class's mean square (errors relative to the
+class's own time: a 3-ms class counts as much as a 100-ms one), each window's utilization law
+by :data:`UTIL_WEIGHT` times its completions over the law's mean square.
 
 **Identification.** ``D_c`` and ``delta_c`` separate only where the stretch ``f(U_k)``
 varies across the windows: at a steady 5% utilization ``f`` stays near 1.05 and any ``(D,
 delta)`` with the same ``D f + delta`` fits. A class is identified when the standard errors of
-both (weighted least squares: ``s^2 (A'WA)^{-1}``) are within :data:`SE_MAX` of its mean time
-at the tier; otherwise its ``delta`` is unidentified (the caller keeps the demand it had and
+both (weighted least squares: ``s^2 (A'WA)^{-1}``), times 1.96, are within :data:`SE_MAX` of
+its mean time at the tier (a 95% interval of +-10%); otherwise its ``delta`` is unidentified (the caller keeps the demand it had and
 may take the delay as the residual ``Rbar - D fbar``, flagged).
 
 The fit keeps decayed sufficient statistics (:class:`LatencySums`, a few numbers per class):
@@ -39,9 +39,10 @@ from scipy.optimize import nnls
 
 __all__ = ["LatencySums", "LatencyFit", "stretch", "fit_latency", "SE_MAX", "UTIL_WEIGHT"]
 
-#: a class's demand and delay count as identified when each one's standard error is within
-#: this share of the class's mean time at the tier
+#: a class's demand and delay count as identified when each one's 95% interval (``Z95``
+#: standard errors) is within this share of the class's mean time at the tier
 SE_MAX = 0.1
+Z95 = 1.96
 #: one window's utilization law weighs this many times its completions' response-time rows
 UTIL_WEIGHT = 1.0
 #: the utilization above which a window's stretch is not used (``f`` explodes near 1)
@@ -167,9 +168,9 @@ def fit_latency(sums: LatencySums, min_completions: float = 10.0) -> LatencyFit 
     n, nf, nff, nR, nfR, nRR, rows = S.T
     Rbar, fbar = nR / n, nf / n
     f_sd = np.sqrt(np.maximum(nff / n - fbar ** 2, 0.0))
-    sR2 = float(nRR.sum() / n.sum())
+    sR2 = nRR / n                     # per class: its rows in relative units
     sZ2 = sums.zz / sums.windows
-    if not (sR2 > 0 and sZ2 > 0):
+    if not (np.all(sR2 > 0) and sZ2 > 0):
         return None
     lam = UTIL_WEIGHT / sZ2
     # normal equations on theta = (D_1..D_C, delta_1..delta_C)
@@ -182,7 +183,7 @@ def fit_latency(sums: LatencySums, min_completions: float = 10.0) -> LatencyFit 
     H[:C, :C] += lam * sums.G
     g[:C] = nfR / sR2 + lam * sums.h
     g[C:] = nR / sR2
-    bb = float(nRR.sum() / sR2 + lam * sums.zz)
+    bb = float((nRR / sR2).sum() + lam * sums.zz)
     ridge = 1e-12 * float(np.trace(H)) / (2 * C)
     Hr = H + ridge * np.eye(2 * C)
     L = np.linalg.cholesky(Hr)
@@ -192,13 +193,13 @@ def fit_latency(sums: LatencySums, min_completions: float = 10.0) -> LatencyFit 
     cov = rss / dof * np.linalg.inv(Hr)
     se = np.sqrt(np.maximum(np.diagonal(cov), 0.0))
     D, delta, se_D, se_delta = theta[:C], theta[C:], se[:C], se[C:]
-    identified = (se_D <= SE_MAX * Rbar) & (se_delta <= SE_MAX * Rbar)
+    identified = (Z95 * se_D <= SE_MAX * Rbar) & (Z95 * se_delta <= SE_MAX * Rbar)
     reason = None
     if not identified.all():
         worst = [sums.classes[c] for c in np.flatnonzero(~identified)]
         reason = (f"delay unidentified for {', '.join(worst)}: the windows' stretch f(U) is "
                   f"{float(fbar.mean()):.3g} +- {float(f_sd.max()):.2g}, too little load "
-                  f"variation to separate the CPU demand from the delay (standard errors "
-                  f"above {SE_MAX:.0%} of the class's time at the tier)")
+                  f"variation to separate the CPU demand from the delay (95% intervals "
+                  f"wider than +-{SE_MAX:.0%} of the class's time at the tier)")
     return LatencyFit(tuple(sums.classes), D, delta, se_D, se_delta, identified, Rbar, fbar,
                       f_sd, reason)
