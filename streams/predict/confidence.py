@@ -150,7 +150,7 @@ def trust_reasons(pred: Any, tiers: list[TierModel]) -> list[str]:
     """Why the prediction ``pred`` is not to be trusted (empty: it is; module docstring,
     "Trust"), before the alerts: the mean response time at the operating point, the worst
     measured SLO quantile there, the worst class's pooled error, each tier's utilization,
-    each tier's response-time split."""
+    each tier's response-time split, each tier's delays where they are residuals."""
     out = []
     margin = TRUST_MARGIN
     err = pred.get("model_error")
@@ -178,6 +178,10 @@ def trust_reasons(pred: Any, tiers: list[TierModel]) -> list[str]:
                        f"(margin {100 * margin:.0f}%)")
     out += [f"split_unidentified: {t.tier}: {t.split_reason}" for t in tiers
             if t.split_identified is False]
+    # a residual delay (streams.predict.latency) matches the operating point by construction:
+    # the match shows nothing of how the delay and the demand move with the load
+    out += [f"latency_unidentified: {t.tier}: {t.latency.reason}" for t in tiers
+            if t.latency is not None and not t.latency.identified.all()]
     return out
 
 

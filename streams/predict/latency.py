@@ -14,6 +14,10 @@ Per tier ``m`` and class ``c`` with a fit:
   response time at the operating point the measured one by construction; how it moves with
   load rests on the demand's split, which the windows could not check. Flagged.
 
+The fit's stretch is processor sharing's; on an FCFS tier (one shared wait) whose classes'
+demands differ it moves demand between classes and into the delays (the physical simulator,
+demands 0.5:1:2.5 on one core: up to +40% on the lightest class), flagged there.
+
 A tier whose measured time is below what its demand alone explains gets no delay (a residual
 is never negative): its monitored time does not cover all of its CPU (work outside the
 timed span), flagged with the shortfall.
@@ -69,6 +73,10 @@ def model_delays(tiers: list[TierModel], classes: list[str], D_mc: np.ndarray,
             if explained > 0 and fit.mean_response[i] < SHORTFALL * explained:
                 short.append(f"{c} {1000 * fit.mean_response[i]:.3g} ms against "
                              f"{1000 * explained:.3g} ms")
+        if t.split_decided and t.split_discipline == "fcfs" and not residual:
+            flags.append(f"{LATENCY_FLAG}{t.tier}: delays fitted under processor sharing on a "
+                         f"tier whose response times read FCFS: with unequal class demands "
+                         f"the split between demand and delay is biased")
         if residual:
             flags.append(f"{LATENCY_FLAG}{t.tier}: delay of {', '.join(residual)} taken as "
                          f"the time at the tier its demand does not explain ({fit.reason})")
