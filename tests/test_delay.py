@@ -153,3 +153,17 @@ def test_delays_held_by_a_pool_bind_it():
     assert p.pool_utilization[0] > 0.9
     assert p.utilization.max() < 0.6
     assert model_capacity(held)[0] < 0.7 * model_capacity(free)[0]
+
+
+def test_the_map_network_sees_the_delays_as_think_time():
+    from solvers.processes import MAP
+    delta = np.array([[0.0, 0.01], [0.03, 0.02]])
+    procs = [MAP.exponential(1.0), MAP.exponential(1.0)]
+    late = _model(delta).variant(processes=procs)
+    folded = late.variant(delays=None, think_time=late.solver_think)
+    for n in (3, 12):
+        a, b = late.at(n), folded.at(n)
+        assert a.model == b.model == "map"
+        assert a.throughput == b.throughput
+        assert np.allclose(a.residence, b.residence + late.delay_m)
+        assert np.allclose(a.response, b.response + delta.sum(axis=0))
