@@ -75,7 +75,10 @@ class PoolResult:
     the order given): ``pool_utilization`` (mean tokens held over size), ``pool_busy`` (mean
     tokens held), ``pool_waiting_time`` (mean wait for a token per request), ``pool_holding_time``
     (mean time a token is held per request), ``pool_queue`` (mean requests waiting for a
-    token). ``throughput_curve[n]``: ``X(n)`` for ``n = 0..N`` (a capacity search reads it)."""
+    token). ``throughput_curve[n]``: ``X(n)`` for ``n = 0..N`` (a capacity search reads it).
+    ``inner_solves``: the held networks solved (each at every population ``1..K`` in one
+    pass of convolutions) -- one per pool, and a nested pool's again per population of its
+    enclosing one; the solution is direct, there is no fixed point to iterate."""
 
     throughput: float
     response_time: np.ndarray
@@ -88,6 +91,7 @@ class PoolResult:
     pool_queue: np.ndarray
     throughput_curve: np.ndarray
     flags: tuple[str, ...] = field(default_factory=tuple)
+    inner_solves: int = 0
 
 
 def _log_conv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -166,10 +170,10 @@ def _within(pools: list[PoolSpec], i: int, j: int) -> bool:
 
 
 def _level(tiers: range, pools: list[PoolSpec], parent: int, D: np.ndarray, c: np.ndarray,
-           n_max: int) -> list[_Station]:
+           n_max: int, tally: list[int] | None = None) -> list[_Station]:
     """The stations of one level of the hierarchy: the outermost pools inside ``parent``
     (every pool at the top, ``parent = -1``) as flow-equivalent stations, the other tiers as
-    themselves; rates up to ``n_max``."""
+    themselves; rates up to ``n_max``; ``tally[0]`` counts the held networks solved."""
     inside = [i for i in range(len(pools)) if parent < 0 or _within(pools, i, parent)]
     outer = [i for i in inside if not any(_within(pools, i, j) for j in inside)]
     stations: list[_Station] = []
@@ -177,7 +181,7 @@ def _level(tiers: range, pools: list[PoolSpec], parent: int, D: np.ndarray, c: n
     while m < tiers.stop:
         hit = [i for i in outer if pools[i].first == m]
         if hit:
-            stations.append(_aggregate(pools, hit[0], D, c, n_max))
+            stations.append(_aggregate(pools, hit[0], D, c, n_max, tally))
             m = pools[hit[0]].last
         else:
             if D[m] > 0:
@@ -187,19 +191,21 @@ def _level(tiers: range, pools: list[PoolSpec], parent: int, D: np.ndarray, c: n
 
 
 def _aggregate(pools: list[PoolSpec], index: int, D: np.ndarray, c: np.ndarray,
-               n_max: int) -> _Station:
+               n_max: int, tally: list[int] | None = None) -> _Station:
     """The flow-equivalent station of pool ``index``: its held tiers (the pools inside them
     aggregated first) solved alone at ``k = 1..K``, rate ``X_H(min(j, K))`` with ``j``
     requests at it, up to ``n_max``; the held tiers' queues at each ``k`` kept."""
     pool = pools[index]
     tiers = range(pool.first, pool.last)
     K = min(pool.size, n_max)
-    stations = _level(tiers, pools, index, D, c, K)
+    stations = _level(tiers, pools, index, D, c, K, tally)
     inner = np.zeros((K + 1, len(tiers)))
     if not stations:     # no demand at the held tiers: the pool is never held
         return _Station(np.concatenate(([0.0], np.full(n_max, -np.inf))), tuple(tiers),
                         inner, index, K)
     logG, rests = _network(stations, K)
+    if tally is not None:
+        tally[0] += 1
     carried = [m - pool.first for s in stations for m in s.tiers]
     for k in range(1, K + 1):
         inner[k, carried] = np.concatenate([_queues(s, _marginal(s, r, logG, k))
@@ -254,7 +260,8 @@ def solve_pools(demands: Any, population: int, think_time: float = 0.0, servers:
         zeros = np.zeros(len(pools))
         return PoolResult(0.0, Dmc.sum(axis=0), D.copy(), np.zeros(M), zeros, zeros, zeros,
                           zeros, zeros, np.zeros(1), ("empty: population 0",))
-    stations = _level(range(0, M), pools, -1, D, c, N)
+    tally = [0]
+    stations = _level(range(0, M), pools, -1, D, c, N, tally)
     if Z > 0:
         j = np.arange(1, N + 1, dtype=float)
         stations.append(_Station(_log_rates(j / Z)))
@@ -272,7 +279,7 @@ def solve_pools(demands: Any, population: int, think_time: float = 0.0, servers:
         if s.tiers:
             Q[list(s.tiers)] = _queues(s, pj)
         if s.pool >= 0:
-            _pool_figures(s, pj, pools, D, c, pool_busy, pool_queue)
+            _pool_figures(s, pj, pools, D, c, pool_busy, pool_queue, tally=tally)
     R_m = Q / X
     stretch = np.divide(R_m, D, out=np.ones(M), where=D > 0)
     waits = pool_queue / X
@@ -286,12 +293,12 @@ def solve_pools(demands: Any, population: int, think_time: float = 0.0, servers:
                      out=np.zeros(len(pools)), where=sizes > 0)
     check_no_nan(X=X, R=R_c, R_m=R_m, pools=util)
     return PoolResult(X, R_c, R_m, U, util, pool_busy, waits, holding, pool_queue, curve,
-                      tuple(flags))
+                      tuple(flags), tally[0])
 
 
 def _pool_figures(s: _Station, pj: np.ndarray, pools: list[PoolSpec], D: np.ndarray,
                   c: np.ndarray, busy: np.ndarray, queue: np.ndarray,
-                  weight: float = 1.0) -> None:
+                  weight: float = 1.0, tally: list[int] | None = None) -> None:
     """Add ``weight`` times the mean tokens held and requests waiting at pool station ``s``
     (marginal ``pj``), and those of the pools directly inside it: from its held network at
     each held population, weighted by that population's probability."""
@@ -300,17 +307,19 @@ def _pool_figures(s: _Station, pj: np.ndarray, pools: list[PoolSpec], D: np.ndar
     busy[s.pool] += weight * float(pj @ held)
     queue[s.pool] += weight * float(pj @ (j - held))
     pool = pools[s.pool]
-    stations = _level(range(pool.first, pool.last), pools, s.pool, D, c, s.size)
+    stations = _level(range(pool.first, pool.last), pools, s.pool, D, c, s.size, tally)
     if not any(t.pool >= 0 for t in stations):
         return
     ph = np.bincount(held, weights=pj, minlength=s.size + 1)
     logG, rests = _network(stations, s.size)
+    if tally is not None:
+        tally[0] += 1
     for k in range(1, s.size + 1):
         if ph[k] > 0:
             for inner, r in zip(stations, rests):
                 if inner.pool >= 0:
                     _pool_figures(inner, _marginal(inner, r, logG, k), pools, D, c, busy,
-                                  queue, weight * ph[k])
+                                  queue, weight * ph[k], tally)
 
 
 def pool_capacity(demands: Any, sla: Any, think_time: float = 0.0, servers: Any = None,

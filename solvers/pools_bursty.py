@@ -1,0 +1,204 @@
+"""Thread and connection pools with one bursty tier: the pool network of :mod:`solvers.pools`
+whose tier ``b`` has a MAP service process (Mi et al. 2008, section 4: runs of slow service).
+
+Why not the flow-equivalent station alone: :func:`solvers.pools.solve_pools` replaces the held
+tiers by a station whose rate with ``k`` tokens held is the held network's throughput at ``k``
+(Chandy et al. 1975). That assumes the held tiers settle between two changes of the pool's
+population (Courtois 1977). A bursty tier breaks it: its slow runs last for hundreds of
+services, the pool fills during one and drains after it, so the held tiers' throughput is not a
+function of the tokens held but of the tokens *and* the phase. Solving the held tiers as
+exponential with their means then overstates the throughput by up to a third and understates
+the response time by half (docs/accuracy.md, "Thread and connection pools").
+
+Method: the decomposition of :mod:`solvers.decomposition` with the pool's constraint in the
+rest. The bursty tier's chain -- its population ``j`` and its service phase -- is solved
+exactly (:func:`solvers.decomposition.chain._solve_chain`) against the rest of the network as
+a flow-equivalent source whose rate with ``j`` requests at ``b`` is ``lam(j)``: the throughput
+of the rest (think time, the other tiers, the pools) with ``N - j`` users, in which the pool
+that holds ``b`` has ``K - j`` tokens left for its other held tiers (``lam(j) = 0`` for
+``j >= K``: every token is at ``b``). The rest is product form and solved exactly by the
+log-space convolution of :mod:`solvers.pools` (Buzen 1973); the chain needs only levels
+``0..min(N, K)`` when ``b`` is held. This is the decomposition's one approximation (the rest
+settles given ``j``; Marie 1979) -- the same as the MAP network's -- while the slow runs' pile
+up at ``b`` and in the token queue is kept. One chain, one pass: no fixed point (one bursty
+tier); the rest's conditional figures weighted by the chain's ``P(j)`` give the other tiers'
+queues and the pool's tokens held and waiting.
+
+Scope: one bursty tier, held by at most one pool (or by none); several bursty tiers, or one
+held by nested pools, are solved by :func:`solvers.pools.solve_pools` with their means, flagged.
+One class (the aggregate of :func:`solvers.pools.solve_pools`: class response times by each
+tier's stretch).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from solvers.decomposition.chain import _solve_chain
+from solvers.processes import MAP
+
+from .pools import PoolResult, PoolSpec, _level, _log_rates, _marginal, _network, \
+    _pool_figures, _queues, _Station, solve_pools
+from .results import as_servers, check_no_nan
+
+__all__ = ["solve_pools_bursty", "BURSTY_POOL_FLAG"]
+
+#: how the flag of a network this module solves as exponential begins
+BURSTY_POOL_FLAG = "pools: bursty"
+#: levels of the bursty tier whose probability is below this are not conditioned on
+LEVEL_FLOOR = 1e-12
+
+
+def _bursty(processes: Sequence[MAP]) -> list[int]:
+    return [m for m, p in enumerate(processes) if p.order > 1]
+
+
+def _capped(station: _Station, cap: int, n: int) -> _Station:
+    """The pool station ``station`` with ``cap`` tokens (``1 <= cap <= size``) for ``n`` users:
+    rate ``X_H(min(i, cap))`` with ``i`` requests at it."""
+    logf = station.logf
+    K = station.size
+    if logf.shape[0] < 2 or logf[1] == -math.inf:   # no demand at the other held tiers
+        return _Station(logf[:n + 1], station.tiers, station.inner, station.pool, K)
+    cap = min(cap, K)
+    X = np.exp(logf[:K] - logf[1:K + 1])            # X_H(1..K)
+    rates = X[np.minimum(np.arange(1, n + 1), cap) - 1]
+    return _Station(_log_rates(rates), station.tiers, station.inner, station.pool, cap)
+
+
+def _lse(a: np.ndarray) -> float:
+    top = float(a.max())
+    return top if top == -math.inf else top + math.log(float(np.exp(a - top).sum()))
+
+
+def solve_pools_bursty(processes: Sequence[MAP], population: int, think_time: float = 0.0,
+                       servers: Any = None, pools: Sequence[PoolSpec] = (),
+                       mix: Any = None, demands: Any = None) -> PoolResult:
+    """Solve the pool network with the tiers' service ``processes`` (module docstring) at
+    ``population``. ``demands``: ``D_{m,c}`` tiers x classes with the throughput ``mix`` for
+    the classes' response times (default: one class, the processes' means). The result's
+    ``inner_solves`` counts the chains solved (1) and the rest networks solved."""
+    procs = list(processes)
+    if not procs or not all(isinstance(p, MAP) for p in procs):
+        raise ValueError(f"processes: must be one MAP per tier, got {processes!r}")
+    means = np.array([p.mean for p in procs])
+    Dmc = means[:, None] if demands is None else np.asarray(demands, dtype=float)
+    if Dmc.ndim == 1:
+        Dmc = Dmc[:, None]
+    if Dmc.shape[0] != len(procs):
+        raise ValueError(f"demands: must have one row per process ({len(procs)}), got "
+                         f"{Dmc.shape[0]}")
+    pools = list(pools)
+    bursty = _bursty(procs)
+    holding = [i for i, p in enumerate(pools) for b in bursty[:1] if p.first <= b < p.last]
+    if len(bursty) != 1 or len(holding) > 1:
+        res = solve_pools(Dmc, population, think_time, servers, pools, mix)
+        why = "several bursty tiers" if len(bursty) > 1 else "a bursty tier in nested pools"
+        flag = () if not bursty else (f"{BURSTY_POOL_FLAG} tiers solved as exponential with "
+                                      f"their means ({why})",)
+        return _replace_flags(res, res.flags + flag)
+    base = solve_pools(Dmc, population, think_time, servers, pools, mix)   # checks the input
+    N = int(population)
+    if N == 0:
+        return base
+    b = bursty[0]
+    M = len(procs)
+    c = as_servers(servers, M)
+    if not float(c[b]).is_integer():
+        raise ValueError(f"servers: the bursty tier {b} needs a whole number of cores, "
+                         f"got {c[b]!r}")
+    p = base_mix(Dmc, mix)
+    D = Dmc @ p
+    Z = float(think_time)
+    K = pools[holding[0]].size if holding else None
+    top = N if K is None else min(N, K)
+    rest_D = D.copy()
+    rest_D[b] = 0.0                                   # the rest: tier b short-circuited
+    stations = _level(range(0, M), pools, -1, rest_D, c, N)
+    if Z > 0:
+        stations.append(_Station(_log_rates(np.arange(1, N + 1, dtype=float) / Z)))
+    owner = next((i for i, s in enumerate(stations) if holding and s.pool == holding[0]), None)
+    solves = 1 + (1 if owner is not None else 0)
+    if owner is None:
+        if not stations:
+            raise ValueError("demands: only the bursty tier has demand and the think time is 0")
+        logG, _ = _network(stations, N)
+        lam = np.zeros(top + 1)
+        lam[:N] = np.exp(logG[N - 1::-1] - logG[N::-1][:N]) if N else lam[:0]
+    else:
+        others = [s for i, s in enumerate(stations) if i != owner]
+        if others:
+            logG_o, _ = _network(others, N)
+        else:
+            logG_o = np.concatenate(([0.0], np.full(N, -np.inf)))
+        lam = np.zeros(top + 1)
+        for j in range(min(top, K - 1) + 1):
+            n = N - j
+            if n == 0:
+                break
+            f = _capped(stations[owner], K - j, n).logf
+            g1 = _lse(f[:n + 1] + logG_o[n::-1])
+            g0 = _lse(f[:n] + logG_o[n - 1::-1])
+            lam[j] = math.exp(g0 - g1)
+        solves += min(top, K - 1) + 1
+    chain = _solve_chain(lam, procs[b].scaled(float(D[b])) if D[b] > 0 else procs[b],
+                         int(c[b]))
+    X = float(chain.throughput)
+    level = np.asarray(chain.level[:top + 1], dtype=float)
+    level = level / level.sum()
+    Q = np.zeros(M)
+    Q[b] = float(level @ np.arange(top + 1))
+    busy = np.zeros(len(pools))
+    queue = np.zeros(len(pools))
+    for j in np.flatnonzero(level >= LEVEL_FLOOR * level.max()):
+        n = N - int(j)
+        w = float(level[j])
+        if holding:
+            busy[holding[0]] += w * j
+        if n == 0:
+            continue
+        if owner is not None and j >= K:     # every token at b: the rest waits for one
+            queue[holding[0]] += w * n
+            continue
+        st = list(stations)
+        if owner is not None:
+            st[owner] = _capped(stations[owner], K - int(j), n)
+        logG, rests = _network(st, n)
+        solves += 1
+        for s, r in zip(st, rests):
+            pj = _marginal(s, r, logG, n)
+            if s.tiers:
+                Q[list(s.tiers)] += w * _queues(s, pj)
+            if s.pool >= 0:
+                _pool_figures(s, pj, pools, rest_D, c, busy, queue, w)
+    R_m = np.divide(Q, X, out=np.zeros(M), where=X > 0)
+    stretch = np.divide(R_m, D, out=np.ones(M), where=D > 0)
+    waits = queue / X
+    R_c = (stretch[:, None] * Dmc).sum(axis=0) + waits.sum()
+    for k, pool in enumerate(pools):
+        R_m[pool.first] += waits[k]
+    U = X * D / np.where(np.isinf(c), 1.0, c)
+    sizes = np.array([float(pl.size) for pl in pools])
+    util = np.divide(busy, sizes, out=np.zeros(len(pools)), where=sizes > 0)
+    curve = base.throughput_curve.copy()
+    curve[N] = X
+    check_no_nan(X=X, R=R_c, R_m=R_m, pools=util)
+    flags = base.flags + tuple(f"bursty tier {b}: {chain.station} chain"
+                               for _ in [0] if chain.station != "per-job")
+    return PoolResult(X, R_c, R_m, U, util, busy, waits, busy / X, queue, curve, flags,
+                      inner_solves=solves)
+
+
+def base_mix(Dmc: np.ndarray, mix: Any) -> np.ndarray:
+    """The throughput mix, normalised (equal shares by default)."""
+    C = Dmc.shape[1]
+    p = np.full(C, 1.0 / C) if mix is None else np.asarray(mix, dtype=float)
+    return p / p.sum()
+
+
+def _replace_flags(res: PoolResult, flags: tuple[str, ...]) -> PoolResult:
+    import dataclasses
+    return dataclasses.replace(res, flags=flags)
