@@ -46,13 +46,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from .results import as_servers, check_no_nan
 
-__all__ = ["PoolSpec", "PoolResult", "solve_pools", "pool_capacity"]
+__all__ = ["PoolSpec", "PoolResult", "solve_pools", "pool_capacity", "largest_meeting"]
 
 
 @dataclass(frozen=True)
@@ -342,6 +342,14 @@ def pool_capacity(demands: Any, sla: Any, think_time: float = 0.0, servers: Any 
         res = solve_pools(demands, n, think_time, servers, pools, mix)
         return bool(np.all(res.response_time <= target))
 
+    return largest_meeting(meets, limit)
+
+
+def largest_meeting(meets: Callable[[int], bool], limit: int = 100_000) -> int:
+    """The largest population ``n <= limit`` with ``meets(n)``, for a ``meets`` true up to
+    some population and false beyond (a closed network's response times grow with the
+    population: Lazowska et al. 1984): doubling from 1, then bisection; 0 when ``meets(1)``
+    is false, ``limit`` when no population up to it fails."""
     if not meets(1):
         return 0
     lo, hi = 1, None
