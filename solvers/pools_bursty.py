@@ -38,9 +38,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from solvers.decomposition.chain import _solve_chain
+from solvers.decomposition.stations import PER_JOB_MAX_CORES, _per_job, _speed_scaled, \
+    _Transitions
 from solvers.processes import MAP
 
-from .pools import PoolResult, PoolSpec, _level, _log_rates, _marginal, _network, \
+from .pools import PoolResult, PoolSpec, _aggregate, _level, _log_rates, _marginal, _network, \
     _pool_figures, _queues, _Station, solve_pools
 from .results import as_servers, check_no_nan
 
@@ -50,6 +52,11 @@ __all__ = ["solve_pools_bursty", "BURSTY_POOL_FLAG"]
 BURSTY_POOL_FLAG = "pools: bursty"
 #: levels of the bursty tier whose probability is below this are not conditioned on
 LEVEL_FLOOR = 1e-12
+#: the held-network chain's largest ``(N + 1) w^2`` (measured: 8e6 took 4 s, 7e7 took 14 s
+#: on one core; :func:`_held_chain_applies`); beyond it, the chain against the rest (flagged)
+HELD_CHAIN_WORK = 1e7
+#: how the flag of a bursty tier solved against the rest (not in the held chain) begins
+AGAINST_REST_FLAG = "pools: bursty tier against the rest"
 
 
 def _bursty(processes: Sequence[MAP]) -> list[int]:
@@ -117,6 +124,10 @@ def solve_pools_bursty(processes: Sequence[MAP], population: int, think_time: fl
     top = N if K is None else min(N, K)
     rest_D = D.copy()
     rest_D[b] = 0.0                                   # the rest: tier b short-circuited
+    pb = procs[b].scaled(float(D[b])) if D[b] > 0 else procs[b]
+    if holding and Z > 0 and _held_chain_applies(pools, holding[0], b, rest_D, N, pb,
+                                                 int(c[b])):
+        return _held_chain(pb, b, holding[0], pools, Dmc, D, rest_D, c, N, Z, base)
     stations = _level(range(0, M), pools, -1, rest_D, c, N)
     if Z > 0:
         stations.append(_Station(_log_rates(np.arange(1, N + 1, dtype=float) / Z)))
@@ -174,7 +185,177 @@ def solve_pools_bursty(processes: Sequence[MAP], population: int, think_time: fl
                 Q[list(s.tiers)] += w * _queues(s, pj)
             if s.pool >= 0:
                 _pool_figures(s, pj, pools, rest_D, c, busy, queue, w)
-    R_m = np.divide(Q, X, out=np.zeros(M), where=X > 0)
+    flags = base.flags + ((f"{AGAINST_REST_FLAG} (the held chain over its budget: the rest "
+                           f"settles given the tier's population)",) if holding else ()) \
+        + tuple(f"bursty tier {b}: {chain.station} chain"
+                for _ in [0] if chain.station != "per-job")
+    return _assemble(X, Q, busy, queue, Dmc, D, c, pools, N, base, solves, flags)
+
+
+def _stationary(Q: Any, anchor: int) -> np.ndarray:
+    """``pi Q = 0`` with ``pi[anchor] = 1`` (unnormalised): the anchor's balance equation
+    replaced by a unit row, which keeps the chain's band (a row of ones would fill it)."""
+    from scipy.sparse.linalg import spsolve
+
+    A = Q.T.tolil()
+    A[anchor, :] = 0.0
+    A[anchor, anchor] = 1.0
+    rhs = np.zeros(Q.shape[0])
+    rhs[anchor] = 1.0
+    with np.errstate(all="ignore"):
+        return spsolve(A.tocsc(), rhs)
+
+
+def _station(proc: MAP, cores: int, levels: int) -> _Transitions:
+    """Tier ``b``'s chain on levels ``0..levels`` with arrivals at rate 1: per job in
+    service its own phase (:func:`solvers.decomposition.stations._per_job`, as the physical
+    tier's cores take successive intervals) for 2 to :data:`PER_JOB_MAX_CORES` cores, one
+    MAP at the cores' speed otherwise (exact for one core); its states ordered by level."""
+    tr = _per_job(levels, proc, cores) if 1 < cores <= PER_JOB_MAX_CORES \
+        else _speed_scaled(levels, proc, cores)
+    if np.any(np.diff(tr.level) < 0):
+        raise AssertionError("the station's states are not ordered by level")
+    return tr
+
+
+def _held_chain_applies(pools: list[PoolSpec], index: int, b: int, rest_D: np.ndarray,
+                        N: int, proc: MAP, cores: int) -> bool:
+    """The held-network chain (:func:`_held_chain`) applies: ``b`` first or last of the
+    pool's held tiers, another held tier with demand, no pool inside it, and the chain's
+    banded factorisation within :data:`HELD_CHAIN_WORK` (``N + 1`` levels of up to ``w``
+    states, ``w`` those of ``b``'s station on levels ``0..K``: ``(N + 1) w^2``)."""
+    pool = pools[index]
+    inside = any(i != index and pool.first <= q.first and q.last <= pool.last
+                 for i, q in enumerate(pools))
+    K = min(pool.size, N)
+    others = rest_D[pool.first:pool.last] > 0
+    if not (b in (pool.first, pool.last - 1) and not inside and bool(others.any())):
+        return False
+    width = _station(proc, cores, K).level.shape[0]
+    return (N + 1) * width ** 2 <= HELD_CHAIN_WORK
+
+
+def _held_chain(proc: MAP, b: int, index: int, pools: list[PoolSpec], Dmc: np.ndarray,
+                D: np.ndarray, rest_D: np.ndarray, c: np.ndarray, N: int, Z: float,
+                base: PoolResult) -> PoolResult:
+    """The pool's held tiers as a chain against the outside (module docstring, "held
+    chain"): state ``(i, d, phase)`` -- ``i`` requests at the pool (holding or waiting for a
+    token), ``d`` of them at ``b``, ``b``'s MAP phase; the other held tiers one station of
+    rate ``X_O(a)`` with ``a = min(i, K) - d`` requests (their flow-equivalent rate, exact
+    for one tier); the outside (think time, the other tiers and pools) a flow-equivalent
+    source of rate ``lam(i)``, its throughput with ``N - i`` users."""
+    from scipy.sparse import coo_matrix
+
+    pool = pools[index]
+    M = len(D)
+    K = min(pool.size, N)
+    last = b == pool.last - 1
+    other = _aggregate(pools, index, rest_D, c, K)            # the held tiers but b
+    XO = np.concatenate(([0.0], np.exp(other.logf[:K] - other.logf[1:K + 1])))
+    outside = [s for s in _level(range(0, M), pools, -1, rest_D, c, N) if s.pool != index]
+    outside.append(_Station(_log_rates(np.arange(1, N + 1, dtype=float) / Z)))
+    logG, rests = _network(outside, N)
+    lam = np.zeros(N + 1)
+    lam[:N] = np.exp(logG[N - 1::-1] - logG[N::-1][:N])
+    tr = _station(proc, int(c[b]), K)
+    lev = tr.level
+    cnt = np.searchsorted(lev, np.arange(K + 1), side="right")   # states at levels <= d
+    h_lev = np.minimum(np.arange(N + 1), K)
+    size = cnt[h_lev]
+    offset = np.concatenate(([0], np.cumsum(size)))
+    n = int(offset[-1])
+    ts, td, tr_rate = tr.src, tr.dst, tr.rate
+    up = tr.up
+    down = ~up & (lev[td] < lev[ts])
+    same = ~up & ~down
+    src, dst, rate = [], [], []
+    done = np.zeros(n)
+
+    def add(a: np.ndarray, b_: np.ndarray, r: np.ndarray, counts: bool = False) -> None:
+        src.append(a), dst.append(b_), rate.append(r)
+        if counts:
+            np.add.at(done, a, r)
+
+    for i in range(N + 1):
+        h = int(h_lev[i])
+        o = offset[i]
+        ok = lev[ts] <= h
+        states = np.arange(size[i])
+        a_st = h - lev[states]                     # requests at the other held tiers
+        sel = same & ok                            # b's phase changes
+        add(o + ts[sel], o + td[sel], tr_rate[sel])
+        sel = down & ok                            # b completes one
+        if last:                                   # it leaves; a waiter (if any) enters
+            add(o + ts[sel], offset[i - 1] + td[sel], tr_rate[sel], True)
+        else:
+            add(o + ts[sel], o + td[sel], tr_rate[sel])
+        if i < N and lam[i] > 0:                   # a request reaches the pool
+            if not last and i < K:
+                sel = up & ok
+                add(o + ts[sel], offset[i + 1] + td[sel], lam[i] * tr_rate[sel])
+            else:
+                add(o + states, offset[i + 1] + states, np.full(states.shape, lam[i]))
+        busy_o = a_st > 0                          # the other held tiers finish one
+        if last:                                   # on to b
+            sel = up & ok & (a_st[np.minimum(ts, size[i] - 1)] > 0)
+            add(o + ts[sel], o + td[sel], XO[a_st[ts[sel]]] * tr_rate[sel])
+        elif i > K:                                # it leaves; a waiter enters b
+            sel = up & ok & (a_st[np.minimum(ts, size[i] - 1)] > 0)
+            add(o + ts[sel], offset[i - 1] + td[sel], XO[a_st[ts[sel]]] * tr_rate[sel], True)
+        elif i > 0:                                # it leaves
+            st = states[busy_o]
+            add(o + st, offset[i - 1] + st, XO[a_st[busy_o]], True)
+    src, dst, rate = (np.concatenate(x) for x in (src, dst, rate))
+    Q = coo_matrix((rate, (src, dst)), shape=(n, n)).tocsr()
+    Q = Q - coo_matrix((np.asarray(Q.sum(axis=1)).ravel(), (np.arange(n), np.arange(n))),
+                       shape=(n, n)).tocsr()
+    pi = _stationary(Q, 0)
+    if not np.all(np.isfinite(pi)) or pi.max() > 1e100:   # the empty pool unlikely: anchor
+        pi = _stationary(Q, int(np.nanargmax(np.where(np.isfinite(pi), pi, -1.0))))
+    pi = np.clip(pi, 0.0, None)
+    pi /= pi.sum()
+    X = float(pi @ done)
+    i_of = np.repeat(np.arange(N + 1), size)
+    d_of = lev[np.concatenate([np.arange(k) for k in size])]
+    h_of = h_lev[i_of]
+    a_of = h_of - d_of
+    pi_i = np.bincount(i_of, weights=pi, minlength=N + 1)
+    Qm = np.zeros(M)
+    Qm[b] = float(pi @ d_of)
+    pa = np.bincount(a_of, weights=pi, minlength=K + 1)[:K + 1]
+    if other.inner is not None:
+        held_tiers = list(range(pool.first, pool.last))
+        Qm[held_tiers] += pa @ other.inner[:, :len(held_tiers)]
+    for s, r in zip(outside, rests):               # the outside's queues given N - i users
+        if not s.tiers and s.pool < 0:
+            continue
+        for n_out in np.flatnonzero(pi_i[:N] > LEVEL_FLOOR * pi_i.max()):
+            m = N - int(n_out)
+            pj = _marginal(s, r, logG, m)
+            w = float(pi_i[n_out])
+            if s.tiers:
+                Qm[list(s.tiers)] += w * _queues(s, pj)
+    busy = np.zeros(len(pools))
+    queue = np.zeros(len(pools))
+    busy[index] = float(pi @ h_of)
+    queue[index] = float(pi @ (i_of - h_of))
+    for s, r in zip(outside, rests):               # other pools' tokens
+        if s.pool >= 0:
+            for n_out in np.flatnonzero(pi_i[:N] > LEVEL_FLOOR * pi_i.max()):
+                pj = _marginal(s, r, logG, N - int(n_out))
+                _pool_figures(s, pj, pools, rest_D, c, busy, queue, float(pi_i[n_out]))
+    return _assemble(X, Qm, busy, queue, Dmc, D, c, pools, N, base, 3, base.flags)
+
+
+def _assemble(X: float, Q: np.ndarray, busy: np.ndarray, queue: np.ndarray, Dmc: np.ndarray,
+              D: np.ndarray, c: np.ndarray, pools: list[PoolSpec], N: int, base: PoolResult,
+              solves: int, flags: tuple[str, ...]) -> PoolResult:
+    """The result from the throughput, the tiers' mean queues and the pools' tokens held and
+    requests waiting: residence times by Little's law, a pool's wait at its owning tier,
+    each class's response time by the tiers' stretch (as :func:`solvers.pools.solve_pools`);
+    ``throughput_curve``: the exponential pool model's with ``X(N)`` replaced."""
+    M = len(D)
+    R_m = Q / X
     stretch = np.divide(R_m, D, out=np.ones(M), where=D > 0)
     waits = queue / X
     R_c = (stretch[:, None] * Dmc).sum(axis=0) + waits.sum()
@@ -186,8 +367,6 @@ def solve_pools_bursty(processes: Sequence[MAP], population: int, think_time: fl
     curve = base.throughput_curve.copy()
     curve[N] = X
     check_no_nan(X=X, R=R_c, R_m=R_m, pools=util)
-    flags = base.flags + tuple(f"bursty tier {b}: {chain.station} chain"
-                               for _ in [0] if chain.station != "per-job")
     return PoolResult(X, R_c, R_m, U, util, busy, waits, busy / X, queue, curve, flags,
                       inner_solves=solves)
 
