@@ -77,8 +77,8 @@ class PoolResult:
     (mean time a token is held per request), ``pool_queue`` (mean requests waiting for a
     token). ``throughput_curve[n]``: ``X(n)`` for ``n = 0..N`` (a capacity search reads it).
     ``inner_solves``: the held networks solved (each at every population ``1..K`` in one
-    pass of convolutions) -- one per pool, and a nested pool's again per population of its
-    enclosing one; the solution is direct, there is no fixed point to iterate."""
+    pass of convolutions): one per pool; the solution is direct, there is no fixed point to
+    iterate."""
 
     throughput: float
     response_time: np.ndarray
@@ -122,6 +122,8 @@ class _Station:
     inner: np.ndarray | None = None    # (K + 1, len(tiers)) queues by held population
     pool: int = -1                     # index of the pool it stands for (-1: a tier or think)
     size: int = 0
+    #: a pool's held network as solved: its stations, ``log G`` and the stations' rests
+    held: tuple[list["_Station"], np.ndarray, list[np.ndarray]] | None = None
 
 
 def _tier_station(m: int, D: float, c: float, n: int) -> _Station:
@@ -212,7 +214,7 @@ def _aggregate(pools: list[PoolSpec], index: int, D: np.ndarray, c: np.ndarray,
                                             for s, r in zip(stations, rests)])
     X = np.exp(logG[:-1] - logG[1:])                 # X_H(1..K)
     rates = X[np.minimum(np.arange(1, n_max + 1), K) - 1]
-    return _Station(_log_rates(rates), tuple(tiers), inner, index, K)
+    return _Station(_log_rates(rates), tuple(tiers), inner, index, K, (stations, logG, rests))
 
 
 def solve_pools(demands: Any, population: int, think_time: float = 0.0, servers: Any = None,
@@ -279,7 +281,7 @@ def solve_pools(demands: Any, population: int, think_time: float = 0.0, servers:
         if s.tiers:
             Q[list(s.tiers)] = _queues(s, pj)
         if s.pool >= 0:
-            _pool_figures(s, pj, pools, D, c, pool_busy, pool_queue, tally=tally)
+            _pool_figures(s, pj, pools, D, c, pool_busy, pool_queue)
     R_m = Q / X
     stretch = np.divide(R_m, D, out=np.ones(M), where=D > 0)
     waits = pool_queue / X
@@ -298,28 +300,24 @@ def solve_pools(demands: Any, population: int, think_time: float = 0.0, servers:
 
 def _pool_figures(s: _Station, pj: np.ndarray, pools: list[PoolSpec], D: np.ndarray,
                   c: np.ndarray, busy: np.ndarray, queue: np.ndarray,
-                  weight: float = 1.0, tally: list[int] | None = None) -> None:
+                  weight: float = 1.0) -> None:
     """Add ``weight`` times the mean tokens held and requests waiting at pool station ``s``
-    (marginal ``pj``), and those of the pools directly inside it: from its held network at
-    each held population, weighted by that population's probability."""
+    (marginal ``pj``), and those of the pools directly inside it: from its held network (as
+    :func:`_aggregate` solved it) at each held population, weighted by its probability."""
     j = np.arange(pj.shape[0])
     held = np.minimum(j, s.size)
     busy[s.pool] += weight * float(pj @ held)
     queue[s.pool] += weight * float(pj @ (j - held))
-    pool = pools[s.pool]
-    stations = _level(range(pool.first, pool.last), pools, s.pool, D, c, s.size, tally)
-    if not any(t.pool >= 0 for t in stations):
+    if s.held is None or not any(t.pool >= 0 for t in s.held[0]):
         return
+    stations, logG, rests = s.held          # solved for sizes up to the pool's: s.size <= it
     ph = np.bincount(held, weights=pj, minlength=s.size + 1)
-    logG, rests = _network(stations, s.size)
-    if tally is not None:
-        tally[0] += 1
     for k in range(1, s.size + 1):
         if ph[k] > 0:
             for inner, r in zip(stations, rests):
                 if inner.pool >= 0:
                     _pool_figures(inner, _marginal(inner, r, logG, k), pools, D, c, busy,
-                                  queue, weight * ph[k], tally)
+                                  queue, weight * ph[k])
 
 
 def pool_capacity(demands: Any, sla: Any, think_time: float = 0.0, servers: Any = None,

@@ -69,11 +69,13 @@ def _capped(station: _Station, cap: int, n: int) -> _Station:
     logf = station.logf
     K = station.size
     if logf.shape[0] < 2 or logf[1] == -math.inf:   # no demand at the other held tiers
-        return _Station(logf[:n + 1], station.tiers, station.inner, station.pool, K)
+        return _Station(logf[:n + 1], station.tiers, station.inner, station.pool, K,
+                        station.held)
     cap = min(cap, K)
     X = np.exp(logf[:K] - logf[1:K + 1])            # X_H(1..K)
     rates = X[np.minimum(np.arange(1, n + 1), cap) - 1]
-    return _Station(_log_rates(rates), station.tiers, station.inner, station.pool, cap)
+    return _Station(_log_rates(rates), station.tiers, station.inner, station.pool, cap,
+                    station.held)
 
 
 def _lse(a: np.ndarray) -> float:

@@ -143,15 +143,14 @@ def test_littles_law_holds_and_the_tokens_are_bounded():
 
 def test_held_networks_solved_per_solve():
     """The flow-equivalent pool model solves each pool's held network once (at every token
-    count in one pass) and, for the tokens' figures of nested pools, both once more: no
-    fixed point. The bursty route: the other held tiers, the outside, one chain."""
+    count in one pass), the figures of nested pools read from those solutions: no fixed
+    point. The bursty route: the other held tiers, the outside, one chain."""
     D, c = [0.02, 0.03, 0.05], [4, 4, 8]
     assert solve_pools(D, 100, 1.0, c, []).inner_solves == 0
     assert solve_pools(D, 100, 1.0, c, [PoolSpec(6, 1, 3)]).inner_solves == 1
     assert solve_pools(D, 100, 1.0, c, [PoolSpec(6, 0, 1), PoolSpec(6, 1, 3)]).inner_solves == 2
     nested = solve_pools(D, 100, 1.0, c, [PoolSpec(6, 1, 3), PoolSpec(2, 2, 3)]).inner_solves
-    # the inner (inside the outer's), the outer; for the figures the inner and the outer again
-    assert nested == 4
+    assert nested == 2                        # the inner (inside the outer's), the outer
     procs = [E(0.02), E(0.03), BURSTY.scaled(0.05)]
     got = solve_pools_bursty(procs, 100, 1.0, c, [PoolSpec(6, 1, 3)]).inner_solves
     assert got == 3                           # the other held tiers, the outside, the chain
