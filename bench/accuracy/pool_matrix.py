@@ -3,6 +3,7 @@
     python -m bench.accuracy.pool_matrix                       # every case, seeds 1-3
     python -m bench.accuracy.pool_matrix --cases bursty-6 --seeds 1 --markdown
     python -m bench.accuracy.pool_matrix --no-capacity         # the points only
+    python -m bench.accuracy.pool_matrix --cases bursty-6,bursty-12 --duration 1000
 
 Three-tier systems (web, app, db; think time 1 s, one class) with a pool on app held across
 app and db (:data:`CASES`): pool sizes 4-64, 1-64 cores, populations 60-5,000, the pool
@@ -30,6 +31,7 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse
+import dataclasses
 import sys
 import time
 from dataclasses import dataclass
@@ -174,9 +176,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", default="1,2,3")
     parser.add_argument("--sla", type=float, default=1.0)
     parser.add_argument("--no-capacity", action="store_true")
+    parser.add_argument("--duration", type=float, default=None,
+                        help="simulated seconds a replication for every chosen case")
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args(argv)
     chosen = [c for c in CASES if c.name in args.cases.split(",")]
+    if args.duration is not None:
+        chosen = [dataclasses.replace(c, duration=args.duration) for c in chosen]
     seeds = [int(s) for s in args.seeds.split(",")]
     summary = []
     for case in chosen:
