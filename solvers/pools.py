@@ -46,13 +46,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from .results import as_servers, check_no_nan
 
-__all__ = ["PoolSpec", "PoolResult", "solve_pools", "pool_capacity"]
+__all__ = ["PoolSpec", "PoolResult", "solve_pools", "pool_capacity", "largest_meeting"]
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,10 @@ class PoolResult:
     the order given): ``pool_utilization`` (mean tokens held over size), ``pool_busy`` (mean
     tokens held), ``pool_waiting_time`` (mean wait for a token per request), ``pool_holding_time``
     (mean time a token is held per request), ``pool_queue`` (mean requests waiting for a
-    token). ``throughput_curve[n]``: ``X(n)`` for ``n = 0..N`` (a capacity search reads it)."""
+    token). ``throughput_curve[n]``: ``X(n)`` for ``n = 0..N`` (a capacity search reads it).
+    ``inner_solves``: the held networks solved (each at every population ``1..K`` in one
+    pass of convolutions): one per pool; the solution is direct, there is no fixed point to
+    iterate."""
 
     throughput: float
     response_time: np.ndarray
@@ -88,6 +91,7 @@ class PoolResult:
     pool_queue: np.ndarray
     throughput_curve: np.ndarray
     flags: tuple[str, ...] = field(default_factory=tuple)
+    inner_solves: int = 0
 
 
 def _log_conv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -118,6 +122,8 @@ class _Station:
     inner: np.ndarray | None = None    # (K + 1, len(tiers)) queues by held population
     pool: int = -1                     # index of the pool it stands for (-1: a tier or think)
     size: int = 0
+    #: a pool's held network as solved: its stations, ``log G`` and the stations' rests
+    held: tuple[list["_Station"], np.ndarray, list[np.ndarray]] | None = None
 
 
 def _tier_station(m: int, D: float, c: float, n: int) -> _Station:
@@ -166,10 +172,10 @@ def _within(pools: list[PoolSpec], i: int, j: int) -> bool:
 
 
 def _level(tiers: range, pools: list[PoolSpec], parent: int, D: np.ndarray, c: np.ndarray,
-           n_max: int) -> list[_Station]:
+           n_max: int, tally: list[int] | None = None) -> list[_Station]:
     """The stations of one level of the hierarchy: the outermost pools inside ``parent``
     (every pool at the top, ``parent = -1``) as flow-equivalent stations, the other tiers as
-    themselves; rates up to ``n_max``."""
+    themselves; rates up to ``n_max``; ``tally[0]`` counts the held networks solved."""
     inside = [i for i in range(len(pools)) if parent < 0 or _within(pools, i, parent)]
     outer = [i for i in inside if not any(_within(pools, i, j) for j in inside)]
     stations: list[_Station] = []
@@ -177,7 +183,7 @@ def _level(tiers: range, pools: list[PoolSpec], parent: int, D: np.ndarray, c: n
     while m < tiers.stop:
         hit = [i for i in outer if pools[i].first == m]
         if hit:
-            stations.append(_aggregate(pools, hit[0], D, c, n_max))
+            stations.append(_aggregate(pools, hit[0], D, c, n_max, tally))
             m = pools[hit[0]].last
         else:
             if D[m] > 0:
@@ -187,26 +193,28 @@ def _level(tiers: range, pools: list[PoolSpec], parent: int, D: np.ndarray, c: n
 
 
 def _aggregate(pools: list[PoolSpec], index: int, D: np.ndarray, c: np.ndarray,
-               n_max: int) -> _Station:
+               n_max: int, tally: list[int] | None = None) -> _Station:
     """The flow-equivalent station of pool ``index``: its held tiers (the pools inside them
     aggregated first) solved alone at ``k = 1..K``, rate ``X_H(min(j, K))`` with ``j``
     requests at it, up to ``n_max``; the held tiers' queues at each ``k`` kept."""
     pool = pools[index]
     tiers = range(pool.first, pool.last)
     K = min(pool.size, n_max)
-    stations = _level(tiers, pools, index, D, c, K)
+    stations = _level(tiers, pools, index, D, c, K, tally)
     inner = np.zeros((K + 1, len(tiers)))
     if not stations:     # no demand at the held tiers: the pool is never held
         return _Station(np.concatenate(([0.0], np.full(n_max, -np.inf))), tuple(tiers),
                         inner, index, K)
     logG, rests = _network(stations, K)
+    if tally is not None:
+        tally[0] += 1
     carried = [m - pool.first for s in stations for m in s.tiers]
     for k in range(1, K + 1):
         inner[k, carried] = np.concatenate([_queues(s, _marginal(s, r, logG, k))
                                             for s, r in zip(stations, rests)])
     X = np.exp(logG[:-1] - logG[1:])                 # X_H(1..K)
     rates = X[np.minimum(np.arange(1, n_max + 1), K) - 1]
-    return _Station(_log_rates(rates), tuple(tiers), inner, index, K)
+    return _Station(_log_rates(rates), tuple(tiers), inner, index, K, (stations, logG, rests))
 
 
 def solve_pools(demands: Any, population: int, think_time: float = 0.0, servers: Any = None,
@@ -254,7 +262,8 @@ def solve_pools(demands: Any, population: int, think_time: float = 0.0, servers:
         zeros = np.zeros(len(pools))
         return PoolResult(0.0, Dmc.sum(axis=0), D.copy(), np.zeros(M), zeros, zeros, zeros,
                           zeros, zeros, np.zeros(1), ("empty: population 0",))
-    stations = _level(range(0, M), pools, -1, D, c, N)
+    tally = [0]
+    stations = _level(range(0, M), pools, -1, D, c, N, tally)
     if Z > 0:
         j = np.arange(1, N + 1, dtype=float)
         stations.append(_Station(_log_rates(j / Z)))
@@ -286,25 +295,23 @@ def solve_pools(demands: Any, population: int, think_time: float = 0.0, servers:
                      out=np.zeros(len(pools)), where=sizes > 0)
     check_no_nan(X=X, R=R_c, R_m=R_m, pools=util)
     return PoolResult(X, R_c, R_m, U, util, pool_busy, waits, holding, pool_queue, curve,
-                      tuple(flags))
+                      tuple(flags), tally[0])
 
 
 def _pool_figures(s: _Station, pj: np.ndarray, pools: list[PoolSpec], D: np.ndarray,
                   c: np.ndarray, busy: np.ndarray, queue: np.ndarray,
                   weight: float = 1.0) -> None:
     """Add ``weight`` times the mean tokens held and requests waiting at pool station ``s``
-    (marginal ``pj``), and those of the pools directly inside it: from its held network at
-    each held population, weighted by that population's probability."""
+    (marginal ``pj``), and those of the pools directly inside it: from its held network (as
+    :func:`_aggregate` solved it) at each held population, weighted by its probability."""
     j = np.arange(pj.shape[0])
     held = np.minimum(j, s.size)
     busy[s.pool] += weight * float(pj @ held)
     queue[s.pool] += weight * float(pj @ (j - held))
-    pool = pools[s.pool]
-    stations = _level(range(pool.first, pool.last), pools, s.pool, D, c, s.size)
-    if not any(t.pool >= 0 for t in stations):
+    if s.held is None or not any(t.pool >= 0 for t in s.held[0]):
         return
+    stations, logG, rests = s.held          # solved for sizes up to the pool's: s.size <= it
     ph = np.bincount(held, weights=pj, minlength=s.size + 1)
-    logG, rests = _network(stations, s.size)
     for k in range(1, s.size + 1):
         if ph[k] > 0:
             for inner, r in zip(stations, rests):
@@ -333,6 +340,14 @@ def pool_capacity(demands: Any, sla: Any, think_time: float = 0.0, servers: Any 
         res = solve_pools(demands, n, think_time, servers, pools, mix)
         return bool(np.all(res.response_time <= target))
 
+    return largest_meeting(meets, limit)
+
+
+def largest_meeting(meets: Callable[[int], bool], limit: int = 100_000) -> int:
+    """The largest population ``n <= limit`` with ``meets(n)``, for a ``meets`` true up to
+    some population and false beyond (a closed network's response times grow with the
+    population: Lazowska et al. 1984): doubling from 1, then bisection; 0 when ``meets(1)``
+    is false, ``limit`` when no population up to it fails."""
     if not meets(1):
         return 0
     lo, hi = 1, None

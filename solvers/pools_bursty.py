@@ -1,0 +1,395 @@
+"""Thread and connection pools with one bursty tier: the pool network of :mod:`solvers.pools`
+whose tier ``b`` has a MAP service process (Mi et al. 2008, section 4: runs of slow service).
+
+Why not the flow-equivalent station alone: :func:`solvers.pools.solve_pools` replaces the held
+tiers by a station whose rate with ``k`` tokens held is the held network's throughput at ``k``
+(Chandy et al. 1975). That assumes the held tiers settle between two changes of the pool's
+population (Courtois 1977). A bursty tier breaks it: its slow runs last for hundreds of
+services, the pool fills during one and drains after it, so the held tiers' throughput is not a
+function of the tokens held but of the tokens *and* the phase. Solving the held tiers as
+exponential with their means then overstates the throughput by up to a third and understates
+the response time by half (docs/accuracy.md, "Thread and connection pools").
+
+Method (the held chain, :func:`_held_chain`): the pool's held tiers are one Markov chain --
+``i`` requests at the pool (holding a token or waiting for one), ``d`` of them at ``b`` with
+each job's MAP phase (the per-job station of :mod:`solvers.decomposition.stations`, as the
+physical tier's cores take successive intervals; one MAP at the cores' speed for one core,
+where it is exact), the other held tiers one flow-equivalent station of rate ``X_O(a)`` with
+``a = min(i, K) - d`` requests (exact for one tier) -- fed by the outside (think time, the
+tiers and pools not holding ``b``) as a flow-equivalent source of rate ``lam(i)``, the outside's
+throughput with ``N - i`` users (Chandy et al. 1975), solved exactly by the log-space
+convolution of :mod:`solvers.pools` (Buzen 1973). The slow runs' pile-up at ``b`` and in the
+token queue is in the chain; the one approximation is the outside's settling given ``i``
+(within 0.2% of the exact chain of a small network where the station with ``b``'s mean is off
+by 19-40%). One chain per solve, no fixed point: three solves (the other held tiers, the
+outside, the chain). The chain has ``N + 1`` levels of up to ``w`` states (``b``'s station on
+levels ``0..K``); past :data:`HELD_CHAIN_WORK`, or with ``b`` in no pool, ``b``'s chain alone
+against the rest as in the MAP network's decomposition (Marie 1979) with ``lam(j)`` the rest's
+throughput with ``N - j`` users when the pool holding ``b`` has ``K - j`` tokens left for its
+other tiers (``0`` for ``j >= K``), flagged when ``b`` is held.
+
+Scope: one bursty tier, held by at most one pool (or by none), first or last of its held
+tiers for the held chain; several bursty tiers, or one held by nested pools, are solved by
+:func:`solvers.pools.solve_pools` with their means, flagged.
+One class (the aggregate of :func:`solvers.pools.solve_pools`: class response times by each
+tier's stretch).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from solvers.decomposition.chain import _solve_chain
+from solvers.decomposition.stations import PER_JOB_MAX_CORES, _per_job, _speed_scaled, \
+    _Transitions
+from solvers.processes import MAP
+
+from .pools import PoolResult, PoolSpec, _aggregate, _level, _log_rates, _marginal, _network, \
+    _pool_figures, _queues, _Station, solve_pools
+from .results import as_servers, check_no_nan
+
+__all__ = ["solve_pools_bursty", "BURSTY_POOL_FLAG"]
+
+#: how the flag of a network this module solves as exponential begins
+BURSTY_POOL_FLAG = "pools: bursty"
+#: levels of the bursty tier whose probability is below this are not conditioned on
+LEVEL_FLOOR = 1e-12
+#: the held-network chain's largest ``(N + 1) w^2`` (measured: 8e6 took 4 s, 7e7 took 14 s
+#: on one core; :func:`_held_chain_applies`); beyond it, the chain against the rest (flagged)
+HELD_CHAIN_WORK = 1e7
+#: how the flag of a bursty tier solved against the rest (not in the held chain) begins
+AGAINST_REST_FLAG = "pools: bursty tier against the rest"
+
+
+def _bursty(processes: Sequence[MAP]) -> list[int]:
+    """The tiers whose process has more than one phase."""
+    return [m for m, p in enumerate(processes) if p.order > 1]
+
+
+def _capped(station: _Station, cap: int, n: int) -> _Station:
+    """The pool station ``station`` with ``cap`` tokens (``1 <= cap <= size``) for ``n`` users:
+    rate ``X_H(min(i, cap))`` with ``i`` requests at it."""
+    logf = station.logf
+    K = station.size
+    if logf.shape[0] < 2 or logf[1] == -math.inf:   # no demand at the other held tiers
+        return _Station(logf[:n + 1], station.tiers, station.inner, station.pool, K,
+                        station.held)
+    cap = min(cap, K)
+    X = np.exp(logf[:K] - logf[1:K + 1])            # X_H(1..K)
+    rates = X[np.minimum(np.arange(1, n + 1), cap) - 1]
+    return _Station(_log_rates(rates), station.tiers, station.inner, station.pool, cap,
+                    station.held)
+
+
+def _lse(a: np.ndarray) -> float:
+    """``log sum exp(a)``, the largest term factored out."""
+    top = float(a.max())
+    return top if top == -math.inf else top + math.log(float(np.exp(a - top).sum()))
+
+
+def solve_pools_bursty(processes: Sequence[MAP], population: int, think_time: float = 0.0,
+                       servers: Any = None, pools: Sequence[PoolSpec] = (),
+                       mix: Any = None, demands: Any = None) -> PoolResult:
+    """Solve the pool network with the tiers' service ``processes`` (module docstring) at
+    ``population``. ``demands``: ``D_{m,c}`` tiers x classes with the throughput ``mix`` for
+    the classes' response times (default: one class, the processes' means). The result's
+    ``inner_solves`` counts the networks and chains solved (3 for the held chain; against
+    the rest, the chain, the rest at each of ``b``'s populations up to ``K`` and once more per
+    likely population for the figures); ``throughput_curve`` is the exponential pool model's
+    with ``X(N)`` replaced. Raises ``ValueError`` naming the argument on bad input."""
+    procs = list(processes)
+    if not procs or not all(isinstance(p, MAP) for p in procs):
+        raise ValueError(f"processes: must be one MAP per tier, got {processes!r}")
+    means = np.array([p.mean for p in procs])
+    Dmc = means[:, None] if demands is None else np.asarray(demands, dtype=float)
+    if Dmc.ndim == 1:
+        Dmc = Dmc[:, None]
+    if Dmc.shape[0] != len(procs):
+        raise ValueError(f"demands: must have one row per process ({len(procs)}), got "
+                         f"{Dmc.shape[0]}")
+    pools = list(pools)
+    bursty = _bursty(procs)
+    holding = [i for i, p in enumerate(pools) for b in bursty[:1] if p.first <= b < p.last]
+    if len(bursty) != 1 or len(holding) > 1:
+        res = solve_pools(Dmc, population, think_time, servers, pools, mix)
+        why = "several bursty tiers" if len(bursty) > 1 else "a bursty tier in nested pools"
+        flag = () if not bursty else (f"{BURSTY_POOL_FLAG} tiers solved as exponential with "
+                                      f"their means ({why})",)
+        return _replace_flags(res, res.flags + flag)
+    base = solve_pools(Dmc, population, think_time, servers, pools, mix)   # checks the input
+    N = int(population)
+    if N == 0:
+        return base
+    b = bursty[0]
+    M = len(procs)
+    c = as_servers(servers, M)
+    if not float(c[b]).is_integer():
+        raise ValueError(f"servers: the bursty tier {b} needs a whole number of cores, "
+                         f"got {c[b]!r}")
+    p = base_mix(Dmc, mix)
+    D = Dmc @ p
+    Z = float(think_time)
+    K = pools[holding[0]].size if holding else None
+    top = N if K is None else min(N, K)
+    rest_D = D.copy()
+    rest_D[b] = 0.0                                   # the rest: tier b short-circuited
+    pb = procs[b].scaled(float(D[b])) if D[b] > 0 else procs[b]
+    if holding and Z > 0 and _held_chain_applies(pools, holding[0], b, rest_D, N, pb,
+                                                 int(c[b])):
+        return _held_chain(pb, b, holding[0], pools, Dmc, D, rest_D, c, N, Z, base)
+    stations = _level(range(0, M), pools, -1, rest_D, c, N)
+    if Z > 0:
+        stations.append(_Station(_log_rates(np.arange(1, N + 1, dtype=float) / Z)))
+    owner = next((i for i, s in enumerate(stations) if holding and s.pool == holding[0]), None)
+    solves = 1 + (1 if owner is not None else 0)
+    if owner is None:
+        if not stations:
+            raise ValueError("demands: only the bursty tier has demand and the think time is 0")
+        logG, _ = _network(stations, N)
+        lam = np.zeros(top + 1)
+        lam[:N] = np.exp(logG[N - 1::-1] - logG[N::-1][:N]) if N else lam[:0]
+    else:
+        others = [s for i, s in enumerate(stations) if i != owner]
+        if others:
+            logG_o, _ = _network(others, N)
+        else:
+            logG_o = np.concatenate(([0.0], np.full(N, -np.inf)))
+        lam = np.zeros(top + 1)
+        for j in range(min(top, K - 1) + 1):
+            n = N - j
+            if n == 0:
+                break
+            f = _capped(stations[owner], K - j, n).logf
+            g1 = _lse(f[:n + 1] + logG_o[n::-1])
+            g0 = _lse(f[:n] + logG_o[n - 1::-1])
+            lam[j] = math.exp(g0 - g1)
+        solves += min(top, K - 1) + 1
+    chain = _solve_chain(lam, procs[b].scaled(float(D[b])) if D[b] > 0 else procs[b],
+                         int(c[b]))
+    X = float(chain.throughput)
+    level = np.asarray(chain.level[:top + 1], dtype=float)
+    level = level / level.sum()
+    Q = np.zeros(M)
+    Q[b] = float(level @ np.arange(top + 1))
+    busy = np.zeros(len(pools))
+    queue = np.zeros(len(pools))
+    for j in np.flatnonzero(level >= LEVEL_FLOOR * level.max()):
+        n = N - int(j)
+        w = float(level[j])
+        if holding:
+            busy[holding[0]] += w * j
+        if n == 0:
+            continue
+        if owner is not None and j >= K:     # every token at b: the rest waits for one
+            queue[holding[0]] += w * n
+            continue
+        st = list(stations)
+        if owner is not None:
+            st[owner] = _capped(stations[owner], K - int(j), n)
+        logG, rests = _network(st, n)
+        solves += 1
+        for s, r in zip(st, rests):
+            pj = _marginal(s, r, logG, n)
+            if s.tiers:
+                Q[list(s.tiers)] += w * _queues(s, pj)
+            if s.pool >= 0:
+                _pool_figures(s, pj, pools, rest_D, c, busy, queue, w)
+    flags = base.flags + ((f"{AGAINST_REST_FLAG} (the held chain over its budget: the rest "
+                           f"settles given the tier's population)",) if holding else ()) \
+        + tuple(f"bursty tier {b}: {chain.station} chain"
+                for _ in [0] if chain.station != "per-job")
+    return _assemble(X, Q, busy, queue, Dmc, D, c, pools, N, base, solves, flags)
+
+
+def _stationary(Q: Any, anchor: int) -> np.ndarray:
+    """``pi Q = 0`` with ``pi[anchor] = 1`` (unnormalised): the anchor's balance equation
+    replaced by a unit row, which keeps the chain's band (a row of ones would fill it)."""
+    from scipy.sparse.linalg import spsolve
+
+    A = Q.T.tolil()
+    A[anchor, :] = 0.0
+    A[anchor, anchor] = 1.0
+    rhs = np.zeros(Q.shape[0])
+    rhs[anchor] = 1.0
+    with np.errstate(all="ignore"):
+        return spsolve(A.tocsc(), rhs)
+
+
+def _station(proc: MAP, cores: int, levels: int) -> _Transitions:
+    """Tier ``b``'s chain on levels ``0..levels`` with arrivals at rate 1: per job in
+    service its own phase (:func:`solvers.decomposition.stations._per_job`, as the physical
+    tier's cores take successive intervals) for 2 to :data:`PER_JOB_MAX_CORES` cores, one
+    MAP at the cores' speed otherwise (exact for one core); its states ordered by level."""
+    tr = _per_job(levels, proc, cores) if 1 < cores <= PER_JOB_MAX_CORES \
+        else _speed_scaled(levels, proc, cores)
+    if np.any(np.diff(tr.level) < 0):
+        raise AssertionError("the station's states are not ordered by level")
+    return tr
+
+
+def _held_chain_applies(pools: list[PoolSpec], index: int, b: int, rest_D: np.ndarray,
+                        N: int, proc: MAP, cores: int) -> bool:
+    """The held-network chain (:func:`_held_chain`) applies: ``b`` first or last of the
+    pool's held tiers, another held tier with demand, no pool inside it, and the chain's
+    banded factorisation within :data:`HELD_CHAIN_WORK` (``N + 1`` levels of up to ``w``
+    states, ``w`` those of ``b``'s station on levels ``0..K``: ``(N + 1) w^2``)."""
+    pool = pools[index]
+    inside = any(i != index and pool.first <= q.first and q.last <= pool.last
+                 for i, q in enumerate(pools))
+    K = min(pool.size, N)
+    others = rest_D[pool.first:pool.last] > 0
+    if not (b in (pool.first, pool.last - 1) and not inside and bool(others.any())):
+        return False
+    width = _station(proc, cores, K).level.shape[0]
+    return (N + 1) * width ** 2 <= HELD_CHAIN_WORK
+
+
+def _held_chain(proc: MAP, b: int, index: int, pools: list[PoolSpec], Dmc: np.ndarray,
+                D: np.ndarray, rest_D: np.ndarray, c: np.ndarray, N: int, Z: float,
+                base: PoolResult) -> PoolResult:
+    """The pool's held tiers as a chain against the outside (module docstring, "held
+    chain"): state ``(i, d, phase)`` -- ``i`` requests at the pool (holding or waiting for a
+    token), ``d`` of them at ``b``, ``b``'s MAP phase; the other held tiers one station of
+    rate ``X_O(a)`` with ``a = min(i, K) - d`` requests (their flow-equivalent rate, exact
+    for one tier); the outside (think time, the other tiers and pools) a flow-equivalent
+    source of rate ``lam(i)``, its throughput with ``N - i`` users."""
+    from scipy.sparse import coo_matrix
+
+    pool = pools[index]
+    M = len(D)
+    K = min(pool.size, N)
+    last = b == pool.last - 1
+    other = _aggregate(pools, index, rest_D, c, K)            # the held tiers but b
+    XO = np.concatenate(([0.0], np.exp(other.logf[:K] - other.logf[1:K + 1])))
+    outside = [s for s in _level(range(0, M), pools, -1, rest_D, c, N) if s.pool != index]
+    outside.append(_Station(_log_rates(np.arange(1, N + 1, dtype=float) / Z)))
+    logG, rests = _network(outside, N)
+    lam = np.zeros(N + 1)
+    lam[:N] = np.exp(logG[N - 1::-1] - logG[N::-1][:N])
+    tr = _station(proc, int(c[b]), K)
+    lev = tr.level
+    cnt = np.searchsorted(lev, np.arange(K + 1), side="right")   # states at levels <= d
+    h_lev = np.minimum(np.arange(N + 1), K)
+    size = cnt[h_lev]
+    offset = np.concatenate(([0], np.cumsum(size)))
+    n = int(offset[-1])
+    ts, td, tr_rate = tr.src, tr.dst, tr.rate
+    up = tr.up
+    down = ~up & (lev[td] < lev[ts])
+    same = ~up & ~down
+    src, dst, rate = [], [], []
+    done = np.zeros(n)
+
+    def add(a: np.ndarray, b_: np.ndarray, r: np.ndarray, counts: bool = False) -> None:
+        src.append(a), dst.append(b_), rate.append(r)
+        if counts:
+            np.add.at(done, a, r)
+
+    for i in range(N + 1):
+        h = int(h_lev[i])
+        o = offset[i]
+        ok = lev[ts] <= h
+        states = np.arange(size[i])
+        a_st = h - lev[states]                     # requests at the other held tiers
+        sel = same & ok                            # b's phase changes
+        add(o + ts[sel], o + td[sel], tr_rate[sel])
+        sel = down & ok                            # b completes one
+        if last:                                   # it leaves; a waiter (if any) enters
+            add(o + ts[sel], offset[i - 1] + td[sel], tr_rate[sel], True)
+        else:
+            add(o + ts[sel], o + td[sel], tr_rate[sel])
+        if i < N and lam[i] > 0:                   # a request reaches the pool
+            if not last and i < K:
+                sel = up & ok
+                add(o + ts[sel], offset[i + 1] + td[sel], lam[i] * tr_rate[sel])
+            else:
+                add(o + states, offset[i + 1] + states, np.full(states.shape, lam[i]))
+        busy_o = a_st > 0                          # the other held tiers finish one
+        if last:                                   # on to b
+            sel = up & ok & (a_st[np.minimum(ts, size[i] - 1)] > 0)
+            add(o + ts[sel], o + td[sel], XO[a_st[ts[sel]]] * tr_rate[sel])
+        elif i > K:                                # it leaves; a waiter enters b
+            sel = up & ok & (a_st[np.minimum(ts, size[i] - 1)] > 0)
+            add(o + ts[sel], offset[i - 1] + td[sel], XO[a_st[ts[sel]]] * tr_rate[sel], True)
+        elif i > 0:                                # it leaves
+            st = states[busy_o]
+            add(o + st, offset[i - 1] + st, XO[a_st[busy_o]], True)
+    src, dst, rate = (np.concatenate(x) for x in (src, dst, rate))
+    Q = coo_matrix((rate, (src, dst)), shape=(n, n)).tocsr()
+    Q = Q - coo_matrix((np.asarray(Q.sum(axis=1)).ravel(), (np.arange(n), np.arange(n))),
+                       shape=(n, n)).tocsr()
+    pi = _stationary(Q, 0)
+    if not np.all(np.isfinite(pi)) or pi.max() > 1e100:   # the empty pool unlikely: anchor
+        pi = _stationary(Q, int(np.nanargmax(np.where(np.isfinite(pi), pi, -1.0))))
+    pi = np.clip(pi, 0.0, None)
+    pi /= pi.sum()
+    X = float(pi @ done)
+    i_of = np.repeat(np.arange(N + 1), size)
+    d_of = lev[np.concatenate([np.arange(k) for k in size])]
+    h_of = h_lev[i_of]
+    a_of = h_of - d_of
+    pi_i = np.bincount(i_of, weights=pi, minlength=N + 1)
+    Qm = np.zeros(M)
+    Qm[b] = float(pi @ d_of)
+    pa = np.bincount(a_of, weights=pi, minlength=K + 1)[:K + 1]
+    if other.inner is not None:
+        held_tiers = list(range(pool.first, pool.last))
+        Qm[held_tiers] += pa @ other.inner[:, :len(held_tiers)]
+    for s, r in zip(outside, rests):               # the outside's queues given N - i users
+        if not s.tiers and s.pool < 0:
+            continue
+        for n_out in np.flatnonzero(pi_i[:N] > LEVEL_FLOOR * pi_i.max()):
+            m = N - int(n_out)
+            pj = _marginal(s, r, logG, m)
+            w = float(pi_i[n_out])
+            if s.tiers:
+                Qm[list(s.tiers)] += w * _queues(s, pj)
+    busy = np.zeros(len(pools))
+    queue = np.zeros(len(pools))
+    busy[index] = float(pi @ h_of)
+    queue[index] = float(pi @ (i_of - h_of))
+    for s, r in zip(outside, rests):               # other pools' tokens
+        if s.pool >= 0:
+            for n_out in np.flatnonzero(pi_i[:N] > LEVEL_FLOOR * pi_i.max()):
+                pj = _marginal(s, r, logG, N - int(n_out))
+                _pool_figures(s, pj, pools, rest_D, c, busy, queue, float(pi_i[n_out]))
+    return _assemble(X, Qm, busy, queue, Dmc, D, c, pools, N, base, 3, base.flags)
+
+
+def _assemble(X: float, Q: np.ndarray, busy: np.ndarray, queue: np.ndarray, Dmc: np.ndarray,
+              D: np.ndarray, c: np.ndarray, pools: list[PoolSpec], N: int, base: PoolResult,
+              solves: int, flags: tuple[str, ...]) -> PoolResult:
+    """The result from the throughput, the tiers' mean queues and the pools' tokens held and
+    requests waiting: residence times by Little's law, a pool's wait at its owning tier,
+    each class's response time by the tiers' stretch (as :func:`solvers.pools.solve_pools`);
+    ``throughput_curve``: the exponential pool model's with ``X(N)`` replaced."""
+    M = len(D)
+    R_m = Q / X
+    stretch = np.divide(R_m, D, out=np.ones(M), where=D > 0)
+    waits = queue / X
+    R_c = (stretch[:, None] * Dmc).sum(axis=0) + waits.sum()
+    for k, pool in enumerate(pools):
+        R_m[pool.first] += waits[k]
+    U = X * D / np.where(np.isinf(c), 1.0, c)
+    sizes = np.array([float(pl.size) for pl in pools])
+    util = np.divide(busy, sizes, out=np.zeros(len(pools)), where=sizes > 0)
+    curve = base.throughput_curve.copy()
+    curve[N] = X
+    check_no_nan(X=X, R=R_c, R_m=R_m, pools=util)
+    return PoolResult(X, R_c, R_m, U, util, busy, waits, busy / X, queue, curve, flags,
+                      inner_solves=solves)
+
+
+def base_mix(Dmc: np.ndarray, mix: Any) -> np.ndarray:
+    """The throughput mix, normalised (equal shares by default)."""
+    C = Dmc.shape[1]
+    p = np.full(C, 1.0 / C) if mix is None else np.asarray(mix, dtype=float)
+    return p / p.sum()
+
+
+def _replace_flags(res: PoolResult, flags: tuple[str, ...]) -> PoolResult:
+    return dataclasses.replace(res, flags=flags)
