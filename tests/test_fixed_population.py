@@ -62,7 +62,7 @@ def test_population_rises_with_the_rate_and_the_answers_with_n():
     assert xs[0] < xs[1] < xs[2] < sat and rs[0] < rs[1] < rs[2] < math.inf
     for r in res:
         assert r.little_residual <= 1e-3 * r.population
-        assert r.stations == ("erlang-c", "per-job", "erlang-c (waves)", "per-job")
+        assert r.stations == ("erlang-c", "per-job", "erlang-c (waves)", "per-job (waves)")
         assert r.open_solves <= 40
 
 
@@ -127,3 +127,25 @@ def test_departures_of_a_stable_bursty_tier_carry_its_arrival_rate_in_waves(core
     waved = map_m_c_mean(dep, 0.004, 4) / rate
     assert waved > mm_c(rate, 0.004, 4).wait + 0.004
     assert departure_process(proc, cores, 1.01 * cores / proc.mean) is None
+
+
+def test_a_bursty_tier_behind_the_waves_adds_their_wait_to_its_own():
+    """A bursty tier reached by another bursty tier's waves (through an exponential one) waits
+    its M/MAP/c wait plus what the waves add over Poisson arrivals (MAP/M/c less M/M/c: the
+    Allen-Cunneen form is linear in the two variabilities); without the waves, M/MAP/c alone."""
+    from solvers.departures import map_m_c_mean, through_tier
+    from solvers.open import m_map_c
+    app, db = BURSTY.scaled(0.01), BURSTY.scaled(0.02)
+    procs, cores = [app, MAP.exponential(0.004), db], [8, 4, 16]
+    res = solve_fixed_population(procs, 3000, 7.0, servers=cores)
+    rate = res.throughput
+    dep = through_tier(departure_process(app, 8, rate), 4 / 0.004)
+    own = m_map_c(rate, db, 16).wait
+    extra = map_m_c_mean(dep, 0.02, 16) / rate - 0.02 - mm_c(rate, 0.02, 16).wait
+    assert extra > 0.1 * own > 0
+    assert res.residence_time[2] == pytest.approx(0.02 + own + extra, rel=1e-9)
+    assert res.stations[2] == "per-job (waves)"
+    assert res.little_residual < 1e-3
+    plain = solve_fixed_population(procs, 3000, 7.0, servers=cores, waves=False)
+    assert plain.residence_time[2] == pytest.approx(0.02 + m_map_c(plain.throughput, db,
+                                                                    16).wait, rel=1e-9)
