@@ -103,12 +103,14 @@ def lumping(src: np.ndarray, dst: np.ndarray, level: np.ndarray, keep: int) -> L
 
 def lumped_departures(pi: np.ndarray, src: np.ndarray, dst: np.ndarray, rate: np.ndarray,
                       level: np.ndarray, keep: int,
-                      lumped: Lumping | None = None) -> DepartureMAP:
+                      lumped: Lumping | None = None, *,
+                      negligible: float | None = None) -> DepartureMAP:
     """Departure MAP of a level-structured chain (states sorted by ``level``, every level
     above ``keep + 1`` with ``keep + 1``'s pattern of states), levels above ``keep`` lumped
     onto ``keep + 1``'s states (module notes, step 1). ``src, dst, rate``: the off-diagonal
     transitions; a transition to a lower level is a departure. ``lumped``: this pattern's
-    :func:`lumping`, if already at hand."""
+    :func:`lumping`, if already at hand; ``negligible``: the share of transitions below which
+    a phase is dropped (:func:`_reachable`; default :data:`NEGLIGIBLE_PHASE`)."""
     if lumped is None:
         lumped = lumping(src, dst, level, keep)
     order = lumped.order
@@ -122,7 +124,8 @@ def lumped_departures(pi: np.ndarray, src: np.ndarray, dst: np.ndarray, rate: np
     D1[held] /= w[held, None]
     D0[held] /= w[held, None]
     D0[np.diag_indices(order)] = -(D0.sum(axis=1) + D1.sum(axis=1))
-    return _reachable(DepartureMAP(D0, D1, w / w.sum()))
+    return _reachable(DepartureMAP(D0, D1, w / w.sum()),
+                      NEGLIGIBLE_PHASE if negligible is None else negligible)
 
 
 #: a departure MAP's phases with a smaller share of its transitions are dropped
@@ -130,11 +133,11 @@ def lumped_departures(pi: np.ndarray, src: np.ndarray, dst: np.ndarray, rate: np
 NEGLIGIBLE_PHASE = 1e-10
 
 
-def _reachable(dep: DepartureMAP) -> DepartureMAP:
+def _reachable(dep: DepartureMAP, negligible: float = NEGLIGIBLE_PHASE) -> DepartureMAP:
     """The phases whose share of the process's transitions, ``w_i |D0_ii| / sum_j w_j
-    |D0_jj|`` (how often the phase is entered and left), is above :data:`NEGLIGIBLE_PHASE`
-    (those with no probability make ``-D0`` singular; a rate into a dropped phase becomes a
-    stay). A per-job chain's lumped levels hold many configurations that almost never occur
+    |D0_jj|`` (how often the phase is entered and left), is above ``negligible`` (default
+    :data:`NEGLIGIBLE_PHASE`; those with no probability make ``-D0`` singular; a rate into a
+    dropped phase becomes a stay). A per-job chain's lumped levels hold many configurations that almost never occur
     (most of 8 or 16 cores on the slow phase at once); the ``MAP/M/c`` queue's cost goes as the
     cube of the phases. By transitions rather than by probability, so a brief but frequent
     phase is kept: on docs/accuracy.md's system (d) 77-103 of 108 phases remain (100-1,000
@@ -144,7 +147,7 @@ def _reachable(dep: DepartureMAP) -> DepartureMAP:
     tiers, 100-3,000 users; dropping by probability below 1e-10 instead: up to 5.2e-5), at about
     half the CPU time of a 4-tier solve with a 16-core bursty second tier at 3,000 users."""
     flux = dep.w * -np.diag(dep.D0)
-    keep = flux > NEGLIGIBLE_PHASE * float(flux.sum())
+    keep = flux > negligible * float(flux.sum())
     if keep.all():
         return dep
     D0, D1 = dep.D0[np.ix_(keep, keep)].copy(), dep.D1[np.ix_(keep, keep)].copy()

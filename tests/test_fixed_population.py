@@ -145,7 +145,23 @@ def test_a_bursty_tier_behind_the_waves_adds_their_wait_to_its_own():
     assert extra > 0.1 * own > 0
     assert res.residence_time[2] == pytest.approx(0.02 + own + extra, rel=1e-9)
     assert res.stations[2] == "per-job (waves)"
-    assert res.little_residual < 1e-3
+    assert res.little_residual <= 1e-5 * 3000
     plain = solve_fixed_population(procs, 3000, 7.0, servers=cores, waves=False)
     assert plain.residence_time[2] == pytest.approx(0.02 + m_map_c(plain.throughput, db,
                                                                     16).wait, rel=1e-9)
+
+
+@pytest.mark.parametrize("n", [1, 40, 1000, 5000, pytest.param(20000, marks=pytest.mark.slow)])
+def test_the_search_meets_its_tolerance_in_a_few_solves(n):
+    """The model-guided search (``R = A + B / (sat - lambda)`` through the last two probes)
+    lands within ``rate_tol`` of the root, relative to ``min(N / (Z + sum S), sat)``, in at
+    most 4 open solves up to the knee and few beyond it; a tighter tolerance agrees."""
+    procs = [MAP.exponential(0.002), BURSTY.scaled(0.010), MAP.exponential(0.004),
+             BURSTY.scaled(0.020)]
+    cores, Z = [4, 8, 4, 16], 7.0
+    res = solve_fixed_population(procs, n, Z, servers=cores)
+    tight = solve_fixed_population(procs, n, Z, servers=cores, rate_tol=1e-10)
+    top = min(n / (Z + 0.036), 800.0)
+    assert abs(res.throughput - tight.throughput) <= 1e-5 * top
+    assert res.little_residual <= 1e-5 * n
+    assert res.open_solves <= (4 if n <= 5000 else 8)

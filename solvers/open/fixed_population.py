@@ -22,17 +22,16 @@ what they add to an exponential tier's (``W_MAP/M/c - W_M/M/c``): the Allen-Cunn
 the ``GI/G/c`` wait is linear in the arrivals' and the service's variability (Allen 1990;
 Whitt 1993). Fed Poisson arrivals, the database of docs/accuracy.md's large-population
 network waited 11-20% too little from 2,000 users (the app's waves cross the cache at up to
-its capacity, above the database's). ``lambda (Z + R(lambda))`` rises strictly from 0 to ``inf`` on
-``[0, lambda_sat)``,
-``lambda_sat = min_m c_m / S_m`` (the utilization law), so the equation has one root, found by
-Brent's method (Brent 1973) on ``g(lambda) = 1 - 2 N / (lambda (Z + R) + N)``: ``-1`` at
-``lambda = 0``, ``+1`` at and past saturation (where ``R`` is infinite), finite and increasing
-in between, so a saturated probe never gives ``inf`` or NaN. The bracket's upper end is
-``min(N / (Z + sum_m S_m), lambda_sat)`` (``R >= sum_m S_m``); its lower end
-``N / (Z + R(upper))`` when ``upper`` is stable (``R`` increasing), else 0.
+its capacity, above the database's). ``lambda (Z + R(lambda))`` rises strictly from 0 to
+``inf`` on ``[0, lambda_sat)``, ``lambda_sat = min_m c_m / S_m`` (the utilization law), so
+the equation has one root, found in the bracket ``[0, min(N / (Z + sum_m S_m), lambda_sat)]``
+(``R >= sum_m S_m``) by probes at the root of the model ``R = A + B / (lambda_sat -
+lambda)`` through the last two probes, bisection as the safeguard (:func:`_root`); a
+saturated probe (``R`` infinite) only lowers the bracket's upper end, never gives ``inf`` or
+NaN.
 
 Every open solve costs the same whatever ``N`` (the bursty tiers' boundary levels and rate
-matrices: a few hundred states for 16 cores), so the method costs a handful of solves (4-7 on
+matrices: a few hundred states for 16 cores), so the method costs a handful of solves (2-4 on
 4 tiers) against
 the decomposition's per-job chains, whose levels grow with ``N``. Its error shrinks as ``N``
 grows (the fraction of users in the tiers, and the correlation a closed population forces on
@@ -47,7 +46,6 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
-from scipy.optimize import brentq
 
 from solvers.decomposition.stations import PER_JOB_MAX_CORES, _speed_scaled
 from solvers.departures import DepartureMAP, lumped_departures, map_m_c_mean, through_tier
@@ -59,8 +57,15 @@ from solvers.results import check_no_nan
 
 __all__ = ["FixedPopulationResult", "population_at", "solve_fixed_population"]
 
-#: relative resolution of the rate (of the saturation rate) at which the search stops
-RATE_TOL = 1e-7
+#: resolution of the rate at which the search stops, relative to the search's first upper
+#: end ``min(N / (Z + sum S), lambda_sat)``: 1e-5 moves ``R`` by less than 1e-4 of itself
+RATE_TOL = 1e-5
+
+#: the departure process's phases with a smaller share of its transitions are dropped: the
+#: ``MAP/M/c`` queues it feeds cost the cube of its phases (105 phases at 1e-10, 90 at this
+#: share on the large-population network at 5,000 users); against 1e-10 there, 1,000-5,000
+#: users, a tier's residence time moved by at most 7.8e-4 of itself, ``R`` by 1.3e-4
+WAVE_PHASE_SHARE = 1e-7
 
 
 @dataclass(frozen=True, eq=False)
@@ -113,14 +118,15 @@ def _check(processes: Any, population: Any, think_time: Any, servers: Any
 
 
 def departure_process(proc: MAP, cores: int, rate: float, *,
-                      per_job_max_cores: int = PER_JOB_MAX_CORES) -> DepartureMAP | None:
+                      per_job_max_cores: int = PER_JOB_MAX_CORES,
+                      negligible: float = WAVE_PHASE_SHARE) -> DepartureMAP | None:
     """The departure process of the open M/MAP/c queue (Poisson arrivals at ``rate``, service
     ``proc`` at its own mean, the station of :func:`solvers.open.m_map_c`): levels up to the
     first repeating one ``L`` and ``L + 1`` exact, every level above aggregated on ``L + 2``
     (``pi_L R^2 (I - R)^{-1}``, transitions as level ``L``'s: the levels repeat), then every
     level from ``L`` up lumped onto ``L``'s phases
-    (:func:`solvers.departures.lumped_departures`). ``None`` when the
-    queue is not stable."""
+    (:func:`solvers.departures.lumped_departures`; phases with a share of its transitions
+    below ``negligible`` dropped). ``None`` when the queue is not stable."""
     if 1 < cores <= per_job_max_cores:
         src, dst, base, up, starts = queues._per_job_pattern(proc, cores)
         L = cores + 1
@@ -153,7 +159,8 @@ def departure_process(proc: MAP, cores: int, rate: float, *,
     pi[int(starts[L + 1]):int(starts[L + 1]) + width] = above
     pi[int(starts[L + 1]) + width:] = above @ sol.R @ sol.tail
     return lumped_departures(pi, np.concatenate(pieces_src), np.concatenate(pieces_dst),
-                             np.concatenate(pieces_rate), level, L - 1)
+                             np.concatenate(pieces_rate), level, L - 1,
+                             negligible=negligible)
 
 
 def _arrival_wait(dep: DepartureMAP, mean: float, cores: int, rate: float) -> float | None:
@@ -251,6 +258,75 @@ def population_at(processes: Sequence[MAP], rate: float, think_time: float,
     return float(rate) * (z + float(res.response_time[0]))
 
 
+#: at most this many open solves in the search (each step at least halves the bracket
+#: every second step, so 1e-5 of the saturation rate takes about 40 at worst)
+MAX_SOLVES = 100
+
+
+def _model_step(points: list[tuple[float, float]], N: int, z: float, sat: float, lo: float,
+                hi: float) -> float | None:
+    """The rate where ``N / lambda - Z`` meets ``R(lambda) = A + B / (sat - lambda)`` fitted
+    through the last two ``(lambda, R)`` of ``points`` (a queue's response time grows as
+    ``1 / (sat - lambda)`` towards saturation: Kleinrock 1975, Sec. 3.2), inside ``(lo, hi)``;
+    ``None`` when the fit or its root is not usable. ``(N - (Z + A) lambda)(sat - lambda) =
+    B lambda`` is a quadratic; its smaller root is the one below ``sat``."""
+    (l1, r1), (l2, r2) = points[-2], points[-1]
+    u1, u2 = 1.0 / (sat - l1), 1.0 / (sat - l2)
+    if u2 == u1:
+        return None
+    B = (r2 - r1) / (u2 - u1)
+    a = z + r1 - B * u1
+    b = N + a * sat + B
+    disc = b * b - 4.0 * a * N * sat
+    if not (a > 0 and disc >= 0 and math.isfinite(disc)):
+        return None
+    cand = (b - math.sqrt(disc)) / (2.0 * a)
+    return cand if lo < cand < hi else None
+
+
+def _root(response: Any, N: int, z: float, demand: float, sat: float, tol: float) -> float:
+    """The rate ``lambda`` with ``lambda (Z + R(lambda)) = N``, ``R = response(lambda)``
+    (``inf`` where the open network is not stable). A bracket ``[lo, hi]`` (``lo = 0``, ``hi
+    = min(N / (Z + sum S), sat)``: ``R >= sum S``) narrowed by probes at the root of a model
+    ``R = A + B / (sat - lambda)`` through the last two probes, the first pair being
+    ``(0, sum S)`` (exact) and ``hi``; a bisection instead where the model gives no root in
+    the bracket or, twice running, shrinks it by less than half (so the search always ends:
+    Brent's (1973) safeguard). It stops when the bracket is narrower than ``tol`` of its
+    first upper end ``hi`` or a probe's population misses ``N`` by less than ``tol hi (Z + sum
+    S)`` (``lambda (Z + R)`` rises at least as ``Z + sum S``: the rate is then within ``tol
+    hi`` of the root).
+    Probes on 4 tiers: 2-4 (Brent's method on the same bracket: 4-7)."""
+    hi = top = min(N / (z + demand), sat)
+    lo = 0.0
+    points = [(0.0, demand)]
+    best, best_miss = 0.0, math.inf
+    step = 0.5 * (lo + hi)
+    if hi < sat:
+        step = hi
+    slow = 0
+    for _ in range(MAX_SOLVES):
+        r = response(step)
+        jobs = step * (z + r)
+        if math.isfinite(r):
+            points.append((step, r))
+            miss = abs(jobs - N)
+            if miss < best_miss:
+                best, best_miss = step, miss
+            if jobs <= N and step == hi:        # R(hi) = sum S: no queueing at all at hi
+                return step
+        width = hi - lo
+        if jobs > N:
+            hi = step
+        else:
+            lo = step
+        if best_miss <= tol * top * (z + demand) or hi - lo <= tol * top:
+            break
+        slow = slow + 1 if hi - lo > 0.5 * width else 0
+        cand = _model_step(points, N, z, sat, lo, hi) if len(points) > 1 and slow < 2 else None
+        step = 0.5 * (lo + hi) if cand is None else cand
+    return best if best_miss < math.inf else lo
+
+
 def solve_fixed_population(processes: Sequence[MAP], population: int, think_time: float, *,
                            servers: Sequence[int] | None = None,
                            per_job_max_cores: int = PER_JOB_MAX_CORES,
@@ -259,7 +335,8 @@ def solve_fixed_population(processes: Sequence[MAP], population: int, think_time
     """The closed network of ``population`` users by the fixed-population-mean method (module
     docstring): each tier's service process in visit order (``MAP.exponential(S)`` for an
     exponential tier, a bursty tier's MAP at its own mean), ``servers`` cores per tier
-    (default 1), ``think_time`` ``Z``; the rate to ``rate_tol`` of the saturation rate;
+    (default 1), ``think_time`` ``Z``; the rate to ``rate_tol`` of ``min(N / (Z + sum S),
+    lambda_sat)``;
     ``waves=False`` takes every tier as fed Poisson arrivals (faster, and low on a tier after
     a bursty one: docs/accuracy.md section 21). Raises ``ValueError`` naming the argument on
     bad input."""
@@ -275,35 +352,11 @@ def solve_fixed_population(processes: Sequence[MAP], population: int, think_time
             solved[rate] = _open(procs, means, cores, rate, per_job_max_cores, waves)
         return solved[rate]
 
-    def g(rate: float) -> float:
-        if rate <= 0.0:
-            return -1.0
-        if rate >= sat:
-            return 1.0
+    def response(rate: float) -> float:
         res = at(rate)
-        if not res.stable:
-            return 1.0
-        jobs = rate * (z + float(res.response_time[0]))
-        return 1.0 - 2.0 * N / (jobs + N)
+        return float(res.response_time[0]) if res.stable else math.inf
 
-    if N == 0:
-        rate = 0.0
-    else:
-        hi = min(N / (z + float(means.sum())), sat)
-        lo = 0.0
-        if hi < sat:
-            top = at(hi)
-            if top.stable:
-                lo = N / (z + float(top.response_time[0]))
-        g_lo, g_hi = g(lo), g(hi)
-        if g_hi <= 0.0:                  # R(hi) = sum S: no queueing at all at hi
-            rate = hi
-        elif g_lo >= 0.0:
-            rate = lo
-        else:
-            rate = brentq(g, lo, hi, xtol=rate_tol * sat, rtol=4 * np.finfo(float).eps)
-            if rate >= sat or not at(rate).stable:    # the root within the tolerance of it
-                rate = max(lo, rate - rate_tol * sat)
+    rate = 0.0 if N == 0 else _root(response, N, z, float(means.sum()), sat, rate_tol)
     res = at(rate) if rate > 0 else _open(procs, means, cores, 0.0, per_job_max_cores)
     Rm = res.residence_time[:, 0]
     check_no_nan(residence_time=Rm, queue_length=res.queue_length)
