@@ -138,33 +138,48 @@ def solve_qbd(offdiag: sparse.csr_matrix, starts: np.ndarray, first: int) -> QBD
     as ``pi_first R A2`` and the normalisation ``sum_{n<first} pi_n 1 + pi_first (I-R)^{-1} 1
     = 1`` (Latouche and Ramaswami 1999, Sec. 6.4)."""
     L = first
-    Q = sparse.csr_matrix(offdiag)
-    out_rate = np.asarray(Q.sum(axis=1)).ravel()
-    a, b, e = starts[L], starts[L + 1], starts[L + 2]
-    lo = starts[L - 1]
-    A0 = Q[a:b, b:e].toarray()
-    A1 = Q[a:b, a:b].toarray() - np.diag(out_rate[a:b])
-    A2 = Q[a:b, lo:a].toarray()
+    Q = sparse.coo_matrix(offdiag)
+    a, b, e = int(starts[L]), int(starts[L + 1]), int(starts[L + 2])
+    lo = int(starts[L - 1])
+    row, col, val = Q.row, Q.col, Q.data
+    out_rate = np.bincount(row, weights=val, minlength=Q.shape[0])
+    at_l = (row >= a) & (row < b)                  # level L's rows, densely: the blocks
+    level = np.zeros((b - a, e - lo))
+    np.add.at(level, (row[at_l] - a, col[at_l] - lo), val[at_l])
+    A0 = level[:, b - lo:]
+    A1 = level[:, a - lo:b - lo] - np.diag(out_rate[a:b])
+    A2 = level[:, :a - lo]
     up, down = drift(A0, A1, A2)
     if not up < down * (1.0 - 1e-12):
         return None
     R = rate_matrix(A0, A1, A2)
     d = b - a
     tail = np.linalg.inv(np.eye(d) - R)
-    RA2 = sparse.coo_matrix(R @ A2)
-    fin = (Q[:b, :b] + sparse.diags(-out_rate[:b])
-           + sparse.coo_matrix((RA2.data, (RA2.row + a, RA2.col + a)), shape=(b, b)))
-    M = fin.T.tocsr()                      # M x = 0 is pi Q = 0
     norm = np.ones(b)
     norm[a:b] = tail.sum(axis=1)
-    # one balance equation (redundant) replaced by the normalisation: pinning one state's
-    # probability instead is ill-conditioned when that state is rare (a 16-core per-job
-    # tier's most active state at 1e-20: the boundary solve lost every digit)
-    drop = int(np.argmax(np.abs(M.diagonal())))
-    keep = np.flatnonzero(np.arange(b) != drop)
-    A = sparse.vstack([M[keep], sparse.csr_matrix(norm[None, :])]).tocsc()
+    # pi Q = 0 on levels 0..L (level L + 1's inflow as pi_L R A2) as M x = 0, M = Q^T:
+    # entries (col, row) of the boundary's transitions, minus the total rates on the
+    # diagonal, R A2 on level L's block; one balance equation (redundant) replaced by the
+    # normalisation: pinning one state's probability instead is ill-conditioned when that
+    # state is rare (a 16-core per-job tier's most active state at 1e-20: the boundary solve
+    # lost every digit). The equation dropped is the one with the largest diagonal.
+    inside = (row < b) & (col < b)
+    RA2 = R @ A2
+    diag = -out_rate[:b]
+    diag[a:b] += np.diag(RA2)
+    loops = inside & (row == col)
+    diag += np.bincount(row[loops], weights=val[loops], minlength=b)
+    drop = int(np.argmax(np.abs(diag)))
+    ra_r, ra_c = np.nonzero(RA2)
+    eq = np.concatenate((col[inside], np.arange(b), ra_c + a))     # M's rows: equations
+    var = np.concatenate((row[inside], np.arange(b), ra_r + a))    # M's columns: states
+    coef = np.concatenate((val[inside], -out_rate[:b], RA2[ra_r, ra_c]))
+    keep = eq != drop
+    A = sparse.csc_matrix((np.concatenate((coef[keep], norm)),
+                           (np.concatenate((eq[keep], np.full(b, drop))),
+                            np.concatenate((var[keep], np.arange(b))))), shape=(b, b))
     rhs = np.zeros(b)
-    rhs[-1] = 1.0
+    rhs[drop] = 1.0
     pi = splinalg.spsolve(A, rhs)
     pi = np.maximum(pi, 0.0)
     pi /= pi @ norm
