@@ -137,10 +137,10 @@ def _reachable(dep: DepartureMAP, negligible: float = NEGLIGIBLE_PHASE) -> Depar
     """The phases whose share of the process's transitions, ``w_i |D0_ii| / sum_j w_j
     |D0_jj|`` (how often the phase is entered and left), is above ``negligible`` (default
     :data:`NEGLIGIBLE_PHASE`; those with no probability make ``-D0`` singular; a rate into a
-    dropped phase becomes a stay). A per-job chain's lumped levels hold many configurations that almost never occur
-    (most of 8 or 16 cores on the slow phase at once); the ``MAP/M/c`` queue's cost goes as the
-    cube of the phases. By transitions rather than by probability, so a brief but frequent
-    phase is kept: on docs/accuracy.md's system (d) 77-103 of 108 phases remain (100-1,000
+    dropped phase becomes a stay). A per-job chain's lumped levels hold many configurations
+    that almost never occur (most of 8 or 16 cores on the slow phase at once); the ``MAP/M/c``
+    queue's cost goes as the cube of the phases. By transitions rather than by probability,
+    so a brief but frequent phase is kept: on docs/accuracy.md's system (d) 77-103 of 108 phases remain (100-1,000
     users), of a 16-core bursty tier's 340 191-237 (1,000-3,000 users). Against keeping every
     phase, the solves' throughput moved by at most 1.3e-8, the response time by 2.1e-7, a
     tier's residence time by 6.3e-7 (systems (c), (d), 3-4 tiers with one or two bursty

@@ -258,8 +258,8 @@ def population_at(processes: Sequence[MAP], rate: float, think_time: float,
     return float(rate) * (z + float(res.response_time[0]))
 
 
-#: at most this many open solves in the search (each step at least halves the bracket
-#: every second step, so 1e-5 of the saturation rate takes about 40 at worst)
+#: at most this many open solves in the search (the bracket at least halves every third
+#: probe, so a tolerance of 1e-5 takes at most ~51)
 MAX_SOLVES = 100
 
 
