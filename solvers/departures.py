@@ -134,18 +134,18 @@ NEGLIGIBLE_PHASE = 1e-10
 
 
 def _reachable(dep: DepartureMAP, negligible: float = NEGLIGIBLE_PHASE) -> DepartureMAP:
-    """The phases whose share of the process's transitions, ``w_i |D0_ii| / sum_j w_j
-    |D0_jj|`` (how often the phase is entered and left), is above ``negligible`` (default
-    :data:`NEGLIGIBLE_PHASE`; those with no probability make ``-D0`` singular; a rate into a
-    dropped phase becomes a stay). A per-job chain's lumped levels hold many configurations
-    that almost never occur (most of 8 or 16 cores on the slow phase at once); the ``MAP/M/c``
-    queue's cost goes as the cube of the phases. By transitions rather than by probability,
-    so a brief but frequent phase is kept: on docs/accuracy.md's system (d) 77-103 of 108 phases remain (100-1,000
-    users), of a 16-core bursty tier's 340 191-237 (1,000-3,000 users). Against keeping every
-    phase, the solves' throughput moved by at most 1.3e-8, the response time by 2.1e-7, a
-    tier's residence time by 6.3e-7 (systems (c), (d), 3-4 tiers with one or two bursty
-    tiers, 100-3,000 users; dropping by probability below 1e-10 instead: up to 5.2e-5), at about
-    half the CPU time of a 4-tier solve with a 16-core bursty second tier at 3,000 users."""
+    """The phases whose share of the process's transitions, ``w_i |D0_ii| / sum_j w_j |D0_jj|`` (how
+    often the phase is entered and left), is above ``negligible`` (default :data:`NEGLIGIBLE_PHASE`;
+    those with no probability make ``-D0`` singular; a rate into a dropped phase becomes a stay). A
+    per-job chain's lumped levels hold many configurations that almost never occur (most of 8 or 16
+    cores on the slow phase at once); the ``MAP/M/c`` queue's cost goes as the cube of the phases.
+    By transitions rather than by probability, so a brief but frequent phase is kept: on
+    docs/accuracy.md's system (d) 77-103 of 108 phases remain (100-1,000 users), of a 16-core bursty
+    tier's 340 191-237 (1,000-3,000 users). Against keeping every phase, the solves' throughput
+    moved by at most 1.3e-8, the response time by 2.1e-7, a tier's residence time by 6.3e-7 (systems
+    (c), (d), 3-4 tiers with one or two bursty tiers, 100-3,000 users; dropping by probability below
+    1e-10 instead: up to 5.2e-5), at about half the CPU time of a 4-tier solve with a 16-core bursty
+    second tier at 3,000 users."""
     flux = dep.w * -np.diag(dep.D0)
     keep = flux > negligible * float(flux.sum())
     if keep.all():
