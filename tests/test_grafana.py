@@ -323,6 +323,25 @@ def _influxql(url: str, statement: str) -> None:
     assert '"error"' not in body, body
 
 
+def _with_pool_occupancy(records: list[dict], pool: str, size: int) -> list[dict]:
+    """``records`` with the entry tier's windows carrying pool ``pool`` (held across every
+    tier) measured: its mean tokens held by Little's law, the window's completions per second
+    times each class's residence summed over the tiers (so the pool panel's measured series
+    has data)."""
+    by_end: dict[str, list[dict]] = {}
+    for r in records:
+        by_end.setdefault(r["end"], []).append(r)
+    out = []
+    for r in records:
+        if r["tier"] == "front":
+            busy = sum(n / r["window_s"] * sum(t["response_time_s"].get(c, 0.0)
+                                               for t in by_end[r["end"]])
+                       for c, n in r["completions"].items())
+            r = {**r, "pools": {pool: {"size": size, "busy": min(busy, size)}}}
+        out.append(r)
+    return out
+
+
 @pytest.fixture(scope="module")
 def run(influx_url) -> Run:
     """The demo shop (45 min: users ramp up until the SLA breaks; configured with half its
@@ -356,7 +375,8 @@ def run(influx_url) -> Run:
     api = PhysicalNetwork((Tier("web", 4, 0.002), Tier("db", 2, 0.010)), ("a",), (1.0,), 0.0,
                           0, arrivals=OpenArrivals([(0.0, 60.0), (900.0, 185.0)]))
     pipeline = Pipeline(config)
-    out = pipeline.process_many(demo_records(demo_a) + demo_records(demo_b) + demo_records(demo_c)
+    out = pipeline.process_many(demo_records(demo_a) + demo_records(demo_b)
+                                + _with_pool_occupancy(demo_records(demo_c), "workers", 40)
                                 + monitor_physical(
         api, 900.0, 5.0, warmup=20.0, seed=5, system=opened, start_time=START))
     out.extend(pipeline.finish())

@@ -65,15 +65,18 @@ def alert_class(model_class: str | None, measured: Mapping[str, float],
 
 
 def alert_error(pred: Mapping[str, Any] | Prediction) -> float | None:
-    """The error the ``model_error`` alert watches: the larger of the aggregate's and the worst
-    class's error pooled over the last solves, each only where it is significant
-    (:func:`streams.predict.confidence.pooled_errors`); 0 when none is, ``None`` before any
-    pooled error exists."""
+    """The error the ``model_error`` alert watches: the largest of the aggregate's and the
+    worst class's response-time error pooled over the last solves, each only where it is
+    significant (:func:`streams.predict.confidence.pooled_errors`), and the worst measured
+    pool's utilization error pooled likewise (``pool_error_pooled``,
+    :mod:`streams.predict.pool_check`: a wrong pool shows in the tokens held before it shows in
+    the response time); 0 when none is, ``None`` before any pooled error exists."""
     agg = pred.get("model_error_pooled")
-    if agg is None:
+    pool = pred.get("pool_error_pooled")
+    if agg is None and pool is None:
         return None
     known = [e for e in (agg if pred.get("model_error_significant") else 0.0,
-                         pred.get("model_error_class_max")) if e is not None]
+                         pred.get("model_error_class_max"), pool) if e is not None]
     return max(known)
 
 

@@ -134,10 +134,24 @@ def _error_scope(pred: Prediction, err: float | None) -> str:
     return f" over all classes together (the worst class, {worst!r}: {100 * cmax:.0f}%)"
 
 
+def _error_pool(pred: Prediction, err: float | None) -> str | None:
+    """The pool whose pooled utilization error is the headline ``err`` (``None``: the
+    response time's is)."""
+    pool, value = pred.get("pool_error_pooled_pool"), pred.get("pool_error_pooled")
+    if not isinstance(pool, str) or not isinstance(value, (int, float)) or err is None:
+        return None
+    return pool if math.isclose(err, value) else None
+
+
 def model_error_summary(system: str, pred: Prediction, err: float | None, thr: float,
                         firing: bool) -> str:
     """The ``model_error`` event's text: when it fires, how far off and why, and not to trust
-    the predictions; when it resolves, that they can be trusted again."""
+    the predictions; when it resolves, that they can be trusted again. Where a pool's
+    utilization is the error watched (:func:`streams.alerts.conditions.alert_error`), the
+    text names the pool and its configuration."""
+    pool = _error_pool(pred, err)
+    if pool is not None:
+        return _pool_error_summary(system, pred, pool, err or 0.0, thr, firing)
     which = _error_scope(pred, err)
     which += (f" over the last {pred.model_error_solves} solves"
               if pred.model_error_solves else "")
@@ -148,3 +162,25 @@ def model_error_summary(system: str, pred: Prediction, err: float | None, thr: f
     return (f"{system}: the {pred.model} model's response time is off the measured one by "
             f"{100 * (err or 0):.0f}%{which} (threshold {100 * thr:.0f}%): "
             f"{model_error_hint(pred)}; do not trust its predictions yet")
+
+
+def _pool_error_summary(system: str, pred: Prediction, pool: str, err: float, thr: float,
+                        firing: bool) -> str:
+    """:func:`model_error_summary` where pool ``pool``'s utilization is the error watched."""
+    part = (pred.pools or {}).get(pool)
+    now = ""
+    if part is not None and isinstance(part.utilization, float) \
+            and isinstance(part.utilization_measured, float):
+        now = (f"; now {100 * part.utilization:.0f}% modelled against "
+               f"{100 * part.utilization_measured:.0f}% measured")
+    if not firing:
+        return (f"{system}: the {pred.model} model's utilization of pool {pool!r} is back "
+                f"within {100 * ERROR_RESOLVE_FACTOR * thr:.0f}% of the measured one "
+                f"({100 * err:.0f}% over the last solves): its predictions can be trusted "
+                f"again")
+    return (f"{system}: the {pred.model} model's utilization of pool {pool!r} (tokens held "
+            f"over size) is off the measured one by {100 * err:.0f}% over the last solves "
+            f"(threshold {100 * thr:.0f}%{now}): check the pool's size and the tiers it "
+            f"holds in [systems.{system}.pools.{pool}] -- the model holds a token for the "
+            f"residence at those tiers, so its capacity where the pool binds is off too; do "
+            f"not trust its predictions yet")

@@ -160,6 +160,8 @@ class SystemState(Admission):
         #: the last solves' model errors (``confidence.error_sample``), of one model family
         self.error_samples: list[dict[str, list[float]]] = []
         self.error_family: str | None = None
+        #: ... and the pools' (``pool_check.error_sample``), of the same solves
+        self.pool_error_samples: list[dict[str, list[float]]] = []
         #: newest accepted window end (event time; the reference of ``far_ahead``)
         self.newest_end: float | None = None
         #: windows held as far ahead in a row: ``[end of the first, count]``
@@ -556,6 +558,7 @@ class SystemState(Admission):
         remedy = self._remediation(base, base_cap, base_limited, n_now, n_fc,
                                    alert["alert_capacity_users"])
         pooled, pooled_fields = self._pooled_error(model, m, now)
+        pooled_fields.update(self._pooled_pool_error(checks, m.seconds))
         classes = prediction.class_parts(model, m, now, fc,
                                          confidence.class_errors(model, m, now), pooled,
                                          cfg.predict_quantiles == "always")
@@ -610,6 +613,7 @@ class SystemState(Admission):
         family = story.model_family(now.model)
         if family != self.error_family:
             self.error_samples, self.error_family = [], family
+            self.pool_error_samples = []
         self.error_samples = (self.error_samples + [confidence.error_sample(model, m, now)]
                               )[-confidence.ERROR_WINDOW:]
         pooled = confidence.pooled_errors(self.error_samples)
@@ -620,6 +624,19 @@ class SystemState(Admission):
                         "model_error_significant": agg.get("significant"),
                         "model_error_solves": agg.get("solves"),
                         "model_error_class": name, "model_error_class_max": value}
+
+    def _pooled_pool_error(self, checks: dict[str, pool_check.PoolCheck], seconds: float
+                           ) -> dict[str, Any]:
+        """This solve's pool checks added to the last ``confidence.ERROR_WINDOW`` solves'
+        (reset with :meth:`_pooled_error`'s on a change of model family), pooled: the pool
+        with the largest significant pooled error, what the ``model_error`` alert watches
+        beside the response time's (:mod:`streams.predict.pool_check`); empty when none is."""
+        self.pool_error_samples = (self.pool_error_samples
+                                   + [pool_check.error_sample(checks, seconds)]
+                                   )[-confidence.ERROR_WINDOW:]
+        name, value = pool_check.pooled_worst(self.pool_error_samples)
+        return {} if name is None else {"pool_error_pooled": value,
+                                        "pool_error_pooled_pool": name}
 
     def _window_completions(self) -> float | None:
         """Requests measured over the model-error window (:meth:`_pooled_error`'s samples)."""
@@ -794,6 +811,7 @@ class SystemState(Admission):
                 "trust_run": list(self.trust_run), "breach_restated": self.breach_restated,
                 "remediation_hints": self.remediation_hints,
                 "error_samples": self.error_samples, "error_family": self.error_family,
+                "pool_error_samples": self.pool_error_samples,
                 "newest_end": self.newest_end, "ahead": self.ahead, "held": self.held,
                 "held_due": list(self.held_due), "response_points": self.response_points,
                 "visit_counts": self.visit_counts}
@@ -825,6 +843,7 @@ class SystemState(Admission):
         state.remediation_hints = dict(data.get("remediation_hints") or {})
         state.error_samples = list(data.get("error_samples") or [])
         state.error_family = data.get("error_family")
+        state.pool_error_samples = list(data.get("pool_error_samples") or [])
         # absent in states saved before the plausibility rules
         ends = [t.ends[-1] for t in state.tiers.values() if t.ends]
         state.newest_end = data.get("newest_end", max(ends) if ends else None)

@@ -369,16 +369,21 @@ def system(defaults: SystemConfig = SystemConfig()) -> dict[str, Any]:
         overrides=[measured, predicted, _override(".* at forecast$", custom__lineWidth=1)])
     pools = timeseries(
         "Pool utilization: tokens held over size",
-        "Each thread or connection pool the system configures (pools): the model's tokens "
-        "held over the pool's size now (dashed) and at the forecast population (thin). A pool "
-        "near 100% while the tiers it holds are not is the bottleneck (bottleneck_tier names "
-        "it); raising it is a remedy (pool in the remediation). Empty without pools.",
-        [flux.series("pool_prediction", "utilization", _name(_POOL, " predicted"),
+        "Each thread or connection pool the system configures (pools): the measured tokens "
+        "held over the pool's size over each solve interval (points, where the windows carry "
+        "the pool's busy tokens), the model's now (dashed) and at the forecast population "
+        "(thin). A pool near 100% while the tiers it holds are not is the bottleneck "
+        "(bottleneck_tier names it); raising it is a remedy (pool in the remediation). "
+        "Measured far from predicted: the pool's configuration or holding time is off "
+        "(pool_error). Empty without pools.",
+        [flux.series("pool_prediction", "utilization_measured", _name(_POOL, " measured"),
+                     where=SYSTEM),
+         flux.series("pool_prediction", "utilization", _name(_POOL, " predicted"),
                      where=SYSTEM),
          flux.series("pool_prediction", "utilization_forecast", _name(_POOL, " at forecast"),
                      where=SYSTEM)],
         "percentunit", minimum=0, maximum=1,
-        overrides=[predicted, _override(".* at forecast$", custom__lineWidth=1)])
+        overrides=[measured, predicted, _override(".* at forecast$", custom__lineWidth=1)])
     idc = timeseries(
         "Index of dispersion per tier vs the bursty threshold",
         f"Index of dispersion I of each tier's service process, estimated from utilization "

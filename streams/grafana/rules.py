@@ -111,10 +111,12 @@ RULES: tuple[RuleSpec, ...] = (
         "{{ humanizePercentage $values.F.Value }}): do not trust its capacity and "
         "time-to-breach predictions until this resolves.",
         "The model's mean response time at the current load differs from the measured one by "
-        "more than model_error_threshold. Usual causes: a tier whose burstiness is not "
-        "measured yet (too few windows), wrong tiers, visits or think time in the "
-        "configuration. The perfcast.alerts topic and the 'Alert history' panel carry "
-        "perfcast's own explanation.",
+        "more than model_error_threshold, or a pool's modelled tokens held differ from the "
+        "measured ones by more (pool_error_pooled). Usual causes: a tier whose burstiness is "
+        "not measured yet (too few windows), wrong tiers, visits or think time in the "
+        "configuration, a pool configured with the wrong size or held tiers. The "
+        "perfcast.alerts topic and the 'Alert history' panel carry perfcast's own "
+        "explanation.",
         "Model error"),
 )
 

@@ -18,7 +18,18 @@ holding time (the residence at the held tiers, Rolia and Sevcik 1995) or its thr
   ``X h``, of the same kind as the mean response time's;
 * :func:`trust_reasons`: a pool measured at :data:`MIN_MEASURED` or more whose utilization is
   off by more than the trust margin (relative, as a tier's) makes the model untrusted, the
-  reason naming the pool and both values.
+  reason naming the pool and both values;
+* the ``model_error`` alert (:func:`error_sample`, :func:`pooled_worst`): each pool's
+  relative error pooled over the last solves as the response time's is (time-weighted here:
+  the measured utilization is a time average), and the largest significant one
+  (``pool_error_pooled``, its pool ``pool_error_pooled_pool``) is watched beside the response
+  time's against ``model_error_threshold``. A configured pool that is wrong (its size, or the
+  tiers it ``holds``) gives the right response time while the pool does not bind -- the
+  response time's error stays small -- but the wrong holding time, so the wrong capacity
+  where it binds: the tokens held are the measurement that shows it (Little's law on the
+  pool), and the alert is what a user watches. Pooled and significant, not one
+  solve's: the alert must not follow one noisy interval (the response time's rule,
+  :mod:`streams.predict.confidence`).
 
 Where only the size is measured the model is unchanged and nothing is checked; a measured size
 other than the configured one is flagged (the model keeps the configured size: the
@@ -33,11 +44,12 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from streams.predict.confidence import TRUST_MARGIN, TRUST_MIN_UTILIZATION
+from streams.predict.confidence import (TRUST_MARGIN, TRUST_MIN_UTILIZATION, pooled_errors,
+                                        worst)
 from streams.predict.model import POOL_FLAG, Point, SystemModel
 
 __all__ = ["PoolCheck", "pool_checks", "worst_pool", "combined", "trust_reasons",
-           "size_flags", "MIN_MEASURED", "MARGIN"]
+           "size_flags", "error_sample", "pooled_worst", "MIN_MEASURED", "MARGIN"]
 
 #: measured pool utilizations below this are not held to the margin (as a tier's utilization)
 MIN_MEASURED = TRUST_MIN_UTILIZATION
@@ -122,3 +134,22 @@ def size_flags(model: SystemModel, measured: Mapping[str, Mapping[str, float]]) 
                        f"{int(spec.size)}: the model keeps the configured size (correct it in "
                        f"the pool's section)")
     return out
+
+
+def error_sample(checks: Mapping[str, PoolCheck], seconds: float) -> dict[str, list[float]]:
+    """This solve's ``[seconds, U_p, U_p^meas]`` per pool measured at :data:`MIN_MEASURED` or
+    more, ``seconds`` the solve interval (the weight of its time-averaged measurement)."""
+    if not seconds > 0:
+        return {}
+    return {name: [float(seconds), c.predicted, c.measured] for name, c in checks.items()
+            if c.relative is not None}
+
+
+def pooled_worst(samples: list[Mapping[str, list[float]]]) -> tuple[str | None, float | None]:
+    """Over the last solves' :func:`error_sample` s: each pool's pooled relative error
+    ``|sum_k w_k (U_p - U_p^meas)_k| / sum_k w_k U_p,k^meas``, significant outside the
+    Student-t interval of its spread between the solves
+    (:func:`streams.predict.confidence.pooled_errors`); the pool with the largest significant
+    one, and it (``None``: none is)."""
+    pooled = pooled_errors(samples)
+    return worst({name: v["error"] for name, v in pooled.items() if v["significant"]})

@@ -54,7 +54,9 @@ MEASUREMENTS: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
         "trend_time_to_breach_s": _F, "workload": _S, "arrival_rate_per_s": _F,
         "arrival_rate_forecast_per_s": _F, "capacity_rate_per_s": _F,
         "headroom_rate_per_s": _F, "saturation_rate_per_s": _F, "unstable": _B,
-        "capacity_rate_per_s_lower": _F, "capacity_rate_per_s_upper": _F}),
+        "capacity_rate_per_s_lower": _F, "capacity_rate_per_s_upper": _F,
+        "pool_error": _F, "pool_error_pool": _S, "pool_error_pooled": _F,
+        "pool_error_pooled_pool": _S}),
     "class_prediction": (("system", "class"), {
         "throughput": _F, "response_time": _F, "throughput_forecast": _F,
         "response_time_forecast": _F, "throughput_measured": _F,
@@ -70,7 +72,7 @@ MEASUREMENTS: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
         "utilization_error": _F}),
     "pool_prediction": (("system", "pool"), {
         "size": _I, "utilization": _F, "utilization_forecast": _F, "waiting_time_s": _F,
-        "waiting_time_forecast_s": _F}),
+        "waiting_time_forecast_s": _F, "utilization_measured": _F, "utilization_error": _F}),
     "remediation": (("system", "kind", "tier"), {
         "rank": _I, "value": _F, "capacity_users": _I, "capacity_before": _I,
         "required_users": _I, "cost": _F, "summary": _S, "capacity_rate_per_s": _F,

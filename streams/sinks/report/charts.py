@@ -194,7 +194,9 @@ class SystemCharts:
                           y_max=100.0)
 
     def pools(self) -> TimeChart:
-        """Per pool the model's tokens held over its size, now and at the forecast."""
+        """Per pool the model's tokens held over its size, now and at the forecast, and the
+        measured one where the windows carry the pool's ``busy`` tokens (points, as the
+        tiers' measured utilization)."""
         names = list(self.s.pools)[:MAX_CHART_TIERS]
         colors = _colors(names)
         series = []
@@ -202,14 +204,18 @@ class SystemCharts:
             rows = self.s.pools[pool]
             size = rows[-1].size
             group = pool if size is None else f"{pool} ({size})"
+            if any(r.utilization_measured is not None for r in rows):
+                series.append(Series("measured", *_col(rows, lambda r: r.utilization_measured,
+                                                       100), colors[pool], "points",
+                                     group=group))
             series += [Series("predicted now", *_col(rows, lambda r: r.utilization, 100),
                               colors[pool], "dashed", group=group),
                        Series("predicted at the forecast population",
                               *_col(rows, lambda r: r.utilization_forecast, 100), colors[pool],
                               "dotted", width=1.5, group=group)]
-        return self.chart("pools", "Pool utilization: tokens held over size (now and at the "
-                          "forecast population)", "pool utilization (%)", series=series,
-                          y_max=100.0)
+        return self.chart("pools", "Pool utilization: tokens held over size (measured, and "
+                          "predicted now and at the forecast population)", "pool utilization (%)",
+                          series=series, y_max=100.0)
 
     def dispersion(self) -> TimeChart:
         thr = self.s.thresholds.idc
@@ -317,6 +323,10 @@ class SystemCharts:
                          *_col(p, lambda r: r.model_error_class_max, 100), PALETTE[5], "dotted"),
                   Series("throughput error", *_col(p, lambda r: r.throughput_error, 100),
                          PALETTE[4], "dashed")]
+        if any(r.pool_error_pooled is not None for r in p):
+            series.append(Series("worst pool's utilization error, pooled",
+                                 *_col(p, lambda r: r.pool_error_pooled, 100), PALETTE[6],
+                                 "dotted"))
         markers = self.markers + _alert_markers(self.s, ("model_error",)) \
             + _switch_markers(self.s)
         return self.chart("model_error", "Model error: predicted vs measured at the current "

@@ -61,6 +61,9 @@ class PredictionRow:
     capacity_rate_per_s_upper: float | None = None
     headroom_rate_per_s: float | None = None
     saturation_rate_per_s: float | None = None
+    #: the worst measured pool's utilization error pooled over the last solves, where
+    #: significant (what the model-error alert watches beside the response time's)
+    pool_error_pooled: float | None = None
 
     @property
     def open(self) -> bool:
@@ -110,7 +113,8 @@ class TierPredictionRow:
 
 @dataclass(frozen=True, slots=True)
 class PoolPredictionRow:
-    """One thread or connection pool at a solve, the model's (table ``pool_prediction``)."""
+    """One thread or connection pool at a solve, the model's and, where the windows measure
+    its tokens held, the measured utilization (table ``pool_prediction``)."""
 
     TABLE: ClassVar[str] = "pool_prediction"
 
@@ -121,6 +125,7 @@ class PoolPredictionRow:
     utilization: float | None
     utilization_forecast: float | None
     waiting_time_s: float | None
+    utilization_measured: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
