@@ -16,16 +16,32 @@ so::
 normalised over ``j``, all in logarithms: no normalising constant (which over- or underflows
 beyond a few hundred jobs) and no ``1 - sum`` subtraction (which loses every digit of
 ``p_m(0)`` at high load, Casale 2009) is ever formed. ``X^{(-m)}(i)``, ``i = 1..k``, comes from
-one pass of the single-class MVA recursion on the complementary network
-(:func:`solvers.mva.mva_curve`), ``O(k M)``: exact when the other queueing stations have one
-server each, Seidmann's approximation for the other multi-server stations (the curve's own
-``approximate``, reported). The station's own factor ``f_m`` is exact for any ``c_m``.
+one pass of the single-class MVA recursion on the complementary network, ``O(k M)``: exact
+when the other queueing stations have one server each, Seidmann's approximation for the other
+multi-server stations (reported as ``approximate``). The station's own factor ``f_m`` is exact
+for any ``c_m``. The complements of all multi-server stations run side by side in one
+recursion that keeps only the throughputs (:func:`_complement_recursion`).
+
+**One-server stations need no complement.** For ``c_m = 1`` the tail of the marginal is a
+product of the *whole* network's throughputs (Buzen 1973; Reiser and Lavenberg 1980)::
+
+    P(n_m >= j | k) = D_m^j G(k - j) / G(k) = D_m^j prod_{i=k-j+1..k} X(i)
+
+-- the curve the network's own MVA solve has already computed (the model hands it over,
+:class:`ArrivalLaw`'s ``curve``), the same marginal as the complement's (one product-form
+network, other multi-server stations under the same Seidmann approximation), without an MVA
+pass of its own. The masses are differences of adjacent tails: exact to ``1e-16`` absolute,
+which is all a quantile reads (a mass far below that, as ``p_m(0)`` deep past saturation,
+comes out 0 instead of its tiny value).
 """
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -68,22 +84,66 @@ def _log_station_factor(D: float, c: float, k: int) -> np.ndarray:
 
 
 def _normalise(logw: np.ndarray) -> tuple[int, np.ndarray]:
-    w = np.exp(logw - logw.max())
+    return _truncate(np.exp(logw - logw.max()))
+
+
+def _truncate(w: np.ndarray) -> tuple[int, np.ndarray]:
+    """The support of ``w`` (largest entry 1) where ``w >= TRUNCATION``, renormalised."""
     keep = np.flatnonzero(w >= TRUNCATION)
     lo, hi = int(keep[0]), int(keep[-1])
     p = w[lo:hi + 1]
     return lo, p / p.sum()
 
 
+_COMPLEMENTS = """
+def recursion(d, fixed, Z, N, X):
+    {d} = d
+    {q} = {zeros}
+    for n in range(1, N + 1):
+{body}
+"""
+
+
+@functools.lru_cache(maxsize=64)
+def _complement_recursion(sizes: tuple[int, ...]) -> Callable[..., None]:
+    """The single-class MVA recursion of :func:`solvers.mva.mva_curve` for ``len(sizes)``
+    networks side by side (network ``b`` with ``sizes[b]`` queueing stations), one local
+    variable per station, keeping only ``X_b(n)``, appended to ``X[b]``: the complements of
+    a network's multi-server stations in one loop over ``n`` instead of one pass each (the
+    loop, not the arithmetic, is what a pass costs in Python)."""
+    d, q, body = [], [], []
+    for b, size in enumerate(sizes):
+        names = [f"{b}_{i}" for i in range(size)]
+        d += [f"d{x}" for x in names]
+        q += [f"q{x}" for x in names]
+        rs = "; ".join(f"r{x} = d{x} * (1.0 + q{x})" for x in names) or "pass"
+        total = " + ".join(f"r{x}" for x in names) or "0.0"
+        body.append(f"        {rs}\n"
+                    f"        t = {total} + fixed[{b}] + Z\n"
+                    f"        x = n / t if t > 0 else inf\n"
+                    + "".join(f"        q{x} = x * r{x}\n" for x in names)
+                    + f"        X[{b}].append(x)")
+    src = _COMPLEMENTS.format(d=", ".join(d) + "," if d else "_", q=", ".join(q) + "," if q
+                              else "_", zeros=", ".join("0.0" for _ in q) + "," if q else "0",
+                              body="\n".join(body) if body else "        pass")
+    namespace: dict[str, Any] = {"inf": math.inf}
+    exec(src, namespace)          # noqa: S102 - generated above
+    return namespace["recursion"]
+
+
 class ArrivalLaw:
     """What arriving jobs find, at any population, in one closed single-class network
     (demands ``D_m`` seconds, ``c_m`` servers, ``math.inf`` a delay; think time ``Z``).
 
-    The complementary networks' throughputs ``X^{(-m)}(i)`` are computed once (one MVA pass
-    each, :func:`solvers.mva.mva_curve`) and extended by doubling when a larger population is
-    asked for: the populations of a capacity search cost ``O(n)`` array operations each."""
+    One-server stations read the whole network's MVA curve (module docstring): ``curve(k)``
+    gives one (:class:`solvers.mva.MVACurve`, at least ``k`` jobs; the network's own solve,
+    where the caller has it), else the law computes it. The complementary networks'
+    throughputs ``X^{(-m)}(i)`` of the multi-server stations are computed once (one recursion
+    for all of them) and extended by doubling when a larger population is asked for: the
+    populations of a capacity search cost ``O(n)`` array operations each."""
 
-    def __init__(self, demands: np.ndarray, servers: np.ndarray, think_time: float) -> None:
+    def __init__(self, demands: np.ndarray, servers: np.ndarray, think_time: float,
+                 curve: Callable[[int], Any] | None = None) -> None:
         D = np.asarray(demands, dtype=float)
         c = np.asarray(servers, dtype=float)
         if D.ndim != 1 or c.shape != D.shape:
@@ -100,24 +160,49 @@ class ArrivalLaw:
         self._cum: dict[int, np.ndarray] = {}
         self._approximate: dict[int, bool] = {}
         self._factor: dict[int, np.ndarray] = {}
+        self._curve_of = curve
+        #: the whole network's cumulative ``sum_{i<=l} log X(i)`` (one-server stations)
+        self._full: np.ndarray | None = None
+        multi = np.isfinite(c) & (c > 1)
+        #: the other stations are multi-server: Seidmann's approximation in the marginal
+        self._approximate_full = [bool(np.delete(multi, m).any()) for m in range(D.shape[0])]
+
+    def _whole(self, k: int) -> np.ndarray:
+        """``cum[l] = sum_{i<=l} log X(i)`` of the whole network for ``l = 0..k`` (at least)."""
+        if self._full is not None and self._full.shape[0] > k:
+            return self._full
+        if self._curve_of is not None:
+            X = np.asarray(self._curve_of(k).throughput, dtype=float)
+        else:
+            have = self._full.shape[0] - 1 if self._full is not None else 0
+            X = mva_curve(self.D, max(2 * k, 2 * have, 16), self.Z, self.c).throughput
+        if X.shape[0] <= k:
+            raise ValueError(f"curve: must reach population {k}, got {X.shape[0] - 1}")
+        with np.errstate(divide="ignore"):
+            self._full = np.concatenate([[0.0], np.cumsum(np.log(X[1:]))])
+        return self._full
 
     def _complement(self, m: int, k: int) -> np.ndarray:
-        """``cum[l] = sum_{i<=l} log X^{(-m)}(i)`` for ``l = 0..k`` (at least)."""
+        """``cum[l] = sum_{i<=l} log X^{(-m)}(i)`` for ``l = 0..k`` (at least); computed
+        with the other multi-server stations' complements (one recursion,
+        :func:`_complement_recursion`)."""
         cum = self._cum.get(m)
         if cum is not None and cum.shape[0] > k:
             return cum
         upto = max(2 * k, 2 * (cum.shape[0] - 1) if cum is not None else 0, 16)
-        rest = np.delete(np.arange(self.D.shape[0]), m)
-        if rest.size:
-            curve = mva_curve(self.D[rest], upto, self.Z, self.c[rest])
-            self._approximate[m] = curve.approximate
-            X = curve.throughput[1:upto + 1]
-        else:
-            X = np.arange(1, upto + 1) / self.Z                 # the think stage alone
-            self._approximate[m] = False
-        cum = np.concatenate([[0.0], np.cumsum(np.log(X))])
-        self._cum[m] = cum
-        return cum
+        multi = [i for i in range(self.D.shape[0])
+                 if np.isfinite(self.c[i]) and self.c[i] > 1 and self.D[i] > 0]
+        which = sorted(set(multi) | {m})
+        splits = [_split(np.delete(self.D, i), np.delete(self.c, i)) for i in which]
+        sizes = tuple(d.shape[0] for d, _, _ in splits)
+        X: list[list[float]] = [[] for _ in which]
+        _complement_recursion(sizes)([float(v) for d, _, _ in splits for v in d],
+                                     [f for _, f, _ in splits], self.Z, upto, X)
+        for i, (_, _, approx), Xi in zip(which, splits, X):
+            with np.errstate(divide="ignore"):
+                self._cum[i] = np.concatenate([[0.0], np.cumsum(np.log(Xi))])
+            self._approximate[i] = approx
+        return self._cum[m]
 
     def _station(self, m: int, k: int) -> np.ndarray:
         """``log f_m(j)``, ``j = 0..k`` (kept at the complement's length)."""
@@ -149,6 +234,16 @@ class ArrivalLaw:
                 pmfs.append(np.ones(1))
                 approximate.append(False)
                 continue
+            if c[m] == 1:                         # the whole network's tails
+                cum = self._whole(k)
+                j = np.arange(k + 1)
+                tail = np.exp(j * math.log(D[m]) + (cum[k] - cum[k::-1]))
+                mass = np.maximum(tail - np.append(tail[1:], 0.0), 0.0)
+                lo, p = _truncate(mass / mass.max())
+                offsets.append(lo)
+                pmfs.append(p)
+                approximate.append(self._approximate_full[m])
+                continue
             cum = self._complement(m, k)
             logw = self._station(m, k) + (cum[k] - cum[k::-1])
             lo, p = _normalise(logw)
@@ -157,6 +252,19 @@ class ArrivalLaw:
             approximate.append(self._approximate[m])
         return ArrivalMarginals(population=int(population), offset=tuple(offsets),
                                 pmf=tuple(pmfs), approximate=tuple(approximate))
+
+
+def _split(D: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, float, bool]:
+    """The queueing stations' demands of a network (``D / c`` at ``c`` servers: Seidmann's
+    approximation, as :func:`solvers.mva.mva_curve`), its demand spent without queueing, and
+    whether a multi-server station was approximated."""
+    delay = np.isinf(c)
+    multi = ~delay & (c > 1)
+    queue = ~delay & (D > 0)
+    safe = np.where(delay, 1.0, c)
+    d = np.where(multi, D / safe, D)[queue]
+    fixed = float(np.sum(np.where(delay, D, np.where(multi, D * (safe - 1) / safe, 0.0))))
+    return d, fixed, bool(multi.any())
 
 
 def arrival_marginals(demands: np.ndarray, servers: np.ndarray, think_time: float,

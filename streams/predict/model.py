@@ -339,8 +339,9 @@ class SystemModel:
     @functools.cached_property
     def _arrival(self) -> ArrivalLaw:
         """What requests find at the tiers, at any population (its complements' MVA curves
-        kept for every population this model is asked about)."""
-        return ArrivalLaw(self.D, self.servers, self.solver_think)
+        kept for every population this model is asked about; one-core tiers read the model's
+        own MVA curve, no pass of their own)."""
+        return ArrivalLaw(self.D, self.servers, self.solver_think, curve=self.curve)
 
     def _law_quantiles(self, n: int) -> np.ndarray:
         """``(C, L)`` quantiles and ``(C,)`` means (last column) of the exponential
