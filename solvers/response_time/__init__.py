@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .arrival import ArrivalLaw, ArrivalMarginals, arrival_marginals
-from .sojourn import (GridDistribution, TierWait, end_to_end, quantiles, sojourn_cdf,
-                      tier_wait)
+from .sojourn import (GridDistribution, TierWait, _tier_wait, end_to_end, quantiles,
+                      sojourn_cdf, tier_wait)
 
 __all__ = ["ArrivalLaw", "ArrivalMarginals", "arrival_marginals", "TierWait", "tier_wait", "sojourn_cdf",
            "GridDistribution", "end_to_end", "ResponseQuantiles", "response_time_quantiles",
@@ -60,7 +60,7 @@ def response_time_quantiles(demands: np.ndarray, servers: np.ndarray, think_time
     law = arrival if arrival is not None else ArrivalLaw(D, servers, think_time)
     marg = law.marginals(population)
     c = np.asarray(servers, dtype=float)
-    waits = [tier_wait(marg.offset[m], marg.pmf[m], float(D[m]), float(c[m]))
+    waits = [_tier_wait(marg.offset[m], marg.pmf[m], float(D[m]), float(c[m]))
              for m in range(D.shape[0])]
     dists = end_to_end(waits, Dmc, shares)
     q = quantiles(dists, lv)

@@ -64,8 +64,8 @@ from solvers.processes import MAP
 
 from .arrival import ArrivalLaw
 from .mapnet import _chain_kernel, _chain_passage_moments
-from .sojourn import SPAN, GridDistribution, TierWait, _pgf, _phase_transform, quantiles, \
-    tier_wait
+from .sojourn import SPAN, GridDistribution, TierWait, _pgf, _phase_transform, \
+    _real_times_complex, quantiles, tier_wait
 
 __all__ = ["BurstyTier", "bursty_tier", "decomposed_quantiles", "GRID"]
 
@@ -160,7 +160,7 @@ def _horner(F: np.ndarray, Kw: np.ndarray) -> np.ndarray:
         np.matmul(powers[:, i - 1], Kw, out=powers[:, i])
     step = np.matmul(powers[:, -1], Kw)                                   # K^s
     flat = powers.reshape(f, s * d, d).transpose(1, 0, 2).reshape(s * d, f * d)
-    blocks = (coef @ flat.real + 1j * (coef @ flat.imag)).reshape(B, f, d)
+    blocks = _real_times_complex(coef, flat).reshape(B, f, d)
     acc = blocks[-1]
     for b in range(B - 2, -1, -1):
         acc = np.matmul(acc[:, None, :], step)[:, 0, :] + blocks[b]

@@ -92,10 +92,16 @@ def tier_wait(found_offset: int, found_pmf: np.ndarray, demand: float,
         raise ValueError(f"demand: must be finite and >= 0, got {demand!r}")
     if not cores >= 1:
         raise ValueError(f"cores: must be >= 1 (inf: a delay), got {cores!r}")
-    p = p / p.sum()
+    return _tier_wait(found_offset, p / p.sum(), demand, cores)
+
+
+def _tier_wait(found_offset: int, p: np.ndarray, demand: float, cores: float) -> TierWait:
+    """:func:`tier_wait` on a found law already checked and normalised (the arrival law's)."""
     if not math.isfinite(cores) or demand == 0:
         return TierWait(rate=math.inf, offset=0, pmf=np.ones(1))
     c = int(cores)
+    if found_offset >= c - 1:                 # every job found waits: K = j - c + 1
+        return TierWait(rate=c / demand, offset=found_offset - c + 1, pmf=p)
     j = found_offset + np.arange(p.shape[0])
     K = np.maximum(j - c + 1, 0)
     lo = int(K[0])
@@ -199,28 +205,18 @@ def _unit_roots(size: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _pgf(wait: TierWait, z: np.ndarray) -> np.ndarray:
-    """``E[z^K]``: Horner over blocks of ``s ~ sqrt(L)`` coefficients of ``K``'s support
-    (``L`` of them), each block one product with the powers ``z^0 .. z^{s-1}`` -- ``2 sqrt(L)``
-    array steps instead of ``L``."""
-    p = wait.pmf
-    L = p.shape[0]
-    s = max(int(math.ceil(math.sqrt(L))), 1)
-    B = -(-L // s)
-    coef = np.zeros(B * s)
-    coef[:L] = p
-    powers = np.empty((s, z.shape[0]), dtype=complex)
-    powers[0] = 1.0
-    for i in range(1, s):
-        np.multiply(powers[i - 1], z, out=powers[i])
-    blocks = coef.reshape(B, s) @ powers                  # (B, len(z))
-    step = powers[-1] * z                                 # z^s
-    acc = blocks[-1].copy()
-    for b in range(B - 2, -1, -1):
-        acc *= step
-        acc += blocks[b]
-    if wait.offset:
-        acc *= np.power(z, wait.offset)
-    return acc
+    """``E[z^K]`` of one wait at the points ``z`` (:func:`_pgfs`)."""
+    return _pgfs([wait], z[None, :])[0]
+
+
+def _real_times_complex(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a @ b`` for a real ``a`` and a C-contiguous complex ``b``: ``b`` read as interleaved
+    real pairs, one real matrix product (BLAS) -- ``b.real`` and ``b.imag`` are strided views,
+    which ``matmul`` multiplies without BLAS, several times slower, and casting ``a`` to
+    complex doubles the work."""
+    b = np.ascontiguousarray(b)
+    out = np.matmul(a, b.view(float))                     # (..., n, 2 k)
+    return out.view(complex)
 
 
 def _pgfs(waits: list[TierWait], z: np.ndarray) -> np.ndarray:
@@ -239,8 +235,7 @@ def _pgfs(waits: list[TierWait], z: np.ndarray) -> np.ndarray:
     powers[:, 0] = 1.0
     for i in range(1, s):
         np.multiply(powers[:, i - 1], z, out=powers[:, i])
-    coef = coef.reshape(T, B, s)
-    blocks = np.matmul(coef, powers.real) + 1j * np.matmul(coef, powers.imag)   # (T, B, F)
+    blocks = _real_times_complex(coef.reshape(T, B, s), powers)          # (T, B, F)
     step = powers[:, -1] * z                              # z^s
     acc = blocks[:, -1].copy()
     for b in range(B - 2, -1, -1):
