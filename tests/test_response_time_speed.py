@@ -1,0 +1,75 @@
+"""The shortcuts of the response-time law's fast path give what the long way gives: one-server
+tiers' found law from the whole network's MVA curve (Buzen 1973's tail product) against the
+complement's product form, the complements' side-by-side recursion against
+:func:`solvers.mva.mva_curve`, the batched generating functions against a direct polynomial
+evaluation, and the real-pair matrix product against complex arithmetic."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from solvers.mva import mva_curve
+from solvers.response_time.arrival import ArrivalLaw, _complement_recursion, _split
+from solvers.response_time.sojourn import TierWait, _pgfs, _real_times_complex
+
+
+def _dense(offset: int, pmf: np.ndarray, size: int) -> np.ndarray:
+    out = np.zeros(size)
+    out[offset:offset + pmf.shape[0]] = pmf
+    return out
+
+
+@pytest.mark.parametrize("servers, think", [([1, 1], 0.5), ([1, 4, math.inf], 1.0),
+                                            ([1, 1, 8], 0.0)])
+def test_one_server_found_law_from_the_whole_curve_is_the_complements(servers, think):
+    D = np.array([0.0045, 0.004, 0.012])[:len(servers)]
+    c = np.array(servers, dtype=float)
+    n = 180
+    law = ArrivalLaw(D, c, think)
+    marg = law.marginals(n)
+    k = n - 1
+    for m in np.flatnonzero(c == 1):
+        cum = law._complement(int(m), k)                  # the long way: f_m(j) G^(-m)
+        logw = np.arange(k + 1) * math.log(D[m]) + (cum[k] - cum[k::-1])
+        w = np.exp(logw - logw.max())
+        long_way = w / w.sum()
+        fast = _dense(marg.offset[m], marg.pmf[m], k + 1)
+        assert np.abs(np.cumsum(fast) - np.cumsum(long_way)).max() < 1e-10
+    given = ArrivalLaw(D, c, think, curve=lambda upto: mva_curve(D, upto, think, c))
+    for m in range(D.shape[0]):
+        a, b = given.marginals(n), marg
+        assert a.offset[m] == b.offset[m] and np.array_equal(a.pmf[m], b.pmf[m])
+
+
+def test_complements_side_by_side_are_mva_curve_bit_for_bit():
+    D = np.array([0.008, 0.01, 0.016, 0.002])
+    c = np.array([4.0, 1.0, 8.0, math.inf])
+    which = [0, 2]
+    splits = [_split(np.delete(D, i), np.delete(c, i)) for i in which]
+    X: list[list[float]] = [[], []]
+    _complement_recursion(tuple(d.shape[0] for d, _, _ in splits))(
+        [float(v) for d, _, _ in splits for v in d], [f for _, f, _ in splits], 1.0, 300, X)
+    for i, Xi in zip(which, X):
+        curve = mva_curve(np.delete(D, i), 300, 1.0, np.delete(c, i))
+        assert np.array_equal(np.asarray(Xi), curve.throughput[1:])
+
+
+def test_batched_generating_functions_are_the_polynomials():
+    rng = np.random.default_rng(7)
+    z = np.exp(-2j * np.pi * rng.random((3, 40))) * rng.uniform(0.2, 1.0, (3, 40))
+    waits = [TierWait(rate=2.0, offset=o, pmf=rng.dirichlet(np.ones(L)))
+             for o, L in ((0, 5), (3, 37), (11, 1))]
+    got = _pgfs(waits, z)
+    for t, w in enumerate(waits):
+        powers = z[t][None, :] ** (w.offset + np.arange(w.pmf.shape[0]))[:, None]
+        assert np.allclose(got[t], w.pmf @ powers, rtol=1e-12, atol=1e-14)
+
+
+def test_real_times_complex_is_the_complex_product():
+    rng = np.random.default_rng(3)
+    a = rng.random((2, 4, 6))
+    b = rng.random((2, 6, 9)) + 1j * rng.random((2, 6, 9))
+    assert np.allclose(_real_times_complex(a, b), a @ b, rtol=1e-14, atol=1e-14)
