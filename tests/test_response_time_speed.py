@@ -73,3 +73,20 @@ def test_real_times_complex_is_the_complex_product():
     a = rng.random((2, 4, 6))
     b = rng.random((2, 6, 9)) + 1j * rng.random((2, 6, 9))
     assert np.allclose(_real_times_complex(a, b), a @ b, rtol=1e-14, atol=1e-14)
+
+
+def test_laws_side_by_side_are_the_laws_one_by_one():
+    from solvers.response_time import response_time_quantiles, response_time_quantiles_many
+
+    D = np.array([0.008, 0.01, 0.016])
+    c = np.array([4.0, 1.0, 8.0])
+    Dmc = np.array([[0.008, 0.008], [0.009, 0.014], [0.012, 0.032]])
+    shares = np.array([[1.0, 1.0], [1.0, 1.0], [0.75, 2.0]])
+    law = ArrivalLaw(D, c, 1.0)
+    populations = [1, 40, 372, 455]
+    many = response_time_quantiles_many(D, c, 1.0, populations, Dmc, shares, arrival=law)
+    for n, res in zip(populations, many):
+        one = response_time_quantiles(D, c, 1.0, n, Dmc, shares)
+        assert np.allclose(res.quantiles, one.quantiles, rtol=1e-12, atol=0)
+        assert np.allclose(res.mean, one.mean, rtol=1e-12)
+        assert res.approximate == one.approximate

@@ -18,11 +18,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from .arrival import ArrivalLaw, ArrivalMarginals, arrival_marginals
-from .sojourn import (GridDistribution, TierWait, _tier_wait, end_to_end, quantiles,
-                      sojourn_cdf, tier_wait)
+from .sojourn import (GridDistribution, TierWait, _tier_wait, end_to_end, end_to_end_many,
+                      quantiles, sojourn_cdf, tier_wait)
 
 __all__ = ["ArrivalLaw", "ArrivalMarginals", "arrival_marginals", "TierWait", "tier_wait", "sojourn_cdf",
-           "GridDistribution", "end_to_end", "ResponseQuantiles", "response_time_quantiles",
+           "GridDistribution", "end_to_end", "end_to_end_many", "ResponseQuantiles",
+           "response_time_quantiles", "response_time_quantiles_many",
            "DEFAULT_LEVELS"]
 
 #: the quantile levels predicted by default (p50, p90, p95, p99)
@@ -58,12 +59,37 @@ def response_time_quantiles(demands: np.ndarray, servers: np.ndarray, think_time
     if not all(0 < q < 1 for q in lv):
         raise ValueError(f"levels: quantile levels must lie in (0, 1), got {list(lv)}")
     law = arrival if arrival is not None else ArrivalLaw(D, servers, think_time)
-    marg = law.marginals(population)
-    c = np.asarray(servers, dtype=float)
-    waits = [_tier_wait(marg.offset[m], marg.pmf[m], float(D[m]), float(c[m]))
-             for m in range(D.shape[0])]
-    dists = end_to_end(waits, Dmc, shares)
-    q = quantiles(dists, lv)
-    return ResponseQuantiles(levels=lv, quantiles=q,
-                             mean=np.array([d.mean for d in dists]),
-                             approximate=any(marg.approximate))
+    [res] = _many(law, D, np.asarray(servers, dtype=float), [population], Dmc, shares, lv)
+    return res
+
+
+def response_time_quantiles_many(demands: np.ndarray, servers: np.ndarray, think_time: float,
+                                 populations: list[int],
+                                 class_demands: np.ndarray | None = None,
+                                 shares: np.ndarray | None = None,
+                                 levels: tuple[float, ...] = DEFAULT_LEVELS,
+                                 arrival: ArrivalLaw | None = None) -> list[ResponseQuantiles]:
+    """:func:`response_time_quantiles` at several populations of one network (a prediction's
+    now and forecast), the laws computed side by side (:func:`end_to_end_many`: the array
+    steps of one law carry all of them)."""
+    D = np.asarray(demands, dtype=float)
+    Dmc = D[:, None] if class_demands is None else np.asarray(class_demands, dtype=float)
+    lv = tuple(float(q) for q in levels)
+    if not all(0 < q < 1 for q in lv):
+        raise ValueError(f"levels: quantile levels must lie in (0, 1), got {list(lv)}")
+    law = arrival if arrival is not None else ArrivalLaw(D, servers, think_time)
+    return _many(law, D, np.asarray(servers, dtype=float), list(populations), Dmc, shares, lv)
+
+
+def _many(law: ArrivalLaw, D: np.ndarray, c: np.ndarray, populations: list[int],
+          Dmc: np.ndarray, shares: np.ndarray | None, lv: tuple[float, ...]
+          ) -> list[ResponseQuantiles]:
+    margs = [law.marginals(n) for n in populations]
+    waits = [[_tier_wait(marg.offset[m], marg.pmf[m], float(D[m]), float(c[m]))
+              for m in range(D.shape[0])] for marg in margs]
+    laws = end_to_end_many(waits, Dmc, shares)
+    q = quantiles([d for dists in laws for d in dists], lv).reshape(len(laws), -1, len(lv))
+    return [ResponseQuantiles(levels=lv, quantiles=q[i],
+                              mean=np.array([d.mean for d in dists]),
+                              approximate=any(marg.approximate))
+            for i, (dists, marg) in enumerate(zip(laws, margs))]

@@ -37,7 +37,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["TierWait", "tier_wait", "GridDistribution", "end_to_end", "quantiles", "sojourn_cdf",
+__all__ = ["TierWait", "tier_wait", "GridDistribution", "end_to_end", "end_to_end_many",
+           "quantiles", "sojourn_cdf",
            "GRID", "SPAN"]
 
 #: lattice points of the end-to-end law
@@ -171,18 +172,20 @@ class GridDistribution:
         return np.interp(t, np.concatenate([[0.0], x]), np.concatenate([[0.0], self.cdf]))
 
 
-def _phase_transform(rate: np.ndarray, h: float, size: int) -> np.ndarray:
+def _phase_transform(rate: np.ndarray, h: float | np.ndarray, size: int) -> np.ndarray:
     """The discrete Fourier transform (``rfft`` convention, length ``size``) of the
     triangular-kernel masses of exponentials of ``rate`` (``(K,)``) on ``i h``: the masses
     are ``1 + (e^{-x} - 1)/x`` at 0 and ``e^{-x(i-1)} (1 - e^{-x})^2 / x`` at ``i >= 1``
     (``x = rate h``; the second difference of ``E[(t - X)^+]`` over ``h``), a geometric
     sequence whose transform is closed form, ``m_0 + (1 - r)^2/x * w / (1 - r w)`` with
     ``r = e^{-x}``, ``w = e^{-2 pi i k / size}`` (the mass beyond the lattice wraps around:
-    the lattice is wide enough that it is negligible). ``rate`` infinite: no time at all."""
+    the lattice is wide enough that it is negligible). ``rate`` infinite: no time at all.
+    ``h`` one step for all, or one per rate (the laws of several populations at once)."""
     rate = np.asarray(rate, dtype=float)[:, None]
     w, cos = _unit_roots(size)
     finite = np.isfinite(rate)
-    x = np.where(finite, rate * h, 1.0)
+    step = h if np.ndim(h) == 0 else np.asarray(h, dtype=float)[:, None]
+    x = np.where(finite, rate * step, 1.0)
     em1 = np.expm1(-x)
     r = em1 + 1.0
     # w / (1 - r w) = (w - r) / |1 - r w|^2, |1 - r w|^2 = 1 - 2 r cos + r^2: real division
@@ -254,49 +257,87 @@ def end_to_end(waits: list[TierWait], services: np.ndarray, shares: np.ndarray |
     class's exponential service at the tier (0: none), ``shares[m, c]`` the factor on the
     tier's wait a class-``c`` request meets (default 1). One lattice for all classes; the
     transform of a tier's wait is shared by the classes with the same share."""
+    S, sh = _checked(len(waits), services, shares)
+    [(h, cdf, means)] = _laws([waits], S, sh, grid)
+    return [GridDistribution(h=h, cdf=cdf[c], mean=float(means[c])) for c in range(S.shape[1])]
+
+
+def end_to_end_many(waits: list[list[TierWait]], services: np.ndarray,
+                    shares: np.ndarray | None = None, *, grid: int = GRID
+                    ) -> list[list[GridDistribution]]:
+    """:func:`end_to_end` for several sets of waits of one network (its populations): each
+    its own lattice, all transformed, multiplied and inverted together -- the array steps of
+    one law carry them all."""
+    S, sh = _checked(len(waits[0]) if waits else 0, services, shares)
+    if any(len(w) != S.shape[0] for w in waits):
+        raise ValueError(f"waits: one per tier ({S.shape[0]}) in every set, got "
+                         f"{[len(w) for w in waits]}")
+    return [[GridDistribution(h=h, cdf=cdf[c], mean=float(means[c]))
+             for c in range(S.shape[1])] for h, cdf, means in _laws(waits, S, sh, grid)]
+
+
+def _checked(M: int, services: np.ndarray, shares: np.ndarray | None
+             ) -> tuple[np.ndarray, np.ndarray]:
     S = np.atleast_2d(np.asarray(services, dtype=float))
-    M, C = S.shape
-    if len(waits) != M:
-        raise ValueError(f"waits: one per tier ({M}), got {len(waits)}")
+    if S.shape[0] != M:
+        raise ValueError(f"waits: one per tier ({S.shape[0]}), got {M}")
     if not (np.all(np.isfinite(S)) and np.all(S >= 0)):
         raise ValueError(f"services: must be finite and >= 0, got {S.tolist()}")
-    sh = np.ones((M, C)) if shares is None else np.asarray(shares, dtype=float).reshape(M, C)
-    wmean = np.array([w.mean() for w in waits])[:, None]
-    wvar = np.array([w.variance() for w in waits])[:, None]
-    means = (wmean * sh + S).sum(axis=0)
-    var = (wvar * sh * sh + S * S).sum(axis=0)
-    top = float(np.max(means + SPAN * np.sqrt(var))) if C else 0.0
-    if not top > 0:
-        return [GridDistribution(h=0.0, cdf=np.ones(1), mean=0.0) for _ in range(C)]
-    h = top / grid
-    # every exponential on the lattice in one transform: the services (M C of them), then one
-    # phase per tier and wait share (the classes with the same share meet the same wait)
-    pairs = [(m, share) for m, w in enumerate(waits) if w.no_wait() < 1.0
-             for share in sorted(set(sh[m].tolist())) if share > 0]
-    rates = np.concatenate([np.where(S > 0, 1.0 / np.where(S > 0, S, 1.0), np.inf).ravel(),
-                            [waits[m].rate / share for m, share in pairs]])
-    transforms = _phase_transform(rates, h, grid)
-    phi = transforms[:M * C].reshape(M, C, -1).prod(axis=0)              # the services
+    sh = np.ones(S.shape) if shares is None else np.asarray(shares, dtype=float).reshape(
+        S.shape)
+    return S, sh
+
+
+def _laws(waits: list[list[TierWait]], S: np.ndarray, sh: np.ndarray, grid: int
+          ) -> list[tuple[float, np.ndarray, np.ndarray]]:
+    """Per set of waits ``(h, cdf (C, grid), means (C,))`` (``h = 0``, ``cdf = [[1]..]``: no
+    time at all). Every exponential on the lattice in one transform -- the services (``M C``
+    per set) and one phase per tier and wait share (the classes with the same share meet the
+    same wait) --, the waits' generating functions in one batched Horner, one inverse FFT."""
+    M, C = S.shape
+    P = len(waits)
+    wmean = np.array([[w.mean() for w in ws] for ws in waits]).reshape(P, M)
+    wvar = np.array([[w.variance() for w in ws] for ws in waits]).reshape(P, M)
+    means = (wmean[:, :, None] * sh + S).sum(axis=1)                      # (P, C)
+    var = (wvar[:, :, None] * sh * sh + S * S).sum(axis=1)
+    top = (means + SPAN * np.sqrt(var)).max(axis=1) if C else np.zeros(P)
+    live = np.flatnonzero(top > 0)
+    out = [(0.0, np.ones((C, 1)), np.zeros(C))] * P
+    if not live.size:
+        return out
+    h = top[live] / grid
+    shares = [sorted(set(sh[m].tolist()) - {0.0}) for m in range(M)]
+    pairs = [(i, m, share) for i, p in enumerate(live) for m, w in enumerate(waits[p])
+             if w.no_wait() < 1.0 for share in shares[m]]
+    service = np.where(S > 0, 1.0 / np.where(S > 0, S, 1.0), np.inf).ravel()
+    rates = np.concatenate([np.tile(service, live.size),
+                            [waits[live[i]][m].rate / share for i, m, share in pairs]])
+    steps = np.concatenate([np.repeat(h, M * C), [h[i] for i, _, _ in pairs]])
+    transforms = _phase_transform(rates, steps, grid)
+    n = live.size * M * C
+    phi = transforms[:n].reshape(live.size, M, C, -1).prod(axis=1)       # the services
     if pairs:
-        pg = _pgfs([waits[m] for m, _ in pairs], transforms[M * C:])
-        for (m, share), row in zip(pairs, pg):
-            phi[sh[m] == share] *= row
-    mass = np.maximum(np.fft.irfft(phi, n=grid, axis=1), 0.0)
-    cdf = np.minimum(np.cumsum(mass, axis=1), 1.0)
-    return [GridDistribution(h=h, cdf=cdf[c], mean=float(means[c])) for c in range(C)]
+        pg = _pgfs([waits[live[i]][m] for i, m, _ in pairs], transforms[n:])
+        for (i, m, share), row in zip(pairs, pg):
+            phi[i, sh[m] == share] *= row
+    mass = np.maximum(np.fft.irfft(phi, n=grid, axis=2), 0.0)
+    cdf = np.minimum(np.cumsum(mass, axis=2), 1.0)
+    for i, p in enumerate(live):
+        out[p] = (float(h[i]), cdf[i], means[p])
+    return out
 
 
 def quantiles(dists: list[GridDistribution], levels: tuple[float, ...]) -> np.ndarray:
-    """``(C, L)``: each law's quantiles at ``levels`` (one lattice for all, as
-    :func:`end_to_end` gives them): the first lattice point whose cumulative reaches the level,
+    """``(C, L)``: each law's quantiles at ``levels`` (lattices of one length, as
+    :func:`end_to_end` and :func:`end_to_end_many` give them): the first lattice point whose cumulative reaches the level,
     interpolated linearly from the one before (``F((i + 1/2) h) = cdf[i]``)."""
     q = np.asarray(levels, dtype=float)
     if not np.all((q > 0) & (q < 1)):
         raise ValueError(f"levels: quantile levels must lie in (0, 1), got {q.tolist()}")
     if not dists:
         return np.zeros((0, q.shape[0]))
-    h = dists[0].h
-    if h == 0 or any(d.h != h for d in dists):
+    h = np.array([d.h for d in dists])[:, None]
+    if not (h > 0).all() or len({d.cdf.shape[0] for d in dists}) > 1:
         return np.array([d.quantile(q) if d.h else np.zeros_like(q) for d in dists])
     cdf = np.maximum.accumulate(np.stack([d.cdf for d in dists]), axis=1)   # (C, G)
     idx = np.array([np.searchsorted(row, q) for row in cdf])              # (C, L)

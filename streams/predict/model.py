@@ -100,7 +100,8 @@ from solvers.mva import mva_curve
 from solvers.open.fixed_population import solve_fixed_population
 from solvers.pools import PoolSpec, solve_pools
 from solvers.processes import MAP
-from solvers.response_time import DEFAULT_LEVELS, ArrivalLaw, response_time_quantiles
+from solvers.response_time import DEFAULT_LEVELS, ArrivalLaw, response_time_quantiles, \
+    response_time_quantiles_many
 from solvers.response_time.bursty import decomposed_quantiles
 from solvers.response_time.mapnet import map_network_quantiles
 from streams.core.config import SLO_QUANTILES, SystemConfig
@@ -361,6 +362,19 @@ class SystemModel:
         or heavier delay would widen the tail: then the quantiles are low by up to its own
         spread)."""
         return q if self.delays is None else q + self.delay_c[:, None]
+
+    def quantiles_many(self, points: list[Point]) -> list[np.ndarray]:
+        """:meth:`quantiles` at each of ``points`` (a prediction's now and forecast): the
+        exponential network's laws they need, not known yet, computed side by side
+        (:func:`solvers.response_time.response_time_quantiles_many`)."""
+        need = sorted({max(int(p.n), 1) for p in points if p.model in ("mva", "pools")}
+                      - set(self._qcache))
+        if len(need) > 1:
+            for n, res in zip(need, response_time_quantiles_many(
+                    self.D, self.servers, self.solver_think, need, self.D_mc, self._wait_share,
+                    self.quantile_levels, arrival=self._arrival)):
+                self._qcache[n] = self._shifted(np.column_stack([res.quantiles, res.mean]))
+        return [self.quantiles(p) for p in points]
 
     def quantiles(self, point: Point) -> np.ndarray:
         """Per class the response time's quantiles at ``point`` (``(C, L)``, levels

@@ -143,7 +143,7 @@ def class_parts(model: SystemModel, m: Measured, now: Point, fc: Point,
     keys = [names[q] for q in model.quantile_levels]
     with_quantiles = quantiles or model.has_quantile_slo
     if with_quantiles:
-        q_now, q_fc = model.quantiles(now), model.quantiles(fc)
+        q_now, q_fc = model.quantiles_many([now, fc])
     statistic = model.slo_statistic(fc)
     names_fc = [s for s, _ in statistic]
     value_now, value_fc = (slo_values(model, point, names_fc) for point in (now, fc))
