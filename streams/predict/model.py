@@ -367,14 +367,19 @@ class SystemModel:
         """:meth:`quantiles` at each of ``points`` (a prediction's now and forecast): the
         exponential network's laws they need, not known yet, computed side by side
         (:func:`solvers.response_time.response_time_quantiles_many`)."""
-        need = sorted({max(int(p.n), 1) for p in points if p.model in ("mva", "pools")}
-                      - set(self._qcache))
+        self._law_quantiles_many([p.n for p in points if p.model in ("mva", "pools")])
+        return [self.quantiles(p) for p in points]
+
+    def _law_quantiles_many(self, populations: list[int]) -> None:
+        """The exponential network's laws at ``populations`` not known yet, side by side
+        (:func:`solvers.response_time.response_time_quantiles_many`), into the cache
+        :meth:`_law_quantiles` reads."""
+        need = sorted({max(int(n), 1) for n in populations} - set(self._qcache))
         if len(need) > 1:
             for n, res in zip(need, response_time_quantiles_many(
                     self.D, self.servers, self.solver_think, need, self.D_mc, self._wait_share,
                     self.quantile_levels, arrival=self._arrival)):
                 self._qcache[n] = self._shifted(np.column_stack([res.quantiles, res.mean]))
-        return [self.quantiles(p) for p in points]
 
     def quantiles(self, point: Point) -> np.ndarray:
         """Per class the response time's quantiles at ``point`` (``(C, L)``, levels
@@ -630,12 +635,13 @@ class SystemModel:
             q = self._law_quantiles(n)[:, :-1]
             return float((q[active] / bounds[active]).max() - 1.0)
 
-        floor = float((self._law_quantiles(1)[active, :-1] / bounds[active]).max() - 1.0)
-        if floor > 0:
-            return 0, False
         n0 = mean_cap[0] if mean_cap[0] is not None and not mean_cap[1] \
             else max(int(self.knee()), 1)
         n0 = max(n0, 1)
+        self._law_quantiles_many([1, n0])                 # the floor's and the start's at once
+        floor = float((self._law_quantiles(1)[active, :-1] / bounds[active]).max() - 1.0)
+        if floor > 0:
+            return 0, False
         point = self.mva_at(n0)
         q0 = self._law_quantiles(n0)[:, :-1]
         implied = np.divide(bounds * point.response[:, None], q0,
