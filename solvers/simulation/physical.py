@@ -519,6 +519,9 @@ class _Engine:
         self.rt = [0.0] * self.C
         #: per class, every completed request's response time in completion order (opt-in)
         self.samples = [array("d") for _ in range(self.C)] if record else None
+        #: when a list: every tier visit's ``(request start, class, tier, sojourn)`` is
+        #: appended to it (a diagnostic: how the tiers' sojourns of one request co-vary)
+        self.visit_log: list[tuple[float, int, int, float]] | None = None
         self.next_arrival = (_stream(_arrival_blocks(net.arrivals, rng))
                              if net.arrivals is not None else None)
         # pools: per tier, the pools taken before its first visit (outer first) and given
@@ -665,6 +668,7 @@ class _Engine:
         deficit = self.deficit
         present = self.present
         samples = self.samples
+        visits = self.visit_log
         acquire = self.acquire if self.net.pools else None
         release = self.release if self.net.pools else None
         enter, give_back = self._enter, self._release
@@ -696,6 +700,8 @@ class _Engine:
                 q_done[i] += 1
                 q_rt[i] += t - t_in
                 svc[i] += s
+                if visits is not None:
+                    visits.append((t_sys, c, m, t - t_in))
                 if k > 1:                              # the request's next visit to tier m
                     k -= 1
                 else:
