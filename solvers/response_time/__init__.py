@@ -53,13 +53,8 @@ def response_time_quantiles(demands: np.ndarray, servers: np.ndarray, think_time
     ``D_{m,c}`` (default: the aggregate, one class) are the classes' own exponential services;
     ``shares[m, c]`` the factor on tier ``m``'s wait a class-``c`` request meets (default 1).
     ``arrival``: the network's :class:`ArrivalLaw`, kept to answer many populations."""
-    D = np.asarray(demands, dtype=float)
-    Dmc = D[:, None] if class_demands is None else np.asarray(class_demands, dtype=float)
-    lv = tuple(float(q) for q in levels)
-    if not all(0 < q < 1 for q in lv):
-        raise ValueError(f"levels: quantile levels must lie in (0, 1), got {list(lv)}")
-    law = arrival if arrival is not None else ArrivalLaw(D, servers, think_time)
-    [res] = _many(law, D, np.asarray(servers, dtype=float), [population], Dmc, shares, lv)
+    [res] = response_time_quantiles_many(demands, servers, think_time, [population],
+                                         class_demands, shares, levels, arrival)
     return res
 
 
@@ -78,12 +73,7 @@ def response_time_quantiles_many(demands: np.ndarray, servers: np.ndarray, think
     if not all(0 < q < 1 for q in lv):
         raise ValueError(f"levels: quantile levels must lie in (0, 1), got {list(lv)}")
     law = arrival if arrival is not None else ArrivalLaw(D, servers, think_time)
-    return _many(law, D, np.asarray(servers, dtype=float), list(populations), Dmc, shares, lv)
-
-
-def _many(law: ArrivalLaw, D: np.ndarray, c: np.ndarray, populations: list[int],
-          Dmc: np.ndarray, shares: np.ndarray | None, lv: tuple[float, ...]
-          ) -> list[ResponseQuantiles]:
+    c = np.asarray(servers, dtype=float)
     margs = [law.marginals(n) for n in populations]
     waits = [[_tier_wait(marg.offset[m], marg.pmf[m], float(D[m]), float(c[m]))
               for m in range(D.shape[0])] for marg in margs]
