@@ -1,4 +1,4 @@
-"""What convolving the tiers as independent costs, and which tier's law is off (numbers, no pass/fail).
+"""What convolving the tiers as independent costs, which tier's law is off (numbers, no pass/fail).
 
 Run from the repository root::
 
@@ -74,11 +74,11 @@ def tier_law(system: System, n: int, m: int) -> np.ndarray:
     keep[m] = 1.0
     if point.model.startswith("map"):
         procs, scales = model._map_law_args()
-        q, _ = decomposed_quantiles(procs, [int(c) for c in model.servers], model.think_time, n,
+        q, _ = decomposed_quantiles(procs, [int(c) for c in model.servers], model.solver_think, n,
                                     scales * keep, model._wait_share * keep, LEVELS,
                                     residence=point.residence, arrival=model._arrival)
         return q
-    return response_time_quantiles(model.D, model.servers, model.think_time, n,
+    return response_time_quantiles(model.D, model.servers, model.solver_think, n,
                                    model.D_mc * keep, model._wait_share * keep, LEVELS).quantiles
 
 

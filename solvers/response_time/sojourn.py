@@ -329,8 +329,9 @@ def _laws(waits: list[list[TierWait]], S: np.ndarray, sh: np.ndarray, grid: int
 
 def quantiles(dists: list[GridDistribution], levels: tuple[float, ...]) -> np.ndarray:
     """``(C, L)``: each law's quantiles at ``levels`` (lattices of one length, as
-    :func:`end_to_end` and :func:`end_to_end_many` give them): the first lattice point whose cumulative reaches the level,
-    interpolated linearly from the one before (``F((i + 1/2) h) = cdf[i]``)."""
+    :func:`end_to_end` and :func:`end_to_end_many` give them): the first lattice point whose
+    cumulative reaches the level, interpolated linearly from the one before
+    (``F((i + 1/2) h) = cdf[i]``)."""
     q = np.asarray(levels, dtype=float)
     if not np.all((q > 0) & (q < 1)):
         raise ValueError(f"levels: quantile levels must lie in (0, 1), got {q.tolist()}")
