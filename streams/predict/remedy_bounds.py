@@ -7,10 +7,10 @@ law over the users, the mix-weighted mean response time at ``N`` users is at lea
 ``N / X_max - Z`` (and at least ``sum_m D_m``). A class's own service, ``sum_m D_{m,c}``, is
 a floor under its response time at any population (no queue, no cores, no margin needed:
 every model reads a class's response time back as its demand plus waits); more cores never
-lower it, only a faster CPU does. If every class met its mean SLA the
-mix-weighted mean would be at most ``sum_c p_c sla_c``. A candidate whose bound exceeds that
-by :data:`BOUND_MARGIN` breaks some class's mean SLA whatever the solver says, and a quantile
-SLO cannot rescue it (:meth:`~streams.predict.model.SystemModel.excess` takes the worse of the
+lower it, only a faster CPU does. If every class met its mean SLA the mix-weighted mean
+would be at most ``sum_c p_c sla_c``. A candidate whose bound exceeds that by
+:data:`BOUND_MARGIN` breaks some class's mean SLA whatever the solver says, and a quantile SLO
+cannot rescue it (:meth:`~streams.predict.model.SystemModel.excess` takes the worse of the
 two).
 
 Why: a remediation search probes its most generous candidate first (eight times the cores,

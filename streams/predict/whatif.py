@@ -329,7 +329,8 @@ def remediate(model: SystemModel, required: int, capacity_before: int,
     from, a bursty one included); a candidate the asymptotic bound already puts over the
     SLAs (:func:`streams.predict.remedy_bounds.beyond_bound`) is refused unsolved, so a
     tier that cannot fix the breach costs no solve of its most generous candidate; once
-    ``budget`` solves are spent, the searches left are listed in ``unreachable`` as not searched.
+    ``budget`` solves are spent, the searches left are listed in ``unreachable`` as not
+    searched.
     ``admission`` at ``capacity_before`` users is always a remedy when that capacity is at
     least 1."""
     costs = dict(DEFAULT_COSTS, **(costs or {}))
