@@ -100,8 +100,9 @@ LOAD_SPAN = 0.2
 #: t-statistic of the slope at least :data:`LOAD_T`
 LOAD_CHANGE = 0.1
 LOAD_T = 4.0
-#: ... over blocks of consecutive windows at least this long
+#: ... over blocks of consecutive windows at least this long, at least this many of them
 LOAD_BLOCK_S = 60.0
+LOAD_MIN_BLOCKS = 10
 #: a group's interval sums pad each tier's windows to the group's longest run; tiers are split
 #: into groups so that padding at most doubles the rows summed
 PADDING_LIMIT = 2
@@ -969,12 +970,14 @@ def load_dependence(tier: str, utilization: np.ndarray, cores: np.ndarray,
     miss. Only flagged: a fitted ``D(U)`` is not used for the forecast; not read on a bursty
     tier (its slow runs are busier per request and raise the utilization together)."""
     block = np.floor(np.cumsum(window_s) / LOAD_BLOCK_S).astype(int)
-    starts = np.flatnonzero(np.r_[True, block[1:] != block[:-1]])
+    if not block.size or int(block[-1]) - int(block[0]) + 1 < LOAD_MIN_BLOCKS:
+        return None                     # too short a history for the blocks the test needs
+    starts = np.flatnonzero(np.concatenate(([True], block[1:] != block[:-1])))
     busy = np.add.reduceat(utilization * cores * window_s, starts)
     seconds = np.add.reduceat(window_s * cores, starts)
     fitted = np.add.reduceat(completions @ demands, starts)
     ok = (fitted > 0) & (busy > 0)
-    if np.count_nonzero(ok) < 10:
+    if np.count_nonzero(ok) < LOAD_MIN_BLOCKS:
         return None
     u, r = busy[ok] / seconds[ok], busy[ok] / fitted[ok]
     lo, hi = np.quantile(u, [0.1, 0.9]).tolist()

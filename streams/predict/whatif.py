@@ -57,6 +57,7 @@ from streams.core.config import REMEDIATION_COSTS
 from streams.predict import slo_view
 from streams.predict.model import CAPACITY_LIMIT, SystemModel, model_capacity
 from streams.predict.pool_naming import breach_name, pool_index
+from streams.predict.remedy_bounds import beyond_bound
 
 __all__ = ["Action", "ACTION_KINDS", "DEFAULT_COSTS", "Remedy", "Remediation", "apply",
            "hints_of", "Comparison", "compare",
@@ -325,8 +326,11 @@ def remediate(model: SystemModel, required: int, capacity_before: int,
     with ``k c_m`` at least the cores needed). The capacity of each remedy is searched
     warm-started at the hint's capacity or at ``required`` (known to meet the SLAs). Tiers
     are searched longest queue first (wait ``W_m`` at ``required``: the tiers a breach comes
-    from, a bursty one included); once ``budget`` solves
-    are spent, the searches left are listed in ``unreachable`` as not searched.
+    from, a bursty one included); a candidate the asymptotic bound already puts over the
+    SLAs (:func:`streams.predict.remedy_bounds.beyond_bound`) is refused unsolved, so a
+    tier that cannot fix the breach costs no solve of its most generous candidate; once
+    ``budget`` solves are spent, the searches left are listed in ``unreachable`` as not
+    searched.
     ``admission`` at ``capacity_before`` users is always a remedy when that capacity is at
     least 1."""
     costs = dict(DEFAULT_COSTS, **(costs or {}))
@@ -344,6 +348,8 @@ def remediate(model: SystemModel, required: int, capacity_before: int,
 
         def feasible(i: int) -> bool:
             models[i] = apply(model, Action(kind, tier, value(i)))
+            if beyond_bound(models[i], required):
+                return False          # refused by the asymptotic bound, unsolved
             tried.append(models[i])
             return _meets(models[i], required)
 
