@@ -96,6 +96,7 @@ import numpy as np
 from solvers.decomposition import PER_JOB_MAX_CORES, SWING_FLAG, SolveMemo, solve_decomposed
 from solvers.mapqn import solve_closed
 from solvers.mva import mva_curve
+from solvers.mva_general import mva_curve_general
 from solvers.open.fixed_population import solve_fixed_population
 from solvers.pools import PoolSpec, solve_pools
 from solvers.processes import MAP
@@ -248,6 +249,10 @@ class SystemModel:
     ps: np.ndarray | None = None
     #: thread and connection pools over runs of :attr:`tiers` (module docstring)
     pools: tuple[PoolSpec, ...] = ()
+    #: (M,) per tier the service SCV of an FCFS tier with general service on the MVA route
+    #: (:mod:`streams.predict.general_service`, :func:`solvers.mva_general.mva_curve_general`);
+    #: ``None``: every tier exponential
+    scv: np.ndarray | None = None
     _cache: dict[int, Point] = field(default_factory=dict)
     _qcache: dict[int, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
     _map_qcache: dict[int, np.ndarray | None] = field(default_factory=dict, repr=False,
@@ -462,14 +467,19 @@ class SystemModel:
         return Point(n, float(X), Rm, Rc, U, B, model)
 
     def prime(self, curve: Any) -> None:
-        """Use ``curve`` (this model's MVA curve, computed elsewhere) for :meth:`curve`."""
-        self._curve = curve
+        """Use ``curve`` (this model's MVA curve, computed elsewhere) for :meth:`curve`; not
+        on a model with general service (:attr:`scv`), whose curve is not the exponential
+        one."""
+        if self.scv is None:
+            self._curve = curve
 
     def curve(self, upto: int) -> Any:
         """MVA at every population ``0..upto`` (extended on demand)."""
         if self._curve is None or self._curve.max_population < upto:
             upto = max(int(upto), self.asymptote_start())   # one pass serves every question
-            self._curve = mva_curve(self.D, upto, self.think_time, self.servers)
+            self._curve = mva_curve(self.D, upto, self.think_time, self.servers) \
+                if self.scv is None else \
+                mva_curve_general(self.D, upto, self.think_time, self.servers, self.scv)
         return self._curve
 
     def knee(self) -> float:
@@ -701,7 +711,8 @@ class SystemModel:
                 [[None if math.isinf(v) else float(v) for v in row] for row in self.slo],
                 "ps": None if self.ps is None else [bool(v) for v in self.ps],
                 "pools": [{"name": p.name, "size": int(p.size), "first": int(p.first),
-                           "last": int(p.last)} for p in self.pools]}
+                           "last": int(p.last)} for p in self.pools],
+                "scv": None if self.scv is None else [float(v) for v in self.scv]}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "SystemModel":
@@ -733,7 +744,9 @@ class SystemModel:
                        else np.array(data["ps"], dtype=bool),
                        pools=tuple(PoolSpec(int(p["size"]), int(p["first"]), int(p["last"]),
                                             str(p["name"]))
-                                   for p in data.get("pools") or ()))
+                                   for p in data.get("pools") or ()),
+                       scv=None if data.get("scv") is None
+                       else np.array(data["scv"], dtype=float))
         except KeyError as exc:
             raise ValueError(f"model: missing key {exc.args[0]!r}") from None
         except (TypeError, ValueError) as exc:
