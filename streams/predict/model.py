@@ -697,7 +697,7 @@ class SystemModel:
     def to_dict(self) -> dict[str, Any]:
         """The model as plain JSON values (:meth:`from_dict`): what ``perfcast whatif``
         reads back from an embedded run's store."""
-        return {"tiers": list(self.tiers), "classes": list(self.classes),
+        out = {"tiers": list(self.tiers), "classes": list(self.classes),
                 "D_mc": self.D_mc.tolist(), "mix": self.mix.tolist(),
                 "servers": self.servers.tolist(), "think_time": float(self.think_time),
                 "sla": [None if math.isinf(v) else float(v) for v in self.sla],
@@ -711,8 +711,10 @@ class SystemModel:
                 [[None if math.isinf(v) else float(v) for v in row] for row in self.slo],
                 "ps": None if self.ps is None else [bool(v) for v in self.ps],
                 "pools": [{"name": p.name, "size": int(p.size), "first": int(p.first),
-                           "last": int(p.last)} for p in self.pools],
-                "scv": None if self.scv is None else [float(v) for v in self.scv]}
+                           "last": int(p.last)} for p in self.pools]}
+        if self.scv is not None:            # absent, not null: stores without it read alike
+            out["scv"] = [float(v) for v in self.scv]
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "SystemModel":
