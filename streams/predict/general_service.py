@@ -6,8 +6,9 @@ Yet a tier with a few cores whose service times vary widely -- a lognormal or Pa
 or service switching quickly between a fast and a slow mode -- queues longer than exponential
 service does: the job in service has the mean residual ``S (1 + c^2) / 2`` (the renewal
 paradox), and on one core the wait grows with ``(1 + c^2) / 2`` (Pollaczek-Khinchine). On the
-held-out shapes (docs/accuracy.md) such tiers read ``I`` 4-8 with SCV 2-4 and the exponential
-model put the capacity 9-49% high.
+held-out shapes (docs/accuracy.md) such tiers (lognormal, Pareto and fast-switching MMPP
+service on one or two cores) read ``I`` 4-9 and the exponential model put the capacity 9-49%
+high.
 
 Two pieces of evidence must agree before the SCV moves (:func:`general_model`):
 
@@ -23,12 +24,14 @@ Two pieces of evidence must agree before the SCV moves (:func:`general_model`):
 Then the SCV ``c_m^2`` is the one at which the model's residence time at the tier, with the
 correction of :func:`solvers.mva_general.mva_curve_general` (Reiser 1979; Lazowska et al.
 1984), equals the measured one at those users -- bisection in ``ln c^2`` between 1 and the
-upper end of ``I``'s interval (for a positively correlated service ``I`` is at least the SCV's
-share of it; an unbounded interval takes :data:`SCV_CAP`), the upper end taken (flagged) where
-even that does not reach it. Tiers are calibrated one at a time in tier order, each with the
-ones before already corrected, as the bursty tiers' MAP(2) are
-(:mod:`streams.predict.calibration`). Only the MVA route without pools: a model with a MAP
-network keeps its exponential non-bursty tiers.
+upper end of ``I``'s interval (``I = c^2 (1 + 2 sum_k rho_k)`` over the lag-``k``
+autocorrelations of the service times, Cox and Lewis 1966, so ``c^2 <= I`` where they are not
+negative; an unbounded interval takes :data:`SCV_CAP`), the upper end taken (flagged) where
+even that does not reach it. The SCV so found is an effective one: it also carries what the
+service's correlation adds to the queue at the operating point. Tiers are calibrated one at
+a time in tier order, each with the ones before already corrected, as the bursty tiers'
+MAP(2) are (:mod:`streams.predict.calibration`). Only the MVA route without pools: a model
+with a MAP network keeps its exponential non-bursty tiers.
 """
 
 from __future__ import annotations
