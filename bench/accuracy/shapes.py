@@ -302,7 +302,8 @@ def run_shape(shape: Shape, minutes: float, requests: int) -> dict[str, Any]:
             "classes": {c: {"R": v.get("response_time"),
                             "R_measured": v.get("response_time_measured")}
                         for c, v in (p.get("classes") or {}).items()},
-            "calibration": [f for f in p.get("flags", []) if "MAP(2)" in f],
+            "calibration": [f for f in p.get("flags", []) if "MAP(2)" in f
+                            or "general service" in f],
             "idc": t.get("idc"), "idc_lower": t.get("idc_lower"),
             "idc_upper": t.get("idc_upper"), "bursty": t.get("bursty")})
     out["solves"] = solves

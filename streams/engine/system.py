@@ -39,6 +39,7 @@ from streams.predict import alert_window, confidence, prediction, response_trend
 from streams.predict import measured_quantiles, open_model, open_whatif, pool_check, users_trend
 from streams.predict import visits
 from streams.predict.calibration import Calibration, calibrate_model
+from streams.predict.general_service import general_model
 from streams.predict.model import (ASSUMED, Measured, Point, SystemModel, build_model,
                                    model_capacity)
 from streams.predict.pool_naming import bottleneck_name
@@ -309,6 +310,7 @@ class SystemState(Admission):
         if cfg.bursty_scv in ("response", "response_idc"):
             model = calibrate_model(model, models, self.calibrations,
                                     "idc" if cfg.bursty_scv == "response_idc" else "scv")
+        model = general_model(model, models)
         cycle = float(np.sum(model.D)) + think
         if not (cycle > 0 and math.isfinite(1.0 / cycle)):
             # every class with a demand had no throughput in the interval (the mix weighs it

@@ -97,6 +97,7 @@ from solvers.decomposition import PER_JOB_MAX_CORES, SWING_FLAG, SolveMemo, solv
 from solvers.delay import effective_think_time, fold_delay_stations, with_delay_stations
 from solvers.mapqn import solve_closed
 from solvers.mva import mva_curve
+from solvers.mva_general import mva_curve_general
 from solvers.open.fixed_population import solve_fixed_population
 from solvers.pools import PoolSpec, solve_pools
 from solvers.processes import MAP
@@ -255,6 +256,10 @@ class SystemModel:
     #: time at the tier that does not queue for its CPU (:mod:`solvers.delay`, module
     #: docstring); ``None``: none
     delays: np.ndarray | None = None
+    #: (M,) per tier the service SCV of an FCFS tier with general service on the MVA route
+    #: (:mod:`streams.predict.general_service`, :func:`solvers.mva_general.mva_curve_general`);
+    #: ``None``: every tier exponential
+    scv: np.ndarray | None = None
     _cache: dict[int, Point] = field(default_factory=dict)
     _qcache: dict[int, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
     _map_qcache: dict[int, np.ndarray | None] = field(default_factory=dict, repr=False,
@@ -531,14 +536,19 @@ class SystemModel:
         return Point(n, float(X), Rm + self.delay_m, Rc, U, B, model)
 
     def prime(self, curve: Any) -> None:
-        """Use ``curve`` (this model's MVA curve, computed elsewhere) for :meth:`curve`."""
-        self._curve = curve
+        """Use ``curve`` (this model's MVA curve, computed elsewhere) for :meth:`curve`; not
+        on a model with general service (:attr:`scv`), whose curve is not the exponential
+        one."""
+        if self.scv is None:
+            self._curve = curve
 
     def curve(self, upto: int) -> Any:
         """MVA at every population ``0..upto`` (extended on demand)."""
         if self._curve is None or self._curve.max_population < upto:
             upto = max(int(upto), self.asymptote_start())   # one pass serves every question
-            self._curve = mva_curve(self.D, upto, self.solver_think, self.servers)
+            self._curve = mva_curve(self.D, upto, self.solver_think, self.servers) \
+                if self.scv is None else \
+                mva_curve_general(self.D, upto, self.solver_think, self.servers, self.scv)
         return self._curve
 
     def knee(self) -> float:
@@ -767,7 +777,7 @@ class SystemModel:
     def to_dict(self) -> dict[str, Any]:
         """The model as plain JSON values (:meth:`from_dict`): what ``perfcast whatif``
         reads back from an embedded run's store."""
-        return {"tiers": list(self.tiers), "classes": list(self.classes),
+        out = {"tiers": list(self.tiers), "classes": list(self.classes),
                 "D_mc": self.D_mc.tolist(), "mix": self.mix.tolist(),
                 "servers": self.servers.tolist(), "think_time": float(self.think_time),
                 "sla": [None if math.isinf(v) else float(v) for v in self.sla],
@@ -783,6 +793,9 @@ class SystemModel:
                 "pools": [{"name": p.name, "size": int(p.size), "first": int(p.first),
                            "last": int(p.last)} for p in self.pools],
                 **({} if self.delays is None else {"delays": self.delays.tolist()})}
+        if self.scv is not None:            # absent, not null: stores without it read alike
+            out["scv"] = [float(v) for v in self.scv]
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "SystemModel":
@@ -817,7 +830,9 @@ class SystemModel:
                                    for p in data.get("pools") or ()),
                        delays=None if data.get("delays") is None else np.array(
                            data["delays"], dtype=float).reshape(
-                               len(data["tiers"]), len(data["classes"])))
+                               len(data["tiers"]), len(data["classes"])),
+                       scv=None if data.get("scv") is None
+                       else np.array(data["scv"], dtype=float))
         except KeyError as exc:
             raise ValueError(f"model: missing key {exc.args[0]!r}") from None
         except (TypeError, ValueError) as exc:

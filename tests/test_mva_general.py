@@ -1,0 +1,59 @@
+"""The single-class MVA with general service (:mod:`solvers.mva_general`): exact MVA at SCV 1,
+the Pollaczek-Khinchine mean in the open limit, the simulated closed system, bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from solvers.mva import mva_curve
+from solvers.mva_general import mva_curve_general
+from solvers.simulation.physical import PhysicalNetwork, Tier, simulate_physical
+from solvers.simulation.shapes import CorrelatedService
+
+
+def test_scv_one_is_exact_mva_bit_for_bit():
+    D, c = [0.03, 0.04, 0.2], [2, 1, 8]
+    a = mva_curve(D, 300, 4.0, c)
+    b = mva_curve_general(D, 300, 4.0, c, [1.0, 1.0, 1.0])
+    assert np.array_equal(a.residence_time, b.residence_time)
+    assert np.array_equal(a.throughput, b.throughput)
+    assert b.approximate
+
+
+@pytest.mark.parametrize("scv", [0.0, 4.0, 9.0])
+def test_open_limit_is_pollaczek_khinchine(scv):
+    # many users thinking long: Poisson arrivals at rate N/Z to one FCFS server
+    S, rho, N = 0.01, 0.6, 20_000
+    curve = mva_curve_general([S], N, N * S / rho, [1], [scv])
+    R, u = curve.residence_time[N, 0], curve.throughput[N] * S
+    assert R == pytest.approx(S * (1 + u * (scv - 1) / 2) / (1 - u), rel=1e-3)
+
+
+def test_residence_rises_with_the_scv_and_one_user_waits_for_nobody():
+    curves = [mva_curve_general([0.03, 0.04], 60, 1.0, [2, 1], [1.0, v]) for v in (1, 2, 4, 8)]
+    at = [c.residence_time[40, 1] for c in curves]
+    assert at == sorted(at) and at[-1] > 1.3 * at[0]
+    for c in curves:
+        assert c.residence_time[1, 1] == pytest.approx(0.04)
+
+
+@pytest.mark.slow
+def test_against_the_simulated_closed_system_with_lognormal_service():
+    # one-core database of lognormal service (SCV 4) behind a 2-core front, 30 users at ~40%
+    service = CorrelatedService("lognormal", 1.0, 4.0, 0.0).scaled(0.040)
+    net = PhysicalNetwork((Tier("front", 2, 0.032), Tier("db", 1, service)), ("a",), (1.0,),
+                          4.0, 30)
+    sim = simulate_physical(net, 6000.0, warmup=300.0, replications=2, seed=11)
+    measured = sim.total_response_time.mean
+    general = mva_curve_general([0.032, 0.040], 30, 4.0, [2, 1], [1.0, 4.0])
+    exponential = mva_curve([0.032, 0.040], 30, 4.0, [2, 1])
+    assert general.response_time[30] == pytest.approx(measured, rel=0.08)
+    assert exponential.response_time[30] < 0.85 * measured
+
+
+@pytest.mark.parametrize("scv, match", [([1.0], "one per station"), ([1.0, -1.0], "station 1"),
+                                        ([1.0, float("nan")], "station 1")])
+def test_bad_scv_is_named(scv, match):
+    with pytest.raises(ValueError, match=match):
+        mva_curve_general([0.01, 0.02], 5, 1.0, [1, 1], scv)
