@@ -26,8 +26,8 @@ the current rate, per class) against that window's measured p95: relative error,
 90th percentile of ``|error|`` per class, over the windows **within the model's domain** --
 after the first ``--skip`` minutes (the estimates settling), utilization measured and below
 ``--max-util`` (0.9: overload is outside an open model's steady state), at least
-``--min-requests`` of the class in the window (a p95 of fewer is noise) and the model
-trusted (``model_trusted``). Windows outside are counted by reason. ``mean`` is the same for
+``--min-requests`` of the class in the window (a p95 of fewer is noise). Windows outside
+are counted by reason; how many inside the pipeline trusted (``model_trusted``) is stated. ``mean`` is the same for
 the mean response time, beside: what the model's mean gets right that its tail does not.
 """
 
@@ -86,7 +86,7 @@ def windows(cpu: np.ndarray, reqs: dict[str, np.ndarray], window_s: float, cores
             ) -> tuple[list[dict[str, Any]], list[dict[str, np.ndarray]]]:
     """Input-contract records of complete ``window_s``-s windows from the first CPU sample,
     and per window each class's response times (s)."""
-    t0 = float(cpu[0, 0])
+    t0 = math.ceil(float(cpu[0, 0]) / window_s) * window_s    # the solves' grid
     count = int((cpu[-1, 0] - t0) // window_s)
     records, samples = [], []
     cpu_bin = np.floor((cpu[:, 0] - t0) / window_s).astype(int)
@@ -119,7 +119,8 @@ def predict(records: list[dict[str, Any]]) -> dict[float, dict[str, Any]]:
     def watch(outputs: Any, _pipeline: Any) -> None:
         preds.update((p["time"], p) for p in outputs.predictions if p.get("model"))
 
-    cfg = Config(systems={"host": SystemConfig(tiers=("host",), predict_quantiles="always")})
+    cfg = Config(systems={"host": SystemConfig(tiers=("host",), predict_quantiles="always",
+                                               solve_offset_s=0.0)})
     with tempfile.TemporaryDirectory() as d:
         run_embedded(records, cfg, d, on_outputs=watch)
     return preds
@@ -127,26 +128,27 @@ def predict(records: list[dict[str, Any]]) -> dict[float, dict[str, Any]]:
 
 def compare(name: str, records: list[dict[str, Any]], samples: list[dict[str, np.ndarray]],
             preds: dict[float, dict[str, Any]], skip_s: float, max_util: float,
-            min_requests: int) -> tuple[dict[str, dict[str, list[float]]], Counter, int]:
+            min_requests: int) -> tuple[dict[str, dict[str, list[float]]], Counter, int, int]:
     """Per class the relative errors of the predicted p95 and mean over the windows within
-    the domain, the windows outside it by reason, and the windows compared."""
+    the domain, the windows outside it by reason, the windows compared and how many of
+    those the pipeline trusted (``model_trusted``)."""
     errors: dict[str, dict[str, list[float]]] = {c: {"p95": [], "mean": [], "U": []}
                                                  for c in CLASSES}
     outside: Counter = Counter()
     t0 = records[0]["end"] - records[0]["window_s"]
-    inside = 0
+    inside = trusted = 0
     for rec, per in zip(records, samples):
         p = preds.get(rec["end"])
         u = rec.get("utilization")
         reason = ("settling" if rec["end"] - t0 <= skip_s else
                   "no solve" if p is None else
                   "no utilization" if u is None else
-                  f"overload (U >= {max_util:g})" if u >= max_util else
-                  "model not trusted" if not p.get("model_trusted", True) else None)
+                  f"overload (U >= {max_util:g})" if u >= max_util else None)
         if reason:
             outside[reason] += 1
             continue
         inside += 1
+        trusted += bool(p.get("model_trusted"))
         for c in CLASSES:
             part = (p.get("classes") or {}).get(c) or {}
             q = (part.get("response_time_quantiles_s") or {}).get("p95")
@@ -161,7 +163,7 @@ def compare(name: str, records: list[dict[str, Any]], samples: list[dict[str, np
             errors[c]["p95"].append((q - meas) / meas)
             errors[c]["mean"].append((part["response_time"] - r.mean()) / r.mean())
             errors[c]["U"].append(u)
-    return errors, outside, inside
+    return errors, outside, inside, trusted
 
 
 def _pct(v: float) -> str:
@@ -194,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         cpu, reqs = load(path, args.minutes)
         records, samples = windows(cpu, reqs, args.window, args.cores)
         preds = predict(records)
-        errors, outside, inside = compare(name, records, samples, preds, 60.0 * args.skip,
+        errors, outside, inside, trusted = compare(name, records, samples, preds, 60.0 * args.skip,
                                           args.max_util, args.min_requests)
         short = name.split("-")[0]
         for c in CLASSES:
@@ -209,7 +211,8 @@ def main(argv: list[str] | None = None) -> int:
                       f"{100 * np.median(np.abs(p95)):.0f}%",
                       f"{100 * np.quantile(np.abs(p95), 0.9):.0f}%",
                       _pct(float(np.median(e["mean"]))))
-        notes.append(f"{short}: {len(records)} windows, {inside} inside the domain; outside: "
+        notes.append(f"{short}: {len(records)} windows, {inside} inside the domain "
+                     f"({trusted} with the model trusted); outside: "
                      + (", ".join(f"{k} {v}" for k, v in sorted(outside.items())) or "none"))
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
