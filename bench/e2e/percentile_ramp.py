@@ -171,20 +171,23 @@ def steady(cap: float, seed: int, minutes: float, cfg: Config, measured: bool
             "p95_meas": float(np.quantile(meas, 0.95)) if meas.size else math.nan}
 
 
-def ramp(cap: float, seed: int, cfg: Config, slo_s: float, measured: bool) -> dict[str, Any]:
-    """The ramp through the pipeline: measured breach, firings, lead (all s after START)."""
-    low, sched, duration = ramp_schedule(cap)
+def ramp(cap: float, seed: int, cfg: Config, slo_s: float, measured: bool,
+         hold_s: float = 1200.0, ramp_s: float = 2400.0) -> dict[str, Any]:
+    """The ramp through the pipeline (:func:`bench.e2e.multicore.ramp_schedule` with
+    ``hold_s`` and ``ramp_s``): measured breach, firings, lead (all s after START), the
+    capacity at the hold's end."""
+    low, sched, duration = ramp_schedule(cap, hold_s, ramp_s)
     recs, per_window = sampled_records(low, sched, duration, seed + 100, measured)
     preds, events = run(recs, cfg)
     breach, p95s = measured_breach(per_window, slo_s)
     fired = sorted(a["time"] - START for a in events
                    if a["alert"] == "predicted_breach" and a["state"] == "firing")
-    hold = [p for p in preds if 600.0 < p["time"] - START <= 1200.0]
+    hold = [p for p in preds if p["time"] - START <= hold_s]
     return {"breach": breach, "fired": fired, "lead": first_lead(breach, fired),
             "cap_19": hold[-1].get("capacity_users") if hold else None,
             "statistic": next((a.get("statistic") for a in events
                                if a["alert"] == "predicted_breach"), None),
-            "p95_hold": float(np.nanmedian(p95s[10:20])) if len(p95s) >= 20 else math.nan}
+            "p95s": p95s}
 
 
 def _min(v: float | None) -> str:
