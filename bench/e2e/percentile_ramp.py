@@ -208,6 +208,7 @@ def main(argv: list[str] | None = None) -> None:
                     help="the truth capacity (skips the simulated grid)")
     ap.add_argument("--truth-duration", type=float, default=None,
                     help="simulated s per replication (default 3000, 600 with --quick)")
+    ap.add_argument("--truth-only", action="store_true", help="only the simulated grid")
     ap.add_argument("--steady-minutes", type=float, default=None,
                     help="default 60, 20 with --quick")
     ap.add_argument("--slo", type=float, default=SLO_P95_S, help="buy's p95 SLO, s")
@@ -233,6 +234,8 @@ def main(argv: list[str] | None = None) -> None:
             print(f"| {n} | {1000 * v:.0f} | {hw / v:.1%} |")
         print(f"\ntruth capacity at p95 <= {args.slo:g} s: **{cap:.1f}** users "
               f"(interval {lo:.1f}-{hi:.1f})\n", flush=True)
+    if args.truth_only:
+        return
     if not math.isfinite(cap):
         print("the grid does not bracket the SLO's crossing; widen it")
         return
