@@ -4,8 +4,8 @@
     python -m bench.accuracy.librede_percentiles --window 30 --markdown
     python -m bench.accuracy.librede_percentiles --runs experiment2-3wcs-no_overload --minutes 60
 
-The data: ``librede_synthetic_app`` of the LibReDE / SARDE data (Spinner et al. 2014; Grohmann
-et al. 2021), read in place from ``$PERFCAST_REAL_DATA`` (default ``../shared/data/real``
+The data: ``librede_synthetic_app`` of the LibReDE / SARDE data (Spinner et al. (2014); Grohmann
+et al. (2021)), read in place from ``$PERFCAST_REAL_DATA`` (default ``../shared/data/real``
 beside the repository, never copied): three 3-hour runs of a containerised synthetic
 application on a real host under an open, sinusoidally varying load of 3 request classes --
 ``wc{1,2,3}.csv`` (``unix_ts,response_time``: one row per request, the response time in ms),
