@@ -27,8 +27,9 @@ the current rate, per class) against that window's measured p95: relative error,
 after the first ``--skip`` minutes (the estimates settling), utilization measured and below
 ``--max-util`` (0.9: overload is outside an open model's steady state), at least
 ``--min-requests`` of the class in the window (a p95 of fewer is noise). Windows outside
-are counted by reason; how many inside the pipeline trusted (``model_trusted``) is stated. ``mean`` is the same for
-the mean response time, beside: what the model's mean gets right that its tail does not.
+are counted by reason; how many inside the pipeline trusted (``model_trusted``) is stated.
+``mean`` is the same for the mean response time, beside: whether the tail's error is the
+mean's.
 """
 
 from __future__ import annotations
