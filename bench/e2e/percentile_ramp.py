@@ -2,7 +2,7 @@
 pipeline predicts from the windows of a moderate load, and its predicted-breach alert on a ramp
 through the knee against the measured 1-minute p95.
 
-    python -m bench.e2e.percentile_ramp --quick     # 1 seed, 20-min steady run, truth 3 x 600 s
+    python -m bench.e2e.percentile_ramp --quick     # 1 seed, a short ramp, truth 3 x 600 s
     python -m bench.e2e.percentile_ramp             # seeds 1-3, 60-min steady runs, 3 x 3000 s
     python -m bench.e2e.percentile_ramp --seeds 4-6 --truth 443   # the truth given, no grid
 
@@ -21,7 +21,8 @@ searches over the bursty database's quantiles take most of a run's time.
    linearly; its interval from the crossings of the intervals' ends.
 2. **Capacity from the windows** -- per seed, ``--steady-minutes`` of 5-s windows at 40% of the
    truth capacity through ``run_embedded``: the last ``capacity_users`` against the truth
-   (within 10% wanted), and the predicted ``buy`` p95 there against the windows' measured one.
+   (within 10% wanted), and the predicted ``buy`` p95 there against the windows' measured one
+   (``--quick``: no steady run; the error is the ramp's capacity at the hold's end).
 3. **Ramp** -- :func:`bench.e2e.multicore.ramp_schedule` (20 minutes at 40% of the truth
    capacity, a linear ramp to 150% over 40 minutes, 10 minutes there), simulated keeping every
    request's response time: the entry tier's windows carry the per-class measured p50/p95/p99
@@ -202,7 +203,8 @@ def _min(v: float | None) -> str:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true",
-                    help="seed 1, 20-min steady run, truth 3 x 600 s (under 5 minutes)")
+                    help="seed 1, no steady run (the capacity at the hold's end), a 10-min "
+                         "hold and a 20-min ramp, truth 3 x 600 s")
     ap.add_argument("--seeds", default=None, help="'1-3' (default; '1' with --quick)")
     ap.add_argument("--truth", type=float, default=None,
                     help="the truth capacity (skips the simulated grid)")
@@ -210,7 +212,9 @@ def main(argv: list[str] | None = None) -> None:
                     help="simulated s per replication (default 3000, 600 with --quick)")
     ap.add_argument("--truth-only", action="store_true", help="only the simulated grid")
     ap.add_argument("--steady-minutes", type=float, default=None,
-                    help="default 60, 20 with --quick")
+                    help="default 60, 0 (none) with --quick")
+    ap.add_argument("--hold-minutes", type=float, default=None, help="default 20, 10 quick")
+    ap.add_argument("--ramp-minutes", type=float, default=None, help="default 40, 20 quick")
     ap.add_argument("--slo", type=float, default=SLO_P95_S, help="buy's p95 SLO, s")
     ap.add_argument("--alert-window", type=float, default=BREACH_WINDOW_S)
     ap.add_argument("--remediation", action="store_true",
@@ -239,18 +243,25 @@ def main(argv: list[str] | None = None) -> None:
     if not math.isfinite(cap):
         print("the grid does not bracket the SLO's crossing; widen it")
         return
-    minutes = args.steady_minutes or (20.0 if args.quick else 60.0)
+    minutes = args.steady_minutes if args.steady_minutes is not None else \
+        (0.0 if args.quick else 60.0)
+    hold = 60.0 * (args.hold_minutes or (10.0 if args.quick else 20.0))
+    ramp_s = 60.0 * (args.ramp_minutes or (20.0 if args.quick else 40.0))
     print(f"## Per seed: {minutes:g}-min steady run at {STEADY_FRACTION:.0%} of {cap:.0f}, then "
-          f"the ramp (measured quantiles in the windows: {measured})\n")
-    print("| seed | capacity (band) | error | buy p95 pred / meas (ms) | capacity min 19 "
+          f"the ramp ({hold / 60:g} min there, to 150% over {ramp_s / 60:g} min; measured "
+          f"quantiles in the windows: {measured})\n")
+    print("| seed | capacity (band) | error | buy p95 pred / meas (ms) | capacity, hold's end "
           "| measured breach (min) | firings before it (min) | lead (min) | CPU s |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for seed in seeds:
         t1 = time.process_time()
-        s = steady(cap, seed, minutes, cfg, measured)
-        r = ramp(cap, seed, cfg, args.slo, measured)
+        s = steady(cap, seed, minutes, cfg, measured) if minutes > 0 else {
+            "capacity": None, "lower": None, "upper": None, "p95_pred": math.nan,
+            "p95_meas": math.nan}
+        r = ramp(cap, seed, cfg, args.slo, measured, hold, ramp_s)
         before = [f for f in r["fired"] if r["breach"] is not None and f < r["breach"]]
-        err = (f"{100 * (s['capacity'] / cap - 1):+.1f}%" if s["capacity"] else "-")
+        read = s["capacity"] or r["cap_19"]
+        err = f"{100 * (read / cap - 1):+.1f}%" if read else "-"
         print(f"| {seed} | {s['capacity']} ({s['lower']}-{s['upper']}) | {err} | "
               f"{1000 * s['p95_pred']:.0f} / {1000 * s['p95_meas']:.0f} | {r['cap_19']} | "
               f"{_min(r['breach'])} | {', '.join(_min(f) for f in before[:4]) or '-'}"
