@@ -262,7 +262,8 @@ def main(argv: list[str] | None = None) -> None:
         before = [f for f in r["fired"] if r["breach"] is not None and f < r["breach"]]
         read = s["capacity"] or r["cap_19"]
         err = f"{100 * (read / cap - 1):+.1f}%" if read else "-"
-        print(f"| {seed} | {s['capacity']} ({s['lower']}-{s['upper']}) | {err} | "
+        band = f"{s['capacity']} ({s['lower']}-{s['upper']})" if s["capacity"] else "-"
+        print(f"| {seed} | {band} | {err} | "
               f"{1000 * s['p95_pred']:.0f} / {1000 * s['p95_meas']:.0f} | {r['cap_19']} | "
               f"{_min(r['breach'])} | {', '.join(_min(f) for f in before[:4]) or '-'}"
               f"{' ...' if len(before) > 4 else ''} | {_min(r['lead'])} | "
