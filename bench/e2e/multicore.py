@@ -173,16 +173,25 @@ def measured_breach(records: list[dict[str, Any]], sla_s: float = SLA_S) -> floa
     return None
 
 
-def ramp_records(cap: float, seed: int, network_at: Callable[[int], PhysicalNetwork] = network
-                 ) -> list[dict[str, Any]]:
-    """The windows of the ramp: 20 minutes at 40% of ``cap``, a linear ramp to 150% over 40
-    minutes (60 steps), 10 minutes there; ``network_at(users)`` simulated with seed
-    ``seed + 100``, system ``shop``, 5-s windows from ``START``."""
+def ramp_schedule(cap: float, hold: float = 1200.0, ramp: float = 2400.0
+                  ) -> tuple[int, list[tuple[float, int]], float]:
+    """The ramp's populations: ``hold`` s at 40% of ``cap``, a linear ramp to 150% over
+    ``ramp`` s (60 steps), 600 s there -- the first population, the schedule and the
+    duration."""
     low, top = max(1, int(round(0.4 * cap))), int(round(1.5 * cap))
-    hold, ramp, steps = 1200.0, 2400.0, 60
+    steps = 60
     sched = [(hold + ramp * k / steps, int(round(low + (top - low) * k / steps)))
              for k in range(1, steps + 1)]
-    return monitor_physical(network_at(low), hold + ramp + 600.0, WINDOW_S, schedule=sched,
+    return low, sched, hold + ramp + 600.0
+
+
+def ramp_records(cap: float, seed: int, network_at: Callable[[int], PhysicalNetwork] = network
+                 ) -> list[dict[str, Any]]:
+    """The windows of the ramp (:func:`ramp_schedule`: 20 minutes at 40% of ``cap``, a linear
+    ramp to 150% over 40 minutes, 10 minutes there); ``network_at(users)`` simulated with seed
+    ``seed + 100``, system ``shop``, 5-s windows from ``START``."""
+    low, sched, duration = ramp_schedule(cap)
+    return monitor_physical(network_at(low), duration, WINDOW_S, schedule=sched,
                             system="shop", start_time=START, seed=seed + 100)
 
 

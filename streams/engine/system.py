@@ -390,7 +390,8 @@ class SystemState(Admission):
         error, q_fields = self._quantile_error(model, m, now, error)
         pooled, pooled_fields = self._pooled_error(model, m, now)
         classes = prediction.class_parts(model, m, now, fc,
-                                         confidence.class_errors(model, m, now), pooled)
+                                         confidence.class_errors(model, m, now), pooled,
+                                         cfg.predict_quantiles == "always")
         u_errors = confidence.tier_errors(model, m, now)
         tiers = prediction.tier_parts(model, m, now, fc, solve.tiers,
                                       [None] * len(solve.tiers), u_errors, cfg.bursty_scv)
