@@ -52,7 +52,7 @@ from .pools import PoolResult, PoolSpec, _aggregate, _level, _log_rates, _margin
     _pool_figures, _queues, _Station, solve_pools
 from .results import as_servers, check_no_nan
 
-__all__ = ["solve_pools_bursty", "BURSTY_POOL_FLAG"]
+__all__ = ["solve_pools_bursty", "held_chain_applies", "BURSTY_POOL_FLAG"]
 
 #: how the flag of a network this module solves as exponential begins
 BURSTY_POOL_FLAG = "pools: bursty"
@@ -203,6 +203,36 @@ def solve_pools_bursty(processes: Sequence[MAP], population: int, think_time: fl
         + tuple(f"bursty tier {b}: {chain.station} chain"
                 for _ in [0] if chain.station != "per-job")
     return _assemble(X, Q, busy, queue, Dmc, D, c, pools, N, base, solves, flags)
+
+
+def held_chain_applies(processes: Sequence[MAP], population: int, think_time: float,
+                       servers: Any, pools: Sequence[PoolSpec], demands: Any,
+                       mix: Any = None) -> bool:
+    """:func:`solve_pools_bursty` solves this network by its held chain (module docstring):
+    exactly one bursty tier, held by exactly one pool (no nested pools over it), first or
+    last of that pool's held tiers, a think time, and the chain within
+    :data:`HELD_CHAIN_WORK` at ``population``. Elsewhere it is solved as exponential or
+    against the rest (flagged), which a caller may prefer to avoid."""
+    procs = list(processes)
+    bursty = _bursty(procs)
+    pools = list(pools)
+    N = int(population)
+    if len(bursty) != 1 or N < 1 or not float(think_time) > 0:
+        return False
+    b = bursty[0]
+    holding = [i for i, p in enumerate(pools) if p.first <= b < p.last]
+    if len(holding) != 1:
+        return False
+    Dmc = np.asarray(demands, dtype=float)
+    D = (Dmc[:, None] if Dmc.ndim == 1 else Dmc) @ base_mix(
+        Dmc[:, None] if Dmc.ndim == 1 else Dmc, mix)
+    c = as_servers(servers, len(procs))
+    if not float(c[b]).is_integer() or not D[b] > 0:
+        return False
+    rest_D = D.copy()
+    rest_D[b] = 0.0
+    return _held_chain_applies(pools, holding[0], b, rest_D, N, procs[b].scaled(float(D[b])),
+                               int(c[b]))
 
 
 def _stationary(Q: Any, anchor: int) -> np.ndarray:

@@ -100,6 +100,7 @@ from solvers.mva import mva_curve
 from solvers.mva_general import mva_curve_general
 from solvers.open.fixed_population import solve_fixed_population
 from solvers.pools import PoolSpec, solve_pools
+from solvers.pools_bursty import held_chain_applies, solve_pools_bursty
 from solvers.processes import MAP
 from solvers.response_time import DEFAULT_LEVELS, ArrivalLaw, response_time_quantiles, \
     response_time_quantiles_many
@@ -256,6 +257,11 @@ class SystemModel:
     #: time at the tier that does not queue for its CPU (:mod:`solvers.delay`, module
     #: docstring); ``None``: none
     delays: np.ndarray | None = None
+    #: per tier the service process the pool model solves with (:meth:`_pool_point`, one
+    #: bursty tier under one pool: :func:`solvers.pools_bursty.solve_pools_bursty`), kept
+    #: apart from :attr:`processes` so that every other route (``kind``, the calibration, the
+    #: band, the quantiles) sees the exponential pool model it saw before; ``None``: none
+    pool_processes: list[MAP] | None = None
     #: (M,) per tier the service SCV of an FCFS tier with general service on the MVA route
     #: (:mod:`streams.predict.general_service`, :func:`solvers.mva_general.mva_curve_general`);
     #: ``None``: every tier exponential
@@ -610,7 +616,11 @@ class SystemModel:
         :meth:`_read_back`, each class's response time plus every pool's wait (the same for
         every class: FCFS on the token), which the owning tier's residence holds (as the
         tier's own response time measures it)."""
-        if self.delays is None:
+        if self.delays is None and self._bursty_pool_applies(n):
+            res = solve_pools_bursty(self.pool_processes or [], int(n), self.think_time,
+                                     self.servers, self.pools, self.mix, self.D_mc)
+            Rm = np.array(res.residence_time, dtype=float)
+        elif self.delays is None:
             res = solve_pools(self.D_mc, int(n), self.think_time, self.servers, self.pools,
                               self.mix)
             Rm = np.array(res.residence_time, dtype=float)
@@ -629,6 +639,22 @@ class SystemModel:
         return Point(int(n), X, Rm, Rc, X * self.D / self.servers, None, "pools",
                      np.asarray(res.pool_utilization, dtype=float),
                      np.asarray(res.pool_waiting_time, dtype=float))
+
+    def _bursty_pool_applies(self, n: int) -> bool:
+        """:attr:`pool_processes` solve the pool point at ``n``: where the bursty tier's held
+        chain applies (:func:`solvers.pools_bursty.held_chain_applies`: one bursty tier under
+        one pool, within the chain's budget). Elsewhere the exponential pool model, flagged
+        once with the population it was first met at."""
+        if self.pool_processes is None or n < 1:
+            return False
+        if held_chain_applies(self.pool_processes, int(n), self.think_time, self.servers,
+                              self.pools, self.D_mc, self.mix):
+            return True
+        text = (f"{POOL_FLAG}bursty tier solved as exponential with its mean demand from "
+                f"{n} users (its held chain does not apply there: over the chain's budget)")
+        if _flag_kind(text) not in {_flag_kind(f) for f in self.flags}:
+            self.flags.append(text)
+        return False
 
     def _quantile_capacity(self, mean_cap: tuple[int | None, bool]) -> tuple[int | None, bool]:
         """The largest ``n`` within the mean's SLA (``mean_cap``) and every quantile SLO on
@@ -793,6 +819,8 @@ class SystemModel:
                 "pools": [{"name": p.name, "size": int(p.size), "first": int(p.first),
                            "last": int(p.last)} for p in self.pools],
                 **({} if self.delays is None else {"delays": self.delays.tolist()})}
+        if self.pool_processes is not None:   # absent, not null, as ``scv``
+            out["pool_processes"] = [p.to_dict() for p in self.pool_processes]
         if self.scv is not None:            # absent, not null: stores without it read alike
             out["scv"] = [float(v) for v in self.scv]
         return out
@@ -831,6 +859,8 @@ class SystemModel:
                        delays=None if data.get("delays") is None else np.array(
                            data["delays"], dtype=float).reshape(
                                len(data["tiers"]), len(data["classes"])),
+                       pool_processes=None if data.get("pool_processes") is None
+                       else [MAP.from_dict(p) for p in data["pool_processes"]],
                        scv=None if data.get("scv") is None
                        else np.array(data["scv"], dtype=float))
         except KeyError as exc:
@@ -1120,16 +1150,37 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
     flags += latency_flags
     pools, pool_flags = model_pools(cfg, [t.tier for t in tiers])
     flags += pool_flags
+    pool_processes = None
     if pools and processes is not None:
+        pool_processes = processes if bursty_pool_wired(processes, pools, delays) else None
         processes = None
-        flags.append(f"{POOL_FLAG}bursty tiers solved as exponential with their mean demands "
+        flags.append(f"{POOL_FLAG}bursty tier solved by its held chain, quantiles from the "
+                     f"exponential network scaled" if pool_processes is not None else
+                     f"{POOL_FLAG}bursty tiers solved as exponential with their mean demands "
                      f"(the pool model has no MAP network)")
     return SystemModel(tiers=[t.tier for t in tiers], classes=list(classes), D_mc=D_mc, mix=p,
                        servers=servers, think_time=think_time, sla=sla, processes=processes,
                        map_limit=cfg.map_max_population, flags=flags, visits=V_mc,
                        per_job_max_cores=cfg.per_job_max_cores, slo=slo,
                        visits_measured=visits.measured if visits is not None else {},
-                       ps=ps if ps.any() else None, pools=pools, delays=delays)
+                       ps=ps if ps.any() else None, pools=pools, delays=delays,
+                       pool_processes=pool_processes)
+
+
+def bursty_pool_wired(processes: list[MAP], pools: tuple[PoolSpec, ...],
+                      delays: np.ndarray | None) -> bool:
+    """The pool model solves the bursty tier by its held chain
+    (:func:`solvers.pools_bursty.solve_pools_bursty`, Mi et al. 2008's runs of slow service
+    kept where the flow-equivalent station of Chandy et al. 1975 loses them): exactly one
+    bursty tier, held by exactly one pool (no nested pools over it), first or last of its held
+    tiers, and no pure delays (their stations are not in the chain). The chain's budget is
+    checked at each population (:meth:`SystemModel._bursty_pool_applies`)."""
+    bursty = [m for m, p in enumerate(processes) if p.order > 1]
+    if len(bursty) != 1 or delays is not None:
+        return False
+    b = bursty[0]
+    holding = [p for p in pools if p.first <= b < p.last]
+    return len(holding) == 1 and b in (holding[0].first, holding[0].last - 1)
 
 
 def model_pools(cfg: SystemConfig, tiers: list[str]) -> tuple[tuple[PoolSpec, ...], list[str]]:

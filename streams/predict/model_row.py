@@ -103,10 +103,12 @@ def _check(spec: Any) -> None:
     for j, v in enumerate(_list(spec["sla"], "model.sla", c)):
         if v is not None:
             _number(v, f"model.sla[{j}]", 0.0, 1e12, False)
-    procs = spec["processes"]
-    if procs is not None:
-        for i, p in enumerate(_list(procs, "model.processes", m)):
-            where = f"model.processes[{i}]"
+    for key, procs in (("processes", spec["processes"]),
+                       ("pool_processes", spec.get("pool_processes"))):
+        if procs is None:
+            continue
+        for i, p in enumerate(_list(procs, f"model.{key}", m)):
+            where = f"model.{key}[{i}]"
             if not isinstance(p, dict) or "D0" not in p or "D1" not in p:
                 raise _Bad(f"{where}: must be an object of D0 and D1, got {shown(p)}")
             order = len(p["D0"]) if isinstance(p["D0"], list) else 0
