@@ -72,10 +72,14 @@ approximation (flagged) that keeps the exponential tail, where a bursty tier's i
 pool's tokens across a run of tiers. With pools the model is :func:`solvers.pools.solve_pools`
 (held tiers aggregated into a flow-equivalent station, Chandy et al. 1975; Courtois 1977) at
 every population it is asked about: each class's response time adds the wait for each pool's
-token to its tiers' residence times (read back as above); the capacity is searched on it. Its
-tiers are exponential: a bursty tier under pools is solved as exponential with its mean
-(flagged), and quantile SLOs are read on the exponential network's law scaled to the pool
-model's mean (flagged).
+token to its tiers' residence times (read back as above); the capacity is searched on it. One
+bursty tier held by one pool (first or last of its held tiers, no pure delays) is solved by
+:func:`solvers.pools_bursty.solve_pools_bursty` (the held tiers and the bursty tier's MAP as one
+chain: Mi et al. 2008's slow runs fill the pool, which the flow-equivalent station misses) at
+each population within the chain's budget (:attr:`SystemModel.pool_processes`), as exponential
+with its mean beyond it (flagged); several bursty tiers, or one in nested pools, are solved as
+exponential with their means (flagged). Quantile SLOs are read on the exponential network's
+law scaled to the pool model's mean (flagged).
 
 Capacity is the largest ``N`` whose every class meets its SLA (Harbaoui et al. (2010) section V's
 question) -- the mean's ``sla_s`` and every quantile SLO (``slo``); the time to breach follows
@@ -1154,8 +1158,8 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
     if pools and processes is not None:
         pool_processes = processes if bursty_pool_wired(processes, pools, delays) else None
         processes = None
-        flags.append(f"{POOL_FLAG}bursty tier solved by its held chain, quantiles from the "
-                     f"exponential network scaled" if pool_processes is not None else
+        flags.append(f"{POOL_FLAG}bursty tier solved by its held chain within the chain's "
+                     f"budget, quantiles from the exponential network scaled" if pool_processes is not None else
                      f"{POOL_FLAG}bursty tiers solved as exponential with their mean demands "
                      f"(the pool model has no MAP network)")
     return SystemModel(tiers=[t.tier for t in tiers], classes=list(classes), D_mc=D_mc, mix=p,
