@@ -99,3 +99,14 @@ def test_build_model_wires_one_bursty_tier_under_one_pool():
     assert "pool_processes" not in free.to_dict()
     calm = _built({"conn": Pool("app", 6, ("app", "db"))}, bursty=False)
     assert calm.pool_processes is None and "pool_processes" not in calm.to_dict()
+
+
+def test_a_raised_pool_keeps_the_bursty_tier():
+    """The remedy's and ``whatif --pool``'s variant of the model (a larger pool) is solved by
+    the same chain at the new size."""
+    import dataclasses
+    model = _model([E(1.0), E(1.0), BURSTY])
+    raised = model.variant(pools=(dataclasses.replace(CONN[0], size=9),))
+    truth = solve_pools_bursty(raised.pool_processes, 60, 1.0, [4, 4, 8],
+                               [PoolSpec(9, 1, 3, "conn")], [1.0], D)
+    assert raised.at(60).throughput == truth.throughput > model.at(60).throughput
