@@ -224,8 +224,8 @@ def held_chain_applies(processes: Sequence[MAP], population: int, think_time: fl
     if len(holding) != 1:
         return False
     Dmc = np.asarray(demands, dtype=float)
-    D = (Dmc[:, None] if Dmc.ndim == 1 else Dmc) @ base_mix(
-        Dmc[:, None] if Dmc.ndim == 1 else Dmc, mix)
+    Dmc = Dmc[:, None] if Dmc.ndim == 1 else Dmc
+    D = Dmc @ base_mix(Dmc, mix)
     c = as_servers(servers, len(procs))
     if not float(c[b]).is_integer() or not D[b] > 0:
         return False

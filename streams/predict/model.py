@@ -655,7 +655,8 @@ class SystemModel:
                               self.pools, self.D_mc, self.mix):
             return True
         text = (f"{POOL_FLAG}bursty tier solved as exponential with its mean demand from "
-                f"{n} users (its held chain does not apply there: over the chain's budget)")
+                f"{n} users (its held chain does not apply there: over the chain's budget, or "
+                f"no think time or other held demand)")
         if _flag_kind(text) not in {_flag_kind(f) for f in self.flags}:
             self.flags.append(text)
         return False
@@ -1158,10 +1159,12 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
     if pools and processes is not None:
         pool_processes = processes if bursty_pool_wired(processes, pools, delays) else None
         processes = None
-        flags.append(f"{POOL_FLAG}bursty tier solved by its held chain within the chain's "
-                     f"budget, quantiles from the exponential network scaled" if pool_processes is not None else
-                     f"{POOL_FLAG}bursty tiers solved as exponential with their mean demands "
-                     f"(the pool model has no MAP network)")
+        if pool_processes is not None:
+            flags.append(f"{POOL_FLAG}bursty tier solved by its held chain within the chain's "
+                         f"budget, quantiles from the exponential network scaled")
+        else:
+            flags.append(f"{POOL_FLAG}bursty tiers solved as exponential with their mean "
+                         f"demands (the pool model has no MAP network)")
     return SystemModel(tiers=[t.tier for t in tiers], classes=list(classes), D_mc=D_mc, mix=p,
                        servers=servers, think_time=think_time, sla=sla, processes=processes,
                        map_limit=cfg.map_max_population, flags=flags, visits=V_mc,
