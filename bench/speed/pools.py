@@ -1,6 +1,7 @@
 """Held networks solved per solve of the pool model, and what a solve and a capacity search cost.
 
     python -m bench.speed.pools
+    python -m bench.speed.pools --pipeline 1800    # and the pipeline over 30 min of windows
 
 The pool model has no fixed point to iterate: a pool's held tiers are solved once, at every
 token count in one pass (:func:`solvers.pools.solve_pools`); with a bursty tier behind the
@@ -14,7 +15,11 @@ pools, and the bursty db behind one. Figures, no pass/fail (target: at most 3 he
 solves per step on average). Last, the pipeline's model of the bursty case
 (:class:`streams.predict.model.SystemModel` with ``pool_processes``): its capacity search
 (:func:`streams.predict.model.model_capacity`, SLA 1 s), as a prediction pays it once per
-window end, with its probes and its seconds.
+window end, with its probes and its seconds. ``--pipeline SECONDS``: the whole pipeline
+(:class:`streams.engine.pipeline.Pipeline`, estimation, capacity, band, remedies) over that many
+seconds of 5-s windows of the simulated bursty case at 100 users (seed 11), its seconds per
+prediction and last capacity, with the bursty tier under the pool solved by its chain and,
+for comparison, at its mean (``bursty_pool_wired`` off: the model before the chain was wired).
 """
 
 from __future__ import annotations
@@ -53,7 +58,8 @@ def solve(bursty: bool, pools: list[PoolSpec], n: int):
     return solve_pools(DEMANDS, n, 1.0, CORES, pools)
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
     print(f"{'case':<30} {'probes':>6} {'inner/solve':>11} {'max':>4} {'capacity':>8} "
           f"{'search':>8} {'one solve':>9}")
     for name, (bursty, pools) in CASES.items():
@@ -73,7 +79,37 @@ def main() -> int:
         print(f"{name:<30} {len(counts):>6} {np.mean(counts):>11.2f} {max(counts):>4} "
               f"{cap:>8} {search:>7.2f}s {one * 1e3:>7.0f}ms", flush=True)
     pipeline_row()
+    if args[:1] == ["--pipeline"]:
+        for wired in (True, False):
+            pipeline_cost(float(args[1]), wired)
     return 0
+
+
+def pipeline_cost(duration: float, wired: bool) -> None:
+    """The pipeline over ``duration`` seconds of the bursty case's windows (module docstring)."""
+    import contextlib
+    from unittest import mock
+
+    from solvers.simulation.physical import PhysicalNetwork, Tier, monitor_physical
+    from streams.core.config import Config, Pool, SystemConfig
+    from streams.engine.pipeline import Pipeline
+    net = PhysicalNetwork(tiers=(Tier("web", 4, DEMANDS[0]), Tier("app", 4, DEMANDS[1]),
+                                 Tier("db", 8, BURSTY.scaled(DEMANDS[2]))),
+                          classes=("a",), mix=(1.0,), think_time=1.0, population=100,
+                          pools=(PoolSpec(6, 1, 3),))
+    records = monitor_physical(net, duration, 5.0, warmup=30.0, seed=11, start_time=1e9)
+    cfg = SystemConfig(tiers=("web", "app", "db"), think_time_s=1.0, sla_s={"*": 1.0},
+                       pools={"conn": Pool("app", 6, ("app", "db"))})
+    with contextlib.nullcontext() if wired else \
+            mock.patch("streams.predict.model.bursty_pool_wired", return_value=False):
+        pipe = Pipeline(Config(defaults=cfg))
+        start = time.perf_counter()
+        outs = [pipe.process(r) for r in records] + [pipe.finish()]
+        took = time.perf_counter() - start
+    preds = [p for o in outs for p in o.predictions if p.model is not None]
+    label = "pipeline, db by its chain" if wired else "pipeline, db at its mean"
+    print(f"{label:<30} {len(preds):>4} predictions, {took / max(len(preds), 1):.2f} s each, "
+          f"last capacity {preds[-1].capacity_users if preds else None}", flush=True)
 
 
 def pipeline_row() -> None:
