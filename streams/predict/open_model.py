@@ -61,11 +61,12 @@ def mix_mean(values: np.ndarray, mix: np.ndarray) -> np.ndarray | float:
     return np.asarray(values)[..., hit] @ mix[hit]
 
 
-def open_point(model: SystemModel, rate: float) -> tuple[Point, OpenTiersResult]:
+def open_point(model: SystemModel, rate: float,
+               solves: "RateSolves | None" = None) -> tuple[Point, OpenTiersResult]:
     """The model's answer at total rate ``rate`` as a :class:`~streams.predict.model.Point`
     (``residence``: per tier, over the mix; ``inf`` where a tier is saturated) and the open
-    solution itself."""
-    res = solve_at(model, rate)
+    solution itself (from ``solves`` when given: :class:`RateSolves`)."""
+    res = solve_at(model, rate) if solves is None else solves(rate)
     residence = mix_mean(res.residence_time, model.mix)
     kind = "open-map" if model.processes is not None else "open"
     return Point(0, float(res.throughput.sum()), residence, res.response_time,
