@@ -145,7 +145,7 @@ def rate_capacity(model: SystemModel, solves: RateSolves | None = None) -> RateC
     (``lo = 0``, ``hi = x_sat``) narrowed by the regula-falsi probes of :func:`_next_probe`
     kept at least ``0.45`` of the stopping width inside the bracket, and a bisection instead
     where two probes running did not halve it (Brent's (1973) safeguard, so the search
-    always ends within about twice a bisection's solves). ``solves``: the model's held
+    always ends: the bracket at least halves every third probe). ``solves``: the model's held
     solves (:class:`RateSolves`), shared with the prediction's other solves."""
     solve = RateSolves(model) if solves is None else solves
     S, V = _inputs(model)

@@ -100,8 +100,8 @@ def remediate_open(model: SystemModel, required: float, capacity_before: float |
     unreachable: list[str] = []
 
     def add(after: SystemModel, action: Action,
-            held: open_model.RateSolves | None = None) -> None:
-        cap = open_model.rate_capacity(after, held).capacity
+            after_solves: open_model.RateSolves | None = None) -> None:
+        cap = open_model.rate_capacity(after, after_solves).capacity
         actions.append({"kind": action.kind, "tier": action.tier,
                         "value": float(action.value), "capacity_rate_per_s": cap,
                         "capacity_users": None, "capacity_limited": False,
