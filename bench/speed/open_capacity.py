@@ -50,10 +50,11 @@ def system() -> SystemModel:
     return model.variant(sla=np.array([sla, sla]))
 
 
-def bisection(model: SystemModel, _held: Any = None) -> open_model.RateCapacity:
+def bisection(model: SystemModel, _held: Any = None,
+              _start: Any = None) -> open_model.RateCapacity:
     """The capacity search before the regula falsi: bisection on ``(0, x_sat)`` to
     :data:`~streams.predict.open_model.RATE_TOLERANCE` of ``x_sat``, every probe solved
-    (``_held`` ignored: no solve reused)."""
+    (``_held``, ``_start`` ignored: no solve reused)."""
     S, V = open_model._inputs(model)
     sat = tiers_capacity(model.mix, S, model.servers.astype(int), V)
     judged = (model.mix > 0) & np.isfinite(model.sla)

@@ -138,7 +138,8 @@ def _next_probe(lo: tuple[float, float], hi: tuple[float, float], sat: float,
     return x0 - f0 * (x1 - x0) / (f1 - f0)
 
 
-def rate_capacity(model: SystemModel, solves: RateSolves | None = None) -> RateCapacity:
+def rate_capacity(model: SystemModel, solves: RateSolves | None = None,
+                  start: float | None = None) -> RateCapacity:
     """``x*`` (module docstring) to :data:`RATE_TOLERANCE` of ``x_sat``: the returned rate
     meets every SLA and a rate at most ``RATE_TOLERANCE x_sat`` above it does not; 0 when a
     class misses its SLA at any rate (its demand alone exceeds it). A bracket ``[lo, hi]``
@@ -146,7 +147,9 @@ def rate_capacity(model: SystemModel, solves: RateSolves | None = None) -> RateC
     kept at least ``0.45`` of the stopping width inside the bracket, and a bisection instead
     where two probes running did not halve it (Brent's (1973) safeguard, so the search
     always ends: the bracket at least halves every third probe). ``solves``: the model's held
-    solves (:class:`RateSolves`), shared with the prediction's other solves."""
+    solves (:class:`RateSolves`), shared with the prediction's other solves; ``start``: a rate
+    they hold that may meet every SLA (a remedy's required rate): the bracket starts there
+    when it does, the search's first probes saved."""
     solve = RateSolves(model) if solves is None else solves
     S, V = _inputs(model)
     sat = tiers_capacity(model.mix, S, model.servers.astype(int), V)
@@ -158,6 +161,10 @@ def rate_capacity(model: SystemModel, solves: RateSolves | None = None) -> RateC
     lo, hi = (0.0, (e0 - 1.0) * sat), (sat, math.inf)
     if e0 > 1.0:
         lo, hi = (0.0, 0.0), (0.0, math.inf)
+    elif start is not None and 0.0 < start < sat - tol:
+        e = _worst(solve(start), model, judged)
+        if e <= 1.0:
+            lo = (start, (e - 1.0) * (sat - start))
     side, stale, widths = -1, [1.0, 1.0], [math.inf, math.inf, sat]
     while hi[0] - lo[0] > tol:
         if widths[-1] > 0.5 * widths[-3]:

@@ -101,7 +101,8 @@ def remediate_open(model: SystemModel, required: float, capacity_before: float |
 
     def add(after: SystemModel, action: Action,
             after_solves: open_model.RateSolves | None = None) -> None:
-        cap = open_model.rate_capacity(after, after_solves).capacity
+        cap = open_model.rate_capacity(after, after_solves,
+                                       None if after_solves is None else required).capacity
         actions.append({"kind": action.kind, "tier": action.tier,
                         "value": float(action.value), "capacity_rate_per_s": cap,
                         "capacity_users": None, "capacity_limited": False,
