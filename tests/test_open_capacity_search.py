@@ -90,3 +90,12 @@ def test_held_solves_answer_a_rate_once(monkeypatch):
     point, _ = open_model.open_point(model, 0.0, held)
     assert len(calls) == n and point.response[0] == pytest.approx(0.01)
     assert math.isfinite(first.capacity) and first.breach_tier == "api"
+
+
+def test_held_solves_of_another_model_are_refused():
+    one = SystemModel(tiers=["api"], classes=["c"], D_mc=np.array([[0.01]]),
+                      mix=np.array([1.0]), servers=np.array([1]), think_time=0.0,
+                      sla=np.array([0.05]), processes=None, map_limit=10_000)
+    other = one.variant(D_mc=np.array([[0.02]]))
+    with pytest.raises(ValueError, match="solves"):
+        rate_capacity(other, RateSolves(one))

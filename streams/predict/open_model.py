@@ -151,6 +151,8 @@ def rate_capacity(model: SystemModel, solves: RateSolves | None = None,
     they hold that may meet every SLA (a remedy's required rate): the bracket starts there
     when it does, the search's first probes saved."""
     solve = RateSolves(model) if solves is None else solves
+    if solve.model is not model:
+        raise ValueError("solves: held for another model than the one searched")
     S, V = _inputs(model)
     sat = tiers_capacity(model.mix, S, model.servers.astype(int), V)
     judged = (model.mix > 0) & np.isfinite(model.sla)
