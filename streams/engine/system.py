@@ -370,9 +370,10 @@ class SystemState(Admission):
         users_trend.add_users_point(self.rate_points, time, X)
         slope = users_trend.users_trend(self.rate_points, time, cfg.trend_window_s)
         x_fc = max(X + slope * cfg.horizon_s, 0.0)
-        now, res_now = open_model.open_point(model, X)
-        fc, res_fc = open_model.open_point(model, x_fc)
-        cap = open_model.rate_capacity(model)
+        held = open_model.RateSolves(model)
+        now, res_now = open_model.open_point(model, X, held)
+        fc, res_fc = open_model.open_point(model, x_fc, held)
+        cap = open_model.rate_capacity(model, held)
         flags = list(model.flags) + list(res_now.flags)
         if not res_now.stable:
             flags.append(f"unstable: the arrival rate {X:.4g}/s exceeds the saturation rate "
@@ -383,7 +384,7 @@ class SystemState(Admission):
                          f"{cap.saturation:.4g}/s (capacity exceeded then; forecast response "
                          f"times null)")
         ttb = open_whatif.rate_time_to_breach(cap.capacity, X, slope)
-        remedy, extra = self._open_extras(solve, model, cap, X, x_fc, slope, ttb)
+        remedy, extra = self._open_extras(solve, model, cap, X, x_fc, slope, ttb, held)
         self.last_model = (time, model, 0, 0)
         self.last_open_rates = (X, x_fc)
         error, x_error = self._model_error(model, m, now)
@@ -426,7 +427,8 @@ class SystemState(Admission):
 
     def _open_extras(self, solve: "_Solve", model: SystemModel,
                      cap: open_model.RateCapacity, X: float,
-                     x_fc: float, slope: float, ttb: float | None
+                     x_fc: float, slope: float, ttb: float | None,
+                     held: open_model.RateSolves | None = None
                      ) -> tuple[dict[str, Any] | None, dict[str, Any]]:
         """An open solve's remediation (at risk: the larger of the rate and its forecast
         beyond ``capacity_rate_per_s``; :func:`streams.predict.open_whatif.remediate_open`),
@@ -440,7 +442,7 @@ class SystemState(Admission):
         required = max(X, x_fc)
         if cfg.remediation and required > cap.capacity:
             remedy = open_whatif.remediate_open(model, required, cap.capacity,
-                                                cfg.remediation_costs)
+                                                cfg.remediation_costs, held=held)
         if confidence.band_due(self.solves, ttb, cfg.horizon_s):
             extra.update(open_whatif.rate_band(model, solve.tiers, cap.capacity, X, slope))
         extra.update(story.remedy_story(remedy, cap.breach_tier))

@@ -9,8 +9,9 @@ per-job phases, matrix-geometric; Neuts 1981), the other tiers M/M/c (Erlang C).
 Capacity is the largest total rate at the current mix at which every class meets its SLA,
 ``x* = max{x : R_c(x) <= SLA_c for every c with p_c > 0}`` (Harbaoui et al. (2010) section V's
 question, asked in requests per second): ``R_c`` rises with ``x`` up to the saturation rate
-``x_sat = min_m c_m / sum_c p_c D_{m,c}`` (the utilization law), so ``x*`` is found by
-bisection on ``(0, x_sat)`` (:func:`rate_capacity`). The time to breach follows from the
+``x_sat = min_m c_m / sum_c p_c D_{m,c}`` (the utilization law), so ``x*`` is found on
+``(0, x_sat)`` by a safeguarded regula falsi on the model of that rise (:func:`rate_capacity`),
+each rate solved once (:class:`RateSolves`). The time to breach follows from the
 rate trend (:mod:`streams.predict.users_trend`, on rates).
 """
 
@@ -25,7 +26,8 @@ import numpy as np
 from solvers.open import OpenTiersResult, solve_open_tiers, tiers_capacity
 from streams.predict.model import Point, SystemModel
 
-__all__ = ["RATE_TOLERANCE", "RateCapacity", "mix_mean", "open_point", "rate_capacity"]
+__all__ = ["RATE_TOLERANCE", "RateCapacity", "RateSolves", "mix_mean", "open_point",
+           "rate_capacity"]
 
 #: relative resolution of the capacity in requests per second (of the saturation rate)
 RATE_TOLERANCE = 1e-4
@@ -59,11 +61,12 @@ def mix_mean(values: np.ndarray, mix: np.ndarray) -> np.ndarray | float:
     return np.asarray(values)[..., hit] @ mix[hit]
 
 
-def open_point(model: SystemModel, rate: float) -> tuple[Point, OpenTiersResult]:
+def open_point(model: SystemModel, rate: float,
+               solves: "RateSolves | None" = None) -> tuple[Point, OpenTiersResult]:
     """The model's answer at total rate ``rate`` as a :class:`~streams.predict.model.Point`
     (``residence``: per tier, over the mix; ``inf`` where a tier is saturated) and the open
-    solution itself."""
-    res = solve_at(model, rate)
+    solution itself (from ``solves`` when given: :class:`RateSolves`)."""
+    res = solve_at(model, rate) if solves is None else solves(rate)
     residence = mix_mean(res.residence_time, model.mix)
     kind = "open-map" if model.processes is not None else "open"
     return Point(0, float(res.throughput.sum()), residence, res.response_time,
@@ -86,26 +89,104 @@ def _excess(model: SystemModel, res: OpenTiersResult, judged: np.ndarray) -> np.
     return np.where(judged, res.response_time / np.where(judged, model.sla, 1.0), -np.inf)
 
 
-def rate_capacity(model: SystemModel) -> RateCapacity:
-    """``x*`` by bisection (module docstring) to :data:`RATE_TOLERANCE` of ``x_sat``; 0 when
-    a class misses its SLA at any rate (its demand alone exceeds it)."""
+class RateSolves:
+    """The open solves of one model, held by rate: the capacity search, the point now, the
+    forecast and remediation's first look all ask :func:`solve_at` of the same model, often
+    at the same rate (the search's last probe beyond the capacity is solved again to name the
+    breach class) -- each rate is solved once. ``count``: the solves done (not the ones
+    answered from memory)."""
+
+    def __init__(self, model: SystemModel) -> None:
+        self.model = model
+        self.count = 0
+        self._held: dict[float, OpenTiersResult] = {}
+
+    def __call__(self, rate: float) -> OpenTiersResult:
+        key = float(max(rate, 0.0))
+        res = self._held.get(key)
+        if res is None:
+            self.count += 1
+            res = self._held[key] = solve_at(self.model, key)
+        return res
+
+
+def _worst(res: OpenTiersResult, model: SystemModel, judged: np.ndarray) -> float:
+    return float(_excess(model, res, judged).max()) if res.stable else math.inf
+
+
+#: the probes' nearest distance to a bracket end, in units of the stopping width: a probe
+#: landing next to the root on one side puts the next just across it, closing the bracket
+_EDGE = 0.45
+
+
+def _next_probe(lo: tuple[float, float], hi: tuple[float, float], sat: float,
+                stale: list[float]) -> float:
+    """The regula-falsi step on ``phi(x) = (e(x) - 1)(sat - x)`` between ``lo`` (``phi <= 0``)
+    and ``hi`` (``phi > 0``, ``inf`` where not finite), ``e`` the worst class's response time
+    over its SLA. A tier's response time grows as ``A + B / (sat - x)`` towards saturation
+    (Kleinrock 1975, Sec. 3.2), which makes ``phi`` linear in ``x``: the step is exact for
+    that form and superlinear near it. Without a finite ``hi`` the line through ``lo`` with
+    ``A = 0`` (an M/M/1-like rise, ``phi(sat) = e_lo (sat - x_lo)``) stands in for it.
+    ``stale``: the Illinois factors (Dowell and Jarratt 1971) on ``lo``'s and ``hi``'s
+    values, halved each time an end is kept twice running so that end moves too."""
+    (x0, f0), (x1, f1) = lo, hi
+    if not math.isfinite(f1):
+        x1, f1 = sat, f0 + sat - x0
+    f0, f1 = f0 * stale[0], f1 * stale[1]
+    if not f1 > f0:
+        return 0.5 * (lo[0] + hi[0])
+    return x0 - f0 * (x1 - x0) / (f1 - f0)
+
+
+def rate_capacity(model: SystemModel, solves: RateSolves | None = None,
+                  start: float | None = None) -> RateCapacity:
+    """``x*`` (module docstring) to :data:`RATE_TOLERANCE` of ``x_sat``: the returned rate
+    meets every SLA and a rate at most ``RATE_TOLERANCE x_sat`` above it does not; 0 when a
+    class misses its SLA at any rate (its demand alone exceeds it). A bracket ``[lo, hi]``
+    (``lo = 0``, ``hi = x_sat``) narrowed by the regula-falsi probes of :func:`_next_probe`
+    kept at least ``0.45`` of the stopping width inside the bracket, and a bisection instead
+    where two probes running did not halve it (Brent's (1973) safeguard, so the search
+    always ends: the bracket at least halves every third probe). ``solves``: the model's held
+    solves (:class:`RateSolves`), shared with the prediction's other solves; ``start``: a rate
+    they hold that may meet every SLA (a remedy's required rate): the bracket starts there
+    when it does, the search's first probes saved."""
+    solve = RateSolves(model) if solves is None else solves
+    if solve.model is not model:
+        raise ValueError("solves: held for another model than the one searched")
     S, V = _inputs(model)
     sat = tiers_capacity(model.mix, S, model.servers.astype(int), V)
     judged = (model.mix > 0) & np.isfinite(model.sla)
     if not judged.any() or not math.isfinite(sat):
         return RateCapacity(None, sat, None, None)
-    lo, hi = 0.0, sat
-    if _excess(model, solve_at(model, 0.0), judged).max() > 1.0:
-        hi = 0.0
-    while hi - lo > RATE_TOLERANCE * sat:
-        mid = 0.5 * (lo + hi)
-        if _excess(model, solve_at(model, mid), judged).max() <= 1.0:
-            lo = mid
+    tol = RATE_TOLERANCE * sat
+    e0 = _worst(solve(0.0), model, judged)
+    lo, hi = (0.0, (e0 - 1.0) * sat), (sat, math.inf)
+    if e0 > 1.0:
+        lo, hi = (0.0, 0.0), (0.0, math.inf)
+    elif start is not None and 0.0 < start < sat - tol:
+        e = _worst(solve(start), model, judged)
+        if e <= 1.0:
+            lo = (start, (e - 1.0) * (sat - start))
+    side, stale, widths = -1, [1.0, 1.0], [math.inf, math.inf, sat]
+    while hi[0] - lo[0] > tol:
+        if widths[-1] > 0.5 * widths[-3]:
+            x = 0.5 * (lo[0] + hi[0])
         else:
-            hi = mid
-    beyond = solve_at(model, hi)
+            x = _next_probe(lo, hi, sat, stale)
+        x = min(max(x, lo[0] + _EDGE * tol), hi[0] - _EDGE * tol)
+        e = _worst(solve(x), model, judged)
+        moved = 0 if e <= 1.0 else 1
+        if moved == 0:
+            lo = (x, (e - 1.0) * (sat - x))
+        else:
+            hi = (x, (e - 1.0) * (sat - x) if math.isfinite(e) else math.inf)
+        stale[moved] = 1.0                     # the end just moved: its own value
+        stale[1 - moved] = 0.5 * stale[1 - moved] if side == moved else 1.0
+        side = moved
+        widths.append(hi[0] - lo[0])
+    beyond = solve(hi[0])
     ratio = _excess(model, beyond, judged)
     c = int(np.argmax(ratio))
     share = beyond.residence_time[:, c]
     share = np.where(np.isfinite(share), share, np.finfo(float).max)
-    return RateCapacity(lo, sat, model.classes[c], model.tiers[int(np.argmax(share))])
+    return RateCapacity(lo[0], sat, model.classes[c], model.tiers[int(np.argmax(share))])

@@ -60,13 +60,14 @@ def check_rate(rate: Any, name: str = "rate") -> float:
     return float(rate)
 
 
-def meets_rate(model: SystemModel, rate: float) -> bool:
-    """Every class of the mix with an SLA within it at total rate ``rate`` (one open solve;
-    a saturated tier gives ``inf``: not met)."""
+def meets_rate(model: SystemModel, rate: float,
+               solves: open_model.RateSolves | None = None) -> bool:
+    """Every class of the mix with an SLA within it at total rate ``rate`` (one open solve,
+    held in ``solves`` when given; a saturated tier gives ``inf``: not met)."""
     judged = (model.mix > 0) & np.isfinite(model.sla)
     if not judged.any():
         return True
-    res = open_model.solve_at(model, rate)
+    res = open_model.solve_at(model, rate) if solves is None else solves(rate)
     return res.stable and bool(np.all(res.response_time[judged] <= model.sla[judged]))
 
 
@@ -83,24 +84,25 @@ def _summary(action: Action | None, model: SystemModel, cap: float | None, befor
 
 def remediate_open(model: SystemModel, required: float, capacity_before: float | None,
                    costs: Mapping[str, float] | None = None,
-                   budget: int = SOLVE_BUDGET) -> dict[str, Any]:
+                   budget: int = SOLVE_BUDGET,
+                   held: open_model.RateSolves | None = None) -> dict[str, Any]:
     """The smallest action per kind and tier that keeps every class within its SLA at the
     total rate ``required`` (module docstring), ranked by cost: the ``remediation`` record of
     an open prediction (``required_rate_per_s``, ``capacity_before_rate_per_s``, ``actions``
     each with ``capacity_rate_per_s``, ``unreachable``, ``solves``). Tiers are searched
     longest wait at ``required`` first; once ``budget`` solves are spent the searches left are
-    listed in ``unreachable`` as not searched."""
+    listed in ``unreachable`` as not searched. ``held``: ``model``'s held solves
+    (:class:`~streams.predict.open_model.RateSolves`), the one at ``required`` reused."""
     required = check_rate(required, "required")
     costs = dict(DEFAULT_COSTS, **(costs or {}))
     solves = 0
     actions: list[dict[str, Any]] = []
     unreachable: list[str] = []
 
-    def capacity(after: SystemModel) -> float | None:
-        return open_model.rate_capacity(after).capacity
-
-    def add(after: SystemModel, action: Action) -> None:
-        cap = capacity(after)
+    def add(after: SystemModel, action: Action,
+            after_solves: open_model.RateSolves | None = None) -> None:
+        cap = open_model.rate_capacity(after, after_solves,
+                                       None if after_solves is None else required).capacity
         actions.append({"kind": action.kind, "tier": action.tier,
                         "value": float(action.value), "capacity_rate_per_s": cap,
                         "capacity_users": None, "capacity_limited": False,
@@ -108,27 +110,31 @@ def remediate_open(model: SystemModel, required: float, capacity_before: float |
                         "summary": _summary(action, model, cap, capacity_before, required)})
 
     def search(tier: str, kind: str, low: int, high: int, value: Any) -> None:
-        found: dict[int, SystemModel] = {}
+        found: dict[int, open_model.RateSolves] = {}
 
         def feasible(i: int) -> bool:
             nonlocal solves
             solves += 1
-            found[i] = apply(model, Action(kind, tier, value(i)))
-            return meets_rate(found[i], required)
+            found[i] = open_model.RateSolves(apply(model, Action(kind, tier, value(i))))
+            return meets_rate(found[i].model, required, found[i])
 
         i = _smallest(feasible, low, high)
         if i is None:
             unreachable.extend([f"{kind} {tier}"] + ([f"replicate {tier}"]
                                                      if kind == "cores" else []))
             return
-        add(found[i], Action(kind, tier, value(i)))
+        add(found[i].model, Action(kind, tier, value(i)), found[i])
         if kind == "cores":
             c = int(model.servers[model.tiers.index(tier)])
             k = max(2, -(-int(value(i)) // c))
             rep = Action("replicate", tier, k)
-            add(found[i] if k * c == int(value(i)) else apply(model, rep), rep)
+            if k * c == int(value(i)):
+                add(found[i].model, rep, found[i])
+            else:
+                add(apply(model, rep), rep)
 
-    wait = open_model.solve_at(model, required).wait
+    wait = (open_model.solve_at(model, required) if held is None
+            else held(required)).wait
     order = np.argsort(-np.where(np.isfinite(wait), wait, np.finfo(float).max), kind="stable")
     for m in order.tolist():
         tier, c = model.tiers[m], int(model.servers[m])
