@@ -20,7 +20,7 @@ import pytest
 
 from estimators.histogram import bucket_quantile, level_name
 from pipeline_harness import unique, wait_for
-from scrape_helpers import query, whole_window
+from scrape_helpers import compare_with_histogram_quantile, query, whole_window
 from streams.core.records import parse_window
 from streams.sources.prometheus import source_from_mapping
 from streams.sources.prometheus_http import fetch_windows
@@ -85,19 +85,11 @@ def test_quantiles_match_prometheus_histogram_quantile(prometheus_url, prometheu
 
     # every window of WINDOW_S: the source's quantiles are Prometheus' own
     fetched = fetch_windows(source(url, tag, WINDOW_S), began - WINDOW_S, whole_end)
-    compared = 0
-    for record in fetched.records:
-        window = parse_window(record)
-        for handler, got in window.response_time_quantiles_s.items():
-            for level in LEVELS:
-                promql = (f'histogram_quantile({level}, sum by (le, handler) '
-                          f'(app_latency_seconds_bucket{{test="{tag}"}} - '
-                          f'app_latency_seconds_bucket{{test="{tag}"}} offset {WINDOW_S}s))')
-                answer = {r["metric"]["handler"]: float(r["value"][1])
-                          for r in query(url, promql, window.end)}
-                assert got[level_name(level)] == pytest.approx(answer[handler], rel=1e-9), \
-                    (window.end, handler, level)
-                compared += 1
+    compared = compare_with_histogram_quantile(
+        url, fetched.records, LEVELS,
+        lambda level: (f'histogram_quantile({level}, sum by (le, handler) '
+                       f'(app_latency_seconds_bucket{{test="{tag}"}} - '
+                       f'app_latency_seconds_bucket{{test="{tag}"}} offset {WINDOW_S}s))'))
     # the workload spans three windows at least, both handlers in each
     assert compared >= 3 * len(LAWS) * len(LEVELS), compared
 

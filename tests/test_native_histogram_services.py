@@ -20,7 +20,7 @@ import pytest
 from estimators.histogram import level_name
 from native_exporter import NativeExporter
 from pipeline_harness import unique, wait_for
-from scrape_helpers import query, whole_window
+from scrape_helpers import compare_with_histogram_quantile, query, whole_window
 from streams.core.records import parse_window
 from streams.sources.prometheus import source_from_mapping
 from streams.sources.prometheus_http import fetch_windows
@@ -87,17 +87,9 @@ def test_native_quantiles_match_prometheus_histogram_quantile(prometheus_url,
     fetched = fetch_windows(source(url, tag, WINDOW_S), began - WINDOW_S, whole_end)
     assert not fetched.refused, fetched.refused
     assert not [g for g in fetched.gaps if g.made], fetched.gaps
-    compared = 0
-    for record in fetched.records:
-        window = parse_window(record)
-        for handler, got in window.response_time_quantiles_s.items():
-            for level in LEVELS:
-                promql = f"histogram_quantile({level}, {native_query(tag, f'{WINDOW_S}s')})"
-                answer = {r["metric"]["handler"]: float(r["value"][1])
-                          for r in query(url, promql, window.end)}
-                assert got[level_name(level)] == pytest.approx(answer[handler], rel=1e-9), \
-                    (window.end, handler, level)
-                compared += 1
+    compared = compare_with_histogram_quantile(
+        url, fetched.records, LEVELS,
+        lambda level: f"histogram_quantile({level}, {native_query(tag, f'{WINDOW_S}s')})")
     assert compared >= 3 * len(LAWS) * len(LEVELS), compared
 
     # one window holding every observation: the quantiles of the observations themselves,
