@@ -46,6 +46,7 @@ import numpy as np
 from solvers.decomposition.chain import _solve_chain
 from solvers.decomposition.stations import PER_JOB_MAX_CORES, _per_job, _speed_scaled, \
     _Transitions
+from solvers.linalg.anchored import anchored_stationary
 from solvers.processes import MAP
 
 from .pools import PoolResult, PoolSpec, _aggregate, _level, _log_rates, _marginal, _network, \
@@ -235,20 +236,6 @@ def held_chain_applies(processes: Sequence[MAP], population: int, think_time: fl
                                int(c[b]))
 
 
-def _stationary(Q: Any, anchor: int) -> np.ndarray:
-    """``pi Q = 0`` with ``pi[anchor] = 1`` (unnormalised): the anchor's balance equation
-    replaced by a unit row, which keeps the chain's band (a row of ones would fill it)."""
-    from scipy.sparse.linalg import spsolve
-
-    A = Q.T.tolil()
-    A[anchor, :] = 0.0
-    A[anchor, anchor] = 1.0
-    rhs = np.zeros(Q.shape[0])
-    rhs[anchor] = 1.0
-    with np.errstate(all="ignore"):
-        return spsolve(A.tocsc(), rhs)
-
-
 def _station(proc: MAP, cores: int, levels: int) -> _Transitions:
     """Tier ``b``'s chain on levels ``0..levels`` with arrivals at rate 1: per job in
     service its own phase (:func:`solvers.decomposition.stations._per_job`, as the physical
@@ -352,9 +339,10 @@ def _held_chain(proc: MAP, b: int, index: int, pools: list[PoolSpec], Dmc: np.nd
     Q = coo_matrix((rate, (src, dst)), shape=(n, n)).tocsr()
     Q = Q - coo_matrix((np.asarray(Q.sum(axis=1)).ravel(), (np.arange(n), np.arange(n))),
                        shape=(n, n)).tocsr()
-    pi = _stationary(Q, 0)
+    pi = anchored_stationary(Q, 0, "COLAMD")
     if not np.all(np.isfinite(pi)) or pi.max() > 1e100:   # the empty pool unlikely: anchor
-        pi = _stationary(Q, int(np.nanargmax(np.where(np.isfinite(pi), pi, -1.0))))
+        pi = anchored_stationary(Q, int(np.nanargmax(np.where(np.isfinite(pi), pi, -1.0))),
+                                 "COLAMD")
     pi = np.clip(pi, 0.0, None)
     pi /= pi.sum()
     X = float(pi @ done)

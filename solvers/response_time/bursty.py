@@ -56,10 +56,10 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import sparse
-from scipy.sparse.linalg import splu
 
 from solvers.decomposition.stations import PER_JOB_MAX_CORES, _per_job, \
     _per_job_affordable, _level_states, _speed_scaled
+from solvers.linalg.anchored import anchored_stationary
 from solvers.processes import MAP
 
 from .arrival import ArrivalLaw
@@ -174,21 +174,6 @@ def _horner(F: np.ndarray, Kw: np.ndarray) -> np.ndarray:
     return acc
 
 
-def _stationary(Q: sparse.csr_array, anchor: int) -> np.ndarray:
-    """``pi Q = 0``, ``pi 1 = 1``: ``pi`` fixed to 1 at ``anchor`` (a state of the likeliest
-    level: no over- or underflow across levels), its balance equation dropped, the rest by a
-    sparse LU in the chain's own (banded) order, then normalised."""
-    S = Q.shape[0]
-    keep = np.delete(np.arange(S), anchor)
-    QT = sparse.csc_array(Q.T)
-    A = QT[keep][:, keep]
-    b = -QT[keep][:, [anchor]].toarray().ravel()
-    rest = splu(sparse.csc_array(A), permc_spec="NATURAL").solve(b)
-    pi = np.insert(rest, anchor, 1.0)
-    pi = np.maximum(pi, 0.0)
-    return pi / pi.sum()
-
-
 def _likeliest_level(proc: MAP, cores: int, lam: np.ndarray) -> int:
     """The mode of the tier's queue as a birth-death process (arrivals ``lam[n]``,
     completions ``min(n, c) / mean``): where to anchor the chain's solve."""
@@ -224,7 +209,9 @@ def bursty_tier(proc: MAP, cores: int, population: int, arrival: np.ndarray) -> 
     Q = Q - sparse.diags_array(np.asarray(Q.sum(axis=1)).ravel())
     mode = _likeliest_level(proc, c, lam)
     here = np.flatnonzero(tr.level == mode)
-    pi = _stationary(sparse.csr_array(Q), int(here[np.argmax(tr.prior[here])]))
+    pi = np.maximum(anchored_stationary(sparse.csr_array(Q), int(here[np.argmax(tr.prior[here])])),
+                    0.0)
+    pi = pi / pi.sum()
     w = pi * np.append(lam, 0.0)[tr.level]
     w /= w.sum()
     d = int(sizes[min(c, N)])
