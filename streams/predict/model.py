@@ -110,6 +110,7 @@ from solvers.response_time import DEFAULT_LEVELS, ArrivalLaw, response_time_quan
     response_time_quantiles_many
 from solvers.response_time.bursty import decomposed_quantiles
 from solvers.response_time.mapnet import map_network_quantiles
+from solvers.response_time.open_law import open_quantiles
 from streams.core.config import SLO_QUANTILES, SystemConfig
 from streams.core.tier import TierModel
 from streams.predict.capacity_search import capacity_search, projected_start
@@ -274,6 +275,9 @@ class SystemModel:
     _qcache: dict[int, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
     _map_qcache: dict[int, np.ndarray | None] = field(default_factory=dict, repr=False,
                                                       compare=False)
+    #: the open processor-sharing law's quantiles by total rate (:meth:`_open_ps_quantiles`)
+    _open_qcache: dict[float, np.ndarray] = field(default_factory=dict, repr=False,
+                                                  compare=False)
     _curve: Any = None
     #: what the decomposition's solves of this model and its variants share (the probes of a
     #: capacity search: :class:`solvers.decomposition.SolveMemo`)
@@ -285,7 +289,8 @@ class SystemModel:
         trial is one."""
         fresh = {"flags": list(self.flags), "scv_targets": dict(self.scv_targets)}
         return dataclasses.replace(self, **{**fresh, **changes, "_cache": {}, "_curve": None,
-                                            "_qcache": {}, "_map_qcache": {}})
+                                            "_qcache": {}, "_map_qcache": {},
+                                            "_open_qcache": {}})
 
     @functools.cached_property
     def D(self) -> np.ndarray:
@@ -367,7 +372,7 @@ class SystemModel:
         if n not in self._qcache:
             res = response_time_quantiles(self.D, self.servers, self.solver_think, n,
                                           self.D_mc, self._wait_share, self.quantile_levels,
-                                          arrival=self._arrival)
+                                          arrival=self._arrival, ps=self.ps, mix=self.mix)
             self._qcache[n] = self._shifted(np.column_stack([res.quantiles, res.mean]))
         return self._qcache[n]
 
@@ -393,7 +398,7 @@ class SystemModel:
         if len(need) > 1:
             for n, res in zip(need, response_time_quantiles_many(
                     self.D, self.servers, self.solver_think, need, self.D_mc, self._wait_share,
-                    self.quantile_levels, arrival=self._arrival)):
+                    self.quantile_levels, arrival=self._arrival, ps=self.ps, mix=self.mix)):
                 self._qcache[n] = self._shifted(np.column_stack([res.quantiles, res.mean]))
 
     def quantiles(self, point: Point) -> np.ndarray:
@@ -407,6 +412,8 @@ class SystemModel:
         point's mean (flagged, module docstring)."""
         if point.model == "mva":
             return self._law_quantiles(point.n)[:, :-1]
+        if point.model == "open" and self.ps is not None and self.ps.any():
+            return self._shifted(self._open_ps_quantiles(point.throughput))
         if point.model == "pools":
             law = self._law_quantiles(point.n)
             flag = (f"{POOL_FLAG}quantiles from the network without pools, scaled to the pool "
@@ -455,6 +462,17 @@ class SystemModel:
             self.flags.append(flag)
         ratio = np.divide(point.response, mean, out=np.ones_like(mean), where=mean > 0)
         return q * ratio[:, None]
+
+    def _open_ps_quantiles(self, rate: float) -> np.ndarray:
+        """``(C, L)`` quantiles of the open tiers at total rate ``rate`` with their
+        processor-sharing tiers' own sojourns (:func:`solvers.response_time.open_law.
+        open_quantiles`): an open workload's law where a tier is ``ps``."""
+        key = float(rate)
+        if key not in self._open_qcache:
+            q, _ = open_quantiles(key, self.mix, self.D_mc, self.servers, self.ps,
+                                  self.quantile_levels, self._wait_share)
+            self._open_qcache[key] = q
+        return self._open_qcache[key]
 
     def _map_law_args(self) -> tuple[list[MAP], np.ndarray]:
         """The MAP network's processes at the tiers' demands and each class's service over
@@ -1085,6 +1103,13 @@ def assumed_structure(tiers: list[TierModel], cfg: SystemConfig,
     return flags
 
 
+def is_ps(tier: TierModel, cfg: SystemConfig) -> bool:
+    """Tier shares its cores: configured ``disciplines = { tier = "ps" }``, or its per-class
+    response times decided so (:mod:`estimators.class_split`)."""
+    return cfg.disciplines.get(tier.tier) == "ps" or bool(
+        tier.split_decided and tier.split_discipline == "ps")
+
+
 def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float],
                 think_time: float, cfg: SystemConfig, provisional: bool = False,
                 visits: Visits | None = None) -> SystemModel:
@@ -1138,7 +1163,7 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
                 for m, t in enumerate(tiers):
                     if is_bursty(t) and t.mean_service is not None:
                         before = float(D_mc[m] @ p)
-                        split = None if t.split_decided and t.split_discipline == "ps" \
+                        split = None if is_ps(t, cfg) \
                             else fcfs_split(t, classes, p, V_mc[m], t.mean_service)
                         if split is not None:
                             D_mc[m] = split[0]
@@ -1150,7 +1175,7 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
                         after = float(D_mc[m] @ p)
                         if after != before:
                             flags.append(_history_flag(t.tier, before, after))
-    ps = np.array([bool(t.split_decided and t.split_discipline == "ps") for t in tiers])
+    ps = np.array([is_ps(t, cfg) for t in tiers])
     D_mc, delays, latency_flags = model_delays(tiers, classes, D_mc, V_mc, cfg)
     flags += latency_flags
     pools, pool_flags = model_pools(cfg, [t.tier for t in tiers])
