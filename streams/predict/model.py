@@ -1104,10 +1104,13 @@ def assumed_structure(tiers: list[TierModel], cfg: SystemConfig,
 
 
 def is_ps(tier: TierModel, cfg: SystemConfig) -> bool:
-    """Tier shares its cores: configured ``disciplines = { tier = "ps" }``, or its per-class
-    response times decided so (:mod:`estimators.class_split`)."""
-    return cfg.disciplines.get(tier.tier) == "ps" or bool(
-        tier.split_decided and tier.split_discipline == "ps")
+    """Tier shares its cores: configured ``disciplines = { tier = "ps" }``; where the
+    configuration is silent, its per-class response times decided so
+    (:mod:`estimators.class_split`); a configured ``"fcfs"`` overrides that."""
+    configured = cfg.disciplines.get(tier.tier)
+    if configured is not None:
+        return configured == "ps"
+    return bool(tier.split_decided and tier.split_discipline == "ps")
 
 
 def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float],
