@@ -64,7 +64,7 @@ __all__ = ["EXACT_STATE_LIMIT", "TAIL", "PSLaw", "ps_sojourn", "open_found", "cl
            "conditional_moments"]
 
 #: largest chain with per-class counts solved exactly; beyond, the others aggregated
-EXACT_STATE_LIMIT = 3000
+EXACT_STATE_LIMIT = 400
 #: chains of up to this many states step the lattice with one dense matrix exponential
 DENSE_STATES = 400
 #: an open tier's count is truncated where the stationary tail falls below this
