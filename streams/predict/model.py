@@ -56,7 +56,9 @@ for bursty tiers too.
 :mod:`solvers.response_time` -- per tier the wait an arriving request meets given the jobs it
 finds (arrival theorem, Lavenberg and Reiser 1980; Sevcik and Mitrani 1981), a mixture of
 Erlangs at a tier of ``c`` cores, each class's share of it and its own exponential service,
-the tiers convolved as if independent. On the MAP network's chain (up to
+the tiers convolved as if independent; at a processor-sharing tier (:attr:`SystemModel.ps`)
+each class's own passage time instead (:mod:`solvers.response_time.ps`), on the open route too
+(:mod:`solvers.response_time.open_law`). On the MAP network's chain (up to
 :data:`QUANTILE_STATE_LIMIT` states, one-core bursty tiers), the law of
 :mod:`solvers.response_time.mapnet`: what an arriving request finds, from the chain's
 stationary vector weighted by the arrival rate, and at a bursty tier the phase-type passage
@@ -254,7 +256,8 @@ class SystemModel:
     #: absent: they cannot tell)
     visits_measured: dict[str, dict[str, float]] = field(default_factory=dict)
     #: (M,) tiers read back under processor sharing (``R_{m,c} = D_{m,c} R_m / D_m``, module
-    #: docstring); ``None``: every tier FCFS
+    #: docstring) and with its sojourn law (configured ``disciplines``, or decided from the
+    #: class split: :func:`is_ps`); ``None``: every tier FCFS
     ps: np.ndarray | None = None
     #: thread and connection pools over runs of :attr:`tiers` (module docstring)
     pools: tuple[PoolSpec, ...] = ()
