@@ -153,7 +153,7 @@ def test_open_law_and_the_models_open_route():
     kw = dict(tiers=["cpu", "net"], classes=["a", "b", "c"], D_mc=D, mix=p,
               servers=np.array([1.0, 2.0]), think_time=0.0, sla=np.full(3, np.inf),
               processes=None, map_limit=100)
-    ps_model = SystemModel(**kw, ps=np.array([True, False]))
+    ps_model = SystemModel(**kw, ps=np.array([True, False]), ps_law=np.array([True, False]))
     point, _ = open_point(ps_model, 6.0)
     assert point.response == pytest.approx(ref, rel=1e-9)
     fcfs_model = SystemModel(**kw)
@@ -161,6 +161,11 @@ def test_open_law_and_the_models_open_route():
     q_fcfs = fcfs_model.quantiles(open_point(fcfs_model, 6.0)[0])
     assert q_ps[0, ps_model.quantile_levels.index(0.95)] == pytest.approx(q[0, 1], rel=1e-9)
     assert q_ps[0, 2] < 0.7 * q_fcfs[0, 2]
+    back = SystemModel.from_dict(ps_model.to_dict())
+    assert back.ps_law.tolist() == [True, False]
+    decided = SystemModel(**kw, ps=np.array([True, False]))     # the class split alone
+    assert open_point(decided, 6.0)[0].response == pytest.approx(
+        open_point(fcfs_model, 6.0)[0].response, rel=1e-12)
 
 
 def test_unstable_open_tier_gives_inf():

@@ -58,7 +58,9 @@ finds (arrival theorem, Lavenberg and Reiser 1980; Sevcik and Mitrani 1981), a m
 Erlangs at a tier of ``c`` cores, each class's share of it and its own exponential service,
 the tiers convolved as if independent; at a processor-sharing tier (:attr:`SystemModel.ps`)
 each class's own passage time instead (:mod:`solvers.response_time.ps`), on the open route too
-(:mod:`solvers.response_time.open_law`). On the MAP network's chain (up to
+(:mod:`solvers.response_time.open_law`) -- where configured (``disciplines``,
+:attr:`SystemModel.ps_law`); a discipline decided from the class split alone keeps the read-back
+and FCFS's law, the default. On the MAP network's chain (up to
 :data:`QUANTILE_STATE_LIMIT` states, one-core bursty tiers), the law of
 :mod:`solvers.response_time.mapnet`: what an arriving request finds, from the chain's
 stationary vector weighted by the arrival rate, and at a bursty tier the phase-type passage
@@ -256,9 +258,13 @@ class SystemModel:
     #: absent: they cannot tell)
     visits_measured: dict[str, dict[str, float]] = field(default_factory=dict)
     #: (M,) tiers read back under processor sharing (``R_{m,c} = D_{m,c} R_m / D_m``, module
-    #: docstring) and with its sojourn law (configured ``disciplines``, or decided from the
-    #: class split: :func:`is_ps`); ``None``: every tier FCFS
+    #: docstring; configured ``disciplines``, or decided from the class split: :func:`is_ps`);
+    #: ``None``: every tier FCFS
     ps: np.ndarray | None = None
+    #: (M,) tiers configured ``disciplines = { tier = "ps" }``: their response-time law is the
+    #: processor-sharing sojourn (:mod:`solvers.response_time.ps`), and on the open route
+    #: their means stretch every class alike; ``None``: none (FCFS's law, the default)
+    ps_law: np.ndarray | None = None
     #: thread and connection pools over runs of :attr:`tiers` (module docstring)
     pools: tuple[PoolSpec, ...] = ()
     #: (M, C) pure delays ``delta_{m,c}`` per request at each tier, seconds (visits included):
@@ -375,7 +381,7 @@ class SystemModel:
         if n not in self._qcache:
             res = response_time_quantiles(self.D, self.servers, self.solver_think, n,
                                           self.D_mc, self._wait_share, self.quantile_levels,
-                                          arrival=self._arrival, ps=self.ps, mix=self.mix)
+                                          arrival=self._arrival, ps=self.ps_law, mix=self.mix)
             self._qcache[n] = self._shifted(np.column_stack([res.quantiles, res.mean]))
         return self._qcache[n]
 
@@ -401,7 +407,7 @@ class SystemModel:
         if len(need) > 1:
             for n, res in zip(need, response_time_quantiles_many(
                     self.D, self.servers, self.solver_think, need, self.D_mc, self._wait_share,
-                    self.quantile_levels, arrival=self._arrival, ps=self.ps, mix=self.mix)):
+                    self.quantile_levels, arrival=self._arrival, ps=self.ps_law, mix=self.mix)):
                 self._qcache[n] = self._shifted(np.column_stack([res.quantiles, res.mean]))
 
     def quantiles(self, point: Point) -> np.ndarray:
@@ -415,7 +421,7 @@ class SystemModel:
         point's mean (flagged, module docstring)."""
         if point.model == "mva":
             return self._law_quantiles(point.n)[:, :-1]
-        if point.model == "open" and self.ps is not None and self.ps.any():
+        if point.model == "open" and self.ps_law is not None and self.ps_law.any():
             return self._shifted(self._open_ps_quantiles(point.throughput))
         if point.model == "pools":
             law = self._law_quantiles(point.n)
@@ -472,7 +478,7 @@ class SystemModel:
         open_quantiles`): an open workload's law where a tier is ``ps``."""
         key = float(rate)
         if key not in self._open_qcache:
-            q, _ = open_quantiles(key, self.mix, self.D_mc, self.servers, self.ps,
+            q, _ = open_quantiles(key, self.mix, self.D_mc, self.servers, self.ps_law,
                                   self.quantile_levels, self._wait_share)
             self._open_qcache[key] = q
         return self._open_qcache[key]
@@ -847,6 +853,8 @@ class SystemModel:
                 **({} if self.delays is None else {"delays": self.delays.tolist()})}
         if self.pool_processes is not None:   # absent, not null, as ``scv``
             out["pool_processes"] = [p.to_dict() for p in self.pool_processes]
+        if self.ps_law is not None:         # absent, not null, as ``scv``
+            out["ps_law"] = [bool(v) for v in self.ps_law]
         if self.scv is not None:            # absent, not null: stores without it read alike
             out["scv"] = [float(v) for v in self.scv]
         return out
@@ -879,6 +887,8 @@ class SystemModel:
                                len(data["classes"]), len(SLO_QUANTILES)),
                        ps=None if data.get("ps") is None
                        else np.array(data["ps"], dtype=bool),
+                       ps_law=None if data.get("ps_law") is None
+                       else np.array(data["ps_law"], dtype=bool),
                        pools=tuple(PoolSpec(int(p["size"]), int(p["first"]), int(p["last"]),
                                             str(p["name"]))
                                    for p in data.get("pools") or ()),
@@ -1182,6 +1192,7 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
                         if after != before:
                             flags.append(_history_flag(t.tier, before, after))
     ps = np.array([is_ps(t, cfg) for t in tiers])
+    ps_law = np.array([cfg.disciplines.get(t.tier) == "ps" for t in tiers])
     D_mc, delays, latency_flags = model_delays(tiers, classes, D_mc, V_mc, cfg)
     flags += latency_flags
     pools, pool_flags = model_pools(cfg, [t.tier for t in tiers])
@@ -1201,7 +1212,8 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
                        map_limit=cfg.map_max_population, flags=flags, visits=V_mc,
                        per_job_max_cores=cfg.per_job_max_cores, slo=slo,
                        visits_measured=visits.measured if visits is not None else {},
-                       ps=ps if ps.any() else None, pools=pools, delays=delays,
+                       ps=ps if ps.any() else None,
+                       ps_law=ps_law if ps_law.any() else None, pools=pools, delays=delays,
                        pool_processes=pool_processes)
 
 
