@@ -3,6 +3,7 @@
     python -m bench.accuracy.librede_percentiles                 # the three runs, 60-s windows
     python -m bench.accuracy.librede_percentiles --window 30 --markdown
     python -m bench.accuracy.librede_percentiles --runs experiment2-3wcs-no_overload --minutes 60
+    python -m bench.accuracy.librede_percentiles --disciplines ps     # the host declared PS
 
 The data: ``librede_synthetic_app`` of the LibReDE / SARDE data (Spinner et al. (2014); Grohmann
 et al. (2021)), read in place from ``$PERFCAST_REAL_DATA`` (default ``../shared/data/real``
@@ -17,7 +18,9 @@ timestamp falls in it as its per-class completions (the timestamp's meaning -- s
 is not stated; a request's response time is far below the window), their mean response time,
 their measured p50/p95/p99 as the entry tier's ``response_time_quantiles_s`` (the input
 contract's measured quantiles), and the mean CPU busy fraction as ``utilization`` of one
-core (the core count is not stated: ``--cores``). No ``users``: the pipeline takes the workload
+core (the core count is not stated: ``--cores``); the tier's discipline ``--disciplines``
+(``fcfs``, ``ps``: processor sharing, as an operating system's CPU; both by default, side by
+side on the same windows). No ``users``: the pipeline takes the workload
 as open (``workload = "auto"``) and predicts each class's quantiles (``predict_quantiles =
 "always"``) from the demands it estimates.
 
@@ -113,15 +116,18 @@ def windows(cpu: np.ndarray, reqs: dict[str, np.ndarray], window_s: float, cores
     return records, samples
 
 
-def predict(records: list[dict[str, Any]]) -> dict[float, dict[str, Any]]:
-    """The pipeline's predictions with a model, by solve time."""
+def predict(records: list[dict[str, Any]], discipline: str = "fcfs"
+            ) -> dict[float, dict[str, Any]]:
+    """The pipeline's predictions with a model, by solve time, the host tier declared
+    ``discipline`` (``disciplines = { host = "ps" }``: processor sharing)."""
     preds: dict[float, dict[str, Any]] = {}
 
     def watch(outputs: Any, _pipeline: Any) -> None:
         preds.update((p["time"], p) for p in outputs.predictions if p.get("model"))
 
     cfg = Config(systems={"host": SystemConfig(tiers=("host",), predict_quantiles="always",
-                                               solve_offset_s=0.0)})
+                                               solve_offset_s=0.0,
+                                               disciplines={"host": discipline})})
     with tempfile.TemporaryDirectory() as d:
         run_embedded(records, cfg, d, on_outputs=watch)
     return preds
@@ -180,12 +186,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip", type=float, default=20.0, help="minutes left to settle")
     ap.add_argument("--max-util", type=float, default=0.9)
     ap.add_argument("--min-requests", type=int, default=100)
+    ap.add_argument("--disciplines", nargs="+", default=["fcfs", "ps"],
+                    choices=["fcfs", "ps"], help="the host tier's discipline(s), side by side")
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args(argv)
     t_start = time.perf_counter()
     table = Table(f"Predicted against measured per-window p95 ({args.window:g}-s windows, "
                   "within the domain)",
-                  ["run", "class", "windows", "U range", "p95 meas (ms, median)",
+                  ["run", "discipline", "class", "windows", "U range", "p95 meas (ms, median)",
                    "p95 error: median", "|p95 error| median", "|p95| 90th pct",
                    "mean error: median"])
     notes = []
@@ -196,25 +204,29 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         cpu, reqs = load(path, args.minutes)
         records, samples = windows(cpu, reqs, args.window, args.cores)
-        preds = predict(records)
-        errors, outside, inside, trusted = compare(name, records, samples, preds, 60.0 * args.skip,
-                                          args.max_util, args.min_requests)
         short = name.split("-")[0]
-        for c in CLASSES:
-            e = errors[c]
-            if not e["p95"]:
-                table.add(short, c, 0, "-", "-", "-", "-", "-", "-")
-                continue
-            p95 = np.array(e["p95"])
-            meas = [float(np.quantile(s[c], 0.95)) for s in samples if s[c].size]
-            table.add(short, c, len(p95), f"{min(e['U']):.2f}-{max(e['U']):.2f}",
-                      f"{1000 * np.median(meas):.0f}", _pct(float(np.median(p95))),
-                      f"{100 * np.median(np.abs(p95)):.0f}%",
-                      f"{100 * np.quantile(np.abs(p95), 0.9):.0f}%",
-                      _pct(float(np.median(e["mean"]))))
-        notes.append(f"{short}: {len(records)} windows, {inside} inside the domain "
-                     f"({trusted} with the model trusted); outside: "
-                     + (", ".join(f"{k} {v}" for k, v in sorted(outside.items())) or "none"))
+        for discipline in args.disciplines:
+            preds = predict(records, discipline)
+            errors, outside, inside, trusted = compare(name, records, samples, preds,
+                                                       60.0 * args.skip, args.max_util,
+                                                       args.min_requests)
+            for c in CLASSES:
+                e = errors[c]
+                if not e["p95"]:
+                    table.add(short, discipline, c, 0, "-", "-", "-", "-", "-", "-")
+                    continue
+                p95 = np.array(e["p95"])
+                meas = [float(np.quantile(s[c], 0.95)) for s in samples if s[c].size]
+                table.add(short, discipline, c, len(p95),
+                          f"{min(e['U']):.2f}-{max(e['U']):.2f}",
+                          f"{1000 * np.median(meas):.0f}", _pct(float(np.median(p95))),
+                          f"{100 * np.median(np.abs(p95)):.0f}%",
+                          f"{100 * np.quantile(np.abs(p95), 0.9):.0f}%",
+                          _pct(float(np.median(e["mean"]))))
+            notes.append(f"{short} ({discipline}): {len(records)} windows, {inside} inside the "
+                         f"domain ({trusted} with the model trusted); outside: "
+                         + (", ".join(f"{k} {v}" for k, v in sorted(outside.items()))
+                            or "none"))
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
     print(table.render(args.markdown))

@@ -10,6 +10,9 @@ MAP. FCFS makes the mean wait ``W_m`` the same for every class, so::
 
     R_{m,c} = v_{m,c} (S_{m,c} + W_m),     R_c = sum_m R_{m,c}.
 
+A processor-sharing tier (``ps``) stretches each class's service by one factor instead,
+``R_{m,c} = v_{m,c} S_{m,c} (1 + W_m / S_m)`` (:func:`_ps_residence`).
+
 Each tier is taken as fed by Poisson arrivals (Jackson 1963: exact for exponential tiers in
 series); with ``arrivals`` a MAP, every exponential tier is taken as fed that MAP (an MMPP's
 long bursts pass through a stable tier nearly unchanged), and a bursty tier as fed Poisson
@@ -92,7 +95,8 @@ def _check_processes(processes: Any, M: int) -> list[MAP | None]:
 def solve_open_tiers(arrival_rates: Any, service_times: Any, cores: Any, *,
                      processes: Sequence[MAP | None] | None = None,
                      visits: Any = None, arrivals: MAP | None = None,
-                     per_job_max_cores: int = PER_JOB_MAX_CORES) -> OpenTiersResult:
+                     per_job_max_cores: int = PER_JOB_MAX_CORES,
+                     ps: Any = None) -> OpenTiersResult:
     """Solve open tiers in series (module docstring).
 
     Parameters
@@ -104,6 +108,8 @@ def solve_open_tiers(arrival_rates: Any, service_times: Any, cores: Any, *,
         (exponential).
     visits: ``v_{m,c}`` (default 1).
     arrivals: the shape of the arrival process (scaled to ``sum_c lambda_c``), default Poisson.
+    ps: per tier, whether it shares its cores (processor sharing; default none): there
+        ``R_{m,c} = v_{m,c} S_{m,c} (1 + W_m / S_m)`` instead of FCFS's shared wait.
     """
     lam = as_rates(arrival_rates, "arrival_rates")
     S = as_demands(service_times, n_classes=lam.shape[0], name="service_times")
@@ -149,6 +155,8 @@ def solve_open_tiers(arrival_rates: Any, service_times: Any, cores: Any, *,
     saturated = tuple(m for m, q in enumerate(queues) if not q.stable)
     visited = (V > 0) & (S > 0)
     Rmc = np.where(visited, V * (S + np.where(np.isinf(wait), 0.0, wait)[:, None]), 0.0)
+    if ps is not None:
+        Rmc = _ps_residence(Rmc, ps, wait, lam, S, V, visited)
     for m in saturated:
         Rmc[m, visited[m]] = math.inf
     if saturated:
@@ -162,6 +170,25 @@ def solve_open_tiers(arrival_rates: Any, service_times: Any, cores: Any, *,
                            wait=wait, queue_length=jobs, utilization=util,
                            stations=tuple(q.station for q in queues), stable=not saturated,
                            saturated_tiers=saturated, flags=tuple(flags))
+
+
+def _ps_residence(Rmc: np.ndarray, ps: Any, wait: np.ndarray, lam: np.ndarray, S: np.ndarray,
+                  V: np.ndarray, visited: np.ndarray) -> np.ndarray:
+    """The residence times with the processor-sharing tiers' own: a multi-server PS tier
+    (each of ``n`` requests served at ``min(1, c / n)``) is a symmetric queue (Kelly 1979),
+    its count M/M/c's whatever the classes' work, the classes present in proportion to their
+    loads, so by Little's law each class is stretched by one factor, ``R_{m,c} = v_{m,c}
+    S_{m,c} (1 + W_m / S_m)`` -- ``S_{m,c} / (1 - rho)`` on one core (Kleinrock 1976, ch. 4)."""
+    flags = np.asarray(ps, dtype=bool).reshape(-1)
+    if flags.shape[0] != S.shape[0]:
+        raise ValueError(f"ps: one flag per tier ({S.shape[0]}), got {flags.shape[0]}")
+    out = Rmc.copy()
+    for m in np.flatnonzero(flags):
+        weights = lam * V[m] if lam @ V[m] > 0 else V[m]
+        mean = float(weights @ S[m] / weights.sum()) if weights.sum() > 0 else 0.0
+        if mean > 0 and math.isfinite(wait[m]):
+            out[m] = np.where(visited[m], V[m] * S[m] * (1.0 + wait[m] / mean), 0.0)
+    return out
 
 
 def tiers_capacity(mix: Any, service_times: Any, cores: Any, visits: Any = None) -> float:

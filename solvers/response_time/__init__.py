@@ -8,23 +8,30 @@ with one job fewer (:mod:`~solvers.response_time.arrival`). The tiers are convol
 independent -- exact for one queueing tier, an approximation in a network (measured in
 docs/accuracy.md). :func:`response_time_quantiles` puts the three together for the
 single-class aggregate model ``streams.predict`` solves, with the per-class read-back of its
-wait (each class meets the tier's wait scaled by its visit share, and its own service).
+wait (each class meets the tier's wait scaled by its visit share, and its own service). A
+tier that shares its cores (``ps``: processor sharing) has no shared wait: each class's
+sojourn there is its own passage time (:mod:`~solvers.response_time.ps`), convolved with the
+other tiers' on the same lattice.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from solvers.mva import mva_curve
+
 from .arrival import ArrivalLaw, ArrivalMarginals, arrival_marginals
+from .ps import PSLaw, closed_arrivals, ps_sojourn
 from .sojourn import (GridDistribution, TierWait, _tier_wait, end_to_end, end_to_end_many,
                       quantiles, sojourn_cdf, tier_wait)
 
 __all__ = ["ArrivalLaw", "ArrivalMarginals", "arrival_marginals", "TierWait", "tier_wait", "sojourn_cdf",
            "GridDistribution", "end_to_end", "end_to_end_many", "ResponseQuantiles",
            "response_time_quantiles", "response_time_quantiles_many",
-           "DEFAULT_LEVELS"]
+           "DEFAULT_LEVELS", "PSLaw", "ps_tier_laws"]
 
 #: the quantile levels predicted by default (p50, p90, p95, p99)
 DEFAULT_LEVELS = (0.5, 0.9, 0.95, 0.99)
@@ -47,14 +54,18 @@ def response_time_quantiles(demands: np.ndarray, servers: np.ndarray, think_time
                             population: int, class_demands: np.ndarray | None = None,
                             shares: np.ndarray | None = None,
                             levels: tuple[float, ...] = DEFAULT_LEVELS,
-                            arrival: ArrivalLaw | None = None) -> ResponseQuantiles:
+                            arrival: ArrivalLaw | None = None,
+                            ps: np.ndarray | None = None,
+                            mix: np.ndarray | None = None) -> ResponseQuantiles:
     """Quantiles of the response time per class at ``population`` in a closed single-class
     network (``demands`` ``D_m``, ``servers`` ``c_m``, think time ``Z``). ``class_demands``
     ``D_{m,c}`` (default: the aggregate, one class) are the classes' own exponential services;
     ``shares[m, c]`` the factor on tier ``m``'s wait a class-``c`` request meets (default 1).
-    ``arrival``: the network's :class:`ArrivalLaw`, kept to answer many populations."""
+    ``arrival``: the network's :class:`ArrivalLaw`, kept to answer many populations.
+    ``ps[m]``: tier ``m`` shares its cores (processor sharing, :func:`ps_tier_laws`; ``mix``
+    the classes' shares of the requests)."""
     [res] = response_time_quantiles_many(demands, servers, think_time, [population],
-                                         class_demands, shares, levels, arrival)
+                                         class_demands, shares, levels, arrival, ps, mix)
     return res
 
 
@@ -63,7 +74,9 @@ def response_time_quantiles_many(demands: np.ndarray, servers: np.ndarray, think
                                  class_demands: np.ndarray | None = None,
                                  shares: np.ndarray | None = None,
                                  levels: tuple[float, ...] = DEFAULT_LEVELS,
-                                 arrival: ArrivalLaw | None = None) -> list[ResponseQuantiles]:
+                                 arrival: ArrivalLaw | None = None,
+                                 ps: np.ndarray | None = None,
+                                 mix: np.ndarray | None = None) -> list[ResponseQuantiles]:
     """:func:`response_time_quantiles` at several populations of one network (a prediction's
     now and forecast), the laws computed side by side (:func:`end_to_end_many`: the array
     steps of one law carry all of them)."""
@@ -77,9 +90,63 @@ def response_time_quantiles_many(demands: np.ndarray, servers: np.ndarray, think
     margs = [law.marginals(n) for n in populations]
     waits = [[_tier_wait(marg.offset[m], marg.pmf[m], float(D[m]), float(c[m]))
               for m in range(D.shape[0])] for marg in margs]
-    laws = end_to_end_many(waits, Dmc, shares)
+    extra = None
+    if ps is not None and np.asarray(ps, dtype=bool).any():
+        tiers = ps_tier_laws(D, c, think_time, populations, margs, Dmc, mix, ps)
+        extra = [list(laws.values()) for laws in tiers]
+        Dmc = Dmc.copy()
+        for m in tiers[0]:                     # their own law: no FCFS wait, no service
+            Dmc[m] = 0.0
+            for w in waits:
+                w[m] = _tier_wait(0, np.ones(1), 0.0, 1.0)
+    laws = end_to_end_many(waits, Dmc, shares, extra=extra)
     q = quantiles([d for dists in laws for d in dists], lv).reshape(len(laws), -1, len(lv))
     return [ResponseQuantiles(levels=lv, quantiles=q[i],
                               mean=np.array([d.mean for d in dists]),
                               approximate=any(marg.approximate))
             for i, (dists, marg) in enumerate(zip(laws, margs))]
+
+
+def ps_tier_laws(demands: np.ndarray, servers: np.ndarray, think_time: float,
+                 populations: list[int], margs: list[ArrivalMarginals],
+                 class_demands: np.ndarray, mix: np.ndarray | None, ps: np.ndarray
+                 ) -> list[dict[int, PSLaw]]:
+    """Per population, per processor-sharing tier (``ps[m]``, finite cores, a demand) each
+    class's sojourn there (:func:`~solvers.response_time.ps.ps_sojourn`): what a request
+    finds from the arrival theorem's marginal, the others sent by the rest of the network as
+    a flow-equivalent server, ``X^{(-m)}(i)`` of the network without tier ``m`` (one MVA
+    pass; ``i / Z`` when the think time is all there is)."""
+    D = np.asarray(demands, dtype=float)
+    c = np.asarray(servers, dtype=float)
+    Dmc = np.asarray(class_demands, dtype=float)
+    flags = np.asarray(ps, dtype=bool).reshape(-1)
+    if flags.shape[0] != D.shape[0]:
+        raise ValueError(f"ps: one flag per tier ({D.shape[0]}), got {flags.shape[0]}")
+    C = Dmc.shape[1]
+    if mix is None:
+        if C > 1:
+            raise ValueError("mix: the classes' shares are needed with processor-sharing tiers")
+        mix = np.ones(1)
+    p = np.asarray(mix, dtype=float)
+    if p.shape != (C,) or not (np.all(p >= 0) and p.sum() > 0):
+        raise ValueError(f"mix: must be {C} non-negative weights, got {p.tolist()}")
+    top = max(max(populations), 1)
+    out: list[dict[int, PSLaw]] = [{} for _ in populations]
+    for m in np.flatnonzero(flags):
+        if not (math.isfinite(c[m]) and D[m] > 0):
+            continue
+        rest = np.delete(D, m)
+        if rest.size and (rest > 0).any():
+            X = mva_curve(rest, top, think_time, np.delete(c, m)).throughput
+        else:
+            with np.errstate(divide="ignore"):
+                X = np.arange(top + 1) / think_time if think_time > 0 else \
+                    np.where(np.arange(top + 1) > 0, math.inf, 0.0)
+        for i, (n, marg) in enumerate(zip(populations, margs)):
+            n = max(int(n), 1)
+            found = np.zeros(n)
+            pm = marg.pmf[m]
+            found[marg.offset[m]:marg.offset[m] + pm.shape[0]] = pm[:n - marg.offset[m]]
+            out[i][int(m)] = ps_sojourn(Dmc[m], p, float(c[m]), found,
+                                        closed_arrivals(X, n))
+    return out

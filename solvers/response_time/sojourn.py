@@ -34,6 +34,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -263,17 +264,18 @@ def end_to_end(waits: list[TierWait], services: np.ndarray, shares: np.ndarray |
 
 
 def end_to_end_many(waits: list[list[TierWait]], services: np.ndarray,
-                    shares: np.ndarray | None = None, *, grid: int = GRID
-                    ) -> list[list[GridDistribution]]:
+                    shares: np.ndarray | None = None, *, grid: int = GRID,
+                    extra: list[list[Any]] | None = None) -> list[list[GridDistribution]]:
     """:func:`end_to_end` for several sets of waits of one network (its populations): each
     its own lattice, all transformed, multiplied and inverted together -- the array steps of
-    one law carry them all."""
+    one law carry them all. ``extra[p]``: per-class laws of set ``p`` added to it (the
+    processor-sharing tiers' sojourns, :mod:`~solvers.response_time.ps`)."""
     S, sh = _checked(len(waits[0]) if waits else 0, services, shares)
     if any(len(w) != S.shape[0] for w in waits):
         raise ValueError(f"waits: one per tier ({S.shape[0]}) in every set, got "
                          f"{[len(w) for w in waits]}")
     return [[GridDistribution(h=h, cdf=cdf[c], mean=float(means[c]))
-             for c in range(S.shape[1])] for h, cdf, means in _laws(waits, S, sh, grid)]
+             for c in range(S.shape[1])] for h, cdf, means in _laws(waits, S, sh, grid, extra)]
 
 
 def _checked(M: int, services: np.ndarray, shares: np.ndarray | None
@@ -288,18 +290,25 @@ def _checked(M: int, services: np.ndarray, shares: np.ndarray | None
     return S, sh
 
 
-def _laws(waits: list[list[TierWait]], S: np.ndarray, sh: np.ndarray, grid: int
+def _laws(waits: list[list[TierWait]], S: np.ndarray, sh: np.ndarray, grid: int,
+          extra: list[list[Any]] | None = None
           ) -> list[tuple[float, np.ndarray, np.ndarray]]:
     """Per set of waits ``(h, cdf (C, grid), means (C,))`` (``h = 0``, ``cdf = [[1]..]``: no
     time at all). Every exponential on the lattice in one transform -- the services (``M C``
     per set) and one phase per tier and wait share (the classes with the same share meet the
-    same wait) --, the waits' generating functions in one batched Horner, one inverse FFT."""
+    same wait) --, the waits' generating functions in one batched Horner, one inverse FFT.
+    ``extra[p]``: laws of set ``p`` with per-class ``mean``, ``variance`` and ``masses(h,
+    grid)`` on the lattice (:class:`~solvers.response_time.ps.PSLaw`), multiplied in."""
     M, C = S.shape
     P = len(waits)
     wmean = np.array([[w.mean() for w in ws] for ws in waits]).reshape(P, M)
     wvar = np.array([[w.variance() for w in ws] for ws in waits]).reshape(P, M)
     means = (wmean[:, :, None] * sh + S).sum(axis=1)                      # (P, C)
     var = (wvar[:, :, None] * sh * sh + S * S).sum(axis=1)
+    for p, laws in enumerate(extra or []):      # per-class laws of their own (PS tiers)
+        for law in laws:
+            means[p] += law.mean
+            var[p] += law.variance
     top = (means + SPAN * np.sqrt(var)).max(axis=1) if C else np.zeros(P)
     live = np.flatnonzero(top > 0)
     out = [(0.0, np.ones((C, 1)), np.zeros(C))] * P
@@ -320,6 +329,9 @@ def _laws(waits: list[list[TierWait]], S: np.ndarray, sh: np.ndarray, grid: int
         pg = _pgfs([waits[live[i]][m] for i, m, _ in pairs], transforms[n:])
         for (i, m, share), row in zip(pairs, pg):
             phi[i, sh[m] == share] *= row
+    for i, p in enumerate(live):
+        for law in (extra[p] if extra else []):
+            phi[i] *= np.fft.rfft(law.masses(float(h[i]), grid), axis=1)
     mass = np.maximum(np.fft.irfft(phi, n=grid, axis=2), 0.0)
     cdf = np.minimum(np.cumsum(mass, axis=2), 1.0)
     for i, p in enumerate(live):

@@ -210,6 +210,9 @@ class SystemConfig:
     #: thread and connection pools by name (``[systems.<system>.pools.<name>]``), checked
     #: against ``tiers`` by :func:`check_pools`
     pools: Mapping[str, Pool] = field(default_factory=dict)
+    #: per tier its scheduling discipline, ``{tier: discipline}`` with names of
+    #: :data:`DISCIPLINES`; a tier not named is FCFS
+    disciplines: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for key in _CHOICES:
@@ -229,6 +232,11 @@ class SystemConfig:
         return float(per_class.get(cls, 1.0)) if per_class else 1.0
 
 
+#: how a tier schedules its requests (``disciplines``): ``fcfs`` -- in arrival order, a
+#: request waits for a core (the default); ``ps`` -- processor sharing, each of ``n`` requests
+#: on ``c`` cores served at ``min(1, c / n)`` (an operating system's time-sliced CPU, a
+#: database with a process per connection: :mod:`solvers.response_time.ps`)
+DISCIPLINES = ("fcfs", "ps")
 #: one week, seconds: the longest forecast horizon, users trend and SLA
 WEEK_S = 7 * 86_400.0
 #: numbers that feed the model, key -> (lowest excluded, highest): beyond them a value is a typo
@@ -364,6 +372,18 @@ def _check(key: str, value: Any, where: str) -> Any:
         return _slo(value, where)
     if key == "pools":
         return _pools(value, where)
+    if key == "disciplines":
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{where}: must be a table of tier = discipline (one of "
+                              f"{', '.join(map(repr, DISCIPLINES))}), got {shown(value)}")
+        out_d: dict[str, str] = {}
+        for tier, name in value.items():
+            at = f"{where}.{str(tier)[:200]}"
+            if not isinstance(name, str) or name not in DISCIPLINES:
+                raise ConfigError(f"{at}: must be one of {', '.join(map(repr, DISCIPLINES))}, "
+                                  f"got {shown(name)}")
+            out_d[_name(tier, where, "tier")] = name
+        return out_d
     if key == "remediation":
         if not isinstance(value, bool):
             raise ConfigError(f"{where}: must be true or false, got {shown(value)}")
@@ -763,6 +783,10 @@ def load_config(path: str | Path | None = None,
             raise ConfigError(f"{where}.tiers: lists {len(system.tiers)} tiers, more than "
                               f"[limits] max_tiers ({limits.max_tiers})")
         check_pools(system.pools, system.tiers, where)
+        for tier in system.disciplines:
+            if tier == "*" or (system.tiers and tier not in system.tiers):
+                raise ConfigError(f"{where}.disciplines.{tier[:200]}: not one of the system's "
+                                  f"tiers {list(system.tiers)[:20]}")
     return Config(defaults=defaults, systems=systems, utilization_tolerance=tolerance,
                   limits=limits, input=_input(raw.get("input")),
                   plausibility=_plausibility(raw.get("plausibility", {})),

@@ -56,7 +56,11 @@ for bursty tiers too.
 :mod:`solvers.response_time` -- per tier the wait an arriving request meets given the jobs it
 finds (arrival theorem, Lavenberg and Reiser 1980; Sevcik and Mitrani 1981), a mixture of
 Erlangs at a tier of ``c`` cores, each class's share of it and its own exponential service,
-the tiers convolved as if independent. On the MAP network's chain (up to
+the tiers convolved as if independent; at a processor-sharing tier (:attr:`SystemModel.ps`)
+each class's own passage time instead (:mod:`solvers.response_time.ps`), on the open route too
+(:mod:`solvers.response_time.open_law`) -- where configured (``disciplines``,
+:attr:`SystemModel.ps_law`); a discipline decided from the class split alone keeps the read-back
+and FCFS's law, the default. On the MAP network's chain (up to
 :data:`QUANTILE_STATE_LIMIT` states, one-core bursty tiers), the law of
 :mod:`solvers.response_time.mapnet`: what an arriving request finds, from the chain's
 stationary vector weighted by the arrival rate, and at a bursty tier the phase-type passage
@@ -110,6 +114,7 @@ from solvers.response_time import DEFAULT_LEVELS, ArrivalLaw, response_time_quan
     response_time_quantiles_many
 from solvers.response_time.bursty import decomposed_quantiles
 from solvers.response_time.mapnet import map_network_quantiles
+from solvers.response_time.open_law import open_quantiles
 from streams.core.config import SLO_QUANTILES, SystemConfig
 from streams.core.tier import TierModel
 from streams.predict.capacity_search import capacity_search, projected_start
@@ -253,8 +258,13 @@ class SystemModel:
     #: absent: they cannot tell)
     visits_measured: dict[str, dict[str, float]] = field(default_factory=dict)
     #: (M,) tiers read back under processor sharing (``R_{m,c} = D_{m,c} R_m / D_m``, module
-    #: docstring); ``None``: every tier FCFS
+    #: docstring; configured ``disciplines``, or decided from the class split: :func:`is_ps`);
+    #: ``None``: every tier FCFS
     ps: np.ndarray | None = None
+    #: (M,) tiers configured ``disciplines = { tier = "ps" }``: their response-time law is the
+    #: processor-sharing sojourn (:mod:`solvers.response_time.ps`), and on the open route
+    #: their means stretch every class alike; ``None``: none (FCFS's law, the default)
+    ps_law: np.ndarray | None = None
     #: thread and connection pools over runs of :attr:`tiers` (module docstring)
     pools: tuple[PoolSpec, ...] = ()
     #: (M, C) pure delays ``delta_{m,c}`` per request at each tier, seconds (visits included):
@@ -274,6 +284,9 @@ class SystemModel:
     _qcache: dict[int, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
     _map_qcache: dict[int, np.ndarray | None] = field(default_factory=dict, repr=False,
                                                       compare=False)
+    #: the open processor-sharing law's quantiles by total rate (:meth:`_open_ps_quantiles`)
+    _open_qcache: dict[float, np.ndarray] = field(default_factory=dict, repr=False,
+                                                  compare=False)
     _curve: Any = None
     #: what the decomposition's solves of this model and its variants share (the probes of a
     #: capacity search: :class:`solvers.decomposition.SolveMemo`)
@@ -285,7 +298,8 @@ class SystemModel:
         trial is one."""
         fresh = {"flags": list(self.flags), "scv_targets": dict(self.scv_targets)}
         return dataclasses.replace(self, **{**fresh, **changes, "_cache": {}, "_curve": None,
-                                            "_qcache": {}, "_map_qcache": {}})
+                                            "_qcache": {}, "_map_qcache": {},
+                                            "_open_qcache": {}})
 
     @functools.cached_property
     def D(self) -> np.ndarray:
@@ -367,7 +381,7 @@ class SystemModel:
         if n not in self._qcache:
             res = response_time_quantiles(self.D, self.servers, self.solver_think, n,
                                           self.D_mc, self._wait_share, self.quantile_levels,
-                                          arrival=self._arrival)
+                                          arrival=self._arrival, ps=self.ps_law, mix=self.mix)
             self._qcache[n] = self._shifted(np.column_stack([res.quantiles, res.mean]))
         return self._qcache[n]
 
@@ -393,7 +407,7 @@ class SystemModel:
         if len(need) > 1:
             for n, res in zip(need, response_time_quantiles_many(
                     self.D, self.servers, self.solver_think, need, self.D_mc, self._wait_share,
-                    self.quantile_levels, arrival=self._arrival)):
+                    self.quantile_levels, arrival=self._arrival, ps=self.ps_law, mix=self.mix)):
                 self._qcache[n] = self._shifted(np.column_stack([res.quantiles, res.mean]))
 
     def quantiles(self, point: Point) -> np.ndarray:
@@ -407,6 +421,8 @@ class SystemModel:
         point's mean (flagged, module docstring)."""
         if point.model == "mva":
             return self._law_quantiles(point.n)[:, :-1]
+        if point.model == "open" and self.ps_law is not None and self.ps_law.any():
+            return self._shifted(self._open_ps_quantiles(point.throughput))
         if point.model == "pools":
             law = self._law_quantiles(point.n)
             flag = (f"{POOL_FLAG}quantiles from the network without pools, scaled to the pool "
@@ -455,6 +471,17 @@ class SystemModel:
             self.flags.append(flag)
         ratio = np.divide(point.response, mean, out=np.ones_like(mean), where=mean > 0)
         return q * ratio[:, None]
+
+    def _open_ps_quantiles(self, rate: float) -> np.ndarray:
+        """``(C, L)`` quantiles of the open tiers at total rate ``rate`` with their
+        processor-sharing tiers' own sojourns (:func:`solvers.response_time.open_law.
+        open_quantiles`): an open workload's law where a tier is ``ps``."""
+        key = float(rate)
+        if key not in self._open_qcache:
+            q, _ = open_quantiles(key, self.mix, self.D_mc, self.servers, self.ps_law,
+                                  self.quantile_levels, self._wait_share)
+            self._open_qcache[key] = q
+        return self._open_qcache[key]
 
     def _map_law_args(self) -> tuple[list[MAP], np.ndarray]:
         """The MAP network's processes at the tiers' demands and each class's service over
@@ -826,6 +853,8 @@ class SystemModel:
                 **({} if self.delays is None else {"delays": self.delays.tolist()})}
         if self.pool_processes is not None:   # absent, not null, as ``scv``
             out["pool_processes"] = [p.to_dict() for p in self.pool_processes]
+        if self.ps_law is not None:         # absent, not null, as ``scv``
+            out["ps_law"] = [bool(v) for v in self.ps_law]
         if self.scv is not None:            # absent, not null: stores without it read alike
             out["scv"] = [float(v) for v in self.scv]
         return out
@@ -858,6 +887,8 @@ class SystemModel:
                                len(data["classes"]), len(SLO_QUANTILES)),
                        ps=None if data.get("ps") is None
                        else np.array(data["ps"], dtype=bool),
+                       ps_law=None if data.get("ps_law") is None
+                       else np.array(data["ps_law"], dtype=bool),
                        pools=tuple(PoolSpec(int(p["size"]), int(p["first"]), int(p["last"]),
                                             str(p["name"]))
                                    for p in data.get("pools") or ()),
@@ -1085,6 +1116,16 @@ def assumed_structure(tiers: list[TierModel], cfg: SystemConfig,
     return flags
 
 
+def is_ps(tier: TierModel, cfg: SystemConfig) -> bool:
+    """Tier shares its cores: configured ``disciplines = { tier = "ps" }``; where the
+    configuration is silent, its per-class response times decided so
+    (:mod:`estimators.class_split`); a configured ``"fcfs"`` overrides that."""
+    configured = cfg.disciplines.get(tier.tier)
+    if configured is not None:
+        return configured == "ps"
+    return bool(tier.split_decided and tier.split_discipline == "ps")
+
+
 def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float],
                 think_time: float, cfg: SystemConfig, provisional: bool = False,
                 visits: Visits | None = None) -> SystemModel:
@@ -1138,7 +1179,7 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
                 for m, t in enumerate(tiers):
                     if is_bursty(t) and t.mean_service is not None:
                         before = float(D_mc[m] @ p)
-                        split = None if t.split_decided and t.split_discipline == "ps" \
+                        split = None if is_ps(t, cfg) \
                             else fcfs_split(t, classes, p, V_mc[m], t.mean_service)
                         if split is not None:
                             D_mc[m] = split[0]
@@ -1150,7 +1191,8 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
                         after = float(D_mc[m] @ p)
                         if after != before:
                             flags.append(_history_flag(t.tier, before, after))
-    ps = np.array([bool(t.split_decided and t.split_discipline == "ps") for t in tiers])
+    ps = np.array([is_ps(t, cfg) for t in tiers])
+    ps_law = np.array([cfg.disciplines.get(t.tier) == "ps" for t in tiers])
     D_mc, delays, latency_flags = model_delays(tiers, classes, D_mc, V_mc, cfg)
     flags += latency_flags
     pools, pool_flags = model_pools(cfg, [t.tier for t in tiers])
@@ -1170,7 +1212,8 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
                        map_limit=cfg.map_max_population, flags=flags, visits=V_mc,
                        per_job_max_cores=cfg.per_job_max_cores, slo=slo,
                        visits_measured=visits.measured if visits is not None else {},
-                       ps=ps if ps.any() else None, pools=pools, delays=delays,
+                       ps=ps if ps.any() else None,
+                       ps_law=ps_law if ps_law.any() else None, pools=pools, delays=delays,
                        pool_processes=pool_processes)
 
 

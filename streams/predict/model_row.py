@@ -145,10 +145,11 @@ def _check(spec: Any) -> None:
         _whole(pool.get("size"), f"{where}.size", 1, MAX_POOL_SIZE)
         first = _whole(pool.get("first"), f"{where}.first", 0, m - 1)
         _whole(pool.get("last"), f"{where}.last", first + 1, m)
-    if spec.get("ps") is not None:
-        for i, v in enumerate(_list(spec["ps"], "model.ps", m)):
-            if not isinstance(v, bool):
-                raise _Bad(f"model.ps[{i}]: must be true or false, got {shown(v)}")
+    for key in ("ps", "ps_law"):
+        if spec.get(key) is not None:
+            for i, v in enumerate(_list(spec[key], f"model.{key}", m)):
+                if not isinstance(v, bool):
+                    raise _Bad(f"model.{key}[{i}]: must be true or false, got {shown(v)}")
 
 
 def model_from_row(system: str, spec: Any) -> SystemModel:

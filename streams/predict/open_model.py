@@ -47,7 +47,7 @@ def solve_at(model: SystemModel, rate: float) -> OpenTiersResult:
     S, V = _inputs(model)
     res = solve_open_tiers(max(rate, 0.0) * model.mix, S, model.servers.astype(int),
                            processes=model.processes, visits=V,
-                           per_job_max_cores=model.per_job_max_cores)
+                           per_job_max_cores=model.per_job_max_cores, ps=model.ps_law)
     if model.delays is None:
         return res
     return dataclasses.replace(res, response_time=res.response_time + model.delay_c,
