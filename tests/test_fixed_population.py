@@ -137,7 +137,8 @@ def test_a_bursty_tier_behind_the_waves_adds_their_wait_to_its_own():
     from solvers.open import m_map_c
     app, db = BURSTY.scaled(0.01), BURSTY.scaled(0.02)
     procs, cores = [app, MAP.exponential(0.004), db], [8, 4, 16]
-    res = solve_fixed_population(procs, 3000, 7.0, servers=cores)
+    res = solve_fixed_population(procs, 3000, 7.0, servers=cores, interpolate_span=0.0)
+    assert not res.interpolated
     rate = res.throughput
     dep = through_tier(departure_process(app, 8, rate), 4 / 0.004)
     own = m_map_c(rate, db, 16).wait
@@ -146,7 +147,8 @@ def test_a_bursty_tier_behind_the_waves_adds_their_wait_to_its_own():
     assert res.residence_time[2] == pytest.approx(0.02 + own + extra, rel=1e-9)
     assert res.stations[2] == "per-job (waves)"
     assert res.little_residual <= 1e-5 * 3000
-    plain = solve_fixed_population(procs, 3000, 7.0, servers=cores, waves=False)
+    plain = solve_fixed_population(procs, 3000, 7.0, servers=cores, waves=False,
+                                   interpolate_span=0.0)
     assert plain.residence_time[2] == pytest.approx(0.02 + m_map_c(plain.throughput, db,
                                                                     16).wait, rel=1e-9)
 
