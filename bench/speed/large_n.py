@@ -65,8 +65,7 @@ def main() -> None:
     def empty(patterns: bool) -> None:
         """Every open solve held (by rate) forgotten; with ``patterns`` the per-job patterns
         too."""
-        fixed_population._CURVES._held.clear()
-        queues._CHAINS._held.clear()
+        fixed_population.forget_held()
         if patterns:
             queues._PATTERNS._held.clear()
 

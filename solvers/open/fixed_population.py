@@ -55,7 +55,7 @@ from solvers.open.tiers import OpenTiersResult, solve_open_tiers
 from solvers.processes import MAP
 from solvers.results import check_no_nan
 
-__all__ = ["FixedPopulationResult", "population_at", "solve_fixed_population"]
+__all__ = ["FixedPopulationResult", "forget_held", "population_at", "solve_fixed_population"]
 
 #: resolution of the rate at which the search stops, relative to the search's first upper
 #: end ``min(N / (Z + sum S), lambda_sat)``: 1e-5 moves ``R`` by less than 1e-4 of itself
@@ -252,6 +252,13 @@ def _open(procs: Sequence[MAP], means: np.ndarray, cores: list[int], rate: float
                                           else f"{st} (waves)"
                                           for m, st in enumerate(res.stations)),
                            stable=True, flags=tuple(flags))
+
+
+def forget_held() -> None:
+    """Forget every open solve held by rate (and the queues' chains held with them): the next
+    search starts from nothing, as a model's first (benchmarks)."""
+    _CURVES._held.clear()
+    queues._CHAINS._held.clear()
 
 
 def population_at(processes: Sequence[MAP], rate: float, think_time: float,
