@@ -11,12 +11,15 @@ Network: ``bench/large_n_network.py`` (4 tiers, two bursty: app 8 cores, db 16 c
   :func:`solvers.decomposition.solve_decomposed` at the
   prediction's tolerance (1e-6) and the capacity search's (1e-4; each without a memo, as a
   model's first solve: medians of ``--runs`` less 2, at least 1); the open route's medians of
-  ``--runs`` after one warm-up (the per-job patterns held, as in a pipeline's later solves); and a
-  cold open solve (the module's memo of per-job patterns emptied first);
+  ``--runs`` after one warm-up, each with the open solves held by rate forgotten first
+  (:func:`solvers.open.fixed_population.forget_held`: the population's own search), the
+  per-job patterns held (as in a pipeline's later solves); and a cold open solve (the
+  per-job patterns emptied too);
 * **peak memory** of one solve: ``tracemalloc``'s peak over a fresh solve (numpy's buffers
   included), each route alone;
-* **capacity search**: the pipeline's ``model_capacity`` at ``--sla`` (mean R), cold, through
-  the open route and through the decomposition only (``--search-runs``, median).
+* **capacity search**: the pipeline's ``model_capacity`` at ``--sla`` (mean R), cold (every
+  memo emptied), through the open route and through the decomposition only
+  (``--search-runs``, median).
 
 Figures, no pass/fail; the ratios are the figure on a shared host.
 """

@@ -31,9 +31,14 @@ saturated probe (``R`` infinite) only lowers the bracket's upper end, never give
 NaN.
 
 Every open solve costs the same whatever ``N`` (the bursty tiers' boundary levels and rate
-matrices: a few hundred states for 16 cores), so the method costs a handful of solves (2-4 on
-4 tiers) against
-the decomposition's per-job chains, whose levels grow with ``N``. Its error shrinks as ``N``
+matrices: a few hundred states for 16 cores), so the method costs a handful of solves (a
+guess and 2 on 4 tiers) against the decomposition's per-job chains, whose levels grow with
+``N``. An open solve does not depend on ``N`` at all: a network's solves are held by rate
+(:data:`_CURVES`, keyed by its processes and cores), and every later search on it -- a
+capacity search's next population, the prediction at the current users -- starts from the
+rates already solved (0-2 more solves). The search's last step is read off the model through
+the two solved ends of a bracket narrower than :data:`INTERPOLATE_SPAN` of its upper end
+instead of one more solve: a secant step's answer without its solve (Brent 1973). Its error shrinks as ``N``
 grows (the fraction of users in the tiers, and the correlation a closed population forces on
 them, vanish): where it is used is decided on the physical simulation (docs/accuracy.md,
 "Large populations through the open route").
