@@ -38,10 +38,11 @@ guess and 2 on 4 tiers) against the decomposition's per-job chains, whose levels
 capacity search's next population, the prediction at the current users -- starts from the
 rates already solved (0-2 more solves). The search's last step is read off the model through
 the two solved ends of a bracket narrower than :data:`INTERPOLATE_SPAN` of its upper end
-instead of one more solve: a secant step's answer without its solve (Brent 1973). Its error shrinks as ``N``
-grows (the fraction of users in the tiers, and the correlation a closed population forces on
-them, vanish): where it is used is decided on the physical simulation (docs/accuracy.md,
-"Large populations through the open route").
+instead of one more solve: a secant step's answer without its solve (Brent 1973).
+
+The method's error shrinks as ``N`` grows (the fraction of users in the tiers, and the
+correlation a closed population forces on them, vanish): where it is used is decided on the
+physical simulation (docs/accuracy.md, "Large populations through the open route").
 """
 
 from __future__ import annotations
@@ -80,7 +81,10 @@ G_TOLERANCE = 1e-9
 
 #: the search ends without one more open solve once both ends of the bracket are solved and it
 #: is narrower than this share of its first upper end: the answer is read off the model
-#: ``R = A + B / (sat - lambda)`` through the ends (:func:`_between`)
+#: ``R = A + B / (sat - lambda)`` through the ends (:func:`_between`; the model's root solved
+#: instead where the ends were solved differently: a station or a flag apart). Against the
+#: search solving its root, 1,000-6,000 users on the large-population network: ``R`` and every
+#: tier's residence time within 5.6e-5 of themselves, one open solve fewer of 3-4
 INTERPOLATE_SPAN = 0.02
 
 #: the open solves of a network by rate, for every population's search (module docstring)
@@ -394,7 +398,8 @@ def _between(a: OpenTiersResult, b: OpenTiersResult, rate: float, sat: float
     """The open tiers at ``rate`` read off two solves around it: each tier's ``R_m`` on the
     line through them in ``1 / (sat - lambda)`` (the model of :func:`_model_step`, so the
     tiers' sum is the model's ``R``), utilization linear in the rate (the utilization law),
-    jobs ``lambda R_m`` (Little's law); stations and flags of the nearer one."""
+    jobs ``lambda R_m`` (Little's law); stations of the nearer one, flags of both (the caller
+    passes two solved alike)."""
     ra, rb = float(a.throughput[0]), float(b.throughput[0])
     ua, ub, u = 1.0 / (sat - ra), 1.0 / (sat - rb), 1.0 / (sat - rate)
     t = (u - ua) / (ub - ua)
@@ -458,9 +463,12 @@ def solve_fixed_population(processes: Sequence[MAP], population: int, think_time
     rate, bracket = (0.0, None) if N == 0 else _root(
         response, N, z, float(means.sum()), sat, rate_tol, guess if waves else None, known,
         interpolate_span)
-    if bracket is not None:
-        res = _between(at(bracket[0]), at(bracket[1]), rate, sat)
-    else:
+    ends = None if bracket is None else (at(bracket[0]), at(bracket[1]))    # held: no solve
+    if ends is not None and ends[0].stations == ends[1].stations \
+            and ends[0].flags == ends[1].flags:
+        res = _between(ends[0], ends[1], rate, sat)
+    else:                           # (ends solved differently: the root itself solved)
+        bracket = None
         res = at(rate) if rate > 0 else _open(procs, means, cores, 0.0, per_job_max_cores)
     Rm = res.residence_time[:, 0]
     check_no_nan(residence_time=Rm, queue_length=res.queue_length)
