@@ -162,7 +162,8 @@ def test_the_search_meets_its_tolerance_in_a_few_solves(n):
              BURSTY.scaled(0.020)]
     cores, Z = [4, 8, 4, 16], 7.0
     res = solve_fixed_population(procs, n, Z, servers=cores)
-    tight = solve_fixed_population(procs, n, Z, servers=cores, rate_tol=1e-10)
+    tight = solve_fixed_population(procs, n, Z, servers=cores, rate_tol=1e-10,
+                                   interpolate_span=0.0)
     top = min(n / (Z + 0.036), 800.0)
     assert abs(res.throughput - tight.throughput) <= 1e-5 * top
     assert res.little_residual <= 1e-5 * n

@@ -426,8 +426,9 @@ def solve_fixed_population(processes: Sequence[MAP], population: int, think_time
     (default 1), ``think_time`` ``Z``; the rate to ``rate_tol`` of ``min(N / (Z + sum S),
     lambda_sat)``;
     ``waves=False`` takes every tier as fed Poisson arrivals (faster, and low on a tier after
-    a bursty one: docs/accuracy.md section 21). Raises ``ValueError`` naming the argument on
-    bad input."""
+    a bursty one: docs/accuracy.md section 21); ``interpolate_span``: the answer read off the
+    model through a solved bracket that narrow (:data:`INTERPOLATE_SPAN`; 0: the root solved
+    to ``rate_tol``). Raises ``ValueError`` naming the argument on bad input."""
     procs, N, z, cores = _check(processes, population, think_time, servers)
     if not (0 < rate_tol < 1):
         raise ValueError(f"rate_tol: must be in (0, 1), got {rate_tol!r}")
