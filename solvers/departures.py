@@ -213,7 +213,7 @@ def _solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return x
 
 
-def map_m_c_mean(dep: DepartureMAP, mean: float, cores: int) -> float:
+def map_m_c_mean(dep: DepartureMAP, mean: float, cores: int, *, tol: float = 1e-12) -> float:
     """Mean number of jobs in a ``MAP/M/c`` FCFS queue fed by ``dep`` (module notes, step 3).
     Requires ``dep.rate * mean < cores`` (stable).
 
@@ -224,7 +224,8 @@ def map_m_c_mean(dep: DepartureMAP, mean: float, cores: int) -> float:
     G_1) = 0`` (Latouche & Ramaswami 1999, level-dependent QBDs; ``R A_2 = A_0 G``): one
     inverse per boundary level, vector products for the ``pi_n``. Beyond ``c``
     ``pi_{c+k} = pi_c R^k``, ``R = D1 G / (c mu)``: ``sum_{n<c} n pi_n 1 + c pi_c (I-R)^{-1} 1
-    + pi_c R (I-R)^{-2} 1`` jobs over ``sum_{n<c} pi_n 1 + pi_c (I-R)^{-1} 1``."""
+    + pi_c R (I-R)^{-2} 1`` jobs over ``sum_{n<c} pi_n 1 + pi_c (I-R)^{-1} 1``. ``tol``: how
+    far ``G 1`` may be from 1 (:func:`_g_matrix`)."""
     if not dep.rate * mean < cores:
         raise ValueError(f"map_m_c_mean: arrival rate {dep.rate:.6g}/s with mean {mean:.6g} s "
                          f"on {cores} cores is not stable")
@@ -233,7 +234,7 @@ def map_m_c_mean(dep: DepartureMAP, mean: float, cores: int) -> float:
     eye = np.eye(P)
     mu = 1.0 / mean
     s = cores * mu
-    G = _g_matrix(D1, D0 - s * eye, s * eye)
+    G = _g_matrix(D1, D0 - s * eye, s * eye, tol)
     up = csr_array(D1)                                  # sparse: one level's departures
     pis = _boundary(D0, D1, up, G, mu, cores)
     R = up @ G / s

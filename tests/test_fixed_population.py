@@ -12,7 +12,7 @@ import pytest
 
 from solvers.mva import mva
 from solvers.open import mm_c
-from solvers.open.fixed_population import (departure_process, population_at,
+from solvers.open.fixed_population import (departure_process, forget_held, population_at,
                                            solve_fixed_population)
 from solvers.paper000 import _BURSTY_D0, _BURSTY_D1
 from solvers.processes import MAP
@@ -137,7 +137,8 @@ def test_a_bursty_tier_behind_the_waves_adds_their_wait_to_its_own():
     from solvers.open import m_map_c
     app, db = BURSTY.scaled(0.01), BURSTY.scaled(0.02)
     procs, cores = [app, MAP.exponential(0.004), db], [8, 4, 16]
-    res = solve_fixed_population(procs, 3000, 7.0, servers=cores)
+    res = solve_fixed_population(procs, 3000, 7.0, servers=cores, interpolate_span=0.0)
+    assert not res.interpolated
     rate = res.throughput
     dep = through_tier(departure_process(app, 8, rate), 4 / 0.004)
     own = m_map_c(rate, db, 16).wait
@@ -146,7 +147,8 @@ def test_a_bursty_tier_behind_the_waves_adds_their_wait_to_its_own():
     assert res.residence_time[2] == pytest.approx(0.02 + own + extra, rel=1e-9)
     assert res.stations[2] == "per-job (waves)"
     assert res.little_residual <= 1e-5 * 3000
-    plain = solve_fixed_population(procs, 3000, 7.0, servers=cores, waves=False)
+    plain = solve_fixed_population(procs, 3000, 7.0, servers=cores, waves=False,
+                                   interpolate_span=0.0)
     assert plain.residence_time[2] == pytest.approx(0.02 + m_map_c(plain.throughput, db,
                                                                     16).wait, rel=1e-9)
 
@@ -160,8 +162,57 @@ def test_the_search_meets_its_tolerance_in_a_few_solves(n):
              BURSTY.scaled(0.020)]
     cores, Z = [4, 8, 4, 16], 7.0
     res = solve_fixed_population(procs, n, Z, servers=cores)
-    tight = solve_fixed_population(procs, n, Z, servers=cores, rate_tol=1e-10)
+    tight = solve_fixed_population(procs, n, Z, servers=cores, rate_tol=1e-10,
+                                   interpolate_span=0.0)
     top = min(n / (Z + 0.036), 800.0)
     assert abs(res.throughput - tight.throughput) <= 1e-5 * top
     assert res.little_residual <= 1e-5 * n
     assert res.open_solves <= (4 if n <= 5000 else 8)
+
+
+LARGE = ([MAP.exponential(0.002), BURSTY.scaled(0.010), MAP.exponential(0.004),
+          BURSTY.scaled(0.020)], [4, 8, 4, 16], 7.0)
+
+
+@pytest.mark.parametrize("n", [3000, 5000])
+def test_the_answer_read_off_the_model_agrees_with_a_solve_at_its_rate(n):
+    """The search's last step read off ``R = A + B / (sat - lambda)`` through the two solved
+    ends of a narrow bracket (no solve at the root itself) agrees with a search to 1e-10 that
+    solves the root: the rate within the search's tolerance, R and every tier within 1e-4,
+    Little's law kept; fewer open solves."""
+    procs, cores, z = LARGE
+    forget_held()
+    got = solve_fixed_population(procs, n, z, servers=cores)
+    forget_held()
+    exact = solve_fixed_population(procs, n, z, servers=cores, rate_tol=1e-10,
+                                   interpolate_span=0.0)
+    assert got.interpolated and not exact.interpolated
+    assert got.open_solves < exact.open_solves
+    assert abs(got.throughput - exact.throughput) <= 1e-5 * min(n / (z + 0.036), 800.0)
+    assert got.response_time == pytest.approx(exact.response_time, rel=1e-4)
+    np.testing.assert_allclose(got.residence_time, exact.residence_time, rtol=1e-4)
+    np.testing.assert_allclose(got.queue_length, got.throughput * got.residence_time,
+                               rtol=1e-12)
+    assert got.little_residual <= 1e-5 * n
+    assert got.stations == exact.stations
+
+
+@pytest.mark.slow
+def test_solves_held_by_rate_serve_other_populations_without_changing_answers():
+    """The open solves do not depend on N: a search after others (a capacity search's
+    probes) starts from the rates they solved, needs at most two more solves, and answers as
+    a first search does (within the search's tolerance: R within 1e-4)."""
+    procs, cores, z = LARGE
+    first = {}
+    for n in (3000, 4000, 4200):
+        forget_held()
+        first[n] = solve_fixed_population(procs, n, z, servers=cores)
+    forget_held()
+    for n in (3000, 4000, 4200):
+        res = solve_fixed_population(procs, n, z, servers=cores)
+        assert res.response_time == pytest.approx(first[n].response_time, rel=1e-4)
+        assert res.throughput == pytest.approx(first[n].throughput, rel=2e-5)
+        if n > 3000:
+            assert res.open_solves <= 2
+    with pytest.raises(ValueError, match="interpolate_span"):
+        solve_fixed_population(procs, 10, z, servers=cores, interpolate_span=1.5)

@@ -11,12 +11,15 @@ Network: ``bench/large_n_network.py`` (4 tiers, two bursty: app 8 cores, db 16 c
   :func:`solvers.decomposition.solve_decomposed` at the
   prediction's tolerance (1e-6) and the capacity search's (1e-4; each without a memo, as a
   model's first solve: medians of ``--runs`` less 2, at least 1); the open route's medians of
-  ``--runs`` after one warm-up (the per-job patterns held, as in a pipeline's later solves); and a
-  cold open solve (the module's memo of per-job patterns emptied first);
+  ``--runs`` after one warm-up, each with the open solves held by rate forgotten first
+  (:func:`solvers.open.fixed_population.forget_held`: the population's own search), the
+  per-job patterns held (as in a pipeline's later solves); and a cold open solve (the
+  per-job patterns emptied too);
 * **peak memory** of one solve: ``tracemalloc``'s peak over a fresh solve (numpy's buffers
   included), each route alone;
-* **capacity search**: the pipeline's ``model_capacity`` at ``--sla`` (mean R), cold, through
-  the open route and through the decomposition only (``--search-runs``, median).
+* **capacity search**: the pipeline's ``model_capacity`` at ``--sla`` (mean R), cold (every
+  memo emptied), through the open route and through the decomposition only
+  (``--search-runs``, median).
 
 Figures, no pass/fail; the ratios are the figure on a shared host.
 """
@@ -37,7 +40,7 @@ from typing import Any, Callable
 from bench.large_n_network import decomposition_only, network, system_model
 from bench.speed.decomposition import timed
 from solvers.decomposition import solve_decomposed
-from solvers.open import queues
+from solvers.open import fixed_population, queues
 from solvers.open.fixed_population import solve_fixed_population
 from streams.predict.model import OPEN_ROUTE_POPULATION, model_capacity
 
@@ -62,12 +65,20 @@ def main() -> None:
     procs, cores, z = network()
     n = args.population
 
+    def empty(patterns: bool) -> None:
+        """Every open solve held (by rate) forgotten; with ``patterns`` the per-job patterns
+        too."""
+        fixed_population.forget_held()
+        if patterns:
+            queues._PATTERNS._held.clear()
+
     def open_solve():
+        empty(False)
         return solve_fixed_population(procs, n, z, servers=cores)
 
     def cold_open():
-        queues._PATTERNS._held.clear()
-        return open_solve()
+        empty(True)
+        return solve_fixed_population(procs, n, z, servers=cores)
 
     def dec(tol: float):
         return lambda: solve_decomposed(procs, n, z, servers=cores, tol=tol)
@@ -76,8 +87,8 @@ def main() -> None:
     mem_dec = peak_mb(dec(1e-6))
     t_open, res = timed(open_solve, args.runs)
     t_cold, _ = timed(cold_open, args.runs)
-    t_plain, plain = timed(lambda: solve_fixed_population(procs, n, z, servers=cores,
-                                                          waves=False), args.runs)
+    t_plain, plain = timed(lambda: (empty(False), solve_fixed_population(
+        procs, n, z, servers=cores, waves=False))[1], args.runs)
     rows = [("open route (warm)", t_open, res, mem_open), ("open route (cold)", t_cold, res,
                                                            mem_open),
             ("open route without waves (not the pipeline's)", t_plain, plain, mem_open)]
@@ -91,11 +102,13 @@ def main() -> None:
     for name, t, r, mem in rows:
         print(f"| {name} | {1000 * t:.1f} ms | {t_dec / t:.0f}× | {r.throughput:.1f} | "
               f"{r.response_time:.4f} | {mem:.1f} MB |")
-    print(f"open solves in the search: {res.open_solves}")
+    print(f"open solves in the search: {res.open_solves} (read off the model between two: "
+          f"{res.interpolated})")
 
     def search() -> tuple[float, Any, int]:
         times, cap, solved = [], None, 0
         for _ in range(args.search_runs):
+            empty(True)
             model = system_model(args.sla)
             t0 = time.perf_counter()
             cap, _ = model_capacity(model)

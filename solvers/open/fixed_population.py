@@ -31,12 +31,18 @@ saturated probe (``R`` infinite) only lowers the bracket's upper end, never give
 NaN.
 
 Every open solve costs the same whatever ``N`` (the bursty tiers' boundary levels and rate
-matrices: a few hundred states for 16 cores), so the method costs a handful of solves (2-4 on
-4 tiers) against
-the decomposition's per-job chains, whose levels grow with ``N``. Its error shrinks as ``N``
-grows (the fraction of users in the tiers, and the correlation a closed population forces on
-them, vanish): where it is used is decided on the physical simulation (docs/accuracy.md,
-"Large populations through the open route").
+matrices: a few hundred states for 16 cores), so the method costs a handful of solves (a
+guess and 2 on 4 tiers) against the decomposition's per-job chains, whose levels grow with
+``N``. An open solve does not depend on ``N`` at all: a network's solves are held by rate
+(:data:`_CURVES`, keyed by its processes and cores), and every later search on it -- a
+capacity search's next population, the prediction at the current users -- starts from the
+rates already solved (0-2 more solves). The search's last step is read off the model through
+the two solved ends of a bracket narrower than :data:`INTERPOLATE_SPAN` of its upper end
+instead of one more solve: a secant step's answer without its solve (Brent 1973).
+
+The method's error shrinks as ``N`` grows (the fraction of users in the tiers, and the
+correlation a closed population forces on them, vanish): where it is used is decided on the
+physical simulation (docs/accuracy.md, "Large populations through the open route").
 """
 
 from __future__ import annotations
@@ -47,15 +53,15 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from solvers.decomposition.stations import PER_JOB_MAX_CORES, _speed_scaled
+from solvers.decomposition.memo import _Memo
+from solvers.decomposition.stations import PER_JOB_MAX_CORES
 from solvers.departures import DepartureMAP, lumped_departures, map_m_c_mean, through_tier
 from solvers.open import queues
-from solvers.open.qbd import solve_qbd
 from solvers.open.tiers import OpenTiersResult, solve_open_tiers
 from solvers.processes import MAP
 from solvers.results import check_no_nan
 
-__all__ = ["FixedPopulationResult", "population_at", "solve_fixed_population"]
+__all__ = ["FixedPopulationResult", "forget_held", "population_at", "solve_fixed_population"]
 
 #: resolution of the rate at which the search stops, relative to the search's first upper
 #: end ``min(N / (Z + sum S), lambda_sat)``: 1e-5 moves ``R`` by less than 1e-4 of itself
@@ -66,6 +72,25 @@ RATE_TOL = 1e-5
 #: share on the large-population network at 5,000 users); against 1e-10 there, 1,000-5,000
 #: users, a tier's residence time moved by at most 7.8e-4 of itself, ``R`` by 1.3e-4
 WAVE_PHASE_SHARE = 1e-7
+
+#: how far ``G 1`` of the queues fed the waves may be from 1
+#: (:func:`solvers.departures.map_m_c_mean`): logarithmic reduction converges quadratically, so
+#: against 1e-12 one doubling fewer of about 12 on the large-population network, ``G`` within
+#: 5e-12
+G_TOLERANCE = 1e-9
+
+#: the search ends without one more open solve once both ends of the bracket are solved and it
+#: is narrower than this share of its first upper end: the answer is read off the model
+#: ``R = A + B / (sat - lambda)`` through the ends (:func:`_between`; the model's root solved
+#: instead where the ends were solved differently: a station or a flag apart). Against the
+#: search solving its root, 1,000-6,000 users on the large-population network: ``R`` and every
+#: tier's residence time within 5.6e-5 of themselves, one open solve fewer of 3-4
+INTERPOLATE_SPAN = 0.02
+
+#: the open solves of a network by rate, for every population's search (module docstring)
+_CURVES = _Memo(8)
+#: a network's solves are dropped once it holds this many rates
+CURVE_LIMIT = 256
 
 
 @dataclass(frozen=True, eq=False)
@@ -85,6 +110,7 @@ class FixedPopulationResult:
     think_time: float
     stations: tuple[str, ...]
     open_solves: int
+    interpolated: bool = False
     method: str = "fixed-population mean"
     flags: tuple[str, ...] = field(default_factory=tuple)
 
@@ -127,16 +153,8 @@ def departure_process(proc: MAP, cores: int, rate: float, *,
     level from ``L`` up lumped onto ``L``'s phases
     (:func:`solvers.departures.lumped_departures`; phases with a share of its transitions
     below ``negligible`` dropped). ``None`` when the queue is not stable."""
-    if 1 < cores <= per_job_max_cores:
-        src, dst, base, up, starts = queues._per_job_pattern(proc, cores)
-        L = cores + 1
-    else:
-        tr = _speed_scaled(cores + 2, proc, cores)
-        src, dst, base, up = tr.src, tr.dst, tr.rate, tr.up
-        starts = np.arange(cores + 4) * proc.order
-        L = cores
-    Q = queues._from_transitions(src, dst, base, up, rate, int(starts[-1]))
-    sol = solve_qbd(Q, starts, L)
+    sol, (src, dst, base, up), starts, L = queues.m_map_c_chain(rate, proc, cores,
+                                                                per_job_max_cores)
     if sol is None:
         return None
     width = int(starts[L + 1] - starts[L])
@@ -175,7 +193,7 @@ def _arrival_wait(dep: DepartureMAP, mean: float, cores: int, rate: float) -> fl
     if not dep.rate * mean < cores:
         return None
     try:
-        q = map_m_c_mean(dep, mean, cores)
+        q = map_m_c_mean(dep, mean, cores, tol=G_TOLERANCE)
     except np.linalg.LinAlgError:
         return None
     if not (math.isfinite(q) and q >= 0.0):
@@ -216,7 +234,7 @@ def _open(procs: Sequence[MAP], means: np.ndarray, cores: list[int], rate: float
                                  f"it: Poisson arrivals")
                     break
                 try:
-                    q = map_m_c_mean(dep, means[m], cores[m])
+                    q = map_m_c_mean(dep, means[m], cores[m], tol=G_TOLERANCE)
                 except np.linalg.LinAlgError:
                     q = math.nan
                 if not (math.isfinite(q) and q >= 0.0):
@@ -243,6 +261,13 @@ def _open(procs: Sequence[MAP], means: np.ndarray, cores: list[int], rate: float
                                           else f"{st} (waves)"
                                           for m, st in enumerate(res.stations)),
                            stable=True, flags=tuple(flags))
+
+
+def forget_held() -> None:
+    """Forget every open solve held by rate (and the queues' chains held with them): the next
+    search starts from nothing, as a model's first (benchmarks)."""
+    _CURVES._held.clear()
+    queues._CHAINS._held.clear()
 
 
 def population_at(processes: Sequence[MAP], rate: float, think_time: float,
@@ -285,42 +310,72 @@ def _model_step(points: list[tuple[float, float]], N: int, z: float, sat: float,
 
 
 def _root(response: Any, N: int, z: float, demand: float, sat: float, tol: float,
-          guess: Any = None) -> float:
+          guess: Any = None, known: dict[float, float] | None = None,
+          span: float = 0.0) -> tuple[float, tuple[float, float] | None]:
     """The rate ``lambda`` with ``lambda (Z + R(lambda)) = N``, ``R = response(lambda)``
-    (``inf`` where the open network is not stable). A bracket ``[lo, hi]`` (``lo = 0``, ``hi
-    = min(N / (Z + sum S), sat)``: ``R >= sum S``) narrowed by probes at the root of a model
-    ``R = A + B / (sat - lambda)`` through the last two probes, the first pair being
-    ``(0, sum S)`` (exact) and ``hi``; a bisection instead where the model gives no root in
-    the bracket or, twice running, shrinks it by less than half (so the search always ends:
-    Brent's (1973) safeguard). It stops when the bracket is narrower than ``tol`` of its
-    first upper end ``hi`` or a probe's population misses ``N`` by less than ``tol hi (Z + sum
-    S)`` (``lambda (Z + R)`` rises at least as ``Z + sum S``: the rate is then within ``tol
-    hi`` of the root). ``guess``, a cheaper ``R`` (the open network without the waves):
-    the first probe at the model's root through ``(0, sum S)`` and ``guess(hi)`` instead of
-    at ``hi``, where ``R`` is steepest (on the large-population network one probe fewer at
-    2,000 and 5,000 users; the guess never moves the bracket). Probes on 4 tiers: 2-3 and
-    the guess (Brent's method on the same bracket: 4-7)."""
+    (``inf`` where the open network is not stable), and ``None`` or the bracket ``(lo, hi)``
+    it was read off. A bracket ``[lo, hi]`` (``lo = 0``, ``hi = min(N / (Z + sum S), sat)``:
+    ``R >= sum S``) narrowed by probes at the root of a model ``R = A + B / (sat - lambda)``
+    through the last two probes, the first pair being ``(0, sum S)`` (exact) and ``hi``; a
+    bisection instead where the model gives no root in the bracket or, twice running, shrinks
+    it by less than half (so the search always ends: Brent's (1973) safeguard). It stops when
+    the bracket is narrower than ``tol`` of its first upper end ``hi`` or a probe's population
+    misses ``N`` by less than ``tol hi (Z + sum S)`` (``lambda (Z + R)`` rises at least as ``Z
+    + sum S``: the rate is then within ``tol hi`` of the root); or, with ``span``, once both
+    ends of the bracket are solved and it is narrower than ``span hi``: the model through its
+    ends gives the root, returned with the bracket (the caller reads the answer off the model
+    there instead of one more solve: ``R`` is then within :data:`INTERPOLATE_SPAN`'s error of
+    the solved one). ``known``: rates already solved (``rate -> R``, the same network at any
+    ``N``), which bracket the root before any probe, the two nearest it the model's first pair.
+    ``guess``, a cheaper ``R`` (the open network without the waves): with fewer than two
+    rates known, the first probe at the model's root through the highest below and
+    ``guess(hi)`` instead of at ``hi``, where ``R`` is steepest (on the large-population
+    network one probe fewer at 2,000 and 5,000 users; the guess never moves the bracket).
+    Probes on 4 tiers: 2-3 and the guess (Brent's method on the same bracket: 4-7)."""
     hi = top = min(N / (z + demand), sat)
     lo = 0.0
+    ends: dict[float, float] = {0.0: demand}
     points = [(0.0, demand)]
     best, best_miss = 0.0, math.inf
+    for rate, r in sorted((known or {}).items()):
+        if not 0.0 < rate <= top:
+            continue
+        jobs = rate * (z + r)
+        if math.isfinite(r) and abs(jobs - N) < best_miss:
+            best, best_miss = rate, abs(jobs - N)
+        if jobs > N and rate < hi:
+            hi = rate
+        elif jobs <= N and rate > lo:
+            lo = rate
+        if math.isfinite(r):
+            ends[rate] = r
+    if best_miss <= tol * top * (z + demand):
+        return best, None
+    below = sorted(rate for rate in ends if rate <= lo)
+    pair = [below[-1], hi] if hi in ends else below[-2:]
     step = 0.5 * (lo + hi)
-    if hi < sat:
+    if len(pair) > 1:
+        points = [(rate, ends[rate]) for rate in pair]
+        step = _model_step(points, N, z, sat, lo, hi) or step
+        if span > 0 and pair == [lo, hi] and hi - lo <= span * top and lo < step < hi:
+            return step, (lo, hi)
+    elif hi < sat:
         step = hi
         first = None if guess is None else guess(hi)
         if first is not None and math.isfinite(first):
-            step = _model_step([(0.0, demand), (hi, first)], N, z, sat, lo, hi) or hi
+            step = _model_step([points[0], (hi, first)], N, z, sat, lo, hi) or hi
     slow = 0
     for _ in range(MAX_SOLVES):
         r = response(step)
         jobs = step * (z + r)
         if math.isfinite(r):
             points.append((step, r))
+            ends[step] = r
             miss = abs(jobs - N)
             if miss < best_miss:
                 best, best_miss = step, miss
             if jobs <= N and step == hi:        # R(hi) = sum S: no queueing at all at hi
-                return step
+                return step, None
         width = hi - lo
         if jobs > N:
             hi = step
@@ -328,35 +383,72 @@ def _root(response: Any, N: int, z: float, demand: float, sat: float, tol: float
             lo = step
         if best_miss <= tol * top * (z + demand) or hi - lo <= tol * top:
             break
+        if span > 0 and lo in ends and hi in ends and hi - lo <= span * top:
+            cand = _model_step([(lo, ends[lo]), (hi, ends[hi])], N, z, sat, lo, hi)
+            if cand is not None:
+                return cand, (lo, hi)
         slow = slow + 1 if hi - lo > 0.5 * width else 0
         cand = _model_step(points, N, z, sat, lo, hi) if len(points) > 1 and slow < 2 else None
         step = 0.5 * (lo + hi) if cand is None else cand
-    return best if best_miss < math.inf else lo
+    return (best if best_miss < math.inf else lo), None
+
+
+def _between(a: OpenTiersResult, b: OpenTiersResult, rate: float, sat: float
+             ) -> OpenTiersResult:
+    """The open tiers at ``rate`` read off two solves around it: each tier's ``R_m`` on the
+    line through them in ``1 / (sat - lambda)`` (the model of :func:`_model_step`, so the
+    tiers' sum is the model's ``R``), utilization linear in the rate (the utilization law),
+    jobs ``lambda R_m`` (Little's law); stations of the nearer one, flags of both (the caller
+    passes two solved alike)."""
+    ra, rb = float(a.throughput[0]), float(b.throughput[0])
+    ua, ub, u = 1.0 / (sat - ra), 1.0 / (sat - rb), 1.0 / (sat - rate)
+    t = (u - ua) / (ub - ua)
+    s = (rate - ra) / (rb - ra)
+    Rm = (1.0 - t) * a.residence_time + t * b.residence_time
+    wait = (1.0 - t) * a.wait + t * b.wait
+    near = a if abs(rate - ra) <= abs(rate - rb) else b
+    return OpenTiersResult(throughput=np.array([rate]), response_time=Rm.sum(axis=0),
+                           residence_time=Rm, wait=wait, queue_length=rate * Rm[:, 0],
+                           utilization=(1.0 - s) * a.utilization + s * b.utilization,
+                           stations=near.stations, stable=True,
+                           flags=tuple(dict.fromkeys(a.flags + b.flags)))
 
 
 def solve_fixed_population(processes: Sequence[MAP], population: int, think_time: float, *,
                            servers: Sequence[int] | None = None,
                            per_job_max_cores: int = PER_JOB_MAX_CORES,
                            rate_tol: float = RATE_TOL,
-                           waves: bool = True) -> FixedPopulationResult:
+                           waves: bool = True,
+                           interpolate_span: float = INTERPOLATE_SPAN) -> FixedPopulationResult:
     """The closed network of ``population`` users by the fixed-population-mean method (module
     docstring): each tier's service process in visit order (``MAP.exponential(S)`` for an
     exponential tier, a bursty tier's MAP at its own mean), ``servers`` cores per tier
     (default 1), ``think_time`` ``Z``; the rate to ``rate_tol`` of ``min(N / (Z + sum S),
     lambda_sat)``;
     ``waves=False`` takes every tier as fed Poisson arrivals (faster, and low on a tier after
-    a bursty one: docs/accuracy.md section 21). Raises ``ValueError`` naming the argument on
-    bad input."""
+    a bursty one: docs/accuracy.md section 21); ``interpolate_span``: the answer read off the
+    model through a solved bracket that narrow (:data:`INTERPOLATE_SPAN`; 0: the root solved
+    to ``rate_tol``). Raises ``ValueError`` naming the argument on bad input."""
     procs, N, z, cores = _check(processes, population, think_time, servers)
     if not (0 < rate_tol < 1):
         raise ValueError(f"rate_tol: must be in (0, 1), got {rate_tol!r}")
+    if not (0 <= interpolate_span < 1):
+        raise ValueError(f"interpolate_span: must be in [0, 1), got {interpolate_span!r}")
     means = np.array([p.mean for p in procs])
     sat = float(np.min(np.asarray(cores) / means))
-    solved: dict[float, OpenTiersResult] = {}
+    key = (tuple((p.D0.tobytes(), p.D1.tobytes()) for p in procs), tuple(cores),
+           per_job_max_cores, waves)
+    solved = _CURVES.get(key)
+    if solved is None or len(solved) >= CURVE_LIMIT:
+        solved = _CURVES.put(key, {})
+    known = {rate: float(res.response_time[0]) if res.stable else math.inf
+             for rate, res in solved.items()}
+    new: list[float] = []
 
     def at(rate: float) -> OpenTiersResult:
         if rate not in solved:
             solved[rate] = _open(procs, means, cores, rate, per_job_max_cores, waves)
+            new.append(rate)
         return solved[rate]
 
     def response(rate: float) -> float:
@@ -369,14 +461,21 @@ def solve_fixed_population(processes: Sequence[MAP], population: int, think_time
         guessed.append(_open(procs, means, cores, rate, per_job_max_cores, waves=False))
         return float(guessed[-1].response_time[0]) if guessed[-1].stable else math.inf
 
-    rate = 0.0 if N == 0 else _root(response, N, z, float(means.sum()), sat, rate_tol,
-                                     guess if waves else None)
-    res = at(rate) if rate > 0 else _open(procs, means, cores, 0.0, per_job_max_cores)
+    rate, bracket = (0.0, None) if N == 0 else _root(
+        response, N, z, float(means.sum()), sat, rate_tol, guess if waves else None, known,
+        interpolate_span)
+    ends = None if bracket is None else (at(bracket[0]), at(bracket[1]))    # held: no solve
+    if ends is not None and ends[0].stations == ends[1].stations \
+            and ends[0].flags == ends[1].flags:
+        res = _between(ends[0], ends[1], rate, sat)
+    else:                           # (ends solved differently: the root itself solved)
+        bracket = None
+        res = at(rate) if rate > 0 else _open(procs, means, cores, 0.0, per_job_max_cores)
     Rm = res.residence_time[:, 0]
     check_no_nan(residence_time=Rm, queue_length=res.queue_length)
     return FixedPopulationResult(
         throughput=float(rate), response_time=float(Rm.sum()), residence_time=Rm.copy(),
         utilization=res.utilization.copy(), queue_length=res.queue_length.copy(),
         population=N, think_time=z, stations=res.stations,
-        open_solves=len(solved) + len(guessed),
+        open_solves=len(new) + len(guessed), interpolated=bracket is not None,
         flags=res.flags)

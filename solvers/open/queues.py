@@ -35,12 +35,13 @@ from solvers.decomposition.stations import (
     _speed_scaled,
 )
 from solvers.open.product_form import erlang_c
-from solvers.open.qbd import solve_qbd
+from solvers.open.qbd import QBDSolution, solve_qbd
 from solvers.processes import MAP
 
 __all__ = ["TierQueue", "mm_c", "m_map_c", "map_m_c"]
 
 _PATTERNS = _Memo(64)        # per-job transitions by (process, cores): independent of the load
+_CHAINS = _Memo(8)           # the last solved chains by (cores, process, rate): m_map_c_chain
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,30 @@ def _per_job_pattern(proc: MAP, cores: int) -> tuple[np.ndarray, ...]:
     return held
 
 
+def m_map_c_chain(lam: float, process: MAP, cores: int, per_job_max_cores: int
+                  ) -> tuple[QBDSolution | None, tuple[np.ndarray, ...], np.ndarray, int]:
+    """The M/MAP/c queue's chain (:func:`m_map_c`, ``lam > 0``) solved: the QBD's solution
+    (``None`` when not stable), its transitions ``(src, dst, rate, up)`` (``up``: an arrival,
+    its rate a factor of ``lam``), the levels' first states and the first repeating level.
+    The last few solves are held by process, cores and rate: the departure process of the
+    tier (:func:`solvers.open.fixed_population.departure_process`) reads the chain the
+    tier's queue was just solved on."""
+    key = (cores, per_job_max_cores, float(lam), process.D0.tobytes(), process.D1.tobytes())
+    held = _CHAINS.get(key)
+    if held is not None:
+        return held
+    if 1 < cores <= per_job_max_cores:
+        src, dst, rate, up, starts = _per_job_pattern(process, cores)
+        first = cores + 1
+    else:
+        tr = _speed_scaled(cores + 2, process, cores)
+        src, dst, rate, up = tr.src, tr.dst, tr.rate, tr.up
+        starts = np.arange(cores + 4) * process.order
+        first = cores
+    Q = _from_transitions(src, dst, rate, up, lam, int(starts[-1]))
+    return _CHAINS.put(key, (solve_qbd(Q, starts, first), (src, dst, rate, up), starts, first))
+
+
 def m_map_c(arrival_rate: float, process: MAP, cores: int, *,
             per_job_max_cores: int = PER_JOB_MAX_CORES) -> TierQueue:
     """M/MAP/c FCFS with the service process ``process`` (its own mean; scale it first), Poisson
@@ -117,16 +142,7 @@ def m_map_c(arrival_rate: float, process: MAP, cores: int, *,
         return _unstable(rho, station)
     if lam == 0.0:
         return TierQueue(0.0, 0.0, 0.0, station, 0, True)
-    if per_job:
-        src, dst, rate, up, starts = _per_job_pattern(process, c)
-        first = c + 1
-    else:
-        tr = _speed_scaled(c + 2, process, c)
-        src, dst, rate, up = tr.src, tr.dst, tr.rate, tr.up
-        starts = np.arange(c + 4) * process.order
-        first = c
-    Q = _from_transitions(src, dst, rate, up, lam, int(starts[-1]))
-    sol = solve_qbd(Q, starts, first)
+    sol, _, starts, first = m_map_c_chain(lam, process, c, per_job_max_cores)
     if sol is None:
         return _unstable(rho, station)
     queued = sol.mean_excess(c)
