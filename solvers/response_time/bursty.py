@@ -43,10 +43,12 @@ the independence of the tiers.
 
 **An exponential tier** keeps the arrival theorem's Erlang mixture
 (:mod:`solvers.response_time.sojourn`), its phases' time scaled so that its mean wait is the
-one the network's solution gives the tier (``R_m - D_m``). Behind a bursty tier that mean is
-the decomposition's ``MAP/M/c`` wave queue's (:mod:`solvers.departures`): the waves' mean with
-the product form's shape -- the chance of waiting is the product form's, so the tail there is
-under-stated where waves queue most (measured in docs/accuracy.md).
+one the network's solution gives the tier (``R_m - D_m``). **Behind a bursty tier** (up to the
+next bursty tier or the think station) the arrival theorem's chance of waiting is the product
+form's, far too small where the waves queue: there the jobs found come from the open
+``MAP/M/c`` queue fed by the bursty tier's departure process, read off the same chain
+(:mod:`solvers.response_time.waves`: its arrival-epoch law, Lucantoni 1991), the same Erlang
+mixture with that law of ``K``, scaled to the network's mean wait likewise.
 """
 
 from __future__ import annotations
