@@ -5,6 +5,7 @@ Run from the repository root::
     python -m bench.accuracy.percentiles            # 3 seeds x 300 s per population (~4 min)
     python -m bench.accuracy.percentiles --quick    # 3 seeds x 60 s, a smoke test
     python -m bench.accuracy.percentiles --duration 3000 --fractions 0.2 0.4 0.6 0.8 1.0 1.2 1.5
+    python -m bench.accuracy.percentiles --systems d --duration 600 --fractions 0.4 --no-capacity
 
 Systems, exponential service (the MVA route, where the response-time law of
 :mod:`solvers.response_time` applies):
@@ -147,7 +148,7 @@ def _crossing(ns: list[int], values: list[float], bound: float) -> float | None:
 
 
 def run(system: System, fractions: tuple[float, ...], duration: float, seeds: int,
-        table: Table, caps: Table) -> None:
+        table: Table, caps: Table, capacity: bool = True) -> None:
     model = system.model()
     knee = model.knee()
     ns = sorted({max(int(round(f * knee)), 2) for f in fractions})
@@ -169,6 +170,8 @@ def run(system: System, fractions: tuple[float, ...], duration: float, seeds: in
                           _rel(pred, est.mean), _rel(mean_only, est.mean)]
             table.add(*cells)
             worst_sim[n].append(sim.response_time_quantiles[c][LEVELS.index(0.95)].mean)
+    if not capacity:
+        return
     cap_model, _ = model_capacity(model)
     for f in CAP_GRID:                    # the truth's crossing, bracketed near the model's
         n = max(int(round(f * cap_model)), 2)
@@ -194,6 +197,8 @@ def main() -> None:
     ap.add_argument("--fractions", type=float, nargs="*", default=list(FRACTIONS),
                     help="populations as fractions of the knee")
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--no-capacity", action="store_true",
+                    help="skip the capacity at the p95 SLO (its simulations near the capacity)")
     args = ap.parse_args()
     duration = 60.0 if args.quick else args.duration
     header = ["sys", "N (knee)", "class"]
@@ -206,7 +211,8 @@ def main() -> None:
                                                         "error"])
     t0 = time.perf_counter()
     for key in args.systems:
-        run(SYSTEMS[key], tuple(args.fractions), duration, args.seeds, table, caps)
+        run(SYSTEMS[key], tuple(args.fractions), duration, args.seeds, table, caps,
+            not args.no_capacity)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
     print(table.render(args.markdown))

@@ -43,10 +43,12 @@ the independence of the tiers.
 
 **An exponential tier** keeps the arrival theorem's Erlang mixture
 (:mod:`solvers.response_time.sojourn`), its phases' time scaled so that its mean wait is the
-one the network's solution gives the tier (``R_m - D_m``). Behind a bursty tier that mean is
-the decomposition's ``MAP/M/c`` wave queue's (:mod:`solvers.departures`): the waves' mean with
-the product form's shape -- the chance of waiting is the product form's, so the tail there is
-under-stated where waves queue most (measured in docs/accuracy.md).
+one the network's solution gives the tier (``R_m - D_m``). **Behind a bursty tier** (up to the
+next bursty tier or the think station) the arrival theorem's chance of waiting is the product
+form's, far too small where the waves queue: there the jobs found come from the open
+``MAP/M/c`` queue fed by the bursty tier's departure process, read off the same chain
+(:mod:`solvers.response_time.waves`: its arrival-epoch law, Lucantoni 1991), the same Erlang
+mixture with that law of ``K``, scaled to the network's mean wait likewise.
 """
 
 from __future__ import annotations
@@ -59,11 +61,13 @@ from scipy import sparse
 
 from solvers.decomposition.stations import PER_JOB_MAX_CORES, _per_job, \
     _per_job_affordable, _level_states, _speed_scaled
+from solvers.decomposition.waves import _downstream_groups
 from solvers.linalg.anchored import anchored_stationary
 from solvers.processes import MAP
 
 from .arrival import ArrivalLaw
 from .mapnet import _chain_kernel, _chain_passage_moments
+from .waves import wave_waits
 from .sojourn import SPAN, GridDistribution, TierWait, _pgf, _phase_transform, \
     _real_times_complex, quantiles, tier_wait
 
@@ -93,6 +97,9 @@ class BurstyTier:
     A1: np.ndarray
     start: np.ndarray
     one_core: bool
+    #: the solved chain ``(pi, src, dst, rate, level)`` when asked for (its departures feed
+    #: the tiers after it, :mod:`solvers.response_time.waves`)
+    chain: tuple[np.ndarray, ...] | None = None
 
     def moments(self, wait_scale: float, service_scale: float) -> tuple[float, float]:
         """Mean and variance of the sojourn (the wait's and the service's, the covariance
@@ -183,12 +190,13 @@ def _likeliest_level(proc: MAP, cores: int, lam: np.ndarray) -> int:
     return int(np.argmax(np.concatenate([[0.0], np.cumsum(step)])))
 
 
-def bursty_tier(proc: MAP, cores: int, population: int, arrival: np.ndarray) -> BurstyTier:
+def bursty_tier(proc: MAP, cores: int, population: int, arrival: np.ndarray, *,
+                keep_chain: bool = False) -> BurstyTier:
     """The found law and the full-level blocks of a bursty tier of ``cores`` cores serving
     ``proc`` (its real time scale) in a closed network of ``population`` jobs, which reach it
     at ``arrival[n]`` per second when it holds ``n`` (``n = 0..population - 1``; module
     docstring). ``ValueError`` for more cores than the per-job station takes or a chain over
-    its budget."""
+    its budget. ``keep_chain``: keep the solved chain (:attr:`BurstyTier.chain`)."""
     N, c, K = int(population), int(cores), proc.order
     if N < 1:
         raise ValueError(f"population: must be >= 1, got {population!r}")
@@ -239,7 +247,8 @@ def bursty_tier(proc: MAP, cores: int, population: int, arrival: np.ndarray) -> 
         A0[np.diag_indices(d)] -= A0.sum(axis=1) + A1.sum(axis=1)
     mass = idle.sum() + busy.sum()
     return BurstyTier(proc=proc, cores=c, idle=idle / mass, busy=busy / mass, A0=A0, A1=A1,
-                      start=start, one_core=one)
+                      start=start, one_core=one,
+                      chain=(pi, tr.src, tr.dst, rate, tr.level) if keep_chain else None)
 
 
 def decomposed_quantiles(processes: list[MAP], servers: list[int], think_time: float,
@@ -267,9 +276,12 @@ def decomposed_quantiles(processes: list[MAP], servers: list[int], think_time: f
     means = np.zeros(C)
     var = np.zeros(C)
     parts: list[TierWait | BurstyTier] = []
+    groups = _downstream_groups(processes, [m for m, p in enumerate(processes) if p.order > 1])
+    waves: dict[int, TierWait | None] = {}
     for m, p in enumerate(processes):
         if p.order == 1:
-            wait = tier_wait(marg.offset[m], marg.pmf[m], float(D[m]), float(c[m]))
+            wait = waves.get(m) or tier_wait(marg.offset[m], marg.pmf[m], float(D[m]),
+                                             float(c[m]))
             if residence is not None and wait.rate < math.inf and wait.mean() > 0:
                 target = float(residence[m]) - float(D[m])
                 if target > 0:
@@ -281,8 +293,14 @@ def decomposed_quantiles(processes: list[MAP], servers: list[int], think_time: f
             continue
         cum = law._complement(m, N)
         X = np.exp(np.diff(cum[: N + 1]))           # X^{(-m)}(j), j = 1..N
-        tier = bursty_tier(p, int(c[m]), N, X[::-1])    # lambda(n) = X^{(-m)}(N - n)
+        tier = bursty_tier(p, int(c[m]), N, X[::-1],     # lambda(n) = X^{(-m)}(N - n)
+                           keep_chain=m in groups)
         parts.append(tier)
+        if tier.chain is not None:              # the tiers after it: its waves' queues
+            after = groups[m]
+            waves.update(zip(after, wave_waits(*tier.chain, int(c[m]),
+                                               [float(D[i]) for i in after],
+                                               [c[i] for i in after])))
         for k in range(C):
             mu, v = tier.moments(float(sh[m, k]), float(scales[m, k]))
             means[k] += mu

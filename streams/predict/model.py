@@ -416,7 +416,9 @@ class SystemModel:
         network, where its chain has at most :data:`QUANTILE_STATE_LIMIT` states and every
         bursty tier one core, the chain's own law (the bursty tiers' passage times,
         :mod:`solvers.response_time.mapnet`), else one chain per bursty tier
-        (:mod:`solvers.response_time.bursty`; the decomposition's points), else (a bursty tier
+        (:mod:`solvers.response_time.bursty`; the decomposition's and the open route's points:
+        the exponential network's law scaled to the mean misses the bursty tier's tail, 24-31%
+        low at p95/p99 past the knee on docs/accuracy.md's system (d)), else (a bursty tier
         past the per-job station) the exponential network's law scaled per class to the
         point's mean (flagged, module docstring)."""
         if point.model == "mva":
@@ -445,7 +447,7 @@ class SystemModel:
                 self._map_qcache[point.n] = None if q is None else self._shifted(q)
             if self._map_qcache[point.n] is not None:
                 return self._map_qcache[point.n]
-        if point.model in ("map", "map-fes") and point.n >= 1:
+        if point.model in ("map", "map-fes", "map-fpm") and point.n >= 1:
             key = -point.n                        # the per-tier chains' law
             if key not in self._map_qcache:
                 procs, scales = self._map_law_args()
