@@ -24,6 +24,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from solvers.mva import mva_curves
+from solvers.mva_general import mva_curves_general
 from streams.alerts import text
 from streams.alerts.conditions import (BREACH_RESOLVE_FACTOR, CURRENT_RESOLVE_FACTOR,
                                        ERROR_RESOLVE_FACTOR, alert_class, alert_error,
@@ -75,11 +76,20 @@ def solve_systems(due: list[tuple["SystemState", float]],
     prepared = [state.prepare(time, n) for (state, time), n in
                 zip(due, tiers if tiers is not None else [None] * len(due))]
     models = [p.model for p in prepared if p.model is not None]
-    if models:
-        curves = mva_curves([mo.D for mo in models], [mo.asymptote_start() for mo in models],
-                            [mo.think_time for mo in models], [mo.servers for mo in models])
-        for mo, curve in zip(models, curves):
+    plain = [mo for mo in models if mo.scv is None]
+    general = [mo for mo in models if mo.scv is not None]
+    if plain:
+        curves = mva_curves([mo.D for mo in plain], [mo.asymptote_start() for mo in plain],
+                            [mo.think_time for mo in plain], [mo.servers for mo in plain])
+        for mo, curve in zip(plain, curves):
             mo.prime(curve)
+    if general:
+        curves = mva_curves_general(
+            [mo.D for mo in general], [mo.asymptote_start() for mo in general],
+            [mo.solver_think for mo in general], [mo.servers for mo in general],
+            [mo.scv for mo in general])
+        for mo, curve in zip(general, curves):
+            mo.prime(curve, mo.scv)
     return [state.complete(p) for (state, _), p in zip(due, prepared)]
 
 

@@ -59,7 +59,7 @@ TOLERANCE = 0.005
 
 
 def _residence(model: SystemModel, scv: np.ndarray, m: int, users: int) -> float:
-    return float(model.variant(scv=scv, flags=[]).mva_at(users).residence[m])
+    return float(model.variant(scv=scv, flags=[]).mva_at_once(users).residence[m])
 
 
 def _candidate(model: SystemModel, tier: TierModel, m: int) -> bool:

@@ -572,21 +572,38 @@ class SystemModel:
         Rc = self.D_mc.sum(axis=0) + W @ self._wait_share + self.delay_c
         return Point(n, float(X), Rm + self.delay_m, Rc, U, B, model)
 
-    def prime(self, curve: Any) -> None:
-        """Use ``curve`` (this model's MVA curve, computed elsewhere) for :meth:`curve`; not
-        on a model with general service (:attr:`scv`), whose curve is not the exponential
-        one."""
-        if self.scv is None:
+    def prime(self, curve: Any, scv: Any = None) -> None:
+        """Use ``curve`` (this model's MVA curve, computed elsewhere with the SCVs ``scv``;
+        ``None``: exponential) for :meth:`curve`, where ``scv`` is this model's own
+        :attr:`scv`: a model with general service keeps its curve from an exponential one,
+        and the other way round."""
+        if (scv is None) != (self.scv is None):
+            return
+        if scv is None or np.array_equal(np.asarray(scv, dtype=float),
+                                         np.asarray(self.scv, dtype=float)):
             self._curve = curve
 
     def curve(self, upto: int) -> Any:
         """MVA at every population ``0..upto`` (extended on demand)."""
         if self._curve is None or self._curve.max_population < upto:
             upto = max(int(upto), self.asymptote_start())   # one pass serves every question
-            self._curve = mva_curve(self.D, upto, self.solver_think, self.servers) \
-                if self.scv is None else \
-                mva_curve_general(self.D, upto, self.solver_think, self.servers, self.scv)
+            self._curve = self._recursion(upto)
         return self._curve
+
+    def _recursion(self, upto: int) -> Any:
+        """The MVA recursion ``0..upto``: exponential, or with :attr:`scv`'s correction."""
+        if self.scv is None:
+            return mva_curve(self.D, upto, self.solver_think, self.servers)
+        return mva_curve_general(self.D, upto, self.solver_think, self.servers, self.scv)
+
+    def mva_at_once(self, n: int) -> Point:
+        """:meth:`mva_at` on a model asked about ``n`` alone (a calibration trial): the same
+        point, its recursion run only as far as ``n`` needs rather than to
+        :meth:`asymptote_start` (the recursion at ``n`` does not depend on later
+        populations); a later question extends it (:meth:`curve`)."""
+        if self._curve is None:
+            self._curve = self._recursion(min(int(n), self.asymptote_start()))
+        return self.mva_at(n)
 
     def knee(self) -> float:
         """``N* = (sum_m D_m + Z) / max_m (D_m / c_m)``: where the asymptotes cross."""
