@@ -24,14 +24,14 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from .mva import BATCH_MIN, MVACurve, _assemble_curve, _queueing_split
 from .results import as_demands, as_per_class, as_servers
 
-__all__ = ["mva_curve_general", "mva_curves_general"]
+__all__ = ["general_rows", "mva_curve_general", "mva_curves_general"]
 
 
 def mva_curve_general(demands: Any, max_population: int, think_time: float, servers: Any,
@@ -73,6 +73,31 @@ def mva_curves_general(demands: list[Any], max_populations: list[int],
         for b, curve in zip(members, _batched([prepared[b] for b in members], M)):
             out[b] = curve
     return out  # type: ignore[return-value]
+
+
+def general_rows(demands: Any, think_time: float, servers: Any
+                 ) -> Callable[[Any, int, Sequence[int]], list[np.ndarray]]:
+    """One network's ``rows(scv, max_population, populations)``: the rows
+    ``residence_time[n]`` of ``mva_curve_general(demands, max_population, think_time, servers,
+    scv)`` at the ``populations`` asked (each in ``1..max_population``), bit for bit (tested),
+    without the curve's arrays: a calibration asks one population of tens of trial curves
+    that differ in the SCVs alone, so the network is checked and split once."""
+    D, c, _, Z, _ = _inputs(demands, 0, think_time, servers, np.ones(np.size(demands)))
+    queue_d, fixed, extra = _queueing_split(D, c)
+    d, M = queue_d.tolist(), D.shape[0]
+    recursion = _recursion(M)
+
+    def rows(scv: Any, max_population: int, populations: Sequence[int]) -> list[np.ndarray]:
+        cv2 = [float(v) for v in np.asarray(scv, dtype=float).reshape(-1)]
+        if len(cv2) != M or not all(math.isfinite(v) and v >= 0 for v in cv2):
+            raise ValueError(f"scv: {M} finite numbers >= 0, got {cv2!r}")
+        if not all(1 <= n <= max_population for n in populations):
+            raise ValueError(f"populations: each in 1..{max_population}, got {populations!r}")
+        X, R, Rm = [0.0], [0.0], [0.0] * M
+        recursion(d, [0.5 * (v - 1.0) for v in cv2], fixed, Z, int(max_population), X, R, Rm)
+        return [np.array(Rm[n * M:(n + 1) * M], dtype=float) + extra for n in populations]
+
+    return rows
 
 
 def _inputs(demands: Any, max_population: int, think_time: float, servers: Any,

@@ -587,23 +587,10 @@ class SystemModel:
         """MVA at every population ``0..upto`` (extended on demand)."""
         if self._curve is None or self._curve.max_population < upto:
             upto = max(int(upto), self.asymptote_start())   # one pass serves every question
-            self._curve = self._recursion(upto)
+            self._curve = mva_curve(self.D, upto, self.solver_think, self.servers) \
+                if self.scv is None else \
+                mva_curve_general(self.D, upto, self.solver_think, self.servers, self.scv)
         return self._curve
-
-    def _recursion(self, upto: int) -> Any:
-        """The MVA recursion ``0..upto``: exponential, or with :attr:`scv`'s correction."""
-        if self.scv is None:
-            return mva_curve(self.D, upto, self.solver_think, self.servers)
-        return mva_curve_general(self.D, upto, self.solver_think, self.servers, self.scv)
-
-    def mva_at_once(self, n: int) -> Point:
-        """:meth:`mva_at` on a model asked about ``n`` alone (a calibration trial): the same
-        point, its recursion run only as far as ``n`` needs rather than to
-        :meth:`asymptote_start` (the recursion at ``n`` does not depend on later
-        populations); a later question extends it (:meth:`curve`)."""
-        if self._curve is None:
-            self._curve = self._recursion(min(int(n), self.asymptote_start()))
-        return self.mva_at(n)
 
     def knee(self) -> float:
         """``N* = (sum_m D_m + Z) / max_m (D_m / c_m)``: where the asymptotes cross."""
