@@ -107,3 +107,17 @@ def test_curves_side_by_side_equal_each_curve_bit_for_bit():
         for name in ("throughput", "response_time", "residence_time", "utilization"):
             np.testing.assert_array_equal(getattr(got, name), getattr(want, name), name)
         assert got.approximate == want.approximate and got.max_population == n
+
+
+def test_curves_side_by_side_at_scv_one_equal_exact_mva_bit_for_bit():
+    """The pipeline solves exponential models in the general batch when a model with general
+    service is among them: at SCV 1 each is exact MVA's curve."""
+    from solvers.mva import mva_curve
+    from solvers.mva_general import mva_curves_general
+
+    specs = [(D, n, z, servers, np.ones(len(D))) for D, n, z, servers, _ in _random_specs(20)]
+    curves = mva_curves_general(*[list(x) for x in zip(*specs)])
+    for (D, n, z, servers, _), got in zip(specs, curves):
+        want = mva_curve(D, n, z, servers)
+        for name in ("throughput", "response_time", "residence_time", "utilization"):
+            np.testing.assert_array_equal(getattr(got, name), getattr(want, name), name)
