@@ -22,15 +22,16 @@ M/G/c approximation of Lee and Longton (1959).
 
 from __future__ import annotations
 
+import functools
 import math
-from typing import Any
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .mva import MVACurve, _assemble_curve, _queueing_split
+from .mva import BATCH_MIN, MVACurve, _assemble_curve, _queueing_split
 from .results import as_demands, as_per_class, as_servers
 
-__all__ = ["mva_curve_general"]
+__all__ = ["general_rows", "mva_curve_general", "mva_curves_general"]
 
 
 def mva_curve_general(demands: Any, max_population: int, think_time: float, servers: Any,
@@ -38,6 +39,70 @@ def mva_curve_general(demands: Any, max_population: int, think_time: float, serv
     """:func:`solvers.mva.mva_curve` with each station's service SCV ``scv[m]`` (``>= 0``;
     1 is exponential and gives the same curve): the residual-life correction of the module
     docstring at every population ``0..max_population``."""
+    D, c, N, Z, cv2 = _inputs(demands, max_population, think_time, servers, scv)
+    queue_d, fixed, extra = _queueing_split(D, c)
+    M = D.shape[0]
+    X, R, Rm = [0.0], [float(D.sum())], D.tolist()
+    _recursion(M)(queue_d.tolist(), [0.5 * (v - 1.0) for v in cv2.tolist()], fixed, Z, N,
+                  X, R, Rm)
+    return _assemble_curve(D, c, np.asarray(X), np.asarray(R),
+                           np.array(Rm, dtype=float).reshape(-1, M), extra, False)
+
+
+def mva_curves_general(demands: list[Any], max_populations: list[int],
+                       think_times: list[float], servers: list[Any],
+                       scvs: list[Any]) -> list[MVACurve]:
+    """:func:`mva_curve_general` for many models at once, as :func:`solvers.mva.mva_curves`
+    does for exponential MVA: models of the same number of stations run side by side, one
+    array operation per step for all of them, each result bit for bit the curve
+    :func:`mva_curve_general` gives (the same operations in the same order on each model's
+    numbers; tested); groups of fewer than :data:`solvers.mva.BATCH_MIN` models use
+    :func:`mva_curve_general` itself."""
+    out: list[MVACurve | None] = [None] * len(demands)
+    groups: dict[int, list[int]] = {}
+    prepared = []
+    for b, args in enumerate(zip(demands, max_populations, think_times, servers, scvs)):
+        prepared.append(_inputs(*args))
+        groups.setdefault(prepared[-1][0].shape[0], []).append(b)
+    for M, members in groups.items():
+        if len(members) < BATCH_MIN:
+            for b in members:
+                D, c, n, z, cv2 = prepared[b]
+                out[b] = mva_curve_general(D, n, z, c, cv2)
+            continue
+        for b, curve in zip(members, _batched([prepared[b] for b in members], M)):
+            out[b] = curve
+    return out  # type: ignore[return-value]
+
+
+def general_rows(demands: Any, think_time: float, servers: Any
+                 ) -> Callable[[Any, int, Sequence[int]], list[np.ndarray]]:
+    """One network's ``rows(scv, max_population, populations)``: the rows
+    ``residence_time[n]`` of ``mva_curve_general(demands, max_population, think_time, servers,
+    scv)`` at the ``populations`` asked (each in ``1..max_population``), bit for bit (tested),
+    without the curve's arrays: a calibration asks one population of tens of trial curves
+    that differ in the SCVs alone, so the network is checked and split once."""
+    D, c, _, Z, _ = _inputs(demands, 0, think_time, servers, np.ones(np.size(demands)))
+    queue_d, fixed, extra = _queueing_split(D, c)
+    d, M = queue_d.tolist(), D.shape[0]
+    recursion = _recursion(M)
+
+    def rows(scv: Any, max_population: int, populations: Sequence[int]) -> list[np.ndarray]:
+        cv2 = [float(v) for v in np.asarray(scv, dtype=float).reshape(-1)]
+        if len(cv2) != M or not all(math.isfinite(v) and v >= 0 for v in cv2):
+            raise ValueError(f"scv: {M} finite numbers >= 0, got {cv2!r}")
+        if not all(1 <= n <= max_population for n in populations):
+            raise ValueError(f"populations: each in 1..{max_population}, got {populations!r}")
+        X, R, Rm = [0.0], [0.0], [0.0] * M
+        recursion(d, [0.5 * (v - 1.0) for v in cv2], fixed, Z, int(max_population), X, R, Rm)
+        return [np.array(Rm[n * M:(n + 1) * M], dtype=float) + extra for n in populations]
+
+    return rows
+
+
+def _inputs(demands: Any, max_population: int, think_time: float, servers: Any,
+            scv: Any) -> tuple[np.ndarray, np.ndarray, int, float, np.ndarray]:
+    """The checked inputs ``(D, c, N, Z, scv)``; a clear error naming the bad one."""
     D = as_demands(demands, n_classes=1)[:, 0]
     c = as_servers(servers, D.shape[0])
     if isinstance(max_population, bool) or not isinstance(max_population, (int, np.integer)) \
@@ -51,21 +116,92 @@ def mva_curve_general(demands: Any, max_population: int, think_time: float, serv
         m = int(np.flatnonzero(bad)[0])
         raise ValueError(f"scv: station {m} must be a finite number >= 0, got {cv2[m]!r}")
     Z = float(as_per_class(think_time, 1, "think_times")[0])
-    queue_d, fixed, extra = _queueing_split(D, c)
-    d = queue_d.tolist()
-    h = [0.5 * (v - 1.0) for v in cv2.tolist()]
-    M = len(d)
-    q = [0.0] * M
-    u = [0.0] * M
-    X, R, Rm = [0.0], [float(D.sum())], [D.tolist()]
-    for n in range(1, int(max_population) + 1):
-        r = [d[m] * (1.0 + q[m] + u[m] * h[m]) for m in range(M)]
-        total = sum(r) + fixed
-        x = n / (Z + total) if Z + total > 0 else math.inf
-        q = [x * rm for rm in r]
-        u = [x * dm for dm in d]
+    return D, c, int(max_population), Z, cv2
+
+
+_RECURSION = """
+def recursion(d, h, fixed, Z, N, X, R, Rm):
+    {d} = d
+    {h} = h
+    {q} = {zeros}
+    {u} = {zeros}
+    for n in range(1, N + 1):
+        {r}
+        total = {total} + fixed
+        x = n / (Z + total) if Z + total > 0 else inf
+        {q_next}
+        {u_next}
         X.append(x)
         R.append(total)
-        Rm.append(r)
-    return _assemble_curve(D, c, np.asarray(X), np.asarray(R),
-                           np.array(Rm, dtype=float).reshape(-1, M), extra, False)
+        Rm.extend(({rs}))
+"""
+
+
+@functools.lru_cache(maxsize=64)
+def _recursion(M: int) -> Callable[..., None]:
+    """The recursion of the module docstring over ``n = 1..N`` for ``M`` queueing stations,
+    written out with one local variable per station (compiled once per ``M``, as
+    :func:`solvers.mva._recursion` is: a loop over the stations inside the loop over ``n``
+    costs several times more in Python than the arithmetic): ``r_m = d_m (1 + q_m + u_m
+    h_m)`` with ``h_m = (c_m^2 - 1) / 2``, ``R = sum_m r_m + fixed``, ``X = n / (Z + R)``,
+    ``q_m = X r_m``, ``u_m = X d_m``. Appends ``X(n)``, ``R(n)`` to ``X, R`` and ``r_1(n) ..
+    r_M(n)`` to the flat ``Rm``."""
+    if M == 0:
+        names = {"d": "_", "h": "_", "q": "_", "u": "_", "zeros": "0", "r": "pass",
+                 "total": "0.0", "q_next": "pass", "u_next": "pass", "rs": ""}
+    else:
+        def each(pattern: str, sep: str = ", ") -> str:
+            return sep.join(pattern.format(m=m) for m in range(M))
+        names = {
+            "d": each("d{m}") + ",", "h": each("h{m}") + ",", "q": each("q{m}") + ",",
+            "u": each("u{m}") + ",", "zeros": each("0.0") + ",",
+            "r": each("r{m} = d{m} * (1.0 + q{m} + u{m} * h{m})", "; "),
+            "total": each("r{m}", " + "),
+            "q_next": each("q{m} = x * r{m}", "; "),
+            "u_next": each("u{m} = x * d{m}", "; "),
+            "rs": each("r{m}") + ("," if M == 1 else ""),
+        }
+    namespace: dict[str, Any] = {"inf": math.inf}
+    exec(_RECURSION.format(**names), namespace)          # noqa: S102 - generated above
+    return namespace["recursion"]
+
+
+def _batched(models: list[tuple[np.ndarray, np.ndarray, int, float, np.ndarray]],
+             M: int) -> list[MVACurve]:
+    """The recursion of :func:`_recursion` on ``B`` models of ``M`` stations as arrays
+    ``(B, M)``; ``R(n)`` summed station by station in order, as the scalar loop does."""
+    B = len(models)
+    splits = [_queueing_split(D, c) for D, c, _, _, _ in models]
+    d = np.array([q for q, _, _ in splits]).reshape(B, M)        # queueing demands
+    h = np.array([0.5 * (v - 1.0) for _, _, _, _, v in models]).reshape(B, M)
+    fixed = np.array([f for _, f, _ in splits])
+    Z = np.array([z for _, _, _, z, _ in models])
+    N = max(n for _, _, n, _, _ in models)
+    X = np.zeros((N + 1, B))
+    R = np.zeros((N + 1, B))
+    Rq = np.zeros((N + 1, B, M))
+    q, u, t, uh, den = (np.zeros((B, M)), np.zeros((B, M)), np.empty((B, M)),
+                        np.empty((B, M)), np.empty(B))
+    with np.errstate(divide="ignore"):                    # Z + R = 0: X = inf, as the loop
+        for n in range(1, N + 1):
+            r, total, x = Rq[n], R[n], X[n]
+            np.add(q, 1.0, out=t)
+            np.multiply(u, h, out=uh)
+            np.add(t, uh, out=t)
+            np.multiply(d, t, out=r)                      # r_m = d_m (1 + q_m + u_m h_m)
+            if M:
+                total[:] = r[:, 0]
+                for m in range(1, M):
+                    total += r[:, m]                      # sum_m r_m, in station order
+            total += fixed
+            np.add(Z, total, out=den)
+            np.divide(n, den, out=x)                      # X = n / (Z + R)
+            np.multiply(x[:, None], r, out=q)             # q_m = X r_m
+            np.multiply(x[:, None], d, out=u)             # u_m = X d_m
+    curves = []
+    for b, (D, c, n, _, _) in enumerate(models):
+        Xb, Rb = X[:n + 1, b].copy(), R[:n + 1, b].copy()
+        Rb[0] = float(D.sum())
+        curves.append(_assemble_curve(D, c, Xb, Rb, Rq[:n + 1, b].copy(), splits[b][2],
+                                      False))
+    return curves

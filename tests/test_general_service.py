@@ -102,3 +102,22 @@ def test_a_primed_exponential_curve_does_not_replace_the_general_one():
     before = model.curve(USERS).residence_time[USERS, 1]
     model.prime(_model(tiers).curve(USERS))
     assert model.curve(USERS).residence_time[USERS, 1] == before
+
+
+@pytest.mark.parametrize("delays", [False, True])
+def test_a_trial_is_the_variant_model_bit_for_bit(delays):
+    """The bisection's trial (no model, curve or point built) gives exactly what the model
+    with the trial SCVs gives at those users: below, at and beyond the asymptote's start,
+    with and without the tiers' delays."""
+    from streams.predict.general_service import _trials
+
+    model = _model(_tiers(_measured_db(4.0)))
+    if delays:
+        model = model.variant(delays=np.array([[0.005], [0.012]]))
+    n0 = model.asymptote_start()
+    residence = _trials(model)
+    for users in (1, USERS, n0 - 1, n0, n0 + 1, 3 * n0):
+        for scv in ([1.0, 1.0], [1.0, 4.0], [0.3, 9.5]):
+            want = model.variant(scv=np.array(scv)).mva_at(users).residence
+            for m in (0, 1):
+                assert residence(np.array(scv), m, users) == float(want[m]), (users, scv, m)

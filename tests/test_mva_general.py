@@ -57,3 +57,67 @@ def test_against_the_simulated_closed_system_with_lognormal_service():
 def test_bad_scv_is_named(scv, match):
     with pytest.raises(ValueError, match=match):
         mva_curve_general([0.01, 0.02], 5, 1.0, [1, 1], scv)
+
+
+def _listed(D, N, Z, c, scv):
+    """The recursion written plainly, a loop over the stations inside the loop over ``n``:
+    what the compiled recursion must give bit for bit."""
+    from solvers.mva import _queueing_split
+    D, c = np.asarray(D, dtype=float), np.asarray(c, dtype=float)
+    queue_d, fixed, extra = _queueing_split(D, c)
+    d, h = queue_d.tolist(), [0.5 * (v - 1.0) for v in scv]
+    q, u, rows = [0.0] * len(d), [0.0] * len(d), [D]
+    for n in range(1, N + 1):
+        r = [d[m] * (1.0 + q[m] + u[m] * h[m]) for m in range(len(d))]
+        total = sum(r) + fixed
+        x = n / (Z + total) if Z + total > 0 else float("inf")
+        q, u = [x * rm for rm in r], [x * dm for dm in d]
+        rows.append(np.array(r) + extra)
+    return np.array(rows)
+
+
+def _random_specs(count):
+    rng = np.random.default_rng(23)
+    specs = []
+    for _ in range(count):
+        M = int(rng.choice([1, 2, 3, 3, 5]))
+        D = np.exp(rng.normal(np.log(3e-3), 0.6, M))
+        servers = rng.choice([1.0, 2.0, 4.0, np.inf], M)
+        scv = np.where(rng.random(M) < 0.5, 1.0, np.exp(rng.uniform(-2, 4, M)))
+        specs.append((D, int(rng.integers(0, 500)), float(rng.uniform(0, 2)), servers, scv))
+    return specs
+
+
+def test_compiled_recursion_equals_the_plain_loop_bit_for_bit():
+    for D, n, z, servers, scv in _random_specs(12):
+        got = mva_curve_general(D, n, z, servers, scv).residence_time
+        np.testing.assert_array_equal(got, _listed(D, n, z, servers, scv.tolist()))
+
+
+def test_curves_side_by_side_equal_each_curve_bit_for_bit():
+    """Solving many models together (the pipeline solves every system of a round at once)
+    gives exactly each model's own curve: no dependence on what is solved with it."""
+    from solvers.mva import BATCH_MIN
+    from solvers.mva_general import mva_curves_general
+
+    specs = _random_specs(3 * BATCH_MIN + 2)
+    curves = mva_curves_general(*[list(x) for x in zip(*specs)])
+    for (D, n, z, servers, scv), got in zip(specs, curves):
+        want = mva_curve_general(D, n, z, servers, scv)
+        for name in ("throughput", "response_time", "residence_time", "utilization"):
+            np.testing.assert_array_equal(getattr(got, name), getattr(want, name), name)
+        assert got.approximate == want.approximate and got.max_population == n
+
+
+def test_curves_side_by_side_at_scv_one_equal_exact_mva_bit_for_bit():
+    """The pipeline solves exponential models in the general batch when a model with general
+    service is among them: at SCV 1 each is exact MVA's curve."""
+    from solvers.mva import mva_curve
+    from solvers.mva_general import mva_curves_general
+
+    specs = [(D, n, z, servers, np.ones(len(D))) for D, n, z, servers, _ in _random_specs(20)]
+    curves = mva_curves_general(*[list(x) for x in zip(*specs)])
+    for (D, n, z, servers, _), got in zip(specs, curves):
+        want = mva_curve(D, n, z, servers)
+        for name in ("throughput", "response_time", "residence_time", "utilization"):
+            np.testing.assert_array_equal(getattr(got, name), getattr(want, name), name)

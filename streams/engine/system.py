@@ -24,6 +24,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from solvers.mva import mva_curves
+from solvers.mva_general import mva_curves_general
 from streams.alerts import text
 from streams.alerts.conditions import (BREACH_RESOLVE_FACTOR, CURRENT_RESOLVE_FACTOR,
                                        ERROR_RESOLVE_FACTOR, alert_class, alert_error,
@@ -68,14 +69,26 @@ class _Solve:
 def solve_systems(due: list[tuple["SystemState", float]],
                   tiers: list[int | None] | None = None) -> list[Outputs]:
     """Solve each ``(system, event time)``: prepare every model, compute all their MVA
-    curves together (:func:`solvers.mva.mva_curves`: each bit for bit its own curve), then
-    finish each. The outputs are those of solving the systems one by one. ``tiers[i]``: the
-    solve covers only the first that many tiers of system ``i`` (:meth:`SystemState.prepare`).
+    curves together (:func:`solvers.mva.mva_curves`, or
+    :func:`solvers.mva_general.mva_curves_general` where a model has general service: each
+    bit for bit its own curve), then finish each. The outputs are those of solving the systems
+    one by one. ``tiers[i]``: the solve covers only the first that many tiers of system ``i``
+    (:meth:`SystemState.prepare`).
     """
     prepared = [state.prepare(time, n) for (state, time), n in
                 zip(due, tiers if tiers is not None else [None] * len(due))]
     models = [p.model for p in prepared if p.model is not None]
-    if models:
+    if any(mo.scv is not None for mo in models):
+        # models with general service among them: all in one batch of the general recursion,
+        # whose curve at SCV 1 is exact MVA's bit for bit (solvers.mva_general)
+        curves = mva_curves_general(
+            [mo.D for mo in models], [mo.asymptote_start() for mo in models],
+            [mo.think_time if mo.scv is None else mo.solver_think for mo in models],
+            [mo.servers for mo in models],
+            [np.ones(len(mo.D)) if mo.scv is None else mo.scv for mo in models])
+        for mo, curve in zip(models, curves):
+            mo.prime(curve, mo.scv)
+    elif models:
         curves = mva_curves([mo.D for mo in models], [mo.asymptote_start() for mo in models],
                             [mo.think_time for mo in models], [mo.servers for mo in models])
         for mo, curve in zip(models, curves):

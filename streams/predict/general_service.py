@@ -37,9 +37,11 @@ with a MAP network keeps its exponential non-bursty tiers.
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import numpy as np
 
+from solvers.mva_general import general_rows
 from streams.core.tier import TierModel
 from streams.predict.calibration import measured_residence
 from streams.predict.model import SystemModel
@@ -58,8 +60,25 @@ STEPS = 30
 TOLERANCE = 0.005
 
 
-def _residence(model: SystemModel, scv: np.ndarray, m: int, users: int) -> float:
-    return float(model.variant(scv=scv, flags=[]).mva_at(users).residence[m])
+def _trials(model: SystemModel) -> Callable[[np.ndarray, int, int], float]:
+    """``residence(scv, m, n)``: ``model.variant(scv=scv).mva_at(n).residence[m]`` bit for
+    bit (tested) -- the recursion up to ``n`` (beyond :meth:`SystemModel.asymptote_start`,
+    extrapolated from there as :meth:`SystemModel.mva_at` does), the tiers' delays added
+    back -- without a model, a curve or a point per trial: the bisection asks tens of them a
+    solve."""
+    rows = general_rows(model.D, model.solver_think, model.servers)
+    n0 = model.asymptote_start()
+    delays = None if model.delays is None else model.delay_m
+
+    def residence(scv: np.ndarray, m: int, n: int) -> float:
+        if n <= n0:
+            (Rm,) = rows(scv, n, [n])
+        else:
+            top, below = rows(scv, n0, [n0, n0 - 1])
+            Rm = top + (n - n0) * (top - below)
+        return float(Rm[m] if delays is None else (Rm + delays)[m])
+
+    return residence
 
 
 def _candidate(model: SystemModel, tier: TierModel, m: int) -> bool:
@@ -77,6 +96,7 @@ def general_model(model: SystemModel, tiers: list[TierModel]) -> SystemModel:
         return model
     scv = np.ones(len(model.tiers)) if model.scv is None else np.array(model.scv, dtype=float)
     flags: list[str] = []
+    residence = None
     for m, tier in enumerate(tiers):
         if not _candidate(model, tier, m):
             continue
@@ -85,7 +105,8 @@ def general_model(model: SystemModel, tiers: list[TierModel]) -> SystemModel:
         if not (measured or 0.0) > 0 or users is None or round(users) < 1:
             continue
         n = int(round(users))
-        base = _residence(model, scv, m, n)
+        residence = residence or _trials(model)
+        base = residence(scv, m, n)
         if not measured > base * (1.0 + MARGIN):
             continue
         upper = tier.idc_upper if tier.idc_upper is not None and math.isfinite(tier.idc_upper) \
@@ -95,7 +116,7 @@ def general_model(model: SystemModel, tiers: list[TierModel]) -> SystemModel:
         def at(value: float) -> float:
             trial = scv.copy()
             trial[m] = value
-            return _residence(model, trial, m, n)
+            return residence(trial, m, n)
 
         top = at(upper)
         if top <= measured:

@@ -574,11 +574,15 @@ class SystemModel:
         Rc = self.D_mc.sum(axis=0) + W @ self._wait_share + self.delay_c
         return Point(n, float(X), Rm + self.delay_m, Rc, U, B, model)
 
-    def prime(self, curve: Any) -> None:
-        """Use ``curve`` (this model's MVA curve, computed elsewhere) for :meth:`curve`; not
-        on a model with general service (:attr:`scv`), whose curve is not the exponential
-        one."""
-        if self.scv is None:
+    def prime(self, curve: Any, scv: Any = None) -> None:
+        """Use ``curve`` (this model's MVA curve, computed elsewhere with the SCVs ``scv``;
+        ``None``: exponential) for :meth:`curve`, where ``scv`` is this model's own
+        :attr:`scv`: a model with general service keeps its curve from an exponential one,
+        and the other way round."""
+        if (scv is None) != (self.scv is None):
+            return
+        if scv is None or np.array_equal(np.asarray(scv, dtype=float),
+                                         np.asarray(self.scv, dtype=float)):
             self._curve = curve
 
     def curve(self, upto: int) -> Any:
