@@ -160,3 +160,28 @@ def test_a_simulated_tier_with_a_known_delay():
     assert fit.identified.all()
     assert np.all(np.abs(fit.demand - D) <= 0.05 * (D + delta))
     assert np.all(np.abs(fit.delay - delta) <= 0.12 * (D + delta))
+
+
+@pytest.mark.slow
+def test_the_engine_primes_each_model_with_its_own_curve(tmp_path, monkeypatch):
+    """With delays the queueing solvers see ``Z`` plus the delays (``solver_think``); the
+    engine's batched MVA curves must be computed at that think time, the one the model's own
+    :meth:`curve` uses, or every point it reads would be a different model's."""
+    from solvers.mva import mva_curve
+    from streams.predict.model import SystemModel
+    primed = []
+    original = SystemModel.prime
+
+    def record(self, curve, scv=None):
+        primed.append((self, curve))
+        original(self, curve, scv)
+
+    monkeypatch.setattr(SystemModel, "prime", record)
+    late, _ = _run(tmp_path, "estimate")
+    assert any(late["tiers"]["db"]["demands"][c]["delay"] > 0 for c in late["tiers"]["db"]["demands"])
+    with_delays = [(mo, curve) for mo, curve in primed if mo.delays is not None]
+    assert with_delays
+    for mo, curve in with_delays[-3:]:
+        assert mo.solver_think > mo.think_time
+        own = mva_curve(mo.D, curve.max_population, mo.solver_think, mo.servers)
+        assert np.allclose(curve.throughput, own.throughput, rtol=1e-12, atol=0.0)

@@ -73,7 +73,9 @@ def solve_systems(due: list[tuple["SystemState", float]],
     :func:`solvers.mva_general.mva_curves_general` where a model has general service: each
     bit for bit its own curve), then finish each. The outputs are those of solving the systems
     one by one. ``tiers[i]``: the solve covers only the first that many tiers of system ``i``
-    (:meth:`SystemState.prepare`).
+    (:meth:`SystemState.prepare`). Each curve is computed at the model's own
+    :attr:`~streams.predict.model.SystemModel.solver_think` (the think time plus the tiers'
+    pure delays), the think time its :meth:`~streams.predict.model.SystemModel.curve` uses.
     """
     prepared = [state.prepare(time, n) for (state, time), n in
                 zip(due, tiers if tiers is not None else [None] * len(due))]
@@ -83,14 +85,14 @@ def solve_systems(due: list[tuple["SystemState", float]],
         # whose curve at SCV 1 is exact MVA's bit for bit (solvers.mva_general)
         curves = mva_curves_general(
             [mo.D for mo in models], [mo.asymptote_start() for mo in models],
-            [mo.think_time if mo.scv is None else mo.solver_think for mo in models],
+            [mo.solver_think for mo in models],
             [mo.servers for mo in models],
             [np.ones(len(mo.D)) if mo.scv is None else mo.scv for mo in models])
         for mo, curve in zip(models, curves):
             mo.prime(curve, mo.scv)
     elif models:
         curves = mva_curves([mo.D for mo in models], [mo.asymptote_start() for mo in models],
-                            [mo.think_time for mo in models], [mo.servers for mo in models])
+                            [mo.solver_think for mo in models], [mo.servers for mo in models])
         for mo, curve in zip(models, curves):
             mo.prime(curve)
     return [state.complete(p) for (state, _), p in zip(due, prepared)]
