@@ -304,8 +304,10 @@ def run_one(spec: RunSpec, capacity: int,
             summary = run_embedded(recs, config(spec, thr, policy), d, on_outputs=watch)
         out[("model", policy, thr)] = seen
         ev = summary.alert_events
+        # a firing with update "trust" restates the active alert under a new model trust
+        # (streams.predict.confidence.trust_events): the same alarm, not a new firing
         fired = [a["time"] for a in ev if a["alert"] == "predicted_breach"
-                 and a["state"] == "firing"]
+                 and a["state"] == "firing" and a.get("update") != "trust"]
         current = [a["time"] for a in ev if a["alert"] == "current_breach"
                    and a["state"] == "firing"]
         out[("perfcast", policy, thr)] = score(fired, breaches)

@@ -27,7 +27,9 @@ configured with the tiers and the SLA only, as a new user would (``perfcast run`
 Recorded per solve: the capacity's error against the truth, the model mean R's error against
 the truth R, ``model_trusted`` and ``trust_reasons``. Per shape the figure is the last solve's.
 Printed: the share of shapes within 10% / 20% on capacity, and the count of solves off by more
-than 20% (capacity or R) that call themselves trusted (the acceptance wants 0).
+than 20% (capacity or R) that call themselves trusted (the acceptance wants 0); the summary's
+``..._but_undecided`` counts are the solves untrusted only by the undecided-burstiness rule
+(:mod:`streams.predict.burst_trust`): the counts without it, from the same run.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ from solvers.simulation.physical import (PhysicalNetwork, Tier, monitor_physical
 from solvers.simulation.shapes import CorrelatedService, mmpp_runs
 from streams.core.config import Config, SystemConfig
 from streams.cli.embedded import run_embedded
+from streams.predict import burst_trust
 
 START = 1_795_000_000.0
 WINDOW_S = 5.0
@@ -325,16 +328,26 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
     off_r = [s for s in every if s["R_error"] is not None and abs(s["R_error"]) > 0.2]
     off_c = [s for s in every if s["capacity_error"] is not None
              and abs(s["capacity_error"]) > 0.2]
+    # trusted but for the undecided-burstiness rule (streams.predict.burst_trust): the counts
+    # without it, from the same run
+    def but_undecided(ss: list[dict[str, Any]]) -> int:
+        return sum(1 for s in ss if not s["trusted"] and s["trust_reasons"] and all(
+            r.startswith(burst_trust.REASON) for r in s["trust_reasons"]))
+
     return {
         "shapes": len(results), "shapes_solved": len(last),
+        "solves_trusted": sum(bool(s["trusted"]) for s in every),
+        "solves_trusted_but_undecided": but_undecided(every),
         "capacity_within_10": sum(e <= 0.1 for e in caps),
         "capacity_within_20": sum(e <= 0.2 for e in caps),
         "last_solves_trusted": sum(bool(s["trusted"]) for s in last),
         "solves": len(every),
         "solves_R_off_20": len(off_r),
         "solves_R_off_20_trusted": sum(bool(s["trusted"]) for s in off_r),
+        "solves_R_off_20_trusted_but_undecided": but_undecided(off_r),
         "solves_capacity_off_20": len(off_c),
         "solves_capacity_off_20_trusted": sum(bool(s["trusted"]) for s in off_c),
+        "solves_capacity_off_20_trusted_but_undecided": but_undecided(off_c),
     }
 
 

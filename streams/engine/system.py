@@ -36,7 +36,8 @@ from streams.core.outputs import Alert, Outputs, Prediction, TierEstimate
 from streams.core.records import Window, clean
 from streams.core.tier import Interval, TierModel, TierState
 from streams.engine.admission import Admission
-from streams.predict import alert_window, confidence, prediction, response_trend, story
+from streams.predict import alert_window, burst_trust, confidence, prediction, response_trend
+from streams.predict import story
 from streams.predict import measured_quantiles, open_model, open_whatif, pool_check, users_trend
 from streams.predict import visits
 from streams.predict.calibration import Calibration, calibrate_model
@@ -432,6 +433,7 @@ class SystemState(Admission):
                        confidence.worst(u_errors))))))
         reasons = confidence.trust_reasons(pred, solve.tiers)
         reasons += confidence.evidence_reasons(pred, self._window_completions())
+        reasons += burst_trust.trust_reasons(pred, cfg.idc_threshold)
         out.alerts += self._alerts(pred, m, model, time, reasons, solve.tiers)
         if "model_error" in self.alerts.active():
             reasons.append("model_error alert active")
@@ -485,6 +487,7 @@ class SystemState(Admission):
         self.last_open_rates = None
         reasons = confidence.trust_reasons(pred, solve.tiers) + pool_check.trust_reasons(pred)
         reasons += confidence.evidence_reasons(pred, self._window_completions())
+        reasons += burst_trust.trust_reasons(pred, cfg.idc_threshold)
         alerts = self._alerts(pred, m, model, time, reasons, solve.tiers)
         if "model_error" in self.alerts.active():
             reasons.append("model_error alert active")
