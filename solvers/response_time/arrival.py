@@ -173,6 +173,8 @@ class ArrivalLaw:
         multi = np.isfinite(c) & (c > 1)
         #: the other stations are multi-server: Seidmann's approximation in the marginal
         self._approximate_full = [bool(np.delete(multi, m).any()) for m in range(D.shape[0])]
+        #: per station: another station has demand (else, without think time, nowhere else)
+        self._others_busy = [bool((np.delete(D, m) > 0).any()) for m in range(D.shape[0])]
 
     def _whole(self, k: int) -> np.ndarray:
         """``cum[l] = sum_{i<=l} log X(i)`` of the whole network for ``l = 0..k`` (at least)."""
@@ -231,17 +233,16 @@ class ArrivalLaw:
         if isinstance(population, bool) or not isinstance(population, (int, np.integer)) \
                 or population < 1:
             raise ValueError(f"population: must be an integer >= 1, got {population!r}")
-        D, c = self.D, self.c
+        D, c = self.D.tolist(), self.c.tolist()   # floats: scalar tests, no array indexing
         k = int(population) - 1                   # the others, as the arriving job sees them
         offsets, pmfs, approximate = [], [], []
-        for m in range(D.shape[0]):
-            if not np.isfinite(c[m]) or c[m] > k or D[m] == 0 or k == 0:
+        for m in range(len(D)):
+            if not math.isfinite(c[m]) or c[m] > k or D[m] == 0 or k == 0:
                 offsets.append(0)
                 pmfs.append(np.ones(1))
                 approximate.append(False)
                 continue
-            others = np.delete(D, m)
-            if self.Z == 0 and not (others > 0).any():
+            if self.Z == 0 and not self._others_busy[m]:
                 offsets.append(k)                 # nowhere else to be
                 pmfs.append(np.ones(1))
                 approximate.append(False)
