@@ -87,6 +87,18 @@ def test_batched_generating_functions_are_the_polynomials():
         assert np.allclose(got[t], w.pmf @ powers, rtol=1e-12, atol=1e-14)
 
 
+def test_generating_functions_in_slices_are_the_whole(monkeypatch):
+    from solvers.response_time import sojourn
+
+    rng = np.random.default_rng(11)
+    z = np.exp(-2j * np.pi * rng.random((2, 257))) * rng.uniform(0.0, 1.0, (2, 257))
+    waits = [TierWait(rate=1.0, offset=o, pmf=rng.dirichlet(np.ones(L)))
+             for o, L in ((2, 90), (0, 33))]
+    whole = _pgfs(waits, z)
+    monkeypatch.setattr(sojourn, "WORKSPACE", 16 * 2 * 19 * 40)  # 7 slices of ~37 columns
+    assert np.array_equal(_pgfs(waits, z), whole)
+
+
 def test_real_times_complex_is_the_complex_product():
     rng = np.random.default_rng(3)
     a = rng.random((2, 4, 6))
