@@ -99,6 +99,7 @@ _COMPLEMENTS = """
 def recursion(d, fixed, Z, N, X, start=1, q=None):
     {d} = d
     {q} = {zeros} if q is None else q
+{bind}
     for n in range(start, N + 1):
 {body}
     return ({q_out})
@@ -115,22 +116,24 @@ def _complement_recursion(sizes: tuple[int, ...]) -> Callable[..., None]:
     the queue lengths ``q`` it returned at ``start - 1`` (default: an empty network at
     ``start = 1``), so a longer curve continues the shorter one, the same numbers as one
     pass."""
-    d, q, body = [], [], []
+    d, q, body, bind = [], [], [], []
     for b, size in enumerate(sizes):
         names = [f"{b}_{i}" for i in range(size)]
         d += [f"d{x}" for x in names]
         q += [f"q{x}" for x in names]
         rs = "; ".join(f"r{x} = d{x} * (1.0 + q{x})" for x in names) or "pass"
         total = " + ".join(f"r{x}" for x in names) or "0.0"
+        bind.append(f"    fixed{b}, append{b} = fixed[{b}], X[{b}].append")
         body.append(f"        {rs}\n"
-                    f"        t = {total} + fixed[{b}] + Z\n"
+                    f"        t = {total} + fixed{b} + Z\n"
                     f"        x = n / t if t > 0 else inf\n"
                     + "".join(f"        q{x} = x * r{x}\n" for x in names)
-                    + f"        X[{b}].append(x)")
+                    + f"        append{b}(x)")
     src = _COMPLEMENTS.format(d=", ".join(d) + "," if d else "_", q=", ".join(q) + "," if q
                               else "_", zeros="(" + ", ".join("0.0" for _ in q) + ",)" if q
                               else "0", body="\n".join(body) if body else "        pass",
-                              q_out=", ".join(q) + "," if q else "")
+                              q_out=", ".join(q) + "," if q else "",
+                              bind="\n".join(bind) if bind else "    pass")
     namespace: dict[str, Any] = {"inf": math.inf}
     exec(src, namespace)          # noqa: S102 - generated above
     return namespace["recursion"]
@@ -172,9 +175,10 @@ class ArrivalLaw:
         self._full: np.ndarray | None = None
         multi = np.isfinite(c) & (c > 1)
         #: the other stations are multi-server: Seidmann's approximation in the marginal
-        self._approximate_full = [bool(np.delete(multi, m).any()) for m in range(D.shape[0])]
+        n_multi, n_busy = int(multi.sum()), int((D > 0).sum())
+        self._approximate_full = [n_multi - int(x) > 0 for x in multi]
         #: per station: another station has demand (else, without think time, nowhere else)
-        self._others_busy = [bool((np.delete(D, m) > 0).any()) for m in range(D.shape[0])]
+        self._others_busy = [n_busy - int(x > 0) > 0 for x in D]
 
     def _whole(self, k: int) -> np.ndarray:
         """``cum[l] = sum_{i<=l} log X(i)`` of the whole network for ``l = 0..k`` (at least)."""
