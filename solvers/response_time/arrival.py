@@ -223,11 +223,11 @@ class ArrivalLaw:
         return self._cum[m]
 
     def _station(self, m: int, k: int) -> np.ndarray:
-        """``log f_m(j)``, ``j = 0..k`` (kept at the complement's length)."""
+        """``log f_m(j)``, ``j = 0..k`` (kept to twice the longest asked for: the complement
+        grows in short steps, its factor need not follow each)."""
         f = self._factor.get(m)
         if f is None or f.shape[0] <= k:
-            f = _log_station_factor(float(self.D[m]), float(self.c[m]),
-                                    self._cum[m].shape[0] - 1)
+            f = _log_station_factor(float(self.D[m]), float(self.c[m]), 2 * k)
             self._factor[m] = f
         return f[:k + 1]
 
