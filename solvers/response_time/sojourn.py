@@ -193,9 +193,17 @@ def _phase_transform(rate: np.ndarray, h: float | np.ndarray, size: int) -> np.n
     r = em1 + 1.0
     # w / (1 - r w) = (w - r) / |1 - r w|^2, |1 - r w|^2 = 1 - 2 r cos + r^2: real division
     scale = (em1 * em1 / x) / (1.0 + r * r - 2.0 * r * cos)
-    phi = (w - r) * scale
-    phi += 1.0 + em1 / x
-    return np.where(finite, phi, 1.0 + 0j)
+    # phi = (w - r) scale + m_0, its real and imaginary parts written apart: real arrays of
+    # half the size instead of complex temporaries, the same operations on each part
+    phi = np.empty(scale.shape, dtype=complex)
+    parts = phi.view(float).reshape(*scale.shape, 2)
+    re, im = parts[..., 0], parts[..., 1]
+    np.subtract(w.real, r, out=re)
+    re *= scale
+    re += 1.0 + em1 / x
+    np.multiply(w.imag, scale, out=im)
+    phi[~finite[:, 0]] = 1.0
+    return phi
 
 
 @functools.lru_cache(maxsize=8)
