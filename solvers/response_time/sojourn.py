@@ -357,8 +357,13 @@ def _laws(waits: list[list[TierWait]], S: np.ndarray, sh: np.ndarray, grid: int,
     phi = transforms[:n].reshape(live.size, M, C, -1).prod(axis=1)       # the services
     if pairs:
         pg = _pgfs([waits[live[i]][m] for i, m, _ in pairs], transforms[n:])
-        for (i, m, share), row in zip(pairs, pg):
-            phi[i, sh[m] == share] *= row
+        # which row of pg each (set, tier, class) meets; a last row of ones: no wait
+        rows = np.full((live.size, M, C), len(pairs))
+        for k, (i, m, share) in enumerate(pairs):
+            rows[i, m, sh[m] == share] = k
+        pg = np.concatenate([pg, np.ones((1, pg.shape[1]), dtype=complex)])
+        for m in range(M):                        # tier by tier: the order of the products
+            phi *= pg[rows[:, m]]
     for i, p in enumerate(live):
         for law in (extra[p] if extra else []):
             phi[i] *= np.fft.rfft(law.masses(float(h[i]), grid), axis=1)
@@ -389,10 +394,9 @@ def _lattice_quantiles(h: np.ndarray, cdf: np.ndarray, q: np.ndarray) -> np.ndar
     """:func:`quantiles` on the stacked lattices: steps ``h`` ``(R,)`` (all > 0),
     cumulatives ``cdf`` ``(R, G)``, levels ``q`` ``(L,)``."""
     h = h[:, None]
-    cdf = np.maximum.accumulate(cdf, axis=1)                              # (R, G)
-    # the first point reaching each level: the count of points below it (one comparison
-    # for every row and level, no loop over the rows)
-    idx = (cdf[:, None, :] < q[None, :, None]).sum(axis=2)               # (R, L)
+    if (cdf[:, 1:] < cdf[:, :-1]).any():      # (the lattices' own are: a running sum)
+        cdf = np.maximum.accumulate(cdf, axis=1)                          # (R, G)
+    idx = np.array([np.searchsorted(row, q) for row in cdf])              # (R, L)
     idx = np.minimum(idx, cdf.shape[1] - 1)
     rows = np.arange(cdf.shape[0])[:, None]
     y1 = cdf[rows, idx]
