@@ -249,7 +249,7 @@ def _pgfs(waits: list[TierWait], z: np.ndarray) -> np.ndarray:
     F = z.shape[1]
     # the frequencies in slices whose powers and blocks (16 bytes a number each) stay
     # within WORKSPACE: larger temporaries, freed after every law, are handed back to the
-    # operating system and faulted in anew at the next one (a quarter of a law's time)
+    # operating system by the allocator and faulted in anew at the next law
     pieces = -(-16 * T * (s + B) * F // WORKSPACE)
     if pieces <= 1:
         acc = _horner(coef, z)
@@ -394,7 +394,8 @@ def _lattice_quantiles(h: np.ndarray, cdf: np.ndarray, q: np.ndarray) -> np.ndar
     """:func:`quantiles` on the stacked lattices: steps ``h`` ``(R,)`` (all > 0),
     cumulatives ``cdf`` ``(R, G)``, levels ``q`` ``(L,)``."""
     h = h[:, None]
-    if (cdf[:, 1:] < cdf[:, :-1]).any():      # (the lattices' own are: a running sum)
+    # a running maximum only where a row falls (the lattices' own running sums never do)
+    if (cdf[:, 1:] < cdf[:, :-1]).any():
         cdf = np.maximum.accumulate(cdf, axis=1)                          # (R, G)
     idx = np.array([np.searchsorted(row, q) for row in cdf])              # (R, L)
     idx = np.minimum(idx, cdf.shape[1] - 1)
