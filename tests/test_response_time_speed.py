@@ -57,6 +57,25 @@ def test_complements_side_by_side_are_mva_curve_bit_for_bit():
         assert np.array_equal(np.asarray(Xi), curve.throughput[1:])
 
 
+def test_complements_continued_are_one_pass_bit_for_bit():
+    D = np.array([0.008, 0.01, 0.016, 0.002])
+    c = np.array([4.0, 1.0, 8.0, math.inf])
+    pieces = ArrivalLaw(D, c, 1.0)
+    for k in (40, 41, 200, 120, 333):                  # short runs on, and a look back
+        pieces._complement(0, k)
+    whole = ArrivalLaw(D, c, 1.0)
+    for m in (0, 2):
+        got = pieces._complement(m, 333)
+        splits = _split(np.delete(D, m), np.delete(c, m))
+        X: list[list[float]] = [[]]
+        _complement_recursion((splits[0].shape[0],))(
+            [float(v) for v in splits[0]], [splits[1]], 1.0, got.shape[0] - 1, X)
+        with np.errstate(divide="ignore"):
+            one_pass = np.concatenate([[0.0], np.cumsum(np.log(X[0]))])
+        assert np.array_equal(got, one_pass)
+    assert pieces.marginals(300).pmf[2].tobytes() == whole.marginals(300).pmf[2].tobytes()
+
+
 def test_batched_generating_functions_are_the_polynomials():
     rng = np.random.default_rng(7)
     z = np.exp(-2j * np.pi * rng.random((3, 40))) * rng.uniform(0.2, 1.0, (3, 40))
@@ -66,6 +85,18 @@ def test_batched_generating_functions_are_the_polynomials():
     for t, w in enumerate(waits):
         powers = z[t][None, :] ** (w.offset + np.arange(w.pmf.shape[0]))[:, None]
         assert np.allclose(got[t], w.pmf @ powers, rtol=1e-12, atol=1e-14)
+
+
+def test_generating_functions_in_slices_are_the_whole(monkeypatch):
+    from solvers.response_time import sojourn
+
+    rng = np.random.default_rng(11)
+    z = np.exp(-2j * np.pi * rng.random((2, 257))) * rng.uniform(0.0, 1.0, (2, 257))
+    waits = [TierWait(rate=1.0, offset=o, pmf=rng.dirichlet(np.ones(L)))
+             for o, L in ((2, 90), (0, 33))]
+    whole = _pgfs(waits, z)
+    monkeypatch.setattr(sojourn, "WORKSPACE", 16 * 2 * 19 * 40)  # 7 slices of ~37 columns
+    assert np.array_equal(_pgfs(waits, z), whole)
 
 
 def test_real_times_complex_is_the_complex_product():

@@ -25,8 +25,9 @@ from solvers.mva import mva_curve
 
 from .arrival import ArrivalLaw, ArrivalMarginals, arrival_marginals
 from .ps import PSLaw, closed_arrivals, ps_sojourn
-from .sojourn import (GridDistribution, TierWait, _tier_wait, end_to_end, end_to_end_many,
-                      quantiles, sojourn_cdf, tier_wait)
+from .sojourn import (GRID, GridDistribution, TierWait, _checked, _lattice_quantiles, _laws,
+                      _tier_wait, end_to_end, end_to_end_many, quantiles, sojourn_cdf,
+                      tier_wait)
 
 __all__ = ["ArrivalLaw", "ArrivalMarginals", "arrival_marginals", "TierWait", "tier_wait", "sojourn_cdf",
            "GridDistribution", "end_to_end", "end_to_end_many", "ResponseQuantiles",
@@ -88,8 +89,9 @@ def response_time_quantiles_many(demands: np.ndarray, servers: np.ndarray, think
     law = arrival if arrival is not None else ArrivalLaw(D, servers, think_time)
     c = np.asarray(servers, dtype=float)
     margs = [law.marginals(n) for n in populations]
-    waits = [[_tier_wait(marg.offset[m], marg.pmf[m], float(D[m]), float(c[m]))
-              for m in range(D.shape[0])] for marg in margs]
+    Dl, cl = D.tolist(), c.tolist()
+    waits = [[_tier_wait(marg.offset[m], marg.pmf[m], Dl[m], cl[m]) for m in range(len(Dl))]
+             for marg in margs]
     extra = None
     if ps is not None and np.asarray(ps, dtype=bool).any():
         tiers = ps_tier_laws(D, c, think_time, populations, margs, Dmc, mix, ps)
@@ -99,12 +101,20 @@ def response_time_quantiles_many(demands: np.ndarray, servers: np.ndarray, think
             Dmc[m] = 0.0
             for w in waits:
                 w[m] = _tier_wait(0, np.ones(1), 0.0, 1.0)
-    laws = end_to_end_many(waits, Dmc, shares, extra=extra)
-    q = quantiles([d for dists in laws for d in dists], lv).reshape(len(laws), -1, len(lv))
-    return [ResponseQuantiles(levels=lv, quantiles=q[i],
-                              mean=np.array([d.mean for d in dists]),
+    S, sh = _checked(D.shape[0], Dmc, shares)
+    laws = _laws(waits, S, sh, GRID, extra)
+    C = S.shape[1]
+    if all(h > 0 for h, _, _ in laws):            # the lattices stacked, read in one go
+        q = _lattice_quantiles(np.repeat([h for h, _, _ in laws], C),
+                               np.concatenate([cdf for _, cdf, _ in laws]),
+                               np.asarray(lv)).reshape(len(laws), C, len(lv))
+    else:
+        q = quantiles([GridDistribution(h=h, cdf=cdf[k], mean=0.0)
+                       for h, cdf, _ in laws for k in range(C)], lv).reshape(len(laws), C,
+                                                                             len(lv))
+    return [ResponseQuantiles(levels=lv, quantiles=q[i], mean=np.asarray(means, dtype=float),
                               approximate=any(marg.approximate))
-            for i, (dists, marg) in enumerate(zip(laws, margs))]
+            for i, ((_, _, means), marg) in enumerate(zip(laws, margs))]
 
 
 def ps_tier_laws(demands: np.ndarray, servers: np.ndarray, think_time: float,

@@ -96,11 +96,13 @@ def _truncate(w: np.ndarray) -> tuple[int, np.ndarray]:
 
 
 _COMPLEMENTS = """
-def recursion(d, fixed, Z, N, X):
+def recursion(d, fixed, Z, N, X, start=1, q=None):
     {d} = d
-    {q} = {zeros}
-    for n in range(1, N + 1):
+    {q} = {zeros} if q is None else q
+{bind}
+    for n in range(start, N + 1):
 {body}
+    return ({q_out})
 """
 
 
@@ -110,22 +112,28 @@ def _complement_recursion(sizes: tuple[int, ...]) -> Callable[..., None]:
     networks side by side (network ``b`` with ``sizes[b]`` queueing stations), one local
     variable per station, keeping only ``X_b(n)``, appended to ``X[b]``: the complements of
     a network's multi-server stations in one loop over ``n`` instead of one pass each (the
-    loop, not the arithmetic, is what a pass costs in Python)."""
-    d, q, body = [], [], []
+    loop, not the arithmetic, is what a pass costs in Python). It runs ``n = start..N`` from
+    the queue lengths ``q`` it returned at ``start - 1`` (default: an empty network at
+    ``start = 1``), so a longer curve continues the shorter one, the same numbers as one
+    pass."""
+    d, q, body, bind = [], [], [], []
     for b, size in enumerate(sizes):
         names = [f"{b}_{i}" for i in range(size)]
         d += [f"d{x}" for x in names]
         q += [f"q{x}" for x in names]
         rs = "; ".join(f"r{x} = d{x} * (1.0 + q{x})" for x in names) or "pass"
         total = " + ".join(f"r{x}" for x in names) or "0.0"
+        bind.append(f"    fixed{b}, append{b} = fixed[{b}], X[{b}].append")
         body.append(f"        {rs}\n"
-                    f"        t = {total} + fixed[{b}] + Z\n"
+                    f"        t = {total} + fixed{b} + Z\n"
                     f"        x = n / t if t > 0 else inf\n"
                     + "".join(f"        q{x} = x * r{x}\n" for x in names)
-                    + f"        X[{b}].append(x)")
+                    + f"        append{b}(x)")
     src = _COMPLEMENTS.format(d=", ".join(d) + "," if d else "_", q=", ".join(q) + "," if q
-                              else "_", zeros=", ".join("0.0" for _ in q) + "," if q else "0",
-                              body="\n".join(body) if body else "        pass")
+                              else "_", zeros="(" + ", ".join("0.0" for _ in q) + ",)" if q
+                              else "0", body="\n".join(body) if body else "        pass",
+                              q_out=", ".join(q) + "," if q else "",
+                              bind="\n".join(bind) if bind else "    pass")
     namespace: dict[str, Any] = {"inf": math.inf}
     exec(src, namespace)          # noqa: S102 - generated above
     return namespace["recursion"]
@@ -138,9 +146,10 @@ class ArrivalLaw:
     One-server stations read the whole network's MVA curve (module docstring): ``curve(k)``
     gives one (:class:`solvers.mva.MVACurve`, at least ``k`` jobs; the network's own solve,
     where the caller has it), else the law computes it. The complementary networks'
-    throughputs ``X^{(-m)}(i)`` of the multi-server stations are computed once (one recursion
-    for all of them) and extended by doubling when a larger population is asked for: the
-    populations of a capacity search cost ``O(n)`` array operations each."""
+    throughputs ``X^{(-m)}(i)`` of the multi-server stations come from one recursion for all
+    of them, run as far as the largest population asked for and continued from where it
+    stopped when a larger one is asked for (at least 1/8 further): the recursion is the
+    marginals' main cost, and no population is computed twice or far beyond the question."""
 
     def __init__(self, demands: np.ndarray, servers: np.ndarray, think_time: float,
                  curve: Callable[[int], Any] | None = None) -> None:
@@ -160,12 +169,16 @@ class ArrivalLaw:
         self._cum: dict[int, np.ndarray] = {}
         self._approximate: dict[int, bool] = {}
         self._factor: dict[int, np.ndarray] = {}
+        self._run: _ComplementRun | None = None
         self._curve_of = curve
         #: the whole network's cumulative ``sum_{i<=l} log X(i)`` (one-server stations)
         self._full: np.ndarray | None = None
         multi = np.isfinite(c) & (c > 1)
         #: the other stations are multi-server: Seidmann's approximation in the marginal
-        self._approximate_full = [bool(np.delete(multi, m).any()) for m in range(D.shape[0])]
+        n_multi, n_busy = int(multi.sum()), int((D > 0).sum())
+        self._approximate_full = [n_multi - int(x) > 0 for x in multi]
+        #: per station: another station has demand (else, without think time, nowhere else)
+        self._others_busy = [n_busy - int(x > 0) > 0 for x in D]
 
     def _whole(self, k: int) -> np.ndarray:
         """``cum[l] = sum_{i<=l} log X(i)`` of the whole network for ``l = 0..k`` (at least)."""
@@ -189,27 +202,32 @@ class ArrivalLaw:
         cum = self._cum.get(m)
         if cum is not None and cum.shape[0] > k:
             return cum
-        upto = max(2 * k, 2 * (cum.shape[0] - 1) if cum is not None else 0, 16)
-        multi = [i for i in range(self.D.shape[0])
-                 if np.isfinite(self.c[i]) and self.c[i] > 1 and self.D[i] > 0]
-        which = sorted(set(multi) | {m})
-        splits = [_split(np.delete(self.D, i), np.delete(self.c, i)) for i in which]
-        sizes = tuple(d.shape[0] for d, _, _ in splits)
-        X: list[list[float]] = [[] for _ in which]
-        _complement_recursion(sizes)([float(v) for d, _, _ in splits for v in d],
-                                     [f for _, f, _ in splits], self.Z, upto, X)
-        for i, (_, _, approx), Xi in zip(which, splits, X):
+        if self._run is None or m not in self._run.which:     # not carried yet: anew
+            multi = [i for i in range(self.D.shape[0])
+                     if np.isfinite(self.c[i]) and self.c[i] > 1 and self.D[i] > 0]
+            which = sorted(set(multi) | {m})
+            splits = [_split(np.delete(self.D, i), np.delete(self.c, i)) for i in which]
+            self._run = _ComplementRun(which, splits)
+            for i, (_, _, approx) in zip(which, splits):
+                self._approximate[i] = approx
+                self._cum[i] = np.zeros(1)
+        run = self._run
+        # as far as asked, at least 1/8 beyond the last: a capacity search's probes climb
+        X = run.extend(max(k, (9 * run.upto) // 8, 16), self.Z)
+        for i, Xi in zip(run.which, X):
+            old = self._cum[i]
             with np.errstate(divide="ignore"):
-                self._cum[i] = np.concatenate([[0.0], np.cumsum(np.log(Xi))])
-            self._approximate[i] = approx
+                # the running sum continued from its last value: one sum, as in one pass
+                tail = np.cumsum(np.concatenate([old[-1:], np.log(Xi)]))[1:]
+            self._cum[i] = np.concatenate([old, tail])
         return self._cum[m]
 
     def _station(self, m: int, k: int) -> np.ndarray:
-        """``log f_m(j)``, ``j = 0..k`` (kept at the complement's length)."""
+        """``log f_m(j)``, ``j = 0..k`` (kept to twice the longest asked for: the complement
+        grows in short steps, its factor need not follow each)."""
         f = self._factor.get(m)
         if f is None or f.shape[0] <= k:
-            f = _log_station_factor(float(self.D[m]), float(self.c[m]),
-                                    self._cum[m].shape[0] - 1)
+            f = _log_station_factor(float(self.D[m]), float(self.c[m]), 2 * k)
             self._factor[m] = f
         return f[:k + 1]
 
@@ -219,17 +237,16 @@ class ArrivalLaw:
         if isinstance(population, bool) or not isinstance(population, (int, np.integer)) \
                 or population < 1:
             raise ValueError(f"population: must be an integer >= 1, got {population!r}")
-        D, c = self.D, self.c
+        D, c = self.D.tolist(), self.c.tolist()   # floats: scalar tests, no array indexing
         k = int(population) - 1                   # the others, as the arriving job sees them
         offsets, pmfs, approximate = [], [], []
-        for m in range(D.shape[0]):
-            if not np.isfinite(c[m]) or c[m] > k or D[m] == 0 or k == 0:
+        for m in range(len(D)):
+            if not math.isfinite(c[m]) or c[m] > k or D[m] == 0 or k == 0:
                 offsets.append(0)
                 pmfs.append(np.ones(1))
                 approximate.append(False)
                 continue
-            others = np.delete(D, m)
-            if self.Z == 0 and not (others > 0).any():
+            if self.Z == 0 and not self._others_busy[m]:
                 offsets.append(k)                 # nowhere else to be
                 pmfs.append(np.ones(1))
                 approximate.append(False)
@@ -252,6 +269,27 @@ class ArrivalLaw:
             approximate.append(self._approximate[m])
         return ArrivalMarginals(population=int(population), offset=tuple(offsets),
                                 pmf=tuple(pmfs), approximate=tuple(approximate))
+
+
+class _ComplementRun:
+    """The complements' recursion (:func:`_complement_recursion`) of the stations ``which``
+    (``splits`` their complements' :func:`_split`), kept where it stopped: :meth:`extend`
+    runs it on from there."""
+
+    def __init__(self, which: list[int], splits: list[tuple[np.ndarray, float, bool]]) -> None:
+        self.which = which
+        self._d = [float(v) for d, _, _ in splits for v in d]
+        self._fixed = [f for _, f, _ in splits]
+        self._step = _complement_recursion(tuple(d.shape[0] for d, _, _ in splits))
+        self._q: tuple[float, ...] | None = None
+        self.upto = 0
+
+    def extend(self, upto: int, Z: float) -> list[list[float]]:
+        """``X_b(n)`` for ``n = self.upto + 1 .. upto``, per complement."""
+        X: list[list[float]] = [[] for _ in self.which]
+        self._q = self._step(self._d, self._fixed, Z, upto, X, self.upto + 1, self._q)
+        self.upto = max(upto, self.upto)
+        return X
 
 
 def _split(D: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, float, bool]:

@@ -44,6 +44,8 @@ __all__ = ["TierWait", "tier_wait", "GridDistribution", "end_to_end", "end_to_en
 
 #: lattice points of the end-to-end law
 GRID = 1024
+#: bytes of the temporaries of one slice of :func:`_pgfs`' frequencies
+WORKSPACE = 768 * 1024
 #: the lattice covers the mean plus this many standard deviations (the mass beyond, which
 #: wraps around to the start, is below ~1e-5 for the exponential-like tails of these laws)
 SPAN = 12.0
@@ -191,9 +193,17 @@ def _phase_transform(rate: np.ndarray, h: float | np.ndarray, size: int) -> np.n
     r = em1 + 1.0
     # w / (1 - r w) = (w - r) / |1 - r w|^2, |1 - r w|^2 = 1 - 2 r cos + r^2: real division
     scale = (em1 * em1 / x) / (1.0 + r * r - 2.0 * r * cos)
-    phi = (w - r) * scale
-    phi += 1.0 + em1 / x
-    return np.where(finite, phi, 1.0 + 0j)
+    # phi = (w - r) scale + m_0, its real and imaginary parts written apart: real arrays of
+    # half the size instead of complex temporaries, the same operations on each part
+    phi = np.empty(scale.shape, dtype=complex)
+    parts = phi.view(float).reshape(*scale.shape, 2)
+    re, im = parts[..., 0], parts[..., 1]
+    np.subtract(w.real, r, out=re)
+    re *= scale
+    re += 1.0 + em1 / x
+    np.multiply(w.imag, scale, out=im)
+    phi[~finite[:, 0]] = 1.0
+    return phi
 
 
 @functools.lru_cache(maxsize=8)
@@ -235,19 +245,39 @@ def _pgfs(waits: list[TierWait], z: np.ndarray) -> np.ndarray:
     coef = np.zeros((T, B * s))
     for t, w in enumerate(waits):
         coef[t, :w.pmf.shape[0]] = w.pmf
+    coef = coef.reshape(T, B, s)
+    F = z.shape[1]
+    # the frequencies in slices whose powers and blocks (16 bytes a number each) stay
+    # within WORKSPACE: larger temporaries, freed after every law, are handed back to the
+    # operating system by the allocator and faulted in anew at the next law
+    pieces = -(-16 * T * (s + B) * F // WORKSPACE)
+    if pieces <= 1:
+        acc = _horner(coef, z)
+    else:
+        acc = np.empty((T, F), dtype=complex)
+        edges = np.linspace(0, F, pieces + 1).astype(int)
+        for lo, hi in zip(edges[:-1], edges[1:]):
+            acc[:, lo:hi] = _horner(coef, np.ascontiguousarray(z[:, lo:hi]))
+    offsets = np.array([w.offset for w in waits])
+    if offsets.any():
+        acc *= z ** offsets[:, None]
+    return acc
+
+
+def _horner(coef: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """``sum_k coef[t, k // s, k % s] z[t]^k`` ``(T, F)``: the blocked Horner of
+    :func:`_pgfs` (``coef`` ``(T, B, s)``)."""
+    T, B, s = coef.shape
     powers = np.empty((T, s, z.shape[1]), dtype=complex)
     powers[:, 0] = 1.0
     for i in range(1, s):
         np.multiply(powers[:, i - 1], z, out=powers[:, i])
-    blocks = _real_times_complex(coef.reshape(T, B, s), powers)          # (T, B, F)
+    blocks = _real_times_complex(coef, powers)                           # (T, B, F)
     step = powers[:, -1] * z                              # z^s
     acc = blocks[:, -1].copy()
     for b in range(B - 2, -1, -1):
         acc *= step
         acc += blocks[:, b]
-    offsets = np.array([w.offset for w in waits])
-    if offsets.any():
-        acc *= z ** offsets[:, None]
     return acc
 
 
@@ -327,8 +357,13 @@ def _laws(waits: list[list[TierWait]], S: np.ndarray, sh: np.ndarray, grid: int,
     phi = transforms[:n].reshape(live.size, M, C, -1).prod(axis=1)       # the services
     if pairs:
         pg = _pgfs([waits[live[i]][m] for i, m, _ in pairs], transforms[n:])
-        for (i, m, share), row in zip(pairs, pg):
-            phi[i, sh[m] == share] *= row
+        # which row of pg each (set, tier, class) meets; a last row of ones: no wait
+        rows = np.full((live.size, M, C), len(pairs))
+        for k, (i, m, share) in enumerate(pairs):
+            rows[i, m, sh[m] == share] = k
+        pg = np.concatenate([pg, np.ones((1, pg.shape[1]), dtype=complex)])
+        for m in range(M):                        # tier by tier: the order of the products
+            phi *= pg[rows[:, m]]
     for i, p in enumerate(live):
         for law in (extra[p] if extra else []):
             phi[i] *= np.fft.rfft(law.masses(float(h[i]), grid), axis=1)
@@ -349,11 +384,20 @@ def quantiles(dists: list[GridDistribution], levels: tuple[float, ...]) -> np.nd
         raise ValueError(f"levels: quantile levels must lie in (0, 1), got {q.tolist()}")
     if not dists:
         return np.zeros((0, q.shape[0]))
-    h = np.array([d.h for d in dists])[:, None]
+    h = np.array([d.h for d in dists])
     if not (h > 0).all() or len({d.cdf.shape[0] for d in dists}) > 1:
         return np.array([d.quantile(q) if d.h else np.zeros_like(q) for d in dists])
-    cdf = np.maximum.accumulate(np.stack([d.cdf for d in dists]), axis=1)   # (C, G)
-    idx = np.array([np.searchsorted(row, q) for row in cdf])              # (C, L)
+    return _lattice_quantiles(h, np.stack([d.cdf for d in dists]), q)
+
+
+def _lattice_quantiles(h: np.ndarray, cdf: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """:func:`quantiles` on the stacked lattices: steps ``h`` ``(R,)`` (all > 0),
+    cumulatives ``cdf`` ``(R, G)``, levels ``q`` ``(L,)``."""
+    h = h[:, None]
+    # a running maximum only where a row falls (the lattices' own running sums never do)
+    if (cdf[:, 1:] < cdf[:, :-1]).any():
+        cdf = np.maximum.accumulate(cdf, axis=1)                          # (R, G)
+    idx = np.array([np.searchsorted(row, q) for row in cdf])              # (R, L)
     idx = np.minimum(idx, cdf.shape[1] - 1)
     rows = np.arange(cdf.shape[0])[:, None]
     y1 = cdf[rows, idx]

@@ -1,0 +1,151 @@
+"""This tree's response-time laws against another tree's, interleaved in one process (numbers, no pass/fail).
+
+Run from the repository root::
+
+    python -m bench.speed.percentiles_against /work/main      # ~1-2 min
+    python -m bench.speed.percentiles_against /work/main --repeat 20 --rounds 1
+
+``bench.speed.percentiles`` times one tree per process; on a shared host the load moves
+between two such runs by more than a change to the laws does. Here the other tree's
+``solvers/response_time`` is loaded beside this one's as a package of its own and
+:mod:`streams.predict.model` calls one or the other, alternating run by run, so both see the
+same load. Everything else (the MVA solve, the pipeline) is this tree's. Printed per tree:
+``bench.speed.percentiles``' one-model figures (CPU time, medians: the solve, ``+quantiles``
+and ``p95 SLO`` over the solve) and its pipeline workload's CPU time (``always``, ``p95 SLO``
+over ``default``), and whether both trees' quantiles are equal bit for bit.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse
+import importlib.util
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+
+import solvers.response_time as here
+import streams.predict.model as md
+from bench.accuracy.percentiles import SYSTEMS
+from bench.speed.pipeline import run_pipeline, workload
+from streams.core.config import Config, SystemConfig
+
+NAMES = ("ArrivalLaw", "response_time_quantiles", "response_time_quantiles_many")
+
+
+def load_other(tree: Path) -> ModuleType:
+    """``tree``'s ``solvers/response_time`` as the package ``_other_response_time``."""
+    root = tree / "solvers" / "response_time"
+    spec = importlib.util.spec_from_file_location("_other_response_time", root / "__init__.py",
+                                                  submodule_search_locations=[str(root)])
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"tree: no solvers/response_time under {tree}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def use(impl: ModuleType) -> None:
+    for name in NAMES:
+        setattr(md, name, getattr(impl, name))
+
+
+def _solve(base: md.SystemModel, n: int, n_fc: int, quantiles: bool) -> float:
+    m = base.variant()
+    t0 = time.process_time()
+    now, fc = m.at(n), m.at(n_fc)
+    m.mva_capacity()
+    if quantiles:
+        m.quantiles_many([now, fc])
+    return time.process_time() - t0
+
+
+def one_model(impls: dict[str, ModuleType], key: str, repeat: int) -> list[str]:
+    system = SYSTEMS[key]
+    slo = system.model()
+    mean = slo.variant(slo=None, sla=np.full(len(system.classes), 0.1))
+    knee = mean.knee()
+    n, n_fc = int(0.9 * knee), int(1.1 * knee)
+    t: dict[tuple[str, str], list[float]] = {}
+    for r in range(repeat):
+        for name in (list(impls) if r % 2 else list(impls)[::-1]):
+            use(impls[name])
+            t.setdefault((name, "solve"), []).append(_solve(mean, n, n_fc, False))
+            t.setdefault((name, "+q"), []).append(_solve(mean, n, n_fc, True))
+            t.setdefault((name, "p95"), []).append(_solve(slo, n, n_fc, True))
+    med = {k: statistics.median(v) for k, v in t.items()}
+    rows = []
+    for name in impls:
+        s = med[name, "solve"]
+        rows.append(f"({key}) {name}: solve {1000 * s:.2f} ms, +quantiles "
+                    f"{1000 * med[name, '+q']:.2f} ms (x{med[name, '+q'] / s:.2f}), p95 SLO "
+                    f"{1000 * med[name, 'p95']:.2f} ms (x{med[name, 'p95'] / s:.2f})")
+    laws = []
+    for name in impls:
+        use(impls[name])
+        m = mean.variant()
+        laws.append(m.quantiles_many([m.at(n), m.at(n_fc)]))
+    same = all(np.array_equal(a, b) for a, b in zip(*laws))
+    rows.append(f"({key}) the same quantiles bit for bit: {same}")
+    return rows
+
+
+def pipeline(impls: dict[str, ModuleType], systems: int, rounds: int) -> list[str]:
+    records = workload(systems, 60, seed=1)
+    configs = {"default": Config(),
+               "always": Config(defaults=replace(SystemConfig(), predict_quantiles="always")),
+               "p95 SLO": Config(defaults=replace(SystemConfig(), slo={"*": {"p95": 1.0}}))}
+    cpu: dict[tuple[str, str], list[float]] = {}
+    for r in range(rounds):
+        for name in (list(impls) if r % 2 else list(impls)[::-1]):
+            use(impls[name])
+            for cname, cfg in configs.items():
+                t0 = time.process_time()
+                run_pipeline(records, cfg)
+                cpu.setdefault((name, cname), []).append(time.process_time() - t0)
+    rows = []
+    for name in impls:
+        base = statistics.median(cpu[name, "default"])
+        rows.append(f"{name}: default {base:.2f} s CPU, " + ", ".join(
+            f"{c} x{statistics.median(cpu[name, c]) / base:.2f}" for c in configs if c != "default"))
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("tree", type=Path, help="the other checkout (e.g. a worktree of main)")
+    ap.add_argument("--repeat", type=int, default=60, help="one-model runs per tree")
+    ap.add_argument("--rounds", type=int, default=3, help="pipeline runs per tree")
+    ap.add_argument("--systems", type=int, default=5)
+    ap.add_argument("--models", nargs="*", default=["a", "b"], help=f"of {sorted(SYSTEMS)}")
+    args = ap.parse_args()
+    impls = {"other": load_other(args.tree.resolve()), "this": here}
+
+    def commit(path: Path) -> str:
+        return subprocess.run(["git", "-C", str(path), "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True).stdout.strip()
+
+    print(f"this {commit(Path('.'))} against other {commit(args.tree)}; one model, median of "
+          f"{args.repeat}, alternating")
+    for key in args.models:
+        for row in one_model(impls, key, args.repeat):
+            print("  " + row)
+    print(f"Pipeline: {args.systems} systems x 3 tiers x 14 classes, median of {args.rounds}, "
+          f"CPU time of the run over default's")
+    for row in pipeline(impls, args.systems, args.rounds):
+        print("  " + row)
+
+
+if __name__ == "__main__":
+    main()
