@@ -120,12 +120,19 @@ def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+#: SCHED_RR priority of the tiers and the load generator (``--rt-prio``; 0: the scheduler's
+#: default class, the campaigns before the tiers owned their CPUs)
+RT_PRIO = {"prio": 1}
+
+
 def run_load(out: Path, users: int, duration: float, think: float, aux_cpu: int,
              seed: int, ramp_to: int | None = None,
              rates: tuple[float, float] | None = None) -> list[dict[str, Any]]:
     """One load (bench.testbed.load) on the aux CPU, closed or (``rates``) an open ramp; its
-    log's lines."""
-    args = ["taskset", "-c", str(aux_cpu), PY, "-m", "bench.testbed.load", "--nice", "0",
+    log's lines. Under SCHED_RR (``RT_PRIO``) like the tiers: the generator's own wait for
+    its CPU behind other jobs is in every response time it logs."""
+    rt = ["chrt", "-r", str(RT_PRIO["prio"])] if RT_PRIO["prio"] else []
+    args = ["taskset", "-c", str(aux_cpu), *rt, PY, "-m", "bench.testbed.load", "--nice", "0",
             "--duration", str(duration), "--max-requests", "200000", "--seed", str(seed),
             "--out", str(out)]
     if rates is not None:
@@ -139,12 +146,17 @@ def run_load(out: Path, users: int, duration: float, think: float, aux_cpu: int,
     return [json.loads(line) for line in out.read_text().splitlines()]
 
 
+#: the Prometheus mapping the campaign's perfcast runs read (``--prom-config``)
+PROM_CONFIG = {"path": HERE / "perfcast.toml"}
+
+
 def perfcast_run(out: Path, config: Path, t0: float, t1: float,
-                 windows: Path | None = None, prom: Path = HERE / "perfcast.toml",
+                 windows: Path | None = None, prom: Path | None = None,
                  ) -> dict[str, Any]:
     """``perfcast run --source prometheus`` over [t0, t1] (or, given ``windows``, over the
     windows a former run read: ``perfcast run --source FILE``, the same predictions): its
     predictions, estimates, alerts."""
+    prom = prom or PROM_CONFIG["path"]
     if windows is None:
         source = ["--source", "prometheus", "--prom-config", str(prom),
                   "--from", str(int(t0)), "--to", str(int(math.ceil(t1)))]
@@ -296,6 +308,7 @@ def campaign(args: argparse.Namespace) -> dict[str, Any]:
         r["perfcast"] = judge_run(r["truth"], perfcast_run(
             out / f"perfcast-{r['users']}", config, r["start"], r["end"] + 2), r["start"])
     result: dict[str, Any] = {"slo_s": slo, "knee_users": knee(ratios), "runs": runs,
+                              "rt_prio": RT_PRIO["prio"],
                               "think_s": args.think, "duration_s": args.duration,
                               "foreign_max": args.foreign_max}
     k = result["knee_users"]
@@ -541,6 +554,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--db-cpu", type=int, default=1)
     p.add_argument("--aux-cpu", type=int, default=0)
     p.add_argument("--no-up", action="store_true", help="the testbed is up already")
+    p.add_argument("--rt-prio", type=int, default=1,
+                   help="run the tiers and the load generator under SCHED_RR at this priority "
+                        "(each tier owns its CPU; up.sh's TESTBED_RT_PRIO); 0: the default "
+                        "scheduler, as the campaigns before (other jobs on the app's CPU then "
+                        "delay every wakeup of its workers)")
+    p.add_argument("--prom-config", type=Path, default=HERE / "perfcast.toml",
+                   help="the Prometheus mapping perfcast reads (with --rejudge: with --refetch)")
     p.add_argument("--markdown", action="store_true")
     p.add_argument("--rejudge", metavar="DIR",
                    help="no load: run today's perfcast again over the windows a former "
@@ -548,6 +568,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--refetch", action="store_true",
                    help="with --rejudge: read the windows from Prometheus again")
     args = p.parse_args(argv)
+    RT_PRIO["prio"] = args.rt_prio
+    PROM_CONFIG["path"] = args.prom_config
     if args.rejudge:
         res = rejudge(Path(args.rejudge), Path(args.out), args.workers, args.refetch,
                       args.latency)
@@ -555,7 +577,8 @@ def main(argv: list[str] | None = None) -> int:
             {k: v for k, v in res.items() if k != "runs"}, indent=1, default=str))
         return 0
     env = {"TESTBED_AUX_CPU": str(args.aux_cpu), "TESTBED_DB_CPU": str(args.db_cpu),
-           "TESTBED_APP_CPU": str(args.aux_cpu), "TESTBED_NICE": "0"}
+           "TESTBED_APP_CPU": str(args.aux_cpu), "TESTBED_NICE": "0",
+           "TESTBED_RT_PRIO": str(args.rt_prio) if args.rt_prio else ""}
     if not args.no_up:
         up = _sh(["bash", "infra/testbed/up.sh"], env=_env(env), capture_output=True)
         for line in up.stdout.splitlines():
