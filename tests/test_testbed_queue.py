@@ -48,3 +48,18 @@ def test_the_truth_carries_the_queue_time_per_request():
 def test_a_log_without_the_queue_counter_has_no_queue_time():
     (buy,) = truth(_log(None)).classes
     assert buy.app_queue_s is None
+
+
+def test_the_probe_states_each_group_cpu_and_class():
+    from bench.testbed.probe import render
+
+    text = render({"users": 30, "rt_prio": 0, "span_s": 50.0, "requests": 1400,
+                   "throughput": 28.0, "disk_io_share": 0.008, "wal_syncs": 205,
+                   "wal_sync_ms": 347.0, "wait_events": {"CPU": 0.998, "IPC:X": 0.002},
+                   "groups": {"app": {"cpu_ms_per_request": 1.4, "runq_ms_per_request": 28.0,
+                                      "cpu_share": 0.04}},
+                   "cpus": {"cpu0": {"user": 0.03, "niced": 0.92, "idle": 0.0}},
+                   "classes": {"buy": {"client_ms": 99.5, "queue_ms": None}}})
+    assert "disk io_time 0.8%" in text and "CPU 99.8%" in text
+    assert "app: CPU 1.4 ms/request (4% of a CPU), run-queue wait 28.0 ms/request" in text
+    assert "cpu0: user 3%, niced 92%" in text and "buy: client_ms 99.5" in text
