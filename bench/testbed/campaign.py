@@ -196,6 +196,9 @@ def judge_run(truth: dict[str, Any], pc: dict[str, Any], start: float) -> dict[s
             response_time={c: {"model": v["response_time"], "measured": measured.get(c),
                                "error": _err(v["response_time"], measured.get(c))}
                            for c, v in last["classes"].items()},
+            pools={name: {"model": v.get("utilization"),
+                          "measured": v.get("utilization_measured")}
+                   for name, v in (last.get("pools") or {}).items()},
             trusted_off=[  # trusted solves whose worst class is off by more than 20%
                 p["time"] for p in preds if p.get("model_trusted") and max(
                     abs(_err(v["response_time"], measured.get(c)) or 0.0)
@@ -472,6 +475,10 @@ def _misnamed(v: list[dict[str, Any]] | None) -> str:
     return "-" if v is None else str(len(v))
 
 
+def _num(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2f}"
+
+
 def _pct(v: float | None) -> str:
     return "-" if v is None else f"{100 * v:+.0f}%"
 
@@ -483,8 +490,9 @@ def markdown(res: dict[str, Any]) -> str:
              + ", ".join(f"{c} {1000 * v:.0f}" for c, v in sorted(slo.items()))
              + f"; measured knee {'-' if k is None else f'{k:.1f}'} users", "",
              "| users | foreign CPU | worst R/SLO | capacity | trusted (solves) | R error "
-             + " / ".join(sorted(slo)) + " | db demand error | app demand error |",
-             "|---:|---:|---:|---:|---|---|---|---|"]
+             + " / ".join(sorted(slo)) + " | db demand error | app demand error "
+             "| pool U model / measured |",
+             "|---:|---:|---:|---:|---|---|---|---|---|"]
     for r in res["runs"]:
         p = r["perfcast"]
         rt = p.get("response_time", {})
@@ -495,7 +503,9 @@ def markdown(res: dict[str, Any]) -> str:
             f"({p.get('trusted_solves', 0)}/{p['solves']}) | "
             + " / ".join(_pct(rt.get(c, {}).get("error")) for c in sorted(slo)) + " | "
             + " / ".join(_pct(p["demands"]["db"][c]["error"]) for c in sorted(slo)) + " | "
-            + " / ".join(_pct(p["demands"]["app"][c]["error"]) for c in sorted(slo)) + " |")
+            + " / ".join(_pct(p["demands"]["app"][c]["error"]) for c in sorted(slo)) + " | "
+            + (", ".join(f"{_num(v['model'])} / {_num(v['measured'])}"
+                         for v in p.get("pools", {}).values()) or "-") + " |")
     if "low_load" in res:
         lo = res["low_load"]
         lines += ["", f"Capacity from the {lo['users']}-user run: {lo['capacity_users']} against "
