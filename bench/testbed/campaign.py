@@ -120,8 +120,8 @@ def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-#: SCHED_RR priority of the tiers and the load generator (``--rt-prio``; 0: the scheduler's
-#: default class, the campaigns before the tiers owned their CPUs)
+#: SCHED_RR priority of the app and the load generator on their CPU (``--rt-prio``; 0: the
+#: scheduler's default class, the campaigns before the app owned its CPU)
 RT_PRIO = {"prio": 1}
 
 
@@ -129,8 +129,8 @@ def run_load(out: Path, users: int, duration: float, think: float, aux_cpu: int,
              seed: int, ramp_to: int | None = None,
              rates: tuple[float, float] | None = None) -> list[dict[str, Any]]:
     """One load (bench.testbed.load) on the aux CPU, closed or (``rates``) an open ramp; its
-    log's lines. Under SCHED_RR (``RT_PRIO``) like the tiers: the generator's own wait for
-    its CPU behind other jobs is in every response time it logs."""
+    log's lines. Under SCHED_RR (``RT_PRIO``) like the app: the generator's own wait for its
+    CPU behind other jobs is in every response time it logs."""
     rt = ["chrt", "-r", str(RT_PRIO["prio"])] if RT_PRIO["prio"] else []
     args = ["taskset", "-c", str(aux_cpu), *rt, PY, "-m", "bench.testbed.load", "--nice", "0",
             "--duration", str(duration), "--max-requests", "200000", "--seed", str(seed),
@@ -565,8 +565,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--aux-cpu", type=int, default=0)
     p.add_argument("--no-up", action="store_true", help="the testbed is up already")
     p.add_argument("--rt-prio", type=int, default=1,
-                   help="run the tiers and the load generator under SCHED_RR at this priority "
-                        "(each tier owns its CPU; up.sh's TESTBED_RT_PRIO); 0: the default "
+                   help="run the app and the load generator under SCHED_RR at this priority "
+                        "(the app owns its CPU; up.sh's TESTBED_RT_PRIO); 0: the default "
                         "scheduler, as the campaigns before (other jobs on the app's CPU then "
                         "delay every wakeup of its workers)")
     p.add_argument("--prom-config", type=Path, default=HERE / "perfcast.toml",

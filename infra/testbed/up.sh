@@ -7,7 +7,7 @@
 # venv's psycopg, gunicorn, prometheus-client (pip install '.[testbed]').
 # Env (infra/testbed/env.sh): TESTBED_WORKERS (gunicorn workers, default 2), TESTBED_PRODUCTS
 # (default 200000), TESTBED_CATEGORIES (default 40), TESTBED_SCRAPE (default 1s), the ports, CPUs,
-# nice level and TESTBED_RT_PRIO (the tiers under SCHED_RR).
+# nice level and TESTBED_RT_PRIO (the app under SCHED_RR).
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "${HERE}/../.." && pwd)"
@@ -88,7 +88,7 @@ jit = off
 track_wal_io_timing = on
 log_min_messages = warning
 CONF_EOF
-taskset -c "${TESTBED_DB_CPU}" "${RT[@]}" nice -n "${TESTBED_NICE}" "${AS_PG[@]}" "${TESTBED_PG_BIN}/pg_ctl" \
+taskset -c "${TESTBED_DB_CPU}" nice -n "${TESTBED_NICE}" "${AS_PG[@]}" "${TESTBED_PG_BIN}/pg_ctl" \
   -D "${RUN}/pg" -l "${RUN}/log/postgres.log" -w -t 60 start > /dev/null \
   || fail "postgres did not start" postgres.log
 PSQL=("${TESTBED_PG_BIN}/psql" -h "${RUN}/sock" -p "${TESTBED_PG_PORT}" -U postgres -X -q
