@@ -181,9 +181,13 @@ def _err(model: float | None, true: float | None) -> float | None:
     return model / true - 1.0
 
 
-def judge_run(truth: dict[str, Any], pc: dict[str, Any], start: float) -> dict[str, Any]:
-    """The last prediction after the warm-up and the last estimates against the truth."""
-    preds = [p for p in pc["predictions"] if p.get("classes") and p["time"] >= start + WARMUP_S]
+def judge_run(truth: dict[str, Any], pc: dict[str, Any], start: float,
+              end: float | None = None) -> dict[str, Any]:
+    """The last prediction after the warm-up and before the load's ``end`` (a solve after it
+    reads the users' gauge at 0: a model of an idle system), and the last estimates, against
+    the truth."""
+    preds = [p for p in pc["predictions"] if p.get("classes") and p["time"] >= start + WARMUP_S
+             and (end is None or p["time"] <= end)]
     measured = {r["cls"]: r["mean_s"] for r in truth["overall"] if r["cls"] != "all"}
     out: dict[str, Any] = {"solves": len(preds), "deadletters": pc["deadletters"]}
     if preds:
@@ -309,7 +313,8 @@ def campaign(args: argparse.Namespace) -> dict[str, Any]:
         r["worst_over_slo"] = max(means[c] / slo[c] for c in means)
         ratios.append((r["users"], r["worst_over_slo"]))
         r["perfcast"] = judge_run(r["truth"], perfcast_run(
-            out / f"perfcast-{r['users']}", config, r["start"], r["end"] + 2), r["start"])
+            out / f"perfcast-{r['users']}", config, r["start"], r["end"] + 2), r["start"],
+            r["end"])
     result: dict[str, Any] = {"slo_s": slo, "knee_users": knee(ratios), "runs": runs,
                               "rt_prio": RT_PRIO["prio"],
                               "think_s": args.think, "duration_s": args.duration,
@@ -420,7 +425,7 @@ def rejudge(src: Path, out: Path, workers: int | None = None,
         r["perfcast"] = judge_run(r["truth"], perfcast_run(
             out / f"perfcast-{r['users']}", config, r["start"], r["end"] + 2,
             None if refetch else src / f"perfcast-{r['users']}" / "prometheus-windows.jsonl"),
-            r["start"])
+            r["start"], r["end"])
     k = res["knee_users"]
     if "low_load" in res:
         base = next(r for r in res["runs"] if r["users"] == res["low_load"]["users"])
