@@ -4,7 +4,9 @@ perfcast read.
 
 One campaign (tens of minutes): the testbed up (``infra/testbed/up.sh``) with the exporters,
 Prometheus and the load generator on the app's CPU, so that the database's CPU runs the database
-alone; then per population a steady run of ``--duration`` seconds, lowest first. Before and
+alone, and the app and the load generator under SCHED_RR (``--rt-prio``): the other jobs that
+share their CPU would otherwise delay each wakeup of a worker, once per database round trip;
+then per population a steady run of ``--duration`` seconds, lowest first. Before and
 during each run the **foreign CPU** of the database's CPU is read from ``/proc/stat`` (that
 CPU's busy time less the database's own, at nice <= 0; time of niced processes apart): a run
 whose foreign share exceeds ``--foreign-max`` is repeated (``--repeats``), and marked
