@@ -62,3 +62,16 @@ def test_an_alert_naming_a_quiet_class_while_another_breaks_is_misnamed():
     # minute 0: buy at 50% of its SLO while search breaks; minute 1: buy at 90% is near enough;
     # minute 2: nobody breaks; the search alert names the class breaking; resolved ones are no page
     assert bad == [{"minute": 0.5, "named": "buy", "named_over_slo": 0.5, "breaking": ["search"]}]
+
+
+def test_a_run_is_judged_by_its_last_solve_before_the_load_ended():
+    from bench.testbed.campaign import judge_run
+
+    def pred(t, users, r):
+        return {"time": t, "users": users, "capacity_users": 40, "model_trusted": False,
+                "classes": {"buy": {"response_time": r, "throughput_measured": 1.0}},
+                "tiers": {}}
+    truth = {"overall": [{"cls": "buy", "mean_s": 0.010}], "classes": []}
+    pc = {"predictions": [pred(130.0, 5, 0.011), pred(160.0, 0, 0.001)], "deadletters": 0}
+    got = judge_run(truth, pc, start=0.0, end=150.0)
+    assert got["users"] == 5 and got["response_time"]["buy"]["error"] == pytest.approx(0.1)

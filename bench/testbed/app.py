@@ -16,7 +16,12 @@ Per class (label ``handler``) the app exports
   request (``time.process_time``): a sync worker serves one request at a time, so this is the
   app tier's own CPU demand per request, as the server reports it;
 - ``testbed_db_seconds_total{handler}``: the wall time of the request's database calls, as the
-  app sees it (the database's residence time plus the socket round trips).
+  app sees it (the database's residence time plus the socket round trips);
+- ``testbed_request_queue_seconds_total{handler}``: the request's time from its
+  ``X-Request-Start: t=SECONDS`` stamp (a front proxy's, e.g. nginx's ``t=${msec}``; the
+  testbed's load generator sets it when it sends) to a worker's start on it -- the wait for a
+  free sync worker in the listen queue, the connection's accept and the parsing. The queue time
+  of the New Relic and Judoscale convention; requests without the stamp add nothing.
 
 Settings from the environment: ``TESTBED_PG_DSN`` (libpq connection string).
 """
@@ -44,6 +49,9 @@ DURATION = Histogram("testbed_request_duration_seconds", "time at the app tier p
 CPU = Counter("testbed_request_cpu_seconds", "worker CPU time during the requests", ["handler"])
 DB_TIME = Counter("testbed_db_seconds", "wall time of the requests' database calls",
                   ["handler"])
+QUEUE = Counter("testbed_request_queue_seconds",
+                "time from the X-Request-Start stamp to a worker's start on the request",
+                ["handler"])
 
 #: the rows each class compares by similarity() (schema.sql): its database cost
 HOME_ROWS = 180
@@ -148,8 +156,24 @@ def _metrics(start_response):
     return [body]
 
 
+def queue_seconds(stamp: str | None, now: float) -> float | None:
+    """The time since an ``X-Request-Start`` stamp (``t=`` seconds since the epoch, or
+    milli- or microseconds as some proxies write it); ``None`` without a readable stamp. A
+    stamp ahead of ``now`` (clocks of two hosts) counts zero."""
+    if not stamp:
+        return None
+    try:
+        t = float(stamp.strip().removeprefix("t="))
+    except ValueError:
+        return None
+    while t > 1e11:                    # milli- or microseconds since the epoch
+        t /= 1000.0
+    return max(0.0, now - t)
+
+
 def app(environ, start_response):
     """The WSGI entry point (``bench.testbed.app:app``)."""
+    picked = time.time()
     path = environ.get("PATH_INFO", "/").strip("/") or "home"
     if path == "metrics":
         return _metrics(start_response)
@@ -173,6 +197,9 @@ def app(environ, start_response):
     start_response(status, [("Content-Type", "text/plain"), ("Content-Length", str(len(body))),
                             ("X-Testbed-Detail", text[:200])])
     DB_TIME.labels(path).inc(db)
+    waited = queue_seconds(environ.get("HTTP_X_REQUEST_START"), picked)
+    if waited is not None:
+        QUEUE.labels(path).inc(waited)
     CPU.labels(path).inc(time.process_time() - c0)
     DURATION.labels(path).observe(time.perf_counter() - t0)
     REQUESTS.labels(path, status[:3]).inc()

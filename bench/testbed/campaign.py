@@ -4,7 +4,9 @@ perfcast read.
 
 One campaign (tens of minutes): the testbed up (``infra/testbed/up.sh``) with the exporters,
 Prometheus and the load generator on the app's CPU, so that the database's CPU runs the database
-alone; then per population a steady run of ``--duration`` seconds, lowest first. Before and
+alone, and the app and the load generator under SCHED_RR (``--rt-prio``): the other jobs that
+share their CPU would otherwise delay each wakeup of a worker, once per database round trip;
+then per population a steady run of ``--duration`` seconds, lowest first. Before and
 during each run the **foreign CPU** of the database's CPU is read from ``/proc/stat`` (that
 CPU's busy time less the database's own, at nice <= 0; time of niced processes apart): a run
 whose foreign share exceeds ``--foreign-max`` is repeated (``--repeats``), and marked
@@ -120,12 +122,19 @@ def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+#: SCHED_RR priority of the app and the load generator on their CPU (``--rt-prio``; 0: the
+#: scheduler's default class, the campaigns before the app owned its CPU)
+RT_PRIO = {"prio": 1}
+
+
 def run_load(out: Path, users: int, duration: float, think: float, aux_cpu: int,
              seed: int, ramp_to: int | None = None,
              rates: tuple[float, float] | None = None) -> list[dict[str, Any]]:
     """One load (bench.testbed.load) on the aux CPU, closed or (``rates``) an open ramp; its
-    log's lines."""
-    args = ["taskset", "-c", str(aux_cpu), PY, "-m", "bench.testbed.load", "--nice", "0",
+    log's lines. Under SCHED_RR (``RT_PRIO``) like the app: the generator's own wait for its
+    CPU behind other jobs is in every response time it logs."""
+    rt = ["chrt", "-r", str(RT_PRIO["prio"])] if RT_PRIO["prio"] else []
+    args = ["taskset", "-c", str(aux_cpu), *rt, PY, "-m", "bench.testbed.load", "--nice", "0",
             "--duration", str(duration), "--max-requests", "200000", "--seed", str(seed),
             "--out", str(out)]
     if rates is not None:
@@ -139,12 +148,17 @@ def run_load(out: Path, users: int, duration: float, think: float, aux_cpu: int,
     return [json.loads(line) for line in out.read_text().splitlines()]
 
 
+#: the Prometheus mapping the campaign's perfcast runs read (``--prom-config``)
+PROM_CONFIG = {"path": HERE / "perfcast.toml"}
+
+
 def perfcast_run(out: Path, config: Path, t0: float, t1: float,
-                 windows: Path | None = None, prom: Path = HERE / "perfcast.toml",
+                 windows: Path | None = None, prom: Path | None = None,
                  ) -> dict[str, Any]:
     """``perfcast run --source prometheus`` over [t0, t1] (or, given ``windows``, over the
     windows a former run read: ``perfcast run --source FILE``, the same predictions): its
     predictions, estimates, alerts."""
+    prom = prom or PROM_CONFIG["path"]
     if windows is None:
         source = ["--source", "prometheus", "--prom-config", str(prom),
                   "--from", str(int(t0)), "--to", str(int(math.ceil(t1)))]
@@ -169,9 +183,13 @@ def _err(model: float | None, true: float | None) -> float | None:
     return model / true - 1.0
 
 
-def judge_run(truth: dict[str, Any], pc: dict[str, Any], start: float) -> dict[str, Any]:
-    """The last prediction after the warm-up and the last estimates against the truth."""
-    preds = [p for p in pc["predictions"] if p.get("classes") and p["time"] >= start + WARMUP_S]
+def judge_run(truth: dict[str, Any], pc: dict[str, Any], start: float,
+              end: float | None = None) -> dict[str, Any]:
+    """The last prediction after the warm-up and before the load's ``end`` (a solve after it
+    reads the users' gauge at 0: a model of an idle system), and the last estimates, against
+    the truth."""
+    preds = [p for p in pc["predictions"] if p.get("classes") and p["time"] >= start + WARMUP_S
+             and (end is None or p["time"] <= end)]
     measured = {r["cls"]: r["mean_s"] for r in truth["overall"] if r["cls"] != "all"}
     out: dict[str, Any] = {"solves": len(preds), "deadletters": pc["deadletters"]}
     if preds:
@@ -184,6 +202,9 @@ def judge_run(truth: dict[str, Any], pc: dict[str, Any], start: float) -> dict[s
             response_time={c: {"model": v["response_time"], "measured": measured.get(c),
                                "error": _err(v["response_time"], measured.get(c))}
                            for c, v in last["classes"].items()},
+            pools={name: {"model": v.get("utilization"),
+                          "measured": v.get("utilization_measured")}
+                   for name, v in (last.get("pools") or {}).items()},
             trusted_off=[  # trusted solves whose worst class is off by more than 20%
                 p["time"] for p in preds if p.get("model_trusted") and max(
                     abs(_err(v["response_time"], measured.get(c)) or 0.0)
@@ -294,8 +315,10 @@ def campaign(args: argparse.Namespace) -> dict[str, Any]:
         r["worst_over_slo"] = max(means[c] / slo[c] for c in means)
         ratios.append((r["users"], r["worst_over_slo"]))
         r["perfcast"] = judge_run(r["truth"], perfcast_run(
-            out / f"perfcast-{r['users']}", config, r["start"], r["end"] + 2), r["start"])
+            out / f"perfcast-{r['users']}", config, r["start"], r["end"] + 2), r["start"],
+            r["end"])
     result: dict[str, Any] = {"slo_s": slo, "knee_users": knee(ratios), "runs": runs,
+                              "rt_prio": RT_PRIO["prio"],
                               "think_s": args.think, "duration_s": args.duration,
                               "foreign_max": args.foreign_max}
     k = result["knee_users"]
@@ -404,7 +427,7 @@ def rejudge(src: Path, out: Path, workers: int | None = None,
         r["perfcast"] = judge_run(r["truth"], perfcast_run(
             out / f"perfcast-{r['users']}", config, r["start"], r["end"] + 2,
             None if refetch else src / f"perfcast-{r['users']}" / "prometheus-windows.jsonl"),
-            r["start"])
+            r["start"], r["end"])
     k = res["knee_users"]
     if "low_load" in res:
         base = next(r for r in res["runs"] if r["users"] == res["low_load"]["users"])
@@ -459,6 +482,10 @@ def _misnamed(v: list[dict[str, Any]] | None) -> str:
     return "-" if v is None else str(len(v))
 
 
+def _num(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2f}"
+
+
 def _pct(v: float | None) -> str:
     return "-" if v is None else f"{100 * v:+.0f}%"
 
@@ -470,8 +497,9 @@ def markdown(res: dict[str, Any]) -> str:
              + ", ".join(f"{c} {1000 * v:.0f}" for c, v in sorted(slo.items()))
              + f"; measured knee {'-' if k is None else f'{k:.1f}'} users", "",
              "| users | foreign CPU | worst R/SLO | capacity | trusted (solves) | R error "
-             + " / ".join(sorted(slo)) + " | db demand error | app demand error |",
-             "|---:|---:|---:|---:|---|---|---|---|"]
+             + " / ".join(sorted(slo)) + " | db demand error | app demand error "
+             "| pool U model / measured |",
+             "|---:|---:|---:|---:|---|---|---|---|---|"]
     for r in res["runs"]:
         p = r["perfcast"]
         rt = p.get("response_time", {})
@@ -482,7 +510,9 @@ def markdown(res: dict[str, Any]) -> str:
             f"({p.get('trusted_solves', 0)}/{p['solves']}) | "
             + " / ".join(_pct(rt.get(c, {}).get("error")) for c in sorted(slo)) + " | "
             + " / ".join(_pct(p["demands"]["db"][c]["error"]) for c in sorted(slo)) + " | "
-            + " / ".join(_pct(p["demands"]["app"][c]["error"]) for c in sorted(slo)) + " |")
+            + " / ".join(_pct(p["demands"]["app"][c]["error"]) for c in sorted(slo)) + " | "
+            + (", ".join(f"{_num(v['model'])} / {_num(v['measured'])}"
+                         for v in p.get("pools", {}).values()) or "-") + " |")
     if "low_load" in res:
         lo = res["low_load"]
         lines += ["", f"Capacity from the {lo['users']}-user run: {lo['capacity_users']} against "
@@ -541,6 +571,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--db-cpu", type=int, default=1)
     p.add_argument("--aux-cpu", type=int, default=0)
     p.add_argument("--no-up", action="store_true", help="the testbed is up already")
+    p.add_argument("--rt-prio", type=int, default=1,
+                   help="run the app and the load generator under SCHED_RR at this priority "
+                        "(the app owns its CPU; up.sh's TESTBED_RT_PRIO); 0: the default "
+                        "scheduler, as the campaigns before (other jobs on the app's CPU then "
+                        "delay every wakeup of its workers)")
+    p.add_argument("--prom-config", type=Path, default=HERE / "perfcast.toml",
+                   help="the Prometheus mapping perfcast reads (with --rejudge: with --refetch)")
     p.add_argument("--markdown", action="store_true")
     p.add_argument("--rejudge", metavar="DIR",
                    help="no load: run today's perfcast again over the windows a former "
@@ -548,6 +585,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--refetch", action="store_true",
                    help="with --rejudge: read the windows from Prometheus again")
     args = p.parse_args(argv)
+    RT_PRIO["prio"] = args.rt_prio
+    PROM_CONFIG["path"] = args.prom_config
     if args.rejudge:
         res = rejudge(Path(args.rejudge), Path(args.out), args.workers, args.refetch,
                       args.latency)
@@ -555,7 +594,8 @@ def main(argv: list[str] | None = None) -> int:
             {k: v for k, v in res.items() if k != "runs"}, indent=1, default=str))
         return 0
     env = {"TESTBED_AUX_CPU": str(args.aux_cpu), "TESTBED_DB_CPU": str(args.db_cpu),
-           "TESTBED_APP_CPU": str(args.aux_cpu), "TESTBED_NICE": "0"}
+           "TESTBED_APP_CPU": str(args.aux_cpu), "TESTBED_NICE": "0",
+           "TESTBED_RT_PRIO": str(args.rt_prio) if args.rt_prio else ""}
     if not args.no_up:
         up = _sh(["bash", "infra/testbed/up.sh"], env=_env(env), capture_output=True)
         for line in up.stdout.splitlines():

@@ -92,8 +92,10 @@ def send(target: Target, cls: str, user: int, log: Log) -> None:
     try:
         conn = http.client.HTTPConnection(target.host, target.port, timeout=target.timeout_s)
         try:
+            # the stamp a front proxy sets (nginx: t=${msec}): the app's queue time
             conn.request(method, f"/{cls}", headers={"Connection": "close",
-                                                     "Cookie": f"session=user-{user}"})
+                                                     "Cookie": f"session=user-{user}",
+                                                     "X-Request-Start": f"t={start:.6f}"})
             resp = conn.getresponse()
             resp.read()
             status, detail = resp.status, resp.getheader("X-Testbed-Detail", "")
@@ -243,7 +245,8 @@ def snapshot(at: str, app_url: str, process_url: str, pg_dsn: str | None) -> dic
             cls = labels.get("handler")
             key = {"testbed_requests_total": "requests", "testbed_request_cpu_seconds_total":
                    "cpu_s", "testbed_db_seconds_total": "db_s",
-                   "testbed_request_duration_seconds_sum": "time_s"}.get(name)
+                   "testbed_request_duration_seconds_sum": "time_s",
+                   "testbed_request_queue_seconds_total": "queue_s"}.get(name)
             if cls and key:
                 app.setdefault(cls, {}).setdefault(key, 0.0)
                 app[cls][key] += value

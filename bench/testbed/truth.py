@@ -60,6 +60,9 @@ class ClassTruth:
     app_time_s: float | None
     db_demand_s: float | None
     app_demand_s: float | None
+    #: the app's queue time per request (X-Request-Start to a worker's start); None in logs
+    #: written before the app measured it
+    app_queue_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -157,7 +160,8 @@ def truth(lines: list[dict[str, Any]]) -> Truth:
                   if "pg" in end else None,
                   "app_cpu": _fdiv(_delta(end, start, "app", c, "cpu_s"), n),
                   "app_db": _fdiv(_delta(end, start, "app", c, "db_s"), n),
-                  "app_time": _fdiv(_delta(end, start, "app", c, "time_s"), n)}
+                  "app_time": _fdiv(_delta(end, start, "app", c, "time_s"), n),
+                  "app_queue": _fdiv(_delta(end, start, "app", c, "queue_s"), n)}
 
     def shares(key: str, tier: str) -> dict[str, float | None]:
         total = sum((v[key] or 0.0) * v["n"] for v in per.values())
@@ -167,7 +171,8 @@ def truth(lines: list[dict[str, Any]]) -> Truth:
 
     db_d, app_d = shares("db_exec", "db"), shares("app_cpu", "app")
     out.classes = [ClassTruth(c, int(v["n"]), v["db_exec"], v["app_cpu"], v["app_db"],
-                              v["app_time"], db_d[c], app_d[c]) for c, v in per.items()]
+                              v["app_time"], db_d[c], app_d[c], v["app_queue"])
+                   for c, v in per.items()]
     if "db" in busy and any(v["db_exec"] for v in per.values()):
         total_exec = sum((v["db_exec"] or 0.0) * v["n"] for v in per.values())
         out.notes.append(f"db: busy CPU {busy['db']:.3f} s against the statements' execution "

@@ -22,6 +22,14 @@ TESTBED_APP_CPU="${TESTBED_APP_CPU:-0}"
 TESTBED_AUX_CPU="${TESTBED_AUX_CPU:-}"
 # the servers' scheduling priority: the host is shared with other jobs
 TESTBED_NICE="${TESTBED_NICE:-19}"
+# TESTBED_RT_PRIO (empty: off): run gunicorn under SCHED_RR at this priority (chrt -r), so that
+# the app owns its CPU as on a dedicated server: other jobs on the same CPU, even SCHED_IDLE
+# ones, cost a woken worker 1-4 ms per wakeup (a round trip to the database wakes it once),
+# 28 ms per request at 30 users (bench/testbed/README.md). PostgreSQL keeps the default
+# scheduler: its CPU is kept free of other work (the campaign's foreign-CPU check), and at one
+# SCHED_RR priority its backends would run first-come-first-served in 100-ms slices instead of
+# sharing the CPU
+TESTBED_RT_PRIO="${TESTBED_RT_PRIO:-}"
 
 # the names of the processes up.sh starts, with their pid files (relative to the run dir)
 TESTBED_PROCESSES=(prometheus node_exporter process_exporter postgres_exporter app)

@@ -6,8 +6,8 @@
 # Needs: Debian's postgresql-15, prometheus, prometheus-{process,postgres,node}-exporter; the
 # venv's psycopg, gunicorn, prometheus-client (pip install '.[testbed]').
 # Env (infra/testbed/env.sh): TESTBED_WORKERS (gunicorn workers, default 2), TESTBED_PRODUCTS
-# (default 200000), TESTBED_CATEGORIES (default 40), TESTBED_SCRAPE (default 1s), the ports, CPUs
-# and nice level.
+# (default 200000), TESTBED_CATEGORIES (default 40), TESTBED_SCRAPE (default 1s), the ports, CPUs,
+# nice level and TESTBED_RT_PRIO (the app under SCHED_RR).
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "${HERE}/../.." && pwd)"
@@ -17,6 +17,8 @@ PRODUCTS="${TESTBED_PRODUCTS:-200000}"
 CATEGORIES="${TESTBED_CATEGORIES:-40}"
 SCRAPE="${TESTBED_SCRAPE:-1s}"
 t_start=$(date +%s.%N)
+RT=()
+[[ -n "${TESTBED_RT_PRIO}" ]] && RT=(chrt -r "${TESTBED_RT_PRIO}")
 
 if [[ -f "${TESTBED_STATE}" && -d "$(cat "${TESTBED_STATE}")" ]]; then
   echo "error: a testbed is up already (run dir $(cat "${TESTBED_STATE}")); run down.sh first" >&2
@@ -82,6 +84,8 @@ pg_stat_statements.max = 1000
 # CPU-bound statements: no wait for the WAL flush on commit, no JIT compile on the search
 synchronous_commit = off
 jit = off
+# the WAL's write and sync time in pg_stat_wal (postgres_exporter's pg_testbed_wal)
+track_wal_io_timing = on
 log_min_messages = warning
 CONF_EOF
 taskset -c "${TESTBED_DB_CPU}" nice -n "${TESTBED_NICE}" "${AS_PG[@]}" "${TESTBED_PG_BIN}/pg_ctl" \
@@ -105,7 +109,7 @@ DSN="host=${RUN}/sock port=${TESTBED_PG_PORT} user=postgres dbname=shop"
 ( cd "${REPO}" || exit 1
   export PROMETHEUS_MULTIPROC_DIR="${RUN}/metrics" TESTBED_PG_DSN="${DSN}" PYTHONPATH="${REPO}" \
     TESTBED_APP_METRICS_PORT="${TESTBED_APP_METRICS_PORT}"
-  exec nohup taskset -c "${TESTBED_APP_CPU}" nice -n "${TESTBED_NICE}" \
+  exec nohup taskset -c "${TESTBED_APP_CPU}" "${RT[@]}" nice -n "${TESTBED_NICE}" \
     "${TESTBED_PYTHON}" -m gunicorn --config "${REPO}/bench/testbed/gunicorn_conf.py" \
     --bind "127.0.0.1:${TESTBED_APP_PORT}" --workers "${WORKERS}" --pid "${RUN}/app.pid" \
     --error-logfile "${RUN}/log/app.log" bench.testbed.app:app
@@ -141,6 +145,30 @@ pg_testbed_class:
     - rows:
         usage: "COUNTER"
         description: "rows returned or affected"
+pg_testbed_wal:
+  query: "SELECT wal_records::float8 AS records, wal_sync::float8 AS syncs, wal_write_time / 1000 AS write_seconds, wal_sync_time / 1000 AS sync_seconds FROM pg_stat_wal"
+  metrics:
+    - records:
+        usage: "COUNTER"
+        description: "WAL records written"
+    - syncs:
+        usage: "COUNTER"
+        description: "WAL syncs to disk (issue_xlog_fsync)"
+    - write_seconds:
+        usage: "COUNTER"
+        description: "time writing WAL buffers to disk (track_wal_io_timing), seconds"
+    - sync_seconds:
+        usage: "COUNTER"
+        description: "time syncing WAL files to disk (track_wal_io_timing), seconds"
+pg_testbed_wait:
+  query: "SELECT coalesce(wait_event_type, 'CPU') AS wait, count(*)::float8 AS backends FROM pg_stat_activity WHERE state = 'active' AND query LIKE '/* class=%' GROUP BY 1"
+  metrics:
+    - wait:
+        usage: "LABEL"
+        description: "the wait event type of an active backend ('CPU': running or runnable)"
+    - backends:
+        usage: "GAUGE"
+        description: "active client backends in that state at the scrape"
 CONF_EOF
 start_bg() {  # name log command...
   local name="$1" log="$2"; shift 2
@@ -157,7 +185,8 @@ DATA_SOURCE_NAME="${DSN} sslmode=disable" start_bg postgres_exporter postgres-ex
   --extend.query-path="${RUN}/postgres-exporter-queries.yml" --log.level=warn
 start_bg node_exporter node-exporter.log prometheus-node-exporter \
   --web.listen-address="127.0.0.1:${TESTBED_NODE_PORT}" --collector.disable-defaults \
-  --collector.cpu --collector.loadavg --collector.textfile.directory="${RUN}/log" --log.level=warn
+  --collector.cpu --collector.loadavg --collector.diskstats --collector.pressure \
+  --collector.textfile.directory="${RUN}/log" --log.level=warn
 wait_http "http://127.0.0.1:${TESTBED_PROCESS_PORT}/metrics" process-exporter.log process-exporter
 wait_http "http://127.0.0.1:${TESTBED_PGEXP_PORT}/metrics" postgres-exporter.log postgres_exporter
 wait_http "http://127.0.0.1:${TESTBED_NODE_PORT}/metrics" node-exporter.log node_exporter
