@@ -117,7 +117,8 @@ IntervalReason = Literal["ok", "no_busy_time", "no_completions", "no_variation",
 ``no_busy_time``    all windows idle (value 1.0, interval ``[0, inf)``);
 ``no_completions``  busy time but no completions (value 1.0, interval ``[0, inf)``);
 ``no_variation``    ``Var(N_t) = 0`` at every level (value 0.0);
-``too_short``       fewer than ``4 * min_runs`` windows of busy time: fewer than four levels
+``too_short``       fewer than ``4 * min_runs`` units of busy time (``T``; ``cores T / s`` on
+                    a multi-core tier): fewer than four levels
                     (value ``Y(T)`` or 1.0, interval ``[0, inf)``);
 ``unresolved``      the curve has not bent within the levels the trace allows (the fitted
                     ``gamma`` sits at the lower end of its range): ``I`` is at least
