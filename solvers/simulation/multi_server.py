@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from solvers.simulation.single_queue import checked_jobs
+
 __all__ = ["ServerWindows", "fcfs_servers", "monitor_servers", "mtrace_c"]
 
 
@@ -36,14 +38,7 @@ class ServerWindows:
 def fcfs_servers(arrivals: np.ndarray, service: np.ndarray, servers: int
                  ) -> tuple[np.ndarray, np.ndarray]:
     """Starts and departures of FCFS jobs on ``servers`` identical servers (arrival order)."""
-    a = np.asarray(arrivals, dtype=float)
-    s = np.asarray(service, dtype=float)
-    if a.ndim != 1 or s.shape != a.shape:
-        raise ValueError(f"service: must match arrivals' shape {a.shape}, got {s.shape}")
-    if a.size and (np.any(np.diff(a) < 0) or not np.all(np.isfinite(a))):
-        raise ValueError("arrivals: must be finite and sorted")
-    if np.any(s < 0) or not np.all(np.isfinite(s)):
-        raise ValueError("service: must be finite and >= 0")
+    a, s = checked_jobs(arrivals, service)
     if isinstance(servers, bool) or not isinstance(servers, int) or servers < 1:
         raise ValueError(f"servers: must be an integer >= 1, got {servers!r}")
     free = [0.0] * servers                     # a heap of the servers' free times
