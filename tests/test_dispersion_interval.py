@@ -229,7 +229,7 @@ def test_multicore_db_reads_its_index_on_a_ramp_as_under_steady_load(ramp):
     """The multi-core shop (bench/e2e/multicore.py --seed 1): the 8-core database's service
     sequence is Mi et al.'s (2008) MAP(2), I = 202. 20 minutes at 86 users, then (``ramp``) 86 -> 321
     users over 40 minutes. The db's history, read as the pipeline does (busy time in
-    core-seconds: window ``T c``), in minutes 28-40: the flat fit read 46-124 on the ramp and
+    core-seconds, ``cores = 8``), in minutes 28-40: the flat fit read 46-124 on the ramp and
     91-136 under the steady load of the same seed -- the ramp was not the cause (on 8 seeds
     both read alike), the long levels' noise was. Read as the converged level: within +-25%."""
     from bench.accuracy.alert_shapes import START, network
@@ -244,7 +244,7 @@ def test_multicore_db_reads_its_index_on_a_ramp_as_under_steady_load(ramp):
     u = np.array([r["utilization"] for r in db])
     n = np.array([sum(r["completions"].values()) for r in db], dtype=float)
     for minute in (28, 32, 36, 40):
-        est = index_of_dispersion_interval(u[:12 * minute], n[:12 * minute], 5.0 * 8)
+        est = index_of_dispersion_interval(u[:12 * minute], n[:12 * minute], 5.0, cores=8)
         assert abs(est.value / 202.3 - 1.0) <= 0.25, (minute, est.value)
         assert est.lower <= 202.3 <= est.upper, (minute, est)
 

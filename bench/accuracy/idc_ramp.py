@@ -9,7 +9,8 @@ physical simulator (:mod:`solvers.simulation.physical`, 5-s windows) with the sa
 minutes, then 10 minutes there -- bench/e2e/multicore.py's ramp; seed ``s + 100`` is its
 ``--seed s``) and a *steady* run at 86 users. The db's ``I``
 (:func:`estimators.dispersion.index_of_dispersion_interval`) is read as the pipeline reads it
-(busy time in core-seconds: window ``T c`` = 40 s) on the windows up to each minute. If the
+(busy time in core-seconds, ``cores = 8``: the axis in units of ``T c / s``,
+``s = max(1, min(c, 1/U))``) on the windows up to each minute. If the
 ramp's nonstationarity biased ``I``, the ramp column would read lower than the steady one.
 """
 
@@ -52,8 +53,8 @@ def main() -> None:
         row = {}
         for ramp in (True, False):
             u, n = db_windows(seed, ramp)
-            row[ramp] = [index_of_dispersion_interval(u[:12 * m], n[:12 * m],
-                                                      WINDOW_S * CORES).value for m in MINUTES]
+            row[ramp] = [index_of_dispersion_interval(u[:12 * m], n[:12 * m], WINDOW_S,
+                                                      cores=CORES).value for m in MINUTES]
             reads[ramp].append(row[ramp])
         table.add(seed, *(f"{a:.0f} / {b:.0f}" for a, b in zip(row[True], row[False])))
     med = {k: np.median(np.array(v), axis=0) for k, v in reads.items()}

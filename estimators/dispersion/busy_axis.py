@@ -30,6 +30,17 @@ Idle windows (``U_k = 0``) take no room on the busy-time axis (completions repor
 window, from rounding of ``U_k``, go with the window edge they sit on). Because only the
 busy-time axis matters, ``Y(t)`` depends on ``T`` only through ``t = jT``; busy time is
 measured in units of ``T`` (``B_k / T = U_k``).
+
+**Tiers of many cores.** A tier of ``c`` cores reports ``U_k`` as the mean over its cores: its
+window holds ``B_k = c U_k T`` core-seconds of busy time. In units of the tier's window
+(``c T`` core-seconds) a window is ``U_k`` long; the axis may be laid in any unit ``cT/s``
+instead (a window is then ``s U_k`` long): ``I``, the limit of ``Y(t)``, does not depend on the
+unit, only the grid of levels ``t = j cT/s`` does. :func:`axis_scale` picks ``s`` so that a
+window of the mean utilization is about one unit long. At low load the grid in units of ``cT``
+is coarse (a database of 8 cores at 13% utilization holds 31 units of busy time in 20 minutes
+of 5-s windows: too few for four levels of ``min_runs`` runs); a unit much shorter than a
+window only repeats the window scale's ``Y`` over the first levels (whole windows), and the
+curve fitted through them reads ``I`` low (bench/accuracy/dispersion_cores.py).
 """
 
 from __future__ import annotations
@@ -59,14 +70,29 @@ class _Axis:
     rate: float         # completions per T of busy time, sum n_k / (S / T)
 
     @classmethod
-    def build(cls, utilization: np.ndarray, completions: np.ndarray) -> "_Axis":
-        edges = np.concatenate(([0.0], np.cumsum(utilization)))    # C_k / T (B_k / T = U_k)
+    def build(cls, utilization: np.ndarray, completions: np.ndarray, scale: float = 1.0
+              ) -> "_Axis":
+        busy = utilization if scale == 1.0 else utilization * scale     # B_k in units T/s
+        edges = np.concatenate(([0.0], np.cumsum(busy)))            # C_k / T (B_k / T = U_k)
         cum = np.concatenate(([0.0], np.cumsum(completions)))
         total = float(edges[-1])
         if total <= 0.0:
             return cls(np.zeros(1), np.zeros(1), 0.0, 0.0)
         near = _nearest_edge(edges, np.arange(0.0, total + _GRID_EPS, 1.0))
         return cls(edges[near], cum[near], total, float(cum[-1]) / total)
+
+
+def axis_scale(cores: float, utilization: np.ndarray) -> float:
+    """``s``: the busy-time axis of a tier of ``cores`` cores in units of ``cores T / s``
+    core-seconds, so that a window of the mean utilization ``U`` is about one unit long:
+    ``s = max(1, min(cores, 1/U))``. Never finer than one core's window ``T`` (``s <= cores``:
+    a single-core tier keeps ``s = 1``, the axis of Mi et al. (2008), Fig. 2) and never
+    coarser than the tier's window ``cores T`` (``s >= 1``); ``s = 1`` when every window is
+    idle."""
+    mean = float(utilization.mean()) if utilization.size else 0.0
+    if not mean > 0.0:
+        return 1.0
+    return max(1.0, min(float(cores), 1.0 / mean))
 
 
 def _nearest_edge(edges: np.ndarray, position: np.ndarray) -> np.ndarray:

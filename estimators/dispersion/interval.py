@@ -74,7 +74,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from estimators.dispersion.busy_axis import _REL_ZERO, _Axis, _y
+from estimators.dispersion.busy_axis import _REL_ZERO, _Axis, _y, axis_scale
 from estimators.dispersion.inputs import _completions, _count, _scalar, _utilization, _window_s
 from estimators.dispersion.point import NEUTRAL_VALUE
 
@@ -117,7 +117,8 @@ IntervalReason = Literal["ok", "no_busy_time", "no_completions", "no_variation",
 ``no_busy_time``    all windows idle (value 1.0, interval ``[0, inf)``);
 ``no_completions``  busy time but no completions (value 1.0, interval ``[0, inf)``);
 ``no_variation``    ``Var(N_t) = 0`` at every level (value 0.0);
-``too_short``       fewer than ``4 * min_runs`` windows of busy time: fewer than four levels
+``too_short``       fewer than ``4 * min_runs`` units of busy time (``T``; ``cores T / s`` on
+                    a multi-core tier): fewer than four levels
                     (value ``Y(T)`` or 1.0, interval ``[0, inf)``);
 ``unresolved``      the curve has not bent within the levels the trace allows (the fitted
                     ``gamma`` sits at the lower end of its range): ``I`` is at least
@@ -172,12 +173,18 @@ def index_of_dispersion_interval(utilization: Any, completions: Any, window_s: f
                                  confidence: float = DEFAULT_CONFIDENCE,
                                  min_runs: int = DEFAULT_MIN_RUNS,
                                  levels: int = DEFAULT_LEVELS,
-                                 blocks: int = DEFAULT_BLOCKS) -> DispersionInterval:
+                                 blocks: int = DEFAULT_BLOCKS,
+                                 cores: float = 1.0) -> DispersionInterval:
     """``I`` of the service process by fitting the IDC curve, with a confidence interval.
 
     ``utilization``, ``completions``, ``window_s`` as for :func:`index_of_dispersion`;
     ``confidence`` in (0, 1); ``min_runs`` (>= 2) disjoint runs at the top level;
-    ``levels`` (>= 4) aggregation levels; ``blocks`` (>= 4) jackknife blocks.
+    ``levels`` (>= 4) aggregation levels; ``blocks`` (>= 4) jackknife blocks; ``cores``
+    (> 0): ``utilization`` is the mean over that many cores, so window ``k`` holds
+    ``cores U_k window_s`` core-seconds of busy time, laid on the axis in units of
+    ``cores window_s / s`` core-seconds (:func:`estimators.dispersion.busy_axis.axis_scale`;
+    ``cores = 1``: the single-core axis). ``t``, ``busy_s`` and ``gamma`` of the result are
+    in core-seconds of busy time.
     See the module docstring ("Slow bursts"). Never NaN; invalid input raises ``ValueError``
     naming the field and the value.
     """
@@ -188,9 +195,14 @@ def index_of_dispersion_interval(utilization: Any, completions: Any, window_s: f
     runs = _count(min_runs, "min_runs", 2)
     n_levels = _count(levels, "levels", 4)
     n_blocks = _count(blocks, "blocks", 4)
+    c = _scalar(cores, "cores")
+    if not c > 0.0:
+        raise ValueError(f"cores: must be > 0, got {cores!r}")
     u = _utilization(utilization)
     n = _completions(completions, u.size)
-    return _interval(u, n, window, conf, runs, n_levels, n_blocks)
+    scale = axis_scale(c, u)
+    unit = window if scale == 1.0 and c == 1.0 else window * c / scale
+    return _interval(u, n, unit, conf, runs, n_levels, n_blocks, scale)
 
 
 def _unknown(reason: IntervalReason, conf: float, windows: int, busy: float,
@@ -340,8 +352,10 @@ def _level_reading(both: np.ndarray, t: np.ndarray, weight: np.ndarray, span: np
 
 
 def _interval(u: np.ndarray, n: np.ndarray, window: float, conf: float, min_runs: int,
-              n_levels: int, n_blocks: int) -> DispersionInterval:
-    axis = _Axis.build(u, n)
+              n_levels: int, n_blocks: int, scale: float = 1.0) -> DispersionInterval:
+    """The fit on the busy-time axis in units of ``window`` (core-)seconds, window ``k``
+    ``scale U_k`` units long."""
+    axis = _Axis.build(u, n, scale)
     busy = axis.total * window
     if axis.total <= 0.0:
         return _unknown("no_busy_time", conf, u.size, busy)

@@ -70,12 +70,14 @@ class DispersionTracker:
         return _estimate(u, n, self.window_s, self.tol, self.min_samples, self.max_steps)
 
     def interval(self, confidence: float = DEFAULT_CONFIDENCE, min_runs: int = DEFAULT_MIN_RUNS,
-                 levels: int = DEFAULT_LEVELS, blocks: int = DEFAULT_BLOCKS
-                 ) -> "DispersionInterval":
-        """:func:`index_of_dispersion_interval` over the windows held."""
+                 levels: int = DEFAULT_LEVELS, blocks: int = DEFAULT_BLOCKS,
+                 cores: float = 1.0) -> "DispersionInterval":
+        """:func:`index_of_dispersion_interval` over the windows held (``cores``: the cores
+        the utilization is the mean over)."""
         u, n = self.windows()
         return index_of_dispersion_interval(u, n, self.window_s, confidence=confidence,
-                                            min_runs=min_runs, levels=levels, blocks=blocks)
+                                            min_runs=min_runs, levels=levels, blocks=blocks,
+                                            cores=cores)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain, JSON-serialisable state (windows oldest first)."""

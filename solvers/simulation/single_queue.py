@@ -51,9 +51,9 @@ class Windows:
     response_time: np.ndarray
 
 
-def fcfs_queue(arrivals: np.ndarray, service: np.ndarray,
-               classes: np.ndarray | None = None) -> QueueTrace:
-    """Exact single-server FCFS queue for sorted ``arrivals`` and per-job ``service`` times."""
+def checked_jobs(arrivals: np.ndarray, service: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``arrivals`` (1-D, finite, sorted) and ``service`` (same shape, finite, >= 0) as float
+    arrays; ``ValueError`` naming the field otherwise."""
     a = np.asarray(arrivals, dtype=float)
     s = np.asarray(service, dtype=float)
     if a.ndim != 1 or s.shape != a.shape:
@@ -62,6 +62,13 @@ def fcfs_queue(arrivals: np.ndarray, service: np.ndarray,
         raise ValueError("arrivals: must be finite and sorted")
     if np.any(s < 0) or not np.all(np.isfinite(s)):
         raise ValueError("service: must be finite and >= 0")
+    return a, s
+
+
+def fcfs_queue(arrivals: np.ndarray, service: np.ndarray,
+               classes: np.ndarray | None = None) -> QueueTrace:
+    """Exact single-server FCFS queue for sorted ``arrivals`` and per-job ``service`` times."""
+    a, s = checked_jobs(arrivals, service)
     cls = np.zeros(a.size, dtype=int) if classes is None else np.asarray(classes, dtype=int)
     if cls.shape != a.shape:
         raise ValueError(f"classes: must match arrivals' shape {a.shape}, got {cls.shape}")

@@ -737,8 +737,10 @@ class TierState:
         if kept and (self.idc_seq == 0 or "idc_lower" not in self.model   # (state before it)
                      or fresh >= max(IDC_REFRESH_MIN, IDC_REFRESH_SHARE * kept)):
             arr = hist.arrays(n_classes)
-            # a tier with c cores: busy time in core-seconds, B_k = U_k T c (docs/accuracy.md):
-            # the estimator's axis is U_k in units of its window, so the window is T c
+            # a tier with c cores: busy time in core-seconds, B_k = U_k T c (docs/model.md):
+            # Fig. 2's reference reads U_k in units of the window T c; the IDC-curve fit
+            # lays the axis in units of T c / s, a window about one unit long at the mean
+            # load (estimators.dispersion.busy_axis.axis_scale)
             # windows whose length jitters (a scrape's timing) within WINDOW_JITTER of the last
             # one count too, their busy time expressed in the longest one's units: U T_k / T
             same = (np.abs(arr.window_s - arr.window_s[-1]) <= WINDOW_JITTER * arr.window_s[-1]) \
@@ -746,12 +748,13 @@ class TierState:
             done = arr.total_completions
             longest = float(arr.window_s[same].max())
             util = arr.utilization[same] * (arr.window_s[same] / longest)
-            window_s = longest * float(arr.cores[-1])
+            cores = float(arr.cores[-1])
+            window_s = longest * cores
             # completions in units of work: a drifting class mix is not burstiness
             # (estimators.class_mix)
             work = work_weighted_completions(util, arr.completions[same], longest)
             ref = index_of_dispersion(util, work, window_s)
-            est = index_of_dispersion_interval(util, work, window_s)
+            est = index_of_dispersion_interval(util, work, longest, cores=cores)
             idc = None if est.reason in ("no_busy_time", "no_completions") else est.value
             idc_bounds = [est.lower, est.upper]
             idc_reference = ref.value
