@@ -28,13 +28,8 @@ taken as it stands: an undecided interval around a small ``I`` is the rule, not 
 exception, and a heavy-tailed tier with short correlation reads such ``I`` for good
 (bench/accuracy/shapes.py: trusted solves within 20% of the truth on such tiers).
 
-On the 43 held-out shapes of bench/accuracy/shapes.py this removes the trusted solves whose
-mean response time was more than 20% off the simulated long-run truth (an MMPP(2) with slow
-runs at a one-core database: ``I`` 17, interval 5.2-4,800, 11-13 minutes in, the model +28 to
-+41%), at the cost of 13 trusted solves within 20% (docs/accuracy.md, "Held-out bursty
-shapes"). On bench/e2e/multicore.py's ramp (8-core bursty database) it untrusts the three MVA
-solves that were trusted at capacity 329-330 against the simulated 214, its database's ``I``
-reading 211-271 on too few windows for an interval.
+What the rule removes and costs on held-out shapes is measured in docs/accuracy.md ("Held-out
+bursty shapes").
 """
 
 from __future__ import annotations
