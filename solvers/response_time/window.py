@@ -1,0 +1,179 @@
+"""Quantiles of the end-to-end law of exponential FCFS tiers on a lattice that covers only the law.
+
+:func:`~solvers.response_time.sojourn.end_to_end` puts the law on ``GRID`` points from 0 to the
+mean plus ``SPAN`` standard deviations. Below the knee that is the law's own range, but near
+and past it the response time is a sum of many phases: its mean is many standard deviations
+from 0 and most of those points carry no mass. Here the lattice covers only
+``[mean - BELOW sd, mean + SPAN sd]`` (from 0 when that is below 0), with :data:`WINDOW_GRID`
+points: the discrete Fourier transform is the same as on the long lattice -- every phase's
+triangular-kernel masses at ``i h``, the waits' generating functions of them, their product
+--, only its inverse is read modulo the window's length, the mass at lattice point ``i``
+landing at ``i mod G``. A window that holds all but a negligible mass (the laws' tails are
+exponential-like: beyond ``SPAN`` standard deviations ~1e-5, below ``BELOW`` on the left far
+less, the sum of phases' left tail being lighter than Gaussian's (Cramer 1938)) is read back
+by rotating the inverse by the window's start. The step is ``(BELOW + SPAN) sd / G``, finer
+than the long lattice's ``(mean + SPAN sd) / 1024`` wherever the mean exceeds about 20
+standard deviations minus ... that is, from near the knee up; and a quarter of the points
+cost less in every array step (the transforms, the waits' Horner, the inverse transform).
+
+The moments that place the window are the same closed forms as the long lattice's (a
+compound of exponential phases: ``Var = (E[K] + Var K) / rate^2``, Feller 1968), computed for
+every wait of every population in one matrix product instead of wait by wait, and the
+quantiles of every class and population are read in one array step, each the first lattice
+point whose cumulative reaches the level, interpolated linearly from the one before. The
+discretisation's own error is that of the triangular kernel (Abate and Whitt 1992's lattice
+method): each mean exact, each phase's variance up to ``h^2 / 6`` more, which a finer step
+shrinks; docs/accuracy.md compares both lattices' quantiles.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from .sojourn import SPAN, TierWait, _pgfs
+
+__all__ = ["WINDOW_GRID", "BELOW", "window_quantiles"]
+
+#: lattice points of the window
+WINDOW_GRID = 256
+#: the window starts this many standard deviations below the mean (at 0 if that is below)
+BELOW = 8.0
+
+
+def window_quantiles(waits: list[list[TierWait]], S: np.ndarray, sh: np.ndarray,
+                     levels: np.ndarray, grid: int = WINDOW_GRID
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """``(P, C, L)`` quantiles at ``levels`` and ``(P, C)`` means of the law of
+    ``sum_m (sh[m, c] W_m + S[m, c])`` for each set ``waits[p]`` (one wait per tier; the
+    tiers independent, :mod:`~solvers.response_time.sojourn`), each set on its own window
+    (module docstring). ``S[m, c]`` the mean of class ``c``'s exponential service at tier
+    ``m`` (0: none), ``sh[m, c]`` the factor on the tier's wait the class meets."""
+    M, C = S.shape
+    P = len(waits)
+    flat = [w for ws in waits for w in ws]
+    width = max(w.pmf.shape[0] for w in flat) if flat else 1
+    coef = np.zeros((P * M, width))
+    offset = np.empty(P * M)
+    rate = np.empty(P * M)
+    for t, w in enumerate(flat):
+        coef[t, :w.pmf.shape[0]] = w.pmf
+        offset[t] = w.offset
+        rate[t] = w.rate
+    k = np.arange(width, dtype=float)
+    m1, m2 = coef @ k, coef @ (k * k)                   # about the offset
+    ek = offset + m1
+    inv = np.where(np.isfinite(rate) & (rate > 0), 1.0 / rate, 0.0)
+    wmean = (ek * inv).reshape(P, M)
+    wvar = ((ek + m2 - m1 * m1) * inv * inv).reshape(P, M)
+    means = np.einsum("pm,mc->pc", wmean, sh) + S.sum(axis=0)
+    sd = np.sqrt(np.maximum(np.einsum("pm,mc->pc", wvar, sh * sh) + (S * S).sum(axis=0), 0.0))
+    lo = np.maximum(means - BELOW * sd, 0.0).min(axis=1) if C else np.zeros(P)
+    hi = (means + SPAN * sd).max(axis=1) if C else np.zeros(P)
+    q = np.zeros((P, C, levels.shape[0]))
+    live = np.flatnonzero(hi > 0)
+    if not live.size:
+        return q, means
+    h = (hi[live] - lo[live]) / (grid - 1)
+    start = np.floor(lo[live] / h)
+    shares = [sorted(set(sh[m].tolist()) - {0.0}) for m in range(M)]
+    pairs = [(i, m, share) for i, p in enumerate(live) for m, w in enumerate(waits[p])
+             if w.no_wait() < 1.0 for share in shares[m]]
+    served = S > 0
+    service = 1.0 / np.where(served, S, 1.0).ravel()
+    rates = np.concatenate([np.tile(service, live.size),
+                            [waits[live[i]][m].rate / share for i, m, share in pairs]])
+    steps = np.concatenate([np.repeat(h, M * C), [h[i] for i, _, _ in pairs]])
+    itheta = _itheta(grid)
+    x = (rates * steps)[:, None]
+    transforms = x / (x + itheta)                        # E[e^{-i w X}], X exponential
+    n = live.size * M * C
+    phases = transforms[:n].reshape(live.size, M, C, -1)
+    if not served.all():                                 # no service: no time
+        phases[:, ~served] = 1.0
+    phi = phases.prod(axis=1)
+    if pairs:
+        pg = _pgfs([waits[live[i]][m] for i, m, _ in pairs], transforms[n:])
+        rows = np.full((live.size, M, C), len(pairs))   # the last row: ones, no wait
+        for j, (i, m, share) in enumerate(pairs):
+            rows[i, m, sh[m] == share] = j
+        pg = np.concatenate([pg, np.ones((1, pg.shape[1]), dtype=complex)])
+        for m in range(M):
+            phi *= pg[rows[:, m]]
+    # the triangular kernel once, and the window's start moved to lattice point 0 (the
+    # shift theorem: lattice point start + i lands at i)
+    phi *= _sinc2(grid) * np.exp(start[:, None] * itheta)[:, None, :]
+    mass = np.maximum(np.fft.irfft(phi, n=grid, axis=2), 0.0)
+    cdf = np.zeros((live.size, C, grid + 1))             # cdf[.., i + 1] = F((start + i + 1/2) h)
+    np.cumsum(mass, axis=2, out=cdf[..., 1:])
+    cdf /= cdf[..., -1:]
+    idx = np.minimum((cdf[..., 1:, None] < levels).sum(axis=2), grid - 1)  # (live, C, L)
+    flat = cdf.reshape(-1)
+    at = idx + (grid + 1) * np.arange(live.size * C).reshape(live.size, C, 1)
+    y0, y1 = flat[at], flat[at + 1]
+    base = (start + 0.5)[:, None, None] + idx
+    hh = h[:, None, None]
+    x1 = base * hh
+    x0 = np.maximum(base - 1.0, 0.0) * hh
+    frac = np.divide(levels - y0, y1 - y0, out=np.ones_like(y1), where=y1 > y0)
+    q[live] = x0 + np.clip(frac, 0.0, 1.0) * (x1 - x0)
+    return q, means
+    h = (hi[live] - lo[live]) / (grid - 1)
+    start = np.floor(lo[live] / h)
+    shares = [sorted(set(sh[m].tolist()) - {0.0}) for m in range(M)]
+    pairs = [(i, m, share) for i, p in enumerate(live) for m, w in enumerate(waits[p])
+             if w.no_wait() < 1.0 for share in shares[m]]
+    service = np.where(S > 0, 1.0 / np.where(S > 0, S, 1.0), np.inf).ravel()
+    rates = np.concatenate([np.tile(service, live.size),
+                            [waits[live[i]][m].rate / share for i, m, share in pairs]])
+    steps = np.concatenate([np.repeat(h, M * C), [h[i] for i, _, _ in pairs]])
+    transforms = _phase_transform(rates, steps, grid) if KERNEL == "triangle" else \
+        _exponential_transform(rates, steps, grid)
+    n = live.size * M * C
+    phi = transforms[:n].reshape(live.size, M, C, -1).prod(axis=1)       # the services
+    if pairs:
+        pg = _pgfs([waits[live[i]][m] for i, m, _ in pairs], transforms[n:])
+        rows = np.full((live.size, M, C), len(pairs))   # the last row: ones, no wait
+        for j, (i, m, share) in enumerate(pairs):
+            rows[i, m, sh[m] == share] = j
+        pg = np.concatenate([pg, np.ones((1, pg.shape[1]), dtype=complex)])
+        for m in range(M):
+            phi *= pg[rows[:, m]]
+    if KERNEL == "once":
+        phi *= np.sinc(np.arange(grid // 2 + 1) / grid) ** 2
+    mass = np.maximum(np.fft.irfft(phi, n=grid, axis=2), 0.0)
+    if KERNEL != "triangle":
+        mass /= mass.sum(axis=2, keepdims=True)
+    # lattice point start + i lands at (start + i) mod grid: rotate the window back
+    at = (start.astype(np.int64)[:, None] + np.arange(grid)) % grid
+    cdf = np.minimum(np.cumsum(np.take_along_axis(mass, at[:, None, :], axis=2), axis=2), 1.0)
+    idx = np.minimum((cdf[..., None] < levels).sum(axis=2), grid - 1)      # (live, C, L)
+    y1 = np.take_along_axis(cdf, idx, axis=2)
+    y0 = np.where(idx > 0, np.take_along_axis(cdf, np.maximum(idx - 1, 0), axis=2), 0.0)
+    base = (start + 0.5)[:, None, None] + idx               # F((start + i + 1/2) h) = cdf[i]
+    hh = h[:, None, None]
+    x1 = base * hh
+    x0 = np.maximum(base - 1.0, 0.0) * hh
+    frac = np.divide(levels - y0, y1 - y0, out=np.ones_like(y1), where=y1 > y0)
+    q[live] = x0 + np.clip(frac, 0.0, 1.0) * (x1 - x0)
+    return q, means
+
+
+
+@functools.lru_cache(maxsize=8)
+def _itheta(size: int) -> np.ndarray:
+    """``i theta_k = 2 pi i k / size``, ``k = 0..size/2``: ``w h`` at the lattice's
+    frequencies."""
+    out = 2j * np.pi * np.arange(size // 2 + 1) / size
+    out.setflags(write=False)
+    return out
+
+
+@functools.lru_cache(maxsize=8)
+def _sinc2(size: int) -> np.ndarray:
+    """The transform of the triangular kernel at the lattice's frequencies,
+    ``(sin(theta_k / 2) / (theta_k / 2))^2``."""
+    out = np.sinc(np.arange(size // 2 + 1) / size) ** 2
+    out.setflags(write=False)
+    return out
