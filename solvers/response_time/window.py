@@ -29,10 +29,11 @@ shrinks; docs/accuracy.md compares both lattices' quantiles.
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
-from .sojourn import SPAN, TierWait, _pgfs
+from .sojourn import SPAN, TierWait, _horner
 
 __all__ = ["WINDOW_GRID", "BELOW", "window_quantiles"]
 
@@ -54,53 +55,48 @@ def window_quantiles(waits: list[list[TierWait]], S: np.ndarray, sh: np.ndarray,
     P = len(waits)
     flat = [w for ws in waits for w in ws]
     width = max(w.pmf.shape[0] for w in flat) if flat else 1
-    coef = np.zeros((P * M, width))
-    offset = np.empty(P * M)
-    rate = np.empty(P * M)
+    s = max(int(math.ceil(math.sqrt(width))), 1)      # the blocked Horner's block
+    blocks = -(-width // s)
+    coef = np.zeros((P * M, blocks * s))
     for t, w in enumerate(flat):
         coef[t, :w.pmf.shape[0]] = w.pmf
-        offset[t] = w.offset
-        rate[t] = w.rate
-    k = np.arange(width, dtype=float)
-    m1, m2 = coef @ k, coef @ (k * k)                   # about the offset
+    offset = np.array([w.offset for w in flat], dtype=float)
+    inv = np.array([1.0 / w.rate for w in flat])        # a delay's rate is inf: no wait
+    m1, m2 = (coef @ _k_k2(blocks * s)).T               # E[K], E[K^2] about the offset
     ek = offset + m1
-    inv = np.where(np.isfinite(rate) & (rate > 0), 1.0 / rate, 0.0)
     wmean = (ek * inv).reshape(P, M)
     wvar = ((ek + m2 - m1 * m1) * inv * inv).reshape(P, M)
-    means = np.einsum("pm,mc->pc", wmean, sh) + S.sum(axis=0)
-    sd = np.sqrt(np.maximum(np.einsum("pm,mc->pc", wvar, sh * sh) + (S * S).sum(axis=0), 0.0))
-    lo = np.maximum(means - BELOW * sd, 0.0).min(axis=1) if C else np.zeros(P)
-    hi = (means + SPAN * sd).max(axis=1) if C else np.zeros(P)
+    means = wmean @ sh + S.sum(axis=0)
+    sd = np.sqrt(np.maximum(wvar @ (sh * sh) + (S * S).sum(axis=0), 0.0))
     q = np.zeros((P, C, levels.shape[0]))
+    if not C:
+        return q, means
+    lo = np.maximum(means - BELOW * sd, 0.0).min(axis=1)
+    hi = (means + SPAN * sd).max(axis=1)
     live = np.flatnonzero(hi > 0)
     if not live.size:
         return q, means
     h = (hi[live] - lo[live]) / (grid - 1)
     start = np.floor(lo[live] / h)
+    itheta = _itheta(grid)
+    # E[e^{-i w X}] = 1 / (1 + i w E[X]) of an exponential X (1: no time), w h = theta_k
+    phi = (1.0 / (1.0 + itheta * (S[None, :, :, None] / h[:, None, None, None]))).prod(axis=1)
     shares = [sorted(set(sh[m].tolist()) - {0.0}) for m in range(M)]
     pairs = [(i, m, share) for i, p in enumerate(live) for m, w in enumerate(waits[p])
              if w.no_wait() < 1.0 for share in shares[m]]
-    served = S > 0
-    service = 1.0 / np.where(served, S, 1.0).ravel()
-    rates = np.concatenate([np.tile(service, live.size),
-                            [waits[live[i]][m].rate / share for i, m, share in pairs]])
-    steps = np.concatenate([np.repeat(h, M * C), [h[i] for i, _, _ in pairs]])
-    itheta = _itheta(grid)
-    x = (rates * steps)[:, None]
-    transforms = x / (x + itheta)                        # E[e^{-i w X}], X exponential
-    n = live.size * M * C
-    phases = transforms[:n].reshape(live.size, M, C, -1)
-    if not served.all():                                 # no service: no time
-        phases[:, ~served] = 1.0
-    phi = phases.prod(axis=1)
     if pairs:
-        pg = _pgfs([waits[live[i]][m] for i, m, _ in pairs], transforms[n:])
+        row = np.array([live[i] * M + m for i, m, _ in pairs])
+        mean_phase = np.array([share for _, _, share in pairs]) * inv[row] \
+            / h[[i for i, _, _ in pairs]]
+        z = 1.0 / (1.0 + itheta * mean_phase[:, None])  # one phase of each wait
+        pg = _horner(coef[row].reshape(len(pairs), blocks, s), z)
+        if offset[row].any():
+            pg *= z ** offset[row][:, None]
+        pg = np.concatenate([pg, np.ones((1, pg.shape[1]), dtype=complex)])
         rows = np.full((live.size, M, C), len(pairs))   # the last row: ones, no wait
         for j, (i, m, share) in enumerate(pairs):
             rows[i, m, sh[m] == share] = j
-        pg = np.concatenate([pg, np.ones((1, pg.shape[1]), dtype=complex)])
-        for m in range(M):
-            phi *= pg[rows[:, m]]
+        phi *= pg[rows].prod(axis=1)
     # the triangular kernel once, and the window's start moved to lattice point 0 (the
     # shift theorem: lattice point start + i lands at i)
     phi *= _sinc2(grid) * np.exp(start[:, None] * itheta)[:, None, :]
@@ -175,5 +171,14 @@ def _sinc2(size: int) -> np.ndarray:
     """The transform of the triangular kernel at the lattice's frequencies,
     ``(sin(theta_k / 2) / (theta_k / 2))^2``."""
     out = np.sinc(np.arange(size // 2 + 1) / size) ** 2
+    out.setflags(write=False)
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _k_k2(width: int) -> np.ndarray:
+    """``(width, 2)``: ``k`` and ``k^2``, ``k = 0..width-1``."""
+    k = np.arange(width, dtype=float)
+    out = np.column_stack([k, k * k])
     out.setflags(write=False)
     return out
