@@ -93,10 +93,12 @@ def window_quantiles(waits: list[list[TierWait]], S: np.ndarray, sh: np.ndarray,
         if offset[row].any():
             pg *= z ** offset[row][:, None]
         pg = np.concatenate([pg, np.ones((1, pg.shape[1]), dtype=complex)])
-        rows = np.full((live.size, M, C), len(pairs))   # the last row: ones, no wait
-        for j, (i, m, share) in enumerate(pairs):
-            rows[i, m, sh[m] == share] = j
-        phi *= pg[rows].prod(axis=1)
+        # which row of pg each (set, tier, class) meets; the last row, ones: no wait
+        at = {(i, m, share): j for j, (i, m, share) in enumerate(pairs)}
+        shl = sh.tolist()
+        rows = [[[at.get((i, m, shl[m][c]), len(pairs)) for c in range(C)] for m in range(M)]
+                for i in range(live.size)]
+        phi *= pg[np.array(rows)].prod(axis=1)
     # the triangular kernel once, and the window's start moved to lattice point 0 (the
     # shift theorem: lattice point start + i lands at i)
     phi *= _sinc2(grid) * np.exp(start[:, None] * itheta)[:, None, :]
@@ -104,57 +106,21 @@ def window_quantiles(waits: list[list[TierWait]], S: np.ndarray, sh: np.ndarray,
     cdf = np.zeros((live.size, C, grid + 1))             # cdf[.., i + 1] = F((start + i + 1/2) h)
     np.cumsum(mass, axis=2, out=cdf[..., 1:])
     cdf /= cdf[..., -1:]
-    idx = np.minimum((cdf[..., 1:, None] < levels).sum(axis=2), grid - 1)  # (live, C, L)
-    flat = cdf.reshape(-1)
-    at = idx + (grid + 1) * np.arange(live.size * C).reshape(live.size, C, 1)
-    y0, y1 = flat[at], flat[at + 1]
-    base = (start + 0.5)[:, None, None] + idx
-    hh = h[:, None, None]
-    x1 = base * hh
-    x0 = np.maximum(base - 1.0, 0.0) * hh
-    frac = np.divide(levels - y0, y1 - y0, out=np.ones_like(y1), where=y1 > y0)
-    q[live] = x0 + np.clip(frac, 0.0, 1.0) * (x1 - x0)
-    return q, means
-    h = (hi[live] - lo[live]) / (grid - 1)
-    start = np.floor(lo[live] / h)
-    shares = [sorted(set(sh[m].tolist()) - {0.0}) for m in range(M)]
-    pairs = [(i, m, share) for i, p in enumerate(live) for m, w in enumerate(waits[p])
-             if w.no_wait() < 1.0 for share in shares[m]]
-    service = np.where(S > 0, 1.0 / np.where(S > 0, S, 1.0), np.inf).ravel()
-    rates = np.concatenate([np.tile(service, live.size),
-                            [waits[live[i]][m].rate / share for i, m, share in pairs]])
-    steps = np.concatenate([np.repeat(h, M * C), [h[i] for i, _, _ in pairs]])
-    transforms = _phase_transform(rates, steps, grid) if KERNEL == "triangle" else \
-        _exponential_transform(rates, steps, grid)
-    n = live.size * M * C
-    phi = transforms[:n].reshape(live.size, M, C, -1).prod(axis=1)       # the services
-    if pairs:
-        pg = _pgfs([waits[live[i]][m] for i, m, _ in pairs], transforms[n:])
-        rows = np.full((live.size, M, C), len(pairs))   # the last row: ones, no wait
-        for j, (i, m, share) in enumerate(pairs):
-            rows[i, m, sh[m] == share] = j
-        pg = np.concatenate([pg, np.ones((1, pg.shape[1]), dtype=complex)])
-        for m in range(M):
-            phi *= pg[rows[:, m]]
-    if KERNEL == "once":
-        phi *= np.sinc(np.arange(grid // 2 + 1) / grid) ** 2
-    mass = np.maximum(np.fft.irfft(phi, n=grid, axis=2), 0.0)
-    if KERNEL != "triangle":
-        mass /= mass.sum(axis=2, keepdims=True)
-    # lattice point start + i lands at (start + i) mod grid: rotate the window back
-    at = (start.astype(np.int64)[:, None] + np.arange(grid)) % grid
-    cdf = np.minimum(np.cumsum(np.take_along_axis(mass, at[:, None, :], axis=2), axis=2), 1.0)
-    idx = np.minimum((cdf[..., None] < levels).sum(axis=2), grid - 1)      # (live, C, L)
-    y1 = np.take_along_axis(cdf, idx, axis=2)
-    y0 = np.where(idx > 0, np.take_along_axis(cdf, np.maximum(idx - 1, 0), axis=2), 0.0)
-    base = (start + 0.5)[:, None, None] + idx               # F((start + i + 1/2) h) = cdf[i]
-    hh = h[:, None, None]
-    x1 = base * hh
-    x0 = np.maximum(base - 1.0, 0.0) * hh
-    frac = np.divide(levels - y0, y1 - y0, out=np.ones_like(y1), where=y1 > y0)
-    q[live] = x0 + np.clip(frac, 0.0, 1.0) * (x1 - x0)
+    # the quantile linear between lattice points (from (start - 1/2) h, clipped at 0)
+    x = np.maximum((start[:, None] + _half_steps(grid)) * h[:, None], 0.0)
+    for i, p in enumerate(live):
+        for c in range(C):
+            q[p, c] = np.interp(levels, cdf[i, c], x[i])
     return q, means
 
+
+@functools.lru_cache(maxsize=8)
+def _half_steps(size: int) -> np.ndarray:
+    """``-1/2, 1/2, .., size - 1/2``: the lattice's points ``x[i + 1] = (i + 1/2)`` steps
+    after the window's start, ``x[0]`` where its cumulative is 0."""
+    out = np.arange(size + 1, dtype=float) - 0.5
+    out.setflags(write=False)
+    return out
 
 
 @functools.lru_cache(maxsize=8)
