@@ -33,7 +33,7 @@ import math
 
 import numpy as np
 
-from .sojourn import SPAN, TierWait, _horner
+from .sojourn import SPAN, TierWait, _horner, _phase_transform
 
 __all__ = ["WINDOW_GRID", "BELOW", "window_quantiles"]
 
@@ -41,6 +41,9 @@ __all__ = ["WINDOW_GRID", "BELOW", "window_quantiles"]
 WINDOW_GRID = 256
 #: the window starts this many standard deviations below the mean (at 0 if that is below)
 BELOW = 8.0
+#: a law with more than this mass in parts of at most one phase has its waits' phases on
+#: the triangular kernel
+JUMP = 1e-3
 
 
 def window_quantiles(waits: list[list[TierWait]], S: np.ndarray, sh: np.ndarray,
@@ -76,32 +79,46 @@ def window_quantiles(waits: list[list[TierWait]], S: np.ndarray, sh: np.ndarray,
     live = np.flatnonzero(hi > 0)
     if not live.size:
         return q, means
+    # a class's waits meet one phase transform each: the sampled one, unless the class's law
+    # has a part of one phase or none (its density jumps at 0: module docstring), then the
+    # kernel's, on twice the points (the kernel's error is its step's); keyed by the share
+    # the class meets them with
+    served = (S > 0).sum(axis=0).tolist()
+    shl = sh.tolist()
+    kernel = [[_jumps(waits[p], [m for m in range(M) if shl[m][c] > 0], served[c])
+               for c in range(C)] for p in live]
+    if any(map(any, kernel)):
+        grid *= 2
     h = (hi[live] - lo[live]) / (grid - 1)
     start = np.floor(lo[live] / h)
     itheta = _itheta(grid)
-    # E[e^{-i w X}] = 1 / (1 + i w E[X]) of an exponential X (1: no time), w h = theta_k
-    phi = (1.0 / (1.0 + itheta * (S[None, :, :, None] / h[:, None, None, None]))).prod(axis=1)
-    shares = [sorted(set(sh[m].tolist()) - {0.0}) for m in range(M)]
-    pairs = [(i, m, share) for i, p in enumerate(live) for m, w in enumerate(waits[p])
-             if w.no_wait() < 1.0 for share in shares[m]]
+    # the services: the triangular kernel's exact lattice transform (1: no service)
+    service = np.where(S > 0, 1.0 / np.where(S > 0, S, 1.0), np.inf).ravel()
+    phi = _phase_transform(np.tile(service, live.size), np.repeat(h, M * C), grid
+                           ).reshape(live.size, M, C, -1).prod(axis=1)
+    pairs = sorted({(i, m, shl[m][c], kernel[i][c]) for i, p in enumerate(live)
+                    for m, w in enumerate(waits[p]) if w.no_wait() < 1.0
+                    for c in range(C) if shl[m][c] > 0})
     if pairs:
-        row = np.array([live[i] * M + m for i, m, _ in pairs])
-        mean_phase = np.array([share for _, _, share in pairs]) * inv[row] \
-            / h[[i for i, _, _ in pairs]]
-        z = 1.0 / (1.0 + itheta * mean_phase[:, None])  # one phase of each wait
+        row = np.array([live[i] * M + m for i, m, _, _ in pairs])
+        mean_phase = np.array([share for _, _, share, _ in pairs]) * inv[row] \
+            / h[[i for i, _, _, _ in pairs]]
+        z = 1.0 / (1.0 + itheta * mean_phase[:, None])        # one phase, sampled
+        use = np.array([k for _, _, _, k in pairs])
+        if use.any():
+            z[use] = _phase_transform(1.0 / mean_phase[use], np.ones(int(use.sum())), grid)
         pg = _horner(coef[row].reshape(len(pairs), blocks, s), z)
         if offset[row].any():
             pg *= z ** offset[row][:, None]
         pg = np.concatenate([pg, np.ones((1, pg.shape[1]), dtype=complex)])
         # which row of pg each (set, tier, class) meets; the last row, ones: no wait
-        at = {(i, m, share): j for j, (i, m, share) in enumerate(pairs)}
-        shl = sh.tolist()
-        rows = [[[at.get((i, m, shl[m][c]), len(pairs)) for c in range(C)] for m in range(M)]
-                for i in range(live.size)]
+        at = {key: j for j, key in enumerate(pairs)}
+        rows = [[[at.get((i, m, shl[m][c], kernel[i][c]), len(pairs)) for c in range(C)]
+                 for m in range(M)] for i in range(live.size)]
         phi *= pg[np.array(rows)].prod(axis=1)
-    # the triangular kernel once, and the window's start moved to lattice point 0 (the
-    # shift theorem: lattice point start + i lands at i)
-    phi *= _sinc2(grid) * np.exp(start[:, None] * itheta)[:, None, :]
+    # the window's start moved to lattice point 0 (the shift theorem: lattice point
+    # start + i lands at i)
+    phi *= np.exp(start[:, None] * itheta)[:, None, :]
     mass = np.maximum(np.fft.irfft(phi, n=grid, axis=2), 0.0)
     cdf = np.zeros((live.size, C, grid + 1))             # cdf[.., i + 1] = F((start + i + 1/2) h)
     np.cumsum(mass, axis=2, out=cdf[..., 1:])
@@ -123,20 +140,31 @@ def _half_steps(size: int) -> np.ndarray:
     return out
 
 
+def _jumps(waits: list[TierWait], tiers: list[int], services: int) -> bool:
+    """Whether a class's law (its waits at ``tiers``, ``services`` exponential services) has
+    more than :data:`JUMP` of its mass in parts of at most one phase: no wait and one
+    service, or one wait phase and no service."""
+    if services > 1:
+        return False
+    none = math.prod(waits[m].no_wait() for m in tiers)
+    if services == 1:
+        return none > JUMP
+    one = sum(_one_phase(waits[m]) * math.prod(waits[k].no_wait() for k in tiers if k != m)
+              for m in tiers)
+    return none + one > JUMP
+
+
+def _one_phase(wait: TierWait) -> float:
+    """``P(K = 1)``."""
+    i = 1 - wait.offset
+    return float(wait.pmf[i]) if 0 <= i < wait.pmf.shape[0] else 0.0
+
+
 @functools.lru_cache(maxsize=8)
 def _itheta(size: int) -> np.ndarray:
     """``i theta_k = 2 pi i k / size``, ``k = 0..size/2``: ``w h`` at the lattice's
     frequencies."""
     out = 2j * np.pi * np.arange(size // 2 + 1) / size
-    out.setflags(write=False)
-    return out
-
-
-@functools.lru_cache(maxsize=8)
-def _sinc2(size: int) -> np.ndarray:
-    """The transform of the triangular kernel at the lattice's frequencies,
-    ``(sin(theta_k / 2) / (theta_k / 2))^2``."""
-    out = np.sinc(np.arange(size // 2 + 1) / size) ** 2
     out.setflags(write=False)
     return out
 
