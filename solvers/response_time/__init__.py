@@ -28,6 +28,7 @@ from .ps import PSLaw, closed_arrivals, ps_sojourn
 from .sojourn import (GRID, GridDistribution, TierWait, _checked, _lattice_quantiles, _laws,
                       _tier_wait, end_to_end, end_to_end_many, quantiles, sojourn_cdf,
                       tier_wait)
+from .window import window_quantiles
 
 __all__ = ["ArrivalLaw", "ArrivalMarginals", "arrival_marginals", "TierWait", "tier_wait", "sojourn_cdf",
            "GridDistribution", "end_to_end", "end_to_end_many", "ResponseQuantiles",
@@ -102,6 +103,11 @@ def response_time_quantiles_many(demands: np.ndarray, servers: np.ndarray, think
             for w in waits:
                 w[m] = _tier_wait(0, np.ones(1), 0.0, 1.0)
     S, sh = _checked(D.shape[0], Dmc, shares)
+    if extra is None:                   # exponential FCFS tiers only: each law on its window
+        qw, means = window_quantiles(waits, S, sh, np.asarray(lv))
+        return [ResponseQuantiles(levels=lv, quantiles=qw[i], mean=means[i],
+                                  approximate=any(marg.approximate))
+                for i, marg in enumerate(margs)]
     laws = _laws(waits, S, sh, GRID, extra)
     C = S.shape[1]
     if all(h > 0 for h, _, _ in laws):            # the lattices stacked, read in one go

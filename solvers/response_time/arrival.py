@@ -83,6 +83,24 @@ def _log_station_factor(D: float, c: float, k: int) -> np.ndarray:
     return j * math.log(D) - np.concatenate([[0.0], np.cumsum(np.log(rates))])
 
 
+def _truncate_rows(w: np.ndarray) -> list[tuple[int, np.ndarray]]:
+    """:func:`_truncate` of each row of ``w`` (each row's largest entry 1): the supports
+    found in one array step."""
+    keep = w >= TRUNCATION
+    lo = keep.argmax(axis=1).tolist()
+    hi = (w.shape[1] - 1 - keep[:, ::-1].argmax(axis=1)).tolist()
+    out = []
+    for r in range(w.shape[0]):
+        p = w[r, lo[r]:hi[r] + 1]
+        out.append((lo[r], p / p.sum()))
+    return out
+
+
+#: the law of a station nobody waits at (or where all are): one point
+_ONE = np.ones(1)
+_ONE.setflags(write=False)
+
+
 def _normalise(logw: np.ndarray) -> tuple[int, np.ndarray]:
     return _truncate(np.exp(logw - logw.max()))
 
@@ -239,34 +257,31 @@ class ArrivalLaw:
             raise ValueError(f"population: must be an integer >= 1, got {population!r}")
         D, c = self.D.tolist(), self.c.tolist()   # floats: scalar tests, no array indexing
         k = int(population) - 1                   # the others, as the arriving job sees them
-        offsets, pmfs, approximate = [], [], []
+        offsets, pmfs, approximate = [0] * len(D), [_ONE] * len(D), [False] * len(D)
+        ones, multi = [], []
         for m in range(len(D)):
             if not math.isfinite(c[m]) or c[m] > k or D[m] == 0 or k == 0:
-                offsets.append(0)
-                pmfs.append(np.ones(1))
-                approximate.append(False)
-                continue
+                continue                          # nobody waits there
             if self.Z == 0 and not self._others_busy[m]:
-                offsets.append(k)                 # nowhere else to be
-                pmfs.append(np.ones(1))
-                approximate.append(False)
+                offsets[m] = k                    # nowhere else to be
                 continue
-            if c[m] == 1:                         # the whole network's tails
-                cum = self._whole(k)
-                j = np.arange(k + 1)
-                tail = np.exp(j * math.log(D[m]) + (cum[k] - cum[k::-1]))
-                mass = np.maximum(tail - np.append(tail[1:], 0.0), 0.0)
-                lo, p = _truncate(mass / mass.max())
-                offsets.append(lo)
-                pmfs.append(p)
-                approximate.append(self._approximate_full[m])
-                continue
-            cum = self._complement(m, k)
-            logw = self._station(m, k) + (cum[k] - cum[k::-1])
-            lo, p = _normalise(logw)
-            offsets.append(lo)
-            pmfs.append(p)
-            approximate.append(self._approximate[m])
+            (ones if c[m] == 1 else multi).append(m)
+        if ones:                                  # the whole network's tails, side by side
+            cum = self._whole(k)
+            j = np.arange(k + 1)
+            tail = np.exp(j * np.array([[math.log(D[m])] for m in ones])
+                          + (cum[k] - cum[k::-1]))
+            mass = np.maximum(tail - np.concatenate([tail[:, 1:], np.zeros((len(ones), 1))],
+                                                    axis=1), 0.0)
+            for m, (lo, p) in zip(ones, _truncate_rows(mass / mass.max(axis=1,
+                                                                       keepdims=True))):
+                offsets[m], pmfs[m], approximate[m] = lo, p, self._approximate_full[m]
+        if multi:                                 # each its complement's
+            logw = np.stack([self._station(m, k) + (cum[k] - cum[k::-1])
+                             for m, cum in ((m, self._complement(m, k)) for m in multi)])
+            for m, (lo, p) in zip(multi, _truncate_rows(
+                    np.exp(logw - logw.max(axis=1, keepdims=True)))):
+                offsets[m], pmfs[m], approximate[m] = lo, p, self._approximate[m]
         return ArrivalMarginals(population=int(population), offset=tuple(offsets),
                                 pmf=tuple(pmfs), approximate=tuple(approximate))
 

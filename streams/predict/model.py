@@ -701,7 +701,11 @@ class SystemModel:
         curve's mean reaches the mean each quantile SLO implies at the mean's answer (its
         bound times ``R_c / q_c`` there: :meth:`mean_bounds`), one pass over the curve, with a
         first step of :data:`MAP_CAPACITY_TOLERANCE`: the shape of the law changes slowly
-        with ``n``, so the answer is near (3-5 probes instead of 6-10)."""
+        with ``n``, so the answer is near (3-5 probes instead of 6-10). The laws are asked for
+        two neighbours at a time (one batch costs about one law): they bracket the answer, or
+        their difference is the excess's slope, one Newton step to the next pair -- two
+        batches where single probes took 2-4 (the excess is smooth in ``n``, a quantile's
+        lattice error ~1e-4 of it against a step of ~1/n)."""
         bounds = self._slo_columns()
         active = self.mix > 0
 
@@ -721,9 +725,21 @@ class SystemModel:
         implied = np.divide(bounds * point.response[:, None], q0,
                             out=np.full_like(bounds, np.inf), where=q0 > 0).min(axis=1)
         aim, aim_limited = self._mean_capacity(implied)
-        start = aim if aim is not None and not aim_limited else n0
-        cap, limited = capacity_search(excess, start=max(start, 1), limit=CAPACITY_LIMIT,
-                                       known={n0: excess(n0)}, floor=floor,
+        start = max(aim if aim is not None and not aim_limited else n0, 1)
+        known = {n0: excess(n0)}
+        for _ in range(2):      # the law at two neighbours in one batch: a bracket, or a slope
+            pair = [n for n in (start, start + 1) if n <= CAPACITY_LIMIT]
+            self._law_quantiles_many(pair)
+            known.update((n, excess(n)) for n in pair)
+            if len(pair) < 2 or (known[start] <= 0) != (known[start + 1] <= 0) \
+                    or not known[start + 1] > known[start]:
+                break
+            step = -known[start] / (known[start + 1] - known[start])   # Newton on the excess
+            start = min(max(int(math.floor(start + step)), 1), CAPACITY_LIMIT)
+            if start in known or abs(step) > MAP_CAPACITY_TOLERANCE * start:
+                break           # far: the search's own steps, from what is known
+        cap, limited = capacity_search(excess, start=start, limit=CAPACITY_LIMIT,
+                                       known=known, floor=floor,
                                        growth=1.0 + MAP_CAPACITY_TOLERANCE)
         if mean_cap[0] is None or (not limited and cap < mean_cap[0]) or mean_cap[1]:
             return cap, limited and (mean_cap[0] is None or mean_cap[1])
