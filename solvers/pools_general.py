@@ -60,7 +60,7 @@ from .pools import PoolResult, PoolSpec, solve_pools
 __all__ = ["holding_factors", "solve_pools_general"]
 
 #: the fixed point stops once the extra wait moves less than this share of the pool's wait
-TOLERANCE = 1e-6
+TOLERANCE = 1e-5
 #: regula-falsi steps per pool and pass; Gauss-Seidel passes over several pools
 STEPS = 60
 PASSES = 20
@@ -162,16 +162,17 @@ def _solve_with(Dmc: np.ndarray, N: int, Z: float, c: np.ndarray, pools: list[Po
                    pool_waiting_time=waits, pool_queue=waits * res.throughput)
 
 
-def _root(g: Any, hi: float, scale: float) -> float:
-    """The root of the increasing ``g`` in ``[0, hi]`` (``g(0) <= 0 <= g(hi)``): regula falsi,
-    Illinois variant, to ``TOLERANCE * scale``."""
+def _root(g: Any, hi: float, g0: float, scale: float) -> float:
+    """The root of the increasing ``g`` in ``[0, hi]`` (``g(0) = g0 <= 0 <= g(hi)``): regula
+    falsi, Illinois variant, to ``TOLERANCE * scale``."""
     a, b = 0.0, hi
-    ga, gb = g(a), g(b)
+    ga = g0
     if ga >= 0:
         return a
+    gb = g(b)
     if gb <= 0:
         return b
-    side = 0
+    side, x = 0, b
     for _ in range(STEPS):
         x = b - gb * (b - a) / (gb - ga)
         gx = g(x)
@@ -213,20 +214,30 @@ def solve_pools_general(demands: Any, population: int, think_time: float = 0.0,
     if np.all(factors == 1.0):
         return replace(base, holding_scv=scvs)
     N, Z = int(population), float(think_time)
+    solved: dict[tuple[float, ...], PoolResult] = {}
+
+    def solve(extra: np.ndarray) -> PoolResult:
+        key = tuple(float(v) for v in extra)
+        if key not in solved:
+            solved[key] = base if not any(key) else _solve_with(Dmc, N, Z, c, pools, mix,
+                                                                extra)
+        return solved[key]
+
     extra = np.zeros(len(pools))
-    res = base
     for _ in range(PASSES):
         before = extra.copy()
         for k in np.flatnonzero(factors > 1.0):
             def g(d: float, k: int = k) -> float:
                 trial = extra.copy()
                 trial[k] = d
-                own = _solve_with(Dmc, N, Z, c, pools, mix, trial).pool_waiting_time[k] - d
+                own = float(solve(trial).pool_waiting_time[k]) - d
                 return d - (factors[k] - 1.0) * own
-            w0 = float(_solve_with(Dmc, N, Z, c, pools, mix, np.where(
-                np.arange(len(pools)) == k, 0.0, extra)).pool_waiting_time[k])
-            extra[k] = _root(g, (factors[k] - 1.0) * w0, max(w0, 1e-300))
-        res = _solve_with(Dmc, N, Z, c, pools, mix, extra)
+            start = extra.copy()
+            start[k] = 0.0
+            w0 = float(solve(start).pool_waiting_time[k])
+            extra[k] = _root(g, (factors[k] - 1.0) * w0, -(factors[k] - 1.0) * w0,
+                             max(w0, 1e-300))
+        res = solve(extra)
         scale = np.maximum(np.asarray(res.pool_waiting_time, dtype=float), 1e-300)
         if len(pools) == 1 or np.all(np.abs(extra - before) <= TOLERANCE * scale):
             break

@@ -91,7 +91,7 @@ def test_the_wait_is_the_factor_times_the_flow_equivalent_wait_at_the_fixed_poin
         extra = got.pool_waiting_time[0] - got.pool_waiting_time[0] / f[0]
         D2, c2, pools2, _, _ = _with_waits(D, np.array([1.0, 1.0]), pools, np.array([extra]))
         own = solve_pools(D2, n, 1.0, c2, pools2, mix).pool_waiting_time[0]
-        assert got.pool_waiting_time[0] == pytest.approx(f[0] * own, rel=1e-5)
+        assert got.pool_waiting_time[0] == pytest.approx(f[0] * own, rel=1e-4)
         # a longer wait, never a higher throughput; the holding time's mean is unchanged
         assert got.pool_waiting_time[0] > base.pool_waiting_time[0]
         assert got.throughput <= base.throughput
