@@ -55,7 +55,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .pools import PoolResult, PoolSpec, solve_pools
+from .pools import PoolResult, PoolSpec, _within, solve_pools
 
 __all__ = ["holding_factors", "solve_pools_general"]
 
@@ -108,9 +108,7 @@ def holding_factors(demands: Any, mix: Any, servers: Any, pools: Sequence[PoolSp
     factors, scvs = np.ones(len(pools)), np.ones(len(pools))
     for k, pool in enumerate(pools):
         held = np.arange(pool.first, pool.last)
-        inner = sum(float(waits[j]) for j, other in enumerate(pools) if j != k
-                    and pool.first <= other.first and other.last <= pool.last
-                    and ((other.first, other.last) != (pool.first, pool.last) or j > k))
+        inner = sum(float(waits[j]) for j in range(len(pools)) if _within(pools, j, k))
         R_hc = s[held, None] * Dmc[held]                     # (held, C)
         gen = _moments(R_hc.sum(axis=0) + inner, v[held] @ (R_hc * R_hc), p)
         R_h = s[held] * D[held]
