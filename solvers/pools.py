@@ -78,7 +78,8 @@ class PoolResult:
     token). ``throughput_curve[n]``: ``X(n)`` for ``n = 0..N`` (a capacity search reads it).
     ``inner_solves``: the held networks solved (each at every population ``1..K`` in one
     pass of convolutions): one per pool; the solution is direct, there is no fixed point to
-    iterate."""
+    iterate. ``holding_scv``: per pool, the holding time's SCV where
+    :func:`solvers.pools_general.solve_pools_general` derived it (``None``: not derived)."""
 
     throughput: float
     response_time: np.ndarray
@@ -92,6 +93,7 @@ class PoolResult:
     throughput_curve: np.ndarray
     flags: tuple[str, ...] = field(default_factory=tuple)
     inner_solves: int = 0
+    holding_scv: np.ndarray | None = None
 
 
 def _log_conv(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -13,8 +13,9 @@ throughput at ``K`` tokens against the CPUs' bound, :func:`binding`), and a burs
 and population, per seed (3 replications of the case's duration after a tenth of it as warm
 up, :func:`solvers.simulation.physical.simulate_physical`): the throughput ``X`` and mean
 response time ``R`` simulated and the errors of the pool model
-(:func:`solvers.pools.solve_pools`, or :func:`solvers.pools_bursty.solve_pools_bursty` with
-the bursty tier) and of the CPU-only model (exact MVA, or the MAP network's decomposition
+(:func:`solvers.pools_general.solve_pools_general`, the pipeline's: one exponential class is
+:func:`solvers.pools.solve_pools` bit for bit; or :func:`solvers.pools_bursty.solve_pools_bursty`
+with the bursty tier) and of the CPU-only model (exact MVA, or the MAP network's decomposition
 :func:`solvers.decomposition.solve_decomposed`, without the pool). Per case and seed, the
 capacity at ``R <= --sla`` s simulated (:func:`solvers.simulation.capacity.simulated_capacity`,
 bisection to 1%) against both models' (:func:`solvers.pools.largest_meeting`).
@@ -44,6 +45,7 @@ from solvers.mva import mva
 from solvers.paper000 import _BURSTY_D0, _BURSTY_D1
 from solvers.pools import PoolSpec, largest_meeting, solve_pools
 from solvers.pools_bursty import solve_pools_bursty
+from solvers.pools_general import solve_pools_general
 from solvers.processes import MAP
 from solvers.simulation.capacity import simulated_capacity
 from solvers.simulation.physical import PhysicalNetwork, Tier, simulate_physical
@@ -99,7 +101,7 @@ def pool_model(case: Case, n: int):
     pools = [PoolSpec(case.size, 1, 3)]
     if case.bursty:
         return solve_pools_bursty(processes(case), n, THINK, case.cores, pools)
-    return solve_pools(case.demands, n, THINK, case.cores, pools)
+    return solve_pools_general(case.demands, n, THINK, case.cores, pools)
 
 
 def cpu_model(case: Case, n: int) -> tuple[float, float]:

@@ -76,14 +76,18 @@ approximation (flagged) that keeps the exponential tail, where a bursty tier's i
 pool's tokens across a run of tiers. With pools the model is :func:`solvers.pools.solve_pools`
 (held tiers aggregated into a flow-equivalent station, Chandy et al. 1975; Courtois 1977) at
 every population it is asked about: each class's response time adds the wait for each pool's
-token to its tiers' residence times (read back as above); the capacity is searched on it. One
-bursty tier held by one pool (first or last of its held tiers, no pure delays) is solved by
+token to its tiers' residence times (read back as above); the capacity is searched on it. The wait
+for a token is scaled for the holding time's variability -- the classes' spread of cost at the held
+tiers and the tiers' service SCVs (:attr:`SystemModel.scv`) -- as in M/G/c (Lee and Longton 1959),
+relative to the product-form network's own holding time
+(:func:`solvers.pools_general.solve_pools_general`: one class of exponential service is unchanged).
+One bursty tier held by one pool (first or last of its held tiers, no pure delays) is solved by
 :func:`solvers.pools_bursty.solve_pools_bursty` (the held tiers and the bursty tier's MAP as one
-chain: Mi et al. 2008's slow runs fill the pool, which the flow-equivalent station misses) at
-each population within the chain's budget (:attr:`SystemModel.pool_processes`), as exponential
-with its mean beyond it (flagged); several bursty tiers, or one in nested pools, are solved as
-exponential with their means (flagged). Quantile SLOs are read on the exponential network's
-law scaled to the pool model's mean (flagged).
+chain: Mi et al. 2008's slow runs fill the pool, which the flow-equivalent station misses) at each
+population within the chain's budget (:attr:`SystemModel.pool_processes`), as exponential with its
+mean beyond it (flagged); several bursty tiers, or one in nested pools, are solved as exponential
+with their means (flagged). Quantile SLOs are read on the exponential network's law scaled to the
+pool model's mean (flagged).
 
 Capacity is the largest ``N`` whose every class meets its SLA (Harbaoui et al. (2010) section V's
 question) -- the mean's ``sla_s`` and every quantile SLO (``slo``); the time to breach follows
@@ -107,8 +111,9 @@ from solvers.mapqn import solve_closed
 from solvers.mva import mva_curve
 from solvers.mva_general import mva_curve_general
 from solvers.open.fixed_population import solve_fixed_population
-from solvers.pools import PoolSpec, solve_pools
+from solvers.pools import PoolSpec
 from solvers.pools_bursty import held_chain_applies, solve_pools_bursty
+from solvers.pools_general import solve_pools_general
 from solvers.processes import MAP
 from solvers.response_time import DEFAULT_LEVELS, ArrivalLaw, response_time_quantiles, \
     response_time_quantiles_many
@@ -649,22 +654,23 @@ class SystemModel:
                                known=known, floor=floor)
 
     def _pool_point(self, n: int) -> Point:
-        """The pool model at ``n`` (:func:`solvers.pools.solve_pools`): tiers read back as
-        :meth:`_read_back`, each class's response time plus every pool's wait (the same for
-        every class: FCFS on the token), which the owning tier's residence holds (as the
-        tier's own response time measures it)."""
+        """The pool model at ``n`` (:func:`solvers.pools_general.solve_pools_general`): tiers
+        read back as :meth:`_read_back`, each class's response time plus every pool's wait
+        (the same for every class: FCFS on the token), which the owning tier's residence holds
+        (as the tier's own response time measures it)."""
         if self.delays is None and self._bursty_pool_applies(n):
             res = solve_pools_bursty(self.pool_processes or [], int(n), self.think_time,
                                      self.servers, self.pools, self.mix, self.D_mc)
             Rm = np.array(res.residence_time, dtype=float)
         elif self.delays is None:
-            res = solve_pools(self.D_mc, int(n), self.think_time, self.servers, self.pools,
-                              self.mix)
+            res = solve_pools_general(self.D_mc, int(n), self.think_time, self.servers,
+                                      self.pools, self.mix, self.scv)
             Rm = np.array(res.residence_time, dtype=float)
         else:   # each tier's delay a station of its own, inside the holding time of its pools
             D2, c2, pools2 = with_delay_stations(self.D_mc, self.servers, self.delays,
                                                  self.pools)
-            res = solve_pools(D2, int(n), self.think_time, c2, pools2, self.mix)
+            scv2 = None if self.scv is None else np.repeat(np.asarray(self.scv, float), 2)
+            res = solve_pools_general(D2, int(n), self.think_time, c2, pools2, self.mix, scv2)
             Rm = fold_delay_stations(res.residence_time)
         X = float(res.throughput)
         waits = np.zeros(len(self.tiers))

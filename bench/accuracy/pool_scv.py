@@ -1,0 +1,219 @@
+"""A pool whose holding time varies more than exponential: the pool model with and without the
+holding-time correction against the simulated system, several seeds.
+
+    python -m bench.accuracy.pool_scv --markdown                 # every case, seeds 1-3
+    python -m bench.accuracy.pool_scv --cases h2-2 --seeds 1 --duration 300
+
+Cases (:data:`CASES`, think time 1 s; a pool held across app and db):
+
+* ``h2-K``: web/app/db of 4/2/1 cores, 20/5/30 ms, the database's service hyperexponential
+  (balanced means, SCV :data:`H2_SCV`), one class, a pool of ``K`` (the tokens queue at the
+  database); ``h2-Kc``: 4/2/2 cores, 20/10/50 ms (a pool of 2: no queue inside it);
+* ``mix-2``: the real testbed's shape -- app and db of one core each, a pool of 2, four classes
+  of equal share whose database cost is 3/3/6/120 ms (exponential), app 1 ms each.
+
+Per population and seed (3 replications of the case's duration after a tenth of it as warm
+up, :func:`solvers.simulation.physical.simulate_physical`): the throughput ``X``, the
+response time per class ``R_c`` (worst class), the pool's wait per request (Little's law on the
+simulated waiting requests) against :func:`solvers.pools.solve_pools` (``exp``) and
+:func:`solvers.pools_general.solve_pools_general` (``general``, the tiers' service SCVs given).
+Per case and seed the capacity -- the largest population whose every class's mean is within 3x
+its mean simulated at 5 users (the testbed's SLO rule) -- simulated
+(:func:`solvers.simulation.capacity.simulated_capacity`, bisection to 1%) against both
+models'. Figures, no pass/fail (targets: X 3%, R 10%, capacity 10%).
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import argparse
+import dataclasses
+import math
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+
+from bench.accuracy.pool_matrix import interval, worst
+from solvers.pools import PoolSpec, largest_meeting, solve_pools
+from solvers.pools_general import solve_pools_general
+from solvers.processes import MAP
+from solvers.simulation.capacity import simulated_capacity
+from solvers.simulation.physical import PhysicalNetwork, Tier, simulate_physical
+
+THINK = 1.0
+H2_SCV = 10.0
+#: the SLO per class: this many times its mean simulated at SLO_USERS
+SLO_FACTOR = 3.0
+SLO_USERS = 5
+
+
+def hyperexponential(mean: float, scv: float) -> MAP:
+    """The renewal MAP of a two-phase hyperexponential of ``mean`` and ``scv >= 1`` with
+    balanced means: phase ``i`` chosen with ``p_i``, rate ``2 p_i / mean``."""
+    p = 0.5 * (1.0 + math.sqrt((scv - 1.0) / (scv + 1.0)))
+    rates = np.array([2.0 * p / mean, 2.0 * (1.0 - p) / mean])
+    alpha = np.array([p, 1.0 - p])
+    return MAP(np.diag(-rates), np.outer(rates, alpha))
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    cores: tuple[int, ...]
+    means: tuple[float, ...]              # the tiers' mean service (class multiplier 1)
+    multipliers: tuple[tuple[float, ...], ...]   # per tier, per class
+    scv: tuple[float, ...]                # per tier, the service SCV
+    size: int
+    populations: tuple[int, ...]
+    duration: float
+
+    @property
+    def classes(self) -> int:
+        return len(self.multipliers[0])
+
+    @property
+    def demands(self) -> np.ndarray:
+        return np.array(self.means)[:, None] * np.array(self.multipliers)
+
+    @property
+    def pool(self) -> PoolSpec:
+        return PoolSpec(self.size, len(self.cores) - 2, len(self.cores), "pool")
+
+
+ONE = ((1.0,), (1.0,), (1.0,))
+H2 = dict(cores=(4, 2, 1), means=(0.02, 0.005, 0.03), multipliers=ONE, scv=(1.0, 1.0, H2_SCV))
+H2C = dict(cores=(4, 2, 2), means=(0.02, 0.01, 0.05), multipliers=ONE, scv=(1.0, 1.0, H2_SCV))
+CASES = (
+    Case("h2-2", **H2, size=2, populations=(10, 20, 30, 40), duration=1500.0),
+    Case("h2-4", **H2, size=4, populations=(10, 20, 30, 40), duration=1500.0),
+    Case("h2-2c", **H2C, size=2, populations=(15, 25, 35, 50), duration=1500.0),
+    Case("h2-4c", **H2C, size=4, populations=(20, 35, 50), duration=1500.0),
+    Case("mix-2", cores=(1, 1), means=(0.001, 0.003),
+         multipliers=((1.0, 1.0, 1.0, 1.0), (1.0, 1.0, 2.0, 40.0)), scv=(1.0, 1.0), size=2,
+         populations=(10, 20, 30, 40), duration=600.0),
+)
+
+
+def network(case: Case, n: int) -> PhysicalNetwork:
+    names = ("web", "app", "db")[-len(case.cores):]
+    tiers = []
+    for name, c, m, mult, v in zip(names, case.cores, case.means, case.multipliers, case.scv):
+        service = m if v == 1.0 else hyperexponential(m, v)
+        tiers.append(Tier(name, c, service, multipliers=mult))
+    C = case.classes
+    return PhysicalNetwork(tiers=tuple(tiers), classes=tuple(f"c{i}" for i in range(C)),
+                           mix=tuple([1.0 / C] * C), think_time=THINK, population=n,
+                           pools=(case.pool,))
+
+
+def model(case: Case, n: int, general: bool):
+    C = case.classes
+    args = (case.demands, n, THINK, list(case.cores), [case.pool], [1.0 / C] * C)
+    return solve_pools_general(*args, tier_scv=list(case.scv)) if general \
+        else solve_pools(*args)
+
+
+def slo(case: Case) -> np.ndarray:
+    """Per class, :data:`SLO_FACTOR` times its mean simulated at :data:`SLO_USERS` users
+    (seed 0; the testbed's rule)."""
+    sim = simulate_physical(network(case, SLO_USERS), case.duration,
+                            warmup=case.duration / 10, replications=3, seed=0)
+    return SLO_FACTOR * np.array([e.mean for e in sim.response_time])
+
+
+def points(case: Case, seeds: list[int]) -> list[dict]:
+    rows = []
+    for n in case.populations:
+        sims = [simulate_physical(network(case, n), case.duration, warmup=case.duration / 10,
+                                  replications=3, seed=seed) for seed in seeds]
+        X = [s.total_throughput.mean for s in sims]
+        Rc = [np.array([e.mean for e in s.response_time]) for s in sims]
+        W = [s.pool_waiting[0].mean / s.total_throughput.mean for s in sims]
+        row = {"N": n, "X": interval(X), "W": interval(W)}
+        for key, general in (("exp", False), ("gen", True)):
+            res = model(case, n, general)
+            row[key] = {"X": [res.throughput / x - 1 for x in X],
+                        "R": [worst(list(res.response_time / r - 1)) for r in Rc],
+                        "W": float(res.pool_waiting_time[0]),
+                        "scv": None if res.holding_scv is None else float(res.holding_scv[0])}
+        rows.append(row)
+    return rows
+
+
+def capacities(case: Case, seeds: list[int], target: np.ndarray) -> dict:
+    out = {}
+    for key, general in (("exp", False), ("gen", True)):
+        out[key] = largest_meeting(
+            lambda n, g=general: bool(np.all(model(case, n, g).response_time <= target)), 10_000)
+    start = max(1, int(min(out.values()) * 0.9))
+    out["sim"] = [simulated_capacity(lambda n: network(case, n), list(target), start=start,
+                                     duration=case.duration, warmup=case.duration / 10,
+                                     seed=seed).value for seed in seeds]
+    for key in ("exp", "gen"):
+        out[f"{key}_err"] = [out[key] / s - 1 for s in out["sim"]]
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", default=",".join(c.name for c in CASES))
+    parser.add_argument("--seeds", default="1,2,3")
+    parser.add_argument("--duration", type=float, default=None)
+    parser.add_argument("--no-capacity", action="store_true")
+    parser.add_argument("--markdown", action="store_true")
+    args = parser.parse_args(argv)
+    chosen = [c for c in CASES if c.name in args.cases.split(",")]
+    if args.duration is not None:
+        chosen = [dataclasses.replace(c, duration=args.duration) for c in chosen]
+    seeds = [int(s) for s in args.seeds.split(",")]
+    summary = []
+    for case in chosen:
+        target = slo(case)
+        print(f"\n{case.name}: cores {case.cores} means {case.means} SCV {case.scv} "
+              f"pool {case.size}, SLO {np.round(target, 4).tolist()}", flush=True)
+        print(f"{'N':>4} {'X sim':>14} {'wait sim ms':>14} {'X exp/gen':>15} "
+              f"{'R exp/gen':>15} {'wait exp/gen ms':>16} {'SCV_H':>6}")
+        rows = points(case, seeds)
+        for r in rows:
+            e, g = r["exp"], r["gen"]
+            print(f"{r['N']:>4} {r['X'][0]:>7.2f} ±{r['X'][1]:<5.2f} {r['W'][0] * 1e3:>7.1f} "
+                  f"±{r['W'][1] * 1e3:<5.1f} {worst(e['X']):>+7.1%}/{worst(g['X']):<+7.1%} "
+                  f"{worst(e['R']):>+7.1%}/{worst(g['R']):<+7.1%} "
+                  f"{e['W'] * 1e3:>7.1f}/{g['W'] * 1e3:<7.1f} {g['scv']:>6.2f}", flush=True)
+        cap = None if args.no_capacity else capacities(case, seeds, target)
+        if cap:
+            sim = interval(cap["sim"])
+            print(f"capacity: simulated {cap['sim']} ({sim[0]:.0f} ± {sim[1]:.0f}); "
+                  f"exp {cap['exp']} {worst(cap['exp_err']):+.1%}; "
+                  f"general {cap['gen']} {worst(cap['gen_err']):+.1%}", flush=True)
+        summary.append((case, rows, cap))
+    if args.markdown:
+        print("\n| case | N | SCV_H | X exp / general | R exp / general | wait sim / exp / "
+              "general ms | capacity sim | exp | general |")
+        print("|---|---|---:|---|---|---|---|---|---|")
+        for case, rows, cap in summary:
+            ex = worst([v for r in rows for v in r["exp"]["X"]])
+            gx = worst([v for r in rows for v in r["gen"]["X"]])
+            er = worst([v for r in rows for v in r["exp"]["R"]])
+            gr = worst([v for r in rows for v in r["gen"]["R"]])
+            top = rows[-1]
+            waits = (f"{top['W'][0] * 1e3:.1f} / {top['exp']['W'] * 1e3:.1f} / "
+                     f"{top['gen']['W'] * 1e3:.1f} (N {top['N']})")
+            caps = "- | - | -"
+            if cap:
+                sim = interval(cap["sim"])
+                caps = (f"{sim[0]:.0f} ± {sim[1]:.0f} | {cap['exp']} "
+                        f"{worst(cap['exp_err']):+.1%} | {cap['gen']} "
+                        f"{worst(cap['gen_err']):+.1%}")
+            print(f"| {case.name} | {case.populations[0]}-{case.populations[-1]} | "
+                  f"{rows[0]['gen']['scv']:.1f} | {ex:+.1%} / {gx:+.1%} | {er:+.1%} / {gr:+.1%} "
+                  f"| {waits} | {caps} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
