@@ -203,7 +203,8 @@ def _arrival_wait(dep: DepartureMAP, mean: float, cores: int, rate: float) -> fl
 
 
 def _open(procs: Sequence[MAP], means: np.ndarray, cores: list[int], rate: float,
-          per_job_max_cores: int, waves: bool = True) -> OpenTiersResult:
+          per_job_max_cores: int, waves: bool = True,
+          share: float = WAVE_PHASE_SHARE) -> OpenTiersResult:
     """The open tiers at ``rate``; with ``waves`` the exponential tiers after a bursty one fed
     its departure process (module docstring)."""
     res = solve_open_tiers([rate], means[:, None], cores, processes=procs,
@@ -226,7 +227,8 @@ def _open(procs: Sequence[MAP], means: np.ndarray, cores: list[int], rate: float
         with np.errstate(all="ignore"):
             try:
                 dep = departure_process(procs[b], cores[b], rate,
-                                        per_job_max_cores=per_job_max_cores)
+                                        per_job_max_cores=per_job_max_cores,
+                                        negligible=share)
             except (np.linalg.LinAlgError, ArithmeticError):
                 dep = None
             for m in after:
@@ -272,11 +274,11 @@ def forget_held() -> None:
 
 
 def _held(procs: Sequence[MAP], cores: Sequence[int], per_job_max_cores: int,
-          waves: bool) -> dict[float, OpenTiersResult]:
+          waves: bool, share: float = WAVE_PHASE_SHARE) -> dict[float, OpenTiersResult]:
     """The open solves of this network held by rate (:data:`_CURVES`), emptied once it holds
     :data:`CURVE_LIMIT` rates."""
     key = (tuple((p.D0.tobytes(), p.D1.tobytes()) for p in procs), tuple(cores),
-           per_job_max_cores, waves)
+           per_job_max_cores, waves) + (() if share == WAVE_PHASE_SHARE else (share,))
     solved = _CURVES.get(key)
     if solved is None or len(solved) >= CURVE_LIMIT:
         solved = _CURVES.put(key, {})
@@ -286,22 +288,24 @@ def _held(procs: Sequence[MAP], cores: Sequence[int], per_job_max_cores: int,
 def open_at_rate(processes: Sequence[MAP], rate: float, think_time: float,
                  servers: Sequence[int] | None = None, *,
                  per_job_max_cores: int = PER_JOB_MAX_CORES,
-                 waves: bool = True) -> tuple[OpenTiersResult, float]:
+                 waves: bool = True,
+                 share: float = WAVE_PHASE_SHARE) -> tuple[OpenTiersResult, float]:
     """The open network at ``rate`` as :func:`solve_fixed_population` solves it (with
     ``waves``, the tiers after a bursty one fed its departures), held by rate with the
     network's other solves, so a population whose rate it brackets is then read off it
     (:data:`INTERPOLATE_SPAN`); and its mean population ``lambda (Z + R(lambda))``, ``inf``
     where it is not stable. The capacity search of a large population searches the rate
     with it (:mod:`streams.predict.capacity_search`): the excess rises with the rate as with
-    the population, and ``N(lambda)`` rises strictly."""
+    the population, and ``N(lambda)`` rises strictly. ``share``: the departures' phases
+    kept (:data:`WAVE_PHASE_SHARE`; larger: a rougher and cheaper solve, held apart)."""
     procs, _, z, cores = _check(processes, 0, think_time, servers)
     lam = float(rate)
     if not (math.isfinite(lam) and lam >= 0):
         raise ValueError(f"rate: must be a finite number >= 0, got {rate!r}")
-    solved = _held(procs, cores, per_job_max_cores, waves)
+    solved = _held(procs, cores, per_job_max_cores, waves, share)
     if lam not in solved:
         means = np.array([p.mean for p in procs])
-        solved[lam] = _open(procs, means, cores, lam, per_job_max_cores, waves)
+        solved[lam] = _open(procs, means, cores, lam, per_job_max_cores, waves, share)
     res = solved[lam]
     return res, (lam * (z + float(res.response_time[0])) if res.stable else math.inf)
 
