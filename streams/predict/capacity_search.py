@@ -314,7 +314,7 @@ def rate_bracket(excess: Callable[[float], float], *, sat: float, floor: float, 
             cheap_pts[rate] = cheap(rate) if cheap is not None else math.inf
         return cheap_pts[rate]
 
-    slow, last_width, first = 0, math.inf, None
+    slow, last_width, first, last = 0, math.inf, None, None
     for _ in range(max_probes + 1):
         lo = max(r for r, v in pts.items() if v <= 0)
         hi = min((r for r, v in pts.items() if v > 0), default=None)
@@ -327,8 +327,9 @@ def rate_bracket(excess: Callable[[float], float], *, sat: float, floor: float, 
         if cheap is not None:
             near = [r for r in pts if r > 0 and math.isfinite(pts[r])]
             target: float | None = 0.0
-            if near:
-                ref = min(near, key=lambda r: min(abs(r - lo), abs(r - top)))
+            if near:                            # the ratio at the latest probe
+                ref = last if last in near else min(near, key=lambda r: min(abs(r - lo),
+                                                                             abs(r - top)))
                 base = cheap_at(ref)           # cheap + 1 scaled by the ratio at ref
                 target = (1.0 + base) / (1.0 + pts[ref]) - 1.0 \
                     if math.isfinite(base) and pts[ref] > -1.0 else None
@@ -342,7 +343,7 @@ def rate_bracket(excess: Callable[[float], float], *, sat: float, floor: float, 
                                       sat, lo, top)
                     if aim is not None:
                         first = aim
-        if aim is None:
+        if aim is None or not lo < aim < top:
             aim = _u_line_root(pts, sat, lo, hi)
         width = span * (aim if aim is not None else 0.5 * (lo + top))
         if aim is None or not lo < aim < top or slow >= 2:
@@ -370,6 +371,7 @@ def rate_bracket(excess: Callable[[float], float], *, sat: float, floor: float, 
         if probe in pts:
             probe = 0.5 * (lo + top)
         pts[probe] = excess(probe)
+        last = probe
         new_lo = max(r for r, v in pts.items() if v <= 0)
         new_hi = min((r for r, v in pts.items() if v > 0), default=sat)
         width_now = new_hi - new_lo
@@ -405,26 +407,30 @@ def _u_root(r1: float, v1: float, r2: float, v2: float, target: float,
 def _cheap_root(cheap_at: Callable[[float], float], cheap_pts: dict[float, float],
                 target: float, sat: float, lo: float, top: float,
                 rel: float = 2e-3, max_solves: int = 8) -> float | None:
-    """Where the cheaper curve reaches ``target`` inside ``(lo, top)``: to ``rel`` of ``top``
-    in the rate, or a point within ``2.5 rel (1 + |target|)`` of it (a tenth of the first
-    probe's room at the default span); lines in ``1 / (sat - rate)`` through its two points
-    nearest around it, the first from 0.7 of ``sat``, bisection as the safeguard. ``None``
-    when it does not reach it there."""
-    for _ in range(max_solves):
+    """Where the cheaper curve reaches ``target`` inside ``(lo, top)``, to ``rel`` of ``top``
+    (a tenth of the first probe's room at the default span), or a point missing it by less
+    than half that times the slope through its neighbours: lines in ``1 / (sat - rate)``
+    through its two points nearest around it, the first from 0.7 of ``sat``, a step within
+    ``rel top`` of an end taken to ``rel top`` past it (the bracket then closes from either
+    side), bisection as the safeguard. ``None`` when it does not reach it there."""
+    step = rel * top
+    for _ in range(max_solves + 1):
         below = [r for r, v in cheap_pts.items() if v <= target and r < top]
         above = [r for r, v in cheap_pts.items() if v > target and r > lo]
         a = max(below, default=lo)
         b = min(above, default=None)
-        if b is not None and b - a <= rel * top:
+        if b is not None and b - a <= step:
             return 0.5 * (a + b)
-        close = [r for r, v in cheap_pts.items() if lo < r < top
-                 and abs(v - target) <= 2.5 * rel * (1.0 + abs(target))]
-        if close:                               # excess + 1 within rel of the target's
-            return min(close, key=lambda r: abs(cheap_pts[r] - target))
+        if len(cheap_pts) > max_solves + 1:
+            break
         va = cheap_pts.get(a)
         if va is None or not math.isfinite(va):
             return None
         if b is not None and math.isfinite(cheap_pts[b]):
+            slope = (cheap_pts[b] - va) / (b - a)      # a point whose miss is worth less
+            near = min((a, b), key=lambda r: abs(cheap_pts[r] - target))   # than half
+            if slope > 0 and abs(cheap_pts[near] - target) <= 0.5 * step * slope:
+                return near                             # the tolerance in the rate
             cand = _u_root(a, va, b, cheap_pts[b], target, sat)
         else:
             pair = sorted(r for r, v in cheap_pts.items() if math.isfinite(v) and r <= a)[-2:]
@@ -435,6 +441,10 @@ def _cheap_root(cheap_at: Callable[[float], float], cheap_pts: dict[float, float
             cand = 0.7 * sat
         elif cand is None or not a < cand < right:
             cand = 0.5 * (a + right)
+        elif cand - a < step:
+            cand = min(a + step, 0.5 * (a + right))
+        elif right - cand < step:
+            cand = max(right - step, 0.5 * (a + right))
         cheap_at(cand)
     below = [r for r, v in cheap_pts.items() if v <= target and r < top]
     return max(below, default=None) if below else None
