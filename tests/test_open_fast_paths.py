@@ -142,7 +142,6 @@ def _large_model(sla: float) -> SystemModel:
                        map_limit=100_000)
 
 
-@pytest.mark.slow
 def test_the_rate_search_agrees_with_the_population_search(monkeypatch):
     """4 tiers, 2 bursty (8 and 16 cores), SLA 0.5 s: the capacity in the rate within the
     search's tolerance (3%) of the search through populations on the same open route, its

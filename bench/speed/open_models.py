@@ -20,6 +20,7 @@ open model, then two or three closed solves: not timed); then, timed in the same
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -82,6 +83,7 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     procs = processes()
     sat = min(c / p.mean for c, p in zip(CORES, procs))
+    print(f"host load average: {os.getloadavg()[0]:.1f} (the ratios are the figure)")
     print("| load | rate /s | N (closed X / rate) | open cold (ms) | open warm (ms) | "
           "closed (ms) | closed / open cold | closed / open warm | R open / R closed |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
