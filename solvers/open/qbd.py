@@ -6,8 +6,10 @@ A level-independent QBD above level ``L`` has, for every level ``n >= L``, the b
 
     pi_{L + k} = pi_L R^k,    R  the minimal solution of  A0 + R A1 + R^2 A2 = 0,
 
-so the cost of a solve is that of the boundary levels ``0..L`` and of ``R`` (``d x d``,
-``d`` states a level), whatever the load. ``R`` comes from ``G`` (the minimal solution of
+so the cost of a solve is that of the boundary levels ``0..L`` (by linear level reduction,
+one level's block at a time: :func:`solve_planned`) and of ``R`` (``d x d``, ``d`` states a
+level), whatever the load; a tier's pattern of transitions is planned once
+(:func:`plan_qbd`) and solved at every arrival rate. ``R`` comes from ``G`` (the minimal solution of
 ``A2 + A1 G + A0 G^2 = 0``) by logarithmic reduction (Latouche and Ramaswami 1993; 1999,
 Ch. 8), which doubles the levels it covers at each step and so converges quadratically, then
 ``R = A0 (-(A1 + A0 G))^{-1}`` (Latouche and Ramaswami 1999, Thm 6.4.1).
@@ -142,8 +144,9 @@ class QBDPlan:
     solve that depends on the chain's pattern alone, not on its rates (the same for every
     arrival rate of one tier: :func:`plan_qbd` once, :func:`solve_planned` per rate).
 
-    ``sizes[n]`` states on level ``n = 0..L + 1``; transitions out of levels ``0..L`` only
-    (``rows``), each to a cell of one flat array holding, level by level, the local block
+    ``starts``: the levels' first states (levels ``0..L + 2``); the transitions out of levels
+    ``0..L`` (``rows``, their sources ``src``), each to a cell of one flat array holding,
+    level by level, the local block
     ``n -> n`` (``d_n x d_n``), the block up ``n -> n + 1`` and the block down ``n -> n - 1``
     (``cells``; ``local``, ``up``, ``down``: each block's offset); ``diagonal``: the local
     blocks' diagonal cells, state by state."""
