@@ -406,7 +406,7 @@ def _u_root(r1: float, v1: float, r2: float, v2: float, target: float,
 
 def _cheap_root(cheap_at: Callable[[float], float], cheap_pts: dict[float, float],
                 target: float, sat: float, lo: float, top: float,
-                rel: float = 2e-3, max_solves: int = 8) -> float | None:
+                rel: float = 4e-3, max_solves: int = 8) -> float | None:
     """Where the cheaper curve reaches ``target`` inside ``(lo, top)``, to ``rel`` of ``top``
     (a tenth of the first probe's room at the default span), or a point missing it by less
     than half that times the slope through its neighbours: lines in ``1 / (sat - rate)``
