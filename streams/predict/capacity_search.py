@@ -295,8 +295,8 @@ def rate_bracket(excess: Callable[[float], float], *, sat: float, floor: float, 
 
     ``known``: rates already solved (``rate -> excess``). ``cheap``: the excess of a cheaper
     model of the same network, of about the same shape: each aim is where ``cheap + 1``
-    times the ratio ``(excess + 1) / (cheap + 1)`` at the probe nearest the bracket reaches
-    1 (:func:`_cheap_root`), the first where ``cheap`` reaches 0 -- or, with ``rough`` (a
+    times the ratio ``(excess + 1) / (cheap + 1)`` at the latest probe reaches 1
+    (:func:`_cheap_root`), the first where ``cheap`` reaches 0 -- or, with ``rough`` (a
     model between the two, cheaper than ``excess``), where the ratio of ``rough`` at that
     rate puts it, and the first probe there, not a third past. Without ``cheap``, the line in
     ``1 / (sat - rate)`` through the two nearest probes (a response time grows as ``1 / (sat
