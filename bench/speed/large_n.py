@@ -18,8 +18,11 @@ Network: ``bench/large_n_network.py`` (4 tiers, two bursty: app 8 cores, db 16 c
 * **peak memory** of one solve: ``tracemalloc``'s peak over a fresh solve (numpy's buffers
   included), each route alone;
 * **capacity search**: the pipeline's ``model_capacity`` at ``--sla`` (mean R), cold (every
-  memo emptied), through the open route and through the decomposition only
-  (``--search-runs``, median).
+  memo emptied), through the open route (searched in the rate:
+  :func:`streams.predict.capacity_search.rate_bracket`; its open solves counted: full, rough,
+  without the waves) and through the decomposition only (``--search-runs``, median).
+
+The host's load average is printed before and after (the ratios are the figure).
 
 Figures, no pass/fail; the ratios are the figure on a shared host.
 """
@@ -62,6 +65,7 @@ def main() -> None:
     ap.add_argument("--sla", type=float, default=0.5)
     args = ap.parse_args()
     print(f"command: python -m {__spec__.name} {' '.join(sys.argv[1:])}")
+    print(f"load average at the start: {os.getloadavg()[0]:.1f}")
     procs, cores, z = network()
     n = args.population
 
@@ -116,16 +120,26 @@ def main() -> None:
             solved = len(model.solved())
         return statistics.median(times), cap, solved
 
+    def open_solves() -> str:
+        """The open solves held after a search: full / rough (fewer departure phases) /
+        without the waves."""
+        kinds = [0, 0, 0]
+        for key, held in fixed_population._CURVES._held.items():
+            kinds[0 if key[3] and len(key) == 4 else 1 if key[3] else 2] += len(held)
+        return "/".join(str(k) for k in kinds)
+
     t_s_open, cap_open, k_open = search()
+    kinds = open_solves()
     with decomposition_only():
         t_s_dec, cap_dec, k_dec = search()
     print(f"\ncapacity search at mean R <= {args.sla:g} s, cold (median of "
           f"{args.search_runs})\n")
-    print("| route | time | decomposition / this | capacity | populations solved |\n"
-          "|---|---:|---:|---:|---:|")
+    print("| route | time | decomposition / this | capacity | populations solved | open solves "
+          "(full/rough/without waves) |\n|---|---:|---:|---:|---:|---:|")
     print(f"| open route from {OPEN_ROUTE_POPULATION:,} users | {1000 * t_s_open:.0f} ms | "
-          f"{t_s_dec / t_s_open:.0f}× | {cap_open} | {k_open} |")
-    print(f"| decomposition only | {1000 * t_s_dec:.0f} ms | 1× | {cap_dec} | {k_dec} |")
+          f"{t_s_dec / t_s_open:.0f}× | {cap_open} | {k_open} | {kinds} |")
+    print(f"| decomposition only | {1000 * t_s_dec:.0f} ms | 1× | {cap_dec} | {k_dec} | - |")
+    print(f"load average at the end: {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,9 @@ open model, then two or three closed solves: not timed); then, timed in the same
 
 * ``open cold`` -- :func:`solvers.open.solve_open_tiers` at the rate, the per-job patterns
   of the two bursty tiers built first (the module's memo emptied);
-* ``open warm`` -- the same with the patterns held (every later solve of a pipeline);
+* ``open warm`` -- the same with the patterns held (every later solve of a pipeline at
+  another rate); each open solve with the chains solved by rate forgotten first (a lookup
+  is not a solve);
 * ``closed`` -- :func:`solvers.decomposition.solve_decomposed` at that ``N`` (a fresh
   ``SolveMemo``, as a pipeline's first solve of a model).
 """
@@ -20,6 +22,7 @@ open model, then two or three closed solves: not timed); then, timed in the same
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -65,13 +68,26 @@ def population_for(rate: float, procs: list[MAP], steps: int = 3) -> int:
     return n
 
 
-def timed(fn, repeat: int) -> float:
-    out = []
+def timed(fn, repeat: int, before=None, cpu: list | None = None) -> float:
+    """Median wall time of ``fn`` over ``repeat`` calls (``before`` run untimed ahead of
+    each); with ``cpu``, the median CPU time of the process appended to it (on a shared host
+    the wall time includes the waits for a core)."""
+    out, used = [], []
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        if before is not None:
+            before()
+        t0, c0 = time.perf_counter(), time.process_time()
         fn()
         out.append(time.perf_counter() - t0)
+        used.append(time.process_time() - c0)
+    if cpu is not None:
+        cpu.append(statistics.median(used))
     return statistics.median(out)
+
+
+def forget_chains() -> None:
+    """The open queues' chains held by rate forgotten (the patterns kept)."""
+    queues._CHAINS._held.clear()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -79,27 +95,36 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--loads", default="0.5,0.7,0.9")
     ap.add_argument("--repeat", type=int, default=3, help="timings of the open solves")
     ap.add_argument("--closed-repeat", type=int, default=1)
+    ap.add_argument("--populations", default=None,
+                    help="the closed populations, one per load (skips their search: 294,443 "
+                         "at loads 0.5,0.7)")
     args = ap.parse_args(argv)
     procs = processes()
     sat = min(c / p.mean for c, p in zip(CORES, procs))
-    print("| load | rate /s | N (closed X / rate) | open cold (ms) | open warm (ms) | "
+    print(f"host load average: {os.getloadavg()[0]:.1f} (the ratios are the figure)")
+    print("| load | rate /s | N (closed X / rate) | open cold (ms) | open warm (ms; CPU) | "
           "closed (ms) | closed / open cold | closed / open warm | R open / R closed |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for load in (float(v) for v in args.loads.split(",")):
+    given = None if args.populations is None else [int(v) for v in args.populations.split(",")]
+    for k, load in enumerate(float(v) for v in args.loads.split(",")):
         rate = load * sat
-        n = population_for(rate, procs)
+        n = population_for(rate, procs) if given is None else given[k]
         print(f"load {load}: N = {n}", file=sys.stderr, flush=True)
 
         def cold() -> None:
             queues._PATTERNS._held.clear()
             open_solve(rate, procs)
-        t_cold = timed(cold, args.repeat)
-        t_warm = timed(lambda: open_solve(rate, procs), max(args.repeat, 5))
-        t_closed = timed(lambda: closed_solve(n, procs), args.closed_repeat)
+        cpu: list[float] = []
+        t_cold = timed(cold, args.repeat, forget_chains)
+        t_warm = timed(lambda: open_solve(rate, procs), max(args.repeat, 5), forget_chains,
+                       cpu)
+        held: list = []
+        t_closed = timed(lambda: held.append(closed_solve(n, procs)), args.closed_repeat)
         r_open = open_solve(rate, procs).total_response_time
-        closed = closed_solve(n, procs)
+        closed = held[-1]
         r_closed = n / closed.throughput - THINK          # Little's law on the closed answer
-        print(f"| {load:.2f} | {rate:.0f} | {n} ({closed.throughput / rate:.3f}) | {1000 * t_cold:.1f} | {1000 * t_warm:.2f} | "
+        print(f"| {load:.2f} | {rate:.0f} | {n} ({closed.throughput / rate:.3f}) | "
+              f"{1000 * t_cold:.1f} | {1000 * t_warm:.2f}; {1000 * cpu[0]:.2f} | "
               f"{1000 * t_closed:.0f} | {t_closed / t_cold:.0f}x | {t_closed / t_warm:.0f}x | "
               f"{r_open / r_closed:.3f} |", flush=True)
 

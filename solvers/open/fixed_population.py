@@ -61,7 +61,8 @@ from solvers.open.tiers import OpenTiersResult, solve_open_tiers
 from solvers.processes import MAP
 from solvers.results import check_no_nan
 
-__all__ = ["FixedPopulationResult", "forget_held", "population_at", "solve_fixed_population"]
+__all__ = ["FixedPopulationResult", "forget_held", "open_at_rate", "population_at",
+           "solve_fixed_population"]
 
 #: resolution of the rate at which the search stops, relative to the search's first upper
 #: end ``min(N / (Z + sum S), lambda_sat)``: 1e-5 moves ``R`` by less than 1e-4 of itself
@@ -75,9 +76,9 @@ WAVE_PHASE_SHARE = 1e-7
 
 #: how far ``G 1`` of the queues fed the waves may be from 1
 #: (:func:`solvers.departures.map_m_c_mean`): logarithmic reduction converges quadratically, so
-#: against 1e-12 one doubling fewer of about 12 on the large-population network, ``G`` within
-#: 5e-12
-G_TOLERANCE = 1e-9
+#: on the large-population network at 300-700 requests/s against 1e-12 each queue takes 0-1
+#: doubling fewer of 9-12, its mean number of jobs within 1.4e-8
+G_TOLERANCE = 1e-7
 
 #: the search ends without one more open solve once both ends of the bracket are solved and it
 #: is narrower than this share of its first upper end: the answer is read off the model
@@ -202,7 +203,8 @@ def _arrival_wait(dep: DepartureMAP, mean: float, cores: int, rate: float) -> fl
 
 
 def _open(procs: Sequence[MAP], means: np.ndarray, cores: list[int], rate: float,
-          per_job_max_cores: int, waves: bool = True) -> OpenTiersResult:
+          per_job_max_cores: int, waves: bool = True,
+          share: float = WAVE_PHASE_SHARE) -> OpenTiersResult:
     """The open tiers at ``rate``; with ``waves`` the exponential tiers after a bursty one fed
     its departure process (module docstring)."""
     res = solve_open_tiers([rate], means[:, None], cores, processes=procs,
@@ -225,7 +227,8 @@ def _open(procs: Sequence[MAP], means: np.ndarray, cores: list[int], rate: float
         with np.errstate(all="ignore"):
             try:
                 dep = departure_process(procs[b], cores[b], rate,
-                                        per_job_max_cores=per_job_max_cores)
+                                        per_job_max_cores=per_job_max_cores,
+                                        negligible=share)
             except (np.linalg.LinAlgError, ArithmeticError):
                 dep = None
             for m in after:
@@ -268,6 +271,43 @@ def forget_held() -> None:
     search starts from nothing, as a model's first (benchmarks)."""
     _CURVES._held.clear()
     queues._CHAINS._held.clear()
+
+
+def _held(procs: Sequence[MAP], cores: Sequence[int], per_job_max_cores: int,
+          waves: bool, share: float = WAVE_PHASE_SHARE) -> dict[float, OpenTiersResult]:
+    """The open solves of this network held by rate (:data:`_CURVES`), emptied once it holds
+    :data:`CURVE_LIMIT` rates."""
+    key = (tuple((p.D0.tobytes(), p.D1.tobytes()) for p in procs), tuple(cores),
+           per_job_max_cores, waves) + (() if share == WAVE_PHASE_SHARE else (share,))
+    solved = _CURVES.get(key)
+    if solved is None or len(solved) >= CURVE_LIMIT:
+        solved = _CURVES.put(key, {})
+    return solved
+
+
+def open_at_rate(processes: Sequence[MAP], rate: float, think_time: float,
+                 servers: Sequence[int] | None = None, *,
+                 per_job_max_cores: int = PER_JOB_MAX_CORES,
+                 waves: bool = True,
+                 share: float = WAVE_PHASE_SHARE) -> tuple[OpenTiersResult, float]:
+    """The open network at ``rate`` as :func:`solve_fixed_population` solves it (with
+    ``waves``, the tiers after a bursty one fed its departures), held by rate with the
+    network's other solves, so a population whose rate it brackets is then read off it
+    (:data:`INTERPOLATE_SPAN`); and its mean population ``lambda (Z + R(lambda))``, ``inf``
+    where it is not stable. The capacity search of a large population searches the rate
+    with it (:mod:`streams.predict.capacity_search`): the excess rises with the rate as with
+    the population, and ``N(lambda)`` rises strictly. ``share``: the departures' phases
+    kept (:data:`WAVE_PHASE_SHARE`; larger: a rougher and cheaper solve, held apart)."""
+    procs, _, z, cores = _check(processes, 0, think_time, servers)
+    lam = float(rate)
+    if not (math.isfinite(lam) and lam >= 0):
+        raise ValueError(f"rate: must be a finite number >= 0, got {rate!r}")
+    solved = _held(procs, cores, per_job_max_cores, waves, share)
+    if lam not in solved:
+        means = np.array([p.mean for p in procs])
+        solved[lam] = _open(procs, means, cores, lam, per_job_max_cores, waves, share)
+    res = solved[lam]
+    return res, (lam * (z + float(res.response_time[0])) if res.stable else math.inf)
 
 
 def population_at(processes: Sequence[MAP], rate: float, think_time: float,
@@ -436,11 +476,7 @@ def solve_fixed_population(processes: Sequence[MAP], population: int, think_time
         raise ValueError(f"interpolate_span: must be in [0, 1), got {interpolate_span!r}")
     means = np.array([p.mean for p in procs])
     sat = float(np.min(np.asarray(cores) / means))
-    key = (tuple((p.D0.tobytes(), p.D1.tobytes()) for p in procs), tuple(cores),
-           per_job_max_cores, waves)
-    solved = _CURVES.get(key)
-    if solved is None or len(solved) >= CURVE_LIMIT:
-        solved = _CURVES.put(key, {})
+    solved = _held(procs, cores, per_job_max_cores, waves)
     known = {rate: float(res.response_time[0]) if res.stable else math.inf
              for rate, res in solved.items()}
     new: list[float] = []

@@ -6,8 +6,10 @@ A level-independent QBD above level ``L`` has, for every level ``n >= L``, the b
 
     pi_{L + k} = pi_L R^k,    R  the minimal solution of  A0 + R A1 + R^2 A2 = 0,
 
-so the cost of a solve is that of the boundary levels ``0..L`` and of ``R`` (``d x d``,
-``d`` states a level), whatever the load. ``R`` comes from ``G`` (the minimal solution of
+so the cost of a solve is that of the boundary levels ``0..L`` (by linear level reduction,
+one level's block at a time: :func:`solve_planned`) and of ``R`` (``d x d``, ``d`` states a
+level), whatever the load; a tier's pattern of transitions is planned once
+(:func:`plan_qbd`) and solved at every arrival rate. ``R`` comes from ``G`` (the minimal solution of
 ``A2 + A1 G + A0 G^2 = 0``) by logarithmic reduction (Latouche and Ramaswami 1993; 1999,
 Ch. 8), which doubles the levels it covers at each step and so converges quadratically, then
 ``R = A0 (-(A1 + A0 G))^{-1}`` (Latouche and Ramaswami 1999, Thm 6.4.1).
@@ -23,11 +25,12 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import sparse
-from scipy.sparse import linalg as splinalg
+from scipy.linalg.lapack import dgesv
 
 from solvers.processes import _stationary
 
-__all__ = ["QBDSolution", "drift", "logarithmic_reduction", "rate_matrix", "solve_qbd"]
+__all__ = ["QBDPlan", "QBDSolution", "drift", "logarithmic_reduction", "plan_qbd", "rate_matrix",
+           "solve_planned", "solve_qbd"]
 
 #: logarithmic reduction stops when ``||1 - G 1||_inf`` is below this
 G_TOLERANCE = 1e-13
@@ -92,6 +95,16 @@ def drift(A0: np.ndarray, A1: np.ndarray, A2: np.ndarray) -> tuple[float, float]
     return float(alpha @ A0.sum(axis=1)), float(alpha @ A2.sum(axis=1))
 
 
+def _solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a^{-1} b`` by one LU (LAPACK ``dgesv``, without numpy's per-call checks: the blocks
+    here are small and solved many times); :class:`numpy.linalg.LinAlgError` when ``a`` is
+    singular (as :func:`numpy.linalg.inv` raises)."""
+    _, _, x, info = dgesv(a, b)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"singular block in the QBD solve (dgesv info {info})")
+    return x
+
+
 def logarithmic_reduction(A0: np.ndarray, A1: np.ndarray, A2: np.ndarray) -> np.ndarray:
     """``G``, minimal solution of ``A2 + A1 G + A0 G^2 = 0``, by logarithmic reduction
     (Latouche and Ramaswami 1993): with ``B0 = (-A1)^{-1} A0`` and ``B2 = (-A1)^{-1} A2``,
@@ -100,15 +113,15 @@ def logarithmic_reduction(A0: np.ndarray, A1: np.ndarray, A2: np.ndarray) -> np.
     does not converge in :data:`MAX_DOUBLINGS` steps (a process at the edge of stability)."""
     d = A1.shape[0]
     eye = np.eye(d)
-    lu = np.linalg.inv(-A1)
-    B0, B2 = lu @ A0, lu @ A2
+    B = _solve(-A1, np.hstack((A0, A2)))
+    B0, B2 = B[:, :d], B[:, d:]
     G, T = B2.copy(), B0.copy()
     ones = np.ones(d)
     last = np.inf
     for _ in range(MAX_DOUBLINGS):
         U = B0 @ B2 + B2 @ B0
-        inv = np.linalg.inv(eye - U)
-        B0, B2 = inv @ (B0 @ B0), inv @ (B2 @ B2)
+        B = _solve(eye - U, np.hstack((B0 @ B0, B2 @ B2)))
+        B0, B2 = B[:, :d], B[:, d:]
         G = G + T @ B2
         T = T @ B0
         err = float(np.max(np.abs(ones - G @ ones)))
@@ -122,10 +135,72 @@ def logarithmic_reduction(A0: np.ndarray, A1: np.ndarray, A2: np.ndarray) -> np.
 def rate_matrix(A0: np.ndarray, A1: np.ndarray, A2: np.ndarray) -> np.ndarray:
     """``R = A0 (-(A1 + A0 G))^{-1}`` from ``G`` (Latouche and Ramaswami 1999, Thm 6.4.1)."""
     G = logarithmic_reduction(A0, A1, A2)
-    return A0 @ np.linalg.inv(-(A1 + A0 @ G))
+    return _solve(-(A1 + A0 @ G).T, A0.T).T
 
 
-def solve_qbd(offdiag: sparse.csr_matrix, starts: np.ndarray, first: int) -> QBDSolution | None:
+@dataclass(frozen=True, eq=False)
+class QBDPlan:
+    """Where each transition of a QBD's chain goes in its dense level blocks: the part of a
+    solve that depends on the chain's pattern alone, not on its rates (the same for every
+    arrival rate of one tier: :func:`plan_qbd` once, :func:`solve_planned` per rate).
+
+    ``starts``: the levels' first states (levels ``0..L + 2``); the transitions out of levels
+    ``0..L`` (``rows``, their sources ``src``), each to a cell of one flat array holding,
+    level by level, the local block
+    ``n -> n`` (``d_n x d_n``), the block up ``n -> n + 1`` and the block down ``n -> n - 1``
+    (``cells``; ``local``, ``up``, ``down``: each block's offset); ``diagonal``: the local
+    blocks' diagonal cells, state by state."""
+
+    starts: np.ndarray
+    first: int
+    rows: np.ndarray
+    cells: np.ndarray
+    src: np.ndarray
+    diagonal: np.ndarray
+    local: np.ndarray
+    up: np.ndarray
+    down: np.ndarray
+    size: int
+
+
+def plan_qbd(src: np.ndarray, dst: np.ndarray, starts: np.ndarray, first: int) -> QBDPlan:
+    """The :class:`QBDPlan` of the transitions ``src -> dst`` (states numbered level by level,
+    ``starts`` the levels' first states up to level ``first + 2``'s, levels ``>= first``
+    repeating). Raises ``ValueError`` for a transition that skips a level or a repeating level
+    whose neighbours have another number of states."""
+    L = int(first)
+    starts = np.asarray(starts[:L + 3], dtype=np.int64)
+    if starts.shape[0] < L + 3 or L < 1:
+        raise ValueError(f"starts: need the first states of levels 0..{L + 2}, got "
+                         f"{starts.shape[0]} entries")
+    sizes = np.diff(starts)
+    if not sizes[L - 1] == sizes[L] == sizes[L + 1]:
+        raise ValueError(f"levels {L - 1}..{L + 1}: must have the same number of states, got "
+                         f"{sizes[L - 1:L + 2].tolist()}")
+    src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+    rows = np.flatnonzero(src < starts[L + 1])
+    s, t = src[rows], dst[rows]
+    ls = np.searchsorted(starts, s, side="right") - 1
+    lt = np.searchsorted(starts, t, side="right") - 1
+    step = lt - ls
+    if np.any(np.abs(step) > 1):
+        raise ValueError("transitions: a QBD moves at most one level at a time")
+    d = sizes[:L + 2]
+    loc = np.concatenate(([0], np.cumsum(d[:L + 1] * d[:L + 1])))
+    upo = loc[-1] + np.concatenate(([0], np.cumsum(d[:L + 1] * d[1:L + 2])))
+    dno = upo[-1] + np.concatenate(([0, 0], np.cumsum(d[1:L + 1] * d[:L])))
+    base = np.where(step == 0, loc[ls], np.where(step > 0, upo[ls], dno[ls]))
+    cells = base + (s - starts[ls]) * d[lt] + (t - starts[lt])
+    own = np.repeat(np.arange(L + 1), d[:L + 1])
+    state = np.arange(int(starts[L + 1]))
+    diagonal = loc[own] + (state - starts[own]) * (d[own] + 1)
+    return QBDPlan(starts=starts, first=L, rows=rows, cells=cells, src=s, diagonal=diagonal,
+                   local=loc, up=upo, down=dno, size=int(dno[-1]))
+
+
+def solve_qbd(offdiag: sparse.csr_matrix | None, starts: np.ndarray, first: int, *,
+              plan: QBDPlan | None = None, rates: np.ndarray | None = None
+              ) -> QBDSolution | None:
     """Stationary solution of a QBD whose levels ``n >= first`` repeat, or ``None`` if it is
     not positive recurrent.
 
@@ -133,55 +208,58 @@ def solve_qbd(offdiag: sparse.csr_matrix, starts: np.ndarray, first: int) -> QBD
     level ``first + 1``'s last, ``starts`` the level boundaries, ``len(starts) >= first + 3``);
     levels ``first`` and ``first - 1`` must have the same number of states, as must
     ``first + 1``. The repeating blocks are read from level ``first``: ``A0`` to ``first + 1``,
-    ``A1`` within it (diagonal: minus the row's total rate), ``A2`` to ``first - 1``. The
-    boundary equations ``pi Q = 0`` on levels ``0..first`` take level ``first + 1``'s inflow
-    as ``pi_first R A2`` and the normalisation ``sum_{n<first} pi_n 1 + pi_first (I-R)^{-1} 1
-    = 1`` (Latouche and Ramaswami 1999, Sec. 6.4)."""
-    L = first
+    ``A1`` within it (diagonal: minus the row's total rate), ``A2`` to ``first - 1``
+    (:func:`solve_planned` on the chain's :func:`plan_qbd`). With ``plan`` (the chain's, held
+    by the caller) the transitions' ``rates`` in its order instead of ``offdiag``."""
+    if plan is not None and rates is not None:
+        return solve_planned(plan, rates)
     Q = sparse.coo_matrix(offdiag)
-    a, b, e = int(starts[L]), int(starts[L + 1]), int(starts[L + 2])
-    lo = int(starts[L - 1])
-    row, col, val = Q.row, Q.col, Q.data
-    out_rate = np.bincount(row, weights=val, minlength=Q.shape[0])
-    at_l = (row >= a) & (row < b)                  # level L's rows, densely: the blocks
-    level = np.zeros((b - a, e - lo))
-    np.add.at(level, (row[at_l] - a, col[at_l] - lo), val[at_l])
-    A0 = level[:, b - lo:]
-    A1 = level[:, a - lo:b - lo] - np.diag(out_rate[a:b])
-    A2 = level[:, :a - lo]
+    return solve_planned(plan_qbd(Q.row, Q.col, starts, first), Q.data)
+
+
+def solve_planned(plan: QBDPlan, rates: np.ndarray) -> QBDSolution | None:
+    """:func:`solve_qbd` of the chain planned as ``plan`` with the transitions' ``rates`` (in
+    the order given to :func:`plan_qbd`), or ``None`` if it is not positive recurrent.
+
+    The boundary equations ``pi Q = 0`` on levels ``0..L`` take level ``L + 1``'s inflow as
+    ``pi_L R A2`` and the normalisation ``sum_{n<L} pi_n 1 + pi_L (I-R)^{-1} 1 = 1``
+    (Latouche and Ramaswami 1999, Sec. 6.4); they are solved by linear level reduction (Gaver,
+    Jacobs and Latouche 1984): from ``S_L = A1 + R A2`` down, ``S_n = Q_{n,n} + Q_{n,n+1}
+    (-S_{n+1})^{-1} Q_{n+1,n}`` (the generator of the chain watched on levels ``0..n`` only
+    has level ``n``'s block ``S_n``), ``pi_0 S_0 = 0``, then ``pi_{n+1} = pi_n Q_{n,n+1}
+    (-S_{n+1})^{-1}``: one dense solve of a level's size a level, where a sparse LU of the
+    whole boundary cost the most of a 16-core tier's solve."""
+    L, starts = plan.first, plan.starts
+    rates = np.asarray(rates, dtype=float)[plan.rows]
+    b = int(starts[L + 1])
+    flat = np.bincount(plan.cells, weights=rates, minlength=plan.size)
+    flat[plan.diagonal] -= np.bincount(plan.src, weights=rates, minlength=b)
+    d = np.diff(starts)
+
+    def block(offset: np.ndarray, n: int, rows: int, cols: int) -> np.ndarray:
+        return flat[offset[n]:offset[n] + rows * cols].reshape(rows, cols)
+
+    w = int(d[L])
+    A0, A1, A2 = block(plan.up, L, w, w), block(plan.local, L, w, w), block(plan.down, L, w, w)
     up, down = drift(A0, A1, A2)
     if not up < down * (1.0 - 1e-12):
         return None
     R = rate_matrix(A0, A1, A2)
-    d = b - a
-    tail = np.linalg.inv(np.eye(d) - R)
-    norm = np.ones(b)
-    norm[a:b] = tail.sum(axis=1)
-    # pi Q = 0 on levels 0..L (level L + 1's inflow as pi_L R A2) as M x = 0, M = Q^T:
-    # entries (col, row) of the boundary's transitions, minus the total rates on the
-    # diagonal, R A2 on level L's block; one balance equation (redundant) replaced by the
-    # normalisation: pinning one state's probability instead is ill-conditioned when that
-    # state is rare (a 16-core per-job tier's most active state at 1e-20: the boundary solve
-    # lost every digit). The equation dropped is the one with the largest diagonal.
-    inside = (row < b) & (col < b)
-    RA2 = R @ A2
-    diag = -out_rate[:b]
-    diag[a:b] += np.diag(RA2)
-    loops = inside & (row == col)
-    diag += np.bincount(row[loops], weights=val[loops], minlength=b)
-    drop = int(np.argmax(np.abs(diag)))
-    ra_r, ra_c = np.nonzero(RA2)
-    eq = np.concatenate((col[inside], np.arange(b), ra_c + a))     # M's rows: equations
-    var = np.concatenate((row[inside], np.arange(b), ra_r + a))    # M's columns: states
-    coef = np.concatenate((val[inside], -out_rate[:b], RA2[ra_r, ra_c]))
-    keep = eq != drop
-    A = sparse.csc_matrix((np.concatenate((coef[keep], norm)),
-                           (np.concatenate((eq[keep], np.full(b, drop))),
-                            np.concatenate((var[keep], np.arange(b))))), shape=(b, b))
-    rhs = np.zeros(b)
-    rhs[drop] = 1.0
-    pi = splinalg.spsolve(A, rhs)
+    tail = _solve(np.eye(w) - R, np.eye(w))
+    S = A1 + R @ A2
+    X: list[np.ndarray] = [np.empty((0, 0))] * (L + 1)     # X[n + 1] = Q_{n,n+1} (-S_{n+1})^-1
+    for n in range(L - 1, -1, -1):
+        Qup = block(plan.up, n, int(d[n]), int(d[n + 1]))
+        X[n + 1] = _solve(-S.T, Qup.T).T
+        S = block(plan.local, n, int(d[n]), int(d[n])) + X[n + 1] @ block(
+            plan.down, n + 1, int(d[n + 1]), int(d[n]))
+    pi = np.empty(b)
+    pi[:starts[1]] = _phase_stationary(S)
+    for n in range(L):
+        pi[starts[n + 1]:starts[n + 2]] = pi[starts[n]:starts[n + 1]] @ X[n + 1]
     pi = np.maximum(pi, 0.0)
+    norm = np.ones(b)
+    norm[starts[L]:b] = tail.sum(axis=1)
     pi /= pi @ norm
     return QBDSolution(pi=pi, R=R, tail=tail, starts=np.asarray(starts[:L + 2]),
                        first_repeating=L)

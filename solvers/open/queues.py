@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import sparse
@@ -35,7 +36,7 @@ from solvers.decomposition.stations import (
     _speed_scaled,
 )
 from solvers.open.product_form import erlang_c
-from solvers.open.qbd import QBDSolution, solve_qbd
+from solvers.open.qbd import QBDSolution, plan_qbd, solve_qbd
 from solvers.processes import MAP
 
 __all__ = ["TierQueue", "mm_c", "m_map_c", "map_m_c"]
@@ -85,20 +86,26 @@ def mm_c(arrival_rate: float, mean_service: float, cores: int) -> TierQueue:
     return TierQueue(rho, w, lam * (w + s), "erlang-c", 0, True)
 
 
-def _from_transitions(src: np.ndarray, dst: np.ndarray, rate: np.ndarray, up: np.ndarray,
-                      lam: float, n_states: int) -> sparse.csr_matrix:
-    r = np.where(up, rate * lam, rate)
-    return sparse.csr_matrix((r, (src, dst)), shape=(n_states, n_states))
-
-
-def _per_job_pattern(proc: MAP, cores: int) -> tuple[np.ndarray, ...]:
+def _per_job_pattern(proc: MAP, cores: int) -> tuple[Any, ...]:
     key = (cores, proc.D0.tobytes(), proc.D1.tobytes())
     held = _PATTERNS.get(key)
     if held is None:
         src, dst, rate, up, _ = _per_job_states(cores + 2, proc, cores)
         sizes = [_level_states(proc, min(n, cores)) for n in range(cores + 3)]
         starts = np.concatenate(([0], np.cumsum(sizes)))
-        held = _PATTERNS.put(key, (src, dst, rate, up, starts))
+        held = _PATTERNS.put(key, (src, dst, rate, up, starts,
+                                   plan_qbd(src, dst, starts, cores + 1)))
+    return held
+
+
+def _speed_scaled_pattern(proc: MAP, cores: int) -> tuple[Any, ...]:
+    key = ("speed-scaled", cores, proc.D0.tobytes(), proc.D1.tobytes())
+    held = _PATTERNS.get(key)
+    if held is None:
+        tr = _speed_scaled(cores + 2, proc, cores)
+        starts = np.arange(cores + 4) * proc.order
+        held = _PATTERNS.put(key, (tr.src, tr.dst, tr.rate, tr.up, starts,
+                                   plan_qbd(tr.src, tr.dst, starts, cores)))
     return held
 
 
@@ -107,23 +114,22 @@ def m_map_c_chain(lam: float, process: MAP, cores: int, per_job_max_cores: int
     """The M/MAP/c queue's chain (:func:`m_map_c`, ``lam > 0``) solved: the QBD's solution
     (``None`` when not stable), its transitions ``(src, dst, rate, up)`` (``up``: an arrival,
     its rate a factor of ``lam``), the levels' first states and the first repeating level.
-    The last few solves are held by process, cores and rate: the departure process of the
-    tier (:func:`solvers.open.fixed_population.departure_process`) reads the chain the
-    tier's queue was just solved on."""
+    The chain's pattern and its :class:`solvers.open.qbd.QBDPlan` are held by process and
+    cores (they do not depend on the rate), the last few solves by rate too: the departure
+    process of the tier (:func:`solvers.open.fixed_population.departure_process`) reads the
+    chain the tier's queue was just solved on."""
     key = (cores, per_job_max_cores, float(lam), process.D0.tobytes(), process.D1.tobytes())
     held = _CHAINS.get(key)
     if held is not None:
         return held
     if 1 < cores <= per_job_max_cores:
-        src, dst, rate, up, starts = _per_job_pattern(process, cores)
+        src, dst, rate, up, starts, plan = _per_job_pattern(process, cores)
         first = cores + 1
     else:
-        tr = _speed_scaled(cores + 2, process, cores)
-        src, dst, rate, up = tr.src, tr.dst, tr.rate, tr.up
-        starts = np.arange(cores + 4) * process.order
+        src, dst, rate, up, starts, plan = _speed_scaled_pattern(process, cores)
         first = cores
-    Q = _from_transitions(src, dst, rate, up, lam, int(starts[-1]))
-    return _CHAINS.put(key, (solve_qbd(Q, starts, first), (src, dst, rate, up), starts, first))
+    sol = solve_qbd(None, starts, first, plan=plan, rates=np.where(up, rate * lam, rate))
+    return _CHAINS.put(key, (sol, (src, dst, rate, up), starts, first))
 
 
 def m_map_c(arrival_rate: float, process: MAP, cores: int, *,

@@ -17,6 +17,19 @@ the answer and one through points on either side of it far below. 4 tiers with t
 (capacity 2,067), cold with the users at 40% of capacity solved: probes 2,737 (half MVA's
 capacity), 1,696, 1,978, 2,089, 2,037 by lines; 1,819 (projected), 2,081, 2,068 by the power
 law (docs/benchmarks.md, "A capacity search").
+
+**In the rate, for large populations.** Where the open route answers (thousands of users: the
+fixed-population mean, :mod:`solvers.open.fixed_population`), a population's answer is the
+open network's at the rate ``lambda`` whose mean population ``lambda (Z + R(lambda))`` is
+``N``, and that population rises strictly with the rate: the capacity is a root in the rate,
+where every probe is one open solve held for every later population's search.
+:func:`rate_bracket` brackets it between two solved rates close enough for the populations in
+between to be read off them (no solve): aimed by a cheaper curve of the same network scaled
+through the last probe (the open network without the waves behind a bursty tier: its excess
+plus one, times the ratio the probe gives), each probe put where it closes the bracket to its
+width whichever way it falls (as :func:`_closing_window` does for populations). 4 tiers, 2
+bursty, cold, SLAs of 0.3-2 s: 2-3 open solves, a rough one (fewer departure phases) and 5-6
+of the cheaper curve, against 5-10 open solves through populations (and MVA's capacity).
 """
 
 from __future__ import annotations
@@ -24,7 +37,7 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-__all__ = ["capacity_search", "projected_start"]
+__all__ = ["capacity_search", "projected_start", "rate_bracket"]
 
 #: the exponent ``p`` of ``excess(n) - floor = a n^p`` when one point is all there is: the
 #: largest local exponent between 40% and 100% of capacity on the networks of the module notes
@@ -268,3 +281,170 @@ def projected_start(known: dict[int, float], floor: float, ceiling: int) -> int:
 def _half_tolerance(n: float, rel_tol: float) -> float:
     """How far past an estimate ``n`` the search aims: half the tolerance there."""
     return max(1.0, rel_tol * n) / 2
+
+
+def rate_bracket(excess: Callable[[float], float], *, sat: float, floor: float, span: float,
+                 cheap: Callable[[float], float] | None = None,
+                 rough: Callable[[float], float] | None = None,
+                 known: dict[float, float] | None = None,
+                 max_probes: int = 24) -> tuple[float, float] | None:
+    """Two solved rates ``lo < hi`` with ``excess(lo) <= 0 < excess(hi)`` and ``hi - lo <=
+    span * lo`` (module notes), for an ``excess`` increasing on ``[0, sat)`` from ``floor``
+    (its value at rate 0, no queueing) to ``inf`` (where the network does not solve or is
+    unstable); ``None`` when ``floor > 0`` or after ``max_probes`` probes.
+
+    ``known``: rates already solved (``rate -> excess``). ``cheap``: the excess of a cheaper
+    model of the same network, of about the same shape: each aim is where ``cheap + 1``
+    times the ratio ``(excess + 1) / (cheap + 1)`` at the latest probe reaches 1
+    (:func:`_cheap_root`), the first where ``cheap`` reaches 0 -- or, with ``rough`` (a
+    model between the two, cheaper than ``excess``), where the ratio of ``rough`` at that
+    rate puts it, and the first probe there, not a third past. Without ``cheap``, the line in
+    ``1 / (sat - rate)`` through the two nearest probes (a response time grows as ``1 / (sat
+    - lambda)``: Kleinrock 1975, Sec. 3.2). The probe goes a third of the width past the aim
+    towards the side not yet found, held inside where it closes the bracket either way; a
+    bisection where two probes running did not halve it (Brent 1973)."""
+    if not floor < 0 or not sat > 0:
+        return None
+    pts = {0.0: float(floor)}
+    pts.update({float(r): float(v) for r, v in (known or {}).items() if 0.0 < r < sat})
+    cheap_pts: dict[float, float] = {0.0: float(floor)}
+
+    def cheap_at(rate: float) -> float:
+        if rate not in cheap_pts:
+            cheap_pts[rate] = cheap(rate) if cheap is not None else math.inf
+        return cheap_pts[rate]
+
+    slow, last_width, first, last = 0, math.inf, None, None
+    for _ in range(max_probes + 1):
+        lo = max(r for r, v in pts.items() if v <= 0)
+        hi = min((r for r, v in pts.items() if v > 0), default=None)
+        if hi is not None and hi - lo <= span * lo:
+            return lo, hi
+        if len(pts) > max_probes:
+            return None
+        top = sat if hi is None else hi
+        aim = None
+        if cheap is not None:
+            near = [r for r in pts if r > 0 and math.isfinite(pts[r])]
+            target: float | None = 0.0
+            if near:                            # the ratio at the latest probe
+                ref = last if last in near else min(near, key=lambda r: min(abs(r - lo),
+                                                                             abs(r - top)))
+                base = cheap_at(ref)           # cheap + 1 scaled by the ratio at ref
+                target = (1.0 + base) / (1.0 + pts[ref]) - 1.0 \
+                    if math.isfinite(base) and pts[ref] > -1.0 else None
+            if target is not None:
+                aim = _cheap_root(cheap_at, cheap_pts, target, sat, lo, top)
+            if not near and rough is not None and aim is not None:
+                scaled = rough(aim)
+                base = cheap_at(aim)
+                if math.isfinite(scaled) and scaled > -1.0 and math.isfinite(base):
+                    aim = _cheap_root(cheap_at, cheap_pts, (1.0 + base) / (1.0 + scaled) - 1.0,
+                                      sat, lo, top)
+                    if aim is not None:
+                        first = aim
+        if aim is None or not lo < aim < top:
+            aim = _u_line_root(pts, sat, lo, hi)
+        width = span * (aim if aim is not None else 0.5 * (lo + top))
+        if aim is None or not lo < aim < top or slow >= 2:
+            probe = 0.5 * (lo + top)
+        elif aim == first:                      # the rough ratio's aim: at it
+            probe = aim
+        elif hi is None or lo == 0.0:           # one side not found: go a third past the aim
+            probe = aim + width / 3 if hi is None else aim - width / 3
+            if hi is None and 0 < lo and aim - lo <= span * lo:
+                probe = min(probe, lo + span * lo)
+            if hi is not None and hi - aim <= span * aim:
+                probe = max(probe, hi - span * aim)
+        else:
+            near_lo, near_hi = aim - lo <= span * lo, hi - aim <= span * aim
+            if near_lo and near_hi:             # closes it whichever way it falls
+                probe = min(max(aim, hi - span * lo), lo + span * lo)
+            elif near_lo:
+                probe = min(aim + width / 3, lo + span * lo)
+            elif near_hi:
+                probe = max(aim - width / 3, hi - span * aim)
+            else:
+                probe = aim
+        probe = min(max(probe, lo + 1e-9 * top), top * (1.0 - 1e-12) if hi is None
+                    else hi - 1e-9 * top)
+        if probe in pts:
+            probe = 0.5 * (lo + top)
+        pts[probe] = excess(probe)
+        last = probe
+        new_lo = max(r for r, v in pts.items() if v <= 0)
+        new_hi = min((r for r, v in pts.items() if v > 0), default=sat)
+        width_now = new_hi - new_lo
+        slow = slow + 1 if width_now > 0.5 * last_width else 0
+        last_width = width_now
+    return None
+
+
+def _u_line_root(pts: dict[float, float], sat: float, lo: float,
+                 hi: float | None) -> float | None:
+    """Where the line in ``u = 1 / (sat - rate)`` through the bracket's ends (or the two
+    highest probes below it) crosses zero."""
+    if hi is not None and math.isfinite(pts[hi]):
+        pair = [lo, hi]
+    else:
+        pair = sorted(r for r, v in pts.items() if math.isfinite(v) and r <= lo)[-2:]
+    if len(pair) < 2:
+        return None
+    return _u_root(pair[0], pts[pair[0]], pair[1], pts[pair[1]], 0.0, sat)
+
+
+def _u_root(r1: float, v1: float, r2: float, v2: float, target: float,
+            sat: float) -> float | None:
+    """Where the line in ``u = 1 / (sat - rate)`` through ``(r1, v1)`` and ``(r2, v2)``
+    reaches ``target``; ``None`` when it does not rise or reaches it beyond ``sat``."""
+    u1, u2 = 1.0 / (sat - r1), 1.0 / (sat - r2)
+    if not (v2 - v1) * (u2 - u1) > 0:
+        return None
+    u = u1 + (target - v1) * (u2 - u1) / (v2 - v1)
+    return sat - 1.0 / u if u > 0 else None
+
+
+def _cheap_root(cheap_at: Callable[[float], float], cheap_pts: dict[float, float],
+                target: float, sat: float, lo: float, top: float,
+                rel: float = 4e-3, max_solves: int = 8) -> float | None:
+    """Where the cheaper curve reaches ``target`` inside ``(lo, top)``, to ``rel`` of ``top``
+    (a tenth of the first probe's room at the default span), or a point missing it by less
+    than half that times the slope through its neighbours: lines in ``1 / (sat - rate)``
+    through its two points nearest around it, the first from 0.7 of ``sat``, a step within
+    ``rel top`` of an end taken to ``rel top`` past it (the bracket then closes from either
+    side), bisection as the safeguard. ``None`` when it does not reach it there."""
+    step = rel * top
+    for _ in range(max_solves + 1):
+        below = [r for r, v in cheap_pts.items() if v <= target and r < top]
+        above = [r for r, v in cheap_pts.items() if v > target and r > lo]
+        a = max(below, default=lo)
+        b = min(above, default=None)
+        if b is not None and b - a <= step:
+            return 0.5 * (a + b)
+        if len(cheap_pts) > max_solves + 1:
+            break
+        va = cheap_pts.get(a)
+        if va is None or not math.isfinite(va):
+            return None
+        if b is not None and math.isfinite(cheap_pts[b]):
+            slope = (cheap_pts[b] - va) / (b - a)      # a point whose miss is worth less
+            near = min((a, b), key=lambda r: abs(cheap_pts[r] - target))   # than half
+            if slope > 0 and abs(cheap_pts[near] - target) <= 0.5 * step * slope:
+                return near                             # the tolerance in the rate
+            cand = _u_root(a, va, b, cheap_pts[b], target, sat)
+        else:
+            pair = sorted(r for r, v in cheap_pts.items() if math.isfinite(v) and r <= a)[-2:]
+            cand = _u_root(pair[0], cheap_pts[pair[0]], pair[1], cheap_pts[pair[1]], target,
+                           sat) if len(pair) == 2 else None
+        right = top if b is None else b
+        if len(cheap_pts) == 1 and a < 0.7 * sat < right:
+            cand = 0.7 * sat
+        elif cand is None or not a < cand < right:
+            cand = 0.5 * (a + right)
+        elif cand - a < step:
+            cand = min(a + step, 0.5 * (a + right))
+        elif right - cand < step:
+            cand = max(right - step, 0.5 * (a + right))
+        cheap_at(cand)
+    below = [r for r, v in cheap_pts.items() if v <= target and r < top]
+    return max(below, default=None) if below else None
