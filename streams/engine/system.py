@@ -325,7 +325,8 @@ class SystemState(Admission):
         model = build_model(models, classes, mix, think, cfg, visits=vis)
         if cfg.bursty_scv in ("response", "response_idc"):
             model = calibrate_model(model, models, self.calibrations,
-                                    "idc" if cfg.bursty_scv == "response_idc" else "scv")
+                                    "idc" if cfg.bursty_scv == "response_idc" else "scv",
+                                    open_workload=self.workload()[0] == "open")
         model = general_model(model, models)
         cycle = float(np.sum(model.D)) + think
         if not (cycle > 0 and math.isfinite(1.0 / cycle)):

@@ -27,7 +27,7 @@ from solvers.open import OpenTiersResult, solve_open_tiers, tiers_capacity
 from streams.predict.model import Point, SystemModel
 
 __all__ = ["RATE_TOLERANCE", "RateCapacity", "RateSolves", "mix_mean", "open_point",
-           "rate_capacity"]
+           "rate_capacity", "tier_residence"]
 
 #: relative resolution of the capacity in requests per second (of the saturation rate)
 RATE_TOLERANCE = 1e-4
@@ -52,6 +52,14 @@ def solve_at(model: SystemModel, rate: float) -> OpenTiersResult:
         return res
     return dataclasses.replace(res, response_time=res.response_time + model.delay_c,
                                residence_time=res.residence_time + model.delays)
+
+
+def tier_residence(model: SystemModel, m: int, rate: float) -> float:
+    """Tier ``m``'s residence time per request at total rate ``rate``, over the model's mix
+    (``sum_c p_c R_{m,c}``, the measured counterpart of
+    :func:`streams.predict.calibration.measured_residence`); ``inf`` where the tier is
+    saturated."""
+    return float(mix_mean(solve_at(model, rate).residence_time[m], model.mix))
 
 
 def mix_mean(values: np.ndarray, mix: np.ndarray) -> np.ndarray | float:
