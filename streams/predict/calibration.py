@@ -386,7 +386,7 @@ def operating_point(tier: TierModel, model: SystemModel, m: int,
     intervals and weights (:attr:`~streams.core.tier.TierModel.response_users`, rounded), or
     on an open workload the total request rate, the tier's completion rate over them
     (:attr:`~streams.core.tier.TierModel.response_rate`) over its visits per request
-    ``sum_c p_c V_{m,c}`` (the forced flow law, Denning and Buzen 1978). ``None`` when
+    ``sum_c p_c V_{m,c}`` (the forced flow law, Lazowska et al. 1984). ``None`` when
     unknown (no users, or no rate, reported with the response times)."""
     if open_workload:
         V = model.visits[m] if model.visits is not None else np.ones(len(model.classes))
@@ -408,11 +408,12 @@ def calibrate_model(model: SystemModel, tiers: list[TierModel],
     ``vary``: ``"scv"`` (:func:`calibrate_scv`) or ``"idc"`` (:func:`calibrate_idc`);
     ``open_workload``: the model is solved open (:mod:`streams.predict.open_model`), so the
     trials are too, at the request rate the response times were measured at
-    (:func:`operating_point`). An open workload's ``I`` is read from at most an hour of
-    windows and its point estimate alone sets the model's burstiness: on the end-to-end
-    open ramp (case (b), bursty database) twenty minutes read ``I`` 156-340 around a true
-    202 and the flat part's predicted response time 3-7% high on the estimate alone; the
-    response times measured at the tier pin it within its interval, as on a closed one."""
+    (:func:`operating_point`). Without it ``I``'s point estimate alone sets an open model's
+    burstiness, and twenty minutes of 5-s windows read it widely: on docs/accuracy.md
+    section 19's open ramp (bursty 8-core database, true ``I`` 202) 156-340, the flat
+    part's predicted response time 3-7% above the long-run one on seeds 1-3 from ``I``
+    alone; the response times measured at the tier pin it within its interval, as on a
+    closed workload."""
     if model.processes is None:
         return model
     for m, tier in enumerate(tiers):
