@@ -65,7 +65,7 @@ from streams.predict.model import SystemModel
 from streams.predict.open_model import tier_residence
 
 __all__ = ["Calibration", "OpenRate", "calibrate_idc", "calibrate_scv", "calibrate_model",
-           "measured_residence"]
+           "measured_residence", "operating_point"]
 
 #: most fits (each with one solve at the measured population) per tier
 STEPS = 10
@@ -158,7 +158,8 @@ def _residence(model: SystemModel, m: int, process: MAP, users: Operating) -> fl
 
 
 def calibrate_scv(model: SystemModel, m: int, inputs: tuple[float, float, float],
-                  users: Operating, measured: float, last: Calibration | None = None) -> Calibration:
+                  users: Operating, measured: float,
+                  last: Calibration | None = None) -> Calibration:
     """The MAP(2) of tier ``m`` fitted to ``inputs`` (mean, ``I``, p95) whose SCV makes the
     model's residence time at the tier at ``users`` equal ``measured`` (module docstring).
     ``model`` must have processes (the MAP network), ``users >= 1`` (or an :class:`OpenRate`
