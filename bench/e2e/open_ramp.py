@@ -3,6 +3,7 @@ ramps past capacity, through the whole embedded pipeline.
 
     python -m bench.e2e.open_ramp                  # seeds 1-3, exponential tiers
     python -m bench.e2e.open_ramp --bursty         # the bursty 8-core database (I ~ 200)
+    python -m bench.e2e.open_ramp --bursty --flat-noise   # the flat part's own noise
 
 The system is case (b) of bench/accuracy/multicore.py made open (web 4 cores 8 ms, app 4 cores
 10 ms, db 8 cores 16 ms with classes x0.75 / x2 there; browse 80%, buy 20%; SLA 0.1 s), fed by
@@ -14,10 +15,15 @@ mean stays within the SLA, of the open model on the true parameters (``--capacit
 docs/accuracy.md's open-model table puts that model within 5% of the simulated one).
 
 Read: the pipeline's predicted mean response time over minutes 10-20 (the flat part, its
-estimates settled) against the measured one over the same minutes; the measured breach (the
+estimates settled) against the measured one over the same minutes (± the 95% interval of ten
+1-minute batch means: the simulation's own noise over those minutes); the measured breach (the
 first minute whose worst class's mean, summed over the tiers, exceeds the SLA:
 :func:`bench.e2e.multicore.measured_breach`); the first ``predicted_breach`` firing and its lead
 (>= 5 minutes wanted, never more than 30).
+
+``--flat-noise``: how far ten minutes' measured mean strays from the long-run one at the flat
+rate (:func:`flat_noise`: 4 x 6,000 s of the flat rate cut into 10-minute means), beside the
+open model on the true parameters.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ import time
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
 from bench.accuracy.alert_shapes import CLASSES, MIX, SLA_S, START, WINDOW_S
 from bench.accuracy.multicore import systems
@@ -62,6 +69,11 @@ def model_capacity(bursty: bool) -> float:
     return lo
 
 
+def rate_at(t: float, cap: float) -> float:
+    """The schedule's request rate ``t`` s after START."""
+    return cap * (LOW + (TOP - LOW) * min(max(t - HOLD_S, 0.0), RAMP_S) / RAMP_S)
+
+
 def ramp_records(cap: float, seed: int, bursty: bool) -> list[dict[str, Any]]:
     net = PhysicalNetwork(tiers(bursty), CLASSES, MIX, 0.0, 0, arrivals=OpenArrivals(
         [(0.0, LOW * cap), (HOLD_S, LOW * cap), (HOLD_S + RAMP_S, TOP * cap)]))
@@ -69,14 +81,18 @@ def ramp_records(cap: float, seed: int, bursty: bool) -> list[dict[str, Any]]:
                             seed=seed + 500)
 
 
-def run(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def run(records: list[dict[str, Any]], alert_window_s: float | None = None
+        ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The pipeline over ``records``: its predictions and alert events. ``alert_window_s``:
+    the window the SLA is read on (``None``: the configuration's default)."""
     preds: list[dict[str, Any]] = []
 
     def watch(outputs: Any, _pipeline: Any) -> None:
         preds.extend(p for p in outputs.predictions if p.get("model"))
 
+    window = {} if alert_window_s is None else {"alert_window_s": alert_window_s}
     cfg = Config(systems={"shop": SystemConfig(tiers=("web", "app", "db"),
-                                               sla_s={"*": SLA_S})})
+                                               sla_s={"*": SLA_S}, **window)})
     with tempfile.TemporaryDirectory() as d:
         summary = run_embedded(records, cfg, d, on_outputs=watch)
     return preds, list(summary.alert_events)
@@ -102,27 +118,72 @@ def measured_mean(records: list[dict[str, Any]], t0: float, t1: float) -> float:
     return float(done @ R / done.sum())
 
 
+def batch_interval(records: list[dict[str, Any]], t0: float, t1: float,
+                   batch: float = 60.0) -> float:
+    """The 95% half-width of :func:`measured_mean` over ``(t0, t1]`` from its ``batch``-s
+    batch means (Student t; batches of a minute hold thousands of requests and the
+    database's bursts last seconds, so the batch means are nearly independent)."""
+    means = [measured_mean(records, t, t + batch) for t in np.arange(t0, t1, batch)]
+    k = len(means)
+    return float(stats.t.ppf(0.975, k - 1) * np.std(means, ddof=1) / math.sqrt(k))
+
+
+def flat_noise(cap: float, bursty: bool, runs: int = 4, duration: float = 6000.0,
+               chunk: float = 600.0) -> dict[str, float]:
+    """The flat rate held for ``runs`` x ``duration`` s: the long-run measured mean, the
+    spread (SD) of its ``chunk``-s means -- what one flat part's ten minutes read -- and the
+    open model on the true parameters at that rate."""
+    s = systems()["b"]
+    rate = LOW * cap
+    means = []
+    for i in range(runs):
+        net = PhysicalNetwork(tiers(bursty), CLASSES, MIX, 0.0, 0, arrivals=OpenArrivals(rate))
+        recs = monitor_physical(net, duration, WINDOW_S, system="shop", start_time=START,
+                                seed=9000 + i)
+        means += [measured_mean(recs, t, t + chunk) for t in np.arange(0.0, duration, chunk)]
+    procs = [t.process for t in s.tiers] if bursty else None
+    model = solve_open_tiers(rate * np.array(s.mix), s.D_mc, s.cores, processes=procs)
+    v = np.array(means)
+    return {"rate": rate, "mean": float(v.mean()), "sd": float(v.std(ddof=1)),
+            "half_width": float(1.96 * v.std(ddof=1) / math.sqrt(v.size)), "chunks": v.size,
+            "model": float(model.response_time @ np.array(s.mix))}
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", default="1-3")
     ap.add_argument("--bursty", action="store_true")
     ap.add_argument("--capacity", type=float, default=None)
+    ap.add_argument("--alert-window", type=float, default=None,
+                    help="alert_window_s (default: the configuration's); 60 reads the SLA "
+                         "on the 1-minute mean the measured breach is judged on")
+    ap.add_argument("--flat-noise", action="store_true",
+                    help="the flat rate's long-run mean and the spread of its 10-min means")
     args = ap.parse_args(argv)
     cap = args.capacity if args.capacity is not None else model_capacity(args.bursty)
+    if args.flat_noise:
+        f = flat_noise(cap, args.bursty)
+        print(f"flat {f['rate']:.1f}/s: long-run R {1000 * f['mean']:.2f} ± "
+              f"{1000 * f['half_width']:.2f} ms; {f['chunks']:.0f} 10-min means, SD "
+              f"{100 * f['sd'] / f['mean']:.1f}% (95% of them within ± "
+              f"{196 * f['sd'] / f['mean']:.1f}%); open model, true parameters "
+              f"{1000 * f['model']:.2f} ms ({100 * (f['model'] / f['mean'] - 1):+.1f}%)")
+        return
     print(f"capacity {cap:.1f}/s; flat {LOW * cap:.1f}/s for {HOLD_S / 60:.0f} min, ramp to "
           f"{TOP * cap:.1f}/s over {RAMP_S / 60:.0f} min; db "
           f"{'bursty' if args.bursty else 'exponential'}", file=sys.stderr)
-    print("| seed | R flat: predicted | measured | error | capacity_rate_per_s (min 19) | "
-          "measured breach (min) | first alert (min) | lead (min) | CPU s |")
+    print("| seed | R flat: predicted | measured (95%) | error | capacity_rate_per_s (min 19) | "
+          "measured breach (min; rate / capacity) | first alert (min) | lead (min) | CPU s |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for seed in seed_range(args.seeds):
         t0 = time.process_time()
         recs = ramp_records(cap, seed, args.bursty)
-        preds, events = run(recs)
+        preds, events = run(recs, args.alert_window)
         cpu = time.process_time() - t0
         flat = [p for p in preds if 600.0 < p["time"] - START <= HOLD_S]
         r_pred = float(np.mean([p["response_time"] for p in flat]))
         r_meas = measured_mean(recs, 600.0, HOLD_S)
+        r_hw = batch_interval(recs, 600.0, HOLD_S)
         cap_19 = next((p.get("capacity_rate_per_s") for p in reversed(flat)), None)
         breach = measured_breach(recs, SLA_S)
         fired = sorted(a["time"] - START for a in events
@@ -131,9 +192,10 @@ def main(argv: list[str] | None = None) -> None:
 
         def minutes(v: float | None) -> str:
             return "-" if v is None or not math.isfinite(v) else f"{v / 60:.1f}"
-        print(f"| {seed} | {1000 * r_pred:.1f} ms | {1000 * r_meas:.1f} ms | "
+        print(f"| {seed} | {1000 * r_pred:.1f} ms | {1000 * r_meas:.1f} ± {1000 * r_hw:.1f} ms | "
               f"{100 * (r_pred - r_meas) / r_meas:+.1f}% | "
-              f"{cap_19 if cap_19 is None else round(cap_19, 1)} | {minutes(breach)} | "
+              f"{cap_19 if cap_19 is None else round(cap_19, 1)} | {minutes(breach)}"
+              f"{'' if breach is None else f' ({rate_at(breach, cap) / cap:.2f})'} | "
               f"{minutes(fired[0] if fired else None)} | {minutes(lead)} | {cpu:.0f} |",
               flush=True)
 

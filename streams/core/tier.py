@@ -405,6 +405,10 @@ class TierModel:
     #: the mean number of users over the same intervals and weights as ``class_response``
     #: (``None``: no users reported)
     response_users: float | None = None
+    #: the tier's completions per second over the same intervals and weights as
+    #: ``class_response``: the request rate those response times were measured at (an open
+    #: workload's operating point; ``None``: too few completions with response times)
+    response_rate: float | None = None
     #: the confidence interval of ``idc`` (``None``: unbounded or unknown) and Mi et al. (2008)
     #: Fig. 2's reading on the same history (the reference)
     idc_lower: float | None = None
@@ -559,6 +563,8 @@ class TierState:
         # [sum users n, sum n] with the same decay and weights: the population those response
         # times were measured at (streams.predict.calibration pairs the two)
         self.response_users: list[float] = [0.0, 0.0]
+        # [sum rate n, sum n] likewise: the tier's completion rate they were measured at
+        self.response_rate: list[float] = [0.0, 0.0]
         # the per-class response-time split's decayed sums (estimators.class_split)
         self.split_sums = SplitSums()
         self.load_flag: str | None = None           # load_dependence at the last I estimate
@@ -823,6 +829,8 @@ class TierState:
                             if n >= RESPONSE_MIN_COMPLETIONS},
             response_users=self.response_users[0] / self.response_users[1]
             if self.response_users[1] >= RESPONSE_MIN_COMPLETIONS else None,
+            response_rate=self.response_rate[0] / self.response_rate[1]
+            if self.response_rate[1] >= RESPONSE_MIN_COMPLETIONS else None,
             demand_cov=np.array(k.P, dtype=float) if k else None,
             cores_assumed=self.cores_assumed,
             split=split.demands if split is not None else {},
@@ -865,7 +873,7 @@ class TierState:
     def take_interval(self) -> Interval:
         """The sums since the last solve; starts a new interval."""
         done, self.interval = self.interval, Interval()
-        for acc in (*self.response.values(), self.response_users):
+        for acc in (*self.response.values(), self.response_users, self.response_rate):
             acc[0] *= RESPONSE_DECAY
             acc[1] *= RESPONSE_DECAY
         self.split_sums.decay(SPLIT_DECAY)
@@ -874,6 +882,9 @@ class TierState:
         if done.users is not None and with_rt > 0:
             self.response_users[0] += done.users * with_rt
             self.response_users[1] += with_rt
+        if done.seconds > 0 and with_rt > 0:
+            self.response_rate[0] += sum(done.completions) / done.seconds * with_rt
+            self.response_rate[1] += with_rt
         for c, weighted, n in zip(done.classes, done.rt_weighted, done.rt_completions):
             if n > 0:
                 acc = self.response.setdefault(c, [0.0, 0.0])
@@ -897,7 +908,7 @@ class TierState:
             "model": self.model, "idc_seq": self.idc_seq, "regression": self.regression,
             "reg_seq": self.reg_seq, "separability": self.separability,
             "selection": self._selection(), "response": self.response,
-            "response_users": self.response_users,
+            "response_users": self.response_users, "response_rate": self.response_rate,
             "split_sums": self.split_sums.to_dict(), "load_flag": self.load_flag,
             "cores_assumed": self.cores_assumed,
             **({"latency_sums": self.latency_sums.to_dict()}
@@ -942,6 +953,7 @@ class TierState:
         state.response = {c: [float(a), float(b)] for c, (a, b) in
                           data.get("response", {}).items()}   # absent in older states
         state.response_users = [float(v) for v in data.get("response_users", (0.0, 0.0))]
+        state.response_rate = [float(v) for v in data.get("response_rate", (0.0, 0.0))]
         state.split_sums = SplitSums.from_dict(data.get("split_sums"))  # absent in older states
         state.latency_sums = LatencySums.from_dict(data.get("latency_sums"))
         state.load_flag = data.get("load_flag")

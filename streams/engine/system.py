@@ -325,7 +325,8 @@ class SystemState(Admission):
         model = build_model(models, classes, mix, think, cfg, visits=vis)
         if cfg.bursty_scv in ("response", "response_idc"):
             model = calibrate_model(model, models, self.calibrations,
-                                    "idc" if cfg.bursty_scv == "response_idc" else "scv")
+                                    "idc" if cfg.bursty_scv == "response_idc" else "scv",
+                                    open_workload=self.workload()[0] == "open")
         model = general_model(model, models)
         cycle = float(np.sum(model.D)) + think
         if not (cycle > 0 and math.isfinite(1.0 / cycle)):
@@ -400,6 +401,8 @@ class SystemState(Admission):
                          f"{cap.saturation:.4g}/s (capacity exceeded then; forecast response "
                          f"times null)")
         ttb = open_whatif.rate_time_to_breach(cap.capacity, X, slope)
+        alert_ttb, basis, factors = self._open_alert(model, cap.capacity, X, slope, ttb,
+                                                     solve.tiers, held)
         remedy, extra = self._open_extras(solve, model, cap, X, x_fc, slope, ttb, held)
         self.last_model = (time, model, 0, 0)
         self.last_open_rates = (X, x_fc)
@@ -427,8 +430,8 @@ class SystemState(Admission):
             breach_tier=cap.breach_tier, bottleneck_tier=model.tiers[int(np.argmax(util))],
             model_error=error, throughput_error=x_error, classes=classes, tiers=tiers,
             users=None, alert_capacity_users=None,
-            remediation=remedy, alert_time_to_breach_s=ttb, alert_basis=[],
-            alert_window_factors={}, **pooled_fields, **q_fields, **extra,
+            remediation=remedy, alert_time_to_breach_s=alert_ttb, alert_basis=basis,
+            alert_window_factors=factors, **pooled_fields, **q_fields, **extra,
             **dict(zip(("utilization_error_tier", "utilization_error_max"),
                        confidence.worst(u_errors))))))
         reasons = confidence.trust_reasons(pred, solve.tiers)
@@ -441,6 +444,28 @@ class SystemState(Admission):
         pred.trust_reasons = reasons
         out.predictions.append(pred)
         return out
+
+    def _open_alert(self, model: SystemModel, capacity: float | None, X: float, slope: float,
+                    ttb: float | None, tiers: list[TierModel],
+                    held: open_model.RateSolves) -> tuple[float | None, list[str],
+                                                           dict[str, float]]:
+        """The time to breach the ``predicted_breach`` alert acts on for an open workload,
+        why it differs from ``time_to_breach_s`` and the tiers' window factors: the SLA read
+        on the ``alert_window_s`` mean at the quantile of ``window_breach_probability``
+        (:func:`streams.predict.open_model.window_rate_capacity`), as on a closed one."""
+        cfg = self.config
+        if not (cfg.alert_window_s > 0 and capacity is not None and capacity > 0):
+            return ttb, [], {}
+        z = alert_window.quantile_z(cfg.alert_window_s, cfg.horizon_s,
+                                    cfg.window_breach_probability)
+        w_cap, f = open_model.window_rate_capacity(model, [t.idc for t in tiers], capacity,
+                                                   cfg.alert_window_s, z, held)
+        if w_cap is None or not w_cap < capacity:
+            return ttb, [], {}
+        return (open_whatif.rate_time_to_breach(w_cap, X, slope),
+                [f"alert_window: the {cfg.alert_window_s / 60:g}-min mean, breach probability "
+                 f"{cfg.window_breach_probability:g} over the horizon ({w_cap:.4g}/s)"],
+                dict(zip(model.tiers, f.tolist())))
 
     def _open_extras(self, solve: "_Solve", model: SystemModel,
                      cap: open_model.RateCapacity, X: float,

@@ -62,9 +62,10 @@ from estimators.mapfit import fit_map2
 from solvers.processes import MAP
 from streams.core.tier import TierModel
 from streams.predict.model import SystemModel
+from streams.predict.open_model import tier_residence
 
-__all__ = ["Calibration", "calibrate_idc", "calibrate_scv", "calibrate_model",
-           "measured_residence"]
+__all__ = ["Calibration", "OpenRate", "calibrate_idc", "calibrate_scv", "calibrate_model",
+           "measured_residence", "operating_point"]
 
 #: most fits (each with one solve at the measured population) per tier
 STEPS = 10
@@ -86,6 +87,25 @@ RESOLUTION = 1e-3
 
 
 @dataclass(frozen=True)
+class OpenRate:
+    """An open workload's operating point: the total request rate ``rate`` (per second) at
+    which the tier's response times were measured, where a closed workload has its users.
+    The calibration's trials then solve the open model at that rate
+    (:func:`streams.predict.open_model.tier_residence`) instead of the closed one at the
+    users: the same rule, ``R_m(x) = sum_c p_c V_{m,c} r_{m,c}``, on the model the
+    predictions use."""
+
+    rate: float
+
+    def __str__(self) -> str:
+        return f"{self.rate:.4g}/s"
+
+
+#: where a calibration was measured: the users of a closed workload, or an open one's rate
+Operating = int | OpenRate
+
+
+@dataclass(frozen=True)
 class Calibration:
     """Outcome for one tier: the process, its SCV, the model's and the measured residence
     time at ``users``; ``end`` is ``"low"`` / ``"high"`` when the measured time is beyond the
@@ -96,7 +116,7 @@ class Calibration:
     scv: float
     residence: float
     measured: float
-    users: int
+    users: Operating
     end: str | None
     inputs: tuple[float, float, float]
     #: ``response_idc`` beyond ``I``'s reach: the SCV moved along the fitted curve too
@@ -129,16 +149,21 @@ def _with_process(model: SystemModel, m: int, process: MAP,
     return model.variant(processes=procs, flags=[], **extra)
 
 
-def _residence(model: SystemModel, m: int, process: MAP, users: int) -> float:
-    """Tier ``m``'s residence time at ``users`` with ``process`` there (a trial)."""
+def _residence(model: SystemModel, m: int, process: MAP, users: Operating) -> float:
+    """Tier ``m``'s residence time at ``users`` with ``process`` there (a trial); at an
+    :class:`OpenRate`, of the open model at that rate (``inf`` where the tier saturates)."""
+    if isinstance(users, OpenRate):
+        return tier_residence(_with_process(model, m, process), m, users.rate)
     return float(_with_process(model, m, process, trial=True).at(users).residence[m])
 
 
 def calibrate_scv(model: SystemModel, m: int, inputs: tuple[float, float, float],
-                  users: int, measured: float, last: Calibration | None = None) -> Calibration:
+                  users: Operating, measured: float,
+                  last: Calibration | None = None) -> Calibration:
     """The MAP(2) of tier ``m`` fitted to ``inputs`` (mean, ``I``, p95) whose SCV makes the
     model's residence time at the tier at ``users`` equal ``measured`` (module docstring).
-    ``model`` must have processes (the MAP network), ``users >= 1`` and ``measured > 0``.
+    ``model`` must have processes (the MAP network), ``users >= 1`` (or an :class:`OpenRate`
+    above 0) and ``measured > 0``.
     ``last``: the tier's
     previous calibration, carried over while it holds (:func:`_keep`)."""
     _check(model, users, measured)
@@ -173,10 +198,14 @@ def calibrate_scv(model: SystemModel, m: int, inputs: tuple[float, float, float]
     return Calibration(best[0], best[1], best[2], measured, users, None, inputs)
 
 
-def _check(model: SystemModel, users: int, measured: float) -> None:
+def _check(model: SystemModel, users: Operating, measured: float) -> None:
     if model.processes is None:
         raise ValueError("model: has no MAP network to calibrate")
-    if users < 1:
+    if isinstance(users, OpenRate):
+        if not (users.rate > 0 and math.isfinite(users.rate)):
+            raise ValueError(f"rate: must be a positive finite request rate, got "
+                             f"{users.rate!r}")
+    elif users < 1:
         raise ValueError(f"users: must be >= 1, got {users!r}")
     if not (measured > 0 and math.isfinite(measured)):
         raise ValueError(f"measured: must be a positive finite time, got {measured!r}")
@@ -215,7 +244,8 @@ def _regula_falsi(trial: Callable[[float], tuple[MAP, float, float]],
 
 
 def calibrate_idc(model: SystemModel, m: int, inputs: tuple[float, float, float],
-                  users: int, measured: float, bounds: tuple[float | None, float | None],
+                  users: Operating, measured: float,
+                  bounds: tuple[float | None, float | None],
                   last: Calibration | None = None) -> Calibration:
     """The MAP(2) of tier ``m`` fitted to ``inputs``' mean and p95 (the tie rule's SCV) at the
     ``I`` within ``bounds`` -- ``I``'s confidence interval, narrowed to :data:`IDC_REACH`
@@ -310,7 +340,7 @@ def _holds(end: str | None, residence: float, measured: float) -> bool:
     return _beyond(end, residence, measured) or abs(residence / measured - 1.0) <= KEEP
 
 
-def _keep(model: SystemModel, m: int, inputs: tuple[float, float, float], users: int,
+def _keep(model: SystemModel, m: int, inputs: tuple[float, float, float], users: Operating,
           measured: float, last: Calibration
           ) -> tuple[Calibration | None, tuple[MAP, float, float] | None]:
     """``last`` carried over while it still holds: as it is (no solve) at the same inputs and
@@ -351,13 +381,40 @@ def _warm_bracket(trial: Callable[[float], tuple[MAP, float, float]],
     return prev, None
 
 
+def operating_point(tier: TierModel, model: SystemModel, m: int,
+                    open_workload: bool = False) -> Operating | None:
+    """Where tier ``m``'s long-run response times were measured: the users over the same
+    intervals and weights (:attr:`~streams.core.tier.TierModel.response_users`, rounded), or
+    on an open workload the total request rate, the tier's completion rate over them
+    (:attr:`~streams.core.tier.TierModel.response_rate`) over its visits per request
+    ``sum_c p_c V_{m,c}`` (the forced flow law, Lazowska et al. 1984). ``None`` when
+    unknown (no users, or no rate, reported with the response times)."""
+    if open_workload:
+        V = model.visits[m] if model.visits is not None else np.ones(len(model.classes))
+        visits = float(model.mix @ V)
+        rate = tier.response_rate
+        if rate is None or not (visits > 0 and rate > 0 and math.isfinite(rate / visits)):
+            return None
+        return OpenRate(rate / visits)
+    users = tier.response_users
+    return None if users is None or round(users) < 1 else int(round(users))
+
+
 def calibrate_model(model: SystemModel, tiers: list[TierModel],
                     last: dict[str, Calibration] | None = None,
-                    vary: str = "scv") -> SystemModel:
+                    vary: str = "scv", open_workload: bool = False) -> SystemModel:
     """``model`` with every bursty tier's MAP(2) calibrated to its measured response time
     (tiers without a fit's inputs, response times or users keep the tie rule's, flagged).
     ``last``: the caller's previous calibrations by tier, updated in place;
-    ``vary``: ``"scv"`` (:func:`calibrate_scv`) or ``"idc"`` (:func:`calibrate_idc`)."""
+    ``vary``: ``"scv"`` (:func:`calibrate_scv`) or ``"idc"`` (:func:`calibrate_idc`);
+    ``open_workload``: the model is solved open (:mod:`streams.predict.open_model`), so the
+    trials are too, at the request rate the response times were measured at
+    (:func:`operating_point`). Without it ``I``'s point estimate alone sets an open model's
+    burstiness, and twenty minutes of 5-s windows read it widely: on docs/accuracy.md
+    section 19's open ramp (bursty 8-core database, true ``I`` 202) 156-340, the flat
+    part's predicted response time 3-7% above the long-run one on seeds 1-3 from ``I``
+    alone; the response times measured at the tier pin it within its interval, as on a
+    closed workload."""
     if model.processes is None:
         return model
     for m, tier in enumerate(tiers):
@@ -365,19 +422,20 @@ def calibrate_model(model: SystemModel, tiers: list[TierModel],
             continue
         inputs = tier.fit.get("inputs")
         measured = measured_residence(tier, model, m)
-        users = tier.response_users
-        if inputs is None or not (measured or 0.0) > 0 or users is None or round(users) < 1:
+        point = operating_point(tier, model, m, open_workload)
+        if inputs is None or not (measured or 0.0) > 0 or point is None:
             model.flags.append(f"{tier.tier}: MAP(2) SCV by the tie rule (largest rho1): "
-                               "no long-run response times and users at the tier")
+                               f"no long-run response times and "
+                               f"{'request rate' if open_workload else 'users'} at the tier")
             continue
         fit_inputs = (float(inputs[0]), float(inputs[1]), float(inputs[2]))
         previous = last.get(tier.tier) if last is not None else None
         if vary == "idc":
-            result = calibrate_idc(model, m, fit_inputs, int(round(users)), measured,
+            result = calibrate_idc(model, m, fit_inputs, point, measured,
                                    (tier.idc_lower, tier.idc_upper), previous)
             text = _flag(tier.tier, result, idc_estimate=fit_inputs[1])
         else:
-            result = calibrate_scv(model, m, fit_inputs, int(round(users)), measured, previous)
+            result = calibrate_scv(model, m, fit_inputs, point, measured, previous)
             text = _flag(tier.tier, result, float(tier.fit.get("scv", math.nan)))
         if last is not None:
             last[tier.tier] = result
@@ -398,7 +456,7 @@ def _flag(tier: str, c: Calibration, tie_scv: float = math.nan,
         head, reach = f"I {c.inputs[1]:.3g}", "I's interval's"
         aside = f"I estimated {idc_estimate:.3g}; SCV {c.scv:.3g} by the tie rule"
     text = (f"{tier}: MAP(2) {head} from the measured response time "
-            f"{1000 * c.measured:.3g} ms at {c.users} users (model {1000 * c.residence:.3g} ms; "
+            f"{1000 * c.measured:.3g} ms at {_at(c.users)} (model {1000 * c.residence:.3g} ms; "
             f"{aside})")
     if c.shape:
         text += (f"; beyond I's interval's reach, the marginal's SCV moved to {c.scv:.3g} "
@@ -408,3 +466,8 @@ def _flag(tier: str, c: Calibration, tie_scv: float = math.nan,
     elif c.end is not None:
         text += f"; beyond {reach} reach, its {c.end} end taken"
     return text
+
+
+def _at(users: Operating) -> str:
+    """A calibration's operating point in a flag: ``12 users`` or ``67.3/s``."""
+    return str(users) if isinstance(users, OpenRate) else f"{users} users"

@@ -24,10 +24,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from solvers.open import OpenTiersResult, solve_open_tiers, tiers_capacity
+from streams.predict import alert_window
 from streams.predict.model import Point, SystemModel
 
 __all__ = ["RATE_TOLERANCE", "RateCapacity", "RateSolves", "mix_mean", "open_point",
-           "rate_capacity"]
+           "rate_capacity", "tier_residence", "window_rate_capacity"]
 
 #: relative resolution of the capacity in requests per second (of the saturation rate)
 RATE_TOLERANCE = 1e-4
@@ -52,6 +53,14 @@ def solve_at(model: SystemModel, rate: float) -> OpenTiersResult:
         return res
     return dataclasses.replace(res, response_time=res.response_time + model.delay_c,
                                residence_time=res.residence_time + model.delays)
+
+
+def tier_residence(model: SystemModel, m: int, rate: float) -> float:
+    """Tier ``m``'s residence time per request at total rate ``rate``, over the model's mix
+    (``sum_c p_c R_{m,c}``, the measured counterpart of
+    :func:`streams.predict.calibration.measured_residence`); ``inf`` where the tier is
+    saturated."""
+    return float(mix_mean(solve_at(model, rate).residence_time[m], model.mix))
 
 
 def mix_mean(values: np.ndarray, mix: np.ndarray) -> np.ndarray | float:
@@ -190,3 +199,22 @@ def rate_capacity(model: SystemModel, solves: RateSolves | None = None,
     share = beyond.residence_time[:, c]
     share = np.where(np.isfinite(share), share, np.finfo(float).max)
     return RateCapacity(lo[0], sat, model.classes[c], model.tiers[int(np.argmax(share))])
+
+
+def window_rate_capacity(model: SystemModel, idc: list[float | None], capacity: float,
+                         window_s: float, z: float,
+                         solves: RateSolves | None = None) -> tuple[float | None, np.ndarray]:
+    """The capacity in requests per second the predicted-breach alert acts on, with the SLA
+    read on a ``window_s`` mean (:mod:`streams.predict.alert_window`, as on a closed
+    workload): each tier's demand times ``f_m = 1 + z sqrt(I_m / n_m)``, ``n_m`` the tier's
+    completions in a window at the long-run ``capacity`` (a window of a bursty tier holds a
+    share of slow runs that varies from window to window: Mi et al. 2008), and the rate
+    capacity of that model (:func:`rate_capacity`). Returns ``(capacity or None, factors)``;
+    the capacity is ``None`` where the factors are not material
+    (:func:`~streams.predict.alert_window.is_material`: the long-run one stands)."""
+    at, _ = open_point(model, capacity, solves)
+    factors = alert_window.window_factors(model, idc, at, window_s, z)
+    if not alert_window.is_material(factors):
+        return None, factors
+    scaled = model.variant(D_mc=model.D_mc * factors[:, None])
+    return rate_capacity(scaled).capacity, factors
