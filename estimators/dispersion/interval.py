@@ -210,9 +210,21 @@ def _unknown(reason: IntervalReason, conf: float, windows: int, busy: float,
     return DispersionInterval(value, 0.0, math.inf, conf, value, 0.0, windows, busy, reason)
 
 
+@lru_cache(maxsize=256)
 def _levels(top: int, count: int) -> np.ndarray:
-    """Aggregation levels ``j`` (in windows of busy time): geometric from 1 to ``top``."""
-    return np.unique(np.round(np.geomspace(1.0, float(top), count)).astype(np.int64))
+    """Aggregation levels ``j`` (in windows of busy time): geometric from 1 to ``top``
+    (read-only: kept for the next call with the same history length)."""
+    js = np.unique(np.round(np.geomspace(1.0, float(top), count)).astype(np.int64))
+    js.flags.writeable = False
+    return js
+
+
+@lru_cache(maxsize=256)
+def _grid(low: float, high: float, count: int) -> np.ndarray:
+    """``np.geomspace(low, high, count)``, read-only, kept for the next call."""
+    grid = np.geomspace(low, high, count)
+    grid.flags.writeable = False
+    return grid
 
 
 def _level_sums(axis: _Axis, js: np.ndarray, edges: np.ndarray
@@ -234,8 +246,8 @@ def _level_sums(axis: _Axis, js: np.ndarray, edges: np.ndarray
         cum = np.concatenate(([0.0], np.cumsum(residual * residual)))
         total[i] = cum[-1]
         count[i] = runs
-        first = np.clip(lo_edge - j + 1, 0, runs)
-        last = np.clip(hi_edge, 0, runs)
+        first = np.minimum(np.maximum(lo_edge - j + 1, 0), runs)       # integers: a clip
+        last = np.minimum(np.maximum(hi_edge, 0), runs)
         part[:, i] = cum[last] - cum[first]
         part_n[:, i] = last - first
     return total, count, part, part_n
@@ -385,12 +397,12 @@ def _interval(u: np.ndarray, n: np.ndarray, window: float, conf: float, min_runs
     smooth = np.maximum.accumulate(np.maximum(y, _REL_ZERO))
     weight = 1.0 / (t * smooth * smooth)
     spans = np.array([span])
-    flat_grid = np.geomspace(_GAMMA_FLAT, _GAMMA_HIGH, _GAMMA_GRID // 2)
+    flat_grid = _grid(_GAMMA_FLAT, _GAMMA_HIGH, _GAMMA_GRID // 2)
     for _ in range(2):
         value, _, _, model, _ = _fit_curves(y[None, :], t, weight, spans, flat_grid)
         level = np.maximum(model[0], 1e-3 * max(float(value[0]), _REL_ZERO))
         weight = 1.0 / (t * level * level)
-    free_grid = np.geomspace(min(_GAMMA_LOW / t[-1], _GAMMA_FLAT), _GAMMA_HIGH, _GAMMA_GRID)
+    free_grid = _grid(min(_GAMMA_LOW / float(t[-1]), _GAMMA_FLAT), _GAMMA_HIGH, _GAMMA_GRID)
     both = np.vstack([y, y_jack])
     span_all = np.concatenate(([span], span_jack))
     steady = _level_reading(both, t, weight, span_all)
