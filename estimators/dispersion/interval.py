@@ -267,8 +267,9 @@ def _wls(y: np.ndarray, t: np.ndarray, weight: np.ndarray, span: np.ndarray,
     w = weight[None, None, :]
     yy = y[:, None, :]
     wa, wc = w * a, w * c
-    saa, scc, sac = (wa * a).sum(-1), (wc * c).sum(-1), (wa * c).sum(-1)
-    say, scy = (wa * yy).sum(-1), (wc * yy).sum(-1)
+    total = np.add.reduce                         # ndarray.sum without its Python wrapper
+    saa, scc, sac = total(wa * a, -1), total(wc * c, -1), total(wa * c, -1)
+    say, scy = total(wa * yy, -1), total(wc * yy, -1)
     det = saa * scc - sac * sac
     ok = det > 1e-12 * saa * scc
     det = np.where(ok, det, 1.0)
@@ -281,7 +282,7 @@ def _wls(y: np.ndarray, t: np.ndarray, weight: np.ndarray, span: np.ndarray,
     inf_ = np.where(negi, 0.0, inf_)
     zero = np.where(negi, np.maximum(scy / scc, 0.0), zero)
     model = inf_[..., None] * a + zero[..., None] * c
-    sse = (w * (yy - model) ** 2).sum(-1)
+    sse = total(w * (yy - model) ** 2, -1)
     return inf_, zero, sse, model
 
 
