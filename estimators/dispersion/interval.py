@@ -294,23 +294,42 @@ def _fit_curves(y: np.ndarray, t: np.ndarray, weight: np.ndarray, span: np.ndarr
     estimate is a smooth function of the data, which the jackknife needs). Returns per
     replicate ``I_inf``, ``I_0``, ``gamma``, the fitted curve and whether ``gamma`` sits at
     the lower end of the grid."""
-    _, _, sse, _ = _wls(y, t, weight, span, grid[None, :])     # one grid for every row
-    best = np.argmin(sse, axis=1)
-    low_end = best == 0
-    log_g = np.log(grid[np.clip(best, 1, grid.size - 2)])
-    step = math.log(grid[1] / grid[0])
-    lo, hi = math.log(grid[0]), math.log(grid[-1])
+    return _fit_curves_many(y, t, weight, span, [grid])[0]
+
+
+def _fit_curves_many(y: np.ndarray, t: np.ndarray, weight: np.ndarray, span: np.ndarray,
+                     grids: list[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                            np.ndarray, np.ndarray]]:
+    """:func:`_fit_curves` on each of ``grids``, their trials side by side in one :func:`_wls`
+    per step (elementwise in ``gamma``, a row's sums over the levels alone: each fit's
+    numbers are those it gets by itself)."""
+    G = [g.size for g in grids]
+    at = np.cumsum([0] + G).tolist()
+    _, _, sse, _ = _wls(y, t, weight, span, np.concatenate(grids)[None, :])
+    low_end, log_g, step, lo, hi = [], [], [], [], []
+    for k, grid in enumerate(grids):
+        best = np.argmin(sse[:, at[k]:at[k + 1]], axis=1)
+        low_end.append(best == 0)
+        log_g.append(np.log(grid[np.clip(best, 1, grid.size - 2)]))
+        step.append(math.log(grid[1] / grid[0]))
+        lo.append(math.log(grid[0]))
+        hi.append(math.log(grid[-1]))
+    around = np.array([-1.0, 0.0, 1.0])[None, :]
     for _ in range(3):
-        pts = log_g[:, None] + step * np.array([-1.0, 0.0, 1.0])[None, :]
-        _, _, e, _ = _wls(y, t, weight, span, np.exp(pts))
-        curv = e[:, 0] - 2.0 * e[:, 1] + e[:, 2]
-        shift = np.where(curv > 0, 0.5 * (e[:, 0] - e[:, 2]) / np.where(curv > 0, curv, 1.0),
-                         np.where(e[:, 0] < e[:, 2], -1.0, 1.0))
-        log_g = np.clip(log_g + step * np.clip(shift, -1.0, 1.0), lo, hi)
-        step *= 0.35
-    gamma = np.exp(log_g)
-    inf_, zero, _, model = _wls(y, t, weight, span, gamma[:, None])
-    return inf_[:, 0], zero[:, 0], gamma, model[:, 0], low_end
+        pts = [lg[:, None] + st * around for lg, st in zip(log_g, step)]
+        _, _, e_all, _ = _wls(y, t, weight, span, np.exp(np.concatenate(pts, axis=1)))
+        for k in range(len(grids)):
+            e = e_all[:, 3 * k:3 * k + 3]
+            curv = e[:, 0] - 2.0 * e[:, 1] + e[:, 2]
+            shift = np.where(curv > 0,
+                             0.5 * (e[:, 0] - e[:, 2]) / np.where(curv > 0, curv, 1.0),
+                             np.where(e[:, 0] < e[:, 2], -1.0, 1.0))
+            log_g[k] = np.clip(log_g[k] + step[k] * np.clip(shift, -1.0, 1.0), lo[k], hi[k])
+            step[k] *= 0.35
+    gamma = [np.exp(lg) for lg in log_g]
+    inf_, zero, _, model = _wls(y, t, weight, span, np.stack(gamma, axis=1))
+    return [(inf_[:, k], zero[:, k], gamma[k], model[:, k], low_end[k])
+            for k in range(len(grids))]
 
 
 @lru_cache(maxsize=64)
@@ -407,8 +426,7 @@ def _interval(u: np.ndarray, n: np.ndarray, window: float, conf: float, min_runs
     both = np.vstack([y, y_jack])
     span_all = np.concatenate(([span], span_jack))
     steady = _level_reading(both, t, weight, span_all)
-    flat = _fit_curves(both, t, weight, span_all, flat_grid)
-    free = _fit_curves(both, t, weight, span_all, free_grid)
+    flat, free = _fit_curves_many(both, t, weight, span_all, [flat_grid, free_grid])
     # the curve is extrapolated only when it rises beyond the window scale by more than its
     # noise: the free fit exceeds the flat one by more than _SELECT jackknife SEs (a falling
     # curve -- negatively correlated service -- is read flat: at I ~ 1 a "fall" is noise);
