@@ -304,7 +304,7 @@ class SplitSums:
         # R^2 / n): its share counts n / s^2, s = sum X R / z >= 1
         v = np.where(seen, n, 0.0) / max(xr / z, 1.0) ** 2
         vu = v * u
-        common = np.column_stack((v, vu, vu * u))
+        common = np.array((v, vu, vu * u)).T                        # (C, 3)
         for d, y in (("ps", R * (z / xr) / d_bar),
                      ("fcfs", np.where(seen, R - (xr - z) / total, 0.0) / d_bar)):
             s = self.sums[d]
@@ -376,13 +376,14 @@ def class_split(sums: SplitSums, min_completions: float = MIN_COMPLETIONS
     if not any(v > 0 for v in wl) or any(0 < v < min_completions for v in wl):
         return None
     live = w > 0
-    W = float(w.sum())
-    V = float(ps[:, 2].sum())
-    mean_u = float(ps[:, 3].sum()) / V if V > 0 else 0.0
-    var_u = max(float(ps[:, 4].sum()) / V - mean_u * mean_u, 0.0) if V > 0 else 0.0
+    total = np.add.reduce                   # ndarray.sum without its Python wrapper
+    W = float(total(w))
+    V = float(total(ps[:, 2]))
+    mean_u = float(total(ps[:, 3])) / V if V > 0 else 0.0
+    var_u = max(float(total(ps[:, 4])) / V - mean_u * mean_u, 0.0) if V > 0 else 0.0
     span = 2.0 * 1.2816 * math.sqrt(var_u)
     # both disciplines at once, rows (ps, fcfs): elementwise, each row as alone
-    s = np.stack((ps, fc))                                          # (2, C, 8)
+    s = np.array((ps, fc))                                          # (2, C, 8)
     sw = np.where(live, s[:, :, 0], 1.0)
     raw2 = np.where(live, s[:, :, 1] / sw, 0.0)
     pool = sums.pool                        # the ratio of the pooled means (module docstring)
@@ -406,7 +407,7 @@ def class_split(sums: SplitSums, min_completions: float = MIN_COMPLETIONS
         # busy time per class as each discipline reads it: a reading that makes a light
         # class heavy is judged on that class too
         weight = np.where(live, out2 * w, 0.0)
-        num, den = (rel * weight).sum(axis=1).tolist(), weight.sum(axis=1).tolist()
+        num, den = total(rel * weight, 1).tolist(), total(weight, 1).tolist()
         score = {d: num[i] / den[i] if den[i] > 0 else None for i, d in enumerate(DISCIPLINES)}
     spread = np.where(live, fc[:, 7] / np.where(live, fc[:, 0], 1.0) - raw["fcfs"] ** 2, 0.0)
     se = np.sqrt(np.maximum(spread, 0.0) / max(sums.windows, 1.0))
@@ -416,7 +417,7 @@ def class_split(sums: SplitSums, min_completions: float = MIN_COMPLETIONS
     agreement = float(diff[live].mean())
     decided, discipline, reason = False, "ps", None
     a, b = score["ps"], score["fcfs"]
-    d_bar = float((out["ps"] * w).sum() / W)
+    d_bar = float(total(out["ps"] * w) / W)
     if (raw["fcfs"][live] < -np.maximum(NEGATIVE * d_bar, 3.0 * se[live])).any():
         decided = True                     # R_c < W for some class: not one shared FCFS wait
     elif a is not None and b is not None:
