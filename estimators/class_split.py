@@ -243,13 +243,14 @@ class SplitSums:
         self._blocks(blocks)
 
     def _fold(self, rows: np.ndarray) -> None:
-        """The sums' rows (:func:`split_rows`) summed window by window by a cumsum from the sums
-        so far (sequential: the same sums whatever the batching)."""
+        """The sums' rows (:func:`split_rows`) summed window by window from the sums so far
+        (sequential: the same sums whatever the batching)."""
         C = (rows.shape[1] - 2) // 7
         ps, fc, pool = self.sums["ps"], self.sums["fcfs"], self.pool
         start = np.concatenate([ps[:C, 0], ps[:C, 1], ps[:C, 7], fc[:C, 1], fc[:C, 7],
                                 pool[:C, 0], pool[:C, 1], pool[-1]])
-        total_rows = np.cumsum(np.concatenate([start[None], rows]), axis=0)[-1]
+        # the rows summed in order from the sums so far: a cumsum's last row, bit for bit
+        total_rows = np.add.reduce(np.concatenate([start[None], rows]), axis=0)
         parts = [total_rows[i * C:(i + 1) * C] for i in range(7)]
         ps[:C, 0] = fc[:C, 0] = parts[0]
         ps[:C, 1], ps[:C, 7], fc[:C, 1], fc[:C, 7] = parts[1], parts[2], parts[3], parts[4]
@@ -260,8 +261,8 @@ class SplitSums:
     def _blocks(self, rows: np.ndarray) -> None:
         """Windows (the block rows of those that gave a split, :func:`split_rows`) into blocks
         of at least :data:`BLOCK_S` s; each completed block adds its shares to the load test's
-        sums. A block's rows are summed by a ``cumsum`` from the block in progress (sequential:
-        the same sums whatever the batching), one block at a time."""
+        sums. A block's rows are summed in order from the block in progress (sequential: the
+        same sums whatever the batching), one block at a time."""
         n = len(self.classes)
         width = 3 + 2 * n
         if self.block.size != width:
@@ -279,12 +280,12 @@ class SplitSums:
         for j, t in enumerate(rows[:, 0].tolist()):
             acc += t
             if acc >= BLOCK_S:
-                self._add_block(np.cumsum(np.concatenate([self.block[None], rows[i:j + 1]]),
-                                          axis=0)[-1])
+                self._add_block(np.add.reduce(np.concatenate([self.block[None], rows[i:j + 1]]),
+                                              axis=0))
                 self.block = np.zeros(width)
                 i, acc = j + 1, 0.0
         if i < rows.shape[0]:
-            self.block = np.cumsum(np.concatenate([self.block[None], rows[i:]]), axis=0)[-1]
+            self.block = np.add.reduce(np.concatenate([self.block[None], rows[i:]]), axis=0)
 
     def _add_block(self, block: np.ndarray) -> None:
         """A completed block's shares under both readings into the load test's sums (the
@@ -303,13 +304,13 @@ class SplitSums:
         # R^2 / n): its share counts n / s^2, s = sum X R / z >= 1
         v = np.where(seen, n, 0.0) / max(xr / z, 1.0) ** 2
         vu = v * u
-        vuu = vu * u
-        terms = np.empty((C, 5))
+        common = np.array((v, vu, vu * u)).T                        # (C, 3)
         for d, y in (("ps", R * (z / xr) / d_bar),
                      ("fcfs", np.where(seen, R - (xr - z) / total, 0.0) / d_bar)):
-            terms[:, 0], terms[:, 1], terms[:, 2], terms[:, 3], terms[:, 4] = \
-                v, vu, vuu, v * y, vu * y
-            self.sums[d][:, 2:7] += terms
+            s = self.sums[d]
+            s[:, 2:5] += common
+            s[:, 5] += v * y
+            s[:, 6] += vu * y
 
     def decay(self, factor: float) -> None:
         self.flush()
@@ -369,46 +370,45 @@ def class_split(sums: SplitSums, min_completions: float = MIN_COMPLETIONS
     sums.flush()
     if not sums.sums or not sums.classes:
         return None
-    ps = sums.sums["ps"]
+    ps, fc = sums.sums["ps"], sums.sums["fcfs"]
     w = ps[:, 0]
-    if not (w > 0).any() or (w[w > 0] < min_completions).any() or (w <= 0).all():
+    wl = w.tolist()
+    if not any(v > 0 for v in wl) or any(0 < v < min_completions for v in wl):
         return None
-    out: dict[str, np.ndarray] = {}
-    raw: dict[str, np.ndarray] = {}
-    score: dict[str, float | None] = {}
     live = w > 0
-    W = float(w.sum())
-    V = float(ps[:, 2].sum())
-    mean_u = float(ps[:, 3].sum()) / V if V > 0 else 0.0
-    var_u = max(float(ps[:, 4].sum()) / V - mean_u * mean_u, 0.0) if V > 0 else 0.0
+    total = np.add.reduce                   # ndarray.sum without its Python wrapper
+    W = float(total(w))
+    V = float(total(ps[:, 2]))
+    mean_u = float(total(ps[:, 3])) / V if V > 0 else 0.0
+    var_u = max(float(total(ps[:, 4])) / V - mean_u * mean_u, 0.0) if V > 0 else 0.0
     span = 2.0 * 1.2816 * math.sqrt(var_u)
-    for d in DISCIPLINES:
-        s = sums.sums[d]
-        sw = np.where(live, s[:, 0], 1.0)
-        raw[d] = np.where(live, s[:, 1] / sw, 0.0)
-        if d == "ps":                       # the ratio of the pooled means (module docstring)
-            pool = sums.pool
-            r_bar = np.where(live, pool[:-1, 0] / sw, 0.0)
-            xr = float(pool[:-1, 1] @ r_bar)
-            if xr > 0:
-                raw[d] = r_bar * (float(pool[-1, 0]) / xr)
-        out[d] = np.maximum(raw[d], 0.0)
-        if span < MIN_SPAN:
-            score[d] = None
-            continue
-        sv = np.where(live & (s[:, 2] > 0), s[:, 2], 1.0)
-        mu, y = s[:, 3] / sv, s[:, 5] / sv
-        var = s[:, 4] / sv - mu * mu
-        cov = s[:, 6] / sv - mu * y
+    # both disciplines at once, rows (ps, fcfs): elementwise, each row as alone
+    s = np.array((ps, fc))                                          # (2, C, 8)
+    sw = np.where(live, s[:, :, 0], 1.0)
+    raw2 = np.where(live, s[:, :, 1] / sw, 0.0)
+    pool = sums.pool                        # the ratio of the pooled means (module docstring)
+    r_bar = np.where(live, pool[:-1, 0] / sw[0], 0.0)
+    xr = float(pool[:-1, 1] @ r_bar)
+    if xr > 0:
+        raw2[0] = r_bar * (float(pool[-1, 0]) / xr)
+    out2 = np.maximum(raw2, 0.0)
+    raw = {"ps": raw2[0], "fcfs": raw2[1]}
+    out = {"ps": out2[0], "fcfs": out2[1]}
+    score: dict[str, float | None] = {"ps": None, "fcfs": None}
+    if span >= MIN_SPAN:
+        sv = np.where(live & (s[:, :, 2] > 0), s[:, :, 2], 1.0)
+        mu, y = s[:, :, 3] / sv, s[:, :, 5] / sv
+        var = s[:, :, 4] / sv - mu * mu
+        cov = s[:, :, 6] / sv - mu * y
         with np.errstate(divide="ignore", invalid="ignore"):
             slope = np.where(var > 1e-12, cov / var, 0.0)
             rel = np.where(live & (y > 0), np.abs(slope) * span / np.where(y > 0, y, 1.0),
                            0.0)
-        # busy time per class as this discipline reads it: a reading that makes a light class
-        # heavy is judged on that class too
-        weight = np.where(live, out[d] * w, 0.0)
-        score[d] = float((rel * weight).sum() / weight.sum()) if weight.sum() > 0 else None
-    fc = sums.sums["fcfs"]
+        # busy time per class as each discipline reads it: a reading that makes a light
+        # class heavy is judged on that class too
+        weight = np.where(live, out2 * w, 0.0)
+        num, den = total(rel * weight, 1).tolist(), total(weight, 1).tolist()
+        score = {d: num[i] / den[i] if den[i] > 0 else None for i, d in enumerate(DISCIPLINES)}
     spread = np.where(live, fc[:, 7] / np.where(live, fc[:, 0], 1.0) - raw["fcfs"] ** 2, 0.0)
     se = np.sqrt(np.maximum(spread, 0.0) / max(sums.windows, 1.0))
     # the readings' difference beyond two standard errors of the (noisier) FCFS reading
@@ -417,7 +417,7 @@ def class_split(sums: SplitSums, min_completions: float = MIN_COMPLETIONS
     agreement = float(diff[live].mean())
     decided, discipline, reason = False, "ps", None
     a, b = score["ps"], score["fcfs"]
-    d_bar = float((out["ps"] * w).sum() / W)
+    d_bar = float(total(out["ps"] * w) / W)
     if (raw["fcfs"][live] < -np.maximum(NEGATIVE * d_bar, 3.0 * se[live])).any():
         decided = True                     # R_c < W for some class: not one shared FCFS wait
     elif a is not None and b is not None:

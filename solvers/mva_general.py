@@ -91,10 +91,17 @@ def general_rows(demands: Any, think_time: float, servers: Any
         cv2 = [float(v) for v in np.asarray(scv, dtype=float).reshape(-1)]
         if len(cv2) != M or not all(math.isfinite(v) and v >= 0 for v in cv2):
             raise ValueError(f"scv: {M} finite numbers >= 0, got {cv2!r}")
+        N = int(max_population)
         if not all(1 <= n <= max_population for n in populations):
             raise ValueError(f"populations: each in 1..{max_population}, got {populations!r}")
+        h = [0.5 * (v - 1.0) for v in cv2]
+        if all(n >= N - 1 for n in populations):
+            # the top two rows alone: the same steps without keeping the others
+            below, top = _tail_recursion(M)(d, h, fixed, Z, N)
+            return [np.array(top if n == N else below, dtype=float) + extra
+                    for n in populations]
         X, R, Rm = [0.0], [0.0], [0.0] * M
-        recursion(d, [0.5 * (v - 1.0) for v in cv2], fixed, Z, int(max_population), X, R, Rm)
+        recursion(d, h, fixed, Z, N, X, R, Rm)
         return [np.array(Rm[n * M:(n + 1) * M], dtype=float) + extra for n in populations]
 
     return rows
@@ -163,6 +170,52 @@ def _recursion(M: int) -> Callable[..., None]:
         }
     namespace: dict[str, Any] = {"inf": math.inf}
     exec(_RECURSION.format(**names), namespace)          # noqa: S102 - generated above
+    return namespace["recursion"]
+
+
+_TAIL = """
+def recursion(d, h, fixed, Z, N):
+    {d} = d
+    {h} = h
+    {q} = {zeros}
+    {u} = {zeros}
+    {r0} = {zeros}
+    for n in range(1, N + 1):
+        {prev}
+        {r}
+        total = {total} + fixed
+        x = n / (Z + total) if Z + total > 0 else inf
+        {q_next}
+        {u_next}
+    return ({ps}), ({rs})
+"""
+
+
+@functools.lru_cache(maxsize=64)
+def _tail_recursion(M: int) -> Callable[..., tuple[tuple[float, ...], tuple[float, ...]]]:
+    """:func:`_recursion`'s steps (the same operations in the same order) keeping only the
+    rows ``r_1 .. r_M`` at ``N - 1`` and ``N`` (row 0: zeros), as a calibration's trials ask:
+    without appending every row."""
+    if M == 0:
+        names = {"d": "_", "h": "_", "q": "_", "u": "_", "r0": "_", "zeros": "0",
+                 "prev": "pass", "r": "pass", "total": "0.0", "q_next": "pass",
+                 "u_next": "pass", "ps": "", "rs": ""}
+    else:
+        def each(pattern: str, sep: str = ", ") -> str:
+            return sep.join(pattern.format(m=m) for m in range(M))
+        comma = "," if M == 1 else ""
+        names = {
+            "d": each("d{m}") + ",", "h": each("h{m}") + ",", "q": each("q{m}") + ",",
+            "u": each("u{m}") + ",", "r0": each("r{m}") + ",", "zeros": each("0.0") + ",",
+            "prev": each("p{m}") + " = " + each("r{m}"),
+            "r": each("r{m} = d{m} * (1.0 + q{m} + u{m} * h{m})", "; "),
+            "total": each("r{m}", " + "),
+            "q_next": each("q{m} = x * r{m}", "; "),
+            "u_next": each("u{m} = x * d{m}", "; "),
+            "ps": each("p{m}") + comma, "rs": each("r{m}") + comma,
+        }
+    namespace: dict[str, Any] = {"inf": math.inf}
+    exec(_TAIL.format(**names), namespace)               # noqa: S102 - generated above
     return namespace["recursion"]
 
 

@@ -225,3 +225,19 @@ def test_trust_reasons_name_each_failure():
     assert reasons[0].startswith("mean response time off the measured one by 48%")
     assert "'buy'" in reasons[1] and "db utilization 0.30 against 0.45" in reasons[2]
     assert reasons[3] == "split_unidentified: db: discipline undecided"
+
+
+def test_the_load_tests_quantiles_are_numpys_bit_for_bit():
+    """The load test's 10th and 90th percentiles (its own rule, without np.quantile's
+    machinery) are np.quantile's exactly: sizes 1 to hundreds, ties, wide magnitudes."""
+    from streams.core.tier import _quantiles
+
+    rng = np.random.default_rng(7)
+    for trial in range(3000):
+        u = rng.random(int(rng.integers(1, 400)))
+        if trial % 3 == 0:
+            u = np.round(u, 2)                           # ties
+        if trial % 5 == 0:
+            u = u * 10.0 ** rng.uniform(-6, 6)
+        levels = (0.1, 0.9) if trial % 2 else tuple(rng.random(3).tolist())
+        assert _quantiles(u, levels) == np.quantile(u, list(levels)).tolist()

@@ -121,3 +121,19 @@ def test_curves_side_by_side_at_scv_one_equal_exact_mva_bit_for_bit():
         want = mva_curve(D, n, z, servers)
         for name in ("throughput", "response_time", "residence_time", "utilization"):
             np.testing.assert_array_equal(getattr(got, name), getattr(want, name), name)
+
+
+@pytest.mark.parametrize("D, c, Z", [([0.05], [1], 1.0), ([0.03, 0.04, 0.2], [2, 1, np.inf], 4.0),
+                                     ([0.01, 0.02], [4, 1], 0.0)])
+def test_rows_are_the_curves_rows_bit_for_bit(D, c, Z):
+    """``general_rows``: the top rows (kept alone) and any others are the curve's, exactly."""
+    from solvers.mva_general import general_rows
+
+    rows = general_rows(D, Z, c)
+    for scv in (np.ones(len(D)), np.linspace(0.2, 9.0, len(D))):
+        for N in (1, 2, 57):
+            want = mva_curve_general(D, N, Z, c, scv).residence_time
+            for populations in ([N], [N, N - 1], [N - 1], [1, N]):
+                populations = [n for n in populations if n >= 1]
+                for n, got in zip(populations, rows(scv, N, populations)):
+                    assert got.shape == want[n].shape and np.array_equal(got, want[n])

@@ -210,9 +210,21 @@ def _unknown(reason: IntervalReason, conf: float, windows: int, busy: float,
     return DispersionInterval(value, 0.0, math.inf, conf, value, 0.0, windows, busy, reason)
 
 
+@lru_cache(maxsize=256)
 def _levels(top: int, count: int) -> np.ndarray:
-    """Aggregation levels ``j`` (in windows of busy time): geometric from 1 to ``top``."""
-    return np.unique(np.round(np.geomspace(1.0, float(top), count)).astype(np.int64))
+    """Aggregation levels ``j`` (in windows of busy time): geometric from 1 to ``top``
+    (read-only: kept for the next call with the same history length)."""
+    js = np.unique(np.round(np.geomspace(1.0, float(top), count)).astype(np.int64))
+    js.flags.writeable = False
+    return js
+
+
+@lru_cache(maxsize=256)
+def _grid(low: float, high: float, count: int) -> np.ndarray:
+    """``np.geomspace(low, high, count)``, read-only, kept for the next call."""
+    grid = np.geomspace(low, high, count)
+    grid.flags.writeable = False
+    return grid
 
 
 def _level_sums(axis: _Axis, js: np.ndarray, edges: np.ndarray
@@ -234,8 +246,8 @@ def _level_sums(axis: _Axis, js: np.ndarray, edges: np.ndarray
         cum = np.concatenate(([0.0], np.cumsum(residual * residual)))
         total[i] = cum[-1]
         count[i] = runs
-        first = np.clip(lo_edge - j + 1, 0, runs)
-        last = np.clip(hi_edge, 0, runs)
+        first = np.minimum(np.maximum(lo_edge - j + 1, 0), runs)       # integers: a clip
+        last = np.minimum(np.maximum(hi_edge, 0), runs)
         part[:, i] = cum[last] - cum[first]
         part_n[:, i] = last - first
     return total, count, part, part_n
@@ -255,8 +267,9 @@ def _wls(y: np.ndarray, t: np.ndarray, weight: np.ndarray, span: np.ndarray,
     w = weight[None, None, :]
     yy = y[:, None, :]
     wa, wc = w * a, w * c
-    saa, scc, sac = (wa * a).sum(-1), (wc * c).sum(-1), (wa * c).sum(-1)
-    say, scy = (wa * yy).sum(-1), (wc * yy).sum(-1)
+    total = np.add.reduce                         # ndarray.sum without its Python wrapper
+    saa, scc, sac = total(wa * a, -1), total(wc * c, -1), total(wa * c, -1)
+    say, scy = total(wa * yy, -1), total(wc * yy, -1)
     det = saa * scc - sac * sac
     ok = det > 1e-12 * saa * scc
     det = np.where(ok, det, 1.0)
@@ -269,7 +282,7 @@ def _wls(y: np.ndarray, t: np.ndarray, weight: np.ndarray, span: np.ndarray,
     inf_ = np.where(negi, 0.0, inf_)
     zero = np.where(negi, np.maximum(scy / scc, 0.0), zero)
     model = inf_[..., None] * a + zero[..., None] * c
-    sse = (w * (yy - model) ** 2).sum(-1)
+    sse = total(w * (yy - model) ** 2, -1)
     return inf_, zero, sse, model
 
 
@@ -281,23 +294,42 @@ def _fit_curves(y: np.ndarray, t: np.ndarray, weight: np.ndarray, span: np.ndarr
     estimate is a smooth function of the data, which the jackknife needs). Returns per
     replicate ``I_inf``, ``I_0``, ``gamma``, the fitted curve and whether ``gamma`` sits at
     the lower end of the grid."""
-    _, _, sse, _ = _wls(y, t, weight, span, grid[None, :])     # one grid for every row
-    best = np.argmin(sse, axis=1)
-    low_end = best == 0
-    log_g = np.log(grid[np.clip(best, 1, grid.size - 2)])
-    step = math.log(grid[1] / grid[0])
-    lo, hi = math.log(grid[0]), math.log(grid[-1])
+    return _fit_curves_many(y, t, weight, span, [grid])[0]
+
+
+def _fit_curves_many(y: np.ndarray, t: np.ndarray, weight: np.ndarray, span: np.ndarray,
+                     grids: list[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                            np.ndarray, np.ndarray]]:
+    """:func:`_fit_curves` on each of ``grids``, their trials side by side in one :func:`_wls`
+    per step (elementwise in ``gamma``, a row's sums over the levels alone: each fit's
+    numbers are those it gets by itself)."""
+    G = [g.size for g in grids]
+    at = np.cumsum([0] + G).tolist()
+    _, _, sse, _ = _wls(y, t, weight, span, np.concatenate(grids)[None, :])
+    low_end, log_g, step, lo, hi = [], [], [], [], []
+    for k, grid in enumerate(grids):
+        best = np.argmin(sse[:, at[k]:at[k + 1]], axis=1)
+        low_end.append(best == 0)
+        log_g.append(np.log(grid[np.clip(best, 1, grid.size - 2)]))
+        step.append(math.log(grid[1] / grid[0]))
+        lo.append(math.log(grid[0]))
+        hi.append(math.log(grid[-1]))
+    around = np.array([-1.0, 0.0, 1.0])[None, :]
     for _ in range(3):
-        pts = log_g[:, None] + step * np.array([-1.0, 0.0, 1.0])[None, :]
-        _, _, e, _ = _wls(y, t, weight, span, np.exp(pts))
-        curv = e[:, 0] - 2.0 * e[:, 1] + e[:, 2]
-        shift = np.where(curv > 0, 0.5 * (e[:, 0] - e[:, 2]) / np.where(curv > 0, curv, 1.0),
-                         np.where(e[:, 0] < e[:, 2], -1.0, 1.0))
-        log_g = np.clip(log_g + step * np.clip(shift, -1.0, 1.0), lo, hi)
-        step *= 0.35
-    gamma = np.exp(log_g)
-    inf_, zero, _, model = _wls(y, t, weight, span, gamma[:, None])
-    return inf_[:, 0], zero[:, 0], gamma, model[:, 0], low_end
+        pts = [lg[:, None] + st * around for lg, st in zip(log_g, step)]
+        _, _, e_all, _ = _wls(y, t, weight, span, np.exp(np.concatenate(pts, axis=1)))
+        for k in range(len(grids)):
+            e = e_all[:, 3 * k:3 * k + 3]
+            curv = e[:, 0] - 2.0 * e[:, 1] + e[:, 2]
+            shift = np.where(curv > 0,
+                             0.5 * (e[:, 0] - e[:, 2]) / np.where(curv > 0, curv, 1.0),
+                             np.where(e[:, 0] < e[:, 2], -1.0, 1.0))
+            log_g[k] = np.clip(log_g[k] + step[k] * np.clip(shift, -1.0, 1.0), lo[k], hi[k])
+            step[k] *= 0.35
+    gamma = [np.exp(lg) for lg in log_g]
+    inf_, zero, _, model = _wls(y, t, weight, span, np.stack(gamma, axis=1))
+    return [(inf_[:, k], zero[:, k], gamma[k], model[:, k], low_end[k])
+            for k in range(len(grids))]
 
 
 @lru_cache(maxsize=64)
@@ -385,17 +417,16 @@ def _interval(u: np.ndarray, n: np.ndarray, window: float, conf: float, min_runs
     smooth = np.maximum.accumulate(np.maximum(y, _REL_ZERO))
     weight = 1.0 / (t * smooth * smooth)
     spans = np.array([span])
-    flat_grid = np.geomspace(_GAMMA_FLAT, _GAMMA_HIGH, _GAMMA_GRID // 2)
+    flat_grid = _grid(_GAMMA_FLAT, _GAMMA_HIGH, _GAMMA_GRID // 2)
     for _ in range(2):
         value, _, _, model, _ = _fit_curves(y[None, :], t, weight, spans, flat_grid)
         level = np.maximum(model[0], 1e-3 * max(float(value[0]), _REL_ZERO))
         weight = 1.0 / (t * level * level)
-    free_grid = np.geomspace(min(_GAMMA_LOW / t[-1], _GAMMA_FLAT), _GAMMA_HIGH, _GAMMA_GRID)
+    free_grid = _grid(min(_GAMMA_LOW / float(t[-1]), _GAMMA_FLAT), _GAMMA_HIGH, _GAMMA_GRID)
     both = np.vstack([y, y_jack])
     span_all = np.concatenate(([span], span_jack))
     steady = _level_reading(both, t, weight, span_all)
-    flat = _fit_curves(both, t, weight, span_all, flat_grid)
-    free = _fit_curves(both, t, weight, span_all, free_grid)
+    flat, free = _fit_curves_many(both, t, weight, span_all, [flat_grid, free_grid])
     # the curve is extrapolated only when it rises beyond the window scale by more than its
     # noise: the free fit exceeds the flat one by more than _SELECT jackknife SEs (a falling
     # curve -- negatively correlated service -- is read flat: at I ~ 1 a "fall" is noise);
