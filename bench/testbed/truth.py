@@ -17,8 +17,15 @@ From the servers (the log's snapshots, start and end of the load, and the idle o
   idle (the exporters' scrapes, PostgreSQL's housekeeping);
 - ``demand``: the tier's busy CPU per request of each class -- the busy CPU shared out over
   the classes in proportion to the server-reported time above (``db exec`` for the database,
-  ``app cpu`` for the app). This is the figure a model's per-class service demand is compared
-  with: the total is the kernel's, the split is the servers' own.
+  ``app cpu`` for the app): the total is the kernel's, the split is the servers' own;
+- ``db work / req``: what a request's statements process -- 1 for the classes whose statements
+  read a fixed number of rows, the rows of the searched category for ``search`` (its cost is
+  the data's). A campaign divides the execution time by it at its lowest load (where the
+  backends hardly wait for the CPU) to get each class's execution cost per unit of work, free
+  of the wait (:func:`bench.testbed.campaign.cpu_split`): pg_stat_statements' times are
+  elapsed, and at 20-40 users the wait for the CPU inflates the long statements' (search +37%)
+  more than the short ones' (which the scheduler runs first on waking), so a split by the
+  elapsed time gives the short classes 35-60% too little.
 
     python -m bench.testbed.truth /tmp/load.jsonl [--json truth.json]
 """
@@ -28,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -63,6 +71,17 @@ class ClassTruth:
     #: the app's queue time per request (X-Request-Start to a worker's start); None in logs
     #: written before the app measured it
     app_queue_s: float | None = None
+    #: the work of the class's statements per request (rows of the searched category for a
+    #: search, 1 for the fixed-cost classes)
+    db_work: float | None = None
+    #: the db's busy CPU per request split by the wait-free execution cost
+    #: (:func:`bench.testbed.campaign.cpu_split`); None until a campaign sets it
+    db_cpu_s: float | None = None
+    #: the same with the busy time outside the statements shared per statement call instead
+    #: (the other edge of what the counters allow)
+    db_cpu_call_s: float | None = None
+    #: the class's tracked statements per request (pg_stat_statements' calls)
+    db_calls: float | None = None
 
 
 @dataclass(frozen=True)
@@ -95,6 +114,25 @@ def response_stats(cls: str, times: list[float], span_s: float) -> ResponseStats
     p50, p95, p99 = np.percentile(a, [50, 95, 99])
     return ResponseStats(cls, int(a.size), a.size / span_s, float(a.mean()), float(p50),
                          float(p95), float(p99))
+
+
+#: the shop's data as infra/testbed/up.sh generates it (TESTBED_PRODUCTS, TESTBED_CATEGORIES)
+PRODUCTS, CATEGORIES = 200_000, 40
+_CATEGORY = re.compile(r"category (\d+)")
+
+
+def category_sizes(products: int = PRODUCTS, categories: int = CATEGORIES) -> dict[int, int]:
+    """Rows per category: schema.sql's rule, ``max(1, round(products / (k H)))`` for the
+    ``k``-th of ``categories`` with ``H`` the harmonic number (sizes fall as 1/rank)."""
+    h = sum(1.0 / k for k in range(1, categories + 1))
+    return {k: max(1, round(products / (k * h))) for k in range(1, categories + 1)}
+
+
+def request_work(detail: str | None, sizes: dict[int, int]) -> float:
+    """The rows a request's statements process, in units of a fixed-cost request: the searched
+    category's size where the app's detail names one ("search category 7: 20 results"), else 1."""
+    m = _CATEGORY.search(detail or "")
+    return float(sizes.get(int(m.group(1)), 1)) if m else 1.0
 
 
 def _delta(end: dict, start: dict, *keys: str) -> float | None:
@@ -151,6 +189,9 @@ def truth(lines: list[dict[str, Any]]) -> Truth:
     if "pg" not in end:
         out.notes.append(f"no pg_stat_statements snapshot: {end.get('pg_error', 'no --pg-dsn')}")
 
+    sizes = category_sizes()
+    work = {c: [request_work(r.get("detail"), sizes) for r in ok if r["class"] == c]
+            for c in classes}
     per: dict[str, dict[str, float | None]] = {}
     for c in classes:
         n = _delta(end, start, "app", c, "requests")
@@ -161,7 +202,10 @@ def truth(lines: list[dict[str, Any]]) -> Truth:
                   "app_cpu": _fdiv(_delta(end, start, "app", c, "cpu_s"), n),
                   "app_db": _fdiv(_delta(end, start, "app", c, "db_s"), n),
                   "app_time": _fdiv(_delta(end, start, "app", c, "time_s"), n),
-                  "app_queue": _fdiv(_delta(end, start, "app", c, "queue_s"), n)}
+                  "app_queue": _fdiv(_delta(end, start, "app", c, "queue_s"), n),
+                  "work": float(np.mean(work[c])) if work[c] else None,
+                  "calls": _fdiv(_delta(end, start, "pg", c, "calls"), n) if "pg" in end
+                  else None}
 
     def shares(key: str, tier: str) -> dict[str, float | None]:
         total = sum((v[key] or 0.0) * v["n"] for v in per.values())
@@ -171,7 +215,8 @@ def truth(lines: list[dict[str, Any]]) -> Truth:
 
     db_d, app_d = shares("db_exec", "db"), shares("app_cpu", "app")
     out.classes = [ClassTruth(c, int(v["n"]), v["db_exec"], v["app_cpu"], v["app_db"],
-                              v["app_time"], db_d[c], app_d[c], v["app_queue"])
+                              v["app_time"], db_d[c], app_d[c], v["app_queue"], v["work"],
+                              db_calls=v["calls"])
                    for c, v in per.items()]
     if "db" in busy and any(v["db_exec"] for v in per.values()):
         total_exec = sum((v["db_exec"] or 0.0) * v["n"] for v in per.values())
