@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from estimators.class_split import (AGREE, MIN_SPAN, SplitSums, class_split, split_rows,
+from estimators.class_split import (AGREE, above_response, MIN_SPAN, SplitSums, class_split, split_rows,
                                     window_demands)
 from solvers.simulation.ps_server import monitor_ps
 from streams.core.tier import load_dependence
@@ -225,3 +225,13 @@ def test_trust_reasons_name_each_failure():
     assert reasons[0].startswith("mean response time off the measured one by 48%")
     assert "'buy'" in reasons[1] and "db utilization 0.30 against 0.45" in reasons[2]
     assert reasons[3] == "split_unidentified: db: discipline undecided"
+
+
+def test_a_demand_above_the_response_time_is_no_disciplines_split():
+    d = {"a": 0.010, "b": 0.0031, "c": 0.002, "d": 0.5}
+    r = {"a": 0.012, "b": 0.0030, "c": 0.0015}        # d has no response time: not judged
+    assert above_response(d, r) == ["c"]              # b is within the 10% margin
+    assert above_response(d, r, margin=0.0) == ["b", "c"]
+    assert above_response(d, {"c": float("nan")}) == []
+    with pytest.raises(ValueError, match="margin"):
+        above_response(d, r, margin=-0.1)

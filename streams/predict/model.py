@@ -105,6 +105,7 @@ from typing import Any
 
 import numpy as np
 
+from estimators.class_split import above_response
 from solvers.decomposition import PER_JOB_MAX_CORES, SWING_FLAG, SolveMemo, solve_decomposed
 from solvers.delay import effective_think_time, fold_delay_stations, with_delay_stations
 from solvers.mapqn import solve_closed
@@ -1122,7 +1123,8 @@ def tier_demands(tier: TierModel, classes: list[str], mix: np.ndarray,
     subtracts a wait many times a light class's own demand (worst class off 3-124% on
     simulated FCFS tiers), and one whose two readings merely agree moved the steady capacity
     of docs/accuracy.md section 6's bursty 8-core database from -18% to +37% -- the
-    estimator's split stands there."""
+    estimator's split stands there, unless no discipline allows it
+    (:func:`agreed_split_applies`: a class's demand above its response time at the tier)."""
     if policy == "kalman_checked":
         return _identified(tier, classes, mix)
     if policy != "selected":
@@ -1132,6 +1134,8 @@ def tier_demands(tier: TierModel, classes: list[str], mix: np.ndarray,
         source = tier.regression
     d = np.array([float(source.get(c, 0.0)) for c in classes])
     ps = tier.split_decided and tier.split_discipline == "ps"
+    if not ps and agreed_split_applies(tier, classes, d):
+        ps = True
     if tier.split and tier.split_identified and ps and all(
             c in tier.split for c, p in zip(classes, mix.tolist()) if p > 0):
         shares = np.array([float(tier.split.get(c, 0.0)) for c in classes])
@@ -1139,6 +1143,22 @@ def tier_demands(tier: TierModel, classes: list[str], mix: np.ndarray,
         if total > 0 and base > 0:
             return shares * (total / base)
     return d
+
+
+def agreed_split_applies(tier: TierModel, classes: list[str], d: np.ndarray) -> bool:
+    """Whether an undecided response-time split stands in for the estimator's ``d``: the split
+    is identified because its PS and FCFS readings agree (low load: the stretch near 1, the
+    shared wait near 0, :func:`estimators.class_split.class_split`), the tier is not bursty, and
+    the estimator's split puts more on some class than that class's mean response time at the
+    tier (:func:`estimators.class_split.above_response`: ``R_c >= D_c`` under any discipline,
+    Lazowska et al. 1984) -- evidence that the estimator, not the split, is wrong. On the real
+    testbed's database at 5-20 users the regression put 5.4 ms on a class that spent 3.8 ms
+    there and 12 ms on one of 5.5 ms. Where the estimator's split is possible it stands, as
+    before (an agreeing split moved a bursty FCFS database's capacity, docs/accuracy.md
+    section 6)."""
+    if tier.split_decided or tier.split_identified is not True or tier.bursty or not tier.split:
+        return False
+    return bool(above_response(dict(zip(classes, d.tolist())), tier.class_response))
 
 
 def history_demands(D_m: np.ndarray, V_m: np.ndarray, mix: np.ndarray,
