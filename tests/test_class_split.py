@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from estimators.class_split import (AGREE, above_response, MIN_SPAN, SplitSums, class_split, split_rows,
-                                    window_demands)
+from estimators.class_split import (AGREE, MIN_SPAN, SplitSums, above_response, class_split,
+                                    split_rows, window_demands)
 from solvers.simulation.ps_server import monitor_ps
 from streams.core.tier import load_dependence
 from streams.predict.model import SystemModel
