@@ -123,3 +123,11 @@ def test_a_search_weighs_the_rows_of_its_category():
         200_000, rel=1e-3)
     assert request_work("search category 2: 20 results", sizes) == sizes[2]
     assert request_work("product 17", sizes) == 1.0 and request_work(None, sizes) == 1.0
+
+
+def test_a_measured_backend_cpu_is_the_truth_itself():
+    t = _truth(0.05, 1.0, [("a", 10, 0.002, 1.0, 1.0), ("b", 10, 0.05, 1.0, 1.0)])
+    t["classes"][0]["db_backend_cpu_s"], t["classes"][1]["db_backend_cpu_s"] = 0.004, 0.03
+    campaign.cpu_split([t])
+    assert [(c["db_cpu_s"], c["db_cpu_call_s"]) for c in t["classes"]] == [(0.004, 0.004),
+                                                                              (0.03, 0.03)]

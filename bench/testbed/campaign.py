@@ -285,7 +285,9 @@ def cpu_split(truths: list[dict[str, Any]],
     share is the counters' blind spot: ``db_cpu_call_s`` shares it per statement call instead
     (the lowest load's busy time outside the statements per call, under the key
     :data:`CALL`), the other edge -- for ``buy``, four statements in a transaction, 3x the
-    first at 30-40 users; the classes of one statement move by under 15%.
+    first at 30-40 users; the classes of one statement move by under 15%. Where the app
+    measured its backends' own CPU per request (``db_backend_cpu_s``, bench/testbed/app.py)
+    both are that measurement: the server-reported CPU per request, no split needed.
     ``unit`` (a former call's answer) is used instead of the least busy run's (a ramp's truth
     judged by the steady runs'). ``None`` (nothing set) where no truth has the execution times
     and the work."""
@@ -305,6 +307,10 @@ def cpu_split(truths: list[dict[str, Any]],
         outside = busy - sum(c["db_exec_s"] * c["requests"] for c in ref["classes"])
         unit[CALL] = max(0.0, outside) / calls if calls > 0 else 0.0
     for t in good:
+        if all(c.get("db_backend_cpu_s") is not None for c in t["classes"]):
+            for c in t["classes"]:     # measured: the backends' own CPU per request
+                c["db_cpu_s"] = c["db_cpu_call_s"] = c["db_backend_cpu_s"]
+            continue
         busy = next(b["busy_s"] for b in t["tiers"] if b["tier"] == "db")
         for key, per_call in (("db_cpu_s", 0.0), ("db_cpu_call_s", unit.get(CALL, 0.0))):
             cost = {c["cls"]: unit.get(c["cls"], 0.0) * c["db_work"]

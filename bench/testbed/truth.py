@@ -18,6 +18,9 @@ From the servers (the log's snapshots, start and end of the load, and the idle o
 - ``demand``: the tier's busy CPU per request of each class -- the busy CPU shared out over
   the classes in proportion to the server-reported time above (``db exec`` for the database,
   ``app cpu`` for the app): the total is the kernel's, the split is the servers' own;
+- ``db cpu / req`` (``db_backend_cpu_s``): the database backend's own CPU during the class's
+  calls, the kernel's clock of the backend process read by the app before and after them --
+  the server-reported CPU per request, where the app measured it;
 - ``db work / req``: what a request's statements process -- 1 for the classes whose statements
   read a fixed number of rows, the rows of the searched category for ``search`` (its cost is
   the data's). A campaign divides the execution time by it at its lowest load (where the
@@ -82,6 +85,10 @@ class ClassTruth:
     db_cpu_call_s: float | None = None
     #: the class's tracked statements per request (pg_stat_statements' calls)
     db_calls: float | None = None
+    #: the database backend's CPU per request during the class's calls (the app's
+    #: ``testbed_db_backend_cpu_seconds_total``: the kernel's clock of the backend process);
+    #: None in logs written before the app measured it
+    db_backend_cpu_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -205,7 +212,8 @@ def truth(lines: list[dict[str, Any]]) -> Truth:
                   "app_queue": _fdiv(_delta(end, start, "app", c, "queue_s"), n),
                   "work": float(np.mean(work[c])) if work[c] else None,
                   "calls": _fdiv(_delta(end, start, "pg", c, "calls"), n) if "pg" in end
-                  else None}
+                  else None,
+                  "backend_cpu": _fdiv(_delta(end, start, "app", c, "db_cpu_s"), n)}
 
     def shares(key: str, tier: str) -> dict[str, float | None]:
         total = sum((v[key] or 0.0) * v["n"] for v in per.values())
@@ -216,7 +224,7 @@ def truth(lines: list[dict[str, Any]]) -> Truth:
     db_d, app_d = shares("db_exec", "db"), shares("app_cpu", "app")
     out.classes = [ClassTruth(c, int(v["n"]), v["db_exec"], v["app_cpu"], v["app_db"],
                               v["app_time"], db_d[c], app_d[c], v["app_queue"], v["work"],
-                              db_calls=v["calls"])
+                              db_calls=v["calls"], db_backend_cpu_s=v["backend_cpu"])
                    for c, v in per.items()]
     if "db" in busy and any(v["db_exec"] for v in per.values()):
         total_exec = sum((v["db_exec"] or 0.0) * v["n"] for v in per.values())
