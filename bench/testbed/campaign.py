@@ -692,9 +692,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="the largest share of the database's CPU other work may take in a run")
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--settle", type=float, default=20.0, help="seconds between attempts")
-    p.add_argument("--workers", type=int, default=None,
-                   help="declare the app's gunicorn workers (up.sh's TESTBED_WORKERS, 2) as a "
-                        "pool held across app and db; default: no pool")
+    p.add_argument("--workers", type=int, default=2,
+                   help="the app's gunicorn workers (up.sh's TESTBED_WORKERS, default 2), "
+                        "declared as a pool held across app and db, as perfcast.toml measures "
+                        "it; 0: no pool (the windows' pool measurements are then flagged as "
+                        "not configured)")
     p.add_argument("--latency", choices=("off", "estimate"), default=None,
                    help="with --rejudge: the system's latency setting (pure delays at the "
                         "tiers); default: perfcast's")
