@@ -76,3 +76,11 @@ def test_the_backend_cpu_clock_reads_the_kernels_per_task_time():
     assert task_cpu_seconds(None) is None and task_cpu_seconds(2 ** 31) is None
     # this process is no PostgreSQL backend: not read as one
     assert local_backend(me) is None and local_backend(None) is None
+
+
+def test_the_app_edge_shares_the_untimed_cpu_per_request_and_old_logs_lack_the_backend_cpu():
+    # one class: the app's busy 10 ms per request (no idle snapshot: no background), its timed
+    # CPU 1 ms -- the per-request edge is the whole busy time per request
+    (buy,) = truth(_log(0.2)).classes
+    assert buy.app_demand_req_s == pytest.approx(0.010) and buy.db_backend_cpu_s is None
+    assert buy.db_work == 1.0

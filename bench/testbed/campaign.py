@@ -252,6 +252,9 @@ def judge_demands(truth: dict[str, Any], pred: dict[str, Any] | None,
             true = c.get("db_cpu_s") if tier == "db" and c.get("db_cpu_s") else c[key]
             demands.setdefault(tier, {})[c["cls"]] = {"model": d, "truth": true,
                                                       "error": _err(d, true)}
+            if tier == "app":
+                req = c.get("app_demand_req_s")
+                demands[tier][c["cls"]].update(truth_req=req, error_req=_err(d, req))
             if tier == "db":
                 demands[tier][c["cls"]].update(
                     truth_elapsed=c[key], error_elapsed=_err(d, c[key]),
@@ -618,8 +621,8 @@ def markdown(res: dict[str, Any]) -> str:
              + f"; measured knee {'-' if k is None else f'{k:.1f}'} users", "",
              "| users | foreign CPU | worst R/SLO | capacity | trusted (solves) | R error "
              + " / ".join(sorted(slo)) + " | db demand error | db error, per-call edge "
-             "| app demand error | pool U model / measured |",
-             "|---:|---:|---:|---:|---|---|---|---|---|---|"]
+             "| app demand error | app error, per-request edge | pool U model / measured |",
+             "|---:|---:|---:|---:|---|---|---|---|---|---|---|"]
     for r in res["runs"]:
         p = r["perfcast"]
         rt = p.get("response_time", {})
@@ -633,6 +636,8 @@ def markdown(res: dict[str, Any]) -> str:
             + " / ".join(_pct(p["demands"]["db"][c].get("error_call")) for c in sorted(slo))
             + " | "
             + " / ".join(_pct(p["demands"]["app"][c]["error"]) for c in sorted(slo)) + " | "
+            + " / ".join(_pct(p["demands"]["app"][c].get("error_req")) for c in sorted(slo))
+            + " | "
             + (", ".join(f"{_num(v['model'])} / {_num(v['measured'])}"
                          for v in p.get("pools", {}).values()) or "-") + " |")
     if "low_load" in res:
@@ -656,7 +661,10 @@ def markdown(res: dict[str, Any]) -> str:
                              _pct(rp["demands"]["db"][c].get("error_call")) for c in sorted(slo))
                          + ")"
                          + ", app " + " / ".join(_pct(rp["demands"]["app"][c]["error"])
-                                                 for c in sorted(slo)) + ".")
+                                                 for c in sorted(slo))
+                         + " (per-request edge " + " / ".join(
+                             _pct(rp["demands"]["app"][c].get("error_req")) for c in sorted(slo))
+                         + ").")
     if "open_ramp" in res:
         op = res["open_ramp"]
         caps = [c for c in op["capacity_rate_per_s"] if c is not None]

@@ -89,6 +89,10 @@ class ClassTruth:
     #: ``testbed_db_backend_cpu_seconds_total``: the kernel's clock of the backend process);
     #: None in logs written before the app measured it
     db_backend_cpu_s: float | None = None
+    #: the app's busy CPU per request with the part outside the requests' timed CPU (accept,
+    #: parsing, the scrapes: 50-65% of it) shared equally per request instead of in proportion
+    #: to the timed CPU -- the other edge of what the counters allow
+    app_demand_req_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -222,9 +226,15 @@ def truth(lines: list[dict[str, Any]]) -> Truth:
         return {c: busy[tier] * (v[key] or 0.0) / total for c, v in per.items()}
 
     db_d, app_d = shares("db_exec", "db"), shares("app_cpu", "app")
+    app_req: dict[str, float | None] = {c: None for c in per}
+    if "app" in busy and all(v["app_cpu"] is not None for v in per.values()):
+        n_all = sum(v["n"] for v in per.values())
+        outside = busy["app"] - sum(v["app_cpu"] * v["n"] for v in per.values())
+        app_req = {c: v["app_cpu"] + max(0.0, outside) / n_all for c, v in per.items()}
     out.classes = [ClassTruth(c, int(v["n"]), v["db_exec"], v["app_cpu"], v["app_db"],
                               v["app_time"], db_d[c], app_d[c], v["app_queue"], v["work"],
-                              db_calls=v["calls"], db_backend_cpu_s=v["backend_cpu"])
+                              db_calls=v["calls"], db_backend_cpu_s=v["backend_cpu"],
+                              app_demand_req_s=app_req[c])
                    for c, v in per.items()]
     if "db" in busy and any(v["db_exec"] for v in per.values()):
         total_exec = sum((v["db_exec"] or 0.0) * v["n"] for v in per.values())
