@@ -341,7 +341,7 @@ def used_demands(pred: dict[str, Any], response: dict[str, dict[str, float]] | N
         est = {c: d.get(key) or 0.0 for c, d in dem.items()}
         split = {c: d.get("split") for c, d in dem.items()}
         agreed = t.get("split_discipline") == "ps (undecided)" and not t.get("bursty") and \
-            bool(above_response(est, (response or {}).get(tier, {})))
+            bool(above_response(est, (response or {}).get(tier, {}), mix=mix))
         if (t.get("split_discipline") == "ps" or agreed) and all(
                 v is not None for v in split.values()):
             total = sum(mix.get(c, 0.0) * v for c, v in est.items())

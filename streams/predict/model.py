@@ -1134,7 +1134,7 @@ def tier_demands(tier: TierModel, classes: list[str], mix: np.ndarray,
         source = tier.regression
     d = np.array([float(source.get(c, 0.0)) for c in classes])
     ps = tier.split_decided and tier.split_discipline == "ps"
-    if not ps and agreed_split_applies(tier, classes, d):
+    if not ps and agreed_split_applies(tier, classes, d, mix):
         ps = True
     if tier.split and tier.split_identified and ps and all(
             c in tier.split for c, p in zip(classes, mix.tolist()) if p > 0):
@@ -1145,20 +1145,24 @@ def tier_demands(tier: TierModel, classes: list[str], mix: np.ndarray,
     return d
 
 
-def agreed_split_applies(tier: TierModel, classes: list[str], d: np.ndarray) -> bool:
+def agreed_split_applies(tier: TierModel, classes: list[str], d: np.ndarray,
+                         mix: np.ndarray) -> bool:
     """Whether an undecided response-time split stands in for the estimator's ``d``: the split
     is identified because its PS and FCFS readings agree (low load: the stretch near 1, the
     shared wait near 0, :func:`estimators.class_split.class_split`), the tier is not bursty, and
     the estimator's split puts more on some class than that class's mean response time at the
     tier (:func:`estimators.class_split.above_response`: ``R_c >= D_c`` under any discipline,
-    Lazowska et al. 1984) -- evidence that the estimator, not the split, is wrong. On the real
+    Lazowska et al. 1984) while the response times hold the demands on average over ``mix``
+    (Little 1961; a tier timed short of its CPU work bounds nothing) -- evidence that the
+    estimator, not the split, is wrong. On the real
     testbed's database at 5-20 users the regression put 5.4 ms on a class that spent 3.8 ms
     there and 12 ms on one of 5.5 ms. Where the estimator's split is possible it stands, as
     before (an agreeing split moved a bursty FCFS database's capacity, docs/accuracy.md
     section 6)."""
     if tier.split_decided or tier.split_identified is not True or tier.bursty or not tier.split:
         return False
-    return bool(above_response(dict(zip(classes, d.tolist())), tier.class_response))
+    return bool(above_response(dict(zip(classes, d.tolist())), tier.class_response,
+                               mix=dict(zip(classes, mix.tolist()))))
 
 
 def history_demands(D_m: np.ndarray, V_m: np.ndarray, mix: np.ndarray,
