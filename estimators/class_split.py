@@ -446,8 +446,7 @@ def class_split(sums: SplitSums, min_completions: float = MIN_COMPLETIONS
 
 
 def above_response(demands: Mapping[str, float], response: Mapping[str, float],
-                   margin: float = RESPONSE_MARGIN,
-                   mix: Mapping[str, float] | None = None) -> list[str]:
+                   margin: float = RESPONSE_MARGIN) -> list[str]:
     """The classes whose demand exceeds their mean response time at the tier by more than
     ``margin`` (relative): a split no discipline allows.
 
@@ -457,23 +456,10 @@ def above_response(demands: Mapping[str, float], response: Mapping[str, float],
     plus queueing). An estimator's split that puts more on a class than the class spends at
     the tier has moved another class's work onto it -- what the utilization law does under a
     steady mix (Huang et al. 2012, section 3.3), and what a response-time split cannot do.
-    Classes without a response time (or a non-finite one) are not judged.
-
-    With ``mix`` (each class's share of the completions) the response times must first hold the
-    demands on average, ``sum_c p_c R_c >= sum_c p_c D_c`` over the judged classes: by Little's
-    law the tier's mean population ``X sum_c p_c R_c`` is at least its busy servers ``U c =
-    X sum_c p_c D_c`` (Little 1961). A tier whose timed span leaves out some of its CPU work (a
-    web tier timed without the client work of its downstream calls) fails it: its response
-    times bound nothing, and no class is named."""
+    Classes without a response time (or a non-finite one) are not judged."""
     m = float(margin)
     if not (math.isfinite(m) and m >= 0.0):
         raise ValueError(f"margin: must be a finite number >= 0, got {margin!r}")
-    if mix is not None:
-        judged = [c for c, d in demands.items() if response.get(c) is not None
-                  and math.isfinite(float(response[c])) and math.isfinite(float(d))]
-        held = sum(float(mix.get(c, 0.0)) * float(response[c]) for c in judged)
-        if held < sum(float(mix.get(c, 0.0)) * float(demands[c]) for c in judged):
-            return []
     out = []
     for c, d in demands.items():
         r = response.get(c)

@@ -235,9 +235,3 @@ def test_a_demand_above_the_response_time_is_no_disciplines_split():
     assert above_response(d, {"c": float("nan")}) == []
     with pytest.raises(ValueError, match="margin"):
         above_response(d, r, margin=-0.1)
-    # the response times hold the demands on average (Little: population >= busy servers)
-    assert above_response(d, r, mix={"a": 0.5, "b": 0.3, "c": 0.2}) == ["c"]
-    # they do not (a tier timed short of its CPU work): they bound nothing
-    short = {"a": 0.001, "b": 0.0001, "c": 0.0001}
-    assert above_response(d, short) == ["a", "b", "c"]
-    assert above_response(d, short, mix={"a": 0.5, "b": 0.3, "c": 0.2}) == []

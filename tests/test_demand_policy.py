@@ -71,8 +71,8 @@ def test_an_undecided_split_replaces_an_estimator_split_no_discipline_allows():
         assert tier_demands(_split_tier(ok, resp), ["a", "b"], mix, "selected").tolist() == \
             pytest.approx([ok["a"], ok["b"]])
     # not identified, or bursty, or no response time for the class: the estimator's split
-    # ... or response times that do not hold the demands on average (a tier timed short of its
-    # CPU work: 0.1 ms against 2.5 ms)
+    # ... or response times the split itself breaks once scaled to the aggregate (a tier timed
+    # short of its CPU work: 0.1 ms against 2.5 ms)
     for tier in (_split_tier(wrong, resp, identified=False), _split_tier(wrong, resp, bursty=True),
                  _split_tier(wrong, {"a": 0.0045}), _split_tier(wrong, {"a": 1e-4, "b": 1e-4})):
         assert tier_demands(tier, ["a", "b"], mix, "selected").tolist() == \

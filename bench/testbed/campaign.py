@@ -329,8 +329,9 @@ def used_demands(pred: dict[str, Any], response: dict[str, dict[str, float]] | N
     """Per tier and class, the demand the prediction's model used (the rule of
     :func:`streams.predict.model.tier_demands`): the estimator the tier selected, or -- where the
     windows decided processor sharing, or the split is undecided but the estimator puts more on
-    a class than its mean response time at the tier (``response``, :func:`tier_response`;
-    :func:`streams.predict.model.agreed_split_applies`), and every class has one -- the
+    a class than its mean response time at the tier and the scaled split none (``response``,
+    :func:`tier_response`; :func:`streams.predict.model.agreed_split_applies`), and every class
+    has one -- the
     response-time split scaled to that estimator's aggregate over the measured mix."""
     mix = {c: v.get("throughput_measured") or 0.0 for c, v in pred["classes"].items()}
     out: dict[str, dict[str, float]] = {}
@@ -340,14 +341,16 @@ def used_demands(pred: dict[str, Any], response: dict[str, dict[str, float]] | N
             d.get("regression") is not None for d in dem.values()) else "kalman"
         est = {c: d.get(key) or 0.0 for c, d in dem.items()}
         split = {c: d.get("split") for c, d in dem.items()}
-        agreed = t.get("split_discipline") == "ps (undecided)" and not t.get("bursty") and \
-            bool(above_response(est, (response or {}).get(tier, {}), mix=mix))
-        if (t.get("split_discipline") == "ps" or agreed) and all(
-                v is not None for v in split.values()):
+        if all(v is not None for v in split.values()):
             total = sum(mix.get(c, 0.0) * v for c, v in est.items())
             base = sum(mix.get(c, 0.0) * v for c, v in split.items())
             if total > 0 and base > 0:
-                est = {c: v * total / base for c, v in split.items()}
+                scaled = {c: v * total / base for c, v in split.items()}
+                r = (response or {}).get(tier, {})
+                agreed = t.get("split_discipline") == "ps (undecided)" and not t.get(
+                    "bursty") and bool(above_response(est, r)) and not above_response(scaled, r)
+                if t.get("split_discipline") == "ps" or agreed:
+                    est = scaled
         out[tier] = est
     return out
 
