@@ -452,8 +452,8 @@ def above_response(demands: Mapping[str, float], response: Mapping[str, float],
 
     A request's residence time at a queueing centre is its service plus its waiting, so a
     class's mean response time per visit is at least its demand, ``R_c >= D_c``, whatever the
-    scheduling and the number of cores (Lazowska et al. 1984, ch. 3: residence time = demand
-    plus queueing). An estimator's split that puts more on a class than the class spends at
+    scheduling and the number of cores (Lazowska et al. 1984: a centre's residence time is its
+    demand plus its queueing time). An estimator's split that puts more on a class than the class spends at
     the tier has moved another class's work onto it -- what the utilization law does under a
     steady mix (Huang et al. 2012, section 3.3), and what a response-time split cannot do.
     Classes without a response time (or a non-finite one) are not judged."""

@@ -331,8 +331,8 @@ def used_demands(pred: dict[str, Any], response: dict[str, dict[str, float]] | N
     windows decided processor sharing, or the split is undecided but the estimator puts more on
     a class than its mean response time at the tier and the scaled split none (``response``,
     :func:`tier_response`; :func:`streams.predict.model.agreed_split_applies`), and every class
-    has one -- the
-    response-time split scaled to that estimator's aggregate over the measured mix."""
+    has one -- the response-time split scaled to that estimator's aggregate over the measured
+    mix."""
     mix = {c: v.get("throughput_measured") or 0.0 for c, v in pred["classes"].items()}
     out: dict[str, dict[str, float]] = {}
     for tier, t in pred["tiers"].items():

@@ -1155,12 +1155,12 @@ def agreed_split_applies(tier: TierModel, classes: list[str], d: np.ndarray,
     Lazowska et al. 1984) while the split, scaled to the estimator's aggregate over ``mix``,
     keeps every class within it -- evidence that the estimator, not the split, is wrong. (On a
     tier timed short of its CPU work, such as a web tier timed without the client work of its
-    downstream calls, the scaled split breaks the bound too: its times bound nothing, by Little
-    (1961) the tier's population is then below its busy servers, and the estimator stands.) On the real
-    testbed's database at 5-20 users the regression put 5.4 ms on a class that spent 3.8 ms
-    there and 12 ms on one of 5.5 ms. Where the estimator's split is possible it stands, as
-    before (an agreeing split moved a bursty FCFS database's capacity, docs/accuracy.md
-    section 6)."""
+    downstream calls, the scaled split breaks the bound too: its times bound nothing -- by
+    Little (1961) its population is then below its busy servers -- and the estimator stands.)
+    On the real testbed's database at 5-20 users the regression put 5.4 ms on a class that
+    spent 3.8 ms there and 12 ms on one of 5.5 ms. Where the estimator's split is possible it
+    stands, as before (an agreeing split moved a bursty FCFS database's capacity,
+    docs/accuracy.md section 6)."""
     if tier.split_decided or tier.split_identified is not True or tier.bursty or not tier.split \
             or not all(c in tier.split for c in classes):
         return False
