@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from estimators.selection import select_by_residuals, select_by_scores, select_estimator
 from streams.core.config import SystemConfig
-from streams.predict.model import build_model, tier_demands
+from streams.predict.model import build_model, split_replaced_flags, tier_demands
 from streams.core.records import Window
 from streams.core.tier import SELECTION_WINDOWS, TierModel, TierState, step_tiers
 
@@ -66,6 +66,11 @@ def test_an_undecided_split_replaces_an_estimator_split_no_discipline_allows():
     resp = {"a": 0.0045, "b": 0.0015}
     d = tier_demands(_split_tier(wrong, resp), ["a", "b"], mix, "selected")
     assert d.tolist() == pytest.approx([0.00375, 0.00125])
+    assert split_replaced_flags([_split_tier(wrong, resp)], ["a", "b"], mix, "selected") == [
+        "split_replaced: db: the kalman put b above its response time at the tier; the "
+        "response-time split is used (its PS and FCFS readings agree)"]
+    assert split_replaced_flags([_split_tier(wrong, resp)], ["a", "b"], mix,
+                                "kalman_checked") == []
     # a possible estimator split stands (within the 10% margin too), as before
     for ok in ({"a": 0.004, "b": 0.001}, {"a": 0.0049, "b": 0.00165}):
         assert tier_demands(_split_tier(ok, resp), ["a", "b"], mix, "selected").tolist() == \

@@ -1129,10 +1129,7 @@ def tier_demands(tier: TierModel, classes: list[str], mix: np.ndarray,
         return _identified(tier, classes, mix)
     if policy != "selected":
         raise ValueError(f"demand_policy: unknown policy {policy!r}")
-    source = tier.demands
-    if tier.estimator == "regression" and all(c in tier.regression for c in classes):
-        source = tier.regression
-    d = np.array([float(source.get(c, 0.0)) for c in classes])
+    d = selected_demands(tier, classes)
     ps = tier.split_decided and tier.split_discipline == "ps"
     if not ps and agreed_split_applies(tier, classes, d, mix):
         ps = True
@@ -1143,6 +1140,33 @@ def tier_demands(tier: TierModel, classes: list[str], mix: np.ndarray,
         if total > 0 and base > 0:
             return shares * (total / base)
     return d
+
+
+def selected_demands(tier: TierModel, classes: list[str]) -> np.ndarray:
+    """The demands of the estimator ``tier`` selected: the Kalman filter's, or the sliding
+    regression's when it was picked and covers every class."""
+    source = tier.demands
+    if tier.estimator == "regression" and all(c in tier.regression for c in classes):
+        source = tier.regression
+    return np.array([float(source.get(c, 0.0)) for c in classes])
+
+
+def split_replaced_flags(tiers: list[TierModel], classes: list[str], mix: np.ndarray,
+                         policy: str) -> list[str]:
+    """A flag per tier whose estimators' split gave way to the agreeing response-time split
+    (:func:`agreed_split_applies`), naming the classes it had put above their response time."""
+    if policy != "selected":
+        return []
+    out = []
+    for t in tiers:
+        d = selected_demands(t, classes)
+        if agreed_split_applies(t, classes, d, mix):
+            names = above_response(dict(zip(classes, d.tolist())), t.class_response)
+            out.append(f"split_replaced: {t.tier}: the {t.estimator} put "
+                       f"{', '.join(names)} above {'its' if len(names) == 1 else 'their'} "
+                       f"response time at the tier; the response-time split is used (its PS "
+                       f"and FCFS readings agree)")
+    return out
 
 
 def agreed_split_applies(tier: TierModel, classes: list[str], d: np.ndarray,
@@ -1289,6 +1313,7 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
     bursty = [t for t in tiers if is_bursty(t)]
     flags += [f"split_unidentified: {t.tier}: {t.split_reason}" for t in tiers
               if t.split_identified is False]
+    flags += split_replaced_flags(tiers, classes, p, cfg.demand_policy)
     flags += [t.load_flag for t in tiers if t.load_flag]
     if provisional:
         flags += [f"{t.tier}: provisionally bursty (I {t.idc:.3g} above idc_threshold, "
