@@ -44,7 +44,6 @@ from pathlib import Path
 from typing import Any
 
 from bench.testbed.truth import truth as truth_of
-from estimators.class_split import above_response
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -176,30 +175,8 @@ def perfcast_run(out: Path, config: Path, t0: float, t1: float,
         f = out / name
         return [json.loads(x) for x in f.read_text().splitlines()] if f.exists() else []
 
-    kept = out.parent / f"{out.name}-windows.jsonl" if windows is not None else None
-    read = kept if kept is not None else out / "prometheus-windows.jsonl"
     return {"predictions": lines("predictions.jsonl"), "estimates": lines("estimates.jsonl"),
-            "alerts": lines("alerts.jsonl"), "deadletters": len(lines("deadletter.jsonl")),
-            "windows": [json.loads(x) for x in read.read_text().splitlines() if x.strip()]
-            if read.exists() else []}
-
-
-def tier_response(windows: list[dict[str, Any]], until: float) -> dict[str, dict[str, float]]:
-    """Per tier and class the completion-weighted mean response time at the tier over the
-    windows ending by ``until``, for classes with at least 200 completions -- the pipeline's
-    ``TierModel.class_response`` (streams/core/tier.py; its decay of 0.97 a solve is
-    negligible over one run)."""
-    sums: dict[str, dict[str, list[float]]] = {}
-    for w in windows:
-        if w.get("end", math.inf) > until:
-            continue
-        for c, r in (w.get("response_time_s") or {}).items():
-            n = (w.get("completions") or {}).get(c, 0)
-            if n > 0 and r is not None:
-                acc = sums.setdefault(w["tier"], {}).setdefault(c, [0.0, 0.0])
-                acc[0] += r * n
-                acc[1] += n
-    return {t: {c: a / n for c, (a, n) in v.items() if n >= 200} for t, v in sums.items()}
+            "alerts": lines("alerts.jsonl"), "deadletters": len(lines("deadletter.jsonl"))}
 
 
 def _err(model: float | None, true: float | None) -> float | None:
@@ -234,17 +211,16 @@ def judge_run(truth: dict[str, Any], pc: dict[str, Any], start: float,
                 p["time"] for p in preds if p.get("model_trusted") and max(
                     abs(_err(v["response_time"], measured.get(c)) or 0.0)
                     for c, v in p["classes"].items()) > 0.20])
-    out["demands"] = judge_demands(truth, preds[-1] if preds else None, pc.get("windows"))
+    out["demands"] = judge_demands(truth, preds[-1] if preds else None)
     return out
 
 
-def judge_demands(truth: dict[str, Any], pred: dict[str, Any] | None,
-                  windows: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def judge_demands(truth: dict[str, Any], pred: dict[str, Any] | None) -> dict[str, Any]:
     """Per tier and class the demand ``pred``'s model used against the truth's: the db's busy
     CPU split by the wait-free execution cost where :func:`cpu_split` set it (``db_cpu_s``),
     else by the elapsed execution time (``db_demand_s``, kept as ``truth_elapsed``); the app's
     split by its requests' own CPU."""
-    used = used_demands(pred, tier_response(windows or [], pred["time"])) if pred else {}
+    used = used_demands(pred) if pred else {}
     demands: dict[str, dict[str, Any]] = {}
     for c in truth["classes"]:
         for tier, key in (("db", "db_demand_s"), ("app", "app_demand_s")):
@@ -266,7 +242,7 @@ def ramp_demands(truth: dict[str, Any], pc: dict[str, Any], end: float) -> dict[
     """The ramp's last solve before ``end`` (its whole history behind it: minutes of windows
     across the populations) against the truth over the whole ramp."""
     preds = [p for p in pc["predictions"] if p.get("classes") and p["time"] <= end]
-    return judge_demands(truth, preds[-1] if preds else None, pc.get("windows"))
+    return judge_demands(truth, preds[-1] if preds else None)
 
 
 def cpu_split(truths: list[dict[str, Any]],
@@ -324,16 +300,14 @@ def cpu_split(truths: list[dict[str, Any]],
     return unit
 
 
-def used_demands(pred: dict[str, Any], response: dict[str, dict[str, float]] | None = None
-                 ) -> dict[str, dict[str, float]]:
+def used_demands(pred: dict[str, Any]) -> dict[str, dict[str, float]]:
     """Per tier and class, the demand the prediction's model used (the rule of
     :func:`streams.predict.model.tier_demands`): the estimator the tier selected, or -- where the
-    windows decided processor sharing, or the split is undecided but the estimator puts more on
-    a class than its mean response time at the tier and the scaled split none (``response``,
-    :func:`tier_response`; :func:`streams.predict.model.agreed_split_applies`), and every class
-    has one -- the response-time split scaled to that estimator's aggregate over the measured
-    mix."""
+    windows decided processor sharing, or the prediction flags ``split_replaced`` for the tier
+    (:func:`streams.predict.model.agreed_split_applies`), and every class has one -- the
+    response-time split scaled to that estimator's aggregate over the measured mix."""
     mix = {c: v.get("throughput_measured") or 0.0 for c, v in pred["classes"].items()}
+    flags = pred.get("flags") or []
     out: dict[str, dict[str, float]] = {}
     for tier, t in pred["tiers"].items():
         dem = t["demands"]
@@ -341,16 +315,13 @@ def used_demands(pred: dict[str, Any], response: dict[str, dict[str, float]] | N
             d.get("regression") is not None for d in dem.values()) else "kalman"
         est = {c: d.get(key) or 0.0 for c, d in dem.items()}
         split = {c: d.get("split") for c, d in dem.items()}
-        if all(v is not None for v in split.values()):
+        replaced = any(f.startswith(f"split_replaced: {tier}:") for f in flags)
+        if (t.get("split_discipline") == "ps" or replaced) and all(
+                v is not None for v in split.values()):
             total = sum(mix.get(c, 0.0) * v for c, v in est.items())
             base = sum(mix.get(c, 0.0) * v for c, v in split.items())
             if total > 0 and base > 0:
-                scaled = {c: v * total / base for c, v in split.items()}
-                r = (response or {}).get(tier, {})
-                agreed = t.get("split_discipline") == "ps (undecided)" and not t.get(
-                    "bursty") and bool(above_response(est, r)) and not above_response(scaled, r)
-                if t.get("split_discipline") == "ps" or agreed:
-                    est = scaled
+                est = {c: v * total / base for c, v in split.items()}
         out[tier] = est
     return out
 
