@@ -75,7 +75,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 __all__ = ["DISCIPLINES", "SplitSums", "ClassSplit", "window_demands", "split_rows",
-           "class_split", "AGREE", "MIN_SPAN", "DECIDE_RATIO"]
+           "class_split", "above_response", "AGREE", "MIN_SPAN", "DECIDE_RATIO",
+           "RESPONSE_MARGIN"]
 
 DISCIPLINES = ("ps", "fcfs")
 #: the two disciplines' demands count as the same split within this relative difference
@@ -94,6 +95,9 @@ NEGATIVE = 0.1
 BLOCK_S = 60.0
 #: completions with a response time a class needs before its split counts
 MIN_COMPLETIONS = 50.0
+#: :func:`above_response`: a demand counts as above its class's mean response time beyond this
+#: relative margin (the mean of a few hundred requests' times is that noisy)
+RESPONSE_MARGIN = 0.1
 # per class and discipline: sum n, sum n d, and for the load test sum v, sum v u, sum v u^2,
 # sum v y, sum v u y (n completions, d the window's demand, u utilization, y its share
 # d / D_bar, v = n / s^2 the share's inverse-variance weight), sum n d^2 (the spread)
@@ -439,3 +443,28 @@ def class_split(sums: SplitSums, min_completions: float = MIN_COMPLETIONS
         by_discipline={d: dict(zip(names, v.tolist())) for d, v in out.items()},
         scores=score, decided=decided, identified=identified, agreement=agreement,
         span=span, reason=reason)
+
+
+def above_response(demands: Mapping[str, float], response: Mapping[str, float],
+                   margin: float = RESPONSE_MARGIN) -> list[str]:
+    """The classes whose demand exceeds their mean response time at the tier by more than
+    ``margin`` (relative): a split no discipline allows.
+
+    A request's residence time at a queueing centre is its service plus its waiting, so a
+    class's mean response time per visit is at least its demand, ``R_c >= D_c``, whatever the
+    scheduling and the number of cores (Lazowska et al. 1984: a centre's residence time is its
+    demand plus its queueing time). An estimator's split that puts more on a class than the class spends at
+    the tier has moved another class's work onto it -- what the utilization law does under a
+    steady mix (Huang et al. 2012, section 3.3), and what a response-time split cannot do.
+    Classes without a response time (or a non-finite one) are not judged."""
+    m = float(margin)
+    if not (math.isfinite(m) and m >= 0.0):
+        raise ValueError(f"margin: must be a finite number >= 0, got {margin!r}")
+    out = []
+    for c, d in demands.items():
+        r = response.get(c)
+        if r is None or not math.isfinite(float(r)) or not math.isfinite(float(d)):
+            continue
+        if float(d) > (1.0 + m) * float(r):
+            out.append(c)
+    return out

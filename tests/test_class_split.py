@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from estimators.class_split import (AGREE, MIN_SPAN, SplitSums, class_split, split_rows,
-                                    window_demands)
+from estimators.class_split import (AGREE, MIN_SPAN, SplitSums, above_response, class_split,
+                                    split_rows, window_demands)
 from solvers.simulation.ps_server import monitor_ps
 from streams.core.tier import load_dependence
 from streams.predict.model import SystemModel
@@ -241,3 +241,13 @@ def test_the_load_tests_quantiles_are_numpys_bit_for_bit():
             u = u * 10.0 ** rng.uniform(-6, 6)
         levels = (0.1, 0.9) if trial % 2 else tuple(rng.random(3).tolist())
         assert _quantiles(u, levels) == np.quantile(u, list(levels)).tolist()
+
+
+def test_a_demand_above_the_response_time_is_no_disciplines_split():
+    d = {"a": 0.010, "b": 0.0031, "c": 0.002, "d": 0.5}
+    r = {"a": 0.012, "b": 0.0030, "c": 0.0015}        # d has no response time: not judged
+    assert above_response(d, r) == ["c"]              # b is within the 10% margin
+    assert above_response(d, r, margin=0.0) == ["b", "c"]
+    assert above_response(d, {"c": float("nan")}) == []
+    with pytest.raises(ValueError, match="margin"):
+        above_response(d, r, margin=-0.1)

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from estimators.selection import select_by_residuals, select_by_scores, select_estimator
 from streams.core.config import SystemConfig
-from streams.predict.model import build_model, tier_demands
+from streams.predict.model import build_model, split_replaced_flags, tier_demands
 from streams.core.records import Window
 from streams.core.tier import SELECTION_WINDOWS, TierModel, TierState, step_tiers
 
@@ -44,6 +44,44 @@ def test_selected_uses_the_picked_estimators_demands_as_they_are():
     assert checked[0] == pytest.approx(checked[1])
     with pytest.raises(ValueError, match="demand_policy"):
         tier_demands(_tier("kalman", reg), ["a", "b"], mix, "nope")
+
+
+def _split_tier(demands: dict[str, float], response: dict[str, float], *, decided: bool = False,
+                identified: bool | None = True, bursty: bool = False) -> TierModel:
+    """A tier whose Kalman split is ``demands``, whose response-time split is 3 : 1 and whose
+    PS reading is undecided unless ``decided``."""
+    return TierModel(tier="db", cores=1, demands=demands,
+                     demand_std={c: 1e-4 for c in demands}, regression={}, idc=1.0,
+                     idc_flag=None, mean_service=None, p95=None, process=None, fit=None,
+                     bursty=bursty, windows=100, estimator="kalman",
+                     class_response=response, split={"a": 0.003, "b": 0.001},
+                     split_discipline="ps", split_decided=decided, split_identified=identified)
+
+
+def test_an_undecided_split_replaces_an_estimator_split_no_discipline_allows():
+    mix = np.array([0.5, 0.5])
+    # the estimator puts 4 ms on b, which spends 1.5 ms at the tier: impossible (R >= D); the
+    # agreeing split (3 : 1) takes over, scaled to the estimator's aggregate 2.5 ms
+    wrong = {"a": 0.001, "b": 0.004}
+    resp = {"a": 0.0045, "b": 0.0015}
+    d = tier_demands(_split_tier(wrong, resp), ["a", "b"], mix, "selected")
+    assert d.tolist() == pytest.approx([0.00375, 0.00125])
+    assert split_replaced_flags([_split_tier(wrong, resp)], ["a", "b"], mix, "selected") == [
+        "split_replaced: db: the kalman put b above its response time at the tier; the "
+        "response-time split is used (its PS and FCFS readings agree)"]
+    assert split_replaced_flags([_split_tier(wrong, resp)], ["a", "b"], mix,
+                                "kalman_checked") == []
+    # a possible estimator split stands (within the 10% margin too), as before
+    for ok in ({"a": 0.004, "b": 0.001}, {"a": 0.0049, "b": 0.00165}):
+        assert tier_demands(_split_tier(ok, resp), ["a", "b"], mix, "selected").tolist() == \
+            pytest.approx([ok["a"], ok["b"]])
+    # not identified, or bursty, or no response time for the class: the estimator's split
+    # ... or response times the split itself breaks once scaled to the aggregate (a tier timed
+    # short of its CPU work: 0.1 ms against 2.5 ms)
+    for tier in (_split_tier(wrong, resp, identified=False), _split_tier(wrong, resp, bursty=True),
+                 _split_tier(wrong, {"a": 0.0045}), _split_tier(wrong, {"a": 1e-4, "b": 1e-4})):
+        assert tier_demands(tier, ["a", "b"], mix, "selected").tolist() == \
+            pytest.approx([0.001, 0.004])
 
 
 def test_build_model_follows_the_configured_policy():

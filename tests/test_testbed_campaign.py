@@ -4,8 +4,9 @@ and a quiet machine: it is a benchmark, not a test."""
 
 import pytest
 
+from bench.testbed import campaign
 from bench.testbed.campaign import _err, knee, markdown, misnamed_alerts
-from bench.testbed.truth import ResponseStats
+from bench.testbed.truth import ResponseStats, category_sizes, request_work
 from bench.testbed.load import join_times
 
 
@@ -75,3 +76,58 @@ def test_a_run_is_judged_by_its_last_solve_before_the_load_ended():
     pc = {"predictions": [pred(130.0, 5, 0.011), pred(160.0, 0, 0.001)], "deadletters": 0}
     got = judge_run(truth, pc, start=0.0, end=150.0)
     assert got["users"] == 5 and got["response_time"]["buy"]["error"] == pytest.approx(0.1)
+
+
+def _truth(util: float, busy: float, classes: list[tuple[str, int, float, float, float]]):
+    """A truth with the db's busy CPU and per class (name, requests, exec/req, work/req,
+    calls/req)."""
+    return {"tiers": [{"tier": "db", "busy_s": busy, "background_s": 0.0, "utilization": util}],
+            "classes": [{"cls": c, "requests": n, "db_exec_s": e, "db_work": w, "db_calls": k,
+                         "db_demand_s": None, "app_demand_s": None}
+                        for c, n, e, w, k in classes]}
+
+
+def test_the_cpu_split_removes_the_wait_of_the_long_statements():
+    # lowest load: exec = CPU (short 2 ms, long 10 us per row over 1000 rows), 1 s outside the
+    # statements over 200 calls; busier run: the long class's elapsed time doubled by waiting,
+    # its searches over 2000 rows, the busy CPU exactly the wait-free work plus the same 5 ms
+    # per call outside them
+    low = _truth(0.05, 100 * 0.002 + 100 * 0.010 + 1.0,
+                 [("short", 100, 0.002, 1.0, 1.0), ("long", 100, 0.010, 1000.0, 1.0)])
+    busy = 400 * 0.002 + 400 * 0.020 + 800 * 0.005
+    high = _truth(0.4, busy, [("short", 400, 0.002, 1.0, 1.0), ("long", 400, 0.040, 2000.0, 1.0)])
+    unit = campaign.cpu_split([high, low])
+    assert unit["short"] == pytest.approx(0.002) and unit["long"] == pytest.approx(1e-5)
+    assert unit[campaign.CALL] == pytest.approx(0.005)
+    d = {c["cls"]: c for c in high["classes"]}
+    # shared by the wait-free execution (2 : 20 ms): the busy CPU 12.8 s over 400 x 22 ms
+    assert d["short"]["db_cpu_s"] == pytest.approx(busy * 0.002 / (400 * 0.022))
+    assert d["long"]["db_cpu_s"] == pytest.approx(busy * 0.020 / (400 * 0.022))
+    # per call, the other edge: exactly the constructed 7 and 25 ms
+    assert d["short"]["db_cpu_call_s"] == pytest.approx(0.007)
+    assert d["long"]["db_cpu_call_s"] == pytest.approx(0.025)
+    # a ramp's truth judged with the steady runs' costs
+    ramp = _truth(0.3, busy, [("short", 400, 0.003, 1.0, 1.0), ("long", 400, 0.1, 2000.0, 1.0)])
+    campaign.cpu_split([ramp], unit)
+    assert ramp["classes"][0]["db_cpu_call_s"] == pytest.approx(0.007)
+
+
+def test_the_cpu_split_needs_the_work_and_the_execution_times():
+    t = _truth(0.05, 1.0, [("a", 10, None, 1.0, 1.0)])
+    assert campaign.cpu_split([t]) is None and "db_cpu_s" not in t["classes"][0]
+
+
+def test_a_search_weighs_the_rows_of_its_category():
+    sizes = category_sizes(200_000, 40)
+    assert sizes[1] == 46_745 and sizes[40] == 1_169 and sum(sizes.values()) == pytest.approx(
+        200_000, rel=1e-3)
+    assert request_work("search category 2: 20 results", sizes) == sizes[2]
+    assert request_work("product 17", sizes) == 1.0 and request_work(None, sizes) == 1.0
+
+
+def test_a_measured_backend_cpu_is_the_truth_itself():
+    t = _truth(0.05, 1.0, [("a", 10, 0.002, 1.0, 1.0), ("b", 10, 0.05, 1.0, 1.0)])
+    t["classes"][0]["db_backend_cpu_s"], t["classes"][1]["db_backend_cpu_s"] = 0.004, 0.03
+    campaign.cpu_split([t])
+    assert [(c["db_cpu_s"], c["db_cpu_call_s"]) for c in t["classes"]] == [(0.004, 0.004),
+                                                                              (0.03, 0.03)]

@@ -1,8 +1,10 @@
 """The testbed app's queue time (X-Request-Start) and its place in the ground truth."""
 
+import os
+
 import pytest
 
-from bench.testbed.app import queue_seconds
+from bench.testbed.app import local_backend, queue_seconds, task_cpu_seconds
 from bench.testbed.truth import truth
 
 
@@ -63,3 +65,22 @@ def test_the_probe_states_each_group_cpu_and_class():
     assert "disk io_time 0.8%" in text and "CPU 99.8%" in text
     assert "app: CPU 1.4 ms/request (4% of a CPU), run-queue wait 28.0 ms/request" in text
     assert "cpu0: user 3%, niced 92%" in text and "buy: client_ms 99.5" in text
+
+
+def test_the_backend_cpu_clock_reads_the_kernels_per_task_time():
+    me = os.getpid()
+    a = task_cpu_seconds(me)
+    sum(i * i for i in range(200_000))                 # some CPU of this process
+    b = task_cpu_seconds(me)
+    assert a is not None and b is not None and b > a
+    assert task_cpu_seconds(None) is None and task_cpu_seconds(2 ** 31) is None
+    # this process is no PostgreSQL backend: not read as one
+    assert local_backend(me) is None and local_backend(None) is None
+
+
+def test_the_app_edge_shares_the_untimed_cpu_per_request_and_old_logs_lack_the_backend_cpu():
+    # one class: the app's busy 10 ms per request (no idle snapshot: no background), its timed
+    # CPU 1 ms -- the per-request edge is the whole busy time per request
+    (buy,) = truth(_log(0.2)).classes
+    assert buy.app_demand_req_s == pytest.approx(0.010) and buy.db_backend_cpu_s is None
+    assert buy.db_work == 1.0

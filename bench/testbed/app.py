@@ -17,6 +17,14 @@ Per class (label ``handler``) the app exports
   app tier's own CPU demand per request, as the server reports it;
 - ``testbed_db_seconds_total{handler}``: the wall time of the request's database calls, as the
   app sees it (the database's residence time plus the socket round trips);
+- ``testbed_db_backend_cpu_seconds_total{handler}``: the CPU time of the worker's database
+  backend during the request's database calls, from the kernel's per-task CPU clock of that
+  process (``/proc/PID/schedstat``, nanoseconds; the testbed's database runs on the same
+  host): a worker holds one connection and serves one request at a time, so this is the
+  database's CPU per request of the class as the server's kernel counts it -- the statements'
+  execution, parse, plan, protocol and commit, without the housekeeping processes' (WAL
+  writer, autovacuum, the exporters' queries) and without the wait for the CPU that
+  pg_stat_statements' elapsed times hold;
 - ``testbed_request_queue_seconds_total{handler}``: the request's time from its
   ``X-Request-Start: t=SECONDS`` stamp (a front proxy's, e.g. nginx's ``t=${msec}``; the
   testbed's load generator sets it when it sends) to a worker's start on it -- the wait for a
@@ -49,6 +57,9 @@ DURATION = Histogram("testbed_request_duration_seconds", "time at the app tier p
 CPU = Counter("testbed_request_cpu_seconds", "worker CPU time during the requests", ["handler"])
 DB_TIME = Counter("testbed_db_seconds", "wall time of the requests' database calls",
                   ["handler"])
+DB_CPU = Counter("testbed_db_backend_cpu_seconds",
+                 "CPU time of the worker's database backend during the requests' database calls",
+                 ["handler"])
 QUEUE = Counter("testbed_request_queue_seconds",
                 "time from the X-Request-Start stamp to a worker's start on the request",
                 ["handler"])
@@ -70,6 +81,9 @@ class Shop:
             cur.execute("SELECT count(*) FROM categories")
             self.categories = cur.fetchone()[0]
         self.rng = random.Random(os.getpid() ^ time.time_ns())
+        #: the backend serving this connection (``/proc/PID/schedstat``: its CPU clock); None
+        #: when that pid here is no PostgreSQL process (the database on another host)
+        self.backend_pid = local_backend(self.conn.info.backend_pid)
 
     def _product_id(self, query: dict[str, list[str]]) -> int:
         try:
@@ -156,6 +170,29 @@ def _metrics(start_response):
     return [body]
 
 
+def local_backend(pid: int | None) -> int | None:
+    """``pid`` when it is a PostgreSQL process on this host (its command line names postgres),
+    else ``None``: a backend's pid on another host names some other process here."""
+    try:
+        with open(f"/proc/{int(pid)}/cmdline", "rb") as fh:
+            return int(pid) if b"postgres" in fh.read() else None
+    except (OSError, TypeError, ValueError):
+        return None
+
+
+def task_cpu_seconds(pid: int | None) -> float | None:
+    """The CPU time a process has run so far, seconds, from the kernel's scheduler clock
+    (``/proc/PID/schedstat``'s first field, nanoseconds on the CPU); ``None`` when it cannot
+    be read (another host, no such process, a kernel without it)."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{int(pid)}/schedstat", encoding="ascii") as fh:
+            return int(fh.read().split()[0]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def queue_seconds(stamp: str | None, now: float) -> float | None:
     """The time since an ``X-Request-Start`` stamp (``t=`` seconds since the epoch, or
     milli- or microseconds as some proxies write it); ``None`` without a readable stamp. A
@@ -184,6 +221,7 @@ def app(environ, start_response):
     shop = _get_shop()
     query = parse_qs(environ.get("QUERY_STRING", ""))
     status = "200 OK"
+    b0 = task_cpu_seconds(shop.backend_pid)
     db0 = time.perf_counter()
     try:
         text = getattr(shop, path)(query)
@@ -193,10 +231,13 @@ def app(environ, start_response):
             global _shop
             _shop = None                    # reconnect on the next request
     db = time.perf_counter() - db0
+    b1 = task_cpu_seconds(shop.backend_pid)
     body = (text + "\n").encode()
     start_response(status, [("Content-Type", "text/plain"), ("Content-Length", str(len(body))),
                             ("X-Testbed-Detail", text[:200])])
     DB_TIME.labels(path).inc(db)
+    if b0 is not None and b1 is not None and b1 >= b0:
+        DB_CPU.labels(path).inc(b1 - b0)
     waited = queue_seconds(environ.get("HTTP_X_REQUEST_START"), picked)
     if waited is not None:
         QUEUE.labels(path).inc(waited)

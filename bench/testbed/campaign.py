@@ -52,6 +52,8 @@ PY = os.environ.get("TESTBED_PYTHON", str(Path.home() / ".cache/perfcast/venv/bi
 SLO_FACTOR = 3.0
 #: predictions of the first seconds of a run see a population still starting
 WARMUP_S = 60.0
+#: :func:`cpu_split`'s key of the db's busy time outside the statements per statement call
+CALL = "(per call)"
 
 
 def _cpu_times(cpu: int) -> dict[str, float]:
@@ -209,23 +211,103 @@ def judge_run(truth: dict[str, Any], pc: dict[str, Any], start: float,
                 p["time"] for p in preds if p.get("model_trusted") and max(
                     abs(_err(v["response_time"], measured.get(c)) or 0.0)
                     for c, v in p["classes"].items()) > 0.20])
-    used = used_demands(preds[-1]) if preds else {}
+    out["demands"] = judge_demands(truth, preds[-1] if preds else None)
+    return out
+
+
+def judge_demands(truth: dict[str, Any], pred: dict[str, Any] | None) -> dict[str, Any]:
+    """Per tier and class the demand ``pred``'s model used against the truth's: the db's busy
+    CPU split by the wait-free execution cost where :func:`cpu_split` set it (``db_cpu_s``),
+    else by the elapsed execution time (``db_demand_s``, kept as ``truth_elapsed``); the app's
+    split by its requests' own CPU."""
+    used = used_demands(pred) if pred else {}
     demands: dict[str, dict[str, Any]] = {}
     for c in truth["classes"]:
         for tier, key in (("db", "db_demand_s"), ("app", "app_demand_s")):
             d = used.get(tier, {}).get(c["cls"])
-            demands.setdefault(tier, {})[c["cls"]] = {"model": d, "truth": c[key],
-                                                      "error": _err(d, c[key])}
-    out["demands"] = demands
-    return out
+            true = c.get("db_cpu_s") if tier == "db" and c.get("db_cpu_s") else c[key]
+            demands.setdefault(tier, {})[c["cls"]] = {"model": d, "truth": true,
+                                                      "error": _err(d, true)}
+            if tier == "app":
+                req = c.get("app_demand_req_s")
+                demands[tier][c["cls"]].update(truth_req=req, error_req=_err(d, req))
+            if tier == "db":
+                demands[tier][c["cls"]].update(
+                    truth_elapsed=c[key], error_elapsed=_err(d, c[key]),
+                    truth_call=c.get("db_cpu_call_s"), error_call=_err(d, c.get("db_cpu_call_s")))
+    return demands
+
+
+def ramp_demands(truth: dict[str, Any], pc: dict[str, Any], end: float) -> dict[str, Any]:
+    """The ramp's last solve before ``end`` (its whole history behind it: minutes of windows
+    across the populations) against the truth over the whole ramp."""
+    preds = [p for p in pc["predictions"] if p.get("classes") and p["time"] <= end]
+    return judge_demands(truth, preds[-1] if preds else None)
+
+
+def cpu_split(truths: list[dict[str, Any]],
+              unit: dict[str, float] | None = None) -> dict[str, float] | None:
+    """Set each truth's per-class ``db_cpu_s``: the db's busy CPU (the kernel's, background
+    subtracted) shared out in proportion to each class's **wait-free** execution time, and
+    return the execution cost per unit of work it used.
+
+    pg_stat_statements' ``total_exec_time`` is elapsed time: it holds the backend's wait for
+    the CPU, and that wait is not shared in proportion to the work. The kernel's scheduler runs
+    a backend that wakes with a short statement ahead of one that has run long (CFS's wake-up
+    preemption, Molnar 2007), so at 20-40 users the long statements' elapsed time per row grows
+    37% above the lowest load's while the short classes' per request grows 0-25%: a split by
+    elapsed time moves CPU from the short classes to the long one. The wait-free execution time
+    is the execution time per unit of work (:attr:`ClassTruth.db_work`) at the campaign's
+    least busy run -- where the backends hardly wait (utilization ~0.05) -- times the run's own
+    work; the busy time not inside a statement (parse, plan, protocol, commit, the housekeeping
+    processes: 16% of it at 5 users here) is shared in the same proportion, as before. That
+    share is the counters' blind spot: ``db_cpu_call_s`` shares it per statement call instead
+    (the lowest load's busy time outside the statements per call, under the key
+    :data:`CALL`), the other edge -- for ``buy``, four statements in a transaction, 3x the
+    first at 30-40 users; the classes of one statement move by under 15%. Where the app
+    measured its backends' own CPU per request (``db_backend_cpu_s``, bench/testbed/app.py)
+    both are that measurement: the server-reported CPU per request, no split needed.
+    ``unit`` (a former call's answer) is used instead of the least busy run's (a ramp's truth
+    judged by the steady runs'). ``None`` (nothing set) where no truth has the execution times
+    and the work."""
+    def usable(t: dict[str, Any]) -> bool:
+        return any(b["tier"] == "db" for b in t.get("tiers", [])) and all(
+            c.get("db_exec_s") is not None and c.get("db_work") and c["requests"] > 0
+            for c in t.get("classes", [])) and bool(t.get("classes"))
+    good = [t for t in truths if usable(t)]
+    if not good:
+        return None
+    if unit is None:
+        ref = min(good, key=lambda t: next(b["utilization"] for b in t["tiers"]
+                                           if b["tier"] == "db"))
+        unit = {c["cls"]: c["db_exec_s"] / c["db_work"] for c in ref["classes"]}
+        calls = sum((c.get("db_calls") or 0.0) * c["requests"] for c in ref["classes"])
+        busy = next(b["busy_s"] for b in ref["tiers"] if b["tier"] == "db")
+        outside = busy - sum(c["db_exec_s"] * c["requests"] for c in ref["classes"])
+        unit[CALL] = max(0.0, outside) / calls if calls > 0 else 0.0
+    for t in good:
+        if all(c.get("db_backend_cpu_s") is not None for c in t["classes"]):
+            for c in t["classes"]:     # measured: the backends' own CPU per request
+                c["db_cpu_s"] = c["db_cpu_call_s"] = c["db_backend_cpu_s"]
+            continue
+        busy = next(b["busy_s"] for b in t["tiers"] if b["tier"] == "db")
+        for key, per_call in (("db_cpu_s", 0.0), ("db_cpu_call_s", unit.get(CALL, 0.0))):
+            cost = {c["cls"]: unit.get(c["cls"], 0.0) * c["db_work"]
+                    + per_call * (c.get("db_calls") or 0.0) for c in t["classes"]}
+            total = sum(cost[c["cls"]] * c["requests"] for c in t["classes"])
+            for c in t["classes"]:
+                c[key] = busy * cost[c["cls"]] / total if total > 0 else None
+    return unit
 
 
 def used_demands(pred: dict[str, Any]) -> dict[str, dict[str, float]]:
     """Per tier and class, the demand the prediction's model used (the rule of
     :func:`streams.predict.model.tier_demands`): the estimator the tier selected, or -- where the
-    windows decided processor sharing and every class has one -- the response-time split
-    scaled to that estimator's aggregate over the measured mix."""
+    windows decided processor sharing, or the prediction flags ``split_replaced`` for the tier
+    (:func:`streams.predict.model.agreed_split_applies`), and every class has one -- the
+    response-time split scaled to that estimator's aggregate over the measured mix."""
     mix = {c: v.get("throughput_measured") or 0.0 for c, v in pred["classes"].items()}
+    flags = pred.get("flags") or []
     out: dict[str, dict[str, float]] = {}
     for tier, t in pred["tiers"].items():
         dem = t["demands"]
@@ -233,7 +315,9 @@ def used_demands(pred: dict[str, Any]) -> dict[str, dict[str, float]]:
             d.get("regression") is not None for d in dem.values()) else "kalman"
         est = {c: d.get(key) or 0.0 for c, d in dem.items()}
         split = {c: d.get("split") for c, d in dem.items()}
-        if t.get("split_discipline") == "ps" and all(v is not None for v in split.values()):
+        replaced = any(f.startswith(f"split_replaced: {tier}:") for f in flags)
+        if (t.get("split_discipline") == "ps" or replaced) and all(
+                v is not None for v in split.values()):
             total = sum(mix.get(c, 0.0) * v for c, v in est.items())
             base = sum(mix.get(c, 0.0) * v for c, v in split.items())
             if total > 0 and base > 0:
@@ -309,6 +393,7 @@ def campaign(args: argparse.Namespace) -> dict[str, Any]:
                if r["cls"] != "all"}
     config = out / "system.toml"
     write_config(config, slo, args.workers)
+    unit = cpu_split([r["truth"] for r in runs])
     ratios = []
     for r in runs:
         means = {s["cls"]: s["mean_s"] for s in r["truth"]["overall"] if s["cls"] in slo}
@@ -337,6 +422,8 @@ def campaign(args: argparse.Namespace) -> dict[str, Any]:
         t = truth_of(lines)
         breach_min = breach_minute(t, slo)
         pc = perfcast_run(out / "perfcast-ramp", config, run["start"], run["start"] + span + 2)
+        ramp_truth = asdict(t)
+        cpu_split([ramp_truth], unit)
         firing = [x["time"] for x in pc["alerts"]
                   if x.get("alert") == "predicted_breach" and x.get("state") == "firing"]
         breach_t = None if breach_min is None else run["start"] + 60.0 * (breach_min + 1)
@@ -347,7 +434,8 @@ def campaign(args: argparse.Namespace) -> dict[str, Any]:
             "lead_min": (breach_t - firing[0]) / 60 if firing and breach_t else None,
             "alerts": pc["alerts"], "solves": len(pc["predictions"]),
             "misnamed": misnamed_alerts(pc["alerts"], t, slo, run["start"]),
-            "trusted_solves": sum(1 for p in pc["predictions"] if p.get("model_trusted"))}
+            "trusted_solves": sum(1 for p in pc["predictions"] if p.get("model_trusted")),
+            "demands": ramp_demands(ramp_truth, pc, run["start"] + span)}
     if args.open_ramp:
         result["open_ramp"] = open_ramp(args, out, meter, config, slo)
     (out / "campaign.json").write_text(json.dumps(result, indent=1, default=str))
@@ -423,6 +511,11 @@ def rejudge(src: Path, out: Path, workers: int | None = None,
     out.mkdir(parents=True, exist_ok=True)
     config = out / "system.toml"
     write_config(config, res["slo_s"], workers, latency)
+    for r in res["runs"]:   # today's truth of the same logs (the work per request is new)
+        log = src / f"load-{r['users']}-{r.get('attempt', 0)}.jsonl"
+        if log.exists():
+            r["truth"] = asdict(truth_of(_jsonl(log)))
+    unit = cpu_split([r["truth"] for r in res["runs"]])
     for r in res["runs"]:
         r["perfcast"] = judge_run(r["truth"], perfcast_run(
             out / f"perfcast-{r['users']}", config, r["start"], r["end"] + 2,
@@ -445,6 +538,10 @@ def rejudge(src: Path, out: Path, workers: int | None = None,
         breach_t = (None if rp["measured_breach_min"] is None
                     else start + 60.0 * rp["measured_breach_min"])
         log = src / "load-ramp.jsonl"
+        ramp_truth = asdict(truth_of(_jsonl(log))) if log.exists() else None
+        if ramp_truth is not None:
+            cpu_split([ramp_truth], unit)
+            rp["demands"] = ramp_demands(ramp_truth, pc, start + rp["duration_s"])
         rp.update(first_alert_min=(firing[0] - start) / 60 if firing else None,
                   lead_min=(breach_t - firing[0]) / 60 if firing and breach_t else None,
                   misnamed=misnamed_alerts(pc["alerts"], truth_of(_jsonl(log)), res["slo_s"],
@@ -497,9 +594,9 @@ def markdown(res: dict[str, Any]) -> str:
              + ", ".join(f"{c} {1000 * v:.0f}" for c, v in sorted(slo.items()))
              + f"; measured knee {'-' if k is None else f'{k:.1f}'} users", "",
              "| users | foreign CPU | worst R/SLO | capacity | trusted (solves) | R error "
-             + " / ".join(sorted(slo)) + " | db demand error | app demand error "
-             "| pool U model / measured |",
-             "|---:|---:|---:|---:|---|---|---|---|---|"]
+             + " / ".join(sorted(slo)) + " | db demand error | db error, per-call edge "
+             "| app demand error | app error, per-request edge | pool U model / measured |",
+             "|---:|---:|---:|---:|---|---|---|---|---|---|---|"]
     for r in res["runs"]:
         p = r["perfcast"]
         rt = p.get("response_time", {})
@@ -510,7 +607,11 @@ def markdown(res: dict[str, Any]) -> str:
             f"({p.get('trusted_solves', 0)}/{p['solves']}) | "
             + " / ".join(_pct(rt.get(c, {}).get("error")) for c in sorted(slo)) + " | "
             + " / ".join(_pct(p["demands"]["db"][c]["error"]) for c in sorted(slo)) + " | "
+            + " / ".join(_pct(p["demands"]["db"][c].get("error_call")) for c in sorted(slo))
+            + " | "
             + " / ".join(_pct(p["demands"]["app"][c]["error"]) for c in sorted(slo)) + " | "
+            + " / ".join(_pct(p["demands"]["app"][c].get("error_req")) for c in sorted(slo))
+            + " | "
             + (", ".join(f"{_num(v['model'])} / {_num(v['measured'])}"
                          for v in p.get("pools", {}).values()) or "-") + " |")
     if "low_load" in res:
@@ -527,6 +628,17 @@ def markdown(res: dict[str, Any]) -> str:
                       f"{_misnamed(rp.get('misnamed'))}; trusted solves "
                       f"{rp['trusted_solves']}/{rp['solves']}; foreign CPU "
                       f"{rp['foreign']['foreign_share']:.3f}."]
+        if rp.get("demands"):
+            lines.append(f"Ramp's last solve, demand error against the whole ramp's truth: db "
+                         + " / ".join(_pct(rp["demands"]["db"][c]["error"]) for c in sorted(slo))
+                         + " (per-call edge " + " / ".join(
+                             _pct(rp["demands"]["db"][c].get("error_call")) for c in sorted(slo))
+                         + ")"
+                         + ", app " + " / ".join(_pct(rp["demands"]["app"][c]["error"])
+                                                 for c in sorted(slo))
+                         + " (per-request edge " + " / ".join(
+                             _pct(rp["demands"]["app"][c].get("error_req")) for c in sorted(slo))
+                         + ").")
     if "open_ramp" in res:
         op = res["open_ramp"]
         caps = [c for c in op["capacity_rate_per_s"] if c is not None]
@@ -562,9 +674,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="the largest share of the database's CPU other work may take in a run")
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--settle", type=float, default=20.0, help="seconds between attempts")
-    p.add_argument("--workers", type=int, default=None,
-                   help="declare the app's gunicorn workers (up.sh's TESTBED_WORKERS, 2) as a "
-                        "pool held across app and db; default: no pool")
+    p.add_argument("--workers", type=int, default=2,
+                   help="the app's gunicorn workers (up.sh's TESTBED_WORKERS, default 2), "
+                        "declared as a pool held across app and db, as perfcast.toml measures "
+                        "it; 0: no pool (the windows' pool measurements are then flagged as "
+                        "not configured)")
     p.add_argument("--latency", choices=("off", "estimate"), default=None,
                    help="with --rejudge: the system's latency setting (pure delays at the "
                         "tiers); default: perfcast's")

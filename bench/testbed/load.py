@@ -246,7 +246,8 @@ def snapshot(at: str, app_url: str, process_url: str, pg_dsn: str | None) -> dic
             key = {"testbed_requests_total": "requests", "testbed_request_cpu_seconds_total":
                    "cpu_s", "testbed_db_seconds_total": "db_s",
                    "testbed_request_duration_seconds_sum": "time_s",
-                   "testbed_request_queue_seconds_total": "queue_s"}.get(name)
+                   "testbed_request_queue_seconds_total": "queue_s",
+                   "testbed_db_backend_cpu_seconds_total": "db_cpu_s"}.get(name)
             if cls and key:
                 app.setdefault(cls, {}).setdefault(key, 0.0)
                 app[cls][key] += value

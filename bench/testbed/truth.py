@@ -17,8 +17,18 @@ From the servers (the log's snapshots, start and end of the load, and the idle o
   idle (the exporters' scrapes, PostgreSQL's housekeeping);
 - ``demand``: the tier's busy CPU per request of each class -- the busy CPU shared out over
   the classes in proportion to the server-reported time above (``db exec`` for the database,
-  ``app cpu`` for the app). This is the figure a model's per-class service demand is compared
-  with: the total is the kernel's, the split is the servers' own.
+  ``app cpu`` for the app): the total is the kernel's, the split is the servers' own;
+- ``db cpu / req`` (``db_backend_cpu_s``): the database backend's own CPU during the class's
+  calls, the kernel's clock of the backend process read by the app before and after them --
+  the server-reported CPU per request, where the app measured it;
+- ``db work / req``: what a request's statements process -- 1 for the classes whose statements
+  read a fixed number of rows, the rows of the searched category for ``search`` (its cost is
+  the data's). A campaign divides the execution time by it at its lowest load (where the
+  backends hardly wait for the CPU) to get each class's execution cost per unit of work, free
+  of the wait (:func:`bench.testbed.campaign.cpu_split`): pg_stat_statements' times are
+  elapsed, and at 20-40 users the wait for the CPU inflates the long statements' (search +37%)
+  more than the short ones' (which the scheduler runs first on waking), so a split by the
+  elapsed time gives the short classes 35-60% too little.
 
     python -m bench.testbed.truth /tmp/load.jsonl [--json truth.json]
 """
@@ -28,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -63,6 +74,25 @@ class ClassTruth:
     #: the app's queue time per request (X-Request-Start to a worker's start); None in logs
     #: written before the app measured it
     app_queue_s: float | None = None
+    #: the work of the class's statements per request (rows of the searched category for a
+    #: search, 1 for the fixed-cost classes)
+    db_work: float | None = None
+    #: the db's busy CPU per request split by the wait-free execution cost
+    #: (:func:`bench.testbed.campaign.cpu_split`); None until a campaign sets it
+    db_cpu_s: float | None = None
+    #: the same with the busy time outside the statements shared per statement call instead
+    #: (the other edge of what the counters allow)
+    db_cpu_call_s: float | None = None
+    #: the class's tracked statements per request (pg_stat_statements' calls)
+    db_calls: float | None = None
+    #: the database backend's CPU per request during the class's calls (the app's
+    #: ``testbed_db_backend_cpu_seconds_total``: the kernel's clock of the backend process);
+    #: None in logs written before the app measured it
+    db_backend_cpu_s: float | None = None
+    #: the app's busy CPU per request with the part outside the requests' timed CPU (accept,
+    #: parsing, the scrapes: 50-65% of it) shared equally per request instead of in proportion
+    #: to the timed CPU -- the other edge of what the counters allow
+    app_demand_req_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -95,6 +125,25 @@ def response_stats(cls: str, times: list[float], span_s: float) -> ResponseStats
     p50, p95, p99 = np.percentile(a, [50, 95, 99])
     return ResponseStats(cls, int(a.size), a.size / span_s, float(a.mean()), float(p50),
                          float(p95), float(p99))
+
+
+#: the shop's data as infra/testbed/up.sh generates it (TESTBED_PRODUCTS, TESTBED_CATEGORIES)
+PRODUCTS, CATEGORIES = 200_000, 40
+_CATEGORY = re.compile(r"category (\d+)")
+
+
+def category_sizes(products: int = PRODUCTS, categories: int = CATEGORIES) -> dict[int, int]:
+    """Rows per category: schema.sql's rule, ``max(1, round(products / (k H)))`` for the
+    ``k``-th of ``categories`` with ``H`` the harmonic number (sizes fall as 1/rank)."""
+    h = sum(1.0 / k for k in range(1, categories + 1))
+    return {k: max(1, round(products / (k * h))) for k in range(1, categories + 1)}
+
+
+def request_work(detail: str | None, sizes: dict[int, int]) -> float:
+    """The rows a request's statements process, in units of a fixed-cost request: the searched
+    category's size where the app's detail names one ("search category 7: 20 results"), else 1."""
+    m = _CATEGORY.search(detail or "")
+    return float(sizes.get(int(m.group(1)), 1)) if m else 1.0
 
 
 def _delta(end: dict, start: dict, *keys: str) -> float | None:
@@ -151,6 +200,9 @@ def truth(lines: list[dict[str, Any]]) -> Truth:
     if "pg" not in end:
         out.notes.append(f"no pg_stat_statements snapshot: {end.get('pg_error', 'no --pg-dsn')}")
 
+    sizes = category_sizes()
+    work = {c: [request_work(r.get("detail"), sizes) for r in ok if r["class"] == c]
+            for c in classes}
     per: dict[str, dict[str, float | None]] = {}
     for c in classes:
         n = _delta(end, start, "app", c, "requests")
@@ -161,7 +213,11 @@ def truth(lines: list[dict[str, Any]]) -> Truth:
                   "app_cpu": _fdiv(_delta(end, start, "app", c, "cpu_s"), n),
                   "app_db": _fdiv(_delta(end, start, "app", c, "db_s"), n),
                   "app_time": _fdiv(_delta(end, start, "app", c, "time_s"), n),
-                  "app_queue": _fdiv(_delta(end, start, "app", c, "queue_s"), n)}
+                  "app_queue": _fdiv(_delta(end, start, "app", c, "queue_s"), n),
+                  "work": float(np.mean(work[c])) if work[c] else None,
+                  "calls": _fdiv(_delta(end, start, "pg", c, "calls"), n) if "pg" in end
+                  else None,
+                  "backend_cpu": _fdiv(_delta(end, start, "app", c, "db_cpu_s"), n)}
 
     def shares(key: str, tier: str) -> dict[str, float | None]:
         total = sum((v[key] or 0.0) * v["n"] for v in per.values())
@@ -170,8 +226,15 @@ def truth(lines: list[dict[str, Any]]) -> Truth:
         return {c: busy[tier] * (v[key] or 0.0) / total for c, v in per.items()}
 
     db_d, app_d = shares("db_exec", "db"), shares("app_cpu", "app")
+    app_req: dict[str, float | None] = {c: None for c in per}
+    if "app" in busy and all(v["app_cpu"] is not None for v in per.values()):
+        n_all = sum(v["n"] for v in per.values())
+        outside = busy["app"] - sum(v["app_cpu"] * v["n"] for v in per.values())
+        app_req = {c: v["app_cpu"] + max(0.0, outside) / n_all for c, v in per.items()}
     out.classes = [ClassTruth(c, int(v["n"]), v["db_exec"], v["app_cpu"], v["app_db"],
-                              v["app_time"], db_d[c], app_d[c], v["app_queue"])
+                              v["app_time"], db_d[c], app_d[c], v["app_queue"], v["work"],
+                              db_calls=v["calls"], db_backend_cpu_s=v["backend_cpu"],
+                              app_demand_req_s=app_req[c])
                    for c, v in per.items()]
     if "db" in busy and any(v["db_exec"] for v in per.values()):
         total_exec = sum((v["db_exec"] or 0.0) * v["n"] for v in per.values())

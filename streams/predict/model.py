@@ -105,6 +105,7 @@ from typing import Any
 
 import numpy as np
 
+from estimators.class_split import above_response
 from solvers.decomposition import PER_JOB_MAX_CORES, SWING_FLAG, SolveMemo, solve_decomposed
 from solvers.delay import effective_think_time, fold_delay_stations, with_delay_stations
 from solvers.mapqn import solve_closed
@@ -1122,16 +1123,16 @@ def tier_demands(tier: TierModel, classes: list[str], mix: np.ndarray,
     subtracts a wait many times a light class's own demand (worst class off 3-124% on
     simulated FCFS tiers), and one whose two readings merely agree moved the steady capacity
     of docs/accuracy.md section 6's bursty 8-core database from -18% to +37% -- the
-    estimator's split stands there."""
+    estimator's split stands there, unless no discipline allows it
+    (:func:`agreed_split_applies`: a class's demand above its response time at the tier)."""
     if policy == "kalman_checked":
         return _identified(tier, classes, mix)
     if policy != "selected":
         raise ValueError(f"demand_policy: unknown policy {policy!r}")
-    source = tier.demands
-    if tier.estimator == "regression" and all(c in tier.regression for c in classes):
-        source = tier.regression
-    d = np.array([float(source.get(c, 0.0)) for c in classes])
+    d = selected_demands(tier, classes)
     ps = tier.split_decided and tier.split_discipline == "ps"
+    if not ps and agreed_split_applies(tier, classes, d, mix):
+        ps = True
     if tier.split and tier.split_identified and ps and all(
             c in tier.split for c, p in zip(classes, mix.tolist()) if p > 0):
         shares = np.array([float(tier.split.get(c, 0.0)) for c in classes])
@@ -1139,6 +1140,61 @@ def tier_demands(tier: TierModel, classes: list[str], mix: np.ndarray,
         if total > 0 and base > 0:
             return shares * (total / base)
     return d
+
+
+def selected_demands(tier: TierModel, classes: list[str]) -> np.ndarray:
+    """The demands of the estimator ``tier`` selected: the Kalman filter's, or the sliding
+    regression's when it was picked and covers every class."""
+    source = tier.demands
+    if tier.estimator == "regression" and all(c in tier.regression for c in classes):
+        source = tier.regression
+    return np.array([float(source.get(c, 0.0)) for c in classes])
+
+
+def split_replaced_flags(tiers: list[TierModel], classes: list[str], mix: np.ndarray,
+                         policy: str) -> list[str]:
+    """A flag per tier whose estimators' split gave way to the agreeing response-time split
+    (:func:`agreed_split_applies`), naming the classes it had put above their response time."""
+    if policy != "selected":
+        return []
+    out = []
+    for t in tiers:
+        d = selected_demands(t, classes)
+        if agreed_split_applies(t, classes, d, mix):
+            names = above_response(dict(zip(classes, d.tolist())), t.class_response)
+            out.append(f"split_replaced: {t.tier}: the {t.estimator} put "
+                       f"{', '.join(names)} above {'its' if len(names) == 1 else 'their'} "
+                       f"response time at the tier; the response-time split is used (its PS "
+                       f"and FCFS readings agree)")
+    return out
+
+
+def agreed_split_applies(tier: TierModel, classes: list[str], d: np.ndarray,
+                         mix: np.ndarray) -> bool:
+    """Whether an undecided response-time split stands in for the estimator's ``d``: the split
+    is identified because its PS and FCFS readings agree (low load: the stretch near 1, the
+    shared wait near 0, :func:`estimators.class_split.class_split`), the tier is not bursty, and
+    the estimator's split puts more on some class than that class's mean response time at the
+    tier (:func:`estimators.class_split.above_response`: ``R_c >= D_c`` under any discipline,
+    Lazowska et al. 1984) while the split, scaled to the estimator's aggregate over ``mix``,
+    keeps every class within it -- evidence that the estimator, not the split, is wrong. (On a
+    tier timed short of its CPU work, such as a web tier timed without the client work of its
+    downstream calls, the scaled split breaks the bound too: its times bound nothing -- by
+    Little (1961) its population is then below its busy servers -- and the estimator stands.)
+    On the real testbed's database at 5-20 users the regression put 5.4 ms on a class that
+    spent 3.8 ms there and 12 ms on one of 5.5 ms. Where the estimator's split is possible it
+    stands, as before (an agreeing split moved a bursty FCFS database's capacity,
+    docs/accuracy.md section 6)."""
+    if tier.split_decided or tier.split_identified is not True or tier.bursty or not tier.split \
+            or not all(c in tier.split for c in classes):
+        return False
+    shares = np.array([float(tier.split[c]) for c in classes])
+    total, base = float(mix @ d), float(mix @ shares)
+    if not (total > 0 and base > 0):
+        return False
+    scaled = dict(zip(classes, (shares * (total / base)).tolist()))
+    return bool(above_response(dict(zip(classes, d.tolist())), tier.class_response)) \
+        and not above_response(scaled, tier.class_response)
 
 
 def history_demands(D_m: np.ndarray, V_m: np.ndarray, mix: np.ndarray,
@@ -1257,6 +1313,7 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
     bursty = [t for t in tiers if is_bursty(t)]
     flags += [f"split_unidentified: {t.tier}: {t.split_reason}" for t in tiers
               if t.split_identified is False]
+    flags += split_replaced_flags(tiers, classes, p, cfg.demand_policy)
     flags += [t.load_flag for t in tiers if t.load_flag]
     if provisional:
         flags += [f"{t.tier}: provisionally bursty (I {t.idc:.3g} above idc_threshold, "
