@@ -74,3 +74,11 @@ def test_a_stored_truth_is_reused_and_settings_reach_the_config(monkeypatch):
     cfg = shapes.config(shape, {"bursty_scv": "response"}).systems["sys"]
     assert cfg.bursty_scv == "response" and shapes.config(shape).systems["sys"].bursty_scv \
         == "response_idc"
+
+
+def test_settings_name_a_system_setting_and_read_numbers():
+    assert shapes._settings(["bursty_scv=response", "map_max_population=500"]) == {
+        "bursty_scv": "response", "map_max_population": 500}
+    for bad in ("bursty_scv", "no_such_setting=1"):
+        with pytest.raises(SystemExit, match=f"--set: .*{bad!r}"):
+            shapes._settings([bad])

@@ -5,6 +5,7 @@ before any tuning.
     python -m bench.accuracy.shapes                 # every shape; bench/results/shapes.json
     python -m bench.accuracy.shapes --quick         # 3 shapes, short runs (the test's)
     python -m bench.accuracy.shapes --only mmpp2-slow-unstable-B,pareto-ar-A
+    python -m bench.accuracy.shapes --truth bench/results/shapes.json --set bursty_scv=response
 
 The shapes (:data:`SHAPES`, fixed with their seeds before the first run; the list is the
 held-out set, not to be tuned): MMPP(2) and MMPP(3) service sequences from fast to slow
@@ -30,6 +31,13 @@ Printed: the share of shapes within 10% / 20% on capacity, and the count of solv
 than 20% (capacity or R) that call themselves trusted (the acceptance wants 0); the summary's
 ``..._but_undecided`` counts are the solves untrusted only by the undecided-burstiness rule
 (:mod:`streams.predict.burst_trust`): the counts without it, from the same run.
+
+``--truth FILE`` takes each shape's truth (capacity, operating point, its R) from an earlier
+results JSON instead of simulating it again (the simulation is deterministic by seed, so the
+same simulator gives the same truth; shapes the file lacks are simulated): the pipeline alone,
+about 10 s a shape. ``--set KEY=VALUE`` (repeatable) adds a system setting, to compare it on the
+same windows. :mod:`bench.accuracy.shapes_cause` solves each shape's model with the true
+parameters.
 """
 
 from __future__ import annotations
@@ -420,6 +428,22 @@ def family_table(results: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def _settings(pairs: list[str]) -> dict[str, Any]:
+    """``--set`` pairs ``KEY=VALUE`` as ``SystemConfig`` settings (a value that reads as JSON --
+    a number, ``true`` -- is taken as such, any other as a string)."""
+    fields = set(SystemConfig.__dataclass_fields__)
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or key not in fields:
+            raise SystemExit(f"--set: expected KEY=VALUE with KEY a system setting, got {pair!r}")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
 def _commit() -> str:
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
@@ -442,7 +466,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--out", default=None, help=f"results JSON (default {RESULTS}; "
                                                 "none with --quick)")
     ap.add_argument("--truth", default=None, metavar="FILE",
-                    help="take each shape's truth from this results JSON (no truth probes)")
+                    help="take each shape's truth from this results JSON (no truth probes; "
+                         "shapes it lacks are simulated)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="a further system setting (e.g. bursty_scv=response)")
     ap.add_argument("--summarize", default=None, metavar="FILE",
@@ -475,7 +500,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     truths = {r["shape"]: r for r in json.loads(Path(args.truth).read_text())["shapes"]} \
         if args.truth else {}
-    options = dict(kv.split("=", 1) for kv in args.set)
+    options = _settings(args.set)
     with ProcessPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
         futures = [pool.submit(run_shape, shape, minutes, requests, truths.get(shape.name),
                                options) for shape in order]
