@@ -24,7 +24,11 @@ from the bursty process (``cls``) has no single tier process: its ``map`` column
 process applied to the whole tier (an upper bound of the burstiness), marked ``*``.
 
 The ``map`` column's error against the truth is the solver's share of the pipeline's capacity
-error; the rest (pipeline minus ``map``) is the estimate's (demands, ``I``, SCV).
+error; the rest (pipeline minus ``map``) is the estimate's (demands, ``I``, SCV). Of the
+demand's error, the part no estimator can remove is the sample's: ``window mean`` is the bursty
+tier's busy time over its completions in the very windows the pipeline saw
+(:func:`window_mean`), against the pipeline's last demand (``demand``, recorded by the bench),
+both relative to the true mean.
 """
 
 from __future__ import annotations
@@ -39,10 +43,11 @@ from typing import Any
 import numpy as np
 from scipy.special import ndtr
 
-from bench.accuracy.shapes import (PROCESSES, RESULTS, SHAPES, SYSTEMS, THINK_S, Shape,
-                                   network, sla)
+from bench.accuracy.shapes import (PROCESSES, RESULTS, SHAPES, START, SYSTEMS, THINK_S,
+                                   WINDOW_S, Shape, network, sla)
 from estimators.mapfit import fit_map2
 from solvers.processes import MAP
+from solvers.simulation.physical import monitor_physical
 from solvers.simulation.shapes import CorrelatedService
 from streams.core.config import SystemConfig
 from streams.predict.model import SystemModel, model_capacity
@@ -117,7 +122,18 @@ def true_model(shape: Shape, route: str) -> SystemModel:
     return model
 
 
-def cause(result: dict[str, Any]) -> dict[str, Any]:
+def window_mean(shape: Shape, users: int, minutes: float) -> float:
+    """The bursty tier's mean service per completion over the windows the bench's pipeline saw
+    (the same simulation: population, length, warm-up and seed), seconds."""
+    recs = monitor_physical(network(shape, users), 60.0 * minutes, WINDOW_S, warmup=60.0,
+                            system="sys", start_time=START, seed=shape.seed)
+    cores = dict((t[0], t[1]) for t in SYSTEMS[shape.system].tiers)[shape.tier]
+    mine = [r for r in recs if r["tier"] == shape.tier]
+    busy = sum(r["utilization"] * cores * r["window_s"] for r in mine)
+    return busy / sum(sum(r["completions"].values()) for r in mine)
+
+
+def cause(result: dict[str, Any], minutes: float) -> dict[str, Any]:
     """One shape's row: truth, the pipeline's last solve, the three true-parameter solves."""
     shape = next(s for s in SHAPES if s.name == result["shape"])
     truth = float(result["capacity_truth"])
@@ -130,6 +146,10 @@ def cause(result: dict[str, Any]) -> dict[str, Any]:
                            "idc_est": last.get("idc"), "route": last.get("model"),
                            "pipeline_error": last.get("capacity_error"),
                            "whole_tier": shape.cls is not None}
+    true_d = result.get("demand_true")
+    if true_d:
+        row["window_mean_error"] = window_mean(shape, int(result["users"]), minutes) / true_d - 1
+        row["demand_error"] = None if last.get("demand") is None else last["demand"] / true_d - 1
     for route in ("exp", "gen", "map"):
         cap, _ = model_capacity(true_model(shape, route))
         row[route] = cap
@@ -146,12 +166,12 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     doc = json.loads(Path(args.results).read_text())
     only = set(args.only.split(",")) if args.only else None
     rows = []
-    print("| shape | cores | truth | I true / est. | SCV | route | pipeline | exp | gen | "
-          "map (true) |\n|---|---|---|---|---|---|---|---|---|---|")
+    print("| shape | cores | truth | I true / est. | SCV | demand / window mean | route | "
+          "pipeline | exp | gen | map (true) |\n|---|---|---|---|---|---|---|---|---|---|---|")
     for r in doc["shapes"]:
         if only and r["shape"] not in only or not math.isfinite(r["capacity_truth"]):
             continue
-        row = cause(r)
+        row = cause(r, float(doc["minutes"]))
         rows.append(row)
 
         def pct(x: float | None) -> str:
@@ -160,7 +180,9 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         est = row["idc_est"]
         print(f"| {row['shape']} | {row['cores']} | {row['truth']:.0f} | "
               f"{row['idc_true']:.3g} / {'–' if est is None else f'{est:.3g}'} | "
-              f"{row['scv_true']:.2g} | {row['route']} | {pct(row['pipeline_error'])} | "
+              f"{row['scv_true']:.2g} | {pct(row.get('demand_error'))} / "
+              f"{pct(row.get('window_mean_error'))} | {row['route']} | "
+              f"{pct(row['pipeline_error'])} | "
               f"{pct(row['exp_error'])} | {pct(row['gen_error'])} | "
               f"{pct(row['map_error'])}{'*' if row['whole_tier'] else ''} |", flush=True)
     if args.json:
