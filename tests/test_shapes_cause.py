@@ -91,3 +91,9 @@ def test_window_mean_reads_the_tiers_mean_service_from_the_windows():
     got = shapes_cause.window_mean(shape, 27, 5.0)
     assert got == pytest.approx(0.040, rel=0.05)
     assert got != shapes_cause.window_mean(shape, 27, 4.0)      # the windows' own sample
+
+
+def test_an_unknown_route_is_refused_by_name():
+    shape = shapes.SHAPES[0]
+    with pytest.raises(ValueError, match="route: .*'mva'"):
+        shapes_cause.true_model(shape, "mva")

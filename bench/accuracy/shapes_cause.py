@@ -5,8 +5,8 @@ true parameters against the simulated truth of ``bench/results/shapes.json``.
     python -m bench.accuracy.shapes_cause --only mmpp3-slow-A,pareto-ar-D
 
 Per shape (:mod:`bench.accuracy.shapes`) the model is built from the *true* demands (the
-physical network's per-class means times multipliers), the measured mix's true value, the
-tiers' cores, the think time and the SLA, and solved three ways:
+physical network's per-class means times multipliers), the true class mix, the tiers' cores,
+the think time and the SLA, and solved three ways:
 
 * ``exp``: exact MVA with exponential service (the pipeline's route when no tier is bursty);
 * ``gen``: MVA with the bursty tier's true marginal SCV (Reiser 1979's residual-life
@@ -53,6 +53,8 @@ from streams.core.config import SystemConfig
 from streams.predict.model import SystemModel, model_capacity
 
 HERMITE_TERMS = 400
+#: the routes a shape's true-parameter model is solved on (module docstring)
+ROUTES = ("exp", "gen", "map")
 
 
 def copula_idc(proc: CorrelatedService, terms: int = HERMITE_TERMS,
@@ -99,6 +101,8 @@ def true_process(shape: Shape) -> tuple[MAP, float, float]:
 def true_model(shape: Shape, route: str) -> SystemModel:
     """The model of ``shape`` with the true parameters on ``route`` (``exp``, ``gen``,
     ``map``: module docstring)."""
+    if route not in ROUTES:
+        raise ValueError(f"route: must be one of {', '.join(ROUTES)}, got {route!r}")
     sysm = SYSTEMS[shape.system]
     net = network(shape, 1)
     tiers = [t[0] for t in sysm.tiers]
@@ -150,7 +154,7 @@ def cause(result: dict[str, Any], minutes: float) -> dict[str, Any]:
     if true_d:
         row["window_mean_error"] = window_mean(shape, int(result["users"]), minutes) / true_d - 1
         row["demand_error"] = None if last.get("demand") is None else last["demand"] / true_d - 1
-    for route in ("exp", "gen", "map"):
+    for route in ROUTES:
         cap, _ = model_capacity(true_model(shape, route))
         row[route] = cap
         row[f"{route}_error"] = None if cap is None else cap / truth - 1.0
@@ -165,6 +169,9 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     args = ap.parse_args(argv)
     doc = json.loads(Path(args.results).read_text())
     only = set(args.only.split(",")) if args.only else None
+    unknown = sorted((only or set()) - {r["shape"] for r in doc["shapes"]})
+    if unknown:
+        raise SystemExit(f"--only: not in {args.results}: {', '.join(unknown)}")
     rows = []
     print("| shape | cores | truth | I true / est. | SCV | demand / window mean | route | "
           "pipeline | exp | gen | map (true) |\n|---|---|---|---|---|---|---|---|---|---|---|")
