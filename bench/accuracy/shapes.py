@@ -5,6 +5,7 @@ before any tuning.
     python -m bench.accuracy.shapes                 # every shape; bench/results/shapes.json
     python -m bench.accuracy.shapes --quick         # 3 shapes, short runs (the test's)
     python -m bench.accuracy.shapes --only mmpp2-slow-unstable-B,pareto-ar-A
+    python -m bench.accuracy.shapes --truth bench/results/shapes.json --set bursty_scv=response
 
 The shapes (:data:`SHAPES`, fixed with their seeds before the first run; the list is the
 held-out set, not to be tuned): MMPP(2) and MMPP(3) service sequences from fast to slow
@@ -30,6 +31,13 @@ Printed: the share of shapes within 10% / 20% on capacity, and the count of solv
 than 20% (capacity or R) that call themselves trusted (the acceptance wants 0); the summary's
 ``..._but_undecided`` counts are the solves untrusted only by the undecided-burstiness rule
 (:mod:`streams.predict.burst_trust`): the counts without it, from the same run.
+
+``--truth FILE`` takes each shape's truth (capacity, operating point, its R) from an earlier
+results JSON instead of simulating it again (the simulation is deterministic by seed, so the
+same simulator gives the same truth; shapes the file lacks are simulated): the pipeline alone,
+about 10 s a shape. ``--set KEY=VALUE`` (repeatable) adds a system setting, to compare it on the
+same windows. :mod:`bench.accuracy.shapes_cause` solves each shape's model with the true
+parameters.
 """
 
 from __future__ import annotations
@@ -197,10 +205,12 @@ def sla(shape: Shape) -> float:
     return SLA_FACTOR * float(network(shape, 1).demands.sum(axis=0).max())
 
 
-def config(shape: Shape) -> Config:
-    """As a new user would: the tiers in order and the SLA."""
+def config(shape: Shape, options: dict[str, str] | None = None) -> Config:
+    """As a new user would: the tiers in order and the SLA; ``options``: further
+    ``SystemConfig`` settings (``--set``, to compare a setting on the same windows)."""
     names = tuple(t[0] for t in SYSTEMS[shape.system].tiers)
-    return Config(systems={"sys": SystemConfig(tiers=names, sla_s={"*": sla(shape)})})
+    return Config(systems={"sys": SystemConfig(tiers=names, sla_s={"*": sla(shape)},
+                                               **(options or {}))})
 
 
 # ------------------------------------------------------------------------------- the truth
@@ -260,10 +270,17 @@ def _err(pred: Any, truth: float) -> float | None:
     return None if pred is None or not truth else float(pred) / truth - 1.0
 
 
-def run_shape(shape: Shape, minutes: float, requests: int) -> dict[str, Any]:
-    """Truth capacity, the operating point's truth R, the pipeline's solves on its windows."""
+def run_shape(shape: Shape, minutes: float, requests: int, truth: dict[str, Any] | None = None,
+              options: dict[str, str] | None = None) -> dict[str, Any]:
+    """Truth capacity, the operating point's truth R, the pipeline's solves on its windows.
+    ``truth``: the shape's row of an earlier results JSON whose truth (capacity, operating
+    point, its R) is taken instead of simulated again (``--truth``); ``options``: see
+    :func:`config`."""
     t0 = time.perf_counter()
-    cap, probes = truth_capacity(shape, requests * (3 if shape.slow else 1))
+    if truth is None:
+        cap, probes = truth_capacity(shape, requests * (3 if shape.slow else 1))
+    else:
+        cap, probes = float(truth["capacity_truth"]), truth["probes"]
     t_truth = time.perf_counter() - t0
     out: dict[str, Any] = {"shape": shape.name, "system": shape.system,
                            "process": shape.process, "tier": shape.tier, "class": shape.cls,
@@ -271,12 +288,16 @@ def run_shape(shape: Shape, minutes: float, requests: int) -> dict[str, Any]:
                            "capacity_truth": cap, "probes": probes}
     proc = PROCESSES[shape.process]
     out["idc_true"] = float(proc.idc) if isinstance(proc, MAP) else None
+    names = [t[0] for t in SYSTEMS[shape.system].tiers]    # the bursty tier's true mean demand
+    out["demand_true"] = float(network(shape, 1).demands[names.index(shape.tier)]
+                               @ np.array(SYSTEMS[shape.system].mix))
     out["scv_true"] = float(proc.scv)
     if not math.isfinite(cap):
         out["seconds"] = time.perf_counter() - t0
         return out
     users = max(1, int(round(LOAD * cap)))
-    op = _probe(shape, users, requests * (6 if shape.slow else 2))
+    op = _probe(shape, users, requests * (6 if shape.slow else 2)) if truth is None else {
+        "R": truth["R_truth"], "R_hw": truth["R_truth_hw"], "R_class": truth["R_truth_class"]}
     out.update(users=users, R_truth=op["R"], R_truth_hw=op["R_hw"],
                R_truth_class=op["R_class"])
     recs = monitor_physical(network(shape, users), 60.0 * minutes, WINDOW_S, warmup=60.0,
@@ -287,7 +308,7 @@ def run_shape(shape: Shape, minutes: float, requests: int) -> dict[str, Any]:
         preds.extend(p for p in outputs.predictions if p.get("model"))
 
     with tempfile.TemporaryDirectory() as d:
-        run_embedded(recs, config(shape), d, on_outputs=watch)
+        run_embedded(recs, config(shape, options), d, on_outputs=watch)
     solves = []
     for p in preds:
         tiers = p.get("tiers") or {}
@@ -296,6 +317,7 @@ def run_shape(shape: Shape, minutes: float, requests: int) -> dict[str, Any]:
             "time_min": round((float(p["time"]) - START) / 60.0, 2), "model": p["model"],
             "capacity": p.get("capacity_users"),
             "capacity_error": _err(p.get("capacity_users"), cap),
+            "band": [p.get("capacity_users_lower"), p.get("capacity_users_upper")],
             "R": p.get("response_time"), "R_error": _err(p.get("response_time"), op["R"]),
             "model_error": p.get("model_error"),
             "trusted": p.get("model_trusted"), "trust_reasons": p.get("trust_reasons"),
@@ -307,8 +329,9 @@ def run_shape(shape: Shape, minutes: float, requests: int) -> dict[str, Any]:
                         for c, v in (p.get("classes") or {}).items()},
             "calibration": [f for f in p.get("flags", []) if "MAP(2)" in f
                             or "general service" in f],
-            "idc": t.get("idc"), "idc_lower": t.get("idc_lower"),
-            "idc_upper": t.get("idc_upper"), "bursty": t.get("bursty")})
+            "demand": t.get("demand_s"), "idc": t.get("idc"), "idc_lower": t.get("idc_lower"),
+            "idc_upper": t.get("idc_upper"), "idc_flag": t.get("idc_flag"),
+            "bursty": t.get("bursty")})
     out["solves"] = solves
     out["seconds"] = time.perf_counter() - t0
     out["seconds_truth"] = t_truth
@@ -405,6 +428,22 @@ def family_table(results: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def _settings(pairs: list[str]) -> dict[str, Any]:
+    """``--set`` pairs ``KEY=VALUE`` as ``SystemConfig`` settings (a value that reads as JSON --
+    a number, ``true`` -- is taken as such, any other as a string)."""
+    fields = set(SystemConfig.__dataclass_fields__)
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or key not in fields:
+            raise SystemExit(f"--set: expected KEY=VALUE with KEY a system setting, got {pair!r}")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
 def _commit() -> str:
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
@@ -426,6 +465,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--jobs", type=int, default=1, help="shapes simulated in parallel")
     ap.add_argument("--out", default=None, help=f"results JSON (default {RESULTS}; "
                                                 "none with --quick)")
+    ap.add_argument("--truth", default=None, metavar="FILE",
+                    help="take each shape's truth from this results JSON (no truth probes; "
+                         "shapes it lacks are simulated)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a further system setting (e.g. bursty_scv=response)")
     ap.add_argument("--summarize", default=None, metavar="FILE",
                     help="only print the tables of a results JSON")
     args = ap.parse_args(argv)
@@ -450,11 +494,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     def document() -> dict[str, Any]:
         done = sorted(results, key=lambda r: only.index(r["shape"]))
         return {"commit": _commit(), "minutes": minutes, "requests": requests, "load": LOAD,
+                "truth_from": args.truth, "settings": options,
                 "sla_factor": SLA_FACTOR, "complete": len(done) == len(order),
                 "summary": summarize(done), "shapes": done}
 
+    truths = {r["shape"]: r for r in json.loads(Path(args.truth).read_text())["shapes"]} \
+        if args.truth else {}
+    options = _settings(args.set)
     with ProcessPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
-        futures = [pool.submit(run_shape, shape, minutes, requests) for shape in order]
+        futures = [pool.submit(run_shape, shape, minutes, requests, truths.get(shape.name),
+                               options) for shape in order]
         for done in as_completed(futures):
             results.append(done.result())
             r = results[-1]
