@@ -187,9 +187,10 @@ def _live_files(tmp: Path, system: str, prefix: str) -> tuple[Path, Path]:
     source = (BENCH / "perfcast.toml").read_text().replace('system = "testbed"',
                                                             f'system = "{system}"')
     assert f'system = "{system}"' in source
-    config = (BENCH / "system.toml").read_text().replace("[systems.testbed]",
-                                                          f'[systems."{system}"]')
-    assert system in config
+    # every table of the system, its pools' too, under the run's own name
+    config = (BENCH / "system.toml").read_text().replace("[systems.testbed",
+                                                          f'[systems."{system}"')
+    assert system in config and "[systems.testbed" not in config
     config += f'\n[kafka]\ntopic_prefix = "{prefix}"\n'
     (tmp / "live-source.toml").write_text(source)
     (tmp / "live-config.toml").write_text(config)
