@@ -306,7 +306,11 @@ class SplitSums:
         d_bar = z / total
         # a block's class mean is noisier the longer the queue (its variance grows with
         # R^2 / n): its share counts n / s^2, s = sum X R / z >= 1
-        v = np.where(seen, n, 0.0) / max(xr / z, 1.0) ** 2
+        stretch = max(xr / z, 1.0)
+        if not (stretch < 1e150 and np.isfinite(nr).all()):
+            # a weight n / stretch^2 below 1e-300 adds nothing, and an infinite term would add NaN
+            return
+        v = np.where(seen, n, 0.0) / stretch ** 2
         vu = v * u
         common = np.array((v, vu, vu * u)).T                        # (C, 3)
         for d, y in (("ps", R * (z / xr) / d_bar),

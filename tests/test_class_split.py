@@ -251,3 +251,17 @@ def test_a_demand_above_the_response_time_is_no_disciplines_split():
     assert above_response(d, {"c": float("nan")}) == []
     with pytest.raises(ValueError, match="margin"):
         above_response(d, r, margin=-0.1)
+
+
+def test_a_block_of_absurd_response_times_adds_nothing_to_the_load_test():
+    """Response times so large that a block's stretch squared overflows: the block's weight is
+    nil, so the load test's block columns stay those of the other windows, and no infinite term
+    times that nil weight turns them NaN."""
+    rng = np.random.default_rng(4)
+    U, X, R, counts = _windows(rng, _levels(rng, 120), _ps)
+    plain = _sums(U, X, R, counts)
+    huge = _sums(np.concatenate([U, np.full(12, 0.5)]), np.vstack([X, X[:12]]),
+                 np.vstack([R, np.full((12, R.shape[1]), 1e307)]), np.vstack([counts, counts[:12]]))
+    for d in ("ps", "fcfs"):
+        assert not np.isnan(huge.sums[d]).any()
+        assert np.array_equal(huge.sums[d][:, 2:7], plain.sums[d][:, 2:7])
