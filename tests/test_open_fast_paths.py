@@ -167,3 +167,21 @@ def test_the_rate_search_leaves_small_answers_to_the_population_search():
     res, n = open_at_rate([MAP.exponential(0.002)], 100.0, 7.0, servers=[1])
     assert n == pytest.approx(100.0 * (7.0 + 1.0 / (500.0 - 100.0)), rel=1e-12)
     assert res.stable
+
+
+def test_the_rate_search_is_not_tried_where_littles_law_bounds_the_answer_below_it(monkeypatch):
+    """Case (b) of docs/accuracy.md (4/4/8 cores, bursty db, Z = 1 s, SLA 0.1 s): N = X (R + Z)
+    <= X_max (SLA + Z) = 550 users, below the open route: no open solve is tried, and the
+    population search gives the capacity it gave."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("an open solve was tried")
+
+    model = SystemModel(tiers=["web", "app", "db"], classes=["all"],
+                        D_mc=np.array([[0.008], [0.010], [0.016]]), mix=np.ones(1),
+                        servers=np.array([4.0, 4.0, 8.0]), think_time=1.0, sla=np.array([0.1]),
+                        map_limit=100_000, processes=[MAP.exponential(1.0),
+                                                      MAP.exponential(1.0), BURSTY.scaled(1.0)])
+    monkeypatch.setattr(model_module, "open_at_rate", refuse)
+    assert model_module._open_route_capacity(model) is None
+    cap, limited = model_capacity(model)
+    assert not limited and 0 < cap < OPEN_ROUTE_POPULATION

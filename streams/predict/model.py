@@ -1031,10 +1031,13 @@ def _open_route_capacity(model: SystemModel) -> tuple[int, bool] | None:
     if not np.isfinite(model.sla[active]).any() or model.map_limit < n0 or (
             model.exact_applies and model.map_states(n0) <= model.exact_state_limit()):
         return None
+    z, sat = model.solver_think, float(np.min(model.servers / model.D))
+    slas = model.sla[active]
+    if np.isfinite(slas).all() and (float(slas.max()) + z) * sat < n0:
+        return None     # Little's law: N = X (R + Z) <= X_max (max SLA + Z) < n0 where R meets
     floor = model.excess_floor()
     procs = [p.scaled(float(d)) for p, d in zip(model.processes, model.D)]
     cores = [int(c) for c in model.servers]
-    z, sat = model.solver_think, float(np.min(model.servers / model.D))
     opts = {"servers": cores, "per_job_max_cores": model.per_job_max_cores}
 
     def excess(rate: float, waves: bool = True, share: float = WAVE_PHASE_SHARE) -> float:
