@@ -172,6 +172,15 @@ def worst(values: list[float]) -> float:
     return max(values, key=abs)
 
 
+def chosen_cases(cases, names: str, duration: float | None) -> list:
+    """The cases named in ``names`` (comma-separated), each run ``duration`` simulated seconds
+    a replication where given."""
+    chosen = [c for c in cases if c.name in names.split(",")]
+    if duration is not None:
+        chosen = [dataclasses.replace(c, duration=duration) for c in chosen]
+    return chosen
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", default=",".join(c.name for c in CASES))
@@ -182,9 +191,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="simulated seconds a replication for every chosen case")
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args(argv)
-    chosen = [c for c in CASES if c.name in args.cases.split(",")]
-    if args.duration is not None:
-        chosen = [dataclasses.replace(c, duration=args.duration) for c in chosen]
+    chosen = chosen_cases(CASES, args.cases, args.duration)
     seeds = [int(s) for s in args.seeds.split(",")]
     summary = []
     for case in chosen:

@@ -30,14 +30,13 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse
-import dataclasses
 import math
 import sys
 from dataclasses import dataclass
 
 import numpy as np
 
-from bench.accuracy.pool_matrix import interval, worst
+from bench.accuracy.pool_matrix import chosen_cases, interval, worst
 from solvers.pools import PoolSpec, largest_meeting, solve_pools
 from solvers.pools_general import solve_pools_general
 from solvers.processes import MAP
@@ -166,9 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-capacity", action="store_true")
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args(argv)
-    chosen = [c for c in CASES if c.name in args.cases.split(",")]
-    if args.duration is not None:
-        chosen = [dataclasses.replace(c, duration=args.duration) for c in chosen]
+    chosen = chosen_cases(CASES, args.cases, args.duration)
     seeds = [int(s) for s in args.seeds.split(",")]
     summary = []
     for case in chosen:
