@@ -406,7 +406,8 @@ def _u_root(r1: float, v1: float, r2: float, v2: float, target: float,
 
 def _cheap_root(cheap_at: Callable[[float], float], cheap_pts: dict[float, float],
                 target: float, sat: float, lo: float, top: float,
-                rel: float = 4e-3, max_solves: int = 8) -> float | None:
+                rel: float = 4e-3, max_solves: int = 8,
+                reach: float | None = None) -> float | None:
     """Where the cheaper curve reaches ``target`` inside ``(lo, top)``, to ``rel`` of ``top``
     (a tenth of the first probe's room at the default span), or a point missing it by less
     than half that times the slope through its neighbours: lines in ``1 / (sat - rate)``
@@ -414,7 +415,11 @@ def _cheap_root(cheap_at: Callable[[float], float], cheap_pts: dict[float, float
     ``rel top`` of an end taken to ``rel top`` past it (the bracket then closes from either
     side), bisection as the safeguard. ``None`` when it does not reach it there."""
     step = rel * top
+    reach = CHEAP_REACH if reach is None else reach
     for _ in range(max_solves + 1):
+        read = _read_cheap(cheap_pts, target, sat, lo, top, reach * top)
+        if read is not None:
+            return read
         below = [r for r, v in cheap_pts.items() if v <= target and r < top]
         above = [r for r, v in cheap_pts.items() if v > target and r > lo]
         a = max(below, default=lo)
@@ -448,3 +453,41 @@ def _cheap_root(cheap_at: Callable[[float], float], cheap_pts: dict[float, float
         cheap_at(cand)
     below = [r for r, v in cheap_pts.items() if v <= target and r < top]
     return max(below, default=None) if below else None
+
+
+#: :func:`_read_cheap` reads the cheaper curve's crossing off the line through its two solves
+#: nearest it when one of them lies this close (a share of the bracket's upper end)
+CHEAP_REACH = 0.06
+
+
+def _read_cheap(cheap_pts: dict[float, float], target: float, sat: float, lo: float,
+                top: float, reach: float) -> float | None:
+    """Where the cheaper curve reaches ``target``, read off the line in ``1 / (sat - rate)``
+    through its two solved points nearest the crossing (around it where it is bracketed,
+    else the two nearest on one side), then through the two nearest that estimate: no
+    solve. ``None`` when that is not inside ``(lo, top)``, no line rises there, or no solved
+    point (but the rate 0) lies within ``reach`` of it (the line's error grows with the
+    distance)."""
+    pts = sorted((r, v) for r, v in cheap_pts.items() if math.isfinite(v))
+    below = [p for p in pts if p[1] <= target]
+    above = [p for p in pts if p[1] > target]
+    if below and above:
+        pair = [below[-1], above[0]]
+    elif len(below) >= 2:
+        pair = below[-2:]
+    elif len(above) >= 2:
+        pair = above[:2]
+    else:
+        return None
+    est = _u_root(pair[0][0], pair[0][1], pair[1][0], pair[1][1], target, sat)
+    if est is None:
+        return None
+    near = sorted(pts, key=lambda p: abs(p[0] - est))[:2]
+    again = _u_root(near[0][0], near[0][1], near[1][0], near[1][1], target, sat)
+    if again is not None:
+        est = again
+    if not lo < est < top:
+        return None
+    if min((abs(est - r) for r, _ in pts if r > 0), default=math.inf) > reach:
+        return None
+    return est
