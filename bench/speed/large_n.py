@@ -14,7 +14,7 @@ Network: ``bench/large_n_network.py`` (4 tiers, two bursty: app 8 cores, db 16 c
   ``--runs`` after one warm-up, each with the open solves held by rate forgotten first
   (:func:`solvers.open.fixed_population.forget_held`: the population's own search), the
   per-job patterns held (as in a pipeline's later solves); and a cold open solve (the
-  per-job patterns emptied too);
+  per-job patterns emptied too), and the bursty tiers' per-job patterns built alone;
 * **peak memory** of one solve: ``tracemalloc``'s peak over a fresh solve (numpy's buffers
   included), each route alone;
 * **capacity search**: the pipeline's ``model_capacity`` at ``--sla`` (mean R), cold (every
@@ -113,6 +113,17 @@ def main() -> None:
               f"{r.response_time:.4f} | {mem:.1f} MB |")
     print(f"open solves in the search: {res.open_solves} (read off the model between two: "
           f"{res.interpolated})")
+
+    def patterns() -> None:
+        """The bursty tiers' per-job patterns (transitions and QBD plans), built cold."""
+        queues._PATTERNS._held.clear()
+        for proc, c in zip(procs, cores):
+            if proc.order > 1:
+                queues._per_job_pattern(proc, c)
+
+    t_pat, _ = timed(patterns, max(args.runs, 5))
+    print(f"the bursty tiers' per-job patterns, built cold: {1000 * t_pat:.2f} ms (median of "
+          f"{max(args.runs, 5)})")
 
     def search(runs: int) -> tuple[float, float, Any, int]:
         """Median wall and CPU (this process) time of ``runs`` cold searches."""
