@@ -22,7 +22,8 @@ Network: ``bench/large_n_network.py`` (4 tiers, two bursty: app 8 cores, db 16 c
   :func:`streams.predict.capacity_search.rate_bracket`; its open solves counted: full, rough,
   without the waves; ``--open-search-runs``, median) and through the decomposition only
   (``--search-runs``, median); wall and CPU time (``time.process_time``: this process's,
-  steadier than the wall on a shared host).
+  steadier than the wall on a shared host); with ``--slas``, the open route's cold search
+  at each SLA counted (capacity, open solves, distinct rates solved).
 
 The host's load average is printed before and after (the ratios are the figure).
 
@@ -68,6 +69,8 @@ def main() -> None:
                     help="the open route's searches (median; each cold): a few tens of ms "
                          "each, so one is at the mercy of a busy host's scheduler")
     ap.add_argument("--sla", type=float, default=0.5)
+    ap.add_argument("--slas", default="",
+                    help="comma-separated SLAs (s): the open route's search at each, counted")
     args = ap.parse_args()
     print(f"command: python -m {__spec__.name} {' '.join(sys.argv[1:])}")
     print(f"load average at the start: {os.getloadavg()[0]:.1f}")
@@ -160,6 +163,15 @@ def main() -> None:
           f"{cap_open} | {k_open} | {kinds} |")
     print(f"| decomposition only | {1000 * t_s_dec:.0f} ms | 1× | {1000 * c_s_dec:.0f} ms | 1× | "
           f"{cap_dec} | {k_dec} | - |")
+    if args.slas:
+        print("\nopen route's cold searches by SLA (no timing): capacity, open solves "
+              "(full/rough/without waves), distinct rates solved\n")
+        print("| SLA (s) | capacity | open solves | rates |\n|---:|---:|---:|---:|")
+        for sla in (float(v) for v in args.slas.split(",")):
+            empty(True)
+            cap, _ = model_capacity(system_model(sla))
+            rates = {rate for held in fixed_population._CURVES._held.values() for rate in held}
+            print(f"| {sla:g} | {cap} | {open_solves()} | {len(rates)} |")
     print(f"load average at the end: {os.getloadavg()[0]:.1f}")
 
 
