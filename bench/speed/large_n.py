@@ -14,13 +14,16 @@ Network: ``bench/large_n_network.py`` (4 tiers, two bursty: app 8 cores, db 16 c
   ``--runs`` after one warm-up, each with the open solves held by rate forgotten first
   (:func:`solvers.open.fixed_population.forget_held`: the population's own search), the
   per-job patterns held (as in a pipeline's later solves); and a cold open solve (the
-  per-job patterns emptied too);
+  per-job patterns emptied too), and the bursty tiers' per-job patterns built alone;
 * **peak memory** of one solve: ``tracemalloc``'s peak over a fresh solve (numpy's buffers
   included), each route alone;
 * **capacity search**: the pipeline's ``model_capacity`` at ``--sla`` (mean R), cold (every
   memo emptied), through the open route (searched in the rate:
   :func:`streams.predict.capacity_search.rate_bracket`; its open solves counted: full, rough,
-  without the waves) and through the decomposition only (``--search-runs``, median).
+  without the waves; ``--open-search-runs``, median) and through the decomposition only
+  (``--search-runs``, median); wall and CPU time (``time.process_time``: this process's,
+  steadier than the wall on a shared host); with ``--slas``, the open route's cold search
+  at each SLA counted (capacity, open solves, distinct rates solved).
 
 The host's load average is printed before and after (the ratios are the figure).
 
@@ -62,7 +65,12 @@ def main() -> None:
     ap.add_argument("--population", type=int, default=5000)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--search-runs", type=int, default=1)
+    ap.add_argument("--open-search-runs", type=int, default=5,
+                    help="the open route's searches (median; each cold): a few tens of ms "
+                         "each, so one is at the mercy of a busy host's scheduler")
     ap.add_argument("--sla", type=float, default=0.5)
+    ap.add_argument("--slas", default="",
+                    help="comma-separated SLAs (s): the open route's search at each, counted")
     args = ap.parse_args()
     print(f"command: python -m {__spec__.name} {' '.join(sys.argv[1:])}")
     print(f"load average at the start: {os.getloadavg()[0]:.1f}")
@@ -109,16 +117,29 @@ def main() -> None:
     print(f"open solves in the search: {res.open_solves} (read off the model between two: "
           f"{res.interpolated})")
 
-    def search() -> tuple[float, Any, int]:
-        times, cap, solved = [], None, 0
-        for _ in range(args.search_runs):
+    def patterns() -> None:
+        """The bursty tiers' per-job patterns (transitions and QBD plans), built cold."""
+        queues._PATTERNS._held.clear()
+        for proc, c in zip(procs, cores):
+            if proc.order > 1:
+                queues._per_job_pattern(proc, c)
+
+    t_pat, _ = timed(patterns, max(args.runs, 5))
+    print(f"the bursty tiers' per-job patterns, built cold: {1000 * t_pat:.2f} ms (median of "
+          f"{max(args.runs, 5)})")
+
+    def search(runs: int) -> tuple[float, float, Any, int]:
+        """Median wall and CPU (this process) time of ``runs`` cold searches."""
+        times, cpu, cap, solved = [], [], None, 0
+        for _ in range(runs):
             empty(True)
             model = system_model(args.sla)
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             cap, _ = model_capacity(model)
             times.append(time.perf_counter() - t0)
+            cpu.append(time.process_time() - c0)
             solved = len(model.solved())
-        return statistics.median(times), cap, solved
+        return statistics.median(times), statistics.median(cpu), cap, solved
 
     def open_solves() -> str:
         """The open solves held after a search: full / rough (fewer departure phases) /
@@ -128,17 +149,29 @@ def main() -> None:
             kinds[0 if key[3] and len(key) == 4 else 1 if key[3] else 2] += len(held)
         return "/".join(str(k) for k in kinds)
 
-    t_s_open, cap_open, k_open = search()
+    t_s_open, c_s_open, cap_open, k_open = search(args.open_search_runs)
     kinds = open_solves()
     with decomposition_only():
-        t_s_dec, cap_dec, k_dec = search()
+        t_s_dec, c_s_dec, cap_dec, k_dec = search(args.search_runs)
     print(f"\ncapacity search at mean R <= {args.sla:g} s, cold (median of "
-          f"{args.search_runs})\n")
-    print("| route | time | decomposition / this | capacity | populations solved | open solves "
-          "(full/rough/without waves) |\n|---|---:|---:|---:|---:|---:|")
+          f"{args.open_search_runs} / {args.search_runs}; CPU: this process's)\n")
+    print("| route | time | decomposition / this | CPU | decomposition / this (CPU) | capacity "
+          "| populations solved | open solves (full/rough/without waves) |\n"
+          "|---|---:|---:|---:|---:|---:|---:|---:|")
     print(f"| open route from {OPEN_ROUTE_POPULATION:,} users | {1000 * t_s_open:.0f} ms | "
-          f"{t_s_dec / t_s_open:.0f}× | {cap_open} | {k_open} | {kinds} |")
-    print(f"| decomposition only | {1000 * t_s_dec:.0f} ms | 1× | {cap_dec} | {k_dec} | - |")
+          f"{t_s_dec / t_s_open:.0f}× | {1000 * c_s_open:.0f} ms | {c_s_dec / c_s_open:.0f}× | "
+          f"{cap_open} | {k_open} | {kinds} |")
+    print(f"| decomposition only | {1000 * t_s_dec:.0f} ms | 1× | {1000 * c_s_dec:.0f} ms | 1× | "
+          f"{cap_dec} | {k_dec} | - |")
+    if args.slas:
+        print("\nopen route's cold searches by SLA (no timing): capacity, open solves "
+              "(full/rough/without waves), distinct rates solved\n")
+        print("| SLA (s) | capacity | open solves | rates |\n|---:|---:|---:|---:|")
+        for sla in (float(v) for v in args.slas.split(",")):
+            empty(True)
+            cap, _ = model_capacity(system_model(sla))
+            rates = {rate for held in fixed_population._CURVES._held.values() for rate in held}
+            print(f"| {sla:g} | {cap} | {open_solves()} | {len(rates)} |")
     print(f"load average at the end: {os.getloadavg()[0]:.1f}")
 
 

@@ -32,9 +32,9 @@ from solvers.decomposition.memo import _Memo
 from solvers.decomposition.stations import (
     PER_JOB_MAX_CORES,
     _level_states,
-    _per_job_states,
     _speed_scaled,
 )
+from solvers.open.patterns import per_job_transitions
 from solvers.open.product_form import erlang_c
 from solvers.open.qbd import QBDSolution, plan_qbd, solve_qbd
 from solvers.processes import MAP
@@ -90,7 +90,7 @@ def _per_job_pattern(proc: MAP, cores: int) -> tuple[Any, ...]:
     key = (cores, proc.D0.tobytes(), proc.D1.tobytes())
     held = _PATTERNS.get(key)
     if held is None:
-        src, dst, rate, up, _ = _per_job_states(cores + 2, proc, cores)
+        src, dst, rate, up = per_job_transitions(proc, cores)
         sizes = [_level_states(proc, min(n, cores)) for n in range(cores + 3)]
         starts = np.concatenate(([0], np.cumsum(sizes)))
         held = _PATTERNS.put(key, (src, dst, rate, up, starts,
