@@ -222,15 +222,18 @@ class SystemState(Admission):
                   vis: visits.Visits) -> Measured:
         primary = next((t for t in intervals if intervals[t].seconds > 0), None)
         X: dict[str, float] = {}
+        # Visits.visit, each tier's row looked up once
+        rows = {t: vis.used.get(t, {}) for t in intervals}
         if primary is not None:
-            X = {c: x / v if (v := vis.visit(primary, c)) > 0 else 0.0
+            row = rows[primary]
+            X = {c: x / v if (v := row.get(c, 1.0)) > 0 else 0.0
                  for c, x in intervals[primary].throughput().items()}
         R: dict[str, float] = {}
         per_tier = {t: iv.response_time() for t, iv in intervals.items() if iv.seconds > 0}
+        pairs = [(rows[t], times) for t, times in per_tier.items()]
         for c in classes:
-            times = [per_tier[t].get(c) for t in per_tier]
-            if per_tier and all(v is not None for v in times):
-                R[c] = float(sum(vis.visit(t, c) * per_tier[t][c] for t in per_tier))
+            if pairs and all(c in times for _, times in pairs):
+                R[c] = float(sum(row.get(c, 1.0) * times[c] for row, times in pairs))
         users = next((iv.users for iv in intervals.values() if iv.users is not None), None)
         U = {t: iv.utilization for t, iv in intervals.items() if iv.utilization is not None}
         seconds = intervals[primary].seconds if primary else 0.0
