@@ -81,20 +81,24 @@ def solve_systems(due: list[tuple["SystemState", float]],
     prepared = [state.prepare(time, n) for (state, time), n in
                 zip(due, tiers if tiers is not None else [None] * len(due))]
     models = [p.model for p in prepared if p.model is not None]
-    if any(mo.scv is not None for mo in models):
-        # models with general service among them: all in one batch of the general recursion,
-        # whose curve at SCV 1 is exact MVA's bit for bit (solvers.mva_general)
+    # the models with general service by the general recursion, the others by exact MVA (the
+    # general recursion's curve at SCV 1 is exact MVA's bit for bit, solvers.mva_general, at
+    # the cost of its correction's steps)
+    general = [mo for mo in models if mo.scv is not None]
+    if general:
         curves = mva_curves_general(
-            [mo.D for mo in models], [mo.asymptote_start() for mo in models],
-            [mo.solver_think for mo in models],
-            [mo.servers for mo in models],
-            [np.ones(len(mo.D)) if mo.scv is None else mo.scv for mo in models])
-        for mo, curve in zip(models, curves):
+            [mo.D for mo in general], [mo.asymptote_start() for mo in general],
+            [mo.solver_think for mo in general], [mo.servers for mo in general],
+            [mo.scv for mo in general])
+        for mo, curve in zip(general, curves):
             mo.prime(curve, mo.scv)
-    elif models:
-        curves = mva_curves([mo.D for mo in models], [mo.asymptote_start() for mo in models],
-                            [mo.solver_think for mo in models], [mo.servers for mo in models])
-        for mo, curve in zip(models, curves):
+    exponential = [mo for mo in models if mo.scv is None] if general else models
+    if exponential:
+        curves = mva_curves([mo.D for mo in exponential],
+                            [mo.asymptote_start() for mo in exponential],
+                            [mo.solver_think for mo in exponential],
+                            [mo.servers for mo in exponential])
+        for mo, curve in zip(exponential, curves):
             mo.prime(curve)
     return [state.complete(p) for (state, _), p in zip(due, prepared)]
 
