@@ -594,7 +594,7 @@ def _queueing_split(D: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, float, np
     safe_c = np.where(delay, 1.0, c)
     queue_d = np.where(delay, 0.0, np.where(multi, D / safe_c, D))
     extra = np.where(delay, D, np.where(multi, D * (c - 1) / safe_c, 0.0))
-    return queue_d, float(np.sum(extra)), extra
+    return queue_d, float(np.add.reduce(extra)), extra      # np.sum without its wrapper
 
 
 def _assemble_curve(D: np.ndarray, c: np.ndarray, X: np.ndarray, R: np.ndarray,

@@ -877,7 +877,8 @@ class TierState:
             acc[0] *= RESPONSE_DECAY
             acc[1] *= RESPONSE_DECAY
         self.split_sums.decay(SPLIT_DECAY)
-        self.latency_sums.decay(LATENCY_DECAY)
+        if self.config.latency != "off":        # else never added to, read or persisted
+            self.latency_sums.decay(LATENCY_DECAY)
         with_rt = sum(done.rt_completions)
         if done.users is not None and with_rt > 0:
             self.response_users[0] += done.users * with_rt

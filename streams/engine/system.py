@@ -81,20 +81,24 @@ def solve_systems(due: list[tuple["SystemState", float]],
     prepared = [state.prepare(time, n) for (state, time), n in
                 zip(due, tiers if tiers is not None else [None] * len(due))]
     models = [p.model for p in prepared if p.model is not None]
-    if any(mo.scv is not None for mo in models):
-        # models with general service among them: all in one batch of the general recursion,
-        # whose curve at SCV 1 is exact MVA's bit for bit (solvers.mva_general)
+    # the models with general service by the general recursion, the others by exact MVA (the
+    # general recursion's curve at SCV 1 is exact MVA's bit for bit, solvers.mva_general, at
+    # the cost of its correction's steps)
+    general = [mo for mo in models if mo.scv is not None]
+    if general:
         curves = mva_curves_general(
-            [mo.D for mo in models], [mo.asymptote_start() for mo in models],
-            [mo.solver_think for mo in models],
-            [mo.servers for mo in models],
-            [np.ones(len(mo.D)) if mo.scv is None else mo.scv for mo in models])
-        for mo, curve in zip(models, curves):
+            [mo.D for mo in general], [mo.asymptote_start() for mo in general],
+            [mo.solver_think for mo in general], [mo.servers for mo in general],
+            [mo.scv for mo in general])
+        for mo, curve in zip(general, curves):
             mo.prime(curve, mo.scv)
-    elif models:
-        curves = mva_curves([mo.D for mo in models], [mo.asymptote_start() for mo in models],
-                            [mo.solver_think for mo in models], [mo.servers for mo in models])
-        for mo, curve in zip(models, curves):
+    exponential = [mo for mo in models if mo.scv is None] if general else models
+    if exponential:
+        curves = mva_curves([mo.D for mo in exponential],
+                            [mo.asymptote_start() for mo in exponential],
+                            [mo.solver_think for mo in exponential],
+                            [mo.servers for mo in exponential])
+        for mo, curve in zip(exponential, curves):
             mo.prime(curve)
     return [state.complete(p) for (state, _), p in zip(due, prepared)]
 
@@ -222,15 +226,18 @@ class SystemState(Admission):
                   vis: visits.Visits) -> Measured:
         primary = next((t for t in intervals if intervals[t].seconds > 0), None)
         X: dict[str, float] = {}
+        # Visits.visit, each tier's row looked up once
+        rows = {t: vis.used.get(t, {}) for t in intervals}
         if primary is not None:
-            X = {c: x / v if (v := vis.visit(primary, c)) > 0 else 0.0
+            row = rows[primary]
+            X = {c: x / v if (v := row.get(c, 1.0)) > 0 else 0.0
                  for c, x in intervals[primary].throughput().items()}
         R: dict[str, float] = {}
         per_tier = {t: iv.response_time() for t, iv in intervals.items() if iv.seconds > 0}
+        pairs = [(rows[t], times) for t, times in per_tier.items()]
         for c in classes:
-            times = [per_tier[t].get(c) for t in per_tier]
-            if per_tier and all(v is not None for v in times):
-                R[c] = float(sum(vis.visit(t, c) * per_tier[t][c] for t in per_tier))
+            if pairs and all(c in times for _, times in pairs):
+                R[c] = float(sum(row.get(c, 1.0) * times[c] for row, times in pairs))
         users = next((iv.users for iv in intervals.values() if iv.users is not None), None)
         U = {t: iv.utilization for t, iv in intervals.items() if iv.utilization is not None}
         seconds = intervals[primary].seconds if primary else 0.0

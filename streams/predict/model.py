@@ -1102,7 +1102,7 @@ def _identified(tier: TierModel, classes: list[str], mix: np.ndarray) -> np.ndar
 
 
 def tier_demands(tier: TierModel, classes: list[str], mix: np.ndarray,
-                 policy: str) -> np.ndarray:
+                 policy: str, selected: tuple[np.ndarray, bool] | None = None) -> np.ndarray:
     """The per-class demands ``d_{m,c}`` the model uses for ``tier`` under ``policy``
     (``SystemConfig.demand_policy``, docs/accuracy.md section 7):
 
@@ -1127,14 +1127,18 @@ def tier_demands(tier: TierModel, classes: list[str], mix: np.ndarray,
     simulated FCFS tiers), and one whose two readings merely agree moved the steady capacity
     of docs/accuracy.md section 6's bursty 8-core database from -18% to +37% -- the
     estimator's split stands there, unless no discipline allows it
-    (:func:`agreed_split_applies`: a class's demand above its response time at the tier)."""
+    (:func:`agreed_split_applies`: a class's demand above its response time at the tier).
+    ``selected``: :func:`selected_demands` and :func:`agreed_split_applies` of this tier as
+    :func:`selected_splits` gives them (computed here when ``None``)."""
     if policy == "kalman_checked":
         return _identified(tier, classes, mix)
     if policy != "selected":
         raise ValueError(f"demand_policy: unknown policy {policy!r}")
-    d = selected_demands(tier, classes)
+    if selected is None:
+        selected = selected_splits([tier], classes, mix)[0]
+    d, agreed = selected
     ps = tier.split_decided and tier.split_discipline == "ps"
-    if not ps and agreed_split_applies(tier, classes, d, mix):
+    if not ps and agreed:
         ps = True
     if tier.split and tier.split_identified and ps and all(
             c in tier.split for c, p in zip(classes, mix.tolist()) if p > 0):
@@ -1154,16 +1158,31 @@ def selected_demands(tier: TierModel, classes: list[str]) -> np.ndarray:
     return np.array([float(source.get(c, 0.0)) for c in classes])
 
 
-def split_replaced_flags(tiers: list[TierModel], classes: list[str], mix: np.ndarray,
-                         policy: str) -> list[str]:
-    """A flag per tier whose estimators' split gave way to the agreeing response-time split
-    (:func:`agreed_split_applies`), naming the classes it had put above their response time."""
-    if policy != "selected":
-        return []
+def selected_splits(tiers: list[TierModel], classes: list[str], mix: np.ndarray
+                    ) -> list[tuple[np.ndarray, bool]]:
+    """Per tier, :func:`selected_demands` and whether the agreeing response-time split stands
+    in for them (:func:`agreed_split_applies`): :func:`tier_demands` and
+    :func:`split_replaced_flags` both read them, so a model computes them once."""
     out = []
     for t in tiers:
         d = selected_demands(t, classes)
-        if agreed_split_applies(t, classes, d, mix):
+        out.append((d, agreed_split_applies(t, classes, d, mix)))
+    return out
+
+
+def split_replaced_flags(tiers: list[TierModel], classes: list[str], mix: np.ndarray,
+                         policy: str, selected: list[tuple[np.ndarray, bool]] | None = None
+                         ) -> list[str]:
+    """A flag per tier whose estimators' split gave way to the agreeing response-time split
+    (:func:`agreed_split_applies`), naming the classes it had put above their response time.
+    ``selected``: :func:`selected_splits` of ``tiers`` (computed here when ``None``)."""
+    if policy != "selected":
+        return []
+    if selected is None:
+        selected = selected_splits(tiers, classes, mix)
+    out = []
+    for t, (d, agreed) in zip(tiers, selected):
+        if agreed:
             names = above_response(dict(zip(classes, d.tolist())), t.class_response)
             out.append(f"split_replaced: {t.tier}: the {t.estimator} put "
                        f"{', '.join(names)} above {'its' if len(names) == 1 else 'their'} "
@@ -1191,13 +1210,15 @@ def agreed_split_applies(tier: TierModel, classes: list[str], d: np.ndarray,
     if tier.split_decided or tier.split_identified is not True or tier.bursty or not tier.split \
             or not all(c in tier.split for c in classes):
         return False
+    # the estimator's split breaking the bound first: most solves stop there
+    if not above_response(dict(zip(classes, d.tolist())), tier.class_response):
+        return False
     shares = np.array([float(tier.split[c]) for c in classes])
     total, base = float(mix @ d), float(mix @ shares)
     if not (total > 0 and base > 0):
         return False
     scaled = dict(zip(classes, (shares * (total / base)).tolist()))
-    return bool(above_response(dict(zip(classes, d.tolist())), tier.class_response)) \
-        and not above_response(scaled, tier.class_response)
+    return not above_response(scaled, tier.class_response)
 
 
 def history_demands(D_m: np.ndarray, V_m: np.ndarray, mix: np.ndarray,
@@ -1302,8 +1323,10 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
     else:
         V_mc = np.array([[cfg.visit(t.tier, c) for c in classes] for t in tiers])
     V_mc = V_mc.reshape(len(tiers), C)
-    D_mc = V_mc * np.array([tier_demands(t, classes, p, cfg.demand_policy)
-                            for t in tiers]).reshape(len(tiers), C)
+    selected = selected_splits(tiers, classes, p) if cfg.demand_policy == "selected" \
+        else [None] * len(tiers)
+    D_mc = V_mc * np.array([tier_demands(t, classes, p, cfg.demand_policy, sel)
+                            for t, sel in zip(tiers, selected)]).reshape(len(tiers), C)
     servers = np.array([float(t.cores) for t in tiers])
     sla = np.array([cfg.sla_for(c) for c in classes])
     slo_rows = [cfg.slo_for(c) for c in classes] if cfg.slo else []
@@ -1316,7 +1339,8 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
     bursty = [t for t in tiers if is_bursty(t)]
     flags += [f"split_unidentified: {t.tier}: {t.split_reason}" for t in tiers
               if t.split_identified is False]
-    flags += split_replaced_flags(tiers, classes, p, cfg.demand_policy)
+    flags += split_replaced_flags(tiers, classes, p, cfg.demand_policy,
+                                  selected if cfg.demand_policy == "selected" else None)
     flags += [t.load_flag for t in tiers if t.load_flag]
     if provisional:
         flags += [f"{t.tier}: provisionally bursty (I {t.idc:.3g} above idc_threshold, "

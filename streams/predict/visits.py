@@ -99,31 +99,36 @@ def resolve(cfg: SystemConfig, sums: Counts, entry: str | None,
     configured = cfg.visits or {}
     at_entry = (configured.get(entry) or {}) if entry is not None else {}
     for tier, seen in tier_classes.items():
-        known = set(seen)
         at_tier = configured.get(tier) or {}
+        if tier == entry:
+            if classes:
+                used[tier] = {c: 1.0 if (conf := at_tier.get(c)) is None else float(conf)
+                              for c in classes}
+            continue
         counted = sums.get(tier, {})
+        known: set[str] | None = None
+        used_tier: dict[str, float] = {}
+        measured_tier: dict[str, float] = {}
         for c in classes:
             conf = at_tier.get(c)                   # the configured ratio, if any
-            conf = None if conf is None else float(conf)
-            if tier == entry:
-                used.setdefault(tier, {})[c] = 1.0 if conf is None else conf
-                continue
             acc = counted.get(c)
-            base = float(at_entry.get(c) or 1.0)   # the entry tier's configured visits
             if acc is not None and acc[1] >= VISIT_MIN_COMPLETIONS:
+                base = float(at_entry.get(c) or 1.0)   # the entry tier's configured visits
                 ratio = base * acc[0] / acc[1]
-                measured.setdefault(tier, {})[c] = ratio
+                measured_tier[c] = ratio
                 if conf is None:
-                    used.setdefault(tier, {})[c] = ratio
+                    used_tier[c] = ratio
                     continue
-                used.setdefault(tier, {})[c] = conf
+                conf = float(conf)
+                used_tier[c] = conf
                 if abs(conf - ratio) > VISIT_TOLERANCE * ratio or (ratio == 0 and conf > 0):
                     flags.append(f"visits_mismatch: {tier}/{c} configured {_fmt(conf)}, the "
                                  f"completions give {_fmt(ratio)} ({tier}'s over {entry}'s); "
                                  f"the configured {_fmt(conf)} used")
                 continue
-            value = 1.0 if conf is None else conf
-            used.setdefault(tier, {})[c] = value
+            used_tier[c] = 1.0 if conf is None else float(conf)
+            if known is None:
+                known = set(seen)
             if c in known and conf is None:
                 why = (f"{entry} counted {acc[1] if acc else 0.0:.0f} < "
                        f"{VISIT_MIN_COMPLETIONS:.0f} {c} requests beside it"
@@ -131,4 +136,8 @@ def resolve(cfg: SystemConfig, sums: Counts, entry: str | None,
                        else "no entry tier reported")
                 flags.append(f"assumed: 1 visit per request to {tier} by {c}: the counts "
                              f"cannot tell ({why}) (visits_assumed)")
+        if used_tier:
+            used[tier] = used_tier
+        if measured_tier:
+            measured[tier] = measured_tier
     return Visits(used, measured, flags)
