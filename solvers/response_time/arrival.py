@@ -19,8 +19,11 @@ beyond a few hundred jobs) and no ``1 - sum`` subtraction (which loses every dig
 one pass of the single-class MVA recursion on the complementary network, ``O(k M)``: exact
 when the other queueing stations have one server each, Seidmann's approximation for the other
 multi-server stations (reported as ``approximate``). The station's own factor ``f_m`` is exact
-for any ``c_m``. The complements of all multi-server stations run side by side in one
-recursion that keeps only the throughputs (:func:`_complement_recursion`).
+for any ``c_m``. The complements' throughputs come from Buzen 1973's convolution where their
+normalising constants stay within a double's range (:func:`_convolved`: one linear filter per
+queueing station over all populations, no loop over ``n`` in Python), else from the MVA
+recursion of all complements side by side, which keeps only the throughputs
+(:func:`_complement_recursion`).
 
 **One-server stations need no complement.** For ``c_m = 1`` the tail of the marginal is a
 product of the *whole* network's throughputs (Buzen 1973; Reiser and Lavenberg 1980)::
@@ -44,6 +47,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from scipy.signal import lfilter
+from scipy.special import gammaln
 
 from solvers.mva import mva_curve
 
@@ -221,17 +226,30 @@ class ArrivalLaw:
         if cum is not None and cum.shape[0] > k:
             return cum
         if self._run is None or m not in self._run.which:     # not carried yet: anew
-            multi = [i for i in range(self.D.shape[0])
-                     if np.isfinite(self.c[i]) and self.c[i] > 1 and self.D[i] > 0]
+            D, c = self.D.tolist(), self.c.tolist()
+            multi = [i for i in range(len(D)) if math.isfinite(c[i]) and c[i] > 1 and D[i] > 0]
             which = sorted(set(multi) | {m})
-            splits = [_split(np.delete(self.D, i), np.delete(self.c, i)) for i in which]
+            splits = [_split_without(D, c, i) for i in which]
             self._run = _ComplementRun(which, splits)
             for i, (_, _, approx) in zip(which, splits):
                 self._approximate[i] = approx
                 self._cum[i] = np.zeros(1)
         run = self._run
         # as far as asked, at least 1/8 beyond the last: a capacity search's probes climb
-        X = run.extend(max(k, (9 * run.upto) // 8, 16), self.Z)
+        upto = max(k, (9 * run.upto) // 8, 16)
+        if run.convolved is not False:            # nothing recursed yet: convolve, if safe
+            cums = _convolved(run.splits, self.Z, upto)
+            if cums is not None:
+                for i, cum in zip(run.which, cums):
+                    self._cum[i] = cum
+                run.upto, run.convolved = upto, True
+                return self._cum[m]
+            if run.convolved:                     # out of range further on: recurse anew
+                run.restart()
+                for i in run.which:
+                    self._cum[i] = np.zeros(1)
+            run.convolved = False
+        X = run.extend(upto, self.Z)
         for i, Xi in zip(run.which, X):
             old = self._cum[i]
             with np.errstate(divide="ignore"):
@@ -293,18 +311,90 @@ class _ComplementRun:
 
     def __init__(self, which: list[int], splits: list[tuple[np.ndarray, float, bool]]) -> None:
         self.which = which
-        self._d = [float(v) for d, _, _ in splits for v in d]
-        self._fixed = [f for _, f, _ in splits]
-        self._step = _complement_recursion(tuple(d.shape[0] for d, _, _ in splits))
+        self.splits = splits
         self._q: tuple[float, ...] | None = None
         self.upto = 0
+        #: ``None``: nothing computed yet; ``True``: by :func:`_convolved` up to ``upto``;
+        #: ``False``: by the recursion
+        self.convolved: bool | None = None
+
+    def restart(self) -> None:
+        """Back to an empty network: the recursion runs from ``n = 1`` again."""
+        self._q, self.upto = None, 0
 
     def extend(self, upto: int, Z: float) -> list[list[float]]:
         """``X_b(n)`` for ``n = self.upto + 1 .. upto``, per complement."""
         X: list[list[float]] = [[] for _ in self.which]
-        self._q = self._step(self._d, self._fixed, Z, upto, X, self.upto + 1, self._q)
+        step = _complement_recursion(tuple(d.shape[0] for d, _, _ in self.splits))
+        self._q = step([float(v) for d, _, _ in self.splits for v in d],
+                       [f for _, f, _ in self.splits], Z, upto, X, self.upto + 1, self._q)
         self.upto = max(upto, self.upto)
         return X
+
+
+#: the largest ``log`` of a scaled normalising constant :func:`_convolved` lets arise (a
+#: double reaches ``e^709``)
+LOG_RANGE = 600.0
+
+
+def _convolved(splits: list[tuple[np.ndarray, float, bool]], Z: float, N: int
+               ) -> list[np.ndarray] | None:
+    """Per complement (``splits``: its one-server queueing demands ``d_i`` and the demand
+    ``fixed`` it spends without queueing, :func:`_split`) ``cum[l] = sum_{i<=l} log X(i)``,
+    ``l = 0..N``, by Buzen 1973's convolution instead of the MVA recursion: ``X(n) = G(n - 1)
+    / G(n)`` with ``G`` the normalising constant of the delay ``Z + fixed`` (``a^n / n!``)
+    convolved with one geometric series ``d_i^n`` per queueing station -- each a first-order
+    linear filter, ``y(n) = x(n) + d_i y(n - 1)``, run over all ``n`` at once, on every
+    complement that has the station in one call. Every term is positive, so no digit cancels.
+    The demands are scaled by the largest of all, ``rho``; a complement's scaled constant then
+    lies in ``[(d_max / rho)^N, e^{a} (N + K)^K]`` (``a = (Z + fixed) / rho``, ``K`` stations,
+    ``d_max`` its largest; its bottleneck's series alone gives the lower bound, Buzen 1973):
+    ``None`` where that range leaves :data:`LOG_RANGE` either way, or a complement has no
+    demand at all, for the recursion to answer instead. The same throughputs as the
+    recursion's to rounding (tested)."""
+    if not splits or any(d.size == 0 for d, _, _ in splits):
+        return None
+    rho = max(float(d.max()) for d, _, _ in splits)
+    n = np.arange(N + 1, dtype=float)
+    a = np.array([(fixed + Z) / rho for _, fixed, _ in splits])
+    for (d, _, _), ab in zip(splits, a.tolist()):
+        if ab + d.size * math.log(N + d.size) > LOG_RANGE \
+                or N * math.log(rho / float(d.max())) > LOG_RANGE:
+            return None
+    with np.errstate(divide="ignore", invalid="ignore"):           # a = 0: only n = 0
+        g = np.exp(np.log(a)[:, None] * n - gammaln(n + 1.0))      # the delays' a^n / n!
+    g[:, 0] = 1.0                                                   # also where a = 0
+    stations: dict[float, list[int]] = {}
+    for b, (d, _, _) in enumerate(splits):
+        for di in (d / rho).tolist():
+            stations.setdefault(di, []).append(b)
+    for di, rows in stations.items():
+        while rows:                        # a complement with the same demand twice: again
+            once = sorted(set(rows))
+            g[once] = lfilter(_ONE, (1.0, -di), g[once], axis=1)
+            for b in once:
+                rows.remove(b)
+    return list(-n * math.log(rho) - np.log(g))
+
+
+def _split_without(D: list[float], c: list[float], skip: int) -> tuple[np.ndarray, float, bool]:
+    """:func:`_split` of the network without station ``skip`` (``D``, ``c`` as lists: a few
+    scalars, no array steps)."""
+    d: list[float] = []
+    fixed, multi = 0.0, False
+    for i, (Di, ci) in enumerate(zip(D, c)):
+        if i == skip:
+            continue
+        if math.isinf(ci):
+            fixed += Di
+        elif ci > 1:
+            multi = True
+            fixed += Di * (ci - 1) / ci
+            if Di > 0:
+                d.append(Di / ci)
+        elif Di > 0:
+            d.append(Di)
+    return np.array(d), fixed, multi
 
 
 def _split(D: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, float, bool]:
