@@ -48,7 +48,6 @@ from typing import Any
 
 import numpy as np
 from scipy.signal import lfilter
-from scipy.special import gammaln
 
 from solvers.mva import mva_curve
 
@@ -92,13 +91,13 @@ def _truncate_rows(w: np.ndarray) -> list[tuple[int, np.ndarray]]:
     """:func:`_truncate` of each row of ``w`` (each row's largest entry 1): the supports
     found in one array step."""
     keep = w >= TRUNCATION
-    lo = keep.argmax(axis=1).tolist()
-    hi = (w.shape[1] - 1 - keep[:, ::-1].argmax(axis=1)).tolist()
-    out = []
-    for r in range(w.shape[0]):
-        p = w[r, lo[r]:hi[r] + 1]
-        out.append((lo[r], p / p.sum()))
-    return out
+    first = keep.argmax(axis=1)
+    last = w.shape[1] - 1 - keep[:, ::-1].argmax(axis=1)
+    j = np.arange(w.shape[1])
+    inside = (j >= first[:, None]) & (j <= last[:, None])
+    w = w / np.where(inside, w, 0.0).sum(axis=1, keepdims=True)     # each row's support: 1
+    return [(lo, w[r, lo:hi + 1]) for r, (lo, hi) in enumerate(zip(first.tolist(),
+                                                                    last.tolist()))]
 
 
 #: the law of a station nobody waits at (or where all are): one point
@@ -181,10 +180,11 @@ class ArrivalLaw:
         if D.ndim != 1 or c.shape != D.shape:
             raise ValueError(f"demands, servers: must be vectors of one length, got shapes "
                              f"{D.shape} and {c.shape}")
-        if not (np.all(np.isfinite(D)) and np.all(D >= 0)):
-            raise ValueError(f"demands: must be finite and >= 0, got {D.tolist()}")
-        if not (np.all(c >= 1)):
-            raise ValueError(f"servers: must be >= 1 (inf: a delay), got {c.tolist()}")
+        Dl, cl = D.tolist(), c.tolist()           # a few scalars: tested without array steps
+        if not all(math.isfinite(x) and x >= 0 for x in Dl):
+            raise ValueError(f"demands: must be finite and >= 0, got {Dl}")
+        if not all(x >= 1 for x in cl):
+            raise ValueError(f"servers: must be >= 1 (inf: a delay), got {cl}")
         if not (math.isfinite(think_time) and think_time >= 0):
             raise ValueError(f"think_time: must be finite and >= 0, got {think_time!r}")
         self.D, self.c, self.Z = D, c, float(think_time)
@@ -196,12 +196,12 @@ class ArrivalLaw:
         self._curve_of = curve
         #: the whole network's cumulative ``sum_{i<=l} log X(i)`` (one-server stations)
         self._full: np.ndarray | None = None
-        multi = np.isfinite(c) & (c > 1)
+        multi = [math.isfinite(x) and x > 1 for x in cl]
         #: the other stations are multi-server: Seidmann's approximation in the marginal
-        n_multi, n_busy = int(multi.sum()), int((D > 0).sum())
+        n_multi, n_busy = sum(multi), sum(x > 0 for x in Dl)
         self._approximate_full = [n_multi - int(x) > 0 for x in multi]
         #: per station: another station has demand (else, without think time, nowhere else)
-        self._others_busy = [n_busy - int(x > 0) > 0 for x in D]
+        self._others_busy = [n_busy - int(x > 0) > 0 for x in Dl]
 
     def _whole(self, k: int) -> np.ndarray:
         """``cum[l] = sum_{i<=l} log X(i)`` of the whole network for ``l = 0..k`` (at least)."""
@@ -361,20 +361,33 @@ def _convolved(splits: list[tuple[np.ndarray, float, bool]], Z: float, N: int
         if ab + d.size * math.log(N + d.size) > LOG_RANGE \
                 or N * math.log(rho / float(d.max())) > LOG_RANGE:
             return None
-    with np.errstate(divide="ignore", invalid="ignore"):           # a = 0: only n = 0
-        g = np.exp(np.log(a)[:, None] * n - gammaln(n + 1.0))      # the delays' a^n / n!
-    g[:, 0] = 1.0                                                   # also where a = 0
+    g = np.ones((len(splits), N + 1))
+    np.cumprod(a[:, None] / n[1:], axis=1, out=g[:, 1:])           # the delays' a^n / n!
     stations: dict[float, list[int]] = {}
     for b, (d, _, _) in enumerate(splits):
         for di in (d / rho).tolist():
             stations.setdefault(di, []).append(b)
+    top = float(a.max()) + max(d.size for d, _, _ in splits) * math.log(N + 1.0)
     for di, rows in stations.items():
         while rows:                        # a complement with the same demand twice: again
             once = sorted(set(rows))
-            g[once] = lfilter(_ONE, (1.0, -di), g[once], axis=1)
+            g[once] = _geometric_filter(g[once], di, top)
             for b in once:
                 rows.remove(b)
     return list(-n * math.log(rho) - np.log(g))
+
+
+def _geometric_filter(x: np.ndarray, d: float, top: float) -> np.ndarray:
+    """``y(n) = x(n) + d y(n - 1)`` along each row of ``x`` (``0 < d <= 1``; ``log x`` below
+    ``top``): ``d^n cumsum(x(j) d^{-j})``, a running sum of positive terms, where ``d^{-N}``
+    keeps it within :data:`LOG_RANGE`, else :func:`scipy.signal.lfilter`."""
+    N = x.shape[1] - 1
+    if d == 1.0:
+        return np.cumsum(x, axis=1)
+    if top - N * math.log(d) > LOG_RANGE:
+        return lfilter(_ONE, (1.0, -d), x, axis=1)
+    power = np.exp(np.arange(N + 1) * math.log(d))                 # d^n
+    return np.cumsum(x / power, axis=1) * power
 
 
 def _split_without(D: list[float], c: list[float], skip: int) -> tuple[np.ndarray, float, bool]:
