@@ -168,10 +168,11 @@ class ArrivalLaw:
     One-server stations read the whole network's MVA curve (module docstring): ``curve(k)``
     gives one (:class:`solvers.mva.MVACurve`, at least ``k`` jobs; the network's own solve,
     where the caller has it), else the law computes it. The complementary networks'
-    throughputs ``X^{(-m)}(i)`` of the multi-server stations come from one recursion for all
-    of them, run as far as the largest population asked for and continued from where it
-    stopped when a larger one is asked for (at least 1/8 further): the recursion is the
-    marginals' main cost, and no population is computed twice or far beyond the question."""
+    throughputs ``X^{(-m)}(i)`` of the multi-server stations come, for all of them at once,
+    from Buzen's convolution (:func:`_convolved`) or, where its constants leave a double's
+    range, from one recursion continued from where it stopped; either runs as far as the
+    largest population asked for, and at least 1/8 further when a larger one is asked for: a
+    capacity search's probes climb, and no population is computed far beyond the question."""
 
     def __init__(self, demands: np.ndarray, servers: np.ndarray, think_time: float,
                  curve: Callable[[int], Any] | None = None) -> None:
@@ -270,38 +271,67 @@ class ArrivalLaw:
     def marginals(self, population: int) -> ArrivalMarginals:
         """The distribution of the jobs a job arriving at each station finds at
         ``population`` jobs: the marginals at ``population - 1`` (module docstring)."""
-        if isinstance(population, bool) or not isinstance(population, (int, np.integer)) \
-                or population < 1:
-            raise ValueError(f"population: must be an integer >= 1, got {population!r}")
+        return self.marginals_many([population])[0]
+
+    def marginals_many(self, populations: list[int]) -> list[ArrivalMarginals]:
+        """:meth:`marginals` at each of ``populations``: every station's law at every
+        population in one array step per kind of station (one-server: the whole network's
+        tails; multi-server: the complements'), on one width, the largest population's."""
+        for population in populations:
+            if isinstance(population, bool) or not isinstance(population, (int, np.integer)) \
+                    or population < 1:
+                raise ValueError(f"population: must be an integer >= 1, got {population!r}")
         D, c = self.D.tolist(), self.c.tolist()   # floats: scalar tests, no array indexing
-        k = int(population) - 1                   # the others, as the arriving job sees them
-        offsets, pmfs, approximate = [0] * len(D), [_ONE] * len(D), [False] * len(D)
-        ones, multi = [], []
-        for m in range(len(D)):
-            if not math.isfinite(c[m]) or c[m] > k or D[m] == 0 or k == 0:
-                continue                          # nobody waits there
-            if self.Z == 0 and not self._others_busy[m]:
-                offsets[m] = k                    # nowhere else to be
-                continue
-            (ones if c[m] == 1 else multi).append(m)
-        if ones:                                  # the whole network's tails, side by side
-            cum = self._whole(k)
-            j = np.arange(k + 1)
-            tail = np.exp(j * np.array([[math.log(D[m])] for m in ones])
-                          + (cum[k] - cum[k::-1]))
-            mass = np.maximum(tail - np.concatenate([tail[:, 1:], np.zeros((len(ones), 1))],
-                                                    axis=1), 0.0)
-            for m, (lo, p) in zip(ones, _truncate_rows(mass / mass.max(axis=1,
-                                                                       keepdims=True))):
-                offsets[m], pmfs[m], approximate[m] = lo, p, self._approximate_full[m]
-        if multi:                                 # each its complement's
-            logw = np.stack([self._station(m, k) + (cum[k] - cum[k::-1])
-                             for m, cum in ((m, self._complement(m, k)) for m in multi)])
-            for m, (lo, p) in zip(multi, _truncate_rows(
-                    np.exp(logw - logw.max(axis=1, keepdims=True)))):
-                offsets[m], pmfs[m], approximate[m] = lo, p, self._approximate[m]
-        return ArrivalMarginals(population=int(population), offset=tuple(offsets),
-                                pmf=tuple(pmfs), approximate=tuple(approximate))
+        ks = [int(n) - 1 for n in populations]   # the others, as the arriving job sees them
+        P, M = len(ks), len(D)
+        offsets = [[0] * M for _ in ks]
+        pmfs = [[_ONE] * M for _ in ks]
+        approximate = [[False] * M for _ in ks]
+        ones: list[tuple[int, int]] = []
+        multi: list[tuple[int, int]] = []
+        for p, k in enumerate(ks):
+            for m in range(M):
+                if not math.isfinite(c[m]) or c[m] > k or D[m] == 0 or k == 0:
+                    continue                      # nobody waits there
+                if self.Z == 0 and not self._others_busy[m]:
+                    offsets[p][m] = k             # nowhere else to be
+                    continue
+                (ones if c[m] == 1 else multi).append((p, m))
+        rows = ones + multi
+        if rows:
+            top = max(ks[p] for p, _ in rows)
+            j = np.arange(top + 1)
+            k_row = np.array([ks[p] for p, _ in rows])
+            back = k_row[:, None] - j                 # k - j: negative beyond the row's k
+            inside = back >= 0
+            np.maximum(back, 0, out=back)
+            parts = []
+            if ones:                              # the whole network's tails, side by side
+                cum = self._whole(top)
+                R = len(ones)
+                logt = j * np.array([[math.log(D[m])] for _, m in ones]) \
+                    + (cum[k_row[:R, None]] - cum[back[:R]])
+                logt[~inside[:R]] = -math.inf
+                tail = np.exp(logt)
+                mass = np.maximum(tail - np.concatenate([tail[:, 1:], np.zeros((R, 1))],
+                                                        axis=1), 0.0)
+                parts.append(mass / mass.max(axis=1, keepdims=True))
+            if multi:                             # each its complement's
+                R = len(ones)
+                cums = {m: self._complement(m, top) for m in sorted({m for _, m in multi})}
+                logw = np.stack([self._station(m, top) for _, m in multi])
+                logw += np.stack([cums[m][k] - cums[m][back[R + r]]
+                                  for r, (p, m) in enumerate(multi) for k in (ks[p],)])
+                logw[~inside[R:]] = -math.inf
+                parts.append(np.exp(logw - logw.max(axis=1, keepdims=True)))
+            found = _truncate_rows(np.concatenate(parts) if len(parts) > 1 else parts[0])
+            for r, ((p, m), (lo, pm)) in enumerate(zip(rows, found)):
+                offsets[p][m], pmfs[p][m] = lo, pm
+                approximate[p][m] = self._approximate_full[m] if r < len(ones) \
+                    else self._approximate[m]
+        return [ArrivalMarginals(population=int(n), offset=tuple(offsets[p]),
+                                 pmf=tuple(pmfs[p]), approximate=tuple(approximate[p]))
+                for p, n in enumerate(populations)]
 
 
 class _ComplementRun:
@@ -414,13 +444,8 @@ def _split(D: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, float, bool]:
     """The queueing stations' demands of a network (``D / c`` at ``c`` servers: Seidmann's
     approximation, as :func:`solvers.mva.mva_curve`), its demand spent without queueing, and
     whether a multi-server station was approximated."""
-    delay = np.isinf(c)
-    multi = ~delay & (c > 1)
-    queue = ~delay & (D > 0)
-    safe = np.where(delay, 1.0, c)
-    d = np.where(multi, D / safe, D)[queue]
-    fixed = float(np.sum(np.where(delay, D, np.where(multi, D * (safe - 1) / safe, 0.0))))
-    return d, fixed, bool(multi.any())
+    return _split_without(np.asarray(D, dtype=float).tolist(),
+                          np.asarray(c, dtype=float).tolist(), -1)
 
 
 def arrival_marginals(demands: np.ndarray, servers: np.ndarray, think_time: float,

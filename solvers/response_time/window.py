@@ -113,21 +113,19 @@ def window_quantiles(waits: list[list[TierWait]], S: np.ndarray, sh: np.ndarray,
     mean_phase = np.array([k[2] for k in keys]) * inv[row] / h[u_i]
     use = np.array([k[3] for k in keys], dtype=bool)
     itheta = _itheta(grid)
-    width = itheta.shape[0]
     # the services: the triangular kernel's exact lattice transform (1: no service), their
     # product per class
     rate = 1.0 / np.where(S > 0, S, 1.0)
     phi = np.where((S > 0)[None, :, :, None],
-                   _kernel_transform((h[:, None, None] * rate).reshape(-1, 1), grid, width
-                                     ).reshape(I, M, C, -1), 1.0).prod(axis=1)
+                   _kernel_transform((h[:, None, None] * rate).reshape(-1, 1), grid).reshape(I, M, C, -1), 1.0).prod(axis=1)
     if keys:
         z = 1.0 / (1.0 + itheta * mean_phase[:, None])        # one phase, sampled
         if use.any():
-            z[use] = _kernel_transform(1.0 / mean_phase[use, None], grid, width)
+            z[use] = _kernel_transform(1.0 / mean_phase[use, None], grid)
         pg = _horner(coef[row].reshape(row.shape[0], blocks, s), z)
         if offset[row].any():
             pg *= z ** offset[row][:, None]
-        full = np.ones((I, M, C, width), dtype=complex)
+        full = np.ones((I, M, C, itheta.shape[0]), dtype=complex)
         full[ii, mm, cc] = pg[at]
         phi *= full.prod(axis=1)
     # the window's start moved to lattice point 0 (the shift theorem: lattice point
@@ -148,14 +146,13 @@ def window_quantiles(waits: list[list[TierWait]], S: np.ndarray, sh: np.ndarray,
     return q, means
 
 
-def _kernel_transform(x: np.ndarray, size: int, width: int) -> np.ndarray:
-    """``(R, width)``: the first ``width`` frequencies of the ``rfft`` of the triangular-kernel
-    masses of exponentials of ``x = rate h`` steps a mean (``(R, 1)``): the masses are ``m_0 =
-    1 + (e^{-x} - 1)/x`` at 0 and ``e^{-x(i-1)} (1 - e^{-x})^2 / x`` at ``i >= 1``, a
-    geometric sequence whose transform is ``m_0 + (1 - r)^2 / x * w / (1 - r w)``, ``r =
-    e^{-x}``, ``w = e^{-2 pi i k / size}``
+def _kernel_transform(x: np.ndarray, size: int) -> np.ndarray:
+    """``(R, size/2 + 1)``: the ``rfft`` of the triangular-kernel masses of exponentials of
+    ``x = rate h`` steps a mean (``(R, 1)``): the masses are ``m_0 = 1 + (e^{-x} - 1)/x`` at 0
+    and ``e^{-x(i-1)} (1 - e^{-x})^2 / x`` at ``i >= 1``, a geometric sequence whose transform
+    is ``m_0 + (1 - r)^2 / x * w / (1 - r w)``, ``r = e^{-x}``, ``w = e^{-2 pi i k / size}``
     (:func:`~solvers.response_time.sojourn._phase_transform`, in fewer array steps)."""
-    w = _unit_roots(size)[0][:, :width]
+    w = _unit_roots(size)[0]
     em1 = np.expm1(-x)
     return (1.0 + em1 / x) + (em1 * em1 / x) * (w / (1.0 - (1.0 + em1) * w))
 
