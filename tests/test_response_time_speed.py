@@ -163,3 +163,36 @@ def test_laws_side_by_side_are_the_laws_one_by_one():
         assert np.allclose(res.quantiles, one.quantiles, rtol=1e-12, atol=0)
         assert np.allclose(res.mean, one.mean, rtol=1e-12)
         assert res.approximate == one.approximate
+
+
+def test_found_laws_of_many_populations_are_each_ones():
+    """``marginals_many`` (every population on the largest one's width) against one
+    population at a time: the same supports and laws, in any order, with repeats, and
+    demands above a second (``D^j`` grows) without a NaN."""
+    D = np.array([1.5, 2.0, 0.7, 0.0])
+    c = np.array([1.0, 3.0, math.inf, 2.0])
+    populations = [3, 40, 7, 1, 40, 2]
+    many = ArrivalLaw(D, c, 5.0).marginals_many(populations)
+    for n, got in zip(populations, many):
+        one = ArrivalLaw(D, c, 5.0).marginals(n)
+        assert got.population == n and got.offset == one.offset
+        assert got.approximate == one.approximate
+        for a, b in zip(got.pmf, one.pmf):
+            assert a.shape == b.shape and np.allclose(a, b, rtol=1e-13, atol=0)
+            assert np.isfinite(a).all() and abs(a.sum() - 1.0) < 1e-12
+
+
+@pytest.mark.parametrize("x", [0.01, 0.7, 6.0])
+def test_kernel_transform_is_the_triangular_kernels_masses(x):
+    """The closed-form transform against the DFT of the masses themselves (``m_0 = 1 +
+    (e^{-x} - 1)/x``, ``m_i = e^{-x(i-1)} (1 - e^{-x})^2 / x``), folded onto the lattice."""
+    from solvers.response_time.window import _kernel_transform
+
+    size = 64
+    i = np.arange(1, 400 * size)
+    masses = np.zeros(size)
+    masses[0] = 1.0 + math.expm1(-x) / x
+    np.add.at(masses, i % size, np.exp(-x * (i - 1)) * math.expm1(-x) ** 2 / x)
+    assert masses.sum() == pytest.approx(1.0, abs=1e-12)
+    got = _kernel_transform(np.array([[x]]), size)[0]
+    assert np.allclose(got, np.fft.rfft(masses), rtol=1e-10, atol=1e-12)
