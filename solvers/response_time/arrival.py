@@ -283,7 +283,7 @@ class ArrivalLaw:
                 raise ValueError(f"population: must be an integer >= 1, got {population!r}")
         D, c = self.D.tolist(), self.c.tolist()   # floats: scalar tests, no array indexing
         ks = [int(n) - 1 for n in populations]   # the others, as the arriving job sees them
-        P, M = len(ks), len(D)
+        M = len(D)
         offsets = [[0] * M for _ in ks]
         pmfs = [[_ONE] * M for _ in ks]
         approximate = [[False] * M for _ in ks]
