@@ -98,27 +98,37 @@ def window_quantiles(waits: list[list[TierWait]], S: np.ndarray, sh: np.ndarray,
                         for c in range(C)] for p in live.tolist()])
     if kernel.any():
         grid *= 2
-    h = (hi[live] - lo[live]) / (grid - 1)
-    start = np.floor(lo[live] / h)
+    if I < P:
+        lo, hi = lo[live], hi[live]
+    h = (hi - lo) / (grid - 1)
+    start = np.floor(lo / h)
     # the waits: one row per (set, tier, share, transform) that some class meets
     live_rows = (live[:, None] * M + np.arange(M)).ravel()              # (I M,)
     nowait = np.where(offset[live_rows] == 0, coef[live_rows, 0], 0.0).reshape(I, M)
     meets = (sh[None, :, :] > 0) & (nowait[:, :, None] < 1.0)           # (I, M, C)
     ii, mm, cc = np.nonzero(meets)
-    keys: dict[tuple[int, int, float, bool], int] = {}
-    at = [keys.setdefault(key, len(keys)) for key in zip(
-        ii.tolist(), mm.tolist(), sh[mm, cc].tolist(), kernel[ii, cc].tolist())]
-    u_i = np.array([k[0] for k in keys], dtype=int)
-    row = live[u_i] * M + np.array([k[1] for k in keys], dtype=int)
-    mean_phase = np.array([k[2] for k in keys]) * inv[row] / h[u_i]
-    use = np.array([k[3] for k in keys], dtype=bool)
     itheta = _itheta(grid)
     # the services: the triangular kernel's exact lattice transform (1: no service), their
     # product per class
-    rate = 1.0 / np.where(S > 0, S, 1.0)
-    phi = np.where((S > 0)[None, :, :, None],
-                   _kernel_transform((h[:, None, None] * rate).reshape(-1, 1), grid).reshape(I, M, C, -1), 1.0).prod(axis=1)
-    if keys:
+    positive = S > 0
+    everywhere = bool(positive.all())
+    rate = 1.0 / S if everywhere else 1.0 / np.where(positive, S, 1.0)
+    phi = _kernel_transform((h[:, None, None] * rate).reshape(-1, 1), grid
+                            ).reshape(I, M, C, -1)
+    if not everywhere:
+        phi = np.where(positive[None, :, :, None], phi, 1.0)
+    phi = phi.prod(axis=1)
+    if ii.size:
+        if C == 1:                               # one class: every row its own
+            at: list[int] | slice = slice(None)
+            u_i, u_m, share, use = ii, mm, sh[mm, 0], kernel[ii, 0]
+        else:
+            keys: dict[tuple[int, int, float, bool], int] = {}
+            at = [keys.setdefault(key, len(keys)) for key in zip(
+                ii.tolist(), mm.tolist(), sh[mm, cc].tolist(), kernel[ii, cc].tolist())]
+            u_i, u_m, share, use = (np.array(v) for v in zip(*keys))
+        row = live[u_i] * M + u_m
+        mean_phase = share * inv[row] / h[u_i]
         z = 1.0 / (1.0 + itheta * mean_phase[:, None])        # one phase, sampled
         if use.any():
             z[use] = _kernel_transform(1.0 / mean_phase[use, None], grid)
