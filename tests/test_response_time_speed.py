@@ -1,7 +1,8 @@
 """The shortcuts of the response-time law's fast path give what the long way gives: one-server
 tiers' found law from the whole network's MVA curve (Buzen 1973's tail product) against the
 complement's product form, the complements' side-by-side recursion against
-:func:`solvers.mva.mva_curve`, the batched generating functions against a direct polynomial
+:func:`solvers.mva.mva_curve` and Buzen 1973's convolution against the recursion and a closed
+form, the batched generating functions against a direct polynomial
 evaluation, and the real-pair matrix product against complex arithmetic."""
 
 from __future__ import annotations
@@ -57,23 +58,64 @@ def test_complements_side_by_side_are_mva_curve_bit_for_bit():
         assert np.array_equal(np.asarray(Xi), curve.throughput[1:])
 
 
-def test_complements_continued_are_one_pass_bit_for_bit():
-    D = np.array([0.008, 0.01, 0.016, 0.002])
-    c = np.array([4.0, 1.0, 8.0, math.inf])
-    pieces = ArrivalLaw(D, c, 1.0)
+def _recursed(D: np.ndarray, c: np.ndarray, m: int, Z: float, N: int) -> np.ndarray:
+    """``cum`` of station ``m``'s complement by the MVA recursion."""
+    splits = _split(np.delete(D, m), np.delete(c, m))
+    X: list[list[float]] = [[]]
+    _complement_recursion((splits[0].shape[0],))(
+        [float(v) for v in splits[0]], [splits[1]], Z, N, X)
+    with np.errstate(divide="ignore"):
+        return np.concatenate([[0.0], np.cumsum(np.log(X[0]))])
+
+
+@pytest.mark.parametrize("think", [1.0, 0.0])
+def test_complements_convolved_are_the_recursions(think):
+    """Buzen's convolution (one filter per station) against the MVA recursion: the same
+    throughputs to rounding, continued runs the same as one."""
+    D = np.array([0.008, 0.01, 0.016, 0.002, 0.016])
+    c = np.array([4.0, 1.0, 8.0, math.inf, 8.0])          # two equal demands: one filter twice
+    pieces = ArrivalLaw(D, c, think)
     for k in (40, 41, 200, 120, 333):                  # short runs on, and a look back
         pieces._complement(0, k)
-    whole = ArrivalLaw(D, c, 1.0)
-    for m in (0, 2):
+    assert pieces._run.convolved is True
+    whole = ArrivalLaw(D, c, think)
+    for m in (0, 2, 4):
         got = pieces._complement(m, 333)
-        splits = _split(np.delete(D, m), np.delete(c, m))
-        X: list[list[float]] = [[]]
-        _complement_recursion((splits[0].shape[0],))(
-            [float(v) for v in splits[0]], [splits[1]], 1.0, got.shape[0] - 1, X)
-        with np.errstate(divide="ignore"):
-            one_pass = np.concatenate([[0.0], np.cumsum(np.log(X[0]))])
-        assert np.array_equal(got, one_pass)
-    assert pieces.marginals(300).pmf[2].tobytes() == whole.marginals(300).pmf[2].tobytes()
+        assert np.array_equal(got, whole._complement(m, got.shape[0] - 1)[:got.shape[0]])
+        long_way = _recursed(D, c, m, think, got.shape[0] - 1)
+        assert np.allclose(np.diff(got), np.diff(long_way), rtol=1e-12, atol=1e-12)
+        assert abs(got[-1] - long_way[-1]) < 1e-9 * abs(long_way[-1])
+    assert np.array_equal(pieces.marginals(300).pmf[2], whole.marginals(300).pmf[2])
+
+
+def test_complements_out_of_the_convolutions_range_recurse():
+    """Scaled by the larger queueing demand (0.0015), the other complement's constant falls
+    like ``(1/3)^N``, out of a double's range past ``N`` ~ 550: the recursion answers from
+    there, anew from ``n = 1`` and continued as one pass; the convolution answered the short
+    run. A think time of ``e^{Z / d}`` beyond a double does the same (second law)."""
+    D = np.array([0.002, 0.003])
+    c = np.array([4.0, 2.0])
+    law = ArrivalLaw(D, c, 0.3)
+    assert law._complement(0, 100).shape[0] > 100 and law._run.convolved is True
+    got = law._complement(0, 3000)                      # e^{1.0 / 0.0015} beyond the range
+    assert law._run.convolved is False
+    assert np.array_equal(got, _recursed(D, c, 0, 0.3, got.shape[0] - 1))
+    assert np.array_equal(law._complement(1, 3000), _recursed(D, c, 1, 0.3, got.shape[0] - 1))
+    far = ArrivalLaw(D, c, 3.0)                            # Z / d = 2,000
+    got = far._complement(0, 50)
+    assert far._run.convolved is False
+    assert np.array_equal(got, _recursed(D, c, 0, 3.0, got.shape[0] - 1))
+
+
+def test_convolved_closed_form_one_queue_and_a_delay():
+    """One queue of demand ``d`` and a delay ``a``: ``G(n) = sum_j d^{n-j} a^j / j!``."""
+    from solvers.response_time.arrival import _convolved
+
+    d, a, N = 0.01, 0.37, 60
+    [cum] = _convolved([(np.array([d]), a, False)], 0.0, N)
+    G = [sum(d ** (n - j) * a ** j / math.factorial(j) for j in range(n + 1))
+         for n in range(N + 1)]
+    assert np.allclose(cum, [-math.log(g) for g in G], rtol=1e-13, atol=1e-12)
 
 
 def test_batched_generating_functions_are_the_polynomials():
@@ -121,3 +163,36 @@ def test_laws_side_by_side_are_the_laws_one_by_one():
         assert np.allclose(res.quantiles, one.quantiles, rtol=1e-12, atol=0)
         assert np.allclose(res.mean, one.mean, rtol=1e-12)
         assert res.approximate == one.approximate
+
+
+def test_found_laws_of_many_populations_are_each_ones():
+    """``marginals_many`` (every population on the largest one's width) against one
+    population at a time: the same supports and laws, in any order, with repeats, and
+    demands above a second (``D^j`` grows) without a NaN."""
+    D = np.array([1.5, 2.0, 0.7, 0.0])
+    c = np.array([1.0, 3.0, math.inf, 2.0])
+    populations = [3, 40, 7, 1, 40, 2]
+    many = ArrivalLaw(D, c, 5.0).marginals_many(populations)
+    for n, got in zip(populations, many):
+        one = ArrivalLaw(D, c, 5.0).marginals(n)
+        assert got.population == n and got.offset == one.offset
+        assert got.approximate == one.approximate
+        for a, b in zip(got.pmf, one.pmf):
+            assert a.shape == b.shape and np.allclose(a, b, rtol=1e-13, atol=0)
+            assert np.isfinite(a).all() and abs(a.sum() - 1.0) < 1e-12
+
+
+@pytest.mark.parametrize("x", [0.01, 0.7, 6.0])
+def test_kernel_transform_is_the_triangular_kernels_masses(x):
+    """The closed-form transform against the DFT of the masses themselves (``m_0 = 1 +
+    (e^{-x} - 1)/x``, ``m_i = e^{-x(i-1)} (1 - e^{-x})^2 / x``), folded onto the lattice."""
+    from solvers.response_time.window import _kernel_transform
+
+    size = 64
+    i = np.arange(1, 400 * size)
+    masses = np.zeros(size)
+    masses[0] = 1.0 + math.expm1(-x) / x
+    np.add.at(masses, i % size, np.exp(-x * (i - 1)) * math.expm1(-x) ** 2 / x)
+    assert masses.sum() == pytest.approx(1.0, abs=1e-12)
+    got = _kernel_transform(np.array([[x]]), size)[0]
+    assert np.allclose(got, np.fft.rfft(masses), rtol=1e-10, atol=1e-12)

@@ -89,7 +89,7 @@ def response_time_quantiles_many(demands: np.ndarray, servers: np.ndarray, think
         raise ValueError(f"levels: quantile levels must lie in (0, 1), got {list(lv)}")
     law = arrival if arrival is not None else ArrivalLaw(D, servers, think_time)
     c = np.asarray(servers, dtype=float)
-    margs = [law.marginals(n) for n in populations]
+    margs = law.marginals_many(populations)
     Dl, cl = D.tolist(), c.tolist()
     waits = [[_tier_wait(marg.offset[m], marg.pmf[m], Dl[m], cl[m]) for m in range(len(Dl))]
              for marg in margs]

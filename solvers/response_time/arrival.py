@@ -19,8 +19,11 @@ beyond a few hundred jobs) and no ``1 - sum`` subtraction (which loses every dig
 one pass of the single-class MVA recursion on the complementary network, ``O(k M)``: exact
 when the other queueing stations have one server each, Seidmann's approximation for the other
 multi-server stations (reported as ``approximate``). The station's own factor ``f_m`` is exact
-for any ``c_m``. The complements of all multi-server stations run side by side in one
-recursion that keeps only the throughputs (:func:`_complement_recursion`).
+for any ``c_m``. The complements' throughputs come from Buzen 1973's convolution where their
+normalising constants stay within a double's range (:func:`_convolved`: one linear filter per
+queueing station over all populations, no loop over ``n`` in Python), else from the MVA
+recursion of all complements side by side, which keeps only the throughputs
+(:func:`_complement_recursion`).
 
 **One-server stations need no complement.** For ``c_m = 1`` the tail of the marginal is a
 product of the *whole* network's throughputs (Buzen 1973; Reiser and Lavenberg 1980)::
@@ -44,6 +47,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from scipy.signal import lfilter
 
 from solvers.mva import mva_curve
 
@@ -87,13 +91,13 @@ def _truncate_rows(w: np.ndarray) -> list[tuple[int, np.ndarray]]:
     """:func:`_truncate` of each row of ``w`` (each row's largest entry 1): the supports
     found in one array step."""
     keep = w >= TRUNCATION
-    lo = keep.argmax(axis=1).tolist()
-    hi = (w.shape[1] - 1 - keep[:, ::-1].argmax(axis=1)).tolist()
-    out = []
-    for r in range(w.shape[0]):
-        p = w[r, lo[r]:hi[r] + 1]
-        out.append((lo[r], p / p.sum()))
-    return out
+    first = keep.argmax(axis=1)
+    last = w.shape[1] - 1 - keep[:, ::-1].argmax(axis=1)
+    j = np.arange(w.shape[1])
+    inside = (j >= first[:, None]) & (j <= last[:, None])
+    w = w / np.where(inside, w, 0.0).sum(axis=1, keepdims=True)     # each row's support: 1
+    return [(lo, w[r, lo:hi + 1]) for r, (lo, hi) in enumerate(zip(first.tolist(),
+                                                                    last.tolist()))]
 
 
 #: the law of a station nobody waits at (or where all are): one point
@@ -164,10 +168,11 @@ class ArrivalLaw:
     One-server stations read the whole network's MVA curve (module docstring): ``curve(k)``
     gives one (:class:`solvers.mva.MVACurve`, at least ``k`` jobs; the network's own solve,
     where the caller has it), else the law computes it. The complementary networks'
-    throughputs ``X^{(-m)}(i)`` of the multi-server stations come from one recursion for all
-    of them, run as far as the largest population asked for and continued from where it
-    stopped when a larger one is asked for (at least 1/8 further): the recursion is the
-    marginals' main cost, and no population is computed twice or far beyond the question."""
+    throughputs ``X^{(-m)}(i)`` of the multi-server stations come, for all of them at once,
+    from Buzen's convolution (:func:`_convolved`) or, where its constants leave a double's
+    range, from one recursion continued from where it stopped; either runs as far as the
+    largest population asked for, and at least 1/8 further when a larger one is asked for: a
+    capacity search's probes climb, and no population is computed far beyond the question."""
 
     def __init__(self, demands: np.ndarray, servers: np.ndarray, think_time: float,
                  curve: Callable[[int], Any] | None = None) -> None:
@@ -176,10 +181,11 @@ class ArrivalLaw:
         if D.ndim != 1 or c.shape != D.shape:
             raise ValueError(f"demands, servers: must be vectors of one length, got shapes "
                              f"{D.shape} and {c.shape}")
-        if not (np.all(np.isfinite(D)) and np.all(D >= 0)):
-            raise ValueError(f"demands: must be finite and >= 0, got {D.tolist()}")
-        if not (np.all(c >= 1)):
-            raise ValueError(f"servers: must be >= 1 (inf: a delay), got {c.tolist()}")
+        Dl, cl = D.tolist(), c.tolist()           # a few scalars: tested without array steps
+        if not all(math.isfinite(x) and x >= 0 for x in Dl):
+            raise ValueError(f"demands: must be finite and >= 0, got {Dl}")
+        if not all(x >= 1 for x in cl):
+            raise ValueError(f"servers: must be >= 1 (inf: a delay), got {cl}")
         if not (math.isfinite(think_time) and think_time >= 0):
             raise ValueError(f"think_time: must be finite and >= 0, got {think_time!r}")
         self.D, self.c, self.Z = D, c, float(think_time)
@@ -191,12 +197,12 @@ class ArrivalLaw:
         self._curve_of = curve
         #: the whole network's cumulative ``sum_{i<=l} log X(i)`` (one-server stations)
         self._full: np.ndarray | None = None
-        multi = np.isfinite(c) & (c > 1)
+        multi = [math.isfinite(x) and x > 1 for x in cl]
         #: the other stations are multi-server: Seidmann's approximation in the marginal
-        n_multi, n_busy = int(multi.sum()), int((D > 0).sum())
+        n_multi, n_busy = sum(multi), sum(x > 0 for x in Dl)
         self._approximate_full = [n_multi - int(x) > 0 for x in multi]
         #: per station: another station has demand (else, without think time, nowhere else)
-        self._others_busy = [n_busy - int(x > 0) > 0 for x in D]
+        self._others_busy = [n_busy - int(x > 0) > 0 for x in Dl]
 
     def _whole(self, k: int) -> np.ndarray:
         """``cum[l] = sum_{i<=l} log X(i)`` of the whole network for ``l = 0..k`` (at least)."""
@@ -221,17 +227,30 @@ class ArrivalLaw:
         if cum is not None and cum.shape[0] > k:
             return cum
         if self._run is None or m not in self._run.which:     # not carried yet: anew
-            multi = [i for i in range(self.D.shape[0])
-                     if np.isfinite(self.c[i]) and self.c[i] > 1 and self.D[i] > 0]
+            D, c = self.D.tolist(), self.c.tolist()
+            multi = [i for i in range(len(D)) if math.isfinite(c[i]) and c[i] > 1 and D[i] > 0]
             which = sorted(set(multi) | {m})
-            splits = [_split(np.delete(self.D, i), np.delete(self.c, i)) for i in which]
+            splits = [_split_without(D, c, i) for i in which]
             self._run = _ComplementRun(which, splits)
             for i, (_, _, approx) in zip(which, splits):
                 self._approximate[i] = approx
                 self._cum[i] = np.zeros(1)
         run = self._run
         # as far as asked, at least 1/8 beyond the last: a capacity search's probes climb
-        X = run.extend(max(k, (9 * run.upto) // 8, 16), self.Z)
+        upto = max(k, (9 * run.upto) // 8, 16)
+        if run.convolved is not False:            # nothing recursed yet: convolve, if safe
+            cums = _convolved(run.splits, self.Z, upto)
+            if cums is not None:
+                for i, cum in zip(run.which, cums):
+                    self._cum[i] = cum
+                run.upto, run.convolved = upto, True
+                return self._cum[m]
+            if run.convolved:                     # out of range further on: recurse anew
+                run.restart()
+                for i in run.which:
+                    self._cum[i] = np.zeros(1)
+            run.convolved = False
+        X = run.extend(upto, self.Z)
         for i, Xi in zip(run.which, X):
             old = self._cum[i]
             with np.errstate(divide="ignore"):
@@ -252,38 +271,67 @@ class ArrivalLaw:
     def marginals(self, population: int) -> ArrivalMarginals:
         """The distribution of the jobs a job arriving at each station finds at
         ``population`` jobs: the marginals at ``population - 1`` (module docstring)."""
-        if isinstance(population, bool) or not isinstance(population, (int, np.integer)) \
-                or population < 1:
-            raise ValueError(f"population: must be an integer >= 1, got {population!r}")
+        return self.marginals_many([population])[0]
+
+    def marginals_many(self, populations: list[int]) -> list[ArrivalMarginals]:
+        """:meth:`marginals` at each of ``populations``: every station's law at every
+        population in one array step per kind of station (one-server: the whole network's
+        tails; multi-server: the complements'), on one width, the largest population's."""
+        for population in populations:
+            if isinstance(population, bool) or not isinstance(population, (int, np.integer)) \
+                    or population < 1:
+                raise ValueError(f"population: must be an integer >= 1, got {population!r}")
         D, c = self.D.tolist(), self.c.tolist()   # floats: scalar tests, no array indexing
-        k = int(population) - 1                   # the others, as the arriving job sees them
-        offsets, pmfs, approximate = [0] * len(D), [_ONE] * len(D), [False] * len(D)
-        ones, multi = [], []
-        for m in range(len(D)):
-            if not math.isfinite(c[m]) or c[m] > k or D[m] == 0 or k == 0:
-                continue                          # nobody waits there
-            if self.Z == 0 and not self._others_busy[m]:
-                offsets[m] = k                    # nowhere else to be
-                continue
-            (ones if c[m] == 1 else multi).append(m)
-        if ones:                                  # the whole network's tails, side by side
-            cum = self._whole(k)
-            j = np.arange(k + 1)
-            tail = np.exp(j * np.array([[math.log(D[m])] for m in ones])
-                          + (cum[k] - cum[k::-1]))
-            mass = np.maximum(tail - np.concatenate([tail[:, 1:], np.zeros((len(ones), 1))],
-                                                    axis=1), 0.0)
-            for m, (lo, p) in zip(ones, _truncate_rows(mass / mass.max(axis=1,
-                                                                       keepdims=True))):
-                offsets[m], pmfs[m], approximate[m] = lo, p, self._approximate_full[m]
-        if multi:                                 # each its complement's
-            logw = np.stack([self._station(m, k) + (cum[k] - cum[k::-1])
-                             for m, cum in ((m, self._complement(m, k)) for m in multi)])
-            for m, (lo, p) in zip(multi, _truncate_rows(
-                    np.exp(logw - logw.max(axis=1, keepdims=True)))):
-                offsets[m], pmfs[m], approximate[m] = lo, p, self._approximate[m]
-        return ArrivalMarginals(population=int(population), offset=tuple(offsets),
-                                pmf=tuple(pmfs), approximate=tuple(approximate))
+        ks = [int(n) - 1 for n in populations]   # the others, as the arriving job sees them
+        M = len(D)
+        offsets = [[0] * M for _ in ks]
+        pmfs = [[_ONE] * M for _ in ks]
+        approximate = [[False] * M for _ in ks]
+        ones: list[tuple[int, int]] = []
+        multi: list[tuple[int, int]] = []
+        for p, k in enumerate(ks):
+            for m in range(M):
+                if not math.isfinite(c[m]) or c[m] > k or D[m] == 0 or k == 0:
+                    continue                      # nobody waits there
+                if self.Z == 0 and not self._others_busy[m]:
+                    offsets[p][m] = k             # nowhere else to be
+                    continue
+                (ones if c[m] == 1 else multi).append((p, m))
+        rows = ones + multi
+        if rows:
+            top = max(ks[p] for p, _ in rows)
+            j = np.arange(top + 1)
+            k_row = np.array([ks[p] for p, _ in rows])
+            back = k_row[:, None] - j                 # k - j: negative beyond the row's k
+            inside = back >= 0
+            np.maximum(back, 0, out=back)
+            parts = []
+            if ones:                              # the whole network's tails, side by side
+                cum = self._whole(top)
+                R = len(ones)
+                logt = j * np.array([[math.log(D[m])] for _, m in ones]) \
+                    + (cum[k_row[:R, None]] - cum[back[:R]])
+                logt[~inside[:R]] = -math.inf
+                tail = np.exp(logt)
+                mass = np.maximum(tail - np.concatenate([tail[:, 1:], np.zeros((R, 1))],
+                                                        axis=1), 0.0)
+                parts.append(mass / mass.max(axis=1, keepdims=True))
+            if multi:                             # each its complement's
+                R = len(ones)
+                cums = {m: self._complement(m, top) for m in sorted({m for _, m in multi})}
+                logw = np.stack([self._station(m, top) for _, m in multi])
+                logw += np.stack([cums[m][k] - cums[m][back[R + r]]
+                                  for r, (p, m) in enumerate(multi) for k in (ks[p],)])
+                logw[~inside[R:]] = -math.inf
+                parts.append(np.exp(logw - logw.max(axis=1, keepdims=True)))
+            found = _truncate_rows(np.concatenate(parts) if len(parts) > 1 else parts[0])
+            for r, ((p, m), (lo, pm)) in enumerate(zip(rows, found)):
+                offsets[p][m], pmfs[p][m] = lo, pm
+                approximate[p][m] = self._approximate_full[m] if r < len(ones) \
+                    else self._approximate[m]
+        return [ArrivalMarginals(population=int(n), offset=tuple(offsets[p]),
+                                 pmf=tuple(pmfs[p]), approximate=tuple(approximate[p]))
+                for p, n in enumerate(populations)]
 
 
 class _ComplementRun:
@@ -293,31 +341,111 @@ class _ComplementRun:
 
     def __init__(self, which: list[int], splits: list[tuple[np.ndarray, float, bool]]) -> None:
         self.which = which
-        self._d = [float(v) for d, _, _ in splits for v in d]
-        self._fixed = [f for _, f, _ in splits]
-        self._step = _complement_recursion(tuple(d.shape[0] for d, _, _ in splits))
+        self.splits = splits
         self._q: tuple[float, ...] | None = None
         self.upto = 0
+        #: ``None``: nothing computed yet; ``True``: by :func:`_convolved` up to ``upto``;
+        #: ``False``: by the recursion
+        self.convolved: bool | None = None
+
+    def restart(self) -> None:
+        """Back to an empty network: the recursion runs from ``n = 1`` again."""
+        self._q, self.upto = None, 0
 
     def extend(self, upto: int, Z: float) -> list[list[float]]:
         """``X_b(n)`` for ``n = self.upto + 1 .. upto``, per complement."""
         X: list[list[float]] = [[] for _ in self.which]
-        self._q = self._step(self._d, self._fixed, Z, upto, X, self.upto + 1, self._q)
+        step = _complement_recursion(tuple(d.shape[0] for d, _, _ in self.splits))
+        self._q = step([float(v) for d, _, _ in self.splits for v in d],
+                       [f for _, f, _ in self.splits], Z, upto, X, self.upto + 1, self._q)
         self.upto = max(upto, self.upto)
         return X
+
+
+#: the largest ``log`` of a scaled normalising constant :func:`_convolved` lets arise (a
+#: double reaches ``e^709``)
+LOG_RANGE = 600.0
+
+
+def _convolved(splits: list[tuple[np.ndarray, float, bool]], Z: float, N: int
+               ) -> list[np.ndarray] | None:
+    """Per complement (``splits``: its one-server queueing demands ``d_i`` and the demand
+    ``fixed`` it spends without queueing, :func:`_split`) ``cum[l] = sum_{i<=l} log X(i)``,
+    ``l = 0..N``, by Buzen 1973's convolution instead of the MVA recursion: ``X(n) = G(n - 1)
+    / G(n)`` with ``G`` the normalising constant of the delay ``Z + fixed`` (``a^n / n!``)
+    convolved with one geometric series ``d_i^n`` per queueing station -- each a first-order
+    linear filter, ``y(n) = x(n) + d_i y(n - 1)``, run over all ``n`` at once, on every
+    complement that has the station in one call. Every term is positive, so no digit cancels.
+    The demands are scaled by the largest of all, ``rho``; a complement's scaled constant then
+    lies in ``[(d_max / rho)^N, e^{a} (N + K)^K]`` (``a = (Z + fixed) / rho``, ``K`` stations,
+    ``d_max`` its largest; its bottleneck's series alone gives the lower bound, Buzen 1973):
+    ``None`` where that range leaves :data:`LOG_RANGE` either way, or a complement has no
+    demand at all, for the recursion to answer instead. The same throughputs as the
+    recursion's to rounding (tested)."""
+    if not splits or any(d.size == 0 for d, _, _ in splits):
+        return None
+    rho = max(float(d.max()) for d, _, _ in splits)
+    n = np.arange(N + 1, dtype=float)
+    a = np.array([(fixed + Z) / rho for _, fixed, _ in splits])
+    for (d, _, _), ab in zip(splits, a.tolist()):
+        if ab + d.size * math.log(N + d.size) > LOG_RANGE \
+                or N * math.log(rho / float(d.max())) > LOG_RANGE:
+            return None
+    g = np.ones((len(splits), N + 1))
+    np.cumprod(a[:, None] / n[1:], axis=1, out=g[:, 1:])           # the delays' a^n / n!
+    stations: dict[float, list[int]] = {}
+    for b, (d, _, _) in enumerate(splits):
+        for di in (d / rho).tolist():
+            stations.setdefault(di, []).append(b)
+    top = float(a.max()) + max(d.size for d, _, _ in splits) * math.log(N + 1.0)
+    for di, rows in stations.items():
+        while rows:                        # a complement with the same demand twice: again
+            once = sorted(set(rows))
+            g[once] = _geometric_filter(g[once], di, top)
+            for b in once:
+                rows.remove(b)
+    return list(-n * math.log(rho) - np.log(g))
+
+
+def _geometric_filter(x: np.ndarray, d: float, top: float) -> np.ndarray:
+    """``y(n) = x(n) + d y(n - 1)`` along each row of ``x`` (``0 < d <= 1``; ``log x`` below
+    ``top``): ``d^n cumsum(x(j) d^{-j})``, a running sum of positive terms, where ``d^{-N}``
+    keeps it within :data:`LOG_RANGE`, else :func:`scipy.signal.lfilter`."""
+    N = x.shape[1] - 1
+    if d == 1.0:
+        return np.cumsum(x, axis=1)
+    if top - N * math.log(d) > LOG_RANGE:
+        return lfilter(_ONE, (1.0, -d), x, axis=1)
+    power = np.exp(np.arange(N + 1) * math.log(d))                 # d^n
+    return np.cumsum(x / power, axis=1) * power
+
+
+def _split_without(D: list[float], c: list[float], skip: int) -> tuple[np.ndarray, float, bool]:
+    """:func:`_split` of the network without station ``skip`` (``D``, ``c`` as lists: a few
+    scalars, no array steps)."""
+    d: list[float] = []
+    fixed, multi = 0.0, False
+    for i, (Di, ci) in enumerate(zip(D, c)):
+        if i == skip:
+            continue
+        if math.isinf(ci):
+            fixed += Di
+        elif ci > 1:
+            multi = True
+            fixed += Di * (ci - 1) / ci
+            if Di > 0:
+                d.append(Di / ci)
+        elif Di > 0:
+            d.append(Di)
+    return np.array(d), fixed, multi
 
 
 def _split(D: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, float, bool]:
     """The queueing stations' demands of a network (``D / c`` at ``c`` servers: Seidmann's
     approximation, as :func:`solvers.mva.mva_curve`), its demand spent without queueing, and
     whether a multi-server station was approximated."""
-    delay = np.isinf(c)
-    multi = ~delay & (c > 1)
-    queue = ~delay & (D > 0)
-    safe = np.where(delay, 1.0, c)
-    d = np.where(multi, D / safe, D)[queue]
-    fixed = float(np.sum(np.where(delay, D, np.where(multi, D * (safe - 1) / safe, 0.0))))
-    return d, fixed, bool(multi.any())
+    return _split_without(np.asarray(D, dtype=float).tolist(),
+                          np.asarray(c, dtype=float).tolist(), -1)
 
 
 def arrival_marginals(demands: np.ndarray, servers: np.ndarray, think_time: float,

@@ -41,7 +41,7 @@ import math
 
 import numpy as np
 
-from .sojourn import SPAN, TierWait, _horner, _phase_transform
+from .sojourn import SPAN, TierWait, _horner, _unit_roots
 
 __all__ = ["WINDOW_GRID", "BELOW", "window_quantiles"]
 
@@ -64,13 +64,15 @@ def window_quantiles(waits: list[list[TierWait]], S: np.ndarray, sh: np.ndarray,
     ``m`` (0: none), ``sh[m, c]`` the factor on the tier's wait the class meets."""
     M, C = S.shape
     P = len(waits)
+    q = np.zeros((P, C, levels.shape[0]))
     flat = [w for ws in waits for w in ws]
-    width = max(w.pmf.shape[0] for w in flat) if flat else 1
+    lens = [w.pmf.shape[0] for w in flat]
+    width = max(lens) if flat else 1
     s = max(int(math.ceil(math.sqrt(width))), 1)      # the blocked Horner's block
     blocks = -(-width // s)
     coef = np.zeros((P * M, blocks * s))
     for t, w in enumerate(flat):
-        coef[t, :w.pmf.shape[0]] = w.pmf
+        coef[t, :lens[t]] = w.pmf
     offset = np.array([w.offset for w in flat], dtype=float)
     inv = np.array([1.0 / w.rate for w in flat])        # a delay's rate is inf: no wait
     m1, m2 = (coef @ _k_k2(blocks * s)).T               # E[K], E[K^2] about the offset
@@ -78,65 +80,91 @@ def window_quantiles(waits: list[list[TierWait]], S: np.ndarray, sh: np.ndarray,
     wmean = (ek * inv).reshape(P, M)
     wvar = ((ek + m2 - m1 * m1) * inv * inv).reshape(P, M)
     means = wmean @ sh + S.sum(axis=0)
-    sd = np.sqrt(np.maximum(wvar @ (sh * sh) + (S * S).sum(axis=0), 0.0))
-    q = np.zeros((P, C, levels.shape[0]))
     if not C:
         return q, means
+    sd = np.sqrt(np.maximum(wvar @ (sh * sh) + (S * S).sum(axis=0), 0.0))
     lo = np.maximum(means - BELOW * sd, 0.0).min(axis=1)
     hi = (means + SPAN * sd).max(axis=1)
     live = np.flatnonzero(hi > 0)
     if not live.size:
         return q, means
+    I = live.size
     # a class's waits meet one phase transform each: the sampled one, unless the class's law
     # has a part of one phase or none (its density jumps at 0: module docstring), then the
-    # kernel's, on twice the points (the kernel's error is its step's); keyed by the share
-    # the class meets them with
+    # kernel's, on twice the points (the kernel's error is its step's)
     served = (S > 0).sum(axis=0).tolist()
     shl = sh.tolist()
-    kernel = [[_jumps(waits[p], [m for m in range(M) if shl[m][c] > 0], served[c])
-               for c in range(C)] for p in live]
-    if any(map(any, kernel)):
+    kernel = np.array([[_jumps(waits[p], [m for m in range(M) if shl[m][c] > 0], served[c])
+                        for c in range(C)] for p in live.tolist()])
+    if kernel.any():
         grid *= 2
-    h = (hi[live] - lo[live]) / (grid - 1)
-    start = np.floor(lo[live] / h)
+    if I < P:
+        lo, hi = lo[live], hi[live]
+    h = (hi - lo) / (grid - 1)
+    start = np.floor(lo / h)
+    # the waits: one row per (set, tier, share, transform) that some class meets
+    live_rows = (live[:, None] * M + np.arange(M)).ravel()              # (I M,)
+    nowait = np.where(offset[live_rows] == 0, coef[live_rows, 0], 0.0).reshape(I, M)
+    meets = (sh[None, :, :] > 0) & (nowait[:, :, None] < 1.0)           # (I, M, C)
+    ii, mm, cc = np.nonzero(meets)
     itheta = _itheta(grid)
-    # the services: the triangular kernel's exact lattice transform (1: no service)
-    service = np.where(S > 0, 1.0 / np.where(S > 0, S, 1.0), np.inf).ravel()
-    phi = _phase_transform(np.tile(service, live.size), np.repeat(h, M * C), grid
-                           ).reshape(live.size, M, C, -1).prod(axis=1)
-    pairs = sorted({(i, m, shl[m][c], kernel[i][c]) for i, p in enumerate(live)
-                    for m, w in enumerate(waits[p]) if w.no_wait() < 1.0
-                    for c in range(C) if shl[m][c] > 0})
-    if pairs:
-        row = np.array([live[i] * M + m for i, m, _, _ in pairs])
-        mean_phase = np.array([share for _, _, share, _ in pairs]) * inv[row] \
-            / h[[i for i, _, _, _ in pairs]]
+    # the services: the triangular kernel's exact lattice transform (1: no service), their
+    # product per class
+    positive = S > 0
+    everywhere = bool(positive.all())
+    rate = 1.0 / S if everywhere else 1.0 / np.where(positive, S, 1.0)
+    phi = _kernel_transform((h[:, None, None] * rate).reshape(-1, 1), grid
+                            ).reshape(I, M, C, -1)
+    if not everywhere:
+        phi = np.where(positive[None, :, :, None], phi, 1.0)
+    phi = phi.prod(axis=1)
+    if ii.size:
+        if C == 1:                               # one class: every row its own
+            at: list[int] | slice = slice(None)
+            u_i, u_m, share, use = ii, mm, sh[mm, 0], kernel[ii, 0]
+        else:
+            keys: dict[tuple[int, int, float, bool], int] = {}
+            at = [keys.setdefault(key, len(keys)) for key in zip(
+                ii.tolist(), mm.tolist(), sh[mm, cc].tolist(), kernel[ii, cc].tolist())]
+            u_i, u_m, share, use = (np.array(v) for v in zip(*keys))
+        row = live[u_i] * M + u_m
+        mean_phase = share * inv[row] / h[u_i]
         z = 1.0 / (1.0 + itheta * mean_phase[:, None])        # one phase, sampled
-        use = np.array([k for _, _, _, k in pairs])
         if use.any():
-            z[use] = _phase_transform(1.0 / mean_phase[use], np.ones(int(use.sum())), grid)
-        pg = _horner(coef[row].reshape(len(pairs), blocks, s), z)
+            z[use] = _kernel_transform(1.0 / mean_phase[use, None], grid)
+        pg = _horner(coef[row].reshape(row.shape[0], blocks, s), z)
         if offset[row].any():
             pg *= z ** offset[row][:, None]
-        pg = np.concatenate([pg, np.ones((1, pg.shape[1]), dtype=complex)])
-        # which row of pg each (set, tier, class) meets; the last row, ones: no wait
-        at = {key: j for j, key in enumerate(pairs)}
-        rows = [[[at.get((i, m, shl[m][c], kernel[i][c]), len(pairs)) for c in range(C)]
-                 for m in range(M)] for i in range(live.size)]
-        phi *= pg[np.array(rows)].prod(axis=1)
+        full = np.ones((I, M, C, itheta.shape[0]), dtype=complex)
+        full[ii, mm, cc] = pg[at]
+        phi *= full.prod(axis=1)
     # the window's start moved to lattice point 0 (the shift theorem: lattice point
     # start + i lands at i)
     phi *= np.exp(start[:, None] * itheta)[:, None, :]
     mass = np.maximum(np.fft.irfft(phi, n=grid, axis=2), 0.0)
-    cdf = np.zeros((live.size, C, grid + 1))             # cdf[.., i + 1] = F((start + i + 1/2) h)
+    cdf = np.zeros((I, C, grid + 1))             # cdf[.., i + 1] = F((start + i + 1/2) h)
     np.cumsum(mass, axis=2, out=cdf[..., 1:])
     cdf /= cdf[..., -1:]
-    # the quantile linear between lattice points (from (start - 1/2) h, clipped at 0)
+    # the quantile linear between lattice points (from (start - 1/2) h, clipped at 0): every
+    # law's cumulative lifted by twice its row's number, all read by one interpolation
     x = np.maximum((start[:, None] + _half_steps(grid)) * h[:, None], 0.0)
-    for i, p in enumerate(live):
-        for c in range(C):
-            q[p, c] = np.interp(levels, cdf[i, c], x[i])
+    lift = 2.0 * np.arange(I * C, dtype=float)
+    cdf = cdf.reshape(I * C, grid + 1)
+    cdf += lift[:, None]
+    q[live] = np.interp((lift[:, None] + levels).ravel(), cdf.ravel(),
+                        np.repeat(x, C, axis=0).ravel()).reshape(I, C, -1)
     return q, means
+
+
+def _kernel_transform(x: np.ndarray, size: int) -> np.ndarray:
+    """``(R, size/2 + 1)``: the ``rfft`` of the triangular-kernel masses of exponentials of
+    ``x = rate h`` steps a mean (``(R, 1)``): the masses are ``m_0 = 1 + (e^{-x} - 1)/x`` at 0
+    and ``e^{-x(i-1)} (1 - e^{-x})^2 / x`` at ``i >= 1``, a geometric sequence whose transform
+    is ``m_0 + (1 - r)^2 / x * w / (1 - r w)``, ``r = e^{-x}``, ``w = e^{-2 pi i k / size}``
+    (:func:`~solvers.response_time.sojourn._phase_transform`, in fewer array steps)."""
+    w = _unit_roots(size)[0]
+    em1 = np.expm1(-x)
+    return (1.0 + em1 / x) + (em1 * em1 / x) * (w / (1.0 - (1.0 + em1) * w))
 
 
 @functools.lru_cache(maxsize=8)
