@@ -12,20 +12,23 @@ the response time by half (docs/accuracy.md, "Thread and connection pools").
 
 Method (the held chain, :func:`_held_chain`): the pool's held tiers are one Markov chain --
 ``i`` requests at the pool (holding a token or waiting for one), ``d`` of them at ``b`` with
-their MAP phases (one MAP for one core, where it is exact; for more cores each job in service
-its own phase and the next start phase read off the job that started last,
-:func:`solvers.pools_station.last_start_station`, as the physical tier serves one interval
-sequence in start order: a job that turns slow starts the slow run after it, which the MAP
-network's per-job station drawing start phases apart from the jobs' paths loses, 0.7-1.7%
-too much throughput against the exact chain of the physical system), the other held tiers one flow-equivalent station of rate ``X_O(a)`` with
+their MAP phases, the other held tiers one flow-equivalent station of rate ``X_O(a)`` with
 ``a = min(i, K) - d`` requests (exact for one tier) -- fed by the outside (think time, the
-tiers and pools not holding ``b``) as a flow-equivalent source of rate ``lam(i)``, the outside's
-throughput with ``N - i`` users (Chandy et al. 1975), solved exactly by the log-space
-convolution of :mod:`solvers.pools` (Buzen 1973). The slow runs' pile-up at ``b`` and in the
-token queue is in the chain; the one approximation is the outside's settling given ``i``
-(within 0.2% of the exact chain of a small network where the station with ``b``'s mean is off
-by 19-40%). One chain per solve, no fixed point: three solves (the other held tiers, the
-outside, the chain). The chain has ``N + 1`` levels of up to ``w`` states (``b``'s station on
+tiers and pools not holding ``b``) as a flow-equivalent source of rate ``lam(i)``, the
+outside's throughput with ``N - i`` users (Chandy et al. 1975), solved exactly by the
+log-space convolution of :mod:`solvers.pools` (Buzen 1973). ``b`` with one core is one MAP
+(exact: the tier serves its sequence in order); with more, each job in service has its own
+phase and the next start phase is read off the job that started last
+(:func:`solvers.pools_station.last_start_station`): the physical tier serves one interval
+sequence in start order, so a job that turns slow starts the slow run after it. The MAP
+network's per-job station, drawing start phases apart from the jobs' paths, spreads the slow
+services out: 0.7-1.7% too much throughput against the exact chain of the physical system, the
+pool matrix's bias. The slow runs' pile-up at ``b`` and in the token queue is in the chain; the
+approximations are the outside's settling given ``i`` and, for more cores, the last started
+job's path after the next start (within 0.12% in X and 0.3% in R of the exact chain of small
+physical systems where the station with ``b``'s mean is off by 8-28% in X). One chain per
+solve, no fixed point: three solves (the other held tiers, the outside, the chain). The chain
+has ``N + 1`` levels of up to ``w`` states (``b``'s station on
 levels ``0..K``); past :data:`HELD_CHAIN_WORK`, or with ``b`` in no pool, ``b``'s chain alone
 against the rest as in the MAP network's decomposition (Marie 1979) with ``lam(j)`` the rest's
 throughput with ``N - j`` users when the pool holding ``b`` has ``K - j`` tokens left for its
