@@ -23,11 +23,11 @@ keeps its phase apart from the others', and when the next job starts its start p
 from ``P[x, .]`` with ``x`` the phase the last one is in *then* (or is its end phase, if it has
 completed); the last job then joins the others with its phase and forgets the end phase drawn
 for it. State ``(n, k, z)``: ``n`` jobs, ``k_i`` of the jobs in service but the last started
-one in phase ``i``, and ``z < K`` the last started job's phase while it is in service, or
-``z = K + e`` once it has completed in phase ``e`` (the next job starts in ``e``). Kept
-exactly: every job's service law, the start-phase chain (``P[x, .]`` is a martingale along a
-job's path, so the drawn phase has the embedded chain's law), and the coupling of the next
-start phase with the last job's path up to that start -- all of it for one core, where the station is the MAP
+one in phase ``i``, and ``z < K`` the last started job's phase while it is in service, or ``z =
+K + e`` once it has completed in phase ``e`` (the next job starts in ``e``). Kept exactly:
+every job's service law, the start-phase chain (``P[x, .]`` is a martingale along a job's path,
+so the drawn phase has the embedded chain's law), and the coupling of the next start phase with
+the last job's path up to that start -- all of it for one core, where the station is the MAP
 serving in order, and nearly all of it where jobs start further apart than a fast phase turns
 slow (a service of the slow run's first job is then mostly slow before the next starts). Lost:
 the coupling of the path after the next start (the last job's drawn end phase forgotten).
