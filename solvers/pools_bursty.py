@@ -69,7 +69,7 @@ LEVEL_FLOOR = 1e-12
 #: on one core; :func:`_held_chain_applies`); beyond it, the chain against the rest (flagged).
 #: The last-start station's ``w`` is 1.3-1.8 times the per-job one's it replaced (an 8-core
 #: tier behind 6 / 12 tokens: 98 / 208 states against 56 / 162): 2e7 keeps the networks the
-#: former 1e7 admitted (K 12 over 8 cores to 462 users)
+#: former 1e7 admitted (K 12 over 8 cores: to 381 users then, 462 now)
 HELD_CHAIN_WORK = 2e7
 #: how the flag of a bursty tier solved against the rest (not in the held chain) begins
 AGAINST_REST_FLAG = "pools: bursty tier against the rest"
