@@ -180,8 +180,8 @@ def main(argv: list[str] | None = None) -> None:
           f"{'bursty' if args.bursty else 'exponential'}; alert_window_s "
           f"{args.alert_window:g}", file=sys.stderr)
     print("| seed | R flat: predicted | measured (95%) | error | capacity_rate_per_s (min 19) | "
-          "ramp seen (min) | measured breach (min; rate / capacity) | first alert (min) | lead (min) | "
-          "CPU s |")
+          "ramp seen (min) | measured breach (min; rate / capacity) | first alert (min) | "
+          "lead (min) | CPU s |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for seed in seed_range(args.seeds):
         t0 = time.process_time()

@@ -67,11 +67,11 @@ class Break:
 
 def broken_line(points: Sequence[Sequence[float]]) -> Break | None:
     """The best broken line through ``points`` (``[t, x]``, sorted by ``t``) and its test
-    (module docstring); ``None`` with too few points for a break or when a break explains nothing the single
-    line does not (a perfect line)."""
+    (module docstring); ``None`` with too few points for a break, or when a break explains
+    nothing the single line does not (a perfect line)."""
     n = len(points)
     candidates = n - MIN_BEFORE - MIN_AFTER + 1
-    if candidates < 1 or n < 6:
+    if candidates < 1:
         return None
     t0 = float(points[-1][0])
     t = [float(p[0]) - t0 for p in points]
@@ -82,17 +82,15 @@ def broken_line(points: Sequence[Sequence[float]]) -> Break | None:
         return None
     line = math.fsum((ti - t_bar) * (yi - y_bar) for ti, yi in zip(t, y)) / stt
     sse0 = math.fsum((yi - y_bar - line * (ti - t_bar)) ** 2 for ti, yi in zip(t, y))
-    best: tuple[float, float, float, float] | None = None
-    for k in range(MIN_BEFORE, n - MIN_AFTER + 1):
-        tau = t[k]
+    fits = []
+    for tau in t[MIN_BEFORE:n - MIN_AFTER + 1]:
         # x = a + b (t - tau) + d max(t - tau, 0): least squares in (a, b, d)
-        cols = np.column_stack([np.ones(n), np.subtract(t, tau), np.maximum(np.subtract(t, tau),
-                                                                            0.0)])
+        after = np.subtract(t, tau)
+        cols = np.column_stack([np.ones(n), after, np.maximum(after, 0.0)])
         coef = np.linalg.lstsq(cols, y, rcond=None)[0]
-        sse = float(np.sum((np.asarray(y) - cols @ coef) ** 2))
-        if best is None or sse < best[0]:
-            best = (sse, tau, float(coef[1]), float(coef[2]))
-    sse1, tau, b, d = best
+        fits.append((float(np.sum((np.asarray(y) - cols @ coef) ** 2)), tau,
+                     float(coef[1]), float(coef[2])))
+    sse1, tau, b, d = min(fits)
     dof = n - 3
     if not sse0 - sse1 > 1e-12 * sse0:      # the break explains nothing the line does not
         return None
