@@ -39,6 +39,7 @@ from streams.engine.admission import Admission
 from streams.predict import alert_window, burst_trust, confidence, prediction, response_trend
 from streams.predict import story
 from streams.predict import measured_quantiles, open_model, open_whatif, pool_check, users_trend
+from streams.predict import rate_trend
 from streams.predict import visits
 from streams.predict.calibration import Calibration, calibrate_model
 from streams.predict.general_service import general_model
@@ -392,7 +393,7 @@ class SystemState(Admission):
                 "open workload: no requests measured at the entry tier in the interval"]))
             return out
         users_trend.add_users_point(self.rate_points, time, X)
-        slope = users_trend.users_trend(self.rate_points, time, cfg.trend_window_s)
+        slope = rate_trend.rate_trend(self.rate_points, time, cfg.trend_window_s)
         x_fc = max(X + slope * cfg.horizon_s, 0.0)
         held = open_model.RateSolves(model)
         now, res_now = open_model.open_point(model, X, held)

@@ -14,5 +14,7 @@
 - :mod:`~streams.predict.alert_window`, :mod:`~streams.predict.response_trend`: the alert's
   window and the response-time trend it reads;
 - :mod:`~streams.predict.users_trend`: the users trend the time to breach extrapolates;
+- :mod:`~streams.predict.rate_trend`: an open workload's rate trend, a change of slope taken
+  from the broken line;
 - :mod:`~streams.predict.prediction`: a solve's figures assembled into its typed prediction.
 """

@@ -12,7 +12,7 @@ question, asked in requests per second): ``R_c`` rises with ``x`` up to the satu
 ``x_sat = min_m c_m / sum_c p_c D_{m,c}`` (the utilization law), so ``x*`` is found on
 ``(0, x_sat)`` by a safeguarded regula falsi on the model of that rise (:func:`rate_capacity`),
 each rate solved once (:class:`RateSolves`). The time to breach follows from the
-rate trend (:mod:`streams.predict.users_trend`, on rates).
+rate trend (:mod:`streams.predict.rate_trend`).
 """
 
 from __future__ import annotations
