@@ -73,7 +73,7 @@ class _Inputs:
     N: np.ndarray        # (C,) int
     Z: np.ndarray        # (C,)
     servers: np.ndarray  # (M,) float, inf = delay
-    unbounded: np.ndarray  # (C,) bool: N_c > 0 but no demand and no think time anywhere
+    unbounded: np.ndarray  # (C,) bool: N_c > 0 but demand and think time nil
 
 
 def _inputs(demands: Any, populations: Any, think_times: Any, servers: Any) -> _Inputs:
@@ -81,7 +81,9 @@ def _inputs(demands: Any, populations: Any, think_times: Any, servers: Any) -> _
     D = as_demands(demands, n_classes=N.shape[0])
     Z = as_per_class(think_times, N.shape[0], "think_times")
     s = as_servers(servers, D.shape[0])
-    unbounded = (N > 0) & (Z == 0) & (D.sum(axis=0) == 0)
+    # a cycle so short that ``N / (Z + sum D)`` would overflow (with a margin) is nil
+    cycle = Z + D.sum(axis=0)
+    unbounded = (N > 0) & (cycle < N * (16.0 / np.finfo(float).max))
     return _Inputs(D=D, N=N, Z=Z, servers=s, unbounded=unbounded)
 
 
@@ -99,8 +101,8 @@ def _flags(inp: _Inputs) -> list[str]:
         flags.append(f"class {c} has zero population: X = 0, residence times are those of "
                      f"one arriving job")
     for c in np.flatnonzero(inp.unbounded):
-        flags.append(f"class {c} has zero demand at every station and zero think time: "
-                     f"throughput unbounded (inf)")
+        flags.append(f"class {c} has zero (or negligible) demand at every station and zero "
+                     f"think time: throughput unbounded (inf)")
     return flags
 
 

@@ -8,7 +8,8 @@ The services a test needs come from the fixtures here (:data:`SERVICE_FIXTURES`)
 environment directly: a test that takes one of them, itself or through another fixture, is
 marked ``services`` at collection (so ``pytest -m "not services"`` leaves it out) and gets
 :data:`SERVICE_TIMEOUT_S` unless it names its own timeout. A missing service skips the test,
-and fails it under ``CI=true`` (``tests/ci_policy.py``).
+and fails it under ``CI=true`` (``tests/ci_policy.py``). Property tests are derandomized
+(the ``seeded`` Hypothesis profile below).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 import estimators  # noqa: F401
 import solvers  # noqa: F401
@@ -27,6 +29,14 @@ import streams  # noqa: F401
 import ci_policy
 from ci_policy import unavailable
 from pipeline_harness import service_env
+
+#: every property test draws the same examples in every run (a test's own ``@settings`` keep
+#: this unless they name ``derandomize``): a failure in CI is then one anyone can replay.
+#: ``PERFCAST_HYPOTHESIS=explore`` draws fresh examples and keeps those that failed in
+#: ``.hypothesis/``, to search for new failures on purpose.
+settings.register_profile("seeded", derandomize=True, database=None)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("PERFCAST_HYPOTHESIS", "seeded"))
 
 #: the fixtures that stand for something this machine may lack: the services of
 #: ``infra/services.sh`` (defined here), the report's browser (``tests/test_report.py``) and

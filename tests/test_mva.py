@@ -416,6 +416,18 @@ def test_property_bad_input_raises_naming_the_argument_or_solves_cleanly(d, n, z
             assert not np.any(np.isnan(a))
 
 
+@pytest.mark.parametrize("solver", [mva, amva])
+def test_a_cycle_too_short_for_a_double_is_unbounded_and_flagged_not_nan(solver):
+    """A subnormal demand with no think time makes ``N / (Z + sum D)`` overflow: the class is
+    unbounded and flagged, as a zero demand is; nothing is NaN (found by the property test)."""
+    res = solver([[5e-324, 5e-324]], [0, 1], [0, 0], [1])
+    assert res.throughput[1] == math.inf and res.throughput[0] == 0.0
+    assert np.all(res.queue_length == 0.0)
+    assert any("class 1" in f and "unbounded" in f for f in res.flags)
+    tiny = solver([[1e-300, 2e-3]], [3, 1], [0, 0], [1])          # small but representable
+    assert np.isfinite(tiny.throughput).all() and tiny.queue_length[0, 0] == pytest.approx(3.0)
+
+
 def test_mva_curves_side_by_side_equal_mva_curve_bit_for_bit():
     """Solving many models together (the pipeline solves every system of a round at once)
     gives exactly each model's own ``mva_curve``: no dependence on what is solved with it."""
