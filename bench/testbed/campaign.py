@@ -22,6 +22,11 @@ whose foreign share exceeds ``--foreign-max`` is repeated (``--repeats``), and m
 - **capacity from one low-load run**: the lowest run at or under 30% of the measured knee;
 - **the ramp** (``--ramp FROM:TO:SECONDS``): the first firing predicted-breach alert against
   the measured breach (the first minute whose worst class's mean exceeds its SLO).
+- **the demands against the servers' own CPU** where the app counts it
+  (:mod:`bench.testbed.pointtruth`): per run, per ramp and after a ramp's first ten minutes
+  (the counters of those minutes kept from Prometheus);
+- **an open ramp** (``--open-ramp R0:R1:SECONDS[:HOLD]``): flat at ``R0`` for ``HOLD`` seconds,
+  whose second half judges the predicted mean response time, then ramped to ``R1``.
 
 The results are one JSON file (``OUT/campaign.json``) and the Markdown tables it prints
 (``--markdown``), the source of docs/accuracy.md's "Real system" section.
