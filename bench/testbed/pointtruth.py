@@ -11,7 +11,7 @@ the two edges between which the busy CPU's split by pg_stat_statements' times ca
 What the counters leave out is the tier's busy CPU outside the requests (PostgreSQL's WAL
 writer, checkpointer and autovacuum; gunicorn's accept and parsing; the exporters' scrapes): the
 **coverage** (the counted CPU over the tier's busy CPU, background subtracted) says how much.
-A model's demand is the busy CPU per completion (the utilization law, Denning and Buzen 1978),
+A model's demand is the busy CPU per completion (the utilization law, Lazowska et al. 1984),
 so it holds that part too; each class is therefore judged two ways: against its counted CPU
 per request (``error``), and against the busy CPU shared out in proportion to the counted CPU
 (``error_busy``: the split alone, the aggregate taken from the kernel).
