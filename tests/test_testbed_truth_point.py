@@ -80,6 +80,17 @@ def test_an_interval_reads_the_counters_between_the_samples_around_it():
     assert interval_truth(_counters(), 300.0, 700.0)["classes"] == []
 
 
+def test_counters_born_inside_the_interval_move_its_start_for_every_figure():
+    c = _counters()
+    c["classes"]["requests"]["b"] = c["classes"]["requests"]["b"][2:]     # from t = 20
+    part = interval_truth(c, 0.0, 300.0)
+    assert part["from"] == 20.0
+    a, b = part["classes"]
+    assert a["requests"] == pytest.approx(560.0) and b["requests"] == pytest.approx(280.0)
+    assert b["db_backend_cpu_s"] == pytest.approx(0.03)
+    assert part["tiers"][0]["busy_s"] == pytest.approx(0.2 * 280)
+
+
 def test_the_counters_are_fetched_in_pieces_prometheus_answers(monkeypatch):
     calls = []
 

@@ -145,7 +145,14 @@ def interval_truth(counters: dict[str, Any], a: float, b: float,
     """The truth's servers' part over ``[a, b]`` from :func:`fetch_counters`' samples, in the
     shape :func:`point_truth` reads: per class the completions and the counted CPU per
     request, per tier the busy CPU (less ``background``: CPU seconds per second of the idle
-    servers, e.g. a run's ``background_s`` over its duration)."""
+    servers, e.g. a run's ``background_s`` over its duration). A counter born inside the
+    interval (a fresh testbed's first requests) moves its start to the latest first sample of
+    the classes' counters, for every figure alike (``from``)."""
+    firsts = [series[0][0] for per_key in counters["classes"].values()
+              for series in per_key.values() if series]
+    if firsts and a < max(firsts) < b:
+        a = max(firsts)
+
     def delta(series: list[list[float]] | None) -> float | None:
         if not series:
             return None
