@@ -22,6 +22,11 @@ whose foreign share exceeds ``--foreign-max`` is repeated (``--repeats``), and m
 - **capacity from one low-load run**: the lowest run at or under 30% of the measured knee;
 - **the ramp** (``--ramp FROM:TO:SECONDS``): the first firing predicted-breach alert against
   the measured breach (the first minute whose worst class's mean exceeds its SLO).
+- **the demands against the servers' own CPU** where the app counts it
+  (:mod:`bench.testbed.pointtruth`): per run, per ramp and after a ramp's first ten minutes
+  (the counters of those minutes kept from Prometheus);
+- **an open ramp** (``--open-ramp R0:R1:SECONDS[:HOLD]``): flat at ``R0`` for ``HOLD`` seconds,
+  whose second half judges the predicted mean response time, then ramped to ``R1``.
 
 The results are one JSON file (``OUT/campaign.json``) and the Markdown tables it prints
 (``--markdown``), the source of docs/accuracy.md's "Real system" section.
@@ -43,6 +48,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from bench.testbed.pointtruth import (background_rates, fetch_counters, interval_truth,
+                                      judge_point)
 from bench.testbed.truth import truth as truth_of
 
 HERE = Path(__file__).resolve().parent
@@ -127,11 +134,38 @@ def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
 #: SCHED_RR priority of the app and the load generator on their CPU (``--rt-prio``; 0: the
 #: scheduler's default class, the campaigns before the app owned its CPU)
 RT_PRIO = {"prio": 1}
+#: the database's scheduling group as the campaign left it (:func:`lift_db_autogroup`)
+DB_AUTOGROUP: dict[str, Any] = {"state": None}
+
+
+def lift_db_autogroup(run_dir: Path, nice: int, proc: Path = Path("/proc")) -> str | None:
+    """Give the database's session its CPU back from the other sessions of the host: set the
+    autogroup niceness of the postmaster's session (its backends are in it) to ``nice``; the
+    autogroup line as the kernel then reads it, or ``None`` where there is no autogroup.
+
+    With the kernel's autogroups (``kernel.sched_autogroup_enabled``, the default of desktop
+    and many cloud kernels) each session is one scheduling entity, and CFS shares a CPU fairly
+    among the runnable sessions whatever the niceness of their processes (Galbraith 2010): a
+    process at nice 19 in another session takes as much of the database's CPU as the database
+    (at 5 users here, search's execution 218 ms against its backend's 60 ms of CPU, with other
+    sessions' nice-19 work 84% of that CPU). The foreign-CPU guard, which counts work at
+    nice > 0 as yielding, cannot see it; the session's own niceness restores what a dedicated
+    database server has."""
+    enabled = proc / "sys/kernel/sched_autogroup_enabled"
+    if not enabled.exists() or enabled.read_text().strip() != "1":
+        return None
+    pid = int((run_dir / "pg" / "postmaster.pid").read_text().split()[0])
+    group = proc / str(pid) / "autogroup"
+    if not -20 <= nice <= 19:
+        raise ValueError(f"--db-autogroup-nice must be within [-20, 19], got {nice}")
+    group.write_text(f"{nice}\n")
+    return group.read_text().strip()
 
 
 def run_load(out: Path, users: int, duration: float, think: float, aux_cpu: int,
              seed: int, ramp_to: int | None = None,
-             rates: tuple[float, float] | None = None) -> list[dict[str, Any]]:
+             rates: tuple[float, float] | None = None,
+             hold: float = 0.0) -> list[dict[str, Any]]:
     """One load (bench.testbed.load) on the aux CPU, closed or (``rates``) an open ramp; its
     log's lines. Under SCHED_RR (``RT_PRIO``) like the app: the generator's own wait for its
     CPU behind other jobs is in every response time it logs."""
@@ -141,7 +175,7 @@ def run_load(out: Path, users: int, duration: float, think: float, aux_cpu: int,
             "--out", str(out)]
     if rates is not None:
         args += ["open", "--rate", str(rates[0]), "--ramp-to", str(rates[1]),
-                 "--max-in-flight", "400"]
+                 "--max-in-flight", "400", "--hold", str(hold)]
     else:
         args += ["closed", "--users", str(users), "--think", str(think)]
     if ramp_to is not None:
@@ -212,6 +246,7 @@ def judge_run(truth: dict[str, Any], pc: dict[str, Any], start: float,
                     abs(_err(v["response_time"], measured.get(c)) or 0.0)
                     for c, v in p["classes"].items()) > 0.20])
     out["demands"] = judge_demands(truth, preds[-1] if preds else None)
+    out["point"] = judge_point(truth, used_demands(preds[-1]) if preds else {})
     return out
 
 
@@ -243,6 +278,85 @@ def ramp_demands(truth: dict[str, Any], pc: dict[str, Any], end: float) -> dict[
     across the populations) against the truth over the whole ramp."""
     preds = [p for p in pc["predictions"] if p.get("classes") and p["time"] <= end]
     return judge_demands(truth, preds[-1] if preds else None)
+
+
+#: minutes of a ramp after which its per-class demands are judged against the counters' truth
+#: of those minutes (the real-traces acceptance: within 15% after ten minutes)
+POINT_MINUTES = 10.0
+
+
+def prom_url() -> str:
+    """The testbed's Prometheus (infra/testbed/env.sh's port)."""
+    return f"http://127.0.0.1:{os.environ.get('TESTBED_PROM_PORT', '19190')}"
+
+
+def keep_counters(path: Path, t0: float, t1: float) -> dict[str, Any] | None:
+    """The per-class counters of ``[t0, t1]`` from the testbed's Prometheus, kept in ``path``
+    (its TSDB is deleted with the testbed); ``None``, said on stderr, when it does not answer."""
+    try:
+        counters = fetch_counters(prom_url(), t0, t1)
+    except (OSError, RuntimeError, ValueError) as exc:
+        print(f"  counters of {t0:.0f}-{t1:.0f} not kept: {exc}", file=sys.stderr, flush=True)
+        return None
+    path.write_text(json.dumps(counters))
+    return counters
+
+
+def load_counters(*paths: Path) -> dict[str, Any] | None:
+    """The first of ``paths`` that exists, read (a former campaign's kept counters)."""
+    return next((json.loads(f.read_text()) for f in paths if f.exists()), None)
+
+
+def ramp_point(truth: dict[str, Any], pc: dict[str, Any], start: float, end: float,
+               counters: dict[str, Any] | None,
+               minutes: float = POINT_MINUTES) -> dict[str, Any]:
+    """A ramp's per-class demands against the servers' own CPU per request
+    (:func:`bench.testbed.pointtruth.judge_point`): its last solve before ``end`` against the
+    whole ramp's counters (``whole``), and, with ``counters``, its last solve in the first
+    ``minutes`` against those minutes' counters (``at``, ``at_min``)."""
+    preds = [p for p in pc["predictions"] if p.get("classes")]
+
+    def last(t: float) -> dict[str, Any] | None:
+        before = [p for p in preds if p["time"] <= t]
+        return before[-1] if before else None
+
+    whole = last(end)
+    out: dict[str, Any] = {"whole": judge_point(truth, used_demands(whole) if whole else {})}
+    cut = start + 60.0 * minutes
+    early = last(cut)
+    if counters is not None and early is not None and cut <= end:
+        part = interval_truth(counters, start, cut, background_rates(truth))
+        out.update(at_min=minutes, at_solve=early["time"] - start,
+                   at=judge_point(part, used_demands(early)))
+    return out
+
+
+def flat_part(t: dict[str, Any], preds: list[dict[str, Any]], start: float,
+              hold: float) -> dict[str, Any] | None:
+    """An open ramp's flat part judged at a settled operating point: per class the mean of the
+    predicted response times over the flat part's second half against the clients' mean over
+    the whole minutes of that half (weighted by their completions); ``None`` without a flat
+    part of two minutes or more."""
+    if hold < 120.0:
+        return None
+    a, b = start + hold / 2.0, start + hold
+    mins = [int(m) for m in t["minutes"] if 60.0 * int(m) >= hold / 2.0 - 1e-9
+            and 60.0 * (int(m) + 1) <= hold + 1e-9]
+    inside = [p for p in preds if a <= p["time"] <= b]
+    out: dict[str, Any] = {"from_min": min(mins, default=None), "to_min": max(mins, default=None),
+                           "solves": len(inside),
+                           "trusted_solves": sum(1 for p in inside if p.get("model_trusted")),
+                           "classes": {}}
+    rows = [r for m in mins for r in t["minutes"].get(m, t["minutes"].get(str(m), []))]
+    for cls in sorted({r["cls"] for r in rows if r["cls"] != "all"}):
+        mine = [r for r in rows if r["cls"] == cls and r["n"] > 0]
+        n = sum(r["n"] for r in mine)
+        measured = sum(r["mean_s"] * r["n"] for r in mine) / n if n else None
+        model = [p["classes"][cls]["response_time"] for p in inside
+                 if p["classes"].get(cls, {}).get("response_time") is not None]
+        m = sum(model) / len(model) if model else None
+        out["classes"][cls] = {"model": m, "measured": measured, "error": _err(m, measured)}
+    return out
 
 
 def cpu_split(truths: list[dict[str, Any]],
@@ -392,7 +506,7 @@ def campaign(args: argparse.Namespace) -> dict[str, Any]:
         slo = {r["cls"]: SLO_FACTOR * r["mean_s"] for r in low["truth"]["overall"]
                if r["cls"] != "all"}
     config = out / "system.toml"
-    write_config(config, slo, args.workers)
+    write_config(config, slo, args.workers, args.latency)
     unit = cpu_split([r["truth"] for r in runs])
     ratios = []
     for r in runs:
@@ -403,7 +517,7 @@ def campaign(args: argparse.Namespace) -> dict[str, Any]:
             out / f"perfcast-{r['users']}", config, r["start"], r["end"] + 2), r["start"],
             r["end"])
     result: dict[str, Any] = {"slo_s": slo, "knee_users": knee(ratios), "runs": runs,
-                              "rt_prio": RT_PRIO["prio"],
+                              "rt_prio": RT_PRIO["prio"], "db_autogroup": DB_AUTOGROUP["state"],
                               "think_s": args.think, "duration_s": args.duration,
                               "foreign_max": args.foreign_max}
     k = result["knee_users"]
@@ -435,7 +549,9 @@ def campaign(args: argparse.Namespace) -> dict[str, Any]:
             "alerts": pc["alerts"], "solves": len(pc["predictions"]),
             "misnamed": misnamed_alerts(pc["alerts"], t, slo, run["start"]),
             "trusted_solves": sum(1 for p in pc["predictions"] if p.get("model_trusted")),
-            "demands": ramp_demands(ramp_truth, pc, run["start"] + span)}
+            "demands": ramp_demands(ramp_truth, pc, run["start"] + span),
+            "point": ramp_point(ramp_truth, pc, run["start"], run["start"] + span, keep_counters(
+                out / "prom-counters-ramp.json", run["start"] - 5.0, run["start"] + span + 5.0))}
     if args.open_ramp:
         result["open_ramp"] = open_ramp(args, out, meter, config, slo)
     (out / "campaign.json").write_text(json.dumps(result, indent=1, default=str))
@@ -453,13 +569,13 @@ def open_ramp(args: argparse.Namespace, out: Path, meter: ForeignMeter, config: 
     """Poisson arrivals ramped from ``r0`` to ``r1`` per second; perfcast reads the same
     exporters without the users gauge (an API's monitoring has request rates, not sessions),
     so the workload is detected as open."""
-    r0, r1, span = args.open_ramp
+    r0, r1, span, hold = (*args.open_ramp, 0.0)[:4]
     prom = out / "perfcast-open.toml"
     prom.write_text("\n".join(line for line in (HERE / "perfcast.toml").read_text().splitlines()
                               if not line.startswith("users =")) + "\n")
     meter.start()
     lines = run_load(out / "load-open-ramp.jsonl", 0, span, 0.0, args.aux_cpu, 98,
-                     rates=(r0, r1))
+                     rates=(r0, r1), hold=hold)
     foreign = meter.stop()
     run = next(x for x in lines if x.get("kind") == "run")
     t = truth_of(lines)
@@ -470,7 +586,13 @@ def open_ramp(args: argparse.Namespace, out: Path, meter: ForeignMeter, config: 
               if x.get("alert") == "predicted_breach" and x.get("state") == "firing"]
     breach_t = None if bm is None else run["start"] + 60.0 * (bm + 1)
     preds = [p for p in pc["predictions"] if p.get("classes")]
+    t_dict = asdict(t)
+    counters = keep_counters(out / "prom-counters-open-ramp.json", run["start"] - 5.0,
+                             run["start"] + span + 5.0)
     return {"start": run["start"], "from_rate": r0, "to_rate": r1, "duration_s": span,
+            "hold_s": hold, "flat": flat_part(t_dict, preds, run["start"], hold),
+            "point": ramp_point(t_dict, pc, run["start"], run["start"] + span, counters,
+                                hold / 60.0 if hold >= 120.0 else POINT_MINUTES),
             "foreign": foreign, "dropped": t.dropped, "errors": t.errors,
             "measured_breach_min": None if breach_t is None else (breach_t - run["start"]) / 60,
             "first_alert_min": (firing[0] - run["start"]) / 60 if firing else None,
@@ -480,6 +602,22 @@ def open_ramp(args: argparse.Namespace, out: Path, meter: ForeignMeter, config: 
             "alerts": pc["alerts"], "solves": len(preds),
             "misnamed": misnamed_alerts(pc["alerts"], t, slo, run["start"]),
             "trusted_solves": sum(1 for p in preds if p.get("model_trusted"))}
+
+
+def open_ramp_arg(text: str) -> tuple[float, ...]:
+    """``--open-ramp``'s ``R0:R1:SECONDS[:HOLD]``, checked: rates within (0, 500] per second
+    (bench.testbed.load's bounds), the hold shorter than the run."""
+    parts = text.split(":")
+    try:
+        vals = tuple(float(x) for x in parts)
+    except ValueError:
+        vals = ()
+    if len(vals) not in (3, 4) or not (0 < vals[0] <= 500 and 0 < vals[1] <= 500 and vals[2] > 0
+                                       and 0 <= (vals[3:] or (0.0,))[0] < vals[2]):
+        raise argparse.ArgumentTypeError(
+            f"--open-ramp wants R0:R1:SECONDS[:HOLD] with rates in (0, 500] and "
+            f"0 <= HOLD < SECONDS, got {text!r}")
+    return vals
 
 
 def misnamed_alerts(alerts: list[dict[str, Any]], t: Any, slo: dict[str, float],
@@ -542,6 +680,9 @@ def rejudge(src: Path, out: Path, workers: int | None = None,
         if ramp_truth is not None:
             cpu_split([ramp_truth], unit)
             rp["demands"] = ramp_demands(ramp_truth, pc, start + rp["duration_s"])
+            rp["point"] = ramp_point(ramp_truth, pc, start, start + rp["duration_s"],
+                                     load_counters(src / "prom-counters-ramp.json",
+                                                   src / "prom-counters.json"))
         rp.update(first_alert_min=(firing[0] - start) / 60 if firing else None,
                   lead_min=(breach_t - firing[0]) / 60 if firing and breach_t else None,
                   misnamed=misnamed_alerts(pc["alerts"], truth_of(_jsonl(log)), res["slo_s"],
@@ -567,6 +708,13 @@ def rejudge(src: Path, out: Path, workers: int | None = None,
                   capacity_rate_per_s=[p.get("capacity_rate_per_s") for p in preds],
                   alerts=pc["alerts"], solves=len(preds),
                   trusted_solves=sum(1 for p in preds if p.get("model_trusted")))
+        if log.exists():
+            t_dict, hold = asdict(truth_of(_jsonl(log))), op.get("hold_s") or 0.0
+            op.update(flat=flat_part(t_dict, preds, start, hold),
+                      point=ramp_point(t_dict, pc, start, start + op["duration_s"],
+                                       load_counters(src / "prom-counters-open-ramp.json",
+                                                     src / "prom-counters.json"),
+                                       hold / 60.0 if hold >= 120.0 else POINT_MINUTES))
     (out / "campaign.json").write_text(json.dumps(res, indent=1, default=str))
     return res
 
@@ -614,6 +762,7 @@ def markdown(res: dict[str, Any]) -> str:
             + " | "
             + (", ".join(f"{_num(v['model'])} / {_num(v['measured'])}"
                          for v in p.get("pools", {}).values()) or "-") + " |")
+    lines += point_markdown(res)
     if "low_load" in res:
         lo = res["low_load"]
         lines += ["", f"Capacity from the {lo['users']}-user run: {lo['capacity_users']} against "
@@ -650,7 +799,54 @@ def markdown(res: dict[str, Any]) -> str:
                       + (f"{min(caps):.1f}-{max(caps):.1f}/s" if caps else "-")
                       + f"; trusted solves {op['trusted_solves']}/{op['solves']}; dropped "
                       f"{op['dropped']}; foreign CPU {op['foreign']['foreign_share']:.3f}."]
+        fl = op.get("flat")
+        if fl:
+            lines.append(f"Open ramp's flat part ({op['from_rate']:g}/s for "
+                         f"{op['hold_s'] / 60:g} min), minutes {fl['from_min']}-{fl['to_min']}: "
+                         f"mean R error " + " / ".join(
+                             _pct(fl["classes"].get(c, {}).get("error")) for c in sorted(slo))
+                         + f"; trusted solves {fl['trusted_solves']}/{fl['solves']}.")
     return "\n".join(lines)
+
+
+def _point_cells(judged: dict[str, Any], classes: list[str]) -> str:
+    """One table row's cells of :func:`bench.testbed.pointtruth.judge_point`: per tier the
+    coverage, the errors against the counted CPU and against its split of the busy CPU."""
+    cells = []
+    for tier in ("db", "app"):
+        j = judged.get(tier)
+        if j is None:
+            cells += ["-", "-", "-"]
+            continue
+        rows = j["classes"]
+        cells += [_num(j["coverage"]),
+                  " / ".join(_pct(rows.get(c, {}).get("error")) for c in classes),
+                  " / ".join(_pct(rows.get(c, {}).get("error_busy")) for c in classes)]
+    return " | ".join(cells)
+
+
+def point_markdown(res: dict[str, Any]) -> list[str]:
+    """The per-class demands against the servers' own CPU per request: one row per steady run,
+    the ramps' whole span and their first minutes; no lines where no run has the counters."""
+    classes = sorted(res["slo_s"])
+    rows = [(str(r["users"]), r["perfcast"].get("point") or {}) for r in res["runs"]]
+    for key, name in (("ramp", "closed ramp"), ("open_ramp", "open ramp")):
+        pt = (res.get(key) or {}).get("point") or {}
+        if pt.get("whole"):
+            rows.append((f"{name}, whole", pt["whole"]))
+        if pt.get("at"):
+            rows.append((f"{name}, first {pt['at_min']:g} min", pt["at"]))
+    rows = [(label, j) for label, j in rows if j]
+    if not rows:
+        return []
+    names = " / ".join(classes)
+    return ["", "Per-class demand error against the servers' own CPU per request "
+                "(db: the backend's CPU clock, app: the worker's; coverage: that CPU over the "
+                "tier's busy CPU; busy: its split of the busy CPU)", "",
+            f"| run | db coverage | db vs backend CPU {names} | db vs busy split | "
+            f"app coverage | app vs own CPU | app vs busy split |",
+            "|---|---:|---|---|---:|---|---|"] + [
+        f"| {label} | {_point_cells(j, classes)} |" for label, j in rows]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -664,9 +860,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ramp", type=lambda s: tuple(int(x) for x in s.split(":")),
                    default=(6, 84, 1200), help="FROM:TO:SECONDS users")
     p.add_argument("--no-ramp", dest="ramp", action="store_const", const=None)
-    p.add_argument("--open-ramp", type=lambda s: tuple(float(x) for x in s.split(":")),
-                   default=None, help="R0:R1:SECONDS: Poisson arrivals ramped from R0 to R1 "
-                                      "per second, after the closed runs")
+    p.add_argument("--open-ramp", type=open_ramp_arg, default=None,
+                   help="R0:R1:SECONDS[:HOLD]: Poisson arrivals for SECONDS, flat at R0 per "
+                        "second for the first HOLD seconds (default 0), then ramped to R1, "
+                        "after the closed runs")
     p.add_argument("--slo-from", metavar="DIR",
                    help="take the SLOs (and the knee) of a former campaign in DIR; with "
                         "--populations '' no steady run is made")
@@ -680,7 +877,7 @@ def main(argv: list[str] | None = None) -> int:
                         "it; 0: no pool (the windows' pool measurements are then flagged as "
                         "not configured)")
     p.add_argument("--latency", choices=("off", "estimate"), default=None,
-                   help="with --rejudge: the system's latency setting (pure delays at the "
+                   help="the system's latency setting (pure delays at the "
                         "tiers); default: perfcast's")
     p.add_argument("--db-cpu", type=int, default=1)
     p.add_argument("--aux-cpu", type=int, default=0)
@@ -690,6 +887,10 @@ def main(argv: list[str] | None = None) -> int:
                         "(the app owns its CPU; up.sh's TESTBED_RT_PRIO); 0: the default "
                         "scheduler, as the campaigns before (other jobs on the app's CPU then "
                         "delay every wakeup of its workers)")
+    p.add_argument("--db-autogroup-nice", type=int, default=-20,
+                   help="the niceness of the database's session among the host's sessions "
+                        "(the kernel's autogroups, where enabled: other sessions' nice-19 work "
+                        "otherwise takes its CPU as a peer); 0: the kernel's default")
     p.add_argument("--prom-config", type=Path, default=HERE / "perfcast.toml",
                    help="the Prometheus mapping perfcast reads (with --rejudge: with --refetch)")
     p.add_argument("--markdown", action="store_true")
@@ -717,6 +918,12 @@ def main(argv: list[str] | None = None) -> int:
                 k, _, v = line[len("export "):].partition("=")
                 os.environ[k] = v.strip("'")
     try:
+        if args.db_autogroup_nice:
+            state = Path(os.environ.get("PERFCAST_CACHE", Path.home() / ".cache/perfcast"))
+            DB_AUTOGROUP["state"] = lift_db_autogroup(
+                Path((state / "testbed" / "run-dir").read_text().strip()), args.db_autogroup_nice)
+            print(f"  the database's session: {DB_AUTOGROUP['state']}", file=sys.stderr,
+                  flush=True)
         res = campaign(args)
     finally:
         if not args.no_up:

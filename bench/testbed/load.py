@@ -16,6 +16,8 @@ session count a real shop would report.
 
     python -m bench.testbed.load --duration 60 --out /tmp/load.jsonl closed --users 5 --think 1
     python -m bench.testbed.load --duration 60 --out /tmp/load.jsonl open --rate 4 --ramp-to 8
+    python -m bench.testbed.load --duration 900 --out /tmp/load.jsonl open --rate 4 --ramp-to 12 \
+        --hold 300                  # 5 minutes flat at 4/s, then the ramp
 """
 
 from __future__ import annotations
@@ -152,11 +154,23 @@ def closed(target: Target, log: Log, users: int, think_s: float, mix: dict[str, 
         gauge.set(0)
 
 
+def rate_at(elapsed: float, rate: float, ramp_to: float | None, span: float,
+            hold: float = 0.0) -> float:
+    """The open load's arrival rate ``elapsed`` seconds into a run of ``span`` seconds:
+    ``rate`` for the first ``hold`` seconds, then linear to ``ramp_to`` at the end (flat
+    throughout without ``ramp_to``) -- the flat-then-ramp shape of an operating point that
+    grows past capacity, whose flat part judges the model at a settled operating point."""
+    if ramp_to is None or elapsed <= hold or span <= hold:
+        return rate
+    return rate + (ramp_to - rate) * min(1.0, (elapsed - hold) / (span - hold))
+
+
 def open_load(target: Target, log: Log, rate: float, ramp_to: float | None,
               mix: dict[str, float], start: float, deadline: float, seed: int,
-              max_in_flight: int, gauge: Any) -> None:
-    """Poisson arrivals at ``rate`` per second (linearly to ``ramp_to`` by the deadline); an
-    arrival finding ``max_in_flight`` requests outstanding is logged as dropped."""
+              max_in_flight: int, gauge: Any, hold: float = 0.0) -> None:
+    """Poisson arrivals at ``rate`` per second (flat for ``hold`` seconds, then linearly to
+    ``ramp_to`` by the deadline: :func:`rate_at`); an arrival finding ``max_in_flight``
+    requests outstanding is logged as dropped."""
     rng = random.Random(seed)
     classes, weights = list(mix), list(mix.values())
     span = deadline - start
@@ -176,7 +190,7 @@ def open_load(target: Target, log: Log, rate: float, ramp_to: float | None,
 
     t, n = start, 0
     while True:
-        lam = rate if ramp_to is None else rate + (ramp_to - rate) * (t - start) / span
+        lam = rate_at(t - start, rate, ramp_to, span, hold)
         # the next arrival of a process whose rate changes slowly against its gaps
         t += rng.expovariate(max(lam, 1e-9))
         if t >= deadline or not log.take():
@@ -298,6 +312,8 @@ def main(argv: list[str] | None = None) -> int:
     o.add_argument("--rate", type=float, required=True, help="arrivals per second")
     o.add_argument("--ramp-to", type=float, default=None,
                    help="the rate at the end (linear ramp); default: flat")
+    o.add_argument("--hold", type=float, default=0.0,
+                   help="seconds at --rate before the ramp to --ramp-to begins")
     o.add_argument("--max-in-flight", type=int, default=64)
     args = p.parse_args(argv)
 
@@ -314,6 +330,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.mode == "open" and not (0 < args.rate <= 500 and (args.ramp_to is None
                                                               or 0 <= args.ramp_to <= 500)):
         p.error("--rate and --ramp-to must be within (0, 500] per second")
+    if args.mode == "open" and not 0 <= args.hold < args.duration:
+        p.error(f"--hold must be within [0, --duration), got {args.hold:g}")
     if args.nice:
         os.nice(args.nice)
     target = Target(parts.hostname, parts.port or 80, args.timeout)
@@ -340,13 +358,13 @@ def main(argv: list[str] | None = None) -> int:
                    "duration_s": args.duration, "mix": args.mix, "seed": args.seed,
                    **({"users": args.users, "think_s": args.think, "ramp_to": args.ramp_to}
                       if args.mode == "closed"
-                      else {"rate": args.rate, "ramp_to": args.ramp_to})})
+                      else {"rate": args.rate, "ramp_to": args.ramp_to, "hold_s": args.hold})})
         if args.mode == "closed":
             closed(target, log, args.users, args.think, args.mix, deadline, args.seed, gauge,
                    args.ramp_to)
         else:
             open_load(target, log, args.rate, args.ramp_to, args.mix, start, deadline,
-                      args.seed, args.max_in_flight, gauge)
+                      args.seed, args.max_in_flight, gauge, args.hold)
         end = time.time()
         # the last scrapes see the counters of the last requests (scrape interval 1 s)
         log.write(snapshot("end", app_metrics, args.process_url, args.pg_dsn))
