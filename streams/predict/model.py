@@ -126,6 +126,7 @@ from streams.core.config import SLO_QUANTILES, SystemConfig
 from streams.core.tier import TierModel
 from streams.predict.capacity_search import capacity_search, projected_start, rate_bracket
 from streams.predict.latency import model_delays
+from streams.predict.pool_spread import pool_class_scv
 from streams.predict.visits import Visits
 
 __all__ = ["ASSUMED", "Measured", "SystemModel", "assumed_structure", "Point", "build_model",
@@ -287,6 +288,9 @@ class SystemModel:
     #: (:mod:`streams.predict.general_service`, :func:`solvers.mva_general.mva_curve_general`);
     #: ``None``: every tier exponential
     scv: np.ndarray | None = None
+    #: (M, C) per tier and class the SCV of the class's own time there, for the pool model's
+    #: holding time (:mod:`streams.predict.pool_spread`; NaN: the tier's); ``None``: none
+    class_scv: np.ndarray | None = None
     _cache: dict[int, Point] = field(default_factory=dict)
     _qcache: dict[int, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
     _map_qcache: dict[int, np.ndarray | None] = field(default_factory=dict, repr=False,
@@ -666,13 +670,15 @@ class SystemModel:
             Rm = np.array(res.residence_time, dtype=float)
         elif self.delays is None:
             res = solve_pools_general(self.D_mc, int(n), self.think_time, self.servers,
-                                      self.pools, self.mix, self.scv)
+                                      self.pools, self.mix, self.scv, self.class_scv)
             Rm = np.array(res.residence_time, dtype=float)
         else:   # each tier's delay a station of its own, inside the holding time of its pools
             D2, c2, pools2 = with_delay_stations(self.D_mc, self.servers, self.delays,
                                                  self.pools)
             scv2 = None if self.scv is None else np.repeat(np.asarray(self.scv, float), 2)
-            res = solve_pools_general(D2, int(n), self.think_time, c2, pools2, self.mix, scv2)
+            own2 = None if self.class_scv is None else np.repeat(self.class_scv, 2, axis=0)
+            res = solve_pools_general(D2, int(n), self.think_time, c2, pools2, self.mix, scv2,
+                                      own2)
             Rm = fold_delay_stations(res.residence_time)
         X = float(res.throughput)
         waits = np.zeros(len(self.tiers))
@@ -887,6 +893,9 @@ class SystemModel:
             out["ps_law"] = [bool(v) for v in self.ps_law]
         if self.scv is not None:            # absent, not null: stores without it read alike
             out["scv"] = [float(v) for v in self.scv]
+        if self.class_scv is not None:      # absent, not null, as ``scv``; NaN as null
+            out["class_scv"] = [[None if math.isnan(v) else float(v) for v in row]
+                                for row in self.class_scv]
         return out
 
     @classmethod
@@ -928,7 +937,11 @@ class SystemModel:
                        pool_processes=None if data.get("pool_processes") is None
                        else [MAP.from_dict(p) for p in data["pool_processes"]],
                        scv=None if data.get("scv") is None
-                       else np.array(data["scv"], dtype=float))
+                       else np.array(data["scv"], dtype=float),
+                       class_scv=None if data.get("class_scv") is None else np.array(
+                           [[math.nan if v is None else v for v in row]
+                            for row in data["class_scv"]], dtype=float).reshape(
+                               len(data["tiers"]), len(data["classes"])))
         except KeyError as exc:
             raise ValueError(f"model: missing key {exc.args[0]!r}") from None
         except (TypeError, ValueError) as exc:
@@ -1375,6 +1388,8 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
     flags += latency_flags
     pools, pool_flags = model_pools(cfg, [t.tier for t in tiers])
     flags += pool_flags
+    class_scv, spread_flags = pool_class_scv(tiers, classes, pools, V_mc)
+    flags += spread_flags
     pool_processes = None
     if pools and processes is not None:
         pool_processes = processes if bursty_pool_wired(processes, pools, delays) else None
@@ -1392,7 +1407,7 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
                        visits_measured=visits.measured if visits is not None else {},
                        ps=ps if ps.any() else None,
                        ps_law=ps_law if ps_law.any() else None, pools=pools, delays=delays,
-                       pool_processes=pool_processes)
+                       pool_processes=pool_processes, class_scv=class_scv)
 
 
 def bursty_pool_wired(processes: list[MAP], pools: tuple[PoolSpec, ...],
