@@ -22,8 +22,9 @@ up, :func:`solvers.simulation.physical.simulate_physical`): the throughput ``X``
 response time per class ``R_c`` (worst class), the pool's wait per request (Little's law on the
 simulated waiting requests) against :func:`solvers.pools.solve_pools` (``exp``),
 :func:`solvers.pools_general.solve_pools_general` with the tiers' service SCVs (``general``)
-and with each class's own spread too (``spread``: ``class_scv``; the same as ``general`` where
-no class has one).
+with each class's own spread too (``spread``: ``class_scv``; the same as ``general`` where
+no class has one), and :func:`solvers.pools_spread.solve_pools_spread` (``chain``: the held
+tier's services as a phase-type renewal process in the held chain).
 Per case and seed the capacity -- the largest population whose every class's mean is within 3x
 its mean simulated at 5 users (the testbed's SLO rule) -- simulated
 (:func:`solvers.simulation.capacity.simulated_capacity`, bisection to 1%) against both
@@ -46,6 +47,7 @@ import numpy as np
 from bench.accuracy.pool_matrix import chosen_cases, interval, worst
 from solvers.pools import PoolSpec, largest_meeting, solve_pools
 from solvers.pools_general import solve_pools_general
+from solvers.pools_spread import solve_pools_spread
 from solvers.processes import MAP
 from solvers.simulation.capacity import simulated_capacity
 from solvers.simulation.physical import PhysicalNetwork, Tier, simulate_physical
@@ -131,9 +133,9 @@ def network(case: Case, n: int) -> PhysicalNetwork:
                            pools=(case.pool,))
 
 
-#: the models compared: the exponential flow-equivalent station, the tiers' SCVs, and the
-#: classes' own spread too
-MODELS = ("exp", "gen", "spread")
+#: the models compared: the exponential flow-equivalent station, the tiers' SCVs, the
+#: classes' own spread too, and the held chain with the tier's phase-type services
+MODELS = ("exp", "gen", "spread", "chain")
 
 
 def class_scv(case: Case) -> np.ndarray | None:
@@ -148,6 +150,8 @@ def model(case: Case, n: int, kind: str):
     args = (case.demands, n, THINK, list(case.cores), [case.pool], [1.0 / C] * C)
     if kind == "exp":
         return solve_pools(*args)
+    if kind == "chain":
+        return solve_pools_spread(*args, tier_scv=list(case.scv), class_scv=class_scv(case))
     return solve_pools_general(*args, tier_scv=list(case.scv),
                                class_scv=class_scv(case) if kind == "spread" else None)
 
