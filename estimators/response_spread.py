@@ -14,8 +14,15 @@ two neighbouring means (the mean square successive difference, von Neumann 1941)
 
 over the consecutive windows in which the class has completions and a time (a window without
 them is passed over: the next pair is the two around it). The class's SCV is ``sigma^2`` over
-its mean squared. Requests that queue together in one window are correlated, so at load the
-estimate leans high (the window's mean varies more than ``sigma^2 / n``): an upper reading.
+its mean squared.
+
+**Low load only.** What the pool model needs is the spread of the class's own service; the
+model makes the queueing on top of it. At load the time at a tier is service plus a wait that
+every class shares, whose variance would be counted twice -- a 3-ms class queued behind a 100-ms
+one reads an SCV far above its own -- and requests that queue together in one window are
+correlated (the window's mean varies more than ``sigma^2 / n``). So only windows whose tier is
+at most :data:`LOW_LOAD` busy enter: there the wait is a small share of the time (``U / (1 - U)``
+of the service in M/M/1, Kleinrock 1975), and a pair spans only such windows.
 
 The sums (:class:`SpreadSums`, three numbers and the last window per class) decay as the tier's
 other long-run sums do; :meth:`SpreadSums.scv` reads the estimate with the number of pairs
@@ -31,7 +38,11 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from scipy import stats
 
-__all__ = ["SpreadSums", "scv_lower"]
+__all__ = ["SpreadSums", "scv_lower", "LOW_LOAD"]
+
+#: windows whose tier is busier than this (utilization per core) are left out: the time there
+#: is no longer mostly service (module docstring)
+LOW_LOAD = 0.15
 
 #: per class ``(sum (r_k - r_{k-1})^2, sum (1/n_k + 1/n_{k-1}), pairs, last r, last n)``
 _COLS = 5
@@ -53,13 +64,16 @@ class SpreadSums:
             self.per_class = np.vstack([self.per_class, np.zeros((extra, _COLS))])
             self.classes = list(classes)
 
-    def add(self, response_time: Any, counts: Any) -> None:
+    def add(self, response_time: Any, counts: Any, utilization: Any = None) -> None:
         """Add windows, oldest first: ``response_time`` (per completion, NaN: none) and
-        ``counts`` (completions) ``(K, C)`` aligned with :attr:`classes`."""
+        ``counts`` (completions) ``(K, C)`` aligned with :attr:`classes`; ``utilization``
+        ``(K,)`` per core (windows above :data:`LOW_LOAD` left out; ``None``: every window)."""
         R = np.asarray(response_time, dtype=float)
         n = np.asarray(counts, dtype=float)
+        low = np.ones(R.shape[0], dtype=bool) if utilization is None \
+            else np.asarray(utilization, dtype=float) <= LOW_LOAD
         for c in range(min(R.shape[1], self.per_class.shape[0])):
-            has = np.isfinite(R[:, c]) & (n[:, c] > 0)
+            has = np.isfinite(R[:, c]) & (n[:, c] > 0) & low
             if not has.any():
                 continue
             row = self.per_class[c]

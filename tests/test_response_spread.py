@@ -124,3 +124,21 @@ def test_the_spread_lengthens_the_wait_and_the_store_keeps_it():
                        {"a": 0.8, "b": 0.2}, 1.0, dataclasses.replace(cfg, pools={}))
     assert free.class_scv is None
     assert isinstance(free, SystemModel)
+
+
+def test_only_windows_at_low_load_are_read():
+    """At load a class's time carries the tier's shared wait: those windows are left out, and
+    a pair spans only low-load windows."""
+    rng = np.random.default_rng(8)
+    R, n = _windows(rng, lambda m, k: rng.exponential(m, k), np.full(200, 0.05))
+    busy = np.where(np.arange(200) % 2 == 0, 0.1, 0.6)
+    wild = R.copy()
+    wild[busy > 0.5] *= rng.uniform(0.2, 5.0, (int((busy > 0.5).sum()), 1))
+    s = SpreadSums()
+    s.grow(["a"])
+    s.add(wild, n, busy)
+    low = busy <= 0.15
+    alone = SpreadSums()
+    alone.grow(["a"])
+    alone.add(R[low], n[low])
+    assert np.array_equal(s.per_class, alone.per_class)

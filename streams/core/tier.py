@@ -367,7 +367,7 @@ def _apply_group(tiers: list["TierState"], n: int) -> list[_Block]:
                 t.latency_sums.add(U[at], C[at], X[at], R[at], counts[at])
         if has_rt:
             t.spread_sums.grow(t.classes)
-            t.spread_sums.add(R[at], counts[at])
+            t.spread_sums.add(R[at], counts[at], U[at])
         t.history.extend(block.U, block.T, block.C, block.counts)
         if not t.kalman.initialised and block.R is not None:
             block.rt = list(np.nan_to_num(block.R, nan=0.0))
