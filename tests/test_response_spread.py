@@ -130,7 +130,7 @@ def test_only_windows_at_low_load_are_read():
     """At load a class's time carries the tier's shared wait: those windows are left out, and
     a pair spans only low-load windows."""
     rng = np.random.default_rng(8)
-    R, n = _windows(rng, lambda m, k: rng.exponential(m, k), np.full(200, 0.05))
+    R, n = _windows(rng, lambda m, k: rng.exponential(m, k), np.full(200, 0.05), K=200)
     busy = np.where(np.arange(R.shape[0]) % 2 == 0, 0.1, 0.6)
     wild = R.copy()
     wild[busy > 0.5] *= rng.uniform(0.2, 5.0, (int((busy > 0.5).sum()), 1))
