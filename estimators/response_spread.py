@@ -44,8 +44,9 @@ __all__ = ["SpreadSums", "scv_lower", "LOW_LOAD"]
 #: is no longer mostly service (module docstring)
 LOW_LOAD = 0.15
 
-#: per class ``(sum (r_k - r_{k-1})^2, sum (1/n_k + 1/n_{k-1}), pairs, last r, last n)``
-_COLS = 5
+#: per class ``(sum (r_k - r_{k-1})^2, sum (1/n_k + 1/n_{k-1}), pairs, last r, last n,
+#: sum n_k r_k, sum n_k)``
+_COLS = 7
 
 
 @dataclass
@@ -78,6 +79,8 @@ class SpreadSums:
                 continue
             row = self.per_class[c]
             r, k = R[has, c], n[has, c]
+            row[5] += float(k @ r)
+            row[6] += float(k.sum())
             if row[4] > 0:
                 r, k = np.concatenate(([row[3]], r)), np.concatenate(([row[4]], k))
             if r.shape[0] > 1:
@@ -89,14 +92,15 @@ class SpreadSums:
     def decay(self, factor: float) -> None:
         """Weigh every pair so far by ``factor`` (older windows fade); the last window stays."""
         self.per_class[:, :3] *= factor
+        self.per_class[:, 5:] *= factor
 
-    def scv(self, means: Mapping[str, float]) -> dict[str, tuple[float, float]]:
-        """Per class with pairs and a positive mean in ``means`` (its long-run mean at the
-        tier): ``(SCV, pairs)``, the SCV ``sigma^2 / mean^2``."""
+    def scv(self) -> dict[str, tuple[float, float]]:
+        """Per class with pairs and a positive mean: ``(SCV, pairs)``, the SCV ``sigma^2``
+        over the squared mean of the same windows."""
         out = {}
         for c, row in zip(self.classes, self.per_class):
-            m = means.get(c)
-            if m is not None and m > 0 and row[1] > 0 and row[2] > 0:
+            if row[1] > 0 and row[2] > 0 and row[6] > 0 and row[5] > 0:
+                m = row[5] / row[6]
                 out[c] = (float(row[0] / row[1]) / (m * m), float(row[2]))
         return out
 

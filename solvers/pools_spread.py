@@ -48,7 +48,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .pools import PoolResult, PoolSpec
-from .pools_bursty import held_chain_applies, solve_pools_bursty
+from .pools_bursty import base_mix, held_chain_applies, solve_pools_bursty
 from .pools_general import _class_scv, solve_pools_general
 from .processes import MAP
 
@@ -79,8 +79,7 @@ def spread_processes(demands: Any, mix: Any, servers: Any, pools: Sequence[PoolS
     Dmc = np.asarray(demands, dtype=float)
     Dmc = Dmc[:, None] if Dmc.ndim == 1 else Dmc
     M, C = Dmc.shape
-    p = np.full(C, 1.0 / C) if mix is None else np.asarray(mix, dtype=float)
-    p = p / p.sum()
+    p = base_mix(Dmc, mix)
     c = np.ones(M) if servers is None else np.broadcast_to(
         np.asarray(servers, dtype=float), (M,))
     v = np.ones(M) if tier_scv is None else np.asarray(tier_scv, dtype=float).reshape(-1)
@@ -119,9 +118,7 @@ def _fcfs_read_back(res: PoolResult, demands: Any, mix: Any,
     (the pools' waits taken out of their owning tiers first), plus every pool's wait."""
     Dmc = np.asarray(demands, dtype=float)
     Dmc = Dmc[:, None] if Dmc.ndim == 1 else Dmc
-    C = Dmc.shape[1]
-    p = np.full(C, 1.0 / C) if mix is None else np.asarray(mix, dtype=float)
-    D = Dmc @ (p / p.sum())
+    D = Dmc @ base_mix(Dmc, mix)
     Rm = np.array(res.residence_time, dtype=float)
     waits = np.asarray(res.pool_waiting_time, dtype=float)
     for k, pool in enumerate(pools):

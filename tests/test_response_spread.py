@@ -25,21 +25,21 @@ def _windows(rng, draw, means, K=400, rate=4.0):
     return R[:, None], n[:, None]
 
 
-def _read(R, n, mean):
+def _read(R, n):
     s = SpreadSums()
     s.grow(["a"])
     s.add(R, n)
-    return s.scv({"a": mean})["a"]
+    return s.scv()["a"]
 
 
 def test_the_spread_of_exponential_and_heavy_requests_is_read_within_its_noise():
     rng = np.random.default_rng(5)
     exp = lambda m, k: rng.exponential(m, k)                                    # noqa: E731
-    scv, pairs = _read(*_windows(rng, exp, np.full(400, 0.05)), 0.05)
+    scv, pairs = _read(*_windows(rng, exp, np.full(400, 0.05)))
     assert pairs > 350 and scv == pytest.approx(1.0, rel=0.25)
     sigma = np.sqrt(np.log(1 + 6.0))          # lognormal of SCV 6
     logn = lambda m, k: m * rng.lognormal(-sigma ** 2 / 2, sigma, k)            # noqa: E731
-    scv, pairs = _read(*_windows(rng, logn, np.full(400, 0.05)), 0.05)
+    scv, pairs = _read(*_windows(rng, logn, np.full(400, 0.05)))
     assert scv == pytest.approx(6.0, rel=0.35)
 
 
@@ -53,8 +53,12 @@ def test_a_drifting_mean_does_not_pass_for_spread():
     has = n[:, 0] > 0
     batch = float(np.sum(n[has, 0] * (R[has, 0] - overall) ** 2) / (has.sum() - 1))
     assert batch / overall ** 2 > 2.0
-    scv, _ = _read(R, n, overall)
+    s = SpreadSums()
+    s.grow(["a"])
+    s.add(R, n)
+    scv = s.per_class[0, 0] / s.per_class[0, 1] / overall ** 2
     assert scv == pytest.approx(1.0, rel=0.3)
+    assert _read(R, n)[0] == pytest.approx(scv, rel=1e-9)
 
 
 def test_windows_added_in_pieces_read_as_added_at_once_and_the_state_round_trips():
@@ -72,7 +76,11 @@ def test_windows_added_in_pieces_read_as_added_at_once_and_the_state_round_trips
     again = SpreadSums.from_dict(whole.to_dict())
     assert np.array_equal(again.per_class, whole.per_class) and again.classes == ["a", "b"]
     assert SpreadSums.from_dict(None).classes == []
-    assert whole.scv({"a": 0.02, "b": 0.0}).keys() == {"a"}      # no mean: nothing read
+    assert whole.scv().keys() == {"a", "b"}
+    empty = SpreadSums()
+    empty.grow(["a"])
+    empty.add(np.array([[0.01]]), np.array([[3.0]]))              # one window: no pair yet
+    assert empty.scv() == {}
 
 
 def test_the_lower_bound_is_below_the_estimate_and_tightens_with_pairs():

@@ -841,8 +841,7 @@ class TierState:
             response_rate=self.response_rate[0] / self.response_rate[1]
             if self.response_rate[1] >= RESPONSE_MIN_COMPLETIONS else None,
             demand_cov=np.array(k.P, dtype=float) if k else None,
-            class_spread=self.spread_sums.scv({c: w / n for c, (w, n) in self.response.items()
-                                               if n > 0}),
+            class_spread=self.spread_sums.scv(),
             cores_assumed=self.cores_assumed,
             split=split.demands if split is not None else {},
             split_discipline=split.discipline if split is not None else None,
