@@ -212,8 +212,8 @@ def main(argv: list[str] | None = None) -> int:
         target = slo(case)
         print(f"\n{case.name}: cores {case.cores} means {case.means} SCV {case.scv} "
               f"pool {case.size}, SLO {np.round(target, 4).tolist()}", flush=True)
-        print(f"{'N':>4} {'X sim':>14} {'wait sim ms':>14} {'X exp/gen/spread':>24} "
-              f"{'R exp/gen/spread':>24} {'wait exp/gen/spread ms':>24} {'SCV_H gen/spread':>16}")
+        print(f"{'N':>4} {'X sim':>14} {'wait sim ms':>14} {'X exp/gen/spread/chain':>24} "
+              f"{'R exp/gen/spread/chain':>24} {'wait exp/gen/spread/chain ms':>24} {'SCV_H gen/spread':>16}")
         rows = points(case, seeds)
         for r in rows:
             print(f"{r['N']:>4} {r['X'][0]:>7.2f} ±{r['X'][1]:<5.2f} {r['W'][0] * 1e3:>7.1f} "
@@ -230,9 +230,10 @@ def main(argv: list[str] | None = None) -> int:
                   flush=True)
         summary.append((case, rows, cap))
     if args.markdown:
-        print("\n| case | N | SCV_H gen / spread | X exp / gen / spread | R exp / gen / spread "
-              "| wait sim / exp / gen / spread ms | capacity sim | exp | gen | spread |")
-        print("|---|---|---|---|---|---|---|---|---|---|")
+        print("\n| case | N | SCV_H gen / spread | X exp / gen / spread / chain | R exp / gen / "
+              "spread / chain | wait sim / exp / gen / spread / chain ms | capacity sim | exp | gen "
+              "| spread | chain |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
         for case, rows, cap in summary:
             xs = " / ".join(f"{worst([v for r in rows for v in r[k]['X']]):+.1%}"
                             for k in MODELS)
