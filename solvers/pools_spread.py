@@ -93,9 +93,9 @@ def spread_processes(demands: Any, mix: Any, servers: Any, pools: Sequence[PoolS
         if delay[m] or not D[m] > 0:
             continue
         second = float(p @ (Dmc[m] ** 2 * (1.0 + np.maximum(vc[m], 1.0))))
-        excess[m] = second / (2.0 * D[m] ** 2) - 1.0
+        excess[m] = second - 2.0 * D[m] ** 2
     b = int(np.argmax(excess))
-    if not excess[b] > EXPONENTIAL:
+    if not excess[b] > EXPONENTIAL * 2.0 * D[b] ** 2:
         return None
     if any(v[m] != 1.0 for m in held if m != b and not delay[m]):
         return None

@@ -213,7 +213,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n{case.name}: cores {case.cores} means {case.means} SCV {case.scv} "
               f"pool {case.size}, SLO {np.round(target, 4).tolist()}", flush=True)
         print(f"{'N':>4} {'X sim':>14} {'wait sim ms':>14} {'X exp/gen/spread/chain':>24} "
-              f"{'R exp/gen/spread/chain':>24} {'wait exp/gen/spread/chain ms':>24} {'SCV_H gen/spread':>16}")
+              f"{'R exp/gen/spread/chain':>24} {'wait exp/gen/spread/chain ms':>24} "
+              f"{'SCV_H gen/spread':>16}")
         rows = points(case, seeds)
         for r in rows:
             print(f"{r['N']:>4} {r['X'][0]:>7.2f} ±{r['X'][1]:<5.2f} {r['W'][0] * 1e3:>7.1f} "
