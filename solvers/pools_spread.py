@@ -33,8 +33,8 @@ first-come-first-served tiers: at each tier its own demand plus the tier's queue
 would stretch a dear class by the cheap ones' queue as much as its own service.
 
 Where the chain does not apply -- no tier of spread beyond exponential, ``b`` not first or last
-of one pool's held tiers, no think time, no other held demand, pure delays or nested pools
-over ``b``, a chain past its budget, or a non-exponential service at another tier -- the
+of one pool's held tiers, no think time, no other held demand, nested pools over ``b``, a
+chain past its budget, or a non-exponential service at another held tier -- the
 solution is :func:`solvers.pools_general.solve_pools_general`'s, which therefore stays bit for
 bit where the classes are of equal exponential cost or there is one exponential class.
 """
