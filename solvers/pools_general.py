@@ -37,8 +37,9 @@ components, each ``H_c^2 (1 + c_c^2)``: Kleinrock 1975, sec. 4.3's hyperexponent
 
     E[H^2] = sum_c p_c (H_c^2 + sum_h v_{h,c} (s_h D_{h,c})^2)
 
-The stream measures it as each class's spread of the response time at the tier at low load
-(:mod:`streams.predict.pool_spread`). A residence at a pure delay stays constant.
+A residence at a pure delay stays constant. (The pipeline does not read it from the windows: a
+class's time at a tier carries the wait every class shares, whose spread a window's per-class
+means cannot tell from the class's own.)
 
 ``c_pf^2`` is the same with one class (the mix-weighted demands) and ``v_h = 1``: for one class
 of exponential service ``f = 1`` exactly and the solution is :func:`solvers.pools.solve_pools`'

@@ -48,7 +48,6 @@ from estimators.collinearity import assess_separability
 from estimators.demand import KalmanDemandEstimator, regression_demands
 from estimators.kalman_bank import Steps, update_many
 from estimators.latency import LatencyFit, LatencySums, fit_latency
-from estimators.response_spread import SpreadSums
 from estimators.dispersion import (DispersionInterval, index_of_dispersion,
                                   index_of_dispersion_interval)
 from estimators.mapfit import fit_map2
@@ -365,9 +364,6 @@ def _apply_group(tiers: list["TierState"], n: int) -> list[_Block]:
             if t.config.latency != "off":
                 t.latency_sums.grow(t.classes)
                 t.latency_sums.add(U[at], C[at], X[at], R[at], counts[at])
-        if has_rt:
-            t.spread_sums.grow(t.classes)
-            t.spread_sums.add(R[at], counts[at], U[at])
         t.history.extend(block.U, block.T, block.C, block.counts)
         if not t.kalman.initialised and block.R is not None:
             block.rt = list(np.nan_to_num(block.R, nan=0.0))
@@ -446,9 +442,6 @@ class TierModel:
     #: per-class demand and pure delay fitted jointly (:func:`estimators.latency.fit_latency`;
     #: ``None``: ``latency = "off"``, no response times, or too few completions)
     latency: LatencyFit | None = None
-    #: per class the SCV of its response time at the tier about its long-run mean and the
-    #: window pairs it was read from (:class:`estimators.response_spread.SpreadSums`)
-    class_spread: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
 #: why ``I`` is not yet acted on although it may be high: too little history for an interval,
@@ -577,8 +570,6 @@ class TierState:
         self.load_flag: str | None = None           # load_dependence at the last I estimate
         # the latency fit's decayed sums (estimators.latency; latency = "estimate" only)
         self.latency_sums = LatencySums()
-        #: each class's spread about its mean (:class:`estimators.response_spread.SpreadSums`)
-        self.spread_sums = SpreadSums()
 
     # -- per window ---------------------------------------------------------------------------
     def class_limit(self, w: Window, max_classes: int) -> tuple[str | None, list[str]]:
@@ -841,7 +832,6 @@ class TierState:
             response_rate=self.response_rate[0] / self.response_rate[1]
             if self.response_rate[1] >= RESPONSE_MIN_COMPLETIONS else None,
             demand_cov=np.array(k.P, dtype=float) if k else None,
-            class_spread=self.spread_sums.scv(),
             cores_assumed=self.cores_assumed,
             split=split.demands if split is not None else {},
             split_discipline=split.discipline if split is not None else None,
@@ -889,7 +879,6 @@ class TierState:
         self.split_sums.decay(SPLIT_DECAY)
         if self.config.latency != "off":        # else never added to, read or persisted
             self.latency_sums.decay(LATENCY_DECAY)
-        self.spread_sums.decay(RESPONSE_DECAY)
         with_rt = sum(done.rt_completions)
         if done.users is not None and with_rt > 0:
             self.response_users[0] += done.users * with_rt
@@ -922,7 +911,6 @@ class TierState:
             "selection": self._selection(), "response": self.response,
             "response_users": self.response_users, "response_rate": self.response_rate,
             "split_sums": self.split_sums.to_dict(), "load_flag": self.load_flag,
-            "spread_sums": self.spread_sums.to_dict(),
             "cores_assumed": self.cores_assumed,
             **({"latency_sums": self.latency_sums.to_dict()}
                if self.config.latency != "off" else {}),
@@ -969,7 +957,6 @@ class TierState:
         state.response_rate = [float(v) for v in data.get("response_rate", (0.0, 0.0))]
         state.split_sums = SplitSums.from_dict(data.get("split_sums"))  # absent in older states
         state.latency_sums = LatencySums.from_dict(data.get("latency_sums"))
-        state.spread_sums = SpreadSums.from_dict(data.get("spread_sums"))  # absent in older
         state.load_flag = data.get("load_flag")
         state.cores_assumed = bool(data.get("cores_assumed", False))
         sel = data.get("selection")            # absent in states saved before demand_policy

@@ -80,9 +80,8 @@ token to its tiers' residence times (read back as above); the capacity is search
 for a token is scaled for the holding time's variability -- the classes' spread of cost at the held
 tiers and the tiers' service SCVs (:attr:`SystemModel.scv`) -- as in M/G/c (Lee and Longton 1959),
 relative to the product-form network's own holding time
-(:func:`solvers.pools_general.solve_pools_general`: one class of exponential service is unchanged),
-and by each class's own spread at the held tiers where the windows show one beyond exponential
-(:mod:`streams.predict.pool_spread`). Where the held tier of most spread can be (no pure delays),
+(:func:`solvers.pools_general.solve_pools_general`: one class of exponential service is unchanged).
+Where the held tier of most spread can be (no pure delays),
 the factor gives way to the held chain with that tier's services as the classes' phase-type
 mixture (:func:`solvers.pools_spread.solve_pools_spread`): a request finding every token held
 waits for the dear request in service, which a factor on the token queue cannot know (flagged).
@@ -132,7 +131,6 @@ from streams.core.config import SLO_QUANTILES, SystemConfig
 from streams.core.tier import TierModel
 from streams.predict.capacity_search import capacity_search, projected_start, rate_bracket
 from streams.predict.latency import model_delays
-from streams.predict.pool_spread import pool_class_scv
 from streams.predict.visits import Visits
 
 __all__ = ["ASSUMED", "Measured", "SystemModel", "assumed_structure", "Point", "build_model",
@@ -294,9 +292,6 @@ class SystemModel:
     #: (:mod:`streams.predict.general_service`, :func:`solvers.mva_general.mva_curve_general`);
     #: ``None``: every tier exponential
     scv: np.ndarray | None = None
-    #: (M, C) per tier and class the SCV of the class's own time there, for the pool model's
-    #: holding time (:mod:`streams.predict.pool_spread`; NaN: the tier's); ``None``: none
-    class_scv: np.ndarray | None = None
     _cache: dict[int, Point] = field(default_factory=dict)
     _qcache: dict[int, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
     _map_qcache: dict[int, np.ndarray | None] = field(default_factory=dict, repr=False,
@@ -678,7 +673,7 @@ class SystemModel:
             Rm = np.array(res.residence_time, dtype=float)
         elif self.delays is None or not np.any(self.delays):
             res = solve_pools_spread(self.D_mc, int(n), self.think_time, self.servers,
-                                     self.pools, self.mix, self.scv, self.class_scv)
+                                     self.pools, self.mix, self.scv)
             Rm = np.array(res.residence_time, dtype=float)
             self._flag_once([_TIER_INDEX.sub(lambda t: self.tiers[int(t.group(1))], f)
                              for f in res.flags if f.startswith(SPREAD_FLAG)], n)
@@ -686,9 +681,7 @@ class SystemModel:
             D2, c2, pools2 = with_delay_stations(self.D_mc, self.servers, self.delays,
                                                  self.pools)
             scv2 = None if self.scv is None else np.repeat(np.asarray(self.scv, float), 2)
-            own2 = None if self.class_scv is None else np.repeat(self.class_scv, 2, axis=0)
-            res = solve_pools_general(D2, int(n), self.think_time, c2, pools2, self.mix, scv2,
-                                      own2)
+            res = solve_pools_general(D2, int(n), self.think_time, c2, pools2, self.mix, scv2)
             Rm = fold_delay_stations(res.residence_time)
         X = float(res.throughput)
         waits = np.zeros(len(self.tiers))
@@ -913,9 +906,6 @@ class SystemModel:
             out["ps_law"] = [bool(v) for v in self.ps_law]
         if self.scv is not None:            # absent, not null: stores without it read alike
             out["scv"] = [float(v) for v in self.scv]
-        if self.class_scv is not None:      # absent, not null, as ``scv``; NaN as null
-            out["class_scv"] = [[None if math.isnan(v) else float(v) for v in row]
-                                for row in self.class_scv]
         return out
 
     @classmethod
@@ -957,11 +947,7 @@ class SystemModel:
                        pool_processes=None if data.get("pool_processes") is None
                        else [MAP.from_dict(p) for p in data["pool_processes"]],
                        scv=None if data.get("scv") is None
-                       else np.array(data["scv"], dtype=float),
-                       class_scv=None if data.get("class_scv") is None else np.array(
-                           [[math.nan if v is None else v for v in row]
-                            for row in data["class_scv"]], dtype=float).reshape(
-                               len(data["tiers"]), len(data["classes"])))
+                       else np.array(data["scv"], dtype=float))
         except KeyError as exc:
             raise ValueError(f"model: missing key {exc.args[0]!r}") from None
         except (TypeError, ValueError) as exc:
@@ -1408,8 +1394,6 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
     flags += latency_flags
     pools, pool_flags = model_pools(cfg, [t.tier for t in tiers])
     flags += pool_flags
-    class_scv, spread_flags = pool_class_scv(tiers, classes, pools, V_mc)
-    flags += spread_flags
     pool_processes = None
     if pools and processes is not None:
         pool_processes = processes if bursty_pool_wired(processes, pools, delays) else None
@@ -1427,7 +1411,7 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
                        visits_measured=visits.measured if visits is not None else {},
                        ps=ps if ps.any() else None,
                        ps_law=ps_law if ps_law.any() else None, pools=pools, delays=delays,
-                       pool_processes=pool_processes, class_scv=class_scv)
+                       pool_processes=pool_processes)
 
 
 def bursty_pool_wired(processes: list[MAP], pools: tuple[PoolSpec, ...],
