@@ -87,3 +87,22 @@ def test_against_the_simulated_pool_at_low_and_high_load():
         assert abs(chain.pool_waiting_time[0] / W - 1) < abs(factor.pool_waiting_time[0] / W - 1)
         assert chain.throughput == pytest.approx(sim.total_throughput.mean, rel=0.03)
         assert np.max(np.abs(chain.response_time / R - 1)) < 0.15
+
+
+def test_the_pipeline_model_solves_its_pool_point_by_the_chain_and_says_so():
+    from streams.predict.model import SystemModel
+    D = np.array([[0.001, 0.001], [0.003, 0.12]])
+    pools = (PoolSpec(2, 0, 2, "workers"),)
+    model = SystemModel(tiers=["app", "db"], classes=["page", "search"], D_mc=D,
+                        mix=np.array([0.8, 0.2]), servers=np.array([1.0, 1.0]),
+                        think_time=1.0, sla=np.array([1.0, 1.0]), processes=None,
+                        map_limit=10_000, pools=pools)
+    point = model.at(20)
+    res = solve_pools_spread(D, 20, 1.0, [1.0, 1.0], pools, [0.8, 0.2])
+    assert point.pool_waiting[0] == res.pool_waiting_time[0]
+    assert point.throughput == res.throughput
+    flags = [f for f in model.flags if f.startswith(SPREAD_FLAG)]
+    assert flags == [f"{SPREAD_FLAG}: db's services as the classes' phase-type mixture in the "
+                     f"held chain (from 20 users)"]
+    model.at(30)
+    assert len([f for f in model.flags if f.startswith(SPREAD_FLAG)]) == 1
