@@ -34,7 +34,8 @@ would stretch a dear class by the cheap ones' queue as much as its own service.
 
 Where the chain does not apply -- no tier of spread beyond exponential, ``b`` not first or last
 of one pool's held tiers, no think time, no other held demand, nested pools over ``b``, a
-chain past its budget, or a non-exponential service at another held tier -- the
+chain past its budget, a non-exponential service at another held tier, or a chain whose
+solution is not finite (a many-core station of phases far apart) -- the
 solution is :func:`solvers.pools_general.solve_pools_general`'s, which therefore stays bit for
 bit where the classes are of equal exponential cost or there is one exponential class.
 """
@@ -136,10 +137,16 @@ def solve_pools_spread(demands: Any, population: int, think_time: float = 0.0,
     pools = list(pools)
     procs = None if not pools or population == 0 else spread_processes(
         demands, mix, servers, pools, tier_scv, class_scv)
+    res = None
     if procs is not None and held_chain_applies(procs, int(population), think_time, servers,
                                                 pools, demands, mix):
-        res = solve_pools_bursty(procs, int(population), think_time, servers, pools, mix,
-                                 demands)
+        try:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                res = solve_pools_bursty(procs, int(population), think_time, servers, pools,
+                                         mix, demands)
+        except FloatingPointError:      # a chain the held tier's station cannot solve
+            res = None
+    if res is not None:
         b = next(m for m, q in enumerate(procs) if q.order > 1)
         return replace(res, response_time=_fcfs_read_back(res, demands, mix, pools),
                        flags=res.flags + (

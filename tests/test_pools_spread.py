@@ -106,3 +106,15 @@ def test_the_pipeline_model_solves_its_pool_point_by_the_chain_and_says_so():
                      f"held chain (from 20 users)"]
     model.at(30)
     assert len([f for f in model.flags if f.startswith(SPREAD_FLAG)]) == 1
+
+
+def test_a_chain_that_does_not_solve_finitely_leaves_the_factor():
+    """Two classes 1x/2x at a 4-core app held with an 8-core db (tests/test_pools.py's
+    system): where the held chain's station gives no finite solution the factor stands."""
+    D = np.array([[0.02, 0.02], [0.02, 0.04], [0.05, 0.05]])
+    pools = [PoolSpec(6, 1, 3, "conn")]
+    for n in (20, 100, 140):
+        got = solve_pools_spread(D, n, 1.0, [4, 4, 8], pools, [0.5, 0.5])
+        assert np.isfinite(got.throughput) and np.all(np.isfinite(got.response_time))
+        if not any(f.startswith(SPREAD_FLAG) for f in got.flags):
+            _same(got, solve_pools_general(D, n, 1.0, [4, 4, 8], pools, [0.5, 0.5]))
