@@ -28,6 +28,19 @@ sojourn in M/M/1 is exponential too); a pure delay (infinitely many servers) is 
 
     E[H] = sum_c p_c H_c,  E[H^2] = sum_c p_c (H_c^2 + sum_h v_h (s_h D_{h,c})^2)
 
+**Spread within a class.** ``v_h`` says how a class's residence at a station varies about its
+own mean: the station's service SCV for every class alike. Where a class's cost at a held tier
+depends on its data (a search whose database cost follows the rows it reaches), its residence
+varies more than its tier's other classes'; ``class_scv[h, c]`` gives that class's own SCV at
+the station, ``v_{h,c}`` in place of ``v_h`` (a mixture's second moment is the sum over its
+components, each ``H_c^2 (1 + c_c^2)``: Kleinrock 1975, sec. 4.3's hyperexponential)::
+
+    E[H^2] = sum_c p_c (H_c^2 + sum_h v_{h,c} (s_h D_{h,c})^2)
+
+A residence at a pure delay stays constant. (The pipeline does not read it from the windows: a
+class's time at a tier carries the wait every class shares, whose spread a window's per-class
+means cannot tell from the class's own.)
+
 ``c_pf^2`` is the same with one class (the mix-weighted demands) and ``v_h = 1``: for one class
 of exponential service ``f = 1`` exactly and the solution is :func:`solvers.pools.solve_pools`'
 bit for bit. A holding time less variable than the product form's (``f < 1``) is left
@@ -79,11 +92,14 @@ def _moments(H: np.ndarray, var: np.ndarray, p: np.ndarray) -> float:
 
 
 def holding_factors(demands: Any, mix: Any, servers: Any, pools: Sequence[PoolSpec],
-                    base: PoolResult, tier_scv: Any = None) -> tuple[np.ndarray, np.ndarray]:
+                    base: PoolResult, tier_scv: Any = None,
+                    class_scv: Any = None) -> tuple[np.ndarray, np.ndarray]:
     """Per pool ``(f_k, c_gen^2)``: the factor on the wait for its token and the holding time's
     SCV (module docstring), from the exponential solution ``base`` of the same network
     (:func:`solvers.pools.solve_pools`). ``tier_scv``: per station the service SCV (default 1;
-    a station of infinitely many servers -- a pure delay -- is a constant whatever it says)."""
+    a station of infinitely many servers -- a pure delay -- is a constant whatever it says).
+    ``class_scv``: per station and class the SCV of the class's residence there (NaN: the
+    station's ``tier_scv``; ``None``: every class takes it)."""
     Dmc = np.asarray(demands, dtype=float)
     if Dmc.ndim == 1:
         Dmc = Dmc[:, None]
@@ -99,6 +115,7 @@ def holding_factors(demands: Any, mix: Any, servers: Any, pools: Sequence[PoolSp
     delay = np.isinf(c)
     v = np.where(delay, 0.0, v)
     v_pf = np.where(delay, 0.0, 1.0)
+    vc = _class_scv(class_scv, v, delay, C)
     pools = list(pools)
     waits = np.asarray(base.pool_waiting_time, dtype=float)
     Rm = np.array(base.residence_time, dtype=float)
@@ -110,7 +127,9 @@ def holding_factors(demands: Any, mix: Any, servers: Any, pools: Sequence[PoolSp
         held = np.arange(pool.first, pool.last)
         inner = sum(float(waits[j]) for j in range(len(pools)) if _within(pools, j, k))
         R_hc = s[held, None] * Dmc[held]                     # (held, C)
-        gen = _moments(R_hc.sum(axis=0) + inner, v[held] @ (R_hc * R_hc), p)
+        spread = v[held] @ (R_hc * R_hc) if vc is None \
+            else (vc[held] * R_hc * R_hc).sum(axis=0)
+        gen = _moments(R_hc.sum(axis=0) + inner, spread, p)
         R_h = s[held] * D[held]
         pf = _moments(np.array([R_h.sum() + inner]), np.array([v_pf[held] @ (R_h * R_h)]),
                       np.ones(1))
@@ -118,6 +137,20 @@ def holding_factors(demands: Any, mix: Any, servers: Any, pools: Sequence[PoolSp
         f = (1.0 + gen) / (1.0 + pf)
         factors[k] = 1.0 if f < 1.0 + UNIT else f
     return factors, scvs
+
+
+def _class_scv(class_scv: Any, v: np.ndarray, delay: np.ndarray, C: int) -> np.ndarray | None:
+    """``class_scv`` as ``(M, C)`` SCVs of each class's residence per station: NaN taken from
+    the station's ``v``, a pure delay's 0; ``None`` where not given."""
+    if class_scv is None:
+        return None
+    M = v.shape[0]
+    vc = np.array(class_scv, dtype=float)
+    if vc.shape != (M, C) or np.any(vc < 0) or np.any(np.isinf(vc)):
+        raise ValueError(f"class_scv: must be {M} x {C} numbers >= 0 (NaN: the station's "
+                         f"tier_scv), got {class_scv!r}")
+    vc = np.where(np.isnan(vc), v[:, None], vc)
+    return np.where(delay[:, None], 0.0, vc)
 
 
 def _with_waits(Dmc: np.ndarray, c: np.ndarray, pools: list[PoolSpec], extra: np.ndarray
@@ -191,10 +224,11 @@ def _root(g: Any, hi: float, g0: float, scale: float) -> float:
 
 def solve_pools_general(demands: Any, population: int, think_time: float = 0.0,
                         servers: Any = None, pools: Sequence[PoolSpec] = (), mix: Any = None,
-                        tier_scv: Any = None) -> PoolResult:
+                        tier_scv: Any = None, class_scv: Any = None) -> PoolResult:
     """:func:`solvers.pools.solve_pools` with each pool's wait for a token scaled for its
     holding time's variability (module docstring): the classes' spread of cost at the held
-    tiers and each station's service SCV ``tier_scv`` (default 1). Where every factor is 1
+    tiers, each station's service SCV ``tier_scv`` (default 1) and each class's own spread
+    there ``class_scv`` (stations x classes, NaN: the station's). Where every factor is 1
     (one class of exponential service, or classes of equal cost) the exponential solution is
     returned as it is. ``holding_scv`` holds each pool's ``c_gen^2``; the throughput curve is
     the exponential model's below ``N``."""
@@ -208,7 +242,7 @@ def solve_pools_general(demands: Any, population: int, think_time: float = 0.0,
     M = Dmc.shape[0]
     c = np.ones(M) if servers is None else np.broadcast_to(
         np.asarray(servers, dtype=float), (M,)).copy()
-    factors, scvs = holding_factors(Dmc, mix, c, pools, base, tier_scv)
+    factors, scvs = holding_factors(Dmc, mix, c, pools, base, tier_scv, class_scv)
     if np.all(factors == 1.0):
         return replace(base, holding_scv=scvs)
     N, Z = int(population), float(think_time)

@@ -134,3 +134,38 @@ def test_against_the_simulated_pool_of_classes_of_very_different_cost():
     gen = solve_pools_general(D, 25, 1.0, [1, 1], [PoolSpec(2, 0, 2)], mix).response_time / R - 1
     assert np.max(np.abs(exp)) > 0.4
     assert np.max(np.abs(gen)) < 0.5 * np.max(np.abs(exp))
+
+
+def test_a_class_spread_equal_to_its_tiers_is_the_former_solution_bit_for_bit():
+    D = np.array([[0.001, 0.001, 0.001, 0.0015], [0.003, 0.003, 0.006, 0.12]])
+    mix = [0.15, 0.4, 0.3, 0.15]
+    pools = [PoolSpec(2, 0, 2)]
+    before = solve_pools_general(D, 30, 1.0, [1, 1], pools, mix, [1.0, 2.0])
+    for given in (np.full((2, 4), np.nan), np.array([[1.0] * 4, [2.0] * 4])):
+        _same(solve_pools_general(D, 30, 1.0, [1, 1], pools, mix, [1.0, 2.0], given), before)
+    one = solve_pools_general([0.02, 0.05], 30, 1.0, [1, 1], pools, class_scv=[[1.0], [1.0]])
+    _same(one, solve_pools([0.02, 0.05], 30, 1.0, [1, 1], pools))
+
+
+def test_a_class_own_spread_enters_the_mixture_second_moment():
+    """Two classes at one tier under a pool of 1, the dear one's residence of SCV 9, the cheap
+    one's constant: ``E[S^2] = sum_c p_c D_c^2 (1 + v_c)`` (Kleinrock 1975), the factor
+    ``(1 + c^2) / 2`` over the product form's ``c^2 = 1``."""
+    D = np.array([[0.002, 0.1]])
+    p = np.array([0.8, 0.2])
+    base = solve_pools(D, 8, 1.0, [1], [PoolSpec(1, 0, 1)], p)
+    f, c2 = holding_factors(D, p, [1], [PoolSpec(1, 0, 1)], base, class_scv=[[0.0, 9.0]])
+    m1, m2 = p @ D[0], p @ (D[0] ** 2 * np.array([1.0, 10.0]))
+    assert c2[0] == pytest.approx(m2 / m1 ** 2 - 1, rel=1e-9)
+    assert f[0] == pytest.approx((1 + c2[0]) / 2, rel=1e-9)
+    # a pure delay stays constant whatever its classes say
+    f, c2 = holding_factors([[0.05]], None, [math.inf], [PoolSpec(1, 0, 1)],
+                            solve_pools([0.05], 8, 1.0, [math.inf], [PoolSpec(1, 0, 1)]),
+                            class_scv=[[9.0]])
+    assert c2[0] == pytest.approx(0.0, abs=1e-12) and f[0] == 1.0
+
+
+@pytest.mark.parametrize("bad", [[[1.0, -1.0]], [[1.0, math.inf]], [[1.0]], [1.0, 1.0]])
+def test_bad_class_scv_is_refused_by_name(bad):
+    with pytest.raises(ValueError, match="class_scv"):
+        solve_pools_general([[0.01, 0.02]], 5, 1.0, [1], [PoolSpec(1, 0, 1)], class_scv=bad)

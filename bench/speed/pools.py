@@ -11,7 +11,14 @@ solve (``inner_solves``) at the capacity search's probes (:func:`solvers.pools.l
 R <= 1 s) -- their mean and largest -- the probes, and the seconds of the search and of one
 solve at the capacity. Three tiers (4/4/8 cores, 20/30/50 ms, think time 1 s); no pool (the
 CPU-only model, MVA by convolution), one pool over app and db, two disjoint pools, nested
-pools, and the bursty db behind one. Figures, no pass/fail (target: at most 3 held-network
+pools, the bursty db behind one, and four classes of 1x/1x/2x/40x cost at app and db under one
+pool (``solvers.pools_general``: the wait scaled for the holding time's spread, a fixed point
+of the extra wait whose steps each solve the held network once more; ``inner/solve`` counts
+them all) and the same by the held chain (``solvers.pools_spread``: the db's services as the
+classes' phase-type mixture; three solves, no fixed point, where its budget allows: an 8-core
+db's per-job station of 4 phases passes it from 11 users, the factor beyond), and the real
+testbed's shape (app and db of one core, 3/3/6/120 ms, a pool of 2) by the chain (-1: a probe
+the chain did not take). Figures, no pass/fail (target: at most 3 held-network
 solves per step on average). Last, the pipeline's model of the bursty case
 (:class:`streams.predict.model.SystemModel` with ``pool_processes``): its capacity search
 (:func:`streams.predict.model.model_capacity`, SLA 1 s), as a prediction pays it once per
@@ -36,6 +43,8 @@ import numpy as np
 from solvers.paper000 import _BURSTY_D0, _BURSTY_D1
 from solvers.pools import PoolSpec, largest_meeting, solve_pools
 from solvers.pools_bursty import solve_pools_bursty
+from solvers.pools_general import solve_pools_general
+from solvers.pools_spread import SPREAD_FLAG, solve_pools_spread
 from solvers.processes import MAP
 
 DEMANDS = [0.02, 0.03, 0.05]
@@ -47,10 +56,43 @@ CASES = {
     "two pools (8 web, 6 app+db)": (False, [PoolSpec(8, 0, 1), PoolSpec(6, 1, 3)]),
     "nested (6 app+db, 3 db)": (False, [PoolSpec(6, 1, 3), PoolSpec(3, 2, 3)]),
     "bursty db behind 6": (True, [PoolSpec(6, 1, 3)]),
+    "4 classes 1/1/2/40x, 6": ("classes", [PoolSpec(6, 1, 3)]),
+    "the same by the held chain": ("chain", [PoolSpec(6, 1, 3)]),
+    "testbed shape by the chain": ("testbed", [PoolSpec(2, 0, 2)]),
 }
+#: the real testbed's shape: app and db of one core, 4 classes of 3/3/6/120 ms at the db
+TESTBED = (np.array([[0.001] * 4, [0.003, 0.003, 0.006, 0.12]]), [1, 1])
+#: the multi-class case: per class multipliers on the app's and the db's demands, equal mix
+MULTIPLIERS = np.array([1.0, 1.0, 2.0, 40.0]) / 11.0
+#: the fixed point's steps of the last multi-class solve (counted by :func:`solve`)
+STEPS = {"n": 0}
 
 
-def solve(bursty: bool, pools: list[PoolSpec], n: int):
+def solve(bursty: bool | str, pools: list[PoolSpec], n: int):
+    D = np.array(DEMANDS)[:, None] * np.array([np.ones(4), 4 * MULTIPLIERS, 4 * MULTIPLIERS])
+    if bursty == "testbed":
+        res = solve_pools_spread(TESTBED[0], n, 1.0, TESTBED[1], pools)
+        STEPS["n"] = res.inner_solves if any(f.startswith(SPREAD_FLAG) for f in res.flags) \
+            else -1
+        return res
+    if bursty in ("classes", "chain"):
+        import solvers.pools_general as general
+        inner = general.solve_pools
+        calls = {"n": 0}
+
+        def counted(*args, **kw):
+            calls["n"] += 1
+            return inner(*args, **kw)
+        general.solve_pools = counted
+        try:
+            res = solve_pools_spread(D, n, 1.0, CORES, pools) if bursty == "chain" \
+                else solve_pools_general(D, n, 1.0, CORES, pools)
+        finally:
+            general.solve_pools = inner
+        chained = any(f.startswith(SPREAD_FLAG) for f in res.flags)
+        # the chain's own solves where it applied, the factor's held-network solves elsewhere
+        STEPS["n"] = res.inner_solves if chained else calls["n"] * len(pools)
+        return res
     if bursty:
         procs = [MAP.exponential(DEMANDS[0]), MAP.exponential(DEMANDS[1]),
                  BURSTY.scaled(DEMANDS[2])]
@@ -67,7 +109,9 @@ def main(argv: list[str] | None = None) -> int:
 
         def meets(n: int) -> bool:
             res = solve(bursty, pools, n)
-            counts.append(res.inner_solves)
+            # the multi-class case: every held-network solve of the fixed point's steps
+            counts.append(STEPS["n"] if bursty in ("classes", "chain", "testbed")
+                          else res.inner_solves)
             return bool(res.response_time[0] <= 1.0)
 
         start = time.perf_counter()

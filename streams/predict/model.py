@@ -81,6 +81,10 @@ for a token is scaled for the holding time's variability -- the classes' spread 
 tiers and the tiers' service SCVs (:attr:`SystemModel.scv`) -- as in M/G/c (Lee and Longton 1959),
 relative to the product-form network's own holding time
 (:func:`solvers.pools_general.solve_pools_general`: one class of exponential service is unchanged).
+Where the held tier of most spread can be (no pure delays),
+the factor gives way to the held chain with that tier's services as the classes' phase-type
+mixture (:func:`solvers.pools_spread.solve_pools_spread`): a request finding every token held
+waits for the dear request in service, which a factor on the token queue cannot know (flagged).
 One bursty tier held by one pool (first or last of its held tiers, no pure delays) is solved by
 :func:`solvers.pools_bursty.solve_pools_bursty` (the held tiers and the bursty tier's MAP as one
 chain: Mi et al. 2008's slow runs fill the pool, which the flow-equivalent station misses) at each
@@ -116,6 +120,7 @@ from solvers.open.fixed_population import INTERPOLATE_SPAN, WAVE_PHASE_SHARE, op
 from solvers.pools import PoolSpec
 from solvers.pools_bursty import held_chain_applies, solve_pools_bursty
 from solvers.pools_general import solve_pools_general
+from solvers.pools_spread import SPREAD_FLAG, solve_pools_spread
 from solvers.processes import MAP
 from solvers.response_time import DEFAULT_LEVELS, ArrivalLaw, response_time_quantiles, \
     response_time_quantiles_many
@@ -656,7 +661,9 @@ class SystemModel:
                                known=known, floor=floor)
 
     def _pool_point(self, n: int) -> Point:
-        """The pool model at ``n`` (:func:`solvers.pools_general.solve_pools_general`): tiers
+        """The pool model at ``n`` (:func:`solvers.pools_spread.solve_pools_spread`: a held tier
+        of spread beyond exponential in the held chain, else
+        :func:`solvers.pools_general.solve_pools_general`; with pure delays the latter): tiers
         read back as :meth:`_read_back`, each class's response time plus every pool's wait
         (the same for every class: FCFS on the token), which the owning tier's residence holds
         (as the tier's own response time measures it)."""
@@ -664,10 +671,12 @@ class SystemModel:
             res = solve_pools_bursty(self.pool_processes or [], int(n), self.think_time,
                                      self.servers, self.pools, self.mix, self.D_mc)
             Rm = np.array(res.residence_time, dtype=float)
-        elif self.delays is None:
-            res = solve_pools_general(self.D_mc, int(n), self.think_time, self.servers,
-                                      self.pools, self.mix, self.scv)
+        elif self.delays is None or not np.any(self.delays):
+            res = solve_pools_spread(self.D_mc, int(n), self.think_time, self.servers,
+                                     self.pools, self.mix, self.scv)
             Rm = np.array(res.residence_time, dtype=float)
+            self._flag_once([_TIER_INDEX.sub(lambda t: self.tiers[int(t.group(1))], f)
+                             for f in res.flags if f.startswith(SPREAD_FLAG)], n)
         else:   # each tier's delay a station of its own, inside the holding time of its pools
             D2, c2, pools2 = with_delay_stations(self.D_mc, self.servers, self.delays,
                                                  self.pools)
@@ -684,6 +693,16 @@ class SystemModel:
         return Point(int(n), X, Rm, Rc, X * self.D / self.servers, None, "pools",
                      np.asarray(res.pool_utilization, dtype=float),
                      np.asarray(res.pool_waiting_time, dtype=float))
+
+    def _flag_once(self, flags: list[str], n: int) -> None:
+        """Each of ``flags`` into :attr:`flags` once per kind, with the population it was
+        first met at."""
+        kinds = {_flag_kind(f) for f in self.flags}
+        for text in flags:
+            text = f"{text} (from {n} users)"
+            if _flag_kind(text) not in kinds:
+                self.flags.append(text)
+                kinds.add(_flag_kind(text))
 
     def _bursty_pool_applies(self, n: int) -> bool:
         """:attr:`pool_processes` solve the pool point at ``n``: where the bursty tier's held
