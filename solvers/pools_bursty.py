@@ -351,9 +351,11 @@ def _held_chain(proc: MAP, b: int, index: int, pools: list[PoolSpec], Dmc: np.nd
     Q = Q - coo_matrix((np.asarray(Q.sum(axis=1)).ravel(), (np.arange(n), np.arange(n))),
                        shape=(n, n)).tocsr()
     pi = anchored_stationary(Q, 0, "COLAMD")
-    if not np.all(np.isfinite(pi)) or pi.max() > 1e100:   # the empty pool unlikely: anchor
-        pi = anchored_stationary(Q, int(np.nanargmax(np.where(np.isfinite(pi), pi, -1.0))),
-                                 "COLAMD")
+    if not np.all(np.isfinite(pi)) or pi.max() > 1e100 or pi.min() < -1e-9 * pi.max():
+        # the empty pool so unlikely that the solve against it lost all precision: anchor
+        # at the level the exponential pool model finds likeliest (its requests at the pool)
+        likely = int(round(float(base.pool_busy[index] + base.pool_queue[index])))
+        pi = anchored_stationary(Q, int(offset[min(max(likely, 0), N)]), "COLAMD")
     pi = np.clip(pi, 0.0, None)
     pi /= pi.sum()
     X = float(pi @ done)

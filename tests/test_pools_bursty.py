@@ -208,3 +208,19 @@ def test_a_bursty_db_behind_the_pool_against_the_simulation():
     mean_only = solve_pools([0.02, 0.03, 0.05], 150, 1.0, [4, 4, 8], [PoolSpec(6, 1, 3)])
     assert mean_only.throughput > 1.05 * X
     assert abs(mean_only.throughput / X - 1) > 2 * abs(got.throughput / X - 1)
+
+
+def test_a_held_chain_whose_empty_pool_is_unlikely_is_solved_from_a_likely_level():
+    """A 4-core app held with an 8-core db behind a pool of 6, 149 users: the solve anchored
+    at the empty pool loses its precision (entries of +-1e16); anchored at the level the
+    exponential model finds likeliest it gives the curve its neighbours give, finite."""
+    D = np.array([[0.02, 0.02], [0.02, 0.04], [0.05, 0.05]])
+    rates = np.array([1 / 0.02, 1 / 0.04])
+    app = MAP(np.diag(-rates), np.outer(rates, [0.5, 0.5]))
+    procs = [MAP.exponential(0.02), app, MAP.exponential(0.05)]
+    pools = [PoolSpec(6, 1, 3, "conn")]
+    got = {n: solve_pools_bursty(procs, n, 1.0, [4, 4, 8], pools, [0.5, 0.5], D)
+           for n in (140, 149, 160)}
+    assert np.isfinite(got[149].response_time).all()
+    assert got[149].throughput == pytest.approx(got[160].throughput, rel=1e-9)
+    assert got[140].response_time[0] < got[149].response_time[0] < got[160].response_time[0]

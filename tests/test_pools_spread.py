@@ -113,7 +113,7 @@ def test_a_chain_that_does_not_solve_finitely_leaves_the_factor():
     system): where the held chain's station gives no finite solution the factor stands."""
     D = np.array([[0.02, 0.02], [0.02, 0.04], [0.05, 0.05]])
     pools = [PoolSpec(6, 1, 3, "conn")]
-    for n in (20, 149):          # at 149 the chain reads NaN (at this commit)
+    for n in (20, 149):          # at 149 the empty pool is ~1e-16 as likely as the likeliest state
         got = solve_pools_spread(D, n, 1.0, [4, 4, 8], pools, [0.5, 0.5])
         assert np.isfinite(got.throughput) and np.all(np.isfinite(got.response_time))
         if not any(f.startswith(SPREAD_FLAG) for f in got.flags):
