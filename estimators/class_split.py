@@ -298,13 +298,11 @@ class SplitSums:
         C = len(self.classes)
         T, u, z = block[0], block[1] / block[0], block[2] / block[0]
         n, nr = block[3:3 + C], block[3 + C:]
-        add = np.add.reduce                 # ndarray.sum without its Python wrapper
-        total, xr = float(add(n)) / T, float(add(nr)) / T      # sum X, sum X R
+        total, xr = float(n.sum()) / T, float(nr.sum()) / T      # sum X, sum X R
         if not (total > 0 and z > 0 and xr > 0):
             return
-        # every class seen in the block (the usual case): each np.where(seen, a, b) is a
-        seen = None if all(k > 0 for k in n.tolist()) else n > 0
-        R = nr / n if seen is None else np.where(seen, nr / np.where(seen, n, 1.0), 0.0)
+        seen = n > 0
+        R = np.where(seen, nr / np.where(seen, n, 1.0), 0.0)
         d_bar = z / total
         # a block's class mean is noisier the longer the queue (its variance grows with
         # R^2 / n): its share counts n / s^2, s = sum X R / z >= 1
@@ -312,12 +310,11 @@ class SplitSums:
         if not (stretch < 1e150 and np.isfinite(nr).all()):
             # a weight n / stretch^2 below 1e-300 adds nothing, and an infinite term would add NaN
             return
-        v = (n if seen is None else np.where(seen, n, 0.0)) / stretch ** 2
+        v = np.where(seen, n, 0.0) / stretch ** 2
         vu = v * u
         common = np.array((v, vu, vu * u)).T                        # (C, 3)
-        wait = R - (xr - z) / total
         for d, y in (("ps", R * (z / xr) / d_bar),
-                     ("fcfs", (wait if seen is None else np.where(seen, wait, 0.0)) / d_bar)):
+                     ("fcfs", np.where(seen, R - (xr - z) / total, 0.0) / d_bar)):
             s = self.sums[d]
             s[:, 2:5] += common
             s[:, 5] += v * y
@@ -383,22 +380,10 @@ def class_split(sums: SplitSums, min_completions: float = MIN_COMPLETIONS
         return None
     ps, fc = sums.sums["ps"], sums.sums["fcfs"]
     w = ps[:, 0]
-    seen, every = False, True
-    for v in w.tolist():
-        if v > 0:
-            if v < min_completions:
-                return None
-            seen = True
-        else:
-            every = False
-    if not seen:
+    wl = w.tolist()
+    if not any(v > 0 for v in wl) or any(0 < v < min_completions for v in wl):
         return None
-    # every class live (the usual case): each np.where(live, a, b) below is a itself
-    live = None if every else w > 0
-
-    def keep(a: np.ndarray, other: float | np.ndarray) -> np.ndarray:
-        return a if live is None else np.where(live, a, other)
-
+    live = w > 0
     total = np.add.reduce                   # ndarray.sum without its Python wrapper
     W = float(total(w))
     V = float(total(ps[:, 2]))
@@ -407,46 +392,41 @@ def class_split(sums: SplitSums, min_completions: float = MIN_COMPLETIONS
     span = 2.0 * 1.2816 * math.sqrt(var_u)
     # both disciplines at once, rows (ps, fcfs): elementwise, each row as alone
     s = np.array((ps, fc))                                          # (2, C, 8)
-    sw = keep(s[:, :, 0], 1.0)
-    raw2 = keep(s[:, :, 1] / sw, 0.0)
+    sw = np.where(live, s[:, :, 0], 1.0)
+    raw2 = np.where(live, s[:, :, 1] / sw, 0.0)
     pool = sums.pool                        # the ratio of the pooled means (module docstring)
-    r_bar = keep(pool[:-1, 0] / sw[0], 0.0)
+    r_bar = np.where(live, pool[:-1, 0] / sw[0], 0.0)
     xr = float(pool[:-1, 1] @ r_bar)
     if xr > 0:
         raw2[0] = r_bar * (float(pool[-1, 0]) / xr)
     out2 = np.maximum(raw2, 0.0)
-    raw_ps, raw_fc = raw2
-    out_ps, out_fc = out2
+    raw = {"ps": raw2[0], "fcfs": raw2[1]}
+    out = {"ps": out2[0], "fcfs": out2[1]}
     score: dict[str, float | None] = {"ps": None, "fcfs": None}
     if span >= MIN_SPAN:
-        mask = (s[:, :, 2] > 0) if live is None else live & (s[:, :, 2] > 0)
-        sv = np.where(mask, s[:, :, 2], 1.0)
+        sv = np.where(live & (s[:, :, 2] > 0), s[:, :, 2], 1.0)
         mu, y = s[:, :, 3] / sv, s[:, :, 5] / sv
         var = s[:, :, 4] / sv - mu * mu
         cov = s[:, :, 6] / sv - mu * y
         with np.errstate(divide="ignore", invalid="ignore"):
             slope = np.where(var > 1e-12, cov / var, 0.0)
-            rel = np.where((y > 0) if live is None else live & (y > 0),
-                           np.abs(slope) * span / np.where(y > 0, y, 1.0), 0.0)
+            rel = np.where(live & (y > 0), np.abs(slope) * span / np.where(y > 0, y, 1.0),
+                           0.0)
         # busy time per class as each discipline reads it: a reading that makes a light
         # class heavy is judged on that class too
-        weight = keep(out2 * w, 0.0)
+        weight = np.where(live, out2 * w, 0.0)
         num, den = total(rel * weight, 1).tolist(), total(weight, 1).tolist()
         score = {d: num[i] / den[i] if den[i] > 0 else None for i, d in enumerate(DISCIPLINES)}
-    spread = keep(fc[:, 7] / keep(fc[:, 0], 1.0) - raw_fc ** 2, 0.0)
+    spread = np.where(live, fc[:, 7] / np.where(live, fc[:, 0], 1.0) - raw["fcfs"] ** 2, 0.0)
     se = np.sqrt(np.maximum(spread, 0.0) / max(sums.windows, 1.0))
     # the readings' difference beyond two standard errors of the (noisier) FCFS reading
-    gap = np.maximum(np.abs(out_ps - out_fc) - 2.0 * se, 0.0)
-    diff = gap / np.maximum(np.maximum(out_ps, out_fc), 1e-300)
-    if live is not None:
-        diff, raw_live, se_live = diff[live], raw_fc[live], se[live]
-    else:
-        raw_live, se_live = raw_fc, se
-    agreement = float(total(diff)) / diff.size        # ndarray.mean, bit for bit
+    gap = np.maximum(np.abs(out["ps"] - out["fcfs"]) - 2.0 * se, 0.0)
+    diff = gap / np.maximum(np.maximum(out["ps"], out["fcfs"]), 1e-300)
+    agreement = float(diff[live].mean())
     decided, discipline, reason = False, "ps", None
     a, b = score["ps"], score["fcfs"]
-    d_bar = float(total(out_ps * w) / W)
-    if (raw_live < -np.maximum(NEGATIVE * d_bar, 3.0 * se_live)).any():
+    d_bar = float(total(out["ps"] * w) / W)
+    if (raw["fcfs"][live] < -np.maximum(NEGATIVE * d_bar, 3.0 * se[live])).any():
         decided = True                     # R_c < W for some class: not one shared FCFS wait
     elif a is not None and b is not None:
         if a < DECIDE_RATIO * b:
@@ -461,11 +441,12 @@ def class_split(sums: SplitSums, min_completions: float = MIN_COMPLETIONS
                   f"discipline undecided: load-dependence scores PS {a:.3g}, FCFS {b:.3g} "
                   f"and the splits differ by {100 * agreement:.0f}%")
     names = tuple(sums.classes)
-    by = {"ps": dict(zip(names, out_ps.tolist())), "fcfs": dict(zip(names, out_fc.tolist()))}
     return ClassSplit(
-        classes=names, demands=dict(by[discipline]), discipline=discipline,
-        by_discipline=by, scores=score, decided=decided, identified=identified,
-        agreement=agreement, span=span, reason=reason)
+        classes=names, demands=dict(zip(names, out[discipline].tolist())),
+        discipline=discipline,
+        by_discipline={d: dict(zip(names, v.tolist())) for d, v in out.items()},
+        scores=score, decided=decided, identified=identified, agreement=agreement,
+        span=span, reason=reason)
 
 
 def above_response(demands: Mapping[str, float], response: Mapping[str, float],
