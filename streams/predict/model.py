@@ -697,12 +697,16 @@ class SystemModel:
     def _flag_once(self, flags: list[str], n: int) -> None:
         """Each of ``flags`` into :attr:`flags` once per kind, with the population it was
         first met at."""
+        self._add_flags([f"{text} (from {n} users)" for text in flags])
+
+    def _add_flags(self, texts: list[str]) -> None:
+        """Each of ``texts`` into :attr:`flags` unless one of its kind (:func:`_flag_kind`,
+        numbers aside) is there: a capacity search's probes add one line, not one a probe."""
         kinds = {_flag_kind(f) for f in self.flags}
-        for text in flags:
-            text = f"{text} (from {n} users)"
+        for text in texts:
             if _flag_kind(text) not in kinds:
-                self.flags.append(text)
                 kinds.add(_flag_kind(text))
+                self.flags.append(text)
 
     def _bursty_pool_applies(self, n: int) -> bool:
         """:attr:`pool_processes` solve the pool point at ``n``: where the bursty tier's held
@@ -717,8 +721,7 @@ class SystemModel:
         text = (f"{POOL_FLAG}bursty tier solved as exponential with its mean demand from "
                 f"{n} users (its held chain does not apply there: over the chain's budget, or "
                 f"no think time or other held demand)")
-        if _flag_kind(text) not in {_flag_kind(f) for f in self.flags}:
-            self.flags.append(text)
+        self._add_flags([text])
         return False
 
     def _quantile_capacity(self, mean_cap: tuple[int | None, bool]) -> tuple[int | None, bool]:
@@ -844,16 +847,12 @@ class SystemModel:
         :attr:`flags`, with tier names for the solver's indices and the population
         they were first met at: one flag of each kind (numbers aside) per model, so a
         capacity search's probes add one line, not one per probe."""
-        seen = {_flag_kind(f) for f in self.flags}
-        for flag in flags:
-            if (flag.startswith("Little's law") and little < LITTLE_FLAG
-                    or flag.startswith(SWING_FLAG)):
-                continue
-            named = _TIER_INDEX.sub(lambda m: self._tier_name(int(m.group(1))), flag)
-            text = f"{SOLVER_FLAG}{n} users: {named}"
-            if _flag_kind(text) not in seen:
-                seen.add(_flag_kind(text))
-                self.flags.append(text)
+        self._add_flags([
+            f"{SOLVER_FLAG}{n} users: "
+            + _TIER_INDEX.sub(lambda m: self._tier_name(int(m.group(1))), flag)
+            for flag in flags
+            if not (flag.startswith("Little's law") and little < LITTLE_FLAG
+                    or flag.startswith(SWING_FLAG))])
 
     def _tier_name(self, index: int) -> str:
         return self.tiers[index] if 0 <= index < len(self.tiers) else f"tier {index}"
