@@ -53,6 +53,7 @@ mixture with that law of ``K``, scaled to the network's mean wait likewise.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -101,6 +102,11 @@ class BurstyTier:
     #: the tiers after it, :mod:`solvers.response_time.waves`)
     chain: tuple[np.ndarray, ...] | None = None
 
+    @functools.cached_property
+    def _wait_moments(self) -> tuple[float, float]:
+        """The wait's first two moments at its own time scale (every class's, scaled)."""
+        return _chain_passage_moments(self.A0, self.A1, self.busy)
+
     def moments(self, wait_scale: float, service_scale: float) -> tuple[float, float]:
         """Mean and variance of the sojourn (the wait's and the service's, the covariance
         left out: for sizing the lattice), with the wait's time multiplied by
@@ -109,7 +115,7 @@ class BurstyTier:
         s2 = self.proc.moment(2) * service_scale ** 2
         if self.busy.shape[0] == 0 or not wait_scale > 0:
             return s1, max(s2 - s1 * s1, 0.0)
-        w1, w2 = _chain_passage_moments(self.A0, self.A1, self.busy)
+        w1, w2 = self._wait_moments
         w1, w2 = w1 * wait_scale, w2 * wait_scale ** 2
         return w1 + s1, max(w2 - w1 * w1, 0.0) + max(s2 - s1 * s1, 0.0)
 
