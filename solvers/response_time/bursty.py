@@ -67,7 +67,7 @@ from solvers.linalg.anchored import anchored_stationary
 from solvers.processes import MAP
 
 from .arrival import ArrivalLaw
-from .mapnet import _chain_kernel, _chain_passage_moments
+from .mapnet import _chain_kernel, _chain_passage_moments, _chain_transfer
 from .waves import wave_waits
 from .sojourn import SPAN, GridDistribution, TierWait, _pgf, _phase_transform, \
     _real_times_complex, quantiles, tier_wait
@@ -135,13 +135,14 @@ class BurstyTier:
         if self.busy.shape[0] == 0:
             return np.stack([sigma @ self.idle for sigma in sigmas])
         A0, A1 = self.A0 / wait_scale, self.A1 / wait_scale
-        Kw = _chain_kernel(A0, A1, h, size)                               # (f, d, d)
+        L = _chain_transfer(A0, h, size)                  # kernel on A0: L A1 (f, d, d)
+        d = A0.shape[0]
+        Kw = (L.reshape(-1, d) @ A1).reshape(f, d, d)
         acc = _horner(self.busy, Kw)                                      # (f, d)
         if self.one_core:
             lead = np.matmul(acc[:, None, :], Kw)[:, 0, :]
-        else:
-            Ew = _chain_kernel(A0, np.diag(A1.sum(axis=1)), h, size)
-            lead = np.matmul(acc[:, None, :], Ew)[:, 0, :]
+        else:                                   # the last completion: L diag(A1 1)
+            lead = np.matmul(acc[:, None, :], L)[:, 0, :] * A1.sum(axis=1)
         out = []
         for sigma in sigmas:
             end = sigma if self.one_core else sigma[:, self.start]
@@ -214,8 +215,11 @@ def bursty_tier(proc: MAP, cores: int, population: int, arrival: np.ndarray, *,
         raise ValueError(f"cores: a bursty tier of {c} cores at {N} jobs is past the per-job "
                          f"station's reach")
     tr = _speed_scaled(N, proc, 1) if one else _per_job(N, proc, c)
-    sizes = np.full(N + 1, K) if one else np.array(
-        [_level_states(proc, min(n, c)) for n in range(N + 1)])
+    if one:
+        sizes = np.full(N + 1, K)
+    else:                                     # levels from c up repeat level c's states
+        head = [_level_states(proc, n) for n in range(min(c, N) + 1)]
+        sizes = np.array(head + head[-1:] * (N - min(c, N)))
     first = np.concatenate([[0], np.cumsum(sizes)])
     S = int(first[-1])
     rate = tr.with_arrivals(np.append(lam, 0.0))

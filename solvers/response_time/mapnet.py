@@ -75,12 +75,21 @@ def _kernel(proc: MAP, scale: float, h: float, size: int) -> np.ndarray:
 def _chain_kernel(A0: np.ndarray, A1: np.ndarray, h: float, size: int) -> np.ndarray:
     """``(size/2 + 1, k, j)``: the transform of the triangular-kernel masses of the matrix
     kernel ``e^{A0 t} A1`` (``A0`` a sub-generator, ``A1`` ``k x j``; module docstring)."""
+    L = _chain_transfer(A0, h, size)
+    return (L.reshape(-1, L.shape[2]) @ A1).reshape(L.shape[0], L.shape[1], -1)
+
+
+def _chain_transfer(A0: np.ndarray, h: float, size: int) -> np.ndarray:
+    """``(size/2 + 1, k, k)``: ``L(w)`` with ``L(w) A1`` the transform of
+    :func:`_chain_kernel`'s masses for any ``A1`` -- they are linear in ``A1``, so kernels on
+    the same ``A0`` (a full level's completions and its last one) share one solve a
+    frequency."""
     k = A0.shape[0]
     eye = np.eye(k)
     B = linalg.expm(A0 * h)
     inv = np.linalg.inv(A0)
-    K0 = (inv @ inv @ (B - eye) - h * inv) @ A1 / h
-    V = (B - eye) @ (B - eye) @ inv @ inv @ A1 / h
+    K0 = (inv @ inv @ (B - eye) - h * inv) / h
+    V = (B - eye) @ (B - eye) @ inv @ inv / h
     w = _unit_roots(size)[0][0]
     A = eye[None] - w[:, None, None] * B[None]
     return K0[None] + w[:, None, None] * np.linalg.solve(A, np.broadcast_to(
