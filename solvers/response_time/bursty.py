@@ -205,13 +205,15 @@ def _banded_stationary(Q: sparse.sparray, anchor: int) -> np.ndarray:
     partial pivoting, as :func:`solvers.linalg.anchored.anchored_stationary` solves it
     sparsely: a third of its time on these chains). :class:`numpy.linalg.LinAlgError`
     when the system is singular."""
-    QT = sparse.coo_array(Q.T)
-    QT.sum_duplicates()
-    S = QT.shape[0]
-    off = QT.row != anchor
-    r = np.append(QT.row[off], anchor)
-    c = np.append(QT.col[off], anchor)
-    v = np.append(QT.data[off], 1.0)
+    Qr = sparse.csr_array(Q)
+    Qr.sum_duplicates()
+    S = Qr.shape[0]
+    col = Qr.indices                              # Q^T's entry (col, row) is Q's (row, col)
+    row = np.repeat(np.arange(S), np.diff(Qr.indptr))
+    off = col != anchor
+    r = np.append(col[off], anchor)
+    c = np.append(row[off], anchor)
+    v = np.append(Qr.data[off], 1.0)
     kl, ku = int(max((r - c).max(), 0)), int(max((c - r).max(), 0))
     ab = np.zeros((2 * kl + ku + 1, S))           # dgbsv's layout: kl rows for the fill
     ab[kl + ku + r - c, c] = v
