@@ -168,12 +168,12 @@ def _horner(F: np.ndarray, Kw: np.ndarray) -> np.ndarray:
     B = -(-R // s)
     coef = np.zeros((B, s * d))
     coef.reshape(-1)[:R * d] = F.ravel()
-    powers = np.empty((f, s, d, d), dtype=complex)
-    powers[:, 0] = np.eye(d)
+    powers = np.empty((s, f, d, d), dtype=complex)        # each power contiguous: BLAS
+    powers[0] = np.eye(d)
     for i in range(1, s):
-        np.matmul(powers[:, i - 1], Kw, out=powers[:, i])
-    step = np.matmul(powers[:, -1], Kw)                                   # K^s
-    flat = powers.reshape(f, s * d, d).transpose(1, 0, 2).reshape(s * d, f * d)
+        np.matmul(powers[i - 1], Kw, out=powers[i])
+    step = np.matmul(powers[-1], Kw)                                      # K^s
+    flat = powers.transpose(0, 2, 1, 3).reshape(s * d, f * d)
     blocks = _real_times_complex(coef, flat).reshape(B, f, d)
     acc = blocks[-1]
     for b in range(B - 2, -1, -1):
