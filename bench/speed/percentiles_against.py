@@ -108,8 +108,8 @@ def one_model(impls: dict[str, ModuleType], key: str, repeat: int) -> list[str]:
         laws.append(m.quantiles_many([m.at(n), m.at(n_fc)]))
     same = all(np.array_equal(a, b) for a, b in zip(*laws))
     apart = max(float(np.abs(a / b - 1.0).max()) for a, b in zip(*laws))
-    rows.append(f"({key}) the same quantiles bit for bit: {same} (at most {100 * apart:.3f}% "
-                f"apart)")
+    rows.append(f"({key}) the same quantiles bit for bit: {same} (at most {apart:.1e} of "
+                f"each other apart)")
     return rows
 
 
