@@ -201,10 +201,12 @@ def _banded_stationary(Q: sparse.sparray, anchor: int) -> np.ndarray:
     """The unnormalised ``pi`` with ``pi Q = 0`` and ``pi[anchor] = 1`` for a chain stored
     level by level (its transitions between neighbouring levels only: ``Q^T`` is banded, a
     few dozen diagonals on a side): the anchor's balance equation, which follows from the
-    others, replaced by ``pi[anchor] = 1`` and the band solved by LAPACK's ``dgbsv`` (LU with
-    partial pivoting, as :func:`solvers.linalg.anchored.anchored_stationary` solves it
-    sparsely: a third of its time on these chains). :class:`numpy.linalg.LinAlgError`
-    when the system is singular."""
+    others, replaced by ``pi[anchor] = 1`` and the band solved by LAPACK's ``dgbsv``: band
+    Gaussian elimination with partial pivoting (Golub and Van Loan 2013, section 4.3), whose
+    fill stays inside the band -- the equations
+    :func:`solvers.linalg.anchored.anchored_stationary` solves by a sparse LU, in a third of
+    its time on these chains. :class:`numpy.linalg.LinAlgError` when the system is
+    singular."""
     Qr = sparse.csr_array(Q)
     Qr.sum_duplicates()
     S = Qr.shape[0]

@@ -114,7 +114,8 @@ def _chain_passage_moments(A0: np.ndarray, A1: np.ndarray, F: np.ndarray
     ``P = (-A0)^{-1} A1``, ``Q_1 = (-A0)^{-2} A1`` (the first completion's time and the
     state it leaves, then the rest). The recursion is linear in ``x_j = (m1(j), m2(j), 1)``,
     ``x_j = M x_{j-1}``: the ``x_j`` of :data:`MOMENT_BLOCK` levels at once, one product by
-    ``M^B`` a block (a few dozen steps instead of four vector products a level)."""
+    ``M^B`` a block (baby steps and giant steps, Paterson and Stockmeyer 1973: a few dozen
+    steps instead of four vector products a level)."""
     d = A0.shape[0]
     inv = np.linalg.inv(-A0)
     one = np.ones(d)

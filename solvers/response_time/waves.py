@@ -96,8 +96,9 @@ def _levels(v: np.ndarray, R: np.ndarray, d1: np.ndarray, beyond: np.ndarray, le
     beyond, ``v R^k beyond``, is at most :data:`TAIL` (``left``: ``v beyond``), at most
     :data:`MAX_LEVELS` of them; and the mass beyond the last. By blocks of :data:`BLOCK`
     levels: ``v R^{bB}`` against the columns ``R^i d1`` and ``R^i beyond``, ``i < B`` (two
-    small matrix products a block, then one step ``R^B``), instead of three vector products a
-    level -- the same sums, the waves' queues run to thousands of levels near saturation."""
+    small matrix products a block, then one step ``R^B``: baby steps and giant steps,
+    Paterson and Stockmeyer 1973), instead of three vector products a level -- the same
+    sums; the waves' queues run to thousands of levels near saturation."""
     if left <= TAIL:
         return np.zeros(0), left
     P = R.shape[0]
