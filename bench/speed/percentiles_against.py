@@ -10,7 +10,8 @@ between two such runs by more than a change to the laws does. Here the other tre
 ``solvers/response_time`` is loaded beside this one's as a package of its own and
 :mod:`streams.predict.model` calls one or the other (the exponential network's laws and the
 MAP network's: the bursty tiers' chains, the exact chain, the open tiers), alternating run by
-run, so both see the same load. Everything else (the MVA solve, the pipeline) is this tree's. Printed per tree:
+run, so both see the same load. Everything else (the MVA solve, the pipeline) is this tree's.
+Printed per tree:
 ``bench.speed.percentiles``' one-model figures (CPU time, medians: the solve, ``+quantiles``
 and ``p95 SLO`` over the solve) and its pipeline workload's CPU time (``always``, ``p95 SLO``
 over ``default``), and whether both trees' quantiles are equal bit for bit (else how far
