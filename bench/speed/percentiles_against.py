@@ -8,8 +8,10 @@ Run from the repository root::
 ``bench.speed.percentiles`` times one tree per process; on a shared host the load moves
 between two such runs by more than a change to the laws does. Here the other tree's
 ``solvers/response_time`` is loaded beside this one's as a package of its own and
-:mod:`streams.predict.model` calls one or the other, alternating run by run, so both see the
-same load. Everything else (the MVA solve, the pipeline) is this tree's. Printed per tree:
+:mod:`streams.predict.model` calls one or the other (the exponential network's laws and the
+MAP network's: the bursty tiers' chains, the exact chain, the open tiers), alternating run by
+run, so both see the same load. Everything else (the MVA solve, the pipeline) is this tree's.
+Printed per tree:
 ``bench.speed.percentiles``' one-model figures (CPU time, medians: the solve, ``+quantiles``
 and ``p95 SLO`` over the solve) and its pipeline workload's CPU time (``always``, ``p95 SLO``
 over ``default``), and whether both trees' quantiles are equal bit for bit (else how far
@@ -42,6 +44,10 @@ from bench.speed.pipeline import run_pipeline, workload
 from streams.core.config import Config, SystemConfig
 
 NAMES = ("ArrivalLaw", "response_time_quantiles", "response_time_quantiles_many")
+#: the MAP network's laws, by submodule (the bursty tiers' chains, the exact chain's law, the
+#: open tiers' law)
+SUBMODULE_NAMES = (("bursty", "decomposed_quantiles"), ("mapnet", "map_network_quantiles"),
+                   ("open_law", "open_quantiles"))
 
 
 def load_other(tree: Path) -> ModuleType:
@@ -54,12 +60,16 @@ def load_other(tree: Path) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
+    for sub, _ in SUBMODULE_NAMES:
+        importlib.import_module(f"{spec.name}.{sub}")
     return module
 
 
 def use(impl: ModuleType) -> None:
     for name in NAMES:
         setattr(md, name, getattr(impl, name))
+    for sub, name in SUBMODULE_NAMES:
+        setattr(md, name, getattr(getattr(impl, sub), name))
 
 
 def _solve(base: md.SystemModel, n: int, n_fc: int, quantiles: bool) -> float:
@@ -99,8 +109,8 @@ def one_model(impls: dict[str, ModuleType], key: str, repeat: int) -> list[str]:
         laws.append(m.quantiles_many([m.at(n), m.at(n_fc)]))
     same = all(np.array_equal(a, b) for a, b in zip(*laws))
     apart = max(float(np.abs(a / b - 1.0).max()) for a, b in zip(*laws))
-    rows.append(f"({key}) the same quantiles bit for bit: {same} (at most {100 * apart:.3f}% "
-                f"apart)")
+    rows.append(f"({key}) the same quantiles bit for bit: {same} (at most {apart:.1e} of "
+                f"each other apart)")
     return rows
 
 

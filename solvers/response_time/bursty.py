@@ -53,20 +53,21 @@ mixture with that law of ``K``, scaled to the network's mean wait likewise.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import sparse
+from scipy.linalg.lapack import dgbsv
 
 from solvers.decomposition.stations import PER_JOB_MAX_CORES, _per_job, \
     _per_job_affordable, _level_states, _speed_scaled
 from solvers.decomposition.waves import _downstream_groups
-from solvers.linalg.anchored import anchored_stationary
 from solvers.processes import MAP
 
 from .arrival import ArrivalLaw
-from .mapnet import _chain_kernel, _chain_passage_moments
+from .mapnet import _chain_kernel, _chain_passage_moments, _chain_transfer
 from .waves import wave_waits
 from .sojourn import SPAN, GridDistribution, TierWait, _pgf, _phase_transform, \
     _real_times_complex, quantiles, tier_wait
@@ -101,6 +102,11 @@ class BurstyTier:
     #: the tiers after it, :mod:`solvers.response_time.waves`)
     chain: tuple[np.ndarray, ...] | None = None
 
+    @functools.cached_property
+    def _wait_moments(self) -> tuple[float, float]:
+        """The wait's first two moments at its own time scale (every class's, scaled)."""
+        return _chain_passage_moments(self.A0, self.A1, self.busy)
+
     def moments(self, wait_scale: float, service_scale: float) -> tuple[float, float]:
         """Mean and variance of the sojourn (the wait's and the service's, the covariance
         left out: for sizing the lattice), with the wait's time multiplied by
@@ -109,7 +115,7 @@ class BurstyTier:
         s2 = self.proc.moment(2) * service_scale ** 2
         if self.busy.shape[0] == 0 or not wait_scale > 0:
             return s1, max(s2 - s1 * s1, 0.0)
-        w1, w2 = _chain_passage_moments(self.A0, self.A1, self.busy)
+        w1, w2 = self._wait_moments
         w1, w2 = w1 * wait_scale, w2 * wait_scale ** 2
         return w1 + s1, max(w2 - w1 * w1, 0.0) + max(s2 - s1 * s1, 0.0)
 
@@ -129,13 +135,14 @@ class BurstyTier:
         if self.busy.shape[0] == 0:
             return np.stack([sigma @ self.idle for sigma in sigmas])
         A0, A1 = self.A0 / wait_scale, self.A1 / wait_scale
-        Kw = _chain_kernel(A0, A1, h, size)                               # (f, d, d)
+        L = _chain_transfer(A0, h, size)                  # kernel on A0: L A1 (f, d, d)
+        d = A0.shape[0]
+        Kw = (L.reshape(-1, d) @ A1).reshape(f, d, d)
         acc = _horner(self.busy, Kw)                                      # (f, d)
         if self.one_core:
             lead = np.matmul(acc[:, None, :], Kw)[:, 0, :]
-        else:
-            Ew = _chain_kernel(A0, np.diag(A1.sum(axis=1)), h, size)
-            lead = np.matmul(acc[:, None, :], Ew)[:, 0, :]
+        else:                                   # the last completion: L diag(A1 1)
+            lead = np.matmul(acc[:, None, :], L)[:, 0, :] * A1.sum(axis=1)
         out = []
         for sigma in sigmas:
             end = sigma if self.one_core else sigma[:, self.start]
@@ -161,12 +168,12 @@ def _horner(F: np.ndarray, Kw: np.ndarray) -> np.ndarray:
     B = -(-R // s)
     coef = np.zeros((B, s * d))
     coef.reshape(-1)[:R * d] = F.ravel()
-    powers = np.empty((f, s, d, d), dtype=complex)
-    powers[:, 0] = np.eye(d)
+    powers = np.empty((s, f, d, d), dtype=complex)        # each power contiguous: BLAS
+    powers[0] = np.eye(d)
     for i in range(1, s):
-        np.matmul(powers[:, i - 1], Kw, out=powers[:, i])
-    step = np.matmul(powers[:, -1], Kw)                                   # K^s
-    flat = powers.reshape(f, s * d, d).transpose(1, 0, 2).reshape(s * d, f * d)
+        np.matmul(powers[i - 1], Kw, out=powers[i])
+    step = np.matmul(powers[-1], Kw)                                      # K^s
+    flat = powers.transpose(0, 2, 1, 3).reshape(s * d, f * d)
     blocks = _real_times_complex(coef, flat).reshape(B, f, d)
     acc = blocks[-1]
     for b in range(B - 2, -1, -1):
@@ -190,6 +197,36 @@ def _likeliest_level(proc: MAP, cores: int, lam: np.ndarray) -> int:
     return int(np.argmax(np.concatenate([[0.0], np.cumsum(step)])))
 
 
+def _banded_stationary(Q: sparse.sparray, anchor: int) -> np.ndarray:
+    """The unnormalised ``pi`` with ``pi Q = 0`` and ``pi[anchor] = 1`` for a chain stored
+    level by level (its transitions between neighbouring levels only: ``Q^T`` is banded, a
+    few dozen diagonals on a side): the anchor's balance equation, which follows from the
+    others, replaced by ``pi[anchor] = 1`` and the band solved by LAPACK's ``dgbsv``: band
+    Gaussian elimination with partial pivoting (Golub and Van Loan 2013, section 4.3), whose
+    fill stays inside the band -- the equations
+    :func:`solvers.linalg.anchored.anchored_stationary` solves by a sparse LU, in a third of
+    its time on these chains. :class:`numpy.linalg.LinAlgError` when the system is
+    singular."""
+    Qr = sparse.csr_array(Q)
+    Qr.sum_duplicates()
+    S = Qr.shape[0]
+    col = Qr.indices                              # Q^T's entry (col, row) is Q's (row, col)
+    row = np.repeat(np.arange(S), np.diff(Qr.indptr))
+    off = col != anchor
+    r = np.append(col[off], anchor)
+    c = np.append(row[off], anchor)
+    v = np.append(Qr.data[off], 1.0)
+    kl, ku = int(max((r - c).max(), 0)), int(max((c - r).max(), 0))
+    ab = np.zeros((2 * kl + ku + 1, S))           # dgbsv's layout: kl rows for the fill
+    ab[kl + ku + r - c, c] = v
+    b = np.zeros(S)
+    b[anchor] = 1.0
+    _, _, x, info = dgbsv(kl, ku, ab, b, overwrite_ab=1, overwrite_b=1)
+    if info != 0 or not np.all(np.isfinite(x)):
+        raise np.linalg.LinAlgError(f"bursty tier's chain: singular (dgbsv info {info})")
+    return x
+
+
 def bursty_tier(proc: MAP, cores: int, population: int, arrival: np.ndarray, *,
                 keep_chain: bool = False) -> BurstyTier:
     """The found law and the full-level blocks of a bursty tier of ``cores`` cores serving
@@ -208,8 +245,11 @@ def bursty_tier(proc: MAP, cores: int, population: int, arrival: np.ndarray, *,
         raise ValueError(f"cores: a bursty tier of {c} cores at {N} jobs is past the per-job "
                          f"station's reach")
     tr = _speed_scaled(N, proc, 1) if one else _per_job(N, proc, c)
-    sizes = np.full(N + 1, K) if one else np.array(
-        [_level_states(proc, min(n, c)) for n in range(N + 1)])
+    if one:
+        sizes = np.full(N + 1, K)
+    else:                                     # levels from c up repeat level c's states
+        head = [_level_states(proc, n) for n in range(min(c, N) + 1)]
+        sizes = np.array(head + head[-1:] * (N - min(c, N)))
     first = np.concatenate([[0], np.cumsum(sizes)])
     S = int(first[-1])
     rate = tr.with_arrivals(np.append(lam, 0.0))
@@ -217,8 +257,7 @@ def bursty_tier(proc: MAP, cores: int, population: int, arrival: np.ndarray, *,
     Q = Q - sparse.diags_array(np.asarray(Q.sum(axis=1)).ravel())
     mode = _likeliest_level(proc, c, lam)
     here = np.flatnonzero(tr.level == mode)
-    pi = np.maximum(anchored_stationary(sparse.csr_array(Q), int(here[np.argmax(tr.prior[here])])),
-                    0.0)
+    pi = np.maximum(_banded_stationary(Q, int(here[np.argmax(tr.prior[here])])), 0.0)
     pi = pi / pi.sum()
     w = pi * np.append(lam, 0.0)[tr.level]
     w /= w.sum()

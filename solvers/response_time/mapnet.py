@@ -75,12 +75,21 @@ def _kernel(proc: MAP, scale: float, h: float, size: int) -> np.ndarray:
 def _chain_kernel(A0: np.ndarray, A1: np.ndarray, h: float, size: int) -> np.ndarray:
     """``(size/2 + 1, k, j)``: the transform of the triangular-kernel masses of the matrix
     kernel ``e^{A0 t} A1`` (``A0`` a sub-generator, ``A1`` ``k x j``; module docstring)."""
+    L = _chain_transfer(A0, h, size)
+    return (L.reshape(-1, L.shape[2]) @ A1).reshape(L.shape[0], L.shape[1], -1)
+
+
+def _chain_transfer(A0: np.ndarray, h: float, size: int) -> np.ndarray:
+    """``(size/2 + 1, k, k)``: ``L(w)`` with ``L(w) A1`` the transform of
+    :func:`_chain_kernel`'s masses for any ``A1`` -- they are linear in ``A1``, so kernels on
+    the same ``A0`` (a full level's completions and its last one) share one solve a
+    frequency."""
     k = A0.shape[0]
     eye = np.eye(k)
     B = linalg.expm(A0 * h)
     inv = np.linalg.inv(A0)
-    K0 = (inv @ inv @ (B - eye) - h * inv) @ A1 / h
-    V = (B - eye) @ (B - eye) @ inv @ inv @ A1 / h
+    K0 = (inv @ inv @ (B - eye) - h * inv) / h
+    V = (B - eye) @ (B - eye) @ inv @ inv / h
     w = _unit_roots(size)[0][0]
     A = eye[None] - w[:, None, None] * B[None]
     return K0[None] + w[:, None, None] * np.linalg.solve(A, np.broadcast_to(
@@ -93,24 +102,42 @@ def _passage_moments(proc: MAP, F: np.ndarray) -> tuple[float, float]:
     return _chain_passage_moments(proc.D0, proc.D1, F)
 
 
+#: found levels :func:`_chain_passage_moments` reads at once
+MOMENT_BLOCK = 32
+
+
 def _chain_passage_moments(A0: np.ndarray, A1: np.ndarray, F: np.ndarray
                            ) -> tuple[float, float]:
     """Mean and second moment of the time to the ``(n + 1)``-th completion of the chain
     ``(A0, A1)`` from the found law ``F[n, x]``: ``m1(j) = u + P m1(j-1)``,
     ``m2(j) = 2 (-A0)^{-2} 1 + 2 Q_1 m1(j-1) + P m2(j-1)`` with ``u = (-A0)^{-1} 1``,
     ``P = (-A0)^{-1} A1``, ``Q_1 = (-A0)^{-2} A1`` (the first completion's time and the
-    state it leaves, then the rest)."""
+    state it leaves, then the rest). The recursion is linear in ``x_j = (m1(j), m2(j), 1)``,
+    ``x_j = M x_{j-1}``: the ``x_j`` of :data:`MOMENT_BLOCK` levels at once, one product by
+    ``M^B`` a block (baby steps and giant steps, Paterson and Stockmeyer 1973: a few dozen
+    steps instead of four vector products a level)."""
+    d = A0.shape[0]
     inv = np.linalg.inv(-A0)
-    one = np.ones(A0.shape[0])
+    one = np.ones(d)
     u, P, Q1 = inv @ one, inv @ A1, inv @ inv @ A1
     second = 2.0 * inv @ inv @ one
-    m1 = np.zeros(A0.shape[0])
-    m2 = np.zeros(A0.shape[0])
+    M = np.zeros((2 * d + 1, 2 * d + 1))
+    M[:d, :d], M[:d, -1] = P, u
+    M[d:2 * d, :d], M[d:2 * d, d:2 * d], M[d:2 * d, -1] = 2.0 * Q1, P, second
+    M[-1, -1] = 1.0
+    B = MOMENT_BLOCK
+    X = np.empty((2 * d + 1, B))                       # x_1 .. x_B
+    X[:, 0] = M[:, -1]
+    for i in range(1, B):
+        X[:, i] = M @ X[:, i - 1]
+    step = np.linalg.matrix_power(M, B)
     mean = square = 0.0
-    for n in range(F.shape[0]):
-        m1, m2 = u + P @ m1, second + 2.0 * Q1 @ m1 + P @ m2
-        mean += float(F[n] @ m1)
-        square += float(F[n] @ m2)
+    for b in range(0, F.shape[0], B):
+        rows = F[b:b + B]
+        t = rows.shape[0]
+        mean += float(np.einsum("ix,xi->", rows, X[:d, :t]))
+        square += float(np.einsum("ix,xi->", rows, X[d:2 * d, :t]))
+        X = step @ X
     return mean, square
 
 
