@@ -121,8 +121,11 @@ def test_departures_of_a_stable_bursty_tier_carry_its_arrival_rate_in_waves(core
     it, fed them, waits longer than under Poisson arrivals (the waves of a slow run's end)."""
     proc = BURSTY.scaled(0.01 * cores / 8)
     rate = 0.6 * cores / proc.mean
-    dep = departure_process(proc, cores, rate)
-    assert dep.rate == pytest.approx(rate, rel=1e-6)
+    exact = departure_process(proc, cores, rate, negligible=1e-10)
+    assert exact.rate == pytest.approx(rate, rel=1e-6)
+    dep = departure_process(proc, cores, rate)     # phases below WAVE_PHASE_SHARE dropped,
+    assert dep.rate == pytest.approx(rate, rel=1e-12)     # the rate kept exactly
+    assert dep.D0.shape[0] <= exact.D0.shape[0]
     from solvers.departures import map_m_c_mean
     waved = map_m_c_mean(dep, 0.004, 4) / rate
     assert waved > mm_c(rate, 0.004, 4).wait + 0.004
