@@ -158,8 +158,9 @@ def departure_process(proc: MAP, cores: int, rate: float, *,
     (:func:`solvers.departures.lumped_departures`; phases with a share of its transitions
     below ``negligible`` dropped), its rates then scaled to carry ``rate`` exactly (flow
     conservation, as :func:`solvers.departures.through_tier` keeps it: the dropped phases'
-    flux, 4.5e-6 of it at 1e-6 on an 8-core bursty tier 60% busy, would otherwise leave a tier fed the
-    waves below its service time at low rates, and the search's model of ``R`` falling).
+    flux, 4.5e-6 of it at 1e-6 on an 8-core bursty tier 60% busy, would otherwise leave a
+    tier fed the waves below its service time at low rates, the search's model of ``R``
+    falling).
     ``None`` when the queue is not stable."""
     sol, (src, dst, base, up), starts, L = queues.m_map_c_chain(rate, proc, cores,
                                                                 per_job_max_cores)
