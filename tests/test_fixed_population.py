@@ -12,8 +12,8 @@ import pytest
 
 from solvers.mva import mva
 from solvers.open import mm_c
-from solvers.open.fixed_population import (departure_process, forget_held, population_at,
-                                           solve_fixed_population)
+from solvers.open.fixed_population import (departure_process, forget_held, open_at_rate,
+                                           population_at, solve_fixed_population)
 from solvers.paper000 import _BURSTY_D0, _BURSTY_D1
 from solvers.processes import MAP
 from streams.predict import prediction
@@ -121,8 +121,11 @@ def test_departures_of_a_stable_bursty_tier_carry_its_arrival_rate_in_waves(core
     it, fed them, waits longer than under Poisson arrivals (the waves of a slow run's end)."""
     proc = BURSTY.scaled(0.01 * cores / 8)
     rate = 0.6 * cores / proc.mean
-    dep = departure_process(proc, cores, rate)
-    assert dep.rate == pytest.approx(rate, rel=1e-6)
+    exact = departure_process(proc, cores, rate, negligible=1e-10)
+    assert exact.rate == pytest.approx(rate, rel=1e-6)
+    dep = departure_process(proc, cores, rate)     # phases below WAVE_PHASE_SHARE dropped,
+    assert dep.rate == pytest.approx(rate, rel=1e-12)     # the rate kept exactly
+    assert dep.D0.shape[0] <= exact.D0.shape[0]
     from solvers.departures import map_m_c_mean
     waved = map_m_c_mean(dep, 0.004, 4) / rate
     assert waved > mm_c(rate, 0.004, 4).wait + 0.004
@@ -172,6 +175,23 @@ def test_the_search_meets_its_tolerance_in_a_few_solves(n):
 
 LARGE = ([MAP.exponential(0.002), BURSTY.scaled(0.010), MAP.exponential(0.004),
           BURSTY.scaled(0.020)], [4, 8, 4, 16], 7.0)
+
+
+@pytest.mark.parametrize("rate", [0.5, 5.0, 50.0])
+def test_a_tier_fed_the_waves_never_takes_less_than_its_service_time(rate):
+    """The departures keep only their frequent phases (WAVE_PHASE_SHARE), rescaled to carry
+    the arrival rate: at low rates the tiers behind the bursty app take at least their service
+    time (the dropped phases' flux left the cache 4.2e-6 below it at 5 requests/s), so ``R``
+    rises with the rate and the search's model of it holds (2 solves at 40 users after 1)."""
+    procs, cores, z = LARGE
+    forget_held()
+    res, _ = open_at_rate(procs, rate, z, servers=cores)
+    assert res.stations[2].endswith("(waves)")
+    assert res.residence_time[2, 0] >= 0.004 and res.residence_time[3, 0] >= 0.020
+    assert float(res.response_time[0]) >= 0.036
+    forget_held()
+    solve_fixed_population(procs, 1, z, servers=cores)
+    assert solve_fixed_population(procs, 40, z, servers=cores).open_solves <= 2
 
 
 @pytest.mark.parametrize("n", [3000, 5000])

@@ -16,7 +16,7 @@ solve of the search:
   -D0 ((1 - gamma) 1 alpha + gamma I)``; its lag-1 autocorrelation printed beside the full
   process's;
 * **fewer phases**: the phases whose share of the process's transitions is below ``--shares``
-  dropped (the solver's ``WAVE_PHASE_SHARE`` is 1e-7).
+  dropped (the solver's ``WAVE_PHASE_SHARE`` is 1e-6).
 
 Deterministic (no simulation): the change in R and per tier against the full process; the
 simulation's errors are docs/accuracy.md's. Figures, no pass/fail.

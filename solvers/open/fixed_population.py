@@ -69,10 +69,13 @@ __all__ = ["FixedPopulationResult", "forget_held", "open_at_rate", "population_a
 RATE_TOL = 1e-5
 
 #: the departure process's phases with a smaller share of its transitions are dropped: the
-#: ``MAP/M/c`` queues it feeds cost the cube of its phases (105 phases at 1e-10, 90 at this
-#: share on the large-population network at 5,000 users); against 1e-10 there, 1,000-5,000
-#: users, a tier's residence time moved by at most 7.8e-4 of itself, ``R`` by 1.3e-4
-WAVE_PHASE_SHARE = 1e-7
+#: ``MAP/M/c`` queues it feeds cost the cube of its phases (105 phases at 1e-10, 90 at 1e-7,
+#: 80 at this share on the large-population network at 5,000 users: a full open solve ~30%
+#: less CPU than at 1e-7); against 1e-10 there, 1,000-5,000 users, ``X`` moved by at most
+#: 3.7e-5 of itself, ``R`` by 6.8e-4, a tier's residence time by 5.2e-3 (1e-7: 3.8e-6,
+#: 1.2e-4, 7.8e-4), the capacity at mean-R SLAs of 0.25-3 s by 2.5e-4 (4,054 users against
+#: 4,055 at 0.5 s; 2e-6 moved it by 1.2e-3) -- against the route's 3.5-12% error on ``R``
+WAVE_PHASE_SHARE = 1e-6
 
 #: how far ``G 1`` of the queues fed the waves may be from 1
 #: (:func:`solvers.departures.map_m_c_mean`): logarithmic reduction converges quadratically, so
@@ -153,7 +156,12 @@ def departure_process(proc: MAP, cores: int, rate: float, *,
     (``pi_L R^2 (I - R)^{-1}``, transitions as level ``L``'s: the levels repeat), then every
     level from ``L`` up lumped onto ``L``'s phases
     (:func:`solvers.departures.lumped_departures`; phases with a share of its transitions
-    below ``negligible`` dropped). ``None`` when the queue is not stable."""
+    below ``negligible`` dropped), its rates then scaled to carry ``rate`` exactly (flow
+    conservation, as :func:`solvers.departures.through_tier` keeps it: the dropped phases'
+    flux, 4.5e-6 of it at 1e-6 on an 8-core bursty tier 60% busy, would otherwise leave a
+    tier fed the waves below its service time at low rates, the search's model of ``R``
+    falling).
+    ``None`` when the queue is not stable."""
     sol, (src, dst, base, up), starts, L = queues.m_map_c_chain(rate, proc, cores,
                                                                 per_job_max_cores)
     if sol is None:
@@ -177,9 +185,12 @@ def departure_process(proc: MAP, cores: int, rate: float, *,
     above = sol.level(L) @ sol.R
     pi[int(starts[L + 1]):int(starts[L + 1]) + width] = above
     pi[int(starts[L + 1]) + width:] = above @ sol.R @ sol.tail
-    return lumped_departures(pi, np.concatenate(pieces_src), np.concatenate(pieces_dst),
-                             np.concatenate(pieces_rate), level, L - 1,
-                             negligible=negligible)
+    dep = lumped_departures(pi, np.concatenate(pieces_src), np.concatenate(pieces_dst),
+                            np.concatenate(pieces_rate), level, L - 1, negligible=negligible)
+    kept = dep.rate
+    if not kept > 0:
+        return dep
+    return DepartureMAP(dep.D0 * (rate / kept), dep.D1 * (rate / kept), dep.w)
 
 
 def _arrival_wait(dep: DepartureMAP, mean: float, cores: int, rate: float) -> float | None:

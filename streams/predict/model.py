@@ -1026,8 +1026,8 @@ def model_capacity(model: SystemModel, warm: int | None = None) -> tuple[int | N
 
 
 #: the departures' phases the open route's capacity search keeps in its first, rough probe
-#: of the waves (against :data:`solvers.open.fixed_population.WAVE_PHASE_SHARE`'s 1e-7): 64
-#: of 90 phases on the 4-tier network with two bursty tiers, its open solves' ``R`` within 4%
+#: of the waves (against :data:`solvers.open.fixed_population.WAVE_PHASE_SHARE`'s 1e-6): 64
+#: of 80 phases on the 4-tier network with two bursty tiers, its open solves' ``R`` within 4%
 #: of the full ones' at 142-700 requests/s (1,000-6,000 users): a ratio close enough to put
 #: the first full probe near the answer -- 2 full probes at SLAs of 0.5-2 s, 3 at 0.3 s, as
 #: with 1e-5 (71 phases, within 1.7%); 1e-4 (56 phases): one full probe more
