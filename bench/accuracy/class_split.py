@@ -193,7 +193,8 @@ def main(argv: list[str] | None = None) -> int:
         right = sum(r["decided"] in (kind, "?") for r in sel)
         print(f"\n{kind}, {group} ({len(sel)} runs): median worst-class error Kalman "
               f"{100 * med['kalman']:.0f}%, regression {100 * med['regression']:.0f}%, split "
-              f"{100 * med['split']:.0f}%, used (split where identified or its PS reading preferred, else Kalman) "
+              f"{100 * med['split']:.0f}%, used (split where identified or its PS reading "
+              f"preferred, else Kalman) "
               f"{100 * med['used']:.0f}%; discipline right or undecided {right}/{len(sel)}, "
               f"wrong {len(sel) - right}; split identified "
               f"{sum(r['identified'] for r in sel)}/{len(sel)}")
