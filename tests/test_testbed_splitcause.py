@@ -31,6 +31,9 @@ def test_the_fit_recovers_the_stretch_and_the_latency_per_round_trip(tmp_path):
     assert ev["gap_s"] == pytest.approx(1.0)
     assert ev["ratio"][0] > ev["ratio"][1]            # buy's time per CPU second is the highest
     assert "ps_error" not in ev                       # no windows: no split read
+    old = _run()
+    old["truth"]["classes"][0]["db_backend_cpu_s"] = None  # a log before the app counted it
+    assert run_evidence(old, tmp_path, {"buy"}) is None
 
 
 def test_the_split_is_read_from_the_runs_windows(tmp_path, capsys):

@@ -54,10 +54,14 @@ def _windows(run_dir: Path, tier: str, classes: list[str]) -> tuple[np.ndarray, 
     return U, T, n, n / T[:, None], R
 
 
-def run_evidence(run: dict[str, Any], run_dir: Path, transaction: set[str]) -> dict[str, Any]:
-    """One run's three readings (module docstring) as numbers."""
+def run_evidence(run: dict[str, Any], run_dir: Path, transaction: set[str]
+                 ) -> dict[str, Any] | None:
+    """One run's three readings (module docstring) as numbers; ``None`` for a run whose log
+    has no backend CPU counter (a campaign before the app counted it)."""
     truth = run["truth"]
     rows = [c for c in truth["classes"] if c.get("requests") and c.get("db_backend_cpu_s")]
+    if not rows or len(rows) < len([c for c in truth["classes"] if c.get("requests")]):
+        return None
     classes = [c["cls"] for c in rows]
     n = np.array([c["requests"] for c in rows], dtype=float)
     D = np.array([c["db_backend_cpu_s"] for c in rows])
@@ -106,8 +110,13 @@ def main(argv: list[str] | None = None) -> int:
           "fit s, l per round trip | fit residuals | PS split, scaled | FCFS split, scaled | "
           "discipline |")
     print("|---:|---|---:|---|---|---|---|---|---|")
+    names: list[str] = []
     for run in camp["runs"]:
         ev = run_evidence(run, args.dir / f"perfcast-{run['users']}", tx)
+        if ev is None:
+            print(f"| {run['users']} | no backend CPU counter in this run's log |")
+            continue
+        names = ev["classes"]
         writes = sum(float(ev["requests"][i]) for i, c in enumerate(ev["classes"]) if c in tx)
         per_write = f"{1e3 * ev['gap_s'] / writes:.2f}" if writes else "-"
         print(f"| {ev['users']} | {ev['busy_s']:.1f} / {ev['counted_s']:.1f} | {per_write} | "
@@ -116,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
               + (_pct(ev["ps_error"]) if "ps_error" in ev else "-") + " | "
               + (_pct(ev["fcfs_error"]) if "fcfs_error" in ev else "-") + " | "
               + ev.get("discipline", "-") + " |")
-    print(f"\nclasses: {' / '.join(ev['classes'])}; errors against the backends' CPU per request")
+    print(f"\nclasses: {' / '.join(names)}; errors against the backends' CPU per request")
     return 0
 
 
