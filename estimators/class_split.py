@@ -473,7 +473,7 @@ def preferred_reading(split: ClassSplit, z: np.ndarray, X: np.ndarray
 
     On 14 simulated FCFS tiers whose split was undecided and unidentified it never favoured
     processor sharing; on 40 FCFS tiers of a very steady mix (+-5-10%) and noisy utilization
-    (sd 0.03) it did once (2.5%: the test's size)."""
+    (sd 0.03) it did once."""
     z = np.asarray(z, dtype=float)
     X = np.asarray(X, dtype=float)
     C = X.shape[1]
