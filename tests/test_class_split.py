@@ -7,8 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from estimators.class_split import (AGREE, MIN_SPAN, SplitSums, above_response, class_split,
-                                    split_rows, window_demands)
+from estimators.class_split import (AGREE, MIN_SPAN, PREFER_LR, ClassSplit, SplitSums,
+                                    above_response, class_split, preferred_reading, split_rows,
+                                    window_demands)
 from solvers.simulation.ps_server import monitor_ps
 from streams.core.tier import load_dependence
 from streams.predict.model import SystemModel
@@ -265,3 +266,60 @@ def test_a_block_of_absurd_response_times_adds_nothing_to_the_load_test():
     for d in ("ps", "fcfs"):
         assert not np.isnan(huge.sums[d]).any()
         assert np.array_equal(huge.sums[d][:, 2:7], plain.sums[d][:, 2:7])
+
+
+def _readings(ps, fcfs):
+    """An undecided, unidentified split whose two readings are ``ps`` and ``fcfs``."""
+    return ClassSplit(classes=tuple(CLASSES), demands=dict(zip(CLASSES, ps)), discipline="ps",
+                      by_discipline={"ps": dict(zip(CLASSES, ps)),
+                                     "fcfs": dict(zip(CLASSES, fcfs))},
+                      scores={"ps": None, "fcfs": None}, decided=False, identified=False,
+                      agreement=0.5, span=0.0, reason="undecided")
+
+
+def test_the_utilization_law_prefers_the_reading_its_windows_fit():
+    """Windows of a steady mix (+-10%) whose busy time is the true split's plus noise: the true
+    reading is preferred, whichever discipline carries it; a reading off by a common factor is
+    no worse (each is scaled to fit); readings alike, too few windows, or noise that drowns
+    the difference: neither."""
+    rng = np.random.default_rng(11)
+    wrong = np.array([0.09, 0.012, 0.0, 0.0])           # light classes' work moved to heavier
+    X = np.array([2.0, 20.0, 30.0, 40.0]) * rng.uniform(0.9, 1.1, (120, 4))
+    z = X @ D + rng.normal(0.0, 0.005, 120)
+    assert preferred_reading(_readings(D, wrong), z, X)[0] == "ps"
+    choice, stat = preferred_reading(_readings(wrong, D), z, X)
+    assert choice == "fcfs" and stat < -PREFER_LR
+    assert preferred_reading(_readings(2.0 * D, wrong), z, X)[0] == "ps"
+    assert preferred_reading(_readings(D, D), z, X) == (None, 0.0)
+    assert preferred_reading(_readings(D, wrong), z[:4], X[:4]) == (None, None)
+    noisy = X @ D + rng.normal(0.0, 1.0, 120)
+    assert preferred_reading(_readings(D, wrong), noisy, X)[0] is None
+
+
+def test_a_tier_reads_the_preferred_reading_only_of_an_unidentified_split():
+    """A FCFS tier at one load (about 60%) with a noisy utilization: under a steady mix
+    (+-5%) the split is unidentified and the windows prefer the FCFS reading; with a mix that
+    varies (+-20%) the regression separates every class and nothing is preferred."""
+    from streams.core.config import SystemConfig
+    from streams.core.records import Window
+    from streams.core.tier import TierState, step_tiers
+    names, demand = ["a", "b", "c"], np.array([0.004, 0.010, 0.020])
+    out = {}
+    for spread in (0.05, 0.2):
+        rng = np.random.default_rng(0)
+        tier = TierState("db", SystemConfig())
+        for k in range(200):
+            counts = np.round(rng.uniform(1 - spread, 1 + spread, 3) * [240.0, 120.0, 48.0])
+            u = float(counts @ demand / 5.0)
+            w = Window(system="s", tier="db", end=1000.0 + 5.0 * k, window_s=5.0,
+                       utilization=u + rng.normal(0.0, 0.03), cores=1,
+                       completions=dict(zip(names, counts.tolist())),
+                       response_time_s={c: float(d + 0.01 * u / (1 - u))
+                                        for c, d in zip(names, demand)})
+            reason, late, _ = tier.admit(w)
+            assert reason is None
+            tier.accept(w, late, k, [])
+            step_tiers([tier])
+        out[spread] = tier.refresh()
+    assert out[0.05].split_identified is False and out[0.05].split_preferred == "fcfs"
+    assert out[0.2].split_identified is None and out[0.2].split_preferred is None

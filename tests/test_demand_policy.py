@@ -47,7 +47,8 @@ def test_selected_uses_the_picked_estimators_demands_as_they_are():
 
 
 def _split_tier(demands: dict[str, float], response: dict[str, float], *, decided: bool = False,
-                identified: bool | None = True, bursty: bool = False) -> TierModel:
+                identified: bool | None = True, bursty: bool = False,
+                preferred: str | None = None) -> TierModel:
     """A tier whose Kalman split is ``demands``, whose response-time split is 3 : 1 and whose
     PS reading is undecided unless ``decided``."""
     return TierModel(tier="db", cores=1, demands=demands,
@@ -55,7 +56,8 @@ def _split_tier(demands: dict[str, float], response: dict[str, float], *, decide
                      idc_flag=None, mean_service=None, p95=None, process=None, fit=None,
                      bursty=bursty, windows=100, estimator="kalman",
                      class_response=response, split={"a": 0.003, "b": 0.001},
-                     split_discipline="ps", split_decided=decided, split_identified=identified)
+                     split_discipline="ps", split_decided=decided, split_identified=identified,
+                     split_preferred=preferred)
 
 
 def test_an_undecided_split_replaces_an_estimator_split_no_discipline_allows():
@@ -82,6 +84,30 @@ def test_an_undecided_split_replaces_an_estimator_split_no_discipline_allows():
                  _split_tier(wrong, {"a": 0.0045}), _split_tier(wrong, {"a": 1e-4, "b": 1e-4})):
         assert tier_demands(tier, ["a", "b"], mix, "selected").tolist() == \
             pytest.approx([0.001, 0.004])
+
+
+def test_an_unidentified_split_stands_in_where_the_utilization_law_prefers_its_ps_reading():
+    mix = np.array([0.5, 0.5])
+    resp = {"a": 0.0045, "b": 0.0015}
+    # a possible estimator split gives way too: under a steady mix it is noise
+    possible = {"a": 0.001, "b": 0.0012}
+    tier = _split_tier(possible, resp, identified=False, preferred="ps")
+    assert tier_demands(tier, ["a", "b"], mix, "selected").tolist() == \
+        pytest.approx([0.0016500, 0.00055])
+    assert split_replaced_flags([tier], ["a", "b"], mix, "selected") == [
+        "split_replaced: db: the response-time split is undecided and its readings apart; the "
+        "windows' utilization law prefers its PS reading to its FCFS one, and the PS reading "
+        "is used"]
+    # FCFS preferred or nothing preferred, bursty, decided (FCFS), or a split that breaks the
+    # response times once scaled: the estimator's split, unflagged
+    for t in (_split_tier(possible, resp, identified=False, preferred="fcfs"),
+              _split_tier(possible, resp, identified=False),
+              _split_tier(possible, resp, identified=False, preferred="ps", bursty=True),
+              _split_tier(possible, resp, identified=False, preferred="ps", decided=True),
+              _split_tier(possible, {"a": 1e-4, "b": 1e-4}, identified=False, preferred="ps")):
+        assert tier_demands(t, ["a", "b"], mix, "selected").tolist() == \
+            pytest.approx([0.001, 0.0012])
+        assert split_replaced_flags([t], ["a", "b"], mix, "selected") == []
 
 
 def test_build_model_follows_the_configured_policy():

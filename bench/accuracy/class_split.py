@@ -13,7 +13,9 @@ cores, 20% and 60% and a ramp) was added and run once, after the last change. Pe
 discipline the split decided (``?``: undecided; ``unidentified``: its two readings apart), the
 mean utilization, and per estimator the median and the worst relative error of the per-class
 demands against the truth (the simulator's means); ``used``: what the model takes, the split
-where identified, else the Kalman filter's as before. Kalman: every window in order (Huang et
+where identified or where the windows' utilization law prefers its PS reading
+(:func:`estimators.class_split.preferred_reading`, over the regression's windows), else the
+Kalman filter's as before. Kalman: every window in order (Huang et
 al. 2012); regression: NNLS over the last 120 windows (Rolia and Vetland 1995), what the
 pipeline keeps. Seeded; prints a markdown table.
 
@@ -36,7 +38,7 @@ import sys
 
 import numpy as np
 
-from estimators.class_split import SplitSums, class_split
+from estimators.class_split import SplitSums, class_split, preferred_reading
 from estimators.demand import KalmanDemandEstimator, regression_demands
 from solvers.simulation.physical import PhysicalNetwork, Tier, monitor_physical
 from solvers.simulation.ps_server import monitor_ps
@@ -98,10 +100,12 @@ def run(name: str, kind: str, cores: int, mix_name: str, u: float | None, second
     split = np.array([sp.demands[c] for c in CLASSES]) if sp else np.full(4, np.nan)
     decided = sp.discipline if sp and sp.decided else "?"
     identified = bool(sp and sp.identified)
+    prefers_ps = bool(sp and not identified and preferred_reading(
+        sp, U[-120:] * cores, X[-120:])[0] == "ps")
     return {"name": name, "kind": kind, "cores": cores, "mix": mix_name, "u": float(U.mean()),
             "decided": decided, "identified": identified,
             "kalman": _errors(k.x), "regression": _errors(reg), "split": _errors(split),
-            "used": _errors(split if identified else k.x)}
+            "used": _errors(split if identified or prefers_ps else k.x)}
 
 
 def scenarios(seconds: float) -> list[tuple]:
@@ -189,7 +193,8 @@ def main(argv: list[str] | None = None) -> int:
         right = sum(r["decided"] in (kind, "?") for r in sel)
         print(f"\n{kind}, {group} ({len(sel)} runs): median worst-class error Kalman "
               f"{100 * med['kalman']:.0f}%, regression {100 * med['regression']:.0f}%, split "
-              f"{100 * med['split']:.0f}%, used (split where identified, else Kalman) "
+              f"{100 * med['split']:.0f}%, used (split where identified or its PS reading "
+              f"preferred, else Kalman) "
               f"{100 * med['used']:.0f}%; discipline right or undecided {right}/{len(sel)}, "
               f"wrong {len(sel) - right}; split identified "
               f"{sum(r['identified'] for r in sel)}/{len(sel)}")

@@ -43,7 +43,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from estimators.class_mix import work_weighted_completions
-from estimators.class_split import SplitSums, class_split, split_rows
+from estimators.class_split import (ClassSplit, SplitSums, class_split, preferred_reading,
+                                    split_rows)
 from estimators.collinearity import assess_separability
 from estimators.demand import KalmanDemandEstimator, regression_demands
 from estimators.kalman_bank import Steps, update_many
@@ -436,6 +437,10 @@ class TierModel:
     #: windows' varying mix (the estimators' split stands)
     split_identified: bool | None = None
     split_reason: str | None = None
+    #: the reading of an unidentified split that the utilization law over the regression's
+    #: windows prefers (:func:`estimators.class_split.preferred_reading`; ``None``: the split
+    #: is identified, or neither is preferred)
+    split_preferred: str | None = None
     #: the demand grows (or falls) with the load over the kept history
     #: (:func:`load_dependence`; ``None``: not shown, or the history does not span loads)
     load_flag: str | None = None
@@ -838,7 +843,18 @@ class TierState:
             split_decided=bool(split is not None and split.decided),
             split_identified=identified,
             split_reason=split.reason if split is not None else None,
+            split_preferred=self._preferred(split, window) if identified is False else None,
             load_flag=self.load_flag, latency=latency)
+
+    def _preferred(self, split: ClassSplit | None, window: int) -> str | None:
+        """The reading of an unidentified ``split`` the utilization law prefers over the
+        regression's last ``window`` windows (:func:`estimators.class_split.preferred_reading`)."""
+        n = len(self.classes)
+        if split is None or window <= n or list(split.classes) != self.classes[:n]:
+            return None
+        tail = self.history.arrays(n, last=window)
+        return preferred_reading(split, tail.utilization * tail.cores,
+                                 tail.completions / tail.window_s[:, None])[0]
 
     def _separability(self, utilization: np.ndarray, rates: np.ndarray,
                       cores: float) -> dict[str, dict[str, Any]]:

@@ -1158,7 +1158,7 @@ def tier_demands(tier: TierModel, classes: list[str], mix: np.ndarray,
     ps = tier.split_decided and tier.split_discipline == "ps"
     if not ps and agreed:
         ps = True
-    if tier.split and tier.split_identified and ps and all(
+    if tier.split and (tier.split_identified or agreed) and ps and all(
             c in tier.split for c, p in zip(classes, mix.tolist()) if p > 0):
         shares = np.array([float(tier.split.get(c, 0.0)) for c in classes])
         total, base = float(mix @ d), float(mix @ shares)
@@ -1200,7 +1200,11 @@ def split_replaced_flags(tiers: list[TierModel], classes: list[str], mix: np.nda
         selected = selected_splits(tiers, classes, mix)
     out = []
     for t, (d, agreed) in zip(tiers, selected):
-        if agreed:
+        if agreed and t.split_identified is False:
+            out.append(f"split_replaced: {t.tier}: the response-time split is undecided and "
+                       f"its readings apart; the windows' utilization law prefers its PS "
+                       f"reading to its FCFS one, and the PS reading is used")
+        elif agreed:
             names = above_response(dict(zip(classes, d.tolist())), t.class_response)
             out.append(f"split_replaced: {t.tier}: the {t.estimator} put "
                        f"{', '.join(names)} above {'its' if len(names) == 1 else 'their'} "
@@ -1224,12 +1228,23 @@ def agreed_split_applies(tier: TierModel, classes: list[str], d: np.ndarray,
     On the real testbed's database at 5-20 users the regression put 5.4 ms on a class that
     spent 3.8 ms there and 12 ms on one of 5.5 ms. Where the estimator's split is possible it
     stands, as before (an agreeing split moved a bursty FCFS database's capacity,
-    docs/accuracy.md section 6)."""
-    if tier.split_decided or tier.split_identified is not True or tier.bursty or not tier.split \
+    docs/accuracy.md section 6).
+
+    A split whose readings are apart (unidentified) stands in for the estimator's too where the
+    windows' utilization law prefers its PS reading to its FCFS one
+    (:attr:`TierModel.split_preferred`, :func:`estimators.class_split.preferred_reading`: a
+    likelihood-ratio test) and the scaled PS reading keeps every class within its response
+    time: the estimators' own split under a steady mix is noise (Huang et al. 2012, section
+    3.3) -- on the testbed's database at 20 users the regression put 5.3-7.2 ms on a 2.2-ms
+    class and 7.2 ms on a 4.1-ms one. The split stays flagged unidentified."""
+    if tier.split_decided or tier.bursty or not tier.split \
             or not all(c in tier.split for c in classes):
         return False
+    preferred = tier.split_identified is False and tier.split_preferred == "ps"
+    if tier.split_identified is not True and not preferred:
+        return False
     # the estimator's split breaking the bound first: most solves stop there
-    if not above_response(dict(zip(classes, d.tolist())), tier.class_response):
+    if not preferred and not above_response(dict(zip(classes, d.tolist())), tier.class_response):
         return False
     shares = np.array([float(tier.split[c]) for c in classes])
     total, base = float(mix @ d), float(mix @ shares)
