@@ -80,9 +80,9 @@ class PoolResult:
     pass of convolutions): one per pool; the solution is direct, there is no fixed point to
     iterate. ``holding_scv``: per pool, the holding time's SCV where
     :func:`solvers.pools_general.solve_pools_general` derived it (``None``: not derived).
-    ``outer_solves``: the enclosing networks solved (1 here; with the wait scaled for the
-    holding time's spread, every step of its fixed point: :mod:`solvers.pools_fixed`; 0: not
-    counted)."""
+    ``outer_solves``: the enclosing networks solved (1 here; the fixed point of
+    :func:`solvers.pools_general.solve_pools_general` counts its own, :mod:`solvers.pools_fixed`;
+    0: not counted)."""
 
     throughput: float
     response_time: np.ndarray
@@ -244,11 +244,10 @@ def solve_pools(demands: Any, population: int, think_time: float = 0.0, servers:
 
 @dataclass(frozen=True, eq=False)
 class _Net:
-    """A checked network: demands per tier and class, the mix, the aggregate demands, the
+    """A checked network: demands per tier and class, the aggregate demands (over the mix), the
     cores, the population, the think time and the pools."""
 
     Dmc: np.ndarray
-    p: np.ndarray
     D: np.ndarray
     c: np.ndarray
     N: int
@@ -299,7 +298,7 @@ def _prepare(demands: Any, population: int, think_time: float, servers: Any,
             if not (a1 <= b0 or b1 <= a0 or (a0 <= b0 and b1 <= a1)
                     or (b0 <= a0 and a1 <= b1)):
                 raise ValueError(f"pools[{i}]: overlaps pools[{j}] without nesting in it")
-    return _Net(Dmc, p, D, c, int(population), Z, pools)
+    return _Net(Dmc, D, c, int(population), Z, pools)
 
 
 def _top(net: _Net) -> tuple[list[_Station], int]:
