@@ -1,9 +1,9 @@
 """The simulated truth of :mod:`bench.accuracy.pool_scv`'s cases from more seeds and longer runs:
 is a capacity or response-time error there the model's or the simulation's noise?
 
-    python -m bench.accuracy.pool_scv_truth                          # spread-2, ~5 min
-    python -m bench.accuracy.pool_scv_truth --cases mix-2 --populations 8-24
-    python -m bench.accuracy.pool_scv_truth --seeds 1-10 --duration 6000 --markdown
+    python -m bench.accuracy.pool_scv_truth --cases spread-2 --populations 10-23 --markdown
+    python -m bench.accuracy.pool_scv_truth --cases mix-2 --populations 6-20,25,30,40 --markdown
+    python -m bench.accuracy.pool_scv_truth --seeds 1-10 --duration 6000    # spread-2
 
 Per case, the SLO is :mod:`bench.accuracy.pool_scv`'s (3x each class's mean simulated at 5 users,
 seed 0, the case's own duration): the capacity is defined against it, the model's too; the same
