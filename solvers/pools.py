@@ -79,7 +79,10 @@ class PoolResult:
     ``inner_solves``: the held networks solved (each at every population ``1..K`` in one
     pass of convolutions): one per pool; the solution is direct, there is no fixed point to
     iterate. ``holding_scv``: per pool, the holding time's SCV where
-    :func:`solvers.pools_general.solve_pools_general` derived it (``None``: not derived)."""
+    :func:`solvers.pools_general.solve_pools_general` derived it (``None``: not derived).
+    ``outer_solves``: the enclosing networks solved (1 here; the fixed point of
+    :func:`solvers.pools_general.solve_pools_general` counts its own, :mod:`solvers.pools_fixed`;
+    0: not counted)."""
 
     throughput: float
     response_time: np.ndarray
@@ -94,6 +97,7 @@ class PoolResult:
     flags: tuple[str, ...] = field(default_factory=tuple)
     inner_solves: int = 0
     holding_scv: np.ndarray | None = None
+    outer_solves: int = 0
 
 
 def _log_conv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -228,6 +232,42 @@ def solve_pools(demands: Any, population: int, think_time: float = 0.0, servers:
     per tier (default 1); ``pools``: :class:`PoolSpec` over the tiers (disjoint or nested). A
     pool larger than the population never binds: it is solved at size ``N``.
     """
+    net = _prepare(demands, population, think_time, servers, pools, mix)
+    if net.N == 0:
+        zeros = np.zeros(len(net.pools))
+        return PoolResult(0.0, net.Dmc.sum(axis=0), net.D.copy(), np.zeros(net.D.shape[0]),
+                          zeros, zeros, zeros, zeros, zeros, np.zeros(1),
+                          ("empty: population 0",))
+    stations, inner = _top(net)
+    return _solve_top(net, stations, inner)[0]
+
+
+@dataclass(frozen=True, eq=False)
+class _Net:
+    """A checked network: demands per tier and class, the aggregate demands (over the mix), the
+    cores, the population, the think time and the pools."""
+
+    Dmc: np.ndarray
+    D: np.ndarray
+    c: np.ndarray
+    N: int
+    Z: float
+    pools: list[PoolSpec]
+
+
+@dataclass(frozen=True, eq=False)
+class _Top:
+    """The enclosing network as solved: its stations (the think time's last, where it is
+    positive), ``log G(0..N)`` and each station's rest (``log G`` without it)."""
+
+    stations: list[_Station]
+    logG: np.ndarray
+    rests: list[np.ndarray]
+
+
+def _prepare(demands: Any, population: int, think_time: float, servers: Any,
+             pools: Sequence[PoolSpec], mix: Any) -> _Net:
+    """:func:`solve_pools`' arguments checked; ``ValueError`` naming the one that is not."""
     Dmc = np.asarray(demands, dtype=float)
     if Dmc.ndim == 1:
         Dmc = Dmc[:, None]
@@ -258,14 +298,26 @@ def solve_pools(demands: Any, population: int, think_time: float = 0.0, servers:
             if not (a1 <= b0 or b1 <= a0 or (a0 <= b0 and b1 <= a1)
                     or (b0 <= a0 and a1 <= b1)):
                 raise ValueError(f"pools[{i}]: overlaps pools[{j}] without nesting in it")
-    N = int(population)
-    flags: list[str] = []
-    if N == 0:
-        zeros = np.zeros(len(pools))
-        return PoolResult(0.0, Dmc.sum(axis=0), D.copy(), np.zeros(M), zeros, zeros, zeros,
-                          zeros, zeros, np.zeros(1), ("empty: population 0",))
+    return _Net(Dmc, D, c, int(population), Z, pools)
+
+
+def _top(net: _Net) -> tuple[list[_Station], int]:
+    """The enclosing network's stations but the think time (the pools' held networks solved,
+    each once) and how many held networks that solved."""
     tally = [0]
-    stations = _level(range(0, M), pools, -1, D, c, N, tally)
+    stations = _level(range(0, net.D.shape[0]), net.pools, -1, net.D, net.c, net.N, tally)
+    return stations, tally[0]
+
+
+def _solve_top(net: _Net, stations: list[_Station], inner: int,
+               think_time: float | None = None) -> tuple[PoolResult, _Top]:
+    """The enclosing network of ``stations`` (:func:`_top`) with the think time
+    ``think_time`` (default the network's), read back per tier, class and pool."""
+    Dmc, D, c, N, pools = net.Dmc, net.D, net.c, net.N, net.pools
+    M = D.shape[0]
+    Z = net.Z if think_time is None else float(think_time)
+    flags: list[str] = []
+    stations = list(stations)
     if Z > 0:
         j = np.arange(1, N + 1, dtype=float)
         stations.append(_Station(_log_rates(j / Z)))
@@ -296,8 +348,8 @@ def solve_pools(demands: Any, population: int, think_time: float = 0.0, servers:
     util = np.divide(pool_busy, np.array([float(pl.size) for pl in pools]),
                      out=np.zeros(len(pools)), where=sizes > 0)
     check_no_nan(X=X, R=R_c, R_m=R_m, pools=util)
-    return PoolResult(X, R_c, R_m, U, util, pool_busy, waits, holding, pool_queue, curve,
-                      tuple(flags), tally[0])
+    return (PoolResult(X, R_c, R_m, U, util, pool_busy, waits, holding, pool_queue, curve,
+                       tuple(flags), inner, outer_solves=1), _Top(stations, logG, rests))
 
 
 def _pool_figures(s: _Station, pj: np.ndarray, pools: list[PoolSpec], D: np.ndarray,

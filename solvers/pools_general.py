@@ -53,8 +53,12 @@ its holding time (a request waiting for a token holds none), at the fixed point:
     d_k = (f_k - 1) W_k(d)
 
 ``W_k(d)`` the flow-equivalent station's wait in the network with the extra stations ``d``:
-decreasing in ``d``, so the root is unique in ``[0, (f_k - 1) W_k(0)]`` (regula falsi,
-Illinois variant; pools one at a time, Gauss-Seidel, for several). The pool's wait is then
+decreasing in ``d``, so the root is unique in ``[0, (f_k - 1) W_k(0)]``. Where every scaled
+pool is outermost, the extra stations are one with the think time and the fixed point one
+equation, solved by Newton's method on the waits as exact functions of the think time
+(:mod:`solvers.pools_fixed`: three solves of the enclosing network, the held networks once);
+a scaled pool nested in another is solved over the whole network (regula falsi, Illinois
+variant; pools one at a time, Gauss-Seidel, for several). The pool's wait is then
 ``W_k(d) + d_k = f_k W_k(d)``: the factor holds at the operating point, and under saturation the
 throughput stays bounded by the held tiers' ``X_H(K)``, as it must (the holding time's mean is
 unchanged). The factor is computed once, from the exponential solution at the population asked.
@@ -68,7 +72,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .pools import PoolResult, PoolSpec, _within, solve_pools
+from .pools import PoolResult, PoolSpec, _prepare, _solve_top, _top, _within, solve_pools
+from .pools_fixed import outermost, solve_factor_fixed_point
 
 __all__ = ["holding_factors", "solve_pools_general"]
 
@@ -231,11 +236,14 @@ def solve_pools_general(demands: Any, population: int, think_time: float = 0.0,
     there ``class_scv`` (stations x classes, NaN: the station's). Where every factor is 1
     (one class of exponential service, or classes of equal cost) the exponential solution is
     returned as it is. ``holding_scv`` holds each pool's ``c_gen^2``; the throughput curve is
-    the exponential model's below ``N``."""
-    base = solve_pools(demands, population, think_time, servers, pools, mix)
+    the exponential model's below ``N``; ``outer_solves`` the enclosing network's solves and
+    ``inner_solves`` the held networks' over the fixed point's steps."""
+    net = _prepare(demands, population, think_time, servers, pools, mix)
     pools = list(pools)
-    if not pools or population == 0:
-        return base
+    if not pools or net.N == 0:
+        return solve_pools(demands, population, think_time, servers, pools, mix)
+    stations, inner = _top(net)
+    base, top = _solve_top(net, stations, inner)
     Dmc = np.asarray(demands, dtype=float)
     if Dmc.ndim == 1:
         Dmc = Dmc[:, None]
@@ -246,6 +254,11 @@ def solve_pools_general(demands: Any, population: int, think_time: float = 0.0,
     if np.all(factors == 1.0):
         return replace(base, holding_scv=scvs)
     N, Z = int(population), float(think_time)
+    if np.all(outermost(pools)[factors > 1.0]):
+        res, steps = solve_factor_fixed_point(net, stations, inner, base, top, factors)
+        curve = np.array(base.throughput_curve, dtype=float)
+        curve[N] = res.throughput
+        return replace(res, throughput_curve=curve, holding_scv=scvs, outer_solves=steps)
     solved: dict[tuple[float, ...], PoolResult] = {}
 
     def solve(extra: np.ndarray) -> PoolResult:
@@ -275,4 +288,6 @@ def solve_pools_general(demands: Any, population: int, think_time: float = 0.0,
             break
     curve = np.array(base.throughput_curve, dtype=float)
     curve[N] = res.throughput
-    return replace(res, throughput_curve=curve, holding_scv=scvs)
+    steps = 1 + sum(1 for key in solved if any(key))
+    return replace(res, throughput_curve=curve, holding_scv=scvs, outer_solves=steps,
+                   inner_solves=inner * steps)

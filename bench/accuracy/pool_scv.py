@@ -28,7 +28,9 @@ tier's services as a phase-type renewal process in the held chain).
 Per case and seed the capacity -- the largest population whose every class's mean is within 3x
 its mean simulated at 5 users (the testbed's SLO rule) -- simulated
 (:func:`solvers.simulation.capacity.simulated_capacity`, bisection to 1%) against both
-models'. Figures, no pass/fail (targets: X 3%, R 10%, capacity 10%).
+models'. Figures, no pass/fail (targets: X 3%, R 10%, capacity 10%). Three seeds of 600 s
+cannot resolve a capacity of ~16 users to 10% (one seed's bisection 15-18):
+:mod:`bench.accuracy.pool_scv_truth` gives a case's truth from more seeds and longer runs.
 """
 
 from __future__ import annotations

@@ -13,13 +13,15 @@ solve at the capacity. Three tiers (4/4/8 cores, 20/30/50 ms, think time 1 s); n
 CPU-only model, MVA by convolution), one pool over app and db, two disjoint pools, nested
 pools, the bursty db behind one, and four classes of 1x/1x/2x/40x cost at app and db under one
 pool (``solvers.pools_general``: the wait scaled for the holding time's spread, a fixed point
-of the extra wait whose steps each solve the held network once more; ``inner/solve`` counts
-them all) and the same by the held chain (``solvers.pools_spread``: the db's services as the
+of the extra wait, by Newton's method on the pool's wait as a function of the think time,
+``solvers.pools_fixed``; ``steps/solve``: the enclosing network's solves, the exponential
+solution's and the wait curve's included, per solve) and the same by the held chain (``solvers.pools_spread``: the db's services as the
 classes' phase-type mixture; three solves, no fixed point, where its budget allows: an 8-core
 db's per-job station of 4 phases passes it from 11 users, the factor beyond), and the real
 testbed's shape (app and db of one core, 3/3/6/120 ms, a pool of 2) by the chain (-1: a probe
-the chain did not take). Figures, no pass/fail (target: at most 3 held-network
-solves per step on average). Last, the pipeline's model of the bursty case
+the chain did not take). ``inner/solve``: the held networks (or chains) solved per solve;
+``steps/solve``: where counted (``PoolResult.outer_solves``), the enclosing network's solves.
+Figures, no pass/fail (target: at most 3 solves per step on average). Last, the pipeline's model of the bursty case
 (:class:`streams.predict.model.SystemModel` with ``pool_processes``): its capacity search
 (:func:`streams.predict.model.model_capacity`, SLA 1 s), as a prediction pays it once per
 window end, with its probes and its seconds. ``--pipeline SECONDS``: the whole pipeline
@@ -76,22 +78,10 @@ def solve(bursty: bool | str, pools: list[PoolSpec], n: int):
             else -1
         return res
     if bursty in ("classes", "chain"):
-        import solvers.pools_general as general
-        inner = general.solve_pools
-        calls = {"n": 0}
-
-        def counted(*args, **kw):
-            calls["n"] += 1
-            return inner(*args, **kw)
-        general.solve_pools = counted
-        try:
-            res = solve_pools_spread(D, n, 1.0, CORES, pools) if bursty == "chain" \
-                else solve_pools_general(D, n, 1.0, CORES, pools)
-        finally:
-            general.solve_pools = inner
-        chained = any(f.startswith(SPREAD_FLAG) for f in res.flags)
-        # the chain's own solves where it applied, the factor's held-network solves elsewhere
-        STEPS["n"] = res.inner_solves if chained else calls["n"] * len(pools)
+        res = solve_pools_spread(D, n, 1.0, CORES, pools) if bursty == "chain" \
+            else solve_pools_general(D, n, 1.0, CORES, pools)
+        # the chain's own solves where it applied, the held networks the factor's solved
+        STEPS["n"] = res.inner_solves
         return res
     if bursty:
         procs = [MAP.exponential(DEMANDS[0]), MAP.exponential(DEMANDS[1]),
@@ -102,16 +92,18 @@ def solve(bursty: bool | str, pools: list[PoolSpec], n: int):
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    print(f"{'case':<30} {'probes':>6} {'inner/solve':>11} {'max':>4} {'capacity':>8} "
-          f"{'search':>8} {'one solve':>9}")
+    print(f"{'case':<30} {'probes':>6} {'inner/solve':>11} {'max':>4} {'steps/solve':>11} "
+          f"{'max':>4} {'capacity':>8} {'search':>8} {'one solve':>9}")
     for name, (bursty, pools) in CASES.items():
         counts: list[int] = []
+        steps: list[int] = []
 
         def meets(n: int) -> bool:
             res = solve(bursty, pools, n)
-            # the multi-class case: every held-network solve of the fixed point's steps
             counts.append(STEPS["n"] if bursty in ("classes", "chain", "testbed")
                           else res.inner_solves)
+            if res.outer_solves > 0:        # counted by the exponential and factor routes
+                steps.append(res.outer_solves)
             return bool(res.response_time[0] <= 1.0)
 
         start = time.perf_counter()
@@ -120,7 +112,8 @@ def main(argv: list[str] | None = None) -> int:
         start = time.perf_counter()
         solve(bursty, pools, cap)
         one = time.perf_counter() - start
-        print(f"{name:<30} {len(counts):>6} {np.mean(counts):>11.2f} {max(counts):>4} "
+        step = f"{np.mean(steps):>11.2f} {max(steps):>4}" if steps else f"{'-':>11} {'-':>4}"
+        print(f"{name:<30} {len(counts):>6} {np.mean(counts):>11.2f} {max(counts):>4} {step} "
               f"{cap:>8} {search:>7.2f}s {one * 1e3:>7.0f}ms", flush=True)
     pipeline_row()
     if args[:1] == ["--pipeline"]:
@@ -172,7 +165,8 @@ def pipeline_row() -> None:
     start = time.perf_counter()
     model.variant().at(int(cap or 1))
     one = time.perf_counter() - start
-    print(f"{'pipeline model, bursty db 6':<30} {probes:>6} {'':>11} {'':>4} {cap!s:>8} "
+    print(f"{'pipeline model, bursty db 6':<30} {probes:>6} {'':>11} {'':>4} {'':>11} {'':>4} "
+          f"{cap!s:>8} "
           f"{search:>7.2f}s {one * 1e3:>7.0f}ms", flush=True)
 
 
