@@ -374,21 +374,13 @@ def _exceeds(richer: np.ndarray, simpler: np.ndarray, ses: float = _SELECT) -> b
 
 def _level_reading(both: np.ndarray, t: np.ndarray, weight: np.ndarray, span: np.ndarray
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`_fit_level` pooled from the first level on which the curve has stopped rising:
-    from ``t = T`` on, or, while the level pooled from the next level on reads higher by more
-    than :data:`_SELECT_LEVEL` jackknife SEs of the difference, from that one (at most up to
-    the middle level, so that half the levels stay pooled). A curve that still rises past the
-    window scale (``alpha T`` ~ 1-8) would otherwise be read at its short, heavily weighted
-    levels, ``Y(T)`` alone carrying ~38% of the pooled weight: Fig. 2's own stopping rule
-    (Mi et al. 2008) reads ``Y`` only once it has stopped rising, and this is that rule with
-    the rise judged against the jackknife's noise instead of a fixed tolerance."""
-    current = _fit_level(both, t, weight, span)
-    for k in range(1, max(1, t.size // 2)):
-        later = _fit_level(both, t, np.where(t >= t[k], weight, 0.0), span)
-        if not _exceeds(later[0], current[0], _SELECT_LEVEL):
-            break
-        current = later
-    return current
+    """:func:`_fit_level` pooled from ``t = T`` on, or from ``t = 2T`` on when that reads
+    higher by more than :data:`_SELECT_LEVEL` jackknife SEs of the difference: the curve still
+    rises past the window scale (``alpha T`` ~ 8), so ``Y(T)``, which carries ~38% of the
+    pooled weight, would pull the level low."""
+    from_t = _fit_level(both, t, weight, span)
+    from_2t = _fit_level(both, t, np.where(t >= 2.0, weight, 0.0), span)
+    return from_2t if _exceeds(from_2t[0], from_t[0], _SELECT_LEVEL) else from_t
 
 
 def _interval(u: np.ndarray, n: np.ndarray, window: float, conf: float, min_runs: int,
