@@ -7,9 +7,9 @@ extrapolation from there, and on a bursty tier it rests on two estimates the ope
 barely tests: the tier's mean service over the history and its index of dispersion ``I``, whose
 95% interval (:func:`estimators.dispersion.index_of_dispersion_interval`) reaches far above a
 point estimate that reads low while the IDC curve still rises (Mi et al. 2008, Fig. 2). A
-model can match the operating point within the margin and still place the knee 20-30% too far
+model can match the operating point within the margin and still place the knee 22-33% too far
 out (bench/accuracy/shapes.py: every trusted solve off by more than 20% on capacity read the
-bursty tier's ``I`` at 40-60% of the truth).
+bursty tier's ``I`` at 16-65% of the truth, its mean service 6-17% low).
 
 The uncertainty band (:func:`streams.predict.confidence.band`) re-solves the capacity at both
 ends of the estimators' uncertainty: every demand ``z`` standard errors out and a bursty tier's
