@@ -6,6 +6,7 @@ before any tuning.
     python -m bench.accuracy.shapes --quick         # 3 shapes, short runs (the test's)
     python -m bench.accuracy.shapes --only mmpp2-slow-unstable-B,pareto-ar-A
     python -m bench.accuracy.shapes --truth bench/results/shapes.json --set bursty_scv=response
+    python -m bench.accuracy.shapes --half tuning --truth bench/results/shapes.json
 
 The shapes (:data:`SHAPES`, fixed with their seeds before the first run; the list is the
 held-out set, not to be tuned): MMPP(2) and MMPP(3) service sequences from fast to slow
@@ -173,6 +174,22 @@ def _shapes() -> tuple[Shape, ...]:
 
 #: the held-out shapes (fixed before the first run)
 SHAPES = _shapes()
+#: the seed of the tuning / held-out split (:func:`halves`), fixed before any estimator change
+SPLIT_SEED = 49
+
+
+def halves() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The shapes split at random (``numpy.random.default_rng(SPLIT_SEED).permutation``) into a
+    tuning half (the first 22 of the permutation) and a held-out half (the other 21), each in
+    :data:`SHAPES` order: an estimator change is tuned on the first and judged on the second,
+    so that the figure on the second is not fitted to it."""
+    names = [s.name for s in SHAPES]
+    perm = np.random.default_rng(SPLIT_SEED).permutation(len(names))
+    cut = (len(names) + 1) // 2
+    return (tuple(names[i] for i in sorted(perm[:cut])),
+            tuple(names[i] for i in sorted(perm[cut:])))
+
+
 #: ``--quick``: one fast MMPP, one heavy-tailed, one bursty class, on short runs
 QUICK = ("mmpp2-fast-A", "lognormal-iid-A", "class-mmpp2-medium-A-b")
 
@@ -457,6 +474,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="3 shapes, short runs; no JSON")
     ap.add_argument("--only", default=None, help="comma-separated shape names")
+    ap.add_argument("--half", choices=("tuning", "heldout"), default=None,
+                    help="only the tuning or the held-out half (halves())")
     ap.add_argument("--minutes", type=float, default=None,
                     help="minutes of windows the pipeline sees (default 30, 6 with --quick)")
     ap.add_argument("--requests", type=int, default=None,
@@ -478,9 +497,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         print(f"commit {doc['commit']}, {len(doc['shapes'])} shapes\n")
         print("\n".join(family_table(doc["shapes"])))
         print(f"\n{json.dumps(summarize(doc['shapes']))}")
+        for half, members in zip(("tuning", "heldout"), halves()):
+            rs = [r for r in doc["shapes"] if r["shape"] in members]
+            print(f"{half}: {json.dumps(summarize(rs))}")
         return doc
     names = [s.name for s in SHAPES]
     only = args.only.split(",") if args.only else (list(QUICK) if args.quick else names)
+    if args.half:
+        only = [n for n in only if n in halves()[args.half == "heldout"]]
     for n in only:
         if n not in names:
             raise SystemExit(f"--only: unknown shape {n!r}")
@@ -496,7 +520,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         return {"commit": _commit(), "minutes": minutes, "requests": requests, "load": LOAD,
                 "truth_from": args.truth, "settings": options,
                 "sla_factor": SLA_FACTOR, "complete": len(done) == len(order),
-                "summary": summarize(done), "shapes": done}
+                "summary": summarize(done),
+                "halves": {h: summarize([r for r in done if r["shape"] in m])
+                           for h, m in zip(("tuning", "heldout"), halves())},
+                "shapes": done}
 
     truths = {r["shape"]: r for r in json.loads(Path(args.truth).read_text())["shapes"]} \
         if args.truth else {}

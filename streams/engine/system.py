@@ -36,7 +36,8 @@ from streams.core.outputs import Alert, Outputs, Prediction, TierEstimate
 from streams.core.records import Window, clean
 from streams.core.tier import Interval, TierModel, TierState
 from streams.engine.admission import Admission
-from streams.predict import alert_window, burst_trust, confidence, prediction, response_trend
+from streams.predict import alert_window, burst_trust, capacity_trust, confidence, prediction, \
+    response_trend
 from streams.predict import story
 from streams.predict import measured_quantiles, open_model, open_whatif, pool_check, users_trend
 from streams.predict import rate_trend
@@ -171,6 +172,10 @@ class SystemState(Admission):
         self.last_solved: dict[str, Any] | None = None
         #: the trust of the predicted-breach alert's last event while it is active
         self.breach_trust: str | None = None
+        #: the capacity bands' reach below and above the capacity, relative to it, as rows
+        #: ``[solve, below, above]`` of the last solves
+        #: (:func:`streams.predict.capacity_trust.remember`)
+        self.band_reaches: list[list[float]] = []
         # the trust a firing predicted-breach alert is restated with: this solve's, once it has
         # held for alert_fire_after solves in a row (a model near the trust margin flips
         # between solves; each flip would restate the alert): [trusted, solves in a row]
@@ -521,6 +526,9 @@ class SystemState(Admission):
         reasons = confidence.trust_reasons(pred, solve.tiers) + pool_check.trust_reasons(pred)
         reasons += confidence.evidence_reasons(pred, self._window_completions())
         reasons += burst_trust.trust_reasons(pred, cfg.idc_threshold)
+        self.band_reaches = capacity_trust.remember(self.band_reaches, self.solves, pred)
+        reasons += capacity_trust.trust_reasons(capacity_trust.reach(self.band_reaches,
+                                                                     self.solves))
         alerts = self._alerts(pred, m, model, time, reasons, solve.tiers)
         if "model_error" in self.alerts.active():
             reasons.append("model_error alert active")
@@ -864,6 +872,7 @@ class SystemState(Admission):
                 "last_alert_capacity": self.last_alert_capacity,
                 "last_provisional_capacity": self.last_provisional_capacity,
                 "last_solved": self.last_solved, "breach_trust": self.breach_trust,
+                "band_reaches": self.band_reaches,
                 "trust_run": list(self.trust_run), "breach_restated": self.breach_restated,
                 "remediation_hints": self.remediation_hints,
                 "error_samples": self.error_samples, "error_family": self.error_family,
@@ -894,6 +903,7 @@ class SystemState(Admission):
         state.last_provisional_capacity = data.get("last_provisional_capacity")
         state.last_solved = data.get("last_solved")
         state.breach_trust = data.get("breach_trust")
+        state.band_reaches = [list(b) for b in data.get("band_reaches") or []]
         state.trust_run = list(data.get("trust_run") or [True, 0])
         state.breach_restated = bool(data.get("breach_restated", False))
         state.remediation_hints = dict(data.get("remediation_hints") or {})
