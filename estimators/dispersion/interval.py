@@ -310,23 +310,29 @@ def _fit_curves_many(y: np.ndarray, t: np.ndarray, weight: np.ndarray, span: np.
     for k, grid in enumerate(grids):
         best = np.argmin(sse[:, at[k]:at[k + 1]], axis=1)
         low_end.append(best == 0)
-        log_g.append(np.log(grid[np.clip(best, 1, grid.size - 2)]))
+        log_g.append(np.log(grid[np.minimum(np.maximum(best, 1), grid.size - 2)]))
         step.append(math.log(grid[1] / grid[0]))
         lo.append(math.log(grid[0]))
         hi.append(math.log(grid[-1]))
-    around = np.array([-1.0, 0.0, 1.0])[None, :]
+    # the grids' refinements side by side, ``(K, R)``: elementwise, each as by itself (the
+    # clips as ``np.clip`` computes them, its ``max`` then ``min``, without its wrappers)
+    K, R = len(grids), y.shape[0]
+    lgs, steps = np.array(log_g), np.array(step)[:, None]
+    lows, highs = np.array(lo)[:, None], np.array(hi)[:, None]
+    around = np.array([-1.0, 0.0, 1.0])
+    maximum, minimum, where = np.maximum, np.minimum, np.where
     for _ in range(3):
-        pts = [lg[:, None] + st * around for lg, st in zip(log_g, step)]
-        _, _, e_all, _ = _wls(y, t, weight, span, np.exp(np.concatenate(pts, axis=1)))
-        for k in range(len(grids)):
-            e = e_all[:, 3 * k:3 * k + 3]
-            curv = e[:, 0] - 2.0 * e[:, 1] + e[:, 2]
-            shift = np.where(curv > 0,
-                             0.5 * (e[:, 0] - e[:, 2]) / np.where(curv > 0, curv, 1.0),
-                             np.where(e[:, 0] < e[:, 2], -1.0, 1.0))
-            log_g[k] = np.clip(log_g[k] + step[k] * np.clip(shift, -1.0, 1.0), lo[k], hi[k])
-            step[k] *= 0.35
-    gamma = [np.exp(lg) for lg in log_g]
+        pts = lgs[:, :, None] + (steps * around)[:, None, :]           # (K, R, 3)
+        _, _, e_all, _ = _wls(y, t, weight, span,
+                              np.exp(pts.transpose(1, 0, 2).reshape(R, 3 * K)))
+        e = e_all.reshape(R, K, 3).transpose(1, 0, 2)                  # (K, R, 3)
+        e0, e1, e2 = e[:, :, 0], e[:, :, 1], e[:, :, 2]
+        curv = e0 - 2.0 * e1 + e2
+        up = curv > 0
+        shift = where(up, 0.5 * (e0 - e2) / where(up, curv, 1.0), where(e0 < e2, -1.0, 1.0))
+        lgs = minimum(maximum(lows, lgs + steps * minimum(maximum(-1.0, shift), 1.0)), highs)
+        steps = steps * 0.35
+    gamma = [np.exp(lgs[k]) for k in range(K)]
     inf_, zero, _, model = _wls(y, t, weight, span, np.stack(gamma, axis=1))
     return [(inf_[:, k], zero[:, k], gamma[k], model[:, k], low_end[k])
             for k in range(len(grids))]
