@@ -233,24 +233,25 @@ def _level_sums(axis: _Axis, js: np.ndarray, edges: np.ndarray
     squared residual and the number of the runs that touch the block.
 
     Runs start every ``T`` (positions ``g = 0 .. P - j``); run ``g`` covers cells ``g .. g+j-1``
-    and touches block ``[a, b)`` when ``g < b`` and ``g + j > a``."""
-    total = np.empty(js.size)
-    count = np.empty(js.size)
-    part = np.empty((edges.size - 1, js.size))
-    part_n = np.empty((edges.size - 1, js.size))
-    lo_edge, hi_edge = edges[:-1], edges[1:]
-    for i, j in enumerate(js.tolist()):
-        runs = axis.busy.size - j
-        residual = ((axis.done[j:] - axis.done[:runs])
-                    - axis.rate * (axis.busy[j:] - axis.busy[:runs]))
-        cum = np.concatenate(([0.0], np.cumsum(residual * residual)))
-        total[i] = cum[-1]
-        count[i] = runs
-        first = np.minimum(np.maximum(lo_edge - j + 1, 0), runs)       # integers: a clip
-        last = np.minimum(np.maximum(hi_edge, 0), runs)
-        part[:, i] = cum[last] - cum[first]
-        part_n[:, i] = last - first
-    return total, count, part, part_n
+    and touches block ``[a, b)`` when ``g < b`` and ``g + j > a``. Every level at once, a row
+    each (the runs a level lacks padded with 0 after its own, so each row's running sum is
+    the level's alone)."""
+    points = axis.busy.size
+    runs = points - js                                                  # (L,)
+    g = np.arange(int(runs[0]) if js.size else 0)
+    valid = g[None, :] < runs[:, None]
+    end = np.minimum(g[None, :] + js[:, None], points - 1)             # (L, G): g + j
+    residual = ((axis.done[end] - axis.done[g]) - axis.rate * (axis.busy[end] - axis.busy[g]))
+    residual = np.where(valid, residual, 0.0)
+    cum = np.zeros((js.size, g.size + 1))
+    np.cumsum(residual * residual, axis=1, out=cum[:, 1:])
+    level = np.arange(js.size)
+    total = cum[level, runs]
+    count = runs.astype(float)
+    first = np.minimum(np.maximum(edges[:-1, None] - js[None, :] + 1, 0), runs)  # integers
+    last = np.minimum(np.maximum(edges[1:, None], 0), runs)
+    part = cum[level, last] - cum[level, first]
+    return total, count, part, (last - first).astype(float)
 
 
 def _wls(y: np.ndarray, t: np.ndarray, weight: np.ndarray, span: np.ndarray,
