@@ -302,7 +302,8 @@ class SplitSums:
         C = len(self.classes)
         T, u, z = block[0], block[1] / block[0], block[2] / block[0]
         n, nr = block[3:3 + C], block[3 + C:]
-        total, xr = float(n.sum()) / T, float(nr.sum()) / T      # sum X, sum X R
+        add = np.add.reduce                 # ndarray.sum without its Python wrapper
+        total, xr = float(add(n)) / T, float(add(nr)) / T      # sum X, sum X R
         if not (total > 0 and z > 0 and xr > 0):
             return
         seen = n > 0
@@ -311,7 +312,7 @@ class SplitSums:
         # a block's class mean is noisier the longer the queue (its variance grows with
         # R^2 / n): its share counts n / s^2, s = sum X R / z >= 1
         stretch = max(xr / z, 1.0)
-        if not (stretch < 1e150 and np.isfinite(nr).all()):
+        if not (stretch < 1e150 and np.logical_and.reduce(np.isfinite(nr))):
             # a weight n / stretch^2 below 1e-300 adds nothing, and an infinite term would add NaN
             return
         v = np.where(seen, n, 0.0) / stretch ** 2
@@ -426,11 +427,12 @@ def class_split(sums: SplitSums, min_completions: float = MIN_COMPLETIONS
     # the readings' difference beyond two standard errors of the (noisier) FCFS reading
     gap = np.maximum(np.abs(out["ps"] - out["fcfs"]) - 2.0 * se, 0.0)
     diff = gap / np.maximum(np.maximum(out["ps"], out["fcfs"]), 1e-300)
-    agreement = float(diff[live].mean())
+    agreed = diff[live]                     # (at least one class is live)
+    agreement = float(total(agreed)) / agreed.size      # ndarray.mean without its wrapper
     decided, discipline, reason = False, "ps", None
     a, b = score["ps"], score["fcfs"]
     d_bar = float(total(out["ps"] * w) / W)
-    if (raw["fcfs"][live] < -np.maximum(NEGATIVE * d_bar, 3.0 * se[live])).any():
+    if np.logical_or.reduce(raw["fcfs"][live] < -np.maximum(NEGATIVE * d_bar, 3.0 * se[live])):
         decided = True                     # R_c < W for some class: not one shared FCFS wait
     elif a is not None and b is not None:
         if a < DECIDE_RATIO * b:

@@ -104,6 +104,15 @@ def general_rows(demands: Any, think_time: float, servers: Any
         recursion(d, h, fixed, Z, N, X, R, Rm)
         return [np.array(Rm[n * M:(n + 1) * M], dtype=float) + extra for n in populations]
 
+    tail = _tail_recursion(M)
+
+    def top_two(cv2: list[float], N: int) -> tuple[np.ndarray, np.ndarray]:
+        """``rows(cv2, N, [N, N - 1])`` for SCVs already checked (finite, ``>= 0``) and ``N
+        >= 2``, without checking them again: a bisection's trials differ in one SCV."""
+        below, top = tail(d, [0.5 * (v - 1.0) for v in cv2], fixed, Z, N)
+        return np.array(top, dtype=float) + extra, np.array(below, dtype=float) + extra
+
+    rows.top_two = top_two                                  # type: ignore[attr-defined]
     return rows
 
 

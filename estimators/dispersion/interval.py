@@ -233,24 +233,25 @@ def _level_sums(axis: _Axis, js: np.ndarray, edges: np.ndarray
     squared residual and the number of the runs that touch the block.
 
     Runs start every ``T`` (positions ``g = 0 .. P - j``); run ``g`` covers cells ``g .. g+j-1``
-    and touches block ``[a, b)`` when ``g < b`` and ``g + j > a``."""
-    total = np.empty(js.size)
-    count = np.empty(js.size)
-    part = np.empty((edges.size - 1, js.size))
-    part_n = np.empty((edges.size - 1, js.size))
-    lo_edge, hi_edge = edges[:-1], edges[1:]
-    for i, j in enumerate(js.tolist()):
-        runs = axis.busy.size - j
-        residual = ((axis.done[j:] - axis.done[:runs])
-                    - axis.rate * (axis.busy[j:] - axis.busy[:runs]))
-        cum = np.concatenate(([0.0], np.cumsum(residual * residual)))
-        total[i] = cum[-1]
-        count[i] = runs
-        first = np.minimum(np.maximum(lo_edge - j + 1, 0), runs)       # integers: a clip
-        last = np.minimum(np.maximum(hi_edge, 0), runs)
-        part[:, i] = cum[last] - cum[first]
-        part_n[:, i] = last - first
-    return total, count, part, part_n
+    and touches block ``[a, b)`` when ``g < b`` and ``g + j > a``. Every level at once, a row
+    each (the runs a level lacks padded with 0 after its own, so each row's running sum is
+    the level's alone)."""
+    points = axis.busy.size
+    runs = points - js                                                  # (L,)
+    g = np.arange(int(runs[0]) if js.size else 0)
+    valid = g[None, :] < runs[:, None]
+    end = np.minimum(g[None, :] + js[:, None], points - 1)             # (L, G): g + j
+    residual = ((axis.done[end] - axis.done[g]) - axis.rate * (axis.busy[end] - axis.busy[g]))
+    residual = np.where(valid, residual, 0.0)
+    cum = np.zeros((js.size, g.size + 1))
+    np.cumsum(residual * residual, axis=1, out=cum[:, 1:])
+    level = np.arange(js.size)
+    total = cum[level, runs]
+    count = runs.astype(float)
+    first = np.minimum(np.maximum(edges[:-1, None] - js[None, :] + 1, 0), runs)  # integers
+    last = np.minimum(np.maximum(edges[1:, None], 0), runs)
+    part = cum[level, last] - cum[level, first]
+    return total, count, part, (last - first).astype(float)
 
 
 def _wls(y: np.ndarray, t: np.ndarray, weight: np.ndarray, span: np.ndarray,
@@ -310,23 +311,29 @@ def _fit_curves_many(y: np.ndarray, t: np.ndarray, weight: np.ndarray, span: np.
     for k, grid in enumerate(grids):
         best = np.argmin(sse[:, at[k]:at[k + 1]], axis=1)
         low_end.append(best == 0)
-        log_g.append(np.log(grid[np.clip(best, 1, grid.size - 2)]))
+        log_g.append(np.log(grid[np.minimum(np.maximum(best, 1), grid.size - 2)]))
         step.append(math.log(grid[1] / grid[0]))
         lo.append(math.log(grid[0]))
         hi.append(math.log(grid[-1]))
-    around = np.array([-1.0, 0.0, 1.0])[None, :]
+    # the grids' refinements side by side, ``(K, R)``: elementwise, each as by itself (the
+    # clips as ``np.clip`` computes them, its ``max`` then ``min``, without its wrappers)
+    K, R = len(grids), y.shape[0]
+    lgs, steps = np.array(log_g), np.array(step)[:, None]
+    lows, highs = np.array(lo)[:, None], np.array(hi)[:, None]
+    around = np.array([-1.0, 0.0, 1.0])
+    maximum, minimum, where = np.maximum, np.minimum, np.where
     for _ in range(3):
-        pts = [lg[:, None] + st * around for lg, st in zip(log_g, step)]
-        _, _, e_all, _ = _wls(y, t, weight, span, np.exp(np.concatenate(pts, axis=1)))
-        for k in range(len(grids)):
-            e = e_all[:, 3 * k:3 * k + 3]
-            curv = e[:, 0] - 2.0 * e[:, 1] + e[:, 2]
-            shift = np.where(curv > 0,
-                             0.5 * (e[:, 0] - e[:, 2]) / np.where(curv > 0, curv, 1.0),
-                             np.where(e[:, 0] < e[:, 2], -1.0, 1.0))
-            log_g[k] = np.clip(log_g[k] + step[k] * np.clip(shift, -1.0, 1.0), lo[k], hi[k])
-            step[k] *= 0.35
-    gamma = [np.exp(lg) for lg in log_g]
+        pts = lgs[:, :, None] + (steps * around)[:, None, :]           # (K, R, 3)
+        _, _, e_all, _ = _wls(y, t, weight, span,
+                              np.exp(pts.transpose(1, 0, 2).reshape(R, 3 * K)))
+        e = e_all.reshape(R, K, 3).transpose(1, 0, 2)                  # (K, R, 3)
+        e0, e1, e2 = e[:, :, 0], e[:, :, 1], e[:, :, 2]
+        curv = e0 - 2.0 * e1 + e2
+        up = curv > 0
+        shift = where(up, 0.5 * (e0 - e2) / where(up, curv, 1.0), where(e0 < e2, -1.0, 1.0))
+        lgs = minimum(maximum(lows, lgs + steps * minimum(maximum(-1.0, shift), 1.0)), highs)
+        steps = steps * 0.35
+    gamma = [np.exp(lgs[k]) for k in range(K)]
     inf_, zero, _, model = _wls(y, t, weight, span, np.stack(gamma, axis=1))
     return [(inf_[:, k], zero[:, k], gamma[k], model[:, k], low_end[k])
             for k in range(len(grids))]

@@ -70,11 +70,21 @@ def _trials(model: SystemModel) -> Callable[[np.ndarray, int, int], float]:
     n0 = model.asymptote_start()
     delays = None if model.delays is None else model.delay_m
 
+    top_two, isfinite = rows.top_two, math.isfinite                  # type: ignore[attr-defined]
+
     def residence(scv: np.ndarray, m: int, n: int) -> float:
-        if n <= n0:
-            (Rm,) = rows(scv, n, [n])
+        cv2 = scv.tolist()
+        if not (len(cv2) == len(model.tiers) and min(n, n0) >= 2
+                and all(isfinite(v) and v >= 0 for v in cv2)):
+            if n <= n0:
+                (Rm,) = rows(scv, n, [n])
+            else:
+                top, below = rows(scv, n0, [n0, n0 - 1])
+                Rm = top + (n - n0) * (top - below)
+        elif n <= n0:
+            Rm, _ = top_two(cv2, n)
         else:
-            top, below = rows(scv, n0, [n0, n0 - 1])
+            top, below = top_two(cv2, n0)
             Rm = top + (n - n0) * (top - below)
         return float(Rm[m] if delays is None else (Rm + delays)[m])
 

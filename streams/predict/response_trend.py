@@ -132,7 +132,7 @@ def _line_with_error(rows: Sequence[Sequence[float]], time: float
     t_mean, y_mean, tc, denom, slope = _line(rows, time)
     if len(rows) < 3 or not denom > 0:
         return y_mean - slope * t_mean, slope, math.inf
-    sse = math.fsum((row[1] - y_mean - slope * d) ** 2 for d, row in zip(tc, rows))
+    sse = math.fsum([(row[1] - y_mean - slope * d) ** 2 for d, row in zip(tc, rows)])
     return y_mean - slope * t_mean, slope, math.sqrt(sse / (len(rows) - 2) / denom)
 
 
@@ -142,12 +142,14 @@ def _line(rows: Sequence[Sequence[float]], time: float
     of squares and the slope (0 when that sum is 0)."""
     # plain floats: a line through a few dozen points costs ~5x less than through arrays
     n = len(rows)
+    # (lists, not generators, into fsum: a correctly rounded sum, the same in any order)
     t = [row[0] - time for row in rows]
+    y = [row[1] for row in rows]
     t_mean = math.fsum(t) / n
-    y_mean = math.fsum(row[1] for row in rows) / n
+    y_mean = math.fsum(y) / n
     tc = [x - t_mean for x in t]
-    denom = math.fsum(d * d for d in tc)
-    slope = math.fsum(d * (row[1] - y_mean) for d, row in zip(tc, rows)) / denom \
+    denom = math.fsum([d * d for d in tc])
+    slope = math.fsum([d * (v - y_mean) for d, v in zip(tc, y)]) / denom \
         if denom > 0 else 0.0
     return t_mean, y_mean, tc, denom, slope
 
