@@ -6,14 +6,11 @@ was trusted 28-41% above the long-run mean response time)."""
 
 from __future__ import annotations
 
-import tempfile
 from types import SimpleNamespace
 
 import pytest
 
-from bench.accuracy import shapes
-from solvers.simulation.physical import monitor_physical
-from streams.cli.embedded import run_embedded
+from shape_runs import model_predictions
 from streams.predict import burst_trust
 
 
@@ -50,17 +47,7 @@ def test_a_slow_burst_is_not_trusted_while_undecided():
     """14 minutes of 5-s windows at 29 users (40% of capacity): every solve whose database
     reads ``I`` above the threshold without a decided interval carries the reason and is not
     trusted; the rule is what keeps them untrusted at least once (the other rules pass there)."""
-    shape = next(s for s in shapes.SHAPES if s.name == "mmpp2-slow-stable-A")
-    recs = monitor_physical(shapes.network(shape, 29), 14 * 60.0, shapes.WINDOW_S,
-                            warmup=60.0, system="sys", start_time=shapes.START,
-                            seed=shape.seed)
-    preds = []
-
-    def watch(outputs, _pipeline):
-        preds.extend(p for p in outputs.predictions if p.get("model"))
-
-    with tempfile.TemporaryDirectory() as d:
-        run_embedded(recs, shapes.config(shape), d, on_outputs=watch)
+    preds = model_predictions("mmpp2-slow-stable-A", 29, 14)
     undecided = [p for p in preds if burst_trust.trust_reasons(p, 10.0)]
     assert undecided
     for p in undecided:

@@ -5,13 +5,10 @@ read ``I`` at 36-40 and was trusted with the capacity 29-31% above the simulated
 
 from __future__ import annotations
 
-import tempfile
 
 import pytest
 
-from bench.accuracy import shapes
-from solvers.simulation.physical import monitor_physical
-from streams.cli.embedded import run_embedded
+from shape_runs import model_predictions
 from streams.core.config import SystemConfig
 from streams.engine.system import SystemState
 from streams.predict import capacity_trust
@@ -73,17 +70,7 @@ def test_a_trusted_capacity_far_off_is_caught_by_its_band():
     whose bands reach beyond the margin is untrusted, the rule is what keeps some of the solves
     the other rules pass untrusted, and none is trusted with the capacity more than 20% high
     (before the rule, 6 solves were, 29-31% high)."""
-    shape = next(s for s in shapes.SHAPES if s.name == "mult-wide-mmpp2-medium-B")
-    recs = monitor_physical(shapes.network(shape, 65), 23 * 60.0, shapes.WINDOW_S,
-                            warmup=60.0, system="sys", start_time=shapes.START,
-                            seed=shape.seed)
-    preds = []
-
-    def watch(outputs, _pipeline):
-        preds.extend(p for p in outputs.predictions if p.get("model"))
-
-    with tempfile.TemporaryDirectory() as d:
-        run_embedded(recs, shapes.config(shape), d, on_outputs=watch)
+    preds = model_predictions("mult-wide-mmpp2-medium-B", 65, 23)
     flagged = [p for p in preds if any(r.startswith(capacity_trust.REASON)
                                        for r in p.trust_reasons)]
     assert flagged
