@@ -48,6 +48,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from bench.testbed.autogroup import lift_db_autogroup
 from bench.testbed.pointtruth import (background_rates, fetch_counters, interval_truth,
                                       judge_point)
 from bench.testbed.truth import truth as truth_of
@@ -134,32 +135,9 @@ def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
 #: SCHED_RR priority of the app and the load generator on their CPU (``--rt-prio``; 0: the
 #: scheduler's default class, the campaigns before the app owned its CPU)
 RT_PRIO = {"prio": 1}
-#: the database's scheduling group as the campaign left it (:func:`lift_db_autogroup`)
+#: the database's scheduling group as the campaign left it
+#: (:func:`bench.testbed.autogroup.lift_db_autogroup`; up.sh lifts it too)
 DB_AUTOGROUP: dict[str, Any] = {"state": None}
-
-
-def lift_db_autogroup(run_dir: Path, nice: int, proc: Path = Path("/proc")) -> str | None:
-    """Give the database's session its CPU back from the other sessions of the host: set the
-    autogroup niceness of the postmaster's session (its backends are in it) to ``nice``; the
-    autogroup line as the kernel then reads it, or ``None`` where there is no autogroup.
-
-    With the kernel's autogroups (``kernel.sched_autogroup_enabled``, the default of desktop
-    and many cloud kernels) each session is one scheduling entity, and CFS shares a CPU fairly
-    among the runnable sessions whatever the niceness of their processes (Galbraith 2010): a
-    process at nice 19 in another session takes as much of the database's CPU as the database
-    (at 5 users here, search's execution 218 ms against its backend's 60 ms of CPU, with other
-    sessions' nice-19 work 84% of that CPU). The foreign-CPU guard, which counts work at
-    nice > 0 as yielding, cannot see it; the session's own niceness restores what a dedicated
-    database server has."""
-    enabled = proc / "sys/kernel/sched_autogroup_enabled"
-    if not enabled.exists() or enabled.read_text().strip() != "1":
-        return None
-    pid = int((run_dir / "pg" / "postmaster.pid").read_text().split()[0])
-    group = proc / str(pid) / "autogroup"
-    if not -20 <= nice <= 19:
-        raise ValueError(f"--db-autogroup-nice must be within [-20, 19], got {nice}")
-    group.write_text(f"{nice}\n")
-    return group.read_text().strip()
 
 
 def run_load(out: Path, users: int, duration: float, think: float, aux_cpu: int,
@@ -910,7 +888,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     env = {"TESTBED_AUX_CPU": str(args.aux_cpu), "TESTBED_DB_CPU": str(args.db_cpu),
            "TESTBED_APP_CPU": str(args.aux_cpu), "TESTBED_NICE": "0",
-           "TESTBED_RT_PRIO": str(args.rt_prio) if args.rt_prio else ""}
+           "TESTBED_RT_PRIO": str(args.rt_prio) if args.rt_prio else "",
+           "TESTBED_DB_AUTOGROUP_NICE": str(args.db_autogroup_nice)}
     if not args.no_up:
         up = _sh(["bash", "infra/testbed/up.sh"], env=_env(env), capture_output=True)
         for line in up.stdout.splitlines():
@@ -919,6 +898,8 @@ def main(argv: list[str] | None = None) -> int:
                 os.environ[k] = v.strip("'")
     try:
         if args.db_autogroup_nice:
+            # up.sh has set it already (TESTBED_DB_AUTOGROUP_NICE); again for --no-up, and
+            # the line as the kernel reads it for campaign.json
             state = Path(os.environ.get("PERFCAST_CACHE", Path.home() / ".cache/perfcast"))
             DB_AUTOGROUP["state"] = lift_db_autogroup(
                 Path((state / "testbed" / "run-dir").read_text().strip()), args.db_autogroup_nice)
