@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.testbed.autogroup import lift_db_autogroup
+from bench.testbed.load import MAX_DURATION_S
 from bench.testbed.pointtruth import (background_rates, fetch_counters, interval_truth,
                                       judge_point)
 from bench.testbed.truth import truth as truth_of
@@ -582,19 +583,37 @@ def open_ramp(args: argparse.Namespace, out: Path, meter: ForeignMeter, config: 
             "trusted_solves": sum(1 for p in preds if p.get("model_trusted"))}
 
 
+def ramp_arg(text: str) -> tuple[int, int, int]:
+    """``--ramp``'s ``FROM:TO:SECONDS`` users, checked against bench.testbed.load's bounds
+    (users within [1, 500], FROM <= TO, one load at most ``MAX_DURATION_S``) before any run:
+    a ramp the load generator refuses would otherwise end the campaign after its steady runs."""
+    try:
+        vals = tuple(int(x) for x in text.split(":"))
+    except ValueError:
+        vals = ()
+    if len(vals) != 3 or not (1 <= vals[0] <= vals[1] <= 500
+                              and 0 < vals[2] <= MAX_DURATION_S):
+        raise argparse.ArgumentTypeError(
+            f"--ramp wants FROM:TO:SECONDS with 1 <= FROM <= TO <= 500 users and 0 < SECONDS <= "
+            f"{MAX_DURATION_S:g} (one load's limit), got {text!r}")
+    return vals  # type: ignore[return-value]
+
+
 def open_ramp_arg(text: str) -> tuple[float, ...]:
     """``--open-ramp``'s ``R0:R1:SECONDS[:HOLD]``, checked: rates within (0, 500] per second
-    (bench.testbed.load's bounds), the hold shorter than the run."""
+    and at most ``MAX_DURATION_S`` seconds (bench.testbed.load's bounds), the hold shorter than
+    the run."""
     parts = text.split(":")
     try:
         vals = tuple(float(x) for x in parts)
     except ValueError:
         vals = ()
-    if len(vals) not in (3, 4) or not (0 < vals[0] <= 500 and 0 < vals[1] <= 500 and vals[2] > 0
+    if len(vals) not in (3, 4) or not (0 < vals[0] <= 500 and 0 < vals[1] <= 500
+                                       and 0 < vals[2] <= MAX_DURATION_S
                                        and 0 <= (vals[3:] or (0.0,))[0] < vals[2]):
         raise argparse.ArgumentTypeError(
-            f"--open-ramp wants R0:R1:SECONDS[:HOLD] with rates in (0, 500] and "
-            f"0 <= HOLD < SECONDS, got {text!r}")
+            f"--open-ramp wants R0:R1:SECONDS[:HOLD] with rates in (0, 500], 0 < SECONDS <= "
+            f"{MAX_DURATION_S:g} and 0 <= HOLD < SECONDS, got {text!r}")
     return vals
 
 
@@ -835,8 +854,9 @@ def main(argv: list[str] | None = None) -> int:
                    default=[6, 12, 24, 36, 48, 60, 72])
     p.add_argument("--duration", type=float, default=150.0, help="seconds per steady run")
     p.add_argument("--think", type=float, default=1.0)
-    p.add_argument("--ramp", type=lambda s: tuple(int(x) for x in s.split(":")),
-                   default=(6, 84, 1200), help="FROM:TO:SECONDS users")
+    p.add_argument("--ramp", type=ramp_arg, default=(6, 84, 1200),
+                   help=f"FROM:TO:SECONDS users (SECONDS <= {MAX_DURATION_S:g}, one load's "
+                        "limit)")
     p.add_argument("--no-ramp", dest="ramp", action="store_const", const=None)
     p.add_argument("--open-ramp", type=open_ramp_arg, default=None,
                    help="R0:R1:SECONDS[:HOLD]: Poisson arrivals for SECONDS, flat at R0 per "
@@ -878,6 +898,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--refetch", action="store_true",
                    help="with --rejudge: read the windows from Prometheus again")
     args = p.parse_args(argv)
+    if not 0 < args.duration <= MAX_DURATION_S:
+        p.error(f"--duration must be within (0, {MAX_DURATION_S:g}] s (one load's limit), "
+                f"got {args.duration:g}")
     RT_PRIO["prio"] = args.rt_prio
     PROM_CONFIG["path"] = args.prom_config
     if args.rejudge:
