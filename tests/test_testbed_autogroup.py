@@ -19,6 +19,15 @@ def _host(tmp_path, session=4242):
     # a command with a parenthesis and a space in it: the fields count from the last ")"
     (proc / "4242" / "stat").write_text(f"4242 (post (gres) S 1 4242 {session} 0 -1 4194560\n")
     (proc / "4242" / "autogroup").write_text("/autogroup-7 nice 0\n")
+    # two backends, each leading its own session as PostgreSQL starts them, and a process of
+    # the postmaster's session (not a session of its own)
+    for pid, sess in ((5001, 5001), (5002, 5002), (5003, 4242)):
+        (proc / str(pid)).mkdir()
+        (proc / str(pid) / "stat").write_text(f"{pid} (postgres) S 4242 {pid} {sess} 0 -1\n")
+        (proc / str(pid) / "autogroup").write_text(f"/autogroup-{pid} nice 0\n")
+    (proc / "77").mkdir()                         # another process of the host
+    (proc / "77" / "stat").write_text("77 (python) R 1 77 77 0 -1\n")
+    (proc / "77" / "autogroup").write_text("/autogroup-77 nice 0\n")
     return proc, run
 
 
@@ -31,8 +40,19 @@ def test_the_database_session_is_lifted_only_where_the_kernel_has_autogroups(tmp
         "the database's session: no autogroups on this kernel, nothing to lift")
     assert (proc / "4242" / "autogroup").read_text() == "/autogroup-7 nice 0\n"
     (proc / "sys/kernel/sched_autogroup_enabled").write_text("1\n")
-    assert lift_db_autogroup(run, -20, proc) == "-20"
-    assert describe(run, -5, proc) == "the database's session: -5"
+    assert autogroup.db_sessions(run, proc) == [4242, 5001, 5002]
+    assert lift_db_autogroup(run, -20, proc) == "-20, and 2 child sessions"
+    assert [(proc / p / "autogroup").read_text() for p in ("5001", "5002", "5003", "77")] == [
+        "-20\n", "-20\n", "/autogroup-5003 nice 0\n", "/autogroup-77 nice 0\n"]
+    assert describe(run, -5, proc) == "the database's session: -5, and 2 child sessions"
+    # follow: once per round while the postmaster runs, a new backend's session too
+    (proc / "5004").mkdir()
+    (proc / "5004" / "stat").write_text("5004 (postgres) S 4242 5004 5004 0 -1\n")
+    (proc / "5004" / "autogroup").write_text("/autogroup-5004 nice 0\n")
+    assert autogroup.follow(run, -20, 0.0, proc, rounds=2) == 2
+    assert (proc / "5004" / "autogroup").read_text() == "-20\n"
+    (run / "pg" / "postmaster.pid").unlink()
+    assert autogroup.follow(run, -20, 0.0, proc) == 0      # the postmaster gone: it ends
     with pytest.raises(ValueError, match="within \\[-20, 19\\], got 30"):
         lift_db_autogroup(run, 30, proc)
     with pytest.raises(ValueError, match="got -21"):

@@ -38,7 +38,7 @@ TESTBED_RT_PRIO="${TESTBED_RT_PRIO:-}"
 TESTBED_DB_AUTOGROUP_NICE="${TESTBED_DB_AUTOGROUP_NICE:--20}"
 
 # the names of the processes up.sh starts, with their pid files (relative to the run dir)
-TESTBED_PROCESSES=(prometheus node_exporter process_exporter postgres_exporter app)
+TESTBED_PROCESSES=(prometheus node_exporter process_exporter postgres_exporter app db_autogroup)
 
 # only signal a pid whose command line still names this run dir (the pid may have been reused)
 testbed_owns() {  # pid run_dir

@@ -192,6 +192,9 @@ start_bg node_exporter node-exporter.log prometheus-node-exporter \
   --web.listen-address="127.0.0.1:${TESTBED_NODE_PORT}" --collector.disable-defaults \
   --collector.cpu --collector.loadavg --collector.diskstats --collector.pressure \
   --collector.textfile.directory="${RUN}/log" --log.level=warn
+# each backend PostgreSQL starts for a new connection is a session of its own: lifted as it comes
+start_bg db_autogroup autogroup-follow.log env PYTHONPATH="${REPO}" "${TESTBED_PYTHON}" \
+  -m bench.testbed.autogroup "${RUN}" --nice "${TESTBED_DB_AUTOGROUP_NICE}" --follow 1
 wait_http "http://127.0.0.1:${TESTBED_PROCESS_PORT}/metrics" process-exporter.log process-exporter
 wait_http "http://127.0.0.1:${TESTBED_PGEXP_PORT}/metrics" postgres-exporter.log postgres_exporter
 wait_http "http://127.0.0.1:${TESTBED_NODE_PORT}/metrics" node-exporter.log node_exporter
