@@ -2,6 +2,8 @@
 measured knee, the join schedule of a ramp, the tables. The campaign itself needs the testbed
 and a quiet machine: it is a benchmark, not a test."""
 
+import argparse
+
 import pytest
 
 from bench.testbed import campaign
@@ -13,6 +15,17 @@ from bench.testbed.load import join_times
 def test_knee_is_linear_between_the_populations_around_the_crossing():
     assert knee([(5, 0.3), (10, 0.5), (20, 0.8), (30, 1.4)]) == pytest.approx(20 + 10 * 0.2 / 0.6)
     assert knee([(30, 1.4), (5, 0.3), (20, 0.8)]) == pytest.approx(20 + 10 * 0.2 / 0.6)
+
+
+def test_a_ramp_the_load_generator_would_refuse_is_refused_before_any_run(capsys):
+    assert campaign.ramp_arg("5:35:1800") == (5, 35, 1800)
+    # one load lasts at most 1800 s: a 40-min ramp once ended a campaign after its steady runs
+    for bad in ("5:45:2400", "5:45", "45:5:600", "0:5:600", "5:x:600", "5:45:0"):
+        with pytest.raises(argparse.ArgumentTypeError, match="FROM:TO:SECONDS"):
+            campaign.ramp_arg(bad)
+    with pytest.raises(SystemExit):
+        campaign.main(["--out", "/nonexistent/never-made", "--duration", "2000", "--no-up"])
+    assert "--duration must be within (0, 1800] s" in capsys.readouterr().err
 
 
 def test_knee_is_none_when_no_run_crosses():

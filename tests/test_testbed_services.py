@@ -138,6 +138,8 @@ def testbed(tmp_path_factory):
     run_dir = exports.get("TESTBED_RUN_DIR")
     try:
         assert up.returncode == 0, f"infra/testbed/up.sh failed:\n{up.stdout}{up.stderr}"
+        # the database's session lifted among the host's (or why not): bench/testbed/autogroup.py
+        assert "the database's session: " in up.stdout, up.stdout
         yield {**settings, **exports}
     finally:
         # this run's dir, else the one up.sh recorded before it failed (never an exported one)

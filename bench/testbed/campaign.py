@@ -48,6 +48,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from bench.testbed.autogroup import lift_db_autogroup
+from bench.testbed.load import MAX_DURATION_S
 from bench.testbed.pointtruth import (background_rates, fetch_counters, interval_truth,
                                       judge_point)
 from bench.testbed.truth import truth as truth_of
@@ -134,32 +136,9 @@ def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
 #: SCHED_RR priority of the app and the load generator on their CPU (``--rt-prio``; 0: the
 #: scheduler's default class, the campaigns before the app owned its CPU)
 RT_PRIO = {"prio": 1}
-#: the database's scheduling group as the campaign left it (:func:`lift_db_autogroup`)
+#: the database's scheduling group as the campaign left it
+#: (:func:`bench.testbed.autogroup.lift_db_autogroup`; up.sh lifts it too)
 DB_AUTOGROUP: dict[str, Any] = {"state": None}
-
-
-def lift_db_autogroup(run_dir: Path, nice: int, proc: Path = Path("/proc")) -> str | None:
-    """Give the database's session its CPU back from the other sessions of the host: set the
-    autogroup niceness of the postmaster's session (its backends are in it) to ``nice``; the
-    autogroup line as the kernel then reads it, or ``None`` where there is no autogroup.
-
-    With the kernel's autogroups (``kernel.sched_autogroup_enabled``, the default of desktop
-    and many cloud kernels) each session is one scheduling entity, and CFS shares a CPU fairly
-    among the runnable sessions whatever the niceness of their processes (Galbraith 2010): a
-    process at nice 19 in another session takes as much of the database's CPU as the database
-    (at 5 users here, search's execution 218 ms against its backend's 60 ms of CPU, with other
-    sessions' nice-19 work 84% of that CPU). The foreign-CPU guard, which counts work at
-    nice > 0 as yielding, cannot see it; the session's own niceness restores what a dedicated
-    database server has."""
-    enabled = proc / "sys/kernel/sched_autogroup_enabled"
-    if not enabled.exists() or enabled.read_text().strip() != "1":
-        return None
-    pid = int((run_dir / "pg" / "postmaster.pid").read_text().split()[0])
-    group = proc / str(pid) / "autogroup"
-    if not -20 <= nice <= 19:
-        raise ValueError(f"--db-autogroup-nice must be within [-20, 19], got {nice}")
-    group.write_text(f"{nice}\n")
-    return group.read_text().strip()
 
 
 def run_load(out: Path, users: int, duration: float, think: float, aux_cpu: int,
@@ -604,19 +583,37 @@ def open_ramp(args: argparse.Namespace, out: Path, meter: ForeignMeter, config: 
             "trusted_solves": sum(1 for p in preds if p.get("model_trusted"))}
 
 
+def ramp_arg(text: str) -> tuple[int, int, int]:
+    """``--ramp``'s ``FROM:TO:SECONDS`` users, checked against bench.testbed.load's bounds
+    (users within [1, 500], FROM <= TO, one load at most ``MAX_DURATION_S``) before any run:
+    a ramp the load generator refuses would otherwise end the campaign after its steady runs."""
+    try:
+        vals = tuple(int(x) for x in text.split(":"))
+    except ValueError:
+        vals = ()
+    if len(vals) != 3 or not (1 <= vals[0] <= vals[1] <= 500
+                              and 0 < vals[2] <= MAX_DURATION_S):
+        raise argparse.ArgumentTypeError(
+            f"--ramp wants FROM:TO:SECONDS with 1 <= FROM <= TO <= 500 users and 0 < SECONDS <= "
+            f"{MAX_DURATION_S:g} (one load's limit), got {text!r}")
+    return vals  # type: ignore[return-value]
+
+
 def open_ramp_arg(text: str) -> tuple[float, ...]:
     """``--open-ramp``'s ``R0:R1:SECONDS[:HOLD]``, checked: rates within (0, 500] per second
-    (bench.testbed.load's bounds), the hold shorter than the run."""
+    and at most ``MAX_DURATION_S`` seconds (bench.testbed.load's bounds), the hold shorter than
+    the run."""
     parts = text.split(":")
     try:
         vals = tuple(float(x) for x in parts)
     except ValueError:
         vals = ()
-    if len(vals) not in (3, 4) or not (0 < vals[0] <= 500 and 0 < vals[1] <= 500 and vals[2] > 0
+    if len(vals) not in (3, 4) or not (0 < vals[0] <= 500 and 0 < vals[1] <= 500
+                                       and 0 < vals[2] <= MAX_DURATION_S
                                        and 0 <= (vals[3:] or (0.0,))[0] < vals[2]):
         raise argparse.ArgumentTypeError(
-            f"--open-ramp wants R0:R1:SECONDS[:HOLD] with rates in (0, 500] and "
-            f"0 <= HOLD < SECONDS, got {text!r}")
+            f"--open-ramp wants R0:R1:SECONDS[:HOLD] with rates in (0, 500], 0 < SECONDS <= "
+            f"{MAX_DURATION_S:g} and 0 <= HOLD < SECONDS, got {text!r}")
     return vals
 
 
@@ -857,8 +854,9 @@ def main(argv: list[str] | None = None) -> int:
                    default=[6, 12, 24, 36, 48, 60, 72])
     p.add_argument("--duration", type=float, default=150.0, help="seconds per steady run")
     p.add_argument("--think", type=float, default=1.0)
-    p.add_argument("--ramp", type=lambda s: tuple(int(x) for x in s.split(":")),
-                   default=(6, 84, 1200), help="FROM:TO:SECONDS users")
+    p.add_argument("--ramp", type=ramp_arg, default=(6, 84, 1200),
+                   help=f"FROM:TO:SECONDS users (SECONDS <= {MAX_DURATION_S:g}, one load's "
+                        "limit)")
     p.add_argument("--no-ramp", dest="ramp", action="store_const", const=None)
     p.add_argument("--open-ramp", type=open_ramp_arg, default=None,
                    help="R0:R1:SECONDS[:HOLD]: Poisson arrivals for SECONDS, flat at R0 per "
@@ -900,6 +898,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--refetch", action="store_true",
                    help="with --rejudge: read the windows from Prometheus again")
     args = p.parse_args(argv)
+    if not 0 < args.duration <= MAX_DURATION_S:
+        p.error(f"--duration must be within (0, {MAX_DURATION_S:g}] s (one load's limit), "
+                f"got {args.duration:g}")
     RT_PRIO["prio"] = args.rt_prio
     PROM_CONFIG["path"] = args.prom_config
     if args.rejudge:
@@ -910,7 +911,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     env = {"TESTBED_AUX_CPU": str(args.aux_cpu), "TESTBED_DB_CPU": str(args.db_cpu),
            "TESTBED_APP_CPU": str(args.aux_cpu), "TESTBED_NICE": "0",
-           "TESTBED_RT_PRIO": str(args.rt_prio) if args.rt_prio else ""}
+           "TESTBED_RT_PRIO": str(args.rt_prio) if args.rt_prio else "",
+           "TESTBED_DB_AUTOGROUP_NICE": str(args.db_autogroup_nice)}
     if not args.no_up:
         up = _sh(["bash", "infra/testbed/up.sh"], env=_env(env), capture_output=True)
         for line in up.stdout.splitlines():
@@ -919,6 +921,8 @@ def main(argv: list[str] | None = None) -> int:
                 os.environ[k] = v.strip("'")
     try:
         if args.db_autogroup_nice:
+            # up.sh has set it already (TESTBED_DB_AUTOGROUP_NICE); again for --no-up, and
+            # the line as the kernel reads it for campaign.json
             state = Path(os.environ.get("PERFCAST_CACHE", Path.home() / ".cache/perfcast"))
             DB_AUTOGROUP["state"] = lift_db_autogroup(
                 Path((state / "testbed" / "run-dir").read_text().strip()), args.db_autogroup_nice)

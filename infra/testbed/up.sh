@@ -7,7 +7,8 @@
 # venv's psycopg, gunicorn, prometheus-client (pip install '.[testbed]').
 # Env (infra/testbed/env.sh): TESTBED_WORKERS (gunicorn workers, default 2), TESTBED_PRODUCTS
 # (default 200000), TESTBED_CATEGORIES (default 40), TESTBED_SCRAPE (default 1s), the ports, CPUs,
-# nice level and TESTBED_RT_PRIO (the app under SCHED_RR).
+# nice level, TESTBED_RT_PRIO (the app under SCHED_RR) and TESTBED_DB_AUTOGROUP_NICE (the
+# database's session among the host's, bench/testbed/autogroup.py).
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "${HERE}/../.." && pwd)"
@@ -91,6 +92,10 @@ CONF_EOF
 taskset -c "${TESTBED_DB_CPU}" nice -n "${TESTBED_NICE}" "${AS_PG[@]}" "${TESTBED_PG_BIN}/pg_ctl" \
   -D "${RUN}/pg" -l "${RUN}/log/postgres.log" -w -t 60 start > /dev/null \
   || fail "postgres did not start" postgres.log
+# the database's session lifted among the host's sessions (env.sh's TESTBED_DB_AUTOGROUP_NICE)
+PYTHONPATH="${REPO}" "${TESTBED_PYTHON}" -m bench.testbed.autogroup "${RUN}" \
+  --nice "${TESTBED_DB_AUTOGROUP_NICE}" > "${RUN}/log/autogroup.log" 2>&1 \
+  || fail "the database's autogroup could not be set" autogroup.log
 PSQL=("${TESTBED_PG_BIN}/psql" -h "${RUN}/sock" -p "${TESTBED_PG_PORT}" -U postgres -X -q
       -v ON_ERROR_STOP=1)
 "${PSQL[@]}" -d postgres -c "CREATE DATABASE shop" > "${RUN}/log/schema.log" 2>&1 \
@@ -187,6 +192,9 @@ start_bg node_exporter node-exporter.log prometheus-node-exporter \
   --web.listen-address="127.0.0.1:${TESTBED_NODE_PORT}" --collector.disable-defaults \
   --collector.cpu --collector.loadavg --collector.diskstats --collector.pressure \
   --collector.textfile.directory="${RUN}/log" --log.level=warn
+# each backend PostgreSQL starts for a new connection is a session of its own: lifted as it comes
+start_bg db_autogroup autogroup-follow.log env PYTHONPATH="${REPO}" "${TESTBED_PYTHON}" \
+  -m bench.testbed.autogroup "${RUN}" --nice "${TESTBED_DB_AUTOGROUP_NICE}" --follow 1
 wait_http "http://127.0.0.1:${TESTBED_PROCESS_PORT}/metrics" process-exporter.log process-exporter
 wait_http "http://127.0.0.1:${TESTBED_PGEXP_PORT}/metrics" postgres-exporter.log postgres_exporter
 wait_http "http://127.0.0.1:${TESTBED_NODE_PORT}/metrics" node-exporter.log node_exporter
@@ -226,6 +234,7 @@ echo "testbed up in $(printf '%.1f' "$(echo "$(date +%s.%N) - ${t_start}" | bc)"
      "(data: ${rows} products in $(printf '%.1f' "${t_data}") s); run dir ${RUN}"
 echo "  postgres 127.0.0.1:${TESTBED_PG_PORT} (CPU ${TESTBED_DB_CPU}), app http://127.0.0.1:${TESTBED_APP_PORT}" \
      "(${WORKERS} workers, CPU ${TESTBED_APP_CPU}), prometheus http://127.0.0.1:${TESTBED_PROM_PORT}"
+echo "  $(cat "${RUN}/log/autogroup.log")"
 echo "  exporters: process :${TESTBED_PROCESS_PORT}, postgres :${TESTBED_PGEXP_PORT}, node :${TESTBED_NODE_PORT}"
 echo "export TESTBED_RUN_DIR=${RUN}"
 echo "export TESTBED_PG_DSN='${DSN}'"
