@@ -1,8 +1,9 @@
 """The bursty tiers' law's fast paths give what the long way gives: the tier's chain solved as a
 band against the sparse LU and a birth-death chain's closed form, the waves' queue levels read by
 blocks against one level at a time, the wait's moments by blocks against Erlang's closed form
-and the level-by-level recursion, and one kernel solve shared by a level's completions against
-the kernel computed on its own and its closed-form total mass."""
+and the level-by-level recursion, one kernel solve shared by a level's completions against
+the kernel computed on its own and its closed-form total mass, and the passage's blocked Horner
+against the level-by-level sum."""
 
 from __future__ import annotations
 

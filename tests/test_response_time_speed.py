@@ -3,7 +3,8 @@ tiers' found law from the whole network's MVA curve (Buzen 1973's tail product) 
 complement's product form, the complements' side-by-side recursion against
 :func:`solvers.mva.mva_curve` and Buzen 1973's convolution against the recursion and a closed
 form, the batched generating functions against a direct polynomial
-evaluation, and the real-pair matrix product against complex arithmetic."""
+evaluation, the real-pair matrix product against complex arithmetic, and the found laws
+stacked straight into the window against the cut marginals' tier waits."""
 
 from __future__ import annotations
 

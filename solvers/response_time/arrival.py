@@ -81,10 +81,18 @@ class ArrivalMarginals:
 
 
 def _log_station_factor(D: float, c: float, k: int) -> np.ndarray:
-    """``log f_m(j)``, ``j = 0..k``: ``j log D - sum_{i<=j} log min(i, c)``."""
+    """``log f_m(j)``, ``j = 0..k``: ``j log D - sum_{i<=j} log min(i, c)``. With ``h`` the
+    rates below ``c`` (``i = 1..h``) the sum is ``log h! + (j - h) log c`` from ``j = h`` on: a
+    line, no logarithm per ``j``; below ``h``, ``log j!``."""
     j = np.arange(k + 1, dtype=float)
-    rates = np.minimum(np.arange(1, k + 1, dtype=float), c)
-    return j * math.log(D) - np.concatenate([[0.0], np.cumsum(np.log(rates))])
+    h = min(int(math.ceil(c)) - 1, k)
+    out = j * (math.log(D) - math.log(c)) + (h * math.log(c) - math.lgamma(h + 1))
+    if h < 32:                                   # a few cores: their factorials as scalars
+        out[:h + 1] = [i * math.log(D) - math.lgamma(i + 1) for i in range(h + 1)]
+    else:
+        out[:h + 1] = j[:h + 1] * math.log(D) - np.concatenate(
+            [[0.0], np.cumsum(np.log(j[1:h + 1]))])
+    return out
 
 
 def _truncate_rows(w: np.ndarray) -> list[tuple[int, np.ndarray]]:
@@ -336,10 +344,12 @@ class ArrivalLaw:
             parts.append(mass / mass.max(axis=1, keepdims=True))
         if multi:                                 # each its complement's
             R = len(ones)
-            cums = {m: self._complement(m, top) for m in sorted({m for _, m in multi})}
-            logw = np.stack([self._station(m, top) for _, m in multi])
-            logw += np.stack([cums[m][k] - cums[m][back[R + r]]
-                              for r, (p, m) in enumerate(multi) for k in (ks[p],)])
+            stations = sorted({m for _, m in multi})
+            # every station's complement and factor a row, each law's read by one gather
+            cum = np.stack([self._complement(m, top)[:top + 1] for m in stations])
+            which = np.array([stations.index(m) for _, m in multi])[:, None]
+            logw = np.stack([self._station(m, top) for m in stations])[which[:, 0]]
+            logw += cum[which, k_row[R:, None]] - cum[which, back[R:]]
             logw[~inside[R:]] = -math.inf
             parts.append(np.exp(logw - logw.max(axis=1, keepdims=True)))
         return FoundLaws(offsets, rows, np.concatenate(parts) if len(parts) > 1 else parts[0],
