@@ -228,3 +228,15 @@ def test_found_laws_stacked_are_the_tier_waits(servers, think, populations):
     got, means = stacked_window_quantiles(coef, offset, inv, len(populations), S, sh, levels)
     assert np.allclose(got, want, rtol=1e-11, atol=0)
     assert np.allclose(means, want_means, rtol=1e-11, atol=0)
+
+
+@pytest.mark.parametrize("D, c, k", [(0.004, 4.0, 900), (0.5, 2.5, 40), (3.0, 64.0, 300),
+                                     (0.02, 8.0, 3), (0.02, 8.0, 0)])
+def test_station_factor_is_the_running_sum(D, c, k):
+    """``log f(j) = j log D - sum_{i<=j} log min(i, c)`` as a line beyond the last rate
+    below ``c`` against the running sum itself (fractional cores, more cores than jobs)."""
+    from solvers.response_time.arrival import _log_station_factor
+
+    want = [j * math.log(D) - math.fsum(math.log(min(i, c)) for i in range(1, j + 1))
+            for j in range(k + 1)]
+    assert np.allclose(_log_station_factor(D, c, k), want, rtol=1e-13, atol=1e-11)
