@@ -1,8 +1,9 @@
 """The bursty tiers' law's fast paths give what the long way gives: the tier's chain solved as a
 band against the sparse LU and a birth-death chain's closed form, the waves' queue levels read by
 blocks against one level at a time, the wait's moments by blocks against Erlang's closed form
-and the level-by-level recursion, and one kernel solve shared by a level's completions against
-the kernel computed on its own and its closed-form total mass."""
+and the level-by-level recursion, one kernel solve shared by a level's completions against
+the kernel computed on its own and its closed-form total mass, and the passage's blocked Horner
+against the level-by-level sum."""
 
 from __future__ import annotations
 
@@ -125,3 +126,26 @@ def test_shared_kernel_solve_is_the_kernel_and_its_mass():
         assert np.abs(np.einsum("fij,jk->fik", L, X) - direct).max() < 1e-13
     # frequency 0: the masses' total, int e^{A0 t} A1 dt = (-A0)^{-1} A1
     assert np.abs(L[0] @ A1 - np.linalg.solve(-A0, A1)).max() < 1e-12
+
+
+@pytest.mark.parametrize("R, lead, budget", [(1, 0, None), (40, 0, None), (97, 5, None),
+                                             (97, 0, 16 * 7 * 4 * 4 * 3)])
+def test_blocked_horner_is_the_level_by_level_sum(R, lead, budget, monkeypatch):
+    """``sum_r F[r] K^r`` per frequency by Horner over blocks of powers
+    (:func:`solvers.response_time.bursty._horner`) against one level at a time: leading rows
+    without mass skipped by a power, and blocks cut short by the powers' byte budget."""
+    import solvers.response_time.bursty as bursty
+
+    if budget is not None:
+        monkeypatch.setattr(bursty, "HORNER_BYTES", budget)    # three powers at most
+    rng = np.random.default_rng(3)
+    f, d = 7, 4
+    Kw = (rng.random((f, d, d)) + 1j * rng.random((f, d, d))) / (1.5 * d)
+    F = rng.random((R, d))
+    F[:lead] = 0.0
+    want = np.zeros((f, d), dtype=complex)
+    power = np.broadcast_to(np.eye(d), (f, d, d)).astype(complex)
+    for r in range(R):
+        want += np.einsum("i,fij->fj", F[r], power)
+        power = power @ Kw
+    assert np.allclose(bursty._horner(F, Kw), want, rtol=1e-12, atol=1e-14)

@@ -3,7 +3,8 @@ tiers' found law from the whole network's MVA curve (Buzen 1973's tail product) 
 complement's product form, the complements' side-by-side recursion against
 :func:`solvers.mva.mva_curve` and Buzen 1973's convolution against the recursion and a closed
 form, the batched generating functions against a direct polynomial
-evaluation, and the real-pair matrix product against complex arithmetic."""
+evaluation, the real-pair matrix product against complex arithmetic, and the found laws
+stacked straight into the window against the cut marginals' tier waits."""
 
 from __future__ import annotations
 
@@ -196,3 +197,46 @@ def test_kernel_transform_is_the_triangular_kernels_masses(x):
     assert masses.sum() == pytest.approx(1.0, abs=1e-12)
     got = _kernel_transform(np.array([[x]]), size)[0]
     assert np.allclose(got, np.fft.rfft(masses), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("servers, think, populations", [
+    ([1.0, 1.0], 0.5, [1, 2, 101, 124, 170]),
+    ([4.0, 4.0, 8.0], 1.0, [1, 3, 5, 372, 454, 1200]),
+    ([1.0, 3.0, math.inf, 2.0], 0.0, [1, 2, 4, 60]),
+    ([2.0], 0.0, [1, 2, 3, 30]),                   # nowhere else to be: all found there
+])
+def test_found_laws_stacked_are_the_tier_waits(servers, think, populations):
+    """The found laws straight into the window (one array, no wait object per tier,
+    :func:`~solvers.response_time._stacked_waits`) against the marginals cut one by one and
+    :func:`~solvers.response_time.sojourn.tier_wait`'s ``K = max(j - c + 1, 0)`` per tier:
+    the same quantiles and means, light load to past the knee, cores above the population,
+    a delay, a tier without demand, two classes with shares."""
+    from solvers.response_time import _stacked_waits
+    from solvers.response_time.sojourn import _checked, _tier_wait
+    from solvers.response_time.window import stacked_window_quantiles, window_quantiles
+
+    D = np.array([0.0045, 0.004, 0.3, 0.0])[:len(servers)] if len(servers) > 1 \
+        else np.array([0.01])
+    c = np.array(servers)
+    S, sh = _checked(len(D), np.c_[D, 1.5 * D], np.c_[np.ones(len(D)), np.full(len(D), 0.8)])
+    law = ArrivalLaw(D, c, think)
+    waits = [[_tier_wait(mg.offset[m], mg.pmf[m], float(D[m]), float(c[m]))
+              for m in range(len(D))] for mg in law.marginals_many(populations)]
+    levels = np.array([0.5, 0.9, 0.99, 0.999])
+    want, want_means = window_quantiles(waits, S, sh, levels)
+    coef, offset, inv = _stacked_waits(law.found_many(populations), D.tolist(), c.tolist())
+    got, means = stacked_window_quantiles(coef, offset, inv, len(populations), S, sh, levels)
+    assert np.allclose(got, want, rtol=1e-11, atol=0)
+    assert np.allclose(means, want_means, rtol=1e-11, atol=0)
+
+
+@pytest.mark.parametrize("D, c, k", [(0.004, 4.0, 900), (0.5, 2.5, 40), (3.0, 64.0, 300),
+                                     (0.02, 8.0, 3), (0.02, 8.0, 0)])
+def test_station_factor_is_the_running_sum(D, c, k):
+    """``log f(j) = j log D - sum_{i<=j} log min(i, c)`` as a line beyond the last rate
+    below ``c`` against the running sum itself (fractional cores, more cores than jobs)."""
+    from solvers.response_time.arrival import _log_station_factor
+
+    want = [j * math.log(D) - math.fsum(math.log(min(i, c)) for i in range(1, j + 1))
+            for j in range(k + 1)]
+    assert np.allclose(_log_station_factor(D, c, k), want, rtol=1e-13, atol=1e-11)

@@ -23,12 +23,12 @@ import numpy as np
 
 from solvers.mva import mva_curve
 
-from .arrival import ArrivalLaw, ArrivalMarginals, arrival_marginals
+from .arrival import TRUNCATION, ArrivalLaw, ArrivalMarginals, FoundLaws, arrival_marginals
 from .ps import PSLaw, closed_arrivals, ps_sojourn
 from .sojourn import (GRID, GridDistribution, TierWait, _checked, _lattice_quantiles, _laws,
                       _tier_wait, end_to_end, end_to_end_many, quantiles, sojourn_cdf,
                       tier_wait)
-from .window import window_quantiles
+from .window import stacked_window_quantiles
 
 __all__ = ["ArrivalLaw", "ArrivalMarginals", "arrival_marginals", "TierWait", "tier_wait", "sojourn_cdf",
            "GridDistribution", "end_to_end", "end_to_end_many", "ResponseQuantiles",
@@ -89,25 +89,29 @@ def response_time_quantiles_many(demands: np.ndarray, servers: np.ndarray, think
         raise ValueError(f"levels: quantile levels must lie in (0, 1), got {list(lv)}")
     law = arrival if arrival is not None else ArrivalLaw(D, servers, think_time)
     c = np.asarray(servers, dtype=float)
-    margs = law.marginals_many(populations)
     Dl, cl = D.tolist(), c.tolist()
+    if ps is None or not np.asarray(ps, dtype=bool).any():
+        # exponential FCFS tiers only: the found laws straight into the window, one array
+        S, sh = _checked(D.shape[0], Dmc, shares)
+        found = law.found_many(populations)
+        approximate = [False] * len(populations)
+        for (p, _), approx in zip(found.rows, found.approximate):
+            approximate[p] = approximate[p] or approx
+        qw, means = stacked_window_quantiles(*_stacked_waits(found, Dl, cl), len(populations),
+                                             S, sh, np.asarray(lv))
+        return [ResponseQuantiles(levels=lv, quantiles=qw[i], mean=means[i],
+                                  approximate=approximate[i]) for i in range(len(populations))]
+    margs = law.marginals_many(populations)
     waits = [[_tier_wait(marg.offset[m], marg.pmf[m], Dl[m], cl[m]) for m in range(len(Dl))]
              for marg in margs]
-    extra = None
-    if ps is not None and np.asarray(ps, dtype=bool).any():
-        tiers = ps_tier_laws(D, c, think_time, populations, margs, Dmc, mix, ps)
-        extra = [list(laws.values()) for laws in tiers]
-        Dmc = Dmc.copy()
-        for m in tiers[0]:                     # their own law: no FCFS wait, no service
-            Dmc[m] = 0.0
-            for w in waits:
-                w[m] = _tier_wait(0, np.ones(1), 0.0, 1.0)
+    tiers = ps_tier_laws(D, c, think_time, populations, margs, Dmc, mix, ps)
+    extra = [list(laws.values()) for laws in tiers]
+    Dmc = Dmc.copy()
+    for m in tiers[0]:                         # their own law: no FCFS wait, no service
+        Dmc[m] = 0.0
+        for w in waits:
+            w[m] = _tier_wait(0, np.ones(1), 0.0, 1.0)
     S, sh = _checked(D.shape[0], Dmc, shares)
-    if extra is None:                   # exponential FCFS tiers only: each law on its window
-        qw, means = window_quantiles(waits, S, sh, np.asarray(lv))
-        return [ResponseQuantiles(levels=lv, quantiles=qw[i], mean=means[i],
-                                  approximate=any(marg.approximate))
-                for i, marg in enumerate(margs)]
     laws = _laws(waits, S, sh, GRID, extra)
     C = S.shape[1]
     if all(h > 0 for h, _, _ in laws):            # the lattices stacked, read in one go
@@ -121,6 +125,47 @@ def response_time_quantiles_many(demands: np.ndarray, servers: np.ndarray, think
     return [ResponseQuantiles(levels=lv, quantiles=q[i], mean=np.asarray(means, dtype=float),
                               approximate=any(marg.approximate))
             for i, ((_, _, means), marg) in enumerate(zip(laws, margs))]
+
+
+def _stacked_waits(found: FoundLaws, D: list[float], c: list[float]
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The waits of :func:`~solvers.response_time.sojourn.tier_wait` for every population
+    and tier of ``found`` as :func:`~solvers.response_time.window.stacked_window_quantiles`
+    takes them: row ``p M + m``, ``K = max(j - c_m + 1, 0)`` phases of mean ``D_m / c_m``
+    for ``j`` jobs found. Each found law is cut where :meth:`ArrivalLaw.marginals_many` cuts
+    it (below :data:`~solvers.response_time.arrival.TRUNCATION` of its largest entry), all
+    on the columns some law keeps: one array step for all, no law object per row."""
+    P, M = len(found.offsets), len(D)
+    inv = [0.0 if not math.isfinite(ci) or Di == 0 else 1.0 / (ci / Di)
+           for Di, ci in zip(D, c)] * P
+    offset = [float(max(k - int(c[m]) + 1, 0)) if k else 0.0
+              for ks in found.offsets for m, k in enumerate(ks)]
+    if not found.rows:
+        return np.ones((P * M, 1)), np.array(offset), np.array(inv)
+    W = found.weights
+    keep = W >= TRUNCATION
+    W = np.where(keep, W, 0.0)
+    cols = np.flatnonzero(keep.any(axis=0))
+    first, W = int(cols[0]), W[:, cols[0]:cols[-1] + 1]
+    W /= W.sum(axis=1, keepdims=True)
+    width = W.shape[1]
+    coef = np.zeros((P * M, width))
+    coef[:, 0] = 1.0
+    at = [p * M + m for p, m in found.rows]
+    shift = [int(c[m]) - 1 - first for _, m in found.rows]   # found j: K = j - c + 1
+    fold = [r for r, d in enumerate(shift) if d > 0]         # K = 0 for several j
+    for r, d in enumerate(shift):
+        offset[at[r]] = float(max(-d, 0))
+    if fold:
+        d = np.array([shift[r] for r in fold])
+        idx = np.arange(width) + d[:, None]
+        Wf = W[fold]
+        folded = np.where(idx < width, np.take_along_axis(Wf, np.minimum(idx, width - 1),
+                                                          axis=1), 0.0)
+        folded[:, 0] = np.cumsum(Wf, axis=1)[np.arange(len(fold)), np.minimum(d, width - 1)]
+        W[fold] = folded
+    coef[at] = W
+    return coef, np.array(offset), np.array(inv)
 
 
 def ps_tier_laws(demands: np.ndarray, servers: np.ndarray, think_time: float,

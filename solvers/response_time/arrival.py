@@ -51,7 +51,7 @@ from scipy.signal import lfilter
 
 from solvers.mva import mva_curve
 
-__all__ = ["ArrivalLaw", "ArrivalMarginals", "arrival_marginals", "TRUNCATION"]
+__all__ = ["ArrivalLaw", "ArrivalMarginals", "FoundLaws", "arrival_marginals", "TRUNCATION"]
 
 #: probabilities below this fraction of the largest are dropped from a marginal (and the rest
 #: renormalised): they cannot move a quantile up to p99.9 by more than that fraction
@@ -81,10 +81,18 @@ class ArrivalMarginals:
 
 
 def _log_station_factor(D: float, c: float, k: int) -> np.ndarray:
-    """``log f_m(j)``, ``j = 0..k``: ``j log D - sum_{i<=j} log min(i, c)``."""
+    """``log f_m(j)``, ``j = 0..k``: ``j log D - sum_{i<=j} log min(i, c)``. With ``h`` the
+    rates below ``c`` (``i = 1..h``) the sum is ``log h! + (j - h) log c`` from ``j = h`` on: a
+    line, no logarithm per ``j``; below ``h``, ``log j!``."""
     j = np.arange(k + 1, dtype=float)
-    rates = np.minimum(np.arange(1, k + 1, dtype=float), c)
-    return j * math.log(D) - np.concatenate([[0.0], np.cumsum(np.log(rates))])
+    h = min(int(math.ceil(c)) - 1, k)
+    out = j * (math.log(D) - math.log(c)) + (h * math.log(c) - math.lgamma(h + 1))
+    if h < 32:                                   # a few cores: their factorials as scalars
+        out[:h + 1] = [i * math.log(D) - math.lgamma(i + 1) for i in range(h + 1)]
+    else:
+        out[:h + 1] = j[:h + 1] * math.log(D) - np.concatenate(
+            [[0.0], np.cumsum(np.log(j[1:h + 1]))])
+    return out
 
 
 def _truncate_rows(w: np.ndarray) -> list[tuple[int, np.ndarray]]:
@@ -215,8 +223,12 @@ class ArrivalLaw:
             X = mva_curve(self.D, max(2 * k, 2 * have, 16), self.Z, self.c).throughput
         if X.shape[0] <= k:
             raise ValueError(f"curve: must reach population {k}, got {X.shape[0] - 1}")
-        with np.errstate(divide="ignore"):
-            self._full = np.concatenate([[0.0], np.cumsum(np.log(X[1:]))])
+        if X.shape[0] > 1 and X[1:].min() > 0:          # no log of 0: no warning to silence
+            logs = np.log(X[1:])
+        else:
+            with np.errstate(divide="ignore"):
+                logs = np.log(X[1:])
+        self._full = np.concatenate([[0.0], np.cumsum(logs)])
         return self._full
 
     def _complement(self, m: int, k: int) -> np.ndarray:
@@ -277,6 +289,21 @@ class ArrivalLaw:
         """:meth:`marginals` at each of ``populations``: every station's law at every
         population in one array step per kind of station (one-server: the whole network's
         tails; multi-server: the complements'), on one width, the largest population's."""
+        found = self.found_many(populations)
+        offsets = [list(o) for o in found.offsets]
+        pmfs = [[_ONE] * len(o) for o in found.offsets]
+        approximate = [[False] * len(o) for o in found.offsets]
+        if found.rows:
+            for (p, m), (lo, pm), approx in zip(found.rows, _truncate_rows(found.weights),
+                                                found.approximate):
+                offsets[p][m], pmfs[p][m], approximate[p][m] = lo, pm, approx
+        return [ArrivalMarginals(population=int(n), offset=tuple(offsets[p]),
+                                 pmf=tuple(pmfs[p]), approximate=tuple(approximate[p]))
+                for p, n in enumerate(populations)]
+
+    def found_many(self, populations: list[int]) -> FoundLaws:
+        """What :meth:`marginals_many` reads, before each law is cut to its support: the
+        stations where someone may wait, every population's found law a row of one array."""
         for population in populations:
             if isinstance(population, bool) or not isinstance(population, (int, np.integer)) \
                     or population < 1:
@@ -285,8 +312,6 @@ class ArrivalLaw:
         ks = [int(n) - 1 for n in populations]   # the others, as the arriving job sees them
         M = len(D)
         offsets = [[0] * M for _ in ks]
-        pmfs = [[_ONE] * M for _ in ks]
-        approximate = [[False] * M for _ in ks]
         ones: list[tuple[int, int]] = []
         multi: list[tuple[int, int]] = []
         for p, k in enumerate(ks):
@@ -298,40 +323,51 @@ class ArrivalLaw:
                     continue
                 (ones if c[m] == 1 else multi).append((p, m))
         rows = ones + multi
-        if rows:
-            top = max(ks[p] for p, _ in rows)
-            j = np.arange(top + 1)
-            k_row = np.array([ks[p] for p, _ in rows])
-            back = k_row[:, None] - j                 # k - j: negative beyond the row's k
-            inside = back >= 0
-            np.maximum(back, 0, out=back)
-            parts = []
-            if ones:                              # the whole network's tails, side by side
-                cum = self._whole(top)
-                R = len(ones)
-                logt = j * np.array([[math.log(D[m])] for _, m in ones]) \
-                    + (cum[k_row[:R, None]] - cum[back[:R]])
-                logt[~inside[:R]] = -math.inf
-                tail = np.exp(logt)
-                mass = np.maximum(tail - np.concatenate([tail[:, 1:], np.zeros((R, 1))],
-                                                        axis=1), 0.0)
-                parts.append(mass / mass.max(axis=1, keepdims=True))
-            if multi:                             # each its complement's
-                R = len(ones)
-                cums = {m: self._complement(m, top) for m in sorted({m for _, m in multi})}
-                logw = np.stack([self._station(m, top) for _, m in multi])
-                logw += np.stack([cums[m][k] - cums[m][back[R + r]]
-                                  for r, (p, m) in enumerate(multi) for k in (ks[p],)])
-                logw[~inside[R:]] = -math.inf
-                parts.append(np.exp(logw - logw.max(axis=1, keepdims=True)))
-            found = _truncate_rows(np.concatenate(parts) if len(parts) > 1 else parts[0])
-            for r, ((p, m), (lo, pm)) in enumerate(zip(rows, found)):
-                offsets[p][m], pmfs[p][m] = lo, pm
-                approximate[p][m] = self._approximate_full[m] if r < len(ones) \
-                    else self._approximate[m]
-        return [ArrivalMarginals(population=int(n), offset=tuple(offsets[p]),
-                                 pmf=tuple(pmfs[p]), approximate=tuple(approximate[p]))
-                for p, n in enumerate(populations)]
+        if not rows:
+            return FoundLaws(offsets, [], np.zeros((0, 1)), [])
+        top = max(ks[p] for p, _ in rows)
+        j = np.arange(top + 1)
+        k_row = np.array([ks[p] for p, _ in rows])
+        back = k_row[:, None] - j                 # k - j: negative beyond the row's k
+        inside = back >= 0
+        np.maximum(back, 0, out=back)
+        parts = []
+        if ones:                                  # the whole network's tails, side by side
+            cum = self._whole(top)
+            R = len(ones)
+            logt = j * np.array([[math.log(D[m])] for _, m in ones]) \
+                + (cum[k_row[:R, None]] - cum[back[:R]])
+            logt[~inside[:R]] = -math.inf
+            tail = np.exp(logt)
+            mass = np.maximum(tail - np.concatenate([tail[:, 1:], np.zeros((R, 1))],
+                                                    axis=1), 0.0)
+            parts.append(mass / mass.max(axis=1, keepdims=True))
+        if multi:                                 # each its complement's
+            R = len(ones)
+            stations = sorted({m for _, m in multi})
+            # every station's complement and factor a row, each law's read by one gather
+            cum = np.stack([self._complement(m, top)[:top + 1] for m in stations])
+            which = np.array([stations.index(m) for _, m in multi])[:, None]
+            logw = np.stack([self._station(m, top) for m in stations])[which[:, 0]]
+            logw += cum[which, k_row[R:, None]] - cum[which, back[R:]]
+            logw[~inside[R:]] = -math.inf
+            parts.append(np.exp(logw - logw.max(axis=1, keepdims=True)))
+        return FoundLaws(offsets, rows, np.concatenate(parts) if len(parts) > 1 else parts[0],
+                         [self._approximate_full[m] for _, m in ones]
+                         + [self._approximate[m] for _, m in multi])
+
+
+@dataclass(frozen=True, eq=False)
+class FoundLaws:
+    """:meth:`ArrivalLaw.found_many`'s answer: ``weights[r]`` (largest entry 1) the law of
+    the jobs found at station ``m`` of population ``p``, ``rows[r] = (p, m)``, ``P(found = i)``
+    proportional to ``weights[r, i]``; ``approximate[r]`` as :class:`ArrivalMarginals`'. At
+    the other stations nobody waits but where ``offsets[p][m]`` (all there are) is above 0."""
+
+    offsets: list[list[int]]
+    rows: list[tuple[int, int]]
+    weights: np.ndarray
+    approximate: list[bool]
 
 
 class _ComplementRun:

@@ -313,7 +313,7 @@ def _checked(M: int, services: np.ndarray, shares: np.ndarray | None
     S = np.atleast_2d(np.asarray(services, dtype=float))
     if S.shape[0] != M:
         raise ValueError(f"waits: one per tier ({S.shape[0]}), got {M}")
-    if not (np.all(np.isfinite(S)) and np.all(S >= 0)):
+    if S.size and not (S.min() >= 0 and math.isfinite(S.max())):     # NaN fails the first
         raise ValueError(f"services: must be finite and >= 0, got {S.tolist()}")
     sh = np.ones(S.shape) if shares is None else np.asarray(shares, dtype=float).reshape(
         S.shape)

@@ -43,7 +43,7 @@ import numpy as np
 
 from .sojourn import SPAN, TierWait, _horner, _unit_roots
 
-__all__ = ["WINDOW_GRID", "BELOW", "window_quantiles"]
+__all__ = ["WINDOW_GRID", "BELOW", "window_quantiles", "stacked_window_quantiles"]
 
 #: lattice points of the window
 WINDOW_GRID = 256
@@ -62,56 +62,85 @@ def window_quantiles(waits: list[list[TierWait]], S: np.ndarray, sh: np.ndarray,
     tiers independent, :mod:`~solvers.response_time.sojourn`), each set on its own window
     (module docstring). ``S[m, c]`` the mean of class ``c``'s exponential service at tier
     ``m`` (0: none), ``sh[m, c]`` the factor on the tier's wait the class meets."""
-    M, C = S.shape
-    P = len(waits)
-    q = np.zeros((P, C, levels.shape[0]))
     flat = [w for ws in waits for w in ws]
-    lens = [w.pmf.shape[0] for w in flat]
-    width = max(lens) if flat else 1
+    coef = np.zeros((len(flat), max((w.pmf.shape[0] for w in flat), default=1)))
+    for t, w in enumerate(flat):
+        coef[t, :w.pmf.shape[0]] = w.pmf
+    return stacked_window_quantiles(coef, np.array([w.offset for w in flat], dtype=float),
+                                    np.array([1.0 / w.rate for w in flat]), len(waits), S, sh,
+                                    levels, grid)
+
+
+def stacked_window_quantiles(coef: np.ndarray, offset: np.ndarray, inv: np.ndarray, P: int,
+                             S: np.ndarray, sh: np.ndarray, levels: np.ndarray,
+                             grid: int = WINDOW_GRID) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`window_quantiles` on the waits stacked, row ``p M + m`` set ``p``'s wait at
+    tier ``m``: ``P(K = offset[r] + i) = coef[r, i]`` phases of mean ``inv[r]`` (0: no
+    wait) -- the arrival law's found laws go in as one array
+    (:func:`~solvers.response_time.response_time_quantiles_many`), with no wait object per
+    tier and population."""
+    M, C = S.shape
+    q = np.zeros((P, C, levels.shape[0]))
+    width = coef.shape[1]
     s = max(int(math.ceil(math.sqrt(width))), 1)      # the blocked Horner's block
     blocks = -(-width // s)
-    coef = np.zeros((P * M, blocks * s))
-    for t, w in enumerate(flat):
-        coef[t, :lens[t]] = w.pmf
-    offset = np.array([w.offset for w in flat], dtype=float)
-    inv = np.array([1.0 / w.rate for w in flat])        # a delay's rate is inf: no wait
-    m1, m2 = (coef @ _k_k2(blocks * s)).T               # E[K], E[K^2] about the offset
-    ek = offset + m1
-    wmean = (ek * inv).reshape(P, M)
-    wvar = ((ek + m2 - m1 * m1) * inv * inv).reshape(P, M)
-    means = wmean @ sh + S.sum(axis=0)
+    # the moments that place each window, per set and class: a few numbers each, in Python
+    # floats (an array step costs more than the arithmetic on arrays this small)
+    moments = (coef @ _k_k2(width)).tolist()            # E[K], E[K^2] about the offset
+    wmean, wvar = [], []
+    for (m1, m2), k0, a in zip(moments, offset.tolist(), inv.tolist()):
+        ek = k0 + m1
+        wmean.append(ek * a)
+        wvar.append((ek + m2 - m1 * m1) * a * a)
+    Sl, shl = S.T.tolist(), sh.T.tolist()               # [c][m]
+    means_l, lo_l, hi_l = [], [], []
+    for p in range(P):
+        wm, wv = wmean[p * M:(p + 1) * M], wvar[p * M:(p + 1) * M]
+        mp, lo_p, hi_p = [], math.inf, -math.inf
+        for Sc, shc in zip(Sl, shl):
+            mean = sum(w * f for w, f in zip(wm, shc)) + sum(Sc)
+            sd = math.sqrt(max(sum(v * f * f for v, f in zip(wv, shc))
+                               + sum(x * x for x in Sc), 0.0))
+            mp.append(mean)
+            lo_p, hi_p = min(lo_p, max(mean - BELOW * sd, 0.0)), max(hi_p, mean + SPAN * sd)
+        means_l.append(mp)
+        lo_l.append(lo_p)
+        hi_l.append(hi_p)
+    means = np.array(means_l).reshape(P, C)
     if not C:
         return q, means
-    sd = np.sqrt(np.maximum(wvar @ (sh * sh) + (S * S).sum(axis=0), 0.0))
-    lo = np.maximum(means - BELOW * sd, 0.0).min(axis=1)
-    hi = (means + SPAN * sd).max(axis=1)
-    live = np.flatnonzero(hi > 0)
-    if not live.size:
+    live_l = [p for p in range(P) if hi_l[p] > 0]
+    if not live_l:
         return q, means
+    live = np.array(live_l)
     I = live.size
     # a class's waits meet one phase transform each: the sampled one, unless the class's law
     # has a part of one phase or none (its density jumps at 0: module docstring), then the
     # kernel's, on twice the points (the kernel's error is its step's)
-    served = (S > 0).sum(axis=0).tolist()
-    shl = sh.tolist()
-    kernel = np.array([[_jumps(waits[p], [m for m in range(M) if shl[m][c] > 0], served[c])
-                        for c in range(C)] for p in live.tolist()])
-    if kernel.any():
-        grid *= 2
-    if I < P:
-        lo, hi = lo[live], hi[live]
-    h = (hi - lo) / (grid - 1)
-    start = np.floor(lo / h)
+    positive = S > 0
+    served = positive.sum(axis=0).tolist()
+    nowait_all = np.where(offset == 0, coef[:, 0], 0.0)
+    kernel = None
+    if min(served) < 2:                          # two services or more: never a jump
+        nowait, one = nowait_all.tolist(), _one_phase(coef, offset).tolist()
+        kernel = np.array([[_jumps(nowait[p * M:(p + 1) * M], one[p * M:(p + 1) * M],
+                                   [m for m in range(M) if shl[c][m] > 0], served[c])
+                            for c in range(C)] for p in live_l])
+        if kernel.any():
+            grid *= 2
+        else:
+            kernel = None
+    h_l = [(hi_l[p] - lo_l[p]) / (grid - 1) for p in live_l]
+    h = np.array(h_l)
+    start = np.array([math.floor(lo_l[p] / x) for p, x in zip(live_l, h_l)], dtype=float)
     # the waits: one row per (set, tier, share, transform) that some class meets
     live_rows = (live[:, None] * M + np.arange(M)).ravel()              # (I M,)
-    nowait = np.where(offset[live_rows] == 0, coef[live_rows, 0], 0.0).reshape(I, M)
-    meets = (sh[None, :, :] > 0) & (nowait[:, :, None] < 1.0)           # (I, M, C)
+    meets = (sh[None, :, :] > 0) & (nowait_all[live_rows].reshape(I, M)[:, :, None] < 1.0)
     ii, mm, cc = np.nonzero(meets)
     itheta = _itheta(grid)
     # the services: the triangular kernel's exact lattice transform (1: no service), their
     # product per class
-    positive = S > 0
-    everywhere = bool(positive.all())
+    everywhere = min(served) == M
     rate = 1.0 / S if everywhere else 1.0 / np.where(positive, S, 1.0)
     phi = _kernel_transform((h[:, None, None] * rate).reshape(-1, 1), grid
                             ).reshape(I, M, C, -1)
@@ -121,23 +150,30 @@ def window_quantiles(waits: list[list[TierWait]], S: np.ndarray, sh: np.ndarray,
     if ii.size:
         if C == 1:                               # one class: every row its own
             at: list[int] | slice = slice(None)
-            u_i, u_m, share, use = ii, mm, sh[mm, 0], kernel[ii, 0]
+            u_i, u_m, share = ii, mm, sh[mm, 0]
+            use = None if kernel is None else kernel[ii, 0]
         else:
             keys: dict[tuple[int, int, float, bool], int] = {}
             at = [keys.setdefault(key, len(keys)) for key in zip(
-                ii.tolist(), mm.tolist(), sh[mm, cc].tolist(), kernel[ii, cc].tolist())]
+                ii.tolist(), mm.tolist(), sh[mm, cc].tolist(),
+                [False] * ii.size if kernel is None else kernel[ii, cc].tolist())]
             u_i, u_m, share, use = (np.array(v) for v in zip(*keys))
         row = live[u_i] * M + u_m
         mean_phase = share * inv[row] / h[u_i]
         z = 1.0 / (1.0 + itheta * mean_phase[:, None])        # one phase, sampled
-        if use.any():
+        if use is not None and use.any():
             z[use] = _kernel_transform(1.0 / mean_phase[use, None], grid)
-        pg = _horner(coef[row].reshape(row.shape[0], blocks, s), z)
+        padded = np.zeros((row.shape[0], blocks * s))
+        padded[:, :width] = coef[row]
+        pg = _horner(padded.reshape(row.shape[0], blocks, s), z)
         if offset[row].any():
             pg *= z ** offset[row][:, None]
-        full = np.ones((I, M, C, itheta.shape[0]), dtype=complex)
-        full[ii, mm, cc] = pg[at]
-        phi *= full.prod(axis=1)
+        if C == 1 and ii.size == I * M:          # every tier's wait met: their product
+            phi[:, 0] *= pg.reshape(I, M, -1).prod(axis=1)
+        else:
+            full = np.ones((I, M, C, itheta.shape[0]), dtype=complex)
+            full[ii, mm, cc] = pg[at]
+            phi *= full.prod(axis=1)
     # the window's start moved to lattice point 0 (the shift theorem: lattice point
     # start + i lands at i)
     phi *= np.exp(start[:, None] * itheta)[:, None, :]
@@ -176,24 +212,25 @@ def _half_steps(size: int) -> np.ndarray:
     return out
 
 
-def _jumps(waits: list[TierWait], tiers: list[int], services: int) -> bool:
-    """Whether a class's law (its waits at ``tiers``, ``services`` exponential services) has
-    more than :data:`JUMP` of its mass in parts of at most one phase: no wait and one
-    service, or one wait phase and no service."""
+def _jumps(nowait: list[float], one: list[float], tiers: list[int], services: int) -> bool:
+    """Whether a class's law (its waits at ``tiers``, ``P(K = 0)`` ``nowait[m]`` and
+    ``P(K = 1)`` ``one[m]``; ``services`` exponential services) has more than :data:`JUMP` of
+    its mass in parts of at most one phase: no wait and one service, or one wait phase and no
+    service."""
     if services > 1:
         return False
-    none = math.prod(waits[m].no_wait() for m in tiers)
+    none = math.prod(nowait[m] for m in tiers)
     if services == 1:
         return none > JUMP
-    one = sum(_one_phase(waits[m]) * math.prod(waits[k].no_wait() for k in tiers if k != m)
-              for m in tiers)
-    return none + one > JUMP
+    once = sum(one[m] * math.prod(nowait[k] for k in tiers if k != m) for m in tiers)
+    return none + once > JUMP
 
 
-def _one_phase(wait: TierWait) -> float:
-    """``P(K = 1)``."""
-    i = 1 - wait.offset
-    return float(wait.pmf[i]) if 0 <= i < wait.pmf.shape[0] else 0.0
+def _one_phase(coef: np.ndarray, offset: np.ndarray) -> np.ndarray:
+    """``P(K = 1)`` of each stacked wait."""
+    i = 1 - offset.astype(int)
+    inside = (i >= 0) & (i < coef.shape[1])
+    return np.where(inside, coef[np.arange(coef.shape[0]), np.where(inside, i, 0)], 0.0)
 
 
 @functools.lru_cache(maxsize=8)
