@@ -122,6 +122,28 @@ def test_rate_bracket_holds_the_mm1_root_in_a_narrow_bracket(sla):
     assert lo2 <= root < hi2 and hi2 - lo2 <= span * lo2 and len(plain.rates) <= 12
 
 
+def test_the_rough_probe_goes_to_a_rate_the_cheaper_curve_solved():
+    """With ``rough_reach``, the rough probe lands on the cheaper curve's solve nearest the
+    curve's root (its held parts serve it) and the bracket still closes on the root in two
+    full probes; without it, at the root itself."""
+    mu, sla, span = 100.0, 0.1, 0.02
+    root = mu - 1.0 / sla
+    for reach in (0.0, 0.1):
+        cheap, solved_before = _Probes(_mm1_excess(mu, sla, 0.8)), []
+
+        def rough(rate):
+            solved_before.extend(cheap.rates)
+            return _mm1_excess(mu, sla, 0.99)(rate)
+
+        rough = _Probes(rough)
+        excess = _Probes(_mm1_excess(mu, sla))
+        lo, hi = rate_bracket(excess, sat=mu, floor=1.0 / (mu * sla) - 1.0, span=span,
+                              cheap=cheap, rough=rough, rough_reach=reach)
+        assert lo <= root < hi and hi - lo <= span * lo
+        assert len(rough.rates) == 1 and len(excess.rates) <= 2
+        assert (rough.rates[0] in solved_before) == (reach > 0)
+
+
 def test_rate_bracket_refuses_a_met_floor_and_survives_unstable_probes():
     assert rate_bracket(_mm1_excess(100.0, 0.001), sat=100.0, floor=9.0, span=0.02) is None
     # the excess is inf from 60/s (a tier saturating before the utilization law's sat)
@@ -157,6 +179,22 @@ def test_the_rate_search_agrees_with_the_population_search(monkeypatch):
     pop_model = _large_model(0.5)
     ref, _ = model_capacity(pop_model)
     assert cap == pytest.approx(ref, rel=0.03)
+
+
+@pytest.mark.parametrize("sla", [0.3, 1.0])
+def test_the_open_route_capacity_is_exact_to_the_user(monkeypatch, sla):
+    """4 tiers, 2 bursty: the capacity is the largest population whose answer meets the SLA
+    (one user more does not), and it does not depend on where the probes fell: with another
+    rough probe (fewer departure phases: other probes, another bracket) the same user."""
+    forget_held()
+    model = _large_model(sla)
+    cap, limited = model_capacity(model)
+    assert not limited and cap >= OPEN_ROUTE_POPULATION
+    assert model.excess(model.at(cap)) <= 0 < model.excess(model.at(cap + 1))
+    forget_held()
+    monkeypatch.setattr(model_module, "ROUGH_PHASE_SHARE", 1e-4)
+    monkeypatch.setattr(model_module, "ROUGH_REACH", 0.0)
+    assert model_capacity(_large_model(sla)) == (cap, False)
 
 
 def test_the_rate_search_leaves_small_answers_to_the_population_search():
