@@ -17,7 +17,7 @@ from solvers.open.qbd import plan_qbd, solve_planned, solve_qbd
 from solvers.paper000 import _BURSTY_D0, _BURSTY_D1
 from solvers.processes import MAP
 from streams.predict import model as model_module
-from streams.predict.capacity_search import rate_bracket
+from streams.predict.capacity_search import _closes_failing, _closes_meeting, rate_bracket
 from streams.predict.model import OPEN_ROUTE_POPULATION, SystemModel, model_capacity
 
 BURSTY = MAP(_BURSTY_D0, _BURSTY_D1)
@@ -142,6 +142,22 @@ def test_the_rough_probe_goes_to_a_rate_the_cheaper_curve_solved():
         assert lo <= root < hi and hi - lo <= span * lo
         assert len(rough.rates) == 1 and len(excess.rates) <= 2
         assert (rough.rates[0] in solved_before) == (reach > 0)
+
+
+def test_a_closing_probe_closes_the_bracket_despite_rounding():
+    """The probes placed to close the bracket whichever way they fall do close it: at
+    428.9774.../s (the 4-tier network's first full probe at R <= 0.25 s) ``lo + span lo``
+    missed ``hi - lo <= span lo`` by a rounding, and ``hi - span p`` leaves a probe that
+    meets the targets short of ``hi - p <= span p``."""
+    span, lo = 0.02, 428.9774023937263
+    assert not (lo + span * lo) - lo <= span * lo          # the rounding that cost a solve
+    rng = np.random.default_rng(7)
+    for x in np.concatenate(([lo], rng.uniform(1.0, 1e4, 2000))):
+        p, q = _closes_failing(x, span), _closes_meeting(x, span)
+        assert x < p and p - x <= span * x                 # fails there: [x, p] closed
+        assert q < x and x - q <= span * q                 # meets there: [q, x] closed
+    hi, aim = 100.0, 99.0
+    assert not hi - (hi - span * aim) <= span * (hi - span * aim)
 
 
 def test_rate_bracket_refuses_a_met_floor_and_survives_unstable_probes():

@@ -1045,8 +1045,9 @@ ROUGH_PHASE_SHARE = 3e-5
 #: the rough probe goes to the cheaper curve's solved rate nearest the curve's root when it
 #: lies within this share of the root (:func:`streams.predict.capacity_search.rate_bracket`):
 #: the bursty tiers' chains are held there, so the probe solves only the waves (the chains
-#: are ~1.3 ms of its ~7 ms CPU). 4 tiers, 2 bursty, cold, SLAs of 0.25-3 s: the solved rate
-#: lay 1.4-5.8% from the root; the same full probes (2; 3 at 0.25-0.3 s), the same capacities
+#: are ~1.3 ms of its ~7 ms CPU). 4 tiers, 2 bursty, cold, ten SLAs of 0.25-3 s: the solved
+#: rate lay 1.4-5.8% from the root, and the full probes and capacities were those of a rough
+#: probe at the root itself
 ROUGH_REACH = 0.06
 
 
