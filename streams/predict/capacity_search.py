@@ -30,10 +30,17 @@ plus one, times the ratio the probe gives), each probe put where it closes the b
 width whichever way it falls (as :func:`_closing_window` does for populations). The cheaper
 curve's crossing is read off the line through its two solves nearest it when one lies within
 :data:`CHEAP_REACH` (:func:`_read_cheap`), so it is solved mostly where a probe is (the probe's
-tiers are the cheaper curve's: held, no second solve). 4 tiers, 2 bursty, cold, SLAs of
-0.25-3 s: 2-3 open solves and a rough one (fewer departure phases) at 4-6 distinct rates (5-9
-when the cheaper curve was solved to 0.4% of the rate), against 5-10 open solves through
-populations (and MVA's capacity).
+tiers are the cheaper curve's: held, no second solve); the rough probe likewise goes to the
+cheaper curve's solved rate nearest its root, within ``rough_reach``. 4 tiers, 2 bursty,
+cold, SLAs of 0.25-3 s: 2-3 open solves and a rough one (fewer departure phases) at 3-5
+distinct rates, against 5-10 open solves through populations (and MVA's capacity). Two
+full solves are the floor (the bracket's ends; two thirds of the search's CPU there),
+so fewer probes cannot make it much faster: each costs the waves' ``MAP/M/c`` queues
+(:func:`solvers.departures.map_m_c_mean`: ``G`` by logarithmic reduction, 9-11 doublings of
+80 x 80 blocks, and one inverse per boundary level of the 16-core tier). The bounds bracket
+no tighter than the cheaper curve does: the utilization law's ``sat`` is the bracket's first
+upper end, and the open network without the waves has a lower ``R`` at every rate probed
+(its root lies 1-7% above the answer on that network).
 """
 
 from __future__ import annotations
@@ -291,7 +298,8 @@ def rate_bracket(excess: Callable[[float], float], *, sat: float, floor: float, 
                  cheap: Callable[[float], float] | None = None,
                  rough: Callable[[float], float] | None = None,
                  known: dict[float, float] | None = None,
-                 max_probes: int = 24) -> tuple[float, float] | None:
+                 max_probes: int = 24,
+                 rough_reach: float = 0.0) -> tuple[float, float] | None:
     """Two solved rates ``lo < hi`` with ``excess(lo) <= 0 < excess(hi)`` and ``hi - lo <=
     span * lo`` (module notes), for an ``excess`` increasing on ``[0, sat)`` from ``floor``
     (its value at rate 0, no queueing) to ``inf`` (where the network does not solve or is
@@ -306,7 +314,10 @@ def rate_bracket(excess: Callable[[float], float], *, sat: float, floor: float, 
     ``1 / (sat - rate)`` through the two nearest probes (a response time grows as ``1 / (sat
     - lambda)``: Kleinrock 1975, Sec. 3.2). The probe goes a third of the width past the aim
     towards the side not yet found, held inside where it closes the bracket either way; a
-    bisection where two probes running did not halve it (Brent 1973)."""
+    bisection where two probes running did not halve it (Brent 1973). ``rough_reach``: the
+    rough probe goes to the rate of the cheaper curve's solves nearest its aim when one lies
+    within that share of the aim (a solve there shares the network's held parts), the ratio
+    taken there."""
     if not floor < 0 or not sat > 0:
         return None
     pts = {0.0: float(floor)}
@@ -340,8 +351,9 @@ def rate_bracket(excess: Callable[[float], float], *, sat: float, floor: float, 
             if target is not None:
                 aim = _cheap_root(cheap_at, cheap_pts, target, sat, lo, top)
             if not near and rough is not None and aim is not None:
-                scaled = rough(aim)
-                base = cheap_at(aim)
+                at = _solved_near(cheap_pts, aim, rough_reach * aim)
+                scaled = rough(at)
+                base = cheap_at(at)
                 if math.isfinite(scaled) and scaled > -1.0 and math.isfinite(base):
                     aim = _cheap_root(cheap_at, cheap_pts, (1.0 + base) / (1.0 + scaled) - 1.0,
                                       sat, lo, top)
@@ -357,17 +369,17 @@ def rate_bracket(excess: Callable[[float], float], *, sat: float, floor: float, 
         elif hi is None or lo == 0.0:           # one side not found: go a third past the aim
             probe = aim + width / 3 if hi is None else aim - width / 3
             if hi is None and 0 < lo and aim - lo <= span * lo:
-                probe = min(probe, lo + span * lo)
+                probe = min(probe, _closes_failing(lo, span))
             if hi is not None and hi - aim <= span * aim:
-                probe = max(probe, hi - span * aim)
+                probe = max(probe, _closes_meeting(hi, span))
         else:
             near_lo, near_hi = aim - lo <= span * lo, hi - aim <= span * aim
             if near_lo and near_hi:             # closes it whichever way it falls
-                probe = min(max(aim, hi - span * lo), lo + span * lo)
+                probe = min(max(aim, _closes_meeting(hi, span)), _closes_failing(lo, span))
             elif near_lo:
-                probe = min(aim + width / 3, lo + span * lo)
+                probe = min(aim + width / 3, _closes_failing(lo, span))
             elif near_hi:
-                probe = max(aim - width / 3, hi - span * aim)
+                probe = max(aim - width / 3, _closes_meeting(hi, span))
             else:
                 probe = aim
         probe = min(max(probe, lo + 1e-9 * top), top * (1.0 - 1e-12) if hi is None
@@ -382,6 +394,32 @@ def rate_bracket(excess: Callable[[float], float], *, sat: float, floor: float, 
         slow = slow + 1 if width_now > 0.5 * last_width else 0
         last_width = width_now
     return None
+
+
+#: the probes that close a bracket sit this share inside its limits: a probe at exactly
+#: ``lo (1 + span)`` missed ``hi - lo <= span lo`` by a rounding (1.2e-14 of the rate at
+#: 428.98/s, the 4-tier network at R <= 0.25 s), and cost a third full solve
+_INSIDE = 1e-12
+
+
+def _closes_failing(lo: float, span: float) -> float:
+    """The highest probe above ``lo`` that closes the bracket if it fails: ``p - lo <= span
+    lo``."""
+    return lo * (1.0 + span * (1.0 - _INSIDE))
+
+
+def _closes_meeting(hi: float, span: float) -> float:
+    """The lowest probe below ``hi`` that closes the bracket if it meets the targets: ``hi
+    - p <= span p``, i.e. ``p >= hi / (1 + span)`` (``hi - span p`` at the aim, as before,
+    left the probe's own ``span p`` short of it)."""
+    return hi / (1.0 + span) * (1.0 + _INSIDE)
+
+
+def _solved_near(solved: dict[float, float], rate: float, reach: float) -> float:
+    """The rate of ``solved`` (but 0) nearest ``rate`` when it lies within ``reach`` of it,
+    else ``rate``."""
+    near = min((r for r in solved if r > 0), key=lambda r: abs(r - rate), default=None)
+    return near if near is not None and abs(near - rate) <= reach else rate
 
 
 def _u_line_root(pts: dict[float, float], sat: float, lo: float,

@@ -323,6 +323,14 @@ class SystemModel:
         return "map" if self.processes is not None else "mva"
 
     @functools.cached_property
+    def tier_processes(self) -> list[MAP]:
+        """Each tier's service process at the tiers' demands ``D_m`` (empty without
+        :attr:`processes`): built once per model, as :attr:`D` is, because a MAP's
+        construction validates it and solves its phase process (a third of a millisecond
+        apiece, ~1.4 ms for four tiers), and every probe of a capacity search reads them."""
+        return [p.scaled(float(d)) for p, d in zip(self.processes or [], self.D)]
+
+    @functools.cached_property
     def delay_m(self) -> np.ndarray:
         """``delta_m = sum_c p_c delta_{m,c}`` (M,): the aggregate's delay per tier."""
         if self.delays is None:
@@ -500,7 +508,7 @@ class SystemModel:
     def _map_law_args(self) -> tuple[list[MAP], np.ndarray]:
         """The MAP network's processes at the tiers' demands and each class's service over
         the aggregate's per tier, as the response-time laws take them."""
-        procs = [p.scaled(float(d)) for p, d in zip(self.processes or [], self.D)]
+        procs = list(self.tier_processes)
         scales = np.divide(self.D_mc, self.D[:, None], out=np.zeros_like(self.D_mc),
                            where=self.D[:, None] > 0)
         return procs, scales
@@ -813,7 +821,7 @@ class SystemModel:
         elif self.processes is None or n > self.map_limit:
             point = self.mva_at(n)
         else:
-            procs = [p.scaled(float(d)) for p, d in zip(self.processes, self.D)]
+            procs = self.tier_processes
             cores = [int(c) for c in self.servers]
             try:
                 if self.map_states(n) <= self.exact_state_limit() and self.exact_applies:
@@ -1034,13 +1042,25 @@ def model_capacity(model: SystemModel, warm: int | None = None) -> tuple[int | N
 ROUGH_PHASE_SHARE = 3e-5
 
 
+#: the rough probe goes to the cheaper curve's solved rate nearest the curve's root when it
+#: lies within this share of the root (:func:`streams.predict.capacity_search.rate_bracket`):
+#: the bursty tiers' chains are held there, so the probe solves only the waves (the chains
+#: are ~1.3 ms of its ~7 ms CPU). 4 tiers, 2 bursty, cold, ten SLAs of 0.25-3 s: the solved
+#: rate lay 1.4-5.8% from the root, and the full probes and capacities were those of a rough
+#: probe at the root itself
+ROUGH_REACH = 0.06
+
+
 def _open_route_capacity(model: SystemModel) -> tuple[int, bool] | None:
     """:func:`model_capacity` where the answer lies on the open route (from
     :data:`OPEN_ROUTE_POPULATION` users: the MAP network without pools, quantile SLOs or an
     exact chain there), searched in the rate (:func:`streams.predict.capacity_search.
     rate_bracket`: each probe one open solve, held for the populations' solves, aimed by the
-    open network without the waves), then to :data:`MAP_CAPACITY_TOLERANCE` among the
-    populations the bracket's two rates read off without a solve. ``None`` where this does
+    open network without the waves), then exactly, to the integer user, among the
+    populations the bracket's two rates read off without a solve: each read is the model
+    through the two solves (~0.1 ms, no open solve), so the answer is the largest population
+    whose read meets every SLA wherever the probes fell, not the bracket's lower end (up to
+    :data:`solvers.open.fixed_population.INTERPOLATE_SPAN` below it). ``None`` where this does
     not apply or the answer lies below the open route or beyond :attr:`SystemModel.map_limit`
     (the population search then answers, the open solves held)."""
     if model.processes is None or model.pools or model.has_quantile_slo:
@@ -1054,7 +1074,7 @@ def _open_route_capacity(model: SystemModel) -> tuple[int, bool] | None:
     if np.isfinite(slas).all() and (float(slas.max()) + z) * sat < n0:
         return None     # Little's law: N = X (R + Z) <= X_max (max SLA + Z) < n0 where R meets
     floor = model.excess_floor()
-    procs = [p.scaled(float(d)) for p, d in zip(model.processes, model.D)]
+    procs = model.tier_processes
     cores = [int(c) for c in model.servers]
     opts = {"servers": cores, "per_job_max_cores": model.per_job_max_cores}
 
@@ -1068,7 +1088,8 @@ def _open_route_capacity(model: SystemModel) -> tuple[int, bool] | None:
     try:
         found = rate_bracket(excess, sat=sat, floor=floor, span=INTERPOLATE_SPAN,
                              cheap=lambda rate: excess(rate, waves=False),
-                             rough=lambda rate: excess(rate, share=ROUGH_PHASE_SHARE))
+                             rough=lambda rate: excess(rate, share=ROUGH_PHASE_SHARE),
+                             rough_reach=ROUGH_REACH)
         if found is None:
             return None
         n_lo = open_at_rate(procs, found[0], z, **opts)[1]
@@ -1086,8 +1107,8 @@ def _open_route_capacity(model: SystemModel) -> tuple[int, bool] | None:
         return a - 1, False
     if known[b] <= 0:                           # above n_hi none does
         return b, False
-    return capacity_search(check, start=a, limit=CAPACITY_LIMIT, known=known,
-                           rel_tol=MAP_CAPACITY_TOLERANCE, floor=floor)
+    return capacity_search(check, start=a, limit=CAPACITY_LIMIT, known=known, rel_tol=0.0,
+                           floor=floor)
 
 
 #: a class's demand counts as identified when the Kalman filter and the regression agree
