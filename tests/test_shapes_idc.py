@@ -51,6 +51,10 @@ def test_the_oracle_reaches_the_named_tier_only_and_is_undone():
     assert (narrow["idc"], narrow["idc_lower"], narrow["idc_upper"]) == pytest.approx(
         (64.21, 0.9 * 64.21, 1.1 * 64.21), rel=1e-3)
     assert 0.9 * 64.21 * 0.999 <= narrow["idc_calibrated"] <= 1.1 * 64.21 * 1.001
+    search = narrow["search"]                   # the calibration's range is the oracle's
+    assert (search["low"], search["read"], search["high"]) == pytest.approx(
+        (0.9 * 64.21, 64.21, 1.1 * 64.21), rel=1e-3)
+    assert search["r_low"] < search["r_read"] < search["r_high"]   # more bursty, slower
     assert tier_module.index_of_dispersion_interval is estimate
     assert tier_module.TierState.refresh is refresh
     shape = next(s for s in shapes.SHAPES if s.name == "mmpp2-medium-D")

@@ -24,8 +24,12 @@ Everything else -- demands, p95, the MAP(2) fit, the calibration of ``I`` to the
 response time within the interval (``bursty_scv = "response_idc"``) -- is the pipeline's own.
 Printed per mode: capacity within 10% / 20% (last solve) over all shapes and per half of the
 seed-49 split (:func:`bench.accuracy.shapes.halves`), trusted solves more than 20% off on R or
-capacity; per shape the read and calibrated ``I`` and the capacity error in each mode. About 10
-s a shape and mode on a quiet machine. Results: ``bench/results/shapes_idc.json``.
+capacity, and of the shapes whose bursty tier was calibrated, how many took ``I``'s lower end
+and how many had the model's residence time at the tier above the measured one even there (the
+MAP(2) fitted to the mean, ``I`` and p95 with the tie rule's SCV, at the last solve's operating
+point: the search's range as :func:`streams.predict.calibration.calibrate_idc` sets it); per
+shape the read and calibrated ``I`` and the capacity error in each mode. About 10 s a shape and
+mode on a quiet machine. Results: ``bench/results/shapes_idc.json``.
 """
 
 from __future__ import annotations
@@ -49,8 +53,10 @@ from typing import Any, Iterator
 from bench.accuracy import shapes
 from bench.accuracy.shapes_cause import copula_idc
 from estimators.dispersion import DispersionInterval
+from estimators.mapfit import fit_map2
 from solvers.processes import MAP
 import streams.core.tier as tier_module
+import streams.predict.calibration as calibration
 
 MODES = ("read", "centred", "narrow")
 #: ``narrow``: the interval's half-width, relative to the true ``I``
@@ -113,6 +119,42 @@ def oracle(tiers: tuple[str, ...], idc: float | None, mode: str) -> Iterator[Non
         tier_module.TierState.refresh = refresh
 
 
+@contextmanager
+def searches(calls: dict[str, tuple[Any, ...]]) -> Iterator[None]:
+    """While inside, each ``I`` calibration's arguments are kept in ``calls`` by tier name (the
+    last one per tier)."""
+    calibrate = calibration.calibrate_idc
+
+    def kept(model: Any, m: int, *args: Any, **kwargs: Any) -> Any:
+        calls[model.tiers[m]] = (model, m, *args)
+        return calibrate(model, m, *args, **kwargs)
+
+    calibration.calibrate_idc = kept
+    try:
+        yield
+    finally:
+        calibration.calibrate_idc = calibrate
+
+
+def search_ends(model: Any, m: int, inputs: tuple[float, float, float], users: Any,
+                measured: float, bounds: tuple[float | None, float | None], *_: Any
+                ) -> dict[str, float]:
+    """The calibration's range of ``I`` (``bounds`` narrowed to ``IDC_REACH`` times the read,
+    as :func:`streams.predict.calibration.calibrate_idc` narrows it) and the model's residence
+    time at the tier with the MAP(2) fitted at its low end, the read and its high end, beside
+    the measured one (seconds)."""
+    mean, idc, p95 = inputs
+    low = max(bounds[0] if bounds[0] is not None and bounds[0] > 0 else 0.0,
+              idc / calibration.IDC_REACH)
+    high = bounds[1] if bounds[1] is not None and math.isfinite(bounds[1]) else math.inf
+    high = min(high, idc * calibration.IDC_REACH)
+    out = {"measured": measured, "low": low, "read": idc, "high": high}
+    for key, value in (("low", low), ("read", idc), ("high", high)):
+        process = fit_map2(mean, value, p95).process
+        out[f"r_{key}"] = calibration._residence(model, m, process, users)
+    return out
+
+
 def run(name: str, mode: str, minutes: float, truth: dict[str, Any]) -> dict[str, Any]:
     """One shape in one mode: :func:`bench.accuracy.shapes.run_shape` inside :func:`oracle`;
     the last solve's figures."""
@@ -120,8 +162,10 @@ def run(name: str, mode: str, minutes: float, truth: dict[str, Any]) -> dict[str
     idc = true_idc(shape)
     tiers = tuple(t for t in (shape.tier, shape.second) if t)
     t0 = time.perf_counter()
-    with oracle(tiers, idc, mode):
+    calls: dict[str, tuple[Any, ...]] = {}
+    with oracle(tiers, idc, mode), searches(calls):
         r = shapes.run_shape(shape, minutes, 0, truth)
+        search = search_ends(*calls[shape.tier]) if shape.tier in calls else None
     solves = r.get("solves") or []
     last = solves[-1] if solves else {}
     flag = next((f for f in last.get("calibration") or [] if f.startswith(f"{shape.tier}:")),
@@ -135,6 +179,7 @@ def run(name: str, mode: str, minutes: float, truth: dict[str, Any]) -> dict[str
             "idc": last.get("idc"), "idc_lower": last.get("idc_lower"),
             "idc_upper": last.get("idc_upper"),
             "idc_calibrated": float(calibrated.group(1)) if calibrated else None,
+            "search": search,
             "capacity": last.get("capacity"), "capacity_error": last.get("capacity_error"),
             "R_error": last.get("R_error"), "trusted": last.get("trusted"),
             "solves": len(solves),
@@ -146,10 +191,17 @@ def run(name: str, mode: str, minutes: float, truth: dict[str, Any]) -> dict[str
 
 
 def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Capacity within 10% / 20% (last solve) and trusted solves > 20% off, over ``rows``."""
+    """Capacity within 10% / 20% (last solve), trusted solves > 20% off and the calibrations'
+    ends (module docstring), over ``rows``."""
     caps = [abs(r["capacity_error"]) for r in rows if r["capacity_error"] is not None]
+    calibrated = [r for r in rows if r["idc_calibrated"] is not None and r["search"]]
     return {"shapes": len(rows), "capacity_within_10": sum(e <= 0.1 for e in caps),
             "capacity_within_20": sum(e <= 0.2 for e in caps),
+            "calibrated": len(calibrated),
+            "calibrated_at_lower_end": sum(
+                abs(r["idc_calibrated"] / r["search"]["low"] - 1.0) < 0.01 for r in calibrated),
+            "model_above_measured_at_lower_end": sum(
+                r["search"]["r_low"] >= r["search"]["measured"] for r in calibrated),
             "solves": sum(r["solves"] for r in rows),
             "solves_R_off_20_trusted": sum(r["solves_R_off_20_trusted"] for r in rows),
             "solves_capacity_off_20_trusted": sum(r["solves_capacity_off_20_trusted"]
