@@ -37,6 +37,8 @@ simulator (docs/accuracy.md section 20).
 
 from __future__ import annotations
 
+from math import comb
+
 import numpy as np
 
 from solvers.decomposition.stations import _Transitions, _compositions
@@ -63,7 +65,6 @@ def last_start_states(levels: int, order: int, cores: int) -> int:
     ``C(others + order - 1, order - 1)`` ways to put ``others`` jobs in ``order`` phases. A
     caller weighing the chain's size against its budget asks this first: the station of a
     many-phase mixture on a few cores has millions of transitions."""
-    from math import comb
     return sum(comb(others + order - 1, order - 1)
                for n in range(int(levels) + 1) for _, others in _states_at(n, int(order),
                                                                          int(cores)))
