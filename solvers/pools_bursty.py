@@ -56,7 +56,7 @@ from solvers.processes import MAP
 
 from .pools import PoolResult, PoolSpec, _aggregate, _level, _log_rates, _marginal, _network, \
     _pool_figures, _queues, _Station, solve_pools
-from .pools_station import last_start_station
+from .pools_station import last_start_station, last_start_states
 from .results import as_servers, check_no_nan
 
 __all__ = ["solve_pools_bursty", "held_chain_applies", "BURSTY_POOL_FLAG"]
@@ -264,7 +264,9 @@ def _held_chain_applies(pools: list[PoolSpec], index: int, b: int, rest_D: np.nd
     """The held-network chain (:func:`_held_chain`) applies: ``b`` first or last of the
     pool's held tiers, another held tier with demand, no pool inside it, and the chain's
     banded factorisation within :data:`HELD_CHAIN_WORK` (``N + 1`` levels of up to ``w``
-    states, ``w`` those of ``b``'s station on levels ``0..K``: ``(N + 1) w^2``)."""
+    states, ``w`` those of ``b``'s station on levels ``0..K``: ``(N + 1) w^2``). ``w`` is
+    counted, not built: a many-phase mixture's station over the budget would cost seconds to
+    build only to be refused."""
     pool = pools[index]
     inside = any(i != index and pool.first <= q.first and q.last <= pool.last
                  for i, q in enumerate(pools))
@@ -272,7 +274,7 @@ def _held_chain_applies(pools: list[PoolSpec], index: int, b: int, rest_D: np.nd
     others = rest_D[pool.first:pool.last] > 0
     if not (b in (pool.first, pool.last - 1) and not inside and bool(others.any())):
         return False
-    width = _station(proc, cores, K).level.shape[0]
+    width = last_start_states(K, proc.order, cores) if cores > 1 else (K + 1) * proc.order
     return (N + 1) * width ** 2 <= HELD_CHAIN_WORK
 
 

@@ -37,12 +37,37 @@ simulator (docs/accuracy.md section 20).
 
 from __future__ import annotations
 
+from math import comb
+
 import numpy as np
 
 from solvers.decomposition.stations import _Transitions, _compositions
 from solvers.processes import MAP
 
-__all__ = ["last_start_station"]
+__all__ = ["last_start_station", "last_start_states"]
+
+
+def _states_at(n: int, K: int, cores: int):
+    """The ``(z, others)`` of level ``n``'s states (module docstring): ``z < K`` the last
+    started job in service in phase ``z`` beside ``others`` jobs, ``z >= K`` it completed
+    (only while a core is free)."""
+    busy = min(n, cores)
+    for z in range(2 * K):
+        others = busy - 1 if z < K else busy
+        if others < 0 or (z >= K and n >= cores):      # every core busy: the last start is
+            continue                                    # among them (it left one free)
+        yield z, others
+
+
+def last_start_states(levels: int, order: int, cores: int) -> int:
+    """The number of states of :func:`last_start_station` on levels ``0..levels`` for a MAP
+    of ``order`` phases, counted without building the station: per level and ``z``, the
+    ``C(others + order - 1, order - 1)`` ways to put ``others`` jobs in ``order`` phases. A
+    caller weighing the chain's size against its budget asks this first: the station of a
+    many-phase mixture on a few cores has millions of transitions."""
+    return sum(comb(others + order - 1, order - 1)
+               for n in range(int(levels) + 1) for _, others in _states_at(n, int(order),
+                                                                         int(cores)))
 
 
 def last_start_station(levels: int, proc: MAP, cores: int) -> _Transitions:
@@ -61,11 +86,7 @@ def last_start_station(levels: int, proc: MAP, cores: int) -> _Transitions:
     index: dict[tuple[int, tuple[int, ...], int], int] = {}
     level: list[int] = []
     for n in range(levels + 1):
-        busy = min(n, cores)
-        for z in range(2 * K):
-            others = busy - 1 if z < K else busy
-            if others < 0 or (z >= K and n >= cores):  # every core busy: the last start is
-                continue                                # among them (it left one free)
+        for z, others in _states_at(n, K, cores):
             for k in _compositions(others, K):
                 index[(n, k, z)] = len(level)
                 level.append(n)

@@ -250,6 +250,7 @@ def test_whatif_raises_the_pool(tmp_path):
     (["--pool", "threads=8"], "whatif: no system has pool 'threads' (pools: conn)"),
     (["--pool", "conn=x"], "whatif: pool: 'x' is not a number (in 'conn=x')"),
     (["--pool", "conn=2.5"], "whatif: pool: must be a whole number, got 2.5"),
+    (["--pool", "conn=0"], "whatif: pool: must be a finite number > 0, got 0"),
     (["--pool", "conn"], "whatif: pool: expected TIER=VALUE, got 'conn'"),
 ])
 def test_whatif_refuses_a_bad_pool_naming_it(tmp_path, args, message):

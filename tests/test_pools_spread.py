@@ -62,6 +62,24 @@ def test_where_the_chain_does_not_apply_the_factor_model_stands():
           solve_pools_general(D, 10, 1.0, [1, 1, 1], inner))
 
 
+def test_a_chain_over_its_budget_is_refused_without_building_its_station(monkeypatch):
+    """Fourteen classes of different cost at a 4-core db behind 10 tokens: the mixture's
+    station is far over the chain's budget (millions of transitions). The budget is checked
+    on the counted states; the station is never built, and the factor model stands."""
+    import solvers.pools_bursty as pools_bursty
+
+    def refuse(*args, **kw):
+        raise AssertionError("the station was built for a chain over its budget")
+
+    monkeypatch.setattr(pools_bursty, "last_start_station", refuse)
+    D = np.array([[0.002] * 14, [0.001 * (1 + c) for c in range(14)],
+                  [0.0005 * (1 + c) ** 1.5 for c in range(14)]])
+    pools = [PoolSpec(10, 1, 3)]
+    assert spread_processes(D, None, [2, 4, 4], pools) is not None     # the chain is asked
+    _same(solve_pools_spread(D, 100, 1.0, [2, 4, 4], pools),
+          solve_pools_general(D, 100, 1.0, [2, 4, 4], pools))
+
+
 @pytest.mark.slow
 def test_against_the_simulated_pool_at_low_and_high_load():
     """The real testbed's shape (bench.accuracy.pool_scv's ``mix-2``): a pool of 2 over an

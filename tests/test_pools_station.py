@@ -17,7 +17,7 @@ from solvers.decomposition.stations import _per_job
 from solvers.paper000 import _BURSTY_D0, _BURSTY_D1
 from solvers.pools import PoolSpec, solve_pools
 from solvers.pools_bursty import solve_pools_bursty
-from solvers.pools_station import last_start_station
+from solvers.pools_station import last_start_station, last_start_states
 from solvers.processes import MAP
 
 BURSTY = MAP(_BURSTY_D0, _BURSTY_D1)
@@ -191,6 +191,17 @@ def test_the_station_keeps_every_jobs_service_and_the_start_phases():
     arrivals = one.up
     assert np.allclose(np.bincount(one.src[arrivals], weights=one.rate[arrivals],
                                    minlength=one.level.shape[0])[:BURSTY.order], 1.0)
+
+
+@pytest.mark.parametrize("order", [1, 2, 4])
+@pytest.mark.parametrize("levels, cores", [(0, 2), (1, 3), (6, 2), (6, 4), (10, 8)])
+def test_the_states_counted_are_the_stations(levels, cores, order):
+    """The count the held chain's budget check uses is the station's size, built."""
+    proc = BURSTY if order == 2 else E(0.01) if order == 1 else MAP(
+        np.diag([-1.0, -2.0, -3.0, -4.0]), np.tile([[0.1, 0.2, 0.3, 0.4]], (4, 1))
+        * np.array([[1.0], [2.0], [3.0], [4.0]]))
+    assert last_start_states(levels, order, cores) == \
+        last_start_station(levels, proc, cores).level.shape[0]
 
 
 @pytest.mark.parametrize("levels, cores", [(-1, 2), (3, 0), (3, 1.5)])

@@ -65,6 +65,14 @@ since other processes may share the 2 cores):
    (``SystemConfig.history`` = 4096 windows), where also the time per solve at full history is
    measured and the steady-state windows/s projected from it (12 windows per tier per solve).
 
+``--pool K``: instead of the above, the same records through a pipeline whose every system
+has a connection pool of ``K`` tokens on ``app`` held at ``app`` and ``db`` (the pool issue's
+acceptance: the default workload's throughput with a pool within 10% of without), the runs
+with and without the pool alternating in one process (the machine's load shared by both):
+windows/s of each, the ratio, the solves by model and the pool's utilization at the solves
+(the pool model: :mod:`solvers.pools_general` for the 14 classes; the remediation raises
+the pool where it binds). ``tiers`` is set to ``web, app, db`` in both (a pool needs them).
+
 ``--profile`` adds a cProfile of one more dict run and prints its top cumulative entries in
 ``streams/`` and ``estimators/``.
 """
@@ -94,7 +102,7 @@ import numpy as np
 
 from solvers.mapqn import solve_closed
 from solvers.processes import MAP
-from streams.core.config import Config
+from streams.core.config import Config, Pool
 from streams.engine.pipeline import Pipeline
 from streams.core.records import parse_window
 from streams.engine.runtime import tune_gc
@@ -254,6 +262,8 @@ class Run:
     outputs: Counter = field(default_factory=Counter)
     flags: Counter = field(default_factory=Counter)
     remediations: list[float] = field(default_factory=list)
+    #: each prediction's pool utilization (model), where it has pools
+    pool_utilization: list[float] = field(default_factory=list)
 
     @property
     def solve_seconds(self) -> float:
@@ -272,10 +282,12 @@ class SolveTimer:
         self.flags: Counter = Counter()
         #: seconds per remediation (``streams.predict.whatif.remediate`` on a solve at risk)
         self.remediations: list[float] = []
+        self.pool_utilization: list[float] = []
 
     def __enter__(self) -> "SolveTimer":
         original, solves, flags = self.original, self.solves, self.flags
         remediate, remediations = self.original_remediate, self.remediations
+        pool_utilization = self.pool_utilization
 
         def timed_remediate(*args: Any, **kw: Any) -> Any:
             t0 = time.perf_counter()
@@ -293,6 +305,9 @@ class SolveTimer:
                 for p in out.predictions:
                     for f in p.get("flags") or ():
                         flags[re.sub(r"\d+", "#", f.split(":")[0])] += 1
+                    for part in (p.get("pools") or {}).values():
+                        if part.get("utilization") is not None:
+                            pool_utilization.append(float(part["utilization"]))
             return outs
 
         pipeline_module.solve_systems = timed
@@ -320,7 +335,39 @@ def run_pipeline(records: list[Any], config: Config, chunk: int = CHUNK,
             counts["alerts"] += len(out.alerts)
             counts["deadletter"] += len(out.deadletter)
         seconds = time.perf_counter() - t0
-    return Run(seconds, timer.solves, pipeline, counts, timer.flags, timer.remediations)
+    return Run(seconds, timer.solves, pipeline, counts, timer.flags, timer.remediations,
+               timer.pool_utilization)
+
+
+def pool_comparison(records: list[Any], config: Config, size: int, reps: int,
+                    systems: int) -> list[tuple[str, str]]:
+    """``reps`` rounds of the records through a pipeline without and one with a pool of
+    ``size`` tokens on app held at app and db on every system (alternating, so that both
+    share the machine's load): windows/s best / median of each, their ratio, the solves."""
+    base = replace(config.defaults, tiers=TIERS)
+    plain = replace(config, defaults=base)
+    pooled = replace(config, defaults=replace(base, pools={"conn": Pool("app", size,
+                                                                       ("app", "db"))}))
+    runs: dict[str, list[Run]] = {"without": [], "with": []}
+    for _ in range(reps):
+        runs["without"].append(run_pipeline(records, plain))
+        runs["with"].append(run_pipeline(records, pooled))
+    n = len(records)
+    rate = {k: (n / min(r.seconds for r in v), n / statistics.median(r.seconds for r in v))
+            for k, v in runs.items()}
+    rows = [(f"windows/s without the pool / with a pool of {size} (best)",
+             f"{fmt_rate(rate['without'][0])} / {fmt_rate(rate['with'][0])} "
+             f"({rate['with'][0] / rate['without'][0]:.3f}x)"),
+            ("  the same, median", f"{fmt_rate(rate['without'][1])} / "
+             f"{fmt_rate(rate['with'][1])} ({rate['with'][1] / rate['without'][1]:.3f}x)")]
+    for k, v in runs.items():
+        best = min(v, key=lambda r: r.seconds)
+        rows += [(f"{k} the pool, best run:", "")] + solve_rows(best, systems)
+        if best.pool_utilization:
+            u = np.array(best.pool_utilization)
+            rows.append(("  pool utilization at the predictions: median / p90 / max",
+                         f"{np.median(u):.2f} / {np.percentile(u, 90):.2f} / {u.max():.2f}"))
+    return rows
 
 
 def time_loop(fn: Callable[[Any], Any], items: list[Any], n: int) -> list[float]:
@@ -538,6 +585,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--quick", action="store_true",
                     help="smoke test: 10 systems, 24 ends (--bursty 200), long run 600 ends, "
                          "1 repetition")
+    ap.add_argument("--pool", type=int, metavar="K",
+                    help="time the workload without and with a pool of K tokens on app held at "
+                         "app and db (alternating runs, their ratio) instead of the above")
     ap.add_argument("--aligned-solves", action="store_true",
                     help="solve every system on the minute (solve_offset_s = 0) instead of at "
                          "the offsets spread by name, the default")
@@ -606,6 +656,9 @@ def main(argv: list[str] | None = None) -> None:
     print(f"records: {n:,} generated in {gen_s:.2f} s; JSON {np.mean([len(x) for x in blobs]):.0f}"
           f" B/record, dumped in {dumps_s:.2f} s (neither timed below)")
     print()
+    if args.pool is not None:
+        print_rows(pool_comparison(records, config, args.pool, reps, systems))
+        return
 
     runs = [run_pipeline(records, config) for _ in range(reps)]
     secs = [r.seconds for r in runs]

@@ -496,6 +496,9 @@ def check_pools(pools: Mapping[str, Pool], tiers: tuple[str, ...], where: str) -
         if name in tiers:
             raise ConfigError(f"{at}: a pool's name must differ from the system's tiers "
                               f"{list(tiers)} (bottleneck_tier and breach_tier name either)")
+        if pool.tier not in tiers:
+            raise ConfigError(f"{at}.tier: {pool.tier!r} is not one of the system's tiers "
+                              f"{list(tiers)} (the tier that owns the pool)")
         for t in pool.holds:
             if t not in tiers:
                 raise ConfigError(f"{at}.holds: {t!r} is not one of the system's tiers "
