@@ -13,8 +13,9 @@ fresh pipeline over ``--quick``'s 24 window ends of 10 systems each repetition; 
 copy of the pipeline warmed over 300 window ends (seed 2) fed 24 more each repetition (as
 :func:`bench.speed.pipeline_against.measure`). ``OPENBLAS_NUM_THREADS=1``: OpenBLAS's idle
 threads spin, which callgrind counts as the run's own instructions. The tree's own
-``bench.speed.pipeline`` builds the workload, so an older tree needs this file only (run it by
-path with ``PYTHONPATH`` the tree).
+``bench.speed.pipeline`` builds the workload, the feeding and warming are those of the
+:mod:`bench.speed.pipeline_against` beside this file: an older tree is measured by running this
+file by path with ``PYTHONPATH`` that tree.
 
 ``--steps MODULE:QUALNAME ...`` (at most five): each named function is called, after the
 untimed pass, through a C function of its own that calls nothing else here
@@ -33,17 +34,15 @@ import contextvars
 import copy
 import functools
 import gc
-import importlib
+import importlib.util
 import itertools
 import operator
-import sys
+from pathlib import Path
 from typing import Any, Callable
 
 #: the steady run's copies of the warmed pipeline, made whatever ``repetitions`` is: their
 #: cost cancels in the difference of two runs (the bench does not time them either)
 COPIES = 5
-
-
 #: per step, a wrapper that calls it through a C function of its own (module docstring)
 MARKERS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
     lambda f: lambda *a, **k: operator.call(f, *a, **k),
@@ -54,24 +53,15 @@ MARKERS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
 ]
 
 
-def mark(steps: list[str]) -> None:
-    """Wrap each of ``steps`` (``module:qualname``) with its marker; a module-level function
-    is replaced in the modules that imported it by name too."""
-    for spec, wrapper in zip(steps, MARKERS):
-        module, qual = spec.split(":")
-        owner: Any = importlib.import_module(module)
-        *path, name = qual.split(".")
-        for part in path:
-            owner = getattr(owner, part)
-        f = getattr(owner, name)
-        raw = vars(owner).get(name)
-        marked = wrapper(f)
-        setattr(owner, name, staticmethod(marked) if isinstance(raw, staticmethod) else marked)
-        if not path:
-            for m in list(sys.modules.values()):
-                if getattr(m, "__name__", "").startswith(("streams", "estimators", "solvers")) \
-                        and getattr(m, name, None) is f:
-                    setattr(m, name, marked)
+def _against() -> Any:
+    """:mod:`bench.speed.pipeline_against` beside this file (its workloads and its
+    wrapping), whichever tree ``PYTHONPATH`` names."""
+    spec = importlib.util.spec_from_file_location(
+        "_pipeline_against", Path(__file__).with_name("pipeline_against.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -81,43 +71,39 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--steps", nargs="*", default=[], metavar="MODULE:QUALNAME",
                     help="count the instructions inside these (at most five; module docstring)")
     args = ap.parse_args(argv)
-    if len(args.steps) > len(MARKERS):
-        ap.error(f"--steps: at most {len(MARKERS)}, got {len(args.steps)}")
     if not 0 <= args.repetitions < COPIES:
         ap.error(f"repetitions: must be 0 to {COPIES - 1}, got {args.repetitions}")
-    from bench.speed.pipeline import CHUNK, TIERS, workload, workload_chunks
+    if len(args.steps) > len(MARKERS):
+        ap.error(f"--steps: at most {len(MARKERS)}, got {len(args.steps)}")
+    against = _against()
+    from bench.speed.pipeline import workload
     from streams.core.config import Config
     from streams.engine.pipeline import Pipeline
     from streams.engine.runtime import tune_gc
     tune_gc()
-    systems, config = 10, Config()
+    config = Config()
 
-    def feed(p: Pipeline, recs: list) -> None:
-        for i in range(0, len(recs), CHUNK):
-            p.process_many(recs[i:i + CHUNK])
+    def mark() -> None:
+        for step, marker in zip(args.steps, MARKERS):
+            module, qual = step.split(":")
+            if not against.wrap(module, qual, lambda f, _key, _m=marker: _m(f)):
+                ap.error(f"--steps: no {qual} in {module}")
 
     if args.workload == "cold":
-        records = workload(systems, 24, 0)
-        feed(Pipeline(config), records)           # untimed: lazy imports and caches
-        mark(args.steps)
+        records = workload(against.SYSTEMS, 24, 0)
+        against.feed(Pipeline(config), records)   # untimed: lazy imports and caches
+        mark()
         for _ in range(args.repetitions):
             gc.collect()
-            feed(Pipeline(config), records)
+            against.feed(Pipeline(config), records)
         return
-    chunk_ends = max(CHUNK // (systems * len(TIERS)), 1)
-    warm_chunks, timed_chunks = -(-300 // chunk_ends), -(-24 // chunk_ends)
-    chunks = workload_chunks(systems, chunk_ends * (warm_chunks + timed_chunks), 2, chunk_ends,
-                             users=(50.0, 150.0))
-    warm = Pipeline(config)
-    for _ in range(warm_chunks):
-        feed(warm, next(chunks))
-    timed = [r for c in chunks for r in c]
+    warm, timed = against.warmed(config)
     copies = [copy.deepcopy(warm) for _ in range(COPIES)]
-    feed(copies[0], timed)                        # untimed, as the cold run's first pass
-    mark(args.steps)
+    against.feed(copies[0], timed)                # untimed, as the cold run's first pass
+    mark()
     for p in copies[1:1 + args.repetitions]:
         gc.collect()
-        feed(p, timed)
+        against.feed(p, timed)
 
 
 if __name__ == "__main__":
