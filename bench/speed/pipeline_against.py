@@ -35,9 +35,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parents[2]
+#: systems of the workloads (``bench.speed.pipeline --quick``'s)
+SYSTEMS = 10
 #: ``(module, qualified name)`` timed by ``--functions``: the solve's steps and what they call
 FUNCTIONS = [
     ("streams.engine.pipeline", "Pipeline._admit"), ("streams.core.tier", "step_tiers"),
@@ -54,55 +56,81 @@ FUNCTIONS = [
     ("streams.predict.confidence", "trust_reasons")]
 
 
-def _time_functions(spent: dict[str, float]) -> None:
-    """Wrap :data:`FUNCTIONS` (where this tree has them) to add their CPU time to ``spent``;
-    a module-level function is replaced in the modules that imported it by name too."""
+def wrap(module: str, qual: str, make: Callable[[Any, str], Any]) -> bool:
+    """Replace ``module``'s ``qual`` (a function or a method) by ``make(f, key)``, ``key``
+    ``module.qual``; a module-level function is replaced in the modules that imported it by
+    name too. ``False`` where this tree has no such function."""
     import importlib
-    for module, qual in FUNCTIONS:
-        try:
-            owner = importlib.import_module(module)
-        except ImportError:
-            continue
-        *path, name = qual.split(".")
-        for part in path:
-            owner = getattr(owner, part, None)
-        f = getattr(owner, name, None) if owner is not None else None
-        if f is None:
-            continue
+    try:
+        owner: Any = importlib.import_module(module)
+    except ImportError:
+        return False
+    *path, name = qual.split(".")
+    for part in path:
+        owner = getattr(owner, part, None)
+    f = getattr(owner, name, None) if owner is not None else None
+    if f is None:
+        return False
+    wrapped = make(f, f"{module}.{qual}")
+    raw = vars(owner).get(name)
+    setattr(owner, name, staticmethod(wrapped) if isinstance(raw, staticmethod) else wrapped)
+    if not path:
+        for m in list(sys.modules.values()):
+            if getattr(m, "__name__", "").startswith(("streams", "estimators", "solvers")) \
+                    and getattr(m, name, None) is f:
+                setattr(m, name, wrapped)
+    return True
 
-        def timed(*a: Any, _f: Any = f, _key: str = f"{module}.{qual}", **k: Any) -> Any:
+
+def _time_functions(spent: dict[str, float]) -> None:
+    """Wrap :data:`FUNCTIONS` (where this tree has them) to add their CPU time to ``spent``."""
+    def make(f: Any, key: str) -> Any:
+        def timed(*a: Any, **k: Any) -> Any:
             t = time.process_time()
             try:
-                return _f(*a, **k)
+                return f(*a, **k)
             finally:
-                spent[_key] = spent.get(_key, 0.0) + time.process_time() - t
-        raw = vars(owner).get(name)
-        setattr(owner, name, staticmethod(timed) if isinstance(raw, staticmethod) else timed)
-        if not path:
-            for m in list(sys.modules.values()):
-                if getattr(m, "__name__", "").startswith(("streams", "estimators", "solvers")) \
-                        and getattr(m, name, None) is f:
-                    setattr(m, name, timed)
+                spent[key] = spent.get(key, 0.0) + time.process_time() - t
+        return timed
+    for module, qual in FUNCTIONS:
+        wrap(module, qual, make)
+
+
+def feed(pipeline: Any, records: list) -> None:
+    """``records`` into ``pipeline`` in :mod:`bench.speed.pipeline`'s batches."""
+    from bench.speed.pipeline import CHUNK
+    for i in range(0, len(records), CHUNK):
+        pipeline.process_many(records[i:i + CHUNK])
+
+
+def warmed(config: Any) -> tuple[Any, list]:
+    """The steady workload: a pipeline fed 300 window ends of :data:`SYSTEMS` systems (seed
+    2), and the 24 more window ends a repetition feeds a copy of it."""
+    from bench.speed.pipeline import CHUNK, TIERS, workload_chunks
+    from streams.engine.pipeline import Pipeline
+    chunk_ends = max(CHUNK // (SYSTEMS * len(TIERS)), 1)
+    warm_chunks, timed_chunks = -(-300 // chunk_ends), -(-24 // chunk_ends)
+    chunks = workload_chunks(SYSTEMS, chunk_ends * (warm_chunks + timed_chunks), 2, chunk_ends,
+                             users=(50.0, 150.0))
+    warm = Pipeline(config)
+    for _ in range(warm_chunks):
+        feed(warm, next(chunks))
+    return warm, [r for c in chunks for r in c]
 
 
 def measure(reps: int, ends: int, functions: bool = False) -> dict[str, Any]:
     """This process's tree: best CPU seconds of the cold and the steady run (with
     ``functions``: and the CPU seconds a repetition spends in each of :data:`FUNCTIONS`)."""
-    from bench.speed.pipeline import CHUNK, TIERS, workload, workload_chunks
+    from bench.speed.pipeline import workload
     from streams.core.config import Config
     from streams.engine.pipeline import Pipeline
     from streams.engine.runtime import tune_gc
     tune_gc()
-    systems, config = 10, Config()
+    config = Config()
     spent: dict[str, float] = {}
     if functions:
         _time_functions(spent)
-
-    def feed(p: Pipeline, recs: list) -> None:
-        for i in range(0, len(recs), CHUNK):
-            p.process_many(recs[i:i + CHUNK])
-
-    records = workload(systems, ends, 0)
+    records = workload(SYSTEMS, ends, 0)
     per_rep: dict[str, dict[str, float]] = {}
     cold = []
     for _ in range(reps):
@@ -111,14 +139,7 @@ def measure(reps: int, ends: int, functions: bool = False) -> dict[str, Any]:
         feed(Pipeline(config), records)
         cold.append(time.process_time() - t)
     per_rep["cold"] = {k: v / reps for k, v in spent.items()}
-    chunk_ends = max(CHUNK // (systems * len(TIERS)), 1)
-    warm_chunks, timed_chunks = -(-300 // chunk_ends), -(-24 // chunk_ends)
-    chunks = workload_chunks(systems, chunk_ends * (warm_chunks + timed_chunks), 2, chunk_ends,
-                             users=(50.0, 150.0))
-    warm = Pipeline(config)
-    for _ in range(warm_chunks):
-        feed(warm, next(chunks))
-    timed = [r for c in chunks for r in c]
+    warm, timed = warmed(config)
     spent.clear()
     steady = []
     for _ in range(reps):
