@@ -1,7 +1,7 @@
 """The capacity of one campaign's low-load run against another campaign's measured knee, and
-the run's every solve: the acceptance of the testbed's capacity (issue 49: from one run at or
-under 30% of the knee, within 15% of it) when the low-load run and the runs around the knee are
-separate campaigns (``--slo-from``: the same SLOs), which :mod:`bench.testbed.campaign` does not
+the run's every solve: the testbed's capacity acceptance (from one run at or under 30% of the
+knee, within 15% of it) where the low-load run and the runs around the knee are separate
+campaigns (``--slo-from``: the same SLOs), which :mod:`bench.testbed.campaign` does not
 combine.
 
 The knee is :func:`bench.testbed.campaign.knee` over the runs of both campaigns (their
