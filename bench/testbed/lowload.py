@@ -1,0 +1,115 @@
+"""The capacity of one campaign's low-load run against another campaign's measured knee, and
+the run's every solve: the testbed's capacity acceptance (from one run at or under 30% of the
+knee, within 15% of it) where the low-load run and the runs around the knee are separate
+campaigns (``--slo-from``: the same SLOs), which :mod:`bench.testbed.campaign` does not
+combine.
+
+The knee is :func:`bench.testbed.campaign.knee` over the runs of both campaigns (their
+``worst_over_slo`` against the same SLOs); the run's capacity is the one
+:func:`bench.testbed.campaign.judge_run` takes (its last solve after the warm-up and before the
+load ended); every solve of the run is listed beside it -- the class that breaches first, the
+pool model, the db's utilizations and the demands the model used -- since one solve's capacity
+says little when the data move the demands.
+
+    python -m bench.testbed.lowload /tmp/camp6a /tmp/camp6-knee
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from bench.testbed.campaign import WARMUP_S, _err, knee, used_demands
+from solvers.pools_spread import SPREAD_FLAG
+
+
+def combined_knee(low: dict[str, Any], around: dict[str, Any]) -> float | None:
+    """The measured knee over both campaigns' steady runs; the SLOs must be the same (the
+    second campaign made with ``--slo-from`` the first): a knee against other SLOs is another
+    knee."""
+    a, b = low["slo_s"], around["slo_s"]
+    if sorted(a) != sorted(b) or any(abs(a[c] - b[c]) > 1e-9 * max(1.0, a[c]) for c in a):
+        raise ValueError(f"slo_s differ between the campaigns: {a} against {b}")
+    points: dict[int, float] = {}
+    for r in low["runs"] + around["runs"]:
+        if not r.get("disturbed"):
+            points[r["users"]] = r["worst_over_slo"]
+    return knee(sorted(points.items()))
+
+
+def solve_rows(preds: list[dict[str, Any]], start: float, end: float) -> list[dict[str, Any]]:
+    """Per solve of the run (after the warm-up, not after the load's end): its time since the
+    start, the capacity, the class that breaches first, trust, whether the pool model was the
+    held chain of the spread tier (its flag) and per tier the measured and modelled
+    utilization and the per-class demands the model used
+    (:func:`bench.testbed.campaign.used_demands`)."""
+    rows = []
+    for p in preds:
+        if not p.get("classes") or not start + WARMUP_S <= p["time"] <= end:
+            continue
+        used = used_demands(p)
+        tiers = {name: {"u_model": t.get("utilization"),
+                        "u_measured": t.get("utilization_measured"),
+                        "demands": used.get(name, {})}
+                 for name, t in (p.get("tiers") or {}).items()}
+        rows.append({"t_s": p["time"] - start, "users": p.get("users"),
+                     "capacity_users": p.get("capacity_users"),
+                     "breach_class": p.get("breach_class"), "trusted": p.get("model_trusted"),
+                     "spread_chain": any(f.startswith(SPREAD_FLAG) for f in p.get("flags", [])),
+                     "tiers": tiers})
+    return rows
+
+
+def judge(low_dir: Path, knee_dir: Path) -> dict[str, Any]:
+    """The low-load run of ``low_dir`` (its lowest population) against the knee of both."""
+    low = json.loads((low_dir / "campaign.json").read_text())
+    around = json.loads((knee_dir / "campaign.json").read_text())
+    k = combined_knee(low, around)
+    run = min(low["runs"], key=lambda r: r["users"])
+    preds = [json.loads(x) for x in
+             (low_dir / f"perfcast-{run['users']}" / "predictions.jsonl").read_text().splitlines()
+             if x.strip()]
+    rows = solve_rows(preds, run["start"], run["end"])
+    cap = rows[-1]["capacity_users"] if rows else None
+    return {"knee_users": k, "users": run["users"], "share_of_knee": run["users"] / k if k
+            else None, "capacity_users": cap, "error": _err(cap, k), "solves": rows}
+
+
+def _fmt(v: float | None, spec: str) -> str:
+    return "-" if v is None else format(v, spec)
+
+
+def report(res: dict[str, Any]) -> str:
+    err = None if res["error"] is None else 100 * res["error"]
+    lines = [f"knee {_fmt(res['knee_users'], '.1f')} users; the {res['users']}-user run "
+             f"(share of the knee {_fmt(res['share_of_knee'], '.2f')}): capacity "
+             f"{res['capacity_users']} (error {_fmt(err, '+.0f')}%)", "",
+             "t_s | users | capacity | breach class | trusted | spread chain | db U measured / "
+             "model | db demands used"]
+    for r in res["solves"]:
+        db = r["tiers"].get("db", {})
+        dem = ", ".join(f"{c} {1000 * v:.1f}" for c, v in sorted(db.get("demands", {}).items())
+                        if v is not None)
+        lines.append(f"{r['t_s']:.0f} | {r['users']} | {r['capacity_users']} | "
+                     f"{r['breach_class']} | {r['trusted']} | {r['spread_chain']} | "
+                     f"{_fmt(db.get('u_measured'), '.3f')} / "
+                     f"{_fmt(db.get('u_model'), '.3f')} | {dem} ms")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("low_dir", type=Path, help="the campaign with the low-load run")
+    p.add_argument("knee_dir", type=Path, help="the campaign around the knee (--slo-from)")
+    p.add_argument("--json", action="store_true")
+    args = p.parse_args(argv)
+    res = judge(args.low_dir, args.knee_dir)
+    print(json.dumps(res, indent=1) if args.json else report(res))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
