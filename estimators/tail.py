@@ -104,18 +104,6 @@ class ServiceTail:
     slow_mean: float | None = None
     slow_share: float | None = None
 
-    @property
-    def scv(self) -> float | None:
-        """The SCV of the two-phase marginal (:func:`service_tail_p95`),
-        ``2 (p b^2 + (1 - p) a^2) / m^2 - 1``; ``None`` without one. A MAP(2) fitted to the
-        windows' mean, ``I`` and p95 takes its marginal's SCV nearest it
-        (:func:`estimators.mapfit.fit_map2`'s ``scv``; :mod:`streams.core.tier`)."""
-        p, a, b, m = self.slow_share, self.fast_mean, self.slow_mean, self.mean
-        if p is None or a is None or b is None or not m:
-            return None
-        value = 2.0 * (p * b * b + (1.0 - p) * a * a) / (m * m) - 1.0
-        return value if math.isfinite(value) and value > 0.0 else None
-
 
 def service_tail_p95(busy_times: Any, completions: Any) -> ServiceTail:
     """Service-time p95 from per-window busy times ``B_k`` and completions ``n_k``: the

@@ -549,10 +549,9 @@ class TierState:
         self.cores_assumed = False
         self.window_s = 0.0
         self.interval = Interval()
-        self.fit_inputs: list[float] | None = None  # (mean, I, p95[, SCV]) of the current fit
+        self.fit_inputs: list[float] | None = None  # (mean, I, p95) of the current fit
         self.fit: dict[str, Any] | None = None      # MAP as dict + achieved figures
         self.model: dict[str, Any] = {}             # last refresh, for estimate records
-        self.marginal_scv: float | None = None      # the windows' two-phase marginal's SCV
         self.idc_seq = 0                            # history.seq at the last I estimate
         self.pending: list[_Pending] = []           # admitted, Kalman update not yet run
         self.regression: dict[str, float] = {}      # last sliding regression (Rolia and Vetland 1995)
@@ -744,7 +743,6 @@ class TierState:
         idc_bounds = [self.model.get("idc_lower"), self.model.get("idc_upper")]
         idc_reference = self.model.get("idc_reference")
         p95, mean = self.model.get("p95_s"), self.model.get("mean_service_s")
-        marginal_scv = self.marginal_scv
         split = class_split(self.split_sums)
         fresh = hist.seq - self.idc_seq
         if kept and (self.idc_seq == 0 or "idc_lower" not in self.model   # (state before it)
@@ -773,9 +771,7 @@ class TierState:
             idc_reference = ref.value
             idc_flag = _idc_flag(est, cfg.idc_threshold)
             busy = arr.busy_time
-            tail = service_tail_p95(busy, done)       # not Mi et al.'s (2008) busy-time proxy
-            p95, marginal_scv = tail.p95, tail.scv
-            self.marginal_scv = marginal_scv
+            p95 = service_tail_p95(busy, done).p95     # not Mi et al.'s (2008) busy-time proxy
             total = float(done.sum())
             mean = float(busy.sum()) / total if total > 0 else None
             self.idc_seq = hist.seq
@@ -807,7 +803,7 @@ class TierState:
             # the load test would read the burst as a load dependence
             self.load_flag = None
         if (bursty or provisional) and fit_map:   # bursty tiers enter the model with a MAP(2)
-            self._refit(mean, idc, p95, marginal_scv)
+            self._refit(mean, idc, p95)
         latency = fit_latency(self.latency_sums) if cfg.latency != "off" else None
         self.model = clean({"idc": idc, "idc_flag": idc_flag, "bursty": bursty,
                             "mean_service_s": mean, "p95_s": p95,
@@ -879,29 +875,16 @@ class TierState:
                                    response_times=rt, others=others,
                                    others_std=others_std).by_class()
 
-    def _refit(self, mean: float | None, idc: float | None, p95: float | None,
-               marginal_scv: float | None = None) -> None:
-        """The MAP(2) fitted to ``mean``, ``I`` and ``p95`` (Mi et al. (2008) section 4.1),
-        redone when they moved. Those three leave a curve of marginals with the p95
-        (:func:`estimators.mapfit.fit_map2`); the fit takes the SCV on it nearest
-        ``marginal_scv``, the two-phase marginal the windows' mean service times hold
-        (:attr:`estimators.tail.ServiceTail.scv`, the one the p95 is read from), instead of
-        the paper's largest lag-1 autocorrelation, whose marginal is far heavier than the
-        service's: on the held-out shapes' MMPP(2)/(3) tiers SCV 6-32 (p99 14-30 means)
-        against a true 1.2-4 (p99 5-11), the two-phase marginal's 1.3-6.1
-        (``bench.accuracy.shapes_marginal``). Without it (a state from before), the paper's
-        rule."""
+    def _refit(self, mean: float | None, idc: float | None, p95: float | None) -> None:
         if mean is None or idc is None or p95 is None or not (mean > 0 and idc > 0 and p95 > 0):
             return
         inputs = (mean, idc, p95)
-        key = inputs if marginal_scv is None else (*inputs, marginal_scv)
-        if not _moved(key, self.fit_inputs):
+        if not _moved(inputs, self.fit_inputs):
             return
-        fit = fit_map2(mean, idc, p95, scv=marginal_scv)
-        self.fit_inputs = list(key)
+        fit = fit_map2(mean, idc, p95)
+        self.fit_inputs = list(inputs)
         self.fit = {"process": fit.process.to_dict(), "idc": fit.idc, "p95_s": fit.p95,
-                    "scv": fit.scv, "acf1": fit.acf1, "flag": fit.flag, "inputs": list(inputs),
-                    "marginal_scv": marginal_scv}
+                    "scv": fit.scv, "acf1": fit.acf1, "flag": fit.flag, "inputs": list(inputs)}
 
     def take_interval(self) -> Interval:
         """The sums since the last solve; starts a new interval."""
@@ -944,7 +927,7 @@ class TierState:
             "selection": self._selection(), "response": self.response,
             "response_users": self.response_users, "response_rate": self.response_rate,
             "split_sums": self.split_sums.to_dict(), "load_flag": self.load_flag,
-            "cores_assumed": self.cores_assumed, "marginal_scv": self.marginal_scv,
+            "cores_assumed": self.cores_assumed,
             **({"latency_sums": self.latency_sums.to_dict()}
                if self.config.latency != "off" else {}),
         }
@@ -984,7 +967,6 @@ class TierState:
             setattr(state, key, data[key])
         state.interval = Interval.from_dict(data["interval"])
         state.separability = dict(data.get("separability") or {})   # absent in older states
-        state.marginal_scv = data.get("marginal_scv")                 # absent in older states
         state.response = {c: [float(a), float(b)] for c, (a, b) in
                           data.get("response", {}).items()}   # absent in older states
         state.response_users = [float(v) for v in data.get("response_users", (0.0, 0.0))]

@@ -246,15 +246,13 @@ def _regula_falsi(trial: Callable[[float], tuple[MAP, float, float]],
 def calibrate_idc(model: SystemModel, m: int, inputs: tuple[float, float, float],
                   users: Operating, measured: float,
                   bounds: tuple[float | None, float | None],
-                  last: Calibration | None = None, scv: float | None = None) -> Calibration:
-    """The MAP(2) of tier ``m`` fitted to ``inputs``' mean and p95 (the SCV nearest ``scv``,
-    the windows' two-phase marginal's, :meth:`streams.core.tier.TierState._refit`; without
-    it the tie rule's) at the ``I`` within ``bounds`` -- ``I``'s confidence interval,
-    narrowed to :data:`IDC_REACH` times the estimate either way -- at which the model's
-    residence time at the tier at ``users`` equals ``measured`` (``bursty_scv =
-    "response_idc"``; module docstring). The calibration's ``inputs`` carry the ``I`` found.
-    ``last``: the tier's previous calibration, whose ``I`` is carried over while it holds
-    (:func:`_keep_idc`)."""
+                  last: Calibration | None = None) -> Calibration:
+    """The MAP(2) of tier ``m`` fitted to ``inputs``' mean and p95 (the tie rule's SCV) at the
+    ``I`` within ``bounds`` -- ``I``'s confidence interval, narrowed to :data:`IDC_REACH`
+    times the estimate either way -- at which the model's residence time at the tier at
+    ``users`` equals ``measured`` (``bursty_scv = "response_idc"``; module docstring). The
+    calibration's ``inputs`` carry the ``I`` found. ``last``: the tier's previous
+    calibration, whose ``I`` is carried over while it holds (:func:`_keep_idc`)."""
     _check(model, users, measured)
     mean, idc, p95 = inputs
     low, high = bounds
@@ -262,7 +260,7 @@ def calibrate_idc(model: SystemModel, m: int, inputs: tuple[float, float, float]
     high = min(high if high is not None and math.isfinite(high) else math.inf, idc * IDC_REACH)
 
     def trial(value: float) -> tuple[MAP, float, float]:
-        process = fit_map2(mean, value, p95, scv=scv).process
+        process = fit_map2(mean, value, p95).process
         return process, value, _residence(model, m, process, users)
 
     def found(best: tuple[MAP, float, float], end: str | None) -> Calibration:
@@ -433,12 +431,9 @@ def calibrate_model(model: SystemModel, tiers: list[TierModel],
         fit_inputs = (float(inputs[0]), float(inputs[1]), float(inputs[2]))
         previous = last.get(tier.tier) if last is not None else None
         if vary == "idc":
-            marginal = tier.fit.get("marginal_scv")
             result = calibrate_idc(model, m, fit_inputs, point, measured,
-                                   (tier.idc_lower, tier.idc_upper), previous,
-                                   None if marginal is None else float(marginal))
-            text = _flag(tier.tier, result, idc_estimate=fit_inputs[1],
-                         marginal=marginal is not None)
+                                   (tier.idc_lower, tier.idc_upper), previous)
+            text = _flag(tier.tier, result, idc_estimate=fit_inputs[1])
         else:
             result = calibrate_scv(model, m, fit_inputs, point, measured, previous)
             text = _flag(tier.tier, result, float(tier.fit.get("scv", math.nan)))
@@ -452,16 +447,14 @@ def calibrate_model(model: SystemModel, tiers: list[TierModel],
 
 
 def _flag(tier: str, c: Calibration, tie_scv: float = math.nan,
-          idc_estimate: float | None = None, marginal: bool = False) -> str:
+          idc_estimate: float | None = None) -> str:
     """The prediction's flag for a calibrated tier: its SCV beside the tie rule's, or (with
-    ``idc_estimate``, ``response_idc``) its ``I`` beside the windows' estimate; ``marginal``:
-    the SCV was taken nearest the windows' two-phase marginal's, not by the tie rule."""
+    ``idc_estimate``, ``response_idc``) its ``I`` beside the windows' estimate."""
     if idc_estimate is None:
         head, aside, reach = f"SCV {c.scv:.3g}", f"tie rule {tie_scv:.3g}", "the fitted curve's"
     else:
         head, reach = f"I {c.inputs[1]:.3g}", "I's interval's"
-        rule = "the windows' two-phase marginal" if marginal else "the tie rule"
-        aside = f"I estimated {idc_estimate:.3g}; SCV {c.scv:.3g} by {rule}"
+        aside = f"I estimated {idc_estimate:.3g}; SCV {c.scv:.3g} by the tie rule"
     text = (f"{tier}: MAP(2) {head} from the measured response time "
             f"{1000 * c.measured:.3g} ms at {_at(c.users)} (model {1000 * c.residence:.3g} ms; "
             f"{aside})")

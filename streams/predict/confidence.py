@@ -366,8 +366,7 @@ def relative_demand_error(tier: TierModel, classes: list[str], mix: np.ndarray,
 
 def _refit(tier: TierModel, idc: float | None, scv: float | None = None) -> MAP | None:
     """The tier's MAP(2) refitted at ``idc`` (its mean service and p95 kept, and ``scv``
-    where the model calibrated it, :mod:`streams.predict.calibration`, else the windows'
-    two-phase marginal's, :meth:`streams.core.tier.TierState._refit`); ``None`` when it
+    where the model calibrated it: :mod:`streams.predict.calibration`); ``None`` when it
     cannot be."""
     if idc is None or tier.mean_service is None or tier.p95 is None:
         return None
@@ -398,8 +397,7 @@ def _variant(model: SystemModel, tiers: list[TierModel], side: int,
             if not tier.bursty:
                 continue
             end = tier.idc_upper if side > 0 else tier.idc_lower
-            scv = model.scv_targets.get(tier.tier, (tier.fit or {}).get("marginal_scv"))
-            fitted = _refit(tier, end, scv)
+            fitted = _refit(tier, end, model.scv_targets.get(tier.tier))
             if fitted is None:
                 notes.append(f"{tier.tier}: I's {'upper' if side > 0 else 'lower'} end "
                              f"{'unbounded' if end is None else f'{end:.3g}'}: its fitted "
