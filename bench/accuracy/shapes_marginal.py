@@ -45,11 +45,10 @@ from typing import Any, Iterator
 import numpy as np
 
 from bench.accuracy import shapes
-from bench.accuracy.shapes_idc import searches
+from bench.accuracy.shapes_idc import chosen, per_tier, searches
 from estimators.mapfit import fit_map2
 from estimators.tail import ServiceTail
 from solvers.processes import MAP
-import streams.core.tier as tier_module
 import streams.predict.calibration as calibration
 from streams.predict.model import model_capacity
 
@@ -59,29 +58,16 @@ RESULTS = shapes.RESULTS.parent / "shapes_marginal.json"
 @contextmanager
 def tails(kept: dict[str, ServiceTail]) -> Iterator[None]:
     """While inside, each tier's last two-phase tail estimate is kept in ``kept`` by tier."""
-    estimate, refresh = tier_module.service_tail_p95, tier_module.TierState.refresh
-    current: list[str] = []
+    def wrap(estimate: Any, current: list[str]) -> Any:
+        def tail(*args: Any, **kwargs: Any) -> ServiceTail:
+            out = estimate(*args, **kwargs)
+            if current:
+                kept[current[-1]] = out
+            return out
+        return tail
 
-    def tail(*args: Any, **kwargs: Any) -> ServiceTail:
-        out = estimate(*args, **kwargs)
-        if current:
-            kept[current[-1]] = out
-        return out
-
-    def named_refresh(self: Any, *args: Any, **kwargs: Any) -> Any:
-        current.append(self.tier)
-        try:
-            return refresh(self, *args, **kwargs)
-        finally:
-            current.pop()
-
-    tier_module.service_tail_p95 = tail
-    tier_module.TierState.refresh = named_refresh
-    try:
+    with per_tier("service_tail_p95", wrap):
         yield
-    finally:
-        tier_module.service_tail_p95 = estimate
-        tier_module.TierState.refresh = refresh
 
 
 def two_phase_scv(t: ServiceTail) -> float | None:
@@ -220,13 +206,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     ap.add_argument("--truth", default=str(shapes.RESULTS), metavar="FILE")
     ap.add_argument("--out", default=str(RESULTS))
     args = ap.parse_args(argv)
-    names = [s.name for s in shapes.SHAPES]
-    only = args.only.split(",") if args.only else names
-    for n in only:
-        if n not in names:
-            raise SystemExit(f"--only: unknown shape {n!r}")
-    if args.half:
-        only = [n for n in only if n in shapes.halves()[args.half == "heldout"]]
+    only = chosen(args.only, args.half)
     truths = {r["shape"]: r for r in json.loads(Path(args.truth).read_text())["shapes"]}
     t0 = time.perf_counter()
     results = []
