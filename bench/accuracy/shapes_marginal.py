@@ -10,21 +10,23 @@ the pipeline runs once as it is; at its last solve the bursty tier's ``I`` calib
 (:func:`streams.predict.calibration.calibrate_idc`) and the windows' two-phase tail
 (:func:`estimators.tail.service_tail_p95`: fast mean ``a``, slow mean ``b``, slow share ``p``)
 are kept. Printed per shape, relative to the mean service time: the true marginal's SCV, p95
-and p99 (the unit process of :data:`bench.accuracy.shapes.PROCESSES`; a one-class shape's
-tier mixes it with exponential classes, marked ``class``), the windows' read (p95 and the
+and p99 (the unit process of :data:`bench.accuracy.shapes.PROCESSES`; the tier mixes it over
+its classes' multipliers, and a one-class shape's with exponential classes, marked ``class``),
+the windows' read (p95 and the
 deconvolved two-phase marginal's SCV ``2 (p b^2 + (1 - p) a^2) / m^2 - 1``), and per MAP(2):
 
 * ``tie``: fitted to the read mean, ``I`` and p95, the tie rule's SCV (largest ``rho1``);
 * ``cal``: the pipeline's calibration (``I`` within its interval, then the SCV along the curve);
 * ``two``: the read mean, ``I`` and p95 with the SCV nearest the two-phase marginal's;
 * ``two-cal``: the calibration with that SCV in place of the tie rule's;
-* ``true``: the true mean, ``I`` (MMPPs; else the read) and p95 with the true SCV,
+* ``true``: the read mean with the true ``I`` (MMPPs; else the read), the true p95 relative
+  to the mean and the SCV nearest the true one,
 
 its ``I``, SCV, p95, p99, the model's residence time at the tier at the operating point against
 the measured one, and the model's capacity (:func:`streams.predict.model.model_capacity`, cold,
 on the model of the last solve) against the truth; then per MAP(2) over the calibrated shapes:
-capacity within 10% / 20% and the median ``|R|`` error. 47 s for the tuning half (measured,
-15 of its 22 shapes calibrated). Results: ``bench/results/shapes_marginal.json``.
+capacity within 10% / 20% and the median ``|R|`` error. 47-123 s for the tuning half (measured,
+three runs on a shared machine; 15 of its 22 shapes calibrated). Results: ``bench/results/shapes_marginal.json``.
 """
 
 from __future__ import annotations
@@ -122,6 +124,9 @@ def hinted(scv: float) -> Iterator[None]:
 
 
 def run(name: str, minutes: float, truth: dict[str, Any]) -> dict[str, Any]:
+    """One shape (module docstring): the pipeline on ``minutes`` of its windows with
+    ``truth`` (its row of a :mod:`bench.accuracy.shapes` results JSON); the true marginal,
+    the windows' read and, where the bursty tier was calibrated, a row per MAP(2)."""
     shape = next(s for s in shapes.SHAPES if s.name == name)
     t0 = time.perf_counter()
     calls: dict[str, tuple[Any, ...]] = {}
