@@ -49,7 +49,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from bench.accuracy import shapes
 from bench.accuracy.shapes_cause import copula_idc
@@ -91,18 +91,12 @@ def replaced(est: DispersionInterval, idc: float, mode: str) -> DispersionInterv
 
 
 @contextmanager
-def oracle(tiers: tuple[str, ...], idc: float | None, mode: str) -> Iterator[None]:
-    """While inside, the pipeline's tiers named in ``tiers`` read ``I`` as ``mode`` says: the
-    tier's refresh is wrapped to name the tier whose interval the estimator computes."""
-    if idc is None or mode == "read":
-        yield
-        return
-    estimate, refresh = tier_module.index_of_dispersion_interval, tier_module.TierState.refresh
+def per_tier(name: str, wrap: Callable[[Any, list[str]], Any]) -> Iterator[None]:
+    """While inside, :mod:`streams.core.tier`'s function ``name`` is ``wrap(original,
+    current)``, ``current[-1]`` naming the tier whose refresh calls it (the tier's refresh is
+    wrapped to push its name)."""
+    original, refresh = getattr(tier_module, name), tier_module.TierState.refresh
     current: list[str] = []
-
-    def interval(*args: Any, **kwargs: Any) -> DispersionInterval:
-        est = estimate(*args, **kwargs)
-        return replaced(est, idc, mode) if current and current[-1] in tiers else est
 
     def named_refresh(self: Any, *args: Any, **kwargs: Any) -> Any:
         current.append(self.tier)
@@ -111,13 +105,31 @@ def oracle(tiers: tuple[str, ...], idc: float | None, mode: str) -> Iterator[Non
         finally:
             current.pop()
 
-    tier_module.index_of_dispersion_interval = interval
+    setattr(tier_module, name, wrap(original, current))
     tier_module.TierState.refresh = named_refresh
     try:
         yield
     finally:
-        tier_module.index_of_dispersion_interval = estimate
+        setattr(tier_module, name, original)
         tier_module.TierState.refresh = refresh
+
+
+@contextmanager
+def oracle(tiers: tuple[str, ...], idc: float | None, mode: str) -> Iterator[None]:
+    """While inside, the pipeline's tiers named in ``tiers`` read ``I`` as ``mode`` says
+    (:func:`per_tier`)."""
+    if idc is None or mode == "read":
+        yield
+        return
+
+    def wrap(estimate: Any, current: list[str]) -> Any:
+        def interval(*args: Any, **kwargs: Any) -> DispersionInterval:
+            est = estimate(*args, **kwargs)
+            return replaced(est, idc, mode) if current and current[-1] in tiers else est
+        return interval
+
+    with per_tier("index_of_dispersion_interval", wrap):
+        yield
 
 
 @contextmanager
@@ -238,6 +250,19 @@ def table(rows: list[dict[str, Any]], modes: list[str]) -> list[str]:
     return lines
 
 
+def chosen(only: str | None, half: str | None) -> list[str]:
+    """The shapes ``--only`` names (comma-separated; every shape without it), in that order,
+    kept to ``--half``'s (:func:`bench.accuracy.shapes.halves`)."""
+    names = [s.name for s in shapes.SHAPES]
+    picked = only.split(",") if only else names
+    for n in picked:
+        if n not in names:
+            raise SystemExit(f"--only: unknown shape {n!r}")
+    if half:
+        picked = [n for n in picked if n in shapes.halves()[half == "heldout"]]
+    return picked
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", default=None, help="comma-separated shape names")
@@ -253,13 +278,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for m in modes:
         if m not in MODES:
             raise SystemExit(f"--modes: unknown mode {m!r} (of {MODES})")
-    names = [s.name for s in shapes.SHAPES]
-    only = args.only.split(",") if args.only else names
-    for n in only:
-        if n not in names:
-            raise SystemExit(f"--only: unknown shape {n!r}")
-    if args.half:
-        only = [n for n in only if n in shapes.halves()[args.half == "heldout"]]
+    only = chosen(args.only, args.half)
     truths = {r["shape"]: r for r in json.loads(Path(args.truth).read_text())["shapes"]}
     t0 = time.perf_counter()
     rows: list[dict[str, Any]] = []
