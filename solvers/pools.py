@@ -18,7 +18,8 @@ tokens admit at most ``K``, the others wait. The enclosing network (the remainin
 pool stations and the think time) is solved exactly as a load-dependent product-form network
 by the convolution algorithm (Buzen 1973), in logarithms so that
 populations of thousands neither overflow nor lose the probabilities of a saturated station
-to cancellation. Per-tier residence times follow from the marginal distribution of the
+to cancellation (each convolution tilted into floating range and summed in linear space,
+:func:`_log_conv`). Per-tier residence times follow from the marginal distribution of the
 pool station's population: a held tier's queue is ``sum_j P(j) Q_h(min(j, K))`` with
 ``Q_h(k)`` its queue in the held network at population ``k``.
 
@@ -131,14 +132,16 @@ def _log_conv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
     Exponential tilting: ``(a * b)_k theta^k = sum_i (a_i theta^i)(b_{k-i} theta^{k-i})``, so
     both sequences are multiplied by ``theta^i = exp(t i)``, scaled to a largest term of 1 and
-    convolved in linear space (``np.convolve``), and ``log`` of each entry minus ``t k`` plus
+    convolved in linear space (``np.convolve``, ``O(n^2)`` multiplications in C where the sums
+    in logarithms take ``O(n^2)`` exponentials), and ``log`` of each entry minus ``t k`` plus
     the scales is the answer. All terms are positive, so the sum has no cancellation and each
     entry is exact to its rounding (``O(n)`` ulps) wherever it is not below :data:`_KEEP`.
     The entries that are -- a tilt flattens the sequence only near the entries it aims at --
     are taken again with a tilt aimed at them: ``t`` minus the slope of the max-plus
     convolution there, the two sequences' slopes merged in decreasing order (exact for
-    log-concave sequences, which the stations' factors are: their rates do not fall;
-    Buzen 1973, Chandy et al. 1975). After :data:`_TILTS` tilts the rest are summed in
+    log-concave sequences: the stations' factors are, their rates do not fall, and so are
+    their products, a convolution of log-concave sequences being log-concave; any other
+    sequence is still exact, only slower). After :data:`_TILTS` tilts the rest are summed in
     logarithms (:func:`_log_conv_rows`), as are sequences of at most :data:`_SHORT`; an entry
     with no finite term is ``-inf`` at once.
     ``t`` is rounded to a float32 value, so ``t i`` is exact for every index."""

@@ -147,7 +147,7 @@ def solve_factor_fixed_point(net: _Net, stations: list[_Station], inner: int, ba
     s = _root(h, lo, hi)
     solves = 1 + curve.solves
     res = base
-    for _ in range(STEPS):                 # the answer's solve; more only if the curve erred
+    for _ in range(STEPS):                 # the answer's solve (B reused); more if the curve erred
         res, _ = _solve_top(net, stations, inner, net.Z + s, curve.B)
         solves += 1
         residual = s - float(gain @ np.asarray(res.pool_waiting_time, dtype=float)[scaled])
