@@ -156,9 +156,11 @@ def _log_conv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     shift = first_a + first_b                              # the first finite entry of a * b
     if fa[first_a:].all() and fb[first_b:].all():          # finite from there on: a * b too
         todo = np.arange(n) >= shift
+        slopes = np.concatenate([np.diff(a[first_a:]), np.diff(b[first_b:])])
     else:                                                  # the entries with a finite term
         todo = np.convolve(fa.astype(float), fb.astype(float))[:n] > 0.5
-    slopes = np.sort(np.concatenate([_finite_slopes(a), _finite_slopes(b)]))[::-1]
+        slopes = np.concatenate([_finite_slopes(a), _finite_slopes(b)])
+    slopes = np.sort(slopes)[::-1]
     idx = np.arange(n, dtype=float)
     target, width = n - 1, n
     for _ in range(_TILTS):
@@ -251,11 +253,24 @@ def _marginal(station: _Station, rest: np.ndarray, logG: np.ndarray, k: int) -> 
     return p / p.sum()
 
 
+def _marginals(station: _Station, rest: np.ndarray, logG: np.ndarray, K: int) -> np.ndarray:
+    """:func:`_marginal` at every population ``k = 0..K`` at once: row ``k`` is ``P(j | k)``
+    (0 for ``j > k``)."""
+    j = np.arange(K + 1)
+    back = j[:, None] - j[None, :]                        # k - j
+    x = np.where(back >= 0, station.logf[:K + 1][None, :] + rest[np.maximum(back, 0)]
+                 - logG[:K + 1, None], -np.inf)
+    p = np.exp(x)
+    return p / p.sum(axis=1, keepdims=True)
+
+
 def _queues(station: _Station, p: np.ndarray) -> np.ndarray:
-    """Mean queue of each tier the station carries, given its marginal ``p(j)``."""
+    """Mean queue of each tier the station carries, given its marginal ``p(j)`` (or one
+    marginal a row: then a row of queues each)."""
     if station.inner is None:
-        return np.array([float(p @ np.arange(p.shape[0], dtype=float))])
-    held = np.minimum(np.arange(p.shape[0]), station.size)
+        q = p @ np.arange(p.shape[-1], dtype=float)
+        return np.array([float(q)]) if p.ndim == 1 else q
+    held = np.minimum(np.arange(p.shape[-1]), station.size)
     return p @ station.inner[held]
 
 
@@ -305,9 +320,9 @@ def _aggregate(pools: list[PoolSpec], index: int, D: np.ndarray, c: np.ndarray,
     if tally is not None:
         tally[0] += 1
     carried = [m - pool.first for s in stations for m in s.tiers]
-    for k in range(1, K + 1):
-        inner[k, carried] = np.concatenate([_queues(s, _marginal(s, r, logG, k))
-                                            for s, r in zip(stations, rests)])
+    inner[:, carried] = np.column_stack([_queues(s, _marginals(s, r, logG, K))
+                                         for s, r in zip(stations, rests)])
+    inner[0] = 0.0
     X = np.exp(logG[:-1] - logG[1:])                 # X_H(1..K)
     rates = X[np.minimum(np.arange(1, n_max + 1), K) - 1]
     return _Station(_log_rates(rates), tuple(tiers), inner, index, K, (stations, logG, rests))
