@@ -136,3 +136,21 @@ def test_a_solve_given_the_network_without_think_is_the_same(Z):
         assert given_.throughput == plain.throughput
         assert np.array_equal(given_.response_time, plain.response_time)
         assert np.array_equal(given_.residence_time, plain.residence_time)
+
+
+def test_marginals_at_every_population_are_each_populations_marginal():
+    """``_marginals`` (a held network read back at every token count at once) row by row
+    against ``_marginal`` at that population, a nested pool's station among the stations."""
+    net = _prepare([0.02, 0.03, 0.05], 40, 1.0, [4, 2, 1],
+                   [PoolSpec(12, 0, 3), PoolSpec(3, 1, 3)], None)
+    stations = pools._level(range(0, 3), net.pools, 0, net.D, net.c, 12)
+    logG, rests = _network(stations, 12)
+    assert any(s.inner is not None for s in stations)
+    for s, r in zip(stations, rests):
+        rows = pools._marginals(s, r, logG, 12)
+        for k in range(13):
+            one = pools._marginal(s, r, logG, k)
+            np.testing.assert_allclose(rows[k, :k + 1], one, rtol=1e-13, atol=1e-300)
+            assert not rows[k, k + 1:].any()
+            np.testing.assert_allclose(pools._queues(s, rows)[k], pools._queues(s, one),
+                                       rtol=1e-13)
