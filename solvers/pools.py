@@ -18,7 +18,8 @@ tokens admit at most ``K``, the others wait. The enclosing network (the remainin
 pool stations and the think time) is solved exactly as a load-dependent product-form network
 by the convolution algorithm (Buzen 1973), in logarithms so that
 populations of thousands neither overflow nor lose the probabilities of a saturated station
-to cancellation. Per-tier residence times follow from the marginal distribution of the
+to cancellation (each convolution tilted into floating range and summed in linear space,
+:func:`_log_conv`). Per-tier residence times follow from the marginal distribution of the
 pool station's population: a held tier's queue is ``sum_j P(j) Q_h(min(j, K))`` with
 ``Q_h(k)`` its queue in the held network at population ``k``.
 
@@ -100,17 +101,101 @@ class PoolResult:
     outer_solves: int = 0
 
 
-def _log_conv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``log (exp(a) * exp(b))`` (discrete convolution), both of length ``n + 1``."""
+#: a tilted, scaled product-sum at or above this is kept: every term lost to underflow is
+#: below ``2^-1022`` (both factors are scaled to at most 1), so with at most 10^6 terms the
+#: loss is below 1e-20 of the entry -- far under the sum's own rounding
+_KEEP = 1e-280
+#: tilts tried before the entries still out of range are summed in logarithms
+_TILTS = 8
+#: sequences this short are summed in logarithms at once (the tilts' fixed cost is more)
+_SHORT = 8
+
+
+def _log_conv_rows(a: np.ndarray, b: np.ndarray, rows: np.ndarray | None = None,
+                   out: np.ndarray | None = None) -> np.ndarray:
+    """``log (exp(a) * exp(b))`` (discrete convolution) entry by entry in logarithms (each
+    entry's terms scaled by their largest, so nothing overflows or underflows), both of
+    length ``n + 1``; only the entries ``rows`` (default all) into ``out``."""
     n = a.shape[0]
-    out = np.full(n, -np.inf)
+    if out is None:
+        out = np.full(n, -np.inf)
     rb = b[::-1]
-    for k in range(n):
+    for k in range(n) if rows is None else rows:
         t = a[:k + 1] + rb[n - 1 - k:]
         top = t.max()
-        if top > -np.inf:
-            out[k] = top + math.log(np.exp(t - top).sum())
+        out[k] = top + math.log(np.exp(t - top).sum()) if top > -np.inf else -np.inf
     return out
+
+
+def _log_conv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``log (exp(a) * exp(b))`` (discrete convolution), both of length ``n + 1``.
+
+    Exponential tilting: ``(a * b)_k theta^k = sum_i (a_i theta^i)(b_{k-i} theta^{k-i})``, so
+    both sequences are multiplied by ``theta^i = exp(t i)``, scaled to a largest term of 1 and
+    convolved in linear space (``np.convolve``, ``O(n^2)`` multiplications in C where the sums
+    in logarithms take ``O(n^2)`` exponentials), and ``log`` of each entry minus ``t k`` plus
+    the scales is the answer. All terms are positive, so the sum has no cancellation and each
+    entry is exact to its rounding (``O(n)`` ulps) wherever it is not below :data:`_KEEP`.
+    The entries that are -- a tilt flattens the sequence only near the entries it aims at --
+    are taken again with a tilt aimed at them: ``t`` minus the slope of the max-plus
+    convolution there, the two sequences' slopes merged in decreasing order (exact for
+    log-concave sequences: the stations' factors are, their rates do not fall, and so are
+    their products, a convolution of log-concave sequences being log-concave; any other
+    sequence is still exact, only slower). After :data:`_TILTS` tilts the rest are summed in
+    logarithms (:func:`_log_conv_rows`), as are sequences of at most :data:`_SHORT`; an entry
+    with no finite term is ``-inf`` at once.
+    ``t`` is rounded to a float32 value, so ``t i`` is exact for every index."""
+    n = a.shape[0]
+    if n <= _SHORT:
+        return _log_conv_rows(a, b)
+    fa, fb = np.isfinite(a), np.isfinite(b)
+    if not fa.any() or not fb.any():
+        return np.full(n, -np.inf)
+    out = np.full(n, -np.inf)
+    first_a, first_b = int(np.argmax(fa)), int(np.argmax(fb))
+    shift = first_a + first_b                              # the first finite entry of a * b
+    if fa[first_a:].all() and fb[first_b:].all():          # finite from there on: a * b too
+        todo = np.arange(n) >= shift
+        slopes = np.concatenate([np.diff(a[first_a:]), np.diff(b[first_b:])])
+    else:                                                  # the entries with a finite term
+        todo = np.convolve(fa.astype(float), fb.astype(float))[:n] > 0.5
+        slopes = np.concatenate([_finite_slopes(a), _finite_slopes(b)])
+    slopes = np.sort(slopes)[::-1]
+    idx = np.arange(n, dtype=float)
+    target, width = n - 1, n
+    for _ in range(_TILTS):
+        rank = min(max(target - shift - 1, 0), slopes.shape[0] - 1)
+        t = float(np.float32(-slopes[rank])) if slopes.shape[0] else 0.0
+        if not math.isfinite(t):
+            break
+        ta, tb = a + t * idx, b + t * idx
+        ca, cb = float(ta.max()), float(tb.max())
+        c = np.convolve(np.exp(ta - ca), np.exp(tb - cb))[:n]
+        kept = todo & (c >= _KEEP)
+        out[kept] = np.log(c[kept]) + (ca + cb) - t * idx[kept]
+        todo &= ~kept
+        if not todo.any():
+            return out
+        width = max(int(kept.sum()), 1)
+        left, done = np.flatnonzero(todo), np.flatnonzero(np.isfinite(out))
+        if done.shape[0] == 0:           # the tilt's peak was past the last entry
+            target //= 2
+            continue
+        above, below = left[left > done[-1]], left[left < done[0]]
+        if above.shape[0]:               # half a window beyond the entries taken
+            target = min(int(above[0]) + width // 2, n - 1)
+        elif below.shape[0]:
+            target = max(int(below[-1]) - width // 2, 0)
+        else:                            # a gap between them
+            target = int(left[left.shape[0] // 2])
+    return _log_conv_rows(a, b, np.flatnonzero(todo), out)
+
+
+def _finite_slopes(a: np.ndarray) -> np.ndarray:
+    """``a_{i+1} - a_i`` where both are finite."""
+    with np.errstate(invalid="ignore"):
+        d = np.diff(a)
+    return d[np.isfinite(d)]
 
 
 def _log_rates(rates: np.ndarray) -> np.ndarray:
@@ -138,20 +223,27 @@ def _tier_station(m: int, D: float, c: float, n: int) -> _Station:
     return _Station(_log_rates(np.minimum(j, c) / D), tiers=(m,))
 
 
-def _network(stations: list[_Station], n: int) -> tuple[np.ndarray, list[np.ndarray]]:
+def _network(stations: list[_Station], n: int, head: np.ndarray | None = None
+             ) -> tuple[np.ndarray, list[np.ndarray]]:
     """``log G(0..n)`` of the network and, per station, ``log G`` of the network without it
-    (prefix and suffix convolutions: ``O(S)`` convolutions for ``S`` stations)."""
+    (prefix and suffix convolutions: ``3 S - 5`` convolutions for ``S >= 2`` stations -- a
+    convolution with the empty network's ``G = (1, 0, 0, ...)`` is its other operand, and the
+    suffix of all the stations is not needed). ``head``: ``log G(0..n)`` of all the stations
+    but the last where a solve of the same stations has it (one convolution fewer)."""
     logs = [s.logf[:n + 1] for s in stations]
     unit = np.full(n + 1, -np.inf)
     unit[0] = 0.0
-    prefix = [unit]
-    for f in logs:
-        prefix.append(_log_conv(prefix[-1], f))
-    suffix = [unit]
-    for f in reversed(logs):
+    prefix = [unit] + logs[:1]
+    for i in range(2, len(logs) + 1):      # prefix[i]: the first i stations
+        known = head is not None and i == len(logs) - 1
+        prefix.append(head[:n + 1] if known else _log_conv(prefix[-1], logs[i - 1]))
+    suffix = [unit] + logs[-1:]
+    for f in reversed(logs[1:-1]):
         suffix.append(_log_conv(suffix[-1], f))
-    suffix.reverse()
-    rests = [_log_conv(prefix[i], suffix[i + 1]) for i in range(len(logs))]
+    suffix.reverse()            # suffix[i] without logs[:i]; its first (all of them) unused
+    suffix.insert(0, prefix[-1])
+    rests = [prefix[i] if i == len(logs) - 1 else suffix[1] if i == 0
+             else _log_conv(prefix[i], suffix[i + 1]) for i in range(len(logs))]
     return prefix[-1], rests
 
 
@@ -161,11 +253,24 @@ def _marginal(station: _Station, rest: np.ndarray, logG: np.ndarray, k: int) -> 
     return p / p.sum()
 
 
+def _marginals(station: _Station, rest: np.ndarray, logG: np.ndarray, K: int) -> np.ndarray:
+    """:func:`_marginal` at every population ``k = 0..K`` at once: row ``k`` is ``P(j | k)``
+    (0 for ``j > k``)."""
+    j = np.arange(K + 1)
+    back = j[:, None] - j[None, :]                        # k - j
+    x = np.where(back >= 0, station.logf[:K + 1][None, :] + rest[np.maximum(back, 0)]
+                 - logG[:K + 1, None], -np.inf)
+    p = np.exp(x)
+    return p / p.sum(axis=1, keepdims=True)
+
+
 def _queues(station: _Station, p: np.ndarray) -> np.ndarray:
-    """Mean queue of each tier the station carries, given its marginal ``p(j)``."""
+    """Mean queue of each tier the station carries, given its marginal ``p(j)`` (or one
+    marginal a row: then a row of queues each)."""
     if station.inner is None:
-        return np.array([float(p @ np.arange(p.shape[0], dtype=float))])
-    held = np.minimum(np.arange(p.shape[0]), station.size)
+        q = p @ np.arange(p.shape[-1], dtype=float)
+        return np.array([float(q)]) if p.ndim == 1 else q
+    held = np.minimum(np.arange(p.shape[-1]), station.size)
     return p @ station.inner[held]
 
 
@@ -215,9 +320,9 @@ def _aggregate(pools: list[PoolSpec], index: int, D: np.ndarray, c: np.ndarray,
     if tally is not None:
         tally[0] += 1
     carried = [m - pool.first for s in stations for m in s.tiers]
-    for k in range(1, K + 1):
-        inner[k, carried] = np.concatenate([_queues(s, _marginal(s, r, logG, k))
-                                            for s, r in zip(stations, rests)])
+    inner[:, carried] = np.column_stack([_queues(s, _marginals(s, r, logG, K))
+                                         for s, r in zip(stations, rests)])
+    inner[0] = 0.0
     X = np.exp(logG[:-1] - logG[1:])                 # X_H(1..K)
     rates = X[np.minimum(np.arange(1, n_max + 1), K) - 1]
     return _Station(_log_rates(rates), tuple(tiers), inner, index, K, (stations, logG, rests))
@@ -310,9 +415,12 @@ def _top(net: _Net) -> tuple[list[_Station], int]:
 
 
 def _solve_top(net: _Net, stations: list[_Station], inner: int,
-               think_time: float | None = None) -> tuple[PoolResult, _Top]:
+               think_time: float | None = None,
+               without_think: np.ndarray | None = None) -> tuple[PoolResult, _Top]:
     """The enclosing network of ``stations`` (:func:`_top`) with the think time
-    ``think_time`` (default the network's), read back per tier, class and pool."""
+    ``think_time`` (default the network's), read back per tier, class and pool;
+    ``without_think``: ``log G`` of ``stations`` alone where an earlier solve has it (the think
+    station is the last, so it is the prefix :func:`_network` would convolve before it)."""
     Dmc, D, c, N, pools = net.Dmc, net.D, net.c, net.N, net.pools
     M = D.shape[0]
     Z = net.Z if think_time is None else float(think_time)
@@ -324,7 +432,7 @@ def _solve_top(net: _Net, stations: list[_Station], inner: int,
     if not stations:
         raise ValueError("demands: every tier's demand is 0 and the think time is 0: "
                          "the throughput is unbounded")
-    logG, rests = _network(stations, N)
+    logG, rests = _network(stations, N, without_think if Z > 0 else None)
     marg = [_marginal(s, r, logG, N) for s, r in zip(stations, rests)]
     curve = np.concatenate(([0.0], np.exp(logG[:-1] - logG[1:])))
     X = float(curve[N])

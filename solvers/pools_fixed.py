@@ -45,7 +45,7 @@ from dataclasses import replace
 from typing import Callable, Sequence
 
 import numpy as np
-from scipy.special import gammaln, logsumexp
+from scipy.special import gammaln
 
 from .pools import PoolResult, PoolSpec, _log_conv, _Net, _solve_top, _Station, _Top, _within
 
@@ -91,15 +91,20 @@ class WaitCurve:
             self.A.append(_log_conv(over + station.logf[:N + 1], rest))
         #: the networks solved for the curve: one per pool (each without it and the think)
         self.solves = len(self.A)
+        self._index = np.arange(N + 1, dtype=float)
+        self._log_factorial = gammaln(self._index + 1.0)
 
     def _tilt(self, Y: np.ndarray, n: int, Z: float) -> float:
-        """``log T_Y(n)`` at think time ``Z``."""
+        """``log T_Y(n)`` at think time ``Z`` (the sum's terms scaled by the largest)."""
         if n < 0:
             return -math.inf
         if not Z > 0:
             return float(Y[n])
-        i = np.arange(n + 1)
-        return float(logsumexp(i * math.log(Z) - gammaln(i + 1.0) + Y[n::-1]))
+        x = self._index[:n + 1] * math.log(Z) - self._log_factorial[:n + 1] + Y[n::-1]
+        top = float(x.max())
+        if top == -math.inf:
+            return top
+        return top + math.log(float(np.exp(x - top).sum()))
 
     def at(self, Z: float) -> tuple[np.ndarray, np.ndarray]:
         """Per pool (in the order given) its wait and the wait's derivative at think time
@@ -142,8 +147,8 @@ def solve_factor_fixed_point(net: _Net, stations: list[_Station], inner: int, ba
     s = _root(h, lo, hi)
     solves = 1 + curve.solves
     res = base
-    for _ in range(STEPS):                 # the answer's solve; more only if the curve erred
-        res, _ = _solve_top(net, stations, inner, net.Z + s)
+    for _ in range(STEPS):                 # the answer's solve (B reused); more if the curve erred
+        res, _ = _solve_top(net, stations, inner, net.Z + s, curve.B)
         solves += 1
         residual = s - float(gain @ np.asarray(res.pool_waiting_time, dtype=float)[scaled])
         if abs(residual) <= TOLERANCE * (float(np.max(res.response_time)) + s):
