@@ -449,12 +449,15 @@ def calibrate_model(model: SystemModel, tiers: list[TierModel],
 def _flag(tier: str, c: Calibration, tie_scv: float = math.nan,
           idc_estimate: float | None = None) -> str:
     """The prediction's flag for a calibrated tier: its SCV beside the tie rule's, or (with
-    ``idc_estimate``, ``response_idc``) its ``I`` beside the windows' estimate."""
+    ``idc_estimate``, ``response_idc``) its ``I`` beside the windows' estimate; the SCV is
+    named the tie rule's only where the calibration kept it (``shape`` moved it along the
+    fitted curve, which the flag's tail says)."""
     if idc_estimate is None:
         head, aside, reach = f"SCV {c.scv:.3g}", f"tie rule {tie_scv:.3g}", "the fitted curve's"
     else:
         head, reach = f"I {c.inputs[1]:.3g}", "I's interval's"
-        aside = f"I estimated {idc_estimate:.3g}; SCV {c.scv:.3g} by the tie rule"
+        aside = f"I estimated {idc_estimate:.3g}" + (
+            "" if c.shape else f"; SCV {c.scv:.3g} by the tie rule")
     text = (f"{tier}: MAP(2) {head} from the measured response time "
             f"{1000 * c.measured:.3g} ms at {_at(c.users)} (model {1000 * c.residence:.3g} ms; "
             f"{aside})")
