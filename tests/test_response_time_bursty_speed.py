@@ -2,8 +2,10 @@
 band against the sparse LU and a birth-death chain's closed form, the waves' queue levels read by
 blocks against one level at a time, the wait's moments by blocks against Erlang's closed form
 and the level-by-level recursion, one kernel solve shared by a level's completions against
-the kernel computed on its own and its closed-form total mass, and the passage's blocked Horner
-against the level-by-level sum."""
+the kernel computed on its own and its closed-form total mass, the passage's blocked Horner
+against the level-by-level sum, the kernel transfer from one Schur form against the DFT of its
+masses, the band written from repeated entries against the summed matrix, and the per-job heads
+kept between laws against heads built anew."""
 
 from __future__ import annotations
 
@@ -181,7 +183,7 @@ def test_schur_transfer_is_the_kernel_masses_transform(h):
     assert np.abs(L - direct).max() < 1e-12 * np.abs(direct).max()
 
 
-def test_band_solve_sums_repeated_entries_and_skips_the_sparse_matrix():
+def test_band_solve_sums_repeated_entries():
     """``_band_solve`` on a generator's entries with transitions split in two and the diagonal
     apart is ``_banded_stationary`` on the summed matrix."""
     from solvers.response_time.bursty import _band_solve

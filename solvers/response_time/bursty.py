@@ -61,9 +61,9 @@ import numpy as np
 from scipy import sparse
 from scipy.linalg.lapack import dgbsv
 
+from solvers.decomposition.memo import _Memo
 from solvers.decomposition.stations import PER_JOB_MAX_CORES, _per_job, \
     _per_job_affordable, _level_states, _speed_scaled
-from solvers.decomposition.memo import _Memo
 from solvers.decomposition.waves import _downstream_groups
 from solvers.processes import MAP
 
@@ -220,8 +220,8 @@ def _band_solve(row: np.ndarray, col: np.ndarray, value: np.ndarray, size: int,
                 anchor: int) -> np.ndarray:
     """:func:`_banded_stationary` from the generator's entries ``Q[row, col] += value``
     (repeated pairs summed), written straight into ``dgbsv``'s band layout by one
-    ``bincount``: no sparse matrix is built (a third of the tier's chain time went to
-    building, converting and reading back the CSR generator)."""
+    ``bincount``: a sparse matrix built, converted and read back costs about half the band
+    solve itself on a tier's chain."""
     keep = (col != anchor) & (value != 0.0)       # Q^T's entry (col, row) is Q's (row, col)
     r, c, v = col[keep], row[keep], value[keep]
     kl, ku = int(max((r - c).max(initial=0), 0)), int(max((c - r).max(initial=0), 0))
