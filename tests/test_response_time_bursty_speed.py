@@ -2,8 +2,10 @@
 band against the sparse LU and a birth-death chain's closed form, the waves' queue levels read by
 blocks against one level at a time, the wait's moments by blocks against Erlang's closed form
 and the level-by-level recursion, one kernel solve shared by a level's completions against
-the kernel computed on its own and its closed-form total mass, and the passage's blocked Horner
-against the level-by-level sum."""
+the kernel computed on its own and its closed-form total mass, the passage's blocked Horner
+against the level-by-level sum, the kernel transfer from one Schur form against the DFT of its
+masses, the band written from repeated entries against the summed matrix, and the per-job heads
+kept between laws against heads built anew."""
 
 from __future__ import annotations
 
@@ -149,3 +151,70 @@ def test_blocked_horner_is_the_level_by_level_sum(R, lead, budget, monkeypatch):
         want += np.einsum("i,fij->fj", F[r], power)
         power = power @ Kw
     assert np.allclose(bursty._horner(F, Kw), want, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("h", [0.002, 0.02, 0.2])
+def test_schur_transfer_is_the_kernel_masses_transform(h):
+    """``_chain_transfer``'s ``L(w)`` (one Schur form for all frequencies) against the DFT of
+    the kernel's masses written out in the time domain: ``K_0`` at 0, ``B^{i-1} V`` at ``i h``
+    (``B = e^{A0 h}``), on a lattice long enough that the rest is below rounding -- on a
+    non-normal sub-generator, a per-job station's full level (``A0`` of :func:`bursty_tier`)."""
+    from scipy.linalg import expm
+
+    from solvers.processes import MAP
+    from solvers.response_time.bursty import bursty_tier
+
+    proc = MAP([[-30.0, 0.5], [0.05, -2.0]], [[29.0, 0.5], [0.2, 1.75]])
+    N = 12
+    A0 = bursty_tier(proc, 3, N, np.full(N, 4.0)).A0
+    size = 4096
+    k = A0.shape[0]
+    eye = np.eye(k)
+    B = expm(A0 * h)
+    inv = np.linalg.inv(A0)
+    masses = np.empty((size, k, k))
+    masses[0] = (inv @ inv @ (B - eye) - h * inv) / h
+    masses[1] = (B - eye) @ (B - eye) @ inv @ inv / h
+    for i in range(2, size):
+        masses[i] = B @ masses[i - 1]
+    assert np.abs(masses[-1]).max() < 1e-18 * np.abs(masses[1]).max()
+    direct = np.fft.rfft(masses, axis=0)
+    L = _chain_transfer(A0, h, size)
+    assert np.abs(L - direct).max() < 1e-12 * np.abs(direct).max()
+
+
+def test_band_solve_sums_repeated_entries():
+    """``_band_solve`` on a generator's entries with transitions split in two and the diagonal
+    apart is ``_banded_stationary`` on the summed matrix."""
+    from solvers.response_time.bursty import _band_solve
+
+    rng = np.random.default_rng(11)
+    S = 60
+    src = np.concatenate([np.arange(S - 1), np.arange(1, S), np.arange(S - 1)])
+    dst = np.concatenate([np.arange(1, S), np.arange(S - 1), np.arange(S - 1) + 1])
+    up = rng.uniform(0.1, 0.5, S - 1)                   # the last part repeats the first
+    rate = np.concatenate([up, rng.uniform(1.0, 2.0, S - 1), rng.uniform(0.1, 0.5, S - 1)])
+    Q = sparse.csr_array((rate, (src, dst)), shape=(S, S))
+    Q = sparse.csr_array(Q - sparse.diags_array(np.asarray(Q.sum(axis=1)).ravel()))
+    states = np.arange(S)
+    x = _band_solve(np.concatenate([src, states]), np.concatenate([dst, states]),
+                    np.concatenate([rate, -np.bincount(src, weights=rate, minlength=S)]), S, 9)
+    assert np.abs(x / _banded_stationary(Q, 9) - 1).max() < 1e-11     # sums in another order
+    assert np.abs(x @ Q.toarray()).max() < 1e-12 * np.abs(x).max()
+
+
+def test_the_heads_memo_changes_no_answer():
+    """A bursty tier's law at a second population with the per-job heads kept from the first
+    is the law built from scratch, bit for bit."""
+    import solvers.response_time.bursty as bursty
+    from solvers.processes import MAP
+
+    proc = MAP([[-3.5, 2.0], [2.0, -2.5]], [[1.5, 0.0], [0.0, 0.5]]).scaled(0.3)
+    bursty._HEADS._held.clear()
+    bursty.bursty_tier(proc, 3, 30, (30 - np.arange(30)) / 1.0)
+    assert bursty._HEADS._held                      # the first population filled it
+    kept = bursty.bursty_tier(proc, 3, 45, (45 - np.arange(45)) / 1.0)
+    bursty._HEADS._held.clear()
+    fresh = bursty.bursty_tier(proc, 3, 45, (45 - np.arange(45)) / 1.0)
+    for name in ("idle", "busy", "A0", "A1"):
+        assert np.array_equal(getattr(kept, name), getattr(fresh, name))

@@ -4,6 +4,7 @@ Run from the repository root::
 
     python -m bench.speed.percentiles_against /work/main      # ~1-2 min
     python -m bench.speed.percentiles_against /work/main --repeat 20 --rounds 1
+    python -m bench.speed.percentiles_against /work/main --models a b d --agree 0.2 1 3
 
 ``bench.speed.percentiles`` times one tree per process; on a shared host the load moves
 between two such runs by more than a change to the laws does. Here the other tree's
@@ -114,6 +115,27 @@ def one_model(impls: dict[str, ModuleType], key: str, repeat: int) -> list[str]:
     return rows
 
 
+def agreement(impls: dict[str, ModuleType], key: str, fractions: list[float]) -> str:
+    """The largest relative difference between the trees' quantiles of ``key`` at
+    ``fractions`` of its knee (each point's own route: MVA, decomposition, open)."""
+    system = SYSTEMS[key]
+    base = system.model().variant(slo=None, sla=np.full(len(system.classes), 0.1))
+    knee = base.knee()
+    worst, routes = 0.0, set()
+    for f in fractions:
+        n = max(1, int(f * knee))
+        laws = []
+        for name in impls:
+            use(impls[name])
+            m = base.variant()
+            point = m.at(n)
+            routes.add(point.model)
+            laws.append(m.quantiles(point))
+        worst = max(worst, float(np.abs(laws[0] / laws[1] - 1.0).max()))
+    return (f"({key}) at {len(fractions)} populations ({', '.join(sorted(routes))}): at most "
+            f"{worst:.1e} of each other apart")
+
+
 def pipeline(impls: dict[str, ModuleType], systems: int, rounds: int) -> list[str]:
     records = workload(systems, 60, seed=1)
     configs = {"default": Config(),
@@ -142,6 +164,9 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3, help="pipeline runs per tree")
     ap.add_argument("--systems", type=int, default=5)
     ap.add_argument("--models", nargs="*", default=["a", "b"], help=f"of {sorted(SYSTEMS)}")
+    ap.add_argument("--agree", nargs="*", type=float, default=[], metavar="FRACTION",
+                    help="only compare the trees' quantiles of --models at these fractions "
+                         "of the knee (no timing)")
     args = ap.parse_args()
     impls = {"other": load_other(args.tree.resolve()), "this": here}
 
@@ -149,6 +174,10 @@ def main() -> None:
         return subprocess.run(["git", "-C", str(path), "rev-parse", "--short", "HEAD"],
                               capture_output=True, text=True).stdout.strip()
 
+    if args.agree:
+        for key in args.models:
+            print(agreement(impls, key, args.agree))
+        return
     print(f"this {commit(Path('.'))} against other {commit(args.tree)}; one model, median of "
           f"{args.repeat}, alternating")
     for key in args.models:

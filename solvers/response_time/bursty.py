@@ -61,6 +61,7 @@ import numpy as np
 from scipy import sparse
 from scipy.linalg.lapack import dgbsv
 
+from solvers.decomposition.memo import _Memo
 from solvers.decomposition.stations import PER_JOB_MAX_CORES, _per_job, \
     _per_job_affordable, _level_states, _speed_scaled
 from solvers.decomposition.waves import _downstream_groups
@@ -79,6 +80,10 @@ GRID = 1024
 #: found states of a bursty tier with less than this probability are dropped at the top of its
 #: queue (the rest renormalised): they cannot move a quantile up to p99.9 by more than that
 FOUND_TRUNCATION = 1e-12
+#: the per-job chains' transitions out of levels ``0..c+1`` by process and cores
+#: (:func:`solvers.decomposition.stations._per_job_head`): the same at every population above
+#: ``c + 1``, built state by state in Python once, not at every law
+_HEADS = _Memo(32)
 
 
 @dataclass(frozen=True, eq=False)
@@ -207,19 +212,24 @@ def _banded_stationary(Q: sparse.sparray, anchor: int) -> np.ndarray:
     :func:`solvers.linalg.anchored.anchored_stationary` solves by a sparse LU, in a third of
     its time on these chains. :class:`numpy.linalg.LinAlgError` when the system is
     singular."""
-    Qr = sparse.csr_array(Q)
-    Qr.sum_duplicates()
-    S = Qr.shape[0]
-    col = Qr.indices                              # Q^T's entry (col, row) is Q's (row, col)
-    row = np.repeat(np.arange(S), np.diff(Qr.indptr))
-    off = col != anchor
-    r = np.append(col[off], anchor)
-    c = np.append(row[off], anchor)
-    v = np.append(Qr.data[off], 1.0)
-    kl, ku = int(max((r - c).max(), 0)), int(max((c - r).max(), 0))
-    ab = np.zeros((2 * kl + ku + 1, S))           # dgbsv's layout: kl rows for the fill
-    ab[kl + ku + r - c, c] = v
-    b = np.zeros(S)
+    Qc = sparse.coo_array(Q)
+    return _band_solve(Qc.row, Qc.col, Qc.data, Qc.shape[0], anchor)
+
+
+def _band_solve(row: np.ndarray, col: np.ndarray, value: np.ndarray, size: int,
+                anchor: int) -> np.ndarray:
+    """:func:`_banded_stationary` from the generator's entries ``Q[row, col] += value``
+    (repeated pairs summed), written straight into ``dgbsv``'s band layout by one
+    ``bincount``: a sparse matrix built, converted and read back costs about half the band
+    solve itself on a tier's chain."""
+    keep = (col != anchor) & (value != 0.0)       # Q^T's entry (col, row) is Q's (row, col)
+    r, c, v = col[keep], row[keep], value[keep]
+    kl, ku = int(max((r - c).max(initial=0), 0)), int(max((c - r).max(initial=0), 0))
+    rows = 2 * kl + ku + 1                        # dgbsv's layout: kl rows for the fill
+    ab = np.bincount((kl + ku + r - c) * size + c, weights=v,
+                     minlength=rows * size).reshape(rows, size)
+    ab[kl + ku, anchor] = 1.0
+    b = np.zeros(size)
     b[anchor] = 1.0
     _, _, x, info = dgbsv(kl, ku, ab, b, overwrite_ab=1, overwrite_b=1)
     if info != 0 or not np.all(np.isfinite(x)):
@@ -244,7 +254,7 @@ def bursty_tier(proc: MAP, cores: int, population: int, arrival: np.ndarray, *,
     if not one and not (c <= PER_JOB_MAX_CORES and _per_job_affordable(proc, c, N + 1)):
         raise ValueError(f"cores: a bursty tier of {c} cores at {N} jobs is past the per-job "
                          f"station's reach")
-    tr = _speed_scaled(N, proc, 1) if one else _per_job(N, proc, c)
+    tr = _speed_scaled(N, proc, 1) if one else _per_job(N, proc, c, _HEADS)
     if one:
         sizes = np.full(N + 1, K)
     else:                                     # levels from c up repeat level c's states
@@ -253,11 +263,14 @@ def bursty_tier(proc: MAP, cores: int, population: int, arrival: np.ndarray, *,
     first = np.concatenate([[0], np.cumsum(sizes)])
     S = int(first[-1])
     rate = tr.with_arrivals(np.append(lam, 0.0))
-    Q = sparse.csr_array((rate, (tr.src, tr.dst)), shape=(S, S))
-    Q = Q - sparse.diags_array(np.asarray(Q.sum(axis=1)).ravel())
+    states = np.arange(S)
     mode = _likeliest_level(proc, c, lam)
     here = np.flatnonzero(tr.level == mode)
-    pi = np.maximum(_banded_stationary(Q, int(here[np.argmax(tr.prior[here])])), 0.0)
+    pi = np.maximum(_band_solve(np.concatenate([tr.src, states]),
+                                np.concatenate([tr.dst, states]),
+                                np.concatenate([rate, -np.bincount(tr.src, weights=rate,
+                                                                   minlength=S)]),
+                                S, int(here[np.argmax(tr.prior[here])])), 0.0)
     pi = pi / pi.sum()
     w = pi * np.append(lam, 0.0)[tr.level]
     w /= w.sum()
