@@ -58,11 +58,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from typing import Any, Sequence
 
 import numpy as np
-
-import re
 
 from solvers.decomposition.chain import _solve_chain
 from solvers.decomposition.stations import _speed_scaled, _Transitions
