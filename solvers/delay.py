@@ -14,7 +14,11 @@ the delays add to the think time, ``Z' = Z + sum_m delta_m``, and the queueing s
 exactly the network with think time ``Z'`` (:func:`effective_think_time`). Where a pool holds
 a run of tiers (:mod:`solvers.pools`) the delays of the held tiers are inside its holding time
 and cannot go to the think time: each tier is followed by its own delay station
-(:func:`with_delay_stations`), solved there, and folded back (:func:`fold_delay_stations`).
+(:func:`with_delay_stations`), solved there, and folded back (:func:`fold_delay_stations`,
+:func:`fold_pool_result`). Within a product-form held network the delay's side of its tier
+does not matter (BCMP); where one held tier is solved by a chain of its own (the held chain of
+:mod:`solvers.pools_bursty`), its delay goes on the side of the pool's other held tiers
+(``before``), with which it is one flow-equivalent station.
 
 A faster CPU shortens the CPU demand ``D_{m,c}``, never ``delta_{m,c}``: the two are kept apart
 everywhere.
@@ -23,13 +27,15 @@ everywhere.
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from dataclasses import replace
+from typing import Any, Collection, Sequence
 
 import numpy as np
 
-from .pools import PoolSpec
+from .pools import PoolResult, PoolSpec
 
-__all__ = ["as_delays", "effective_think_time", "with_delay_stations", "fold_delay_stations"]
+__all__ = ["as_delays", "effective_think_time", "with_delay_stations", "fold_delay_stations",
+           "cpu_station", "fold_pool_result", "any_delay"]
 
 
 def as_delays(delays: Any, shape: tuple[int, int]) -> np.ndarray:
@@ -59,12 +65,23 @@ def effective_think_time(think_time: float, delays: Any, mix: Any) -> float:
     return z
 
 
+def any_delay(delays: Any) -> bool:
+    """Some tier has a pure delay above 0 (``None``: none)."""
+    return delays is not None and bool(np.any(np.asarray(delays, dtype=float)))
+
+
+def cpu_station(m: int, before: Collection[int] = ()) -> int:
+    """Tier ``m``'s CPU station among :func:`with_delay_stations`' stations."""
+    return 2 * m + 1 if m in before else 2 * m
+
+
 def with_delay_stations(demands: Any, servers: Any, delays: Any,
-                        pools: Sequence[PoolSpec] = ()
+                        pools: Sequence[PoolSpec] = (), before: Collection[int] = ()
                         ) -> tuple[np.ndarray, np.ndarray, tuple[PoolSpec, ...]]:
-    """The network with a delay station after each tier: tier ``m`` becomes stations ``2m``
+    """The network with a delay station beside each tier: tier ``m`` becomes stations ``2m``
     (its CPU, ``demands[m]``, ``servers[m]`` cores) and ``2m + 1`` (``delays[m]``, infinitely
-    many servers); each pool over tiers ``first..last-1`` holds stations
+    many servers), the other way round for the tiers in ``before`` (their delay first:
+    :func:`cpu_station`); each pool over tiers ``first..last-1`` holds stations
     ``2 first .. 2 last - 1`` (its tiers' delays inside its holding time). Returns the
     demands ``(2M, C)``, the servers ``(2M,)`` and the pools."""
     D = np.asarray(demands, dtype=float)
@@ -72,11 +89,12 @@ def with_delay_stations(demands: Any, servers: Any, delays: Any,
         D = D[:, None]
     M, C = D.shape
     d = as_delays(np.asarray(delays, dtype=float).reshape(M, C), (M, C))
-    c = np.ones(M) if servers is None else np.asarray(servers, dtype=float).reshape(M)
+    c = np.ones(M) if servers is None else np.broadcast_to(
+        np.asarray(servers, dtype=float), (M,))
+    cpu = np.array([cpu_station(m, before) for m in range(M)], dtype=int)
     D2 = np.empty((2 * M, C))
-    D2[0::2], D2[1::2] = D, d
-    c2 = np.empty(2 * M)
-    c2[0::2], c2[1::2] = c, math.inf
+    c2 = np.full(2 * M, math.inf)
+    D2[cpu], D2[cpu ^ 1], c2[cpu] = D, d, c
     p2 = tuple(PoolSpec(p.size, 2 * p.first, 2 * p.last, p.name) for p in pools)
     return D2, c2, p2
 
@@ -86,3 +104,13 @@ def fold_delay_stations(per_station: Any) -> np.ndarray:
     plus its delay station (residence times, queue lengths: ``(2M, ...) -> (M, ...)``)."""
     a = np.asarray(per_station, dtype=float)
     return a[0::2] + a[1::2]
+
+
+def fold_pool_result(res: PoolResult, before: Collection[int] = ()) -> PoolResult:
+    """A pool solution of :func:`with_delay_stations`' network per tier again: each tier's
+    residence its CPU's plus its delay's, its utilization its CPU's; the classes' response
+    times and the pools' figures as they are (the delays inside them)."""
+    M = len(res.residence_time) // 2
+    cpu = [cpu_station(m, before) for m in range(M)]
+    return replace(res, residence_time=fold_delay_stations(res.residence_time),
+                   tier_utilization=np.asarray(res.tier_utilization, dtype=float)[cpu])

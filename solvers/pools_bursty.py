@@ -34,6 +34,19 @@ against the rest as in the MAP network's decomposition (Marie 1979) with ``lam(j
 throughput with ``N - j`` users when the pool holding ``b`` has ``K - j`` tokens left for its
 other tiers (``0`` for ``j >= K``), flagged when ``b`` is held.
 
+**Pure delays** (``delays``: time at a tier that holds the token but no core -- a round trip,
+an fsync, a lock: :mod:`solvers.delay`) are infinite-server stations inside the holding time
+of the pools that hold their tier (Lazowska et al. 1984, ch. 3, "delay centers"), each beside
+its tier (:func:`solvers.delay.with_delay_stations`). ``b``'s own delay goes on the side of the
+pool's other held tiers (after ``b`` where ``b`` is first, before it where it is last), so
+that it joins their flow-equivalent station, a product-form network of the CPUs and the
+delays whose order does not matter (Baskett et al. 1975); ``b`` stays first or last. Not a
+phase of ``b``'s service: a phase would hold one of ``b``'s cores, and a delay holds none (a
+20-ms fsync on a one-core database would serialise the pool). Whether the held chain applies
+is decided on the network without the delays, so that a delay going to 0 moves the solution
+continuously to the one without it -- where only a delay would be another held tier's
+demand, the chain does not take it either.
+
 Scope: one bursty tier, held by at most one pool (or by none), first or last of its held
 tiers for the held chain; several bursty tiers, or one held by nested pools, are solved by
 :func:`solvers.pools.solve_pools` with their means, flagged.
@@ -45,6 +58,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from typing import Any, Sequence
 
 import numpy as np
@@ -54,6 +68,7 @@ from solvers.decomposition.stations import _speed_scaled, _Transitions
 from solvers.linalg.anchored import anchored_stationary
 from solvers.processes import MAP
 
+from .delay import any_delay, cpu_station, fold_pool_result, with_delay_stations
 from .pools import PoolResult, PoolSpec, _aggregate, _level, _log_rates, _marginal, _network, \
     _pool_figures, _queues, _Station, solve_pools
 from .pools_station import last_start_station, last_start_states
@@ -103,10 +118,12 @@ def _lse(a: np.ndarray) -> float:
 
 def solve_pools_bursty(processes: Sequence[MAP], population: int, think_time: float = 0.0,
                        servers: Any = None, pools: Sequence[PoolSpec] = (),
-                       mix: Any = None, demands: Any = None) -> PoolResult:
+                       mix: Any = None, demands: Any = None, delays: Any = None) -> PoolResult:
     """Solve the pool network with the tiers' service ``processes`` (module docstring) at
     ``population``. ``demands``: ``D_{m,c}`` tiers x classes with the throughput ``mix`` for
-    the classes' response times (default: one class, the processes' means). The result's
+    the classes' response times (default: one class, the processes' means); ``delays``:
+    ``delta_{m,c}`` the tiers' pure delays (module docstring; ``None``: none), in the
+    residence times and the classes' response times returned. The result's
     ``inner_solves`` counts the networks and chains solved (3 for the held chain; against
     the rest, the chain, the rest at each of ``b``'s populations up to ``K`` and once more per
     likely population for the figures); ``throughput_curve`` is the exponential pool model's
@@ -121,7 +138,43 @@ def solve_pools_bursty(processes: Sequence[MAP], population: int, think_time: fl
     if Dmc.shape[0] != len(procs):
         raise ValueError(f"demands: must have one row per process ({len(procs)}), got "
                          f"{Dmc.shape[0]}")
-    pools = list(pools)
+    if any_delay(delays):
+        return _with_delays(procs, population, think_time, servers, list(pools), mix, Dmc,
+                            delays)
+    return _solve(procs, population, think_time, servers, list(pools), mix, Dmc)
+
+
+_STATION = re.compile(r"\btier (\d+)")
+
+
+def _with_delays(procs: list[MAP], population: int, think_time: float, servers: Any,
+                 pools: list[PoolSpec], mix: Any, Dmc: np.ndarray, delays: Any) -> PoolResult:
+    """:func:`solve_pools_bursty` with pure delays (module docstring): each tier's delay an
+    infinite-server station beside it, ``b``'s on the side of the other held tiers; whether
+    the held chain applies decided without them; solved, and folded back per tier."""
+    M = len(procs)
+    held = held_chain_applies(procs, population, think_time, servers, pools, Dmc, mix)
+    bursty = _bursty(procs)
+    c = as_servers(servers, M)
+    if len(bursty) == 1 and not float(c[bursty[0]]).is_integer():
+        raise ValueError(f"servers: the bursty tier {bursty[0]} needs a whole number of "
+                         f"cores, got {c[bursty[0]]!r}")
+    before = {b for b in bursty[:1] for p in pools if p.first < b == p.last - 1}
+    D2, c2, pools2 = with_delay_stations(Dmc, c, delays, pools, before)
+    procs2 = [MAP.exponential(1.0)] * (2 * M)
+    for m, p in enumerate(procs):
+        procs2[cpu_station(m, before)] = p
+    res = fold_pool_result(_solve(procs2, population, think_time, c2, list(pools2), mix, D2,
+                                  held), before)
+    return dataclasses.replace(res, flags=tuple(
+        _STATION.sub(lambda t: f"tier {int(t.group(1)) // 2}", f) for f in res.flags))
+
+
+def _solve(procs: list[MAP], population: int, think_time: float, servers: Any,
+           pools: list[PoolSpec], mix: Any, Dmc: np.ndarray,
+           held: bool | None = None) -> PoolResult:
+    """:func:`solve_pools_bursty` of checked processes and demands; ``held``: whether the held
+    chain applies, decided by the caller (``None``: here, :func:`_held_chain_applies`)."""
     bursty = _bursty(procs)
     holding = [i for i, p in enumerate(pools) for b in bursty[:1] if p.first <= b < p.last]
     if len(bursty) != 1 or len(holding) > 1:
@@ -148,8 +201,8 @@ def solve_pools_bursty(processes: Sequence[MAP], population: int, think_time: fl
     rest_D = D.copy()
     rest_D[b] = 0.0                                   # the rest: tier b short-circuited
     pb = procs[b].scaled(float(D[b])) if D[b] > 0 else procs[b]
-    if holding and Z > 0 and _held_chain_applies(pools, holding[0], b, rest_D, N, pb,
-                                                 int(c[b])):
+    if holding and Z > 0 and (held if held is not None else _held_chain_applies(
+            pools, holding[0], b, rest_D, N, pb, int(c[b]))):
         return _held_chain(pb, b, holding[0], pools, Dmc, D, rest_D, c, N, Z, base)
     stations = _level(range(0, M), pools, -1, rest_D, c, N)
     if Z > 0:

@@ -32,6 +32,14 @@ first-come-first-served tiers: at each tier its own demand plus the tier's queue
 :mod:`streams.predict.model`), plus the wait for each token -- not each tier's stretch, which
 would stretch a dear class by the cheap ones' queue as much as its own service.
 
+**Pure delays** (``delays``, :mod:`solvers.delay`) go into the chain as infinite-server
+stations inside the pools' holding time, the spread tier's own beside the other held tiers
+(:func:`solvers.pools_bursty.solve_pools_bursty`, "pure delays": a delay holds the token but
+no core, Lazowska et al. 1984, ch. 3). Whether the chain applies is decided without them, so
+the solution moves continuously to the one without delays as they go to 0; where it does not
+apply, :func:`solvers.pools_general.solve_pools_general` solves the network with the delay
+stations. Each class's response time is read back with its delays.
+
 Where the chain does not apply -- no tier of spread beyond exponential, ``b`` not first or last
 of one pool's held tiers, no think time, no other held demand, nested pools over ``b``, a
 chain past its budget, a non-exponential service at another held tier, or a chain whose
@@ -48,6 +56,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .delay import any_delay, fold_pool_result, with_delay_stations
 from .pools import PoolResult, PoolSpec
 from .pools_bursty import base_mix, held_chain_applies, solve_pools_bursty
 from .pools_general import _class_scv, solve_pools_general
@@ -115,8 +124,9 @@ def spread_processes(demands: Any, mix: Any, servers: Any, pools: Sequence[PoolS
 
 def _fcfs_read_back(res: PoolResult, demands: Any, mix: Any,
                     pools: Sequence[PoolSpec]) -> np.ndarray:
-    """Each class's response time: per tier its demand plus the tier's wait ``R_m - D_m``
-    (the pools' waits taken out of their owning tiers first), plus every pool's wait."""
+    """Each class's response time: per tier its demand (its delay included) plus the tier's
+    wait ``R_m - D_m`` (the pools' waits taken out of their owning tiers first), plus every
+    pool's wait."""
     Dmc = np.asarray(demands, dtype=float)
     Dmc = Dmc[:, None] if Dmc.ndim == 1 else Dmc
     D = Dmc @ base_mix(Dmc, mix)
@@ -130,10 +140,13 @@ def _fcfs_read_back(res: PoolResult, demands: Any, mix: Any,
 
 def solve_pools_spread(demands: Any, population: int, think_time: float = 0.0,
                        servers: Any = None, pools: Sequence[PoolSpec] = (), mix: Any = None,
-                       tier_scv: Any = None, class_scv: Any = None) -> PoolResult:
+                       tier_scv: Any = None, class_scv: Any = None,
+                       delays: Any = None) -> PoolResult:
     """The pool model with the held tier of most spread in the held chain (module docstring),
-    :func:`solvers.pools_general.solve_pools_general` where the chain does not apply. The
-    chain's solutions carry :data:`SPREAD_FLAG`'s flag."""
+    :func:`solvers.pools_general.solve_pools_general` where the chain does not apply;
+    ``delays``: ``delta_{m,c}`` the tiers' pure delays (``None``: none), in the residence
+    times and the classes' response times returned. The chain's solutions carry
+    :data:`SPREAD_FLAG`'s flag."""
     pools = list(pools)
     procs = None if not pools or population == 0 else spread_processes(
         demands, mix, servers, pools, tier_scv, class_scv)
@@ -143,14 +156,24 @@ def solve_pools_spread(demands: Any, population: int, think_time: float = 0.0,
         try:
             with np.errstate(invalid="ignore", divide="ignore"):
                 res = solve_pools_bursty(procs, int(population), think_time, servers, pools,
-                                         mix, demands)
+                                         mix, demands, delays)
         except FloatingPointError:      # a chain the held tier's station cannot solve
             res = None
     if res is not None:
         b = next(m for m, q in enumerate(procs) if q.order > 1)
-        return replace(res, response_time=_fcfs_read_back(res, demands, mix, pools),
+        Dmc = np.asarray(demands, dtype=float)
+        Dmc = Dmc[:, None] if Dmc.ndim == 1 else Dmc
+        if any_delay(delays):
+            Dmc = Dmc + np.asarray(delays, dtype=float).reshape(Dmc.shape)
+        return replace(res, response_time=_fcfs_read_back(res, Dmc, mix, pools),
                        flags=res.flags + (
             f"{SPREAD_FLAG}: tier {b}'s services as the classes' phase-type mixture in the "
             f"held chain",))
-    return solve_pools_general(demands, population, think_time, servers, pools, mix,
-                               tier_scv, class_scv)
+    if not any_delay(delays):
+        return solve_pools_general(demands, population, think_time, servers, pools, mix,
+                                   tier_scv, class_scv)
+    D2, c2, pools2 = with_delay_stations(demands, servers, delays, pools)
+    twice = [None if x is None else np.repeat(np.asarray(x, dtype=float), 2, axis=0)
+             for x in (tier_scv, class_scv)]
+    return fold_pool_result(solve_pools_general(D2, population, think_time, c2, pools2, mix,
+                                                *twice))

@@ -110,3 +110,22 @@ def test_a_raised_pool_keeps_the_bursty_tier():
     truth = solve_pools_bursty(raised.pool_processes, 60, 1.0, [4, 4, 8],
                                [PoolSpec(9, 1, 3, "conn")], [1.0], D)
     assert raised.at(60).throughput == truth.throughput > model.at(60).throughput
+
+
+def test_with_pure_delays_the_bursty_tier_keeps_its_held_chain():
+    """Pure delays (``latency = "estimate"``) no longer send the bursty tier to the
+    exponential pool model: the model's point is the held chain with the delays, and a
+    vanishing delay leaves it where it was without one."""
+    procs = [E(1.0), E(1.0), BURSTY]
+    delays = np.array([[0.0], [0.002], [0.005]])
+    late = _model(procs).variant(delays=delays)
+    point = late.at(60)
+    truth = solve_pools_bursty(procs, 60, 1.0, [4, 4, 8], CONN, [1.0], D, delays)
+    assert point.throughput == truth.throughput
+    assert point.pool_waiting[0] == truth.pool_waiting_time[0]
+    assert np.allclose(point.residence, truth.residence_time)
+    assert point.response[0] == pytest.approx(truth.response_time[0], rel=1e-9)
+    plain = _model(procs).at(60)
+    tiny = _model(procs).variant(delays=np.full((3, 1), 1e-6)).at(60)
+    assert tiny.throughput == pytest.approx(plain.throughput, rel=1e-4)
+    assert tiny.response[0] == pytest.approx(plain.response[0], rel=1e-4)

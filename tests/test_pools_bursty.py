@@ -224,3 +224,53 @@ def test_a_held_chain_whose_empty_pool_is_unlikely_is_solved_from_a_likely_level
     assert np.isfinite(got[149].response_time).all()
     assert got[149].throughput == pytest.approx(got[160].throughput, rel=1e-9)
     assert got[140].response_time[0] < got[149].response_time[0] < got[160].response_time[0]
+
+
+@pytest.mark.parametrize("where", ["last", "first"])
+def test_delays_in_the_held_chain_are_delay_stations_in_the_holding_time(where):
+    """A two-phase db without burstiness: the held chain with pure delays at every tier is
+    the product-form pool network with a delay station beside each tier (within the chain's
+    own 0.5% without delays), the delays inside the pool's holding time -- not as think
+    time, which is another answer. The db's own delay sits beside the other held tiers, so
+    the chain keeps db first or last of the pool's run."""
+    from solvers.delay import fold_delay_stations, with_delay_stations
+    D = np.array([[0.02], [0.03], [0.05]]) if where == "last" \
+        else np.array([[0.02], [0.05], [0.03]])
+    b = 2 if where == "last" else 1
+    procs = [E(float(d)) for d in D[:, 0]]
+    procs[b] = _flat_map(float(D[b, 0]))
+    delays = np.array([[0.01], [0.015], [0.02]])
+    pools = [PoolSpec(3, 1, 3)]
+    got = solve_pools_bursty(procs, 40, 1.0, [2, 2, 1], pools, None, D, delays)
+    assert got.inner_solves == 3 and not got.flags           # the held chain
+    D2, c2, p2 = with_delay_stations(D, [2, 2, 1], delays, pools)
+    want = solve_pools(D2, 40, 1.0, c2, p2)
+    assert got.throughput == pytest.approx(want.throughput, rel=0.005)
+    assert got.response_time[0] == pytest.approx(want.response_time[0], rel=0.005)
+    assert np.allclose(got.residence_time, fold_delay_stations(want.residence_time),
+                       rtol=0.01)
+    assert got.pool_waiting_time[0] == pytest.approx(want.pool_waiting_time[0], rel=0.01)
+    as_think = solve_pools(D, 40, 1.0 + float(delays.sum()), [2, 2, 1], pools)
+    assert abs(as_think.throughput / got.throughput - 1) > 0.05
+
+
+def test_a_vanishing_delay_keeps_the_bursty_held_chain():
+    """A delay of 1 us moves the held chain's answer by as little as itself (the route is
+    decided without the delays), whether db is last or first of the pool's tiers; a pool
+    over db alone (no other held demand) is not made a chain by its delay."""
+    for procs, D in (([E(0.02), E(0.03), BURSTY.scaled(0.05)], [0.02, 0.03, 0.05]),
+                     ([E(0.02), BURSTY.scaled(0.05), E(0.03)], [0.02, 0.05, 0.03])):
+        Dmc = np.array(D)[:, None]
+        a = solve_pools_bursty(procs, 100, 1.0, [4, 4, 8], [PoolSpec(6, 1, 3)], None, Dmc)
+        b = solve_pools_bursty(procs, 100, 1.0, [4, 4, 8], [PoolSpec(6, 1, 3)], None, Dmc,
+                               np.full((3, 1), 1e-6))
+        assert b.inner_solves == a.inner_solves == 3
+        assert b.throughput == pytest.approx(a.throughput, rel=1e-4)
+        assert np.allclose(b.residence_time, a.residence_time, rtol=1e-4)
+        assert b.response_time[0] == pytest.approx(a.response_time[0], rel=1e-4)
+    procs = [E(0.02), E(0.03), BURSTY.scaled(0.05)]
+    alone = [PoolSpec(6, 2, 3)]
+    a = solve_pools_bursty(procs, 60, 1.0, [4, 4, 8], alone)
+    b = solve_pools_bursty(procs, 60, 1.0, [4, 4, 8], alone, None, None, np.full((3, 1), 1e-6))
+    assert b.flags == a.flags and b.inner_solves == a.inner_solves
+    assert b.throughput == pytest.approx(a.throughput, rel=1e-4)

@@ -136,3 +136,56 @@ def test_a_chain_that_does_not_solve_finitely_leaves_the_factor():
         assert np.isfinite(got.throughput) and np.all(np.isfinite(got.response_time))
         if not any(f.startswith(SPREAD_FLAG) for f in got.flags):
             _same(got, solve_pools_general(D, n, 1.0, [4, 4, 8], pools, [0.5, 0.5]))
+
+
+def _testbed(delay):
+    """The real testbed's shape (app and db of one core, two gunicorn workers held over both,
+    four classes of 3-120 ms at db) with the pure delay ``delay`` at every tier and class."""
+    from streams.predict.model import SystemModel
+    D = np.array([[0.001] * 4, [0.003, 0.003, 0.006, 0.120]])
+    return SystemModel(tiers=["app", "db"], classes=["home", "product", "buy", "search"],
+                       D_mc=D, mix=np.full(4, 0.25), servers=np.array([1.0, 1.0]),
+                       think_time=1.0, sla=np.array([0.02, 0.02, 0.03, 0.4]), processes=None,
+                       map_limit=10_000, pools=(PoolSpec(2, 0, 2, "workers"),),
+                       delays=None if delay is None else np.full((2, 4), delay))
+
+
+def test_a_vanishing_delay_leaves_the_pool_model_where_it_was():
+    """A delay of 1 us (``latency = "estimate"`` reads 0.02 ms where there is none) changes
+    the capacity and the response times by as little as itself: the held chain takes the
+    delay instead of giving way to the factor model (which moved the capacity 5 -> 9)."""
+    plain, tiny = _testbed(None), _testbed(1e-6)
+    assert tiny.mva_capacity()[0] == plain.mva_capacity()[0]
+    for n in (3, 20, 60):
+        a, b = plain.at(n), tiny.at(n)
+        assert b.throughput == pytest.approx(a.throughput, rel=1e-3)
+        assert np.allclose(b.response, a.response, rtol=1e-3)
+        assert np.allclose(b.residence, a.residence, rtol=1e-3)
+        assert b.pool_waiting[0] == pytest.approx(a.pool_waiting[0], rel=1e-3)
+    assert any(f.startswith(SPREAD_FLAG) for f in tiny.flags)
+
+
+def test_delays_in_the_chain_hold_the_token_and_add_to_each_class():
+    """The delays are inside the workers' holding time (a longer holding time: less
+    throughput, a longer wait for a worker) and each class's response time carries its own
+    delays (read back as without them, plus its delays)."""
+    D = np.array([[0.001, 0.001], [0.003, 0.12]])
+    delays = np.array([[0.0, 0.0], [0.01, 0.03]])
+    pools = [PoolSpec(2, 0, 2)]
+    plain = solve_pools_spread(D, 20, 1.0, [1, 1], pools, [0.8, 0.2])
+    late = solve_pools_spread(D, 20, 1.0, [1, 1], pools, [0.8, 0.2], delays=delays)
+    assert any(f.startswith(SPREAD_FLAG) for f in late.flags)
+    assert late.throughput < plain.throughput
+    assert late.pool_waiting_time[0] > plain.pool_waiting_time[0]
+    assert late.pool_holding_time[0] > plain.pool_holding_time[0]
+    assert late.pool_holding_time[0] > float(((D + delays) @ [0.8, 0.2]).sum())
+    queue = late.residence_time - late.pool_waiting_time[0] * np.array([1.0, 0.0]) \
+        - (D + delays) @ [0.8, 0.2]
+    assert np.allclose(late.response_time, (D + delays).sum(axis=0) + queue.sum()
+                       + late.pool_waiting_time[0])
+    # where the chain does not apply (nested pools over db) the factor model with the delays
+    nested = pools + [PoolSpec(1, 1, 2)]
+    got = solve_pools_spread(D, 20, 1.0, [1, 1], nested, [0.8, 0.2], delays=delays)
+    assert not any(f.startswith(SPREAD_FLAG) for f in got.flags)
+    assert got.throughput < solve_pools_spread(D, 20, 1.0, [1, 1], nested,
+                                               [0.8, 0.2]).throughput

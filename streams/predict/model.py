@@ -81,11 +81,13 @@ for a token is scaled for the holding time's variability -- the classes' spread 
 tiers and the tiers' service SCVs (:attr:`SystemModel.scv`) -- as in M/G/c (Lee and Longton 1959),
 relative to the product-form network's own holding time
 (:func:`solvers.pools_general.solve_pools_general`: one class of exponential service is unchanged).
-Where the held tier of most spread can be (no pure delays),
+Where the held tier of most spread can be,
 the factor gives way to the held chain with that tier's services as the classes' phase-type
 mixture (:func:`solvers.pools_spread.solve_pools_spread`): a request finding every token held
 waits for the dear request in service, which a factor on the token queue cannot know (flagged).
-One bursty tier held by one pool (first or last of its held tiers, no pure delays) is solved by
+Pure delays are infinite-server stations inside the holding time of the pools over their tier
+on every route, which is decided without them: the answer is continuous as a delay goes to 0.
+One bursty tier held by one pool (first or last of its held tiers) is solved by
 :func:`solvers.pools_bursty.solve_pools_bursty` (the held tiers and the bursty tier's MAP as one
 chain: Mi et al. 2008's slow runs fill the pool, which the flow-equivalent station misses) at each
 population within the chain's budget (:attr:`SystemModel.pool_processes`), as exponential with its
@@ -111,7 +113,7 @@ import numpy as np
 
 from estimators.class_split import above_response
 from solvers.decomposition import PER_JOB_MAX_CORES, SWING_FLAG, SolveMemo, solve_decomposed
-from solvers.delay import effective_think_time, fold_delay_stations, with_delay_stations
+from solvers.delay import effective_think_time
 from solvers.mapqn import solve_closed
 from solvers.mva import mva_curve
 from solvers.mva_general import mva_curve_general
@@ -119,7 +121,6 @@ from solvers.open.fixed_population import INTERPOLATE_SPAN, WAVE_PHASE_SHARE, op
     solve_fixed_population
 from solvers.pools import PoolSpec
 from solvers.pools_bursty import held_chain_applies, solve_pools_bursty
-from solvers.pools_general import solve_pools_general
 from solvers.pools_spread import SPREAD_FLAG, solve_pools_spread
 from solvers.processes import MAP
 from solvers.response_time import DEFAULT_LEVELS, ArrivalLaw, response_time_quantiles, \
@@ -671,26 +672,22 @@ class SystemModel:
     def _pool_point(self, n: int) -> Point:
         """The pool model at ``n`` (:func:`solvers.pools_spread.solve_pools_spread`: a held tier
         of spread beyond exponential in the held chain, else
-        :func:`solvers.pools_general.solve_pools_general`; with pure delays the latter): tiers
-        read back as :meth:`_read_back`, each class's response time plus every pool's wait
-        (the same for every class: FCFS on the token), which the owning tier's residence holds
-        (as the tier's own response time measures it)."""
-        if self.delays is None and self._bursty_pool_applies(n):
+        :func:`solvers.pools_general.solve_pools_general`; the route decided without the pure
+        delays, which every route takes as infinite-server stations inside the holding time of
+        the pools over their tier, so that the answer is continuous as a delay goes to 0):
+        tiers read back as :meth:`_read_back`, each class's response time plus every pool's
+        wait (the same for every class: FCFS on the token), which the owning tier's residence
+        holds (as the tier's own response time measures it)."""
+        if self._bursty_pool_applies(n):
             res = solve_pools_bursty(self.pool_processes or [], int(n), self.think_time,
-                                     self.servers, self.pools, self.mix, self.D_mc)
-            Rm = np.array(res.residence_time, dtype=float)
-        elif self.delays is None or not np.any(self.delays):
+                                     self.servers, self.pools, self.mix, self.D_mc,
+                                     self.delays)
+        else:
             res = solve_pools_spread(self.D_mc, int(n), self.think_time, self.servers,
-                                     self.pools, self.mix, self.scv)
-            Rm = np.array(res.residence_time, dtype=float)
+                                     self.pools, self.mix, self.scv, delays=self.delays)
             self._flag_once([_TIER_INDEX.sub(lambda t: self.tiers[int(t.group(1))], f)
                              for f in res.flags if f.startswith(SPREAD_FLAG)], n)
-        else:   # each tier's delay a station of its own, inside the holding time of its pools
-            D2, c2, pools2 = with_delay_stations(self.D_mc, self.servers, self.delays,
-                                                 self.pools)
-            scv2 = None if self.scv is None else np.repeat(np.asarray(self.scv, float), 2)
-            res = solve_pools_general(D2, int(n), self.think_time, c2, pools2, self.mix, scv2)
-            Rm = fold_delay_stations(res.residence_time)
+        Rm = np.array(res.residence_time, dtype=float)     # each tier's delay in it
         X = float(res.throughput)
         waits = np.zeros(len(self.tiers))
         for k, pool in enumerate(self.pools):
@@ -1431,7 +1428,7 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
     flags += pool_flags
     pool_processes = None
     if pools and processes is not None:
-        pool_processes = processes if bursty_pool_wired(processes, pools, delays) else None
+        pool_processes = processes if bursty_pool_wired(processes, pools) else None
         processes = None
         if pool_processes is not None:
             flags.append(f"{POOL_FLAG}bursty tier solved by its held chain within the chain's "
@@ -1449,16 +1446,15 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
                        pool_processes=pool_processes)
 
 
-def bursty_pool_wired(processes: list[MAP], pools: tuple[PoolSpec, ...],
-                      delays: np.ndarray | None) -> bool:
+def bursty_pool_wired(processes: list[MAP], pools: tuple[PoolSpec, ...]) -> bool:
     """The pool model solves the bursty tier by its held chain
     (:func:`solvers.pools_bursty.solve_pools_bursty`, Mi et al. 2008's runs of slow service
     kept where the flow-equivalent station of Chandy et al. 1975 loses them): exactly one
     bursty tier, held by exactly one pool (no nested pools over it), first or last of its held
-    tiers, and no pure delays (their stations are not in the chain). The chain's budget is
-    checked at each population (:meth:`SystemModel._bursty_pool_applies`)."""
+    tiers; pure delays are infinite-server stations in the chain's other held tiers. The
+    chain's budget is checked at each population (:meth:`SystemModel._bursty_pool_applies`)."""
     bursty = [m for m, p in enumerate(processes) if p.order > 1]
-    if len(bursty) != 1 or delays is not None:
+    if len(bursty) != 1:
         return False
     b = bursty[0]
     holding = [p for p in pools if p.first <= b < p.last]
