@@ -8,10 +8,10 @@ The real testbed's shape (:mod:`bench.testbed`): a 1-core app (FCFS, 1 ms a requ
 of 3 / 3 / 6 / 120 ms at the db, exponential work per class and tier. The db is processor
 sharing (PostgreSQL's backends time-share its core) or FCFS (``--db fcfs``).
 
-The truth: a discrete-event simulation of that network (:func:`simulate`: a request takes a
-worker before the app, waiting FCFS for one, and gives it back after the db; PS: each of
-``n`` requests on ``c`` cores served at ``min(1, c / n)``; FCFS: the first ``c`` in order),
-per seed ``--requests`` completions after a 5% warm-up. :mod:`solvers.simulation.physical`
+The truth: a discrete-event simulation of that network (:func:`bench.accuracy.ps_tiers.simulate`
+with a pool: a request takes a worker before the app, waiting FCFS for one, and gives it back
+after the db; PS: each of ``n`` requests on ``c`` cores served at ``min(1, c / n)``; FCFS: the
+first ``c`` in order), per seed ``--requests`` completions after a 5% warm-up. :mod:`solvers.simulation.physical`
 simulates pools but FCFS tiers only, :mod:`bench.accuracy.ps_tiers` PS tiers but no pool.
 The models (:func:`solvers.pools_spread.solve_pools_spread`): with the db declared PS
 (``ps``: product form there, the factor on the token's queue), and as FCFS (the held chain
@@ -22,13 +22,12 @@ mean.
 from __future__ import annotations
 
 import argparse
-import heapq
-import math
 import subprocess
 import sys
 
 import numpy as np
 
+from bench.accuracy import ps_tiers
 from solvers.pools import PoolSpec
 from solvers.pools_spread import SPREAD_FLAG, solve_pools_spread
 
@@ -42,67 +41,12 @@ CLASSES = ("home", "product", "buy", "search")
 
 def simulate(ps: np.ndarray, population: int, completions: int, seed: int
              ) -> tuple[float, np.ndarray]:
-    """The throughput and each class's mean response time (from the end of the think time,
-    the wait for a worker included) of the closed network (module docstring)."""
-    rng = np.random.default_rng(seed)
-    M, C = D.shape
-    thinking = list(rng.exponential(Z, population))
-    heapq.heapify(thinking)
-    queues: list[list[list[float]]] = [[] for _ in range(M)]    # [work left, class, start]
-    waiting: list[list[float]] = []                             # FCFS for a worker
-    free = POOL.size
-    now, done, warm, t_warm = 0.0, 0, completions // 20, 0.0
-    total = np.zeros(C)
-    count = np.zeros(C)
-    while done < warm + completions:
-        best, where = thinking[0] if thinking else math.inf, -1
-        rates = []
-        for m, q in enumerate(queues):
-            n = len(q)
-            if ps[m]:
-                r = [min(1.0, CORES[m] / n)] * n if n else []
-            else:
-                r = [1.0 if i < CORES[m] else 0.0 for i in range(n)]
-            rates.append(r)
-            for i, job in enumerate(q):
-                if r[i] > 0 and now + job[0] / r[i] < best:
-                    best, where = now + job[0] / r[i], m
-        dt = best - now
-        for q, r in zip(queues, rates):
-            for job, ri in zip(q, r):
-                job[0] -= dt * ri
-        now = best
-        if where < 0:
-            heapq.heappop(thinking)
-            k = int(rng.choice(C, p=MIX))
-            if free > 0:
-                free -= 1
-                queues[0].append([rng.exponential(D[0, k]), k, now])
-            else:
-                waiting.append([0.0, k, now])
-            continue
-        q = queues[where]
-        i = min(range(len(q)), key=lambda j: q[j][0] / rates[where][j]
-                if rates[where][j] > 0 else math.inf)
-        job = q.pop(i)
-        if where + 1 < M:
-            job[0] = rng.exponential(D[where + 1, job[1]])
-            queues[where + 1].append(job)
-            continue
-        if waiting:                      # the worker passes to the head of the line
-            nxt = waiting.pop(0)
-            nxt[0] = rng.exponential(D[0, nxt[1]])
-            queues[0].append(nxt)
-        else:
-            free += 1
-        if done == warm:
-            t_warm = now
-        if done >= warm:
-            total[job[1]] += now - job[2]
-            count[job[1]] += 1
-        done += 1
-        heapq.heappush(thinking, now + rng.exponential(Z))
-    return float(count.sum() / (now - t_warm)), total / count
+    """The throughput (Little's law on the closed loop, ``N / (Z + R)``) and each class's mean
+    response time (the wait for a worker included) of the closed network (module docstring),
+    by :func:`bench.accuracy.ps_tiers.simulate` with the pool."""
+    runs = ps_tiers.simulate(D, MIX, CORES, ps, Z, population, completions, seed, POOL.size)
+    R = sum(float(r.sum()) for r in runs) / sum(len(r) for r in runs)
+    return population / (Z + R), np.array([float(r.mean()) for r in runs])
 
 
 def _seeds(text: str) -> list[int]:
