@@ -40,6 +40,17 @@ the solution moves continuously to the one without delays as they go to 0; where
 apply, :func:`solvers.pools_general.solve_pools_general` solves the network with the delay
 stations. Each class's response time is read back with its delays.
 
+**Processor-sharing tiers** (``ps``: a tier whose cores are time-shared, such as a database
+with a process per connection on one core) are never the chain's tier: the chain's picture --
+the other holders queued behind the dear request in service, all the tokens free together after
+it -- is first-come-first-served. Under processor sharing the holders progress together, a cheap
+request leaves while the dear one is still served, and the tier's queue is insensitive to its
+service distribution beyond the mean (BCMP: Baskett et al. 1975): the tier is product form, its
+SCV 1 (``tier_scv`` and ``class_scv`` there) wherever it is solved -- at the chain's other held
+tiers and in :func:`solvers.pools_general.solve_pools_general`'s factor, which keeps the classes'
+spread of cost the token's first-come-first-served queue sees (Lee and Longton 1959). The chain
+takes the held first-come-first-served tier of most spread, if any.
+
 Where the chain does not apply -- no tier of spread beyond exponential, ``b`` not first or last
 of one pool's held tiers, no think time, no other held demand, nested pools over ``b``, a
 chain past its budget, a non-exponential service at another held tier, or a chain whose
@@ -62,7 +73,7 @@ from .pools_bursty import base_mix, held_chain_applies, solve_pools_bursty
 from .pools_general import _class_scv, solve_pools_general
 from .processes import MAP
 
-__all__ = ["spread_processes", "solve_pools_spread", "SPREAD_FLAG"]
+__all__ = ["spread_processes", "solve_pools_spread", "ps_product_form", "SPREAD_FLAG"]
 
 #: a tier's services whose second moment is within this share of exponential service's are
 #: taken as exponential (equal costs, or classes within rounding of each other)
@@ -80,15 +91,36 @@ def _phases(mean: float, scv: float) -> tuple[list[float], list[float]]:
     return [2.0 * p / mean, 2.0 * (1.0 - p) / mean], [p, 1.0 - p]
 
 
+def ps_product_form(ps: Any, M: int, C: int, tier_scv: Any = None, class_scv: Any = None
+                    ) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """``(tier_scv, class_scv)`` with the processor-sharing tiers' (``ps``, ``(M,)`` booleans;
+    ``None``: none) SCVs 1: product form there (module docstring)."""
+    if ps is None or not np.any(ps):
+        return tier_scv, class_scv
+    mask = np.asarray(ps, dtype=bool).reshape(-1)
+    if mask.shape != (M,):
+        raise ValueError(f"ps: must be {M} booleans, one per tier, got {ps!r}")
+    v = np.ones(M) if tier_scv is None else np.array(tier_scv, dtype=float).reshape(-1)
+    v[mask] = 1.0
+    vc = None if class_scv is None else np.array(class_scv, dtype=float)
+    if vc is not None and vc.ndim == 2 and vc.shape[0] == M:
+        vc[mask] = 1.0
+    return v, vc
+
+
 def spread_processes(demands: Any, mix: Any, servers: Any, pools: Sequence[PoolSpec],
-                     tier_scv: Any = None, class_scv: Any = None) -> list[MAP] | None:
+                     tier_scv: Any = None, class_scv: Any = None,
+                     ps: Any = None) -> list[MAP] | None:
     """Per tier its service process for the held chain (module docstring): exponential of
-    mean ``D_m`` at every tier but the one held tier of most spread, which takes the classes'
-    phase-type mixture; ``None`` where no held tier's services vary beyond exponential, or
-    another held tier's ``tier_scv`` is not 1 (the chain takes one tier of spread)."""
+    mean ``D_m`` at every tier but the one held first-come-first-served tier of most spread
+    (``ps``: the processor-sharing tiers, never it), which takes the classes' phase-type
+    mixture; ``None`` where no such tier's services vary beyond exponential, or another held
+    tier's ``tier_scv`` is not 1 (the chain takes one tier of spread)."""
     Dmc = np.asarray(demands, dtype=float)
     Dmc = Dmc[:, None] if Dmc.ndim == 1 else Dmc
     M, C = Dmc.shape
+    tier_scv, class_scv = ps_product_form(ps, M, C, tier_scv, class_scv)
+    shared = np.zeros(M, dtype=bool) if ps is None else np.asarray(ps, dtype=bool).reshape(M)
     p = base_mix(Dmc, mix)
     c = np.ones(M) if servers is None else np.broadcast_to(
         np.asarray(servers, dtype=float), (M,))
@@ -100,7 +132,7 @@ def spread_processes(demands: Any, mix: Any, servers: Any, pools: Sequence[PoolS
     D = Dmc @ p
     excess = np.full(M, -np.inf)
     for m in held:
-        if delay[m] or not D[m] > 0:
+        if delay[m] or shared[m] or not D[m] > 0:
             continue
         second = float(p @ (Dmc[m] ** 2 * (1.0 + np.maximum(vc[m], 1.0))))
         excess[m] = second - 2.0 * D[m] ** 2
@@ -141,15 +173,19 @@ def _fcfs_read_back(res: PoolResult, demands: Any, mix: Any,
 def solve_pools_spread(demands: Any, population: int, think_time: float = 0.0,
                        servers: Any = None, pools: Sequence[PoolSpec] = (), mix: Any = None,
                        tier_scv: Any = None, class_scv: Any = None,
-                       delays: Any = None) -> PoolResult:
-    """The pool model with the held tier of most spread in the held chain (module docstring),
-    :func:`solvers.pools_general.solve_pools_general` where the chain does not apply;
-    ``delays``: ``delta_{m,c}`` the tiers' pure delays (``None``: none), in the residence
-    times and the classes' response times returned. The chain's solutions carry
-    :data:`SPREAD_FLAG`'s flag."""
+                       delays: Any = None, ps: Any = None) -> PoolResult:
+    """The pool model with the held first-come-first-served tier of most spread in the held
+    chain (module docstring), :func:`solvers.pools_general.solve_pools_general` where the
+    chain does not apply; ``delays``: ``delta_{m,c}`` the tiers' pure delays (``None``:
+    none), in the residence times and the classes' response times returned; ``ps``: ``(M,)``
+    the processor-sharing tiers, product form (module docstring; ``None``: none). The chain's
+    solutions carry :data:`SPREAD_FLAG`'s flag."""
     pools = list(pools)
+    Dmc = np.asarray(demands, dtype=float)
+    M, C = (Dmc.shape[0], 1) if Dmc.ndim == 1 else Dmc.shape
     procs = None if not pools or population == 0 else spread_processes(
-        demands, mix, servers, pools, tier_scv, class_scv)
+        demands, mix, servers, pools, tier_scv, class_scv, ps)
+    tier_scv, class_scv = ps_product_form(ps, M, C, tier_scv, class_scv)
     res = None
     if procs is not None and held_chain_applies(procs, int(population), think_time, servers,
                                                 pools, demands, mix):

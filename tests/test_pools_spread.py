@@ -189,3 +189,47 @@ def test_delays_in_the_chain_hold_the_token_and_add_to_each_class():
     assert not any(f.startswith(SPREAD_FLAG) for f in got.flags)
     assert got.throughput < solve_pools_spread(D, 20, 1.0, [1, 1], nested,
                                                [0.8, 0.2]).throughput
+
+
+def test_a_processor_sharing_held_tier_is_product_form_not_the_chain():
+    """At a processor-sharing db the chain (FCFS: the holders queued behind the dear one) is
+    not taken: one class whose own db SCV is 9 is the product-form network's answer bit for
+    bit (BCMP: the PS queue insensitive beyond the mean); the classes' spread of cost keeps
+    the factor on the token's FCFS queue, the db's SCV 1 there; an FCFS app of spread held
+    with the PS db still takes the chain."""
+    D = [[0.001], [0.04]]
+    pools = [PoolSpec(2, 0, 2)]
+    fcfs = solve_pools_spread(D, 20, 1.0, [1, 1], pools, class_scv=[[1.0], [9.0]])
+    assert any(f.startswith(SPREAD_FLAG) for f in fcfs.flags)
+    shared = solve_pools_spread(D, 20, 1.0, [1, 1], pools, class_scv=[[1.0], [9.0]],
+                                ps=[False, True])
+    _same(shared, solve_pools(D, 20, 1.0, [1, 1], pools))
+    assert fcfs.throughput < shared.throughput
+    two = np.array([[0.001, 0.001], [0.003, 0.12]])
+    got = solve_pools_spread(two, 20, 1.0, [1, 1], pools, [0.8, 0.2], tier_scv=[1.0, 4.0],
+                             ps=[False, True])
+    assert not any(f.startswith(SPREAD_FLAG) for f in got.flags)
+    _same(got, solve_pools_general(two, 20, 1.0, [1, 1], pools, [0.8, 0.2], [1.0, 1.0]))
+    assert got.pool_waiting_time[0] > solve_pools(two, 20, 1.0, [1, 1], pools,
+                                                  [0.8, 0.2]).pool_waiting_time[0]
+    app = np.array([[0.001, 0.05], [0.003, 0.003]])
+    chain = solve_pools_spread(app, 20, 1.0, [1, 1], pools, [0.8, 0.2], ps=[False, True])
+    assert [f for f in chain.flags if f.startswith(SPREAD_FLAG)] == [
+        f"{SPREAD_FLAG}: tier 0's services as the classes' phase-type mixture in the held chain"]
+    with pytest.raises(ValueError, match="ps"):
+        solve_pools_spread(two, 20, 1.0, [1, 1], pools, [0.8, 0.2], ps=[True])
+
+
+def test_the_pipeline_model_takes_its_processor_sharing_db_as_product_form():
+    """The testbed's shape with the db processor sharing: no chain, the factor model with
+    the db's SCV 1, a larger capacity than the FCFS db's chain."""
+    fcfs, shared = _testbed(None), _testbed(None)
+    shared.ps = np.array([False, True])
+    for n in (3, 20):
+        got = shared.at(n)
+        res = solve_pools_general(shared.D_mc, n, 1.0, shared.servers, shared.pools,
+                                  shared.mix)
+        assert got.throughput == res.throughput
+        assert got.pool_waiting[0] == res.pool_waiting_time[0]
+    assert not any(f.startswith(SPREAD_FLAG) for f in shared.flags)
+    assert shared.mva_capacity()[0] > fcfs.mva_capacity()[0]

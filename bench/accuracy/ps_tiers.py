@@ -44,14 +44,19 @@ CASES = {
 
 
 def simulate(D: np.ndarray, mix: np.ndarray, cores: np.ndarray, ps: np.ndarray, Z: float,
-             population: int, completions: int, seed: int) -> list[np.ndarray]:
+             population: int, completions: int, seed: int, pool: int = 0) -> list[np.ndarray]:
     """Per class the response times (think time excluded) of ``completions`` requests of the
-    closed network (module docstring) after a 5% warm-up."""
+    closed network (module docstring) after a 5% warm-up. ``pool``: a pool of that many
+    workers held across every tier (0: none): a request takes one before the first tier,
+    waiting FCFS for one (in its response time), and gives it back after the last, to the
+    head of the line."""
     rng = np.random.default_rng(seed)
     M, C = D.shape
     thinking = list(rng.exponential(Z, population))
     heapq.heapify(thinking)
     queues: list[list[list[float]]] = [[] for _ in range(M)]    # [work left, class, start]
+    waiting: list[list[float]] = []                             # FCFS for a worker
+    free = pool
     now, done, warm = 0.0, 0, completions // 20
     out: list[list[float]] = [[] for _ in range(C)]
     while done < warm + completions:
@@ -75,6 +80,10 @@ def simulate(D: np.ndarray, mix: np.ndarray, cores: np.ndarray, ps: np.ndarray, 
         if where < 0:
             heapq.heappop(thinking)
             k = int(rng.choice(C, p=mix))
+            if pool and not free:
+                waiting.append([0.0, k, now])
+                continue
+            free -= 1
             queues[0].append([rng.exponential(D[0, k]), k, now])
             continue
         q = queues[where]
@@ -85,6 +94,12 @@ def simulate(D: np.ndarray, mix: np.ndarray, cores: np.ndarray, ps: np.ndarray, 
             job[0] = rng.exponential(D[where + 1, job[1]])
             queues[where + 1].append(job)
             continue
+        if waiting:                      # the worker passes to the head of the line
+            nxt = waiting.pop(0)
+            nxt[0] = rng.exponential(D[0, int(nxt[1])])
+            queues[0].append(nxt)
+        else:
+            free += 1
         if done >= warm:
             out[job[1]].append(now - job[2])
         done += 1

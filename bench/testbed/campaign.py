@@ -434,7 +434,10 @@ def write_config(path: Path, slo: dict[str, float], workers: int | None = None,
     """The system's configuration: the SLOs and, with ``workers``, gunicorn's sync workers as
     a pool of the app held across the whole request (a worker serves one request at a time,
     waiting for the database's answers); ``latency``: the system's ``latency`` setting
-    (default: perfcast's)."""
+    (default: perfcast's). The db is declared processor sharing: PostgreSQL runs a backend
+    process per connection, time-shared on the db's core, and the backends' response times
+    are one stretch of their CPU (``bench.testbed.splitcause``: R/D 1.13 plus a round trip's
+    latency for every class, where first-come-first-served would add one wait to all)."""
     cells = ", ".join(f'"{c}" = {v:.6f}' for c, v in sorted(slo.items()))
     pool = ("" if not workers else
             f'\n[systems.testbed.pools.workers]\ntier = "app"\nsize = {workers}\n'
@@ -447,6 +450,7 @@ sla_s = {{ {cells} }}
 solve_interval_s = 15
 solve_offset_s = 0
 horizon_s = 1800
+disciplines = {{ db = "ps" }}
 """ + (f'latency = "{latency}"\n' if latency else "") + pool)
 
 

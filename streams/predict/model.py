@@ -84,7 +84,9 @@ relative to the product-form network's own holding time
 Where the held tier of most spread can be,
 the factor gives way to the held chain with that tier's services as the classes' phase-type
 mixture (:func:`solvers.pools_spread.solve_pools_spread`): a request finding every token held
-waits for the dear request in service, which a factor on the token queue cannot know (flagged).
+waits for the dear request in service, which a factor on the token queue cannot know (flagged);
+a processor-sharing tier (:attr:`SystemModel.ps`) is never the chain's, but product form (its
+holders progress together; its queue insensitive beyond the mean, Baskett et al. 1975).
 Pure delays are infinite-server stations inside the holding time of the pools over their tier
 on every route, which is decided without them: the answer is continuous as a delay goes to 0.
 One bursty tier held by one pool (first or last of its held tiers) is solved by
@@ -671,7 +673,8 @@ class SystemModel:
 
     def _pool_point(self, n: int) -> Point:
         """The pool model at ``n`` (:func:`solvers.pools_spread.solve_pools_spread`: a held tier
-        of spread beyond exponential in the held chain, else
+        of spread beyond exponential in the held chain -- first-come-first-served tiers only,
+        the :attr:`ps` tiers product form there -- else
         :func:`solvers.pools_general.solve_pools_general`; the route decided without the pure
         delays, which every route takes as infinite-server stations inside the holding time of
         the pools over their tier, so that the answer is continuous as a delay goes to 0):
@@ -684,7 +687,8 @@ class SystemModel:
                                      self.delays)
         else:
             res = solve_pools_spread(self.D_mc, int(n), self.think_time, self.servers,
-                                     self.pools, self.mix, self.scv, delays=self.delays)
+                                     self.pools, self.mix, self.scv, delays=self.delays,
+                                     ps=self.ps)
             self._flag_once([_TIER_INDEX.sub(lambda t: self.tiers[int(t.group(1))], f)
                              for f in res.flags if f.startswith(SPREAD_FLAG)], n)
         Rm = np.array(res.residence_time, dtype=float)     # each tier's delay in it
