@@ -75,7 +75,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 __all__ = ["DISCIPLINES", "SplitSums", "ClassSplit", "window_demands", "split_rows",
-           "class_split", "class_split_many", "above_response", "preferred_reading", "AGREE",
+           "class_split", "class_split_many", "flush_many", "above_response", "preferred_reading", "AGREE",
            "MIN_SPAN", "DECIDE_RATIO", "PREFER_LR", "RESPONSE_MARGIN"]
 
 DISCIPLINES = ("ps", "fcfs")
@@ -239,16 +239,8 @@ class SplitSums:
 
     def flush(self) -> None:
         """Fold the windows added by :meth:`defer` into the sums, oldest first."""
-        if not self.pending:
-            return
-        pending, self.pending = self.pending, []
-        if len(pending) == 1:
-            rows, blocks = pending[0]
-        else:
-            rows = np.concatenate([p[0] for p in pending])
-            blocks = np.concatenate([p[1] for p in pending])
-        self._fold(rows)
-        self._blocks(blocks)
+        if self.pending:
+            flush_many([self])
 
     def _fold(self, rows: np.ndarray) -> None:
         """The sums' rows (:func:`split_rows`) summed window by window from the sums so far
@@ -266,17 +258,17 @@ class SplitSums:
         pool[-1] = total_rows[7 * C:]
         self.windows = float(pool[-1, 1])
 
-    def _blocks(self, rows: np.ndarray) -> None:
+    def _blocks(self, rows: np.ndarray) -> list[np.ndarray]:
         """Windows (the block rows of those that gave a split, :func:`split_rows`) into blocks
-        of at least :data:`BLOCK_S` s; each completed block adds its shares to the load test's
-        sums. A block's rows are summed in order from the block in progress (sequential: the
-        same sums whatever the batching), one block at a time."""
+        of at least :data:`BLOCK_S` s; returns the completed blocks, in order, for the load
+        test's sums (:func:`_add_blocks`). A block's rows are summed in order from the block in
+        progress (sequential: the same sums whatever the batching), one block at a time."""
         n = len(self.classes)
         width = 3 + 2 * n
         if self.block.size != width:
             self.block = np.zeros(width)
         if not rows.shape[0]:
-            return
+            return []
         C = (rows.shape[1] - 3) // 2
         if C != n:                          # fewer classes than known: the others add 0
             wide = np.zeros((rows.shape[0], width))
@@ -284,46 +276,18 @@ class SplitSums:
             rows = wide
         # where each block ends, from the running length (the cumsum's first column, added the
         # same way one window at a time)
+        done = []
         i, acc = 0, float(self.block[0])
         for j, t in enumerate(rows[:, 0].tolist()):
             acc += t
             if acc >= BLOCK_S:
-                self._add_block(np.add.reduce(np.concatenate([self.block[None], rows[i:j + 1]]),
-                                              axis=0))
+                done.append(np.add.reduce(np.concatenate([self.block[None], rows[i:j + 1]]),
+                                          axis=0))
                 self.block = np.zeros(width)
                 i, acc = j + 1, 0.0
         if i < rows.shape[0]:
             self.block = np.add.reduce(np.concatenate([self.block[None], rows[i:]]), axis=0)
-
-    def _add_block(self, block: np.ndarray) -> None:
-        """A completed block's shares under both readings into the load test's sums (the
-        block's means: ``X = n / T``, ``R = sum n R / n``, ``z``; :func:`window_demands`
-        inlined)."""
-        C = len(self.classes)
-        T, u, z = block[0], block[1] / block[0], block[2] / block[0]
-        n, nr = block[3:3 + C], block[3 + C:]
-        add = np.add.reduce                 # ndarray.sum without its Python wrapper
-        total, xr = float(add(n)) / T, float(add(nr)) / T      # sum X, sum X R
-        if not (total > 0 and z > 0 and xr > 0):
-            return
-        seen = n > 0
-        R = np.where(seen, nr / np.where(seen, n, 1.0), 0.0)
-        d_bar = z / total
-        # a block's class mean is noisier the longer the queue (its variance grows with
-        # R^2 / n): its share counts n / s^2, s = sum X R / z >= 1
-        stretch = max(xr / z, 1.0)
-        if not (stretch < 1e150 and np.logical_and.reduce(np.isfinite(nr))):
-            # a weight n / stretch^2 below 1e-300 adds nothing, and an infinite term would add NaN
-            return
-        v = np.where(seen, n, 0.0) / stretch ** 2
-        vu = v * u
-        common = np.array((v, vu, vu * u)).T                        # (C, 3)
-        for d, y in (("ps", R * (z / xr) / d_bar),
-                     ("fcfs", np.where(seen, R - (xr - z) / total, 0.0) / d_bar)):
-            s = self.sums[d]
-            s[:, 2:5] += common
-            s[:, 5] += v * y
-            s[:, 6] += vu * y
+        return done
 
     def decay(self, factor: float) -> None:
         self.flush()
@@ -353,6 +317,74 @@ class SplitSums:
                              dtype=float)
         return out
 
+
+def flush_many(many: Sequence[SplitSums]) -> None:
+    """:meth:`SplitSums.flush` of each of ``many``: each tier's fold and blocks as alone, the
+    completed blocks of every tier with the same number of classes into the load test's sums
+    together (:func:`_add_blocks`; a block's shares are a few dozen numpy calls on a row per
+    class, whose cost is the call), each tier's sums the same bit for bit as flushed alone."""
+    completed: dict[int, tuple[list[SplitSums], list[np.ndarray]]] = {}
+    for x in many:
+        if not x.pending:
+            continue
+        pending, x.pending = x.pending, []
+        if len(pending) == 1:
+            rows, blocks = pending[0]
+        else:
+            rows = np.concatenate([p[0] for p in pending])
+            blocks = np.concatenate([p[1] for p in pending])
+        x._fold(rows)
+        done = x._blocks(blocks)
+        if done:
+            owners, found = completed.setdefault(len(x.classes), ([], []))
+            owners += [x] * len(done)
+            found += done
+    for owners, found in completed.values():
+        _add_blocks(owners, np.array(found))
+
+
+def _add_blocks(owners: list[SplitSums], blocks: np.ndarray) -> None:
+    """Completed blocks ``(B, 3 + 2 C)`` (each ``T, U T, z T``, per class ``n``, ``n R``) into
+    their ``owners``' load-test sums, in order: each block's shares under both readings (the
+    block's means: ``X = n / T``, ``R = sum n R / n``, ``z``; :func:`window_demands` inlined).
+    A block's terms are elementwise or reduce its own row, and its additions to its owner's
+    sums come one block after the other: the sums are those of one block at a time."""
+    C = (blocks.shape[1] - 3) // 2
+    add = np.add.reduce                     # ndarray.sum without its Python wrapper
+    n_all, nr_all = blocks[:, 3:3 + C], blocks[:, 3 + C:]
+    finite = np.logical_and.reduce(np.isfinite(nr_all), axis=1).tolist()
+    keep, scalars = [], []
+    for k, (T, uT, zT, n_sum, nr_sum) in enumerate(zip(
+            *blocks[:, :3].T.tolist(), add(n_all, 1).tolist(), add(nr_all, 1).tolist())):
+        u, z = uT / T, zT / T
+        total, xr = n_sum / T, nr_sum / T   # sum X, sum X R
+        if not (total > 0 and z > 0 and xr > 0):
+            continue
+        # a block's class mean is noisier the longer the queue (its variance grows with R^2 /
+        # n): its share counts n / s^2, s = sum X R / z >= 1
+        stretch = max(xr / z, 1.0)
+        if not (stretch < 1e150 and finite[k]):
+            # a weight n / stretch^2 below 1e-300 adds nothing, and an infinite term would add
+            # NaN
+            continue
+        keep.append(k)
+        # (the square as numpy's scalar takes it, for the same bits)
+        scalars.append((float(np.float64(stretch) ** 2), u, z / xr, z / total, (xr - z) / total))
+    if not keep:
+        return
+    s2, u, zx, d_bar, wait = (np.array(c)[:, None] for c in zip(*scalars))
+    n, nr = n_all[keep], nr_all[keep]
+    seen = n > 0
+    R = np.where(seen, nr / np.where(seen, n, 1.0), 0.0)
+    v = np.where(seen, n, 0.0) / s2
+    vu = v * u
+    # per block and class, for each reading: v, v u, v u^2, v y, v u y (y the share)
+    terms = [np.stack((v, vu, vu * u, v * y, vu * y), axis=2) for y in
+             (R * zx / d_bar, np.where(seen, R - wait, 0.0) / d_bar)]      # (B, C, 5) each
+    for k, i in enumerate(keep):
+        x = owners[i]
+        x.sums["ps"][:, 2:7] += terms[0][k]
+        x.sums["fcfs"][:, 2:7] += terms[1][k]
 
 @dataclass(frozen=True)
 class ClassSplit:
@@ -392,8 +424,8 @@ def class_split_many(many: Sequence[SplitSums], min_completions: float = MIN_COM
     same pairwise sum as that row alone), so each split is bit for bit the one tier's."""
     out: list[ClassSplit | None] = [None] * len(many)
     groups: dict[int, list[int]] = {}
+    flush_many(many)
     for i, sums in enumerate(many):
-        sums.flush()
         if not sums.sums or not sums.classes:
             continue
         wl = sums.sums["ps"][:, 0].tolist()
