@@ -212,9 +212,13 @@ class SplitSums:
         extra = len(classes) - len(self.classes)
         if extra > 0 or not self.sums:
             self.flush()
+            if not self.sums:               # a new tier's: nothing to keep
+                self.sums = {d: np.zeros((len(classes), _SUMS)) for d in DISCIPLINES}
             for d in DISCIPLINES:
                 old = self.sums.get(d, np.zeros((0, _SUMS)))
-                self.sums[d] = np.vstack([old, np.zeros((len(classes) - old.shape[0], _SUMS))])
+                if old.shape[0] != len(classes):
+                    self.sums[d] = np.vstack([old, np.zeros((len(classes) - old.shape[0],
+                                                             _SUMS))])
             grown = np.zeros((len(classes) + 1, 2))
             known = self.pool.shape[0] - 1
             grown[:known], grown[-1] = self.pool[:known], self.pool[-1]
