@@ -75,8 +75,9 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 __all__ = ["DISCIPLINES", "SplitSums", "ClassSplit", "window_demands", "split_rows",
-           "class_split", "class_split_many", "flush_many", "above_response", "preferred_reading", "AGREE",
-           "MIN_SPAN", "DECIDE_RATIO", "PREFER_LR", "RESPONSE_MARGIN"]
+           "class_split", "class_split_many", "flush_many", "above_response",
+           "preferred_reading", "AGREE", "MIN_SPAN", "DECIDE_RATIO", "PREFER_LR",
+           "RESPONSE_MARGIN"]
 
 DISCIPLINES = ("ps", "fcfs")
 #: the two disciplines' demands count as the same split within this relative difference
@@ -389,6 +390,7 @@ def _add_blocks(owners: list[SplitSums], blocks: np.ndarray) -> None:
         x = owners[i]
         x.sums["ps"][:, 2:7] += terms[0][k]
         x.sums["fcfs"][:, 2:7] += terms[1][k]
+
 
 @dataclass(frozen=True)
 class ClassSplit:
