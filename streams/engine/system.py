@@ -86,8 +86,8 @@ def solve_systems(due: list[tuple["SystemState", float]],
     splits: list[list[ClassSplit | None] | None] = [None] * len(due)
     if len({id(state) for state, _ in due}) == len(due):
         # every tier's class split in one batch (their cost is the numpy calls, not the
-        # rows): read before any tier's interval is taken, as each prepare would, so where
-        # every system comes once
+        # rows), read before any tier's interval is taken as each prepare would read it: so
+        # only where each system comes once
         flat = iter(class_split_many([t.split_sums for one in solved for t in one]))
         splits = [[next(flat) for _ in one] for one in solved]
     prepared = [state.prepare(time, n, split) for (state, time), n, split in
