@@ -75,8 +75,9 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 __all__ = ["DISCIPLINES", "SplitSums", "ClassSplit", "window_demands", "split_rows",
-           "class_split", "above_response", "preferred_reading", "AGREE", "MIN_SPAN",
-           "DECIDE_RATIO", "PREFER_LR", "RESPONSE_MARGIN"]
+           "class_split", "class_split_many", "flush_many", "above_response",
+           "preferred_reading", "AGREE", "MIN_SPAN", "DECIDE_RATIO", "PREFER_LR",
+           "RESPONSE_MARGIN"]
 
 DISCIPLINES = ("ps", "fcfs")
 #: the two disciplines' demands count as the same split within this relative difference
@@ -212,9 +213,13 @@ class SplitSums:
         extra = len(classes) - len(self.classes)
         if extra > 0 or not self.sums:
             self.flush()
+            if not self.sums:               # a new tier's: nothing to keep
+                self.sums = {d: np.zeros((len(classes), _SUMS)) for d in DISCIPLINES}
             for d in DISCIPLINES:
                 old = self.sums.get(d, np.zeros((0, _SUMS)))
-                self.sums[d] = np.vstack([old, np.zeros((len(classes) - old.shape[0], _SUMS))])
+                if old.shape[0] != len(classes):
+                    self.sums[d] = np.vstack([old, np.zeros((len(classes) - old.shape[0],
+                                                             _SUMS))])
             grown = np.zeros((len(classes) + 1, 2))
             known = self.pool.shape[0] - 1
             grown[:known], grown[-1] = self.pool[:known], self.pool[-1]
@@ -239,16 +244,8 @@ class SplitSums:
 
     def flush(self) -> None:
         """Fold the windows added by :meth:`defer` into the sums, oldest first."""
-        if not self.pending:
-            return
-        pending, self.pending = self.pending, []
-        if len(pending) == 1:
-            rows, blocks = pending[0]
-        else:
-            rows = np.concatenate([p[0] for p in pending])
-            blocks = np.concatenate([p[1] for p in pending])
-        self._fold(rows)
-        self._blocks(blocks)
+        if self.pending:
+            flush_many([self])
 
     def _fold(self, rows: np.ndarray) -> None:
         """The sums' rows (:func:`split_rows`) summed window by window from the sums so far
@@ -266,17 +263,17 @@ class SplitSums:
         pool[-1] = total_rows[7 * C:]
         self.windows = float(pool[-1, 1])
 
-    def _blocks(self, rows: np.ndarray) -> None:
+    def _blocks(self, rows: np.ndarray) -> list[np.ndarray]:
         """Windows (the block rows of those that gave a split, :func:`split_rows`) into blocks
-        of at least :data:`BLOCK_S` s; each completed block adds its shares to the load test's
-        sums. A block's rows are summed in order from the block in progress (sequential: the
-        same sums whatever the batching), one block at a time."""
+        of at least :data:`BLOCK_S` s; returns the completed blocks, in order, for the load
+        test's sums (:func:`_add_blocks`). A block's rows are summed in order from the block in
+        progress (sequential: the same sums whatever the batching), one block at a time."""
         n = len(self.classes)
         width = 3 + 2 * n
         if self.block.size != width:
             self.block = np.zeros(width)
         if not rows.shape[0]:
-            return
+            return []
         C = (rows.shape[1] - 3) // 2
         if C != n:                          # fewer classes than known: the others add 0
             wide = np.zeros((rows.shape[0], width))
@@ -284,46 +281,18 @@ class SplitSums:
             rows = wide
         # where each block ends, from the running length (the cumsum's first column, added the
         # same way one window at a time)
+        done = []
         i, acc = 0, float(self.block[0])
         for j, t in enumerate(rows[:, 0].tolist()):
             acc += t
             if acc >= BLOCK_S:
-                self._add_block(np.add.reduce(np.concatenate([self.block[None], rows[i:j + 1]]),
-                                              axis=0))
+                done.append(np.add.reduce(np.concatenate([self.block[None], rows[i:j + 1]]),
+                                          axis=0))
                 self.block = np.zeros(width)
                 i, acc = j + 1, 0.0
         if i < rows.shape[0]:
             self.block = np.add.reduce(np.concatenate([self.block[None], rows[i:]]), axis=0)
-
-    def _add_block(self, block: np.ndarray) -> None:
-        """A completed block's shares under both readings into the load test's sums (the
-        block's means: ``X = n / T``, ``R = sum n R / n``, ``z``; :func:`window_demands`
-        inlined)."""
-        C = len(self.classes)
-        T, u, z = block[0], block[1] / block[0], block[2] / block[0]
-        n, nr = block[3:3 + C], block[3 + C:]
-        add = np.add.reduce                 # ndarray.sum without its Python wrapper
-        total, xr = float(add(n)) / T, float(add(nr)) / T      # sum X, sum X R
-        if not (total > 0 and z > 0 and xr > 0):
-            return
-        seen = n > 0
-        R = np.where(seen, nr / np.where(seen, n, 1.0), 0.0)
-        d_bar = z / total
-        # a block's class mean is noisier the longer the queue (its variance grows with
-        # R^2 / n): its share counts n / s^2, s = sum X R / z >= 1
-        stretch = max(xr / z, 1.0)
-        if not (stretch < 1e150 and np.logical_and.reduce(np.isfinite(nr))):
-            # a weight n / stretch^2 below 1e-300 adds nothing, and an infinite term would add NaN
-            return
-        v = np.where(seen, n, 0.0) / stretch ** 2
-        vu = v * u
-        common = np.array((v, vu, vu * u)).T                        # (C, 3)
-        for d, y in (("ps", R * (z / xr) / d_bar),
-                     ("fcfs", np.where(seen, R - (xr - z) / total, 0.0) / d_bar)):
-            s = self.sums[d]
-            s[:, 2:5] += common
-            s[:, 5] += v * y
-            s[:, 6] += vu * y
+        return done
 
     def decay(self, factor: float) -> None:
         self.flush()
@@ -354,6 +323,75 @@ class SplitSums:
         return out
 
 
+def flush_many(many: Sequence[SplitSums]) -> None:
+    """:meth:`SplitSums.flush` of each of ``many``: each tier's fold and blocks as alone, the
+    completed blocks of every tier with the same number of classes into the load test's sums
+    together (:func:`_add_blocks`; a block's shares are a few dozen numpy calls on a row per
+    class, whose cost is the call), each tier's sums the same bit for bit as flushed alone."""
+    completed: dict[int, tuple[list[SplitSums], list[np.ndarray]]] = {}
+    for x in many:
+        if not x.pending:
+            continue
+        pending, x.pending = x.pending, []
+        if len(pending) == 1:
+            rows, blocks = pending[0]
+        else:
+            rows = np.concatenate([p[0] for p in pending])
+            blocks = np.concatenate([p[1] for p in pending])
+        x._fold(rows)
+        done = x._blocks(blocks)
+        if done:
+            owners, found = completed.setdefault(len(x.classes), ([], []))
+            owners += [x] * len(done)
+            found += done
+    for owners, found in completed.values():
+        _add_blocks(owners, np.array(found))
+
+
+def _add_blocks(owners: list[SplitSums], blocks: np.ndarray) -> None:
+    """Completed blocks ``(B, 3 + 2 C)`` (each ``T, U T, z T``, per class ``n``, ``n R``) into
+    their ``owners``' load-test sums, in order: each block's shares under both readings (the
+    block's means: ``X = n / T``, ``R = sum n R / n``, ``z``; :func:`window_demands` inlined).
+    A block's terms are elementwise or reduce its own row, and its additions to its owner's
+    sums come one block after the other: the sums are those of one block at a time."""
+    C = (blocks.shape[1] - 3) // 2
+    add = np.add.reduce                     # ndarray.sum without its Python wrapper
+    n_all, nr_all = blocks[:, 3:3 + C], blocks[:, 3 + C:]
+    finite = np.logical_and.reduce(np.isfinite(nr_all), axis=1).tolist()
+    keep, scalars = [], []
+    for k, (T, uT, zT, n_sum, nr_sum) in enumerate(zip(
+            *blocks[:, :3].T.tolist(), add(n_all, 1).tolist(), add(nr_all, 1).tolist())):
+        u, z = uT / T, zT / T
+        total, xr = n_sum / T, nr_sum / T   # sum X, sum X R
+        if not (total > 0 and z > 0 and xr > 0):
+            continue
+        # a block's class mean is noisier the longer the queue (its variance grows with R^2 /
+        # n): its share counts n / s^2, s = sum X R / z >= 1
+        stretch = max(xr / z, 1.0)
+        if not (stretch < 1e150 and finite[k]):
+            # a weight n / stretch^2 below 1e-300 adds nothing, and an infinite term would add
+            # NaN
+            continue
+        keep.append(k)
+        # (the square as numpy's scalar takes it, for the same bits)
+        scalars.append((float(np.float64(stretch) ** 2), u, z / xr, z / total, (xr - z) / total))
+    if not keep:
+        return
+    s2, u, zx, d_bar, wait = (np.array(c)[:, None] for c in zip(*scalars))
+    n, nr = n_all[keep], nr_all[keep]
+    seen = n > 0
+    R = np.where(seen, nr / np.where(seen, n, 1.0), 0.0)
+    v = np.where(seen, n, 0.0) / s2
+    vu = v * u
+    # per block and class, for each reading: v, v u, v u^2, v y, v u y (y the share)
+    terms = [np.stack((v, vu, vu * u, v * y, vu * y), axis=2) for y in
+             (R * zx / d_bar, np.where(seen, R - wait, 0.0) / d_bar)]      # (B, C, 5) each
+    for k, i in enumerate(keep):
+        x = owners[i]
+        x.sums["ps"][:, 2:7] += terms[0][k]
+        x.sums["fcfs"][:, 2:7] += terms[1][k]
+
+
 @dataclass(frozen=True)
 class ClassSplit:
     """What :func:`class_split` found: ``demands`` per class under ``discipline`` (the decided
@@ -380,79 +418,125 @@ def class_split(sums: SplitSums, min_completions: float = MIN_COMPLETIONS
     """The per-class demands and the discipline from a tier's :class:`SplitSums` (module
     docstring); ``None`` while some class with completions has fewer than ``min_completions``
     with a response time (its mean would be noise) or no window gave a split."""
-    sums.flush()
-    if not sums.sums or not sums.classes:
-        return None
-    ps, fc = sums.sums["ps"], sums.sums["fcfs"]
-    w = ps[:, 0]
-    wl = w.tolist()
-    if not any(v > 0 for v in wl) or any(0 < v < min_completions for v in wl):
-        return None
+    return class_split_many([sums], min_completions)[0]
+
+
+def class_split_many(many: Sequence[SplitSums], min_completions: float = MIN_COMPLETIONS
+                     ) -> list[ClassSplit | None]:
+    """:func:`class_split` of each of ``many`` (the tiers of a round of solves). The tiers
+    with the same number of classes are computed together, one array step for all of them:
+    a tier's class split is a few dozen steps on arrays of one row per class, whose cost is
+    the call, not the row. Every step is elementwise or reduces one tier's row alone (the
+    same pairwise sum as that row alone), so each split is bit for bit the one tier's."""
+    out: list[ClassSplit | None] = [None] * len(many)
+    groups: dict[int, list[int]] = {}
+    flush_many(many)
+    for i, sums in enumerate(many):
+        if not sums.sums or not sums.classes:
+            continue
+        wl = sums.sums["ps"][:, 0].tolist()
+        if not any(v > 0 for v in wl) or any(0 < v < min_completions for v in wl):
+            continue
+        groups.setdefault(len(wl), []).append(i)
+    for idx in groups.values():
+        for i, split in zip(idx, _splits([many[i] for i in idx])):
+            out[i] = split
+    return out
+
+
+def _splits(group: list[SplitSums]) -> list[ClassSplit]:
+    """:func:`class_split_many` on tiers of as many classes each, each with a split: arrays
+    with a leading axis of tiers ``t``, disciplines (ps, fcfs) ``d`` next where both are."""
+    add = np.add.reduce                     # ndarray.sum without its Python wrapper
+    s = np.array([(x.sums["ps"], x.sums["fcfs"]) for x in group])  # (t, d, C, 8)
+    w = s[:, 0, :, 0]                                               # (t, C)
     live = w > 0
-    total = np.add.reduce                   # ndarray.sum without its Python wrapper
-    W = float(total(w))
-    V = float(total(ps[:, 2]))
-    mean_u = float(total(ps[:, 3])) / V if V > 0 else 0.0
-    var_u = max(float(total(ps[:, 4])) / V - mean_u * mean_u, 0.0) if V > 0 else 0.0
-    span = 2.0 * 1.2816 * math.sqrt(var_u)
-    # both disciplines at once, rows (ps, fcfs): elementwise, each row as alone
-    s = np.array((ps, fc))                                          # (2, C, 8)
-    sw = np.where(live, s[:, :, 0], 1.0)
-    raw2 = np.where(live, s[:, :, 1] / sw, 0.0)
-    pool = sums.pool                        # the ratio of the pooled means (module docstring)
-    r_bar = np.where(live, pool[:-1, 0] / sw[0], 0.0)
-    xr = float(pool[:-1, 1] @ r_bar)
-    if xr > 0:
-        raw2[0] = r_bar * (float(pool[-1, 0]) / xr)
+    live2 = live[:, None]
+    # the sums over the classes of w and of the load test's v, v u, v u^2: one row each
+    sums_c = add(np.ascontiguousarray(s[:, 0, :, :5].transpose(0, 2, 1)), axis=2).tolist()
+    spans, Ws = [], []
+    for W, _, V, vu, vu2 in sums_c:
+        mean_u = vu / V if V > 0 else 0.0
+        var_u = max(vu2 / V - mean_u * mean_u, 0.0) if V > 0 else 0.0
+        spans.append(2.0 * 1.2816 * math.sqrt(var_u))
+        Ws.append(W)
+    sw = np.where(live2, s[:, :, :, 0], 1.0)
+    raw2 = np.where(live2, s[:, :, :, 1] / sw, 0.0)                 # (t, d, C)
+    # the ratio of the pooled means (module docstring)
+    pool = np.array([x.pool for x in group])                        # (t, C + 1, 2)
+    r_bar = np.where(live, pool[:, :-1, 0] / sw[:, 0], 0.0)
+    factor = np.zeros(len(group))
+    pooled = np.zeros(len(group), dtype=bool)
+    for j, x in enumerate(group):
+        xr = float(x.pool[:-1, 1] @ r_bar[j])
+        if xr > 0:
+            factor[j], pooled[j] = float(x.pool[-1, 0]) / xr, True
+    raw2[:, 0] = np.where(pooled[:, None], r_bar * factor[:, None], raw2[:, 0])
     out2 = np.maximum(raw2, 0.0)
-    raw = {"ps": raw2[0], "fcfs": raw2[1]}
-    out = {"ps": out2[0], "fcfs": out2[1]}
-    score: dict[str, float | None] = {"ps": None, "fcfs": None}
-    if span >= MIN_SPAN:
-        sv = np.where(live & (s[:, :, 2] > 0), s[:, :, 2], 1.0)
-        mu, y = s[:, :, 3] / sv, s[:, :, 5] / sv
-        var = s[:, :, 4] / sv - mu * mu
-        cov = s[:, :, 6] / sv - mu * y
-        with np.errstate(divide="ignore", invalid="ignore"):
+    span = np.array(spans)
+    scored = span >= MIN_SPAN
+    num = den = None
+    if scored.any():
+        sv = np.where(live2 & (s[..., 2] > 0), s[..., 2], 1.0)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            mu, y = s[..., 3] / sv, s[..., 5] / sv
+            var = s[..., 4] / sv - mu * mu
+            cov = s[..., 6] / sv - mu * y
             slope = np.where(var > 1e-12, cov / var, 0.0)
-            rel = np.where(live & (y > 0), np.abs(slope) * span / np.where(y > 0, y, 1.0),
-                           0.0)
+            rel = np.where(live2 & (y > 0), np.abs(slope) * span[:, None, None]
+                           / np.where(y > 0, y, 1.0), 0.0)
         # busy time per class as each discipline reads it: a reading that makes a light
         # class heavy is judged on that class too
-        weight = np.where(live, out2 * w, 0.0)
-        num, den = total(rel * weight, 1).tolist(), total(weight, 1).tolist()
-        score = {d: num[i] / den[i] if den[i] > 0 else None for i, d in enumerate(DISCIPLINES)}
-    spread = np.where(live, fc[:, 7] / np.where(live, fc[:, 0], 1.0) - raw["fcfs"] ** 2, 0.0)
-    se = np.sqrt(np.maximum(spread, 0.0) / max(sums.windows, 1.0))
+        weight = np.where(live2, out2 * w[:, None], 0.0)
+        num, den = add(rel * weight, 2).tolist(), add(weight, 2).tolist()
+    fc = s[:, 1]
+    spread = np.where(live, fc[..., 7] / np.where(live, fc[..., 0], 1.0) - raw2[:, 1] ** 2,
+                      0.0)
+    windows = np.array([max(x.windows, 1.0) for x in group])
+    se = np.sqrt(np.maximum(spread, 0.0) / windows[:, None])
     # the readings' difference beyond two standard errors of the (noisier) FCFS reading
-    gap = np.maximum(np.abs(out["ps"] - out["fcfs"]) - 2.0 * se, 0.0)
-    diff = gap / np.maximum(np.maximum(out["ps"], out["fcfs"]), 1e-300)
-    agreed = diff[live]                     # (at least one class is live)
-    agreement = float(total(agreed)) / agreed.size      # ndarray.mean without its wrapper
-    decided, discipline, reason = False, "ps", None
-    a, b = score["ps"], score["fcfs"]
-    d_bar = float(total(out["ps"] * w) / W)
-    if np.logical_or.reduce(raw["fcfs"][live] < -np.maximum(NEGATIVE * d_bar, 3.0 * se[live])):
-        decided = True                     # R_c < W for some class: not one shared FCFS wait
-    elif a is not None and b is not None:
-        if a < DECIDE_RATIO * b:
-            decided, discipline = True, "ps"
-        elif b < DECIDE_RATIO * a:
-            decided, discipline = True, "fcfs"
-    identified = decided or agreement <= AGREE
-    if not identified:
-        reason = ("discipline undecided: the windows do not span loads (utilization span "
-                  f"{span:.2f}) and the PS and FCFS splits differ by {100 * agreement:.0f}%"
-                  if a is None else
-                  f"discipline undecided: load-dependence scores PS {a:.3g}, FCFS {b:.3g} "
-                  f"and the splits differ by {100 * agreement:.0f}%")
-    names = tuple(sums.classes)
-    return ClassSplit(
-        classes=names, demands=dict(zip(names, out[discipline].tolist())),
-        discipline=discipline,
-        by_discipline={d: dict(zip(names, v.tolist())) for d, v in out.items()},
-        scores=score, decided=decided, identified=identified, agreement=agreement,
-        span=span, reason=reason)
+    gap = np.maximum(np.abs(out2[:, 0] - out2[:, 1]) - 2.0 * se, 0.0)
+    diff = gap / np.maximum(np.maximum(out2[:, 0], out2[:, 1]), 1e-300)
+    every = live.all(axis=1).tolist()
+    diff_sums = add(diff, 1).tolist()       # a tier's mean where every class is live
+    d_bar = np.array([float(v) / W for v, W in zip(add(out2[:, 0] * w, 1).tolist(), Ws)])
+    # R_c < W for some class: not one shared FCFS wait
+    negative = np.logical_or.reduce(
+        live & (raw2[:, 1] < -np.maximum(NEGATIVE * d_bar[:, None], 3.0 * se)), axis=1).tolist()
+    result = []
+    for j, x in enumerate(group):
+        if every[j]:
+            agreement = diff_sums[j] / diff.shape[1]
+        else:
+            agreed = diff[j][live[j]]       # (at least one class is live)
+            agreement = float(add(agreed)) / agreed.size
+        score: dict[str, float | None] = {"ps": None, "fcfs": None}
+        if scored[j]:
+            score = {d: num[j][i] / den[j][i] if den[j][i] > 0 else None  # type: ignore
+                     for i, d in enumerate(DISCIPLINES)}
+        decided, discipline, reason = False, "ps", None
+        a, b = score["ps"], score["fcfs"]
+        if negative[j]:
+            decided = True
+        elif a is not None and b is not None:
+            if a < DECIDE_RATIO * b:
+                decided, discipline = True, "ps"
+            elif b < DECIDE_RATIO * a:
+                decided, discipline = True, "fcfs"
+        identified = decided or agreement <= AGREE
+        if not identified:
+            reason = ("discipline undecided: the windows do not span loads (utilization "
+                      f"span {spans[j]:.2f}) and the PS and FCFS splits differ by "
+                      f"{100 * agreement:.0f}%" if a is None else
+                      f"discipline undecided: load-dependence scores PS {a:.3g}, FCFS {b:.3g} "
+                      f"and the splits differ by {100 * agreement:.0f}%")
+        names = tuple(x.classes)
+        readings = {d: dict(zip(names, v)) for d, v in zip(DISCIPLINES, out2[j].tolist())}
+        result.append(ClassSplit(
+            classes=names, demands=dict(readings[discipline]), discipline=discipline,
+            by_discipline=readings, scores=score, decided=decided, identified=identified,
+            agreement=agreement, span=spans[j], reason=reason))
+    return result
 
 
 def preferred_reading(split: ClassSplit, z: np.ndarray, X: np.ndarray

@@ -4,12 +4,14 @@ of the model and the load-dependence flag (:func:`streams.core.tier.load_depende
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 
 from estimators.class_split import (AGREE, MIN_SPAN, PREFER_LR, ClassSplit, SplitSums,
-                                    above_response, class_split, preferred_reading, split_rows,
-                                    window_demands)
+                                    above_response, class_split, class_split_many,
+                                    preferred_reading, split_rows, window_demands)
 from solvers.simulation.ps_server import monitor_ps
 from streams.core.tier import load_dependence
 from streams.predict.model import SystemModel
@@ -130,6 +132,47 @@ def test_rows_of_many_tiers_deferred_give_the_same_sums_as_adding_each():
         s.grow(CLASSES)
         s.add(U[30:60], np.ones(30), X[30:60], R[30:60], counts[30:60])
     assert one.to_dict() == two.to_dict()
+
+
+def test_a_rounds_splits_together_are_each_tiers_alone_bit_for_bit():
+    """class_split_many over tiers of several class counts (PS and FCFS, one mix and a moving
+    one, a class that never completes, windows still deferred, blocks completed in the fold)
+    gives each tier's split and sums exactly as reading that tier alone."""
+    rng = np.random.default_rng(11)
+    tiers = []
+    for k in range(9):
+        data = list(_windows(rng, _levels(rng, 40 + 10 * k), (_ps, _fcfs)[k % 2],
+                             steady=k % 3 == 0))
+        if k % 4 == 1:
+            data[1][:, 2] = data[3][:, 2] = 0.0           # a class without completions
+            data[2][:, 2] = np.nan
+        width = 3 if k % 3 == 2 else 4
+        U, X, R, counts = data[0], *(a[:, :width] for a in data[1:])
+        s = SplitSums()
+        s.grow(CLASSES[:width])
+        half = U.size // 2
+        s.add(U[:half], np.ones(half), X[:half], R[:half], counts[:half])
+        s.defer(*split_rows(U[half:], np.ones(U.size - half), X[half:], R[half:], counts[half:]))
+        tiers.append(s)
+    for k in range(4):                      # 14 classes: numpy's sums pairwise, not in a row
+        K = 200
+        X = rng.uniform(0.0, 20.0, (K, 14)) * ((np.arange(14) != k) | (k > 1))
+        R = np.where(X > 0, rng.uniform(0.001, 0.2, (K, 14)), np.nan)
+        U = rng.uniform(0.1, 0.9, K) if k % 2 else rng.uniform(0.5, 0.55, K)
+        s = SplitSums()
+        s.grow([f"c{i}" for i in range(14)])
+        s.add(U[:150], np.full(150, 2.0), X[:150], R[:150], 5.0 * X[:150])
+        s.defer(*split_rows(U[150:], np.full(50, 2.0), X[150:], R[150:], 5.0 * X[150:]))
+        tiers.append(s)
+    alone = copy.deepcopy(tiers)
+    assert all(s.pending for s in tiers)
+    together = class_split_many(tiers)
+    assert together == [class_split(s) for s in alone]
+    assert sum(sp is not None and sp.scores["ps"] is not None for sp in together) >= 3
+    for a, b in zip(alone, tiers):
+        assert not b.pending and a.to_dict() == b.to_dict()
+        for d in a.sums:
+            assert a.sums[d].tobytes() == b.sums[d].tobytes()
 
 
 def test_a_class_needs_completions_and_response_times():

@@ -26,9 +26,9 @@ def test_steps_go_through_their_markers(monkeypatch: pytest.MonkeyPatch) -> None
         return make
 
     monkeypatch.setattr(pi, "MARKERS", [counting(0), counting(1), *pi.MARKERS[2:]])
-    pi.main(["cold", "1", "--steps", "estimators.class_split:class_split",
+    pi.main(["cold", "1", "--steps", "streams.core.tier:TierState.refresh",
              "streams.engine.system:SystemState.prepare"])
-    # 10 systems of 3 tiers: a split per tier and solve, one prepare per system and solve
+    # 10 systems of 3 tiers: a refresh per tier and solve, one prepare per system and solve
     assert calls[0] > 0 and calls[1] > 0
     assert calls[0] == 3 * calls[1]
 

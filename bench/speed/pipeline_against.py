@@ -45,6 +45,7 @@ FUNCTIONS = [
     ("streams.engine.pipeline", "Pipeline._admit"), ("streams.core.tier", "step_tiers"),
     ("streams.core.tier", "_apply_group"), ("streams.engine.system", "SystemState.prepare"),
     ("streams.core.tier", "TierState.refresh"), ("estimators.class_split", "class_split"),
+    ("estimators.class_split", "class_split_many"),
     ("estimators.dispersion.interval", "index_of_dispersion_interval"),
     ("streams.core.tier", "TierState._separability"), ("streams.core.tier", "load_dependence"),
     ("streams.core.tier", "TierState.take_interval"), ("streams.engine.system", "SystemState._visits"),

@@ -38,6 +38,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from itertools import chain
 from operator import itemgetter
+from types import EllipsisType
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -726,7 +727,8 @@ class TierState:
         return select_by_scores(self.scores, ESTIMATORS).estimator
 
     # -- at solve time ------------------------------------------------------------------------
-    def refresh(self, fit_map: bool = True) -> TierModel:
+    def refresh(self, fit_map: bool = True, split: ClassSplit | None | EllipsisType = ...
+                ) -> TierModel:
         """Estimate ``I``, regression, p95 and (when they moved) the MAP(2) fit.
 
         ``I``, the service-time p95 and the mean service time describe the whole history
@@ -735,7 +737,9 @@ class TierState:
         (:data:`IDC_REFRESH_SHARE`, at least :data:`IDC_REFRESH_MIN` windows), the regression
         over its last ``regression_windows`` once a quarter of those are new
         (:data:`REGRESSION_REFRESH_SHARE`). The MAP(2) is fitted for a bursty
-        tier when ``fit_map`` (the system's MAP network can use it)."""
+        tier when ``fit_map`` (the system's MAP network can use it). ``split``: the tier's
+        :func:`~estimators.class_split.class_split` as now, where the caller computed it
+        (:func:`~estimators.class_split.class_split_many`: a round's tiers together)."""
         cfg = self.config
         hist, n_classes = self.history, len(self.classes)
         kept = min(hist.seq, hist.capacity)
@@ -743,7 +747,8 @@ class TierState:
         idc_bounds = [self.model.get("idc_lower"), self.model.get("idc_upper")]
         idc_reference = self.model.get("idc_reference")
         p95, mean = self.model.get("p95_s"), self.model.get("mean_service_s")
-        split = class_split(self.split_sums)
+        if split is ...:
+            split = class_split(self.split_sums)
         fresh = hist.seq - self.idc_seq
         if kept and (self.idc_seq == 0 or "idc_lower" not in self.model   # (state before it)
                      or fresh >= max(IDC_REFRESH_MIN, IDC_REFRESH_SHARE * kept)):

@@ -23,6 +23,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from estimators.class_split import ClassSplit, class_split_many
 from solvers.mva import mva_curves
 from solvers.mva_general import mva_curves_general
 from streams.alerts import text
@@ -80,8 +81,17 @@ def solve_systems(due: list[tuple["SystemState", float]],
     :attr:`~streams.predict.model.SystemModel.solver_think` (the think time plus the tiers'
     pure delays), the think time its :meth:`~streams.predict.model.SystemModel.curve` uses.
     """
-    prepared = [state.prepare(time, n) for (state, time), n in
-                zip(due, tiers if tiers is not None else [None] * len(due))]
+    counts = tiers if tiers is not None else [None] * len(due)
+    solved = [list(state.solved_tiers(n).values()) for (state, _), n in zip(due, counts)]
+    splits: list[list[ClassSplit | None] | None] = [None] * len(due)
+    if len({id(state) for state, _ in due}) == len(due):
+        # every tier's class split in one batch (their cost is the numpy calls, not the
+        # rows), read before any tier's interval is taken as each prepare would read it: so
+        # only where each system comes once
+        flat = iter(class_split_many([t.split_sums for one in solved for t in one]))
+        splits = [[next(flat) for _ in one] for one in solved]
+    prepared = [state.prepare(time, n, split) for (state, time), n, split in
+                zip(due, counts, splits)]
     models = [p.model for p in prepared if p.model is not None]
     # the models with general service by the general recursion, the others by exact MVA (the
     # general recursion's curve at SCV 1 is exact MVA's bit for bit, solvers.mva_general, at
@@ -305,20 +315,27 @@ class SystemState(Admission):
         :func:`solve_systems` for one system)."""
         return solve_systems([(self, time)])[0]
 
-    def prepare(self, time: float, tiers: int | None = None) -> "_Solve":
+    def solved_tiers(self, tiers: int | None = None) -> dict[str, TierState]:
+        """The tiers a solve covers: the first ``tiers`` (``None``: all)."""
+        return self.tiers if tiers is None or tiers >= len(self.tiers) \
+            else dict(islice(self.tiers.items(), tiers))
+
+    def prepare(self, time: float, tiers: int | None = None,
+                splits: list[ClassSplit | None] | None = None) -> "_Solve":
         """First half of a solve: refresh the tiers' estimates, take the interval's
         measurements, build the model (its MVA curve is computed next, for every system of a
         round together: :func:`solve_systems`). ``tiers``: only the first that many tiers
-        (:attr:`solve_tiers`; ``None``: all)."""
+        (:attr:`solve_tiers`; ``None``: all); ``splits``: their class splits as now, where
+        the caller computed them (``None``: each tier its own)."""
         cfg = self.config
         self.solves += 1
         if self.held_due:
             held = self.held_due.pop(0)
         else:                               # the final solve of a finite input
             held, self.held = self.held, 0
-        solved = self.tiers if tiers is None or tiers >= len(self.tiers) \
-            else dict(islice(self.tiers.items(), tiers))
-        models = [t.refresh() for t in solved.values()]
+        solved = self.solved_tiers(tiers)
+        models = [t.refresh() for t in solved.values()] if splits is None else \
+            [t.refresh(split=split) for t, split in zip(solved.values(), splits)]
         intervals = {name: t.take_interval() for name, t in solved.items()}
         classes: list[str] = []
         for t in solved.values():
