@@ -21,7 +21,8 @@ whose foreign share exceeds ``--foreign-max`` is repeated (``--repeats``), and m
   shared out by the servers' own figures);
 - **capacity from one low-load run**: the lowest run at or under 30% of the measured knee;
 - **the ramp** (``--ramp FROM:TO:SECONDS``): the first firing predicted-breach alert against
-  the measured breach (the first minute whose worst class's mean exceeds its SLO).
+  the measured breach (:func:`breach_minute`: after the first minute, the first minute whose
+  worst class's mean exceeds its SLO in it and in the next).
 - **the demands against the servers' own CPU** where the app counts it
   (:mod:`bench.testbed.pointtruth`): per run, per ramp and after a ramp's first ten minutes
   (the counters of those minutes kept from Prometheus);
