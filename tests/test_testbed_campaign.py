@@ -144,3 +144,22 @@ def test_a_measured_backend_cpu_is_the_truth_itself():
     campaign.cpu_split([t])
     assert [(c["db_cpu_s"], c["db_cpu_call_s"]) for c in t["classes"]] == [(0.004, 0.004),
                                                                               (0.03, 0.03)]
+
+
+def test_a_ramps_breach_is_the_first_sustained_one_after_the_warmup():
+    from bench.testbed.campaign import breach_minute
+
+    class T:   # camp6's open ramp in small: a start-up minute over, a one-minute stall, the load
+        minutes = {0: _minute(buy=0.12, search=0.1), 1: _minute(buy=0.03, search=0.1),
+                   2: _minute(buy=0.13, search=0.1), 3: _minute(buy=0.04, search=0.1),
+                   4: _minute(buy=0.05, search=0.25), 5: _minute(buy=0.11, search=0.1),
+                   6: _minute(buy=0.12, search=0.3)}
+    slo = {"buy": 0.1, "search": 0.2}
+    # minute 0 is the warm-up, minute 2's stall is gone in minute 3; minute 4 (search) runs on
+    # into minute 5 (buy): some class over its SLO in both
+    assert breach_minute(T, slo) == 4
+    assert breach_minute(T, slo, warmup=0, persist=1) == 0    # the rule before
+    assert breach_minute(T, slo, persist=3) == 4
+    # a breach seen only in the ramp's last minute is not confirmed
+    T.minutes = {m: _minute(buy=0.05) for m in range(5)} | {5: _minute(buy=0.2)}
+    assert breach_minute(T, slo) is None

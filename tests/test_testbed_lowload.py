@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from bench.testbed.lowload import combined_knee, judge, solve_rows
+from bench.testbed.lowload import combined_knee, judge, report, solve_rows
 from solvers.pools_spread import SPREAD_FLAG
 
 
@@ -48,6 +48,17 @@ def test_every_solve_of_the_run_is_listed_after_the_warmup_until_the_load_ended(
     assert [r["capacity_users"] for r in rows] == [20, 22]
     assert [r["spread_chain"] for r in rows] == [False, True]
     assert rows[0]["tiers"]["db"]["demands"] == {"buy": 0.004}
+
+
+def test_each_solve_states_its_bottleneck_and_pool_utilization():
+    pred = _pred(70.0, 14) | {"bottleneck_tier": "workers", "pools": {
+        "workers": {"utilization": 0.93, "utilization_measured": 0.97}}}
+    (row,) = solve_rows([pred, _pred(80.0, 15)], start=0.0, end=75.0)
+    assert row["bottleneck"] == "workers"
+    assert row["pools"] == {"workers": {"u_model": 0.93, "u_measured": 0.97}}
+    assert "| workers | workers 0.970 / 0.930 |" in report(
+        {"knee_users": 10.0, "users": 2, "share_of_knee": 0.2, "capacity_users": 14,
+         "error": 0.4, "solves": [row]})
 
 
 def test_the_capacity_is_the_runs_last_solve_against_the_combined_knee(tmp_path):

@@ -21,7 +21,8 @@ whose foreign share exceeds ``--foreign-max`` is repeated (``--repeats``), and m
   shared out by the servers' own figures);
 - **capacity from one low-load run**: the lowest run at or under 30% of the measured knee;
 - **the ramp** (``--ramp FROM:TO:SECONDS``): the first firing predicted-breach alert against
-  the measured breach (the first minute whose worst class's mean exceeds its SLO).
+  the measured breach (:func:`breach_minute`: after the first minute, the first minute whose
+  worst class's mean exceeds its SLO in it and in the next).
 - **the demands against the servers' own CPU** where the app counts it
   (:mod:`bench.testbed.pointtruth`): per run, per ramp and after a ramp's first ten minutes
   (the counters of those minutes kept from Prometheus);
@@ -541,10 +542,26 @@ def campaign(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
-def breach_minute(t: Any, slo: dict[str, float]) -> int | None:
-    """The first minute whose mean response time of some class exceeds its SLO."""
-    return next((m for m, rows in sorted(t.minutes.items()) if any(
-        s.cls in slo and s.n > 0 and s.mean_s > slo[s.cls] for s in rows)), None)
+#: a ramp's measured breach: minutes skipped as the load's warm-up, and how many minutes in a
+#: row must hold a class over its SLO (:func:`breach_minute`)
+BREACH_WARMUP_MIN = 1
+BREACH_PERSIST_MIN = 2
+
+
+def breach_minute(t: Any, slo: dict[str, float], warmup: int = BREACH_WARMUP_MIN,
+                  persist: int = BREACH_PERSIST_MIN) -> int | None:
+    """The first minute of a ramp's sustained breach: from minute ``warmup`` on (minute 0 holds
+    the load's start: cold caches, connections opening), the first minute whose mean response
+    time of some class exceeds its SLO and that stays so -- some class over its SLO -- for
+    ``persist`` minutes in a row. A one-minute mean of a heavy-tailed workload is pushed over an
+    SLO by one coincidence: on the testbed two of the largest category's searches (0.66 s each)
+    holding both sync workers stall every class for ~1.2 s, and a minute holding that stall
+    reads 1.3-3.6x the SLO while the next reads 0.3-0.7x. A breach an operator is paged for is
+    the load's, which persists; the same rule judges closed and open ramps."""
+    over = {m: any(s.cls in slo and s.n > 0 and s.mean_s > slo[s.cls] for s in rows)
+            for m, rows in t.minutes.items()}
+    return next((m for m in sorted(over) if m >= warmup
+                 and all(over.get(m + k, False) for k in range(persist))), None)
 
 
 def open_ramp(args: argparse.Namespace, out: Path, meter: ForeignMeter, config: Path,
@@ -674,9 +691,10 @@ def rejudge(src: Path, out: Path, workers: int | None = None,
                           None if refetch else src / "perfcast-ramp" / "prometheus-windows.jsonl")
         firing = [x["time"] for x in pc["alerts"]
                   if x.get("alert") == "predicted_breach" and x.get("state") == "firing"]
+        log = src / "load-ramp.jsonl"
+        rp["measured_breach_min"] = rebreach(log, res["slo_s"], rp["measured_breach_min"])
         breach_t = (None if rp["measured_breach_min"] is None
                     else start + 60.0 * rp["measured_breach_min"])
-        log = src / "load-ramp.jsonl"
         ramp_truth = asdict(truth_of(_jsonl(log))) if log.exists() else None
         if ramp_truth is not None:
             cpu_split([ramp_truth], unit)
@@ -697,10 +715,11 @@ def rejudge(src: Path, out: Path, workers: int | None = None,
                           src / "perfcast-open-ramp" / "prometheus-windows.jsonl")
         firing = [x["time"] for x in pc["alerts"]
                   if x.get("alert") == "predicted_breach" and x.get("state") == "firing"]
+        log = src / "load-open-ramp.jsonl"
+        op["measured_breach_min"] = rebreach(log, res["slo_s"], op["measured_breach_min"])
         breach_t = (None if op["measured_breach_min"] is None
                     else start + 60.0 * op["measured_breach_min"])
         preds = [p for p in pc["predictions"] if p.get("classes")]
-        log = src / "load-open-ramp.jsonl"
         op.update(first_alert_min=(firing[0] - start) / 60 if firing else None,
                   lead_min=(breach_t - firing[0]) / 60 if firing and breach_t else None,
                   misnamed=misnamed_alerts(pc["alerts"], truth_of(_jsonl(log)), res["slo_s"],
@@ -718,6 +737,29 @@ def rejudge(src: Path, out: Path, workers: int | None = None,
                                        hold / 60.0 if hold >= 120.0 else POINT_MINUTES))
     (out / "campaign.json").write_text(json.dumps(res, indent=1, default=str))
     return res
+
+
+def keep_server_log(out: Path) -> None:
+    """PostgreSQL's server log (checkpoints, autovacuum: up.sh logs both) copied to
+    ``out/postgres.log`` before down.sh deletes the run dir: a stall in the load's log is then
+    matched against the server's own account of that second."""
+    state = Path(os.environ.get("PERFCAST_CACHE", Path.home() / ".cache/perfcast"))
+    try:
+        log = Path((state / "testbed" / "run-dir").read_text().strip()) / "log" / "postgres.log"
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "postgres.log").write_bytes(log.read_bytes())
+    except OSError as e:
+        print(f"  the server log was not kept: {e}", file=sys.stderr, flush=True)
+
+
+def rebreach(log: Path, slo: dict[str, float], stored: float | None) -> float | None:
+    """A former ramp's measured breach (minutes from its start, the end of the breach's first
+    minute) by today's :func:`breach_minute` over its load log; the stored figure where the
+    log was not kept."""
+    if not log.exists():
+        return stored
+    bm = breach_minute(truth_of(_jsonl(log)), slo)
+    return None if bm is None else bm + 1.0
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
@@ -917,6 +959,8 @@ def main(argv: list[str] | None = None) -> int:
            "TESTBED_APP_CPU": str(args.aux_cpu), "TESTBED_NICE": "0",
            "TESTBED_RT_PRIO": str(args.rt_prio) if args.rt_prio else "",
            "TESTBED_DB_AUTOGROUP_NICE": str(args.db_autogroup_nice)}
+    if args.workers:    # the pool declared is the pool started (0: up.sh's default, undeclared)
+        env["TESTBED_WORKERS"] = str(args.workers)
     if not args.no_up:
         up = _sh(["bash", "infra/testbed/up.sh"], env=_env(env), capture_output=True)
         for line in up.stdout.splitlines():
@@ -935,6 +979,7 @@ def main(argv: list[str] | None = None) -> int:
         res = campaign(args)
     finally:
         if not args.no_up:
+            keep_server_log(Path(args.out))
             _sh(["bash", "infra/testbed/down.sh"], env=_env(env), stdout=subprocess.DEVNULL)
     print(markdown(res) if args.markdown else json.dumps(
         {k: v for k, v in res.items() if k != "runs"}, indent=1, default=str))

@@ -43,7 +43,8 @@ def combined_knee(low: dict[str, Any], around: dict[str, Any]) -> float | None:
 def solve_rows(preds: list[dict[str, Any]], start: float, end: float) -> list[dict[str, Any]]:
     """Per solve of the run (after the warm-up, not after the load's end): its time since the
     start, the capacity, the class that breaches first, trust, whether the pool model was the
-    held chain of the spread tier (its flag) and per tier the measured and modelled
+    held chain of the spread tier (its flag), the bottleneck the solve names, per pool and per
+    tier the measured and modelled
     utilization and the per-class demands the model used
     (:func:`bench.testbed.campaign.used_demands`)."""
     rows = []
@@ -59,6 +60,10 @@ def solve_rows(preds: list[dict[str, Any]], start: float, end: float) -> list[di
                      "capacity_users": p.get("capacity_users"),
                      "breach_class": p.get("breach_class"), "trusted": p.get("model_trusted"),
                      "spread_chain": any(f.startswith(SPREAD_FLAG) for f in p.get("flags", [])),
+                     "bottleneck": p.get("bottleneck_tier"),
+                     "pools": {name: {"u_model": v.get("utilization"),
+                                      "u_measured": v.get("utilization_measured")}
+                               for name, v in (p.get("pools") or {}).items()},
                      "tiers": tiers})
     return rows
 
@@ -87,14 +92,17 @@ def report(res: dict[str, Any]) -> str:
     lines = [f"knee {_fmt(res['knee_users'], '.1f')} users; the {res['users']}-user run "
              f"(share of the knee {_fmt(res['share_of_knee'], '.2f')}): capacity "
              f"{res['capacity_users']} (error {_fmt(err, '+.0f')}%)", "",
-             "t_s | users | capacity | breach class | trusted | spread chain | db U measured / "
-             "model | db demands used"]
+             "t_s | users | capacity | breach class | trusted | spread chain | bottleneck | "
+             "pool U measured / model | db U measured / model | db demands used"]
     for r in res["solves"]:
         db = r["tiers"].get("db", {})
         dem = ", ".join(f"{c} {1000 * v:.1f}" for c, v in sorted(db.get("demands", {}).items())
                         if v is not None)
+        pools = ", ".join(f"{n} {_fmt(v['u_measured'], '.3f')} / {_fmt(v['u_model'], '.3f')}"
+                          for n, v in sorted(r.get("pools", {}).items())) or "-"
         lines.append(f"{r['t_s']:.0f} | {r['users']} | {r['capacity_users']} | "
                      f"{r['breach_class']} | {r['trusted']} | {r['spread_chain']} | "
+                     f"{r.get('bottleneck')} | {pools} | "
                      f"{_fmt(db.get('u_measured'), '.3f')} / "
                      f"{_fmt(db.get('u_model'), '.3f')} | {dem} ms")
     return "\n".join(lines)

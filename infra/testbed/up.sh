@@ -88,6 +88,11 @@ jit = off
 # the WAL's write and sync time in pg_stat_wal (postgres_exporter's pg_testbed_wal)
 track_wal_io_timing = on
 log_min_messages = warning
+# the server's own account of a stall in the load's log: checkpoints (every 5 min, each ending
+# with the sync of the pages it wrote) and every autovacuum, in log/postgres.log, which the
+# campaign keeps beside its runs
+log_checkpoints = on
+log_autovacuum_min_duration = 0
 CONF_EOF
 taskset -c "${TESTBED_DB_CPU}" nice -n "${TESTBED_NICE}" "${AS_PG[@]}" "${TESTBED_PG_BIN}/pg_ctl" \
   -D "${RUN}/pg" -l "${RUN}/log/postgres.log" -w -t 60 start > /dev/null \
