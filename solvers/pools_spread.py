@@ -49,7 +49,10 @@ service distribution beyond the mean (BCMP: Baskett et al. 1975): the tier is pr
 SCV 1 (``tier_scv`` and ``class_scv`` there) wherever it is solved -- at the chain's other held
 tiers and in :func:`solvers.pools_general.solve_pools_general`'s factor, which keeps the classes'
 spread of cost the token's first-come-first-served queue sees (Lee and Longton 1959). The chain
-takes the held first-come-first-served tier of most spread, if any.
+takes the held first-come-first-served tier of most spread, if any. A processor-sharing tier whose
+holders cannot outnumber its cores -- a pool over it of at most that many tokens -- shares no
+core: each holder is served alone under either discipline, so it counts as first-come-first-served
+(:func:`sharing`; a single-threaded server held by a pool of 1 is the case).
 
 Where the chain does not apply -- no tier of spread beyond exponential, ``b`` not first or last
 of one pool's held tiers, no think time, no other held demand, nested pools over ``b``, a
@@ -73,7 +76,7 @@ from .pools_bursty import base_mix, held_chain_applies, solve_pools_bursty
 from .pools_general import _class_scv, solve_pools_general
 from .processes import MAP
 
-__all__ = ["spread_processes", "solve_pools_spread", "ps_product_form", "SPREAD_FLAG"]
+__all__ = ["spread_processes", "solve_pools_spread", "ps_product_form", "sharing", "SPREAD_FLAG"]
 
 #: a tier's services whose second moment is within this share of exponential service's are
 #: taken as exponential (equal costs, or classes within rounding of each other)
@@ -89,6 +92,22 @@ def _phases(mean: float, scv: float) -> tuple[list[float], list[float]]:
         return [1.0 / mean], [1.0]
     p = 0.5 * (1.0 + math.sqrt((scv - 1.0) / (scv + 1.0)))
     return [2.0 * p / mean, 2.0 * (1.0 - p) / mean], [p, 1.0 - p]
+
+
+def sharing(ps: Any, servers: Any, pools: Sequence[PoolSpec], M: int) -> np.ndarray | None:
+    """The processor-sharing tiers (``ps``, ``(M,)`` booleans; ``None``: none) that can share a
+    core: those no pool of at most their cores' tokens holds (module docstring)."""
+    if ps is None or not np.any(ps):
+        return ps
+    mask = np.array(ps, dtype=bool).reshape(-1)
+    if mask.shape != (M,):
+        raise ValueError(f"ps: must be {M} booleans, one per tier, got {ps!r}")
+    c = np.ones(M) if servers is None else np.broadcast_to(np.asarray(servers, float), (M,))
+    for pool in pools:
+        for m in range(pool.first, pool.last):
+            if pool.size <= c[m]:
+                mask[m] = False
+    return mask
 
 
 def ps_product_form(ps: Any, M: int, C: int, tier_scv: Any = None, class_scv: Any = None
@@ -119,6 +138,7 @@ def spread_processes(demands: Any, mix: Any, servers: Any, pools: Sequence[PoolS
     Dmc = np.asarray(demands, dtype=float)
     Dmc = Dmc[:, None] if Dmc.ndim == 1 else Dmc
     M, C = Dmc.shape
+    ps = sharing(ps, servers, pools, M)
     tier_scv, class_scv = ps_product_form(ps, M, C, tier_scv, class_scv)
     shared = np.zeros(M, dtype=bool) if ps is None else np.asarray(ps, dtype=bool).reshape(M)
     p = base_mix(Dmc, mix)
@@ -183,6 +203,7 @@ def solve_pools_spread(demands: Any, population: int, think_time: float = 0.0,
     pools = list(pools)
     Dmc = np.asarray(demands, dtype=float)
     M, C = (Dmc.shape[0], 1) if Dmc.ndim == 1 else Dmc.shape
+    ps = sharing(ps, servers, pools, M)
     procs = None if not pools or population == 0 else spread_processes(
         demands, mix, servers, pools, tier_scv, class_scv, ps)
     tier_scv, class_scv = ps_product_form(ps, M, C, tier_scv, class_scv)

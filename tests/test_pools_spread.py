@@ -220,6 +220,26 @@ def test_a_processor_sharing_held_tier_is_product_form_not_the_chain():
         solve_pools_spread(two, 20, 1.0, [1, 1], pools, [0.8, 0.2], ps=[True])
 
 
+def test_a_processor_sharing_tier_its_pool_keeps_within_its_cores_is_fcfs():
+    """A pool of at most the PS db's cores never lets two holders share a core: each is served
+    alone under either discipline, so the answer is the FCFS db's (the chain), bit for bit --
+    a single-threaded server held by a pool of 1; with more tokens than cores the PS db is
+    product form and the answer moves."""
+    two = np.array([[0.001, 0.001], [0.003, 0.12]])
+    for size, cores in ((1, 1), (2, 2), (4, 4)):
+        pools = [PoolSpec(size, 0, 2)]
+        fcfs = solve_pools_spread(two, 20, 1.0, [1, cores], pools, [0.8, 0.2])
+        ps = solve_pools_spread(two, 20, 1.0, [1, cores], pools, [0.8, 0.2],
+                                ps=[False, True])
+        assert any(f.startswith(SPREAD_FLAG) for f in ps.flags), size
+        _same(ps, fcfs)
+    pools = [PoolSpec(3, 0, 2)]
+    fcfs = solve_pools_spread(two, 20, 1.0, [1, 2], pools, [0.8, 0.2])
+    ps = solve_pools_spread(two, 20, 1.0, [1, 2], pools, [0.8, 0.2], ps=[False, True])
+    assert not any(f.startswith(SPREAD_FLAG) for f in ps.flags)
+    assert ps.throughput != fcfs.throughput
+
+
 def test_the_pipeline_model_takes_its_processor_sharing_db_as_product_form():
     """The testbed's shape with the db processor sharing: no chain, the factor model with
     the db's SCV 1, a larger capacity than the FCFS db's chain."""

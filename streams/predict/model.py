@@ -86,7 +86,8 @@ the factor gives way to the held chain with that tier's services as the classes'
 mixture (:func:`solvers.pools_spread.solve_pools_spread`): a request finding every token held
 waits for the dear request in service, which a factor on the token queue cannot know (flagged);
 a processor-sharing tier (:attr:`SystemModel.ps`) is never the chain's, but product form (its
-holders progress together; its queue insensitive beyond the mean, Baskett et al. 1975).
+holders progress together; its queue insensitive beyond the mean, Baskett et al. 1975),
+unless a pool over it has at most its cores' tokens (then no holder shares a core: FCFS).
 Pure delays are infinite-server stations inside the holding time of the pools over their tier
 on every route, which is decided without them: the answer is continuous as a delay goes to 0.
 One bursty tier held by one pool (first or last of its held tiers) is solved by
