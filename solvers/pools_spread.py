@@ -94,14 +94,22 @@ def _phases(mean: float, scv: float) -> tuple[list[float], list[float]]:
     return [2.0 * p / mean, 2.0 * (1.0 - p) / mean], [p, 1.0 - p]
 
 
-def sharing(ps: Any, servers: Any, pools: Sequence[PoolSpec], M: int) -> np.ndarray | None:
-    """The processor-sharing tiers (``ps``, ``(M,)`` booleans; ``None``: none) that can share a
-    core: those no pool of at most their cores' tokens holds (module docstring)."""
+def _ps_mask(ps: Any, M: int) -> np.ndarray | None:
+    """``ps`` as ``(M,)`` booleans (a copy), ``None`` where no tier is processor sharing."""
     if ps is None or not np.any(ps):
-        return ps
+        return None
     mask = np.array(ps, dtype=bool).reshape(-1)
     if mask.shape != (M,):
         raise ValueError(f"ps: must be {M} booleans, one per tier, got {ps!r}")
+    return mask
+
+
+def sharing(ps: Any, servers: Any, pools: Sequence[PoolSpec], M: int) -> np.ndarray | None:
+    """The processor-sharing tiers (``ps``, ``(M,)`` booleans; ``None``: none) that can share a
+    core: those no pool of at most their cores' tokens holds (module docstring)."""
+    mask = _ps_mask(ps, M)
+    if mask is None:
+        return None
     c = np.ones(M) if servers is None else np.broadcast_to(np.asarray(servers, float), (M,))
     for pool in pools:
         for m in range(pool.first, pool.last):
@@ -114,11 +122,9 @@ def ps_product_form(ps: Any, M: int, C: int, tier_scv: Any = None, class_scv: An
                     ) -> tuple[np.ndarray | None, np.ndarray | None]:
     """``(tier_scv, class_scv)`` with the processor-sharing tiers' (``ps``, ``(M,)`` booleans;
     ``None``: none) SCVs 1: product form there (module docstring)."""
-    if ps is None or not np.any(ps):
+    mask = _ps_mask(ps, M)
+    if mask is None:
         return tier_scv, class_scv
-    mask = np.asarray(ps, dtype=bool).reshape(-1)
-    if mask.shape != (M,):
-        raise ValueError(f"ps: must be {M} booleans, one per tier, got {ps!r}")
     v = np.ones(M) if tier_scv is None else np.array(tier_scv, dtype=float).reshape(-1)
     v[mask] = 1.0
     vc = None if class_scv is None else np.array(class_scv, dtype=float)
@@ -140,7 +146,7 @@ def spread_processes(demands: Any, mix: Any, servers: Any, pools: Sequence[PoolS
     M, C = Dmc.shape
     ps = sharing(ps, servers, pools, M)
     tier_scv, class_scv = ps_product_form(ps, M, C, tier_scv, class_scv)
-    shared = np.zeros(M, dtype=bool) if ps is None else np.asarray(ps, dtype=bool).reshape(M)
+    shared = np.zeros(M, dtype=bool) if ps is None else ps
     p = base_mix(Dmc, mix)
     c = np.ones(M) if servers is None else np.broadcast_to(
         np.asarray(servers, dtype=float), (M,))
