@@ -196,22 +196,33 @@ def _fcfs_read_back(res: PoolResult, demands: Any, mix: Any,
     return Dmc.sum(axis=0) + float(queue.sum()) + float(waits.sum())
 
 
+#: :func:`solve_pools_spread`'s ``processes`` default: :func:`spread_processes` computed there
+COMPUTE: Any = object()
+
+
 def solve_pools_spread(demands: Any, population: int, think_time: float = 0.0,
                        servers: Any = None, pools: Sequence[PoolSpec] = (), mix: Any = None,
                        tier_scv: Any = None, class_scv: Any = None,
-                       delays: Any = None, ps: Any = None) -> PoolResult:
+                       delays: Any = None, ps: Any = None,
+                       processes: Any = COMPUTE) -> PoolResult:
     """The pool model with the held first-come-first-served tier of most spread in the held
     chain (module docstring), :func:`solvers.pools_general.solve_pools_general` where the
     chain does not apply; ``delays``: ``delta_{m,c}`` the tiers' pure delays (``None``:
     none), in the residence times and the classes' response times returned; ``ps``: ``(M,)``
-    the processor-sharing tiers, product form (module docstring; ``None``: none). The chain's
+    the processor-sharing tiers, product form (module docstring; ``None``: none);
+    ``processes``: :func:`spread_processes` of these arguments where the caller has it (it
+    does not depend on the population: a capacity search's probes share it). The chain's
     solutions carry :data:`SPREAD_FLAG`'s flag."""
     pools = list(pools)
     Dmc = np.asarray(demands, dtype=float)
     M, C = (Dmc.shape[0], 1) if Dmc.ndim == 1 else Dmc.shape
     ps = sharing(ps, servers, pools, M)
-    procs = None if not pools or population == 0 else spread_processes(
-        demands, mix, servers, pools, tier_scv, class_scv, ps)
+    if not pools or population == 0:
+        procs = None
+    elif processes is COMPUTE:
+        procs = spread_processes(demands, mix, servers, pools, tier_scv, class_scv, ps)
+    else:
+        procs = processes
     tier_scv, class_scv = ps_product_form(ps, M, C, tier_scv, class_scv)
     res = None
     if procs is not None and held_chain_applies(procs, int(population), think_time, servers,

@@ -253,3 +253,20 @@ def test_the_pipeline_model_takes_its_processor_sharing_db_as_product_form():
         assert got.pool_waiting[0] == res.pool_waiting_time[0]
     assert not any(f.startswith(SPREAD_FLAG) for f in shared.flags)
     assert shared.mva_capacity()[0] > fcfs.mva_capacity()[0]
+
+
+def test_the_spread_processes_a_caller_holds_give_the_same_solution():
+    """``processes``: :func:`spread_processes` computed once by the caller (the same at every
+    population) gives the solution computed inside, bit for bit; ``None`` (no tier of
+    spread) the factor model."""
+    two = np.array([[0.001, 0.001], [0.003, 0.12]])
+    pools = [PoolSpec(2, 0, 2)]
+    procs = spread_processes(two, [0.8, 0.2], [1, 1], pools)
+    assert procs is not None
+    for n in (5, 20, 40):
+        inside = solve_pools_spread(two, n, 1.0, [1, 1], pools, [0.8, 0.2])
+        _same(solve_pools_spread(two, n, 1.0, [1, 1], pools, [0.8, 0.2], processes=procs),
+              inside)
+        assert any(f.startswith(SPREAD_FLAG) for f in inside.flags)
+        _same(solve_pools_spread(two, n, 1.0, [1, 1], pools, [0.8, 0.2], processes=None),
+              solve_pools_general(two, n, 1.0, [1, 1], pools, [0.8, 0.2]))

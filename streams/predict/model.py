@@ -124,7 +124,7 @@ from solvers.open.fixed_population import INTERPOLATE_SPAN, WAVE_PHASE_SHARE, op
     solve_fixed_population
 from solvers.pools import PoolSpec
 from solvers.pools_bursty import held_chain_applies, solve_pools_bursty
-from solvers.pools_spread import SPREAD_FLAG, solve_pools_spread
+from solvers.pools_spread import SPREAD_FLAG, solve_pools_spread, spread_processes
 from solvers.processes import MAP
 from solvers.response_time import DEFAULT_LEVELS, ArrivalLaw, response_time_quantiles, \
     response_time_quantiles_many
@@ -672,6 +672,13 @@ class SystemModel:
                                limit=CAPACITY_LIMIT,
                                known=known, floor=floor)
 
+    @functools.cached_property
+    def _spread_processes(self) -> list[MAP] | None:
+        """:func:`solvers.pools_spread.spread_processes` of the pool model: the same at every
+        population, so built once per model, not once per probe of a capacity search."""
+        return spread_processes(self.D_mc, self.mix, self.servers, self.pools, self.scv,
+                                None, self.ps)
+
     def _pool_point(self, n: int) -> Point:
         """The pool model at ``n`` (:func:`solvers.pools_spread.solve_pools_spread`: a held tier
         of spread beyond exponential in the held chain -- first-come-first-served tiers only,
@@ -689,7 +696,7 @@ class SystemModel:
         else:
             res = solve_pools_spread(self.D_mc, int(n), self.think_time, self.servers,
                                      self.pools, self.mix, self.scv, delays=self.delays,
-                                     ps=self.ps)
+                                     ps=self.ps, processes=self._spread_processes)
             self._flag_once([_TIER_INDEX.sub(lambda t: self.tiers[int(t.group(1))], f)
                              for f in res.flags if f.startswith(SPREAD_FLAG)], n)
         Rm = np.array(res.residence_time, dtype=float)     # each tier's delay in it
