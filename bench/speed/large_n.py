@@ -87,6 +87,7 @@ def main() -> None:
         fixed_population.forget_held()
         if patterns:
             queues._PATTERNS._held.clear()
+            fixed_population._DEPARTURE_PATTERNS._held.clear()
 
     def open_solve():
         empty(False)
