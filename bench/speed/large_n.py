@@ -25,7 +25,16 @@ Network: ``bench/large_n_network.py`` (4 tiers, two bursty: app 8 cores, db 16 c
   steadier than the wall on a shared host); with ``--slas``, the open route's cold search
   at each SLA counted (capacity, open solves, distinct rates solved); with ``--trace``, one
   cold search at ``--sla`` probe by probe (each open solve's kind, rate and CPU time, the
-  populations read off after the bracket).
+  populations read off after the bracket);
+* with ``--against TREE``: the cold search at ``--sla`` of this tree and of ``TREE`` (its
+  ``solvers/open/fixed_population.py`` and ``streams/predict/capacity_search.py`` loaded beside
+  this tree's, :mod:`streams.predict.model` calling one or the other; the rest is this tree's,
+  and the files of ``solvers/open`` that differ are printed), alternating search by search
+  (``--open-search-runs`` each), with the decomposition's search between every round, so
+  all see the same load: CPU medians and each tree's ratio to the decomposition, and whether
+  both trees' capacities agree at each of ``--slas``.
+
+    python -m bench.speed.large_n --against /work/main --open-search-runs 15 --search-runs 3
 
 The host's load average is printed before and after (the ratios are the figure).
 
@@ -39,12 +48,17 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse
+import filecmp
+import importlib.util
 import statistics
 import sys
 import time
 import tracemalloc
+from pathlib import Path
+from types import ModuleType
 from typing import Any, Callable
 
+import streams.predict.model as model_module
 from bench.large_n_network import decomposition_only, network, system_model
 from bench.speed.decomposition import timed
 from solvers.decomposition import solve_decomposed
@@ -75,9 +89,15 @@ def main() -> None:
                     help="comma-separated SLAs (s): the open route's search at each, counted")
     ap.add_argument("--trace", action="store_true",
                     help="one cold open-route search at --sla, probe by probe")
+    ap.add_argument("--against", type=Path, default=None,
+                    help="another tree: both trees' cold searches alternating (module notes)")
     args = ap.parse_args()
     print(f"command: python -m {__spec__.name} {' '.join(sys.argv[1:])}")
     print(f"load average at the start: {os.getloadavg()[0]:.1f}")
+    if args.against is not None:
+        against(args.against, args)
+        print(f"load average at the end: {os.getloadavg()[0]:.1f}")
+        return
     procs, cores, z = network()
     n = args.population
 
@@ -180,6 +200,102 @@ def main() -> None:
     if args.trace:
         trace(args.sla, empty)
     print(f"load average at the end: {os.getloadavg()[0]:.1f}")
+
+
+#: what :mod:`streams.predict.model` takes from each module :func:`against` swaps
+SWAPPED = {"solvers/open/fixed_population.py": ("open_at_rate", "solve_fixed_population"),
+           "streams/predict/capacity_search.py": ("capacity_search", "projected_start",
+                                                  "rate_bracket")}
+
+
+def _load(tree: Path, rel: str) -> ModuleType:
+    """``tree``'s module at ``rel`` as a module of its own (its imports: this tree's)."""
+    name = "_against_" + rel.replace("/", "_").removesuffix(".py")
+    spec = importlib.util.spec_from_file_location(name, tree / rel)
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"--against: no {rel} under {tree}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def against(tree: Path, args: argparse.Namespace) -> None:
+    """This tree's cold search at ``--sla`` against ``tree``'s, alternating, the
+    decomposition's between rounds (module notes)."""
+    here = Path(__file__).resolve().parents[2]
+    impls: dict[str, dict[str, Any]] = {"this tree": {}, str(tree): {}}
+    loaded = {rel: _load(tree, rel) for rel in SWAPPED}
+    for rel, names in SWAPPED.items():
+        for name in names:
+            impls["this tree"][name] = getattr(model_module, name)
+            impls[str(tree)][name] = getattr(loaded[rel], name)
+    differ = sorted(p.name for p in (here / "solvers/open").glob("*.py")
+                    if not (tree / "solvers/open" / p.name).exists()
+                    or not filecmp.cmp(p, tree / "solvers/open" / p.name, shallow=False))
+    print(f"swapped: {', '.join(SWAPPED)}; solvers/open files that differ: {differ}")
+    other_fp = loaded["solvers/open/fixed_population.py"]
+
+    def empty() -> None:
+        for fp_module in (fixed_population, other_fp):
+            fp_module.forget_held()
+            held = getattr(fp_module, "_DEPARTURE_PATTERNS", None)
+            if held is not None:
+                held._held.clear()
+        queues._PATTERNS._held.clear()
+
+    def use(impl: dict[str, Any]) -> None:
+        for name, value in impl.items():
+            setattr(model_module, name, value)
+
+    def search(sla: float) -> tuple[float, Any]:
+        empty()
+        model = system_model(sla)
+        c0 = time.process_time()
+        cap, _ = model_capacity(model)
+        return time.process_time() - c0, cap
+
+    cpu: dict[str, list[float]] = {k: [] for k in impls}
+    dec: list[float] = []
+    caps: dict[str, Any] = {}
+    rounds = max(args.search_runs, 1)
+    per_round = max(1, -(-args.open_search_runs // rounds))
+    try:
+        for r in range(rounds):
+            for _ in range(per_round):
+                for key, impl in impls.items():
+                    use(impl)
+                    t, caps[key] = search(args.sla)
+                    cpu[key].append(t)
+            use(impls["this tree"])
+            with decomposition_only():
+                dec.append(search(args.sla)[0])
+        print(f"\ncold capacity search at mean R <= {args.sla:g} s, CPU (this process's), "
+              f"medians: {rounds} decomposition-only searches, {rounds * per_round} of each "
+              f"tree's, alternating\n")
+        d = statistics.median(dec)
+        print("| route | CPU (median) | range | decomposition / this | capacity |\n"
+              "|---|---:|---:|---:|---:|")
+        print(f"| decomposition only | {1000 * d:.0f} ms | {1000 * min(dec):.0f}-"
+              f"{1000 * max(dec):.0f} ms | 1× | - |")
+        for key, v in cpu.items():
+            m = statistics.median(v)
+            print(f"| open route, {key} | {1000 * m:.1f} ms | {1000 * min(v):.1f}-"
+                  f"{1000 * max(v):.1f} ms | {d / m:.0f}× | {caps[key]} |")
+        a, b = cpu.values()
+        print(f"this tree / {tree}: {statistics.median(a) / statistics.median(b):.3f} (median "
+              f"of the ratios search by search: "
+              f"{statistics.median(x / y for x, y in zip(a, b)):.3f})")
+        if args.slas:
+            print("\n| SLA (s) | this tree | other tree |\n|---:|---:|---:|")
+            for sla in (float(v) for v in args.slas.split(",")):
+                got = []
+                for impl in impls.values():
+                    use(impl)
+                    got.append(search(sla)[1])
+                print(f"| {sla:g} | {got[0]} | {got[1]} |")
+    finally:
+        use(impls["this tree"])
 
 
 def trace(sla: float, empty: Callable[[bool], None]) -> None:
