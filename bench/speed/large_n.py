@@ -31,8 +31,10 @@ Network: ``bench/large_n_network.py`` (4 tiers, two bursty: app 8 cores, db 16 c
   this tree's, :mod:`streams.predict.model` calling one or the other; the rest is this tree's,
   and the files of ``solvers/open`` that differ are printed), alternating search by search
   (``--open-search-runs`` each), with the decomposition's search between every round, so
-  all see the same load: CPU medians and each tree's ratio to the decomposition, and whether
-  both trees' capacities agree at each of ``--slas``.
+  all see the same load: CPU medians and each tree's ratio to the decomposition, whether
+  both trees' capacities agree at each of ``--slas``, and how far apart the two trees'
+  one-population solves are (``X``, ``R`` and every tier's residence time, relative, each
+  cold) at 1,000-6,000 users.
 
     python -m bench.speed.large_n --against /work/main --open-search-runs 15 --search-runs 3
 
@@ -57,6 +59,8 @@ import tracemalloc
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
+
+import numpy as np
 
 import streams.predict.model as model_module
 from bench.large_n_network import decomposition_only, network, system_model
@@ -286,6 +290,18 @@ def against(tree: Path, args: argparse.Namespace) -> None:
         print(f"this tree / {tree}: {statistics.median(a) / statistics.median(b):.3f} (median "
               f"of the ratios search by search: "
               f"{statistics.median(x / y for x, y in zip(a, b)):.3f})")
+        procs, cores, z = network()
+        worst = 0.0
+        for n in range(1000, 6001, 1000):
+            got = []
+            for impl in impls.values():
+                empty()
+                r = impl["solve_fixed_population"](procs, n, z, servers=cores)
+                got.append(np.concatenate(([r.throughput, r.response_time],
+                                           r.residence_time)))
+            worst = max(worst, float(np.max(np.abs(got[0] - got[1]) / np.abs(got[1]))))
+        print(f"one solve at 1,000-6,000 users (X, R, residence times), cold: the trees at most "
+              f"{worst:.2g} apart (relative)")
         if args.slas:
             print("\n| SLA (s) | this tree | other tree |\n|---:|---:|---:|")
             for sla in (float(v) for v in args.slas.split(",")):

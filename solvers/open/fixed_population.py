@@ -84,9 +84,9 @@ RATE_TOL = 1e-5
 WAVE_PHASE_SHARE = 1e-6
 
 #: how far ``G 1`` of the queues fed the waves may be from 1
-#: (:func:`wave_jobs`): logarithmic reduction converges quadratically, so
-#: on the large-population network at 300-700 requests/s against 1e-12 each queue takes 0-1
-#: doubling fewer of 9-12, its mean number of jobs within 1.4e-8
+#: (:func:`wave_jobs`): the reduction converges quadratically, so on the large-population
+#: network at 300-700 requests/s against 1e-12 each queue takes 0-1 doubling fewer of 9-12,
+#: its mean number of jobs within 1.4e-8
 G_TOLERANCE = 1e-7
 
 #: the search ends without one more open solve once both ends of the bracket are solved and it
@@ -223,15 +223,16 @@ def departure_process(proc: MAP, cores: int, rate: float, *,
 
 def wave_jobs(dep: DepartureMAP, mean: float, cores: int, *, tol: float = 1e-12) -> float:
     """Mean number of jobs in the ``MAP/M/c`` FCFS queue fed ``dep`` (mean service ``mean``,
-    ``cores`` cores; ``dep.rate * mean < cores``), as :func:`solvers.departures.map_m_c_mean`
-    computes it (``G`` by logarithmic reduction to ``tol``, the boundary levels by the first
-    passages down ``G_n = n mu (n mu I - D0 - D1 G_{n+1})^{-1}`` from ``G_c = G``: Latouche
-    and Ramaswami 1999), with each level's ``F_n = D1 G_n`` solved directly, ``F_n^T = n mu
-    (n mu I - D0 - F_{n+1})^{-T} D1^T`` (one LU and its solves against ``D1^T``), instead of
-    ``G_n`` inverted and then multiplied by ``D1``: the boundary's recursion, ``pi_0 (D0 +
-    F_1) = 0`` and ``pi_n = pi_{n-1} F_n / (n mu)``, and ``R = F_c / (c mu)`` need only the
-    ``F_n``. Half the CPU time of a level (an inverse costs about its LU and solves against
-    the identity, then the product); the same ``F_n`` to rounding."""
+    ``cores`` cores; ``dep.rate * mean < cores``): :func:`solvers.departures.map_m_c_mean`'s
+    level-dependent QBD (Latouche and Ramaswami 1999), ``G`` by cyclic reduction to ``tol``
+    (:func:`solvers.open.qbd.cyclic_reduction`), and each boundary level's ``F_n = D1 G_n``
+    solved directly, ``F_n^T = n mu (n mu I - D0 - F_{n+1})^{-T} D1^T`` (one LU and its solves
+    against ``D1^T``), instead of ``G_n = n mu (n mu I - D0 - D1 G_{n+1})^{-1}`` inverted and
+    then multiplied by ``D1``: the boundary's recursion, ``pi_0 (D0 + F_1) = 0`` and ``pi_n =
+    pi_{n-1} F_n / (n mu)``, and ``R = F_c / (c mu)`` need only the ``F_n``. About half the
+    CPU of a level; the jobs within 2.2e-11 of ``map_m_c_mean``'s on the large-population
+    network (docs/benchmarks.md section 11). :class:`numpy.linalg.LinAlgError` when a block
+    is singular or ``G`` does not converge."""
     D0, D1 = dep.D0, dep.D1
     P = D0.shape[0]
     eye = np.eye(P)
