@@ -317,7 +317,8 @@ def against(tree: Path, args: argparse.Namespace) -> None:
 def trace(sla: float, empty: Callable[[bool], None]) -> None:
     """One cold open-route search at ``sla``, each open solve in order: its kind (full;
     rough: fewer departure phases; without the waves), rate, ``R`` and CPU time (this
-    process's), then the search's total and the populations it read off."""
+    process's), then the search's total and the populations it read off; then where ten
+    more cold searches spend their CPU (:data:`PARTS`, each part's calls timed)."""
     solve = fixed_population._open
     rows: list[tuple[str, float, float, float]] = []
 
@@ -345,6 +346,41 @@ def trace(sla: float, empty: Callable[[bool], None]) -> None:
         print(f"| {kind} | {rate:.2f} | {r:.4f} | {1000 * cpu:.2f} ms |")
     print(f"search {1000 * total:.1f} ms CPU, open solves {1000 * sum(r[3] for r in rows):.1f} "
           f"ms; capacity {cap}; populations read off: {sorted(model.solved())}")
+    spent = {label: 0.0 for _, _, label in PARTS}
+    held = [(module, name, getattr(module, name)) for module, name, _ in PARTS]
+
+    def timing(fn: Callable[..., Any], label: str) -> Callable[..., Any]:
+        def run(*a: Any, **k: Any) -> Any:
+            c0 = time.process_time()
+            try:
+                return fn(*a, **k)
+            finally:
+                spent[label] += time.process_time() - c0
+        return run
+
+    for (module, name, label), (_, _, fn) in zip(PARTS, held):
+        setattr(module, name, timing(fn, label))
+    total = 0.0
+    try:
+        for _ in range(10):
+            empty(True)
+            model = system_model(sla)
+            c0 = time.process_time()
+            model_capacity(model)
+            total += time.process_time() - c0
+    finally:
+        for module, name, fn in held:
+            setattr(module, name, fn)
+    print("ten cold searches, CPU a search: " + f"{100 * total:.1f} ms; " + "; ".join(
+        f"{label} {100 * t:.1f} ms ({100 * t / total:.0f}%)" for label, t in spent.items()))
+
+
+#: the parts of an open solve :func:`trace` times (the waves' queues include their ``G``; no
+#: other part calls another)
+PARTS = ((fixed_population, "wave_jobs", "the waves' MAP/M/c queues"),
+         (fixed_population, "cyclic_reduction", "their G"),
+         (fixed_population, "solve_open_tiers", "the open tiers (the bursty tiers' chains)"),
+         (fixed_population, "departure_process", "departure processes"))
 
 
 if __name__ == "__main__":
