@@ -55,10 +55,10 @@ import numpy as np
 
 from solvers.decomposition.memo import _Memo
 from solvers.decomposition.stations import PER_JOB_MAX_CORES
-from scipy.linalg import lu_factor, lu_solve
 from scipy.linalg.lapack import dgesv
 
-from solvers.departures import DepartureMAP, lumped_departures, lumping, through_tier
+from solvers.departures import (DepartureMAP, levels_mean, lumped_departures, lumping,
+                                null_row, through_tier)
 from solvers.open import queues
 from solvers.open.qbd import cyclic_reduction
 from solvers.open.tiers import OpenTiersResult, solve_open_tiers
@@ -233,11 +233,8 @@ def wave_jobs(dep: DepartureMAP, mean: float, cores: int, *, tol: float = 1e-12)
     CPU of a level; the jobs within 2.2e-11 of ``map_m_c_mean``'s on the large-population
     network (docs/benchmarks.md section 11). :class:`numpy.linalg.LinAlgError` when a block
     is singular or ``G`` does not converge."""
-    D0, D1 = dep.D0, dep.D1
-    P = D0.shape[0]
-    eye = np.eye(P)
-    mu = 1.0 / mean
-    s = cores * mu
+    D0, D1, mu = dep.D0, dep.D1, 1.0 / mean
+    s, eye = cores * mu, np.eye(D0.shape[0])
     G = cyclic_reduction(D1, D0 - s * eye, s * eye, tol)
     F = [np.empty((0, 0))] * (cores + 1)                # F[n] = D1 G_n
     F[cores] = D1 @ G
@@ -247,25 +244,11 @@ def wave_jobs(dep: DepartureMAP, mean: float, cores: int, *, tol: float = 1e-12)
         if info != 0:
             raise np.linalg.LinAlgError(f"singular boundary level {n} (dgesv info {info})")
         F[n] = (n * mu) * x.T
-    a = (D0 + F[1]).T                                   # a pi_0 = 0 ...
-    scale = float(np.max(np.abs(a))) or 1.0
-    a[0] = scale                                        # ... with sum(pi_0) = 1
-    rhs = np.zeros(P)
-    rhs[0] = scale
-    pis = np.empty((cores + 1, P))
-    _, _, pis[0], info = dgesv(a, rhs)
-    if info != 0:
-        raise np.linalg.LinAlgError(f"singular level 0 (dgesv info {info})")
+    pis = np.empty((cores + 1, D0.shape[0]))
+    pis[0] = null_row(D0 + F[1])                        # pi_0 (D0 + D1 G_1) = 0
     for n in range(1, cores + 1):
         pis[n] = pis[n - 1] @ F[n] / (n * mu)
-    R = F[cores] / s
-    lu = lu_factor(eye - R, check_finite=False)
-    tail = lu_solve(lu, pis[cores], trans=1, check_finite=False)       # pi_c (I-R)^{-1}
-    twice = lu_solve(lu, lu_solve(lu, np.ones(P), check_finite=False), check_finite=False)
-    total = float(pis[:cores].sum()) + float(tail.sum())
-    jobs = (float(np.arange(cores) @ pis[:cores].sum(axis=1)) + cores * float(tail.sum())
-            + float(pis[cores] @ (R @ twice)))
-    return jobs / total
+    return levels_mean(pis, F[cores] / s)
 
 
 def _arrival_wait(dep: DepartureMAP, mean: float, cores: int, rate: float) -> float | None:
