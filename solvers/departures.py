@@ -264,6 +264,7 @@ def null_row(Q: np.ndarray) -> np.ndarray:
     rhs[0] = scale
     return _solve(a, rhs)
 
+
 def levels_mean(pis: np.ndarray, R: np.ndarray) -> float:
     """Mean level of a QBD whose levels from ``c = len(pis) - 1`` up are ``pi_c R^k``, given
     ``pi_0 .. pi_c`` (rows, up to a common factor) and ``R`` (:func:`map_m_c_mean`): ``sum_{n<c}

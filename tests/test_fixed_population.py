@@ -132,7 +132,6 @@ def test_departures_of_a_stable_bursty_tier_carry_its_arrival_rate_in_waves(core
     assert departure_process(proc, cores, 1.01 * cores / proc.mean) is None
 
 
-
 @pytest.mark.parametrize("cores", [1, 4, 16])
 def test_the_waves_queue_solves_the_boundary_through_d1_g_as_map_m_c_mean(cores):
     """The waves' MAP/M/c queue (``wave_jobs``: each boundary level's ``D1 G_n`` solved
@@ -165,6 +164,7 @@ def test_a_departure_process_held_pattern_gives_the_same_process_at_another_rate
     fresh = departure_process(proc, 8, 450.0)
     np.testing.assert_array_equal(held.D0, fresh.D0)
     np.testing.assert_array_equal(held.D1, fresh.D1)
+
 
 def test_a_bursty_tier_behind_the_waves_adds_their_wait_to_its_own():
     """A bursty tier reached by another bursty tier's waves (through an exponential one) waits

@@ -82,7 +82,6 @@ def test_logarithmic_reduction_gives_a_stochastic_g_solving_the_equation():
     assert np.abs(A2 + A1 @ G + A0 @ G @ G).max() < 1e-9
 
 
-
 @pytest.mark.parametrize("load", [0.3, 0.9, 0.99])
 def test_cyclic_reduction_gives_logarithmic_reductions_g(load):
     """Cyclic reduction (Bini and Meini 1996) solves the same equation to its tolerance: the
@@ -97,6 +96,7 @@ def test_cyclic_reduction_gives_logarithmic_reductions_g(load):
     up = 1.2 / proc.mean * np.eye(2)
     with pytest.raises(np.linalg.LinAlgError):
         cyclic_reduction(up, proc.D0 - up, proc.D1)
+
 
 def test_bursty_tier_waits_longer_than_exponential_and_cost_does_not_grow_with_load():
     proc = mmpp2_design(0.01, 50.0).scaled(0.05)

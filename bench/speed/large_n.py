@@ -265,7 +265,7 @@ def against(tree: Path, args: argparse.Namespace) -> None:
     rounds = max(args.search_runs, 1)
     per_round = max(1, -(-args.open_search_runs // rounds))
     try:
-        for r in range(rounds):
+        for _ in range(rounds):
             for _ in range(per_round):
                 for key, impl in impls.items():
                     use(impl)

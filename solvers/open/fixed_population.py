@@ -52,11 +52,10 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
+from scipy.linalg.lapack import dgesv
 
 from solvers.decomposition.memo import _Memo
 from solvers.decomposition.stations import PER_JOB_MAX_CORES
-from scipy.linalg.lapack import dgesv
-
 from solvers.departures import (DepartureMAP, levels_mean, lumped_departures, lumping,
                                 null_row, through_tier)
 from solvers.open import queues

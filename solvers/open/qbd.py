@@ -29,8 +29,8 @@ from scipy.linalg.lapack import dgesv, dgetrs
 
 from solvers.processes import _stationary
 
-__all__ = ["QBDPlan", "QBDSolution", "cyclic_reduction", "drift", "logarithmic_reduction", "plan_qbd", "rate_matrix",
-           "solve_planned", "solve_qbd"]
+__all__ = ["QBDPlan", "QBDSolution", "cyclic_reduction", "drift", "logarithmic_reduction",
+           "plan_qbd", "rate_matrix", "solve_planned", "solve_qbd"]
 
 #: logarithmic reduction stops when ``||1 - G 1||_inf`` is below this
 G_TOLERANCE = 1e-13
