@@ -29,7 +29,7 @@ Network: ``bench/large_n_network.py`` (4 tiers, two bursty: app 8 cores, db 16 c
 * with ``--against TREE``: the cold search at ``--sla`` of this tree and of ``TREE`` (its
   ``solvers/open/fixed_population.py`` and ``streams/predict/capacity_search.py`` loaded beside
   this tree's, :mod:`streams.predict.model` calling one or the other; the rest is this tree's,
-  and the files of ``solvers/open`` that differ are printed), alternating search by search
+  and the files of ``solvers/open`` and ``solvers/departures.py`` that differ are printed), alternating search by search
   (``--open-search-runs`` each), with the decomposition's search between every round, so
   all see the same load: CPU medians and each tree's ratio to the decomposition, whether
   both trees' capacities agree at each of ``--slas``, and how far apart the two trees'
@@ -234,10 +234,12 @@ def against(tree: Path, args: argparse.Namespace) -> None:
         for name in names:
             impls["this tree"][name] = getattr(model_module, name)
             impls[str(tree)][name] = getattr(loaded[rel], name)
-    differ = sorted(p.name for p in (here / "solvers/open").glob("*.py")
-                    if not (tree / "solvers/open" / p.name).exists()
-                    or not filecmp.cmp(p, tree / "solvers/open" / p.name, shallow=False))
-    print(f"swapped: {', '.join(SWAPPED)}; solvers/open files that differ: {differ}")
+    shared = [*(here / "solvers/open").glob("*.py"), here / "solvers/departures.py"]
+    differ = sorted(str(p.relative_to(here)) for p in shared
+                    if not (tree / p.relative_to(here)).exists()
+                    or not filecmp.cmp(p, tree / p.relative_to(here), shallow=False))
+    print(f"swapped: {', '.join(SWAPPED)}; of solvers/open and solvers/departures.py (this "
+          f"tree's in both) these differ: {differ}")
     other_fp = loaded["solvers/open/fixed_population.py"]
 
     def empty() -> None:
