@@ -47,8 +47,8 @@ from scipy.linalg import lu_factor, lu_solve
 from scipy.linalg.lapack import dgesv, dgetrf, dgetri
 from scipy.sparse import csr_array
 
-__all__ = ["DepartureMAP", "Lumping", "lumping", "lumped_departures", "through_tier",
-           "map_m_c_mean"]
+__all__ = ["DepartureMAP", "Lumping", "levels_mean", "lumping", "lumped_departures", "null_row",
+           "through_tier", "map_m_c_mean"]
 
 #: ``T`` below this weighs nothing against ``G``'s entries (at most 1): the reduction is done
 _VANISHED = 1e-16
@@ -251,11 +251,30 @@ def map_m_c_mean(dep: DepartureMAP, mean: float, cores: int, *, tol: float = 1e-
     s = cores * mu
     G = _g_matrix(D1, D0 - s * eye, s * eye, tol)
     up = csr_array(D1)                                  # sparse: one level's departures
-    pis = _boundary(D0, D1, up, G, mu, cores)
-    R = up @ G / s
-    lu = lu_factor(eye - R, check_finite=False)
+    return levels_mean(_boundary(D0, D1, up, G, mu, cores), up @ G / s)
+
+
+def null_row(Q: np.ndarray) -> np.ndarray:
+    """``x`` with ``x Q = 0`` and ``sum(x) = 1`` (a level's generator censored on it: one
+    balance equation replaced by the normalisation, scaled like ``Q``'s entries)."""
+    a = Q.T.copy()
+    scale = float(np.max(np.abs(a))) or 1.0
+    a[0] = scale
+    rhs = np.zeros(a.shape[0])
+    rhs[0] = scale
+    return _solve(a, rhs)
+
+
+def levels_mean(pis: np.ndarray, R: np.ndarray) -> float:
+    """Mean level of a QBD whose levels from ``c = len(pis) - 1`` up are ``pi_c R^k``, given
+    ``pi_0 .. pi_c`` (rows, up to a common factor) and ``R`` (:func:`map_m_c_mean`): ``sum_{n<c}
+    n pi_n 1 + c pi_c (I-R)^{-1} 1 + pi_c R (I-R)^{-2} 1`` over ``sum_{n<c} pi_n 1 + pi_c
+    (I-R)^{-1} 1``."""
+    cores = pis.shape[0] - 1
+    lu = lu_factor(np.eye(R.shape[0]) - R, check_finite=False)
     tail = lu_solve(lu, pis[cores], trans=1, check_finite=False)       # pi_c (I-R)^{-1}
-    twice = lu_solve(lu, lu_solve(lu, np.ones(P), check_finite=False), check_finite=False)
+    twice = lu_solve(lu, lu_solve(lu, np.ones(R.shape[0]), check_finite=False),
+                     check_finite=False)
     total = float(pis[:cores].sum()) + float(tail.sum())
     jobs = (float(np.arange(cores) @ pis[:cores].sum(axis=1)) + cores * float(tail.sum())
             + float(pis[cores] @ (R @ twice)))
@@ -273,13 +292,8 @@ def _boundary(D0: np.ndarray, D1: np.ndarray, up: csr_array, G: np.ndarray, mu: 
     down = [G]                                          # G_c, G_{c-1}, .., G_1
     for n in range(cores - 1, 0, -1):
         down.append(_inverse(n * mu * eye - D0 - up @ down[-1]) * (n * mu))
-    a = (D0 + up @ down[-1]).T                          # a pi_0 = 0
-    scale = float(np.max(np.abs(a))) or 1.0
-    a[0] = scale                                        # ... with sum(pi_0) = 1
-    rhs = np.zeros(P)
-    rhs[0] = scale
     pis = np.empty((cores + 1, P))
-    pis[0] = _solve(a, rhs)
+    pis[0] = null_row(D0 + up @ down[-1])
     for n in range(1, cores + 1):
         pis[n] = (pis[n - 1] @ D1) @ down[cores - n] / (n * mu)
     return pis

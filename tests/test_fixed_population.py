@@ -132,6 +132,40 @@ def test_departures_of_a_stable_bursty_tier_carry_its_arrival_rate_in_waves(core
     assert departure_process(proc, cores, 1.01 * cores / proc.mean) is None
 
 
+@pytest.mark.parametrize("cores", [1, 4, 16])
+def test_the_waves_queue_solves_the_boundary_through_d1_g_as_map_m_c_mean(cores):
+    """The waves' MAP/M/c queue (``wave_jobs``: each boundary level's ``D1 G_n`` solved
+    directly) gives :func:`solvers.departures.map_m_c_mean`'s mean jobs (``G_n`` inverted),
+    and Erlang C's for Poisson arrivals (a one-phase MAP)."""
+    from solvers.departures import DepartureMAP, map_m_c_mean, through_tier
+    from solvers.open.fixed_population import wave_jobs
+    app = BURSTY.scaled(0.01)
+    rate = 0.55 * 8 / 0.01
+    mean = 0.7 * cores / rate
+    dep = through_tier(departure_process(app, 8, rate), 1000.0)
+    assert wave_jobs(dep, mean, cores, tol=1e-7) == pytest.approx(
+        map_m_c_mean(dep, mean, cores, tol=1e-7), rel=1e-9)
+    poisson = DepartureMAP(np.array([[-rate]]), np.array([[rate]]), np.array([1.0]))
+    assert wave_jobs(poisson, mean, cores) == pytest.approx(
+        rate * (mm_c(rate, mean, cores).wait + mean), rel=1e-9)
+
+
+def test_a_departure_process_held_pattern_gives_the_same_process_at_another_rate():
+    """The departure process's rate-free part is built once a chain pattern and served at
+    every rate: a second rate's process equals the one built with that part emptied."""
+    from solvers.open import fixed_population as fp
+    proc = BURSTY.scaled(0.01)
+    fp._DEPARTURE_PATTERNS._held.clear()
+    departure_process(proc, 8, 400.0)
+    assert len(fp._DEPARTURE_PATTERNS._held) == 1
+    held = departure_process(proc, 8, 450.0)
+    assert len(fp._DEPARTURE_PATTERNS._held) == 1
+    fp._DEPARTURE_PATTERNS._held.clear()
+    fresh = departure_process(proc, 8, 450.0)
+    np.testing.assert_array_equal(held.D0, fresh.D0)
+    np.testing.assert_array_equal(held.D1, fresh.D1)
+
+
 def test_a_bursty_tier_behind_the_waves_adds_their_wait_to_its_own():
     """A bursty tier reached by another bursty tier's waves (through an exponential one) waits
     its M/MAP/c wait plus what the waves add over Poisson arrivals (MAP/M/c less M/M/c: the

@@ -12,7 +12,7 @@ import pytest
 # ``solvers`` before ``line_solver`` (line_solver's sys.path entry shadows our package name)
 from solvers.open import (  # isort: skip
     m_map_c, map_m_c, mm_c, solve_open, solve_open_tiers, tiers_capacity)
-from solvers.open.qbd import logarithmic_reduction  # isort: skip
+from solvers.open.qbd import cyclic_reduction, logarithmic_reduction  # isort: skip
 from solvers.processes import MAP  # isort: skip
 from solvers.simulation.mmpp import mmpp2_design  # isort: skip
 from solvers.simulation.network import Queue  # isort: skip
@@ -80,6 +80,22 @@ def test_logarithmic_reduction_gives_a_stochastic_g_solving_the_equation():
     G = logarithmic_reduction(A0, A1, A2)
     assert np.allclose(G.sum(axis=1), 1.0, atol=1e-10)
     assert np.abs(A2 + A1 @ G + A0 @ G @ G).max() < 1e-9
+
+
+@pytest.mark.parametrize("load", [0.3, 0.9, 0.99])
+def test_cyclic_reduction_gives_logarithmic_reductions_g(load):
+    """Cyclic reduction (Bini and Meini 1996) solves the same equation to its tolerance: the
+    minimal, stochastic ``G`` of a positive recurrent QBD, as logarithmic reduction's; a
+    transient one (drift up: no stochastic ``G``) raises instead of looping."""
+    proc = mmpp2_design(0.02, 50.0)
+    lam = load / proc.mean
+    A0, A1, A2 = lam * np.eye(2), proc.D0 - lam * np.eye(2), proc.D1
+    G = cyclic_reduction(A0, A1, A2, 1e-12)
+    assert np.allclose(G.sum(axis=1), 1.0, atol=1e-12)
+    assert np.abs(G - logarithmic_reduction(A0, A1, A2)).max() < 1e-10
+    up = 1.2 / proc.mean * np.eye(2)
+    with pytest.raises(np.linalg.LinAlgError):
+        cyclic_reduction(up, proc.D0 - up, proc.D1)
 
 
 def test_bursty_tier_waits_longer_than_exponential_and_cost_does_not_grow_with_load():

@@ -25,7 +25,18 @@ Network: ``bench/large_n_network.py`` (4 tiers, two bursty: app 8 cores, db 16 c
   steadier than the wall on a shared host); with ``--slas``, the open route's cold search
   at each SLA counted (capacity, open solves, distinct rates solved); with ``--trace``, one
   cold search at ``--sla`` probe by probe (each open solve's kind, rate and CPU time, the
-  populations read off after the bracket).
+  populations read off after the bracket);
+* with ``--against TREE``: the cold search at ``--sla`` of this tree and of ``TREE`` (its
+  ``solvers/open/fixed_population.py`` and ``streams/predict/capacity_search.py`` loaded beside
+  this tree's, :mod:`streams.predict.model` calling one or the other; the rest is this tree's,
+  and the files of ``solvers/open`` and ``solvers/departures.py`` that differ are printed), alternating search by search
+  (``--open-search-runs`` each), with the decomposition's search between every round, so
+  all see the same load: CPU medians and each tree's ratio to the decomposition, whether
+  both trees' capacities agree at each of ``--slas``, and how far apart the two trees'
+  one-population solves are (``X``, ``R`` and every tier's residence time, relative, each
+  cold) at 1,000-6,000 users.
+
+    python -m bench.speed.large_n --against /work/main --open-search-runs 15 --search-runs 3
 
 The host's load average is printed before and after (the ratios are the figure).
 
@@ -39,12 +50,19 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse
+import filecmp
+import importlib.util
 import statistics
 import sys
 import time
 import tracemalloc
+from pathlib import Path
+from types import ModuleType
 from typing import Any, Callable
 
+import numpy as np
+
+import streams.predict.model as model_module
 from bench.large_n_network import decomposition_only, network, system_model
 from bench.speed.decomposition import timed
 from solvers.decomposition import solve_decomposed
@@ -75,9 +93,15 @@ def main() -> None:
                     help="comma-separated SLAs (s): the open route's search at each, counted")
     ap.add_argument("--trace", action="store_true",
                     help="one cold open-route search at --sla, probe by probe")
+    ap.add_argument("--against", type=Path, default=None,
+                    help="another tree: both trees' cold searches alternating (module notes)")
     args = ap.parse_args()
     print(f"command: python -m {__spec__.name} {' '.join(sys.argv[1:])}")
     print(f"load average at the start: {os.getloadavg()[0]:.1f}")
+    if args.against is not None:
+        against(args.against, args)
+        print(f"load average at the end: {os.getloadavg()[0]:.1f}")
+        return
     procs, cores, z = network()
     n = args.population
 
@@ -87,6 +111,7 @@ def main() -> None:
         fixed_population.forget_held()
         if patterns:
             queues._PATTERNS._held.clear()
+            fixed_population._DEPARTURE_PATTERNS._held.clear()
 
     def open_solve():
         empty(False)
@@ -181,10 +206,121 @@ def main() -> None:
     print(f"load average at the end: {os.getloadavg()[0]:.1f}")
 
 
+#: what :mod:`streams.predict.model` takes from each module :func:`against` swaps
+SWAPPED = {"solvers/open/fixed_population.py": ("open_at_rate", "solve_fixed_population"),
+           "streams/predict/capacity_search.py": ("capacity_search", "projected_start",
+                                                  "rate_bracket")}
+
+
+def _load(tree: Path, rel: str) -> ModuleType:
+    """``tree``'s module at ``rel`` as a module of its own (its imports: this tree's)."""
+    name = "_against_" + rel.replace("/", "_").removesuffix(".py")
+    spec = importlib.util.spec_from_file_location(name, tree / rel)
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"--against: no {rel} under {tree}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def against(tree: Path, args: argparse.Namespace) -> None:
+    """This tree's cold search at ``--sla`` against ``tree``'s, alternating, the
+    decomposition's between rounds (module notes)."""
+    here = Path(__file__).resolve().parents[2]
+    impls: dict[str, dict[str, Any]] = {"this tree": {}, str(tree): {}}
+    loaded = {rel: _load(tree, rel) for rel in SWAPPED}
+    for rel, names in SWAPPED.items():
+        for name in names:
+            impls["this tree"][name] = getattr(model_module, name)
+            impls[str(tree)][name] = getattr(loaded[rel], name)
+    shared = [*(here / "solvers/open").glob("*.py"), here / "solvers/departures.py"]
+    differ = sorted(str(p.relative_to(here)) for p in shared
+                    if not (tree / p.relative_to(here)).exists()
+                    or not filecmp.cmp(p, tree / p.relative_to(here), shallow=False))
+    print(f"swapped: {', '.join(SWAPPED)}; of solvers/open and solvers/departures.py (this "
+          f"tree's in both) these differ: {differ}")
+    other_fp = loaded["solvers/open/fixed_population.py"]
+
+    def empty() -> None:
+        for fp_module in (fixed_population, other_fp):
+            fp_module.forget_held()
+            held = getattr(fp_module, "_DEPARTURE_PATTERNS", None)
+            if held is not None:
+                held._held.clear()
+        queues._PATTERNS._held.clear()
+
+    def use(impl: dict[str, Any]) -> None:
+        for name, value in impl.items():
+            setattr(model_module, name, value)
+
+    def search(sla: float) -> tuple[float, Any]:
+        empty()
+        model = system_model(sla)
+        c0 = time.process_time()
+        cap, _ = model_capacity(model)
+        return time.process_time() - c0, cap
+
+    cpu: dict[str, list[float]] = {k: [] for k in impls}
+    dec: list[float] = []
+    caps: dict[str, Any] = {}
+    rounds = max(args.search_runs, 1)
+    per_round = max(1, -(-args.open_search_runs // rounds))
+    try:
+        for _ in range(rounds):
+            for _ in range(per_round):
+                for key, impl in impls.items():
+                    use(impl)
+                    t, caps[key] = search(args.sla)
+                    cpu[key].append(t)
+            use(impls["this tree"])
+            with decomposition_only():
+                dec.append(search(args.sla)[0])
+        print(f"\ncold capacity search at mean R <= {args.sla:g} s, CPU (this process's), "
+              f"medians: {rounds} decomposition-only searches, {rounds * per_round} of each "
+              f"tree's, alternating\n")
+        d = statistics.median(dec)
+        print("| route | CPU (median) | range | decomposition / this | capacity |\n"
+              "|---|---:|---:|---:|---:|")
+        print(f"| decomposition only | {1000 * d:.0f} ms | {1000 * min(dec):.0f}-"
+              f"{1000 * max(dec):.0f} ms | 1× | - |")
+        for key, v in cpu.items():
+            m = statistics.median(v)
+            print(f"| open route, {key} | {1000 * m:.1f} ms | {1000 * min(v):.1f}-"
+                  f"{1000 * max(v):.1f} ms | {d / m:.0f}× | {caps[key]} |")
+        a, b = cpu.values()
+        print(f"this tree / {tree}: {statistics.median(a) / statistics.median(b):.3f} (median "
+              f"of the ratios search by search: "
+              f"{statistics.median(x / y for x, y in zip(a, b)):.3f})")
+        procs, cores, z = network()
+        worst = 0.0
+        for n in range(1000, 6001, 1000):
+            got = []
+            for impl in impls.values():
+                empty()
+                r = impl["solve_fixed_population"](procs, n, z, servers=cores)
+                got.append(np.concatenate(([r.throughput, r.response_time],
+                                           r.residence_time)))
+            worst = max(worst, float(np.max(np.abs(got[0] - got[1]) / np.abs(got[1]))))
+        print(f"one solve at 1,000-6,000 users (X, R, residence times), cold: the trees at most "
+              f"{worst:.2g} apart (relative)")
+        if args.slas:
+            print("\n| SLA (s) | this tree | other tree |\n|---:|---:|---:|")
+            for sla in (float(v) for v in args.slas.split(",")):
+                got = []
+                for impl in impls.values():
+                    use(impl)
+                    got.append(search(sla)[1])
+                print(f"| {sla:g} | {got[0]} | {got[1]} |")
+    finally:
+        use(impls["this tree"])
+
+
 def trace(sla: float, empty: Callable[[bool], None]) -> None:
     """One cold open-route search at ``sla``, each open solve in order: its kind (full;
     rough: fewer departure phases; without the waves), rate, ``R`` and CPU time (this
-    process's), then the search's total and the populations it read off."""
+    process's), then the search's total and the populations it read off; then where ten
+    more cold searches spend their CPU (:data:`PARTS`, each part's calls timed)."""
     solve = fixed_population._open
     rows: list[tuple[str, float, float, float]] = []
 
@@ -212,6 +348,41 @@ def trace(sla: float, empty: Callable[[bool], None]) -> None:
         print(f"| {kind} | {rate:.2f} | {r:.4f} | {1000 * cpu:.2f} ms |")
     print(f"search {1000 * total:.1f} ms CPU, open solves {1000 * sum(r[3] for r in rows):.1f} "
           f"ms; capacity {cap}; populations read off: {sorted(model.solved())}")
+    spent = {label: 0.0 for _, _, label in PARTS}
+    held = [(module, name, getattr(module, name)) for module, name, _ in PARTS]
+
+    def timing(fn: Callable[..., Any], label: str) -> Callable[..., Any]:
+        def run(*a: Any, **k: Any) -> Any:
+            c0 = time.process_time()
+            try:
+                return fn(*a, **k)
+            finally:
+                spent[label] += time.process_time() - c0
+        return run
+
+    for (module, name, label), (_, _, fn) in zip(PARTS, held):
+        setattr(module, name, timing(fn, label))
+    total = 0.0
+    try:
+        for _ in range(10):
+            empty(True)
+            model = system_model(sla)
+            c0 = time.process_time()
+            model_capacity(model)
+            total += time.process_time() - c0
+    finally:
+        for module, name, fn in held:
+            setattr(module, name, fn)
+    print("ten cold searches, CPU a search: " + f"{100 * total:.1f} ms; " + "; ".join(
+        f"{label} {100 * t:.1f} ms ({100 * t / total:.0f}%)" for label, t in spent.items()))
+
+
+#: the parts of an open solve :func:`trace` times (the waves' queues include their ``G``; no
+#: other part calls another)
+PARTS = ((fixed_population, "wave_jobs", "the waves' MAP/M/c queues"),
+         (fixed_population, "cyclic_reduction", "their G"),
+         (fixed_population, "solve_open_tiers", "the open tiers (the bursty tiers' chains)"),
+         (fixed_population, "departure_process", "departure processes"))
 
 
 if __name__ == "__main__":

@@ -52,11 +52,14 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
+from scipy.linalg.lapack import dgesv
 
 from solvers.decomposition.memo import _Memo
 from solvers.decomposition.stations import PER_JOB_MAX_CORES
-from solvers.departures import DepartureMAP, lumped_departures, map_m_c_mean, through_tier
+from solvers.departures import (DepartureMAP, levels_mean, lumped_departures, lumping,
+                                null_row, through_tier)
 from solvers.open import queues
+from solvers.open.qbd import cyclic_reduction
 from solvers.open.tiers import OpenTiersResult, solve_open_tiers
 from solvers.processes import MAP
 from solvers.results import check_no_nan
@@ -80,9 +83,9 @@ RATE_TOL = 1e-5
 WAVE_PHASE_SHARE = 1e-6
 
 #: how far ``G 1`` of the queues fed the waves may be from 1
-#: (:func:`solvers.departures.map_m_c_mean`): logarithmic reduction converges quadratically, so
-#: on the large-population network at 300-700 requests/s against 1e-12 each queue takes 0-1
-#: doubling fewer of 9-12, its mean number of jobs within 1.4e-8
+#: (:func:`wave_jobs`): the reduction converges quadratically, so on the large-population
+#: network at 300-700 requests/s against 1e-12 each queue takes 0-1 doubling fewer of 9-12,
+#: its mean number of jobs within 1.4e-8
 G_TOLERANCE = 1e-7
 
 #: the search ends without one more open solve once both ends of the bracket are solved and it
@@ -149,6 +152,40 @@ def _check(processes: Any, population: Any, think_time: Any, servers: Any
     return procs, int(population), z, [int(c) for c in cores]
 
 
+#: the departure processes' patterns by chain (:func:`_departure_pattern`)
+_DEPARTURE_PATTERNS = _Memo(16)
+
+
+def _departure_pattern(src: np.ndarray, dst: np.ndarray, up: np.ndarray, starts: np.ndarray,
+                       L: int) -> tuple[Any, ...]:
+    """The part of :func:`departure_process` that depends on the chain's pattern alone, not
+    on the rate (the same at every rate of a search): which of the chain's transitions make
+    the extended chain's (levels ``0..L - 1`` as they are, level ``L``'s on ``L``, ``L + 1``
+    and, without arrivals, ``L + 2``), their sources and destinations there, each state's
+    level and the lumping (:func:`solvers.departures.lumping`); held by the pattern's arrays
+    (:data:`solvers.open.queues._PATTERNS` holds one set a process and core count)."""
+    key = (id(src), id(dst), id(up), int(L))
+    held = _DEPARTURE_PATTERNS.get(key)
+    if held is not None and held[0] is src:
+        return held[1:]
+    width = int(starts[L + 1] - starts[L])
+    bounds = np.concatenate((starts[:L + 1], starts[L] + width * np.arange(1, 4)))
+    level = np.repeat(np.arange(L + 3), np.diff(bounds))
+    own = np.searchsorted(starts, src, side="right") - 1
+    at_l = own == L
+    picks = [np.flatnonzero(own < L)]                   # levels 0..L-1 as they are
+    shifts = [np.zeros(picks[0].shape[0], dtype=np.int64)]
+    for shift in (0, 1, 2):                             # level L's pattern on L, L+1, L+2
+        pick = np.flatnonzero(at_l if shift < 2 else at_l & ~up)   # (no arrival out of
+        picks.append(pick)                                          # the aggregate)
+        shifts.append(np.full(pick.shape[0], shift * width, dtype=np.int64))
+    pick, moved = np.concatenate(picks), np.concatenate(shifts)
+    src_all, dst_all = src[pick] + moved, dst[pick] + moved
+    held = _DEPARTURE_PATTERNS.put(key, (src, pick, src_all, dst_all, level,
+                                         lumping(src_all, dst_all, level, L - 1)))
+    return held[1:]
+
+
 def departure_process(proc: MAP, cores: int, rate: float, *,
                       per_job_max_cores: int = PER_JOB_MAX_CORES,
                       negligible: float = WAVE_PHASE_SHARE) -> DepartureMAP | None:
@@ -168,31 +205,49 @@ def departure_process(proc: MAP, cores: int, rate: float, *,
                                                                 per_job_max_cores)
     if sol is None:
         return None
+    pick, src_all, dst_all, level, lumped = _departure_pattern(src, dst, up, starts, L)
     width = int(starts[L + 1] - starts[L])
-    total = int(starts[L]) + 3 * width
-    bounds = np.concatenate((starts[:L + 1], starts[L] + width * np.arange(1, 4)))
-    level = np.repeat(np.arange(L + 3), np.diff(bounds))
-    rate_all = np.where(up, base * rate, base)
-    own = np.searchsorted(starts, src, side="right") - 1
-    low = own < L                                       # levels 0..L-1 as they are
-    at_l = own == L
-    pieces_src, pieces_dst, pieces_rate = [src[low]], [dst[low]], [rate_all[low]]
-    for shift in (0, 1, 2):                             # level L's pattern on L, L+1, L+2
-        pick = at_l if shift < 2 else at_l & ~up        # (no arrival out of the aggregate)
-        pieces_src.append(src[pick] + shift * width)
-        pieces_dst.append(dst[pick] + shift * width)
-        pieces_rate.append(rate_all[pick])
-    pi = np.zeros(total)
+    pi = np.zeros(level.shape[0])
     pi[:int(starts[L + 1])] = sol.pi[:int(starts[L + 1])]
     above = sol.level(L) @ sol.R
     pi[int(starts[L + 1]):int(starts[L + 1]) + width] = above
     pi[int(starts[L + 1]) + width:] = above @ sol.R @ sol.tail
-    dep = lumped_departures(pi, np.concatenate(pieces_src), np.concatenate(pieces_dst),
-                            np.concatenate(pieces_rate), level, L - 1, negligible=negligible)
+    dep = lumped_departures(pi, src_all, dst_all, np.where(up, base * rate, base)[pick], level,
+                            L - 1, lumped, negligible=negligible)
     kept = dep.rate
     if not kept > 0:
         return dep
     return DepartureMAP(dep.D0 * (rate / kept), dep.D1 * (rate / kept), dep.w)
+
+
+def wave_jobs(dep: DepartureMAP, mean: float, cores: int, *, tol: float = 1e-12) -> float:
+    """Mean number of jobs in the ``MAP/M/c`` FCFS queue fed ``dep`` (mean service ``mean``,
+    ``cores`` cores; ``dep.rate * mean < cores``): :func:`solvers.departures.map_m_c_mean`'s
+    level-dependent QBD (Latouche and Ramaswami 1999), ``G`` by cyclic reduction to ``tol``
+    (:func:`solvers.open.qbd.cyclic_reduction`), and each boundary level's ``F_n = D1 G_n``
+    solved directly, ``F_n^T = n mu (n mu I - D0 - F_{n+1})^{-T} D1^T`` (one LU and its solves
+    against ``D1^T``), instead of ``G_n = n mu (n mu I - D0 - D1 G_{n+1})^{-1}`` inverted and
+    then multiplied by ``D1``: the boundary's recursion, ``pi_0 (D0 + F_1) = 0`` and ``pi_n =
+    pi_{n-1} F_n / (n mu)``, and ``R = F_c / (c mu)`` need only the ``F_n``. About half the
+    CPU of a level; the jobs within 2.2e-11 of ``map_m_c_mean``'s on the large-population
+    network (docs/benchmarks.md section 11). :class:`numpy.linalg.LinAlgError` when a block
+    is singular or ``G`` does not converge."""
+    D0, D1, mu = dep.D0, dep.D1, 1.0 / mean
+    s, eye = cores * mu, np.eye(D0.shape[0])
+    G = cyclic_reduction(D1, D0 - s * eye, s * eye, tol)
+    F = [np.empty((0, 0))] * (cores + 1)                # F[n] = D1 G_n
+    F[cores] = D1 @ G
+    d1t = np.asfortranarray(D1.T)
+    for n in range(cores - 1, 0, -1):
+        _, _, x, info = dgesv(np.asfortranarray((n * mu * eye - D0 - F[n + 1]).T), d1t)
+        if info != 0:
+            raise np.linalg.LinAlgError(f"singular boundary level {n} (dgesv info {info})")
+        F[n] = (n * mu) * x.T
+    pis = np.empty((cores + 1, D0.shape[0]))
+    pis[0] = null_row(D0 + F[1])                        # pi_0 (D0 + D1 G_1) = 0
+    for n in range(1, cores + 1):
+        pis[n] = pis[n - 1] @ F[n] / (n * mu)
+    return levels_mean(pis, F[cores] / s)
 
 
 def _arrival_wait(dep: DepartureMAP, mean: float, cores: int, rate: float) -> float | None:
@@ -207,7 +262,7 @@ def _arrival_wait(dep: DepartureMAP, mean: float, cores: int, rate: float) -> fl
     if not dep.rate * mean < cores:
         return None
     try:
-        q = map_m_c_mean(dep, mean, cores, tol=G_TOLERANCE)
+        q = wave_jobs(dep, mean, cores, tol=G_TOLERANCE)
     except np.linalg.LinAlgError:
         return None
     if not (math.isfinite(q) and q >= 0.0):
@@ -250,7 +305,7 @@ def _open(procs: Sequence[MAP], means: np.ndarray, cores: list[int], rate: float
                                  f"it: Poisson arrivals")
                     break
                 try:
-                    q = map_m_c_mean(dep, means[m], cores[m], tol=G_TOLERANCE)
+                    q = wave_jobs(dep, means[m], cores[m], tol=G_TOLERANCE)
                 except np.linalg.LinAlgError:
                     q = math.nan
                 if not (math.isfinite(q) and q >= 0.0):

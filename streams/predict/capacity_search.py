@@ -36,11 +36,12 @@ cold, SLAs of 0.25-3 s: 2-3 open solves and a rough one (fewer departure phases)
 distinct rates, against 5-10 open solves through populations (and MVA's capacity). Two
 full solves are the floor (the bracket's ends; two thirds of the search's CPU there),
 so fewer probes cannot make it much faster: each costs the waves' ``MAP/M/c`` queues
-(:func:`solvers.departures.map_m_c_mean`: ``G`` by logarithmic reduction, 9-11 doublings of
-80 x 80 blocks, and one inverse per boundary level of the 16-core tier). The bounds bracket
-no tighter than the cheaper curve does: the utilization law's ``sat`` is the bracket's first
-upper end, and the open network without the waves has a lower ``R`` at every rate probed
-(its root lies 1-7% above the answer on that network).
+(:func:`solvers.open.fixed_population.wave_jobs`: ``G`` by cyclic reduction, 9-12 doublings
+of 80 x 80 blocks -- half the search's CPU, the rough probe's included -- and one LU per
+boundary level of the 16-core tier). The bounds bracket no tighter than the cheaper curve
+does: the utilization law's ``sat`` is the bracket's first upper end, and the open network
+without the waves has a lower ``R`` at every rate probed (its root lies 1-7% above the
+answer on that network).
 """
 
 from __future__ import annotations
