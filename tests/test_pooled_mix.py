@@ -22,11 +22,15 @@ CLASSES = ["a", "b"]
 DEMANDS = {"front": {"a": 0.004, "b": 0.004}, "db": {"a": 0.003, "b": 0.030}}
 
 
-def _rows(*intervals: tuple[float, dict[str, float]]) -> list:
+#: ``add_interval``'s ``min_completions`` that prunes nothing
+KEEP = 10**9
+
+
+def _rows(*intervals: tuple[float, dict[str, float]], keep: int = KEEP) -> list:
     """``(end, completions per class)`` of 60-s intervals, as ``add_interval`` keeps them."""
     rows: list = []
     for end, counts in intervals:
-        add_interval(rows, end, {c: n / 60.0 for c, n in counts.items()}, 60.0, 900.0)
+        add_interval(rows, end, {c: n / 60.0 for c, n in counts.items()}, 60.0, 900.0, keep)
     return rows
 
 
@@ -55,7 +59,7 @@ def test_pooling_stops_at_the_completions_and_at_the_span():
     assert used == 5 and mix == pytest.approx({"a": 0.2, "b": 0.8})
     short: list = []
     for k in range(1, 9):
-        add_interval(short, 60.0 * k, {"a": 1.0} if k < 5 else {"b": 1.0}, 60.0, 180.0)
+        add_interval(short, 60.0 * k, {"a": 1.0} if k < 5 else {"b": 1.0}, 60.0, 180.0, KEEP)
     assert [end for end, _ in short] == [360.0, 420.0, 480.0]      # older than the span: gone
     mix, used = class_mix(short, {"b": 1.0}, 60.0, CLASSES, 10_000)
     assert used == 3 and mix == {"a": 0.0, "b": 1.0}
@@ -73,13 +77,18 @@ def test_no_completions_anywhere_is_no_mix():
        st.integers(1, 2000))
 def test_the_pooled_shares_are_a_mix_of_the_intervals_shares(counts, n_min):
     """Shares sum to 1 and each lies within the pooled intervals' own range (a weighted mean
-    of them); the pool never reaches past the first interval that completes ``n_min``."""
+    of them); the pool never reaches past the first interval that completes ``n_min``; the
+    rows ``add_interval`` prunes at ``n_min`` give the same answer."""
     classes = ["a", "b", "c"]
     rows: list = []
+    pruned: list = []
     for k, row in enumerate(counts, start=1):
-        add_interval(rows, 60.0 * k, {c: n / 60.0 for c, n in zip(classes, row)}, 60.0, 1e9)
+        x = {c: n / 60.0 for c, n in zip(classes, row)}
+        add_interval(rows, 60.0 * k, x, 60.0, 1e9, KEEP)
+        add_interval(pruned, 60.0 * k, x, 60.0, 1e9, n_min)
     last = {c: n / 60.0 for c, n in zip(classes, counts[-1]) if n}
     mix, used = class_mix(rows, last, 60.0, classes, n_min)
+    assert class_mix(pruned, last, 60.0, classes, n_min) == (mix, used)   # pruning loses none
     pooled = counts[len(counts) - used:]
     if not any(sum(r) for r in pooled):
         assert mix == {}
@@ -127,7 +136,8 @@ def test_a_quiet_interval_after_busy_ones_solves_with_the_pooled_mix():
     assert own.systems["sim"].last_model[1].mix.tolist() == [1.0, 0.0]
     state = pooled.systems["sim"]
     back = SystemState.from_dict(json.loads(json.dumps(state.to_dict())), state.config)
-    assert back.mix_rows == state.mix_rows and len(state.mix_rows) == 11
+    assert back.mix_rows == state.mix_rows
+    assert [end for end, _ in state.mix_rows] == [600.0, 660.0]   # the last busy one holds 480
     old = state.to_dict()
     del old["mix_rows"]
     assert SystemState.from_dict(old, state.config).mix_rows == []

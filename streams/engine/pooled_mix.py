@@ -25,12 +25,19 @@ Row = list
 
 
 def add_interval(rows: list[Row], end: float, throughput: Mapping[str, float], seconds: float,
-                 span_s: float) -> None:
+                 span_s: float, min_completions: int) -> None:
     """Append the interval ending at ``end`` (its per-class throughput over ``seconds``) to
-    ``rows``, and drop the intervals that ended ``span_s`` or more before it."""
+    ``rows``; drop the intervals that ended ``span_s`` or more before it, and those behind
+    the newest ones that hold ``min_completions`` together (no later pool reaches them)."""
     rows.append([end, {c: float(x) * seconds for c, x in throughput.items()}])
     while rows and rows[0][0] <= end - span_s:
         rows.pop(0)
+    held = 0.0
+    for i in range(len(rows) - 1, 0, -1):
+        held += sum(rows[i][1].values())
+        if held >= min_completions:
+            del rows[:i]
+            break
 
 
 def class_mix(rows: list[Row], throughput: Mapping[str, float], seconds: float,

@@ -360,9 +360,9 @@ class SystemState(Admission):
             np.full(len(classes), 1 / max(len(classes), 1))
         think = self._think_time(m, own, classes)
         pooled_mix.add_interval(self.mix_rows, time, m.throughput, m.seconds,
-                               cfg.trend_window_s)
+                                cfg.trend_window_s, cfg.mix_min_completions)
         mix, _ = pooled_mix.class_mix(self.mix_rows, m.throughput, m.seconds, classes,
-                                     cfg.mix_min_completions)
+                                      cfg.mix_min_completions)
         ready = classes and all(t.demands for t in models) and any(
             sum(t.demands.values()) > 0 for t in models)
         if not ready:
