@@ -49,6 +49,8 @@ THINK_S = 1.0
 SOLVE_S, WINDOW_S, WARMUP_S = 15.0, 5.0, 60.0
 KNEE_SEED, KNEE_S = 100, 4000.0
 SEARCH_SCV = 10.0
+#: mean service times per class, s, at app and db
+APP_S, DB_S = (0.002, 0.003, 0.0025, 0.004), (0.006, 0.012, 0.006, 0.150)
 #: ``--step``: the mix of the run's second half (search 8% -> 25%)
 STEP_MIX = (0.35, 0.25, 0.15, 0.25)
 
@@ -62,9 +64,8 @@ def _hyperexponential(mean: float, scv: float) -> MAP:
 
 def network(users: int, scv: float = SEARCH_SCV, mix: tuple[float, ...] = MIX) -> ClosedNetwork:
     """The module's system; ``scv``: of ``search``'s service at ``db`` (1: exponential)."""
-    search = 0.150 if scv == 1.0 else _hyperexponential(0.150, scv)
-    return ClosedNetwork(queues=[Queue("app", [0.002, 0.003, 0.0025, 0.004]),
-                                 Queue("db", [0.006, 0.012, 0.006, search])],
+    search = DB_S[-1] if scv == 1.0 else _hyperexponential(DB_S[-1], scv)
+    return ClosedNetwork(queues=[Queue("app", list(APP_S)), Queue("db", [*DB_S[:-1], search])],
                          populations=users, think_times=THINK_S, classes=list(CLASSES),
                          mix=list(mix))
 
@@ -93,14 +94,18 @@ def knee(sla: dict[str, float], low: int, high: int, scv: float) -> int:
     return high
 
 
+def _config(sla: dict[str, float]) -> Config:
+    """The pipeline's configuration: the testbed's 15-s solves, both tiers PS."""
+    return Config(systems={"sim": SystemConfig(
+        tiers=("app", "db"), sla_s=dict(sla), solve_interval_s=SOLVE_S, solve_offset_s=0.0,
+        disciplines={"app": "ps", "db": "ps"})})
+
+
 def capacities(users: int, duration: float, seed: int, sla: dict[str, float],
                scv: float) -> list[int]:
     records = monitor_closed(network(users, scv), duration, WINDOW_S, warmup=30.0,
                              system="sim", seed=seed)
-    cfg = Config(systems={"sim": SystemConfig(
-        tiers=("app", "db"), sla_s=dict(sla), solve_interval_s=SOLVE_S, solve_offset_s=0.0,
-        disciplines={"app": "ps", "db": "ps"})})
-    preds = Pipeline(cfg).process_many(records).predictions
+    preds = Pipeline(_config(sla)).process_many(records).predictions
     start = min(r["end"] for r in records)
     return [p.capacity_users for p in preds
             if p.time >= start + WARMUP_S and p.capacity_users is not None]
@@ -117,10 +122,7 @@ def step_solves(users: int, duration: float, seed: int, sla: dict[str, float],
     end = max(r["end"] for r in records)
     records += monitor_closed(network(users, scv, STEP_MIX), half, WINDOW_S, warmup=0.0,
                               system="sim", seed=seed + 1000, start_time=end)
-    cfg = Config(systems={"sim": SystemConfig(
-        tiers=("app", "db"), sla_s=dict(sla), solve_interval_s=SOLVE_S, solve_offset_s=0.0,
-        disciplines={"app": "ps", "db": "ps"})})
-    pipeline, shares = Pipeline(cfg), []
+    pipeline, shares = Pipeline(_config(sla)), []
     for record in records:
         if pipeline.process(record).predictions and record["end"] > end + SOLVE_S:
             model = pipeline.systems["sim"].last_model[1]
@@ -133,8 +135,8 @@ def step_solves(users: int, duration: float, seed: int, sla: dict[str, float],
 
 def true_model_capacity(sla: dict[str, float]) -> int | None:
     """The model's capacity with the true demands and mix (the floor of any estimate's error)."""
-    D = np.array([[0.002, 0.003, 0.0025, 0.004], [0.006, 0.012, 0.006, 0.150]])
-    model = SystemModel(tiers=["app", "db"], classes=list(CLASSES), D_mc=D, mix=np.array(MIX),
+    model = SystemModel(tiers=["app", "db"], classes=list(CLASSES), D_mc=np.array([APP_S, DB_S]),
+                        mix=np.array(MIX),
                         servers=np.ones(2), think_time=THINK_S,
                         sla=np.array([sla[c] for c in CLASSES]), processes=None,
                         map_limit=10_000)
