@@ -154,6 +154,11 @@ class SystemConfig:
     horizon_s: float = 900.0
     #: span of the users trend fitted for the forecast
     trend_window_s: float = 900.0
+    #: the class mix pools the latest solve intervals until they hold this many completions,
+    #: within ``trend_window_s`` (one interval's shares over a few tens of requests are
+    #: sampling noise: 400 bound the share's standard error by 0.5 / sqrt(400), 2.5 points;
+    #: :mod:`streams.engine.pooled_mix`)
+    mix_min_completions: int = 400
     #: a tier whose index of dispersion exceeds this (the lower bound of its confidence
     #: interval, estimators.dispersion.index_of_dispersion_interval) is bursty: the MAP(2)
     #: network is solved
@@ -263,7 +268,8 @@ _CHOICES = {"demand_policy": DEMAND_POLICIES, "bursty_demand": BURSTY_DEMANDS,
 _COUNTS = {"map_max_population": (1, 100_000), "per_job_max_cores": (1, 64),
            "history": (16, 1_000_000),
            "regression_windows": (4, 1_000_000), "dedup_windows": (1, 1_000_000),
-           "alert_fire_after": (1, 10_000), "alert_resolve_after": (1, 10_000)}
+           "alert_fire_after": (1, 10_000), "alert_resolve_after": (1, 10_000),
+           "mix_min_completions": (1, 1_000_000)}
 #: the most tiers a system's ``tiers`` may list (``[limits] max_tiers`` at its largest)
 MAX_TIER_LIST = 4096
 #: settings of ``[defaults]`` that apply to the input as a whole (:class:`Config`), not to one

@@ -36,6 +36,7 @@ from streams.core.config import SystemConfig
 from streams.core.outputs import Alert, Outputs, Prediction, TierEstimate
 from streams.core.records import Window, clean
 from streams.core.tier import Interval, TierModel, TierState
+from streams.engine import pooled_mix
 from streams.engine.admission import Admission
 from streams.predict import alert_window, burst_trust, capacity_trust, confidence, prediction, \
     response_trend
@@ -216,6 +217,8 @@ class SystemState(Admission):
         #: per tier beside the entry tier, per class, its completions and the entry tier's over
         #: the same solve intervals, decayed (:mod:`streams.predict.visits`)
         self.visit_counts: visits.Counts = {}
+        #: the latest solve intervals' completions per class (:mod:`streams.engine.pooled_mix`)
+        self.mix_rows: list[pooled_mix.Row] = []
 
     # -- per window -------------------------------------------------------------------------
     def accept(self, tier: TierState, w: Window, late: bool, index: int,
@@ -295,7 +298,11 @@ class SystemState(Admission):
             return int(round(m.users)), "measured"
         X = m.total_throughput
         if m.response_time and all(c in m.response_time for c in model.classes):
-            r_mix = _mix_response(m, model.mix, model.classes)
+            # Little's law over the interval: its own shares weigh its response times (as
+            # build_model normalises them; the model's mix may pool earlier intervals)
+            own = np.array([m.throughput.get(c, 0.0) / X for c in model.classes]) \
+                if X > 0 else model.mix
+            r_mix = _mix_response(m, own / own.sum(), model.classes)
             return int(round(X * (r_mix + model.think_time))), "littles_law"
         n = model.population_for(X)
         return (n, "model_inversion") if n is not None else (None, "unknown")
@@ -343,10 +350,19 @@ class SystemState(Admission):
         vis = self._visits(intervals, classes)
         m = self._measured(intervals, classes, vis)
         X = m.total_throughput
-        mix = {c: m.throughput.get(c, 0.0) / X for c in classes} if X > 0 else {}
-        mix_vec = np.array([mix.get(c, 0.0) for c in classes])
-        uniform = np.full(len(classes), 1 / max(len(classes), 1))
-        think = self._think_time(m, mix_vec if X > 0 else uniform, classes)
+        # the think time is Little's law over this interval: its own shares weigh its
+        # measured response times; the model's mix pools the latest intervals
+        # (streams.engine.pooled_mix), for every figure of the solve, now point included: the
+        # queue an interval's requests met was built by the requests of the seconds before
+        # too, and a few tens of completions read its composition with a sampling error larger
+        # than the pooled estimate's
+        own = np.array([m.throughput.get(c, 0.0) / X for c in classes]) if X > 0 else \
+            np.full(len(classes), 1 / max(len(classes), 1))
+        think = self._think_time(m, own, classes)
+        pooled_mix.add_interval(self.mix_rows, time, m.throughput, m.seconds,
+                                cfg.trend_window_s, cfg.mix_min_completions)
+        mix, _ = pooled_mix.class_mix(self.mix_rows, m.throughput, m.seconds, classes,
+                                      cfg.mix_min_completions)
         ready = classes and all(t.demands for t in models) and any(
             sum(t.demands.values()) > 0 for t in models)
         if not ready:
@@ -896,7 +912,7 @@ class SystemState(Admission):
                 "pool_error_samples": self.pool_error_samples,
                 "newest_end": self.newest_end, "ahead": self.ahead, "held": self.held,
                 "held_due": list(self.held_due), "response_points": self.response_points,
-                "visit_counts": self.visit_counts}
+                "visit_counts": self.visit_counts, "mix_rows": self.mix_rows}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], config: SystemConfig,
@@ -938,4 +954,7 @@ class SystemState(Admission):
                                  (data.get("response_points") or {}).items()}
         state.visit_counts = {t: {c: [float(a), float(b)] for c, (a, b) in per.items()}
                               for t, per in (data.get("visit_counts") or {}).items()}
+        # absent in states saved before the pooled class mix: it pools from the next solve
+        state.mix_rows = [[float(end), {c: float(n) for c, n in row.items()}]
+                          for end, row in data.get("mix_rows") or []]
         return state
