@@ -1,38 +1,44 @@
 """A thread or connection pool on an open workload: Poisson arrivals into a pool of ``K``
 tokens held across a run of tiers ``H``.
 
-Method: the flow-equivalent server (Chandy et al. 1975; Lazowska et al. 1984, ch. 8) fed by
-an open source. The held tiers are solved alone as a closed network without think time at
-every population ``n = 1..K`` (:func:`held_curve`: the closed pool route's own solvers -- pure
-delays, bursty tiers, spread of service and pools nested inside as
-:func:`solvers.pools_spread.solve_pools_spread` and :func:`solvers.pools_bursty.solve_pools_bursty`
-solve them; the pool itself never binds at ``n <= K``): their throughput ``X_H(n)`` and each
-class's requests at each held tier ``N_{h,c}(n)``. The pool with its token queue is then one
-load-dependent station with Poisson input, a birth-death process (:func:`solve_open_pool`):
-with ``j`` requests at it (holding a token or waiting for one) it completes at
-``X_H(min(j, K))``, so::
+Two methods, the first where it applies:
+
+**The held chain** (:func:`held_chain`): where the held tiers are exponential (no bursty
+tier, no service SCV but 1, no pool nested inside) the pool, its token queue and the held
+requests' places are one Markov chain -- level ``j`` the requests at the pool, phase where
+the ``min(j, K)`` holders are (each tier's cores, each pure delay an infinite-server station
+after its tier: Lazowska et al. 1984, ch. 3). Past ``K`` the levels repeat (an arrival joins
+the token queue, a departure hands its token on), so it is a quasi-birth-death process solved
+matrix-geometrically (Neuts 1981; :mod:`solvers.open.qbd`) -- exact for the aggregate class,
+its cost independent of the load, within :data:`CHAIN_WORK`.
+
+**The flow-equivalent server** (Chandy et al. 1975; Lazowska et al. 1984, ch. 8) elsewhere:
+the held tiers are solved alone as a closed network without think time at every population
+``n = 1..K`` (:func:`held_curve`: the closed pool route's own solvers -- bursty tiers, spread of
+service and pools nested inside as :func:`solvers.pools_spread.solve_pools_spread` and
+:func:`solvers.pools_bursty.solve_pools_bursty` solve them; the pool itself never binds at
+``n <= K``): their throughput ``X_H(n)`` and each class's requests at each held tier
+``N_{h,c}(n)``. The pool with its token queue is then a birth-death process
+(:func:`solve_open_pool`): with ``j`` requests at it, it completes at ``X_H(min(j, K))``, so::
 
     pi(j) ~ prod_{i <= j} lambda / X_H(min(i, K)),
 
-a geometric tail past ``K`` of ratio ``r = lambda / X_H(K)``; stable iff ``lambda < X_H(K)``
-(else flagged unstable, its figures ``inf``, never NaN). The wait for a token (FCFS, the same
-for every class) is ``W = E[(j - K)+] / lambda`` (Little), the tokens held ``E[min(j, K)]``,
-and class ``c``'s residence at held tier ``h`` by Little over ``pi``:
-``R_{h,c} = sum_j pi(j) N_{h,c}(min(j, K)) / (p_c lambda)``.
+a geometric tail past ``K`` of ratio ``r = lambda / X_H(K)``; class ``c``'s residence at held
+tier ``h`` by Little over ``pi``: ``R_{h,c} = sum_j pi(j) N_{h,c}(min(j, K)) / (p_c lambda)``.
+Its one approximation is that the held tiers settle between the pool's changes of state
+(Courtois 1977): exact for one exponential held tier of ``c`` cores (the station is then
+M/M/min(K, c)), but with several held tiers and few tokens the pool's population changes as
+fast as the held tiers move, and the server overstates the response time near saturation
+(+15% to +25% at 80-95% of saturation for two tokens over two tiers, against the exact
+chain: bench/accuracy/pool_open.py) -- which is why the chain comes first.
 
-Why this and not a closed model at some population, or the method of surrogates (Jacobson and
-Lazowska 1982): the open source makes the pool station's input rate constant, so the
-enclosing "network" is the birth-death chain itself -- the decomposition's one approximation
-is that the held tiers settle between the pool's changes of state (Courtois 1977), as in the
-closed route. It is exact for one exponential held tier of ``c`` cores (the station is then
-M/M/min(K, c) with an infinite queue: rates ``min(j, K, c) / D``) and for ``K`` at most the
-cores of a product-form held network's only busy tier. The ``X_H`` curve does not depend on
-``lambda``: a capacity search computes it once. The station with Poisson input is a
-birth-death queue, so its departures are Poisson (Burke 1956) and the tiers after the pool keep
-their Poisson input; the tiers before it are open queues of the same rate (Jackson 1963).
-Where a held tier is bursty the held tiers' throughput depends on its phase as well as on the
-tokens held (Mi et al. 2008's slow runs fill the pool): the curve then averages over the
-phases, an approximation the bench measures (bench/accuracy/pool_open.py).
+Both: stable iff ``lambda < X_H(K)`` (else flagged unstable, the figures ``inf``, never NaN);
+the wait for a token (FCFS, the same for every class) ``W = E[(j - K)+] / lambda`` (Little),
+the tokens held ``E[min(j, K)]``. The pool's departures are Poisson (a birth-death queue with
+Poisson input: Burke 1956, for the flow-equivalent station; the chain's are not exactly, which
+the tiers after the pool take as Poisson), and the tiers before it are open queues of the same
+rate (Jackson 1963). The held curve and the chain's plan do not depend on ``lambda``: a
+capacity search builds them once.
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .open.qbd import QBDPlan, plan_qbd, solve_planned
 from .open.tiers import OpenTiersResult
 from .pools import PoolSpec
 from .pools_bursty import solve_pools_bursty
@@ -51,8 +58,8 @@ from .pools_spread import solve_pools_spread
 from .processes import MAP
 from .results import check_no_nan
 
-__all__ = ["HeldCurve", "OpenPoolResult", "held_curve", "held_network", "outermost",
-           "solve_open_pool", "with_pools"]
+__all__ = ["CHAIN_WORK", "HeldChain", "HeldCurve", "OpenPoolResult", "held_chain", "held_curve",
+           "held_network", "outermost", "solve_open_pool", "with_pools"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -67,6 +74,11 @@ class HeldCurve:
     residence: np.ndarray
     mix: np.ndarray
     flags: tuple[str, ...] = ()
+    #: the exact chain where it applies (:func:`held_chain`), with the held tiers' demands
+    #: ``D_{h,c}`` and delays ``delta_{h,c}`` (``(H, C)``) for the classes' read-back
+    chain: "HeldChain | None" = None
+    demands: np.ndarray | None = None
+    delays: np.ndarray | None = None
 
     @property
     def jobs(self) -> np.ndarray:
@@ -165,7 +177,12 @@ def held_network(demands: Any, servers: Any, pools: Sequence[PoolSpec], index: i
         return float(res.throughput), stretch[:, None] * Dh + (0.0 if dh is None else dh)
 
     curve = held_curve(one, int(pool.size), p)
-    return HeldCurve(curve.size, curve.throughput, curve.residence, curve.mix, tuple(flags))
+    exponential = not bursty and len(inner) == 1 and (
+        tier_scv is None or np.allclose(np.asarray(tier_scv, dtype=float)[h][D > 0], 1.0))
+    chain = held_chain(D, c, None if dh is None else dh @ p, int(pool.size)) \
+        if exponential else None
+    return HeldCurve(curve.size, curve.throughput, curve.residence, curve.mix, tuple(flags),
+                     chain, Dh, dh)
 
 
 def solve_open_pool(rate: float, curve: HeldCurve) -> OpenPoolResult:
@@ -182,10 +199,9 @@ def solve_open_pool(rate: float, curve: HeldCurve) -> OpenPoolResult:
         return OpenPoolResult(R, 0.0, 0.0, 0.0, float(R.sum(axis=0) @ p), 0.0, True)
     r = lam / X[K]
     if not r < 1.0:
-        R = np.where(curve.residence[K] > 0, math.inf, 0.0)
-        return OpenPoolResult(R, 1.0, float(K), math.inf, math.inf, math.inf, False, (
-            f"pool saturated: the arrival rate {lam:.4g}/s reaches the held tiers' "
-            f"throughput with every token held, {X[K]:.4g}/s",))
+        return _saturated(lam, curve)
+    if curve.chain is not None:
+        return _chain_result(lam, curve)
     # log a_j = sum_{i <= j} log(lambda / X_H(i)), j = 0..K; the tail a_K r^i, i >= 1
     loga = np.concatenate(([0.0], np.cumsum(np.log(lam / X[1:]))))
     top = float(loga.max())
@@ -269,3 +285,140 @@ def with_pools(res: OpenTiersResult, rate: float, pools: Sequence[PoolSpec],
     return (dataclasses.replace(res, response_time=R, residence_time=Rmc, wait=wait,
                                 queue_length=jobs, stable=stable and not saturated,
                                 saturated_tiers=saturated, flags=tuple(flags)), out)
+
+
+#: the held chain's budget: ``sum_k d_k^3`` over the levels' state counts ``d_k`` (the level
+#: reduction's dense solves; the rate matrix a few products of the largest), about 50 ms of a
+#: solve -- a capacity search solves a dozen rates
+CHAIN_WORK = 5e7
+
+
+@dataclass(frozen=True, eq=False)
+class HeldChain:
+    """The pool with its token queue and its held tiers as one chain (:func:`held_chain`):
+    the QBD's plan, the transitions' rates with the arrivals' marked, each station's
+    requests per state of the boundary levels and of a repeating level, and each station's
+    tier and kind (``True``: a tier's cores; ``False``: its pure delay)."""
+
+    plan: QBDPlan
+    rates: np.ndarray
+    arrivals: np.ndarray
+    counts: np.ndarray          # (boundary states, stations)
+    repeating: np.ndarray       # (states of a level >= K, stations)
+    tier: np.ndarray
+    cpu: np.ndarray
+
+
+def _compositions(k: int, s: int) -> list[tuple[int, ...]]:
+    """Every way to put ``k`` requests at ``s`` stations."""
+    if s == 1:
+        return [(k,)]
+    return [(i,) + rest for i in range(k, -1, -1) for rest in _compositions(k - i, s - 1)]
+
+
+def held_chain(demands: np.ndarray, servers: np.ndarray, delays: np.ndarray | None,
+               size: int) -> HeldChain | None:
+    """The exact chain of a pool of ``size`` tokens over held tiers of exponential service
+    (aggregate ``demands`` ``D_h``, ``servers`` ``c_h``, pure ``delays`` ``delta_h`` as
+    infinite-server stations after their tier), fed Poisson arrivals: level ``j`` the
+    requests at the pool, phase the held requests' places (``min(j, K)`` of them); an
+    arrival at ``j < K`` enters the first station, at ``j >= K`` joins the token queue; a
+    departure from the last station at ``j > K`` hands its token to the queue's head, which
+    enters the first station. Levels from ``K + 1`` on repeat, so the chain is a QBD
+    solved matrix-geometrically (Neuts 1981; :mod:`solvers.open.qbd`). ``None`` past
+    :data:`CHAIN_WORK`."""
+    st_tier, st_cpu, st_rate = [], [], []
+    for h, (D, c) in enumerate(zip(demands, servers)):
+        if D > 0:
+            st_tier.append(h), st_cpu.append(True), st_rate.append((float(c), 1.0 / D))
+        if delays is not None and delays[h] > 0:
+            st_tier.append(h), st_cpu.append(False), st_rate.append((math.inf, 1.0 / delays[h]))
+    S, K = len(st_rate), int(size)
+    if S == 0 or sum(math.comb(k + S - 1, S - 1) ** 3 for k in range(K + 1)) \
+            + 2 * math.comb(K + S - 1, S - 1) ** 3 > CHAIN_WORK:
+        return None
+    configs = [_compositions(k, S) for k in range(K + 1)]
+    index = [{x: i for i, x in enumerate(level)} for level in configs]
+    sizes = [len(level) for level in configs] + [len(configs[K])] * 2   # levels 0..K + 2
+    starts = np.concatenate(([0], np.cumsum(sizes)))
+    src: list[int] = []
+    dst: list[int] = []
+    rate: list[float] = []
+    arrival: list[bool] = []
+
+    def add(a: int, b: int, r: float, arr: bool = False) -> None:
+        src.append(a), dst.append(b), rate.append(r), arrival.append(arr)
+
+    for j in range(K + 2):                     # levels 0..K + 1 (K + 1: the first repeating)
+        k = min(j, K)
+        for i, x in enumerate(configs[k]):
+            here = int(starts[j]) + i
+            up = list(x)
+            if j < K:
+                up[0] += 1
+                add(here, int(starts[j + 1]) + index[k + 1][tuple(up)], 0.0, True)
+            else:
+                add(here, int(starts[j + 1]) + i, 0.0, True)
+            for s in range(S):
+                if x[s] == 0:
+                    continue
+                c, mu = st_rate[s]
+                r = min(x[s], c) * mu
+                y = list(x)
+                y[s] -= 1
+                if s + 1 < S:
+                    y[s + 1] += 1
+                    add(here, int(starts[j]) + index[k][tuple(y)], r)
+                elif j <= K:
+                    add(here, int(starts[j - 1]) + index[k - 1][tuple(y)], r)
+                else:                          # the token passes to the queue's head
+                    y[0] += 1
+                    add(here, int(starts[j - 1]) + index[K][tuple(y)], r)
+    plan = plan_qbd(np.array(src), np.array(dst), starts, K + 1)
+    counts = np.array([x for j in range(K + 2) for x in configs[min(j, K)]], dtype=float)
+    return HeldChain(plan, np.array(rate), np.array(arrival), counts,
+                     np.array(configs[K], dtype=float), np.array(st_tier), np.array(st_cpu))
+
+
+def _solve_chain(chain: HeldChain, lam: float, size: int
+                 ) -> tuple[np.ndarray, np.ndarray, float, float] | None:
+    """Per held tier the mean requests at its cores and at its delay, the mean requests
+    waiting for a token and the mean tokens held, at arrival rate ``lam``; ``None`` when
+    the chain is not positive recurrent."""
+    rates = np.where(chain.arrivals, lam, chain.rates)
+    sol = solve_planned(chain.plan, rates)
+    if sol is None:
+        return None
+    L = sol.first_repeating
+    b = int(sol.starts[L])
+    at = sol.pi[:b] @ chain.counts[:b] + (sol.level(L) @ sol.tail) @ chain.repeating
+    H = int(chain.tier.max()) + 1
+    cpu = np.bincount(chain.tier[chain.cpu], weights=at[chain.cpu], minlength=H)
+    delay = np.bincount(chain.tier[~chain.cpu], weights=at[~chain.cpu], minlength=H)
+    return cpu, delay, sol.mean_excess(size), float(at.sum())
+
+
+def _saturated(lam: float, curve: HeldCurve) -> OpenPoolResult:
+    K = curve.size
+    R = np.where(curve.residence[K] > 0, math.inf, 0.0)
+    return OpenPoolResult(R, 1.0, float(K), math.inf, math.inf, math.inf, False, (
+        f"pool saturated: the arrival rate {lam:.4g}/s reaches the held tiers' throughput "
+        f"with every token held, {curve.saturation:.4g}/s",))
+
+
+def _chain_result(lam: float, curve: HeldCurve) -> OpenPoolResult:
+    """:func:`solve_open_pool` by the exact chain (:func:`held_chain`): each held tier's
+    stretch ``s_h = E[requests at its cores] / (lambda D_h)`` read back per class as
+    ``R_{h,c} = s_h D_{h,c} + delta_{h,c}`` (the closed route's read-back, :mod:`solvers.pools`;
+    exact for one class)."""
+    K = curve.size
+    got = _solve_chain(curve.chain, lam, K)
+    if got is None:
+        return _saturated(lam, curve)
+    cpu, _, queue, busy = got
+    Dh = curve.demands
+    D = Dh @ curve.mix
+    stretch = np.divide(cpu, lam * D, out=np.ones_like(D), where=D > 0)
+    R = stretch[:, None] * Dh + (0.0 if curve.delays is None else curve.delays)
+    check_no_nan(residence_time=R, busy=busy, queue=queue)
+    return OpenPoolResult(R, busy / K, busy, queue / lam, busy / lam, queue, True)
