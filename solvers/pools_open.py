@@ -3,14 +3,17 @@ tokens held across a run of tiers ``H``.
 
 Two methods, the first where it applies:
 
-**The held chain** (:func:`held_chain`): where the held tiers are exponential (no bursty
-tier, no service SCV but 1, no pool nested inside) the pool, its token queue and the held
-requests' places are one Markov chain -- level ``j`` the requests at the pool, phase where
-the ``min(j, K)`` holders are (each tier's cores, each pure delay an infinite-server station
-after its tier: Lazowska et al. 1984, ch. 3). Past ``K`` the levels repeat (an arrival joins
-the token queue, a departure hands its token on), so it is a quasi-birth-death process solved
-matrix-geometrically (Neuts 1981; :mod:`solvers.open.qbd`) -- exact for the aggregate class,
-its cost independent of the load, within :data:`CHAIN_WORK`.
+**The held chain** (:func:`held_chain`): where the held tiers are exponential per class (no
+bursty tier, no service SCV but 1, no pool nested inside) the pool, its token queue and the
+holders -- where each is and of which class -- are one Markov chain: level ``j`` the requests
+at the pool, phase the ``min(j, K)`` holders' places (each tier's cores, each pure delay an
+infinite-server station after its tier: Lazowska et al. 1984, ch. 3; a first-come-first-served
+tier with fewer cores than tokens keeps their order). Past ``K`` the levels repeat (an arrival
+joins the token queue, a departure hands its token on), so it is a quasi-birth-death process
+solved matrix-geometrically (Neuts 1981; :mod:`solvers.open.qbd`) -- exact, the classes'
+spread of cost included (two dear requests holding both tokens of a pool of two block the
+cheap ones, which a mean cannot show), its cost independent of the load, within
+:data:`CHAIN_WORK`.
 
 **The flow-equivalent server** (Chandy et al. 1975; Lazowska et al. 1984, ch. 8) elsewhere:
 the held tiers are solved alone as a closed network without think time at every population
@@ -30,20 +33,23 @@ Its one approximation is that the held tiers settle between the pool's changes o
 M/M/min(K, c)), but with several held tiers and few tokens the pool's population changes as
 fast as the held tiers move, and the server overstates the response time near saturation
 (+15% to +25% at 80-95% of saturation for two tokens over two tiers, against the exact
-chain: bench/accuracy/pool_open.py) -- which is why the chain comes first.
+chain: bench/accuracy/pool_open.py), and one aggregate class misses the cheap classes' wait
+behind the dear ones -- which is why the chain comes first.
 
-Both: stable iff ``lambda < X_H(K)`` (else flagged unstable, the figures ``inf``, never NaN);
-the wait for a token (FCFS, the same for every class) ``W = E[(j - K)+] / lambda`` (Little),
-the tokens held ``E[min(j, K)]``. The pool's departures are Poisson (a birth-death queue with
-Poisson input: Burke 1956, for the flow-equivalent station; the chain's are not exactly, which
-the tiers after the pool take as Poisson), and the tiers before it are open queues of the same
-rate (Jackson 1963). The held curve and the chain's plan do not depend on ``lambda``: a
-capacity search builds them once.
+Both: stable iff ``lambda`` is below the holders' throughput with every token held
+(``X_H(K)``, or the chain's own: :attr:`HeldChain.saturation`; else flagged unstable, the
+figures ``inf``, never NaN); the wait for a token (FCFS, the same for every class)
+``W = E[(j - K)+] / lambda`` (Little), the tokens held ``E[min(j, K)]``. The pool's
+departures are Poisson (a birth-death queue with Poisson input: Burke 1956, for the
+flow-equivalent station; the chain's are not exactly, which the tiers after the pool take as
+Poisson), and the tiers before it are open queues of the same rate (Jackson 1963). The held
+curve and the chain's plan do not depend on ``lambda``: a capacity search builds them once.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -87,7 +93,10 @@ class HeldCurve:
 
     @property
     def saturation(self) -> float:
-        """``X_H(K)``: the largest rate the pool carries."""
+        """The largest rate the pool carries: the held chain's (:attr:`HeldChain.saturation`)
+        where it has one, else ``X_H(K)``."""
+        if self.chain is not None:
+            return self.chain.saturation
         return float(self.throughput[self.size])
 
 
@@ -179,7 +188,8 @@ def held_network(demands: Any, servers: Any, pools: Sequence[PoolSpec], index: i
     curve = held_curve(one, int(pool.size), p)
     exponential = not bursty and len(inner) == 1 and (
         tier_scv is None or np.allclose(np.asarray(tier_scv, dtype=float)[h][D > 0], 1.0))
-    chain = held_chain(D, c, None if dh is None else dh @ p, int(pool.size)) \
+    chain = held_chain(Dh, c, dh, p, int(pool.size),
+                       None if ps is None else np.asarray(ps, dtype=bool)[h]) \
         if exponential else None
     return HeldCurve(curve.size, curve.throughput, curve.residence, curve.mix, tuple(flags),
                      chain, Dh, dh)
@@ -197,11 +207,11 @@ def solve_open_pool(rate: float, curve: HeldCurve) -> OpenPoolResult:
     if lam == 0.0:           # the limit lambda -> 0: every request alone in the pool
         R = curve.residence[1].copy()
         return OpenPoolResult(R, 0.0, 0.0, 0.0, float(R.sum(axis=0) @ p), 0.0, True)
-    r = lam / X[K]
-    if not r < 1.0:
+    if not lam < curve.saturation:
         return _saturated(lam, curve)
     if curve.chain is not None:
         return _chain_result(lam, curve)
+    r = lam / X[K]
     # log a_j = sum_{i <= j} log(lambda / X_H(i)), j = 0..K; the tail a_K r^i, i >= 1
     loga = np.concatenate(([0.0], np.cumsum(np.log(lam / X[1:]))))
     top = float(loga.max())
@@ -296,105 +306,236 @@ CHAIN_WORK = 5e7
 @dataclass(frozen=True, eq=False)
 class HeldChain:
     """The pool with its token queue and its held tiers as one chain (:func:`held_chain`):
-    the QBD's plan, the transitions' rates with the arrivals' marked, each station's
-    requests per state of the boundary levels and of a repeating level, and each station's
-    tier and kind (``True``: a tier's cores; ``False``: its pure delay)."""
+    the QBD's plan, the transitions' rates with the arrivals' weights (``p_c``; 0: not an
+    arrival), the holders of each (tier, class, kind) per state of the boundary levels and
+    of a repeating level, and each such column's tier, class and kind (``True``: the tier's
+    cores; ``False``: its pure delay)."""
 
     plan: QBDPlan
     rates: np.ndarray
     arrivals: np.ndarray
-    counts: np.ndarray          # (boundary states, stations)
-    repeating: np.ndarray       # (states of a level >= K, stations)
+    counts: np.ndarray          # (boundary states, columns)
+    repeating: np.ndarray       # (states of a level >= K, columns)
     tier: np.ndarray
+    cls: np.ndarray
     cpu: np.ndarray
+    #: the largest rate the chain carries: its holders' throughput with every token held
+    #: (the repeating levels' mean rate down, Neuts 1981, Thm 3.1.1)
+    saturation: float = math.inf
 
 
 def _compositions(k: int, s: int) -> list[tuple[int, ...]]:
-    """Every way to put ``k`` requests at ``s`` stations."""
+    """Every way to put ``k`` requests at ``s`` places."""
     if s == 1:
         return [(k,)]
     return [(i,) + rest for i in range(k, -1, -1) for rest in _compositions(k - i, s - 1)]
 
 
+@dataclass(frozen=True)
+class _Station:
+    """One station of the held chain: a tier's cores (``cores``) or its delay (``inf``), the
+    classes it serves with their rates, and whether its state keeps the holders' order
+    (first-come-first-served with fewer cores than tokens and classes of other rates)."""
+
+    tier: int
+    cpu: bool
+    cores: float
+    classes: tuple[int, ...]
+    rates: tuple[float, ...]
+    ordered: bool
+
+    def states(self, n: int) -> list[tuple[int, ...]]:
+        """Its states with ``n`` holders: the classes in arrival order, or a count each."""
+        if self.ordered:
+            return list(itertools.product(range(len(self.classes)), repeat=n))
+        return _compositions(n, len(self.classes))
+
+    def leaving(self, x: tuple[int, ...]) -> list[tuple[int, float, tuple[int, ...]]]:
+        """``(class position, rate, state after)`` of each departure from state ``x``."""
+        out = []
+        if self.ordered:
+            for i in range(min(len(x), int(self.cores))):
+                out.append((x[i], self.rates[x[i]], x[:i] + x[i + 1:]))
+            return out
+        n = sum(x)
+        share = min(n, self.cores) / n if n else 0.0
+        for m, count in enumerate(x):
+            if count:
+                y = list(x)
+                y[m] -= 1
+                out.append((m, count * self.rates[m] * share, tuple(y)))
+        return out
+
+    def enter(self, x: tuple[int, ...], m: int) -> tuple[int, ...]:
+        if self.ordered:
+            return x + (m,)
+        y = list(x)
+        y[m] += 1
+        return tuple(y)
+
+    def held(self, x: tuple[int, ...]) -> np.ndarray:
+        """Holders of each of its classes in state ``x``."""
+        if self.ordered:
+            return np.bincount(np.array(x, dtype=int), minlength=len(self.classes))
+        return np.array(x)
+
+
+def _stations(demands: np.ndarray, servers: np.ndarray, delays: np.ndarray | None,
+              ps: np.ndarray | None, hit: np.ndarray, K: int) -> list[_Station]:
+    out = []
+    for h in range(demands.shape[0]):
+        for cpu in (True, False):
+            d = demands[h] if cpu else (None if delays is None else delays[h])
+            if d is None:
+                continue
+            cls = tuple(int(c) for c in hit if d[c] > 0)
+            if not cls:
+                continue
+            rates = tuple(1.0 / float(d[c]) for c in cls)
+            cores = float(servers[h]) if cpu else math.inf
+            ordered = cpu and not (ps is not None and ps[h]) and cores < K \
+                and len(set(rates)) > 1
+            out.append(_Station(h, cpu, cores, cls, rates, ordered))
+    return out
+
+
+def _configs(stations: list[_Station], k: int, cap: int) -> list[tuple] | None:
+    """The held chain's phases with ``k`` holders (a state per station), ``None`` past
+    ``cap`` of them."""
+    out: list[tuple] = []
+    for split in _compositions(k, len(stations)):
+        for x in itertools.product(*(st.states(n) for st, n in zip(stations, split))):
+            out.append(x)
+            if len(out) > cap:
+                return None
+    return out
+
+
 def held_chain(demands: np.ndarray, servers: np.ndarray, delays: np.ndarray | None,
-               size: int) -> HeldChain | None:
-    """The exact chain of a pool of ``size`` tokens over held tiers of exponential service
-    (aggregate ``demands`` ``D_h``, ``servers`` ``c_h``, pure ``delays`` ``delta_h`` as
-    infinite-server stations after their tier), fed Poisson arrivals: level ``j`` the
-    requests at the pool, phase the held requests' places (``min(j, K)`` of them); an
-    arrival at ``j < K`` enters the first station, at ``j >= K`` joins the token queue; a
-    departure from the last station at ``j > K`` hands its token to the queue's head, which
-    enters the first station. Levels from ``K + 1`` on repeat, so the chain is a QBD
-    solved matrix-geometrically (Neuts 1981; :mod:`solvers.open.qbd`). ``None`` past
-    :data:`CHAIN_WORK`."""
-    st_tier, st_cpu, st_rate = [], [], []
-    for h, (D, c) in enumerate(zip(demands, servers)):
-        if D > 0:
-            st_tier.append(h), st_cpu.append(True), st_rate.append((float(c), 1.0 / D))
-        if delays is not None and delays[h] > 0:
-            st_tier.append(h), st_cpu.append(False), st_rate.append((math.inf, 1.0 / delays[h]))
-    S, K = len(st_rate), int(size)
-    if S == 0 or sum(math.comb(k + S - 1, S - 1) ** 3 for k in range(K + 1)) \
-            + 2 * math.comb(K + S - 1, S - 1) ** 3 > CHAIN_WORK:
+               mix: np.ndarray, size: int, ps: np.ndarray | None = None) -> HeldChain | None:
+    """The chain of a pool of ``size`` tokens over held tiers of exponential service per
+    class (``demands`` ``D_{h,c}``, ``servers`` ``c_h``, pure ``delays`` ``delta_{h,c}`` as
+    infinite-server stations after their tier, ``ps`` the processor-sharing tiers), fed
+    Poisson arrivals of class ``c`` with probability ``mix`` ``p_c``. Level ``j``: the
+    requests at the pool; phase: where the ``min(j, K)`` holders are and of which class. An
+    arrival at ``j < K`` enters its class's first station, at ``j >= K`` joins the token queue
+    (FCFS, so the queue's classes are independent of the holders: the head's is ``p_c``); a
+    holder's last departure at ``j > K`` hands its token to the head, which enters its first
+    station. A first-come-first-served tier with fewer cores than tokens keeps its holders'
+    order (the first ``c`` served); elsewhere a count per class, each served at
+    ``min(n, c) / n`` of a core (processor sharing; FCFS where the holders never exceed the
+    cores). So the chain is exact, the classes' spread of cost included: two dear requests
+    holding both tokens of a pool of two block the cheap ones behind them, which the
+    aggregate class's mean cannot show. Levels from ``K + 1`` on repeat: a QBD solved
+    matrix-geometrically (Neuts 1981; :mod:`solvers.open.qbd`). ``None`` past
+    :data:`CHAIN_WORK`, or where a class of the mix holds no held tier (its token is taken
+    and given back at once)."""
+    H, C = demands.shape
+    K = int(size)
+    hit = np.flatnonzero(mix > 0)
+    stations = _stations(demands, servers, delays, ps, hit, K)
+    route = {int(c): [g for g, st in enumerate(stations) if c in st.classes] for c in hit}
+    if not stations or any(not r for r in route.values()):
         return None
-    configs = [_compositions(k, S) for k in range(K + 1)]
+    cap = int(CHAIN_WORK ** (1 / 3))
+    configs: list[list[tuple]] = []
+    for k in range(K + 1):
+        level = _configs(stations, k, cap)
+        if level is None:
+            return None
+        configs.append(level)
+    if sum(len(c) ** 3 for c in configs) + 2 * len(configs[K]) ** 3 > CHAIN_WORK:
+        return None
     index = [{x: i for i, x in enumerate(level)} for level in configs]
     sizes = [len(level) for level in configs] + [len(configs[K])] * 2   # levels 0..K + 2
     starts = np.concatenate(([0], np.cumsum(sizes)))
     src: list[int] = []
     dst: list[int] = []
     rate: list[float] = []
-    arrival: list[bool] = []
+    weight: list[float] = []
 
-    def add(a: int, b: int, r: float, arr: bool = False) -> None:
-        src.append(a), dst.append(b), rate.append(r), arrival.append(arr)
+    def add(a: int, b: int, r: float, w: float = 0.0) -> None:
+        src.append(a), dst.append(b), rate.append(r), weight.append(w)
+
+    def enter(x: tuple, c: int, g: int | None = None) -> tuple:
+        g = route[c][0] if g is None else g
+        st = stations[g]
+        return x[:g] + (st.enter(x[g], st.classes.index(c)),) + x[g + 1:]
 
     for j in range(K + 2):                     # levels 0..K + 1 (K + 1: the first repeating)
         k = min(j, K)
         for i, x in enumerate(configs[k]):
             here = int(starts[j]) + i
-            up = list(x)
             if j < K:
-                up[0] += 1
-                add(here, int(starts[j + 1]) + index[k + 1][tuple(up)], 0.0, True)
+                for c in hit:
+                    add(here, int(starts[j + 1]) + index[k + 1][enter(x, int(c))], 0.0,
+                        float(mix[c]))
             else:
-                add(here, int(starts[j + 1]) + i, 0.0, True)
-            for s in range(S):
-                if x[s] == 0:
-                    continue
-                c, mu = st_rate[s]
-                r = min(x[s], c) * mu
-                y = list(x)
-                y[s] -= 1
-                if s + 1 < S:
-                    y[s + 1] += 1
-                    add(here, int(starts[j]) + index[k][tuple(y)], r)
-                elif j <= K:
-                    add(here, int(starts[j - 1]) + index[k - 1][tuple(y)], r)
-                else:                          # the token passes to the queue's head
-                    y[0] += 1
-                    add(here, int(starts[j - 1]) + index[K][tuple(y)], r)
+                add(here, int(starts[j + 1]) + i, 0.0, 1.0)
+            for g, st in enumerate(stations):
+                for m, r, after in st.leaving(x[g]):
+                    c = st.classes[m]
+                    y = x[:g] + (after,) + x[g + 1:]
+                    step = route[c].index(g) + 1
+                    if step < len(route[c]):
+                        add(here, int(starts[j]) + index[k][enter(y, c, route[c][step])], r)
+                    elif j <= K:
+                        add(here, int(starts[j - 1]) + index[k - 1][y], r)
+                    else:                      # the token passes to the queue's head
+                        for c2 in hit:
+                            add(here, int(starts[j - 1]) + index[K][enter(y, int(c2))],
+                                r * float(mix[c2]))
     plan = plan_qbd(np.array(src), np.array(dst), starts, K + 1)
-    counts = np.array([x for j in range(K + 2) for x in configs[min(j, K)]], dtype=float)
-    return HeldChain(plan, np.array(rate), np.array(arrival), counts,
-                     np.array(configs[K], dtype=float), np.array(st_tier), np.array(st_cpu))
+    sat = _saturation(np.array(src), np.array(dst), np.array(rate), starts, K + 1)
+    cols = [(st.tier, c, st.cpu) for st in stations for c in st.classes]
+
+    def held(x: tuple) -> np.ndarray:
+        return np.concatenate([st.held(part) for st, part in zip(stations, x)])
+    counts = np.array([held(x) for j in range(K + 2) for x in configs[min(j, K)]], dtype=float)
+    return HeldChain(plan, np.array(rate), np.array(weight), counts,
+                     np.array([held(x) for x in configs[K]], dtype=float),
+                     np.array([t for t, _, _ in cols]), np.array([c for _, c, _ in cols]),
+                     np.array([k for _, _, k in cols]), sat)
 
 
-def _solve_chain(chain: HeldChain, lam: float, size: int
+def _saturation(src: np.ndarray, dst: np.ndarray, rate: np.ndarray, starts: np.ndarray,
+                L: int) -> float:
+    """``alpha A2 1``, ``alpha`` the stationary vector of the repeating levels' phase
+    process ``A1 + A2`` without the arrivals (which do not move the phase past ``K``):
+    the holders' throughput with every token held."""
+    lo, hi, w = int(starts[L]), int(starts[L + 1]), int(starts[L + 1] - starts[L])
+    rows = (src >= lo) & (src < hi) & (rate > 0)
+    A = np.zeros((w, w))
+    down = np.zeros(w)
+    for a, b, r in zip(src[rows] - lo, dst[rows], rate[rows]):
+        target = b - int(starts[L - 1]) if b < lo else b - lo
+        A[a, target] += r
+        if b < lo:
+            down[a] += r
+    A -= np.diag(A.sum(axis=1))
+    M = A.T.copy()
+    M[-1, :] = 1.0                      # alpha A = 0 with alpha 1 = 1
+    rhs = np.zeros(w)
+    rhs[-1] = 1.0
+    alpha = np.linalg.lstsq(M, rhs, rcond=None)[0]
+    return float(np.maximum(alpha, 0.0) @ down)
+
+
+def _solve_chain(chain: HeldChain, lam: float, size: int, shape: tuple[int, int]
                  ) -> tuple[np.ndarray, np.ndarray, float, float] | None:
-    """Per held tier the mean requests at its cores and at its delay, the mean requests
-    waiting for a token and the mean tokens held, at arrival rate ``lam``; ``None`` when
-    the chain is not positive recurrent."""
-    rates = np.where(chain.arrivals, lam, chain.rates)
+    """Per held tier and class the mean requests at its cores and at its delay (``shape``
+    ``(H, C)``), the mean requests waiting for a token and the mean tokens held, at arrival
+    rate ``lam``; ``None`` when the chain is not positive recurrent."""
+    rates = np.where(chain.arrivals > 0, lam * chain.arrivals, chain.rates)
     sol = solve_planned(chain.plan, rates)
     if sol is None:
         return None
     L = sol.first_repeating
     b = int(sol.starts[L])
     at = sol.pi[:b] @ chain.counts[:b] + (sol.level(L) @ sol.tail) @ chain.repeating
-    H = int(chain.tier.max()) + 1
-    cpu = np.bincount(chain.tier[chain.cpu], weights=at[chain.cpu], minlength=H)
-    delay = np.bincount(chain.tier[~chain.cpu], weights=at[~chain.cpu], minlength=H)
+    cpu, delay = np.zeros(shape), np.zeros(shape)
+    np.add.at(cpu, (chain.tier[chain.cpu], chain.cls[chain.cpu]), at[chain.cpu])
+    np.add.at(delay, (chain.tier[~chain.cpu], chain.cls[~chain.cpu]), at[~chain.cpu])
     return cpu, delay, sol.mean_excess(size), float(at.sum())
 
 
@@ -407,18 +548,20 @@ def _saturated(lam: float, curve: HeldCurve) -> OpenPoolResult:
 
 
 def _chain_result(lam: float, curve: HeldCurve) -> OpenPoolResult:
-    """:func:`solve_open_pool` by the exact chain (:func:`held_chain`): each held tier's
-    stretch ``s_h = E[requests at its cores] / (lambda D_h)`` read back per class as
-    ``R_{h,c} = s_h D_{h,c} + delta_{h,c}`` (the closed route's read-back, :mod:`solvers.pools`;
-    exact for one class)."""
-    K = curve.size
-    got = _solve_chain(curve.chain, lam, K)
+    """:func:`solve_open_pool` by the held chain (:func:`held_chain`): each class's
+    residence at each held tier by Little's law on its holders there,
+    ``R_{h,c} = E[n_{h,c}] / (p_c lambda)``."""
+    K, Dh, p = curve.size, curve.demands, curve.mix
+    got = _solve_chain(curve.chain, lam, K, Dh.shape)
     if got is None:
         return _saturated(lam, curve)
-    cpu, _, queue, busy = got
-    Dh = curve.demands
-    D = Dh @ curve.mix
-    stretch = np.divide(cpu, lam * D, out=np.ones_like(D), where=D > 0)
-    R = stretch[:, None] * Dh + (0.0 if curve.delays is None else curve.delays)
+    cpu, delay, queue, busy = got
+    hit = p > 0
+    R = np.divide(cpu + delay, (p * lam)[None, :], out=np.zeros_like(Dh), where=hit[None, :])
+    if not hit.all():        # a class out of the mix: its demand at each tier's stretch
+        D = Dh @ p
+        stretch = np.divide(cpu.sum(axis=1), lam * D, out=np.ones_like(D), where=D > 0)
+        R[:, ~hit] = (stretch[:, None] * Dh + (0.0 if curve.delays is None
+                                               else curve.delays))[:, ~hit]
     check_no_nan(residence_time=R, busy=busy, queue=queue)
     return OpenPoolResult(R, busy / K, busy, queue / lam, busy / lam, queue, True)
