@@ -18,8 +18,9 @@ faster or gets cores), the smallest size of each pool whose token is waited for
 (:func:`pool_ceiling`, pools first as on a closed system; with ``breach_tier_after``, where the
 breach moves: :mod:`streams.predict.pool_naming`), the replicas from the cores (``k``
 replicas are ``k c_m`` cores), and the capacity each remedy gives
-(:func:`~streams.predict.open_model.rate_capacity`). A required rate at or beyond the saturation of a remedied model is simply not met (the open
-solve flags it ``unstable`` with ``inf`` response times), never NaN and never a loop.
+(:func:`~streams.predict.open_model.rate_capacity`). A required rate at or beyond the
+saturation of a remedied model is simply not met (the open solve flags it ``unstable`` with
+``inf`` response times), never NaN and never a loop.
 :func:`at_rate` is ``perfcast whatif --rate``: per-class response times, utilizations and
 stability at a given total rate, before and after the actions.
 
