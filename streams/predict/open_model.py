@@ -15,13 +15,15 @@ each rate solved once (:class:`RateSolves`). The time to breach follows from the
 rate trend (:mod:`streams.predict.rate_trend`).
 
 **Pools** (:attr:`~streams.predict.model.SystemModel.pools`): each outermost pool and its held
-tiers are one flow-equivalent station fed by the open source (:mod:`solvers.pools_open`:
-Chandy et al. 1975's server, its held network solved closed at ``1..K`` by the closed pool
-route, once per model -- :func:`pool_curves`, held by :class:`RateSolves`), a birth-death
-queue whose Poisson departures feed the tiers after it (Burke 1956); the tiers outside the
-pools stay open queues. Every request takes the token (the closed route's aggregate class), so
-the saturation rate is ``min(x_sat, X_H(K))``. Quantiles on this route are the exponential
-law scaled to the mean (the token wait's own tail is not modelled; flagged).
+tiers are one station fed by the open source (:mod:`solvers.pools_open`): the held chain
+(the token queue and each holder's class and place, matrix-geometric; Neuts 1981) where the
+held tiers are exponential, else the flow-equivalent server of the held network solved closed
+at ``1..K`` by the closed pool route (Chandy et al. 1975; flagged); either built once per
+model (:func:`pool_curves`, held by :class:`RateSolves`). The tiers outside the pools stay open
+queues, those after a pool fed Poisson (Burke 1956). Every request takes the token (the closed
+route's aggregate class), so the saturation rate is the smaller of ``x_sat`` and the pool's.
+Quantiles on this route are the exponential law scaled to the mean (the token wait's own tail
+is not modelled; flagged).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ import numpy as np
 from solvers.open import OpenTiersResult, solve_open_tiers, tiers_capacity
 from solvers.pools_open import HeldCurve, OpenPoolResult, held_network, outermost, with_pools
 from streams.predict import alert_window, pool_naming
-from streams.predict.model import Point, SystemModel
+from streams.predict.model import POOL_FLAG, Point, SystemModel
 
 __all__ = ["RATE_TOLERANCE", "RateCapacity", "RateSolves", "mix_mean", "open_point",
            "pool_curves", "rate_capacity", "saturation_rate", "tier_residence",
@@ -72,7 +74,19 @@ def pool_curves(model: SystemModel) -> list[HeldCurve | None]:
         curve = held_network(model.D_mc, model.servers, model.pools, k, model.mix,
                              model.scv, model.delays, model.ps, procs)
         curves.append(curve)
-        for f in curve.flags:
+        flags = list(curve.flags)
+        spec = model.pools[k]
+        bursty = procs is not None and any(p is not None and p.order > 1
+                                           for p in procs[spec.first:spec.last])
+        if curve.chain is None and bursty:
+            flags.append(f"{POOL_FLAG}{spec.name} on the open route by the flow-equivalent "
+                         f"server with a bursty held tier: its slow runs fill the pool, which "
+                         f"the server misses -- the wait for a token can be far too low")
+        elif curve.chain is None:
+            flags.append(f"{POOL_FLAG}{spec.name} on the open route by the flow-equivalent "
+                         f"server (a general-service held tier, a pool inside it, or past the "
+                         f"held chain's budget): its wait is approximate near saturation")
+        for f in flags:
             if f not in model.flags:
                 model.flags.append(f)
     return curves
