@@ -517,7 +517,10 @@ def _saturation(src: np.ndarray, dst: np.ndarray, rate: np.ndarray, starts: np.n
     M[-1, :] = 1.0                      # alpha A = 0 with alpha 1 = 1
     rhs = np.zeros(w)
     rhs[-1] = 1.0
-    alpha = np.linalg.lstsq(M, rhs, rcond=None)[0]
+    try:
+        alpha = np.linalg.solve(M, rhs)
+    except np.linalg.LinAlgError:       # a reducible phase process: the least-squares one
+        alpha = np.linalg.lstsq(M, rhs, rcond=None)[0]
     return float(np.maximum(alpha, 0.0) @ down)
 
 
