@@ -64,17 +64,27 @@ def test_a_large_pool_over_product_form_tiers_is_the_jackson_network():
     assert res.waiting_time < 1e-12
 
 
+def _web_and_pool(Dmc, cores, mix, K, load):
+    """web outside, app and db under a pool of ``K`` at ``load`` of its saturation: the
+    curve, the rate, the open tiers without and with the pool, the pool's figures and the
+    flow-equivalent server's tiers."""
+    import dataclasses
+    pools = [PoolSpec(K, 1, 3, "conn")]
+    curve = held_network(Dmc, cores, pools, 0, mix)
+    lam = load * curve.saturation
+    base = solve_open_tiers(lam * mix, Dmc, cores)
+    res, (one,) = with_pools(base, lam, pools, [curve], Dmc)
+    fes, _ = with_pools(base, lam, pools, [dataclasses.replace(curve, chain=None)], Dmc)
+    return curve, lam, base, res, one, fes
+
+
 def test_classes_read_back_by_little_and_tiers_outside_the_pool_stay_open_queues():
     """Two classes through web (outside), app and db (held by 4 tokens): each class's held
     residence is its share of the held jobs by Little's law, which sum to the station's
     mean jobs; web keeps its M/M/c figures; the token wait reaches every class at app."""
     Dmc = np.array([[0.004, 0.004], [0.02, 0.06], [0.01, 0.03]])
     mix = np.array([0.75, 0.25])
-    pools = [PoolSpec(4, 1, 3, "conn")]
-    curve = held_network(Dmc, [2, 4, 2], pools, 0, mix)
-    lam = 0.8 * curve.saturation
-    base = solve_open_tiers(lam * mix, Dmc, [2, 4, 2])
-    res, (one,) = with_pools(base, lam, pools, [curve], Dmc)
+    curve, lam, base, res, one, _ = _web_and_pool(Dmc, [2, 4, 2], mix, 4, 0.8)
     assert res.residence_time[0] == pytest.approx(base.residence_time[0])
     held = one.residence_time
     assert float((held @ mix).sum()) * lam == pytest.approx(one.busy, rel=1e-9)
@@ -288,17 +298,9 @@ def test_two_classes_through_a_pool_of_two_against_the_simulated_system():
     ~30,000 requests) -- each class's response time within 10%, the pool's utilization
     within 3 points; the flow-equivalent server of the aggregate class misses the cheap
     class's wait behind the dear one (its response time half the simulated)."""
-    import dataclasses
-
     from solvers.simulation.physical import OpenArrivals, PhysicalNetwork, Tier, simulate_physical
     Dmc = np.array([[0.004, 0.004], [0.002, 0.03], [0.003, 0.03]])
-    mix = np.array([0.8, 0.2])
-    pools = [PoolSpec(2, 1, 3, "w")]
-    curve = held_network(Dmc, [2, 2, 1], pools, 0, mix)
-    lam = 0.5 * curve.saturation
-    base = solve_open_tiers(lam * mix, Dmc, [2, 2, 1])
-    res, (one,) = with_pools(base, lam, pools, [curve], Dmc)
-    fes, _ = with_pools(base, lam, pools, [dataclasses.replace(curve, chain=None)], Dmc)
+    _, lam, _, res, one, fes = _web_and_pool(Dmc, [2, 2, 1], np.array([0.8, 0.2]), 2, 0.5)
     net = PhysicalNetwork(tiers=tuple(Tier(n, c, 1.0, multipliers=tuple(d)) for n, c, d in
                                       zip(("web", "app", "db"), (2, 2, 1), Dmc)),
                           classes=("a", "b"), mix=(0.8, 0.2), think_time=0.0, population=0,

@@ -45,7 +45,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bench.accuracy.pool_matrix import BURSTY, interval, worst
+from bench.accuracy import pool_matrix
+from bench.accuracy.pool_matrix import BURSTY, ONE, SMALL, interval, worst
 from solvers.pools import PoolSpec
 from solvers.processes import MAP
 from solvers.simulation.capacity import simulated_capacity
@@ -62,26 +63,21 @@ GRID = 1000
 
 
 @dataclass(frozen=True)
-class Case:
-    name: str
-    demands: tuple[float, float, float]
-    cores: tuple[int, int, int]
-    size: int
-    duration: float            # simulated seconds a replication
-    bursty: bool = False       # the database's service the bursty MAP (mean: its demand)
-    delay: float = 0.0         # a pure delay at app, seconds (held)
+class Case(pool_matrix.Case):
+    """:class:`bench.accuracy.pool_matrix.Case` (no populations: the rates are
+    :data:`FRACTIONS` of the saturation) with a pure ``delay`` at app, seconds (held)."""
+
+    delay: float = 0.0
 
 
-SMALL = ((0.02, 0.03, 0.05), (4, 4, 8))
-ONE = ((0.004, 0.012, 0.006), (1, 2, 1))
 CASES = (
-    Case("pool-2", *ONE, 2, 1000.0),
-    Case("pool-4", *SMALL, 4, 1000.0),
-    Case("both-12", *SMALL, 12, 1000.0),
-    Case("cpu-32", *SMALL, 32, 1000.0),
-    Case("one-8", *ONE, 8, 1000.0),
-    Case("bursty-6", *SMALL, 6, 4000.0, bursty=True),
-    Case("delay-8", *SMALL, 8, 1000.0, delay=0.020),
+    Case("pool-2", *ONE, 2, (), 1000.0),
+    Case("pool-4", *SMALL, 4, (), 1000.0),
+    Case("both-12", *SMALL, 12, (), 1000.0),
+    Case("cpu-32", *SMALL, 32, (), 1000.0),
+    Case("one-8", *ONE, 8, (), 1000.0),
+    Case("bursty-6", *SMALL, 6, (), 4000.0, bursty=True),
+    Case("delay-8", *SMALL, 8, (), 1000.0, delay=0.020),
 )
 
 
