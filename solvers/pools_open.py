@@ -4,12 +4,15 @@ tokens held across a run of tiers ``H``.
 Two methods, the first where it applies:
 
 **The held chain** (:func:`held_chain`): where the held tiers are exponential per class (no
-bursty tier, no service SCV but 1, no pool nested inside) the pool, its token queue and the
-holders -- where each is and of which class -- are one Markov chain: level ``j`` the requests
-at the pool, phase the ``min(j, K)`` holders' places (each tier's cores, each pure delay an
-infinite-server station after its tier: Lazowska et al. 1984, ch. 3; a first-come-first-served
-tier with fewer cores than tokens keeps their order). Past ``K`` the levels repeat (an arrival
-joins the token queue, a departure hands its token on), so it is a quasi-birth-death process
+service SCV but 1, no pool nested inside; or, for one class, one bursty tier whose MAP is
+served in start order on its cores -- the closed route's held-chain station,
+:mod:`solvers.pools_station`, where Mi et al. 2008's slow runs fill the pool) the pool, its
+token queue and the holders -- where each is and of which class -- are one Markov chain:
+level ``j`` the requests at the pool, phase the ``min(j, K)`` holders' places (each tier's
+cores, each pure delay an infinite-server station after its tier: Lazowska et al. 1984, ch.
+3; a first-come-first-served tier with fewer cores than tokens keeps their order). Past
+``K`` the levels repeat (an arrival joins the token queue, a departure hands its token on),
+so it is a quasi-birth-death process
 solved matrix-geometrically (Neuts 1981; :mod:`solvers.open.qbd`) -- exact, the classes'
 spread of cost included (two dear requests holding both tokens of a pool of two block the
 cheap ones, which a mean cannot show), its cost independent of the load, within
@@ -61,6 +64,7 @@ from .open.tiers import OpenTiersResult
 from .pools import PoolSpec
 from .pools_bursty import solve_pools_bursty
 from .pools_spread import solve_pools_spread
+from .pools_station import last_start_station, last_start_states
 from .processes import MAP
 from .results import check_no_nan
 
@@ -185,14 +189,23 @@ def held_network(demands: Any, servers: Any, pools: Sequence[PoolSpec], index: i
         stretch = np.divide(cpu, D, out=np.ones_like(D), where=D > 0)
         return float(res.throughput), stretch[:, None] * Dh + (0.0 if dh is None else dh)
 
-    curve = held_curve(one, int(pool.size), p)
-    exponential = not bursty and len(inner) == 1 and (
+    exponential = len(inner) == 1 and (
         tier_scv is None or np.allclose(np.asarray(tier_scv, dtype=float)[h][D > 0], 1.0))
     chain = held_chain(Dh, c, dh, p, int(pool.size),
-                       None if ps is None else np.asarray(ps, dtype=bool)[h]) \
-        if exponential else None
-    return HeldCurve(curve.size, curve.throughput, curve.residence, curve.mix, tuple(flags),
-                     chain, Dh, dh)
+                       None if ps is None else np.asarray(ps, dtype=bool)[h],
+                       procs if bursty else None) if exponential else None
+    try:
+        curve = held_curve(one, int(pool.size), p)
+    except (RuntimeError, np.linalg.LinAlgError):
+        if chain is None:
+            raise
+        # the chain needs of the curve only a lone request's residence (rate 0)
+        lone = Dh + (0.0 if dh is None else dh)
+        X = np.full(int(pool.size) + 1, chain.saturation)
+        X[0] = 0.0
+        curve = HeldCurve(int(pool.size), X, np.repeat(lone[None], int(pool.size) + 1, 0), p)
+    return HeldCurve(curve.size, curve.throughput, curve.residence, curve.mix,
+                     tuple(flags) if chain is None else (), chain, Dh, dh)
 
 
 def solve_open_pool(rate: float, curve: HeldCurve) -> OpenPoolResult:
@@ -366,12 +379,17 @@ class _Station:
                 out.append((m, count * self.rates[m] * share, tuple(y)))
         return out
 
-    def enter(self, x: tuple[int, ...], m: int) -> tuple[int, ...]:
+    def enter(self, x: tuple[int, ...], m: int) -> list[tuple[float, tuple[int, ...]]]:
+        """``(probability, state after)`` of a holder of class position ``m`` arriving."""
         if self.ordered:
-            return x + (m,)
+            return [(1.0, x + (m,))]
         y = list(x)
         y[m] += 1
-        return tuple(y)
+        return [(1.0, tuple(y))]
+
+    def moves(self, x: tuple[int, ...]) -> list[tuple[float, tuple[int, ...]]]:
+        """``(rate, state after)`` of its changes of state without a departure: none."""
+        return []
 
     def held(self, x: tuple[int, ...]) -> np.ndarray:
         """Holders of each of its classes in state ``x``."""
@@ -380,9 +398,55 @@ class _Station:
         return np.array(x)
 
 
+class _BurstyStation(_Station):
+    """A bursty tier of one class: its MAP served in start order on its cores, each holder
+    there its own phase and the next start's phase read off the job that started last
+    (:func:`solvers.pools_station.last_start_station` on levels ``0..K``; the closed pool
+    route's held chain station, Mi et al. 2008's slow runs in it). Its state: the station's
+    state index, a 1-tuple."""
+
+    def __init__(self, tier: int, cores: float, cls: int, proc: MAP, K: int) -> None:
+        super().__init__(tier, True, cores, (cls,), (1.0 / proc.mean,), False)
+        tr = last_start_station(K, proc, int(cores))
+        n_states = tr.level.shape[0]
+        arrive: list[list[tuple[float, tuple[int]]]] = [[] for _ in range(n_states)]
+        moves: list[list[tuple[float, tuple[int]]]] = [[] for _ in range(n_states)]
+        leave: list[list[tuple[int, float, tuple[int]]]] = [[] for _ in range(n_states)]
+        for a, b, r, up in zip(tr.src.tolist(), tr.dst.tolist(), tr.rate.tolist(),
+                               tr.up.tolist()):
+            if up:
+                arrive[a].append((r, (b,)))
+            elif tr.level[b] < tr.level[a]:
+                leave[a].append((0, r, (b,)))
+            else:
+                moves[a].append((r, (b,)))
+        object.__setattr__(self, "_by_level", [[(i,) for i in np.flatnonzero(tr.level == n)]
+                                               for n in range(K + 1)])
+        object.__setattr__(self, "_level", tr.level)
+        object.__setattr__(self, "_arrive", arrive)
+        object.__setattr__(self, "_moves", moves)
+        object.__setattr__(self, "_leave", leave)
+
+    def states(self, n: int) -> list[tuple[int, ...]]:
+        return self._by_level[n]
+
+    def leaving(self, x: tuple[int, ...]) -> list[tuple[int, float, tuple[int, ...]]]:
+        return self._leave[x[0]]
+
+    def enter(self, x: tuple[int, ...], m: int) -> list[tuple[float, tuple[int, ...]]]:
+        return self._arrive[x[0]]
+
+    def moves(self, x: tuple[int, ...]) -> list[tuple[float, tuple[int, ...]]]:
+        return self._moves[x[0]]
+
+    def held(self, x: tuple[int, ...]) -> np.ndarray:
+        return np.array([self._level[x[0]]])
+
+
 def _stations(demands: np.ndarray, servers: np.ndarray, delays: np.ndarray | None,
-              ps: np.ndarray | None, hit: np.ndarray, K: int) -> list[_Station]:
-    out = []
+              ps: np.ndarray | None, hit: np.ndarray, K: int,
+              processes: Sequence[MAP | None] | None = None) -> list[_Station]:
+    out: list[_Station] = []
     for h in range(demands.shape[0]):
         for cpu in (True, False):
             d = demands[h] if cpu else (None if delays is None else delays[h])
@@ -390,6 +454,11 @@ def _stations(demands: np.ndarray, servers: np.ndarray, delays: np.ndarray | Non
                 continue
             cls = tuple(int(c) for c in hit if d[c] > 0)
             if not cls:
+                continue
+            proc = None if processes is None or not cpu else processes[h]
+            if proc is not None and proc.order > 1:
+                out.append(_BurstyStation(h, float(servers[h]), cls[0],
+                                          proc.scaled(float(d[cls[0]])), K))
                 continue
             rates = tuple(1.0 / float(d[c]) for c in cls)
             cores = float(servers[h]) if cpu else math.inf
@@ -412,7 +481,8 @@ def _configs(stations: list[_Station], k: int, cap: int) -> list[tuple] | None:
 
 
 def held_chain(demands: np.ndarray, servers: np.ndarray, delays: np.ndarray | None,
-               mix: np.ndarray, size: int, ps: np.ndarray | None = None) -> HeldChain | None:
+               mix: np.ndarray, size: int, ps: np.ndarray | None = None,
+               processes: Sequence[MAP | None] | None = None) -> HeldChain | None:
     """The chain of a pool of ``size`` tokens over held tiers of exponential service per
     class (``demands`` ``D_{h,c}``, ``servers`` ``c_h``, pure ``delays`` ``delta_{h,c}`` as
     infinite-server stations after their tier, ``ps`` the processor-sharing tiers), fed
@@ -424,16 +494,29 @@ def held_chain(demands: np.ndarray, servers: np.ndarray, delays: np.ndarray | No
     station. A first-come-first-served tier with fewer cores than tokens keeps its holders'
     order (the first ``c`` served); elsewhere a count per class, each served at
     ``min(n, c) / n`` of a core (processor sharing; FCFS where the holders never exceed the
-    cores). So the chain is exact, the classes' spread of cost included: two dear requests
-    holding both tokens of a pool of two block the cheap ones behind them, which the
-    aggregate class's mean cannot show. Levels from ``K + 1`` on repeat: a QBD solved
+    cores; for one class, one bursty tier in ``processes`` as the closed route's held chain
+    station, :class:`_BurstyStation`). So the chain is exact (a multi-core bursty tier: to
+    its station's last-start approximation), the classes' spread of cost included: two dear
+    requests holding both tokens of a pool of two block the cheap ones behind them, which
+    the aggregate class's mean cannot show. Levels from ``K + 1`` on repeat: a QBD solved
     matrix-geometrically (Neuts 1981; :mod:`solvers.open.qbd`). ``None`` past
-    :data:`CHAIN_WORK`, or where a class of the mix holds no held tier (its token is taken
-    and given back at once)."""
+    :data:`CHAIN_WORK`, where a class of the mix holds no held tier (its token is taken and
+    given back at once), or with a bursty tier beyond the station's scope (several classes or
+    bursty tiers)."""
     H, C = demands.shape
     K = int(size)
     hit = np.flatnonzero(mix > 0)
-    stations = _stations(demands, servers, delays, ps, hit, K)
+    bursty = processes is not None and any(q is not None and q.order > 1 for q in processes)
+    if bursty and (hit.shape[0] != 1 or sum(q is not None and q.order > 1
+                                            for q in processes) != 1):
+        return None              # one bursty tier of one class: the station's scope
+    if bursty:
+        b = next(i for i, q in enumerate(processes) if q is not None and q.order > 1)
+        if not float(servers[b]).is_integer() or \
+                last_start_states(K, processes[b].order, int(servers[b])) > int(
+                    CHAIN_WORK ** (1 / 3)):
+            return None
+    stations = _stations(demands, servers, delays, ps, hit, K, processes)
     route = {int(c): [g for g, st in enumerate(stations) if c in st.classes] for c in hit}
     if not stations or any(not r for r in route.values()):
         return None
@@ -457,10 +540,10 @@ def held_chain(demands: np.ndarray, servers: np.ndarray, delays: np.ndarray | No
     def add(a: int, b: int, r: float, w: float = 0.0) -> None:
         src.append(a), dst.append(b), rate.append(r), weight.append(w)
 
-    def enter(x: tuple, c: int, g: int | None = None) -> tuple:
+    def enter(x: tuple, c: int, g: int | None = None) -> list[tuple[float, tuple]]:
         g = route[c][0] if g is None else g
         st = stations[g]
-        return x[:g] + (st.enter(x[g], st.classes.index(c)),) + x[g + 1:]
+        return [(w, x[:g] + (y,) + x[g + 1:]) for w, y in st.enter(x[g], st.classes.index(c))]
 
     for j in range(K + 2):                     # levels 0..K + 1 (K + 1: the first repeating)
         k = min(j, K)
@@ -468,23 +551,28 @@ def held_chain(demands: np.ndarray, servers: np.ndarray, delays: np.ndarray | No
             here = int(starts[j]) + i
             if j < K:
                 for c in hit:
-                    add(here, int(starts[j + 1]) + index[k + 1][enter(x, int(c))], 0.0,
-                        float(mix[c]))
+                    for w, y in enter(x, int(c)):
+                        add(here, int(starts[j + 1]) + index[k + 1][y], 0.0,
+                            float(mix[c]) * w)
             else:
                 add(here, int(starts[j + 1]) + i, 0.0, 1.0)
             for g, st in enumerate(stations):
+                for r, after in st.moves(x[g]):
+                    add(here, int(starts[j]) + index[k][x[:g] + (after,) + x[g + 1:]], r)
                 for m, r, after in st.leaving(x[g]):
                     c = st.classes[m]
                     y = x[:g] + (after,) + x[g + 1:]
                     step = route[c].index(g) + 1
                     if step < len(route[c]):
-                        add(here, int(starts[j]) + index[k][enter(y, c, route[c][step])], r)
+                        for w, z in enter(y, c, route[c][step]):
+                            add(here, int(starts[j]) + index[k][z], r * w)
                     elif j <= K:
                         add(here, int(starts[j - 1]) + index[k - 1][y], r)
                     else:                      # the token passes to the queue's head
                         for c2 in hit:
-                            add(here, int(starts[j - 1]) + index[K][enter(y, int(c2))],
-                                r * float(mix[c2]))
+                            for w, z in enter(y, int(c2)):
+                                add(here, int(starts[j - 1]) + index[K][z],
+                                    r * float(mix[c2]) * w)
     plan = plan_qbd(np.array(src), np.array(dst), starts, K + 1)
     sat = _saturation(np.array(src), np.array(dst), np.array(rate), starts, K + 1)
     cols = [(st.tier, c, st.cpu) for st in stations for c in st.classes]

@@ -310,3 +310,20 @@ def test_two_classes_through_a_pool_of_two_against_the_simulated_system():
     assert res.response_time == pytest.approx(R, rel=0.10)
     assert one.utilization == pytest.approx(sim.pool_busy[0].mean / 2, abs=0.03)
     assert fes.response_time[0] < 0.7 * R[0]
+
+
+def test_a_pool_of_one_over_a_bursty_one_core_tier_is_the_m_map_1_queue():
+    """K = 1 over one bursty tier of one core: the held chain's bursty station serves the
+    MAP in order, so pool and tier are the M/MAP/1 queue (matrix-geometric, Neuts 1981):
+    its sojourn time, at low and high load."""
+    from solvers.open import m_map_c
+    from solvers.processes import MAP
+    shape = MAP(np.array([[-2.0, 0.01], [0.002, -0.2]]),
+                np.array([[1.99, 0.0], [0.0, 0.198]])).scaled(0.05)
+    curve = held_network([[0.05]], [1], [PoolSpec(1, 0, 1, "p")], 0, processes=[shape])
+    assert curve.chain is not None and curve.saturation == pytest.approx(20.0, rel=1e-9)
+    for lam in (4.0, 16.0):
+        res = solve_open_pool(lam, curve)
+        q = m_map_c(lam, shape, 1)
+        assert res.waiting_time + res.residence_time[0, 0] == pytest.approx(q.wait + 0.05,
+                                                                            rel=1e-6)

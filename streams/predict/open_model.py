@@ -17,8 +17,9 @@ rate trend (:mod:`streams.predict.rate_trend`).
 **Pools** (:attr:`~streams.predict.model.SystemModel.pools`): each outermost pool and its held
 tiers are one station fed by the open source (:mod:`solvers.pools_open`): the held chain
 (the token queue and each holder's class and place, matrix-geometric; Neuts 1981) where the
-held tiers are exponential, else the flow-equivalent server of the held network solved closed
-at ``1..K`` by the closed pool route (Chandy et al. 1975; flagged); either built once per
+held tiers are exponential or one bursty tier serves one class, else the flow-equivalent
+server of the held network solved closed at ``1..K`` by the closed pool route (Chandy et al.
+1975; flagged); either built once per
 model (:func:`pool_curves`, held by :class:`RateSolves`). The tiers outside the pools stay open
 queues, those after a pool fed Poisson (Burke 1956). Every request takes the token (the closed
 route's aggregate class), so the saturation rate is the smaller of ``x_sat`` and the pool's.
@@ -71,16 +72,25 @@ def pool_curves(model: SystemModel) -> list[HeldCurve | None]:
         if k not in top:
             curves.append(None)
             continue
-        curve = held_network(model.D_mc, model.servers, model.pools, k, model.mix,
-                             model.scv, model.delays, model.ps, procs)
+        spec = model.pools[k]
+        try:
+            curve = held_network(model.D_mc, model.servers, model.pools, k, model.mix,
+                                 model.scv, model.delays, model.ps, procs)
+        except (RuntimeError, ValueError, np.linalg.LinAlgError) as exc:
+            text = (f"{POOL_FLAG}{spec.name} not modelled on the open route: its held "
+                    f"network could not be solved ({str(exc)[:120]})")
+            if text not in model.flags:
+                model.flags.append(text)
+            curves.append(None)
+            continue
         curves.append(curve)
         flags = list(curve.flags)
-        spec = model.pools[k]
         bursty = procs is not None and any(p is not None and p.order > 1
                                            for p in procs[spec.first:spec.last])
         if curve.chain is None and bursty:
             flags.append(f"{POOL_FLAG}{spec.name} on the open route by the flow-equivalent "
-                         f"server with a bursty held tier: its slow runs fill the pool, which "
+                         f"server with a bursty held tier (several classes or bursty tiers, or "
+                         f"past the held chain's budget): its slow runs fill the pool, which "
                          f"the server misses -- the wait for a token can be far too low")
         elif curve.chain is None:
             flags.append(f"{POOL_FLAG}{spec.name} on the open route by the flow-equivalent "
