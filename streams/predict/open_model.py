@@ -19,9 +19,9 @@ tiers are one station fed by the open source (:mod:`solvers.pools_open`): the he
 (the token queue and each holder's class and place, matrix-geometric; Neuts 1981) where the
 held tiers are exponential or one bursty tier serves one class, else the flow-equivalent
 server of the held network solved closed at ``1..K`` by the closed pool route (Chandy et al.
-1975; flagged); either built once per
-model (:func:`pool_curves`, held by :class:`RateSolves`). The tiers outside the pools stay open
-queues, those after a pool fed Poisson (Burke 1956). Every request takes the token (the closed
+1975; flagged); either built once per model (:func:`pool_curves`, held by
+:class:`RateSolves`). The tiers outside the pools stay open queues, those after a pool fed
+Poisson (Burke 1956). Every request takes the token (the closed
 route's aggregate class), so the saturation rate is the smaller of ``x_sat`` and the pool's.
 Quantiles on this route are the exponential law scaled to the mean (the token wait's own tail
 is not modelled; flagged).
@@ -60,11 +60,12 @@ POOL_QUANTILE_FLAG = ("pools: quantiles on the open route are the exponential la
 
 
 def pool_curves(model: SystemModel) -> list[HeldCurve | None]:
-    """Per pool of the model, its held network's :class:`~solvers.pools_open.HeldCurve`
-    (``None`` for a pool inside another: it is in that one's held network), the held tiers
-    solved as the closed pool route solves them (bursty: the model's pool processes, else
-    its MAP(2)s, else the spread of service); the closed solves' flags go to the model's
-    flags once. Independent of the rate: computed once per model."""
+    """Per pool of the model, its held network's :class:`~solvers.pools_open.HeldCurve` with
+    the held chain where it applies (``None`` for a pool inside another: it is in that one's
+    held network; or, flagged, one whose held network cannot be solved), the bursty tiers'
+    processes the model's pool processes, else its MAP(2)s; the flags (the route, the closed
+    solves') go to the model's flags once. Independent of the rate: computed once per
+    model."""
     top = set(outermost(model.pools))
     procs = model.pool_processes or model.processes
     curves: list[HeldCurve | None] = []
@@ -130,7 +131,8 @@ def _solve(model: SystemModel, rate: float, curves: list[HeldCurve | None] | Non
 
 def saturation_rate(model: SystemModel, curves: list[HeldCurve | None] | None = None) -> float:
     """The largest total rate the model carries at its mix: the tiers' utilization law
-    (``min_m c_m / sum_c p_c D_{m,c}``) and each pool's ``X_H(K)`` (every request takes its
+    (``min_m c_m / sum_c p_c D_{m,c}``) and each pool's, its holders' throughput with every
+    token held (:attr:`solvers.pools_open.HeldCurve.saturation`; every request takes its
     token)."""
     S, V = _inputs(model)
     sat = tiers_capacity(model.mix, S, model.servers.astype(int), V)
