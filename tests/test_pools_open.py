@@ -327,3 +327,31 @@ def test_a_pool_of_one_over_a_bursty_one_core_tier_is_the_m_map_1_queue():
         q = m_map_c(lam, shape, 1)
         assert res.waiting_time + res.residence_time[0, 0] == pytest.approx(q.wait + 0.05,
                                                                             rel=1e-6)
+
+
+def test_perfcast_whatif_pool_on_an_open_system_answers_with_the_pool(tmp_path):
+    """``perfcast whatif --pool conn=12`` on a stored open model with a pool of 6: the
+    table's rows for the pool's utilization before and after, the capacity raised, no NaN."""
+    import json
+    import sqlite3
+
+    from typer.testing import CliRunner
+
+    from streams.cli.commands import app
+    from streams.sinks.store import MODEL_TABLE, SQLiteStore
+    spec = _pool_model().to_dict()
+    spec["open"] = {"rate_per_s": 60.0, "rate_forecast_per_s": 70.0}
+    path = tmp_path / "perfcast.sqlite"
+    SQLiteStore(path).close()
+    with sqlite3.connect(path) as conn:
+        conn.execute(f'INSERT INTO "{MODEL_TABLE}" VALUES (?, ?, ?, ?, ?)',
+                     ("api", 1.8e9, 0, 0, json.dumps(spec)))
+    conn.close()
+    res = CliRunner().invoke(app, ["whatif", "--store", str(path), "--pool", "conn=12"],
+                             terminal_width=200, env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    assert "conn (pool utilization)" in res.output and "at 60/s before" in res.output
+    assert "nan" not in res.output.lower()
+    row = next(line for line in res.output.splitlines() if "conn (pool utilization)" in line)
+    before, after = (float(v) for v in row.split()[-4:-2])
+    assert before > 0.75 and after == pytest.approx(before / 2, rel=0.1)
