@@ -109,8 +109,8 @@ class OpenPoolResult:
     """One pool at arrival rate ``lambda``: ``residence_time`` ``R_{h,c}`` at the held tiers
     (``(H, C)``, the token's wait not included), ``utilization`` ``E[min(j, K)] / K``, ``busy``
     ``E[min(j, K)]``, ``waiting_time`` ``W``, ``holding_time`` ``E[min(j, K)] / lambda``,
-    ``queue`` ``E[(j - K)+]``; ``stable`` (``lambda < X_H(K)``; else the times are ``inf`` and
-    the utilization 1)."""
+    ``queue`` ``E[(j - K)+]``; ``stable`` (``lambda`` below :attr:`HeldCurve.saturation`;
+    else the times are ``inf`` and the utilization 1)."""
 
     residence_time: np.ndarray
     utilization: float
