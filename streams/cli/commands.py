@@ -472,6 +472,9 @@ def _whatif_rate(name: str, model: Any, actions: list[Any], when: float,
     for m, t in enumerate(model.tiers):
         table.add_row(escape(t) + " (utilization)", "",
                       *[f"{float(u[m]):.3f}" for cmp in cmps for u in cmp.utilization])
+    for k, spec in enumerate(model.pools):
+        table.add_row(escape(spec.name) + " (pool utilization)", "",
+                      *[_fmt(float(u[k])) for cmp in cmps for u in cmp.pool_utilization])
     table.add_row("stable", "", *["yes" if ok else "NO: capacity exceeded"
                                   for cmp in cmps for ok in cmp.stable])
     console.print(table)

@@ -15,6 +15,7 @@ clock did -- which is what makes the embedded runner and the Faust worker agree.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import zlib
 from dataclasses import dataclass, field
@@ -408,10 +409,6 @@ class SystemState(Admission):
                     f"{ASSUMED}an open workload ({reason}): capacity and headroom in requests "
                     f"per second; set workload = \"closed\" and think_time_s where users think "
                     f"between requests"]
-            if kind == "open" and cfg.pools:
-                pred.flags = list(pred.flags) + [
-                    f"pools: {', '.join(cfg.pools)} not modelled on an open workload (the "
-                    f"pool model is closed)"]
         return out
 
     def _complete_open(self, solve: "_Solve", header: tuple) -> Outputs:
@@ -454,7 +451,13 @@ class SystemState(Admission):
         self.last_open_rates = (X, x_fc)
         error, x_error = self._model_error(model, m, now)
         error, q_fields = self._quantile_error(model, m, now, error)
+        checks = pool_check.pool_checks(model, m.pools, now)
+        worst_pool, pool_error = pool_check.worst_pool(checks)
+        error = pool_check.combined(error, pool_error)
+        flags += pool_check.size_flags(model, m.pools)
         pooled, pooled_fields = self._pooled_error(model, m, now)
+        if model.pools:
+            pooled_fields.update(self._pooled_pool_error(checks, m.seconds))
         classes = prediction.class_parts(model, m, now, fc,
                                          confidence.class_errors(model, m, now), pooled,
                                          cfg.predict_quantiles == "always")
@@ -462,6 +465,8 @@ class SystemState(Admission):
         tiers = prediction.tier_parts(model, m, now, fc, solve.tiers,
                                       [None] * len(solve.tiers), u_errors, cfg.bursty_scv)
         util = np.where(np.isfinite(fc.utilization), fc.utilization, np.inf)
+        bottleneck = bottleneck_name(model, dataclasses.replace(fc, utilization=util)) \
+            if model.pools else model.tiers[int(np.argmax(util))]
         pred = Prediction(**clean(dict(
             system=self.system, time=time, solve=self.solves, think_time_s=None,
             horizon_s=cfg.horizon_s, model=now.model,
@@ -473,14 +478,18 @@ class SystemState(Admission):
             throughput=now.throughput,
             response_time=float(open_model.mix_mean(now.response, model.mix)),
             throughput_measured=X, time_to_breach_s=ttb, breach_class=cap.breach_class,
-            breach_tier=cap.breach_tier, bottleneck_tier=model.tiers[int(np.argmax(util))],
+            breach_tier=cap.breach_tier, bottleneck_tier=bottleneck,
             model_error=error, throughput_error=x_error, classes=classes, tiers=tiers,
             users=None, alert_capacity_users=None,
             remediation=remedy, alert_time_to_breach_s=alert_ttb, alert_basis=basis,
             alert_window_factors=factors, **pooled_fields, **q_fields, **extra,
+            **({"pools": prediction.pool_parts(model, cfg, now, fc, checks)}
+               if model.pools else {}),
+            **({"pool_error": pool_error, "pool_error_pool": worst_pool}
+               if worst_pool is not None else {}),
             **dict(zip(("utilization_error_tier", "utilization_error_max"),
                        confidence.worst(u_errors))))))
-        reasons = confidence.trust_reasons(pred, solve.tiers)
+        reasons = confidence.trust_reasons(pred, solve.tiers) + pool_check.trust_reasons(pred)
         reasons += confidence.evidence_reasons(pred, self._window_completions())
         reasons += burst_trust.trust_reasons(pred, cfg.idc_threshold)
         out.alerts += self._alerts(pred, m, model, time, reasons, solve.tiers)

@@ -13,6 +13,18 @@ question, asked in requests per second): ``R_c`` rises with ``x`` up to the satu
 ``(0, x_sat)`` by a safeguarded regula falsi on the model of that rise (:func:`rate_capacity`),
 each rate solved once (:class:`RateSolves`). The time to breach follows from the
 rate trend (:mod:`streams.predict.rate_trend`).
+
+**Pools** (:attr:`~streams.predict.model.SystemModel.pools`): each outermost pool and its held
+tiers are one station fed by the open source (:mod:`solvers.pools_open`): the held chain
+(the token queue and each holder's class and place, matrix-geometric; Neuts 1981) where the
+held tiers are exponential or one bursty tier serves one class, else the flow-equivalent
+server of the held network solved closed at ``1..K`` by the closed pool route (Chandy et al.
+1975; flagged); either built once per model (:func:`pool_curves`, held by
+:class:`RateSolves`). The tiers outside the pools stay open queues, those after a pool fed
+Poisson (Burke 1956). Every request takes the token (the closed
+route's aggregate class), so the saturation rate is the smaller of ``x_sat`` and the pool's.
+Quantiles on this route are the exponential law scaled to the mean (the token wait's own tail
+is not modelled; flagged).
 """
 
 from __future__ import annotations
@@ -24,11 +36,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from solvers.open import OpenTiersResult, solve_open_tiers, tiers_capacity
-from streams.predict import alert_window
-from streams.predict.model import Point, SystemModel
+from solvers.pools_open import HeldCurve, OpenPoolResult, held_network, outermost, with_pools
+from streams.predict import alert_window, pool_naming
+from streams.predict.model import POOL_FLAG, Point, SystemModel
 
 __all__ = ["RATE_TOLERANCE", "RateCapacity", "RateSolves", "mix_mean", "open_point",
-           "rate_capacity", "tier_residence", "window_rate_capacity"]
+           "pool_curves", "rate_capacity", "saturation_rate", "tier_residence",
+           "window_rate_capacity"]
 
 #: relative resolution of the capacity in requests per second (of the saturation rate)
 RATE_TOLERANCE = 1e-4
@@ -40,19 +54,93 @@ def _inputs(model: SystemModel) -> tuple[np.ndarray, np.ndarray]:
     return S, V
 
 
-def solve_at(model: SystemModel, rate: float) -> OpenTiersResult:
+#: how the flag of the open route's quantiles with pools reads
+POOL_QUANTILE_FLAG = ("pools: quantiles on the open route are the exponential law scaled to the "
+                      "pool model's mean (the token wait's own tail is not modelled)")
+
+
+def pool_curves(model: SystemModel) -> list[HeldCurve | None]:
+    """Per pool of the model, its held network's :class:`~solvers.pools_open.HeldCurve` with
+    the held chain where it applies (``None`` for a pool inside another: it is in that one's
+    held network; or, flagged, one whose held network cannot be solved), the bursty tiers'
+    processes the model's pool processes, else its MAP(2)s; the flags (the route, the closed
+    solves') go to the model's flags once. Independent of the rate: computed once per
+    model."""
+    top = set(outermost(model.pools))
+    procs = model.pool_processes or model.processes
+    curves: list[HeldCurve | None] = []
+    for k in range(len(model.pools)):
+        if k not in top:
+            curves.append(None)
+            continue
+        spec = model.pools[k]
+        try:
+            curve = held_network(model.D_mc, model.servers, model.pools, k, model.mix,
+                                 model.scv, model.delays, model.ps, procs)
+        except (RuntimeError, ValueError, np.linalg.LinAlgError) as exc:
+            text = (f"{POOL_FLAG}{spec.name} not modelled on the open route: its held "
+                    f"network could not be solved ({str(exc)[:120]})")
+            if text not in model.flags:
+                model.flags.append(text)
+            curves.append(None)
+            continue
+        curves.append(curve)
+        flags = list(curve.flags)
+        bursty = procs is not None and any(p is not None and p.order > 1
+                                           for p in procs[spec.first:spec.last])
+        if curve.chain is None and bursty:
+            flags.append(f"{POOL_FLAG}{spec.name} on the open route by the flow-equivalent "
+                         f"server with a bursty held tier (several classes or bursty tiers, or "
+                         f"past the held chain's budget): its slow runs fill the pool, which "
+                         f"the server misses -- the wait for a token can be far too low")
+        elif curve.chain is None:
+            flags.append(f"{POOL_FLAG}{spec.name} on the open route by the flow-equivalent "
+                         f"server (a general-service held tier, a pool inside it, or past the "
+                         f"held chain's budget): its wait is approximate near saturation")
+        for f in flags:
+            if f not in model.flags:
+                model.flags.append(f)
+    return curves
+
+
+def solve_at(model: SystemModel, rate: float,
+             curves: list[HeldCurve | None] | None = None) -> OpenTiersResult:
     """The open tiers at total rate ``rate`` and the model's mix; a tier's pure delays
     (:attr:`~streams.predict.model.SystemModel.delays`) add to its residence times and the
     classes' response times without queueing (an infinite-server station: its mean whatever
-    the rate, Lazowska et al. 1984)."""
+    the rate, Lazowska et al. 1984); with pools, each pool's station in place of its held
+    tiers (module docstring; ``curves``: :func:`pool_curves` where the caller has them)."""
+    return _solve(model, rate, curves)[0]
+
+
+def _solve(model: SystemModel, rate: float, curves: list[HeldCurve | None] | None = None
+           ) -> tuple[OpenTiersResult, list[OpenPoolResult | None]]:
     S, V = _inputs(model)
     res = solve_open_tiers(max(rate, 0.0) * model.mix, S, model.servers.astype(int),
                            processes=model.processes, visits=V,
                            per_job_max_cores=model.per_job_max_cores, ps=model.ps_law)
-    if model.delays is None:
-        return res
-    return dataclasses.replace(res, response_time=res.response_time + model.delay_c,
-                               residence_time=res.residence_time + model.delays)
+    if model.delays is not None:
+        res = dataclasses.replace(res, response_time=res.response_time + model.delay_c,
+                                  residence_time=res.residence_time + model.delays)
+    if not model.pools:
+        return res, []
+    if curves is None:
+        curves = pool_curves(model)
+    return with_pools(res, max(rate, 0.0), model.pools, curves, model.D_mc)
+
+
+def saturation_rate(model: SystemModel, curves: list[HeldCurve | None] | None = None) -> float:
+    """The largest total rate the model carries at its mix: the tiers' utilization law
+    (``min_m c_m / sum_c p_c D_{m,c}``) and each pool's, its holders' throughput with every
+    token held (:attr:`solvers.pools_open.HeldCurve.saturation`; every request takes its
+    token)."""
+    S, V = _inputs(model)
+    sat = tiers_capacity(model.mix, S, model.servers.astype(int), V)
+    if model.pools:
+        for curve in pool_curves(model) if curves is None else curves:
+            if curve is not None:
+                sat = min(sat, curve.saturation)
+    return sat
 
 
 def tier_residence(model: SystemModel, m: int, rate: float) -> float:
@@ -75,11 +163,20 @@ def open_point(model: SystemModel, rate: float,
     """The model's answer at total rate ``rate`` as a :class:`~streams.predict.model.Point`
     (``residence``: per tier, over the mix; ``inf`` where a tier is saturated) and the open
     solution itself (from ``solves`` when given: :class:`RateSolves`)."""
-    res = solve_at(model, rate) if solves is None else solves(rate)
+    if solves is None:
+        res, pools = _solve(model, rate)
+    else:
+        res, pools = solves(rate), solves.pools(rate)
     residence = mix_mean(res.residence_time, model.mix)
     kind = "open-map" if model.processes is not None else "open"
+    util = wait = None
+    if model.pools:
+        util = np.array([math.inf if p is None else p.utilization for p in pools])
+        wait = np.array([math.inf if p is None else p.waiting_time for p in pools])
+        if POOL_QUANTILE_FLAG not in model.flags:
+            model.flags.append(POOL_QUANTILE_FLAG)
     return Point(0, float(res.throughput.sum()), residence, res.response_time,
-                 res.utilization, None, kind), res
+                 res.utilization, None, kind, util, wait), res
 
 
 @dataclass(frozen=True)
@@ -108,15 +205,31 @@ class RateSolves:
     def __init__(self, model: SystemModel) -> None:
         self.model = model
         self.count = 0
-        self._held: dict[float, OpenTiersResult] = {}
+        self._held: dict[float, tuple[OpenTiersResult, list[OpenPoolResult | None]]] = {}
+        self._curves: list[HeldCurve | None] | None = None
+
+    @property
+    def curves(self) -> list[HeldCurve | None]:
+        """The model's :func:`pool_curves`, computed at the first ask."""
+        if self._curves is None:
+            self._curves = pool_curves(self.model) if self.model.pools else []
+        return self._curves
+
+    def _get(self, rate: float) -> tuple[OpenTiersResult, list[OpenPoolResult | None]]:
+        key = float(max(rate, 0.0))
+        got = self._held.get(key)
+        if got is None:
+            self.count += 1
+            got = self._held[key] = _solve(self.model, key, self.curves) \
+                if self.model.pools else (solve_at(self.model, key), [])
+        return got
 
     def __call__(self, rate: float) -> OpenTiersResult:
-        key = float(max(rate, 0.0))
-        res = self._held.get(key)
-        if res is None:
-            self.count += 1
-            res = self._held[key] = solve_at(self.model, key)
-        return res
+        return self._get(rate)[0]
+
+    def pools(self, rate: float) -> list[OpenPoolResult | None]:
+        """Each pool's figures at ``rate`` (:func:`solvers.pools_open.with_pools`)."""
+        return self._get(rate)[1]
 
 
 def _worst(res: OpenTiersResult, model: SystemModel, judged: np.ndarray) -> float:
@@ -162,8 +275,7 @@ def rate_capacity(model: SystemModel, solves: RateSolves | None = None,
     solve = RateSolves(model) if solves is None else solves
     if solve.model is not model:
         raise ValueError("solves: held for another model than the one searched")
-    S, V = _inputs(model)
-    sat = tiers_capacity(model.mix, S, model.servers.astype(int), V)
+    sat = saturation_rate(model, solve.curves if model.pools else None)
     judged = (model.mix > 0) & np.isfinite(model.sla)
     if not judged.any() or not math.isfinite(sat):
         return RateCapacity(None, sat, None, None)
@@ -196,9 +308,30 @@ def rate_capacity(model: SystemModel, solves: RateSolves | None = None,
     beyond = solve(hi[0])
     ratio = _excess(model, beyond, judged)
     c = int(np.argmax(ratio))
+    if model.pools:
+        return RateCapacity(lo[0], sat, model.classes[c], _pool_breach(model, solve, hi[0], c))
     share = beyond.residence_time[:, c]
     share = np.where(np.isfinite(share), share, np.finfo(float).max)
     return RateCapacity(lo[0], sat, model.classes[c], model.tiers[int(np.argmax(share))])
+
+
+def _pool_breach(model: SystemModel, solve: RateSolves, rate: float, c: int) -> str:
+    """The tier or pool holding the largest part of class ``c``'s response time at ``rate``
+    (:func:`streams.predict.pool_naming.breach_name`, the closed route's rule); where a pool
+    is saturated there, that pool if it binds before its tiers, else its busiest held tier."""
+    point, res = open_point(model, rate, solve)
+    if np.all(np.isfinite(point.residence)) and np.all(np.isfinite(point.pool_waiting)):
+        return pool_naming.breach_name(model, point, c)
+    for k, one in enumerate(solve.pools(rate)):
+        if one is not None and not one.stable:
+            if pool_naming.binds(model, k):
+                return model.pools[k].name
+            spec = model.pools[k]
+            per_core = model.D[spec.first:spec.last] / model.servers[spec.first:spec.last]
+            return model.tiers[spec.first + int(np.argmax(per_core))]
+    share = np.where(np.isfinite(res.residence_time[:, c]), res.residence_time[:, c],
+                     np.finfo(float).max)
+    return model.tiers[int(np.argmax(share))]
 
 
 def window_rate_capacity(model: SystemModel, idc: list[float | None], capacity: float,

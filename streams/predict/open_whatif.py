@@ -14,10 +14,13 @@ away (``remediation_costs`` has no unit of its own for it).
 :func:`remediate_open` finds, per tier, the smallest number of cores and the smallest CPU
 speed factor (grid :data:`~streams.predict.whatif.SPEED_STEP`) that keeps every class within
 its SLA at the required rate (one open solve per probe: response times fall as a tier gets
-faster or gets cores), the replicas from the cores (``k`` replicas are ``k c_m`` cores), and
-the capacity each remedy gives (:func:`~streams.predict.open_model.rate_capacity`). A
-required rate at or beyond the saturation of a remedied model is simply not met (the open
-solve flags it ``unstable`` with ``inf`` response times), never NaN and never a loop.
+faster or gets cores), the smallest size of each pool whose token is waited for
+(:func:`pool_ceiling`, pools first as on a closed system; with ``breach_tier_after``, where the
+breach moves: :mod:`streams.predict.pool_naming`), the replicas from the cores (``k``
+replicas are ``k c_m`` cores), and the capacity each remedy gives
+(:func:`~streams.predict.open_model.rate_capacity`). A required rate at or beyond the
+saturation of a remedied model is simply not met (the open solve flags it ``unstable`` with
+``inf`` response times), never NaN and never a loop.
 :func:`at_rate` is ``perfcast whatif --rate``: per-class response times, utilizations and
 stability at a given total rate, before and after the actions.
 
@@ -46,7 +49,7 @@ from streams.predict.whatif import (
 )
 
 __all__ = ["RATE_LIMIT", "RateComparison", "at_rate", "check_rate", "meets_rate",
-           "rate_band", "remediate_open", "rate_time_to_breach"]
+           "pool_ceiling", "rate_band", "remediate_open", "rate_time_to_breach"]
 
 #: the kind of the open counterpart of admission
 RATE_LIMIT = "rate_limit"
@@ -80,6 +83,16 @@ def _summary(action: Action | None, model: SystemModel, cap: float | None, befor
         return (f"limit the request rate to {fmt(cap)}: {turned:.4g} of the {required:.4g} "
                 f"req/s expected within the horizon would be rejected or delayed")
     return f"{describe(action, model)}: capacity {fmt(before)} → {fmt(cap)}"
+
+
+def pool_ceiling(model: SystemModel, k: int) -> int:
+    """The largest size a pool remedy of pool ``k`` tries on an open system: twice its size
+    plus twice its held tiers' cores -- past a token per core of every held tier the held
+    tiers' throughput only creeps towards their bound (a pure delay aside), so a larger pool
+    buys little and each size's held network costs ``K`` closed solves."""
+    spec = model.pools[k]
+    cores = model.servers[spec.first:spec.last]
+    return int(2 * spec.size + 2 * float(np.sum(cores[np.isfinite(cores)])))
 
 
 def remediate_open(model: SystemModel, required: float, capacity_before: float | None,
@@ -124,6 +137,9 @@ def remediate_open(model: SystemModel, required: float, capacity_before: float |
                                                      if kind == "cores" else []))
             return
         add(found[i].model, Action(kind, tier, value(i)), found[i])
+        if kind == "pool":
+            actions[-1]["breach_tier_after"] = open_model.rate_capacity(
+                found[i].model, found[i], required).breach_tier
         if kind == "cores":
             c = int(model.servers[model.tiers.index(tier)])
             k = max(2, -(-int(value(i)) // c))
@@ -133,8 +149,18 @@ def remediate_open(model: SystemModel, required: float, capacity_before: float |
             else:
                 add(apply(model, rep), rep)
 
-    wait = (open_model.solve_at(model, required) if held is None
-            else held(required)).wait
+    now = open_model.RateSolves(model) if held is None else held
+    pools = now.pools(required) if model.pools else []
+    for k in np.argsort([-(p.waiting_time if p is not None else 0.0) for p in pools],
+                        kind="stable").tolist():
+        spec = model.pools[k]       # pools first, longest wait first: the cheap change
+        if pools[k] is None or pools[k].waiting_time <= 0:
+            continue                # nested in another pool, or never waited for
+        if solves >= budget:
+            unreachable.append(f"pool {spec.name} (not searched: solve budget {budget})")
+        else:
+            search(spec.name, "pool", spec.size + 1, pool_ceiling(model, k), int)
+    wait = now(required).wait
     order = np.argsort(-np.where(np.isfinite(wait), wait, np.finfo(float).max), kind="stable")
     for m in order.tolist():
         tier, c = model.tiers[m], int(model.servers[m])
@@ -153,7 +179,7 @@ def remediate_open(model: SystemModel, required: float, capacity_before: float |
                         "cost": round(unit * max(required - capacity_before, 0.0), 9),
                         "summary": _summary(None, model, capacity_before, capacity_before,
                                             required)})
-    rank = {"replicate": 0, "cores": 1, "cpu_speed": 2, RATE_LIMIT: 3}
+    rank = {"pool": 0, "replicate": 1, "cores": 2, "cpu_speed": 3, RATE_LIMIT: 4}
     actions.sort(key=lambda a: (a["cost"], rank[a["kind"]], a["tier"] or ""))
     return {"workload": "open", "required_rate_per_s": required,
             "capacity_before_rate_per_s": capacity_before, "required_users": None,
@@ -165,7 +191,9 @@ def remediate_open(model: SystemModel, required: float, capacity_before: float |
 class RateComparison:
     """One system at ``rate`` requests/s before and after ``actions``: capacity in req/s
     (``None``: no SLA), saturation rates, per-class response times (``inf`` where
-    saturated), per-tier utilizations and whether each model is stable there."""
+    saturated), per-tier utilizations and whether each model is stable there; per pool of
+    the model (its :attr:`~streams.predict.model.SystemModel.pools`) the tokens held over
+    its size (``inf``: a pool inside another, solved in its held network)."""
 
     actions: tuple[Action, ...]
     rate: float
@@ -174,6 +202,7 @@ class RateComparison:
     response: tuple[np.ndarray, np.ndarray]
     utilization: tuple[np.ndarray, np.ndarray]
     stable: tuple[bool, bool]
+    pool_utilization: tuple[np.ndarray, np.ndarray] = (np.zeros(0), np.zeros(0))
 
     def flags(self) -> list[str]:
         """``unstable`` lines for a model whose saturation ``rate`` reaches."""
@@ -189,13 +218,16 @@ def at_rate(model: SystemModel, rate: float,
     what ``perfcast whatif --rate`` prints."""
     rate = check_rate(rate)
     after = apply_all(model, actions)
-    caps = [open_model.rate_capacity(m) for m in (model, after)]
-    res = [open_model.solve_at(m, rate) for m in (model, after)]
+    solves = [open_model.RateSolves(m) for m in (model, after)]
+    caps = [open_model.rate_capacity(m, h) for m, h in zip((model, after), solves)]
+    res = [h(rate) for h in solves]
+    pools = [np.array([math.inf if p is None else p.utilization for p in h.pools(rate)])
+             for h in solves]
     return RateComparison(tuple(actions), rate, (caps[0].capacity, caps[1].capacity),
                           (caps[0].saturation, caps[1].saturation),
                           (res[0].response_time, res[1].response_time),
                           (res[0].utilization, res[1].utilization),
-                          (res[0].stable, res[1].stable))
+                          (res[0].stable, res[1].stable), (pools[0], pools[1]))
 
 
 def rate_time_to_breach(capacity: float | None, rate: float, slope: float) -> float | None:
