@@ -18,14 +18,15 @@ def test_knee_is_linear_between_the_populations_around_the_crossing():
 
 
 def test_a_ramp_the_load_generator_would_refuse_is_refused_before_any_run(capsys):
-    assert campaign.ramp_arg("5:35:1800") == (5, 35, 1800)
-    # one load lasts at most 1800 s: a 40-min ramp once ended a campaign after its steady runs
-    for bad in ("5:45:2400", "5:45", "45:5:600", "0:5:600", "5:x:600", "5:45:0"):
+    assert campaign.ramp_arg("5:35:2700") == (5, 35, 2700)
+    # one load lasts at most 3600 s: a ramp longer than the load's bound once ended a campaign
+    # after its steady runs
+    for bad in ("5:45:4000", "5:45", "45:5:600", "0:5:600", "5:x:600", "5:45:0"):
         with pytest.raises(argparse.ArgumentTypeError, match="FROM:TO:SECONDS"):
             campaign.ramp_arg(bad)
     with pytest.raises(SystemExit):
-        campaign.main(["--out", "/nonexistent/never-made", "--duration", "2000", "--no-up"])
-    assert "--duration must be within (0, 1800] s" in capsys.readouterr().err
+        campaign.main(["--out", "/nonexistent/never-made", "--duration", "4000", "--no-up"])
+    assert "--duration must be within (0, 3600] s" in capsys.readouterr().err
 
 
 def test_knee_is_none_when_no_run_crosses():

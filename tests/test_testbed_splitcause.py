@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from bench.testbed.splitcause import main, run_evidence
+from bench.testbed.splitcause import main, run_evidence, trip_delay_fit
 
 
 def _run(users: int = 5) -> dict:
@@ -56,3 +56,71 @@ def test_the_split_is_read_from_the_runs_windows(tmp_path, capsys):
     assert main([str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "| 5 |" in out and "0.30 ms" in out
+
+
+def _windows(rng: np.random.Generator, U: np.ndarray, noise: float) -> tuple[np.ndarray, ...]:
+    """Windows of a PS db whose classes' times are ``D f(U) + 0.2 ms`` a round trip, each
+    class mean noisy by ``noise`` relative."""
+    D = np.array([0.0022, 0.0023, 0.0041, 0.050])
+    trips = np.array([6.0, 1.0, 3.0, 1.0])
+    n = rng.poisson(U[:, None] * 5.0 * np.array([0.3, 0.3, 0.2, 0.2]) / (
+        0.3 * D[0] + 0.3 * D[1] + 0.2 * D[2] + 0.2 * D[3])).astype(float)
+    X = n / 5.0
+    Ut = (X @ D)
+    f = 1.0 / (1.0 - Ut)
+    R = (D[None, :] * f[:, None] + 0.0002 * trips) * (
+        1.0 + noise * rng.standard_normal(n.shape) / np.sqrt(np.maximum(n, 1.0)))
+    return Ut, X, n, np.where(n > 0, R, np.nan), trips, D
+
+
+def test_windows_spanning_loads_give_the_latency_per_round_trip_and_the_demands():
+    rng = np.random.default_rng(3)
+    U, X, n, R, trips, D = _windows(rng, np.linspace(0.05, 0.6, 300), 0.2)
+    fit = trip_delay_fit(U, X, n, R, trips)
+    assert abs(fit["latency_ms"] - 0.2) <= max(fit["latency_ci_ms"], 0.02)
+    assert fit["latency_ci_ms"] < 0.1
+    assert np.allclose(fit["demands"], D, rtol=0.1)
+
+
+def test_a_steady_load_leaves_the_latency_per_round_trip_open():
+    rng = np.random.default_rng(4)
+    U, X, n, R, trips, _ = _windows(rng, np.full(120, 0.07), 1.0)
+    fit = trip_delay_fit(U, X, n, R, trips)
+    # the stretch hardly moves: the interval is wider than the latency itself
+    assert fit["latency_ci_ms"] > 0.2
+    assert trip_delay_fit(U, X, np.zeros_like(n), R, trips) is None   # no class timed
+
+
+def test_an_open_ramp_is_read_from_its_load_log_and_windows(tmp_path, capsys):
+    rng = np.random.default_rng(5)
+    U, X, n, R, trips, D = _windows(rng, np.linspace(0.05, 0.6, 200), 0.2)
+    classes = ["buy", "home", "product", "search"]
+    tot = n.sum(axis=0)
+    wall = np.nansum(np.where(n > 0, n * R, 0.0), axis=0)
+    app = {c: {"requests": float(tot[i]), "db_s": float(wall[i]),
+               "db_cpu_s": float(tot[i] * D[i])} for i, c in enumerate(classes)}
+    pg = {c: {"calls": float(tot[i] * (trips[i] - (2 if c == "buy" else 0))), "exec_s": 0.0}
+          for i, c in enumerate(classes)}
+    lines = [{"kind": "snapshot", "at": "start", "t": 0.0, "pg": {}, "app": {},
+              "cpu_s": {"db": 0.0, "app": 0.0}},
+             {"kind": "run", "mode": "open", "start": 0.0, "duration_s": 1000.0},
+             *({"class": c, "start": 1.0, "end": 1.01, "status": 200} for c in classes),
+             {"kind": "snapshot", "at": "end", "t": 1000.0, "pg": pg, "app": app,
+              "cpu_s": {"db": float(tot @ D) + 1.0, "app": 1.0}}]
+    (tmp_path / "load-open-ramp.jsonl").write_text("\n".join(json.dumps(x) for x in lines))
+    (tmp_path / "perfcast-open-ramp").mkdir()
+    (tmp_path / "perfcast-open-ramp" / "prometheus-windows.jsonl").write_text("\n".join(
+        json.dumps({"tier": "db", "window_s": 5.0, "utilization": float(U[k]),
+                    "completions": dict(zip(classes, n[k].tolist())),
+                    "response_time_s": {c: float(R[k, i]) for i, c in enumerate(classes)
+                                        if n[k, i] > 0}}) for k in range(len(U))))
+    (tmp_path / "campaign.json").write_text(json.dumps({"runs": []}))
+    assert main([str(tmp_path)]) == 0
+    row = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("| open ramp"))
+    cells = [x.strip() for x in row.strip(" |").split("|")]
+    # the log's own fit and the windows' alone: about 0.2 ms a round trip, the windows' demands
+    # within a few percent
+    assert 0.15 < float(cells[4].split(", ")[1].split()[0]) < 0.25
+    windows_l, windows_d = cells[-1].split(" ms, ")
+    assert abs(float(windows_l.split(" +- ")[0]) - 0.2) < 0.03
+    assert all(abs(float(x.strip(" %"))) <= 5 for x in windows_d.split(" / "))

@@ -38,7 +38,7 @@ from urllib.parse import urlsplit
 #: the default class mix (fractions of requests)
 MIX = {"home": 0.4, "product": 0.3, "search": 0.15, "buy": 0.15}
 #: hard bounds whatever the options
-MAX_DURATION_S = 1800.0
+MAX_DURATION_S = 3600.0
 MAX_REQUESTS = 200_000
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 

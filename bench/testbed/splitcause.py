@@ -1,4 +1,4 @@
-"""Why a class's database demand reads high: the three readings of a campaign's stored runs.
+"""Why a class's database demand reads high: the four readings of a campaign's stored runs.
 
 The pipeline splits the database's busy CPU between classes from the per-class time at the tier
 (:mod:`estimators.class_split`): under processor sharing ``D_c`` is proportional to ``R_c``
@@ -18,12 +18,20 @@ own CPU per request (``testbed_db_backend_cpu_seconds_total``, bench/testbed/poi
   ``t_c`` the class's round trips per request (``db_calls``, pg_stat_statements' statements,
   plus BEGIN and COMMIT for a class run as one transaction, ``--transaction``): a fixed latency
   per round trip (the client's send, the backend's wake-up on its CPU, the reply) that is not
-  CPU, which puts a class of many cheap statements above its CPU share under any discipline.
+  CPU, which puts a class of many cheap statements above its CPU share under any discipline;
+* **whether the windows could tell** -- the same latency per round trip fitted from what the
+  pipeline reads alone (:func:`trip_delay_fit`: ``R_{k,c} = D_c f(U_k) + l t_c`` over the
+  windows with the utilization law, the round trips ``t_c`` given): one delay shared by every
+  class instead of the pure-delay fit's one per class (``estimators.latency``), and its 95%
+  interval. Where that interval is wider than ``l`` itself, no estimator of the windows can
+  take the round trips off a class's time, whatever it is told about the trips per request.
 
     python -m bench.testbed.splitcause /tmp/camp4/lifted [--transaction buy]
 
 ``DIR`` is a campaign's output (``--rejudge`` output too): its ``campaign.json`` and the runs'
-``perfcast-N/prometheus-windows.jsonl``.
+``perfcast-N/prometheus-windows.jsonl``; a closed or open ramp's too (``load-ramp.jsonl``,
+``load-open-ramp.jsonl`` and their ``perfcast-ramp``, ``perfcast-open-ramp``), its truth read
+from its load log.
 """
 
 from __future__ import annotations
@@ -31,12 +39,19 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from bench.testbed.truth import truth
 from estimators.class_split import SplitSums, class_split
+from estimators.latency import stretch
+
+#: a campaign's ramps: (label, load log, perfcast's output directory)
+RAMPS = (("closed ramp", "load-ramp.jsonl", "perfcast-ramp"),
+         ("open ramp", "load-open-ramp.jsonl", "perfcast-open-ramp"))
 
 
 def _windows(run_dir: Path, tier: str, classes: list[str]) -> tuple[np.ndarray, ...] | None:
@@ -54,9 +69,45 @@ def _windows(run_dir: Path, tier: str, classes: list[str]) -> tuple[np.ndarray, 
     return U, T, n, n / T[:, None], R
 
 
+def trip_delay_fit(U: np.ndarray, X: np.ndarray, n: np.ndarray, R: np.ndarray,
+                   trips: np.ndarray, cores: float = 1.0) -> dict[str, Any] | None:
+    """One latency per round trip ``l`` shared by the classes and their demands ``D_c``, from
+    windows alone: weighted least squares on the response rows ``R_{k,c} = D_c f(U_k) + l
+    t_c`` (``f``: the processor-sharing stretch of :func:`estimators.latency.stretch`; each
+    row weighted by its completions over the class's mean square, as
+    :func:`estimators.latency.fit_latency` does) and the utilization law ``sum_c X_{k,c} D_c =
+    U_k c`` (Rolia and Vetland 1995; weighted by the window's completions over the law's mean
+    square). ``U`` ``(K,)``; ``X``, ``n``, ``R`` ``(K, C)`` (NaN: no time); ``trips`` ``(C,)``.
+    Unconstrained, so that the interval is the estimate's own (Lawson and Hanson's
+    non-negativity would clip it at 0). ``None`` without two classes' times in some window."""
+    has = np.isfinite(R) & (n > 0)
+    if has.sum(axis=1).max(initial=0) < 2:
+        return None
+    K, C = n.shape
+    f = stretch(U, cores)
+    Rbar = np.where(has, n * np.nan_to_num(R), 0.0).sum(0) / np.maximum(
+        np.where(has, n, 0.0).sum(0), 1e-300)
+    k, c = np.nonzero(has)
+    w = np.sqrt(n[k, c]) / np.where(Rbar[c] > 0, Rbar[c], 1.0)
+    rows = np.zeros((k.size, C + 1))
+    rows[np.arange(k.size), c] = f[k]
+    rows[:, C] = trips[c]
+    z = U * cores
+    wz = np.sqrt(n.sum(axis=1)) / max(float(np.sqrt(np.mean(z * z))), 1e-300)
+    A = np.vstack([rows * w[:, None], np.c_[X, np.zeros(K)] * wz[:, None]])
+    b = np.concatenate([R[k, c] * w, z * wz])
+    theta, *_ = np.linalg.lstsq(A, b, rcond=None)
+    dof = max(b.size - (C + 1), 1)
+    resid = b - A @ theta
+    cov = float(resid @ resid) / dof * np.linalg.pinv(A.T @ A)
+    return {"latency_ms": 1e3 * float(theta[C]),
+            "latency_ci_ms": 1e3 * 1.96 * float(np.sqrt(max(cov[C, C], 0.0))),
+            "demands": theta[:C]}
+
+
 def run_evidence(run: dict[str, Any], run_dir: Path, transaction: set[str]
                  ) -> dict[str, Any] | None:
-    """One run's three readings (module docstring) as numbers; ``None`` for a run whose log
+    """One run's four readings (module docstring) as numbers; ``None`` for a run whose log
     has no backend CPU counter (a campaign before the app counted it)."""
     truth = run["truth"]
     rows = [c for c in truth["classes"] if c.get("requests") and c.get("db_backend_cpu_s")]
@@ -79,6 +130,11 @@ def run_evidence(run: dict[str, Any], run_dir: Path, transaction: set[str]
     w = _windows(run_dir, "db", classes)
     if w is not None:
         U, T, cnt, X, Rw = w
+        fit = trip_delay_fit(U, X, cnt, Rw, trips)
+        if fit is not None:
+            out.update(windows_latency_ms=fit["latency_ms"],
+                       windows_latency_ci_ms=fit["latency_ci_ms"],
+                       windows_error=fit["demands"] / D - 1)
         sums = SplitSums()
         sums.grow(classes)
         sums.add(U, np.ones_like(U), X, Rw, cnt, T)
@@ -108,11 +164,16 @@ def main(argv: list[str] | None = None) -> int:
     tx = {c for c in args.transaction.split(",") if c}
     print("| users | db busy / counted CPU (s) | gap per write (ms) | R/D per class | "
           "fit s, l per round trip | fit residuals | PS split, scaled | FCFS split, scaled | "
-          "discipline |")
-    print("|---:|---|---:|---|---|---|---|---|---|")
+          "discipline | the windows' l (95%), their D |")
+    print("|---:|---|---:|---|---|---|---|---|---|---|")
     names: list[str] = []
-    for run in camp["runs"]:
-        ev = run_evidence(run, args.dir / f"perfcast-{run['users']}", tx)
+    runs = [(run, args.dir / f"perfcast-{run['users']}") for run in camp["runs"]]
+    for label, log, sub in RAMPS:
+        if (args.dir / log).exists():
+            lines = [json.loads(x) for x in (args.dir / log).read_text().splitlines() if x]
+            runs.append(({"users": label, "truth": asdict(truth(lines))}, args.dir / sub))
+    for run, run_dir in runs:
+        ev = run_evidence(run, run_dir, tx)
         if ev is None:
             print(f"| {run['users']} | no backend CPU counter in this run's log |")
             continue
@@ -124,7 +185,9 @@ def main(argv: list[str] | None = None) -> int:
               + f" | {ev['stretch']:.2f}, {ev['latency_ms']:.2f} ms | {_pct(ev['fit_residual'])} | "
               + (_pct(ev["ps_error"]) if "ps_error" in ev else "-") + " | "
               + (_pct(ev["fcfs_error"]) if "fcfs_error" in ev else "-") + " | "
-              + ev.get("discipline", "-") + " |")
+              + ev.get("discipline", "-") + " | "
+              + (f"{ev['windows_latency_ms']:.2f} +- {ev['windows_latency_ci_ms']:.2f} ms, "
+                 + _pct(ev["windows_error"]) if "windows_latency_ms" in ev else "-") + " |")
     print(f"\nclasses: {' / '.join(names)}; errors against the backends' CPU per request")
     return 0
 
