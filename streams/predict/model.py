@@ -1053,7 +1053,8 @@ def model_capacity(model: SystemModel, warm: int | None = None) -> tuple[int | N
 #: 4 tiers with one bursty and the pipeline's provisional network: never more full probes
 #: than with that wait in (3 -> 2 at 0.2 and 0.3 s here, 0.3 s on the first variant), the
 #: capacities the same user but one (2,876 -> 2,877 at 0.2 s here: another bracket, read
-#: off within :data:`solvers.open.fixed_population.INTERPOLATE_SPAN`'s error)
+#: off within :data:`solvers.open.fixed_population.INTERPOLATE_SPAN`'s error; solved at its
+#: root, 2,877 users give R = 0.199996 s)
 ROUGH_PHASE_SHARE = 3e-5
 
 
