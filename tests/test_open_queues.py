@@ -108,8 +108,8 @@ def test_shifted_cyclic_reduction_gives_the_same_g_and_refuses_a_transient_qbd(l
     proc = mmpp2_design(0.02, 50.0)
     lam = load / proc.mean
     for A0, A1, A2 in ((lam * np.eye(2), proc.D0 - lam * np.eye(2), proc.D1),
-                       (proc.D1, proc.D0 - 4 / load * proc.rate * np.eye(2),
-                        4 / load * proc.rate * np.eye(2))):
+                       (proc.D1, proc.D0 - proc.rate / load * np.eye(2),
+                        proc.rate / load * np.eye(2))):
         G = shifted_cyclic_reduction(A0, A1, A2, 1e-12)
         assert np.allclose(G.sum(axis=1), 1.0, atol=1e-12)
         assert np.abs(A2 + A1 @ G + A0 @ G @ G).max() < 1e-9 * np.abs(A1).max()
