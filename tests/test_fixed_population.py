@@ -190,6 +190,27 @@ def test_a_bursty_tier_behind_the_waves_adds_their_wait_to_its_own():
                                                                     16).wait, rel=1e-9)
 
 
+def test_a_solve_not_into_the_bursty_tier_leaves_out_only_what_the_waves_add_there():
+    """``into_bursty=False`` (the capacity search's aim): the tiers behind a bursty one fed its
+    waves as in the full solve, the next bursty tier's wait its M/MAP/c wait alone (as without
+    the waves), held apart from the full solve at the same rate."""
+    from solvers.open import m_map_c
+    forget_held()
+    procs, cores = [BURSTY.scaled(0.01), MAP.exponential(0.004), BURSTY.scaled(0.02)], [8, 4, 16]
+    rate = 0.6 * 8 / 0.01
+    rough, n_rough = open_at_rate(procs, rate, 7.0, servers=cores, into_bursty=False)
+    full, n_full = open_at_rate(procs, rate, 7.0, servers=cores)
+    plain, _ = open_at_rate(procs, rate, 7.0, servers=cores, waves=False)
+    assert rough.residence_time[1, 0] == full.residence_time[1, 0] > plain.residence_time[1, 0]
+    assert rough.residence_time[2, 0] == pytest.approx(
+        0.02 + m_map_c(rate, procs[2], 16).wait, rel=1e-12)
+    assert rough.residence_time[2, 0] == pytest.approx(plain.residence_time[2, 0], rel=1e-12)
+    assert full.residence_time[2, 0] > rough.residence_time[2, 0]
+    assert n_full > n_rough
+    again, _ = open_at_rate(procs, rate, 7.0, servers=cores)
+    assert again is full
+
+
 @pytest.mark.parametrize("n", [1, 40, 1000, 5000, pytest.param(20000, marks=pytest.mark.slow)])
 def test_the_search_meets_its_tolerance_in_a_few_solves(n):
     """The model-guided search (``R = A + B / (sat - lambda)`` through the last two probes)

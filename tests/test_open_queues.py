@@ -12,7 +12,8 @@ import pytest
 # ``solvers`` before ``line_solver`` (line_solver's sys.path entry shadows our package name)
 from solvers.open import (  # isort: skip
     m_map_c, map_m_c, mm_c, solve_open, solve_open_tiers, tiers_capacity)
-from solvers.open.qbd import cyclic_reduction, logarithmic_reduction  # isort: skip
+from solvers.open.qbd import (cyclic_reduction, logarithmic_reduction,  # isort: skip
+                              shifted_cyclic_reduction)
 from solvers.processes import MAP  # isort: skip
 from solvers.simulation.mmpp import mmpp2_design  # isort: skip
 from solvers.simulation.network import Queue  # isort: skip
@@ -96,6 +97,26 @@ def test_cyclic_reduction_gives_logarithmic_reductions_g(load):
     up = 1.2 / proc.mean * np.eye(2)
     with pytest.raises(np.linalg.LinAlgError):
         cyclic_reduction(up, proc.D0 - up, proc.D1)
+
+
+@pytest.mark.parametrize("load", [0.3, 0.9, 0.99])
+def test_shifted_cyclic_reduction_gives_the_same_g_and_refuses_a_transient_qbd(load):
+    """The shifted reduction (He, Meini and Rhee 2001) solves the unshifted equation: ``G``
+    stochastic and logarithmic reduction's, both on an M/MMPP(2)/1 QBD and on the waves'
+    ``MAP/M/c`` queue above ``c`` (``A2 = c mu I``); a QBD drifting up has no stochastic
+    ``G`` to shift: it raises instead of returning the shift's fixed point."""
+    proc = mmpp2_design(0.02, 50.0)
+    lam = load / proc.mean
+    for A0, A1, A2 in ((lam * np.eye(2), proc.D0 - lam * np.eye(2), proc.D1),
+                       (proc.D1, proc.D0 - proc.rate / load * np.eye(2),
+                        proc.rate / load * np.eye(2))):
+        G = shifted_cyclic_reduction(A0, A1, A2, 1e-12)
+        assert np.allclose(G.sum(axis=1), 1.0, atol=1e-12)
+        assert np.abs(A2 + A1 @ G + A0 @ G @ G).max() < 1e-9 * np.abs(A1).max()
+        assert np.abs(G - logarithmic_reduction(A0, A1, A2)).max() < 1e-10
+    up = 1.2 / proc.mean * np.eye(2)
+    with pytest.raises(np.linalg.LinAlgError):
+        shifted_cyclic_reduction(up, proc.D0 - up, proc.D1)
 
 
 def test_bursty_tier_waits_longer_than_exponential_and_cost_does_not_grow_with_load():

@@ -52,6 +52,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import argparse
 import filecmp
 import importlib.util
+import inspect
 import statistics
 import sys
 import time
@@ -212,6 +213,19 @@ SWAPPED = {"solvers/open/fixed_population.py": ("open_at_rate", "solve_fixed_pop
                                                   "rate_bracket")}
 
 
+def _accepting(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` called with only the keywords it takes: :mod:`streams.predict.model` (this
+    tree's in both) may pass a keyword the other tree's function does not know, and that
+    tree's model did not pass it (the other tree's search as it runs there)."""
+    params = inspect.signature(fn).parameters
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return fn
+
+    def call(*a: Any, **k: Any) -> Any:
+        return fn(*a, **{name: v for name, v in k.items() if name in params})
+    return call
+
+
 def _load(tree: Path, rel: str) -> ModuleType:
     """``tree``'s module at ``rel`` as a module of its own (its imports: this tree's)."""
     name = "_against_" + rel.replace("/", "_").removesuffix(".py")
@@ -233,7 +247,7 @@ def against(tree: Path, args: argparse.Namespace) -> None:
     for rel, names in SWAPPED.items():
         for name in names:
             impls["this tree"][name] = getattr(model_module, name)
-            impls[str(tree)][name] = getattr(loaded[rel], name)
+            impls[str(tree)][name] = _accepting(getattr(loaded[rel], name))
     shared = [*(here / "solvers/open").glob("*.py"), here / "solvers/departures.py"]
     differ = sorted(str(p.relative_to(here)) for p in shared
                     if not (tree / p.relative_to(here)).exists()
@@ -325,11 +339,11 @@ def trace(sla: float, empty: Callable[[bool], None]) -> None:
     rows: list[tuple[str, float, float, float]] = []
 
     def timed_open(procs, means, cores, rate, per_job_max_cores, waves=True,
-                   share=fixed_population.WAVE_PHASE_SHARE):
+                   share=fixed_population.WAVE_PHASE_SHARE, into_bursty=True):
         c0 = time.process_time()
-        res = solve(procs, means, cores, rate, per_job_max_cores, waves, share)
-        kind = ("full" if share == fixed_population.WAVE_PHASE_SHARE else "rough") \
-            if waves else "without waves"
+        res = solve(procs, means, cores, rate, per_job_max_cores, waves, share, into_bursty)
+        kind = ("full" if share == fixed_population.WAVE_PHASE_SHARE and into_bursty
+                else "rough") if waves else "without waves"
         rows.append((kind, rate, float(res.response_time[0]), time.process_time() - c0))
         return res
 
@@ -380,7 +394,7 @@ def trace(sla: float, empty: Callable[[bool], None]) -> None:
 #: the parts of an open solve :func:`trace` times (the waves' queues include their ``G``; no
 #: other part calls another)
 PARTS = ((fixed_population, "wave_jobs", "the waves' MAP/M/c queues"),
-         (fixed_population, "cyclic_reduction", "their G"),
+         (fixed_population, "shifted_cyclic_reduction", "their G"),
          (fixed_population, "solve_open_tiers", "the open tiers (the bursty tiers' chains)"),
          (fixed_population, "departure_process", "departure processes"))
 

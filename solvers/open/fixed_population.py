@@ -59,7 +59,7 @@ from solvers.decomposition.stations import PER_JOB_MAX_CORES
 from solvers.departures import (DepartureMAP, levels_mean, lumped_departures, lumping,
                                 null_row, through_tier)
 from solvers.open import queues
-from solvers.open.qbd import cyclic_reduction
+from solvers.open.qbd import shifted_cyclic_reduction
 from solvers.open.tiers import OpenTiersResult, solve_open_tiers
 from solvers.processes import MAP
 from solvers.results import check_no_nan
@@ -223,8 +223,9 @@ def departure_process(proc: MAP, cores: int, rate: float, *,
 def wave_jobs(dep: DepartureMAP, mean: float, cores: int, *, tol: float = 1e-12) -> float:
     """Mean number of jobs in the ``MAP/M/c`` FCFS queue fed ``dep`` (mean service ``mean``,
     ``cores`` cores; ``dep.rate * mean < cores``): :func:`solvers.departures.map_m_c_mean`'s
-    level-dependent QBD (Latouche and Ramaswami 1999), ``G`` by cyclic reduction to ``tol``
-    (:func:`solvers.open.qbd.cyclic_reduction`), and each boundary level's ``F_n = D1 G_n``
+    level-dependent QBD (Latouche and Ramaswami 1999), ``G`` by shifted cyclic reduction to
+    ``tol`` (:func:`solvers.open.qbd.shifted_cyclic_reduction`: the queue is stable, so ``G``
+    is stochastic), and each boundary level's ``F_n = D1 G_n``
     solved directly, ``F_n^T = n mu (n mu I - D0 - F_{n+1})^{-T} D1^T`` (one LU and its solves
     against ``D1^T``), instead of ``G_n = n mu (n mu I - D0 - D1 G_{n+1})^{-1}`` inverted and
     then multiplied by ``D1``: the boundary's recursion, ``pi_0 (D0 + F_1) = 0`` and ``pi_n =
@@ -234,7 +235,7 @@ def wave_jobs(dep: DepartureMAP, mean: float, cores: int, *, tol: float = 1e-12)
     is singular or ``G`` does not converge."""
     D0, D1, mu = dep.D0, dep.D1, 1.0 / mean
     s, eye = cores * mu, np.eye(D0.shape[0])
-    G = cyclic_reduction(D1, D0 - s * eye, s * eye, tol)
+    G = shifted_cyclic_reduction(D1, D0 - s * eye, s * eye, tol)
     F = [np.empty((0, 0))] * (cores + 1)                # F[n] = D1 G_n
     F[cores] = D1 @ G
     d1t = np.asfortranarray(D1.T)
@@ -272,9 +273,10 @@ def _arrival_wait(dep: DepartureMAP, mean: float, cores: int, rate: float) -> fl
 
 def _open(procs: Sequence[MAP], means: np.ndarray, cores: list[int], rate: float,
           per_job_max_cores: int, waves: bool = True,
-          share: float = WAVE_PHASE_SHARE) -> OpenTiersResult:
+          share: float = WAVE_PHASE_SHARE, into_bursty: bool = True) -> OpenTiersResult:
     """The open tiers at ``rate``; with ``waves`` the exponential tiers after a bursty one fed
-    its departure process (module docstring)."""
+    its departure process (module docstring), and with ``into_bursty`` too what those waves
+    add to the next bursty tier's wait (:func:`_arrival_wait`)."""
     res = solve_open_tiers([rate], means[:, None], cores, processes=procs,
                            per_job_max_cores=per_job_max_cores)
     if not waves or not res.stable or rate <= 0:
@@ -316,7 +318,7 @@ def _open(procs: Sequence[MAP], means: np.ndarray, cores: list[int], rate: float
                 wait[m] = max(q / rate - means[m], 0.0)
                 dep = through_tier(dep, cores[m] / means[m])
             else:
-                if bursty_next and dep is not None:
+                if bursty_next and dep is not None and into_bursty:
                     extra = _arrival_wait(dep, means[nxt], cores[nxt], rate)
                     if extra is None:
                         flags.append(f"tier {nxt}: tier {b}'s departures not solved or "
@@ -342,11 +344,13 @@ def forget_held() -> None:
 
 
 def _held(procs: Sequence[MAP], cores: Sequence[int], per_job_max_cores: int,
-          waves: bool, share: float = WAVE_PHASE_SHARE) -> dict[float, OpenTiersResult]:
+          waves: bool, share: float = WAVE_PHASE_SHARE,
+          into_bursty: bool = True) -> dict[float, OpenTiersResult]:
     """The open solves of this network held by rate (:data:`_CURVES`), emptied once it holds
     :data:`CURVE_LIMIT` rates."""
     key = (tuple((p.D0.tobytes(), p.D1.tobytes()) for p in procs), tuple(cores),
-           per_job_max_cores, waves) + (() if share == WAVE_PHASE_SHARE else (share,))
+           per_job_max_cores, waves) + (() if share == WAVE_PHASE_SHARE else (share,)) + (
+               () if into_bursty else ("not into bursty",))
     solved = _CURVES.get(key)
     if solved is None or len(solved) >= CURVE_LIMIT:
         solved = _CURVES.put(key, {})
@@ -357,7 +361,8 @@ def open_at_rate(processes: Sequence[MAP], rate: float, think_time: float,
                  servers: Sequence[int] | None = None, *,
                  per_job_max_cores: int = PER_JOB_MAX_CORES,
                  waves: bool = True,
-                 share: float = WAVE_PHASE_SHARE) -> tuple[OpenTiersResult, float]:
+                 share: float = WAVE_PHASE_SHARE,
+                 into_bursty: bool = True) -> tuple[OpenTiersResult, float]:
     """The open network at ``rate`` as :func:`solve_fixed_population` solves it (with
     ``waves``, the tiers after a bursty one fed its departures), held by rate with the
     network's other solves, so a population whose rate it brackets is then read off it
@@ -365,15 +370,18 @@ def open_at_rate(processes: Sequence[MAP], rate: float, think_time: float,
     where it is not stable. The capacity search of a large population searches the rate
     with it (:mod:`streams.predict.capacity_search`): the excess rises with the rate as with
     the population, and ``N(lambda)`` rises strictly. ``share``: the departures' phases
-    kept (:data:`WAVE_PHASE_SHARE`; larger: a rougher and cheaper solve, held apart)."""
+    kept (:data:`WAVE_PHASE_SHARE`; larger: a rougher and cheaper solve, held apart);
+    ``into_bursty=False``: without what the waves add to the next bursty tier's wait (a
+    rougher and cheaper solve, held apart: the capacity search's aim)."""
     procs, _, z, cores = _check(processes, 0, think_time, servers)
     lam = float(rate)
     if not (math.isfinite(lam) and lam >= 0):
         raise ValueError(f"rate: must be a finite number >= 0, got {rate!r}")
-    solved = _held(procs, cores, per_job_max_cores, waves, share)
+    solved = _held(procs, cores, per_job_max_cores, waves, share, into_bursty)
     if lam not in solved:
         means = np.array([p.mean for p in procs])
-        solved[lam] = _open(procs, means, cores, lam, per_job_max_cores, waves, share)
+        solved[lam] = _open(procs, means, cores, lam, per_job_max_cores, waves, share,
+                            into_bursty)
     res = solved[lam]
     return res, (lam * (z + float(res.response_time[0])) if res.stable else math.inf)
 

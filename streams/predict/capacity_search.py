@@ -32,13 +32,14 @@ curve's crossing is read off the line through its two solves nearest it when one
 :data:`CHEAP_REACH` (:func:`_read_cheap`), so it is solved mostly where a probe is (the probe's
 tiers are the cheaper curve's: held, no second solve); the rough probe likewise goes to the
 cheaper curve's solved rate nearest its root, within ``rough_reach``. 4 tiers, 2 bursty,
-cold, SLAs of 0.25-3 s: 2-3 open solves and a rough one (fewer departure phases) at 3-5
-distinct rates, against 5-10 open solves through populations (and MVA's capacity). Two
-full solves are the floor (the bracket's ends; two thirds of the search's CPU there),
-so fewer probes cannot make it much faster: each costs the waves' ``MAP/M/c`` queues
-(:func:`solvers.open.fixed_population.wave_jobs`: ``G`` by cyclic reduction, 9-12 doublings
-of 80 x 80 blocks -- half the search's CPU, the rough probe's included -- and one LU per
-boundary level of the 16-core tier). The bounds bracket no tighter than the cheaper curve
+cold, SLAs of 0.25-3 s: 2 open solves and a rough one (fewer departure phases, and not
+what the waves add to the next bursty tier's wait) at 3-5 distinct rates, against 5-10 open
+solves through populations (and MVA's capacity). Two full solves are the floor (the
+bracket's ends; about 70% of the search's CPU there), so fewer probes cannot make it much
+faster: each costs the waves' ``MAP/M/c`` queues
+(:func:`solvers.open.fixed_population.wave_jobs`: ``G`` by shifted cyclic reduction, 10-11
+doublings of 80 x 80 blocks -- half the search's CPU, the rough probe's included -- and one
+LU per boundary level of the 16-core tier). The bounds bracket no tighter than the cheaper curve
 does: the utilization law's ``sat`` is the bracket's first upper end, and the open network
 without the waves has a lower ``R`` at every rate probed (its root lies 1-7% above the
 answer on that network).

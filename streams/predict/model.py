@@ -1044,10 +1044,17 @@ def model_capacity(model: SystemModel, warm: int | None = None) -> tuple[int | N
 
 #: the departures' phases the open route's capacity search keeps in its first, rough probe
 #: of the waves (against :data:`solvers.open.fixed_population.WAVE_PHASE_SHARE`'s 1e-6): 64
-#: of 80 phases on the 4-tier network with two bursty tiers, its open solves' ``R`` within 4%
-#: of the full ones' at 142-700 requests/s (1,000-6,000 users): a ratio close enough to put
-#: the first full probe near the answer -- 2 full probes at SLAs of 0.5-2 s, 3 at 0.3 s, as
-#: with 1e-5 (71 phases, within 1.7%); 1e-4 (56 phases): one full probe more
+#: of 80 phases on the 4-tier network with two bursty tiers. The rough probe also leaves out
+#: what the waves add to the next bursty tier's wait (``into_bursty=False``: that tier's
+#: ``MAP/M/c`` queue, the costlier of the two, 2.2 of the probe's 4.9 ms): it only aims the
+#: first full probe, through its ratio to the network without the waves, and the waves into
+#: the tiers behind a bursty one are most of what that ratio carries. Cold, SLAs of 0.05-3 s
+#: on this network, two variants of it (cores 4/12/4/12, Z = 5 s; 4/6/4/24, Z = 10 s), the
+#: 4 tiers with one bursty and the pipeline's provisional network: never more full probes
+#: than with that wait in (3 -> 2 at 0.2 and 0.3 s here, 0.3 s on the first variant), the
+#: capacities the same user but one (2,876 -> 2,877 at 0.2 s here: another bracket, read
+#: off within :data:`solvers.open.fixed_population.INTERPOLATE_SPAN`'s error; solved at its
+#: root, 2,877 users give R = 0.199996 s)
 ROUGH_PHASE_SHARE = 3e-5
 
 
@@ -1087,8 +1094,10 @@ def _open_route_capacity(model: SystemModel) -> tuple[int, bool] | None:
     cores = [int(c) for c in model.servers]
     opts = {"servers": cores, "per_job_max_cores": model.per_job_max_cores}
 
-    def excess(rate: float, waves: bool = True, share: float = WAVE_PHASE_SHARE) -> float:
-        res, n = open_at_rate(procs, rate, z, waves=waves, share=share, **opts)
+    def excess(rate: float, waves: bool = True, share: float = WAVE_PHASE_SHARE,
+               into_bursty: bool = True) -> float:
+        res, n = open_at_rate(procs, rate, z, waves=waves, share=share,
+                              into_bursty=into_bursty, **opts)
         if not res.stable:
             return math.inf
         return model.excess(model._read_back(int(n), rate, res.residence_time[:, 0], None,
@@ -1097,7 +1106,8 @@ def _open_route_capacity(model: SystemModel) -> tuple[int, bool] | None:
     try:
         found = rate_bracket(excess, sat=sat, floor=floor, span=INTERPOLATE_SPAN,
                              cheap=lambda rate: excess(rate, waves=False),
-                             rough=lambda rate: excess(rate, share=ROUGH_PHASE_SHARE),
+                             rough=lambda rate: excess(rate, share=ROUGH_PHASE_SHARE,
+                                                       into_bursty=False),
                              rough_reach=ROUGH_REACH)
         if found is None:
             return None
