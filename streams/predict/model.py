@@ -1046,15 +1046,10 @@ def model_capacity(model: SystemModel, warm: int | None = None) -> tuple[int | N
 #: of the waves (against :data:`solvers.open.fixed_population.WAVE_PHASE_SHARE`'s 1e-6): 64
 #: of 80 phases on the 4-tier network with two bursty tiers. The rough probe also leaves out
 #: what the waves add to the next bursty tier's wait (``into_bursty=False``: that tier's
-#: ``MAP/M/c`` queue, the costlier of the two, 2.2 of the probe's 4.9 ms): it only aims the
-#: first full probe, through its ratio to the network without the waves, and the waves into
-#: the tiers behind a bursty one are most of what that ratio carries. Cold, SLAs of 0.05-3 s
-#: on this network, two variants of it (cores 4/12/4/12, Z = 5 s; 4/6/4/24, Z = 10 s), the
-#: 4 tiers with one bursty and the pipeline's provisional network: never more full probes
-#: than with that wait in (3 -> 2 at 0.2 and 0.3 s here, 0.3 s on the first variant), the
-#: capacities the same user but one (2,876 -> 2,877 at 0.2 s here: another bracket, read
-#: off within :data:`solvers.open.fixed_population.INTERPOLATE_SPAN`'s error; solved at its
-#: root, 2,877 users give R = 0.199996 s)
+#: ``MAP/M/c`` queue, the costlier of the two): it only aims the first full probe, through its
+#: ratio to the network without the waves, and the capacity is read off the full probes alone,
+#: so a rougher aim can cost a probe or give another bracket, whose read-off is within
+#: :data:`solvers.open.fixed_population.INTERPOLATE_SPAN`'s error (networks checked: CHANGES.md)
 ROUGH_PHASE_SHARE = 3e-5
 
 
