@@ -1,5 +1,5 @@
 """The open pool model against the simulated system with an open source and a pool, several
-seeds; today's open model without the pool beside it.
+seeds; the open model without its pool beside it.
 
     python -m bench.accuracy.pool_open                       # every case, seeds 1-3
     python -m bench.accuracy.pool_open --cases pool-2 --seeds 1 --no-capacity
@@ -15,7 +15,7 @@ pool, so none queues there -- :mod:`bench.accuracy.pool_delays`' device). The mo
 pipeline's (:func:`streams.predict.open_model.solve_at` on a
 :class:`~streams.predict.model.SystemModel` with the pool: :mod:`solvers.pools_open`, the held
 chain where it applies, else the flow-equivalent server), beside it the flow-equivalent server
-alone (``FES``) and the model without the pool (``pools = ()``, today's open route).
+alone (``FES``) and the model without the pool (``pools = ()``: the open route blind to the pool).
 
 Per case, at the fractions :data:`FRACTIONS` of the pool model's saturation rate, per seed
 (:func:`solvers.simulation.physical.simulate_physical`, 3 replications of the case's duration
