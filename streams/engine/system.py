@@ -465,8 +465,7 @@ class SystemState(Admission):
         tiers = prediction.tier_parts(model, m, now, fc, solve.tiers,
                                       [None] * len(solve.tiers), u_errors, cfg.bursty_scv)
         util = np.where(np.isfinite(fc.utilization), fc.utilization, np.inf)
-        bottleneck = bottleneck_name(model, dataclasses.replace(fc, utilization=util)) \
-            if model.pools else model.tiers[int(np.argmax(util))]
+        bottleneck = bottleneck_name(model, dataclasses.replace(fc, utilization=util))
         pred = Prediction(**clean(dict(
             system=self.system, time=time, solve=self.solves, think_time_s=None,
             horizon_s=cfg.horizon_s, model=now.model,
