@@ -74,8 +74,7 @@ def test_the_busy_time_proxy_misses_them(name):
 def test_browsing_db_p95_within_15_percent():
     """Mi et al.'s (2008) browsing mix: the slow runs (~0.5 s of busy time) switch within
     a 5 s window, so no window sees one phase. The window mixture (one rate per window) reads
-    less than 0.6 of the truth (docs/accuracy.md: -46%); the two-phase deconvolution is within
-    15%."""
+    less than 0.6 of the truth; the two-phase deconvolution is within 15%."""
     busy, done = _windows(BROWSING_DB, 0.35, 3 * 3600.0, seed=20)
     true = float(BROWSING_DB.quantile(0.95))
     assert window_mixture_p95(busy, done).p95 < 0.6 * true
@@ -95,9 +94,9 @@ def test_window_mixture_p95_within_15_percent_where_windows_see_one_phase():
 @pytest.mark.slow
 def test_shopping_db_is_the_documented_miss():
     """Mi et al.'s (2008) shopping database (the browsing process at 1 ms): ~16 slow runs per window,
-    no window comes near the slow phase; the estimate reads short (docs/accuracy.md: -37%),
-    though still longer than the window mixture. If this starts to pass within 15%, the
-    documented limit has moved: update docs/accuracy.md."""
+    no window comes near the slow phase; the estimate reads more than 15% short,
+    though still longer than the window mixture. If this starts to pass within 15%, the limit
+    that docs/model.md states ("The service-time p95") has moved: update it."""
     process = scenarios()["bursty_no_switch"].database
     busy, done = _windows(process, 0.4, 3 * 3600.0, seed=21)
     true = float(process.quantile(0.95))
