@@ -54,3 +54,20 @@ def test_a_dear_light_class_lowers_the_capacity_and_the_truth_raises_it():
     assert capacity(model, rows["db CPU"]) > capacity(model, rows["stored"])
     # the heavy class's spread lengthens the wait for the worker: the capacity falls
     assert capacity(model, rows["all true + SCV"]) < capacity(model, rows["all true"])
+
+
+def test_lowload_prints_the_causes_table_given_the_raw_campaign(monkeypatch, capsys, tmp_path):
+    from bench.testbed import lowcause, lowload
+    got = {}
+
+    def table(low, knee, src):
+        got.update(low=low, knee=knee, src=src)
+        return {"knee_users": 14.0, "users": 2, "scv": {"search": 1.6},
+                "rows": {"stored": {"last": 5, "error": -0.64, "min": 0, "median": 9,
+                                    "max": 16, "within": 8, "solves": 36}}}
+
+    monkeypatch.setattr(lowcause, "table", table)
+    assert lowload.main([str(tmp_path / "a"), str(tmp_path / "k"), "--causes",
+                         str(tmp_path / "s")]) == 0
+    assert got["src"] == tmp_path / "s"
+    assert "| stored | 5 | -64% | 0 / 9 / 16 | 8/36 |" in capsys.readouterr().out

@@ -27,21 +27,20 @@ Each row: the capacity at the run's last solve (its error against the measured k
 campaigns, :func:`bench.testbed.lowload.combined_knee`) and over the run's solves (after the
 warm-up, before the load ended) the min / median / max and how many are within 15%.
 
-    python -m bench.testbed.lowcause /tmp/rj/camp7-pool-low /tmp/rj/camp7-pool-knee \\
-        /tmp/camp7-pool-low
+    python -m bench.testbed.lowload /tmp/rj/camp7-pool-low /tmp/rj/camp7-pool-knee \\
+        --causes /tmp/camp7-pool-low
 
-``LOW`` a rejudged campaign (``--rejudge``: its ``system.toml``, ``campaign.json`` and the
-windows ``perfcast-N-windows.jsonl``), ``KNEE`` the campaign around the knee, ``SRC`` the raw
-campaign of ``LOW`` with the load log ``load-N-0.jsonl``.
+(:mod:`bench.testbed.lowload`'s ``--causes``): ``LOW`` a rejudged campaign (``--rejudge``: its
+``system.toml``, ``campaign.json`` and the windows ``perfcast-N-windows.jsonl``), ``KNEE`` the
+campaign around the knee, ``SRC`` the raw campaign of ``LOW`` with the load log
+``load-N-0.jsonl``.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import statistics
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -126,7 +125,8 @@ def variants(model: SystemModel, true: dict[str, Any]) -> dict[str, dict[str, An
     D_true[app] = busy_app
     late = np.zeros(D.shape)
     late[db] = np.maximum(within - cpu, 0.0)
-    return {"stored": {}, "db CPU": {"D_mc": D_cpu}, "db split": {"D_mc": D_split}, "db times": {"D_mc": D_times},
+    return {"stored": {}, "db CPU": {"D_mc": D_cpu}, "db split": {"D_mc": D_split},
+            "db times": {"D_mc": D_times},
             "app busy": {"D_mc": D_app}, "mix": {"mix": mix}, "think": {"think_time": think},
             "no delays": {"delays": np.zeros(D.shape)}, "SCV": {"class_scv": scv},
             "app busy + db times": {"D_mc": D_both},
@@ -184,19 +184,3 @@ def report(res: dict[str, Any]) -> str:
         lines.append(f"| {name} | {r['last']} | {err} | {r['min']} / {r['median']:g} / "
                      f"{r['max']} | {r['within']}/{r['solves']} |")
     return "\n".join(lines)
-
-
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("low_dir", type=Path, help="the rejudged campaign with the low-load run")
-    p.add_argument("knee_dir", type=Path, help="the campaign around the knee (--slo-from)")
-    p.add_argument("src_dir", type=Path, help="the raw campaign of low_dir (its load log)")
-    p.add_argument("--json", action="store_true")
-    args = p.parse_args(argv)
-    res = table(args.low_dir, args.knee_dir, args.src_dir)
-    print(json.dumps(res, indent=1) if args.json else report(res))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
