@@ -80,8 +80,8 @@ def network(users: int, scv: float = SEARCH_SCV, mix: tuple[float, ...] = MIX,
 
 
 def _response(users: int, scv: float, background: float = 0.0) -> np.ndarray:
-    sim = simulate_closed(network(users, scv, background=background), KNEE_S, warmup=200.0, replications=2,
-                          seed=KNEE_SEED)
+    sim = simulate_closed(network(users, scv, background=background), KNEE_S, warmup=200.0,
+                          replications=2, seed=KNEE_SEED)
     return np.asarray(sim.response_time, dtype=float)
 
 

@@ -1270,14 +1270,14 @@ def agreed_split_applies(tier: TierModel, classes: list[str], d: np.ndarray,
     docs/accuracy.md section 6).
 
     Where the estimator's aggregate exceeds the classes' mean time at the tier beyond the margin
-    (``g = sum_c p_c d_c / sum_c p_c R_c > 1.1``, over the classes timed: :func:`surplus`; the tier busier per
-    request than its requests are there -- work
-    outside their timed spans, such as a database's background writer and vacuum, Rolia and
-    Vetland 1995), no split keeps every class within its time; both are judged against the times
-    scaled by ``g``, the surplus spread as the times are, as the PS reading
-    spreads the aggregate. An estimator split beyond that has moved work between classes, which
-    the surplus does not explain: on the testbed's database at 2 users (``g`` 1.2) the regression
-    put 10.6 ms on a class that spent 3.0 ms there.
+    (``g = sum_c p_c d_c / sum_c p_c R_c > 1.1``, over the classes timed: :func:`surplus`; the
+    tier busier per request than its requests are there -- work outside their timed spans, such
+    as a database's background writer and vacuum, Rolia and Vetland 1995), no split keeps every
+    class within its time; both are judged against the times scaled by ``g``, the surplus spread
+    as the times are, as the PS reading spreads the aggregate. An estimator split beyond that
+    has moved work between classes, which the surplus does not explain: on the testbed's
+    database at 2 users (``g`` 1.2) the regression put 10.6 ms on a class that spent 3.0 ms
+    there.
 
     A split whose readings are apart (unidentified) stands in for the estimator's too where the
     windows' utilization law prefers its PS reading to its FCFS one
