@@ -86,6 +86,27 @@ def test_an_undecided_split_replaces_an_estimator_split_no_discipline_allows():
             pytest.approx([0.001, 0.004])
 
 
+def test_an_aggregate_beyond_the_times_judges_both_splits_against_the_times_scaled():
+    mix = np.array([0.5, 0.5])
+    resp = {"a": 0.0045, "b": 0.0015}        # 3 : 1, as the split; 3 ms over the mix
+    # the estimator's aggregate is 4.5 ms, 1.5x the times (work outside the timed spans):
+    # no split keeps every class within its time. 8 ms on b is beyond b's time scaled by the
+    # surplus (2.25 ms): the split takes over, scaled to the estimator's aggregate
+    wrong = {"a": 0.001, "b": 0.008}
+    tier = _split_tier(wrong, resp)
+    assert tier_demands(tier, ["a", "b"], mix, "selected").tolist() == \
+        pytest.approx([0.00675, 0.00225])
+    assert split_replaced_flags([tier], ["a", "b"], mix, "selected") == [
+        "split_replaced: db: the kalman put b above its response time at the tier (its "
+        "aggregate 1.50x the classes' time there, the surplus spread as the times); the "
+        "response-time split is used (its PS and FCFS readings agree)"]
+    # an estimator split within the times scaled by the surplus (and the margin) stands
+    within = {"a": 0.0066, "b": 0.0024}
+    assert tier_demands(_split_tier(within, resp), ["a", "b"], mix, "selected").tolist() == \
+        pytest.approx([0.0066, 0.0024])
+    assert split_replaced_flags([_split_tier(within, resp)], ["a", "b"], mix, "selected") == []
+
+
 def test_an_unidentified_split_stands_in_where_the_utilization_law_prefers_its_ps_reading():
     mix = np.array([0.5, 0.5])
     resp = {"a": 0.0045, "b": 0.0015}

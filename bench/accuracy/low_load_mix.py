@@ -19,12 +19,18 @@ configuration's defaults otherwise; every solve after the first minute. Prints p
 capacities' min / median / max, the last, the count within 15% of the knee, and the capacity
 of the model with the true demands and mix. Runs with whatever ``streams`` is on the path, so
 two checkouts compare on the same records (run this file by path from the other checkout).
+``--background B``: the db also does work for no request (a database's background writer,
+checkpointer and vacuum) busy a share ``B`` of its core: requests are served at ``1 - B`` of
+it (processor sharing with an ever-present job of that share: every db service ``/ (1 - B)``,
+in the knee and the SLOs too) and its windows' utilization is the requests' CPU plus ``B``,
+so the db's aggregate demand exceeds its classes' mean time there at low load (the testbed's
+database at 2 users: 27% of its CPU, docs/accuracy.md section 15).
 ``--step``: the mix steps at half the run (search 8% -> 25%); per seed, the solves after the
 step until the model's search share first reaches 90% of the step and until it stays above
 half of it (the pooled mix's lag, bounded by ``trend_window_s``).
 
     python bench/accuracy/low_load_mix.py [--seeds 11 12 13] [--users 4] [--duration 900]
-        [--scv 10] [--step]
+        [--scv 10] [--background 0.02] [--step]
 """
 
 from __future__ import annotations
@@ -62,32 +68,36 @@ def _hyperexponential(mean: float, scv: float) -> MAP:
     return MAP(np.diag(-rates), np.outer(rates, [p, 1.0 - p]))
 
 
-def network(users: int, scv: float = SEARCH_SCV, mix: tuple[float, ...] = MIX) -> ClosedNetwork:
-    """The module's system; ``scv``: of ``search``'s service at ``db`` (1: exponential)."""
-    search = DB_S[-1] if scv == 1.0 else _hyperexponential(DB_S[-1], scv)
-    return ClosedNetwork(queues=[Queue("app", list(APP_S)), Queue("db", [*DB_S[:-1], search])],
+def network(users: int, scv: float = SEARCH_SCV, mix: tuple[float, ...] = MIX,
+            background: float = 0.0) -> ClosedNetwork:
+    """The module's system; ``scv``: of ``search``'s service at ``db`` (1: exponential);
+    ``background``: the db's share busy for no request (module docstring)."""
+    db = [d / (1.0 - background) for d in DB_S]
+    search = db[-1] if scv == 1.0 else _hyperexponential(db[-1], scv)
+    return ClosedNetwork(queues=[Queue("app", list(APP_S)), Queue("db", [*db[:-1], search])],
                          populations=users, think_times=THINK_S, classes=list(CLASSES),
                          mix=list(mix))
 
 
-def _response(users: int, scv: float) -> np.ndarray:
-    sim = simulate_closed(network(users, scv), KNEE_S, warmup=200.0, replications=2,
-                          seed=KNEE_SEED)
+def _response(users: int, scv: float, background: float = 0.0) -> np.ndarray:
+    sim = simulate_closed(network(users, scv, background=background), KNEE_S, warmup=200.0,
+                          replications=2, seed=KNEE_SEED)
     return np.asarray(sim.response_time, dtype=float)
 
 
-def slo(users: int, scv: float) -> dict[str, float]:
+def slo(users: int, scv: float, background: float = 0.0) -> dict[str, float]:
     """3x each class's simulated mean response time at ``users``."""
-    return {c: 3.0 * float(r) for c, r in zip(CLASSES, _response(users, scv))}
+    return {c: 3.0 * float(r) for c, r in zip(CLASSES, _response(users, scv, background))}
 
 
-def knee(sla: dict[str, float], low: int, high: int, scv: float) -> int:
+def knee(sla: dict[str, float], low: int, high: int, scv: float,
+         background: float = 0.0) -> int:
     """The smallest population in ``(low, high]`` whose simulated worst class's mean exceeds
     its SLO (bisection; the ratio rises with the population)."""
     bound = np.array([sla[c] for c in CLASSES])
     while high - low > 1:
         mid = (low + high) // 2
-        if float(np.max(_response(mid, scv) / bound)) > 1.0:
+        if float(np.max(_response(mid, scv, background) / bound)) > 1.0:
             high = mid
         else:
             low = mid
@@ -102,9 +112,12 @@ def _config(sla: dict[str, float]) -> Config:
 
 
 def capacities(users: int, duration: float, seed: int, sla: dict[str, float],
-               scv: float) -> list[int]:
-    records = monitor_closed(network(users, scv), duration, WINDOW_S, warmup=30.0,
-                             system="sim", seed=seed)
+               scv: float, background: float = 0.0) -> list[int]:
+    records = monitor_closed(network(users, scv, background=background), duration, WINDOW_S,
+                             warmup=30.0, system="sim", seed=seed)
+    for r in records:           # the db's CPU: the requests' (served at 1 - B) and B's own
+        if r["tier"] == "db":
+            r["utilization"] = min(1.0, r["utilization"] * (1.0 - background) + background)
     preds = Pipeline(_config(sla)).process_many(records).predictions
     start = min(r["end"] for r in records)
     return [p.capacity_users for p in preds
@@ -133,9 +146,11 @@ def step_solves(users: int, duration: float, seed: int, sla: dict[str, float],
     return reach, (low[-1] + 2 if low else 1) if shares else None
 
 
-def true_model_capacity(sla: dict[str, float]) -> int | None:
-    """The model's capacity with the true demands and mix (the floor of any estimate's error)."""
-    model = SystemModel(tiers=["app", "db"], classes=list(CLASSES), D_mc=np.array([APP_S, DB_S]),
+def true_model_capacity(sla: dict[str, float], background: float = 0.0) -> int | None:
+    """The model's capacity with the true demands and mix (the floor of any estimate's error;
+    with a ``background``, the db's services slowed by it, as the requests see them)."""
+    db = [d / (1.0 - background) for d in DB_S]
+    model = SystemModel(tiers=["app", "db"], classes=list(CLASSES), D_mc=np.array([APP_S, db]),
                         mix=np.array(MIX),
                         servers=np.ones(2), think_time=THINK_S,
                         sla=np.array([sla[c] for c in CLASSES]), processes=None,
@@ -148,12 +163,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", type=int, nargs="+", default=[11, 12, 13])
     ap.add_argument("--users", type=int, default=4)
     ap.add_argument("--duration", type=float, default=900.0)
+    ap.add_argument("--background", type=float, default=0.0,
+                    help="the db's share busy for no request (module docstring)")
     ap.add_argument("--step", action="store_true",
                     help="a step of the mix at half the run: the solves until the model uses it")
     ap.add_argument("--scv", type=float, default=SEARCH_SCV,
                     help="of search's service at db (1: exponential)")
     args = ap.parse_args(argv)
-    sla = slo(args.users, args.scv)
+    if not 0.0 <= args.background < 1.0:
+        ap.error(f"--background: must be in [0, 1), got {args.background!r}")
+    sla = slo(args.users, args.scv, args.background)
     if args.step:
         print(f"search {MIX[-1]:g} -> {STEP_MIX[-1]:g} at {args.duration / 2:g} s, "
               f"{SOLVE_S:g}-s solves; solves after the step until the model's search share")
@@ -163,15 +182,15 @@ def main(argv: list[str] | None = None) -> int:
             reach, stays = step_solves(args.users, args.duration, seed, sla, args.scv)
             print(f"| {seed} | {reach} | {stays} |")
         return 0
-    k = knee(sla, args.users, 20 * args.users, args.scv)
-    print(f"SLOs (3x R at {args.users} users): "
+    k = knee(sla, args.users, 20 * args.users, args.scv, args.background)
+    print(f"SLOs (3x R at {args.users} users; db background {args.background:g}): "
           + ", ".join(f"{c} {s * 1e3:.1f} ms" for c, s in sla.items()))
     print(f"simulated knee {k} users; the run at {args.users} ({args.users / k:.0%} of it); "
-          f"the model with the true demands and mix: {true_model_capacity(sla)}")
+          f"the model with the true demands and mix: {true_model_capacity(sla, args.background)}")
     print("| seed | solves | min | median | max | last | median error | within 15% |")
     print("|---|---|---|---|---|---|---|---|")
     for seed in args.seeds:
-        caps = capacities(args.users, args.duration, seed, sla, args.scv)
+        caps = capacities(args.users, args.duration, seed, sla, args.scv, args.background)
         med = statistics.median(caps)
         within = sum(abs(c - k) <= 0.15 * k for c in caps)
         print(f"| {seed} | {len(caps)} | {min(caps)} | {med:g} | {max(caps)} | {caps[-1]} "
