@@ -30,7 +30,8 @@ Network: ``bench/large_n_network.py`` (4 tiers, two bursty: app 8 cores, db 16 c
   ``solvers/open/fixed_population.py`` and ``streams/predict/capacity_search.py`` loaded beside
   this tree's, :mod:`streams.predict.model` calling one or the other; that
   ``fixed_population`` calls ``TREE``'s ``solvers/open/qbd.py`` and ``solvers/departures.py``
-  where they differ; the rest is this tree's, and the files of ``solvers/open`` and
+  where they differ, and the bursty tiers' chains are solved by ``TREE``'s ``qbd`` in its
+  searches; the rest is this tree's, and the files of ``solvers/open`` and
   ``solvers/departures.py`` that differ are printed), alternating search by search
   (``--open-search-runs`` each), with the decomposition's search between every round, so
   all see the same load: CPU medians and each tree's ratio to the decomposition, whether
@@ -271,8 +272,12 @@ def against(tree: Path, args: argparse.Namespace) -> None:
                     or not filecmp.cmp(p, tree / p.relative_to(here), shallow=False))
     other_fp = loaded["solvers/open/fixed_population.py"]
     beside = [rel for rel in differ if rel in BESIDE and (tree / rel).exists()]
+    chains = {"this tree": queues.solve_qbd, str(tree): queues.solve_qbd}
     for rel in beside:
-        _rebind(other_fp, _load(tree, rel), rel)
+        source = _load(tree, rel)
+        _rebind(other_fp, source, rel)
+        if rel == "solvers/open/qbd.py":        # the bursty tiers' chains (this tree's queues)
+            chains[str(tree)] = source.solve_qbd
     print(f"swapped: {', '.join(SWAPPED)}; of solvers/open and solvers/departures.py these "
           f"differ: {differ}; {tree}'s fixed_population calls its own {beside or 'none'} "
           f"(the rest: this tree's in both)")
@@ -288,6 +293,7 @@ def against(tree: Path, args: argparse.Namespace) -> None:
     def use(impl: dict[str, Any]) -> None:
         for name, value in impl.items():
             setattr(model_module, name, value)
+        queues.solve_qbd = chains["this tree" if impl is impls["this tree"] else str(tree)]
 
     def search(sla: float) -> tuple[float, Any]:
         empty()
@@ -332,6 +338,7 @@ def against(tree: Path, args: argparse.Namespace) -> None:
         for n in range(1000, 6001, 1000):
             got = []
             for impl in impls.values():
+                use(impl)
                 empty()
                 r = impl["solve_fixed_population"](procs, n, z, servers=cores)
                 got.append(np.concatenate(([r.throughput, r.response_time],

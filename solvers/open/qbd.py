@@ -79,9 +79,8 @@ def _phase_stationary(A: np.ndarray) -> np.ndarray:
     M[-1, :] = 1.0
     rhs = np.zeros(A.shape[0])
     rhs[-1] = 1.0
-    try:
-        alpha = np.linalg.solve(M, rhs)
-    except np.linalg.LinAlgError:
+    _, _, alpha, info = dgesv(M, rhs)                   # LAPACK's call: numpy's checks cost
+    if info != 0:                                       # more than the solve of a small block
         return _stationary(A)
     if np.all(alpha >= -1e-12) and np.all(np.isfinite(alpha)):
         return np.maximum(alpha, 0.0)
