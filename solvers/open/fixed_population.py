@@ -232,8 +232,8 @@ def wave_jobs(dep: DepartureMAP, mean: float, cores: int, *, tol: float = 1e-12)
     pi_{n-1} F_n / (n mu)``, and ``R = F_c / (c mu)`` need only the ``F_n``. About half the
     CPU of a level; the shift's drift test read off ``dep.w`` (the stationary vector of
     ``A0 + A1 + A2 = D0 + D1``) without a solve; the jobs within 2.2e-11 of
-    ``map_m_c_mean``'s on the large-population network (docs/benchmarks.md section 11). :class:`numpy.linalg.LinAlgError` when a block
-    is singular or ``G`` does not converge."""
+    ``map_m_c_mean``'s on the large-population network (docs/benchmarks.md section 11).
+    :class:`numpy.linalg.LinAlgError` when a block is singular or ``G`` does not converge."""
     D0, D1, mu = dep.D0, dep.D1, 1.0 / mean
     s, eye = cores * mu, np.eye(D0.shape[0])
     G = shifted_cyclic_reduction(D1, D0 - s * eye, s * eye, tol, phases=dep.w)
