@@ -43,8 +43,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import lu_factor, lu_solve
-from scipy.linalg.lapack import dgesv, dgetrf, dgetri
+from scipy.linalg.lapack import dgesv, dgetrf, dgetri, dgetrs
 from scipy.sparse import csr_array
 
 __all__ = ["DepartureMAP", "Lumping", "levels_mean", "lumping", "lumped_departures", "null_row",
@@ -271,10 +270,11 @@ def levels_mean(pis: np.ndarray, R: np.ndarray) -> float:
     n pi_n 1 + c pi_c (I-R)^{-1} 1 + pi_c R (I-R)^{-2} 1`` over ``sum_{n<c} pi_n 1 + pi_c
     (I-R)^{-1} 1``."""
     cores = pis.shape[0] - 1
-    lu = lu_factor(np.eye(R.shape[0]) - R, check_finite=False)
-    tail = lu_solve(lu, pis[cores], trans=1, check_finite=False)       # pi_c (I-R)^{-1}
-    twice = lu_solve(lu, lu_solve(lu, np.ones(R.shape[0]), check_finite=False),
-                     check_finite=False)
+    # LAPACK's own calls (scipy's lu_factor / lu_solve cost more in checks than these solves
+    # of one level); a singular I - R gives inf, which the callers flag
+    lu, piv, _ = dgetrf(np.eye(R.shape[0]) - R)
+    tail = dgetrs(lu, piv, pis[cores], trans=1)[0]      # pi_c (I-R)^{-1}
+    twice = dgetrs(lu, piv, dgetrs(lu, piv, np.ones(R.shape[0]))[0])[0]
     total = float(pis[:cores].sum()) + float(tail.sum())
     jobs = (float(np.arange(cores) @ pis[:cores].sum(axis=1)) + cores * float(tail.sum())
             + float(pis[cores] @ (R @ twice)))

@@ -119,6 +119,22 @@ def test_shifted_cyclic_reduction_gives_the_same_g_and_refuses_a_transient_qbd(l
         shifted_cyclic_reduction(up, proc.D0 - up, proc.D1)
 
 
+@pytest.mark.parametrize("load", [0.3, 0.9, 0.99])
+def test_shifted_reduction_reads_the_drift_off_given_phases(load):
+    """With the phases' stationary vector given (the arrival MAP's, on a ``MAP/M/c`` queue
+    above ``c``: ``A0 + A1 + A2 = D0 + D1``) the shifted reduction gives the ``G`` it gives
+    without, bit for bit, and still refuses a QBD drifting up."""
+    proc = mmpp2_design(0.02, 50.0)
+    s = proc.rate / load
+    A0, A1, A2 = proc.D1, proc.D0 - s * np.eye(2), s * np.eye(2)
+    w = proc.theta
+    assert np.array_equal(shifted_cyclic_reduction(A0, A1, A2, 1e-12, phases=w),
+                          shifted_cyclic_reduction(A0, A1, A2, 1e-12))
+    slow = proc.rate / 1.2 * np.eye(2)
+    with pytest.raises(np.linalg.LinAlgError):
+        shifted_cyclic_reduction(A0, proc.D0 - slow, slow, phases=w)
+
+
 def test_bursty_tier_waits_longer_than_exponential_and_cost_does_not_grow_with_load():
     proc = mmpp2_design(0.01, 50.0).scaled(0.05)
     light, heavy = (m_map_c(rho * 16 / 0.05, proc, 16) for rho in (0.5, 0.98))

@@ -28,8 +28,11 @@ Network: ``bench/large_n_network.py`` (4 tiers, two bursty: app 8 cores, db 16 c
   populations read off after the bracket);
 * with ``--against TREE``: the cold search at ``--sla`` of this tree and of ``TREE`` (its
   ``solvers/open/fixed_population.py`` and ``streams/predict/capacity_search.py`` loaded beside
-  this tree's, :mod:`streams.predict.model` calling one or the other; the rest is this tree's,
-  and the files of ``solvers/open`` and ``solvers/departures.py`` that differ are printed), alternating search by search
+  this tree's, :mod:`streams.predict.model` calling one or the other; that
+  ``fixed_population`` calls ``TREE``'s ``solvers/open/qbd.py`` and ``solvers/departures.py``
+  where they differ, and the bursty tiers' chains are solved by ``TREE``'s ``qbd`` in its
+  searches; the rest is this tree's, and the files of ``solvers/open`` and
+  ``solvers/departures.py`` that differ are printed), alternating search by search
   (``--open-search-runs`` each), with the decomposition's search between every round, so
   all see the same load: CPU medians and each tree's ratio to the decomposition, whether
   both trees' capacities agree at each of ``--slas``, and how far apart the two trees'
@@ -226,6 +229,21 @@ def _accepting(fn: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
+#: the modules whose functions ``TREE``'s ``fixed_population`` calls directly, taken from
+#: ``TREE`` too where they differ (:func:`_rebind`): a faster ``G`` in this tree's ``qbd`` would
+#: otherwise speed up both trees' searches alike
+BESIDE = ("solvers/open/qbd.py", "solvers/departures.py")
+
+
+def _rebind(module: ModuleType, source: ModuleType, rel: str) -> None:
+    """Every function ``module`` imported from this tree's module at ``rel`` replaced by
+    ``source``'s of the same name (``source``: the other tree's copy of it)."""
+    name = rel.removesuffix(".py").replace("/", ".")
+    for attr, value in list(vars(module).items()):
+        if inspect.isfunction(value) and value.__module__ == name and hasattr(source, attr):
+            setattr(module, attr, getattr(source, attr))
+
+
 def _load(tree: Path, rel: str) -> ModuleType:
     """``tree``'s module at ``rel`` as a module of its own (its imports: this tree's)."""
     name = "_against_" + rel.replace("/", "_").removesuffix(".py")
@@ -252,9 +270,17 @@ def against(tree: Path, args: argparse.Namespace) -> None:
     differ = sorted(str(p.relative_to(here)) for p in shared
                     if not (tree / p.relative_to(here)).exists()
                     or not filecmp.cmp(p, tree / p.relative_to(here), shallow=False))
-    print(f"swapped: {', '.join(SWAPPED)}; of solvers/open and solvers/departures.py (this "
-          f"tree's in both) these differ: {differ}")
     other_fp = loaded["solvers/open/fixed_population.py"]
+    beside = [rel for rel in differ if rel in BESIDE and (tree / rel).exists()]
+    chains = {"this tree": queues.solve_qbd, str(tree): queues.solve_qbd}
+    for rel in beside:
+        source = _load(tree, rel)
+        _rebind(other_fp, source, rel)
+        if rel == "solvers/open/qbd.py":        # the bursty tiers' chains (this tree's queues)
+            chains[str(tree)] = source.solve_qbd
+    print(f"swapped: {', '.join(SWAPPED)}; of solvers/open and solvers/departures.py these "
+          f"differ: {differ}; {tree}'s fixed_population calls its own {beside or 'none'} "
+          f"(the rest: this tree's in both)")
 
     def empty() -> None:
         for fp_module in (fixed_population, other_fp):
@@ -267,6 +293,7 @@ def against(tree: Path, args: argparse.Namespace) -> None:
     def use(impl: dict[str, Any]) -> None:
         for name, value in impl.items():
             setattr(model_module, name, value)
+        queues.solve_qbd = chains["this tree" if impl is impls["this tree"] else str(tree)]
 
     def search(sla: float) -> tuple[float, Any]:
         empty()
@@ -311,6 +338,7 @@ def against(tree: Path, args: argparse.Namespace) -> None:
         for n in range(1000, 6001, 1000):
             got = []
             for impl in impls.values():
+                use(impl)
                 empty()
                 r = impl["solve_fixed_population"](procs, n, z, servers=cores)
                 got.append(np.concatenate(([r.throughput, r.response_time],

@@ -230,17 +230,21 @@ def wave_jobs(dep: DepartureMAP, mean: float, cores: int, *, tol: float = 1e-12)
     against ``D1^T``), instead of ``G_n = n mu (n mu I - D0 - D1 G_{n+1})^{-1}`` inverted and
     then multiplied by ``D1``: the boundary's recursion, ``pi_0 (D0 + F_1) = 0`` and ``pi_n =
     pi_{n-1} F_n / (n mu)``, and ``R = F_c / (c mu)`` need only the ``F_n``. About half the
-    CPU of a level; the jobs within 2.2e-11 of ``map_m_c_mean``'s on the large-population
-    network (docs/benchmarks.md section 11). :class:`numpy.linalg.LinAlgError` when a block
-    is singular or ``G`` does not converge."""
+    CPU of a level; the shift's drift test read off ``dep.w`` (the stationary vector of
+    ``A0 + A1 + A2 = D0 + D1``) without a solve; the jobs within 2.2e-11 of
+    ``map_m_c_mean``'s on the large-population network (docs/benchmarks.md section 11).
+    :class:`numpy.linalg.LinAlgError` when a block is singular or ``G`` does not converge."""
     D0, D1, mu = dep.D0, dep.D1, 1.0 / mean
     s, eye = cores * mu, np.eye(D0.shape[0])
-    G = shifted_cyclic_reduction(D1, D0 - s * eye, s * eye, tol)
+    G = shifted_cyclic_reduction(D1, D0 - s * eye, s * eye, tol, phases=dep.w)
     F = [np.empty((0, 0))] * (cores + 1)                # F[n] = D1 G_n
     F[cores] = D1 @ G
     d1t = np.asfortranarray(D1.T)
+    minus_d0t, diagonal = np.negative(D0).T, np.diag_indices(D0.shape[0])
     for n in range(cores - 1, 0, -1):
-        _, _, x, info = dgesv(np.asfortranarray((n * mu * eye - D0 - F[n + 1]).T), d1t)
+        level = minus_d0t - F[n + 1].T                  # (n mu I - D0 - F_{n+1})^T, Fortran
+        level[diagonal] += n * mu                       # order as dgesv takes it: no copy
+        _, _, x, info = dgesv(level, d1t, overwrite_a=True)
         if info != 0:
             raise np.linalg.LinAlgError(f"singular boundary level {n} (dgesv info {info})")
         F[n] = (n * mu) * x.T

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import sparse
-from scipy.linalg.lapack import dgesv, dgetrs
+from scipy.linalg.lapack import dgesv, dgetrf, dgetrs
 
 from solvers.processes import _stationary
 
@@ -79,9 +79,8 @@ def _phase_stationary(A: np.ndarray) -> np.ndarray:
     M[-1, :] = 1.0
     rhs = np.zeros(A.shape[0])
     rhs[-1] = 1.0
-    try:
-        alpha = np.linalg.solve(M, rhs)
-    except np.linalg.LinAlgError:
+    _, _, alpha, info = dgesv(M, rhs)                   # LAPACK's call: numpy's checks cost
+    if info != 0:                                       # more than the solve of a small block
         return _stationary(A)
     if np.all(alpha >= -1e-12) and np.all(np.isfinite(alpha)):
         return np.maximum(alpha, 0.0)
@@ -186,7 +185,8 @@ def cyclic_reduction(A0: np.ndarray, A1: np.ndarray, A2: np.ndarray,
 
 
 def shifted_cyclic_reduction(A0: np.ndarray, A1: np.ndarray, A2: np.ndarray,
-                             tol: float = G_TOLERANCE) -> np.ndarray:
+                             tol: float = G_TOLERANCE, *,
+                             phases: np.ndarray | None = None) -> np.ndarray:
     """``G`` of a positive recurrent QBD by :func:`cyclic_reduction` of the shifted equation
     (He, Meini and Rhee 2001): ``G 1 = 1``, so ``Gs = G - 1 u^T`` (``u = 1 / d``) solves
     ``A2 (I - 1 u^T) + (A1 + A0 1 u^T) Gs + A0 Gs^2 = 0`` with ``G``'s eigenvalue 1 moved to 0;
@@ -196,12 +196,17 @@ def shifted_cyclic_reduction(A0: np.ndarray, A1: np.ndarray, A2: np.ndarray,
     ``tol``; ``G 1 = 1`` holds by construction and tells nothing). On the waves' ``MAP/M/c``
     queues ``xi`` is 0.95-0.99 (the arrivals' slow phases outlast a level's first passage):
     one doubling fewer (10-11 of 11-12) and no ``G 1`` checks, ``G`` within 1.6e-13 of a
-    reduction to 1e-14.
+    reduction to 1e-14. Each step solves ``K A2`` first and updates ``Ahat`` with ``A0 K
+    A2``, the stopping test's step: the last step then skips ``K A0`` and the new blocks (an
+    80-phase queue's ``G`` about 7% less CPU, the same ``G``).
     The shift holds only where ``G`` is stochastic: a QBD whose drift is not down
     (:func:`drift`) raises :class:`numpy.linalg.LinAlgError`, as one that does not converge
-    in :data:`MAX_DOUBLINGS` steps or a singular block does."""
+    in :data:`MAX_DOUBLINGS` steps or a singular block does. ``phases``: the stationary vector
+    of ``A0 + A1 + A2`` where the caller holds it (a ``MAP/M/c`` queue's: its arrival MAP's),
+    the drift then read off it without :func:`drift`'s solve."""
     d = A1.shape[0]
-    up_rate, down_rate = drift(A0, A1, A2)
+    up_rate, down_rate = drift(A0, A1, A2) if phases is None else (
+        float(phases @ A0.sum(axis=1)), float(phases @ A2.sum(axis=1)))
     if not up_rate < down_rate:
         raise np.linalg.LinAlgError("the QBD is not positive recurrent (drift up >= down): "
                                     "no stochastic G to shift")
@@ -211,14 +216,23 @@ def shifted_cyclic_reduction(A0: np.ndarray, A1: np.ndarray, A2: np.ndarray,
     local = A1 + np.outer(A0.sum(axis=1), u)         # A1 + A0 1 u^T
     hat = local.copy()
     for _ in range(MAX_DOUBLINGS):
-        down, up, up_down = _reduce(down, local, up, hat)
+        lu, piv, info = dgetrf(local)
+        if info != 0:
+            raise np.linalg.LinAlgError(f"singular block in the QBD solve (dgetrf info {info})")
+        k_down, _ = dgetrs(lu, piv, down)             # K A2, then Ahat's step A0 K A2
+        up_down = up @ k_down
+        hat -= up_down
         step = float(np.max(np.abs(up_down)))
         if not np.isfinite(step):
             break
-        if step <= tol * float(np.max(np.abs(hat))):
+        if step <= tol * float(np.max(np.abs(hat))):  # the last step: no K A0, no new blocks
             G = _solve(hat, shifted)
             G -= u                                    # G = -Ahat^{-1} A2 (I - 1 u^T) + 1 u^T
             return np.negative(G, out=G)
+        k_up, _ = dgetrs(lu, piv, up)
+        local -= down @ k_up
+        local -= up_down
+        down, up = -(down @ k_down), -(up @ k_up)
     raise np.linalg.LinAlgError("shifted cyclic reduction did not converge")
 
 
