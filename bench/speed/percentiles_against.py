@@ -14,9 +14,11 @@ MAP network's: the bursty tiers' chains, the exact chain, the open tiers), alter
 run, so both see the same load. Everything else (the MVA solve, the pipeline) is this tree's.
 Printed per tree:
 ``bench.speed.percentiles``' one-model figures (CPU time, medians: the solve, ``+quantiles``
-and ``p95 SLO`` over the solve) and its pipeline workload's CPU time (``always``, ``p95 SLO``
-over ``default``), and whether both trees' quantiles are equal bit for bit (else how far
-apart they are at most).
+and ``p95 SLO`` over the solve; ``+found laws only``: the solve and then only the arrival
+theorem's found laws at both populations, which every quantile of the exponential route
+reads -- a floor under ``+quantiles`` that no faster law lowers) and its pipeline workload's
+CPU time (``always``, ``p95 SLO`` over ``default``), and whether both trees' quantiles are
+equal bit for bit (else how far apart they are at most).
 """
 
 from __future__ import annotations
@@ -73,12 +75,18 @@ def use(impl: ModuleType) -> None:
         setattr(md, name, getattr(getattr(impl, sub), name))
 
 
-def _solve(base: md.SystemModel, n: int, n_fc: int, quantiles: bool) -> float:
+def _solve(base: md.SystemModel, n: int, n_fc: int, quantiles: bool | str) -> float:
+    """CPU seconds of a fresh model's solve (``at`` now and at the forecast, the capacity);
+    ``quantiles``: then both quantile sets; ``"found"``: then only what arriving requests
+    find at the tiers at both populations (the arrival theorem's laws every quantile reads,
+    on a fresh :class:`ArrivalLaw` over the solve's curve, as the model builds it)."""
     m = base.variant()
     t0 = time.process_time()
     now, fc = m.at(n), m.at(n_fc)
     m.mva_capacity()
-    if quantiles:
+    if quantiles == "found":
+        md.ArrivalLaw(m.D, m.servers, m.solver_think, curve=m.curve).found_many([n, n_fc])
+    elif quantiles:
         m.quantiles_many([now, fc])
     return time.process_time() - t0
 
@@ -96,13 +104,15 @@ def one_model(impls: dict[str, ModuleType], key: str, repeat: int) -> list[str]:
             t.setdefault((name, "solve"), []).append(_solve(mean, n, n_fc, False))
             t.setdefault((name, "+q"), []).append(_solve(mean, n, n_fc, True))
             t.setdefault((name, "p95"), []).append(_solve(slo, n, n_fc, True))
+            t.setdefault((name, "found"), []).append(_solve(mean, n, n_fc, "found"))
     med = {k: statistics.median(v) for k, v in t.items()}
     rows = []
     for name in impls:
         s = med[name, "solve"]
         rows.append(f"({key}) {name}: solve {1000 * s:.2f} ms, +quantiles "
                     f"{1000 * med[name, '+q']:.2f} ms (x{med[name, '+q'] / s:.2f}), p95 SLO "
-                    f"{1000 * med[name, 'p95']:.2f} ms (x{med[name, 'p95'] / s:.2f})")
+                    f"{1000 * med[name, 'p95']:.2f} ms (x{med[name, 'p95'] / s:.2f}), "
+                    f"+found laws only x{med[name, 'found'] / s:.2f}")
     laws = []
     for name in impls:
         use(impls[name])

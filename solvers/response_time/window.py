@@ -197,10 +197,18 @@ def _kernel_transform(x: np.ndarray, size: int) -> np.ndarray:
     ``x = rate h`` steps a mean (``(R, 1)``): the masses are ``m_0 = 1 + (e^{-x} - 1)/x`` at 0
     and ``e^{-x(i-1)} (1 - e^{-x})^2 / x`` at ``i >= 1``, a geometric sequence whose transform
     is ``m_0 + (1 - r)^2 / x * w / (1 - r w)``, ``r = e^{-x}``, ``w = e^{-2 pi i k / size}``
-    (:func:`~solvers.response_time.sojourn._phase_transform`, in fewer array steps)."""
-    w = _unit_roots(size)[0]
+    (:func:`~solvers.response_time.sojourn._phase_transform`, in fewer array steps:
+    ``w / (1 - r w) = 1 / (conj(w) - r)`` on the unit circle, one complex division)."""
     em1 = np.expm1(-x)
-    return (1.0 + em1 / x) + (em1 * em1 / x) * (w / (1.0 - (1.0 + em1) * w))
+    return (1.0 + em1 / x) + (em1 * em1 / x) / (_conj_roots(size) - (1.0 + em1))
+
+
+@functools.lru_cache(maxsize=8)
+def _conj_roots(size: int) -> np.ndarray:
+    """``conj(w) = e^{2 pi i k / size}``, ``k = 0..size/2``, as a ``(1, size/2 + 1)`` row."""
+    out = np.conj(_unit_roots(size)[0])
+    out.setflags(write=False)
+    return out
 
 
 @functools.lru_cache(maxsize=8)
