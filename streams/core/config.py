@@ -15,6 +15,7 @@ systems and override them per system::
     sla_s = { home = 0.5, "*" = 1.0 }
     slo = { home = { p95 = 0.3 } }     # percentile SLOs per class, beside the mean's sla_s
     visits = { db = { home = 2.0 } }   # visits of a class to a tier per request (default 1)
+    service_scv = { db = { search = 2.5 } }   # a class's service SCV at a tier (default: estimated)
 
     [systems.shop.pools.db_connections]  # a pool held across tiers (a layered model)
     tier = "front"               # the tier that owns it
@@ -218,6 +219,11 @@ class SystemConfig:
     #: per tier its scheduling discipline, ``{tier: discipline}`` with names of
     #: :data:`DISCIPLINES`; a tier not named is FCFS
     disciplines: Mapping[str, str] = field(default_factory=dict)
+    #: a class's service-time SCV at a tier, ``{tier: {class: SCV}}``: the open pool chain
+    #: serves a class whose SCV exceeds 1 at a held tier as a hyperexponential
+    #: (:func:`solvers.pools_open.held_network`); a class not named has the SCV estimated
+    #: from the windows (:mod:`estimators.service_scv`), else 1
+    service_scv: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for key in _CHOICES:
@@ -249,6 +255,8 @@ WEEK_S = 7 * 86_400.0
 _NUMBERS = {"idc_threshold": (0.0, 1e6), "model_error_threshold": (0.0, 1e3)}
 #: visits of a class to a tier per request: (0, MAX_VISITS]
 MAX_VISITS = 1e6
+#: a service time's SCV: (0, MAX_SCV] (a lognormal of sigma 3 is ~8,100; beyond, a typo)
+MAX_SCV = 1e4
 #: the largest remediation cost (a ranking weight)
 MAX_COST = 1e9
 #: times with a range, seconds: key -> (lowest, highest, lowest allowed itself). Beyond them a
@@ -412,6 +420,15 @@ def _check(key: str, value: Any, where: str) -> Any:
         return {_name(t, where, "tier"): {
             _name(c, f"{where}.{t}", "class"): _within(v, f"{where}.{t}.{c}", 0.0, MAX_VISITS,
                                                        False, " visits per request")
+            for c, v in per.items()} for t, per in value.items()}
+    if key == "service_scv":
+        if not isinstance(value, Mapping) or not all(isinstance(v, Mapping)
+                                                     for v in value.values()):
+            raise ConfigError(f"{where}: must be a table of tier = {{class = SCV}}, "
+                              f"got {shown(value)}")
+        return {_name(t, where, "tier"): {
+            _name(c, f"{where}.{t}", "class"): _within(v, f"{where}.{t}.{c}", 0.0, MAX_SCV,
+                                                       False, " (service time's SCV)")
             for c, v in per.items()} for t, per in value.items()}
     raise ConfigError(f"{where}: unknown setting")   # pragma: no cover - filtered before
 
