@@ -2,6 +2,8 @@
 
     python -m bench.accuracy.pool_open_ps                  # SCVs 1, 2.5, 5, 10; seeds 1-3
     python -m bench.accuracy.pool_open_ps --scvs 2.5 --seeds 1 --requests 20000
+    python -m bench.accuracy.pool_open_ps --estimator --seeds 1,2,3,4,5
+    python -m bench.accuracy.pool_open_ps --rejudge /tmp/camp6-open OUT --service-scv db.search=2.5
 
 The shape is the real testbed's (bench/testbed: gunicorn's 2 sync workers, a pool of 2 held
 across a 1-core FCFS ``app`` and a 1-core processor-sharing ``db``; 4 classes at the mix
@@ -12,14 +14,19 @@ hyperexponential of balanced means (``h2``: the shape the chain fits) or from a 
 (``ln``: a shape it was not fitted on); every other service is exponential.
 
 The truth: :func:`solvers.simulation.pool_open_ps.simulate_pool_open`, ``--requests``
-arrivals per seed after a 5% warm-up (``0.4 / (1 - load)`` times as many above 60% load), at the fractions :data:`FRACTIONS` of the chain's
-saturation rate (the held tiers' throughput with both tokens held). The model: the held chain
-(:func:`solvers.pools_open.held_network`) given the class's SCV (``chain``) and, beside it,
-today's exponential chain (``exp``). Per SCV and law: each class's R error (model over the
+arrivals per seed after a 5% warm-up (``0.4 / (1 - load)`` times as many above 60% load), at
+the fractions :data:`FRACTIONS` of the chain's saturation rate (the held tiers' throughput
+with both tokens held). The model: the held chain (:func:`solvers.pools_open.held_network`)
+given the class's SCV (``chain``) and, beside it, today's exponential chain (``exp``). Per SCV and law: each class's R error (model over the
 simulated mean, averaged over seeds; worst over rates and classes), the pool utilization's
 error in points, and the capacity (the largest rate at which every class's mean meets its
 SLO) -- the model's by bisection on the chain, the simulation's per seed by bisection to 1%
 on the same seed's runs. Figures, no pass/fail.
+
+``--estimator``: where the SCV comes from when nobody configures it -- the pipeline's
+estimator (:mod:`estimators.service_scv`) on 15-s windows of the simulated db's per-class
+mean residence over 15 minutes at 9/s (the testbed's low-load flat part), seeds 101-, per
+law and SCV: the search class's reading and the exponential classes'.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ import time
 
 import numpy as np
 
+from estimators.service_scv import service_scv
 from solvers.pools import PoolSpec
 from solvers.pools_open import HeldCurve, held_network, solve_open_pool
 from solvers.simulation.pool_open_ps import simulate_pool_open
@@ -97,6 +105,60 @@ def sim_capacity(law: str, v: float, seed: int, requests: int, guess: float, sat
     return 0.5 * (lo + hi)
 
 
+def estimates(law: str, v: float, seed: int, rate: float = 9.0, minutes: float = 15.0,
+              window_s: float = 15.0) -> list[float | None]:
+    """Each class's SCV at the db as the pipeline's estimator
+    (:func:`estimators.service_scv.service_scv`) reads it from ``window_s`` windows of the
+    simulated db's per-class mean residence over ``minutes`` at ``rate``/s (the testbed's
+    low-load flat part: 9/s for 12-15 minutes)."""
+    run = sim(rate, law, v, seed, int(rate * 60 * minutes))
+    w = ((run.end - run.end[0]) // window_s).astype(int)
+    out = []
+    for c in range(len(CLASSES)):
+        sel = run.cls == c
+        n = np.bincount(w[sel], minlength=w.max() + 1).astype(float)
+        s = np.bincount(w[sel], weights=run.residence[sel, 1], minlength=w.max() + 1)
+        out.append(service_scv(np.divide(s, n, out=np.full(n.shape, np.nan), where=n > 0), n))
+    return out
+
+
+def estimator_table(scvs: list[float], law_names: list[str], seeds: list[int]) -> None:
+    print("| law | search SCV | search's estimate: median (range) | the exponential classes' "
+          "estimates (range) |")
+    print("|---|---:|---|---|")
+    for law in law_names:
+        for v in scvs:
+            if law == "h2" and v < 1:
+                continue
+            got = np.array([estimates(law, v, s) for s in seeds], dtype=float)
+            print(f"| {law} | {v:g} | {np.median(got[:, 3]):.2f} ({got[:, 3].min():.2f}-"
+                  f"{got[:, 3].max():.2f}) | {np.nanmin(got[:, :3]):.2f}-"
+                  f"{np.nanmax(got[:, :3]):.2f} |", flush=True)
+
+
+def rejudge_configured(src: str, out: str, workers: int, latency: str | None,
+                       scv: dict[str, dict[str, float]]) -> dict:
+    """:func:`bench.testbed.campaign.rejudge` with ``service_scv`` configured (the testbed
+    campaign writes its own configuration: the key is added to its system table)."""
+    from pathlib import Path
+
+    from bench.testbed import campaign
+    write = campaign.write_config
+    cells = ", ".join(f"{t} = {{ " + ", ".join(f'"{c}" = {v:g}' for c, v in per.items())
+                      + " }" for t, per in scv.items())
+
+    def with_scv(path: Path, *a, **k) -> None:
+        write(path, *a, **k)
+        text = path.read_text()
+        head, sep, rest = text.partition("\n[systems.testbed.pools")
+        path.write_text(head.rstrip("\n") + f"\nservice_scv = {{ {cells} }}\n" + sep + rest)
+    campaign.write_config = with_scv
+    try:
+        return campaign.rejudge(Path(src), Path(out), workers, False, latency)
+    finally:
+        campaign.write_config = write
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--scvs", type=lambda s: [float(x) for x in s.split(",")],
@@ -106,8 +168,29 @@ def main(argv: list[str] | None = None) -> int:
                     default=[1, 2, 3])
     ap.add_argument("--requests", type=int, default=60_000)
     ap.add_argument("--no-capacity", action="store_true")
+    ap.add_argument("--rejudge", nargs=2, metavar=("SRC", "OUT"),
+                    help="rejudge a testbed campaign with --service-scv configured")
+    ap.add_argument("--service-scv", default="db.search=2.5",
+                    help="with --rejudge: tier.class=SCV[,...]")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--latency", default="estimate")
+    ap.add_argument("--estimator", action="store_true",
+                    help="the SCV estimator on simulated windows instead (seeds + 100)")
     args = ap.parse_args(argv)
     t0 = time.time()
+    if args.rejudge:
+        scv: dict[str, dict[str, float]] = {}
+        for cell in args.service_scv.split(","):
+            key, value = cell.split("=")
+            tier, cls = key.split(".")
+            scv.setdefault(tier, {})[cls] = float(value)
+        res = rejudge_configured(*args.rejudge, args.workers, args.latency, scv)
+        op = res.get("open_ramp", {})
+        print({k: op.get(k) for k in ("measured_breach_min", "first_alert_min", "lead_min")})
+        return 0
+    if args.estimator:
+        estimator_table(args.scvs, args.laws, [s + 100 for s in args.seeds])
+        return 0
     exp_curve = curve(1.0)
     sat = exp_curve.saturation
     print(f"saturation {sat:.2f}/s; seeds {args.seeds}; {args.requests} requests per run")

@@ -76,7 +76,7 @@ def pool_curves(model: SystemModel) -> list[HeldCurve | None]:
         spec = model.pools[k]
         try:
             curve = held_network(model.D_mc, model.servers, model.pools, k, model.mix,
-                                 model.scv, model.delays, model.ps, procs)
+                                 model.scv, model.delays, model.ps, procs, model.service_scv)
         except (RuntimeError, ValueError, np.linalg.LinAlgError) as exc:
             text = (f"{POOL_FLAG}{spec.name} not modelled on the open route: its held "
                     f"network could not be solved ({str(exc)[:120]})")
