@@ -4,9 +4,16 @@ tokens held across a run of tiers ``H``.
 Two methods, the first where it applies:
 
 **The held chain** (:func:`held_chain`): where the held tiers are exponential per class (no
-service SCV but 1, no pool nested inside; or, for one class, one bursty tier whose MAP is
+tier SCV but 1, no pool nested inside; or, for one class, one bursty tier whose MAP is
 served in start order on its cores -- the closed route's held-chain station,
-:mod:`solvers.pools_station`, where Mi et al. 2008's slow runs fill the pool) the pool, its
+:mod:`solvers.pools_station`, where Mi et al. 2008's slow runs fill the pool), or where a
+class's own service SCV ``v > 1`` at a held tier is given -- that class served there as the
+two-phase hyperexponential of its mean and ``v`` with balanced means (Whitt 1982; a ``v``
+below 1 stays exponential: a holding time less variable than exponential is not used to
+shorten the wait), its phase drawn on entering the tier, so the chain stays exact for it, at
+processor-sharing tiers (whose mean residence is insensitive to the law but whose holding
+time, and so the token's wait, is not: two long requests holding both tokens of a pool of two
+block the rest) and first-come-first-served ones alike -- the pool, its
 token queue and the holders -- where each is and of which class -- are one Markov chain:
 level ``j`` the requests at the pool, phase the ``min(j, K)`` holders' places (each tier's
 cores, each pure delay an infinite-server station after its tier: Lazowska et al. 1984, ch.
@@ -16,7 +23,13 @@ so it is a quasi-birth-death process
 solved matrix-geometrically (Neuts 1981; :mod:`solvers.open.qbd`) -- exact, the classes'
 spread of cost included (two dear requests holding both tokens of a pool of two block the
 cheap ones, which a mean cannot show), its cost independent of the load, within
-:data:`CHAIN_WORK`.
+:data:`CHAIN_WORK`. A level's states are the ways to place ``K`` holders on the stations'
+positions (a class at a station, or each of its phases): with ``P`` positions at
+count-kept stations ``C(K + P - 1, P - 1)``. The testbed's shape (4 classes over two tiers,
+``P`` = 8, 9 with one hyperexponential class) has 36 / 45 at ``K = 2``, 120 / 165 at 3 and
+330 / 495 at 4, past the budget (at 32: 1.5e7 / 7.7e7); a first-come-first-served tier
+with fewer cores than tokens keeps the holders' order (``classes^n``), more. Past the budget
+the flow-equivalent server below takes over, flagged by the caller.
 
 **The flow-equivalent server** (Chandy et al. 1975; Lazowska et al. 1984, ch. 8) elsewhere:
 the held tiers are solved alone as a closed network without think time at every population
@@ -197,7 +210,7 @@ def held_network(demands: Any, servers: Any, pools: Sequence[PoolSpec], index: i
         else:
             res = solve_pools_spread(Dh, n, 0.0, c, inner, p,
                                      None if tier_scv is None else np.asarray(tier_scv)[h],
-                                     delays=dh, ps=None if ps is None else np.asarray(ps)[h])
+                                     vc, delays=dh, ps=None if ps is None else np.asarray(ps)[h])
         flags.extend(f for f in res.flags if f not in flags)
         Rm = np.asarray(res.residence_time, dtype=float)
         cpu = Rm - (0.0 if dh is None else dh @ p)

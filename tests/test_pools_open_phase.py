@@ -229,7 +229,9 @@ def test_the_configuration_key_and_its_errors(tmp_path):
                               ("{ db = { search = -1.5 } }", r"service_scv\.db\.search", "-1.5"),
                               ('{ db = { search = "high" } }', r"service_scv\.db\.search",
                                "high"),
-                              ("{ db = 2.5 }", r"service_scv", "2.5")):
+                              ("{ db = 2.5 }", r"service_scv", "2.5"),
+                              ("{ cache = { search = 2.0 } }", r"service_scv\.cache",
+                               "not one of the system's tiers")):
         with pytest.raises(ConfigError, match=where) as exc:
             _config(tmp_path, bad)
         assert shown in str(exc.value)
@@ -278,7 +280,24 @@ def test_an_estimate_is_used_and_a_disagreeing_configuration_flagged():
     sums.add(["search"], np.full(m.shape, 0.2), n[:, None], m[:, None])
     est = _built(sums=sums)
     assert est.service_scv[1, 3] == pytest.approx(sums.scv("search"))
+    assert not est.flags or not any("service SCV" in f for f in est.flags)   # open route's
+    open_model.pool_curves(est)
     assert any(f.startswith(POOL_FLAG + "service SCV at db not identified") for f in est.flags)
     told = _built({"db": {"search": 1.2}}, sums=sums)
     assert told.service_scv is None or told.service_scv[1, 3] == 1.2
+    open_model.pool_curves(told)
     assert any("configured 1.2" in f for f in told.flags)
+
+
+def test_past_the_chain_budget_the_spread_is_flagged(monkeypatch):
+    import solvers.pools_open as module
+    monkeypatch.setattr(module, "CHAIN_WORK", 10.0)
+    model = _built({"db": {"search": 5.0}})
+    curves = open_model.pool_curves(model)
+    assert curves[0].chain is None
+    assert any("service SCVs above 1 are not in its flow-equivalent server" in f
+               for f in model.flags)
+    plain = _built()
+    open_model.pool_curves(plain)
+    assert any("by the flow-equivalent" in f for f in plain.flags)
+    assert not any("service SCVs above 1" in f for f in plain.flags)

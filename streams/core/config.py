@@ -809,10 +809,11 @@ def load_config(path: str | Path | None = None,
             raise ConfigError(f"{where}.tiers: lists {len(system.tiers)} tiers, more than "
                               f"[limits] max_tiers ({limits.max_tiers})")
         check_pools(system.pools, system.tiers, where)
-        for tier in system.disciplines:
-            if tier == "*" or (system.tiers and tier not in system.tiers):
-                raise ConfigError(f"{where}.disciplines.{tier[:200]}: not one of the system's "
-                                  f"tiers {list(system.tiers)[:20]}")
+        for key in ("disciplines", "service_scv"):
+            for tier in getattr(system, key):
+                if tier == "*" or (system.tiers and tier not in system.tiers):
+                    raise ConfigError(f"{where}.{key}.{tier[:200]}: not one of the system's "
+                                      f"tiers {list(system.tiers)[:20]}")
     return Config(defaults=defaults, systems=systems, utilization_tolerance=tolerance,
                   limits=limits, input=_input(raw.get("input")),
                   plausibility=_plausibility(raw.get("plausibility", {})),

@@ -301,6 +301,10 @@ class SystemModel:
     #: (:mod:`streams.predict.service_scv`): the open pool chain serves an SCV above 1 as a
     #: hyperexponential (:func:`solvers.pools_open.held_network`); ``None``: all 1
     service_scv: np.ndarray | None = None
+    #: the flags of :attr:`service_scv` (configured against the data, not identified): the
+    #: open route's (:func:`streams.predict.open_model.pool_curves` adds them to
+    #: :attr:`flags`), every other route does not read it
+    service_scv_flags: tuple[str, ...] = ()
     _cache: dict[int, Point] = field(default_factory=dict)
     _qcache: dict[int, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
     _map_qcache: dict[int, np.ndarray | None] = field(default_factory=dict, repr=False,
@@ -1455,7 +1459,6 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
     flags += pool_flags
     service_scv, scv_flags = class_scvs(tiers, list(classes), cfg, pools, V_mc, delays,
                                         POOL_FLAG)
-    flags += scv_flags
     pool_processes = None
     if pools and processes is not None:
         pool_processes = processes if bursty_pool_wired(processes, pools) else None
@@ -1473,7 +1476,8 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
                        visits_measured=visits.measured if visits is not None else {},
                        ps=ps if ps.any() else None,
                        ps_law=ps_law if ps_law.any() else None, pools=pools, delays=delays,
-                       pool_processes=pool_processes, service_scv=service_scv)
+                       pool_processes=pool_processes, service_scv=service_scv,
+                       service_scv_flags=tuple(scv_flags))
 
 
 def bursty_pool_wired(processes: list[MAP], pools: tuple[PoolSpec, ...]) -> bool:
