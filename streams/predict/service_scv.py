@@ -3,10 +3,11 @@
 dispersion (:mod:`estimators.service_scv`), else 1.
 
 An estimate enters only at or above :data:`SCV_MIN`: on simulated windows of the testbed's
-shape (``python -m bench.accuracy.pool_open_ps --estimator``) the classes of exponential
-service read 0.8-2.0 -- their time at a processor-sharing tier also varies with the dear
-class's co-residence, which the estimator cannot take out -- while a class of SCV 2.5 reads
-2.0-5.0; below it the class keeps SCV 1, today's exponential chain. Where a configured value
+shape (``python -m bench.accuracy.pool_open_ps --estimator``: 15 minutes at 9/s, 5 seeds)
+the classes of exponential service read 0.7-1.7 -- their time at a processor-sharing tier
+also varies with the dear class's co-residence, which the estimator cannot take out -- while
+a class of SCV 2.5 reads 1.5-4.0 (median 2.1 lognormal, 3.0 hyperexponential), of SCV 5
+2.4-8.9; below it the class keeps SCV 1, today's exponential chain. Where a configured value
 and an identified estimate differ by more than :data:`DISAGREE` times, the configured one is
 used and flagged. Only the tiers a pool holds are asked (the chain's), only on systems with a
 pool; every other route is unchanged.
