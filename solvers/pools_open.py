@@ -173,7 +173,7 @@ def held_network(demands: Any, servers: Any, pools: Sequence[PoolSpec], index: i
     there plus its delay (the closed route's read-back, :mod:`solvers.pools`). ``class_scv``
     ``v_{m,c}`` (tiers x classes; ``None`` or 1: exponential) is each class's own service
     SCV: where some held tier's exceeds 1 the held chain serves that class there as a
-    balanced-means hyperexponential (:class:`_PhaseStation`) -- at a processor-sharing tier
+    balanced-means hyperexponential (:class:`_Station`'s phases) -- at a processor-sharing tier
     too, whose mean residence is insensitive to it but whose holding time, and so the wait
     for a token, is not -- and the tier's SCV ``tier_scv`` is then not asked of the chain
     (the classes' own SCVs say more); a ``v`` below 1 is served exponentially."""
@@ -376,7 +376,14 @@ def _compositions(k: int, s: int) -> list[tuple[int, ...]]:
 class _Station:
     """One station of the held chain: a tier's cores (``cores``) or its delay (``inf``), the
     classes it serves with their rates, and whether its state keeps the holders' order
-    (first-come-first-served with fewer cores than tokens and classes of other rates)."""
+    (first-come-first-served with fewer cores than tokens and classes of other rates).
+
+    Its state is over positions: one per class, or -- where a class's service is a two-phase
+    hyperexponential (the balanced-means fit of its mean and SCV, Whitt 1982;
+    :func:`solvers.pools_spread._phases`) -- one per phase, a holder drawn into one on
+    entering (a mixture of exponentials has no moves between phases, so the chain stays
+    exact). ``owner`` is each position's class position, ``prates`` its rate, ``entry`` per
+    class position its ``(probability, position)`` pairs (default: a position per class)."""
 
     tier: int
     cpu: bool
@@ -384,70 +391,26 @@ class _Station:
     classes: tuple[int, ...]
     rates: tuple[float, ...]
     ordered: bool
-
-    def states(self, n: int) -> list[tuple[int, ...]]:
-        """Its states with ``n`` holders: the classes in arrival order, or a count each."""
-        if self.ordered:
-            return list(itertools.product(range(len(self.classes)), repeat=n))
-        return _compositions(n, len(self.classes))
-
-    def leaving(self, x: tuple[int, ...]) -> list[tuple[int, float, tuple[int, ...]]]:
-        """``(class position, rate, state after)`` of each departure from state ``x``."""
-        out = []
-        if self.ordered:
-            for i in range(min(len(x), int(self.cores))):
-                out.append((x[i], self.rates[x[i]], x[:i] + x[i + 1:]))
-            return out
-        n = sum(x)
-        share = min(n, self.cores) / n if n else 0.0
-        for m, count in enumerate(x):
-            if count:
-                y = list(x)
-                y[m] -= 1
-                out.append((m, count * self.rates[m] * share, tuple(y)))
-        return out
-
-    def enter(self, x: tuple[int, ...], m: int) -> list[tuple[float, tuple[int, ...]]]:
-        """``(probability, state after)`` of a holder of class position ``m`` arriving."""
-        if self.ordered:
-            return [(1.0, x + (m,))]
-        y = list(x)
-        y[m] += 1
-        return [(1.0, tuple(y))]
-
-    def moves(self, x: tuple[int, ...]) -> list[tuple[float, tuple[int, ...]]]:
-        """``(rate, state after)`` of its changes of state without a departure: none."""
-        return []
-
-    def held(self, x: tuple[int, ...]) -> np.ndarray:
-        """Holders of each of its classes in state ``x``."""
-        if self.ordered:
-            return np.bincount(np.array(x, dtype=int), minlength=len(self.classes))
-        return np.array(x)
-
-
-@dataclass(frozen=True)
-class _PhaseStation(_Station):
-    """A tier's cores where some class's service is a two-phase hyperexponential (the
-    balanced-means fit of its mean and SCV, Whitt 1982; :func:`solvers.pools_spread._phases`):
-    each class's positions are its phases, a holder drawn into one on entering (a mixture of
-    exponentials has no moves between phases), so the chain stays exact. ``owner`` is each
-    position's class position, ``prates`` its rate, ``entry`` per class position its
-    ``(probability, position)`` pairs. Ordered (first-come-first-served with fewer cores
-    than tokens): the holders' positions in arrival order, the first ``cores`` served; else a
-    count per position, each served at ``min(n, c) / n`` of a core (processor sharing; FCFS
-    where every holder has a core)."""
-
     owner: tuple[int, ...] = ()
     prates: tuple[float, ...] = ()
     entry: tuple[tuple[tuple[float, int], ...], ...] = ()
 
+    def __post_init__(self) -> None:
+        if not self.owner:
+            object.__setattr__(self, "owner", tuple(range(len(self.classes))))
+            object.__setattr__(self, "prates", tuple(self.rates))
+            object.__setattr__(self, "entry", tuple(((1.0, m),) for m in self.owner))
+
     def states(self, n: int) -> list[tuple[int, ...]]:
+        """Its states with ``n`` holders: the positions in arrival order, or a count each."""
         if self.ordered:
             return list(itertools.product(range(len(self.owner)), repeat=n))
         return _compositions(n, len(self.owner))
 
     def leaving(self, x: tuple[int, ...]) -> list[tuple[int, float, tuple[int, ...]]]:
+        """``(class position, rate, state after)`` of each departure from state ``x``: the
+        first ``cores`` in order, or each position's count at ``min(n, c) / n`` of a core
+        (processor sharing; FCFS where every holder has a core)."""
         out = []
         if self.ordered:
             for i in range(min(len(x), int(self.cores))):
@@ -463,6 +426,7 @@ class _PhaseStation(_Station):
         return out
 
     def enter(self, x: tuple[int, ...], m: int) -> list[tuple[float, tuple[int, ...]]]:
+        """``(probability, state after)`` of a holder of class position ``m`` arriving."""
         if self.ordered:
             return [(w, x + (q,)) for w, q in self.entry[m]]
         out = []
@@ -472,7 +436,12 @@ class _PhaseStation(_Station):
             out.append((w, tuple(y)))
         return out
 
+    def moves(self, x: tuple[int, ...]) -> list[tuple[float, tuple[int, ...]]]:
+        """``(rate, state after)`` of its changes of state without a departure: none."""
+        return []
+
     def held(self, x: tuple[int, ...]) -> np.ndarray:
+        """Holders of each of its classes in state ``x``."""
         if self.ordered:
             return np.bincount(np.array([self.owner[q] for q in x], dtype=int),
                                minlength=len(self.classes))
@@ -555,8 +524,8 @@ def _stations(demands: np.ndarray, servers: np.ndarray, delays: np.ndarray | Non
                     entry.append(tuple((float(wi), len(owner) + i) for i, wi in enumerate(w)))
                     owner += [m] * len(r)
                     prates += r
-                out.append(_PhaseStation(h, cpu, cores, cls, rates, fcfs_few, tuple(owner),
-                                         tuple(prates), tuple(entry)))
+                out.append(_Station(h, cpu, cores, cls, rates, fcfs_few, tuple(owner),
+                                    tuple(prates), tuple(entry)))
                 continue
             ordered = fcfs_few and len(set(rates)) > 1
             out.append(_Station(h, cpu, cores, cls, rates, ordered))

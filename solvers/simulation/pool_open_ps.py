@@ -101,35 +101,26 @@ def simulate_pool_open(rate: float, mix: Sequence[float], demands: np.ndarray,
         enter[r, h] = t
         at[h].append([draw[h][int(classes[r])](), r, seq])
 
+    def served(h: int) -> tuple[list[list[float]], float]:
+        """The jobs in service at tier ``h`` and the speed of each."""
+        jobs = at[h]
+        if ps[h]:
+            return jobs, min(1.0, cores[h] / len(jobs)) if jobs else 0.0
+        return jobs[:int(cores[h])], 1.0
+
     done = 0
     while done < requests:
         best, who = math.inf, None
-        for h in range(H):
-            jobs = at[h]
-            if not jobs:
-                continue
-            if ps[h]:
-                speed = min(1.0, cores[h] / len(jobs))
-                for j in jobs:
-                    if j[0] / speed < best:
-                        best, who = j[0] / speed, (h, j)
-            else:
-                for j in jobs[:int(cores[h])]:
-                    if j[0] < best:
-                        best, who = j[0], (h, j)
+        speeds = [served(h) for h in range(H)]
+        for h, (jobs, speed) in enumerate(speeds):
+            for j in jobs:
+                if j[0] / speed < best:
+                    best, who = j[0] / speed, (h, j)
         ta = arrivals[nxt] - t if nxt < requests else math.inf
         step = min(ta, best)
-        for h in range(H):
-            jobs = at[h]
-            if not jobs:
-                continue
-            if ps[h]:
-                speed = min(1.0, cores[h] / len(jobs))
-                for j in jobs:
-                    j[0] -= step * speed
-            else:
-                for j in jobs[:int(cores[h])]:
-                    j[0] -= step
+        for jobs, speed in speeds:
+            for j in jobs:
+                j[0] -= step * speed
         if t + step > t0:
             busy_area += holders * (t + step - max(t, t0))
         t += step

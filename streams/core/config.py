@@ -413,24 +413,22 @@ def _check(key: str, value: Any, where: str) -> Any:
             out[kind] = _within(cost, f"{where}.{kind}", 0.0, MAX_COST, True)
         return out
     if key == "visits":
-        if not isinstance(value, Mapping) or not all(isinstance(v, Mapping)
-                                                     for v in value.values()):
-            raise ConfigError(f"{where}: must be a table of tier = {{class = visits}}, "
-                              f"got {shown(value)}")
-        return {_name(t, where, "tier"): {
-            _name(c, f"{where}.{t}", "class"): _within(v, f"{where}.{t}.{c}", 0.0, MAX_VISITS,
-                                                       False, " visits per request")
-            for c, v in per.items()} for t, per in value.items()}
+        return _tier_class_table(value, where, "visits", MAX_VISITS, " visits per request")
     if key == "service_scv":
-        if not isinstance(value, Mapping) or not all(isinstance(v, Mapping)
-                                                     for v in value.values()):
-            raise ConfigError(f"{where}: must be a table of tier = {{class = SCV}}, "
-                              f"got {shown(value)}")
-        return {_name(t, where, "tier"): {
-            _name(c, f"{where}.{t}", "class"): _within(v, f"{where}.{t}.{c}", 0.0, MAX_SCV,
-                                                       False, " (service time's SCV)")
-            for c, v in per.items()} for t, per in value.items()}
+        return _tier_class_table(value, where, "SCV", MAX_SCV, " (service time's SCV)")
     raise ConfigError(f"{where}: unknown setting")   # pragma: no cover - filtered before
+
+
+def _tier_class_table(value: Any, where: str, what: str, high: float, unit: str
+                      ) -> dict[str, dict[str, float]]:
+    """``{ tier = { class = number } }`` with each number within ``(0, high]``."""
+    if not isinstance(value, Mapping) or not all(isinstance(v, Mapping)
+                                                 for v in value.values()):
+        raise ConfigError(f"{where}: must be a table of tier = {{class = {what}}}, "
+                          f"got {shown(value)}")
+    return {_name(t, where, "tier"): {
+        _name(c, f"{where}.{t}", "class"): _within(v, f"{where}.{t}.{c}", 0.0, high, False, unit)
+        for c, v in per.items()} for t, per in value.items()}
 
 
 def _slo(value: Any, where: str) -> dict[str, dict[str, float]]:
