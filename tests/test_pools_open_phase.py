@@ -5,7 +5,6 @@ case and the seeded simulation on the testbed's shape; the SCV's estimator
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
@@ -301,3 +300,32 @@ def test_past_the_chain_budget_the_spread_is_flagged(monkeypatch):
     open_model.pool_curves(plain)
     assert any("by the flow-equivalent" in f for f in plain.flags)
     assert not any("service SCVs above 1" in f for f in plain.flags)
+
+
+def test_a_pooled_tier_keeps_the_low_load_dispersion_and_persists_it():
+    """The tier state adds its windows' per-class times to the SCV sums on systems with a pool
+    only (windows at utilization up to 0.5), and its saved state keeps them."""
+    from streams.core.records import Window
+    from streams.core.tier import TierState, step_tiers
+    rng = np.random.default_rng(3)
+    draw = sampler("h2", 0.05, 4.0, rng)
+    states = {}
+    for pools in ({"w": Pool("app", 2, ("app", "db"))}, {}):
+        tier = TierState("db", SystemConfig(tiers=("app", "db"), pools=pools))
+        for k in range(120):
+            n = int(rng.poisson(8)) + 1
+            u = 0.9 if k % 10 == 0 else 0.3          # a tenth above the low-load bound
+            w = Window(system="s", tier="db", end=1000.0 + 5.0 * k, window_s=5.0,
+                       utilization=u, cores=1, completions={"search": n},
+                       response_time_s={"search": float(np.mean([draw() for _ in range(n)]))})
+            reason, late, _ = tier.admit(w)
+            assert reason is None
+            tier.accept(w, late, k, [])
+            step_tiers([tier])
+        states[bool(pools)] = tier
+    pooled, free = states[True], states[False]
+    assert pooled.scv_sums.sums["search"][0] == 108              # the windows at U <= 0.5
+    assert pooled.refresh().scv_sums.scv("search") == pytest.approx(4.0, rel=0.5)
+    assert free.refresh().scv_sums is None and "scv_sums" not in free.to_dict()
+    back = TierState.from_dict(pooled.to_dict(), pooled.config)
+    assert back.scv_sums.sums == pooled.scv_sums.sums

@@ -36,7 +36,6 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse
-import math
 import sys
 import time
 
