@@ -329,3 +329,13 @@ def test_a_pooled_tier_keeps_the_low_load_dispersion_and_persists_it():
     assert free.refresh().scv_sums is None and "scv_sums" not in free.to_dict()
     back = TierState.from_dict(pooled.to_dict(), pooled.config)
     assert back.scv_sums.sums == pooled.scv_sums.sums
+
+
+def test_a_flat_estimate_against_a_configured_scv_is_flagged_not_divided_by():
+    sums = ScvSums()
+    sums.add(["search"], np.full(40, 0.2), np.full((40, 1), 10.0), np.full((40, 1), 0.05))
+    assert sums.scv("search") == pytest.approx(0.0, abs=1e-9)
+    told = _built({"db": {"search": 3.0}}, sums=sums)
+    open_model.pool_curves(told)
+    assert told.service_scv[1, 3] == 3.0
+    assert any("configured 3, the windows' low-load dispersion reads" in f for f in told.flags)

@@ -54,7 +54,7 @@ def class_scvs(tiers: list[TierModel], classes: list[str], cfg: SystemConfig,
             est = None if t.scv_sums is None else t.scv_sums.scv(name, delta)
             if name in given:
                 v[m, c] = given[name]
-                if est is not None and max(est / given[name], given[name] / est) > DISAGREE:
+                if est is not None and not given[name] / DISAGREE <= est <= given[name] * DISAGREE:
                     flags.append(f"{prefix}service SCV of {name!r} at {t.tier}: configured "
                                  f"{given[name]:.3g}, the windows' low-load dispersion reads "
                                  f"{est:.3g}; the configured value used")
