@@ -4,9 +4,16 @@ tokens held across a run of tiers ``H``.
 Two methods, the first where it applies:
 
 **The held chain** (:func:`held_chain`): where the held tiers are exponential per class (no
-service SCV but 1, no pool nested inside; or, for one class, one bursty tier whose MAP is
+tier SCV but 1, no pool nested inside; or, for one class, one bursty tier whose MAP is
 served in start order on its cores -- the closed route's held-chain station,
-:mod:`solvers.pools_station`, where Mi et al. 2008's slow runs fill the pool) the pool, its
+:mod:`solvers.pools_station`, where Mi et al. 2008's slow runs fill the pool), or where a
+class's own service SCV ``v > 1`` at a held tier is given -- that class served there as the
+two-phase hyperexponential of its mean and ``v`` with balanced means (Whitt 1982; a ``v``
+below 1 stays exponential: a holding time less variable than exponential is not used to
+shorten the wait), its phase drawn on entering the tier, so the chain stays exact for it, at
+processor-sharing tiers (whose mean residence is insensitive to the law but whose holding
+time, and so the token's wait, is not: two long requests holding both tokens of a pool of two
+block the rest) and first-come-first-served ones alike -- the pool, its
 token queue and the holders -- where each is and of which class -- are one Markov chain:
 level ``j`` the requests at the pool, phase the ``min(j, K)`` holders' places (each tier's
 cores, each pure delay an infinite-server station after its tier: Lazowska et al. 1984, ch.
@@ -16,7 +23,13 @@ so it is a quasi-birth-death process
 solved matrix-geometrically (Neuts 1981; :mod:`solvers.open.qbd`) -- exact, the classes'
 spread of cost included (two dear requests holding both tokens of a pool of two block the
 cheap ones, which a mean cannot show), its cost independent of the load, within
-:data:`CHAIN_WORK`.
+:data:`CHAIN_WORK`. A level's states are the ways to place ``K`` holders on the stations'
+positions (a class at a station, or each of its phases): with ``P`` positions at
+count-kept stations ``C(K + P - 1, P - 1)``. The testbed's shape (4 classes over two tiers,
+``P`` = 8, 9 with one hyperexponential class) has 36 / 45 at ``K = 2``, 120 / 165 at 3 and
+330 / 495 at 4, past the budget (at 32: 1.5e7 / 7.7e7); a first-come-first-served tier
+with fewer cores than tokens keeps the holders' order (``classes^n``), more. Past the budget
+the flow-equivalent server below takes over, flagged by the caller.
 
 **The flow-equivalent server** (Chandy et al. 1975; Lazowska et al. 1984, ch. 8) elsewhere:
 the held tiers are solved alone as a closed network without think time at every population
@@ -63,7 +76,7 @@ from .open.qbd import QBDPlan, plan_qbd, solve_planned
 from .open.tiers import OpenTiersResult
 from .pools import PoolSpec
 from .pools_bursty import solve_pools_bursty
-from .pools_spread import solve_pools_spread
+from .pools_spread import _phases, solve_pools_spread
 from .pools_station import last_start_station, last_start_states
 from .processes import MAP
 from .results import check_no_nan
@@ -149,14 +162,21 @@ def held_curve(solve: Callable[[int], tuple[float, np.ndarray]], size: int, mix:
 
 def held_network(demands: Any, servers: Any, pools: Sequence[PoolSpec], index: int,
                  mix: Any = None, tier_scv: Any = None, delays: Any = None, ps: Any = None,
-                 processes: Sequence[MAP | None] | None = None) -> HeldCurve:
+                 processes: Sequence[MAP | None] | None = None,
+                 class_scv: Any = None) -> HeldCurve:
     """The :class:`HeldCurve` of ``pools[index]`` in a network of ``demands`` ``D_{m,c}``
     (tiers x classes) and ``servers``: its held tiers with the pools inside them, no think
     time, solved at ``n = 1..K`` by the closed pool route -- with a bursty held tier (a MAP
     of order > 1 in ``processes``) :func:`solve_pools_bursty`, else
     :func:`solve_pools_spread` (``tier_scv``, ``delays``, ``ps`` per tier as there). Each
     class's residence at a held tier is the tier's stretch ``R_h / D_h`` times its demand
-    there plus its delay (the closed route's read-back, :mod:`solvers.pools`)."""
+    there plus its delay (the closed route's read-back, :mod:`solvers.pools`). ``class_scv``
+    ``v_{m,c}`` (tiers x classes; ``None`` or 1: exponential) is each class's own service
+    SCV: where some held tier's exceeds 1 the held chain serves that class there as a
+    balanced-means hyperexponential (:class:`_Station`'s phases) -- at a processor-sharing tier
+    too, whose mean residence is insensitive to it but whose holding time, and so the wait
+    for a token, is not -- and the tier's SCV ``tier_scv`` is then not asked of the chain
+    (the classes' own SCVs say more); a ``v`` below 1 is served exponentially."""
     Dmc = np.asarray(demands, dtype=float)
     Dmc = Dmc[:, None] if Dmc.ndim == 1 else Dmc
     M, C = Dmc.shape
@@ -172,6 +192,14 @@ def held_network(demands: Any, servers: Any, pools: Sequence[PoolSpec], index: i
     procs = None if processes is None else list(processes)[h]
     bursty = procs is not None and any(q is not None and q.order > 1 for q in procs)
     D = Dh @ p
+    vc = None
+    if class_scv is not None:
+        vc = np.asarray(class_scv, dtype=float)
+        if vc.shape != (M, C) or not np.all(np.isfinite(vc) & (vc >= 0)):
+            raise ValueError(f"class_scv: must be {M} x {C} finite SCVs >= 0, got {class_scv!r}")
+        vc = vc[h]
+        if not np.any(vc[Dh > 0] > 1.0):
+            vc = None                  # no class's spread above exponential: today's chain
     flags: list[str] = []
 
     def one(n: int) -> tuple[float, np.ndarray]:
@@ -182,18 +210,18 @@ def held_network(demands: Any, servers: Any, pools: Sequence[PoolSpec], index: i
         else:
             res = solve_pools_spread(Dh, n, 0.0, c, inner, p,
                                      None if tier_scv is None else np.asarray(tier_scv)[h],
-                                     delays=dh, ps=None if ps is None else np.asarray(ps)[h])
+                                     vc, delays=dh, ps=None if ps is None else np.asarray(ps)[h])
         flags.extend(f for f in res.flags if f not in flags)
         Rm = np.asarray(res.residence_time, dtype=float)
         cpu = Rm - (0.0 if dh is None else dh @ p)
         stretch = np.divide(cpu, D, out=np.ones_like(D), where=D > 0)
         return float(res.throughput), stretch[:, None] * Dh + (0.0 if dh is None else dh)
 
-    exponential = len(inner) == 1 and (
-        tier_scv is None or np.allclose(np.asarray(tier_scv, dtype=float)[h][D > 0], 1.0))
+    exponential = len(inner) == 1 and (vc is not None or tier_scv is None or np.allclose(
+        np.asarray(tier_scv, dtype=float)[h][D > 0], 1.0))
     chain = held_chain(Dh, c, dh, p, int(pool.size),
                        None if ps is None else np.asarray(ps, dtype=bool)[h],
-                       procs if bursty else None) if exponential else None
+                       procs if bursty else None, vc) if exponential else None
     try:
         curve = held_curve(one, int(pool.size), p)
     except (RuntimeError, np.linalg.LinAlgError):
@@ -348,7 +376,14 @@ def _compositions(k: int, s: int) -> list[tuple[int, ...]]:
 class _Station:
     """One station of the held chain: a tier's cores (``cores``) or its delay (``inf``), the
     classes it serves with their rates, and whether its state keeps the holders' order
-    (first-come-first-served with fewer cores than tokens and classes of other rates)."""
+    (first-come-first-served with fewer cores than tokens and classes of other rates).
+
+    Its state is over positions: one per class, or -- where a class's service is a two-phase
+    hyperexponential (the balanced-means fit of its mean and SCV, Whitt 1982;
+    :func:`solvers.pools_spread._phases`) -- one per phase, a holder drawn into one on
+    entering (a mixture of exponentials has no moves between phases, so the chain stays
+    exact). ``owner`` is each position's class position, ``prates`` its rate, ``entry`` per
+    class position its ``(probability, position)`` pairs (default: a position per class)."""
 
     tier: int
     cpu: bool
@@ -356,19 +391,30 @@ class _Station:
     classes: tuple[int, ...]
     rates: tuple[float, ...]
     ordered: bool
+    owner: tuple[int, ...] = ()
+    prates: tuple[float, ...] = ()
+    entry: tuple[tuple[tuple[float, int], ...], ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.owner:
+            object.__setattr__(self, "owner", tuple(range(len(self.classes))))
+            object.__setattr__(self, "prates", tuple(self.rates))
+            object.__setattr__(self, "entry", tuple(((1.0, m),) for m in self.owner))
 
     def states(self, n: int) -> list[tuple[int, ...]]:
-        """Its states with ``n`` holders: the classes in arrival order, or a count each."""
+        """Its states with ``n`` holders: the positions in arrival order, or a count each."""
         if self.ordered:
-            return list(itertools.product(range(len(self.classes)), repeat=n))
-        return _compositions(n, len(self.classes))
+            return list(itertools.product(range(len(self.owner)), repeat=n))
+        return _compositions(n, len(self.owner))
 
     def leaving(self, x: tuple[int, ...]) -> list[tuple[int, float, tuple[int, ...]]]:
-        """``(class position, rate, state after)`` of each departure from state ``x``."""
+        """``(class position, rate, state after)`` of each departure from state ``x``: the
+        first ``cores`` in order, or each position's count at ``min(n, c) / n`` of a core
+        (processor sharing; FCFS where every holder has a core)."""
         out = []
         if self.ordered:
             for i in range(min(len(x), int(self.cores))):
-                out.append((x[i], self.rates[x[i]], x[:i] + x[i + 1:]))
+                out.append((self.owner[x[i]], self.prates[x[i]], x[:i] + x[i + 1:]))
             return out
         n = sum(x)
         share = min(n, self.cores) / n if n else 0.0
@@ -376,16 +422,19 @@ class _Station:
             if count:
                 y = list(x)
                 y[m] -= 1
-                out.append((m, count * self.rates[m] * share, tuple(y)))
+                out.append((self.owner[m], count * self.prates[m] * share, tuple(y)))
         return out
 
     def enter(self, x: tuple[int, ...], m: int) -> list[tuple[float, tuple[int, ...]]]:
         """``(probability, state after)`` of a holder of class position ``m`` arriving."""
         if self.ordered:
-            return [(1.0, x + (m,))]
-        y = list(x)
-        y[m] += 1
-        return [(1.0, tuple(y))]
+            return [(w, x + (q,)) for w, q in self.entry[m]]
+        out = []
+        for w, q in self.entry[m]:
+            y = list(x)
+            y[q] += 1
+            out.append((w, tuple(y)))
+        return out
 
     def moves(self, x: tuple[int, ...]) -> list[tuple[float, tuple[int, ...]]]:
         """``(rate, state after)`` of its changes of state without a departure: none."""
@@ -394,8 +443,10 @@ class _Station:
     def held(self, x: tuple[int, ...]) -> np.ndarray:
         """Holders of each of its classes in state ``x``."""
         if self.ordered:
-            return np.bincount(np.array(x, dtype=int), minlength=len(self.classes))
-        return np.array(x)
+            return np.bincount(np.array([self.owner[q] for q in x], dtype=int),
+                               minlength=len(self.classes))
+        return np.bincount(np.array(self.owner, dtype=int), weights=np.array(x, dtype=float),
+                           minlength=len(self.classes))
 
 
 class _BurstyStation(_Station):
@@ -445,7 +496,8 @@ class _BurstyStation(_Station):
 
 def _stations(demands: np.ndarray, servers: np.ndarray, delays: np.ndarray | None,
               ps: np.ndarray | None, hit: np.ndarray, K: int,
-              processes: Sequence[MAP | None] | None = None) -> list[_Station]:
+              processes: Sequence[MAP | None] | None = None,
+              scv: np.ndarray | None = None) -> list[_Station]:
     out: list[_Station] = []
     for h in range(demands.shape[0]):
         for cpu in (True, False):
@@ -462,8 +514,20 @@ def _stations(demands: np.ndarray, servers: np.ndarray, delays: np.ndarray | Non
                 continue
             rates = tuple(1.0 / float(d[c]) for c in cls)
             cores = float(servers[h]) if cpu else math.inf
-            ordered = cpu and not (ps is not None and ps[h]) and cores < K \
-                and len(set(rates)) > 1
+            fcfs_few = cpu and not (ps is not None and ps[h]) and cores < K
+            if cpu and scv is not None and any(scv[h, c] > 1.0 for c in cls):
+                owner: list[int] = []
+                prates: list[float] = []
+                entry: list[tuple[tuple[float, int], ...]] = []
+                for m, c in enumerate(cls):
+                    r, w = _phases(float(d[c]), float(scv[h, c]))
+                    entry.append(tuple((float(wi), len(owner) + i) for i, wi in enumerate(w)))
+                    owner += [m] * len(r)
+                    prates += r
+                out.append(_Station(h, cpu, cores, cls, rates, fcfs_few, tuple(owner),
+                                    tuple(prates), tuple(entry)))
+                continue
+            ordered = fcfs_few and len(set(rates)) > 1
             out.append(_Station(h, cpu, cores, cls, rates, ordered))
     return out
 
@@ -482,7 +546,8 @@ def _configs(stations: list[_Station], k: int, cap: int) -> list[tuple] | None:
 
 def held_chain(demands: np.ndarray, servers: np.ndarray, delays: np.ndarray | None,
                mix: np.ndarray, size: int, ps: np.ndarray | None = None,
-               processes: Sequence[MAP | None] | None = None) -> HeldChain | None:
+               processes: Sequence[MAP | None] | None = None,
+               scv: np.ndarray | None = None) -> HeldChain | None:
     """The chain of a pool of ``size`` tokens over held tiers of exponential service per
     class (``demands`` ``D_{h,c}``, ``servers`` ``c_h``, pure ``delays`` ``delta_{h,c}`` as
     infinite-server stations after their tier, ``ps`` the processor-sharing tiers), fed
@@ -516,7 +581,10 @@ def held_chain(demands: np.ndarray, servers: np.ndarray, delays: np.ndarray | No
                 last_start_states(K, processes[b].order, int(servers[b])) > int(
                     CHAIN_WORK ** (1 / 3)):
             return None
-    stations = _stations(demands, servers, delays, ps, hit, K, processes)
+    scv = None if scv is None else np.asarray(scv, dtype=float).reshape(H, C)
+    if bursty and scv is not None and np.any(scv > 1.0):
+        return None              # a bursty tier and a class's spread: beyond the chain
+    stations = _stations(demands, servers, delays, ps, hit, K, processes, scv)
     route = {int(c): [g for g, st in enumerate(stations) if c in st.classes] for c in hit}
     if not stations or any(not r for r in route.values()):
         return None

@@ -15,6 +15,7 @@ systems and override them per system::
     sla_s = { home = 0.5, "*" = 1.0 }
     slo = { home = { p95 = 0.3 } }     # percentile SLOs per class, beside the mean's sla_s
     visits = { db = { home = 2.0 } }   # visits of a class to a tier per request (default 1)
+    service_scv = { db = { search = 2.5 } }   # a class's service SCV at a tier (default: estimated)
 
     [systems.shop.pools.db_connections]  # a pool held across tiers (a layered model)
     tier = "front"               # the tier that owns it
@@ -218,6 +219,11 @@ class SystemConfig:
     #: per tier its scheduling discipline, ``{tier: discipline}`` with names of
     #: :data:`DISCIPLINES`; a tier not named is FCFS
     disciplines: Mapping[str, str] = field(default_factory=dict)
+    #: a class's service-time SCV at a tier, ``{tier: {class: SCV}}``: the open pool chain
+    #: serves a class whose SCV exceeds 1 at a held tier as a hyperexponential
+    #: (:func:`solvers.pools_open.held_network`); a class not named has the SCV estimated
+    #: from the windows (:mod:`estimators.service_scv`), else 1
+    service_scv: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for key in _CHOICES:
@@ -249,6 +255,8 @@ WEEK_S = 7 * 86_400.0
 _NUMBERS = {"idc_threshold": (0.0, 1e6), "model_error_threshold": (0.0, 1e3)}
 #: visits of a class to a tier per request: (0, MAX_VISITS]
 MAX_VISITS = 1e6
+#: a service time's SCV: (0, MAX_SCV] (a lognormal of sigma 3 is ~8,100; beyond, a typo)
+MAX_SCV = 1e4
 #: the largest remediation cost (a ranking weight)
 MAX_COST = 1e9
 #: times with a range, seconds: key -> (lowest, highest, lowest allowed itself). Beyond them a
@@ -405,15 +413,22 @@ def _check(key: str, value: Any, where: str) -> Any:
             out[kind] = _within(cost, f"{where}.{kind}", 0.0, MAX_COST, True)
         return out
     if key == "visits":
-        if not isinstance(value, Mapping) or not all(isinstance(v, Mapping)
-                                                     for v in value.values()):
-            raise ConfigError(f"{where}: must be a table of tier = {{class = visits}}, "
-                              f"got {shown(value)}")
-        return {_name(t, where, "tier"): {
-            _name(c, f"{where}.{t}", "class"): _within(v, f"{where}.{t}.{c}", 0.0, MAX_VISITS,
-                                                       False, " visits per request")
-            for c, v in per.items()} for t, per in value.items()}
+        return _tier_class_table(value, where, "visits", MAX_VISITS, " visits per request")
+    if key == "service_scv":
+        return _tier_class_table(value, where, "SCV", MAX_SCV, " (service time's SCV)")
     raise ConfigError(f"{where}: unknown setting")   # pragma: no cover - filtered before
+
+
+def _tier_class_table(value: Any, where: str, what: str, high: float, unit: str
+                      ) -> dict[str, dict[str, float]]:
+    """``{ tier = { class = number } }`` with each number within ``(0, high]``."""
+    if not isinstance(value, Mapping) or not all(isinstance(v, Mapping)
+                                                 for v in value.values()):
+        raise ConfigError(f"{where}: must be a table of tier = {{class = {what}}}, "
+                          f"got {shown(value)}")
+    return {_name(t, where, "tier"): {
+        _name(c, f"{where}.{t}", "class"): _within(v, f"{where}.{t}.{c}", 0.0, high, False, unit)
+        for c, v in per.items()} for t, per in value.items()}
 
 
 def _slo(value: Any, where: str) -> dict[str, dict[str, float]]:
@@ -792,10 +807,11 @@ def load_config(path: str | Path | None = None,
             raise ConfigError(f"{where}.tiers: lists {len(system.tiers)} tiers, more than "
                               f"[limits] max_tiers ({limits.max_tiers})")
         check_pools(system.pools, system.tiers, where)
-        for tier in system.disciplines:
-            if tier == "*" or (system.tiers and tier not in system.tiers):
-                raise ConfigError(f"{where}.disciplines.{tier[:200]}: not one of the system's "
-                                  f"tiers {list(system.tiers)[:20]}")
+        for key in ("disciplines", "service_scv"):
+            for tier in getattr(system, key):
+                if tier == "*" or (system.tiers and tier not in system.tiers):
+                    raise ConfigError(f"{where}.{key}.{tier[:200]}: not one of the system's "
+                                      f"tiers {list(system.tiers)[:20]}")
     return Config(defaults=defaults, systems=systems, utilization_tolerance=tolerance,
                   limits=limits, input=_input(raw.get("input")),
                   plausibility=_plausibility(raw.get("plausibility", {})),

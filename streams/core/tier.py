@@ -53,6 +53,7 @@ from estimators.latency import LatencyFit, LatencySums, fit_latency
 from estimators.dispersion import (DispersionInterval, index_of_dispersion,
                                   index_of_dispersion_interval)
 from estimators.mapfit import fit_map2
+from estimators.service_scv import ScvSums
 from estimators.selection import ESTIMATORS, select_by_scores
 from estimators.tail import service_tail_p95
 from solvers.processes import MAP
@@ -366,6 +367,8 @@ def _apply_group(tiers: list["TierState"], n: int) -> list[_Block]:
             if t.config.latency != "off":
                 t.latency_sums.grow(t.classes)
                 t.latency_sums.add(U[at], C[at], X[at], R[at], counts[at])
+            if t.config.pools:
+                t.scv_sums.add(t.classes, U[at], counts[at], R[at])
         t.history.extend(block.U, block.T, block.C, block.counts)
         if not t.kalman.initialised and block.R is not None:
             block.rt = list(np.nan_to_num(block.R, nan=0.0))
@@ -448,6 +451,10 @@ class TierModel:
     #: per-class demand and pure delay fitted jointly (:func:`estimators.latency.fit_latency`;
     #: ``None``: ``latency = "off"``, no response times, or too few completions)
     latency: LatencyFit | None = None
+    #: per-class window sums of the low-load dispersion of the times at the tier
+    #: (:class:`estimators.service_scv.ScvSums`; ``None``: the system has no pool, the only
+    #: route that reads a class's service SCV)
+    scv_sums: ScvSums | None = None
 
 
 #: why ``I`` is not yet acted on although it may be high: too little history for an interval,
@@ -576,6 +583,9 @@ class TierState:
         self.load_flag: str | None = None           # load_dependence at the last I estimate
         # the latency fit's decayed sums (estimators.latency; latency = "estimate" only)
         self.latency_sums = LatencySums()
+        # the low-load dispersion of the per-class times (estimators.service_scv; systems
+        # with a pool only: the open pool chain reads a class's service SCV from it)
+        self.scv_sums = ScvSums()
 
     # -- per window ---------------------------------------------------------------------------
     def class_limit(self, w: Window, max_classes: int) -> tuple[str | None, list[str]]:
@@ -849,7 +859,8 @@ class TierState:
             split_identified=identified,
             split_reason=split.reason if split is not None else None,
             split_preferred=self._preferred(split, window) if identified is False else None,
-            load_flag=self.load_flag, latency=latency)
+            load_flag=self.load_flag, latency=latency,
+            scv_sums=self.scv_sums if self.config.pools else None)
 
     def _preferred(self, split: ClassSplit | None, window: int) -> str | None:
         """The reading of an unidentified ``split`` the utilization law prefers over the
@@ -935,6 +946,7 @@ class TierState:
             "cores_assumed": self.cores_assumed,
             **({"latency_sums": self.latency_sums.to_dict()}
                if self.config.latency != "off" else {}),
+            **({"scv_sums": self.scv_sums.to_dict()} if self.config.pools else {}),
         }
 
     def _selection(self) -> dict[str, Any]:
@@ -978,6 +990,7 @@ class TierState:
         state.response_rate = [float(v) for v in data.get("response_rate", (0.0, 0.0))]
         state.split_sums = SplitSums.from_dict(data.get("split_sums"))  # absent in older states
         state.latency_sums = LatencySums.from_dict(data.get("latency_sums"))
+        state.scv_sums = ScvSums.from_dict(data.get("scv_sums"))   # absent in older states
         state.load_flag = data.get("load_flag")
         state.cores_assumed = bool(data.get("cores_assumed", False))
         sel = data.get("selection")            # absent in states saved before demand_policy

@@ -135,6 +135,7 @@ from streams.core.config import SLO_QUANTILES, SystemConfig
 from streams.core.tier import TierModel
 from streams.predict.capacity_search import capacity_search, projected_start, rate_bracket
 from streams.predict.latency import model_delays
+from streams.predict.service_scv import class_scvs
 from streams.predict.visits import Visits
 
 __all__ = ["ASSUMED", "Measured", "SystemModel", "assumed_structure", "Point", "build_model",
@@ -296,6 +297,14 @@ class SystemModel:
     #: (:mod:`streams.predict.general_service`, :func:`solvers.mva_general.mva_curve_general`);
     #: ``None``: every tier exponential
     scv: np.ndarray | None = None
+    #: (M, C) each class's service SCV at the tiers a pool holds, configured or estimated
+    #: (:mod:`streams.predict.service_scv`): the open pool chain serves an SCV above 1 as a
+    #: hyperexponential (:func:`solvers.pools_open.held_network`); ``None``: all 1
+    service_scv: np.ndarray | None = None
+    #: the flags of :attr:`service_scv` (configured against the data, not identified): the
+    #: open route's (:func:`streams.predict.open_model.pool_curves` adds them to
+    #: :attr:`flags`), every other route does not read it
+    service_scv_flags: tuple[str, ...] = ()
     _cache: dict[int, Point] = field(default_factory=dict)
     _qcache: dict[int, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
     _map_qcache: dict[int, np.ndarray | None] = field(default_factory=dict, repr=False,
@@ -922,6 +931,8 @@ class SystemModel:
             out["ps_law"] = [bool(v) for v in self.ps_law]
         if self.scv is not None:            # absent, not null: stores without it read alike
             out["scv"] = [float(v) for v in self.scv]
+        if self.service_scv is not None:    # absent, not null, as ``scv``
+            out["service_scv"] = self.service_scv.tolist()
         return out
 
     @classmethod
@@ -963,7 +974,10 @@ class SystemModel:
                        pool_processes=None if data.get("pool_processes") is None
                        else [MAP.from_dict(p) for p in data["pool_processes"]],
                        scv=None if data.get("scv") is None
-                       else np.array(data["scv"], dtype=float))
+                       else np.array(data["scv"], dtype=float),
+                       service_scv=None if data.get("service_scv") is None
+                       else np.array(data["service_scv"], dtype=float).reshape(
+                           len(data["tiers"]), len(data["classes"])))
         except KeyError as exc:
             raise ValueError(f"model: missing key {exc.args[0]!r}") from None
         except (TypeError, ValueError) as exc:
@@ -1476,6 +1490,8 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
     flags += latency_flags
     pools, pool_flags = model_pools(cfg, [t.tier for t in tiers])
     flags += pool_flags
+    service_scv, scv_flags = class_scvs(tiers, list(classes), cfg, pools, V_mc, delays,
+                                        POOL_FLAG)
     pool_processes = None
     if pools and processes is not None:
         pool_processes = processes if bursty_pool_wired(processes, pools) else None
@@ -1493,7 +1509,8 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
                        visits_measured=visits.measured if visits is not None else {},
                        ps=ps if ps.any() else None,
                        ps_law=ps_law if ps_law.any() else None, pools=pools, delays=delays,
-                       pool_processes=pool_processes)
+                       pool_processes=pool_processes, service_scv=service_scv,
+                       service_scv_flags=tuple(scv_flags))
 
 
 def bursty_pool_wired(processes: list[MAP], pools: tuple[PoolSpec, ...]) -> bool:

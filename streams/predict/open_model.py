@@ -17,7 +17,9 @@ rate trend (:mod:`streams.predict.rate_trend`).
 **Pools** (:attr:`~streams.predict.model.SystemModel.pools`): each outermost pool and its held
 tiers are one station fed by the open source (:mod:`solvers.pools_open`): the held chain
 (the token queue and each holder's class and place, matrix-geometric; Neuts 1981) where the
-held tiers are exponential or one bursty tier serves one class, else the flow-equivalent
+held tiers are exponential per class -- a class whose service SCV there is above 1
+(configured or estimated, :mod:`streams.predict.service_scv`) a hyperexponential -- or one
+bursty tier serves one class, else the flow-equivalent
 server of the held network solved closed at ``1..K`` by the closed pool route (Chandy et al.
 1975; flagged); either built once per model (:func:`pool_curves`, held by
 :class:`RateSolves`). The tiers outside the pools stay open queues, those after a pool fed
@@ -64,10 +66,13 @@ def pool_curves(model: SystemModel) -> list[HeldCurve | None]:
     the held chain where it applies (``None`` for a pool inside another: it is in that one's
     held network; or, flagged, one whose held network cannot be solved), the bursty tiers'
     processes the model's pool processes, else its MAP(2)s; the flags (the route, the closed
-    solves') go to the model's flags once. Independent of the rate: computed once per
-    model."""
+    solves', the service SCVs' of :attr:`~streams.predict.model.SystemModel.service_scv_flags`)
+    go to the model's flags once. Independent of the rate: computed once per model."""
     top = set(outermost(model.pools))
     procs = model.pool_processes or model.processes
+    for f in model.service_scv_flags:
+        if f not in model.flags:
+            model.flags.append(f)
     curves: list[HeldCurve | None] = []
     for k in range(len(model.pools)):
         if k not in top:
@@ -76,7 +81,7 @@ def pool_curves(model: SystemModel) -> list[HeldCurve | None]:
         spec = model.pools[k]
         try:
             curve = held_network(model.D_mc, model.servers, model.pools, k, model.mix,
-                                 model.scv, model.delays, model.ps, procs)
+                                 model.scv, model.delays, model.ps, procs, model.service_scv)
         except (RuntimeError, ValueError, np.linalg.LinAlgError) as exc:
             text = (f"{POOL_FLAG}{spec.name} not modelled on the open route: its held "
                     f"network could not be solved ({str(exc)[:120]})")
@@ -97,6 +102,12 @@ def pool_curves(model: SystemModel) -> list[HeldCurve | None]:
             flags.append(f"{POOL_FLAG}{spec.name} on the open route by the flow-equivalent "
                          f"server (a general-service held tier, a pool inside it, or past the "
                          f"held chain's budget): its wait is approximate near saturation")
+            spread = model.service_scv
+            if spread is not None and np.any(spread[spec.first:spec.last] > 1.0):
+                flags.append(f"{POOL_FLAG}{spec.name}: the classes' service SCVs above 1 are "
+                             f"not in its flow-equivalent server at processor-sharing held "
+                             f"tiers (the held chain's budget exceeded): its wait can be too "
+                             f"low")
         for f in flags:
             if f not in model.flags:
                 model.flags.append(f)
