@@ -137,8 +137,9 @@ def rate_trend(points: list[list[float]], time: float, window: float) -> float:
 
 
 def is_ramp(brk: Break, slope: float) -> bool:
-    """Whether the break's slope after it replaces ``slope`` (the window's line): the break
-    is significant at :data:`ALPHA`, the slope after it is steeper than ``slope``, and the
-    fitted rise over the window exceeds :data:`RISE_SES` of its standard errors -- a ramp
-    that lifted the rate, not a recovery from a dip (module docstring)."""
+    """Whether the break's slope after it replaces ``slope`` (the users trend's: the window's
+    line, or its last third's slope on a ramp): the break is significant at :data:`ALPHA`,
+    the slope after it is steeper than ``slope``, and the fitted rise over the window exceeds
+    :data:`RISE_SES` of its standard errors -- a ramp that lifted the rate, not a recovery
+    from a dip (module docstring)."""
     return brk.p < ALPHA and brk.after > slope and brk.rise > RISE_SES * brk.se_rise
