@@ -25,6 +25,13 @@ pipeline reads the SLA on the 1-minute mean the measured breach is judged on
 (``alert_window_s = 60``, as ``bench.e2e.multicore``; ``--alert-window 300``: the
 configuration's default).
 
+``--flat-start LEVEL``: false alarms on a flat rate after a start transient -- 40 minutes at
+``LEVEL`` x the capacity whose first minutes have the shape of the testbed's open load starting,
+stretched from its 15-s solves to the pipeline's 1-min ones (:data:`START_TRANSIENT`: 1.25x the
+level, down to 0.85x at minute 5, the level from minute 10); per seed the solves whose trend is
+more than :data:`FLAT_TREND` x the ramp's slope, the largest rate forecast over the rate, the
+``predicted_breach`` firings (every one false).
+
 ``--flat-noise``: how far ten minutes' measured mean strays from the long-run one at the flat
 rate (:func:`flat_noise`: 4 x 6,000 s of the flat rate cut into 10-minute means), beside the
 open model on the true parameters.
@@ -73,6 +80,37 @@ def model_capacity(bursty: bool) -> float:
         r = solve_open_tiers(mid * np.array(s.mix), s.D_mc, s.cores, processes=procs)
         lo, hi = (mid, hi) if r.response_time.max() <= SLA_S else (lo, mid)
     return lo
+
+
+#: ``--flat-start``: the rate over the level at the start of a flat run ([(s, factor)]), as
+#: the testbed's open load started (docs/accuracy.md section 15: 11.5 -> 7.8 -> 9/s, the trough
+#: at its 4th solve), and the run's length; a trend beyond FLAT_TREND x the ramp's slope counts
+START_TRANSIENT = ((0.0, 1.25), (300.0, 0.85), (600.0, 1.0))
+FLAT_S = 2400.0
+FLAT_TREND = 0.25
+
+
+def flat_start(cap: float, level: float, seeds: list[int], bursty: bool,
+               alert_window_s: float) -> None:
+    """``--flat-start``: per seed, a flat rate after a start transient through the pipeline
+    (module docstring)."""
+    print("| seed | solves | trend > FLAT_TREND x ramp's | largest forecast / rate | "
+          "predicted_breach firings (min) |")
+    print("|---:|---:|---:|---:|---|")
+    for seed in seeds:
+        net = PhysicalNetwork(tiers(bursty), CLASSES, MIX, 0.0, 0, arrivals=OpenArrivals(
+            [(t, f * level * cap) for t, f in START_TRANSIENT]))
+        recs = monitor_physical(net, FLAT_S, WINDOW_S, system="shop", start_time=START,
+                                seed=seed + 700)
+        preds, events = run(recs, alert_window_s)
+        trends = [p.get("arrival_rate_trend_per_s", 0.0) for p in preds]
+        ratio = max((p["arrival_rate_forecast_per_s"] / p["arrival_rate_per_s"] for p in preds
+                     if p.get("arrival_rate_per_s")), default=math.nan)
+        fired = sorted(a["time"] - START for a in events
+                       if a["alert"] == "predicted_breach" and a["state"] == "firing")
+        print(f"| {seed} | {len(preds)} | "
+              f"{sum(t > FLAT_TREND * RAMP_SLOPE * cap for t in trends)} | {ratio:.2f} | "
+              f"{', '.join(f'{f / 60:.1f}' for f in fired) or 'none'} |", flush=True)
 
 
 def rate_at(t: float, cap: float) -> float:
@@ -163,6 +201,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--alert-window", type=float, default=BREACH_WINDOW_S,
                     help="alert_window_s (default: the measured breach's 60 s, the 1-minute "
                          "mean it is judged on; 300: the configuration's default)")
+    ap.add_argument("--flat-start", type=float, default=None, metavar="LEVEL",
+                    help="a flat rate at LEVEL x the capacity after a start transient: the "
+                         "solves that read a trend, the largest forecast, the false alarms")
     ap.add_argument("--flat-noise", action="store_true",
                     help="the flat rate's long-run mean and the spread of its 10-min means")
     args = ap.parse_args(argv)
@@ -174,6 +215,13 @@ def main(argv: list[str] | None = None) -> None:
               f"{100 * f['sd'] / f['mean']:.1f}% (95% of them within ± "
               f"{196 * f['sd'] / f['mean']:.1f}%); open model, true parameters "
               f"{1000 * f['model']:.2f} ms ({100 * (f['model'] / f['mean'] - 1):+.1f}%)")
+        return
+    if args.flat_start is not None:
+        print(f"capacity {cap:.1f}/s; flat {args.flat_start * cap:.1f}/s for "
+              f"{FLAT_S / 60:.0f} min after a start transient {START_TRANSIENT}; db "
+              f"{'bursty' if args.bursty else 'exponential'}", file=sys.stderr)
+        flat_start(cap, args.flat_start, seed_range(args.seeds), args.bursty,
+                   args.alert_window)
         return
     print(f"capacity {cap:.1f}/s; flat {LOW * cap:.1f}/s for {HOLD_S / 60:.0f} min, ramp to "
           f"{TOP * cap:.1f}/s over {RAMP_S / 60:.0f} min; db "
