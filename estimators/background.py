@@ -45,24 +45,24 @@ class Background:
 
 
 def background(busy_per_request: float, time_per_request: float, throughput: float,
-               cores: float, margin: float) -> Background | None:
-    """The background of a tier whose busy time per request ``busy_per_request`` (``d``, CPU
-    seconds) exceeds its requests' mean time there ``time_per_request`` (``r``, seconds, as the
-    caller measures it) by more than ``margin`` (relative: the noise of the means), at
-    ``throughput`` requests per second on ``cores`` cores; ``None`` where it does not (module
-    docstring). A background of all of the tier's cores or more is an error in the input."""
+               cores: float) -> Background:
+    """The background of a tier busy ``busy_per_request`` (``d``, CPU seconds per request) whose
+    requests spend ``time_per_request`` there (``r``, seconds, as the caller measures it), at
+    ``throughput`` requests per second on ``cores`` cores: ``X (d - r)`` busy cores, none
+    where ``d <= r`` (module docstring). Whether ``d`` exceeds ``r`` beyond the noise of the
+    means is the caller's judgement. A background of all of the tier's cores or more is an
+    error in the input."""
     for name, value in (("busy_per_request", busy_per_request),
                         ("time_per_request", time_per_request), ("throughput", throughput),
-                        ("cores", cores), ("margin", margin)):
+                        ("cores", cores)):
         if not (math.isfinite(value) and value >= 0):
             raise ValueError(f"{name}: must be finite and >= 0, got {value!r}")
-    if not (time_per_request > 0 and throughput > 0 and cores > 0):
-        return None
-    ratio = busy_per_request / time_per_request
-    if ratio <= 1.0 + margin:
-        return None
-    u = throughput * (busy_per_request - time_per_request)
+    if not (time_per_request > 0 and cores > 0):
+        raise ValueError(f"time_per_request, cores: must be > 0, got {time_per_request!r}, "
+                         f"{cores!r}")
+    u = max(throughput * (busy_per_request - time_per_request), 0.0)
     if u >= cores:
         raise ValueError(f"busy_per_request: {busy_per_request!r} s at {throughput!r}/s leaves "
                          f"a background of {u:.3g} of {cores:g} cores")
-    return Background(ratio=ratio, utilization=u, share=u / cores)
+    return Background(ratio=busy_per_request / time_per_request, utilization=u,
+                      share=u / cores)

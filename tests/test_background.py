@@ -18,27 +18,28 @@ MIX = np.array([0.5, 0.5])
 def test_the_background_is_the_busy_time_beyond_the_times_at_the_requests_rate():
     # 12.5 ms busy per request against 10 ms at the tier, 4 requests/s on one core: 0.01 of
     # the core is no request's; the requests' demands stretch by 1 / 0.99
-    bg = background(0.0125, 0.010, 4.0, 1.0, 0.1)
+    bg = background(0.0125, 0.010, 4.0, 1.0)
     assert bg.ratio == pytest.approx(1.25)
     assert bg.utilization == pytest.approx(0.01)
     assert bg.share == pytest.approx(0.01)
     assert bg.stretch == pytest.approx(1.0 / 0.99)
     # per core on four cores
-    assert background(0.0125, 0.010, 40.0, 4.0, 0.1).share == pytest.approx(0.025)
-    # within the margin, or nothing timed: no background
-    assert background(0.0109, 0.010, 4.0, 1.0, 0.1) is None
-    assert background(0.0125, 0.0, 4.0, 1.0, 0.1) is None
-    assert background(0.0125, 0.010, 0.0, 1.0, 0.1) is None
+    assert background(0.0125, 0.010, 40.0, 4.0).share == pytest.approx(0.025)
+    # busy within the times, or no requests: none
+    assert background(0.009, 0.010, 4.0, 1.0).utilization == 0.0
+    assert background(0.0125, 0.010, 0.0, 1.0).stretch == 1.0
 
 
 def test_bad_input_names_the_field():
     with pytest.raises(ValueError, match="time_per_request"):
-        background(0.01, float("nan"), 1.0, 1.0, 0.1)
+        background(0.01, float("nan"), 1.0, 1.0)
+    with pytest.raises(ValueError, match="time_per_request"):
+        background(0.01, 0.0, 1.0, 1.0)
     with pytest.raises(ValueError, match="throughput"):
-        background(0.01, 0.005, -1.0, 1.0, 0.1)
+        background(0.01, 0.005, -1.0, 1.0)
     # a background of the whole core is impossible (busy at most the cores)
     with pytest.raises(ValueError, match="busy_per_request"):
-        background(0.6, 0.1, 2.0, 1.0, 0.1)
+        background(0.6, 0.1, 2.0, 1.0)
 
 
 def test_the_stretched_demand_keeps_the_saturation_of_the_cores_the_background_leaves():
@@ -46,16 +47,17 @@ def test_the_stretched_demand_keeps_the_saturation_of_the_cores_the_background_l
     # closed requests saturate at (1 - 0.2) / D (a per-request surplus measured at 20/s would
     # give 1 / (D + 0.2 / 20), 0.5 / D)
     D, X = 0.010, 20.0
-    bg = background(D + 0.2 / X, D, X, 1.0, 0.1)
+    bg = background(D + 0.2 / X, D, X, 1.0)
     assert 1.0 / (D * bg.stretch) == pytest.approx(0.8 / D)
 
 
 def _tier(name: str, demands: dict[str, float], response: dict[str, float], *,
-          rate: float | None = 4.0, bursty: bool = False, split: bool = True) -> TierModel:
+          rate: float | None = 4.0, bursty: bool = False, split: bool = True,
+          measured: float | None = None) -> TierModel:
     """A tier whose response-time split (PS reading) is 1 : 4, as its times."""
     return TierModel(tier=name, cores=1, demands=demands,
                      demand_std={c: 1e-5 for c in demands}, regression={}, idc=1.0,
-                     idc_flag=None, mean_service=None, p95=None, process=None, fit=None,
+                     idc_flag=None, mean_service=measured, p95=None, process=None, fit=None,
                      bursty=bursty, windows=100, estimator="kalman",
                      class_response=response, response_rate=rate,
                      split={"a": 0.001, "b": 0.004} if split else {}, split_discipline="ps")
@@ -76,6 +78,22 @@ def test_a_downstream_tier_busier_than_its_times_loses_the_surplus_as_background
                      f"this load only), the demands scaled to the times and stretched by 1.010"]
     # the input is not changed
     assert D[1].tolist() == [0.005, 0.020]
+
+
+def test_the_background_is_the_measured_busy_time_where_the_estimator_reads_more():
+    app = _tier("app", {"a": 0.002, "b": 0.002}, {"a": 0.0021, "b": 0.0021})
+    V, D = np.ones((2, 2)), np.array([[0.002, 0.002], [0.005, 0.020]])
+    # measured 11.25 ms busy per completion: 1.25 ms beyond the times at 4/s, 0.005 of the core
+    db = _tier("db", {"a": 0.005, "b": 0.020}, {"a": 0.004, "b": 0.016}, measured=0.01125)
+    out, flags = background_demands([app, db], CLASSES, MIX, V, D, [False, False])
+    assert out[1].tolist() == pytest.approx([0.004 / 0.995, 0.016 / 0.995])
+    # an estimator's aggregate beyond the tier's cores (0.58 s a request at 4/s), nothing
+    # measured: scaled to the times, no background, flagged -- never an error
+    wild = np.array([[0.002, 0.002], [0.232, 0.928]])
+    db = _tier("db", {"a": 0.232, "b": 0.928}, {"a": 0.004, "b": 0.016})
+    out, flags = background_demands([app, db], CLASSES, MIX, V, wild, [False, False])
+    assert out[1].tolist() == pytest.approx([0.004, 0.016])
+    assert "no background taken" in flags[0]
 
 
 def test_the_entry_tier_and_tiers_within_their_times_keep_their_demands():

@@ -1352,9 +1352,11 @@ def background_demands(tiers: list[TierModel], classes: list[str], mix: np.ndarr
     where the tier has one: the rare classes have no mean time yet at low load), the tier's
     demands are scaled to ``r`` and stretched by the background's share of its cores,
     ``D / g / (1 - rho)`` with ``rho = X (d - r) / c`` (``X`` the request rate the times were
-    measured at, :attr:`TierModel.response_rate` over the visits): an open class of constant
-    utilization (Lazowska et al. 1984, chapter 7), which takes the tier's cores from the
-    requests without lengthening the time they hold a pool token by ``g``.
+    measured at, :attr:`TierModel.response_rate` over the visits; ``d`` no more than the busy
+    time measured per completion, :attr:`TierModel.mean_service`; an aggregate beyond the
+    tier's cores is only scaled to the times): an open class of constant utilization (Lazowska
+    et al. 1984, chapter 7), which takes the tier's cores from the requests without lengthening
+    the time they hold a pool token by ``g``.
 
     The bound ``d <= r`` holds only where ``R`` is the whole time at the tier, as a caller
     measures it around its calls (the database's times, which the app takes around each call).
@@ -1389,18 +1391,25 @@ def background_demands(tiers: list[TierModel], classes: list[str], mix: np.ndarr
                          f"background and work outside the timed span are not told apart, the "
                          f"surplus stays demand")
             continue
-        bg = background(busy, busy / g, float(t.response_rate) / visits, float(t.cores),
-                        RESPONSE_MARGIN)
-        if bg is None:
-            continue
+        # the background from the busy time measured (``mean_service``: busy time per
+        # completion over the history) where the estimator's aggregate is above it
+        measured = busy if t.mean_service is None else min(busy, t.mean_service * visits)
+        try:
+            bg = background(measured, busy / g, float(t.response_rate) / visits,
+                            float(t.cores))
+        except ValueError:
+            bg = None
         if out is D_mc:
             out = D_mc.copy()
-        out[m] = D_mc[m] * (bg.stretch / bg.ratio)
-        flags.append(f"{BACKGROUND_FLAG}{t.tier}: busy {bg.ratio:.2f}x its requests' time there "
-                     f"per request: {bg.utilization:.3g} of its {t.cores} core"
-                     f"{'' if t.cores == 1 else 's'} taken as background (constant: its share "
-                     f"measured at this load only), the demands scaled to the times and "
-                     f"stretched by {bg.stretch:.3f}")
+        stretch = 1.0 if bg is None else bg.stretch
+        out[m] = D_mc[m] * (stretch / g)
+        taken = ("no background taken (the estimator's aggregate is beyond the tier's cores)"
+                 if bg is None else f"{bg.utilization:.3g} of its {t.cores} core"
+                 f"{'' if t.cores == 1 else 's'} taken as background (constant: its share "
+                 f"measured at this load only)")
+        flags.append(f"{BACKGROUND_FLAG}{t.tier}: busy {g:.2f}x its requests' time there per "
+                     f"request: {taken}, the demands scaled to the times and stretched by "
+                     f"{stretch:.3f}")
     return out, flags
 
 
