@@ -114,6 +114,7 @@ from typing import Any
 
 import numpy as np
 
+from estimators.background import background
 from estimators.class_split import RESPONSE_MARGIN, above_response
 from solvers.decomposition import PER_JOB_MAX_CORES, SWING_FLAG, SolveMemo, solve_decomposed
 from solvers.delay import effective_think_time
@@ -1336,6 +1337,82 @@ def surplus(tier: TierModel, classes: list[str], scaled: np.ndarray, mix: np.nda
     return g if g > 1.0 + RESPONSE_MARGIN else 1.0
 
 
+#: how the flags of :func:`background_demands` begin
+BACKGROUND_FLAG = "background: "
+
+
+def background_demands(tiers: list[TierModel], classes: list[str], mix: np.ndarray,
+                       V_mc: np.ndarray, D_mc: np.ndarray, bursty: list[bool]
+                       ) -> tuple[np.ndarray, list[str]]:
+    """``(D_mc, flags)``: the demands with each tier's busy time that no request holds taken out
+    as background (:func:`estimators.background.background`): where a tier's busy time per
+    request ``d = sum_c p_c D_{m,c}`` exceeds its requests' time there ``r`` by ``g = d / r``
+    beyond :data:`~estimators.class_split.RESPONSE_MARGIN` (:func:`surplus`, over the classes
+    timed, :attr:`TierModel.class_response`, the demands spread as the response-time split
+    where the tier has one: the rare classes have no mean time yet at low load), the tier's
+    demands are scaled to ``r`` and stretched by the background's share of its cores,
+    ``D / g / (1 - rho)`` with ``rho = X (d - r) / c`` (``X`` the request rate the times were
+    measured at, :attr:`TierModel.response_rate` over the visits; ``d`` no more than the busy
+    time measured per completion, :attr:`TierModel.mean_service`; an aggregate beyond the
+    tier's cores is only scaled to the times): an open class of constant utilization (Lazowska
+    et al. 1984, chapter 7), which takes the tier's cores from the requests without lengthening
+    the time they hold a pool token by ``g``.
+
+    The bound ``d <= r`` holds only where ``R`` is the whole time at the tier, as a caller
+    measures it around its calls (the database's times, which the app takes around each call).
+    The entry tier's times are its own server's, whose timed span leaves out its framework's
+    work before and after (the testbed's app: 0.2 ms timed against 2 ms of CPU per request):
+    that work holds the request's worker, and the windows cannot tell it from background --
+    neither the latency fit's shortfall (:mod:`streams.predict.latency`: a database busy 1.25x
+    its times falls below its threshold too) nor a pool's occupancy (its holding time bounds
+    the sum over the tiers it holds, not one tier's share). The entry tier's surplus stays
+    demand, flagged. A bursty tier (``bursty``) takes its demand from its history
+    (:func:`history_demands`) and is left as it is."""
+    flags: list[str] = []
+    out = D_mc
+    for m, t in enumerate(tiers):
+        visits = float(mix @ V_mc[m])
+        if bursty[m] or not t.response_rate or not t.class_response or not visits > 0:
+            continue
+        if not (t.split and all(c in t.split for c in classes)):
+            continue
+        per_visit = np.divide(D_mc[m], V_mc[m], out=np.zeros(len(classes)), where=V_mc[m] > 0)
+        shares = np.array([float(t.split[c]) for c in classes])
+        base = float(mix @ shares)
+        if not base > 0:
+            continue
+        g = surplus(t, classes, shares * (float(mix @ per_visit) / base), mix)
+        if g == 1.0:
+            continue
+        busy = float(mix @ D_mc[m])
+        if m == 0:
+            flags.append(f"{BACKGROUND_FLAG}{t.tier}: busy {g:.2f}x its requests' time there per "
+                         f"request; its times are its own server's (the entry tier): "
+                         f"background and work outside the timed span are not told apart, the "
+                         f"surplus stays demand")
+            continue
+        # the background from the busy time measured (``mean_service``: busy time per
+        # completion over the history) where the estimator's aggregate is above it
+        measured = busy if t.mean_service is None else min(busy, t.mean_service * visits)
+        try:
+            bg = background(measured, busy / g, float(t.response_rate) / visits,
+                            float(t.cores))
+        except ValueError:
+            bg = None
+        if out is D_mc:
+            out = D_mc.copy()
+        stretch = 1.0 if bg is None else bg.stretch
+        out[m] = D_mc[m] * (stretch / g)
+        taken = ("no background taken (the estimator's aggregate is beyond the tier's cores)"
+                 if bg is None else f"{bg.utilization:.3g} of its {t.cores} core"
+                 f"{'' if t.cores == 1 else 's'} taken as background (constant: its share "
+                 f"measured at this load only)")
+        flags.append(f"{BACKGROUND_FLAG}{t.tier}: busy {g:.2f}x its requests' time there per "
+                     f"request: {taken}, the demands scaled to the times and stretched by "
+                     f"{stretch:.3f}")
+    return out, flags
+
+
 def history_demands(D_m: np.ndarray, V_m: np.ndarray, mix: np.ndarray,
                     mean_service: float) -> np.ndarray:
     """A bursty tier's per-class system demands ``D_{m,c}`` rescaled by one factor so that
@@ -1442,6 +1519,9 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
         else [None] * len(tiers)
     D_mc = V_mc * np.array([tier_demands(t, classes, p, cfg.demand_policy, sel)
                             for t, sel in zip(tiers, selected)]).reshape(len(tiers), C)
+    D_mc, background_flags = background_demands(
+        tiers, classes, p, V_mc, D_mc,
+        [t.bursty or (provisional and t.provisional) for t in tiers])
     servers = np.array([float(t.cores) for t in tiers])
     sla = np.array([cfg.sla_for(c) for c in classes])
     slo_rows = [cfg.slo_for(c) for c in classes] if cfg.slo else []
@@ -1457,6 +1537,7 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
     flags += split_replaced_flags(tiers, classes, p, cfg.demand_policy,
                                   selected if cfg.demand_policy == "selected" else None)
     flags += [t.load_flag for t in tiers if t.load_flag]
+    flags += background_flags
     if provisional:
         flags += [f"{t.tier}: provisionally bursty (I {t.idc:.3g} above idc_threshold, "
                   f"not yet confirmed: {t.idc_flag})" for t in tiers if t.provisional]
