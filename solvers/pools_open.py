@@ -76,7 +76,7 @@ from .open.qbd import QBDPlan, plan_qbd, solve_planned
 from .open.tiers import OpenTiersResult
 from .pools import PoolSpec
 from .pools_bursty import solve_pools_bursty
-from .pools_spread import _phases, solve_pools_spread
+from .pools_spread import hyperexponential_phases, solve_pools_spread
 from .pools_station import last_start_station, last_start_states
 from .processes import MAP
 from .results import check_no_nan
@@ -380,8 +380,8 @@ class _Station:
 
     Its state is over positions: one per class, or -- where a class's service is a two-phase
     hyperexponential (the balanced-means fit of its mean and SCV, Whitt 1982;
-    :func:`solvers.pools_spread._phases`) -- one per phase, a holder drawn into one on
-    entering (a mixture of exponentials has no moves between phases, so the chain stays
+    :func:`solvers.pools_spread.hyperexponential_phases`) -- one per phase, a holder drawn into
+    one on entering (a mixture of exponentials has no moves between phases, so the chain stays
     exact). ``owner`` is each position's class position, ``prates`` its rate, ``entry`` per
     class position its ``(probability, position)`` pairs (default: a position per class)."""
 
@@ -520,7 +520,7 @@ def _stations(demands: np.ndarray, servers: np.ndarray, delays: np.ndarray | Non
                 prates: list[float] = []
                 entry: list[tuple[tuple[float, int], ...]] = []
                 for m, c in enumerate(cls):
-                    r, w = _phases(float(d[c]), float(scv[h, c]))
+                    r, w = hyperexponential_phases(float(d[c]), float(scv[h, c]))
                     entry.append(tuple((float(wi), len(owner) + i) for i, wi in enumerate(w)))
                     owner += [m] * len(r)
                     prates += r

@@ -76,7 +76,8 @@ from .pools_bursty import base_mix, held_chain_applies, solve_pools_bursty
 from .pools_general import _class_scv, solve_pools_general
 from .processes import MAP
 
-__all__ = ["spread_processes", "solve_pools_spread", "ps_product_form", "sharing", "SPREAD_FLAG"]
+__all__ = ["hyperexponential_phases", "spread_processes", "solve_pools_spread", "ps_product_form",
+           "sharing", "SPREAD_FLAG"]
 
 #: a tier's services whose second moment is within this share of exponential service's are
 #: taken as exponential (equal costs, or classes within rounding of each other)
@@ -85,7 +86,7 @@ EXPONENTIAL = 1e-6
 SPREAD_FLAG = "pools: spread"
 
 
-def _phases(mean: float, scv: float) -> tuple[list[float], list[float]]:
+def hyperexponential_phases(mean: float, scv: float) -> tuple[list[float], list[float]]:
     """``(rates, probabilities)`` of one class's service: exponential of ``mean``, or for
     ``scv > 1`` the balanced-means hyperexponential (Whitt 1982)."""
     if not scv > 1.0:
@@ -170,7 +171,7 @@ def spread_processes(demands: Any, mix: Any, servers: Any, pools: Sequence[PoolS
     rates, alpha = [], []
     for k in range(C):
         if p[k] > 0 and Dmc[b, k] > 0:
-            r, q = _phases(float(Dmc[b, k]), float(vc[b, k]))
+            r, q = hyperexponential_phases(float(Dmc[b, k]), float(vc[b, k]))
             rates += r
             alpha += [p[k] * x for x in q]
     a = np.array(alpha) / sum(alpha)

@@ -13,7 +13,7 @@ import pytest
 from estimators.service_scv import MIN_WINDOWS, ScvSums, service_scv
 from solvers.pools import PoolSpec
 from solvers.pools_open import held_network, solve_open_pool
-from solvers.pools_spread import _phases
+from solvers.pools_spread import hyperexponential_phases
 from solvers.simulation.pool_open_ps import sampler, simulate_pool_open
 from streams.core.config import ConfigError, Pool, SystemConfig, load_config
 from streams.core.tier import TierModel
@@ -64,7 +64,8 @@ def _brute_force(D, mix, cores, ps, K, scv, lam, cap=60):
     ``cap``: state (queue length, holders at each tier -- ordered at FCFS tiers, a sorted
     multiset at PS tiers -- each holder (class, phase))."""
     H, C = D.shape
-    ph = [[_phases(float(D[h, c]), float(scv[h, c])) for c in range(C)] for h in range(H)]
+    ph = [[hyperexponential_phases(float(D[h, c]), float(scv[h, c])) for c in range(C)]
+          for h in range(H)]
 
     def norm(tiers):
         return tuple(tuple(t) if not ps[h] else tuple(sorted(t)) for h, t in enumerate(tiers))
