@@ -156,8 +156,7 @@ def test_the_waves_queue_solves_the_boundary_through_d1_g_as_map_m_c_mean(cores)
 def test_the_waves_g_stops_on_its_predicted_step_a_doubling_sooner(load, monkeypatch):
     """``wave_jobs`` stops the shifted reduction once quadratic convergence puts its next step
     below the tolerance: at most as many doublings as the reduction run to it (fewer
-    somewhere on this network's waves), ``G`` stochastic and the queue's jobs within 1e-6 of
-    that reduction's."""
+    somewhere on this network's waves), the queue's jobs within 1e-6 of that reduction's."""
     from solvers.departures import through_tier
     from solvers.open import fixed_population as fp, qbd
     app = BURSTY.scaled(0.01)
