@@ -143,11 +143,44 @@ def test_the_waves_queue_solves_the_boundary_through_d1_g_as_map_m_c_mean(cores)
     rate = 0.55 * 8 / 0.01
     mean = 0.7 * cores / rate
     dep = through_tier(departure_process(app, 8, rate), 1000.0)
-    assert wave_jobs(dep, mean, cores, tol=1e-7) == pytest.approx(
+    assert wave_jobs(dep, mean, cores, tol=1e-7, predicted=False) == pytest.approx(
         map_m_c_mean(dep, mean, cores, tol=1e-7), rel=1e-9)
+    assert wave_jobs(dep, mean, cores, tol=1e-7) == pytest.approx(
+        map_m_c_mean(dep, mean, cores, tol=1e-7), rel=1e-6)
     poisson = DepartureMAP(np.array([[-rate]]), np.array([[rate]]), np.array([1.0]))
     assert wave_jobs(poisson, mean, cores) == pytest.approx(
         rate * (mm_c(rate, mean, cores).wait + mean), rel=1e-9)
+
+
+@pytest.mark.parametrize("load", [0.45, 0.6, 0.75, 0.9])
+def test_the_waves_g_stops_on_its_predicted_step_a_doubling_sooner(load, monkeypatch):
+    """``wave_jobs`` stops the shifted reduction once quadratic convergence puts its next step
+    below the tolerance: at most as many doublings as the reduction run to it (fewer
+    somewhere on this network's waves), the queue's jobs within 1e-6 of that reduction's."""
+    from solvers.departures import through_tier
+    from solvers.open import fixed_population as fp, qbd
+    app = BURSTY.scaled(0.01)
+    rate = load * 8 / 0.01
+    dep = departure_process(app, 8, rate)
+    calls: list[int] = []
+    real = qbd.dgetrf
+
+    def counted(a):
+        calls.append(1)
+        return real(a)
+
+    monkeypatch.setattr(qbd, "dgetrf", counted)
+    saved = 0
+    for d, mean, cores in ((dep, 0.004, 4), (through_tier(dep, 1000.0), 0.02, 16)):
+        steps = []
+        for predicted in (False, True):
+            calls.clear()
+            jobs = fp.wave_jobs(d, mean, cores, tol=fp.G_TOLERANCE, predicted=predicted)
+            steps.append((len(calls), jobs))
+        assert steps[1][0] <= steps[0][0]
+        assert steps[1][1] == pytest.approx(steps[0][1], rel=1e-6)
+        saved += steps[0][0] - steps[1][0]
+    assert saved >= 1
 
 
 def test_a_departure_process_held_pattern_gives_the_same_process_at_another_rate():

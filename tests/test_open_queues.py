@@ -135,6 +135,36 @@ def test_shifted_reduction_reads_the_drift_off_given_phases(load):
         shifted_cyclic_reduction(A0, proc.D0 - slow, slow, phases=w)
 
 
+@pytest.mark.parametrize("load", [0.5, 0.9, 0.99])
+def test_a_bursty_tiers_chain_takes_g_by_the_shifted_reduction(load, monkeypatch):
+    """The M/MAP/c chain's ``R`` comes from ``G`` by shifted cyclic reduction (stopped on its
+    predicted step), not logarithmic reduction: the same queue with logarithmic reduction
+    failing, within 1e-9 of the one it gives; logarithmic reduction only where the shifted
+    one raises."""
+    from solvers.open import qbd, queues
+    proc = mmpp2_design(0.01, 50.0).scaled(0.05)
+    lam = load * 8 / 0.05
+    queues._CHAINS._held.clear()
+    want = m_map_c(lam, proc, 8)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("logarithmic reduction called")
+
+    monkeypatch.setattr(qbd, "logarithmic_reduction", refuse)
+    queues._CHAINS._held.clear()
+    got = m_map_c(lam, proc, 8)
+    assert got.wait == pytest.approx(want.wait, rel=1e-9)
+
+    def fail(*args, **kwargs):
+        raise np.linalg.LinAlgError("no convergence")
+
+    monkeypatch.undo()
+    monkeypatch.setattr(qbd, "shifted_cyclic_reduction", fail)
+    queues._CHAINS._held.clear()
+    assert m_map_c(lam, proc, 8).wait == pytest.approx(want.wait, rel=1e-9)
+    queues._CHAINS._held.clear()
+
+
 def test_bursty_tier_waits_longer_than_exponential_and_cost_does_not_grow_with_load():
     proc = mmpp2_design(0.01, 50.0).scaled(0.05)
     light, heavy = (m_map_c(rho * 16 / 0.05, proc, 16) for rho in (0.5, 0.98))

@@ -220,7 +220,8 @@ def departure_process(proc: MAP, cores: int, rate: float, *,
     return DepartureMAP(dep.D0 * (rate / kept), dep.D1 * (rate / kept), dep.w)
 
 
-def wave_jobs(dep: DepartureMAP, mean: float, cores: int, *, tol: float = 1e-12) -> float:
+def wave_jobs(dep: DepartureMAP, mean: float, cores: int, *, tol: float = 1e-12,
+              predicted: bool = True) -> float:
     """Mean number of jobs in the ``MAP/M/c`` FCFS queue fed ``dep`` (mean service ``mean``,
     ``cores`` cores; ``dep.rate * mean < cores``): :func:`solvers.departures.map_m_c_mean`'s
     level-dependent QBD (Latouche and Ramaswami 1999), ``G`` by shifted cyclic reduction to
@@ -233,10 +234,15 @@ def wave_jobs(dep: DepartureMAP, mean: float, cores: int, *, tol: float = 1e-12)
     CPU of a level; the shift's drift test read off ``dep.w`` (the stationary vector of
     ``A0 + A1 + A2 = D0 + D1``) without a solve; the jobs within 2.2e-11 of
     ``map_m_c_mean``'s on the large-population network (docs/benchmarks.md section 11).
+    ``predicted``: the reduction stops once quadratic convergence puts its next step below
+    ``tol`` (:func:`solvers.open.qbd.shifted_cyclic_reduction`): one doubling fewer of 10-12
+    on that network, its jobs within 9.5e-7 of the reduction run to ``tol`` (44 rates of
+    150-795/s, both queues behind the app, full and rough departures).
     :class:`numpy.linalg.LinAlgError` when a block is singular or ``G`` does not converge."""
     D0, D1, mu = dep.D0, dep.D1, 1.0 / mean
     s, eye = cores * mu, np.eye(D0.shape[0])
-    G = shifted_cyclic_reduction(D1, D0 - s * eye, s * eye, tol, phases=dep.w)
+    G = shifted_cyclic_reduction(D1, D0 - s * eye, s * eye, tol, phases=dep.w,
+                                 predicted=predicted)
     F = [np.empty((0, 0))] * (cores + 1)                # F[n] = D1 G_n
     F[cores] = D1 @ G
     d1t = np.asfortranarray(D1.T)

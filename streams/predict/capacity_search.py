@@ -35,14 +35,22 @@ cheaper curve's solved rate nearest its root, within ``rough_reach``. 4 tiers, 2
 cold, SLAs of 0.25-3 s: 2 open solves and a rough one (fewer departure phases, and not
 what the waves add to the next bursty tier's wait) at 3-5 distinct rates, against 5-10 open
 solves through populations (and MVA's capacity). Two full solves are the floor (the
-bracket's ends; about 70% of the search's CPU there), so fewer probes cannot make it much
-faster: each costs the waves' ``MAP/M/c`` queues
-(:func:`solvers.open.fixed_population.wave_jobs`: ``G`` by shifted cyclic reduction, 10-11
-doublings of 80 x 80 blocks -- half the search's CPU, the rough probe's included -- and one
-LU per boundary level of the 16-core tier). The bounds bracket no tighter than the cheaper curve
-does: the utilization law's ``sat`` is the bracket's first upper end, and the open network
-without the waves has a lower ``R`` at every rate probed (its root lies 1-7% above the
-answer on that network).
+bracket's ends, the populations read off between them), and the rough probe is what puts the
+first inside the window that the second closes: a first full probe fails above the answer
+``x`` and one at its rate over ``1 + span`` then meets, or it meets and one at its rate times
+``1 + span`` fails, only from inside ``(x / (1 + span), x (1 + span))``, 2% either side; the
+cheaper curve's root lies 1.6-6.5% above ``x`` on that network, so without the waves' ratio a
+first probe aimed there takes a third full solve (three to four rough probes' CPU) where it
+lies more than 2% out (5 of 6 SLAs of 0.25-3 s). At R <= 0.5 s the search is cheap, rough,
+full, full at 3 distinct rates (each rate the bursty tiers' chains once), its floor; what is
+left is each probe's cost: the waves' ``MAP/M/c`` queues
+(:func:`solvers.open.fixed_population.wave_jobs`: ``G`` by shifted cyclic reduction, 9-11
+doublings of 80 x 80 blocks stopped on the step quadratic convergence predicts (Bini and
+Meini 1996) -- 45% of the search's CPU, the rough probe's included -- and one LU per boundary
+level of the 16-core tier), the bursty tiers' chains (27%; their ``G`` by the same
+reduction). The bounds bracket no tighter than the cheaper curve does: the utilization law's
+``sat`` is the bracket's first upper end, and the open network without the waves has a
+lower ``R`` at every rate probed.
 """
 
 from __future__ import annotations
