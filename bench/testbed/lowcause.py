@@ -220,3 +220,56 @@ def report(res: dict[str, Any]) -> str:
         lines.append(f"| {name} | {r['last']} | {err} | {r['min']} / {r['median']:g} / "
                      f"{r['max']} | {r['within']}/{r['solves']} |")
     return "\n".join(lines)
+
+
+def route_check(src: Path, populations: tuple[int, ...] = (20, 30, 40),
+                seeds: tuple[int, ...] = (21, 22), completions: int = 20_000
+                ) -> list[dict[str, Any]]:
+    """The pool model's two routes against simulation on the run's true demands: the app's busy
+    CPU per request and the db's backend CPU per class (the lowest run of the raw campaign
+    ``src``), its mix and think time, a pool of the campaign's 2 workers over an FCFS app and a
+    processor-sharing db, one core each, exponential work. Per population the simulated mean
+    response time per class (:func:`bench.accuracy.ps_tiers.simulate`, the mean over
+    ``seeds``), the held chain's (:func:`solvers.pools_spread.solve_pools_spread`, the route the
+    pipeline takes) and the two-moment factor's
+    (:func:`solvers.pools_general.solve_pools_general`), with each model's wait for a worker."""
+    from bench.accuracy import ps_tiers
+    from solvers.pools import PoolSpec
+    from solvers.pools_general import solve_pools_general
+    from solvers.pools_spread import solve_pools_spread
+
+    camp = json.loads((src / "campaign.json").read_text())
+    run = min(camp["runs"], key=lambda r: r["users"])
+    cls = {c["cls"]: c for c in run["truth"]["classes"] if c.get("requests")}
+    names = sorted(cls)
+    mix = np.array([float(run["truth"]["run"]["mix"][c]) for c in names])
+    mix = mix / mix.sum()
+    D = np.array([[float(cls[c]["app_demand_req_s"]) for c in names],
+                  [float(cls[c]["db_backend_cpu_s"]) for c in names]])
+    z = float(run["truth"]["run"]["think_s"])
+    cores, ps, pool = np.ones(2), np.array([False, True]), PoolSpec(2, 0, 2, "workers")
+    out = []
+    for n in populations:
+        sim = np.mean([[float(r.mean()) for r in ps_tiers.simulate(
+            D, mix, cores, ps, z, n, completions, seed, pool.size)] for seed in seeds], axis=0)
+        chain = solve_pools_spread(D, n, z, cores, [pool], mix, ps=ps)
+        factor = solve_pools_general(D, n, z, cores, [pool], mix)
+        out.append({"users": n, "classes": names, "simulated": sim.tolist(),
+                    "chain": list(chain.response_time), "chain_wait":
+                    float(chain.pool_waiting_time[0]), "factor": list(factor.response_time),
+                    "factor_wait": float(factor.pool_waiting_time[0])})
+    return out
+
+
+def route_report(rows: list[dict[str, Any]]) -> str:
+    """:func:`route_check` as a table, ms."""
+    names = rows[0]["classes"] if rows else []
+    lines = [f"R {' / '.join(names)}, ms; the pool's wait in brackets", "",
+             "| users | simulated | held chain | factor |", "|---:|---|---|---|"]
+    for r in rows:
+        def ms(v: list[float]) -> str:
+            return " / ".join(f"{1000 * x:.1f}" for x in v)
+        lines.append(f"| {r['users']} | {ms(r['simulated'])} | {ms(r['chain'])} "
+                     f"({1000 * r['chain_wait']:.1f}) | {ms(r['factor'])} "
+                     f"({1000 * r['factor_wait']:.1f}) |")
+    return "\n".join(lines)
