@@ -1342,9 +1342,9 @@ def declared_split_applies(tier: TierModel, classes: list[str], d: np.ndarray,
 
     Under processor sharing every class at the tier shares its cores alike, so a class's mean
     time there is its demand times one stretch common to all classes, ``R_c = D_c R / D``
-    (Kleinrock 1976; the product form of Baskett et al. 1975, whatever the
-    service distribution) -- the model's own read-back of a ``ps`` tier. The demand split is
-    then the times' split, and the windows' utilization need pin down the aggregate only; the
+    (Kleinrock 1976; the product form of Baskett et al. 1975, whatever the service
+    distribution) -- the model's own read-back of a ``ps`` tier. The demand split is then the
+    times' split, and the windows' utilization need pin down the aggregate only; the
     estimator's own split under a steady mix is noise (Huang et al. 2012, section 3.3): on the
     testbed's database, declared ``ps``, at 5 users it put 9-42 ms on a class of 2.7 ms of CPU
     and 4.3 ms there, in half the solves. Where the user declared the discipline the windows
