@@ -6,6 +6,8 @@ unidentified classes replaced by the mix-weighted mean."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -129,6 +131,43 @@ def test_an_unidentified_split_stands_in_where_the_utilization_law_prefers_its_p
         assert tier_demands(t, ["a", "b"], mix, "selected").tolist() == \
             pytest.approx([0.001, 0.0012])
         assert split_replaced_flags([t], ["a", "b"], mix, "selected") == []
+
+
+def test_a_tier_configured_ps_takes_the_ps_reading_of_its_undecided_split():
+    mix = np.array([0.5, 0.5])
+    resp = {"a": 0.0045, "b": 0.0015}
+    # a possible estimator split, with the windows' discipline undecided and its readings
+    # apart: under the configured PS the split's PS reading (3 : 1) takes over, scaled to the
+    # estimator's aggregate (1.1 ms over the mix), whatever the utilization law prefers
+    possible = {"a": 0.001, "b": 0.0012}
+    for preferred in (None, "fcfs"):
+        tier = _split_tier(possible, resp, identified=False, preferred=preferred)
+        assert tier_demands(tier, ["a", "b"], mix, "selected", discipline="ps").tolist() == \
+            pytest.approx([0.00165, 0.00055])
+        assert tier_demands(tier, ["a", "b"], mix, "selected").tolist() == \
+            pytest.approx([0.001, 0.0012])
+        assert split_replaced_flags([tier], ["a", "b"], mix, "selected",
+                                    disciplines={"db": "ps"}) == [
+            "split_replaced: db: configured processor sharing, which the windows left "
+            "undecided; the PS reading of the response-time split is used"]
+    # configured FCFS or nothing, bursty, decided FCFS, or a class without a split yet: the
+    # estimator's split stands
+    fcfs = _split_tier(possible, resp, identified=True, decided=True)
+    fcfs = dataclasses.replace(fcfs, split_discipline="fcfs")
+    partial = dataclasses.replace(_split_tier(possible, resp, identified=False),
+                                  split={"a": 0.003})
+    for tier, discipline in ((_split_tier(possible, resp, identified=False), "fcfs"),
+                             (_split_tier(possible, resp, identified=False), None),
+                             (_split_tier(possible, resp, identified=False, bursty=True), "ps"),
+                             (fcfs, "ps"), (partial, "ps")):
+        assert tier_demands(tier, ["a", "b"], mix, "selected",
+                            discipline=discipline).tolist() == pytest.approx([0.001, 0.0012])
+    # through build_model: the configured disciplines reach the split
+    tier = _split_tier(possible, resp, identified=False)
+    model = build_model([tier], ["a", "b"], {"a": 0.5, "b": 0.5}, 1.0,
+                        SystemConfig(disciplines={"db": "ps"}))
+    assert model.D_mc[0].tolist() == pytest.approx([0.00165, 0.00055])
+    assert any(f.startswith("split_replaced: db: configured") for f in model.flags)
 
 
 def test_build_model_follows_the_configured_policy():

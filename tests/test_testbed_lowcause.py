@@ -1,5 +1,7 @@
 """bench.testbed.lowcause: a solve's model re-solved with the run's true inputs one at a time."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -71,3 +73,38 @@ def test_lowload_prints_the_causes_table_given_the_raw_campaign(monkeypatch, cap
                          str(tmp_path / "s")]) == 0
     assert got["src"] == tmp_path / "s"
     assert "| stored | 5 | -64% | 0 / 9 / 16 | 8/36 |" in capsys.readouterr().out
+
+
+def test_the_diagnostic_rows_move_the_latency_the_knees_truth_and_the_pool_route():
+    model = _model()
+    knee = {"classes": {"home": {"db_backend_cpu_s": 0.002, "app_db_wall_s": 0.004,
+                                 "app_demand_req_s": 0.001},
+                        "search": {"db_backend_cpu_s": 0.050, "app_db_wall_s": 0.070,
+                                   "app_demand_req_s": 0.0015}}}
+    rows = variants(model, _true(), knee)
+    whole = rows["all true, db time as demand"]
+    assert whole["D_mc"][1].tolist() == [0.003, 0.060] and not whole["delays"].any()
+    at_knee = rows["all true at the knee"]
+    assert at_knee["D_mc"].tolist() == [[0.001, 0.0015], [0.002, 0.050]]
+    assert at_knee["delays"][1].tolist() == pytest.approx([0.002, 0.020])
+    assert "all true at the knee" not in variants(model, _true())
+    # the factor route: the same inputs without the held chain (which takes the db here: one
+    # worker, so it shares no core), a different answer
+    assert capacity(model, rows["all true, factor route"]) != capacity(model, rows["all true"])
+
+
+def test_the_route_check_simulates_the_runs_truth_beside_both_pool_routes(tmp_path):
+    from bench.testbed.lowcause import route_check, route_report
+    classes = [{"cls": c, "requests": 100, "app_demand_req_s": a, "db_backend_cpu_s": d}
+               for c, a, d in (("home", 0.0017, 0.0027), ("search", 0.0019, 0.060))]
+    run = {"users": 5, "truth": {"classes": classes,
+                                 "run": {"mix": {"home": 0.8, "search": 0.2}, "think_s": 1.0}}}
+    (tmp_path / "campaign.json").write_text(json.dumps({"runs": [run]}))
+    rows = route_check(tmp_path, populations=(5,), seeds=(1,), completions=400)
+    r = rows[0]
+    assert r["users"] == 5 and r["classes"] == ["home", "search"]
+    # search's mean near its demands at 5 users; the two routes differ (the app's classes of
+    # unequal cost take the chain there)
+    assert 0.06 < r["simulated"][1] < 0.12
+    assert r["chain"] != r["factor"]
+    assert "| 5 |" in route_report(rows)

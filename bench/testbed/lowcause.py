@@ -21,7 +21,16 @@ capacity is searched again (:func:`streams.predict.model.model_capacity`). The i
   load log), given to the held chain's phase-type service (:mod:`solvers.pools_spread`; a
   processor-sharing tier shared by several holders takes none);
 * ``app busy + db times`` and ``... + SCV`` together, and ``all true`` (db CPU plus the time
-  outside it as a pure delay, app busy, mix, think; with the SCV).
+  outside it as a pure delay, app busy, mix, think; with the SCV);
+* ``all true, db time as demand`` -- ``all true`` with the db's whole time (the round trips'
+  latency too) as its demand, no delay: what the latency weighs as processor-sharing work;
+* ``all true at the knee`` -- ``all true`` with the demands and delays measured at the knee
+  campaign's run nearest the knee: whether demands grow with the load beyond what a low-load
+  run sees;
+* ``all true, factor route`` -- ``all true`` solved by the pool model's two-moment factor
+  (:func:`solvers.pools_general.solve_pools_general`) instead of the held chain
+  (:mod:`solvers.pools_spread`), which takes a processor-sharing db as one exponential
+  station: whether the pool model's route, not an input, is off.
 
 Each row: the capacity at the run's last solve (its error against the measured knee of both
 campaigns, :func:`bench.testbed.lowload.combined_knee`) and over the run's solves (after the
@@ -93,16 +102,18 @@ def true_inputs(run: dict[str, Any], log: Path) -> dict[str, Any]:
             "point": point_truth(truth)}
 
 
-def variants(model: SystemModel, true: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Per row of the table the model's inputs replaced (module docstring)."""
+def variants(model: SystemModel, true: dict[str, Any],
+             knee: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+    """Per row of the table the model's inputs replaced (module docstring); ``knee``: the
+    knee run's :func:`true_inputs` (``None``: no ``all true at the knee`` row)."""
     names = list(model.classes)
     cls = true["classes"]
     t = {name: i for i, name in enumerate(model.tiers)}
     db, app = t.get("db"), t.get("app")
     D = np.array(model.D_mc, dtype=float)
 
-    def col(key: str) -> np.ndarray:
-        return np.array([float(cls[c][key]) for c in names])
+    def col(key: str, source: dict[str, Any] | None = None) -> np.ndarray:
+        return np.array([float((source or cls)[c][key]) for c in names])
 
     cpu, within = col("db_backend_cpu_s"), col("app_db_wall_s")
     busy_app = col("app_demand_req_s")
@@ -125,6 +136,19 @@ def variants(model: SystemModel, true: dict[str, Any]) -> dict[str, dict[str, An
     D_true[app] = busy_app
     late = np.zeros(D.shape)
     late[db] = np.maximum(within - cpu, 0.0)
+    D_whole = D_true.copy()
+    D_whole[db] = within
+    truth = {"D_mc": D_true, "delays": late, "mix": mix, "think_time": think}
+    extra: dict[str, dict[str, Any]] = {
+        "all true, db time as demand": {**truth, "D_mc": D_whole, "delays": np.zeros(D.shape)},
+        "all true, factor route": {**truth, "route": "factor"}}
+    if knee is not None:
+        k = knee["classes"]
+        D_knee = D_true.copy()
+        D_knee[db], D_knee[app] = col("db_backend_cpu_s", k), col("app_demand_req_s", k)
+        late_knee = np.zeros(D.shape)
+        late_knee[db] = np.maximum(col("app_db_wall_s", k) - D_knee[db], 0.0)
+        extra["all true at the knee"] = {**truth, "D_mc": D_knee, "delays": late_knee}
     return {"stored": {}, "db CPU": {"D_mc": D_cpu}, "db split": {"D_mc": D_split},
             "db times": {"D_mc": D_times},
             "app busy": {"D_mc": D_app}, "mix": {"mix": mix}, "think": {"think_time": think},
@@ -133,20 +157,24 @@ def variants(model: SystemModel, true: dict[str, Any]) -> dict[str, dict[str, An
             "app busy + db times + SCV": {"D_mc": D_both, "class_scv": scv},
             "all true": {"D_mc": D_true, "delays": late, "mix": mix, "think_time": think},
             "all true + SCV": {"D_mc": D_true, "delays": late, "mix": mix, "think_time": think,
-                               "class_scv": scv}}
+                               "class_scv": scv}, **extra}
 
 
 def capacity(model: SystemModel, change: dict[str, Any]) -> int | None:
     """The capacity of ``model`` with ``change``'s inputs (``class_scv``: the held chain's per
-    class SCVs, :func:`solvers.pools_spread.spread_processes`)."""
+    class SCVs, :func:`solvers.pools_spread.spread_processes`; ``route="factor"``: no held
+    chain, the pool model's two-moment factor)."""
     change = dict(change)
     class_scv = change.pop("class_scv", None)
+    factor = change.pop("route", None) == "factor"
     kw = {k: v for k, v in vars(model).items() if k in _FIELDS}
     kw.update(change)
     m = SystemModel(**kw)
     if class_scv is not None and m.pools:
         m.__dict__["_spread_processes"] = spread_processes(m.D_mc, m.mix, m.servers, m.pools,
                                                            m.scv, class_scv, m.ps)
+    if factor:
+        m.__dict__["_spread_processes"] = None
     return model_capacity(m)[0]
 
 
@@ -157,10 +185,15 @@ def table(low: Path, knee_dir: Path, src: Path) -> dict[str, Any]:
     k = combined_knee(camp, json.loads((knee_dir / "campaign.json").read_text()))
     run = min(camp["runs"], key=lambda r: r["users"])
     true = true_inputs(run, src / f"load-{run['users']}-{run.get('attempt', 0)}.jsonl")
+    knee_runs = [r for r in json.loads((knee_dir / "campaign.json").read_text())["runs"]
+                 if not r.get("disturbed") and r.get("truth")]
+    near = min(knee_runs, key=lambda r: abs(r["users"] - k), default=None) if k else None
+    knee_true = None if near is None else {
+        "classes": {c["cls"]: c for c in near["truth"]["classes"] if c.get("requests")}}
     solves = solve_models(low, run["users"], run["start"], run["end"])
     caps: dict[str, list[int | None]] = {}
     for _, model, _ in solves:
-        for name, change in variants(model, true).items():
+        for name, change in variants(model, true, knee_true).items():
             caps.setdefault(name, []).append(capacity(model, change))
     rows = {}
     for name, v in caps.items():
@@ -171,16 +204,72 @@ def table(low: Path, knee_dir: Path, src: Path) -> dict[str, Any]:
                       if got else None, "max": max(got, default=None),
                       "within": sum(abs(c / k - 1) <= 0.15 for c in got) if k else None,
                       "solves": len(v)}
-    return {"knee_users": k, "users": run["users"], "scv": true["scv"], "rows": rows}
+    return {"knee_users": k, "users": run["users"], "scv": true["scv"], "rows": rows,
+            "knee_run_users": None if near is None else near["users"]}
 
 
 def report(res: dict[str, Any]) -> str:
     lines = [f"knee {res['knee_users']:.1f} users; the {res['users']}-user run; the load's SCV "
-             "of R: " + ", ".join(f"{c} {v:.2f}" for c, v in sorted(res["scv"].items())), "",
+             "of R: " + ", ".join(f"{c} {v:.2f}" for c, v in sorted(res["scv"].items()))
+             + ("" if res.get("knee_run_users") is None
+                else f"; the knee's truth from its {res['knee_run_users']}-user run"), "",
              "| input set to the truth | last solve | error | solves min / median / max | "
              "within 15% |", "|---|---:|---:|---|---:|"]
     for name, r in res["rows"].items():
         err = "-" if r["error"] is None else f"{100 * r['error']:+.0f}%"
         lines.append(f"| {name} | {r['last']} | {err} | {r['min']} / {r['median']:g} / "
                      f"{r['max']} | {r['within']}/{r['solves']} |")
+    return "\n".join(lines)
+
+
+def route_check(src: Path, populations: tuple[int, ...] = (20, 30, 40),
+                seeds: tuple[int, ...] = (21, 22), completions: int = 20_000
+                ) -> list[dict[str, Any]]:
+    """The pool model's two routes against simulation on the run's true demands: the app's busy
+    CPU per request and the db's backend CPU per class (the lowest run of the raw campaign
+    ``src``), its mix and think time, a pool of the campaign's 2 workers over an FCFS app and a
+    processor-sharing db, one core each, exponential work. Per population the simulated mean
+    response time per class (:func:`bench.accuracy.ps_tiers.simulate`, the mean over
+    ``seeds``), the held chain's (:func:`solvers.pools_spread.solve_pools_spread`, the route the
+    pipeline takes) and the two-moment factor's
+    (:func:`solvers.pools_general.solve_pools_general`), with each model's wait for a worker."""
+    from bench.accuracy import ps_tiers
+    from solvers.pools import PoolSpec
+    from solvers.pools_general import solve_pools_general
+    from solvers.pools_spread import solve_pools_spread
+
+    camp = json.loads((src / "campaign.json").read_text())
+    run = min(camp["runs"], key=lambda r: r["users"])
+    cls = {c["cls"]: c for c in run["truth"]["classes"] if c.get("requests")}
+    names = sorted(cls)
+    mix = np.array([float(run["truth"]["run"]["mix"][c]) for c in names])
+    mix = mix / mix.sum()
+    D = np.array([[float(cls[c]["app_demand_req_s"]) for c in names],
+                  [float(cls[c]["db_backend_cpu_s"]) for c in names]])
+    z = float(run["truth"]["run"]["think_s"])
+    cores, ps, pool = np.ones(2), np.array([False, True]), PoolSpec(2, 0, 2, "workers")
+    out = []
+    for n in populations:
+        sim = np.mean([[float(r.mean()) for r in ps_tiers.simulate(
+            D, mix, cores, ps, z, n, completions, seed, pool.size)] for seed in seeds], axis=0)
+        chain = solve_pools_spread(D, n, z, cores, [pool], mix, ps=ps)
+        factor = solve_pools_general(D, n, z, cores, [pool], mix)
+        out.append({"users": n, "classes": names, "simulated": sim.tolist(),
+                    "chain": list(chain.response_time), "chain_wait":
+                    float(chain.pool_waiting_time[0]), "factor": list(factor.response_time),
+                    "factor_wait": float(factor.pool_waiting_time[0])})
+    return out
+
+
+def route_report(rows: list[dict[str, Any]]) -> str:
+    """:func:`route_check` as a table, ms."""
+    names = rows[0]["classes"] if rows else []
+    lines = [f"R {' / '.join(names)}, ms; the pool's wait in brackets", "",
+             "| users | simulated | held chain | factor |", "|---:|---|---|---|"]
+    for r in rows:
+        def ms(v: list[float]) -> str:
+            return " / ".join(f"{1000 * x:.1f}" for x in v)
+        lines.append(f"| {r['users']} | {ms(r['simulated'])} | {ms(r['chain'])} "
+                     f"({1000 * r['chain_wait']:.1f}) | {ms(r['factor'])} "
+                     f"({1000 * r['factor_wait']:.1f}) |")
     return "\n".join(lines)

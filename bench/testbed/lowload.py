@@ -11,11 +11,12 @@ load ended); every solve of the run is listed beside it -- the class that breach
 pool model, the db's utilizations and the demands the model used -- since one solve's capacity
 says little when the data move the demands.
 
-    python -m bench.testbed.lowload /tmp/camp6a /tmp/camp6-knee [--causes /tmp/camp6a-raw]
+    python -m bench.testbed.lowload /tmp/camp6a /tmp/camp6-knee [--causes /tmp/camp6a-raw [--route]]
 
 ``--causes SRC`` (the raw campaign with the low-load run's load log) prints instead why the
 capacity is off: every solve re-solved with the run's true inputs one at a time
-(:mod:`bench.testbed.lowcause`).
+(:mod:`bench.testbed.lowcause`); ``--route`` adds the pool model's two routes against
+simulation on the run's true demands (:func:`bench.testbed.lowcause.route_check`).
 """
 
 from __future__ import annotations
@@ -118,12 +119,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("knee_dir", type=Path, help="the campaign around the knee (--slo-from)")
     p.add_argument("--causes", type=Path, metavar="SRC",
                    help="the raw campaign of low_dir (its load log): the causes' table")
+    p.add_argument("--route", action="store_true",
+                   help="with --causes: the pool model's routes against simulation on the "
+                   "run's true demands (bench.testbed.lowcause.route_check)")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
+    if args.route and args.causes is None:
+        p.error("--route: needs --causes SRC (the raw campaign with the run's truth)")
     if args.causes is not None:
         from bench.testbed import lowcause     # it imports this module's knee
         res = lowcause.table(args.low_dir, args.knee_dir, args.causes)
-        print(json.dumps(res, indent=1) if args.json else lowcause.report(res))
+        if args.route:
+            res["route"] = lowcause.route_check(args.causes)
+        print(json.dumps(res, indent=1) if args.json else lowcause.report(res) + (
+            "\n\n" + lowcause.route_report(res["route"]) if args.route else ""))
         return 0
     res = judge(args.low_dir, args.knee_dir)
     print(json.dumps(res, indent=1) if args.json else report(res))

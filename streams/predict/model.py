@@ -1170,7 +1170,8 @@ def _identified(tier: TierModel, classes: list[str], mix: np.ndarray) -> np.ndar
 
 
 def tier_demands(tier: TierModel, classes: list[str], mix: np.ndarray,
-                 policy: str, selected: tuple[np.ndarray, bool] | None = None) -> np.ndarray:
+                 policy: str, selected: tuple[np.ndarray, bool] | None = None,
+                 discipline: str | None = None) -> np.ndarray:
     """The per-class demands ``d_{m,c}`` the model uses for ``tier`` under ``policy``
     (``SystemConfig.demand_policy``, docs/accuracy.md section 7):
 
@@ -1195,15 +1196,18 @@ def tier_demands(tier: TierModel, classes: list[str], mix: np.ndarray,
     simulated FCFS tiers), and one whose two readings merely agree moved the steady capacity
     of docs/accuracy.md section 6's bursty 8-core database from -18% to +37% -- the
     estimator's split stands there, unless no discipline allows it
-    (:func:`agreed_split_applies`: a class's demand above its response time at the tier).
+    (:func:`agreed_split_applies`: a class's demand above its response time at the tier), or
+    the configuration declares the tier processor sharing (:func:`declared_split_applies`).
     ``selected``: :func:`selected_demands` and :func:`agreed_split_applies` of this tier as
-    :func:`selected_splits` gives them (computed here when ``None``)."""
+    :func:`selected_splits` gives them (computed here when ``None``, with ``discipline`` the
+    tier's configured one)."""
     if policy == "kalman_checked":
         return _identified(tier, classes, mix)
     if policy != "selected":
         raise ValueError(f"demand_policy: unknown policy {policy!r}")
     if selected is None:
-        selected = selected_splits([tier], classes, mix)[0]
+        selected = selected_splits([tier], classes, mix, {tier.tier: discipline}
+                                   if discipline else None)[0]
     d, agreed = selected
     ps = tier.split_decided and tier.split_discipline == "ps"
     if not ps and agreed:
@@ -1226,31 +1230,40 @@ def selected_demands(tier: TierModel, classes: list[str]) -> np.ndarray:
     return np.array([float(source.get(c, 0.0)) for c in classes])
 
 
-def selected_splits(tiers: list[TierModel], classes: list[str], mix: np.ndarray
+def selected_splits(tiers: list[TierModel], classes: list[str], mix: np.ndarray,
+                    disciplines: dict[str, str] | None = None
                     ) -> list[tuple[np.ndarray, bool]]:
-    """Per tier, :func:`selected_demands` and whether the agreeing response-time split stands
-    in for them (:func:`agreed_split_applies`): :func:`tier_demands` and
-    :func:`split_replaced_flags` both read them, so a model computes them once."""
+    """Per tier, :func:`selected_demands` and whether the response-time split stands in for
+    them (:func:`agreed_split_applies`, or :func:`declared_split_applies` under the configured
+    ``disciplines``): :func:`tier_demands` and :func:`split_replaced_flags` both read them, so
+    a model computes them once."""
     out = []
     for t in tiers:
         d = selected_demands(t, classes)
-        out.append((d, agreed_split_applies(t, classes, d, mix)))
+        out.append((d, agreed_split_applies(t, classes, d, mix) or declared_split_applies(
+            t, classes, d, mix, (disciplines or {}).get(t.tier))))
     return out
 
 
 def split_replaced_flags(tiers: list[TierModel], classes: list[str], mix: np.ndarray,
-                         policy: str, selected: list[tuple[np.ndarray, bool]] | None = None
-                         ) -> list[str]:
+                         policy: str, selected: list[tuple[np.ndarray, bool]] | None = None,
+                         disciplines: dict[str, str] | None = None) -> list[str]:
     """A flag per tier whose estimators' split gave way to the agreeing response-time split
-    (:func:`agreed_split_applies`), naming the classes it had put above their response time.
+    (:func:`agreed_split_applies`), naming the classes it had put above their response time,
+    or to the PS reading of a tier configured processor sharing (:func:`declared_split_applies`).
     ``selected``: :func:`selected_splits` of ``tiers`` (computed here when ``None``)."""
     if policy != "selected":
         return []
     if selected is None:
-        selected = selected_splits(tiers, classes, mix)
+        selected = selected_splits(tiers, classes, mix, disciplines)
     out = []
     for t, (d, agreed) in zip(tiers, selected):
-        if agreed and t.split_identified is False:
+        if agreed and (disciplines or {}).get(t.tier) == "ps" \
+                and not agreed_split_applies(t, classes, d, mix):
+            out.append(f"split_replaced: {t.tier}: configured processor sharing, which the "
+                       f"windows left undecided; the PS reading of the response-time split is "
+                       f"used")
+        elif agreed and t.split_identified is False:
             out.append(f"split_replaced: {t.tier}: the response-time split is undecided and "
                        f"its readings apart; the windows' utilization law prefers its PS "
                        f"reading to its FCFS one, and the PS reading is used")
@@ -1319,6 +1332,32 @@ def agreed_split_applies(tier: TierModel, classes: list[str], d: np.ndarray,
     if not preferred and not above_response(dict(zip(classes, d.tolist())), bound):
         return False
     return not above_response(dict(zip(classes, scaled.tolist())), bound)
+
+
+def declared_split_applies(tier: TierModel, classes: list[str], d: np.ndarray,
+                           mix: np.ndarray, discipline: str | None) -> bool:
+    """Whether the PS reading of the response-time split stands in for the estimator's ``d``
+    on a tier the configuration declares processor sharing (``discipline``, the configured
+    ``disciplines`` entry) whose windows left the discipline undecided.
+
+    Under processor sharing every class at the tier shares its cores alike, so a class's mean
+    time there is its demand times one stretch common to all classes, ``R_c = D_c R / D``
+    (Kleinrock 1976; the product form of Baskett et al. 1975, whatever the service
+    distribution) -- the model's own read-back of a ``ps`` tier. The demand split is then the
+    times' split, and the windows' utilization need pin down the aggregate only; the
+    estimator's own split under a steady mix is noise (Huang et al. 2012, section 3.3): on the
+    testbed's database, declared ``ps``, at 5 users it put 9-42 ms on a class of 2.7 ms of CPU
+    and 4.3 ms there, in half the solves. Where the user declared the discipline the windows
+    need not decide it (their stretch barely moves at low load), and the split needs no
+    evidence against the estimator's (:func:`agreed_split_applies`' bound): the discipline
+    makes it the demands' split. Not on a bursty tier (its service correlated, outside the
+    product form; its demands come from its history), nor where the windows decided the tier
+    first-come-first-served, nor while some class of the mix has no split yet."""
+    if discipline != "ps" or tier.bursty or tier.split_discipline != "ps" or not tier.split \
+            or not all(c in tier.split for c, p in zip(classes, mix.tolist()) if p > 0):
+        return False
+    shares = np.array([float(tier.split.get(c, 0.0)) for c in classes])
+    return float(mix @ d) > 0 and float(mix @ shares) > 0
 
 
 def surplus(tier: TierModel, classes: list[str], scaled: np.ndarray, mix: np.ndarray) -> float:
@@ -1515,8 +1554,8 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
     else:
         V_mc = np.array([[cfg.visit(t.tier, c) for c in classes] for t in tiers])
     V_mc = V_mc.reshape(len(tiers), C)
-    selected = selected_splits(tiers, classes, p) if cfg.demand_policy == "selected" \
-        else [None] * len(tiers)
+    selected = selected_splits(tiers, classes, p, cfg.disciplines) \
+        if cfg.demand_policy == "selected" else [None] * len(tiers)
     D_mc = V_mc * np.array([tier_demands(t, classes, p, cfg.demand_policy, sel)
                             for t, sel in zip(tiers, selected)]).reshape(len(tiers), C)
     D_mc, background_flags = background_demands(
@@ -1535,7 +1574,8 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
     flags += [f"split_unidentified: {t.tier}: {t.split_reason}" for t in tiers
               if t.split_identified is False]
     flags += split_replaced_flags(tiers, classes, p, cfg.demand_policy,
-                                  selected if cfg.demand_policy == "selected" else None)
+                                  selected if cfg.demand_policy == "selected" else None,
+                                  cfg.disciplines)
     flags += [t.load_flag for t in tiers if t.load_flag]
     flags += background_flags
     if provisional:
