@@ -36,6 +36,33 @@ def test_a_p95_slo_sets_capacity_where_the_p95_crosses_it(bound):
     assert m.quantiles(m.at(cap))[0, k] <= bound < m.quantiles(m.at(cap + 1))[0, k]
 
 
+def test_the_capacity_search_computes_the_solved_points_laws_in_its_first_batch(monkeypatch):
+    """A prediction solves now and the forecast, searches the capacity, then asks for both
+    points' quantiles: the search's first batch carries them, so no batch of laws is left for
+    the prediction, and the answer is the one every probe alone gives."""
+    import streams.predict.model as md
+    batches = []
+    law = md.response_time_quantiles_many
+
+    def counted(*args, **kw):
+        batches.append(list(args[3]))
+        return law(*args, **kw)
+
+    monkeypatch.setattr(md, "response_time_quantiles_many", counted)
+    m = _model(sla=(math.inf, math.inf), p95=(0.3, math.inf))
+    now, fc = m.at(20), m.at(45)
+    cap, limited = m.mva_capacity()
+    assert {20, 45} <= set(batches[0])
+    asked = len(batches)
+    m.quantiles_many([now, fc])
+    assert len(batches) == asked
+    alone = _model(sla=(math.inf, math.inf), p95=(0.3, math.inf))
+    k = alone.quantile_levels.index(0.95)
+    assert not limited
+    assert alone.quantiles(alone.at(cap))[0, k] <= 0.3 < alone.quantiles(alone.at(cap + 1))[0, k]
+    assert np.allclose(m.quantiles(now), alone.quantiles(alone.at(20)), rtol=1e-12, atol=0)
+
+
 def test_a_p95_slo_below_one_requests_own_p95_leaves_no_capacity():
     m = _model(sla=(math.inf, math.inf), p95=(0.01, math.inf))
     assert m.mva_capacity() == (0, False)

@@ -773,7 +773,11 @@ class SystemModel:
         n0 = mean_cap[0] if mean_cap[0] is not None and not mean_cap[1] \
             else max(int(self.knee()), 1)
         n0 = max(n0, 1)
-        self._law_quantiles_many([1, n0])                 # the floor's and the start's at once
+        # the floor's and the start's at once, with the MVA points solved so far (a
+        # prediction's now and forecast, whose quantiles it asks for next): the laws of one
+        # batch share its array steps, each population more costs a fraction of one batch
+        self._law_quantiles_many([1, n0] + [n for n, p in self._cache.items()
+                                            if p.model == "mva"])
         floor = float((self._law_quantiles(1)[active, :-1] / bounds[active]).max() - 1.0)
         if floor > 0:
             return 0, False
