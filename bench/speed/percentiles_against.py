@@ -24,7 +24,9 @@ re-solves alone (``re-solves``: the CPU time inside
 :func:`streams.engine.system.solve_systems` -- the model build, the MVA curves, the solve, the
 capacity searches, the forecast, the alert window, the prediction's fields); and whether both
 trees' quantiles are equal bit for bit (else how far apart they are at most), and their
-capacities on the p95 SLO.
+capacities on the p95 SLO. On a model with multi-core tiers, also what their found laws need
+that the solve does not compute: the networks without each such tier, by the solve's recursion
+and by the convolution the laws use.
 """
 
 from __future__ import annotations
@@ -141,6 +143,9 @@ def one_model(impls: dict[str, ModuleType], key: str, repeat: int) -> list[str]:
                     f"{1000 * med[name, '+q']:.2f} ms (x{med[name, '+q'] / s:.2f}), p95 SLO "
                     f"{1000 * med[name, 'p95']:.2f} ms (x{med[name, 'p95'] / s:.2f}), "
                     f"+found laws only x{med[name, 'found'] / s:.2f}")
+    complements = _complements(mean, n_fc, repeat)
+    if complements:
+        rows.append(f"({key}) {complements}")
     laws = []
     for name in impls:
         use(impls[name])
@@ -161,6 +166,33 @@ def one_model(impls: dict[str, ModuleType], key: str, repeat: int) -> list[str]:
     rows.append(f"({key}) p95 SLO: capacities {' / '.join(str(c[0]) for c in caps)} "
                 f"({' / '.join(impls)}), their quantiles at most {apart:.1e} apart")
     return rows
+
+
+def _complements(base: md.SystemModel, n: int, repeat: int) -> str | None:
+    """What a multi-core tier's found law needs beyond the solve: the throughputs of the
+    network without the tier up to ``n - 1`` jobs, for every multi-core tier, by the solve's
+    own recursion (:func:`solvers.mva.mva_curve` on each complement) and by this tree's
+    Buzen convolution (:mod:`solvers.response_time.arrival`), CPU medians; ``None`` without a
+    multi-core tier."""
+    from solvers.mva import mva_curve
+    from solvers.response_time import arrival
+    D, c, Z = base.D, base.servers, base.solver_think
+    multi = [m for m in range(D.shape[0]) if np.isfinite(c[m]) and c[m] > 1 and D[m] > 0]
+    if not multi:
+        return None
+    splits = [arrival._split_without(D.tolist(), c.tolist(), m) for m in multi]
+    t: dict[str, list[float]] = {"recursion": [], "convolution": []}
+    for _ in range(repeat):
+        t0 = time.process_time()
+        for m in multi:
+            mva_curve(np.delete(D, m), n - 1, Z, np.delete(c, m))
+        t["recursion"].append(time.process_time() - t0)
+        t0 = time.process_time()
+        arrival._convolved(splits, Z, n - 1)
+        t["convolution"].append(time.process_time() - t0)
+    rec, conv = (1e6 * statistics.median(v) for v in t.values())
+    return (f"the {len(multi)} multi-core tiers' complements to {n - 1} jobs: by the solve's "
+            f"recursion {rec:.0f} us, by the convolution {conv:.0f} us")
 
 
 def agreement(impls: dict[str, ModuleType], key: str, fractions: list[float]) -> str:
