@@ -36,6 +36,65 @@ def test_a_p95_slo_sets_capacity_where_the_p95_crosses_it(bound):
     assert m.quantiles(m.at(cap))[0, k] <= bound < m.quantiles(m.at(cap + 1))[0, k]
 
 
+def test_the_capacity_search_computes_the_solved_points_laws_in_its_first_batch(monkeypatch):
+    """A prediction solves now and the forecast, searches the capacity, then asks for both
+    points' quantiles: the search's first batch carries them, so no batch of laws is left for
+    the prediction, and the answer is the one every probe alone gives."""
+    import streams.predict.model as md
+    batches = []
+    law = md.response_time_quantiles_many
+
+    def counted(*args, **kw):
+        batches.append(list(args[3]))
+        return law(*args, **kw)
+
+    monkeypatch.setattr(md, "response_time_quantiles_many", counted)
+    m = _model(sla=(math.inf, math.inf), p95=(0.3, math.inf))
+    n, n_fc = int(0.9 * m.knee()), int(1.1 * m.knee())     # within a factor 2 of its start
+    now, fc = m.at(n), m.at(n_fc)
+    cap, limited = m.mva_capacity()
+    assert {n, n_fc} <= set(batches[0])
+    asked = len(batches)
+    m.quantiles_many([now, fc])
+    assert len(batches) == asked
+    alone = _model(sla=(math.inf, math.inf), p95=(0.3, math.inf))
+    k = alone.quantile_levels.index(0.95)
+    assert not limited
+    assert alone.quantiles(alone.at(cap))[0, k] <= 0.3 < alone.quantiles(alone.at(cap + 1))[0, k]
+    assert np.allclose(m.quantiles(now), alone.quantiles(alone.at(n)), rtol=1e-12, atol=0)
+
+
+def test_solved_laws_on_both_sides_of_the_aim_correct_it(monkeypatch):
+    """bench.accuracy.percentiles' system (b) solved at 0.9 and 1.1 knees: its p95 SLO's
+    answer lies between them; read between the start's and the nearer law's ``R_c / q_c``, the
+    aim lands on it: the first pair brackets the answer, one batch after the first, no probe
+    alone (from the start's ratio alone the pair misses it by 4 users)."""
+    from bench.accuracy.percentiles import SYSTEMS
+    import streams.predict.model as md
+    asked = []
+    many, one = md.response_time_quantiles_many, md.response_time_quantiles
+
+    def counted_many(*args, **kw):
+        asked.append(list(args[3]))
+        return many(*args, **kw)
+
+    def counted_one(*args, **kw):
+        asked.append([args[3]])
+        return one(*args, **kw)
+
+    monkeypatch.setattr(md, "response_time_quantiles_many", counted_many)
+    monkeypatch.setattr(md, "response_time_quantiles", counted_one)
+    m = SYSTEMS["b"].model()
+    n, n_fc = int(0.9 * m.knee()), int(1.1 * m.knee())
+    m.at(n), m.at(n_fc)
+    cap, limited = m.mva_capacity()
+    assert not limited and n < cap < n_fc
+    assert len(asked) == 2 and asked[1] == [cap, cap + 1]
+    k = m.quantile_levels.index(0.95)
+    bound = float(SYSTEMS["b"].p95_slo)
+    assert m.quantiles(m.at(cap))[:, k].max() <= bound < m.quantiles(m.at(cap + 1))[:, k].max()
+
+
 def test_a_p95_slo_below_one_requests_own_p95_leaves_no_capacity():
     m = _model(sla=(math.inf, math.inf), p95=(0.01, math.inf))
     assert m.mva_capacity() == (0, False)

@@ -11,14 +11,22 @@ between two such runs by more than a change to the laws does. Here the other tre
 ``solvers/response_time`` is loaded beside this one's as a package of its own and
 :mod:`streams.predict.model` calls one or the other (the exponential network's laws and the
 MAP network's: the bursty tiers' chains, the exact chain, the open tiers), alternating run by
-run, so both see the same load. Everything else (the MVA solve, the pipeline) is this tree's.
-Printed per tree:
+run, so both see the same load, and the capacity search on the quantiles
+(``SystemModel._quantile_capacity`` from the other tree's ``streams/predict/model.py``, which
+chooses the populations whose laws it asks for). Everything else (the MVA solve, the pipeline) is
+this tree's. Printed per tree:
 ``bench.speed.percentiles``' one-model figures (CPU time, medians: the solve, ``+quantiles``
 and ``p95 SLO`` over the solve; ``+found laws only``: the solve and then only the arrival
 theorem's found laws at both populations, which every quantile of the exponential route
 reads -- a floor under ``+quantiles`` that no faster law lowers) and its pipeline workload's
-CPU time (``always``, ``p95 SLO`` over ``default``), and whether both trees' quantiles are
-equal bit for bit (else how far apart they are at most).
+CPU time (``always``, ``p95 SLO`` over ``default``): of the whole run, and of the periodic
+re-solves alone (``re-solves``: the CPU time inside
+:func:`streams.engine.system.solve_systems` -- the model build, the MVA curves, the solve, the
+capacity searches, the forecast, the alert window, the prediction's fields); and whether both
+trees' quantiles are equal bit for bit (else how far apart they are at most), and their
+capacities on the p95 SLO. On a model with multi-core tiers, also what their found laws need
+that the solve does not compute: the networks without each such tier, by the solve's recursion
+and by the convolution the laws use.
 """
 
 from __future__ import annotations
@@ -37,10 +45,12 @@ import time
 from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
+from typing import Any, Callable
 
 import numpy as np
 
 import solvers.response_time as here
+import streams.engine.pipeline as pipeline_module
 import streams.predict.model as md
 from bench.accuracy.percentiles import SYSTEMS
 from bench.speed.pipeline import run_pipeline, workload
@@ -68,11 +78,31 @@ def load_other(tree: Path) -> ModuleType:
     return module
 
 
+def load_other_search(tree: Path) -> Callable[..., Any]:
+    """``tree``'s ``SystemModel._quantile_capacity`` (its module loaded as
+    ``_other_predict_model``; what it imports is this tree's)."""
+    spec = importlib.util.spec_from_file_location(
+        "_other_predict_model", tree / "streams" / "predict" / "model.py")
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"tree: no streams/predict/model.py under {tree}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module.SystemModel._quantile_capacity
+
+
+#: per tree, its capacity search on the quantiles (:func:`main` fills it)
+SEARCHES: dict[str, Callable[..., Any]] = {}
+
+
 def use(impl: ModuleType) -> None:
     for name in NAMES:
         setattr(md, name, getattr(impl, name))
     for sub, name in SUBMODULE_NAMES:
         setattr(md, name, getattr(getattr(impl, sub), name))
+    search = SEARCHES.get("this" if impl is here else "other")
+    if search is not None:
+        md.SystemModel._quantile_capacity = search  # type: ignore[method-assign]
 
 
 def _solve(base: md.SystemModel, n: int, n_fc: int, quantiles: bool | str) -> float:
@@ -113,6 +143,9 @@ def one_model(impls: dict[str, ModuleType], key: str, repeat: int) -> list[str]:
                     f"{1000 * med[name, '+q']:.2f} ms (x{med[name, '+q'] / s:.2f}), p95 SLO "
                     f"{1000 * med[name, 'p95']:.2f} ms (x{med[name, 'p95'] / s:.2f}), "
                     f"+found laws only x{med[name, 'found'] / s:.2f}")
+    complements = _complements(mean, n_fc, repeat)
+    if complements:
+        rows.append(f"({key}) {complements}")
     laws = []
     for name in impls:
         use(impls[name])
@@ -122,7 +155,44 @@ def one_model(impls: dict[str, ModuleType], key: str, repeat: int) -> list[str]:
     apart = max(float(np.abs(a / b - 1.0).max()) for a, b in zip(*laws))
     rows.append(f"({key}) the same quantiles bit for bit: {same} (at most {apart:.1e} of "
                 f"each other apart)")
+    caps, slo_laws = [], []
+    for name in impls:
+        use(impls[name])
+        m = slo.variant()
+        now, fc = m.at(n), m.at(n_fc)
+        caps.append(m.mva_capacity())
+        slo_laws.append(m.quantiles_many([now, fc]))
+    apart = max(float(np.abs(a / b - 1.0).max()) for a, b in zip(*slo_laws))
+    rows.append(f"({key}) p95 SLO: capacities {' / '.join(str(c[0]) for c in caps)} "
+                f"({' / '.join(impls)}), their quantiles at most {apart:.1e} apart")
     return rows
+
+
+def _complements(base: md.SystemModel, n: int, repeat: int) -> str | None:
+    """What a multi-core tier's found law needs beyond the solve: the throughputs of the
+    network without the tier up to ``n - 1`` jobs, for every multi-core tier, by the solve's
+    own recursion (:func:`solvers.mva.mva_curve` on each complement) and by this tree's
+    Buzen convolution (:mod:`solvers.response_time.arrival`), CPU medians; ``None`` without a
+    multi-core tier."""
+    from solvers.mva import mva_curve
+    from solvers.response_time import arrival
+    D, c, Z = base.D, base.servers, base.solver_think
+    multi = [m for m in range(D.shape[0]) if np.isfinite(c[m]) and c[m] > 1 and D[m] > 0]
+    if not multi:
+        return None
+    splits = [arrival._split_without(D.tolist(), c.tolist(), m) for m in multi]
+    t: dict[str, list[float]] = {"recursion": [], "convolution": []}
+    for _ in range(repeat):
+        t0 = time.process_time()
+        for m in multi:
+            mva_curve(np.delete(D, m), n - 1, Z, np.delete(c, m))
+        t["recursion"].append(time.process_time() - t0)
+        t0 = time.process_time()
+        arrival._convolved(splits, Z, n - 1)
+        t["convolution"].append(time.process_time() - t0)
+    rec, conv = (1e6 * statistics.median(v) for v in t.values())
+    return (f"the {len(multi)} multi-core tiers' complements to {n - 1} jobs: by the solve's "
+            f"recursion {rec:.0f} us, by the convolution {conv:.0f} us")
 
 
 def agreement(impls: dict[str, ModuleType], key: str, fractions: list[float]) -> str:
@@ -152,18 +222,39 @@ def pipeline(impls: dict[str, ModuleType], systems: int, rounds: int) -> list[st
                "always": Config(defaults=replace(SystemConfig(), predict_quantiles="always")),
                "p95 SLO": Config(defaults=replace(SystemConfig(), slo={"*": {"p95": 1.0}}))}
     cpu: dict[tuple[str, str], list[float]] = {}
-    for r in range(rounds):
-        for name in (list(impls) if r % 2 else list(impls)[::-1]):
-            use(impls[name])
-            for cname, cfg in configs.items():
-                t0 = time.process_time()
-                run_pipeline(records, cfg)
-                cpu.setdefault((name, cname), []).append(time.process_time() - t0)
+    solves: dict[tuple[str, str], list[float]] = {}
+    original = pipeline_module.solve_systems
+    inside = [0.0]
+
+    def timed(*args: Any, **kw: Any) -> Any:
+        t0 = time.process_time()
+        try:
+            return original(*args, **kw)
+        finally:
+            inside[0] += time.process_time() - t0
+
+    pipeline_module.solve_systems = timed
+    try:
+        for r in range(rounds):
+            for name in (list(impls) if r % 2 else list(impls)[::-1]):
+                use(impls[name])
+                for cname, cfg in configs.items():
+                    inside[0] = 0.0
+                    t0 = time.process_time()
+                    run_pipeline(records, cfg)
+                    cpu.setdefault((name, cname), []).append(time.process_time() - t0)
+                    solves.setdefault((name, cname), []).append(inside[0])
+    finally:
+        pipeline_module.solve_systems = original
     rows = []
     for name in impls:
         base = statistics.median(cpu[name, "default"])
+        base_s = statistics.median(solves[name, "default"])
         rows.append(f"{name}: default {base:.2f} s CPU, " + ", ".join(
-            f"{c} x{statistics.median(cpu[name, c]) / base:.2f}" for c in configs if c != "default"))
+            f"{c} x{statistics.median(cpu[name, c]) / base:.2f}" for c in configs if c != "default")
+            + f"; re-solves {base_s:.2f} s CPU, " + ", ".join(
+            f"{c} x{statistics.median(solves[name, c]) / base_s:.2f}" for c in configs
+            if c != "default"))
     return rows
 
 
@@ -179,6 +270,8 @@ def main() -> None:
                          "of the knee (no timing)")
     args = ap.parse_args()
     impls = {"other": load_other(args.tree.resolve()), "this": here}
+    SEARCHES["this"] = md.SystemModel._quantile_capacity
+    SEARCHES["other"] = load_other_search(args.tree.resolve())
 
     def commit(path: Path) -> str:
         return subprocess.run(["git", "-C", str(path), "rev-parse", "--short", "HEAD"],

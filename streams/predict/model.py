@@ -756,7 +756,8 @@ class SystemModel:
         the MVA route's response-time law (quantiles increase with ``n``): a capacity search
         on the quantiles' excess alone, then the smaller of both. It starts where the MVA
         curve's mean reaches the mean each quantile SLO implies at the mean's answer (its
-        bound times ``R_c / q_c`` there: :meth:`mean_bounds`), one pass over the curve, with a
+        bound times ``R_c / q_c`` there: :meth:`mean_bounds`; that ratio read on the line to a
+        solved law across the aim, as near), one pass over the curve, with a
         first step of :data:`MAP_CAPACITY_TOLERANCE`: the shape of the law changes slowly
         with ``n``, so the answer is near (3-5 probes instead of 6-10). The laws are asked for
         two neighbours at a time (one batch costs about one law): they bracket the answer, or
@@ -773,15 +774,38 @@ class SystemModel:
         n0 = mean_cap[0] if mean_cap[0] is not None and not mean_cap[1] \
             else max(int(self.knee()), 1)
         n0 = max(n0, 1)
-        self._law_quantiles_many([1, n0])                 # the floor's and the start's at once
+        # the floor's and the start's at once, with the MVA points solved so far within a
+        # factor 2 of the start (a prediction's now and forecast, whose quantiles it asks for
+        # next): the laws of one batch share its array steps, but each is carried on the
+        # support of the batch's largest population, so a far smaller one costs more inside
+        # than alone
+        solved = [n for n, p in self._cache.items()
+                  if p.model == "mva" and 1 < n and n0 <= 2 * n and n <= 2 * n0]
+        self._law_quantiles_many([1, n0] + solved)
         floor = float((self._law_quantiles(1)[active, :-1] / bounds[active]).max() - 1.0)
         if floor > 0:
             return 0, False
-        point = self.mva_at(n0)
-        q0 = self._law_quantiles(n0)[:, :-1]
-        implied = np.divide(bounds * point.response[:, None], q0,
-                            out=np.full_like(bounds, np.inf), where=q0 > 0).min(axis=1)
-        aim, aim_limited = self._mean_capacity(implied)
+
+        def implied(n: int) -> np.ndarray:
+            q = self._law_quantiles(n)[:, :-1]
+            return np.divide(bounds * self.mva_at(n).response[:, None], q,
+                             out=np.full_like(bounds, np.inf), where=q > 0)
+
+        implied0 = implied(n0)
+        aim, aim_limited = self._mean_capacity(implied0.min(axis=1))
+        # R_c / q_c drifts with n: read it between n0 and a solved law on the aim's other
+        # side, no farther from it than n0 (over longer spans the drift is not a line)
+        across = [n for n in solved if aim is not None and (n - aim) * (n0 - aim) < 0
+                  and abs(n - aim) <= abs(n0 - aim)]
+        if across and not aim_limited:
+            n1 = min(across, key=lambda n: abs(n - aim))
+            implied1 = implied(n1)
+            with np.errstate(invalid="ignore"):
+                between = np.where(np.isfinite(implied0) & np.isfinite(implied1), implied0
+                                   + (aim - n0) / (n1 - n0) * (implied1 - implied0), np.inf)
+            again, again_limited = self._mean_capacity(between.min(axis=1))
+            if again is not None and not again_limited:
+                aim = again
         start = max(aim if aim is not None and not aim_limited else n0, 1)
         known = {n0: excess(n0)}
         for _ in range(2):      # the law at two neighbours in one batch: a bracket, or a slope
