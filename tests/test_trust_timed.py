@@ -17,18 +17,20 @@ from streams.predict.model import build_model
 CLASSES = ["a", "b"]
 
 
-def _tier(name: str, demands: dict[str, float], response: dict[str, float]) -> TierModel:
-    """A tier at 4 requests/s whose response-time split (PS reading) is 1 : 4."""
+def _tier(name: str, demands: dict[str, float], response: dict[str, float],
+          measured: float | None = None) -> TierModel:
+    """A tier at 4 requests/s whose response-time split (PS reading) is 1 : 4, busy
+    ``measured`` per completion (``None``: not measured)."""
     return TierModel(tier=name, cores=1, demands=demands,
                      demand_std={c: 1e-5 for c in demands}, regression={}, idc=1.0,
-                     idc_flag=None, mean_service=None, p95=None, process=None, fit=None,
+                     idc_flag=None, mean_service=measured, p95=None, process=None, fit=None,
                      bursty=False, windows=100, estimator="kalman",
                      class_response=response, response_rate=4.0,
                      split={"a": 0.001, "b": 0.004}, split_discipline="ps")
 
 
-def _model(app_times: dict[str, float]):
-    app = _tier("app", {"a": 0.001, "b": 0.004}, app_times)
+def _model(app_times: dict[str, float], measured: float | None = None):
+    app = _tier("app", {"a": 0.001, "b": 0.004}, app_times, measured)
     db = _tier("db", {"a": 0.004, "b": 0.016}, {"a": 0.0042, "b": 0.0168})
     tiers = [app, db]
     return build_model(tiers, CLASSES, {"a": 0.5, "b": 0.5}, 1.0, SystemConfig()), tiers
@@ -52,8 +54,17 @@ def test_an_entry_tier_timed_over_its_work_is_compared_as_it_stands():
     now = model.at(20)
     assert untimed_share(model, tiers) == 0.0
     assert timed_point(model, tiers, now) is now
-    # no times at the entry tier, or a bursty one: nothing to read the share from
+    # no times at the entry tier: nothing to read the share from
     model, tiers = _model({})
+    assert untimed_share(model, tiers) == 0.0
+
+
+def test_the_untimed_share_rests_on_the_busy_time_measured():
+    # the estimator's 2.5 ms against 0.5 ms timed, but the tier measured busy 1 ms per
+    # request: g = 2 (half its work untimed), not 5; measured within its times, g = 1
+    model, tiers = _model({"a": 0.0002, "b": 0.0008}, measured=0.001)
+    assert untimed_share(model, tiers) == pytest.approx(0.5)
+    model, tiers = _model({"a": 0.0002, "b": 0.0008}, measured=0.0005)
     assert untimed_share(model, tiers) == 0.0
 
 

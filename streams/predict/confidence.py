@@ -244,10 +244,13 @@ def _delay_share(model: SystemModel, m: int) -> float | None:
 
 def untimed_share(model: SystemModel, tiers: list[TierModel]) -> float:
     """``1 - 1/g``: the share of the entry tier's work outside its timed span, ``g`` its
-    busy time per request (the model's demand) over its requests' timed time there, as
+    busy time per request over its requests' timed time there, as
     :func:`streams.predict.model.background_demands` reads it (the response-time split
-    scaled to the demand, over the classes timed; 1 within the noise margin); 0 where that
-    cannot be read (no split or times, a bursty tier) -- module docstring."""
+    scaled to the busy time, over the classes timed; 1 within the noise margin) -- the busy
+    time the model's demand, but no more than the one measured (``mean_service``): an
+    estimator's demand above both is its error, which the timer is there to find, not work
+    the timer misses. 0 where ``g`` cannot be read (no split or times, a bursty tier) --
+    module docstring."""
     if not tiers or not model.tiers or tiers[0].tier != model.tiers[0]:
         return 0.0
     t, classes, mix = tiers[0], model.classes, model.mix
@@ -260,7 +263,10 @@ def untimed_share(model: SystemModel, tiers: list[TierModel]) -> float:
     base = float(mix @ shares)
     if not base > 0:
         return 0.0
-    g = surplus(t, classes, shares * (float(mix @ per_visit) / base), mix)
+    busy = float(mix @ per_visit)
+    if t.mean_service is not None:
+        busy = min(busy, float(t.mean_service))
+    g = surplus(t, classes, shares * (busy / base), mix)
     return 1.0 - 1.0 / g if g > 1.0 else 0.0
 
 
