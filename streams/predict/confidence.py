@@ -83,6 +83,10 @@ measures at least :data:`TRUST_MIN_UTILIZATION`), every tier's per-class split i
 where the tier reports per-class response times (:mod:`estimators.class_split`), and the
 ``model_error`` alert not active. A 20% margin is what the alerts assume: a capacity 20% off
 moves a time to breach by as much, and the capacity's own uncertainty band is of that order.
+A predicted breach that fires while the model is not trusted is marked: ``trust``
+``"untrusted"`` (an InfluxDB tag, so a Grafana label) and its summary starts with
+``UNTRUSTED``; when the model's trust changes while the breach alert stays active, a
+``firing`` event with ``update = "trust"`` restates it (:func:`trust_events`).
 
 **Like with like at the entry tier** (:func:`timed_point`). The measured response time is the
 entry tier's own timer, whose span leaves out its framework's work before and after (the
@@ -91,8 +95,9 @@ testbed's app: 0.26 ms timed against 1.5 ms of CPU per request), and that work s
 model's response time holds it, the timer's does not. Every error against the measured time
 (``model_error``, the per-class and pooled errors, hence the ``model_error`` alert and the
 trust) compares the model's time over the timed span: its response time less the untimed share
-``1 - 1/g`` of the class's residence at the entry tier, ``g`` that tier's busy time over its
-timed time per request (:func:`streams.predict.model.surplus`). The timed share stays tested;
+``1 - 1/g`` of the class's residence at the entry tier, ``g`` that tier's busy time (the
+model's demand, no more than the measured one) over its timed time per request
+(:func:`streams.predict.model.surplus`). The timed share stays tested;
 the untimed work is tested where it is measured, by the tier's utilization. Without it the
 error is the untimed residence itself, on every solve of every system whose entry tier's timer
 misses work (the testbed at 20 users: ``home`` 5.4 ms predicted, 3.1 ms timed, 5.0 ms at the
@@ -107,12 +112,8 @@ by ``sum_c p_c delta_{m,c} / sum_c p_c D_{m,c}``, and the capacity the tier boun
 much (the bottleneck bound ``N* ~ (D + Z) / D_max``, Lazowska et al. 1984, ch. 5). So the
 unidentified delay makes the prediction untrusted where that share exceeds
 :data:`TRUST_MARGIN`; below it, it is a flag (``latency: ...``). On a steady real system the
-load never varies enough, so the reason was on every solve; the testbed's database holds
-delays of 0-15% of its demand at 5-20 users and 35-110% at 30 users, where the split fails.
-A predicted breach that fires while the model is not trusted is marked: ``trust``
-``"untrusted"`` (an InfluxDB tag, so a Grafana label) and its summary starts with
-``UNTRUSTED``; when the model's trust changes while the breach alert stays active, a
-``firing`` event with ``update = "trust"`` restates it (:func:`trust_events`).
+load rarely varies enough to identify the delay: the testbed's database holds residual
+delays of 0-15% of its demand at 5-20 users, 35-110% at 30 users, where its split fails.
 """
 
 from __future__ import annotations
