@@ -81,3 +81,10 @@ def test_a_trusted_capacity_far_off_is_caught_by_its_band():
     far = [p for p in preds if p.capacity_users is not None
            and p.capacity_users > 1.2 * 162.3 and p.model_trusted]
     assert not far, [(p.solve, p.capacity_users) for p in far]
+
+
+def test_an_open_workloads_band_is_read_on_its_rate():
+    pred = {"capacity_users": None, "capacity_rate_per_s": 20.0,
+            "capacity_rate_per_s_lower": 15.0, "capacity_rate_per_s_upper": 21.0}
+    assert capacity_trust.band_reach(pred) == pytest.approx([0.25, 0.05])
+    assert capacity_trust.band_reach({"capacity_rate_per_s": 20.0}) is None

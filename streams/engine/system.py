@@ -449,17 +449,18 @@ class SystemState(Admission):
         remedy, extra = self._open_extras(solve, model, cap, X, x_fc, slope, ttb, held)
         self.last_model = (time, model, 0, 0)
         self.last_open_rates = (X, x_fc)
-        error, x_error = self._model_error(model, m, now)
+        seen = confidence.timed_point(model, solve.tiers, now)  # the entry tier's timed span
+        error, x_error = self._model_error(model, m, seen)
         error, q_fields = self._quantile_error(model, m, now, error)
         checks = pool_check.pool_checks(model, m.pools, now)
         worst_pool, pool_error = pool_check.worst_pool(checks)
         error = pool_check.combined(error, pool_error)
         flags += pool_check.size_flags(model, m.pools)
-        pooled, pooled_fields = self._pooled_error(model, m, now)
+        pooled, pooled_fields = self._pooled_error(model, m, seen)
         if model.pools:
             pooled_fields.update(self._pooled_pool_error(checks, m.seconds))
         classes = prediction.class_parts(model, m, now, fc,
-                                         confidence.class_errors(model, m, now), pooled,
+                                         confidence.class_errors(model, m, seen), pooled,
                                          cfg.predict_quantiles == "always")
         u_errors = confidence.tier_errors(model, m, now)
         tiers = prediction.tier_parts(model, m, now, fc, solve.tiers,
@@ -488,9 +489,11 @@ class SystemState(Admission):
                if worst_pool is not None else {}),
             **dict(zip(("utilization_error_tier", "utilization_error_max"),
                        confidence.worst(u_errors))))))
-        reasons = confidence.trust_reasons(pred, solve.tiers) + pool_check.trust_reasons(pred)
+        reasons = confidence.trust_reasons(pred, solve.tiers, model) \
+            + pool_check.trust_reasons(pred)
         reasons += confidence.evidence_reasons(pred, self._window_completions())
         reasons += burst_trust.trust_reasons(pred, cfg.idc_threshold)
+        reasons += self._capacity_reasons(pred)
         out.alerts += self._alerts(pred, m, model, time, reasons, solve.tiers)
         if "model_error" in self.alerts.active():
             reasons.append("model_error alert active")
@@ -564,12 +567,11 @@ class SystemState(Admission):
         pred = self._predict(solve, model, m, n_now, source, slope, n_fc)
         self.last_model = (time, model, n_now, n_fc)
         self.last_open_rates = None
-        reasons = confidence.trust_reasons(pred, solve.tiers) + pool_check.trust_reasons(pred)
+        reasons = confidence.trust_reasons(pred, solve.tiers, model) \
+            + pool_check.trust_reasons(pred)
         reasons += confidence.evidence_reasons(pred, self._window_completions())
         reasons += burst_trust.trust_reasons(pred, cfg.idc_threshold)
-        self.band_reaches = capacity_trust.remember(self.band_reaches, self.solves, pred)
-        reasons += capacity_trust.trust_reasons(capacity_trust.reach(self.band_reaches,
-                                                                     self.solves))
+        reasons += self._capacity_reasons(pred)
         alerts = self._alerts(pred, m, model, time, reasons, solve.tiers)
         if "model_error" in self.alerts.active():
             reasons.append("model_error alert active")
@@ -578,6 +580,13 @@ class SystemState(Admission):
         out.predictions.append(pred)
         out.alerts += alerts
         return out
+
+    def _capacity_reasons(self, pred: Prediction) -> list[str]:
+        """``pred``'s band remembered, and ``capacity_uncertain`` where the bands of the last
+        solves do not place the capacity (users, or an open workload's rate) within the
+        margin (:mod:`streams.predict.capacity_trust`)."""
+        self.band_reaches = capacity_trust.remember(self.band_reaches, self.solves, pred)
+        return capacity_trust.trust_reasons(capacity_trust.reach(self.band_reaches, self.solves))
 
     def _capacity(self, model: SystemModel) -> tuple[int | None, bool]:
         """:func:`~streams.predict.model.model_capacity`, warm-started from the last solve's
@@ -654,7 +663,8 @@ class SystemState(Admission):
             elif slope > 0:
                 ttb = (cap + 1 - n_now) / slope
         B = (breach if breach is not None else fc).bottleneck
-        error, x_error = self._model_error(model, m, now)
+        seen = confidence.timed_point(model, solve.tiers, now)  # the entry tier's timed span
+        error, x_error = self._model_error(model, m, seen)
         error, q_fields = self._quantile_error(model, m, now, error)
         checks = pool_check.pool_checks(model, m.pools, now)
         worst_pool, pool_error = pool_check.worst_pool(checks)
@@ -662,10 +672,10 @@ class SystemState(Admission):
         flags += pool_check.size_flags(model, m.pools)
         remedy = self._remediation(base, base_cap, base_limited, n_now, n_fc,
                                    alert["alert_capacity_users"])
-        pooled, pooled_fields = self._pooled_error(model, m, now)
+        pooled, pooled_fields = self._pooled_error(model, m, seen)
         pooled_fields.update(self._pooled_pool_error(checks, m.seconds))
         classes = prediction.class_parts(model, m, now, fc,
-                                         confidence.class_errors(model, m, now), pooled,
+                                         confidence.class_errors(model, m, seen), pooled,
                                          cfg.predict_quantiles == "always")
         u_errors = confidence.tier_errors(model, m, now)
         tiers = prediction.tier_parts(model, m, now, fc, solve.tiers,

@@ -24,6 +24,8 @@ moment, and a narrow band between two wide ones is as likely the interval's 5% m
 capacity settling. So the reach judged is the widest, side by side, of the bands over the last
 :data:`~streams.predict.confidence.ERROR_WINDOW` solves -- the window over which the evidence
 rules pool the response-time errors -- or, with none there, the last band's (:func:`reach`).
+An open workload's capacity is a rate, its band the rate's (the same reading: the match at
+the operating rate does not test the rate at which the SLA breaks).
 """
 
 from __future__ import annotations
@@ -40,10 +42,13 @@ REASON = "capacity_uncertain"
 
 def band_reach(pred: Any) -> list[float] | None:
     """``[lower, upper]``: how far the band of ``pred`` reaches below and above its capacity,
-    relative to it (``1 - lower / capacity``, ``upper / capacity - 1``); ``None`` when the
-    prediction carries no band or no positive capacity."""
-    cap = pred.get("capacity_users")
-    low, high = pred.get("capacity_users_lower"), pred.get("capacity_users_upper")
+    relative to it (``1 - lower / capacity``, ``upper / capacity - 1``): in users, or on an
+    open workload in req/s (``capacity_rate_per_s`` and its band,
+    :func:`streams.predict.open_whatif.rate_band`); ``None`` when the prediction carries no
+    band or no positive capacity."""
+    key = "capacity_users" if pred.get("capacity_users") is not None else "capacity_rate_per_s"
+    cap = pred.get(key)
+    low, high = pred.get(f"{key}_lower"), pred.get(f"{key}_upper")
     if cap is None or not cap > 0 or low is None or high is None:
         return None
     return [max(1.0 - low / cap, 0.0), max(high / cap - 1.0, 0.0)]
