@@ -363,6 +363,14 @@ class HeldChain:
     #: the largest rate the chain carries: its holders' throughput with every token held
     #: (the repeating levels' mean rate down, Neuts 1981, Thm 3.1.1)
     saturation: float = math.inf
+    #: the stations, each level's states (``0..K``), each class's route over the stations
+    #: and the mix: what a tagged request's passage (:func:`passage_law`) is built from
+    stations: tuple = ()
+    configs: tuple = ()
+    route: dict = field(default_factory=dict)
+    mix: np.ndarray | None = None
+    #: per held tier, whether it serves first come first served (not processor sharing)
+    fifo: np.ndarray | None = None
 
 
 def _compositions(k: int, s: int) -> list[tuple[int, ...]]:
@@ -651,7 +659,9 @@ def held_chain(demands: np.ndarray, servers: np.ndarray, delays: np.ndarray | No
     return HeldChain(plan, np.array(rate), np.array(weight), counts,
                      np.array([held(x) for x in configs[K]], dtype=float),
                      np.array([t for t, _, _ in cols]), np.array([c for _, c, _ in cols]),
-                     np.array([k for _, _, k in cols]), sat)
+                     np.array([k for _, _, k in cols]), sat, tuple(stations),
+                     tuple(tuple(c) for c in configs), route, np.asarray(mix, dtype=float),
+                     np.ones(H, dtype=bool) if ps is None else ~np.asarray(ps, dtype=bool))
 
 
 def _saturation(src: np.ndarray, dst: np.ndarray, rate: np.ndarray, starts: np.ndarray,

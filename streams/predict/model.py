@@ -457,6 +457,11 @@ class SystemModel:
         point's mean (flagged, module docstring)."""
         if point.model == "mva":
             return self._law_quantiles(point.n)[:, :-1]
+        if point.model == "open" and self.pools:    # the pools' passage laws where they apply
+            from streams.predict.open_model import pool_quantiles   # (imports this module)
+            q = pool_quantiles(self, point)
+            if q is not None:
+                return q
         if point.model == "open" and self.ps_law is not None and self.ps_law.any():
             return self._shifted(self._open_ps_quantiles(point.throughput))
         if point.model == "pools":

@@ -25,8 +25,13 @@ server of the held network solved closed at ``1..K`` by the closed pool route (C
 :class:`RateSolves`). The tiers outside the pools stay open queues, those after a pool fed
 Poisson (Burke 1956). Every request takes the token (the closed
 route's aggregate class), so the saturation rate is the smaller of ``x_sat`` and the pool's.
-Quantiles on this route are the exponential law scaled to the mean (the token wait's own tail
-is not modelled; flagged).
+Quantiles on this route with pools (:func:`pool_quantiles`): each outermost pool's passage --
+the wait for a token and the held tiers, a tagged request's absorption time in its held chain
+from the state it finds (:func:`solvers.pools_passage.passage_law`) -- convolved with the open
+tiers outside it (M/M/c or processor sharing, as without pools: :mod:`solvers.response_time.
+open_law`'s rule); where a pool has no held chain (a bursty or general-service held tier, a
+pool inside it, past the chain's budget) or a tier outside is bursty, the exponential law
+scaled to the mean (flagged).
 """
 
 from __future__ import annotations
@@ -39,11 +44,14 @@ import numpy as np
 
 from solvers.open import OpenTiersResult, solve_open_tiers, tiers_capacity
 from solvers.pools_open import HeldCurve, OpenPoolResult, held_network, outermost, with_pools
+from solvers.pools_passage import PassageLaw, passage_law
+from solvers.response_time.ps import open_found, ps_sojourn
+from solvers.response_time.sojourn import GRID, end_to_end_many, quantiles, tier_wait
 from streams.predict import alert_window, pool_naming
 from streams.predict.model import POOL_FLAG, Point, SystemModel
 
 __all__ = ["RATE_TOLERANCE", "RateCapacity", "RateSolves", "mix_mean", "open_point",
-           "pool_curves", "rate_capacity", "saturation_rate", "tier_residence",
+           "pool_curves", "pool_quantiles", "rate_capacity", "saturation_rate", "tier_residence",
            "window_rate_capacity"]
 
 #: relative resolution of the capacity in requests per second (of the saturation rate)
@@ -184,10 +192,96 @@ def open_point(model: SystemModel, rate: float,
     if model.pools:
         util = np.array([math.inf if p is None else p.utilization for p in pools])
         wait = np.array([math.inf if p is None else p.waiting_time for p in pools])
-        if POOL_QUANTILE_FLAG not in model.flags:
+        if POOL_QUANTILE_FLAG not in model.flags and not _passage_applies(
+                model, solves.curves if solves is not None else None):
             model.flags.append(POOL_QUANTILE_FLAG)
     return Point(0, float(res.throughput.sum()), residence, res.response_time,
                  res.utilization, None, kind, util, wait), res
+
+
+def _passage_applies(model: SystemModel, curves: list[HeldCurve | None] | None = None) -> bool:
+    """Whether :func:`pool_quantiles` reads the pools' passage laws: no bursty tier, and every
+    outermost pool with a held chain of no bursty station."""
+    if model.processes is not None and any(p is not None and p.order > 1
+                                           for p in model.processes):
+        return False
+    curves = _model_curves(model) if curves is None else curves
+    top = set(outermost(model.pools))
+    return all(c is not None and c.chain is not None and c.chain.stations and
+               c.chain.fifo is not None and not any(type(st).__name__ == "_BurstyStation"
+                                                    for st in c.chain.stations)
+               for k, c in enumerate(curves) if k in top)
+
+
+def _model_curves(model: SystemModel) -> list[HeldCurve | None]:
+    """:func:`pool_curves` of ``model``, kept on it (a variant is a new model)."""
+    held = vars(model).setdefault("_open_pool_passage", {})
+    if "curves" not in held:
+        held["curves"] = pool_curves(model)
+    return held["curves"]
+
+
+def pool_quantiles(model: SystemModel, point: Point) -> np.ndarray | None:
+    """``(C, L)`` quantiles (:attr:`~streams.predict.model.SystemModel.quantile_levels`) of
+    each class's response time at the open point ``point`` with pools (module docstring):
+    each outermost pool's passage law (:func:`solvers.pools_passage.passage_law`) and the
+    open tiers outside the pools, convolved as independent (Burke 1956: a pool's departures
+    and the open tiers' taken as Poisson; Jackson 1963), the tiers' pure delays outside the
+    pools a shift. ``None`` where the passage does not apply (:func:`_passage_applies`, or no
+    law at this rate: unstable, past the passage chain's budget): the caller's scaled law."""
+    if not model.pools or not _passage_applies(model):
+        return None
+    rate = float(point.throughput)
+    held = vars(model).setdefault("_open_pool_passage", {})
+    if rate in held:
+        return held[rate]
+    curves = _model_curves(model)
+    laws: list[PassageLaw] = []
+    inside = np.zeros(len(model.tiers), dtype=bool)
+    for k, curve in enumerate(curves):
+        if curve is None:
+            continue
+        law = passage_law(curve, rate)
+        if law is None:
+            held[rate] = None
+            return None
+        laws.append(law)
+        inside[model.pools[k].first:model.pools[k].last] = True
+    held[rate] = _with_outer_tiers(model, rate, laws, inside)
+    return held[rate]
+
+
+def _with_outer_tiers(model: SystemModel, rate: float, laws: list[PassageLaw],
+                      inside: np.ndarray) -> np.ndarray:
+    """The pools' ``laws`` convolved with the open tiers not ``inside`` a pool, each FCFS
+    tier's wait Erlang C's law and a processor-sharing one's sojourn its own, as
+    :func:`solvers.response_time.open_law.open_quantiles` takes them; quantiles at the
+    model's levels, ``inf`` for a class at a saturated tier."""
+    Dmc, p = model.D_mc, model.mix / model.mix.sum()
+    c = model.servers.astype(float)
+    ps = np.zeros(len(model.tiers), dtype=bool) if model.ps_law is None else model.ps_law
+    D = Dmc @ p
+    services = np.where(inside[:, None], 0.0, Dmc)
+    saturated = np.zeros(len(model.classes), dtype=bool)
+    waits, extra = [], list(laws)
+    for m in range(len(model.tiers)):
+        if inside[m] or not math.isfinite(c[m]) or D[m] == 0 or rate * D[m] >= c[m]:
+            saturated |= (not inside[m] and rate * D[m] >= c[m]) & (Dmc[m] > 0)
+            waits.append(tier_wait(0, np.ones(1), 0.0, 1.0))
+            continue
+        found = open_found(rate, float(D[m]), int(c[m]))
+        if ps[m]:
+            extra.append(ps_sojourn(Dmc[m], p, float(c[m]), found, rate))
+            services[m] = 0.0
+            waits.append(tier_wait(0, np.ones(1), 0.0, 1.0))
+        else:
+            waits.append(tier_wait(0, found, float(D[m]), float(c[m])))
+    [dists] = end_to_end_many([waits], services, model._wait_share, grid=GRID, extra=[extra])
+    q = quantiles(dists, model.quantile_levels)
+    if model.delays is not None:
+        q = q + (model.delays * ~inside[:, None]).sum(axis=0)[:, None]
+    q[saturated] = math.inf
+    return q
 
 
 @dataclass(frozen=True)
