@@ -60,6 +60,9 @@ MAX_STATES = 150_000
 MAX_STEPS = 400_000
 #: the survival ``s_n`` below which the steps stop
 SURVIVAL = 1e-5
+#: every this many steps past the bulk the survival's decay rate is compared with the last
+#: window's; settled, the rest of it is geometric (the slowest eigenvalue of ``P``)
+SETTLE = 200
 
 
 def queue_cap(size: int, behind: float) -> int:
@@ -139,9 +142,20 @@ def _convert(old: _Station, new: _Tagged, s: tuple[int, ...]) -> list[tuple[floa
     of equal rates: their classes are exchangeable in arrival order)."""
     if old.ordered or not new.ordered:
         return [(1.0, s if old.ordered else s + (0,) * len(new.tagged))]
-    items = [i for i, v in enumerate(s) for _ in range(v)]
-    orders = sorted(set(itertools.permutations(items)))
+    orders = _arrangements(tuple(s))
     return [(1.0 / len(orders), o) for o in orders]
+
+
+def _arrangements(counts: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """Every distinct order of ``counts[i]`` items ``i``."""
+    if not any(counts):
+        return [()]
+    out = []
+    for i, v in enumerate(counts):
+        if v:
+            rest = counts[:i] + (v - 1,) + counts[i + 1:]
+            out += [(i,) + t for t in _arrangements(rest)]
+    return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -284,12 +298,14 @@ def _one_class(chain, K: int, c: int, lam: float, found: list[np.ndarray], total
 
     # the holding configurations: exactly one tagged holder
     holding: list[tuple[tuple, int]] = []
+    size = 0
     for k in range(1, K + 1):
         for split in _compositions(k, G):
             for x in itertools.product(*(st.states(n) for st, n in zip(stations, split))):
                 if sum(st.marked(s) for st, s in zip(stations, x)) == 1:
                     holding.append((x, k))
-                    if len(holding) * (cap + 1) > MAX_STATES:
+                    size += cap + 1 if k == K else 1
+                    if size > MAX_STATES:
                         return None
     full: list[tuple] = []
     for split in _compositions(K, G):
@@ -297,15 +313,15 @@ def _one_class(chain, K: int, c: int, lam: float, found: list[np.ndarray], total
             if not any(st.marked(s) for st, s in zip(stations, x)):
                 full.append(x)
     M = len(found) - K
-    if len(holding) * (cap + 1) + M * len(full) > MAX_STATES:
+    if size + M * len(full) > MAX_STATES:
         return None
     for x, k in holding:
         for q in range(cap + 1 if k == K else 1):
             add_state(("h", x, q))
-    for m in range(M):
-        for x in full:
-            add_state(("w", m, x))
-    S = len(keys)
+    base = len(keys)                      # the waiting states: base + m * F + (x's index)
+    F = len(full)
+    where = {x: i for i, x in enumerate(full)}
+    S = base + M * F
     src: list[int] = []
     dst: list[int] = []
     val: list[float] = []
@@ -315,27 +331,22 @@ def _one_class(chain, K: int, c: int, lam: float, found: list[np.ndarray], total
         st = stations[g]
         return [(w, x[:g] + (y,) + x[g + 1:]) for w, y in st.enter(x[g], st.classes.index(cls))]
 
-    def arc(a: int, key: tuple, r: float) -> None:
+    def arc(a: int, b: int, r: float) -> None:
         if r > 0:
-            src.append(a), dst.append(index[key]), val.append(r)
+            src.append(a), dst.append(b), val.append(r)
             out[a] += r
 
-    for a, key in enumerate(keys):
-        if key[0] == "h":
-            _, x, q = key
-            k = sum(_holders(st, s) for st, s in zip(stations, x))
-            if k < K:
-                for c2 in hit:
-                    for w, y in enter(x, c2, route[c2][0]):
-                        arc(a, ("h", y, 0), lam * float(p[c2]) * w)
-            elif q < cap:
-                arc(a, ("h", x, q + 1), lam)
-        else:
-            _, m, x = key
+    for a, (_, x, q) in enumerate(keys):          # holding: one state at a time
+        k = sum(_holders(st, s) for st, s in zip(stations, x))
+        if k < K:
+            for c2 in hit:
+                for w, y in enter(x, c2, route[c2][0]):
+                    arc(a, index[("h", y, 0)], lam * float(p[c2]) * w)
+        elif q < cap:
+            arc(a, index[("h", x, q + 1)], lam)
         for g, st in enumerate(stations):
             for r, after in st.moves(x[g]):
-                arc(a, key[:-1] + (x[:g] + (after,) + x[g + 1:],) if key[0] == "w"
-                    else ("h", x[:g] + (after,) + x[g + 1:], key[2]), r)
+                arc(a, index[("h", x[:g] + (after,) + x[g + 1:], q)], r)
             for mpos, r, after in st.leaving(x[g]):
                 cls = st.classes[mpos]
                 y = x[:g] + (after,) + x[g + 1:]
@@ -343,23 +354,55 @@ def _one_class(chain, K: int, c: int, lam: float, found: list[np.ndarray], total
                 step = path.index(g) + 1
                 if step < len(path):
                     for w, z in enter(y, cls, path[step]):
-                        arc(a, ("w", key[1], z) if key[0] == "w" else ("h", z, key[2]), r * w)
+                        arc(a, index[("h", z, q)], r * w)
                 elif cls == tag:
                     out[a] += r                                   # the tagged request leaves
-                elif key[0] == "w":
-                    if key[1] > 0:
-                        for c2 in hit:
-                            for w, z in enter(y, c2, route[c2][0]):
-                                arc(a, ("w", key[1] - 1, z), r * float(p[c2]) * w)
-                    else:
-                        for w, z in enter(y, tag, route[c][0]):
-                            arc(a, ("h", z, start_q), r * w)
-                elif key[2] > 0:
+                elif q > 0:
                     for c2 in hit:
                         for w, z in enter(y, c2, route[c2][0]):
-                            arc(a, ("h", z, key[2] - 1), r * float(p[c2]) * w)
+                            arc(a, index[("h", z, q - 1)], r * float(p[c2]) * w)
                 else:
-                    arc(a, ("h", y, 0), r)
+                    arc(a, index[("h", y, 0)], r)
+    # waiting: the arcs of one ahead count, the same at every count (the head's entry at
+    # m > 0, the tagged request's at m = 0)
+    same: list[tuple[int, int, float]] = []
+    down: list[tuple[int, int, float]] = []
+    entry: list[tuple[int, int, float]] = []
+    rate_out = np.zeros(F)
+    for i, x in enumerate(full):
+        for g, st in enumerate(stations):
+            for r, after in st.moves(x[g]):
+                same.append((i, where[x[:g] + (after,) + x[g + 1:]], r))
+            for mpos, r, after in st.leaving(x[g]):
+                cls = st.classes[mpos]
+                y = x[:g] + (after,) + x[g + 1:]
+                step = route[cls].index(g) + 1
+                if step < len(route[cls]):
+                    same += [(i, where[z], r * w) for w, z in enter(y, cls, route[cls][step])]
+                    continue
+                down += [(i, where[z], r * float(p[c2]) * w) for c2 in hit
+                         for w, z in enter(y, c2, route[c2][0])]
+                entry += [(i, index[("h", z, start_q)], r * w)
+                          for w, z in enter(y, tag, route[c][0])]
+    for arcs in (same, down):
+        for i, _, r in arcs:
+            rate_out[i] += r
+    blocks = [np.array(a, dtype=float).reshape(-1, 3) for a in (same, down, entry)]
+    m = np.arange(M)
+    for kind, b in zip(("same", "down", "entry"), blocks):
+        ms = m if kind == "same" else m[1:] if kind == "down" else m[:1]
+        i, j, r = b[:, 0].astype(int), b[:, 1].astype(int), b[:, 2]
+        a = (base + ms[:, None] * F + i[None, :]).ravel()
+        if kind == "same":
+            bb = (base + ms[:, None] * F + j[None, :]).ravel()
+        elif kind == "down":
+            bb = (base + (ms[:, None] - 1) * F + j[None, :]).ravel()
+        else:
+            bb = np.broadcast_to(j[None, :], (ms.shape[0], j.shape[0])).ravel()
+        src += a.tolist()
+        dst += bb.tolist()
+        val += np.broadcast_to(r[None, :], (ms.shape[0], r.shape[0])).ravel().tolist()
+    out[base:] = np.tile(rate_out, M)
     # the found law (PASTA) as the start
     alpha = np.zeros(S)
     for j, f in enumerate(found):
@@ -374,7 +417,7 @@ def _one_class(chain, K: int, c: int, lam: float, found: list[np.ndarray], total
                     for w2, y in enter(x, tag, route[c][0]):
                         alpha[index[("h", y, 0)]] += w * w2
                 else:
-                    alpha[index[("w", j - K, x)]] += w
+                    alpha[base + (j - K) * F + where[x]] += w
     Lam = float(out.max()) * 1.0001
     P = sparse.csr_matrix((np.array(val) / Lam, (np.array(src, dtype=int),
                                                  np.array(dst, dtype=int))), shape=(S, S))
@@ -386,6 +429,15 @@ def _one_class(chain, K: int, c: int, lam: float, found: list[np.ndarray], total
             return None
         u = P @ u
         s.append(float(alpha @ u))
+        n = len(s)
+        if n > 2 * SETTLE and n % SETTLE == 0 and s[-1] < 0.1 * s[0]:
+            r1 = (s[-1] / s[-1 - SETTLE]) ** (1.0 / SETTLE)
+            r0 = (s[-1 - SETTLE] / s[-1 - 2 * SETTLE]) ** (1.0 / SETTLE)
+            if abs(r1 - r0) < 1e-4 * (1.0 - r1) and r1 < 1.0:
+                # the survival has settled on the chain's slowest decay: the rest geometric
+                more = int(math.log(SURVIVAL * s[0] / s[-1]) / math.log(r1)) + 1
+                s += (s[-1] * r1 ** np.arange(1, more + 1)).tolist()
+                break
     return np.array(s) / s[0], Lam
 
 

@@ -3,6 +3,7 @@ seeds; the open model without its pool beside it.
 
     python -m bench.accuracy.pool_open                       # every case, seeds 1-3
     python -m bench.accuracy.pool_open --cases pool-2 --seeds 1 --no-capacity
+    python -m bench.accuracy.pool_open --quantiles --seeds 11,12,13   # p95/p99
 
 Three-tier open systems (web, app, db; one class, Poisson arrivals) with a pool on app held
 across app and db (:data:`CASES`, chosen before any run of the model on them): pool sizes
@@ -28,6 +29,14 @@ the saturation rate, bisection to 1%) against both models'
 (:func:`streams.predict.open_model.rate_capacity`). Errors are against each seed's mean; the
 tables give the mean over the seeds with the 95% interval of that mean and the worst over
 seeds and rates. Figures, no pass/fail (targets: R 10%, utilization 3 points, capacity 10%).
+
+``--quantiles``: instead, the response time's p95 and p99 per case and load, simulated (each
+seed's estimate from its replications' empirical quantiles; the mean over seeds with the 95%
+interval of that mean) against the pipeline's model
+(:meth:`streams.predict.model.SystemModel.quantiles` at the open point: the pool's passage
+law, :mod:`solvers.pools_passage`, convolved with the web tier's) and against today's law
+before it (``before``: the same call without the passage law, the exponential law scaled to
+the pool model's mean). Targets (issue 50's): p95 within 15%, p99 within 20%.
 """
 
 from __future__ import annotations
@@ -165,17 +174,68 @@ def capacities(case: Case, seeds: list[int]) -> dict:
             "err": [cap / s - 1 for s in sims], "err_bare": [cap_bare / s - 1 for s in sims]}
 
 
+#: the quantile levels ``--quantiles`` judges
+LEVELS = (0.95, 0.99)
+
+
+def model_quantiles(case: Case, rate: float, passage: bool = True) -> np.ndarray:
+    """``(2,)`` p95, p99 of the pipeline's model of ``case`` at ``rate`` (``passage``: the
+    pool's passage law; else today's law before it)."""
+    m = model(case)
+    point, _ = open_model.open_point(m, rate)
+    if passage:
+        q = m.quantiles(point)
+    else:
+        from unittest import mock
+        with mock.patch.object(open_model, "pool_quantiles", return_value=None):
+            q = m.quantiles(point)
+    levels = list(m.quantile_levels)
+    return q[0, [levels.index(x) for x in LEVELS]]
+
+
+def quantile_table(cases: list[Case], seeds: list[int]) -> None:
+    print("| case | load | p95 sim s (±95%) | model | before | p99 sim s (±95%) | model | "
+          "before |")
+    print("|---|---:|---|---|---|---|---|---|")
+    worst = {}
+    for case in cases:
+        sat = open_model.saturation_rate(model(case))
+        w = worst.setdefault(case.name, [0.0, 0.0, 0.0, 0.0])
+        for f in FRACTIONS:
+            rate = f * sat
+            sims = [simulate_physical(network(case, rate), case.duration,
+                                      warmup=case.duration / 10, seed=s, quantiles=LEVELS)
+                    for s in seeds]
+            after, before = model_quantiles(case, rate), model_quantiles(case, rate, False)
+            cells = []
+            for k in range(len(LEVELS)):
+                m, hw = interval([s.response_time_quantiles[0][k].mean for s in sims])
+                ea, eb = after[k] / m - 1, before[k] / m - 1
+                w[2 * k], w[2 * k + 1] = max(w[2 * k], abs(ea)), max(w[2 * k + 1], abs(eb))
+                cells.append(f"{m:.4g} ± {hw:.2g} | {ea:+.1%} | {eb:+.1%}")
+            print(f"| {case.name} | {f:.0%} | " + " | ".join(cells) + " |", flush=True)
+    print("\n| case | worst abs p95 err model / before | worst abs p99 err model / before |")
+    print("|---|---|---|")
+    for name, w in worst.items():
+        print(f"| {name} | {w[0]:.1%} / {w[1]:.1%} | {w[2]:.1%} / {w[3]:.1%} |")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cases", default=",".join(c.name for c in CASES))
     ap.add_argument("--seeds", default="1,2,3")
     ap.add_argument("--no-capacity", action="store_true")
+    ap.add_argument("--quantiles", action="store_true",
+                    help="p95/p99: the pool's passage law and today's against the simulation")
     args = ap.parse_args(argv)
     names = args.cases.split(",")
     unknown = [n for n in names if n not in {c.name for c in CASES}]
     if unknown:
         ap.error(f"--cases: no case {unknown}")
     seeds = [int(s) for s in args.seeds.split(",")]
+    if args.quantiles:
+        quantile_table([c for c in CASES if c.name in names], seeds)
+        return 0
     pct = lambda v: f"{100 * v:+.1f}%" if math.isfinite(v) else "inf"   # noqa: E731
     summary = []
     for case in (c for c in CASES if c.name in names):
