@@ -53,18 +53,18 @@ DEMANDS = np.array([[1.630e-3, 1.292e-3, 1.463e-3, 1.457e-3],
 MIX = np.array([0.15, 0.4, 0.3, 0.15])
 
 
-def testbed_curve(scv: float = 1.0):
+def held_testbed(scv: float = 1.0):
     v = np.ones_like(DEMANDS)
     v[1, 3] = scv
     return held_network(DEMANDS, [1, 1], [PoolSpec(2, 0, 2, "workers")], 0, MIX,
                         ps=[False, True], class_scv=v)
 
 
-@pytest.mark.parametrize("scv, load", [(1.0, 0.5), (2.5, 0.8)])
+@pytest.mark.parametrize("scv, load", [(1.0, 0.5), (2.5, 0.6)])
 def test_the_passage_means_are_the_chains(scv, load):
     # the passage's mean is the chain's residence plus its wait, but for the queue behind a
     # request that waited, taken at its mean
-    c = testbed_curve(scv)
+    c = held_testbed(scv)
     rate = load * c.saturation
     law = passage_law(c, rate)
     r = solve_open_pool(rate, c)
@@ -74,7 +74,7 @@ def test_the_passage_means_are_the_chains(scv, load):
 
 
 def test_no_law_without_a_chain_or_beyond_saturation():
-    c = testbed_curve()
+    c = held_testbed()
     assert passage_law(c, 1.01 * c.saturation) is None
     bursty = held_network(np.array([[0.01]]), [1], [PoolSpec(2, 0, 1, "p")], 0, [1.0],
                           processes=[BURSTY.scaled(0.01)])
@@ -113,5 +113,18 @@ def test_a_bursty_tier_keeps_the_scaled_law_flagged():
     procs = [None, None, BURSTY.scaled(float(DEMANDS[1] @ MIX))]
     m = pipeline(processes=procs)
     point, _ = open_model.open_point(m, 0.3 * open_model.saturation_rate(m))
-    assert open_model.pool_quantiles(m, point) is None
+    assert point.model == "open-map" and not open_model._passage_applies(m)
     assert open_model.POOL_QUANTILE_FLAG in m.flags
+
+
+def test_past_the_budget_a_ps_tier_law_is_scaled_to_the_pool_models_mean(monkeypatch):
+    # without the passage the processor-sharing db's own law has no token wait in it: scaled
+    # to the pool model's mean, as the flag says
+    m = pipeline()
+    point, _ = open_model.open_point(m, 0.8 * open_model.saturation_rate(m))
+    monkeypatch.setattr(open_model, "passage_law", lambda curve, rate: None)
+    q = m.quantiles(point)
+    assert open_model.POOL_QUANTILE_FLAG in m.flags
+    levels = list(m.quantile_levels)
+    assert np.all(q[:, levels.index(0.5)] < point.response)
+    assert np.all(q[:, levels.index(0.99)] > 2.0 * point.response)

@@ -39,6 +39,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -229,34 +230,49 @@ def pool_quantiles(model: SystemModel, point: Point) -> np.ndarray | None:
     and the open tiers' taken as Poisson; Jackson 1963), the tiers' pure delays outside the
     pools a shift. ``None`` where the passage does not apply (:func:`_passage_applies`, or no
     law at this rate: unstable, past the passage chain's budget): the caller's scaled law."""
-    if not model.pools or not _passage_applies(model):
+    if not model.pools:
         return None
     rate = float(point.throughput)
     held = vars(model).setdefault("_open_pool_passage", {})
-    if rate in held:
+    if rate not in held:
+        held[rate] = _passage_quantiles(model, rate) if _passage_applies(model) else None
+    if held[rate] is not None:
         return held[rate]
-    curves = _model_curves(model)
+    if POOL_QUANTILE_FLAG not in model.flags:
+        model.flags.append(POOL_QUANTILE_FLAG)
+    if model.ps_law is None or not model.ps_law.any():
+        return None
+    # a processor-sharing tier's own law, scaled to the pool model's mean as the flag says
+    # (that law alone has no token wait in it)
+    law = _with_outer_tiers(model, rate, [], np.zeros(len(model.tiers), dtype=bool), True)
+    q, mean = law
+    ratio = np.divide(point.response, mean, out=np.ones_like(mean),
+                      where=(mean > 0) & np.isfinite(mean))
+    return q * ratio[:, None]
+
+
+def _passage_quantiles(model: SystemModel, rate: float) -> np.ndarray | None:
+    """:func:`pool_quantiles` by the pools' passage laws; ``None`` where one has none."""
     laws: list[PassageLaw] = []
     inside = np.zeros(len(model.tiers), dtype=bool)
-    for k, curve in enumerate(curves):
+    for k, curve in enumerate(_model_curves(model)):
         if curve is None:
             continue
         law = passage_law(curve, rate)
         if law is None:
-            held[rate] = None
             return None
         laws.append(law)
         inside[model.pools[k].first:model.pools[k].last] = True
-    held[rate] = _with_outer_tiers(model, rate, laws, inside)
-    return held[rate]
+    return _with_outer_tiers(model, rate, laws, inside)
 
 
 def _with_outer_tiers(model: SystemModel, rate: float, laws: list[PassageLaw],
-                      inside: np.ndarray) -> np.ndarray:
+                      inside: np.ndarray, means: bool = False) -> Any:
     """The pools' ``laws`` convolved with the open tiers not ``inside`` a pool, each FCFS
     tier's wait Erlang C's law and a processor-sharing one's sojourn its own, as
     :func:`solvers.response_time.open_law.open_quantiles` takes them; quantiles at the
-    model's levels, ``inf`` for a class at a saturated tier."""
+    model's levels, ``inf`` for a class at a saturated tier (``means``: with each class's
+    mean beside them)."""
     Dmc, p = model.D_mc, model.mix / model.mix.sum()
     c = model.servers.astype(float)
     ps = np.zeros(len(model.tiers), dtype=bool) if model.ps_law is None else model.ps_law
@@ -281,6 +297,10 @@ def _with_outer_tiers(model: SystemModel, rate: float, laws: list[PassageLaw],
     if model.delays is not None:
         q = q + (model.delays * ~inside[:, None]).sum(axis=0)[:, None]
     q[saturated] = math.inf
+    if means:
+        mean = np.array([d.mean for d in dists]) + (0.0 if model.delays is None else
+                                                    model.delays.sum(axis=0))
+        return q, np.where(saturated, math.inf, mean)
     return q
 
 
