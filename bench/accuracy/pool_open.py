@@ -4,6 +4,7 @@ seeds; the open model without its pool beside it.
     python -m bench.accuracy.pool_open                       # every case, seeds 1-3
     python -m bench.accuracy.pool_open --cases pool-2 --seeds 1 --no-capacity
     python -m bench.accuracy.pool_open --quantiles --seeds 11,12,13   # p95/p99
+    python -m bench.accuracy.pool_open --nested --seeds 11,12,13      # a pool inside a pool
 
 Three-tier open systems (web, app, db; one class, Poisson arrivals) with a pool on app held
 across app and db (:data:`CASES`, chosen before any run of the model on them): pool sizes
@@ -37,6 +38,13 @@ interval of that mean) against the pipeline's model
 law, :mod:`solvers.pools_passage`, convolved with the web tier's) and against today's law
 before it (``before``: the same call without the passage law, the exponential law scaled to
 the pool model's mean). Targets (issue 50's): p95 within 15%, p99 within 20%.
+
+``--nested``: instead, an inner pool inside the outer one (:data:`NESTED`: app's thread pool
+held across app and db around a db connection pool held at db), the outer pool's flow-
+equivalent server with the inner one's figures weighted along it
+(:func:`solvers.pools_open.with_pools`): R, each pool's utilization (points) and queue
+(requests waiting for a token, relative) against the simulation (the simulator takes nested
+pools outer first), per seed, at :data:`FRACTIONS` of the model's saturation.
 """
 
 from __future__ import annotations
@@ -174,6 +182,45 @@ def capacities(case: Case, seeds: list[int]) -> dict:
             "err": [cap / s - 1 for s in sims], "err_bare": [cap_bare / s - 1 for s in sims]}
 
 
+#: ``--nested``'s cases: (name, demands, cores, outer size over app+db, inner size over db)
+NESTED = (("one-8/2", ONE[0], ONE[1], 8, 2), ("small-12/4", SMALL[0], SMALL[1], 12, 4),
+          ("small-6/3", SMALL[0], SMALL[1], 6, 3))
+
+
+def nested_table(seeds: list[int], duration: float = 1000.0) -> None:
+    print("| case | load | R sim s | R err | U outer sim / err (pt) | U inner sim / err (pt) "
+          "| queue inner sim / err |")
+    print("|---|---:|---|---|---|---|---|")
+    for name, D, cores, outer, inner in NESTED:
+        pools = (PoolSpec(outer, 1, 3, "threads"), PoolSpec(inner, 2, 3, "conn"))
+        m = SystemModel(tiers=["web", "app", "db"], classes=["a"], D_mc=np.array(D)[:, None],
+                        mix=np.array([1.0]), servers=np.array(cores, dtype=float),
+                        think_time=0.0, sla=np.array([1.0]), processes=None, map_limit=10_000,
+                        pools=pools)
+        sat = open_model.saturation_rate(m)
+        for f in FRACTIONS:
+            rate = f * sat
+            point, _ = open_model.open_point(m, rate)
+            net = PhysicalNetwork(tiers=tuple(Tier(t, c, d) for t, c, d in
+                                              zip(("web", "app", "db"), cores, D)),
+                                  classes=("a",), mix=(1.0,), think_time=0.0, population=0,
+                                  arrivals=OpenArrivals(rate), pools=pools)
+            sims = [simulate_physical(net, duration, warmup=duration / 10, seed=s)
+                    for s in seeds]
+            R = [s.total_response_time.mean for s in sims]
+            U = [[s.pool_busy[k].mean / pools[k].size for s in sims] for k in range(2)]
+            Q = [s.pool_waiting[1].mean for s in sims]
+            q_model = float(point.pool_waiting[1]) * rate
+            cells = [f"{np.mean(R):.4g} | {worst([float(point.response[0]) / r - 1 for r in R]):+.1%}"]
+            for k in range(2):
+                cells.append(f"{np.mean(U[k]):.3f} / "
+                             f"{100 * worst([float(point.pool_utilization[k]) - u for u in U[k]]):+.1f}")
+            cells.append(f"{np.mean(Q):.3g} / " + (
+                f"{worst([q_model / q - 1 for q in Q]):+.0%}" if min(Q) > 0.01 else
+                f"{q_model:.3g} (abs)"))
+            print(f"| {name} | {f:.0%} | " + " | ".join(cells) + " |", flush=True)
+
+
 #: the quantile levels ``--quantiles`` judges
 LEVELS = (0.95, 0.99)
 
@@ -225,6 +272,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cases", default=",".join(c.name for c in CASES))
     ap.add_argument("--seeds", default="1,2,3")
     ap.add_argument("--no-capacity", action="store_true")
+    ap.add_argument("--nested", action="store_true",
+                    help="an inner pool inside the outer one against the simulation")
     ap.add_argument("--quantiles", action="store_true",
                     help="p95/p99: the pool's passage law and today's against the simulation")
     args = ap.parse_args(argv)
@@ -233,6 +282,9 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         ap.error(f"--cases: no case {unknown}")
     seeds = [int(s) for s in args.seeds.split(",")]
+    if args.nested:
+        nested_table(seeds)
+        return 0
     if args.quantiles:
         quantile_table([c for c in CASES if c.name in names], seeds)
         return 0
