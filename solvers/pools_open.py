@@ -404,7 +404,8 @@ class HeldChain:
     #: (the repeating levels' mean rate down, Neuts 1981, Thm 3.1.1)
     saturation: float = math.inf
     #: the stations, each level's states (``0..K``), each class's route over the stations
-    #: and the mix: what a tagged request's passage (:func:`passage_law`) is built from
+    #: and the mix: what a tagged request's passage is built from
+    #: (:func:`solvers.pools_passage.passage_law`)
     stations: tuple = ()
     configs: tuple = ()
     route: dict = field(default_factory=dict)

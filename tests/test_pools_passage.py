@@ -1,5 +1,6 @@
-"""The open pool's passage law (:mod:`solvers.pools_passage`) against closed forms, the held
-chain's means, and in the pipeline's quantiles (:func:`streams.predict.open_model.pool_quantiles`)."""
+"""The open pool's passage law (:mod:`solvers.pools_passage`) against closed forms and the held
+chain's means, and in the pipeline's quantiles
+(:func:`streams.predict.open_model.pool_quantiles`)."""
 
 import math
 

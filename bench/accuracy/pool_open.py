@@ -211,10 +211,11 @@ def nested_table(seeds: list[int], duration: float = 1000.0) -> None:
             U = [[s.pool_busy[k].mean / pools[k].size for s in sims] for k in range(2)]
             Q = [s.pool_waiting[1].mean for s in sims]
             q_model = float(point.pool_waiting[1]) * rate
-            cells = [f"{np.mean(R):.4g} | {worst([float(point.response[0]) / r - 1 for r in R]):+.1%}"]
+            r_err = worst([float(point.response[0]) / r - 1 for r in R])
+            cells = [f"{np.mean(R):.4g} | {r_err:+.1%}"]
             for k in range(2):
-                cells.append(f"{np.mean(U[k]):.3f} / "
-                             f"{100 * worst([float(point.pool_utilization[k]) - u for u in U[k]]):+.1f}")
+                u_err = worst([float(point.pool_utilization[k]) - u for u in U[k]])
+                cells.append(f"{np.mean(U[k]):.3f} / {100 * u_err:+.1f}")
             cells.append(f"{np.mean(Q):.3g} / " + (
                 f"{worst([q_model / q - 1 for q in Q]):+.0%}" if min(Q) > 0.01 else
                 f"{q_model:.3g} (abs)"))
