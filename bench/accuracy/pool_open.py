@@ -226,10 +226,9 @@ def nested_table(seeds: list[int], duration: float = 1000.0) -> None:
 LEVELS = (0.95, 0.99)
 
 
-def model_quantiles(case: Case, rate: float, passage: bool = True) -> np.ndarray:
-    """``(2,)`` p95, p99 of the pipeline's model of ``case`` at ``rate`` (``passage``: the
-    pool's passage law; else today's law before it)."""
-    m = model(case)
+def open_quantiles(m: SystemModel, rate: float, passage: bool = True) -> np.ndarray:
+    """``(C, 2)`` p95, p99 of the pipeline's open model ``m`` at ``rate`` (``passage``: the
+    pools' passage laws; else today's law before them, the same call without them)."""
     point, _ = open_model.open_point(m, rate)
     if passage:
         q = m.quantiles(point)
@@ -238,7 +237,12 @@ def model_quantiles(case: Case, rate: float, passage: bool = True) -> np.ndarray
         with mock.patch.object(open_model, "pool_quantiles", return_value=None):
             q = m.quantiles(point)
     levels = list(m.quantile_levels)
-    return q[0, [levels.index(x) for x in LEVELS]]
+    return q[:, [levels.index(x) for x in LEVELS]]
+
+
+def model_quantiles(case: Case, rate: float, passage: bool = True) -> np.ndarray:
+    """``(2,)`` p95, p99 of the pipeline's model of ``case`` at ``rate``."""
+    return open_quantiles(model(case), rate, passage)[0]
 
 
 def quantile_table(cases: list[Case], seeds: list[int]) -> None:

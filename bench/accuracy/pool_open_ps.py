@@ -50,6 +50,7 @@ import time
 
 import numpy as np
 
+from bench.accuracy.pool_open import LEVELS, open_quantiles
 from estimators.service_scv import service_scv
 from solvers.pools import PoolSpec
 from solvers.pools_open import HeldCurve, held_network, solve_open_pool
@@ -169,10 +170,6 @@ def rejudge_configured(src: str, out: str, workers: int, latency: str | None,
         campaign.write_config = write
 
 
-#: the quantile levels ``--quantiles`` judges
-LEVELS = (0.95, 0.99)
-
-
 def pipeline_model(v: float) -> SystemModel:
     """The pipeline's open model of the testbed shape with the pool and search's db SCV
     ``v`` (configured), the db processor sharing."""
@@ -186,16 +183,7 @@ def pipeline_model(v: float) -> SystemModel:
 def model_quantiles(v: float, rate: float, passage: bool = True) -> np.ndarray:
     """``(C, 2)`` p95, p99 of the pipeline's model at ``rate`` (``passage``: the pool's
     passage law; else today's law before it)."""
-    m = pipeline_model(v)
-    point, _ = open_model.open_point(m, rate)
-    if passage:
-        q = m.quantiles(point)
-    else:
-        from unittest import mock
-        with mock.patch.object(open_model, "pool_quantiles", return_value=None):
-            q = m.quantiles(point)
-    levels = list(m.quantile_levels)
-    return q[:, [levels.index(x) for x in LEVELS]]
+    return open_quantiles(pipeline_model(v), rate, passage)
 
 
 def quantile_table(scvs: list[float], law_names: list[str], seeds: list[int], requests: int
