@@ -1,6 +1,6 @@
 """The open pool's passage law (:mod:`solvers.pools_passage`) against closed forms and the held
 chain's means, and in the pipeline's quantiles
-(:func:`streams.predict.open_model.pool_quantiles`)."""
+(:func:`streams.predict.pool_law.pool_quantiles`)."""
 
 import math
 
@@ -12,7 +12,7 @@ from solvers.pools_open import held_network, solve_open_pool
 from solvers.pools_passage import passage_law
 from solvers.paper000 import _BURSTY_D0, _BURSTY_D1
 from solvers.processes import MAP
-from streams.predict import open_model
+from streams.predict import open_model, pool_law
 from streams.predict.model import SystemModel
 
 LEVELS = (0.5, 0.9, 0.95, 0.99)
@@ -97,7 +97,7 @@ def test_the_pipeline_reads_the_passage_with_the_web_tier_convolved():
     rate = 0.8 * open_model.saturation_rate(m)
     point, _ = open_model.open_point(m, rate)
     q = m.quantiles(point)
-    assert open_model.POOL_QUANTILE_FLAG not in m.flags
+    assert pool_law.POOL_QUANTILE_FLAG not in m.flags
     law = passage_law(open_model.pool_curves(m)[0], rate)
     alone = law.quantiles(m.quantile_levels)
     # the web tier adds to every quantile, little at its 1 ms against the pool's wait
@@ -105,7 +105,7 @@ def test_the_pipeline_reads_the_passage_with_the_web_tier_convolved():
     np.testing.assert_allclose(q, alone, rtol=0.1)
     # today's law before it: the open tiers without the pool at the PS db, far below
     from unittest import mock
-    with mock.patch.object(open_model, "pool_quantiles", return_value=None):
+    with mock.patch.object(pool_law, "pool_quantiles", return_value=None):
         before = m.quantiles(point)
     assert np.all(before[:3, -1] < 0.5 * q[:3, -1])
 
@@ -114,8 +114,8 @@ def test_a_bursty_tier_keeps_the_scaled_law_flagged():
     procs = [None, None, BURSTY.scaled(float(DEMANDS[1] @ MIX))]
     m = pipeline(processes=procs)
     point, _ = open_model.open_point(m, 0.3 * open_model.saturation_rate(m))
-    assert point.model == "open-map" and not open_model._passage_applies(m)
-    assert open_model.POOL_QUANTILE_FLAG in m.flags
+    assert point.model == "open-map" and not pool_law.passage_applies(m)
+    assert pool_law.POOL_QUANTILE_FLAG in m.flags
 
 
 def test_past_the_budget_a_ps_tier_law_is_scaled_to_the_pool_models_mean(monkeypatch):
@@ -123,9 +123,9 @@ def test_past_the_budget_a_ps_tier_law_is_scaled_to_the_pool_models_mean(monkeyp
     # to the pool model's mean, as the flag says
     m = pipeline()
     point, _ = open_model.open_point(m, 0.8 * open_model.saturation_rate(m))
-    monkeypatch.setattr(open_model, "passage_law", lambda curve, rate: None)
+    monkeypatch.setattr(pool_law, "passage_law", lambda curve, rate: None)
     q = m.quantiles(point)
-    assert open_model.POOL_QUANTILE_FLAG in m.flags
+    assert pool_law.POOL_QUANTILE_FLAG in m.flags
     levels = list(m.quantile_levels)
     assert np.all(q[:, levels.index(0.5)] < point.response)
     assert np.all(q[:, levels.index(0.99)] > 2.0 * point.response)

@@ -37,7 +37,7 @@ interval of that mean) against the pipeline's model
 (:meth:`streams.predict.model.SystemModel.quantiles` at the open point: the pool's passage
 law, :mod:`solvers.pools_passage`, convolved with the web tier's) and against today's law
 before it (``before``: the same call without the passage law, the exponential law scaled to
-the pool model's mean). Targets (issue 50's): p95 within 15%, p99 within 20%.
+the pool model's mean). Targets: p95 within 15%, p99 within 20%.
 
 ``--nested``: instead, an inner pool inside the outer one (:data:`NESTED`: app's thread pool
 held across app and db around a db connection pool held at db), the outer pool's flow-
@@ -68,7 +68,7 @@ from solvers.pools import PoolSpec
 from solvers.processes import MAP
 from solvers.simulation.capacity import simulated_capacity
 from solvers.simulation.physical import OpenArrivals, PhysicalNetwork, Tier, simulate_physical
-from streams.predict import open_model
+from streams.predict import open_model, pool_law
 from streams.predict.model import SystemModel
 
 #: loads as fractions of the pool model's saturation rate
@@ -234,7 +234,7 @@ def open_quantiles(m: SystemModel, rate: float, passage: bool = True) -> np.ndar
         q = m.quantiles(point)
     else:
         from unittest import mock
-        with mock.patch.object(open_model, "pool_quantiles", return_value=None):
+        with mock.patch.object(pool_law, "pool_quantiles", return_value=None):
             q = m.quantiles(point)
     levels = list(m.quantile_levels)
     return q[:, [levels.index(x) for x in LEVELS]]

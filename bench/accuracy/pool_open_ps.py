@@ -35,7 +35,7 @@ mean) against the pipeline's model (:meth:`streams.predict.model.SystemModel.qua
 the open point: the pool's passage law, :mod:`solvers.pools_passage`) and against today's
 law before it (the same call without the passage: the open tiers' law without the pool at
 the processor-sharing db; ``before``), per SCV and law at :data:`FRACTIONS`; the worst over
-classes and loads last. Targets (issue 50's): p95 within 15%, p99 within 20%.
+classes and loads last. Targets: p95 within 15%, p99 within 20%.
 """
 
 from __future__ import annotations
