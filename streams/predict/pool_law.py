@@ -66,7 +66,7 @@ def pool_quantiles(model: Any, point: Any) -> np.ndarray | None:
     each outermost pool's passage law (:func:`solvers.pools_passage.passage_law`) and the
     open tiers outside the pools, convolved as independent (Burke 1956: a pool's departures
     and the open tiers' taken as Poisson; Jackson 1963), the tiers' pure delays outside the
-    pools a shift. ``None`` where the passage does not apply (:func:`_passage_applies`, or no
+    pools a shift. ``None`` where the passage does not apply (:func:`passage_applies`, or no
     law at this rate: unstable, past the passage chain's budget): the caller's scaled law."""
     if not model.pools:
         return None
