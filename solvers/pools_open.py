@@ -102,6 +102,12 @@ class HeldCurve:
     chain: "HeldChain | None" = None
     demands: np.ndarray | None = None
     delays: np.ndarray | None = None
+    #: the pools inside this one: their indices among the model's pools and, per population
+    #: ``n = 0..size``, each one's mean tokens held and requests waiting for a token in the
+    #: closed held network (``(size + 1, P, 2)``; row 0 zeros) -- their figures on the open
+    #: route along the flow-equivalent server (:func:`solve_open_pool`)
+    nested: tuple[int, ...] = ()
+    nested_jobs: np.ndarray | None = None
 
     @property
     def jobs(self) -> np.ndarray:
@@ -133,6 +139,9 @@ class OpenPoolResult:
     queue: float
     stable: bool
     flags: tuple[str, ...] = field(default_factory=tuple)
+    #: per pool inside this one (:attr:`HeldCurve.nested`, that order) its mean tokens held
+    #: and requests waiting for a token
+    nested: tuple[tuple[float, float], ...] = ()
 
 
 def held_curve(solve: Callable[[int], tuple[float, np.ndarray]], size: int, mix: Any,
@@ -184,8 +193,10 @@ def held_network(demands: Any, servers: Any, pools: Sequence[PoolSpec], index: i
     p = p / p.sum()
     pool = pools[index]
     h = slice(pool.first, pool.last)
-    inner = tuple(PoolSpec(q.size, q.first - pool.first, q.last - pool.first, q.name)
-                  for q in pools if pool.first <= q.first and q.last <= pool.last)
+    within = [i for i, q in enumerate(pools) if pool.first <= q.first and q.last <= pool.last]
+    inner = tuple(PoolSpec(pools[i].size, pools[i].first - pool.first,
+                           pools[i].last - pool.first, pools[i].name) for i in within)
+    occupancy: list[np.ndarray] = []
     c = np.broadcast_to(np.asarray(1 if servers is None else servers, dtype=float), (M,))[h]
     Dh = Dmc[h]
     dh = None if delays is None else np.asarray(delays, dtype=float).reshape(M, C)[h]
@@ -212,6 +223,7 @@ def held_network(demands: Any, servers: Any, pools: Sequence[PoolSpec], index: i
                                      None if tier_scv is None else np.asarray(tier_scv)[h],
                                      vc, delays=dh, ps=None if ps is None else np.asarray(ps)[h])
         flags.extend(f for f in res.flags if f not in flags)
+        occupancy.append(np.column_stack([res.pool_busy, res.pool_queue]))
         Rm = np.asarray(res.residence_time, dtype=float)
         cpu = Rm - (0.0 if dh is None else dh @ p)
         stretch = np.divide(cpu, D, out=np.ones_like(D), where=D > 0)
@@ -232,8 +244,15 @@ def held_network(demands: Any, servers: Any, pools: Sequence[PoolSpec], index: i
         X = np.full(int(pool.size) + 1, chain.saturation)
         X[0] = 0.0
         curve = HeldCurve(int(pool.size), X, np.repeat(lone[None], int(pool.size) + 1, 0), p)
+    others = [k for k, i in enumerate(within) if i != index]
+    nested_jobs = None
+    if others and len(occupancy) == int(pool.size):
+        nested_jobs = np.stack([np.zeros((len(others), 2))]
+                               + [o[others] for o in occupancy])
     return HeldCurve(curve.size, curve.throughput, curve.residence, curve.mix,
-                     tuple(flags) if chain is None else (), chain, Dh, dh)
+                     tuple(flags) if chain is None else (), chain, Dh, dh,
+                     tuple(within[k] for k in others) if nested_jobs is not None else (),
+                     nested_jobs)
 
 
 def solve_open_pool(rate: float, curve: HeldCurve) -> OpenPoolResult:
@@ -270,7 +289,12 @@ def solve_open_pool(rate: float, curve: HeldCurve) -> OpenPoolResult:
     if not hit.all():        # a class out of the mix: the populations its arrival would make
         arrive = np.concatenate((pi[:K - 1], [1.0 - float(pi[:K - 1].sum())]))
         R[:, ~hit] = np.tensordot(arrive, curve.residence[1:], axes=1)[:, ~hit]
-    result = OpenPoolResult(R, busy / K, busy, queue / lam, busy / lam, queue, True)
+    nested: tuple[tuple[float, float], ...] = ()
+    if curve.nested_jobs is not None:        # the pools inside, weighted as the held tiers
+        occ = np.tensordot(weights, curve.nested_jobs, axes=1)
+        nested = tuple((float(b), float(q)) for b, q in occ)
+    result = OpenPoolResult(R, busy / K, busy, queue / lam, busy / lam, queue, True,
+                            nested=nested)
     check_no_nan(residence_time=R, busy=busy, queue=queue)
     return result
 
@@ -290,7 +314,10 @@ def with_pools(res: OpenTiersResult, rate: float, pools: Sequence[PoolSpec],
                ) -> tuple[OpenTiersResult, list[OpenPoolResult | None]]:
     """The open tiers ``res`` (:func:`solvers.open.solve_open_tiers` at total ``rate``) with
     each outermost pool (``curves[k]`` its :class:`HeldCurve`; ``None`` for a pool inside
-    another, whose figures are in its held network) in place of its held tiers: their
+    another, whose figures come from its outer one's held network: its tokens held and
+    queue at each of the outer pool's populations weighted as the held tiers' are, Little's
+    law for its wait -- the flow-equivalent server's approximation) in place of its held
+    tiers: their
     residence times :func:`solve_open_pool`'s, the wait for its token added to every class at
     its first tier (FCFS on the token; the owning tier's timer runs while it waits, as the
     closed route counts it), ``wait`` and ``queue_length`` of the held tiers from those
@@ -310,7 +337,7 @@ def with_pools(res: OpenTiersResult, rate: float, pools: Sequence[PoolSpec],
     stable = True
     for pool, curve in zip(pools, curves):
         if curve is None:
-            out.append(None)
+            out.append(None)              # a pool inside another: filled in below
             continue
         h = slice(pool.first, pool.last)
         held[h] = True
@@ -324,6 +351,19 @@ def with_pools(res: OpenTiersResult, rate: float, pools: Sequence[PoolSpec],
         demand = Dmc[h] @ (curve.mix if p is None else p)
         wait[h] = np.where(np.isfinite(mean), np.maximum(mean - demand, 0.0), math.inf)
         jobs[h] = total * mean if total > 0 else 0.0
+    for pool, curve, one in zip(pools, curves, list(out)):
+        if curve is None or one is None:
+            continue
+        none = (0.0, 0.0) if one.stable else (math.inf, math.inf)   # no rate, or saturated
+        for k, (busy, queue) in zip(curve.nested, one.nested or (none,) * len(curve.nested)):
+            spec = pools[k]
+            R = one.residence_time[spec.first - pool.first:spec.last - pool.first]
+            ok = one.stable and math.isfinite(busy)
+            out[k] = OpenPoolResult(R, busy / spec.size if ok else 1.0, busy if ok else
+                                    float(spec.size), queue / total if ok and total > 0
+                                    else (0.0 if ok else math.inf),
+                                    busy / total if ok and total > 0 else
+                                    (0.0 if ok else math.inf), queue, ok)
     saturated = tuple(m for m in res.saturated_tiers if not held[m])
     if len(saturated) < len(res.saturated_tiers):      # the pools' own flags say it
         flags = [f for f in flags if not f.startswith("saturated tiers ")]
@@ -363,6 +403,15 @@ class HeldChain:
     #: the largest rate the chain carries: its holders' throughput with every token held
     #: (the repeating levels' mean rate down, Neuts 1981, Thm 3.1.1)
     saturation: float = math.inf
+    #: the stations, each level's states (``0..K``), each class's route over the stations
+    #: and the mix: what a tagged request's passage is built from
+    #: (:func:`solvers.pools_passage.passage_law`)
+    stations: tuple = ()
+    configs: tuple = ()
+    route: dict = field(default_factory=dict)
+    mix: np.ndarray | None = None
+    #: per held tier, whether it serves first come first served (not processor sharing)
+    fifo: np.ndarray | None = None
 
 
 def _compositions(k: int, s: int) -> list[tuple[int, ...]]:
@@ -651,7 +700,9 @@ def held_chain(demands: np.ndarray, servers: np.ndarray, delays: np.ndarray | No
     return HeldChain(plan, np.array(rate), np.array(weight), counts,
                      np.array([held(x) for x in configs[K]], dtype=float),
                      np.array([t for t, _, _ in cols]), np.array([c for _, c, _ in cols]),
-                     np.array([k for _, _, k in cols]), sat)
+                     np.array([k for _, _, k in cols]), sat, tuple(stations),
+                     tuple(tuple(c) for c in configs), route, np.asarray(mix, dtype=float),
+                     np.ones(H, dtype=bool) if ps is None else ~np.asarray(ps, dtype=bool))
 
 
 def _saturation(src: np.ndarray, dst: np.ndarray, rate: np.ndarray, starts: np.ndarray,

@@ -355,3 +355,27 @@ def test_perfcast_whatif_pool_on_an_open_system_answers_with_the_pool(tmp_path):
     row = next(line for line in res.output.splitlines() if "conn (pool utilization)" in line)
     before, after = (float(v) for v in row.split()[-4:-2])
     assert before > 0.75 and after == pytest.approx(before / 2, rel=0.1)
+
+
+def test_a_pool_inside_another_gets_its_figures_on_the_open_route():
+    # app's 8 threads over app and db around db's 2 connections: the inner pool's tokens held
+    # and queue weighted along the outer pool's flow-equivalent server; at a low rate its
+    # tokens held are the rate times the db's demand (Little), nobody waiting
+    D = np.array([[0.004], [0.012], [0.006]])
+    cores = [1, 2, 1]
+    pools = [PoolSpec(8, 1, 3, "threads"), PoolSpec(2, 2, 3, "conn")]
+    curves = [held_network(D, cores, pools, 0, [1.0]), None]
+    assert curves[0].nested == (1,)
+    for rate in (1.0, 100.0):
+        res = solve_open_tiers(np.array([rate]), D, np.array(cores))
+        _, out = with_pools(res, rate, pools, curves, D)
+        assert out[1] is not None and out[1].stable
+        assert 0.0 < out[1].utilization < out[0].utilization + 1.0
+        assert out[1].waiting_time == pytest.approx(out[1].queue / rate)
+    res = solve_open_tiers(np.array([1.0]), D, np.array(cores))
+    _, out = with_pools(res, 1.0, pools, curves, D)
+    assert out[1].busy == pytest.approx(1.0 * 0.006, rel=0.02)
+    assert out[1].queue < 1e-4
+    _, out = with_pools(solve_open_tiers(np.array([200.0]), D, np.array(cores)), 200.0, pools,
+                        curves, D)
+    assert not out[0].stable and not out[1].stable and math.isinf(out[1].waiting_time)

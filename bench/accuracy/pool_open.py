@@ -3,6 +3,8 @@ seeds; the open model without its pool beside it.
 
     python -m bench.accuracy.pool_open                       # every case, seeds 1-3
     python -m bench.accuracy.pool_open --cases pool-2 --seeds 1 --no-capacity
+    python -m bench.accuracy.pool_open --quantiles --seeds 11,12,13   # p95/p99
+    python -m bench.accuracy.pool_open --nested --seeds 11,12,13      # a pool inside a pool
 
 Three-tier open systems (web, app, db; one class, Poisson arrivals) with a pool on app held
 across app and db (:data:`CASES`, chosen before any run of the model on them): pool sizes
@@ -28,6 +30,21 @@ the saturation rate, bisection to 1%) against both models'
 (:func:`streams.predict.open_model.rate_capacity`). Errors are against each seed's mean; the
 tables give the mean over the seeds with the 95% interval of that mean and the worst over
 seeds and rates. Figures, no pass/fail (targets: R 10%, utilization 3 points, capacity 10%).
+
+``--quantiles``: instead, the response time's p95 and p99 per case and load, simulated (each
+seed's estimate from its replications' empirical quantiles; the mean over seeds with the 95%
+interval of that mean) against the pipeline's model
+(:meth:`streams.predict.model.SystemModel.quantiles` at the open point: the pool's passage
+law, :mod:`solvers.pools_passage`, convolved with the web tier's) and against today's law
+before it (``before``: the same call without the passage law, the exponential law scaled to
+the pool model's mean). Targets: p95 within 15%, p99 within 20%.
+
+``--nested``: instead, an inner pool inside the outer one (:data:`NESTED`: app's thread pool
+held across app and db around a db connection pool held at db), the outer pool's flow-
+equivalent server with the inner one's figures weighted along it
+(:func:`solvers.pools_open.with_pools`): R, each pool's utilization (points) and queue
+(requests waiting for a token, relative) against the simulation (the simulator takes nested
+pools outer first), per seed, at :data:`FRACTIONS` of the model's saturation.
 """
 
 from __future__ import annotations
@@ -51,7 +68,7 @@ from solvers.pools import PoolSpec
 from solvers.processes import MAP
 from solvers.simulation.capacity import simulated_capacity
 from solvers.simulation.physical import OpenArrivals, PhysicalNetwork, Tier, simulate_physical
-from streams.predict import open_model
+from streams.predict import open_model, pool_law
 from streams.predict.model import SystemModel
 
 #: loads as fractions of the pool model's saturation rate
@@ -165,17 +182,117 @@ def capacities(case: Case, seeds: list[int]) -> dict:
             "err": [cap / s - 1 for s in sims], "err_bare": [cap_bare / s - 1 for s in sims]}
 
 
+#: ``--nested``'s cases: (name, demands, cores, outer size over app+db, inner size over db)
+NESTED = (("one-8/2", ONE[0], ONE[1], 8, 2), ("small-12/4", SMALL[0], SMALL[1], 12, 4),
+          ("small-6/3", SMALL[0], SMALL[1], 6, 3))
+
+
+def nested_table(seeds: list[int], duration: float = 1000.0) -> None:
+    print("| case | load | R sim s | R err | U outer sim / err (pt) | U inner sim / err (pt) "
+          "| queue inner sim / err |")
+    print("|---|---:|---|---|---|---|---|")
+    for name, D, cores, outer, inner in NESTED:
+        pools = (PoolSpec(outer, 1, 3, "threads"), PoolSpec(inner, 2, 3, "conn"))
+        m = SystemModel(tiers=["web", "app", "db"], classes=["a"], D_mc=np.array(D)[:, None],
+                        mix=np.array([1.0]), servers=np.array(cores, dtype=float),
+                        think_time=0.0, sla=np.array([1.0]), processes=None, map_limit=10_000,
+                        pools=pools)
+        sat = open_model.saturation_rate(m)
+        for f in FRACTIONS:
+            rate = f * sat
+            point, _ = open_model.open_point(m, rate)
+            net = PhysicalNetwork(tiers=tuple(Tier(t, c, d) for t, c, d in
+                                              zip(("web", "app", "db"), cores, D)),
+                                  classes=("a",), mix=(1.0,), think_time=0.0, population=0,
+                                  arrivals=OpenArrivals(rate), pools=pools)
+            sims = [simulate_physical(net, duration, warmup=duration / 10, seed=s)
+                    for s in seeds]
+            R = [s.total_response_time.mean for s in sims]
+            U = [[s.pool_busy[k].mean / pools[k].size for s in sims] for k in range(2)]
+            Q = [s.pool_waiting[1].mean for s in sims]
+            q_model = float(point.pool_waiting[1]) * rate
+            r_err = worst([float(point.response[0]) / r - 1 for r in R])
+            cells = [f"{np.mean(R):.4g} | {r_err:+.1%}"]
+            for k in range(2):
+                u_err = worst([float(point.pool_utilization[k]) - u for u in U[k]])
+                cells.append(f"{np.mean(U[k]):.3f} / {100 * u_err:+.1f}")
+            cells.append(f"{np.mean(Q):.3g} / " + (
+                f"{worst([q_model / q - 1 for q in Q]):+.0%}" if min(Q) > 0.01 else
+                f"{q_model:.3g} (abs)"))
+            print(f"| {name} | {f:.0%} | " + " | ".join(cells) + " |", flush=True)
+
+
+#: the quantile levels ``--quantiles`` judges
+LEVELS = (0.95, 0.99)
+
+
+def open_quantiles(m: SystemModel, rate: float, passage: bool = True) -> np.ndarray:
+    """``(C, 2)`` p95, p99 of the pipeline's open model ``m`` at ``rate`` (``passage``: the
+    pools' passage laws; else today's law before them, the same call without them)."""
+    point, _ = open_model.open_point(m, rate)
+    if passage:
+        q = m.quantiles(point)
+    else:
+        from unittest import mock
+        with mock.patch.object(pool_law, "pool_quantiles", return_value=None):
+            q = m.quantiles(point)
+    levels = list(m.quantile_levels)
+    return q[:, [levels.index(x) for x in LEVELS]]
+
+
+def model_quantiles(case: Case, rate: float, passage: bool = True) -> np.ndarray:
+    """``(2,)`` p95, p99 of the pipeline's model of ``case`` at ``rate``."""
+    return open_quantiles(model(case), rate, passage)[0]
+
+
+def quantile_table(cases: list[Case], seeds: list[int]) -> None:
+    print("| case | load | p95 sim s (±95%) | model | before | p99 sim s (±95%) | model | "
+          "before |")
+    print("|---|---:|---|---|---|---|---|---|")
+    worst = {}
+    for case in cases:
+        sat = open_model.saturation_rate(model(case))
+        w = worst.setdefault(case.name, [0.0, 0.0, 0.0, 0.0])
+        for f in FRACTIONS:
+            rate = f * sat
+            sims = [simulate_physical(network(case, rate), case.duration,
+                                      warmup=case.duration / 10, seed=s, quantiles=LEVELS)
+                    for s in seeds]
+            after, before = model_quantiles(case, rate), model_quantiles(case, rate, False)
+            cells = []
+            for k in range(len(LEVELS)):
+                m, hw = interval([s.response_time_quantiles[0][k].mean for s in sims])
+                ea, eb = after[k] / m - 1, before[k] / m - 1
+                w[2 * k], w[2 * k + 1] = max(w[2 * k], abs(ea)), max(w[2 * k + 1], abs(eb))
+                cells.append(f"{m:.4g} ± {hw:.2g} | {ea:+.1%} | {eb:+.1%}")
+            print(f"| {case.name} | {f:.0%} | " + " | ".join(cells) + " |", flush=True)
+    print("\n| case | worst abs p95 err model / before | worst abs p99 err model / before |")
+    print("|---|---|---|")
+    for name, w in worst.items():
+        print(f"| {name} | {w[0]:.1%} / {w[1]:.1%} | {w[2]:.1%} / {w[3]:.1%} |")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cases", default=",".join(c.name for c in CASES))
     ap.add_argument("--seeds", default="1,2,3")
     ap.add_argument("--no-capacity", action="store_true")
+    ap.add_argument("--nested", action="store_true",
+                    help="an inner pool inside the outer one against the simulation")
+    ap.add_argument("--quantiles", action="store_true",
+                    help="p95/p99: the pool's passage law and today's against the simulation")
     args = ap.parse_args(argv)
     names = args.cases.split(",")
     unknown = [n for n in names if n not in {c.name for c in CASES}]
     if unknown:
         ap.error(f"--cases: no case {unknown}")
     seeds = [int(s) for s in args.seeds.split(",")]
+    if args.nested:
+        nested_table(seeds)
+        return 0
+    if args.quantiles:
+        quantile_table([c for c in CASES if c.name in names], seeds)
+        return 0
     pct = lambda v: f"{100 * v:+.1f}%" if math.isfinite(v) else "inf"   # noqa: E731
     summary = []
     for case in (c for c in CASES if c.name in names):

@@ -4,6 +4,7 @@
     python -m bench.accuracy.pool_open_ps --scvs 2.5 --seeds 1 --requests 20000
     python -m bench.accuracy.pool_open_ps --estimator --seeds 1,2,3,4,5
     python -m bench.accuracy.pool_open_ps --rejudge /tmp/camp6-open OUT --service-scv db.search=2.5
+    python -m bench.accuracy.pool_open_ps --quantiles --seeds 11,12,13   # p95/p99 per class
 
 The shape is the real testbed's (bench/testbed: gunicorn's 2 sync workers, a pool of 2 held
 across a 1-core FCFS ``app`` and a 1-core processor-sharing ``db``; 4 classes at the mix
@@ -27,6 +28,14 @@ on the same seed's runs. Figures, no pass/fail.
 estimator (:mod:`estimators.service_scv`) on 15-s windows of the simulated db's per-class
 mean residence over 15 minutes at 9/s (the testbed's low-load flat part), seeds 101-, per
 law and SCV: the search class's reading and the exponential classes'.
+
+``--quantiles``: each class's p95 and p99 of the response time, the simulated ones (per seed
+the empirical quantile of its requests; the mean over seeds with the 95% interval of that
+mean) against the pipeline's model (:meth:`streams.predict.model.SystemModel.quantiles` at
+the open point: the pool's passage law, :mod:`solvers.pools_passage`) and against today's
+law before it (the same call without the passage: the open tiers' law without the pool at
+the processor-sharing db; ``before``), per SCV and law at :data:`FRACTIONS`; the worst over
+classes and loads last. Targets: p95 within 15%, p99 within 20%.
 """
 
 from __future__ import annotations
@@ -41,10 +50,13 @@ import time
 
 import numpy as np
 
+from bench.accuracy.pool_open import LEVELS, open_quantiles
 from estimators.service_scv import service_scv
 from solvers.pools import PoolSpec
 from solvers.pools_open import HeldCurve, held_network, solve_open_pool
 from solvers.simulation.pool_open_ps import simulate_pool_open
+from streams.predict import open_model
+from streams.predict.model import SystemModel
 
 CLASSES = ("buy", "home", "product", "search")
 MIX = np.array([0.15, 0.4, 0.3, 0.15])
@@ -158,6 +170,63 @@ def rejudge_configured(src: str, out: str, workers: int, latency: str | None,
         campaign.write_config = write
 
 
+def pipeline_model(v: float) -> SystemModel:
+    """The pipeline's open model of the testbed shape with the pool and search's db SCV
+    ``v`` (configured), the db processor sharing."""
+    return SystemModel(tiers=["app", "db"], classes=list(CLASSES), D_mc=DEMANDS.copy(),
+                       mix=MIX.copy(), servers=np.array(CORES, dtype=float), think_time=0.0,
+                       sla=SLA.copy(), processes=None, map_limit=10_000,
+                       ps=np.array(PS), ps_law=np.array(PS),
+                       pools=(PoolSpec(SIZE, 0, 2, "workers"),), service_scv=scv_matrix(v))
+
+
+def model_quantiles(v: float, rate: float, passage: bool = True) -> np.ndarray:
+    """``(C, 2)`` p95, p99 of the pipeline's model at ``rate`` (``passage``: the pool's
+    passage law; else today's law before it)."""
+    return open_quantiles(pipeline_model(v), rate, passage)
+
+
+def quantile_table(scvs: list[float], law_names: list[str], seeds: list[int], requests: int
+                   ) -> None:
+    from bench.accuracy.pool_matrix import interval
+    print(f"seeds {seeds}; {requests} requests per run (x 0.4 / (1 - load) above 60%)")
+    print("| law | SCV | load | class | p95 sim ms (±95%) | model | before | p99 sim ms (±95%) "
+          "| model | before |")
+    print("|---|---:|---:|---|---|---|---|---|---|---|")
+    worst: dict[tuple, list[float]] = {}
+    for law in law_names:
+        for v in scvs:
+            if law == "h2" and v < 1:
+                continue
+            sat = curve(v).saturation
+            for f in FRACTIONS:
+                rate = f * sat
+                n = int(requests * max(1.0, 0.4 / (1.0 - f)))
+                runs = [sim(rate, law, v, s, n) for s in seeds]
+                sq = np.array([[np.quantile((r.end - r.arrival)[r.cls == c], LEVELS)
+                                for c in range(len(CLASSES))] for r in runs])   # (S, C, 2)
+                after, before = model_quantiles(v, rate), model_quantiles(v, rate, False)
+                for c, name in enumerate(CLASSES):
+                    cells = []
+                    for k in range(len(LEVELS)):
+                        m, hw = interval(sq[:, c, k].tolist())
+                        ea, eb = after[c, k] / m - 1, before[c, k] / m - 1
+                        key = (law, v, LEVELS[k])
+                        w = worst.setdefault(key, [0.0, 0.0])
+                        w[0], w[1] = max(w[0], abs(ea)), max(w[1], abs(eb))
+                        cells.append(f"{m * 1e3:.1f} ± {hw * 1e3:.1f} | {ea:+.0%} | {eb:+.0%}")
+                    print(f"| {law} | {v:g} | {f:.0%} | {name} | " + " | ".join(cells) + " |",
+                          flush=True)
+    print("\n| law | SCV | worst abs p95 err model / before | worst abs p99 err model / "
+          "before |")
+    print("|---|---:|---|---|")
+    for law in law_names:
+        for v in scvs:
+            if (law, v, LEVELS[0]) in worst:
+                a, b = worst[(law, v, LEVELS[0])], worst[(law, v, LEVELS[1])]
+                print(f"| {law} | {v:g} | {a[0]:.0%} / {a[1]:.0%} | {b[0]:.0%} / {b[1]:.0%} |")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--scvs", type=lambda s: [float(x) for x in s.split(",")],
@@ -173,6 +242,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="with --rejudge: tier.class=SCV[,...]")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--latency", default="estimate")
+    ap.add_argument("--quantiles", action="store_true",
+                    help="p95/p99 per class: the pool's passage law and today's against "
+                         "the simulation")
     ap.add_argument("--estimator", action="store_true",
                     help="the SCV estimator on simulated windows instead (seeds + 100)")
     args = ap.parse_args(argv)
@@ -186,6 +258,10 @@ def main(argv: list[str] | None = None) -> int:
         res = rejudge_configured(*args.rejudge, args.workers, args.latency, scv)
         op = res.get("open_ramp", {})
         print({k: op.get(k) for k in ("measured_breach_min", "first_alert_min", "lead_min")})
+        return 0
+    if args.quantiles:
+        quantile_table(args.scvs, args.laws, args.seeds, args.requests)
+        print(f"\n{time.time() - t0:.0f} s")
         return 0
     if args.estimator:
         estimator_table(args.scvs, args.laws, [s + 100 for s in args.seeds])

@@ -134,6 +134,7 @@ from solvers.response_time.mapnet import map_network_quantiles
 from solvers.response_time.open_law import open_quantiles
 from streams.core.config import SLO_QUANTILES, SystemConfig
 from streams.core.tier import TierModel
+from streams.predict import pool_law
 from streams.predict.capacity_search import capacity_search, projected_start, rate_bracket
 from streams.predict.latency import model_delays
 from streams.predict.service_scv import class_scvs
@@ -457,6 +458,10 @@ class SystemModel:
         point's mean (flagged, module docstring)."""
         if point.model == "mva":
             return self._law_quantiles(point.n)[:, :-1]
+        if point.model == "open" and self.pools:    # the pools' passage laws where they apply
+            q = pool_law.pool_quantiles(self, point)
+            if q is not None:
+                return q
         if point.model == "open" and self.ps_law is not None and self.ps_law.any():
             return self._shifted(self._open_ps_quantiles(point.throughput))
         if point.model == "pools":

@@ -25,8 +25,9 @@ server of the held network solved closed at ``1..K`` by the closed pool route (C
 :class:`RateSolves`). The tiers outside the pools stay open queues, those after a pool fed
 Poisson (Burke 1956). Every request takes the token (the closed
 route's aggregate class), so the saturation rate is the smaller of ``x_sat`` and the pool's.
-Quantiles on this route are the exponential law scaled to the mean (the token wait's own tail
-is not modelled; flagged).
+Quantiles on this route with pools: each outermost pool's passage law convolved with the open
+tiers outside it (:mod:`streams.predict.pool_law`); where none applies the exponential law
+scaled to the pool model's mean (flagged).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from solvers.open import OpenTiersResult, solve_open_tiers, tiers_capacity
 from solvers.pools_open import HeldCurve, OpenPoolResult, held_network, outermost, with_pools
 from streams.predict import alert_window, pool_naming
 from streams.predict.model import POOL_FLAG, Point, SystemModel
+from streams.predict.pool_law import POOL_QUANTILE_FLAG, passage_applies
 
 __all__ = ["RATE_TOLERANCE", "RateCapacity", "RateSolves", "mix_mean", "open_point",
            "pool_curves", "rate_capacity", "saturation_rate", "tier_residence",
@@ -54,11 +56,6 @@ def _inputs(model: SystemModel) -> tuple[np.ndarray, np.ndarray]:
     V = np.ones_like(model.D_mc) if model.visits is None else np.asarray(model.visits, float)
     S = np.divide(model.D_mc, V, out=np.zeros_like(model.D_mc), where=V > 0)
     return S, V
-
-
-#: how the flag of the open route's quantiles with pools reads
-POOL_QUANTILE_FLAG = ("pools: quantiles on the open route are the exponential law scaled to the "
-                      "pool model's mean (the token wait's own tail is not modelled)")
 
 
 def pool_curves(model: SystemModel) -> list[HeldCurve | None]:
@@ -184,7 +181,8 @@ def open_point(model: SystemModel, rate: float,
     if model.pools:
         util = np.array([math.inf if p is None else p.utilization for p in pools])
         wait = np.array([math.inf if p is None else p.waiting_time for p in pools])
-        if POOL_QUANTILE_FLAG not in model.flags:
+        if POOL_QUANTILE_FLAG not in model.flags and not passage_applies(
+                model, solves.curves if solves is not None else None):
             model.flags.append(POOL_QUANTILE_FLAG)
     return Point(0, float(res.throughput.sum()), residence, res.response_time,
                  res.utilization, None, kind, util, wait), res
