@@ -70,9 +70,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .delay import any_delay, fold_pool_result, with_delay_stations
-from .pools import PoolResult, PoolSpec
-from .pools_bursty import base_mix, held_chain_applies, solve_pools_bursty
+from .delay import any_delay, as_delays, fold_pool_result, with_delay_stations
+from .linalg.anchored import anchored_stationary
+from .pools import PoolResult, PoolSpec, _level, _log_rates, _marginal, _network, _queues, \
+    _Station
+from .pools_bursty import HELD_CHAIN_WORK, LEVEL_FLOOR, base_mix, held_chain_applies, \
+    solve_pools_bursty
+from .results import as_servers
 from .pools_general import _class_scv, solve_pools_general
 from .processes import MAP
 
@@ -197,6 +201,228 @@ def _fcfs_read_back(res: PoolResult, demands: Any, mix: Any,
     return Dmc.sum(axis=0) + float(queue.sum()) + float(waits.sum())
 
 
+#: a processor-sharing tier's classes whose demands' variance over the mix is within this
+#: share of the squared mean are taken as equal (no spread for the class chain to add)
+EQUAL_CLASSES = 1e-9
+#: how the class chain's flag begins
+CLASS_CHAIN_FLAG = "pools: class chain"
+
+
+def _ps_spread_pool(Dmc: np.ndarray, p: np.ndarray, servers: Any, pools: list[PoolSpec],
+                    shared: np.ndarray | None) -> tuple[int, list[int]] | None:
+    """``(pool, tiers)``: the pool holding every processor-sharing tier that shares a core and
+    whose classes differ in cost (``tiers``), where the class chain applies to it -- one such
+    pool, none nested in it nor it in another; ``None`` elsewhere."""
+    if shared is None or not pools:
+        return None
+    D = Dmc @ p
+    var = (Dmc - D[:, None]) ** 2 @ p
+    tiers = [m for m in np.flatnonzero(shared)
+             if D[m] > 0 and var[m] > EQUAL_CLASSES * D[m] ** 2
+             and any(pl.first <= m < pl.last for pl in pools)]
+    if not tiers:
+        return None
+    owners = {i for m in tiers for i, pl in enumerate(pools) if pl.first <= m < pl.last}
+    if len(owners) != 1:
+        return None
+    k = owners.pop()
+    pool = pools[k]
+    for i, q in enumerate(pools):
+        if i != k and not (q.last <= pool.first or pool.last <= q.first):
+            return None
+    return k, tiers
+
+
+def _class_chain(Dmc: np.ndarray, p: np.ndarray, c: np.ndarray, delays: np.ndarray | None,
+                 shared: np.ndarray | None, pools: list[PoolSpec], index: int, N: int,
+                 Z: float) -> dict[str, Any] | None:
+    """The closed class chain of pool ``index`` (module docstring, "processor-sharing tiers'
+    spread"): state ``(i, holders)`` -- ``i`` requests at the pool, each of the ``min(i, K)``
+    holders' tier and class (a count per class at a processor-sharing tier, the order at a
+    first-come-first-served tier of fewer cores than tokens), the outside a flow-equivalent
+    source of rate ``lam(i)`` (Chandy et al. 1975). Returns the throughput, the mean requests
+    per tier (held and outside), per held tier and class, waiting for the token and holding
+    one; ``None`` past :data:`solvers.pools_bursty.HELD_CHAIN_WORK` or where a class of the mix
+    holds no held tier."""
+    from scipy.sparse import coo_matrix
+
+    from .pools_open import _configs, _stations
+
+    pool = pools[index]
+    M, C = Dmc.shape
+    K = min(pool.size, N)
+    h = slice(pool.first, pool.last)
+    hit = np.flatnonzero(p > 0)
+    stations = _stations(Dmc[h], c[h], None if delays is None else delays[h],
+                         None if shared is None else shared[h], hit, K)
+    route = {int(k): [g for g, st in enumerate(stations) if k in st.classes] for k in hit}
+    if not stations or any(not r for r in route.values()):
+        return None
+    cap = int(math.sqrt(HELD_CHAIN_WORK / (N + 1)))
+    configs = []
+    for k in range(K + 1):
+        level = _configs(stations, k, cap)
+        if level is None:
+            return None
+        configs.append(level)
+    index_of = [{x: i for i, x in enumerate(level)} for level in configs]
+    size = np.array([len(configs[min(j, K)]) for j in range(N + 1)])
+    starts = np.concatenate(([0], np.cumsum(size)))
+    D = Dmc @ p
+    rest_D = D.copy()
+    rest_D[h] = 0.0
+    outside = [s for s in _level(range(0, M), pools, -1, rest_D, c, N) if s.pool != index]
+    outside.append(_Station(_log_rates(np.arange(1, N + 1, dtype=float) / Z)))
+    logG, rests = _network(outside, N)
+    lam = np.zeros(N + 1)
+    lam[:N] = np.exp(logG[N - 1::-1] - logG[N::-1][:N])
+    src: list[int] = []
+    dst: list[int] = []
+    rate: list[float] = []
+    done = np.zeros(int(starts[-1]))
+
+    def enter(x: tuple, k: int, g: int | None = None) -> list[tuple[float, tuple]]:
+        g = route[k][0] if g is None else g
+        st = stations[g]
+        return [(w, x[:g] + (y,) + x[g + 1:]) for w, y in st.enter(x[g], st.classes.index(k))]
+
+    for j in range(N + 1):
+        k = min(j, K)
+        for i, x in enumerate(configs[k]):
+            here = int(starts[j]) + i
+            if j < N and lam[j] > 0:               # a request reaches the pool
+                if j < K:
+                    for cl in hit:
+                        for w, y in enter(x, int(cl)):
+                            src.append(here), dst.append(int(starts[j + 1]) + index_of[k + 1][y])
+                            rate.append(lam[j] * float(p[cl]) * w)
+                else:                              # it joins the token queue
+                    src.append(here), dst.append(int(starts[j + 1]) + i), rate.append(lam[j])
+            for g, st in enumerate(stations):
+                for m, r, after in st.leaving(x[g]):
+                    cl = st.classes[m]
+                    y = x[:g] + (after,) + x[g + 1:]
+                    step = route[cl].index(g) + 1
+                    if step < len(route[cl]):      # on to its next held station
+                        for w, z in enter(y, cl, route[cl][step]):
+                            src.append(here), dst.append(int(starts[j]) + index_of[k][z])
+                            rate.append(r * w)
+                        continue
+                    done[here] += r
+                    if j <= K:                     # it leaves; no one waits
+                        src.append(here), dst.append(int(starts[j - 1]) + index_of[k - 1][y])
+                        rate.append(r)
+                    else:                          # its token passes to the queue's head
+                        for cl2 in hit:
+                            for w, z in enter(y, int(cl2)):
+                                src.append(here), dst.append(int(starts[j - 1]) + index_of[K][z])
+                                rate.append(r * float(p[cl2]) * w)
+    n = int(starts[-1])
+    Q = coo_matrix((rate, (src, dst)), shape=(n, n)).tocsr()
+    Q = Q - coo_matrix((np.asarray(Q.sum(axis=1)).ravel(), (np.arange(n), np.arange(n))),
+                       shape=(n, n)).tocsr()
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        pi = anchored_stationary(Q, 0, "COLAMD")
+        if not np.all(np.isfinite(pi)) or pi.max() > 1e100 or pi.min() < -1e-9 * pi.max():
+            pi = anchored_stationary(Q, int(starts[min(K, N)]), "COLAMD")
+    if not np.all(np.isfinite(pi)) or not pi.max() > 0:
+        return None
+    pi = np.clip(pi, 0.0, None)
+    pi /= pi.sum()
+    X = float(pi @ done)
+    level = np.repeat(np.arange(N + 1), size)
+    held_k = np.minimum(level, K)
+    pi_i = np.bincount(level, weights=pi, minlength=N + 1)
+    counts = np.array([np.concatenate([st.held(part) for st, part in zip(stations, x)])
+                       for j in range(N + 1) for x in configs[min(j, K)]], dtype=float)
+    at = pi @ counts
+    cpu, delay = np.zeros((M, C)), np.zeros((M, C))
+    col = 0
+    for st in stations:
+        for cl in st.classes:
+            (cpu if st.cpu else delay)[pool.first + st.tier, cl] += at[col]
+            col += 1
+    Qm = np.zeros(M)
+    for s, r in zip(outside, rests):               # the outside's queues given N - i users
+        if not s.tiers:
+            continue
+        for i in np.flatnonzero(pi_i[:N] > LEVEL_FLOOR * pi_i.max()):
+            Qm[list(s.tiers)] += float(pi_i[i]) * _queues(s, _marginal(s, r, logG, N - int(i)))
+    return {"X": X, "Q": Qm, "cpu": cpu, "delay": delay,
+            "queue": float(pi_i @ np.maximum(np.arange(N + 1) - K, 0)),
+            "busy": float(pi @ held_k)}
+
+
+def _chain_result(got: dict[str, Any], Dmc: np.ndarray, p: np.ndarray,
+                  delays: np.ndarray | None, pools: list[PoolSpec], index: int
+                  ) -> tuple[float, np.ndarray, np.ndarray, float, float]:
+    """``(X, R_c, R_m, wait, busy)`` of a class chain's solution: each class's residence at a
+    held tier by Little's law on its holders there, at an outside tier its demand times the
+    tier's stretch, plus the wait for the token (FCFS, the same for every class); a tier's
+    residence with the wait at the pool's owning tier."""
+    pool = pools[index]
+    X = got["X"]
+    D = Dmc @ p
+    dl = np.zeros_like(Dmc) if delays is None else delays
+    Rm = got["Q"] / X
+    h = slice(pool.first, pool.last)
+    held = got["cpu"][h] + got["delay"][h]
+    Rm[h] = held.sum(axis=1) / X
+    stretch = np.divide(got["Q"] / X - dl @ p, D, out=np.ones_like(D), where=D > 0)
+    Rc = stretch[:, None] * Dmc + dl
+    hit = p > 0
+    Rc[h] = np.where(hit[None, :], held / np.where(hit, p * X, 1.0)[None, :],
+                     (np.divide(got["cpu"][h].sum(axis=1) / X, D[h], out=np.ones_like(D[h]),
+                                where=D[h] > 0)[:, None] * Dmc[h] + dl[h]))
+    wait = got["queue"] / X
+    Rm[pool.first] += wait
+    return X, Rc.sum(axis=0) + wait, Rm, wait, got["busy"]
+
+
+def _ps_spread_corrected(route: Any, Dmc: np.ndarray, p: np.ndarray, c: np.ndarray,
+                         delays: np.ndarray | None, shared: np.ndarray, pools: list[PoolSpec],
+                         index: int, tiers: list[int], N: int, Z: float
+                         ) -> PoolResult | None:
+    """``route()`` (the route's solution with the processor-sharing ``tiers``' classes at
+    their mix's mean) plus what the classes' spread there changes in the class chain: each figure
+    ``res + chain(D) - chain(D_mean)`` (module docstring); ``None`` where the chain does not
+    apply."""
+    flat = Dmc.copy()
+    flat[tiers] = (Dmc[tiers] @ p)[:, None]
+    got = [_class_chain(d, p, c, delays, shared, pools, index, N, Z) for d in (Dmc, flat)]
+    if got[0] is None or got[1] is None:
+        return None
+    (X1, R1, Rm1, W1, B1), (X0, R0, Rm0, W0, B0) = (
+        _chain_result(g, d, p, delays, pools, index) for g, d in zip(got, (Dmc, flat)))
+    res = route()
+    if not any(f.startswith(SPREAD_FLAG) for f in res.flags) and res.outer_solves == 1:
+        # the route is the exponential flow-equivalent solution: the chain's own is exact
+        X0, R0, Rm0 = (float(res.throughput), np.asarray(res.response_time, dtype=float),
+                       np.asarray(res.residence_time, dtype=float))
+        W0, B0 = (float(res.pool_waiting_time[index]), float(res.pool_busy[index]))
+    dl = np.zeros_like(Dmc) if delays is None else delays
+    X = max(float(res.throughput) + X1 - X0, 1e-300)
+    floor_c = (Dmc + dl).sum(axis=0)
+    Rc = np.maximum(np.asarray(res.response_time, dtype=float) + R1 - R0, floor_c)
+    Rm = np.maximum(np.asarray(res.residence_time, dtype=float) + Rm1 - Rm0, Dmc @ p + dl @ p)
+    waits = np.array(res.pool_waiting_time, dtype=float)
+    waits[index] = max(waits[index] + W1 - W0, 0.0)
+    busy = np.array(res.pool_busy, dtype=float)
+    busy[index] = min(max(busy[index] + B1 - B0, 0.0), float(pools[index].size))
+    sizes = np.array([float(pl.size) for pl in pools])
+    curve = np.array(res.throughput_curve, dtype=float)
+    curve[N] = X
+    D = Dmc @ p
+    flag = (f"{CLASS_CHAIN_FLAG}: the classes' spread at processor-sharing tier"
+            f"{'s' if len(tiers) > 1 else ''} {', '.join(str(m) for m in tiers)} from the held "
+            f"class chain",)
+    return replace(res, throughput=X, response_time=Rc, residence_time=Rm,
+                   tier_utilization=X * D / np.where(np.isinf(c), 1.0, c),
+                   pool_utilization=busy / sizes, pool_busy=busy, pool_waiting_time=waits,
+                   pool_holding_time=busy / X, pool_queue=waits * X, throughput_curve=curve,
+                   flags=res.flags + flag)
+
+
 #: :func:`solve_pools_spread`'s ``processes`` default: :func:`spread_processes` computed there
 COMPUTE: Any = object()
 
@@ -215,6 +441,35 @@ def solve_pools_spread(demands: Any, population: int, think_time: float = 0.0,
     does not depend on the population: a capacity search's probes share it). The chain's
     solutions carry :data:`SPREAD_FLAG`'s flag."""
     pools = list(pools)
+    Dmc = np.asarray(demands, dtype=float)
+    M, C = (Dmc.shape[0], 1) if Dmc.ndim == 1 else Dmc.shape
+    shared = sharing(ps, servers, pools, M)
+    found = None
+    if pools and population > 0 and float(think_time) > 0 and Dmc.ndim == 2 \
+            and np.all(np.isfinite(Dmc)):
+        p = base_mix(Dmc, mix)
+        found = _ps_spread_pool(Dmc, p, servers, pools, shared)
+    if found is not None:
+        index, tiers = found
+        flat = Dmc.copy()
+        flat[tiers] = (Dmc[tiers] @ p)[:, None]
+        c = as_servers(servers, M)
+        dl = as_delays(delays, (M, C)) if any_delay(delays) else None
+        out = _ps_spread_corrected(
+            lambda: _route(flat, population, think_time, servers, pools, mix, tier_scv,
+                           class_scv, delays, ps, processes),
+            Dmc, p, c, dl, shared, pools, index, tiers, int(population), float(think_time))
+        if out is not None:
+            return out
+    return _route(demands, population, think_time, servers, pools, mix, tier_scv, class_scv,
+                  delays, ps, processes)
+
+
+def _route(demands: Any, population: int, think_time: float, servers: Any,
+           pools: list[PoolSpec], mix: Any, tier_scv: Any, class_scv: Any, delays: Any,
+           ps: Any, processes: Any) -> PoolResult:
+    """:func:`solve_pools_spread` without the processor-sharing tiers' class chain: the held
+    chain of the first-come-first-served tier of most spread, else the two-moment factor."""
     Dmc = np.asarray(demands, dtype=float)
     M, C = (Dmc.shape[0], 1) if Dmc.ndim == 1 else Dmc.shape
     ps = sharing(ps, servers, pools, M)
