@@ -71,7 +71,6 @@ from typing import Any, Sequence
 import numpy as np
 
 from .delay import any_delay, as_delays, fold_pool_result, with_delay_stations
-from .linalg.anchored import anchored_stationary
 from .pools import PoolResult, PoolSpec, _level, _log_rates, _marginal, _network, _queues, \
     _Station
 from .pools_bursty import HELD_CHAIN_WORK, LEVEL_FLOOR, base_mix, held_chain_applies, \
@@ -81,7 +80,7 @@ from .pools_general import _class_scv, solve_pools_general
 from .processes import MAP
 
 __all__ = ["hyperexponential_phases", "spread_processes", "solve_pools_spread", "ps_product_form",
-           "sharing", "SPREAD_FLAG"]
+           "sharing", "SPREAD_FLAG", "CLASS_CHAIN_FLAG"]
 
 #: a tier's services whose second moment is within this share of exponential service's are
 #: taken as exponential (equal costs, or classes within rounding of each other)
@@ -201,24 +200,41 @@ def _fcfs_read_back(res: PoolResult, demands: Any, mix: Any,
     return Dmc.sum(axis=0) + float(queue.sum()) + float(waits.sum())
 
 
-#: a processor-sharing tier's classes whose demands' variance over the mix is within this
-#: share of the squared mean are taken as equal (no spread for the class chain to add)
+#: a processor-sharing tier whose services' second moment is within this share of exponential
+#: service's has no spread for the class chain to add (equal classes of exponential work)
 EQUAL_CLASSES = 1e-9
+#: the class chain's largest ``(N + 1) w^3`` (``N + 1`` levels of up to ``w`` states, solved
+#: by dense level reduction; measured about 0.1 s per 1e8 on this machine's one core)
+CLASS_CHAIN_WORK = 3e8
 #: how the class chain's flag begins
 CLASS_CHAIN_FLAG = "pools: class chain"
 
 
-def _ps_spread_pool(Dmc: np.ndarray, p: np.ndarray, servers: Any, pools: list[PoolSpec],
-                    shared: np.ndarray | None) -> tuple[int, list[int]] | None:
+def _ps_scv(class_scv: Any, shape: tuple[int, int]) -> np.ndarray:
+    """``class_scv`` as ``shape`` SCVs of each class's own work, 1 where not given (``None``
+    or NaN) or below 1 (a holding time less variable than exponential is not used to shorten
+    the wait, as in :mod:`solvers.pools_general`)."""
+    if class_scv is None:
+        return np.ones(shape)
+    v = np.array(class_scv, dtype=float)
+    if v.shape != shape or np.any(v < 0) or np.any(np.isinf(v)):
+        raise ValueError(f"class_scv: must be {shape[0]} x {shape[1]} numbers >= 0 (NaN: the "
+                         f"station's tier_scv), got {class_scv!r}")
+    return np.maximum(np.where(np.isnan(v), 1.0, v), 1.0)
+
+
+def _ps_spread_pool(Dmc: np.ndarray, p: np.ndarray, pools: list[PoolSpec],
+                    shared: np.ndarray | None, vc: np.ndarray) -> tuple[int, list[int]] | None:
     """``(pool, tiers)``: the pool holding every processor-sharing tier that shares a core and
-    whose classes differ in cost (``tiers``), where the class chain applies to it -- one such
-    pool, none nested in it nor it in another; ``None`` elsewhere."""
+    whose services' second moment exceeds exponential service's (``tiers``: classes of other
+    costs, or a class's own SCV ``vc`` above 1), where the class chain applies to it -- one
+    such pool, none nested in it nor it in another; ``None`` elsewhere."""
     if shared is None or not pools:
         return None
     D = Dmc @ p
-    var = (Dmc - D[:, None]) ** 2 @ p
+    excess = (Dmc ** 2 * (1.0 + vc)) @ p - 2.0 * D ** 2
     tiers = [m for m in np.flatnonzero(shared)
-             if D[m] > 0 and var[m] > EQUAL_CLASSES * D[m] ** 2
+             if D[m] > 0 and excess[m] > EQUAL_CLASSES * 2.0 * D[m] ** 2
              and any(pl.first <= m < pl.last for pl in pools)]
     if not tiers:
         return None
@@ -235,15 +251,16 @@ def _ps_spread_pool(Dmc: np.ndarray, p: np.ndarray, servers: Any, pools: list[Po
 
 def _class_chain(Dmc: np.ndarray, p: np.ndarray, c: np.ndarray, delays: np.ndarray | None,
                  shared: np.ndarray | None, pools: list[PoolSpec], index: int, N: int,
-                 Z: float) -> dict[str, Any] | None:
+                 Z: float, scv: np.ndarray | None = None) -> dict[str, Any] | None:
     """The closed class chain of pool ``index`` (module docstring, "processor-sharing tiers'
     spread"): state ``(i, holders)`` -- ``i`` requests at the pool, each of the ``min(i, K)``
     holders' tier and class (a count per class at a processor-sharing tier, the order at a
     first-come-first-served tier of fewer cores than tokens), the outside a flow-equivalent
     source of rate ``lam(i)`` (Chandy et al. 1975). Returns the throughput, the mean requests
     per tier (held and outside), per held tier and class, waiting for the token and holding
-    one; ``None`` past :data:`solvers.pools_bursty.HELD_CHAIN_WORK` or where a class of the mix
-    holds no held tier."""
+    one; ``None`` past :data:`CLASS_CHAIN_WORK` or where a class of the mix holds no held
+    tier. ``scv``: per tier and class the class's own SCV (1: exponential; above 1 the
+    balanced-means hyperexponential, Whitt 1982, its phase drawn on entering the tier)."""
     from scipy.sparse import coo_matrix
 
     from .pools_open import _configs, _stations
@@ -254,11 +271,12 @@ def _class_chain(Dmc: np.ndarray, p: np.ndarray, c: np.ndarray, delays: np.ndarr
     h = slice(pool.first, pool.last)
     hit = np.flatnonzero(p > 0)
     stations = _stations(Dmc[h], c[h], None if delays is None else delays[h],
-                         None if shared is None else shared[h], hit, K)
+                         None if shared is None else shared[h], hit, K, None,
+                         None if scv is None else scv[h])
     route = {int(k): [g for g, st in enumerate(stations) if k in st.classes] for k in hit}
     if not stations or any(not r for r in route.values()):
         return None
-    cap = int(math.sqrt(HELD_CHAIN_WORK / (N + 1)))
+    cap = int((CLASS_CHAIN_WORK / (N + 1)) ** (1 / 3))
     configs = []
     for k in range(K + 1):
         level = _configs(stations, k, cap)
@@ -276,59 +294,56 @@ def _class_chain(Dmc: np.ndarray, p: np.ndarray, c: np.ndarray, delays: np.ndarr
     logG, rests = _network(outside, N)
     lam = np.zeros(N + 1)
     lam[:N] = np.exp(logG[N - 1::-1] - logG[N::-1][:N])
-    src: list[int] = []
-    dst: list[int] = []
-    rate: list[float] = []
-    done = np.zeros(int(starts[-1]))
-
     def enter(x: tuple, k: int, g: int | None = None) -> list[tuple[float, tuple]]:
         g = route[k][0] if g is None else g
         st = stations[g]
         return [(w, x[:g] + (y,) + x[g + 1:]) for w, y in st.enter(x[g], st.classes.index(k))]
 
-    for j in range(N + 1):
+    def template(j: int) -> np.ndarray:
+        """Level ``j``'s transitions (every level past ``K`` alike): rows of source, level
+        step, target, rate (an arrival's: its share of ``lam``), arrival, departure."""
         k = min(j, K)
+        rows: list[tuple[int, int, int, float, bool, bool]] = []
         for i, x in enumerate(configs[k]):
-            here = int(starts[j]) + i
-            if j < N and lam[j] > 0:               # a request reaches the pool
-                if j < K:
-                    for cl in hit:
-                        for w, y in enter(x, int(cl)):
-                            src.append(here), dst.append(int(starts[j + 1]) + index_of[k + 1][y])
-                            rate.append(lam[j] * float(p[cl]) * w)
-                else:                              # it joins the token queue
-                    src.append(here), dst.append(int(starts[j + 1]) + i), rate.append(lam[j])
+            if j < K:                                  # a request arrives and takes a token
+                rows += [(i, 1, index_of[k + 1][y], float(p[cl]) * w, True, False)
+                         for cl in hit for w, y in enter(x, int(cl))]
+            else:                                      # it joins the token queue
+                rows.append((i, 1, i, 1.0, True, False))
             for g, st in enumerate(stations):
                 for m, r, after in st.leaving(x[g]):
                     cl = st.classes[m]
                     y = x[:g] + (after,) + x[g + 1:]
                     step = route[cl].index(g) + 1
-                    if step < len(route[cl]):      # on to its next held station
-                        for w, z in enter(y, cl, route[cl][step]):
-                            src.append(here), dst.append(int(starts[j]) + index_of[k][z])
-                            rate.append(r * w)
-                        continue
-                    done[here] += r
-                    if j <= K:                     # it leaves; no one waits
-                        src.append(here), dst.append(int(starts[j - 1]) + index_of[k - 1][y])
-                        rate.append(r)
-                    else:                          # its token passes to the queue's head
-                        for cl2 in hit:
-                            for w, z in enter(y, int(cl2)):
-                                src.append(here), dst.append(int(starts[j - 1]) + index_of[K][z])
-                                rate.append(r * float(p[cl2]) * w)
+                    if step < len(route[cl]):          # on to its next held station
+                        rows += [(i, 0, index_of[k][z], r * w, False, False)
+                                 for w, z in enter(y, cl, route[cl][step])]
+                    elif j <= K:                       # it leaves; no one waits
+                        rows.append((i, -1, index_of[k - 1][y], r, False, True))
+                    else:                              # its token passes to the queue's head
+                        rows += [(i, -1, index_of[K][z], r * float(p[c2]) * w, False, True)
+                                 for c2 in hit for w, z in enter(y, int(c2))]
+        return np.array(rows, dtype=float).reshape(-1, 6)
+
+    kinds = {j: template(j) for j in range(min(N, K + 1) + 1)}
+    levels = np.arange(N + 1)
+    parts = [(kinds[min(int(j), K + 1)], int(j)) for j in levels]
+    src_l, dst_l, rate_l = [], [], []
     n = int(starts[-1])
-    Q = coo_matrix((rate, (src, dst)), shape=(n, n)).tocsr()
-    Q = Q - coo_matrix((np.asarray(Q.sum(axis=1)).ravel(), (np.arange(n), np.arange(n))),
-                       shape=(n, n)).tocsr()
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        pi = anchored_stationary(Q, 0, "COLAMD")
-        if not np.all(np.isfinite(pi)) or pi.max() > 1e100 or pi.min() < -1e-9 * pi.max():
-            pi = anchored_stationary(Q, int(starts[min(K, N)]), "COLAMD")
-    if not np.all(np.isfinite(pi)) or not pi.max() > 0:
+    done = np.zeros(n)
+    for t, j in parts:
+        arrive, leave = t[:, 4] > 0, t[:, 5] > 0
+        r = np.where(arrive, lam[j] * t[:, 3], t[:, 3])
+        keep = r > 0
+        a = int(starts[j]) + t[keep, 0].astype(int)
+        src_l.append(a)
+        dst_l.append(starts[j + t[keep, 1].astype(int)] + t[keep, 2].astype(int))
+        rate_l.append(r[keep])
+        np.add.at(done, a[leave[keep]], r[keep][leave[keep]])
+    src, dst, rate = (np.concatenate(v) for v in (src_l, dst_l, rate_l))
+    pi = _level_stationary(coo_matrix((rate, (src, dst)), shape=(n, n)).tocsr(), starts)
+    if pi is None:
         return None
-    pi = np.clip(pi, 0.0, None)
-    pi /= pi.sum()
     X = float(pi @ done)
     level = np.repeat(np.arange(N + 1), size)
     held_k = np.minimum(level, K)
@@ -351,6 +366,45 @@ def _class_chain(Dmc: np.ndarray, p: np.ndarray, c: np.ndarray, delays: np.ndarr
     return {"X": X, "Q": Qm, "cpu": cpu, "delay": delay,
             "queue": float(pi_i @ np.maximum(np.arange(N + 1) - K, 0)),
             "busy": float(pi @ held_k)}
+
+
+def _level_stationary(Q: Any, starts: np.ndarray) -> np.ndarray | None:
+    """The stationary distribution of a finite chain whose transitions ``Q`` (off-diagonal
+    rates, states numbered level by level from ``starts``) move at most one level: linear
+    level reduction (Gaver, Jacobs and Latouche 1984) -- from the top level down
+    ``S_j = A_j + U_j B_{j+1}``, ``U_j = F_j (-S_{j+1})^{-1}``, then
+    ``pi_{j+1} = pi_j U_j`` from the one state of level 0. Every ``U_j`` is nonnegative (an
+    M-matrix's inverse), so the products have no cancellation; each level's vector is scaled
+    to sum 1 and the scales kept in logarithms, so a level of probability far below the
+    floating range (the empty pool at saturation) loses nothing. ``None`` where a block is
+    singular or the result not finite."""
+    L = starts.shape[0] - 1
+    out = np.asarray(Q.sum(axis=1)).ravel()
+
+    def block(a: int, b: int) -> np.ndarray:
+        return Q[starts[a]:starts[a + 1], starts[b]:starts[b + 1]].toarray()
+
+    S = block(L - 1, L - 1) - np.diag(out[starts[L - 1]:starts[L]])
+    U: list[np.ndarray] = [np.zeros((0, 0))] * (L - 1)
+    try:
+        for j in range(L - 2, -1, -1):
+            U[j] = np.linalg.solve(-S.T, block(j, j + 1).T).T
+            S = block(j, j) - np.diag(out[starts[j]:starts[j + 1]]) + U[j] @ block(j + 1, j)
+    except np.linalg.LinAlgError:
+        return None
+    if starts[1] - starts[0] != 1:
+        raise AssertionError("level 0 must be one state (the empty pool)")
+    parts, logs = [np.ones(1)], [0.0]
+    for j in range(L - 1):
+        v = np.maximum(parts[-1] @ U[j], 0.0)
+        total = float(v.sum())
+        if not (total > 0 and math.isfinite(total)):
+            return None
+        parts.append(v / total)
+        logs.append(logs[-1] + math.log(total))
+    w = np.exp(np.array(logs) - max(logs))
+    pi = np.concatenate([x * wi for x, wi in zip(parts, w)])
+    return pi / pi.sum()
 
 
 def _chain_result(got: dict[str, Any], Dmc: np.ndarray, p: np.ndarray,
@@ -381,7 +435,7 @@ def _chain_result(got: dict[str, Any], Dmc: np.ndarray, p: np.ndarray,
 
 def _ps_spread_corrected(route: Any, Dmc: np.ndarray, p: np.ndarray, c: np.ndarray,
                          delays: np.ndarray | None, shared: np.ndarray, pools: list[PoolSpec],
-                         index: int, tiers: list[int], N: int, Z: float
+                         index: int, tiers: list[int], N: int, Z: float, vc: np.ndarray
                          ) -> PoolResult | None:
     """``route()`` (the route's solution with the processor-sharing ``tiers``' classes at
     their mix's mean) plus what the classes' spread there changes in the class chain: each figure
@@ -389,7 +443,10 @@ def _ps_spread_corrected(route: Any, Dmc: np.ndarray, p: np.ndarray, c: np.ndarr
     apply."""
     flat = Dmc.copy()
     flat[tiers] = (Dmc[tiers] @ p)[:, None]
-    got = [_class_chain(d, p, c, delays, shared, pools, index, N, Z) for d in (Dmc, flat)]
+    own = np.ones_like(Dmc)
+    own[tiers] = vc[tiers]
+    got = [_class_chain(Dmc, p, c, delays, shared, pools, index, N, Z, own),
+           _class_chain(flat, p, c, delays, shared, pools, index, N, Z)]
     if got[0] is None or got[1] is None:
         return None
     (X1, R1, Rm1, W1, B1), (X0, R0, Rm0, W0, B0) = (
@@ -448,7 +505,8 @@ def solve_pools_spread(demands: Any, population: int, think_time: float = 0.0,
     if pools and population > 0 and float(think_time) > 0 and Dmc.ndim == 2 \
             and np.all(np.isfinite(Dmc)):
         p = base_mix(Dmc, mix)
-        found = _ps_spread_pool(Dmc, p, servers, pools, shared)
+        vc = _ps_scv(class_scv, Dmc.shape)
+        found = _ps_spread_pool(Dmc, p, pools, shared, vc)
     if found is not None:
         index, tiers = found
         flat = Dmc.copy()
@@ -458,7 +516,8 @@ def solve_pools_spread(demands: Any, population: int, think_time: float = 0.0,
         out = _ps_spread_corrected(
             lambda: _route(flat, population, think_time, servers, pools, mix, tier_scv,
                            class_scv, delays, ps, processes),
-            Dmc, p, c, dl, shared, pools, index, tiers, int(population), float(think_time))
+            Dmc, p, c, dl, shared, pools, index, tiers, int(population), float(think_time),
+            vc)
         if out is not None:
             return out
     return _route(demands, population, think_time, servers, pools, mix, tier_scv, class_scv,
