@@ -41,18 +41,51 @@ apply, :func:`solvers.pools_general.solve_pools_general` solves the network with
 stations. Each class's response time is read back with its delays.
 
 **Processor-sharing tiers** (``ps``: a tier whose cores are time-shared, such as a database
-with a process per connection on one core) are never the chain's tier: the chain's picture --
+with a process per connection on one core) are never the renewal chain's tier: its picture --
 the other holders queued behind the dear request in service, all the tokens free together after
 it -- is first-come-first-served. Under processor sharing the holders progress together, a cheap
-request leaves while the dear one is still served, and the tier's queue is insensitive to its
-service distribution beyond the mean (BCMP: Baskett et al. 1975): the tier is product form, its
-SCV 1 (``tier_scv`` and ``class_scv`` there) wherever it is solved -- at the chain's other held
-tiers and in :func:`solvers.pools_general.solve_pools_general`'s factor, which keeps the classes'
-spread of cost the token's first-come-first-served queue sees (Lee and Longton 1959). The chain
-takes the held first-come-first-served tier of most spread, if any. A processor-sharing tier whose
-holders cannot outnumber its cores -- a pool over it of at most that many tokens -- shares no
-core: each holder is served alone under either discipline, so it counts as first-come-first-served
+request leaves while the dear one is still served, and the tier's own queue is insensitive to
+its service distribution beyond the mean (BCMP: Baskett et al. 1975): in the renewal chain and
+the factor the tier is product form, its SCV 1. A processor-sharing tier whose holders cannot
+outnumber its cores -- a pool over it of at most that many tokens -- shares no core: each holder
+is served alone under either discipline, so it counts as first-come-first-served
 (:func:`sharing`; a single-threaded server held by a pool of 1 is the case).
+
+**A processor-sharing tier's spread: the class chain.** The pool's holding time is not
+insensitive: two searches of 60 ms holding both tokens of a pool of two keep every page of 3 ms
+waiting for a token, which the tier's mean cannot show (on the real testbed's shape -- a pool of
+2 over an FCFS app and a PS db whose classes cost 3 to 60 ms -- the renewal chain at the app,
+the db one exponential station, is 28-31% short of the simulated response times at 40 users;
+the two-moment factor is +5 to +22% over them on the bench's shape: docs/accuracy.md, "Thread
+and connection pools"). Where a held processor-sharing tier that shares a core has
+spread (``E[S^2] - 2 E[S]^2 > 0`` over the mix, each class's own SCV ``v > 1`` included), its
+pool -- one pool, no pool nested in it nor it in another, a think time -- is solved by the
+**class chain** (:func:`_class_chain`): level ``i`` the requests at the pool (holding or
+waiting for a token), phase each of the ``min(i, K)`` holders' held tier and class -- a count
+per class at a processor-sharing tier (each of ``n`` holders at ``min(n, c) / n`` of a core),
+the holders' order at a first-come-first-served tier of fewer cores than tokens, a class with
+``v > 1`` at the processor-sharing tier served as the balanced-means hyperexponential (Whitt
+1982), its phase drawn on entering -- the stations of the open pool's held chain
+(:mod:`solvers.pools_open`), closed: the outside (think time, the tiers and pools not held) a
+flow-equivalent source of rate ``lam(i)``, its throughput with ``N - i`` users (Chandy et al.
+1975; exact where the outside is the think time alone), the chain solved by linear level
+reduction (Gaver, Jacobs and Latouche 1984, :func:`_level_stationary`). Each class's residence
+at a held tier is Little's law on its holders there; at a tier outside, its demand times the
+tier's stretch.
+
+**Rule (continuity).** The answer is ``route(D') + chain(D) - chain(D')`` for every figure
+(throughput, each class's and tier's residence, the pool's wait and tokens held), ``D'`` the
+demands with each such tier's classes at their mix's mean (and its SCVs 1), ``route`` the
+renewal chain or factor above: the class chain adds what the processor-sharing tier's spread
+changes, the route keeps what the chain does not model (a first-come-first-served tier's
+renewal spread, tier SCVs, a factor). As the tier's classes become equal ``chain(D) ->
+chain(D')`` and the answer goes continuously to the route's, bit for bit at equality; where
+``route(D')`` is the exponential flow-equivalent solution (no tier of spread left, no factor)
+the answer is ``chain(D)`` itself, so it does not jump either when another tier's classes
+become equal (the renewal chain's limit there is the exact single-class chain, which the class
+chain is). Where the class chain does not apply or is past :data:`CLASS_CHAIN_WORK`
+(``(N + 1) w^3``, ``w`` its widest level: a pool of 2 over the testbed's two tiers has 42
+states a level, of 4 more than 300), the route stands alone.
 
 Where the chain does not apply -- no tier of spread beyond exponential, ``b`` not first or last
 of one pool's held tiers, no think time, no other held demand, nested pools over ``b``, a
@@ -206,8 +239,9 @@ EQUAL_CLASSES = 1e-9
 #: the class chain's largest ``(N + 1) w^3`` (``N + 1`` levels of up to ``w`` states, solved
 #: by dense level reduction; measured about 0.1 s per 1e8 on this machine's one core)
 CLASS_CHAIN_WORK = 3e8
-#: how the class chain's flag begins
-CLASS_CHAIN_FLAG = "pools: class chain"
+#: how the class chain's flag begins (a kind of :data:`SPREAD_FLAG`'s, which the pipeline
+#: reports)
+CLASS_CHAIN_FLAG = f"{SPREAD_FLAG}: the class chain"
 
 
 def _ps_scv(class_scv: Any, shape: tuple[int, int]) -> np.ndarray:
@@ -470,9 +504,8 @@ def _ps_spread_corrected(route: Any, Dmc: np.ndarray, p: np.ndarray, c: np.ndarr
     curve = np.array(res.throughput_curve, dtype=float)
     curve[N] = X
     D = Dmc @ p
-    flag = (f"{CLASS_CHAIN_FLAG}: the classes' spread at processor-sharing tier"
-            f"{'s' if len(tiers) > 1 else ''} {', '.join(str(m) for m in tiers)} from the held "
-            f"class chain",)
+    flag = (f"{CLASS_CHAIN_FLAG}: the classes of processor-sharing "
+            f"{', '.join(f'tier {m}' for m in tiers)} each in the held chain",)
     return replace(res, throughput=X, response_time=Rc, residence_time=Rm,
                    tier_utilization=X * D / np.where(np.isinf(c), 1.0, c),
                    pool_utilization=busy / sizes, pool_busy=busy, pool_waiting_time=waits,
