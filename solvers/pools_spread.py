@@ -295,8 +295,6 @@ def _class_chain(Dmc: np.ndarray, p: np.ndarray, c: np.ndarray, delays: np.ndarr
     one; ``None`` past :data:`CLASS_CHAIN_WORK` or where a class of the mix holds no held
     tier. ``scv``: per tier and class the class's own SCV (1: exponential; above 1 the
     balanced-means hyperexponential, Whitt 1982, its phase drawn on entering the tier)."""
-    from scipy.sparse import coo_matrix
-
     from .pools_open import _configs, _stations
 
     pool = pools[index]
@@ -319,7 +317,6 @@ def _class_chain(Dmc: np.ndarray, p: np.ndarray, c: np.ndarray, delays: np.ndarr
         configs.append(level)
     index_of = [{x: i for i, x in enumerate(level)} for level in configs]
     size = np.array([len(configs[min(j, K)]) for j in range(N + 1)])
-    starts = np.concatenate(([0], np.cumsum(size)))
     D = Dmc @ p
     rest_D = D.copy()
     rest_D[h] = 0.0
@@ -360,31 +357,31 @@ def _class_chain(Dmc: np.ndarray, p: np.ndarray, c: np.ndarray, delays: np.ndarr
         return np.array(rows, dtype=float).reshape(-1, 6)
 
     kinds = {j: template(j) for j in range(min(N, K + 1) + 1)}
-    levels = np.arange(N + 1)
-    parts = [(kinds[min(int(j), K + 1)], int(j)) for j in levels]
-    src_l, dst_l, rate_l = [], [], []
-    n = int(starts[-1])
-    done = np.zeros(n)
-    for t, j in parts:
-        arrive, leave = t[:, 4] > 0, t[:, 5] > 0
-        r = np.where(arrive, lam[j] * t[:, 3], t[:, 3])
-        keep = r > 0
-        a = int(starts[j]) + t[keep, 0].astype(int)
-        src_l.append(a)
-        dst_l.append(starts[j + t[keep, 1].astype(int)] + t[keep, 2].astype(int))
-        rate_l.append(r[keep])
-        np.add.at(done, a[leave[keep]], r[keep][leave[keep]])
-    src, dst, rate = (np.concatenate(v) for v in (src_l, dst_l, rate_l))
-    pi = _level_stationary(coo_matrix((rate, (src, dst)), shape=(n, n)).tocsr(), starts)
-    if pi is None:
+    blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    done: list[np.ndarray] = []
+    for j in range(N + 1):
+        t = kinds[min(j, K + 1)]
+        w = int(size[j])
+        step, i, to = t[:, 1].astype(int), t[:, 0].astype(int), t[:, 2].astype(int)
+        r = np.where(t[:, 4] > 0, lam[j] * t[:, 3], t[:, 3])
+        A = np.zeros((w, w))
+        F = np.zeros((w, int(size[j + 1]) if j < N else 0))
+        B = np.zeros((w, int(size[j - 1]) if j > 0 else 0))
+        for blk, k in ((A, 0), (F, 1), (B, -1)):
+            sel = (step == k) & (r > 0)
+            np.add.at(blk, (i[sel], to[sel]), r[sel])
+        A -= np.diag(A.sum(axis=1) + F.sum(axis=1) + B.sum(axis=1))
+        blocks.append((A, F, B))
+        leave = t[:, 5] > 0
+        done.append(np.bincount(i[leave], weights=r[leave], minlength=w))
+    parts = _level_stationary(blocks)
+    if parts is None:
         return None
-    X = float(pi @ done)
-    level = np.repeat(np.arange(N + 1), size)
-    held_k = np.minimum(level, K)
-    pi_i = np.bincount(level, weights=pi, minlength=N + 1)
-    counts = np.array([np.concatenate([st.held(part) for st, part in zip(stations, x)])
-                       for j in range(N + 1) for x in configs[min(j, K)]], dtype=float)
-    at = pi @ counts
+    X = float(sum(v @ d for v, d in zip(parts, done)))
+    pi_i = np.array([float(v.sum()) for v in parts])
+    count = [np.array([np.concatenate([st.held(part) for st, part in zip(stations, x)])
+                       for x in configs[k]], dtype=float) for k in range(K + 1)]
+    at = sum(parts[j] @ count[min(j, K)] for j in range(N + 1))
     cpu, delay = np.zeros((M, C)), np.zeros((M, C))
     col = 0
     for st in stations:
@@ -399,35 +396,31 @@ def _class_chain(Dmc: np.ndarray, p: np.ndarray, c: np.ndarray, delays: np.ndarr
             Qm[list(s.tiers)] += float(pi_i[i]) * _queues(s, _marginal(s, r, logG, N - int(i)))
     return {"X": X, "Q": Qm, "cpu": cpu, "delay": delay,
             "queue": float(pi_i @ np.maximum(np.arange(N + 1) - K, 0)),
-            "busy": float(pi @ held_k)}
+            "busy": float(pi_i @ np.minimum(np.arange(N + 1), K))}
 
 
-def _level_stationary(Q: Any, starts: np.ndarray) -> np.ndarray | None:
-    """The stationary distribution of a finite chain whose transitions ``Q`` (off-diagonal
-    rates, states numbered level by level from ``starts``) move at most one level: linear
-    level reduction (Gaver, Jacobs and Latouche 1984) -- from the top level down
-    ``S_j = A_j + U_j B_{j+1}``, ``U_j = F_j (-S_{j+1})^{-1}``, then
-    ``pi_{j+1} = pi_j U_j`` from the one state of level 0. Every ``U_j`` is nonnegative (an
-    M-matrix's inverse), so the products have no cancellation; each level's vector is scaled
-    to sum 1 and the scales kept in logarithms, so a level of probability far below the
-    floating range (the empty pool at saturation) loses nothing. ``None`` where a block is
-    singular or the result not finite."""
-    L = starts.shape[0] - 1
-    out = np.asarray(Q.sum(axis=1)).ravel()
-
-    def block(a: int, b: int) -> np.ndarray:
-        return Q[starts[a]:starts[a + 1], starts[b]:starts[b + 1]].toarray()
-
-    S = block(L - 1, L - 1) - np.diag(out[starts[L - 1]:starts[L]])
+def _level_stationary(blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
+                      ) -> list[np.ndarray] | None:
+    """The stationary distribution, level by level, of a finite chain whose transitions move at
+    most one level: ``blocks[j] = (A_j, F_j, B_j)`` its generator's blocks within level ``j``
+    (diagonal included), up and down; level 0 one state. Linear level reduction (Gaver, Jacobs
+    and Latouche 1984): from the top level down ``S_j = A_j + U_j B_{j+1}``,
+    ``U_j = F_j (-S_{j+1})^{-1}``, then ``pi_{j+1} = pi_j U_j`` from level 0. Every ``U_j`` is
+    nonnegative (an M-matrix's inverse), so the products have no cancellation; each level's
+    vector is scaled to sum 1 and the scales kept in logarithms, so a level of probability far
+    below the floating range (the empty pool at saturation) loses nothing. ``None`` where a
+    block is singular or the result not finite."""
+    L = len(blocks)
+    if blocks[0][0].shape != (1, 1):
+        raise AssertionError("level 0 must be one state (the empty pool)")
+    S = blocks[L - 1][0]
     U: list[np.ndarray] = [np.zeros((0, 0))] * (L - 1)
     try:
         for j in range(L - 2, -1, -1):
-            U[j] = np.linalg.solve(-S.T, block(j, j + 1).T).T
-            S = block(j, j) - np.diag(out[starts[j]:starts[j + 1]]) + U[j] @ block(j + 1, j)
+            U[j] = np.linalg.solve(-S.T, blocks[j][1].T).T
+            S = blocks[j][0] + U[j] @ blocks[j + 1][2]
     except np.linalg.LinAlgError:
         return None
-    if starts[1] - starts[0] != 1:
-        raise AssertionError("level 0 must be one state (the empty pool)")
     parts, logs = [np.ones(1)], [0.0]
     for j in range(L - 1):
         v = np.maximum(parts[-1] @ U[j], 0.0)
@@ -437,9 +430,8 @@ def _level_stationary(Q: Any, starts: np.ndarray) -> np.ndarray | None:
         parts.append(v / total)
         logs.append(logs[-1] + math.log(total))
     w = np.exp(np.array(logs) - max(logs))
-    pi = np.concatenate([x * wi for x, wi in zip(parts, w)])
-    return pi / pi.sum()
-
+    total = float(sum(x.sum() * wi for x, wi in zip(parts, w)))
+    return [x * (wi / total) for x, wi in zip(parts, w)]
 
 def _chain_result(got: dict[str, Any], Dmc: np.ndarray, p: np.ndarray,
                   delays: np.ndarray | None, pools: list[PoolSpec], index: int
