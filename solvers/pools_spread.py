@@ -106,8 +106,7 @@ import numpy as np
 from .delay import any_delay, as_delays, fold_pool_result, with_delay_stations
 from .pools import PoolResult, PoolSpec, _level, _log_rates, _marginal, _network, _queues, \
     _Station
-from .pools_bursty import HELD_CHAIN_WORK, LEVEL_FLOOR, base_mix, held_chain_applies, \
-    solve_pools_bursty
+from .pools_bursty import LEVEL_FLOOR, base_mix, held_chain_applies, solve_pools_bursty
 from .results import as_servers
 from .pools_general import _class_scv, solve_pools_general
 from .processes import MAP
@@ -325,6 +324,7 @@ def _class_chain(Dmc: np.ndarray, p: np.ndarray, c: np.ndarray, delays: np.ndarr
     logG, rests = _network(outside, N)
     lam = np.zeros(N + 1)
     lam[:N] = np.exp(logG[N - 1::-1] - logG[N::-1][:N])
+
     def enter(x: tuple, k: int, g: int | None = None) -> list[tuple[float, tuple]]:
         g = route[k][0] if g is None else g
         st = stations[g]
@@ -433,6 +433,7 @@ def _level_stationary(blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
     total = float(sum(x.sum() * wi for x, wi in zip(parts, w)))
     return [x * (wi / total) for x, wi in zip(parts, w)]
 
+
 def _chain_result(got: dict[str, Any], Dmc: np.ndarray, p: np.ndarray,
                   delays: np.ndarray | None, pools: list[PoolSpec], index: int
                   ) -> tuple[float, np.ndarray, np.ndarray, float, float]:
@@ -464,25 +465,29 @@ def _ps_spread_corrected(route: Any, Dmc: np.ndarray, p: np.ndarray, c: np.ndarr
                          index: int, tiers: list[int], N: int, Z: float, vc: np.ndarray
                          ) -> PoolResult | None:
     """``route()`` (the route's solution with the processor-sharing ``tiers``' classes at
-    their mix's mean) plus what the classes' spread there changes in the class chain: each figure
-    ``res + chain(D) - chain(D_mean)`` (module docstring); ``None`` where the chain does not
+    their mix's mean) plus what the classes' spread there changes in the class chain: each
+    figure ``route() + chain(D) - chain(D')`` (module docstring; ``chain(D)`` alone where the
+    route is the exponential flow-equivalent solution); ``None`` where the chain does not
     apply."""
-    flat = Dmc.copy()
-    flat[tiers] = (Dmc[tiers] @ p)[:, None]
     own = np.ones_like(Dmc)
     own[tiers] = vc[tiers]
-    got = [_class_chain(Dmc, p, c, delays, shared, pools, index, N, Z, own),
-           _class_chain(flat, p, c, delays, shared, pools, index, N, Z)]
-    if got[0] is None or got[1] is None:
+    got = _class_chain(Dmc, p, c, delays, shared, pools, index, N, Z, own)
+    if got is None:
         return None
-    (X1, R1, Rm1, W1, B1), (X0, R0, Rm0, W0, B0) = (
-        _chain_result(g, d, p, delays, pools, index) for g, d in zip(got, (Dmc, flat)))
+    X1, R1, Rm1, W1, B1 = _chain_result(got, Dmc, p, delays, pools, index)
     res = route()
     if not any(f.startswith(SPREAD_FLAG) for f in res.flags) and res.outer_solves == 1:
         # the route is the exponential flow-equivalent solution: the chain's own is exact
         X0, R0, Rm0 = (float(res.throughput), np.asarray(res.response_time, dtype=float),
                        np.asarray(res.residence_time, dtype=float))
         W0, B0 = (float(res.pool_waiting_time[index]), float(res.pool_busy[index]))
+    else:
+        flat = Dmc.copy()
+        flat[tiers] = (Dmc[tiers] @ p)[:, None]
+        base = _class_chain(flat, p, c, delays, shared, pools, index, N, Z)
+        if base is None:
+            return None
+        X0, R0, Rm0, W0, B0 = _chain_result(base, flat, p, delays, pools, index)
     dl = np.zeros_like(Dmc) if delays is None else delays
     X = max(float(res.throughput) + X1 - X0, 1e-300)
     floor_c = (Dmc + dl).sum(axis=0)
