@@ -66,8 +66,9 @@ per class at a processor-sharing tier (each of ``n`` holders at ``min(n, c) / n`
 the holders' order at a first-come-first-served tier of fewer cores than tokens, a class with
 ``v > 1`` at the processor-sharing tier served as the balanced-means hyperexponential (Whitt
 1982), its phase drawn on entering -- the stations of the open pool's held chain
-(:mod:`solvers.pools_open`), closed: the outside (think time, the tiers and pools not held) a
-flow-equivalent source of rate ``lam(i)``, its throughput with ``N - i`` users (Chandy et al.
+(:mod:`solvers.pools_open`, which imports this module: :class:`_Place` here), closed: the
+outside (think time, the tiers and pools not held) a flow-equivalent source of rate
+``lam(i)``, its throughput with ``N - i`` users (Chandy et al.
 1975; exact where the outside is the think time alone), the chain solved by linear level
 reduction (Gaver, Jacobs and Latouche 1984, :func:`_level_stationary`). Each class's residence
 at a held tier is Little's law on its holders there; at a tier outside, its demand times the
@@ -97,8 +98,9 @@ bit where the classes are of equal exponential cost or there is one exponential 
 
 from __future__ import annotations
 
+import itertools
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 import numpy as np
@@ -282,6 +284,108 @@ def _ps_spread_pool(Dmc: np.ndarray, p: np.ndarray, pools: list[PoolSpec],
     return k, tiers
 
 
+@dataclass(frozen=True)
+class _Place:
+    """One station of the class chain: a held tier's cores (``cpu``) or its pure delay (an
+    infinite-server station after it), the classes it serves, and its positions -- one per
+    class, or per phase where a class's service is a balanced-means hyperexponential (Whitt
+    1982), a holder drawn into one on entering: ``owner`` each position's class (an index into
+    ``classes``), ``rates`` its rate, ``entry`` per class its ``(probability, position)``
+    pairs. ``ordered``: its state keeps the holders' order (first-come-first-served with fewer
+    cores than tokens and positions of other rates; the first ``cores`` served), else a count
+    per position, each served at ``min(n, c) / n`` of a core (processor sharing; FCFS where
+    every holder has a core)."""
+
+    tier: int
+    cpu: bool
+    cores: float
+    classes: tuple[int, ...]
+    owner: tuple[int, ...]
+    rates: tuple[float, ...]
+    entry: tuple[tuple[tuple[float, int], ...], ...]
+    ordered: bool
+
+    def states(self, n: int) -> list[tuple[int, ...]]:
+        """Its states with ``n`` holders."""
+        if self.ordered:
+            return list(itertools.product(range(len(self.owner)), repeat=n))
+        return _compositions(n, len(self.owner))
+
+    def leaving(self, x: tuple[int, ...]) -> list[tuple[int, float, tuple[int, ...]]]:
+        """``(class index, rate, state after)`` of each departure from state ``x``."""
+        if self.ordered:
+            return [(self.owner[x[i]], self.rates[x[i]], x[:i] + x[i + 1:])
+                    for i in range(min(len(x), int(self.cores)))]
+        n = sum(x)
+        share = min(n, self.cores) / n if n else 0.0
+        return [(self.owner[m], k * self.rates[m] * share, x[:m] + (k - 1,) + x[m + 1:])
+                for m, k in enumerate(x) if k]
+
+    def enter(self, x: tuple[int, ...], m: int) -> list[tuple[float, tuple[int, ...]]]:
+        """``(probability, state after)`` of a holder of class index ``m`` arriving."""
+        if self.ordered:
+            return [(w, x + (q,)) for w, q in self.entry[m]]
+        return [(w, x[:q] + (x[q] + 1,) + x[q + 1:]) for w, q in self.entry[m]]
+
+    def held(self, x: tuple[int, ...]) -> np.ndarray:
+        """Holders of each of its classes in state ``x``."""
+        if self.ordered:
+            return np.bincount(np.array([self.owner[q] for q in x], dtype=int),
+                               minlength=len(self.classes)).astype(float)
+        return np.bincount(np.array(self.owner, dtype=int), weights=np.array(x, dtype=float),
+                           minlength=len(self.classes))
+
+
+def _compositions(k: int, s: int) -> list[tuple[int, ...]]:
+    """Every way to put ``k`` holders at ``s`` places."""
+    if s == 1:
+        return [(k,)]
+    return [(i,) + rest for i in range(k, -1, -1) for rest in _compositions(k - i, s - 1)]
+
+
+def _places(demands: np.ndarray, servers: np.ndarray, delays: np.ndarray | None,
+            shared: np.ndarray | None, hit: np.ndarray, K: int,
+            scv: np.ndarray | None) -> list[_Place]:
+    """The class chain's stations over held tiers of demands ``D_{h,c}`` (``hit``: the classes
+    of the mix): per tier its cores, then its delay where it has one (:class:`_Place`)."""
+    out: list[_Place] = []
+    for h in range(demands.shape[0]):
+        for cpu in (True, False):
+            d = demands[h] if cpu else (None if delays is None else delays[h])
+            if d is None:
+                continue
+            cls = tuple(int(c) for c in hit if d[c] > 0)
+            if not cls:
+                continue
+            owner: list[int] = []
+            rates: list[float] = []
+            entry: list[tuple[tuple[float, int], ...]] = []
+            for m, c in enumerate(cls):
+                v = 1.0 if scv is None or not cpu else float(scv[h, c])
+                r, w = hyperexponential_phases(float(d[c]), v)
+                entry.append(tuple((float(wi), len(owner) + i) for i, wi in enumerate(w)))
+                owner += [m] * len(r)
+                rates += r
+            cores = float(servers[h]) if cpu else math.inf
+            ordered = (cpu and not (shared is not None and shared[h]) and cores < K
+                       and len(set(rates)) > 1)
+            out.append(_Place(h, cpu, cores, cls, tuple(owner), tuple(rates), tuple(entry),
+                              ordered))
+    return out
+
+
+def _place_states(places: list[_Place], k: int, cap: int) -> list[tuple] | None:
+    """The class chain's phases with ``k`` holders (a state per station), ``None`` past
+    ``cap`` of them."""
+    out: list[tuple] = []
+    for split in _compositions(k, len(places)):
+        for x in itertools.product(*(st.states(n) for st, n in zip(places, split))):
+            out.append(x)
+            if len(out) > cap:
+                return None
+    return out
+
+
 def _class_chain(Dmc: np.ndarray, p: np.ndarray, c: np.ndarray, delays: np.ndarray | None,
                  shared: np.ndarray | None, pools: list[PoolSpec], index: int, N: int,
                  Z: float, scv: np.ndarray | None = None) -> dict[str, Any] | None:
@@ -294,23 +398,21 @@ def _class_chain(Dmc: np.ndarray, p: np.ndarray, c: np.ndarray, delays: np.ndarr
     one; ``None`` past :data:`CLASS_CHAIN_WORK` or where a class of the mix holds no held
     tier. ``scv``: per tier and class the class's own SCV (1: exponential; above 1 the
     balanced-means hyperexponential, Whitt 1982, its phase drawn on entering the tier)."""
-    from .pools_open import _configs, _stations
-
     pool = pools[index]
     M, C = Dmc.shape
     K = min(pool.size, N)
     h = slice(pool.first, pool.last)
     hit = np.flatnonzero(p > 0)
-    stations = _stations(Dmc[h], c[h], None if delays is None else delays[h],
-                         None if shared is None else shared[h], hit, K, None,
-                         None if scv is None else scv[h])
+    stations = _places(Dmc[h], c[h], None if delays is None else delays[h],
+                       None if shared is None else shared[h], hit, K,
+                       None if scv is None else scv[h])
     route = {int(k): [g for g, st in enumerate(stations) if k in st.classes] for k in hit}
     if not stations or any(not r for r in route.values()):
         return None
     cap = int((CLASS_CHAIN_WORK / (N + 1)) ** (1 / 3))
     configs = []
     for k in range(K + 1):
-        level = _configs(stations, k, cap)
+        level = _place_states(stations, k, cap)
         if level is None:
             return None
         configs.append(level)
