@@ -17,8 +17,8 @@ after the db; PS: each of ``n`` requests on ``c`` cores served at ``min(1, c / n
 first ``c`` in order), per seed ``--requests`` completions after a 5% warm-up. :mod:`solvers.simulation.physical`
 simulates pools but FCFS tiers only, :mod:`bench.accuracy.ps_tiers` PS tiers but no pool.
 The models (:func:`solvers.pools_spread.solve_pools_spread`, search's SCV given as its
-``class_scv`` at the db): with the db declared PS (``ps``: product form there, the factor on the
-token's queue with the db's SCVs 1), the same factor with search's SCV kept at the db
+``class_scv`` at the db): with the db declared PS (``ps``: the classes' spread there from the
+closed class chain, exponential per class), the two-moment factor with search's SCV kept at the db
 (:func:`solvers.pools_general.solve_pools_general`: the holding time's spread a PS db passes on
 to the token's FCFS queue), and as FCFS (the held chain of the db's spread). Errors of X and
 each class's mean response time, worst over the seeds' mean.
@@ -38,7 +38,7 @@ import numpy as np
 from bench.accuracy import ps_tiers
 from solvers.pools import PoolSpec
 from solvers.pools_general import solve_pools_general
-from solvers.pools_spread import SPREAD_FLAG, solve_pools_spread
+from solvers.pools_spread import CLASS_CHAIN_FLAG, SPREAD_FLAG, solve_pools_spread
 
 D = np.array([[0.001] * 4, [0.003, 0.003, 0.006, 0.120]])
 MIX = np.full(4, 0.25)
@@ -123,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
                   solve_pools_spread(D, N, Z, CORES, [POOL], MIX, class_scv=class_scv)]
         cells = [f"{r.throughput / X - 1:+.1%}" for r in models]
         errs = [" / ".join(f"{v:+.0%}" for v in r.response_time / Rs - 1) for r in models]
-        chain = ["chain" if any(f.startswith(SPREAD_FLAG) for f in r.flags) else "factor"
+        chain = ["class chain" if any(f.startswith(CLASS_CHAIN_FLAG) for f in r.flags)
+                 else "chain" if any(f.startswith(SPREAD_FLAG) for f in r.flags) else "factor"
                  for r in models]
         print(f"{N} | {X:.2f} (±{(xs.max() - xs.min()) / 2 / X:.1%}) | "
               f"{' / '.join(f'{1000 * v:.1f}' for v in Rs)} | {' / '.join(cells)} | "

@@ -28,9 +28,10 @@ capacity is searched again (:func:`streams.predict.model.model_capacity`). The i
   campaign's run nearest the knee: whether demands grow with the load beyond what a low-load
   run sees;
 * ``all true, factor route`` -- ``all true`` solved by the pool model's two-moment factor
-  (:func:`solvers.pools_general.solve_pools_general`) instead of the held chain
-  (:mod:`solvers.pools_spread`), which takes a processor-sharing db as one exponential
-  station: whether the pool model's route, not an input, is off.
+  (:func:`solvers.pools_general.solve_pools_general`) instead of the class chain
+  (:mod:`solvers.pools_spread`, each holder's class at the processor-sharing db); ``all true,
+  renewal chain`` -- by the held chain of the app's spread with the db one exponential station
+  (the route before the class chain): whether the pool model's route, not an input, is off.
 
 Each row: the capacity at the run's last solve (its error against the measured knee of both
 campaigns, :func:`bench.testbed.lowload.combined_knee`) and over the run's solves (after the
@@ -52,12 +53,14 @@ import json
 import statistics
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import numpy as np
 
 from bench.testbed.campaign import WARMUP_S
 from bench.testbed.lowload import combined_knee
 from bench.testbed.pointtruth import point_truth
+from solvers import pools_spread
 from solvers.pools_spread import spread_processes
 from streams.core.config import load_config
 from streams.engine.pipeline import Pipeline
@@ -141,7 +144,8 @@ def variants(model: SystemModel, true: dict[str, Any],
     truth = {"D_mc": D_true, "delays": late, "mix": mix, "think_time": think}
     extra: dict[str, dict[str, Any]] = {
         "all true, db time as demand": {**truth, "D_mc": D_whole, "delays": np.zeros(D.shape)},
-        "all true, factor route": {**truth, "route": "factor"}}
+        "all true, factor route": {**truth, "route": "factor"},
+        "all true, renewal chain": {**truth, "route": "renewal"}}
     if knee is not None:
         k = knee["classes"]
         D_knee = D_true.copy()
@@ -163,10 +167,12 @@ def variants(model: SystemModel, true: dict[str, Any],
 def capacity(model: SystemModel, change: dict[str, Any]) -> int | None:
     """The capacity of ``model`` with ``change``'s inputs (``class_scv``: the held chain's per
     class SCVs, :func:`solvers.pools_spread.spread_processes`; ``route="factor"``: no held
-    chain, the pool model's two-moment factor)."""
+    chain, the pool model's two-moment factor; ``route="renewal"``: no class chain, the held
+    chain of the first-come-first-served tier of most spread)."""
     change = dict(change)
     class_scv = change.pop("class_scv", None)
-    factor = change.pop("route", None) == "factor"
+    route = change.pop("route", None)
+    factor = route == "factor"
     kw = {k: v for k, v in vars(model).items() if k in _FIELDS}
     kw.update(change)
     m = SystemModel(**kw)
@@ -175,7 +181,10 @@ def capacity(model: SystemModel, change: dict[str, Any]) -> int | None:
                                                            m.scv, class_scv, m.ps)
     if factor:
         m.__dict__["_spread_processes"] = None
-    return model_capacity(m)[0]
+    if route is None:
+        return model_capacity(m)[0]
+    with mock.patch.object(pools_spread, "_ps_spread_pool", return_value=None):
+        return model_capacity(m)[0]
 
 
 def table(low: Path, knee_dir: Path, src: Path) -> dict[str, Any]:
@@ -230,8 +239,8 @@ def route_check(src: Path, populations: tuple[int, ...] = (20, 30, 40),
     ``src``), its mix and think time, a pool of the campaign's 2 workers over an FCFS app and a
     processor-sharing db, one core each, exponential work. Per population the simulated mean
     response time per class (:func:`bench.accuracy.ps_tiers.simulate`, the mean over
-    ``seeds``), the held chain's (:func:`solvers.pools_spread.solve_pools_spread`, the route the
-    pipeline takes) and the two-moment factor's
+    ``seeds``), the pool model's (:func:`solvers.pools_spread.solve_pools_spread`, the route the
+    pipeline takes: the class chain) and the two-moment factor's
     (:func:`solvers.pools_general.solve_pools_general`), with each model's wait for a worker."""
     from bench.accuracy import ps_tiers
     from solvers.pools import PoolSpec
@@ -265,7 +274,7 @@ def route_report(rows: list[dict[str, Any]]) -> str:
     """:func:`route_check` as a table, ms."""
     names = rows[0]["classes"] if rows else []
     lines = [f"R {' / '.join(names)}, ms; the pool's wait in brackets", "",
-             "| users | simulated | held chain | factor |", "|---:|---|---|---|"]
+             "| users | simulated | pool model (class chain) | factor |", "|---:|---|---|---|"]
     for r in rows:
         def ms(v: list[float]) -> str:
             return " / ".join(f"{1000 * x:.1f}" for x in v)
