@@ -76,7 +76,8 @@ from .open.qbd import QBDPlan, plan_qbd, solve_planned
 from .open.tiers import OpenTiersResult
 from .pools import PoolSpec
 from .pools_bursty import solve_pools_bursty
-from .pools_spread import hyperexponential_phases, solve_pools_spread
+from .pools_spread import compositions, hyperexponential_phases, solve_pools_spread, \
+    station_states
 from .pools_station import last_start_station, last_start_states
 from .processes import MAP
 from .results import check_no_nan
@@ -414,13 +415,6 @@ class HeldChain:
     fifo: np.ndarray | None = None
 
 
-def _compositions(k: int, s: int) -> list[tuple[int, ...]]:
-    """Every way to put ``k`` requests at ``s`` places."""
-    if s == 1:
-        return [(k,)]
-    return [(i,) + rest for i in range(k, -1, -1) for rest in _compositions(k - i, s - 1)]
-
-
 @dataclass(frozen=True)
 class _Station:
     """One station of the held chain: a tier's cores (``cores``) or its delay (``inf``), the
@@ -454,7 +448,7 @@ class _Station:
         """Its states with ``n`` holders: the positions in arrival order, or a count each."""
         if self.ordered:
             return list(itertools.product(range(len(self.owner)), repeat=n))
-        return _compositions(n, len(self.owner))
+        return compositions(n, len(self.owner))
 
     def leaving(self, x: tuple[int, ...]) -> list[tuple[int, float, tuple[int, ...]]]:
         """``(class position, rate, state after)`` of each departure from state ``x``: the
@@ -581,18 +575,6 @@ def _stations(demands: np.ndarray, servers: np.ndarray, delays: np.ndarray | Non
     return out
 
 
-def _configs(stations: list[_Station], k: int, cap: int) -> list[tuple] | None:
-    """The held chain's phases with ``k`` holders (a state per station), ``None`` past
-    ``cap`` of them."""
-    out: list[tuple] = []
-    for split in _compositions(k, len(stations)):
-        for x in itertools.product(*(st.states(n) for st, n in zip(stations, split))):
-            out.append(x)
-            if len(out) > cap:
-                return None
-    return out
-
-
 def held_chain(demands: np.ndarray, servers: np.ndarray, delays: np.ndarray | None,
                mix: np.ndarray, size: int, ps: np.ndarray | None = None,
                processes: Sequence[MAP | None] | None = None,
@@ -640,7 +622,7 @@ def held_chain(demands: np.ndarray, servers: np.ndarray, delays: np.ndarray | No
     cap = int(CHAIN_WORK ** (1 / 3))
     configs: list[list[tuple]] = []
     for k in range(K + 1):
-        level = _configs(stations, k, cap)
+        level = station_states(stations, k, cap)
         if level is None:
             return None
         configs.append(level)

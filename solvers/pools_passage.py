@@ -48,7 +48,8 @@ import numpy as np
 from scipy import sparse, special
 
 from .open.qbd import solve_planned
-from .pools_open import HeldCurve, _BurstyStation, _compositions, _Station
+from .pools_open import HeldCurve, _BurstyStation, _Station
+from .pools_spread import compositions
 
 __all__ = ["MAX_STATES", "MAX_STEPS", "PassageLaw", "TAIL", "passage_law", "queue_cap"]
 
@@ -94,7 +95,7 @@ class _Tagged(_Station):
             left = n - (extra is not None)
             if left < 0:
                 continue
-            for comp in _compositions(left, len(plain)) if plain else ([()] if left == 0
+            for comp in compositions(left, len(plain)) if plain else ([()] if left == 0
                                                                           else []):
                 x = [0] * width
                 for i, v in zip(plain, comp):
@@ -300,7 +301,7 @@ def _one_class(chain, K: int, c: int, lam: float, found: list[np.ndarray], total
     holding: list[tuple[tuple, int]] = []
     size = 0
     for k in range(1, K + 1):
-        for split in _compositions(k, G):
+        for split in compositions(k, G):
             for x in itertools.product(*(st.states(n) for st, n in zip(stations, split))):
                 if sum(st.marked(s) for st, s in zip(stations, x)) == 1:
                     holding.append((x, k))
@@ -308,7 +309,7 @@ def _one_class(chain, K: int, c: int, lam: float, found: list[np.ndarray], total
                     if size > MAX_STATES:
                         return None
     full: list[tuple] = []
-    for split in _compositions(K, G):
+    for split in compositions(K, G):
         for x in itertools.product(*(st.states(n) for st, n in zip(stations, split))):
             if not any(st.marked(s) for st, s in zip(stations, x)):
                 full.append(x)

@@ -114,7 +114,7 @@ from .pools_general import _class_scv, solve_pools_general
 from .processes import MAP
 
 __all__ = ["hyperexponential_phases", "spread_processes", "solve_pools_spread", "ps_product_form",
-           "sharing", "SPREAD_FLAG", "CLASS_CHAIN_FLAG"]
+           "sharing", "SPREAD_FLAG", "CLASS_CHAIN_FLAG", "compositions", "station_states"]
 
 #: a tier's services whose second moment is within this share of exponential service's are
 #: taken as exponential (equal costs, or classes within rounding of each other)
@@ -309,7 +309,7 @@ class _Place:
         """Its states with ``n`` holders."""
         if self.ordered:
             return list(itertools.product(range(len(self.owner)), repeat=n))
-        return _compositions(n, len(self.owner))
+        return compositions(n, len(self.owner))
 
     def leaving(self, x: tuple[int, ...]) -> list[tuple[int, float, tuple[int, ...]]]:
         """``(class index, rate, state after)`` of each departure from state ``x``."""
@@ -336,11 +336,11 @@ class _Place:
                            minlength=len(self.classes))
 
 
-def _compositions(k: int, s: int) -> list[tuple[int, ...]]:
+def compositions(k: int, s: int) -> list[tuple[int, ...]]:
     """Every way to put ``k`` holders at ``s`` places."""
     if s == 1:
         return [(k,)]
-    return [(i,) + rest for i in range(k, -1, -1) for rest in _compositions(k - i, s - 1)]
+    return [(i,) + rest for i in range(k, -1, -1) for rest in compositions(k - i, s - 1)]
 
 
 def _places(demands: np.ndarray, servers: np.ndarray, delays: np.ndarray | None,
@@ -374,11 +374,12 @@ def _places(demands: np.ndarray, servers: np.ndarray, delays: np.ndarray | None,
     return out
 
 
-def _place_states(places: list[_Place], k: int, cap: int) -> list[tuple] | None:
-    """The class chain's phases with ``k`` holders (a state per station), ``None`` past
-    ``cap`` of them."""
+def station_states(places: Sequence[Any], k: int, cap: int) -> list[tuple] | None:
+    """The phases of ``k`` holders over ``places`` (each with ``states(n)``: a state per
+    station), ``None`` past ``cap`` of them: the class chain's and the open pool's held chain's
+    levels."""
     out: list[tuple] = []
-    for split in _compositions(k, len(places)):
+    for split in compositions(k, len(places)):
         for x in itertools.product(*(st.states(n) for st, n in zip(places, split))):
             out.append(x)
             if len(out) > cap:
@@ -412,7 +413,7 @@ def _class_chain(Dmc: np.ndarray, p: np.ndarray, c: np.ndarray, delays: np.ndarr
     cap = int((CLASS_CHAIN_WORK / (N + 1)) ** (1 / 3))
     configs = []
     for k in range(K + 1):
-        level = _place_states(stations, k, cap)
+        level = station_states(stations, k, cap)
         if level is None:
             return None
         configs.append(level)
