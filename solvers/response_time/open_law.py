@@ -18,9 +18,9 @@ import math
 import numpy as np
 
 from .ps import PSLaw, open_found, ps_sojourn
-from .sojourn import GRID, _tier_wait, end_to_end_many, quantiles
+from .sojourn import GRID, TierWait, _tier_wait, end_to_end_many, quantiles
 
-__all__ = ["open_quantiles"]
+__all__ = ["open_quantiles", "tier_laws"]
 
 
 def open_quantiles(rate: float, mix: np.ndarray, class_demands: np.ndarray,
@@ -42,14 +42,33 @@ def open_quantiles(rate: float, mix: np.ndarray, class_demands: np.ndarray,
     lv = tuple(float(q) for q in levels)
     p = p / p.sum()
     c = np.asarray(servers, dtype=float)
+    waits, services, extra, saturated = tier_laws(rate, Dmc, p, c, ps)
+    [dists] = end_to_end_many([waits], services, shares, grid=grid, extra=[extra])
+    q = quantiles(dists, lv)
+    mean = np.array([d.mean for d in dists])
+    q[saturated] = math.inf
+    mean[saturated] = math.inf
+    return q, mean
+
+
+def tier_laws(rate: float, Dmc: np.ndarray, p: np.ndarray, c: np.ndarray, ps: np.ndarray,
+              skip: np.ndarray | None = None
+              ) -> tuple[list[TierWait], np.ndarray, list[PSLaw], np.ndarray]:
+    """Per tier of an open network at total rate ``rate`` (mix ``p``, demands ``D_{m,c}``,
+    cores ``c_m``, ``ps[m]``: processor sharing): a first-come-first-served tier's wait
+    (Erlang C's found law), a processor-sharing tier's sojourn law in ``extra`` (its services
+    then zero); the services left, and which classes meet a saturated tier (``a_m >= c_m``).
+    ``skip[m]``: a tier another law covers (a pool's held tiers), no wait and no service."""
+    M, C = Dmc.shape
     flags = np.asarray(ps, dtype=bool)
+    out = np.zeros(M, dtype=bool) if skip is None else np.asarray(skip, dtype=bool)
     D = Dmc @ p
     saturated = np.zeros(C, dtype=bool)
-    services = Dmc.copy()
-    waits = []
+    services = np.where(out[:, None], 0.0, Dmc)
+    waits: list[TierWait] = []
     extra: list[PSLaw] = []
     for m in range(M):
-        if not math.isfinite(c[m]) or D[m] == 0:
+        if out[m] or not math.isfinite(c[m]) or D[m] == 0:
             waits.append(_tier_wait(0, np.ones(1), 0.0, 1.0))
             continue
         if rate * D[m] >= c[m]:
@@ -63,9 +82,4 @@ def open_quantiles(rate: float, mix: np.ndarray, class_demands: np.ndarray,
             waits.append(_tier_wait(0, np.ones(1), 0.0, 1.0))
         else:
             waits.append(_tier_wait(0, found, float(D[m]), float(c[m])))
-    [dists] = end_to_end_many([waits], services, shares, grid=grid, extra=[extra])
-    q = quantiles(dists, lv)
-    mean = np.array([d.mean for d in dists])
-    q[saturated] = math.inf
-    mean[saturated] = math.inf
-    return q, mean
+    return waits, services, extra, saturated

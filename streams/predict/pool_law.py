@@ -16,8 +16,8 @@ import numpy as np
 
 from solvers.pools_open import HeldCurve, held_network, outermost
 from solvers.pools_passage import PassageLaw, passage_law
-from solvers.response_time.ps import open_found, ps_sojourn
-from solvers.response_time.sojourn import GRID, end_to_end_many, quantiles, tier_wait
+from solvers.response_time.open_law import tier_laws
+from solvers.response_time.sojourn import GRID, end_to_end_many, quantiles
 
 __all__ = ["POOL_QUANTILE_FLAG", "passage_applies", "pool_quantiles"]
 
@@ -108,28 +108,14 @@ def _with_outer_tiers(model: Any, rate: float, laws: list[PassageLaw],
                       inside: np.ndarray, means: bool = False) -> Any:
     """The pools' ``laws`` convolved with the open tiers not ``inside`` a pool, each FCFS
     tier's wait Erlang C's law and a processor-sharing one's sojourn its own, as
-    :func:`solvers.response_time.open_law.open_quantiles` takes them; quantiles at the
+    :func:`solvers.response_time.open_law.tier_laws` gives them; quantiles at the
     model's levels, ``inf`` for a class at a saturated tier (``means``: with each class's
     mean beside them)."""
     Dmc, p = model.D_mc, model.mix / model.mix.sum()
     c = model.servers.astype(float)
     ps = np.zeros(len(model.tiers), dtype=bool) if model.ps_law is None else model.ps_law
-    D = Dmc @ p
-    services = np.where(inside[:, None], 0.0, Dmc)
-    saturated = np.zeros(len(model.classes), dtype=bool)
-    waits, extra = [], list(laws)
-    for m in range(len(model.tiers)):
-        if inside[m] or not math.isfinite(c[m]) or D[m] == 0 or rate * D[m] >= c[m]:
-            saturated |= (not inside[m] and rate * D[m] >= c[m]) & (Dmc[m] > 0)
-            waits.append(tier_wait(0, np.ones(1), 0.0, 1.0))
-            continue
-        found = open_found(rate, float(D[m]), int(c[m]))
-        if ps[m]:
-            extra.append(ps_sojourn(Dmc[m], p, float(c[m]), found, rate))
-            services[m] = 0.0
-            waits.append(tier_wait(0, np.ones(1), 0.0, 1.0))
-        else:
-            waits.append(tier_wait(0, found, float(D[m]), float(c[m])))
+    waits, services, extra, saturated = tier_laws(rate, Dmc, p, c, ps, skip=inside)
+    extra = list(laws) + extra
     [dists] = end_to_end_many([waits], services, model._wait_share, grid=GRID, extra=[extra])
     q = quantiles(dists, model.quantile_levels)
     if model.delays is not None:
