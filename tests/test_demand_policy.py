@@ -15,7 +15,9 @@ from hypothesis import strategies as st
 
 from estimators.selection import select_by_residuals, select_by_scores, select_estimator
 from streams.core.config import SystemConfig
-from streams.predict.model import build_model, split_replaced_flags, tier_demands
+from streams.predict.confidence import trust_reasons
+from streams.predict.model import build_model, split_replaced_flags, tier_demands, \
+    undecided_splits
 from streams.core.records import Window
 from streams.core.tier import SELECTION_WINDOWS, TierModel, TierState, step_tiers
 
@@ -168,6 +170,31 @@ def test_a_tier_configured_ps_takes_the_ps_reading_of_its_undecided_split():
                         SystemConfig(disciplines={"db": "ps"}))
     assert model.D_mc[0].tolist() == pytest.approx([0.00165, 0.00055])
     assert any(f.startswith("split_replaced: db: configured") for f in model.flags)
+
+
+def test_a_split_the_configured_ps_decides_is_not_called_unidentified():
+    mix = np.array([0.5, 0.5])
+    resp = {"a": 0.0045, "b": 0.0015}
+    tier = _split_tier({"a": 0.001, "b": 0.0012}, resp, identified=False)
+    bursty = _split_tier({"a": 0.001, "b": 0.0012}, resp, identified=False, bursty=True)
+    declared = {"db": "ps"}
+    # the declared discipline decides the split: neither flag nor trust reason nor withheld
+    # remedy calls it unidentified; without the declaration, on a bursty tier (whose split
+    # the declaration does not decide) or under kalman_checked, they do
+    assert undecided_splits([tier], ["a", "b"], mix, "selected", declared) == []
+    assert undecided_splits([tier], ["a", "b"], mix, "selected", None) == [tier]
+    assert undecided_splits([bursty], ["a", "b"], mix, "selected", declared) == [bursty]
+    assert undecided_splits([tier], ["a", "b"], mix, "kalman_checked", declared) == [tier]
+    model = build_model([tier], ["a", "b"], {"a": 0.5, "b": 0.5}, 1.0,
+                        SystemConfig(disciplines=declared))
+    assert not any(f.startswith("split_unidentified") for f in model.flags)
+    plain = build_model([tier], ["a", "b"], {"a": 0.5, "b": 0.5}, 1.0, SystemConfig())
+    assert any(f.startswith("split_unidentified: db") for f in plain.flags)
+    pred = {}
+    assert not any(r.startswith("split_unidentified") for r in
+                   trust_reasons(pred, [tier], model, undecided_splits(
+                       [tier], ["a", "b"], mix, "selected", declared)))
+    assert any(r.startswith("split_unidentified: db") for r in trust_reasons(pred, [tier], plain))
 
 
 def test_build_model_follows_the_configured_policy():

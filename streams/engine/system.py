@@ -48,7 +48,7 @@ from streams.predict import visits
 from streams.predict.calibration import Calibration, calibrate_model
 from streams.predict.general_service import general_model
 from streams.predict.model import (ASSUMED, Measured, Point, SystemModel, build_model,
-                                   model_capacity)
+                                   model_capacity, undecided_splits)
 from streams.predict.pool_naming import bottleneck_name
 from streams.predict.whatif import hints_of, remediate
 
@@ -489,12 +489,14 @@ class SystemState(Admission):
                if worst_pool is not None else {}),
             **dict(zip(("utilization_error_tier", "utilization_error_max"),
                        confidence.worst(u_errors))))))
-        reasons = confidence.trust_reasons(pred, solve.tiers, model) \
+        undecided = undecided_splits(solve.tiers, model.classes, model.mix, cfg.demand_policy,
+                                     cfg.disciplines)
+        reasons = confidence.trust_reasons(pred, solve.tiers, model, undecided) \
             + pool_check.trust_reasons(pred)
         reasons += confidence.evidence_reasons(pred, self._window_completions())
         reasons += burst_trust.trust_reasons(pred, cfg.idc_threshold)
         reasons += self._capacity_reasons(pred)
-        out.alerts += self._alerts(pred, m, model, time, reasons, solve.tiers)
+        out.alerts += self._alerts(pred, m, model, time, reasons, undecided)
         if "model_error" in self.alerts.active():
             reasons.append("model_error alert active")
         pred.model_trusted = not reasons
@@ -567,12 +569,14 @@ class SystemState(Admission):
         pred = self._predict(solve, model, m, n_now, source, slope, n_fc)
         self.last_model = (time, model, n_now, n_fc)
         self.last_open_rates = None
-        reasons = confidence.trust_reasons(pred, solve.tiers, model) \
+        undecided = undecided_splits(solve.tiers, model.classes, model.mix, cfg.demand_policy,
+                                     cfg.disciplines)
+        reasons = confidence.trust_reasons(pred, solve.tiers, model, undecided) \
             + pool_check.trust_reasons(pred)
         reasons += confidence.evidence_reasons(pred, self._window_completions())
         reasons += burst_trust.trust_reasons(pred, cfg.idc_threshold)
         reasons += self._capacity_reasons(pred)
-        alerts = self._alerts(pred, m, model, time, reasons, solve.tiers)
+        alerts = self._alerts(pred, m, model, time, reasons, undecided)
         if "model_error" in self.alerts.active():
             reasons.append("model_error alert active")
         pred.model_trusted = not reasons
@@ -813,7 +817,7 @@ class SystemState(Admission):
             "quantile_measured_s": worst.measured}
 
     def _alerts(self, pred: Prediction, m: Measured, model: SystemModel,
-                time: float, reasons: list[str], tiers: list[TierModel]) -> list[Alert]:
+                time: float, reasons: list[str], undecided: list[TierModel]) -> list[Alert]:
         """This solve's alert events (:class:`streams.alerts.book.AlertBook`); records the
         trend guard's reading in ``pred`` (:meth:`_breach_condition`). ``reasons``: why the
         model is not trusted before the alerts (:func:`streams.predict.confidence.trust_reasons`):
@@ -835,7 +839,7 @@ class SystemState(Admission):
         if pred.alert_trigger != "trend":
             sla = {c: float(v) for c, v in zip(model.classes, model.sla.tolist())}
             breach_class, named = alert_class(breach_class, m.response_time, sla, trusted)
-        unsplit = [t.tier for t in tiers if t.split_identified is False]
+        unsplit = [t.tier for t in undecided]
         withheld = None
         if unsplit or named:
             withheld = ("it rests on the class split of " + ", ".join(map(repr, unsplit))

@@ -175,13 +175,16 @@ TRUST_MARGIN = 0.2
 TRUST_MIN_UTILIZATION = 0.05
 
 
-def trust_reasons(pred: Any, tiers: list[TierModel],
-                  model: SystemModel | None = None) -> list[str]:
+def trust_reasons(pred: Any, tiers: list[TierModel], model: SystemModel | None = None,
+                  undecided: list[TierModel] | None = None) -> list[str]:
     """Why the prediction ``pred`` is not to be trusted (empty: it is; module docstring,
     "Trust"), before the alerts: the mean response time at the operating point, the worst
     measured SLO quantile there, the worst class's pooled error, each tier's utilization,
     each tier's response-time split, each tier's delays where they are residuals that matter
-    on ``model`` (:func:`latency_reasons`; without it, wherever they are residuals)."""
+    on ``model`` (:func:`latency_reasons`; without it, wherever they are residuals).
+    ``undecided``: the tiers whose class split is not identified
+    (:func:`streams.predict.model.undecided_splits`; ``None``: every tier whose windows did not
+    identify it)."""
     out = []
     margin = TRUST_MARGIN
     err = pred.get("model_error")
@@ -207,8 +210,9 @@ def trust_reasons(pred: Any, tiers: list[TierModel],
                 and abs(u - measured) > margin * measured:
             out.append(f"{name} utilization {u:.2f} against {measured:.2f} measured "
                        f"(margin {100 * margin:.0f}%)")
-    out += [f"split_unidentified: {t.tier}: {t.split_reason}" for t in tiers
-            if t.split_identified is False]
+    if undecided is None:
+        undecided = [t for t in tiers if t.split_identified is False]
+    out += [f"split_unidentified: {t.tier}: {t.split_reason}" for t in undecided]
     out += latency_reasons(tiers, model)
     return out
 

@@ -1363,6 +1363,28 @@ def agreed_split_applies(tier: TierModel, classes: list[str], d: np.ndarray,
     return not above_response(dict(zip(classes, scaled.tolist())), bound)
 
 
+def undecided_splits(tiers: list[TierModel], classes: list[str], mix: np.ndarray,
+                     policy: str, disciplines: dict[str, str] | None,
+                     selected: list[Any] | None = None) -> list[TierModel]:
+    """The tiers whose class split neither the windows identified (``split_identified``
+    False) nor the configuration decides: under the ``selected`` policy a tier declared
+    processor sharing takes the PS reading of its split (:func:`declared_split_applies`), so
+    the split the model uses there is the declared discipline's, not an unidentified one, and
+    neither the flag nor the trust reason ``split_unidentified`` nor a withheld remedy applies.
+    ``selected``: :func:`selected_splits` of ``tiers`` where the caller has them."""
+    out = []
+    for i, t in enumerate(tiers):
+        if t.split_identified is not False:
+            continue
+        if policy == "selected" and (disciplines or {}).get(t.tier) == "ps":
+            d = selected[i][0] if selected and selected[i] is not None \
+                else selected_demands(t, classes)
+            if declared_split_applies(t, classes, d, mix, "ps"):
+                continue
+        out.append(t)
+    return out
+
+
 def declared_split_applies(tier: TierModel, classes: list[str], d: np.ndarray,
                            mix: np.ndarray, discipline: str | None) -> bool:
     """Whether the PS reading of the response-time split stands in for the estimator's ``d``
@@ -1600,8 +1622,8 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
         return t.bursty or (provisional and t.provisional)
 
     bursty = [t for t in tiers if is_bursty(t)]
-    flags += [f"split_unidentified: {t.tier}: {t.split_reason}" for t in tiers
-              if t.split_identified is False]
+    flags += [f"split_unidentified: {t.tier}: {t.split_reason}" for t in
+              undecided_splits(tiers, classes, p, cfg.demand_policy, cfg.disciplines, selected)]
     flags += split_replaced_flags(tiers, classes, p, cfg.demand_policy,
                                   selected if cfg.demand_policy == "selected" else None,
                                   cfg.disciplines)
