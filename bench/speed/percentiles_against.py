@@ -228,6 +228,17 @@ def agreement(impls: dict[str, ModuleType], key: str, fractions: list[float]) ->
             f"{worst:.1e} of each other apart")
 
 
+def _cpu_into(f: Callable[..., Any], total: list[float]) -> Callable[..., Any]:
+    """``f``, adding the CPU seconds of each call to ``total[0]``."""
+    def timed(*args: Any, **kw: Any) -> Any:
+        t0 = time.process_time()
+        try:
+            return f(*args, **kw)
+        finally:
+            total[0] += time.process_time() - t0
+    return timed
+
+
 def pipeline(impls: dict[str, ModuleType], systems: int, rounds: int) -> list[str]:
     records = workload(systems, 60, seed=1)
     configs = {"default": Config(),
@@ -236,34 +247,15 @@ def pipeline(impls: dict[str, ModuleType], systems: int, rounds: int) -> list[st
     cpu: dict[tuple[str, str], list[float]] = {}
     solves: dict[tuple[str, str], list[float]] = {}
     original = pipeline_module.solve_systems
-    inside = [0.0]
-
-    def timed(*args: Any, **kw: Any) -> Any:
-        t0 = time.process_time()
-        try:
-            return original(*args, **kw)
-        finally:
-            inside[0] += time.process_time() - t0
-
+    inside, in_laws = [0.0], [0.0]
     laws: dict[tuple[str, str], list[float]] = {}
-    in_laws = [0.0]
-
-    def law_timed(law: Callable[..., Any]) -> Callable[..., Any]:
-        def timed_law(*args: Any, **kw: Any) -> Any:
-            t0 = time.process_time()
-            try:
-                return law(*args, **kw)
-            finally:
-                in_laws[0] += time.process_time() - t0
-        return timed_law
-
-    pipeline_module.solve_systems = timed
+    pipeline_module.solve_systems = _cpu_into(original, inside)
     try:
         for r in range(rounds):
             for name in (list(impls) if r % 2 else list(impls)[::-1]):
                 use(impls[name])                  # the exponential network's laws, timed
                 for law_name in NAMES[1:]:
-                    setattr(md, law_name, law_timed(getattr(md, law_name)))
+                    setattr(md, law_name, _cpu_into(getattr(md, law_name), in_laws))
                 for cname, cfg in configs.items():
                     inside[0] = in_laws[0] = 0.0
                     t0 = time.process_time()
