@@ -3,8 +3,10 @@ tiers' found law from the whole network's MVA curve (Buzen 1973's tail product) 
 complement's product form, the complements' side-by-side recursion against
 :func:`solvers.mva.mva_curve` and Buzen 1973's convolution against the recursion and a closed
 form, the batched generating functions against a direct polynomial
-evaluation, the real-pair matrix product against complex arithmetic, and the found laws
-stacked straight into the window against the cut marginals' tier waits."""
+evaluation, the real-pair matrix product against complex arithmetic, the found laws
+stacked straight into the window against the cut marginals' tier waits, the convolution's
+per-row filters against :func:`scipy.signal.lfilter`, the windows placed in array steps against
+the scalar loops, and the classes' shared wait product against each class's own."""
 
 from __future__ import annotations
 
@@ -300,7 +302,7 @@ def test_classes_meeting_the_same_waits_share_their_product(servers):
     waits = _stacked_waits(law.found_many(pops), D.tolist(), c.tolist())
     levels = np.array([0.5, 0.9, 0.95, 0.99, 0.999])
     S, sh = _checked(M, Dmc, share)
-    together, means = stacked_window_quantiles(*waits, len(pops), S, sh, levels)
+    together, _ = stacked_window_quantiles(*waits, len(pops), S, sh, levels)
     apart = sh.copy()
     apart[:, 1] = np.nextafter(apart[:, 1], np.inf)       # not equal: one product per class
     each, _ = stacked_window_quantiles(*waits, len(pops), S, apart, levels)
