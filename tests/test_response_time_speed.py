@@ -3,8 +3,10 @@ tiers' found law from the whole network's MVA curve (Buzen 1973's tail product) 
 complement's product form, the complements' side-by-side recursion against
 :func:`solvers.mva.mva_curve` and Buzen 1973's convolution against the recursion and a closed
 form, the batched generating functions against a direct polynomial
-evaluation, the real-pair matrix product against complex arithmetic, and the found laws
-stacked straight into the window against the cut marginals' tier waits."""
+evaluation, the real-pair matrix product against complex arithmetic, the found laws
+stacked straight into the window against the cut marginals' tier waits, the convolution's
+per-row filters against :func:`scipy.signal.lfilter`, the windows placed in array steps against
+the scalar loops, and the classes' shared wait product against each class's own."""
 
 from __future__ import annotations
 
@@ -74,7 +76,7 @@ def test_complements_convolved_are_the_recursions(think):
     """Buzen's convolution (one filter per station) against the MVA recursion: the same
     throughputs to rounding, continued runs the same as one."""
     D = np.array([0.008, 0.01, 0.016, 0.002, 0.016])
-    c = np.array([4.0, 1.0, 8.0, math.inf, 8.0])          # two equal demands: one filter twice
+    c = np.array([4.0, 1.0, 8.0, math.inf, 8.0])          # a complement with two equal demands
     pieces = ArrivalLaw(D, c, think)
     for k in (40, 41, 200, 120, 333):                  # short runs on, and a look back
         pieces._complement(0, k)
@@ -240,3 +242,69 @@ def test_station_factor_is_the_running_sum(D, c, k):
     want = [j * math.log(D) - math.fsum(math.log(min(i, c)) for i in range(1, j + 1))
             for j in range(k + 1)]
     assert np.allclose(_log_station_factor(D, c, k), want, rtol=1e-13, atol=1e-11)
+
+
+def test_geometric_filter_rows_are_lfilters():
+    """Each row's own demand in one filter: the running sum where ``d^{-N}`` stays in range,
+    :func:`scipy.signal.lfilter` on the row where it does not (``d = 0.3``, ``N = 600``:
+    ``e^{722}``), ``d = 1`` a plain running sum."""
+    from scipy.signal import lfilter
+
+    from solvers.response_time.arrival import _geometric_filter
+
+    rng = np.random.default_rng(7)
+    x = rng.uniform(0.5, 2.0, (3, 601))
+    d = np.array([0.3, 1.0, 0.9])
+    got = _geometric_filter(x, d, 0.0)
+    for r in range(3):
+        want = lfilter([1.0], [1.0, -d[r]], x[r])
+        assert np.allclose(got[r], want, rtol=1e-12, atol=0.0)
+
+
+def test_window_placement_in_arrays_is_the_scalar_loops(monkeypatch):
+    """The windows of a dozen classes placed in array steps: the means and ends the scalar
+    loops give a few classes, to rounding."""
+    from solvers.response_time import window
+
+    rng = np.random.default_rng(3)
+    P, M, C, width = 2, 3, 12, 40
+    coef = rng.uniform(0.0, 1.0, (P * M, width))
+    coef /= coef.sum(axis=1, keepdims=True)
+    offset = np.array([0.0, 2.0, 0.0, 1.0, 0.0, 3.0])
+    inv = rng.uniform(0.001, 0.01, P * M)
+    S = rng.uniform(0.0, 0.02, (M, C))
+    S[1, 4] = 0.0
+    sh = rng.uniform(0.2, 2.5, (M, C))
+    m12 = coef @ window._k_k2(width)
+    arrays = window._placement(m12, offset, inv, P, S, sh)
+    monkeypatch.setattr(window, "SCALAR_CLASSES", C)
+    loops = window._placement(m12, offset, inv, P, S, sh)
+    assert np.allclose(arrays[0], loops[0], rtol=1e-14, atol=0.0)
+    assert np.allclose(arrays[1], loops[1], rtol=1e-14, atol=0.0)
+    assert np.allclose(arrays[2], loops[2], rtol=1e-14, atol=0.0)
+
+
+@pytest.mark.parametrize("servers", [[1, 1], [4, 2, 2]])
+def test_classes_meeting_the_same_waits_share_their_product(servers):
+    """Classes that meet every tier's wait at one share take the waits' product once: the
+    quantiles of the way that builds each class's own product (the shares apart by one
+    rounding step), to rounding."""
+    from solvers.response_time import _checked, _stacked_waits
+    from solvers.response_time.window import stacked_window_quantiles
+
+    D = np.array([0.0045, 0.004, 0.003])[:len(servers)]
+    c = np.array(servers, dtype=float)
+    M, C = D.shape[0], 3
+    Dmc = D[:, None] * np.array([0.6, 1.0, 1.7])
+    share = np.tile(np.array([[1.0], [0.8], [1.3]])[:M], (1, C))
+    law = ArrivalLaw(D, c, 0.2)
+    pops = [40, 90, 160]
+    waits = _stacked_waits(law.found_many(pops), D.tolist(), c.tolist())
+    levels = np.array([0.5, 0.9, 0.95, 0.99, 0.999])
+    S, sh = _checked(M, Dmc, share)
+    together, _ = stacked_window_quantiles(*waits, len(pops), S, sh, levels)
+    apart = sh.copy()
+    apart[:, 1] = np.nextafter(apart[:, 1], np.inf)       # not equal: one product per class
+    each, _ = stacked_window_quantiles(*waits, len(pops), S, apart, levels)
+    assert np.allclose(together, each, rtol=1e-12, atol=0.0)
+    assert (np.diff(together, axis=2) > 0).all()

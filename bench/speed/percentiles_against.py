@@ -18,9 +18,11 @@ this tree's. Printed per tree:
 ``bench.speed.percentiles``' one-model figures (CPU time, medians: the solve, ``+quantiles``
 and ``p95 SLO`` over the solve; ``+found laws only``: the solve and then only the arrival
 theorem's found laws at both populations, which every quantile of the exponential route
-reads -- a floor under ``+quantiles`` that no faster law lowers) and its pipeline workload's
-CPU time (``always``, ``p95 SLO`` over ``default``): of the whole run, and of the periodic
-re-solves alone (``re-solves``: the CPU time inside
+reads -- a floor under ``+quantiles`` that no faster law lowers; ``the laws alone``: the CPU
+time of ``+quantiles``' laws after its solve, and this tree's over the other's) and its
+pipeline workload's CPU time (``always``, ``p95 SLO`` over ``default``): of the whole run, of
+``always``'s exponential laws (the CPU time inside ``response_time_quantiles(_many)``), and of
+the periodic re-solves alone (``re-solves``: the CPU time inside
 :func:`streams.engine.system.solve_systems` -- the model build, the MVA curves, the solve, the
 capacity searches, the forecast, the alert window, the prediction's fields); and whether both
 trees' quantiles are equal bit for bit (else how far apart they are at most), and their
@@ -105,19 +107,24 @@ def use(impl: ModuleType) -> None:
         md.SystemModel._quantile_capacity = search  # type: ignore[method-assign]
 
 
-def _solve(base: md.SystemModel, n: int, n_fc: int, quantiles: bool | str) -> float:
+def _solve(base: md.SystemModel, n: int, n_fc: int, quantiles: bool | str,
+           laws: list[float] | None = None) -> float:
     """CPU seconds of a fresh model's solve (``at`` now and at the forecast, the capacity);
-    ``quantiles``: then both quantile sets; ``"found"``: then only what arriving requests
-    find at the tiers at both populations (the arrival theorem's laws every quantile reads,
-    on a fresh :class:`ArrivalLaw` over the solve's curve, as the model builds it)."""
+    ``quantiles``: then both quantile sets (their own CPU seconds appended to ``laws``);
+    ``"found"``: then only what arriving requests find at the tiers at both populations (the
+    arrival theorem's laws every quantile reads, on a fresh :class:`ArrivalLaw` over the
+    solve's curve, as the model builds it)."""
     m = base.variant()
     t0 = time.process_time()
     now, fc = m.at(n), m.at(n_fc)
     m.mva_capacity()
+    t1 = time.process_time()
     if quantiles == "found":
         md.ArrivalLaw(m.D, m.servers, m.solver_think, curve=m.curve).found_many([n, n_fc])
     elif quantiles:
         m.quantiles_many([now, fc])
+        if laws is not None:
+            laws.append(time.process_time() - t1)
     return time.process_time() - t0
 
 
@@ -132,7 +139,8 @@ def one_model(impls: dict[str, ModuleType], key: str, repeat: int) -> list[str]:
         for name in (list(impls) if r % 2 else list(impls)[::-1]):
             use(impls[name])
             t.setdefault((name, "solve"), []).append(_solve(mean, n, n_fc, False))
-            t.setdefault((name, "+q"), []).append(_solve(mean, n, n_fc, True))
+            t.setdefault((name, "+q"), []).append(_solve(mean, n, n_fc, True,
+                                                         t.setdefault((name, "laws"), [])))
             t.setdefault((name, "p95"), []).append(_solve(slo, n, n_fc, True))
             t.setdefault((name, "found"), []).append(_solve(mean, n, n_fc, "found"))
     med = {k: statistics.median(v) for k, v in t.items()}
@@ -142,7 +150,11 @@ def one_model(impls: dict[str, ModuleType], key: str, repeat: int) -> list[str]:
         rows.append(f"({key}) {name}: solve {1000 * s:.2f} ms, +quantiles "
                     f"{1000 * med[name, '+q']:.2f} ms (x{med[name, '+q'] / s:.2f}), p95 SLO "
                     f"{1000 * med[name, 'p95']:.2f} ms (x{med[name, 'p95'] / s:.2f}), "
-                    f"+found laws only x{med[name, 'found'] / s:.2f}")
+                    f"+found laws only x{med[name, 'found'] / s:.2f}; the laws alone "
+                    f"{1000 * med[name, 'laws']:.3f} ms")
+    first, last = list(impls)
+    rows.append(f"({key}) the laws alone, {last} / {first}: "
+                f"{med[last, 'laws'] / med[first, 'laws']:.3f}")
     complements = _complements(mean, n_fc, repeat)
     if complements:
         rows.append(f"({key}) {complements}")
@@ -216,6 +228,17 @@ def agreement(impls: dict[str, ModuleType], key: str, fractions: list[float]) ->
             f"{worst:.1e} of each other apart")
 
 
+def _cpu_into(f: Callable[..., Any], total: list[float]) -> Callable[..., Any]:
+    """``f``, adding the CPU seconds of each call to ``total[0]``."""
+    def timed(*args: Any, **kw: Any) -> Any:
+        t0 = time.process_time()
+        try:
+            return f(*args, **kw)
+        finally:
+            total[0] += time.process_time() - t0
+    return timed
+
+
 def pipeline(impls: dict[str, ModuleType], systems: int, rounds: int) -> list[str]:
     records = workload(systems, 60, seed=1)
     configs = {"default": Config(),
@@ -224,28 +247,25 @@ def pipeline(impls: dict[str, ModuleType], systems: int, rounds: int) -> list[st
     cpu: dict[tuple[str, str], list[float]] = {}
     solves: dict[tuple[str, str], list[float]] = {}
     original = pipeline_module.solve_systems
-    inside = [0.0]
-
-    def timed(*args: Any, **kw: Any) -> Any:
-        t0 = time.process_time()
-        try:
-            return original(*args, **kw)
-        finally:
-            inside[0] += time.process_time() - t0
-
-    pipeline_module.solve_systems = timed
+    inside, in_laws = [0.0], [0.0]
+    laws: dict[tuple[str, str], list[float]] = {}
+    pipeline_module.solve_systems = _cpu_into(original, inside)
     try:
         for r in range(rounds):
             for name in (list(impls) if r % 2 else list(impls)[::-1]):
-                use(impls[name])
+                use(impls[name])                  # the exponential network's laws, timed
+                for law_name in NAMES[1:]:
+                    setattr(md, law_name, _cpu_into(getattr(md, law_name), in_laws))
                 for cname, cfg in configs.items():
-                    inside[0] = 0.0
+                    inside[0] = in_laws[0] = 0.0
                     t0 = time.process_time()
                     run_pipeline(records, cfg)
                     cpu.setdefault((name, cname), []).append(time.process_time() - t0)
                     solves.setdefault((name, cname), []).append(inside[0])
+                    laws.setdefault((name, cname), []).append(in_laws[0])
     finally:
         pipeline_module.solve_systems = original
+        use(here)
     rows = []
     for name in impls:
         base = statistics.median(cpu[name, "default"])
@@ -254,7 +274,11 @@ def pipeline(impls: dict[str, ModuleType], systems: int, rounds: int) -> list[st
             f"{c} x{statistics.median(cpu[name, c]) / base:.2f}" for c in configs if c != "default")
             + f"; re-solves {base_s:.2f} s CPU, " + ", ".join(
             f"{c} x{statistics.median(solves[name, c]) / base_s:.2f}" for c in configs
-            if c != "default"))
+            if c != "default")
+            + f"; always's exponential laws {1000 * statistics.median(laws[name, 'always']):.1f}"
+            f" ms CPU")
+    first, last = (statistics.median(laws[name, "always"]) for name in impls)
+    rows.append(f"always's exponential laws, {' / '.join(list(impls)[::-1])}: {last / first:.3f}")
     return rows
 
 

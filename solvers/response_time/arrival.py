@@ -410,8 +410,8 @@ def _convolved(splits: list[tuple[np.ndarray, float, bool]], Z: float, N: int
     ``l = 0..N``, by Buzen 1973's convolution instead of the MVA recursion: ``X(n) = G(n - 1)
     / G(n)`` with ``G`` the normalising constant of the delay ``Z + fixed`` (``a^n / n!``)
     convolved with one geometric series ``d_i^n`` per queueing station -- each a first-order
-    linear filter, ``y(n) = x(n) + d_i y(n - 1)``, run over all ``n`` at once, on every
-    complement that has the station in one call. Every term is positive, so no digit cancels.
+    linear filter, ``y(n) = x(n) + d_i y(n - 1)``, run over all ``n`` at once, the ``i``-th
+    station of every complement in one call. Every term is positive, so no digit cancels.
     The demands are scaled by the largest of all, ``rho``; a complement's scaled constant then
     lies in ``[(d_max / rho)^N, e^{a} (N + K)^K]`` (``a = (Z + fixed) / rho``, ``K`` stations,
     ``d_max`` its largest; its bottleneck's series alone gives the lower bound, Buzen 1973):
@@ -429,30 +429,32 @@ def _convolved(splits: list[tuple[np.ndarray, float, bool]], Z: float, N: int
             return None
     g = np.ones((len(splits), N + 1))
     np.cumprod(a[:, None] / n[1:], axis=1, out=g[:, 1:])           # the delays' a^n / n!
-    stations: dict[float, list[int]] = {}
-    for b, (d, _, _) in enumerate(splits):
-        for di in (d / rho).tolist():
-            stations.setdefault(di, []).append(b)
     top = float(a.max()) + max(d.size for d, _, _ in splits) * math.log(N + 1.0)
-    for di, rows in stations.items():
-        while rows:                        # a complement with the same demand twice: again
-            once = sorted(set(rows))
-            g[once] = _geometric_filter(g[once], di, top)
-            for b in once:
-                rows.remove(b)
+    # the i-th queueing station of every complement that has one in one step, each row its
+    # own demand (the filters commute: the order of a complement's stations is free)
+    scaled = [(d / rho).tolist() for d, _, _ in splits]
+    for i in range(max(len(d) for d in scaled)):
+        rows = [b for b, d in enumerate(scaled) if len(d) > i]
+        g[rows] = _geometric_filter(g[rows], np.array([scaled[b][i] for b in rows]), top)
     return list(-n * math.log(rho) - np.log(g))
 
 
-def _geometric_filter(x: np.ndarray, d: float, top: float) -> np.ndarray:
-    """``y(n) = x(n) + d y(n - 1)`` along each row of ``x`` (``0 < d <= 1``; ``log x`` below
-    ``top``): ``d^n cumsum(x(j) d^{-j})``, a running sum of positive terms, where ``d^{-N}``
-    keeps it within :data:`LOG_RANGE`, else :func:`scipy.signal.lfilter`."""
+def _geometric_filter(x: np.ndarray, d: np.ndarray, top: float) -> np.ndarray:
+    """``y(n) = x(n) + d_r y(n - 1)`` along each row ``r`` of ``x`` (``0 < d_r <= 1``; ``log
+    x`` below ``top``): ``d^n cumsum(x(j) d^{-j})``, a running sum of positive terms, where
+    ``d^{-N}`` keeps it within :data:`LOG_RANGE`, else :func:`scipy.signal.lfilter`."""
     N = x.shape[1] - 1
-    if d == 1.0:
-        return np.cumsum(x, axis=1)
-    if top - N * math.log(d) > LOG_RANGE:
-        return lfilter(_ONE, (1.0, -d), x, axis=1)
-    power = np.exp(np.arange(N + 1) * math.log(d))                 # d^n
+    logd = np.log(d)
+    far = top - N * logd > LOG_RANGE
+    if far.any():                          # those rows alone by the filter, the rest as below
+        y = np.empty_like(x)
+        for r in np.flatnonzero(far).tolist():
+            y[r] = lfilter(_ONE, (1.0, -float(d[r])), x[r])
+        near = ~far
+        if near.any():
+            y[near] = _geometric_filter(x[near], d[near], top)
+        return y
+    power = np.exp(np.arange(N + 1) * logd[:, None])               # d^n
     return np.cumsum(x / power, axis=1) * power
 
 

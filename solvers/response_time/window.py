@@ -52,6 +52,8 @@ BELOW = 8.0
 #: a law with more than this mass in parts of at most one phase has its waits' phases on
 #: the triangular kernel
 JUMP = 1e-3
+#: up to this many classes the windows are placed in Python floats, beyond in array steps
+SCALAR_CLASSES = 4
 
 
 def window_quantiles(waits: list[list[TierWait]], S: np.ndarray, sh: np.ndarray,
@@ -84,29 +86,7 @@ def stacked_window_quantiles(coef: np.ndarray, offset: np.ndarray, inv: np.ndarr
     width = coef.shape[1]
     s = max(int(math.ceil(math.sqrt(width))), 1)      # the blocked Horner's block
     blocks = -(-width // s)
-    # the moments that place each window, per set and class: a few numbers each, in Python
-    # floats (an array step costs more than the arithmetic on arrays this small)
-    moments = (coef @ _k_k2(width)).tolist()            # E[K], E[K^2] about the offset
-    wmean, wvar = [], []
-    for (m1, m2), k0, a in zip(moments, offset.tolist(), inv.tolist()):
-        ek = k0 + m1
-        wmean.append(ek * a)
-        wvar.append((ek + m2 - m1 * m1) * a * a)
-    Sl, shl = S.T.tolist(), sh.T.tolist()               # [c][m]
-    means_l, lo_l, hi_l = [], [], []
-    for p in range(P):
-        wm, wv = wmean[p * M:(p + 1) * M], wvar[p * M:(p + 1) * M]
-        mp, lo_p, hi_p = [], math.inf, -math.inf
-        for Sc, shc in zip(Sl, shl):
-            mean = sum(w * f for w, f in zip(wm, shc)) + sum(Sc)
-            sd = math.sqrt(max(sum(v * f * f for v, f in zip(wv, shc))
-                               + sum(x * x for x in Sc), 0.0))
-            mp.append(mean)
-            lo_p, hi_p = min(lo_p, max(mean - BELOW * sd, 0.0)), max(hi_p, mean + SPAN * sd)
-        means_l.append(mp)
-        lo_l.append(lo_p)
-        hi_l.append(hi_p)
-    means = np.array(means_l).reshape(P, C)
+    means, lo_l, hi_l = _placement(coef @ _k_k2(width), offset, inv, P, S, sh)
     if not C:
         return q, means
     live_l = [p for p in range(P) if hi_l[p] > 0]
@@ -123,6 +103,7 @@ def stacked_window_quantiles(coef: np.ndarray, offset: np.ndarray, inv: np.ndarr
     kernel = None
     if min(served) < 2:                          # two services or more: never a jump
         nowait, one = nowait_all.tolist(), _one_phase(coef, offset).tolist()
+        shl = sh.T.tolist()                      # [c][m]
         kernel = np.array([[_jumps(nowait[p * M:(p + 1) * M], one[p * M:(p + 1) * M],
                                    [m for m in range(M) if shl[c][m] > 0], served[c])
                             for c in range(C)] for p in live_l])
@@ -136,7 +117,14 @@ def stacked_window_quantiles(coef: np.ndarray, offset: np.ndarray, inv: np.ndarr
     # the waits: one row per (set, tier, share, transform) that some class meets
     live_rows = (live[:, None] * M + np.arange(M)).ravel()              # (I M,)
     meets = (sh[None, :, :] > 0) & (nowait_all[live_rows].reshape(I, M)[:, :, None] < 1.0)
-    ii, mm, cc = np.nonzero(meets)
+    # every class meets the same waits (one class, or the same share of each tier's wait
+    # and one phase transform for all): the waits' product is one per set, shared by the
+    # classes -- only a class's own services differ
+    shared = C == 1 or (kernel is None and bool((sh == sh[:, :1]).all()))
+    if shared:
+        ii, mm = np.nonzero(meets[:, :, 0])
+    else:
+        ii, mm, cc = np.nonzero(meets)
     itheta = _itheta(grid)
     # the services: the triangular kernel's exact lattice transform (1: no service), their
     # product per class
@@ -148,7 +136,7 @@ def stacked_window_quantiles(coef: np.ndarray, offset: np.ndarray, inv: np.ndarr
         phi = np.where(positive[None, :, :, None], phi, 1.0)
     phi = phi.prod(axis=1)
     if ii.size:
-        if C == 1:                               # one class: every row its own
+        if shared:                               # every (set, tier) row its own
             at: list[int] | slice = slice(None)
             u_i, u_m, share = ii, mm, sh[mm, 0]
             use = None if kernel is None else kernel[ii, 0]
@@ -168,8 +156,12 @@ def stacked_window_quantiles(coef: np.ndarray, offset: np.ndarray, inv: np.ndarr
         pg = _horner(padded.reshape(row.shape[0], blocks, s), z)
         if offset[row].any():
             pg *= z ** offset[row][:, None]
-        if C == 1 and ii.size == I * M:          # every tier's wait met: their product
-            phi[:, 0] *= pg.reshape(I, M, -1).prod(axis=1)
+        if shared:                               # one product per set, for every class
+            if ii.size < I * M:                  # a tier's wait not met: 1 there
+                met = np.ones((I, M, itheta.shape[0]), dtype=complex)
+                met[ii, mm] = pg
+                pg = met
+            phi *= pg.reshape(I, M, -1).prod(axis=1)[:, None, :]
         else:
             full = np.ones((I, M, C, itheta.shape[0]), dtype=complex)
             full[ii, mm, cc] = pg[at]
@@ -190,6 +182,44 @@ def stacked_window_quantiles(coef: np.ndarray, offset: np.ndarray, inv: np.ndarr
     q[live] = np.interp((lift[:, None] + levels).ravel(), cdf.ravel(),
                         np.repeat(x, C, axis=0).ravel()).reshape(I, C, -1)
     return q, means
+
+
+def _placement(m12: np.ndarray, offset: np.ndarray, inv: np.ndarray, P: int, S: np.ndarray,
+               sh: np.ndarray) -> tuple[np.ndarray, list[float], list[float]]:
+    """``(P, C)`` means and each set's window ``[lo, hi]`` (module docstring): the waits'
+    moments (``m12[r]`` ``E[K]``, ``E[K^2]`` about ``offset[r]``; a compound of exponential
+    phases, ``Var = (E[K] + Var K) inv^2``) scaled by each class's share, plus its services'.
+    A few classes in Python floats (an array step costs more than the arithmetic on so few
+    numbers), more in array steps (a pipeline's dozen classes: the loop costs more)."""
+    M, C = S.shape
+    if C > SCALAR_CLASSES:
+        ek = offset + m12[:, 0]
+        wmean = (ek * inv).reshape(P, M)
+        wvar = ((ek + m12[:, 1] - m12[:, 0] * m12[:, 0]) * inv * inv).reshape(P, M)
+        means = wmean @ sh + S.sum(axis=0)                                        # (P, C)
+        sd = np.sqrt(np.maximum(wvar @ (sh * sh) + (S * S).sum(axis=0), 0.0))
+        return (means, np.maximum(means - BELOW * sd, 0.0).min(axis=1).tolist(),
+                (means + SPAN * sd).max(axis=1).tolist())
+    wm_l, wv_l = [], []
+    for (m1, m2), k0, a in zip(m12.tolist(), offset.tolist(), inv.tolist()):
+        ek_r = k0 + m1
+        wm_l.append(ek_r * a)
+        wv_l.append((ek_r + m2 - m1 * m1) * a * a)
+    Sl, shl = S.T.tolist(), sh.T.tolist()               # [c][m]
+    means_l, lo_l, hi_l = [], [], []
+    for p in range(P):
+        wm, wv = wm_l[p * M:(p + 1) * M], wv_l[p * M:(p + 1) * M]
+        mp, lo_p, hi_p = [], math.inf, -math.inf
+        for Sc, shc in zip(Sl, shl):
+            mean = sum(w * f for w, f in zip(wm, shc)) + sum(Sc)
+            sd_c = math.sqrt(max(sum(v * f * f for v, f in zip(wv, shc))
+                                 + sum(x * x for x in Sc), 0.0))
+            mp.append(mean)
+            lo_p, hi_p = min(lo_p, max(mean - BELOW * sd_c, 0.0)), max(hi_p, mean + SPAN * sd_c)
+        means_l.append(mp)
+        lo_l.append(lo_p)
+        hi_l.append(hi_p)
+    return np.array(means_l).reshape(P, C), lo_l, hi_l
 
 
 def _kernel_transform(x: np.ndarray, size: int) -> np.ndarray:
