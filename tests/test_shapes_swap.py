@@ -55,6 +55,16 @@ def test_the_window_swap_scales_the_bursty_tiers_demands_to_the_windows_mean():
     assert shapes_swap.swapped(read, shape, "window") is None
 
 
+def test_the_split_swap_keeps_each_tiers_aggregate_in_the_true_ratios():
+    shape, true, read = _read("class-mmpp2-medium-A-b")
+    read = read.variant(D_mc=read.D_mc * np.array([[1.0, 2.0], [0.5, 1.0]]))
+    got = shapes_swap.swapped(read, shape, "split")
+    np.testing.assert_allclose(got.D_mc @ got.mix, read.D_mc @ read.mix)
+    np.testing.assert_allclose(got.D_mc[:, 0] / got.D_mc[:, 1],
+                               true.D_mc[:, 1] / true.D_mc[:, 0])
+    np.testing.assert_allclose(got.mix, read.mix)
+
+
 def test_a_one_class_shape_has_no_process_swap_and_an_unknown_swap_is_refused():
     shape, _, read = _read("class-mmpp2-medium-A-b")
     assert shapes_swap.swapped(read, shape, "process") is None

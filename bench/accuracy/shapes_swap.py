@@ -17,6 +17,8 @@ solved cold (:func:`streams.predict.model.model_capacity`) as it is and with
   model's family can be given) -- the other tiers as read (exponential where the pipeline
   solved MVA), the demands the pipeline's;
 * ``both``: the two together;
+* ``split``: every tier's per-class demands in the true ratios, scaled to the model's own
+  aggregate at the tier over its mix: the per-class split true, the aggregate as read;
 * ``window``: the bursty tier's per-class demands scaled alike so that over the model's mix
   they give the tier's mean service over the windows the pipeline saw (its busy time over its
   completions, :func:`bench.accuracy.shapes_cause.window_mean`): the aggregate the windows
@@ -58,7 +60,7 @@ import streams.engine.system as engine_system
 from streams.predict.model import SystemModel, model_capacity
 
 RESULTS = shapes.RESULTS.parent / "shapes_swap.json"
-SWAPS = ("as_is", "demand", "process", "both", "window")
+SWAPS = ("as_is", "demand", "process", "both", "split", "window")
 
 
 @contextmanager
@@ -96,14 +98,17 @@ def swapped(model: SystemModel, shape: shapes.Shape, swap: str,
         d[m] *= window / float(d[m] @ model.mix)
         return model.variant(D_mc=d)
     sysm = shapes.SYSTEMS[shape.system]
+    tiers = [t[0] for t in sysm.tiers]
+    if list(model.tiers) != tiers:
+        raise ValueError(f"model tiers {model.tiers} are not the system's {tiers}")
+    order = [sysm.classes.index(c) for c in model.classes]
+    true_d = np.asarray(shapes.network(shape, 1).demands, float)[:, order]
     changes: dict[str, Any] = {}
+    if swap == "split":
+        own = np.asarray(model.D_mc, float) @ model.mix
+        return model.variant(D_mc=true_d * (own / (true_d @ model.mix))[:, None])
     if swap in ("demand", "both"):
-        true_d = np.asarray(shapes.network(shape, 1).demands, float)
-        order = [sysm.classes.index(c) for c in model.classes]
-        tiers = [t[0] for t in sysm.tiers]
-        if list(model.tiers) != tiers:
-            raise ValueError(f"model tiers {model.tiers} are not the system's {tiers}")
-        changes["D_mc"] = true_d[:, order]
+        changes["D_mc"] = true_d
         changes["mix"] = np.array([sysm.mix[i] for i in order], float)
     if swap in ("process", "both"):
         if shape.cls is not None:
@@ -186,8 +191,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     def pct(x: float | None) -> str:
         return "–" if x is None else f"{100 * x:+.0f}%"
 
-    print("| shape | truth | route | pipeline | as is | demand | process | both | window | "
-          "dominant |\n|---|---|---|---|---|---|---|---|---|---|")
+    print("| shape | truth | route | pipeline | as is | demand | process | both | split | window "
+          "| dominant |\n|---|---|---|---|---|---|---|---|---|---|---|")
     for n in names:
         if not math.isfinite(float(truths[n]["capacity_truth"])):
             continue
