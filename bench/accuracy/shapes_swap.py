@@ -31,7 +31,7 @@ alone draws from the bursty process (``cls``) has no single tier process: its ``
 ``both`` are left out (``–``). The swap whose capacity comes nearest the truth names the
 estimate whose error dominates the miss; where no swap brings it within 10% nor ``both`` does,
 the miss is the model family's or the solver's (:mod:`bench.accuracy.shapes_cause`). Printed:
-per shape the four capacities' errors; per swap capacity within 10% / 20% over the shapes and
+per shape each swap's capacity error; per swap capacity within 10% / 20% over the shapes and
 per half of the seed-49 split (:func:`bench.accuracy.shapes.halves`). Results:
 ``bench/results/shapes_swap.json``.
 """
@@ -141,8 +141,8 @@ def run(name: str, minutes: float, truth: dict[str, Any]) -> dict[str, Any]:
         out["demand_error"] = float(model.D_mc[m] @ model.mix) / float(r["demand_true"]) - 1.0
         out["window_mean_error"] = window / float(r["demand_true"]) - 1.0
         for swap in SWAPS:
-            m = swapped(model, shape, swap, window)
-            found = None if m is None else model_capacity(m)[0]
+            variant = swapped(model, shape, swap, window)
+            found = None if variant is None else model_capacity(variant)[0]
             out["swaps"][swap] = {"capacity": found,
                                   "error": None if found is None else found / cap - 1.0}
     out["seconds"] = time.perf_counter() - t0
