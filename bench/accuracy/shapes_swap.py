@@ -170,6 +170,14 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
     return out
 
 
+def _relative(path: str) -> str:
+    """``path`` from the repository root where it lies inside it (results carry no machine's
+    directories)."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    full = os.path.abspath(path)
+    return os.path.relpath(full, root) if full.startswith(root + os.sep) else path
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", default=None, help="comma-separated shape names")
@@ -204,7 +212,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
               + " | ".join(pct((sw.get(k) or {}).get("error")) for k in SWAPS)
               + f" | {dominant(row) or '–'} |", flush=True)
         print(f"  {n}: {row['seconds']:.0f} s", file=sys.stderr, flush=True)
-    doc = {"commit": shapes._commit(), "minutes": args.minutes, "truth_from": args.truth,
+    doc = {"commit": shapes._commit(), "minutes": args.minutes, "truth_from": _relative(args.truth),
            "summary": summary(rows),
            "halves": {h: summary([r for r in rows if r["shape"] in m])
                       for h, m in zip(("tuning", "heldout"), shapes.halves())},
