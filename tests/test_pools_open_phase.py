@@ -13,7 +13,7 @@ import pytest
 from estimators.service_scv import MIN_WINDOWS, ScvSums, service_scv
 from solvers.pools import PoolSpec
 from solvers.pools_open import held_network, solve_open_pool
-from solvers.pools_spread import hyperexponential_phases
+from solvers.held_network import hyperexponential_phases
 from solvers.simulation.pool_open_ps import sampler, simulate_pool_open
 from streams.core.config import ConfigError, Pool, SystemConfig, load_config
 from streams.core.tier import TierModel
