@@ -127,7 +127,7 @@ def solve_factor_fixed_point(net: CheckedNet, stations: list[FlowStation], inner
                              ) -> tuple[PoolResult, int]:
     """The fixed point of the extra waits for pools scaled by ``factors`` (all of those above 1
     outermost; module docstring) in the checked network ``net`` (population >= 1) whose
-    enclosing network's ``stations`` (:func:`solvers.pools._top`, ``inner`` held networks
+    enclosing network's ``stations`` (:func:`solvers.pools.top_network`, ``inner`` held networks
     solved) gave the exponential solution ``base`` and ``top``. Returns the solution at the
     fixed point read back on the network's own stations (each pool's extra wait in its wait
     and its owning tier's residence) and the enclosing network's solves (``base``'s
