@@ -50,7 +50,10 @@ M/M/min(K, c)), but with several held tiers and few tokens the pool's population
 fast as the held tiers move, and the server overstates the response time near saturation
 (+15% to +25% at 80-95% of saturation for two tokens over two tiers, against the exact
 chain: bench/accuracy/pool_open.py), and one aggregate class misses the cheap classes' wait
-behind the dear ones -- which is why the chain comes first.
+behind the dear ones -- which is why the chain comes first. Where its held tiers are one level
+and not bursty, the server's wait for a token is scaled by the holding time's two-moment
+factor (:func:`fes_wait_factor`): the dear classes' spread, and each class's own SCV, reach the
+token queue as the holding time's variability.
 
 Both: stable iff ``lambda`` is below the holders' throughput with every token held
 (``X_H(K)``, or the chain's own: :attr:`HeldChain.saturation`; else flagged unstable, the
@@ -74,7 +77,9 @@ import numpy as np
 
 from .open.qbd import QBDPlan, plan_qbd, solve_planned
 from .open.tiers import OpenTiersResult
-from .pools import PoolSpec
+from .delay import cpu_station, with_delay_stations
+from .pools import PoolSpec, solve_pools
+from .pools_general import holding_factors
 from .pools_bursty import solve_pools_bursty
 from .held_network import enter_station, held_counts, held_stations, routes, station_states
 from .pools_spread import solve_pools_spread
@@ -83,7 +88,7 @@ from .processes import MAP
 from .results import check_no_nan
 
 __all__ = ["CHAIN_WORK", "HeldChain", "HeldCurve", "OpenPoolResult", "held_chain", "held_curve",
-           "held_network", "outermost", "solve_open_pool", "with_pools"]
+           "held_network", "outermost", "solve_open_pool", "with_pools", "fes_wait_factor"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -109,6 +114,9 @@ class HeldCurve:
     #: route along the flow-equivalent server (:func:`solve_open_pool`)
     nested: tuple[int, ...] = ()
     nested_jobs: np.ndarray | None = None
+    #: the flow-equivalent server's factor on the wait for a token (:func:`fes_wait_factor`;
+    #: 1 where the chain applies, or the held network is nested or bursty)
+    wait_factor: float = 1.0
 
     @property
     def jobs(self) -> np.ndarray:
@@ -251,10 +259,47 @@ def held_network(demands: Any, servers: Any, pools: Sequence[PoolSpec], index: i
     if others and len(occupancy) == int(pool.size):
         nested_jobs = np.stack([np.zeros((len(others), 2))]
                                + [o[others] for o in occupancy])
+    factor = 1.0
+    if chain is None and len(inner) == 1 and not bursty:
+        factor = fes_wait_factor(Dh, c, dh, p, int(pool.size),
+                                 None if tier_scv is None else np.asarray(tier_scv)[h],
+                                 None if vc is None else np.maximum(vc, 1.0))
     return HeldCurve(curve.size, curve.throughput, curve.residence, curve.mix,
                      tuple(flags) if chain is None else (), chain, Dh, dh,
                      tuple(within[k] for k in others) if nested_jobs is not None else (),
-                     nested_jobs)
+                     nested_jobs, factor)
+
+
+def fes_wait_factor(demands: np.ndarray, servers: np.ndarray, delays: np.ndarray | None,
+                    mix: np.ndarray, size: int, tier_scv: Any = None,
+                    class_scv: np.ndarray | None = None) -> float:
+    """The flow-equivalent server's factor on the wait for a token, from the holding time's
+    first two moments: ``(1 + c_H^2) / 2`` (Lee and Longton 1959), ``c_H^2`` the SCV of the
+    time a request holds a token with all ``size`` held -- the held tiers (``demands``
+    ``D_{h,c}``, ``servers``, pure ``delays``) solved closed at ``size``
+    (:func:`solvers.pools.solve_pools`), each class's residence with its own service SCV
+    (``class_scv`` ``v_{h,c}``; NaN or ``None``: the tier's ``tier_scv``, default 1) mixed
+    over the classes (:func:`solvers.pools_general.holding_factors`, which keeps a factor
+    below 1 at 1). The server (Chandy et al. 1975) takes the holders' throughput but not the
+    spread of their holding times: a dear class holding every token keeps the cheap ones
+    waiting for its whole service, which an aggregate class of the mean cost cannot show, and
+    the wait is what grows with that spread (the two-moment M/G/c approximation, exact in
+    heavy traffic, Kollerstrom 1974). A processor-sharing tier's class SCVs are kept: its mean
+    residence is insensitive to them, its holding time is not."""
+    H, C = demands.shape
+    D2, c2 = demands, np.asarray(servers, dtype=float)
+    v = np.ones(H) if tier_scv is None else np.asarray(tier_scv, dtype=float).reshape(H)
+    vc = np.full((H, C), np.nan) if class_scv is None else np.asarray(class_scv, dtype=float)
+    pools: tuple[PoolSpec, ...] = (PoolSpec(int(size), 0, H),)
+    if delays is not None and np.any(delays > 0):
+        D2, c2, pools = with_delay_stations(demands, c2, delays, pools)
+        cpu = np.array([cpu_station(m) for m in range(H)])
+        v2, vc2 = np.zeros(2 * H), np.full((2 * H, C), np.nan)
+        v2[cpu], vc2[cpu] = v, vc
+        v, vc = v2, vc2
+    base = solve_pools(D2, int(size), 0.0, c2, pools, mix)
+    factors, _ = holding_factors(D2, mix, c2, pools, base, v, vc)
+    return float(factors[0])
 
 
 def solve_open_pool(rate: float, curve: HeldCurve) -> OpenPoolResult:
@@ -295,6 +340,7 @@ def solve_open_pool(rate: float, curve: HeldCurve) -> OpenPoolResult:
     if curve.nested_jobs is not None:        # the pools inside, weighted as the held tiers
         occ = np.tensordot(weights, curve.nested_jobs, axes=1)
         nested = tuple((float(b), float(q)) for b, q in occ)
+    queue *= curve.wait_factor
     result = OpenPoolResult(R, busy / K, busy, queue / lam, busy / lam, queue, True,
                             nested=nested)
     check_no_nan(residence_time=R, busy=busy, queue=queue)
