@@ -19,7 +19,7 @@ pool stations and the think time) is solved exactly as a load-dependent product-
 by the convolution algorithm (Buzen 1973), in logarithms so that
 populations of thousands neither overflow nor lose the probabilities of a saturated station
 to cancellation (each convolution tilted into floating range and summed in linear space,
-:func:`_log_conv`). Per-tier residence times follow from the marginal distribution of the
+:func:`log_conv`). Per-tier residence times follow from the marginal distribution of the
 pool station's population: a held tier's queue is ``sum_j P(j) Q_h(min(j, K))`` with
 ``Q_h(k)`` its queue in the held network at population ``k``.
 
@@ -111,7 +111,7 @@ _TILTS = 8
 _SHORT = 8
 
 
-def _log_conv_rows(a: np.ndarray, b: np.ndarray, rows: np.ndarray | None = None,
+def log_conv_rows(a: np.ndarray, b: np.ndarray, rows: np.ndarray | None = None,
                    out: np.ndarray | None = None) -> np.ndarray:
     """``log (exp(a) * exp(b))`` (discrete convolution) entry by entry in logarithms (each
     entry's terms scaled by their largest, so nothing overflows or underflows), both of
@@ -127,7 +127,7 @@ def _log_conv_rows(a: np.ndarray, b: np.ndarray, rows: np.ndarray | None = None,
     return out
 
 
-def _log_conv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def log_conv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``log (exp(a) * exp(b))`` (discrete convolution), both of length ``n + 1``.
 
     Exponential tilting: ``(a * b)_k theta^k = sum_i (a_i theta^i)(b_{k-i} theta^{k-i})``, so
@@ -142,12 +142,12 @@ def _log_conv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     log-concave sequences: the stations' factors are, their rates do not fall, and so are
     their products, a convolution of log-concave sequences being log-concave; any other
     sequence is still exact, only slower). After :data:`_TILTS` tilts the rest are summed in
-    logarithms (:func:`_log_conv_rows`), as are sequences of at most :data:`_SHORT`; an entry
+    logarithms (:func:`log_conv_rows`), as are sequences of at most :data:`_SHORT`; an entry
     with no finite term is ``-inf`` at once.
     ``t`` is rounded to a float32 value, so ``t i`` is exact for every index."""
     n = a.shape[0]
     if n <= _SHORT:
-        return _log_conv_rows(a, b)
+        return log_conv_rows(a, b)
     fa, fb = np.isfinite(a), np.isfinite(b)
     if not fa.any() or not fb.any():
         return np.full(n, -np.inf)
@@ -188,7 +188,7 @@ def _log_conv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
             target = max(int(below[-1]) - width // 2, 0)
         else:                            # a gap between them
             target = int(left[left.shape[0] // 2])
-    return _log_conv_rows(a, b, np.flatnonzero(todo), out)
+    return log_conv_rows(a, b, np.flatnonzero(todo), out)
 
 
 def _finite_slopes(a: np.ndarray) -> np.ndarray:
@@ -198,13 +198,13 @@ def _finite_slopes(a: np.ndarray) -> np.ndarray:
     return d[np.isfinite(d)]
 
 
-def _log_rates(rates: np.ndarray) -> np.ndarray:
+def log_rates(rates: np.ndarray) -> np.ndarray:
     """``log f(j) = -sum_{i<=j} log mu(i)``, ``f(0) = 1``, from rates ``mu(1..n)``."""
     return np.concatenate(([0.0], -np.cumsum(np.log(rates))))
 
 
 @dataclass
-class _Station:
+class FlowStation:
     """One station of a network level: ``logf[j]`` for ``j = 0..n`` and, for a pool, the
     queue of each held tier at held population ``k`` (``inner[k, h]``) and the size."""
 
@@ -214,17 +214,17 @@ class _Station:
     pool: int = -1                     # index of the pool it stands for (-1: a tier or think)
     size: int = 0
     #: a pool's held network as solved: its stations, ``log G`` and the stations' rests
-    held: tuple[list["_Station"], np.ndarray, list[np.ndarray]] | None = None
+    held: tuple[list["FlowStation"], np.ndarray, list[np.ndarray]] | None = None
 
 
-def _tier_station(m: int, D: float, c: float, n: int) -> _Station:
+def tier_station(m: int, D: float, c: float, n: int) -> FlowStation:
     """Tier ``m``: ``c`` exponential FCFS cores, rate ``min(j, c)/D`` with ``j`` requests."""
     j = np.arange(1, n + 1, dtype=float)
-    return _Station(_log_rates(np.minimum(j, c) / D), tiers=(m,))
+    return FlowStation(log_rates(np.minimum(j, c) / D), tiers=(m,))
 
 
-def _network(stations: list[_Station], n: int, head: np.ndarray | None = None
-             ) -> tuple[np.ndarray, list[np.ndarray]]:
+def network_log_g(stations: list[FlowStation], n: int, head: np.ndarray | None = None
+                  ) -> tuple[np.ndarray, list[np.ndarray]]:
     """``log G(0..n)`` of the network and, per station, ``log G`` of the network without it
     (prefix and suffix convolutions: ``3 S - 5`` convolutions for ``S >= 2`` stations -- a
     convolution with the empty network's ``G = (1, 0, 0, ...)`` is its other operand, and the
@@ -236,25 +236,27 @@ def _network(stations: list[_Station], n: int, head: np.ndarray | None = None
     prefix = [unit] + logs[:1]
     for i in range(2, len(logs) + 1):      # prefix[i]: the first i stations
         known = head is not None and i == len(logs) - 1
-        prefix.append(head[:n + 1] if known else _log_conv(prefix[-1], logs[i - 1]))
+        prefix.append(head[:n + 1] if known else log_conv(prefix[-1], logs[i - 1]))
     suffix = [unit] + logs[-1:]
     for f in reversed(logs[1:-1]):
-        suffix.append(_log_conv(suffix[-1], f))
+        suffix.append(log_conv(suffix[-1], f))
     suffix.reverse()            # suffix[i] without logs[:i]; its first (all of them) unused
     suffix.insert(0, prefix[-1])
     rests = [prefix[i] if i == len(logs) - 1 else suffix[1] if i == 0
-             else _log_conv(prefix[i], suffix[i + 1]) for i in range(len(logs))]
+             else log_conv(prefix[i], suffix[i + 1]) for i in range(len(logs))]
     return prefix[-1], rests
 
 
-def _marginal(station: _Station, rest: np.ndarray, logG: np.ndarray, k: int) -> np.ndarray:
+def station_marginal(station: FlowStation, rest: np.ndarray, logG: np.ndarray, k: int
+                     ) -> np.ndarray:
     """``P(j | k) = f(j) G^{(-m)}(k - j) / G(k)``, ``j = 0..k``."""
     p = np.exp(station.logf[:k + 1] + rest[k::-1] - logG[k])
     return p / p.sum()
 
 
-def _marginals(station: _Station, rest: np.ndarray, logG: np.ndarray, K: int) -> np.ndarray:
-    """:func:`_marginal` at every population ``k = 0..K`` at once: row ``k`` is ``P(j | k)``
+def station_marginals(station: FlowStation, rest: np.ndarray, logG: np.ndarray, K: int
+                      ) -> np.ndarray:
+    """:func:`station_marginal` at every population ``k = 0..K`` at once: row ``k`` is ``P(j | k)``
     (0 for ``j > k``)."""
     j = np.arange(K + 1)
     back = j[:, None] - j[None, :]                        # k - j
@@ -264,7 +266,7 @@ def _marginals(station: _Station, rest: np.ndarray, logG: np.ndarray, K: int) ->
     return p / p.sum(axis=1, keepdims=True)
 
 
-def _queues(station: _Station, p: np.ndarray) -> np.ndarray:
+def station_queues(station: FlowStation, p: np.ndarray) -> np.ndarray:
     """Mean queue of each tier the station carries, given its marginal ``p(j)`` (or one
     marginal a row: then a row of queues each)."""
     if station.inner is None:
@@ -274,7 +276,7 @@ def _queues(station: _Station, p: np.ndarray) -> np.ndarray:
     return p @ station.inner[held]
 
 
-def _within(pools: list[PoolSpec], i: int, j: int) -> bool:
+def pool_within(pools: list[PoolSpec], i: int, j: int) -> bool:
     """Pool ``i`` lies inside pool ``j`` (its tiers within ``j``'s; of two pools over the
     same tiers, the later one inside the earlier)."""
     a, b = pools[i], pools[j]
@@ -282,50 +284,50 @@ def _within(pools: list[PoolSpec], i: int, j: int) -> bool:
         and ((a.first, a.last) != (b.first, b.last) or i > j)
 
 
-def _level(tiers: range, pools: list[PoolSpec], parent: int, D: np.ndarray, c: np.ndarray,
-           n_max: int, tally: list[int] | None = None) -> list[_Station]:
+def level_stations(tiers: range, pools: list[PoolSpec], parent: int, D: np.ndarray,
+                   c: np.ndarray, n_max: int, tally: list[int] | None = None) -> list[FlowStation]:
     """The stations of one level of the hierarchy: the outermost pools inside ``parent``
     (every pool at the top, ``parent = -1``) as flow-equivalent stations, the other tiers as
     themselves; rates up to ``n_max``; ``tally[0]`` counts the held networks solved."""
-    inside = [i for i in range(len(pools)) if parent < 0 or _within(pools, i, parent)]
-    outer = [i for i in inside if not any(_within(pools, i, j) for j in inside)]
-    stations: list[_Station] = []
+    inside = [i for i in range(len(pools)) if parent < 0 or pool_within(pools, i, parent)]
+    outer = [i for i in inside if not any(pool_within(pools, i, j) for j in inside)]
+    stations: list[FlowStation] = []
     m = tiers.start
     while m < tiers.stop:
         hit = [i for i in outer if pools[i].first == m]
         if hit:
-            stations.append(_aggregate(pools, hit[0], D, c, n_max, tally))
+            stations.append(aggregate_pool(pools, hit[0], D, c, n_max, tally))
             m = pools[hit[0]].last
         else:
             if D[m] > 0:
-                stations.append(_tier_station(m, D[m], c[m], n_max))
+                stations.append(tier_station(m, D[m], c[m], n_max))
             m += 1
     return stations
 
 
-def _aggregate(pools: list[PoolSpec], index: int, D: np.ndarray, c: np.ndarray,
-               n_max: int, tally: list[int] | None = None) -> _Station:
+def aggregate_pool(pools: list[PoolSpec], index: int, D: np.ndarray, c: np.ndarray,
+                   n_max: int, tally: list[int] | None = None) -> FlowStation:
     """The flow-equivalent station of pool ``index``: its held tiers (the pools inside them
     aggregated first) solved alone at ``k = 1..K``, rate ``X_H(min(j, K))`` with ``j``
     requests at it, up to ``n_max``; the held tiers' queues at each ``k`` kept."""
     pool = pools[index]
     tiers = range(pool.first, pool.last)
     K = min(pool.size, n_max)
-    stations = _level(tiers, pools, index, D, c, K, tally)
+    stations = level_stations(tiers, pools, index, D, c, K, tally)
     inner = np.zeros((K + 1, len(tiers)))
     if not stations:     # no demand at the held tiers: the pool is never held
-        return _Station(np.concatenate(([0.0], np.full(n_max, -np.inf))), tuple(tiers),
+        return FlowStation(np.concatenate(([0.0], np.full(n_max, -np.inf))), tuple(tiers),
                         inner, index, K)
-    logG, rests = _network(stations, K)
+    logG, rests = network_log_g(stations, K)
     if tally is not None:
         tally[0] += 1
     carried = [m - pool.first for s in stations for m in s.tiers]
-    inner[:, carried] = np.column_stack([_queues(s, _marginals(s, r, logG, K))
+    inner[:, carried] = np.column_stack([station_queues(s, station_marginals(s, r, logG, K))
                                          for s, r in zip(stations, rests)])
     inner[0] = 0.0
     X = np.exp(logG[:-1] - logG[1:])                 # X_H(1..K)
     rates = X[np.minimum(np.arange(1, n_max + 1), K) - 1]
-    return _Station(_log_rates(rates), tuple(tiers), inner, index, K, (stations, logG, rests))
+    return FlowStation(log_rates(rates), tuple(tiers), inner, index, K, (stations, logG, rests))
 
 
 def solve_pools(demands: Any, population: int, think_time: float = 0.0, servers: Any = None,
@@ -337,18 +339,18 @@ def solve_pools(demands: Any, population: int, think_time: float = 0.0, servers:
     per tier (default 1); ``pools``: :class:`PoolSpec` over the tiers (disjoint or nested). A
     pool larger than the population never binds: it is solved at size ``N``.
     """
-    net = _prepare(demands, population, think_time, servers, pools, mix)
+    net = prepare_network(demands, population, think_time, servers, pools, mix)
     if net.N == 0:
         zeros = np.zeros(len(net.pools))
         return PoolResult(0.0, net.Dmc.sum(axis=0), net.D.copy(), np.zeros(net.D.shape[0]),
                           zeros, zeros, zeros, zeros, zeros, np.zeros(1),
                           ("empty: population 0",))
-    stations, inner = _top(net)
-    return _solve_top(net, stations, inner)[0]
+    stations, inner = top_network(net)
+    return solve_top(net, stations, inner)[0]
 
 
 @dataclass(frozen=True, eq=False)
-class _Net:
+class CheckedNet:
     """A checked network: demands per tier and class, the aggregate demands (over the mix), the
     cores, the population, the think time and the pools."""
 
@@ -361,17 +363,17 @@ class _Net:
 
 
 @dataclass(frozen=True, eq=False)
-class _Top:
+class TopNetwork:
     """The enclosing network as solved: its stations (the think time's last, where it is
     positive), ``log G(0..N)`` and each station's rest (``log G`` without it)."""
 
-    stations: list[_Station]
+    stations: list[FlowStation]
     logG: np.ndarray
     rests: list[np.ndarray]
 
 
-def _prepare(demands: Any, population: int, think_time: float, servers: Any,
-             pools: Sequence[PoolSpec], mix: Any) -> _Net:
+def prepare_network(demands: Any, population: int, think_time: float, servers: Any,
+                    pools: Sequence[PoolSpec], mix: Any) -> CheckedNet:
     """:func:`solve_pools`' arguments checked; ``ValueError`` naming the one that is not."""
     Dmc = np.asarray(demands, dtype=float)
     if Dmc.ndim == 1:
@@ -403,24 +405,24 @@ def _prepare(demands: Any, population: int, think_time: float, servers: Any,
             if not (a1 <= b0 or b1 <= a0 or (a0 <= b0 and b1 <= a1)
                     or (b0 <= a0 and a1 <= b1)):
                 raise ValueError(f"pools[{i}]: overlaps pools[{j}] without nesting in it")
-    return _Net(Dmc, D, c, int(population), Z, pools)
+    return CheckedNet(Dmc, D, c, int(population), Z, pools)
 
 
-def _top(net: _Net) -> tuple[list[_Station], int]:
+def top_network(net: CheckedNet) -> tuple[list[FlowStation], int]:
     """The enclosing network's stations but the think time (the pools' held networks solved,
     each once) and how many held networks that solved."""
     tally = [0]
-    stations = _level(range(0, net.D.shape[0]), net.pools, -1, net.D, net.c, net.N, tally)
+    stations = level_stations(range(0, net.D.shape[0]), net.pools, -1, net.D, net.c, net.N, tally)
     return stations, tally[0]
 
 
-def _solve_top(net: _Net, stations: list[_Station], inner: int,
-               think_time: float | None = None,
-               without_think: np.ndarray | None = None) -> tuple[PoolResult, _Top]:
-    """The enclosing network of ``stations`` (:func:`_top`) with the think time
+def solve_top(net: CheckedNet, stations: list[FlowStation], inner: int,
+              think_time: float | None = None,
+              without_think: np.ndarray | None = None) -> tuple[PoolResult, TopNetwork]:
+    """The enclosing network of ``stations`` (:func:`top_network`) with the think time
     ``think_time`` (default the network's), read back per tier, class and pool;
     ``without_think``: ``log G`` of ``stations`` alone where an earlier solve has it (the think
-    station is the last, so it is the prefix :func:`_network` would convolve before it)."""
+    station is the last, so it is the prefix :func:`network_log_g` would convolve before it)."""
     Dmc, D, c, N, pools = net.Dmc, net.D, net.c, net.N, net.pools
     M = D.shape[0]
     Z = net.Z if think_time is None else float(think_time)
@@ -428,12 +430,12 @@ def _solve_top(net: _Net, stations: list[_Station], inner: int,
     stations = list(stations)
     if Z > 0:
         j = np.arange(1, N + 1, dtype=float)
-        stations.append(_Station(_log_rates(j / Z)))
+        stations.append(FlowStation(log_rates(j / Z)))
     if not stations:
         raise ValueError("demands: every tier's demand is 0 and the think time is 0: "
                          "the throughput is unbounded")
-    logG, rests = _network(stations, N, without_think if Z > 0 else None)
-    marg = [_marginal(s, r, logG, N) for s, r in zip(stations, rests)]
+    logG, rests = network_log_g(stations, N, without_think if Z > 0 else None)
+    marg = [station_marginal(s, r, logG, N) for s, r in zip(stations, rests)]
     curve = np.concatenate(([0.0], np.exp(logG[:-1] - logG[1:])))
     X = float(curve[N])
     Q = np.zeros(M)
@@ -441,9 +443,9 @@ def _solve_top(net: _Net, stations: list[_Station], inner: int,
     pool_queue = np.zeros(len(pools))
     for s, pj in zip(stations, marg):
         if s.tiers:
-            Q[list(s.tiers)] = _queues(s, pj)
+            Q[list(s.tiers)] = station_queues(s, pj)
         if s.pool >= 0:
-            _pool_figures(s, pj, pools, D, c, pool_busy, pool_queue)
+            pool_figures(s, pj, pools, D, c, pool_busy, pool_queue)
     R_m = Q / X
     stretch = np.divide(R_m, D, out=np.ones(M), where=D > 0)
     waits = pool_queue / X
@@ -457,15 +459,15 @@ def _solve_top(net: _Net, stations: list[_Station], inner: int,
                      out=np.zeros(len(pools)), where=sizes > 0)
     check_no_nan(X=X, R=R_c, R_m=R_m, pools=util)
     return (PoolResult(X, R_c, R_m, U, util, pool_busy, waits, holding, pool_queue, curve,
-                       tuple(flags), inner, outer_solves=1), _Top(stations, logG, rests))
+                       tuple(flags), inner, outer_solves=1), TopNetwork(stations, logG, rests))
 
 
-def _pool_figures(s: _Station, pj: np.ndarray, pools: list[PoolSpec], D: np.ndarray,
-                  c: np.ndarray, busy: np.ndarray, queue: np.ndarray,
-                  weight: float = 1.0) -> None:
+def pool_figures(s: FlowStation, pj: np.ndarray, pools: list[PoolSpec], D: np.ndarray,
+                 c: np.ndarray, busy: np.ndarray, queue: np.ndarray,
+                 weight: float = 1.0) -> None:
     """Add ``weight`` times the mean tokens held and requests waiting at pool station ``s``
     (marginal ``pj``), and those of the pools directly inside it: from its held network (as
-    :func:`_aggregate` solved it) at each held population, weighted by its probability."""
+    :func:`aggregate_pool` solved it) at each held population, weighted by its probability."""
     j = np.arange(pj.shape[0])
     held = np.minimum(j, s.size)
     busy[s.pool] += weight * float(pj @ held)
@@ -478,7 +480,7 @@ def _pool_figures(s: _Station, pj: np.ndarray, pools: list[PoolSpec], D: np.ndar
         if ph[k] > 0:
             for inner, r in zip(stations, rests):
                 if inner.pool >= 0:
-                    _pool_figures(inner, _marginal(inner, r, logG, k), pools, D, c, busy,
+                    pool_figures(inner, station_marginal(inner, r, logG, k), pools, D, c, busy,
                                   queue, weight * ph[k])
 
 

@@ -69,8 +69,9 @@ from solvers.linalg.anchored import anchored_stationary
 from solvers.processes import MAP
 
 from .delay import any_delay, cpu_station, fold_pool_result, with_delay_stations
-from .pools import PoolResult, PoolSpec, _aggregate, _level, _log_rates, _marginal, _network, \
-    _pool_figures, _queues, _Station, solve_pools
+from .held_network import outside_source
+from .pools import FlowStation, PoolResult, PoolSpec, aggregate_pool, level_stations, log_rates, \
+    network_log_g, pool_figures, station_marginal, station_queues, solve_pools
 from .pools_station import last_start_station, last_start_states
 from .results import as_servers, check_no_nan
 
@@ -95,18 +96,18 @@ def _bursty(processes: Sequence[MAP]) -> list[int]:
     return [m for m, p in enumerate(processes) if p.order > 1]
 
 
-def _capped(station: _Station, cap: int, n: int) -> _Station:
+def _capped(station: FlowStation, cap: int, n: int) -> FlowStation:
     """The pool station ``station`` with ``cap`` tokens (``1 <= cap <= size``) for ``n`` users:
     rate ``X_H(min(i, cap))`` with ``i`` requests at it."""
     logf = station.logf
     K = station.size
     if logf.shape[0] < 2 or logf[1] == -math.inf:   # no demand at the other held tiers
-        return _Station(logf[:n + 1], station.tiers, station.inner, station.pool, K,
+        return FlowStation(logf[:n + 1], station.tiers, station.inner, station.pool, K,
                         station.held)
     cap = min(cap, K)
     X = np.exp(logf[:K] - logf[1:K + 1])            # X_H(1..K)
     rates = X[np.minimum(np.arange(1, n + 1), cap) - 1]
-    return _Station(_log_rates(rates), station.tiers, station.inner, station.pool, cap,
+    return FlowStation(log_rates(rates), station.tiers, station.inner, station.pool, cap,
                     station.held)
 
 
@@ -204,21 +205,21 @@ def _solve(procs: list[MAP], population: int, think_time: float, servers: Any,
     if holding and Z > 0 and (held if held is not None else _held_chain_applies(
             pools, holding[0], b, rest_D, N, pb, int(c[b]))):
         return _held_chain(pb, b, holding[0], pools, Dmc, D, rest_D, c, N, Z, base)
-    stations = _level(range(0, M), pools, -1, rest_D, c, N)
+    stations = level_stations(range(0, M), pools, -1, rest_D, c, N)
     if Z > 0:
-        stations.append(_Station(_log_rates(np.arange(1, N + 1, dtype=float) / Z)))
+        stations.append(FlowStation(log_rates(np.arange(1, N + 1, dtype=float) / Z)))
     owner = next((i for i, s in enumerate(stations) if holding and s.pool == holding[0]), None)
     solves = 1 + (1 if owner is not None else 0)
     if owner is None:
         if not stations:
             raise ValueError("demands: only the bursty tier has demand and the think time is 0")
-        logG, _ = _network(stations, N)
+        logG, _ = network_log_g(stations, N)
         lam = np.zeros(top + 1)
         lam[:N] = np.exp(logG[N - 1::-1] - logG[N::-1][:N]) if N else lam[:0]
     else:
         others = [s for i, s in enumerate(stations) if i != owner]
         if others:
-            logG_o, _ = _network(others, N)
+            logG_o, _ = network_log_g(others, N)
         else:
             logG_o = np.concatenate(([0.0], np.full(N, -np.inf)))
         lam = np.zeros(top + 1)
@@ -253,14 +254,14 @@ def _solve(procs: list[MAP], population: int, think_time: float, servers: Any,
         st = list(stations)
         if owner is not None:
             st[owner] = _capped(stations[owner], K - int(j), n)
-        logG, rests = _network(st, n)
+        logG, rests = network_log_g(st, n)
         solves += 1
         for s, r in zip(st, rests):
-            pj = _marginal(s, r, logG, n)
+            pj = station_marginal(s, r, logG, n)
             if s.tiers:
-                Q[list(s.tiers)] += w * _queues(s, pj)
+                Q[list(s.tiers)] += w * station_queues(s, pj)
             if s.pool >= 0:
-                _pool_figures(s, pj, pools, rest_D, c, busy, queue, w)
+                pool_figures(s, pj, pools, rest_D, c, busy, queue, w)
     flags = base.flags + ((f"{AGAINST_REST_FLAG} (the held chain over its budget: the rest "
                            f"settles given the tier's population)",) if holding else ()) \
         + tuple(f"bursty tier {b}: {chain.station} chain"
@@ -346,13 +347,10 @@ def _held_chain(proc: MAP, b: int, index: int, pools: list[PoolSpec], Dmc: np.nd
     M = len(D)
     K = min(pool.size, N)
     last = b == pool.last - 1
-    other = _aggregate(pools, index, rest_D, c, K)            # the held tiers but b
+    other = aggregate_pool(pools, index, rest_D, c, K)            # the held tiers but b
     XO = np.concatenate(([0.0], np.exp(other.logf[:K] - other.logf[1:K + 1])))
-    outside = [s for s in _level(range(0, M), pools, -1, rest_D, c, N) if s.pool != index]
-    outside.append(_Station(_log_rates(np.arange(1, N + 1, dtype=float) / Z)))
-    logG, rests = _network(outside, N)
-    lam = np.zeros(N + 1)
-    lam[:N] = np.exp(logG[N - 1::-1] - logG[N::-1][:N])
+    outside = outside_source(pools, index, rest_D, c, N, Z)
+    lam = outside.lam
     tr = _station(proc, int(c[b]), K)
     lev = tr.level
     cnt = np.searchsorted(lev, np.arange(K + 1), side="right")   # states at levels <= d
@@ -425,24 +423,17 @@ def _held_chain(proc: MAP, b: int, index: int, pools: list[PoolSpec], Dmc: np.nd
     if other.inner is not None:
         held_tiers = list(range(pool.first, pool.last))
         Qm[held_tiers] += pa @ other.inner[:, :len(held_tiers)]
-    for s, r in zip(outside, rests):               # the outside's queues given N - i users
-        if not s.tiers and s.pool < 0:
-            continue
-        for n_out in np.flatnonzero(pi_i[:N] > LEVEL_FLOOR * pi_i.max()):
-            m = N - int(n_out)
-            pj = _marginal(s, r, logG, m)
-            w = float(pi_i[n_out])
-            if s.tiers:
-                Qm[list(s.tiers)] += w * _queues(s, pj)
+    levels = np.flatnonzero(pi_i[:N] > LEVEL_FLOOR * pi_i.max())
+    Qm += outside.queues(M, levels, pi_i)            # the outside's given N - i users
     busy = np.zeros(len(pools))
     queue = np.zeros(len(pools))
     busy[index] = float(pi @ h_of)
     queue[index] = float(pi @ (i_of - h_of))
-    for s, r in zip(outside, rests):               # other pools' tokens
+    for g, s in enumerate(outside.stations):     # other pools' tokens
         if s.pool >= 0:
-            for n_out in np.flatnonzero(pi_i[:N] > LEVEL_FLOOR * pi_i.max()):
-                pj = _marginal(s, r, logG, N - int(n_out))
-                _pool_figures(s, pj, pools, rest_D, c, busy, queue, float(pi_i[n_out]))
+            for n_out in levels:
+                pj = outside.marginal(g, N - int(n_out))
+                pool_figures(s, pj, pools, rest_D, c, busy, queue, float(pi_i[n_out]))
     return _assemble(X, Qm, busy, queue, Dmc, D, c, pools, N, base, 3, base.flags)
 
 

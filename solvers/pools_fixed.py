@@ -47,7 +47,8 @@ from typing import Callable, Sequence
 import numpy as np
 from scipy.special import gammaln
 
-from .pools import PoolResult, PoolSpec, _log_conv, _Net, _solve_top, _Station, _Top, _within
+from .pools import CheckedNet, FlowStation, PoolResult, PoolSpec, TopNetwork, log_conv, \
+    pool_within, solve_top
 
 __all__ = ["WaitCurve", "outermost", "solve_factor_fixed_point"]
 
@@ -63,7 +64,7 @@ def outermost(pools: Sequence[PoolSpec]) -> np.ndarray:
     """Per pool, whether it lies inside no other (its extra wait is then beside the think
     time)."""
     pools = list(pools)
-    return np.array([not any(_within(pools, i, j) for j in range(len(pools)))
+    return np.array([not any(pool_within(pools, i, j) for j in range(len(pools)))
                      for i in range(len(pools))], dtype=bool)
 
 
@@ -72,7 +73,7 @@ class WaitCurve:
     the think time (module docstring): ``stations`` the enclosing network's but the think
     time, ``without_think`` their ``log G`` (``B``), ``pools`` the pools' indices."""
 
-    def __init__(self, stations: list[_Station], without_think: np.ndarray,
+    def __init__(self, stations: list[FlowStation], without_think: np.ndarray,
                  pools: Sequence[int], N: int) -> None:
         self.N = N
         self.B = without_think
@@ -84,11 +85,11 @@ class WaitCurve:
             others = [other.logf[:N + 1] for other in stations if other is not station]
             rest = others[0] if others else unit
             for other in others[1:]:
-                rest = _log_conv(rest, other)
+                rest = log_conv(rest, other)
             j = np.arange(N + 1)
             with np.errstate(divide="ignore"):
                 over = np.log(np.maximum(j - station.size, 0).astype(float))
-            self.A.append(_log_conv(over + station.logf[:N + 1], rest))
+            self.A.append(log_conv(over + station.logf[:N + 1], rest))
         #: the networks solved for the curve: one per pool (each without it and the think)
         self.solves = len(self.A)
         self._index = np.arange(N + 1, dtype=float)
@@ -121,11 +122,12 @@ class WaitCurve:
         return W, dW
 
 
-def solve_factor_fixed_point(net: _Net, stations: list[_Station], inner: int, base: PoolResult,
-                             top: _Top, factors: np.ndarray) -> tuple[PoolResult, int]:
+def solve_factor_fixed_point(net: CheckedNet, stations: list[FlowStation], inner: int,
+                             base: PoolResult, top: TopNetwork, factors: np.ndarray
+                             ) -> tuple[PoolResult, int]:
     """The fixed point of the extra waits for pools scaled by ``factors`` (all of those above 1
     outermost; module docstring) in the checked network ``net`` (population >= 1) whose
-    enclosing network's ``stations`` (:func:`solvers.pools._top`, ``inner`` held networks
+    enclosing network's ``stations`` (:func:`solvers.pools.top_network`, ``inner`` held networks
     solved) gave the exponential solution ``base`` and ``top``. Returns the solution at the
     fixed point read back on the network's own stations (each pool's extra wait in its wait
     and its owning tier's residence) and the enclosing network's solves (``base``'s
@@ -148,7 +150,7 @@ def solve_factor_fixed_point(net: _Net, stations: list[_Station], inner: int, ba
     solves = 1 + curve.solves
     res = base
     for _ in range(STEPS):                 # the answer's solve (B reused); more if the curve erred
-        res, _ = _solve_top(net, stations, inner, net.Z + s, curve.B)
+        res, _ = solve_top(net, stations, inner, net.Z + s, curve.B)
         solves += 1
         residual = s - float(gain @ np.asarray(res.pool_waiting_time, dtype=float)[scaled])
         if abs(residual) <= TOLERANCE * (float(np.max(res.response_time)) + s):
@@ -178,7 +180,7 @@ def _root(h: Callable[[float], tuple[float, float]], lo: float, hi: float) -> fl
     return s
 
 
-def _read_back(net: _Net, res: PoolResult, scaled: np.ndarray, gain: np.ndarray,
+def _read_back(net: CheckedNet, res: PoolResult, scaled: np.ndarray, gain: np.ndarray,
                s: float) -> PoolResult:
     """The solution at think time ``Z + s`` as the network with each scaled pool's extra wait
     ``d_k = (f_k - 1) W_k`` before it: the think time back to ``Z``, ``d_k`` added to the pool's

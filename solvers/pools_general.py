@@ -72,7 +72,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .pools import PoolResult, PoolSpec, _prepare, _solve_top, _top, _within, solve_pools
+from .pools import PoolResult, PoolSpec, pool_within, prepare_network, solve_pools, solve_top, \
+    top_network
 from .pools_fixed import outermost, solve_factor_fixed_point
 
 __all__ = ["holding_factors", "solve_pools_general"]
@@ -120,7 +121,7 @@ def holding_factors(demands: Any, mix: Any, servers: Any, pools: Sequence[PoolSp
     delay = np.isinf(c)
     v = np.where(delay, 0.0, v)
     v_pf = np.where(delay, 0.0, 1.0)
-    vc = _class_scv(class_scv, v, delay, C)
+    vc = class_scvs(class_scv, v, delay, C)
     pools = list(pools)
     waits = np.asarray(base.pool_waiting_time, dtype=float)
     Rm = np.array(base.residence_time, dtype=float)
@@ -130,7 +131,7 @@ def holding_factors(demands: Any, mix: Any, servers: Any, pools: Sequence[PoolSp
     factors, scvs = np.ones(len(pools)), np.ones(len(pools))
     for k, pool in enumerate(pools):
         held = np.arange(pool.first, pool.last)
-        inner = sum(float(waits[j]) for j in range(len(pools)) if _within(pools, j, k))
+        inner = sum(float(waits[j]) for j in range(len(pools)) if pool_within(pools, j, k))
         R_hc = s[held, None] * Dmc[held]                     # (held, C)
         spread = v[held] @ (R_hc * R_hc) if vc is None \
             else (vc[held] * R_hc * R_hc).sum(axis=0)
@@ -144,7 +145,7 @@ def holding_factors(demands: Any, mix: Any, servers: Any, pools: Sequence[PoolSp
     return factors, scvs
 
 
-def _class_scv(class_scv: Any, v: np.ndarray, delay: np.ndarray, C: int) -> np.ndarray | None:
+def class_scvs(class_scv: Any, v: np.ndarray, delay: np.ndarray, C: int) -> np.ndarray | None:
     """``class_scv`` as ``(M, C)`` SCVs of each class's residence per station: NaN taken from
     the station's ``v``, a pure delay's 0; ``None`` where not given."""
     if class_scv is None:
@@ -238,12 +239,12 @@ def solve_pools_general(demands: Any, population: int, think_time: float = 0.0,
     returned as it is. ``holding_scv`` holds each pool's ``c_gen^2``; the throughput curve is
     the exponential model's below ``N``; ``outer_solves`` the enclosing network's solves and
     ``inner_solves`` the held networks' over the fixed point's steps."""
-    net = _prepare(demands, population, think_time, servers, pools, mix)
+    net = prepare_network(demands, population, think_time, servers, pools, mix)
     pools = list(pools)
     if not pools or net.N == 0:
         return solve_pools(demands, population, think_time, servers, pools, mix)
-    stations, inner = _top(net)
-    base, top = _solve_top(net, stations, inner)
+    stations, inner = top_network(net)
+    base, top = solve_top(net, stations, inner)
     Dmc = np.asarray(demands, dtype=float)
     if Dmc.ndim == 1:
         Dmc = Dmc[:, None]

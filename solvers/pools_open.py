@@ -50,7 +50,10 @@ M/M/min(K, c)), but with several held tiers and few tokens the pool's population
 fast as the held tiers move, and the server overstates the response time near saturation
 (+15% to +25% at 80-95% of saturation for two tokens over two tiers, against the exact
 chain: bench/accuracy/pool_open.py), and one aggregate class misses the cheap classes' wait
-behind the dear ones -- which is why the chain comes first.
+behind the dear ones -- which is why the chain comes first. Where its held tiers are one level
+and not bursty, the server's wait for a token is scaled by the holding time's two-moment
+factor (:func:`fes_wait_factor`): the dear classes' spread, and each class's own SCV, reach the
+token queue as the holding time's variability.
 
 Both: stable iff ``lambda`` is below the holders' throughput with every token held
 (``X_H(K)``, or the chain's own: :attr:`HeldChain.saturation`; else flagged unstable, the
@@ -65,7 +68,7 @@ curve and the chain's plan do not depend on ``lambda``: a capacity search builds
 from __future__ import annotations
 
 import dataclasses
-import itertools
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -74,16 +77,18 @@ import numpy as np
 
 from .open.qbd import QBDPlan, plan_qbd, solve_planned
 from .open.tiers import OpenTiersResult
-from .pools import PoolSpec
+from .delay import cpu_station, with_delay_stations
+from .pools import PoolSpec, solve_pools
+from .pools_general import holding_factors
 from .pools_bursty import solve_pools_bursty
-from .pools_spread import compositions, hyperexponential_phases, solve_pools_spread, \
-    station_states
-from .pools_station import last_start_station, last_start_states
+from .held_network import enter_station, held_counts, held_stations, routes, station_states
+from .pools_spread import solve_pools_spread
+from .pools_station import last_start_states
 from .processes import MAP
 from .results import check_no_nan
 
 __all__ = ["CHAIN_WORK", "HeldChain", "HeldCurve", "OpenPoolResult", "held_chain", "held_curve",
-           "held_network", "outermost", "solve_open_pool", "with_pools"]
+           "held_network", "outermost", "solve_open_pool", "with_pools", "fes_wait_factor"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -109,6 +114,9 @@ class HeldCurve:
     #: route along the flow-equivalent server (:func:`solve_open_pool`)
     nested: tuple[int, ...] = ()
     nested_jobs: np.ndarray | None = None
+    #: the flow-equivalent server's factor on the wait for a token (:func:`fes_wait_factor`;
+    #: 1 where the chain applies, or the held network is nested or bursty)
+    wait_factor: float = 1.0
 
     @property
     def jobs(self) -> np.ndarray:
@@ -183,10 +191,11 @@ def held_network(demands: Any, servers: Any, pools: Sequence[PoolSpec], index: i
     there plus its delay (the closed route's read-back, :mod:`solvers.pools`). ``class_scv``
     ``v_{m,c}`` (tiers x classes; ``None`` or 1: exponential) is each class's own service
     SCV: where some held tier's exceeds 1 the held chain serves that class there as a
-    balanced-means hyperexponential (:class:`_Station`'s phases) -- at a processor-sharing tier
-    too, whose mean residence is insensitive to it but whose holding time, and so the wait
-    for a token, is not -- and the tier's SCV ``tier_scv`` is then not asked of the chain
-    (the classes' own SCVs say more); a ``v`` below 1 is served exponentially."""
+    balanced-means hyperexponential (:class:`solvers.held_network.HeldStation`'s phases) -- at
+    a processor-sharing tier too, whose mean residence is insensitive to it but whose holding
+    time, and so the wait for a token, is not -- and the tier's SCV ``tier_scv`` is then not
+    asked of the chain (the classes' own SCVs say more); a ``v`` below 1 is served
+    exponentially."""
     Dmc = np.asarray(demands, dtype=float)
     Dmc = Dmc[:, None] if Dmc.ndim == 1 else Dmc
     M, C = Dmc.shape
@@ -250,10 +259,47 @@ def held_network(demands: Any, servers: Any, pools: Sequence[PoolSpec], index: i
     if others and len(occupancy) == int(pool.size):
         nested_jobs = np.stack([np.zeros((len(others), 2))]
                                + [o[others] for o in occupancy])
+    factor = 1.0
+    if chain is None and len(inner) == 1 and not bursty:
+        factor = fes_wait_factor(Dh, c, dh, p, int(pool.size),
+                                 None if tier_scv is None else np.asarray(tier_scv)[h],
+                                 None if vc is None else np.maximum(vc, 1.0))
     return HeldCurve(curve.size, curve.throughput, curve.residence, curve.mix,
                      tuple(flags) if chain is None else (), chain, Dh, dh,
                      tuple(within[k] for k in others) if nested_jobs is not None else (),
-                     nested_jobs)
+                     nested_jobs, factor)
+
+
+def fes_wait_factor(demands: np.ndarray, servers: np.ndarray, delays: np.ndarray | None,
+                    mix: np.ndarray, size: int, tier_scv: Any = None,
+                    class_scv: np.ndarray | None = None) -> float:
+    """The flow-equivalent server's factor on the wait for a token, from the holding time's
+    first two moments: ``(1 + c_H^2) / 2`` (Lee and Longton 1959), ``c_H^2`` the SCV of the
+    time a request holds a token with all ``size`` held -- the held tiers (``demands``
+    ``D_{h,c}``, ``servers``, pure ``delays``) solved closed at ``size``
+    (:func:`solvers.pools.solve_pools`), each class's residence with its own service SCV
+    (``class_scv`` ``v_{h,c}``; NaN or ``None``: the tier's ``tier_scv``, default 1) mixed
+    over the classes (:func:`solvers.pools_general.holding_factors`, which keeps a factor
+    below 1 at 1). The server (Chandy et al. 1975) takes the holders' throughput but not the
+    spread of their holding times: a dear class holding every token keeps the cheap ones
+    waiting for its whole service, which an aggregate class of the mean cost cannot show, and
+    the wait is what grows with that spread (the two-moment M/G/c approximation, exact in
+    heavy traffic, Kollerstrom 1974). A processor-sharing tier's class SCVs are kept: its mean
+    residence is insensitive to them, its holding time is not."""
+    H, C = demands.shape
+    D2, c2 = demands, np.asarray(servers, dtype=float)
+    v = np.ones(H) if tier_scv is None else np.asarray(tier_scv, dtype=float).reshape(H)
+    vc = np.full((H, C), np.nan) if class_scv is None else np.asarray(class_scv, dtype=float)
+    pools: tuple[PoolSpec, ...] = (PoolSpec(int(size), 0, H),)
+    if delays is not None and np.any(delays > 0):
+        D2, c2, pools = with_delay_stations(demands, c2, delays, pools)
+        cpu = np.array([cpu_station(m) for m in range(H)])
+        v2, vc2 = np.zeros(2 * H), np.full((2 * H, C), np.nan)
+        v2[cpu], vc2[cpu] = v, vc
+        v, vc = v2, vc2
+    base = solve_pools(D2, int(size), 0.0, c2, pools, mix)
+    factors, _ = holding_factors(D2, mix, c2, pools, base, v, vc)
+    return float(factors[0])
 
 
 def solve_open_pool(rate: float, curve: HeldCurve) -> OpenPoolResult:
@@ -294,6 +340,7 @@ def solve_open_pool(rate: float, curve: HeldCurve) -> OpenPoolResult:
     if curve.nested_jobs is not None:        # the pools inside, weighted as the held tiers
         occ = np.tensordot(weights, curve.nested_jobs, axes=1)
         nested = tuple((float(b), float(q)) for b, q in occ)
+    queue *= curve.wait_factor
     result = OpenPoolResult(R, busy / K, busy, queue / lam, busy / lam, queue, True,
                             nested=nested)
     check_no_nan(residence_time=R, busy=busy, queue=queue)
@@ -415,166 +462,6 @@ class HeldChain:
     fifo: np.ndarray | None = None
 
 
-@dataclass(frozen=True)
-class _Station:
-    """One station of the held chain: a tier's cores (``cores``) or its delay (``inf``), the
-    classes it serves with their rates, and whether its state keeps the holders' order
-    (first-come-first-served with fewer cores than tokens and classes of other rates).
-
-    Its state is over positions: one per class, or -- where a class's service is a two-phase
-    hyperexponential (the balanced-means fit of its mean and SCV, Whitt 1982;
-    :func:`solvers.pools_spread.hyperexponential_phases`) -- one per phase, a holder drawn into
-    one on entering (a mixture of exponentials has no moves between phases, so the chain stays
-    exact). ``owner`` is each position's class position, ``prates`` its rate, ``entry`` per
-    class position its ``(probability, position)`` pairs (default: a position per class)."""
-
-    tier: int
-    cpu: bool
-    cores: float
-    classes: tuple[int, ...]
-    rates: tuple[float, ...]
-    ordered: bool
-    owner: tuple[int, ...] = ()
-    prates: tuple[float, ...] = ()
-    entry: tuple[tuple[tuple[float, int], ...], ...] = ()
-
-    def __post_init__(self) -> None:
-        if not self.owner:
-            object.__setattr__(self, "owner", tuple(range(len(self.classes))))
-            object.__setattr__(self, "prates", tuple(self.rates))
-            object.__setattr__(self, "entry", tuple(((1.0, m),) for m in self.owner))
-
-    def states(self, n: int) -> list[tuple[int, ...]]:
-        """Its states with ``n`` holders: the positions in arrival order, or a count each."""
-        if self.ordered:
-            return list(itertools.product(range(len(self.owner)), repeat=n))
-        return compositions(n, len(self.owner))
-
-    def leaving(self, x: tuple[int, ...]) -> list[tuple[int, float, tuple[int, ...]]]:
-        """``(class position, rate, state after)`` of each departure from state ``x``: the
-        first ``cores`` in order, or each position's count at ``min(n, c) / n`` of a core
-        (processor sharing; FCFS where every holder has a core)."""
-        out = []
-        if self.ordered:
-            for i in range(min(len(x), int(self.cores))):
-                out.append((self.owner[x[i]], self.prates[x[i]], x[:i] + x[i + 1:]))
-            return out
-        n = sum(x)
-        share = min(n, self.cores) / n if n else 0.0
-        for m, count in enumerate(x):
-            if count:
-                y = list(x)
-                y[m] -= 1
-                out.append((self.owner[m], count * self.prates[m] * share, tuple(y)))
-        return out
-
-    def enter(self, x: tuple[int, ...], m: int) -> list[tuple[float, tuple[int, ...]]]:
-        """``(probability, state after)`` of a holder of class position ``m`` arriving."""
-        if self.ordered:
-            return [(w, x + (q,)) for w, q in self.entry[m]]
-        out = []
-        for w, q in self.entry[m]:
-            y = list(x)
-            y[q] += 1
-            out.append((w, tuple(y)))
-        return out
-
-    def moves(self, x: tuple[int, ...]) -> list[tuple[float, tuple[int, ...]]]:
-        """``(rate, state after)`` of its changes of state without a departure: none."""
-        return []
-
-    def held(self, x: tuple[int, ...]) -> np.ndarray:
-        """Holders of each of its classes in state ``x``."""
-        if self.ordered:
-            return np.bincount(np.array([self.owner[q] for q in x], dtype=int),
-                               minlength=len(self.classes))
-        return np.bincount(np.array(self.owner, dtype=int), weights=np.array(x, dtype=float),
-                           minlength=len(self.classes))
-
-
-class _BurstyStation(_Station):
-    """A bursty tier of one class: its MAP served in start order on its cores, each holder
-    there its own phase and the next start's phase read off the job that started last
-    (:func:`solvers.pools_station.last_start_station` on levels ``0..K``; the closed pool
-    route's held chain station, Mi et al. 2008's slow runs in it). Its state: the station's
-    state index, a 1-tuple."""
-
-    def __init__(self, tier: int, cores: float, cls: int, proc: MAP, K: int) -> None:
-        super().__init__(tier, True, cores, (cls,), (1.0 / proc.mean,), False)
-        tr = last_start_station(K, proc, int(cores))
-        n_states = tr.level.shape[0]
-        arrive: list[list[tuple[float, tuple[int]]]] = [[] for _ in range(n_states)]
-        moves: list[list[tuple[float, tuple[int]]]] = [[] for _ in range(n_states)]
-        leave: list[list[tuple[int, float, tuple[int]]]] = [[] for _ in range(n_states)]
-        for a, b, r, up in zip(tr.src.tolist(), tr.dst.tolist(), tr.rate.tolist(),
-                               tr.up.tolist()):
-            if up:
-                arrive[a].append((r, (b,)))
-            elif tr.level[b] < tr.level[a]:
-                leave[a].append((0, r, (b,)))
-            else:
-                moves[a].append((r, (b,)))
-        object.__setattr__(self, "_by_level", [[(i,) for i in np.flatnonzero(tr.level == n)]
-                                               for n in range(K + 1)])
-        object.__setattr__(self, "_level", tr.level)
-        object.__setattr__(self, "_arrive", arrive)
-        object.__setattr__(self, "_moves", moves)
-        object.__setattr__(self, "_leave", leave)
-
-    def states(self, n: int) -> list[tuple[int, ...]]:
-        return self._by_level[n]
-
-    def leaving(self, x: tuple[int, ...]) -> list[tuple[int, float, tuple[int, ...]]]:
-        return self._leave[x[0]]
-
-    def enter(self, x: tuple[int, ...], m: int) -> list[tuple[float, tuple[int, ...]]]:
-        return self._arrive[x[0]]
-
-    def moves(self, x: tuple[int, ...]) -> list[tuple[float, tuple[int, ...]]]:
-        return self._moves[x[0]]
-
-    def held(self, x: tuple[int, ...]) -> np.ndarray:
-        return np.array([self._level[x[0]]])
-
-
-def _stations(demands: np.ndarray, servers: np.ndarray, delays: np.ndarray | None,
-              ps: np.ndarray | None, hit: np.ndarray, K: int,
-              processes: Sequence[MAP | None] | None = None,
-              scv: np.ndarray | None = None) -> list[_Station]:
-    out: list[_Station] = []
-    for h in range(demands.shape[0]):
-        for cpu in (True, False):
-            d = demands[h] if cpu else (None if delays is None else delays[h])
-            if d is None:
-                continue
-            cls = tuple(int(c) for c in hit if d[c] > 0)
-            if not cls:
-                continue
-            proc = None if processes is None or not cpu else processes[h]
-            if proc is not None and proc.order > 1:
-                out.append(_BurstyStation(h, float(servers[h]), cls[0],
-                                          proc.scaled(float(d[cls[0]])), K))
-                continue
-            rates = tuple(1.0 / float(d[c]) for c in cls)
-            cores = float(servers[h]) if cpu else math.inf
-            fcfs_few = cpu and not (ps is not None and ps[h]) and cores < K
-            if cpu and scv is not None and any(scv[h, c] > 1.0 for c in cls):
-                owner: list[int] = []
-                prates: list[float] = []
-                entry: list[tuple[tuple[float, int], ...]] = []
-                for m, c in enumerate(cls):
-                    r, w = hyperexponential_phases(float(d[c]), float(scv[h, c]))
-                    entry.append(tuple((float(wi), len(owner) + i) for i, wi in enumerate(w)))
-                    owner += [m] * len(r)
-                    prates += r
-                out.append(_Station(h, cpu, cores, cls, rates, fcfs_few, tuple(owner),
-                                    tuple(prates), tuple(entry)))
-                continue
-            ordered = fcfs_few and len(set(rates)) > 1
-            out.append(_Station(h, cpu, cores, cls, rates, ordered))
-    return out
-
-
 def held_chain(demands: np.ndarray, servers: np.ndarray, delays: np.ndarray | None,
                mix: np.ndarray, size: int, ps: np.ndarray | None = None,
                processes: Sequence[MAP | None] | None = None,
@@ -591,11 +478,11 @@ def held_chain(demands: np.ndarray, servers: np.ndarray, delays: np.ndarray | No
     order (the first ``c`` served); elsewhere a count per class, each served at
     ``min(n, c) / n`` of a core (processor sharing; FCFS where the holders never exceed the
     cores; for one class, one bursty tier in ``processes`` as the closed route's held chain
-    station, :class:`_BurstyStation`). So the chain is exact (a multi-core bursty tier: to
-    its station's last-start approximation), the classes' spread of cost included: two dear
-    requests holding both tokens of a pool of two block the cheap ones behind them, which
-    the aggregate class's mean cannot show. Levels from ``K + 1`` on repeat: a QBD solved
-    matrix-geometrically (Neuts 1981; :mod:`solvers.open.qbd`). ``None`` past
+    station, :class:`solvers.held_network.BurstyHeldStation`). So the chain is exact (a
+    multi-core bursty tier: to its station's last-start approximation), the classes' spread of
+    cost included: two dear requests holding both tokens of a pool of two block the cheap ones
+    behind them, which the aggregate class's mean cannot show. Levels from ``K + 1`` on repeat:
+    a QBD solved matrix-geometrically (Neuts 1981; :mod:`solvers.open.qbd`). ``None`` past
     :data:`CHAIN_WORK`, where a class of the mix holds no held tier (its token is taken and
     given back at once), or with a bursty tier beyond the station's scope (several classes or
     bursty tiers)."""
@@ -615,8 +502,8 @@ def held_chain(demands: np.ndarray, servers: np.ndarray, delays: np.ndarray | No
     scv = None if scv is None else np.asarray(scv, dtype=float).reshape(H, C)
     if bursty and scv is not None and np.any(scv > 1.0):
         return None              # a bursty tier and a class's spread: beyond the chain
-    stations = _stations(demands, servers, delays, ps, hit, K, processes, scv)
-    route = {int(c): [g for g, st in enumerate(stations) if c in st.classes] for c in hit}
+    stations = held_stations(demands, servers, delays, ps, hit, K, processes, scv)
+    route = routes(stations, hit)
     if not stations or any(not r for r in route.values()):
         return None
     cap = int(CHAIN_WORK ** (1 / 3))
@@ -639,10 +526,7 @@ def held_chain(demands: np.ndarray, servers: np.ndarray, delays: np.ndarray | No
     def add(a: int, b: int, r: float, w: float = 0.0) -> None:
         src.append(a), dst.append(b), rate.append(r), weight.append(w)
 
-    def enter(x: tuple, c: int, g: int | None = None) -> list[tuple[float, tuple]]:
-        g = route[c][0] if g is None else g
-        st = stations[g]
-        return [(w, x[:g] + (y,) + x[g + 1:]) for w, y in st.enter(x[g], st.classes.index(c))]
+    enter = functools.partial(enter_station, stations, route)
 
     for j in range(K + 2):                     # levels 0..K + 1 (K + 1: the first repeating)
         k = min(j, K)
@@ -676,11 +560,10 @@ def held_chain(demands: np.ndarray, servers: np.ndarray, delays: np.ndarray | No
     sat = _saturation(np.array(src), np.array(dst), np.array(rate), starts, K + 1)
     cols = [(st.tier, c, st.cpu) for st in stations for c in st.classes]
 
-    def held(x: tuple) -> np.ndarray:
-        return np.concatenate([st.held(part) for st, part in zip(stations, x)])
-    counts = np.array([held(x) for j in range(K + 2) for x in configs[min(j, K)]], dtype=float)
+    counts = np.array([held_counts(stations, x) for j in range(K + 2)
+                       for x in configs[min(j, K)]], dtype=float)
     return HeldChain(plan, np.array(rate), np.array(weight), counts,
-                     np.array([held(x) for x in configs[K]], dtype=float),
+                     np.array([held_counts(stations, x) for x in configs[K]], dtype=float),
                      np.array([t for t, _, _ in cols]), np.array([c for _, c, _ in cols]),
                      np.array([k for _, _, k in cols]), sat, tuple(stations),
                      tuple(tuple(c) for c in configs), route, np.asarray(mix, dtype=float),

@@ -48,8 +48,8 @@ import numpy as np
 from scipy import sparse, special
 
 from .open.qbd import solve_planned
-from .pools_open import HeldCurve, _BurstyStation, _Station
-from .pools_spread import compositions
+from .held_network import BurstyHeldStation, HeldStation, compositions
+from .pools_open import HeldCurve
 
 __all__ = ["MAX_STATES", "MAX_STEPS", "PassageLaw", "TAIL", "passage_law", "queue_cap"]
 
@@ -73,7 +73,7 @@ def queue_cap(size: int, behind: float) -> int:
 
 
 @dataclass(frozen=True, eq=False)
-class _Tagged(_Station):
+class _Tagged(HeldStation):
     """A station of the passage chain: the held chain's, with the tagged request's own
     positions ``tagged`` (its class's, doubled) and at most one holder on them."""
 
@@ -114,11 +114,11 @@ class _Tagged(_Station):
         return sum(x[q] for q in self.tagged)
 
 
-def _holders(st: _Station, x: tuple[int, ...]) -> int:
+def _holders(st: HeldStation, x: tuple[int, ...]) -> int:
     return len(x) if st.ordered else int(sum(x))
 
 
-def _tag(st: _Station, c: int, tag: int, fifo: bool) -> _Tagged:
+def _tag(st: HeldStation, c: int, tag: int, fifo: bool) -> _Tagged:
     """``st`` with class ``c``'s positions doubled for the tagged request (class index
     ``tag``), kept in order where ``fifo`` (a first-come-first-served tier with fewer cores
     than tokens: the tagged request waits its turn there)."""
@@ -137,7 +137,7 @@ def _tag(st: _Station, c: int, tag: int, fifo: bool) -> _Tagged:
                    tagged=tuple(range(width, width + len(pos))))
 
 
-def _convert(old: _Station, new: _Tagged, s: tuple[int, ...]) -> list[tuple[float, tuple]]:
+def _convert(old: HeldStation, new: _Tagged, s: tuple[int, ...]) -> list[tuple[float, tuple]]:
     """The held chain's state ``s`` of ``old`` in ``new``'s terms (no tagged request): a count
     state of a station now kept in order spread evenly over its orders (a FCFS tier's holders
     of equal rates: their classes are exchangeable in arrival order)."""
@@ -231,7 +231,7 @@ def passage_law(curve: HeldCurve, rate: float) -> PassageLaw | None:
     its mean residence there (it has no station of its own in the chain)."""
     chain = curve.chain
     lam = float(rate)
-    if chain is None or not chain.stations or any(isinstance(st, _BurstyStation)
+    if chain is None or not chain.stations or any(isinstance(st, BurstyHeldStation)
                                                   for st in chain.stations):
         return None
     if not (lam > 0 and lam < chain.saturation):

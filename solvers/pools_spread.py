@@ -66,7 +66,7 @@ per class at a processor-sharing tier (each of ``n`` holders at ``min(n, c) / n`
 the holders' order at a first-come-first-served tier of fewer cores than tokens, a class with
 ``v > 1`` at the processor-sharing tier served as the balanced-means hyperexponential (Whitt
 1982), its phase drawn on entering -- the stations of the open pool's held chain
-(:mod:`solvers.pools_open`, which imports this module: :class:`_Place` here), closed: the
+(:mod:`solvers.held_network`, shared with :mod:`solvers.pools_open`), closed: the
 outside (think time, the tiers and pools not held) a flow-equivalent source of rate
 ``lam(i)``, its throughput with ``N - i`` users (Chandy et al.
 1975; exact where the outside is the think time alone), the chain solved by linear level
@@ -98,38 +98,30 @@ bit where the classes are of equal exponential cost or there is one exponential 
 
 from __future__ import annotations
 
-import itertools
+import functools
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Sequence
 
 import numpy as np
 
 from .delay import any_delay, as_delays, fold_pool_result, with_delay_stations
-from .pools import PoolResult, PoolSpec, _level, _log_rates, _marginal, _network, _queues, \
-    _Station
+from .held_network import held_counts, enter_station, held_stations, hyperexponential_phases, \
+    outside_source, routes, station_states
+from .pools import PoolResult, PoolSpec
 from .pools_bursty import LEVEL_FLOOR, base_mix, held_chain_applies, solve_pools_bursty
 from .results import as_servers
-from .pools_general import _class_scv, solve_pools_general
+from .pools_general import class_scvs, solve_pools_general
 from .processes import MAP
 
-__all__ = ["hyperexponential_phases", "spread_processes", "solve_pools_spread", "ps_product_form",
-           "sharing", "SPREAD_FLAG", "CLASS_CHAIN_FLAG", "compositions", "station_states"]
+__all__ = ["spread_processes", "solve_pools_spread", "ps_product_form", "sharing", "SPREAD_FLAG",
+           "CLASS_CHAIN_FLAG"]
 
 #: a tier's services whose second moment is within this share of exponential service's are
 #: taken as exponential (equal costs, or classes within rounding of each other)
 EXPONENTIAL = 1e-6
 #: how the chain's flag begins
 SPREAD_FLAG = "pools: spread"
-
-
-def hyperexponential_phases(mean: float, scv: float) -> tuple[list[float], list[float]]:
-    """``(rates, probabilities)`` of one class's service: exponential of ``mean``, or for
-    ``scv > 1`` the balanced-means hyperexponential (Whitt 1982)."""
-    if not scv > 1.0:
-        return [1.0 / mean], [1.0]
-    p = 0.5 * (1.0 + math.sqrt((scv - 1.0) / (scv + 1.0)))
-    return [2.0 * p / mean, 2.0 * (1.0 - p) / mean], [p, 1.0 - p]
 
 
 def _ps_mask(ps: Any, M: int) -> np.ndarray | None:
@@ -190,7 +182,7 @@ def spread_processes(demands: Any, mix: Any, servers: Any, pools: Sequence[PoolS
         np.asarray(servers, dtype=float), (M,))
     v = np.ones(M) if tier_scv is None else np.asarray(tier_scv, dtype=float).reshape(-1)
     delay = np.isinf(c)
-    vc = _class_scv(class_scv, np.where(delay, 0.0, v), delay, C)
+    vc = class_scvs(class_scv, np.where(delay, 0.0, v), delay, C)
     vc = np.broadcast_to(np.where(delay, 0.0, v)[:, None], (M, C)) if vc is None else vc
     held = sorted({m for pl in pools for m in range(pl.first, pl.last)})
     D = Dmc @ p
@@ -284,109 +276,6 @@ def _ps_spread_pool(Dmc: np.ndarray, p: np.ndarray, pools: list[PoolSpec],
     return k, tiers
 
 
-@dataclass(frozen=True)
-class _Place:
-    """One station of the class chain: a held tier's cores (``cpu``) or its pure delay (an
-    infinite-server station after it), the classes it serves, and its positions -- one per
-    class, or per phase where a class's service is a balanced-means hyperexponential (Whitt
-    1982), a holder drawn into one on entering: ``owner`` each position's class (an index into
-    ``classes``), ``rates`` its rate, ``entry`` per class its ``(probability, position)``
-    pairs. ``ordered``: its state keeps the holders' order (first-come-first-served with fewer
-    cores than tokens and positions of other rates; the first ``cores`` served), else a count
-    per position, each served at ``min(n, c) / n`` of a core (processor sharing; FCFS where
-    every holder has a core)."""
-
-    tier: int
-    cpu: bool
-    cores: float
-    classes: tuple[int, ...]
-    owner: tuple[int, ...]
-    rates: tuple[float, ...]
-    entry: tuple[tuple[tuple[float, int], ...], ...]
-    ordered: bool
-
-    def states(self, n: int) -> list[tuple[int, ...]]:
-        """Its states with ``n`` holders."""
-        if self.ordered:
-            return list(itertools.product(range(len(self.owner)), repeat=n))
-        return compositions(n, len(self.owner))
-
-    def leaving(self, x: tuple[int, ...]) -> list[tuple[int, float, tuple[int, ...]]]:
-        """``(class index, rate, state after)`` of each departure from state ``x``."""
-        if self.ordered:
-            return [(self.owner[x[i]], self.rates[x[i]], x[:i] + x[i + 1:])
-                    for i in range(min(len(x), int(self.cores)))]
-        n = sum(x)
-        share = min(n, self.cores) / n if n else 0.0
-        return [(self.owner[m], k * self.rates[m] * share, x[:m] + (k - 1,) + x[m + 1:])
-                for m, k in enumerate(x) if k]
-
-    def enter(self, x: tuple[int, ...], m: int) -> list[tuple[float, tuple[int, ...]]]:
-        """``(probability, state after)`` of a holder of class index ``m`` arriving."""
-        if self.ordered:
-            return [(w, x + (q,)) for w, q in self.entry[m]]
-        return [(w, x[:q] + (x[q] + 1,) + x[q + 1:]) for w, q in self.entry[m]]
-
-    def held(self, x: tuple[int, ...]) -> np.ndarray:
-        """Holders of each of its classes in state ``x``."""
-        if self.ordered:
-            return np.bincount(np.array([self.owner[q] for q in x], dtype=int),
-                               minlength=len(self.classes)).astype(float)
-        return np.bincount(np.array(self.owner, dtype=int), weights=np.array(x, dtype=float),
-                           minlength=len(self.classes))
-
-
-def compositions(k: int, s: int) -> list[tuple[int, ...]]:
-    """Every way to put ``k`` holders at ``s`` places."""
-    if s == 1:
-        return [(k,)]
-    return [(i,) + rest for i in range(k, -1, -1) for rest in compositions(k - i, s - 1)]
-
-
-def _places(demands: np.ndarray, servers: np.ndarray, delays: np.ndarray | None,
-            shared: np.ndarray | None, hit: np.ndarray, K: int,
-            scv: np.ndarray | None) -> list[_Place]:
-    """The class chain's stations over held tiers of demands ``D_{h,c}`` (``hit``: the classes
-    of the mix): per tier its cores, then its delay where it has one (:class:`_Place`)."""
-    out: list[_Place] = []
-    for h in range(demands.shape[0]):
-        for cpu in (True, False):
-            d = demands[h] if cpu else (None if delays is None else delays[h])
-            if d is None:
-                continue
-            cls = tuple(int(c) for c in hit if d[c] > 0)
-            if not cls:
-                continue
-            owner: list[int] = []
-            rates: list[float] = []
-            entry: list[tuple[tuple[float, int], ...]] = []
-            for m, c in enumerate(cls):
-                v = 1.0 if scv is None or not cpu else float(scv[h, c])
-                r, w = hyperexponential_phases(float(d[c]), v)
-                entry.append(tuple((float(wi), len(owner) + i) for i, wi in enumerate(w)))
-                owner += [m] * len(r)
-                rates += r
-            cores = float(servers[h]) if cpu else math.inf
-            ordered = (cpu and not (shared is not None and shared[h]) and cores < K
-                       and len(set(rates)) > 1)
-            out.append(_Place(h, cpu, cores, cls, tuple(owner), tuple(rates), tuple(entry),
-                              ordered))
-    return out
-
-
-def station_states(places: Sequence[Any], k: int, cap: int) -> list[tuple] | None:
-    """The phases of ``k`` holders over ``places`` (each with ``states(n)``: a state per
-    station), ``None`` past ``cap`` of them: the class chain's and the open pool's held chain's
-    levels."""
-    out: list[tuple] = []
-    for split in compositions(k, len(places)):
-        for x in itertools.product(*(st.states(n) for st, n in zip(places, split))):
-            out.append(x)
-            if len(out) > cap:
-                return None
-    return out
-
-
 def _class_chain(Dmc: np.ndarray, p: np.ndarray, c: np.ndarray, delays: np.ndarray | None,
                  shared: np.ndarray | None, pools: list[PoolSpec], index: int, N: int,
                  Z: float, scv: np.ndarray | None = None) -> dict[str, Any] | None:
@@ -404,10 +293,10 @@ def _class_chain(Dmc: np.ndarray, p: np.ndarray, c: np.ndarray, delays: np.ndarr
     K = min(pool.size, N)
     h = slice(pool.first, pool.last)
     hit = np.flatnonzero(p > 0)
-    stations = _places(Dmc[h], c[h], None if delays is None else delays[h],
-                       None if shared is None else shared[h], hit, K,
-                       None if scv is None else scv[h])
-    route = {int(k): [g for g, st in enumerate(stations) if k in st.classes] for k in hit}
+    stations = held_stations(Dmc[h], c[h], None if delays is None else delays[h],
+                             None if shared is None else shared[h], hit, K,
+                             scv=None if scv is None else scv[h])
+    route = routes(stations, hit)
     if not stations or any(not r for r in route.values()):
         return None
     cap = int((CLASS_CHAIN_WORK / (N + 1)) ** (1 / 3))
@@ -422,16 +311,10 @@ def _class_chain(Dmc: np.ndarray, p: np.ndarray, c: np.ndarray, delays: np.ndarr
     D = Dmc @ p
     rest_D = D.copy()
     rest_D[h] = 0.0
-    outside = [s for s in _level(range(0, M), pools, -1, rest_D, c, N) if s.pool != index]
-    outside.append(_Station(_log_rates(np.arange(1, N + 1, dtype=float) / Z)))
-    logG, rests = _network(outside, N)
-    lam = np.zeros(N + 1)
-    lam[:N] = np.exp(logG[N - 1::-1] - logG[N::-1][:N])
+    outside = outside_source(pools, index, rest_D, c, N, Z)
+    lam = outside.lam
 
-    def enter(x: tuple, k: int, g: int | None = None) -> list[tuple[float, tuple]]:
-        g = route[k][0] if g is None else g
-        st = stations[g]
-        return [(w, x[:g] + (y,) + x[g + 1:]) for w, y in st.enter(x[g], st.classes.index(k))]
+    enter = functools.partial(enter_station, stations, route)
 
     def template(j: int) -> np.ndarray:
         """Level ``j``'s transitions (every level past ``K`` alike): rows of source, level
@@ -482,8 +365,8 @@ def _class_chain(Dmc: np.ndarray, p: np.ndarray, c: np.ndarray, delays: np.ndarr
         return None
     X = float(sum(v @ d for v, d in zip(parts, done)))
     pi_i = np.array([float(v.sum()) for v in parts])
-    count = [np.array([np.concatenate([st.held(part) for st, part in zip(stations, x)])
-                       for x in configs[k]], dtype=float) for k in range(K + 1)]
+    count = [np.array([held_counts(stations, x) for x in configs[k]], dtype=float)
+             for k in range(K + 1)]
     at = sum(parts[j] @ count[min(j, K)] for j in range(N + 1))
     cpu, delay = np.zeros((M, C)), np.zeros((M, C))
     col = 0
@@ -491,12 +374,7 @@ def _class_chain(Dmc: np.ndarray, p: np.ndarray, c: np.ndarray, delays: np.ndarr
         for cl in st.classes:
             (cpu if st.cpu else delay)[pool.first + st.tier, cl] += at[col]
             col += 1
-    Qm = np.zeros(M)
-    for s, r in zip(outside, rests):               # the outside's queues given N - i users
-        if not s.tiers:
-            continue
-        for i in np.flatnonzero(pi_i[:N] > LEVEL_FLOOR * pi_i.max()):
-            Qm[list(s.tiers)] += float(pi_i[i]) * _queues(s, _marginal(s, r, logG, N - int(i)))
+    Qm = outside.queues(M, np.flatnonzero(pi_i[:N] > LEVEL_FLOOR * pi_i.max()), pi_i)
     return {"X": X, "Q": Qm, "cpu": cpu, "delay": delay,
             "queue": float(pi_i @ np.maximum(np.arange(N + 1) - K, 0)),
             "busy": float(pi_i @ np.minimum(np.arange(N + 1), K))}

@@ -270,6 +270,54 @@ def test_a_stored_row_with_a_bad_pool_is_refused_naming_the_field(tmp_path):
 
 
 # --------------------------------------------------------------------------------------------
+# perfcast whatif --users N
+# --------------------------------------------------------------------------------------------
+
+def test_whatif_at_users_is_the_pool_model_solved_at_those_users(tmp_path):
+    """``--users 300``: beside the current 150 users, the model at 300 -- the pool network
+    solved directly at 300 users (:func:`solvers.pools.solve_pools`)."""
+    from solvers.pools import solve_pools
+    from streams.predict.whatif import compare
+    model = _model()
+    direct = [solve_pools(model.D_mc, n, model.think_time, model.servers, model.pools,
+                          model.mix).response_time for n in (150, 300)]
+    cmp = compare(model, [], 150, 300, asked=True)
+    np.testing.assert_allclose(cmp.response_now[0], direct[0], rtol=1e-9)
+    np.testing.assert_allclose(cmp.response_forecast[0], direct[1], rtol=1e-9)
+    assert direct[1][0] > 1.5 * direct[0][0]      # the pool binds harder at 300
+    result = _whatif("--store", str(_store(tmp_path)), "--users", "300")
+    assert result.exit_code == 0, result.output
+    assert "R at 300 before" in result.output and "horizon" not in result.output
+    row = next(line.split() for line in result.output.splitlines() if line.split()[:1] == ["a"])
+    assert row[2:] == [f"{direct[0][0]:.3f}"] * 2 + [f"{direct[1][0]:.3f}"] * 2
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--users", "20", "--pool", "conn=30"],
+     "whatif: --pool conn=30 is larger than --users 20: a pool of more tokens than users never "
+     "binds"),
+    (["--users", "4"],
+     "whatif: systems.shop.pools.conn.size = 6 is larger than --users 4: a pool of more tokens "
+     "than users never binds (--pool conn=SIZE with SIZE <= 4 asks about a smaller one)"),
+    (["--users", "0"], "whatif: --users: must be a whole number of users >= 1, got 0"),
+    (["--users", "20", "--rate", "5"], "whatif: give one of --users (a closed system's "
+     "population) and --rate (an open system's request rate), not both"),
+])
+def test_whatif_refuses_a_pool_larger_than_the_users_naming_both(tmp_path, args, message):
+    result = _whatif("--store", str(_store(tmp_path)), *args)
+    assert result.exit_code == 2 and message in " ".join(result.output.split()), result.output
+
+
+def test_a_configured_pool_larger_than_the_users_is_asked_about_resized():
+    """The configured pool of 6 above 4 users is refused unless ``--pool`` resizes it to at
+    most 4; a pool of exactly the users is accepted (it is the largest that can bind)."""
+    from streams.predict.whatif import Action, check_users
+    with pytest.raises(ValueError, match=r"systems\.shop\.pools\.conn\.size = 6"):
+        check_users(_model(), [], 4, "shop")
+    check_users(_model(), [Action("pool", "conn", 4)], 4, "shop")
+    check_users(_model(), [], 6, "shop")
+
+# --------------------------------------------------------------------------------------------
 # the sinks: pool_prediction points, the report's pool chart
 # --------------------------------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import solvers.pools_general as general
-from solvers.pools import PoolSpec, _prepare, _solve_top, _top, solve_pools
+from solvers.pools import PoolSpec, prepare_network, solve_top, top_network, solve_pools
 from solvers.pools_fixed import WaitCurve, outermost
 from solvers.pools_general import holding_factors, solve_pools_general
 
@@ -20,9 +20,9 @@ CORES = [4, 4, 8]
 
 
 def _curve(demands, n, Z, servers, pools, mix=None):
-    net = _prepare(demands, n, Z, servers, pools, mix)
-    stations, inner = _top(net)
-    _, top = _solve_top(net, stations, inner)
+    net = prepare_network(demands, n, Z, servers, pools, mix)
+    stations, inner = top_network(net)
+    _, top = solve_top(net, stations, inner)
     scaled = [k for k in range(len(pools)) if outermost(pools)[k]]
     return WaitCurve(stations, top.rests[-1] if Z > 0 else top.logG, scaled, n), scaled
 

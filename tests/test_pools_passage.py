@@ -118,6 +118,19 @@ def test_a_bursty_tier_keeps_the_scaled_law_flagged():
     assert pool_law.POOL_QUANTILE_FLAG in m.flags
 
 
+def test_a_bursty_station_in_the_held_chain_keeps_the_scaled_law():
+    # the pool's own bursty db (``pool_processes``, the rest exponential) is a station of the
+    # held chain, whose passage the law does not take: no passage
+    from solvers.held_network import BurstyHeldStation
+    m = SystemModel(tiers=["app", "db"], classes=["a"], D_mc=np.array([[0.002], [0.004]]),
+                    mix=np.ones(1), servers=np.array([1.0, 1.0]), think_time=1.0,
+                    sla=np.ones(1), processes=None, map_limit=10_000,
+                    pools=(PoolSpec(2, 0, 2, "w"),),
+                    pool_processes=[MAP.exponential(0.002), BURSTY.scaled(0.004)])
+    chain = open_model.pool_curves(m)[0].chain
+    assert any(isinstance(st, BurstyHeldStation) for st in chain.stations)
+    assert not pool_law.passage_applies(m)
+
 def test_past_the_budget_a_ps_tier_law_is_scaled_to_the_pool_models_mean(monkeypatch):
     # without the passage the processor-sharing db's own law has no token wait in it: scaled
     # to the pool model's mean, as the flag says

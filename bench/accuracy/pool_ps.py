@@ -21,7 +21,9 @@ The models (:func:`solvers.pools_spread.solve_pools_spread`, search's SCV given 
 closed class chain, exponential per class), the two-moment factor with search's SCV kept at the db
 (:func:`solvers.pools_general.solve_pools_general`: the holding time's spread a PS db passes on
 to the token's FCFS queue), and as FCFS (the held chain of the db's spread). Errors of X and
-each class's mean response time, worst over the seeds' mean.
+each class's mean response time, worst over the seeds' mean. ``--no-class-scv``: one more
+column, the PS model without search's SCV (every class exponential at the db, as the pipeline
+solved the closed pool model before it passed the classes' SCVs).
 """
 
 from __future__ import annotations
@@ -101,6 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--populations", default="5,20,40")
     ap.add_argument("--db", choices=("ps", "fcfs"), default="ps")
     ap.add_argument("--scv", type=float, default=1.0, help="of search's work at the db")
+    ap.add_argument("--no-class-scv", action="store_true",
+                    help="also the PS model without search's SCV")
     args = ap.parse_args(argv)
     ps = np.array([False, args.db == "ps"])
     seeds = _seeds(args.seeds)
@@ -109,7 +113,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"db {args.db}; search's SCV at the db {args.scv:g}; seeds {args.seeds} x "
           f"{args.requests} completions; commit {commit}")
     print("N | X sim (± between seeds) | R sim per class ms | X err ps / ps, SCV kept / fcfs "
-          "model | R err per class, ps model | ps model, search's SCV kept | fcfs model (chain)")
+          "model | R err per class, ps model | ps model, search's SCV kept | fcfs model (chain)"
+          + (" | ps model, no class SCV" if args.no_class_scv else ""))
     class_scv = np.full(D.shape, np.nan)
     class_scv[1, 3] = args.scv
     for N in (int(n) for n in args.populations.split(",")):
@@ -121,14 +126,18 @@ def main(argv: list[str] | None = None) -> int:
                                      ps=np.array([False, True])),
                   solve_pools_general(D, N, Z, CORES, [POOL], MIX, None, class_scv),
                   solve_pools_spread(D, N, Z, CORES, [POOL], MIX, class_scv=class_scv)]
+        if args.no_class_scv:
+            models.append(solve_pools_spread(D, N, Z, CORES, [POOL], MIX,
+                                             ps=np.array([False, True])))
         cells = [f"{r.throughput / X - 1:+.1%}" for r in models]
         errs = [" / ".join(f"{v:+.0%}" for v in r.response_time / Rs - 1) for r in models]
         chain = ["class chain" if any(f.startswith(CLASS_CHAIN_FLAG) for f in r.flags)
                  else "chain" if any(f.startswith(SPREAD_FLAG) for f in r.flags) else "factor"
                  for r in models]
         print(f"{N} | {X:.2f} (±{(xs.max() - xs.min()) / 2 / X:.1%}) | "
-              f"{' / '.join(f'{1000 * v:.1f}' for v in Rs)} | {' / '.join(cells)} | "
-              f"{errs[0]} ({chain[0]}) | {errs[1]} ({chain[1]}) | {errs[2]} ({chain[2]})")
+              f"{' / '.join(f'{1000 * v:.1f}' for v in Rs)} | {' / '.join(cells[:3])} | "
+              f"{errs[0]} ({chain[0]}) | {errs[1]} ({chain[1]}) | {errs[2]} ({chain[2]})"
+              + (f" | {cells[3]}, {errs[3]} ({chain[3]})" if args.no_class_scv else ""))
     return 0
 
 

@@ -421,7 +421,7 @@ def _whatif_table(name: str, model: Any, cmp: Any, when: float) -> Table:
                                        f"{model.kind})", box=box.SIMPLE_HEAD,
                   caption_justify="left")
     for head in ("class", "SLA s", f"R now ({cmp.users}) before", "after",
-                 f"R horizon ({cmp.users_forecast}) before", "after"):
+                 f"R {_second(cmp)} before", "after"):
         table.add_column(head, justify="left" if head == "class" else "right")
     for i, c in enumerate(model.classes):
         sla = float(model.sla[i])
@@ -494,7 +494,7 @@ def _whatif_slo_table(name: str, cmp: Any) -> Table | None:
     table = Table(title=f"{escape(name)}: each class's SLO statistic (s)",
                   box=box.SIMPLE_HEAD)
     for head in ("class", "SLO", f"now ({cmp.users}) before", "after",
-                 f"horizon ({cmp.users_forecast}) before", "after"):
+                 f"{_second(cmp)} before", "after"):
         table.add_column(head, justify="left" if head in ("class", "SLO") else "right",
                          min_width=max(len(s.name) for s in cmp.slos) if head == "class"
                          else 5 if head == "after" else None)
@@ -504,6 +504,11 @@ def _whatif_slo_table(name: str, cmp: Any) -> Table | None:
         cells = [_fmt(v[i]) for pair in (cmp.slo_now, cmp.slo_forecast) for v in pair]
         table.add_row(escape(slo.name), escape(slo_text(shown)), *cells)
     return table
+
+
+def _second(cmp: Any) -> str:
+    """The second population's column head: ``horizon (180)``, or ``at 400`` (``--users``)."""
+    return f"at {cmp.users_forecast}" if cmp.asked else f"horizon ({cmp.users_forecast})"
 
 
 def _describe(action: Any, model: Any) -> str:
@@ -547,27 +552,37 @@ def whatif(store: Optional[Path] = typer.Option(None, metavar="PATH",
                                                      "measured class mix): per-class "
                                                      "response times, utilizations, stable "
                                                      "or not"),
+           users: Optional[int] = typer.Option(None, metavar="N",
+                                               help="the closed model at N users (each "
+                                                    "class its share of them) beside the "
+                                                    "current users"),
            ) -> None:
     """What if a tier had more replicas, cores or a faster CPU, or a pool more tokens? Each
     system's last model
     (the one its last prediction used, MAP(2) of bursty tiers included) before and after:
     capacity and per-class response times now and at the horizon; with a quantile SLO also
     the value of each class's SLO statistic (docs/pipeline.md). An open system's, or any with
-    ``--rate R``, at a request rate: capacity in requests/s."""
+    ``--rate R``, at a request rate: capacity in requests/s. ``--users N``: a closed
+    system's model at ``N`` users in place of the horizon's."""
     import tempfile
 
     from streams.cli.embedded import STORE_NAME
     from streams.predict.model_row import model_from_row
     from streams.sinks.store import read_models
-    from streams.predict.whatif import compare
+    from streams.predict.whatif import check_users, compare
 
     actions = _actions(replicate, cores, cpu_speed, pool)
     if rate is not None and not (math.isfinite(rate) and rate >= 0):
         fail(f"whatif: --rate: must be a finite request rate >= 0 (per s), got {rate!r}")
+    if users is not None and users < 1:
+        fail(f"whatif: --users: must be a whole number of users >= 1, got {users!r}")
+    if users is not None and rate is not None:
+        fail("whatif: give one of --users (a closed system's population) and --rate (an open "
+             "system's request rate), not both")
     if (store is None) == (source is None) and (store is not None or actions
-                                                 or rate is not None):
+                                                 or rate is not None or users is not None):
         fail("whatif: give exactly one of --store and --source")
-    if not actions and rate is None:
+    if not actions and rate is None and users is None:
         fail("whatif: no change to try: give at least one of --replicate TIER=K, --cores "
              "TIER=C, --cpu-speed TIER=S, --pool NAME=SIZE")
     with tempfile.TemporaryDirectory(prefix="perfcast-whatif-") as tmp:
@@ -609,11 +624,19 @@ def whatif(store: Optional[Path] = typer.Option(None, metavar="PATH",
     for name, when, n, n_fc, model in models:
         mine = [a for a in actions if a.tier in (model.tiers if a.kind != "pool"
                                                  else [p.name for p in model.pools])]
+        if users is not None and opened.get(name):
+            fail(f"whatif: --users {users}: system {name!r} is an open workload (a request "
+                 f"rate, not a population): ask it with --rate R")
         if rate is not None or opened.get(name):
             _whatif_rate(name, model, mine, when, rate, opened.get(name) or {})
             continue
+        if users is not None:
+            try:
+                check_users(model, mine, users, name)
+            except ValueError as err:
+                fail(f"whatif: {err}")
         try:
-            cmp = compare(model, mine, n, n_fc)
+            cmp = compare(model, mine, n, n_fc if users is None else users, users is not None)
         except (ValueError, ArithmeticError, MemoryError) as err:    # a row beyond the solvers
             fail(f"whatif: system {name!r}: the model cannot be solved "
                  f"({type(err).__name__}: {str(err)[:200]})")

@@ -102,6 +102,10 @@ def pool_curves(model: SystemModel) -> list[HeldCurve | None]:
             spread = model.service_scv
             if spread is not None and np.any(spread[spec.first:spec.last] > 1.0):
                 flags.append(f"{POOL_FLAG}{spec.name}: the classes' service SCVs above 1 are "
+                             f"in its flow-equivalent server only through the holding time's "
+                             f"two moments (the held chain's budget exceeded): its wait is "
+                             f"approximate" if curve.wait_factor > 1.0 else
+                             f"{POOL_FLAG}{spec.name}: the classes' service SCVs above 1 are "
                              f"not in its flow-equivalent server at processor-sharing held "
                              f"tiers (the held chain's budget exceeded): its wait can be too "
                              f"low")

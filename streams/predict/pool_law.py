@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from solvers.held_network import BurstyHeldStation
 from solvers.pools_open import HeldCurve, held_network, outermost
 from solvers.pools_passage import PassageLaw, passage_law
 from solvers.response_time.open_law import tier_laws
@@ -35,7 +36,7 @@ def passage_applies(model: Any, curves: list[HeldCurve | None] | None = None) ->
     curves = _model_curves(model) if curves is None else curves
     top = set(outermost(model.pools))
     return all(c is not None and c.chain is not None and c.chain.stations and
-               c.chain.fifo is not None and not any(type(st).__name__ == "_BurstyStation"
+               c.chain.fifo is not None and not any(isinstance(st, BurstyHeldStation)
                                                     for st in c.chain.stations)
                for k, c in enumerate(curves) if k in top)
 

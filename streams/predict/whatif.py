@@ -62,6 +62,7 @@ from streams.predict.remedy_bounds import beyond_bound
 __all__ = ["Action", "ACTION_KINDS", "DEFAULT_COSTS", "Remedy", "Remediation", "apply",
            "hints_of", "Comparison", "compare",
            "apply_all", "remediate", "action_cost", "describe", "parse_action",
+           "check_users",
            "MAX_REPLICAS", "MAX_SPEED", "SPEED_STEP", "SOLVE_BUDGET"]
 
 #: the kinds of action, in the order they are reported at equal cost
@@ -452,7 +453,8 @@ def _remedy(model: SystemModel, action: Action, cap: int | None, limited: bool, 
 @dataclass(frozen=True)
 class Comparison:
     """One system before and after ``actions``: capacity (``None``: no SLA) and per-class
-    response times at the current and the horizon's users (``classes`` order)."""
+    response times at the current and the horizon's users (``classes`` order) -- or, where
+    ``asked``, at the users asked for (:func:`at_users`) in place of the horizon's."""
 
     actions: tuple[Action, ...]
     users: int
@@ -469,13 +471,20 @@ class Comparison:
     #: that statistic's value per class (before, after), now and at the horizon, seconds
     slo_now: tuple[list[float | None], list[float | None]] = ([], [])
     slo_forecast: tuple[list[float | None], list[float | None]] = ([], [])
+    #: ``users_forecast`` is the population asked for (``perfcast whatif --users``), not the
+    #: horizon's
+    asked: bool = False
 
 
 def compare(model: SystemModel, actions: Sequence[Action], users: int,
-            users_forecast: int) -> Comparison:
+            users_forecast: int, asked: bool = False) -> Comparison:
     """``model`` against ``model`` with every action applied (:func:`apply_all`): what
     ``perfcast whatif`` prints: capacity on every SLO, mean response times and the value of
-    each class's SLO statistic (:mod:`streams.predict.slo_view`)."""
+    each class's SLO statistic (:mod:`streams.predict.slo_view`). ``asked``:
+    ``users_forecast`` is the population ``perfcast whatif --users N`` asks about (the closed
+    counterpart of ``--rate R``, :func:`streams.predict.open_whatif.at_rate`; the model's
+    population is one class of ``N`` users over the measured mix, so each class is its
+    share of ``N``), after :func:`check_users`."""
     after = apply_all(model, actions)
     cap_before, _ = model_capacity(model)
     cap_after, limited = model_capacity(after, warm=cap_before)
@@ -487,4 +496,33 @@ def compare(model: SystemModel, actions: Sequence[Action], users: int,
                       (points[0][0].response, points[1][0].response),
                       (points[0][1].response, points[1][1].response),
                       tuple(stats), tuple(slo_view.class_slos(model)),
-                      (now[0], now[1]), (fc[0], fc[1]))
+                      (now[0], now[1]), (fc[0], fc[1]), asked)
+
+
+def check_users(model: SystemModel, actions: Sequence[Action], users: int,
+                system: str) -> None:
+    """``ValueError`` naming both keys and values where a pool would hold more tokens than
+    ``users`` asked for (``perfcast whatif --users N``): a ``--pool NAME=SIZE`` above ``N``,
+    or a pool of ``system`` configured above ``N`` (``systems.<system>.pools.<name>.size``)
+    that no ``--pool`` resizes. Such a pool never binds -- the pool model reduces to the
+    network without it (:mod:`solvers.pools`; Norton's theorem) -- so the question names a
+    pool that cannot act at the population it asks about: a contradiction of the user's
+    own, refused. Where the population is the stream's (its ``users`` field), the same pool
+    is accepted and flagged instead (:func:`streams.predict.prediction.pool_flags`): the
+    load is measured, and a pool sized for the peak is normal between peaks."""
+    if isinstance(users, bool) or not isinstance(users, (int, np.integer)) or users < 1:
+        raise ValueError(f"--users: must be a whole number of users >= 1, got {users!r}")
+    resized = set()
+    for a in actions:
+        if a.kind == "pool":
+            if int(a.value) > users:
+                raise ValueError(f"--pool {a.tier}={int(a.value)} is larger than --users "
+                                 f"{users}: a pool of more tokens than users never binds")
+            resized.add(a.tier)
+    for p in model.pools:
+        if p.name not in resized and p.size > users:
+            raise ValueError(f"systems.{system}.pools.{p.name}.size = {p.size} is larger "
+                             f"than --users {users}: a pool of more tokens than users never "
+                             f"binds (--pool {p.name}=SIZE with SIZE <= {users} asks about "
+                             f"a smaller one)")
+
