@@ -242,7 +242,7 @@ def wave_jobs(dep: DepartureMAP, mean: float, cores: int, *, tol: float = 1e-12,
     D0, D1, mu = dep.D0, dep.D1, 1.0 / mean
     s, eye = cores * mu, np.eye(D0.shape[0])
     G = shifted_cyclic_reduction(D1, D0 - s * eye, s * eye, tol, phases=dep.w,
-                                 predicted=predicted)
+                                 predicted=predicted, down_scale=s)
     F = [np.empty((0, 0))] * (cores + 1)                # F[n] = D1 G_n
     F[cores] = D1 @ G
     d1t = np.asfortranarray(D1.T)
