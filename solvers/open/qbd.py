@@ -403,13 +403,16 @@ def solve_planned(plan: QBDPlan, rates: np.ndarray) -> QBDSolution | None:
     b = int(starts[L + 1])
     flat = np.bincount(plan.cells, weights=rates, minlength=plan.size)
     flat[plan.diagonal] -= np.bincount(plan.src, weights=rates, minlength=b)
-    d = np.diff(starts)
+    # the plan's offsets as Python ints: a level's blocks are sliced a few times each, and
+    # numpy scalars' arithmetic costs more than the slicing (17 levels on 16 cores)
+    d, at = np.diff(starts).tolist(), starts.tolist()
+    ups, locals_, downs = plan.up.tolist(), plan.local.tolist(), plan.down.tolist()
 
-    def block(offset: np.ndarray, n: int, rows: int, cols: int) -> np.ndarray:
+    def block(offset: list[int], n: int, rows: int, cols: int) -> np.ndarray:
         return flat[offset[n]:offset[n] + rows * cols].reshape(rows, cols)
 
-    w = int(d[L])
-    A0, A1, A2 = block(plan.up, L, w, w), block(plan.local, L, w, w), block(plan.down, L, w, w)
+    w = d[L]
+    A0, A1, A2 = block(ups, L, w, w), block(locals_, L, w, w), block(downs, L, w, w)
     alpha = _phase_stationary(A0 + A1 + A2)
     up, down = float(alpha @ A0.sum(axis=1)), float(alpha @ A2.sum(axis=1))
     if not up < down * (1.0 - 1e-12):
@@ -419,17 +422,16 @@ def solve_planned(plan: QBDPlan, rates: np.ndarray) -> QBDSolution | None:
     S = A1 + R @ A2
     X: list[np.ndarray] = [np.empty((0, 0))] * (L + 1)     # X[n + 1] = Q_{n,n+1} (-S_{n+1})^-1
     for n in range(L - 1, -1, -1):
-        Qup = block(plan.up, n, int(d[n]), int(d[n + 1]))
+        Qup = block(ups, n, d[n], d[n + 1])
         X[n + 1] = _solve(-S.T, Qup.T).T
-        S = block(plan.local, n, int(d[n]), int(d[n])) + X[n + 1] @ block(
-            plan.down, n + 1, int(d[n + 1]), int(d[n]))
+        S = block(locals_, n, d[n], d[n]) + X[n + 1] @ block(downs, n + 1, d[n + 1], d[n])
     pi = np.empty(b)
-    pi[:starts[1]] = _phase_stationary(S)
+    pi[:at[1]] = _phase_stationary(S)
     for n in range(L):
-        pi[starts[n + 1]:starts[n + 2]] = pi[starts[n]:starts[n + 1]] @ X[n + 1]
+        pi[at[n + 1]:at[n + 2]] = pi[at[n]:at[n + 1]] @ X[n + 1]
     pi = np.maximum(pi, 0.0)
     norm = np.ones(b)
-    norm[starts[L]:b] = tail.sum(axis=1)
+    norm[at[L]:b] = tail.sum(axis=1)
     pi /= pi @ norm
     return QBDSolution(pi=pi, R=R, tail=tail, starts=np.asarray(starts[:L + 2]),
                        first_repeating=L)
