@@ -155,7 +155,8 @@ def _reachable(dep: DepartureMAP, negligible: float = NEGLIGIBLE_PHASE) -> Depar
         return dep
     rows = np.flatnonzero(keep)
     D0r, D1r = dep.D0[rows], dep.D1[rows]       # the kept rows, then their kept columns:
-    D0, D1 = D0r[:, rows], D1r[:, rows]         # new arrays, as np.ix_'s, at half its CPU
+    # new C-ordered arrays, as np.ix_'s (its row sums then bit for bit), at half its CPU
+    D0, D1 = np.take(D0r, rows, axis=1), np.take(D1r, rows, axis=1)
     lost = D0r.sum(axis=1) + D1r.sum(axis=1) - D0.sum(axis=1) - D1.sum(axis=1)
     D0[np.diag_indices(D0.shape[0])] += lost      # rates into dropped phases: stays
     w = dep.w[keep]
