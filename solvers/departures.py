@@ -120,8 +120,12 @@ def lumped_departures(pi: np.ndarray, src: np.ndarray, dst: np.ndarray, rate: np
     D0 = np.bincount(lumped.move_cells, weights=flow[lumped.moves],
                      minlength=order * order).reshape(order, order)
     held = w > 0
-    D1[held] /= w[held, None]
-    D0[held] /= w[held, None]
+    if held.all():                              # the same quotients without boolean masks
+        D1 /= w[:, None]
+        D0 /= w[:, None]
+    else:
+        D1[held] /= w[held, None]
+        D0[held] /= w[held, None]
     D0[np.diag_indices(order)] = -(D0.sum(axis=1) + D1.sum(axis=1))
     return _reachable(DepartureMAP(D0, D1, w / w.sum()),
                       NEGLIGIBLE_PHASE if negligible is None else negligible)
@@ -149,8 +153,11 @@ def _reachable(dep: DepartureMAP, negligible: float = NEGLIGIBLE_PHASE) -> Depar
     keep = flux > negligible * float(flux.sum())
     if keep.all():
         return dep
-    D0, D1 = dep.D0[np.ix_(keep, keep)].copy(), dep.D1[np.ix_(keep, keep)].copy()
-    lost = dep.D0[keep].sum(axis=1) + dep.D1[keep].sum(axis=1) - D0.sum(axis=1) - D1.sum(axis=1)
+    rows = np.flatnonzero(keep)
+    D0r, D1r = dep.D0[rows], dep.D1[rows]       # the kept rows, then their kept columns:
+    # new C-ordered arrays, as np.ix_'s (its row sums then bit for bit), at half its CPU
+    D0, D1 = np.take(D0r, rows, axis=1), np.take(D1r, rows, axis=1)
+    lost = D0r.sum(axis=1) + D1r.sum(axis=1) - D0.sum(axis=1) - D1.sum(axis=1)
     D0[np.diag_indices(D0.shape[0])] += lost      # rates into dropped phases: stays
     w = dep.w[keep]
     return DepartureMAP(D0, D1, w / w.sum())

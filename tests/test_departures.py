@@ -263,3 +263,27 @@ def test_a_rare_phase_is_dropped_but_a_brief_frequent_one_is_kept():
     assert kept.D0.shape == (2, 2)
     np.testing.assert_allclose(kept.D1[1], [1e12, 0.0])
     assert kept.rate == pytest.approx(dep.rate, rel=1e-10)
+
+
+def test_dropping_negligible_phases_keeps_np_ix_s_arrays_bit_for_bit():
+    """:func:`solvers.departures._reachable` picks the kept phases by rows, then columns
+    (``np.take``): C-ordered arrays equal to ``np.ix_``'s, so the rates into dropped phases
+    (row sums) are the same to the bit -- a transposed memory order moved them by an ulp and
+    the capacity search's path with them."""
+    from solvers.departures import DepartureMAP, _reachable
+    rng = np.random.default_rng(5)
+    n = 40
+    D1 = rng.uniform(0.0, 50.0, (n, n)) * (rng.uniform(size=(n, n)) < 0.2)
+    D0 = rng.uniform(0.0, 3e4, (n, n)) * (rng.uniform(size=(n, n)) < 0.3)
+    np.fill_diagonal(D0, 0.0)
+    D0 -= np.diag(D0.sum(axis=1) + D1.sum(axis=1))
+    w = rng.uniform(size=n)
+    w[::3] = 1e-14                                  # a third of the phases negligible
+    got = _reachable(DepartureMAP(D0, D1, w / w.sum()), 1e-10)
+    keep = (w / w.sum()) * -np.diag(D0) > 1e-10 * float(((w / w.sum()) * -np.diag(D0)).sum())
+    ref0, ref1 = D0[np.ix_(keep, keep)].copy(), D1[np.ix_(keep, keep)].copy()
+    lost = D0[keep].sum(axis=1) + D1[keep].sum(axis=1) - ref0.sum(axis=1) - ref1.sum(axis=1)
+    ref0[np.diag_indices(ref0.shape[0])] += lost
+    assert got.D0.shape[0] < n
+    assert got.D0.flags.c_contiguous and got.D1.flags.c_contiguous
+    assert np.array_equal(got.D0, ref0) and np.array_equal(got.D1, ref1)

@@ -76,3 +76,19 @@ def test_rate_search_reads_the_cheaper_curve_between_its_solves(sla, most):
     assert lo <= mu - 1.0 / sla < hi and hi - lo <= 0.02 * lo
     assert len(probes) == 2 and len(rates) <= most
     assert np.isfinite([lo, hi]).all()
+
+
+@pytest.mark.parametrize("K", [1, 2, 3])
+def test_compositions_and_level_sizes_are_the_stations(K):
+    """The per-job pattern's phase counts (two phases by ``arange``) and level sizes
+    (``C(m + K - 1, K - 1) K`` where every count is resolved, the station's binned grid
+    beyond) are :mod:`solvers.decomposition.stations`' own, row for row."""
+    from solvers.decomposition.stations import _compositions, _level_states
+    from solvers.open.patterns import _composition_array
+    from solvers.open.queues import _states_of_level
+    D0 = -3.0 * np.eye(K) + 0.5 * (1.0 - np.eye(K))
+    proc = MAP(D0, np.full((K, K), -D0.sum(axis=1)[0] / K))
+    for m in range(0, 40):
+        assert np.array_equal(_composition_array(m, K),
+                              np.array(_compositions(m, K), dtype=np.int64).reshape(-1, K))
+        assert _states_of_level(proc, m) == _level_states(proc, m)

@@ -135,6 +135,42 @@ def test_shifted_reduction_reads_the_drift_off_given_phases(load):
         shifted_cyclic_reduction(A0, proc.D0 - slow, slow, phases=w)
 
 
+@pytest.mark.parametrize("load", [0.3, 0.9, 0.99])
+def test_the_scaled_identity_first_step_gives_the_general_steps_g(load):
+    """``down_scale``: ``A2 = s I`` (a ``MAP/M/c`` queue above ``c``), the first reduction
+    step by that structure (a scaling less a rank-one term) instead of two solves and four
+    products: the same ``G`` within rounding (and logarithmic reduction's), on an MMPP(2)
+    and on a 6-phase MAP with off-diagonal ``D0`` and a rank-deficient ``D1``, stopped on the
+    step or on its prediction."""
+    rng = np.random.default_rng(7)
+    D0 = rng.uniform(0.0, 3.0, (6, 6)) * (rng.uniform(size=(6, 6)) < 0.4)
+    D1 = rng.uniform(0.0, 2.0, (6, 6)) * (rng.uniform(size=(6, 6)) < 0.5)
+    D1[:, 0] = D1[:, 1]                                 # rank-deficient, as a lumped process
+    np.fill_diagonal(D0, 0.0)
+    D0 -= np.diag(D0.sum(axis=1) + D1.sum(axis=1))
+    for proc in (mmpp2_design(0.02, 50.0), MAP(D0, D1)):
+        s = proc.rate / load
+        A0, A1, A2 = proc.D1, proc.D0 - s * np.eye(proc.order), s * np.eye(proc.order)
+        for predicted in (False, True):
+            general = shifted_cyclic_reduction(A0, A1, A2, 1e-12, predicted=predicted)
+            scaled = shifted_cyclic_reduction(A0, A1, A2, 1e-12, predicted=predicted,
+                                              down_scale=s)
+            assert np.abs(scaled - general).max() < 1e-12
+            assert np.abs(scaled - logarithmic_reduction(A0, A1, A2)).max() < 1e-10
+
+
+def test_max_abs_is_numpys_and_keeps_nan():
+    """:func:`solvers.open.qbd._max_abs` (BLAS ``idamax``) gives ``max |a|`` exactly,
+    negative, C- or Fortran-ordered; a block of NaN gives NaN (the reduction then stops)."""
+    from solvers.open.qbd import _max_abs
+    rng = np.random.default_rng(3)
+    for shape in ((1, 1), (7, 3), (80, 80)):
+        a = rng.standard_normal(shape) * 10.0 ** rng.integers(-5, 5, shape)
+        assert _max_abs(a) == float(np.max(np.abs(a)))
+        assert _max_abs(np.asfortranarray(-a)) == float(np.max(np.abs(a)))
+    assert math.isnan(_max_abs(np.full((3, 3), np.nan)))
+
+
 @pytest.mark.parametrize("load", [0.5, 0.9, 0.99])
 def test_a_bursty_tiers_chain_takes_g_by_the_shifted_reduction(load, monkeypatch):
     """The M/MAP/c chain's ``R`` comes from ``G`` by shifted cyclic reduction (stopped on its

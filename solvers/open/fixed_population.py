@@ -237,12 +237,14 @@ def wave_jobs(dep: DepartureMAP, mean: float, cores: int, *, tol: float = 1e-12,
     ``predicted``: the reduction stops once quadratic convergence puts its next step below
     ``tol`` (:func:`solvers.open.qbd.shifted_cyclic_reduction`): one doubling fewer of 10-12
     on that network, its jobs within 9.5e-7 of the reduction run to ``tol`` (44 rates of
-    150-795/s, both queues behind the app, full and rough departures).
+    150-795/s, both queues behind the app, full and rough departures). The levels above
+    ``c`` go down at ``c mu I``, so the reduction's first step is taken by that structure
+    (``down_scale``).
     :class:`numpy.linalg.LinAlgError` when a block is singular or ``G`` does not converge."""
     D0, D1, mu = dep.D0, dep.D1, 1.0 / mean
     s, eye = cores * mu, np.eye(D0.shape[0])
     G = shifted_cyclic_reduction(D1, D0 - s * eye, s * eye, tol, phases=dep.w,
-                                 predicted=predicted)
+                                 predicted=predicted, down_scale=s)
     F = [np.empty((0, 0))] * (cores + 1)                # F[n] = D1 G_n
     F[cores] = D1 @ G
     d1t = np.asfortranarray(D1.T)

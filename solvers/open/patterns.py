@@ -42,7 +42,7 @@ def per_job_transitions(proc: MAP, cores: int) -> tuple[np.ndarray, ...]:
     P = np.linalg.solve(-D0, proc.D1)
     d1 = np.asarray(proc.D1, dtype=float).sum(axis=1)
     radix = (c + 2) ** np.arange(K)
-    comps = [np.array(_compositions(m, K), dtype=np.int64).reshape(-1, K) for m in range(c + 1)]
+    comps = [_composition_array(m, K) for m in range(c + 1)]
     pos = np.full((c + 2) ** K, -1, dtype=np.int64)
     for kk in comps:
         pos[kk @ radix] = np.arange(kk.shape[0])
@@ -89,3 +89,13 @@ def per_job_transitions(proc: MAP, cores: int) -> tuple[np.ndarray, ...]:
     rate = np.concatenate([p[2] for p in pieces])
     up = np.concatenate([np.full(p[0].shape[0], p[3]) for p in pieces])
     return src, dst, rate, up
+
+
+def _composition_array(m: int, K: int) -> np.ndarray:
+    """:func:`solvers.decomposition.stations._compositions` as rows, in its order (the first
+    count from ``m`` down, the rest likewise): two phases by one ``arange`` instead of the
+    recursion's tuples (a cold open search builds ``c + 1`` of them for each bursty tier)."""
+    if K == 2:
+        first = np.arange(m, -1, -1, dtype=np.int64)
+        return np.column_stack((first, m - first))
+    return np.array(_compositions(m, K), dtype=np.int64).reshape(-1, K)

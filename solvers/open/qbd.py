@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import sparse
+from scipy.linalg.blas import idamax
 from scipy.linalg.lapack import dgesv, dgetrf, dgetrs
 
 from solvers.processes import _stationary
@@ -61,7 +62,9 @@ class QBDSolution:
         """``E[(n - c)^+]`` for ``c <= L``: boundary levels summed, the tail in closed form
         ``pi_L [(L - c)(I - R)^{-1} + R (I - R)^{-2}] 1``."""
         L = self.first_repeating
-        low = sum(max(n - c, 0) * self.level(n).sum() for n in range(L))
+        # a level n <= c adds (n - c)^+ = 0: summed from c + 1 only (none on an M/MAP/c
+        # tier, whose levels repeat from c + 1: ~40 us of Python a solve on 16 cores)
+        low = sum((n - c) * self.level(n).sum() for n in range(c + 1, L))
         ones = np.ones(self.R.shape[0])
         t1 = self.tail @ ones
         tail = self.level(L) @ ((L - c) * t1 + self.R @ (self.tail @ t1))
@@ -188,7 +191,8 @@ def cyclic_reduction(A0: np.ndarray, A1: np.ndarray, A2: np.ndarray,
 def shifted_cyclic_reduction(A0: np.ndarray, A1: np.ndarray, A2: np.ndarray,
                              tol: float = G_TOLERANCE, *,
                              phases: np.ndarray | None = None,
-                             predicted: bool = False) -> np.ndarray:
+                             predicted: bool = False,
+                             down_scale: float | None = None) -> np.ndarray:
     """``G`` of a positive recurrent QBD by :func:`cyclic_reduction` of the shifted equation
     (He, Meini and Rhee 2001): ``G 1 = 1``, so ``Gs = G - 1 u^T`` (``u = 1 / d``) solves
     ``A2 (I - 1 u^T) + (A1 + A0 1 u^T) Gs + A0 Gs^2 = 0`` with ``G``'s eigenvalue 1 moved to 0;
@@ -212,7 +216,11 @@ def shifted_cyclic_reduction(A0: np.ndarray, A1: np.ndarray, A2: np.ndarray,
     e_{k-1}^2``: one doubling's products fewer. The waves' 60 queues of docs/benchmarks.md's
     large-population network (15 rates of 300-790/s, both queues, full and rough departures)
     at ``tol`` 1e-7: ``G`` within 9.1e-8 of a reduction to 1e-15 but once, where the steps
-    had not yet turned quadratic (6.7e-6)."""
+    had not yet turned quadratic (6.7e-6). ``down_scale``: ``A2 = s I`` (a ``MAP/M/c``
+    queue above ``c``), so the first step's ``K A2 (I - 1 u^T)``, ``A2 (I - 1 u^T) K A0`` and
+    new ``A2`` block are scalings less a rank-one term and ``K A0`` one product with ``K``:
+    that step about 40% of a general one's products, ``G`` the same within rounding (the
+    waves' ``MAP/M/c`` queues' jobs within 1.5e-12 of the general path's)."""
     d = A1.shape[0]
     up_rate, down_rate = drift(A0, A1, A2) if phases is None else (
         float(phases @ A0.sum(axis=1)), float(phases @ A2.sum(axis=1)))
@@ -225,6 +233,26 @@ def shifted_cyclic_reduction(A0: np.ndarray, A1: np.ndarray, A2: np.ndarray,
     local = A1 + np.outer(A0.sum(axis=1), u)         # A1 + A0 1 u^T
     hat = local.copy()
     last = np.inf
+    if down_scale is not None:
+        # A2 = s I: the first step's products with the shifted A2 = s (I - 1 u^T) are a
+        # scaling less a rank-one term, and K A0 one product with K (about 40% of a step)
+        s = float(down_scale)
+        K = _solve(local, np.eye(d))
+        k_down = s * K
+        k_down -= np.outer(k_down.sum(axis=1), u)    # K A2 (I - 1 u^T)
+        up_down = A0 @ k_down
+        hat -= up_down
+        last = _max_abs(up_down) / _max_abs(hat)
+        if not last > tol:                           # also NaN: the general steps decide
+            down, up, hat, last = shifted, A0, local.copy(), np.inf
+        else:
+            k_up = K @ A0
+            local -= s * k_up                        # (s I - s 1 u^T) K A0
+            local += np.outer(np.full(d, s), u @ k_up)
+            local -= up_down
+            down = s * k_down                        # kept negated, as below
+            down -= np.outer(np.full(d, s), u @ k_down)
+            up = A0 @ k_up
     for _ in range(MAX_DOUBLINGS):
         lu, piv, info = dgetrf(local)
         if info != 0:
@@ -232,20 +260,34 @@ def shifted_cyclic_reduction(A0: np.ndarray, A1: np.ndarray, A2: np.ndarray,
         k_down, _ = dgetrs(lu, piv, down)             # K A2, then Ahat's step A0 K A2
         up_down = up @ k_down
         hat -= up_down
-        step = float(np.max(np.abs(up_down))) / float(np.max(np.abs(hat)))
+        step = _max_abs(up_down) / _max_abs(hat)
         if not np.isfinite(step):
             break
         if step <= tol or (predicted and step < last < np.inf and step**3 <= tol * last**2):
             # the last step (or, quadratically, the next one below tol): no K A0, no new blocks
             G = _solve(hat, shifted)
             G -= u                                    # G = -Ahat^{-1} A2 (I - 1 u^T) + 1 u^T
-            return np.negative(G, out=G)
+            np.negative(G, out=G)
+            if not np.isfinite(G).all():              # a NaN the step's maximum passed over
+                break
+            return G
         k_up, _ = dgetrs(lu, piv, up)
         local -= down @ k_up
         local -= up_down
-        down, up = -(down @ k_down), -(up @ k_up)
+        # the new blocks are -(A2 K A2) and -(A0 K A0); both kept negated (no copy): every
+        # later use is a product of the two blocks or of one with itself, so the signs cancel
+        # and each step's blocks, Ahat and G are bit for bit those of the negated ones
+        down, up = down @ k_down, up @ k_up
         last = step
     raise np.linalg.LinAlgError("shifted cyclic reduction did not converge")
+
+
+def _max_abs(a: np.ndarray) -> float:
+    """``max |a_ij|`` of a contiguous block by BLAS ``idamax`` (the same value as
+    ``np.max(np.abs(a))`` without its temporary: ~1 against ~7 us on an 80 x 80 block, two a
+    reduction step); NaN when that entry is."""
+    flat = a.reshape(-1)
+    return abs(float(flat[idamax(flat)]))
 
 
 def rate_matrix(A0: np.ndarray, A1: np.ndarray, A2: np.ndarray) -> np.ndarray:
@@ -365,13 +407,16 @@ def solve_planned(plan: QBDPlan, rates: np.ndarray) -> QBDSolution | None:
     b = int(starts[L + 1])
     flat = np.bincount(plan.cells, weights=rates, minlength=plan.size)
     flat[plan.diagonal] -= np.bincount(plan.src, weights=rates, minlength=b)
-    d = np.diff(starts)
+    # the plan's offsets as Python ints: a level's blocks are sliced a few times each, and
+    # numpy scalars' arithmetic costs more than the slicing (17 levels on 16 cores)
+    d, at = np.diff(starts).tolist(), starts.tolist()
+    ups, locals_, downs = plan.up.tolist(), plan.local.tolist(), plan.down.tolist()
 
-    def block(offset: np.ndarray, n: int, rows: int, cols: int) -> np.ndarray:
+    def block(offset: list[int], n: int, rows: int, cols: int) -> np.ndarray:
         return flat[offset[n]:offset[n] + rows * cols].reshape(rows, cols)
 
-    w = int(d[L])
-    A0, A1, A2 = block(plan.up, L, w, w), block(plan.local, L, w, w), block(plan.down, L, w, w)
+    w = d[L]
+    A0, A1, A2 = block(ups, L, w, w), block(locals_, L, w, w), block(downs, L, w, w)
     alpha = _phase_stationary(A0 + A1 + A2)
     up, down = float(alpha @ A0.sum(axis=1)), float(alpha @ A2.sum(axis=1))
     if not up < down * (1.0 - 1e-12):
@@ -381,17 +426,16 @@ def solve_planned(plan: QBDPlan, rates: np.ndarray) -> QBDSolution | None:
     S = A1 + R @ A2
     X: list[np.ndarray] = [np.empty((0, 0))] * (L + 1)     # X[n + 1] = Q_{n,n+1} (-S_{n+1})^-1
     for n in range(L - 1, -1, -1):
-        Qup = block(plan.up, n, int(d[n]), int(d[n + 1]))
+        Qup = block(ups, n, d[n], d[n + 1])
         X[n + 1] = _solve(-S.T, Qup.T).T
-        S = block(plan.local, n, int(d[n]), int(d[n])) + X[n + 1] @ block(
-            plan.down, n + 1, int(d[n + 1]), int(d[n]))
+        S = block(locals_, n, d[n], d[n]) + X[n + 1] @ block(downs, n + 1, d[n + 1], d[n])
     pi = np.empty(b)
-    pi[:starts[1]] = _phase_stationary(S)
+    pi[:at[1]] = _phase_stationary(S)
     for n in range(L):
-        pi[starts[n + 1]:starts[n + 2]] = pi[starts[n]:starts[n + 1]] @ X[n + 1]
+        pi[at[n + 1]:at[n + 2]] = pi[at[n]:at[n + 1]] @ X[n + 1]
     pi = np.maximum(pi, 0.0)
     norm = np.ones(b)
-    norm[starts[L]:b] = tail.sum(axis=1)
+    norm[at[L]:b] = tail.sum(axis=1)
     pi /= pi @ norm
     return QBDSolution(pi=pi, R=R, tail=tail, starts=np.asarray(starts[:L + 2]),
                        first_repeating=L)

@@ -31,6 +31,7 @@ from scipy import sparse
 from solvers.decomposition.memo import _Memo
 from solvers.decomposition.stations import (
     PER_JOB_MAX_CORES,
+    PHASE_COUNT_BINS,
     _level_states,
     _speed_scaled,
 )
@@ -91,11 +92,21 @@ def _per_job_pattern(proc: MAP, cores: int) -> tuple[Any, ...]:
     held = _PATTERNS.get(key)
     if held is None:
         src, dst, rate, up = per_job_transitions(proc, cores)
-        sizes = [_level_states(proc, min(n, cores)) for n in range(cores + 3)]
+        sizes = [_states_of_level(proc, min(n, cores)) for n in range(cores + 3)]
         starts = np.concatenate(([0], np.cumsum(sizes)))
         held = _PATTERNS.put(key, (src, dst, rate, up, starts,
                                    plan_qbd(src, dst, starts, cores + 1)))
     return held
+
+
+def _states_of_level(proc: MAP, busy: int) -> int:
+    """:func:`solvers.decomposition.stations._level_states` without listing the phase
+    counts where every composition is resolved: ``C(busy + K - 1, K - 1)`` of them, times
+    ``K`` start phases."""
+    K = proc.order
+    if K != 2 or busy <= PHASE_COUNT_BINS:
+        return math.comb(busy + K - 1, K - 1) * K
+    return _level_states(proc, busy)
 
 
 def _speed_scaled_pattern(proc: MAP, cores: int) -> tuple[Any, ...]:
