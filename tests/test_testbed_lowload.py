@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from bench.testbed.lowload import combined_knee, judge, report, solve_rows
+from bench.testbed.lowload import combined_knee, demand_errors, judge, report, solve_rows
 from solvers.pools_spread import SPREAD_FLAG
 
 
@@ -74,3 +74,29 @@ def test_the_capacity_is_the_runs_last_solve_against_the_combined_knee(tmp_path)
     got = judge(low, around)
     assert got["capacity_users"] == 20 and len(got["solves"]) == 2
     assert got["error"] == pytest.approx(20 / (20 + 0.2 / 0.6 * 10) - 1)
+
+
+def test_the_demands_the_model_used_and_their_errors_against_the_servers_cpu(tmp_path):
+    # the model scaled the app's demands by 0.7 (its background taken out): demand_s, over
+    # the model's mix, is 0.7 of the estimator's aggregate
+    def pred(t):
+        return {"time": t, "users": 5, "capacity_users": 30, "model_trusted": False,
+                "breach_class": "buy", "flags": [],
+                "classes": {"buy": {"throughput": 1.0}, "home": {"throughput": 3.0}},
+                "tiers": {"app": {"estimator": "kalman", "demand_s": 0.7 * 0.00175,
+                                  "demands": {"buy": {"kalman": 0.004},
+                                              "home": {"kalman": 0.001}}}}}
+    (row,) = solve_rows([pred(70.0)], start=0.0, end=120.0)
+    assert row["tiers"]["app"]["model_demands"] == pytest.approx({"buy": 0.0028,
+                                                                 "home": 0.0007})
+    truth = {"buy": {"app_demand_s": 0.0025, "app_demand_req_s": 0.0028},
+             "home": {"app_demand_s": 0.0007, "app_demand_req_s": None}}
+    errs = demand_errors([row, row], truth)
+    assert errs["app vs app_demand_s"]["buy"]["last"] == pytest.approx(0.12)
+    assert errs["app vs app_demand_s"]["buy"]["median"] == pytest.approx(0.12)
+    assert errs["app vs app_demand_req_s"]["home"] == {"last": None, "median": None}
+    assert errs["db vs db_backend_cpu_s"]["buy"] == {"last": None, "median": None}
+    text = report({"knee_users": 37.0, "users": 5, "share_of_knee": 0.14, "capacity_users": 30,
+                   "error": -0.19, "capacity_median": 30, "within_15": 0,
+                   "demand_errors": errs, "solves": [row]})
+    assert "app vs app_demand_s: buy +12 / +12%, home +0 / +0%" in text

@@ -13,6 +13,10 @@ says little when the data move the demands.
 
     python -m bench.testbed.lowload /tmp/camp6a /tmp/camp6-knee [--causes /tmp/camp6a-raw [--route]]
 
+Beside them, the demands the model solved with per class (:func:`model_demands`: the
+estimator's, scaled as the model scaled them) against the servers' CPU per request
+(:data:`TRUTH_KEYS`), at the last solve and as the median over the solves.
+
 ``--causes SRC`` (the raw campaign with the low-load run's load log) prints instead why the
 capacity is off: every solve re-solved with the run's true inputs one at a time
 (:mod:`bench.testbed.lowcause`); ``--route`` adds the pool model's two routes against
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 from pathlib import Path
 from typing import Any
@@ -45,6 +50,48 @@ def combined_knee(low: dict[str, Any], around: dict[str, Any]) -> float | None:
     return knee(sorted(points.items()))
 
 
+#: the servers' CPU per request each tier's demands are judged against (the run's truth,
+#: :mod:`bench.testbed.truth`): the db backends' own CPU clock; the app's busy CPU split in
+#: proportion to the worker's timed CPU, and split as that CPU plus an equal share of the rest
+TRUTH_KEYS = (("db", "db_backend_cpu_s"), ("app", "app_demand_s"), ("app", "app_demand_req_s"))
+
+
+def model_demands(pred: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """Per tier and class, the demand the prediction's model solved with: the estimator's
+    (:func:`bench.testbed.campaign.used_demands`) scaled by one factor per tier so that its
+    aggregate over the model's mix (the classes' modelled throughput) is the tier's modelled
+    demand ``demand_s`` -- every later step of the model (the background taken out,
+    :func:`streams.predict.model.background_demands`) scales a tier's classes alike."""
+    used = used_demands(pred)
+    mix = {c: v.get("throughput") or 0.0 for c, v in pred["classes"].items()}
+    total = sum(mix.values())
+    out = {}
+    for tier, dem in used.items():
+        agg = sum(mix.get(c, 0.0) * v for c, v in dem.items()) / total if total > 0 else 0.0
+        target = (pred["tiers"][tier].get("demand_s") or 0.0)
+        k = target / agg if agg > 0 and target > 0 else 1.0
+        out[tier] = {c: v * k for c, v in dem.items()}
+    return out
+
+
+def demand_errors(rows: list[dict[str, Any]], truth: dict[str, dict[str, Any]]
+                  ) -> dict[str, dict[str, dict[str, float | None]]]:
+    """Per truth key (:data:`TRUTH_KEYS`) and class: the model's demand over the server's CPU
+    per request less 1 at the last solve (``last``) and its median over the solves
+    (``median``)."""
+    out: dict[str, dict[str, dict[str, float | None]]] = {}
+    for tier, key in TRUTH_KEYS:
+        per: dict[str, dict[str, float | None]] = {}
+        for c, t in sorted(truth.items()):
+            true = t.get(key)
+            errs = [r["tiers"].get(tier, {}).get("model_demands", {}).get(c) for r in rows]
+            errs = [v / true - 1.0 for v in errs if v is not None and true]
+            per[c] = {"last": errs[-1] if errs else None,
+                      "median": statistics.median(errs) if errs else None}
+        out[f"{tier} vs {key}"] = per
+    return out
+
+
 def solve_rows(preds: list[dict[str, Any]], start: float, end: float) -> list[dict[str, Any]]:
     """Per solve of the run (after the warm-up, not after the load's end): its time since the
     start, the capacity, the class that breaches first, trust, whether the pool model was the
@@ -56,10 +103,10 @@ def solve_rows(preds: list[dict[str, Any]], start: float, end: float) -> list[di
     for p in preds:
         if not p.get("classes") or not start + WARMUP_S <= p["time"] <= end:
             continue
-        used = used_demands(p)
+        used, model = used_demands(p), model_demands(p)
         tiers = {name: {"u_model": t.get("utilization"),
                         "u_measured": t.get("utilization_measured"),
-                        "demands": used.get(name, {})}
+                        "demands": used.get(name, {}), "model_demands": model.get(name, {})}
                  for name, t in (p.get("tiers") or {}).items()}
         rows.append({"t_s": p["time"] - start, "users": p.get("users"),
                      "capacity_users": p.get("capacity_users"),
@@ -84,8 +131,13 @@ def judge(low_dir: Path, knee_dir: Path) -> dict[str, Any]:
              if x.strip()]
     rows = solve_rows(preds, run["start"], run["end"])
     cap = rows[-1]["capacity_users"] if rows else None
+    caps = [r["capacity_users"] for r in rows if r["capacity_users"] is not None]
+    within = sum(1 for c in caps if k and abs(c / k - 1.0) <= 0.15)
+    truth = {c["cls"]: c for c in (run.get("truth") or {}).get("classes", [])}
     return {"knee_users": k, "users": run["users"], "share_of_knee": run["users"] / k if k
-            else None, "capacity_users": cap, "error": _err(cap, k), "solves": rows}
+            else None, "capacity_users": cap, "error": _err(cap, k),
+            "capacity_median": statistics.median(caps) if caps else None,
+            "within_15": within, "demand_errors": demand_errors(rows, truth), "solves": rows}
 
 
 def _fmt(v: float | None, spec: str) -> str:
@@ -96,13 +148,25 @@ def report(res: dict[str, Any]) -> str:
     err = None if res["error"] is None else 100 * res["error"]
     lines = [f"knee {_fmt(res['knee_users'], '.1f')} users; the {res['users']}-user run "
              f"(share of the knee {_fmt(res['share_of_knee'], '.2f')}): capacity "
-             f"{res['capacity_users']} (error {_fmt(err, '+.0f')}%)", "",
+             f"{res['capacity_users']} (error {_fmt(err, '+.0f')}%); over "
+             f"{len(res['solves'])} solves median {_fmt(res.get('capacity_median'), '.1f')}, "
+             f"{res.get('within_15', '-')} within 15%", "",
+             "model demands against the servers' CPU per request, last solve / median over "
+             "the solves:"]
+    for key, per in res.get("demand_errors", {}).items():
+        lines.append(f"  {key}: " + ", ".join(
+            f"{c} {_fmt(None if v['last'] is None else 100 * v['last'], '+.0f')} / "
+            f"{_fmt(None if v['median'] is None else 100 * v['median'], '+.0f')}%"
+            for c, v in per.items()))
+    lines += ["",
              "t_s | users | capacity | breach class | trusted | spread chain | bottleneck | "
-             "pool U measured / model | db U measured / model | db demands used"]
+             "pool U measured / model | db U measured / model | db demands the model used | "
+             "app's"]
     for r in res["solves"]:
         db = r["tiers"].get("db", {})
-        dem = ", ".join(f"{c} {1000 * v:.1f}" for c, v in sorted(db.get("demands", {}).items())
-                        if v is not None)
+        dem = " | ".join(", ".join(f"{c} {1000 * v:.1f}" for c, v in sorted(
+            r["tiers"].get(t, {}).get("model_demands", {}).items()) if v is not None)
+            for t in ("db", "app"))
         pools = ", ".join(f"{n} {_fmt(v['u_measured'], '.3f')} / {_fmt(v['u_model'], '.3f')}"
                           for n, v in sorted(r.get("pools", {}).items())) or "-"
         lines.append(f"{r['t_s']:.0f} | {r['users']} | {r['capacity_users']} | "
