@@ -436,9 +436,11 @@ class SystemState(Admission):
         held = open_model.RateSolves(model)
         now, res_now = open_model.open_point(model, X, held)
         fc, res_fc = open_model.open_point(model, x_fc, held)
-        # the capacity, its alert, band and remedy on the aggregate demands' recent mean
+        # the capacity, its alert, band and remedy on the aggregate demands' recent mean;
+        # the solve's own where it is saturated now (no mean of the past un-saturates it)
         open_model.add_level(self.level_rows, time, model)
-        c_model = open_model.capacity_model(model, self.level_rows)
+        c_model = open_model.capacity_model(model, self.level_rows) if res_now.stable \
+            else model
         c_held = held if c_model is model else open_model.RateSolves(c_model)
         cap = open_model.rate_capacity(c_model, c_held)
         flags = list(model.flags) + list(res_now.flags)
