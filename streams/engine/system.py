@@ -436,8 +436,8 @@ class SystemState(Admission):
         held = open_model.RateSolves(model)
         now, res_now = open_model.open_point(model, X, held)
         fc, res_fc = open_model.open_point(model, x_fc, held)
-        # the capacity, its alert, band and remedy on the aggregate demands' recent mean;
-        # the solve's own where it is saturated now (no mean of the past un-saturates it)
+        # the capacity, its alert, band and remedy on the aggregate demands' recent median;
+        # the solve's own where it is saturated now (no median of the past un-saturates it)
         open_model.add_level(self.level_rows, time, model)
         c_model = open_model.capacity_model(model, self.level_rows) if res_now.stable \
             else model
@@ -985,7 +985,7 @@ class SystemState(Admission):
         # absent in states saved before the pooled class mix: it pools from the next solve
         state.mix_rows = [[float(end), {c: float(n) for c, n in row.items()}]
                           for end, row in data.get("mix_rows") or []]
-        # absent in states saved before the capacity's mean demand: it averages from the next
+        # absent in states saved before the capacity's median demand: it gathers from the next
         state.level_rows = [[float(end), [float(x) for x in row]]
                             for end, row in data.get("level_rows") or []]
         return state
