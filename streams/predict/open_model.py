@@ -362,7 +362,6 @@ def window_rate_capacity(model: SystemModel, idc: list[float | None], capacity: 
     return rate_capacity(scaled).capacity, factors
 
 
-
 #: the span of solves whose aggregate demands the capacity's model takes the median of (s)
 LEVEL_SPAN_S = 300.0
 #: the fewest solves whose median rejects one that strays (of two, the median is the mean)
