@@ -220,6 +220,9 @@ class SystemState(Admission):
         self.visit_counts: visits.Counts = {}
         #: the latest solve intervals' completions per class (:mod:`streams.engine.pooled_mix`)
         self.mix_rows: list[pooled_mix.Row] = []
+        #: an open workload's latest solves' aggregate demands per tier
+        #: (:func:`streams.predict.open_model.add_level`)
+        self.level_rows: list[list] = []
 
     # -- per window -------------------------------------------------------------------------
     def accept(self, tier: TierState, w: Window, late: bool, index: int,
@@ -433,7 +436,13 @@ class SystemState(Admission):
         held = open_model.RateSolves(model)
         now, res_now = open_model.open_point(model, X, held)
         fc, res_fc = open_model.open_point(model, x_fc, held)
-        cap = open_model.rate_capacity(model, held)
+        # the capacity, its alert, band and remedy on the aggregate demands' recent median;
+        # the solve's own where it is saturated now (no median of the past un-saturates it)
+        open_model.add_level(self.level_rows, time, model)
+        c_model = open_model.capacity_model(model, self.level_rows) if res_now.stable \
+            else model
+        c_held = held if c_model is model else open_model.RateSolves(c_model)
+        cap = open_model.rate_capacity(c_model, c_held)
         flags = list(model.flags) + list(res_now.flags)
         if not res_now.stable:
             flags.append(f"unstable: the arrival rate {X:.4g}/s exceeds the saturation rate "
@@ -444,9 +453,9 @@ class SystemState(Admission):
                          f"{cap.saturation:.4g}/s (capacity exceeded then; forecast response "
                          f"times null)")
         ttb = open_whatif.rate_time_to_breach(cap.capacity, X, slope)
-        alert_ttb, basis, factors = self._open_alert(model, cap.capacity, X, slope, ttb,
-                                                     solve.tiers, held)
-        remedy, extra = self._open_extras(solve, model, cap, X, x_fc, slope, ttb, held)
+        alert_ttb, basis, factors = self._open_alert(c_model, cap.capacity, X, slope, ttb,
+                                                     solve.tiers, c_held)
+        remedy, extra = self._open_extras(solve, c_model, cap, X, x_fc, slope, ttb, c_held)
         self.last_model = (time, model, 0, 0)
         self.last_open_rates = (X, x_fc)
         seen = confidence.timed_point(model, solve.tiers, now)  # the entry tier's timed span
@@ -934,7 +943,8 @@ class SystemState(Admission):
                 "pool_error_samples": self.pool_error_samples,
                 "newest_end": self.newest_end, "ahead": self.ahead, "held": self.held,
                 "held_due": list(self.held_due), "response_points": self.response_points,
-                "visit_counts": self.visit_counts, "mix_rows": self.mix_rows}
+                "visit_counts": self.visit_counts, "mix_rows": self.mix_rows,
+                "level_rows": self.level_rows}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], config: SystemConfig,
@@ -979,4 +989,7 @@ class SystemState(Admission):
         # absent in states saved before the pooled class mix: it pools from the next solve
         state.mix_rows = [[float(end), {c: float(n) for c, n in row.items()}]
                           for end, row in data.get("mix_rows") or []]
+        # absent in states saved before the capacity's median demand: it gathers from the next
+        state.level_rows = [[float(end), [float(x) for x in row]]
+                            for end, row in data.get("level_rows") or []]
         return state
