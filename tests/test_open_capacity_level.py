@@ -87,3 +87,29 @@ def test_a_real_change_is_in_once_it_holds_half_the_span():
         elif 2 * new < len(rows):
             assert np.allclose(c.D_mc @ c.mix, _model(0.10).D)
     assert 2 * new > len(rows)
+
+
+def test_the_level_rows_survive_a_state_round_trip():
+    """The solves' aggregate demands the median reads are part of a system's saved state, so
+    a worker restarted from it reads the same median; a state saved before them starts
+    gathering anew."""
+    import json
+
+    from solvers.simulation.physical import OpenArrivals, PhysicalNetwork, Tier, \
+        monitor_physical
+    from streams.core.config import Config, SystemConfig
+    from streams.engine.pipeline import Pipeline
+    from streams.engine.system import SystemState
+
+    net = PhysicalNetwork((Tier("web", 2, 0.002), Tier("db", 1, 0.006)), ("a",), (1.0,), 0.0,
+                          0, arrivals=OpenArrivals([(0.0, 60.0)]))
+    recs = monitor_physical(net, 600.0, 5.0, warmup=20.0, seed=3, start_time=1e9)
+    pipe = Pipeline(Config(defaults=SystemConfig(tiers=("web", "db"), sla_s={"*": 0.1})))
+    pipe.process_many(recs)
+    (state,) = pipe.systems.values()
+    assert len(state.level_rows) >= 3
+    back = SystemState.from_dict(json.loads(json.dumps(state.to_dict())), state.config)
+    assert back.level_rows == state.level_rows
+    old = state.to_dict()
+    del old["level_rows"]
+    assert SystemState.from_dict(old, state.config).level_rows == []
