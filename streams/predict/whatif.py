@@ -505,7 +505,7 @@ def check_users(model: SystemModel, actions: Sequence[Action], users: int,
     ``users`` asked for (``perfcast whatif --users N``): a ``--pool NAME=SIZE`` above ``N``,
     or a pool of ``system`` configured above ``N`` (``systems.<system>.pools.<name>.size``)
     that no ``--pool`` resizes. Such a pool never binds -- the pool model reduces to the
-    network without it (:mod:`solvers.pools`; Norton's theorem) -- so the question names a
+    network without it (:mod:`solvers.pools`) -- so the question names a
     pool that cannot act at the population it asks about: a contradiction of the user's
     own, refused. Where the population is the stream's (its ``users`` field), the same pool
     is accepted and flagged instead (:func:`streams.predict.prediction.pool_flags`): the
