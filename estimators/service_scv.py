@@ -1,5 +1,5 @@
 """A class's service-time SCV at a tier from the dispersion of its per-window mean times at
-low load, read no further from exponential than its own standard error allows.
+low load, identified where its own standard error is small against it.
 
 A window's mean of ``n`` independent times of variance ``sigma^2`` has variance
 ``sigma^2 / n``, so over ``W`` windows ``Q = sum_w q_w``, ``q_w = n_w (m_w - m)^2`` (``m`` the
@@ -15,16 +15,16 @@ between windows adds ``n Var(drift) / m^2`` (more with longer windows), so the r
 upper one; and it is identified only with :data:`MIN_WINDOWS` windows and
 :data:`MIN_COMPLETIONS` completions of the class (else ``None``: the caller keeps SCV 1).
 
-**The reading is shrunk towards 1 by its own standard error.** ``Q`` is a sum of the windows'
-``q_w``, so its standard error is ``sqrt(W s_q^2)`` (``s_q^2`` the ``q_w``'s sample variance;
-the sample mean's standard error, Cochran 1977, ch. 2), and the SCV served is the reading
-moved :data:`SE_SHRINK` standard errors towards 1 (not past it): the one-sided 95% bound
-nearest exponential. A few windows that hold one rare time -- a worker's first request, which
-opens its database connection (a one-off 50-75 ms against a 0.3-0.4 ms mean) -- make the
-``q_w`` as skewed as the reading is large, so the bound stays near 1; a class whose times are
-spread in every window (a heavy-tailed query) keeps its reading less a few percent. The sums
-of ``n_w^2 (m_w - c)^k``, ``k = 0..4`` (``c`` the class's first window mean, against
-cancellation) give ``sum q_w^2`` as windows come.
+**A reading is identified only where its standard error is under half of it.** ``Q`` is a
+sum of the windows' ``q_w``, so its standard error is ``sqrt(W s_q^2)`` (``s_q^2`` the
+``q_w``'s sample variance: the standard error of a sample total, Cochran 1977, ch. 2); a
+reading whose relative standard error exceeds :data:`MAX_RSE` has a 95% interval that reaches
+0 -- it says nothing of the spread -- and is not identified. A few windows that hold one rare time -- a worker's first
+request, which opens its database connection (a one-off 50-75 ms against a 0.3-0.4 ms mean)
+-- make the ``q_w`` as skewed as the reading is large (relative standard error 0.76-0.99 on
+the testbed's app), while a class whose times are spread in every window (a heavy-tailed
+query) reads 0.1-0.3. The sums of ``n_w^2 (m_w - c)^k``, ``k = 0..4`` (``c`` the class's
+first window mean, against cancellation) give ``sum q_w^2`` as windows come.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-__all__ = ["LOW_UTILIZATION", "MIN_COMPLETIONS", "MIN_WINDOWS", "SE_SHRINK", "ScvSums",
+__all__ = ["LOW_UTILIZATION", "MAX_RSE", "MIN_COMPLETIONS", "MIN_WINDOWS", "ScvSums",
            "service_scv", "service_scv_reading"]
 
 #: windows at a tier utilization up to this enter (the stretch's bias small)
@@ -43,19 +43,19 @@ LOW_UTILIZATION = 0.5
 #: a class's SCV is identified with at least this many windows and completions
 MIN_WINDOWS = 30
 MIN_COMPLETIONS = 300.0
-#: standard errors the reading is moved towards 1: the one-sided 95% normal bound
-SE_SHRINK = 1.645
+#: a reading with a larger standard error relative to itself is not identified (its 95%
+#: normal interval, 1.96 standard errors, reaches 0)
+MAX_RSE = 0.5
 #: the per-class sums: W, N, sum n m, sum n m^2, c, then sum n^2 (m - c)^k for k = 0..4
 _SUMS = 10
 
 
 def service_scv(means: Any, counts: Any, delay: float = 0.0) -> float | None:
-    """The service SCV served from per-window mean times ``means`` of ``counts`` completions:
-    the reading moved :data:`SE_SHRINK` standard errors towards 1 (module docstring; windows
-    without completions or a finite mean are left out); ``None`` where not identified (too few
-    windows or completions, no time above ``delay``)."""
-    got = service_scv_reading(means, counts, delay)
-    return None if got is None else shrunk(*got)
+    """The service SCV from per-window mean times ``means`` of ``counts`` completions (module
+    docstring; windows without completions or a finite mean are left out); ``None`` where not
+    identified (too few windows or completions, no time above ``delay``, a standard error
+    over :data:`MAX_RSE` of the reading)."""
+    return identified(service_scv_reading(means, counts, delay))
 
 
 def service_scv_reading(means: Any, counts: Any, delay: float = 0.0
@@ -71,12 +71,12 @@ def service_scv_reading(means: Any, counts: Any, delay: float = 0.0
     return sums.reading("c", delay)
 
 
-def shrunk(reading: float, se: float) -> float:
-    """``reading`` moved :data:`SE_SHRINK` standard errors ``se`` towards 1, not past it."""
-    step = SE_SHRINK * se
-    if reading > 1.0:
-        return max(1.0, reading - step)
-    return min(1.0, reading + step)
+def identified(got: tuple[float, float] | None) -> float | None:
+    """The reading of ``(reading, standard error)`` where its standard error is at most
+    :data:`MAX_RSE` of it, else ``None``."""
+    if got is None or got[1] > MAX_RSE * got[0]:
+        return None
+    return got[0]
 
 
 def _reading(acc: list[float], delay: float) -> tuple[float, float] | None:
@@ -137,10 +137,8 @@ class ScvSums:
         return None if acc is None else _reading(acc, delay)
 
     def scv(self, cls: str, delay: float = 0.0) -> float | None:
-        """The class's service SCV served (:func:`service_scv`), ``None`` where not
-        identified."""
-        got = self.reading(cls, delay)
-        return None if got is None else shrunk(*got)
+        """The class's service SCV (:func:`service_scv`), ``None`` where not identified."""
+        return identified(self.reading(cls, delay))
 
     def to_dict(self) -> dict[str, list[float]]:
         return {c: list(v) for c, v in self.sums.items()}
