@@ -15,16 +15,16 @@ between windows adds ``n Var(drift) / m^2`` (more with longer windows), so the r
 upper one; and it is identified only with :data:`MIN_WINDOWS` windows and
 :data:`MIN_COMPLETIONS` completions of the class (else ``None``: the caller keeps SCV 1).
 
-**A reading is identified only where its standard error is under half of it.** ``Q`` is a
-sum of the windows' ``q_w``, so its standard error is ``sqrt(W s_q^2)`` (``s_q^2`` the
-``q_w``'s sample variance: the standard error of a sample total, Cochran 1977, ch. 2); a
-reading whose relative standard error exceeds :data:`MAX_RSE` has a 95% interval that reaches
-0 -- it says nothing of the spread -- and is not identified. A few windows that hold one rare time -- a worker's first
-request, which opens its database connection (a one-off 50-75 ms against a 0.3-0.4 ms mean)
--- make the ``q_w`` as skewed as the reading is large (relative standard error 0.76-0.99 on
-the testbed's app), while a class whose times are spread in every window (a heavy-tailed
-query) reads 0.1-0.3. The sums of ``n_w^2 (m_w - c)^k``, ``k = 0..4`` (``c`` the class's
-first window mean, against cancellation) give ``sum q_w^2`` as windows come.
+**A reading is identified only where its standard error is under half of it.** ``Q`` is a sum
+of the windows' ``q_w``, so its standard error is ``sqrt(W s_q^2)`` (``s_q^2`` the ``q_w``'s
+sample variance: the standard error of a sample total, Cochran 1977, ch. 2); a reading whose
+relative standard error exceeds :data:`MAX_RSE` has a 95% interval that reaches 0 -- it says
+nothing of the spread -- and is not identified. A few windows that hold one rare time -- a
+worker's first request, which opens its database connection (a one-off 50-75 ms against a
+0.3-0.4 ms mean) -- make the ``q_w`` as skewed as the reading is large (relative standard error
+0.76-0.99 on the testbed's app), while a class whose times are spread in every window (a
+heavy-tailed query) reads 0.1-0.3. The sums of ``n_w^2 (m_w - c)^k``, ``k = 0..4`` (``c`` the
+class's first window mean, against cancellation) give ``sum q_w^2`` as windows come.
 """
 
 from __future__ import annotations

@@ -3,16 +3,16 @@
 dispersion (:mod:`estimators.service_scv`: where its standard error is under half of it),
 else 1.
 
-An estimate enters only at or above :data:`SCV_MIN`: a class's time at a processor-sharing
-tier also varies with the dear class's co-residence, which the estimator cannot take out, so
-on simulated windows of the testbed's shape the classes of exponential service read up to
-1.7 (``python -m bench.accuracy.pool_open_ps --estimator``: 15 minutes at 9/s); below it the
-class keeps SCV 1, today's exponential chain. The standard error keeps a few rare times
-out: one window holding a worker's first request, which opens its database connection, reads
-the testbed app's home at SCV 11 with a standard error of 10.8 (not identified). Where a configured
-value and an identified estimate differ by more than :data:`DISAGREE` times, the configured
-one is used and flagged. Only the tiers a pool holds are asked (the chain's), only on systems
-with a pool; every other route is unchanged.
+An estimate enters only at or above :data:`SCV_MIN`: a class's time at a processor-sharing tier
+also varies with the dear class's co-residence, which the estimator cannot take out, so on
+simulated windows of the testbed's shape the classes of exponential service read up to 1.9
+(``python -m bench.accuracy.pool_open_ps --estimator``: 15 minutes at 9/s, seeds 101-105 and
+111-113); below it the class keeps SCV 1, today's exponential chain. The standard error keeps a
+few rare times out: one window holding a worker's first request, which opens its database
+connection, reads the testbed app's home at SCV 11 with a standard error of 10.8 (not
+identified). Where a configured value and an identified estimate differ by more than
+:data:`DISAGREE` times, the configured one is used and flagged. Only the tiers a pool holds are
+asked (the chain's), only on systems with a pool; every other route is unchanged.
 """
 
 from __future__ import annotations
