@@ -256,6 +256,39 @@ def test_the_estimator_subtracts_a_pure_delay_and_says_when_not_identified():
     assert ScvSums.from_dict(sums.to_dict()).scv("a") == sums.scv("a")
 
 
+def test_the_reading_s_standard_error_is_the_windows_sum_s_and_decides_identification():
+    """The standard error from the sums is the ``q_w``'s own (computed directly); one window
+    holding one rare time (a worker's first request: 50 ms among 0.4 ms ones) reads a large
+    SCV whose standard error is as large (not identified), while a spread in every window is
+    identified at its reading."""
+    from estimators.service_scv import MAX_RSE, service_scv_reading
+    rng = np.random.default_rng(11)
+    n = rng.poisson(10, 120).astype(float) + 1
+    m = np.array([rng.gamma(4.0, 0.0001, int(k)).mean() for k in n])     # SCV 0.25
+    first = m.copy()
+    first[0] = (m[0] * n[0] + 0.05) / (n[0] + 1)
+    n1 = n.copy()
+    n1[0] += 1
+    for mm, nn in ((m, n), (first, n1)):
+        mean = nn @ mm / nn.sum()
+        q = nn * (mm - mean) ** 2
+        v, se = service_scv_reading(mm, nn)
+        assert v == pytest.approx(q.sum() / (len(q) - 1) / mean ** 2, rel=1e-9)
+        assert se == pytest.approx(math.sqrt(len(q) * q.var(ddof=1)) / (len(q) - 1) / mean ** 2,
+                                   rel=1e-6)
+    v_first, se = service_scv_reading(first, n1)
+    assert v_first > 5.0 and se > MAX_RSE * v_first and service_scv(first, n1) is None
+    assert service_scv(m, n) == pytest.approx(service_scv_reading(m, n)[0])
+    heavy, nh = _windows("h2", 2.5, 15, 400, 5)
+    v, se = service_scv_reading(heavy, nh)
+    assert se < MAX_RSE * v and service_scv(heavy, nh) == pytest.approx(v)
+    sums = ScvSums()
+    sums.add(["a"], np.full(n1.shape, 0.2), n1[:, None], first[:, None])
+    assert sums.scv("a") is None and sums.reading("a")[0] == pytest.approx(v_first)
+    # an older state's four sums are read again rather than without their standard error
+    assert ScvSums.from_dict({"a": [40.0, 400.0, 1.0, 0.01]}).sums == {}
+
+
 def test_the_estimator_on_simulated_pool_windows():
     """The testbed's shape at 9/s, 15 minutes of 15-s windows of the db's per-class mean
     residence (:func:`bench.accuracy.pool_open_ps.estimates`): the search class's SCV 5 read

@@ -142,9 +142,11 @@ def estimator_table(scvs: list[float], law_names: list[str], seeds: list[int]) -
             if law == "h2" and v < 1:
                 continue
             got = np.array([estimates(law, v, s) for s in seeds], dtype=float)
-            print(f"| {law} | {v:g} | {np.median(got[:, 3]):.2f} ({got[:, 3].min():.2f}-"
-                  f"{got[:, 3].max():.2f}) | {np.nanmin(got[:, :3]):.2f}-"
-                  f"{np.nanmax(got[:, :3]):.2f} |", flush=True)
+            lost = int(np.isnan(got).sum())     # not identified (None): the class keeps 1
+            print(f"| {law} | {v:g} | {np.nanmedian(got[:, 3]):.2f} "
+                  f"({np.nanmin(got[:, 3]):.2f}-{np.nanmax(got[:, 3]):.2f}) | "
+                  f"{np.nanmin(got[:, :3]):.2f}-{np.nanmax(got[:, :3]):.2f} |"
+                  + (f" {lost} not identified" if lost else ""), flush=True)
 
 
 def rejudge_configured(src: str, out: str, workers: int, latency: str | None,
