@@ -29,13 +29,20 @@ tagged request's holding). With one held tier of at least ``K`` cores (M/M/K) or
 the law is exact (``tests/test_pools_passage.py``).
 
 The absorption time's survival by uniformization (Jensen 1953): with ``P = I + T / Lambda``,
-``P(X > t) = sum_n Poisson(n; Lambda t) s_n``, ``s_n = alpha P^n 1`` from one pass of
-``P`` on the column of ones for every start state at once (``alpha`` each class's found
-law). Its mean and second moment in closed form (``E[X] = sum s_n / Lambda``, ``E[X^2] = 2
-sum (n + 1) s_n / Lambda^2``) and its lattice masses by the triangular kernel
-(:class:`PassageLaw`, the protocol of :class:`solvers.response_time.ps.PSLaw`), so that the
-tiers outside the pool are convolved with it (:func:`solvers.response_time.sojourn.
-end_to_end_many`'s ``extra``).
+``P(X > t) = sum_n Poisson(n; Lambda t) s_n``, ``s_n = alpha P^n 1`` stepped forward from
+``alpha`` (each class's found law). The waiting states are most of the chain near saturation
+(the found queue's levels times the holders' places), and their arcs do not depend on the
+tagged request's class, which acts only when it takes its token: they are stepped once for
+all the classes (at one ``Lambda``, the largest rate out of any class's states), each class's
+holding states fed by their flow out. A step costs its matrices' nonzeros in multiply-adds
+(Jensen 1953's sum is one matrix-vector product a step): past :data:`MAX_WORK` of them there
+is no law and the caller falls back to the scaled law, flagged -- a bound on one
+prediction's CPU work, whatever the machine, that the budgets of states and steps alone do
+not give (150,000 states by 400,000 steps). Its mean and second moment in closed form
+(``E[X] = sum s_n / Lambda``, ``E[X^2] = 2 sum (n + 1) s_n / Lambda^2``) and its lattice
+masses by the triangular kernel (:class:`PassageLaw`, the protocol of
+:class:`solvers.response_time.ps.PSLaw`), so that the tiers outside the pool are convolved
+with it (:func:`solvers.response_time.sojourn.end_to_end_many`'s ``extra``).
 """
 
 from __future__ import annotations
@@ -51,7 +58,8 @@ from .open.qbd import solve_planned
 from .held_network import BurstyHeldStation, HeldStation, compositions
 from .pools_open import HeldCurve
 
-__all__ = ["MAX_STATES", "MAX_STEPS", "MAX_WORK", "PassageLaw", "TAIL", "passage_law", "queue_cap"]
+__all__ = ["MAX_STATES", "MAX_STEPS", "MAX_WORK", "PassageLaw", "TAIL", "passage_law",
+           "queue_cap"]
 
 #: the found law's mass left beyond the cut of the queue a request finds
 TAIL = 1e-5
@@ -64,7 +72,9 @@ SURVIVAL = 1e-5
 #: how close (relative to ``1 - r``) two windows' decay rates ``r`` are when settled
 SETTLED = 1e-4
 #: the multiply-adds of the uniformization's steps at most (beyond: no law, the caller's
-#: scaled law, flagged)
+#: scaled law, flagged): some 6 s of one core at the sparse products' 1.2e9 a second, above
+#: every case the accuracy benches cover (the testbed's shape at SCV 10 and 80% of
+#: saturation takes 6.7e9)
 MAX_WORK = 8_000_000_000
 #: the waiting states' mass below which they are dropped from the steps
 DRAINED = 1e-12
@@ -271,18 +281,18 @@ def passage_law(curve: HeldCurve, rate: float) -> PassageLaw | None:
     parts: dict[int, _Parts] = {}
     for c in range(C):
         if p[c] > 0:
-            got = _one_class(chain, K, c, lam, found, total, start_q, cap)
-            if got is None:
+            one = _one_class(chain, K, c, lam, found, total, start_q, cap)
+            if one is None:
                 return None
-            parts[c] = got
-    runs = _survivals(list(parts.values())) if parts else ([], 0.0, 0)
+            parts[c] = one
+    runs = _survivals(list(parts.values())) if parts else ([], [], 0)
     if runs is None:
         return None
-    got_s, Lam_all = dict(zip(parts, runs[0])), runs[1]
+    got = dict(zip(parts, zip(runs[0], runs[1])))
     means, variances, survival, uniform = np.zeros(C), np.zeros(C), [], []
     for c in range(C):
-        if c in got_s:
-            s, Lam = got_s[c], Lam_all
+        if c in got:
+            s, Lam = got[c]
         else:                   # an exponential of its mean residence (module docstring)
             Lam = 1.0 / max(float(curve.residence[1][:, c].sum()), 1e-12)
             s = np.array([1.0, 0.0])
@@ -297,7 +307,7 @@ def passage_law(curve: HeldCurve, rate: float) -> PassageLaw | None:
 @dataclass(eq=False)
 class _Parts:
     """One class's passage chain in two parts (module docstring). Its holding states: their
-    arcs ``hold`` (source, target, rate), ``hold_out`` each one's rate out (absorption
+    arcs ``hold`` (rows source, target, rate), ``hold_out`` each one's rate out (absorption
     included), ``hold_start`` the found law's mass there. Its waiting states ``(m, x)``, the
     same arcs at every count ``m`` ahead: ``same`` (``x`` to ``y`` at one ``m``; rows ``x, y,
     rate``), ``down`` (to ``m - 1``: a token to the queue's head), ``wait_out`` each ``x``'s
@@ -306,7 +316,7 @@ class _Parts:
     (their order kept or not, their widths): the classes of one key have one waiting chain."""
 
     key: tuple
-    hold: tuple[np.ndarray, np.ndarray, np.ndarray]
+    hold: np.ndarray
     hold_out: np.ndarray
     hold_start: np.ndarray
     same: np.ndarray
@@ -332,17 +342,18 @@ def _step(arcs: np.ndarray, rows: int, cols: int, Lam: float,
     return P.tocsr()
 
 
-def _survivals(parts: list[_Parts]) -> tuple[list[np.ndarray], float, int] | None:
-    """Each class's uniformized survival ``s_n`` of its passage chain (module docstring) and
-    the one rate ``Lambda`` of all, and the multiply-adds it took, forward: ``v_{n+1} = v_n P`` from the found law.
+def _survivals(parts: list[_Parts]) -> tuple[list[np.ndarray], list[float], int] | None:
+    """Each class's uniformized survival ``s_n`` of its passage chain (module docstring), its
+    rate ``Lambda`` (one for all) and the multiply-adds taken; forward, ``v_{n+1} = v_n P``
+    from the found law.
 
     The waiting states' step is ``I_M (x) A + U (x) D`` (``A`` the arcs at one count with the
     diagonal, ``D`` those to the count below, ``U`` the shift by one count): their arcs are
     the same at every count (a level-independent chain, Neuts 1981). It is taken once for
-    all the classes of one ``key``: their waiting chains are one chain, the
-    tagged request's class acts only when it takes its token (``entry``). Each class's
-    holding states are stepped on their own, fed by the flow out of count 0. ``None`` past
-    :data:`MAX_STEPS` or :data:`MAX_WORK` (the multiply-adds of the steps)."""
+    all the classes of one ``key``: their waiting chains are one chain, the tagged request's
+    class acts only when it takes its token (``entry``). Each class's holding states are
+    stepped on their own, fed by the flow out of count 0. ``None`` past :data:`MAX_STEPS` or
+    :data:`MAX_WORK` (the multiply-adds of the steps)."""
     Lam = max(q.rate for q in parts) * 1.0001
     waits: dict[tuple, list] = {}
     for q in parts:
@@ -352,12 +363,11 @@ def _survivals(parts: list[_Parts]) -> tuple[list[np.ndarray], float, int] | Non
             # count-major: state (m, x) at m F + x; D^T's flow from count m + 1 into m
             P = (sparse.kron(sparse.identity(M), _step(q.same, F, F, Lam, q.wait_out)) +
                  sparse.kron(sparse.eye(M, k=1), _step(q.down, F, F, Lam)))
-            waits[q.key] = [P.tocsr(), q.wait_start.T.ravel()]
+            waits[q.key] = [P.tocsr(), q.wait_start.T.ravel(), F]
     steps = []
     for q in parts:
         Sh = q.hold_out.shape[0]
-        hold = np.column_stack(q.hold).reshape(-1, 3)
-        steps.append((_step(hold, Sh, Sh, Lam, q.hold_out),
+        steps.append((_step(q.hold, Sh, Sh, Lam, q.hold_out),
                       _step(q.entry, q.wait_out.shape[0], Sh, Lam)))
     held = [q.hold_start.copy() for q in parts]
     surv = [[float(q.wait_start.sum() + q.hold_start.sum())] for q in parts]
@@ -368,8 +378,8 @@ def _survivals(parts: list[_Parts]) -> tuple[list[np.ndarray], float, int] | Non
             return None
         heads, left = {}, {}
         for k, w in waits.items():
-            P, x = w
-            heads[k] = x[:steps[0][1].shape[1]]
+            P, x, F = w
+            heads[k] = x[:F]
             w[1] = P @ x
             left[k] = float(w[1].sum())
             work += P.nnz
@@ -393,7 +403,7 @@ def _survivals(parts: list[_Parts]) -> tuple[list[np.ndarray], float, int] | Non
             if left[k] < DRAINED or not any(live[i] for i, q in enumerate(parts)
                                             if q.key == k):
                 del waits[k]
-    return [np.array(s) / s[0] for s in surv], Lam, work
+    return [np.array(s) / s[0] for s in surv], [Lam] * len(parts), work
 
 
 def _settled(s: list[float]) -> bool:
@@ -538,11 +548,10 @@ def _one_class(chain, K: int, c: int, lam: float, found: list[np.ndarray], total
             T[i, where[x]] += w
     waiting = (np.array(found[K:]).reshape(M, len(top)) @ T / total if M else np.zeros((0, F)))
     key = tuple((st.ordered, len(st.owner) - len(st.tagged)) for st in stations)
+    hold = np.column_stack([src, dst, val]) if val else np.zeros((0, 3))
     arcs = [np.array(a, dtype=float).reshape(-1, 3) for a in (same, down, entry)]
-    return _Parts(key=key, hold=(np.array(src, dtype=int), np.array(dst, dtype=int),
-                                 np.array(val, dtype=float)),
-                  hold_out=out[:base], hold_start=alpha, same=arcs[0], down=arcs[1],
-                  wait_out=rate_out, wait_start=waiting.T, entry=arcs[2])
+    return _Parts(key=key, hold=hold, hold_out=out, hold_start=alpha, same=arcs[0],
+                  down=arcs[1], wait_out=rate_out, wait_start=waiting.T, entry=arcs[2])
 
 
 def _converted(chain, stations: list[_Tagged], conf: tuple) -> list[tuple[float, tuple]]:
