@@ -29,13 +29,20 @@ tagged request's holding). With one held tier of at least ``K`` cores (M/M/K) or
 the law is exact (``tests/test_pools_passage.py``).
 
 The absorption time's survival by uniformization (Jensen 1953): with ``P = I + T / Lambda``,
-``P(X > t) = sum_n Poisson(n; Lambda t) s_n``, ``s_n = alpha P^n 1`` from one pass of
-``P`` on the column of ones for every start state at once (``alpha`` each class's found
-law). Its mean and second moment in closed form (``E[X] = sum s_n / Lambda``, ``E[X^2] = 2
-sum (n + 1) s_n / Lambda^2``) and its lattice masses by the triangular kernel
-(:class:`PassageLaw`, the protocol of :class:`solvers.response_time.ps.PSLaw`), so that the
-tiers outside the pool are convolved with it (:func:`solvers.response_time.sojourn.
-end_to_end_many`'s ``extra``).
+``P(X > t) = sum_n Poisson(n; Lambda t) s_n``, ``s_n = alpha P^n 1`` stepped forward from
+``alpha`` (each class's found law). The waiting states are most of the chain near saturation
+(the found queue's levels times the holders' places), and their arcs do not depend on the
+tagged request's class, which acts only when it takes its token: they are stepped once for
+all the classes (at one ``Lambda``, the largest rate out of any class's states), each class's
+holding states fed by their flow out. A step costs its matrices' nonzeros in multiply-adds
+(Jensen 1953's sum is one matrix-vector product a step): past :data:`MAX_WORK` of them there
+is no law and the caller falls back to the scaled law, flagged -- a bound on one
+prediction's CPU work, whatever the machine, that the budgets of states and steps alone do
+not give (150,000 states by 400,000 steps). Its mean and second moment in closed form
+(``E[X] = sum s_n / Lambda``, ``E[X^2] = 2 sum (n + 1) s_n / Lambda^2``) and its lattice
+masses by the triangular kernel (:class:`PassageLaw`, the protocol of
+:class:`solvers.response_time.ps.PSLaw`), so that the tiers outside the pool are convolved
+with it (:func:`solvers.response_time.sojourn.end_to_end_many`'s ``extra``).
 """
 
 from __future__ import annotations
@@ -51,7 +58,8 @@ from .open.qbd import solve_planned
 from .held_network import BurstyHeldStation, HeldStation, compositions
 from .pools_open import HeldCurve
 
-__all__ = ["MAX_STATES", "MAX_STEPS", "PassageLaw", "TAIL", "passage_law", "queue_cap"]
+__all__ = ["MAX_STATES", "MAX_STEPS", "MAX_WORK", "PassageLaw", "TAIL", "passage_law",
+           "queue_cap"]
 
 #: the found law's mass left beyond the cut of the queue a request finds
 TAIL = 1e-5
@@ -61,6 +69,15 @@ MAX_STATES = 150_000
 MAX_STEPS = 400_000
 #: the survival ``s_n`` below which the steps stop
 SURVIVAL = 1e-5
+#: how close (relative to ``1 - r``) two windows' decay rates ``r`` are when settled
+SETTLED = 1e-4
+#: the multiply-adds of the uniformization's steps at most (beyond: no law, the caller's
+#: scaled law, flagged): some 6 s of one core at the sparse products' 1.2e9 a second, above
+#: every case the accuracy benches cover (the testbed's shape at SCV 10 and 80% of
+#: saturation takes 6.7e9)
+MAX_WORK = 8_000_000_000
+#: the waiting states' mass below which they are dropped from the steps
+DRAINED = 1e-12
 #: every this many steps past the bulk the survival's decay rate is compared with the last
 #: window's; settled, the rest of it is geometric (the slowest eigenvalue of ``P``)
 SETTLE = 200
@@ -170,6 +187,8 @@ class PassageLaw:
     variance: np.ndarray
     survival: tuple[np.ndarray, ...]
     uniform: tuple[float, ...]
+    #: the multiply-adds its uniformization's steps took (:data:`MAX_WORK`)
+    work: int = 0
 
     def sf(self, c: int, t: np.ndarray) -> np.ndarray:
         """``P(X_c > t)``."""
@@ -259,13 +278,21 @@ def passage_law(curve: HeldCurve, rate: float) -> PassageLaw | None:
     behind = waiting / p_wait if p_wait > 0 else 0.0
     cap = queue_cap(K, behind)
     start_q = min(int(round(behind)), cap)
-    means, variances, survival, uniform = np.zeros(C), np.zeros(C), [], []
+    parts: dict[int, _Parts] = {}
     for c in range(C):
         if p[c] > 0:
-            got = _one_class(chain, K, c, lam, found, total, start_q, cap)
-            if got is None:
+            one = _one_class(chain, K, c, lam, found, total, start_q, cap)
+            if one is None:
                 return None
-            s, Lam = got
+            parts[c] = one
+    runs = _survivals(list(parts.values())) if parts else ([], [], 0)
+    if runs is None:
+        return None
+    got = dict(zip(parts, zip(runs[0], runs[1])))
+    means, variances, survival, uniform = np.zeros(C), np.zeros(C), [], []
+    for c in range(C):
+        if c in got:
+            s, Lam = got[c]
         else:                   # an exponential of its mean residence (module docstring)
             Lam = 1.0 / max(float(curve.residence[1][:, c].sum()), 1e-12)
             s = np.array([1.0, 0.0])
@@ -274,12 +301,131 @@ def passage_law(curve: HeldCurve, rate: float) -> PassageLaw | None:
         n = np.arange(s.shape[0])
         means[c] = float(s.sum()) / Lam
         variances[c] = max(2.0 * float(((n + 1) * s).sum()) / Lam ** 2 - means[c] ** 2, 0.0)
-    return PassageLaw(means, variances, tuple(survival), tuple(uniform))
+    return PassageLaw(means, variances, tuple(survival), tuple(uniform), runs[2])
+
+
+@dataclass(eq=False)
+class _Parts:
+    """One class's passage chain in two parts (module docstring). Its holding states: their
+    arcs ``hold`` (rows source, target, rate), ``hold_out`` each one's rate out (absorption
+    included), ``hold_start`` the found law's mass there. Its waiting states ``(m, x)``, the
+    same arcs at every count ``m`` ahead: ``same`` (``x`` to ``y`` at one ``m``; rows ``x, y,
+    rate``), ``down`` (to ``m - 1``: a token to the queue's head), ``wait_out`` each ``x``'s
+    rate out, ``wait_start`` ``(F, M)`` the found law's mass; ``entry`` from ``(0, x)`` into
+    the holding states (rows ``x``, holding state, rate); ``key`` the stations' representation
+    (their order kept or not, their widths): the classes of one key have one waiting chain."""
+
+    key: tuple
+    hold: np.ndarray
+    hold_out: np.ndarray
+    hold_start: np.ndarray
+    same: np.ndarray
+    down: np.ndarray
+    wait_out: np.ndarray
+    wait_start: np.ndarray
+    entry: np.ndarray
+
+    @property
+    def rate(self) -> float:
+        return max(float(self.hold_out.max(initial=0.0)), float(self.wait_out.max(initial=0.0)))
+
+
+def _step(arcs: np.ndarray, rows: int, cols: int, Lam: float,
+          out: np.ndarray | None = None) -> sparse.csr_matrix:
+    """The transpose of the uniformized step ``I + T / Lam`` on ``arcs`` (rows ``a, b, rate``;
+    the diagonal from ``out``, none where ``out`` is ``None``): a forward step ``v P`` as
+    ``P^T v``."""
+    a, b = arcs[:, 0].astype(int), arcs[:, 1].astype(int)
+    P = sparse.csr_matrix((arcs[:, 2] / Lam, (b, a)), shape=(cols, rows))
+    if out is not None:
+        P = P + sparse.diags(1.0 - out / Lam)
+    return P.tocsr()
+
+
+def _survivals(parts: list[_Parts]) -> tuple[list[np.ndarray], list[float], int] | None:
+    """Each class's uniformized survival ``s_n`` of its passage chain (module docstring), its
+    rate ``Lambda`` (one for all) and the multiply-adds taken; forward, ``v_{n+1} = v_n P``
+    from the found law.
+
+    The waiting states' step is ``I_M (x) A + U (x) D`` (``A`` the arcs at one count with the
+    diagonal, ``D`` those to the count below, ``U`` the shift by one count): their arcs are
+    the same at every count (a level-independent chain, Neuts 1981). It is taken once for
+    all the classes of one ``key``: their waiting chains are one chain, the tagged request's
+    class acts only when it takes its token (``entry``). Each class's holding states are
+    stepped on their own, fed by the flow out of count 0. ``None`` past :data:`MAX_STEPS` or
+    :data:`MAX_WORK` (the multiply-adds of the steps)."""
+    Lam = max(q.rate for q in parts) * 1.0001
+    waits: dict[tuple, list] = {}
+    for q in parts:
+        F = q.wait_out.shape[0]
+        M = q.wait_start.shape[1]
+        if q.key not in waits and M > 0:
+            # count-major: state (m, x) at m F + x; D^T's flow from count m + 1 into m
+            P = (sparse.kron(sparse.identity(M), _step(q.same, F, F, Lam, q.wait_out)) +
+                 sparse.kron(sparse.eye(M, k=1), _step(q.down, F, F, Lam)))
+            waits[q.key] = [P.tocsr(), q.wait_start.T.ravel(), F]
+    steps = []
+    for q in parts:
+        Sh = q.hold_out.shape[0]
+        steps.append((_step(q.hold, Sh, Sh, Lam, q.hold_out),
+                      _step(q.entry, q.wait_out.shape[0], Sh, Lam)))
+    held = [q.hold_start.copy() for q in parts]
+    surv = [[float(q.wait_start.sum() + q.hold_start.sum())] for q in parts]
+    live = [True] * len(parts)
+    work = 0
+    while any(live):
+        if len(surv[live.index(True)]) > MAX_STEPS:
+            return None
+        heads, left = {}, {}
+        for k, w in waits.items():
+            P, x, F = w
+            heads[k] = x[:F]
+            w[1] = P @ x
+            left[k] = float(w[1].sum())
+            work += P.nnz
+        for i, q in enumerate(parts):
+            if not live[i]:
+                continue
+            Ph, E = steps[i]
+            v = Ph @ held[i]
+            work += Ph.nnz
+            if q.key in heads:
+                v += E @ heads[q.key]
+                work += E.nnz
+            held[i] = v
+            s = surv[i]
+            s.append(float(v.sum()) + left.get(q.key, 0.0))
+            live[i] = s[-1] > SURVIVAL * s[0] and not _settled(s)
+        if work > MAX_WORK:
+            return None
+        for k in list(waits):
+            # a waiting chain no class reads any more, or whose mass is spent, is dropped
+            if left[k] < DRAINED or not any(live[i] for i, q in enumerate(parts)
+                                            if q.key == k):
+                del waits[k]
+    return [np.array(s) / s[0] for s in surv], [Lam] * len(parts), work
+
+
+def _settled(s: list[float]) -> bool:
+    """Whether the survival ``s`` has settled on the chain's slowest decay (the rate over the
+    last :data:`SETTLE` steps that of the window before); then its rest, geometric, is
+    appended to ``s`` down to :data:`SURVIVAL`."""
+    n = len(s)
+    if not (n > 2 * SETTLE and n % SETTLE == 0 and s[-1] < 0.1 * s[0]):
+        return False
+    r1 = (s[-1] / s[-1 - SETTLE]) ** (1.0 / SETTLE)
+    r0 = (s[-1 - SETTLE] / s[-1 - 2 * SETTLE]) ** (1.0 / SETTLE)
+    if not (abs(r1 - r0) < SETTLED * (1.0 - r1) and r1 < 1.0):
+        return False
+    more = int(math.log(SURVIVAL * s[0] / s[-1]) / math.log(r1)) + 1
+    s += (s[-1] * r1 ** np.arange(1, more + 1)).tolist()
+    return True
 
 
 def _one_class(chain, K: int, c: int, lam: float, found: list[np.ndarray], total: float,
-               start_q: int, cap: int) -> tuple[np.ndarray, float] | None:
-    """The uniformized survival ``s_n`` and rate of class ``c``'s passage chain."""
+               start_q: int, cap: int) -> _Parts | None:
+    """Class ``c``'s passage chain (module docstring), its holding and waiting parts;
+    ``None`` past :data:`MAX_STATES`."""
     p, route = chain.mix, chain.route
     hit = [int(x) for x in np.flatnonzero(p > 0)]
     tag = p.shape[0]
@@ -319,14 +465,13 @@ def _one_class(chain, K: int, c: int, lam: float, found: list[np.ndarray], total
     for x, k in holding:
         for q in range(cap + 1 if k == K else 1):
             add_state(("h", x, q))
-    base = len(keys)                      # the waiting states: base + m * F + (x's index)
+    base = len(keys)                      # the holding states; the waiting ones (m, x)
     F = len(full)
     where = {x: i for i, x in enumerate(full)}
-    S = base + M * F
     src: list[int] = []
     dst: list[int] = []
     val: list[float] = []
-    out = np.zeros(S)
+    out = np.zeros(base)
 
     def enter(x: tuple, cls: int, g: int) -> list[tuple[float, tuple]]:
         st = stations[g]
@@ -388,58 +533,33 @@ def _one_class(chain, K: int, c: int, lam: float, found: list[np.ndarray], total
     for arcs in (same, down):
         for i, _, r in arcs:
             rate_out[i] += r
-    blocks = [np.array(a, dtype=float).reshape(-1, 3) for a in (same, down, entry)]
-    m = np.arange(M)
-    for kind, b in zip(("same", "down", "entry"), blocks):
-        ms = m if kind == "same" else m[1:] if kind == "down" else m[:1]
-        i, j, r = b[:, 0].astype(int), b[:, 1].astype(int), b[:, 2]
-        a = (base + ms[:, None] * F + i[None, :]).ravel()
-        if kind == "same":
-            bb = (base + ms[:, None] * F + j[None, :]).ravel()
-        elif kind == "down":
-            bb = (base + (ms[:, None] - 1) * F + j[None, :]).ravel()
-        else:
-            bb = np.broadcast_to(j[None, :], (ms.shape[0], j.shape[0])).ravel()
-        src += a.tolist()
-        dst += bb.tolist()
-        val += np.broadcast_to(r[None, :], (ms.shape[0], r.shape[0])).ravel().tolist()
-    out[base:] = np.tile(rate_out, M)
-    # the found law (PASTA) as the start
-    alpha = np.zeros(S)
-    for j, f in enumerate(found):
-        level = chain.configs[min(j, K)]
+    # the found law (PASTA) as the start; at K and above one map from the chain's states to
+    # the waiting states' x, the same at every count
+    alpha = np.zeros(base)
+    for j, f in enumerate(found[:K]):
         for i in np.flatnonzero(f > 0):
-            parts = [_convert(old, new, s) for old, new, s in
-                     zip(chain.stations, stations, level[i])]
-            for combo in itertools.product(*parts):
-                w = float(f[i]) / total * math.prod(t[0] for t in combo)
-                x = tuple(t[1] for t in combo)
-                if j < K:
-                    for w2, y in enter(x, tag, route[c][0]):
-                        alpha[index[("h", y, 0)]] += w * w2
-                else:
-                    alpha[base + (j - K) * F + where[x]] += w
-    Lam = float(out.max()) * 1.0001
-    P = sparse.csr_matrix((np.array(val) / Lam, (np.array(src, dtype=int),
-                                                 np.array(dst, dtype=int))), shape=(S, S))
-    P = P + sparse.diags(1.0 - out / Lam)
-    u = np.ones(S)
-    s = [float(alpha.sum())]
-    while s[-1] > SURVIVAL * s[0]:
-        if len(s) > MAX_STEPS:
-            return None
-        u = P @ u
-        s.append(float(alpha @ u))
-        n = len(s)
-        if n > 2 * SETTLE and n % SETTLE == 0 and s[-1] < 0.1 * s[0]:
-            r1 = (s[-1] / s[-1 - SETTLE]) ** (1.0 / SETTLE)
-            r0 = (s[-1 - SETTLE] / s[-1 - 2 * SETTLE]) ** (1.0 / SETTLE)
-            if abs(r1 - r0) < 1e-4 * (1.0 - r1) and r1 < 1.0:
-                # the survival has settled on the chain's slowest decay: the rest geometric
-                more = int(math.log(SURVIVAL * s[0] / s[-1]) / math.log(r1)) + 1
-                s += (s[-1] * r1 ** np.arange(1, more + 1)).tolist()
-                break
-    return np.array(s) / s[0], Lam
+            for w, x in _converted(chain, stations, chain.configs[j][i]):
+                for w2, y in enter(x, tag, route[c][0]):
+                    alpha[index[("h", y, 0)]] += float(f[i]) / total * w * w2
+    top = chain.configs[K]
+    T = np.zeros((len(top), F))
+    for i, conf in enumerate(top):
+        for w, x in _converted(chain, stations, conf):
+            T[i, where[x]] += w
+    waiting = (np.array(found[K:]).reshape(M, len(top)) @ T / total if M else np.zeros((0, F)))
+    key = tuple((st.ordered, len(st.owner) - len(st.tagged)) for st in stations)
+    hold = np.column_stack([src, dst, val]) if val else np.zeros((0, 3))
+    arcs = [np.array(a, dtype=float).reshape(-1, 3) for a in (same, down, entry)]
+    return _Parts(key=key, hold=hold, hold_out=out, hold_start=alpha, same=arcs[0],
+                  down=arcs[1], wait_out=rate_out, wait_start=waiting.T, entry=arcs[2])
+
+
+def _converted(chain, stations: list[_Tagged], conf: tuple) -> list[tuple[float, tuple]]:
+    """The held chain's state ``conf`` in the passage chain's terms (:func:`_convert` at each
+    station): its weights and states."""
+    parts = [_convert(old, new, s) for old, new, s in zip(chain.stations, stations, conf)]
+    return [(math.prod(t[0] for t in combo), tuple(t[1] for t in combo))
+            for combo in itertools.product(*parts)]
 
 
 def _is_fifo(chain, g: int) -> bool:

@@ -142,3 +142,54 @@ def test_past_the_budget_a_ps_tier_law_is_scaled_to_the_pool_models_mean(monkeyp
     levels = list(m.quantile_levels)
     assert np.all(q[:, levels.index(0.5)] < point.response)
     assert np.all(q[:, levels.index(0.99)] > 2.0 * point.response)
+
+
+def two_keys():
+    # class 1 skips the one-core FCFS app: there the tagged class 0 keeps the holders' order,
+    # class 1 does not -- two waiting chains
+    D = np.array([[0.004, 0.0], [0.002, 0.003]])
+    return held_network(D, [1, 1], [PoolSpec(2, 0, 2, "w")], 0, np.array([0.5, 0.5]),
+                        ps=[False, True])
+
+
+@pytest.mark.parametrize("make, shared_by", [(lambda: held_testbed(2.5), 4), (two_keys, 1)])
+def test_the_shared_waiting_chain_is_each_classs_own(monkeypatch, make, shared_by):
+    # the classes' waiting states are stepped once for all the classes of one representation
+    # (one chain: the tagged request's class acts only at its token); each class's passage
+    # alone, at its own uniformization rate, is the same law
+    from solvers import pools_passage
+    c = make()
+    rate = 0.7 * c.saturation
+    shared = passage_law(c, rate)
+    original = pools_passage._survivals
+
+    def one_at_a_time(parts):
+        runs = [original([q]) for q in parts]
+        return ([r[0][0] for r in runs], [r[1][0] for r in runs], sum(r[2] for r in runs))
+
+    monkeypatch.setattr(pools_passage, "_survivals", one_at_a_time)
+    alone = passage_law(c, rate)
+    assert len(set(alone.uniform)) > 1           # the classes' own rates differ
+    t = np.array([0.01, 0.05, 0.2, 0.5, 1.0])
+    for k in range(len(shared.mean)):
+        np.testing.assert_allclose(shared.sf(k, t), alone.sf(k, t), rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(shared.mean, alone.mean, rtol=1e-6)
+    if shared_by > 1:                             # one waiting chain stepped, not four
+        assert shared.work < alone.work
+
+
+def test_past_the_work_budget_no_law_and_the_scaled_law_flagged(monkeypatch):
+    # the uniformization's multiply-adds are bounded (MAX_WORK), not only its states and
+    # steps: past them no law, and the pipeline's quantiles are the scaled law, flagged
+    from solvers import pools_passage
+    c = held_testbed(2.5)
+    rate = 0.7 * c.saturation
+    law = passage_law(c, rate)
+    assert 0 < law.work <= pools_passage.MAX_WORK
+    monkeypatch.setattr(pools_passage, "MAX_WORK", law.work // 2)
+    assert passage_law(c, rate) is None
+    monkeypatch.setattr(pools_passage, "MAX_WORK", 1000)
+    m = pipeline()
+    point, _ = open_model.open_point(m, 0.7 * open_model.saturation_rate(m))
+    m.quantiles(point)
+    assert pool_law.POOL_QUANTILE_FLAG in m.flags

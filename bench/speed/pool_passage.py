@@ -8,8 +8,9 @@ core each under a pool of 2, search's db SCV ``--scvs``). Per SCV and load (a fr
 pool model's saturation rate): the CPU seconds (``time.process_time``, the median of
 ``--repeat``) of the open point alone, of the point and its quantiles by the pool's passage law
 (:mod:`solvers.pools_passage`), and by the law before it (the same call without the passage:
-:func:`bench.accuracy.pool_open.open_quantiles`), and whether the passage gave a law (past its
-budget of states or steps the caller falls back). Figures, no pass/fail.
+:func:`bench.accuracy.pool_open.open_quantiles`), the passage's work (the multiply-adds of its
+uniformization, :data:`solvers.pools_passage.MAX_WORK`) and whether it gave a law (past its
+budget of states, steps or work the caller falls back). Figures, no pass/fail.
 """
 
 from __future__ import annotations
@@ -33,14 +34,14 @@ def cpu(fn, repeat: int) -> float:
     return statistics.median(times)
 
 
-def passage_applied(v: float, rate: float) -> bool:
-    """Whether the passage law gave a law at ``rate`` (not past its budget)."""
+def passage_applied(v: float, rate: float) -> tuple[bool, int]:
+    """Whether the passage law gave a law at ``rate`` (not past its budget), and its work."""
     calls = []
     original = pool_law.passage_law
 
     def counted(*a, **k):
         law = original(*a, **k)
-        calls.append(law is not None)
+        calls.append(law)
         return law
 
     pool_law.passage_law = counted
@@ -48,7 +49,8 @@ def passage_applied(v: float, rate: float) -> bool:
         open_quantiles(pipeline_model(v), rate)
     finally:
         pool_law.passage_law = original
-    return bool(calls) and all(calls)
+    laws = [law for law in calls if law is not None]
+    return bool(calls) and len(laws) == len(calls), sum(getattr(law, "work", 0) for law in laws)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,8 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=1)
     a = ap.parse_args(argv)
     print("| search's db SCV | load | open point (ms) | + passage quantiles (s) | + the law before "
-          "(ms) | passage applied |")
-    print("|---:|---:|---:|---:|---:|---|")
+          "(ms) | passage work | passage applied |")
+    print("|---:|---:|---:|---:|---:|---:|---|")
     for v in a.scvs:
         sat = curve(v).saturation
         for f in a.loads:
@@ -70,8 +72,9 @@ def main(argv: list[str] | None = None) -> int:
             point = cpu(lambda: open_model.open_point(m, rate), a.repeat)
             after = cpu(lambda: open_quantiles(pipeline_model(v), rate), a.repeat)
             before = cpu(lambda: open_quantiles(pipeline_model(v), rate, False), a.repeat)
+            applied, work = passage_applied(v, rate)
             print(f"| {v:g} | {f:.0%} | {point * 1e3:.1f} | {after:.2f} | {before * 1e3:.1f} | "
-                  f"{'yes' if passage_applied(v, rate) else 'no (fallback)'} |", flush=True)
+                  f"{work:.2g} | {'yes' if applied else 'no (fallback)'} |", flush=True)
     return 0
 
 
