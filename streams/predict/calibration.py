@@ -47,17 +47,7 @@ of Mi et al. (2008) (section 1) either meets the accuracy targets; the SCV calib
 default run's response times closer (5.1% against 11.1% max), the ``I`` calibration the other
 window lengths and think times (11.1% against 14.9% at worst). The last ``I`` is kept, refitted
 to the current mean and p95, while the model with it stays within :data:`KEEP` of the
-measured time (:func:`_keep_idc`: one solve instead of a search). Where no ``I`` in the interval
-meets the measured time, the SCV moves along the curve at the estimated ``I``
-(:func:`_shape_beyond_reach`).
-
-Along the curve the residence need not be monotone: on a many-core tier at moderate load a
-mid-range SCV keeps both a heavy marginal and the correlation that ``I`` asks for, while the
-curve's high end spends ``I`` on the marginal (``I = SCV (1 + 2 rho1 / (1 - gamma))``) and
-leaves little correlation, so the residence rises and then falls. Where both ends of the curve
-fall on one side of the measured time and the tie rule's SCV on the other, the measured time is
-met twice; the SCV taken is the crossing nearer the tie rule's (:func:`_crossing_nearest_tie`),
-the least move from Mi et al.'s (2008) choice that meets it, instead of the curve's end.
+measured time (:func:`_keep_idc`: one solve instead of a search).
 """
 
 from __future__ import annotations
@@ -200,34 +190,12 @@ def calibrate_scv(model: SystemModel, m: int, inputs: tuple[float, float, float]
         lo, hi = bracket
     else:
         lo, hi = trial(_ENDS[0]), trial(_ENDS[1])
-        if hi[1] > lo[1] and (lo[2] < measured) == (hi[2] < measured):
-            crossing = _crossing_nearest_tie(trial, fit_map2(*inputs).scv, lo, hi, measured)
-            if crossing is not None:
-                return Calibration(crossing[0], crossing[1], crossing[2], measured, users,
-                                   None, inputs)
         if measured <= lo[2] or hi[1] <= lo[1]:
             return Calibration(lo[0], lo[1], lo[2], measured, users, "low", inputs)
         if measured >= hi[2]:
             return Calibration(hi[0], hi[1], hi[2], measured, users, "high", inputs)
     best = _regula_falsi(trial, lo, hi, measured)
     return Calibration(best[0], best[1], best[2], measured, users, None, inputs)
-
-
-def _crossing_nearest_tie(trial: Callable[[float], tuple[MAP, float, float]], tie: float,
-                          lo: tuple[MAP, float, float], hi: tuple[MAP, float, float],
-                          measured: float) -> tuple[MAP, float, float] | None:
-    """Where both ends of the curve (``lo``, ``hi``) lie on one side of ``measured`` but the
-    tie rule's SCV ``tie`` lies on the other, the residence is not monotone along the curve
-    (a many-core tier at moderate load: a mid-range SCV keeps both a heavy marginal and
-    correlation, the high end trades the correlation away), and the measured time is met
-    twice, once on each side of ``tie``: the crossing nearer ``tie`` in ``ln SCV``, each found
-    by :func:`_regula_falsi`. ``None`` where ``tie``'s residence is on the ends' side too (the
-    measured time beyond reach: the nearer end stands)."""
-    at = trial(tie)
-    if not lo[1] < at[1] < hi[1] or (at[2] < measured) == (lo[2] < measured):
-        return None
-    crossings = [_regula_falsi(trial, lo, at, measured), _regula_falsi(trial, at, hi, measured)]
-    return min(crossings, key=lambda t: abs(math.log(t[1] / at[1])))
 
 
 def _check(model: SystemModel, users: Operating, measured: float) -> None:
@@ -247,9 +215,9 @@ def _regula_falsi(trial: Callable[[float], tuple[MAP, float, float]],
                   lo: tuple[MAP, float, float], hi: tuple[MAP, float, float],
                   measured: float) -> tuple[MAP, float, float]:
     """Regula falsi (Illinois) on ``f = ln R_m - ln measured`` over ``x = ln v`` between two
-    trials ``(process, v, R_m)`` that straddle ``measured`` (``v`` the SCV or ``I``, ``lo``'s
-    the smaller): ``R_m`` is smooth and monotone in ``v`` between them, rising or falling, so a
-    few trials after the bracket. Returns the trial nearest ``measured``."""
+    trials ``(process, v, R_m)`` that straddle ``measured`` (``v`` the SCV or ``I``): ``R_m`` is
+    smooth and monotone in ``v``, so a few trials after the bracket. Returns the trial nearest
+    ``measured``."""
     target = math.log(measured)
     a, fa = math.log(lo[1]), math.log(lo[2]) - target
     b, fb = math.log(hi[1]), math.log(hi[2]) - target
@@ -266,7 +234,7 @@ def _regula_falsi(trial: Callable[[float], tuple[MAP, float, float]],
             best = mid
         if abs(mid[2] / measured - 1.0) <= TOLERANCE:
             break
-        if (fx < 0) == (fa < 0):
+        if fx < 0:
             a, fa = x, fx
             fb, side = (fb / 2 if side == -1 else fb), -1
         else:
@@ -300,12 +268,11 @@ def calibrate_idc(model: SystemModel, m: int, inputs: tuple[float, float, float]
                            (mean, best[1], p95))
 
     if last is not None and last.shape:
-        # beyond I's reach last time: while that bound still falls short, straight to the shape
-        value = {"low": low, "high": high}.get(last.idc_end or "")
-        bound = trial(value) if value is not None else None
-        if bound is not None and _beyond(last.idc_end, bound[2], measured):
-            return _shape_beyond_reach(model, m, found(bound, last.idc_end), last,
-                                       min(max(idc, low), high))
+        # beyond I's reach last time: while the bound still falls short, straight to the shape
+        value = min(max(last.inputs[1], low), high)
+        bound = trial(value)
+        if value in (low, high) and _beyond(last.idc_end, bound[2], measured):
+            return _shape_beyond_reach(model, m, found(bound, last.idc_end), last)
     elif last is not None:
         kept = _keep_idc(trial, last, measured, low, high)
         if kept is not None:
@@ -320,35 +287,28 @@ def calibrate_idc(model: SystemModel, m: int, inputs: tuple[float, float, float]
         best = _regula_falsi(trial, lo, hi, measured)
     if end is None:
         return found(best, end)
-    return _shape_beyond_reach(model, m, found(best, end), last, min(max(idc, low), high))
+    return _shape_beyond_reach(model, m, found(best, end), last)
 
 
 def _shape_beyond_reach(model: SystemModel, m: int, at_end: Calibration,
-                        last: Calibration | None, idc: float) -> Calibration:
+                        last: Calibration | None) -> Calibration:
     """Where the measured time is beyond ``I``'s reach (``at_end``: the calibration at the
     end of ``I``'s range taken), the fit's remaining freedom: the SCV along the curve of
-    marginals with the measured mean and p95 at the windows' estimate ``idc`` (within the
-    interval; :func:`calibrate_scv`). Mi et al. (2008) fit a MAP(2) to the mean, ``I`` and p95
-    and leave the marginal's shape free; when ``I`` within its confidence interval cannot bring
-    the model's residence time to the measured one, the shape is what the data leave to move
-    (a database whose slow queries come in long runs has a different marginal from the one
-    the tie rule picks). The measured time then says nothing about ``I`` -- no value in its
-    interval meets it -- so ``I`` stays the windows' estimate rather than the end nearest the
-    measured time: at the tie rule's marginal that end is a statement about the marginal, not
-    about ``I``, and a lightly loaded many-core tier, whose residence hardly moves with
-    ``I``, would carry it to the knee (the held-out shapes' 8-core tiers: ``I`` at its
-    interval's low end, 37.5 against an estimated 52 and a true 64). Kept only when it comes
-    nearer the measured time; the result keeps ``end`` when the curve does not reach it either,
-    and is marked ``shape`` with the end of ``I``'s range that fell short (``idc_end``: the
-    next solve tries that end again and moves the shape while it still falls short)."""
+    marginals with the measured mean and p95 at that ``I`` (:func:`calibrate_scv`). Mi et al.
+    (2008) fit a MAP(2) to the mean, ``I`` and p95 and leave the marginal's shape free; when
+    ``I`` within its confidence interval cannot bring the model's residence time to the
+    measured one, the shape is what the data leave to move (a database whose slow queries
+    come in long runs has a different marginal from the one the tie rule picks). Kept only
+    when it comes nearer the measured time; the result keeps ``end`` when the curve does not
+    reach it either, and is marked ``shape`` (so the next solve searches again rather than
+    refit the tie rule's SCV)."""
     warm = last if last is not None and last.shape else None
-    mean, _, p95 = at_end.inputs
-    moved = calibrate_scv(model, m, (mean, idc, p95), at_end.users, at_end.measured, warm)
+    moved = calibrate_scv(model, m, at_end.inputs, at_end.users, at_end.measured, warm)
     if abs(moved.residence / moved.measured - 1.0) >= abs(at_end.residence / at_end.measured
                                                           - 1.0):
         return at_end
     return Calibration(moved.process, moved.scv, moved.residence, moved.measured, moved.users,
-                       moved.end, moved.inputs, shape=True, idc_end=at_end.end)
+                       moved.end, at_end.inputs, shape=True, idc_end=at_end.end)
 
 
 def _keep_idc(trial: Callable[[float], tuple[MAP, float, float]], last: Calibration,
