@@ -91,6 +91,9 @@ def test_window_mean_reads_the_tiers_mean_service_from_the_windows():
     got = shapes_cause.window_mean(shape, 27, 5.0)
     assert got == pytest.approx(0.040, rel=0.05)
     assert got != shapes_cause.window_mean(shape, 27, 4.0)      # the windows' own sample
+    every = shapes_cause.window_means(shape, 27, 5.0)            # the front too (0.032 s)
+    assert set(every) == {"front", "db"} and every["db"] == got
+    assert every["front"] == pytest.approx(0.032, rel=0.05)
 
 
 def test_an_unknown_route_is_refused_by_name():

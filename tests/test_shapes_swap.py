@@ -12,6 +12,8 @@ import pytest
 
 import streams.engine.system as engine_system
 from bench.accuracy import shapes, shapes_cause, shapes_swap
+from estimators.mapfit import fit_map2
+from solvers.processes import MAP
 from streams.predict.model import model_capacity
 
 
@@ -53,6 +55,31 @@ def test_the_window_swap_scales_the_bursty_tiers_demands_to_the_windows_mean():
     np.testing.assert_allclose(got.D_mc[2] / read.D_mc[2], 0.05 / float(read.D_mc[2] @ read.mix))
     np.testing.assert_allclose(got.D_mc[:2], read.D_mc[:2])
     assert shapes_swap.swapped(read, shape, "window") is None
+
+
+def test_the_windows_all_swap_scales_every_tiers_demands_to_its_own_windows_mean():
+    shape, _, read = _read("mmpp2-medium-B")
+    means = {"web": 0.04, "app": 0.03, "db": 0.07}
+    got = shapes_swap.swapped(read, shape, "windows_all", None, means)
+    np.testing.assert_allclose(got.D_mc @ got.mix, [0.04, 0.03, 0.07])
+    np.testing.assert_allclose(got.D_mc[:, 0] / got.D_mc[:, 1], read.D_mc[:, 0] / read.D_mc[:, 1])
+    assert shapes_swap.swapped(read, shape, "windows_all", None, {"db": 0.07}) is None
+
+
+def test_the_true_scv_swap_refits_the_read_map2_at_the_true_scv():
+    shape, true, read = _read("mmpp2-medium-D")              # one bursty tier: db
+    assert shapes_swap.swapped(read, shape, "true_scv") is None    # MVA: no MAP(2)
+    held = fit_map2(0.2, 50.0, 0.2 * 3.8, scv=30.0).process    # the curve's far end
+    mapped = read.variant(processes=[MAP.exponential(1.0), held])
+    got = shapes_swap.swapped(mapped, shape, "true_scv")
+    scv = shapes_cause.true_process(shape)[2]
+    assert held.scv > 10 and got.processes[1].scv == pytest.approx(scv, rel=0.1)
+    assert got.processes[1].mean == pytest.approx(held.mean)
+    assert got.processes[0] is mapped.processes[0]
+    np.testing.assert_allclose(got.D_mc, read.D_mc)
+    cls_shape, _, cls_read = _read("class-mmpp2-medium-A-b")
+    assert shapes_swap.swapped(cls_read.variant(processes=[MAP.exponential(1.0), held]),
+                               cls_shape, "true_scv") is None
 
 
 def test_the_split_swap_keeps_each_tiers_aggregate_in_the_true_ratios():
@@ -106,5 +133,7 @@ def test_a_shapes_kept_model_gives_the_reported_capacity():
     assert res["reported"] is not None
     sw = res["swaps"]
     assert sw["as_is"]["capacity"] == pytest.approx(res["reported"], rel=0.04)
-    assert all(sw[k]["capacity"] is not None for k in shapes_swap.SWAPS)
+    assert all(sw[k]["capacity"] is not None for k in shapes_swap.SWAPS if k != "true_scv")
+    # the true SCV needs the model's MAP(2): none where the last solve took MVA
+    assert (sw["true_scv"]["capacity"] is None) == (res["route"] == "mva"), res["route"]
     assert abs(res["window_mean_error"]) < 0.5 and abs(res["demand_error"]) < 0.5

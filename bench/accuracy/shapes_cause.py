@@ -126,15 +126,24 @@ def true_model(shape: Shape, route: str) -> SystemModel:
     return model
 
 
-def window_mean(shape: Shape, users: int, minutes: float) -> float:
-    """The bursty tier's mean service per completion over the windows the bench's pipeline saw
-    (the same simulation: population, length, warm-up and seed), seconds."""
+def window_means(shape: Shape, users: int, minutes: float) -> dict[str, float]:
+    """Every tier's mean service per completion over the windows the bench's pipeline saw
+    (the same simulation: population, length, warm-up and seed), seconds: its busy time over
+    its completions."""
     recs = monitor_physical(network(shape, users), 60.0 * minutes, WINDOW_S, warmup=60.0,
                             system="sys", start_time=START, seed=shape.seed)
-    cores = dict((t[0], t[1]) for t in SYSTEMS[shape.system].tiers)[shape.tier]
-    mine = [r for r in recs if r["tier"] == shape.tier]
-    busy = sum(r["utilization"] * cores * r["window_s"] for r in mine)
-    return busy / sum(sum(r["completions"].values()) for r in mine)
+    out = {}
+    for tier, cores, _ in SYSTEMS[shape.system].tiers:
+        mine = [r for r in recs if r["tier"] == tier]
+        busy = sum(r["utilization"] * cores * r["window_s"] for r in mine)
+        out[tier] = busy / sum(sum(r["completions"].values()) for r in mine)
+    return out
+
+
+def window_mean(shape: Shape, users: int, minutes: float) -> float:
+    """The bursty tier's mean service per completion over the windows the bench's pipeline saw
+    (:func:`window_means`), seconds."""
+    return window_means(shape, users, minutes)[shape.tier]
 
 
 def cause(result: dict[str, Any], minutes: float) -> dict[str, Any]:

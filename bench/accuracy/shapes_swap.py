@@ -23,7 +23,16 @@ solved cold (:func:`streams.predict.model.model_capacity`) as it is and with
   they give the tier's mean service over the windows the pipeline saw (its busy time over its
   completions, :func:`bench.accuracy.shapes_cause.window_mean`): the aggregate the windows
   hold, the per-class split the pipeline's. Nearer the truth than the model as it is where the
-  demand's error is the estimator's tracking, not the 30 minutes' sample nor the split.
+  demand's error is the estimator's tracking, not the 30 minutes' sample nor the split;
+* ``windows_all``: every tier's per-class demands scaled alike to that tier's own mean over
+  the windows (the history rule of Mi et al. (2008) section 4.1, which the model applies to
+  bursty tiers on the MAP route, extended to every tier and route): where it beats ``window``
+  the miss is a non-bursty tier's tracked aggregate;
+* ``true_scv``: the bursty tier's MAP(2) as the model holds it (its mean, ``I`` and p95) refitted
+  with the tie going to the true process's SCV (:func:`estimators.mapfit.fit_map2` ``scv=``):
+  the curve of marginals the calibration moves along, at the true SCV instead of the tie
+  rule's or the calibration's; ``–`` where the model has no MAP(2) there or one class alone
+  draws from the bursty process.
 
 The model's cores, think time, delays and SLA stay the pipeline's, so ``both`` differs from
 :mod:`bench.accuracy.shapes_cause`'s ``map`` column by what they add. A shape where one class
@@ -54,13 +63,14 @@ from typing import Any, Iterator
 import numpy as np
 
 from bench.accuracy import shapes
-from bench.accuracy.shapes_cause import true_process, window_mean
+from bench.accuracy.shapes_cause import true_process, window_means
+from estimators.mapfit import fit_map2
 from solvers.processes import MAP
 import streams.engine.system as engine_system
 from streams.predict.model import SystemModel, model_capacity
 
 RESULTS = shapes.RESULTS.parent / "shapes_swap.json"
-SWAPS = ("as_is", "demand", "process", "both", "split", "window")
+SWAPS = ("as_is", "demand", "process", "both", "split", "window", "windows_all", "true_scv")
 
 
 @contextmanager
@@ -82,10 +92,12 @@ def kept_models(calls: list[tuple[SystemModel, int | None]]) -> Iterator[None]:
 
 
 def swapped(model: SystemModel, shape: shapes.Shape, swap: str,
-            window: float | None = None) -> SystemModel | None:
+            window: float | None = None,
+            windows: dict[str, float] | None = None) -> SystemModel | None:
     """``model`` with ``swap``'s estimates replaced by the truth (module docstring); ``None``
     where the swap does not apply (a one-class shape's process, ``window`` without the
-    windows' mean service ``window``, seconds)."""
+    windows' mean service ``window``, seconds, ``windows_all`` without every tier's in
+    ``windows``, ``true_scv`` without a MAP(2) at the bursty tier)."""
     if swap not in SWAPS:
         raise ValueError(f"swap: must be one of {', '.join(SWAPS)}, got {swap!r}")
     if swap == "as_is":
@@ -97,6 +109,15 @@ def swapped(model: SystemModel, shape: shapes.Shape, swap: str,
         d = np.array(model.D_mc, float)
         d[m] *= window / float(d[m] @ model.mix)
         return model.variant(D_mc=d)
+    if swap == "windows_all":
+        if windows is None or any(t not in windows for t in model.tiers):
+            return None
+        d = np.array(model.D_mc, float)
+        for m, t in enumerate(model.tiers):
+            d[m] *= windows[t] / float(d[m] @ model.mix)
+        return model.variant(D_mc=d)
+    if swap == "true_scv":
+        return _true_scv(model, shape)
     sysm = shapes.SYSTEMS[shape.system]
     tiers = [t[0] for t in sysm.tiers]
     if list(model.tiers) != tiers:
@@ -121,6 +142,23 @@ def swapped(model: SystemModel, shape: shapes.Shape, swap: str,
     return model.variant(**changes)
 
 
+def _true_scv(model: SystemModel, shape: shapes.Shape) -> SystemModel | None:
+    """``true_scv`` (module docstring): each bursty tier's MAP(2) refitted to its own mean,
+    ``I`` and p95 with the tie at the true process's SCV."""
+    if not model.processes or shape.cls is not None:
+        return None
+    bursty = [t for t in (shape.tier, shape.second) if t is not None]
+    procs = list(model.processes)
+    scv = true_process(shape)[2]
+    for t in bursty:
+        m = list(model.tiers).index(t)
+        if procs[m].order < 2:
+            return None
+        p = procs[m]
+        procs[m] = fit_map2(p.mean, p.idc, p.quantile(0.95), scv=scv).process
+    return model.variant(processes=procs, scv=None)
+
+
 def run(name: str, minutes: float, truth: dict[str, Any]) -> dict[str, Any]:
     """One shape: the pipeline as it is, then its last solve's model under each swap."""
     shape = next(s for s in shapes.SHAPES if s.name == name)
@@ -136,12 +174,13 @@ def run(name: str, minutes: float, truth: dict[str, Any]) -> dict[str, Any]:
                            "route": last.get("model"), "capacity_error": last.get(
                                "capacity_error"), "swaps": {}}
     if model is not None and reported is not None:
-        window = window_mean(shape, int(r["users"]), minutes)
+        windows = window_means(shape, int(r["users"]), minutes)
+        window = windows[shape.tier]
         m = list(model.tiers).index(shape.tier)
         out["demand_error"] = float(model.D_mc[m] @ model.mix) / float(r["demand_true"]) - 1.0
         out["window_mean_error"] = window / float(r["demand_true"]) - 1.0
         for swap in SWAPS:
-            variant = swapped(model, shape, swap, window)
+            variant = swapped(model, shape, swap, window, windows)
             found = None if variant is None else model_capacity(variant)[0]
             out["swaps"][swap] = {"capacity": found,
                                   "error": None if found is None else found / cap - 1.0}
@@ -200,7 +239,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         return "–" if x is None else f"{100 * x:+.0f}%"
 
     print("| shape | truth | route | pipeline | as is | demand | process | both | split | window "
-          "| dominant |\n|---|---|---|---|---|---|---|---|---|---|---|")
+          "| windows, all tiers | true SCV | dominant |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for n in names:
         if not math.isfinite(float(truths[n]["capacity_truth"])):
             continue
