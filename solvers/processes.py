@@ -84,7 +84,7 @@ def _gth(generator: np.ndarray) -> np.ndarray:
     return x / x.sum()
 
 
-def _stationary(generator: np.ndarray) -> np.ndarray:
+def ctmc_stationary(generator: np.ndarray) -> np.ndarray:
     """Stationary vector ``x`` of a CTMC generator with one closed class (``x G = 0``, ``x 1 = 1``);
     transient phases get probability 0."""
     n = generator.shape[0]
@@ -132,7 +132,7 @@ class MAP:
         object.__setattr__(self, "D1", d1)
         d0.setflags(write=False)
         d1.setflags(write=False)
-        theta = _stationary(d0 + d1)
+        theta = ctmc_stationary(d0 + d1)
         if theta @ d1.sum(axis=1) <= 0:
             raise ValueError("D1: stationary completion rate is zero")
 
@@ -169,7 +169,7 @@ class MAP:
     @cached_property
     def theta(self) -> np.ndarray:
         """Time-stationary phase distribution, ``theta Q = 0``."""
-        return _stationary(self.generator)
+        return ctmc_stationary(self.generator)
 
     @cached_property
     def rate(self) -> float:

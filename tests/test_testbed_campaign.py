@@ -7,7 +7,7 @@ import argparse
 import pytest
 
 from bench.testbed import campaign
-from bench.testbed.campaign import _err, knee, markdown, misnamed_alerts
+from bench.testbed.campaign import knee, markdown, misnamed_alerts, signed_error
 from bench.testbed.truth import ResponseStats, category_sizes, request_work
 from bench.testbed.load import join_times
 
@@ -42,8 +42,8 @@ def test_a_closed_ramp_adds_one_user_at_a_time_evenly():
 
 
 def test_errors_need_a_positive_truth():
-    assert _err(1.2, 1.0) == pytest.approx(0.2)
-    assert _err(1.0, 0.0) is None and _err(None, 1.0) is None
+    assert signed_error(1.2, 1.0) == pytest.approx(0.2)
+    assert signed_error(1.0, 0.0) is None and signed_error(None, 1.0) is None
 
 
 def test_the_tables_state_every_run_and_the_disturbed_ones():

@@ -193,7 +193,8 @@ def perfcast_run(out: Path, config: Path, t0: float, t1: float,
             "alerts": lines("alerts.jsonl"), "deadletters": len(lines("deadletter.jsonl"))}
 
 
-def _err(model: float | None, true: float | None) -> float | None:
+def signed_error(model: float | None, true: float | None) -> float | None:
+    """``model / true - 1``; ``None`` when either is missing or ``true`` is not positive."""
     if model is None or true is None or not true > 0:
         return None
     return model / true - 1.0
@@ -216,14 +217,14 @@ def judge_run(truth: dict[str, Any], pc: dict[str, Any], start: float,
             model_error=last.get("model_error"), bottleneck=last.get("bottleneck_tier"),
             trusted_solves=sum(1 for p in preds if p.get("model_trusted")),
             response_time={c: {"model": v["response_time"], "measured": measured.get(c),
-                               "error": _err(v["response_time"], measured.get(c))}
+                               "error": signed_error(v["response_time"], measured.get(c))}
                            for c, v in last["classes"].items()},
             pools={name: {"model": v.get("utilization"),
                           "measured": v.get("utilization_measured")}
                    for name, v in (last.get("pools") or {}).items()},
             trusted_off=[  # trusted solves whose worst class is off by more than 20%
                 p["time"] for p in preds if p.get("model_trusted") and max(
-                    abs(_err(v["response_time"], measured.get(c)) or 0.0)
+                    abs(signed_error(v["response_time"], measured.get(c)) or 0.0)
                     for c, v in p["classes"].items()) > 0.20])
     out["demands"] = judge_demands(truth, preds[-1] if preds else None)
     out["point"] = judge_point(truth, used_demands(preds[-1]) if preds else {})
@@ -242,14 +243,15 @@ def judge_demands(truth: dict[str, Any], pred: dict[str, Any] | None) -> dict[st
             d = used.get(tier, {}).get(c["cls"])
             true = c.get("db_cpu_s") if tier == "db" and c.get("db_cpu_s") else c[key]
             demands.setdefault(tier, {})[c["cls"]] = {"model": d, "truth": true,
-                                                      "error": _err(d, true)}
+                                                      "error": signed_error(d, true)}
             if tier == "app":
                 req = c.get("app_demand_req_s")
-                demands[tier][c["cls"]].update(truth_req=req, error_req=_err(d, req))
+                demands[tier][c["cls"]].update(truth_req=req, error_req=signed_error(d, req))
             if tier == "db":
                 demands[tier][c["cls"]].update(
-                    truth_elapsed=c[key], error_elapsed=_err(d, c[key]),
-                    truth_call=c.get("db_cpu_call_s"), error_call=_err(d, c.get("db_cpu_call_s")))
+                    truth_elapsed=c[key], error_elapsed=signed_error(d, c[key]),
+                    truth_call=c.get("db_cpu_call_s"),
+                    error_call=signed_error(d, c.get("db_cpu_call_s")))
     return demands
 
 
@@ -335,7 +337,7 @@ def flat_part(t: dict[str, Any], preds: list[dict[str, Any]], start: float,
         model = [p["classes"][cls]["response_time"] for p in inside
                  if p["classes"].get(cls, {}).get("response_time") is not None]
         m = sum(model) / len(model) if model else None
-        out["classes"][cls] = {"model": m, "measured": measured, "error": _err(m, measured)}
+        out["classes"][cls] = {"model": m, "measured": measured, "error": signed_error(m, measured)}
     return out
 
 
@@ -510,7 +512,7 @@ def campaign(args: argparse.Namespace) -> dict[str, Any]:
         base = max(lows, key=lambda r: r["users"])
         cap = base["perfcast"].get("capacity_users")
         result["low_load"] = {"users": base["users"], "capacity_users": cap,
-                              "error": _err(cap, k)}
+                              "error": signed_error(cap, k)}
     if args.ramp:
         a, b, span = args.ramp
         meter.start()
@@ -681,7 +683,7 @@ def rejudge(src: Path, out: Path, workers: int | None = None,
     if "low_load" in res:
         base = next(r for r in res["runs"] if r["users"] == res["low_load"]["users"])
         cap = base["perfcast"].get("capacity_users")
-        res["low_load"].update(capacity_users=cap, error=_err(cap, k))
+        res["low_load"].update(capacity_users=cap, error=signed_error(cap, k))
     if "ramp" in res:
         rp = res["ramp"]
         start = rp.get("start") or next(

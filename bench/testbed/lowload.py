@@ -32,7 +32,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench.testbed.campaign import WARMUP_S, _err, knee, used_demands
+from bench.testbed.campaign import WARMUP_S, knee, signed_error, used_demands
 from solvers.pools_spread import SPREAD_FLAG
 
 
@@ -135,7 +135,7 @@ def judge(low_dir: Path, knee_dir: Path) -> dict[str, Any]:
     within = sum(1 for c in caps if k and abs(c / k - 1.0) <= 0.15)
     truth = {c["cls"]: c for c in (run.get("truth") or {}).get("classes", [])}
     return {"knee_users": k, "users": run["users"], "share_of_knee": run["users"] / k if k
-            else None, "capacity_users": cap, "error": _err(cap, k),
+            else None, "capacity_users": cap, "error": signed_error(cap, k),
             "capacity_median": statistics.median(caps) if caps else None,
             "within_15": within, "demand_errors": demand_errors(rows, truth), "solves": rows}
 
