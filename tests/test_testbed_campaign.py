@@ -92,6 +92,31 @@ def test_a_run_is_judged_by_its_last_solve_before_the_load_ended():
     assert got["users"] == 5 and got["response_time"]["buy"]["error"] == pytest.approx(0.1)
 
 
+
+def test_the_runs_demand_columns_are_the_demands_the_model_solved_with():
+    """The model scaled the app's demands by 0.7 (its background taken out): the campaign's
+    demand errors read those, the demands the low-load report states too, not the estimator's
+    before the scaling."""
+    from bench.testbed import lowload
+    from bench.testbed.campaign import judge_demands, model_demands
+
+    pred = {"time": 70.0, "classes": {"buy": {"throughput": 1.0, "throughput_measured": 1.0},
+                                      "home": {"throughput": 3.0, "throughput_measured": 3.0}},
+            "tiers": {"app": {"estimator": "kalman", "demand_s": 0.7 * 0.00175,
+                              "demands": {"buy": {"kalman": 0.004}, "home": {"kalman": 0.001}}}}}
+    truth = {"classes": [{"cls": "buy", "db_demand_s": None, "app_demand_s": 0.0025,
+                          "app_demand_req_s": 0.0028},
+                         {"cls": "home", "db_demand_s": None, "app_demand_s": 0.0007,
+                          "app_demand_req_s": None}]}
+    app = judge_demands(truth, pred)["app"]
+    assert app["buy"]["model"] == pytest.approx(0.0028)
+    assert app["buy"]["error"] == pytest.approx(0.12)
+    assert app["buy"]["error_req"] == pytest.approx(0.0, abs=1e-12)
+    assert app["home"]["model"] == pytest.approx(0.0007)
+    assert lowload.model_demands is model_demands
+    assert "app demand as solved, error" in markdown(
+        {"slo_s": {"buy": 0.1}, "knee_users": None, "runs": []})
+
 def _truth(util: float, busy: float, classes: list[tuple[str, int, float, float, float]]):
     """A truth with the db's busy CPU and per class (name, requests, exec/req, work/req,
     calls/req)."""

@@ -17,8 +17,9 @@ whose foreign share exceeds ``--foreign-max`` is repeated (``--repeats``), and m
   SLO (linear between the two populations around the crossing);
 - per run, ``perfcast run --source prometheus`` over the run's own minutes: the last
   prediction's per-class response time against the clients' mean, ``model_trusted``, the
-  capacity, and the last estimate's per-class demands against the truth's (the tier's busy CPU
-  shared out by the servers' own figures);
+  capacity, and the per-class demands that prediction's model solved with
+  (:func:`model_demands`) against the truth's (the tier's busy CPU shared out by the servers'
+  own figures);
 - **capacity from one low-load run**: the lowest run at or under 30% of the measured knee;
 - **the ramp** (``--ramp FROM:TO:SECONDS``): the first firing predicted-breach alert against
   the measured breach (:func:`breach_minute`: after the first minute, the first minute whose
@@ -227,16 +228,17 @@ def judge_run(truth: dict[str, Any], pc: dict[str, Any], start: float,
                     abs(signed_error(v["response_time"], measured.get(c)) or 0.0)
                     for c, v in p["classes"].items()) > 0.20])
     out["demands"] = judge_demands(truth, preds[-1] if preds else None)
-    out["point"] = judge_point(truth, used_demands(preds[-1]) if preds else {})
+    out["point"] = judge_point(truth, model_demands(preds[-1]) if preds else {})
     return out
 
 
 def judge_demands(truth: dict[str, Any], pred: dict[str, Any] | None) -> dict[str, Any]:
-    """Per tier and class the demand ``pred``'s model used against the truth's: the db's busy
+    """Per tier and class the demand ``pred``'s model solved with (:func:`model_demands`)
+    against the truth's: the db's busy
     CPU split by the wait-free execution cost where :func:`cpu_split` set it (``db_cpu_s``),
     else by the elapsed execution time (``db_demand_s``, kept as ``truth_elapsed``); the app's
     split by its requests' own CPU."""
-    used = used_demands(pred) if pred else {}
+    used = model_demands(pred) if pred else {}
     demands: dict[str, dict[str, Any]] = {}
     for c in truth["classes"]:
         for tier, key in (("db", "db_demand_s"), ("app", "app_demand_s")):
@@ -303,13 +305,13 @@ def ramp_point(truth: dict[str, Any], pc: dict[str, Any], start: float, end: flo
         return before[-1] if before else None
 
     whole = last(end)
-    out: dict[str, Any] = {"whole": judge_point(truth, used_demands(whole) if whole else {})}
+    out: dict[str, Any] = {"whole": judge_point(truth, model_demands(whole) if whole else {})}
     cut = start + 60.0 * minutes
     early = last(cut)
     if counters is not None and early is not None and cut <= end:
         part = interval_truth(counters, start, cut, background_rates(truth))
         out.update(at_min=minutes, at_solve=early["time"] - start,
-                   at=judge_point(part, used_demands(early)))
+                   at=judge_point(part, model_demands(early)))
     return out
 
 
@@ -419,6 +421,24 @@ def used_demands(pred: dict[str, Any]) -> dict[str, dict[str, float]]:
             if total > 0 and base > 0:
                 est = {c: v * total / base for c, v in split.items()}
         out[tier] = est
+    return out
+
+
+def model_demands(pred: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """Per tier and class, the demand the prediction's model solved with: the estimator's
+    (:func:`used_demands`) scaled by one factor per tier so that its
+    aggregate over the model's mix (the classes' modelled throughput) is the tier's modelled
+    demand ``demand_s`` -- every later step of the model (the background taken out,
+    :func:`streams.predict.model.background_demands`) scales a tier's classes alike."""
+    used = used_demands(pred)
+    mix = {c: v.get("throughput") or 0.0 for c, v in pred["classes"].items()}
+    total = sum(mix.values())
+    out = {}
+    for tier, dem in used.items():
+        agg = sum(mix.get(c, 0.0) * v for c, v in dem.items()) / total if total > 0 else 0.0
+        target = (pred["tiers"][tier].get("demand_s") or 0.0)
+        k = target / agg if agg > 0 and target > 0 else 1.0
+        out[tier] = {c: v * k for c, v in dem.items()}
     return out
 
 
@@ -787,8 +807,9 @@ def markdown(res: dict[str, Any]) -> str:
              + ", ".join(f"{c} {1000 * v:.0f}" for c, v in sorted(slo.items()))
              + f"; measured knee {'-' if k is None else f'{k:.1f}'} users", "",
              "| users | foreign CPU | worst R/SLO | capacity | trusted (solves) | R error "
-             + " / ".join(sorted(slo)) + " | db demand error | db error, per-call edge "
-             "| app demand error | app error, per-request edge | pool U model / measured |",
+             + " / ".join(sorted(slo)) + " | db demand as solved, error | db error, per-call edge "
+             "| app demand as solved, error | app error, per-request edge "
+             "| pool U model / measured |",
              "|---:|---:|---:|---:|---|---|---|---|---|---|---|"]
     for r in res["runs"]:
         p = r["perfcast"]
@@ -823,7 +844,8 @@ def markdown(res: dict[str, Any]) -> str:
                       f"{rp['trusted_solves']}/{rp['solves']}; foreign CPU "
                       f"{rp['foreign']['foreign_share']:.3f}."]
         if rp.get("demands"):
-            lines.append(f"Ramp's last solve, demand error against the whole ramp's truth: db "
+            lines.append(f"Ramp's last solve, error of the demands it solved with against "
+                         f"the whole ramp's truth: db "
                          + " / ".join(_pct(rp["demands"]["db"][c]["error"]) for c in sorted(slo))
                          + " (per-call edge " + " / ".join(
                              _pct(rp["demands"]["db"][c].get("error_call")) for c in sorted(slo))
@@ -885,9 +907,10 @@ def point_markdown(res: dict[str, Any]) -> list[str]:
     if not rows:
         return []
     names = " / ".join(classes)
-    return ["", "Per-class demand error against the servers' own CPU per request "
-                "(db: the backend's CPU clock, app: the worker's; coverage: that CPU over the "
-                "tier's busy CPU; busy: its split of the busy CPU)", "",
+    return ["", "Per-class error of the demands the model solved with against the servers' "
+                "own CPU per request (db: the backend's CPU clock, app: the worker's; "
+                "coverage: that CPU over the tier's busy CPU; busy: its split of the busy CPU)",
+            "",
             f"| run | db coverage | db vs backend CPU {names} | db vs busy split | "
             f"app coverage | app vs own CPU | app vs busy split |",
             "|---|---:|---|---|---:|---|---|"] + [
