@@ -62,7 +62,7 @@ __all__ = [
 ArrayOrMapping = Mapping[str, float] | Sequence[float] | np.ndarray
 
 _STATE_VERSION = 1
-_INNOVATION_MEMORY = 0.1   # weight of the newest squared innovation in innovation_var
+INNOVATION_MEMORY = 0.1   # weight of the newest squared innovation in innovation_var
 #: smallest sum x_0^2 the filter starts from: P_0 and its products stay normal floats
 _P0_SMALLEST = 1e-280
 _MAX_WINDOW_VALUE = 1e9    # bound on per-class throughputs (1/s) and response times (s)
@@ -415,7 +415,7 @@ class KalmanDemandEstimator:
             self.xi[:] = 0.0
             self.innovation_var = 0.0
         else:
-            self.innovation_var += _INNOVATION_MEMORY * (
+            self.innovation_var += INNOVATION_MEMORY * (
                 self.innovation * self.innovation - self.innovation_var)
             if self.windows_since_reset >= self.settle:
                 change = self.x - x_prev

@@ -36,8 +36,7 @@ from typing import Sequence
 
 import numpy as np
 
-from estimators.demand import (SKIP_DEGENERATE, SKIP_IDLE, KalmanDemandEstimator,
-                               _INNOVATION_MEMORY)
+from estimators.demand import INNOVATION_MEMORY, SKIP_DEGENERATE, SKIP_IDLE, KalmanDemandEstimator
 
 __all__ = ["Steps", "update_many"]
 
@@ -286,7 +285,7 @@ def _track_changes(st: _Stack, m: int, x_prev: np.ndarray, x: np.ndarray, ok: np
     ivar = st.innovation_var[:m]
     innov = st.innovation[:m]
     st.innovation_var[:m] = np.where(
-        reset, 0.0, np.where(steady, ivar + _INNOVATION_MEMORY * (innov * innov - ivar), ivar))
+        reset, 0.0, np.where(steady, ivar + INNOVATION_MEMORY * (innov * innov - ivar), ivar))
     delta = x - x_prev
     delta *= delta
     settled = steady & (st.since_reset[:m] >= st.settle[:m]) & np.isfinite(delta.sum(axis=1))

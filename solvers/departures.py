@@ -178,8 +178,8 @@ def through_tier(dep: DepartureMAP, capacity: float) -> DepartureMAP:
     return DepartureMAP(D0 * k, D1 * k, w)
 
 
-def _g_matrix(A0: np.ndarray, A1: np.ndarray, A2: np.ndarray, tol: float = 1e-12,
-              max_iterations: int = 64) -> np.ndarray:
+def g_matrix(A0: np.ndarray, A1: np.ndarray, A2: np.ndarray, tol: float = 1e-12,
+             max_iterations: int = 64) -> np.ndarray:
     """Minimal ``G`` with ``A2 + A1 G + A0 G^2 = 0`` (``A0`` up, ``A1`` local, ``A2`` down) by
     logarithmic reduction (Latouche & Ramaswami 1993): quadratic convergence. The iteration
     stops when ``G 1 = 1`` to ``tol``, or when ``T`` (the product of the up-steps, which
@@ -246,7 +246,7 @@ def map_m_c_mean(dep: DepartureMAP, mean: float, cores: int, *, tol: float = 1e-
     inverse per boundary level, vector products for the ``pi_n``. Beyond ``c``
     ``pi_{c+k} = pi_c R^k``, ``R = D1 G / (c mu)``: ``sum_{n<c} n pi_n 1 + c pi_c (I-R)^{-1} 1
     + pi_c R (I-R)^{-2} 1`` jobs over ``sum_{n<c} pi_n 1 + pi_c (I-R)^{-1} 1``. ``tol``: how
-    far ``G 1`` may be from 1 (:func:`_g_matrix`)."""
+    far ``G 1`` may be from 1 (:func:`g_matrix`)."""
     if not dep.rate * mean < cores:
         raise ValueError(f"map_m_c_mean: arrival rate {dep.rate:.6g}/s with mean {mean:.6g} s "
                          f"on {cores} cores is not stable")
@@ -255,9 +255,9 @@ def map_m_c_mean(dep: DepartureMAP, mean: float, cores: int, *, tol: float = 1e-
     eye = np.eye(P)
     mu = 1.0 / mean
     s = cores * mu
-    G = _g_matrix(D1, D0 - s * eye, s * eye, tol)
+    G = g_matrix(D1, D0 - s * eye, s * eye, tol)
     up = csr_array(D1)                                  # sparse: one level's departures
-    return levels_mean(_boundary(D0, D1, up, G, mu, cores), up @ G / s)
+    return levels_mean(boundary_levels(D0, D1, up, G, mu, cores), up @ G / s)
 
 
 def null_row(Q: np.ndarray) -> np.ndarray:
@@ -288,8 +288,8 @@ def levels_mean(pis: np.ndarray, R: np.ndarray) -> float:
     return jobs / total
 
 
-def _boundary(D0: np.ndarray, D1: np.ndarray, up: csr_array, G: np.ndarray, mu: float,
-              cores: int) -> np.ndarray:
+def boundary_levels(D0: np.ndarray, D1: np.ndarray, up: csr_array, G: np.ndarray, mu: float,
+                    cores: int) -> np.ndarray:
     """``pi_0 .. pi_c`` (rows, up to a common factor) of the ``MAP/M/c`` queue's levels up to
     ``c`` (:func:`map_m_c_mean`): ``G_n`` down from ``G_c = G``, ``pi_0`` the null vector of
     ``D0 + D1 G_1`` (one balance equation replaced by the normalisation), then

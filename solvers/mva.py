@@ -47,15 +47,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .results import (
-    ClosedResult,
-    as_demands,
-    as_per_class,
-    as_populations,
-    as_servers,
-    check_no_nan,
-    per_server_utilization,
-)
+from .results import (ClosedResult, as_demands, as_per_class, as_populations, as_servers,
+                      check_no_nan, per_server_utilization)
 
 __all__ = ["mva", "amva", "mva_curve", "MVACurve", "lattice_size", "DEFAULT_MAX_STATES"]
 
@@ -511,12 +504,12 @@ def mva_curve(demands: Any, max_population: int, think_time: float = 0.0, server
     stop = math.inf if stop_response_time is None else float(stop_response_time)
     if math.isnan(stop):
         raise ValueError("stop_response_time: must be a number, got nan")
-    queue_d, fixed, extra = _queueing_split(D, c)
+    queue_d, fixed, extra = queueing_split(D, c)
     M = D.shape[0]
     X, R, Rm = [0.0], [float(D.sum())], D.tolist()
     stopped = _recursion(M)(queue_d.tolist(), fixed, Z, int(max_population), stop, X, R, Rm)
-    return _assemble_curve(D, c, np.asarray(X), np.asarray(R), np.array(Rm).reshape(-1, M),
-                           extra, stopped)
+    return assemble_curve(D, c, np.asarray(X), np.asarray(R), np.array(Rm).reshape(-1, M),
+                          extra, stopped)
 
 
 def mva_curves(demands: list[Any], max_populations: list[int], think_times: list[float],
@@ -556,7 +549,7 @@ def _batched(models: list[tuple[np.ndarray, np.ndarray, int, float]],
     """The recursion of :func:`_recursion` on ``B`` models of ``M`` stations as arrays
     ``(B, M)``; ``R(n)`` summed station by station in order, as the scalar loop does."""
     B = len(models)
-    splits = [_queueing_split(D, c) for D, c, _, _ in models]
+    splits = [queueing_split(D, c) for D, c, _, _ in models]
     d = np.array([q for q, _, _ in splits])                  # (B, M) queueing demands
     fixed = np.array([f for _, f, _ in splits])
     Z = np.array([z for _, _, _, z in models])
@@ -582,12 +575,12 @@ def _batched(models: list[tuple[np.ndarray, np.ndarray, int, float]],
     for b, (D, c, n, _) in enumerate(models):
         Xb, Rb = X[:n + 1, b].copy(), R[:n + 1, b].copy()
         Rb[0] = float(D.sum())
-        curves.append(_assemble_curve(D, c, Xb, Rb, Rq[:n + 1, b].copy(), splits[b][2],
-                                      False))
+        curves.append(assemble_curve(D, c, Xb, Rb, Rq[:n + 1, b].copy(), splits[b][2],
+                                     False))
     return curves
 
 
-def _queueing_split(D: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, float, np.ndarray]:
+def queueing_split(D: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, float, np.ndarray]:
     """Per station the demand that queues (``D`` at one server, ``D / c`` at ``c``, 0 at a
     delay), the total demand spent without queueing (``fixed``) and that part per station
     (Seidmann's approximation: ``D (c - 1) / c`` at ``c`` servers, ``D`` at a delay)."""
@@ -599,8 +592,8 @@ def _queueing_split(D: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, float, np
     return queue_d, float(np.add.reduce(extra)), extra      # np.sum without its wrapper
 
 
-def _assemble_curve(D: np.ndarray, c: np.ndarray, X: np.ndarray, R: np.ndarray,
-                    Rq: np.ndarray, extra: np.ndarray, stopped: bool) -> MVACurve:
+def assemble_curve(D: np.ndarray, c: np.ndarray, X: np.ndarray, R: np.ndarray,
+                   Rq: np.ndarray, extra: np.ndarray, stopped: bool) -> MVACurve:
     """:class:`MVACurve` from the recursion's ``X(n)``, ``R(n)`` and queueing residence times
     ``Rq[n, m]`` (row 0: ``n = 0``)."""
     delay = np.isinf(c)

@@ -28,7 +28,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .mva import BATCH_MIN, MVACurve, _assemble_curve, _queueing_split
+from .mva import BATCH_MIN, MVACurve, assemble_curve, queueing_split
 from .results import as_demands, as_per_class, as_servers
 
 __all__ = ["general_rows", "mva_curve_general", "mva_curves_general"]
@@ -40,13 +40,13 @@ def mva_curve_general(demands: Any, max_population: int, think_time: float, serv
     1 is exponential and gives the same curve): the residual-life correction of the module
     docstring at every population ``0..max_population``."""
     D, c, N, Z, cv2 = _inputs(demands, max_population, think_time, servers, scv)
-    queue_d, fixed, extra = _queueing_split(D, c)
+    queue_d, fixed, extra = queueing_split(D, c)
     M = D.shape[0]
     X, R, Rm = [0.0], [float(D.sum())], D.tolist()
     _recursion(M)(queue_d.tolist(), [0.5 * (v - 1.0) for v in cv2.tolist()], fixed, Z, N,
                   X, R, Rm)
-    return _assemble_curve(D, c, np.asarray(X), np.asarray(R),
-                           np.array(Rm, dtype=float).reshape(-1, M), extra, False)
+    return assemble_curve(D, c, np.asarray(X), np.asarray(R),
+                          np.array(Rm, dtype=float).reshape(-1, M), extra, False)
 
 
 def mva_curves_general(demands: list[Any], max_populations: list[int],
@@ -83,7 +83,7 @@ def general_rows(demands: Any, think_time: float, servers: Any
     without the curve's arrays: a calibration asks one population of tens of trial curves
     that differ in the SCVs alone, so the network is checked and split once."""
     D, c, _, Z, _ = _inputs(demands, 0, think_time, servers, np.ones(np.size(demands)))
-    queue_d, fixed, extra = _queueing_split(D, c)
+    queue_d, fixed, extra = queueing_split(D, c)
     d, M = queue_d.tolist(), D.shape[0]
     recursion = _recursion(M)
 
@@ -233,7 +233,7 @@ def _batched(models: list[tuple[np.ndarray, np.ndarray, int, float, np.ndarray]]
     """The recursion of :func:`_recursion` on ``B`` models of ``M`` stations as arrays
     ``(B, M)``; ``R(n)`` summed station by station in order, as the scalar loop does."""
     B = len(models)
-    splits = [_queueing_split(D, c) for D, c, _, _, _ in models]
+    splits = [queueing_split(D, c) for D, c, _, _, _ in models]
     d = np.array([q for q, _, _ in splits]).reshape(B, M)        # queueing demands
     h = np.array([0.5 * (v - 1.0) for _, _, _, _, v in models]).reshape(B, M)
     fixed = np.array([f for _, f, _ in splits])
@@ -264,6 +264,6 @@ def _batched(models: list[tuple[np.ndarray, np.ndarray, int, float, np.ndarray]]
     for b, (D, c, n, _, _) in enumerate(models):
         Xb, Rb = X[:n + 1, b].copy(), R[:n + 1, b].copy()
         Rb[0] = float(D.sum())
-        curves.append(_assemble_curve(D, c, Xb, Rb, Rq[:n + 1, b].copy(), splits[b][2],
-                                      False))
+        curves.append(assemble_curve(D, c, Xb, Rb, Rq[:n + 1, b].copy(), splits[b][2],
+                                     False))
     return curves

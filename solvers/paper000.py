@@ -34,8 +34,8 @@ DB_MEAN = 0.0040
 
 #: unit-mean bursty MAP(2): fast phase (rate 45) and slow phase (rate 0.09), phases switching
 #: about every 2.5 and 100 completions; I ~ 202 (see bench/speed/dispersion.py, case "I~200").
-_BURSTY_D0 = [[-45.39, 0.39], [0.0082, -0.0982]]
-_BURSTY_D1 = [[45.0, 0.0], [0.0, 0.09]]
+BURSTY_D0 = [[-45.39, 0.39], [0.0082, -0.0982]]
+BURSTY_D1 = [[45.0, 0.0], [0.0, 0.09]]
 #: unit-mean mildly modulated MAP(2), I ~ 1.13.
 _MILD_D0 = [[-3.5, 2.0], [2.0, -2.5]]
 _MILD_D1 = [[1.5, 0.0], [0.0, 0.5]]
@@ -62,7 +62,7 @@ class Scenario:
 def scenarios() -> dict[str, Scenario]:
     """The three scenarios of the module docstring."""
     front = MAP.exponential(FRONT_MEAN)
-    bursty = MAP(_BURSTY_D0, _BURSTY_D1)
+    bursty = MAP(BURSTY_D0, BURSTY_D1)
     mild = MAP(_MILD_D0, _MILD_D1)
     return {
         "bottleneck_switch": Scenario("bottleneck_switch", front, bursty.scaled(DB_MEAN)),

@@ -63,15 +63,15 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from solvers.decomposition.chain import _solve_chain
-from solvers.decomposition.stations import _speed_scaled, _Transitions
+from solvers.decomposition.chain import solve_chain
+from solvers.decomposition.stations import Transitions, speed_scaled
 from solvers.linalg.anchored import anchored_stationary
 from solvers.processes import MAP
 
 from .delay import any_delay, cpu_station, fold_pool_result, with_delay_stations
 from .held_network import outside_source
 from .pools import FlowStation, PoolResult, PoolSpec, aggregate_pool, level_stations, log_rates, \
-    network_log_g, pool_figures, station_marginal, station_queues, solve_pools
+    network_log_g, pool_figures, solve_pools, station_marginal, station_queues
 from .pools_station import last_start_station, last_start_states
 from .results import as_servers, check_no_nan
 
@@ -232,8 +232,8 @@ def _solve(procs: list[MAP], population: int, think_time: float, servers: Any,
             g0 = _lse(f[:n] + logG_o[n - 1::-1])
             lam[j] = math.exp(g0 - g1)
         solves += min(top, K - 1) + 1
-    chain = _solve_chain(lam, procs[b].scaled(float(D[b])) if D[b] > 0 else procs[b],
-                         int(c[b]))
+    chain = solve_chain(lam, procs[b].scaled(float(D[b])) if D[b] > 0 else procs[b],
+                        int(c[b]))
     X = float(chain.throughput)
     level = np.asarray(chain.level[:top + 1], dtype=float)
     level = level / level.sum()
@@ -299,7 +299,7 @@ def held_chain_applies(processes: Sequence[MAP], population: int, think_time: fl
                                int(c[b]))
 
 
-def _station(proc: MAP, cores: int, levels: int) -> _Transitions:
+def _station(proc: MAP, cores: int, levels: int) -> Transitions:
     """Tier ``b``'s chain on levels ``0..levels`` with arrivals at rate 1: one MAP for one
     core (exact: the tier serves its sequence in order); for more, per job in service its own
     phase and the next start phase read off the job that started last
@@ -307,7 +307,7 @@ def _station(proc: MAP, cores: int, levels: int) -> _Transitions:
     sequence in start order, whose end phase is the next job's start phase); its states
     ordered by level."""
     tr = last_start_station(levels, proc, cores) if cores > 1 \
-        else _speed_scaled(levels, proc, cores)
+        else speed_scaled(levels, proc, cores)
     if np.any(np.diff(tr.level) < 0):
         raise AssertionError("the station's states are not ordered by level")
     return tr

@@ -7,8 +7,8 @@ order services start: job ``k`` takes interval ``k``, which runs from phase ``ph
 next start phase is *the end phase of the job that started last*: a job that turns slow during
 its service (a fast phase switching to a slow one) starts the slow run of the jobs after it.
 The per-job station of the MAP network's decomposition
-(:func:`solvers.decomposition.stations._per_job`) draws the next start phase from the embedded
-chain ``P = (-D0)^{-1} D1`` when a job starts, apart from the job's own path: the job that
+(:func:`solvers.decomposition.stations.per_job_transitions`) draws the next start phase from the
+embedded chain ``P = (-D0)^{-1} D1`` when a job starts, apart from the job's own path: the job that
 turns slow and the slow run it begins fall apart in time, the slow services spread out, and a
 pool in front of the tier fills less often than on the physical tier (the held chain's
 throughput 0.7-1.7% high against the physical system's exact chain).
@@ -41,7 +41,7 @@ from math import comb
 
 import numpy as np
 
-from solvers.decomposition.stations import _Transitions, _compositions
+from solvers.decomposition.stations import Transitions, compositions
 from solvers.processes import MAP
 
 __all__ = ["last_start_station", "last_start_states"]
@@ -70,7 +70,7 @@ def last_start_states(levels: int, order: int, cores: int) -> int:
                                                                          int(cores)))
 
 
-def last_start_station(levels: int, proc: MAP, cores: int) -> _Transitions:
+def last_start_station(levels: int, proc: MAP, cores: int) -> Transitions:
     """Tier ``b``'s chain on levels ``0..levels`` (jobs at the tier) with ``cores`` cores and
     the MAP ``proc`` served in start order (module docstring), arrivals at rate 1; states
     ordered by level. Raises ``ValueError`` naming the argument on bad input."""
@@ -87,7 +87,7 @@ def last_start_station(levels: int, proc: MAP, cores: int) -> _Transitions:
     level: list[int] = []
     for n in range(levels + 1):
         for z, others in _states_at(n, K, cores):
-            for k in _compositions(others, K):
+            for k in compositions(others, K):
                 index[(n, k, z)] = len(level)
                 level.append(n)
     src: list[int] = []
@@ -148,5 +148,5 @@ def last_start_station(levels: int, proc: MAP, cores: int) -> _Transitions:
                     add(here, (n - 1, k, K + e), D1[z, e])
     lev = np.array(level, dtype=np.int64)
     prior = np.zeros(lev.shape[0])
-    return _Transitions(np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64),
-                        np.array(rate), np.array(up, dtype=bool), lev, exit_rate, prior)
+    return Transitions(np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64),
+                       np.array(rate), np.array(up, dtype=bool), lev, exit_rate, prior)

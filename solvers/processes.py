@@ -34,6 +34,8 @@ from scipy import linalg, optimize
 __all__ = ["MAP"]
 
 _TOL = 1e-9
+#: rows of ``D0 + D1`` sum to 0 within this, relative to the largest rate (at least 1)
+_ROW_TOL = 1e-8
 
 
 def _as_matrix(value: Any, name: str) -> np.ndarray:
@@ -84,7 +86,7 @@ def _gth(generator: np.ndarray) -> np.ndarray:
     return x / x.sum()
 
 
-def _stationary(generator: np.ndarray) -> np.ndarray:
+def ctmc_stationary(generator: np.ndarray) -> np.ndarray:
     """Stationary vector ``x`` of a CTMC generator with one closed class (``x G = 0``, ``x 1 = 1``);
     transient phases get probability 0."""
     n = generator.shape[0]
@@ -94,6 +96,19 @@ def _stationary(generator: np.ndarray) -> np.ndarray:
     x = np.zeros(n)
     x[recurrent] = _gth(generator[np.ix_(recurrent, recurrent)])
     return x
+
+
+def _rescale_keeps_checks(proc: "MAP", d0: np.ndarray, d1: np.ndarray) -> bool:
+    """Whether ``d0``, ``d1`` (``proc``'s matrices times one positive factor) pass every check
+    of ``MAP.__init__`` as ``proc``'s did: no rate over- or underflowed (each finite, the same
+    entries non-zero, so the same signs, completions and phase graph) and the row sums, the
+    one check relative to the largest rate that is not scale-free, still within it."""
+    if not (np.all(np.isfinite(d0)) and np.all(np.isfinite(d1))
+            and np.count_nonzero(d0) == np.count_nonzero(proc.D0)
+            and np.count_nonzero(d1) == np.count_nonzero(proc.D1)):
+        return False
+    rows = (d0 + d1).sum(axis=1)
+    return bool(np.all(np.abs(rows) <= _ROW_TOL * max(1.0, float(np.max(np.abs(d0))))))
 
 
 @dataclass(frozen=True, eq=False)
@@ -124,7 +139,7 @@ class MAP:
             raise ValueError("D1: has no positive rate (the process never completes)")
         scale = max(1.0, float(np.max(np.abs(d0))))
         rows = (d0 + d1).sum(axis=1)
-        if np.any(np.abs(rows) > 1e-8 * scale):
+        if np.any(np.abs(rows) > _ROW_TOL * scale):
             raise ValueError(f"D0 + D1: rows must sum to 0, got row sums {rows.tolist()}")
         d0 = np.where(np.eye(len(d0), dtype=bool), d0, np.maximum(off, 0.0))
         d1 = np.maximum(d1, 0.0)
@@ -132,11 +147,26 @@ class MAP:
         object.__setattr__(self, "D1", d1)
         d0.setflags(write=False)
         d1.setflags(write=False)
-        theta = _stationary(d0 + d1)
+        theta = ctmc_stationary(d0 + d1)
         if theta @ d1.sum(axis=1) <= 0:
             raise ValueError("D1: stationary completion rate is zero")
 
     # ----------------------------------------------------------------- constructors
+    @classmethod
+    def _valid(cls, d0: np.ndarray, d1: np.ndarray) -> "MAP":
+        """The MAP of ``d0``, ``d1`` without ``__init__``'s checks, for matrices that pass them
+        by construction and are already in its cleaned form (off-diagonal rates of ``d0`` and
+        ``d1`` non-negative, no ``-0.0``): a positive time rescale of a MAP's matrices that
+        keeps every rate finite and every non-zero rate non-zero keeps the signs, the
+        completions and the phase graph (:func:`_rescale_keeps_checks`), so ``__init__`` would
+        set the same fields bit for bit. The arrays become the process' own (read-only)."""
+        self = object.__new__(cls)
+        object.__setattr__(self, "D0", d0)
+        object.__setattr__(self, "D1", d1)
+        d0.setflags(write=False)
+        d1.setflags(write=False)
+        return self
+
     @classmethod
     def exponential(cls, mean: float) -> "MAP":
         """The Poisson process (exponential intervals) with the given mean interval."""
@@ -169,7 +199,7 @@ class MAP:
     @cached_property
     def theta(self) -> np.ndarray:
         """Time-stationary phase distribution, ``theta Q = 0``."""
-        return _stationary(self.generator)
+        return ctmc_stationary(self.generator)
 
     @cached_property
     def rate(self) -> float:
@@ -305,7 +335,10 @@ class MAP:
         SCV, autocorrelations and ``idc`` are unchanged.
         """
         factor = self.mean / _positive(mean, "mean")
-        return MAP(self.D0 * factor, self.D1 * factor)
+        d0, d1 = self.D0 * factor, self.D1 * factor
+        if _rescale_keeps_checks(self, d0, d1):
+            return MAP._valid(d0, d1)
+        return MAP(d0, d1)              # raises naming the matrix that no longer passes
 
     # ----------------------------------------------------------------- sampling
     def sample(self, n: int, rng: np.random.Generator, phase: int | None = None) -> np.ndarray:

@@ -15,7 +15,7 @@ from statistics import NormalDist
 import numpy as np
 import pytest
 
-from solvers.paper000 import _BURSTY_D0, _BURSTY_D1, scenarios
+from solvers.paper000 import BURSTY_D0, BURSTY_D1, scenarios
 from solvers.processes import MAP
 from solvers.simulation.physical import PhysicalNetwork, Tier, monitor_physical
 from streams.cli.embedded import run_embedded
@@ -33,7 +33,7 @@ def test_window_mean_spread_is_sqrt_i_over_n_on_sampled_map2(n):
     ``n`` consecutive services is ``sqrt(I / n)`` within 15% (the formula the window factor
     uses); an exponential sequence gives ``sqrt(1 / n)``."""
     rng = np.random.default_rng(5)
-    bursty = MAP(_BURSTY_D0, _BURSTY_D1)
+    bursty = MAP(BURSTY_D0, BURSTY_D1)
     for process in (bursty, MAP.exponential(1.0)):
         s = process.sample(200 * n, rng)
         means = s.reshape(200, n).mean(axis=1)
@@ -127,7 +127,7 @@ SLA_S = 0.1
 def _shop(kind: str, users: int) -> PhysicalNetwork:
     """docs/accuracy.md section 10's three-tier shop (bench/accuracy/alert_shapes.py): truth capacity
     214 users (bursty db) / 420 (exponential db) at SLA 0.1 s."""
-    db = MAP(_BURSTY_D0, _BURSTY_D1).scaled(0.016) if kind == "bursty" else 0.016
+    db = MAP(BURSTY_D0, BURSTY_D1).scaled(0.016) if kind == "bursty" else 0.016
     return PhysicalNetwork(
         tiers=(Tier("web", 4, 0.008), Tier("app", 4, 0.010),
                Tier("db", 8, db, multipliers=(0.75, 2.0))),

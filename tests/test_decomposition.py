@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from solvers.decomposition import fixed_point
-from solvers.decomposition import (SWING_FLAG, SWING_SPAN, SWING_SWEEPS, _bounded_swing,
+from solvers.decomposition import (SWING_FLAG, SWING_SPAN, SWING_SWEEPS, bounded_swing,
                                    solve_decomposed)
 from solvers.mapqn import solve_closed
 from solvers.mva import mva
@@ -184,13 +184,13 @@ def test_a_saturated_16_core_per_job_chain_is_solved_stably():
     dense eigenvector of the same generator."""
     import scipy.sparse as sp
 
-    from solvers.decomposition import _per_job, _solve_levels
+    from solvers.decomposition import per_job_transitions, solve_levels
 
     proc, cores, levels = BURSTY.scaled(0.02), 16, 40
     lam = np.full(levels + 1, 790.0)
     lam[-1] = 0.0
-    tr = _per_job(levels, proc, cores)
-    chain = _solve_levels(lam, proc, cores, tr, True)
+    tr = per_job_transitions(levels, proc, cores)
+    chain = solve_levels(lam, proc, cores, tr, True)
     S = tr.level.shape[0]
     Q = sp.coo_matrix((tr.with_arrivals(lam), (tr.src, tr.dst)), shape=(S, S)).toarray()
     Q -= np.diag(Q.sum(axis=1))
@@ -239,12 +239,13 @@ def test_phase_counts_on_a_grid_keep_the_completion_rate_and_the_expected_count(
     B = decomposition.PHASE_COUNT_BINS
     assert B < c
     N = c + 2
-    src, dst, rate, up, exit_rate = decomposition._per_job_states(N, proc, c)
-    states = [(n, k, s) for n in range(N + 1) for k in decomposition._counts(min(n, c), 2)
+    src, dst, rate, up, exit_rate = decomposition.per_job_states(N, proc, c)
+    states = [(n, k, s) for n in range(N + 1) for k in decomposition.phase_counts(min(n, c), 2)
               for s in range(2)]
-    assert len(exit_rate) == len(states) - len(decomposition._counts(c, 2)) * 2  # level N+1 out
-    assert len(decomposition._counts(c, 2)) == B + 1
-    assert len(decomposition._counts(B, 2)) == B + 1 and len(decomposition._counts(7, 3)) == 36
+    assert len(exit_rate) == len(states) - len(decomposition.phase_counts(c, 2)) * 2  # N+1 out
+    assert len(decomposition.phase_counts(c, 2)) == B + 1
+    assert len(decomposition.phase_counts(B, 2)) == B + 1
+    assert len(decomposition.phase_counts(7, 3)) == 36
     level = np.array([st[0] for st in states])
     count = np.array([st[1][1] for st in states], dtype=float)
     d1 = proc.D1.sum(axis=1)
@@ -373,10 +374,10 @@ def test_a_sweep_solves_a_clear_bursty_bottleneck_first():
     (to the fixed point's tolerance); near a tie, or with exponential tiers after it, the order
     is the visit order (on bench/accuracy/random_networks.py's 640 solves moving the bottleneck
     first there too cost sweeps as often as it saved them)."""
-    from solvers.decomposition import CLEAR_BOTTLENECK, _downstream_groups, _sweep_order
+    from solvers.decomposition import CLEAR_BOTTLENECK, downstream_groups, sweep_order
 
     def order(procs: list[MAP], cores: tuple[int, ...], bursty: list[int]) -> list[int]:
-        return _sweep_order(procs, cores, bursty, _downstream_groups(procs, bursty))
+        return sweep_order(procs, cores, bursty, downstream_groups(procs, bursty))
 
     procs, cores = _provisional_network()
     assert order(procs, cores, [0, 2]) == [2, 0]
@@ -451,10 +452,10 @@ def test_combined_sweeps_stop_in_a_bounded_swing():
 
 def test_a_bounded_swing_needs_its_sweeps_and_its_span():
     steady = [100.0 * (1 + 0.4 * SWING_SPAN * (-1) ** k) for k in range(SWING_SWEEPS)]
-    assert _bounded_swing(steady[1:]) is None                     # too few sweeps
-    assert _bounded_swing(steady) == pytest.approx(0.8 * SWING_SPAN / (1 + 0.4 * SWING_SPAN))
-    assert _bounded_swing([90.0] + steady) is not None            # only the last ones count
-    assert _bounded_swing(steady[:-1] + [100.0 * (1 + 2 * SWING_SPAN)]) is None
+    assert bounded_swing(steady[1:]) is None                     # too few sweeps
+    assert bounded_swing(steady) == pytest.approx(0.8 * SWING_SPAN / (1 + 0.4 * SWING_SPAN))
+    assert bounded_swing([90.0] + steady) is not None            # only the last ones count
+    assert bounded_swing(steady[:-1] + [100.0 * (1 + 2 * SWING_SPAN)]) is None
 
 
 @pytest.mark.slow
@@ -496,19 +497,19 @@ def test_a_later_sweep_refines_from_the_last_factorisation():
     """The fixed point's later sweeps change only a chain's arrival rates: the solution is
     refined from the last sweep's LU (no new factorisation) and equals a fresh solve; after a
     large change it still equals a fresh solve (refined or refactorised)."""
-    from solvers.decomposition import _FactorStore, _per_job, _solve_levels
+    from solvers.decomposition import FactorStore, per_job_transitions, solve_levels
 
     proc, cores, levels = BURSTY.scaled(0.02), 16, 300
-    tr = _per_job(levels, proc, cores)
+    tr = per_job_transitions(levels, proc, cores)
     lam = np.linspace(760.0, 600.0, levels + 1)
     lam[-1] = 0.0
-    store = _FactorStore()
-    _solve_levels(lam, proc, cores, tr, True, store)
+    store = FactorStore()
+    solve_levels(lam, proc, cores, tr, True, store)
     first = store.factor.lub
     for factor in (1.01, 0.3):
         moved = lam * factor
-        refined = _solve_levels(moved, proc, cores, tr, True, store)
-        fresh = _solve_levels(moved, proc, cores, tr, True)
+        refined = solve_levels(moved, proc, cores, tr, True, store)
+        fresh = solve_levels(moved, proc, cores, tr, True)
         if factor == 1.01:
             assert store.factor.lub is first
         assert refined.residual <= 1e-12
@@ -521,17 +522,17 @@ def test_long_weight_heads_are_convolved_as_in_log_space(Z):
     """A bursty tier's load-dependent weights run to thousands of jobs; their convolution in
     scaled linear space equals the log-space sum of every term, where the conditional
     throughput rises and where it falls (log-convex weights, the bursty case)."""
-    from solvers.decomposition import _head, _head_log, _ld_weights, _log_g_exponential
+    from solvers.decomposition import head_convolution, head_log, ld_weights, log_g_exponential
 
     N = 4000
-    lg = _log_g_exponential(np.array([0.002, 0.004]), (4, 4), [0, 1], N, Z)
+    lg = log_g_exponential(np.array([0.002, 0.004]), (4, 4), [0, 1], N, Z)
     n = np.arange(N + 1)
     falling = np.where(n <= 16, n / 0.02, 800.0 * np.exp(-np.minimum(n, 2500) / 1000.0))
     rising = np.minimum(n, 8) / 0.01 * (1.0 + np.minimum(n, 2000) / 2000.0)
     for nu in (falling, rising):
-        head, _ = _ld_weights(nu, N)
+        head, _ = ld_weights(nu, N)
         lh = head[: N + 1]
-        fast, slow = _head(lg, lh), _head_log(lg, lh, 0, N + 1)
+        fast, slow = head_convolution(lg, lh), head_log(lg, lh, 0, N + 1)
         assert np.all(np.isfinite(fast))
         assert fast == pytest.approx(slow, rel=1e-13, abs=1e-9)
         assert np.diff(fast) == pytest.approx(np.diff(slow), abs=1e-10)   # log X_rest
@@ -560,7 +561,7 @@ def test_a_shared_memo_changes_no_answer_and_is_the_callers():
     np.testing.assert_array_equal(shared.residence_time, alone.residence_time)
     assert not [name for module in vars(decomposition).values() if inspect.ismodule(module)
                 for name, value in vars(module).items()
-                if isinstance(value, (decomposition._Memo, SolveMemo))]
+                if isinstance(value, (decomposition.Memo, SolveMemo))]
 
 
 def test_a_long_per_job_chain_is_truncated_once_where_the_speed_scaled_one_needs(monkeypatch):
@@ -573,17 +574,17 @@ def test_a_long_per_job_chain_is_truncated_once_where_the_speed_scaled_one_needs
              BURSTY.scaled(0.020)]
     cores = [4, 8, 4, 16]
     sizes = []
-    real = chain._factor_and_solve
+    real = chain.factor_and_solve
 
     def counted(lam, proc, c, tr, *args):
         if tr.level.shape[0] > 2 * lam.shape[0]:          # per-job (speed-scaled: 2 a level)
             sizes.append(lam.shape[0] - 1)
         return real(lam, proc, c, tr, *args)
 
-    monkeypatch.setattr(chain, "_factor_and_solve", counted)
+    monkeypatch.setattr(chain, "factor_and_solve", counted)
     res = solve_decomposed(procs, 2000, 7.0, servers=cores)
     assert len(sizes) == 1 and 1000 < sizes[0] < 1500, sizes
-    monkeypatch.setattr(chain, "_first_levels", lambda lam, *args: lam.shape[0] - 1)
+    monkeypatch.setattr(chain, "first_levels", lambda lam, *args: lam.shape[0] - 1)
     del sizes[:]
     every = solve_decomposed(procs, 2000, 7.0, servers=cores)
     assert sizes == [2000]

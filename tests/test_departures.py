@@ -170,7 +170,7 @@ def test_the_users_held_downstream_leave_the_rest():
 @pytest.mark.slow
 def test_the_last_round_reads_the_wave_queues_off_the_line(monkeypatch):
     """System (d) near its capacity (735 users): step 4 stops after the secant's round, whose
-    wave queues come from the line through the two rounds before (``_waves_on_line``): two
+    wave queues come from the line through the two rounds before (``waves_on_line``): two
     rounds of ``MAP/M/c`` queues instead of three, the same throughput (the chains are
     re-solved at the same held users) and the queues within 1e-4 of the full last round."""
     from solvers.decomposition import solve, waves
@@ -187,7 +187,7 @@ def test_the_last_round_reads_the_wave_queues_off_the_line(monkeypatch):
     monkeypatch.setattr(waves, "map_m_c_mean", counted)
     fast = solve_decomposed(procs, 735, 2.0, servers=[1, 4, 8, 2, 16])
     fast_calls = len(calls)
-    monkeypatch.setattr(solve, "_waves_on_line", lambda *args: None)
+    monkeypatch.setattr(solve, "waves_on_line", lambda *args: None)
     del calls[:]
     full = solve_decomposed(procs, 735, 2.0, servers=[1, 4, 8, 2, 16])
     assert (fast_calls, len(calls)) == (4, 6)           # two tiers a round
@@ -200,10 +200,10 @@ def test_a_queue_that_does_not_converge_is_refused_not_returned():
     """Logarithmic reduction on a transient level process (arrivals 2/s, service 1/s: the
     minimal ``G`` is 1/2, not stochastic) raises instead of returning a ``G`` that is not
     the stable queue's (the fuzz harness found a nearly critical wave queue turning NaN)."""
-    from solvers.departures import _g_matrix
+    from solvers.departures import g_matrix
 
     with pytest.raises(np.linalg.LinAlgError, match="did not converge"):
-        _g_matrix(np.array([[2.0]]), np.array([[-3.0]]), np.array([[1.0]]))
+        g_matrix(np.array([[2.0]]), np.array([[-3.0]]), np.array([[1.0]]))
 
 
 @pytest.mark.parametrize("seed", [3, 10, 12, 16])
@@ -222,7 +222,7 @@ def test_a_nearly_critical_queue_with_many_phases_solves(seed):
     D1 = lam * mix / mix.sum(axis=1, keepdims=True)
     arrivals = MAP(Q - lam * np.eye(P), D1)
     mean = (1 - 10 ** rng.uniform(-6, -2)) * c / lam
-    with np.errstate(all="ignore"):        # as the decomposition calls it (_waves)
+    with np.errstate(all="ignore"):        # as the decomposition calls it (wave_queues)
         got = map_m_c_mean(DepartureMAP(arrivals.D0, arrivals.D1, arrivals.theta), mean, c)
     assert got == pytest.approx(_erlang_c_mean(lam, mean, c), rel=1e-3)
 

@@ -119,8 +119,8 @@ def test_converged_curve_is_read_at_its_level_not_off_the_long_levels(seed):
     # services): the curve has converged at t = T, so the long levels carry only noise; the
     # flat fit read I off them (seeds 1, 3, 5: +16%, +20%, +22%; SD 10% over 12 seeds
     # against Fig. 2's 6%). Read as the pooled level: within +-15% on every seed.
-    from solvers.paper000 import _BURSTY_D0, _BURSTY_D1
-    process = MAP(_BURSTY_D0, _BURSTY_D1).scaled(1.0)
+    from solvers.paper000 import BURSTY_D0, BURSTY_D1
+    process = MAP(BURSTY_D0, BURSTY_D1).scaled(1.0)
     u, n = busy_axis_windows(process, 2000, 1250.0, 0.5, seed)
     est = index_of_dispersion_interval(u, n, 1250.0)
     assert abs(est.value / process.idc - 1.0) <= 0.15, est.value

@@ -14,12 +14,12 @@ from solvers.mva import mva
 from solvers.open import mm_c
 from solvers.open.fixed_population import (departure_process, forget_held, open_at_rate,
                                            population_at, solve_fixed_population)
-from solvers.paper000 import _BURSTY_D0, _BURSTY_D1
+from solvers.paper000 import BURSTY_D0, BURSTY_D1
 from solvers.processes import MAP
 from streams.predict import prediction
 from streams.predict.model import OPEN_ROUTE_POPULATION, SystemModel
 
-BURSTY = MAP(_BURSTY_D0, _BURSTY_D1)
+BURSTY = MAP(BURSTY_D0, BURSTY_D1)
 
 
 @pytest.mark.parametrize("cores", [1, 4])

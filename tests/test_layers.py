@@ -75,6 +75,16 @@ def _target(name: str, known: dict[str, Path]) -> str | None:
     return name or None
 
 
+def from_module(name: str, is_package: bool, node: ast.ImportFrom) -> str:
+    """The dotted module a ``from ... import`` statement of module ``name`` reads (a relative
+    one resolved against ``name``'s package)."""
+    if not node.level:
+        return node.module or ""
+    base = name.split(".") if is_package else name.split(".")[:-1]
+    base = base[:len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
 def import_edges(known: dict[str, Path], root: Path = ROOT) -> list[Edge]:
     """The edges of every import statement of every module in ``known`` (module docstring)."""
     edges = []
@@ -85,12 +95,7 @@ def import_edges(known: dict[str, Path], root: Path = ROOT) -> list[Edge]:
             if isinstance(node, ast.Import):
                 targets = [_target(a.name, known) for a in node.names]
             elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = name.split(".") if is_package else name.split(".")[:-1]
-                    base = base[:len(base) - (node.level - 1)]
-                    module = ".".join(base + ([node.module] if node.module else []))
-                else:
-                    module = node.module or ""
+                module = from_module(name, is_package, node)
                 targets = [_target(f"{module}.{a.name}", known)
                            if f"{module}.{a.name}" in known else _target(module, known)
                            for a in node.names]
@@ -198,3 +203,39 @@ def test_packages_import_only_downward(edges):
               >= rank.get(package_of(e.source), -1)]
     assert not upward, ("imports against the layers (" + " < ".join(LAYERS) + "):\n"
                         + "\n".join(f"  {e}" for e in sorted(upward, key=str)))
+
+
+def private_imports(known: dict[str, Path], root: Path = ROOT) -> list[str]:
+    """Every ``from module import _name`` in a module of ``known`` whose ``module`` is another
+    one: a name another module needs is part of its owner's interface, so it gets a public name
+    and a docstring (a module's underscore names are its own to change)."""
+    found = []
+    for name, path in known.items():
+        is_package = path.name == "__init__.py"
+        rel = str(path.relative_to(root))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), rel)):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            module = from_module(name, is_package, node)
+            found += [f"{rel}:{node.lineno}: {a.name} from {module}" for a in node.names
+                      if a.name.startswith("_") and module != name]
+    return found
+
+
+def test_the_private_import_scan_finds_both_forms(tmp_path: Path):
+    pkg = tmp_path / "solvers"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("_own = 1\nfrom solvers.a import _own as again\n")
+    (pkg / "b.py").write_text("from solvers.a import (\n    PUBLIC,\n    _own,\n)\n")
+    (pkg / "c.py").write_text("from .a import _own\nfrom __future__ import annotations\n")
+    known = {"solvers": pkg / "__init__.py", "solvers.a": pkg / "a.py",
+             "solvers.b": pkg / "b.py", "solvers.c": pkg / "c.py"}
+    assert private_imports(known, tmp_path) == ["solvers/b.py:1: _own from solvers.a",
+                                                "solvers/c.py:1: _own from solvers.a"]
+
+
+def test_no_module_imports_another_modules_private_name():
+    found = private_imports(modules())
+    assert not found, ("underscore names imported from another module (make them public in "
+                       "their owner):\n" + "\n".join(f"  {f}" for f in found))

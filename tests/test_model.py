@@ -167,7 +167,7 @@ def test_a_cold_map_capacity_search_projects_its_start_from_the_users_solved():
     it solves the decomposition at most as often as the lines from half of MVA's capacity did
     (4, 3, 3 against 4, 4, 4), and finds an exhaustive search's answer to within the
     tolerance."""
-    from solvers.paper000 import _BURSTY_D0, _BURSTY_D1
+    from solvers.paper000 import BURSTY_D0, BURSTY_D1
     from solvers.processes import MAP
     from streams.predict.capacity_search import capacity_search
     from streams.predict.model import CAPACITY_LIMIT, MAP_CAPACITY_TOLERANCE, model_capacity
@@ -178,7 +178,7 @@ def test_a_cold_map_capacity_search_projects_its_start_from_the_users_solved():
                            servers=np.array([4.0, 4.0, 8.0]), think_time=1.0,
                            sla=np.array([0.1]), map_limit=100_000,
                            processes=[MAP.exponential(1.0), MAP.exponential(1.0),
-                                      MAP(_BURSTY_D0, _BURSTY_D1).scaled(1.0)])
+                                      MAP(BURSTY_D0, BURSTY_D1).scaled(1.0)])
     ref = fresh()
     exact, _ = capacity_search(lambda n: ref.excess(ref.at(n)), start=200, limit=10_000)
     assert ref.excess_floor() == pytest.approx(0.034 / 0.1 - 1)
@@ -207,7 +207,7 @@ def test_a_capacity_search_stops_the_fixed_point_at_the_search_tolerance(monkeyp
     Network: two bursty tiers (docs/accuracy.md's system (c) shape: 2/4/4 cores)."""
     import streams.predict.model as model
     from estimators.mapfit import fit_map2
-    from solvers.paper000 import _BURSTY_D0, _BURSTY_D1
+    from solvers.paper000 import BURSTY_D0, BURSTY_D1
     from solvers.processes import MAP
     from streams.predict.capacity_search import capacity_search
     from streams.predict.model import (MAP_CAPACITY_TOLERANCE, PREDICTION_TOL, SEARCH_TOL,
@@ -223,7 +223,7 @@ def test_a_capacity_search_stops_the_fixed_point_at_the_search_tolerance(monkeyp
 
     monkeypatch.setattr(model, "solve_decomposed", spy)
     procs = [MAP.exponential(1.0), fit_map2(mean=1.0, idc=50, p95=3.0).process,
-             MAP(_BURSTY_D0, _BURSTY_D1).scaled(1.0)]
+             MAP(BURSTY_D0, BURSTY_D1).scaled(1.0)]
 
     def fresh() -> SystemModel:
         return SystemModel(tiers=["web", "app", "db"], classes=["all"],

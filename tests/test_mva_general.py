@@ -62,9 +62,9 @@ def test_bad_scv_is_named(scv, match):
 def _listed(D, N, Z, c, scv):
     """The recursion written plainly, a loop over the stations inside the loop over ``n``:
     what the compiled recursion must give bit for bit."""
-    from solvers.mva import _queueing_split
+    from solvers.mva import queueing_split
     D, c = np.asarray(D, dtype=float), np.asarray(c, dtype=float)
-    queue_d, fixed, extra = _queueing_split(D, c)
+    queue_d, fixed, extra = queueing_split(D, c)
     d, h = queue_d.tolist(), [0.5 * (v - 1.0) for v in scv]
     q, u, rows = [0.0] * len(d), [0.0] * len(d), [D]
     for n in range(1, N + 1):

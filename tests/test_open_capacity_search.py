@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from solvers.paper000 import _BURSTY_D0, _BURSTY_D1
+from solvers.paper000 import BURSTY_D0, BURSTY_D1
 from solvers.processes import MAP
 from streams.predict import open_model
 from streams.predict.model import SystemModel
@@ -22,7 +22,7 @@ def _random_model(rng: np.random.Generator, bursty: bool) -> SystemModel:
     procs = None
     if bursty:
         servers[2] = min(servers[2], 4)
-        procs = [None, None, MAP(np.array(_BURSTY_D0), np.array(_BURSTY_D1))]
+        procs = [None, None, MAP(np.array(BURSTY_D0), np.array(BURSTY_D1))]
     sla = rng.uniform(0.02, 0.3, 2)
     return SystemModel(tiers=["a", "b", "c"], classes=["x", "y"], D_mc=D,
                        mix=np.array([0.7, 0.3]), servers=servers, think_time=0.0, sla=sla,

@@ -14,13 +14,13 @@ from scipy import sparse
 from solvers.open import m_map_c, mm_c
 from solvers.open.fixed_population import forget_held, open_at_rate
 from solvers.open.qbd import plan_qbd, solve_planned, solve_qbd
-from solvers.paper000 import _BURSTY_D0, _BURSTY_D1
+from solvers.paper000 import BURSTY_D0, BURSTY_D1
 from solvers.processes import MAP
 from streams.predict import model as model_module
 from streams.predict.capacity_search import _closes_failing, _closes_meeting, rate_bracket
 from streams.predict.model import OPEN_ROUTE_POPULATION, SystemModel, model_capacity
 
-BURSTY = MAP(_BURSTY_D0, _BURSTY_D1)
+BURSTY = MAP(BURSTY_D0, BURSTY_D1)
 
 
 def _modulated_mm1(lam: float, mu: float, T: np.ndarray, levels: int = 4):

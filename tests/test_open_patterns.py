@@ -9,14 +9,14 @@ import math
 import numpy as np
 import pytest
 
-from solvers.decomposition.stations import _per_job_states
+from solvers.decomposition.stations import per_job_states
 from solvers.open import m_map_c
 from solvers.open.patterns import per_job_transitions
-from solvers.paper000 import _BURSTY_D0, _BURSTY_D1
+from solvers.paper000 import BURSTY_D0, BURSTY_D1
 from solvers.processes import MAP
 from streams.predict.capacity_search import rate_bracket
 
-BURSTY = MAP(_BURSTY_D0, _BURSTY_D1)
+BURSTY = MAP(BURSTY_D0, BURSTY_D1)
 THREE = MAP([[-3.0, 1.0, 0.5], [0.2, -1.0, 0.3], [0.1, 0.4, -2.0]],
             [[1.0, 0.3, 0.2], [0.1, 0.3, 0.1], [0.5, 0.5, 0.5]])
 
@@ -35,7 +35,7 @@ def test_per_job_transitions_are_the_state_by_state_builders(proc, cores):
     """Every transition, its rate and its kind the same (order aside); 40 cores: the binned
     phase counts, deferred to that builder."""
     ours = _by_cell(*per_job_transitions(proc, cores))
-    theirs = _by_cell(*_per_job_states(cores + 2, proc, cores)[:4])
+    theirs = _by_cell(*per_job_states(cores + 2, proc, cores)[:4])
     assert ours.keys() == theirs.keys()
     for cell, rate in theirs.items():
         assert ours[cell] == pytest.approx(rate, rel=1e-14)
@@ -83,12 +83,12 @@ def test_compositions_and_level_sizes_are_the_stations(K):
     """The per-job pattern's phase counts (two phases by ``arange``) and level sizes
     (``C(m + K - 1, K - 1) K`` where every count is resolved, the station's binned grid
     beyond) are :mod:`solvers.decomposition.stations`' own, row for row."""
-    from solvers.decomposition.stations import _compositions, _level_states
+    from solvers.decomposition.stations import compositions, level_states
     from solvers.open.patterns import _composition_array
     from solvers.open.queues import _states_of_level
     D0 = -3.0 * np.eye(K) + 0.5 * (1.0 - np.eye(K))
     proc = MAP(D0, np.full((K, K), -D0.sum(axis=1)[0] / K))
     for m in range(0, 40):
         assert np.array_equal(_composition_array(m, K),
-                              np.array(_compositions(m, K), dtype=np.int64).reshape(-1, K))
-        assert _states_of_level(proc, m) == _level_states(proc, m)
+                              np.array(compositions(m, K), dtype=np.int64).reshape(-1, K))
+        assert _states_of_level(proc, m) == level_states(proc, m)

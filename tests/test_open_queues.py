@@ -278,9 +278,9 @@ def test_mmpp_arrivals_reach_every_exponential_tier_and_are_flagged_at_a_bursty_
 def test_per_job_tier_of_16_cores_waits_between_its_neighbours():
     """The boundary levels' solve must not hinge on one rare state: at 16 cores Mi et al.'s
     (2008) MAP(2) (I ~ 200) gave a wait of 0 (the pinned state's probability ~1e-20)."""
-    from solvers.paper000 import _BURSTY_D0, _BURSTY_D1
+    from solvers.paper000 import BURSTY_D0, BURSTY_D1
 
-    bursty = MAP(_BURSTY_D0, _BURSTY_D1)
+    bursty = MAP(BURSTY_D0, BURSTY_D1)
     for rho in (0.35, 0.8):
         waits = [m_map_c(rho / 0.00125, bursty.scaled(0.00125 * c), c).wait
                  for c in (15, 16, 17)]

@@ -142,7 +142,7 @@ def test_the_band_is_on_the_quantile_slo():
     assert any(f.startswith("band on the p95 SLO") for f in b["band_flags"])
     assert not any("SLO" in f for f in bands["mean"][0]["band_flags"])
     # the low end is where the pessimistic model's p95 crosses the bound
-    low = confidence._variant(model, tiers, +1, [], confidence.BAND_Z)
+    low = confidence.band_variant(model, tiers, +1, [], confidence.BAND_Z)
     k = model.quantile_levels.index(0.95)
     n = b["capacity_users_lower"]
     assert low.quantiles(low.at(n))[:, k].max() <= 0.3 < low.quantiles(low.at(n + 1))[:, k].max()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from solvers.paper000 import _BURSTY_D0, _BURSTY_D1
+from solvers.paper000 import BURSTY_D0, BURSTY_D1
 from solvers.pools import PoolSpec, solve_pools
 from solvers.pools_bursty import solve_pools_bursty
 from solvers.processes import MAP
@@ -16,7 +16,7 @@ from streams.core.tier import TierModel
 from streams.predict.model import POOL_FLAG, SystemModel, build_model
 from streams.predict.model_row import model_from_row
 
-BURSTY = MAP(_BURSTY_D0, _BURSTY_D1)
+BURSTY = MAP(BURSTY_D0, BURSTY_D1)
 E = MAP.exponential
 CONN = (PoolSpec(6, 1, 3, "conn"),)
 D = np.array([[0.02], [0.03], [0.05]])

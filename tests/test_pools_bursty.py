@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from solvers.decomposition import solve_decomposed
-from solvers.paper000 import _BURSTY_D0, _BURSTY_D1
+from solvers.paper000 import BURSTY_D0, BURSTY_D1
 from solvers.pools import PoolSpec, solve_pools
 from solvers.pools_bursty import BURSTY_POOL_FLAG, solve_pools_bursty
 from solvers.processes import MAP
 
-BURSTY = MAP(_BURSTY_D0, _BURSTY_D1)
+BURSTY = MAP(BURSTY_D0, BURSTY_D1)
 E = MAP.exponential
 
 

@@ -10,13 +10,13 @@ import pytest
 from solvers.pools import PoolSpec
 from solvers.pools_open import held_network, solve_open_pool
 from solvers.pools_passage import passage_law
-from solvers.paper000 import _BURSTY_D0, _BURSTY_D1
+from solvers.paper000 import BURSTY_D0, BURSTY_D1
 from solvers.processes import MAP
 from streams.predict import open_model, pool_law
 from streams.predict.model import SystemModel
 
 LEVELS = (0.5, 0.9, 0.95, 0.99)
-BURSTY = MAP(_BURSTY_D0, _BURSTY_D1)
+BURSTY = MAP(BURSTY_D0, BURSTY_D1)
 
 
 def one_tier(demand: float, cores: int, size: int, ps: bool = False):

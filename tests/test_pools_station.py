@@ -13,14 +13,14 @@ import pytest
 from scipy import sparse
 from scipy.sparse.linalg import spsolve
 
-from solvers.decomposition.stations import _per_job
-from solvers.paper000 import _BURSTY_D0, _BURSTY_D1
+from solvers.decomposition.stations import per_job_transitions
+from solvers.paper000 import BURSTY_D0, BURSTY_D1
 from solvers.pools import PoolSpec, solve_pools
 from solvers.pools_bursty import solve_pools_bursty
 from solvers.pools_station import last_start_station, last_start_states
 from solvers.processes import MAP
 
-BURSTY = MAP(_BURSTY_D0, _BURSTY_D1)
+BURSTY = MAP(BURSTY_D0, BURSTY_D1)
 E = MAP.exponential
 
 
@@ -128,7 +128,7 @@ def _held(D, cores, N, Z, K, proc, station=None, monkeypatch=None):
 def _old_per_job(proc, cores, levels):
     """The station the held chain had: the MAP network's per-job station, start phases drawn
     from the embedded chain apart from the jobs' paths."""
-    return _per_job(levels, proc, cores)
+    return per_job_transitions(levels, proc, cores)
 
 
 CASES = [((0.03, 0.04, 0.05), (1, 1, 2), 6, 0.3, 2),
@@ -154,14 +154,14 @@ def test_the_held_chain_is_close_to_the_exact_physical_chain(D, cores, N, Z, K, 
 def test_one_core_is_the_map_serving_in_order(monkeypatch):
     """One core: the last-start station is the MAP serving its sequence in order, the
     speed-scaled station (exact there) -- the held chain the same to 1e-9."""
-    from solvers.decomposition.stations import _speed_scaled
+    from solvers.decomposition.stations import speed_scaled
 
     D, cores, N, Z, K = (0.03, 0.04, 0.05), (1, 1, 1), 6, 0.3, 3
     want = _held(D, cores, N, Z, K, BURSTY)
     got = _held(D, cores, N, Z, K, BURSTY, lambda p, c, n: last_start_station(n, p, c),
                 monkeypatch)
     assert got == pytest.approx(want, rel=1e-9)
-    assert _speed_scaled(3, BURSTY, 1).level.shape == last_start_station(3, BURSTY, 1).level.shape
+    assert speed_scaled(3, BURSTY, 1).level.shape == last_start_station(3, BURSTY, 1).level.shape
 
 
 def test_a_db_without_burstiness_is_the_exact_chain():

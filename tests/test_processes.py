@@ -196,6 +196,38 @@ def test_invalid_matrices_are_rejected_naming_the_field(d0, d1, name):
         MAP(d0, d1)
 
 
+
+SPARSE_MAP3 = MAP([[-2.0, 1.0, 0.0], [0.0, -0.5, 0.0], [0.25, 0.0, -3.0]],
+                  [[1.0, 0.0, 0.0], [0.0, 0.0, 0.5], [0.0, 2.75, 0.0]])
+
+
+@pytest.mark.parametrize("process", RANDOM_MAP2 + BURSTY_MAP2 + [SPARSE_MAP3])
+@pytest.mark.parametrize("mean", [1e-9, 0.004, 1.0, 7.5, 3e7])
+def test_scaled_skips_the_checks_and_sets_the_checked_fields(process, mean, monkeypatch):
+    """A rescale of a valid MAP is valid: ``scaled`` sets the fields the checking constructor
+    would, bit for bit, without running its checks (no stationary vector solved)."""
+    factor = process.mean / mean
+    checked = MAP(process.D0 * factor, process.D1 * factor)
+    monkeypatch.setattr("solvers.processes.ctmc_stationary", _no_solve)
+    other = process.scaled(mean)
+    for a, b in ((other.D0, checked.D0), (other.D1, checked.D1)):
+        assert a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+        assert not a.flags.writeable
+
+
+def _no_solve(generator):
+    raise AssertionError("scaled solved a stationary vector")
+
+
+def test_a_rescale_that_under_or_overflows_a_rate_is_checked():
+    weakly_coupled = MAP([[-1.0, 1e-20], [1e-20, -1.0]], [[1.0, 0.0], [0.0, 1.0]])
+    assert weakly_coupled.scaled(1e300).D0[0, 1] > 0
+    with pytest.raises(ValueError, match="D0 \\+ D1"):   # the coupling underflows to 0
+        weakly_coupled.scaled(1e308)
+    bursty = MAP([[-45.39, 0.39], [0.0082, -0.0982]], [[45.0, 0.0], [0.0, 0.09]])
+    with pytest.raises(ValueError, match="D0"), np.errstate(over="ignore"):
+        bursty.scaled(1e-307)                           # the fast phase's rate overflows
+
 @pytest.mark.parametrize("bad", [0.0, -1.0, float("nan"), float("inf"), "x"])
 def test_bad_means_are_rejected(bad):
     with pytest.raises(ValueError, match="mean"):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from solvers.paper000 import _BURSTY_D0, _BURSTY_D1
+from solvers.paper000 import BURSTY_D0, BURSTY_D1
 from solvers.processes import MAP
 from solvers.simulation.capacity import simulated_capacity
 from solvers.simulation.physical import PhysicalNetwork, Tier
@@ -24,7 +24,7 @@ def _model(bursty: bool) -> SystemModel:
     return SystemModel(tiers=["web", "db"], classes=["all"],
                        D_mc=np.array([[0.005], [0.012]]), mix=np.array([1.0]),
                        servers=np.array([2.0, 2.0]), think_time=0.5, sla=np.array([SLA]),
-                       processes=[MAP.exponential(1.0), MAP(_BURSTY_D0, _BURSTY_D1)]
+                       processes=[MAP.exponential(1.0), MAP(BURSTY_D0, BURSTY_D1)]
                        if bursty else None, map_limit=10_000)
 
 
@@ -36,7 +36,7 @@ def _network(bursty: bool, action: Action, n: int) -> PhysicalNetwork:
         cores = int(action.value)
     else:
         mean /= action.value
-    db = MAP(_BURSTY_D0, _BURSTY_D1).scaled(mean) if bursty else mean
+    db = MAP(BURSTY_D0, BURSTY_D1).scaled(mean) if bursty else mean
     return PhysicalNetwork(tiers=(Tier("web", 2, 0.005), Tier("db", cores, db)),
                            classes=("all",), mix=(1.0,), think_time=0.5, population=n)
 

@@ -8,7 +8,7 @@ import numpy as np
 
 import streams.predict.whatif as whatif
 from solvers.mva import mva
-from solvers.paper000 import _BURSTY_D0, _BURSTY_D1
+from solvers.paper000 import BURSTY_D0, BURSTY_D1
 from solvers.processes import MAP
 from streams.predict.model import SystemModel, model_capacity
 from streams.predict.remedy_bounds import BOUND_MARGIN, beyond_bound
@@ -91,7 +91,7 @@ def test_a_hopeless_bursty_breach_costs_no_candidate_solve():
         D_mc=np.array([[0.008, 0.008], [0.010, 0.010], [0.012, 0.032]]),
         mix=np.array([0.8, 0.2]), servers=np.array([4.0, 4.0, 8.0]), think_time=1.0,
         sla=np.array([0.1, 0.1]),
-        processes=[MAP.exponential(1.0), MAP.exponential(1.0), MAP(_BURSTY_D0, _BURSTY_D1)],
+        processes=[MAP.exponential(1.0), MAP.exponential(1.0), MAP(BURSTY_D0, BURSTY_D1)],
         map_limit=10_000)
     rem = remediate(m, 3000, 400)
     assert rem.solves == 0            # the solve at the required users is the model's own

@@ -73,8 +73,8 @@ def test_per_job_station_sojourn_mean_is_littles(c):
     h, mass = _law(tier)
     law_mean = h * float(mass @ np.arange(mass.shape[0]))
     # Little: the same station's chain solved densely, R = E[n] / X
-    from solvers.decomposition.stations import _level_states, _per_job
-    tr = _per_job(N, proc, c)
+    from solvers.decomposition.stations import level_states, per_job_transitions
+    tr = per_job_transitions(N, proc, c)
     rate = tr.with_arrivals(np.append(lam, 0.0))
     S = tr.level.shape[0]
     Q = sparse.csr_array((rate, (tr.src, tr.dst)), shape=(S, S)).toarray()
@@ -85,7 +85,7 @@ def test_per_job_station_sojourn_mean_is_littles(c):
     R = float(pi @ tr.level) / X
     assert law_mean == pytest.approx(R, rel=2e-3)
     assert tier.moments(1.0, 1.0)[0] == pytest.approx(R, rel=1e-9)
-    assert _level_states(proc, c) == tier.A0.shape[0]
+    assert level_states(proc, c) == tier.A0.shape[0]
 
 
 def test_bad_input_names_the_field():

@@ -18,8 +18,8 @@ from scipy import sparse
 import solvers.response_time.waves as waves
 from solvers.linalg.anchored import anchored_stationary
 from solvers.response_time.bursty import _banded_stationary
-from solvers.response_time.mapnet import MOMENT_BLOCK, _chain_kernel, _chain_passage_moments, \
-    _chain_transfer
+from solvers.response_time.mapnet import MOMENT_BLOCK, chain_kernel, chain_passage_moments, \
+    chain_transfer
 
 
 def _generator(rates: dict[tuple[int, int], float], size: int) -> sparse.csr_array:
@@ -94,7 +94,7 @@ def test_wave_levels_by_blocks_are_the_level_by_level_sum(cap, monkeypatch):
 def test_wait_moments_by_blocks_are_erlang(rows):
     mu = 2.5                                          # one phase: r + 1 completions, Erlang
     F = np.full((rows, 1), 1.0 / rows)
-    mean, square = _chain_passage_moments(np.array([[-mu]]), np.array([[mu]]), F)
+    mean, square = chain_passage_moments(np.array([[-mu]]), np.array([[mu]]), F)
     k = np.arange(1, rows + 1)
     assert mean == pytest.approx(float(np.mean(k / mu)), rel=1e-12)
     assert square == pytest.approx(float(np.mean(k * (k + 1) / mu ** 2)), rel=1e-12)
@@ -114,7 +114,7 @@ def test_wait_moments_by_blocks_are_the_recursion():
         m1, m2 = u + P @ m1, second + 2.0 * Q1 @ m1 + P @ m2
         mean += float(F[n] @ m1)
         square += float(F[n] @ m2)
-    fast = _chain_passage_moments(A0, A1, F)
+    fast = chain_passage_moments(A0, A1, F)
     assert fast == pytest.approx((mean, square), rel=1e-12)
 
 
@@ -122,9 +122,9 @@ def test_shared_kernel_solve_is_the_kernel_and_its_mass():
     A0 = np.array([[-30.0, 0.5, 0.0], [0.05, -2.0, 0.1], [0.0, 0.3, -5.0]])
     A1 = np.array([[29.0, 0.5, 0.0], [0.2, 1.5, 0.15], [1.0, 0.0, 3.7]])
     h, size = 0.01, 256
-    L = _chain_transfer(A0, h, size)
+    L = chain_transfer(A0, h, size)
     for X in (A1, np.diag(A1.sum(axis=1))):
-        direct = _chain_kernel(A0, X, h, size)
+        direct = chain_kernel(A0, X, h, size)
         assert np.abs(np.einsum("fij,jk->fik", L, X) - direct).max() < 1e-13
     # frequency 0: the masses' total, int e^{A0 t} A1 dt = (-A0)^{-1} A1
     assert np.abs(L[0] @ A1 - np.linalg.solve(-A0, A1)).max() < 1e-12
@@ -155,7 +155,7 @@ def test_blocked_horner_is_the_level_by_level_sum(R, lead, budget, monkeypatch):
 
 @pytest.mark.parametrize("h", [0.002, 0.02, 0.2])
 def test_schur_transfer_is_the_kernel_masses_transform(h):
-    """``_chain_transfer``'s ``L(w)`` (one Schur form for all frequencies) against the DFT of
+    """``chain_transfer``'s ``L(w)`` (one Schur form for all frequencies) against the DFT of
     the kernel's masses written out in the time domain: ``K_0`` at 0, ``B^{i-1} V`` at ``i h``
     (``B = e^{A0 h}``), on a lattice long enough that the rest is below rounding -- on a
     non-normal sub-generator, a per-job station's full level (``A0`` of :func:`bursty_tier`)."""
@@ -179,7 +179,7 @@ def test_schur_transfer_is_the_kernel_masses_transform(h):
         masses[i] = B @ masses[i - 1]
     assert np.abs(masses[-1]).max() < 1e-18 * np.abs(masses[1]).max()
     direct = np.fft.rfft(masses, axis=0)
-    L = _chain_transfer(A0, h, size)
+    L = chain_transfer(A0, h, size)
     assert np.abs(L - direct).max() < 1e-12 * np.abs(direct).max()
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from solvers.mva import mva_curve
 from solvers.response_time.arrival import ArrivalLaw, _complement_recursion, _split
-from solvers.response_time.sojourn import TierWait, _pgfs, _real_times_complex
+from solvers.response_time.sojourn import TierWait, _pgfs, real_times_complex
 
 
 def _dense(offset: int, pmf: np.ndarray, size: int) -> np.ndarray:
@@ -148,7 +148,7 @@ def test_real_times_complex_is_the_complex_product():
     rng = np.random.default_rng(3)
     a = rng.random((2, 4, 6))
     b = rng.random((2, 6, 9)) + 1j * rng.random((2, 6, 9))
-    assert np.allclose(_real_times_complex(a, b), a @ b, rtol=1e-14, atol=1e-14)
+    assert np.allclose(real_times_complex(a, b), a @ b, rtol=1e-14, atol=1e-14)
 
 
 def test_laws_side_by_side_are_the_laws_one_by_one():
@@ -214,15 +214,16 @@ def test_found_laws_stacked_are_the_tier_waits(servers, think, populations):
     the same quantiles and means, light load to past the knee, cores above the population,
     a delay, a tier without demand, two classes with shares."""
     from solvers.response_time import _stacked_waits
-    from solvers.response_time.sojourn import _checked, _tier_wait
+    from solvers.response_time.sojourn import checked_services, tier_wait_checked
     from solvers.response_time.window import stacked_window_quantiles, window_quantiles
 
     D = np.array([0.0045, 0.004, 0.3, 0.0])[:len(servers)] if len(servers) > 1 \
         else np.array([0.01])
     c = np.array(servers)
-    S, sh = _checked(len(D), np.c_[D, 1.5 * D], np.c_[np.ones(len(D)), np.full(len(D), 0.8)])
+    S, sh = checked_services(len(D), np.c_[D, 1.5 * D],
+                             np.c_[np.ones(len(D)), np.full(len(D), 0.8)])
     law = ArrivalLaw(D, c, think)
-    waits = [[_tier_wait(mg.offset[m], mg.pmf[m], float(D[m]), float(c[m]))
+    waits = [[tier_wait_checked(mg.offset[m], mg.pmf[m], float(D[m]), float(c[m]))
               for m in range(len(D))] for mg in law.marginals_many(populations)]
     levels = np.array([0.5, 0.9, 0.99, 0.999])
     want, want_means = window_quantiles(waits, S, sh, levels)
@@ -289,7 +290,7 @@ def test_classes_meeting_the_same_waits_share_their_product(servers):
     """Classes that meet every tier's wait at one share take the waits' product once: the
     quantiles of the way that builds each class's own product (the shares apart by one
     rounding step), to rounding."""
-    from solvers.response_time import _checked, _stacked_waits
+    from solvers.response_time import _stacked_waits, checked_services
     from solvers.response_time.window import stacked_window_quantiles
 
     D = np.array([0.0045, 0.004, 0.003])[:len(servers)]
@@ -301,7 +302,7 @@ def test_classes_meeting_the_same_waits_share_their_product(servers):
     pops = [40, 90, 160]
     waits = _stacked_waits(law.found_many(pops), D.tolist(), c.tolist())
     levels = np.array([0.5, 0.9, 0.95, 0.99, 0.999])
-    S, sh = _checked(M, Dmc, share)
+    S, sh = checked_services(M, Dmc, share)
     together, _ = stacked_window_quantiles(*waits, len(pops), S, sh, levels)
     apart = sh.copy()
     apart[:, 1] = np.nextafter(apart[:, 1], np.inf)       # not equal: one product per class

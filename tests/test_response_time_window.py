@@ -12,8 +12,8 @@ import pytest
 from scipy import integrate, optimize, stats
 
 from solvers.response_time import ArrivalLaw, tier_wait
-from solvers.response_time.sojourn import TierWait, _checked, _lattice_quantiles, _laws, \
-    _tier_wait
+from solvers.response_time.sojourn import TierWait, checked_services, lattice_quantiles, \
+    tier_wait_checked, wait_laws
 from solvers.response_time.window import window_quantiles
 
 LEVELS = np.array([0.5, 0.9, 0.95, 0.99, 0.999])
@@ -84,11 +84,11 @@ def test_windowed_quantiles_are_a_fine_long_lattices(servers, fractions):
     knee = (D.sum() + 0.5) / (D / c).max()
     pops = [max(int(f * knee), 1) for f in fractions]
     law = ArrivalLaw(D, c, 0.5)
-    waits = [[_tier_wait(mg.offset[m], mg.pmf[m], float(D[m]), float(c[m]))
+    waits = [[tier_wait_checked(mg.offset[m], mg.pmf[m], float(D[m]), float(c[m]))
               for m in range(len(D))] for mg in (law.marginals(n) for n in pops)]
-    S, sh = _checked(len(D), Dmc, share)
+    S, sh = checked_services(len(D), Dmc, share)
     q, means = window_quantiles(waits, S, sh, LEVELS)
-    for i, (h, cdf, mean) in enumerate(_laws(waits, S, sh, 16384)):
-        fine = _lattice_quantiles(np.repeat(h, 2), cdf, LEVELS)
+    for i, (h, cdf, mean) in enumerate(wait_laws(waits, S, sh, 16384)):
+        fine = lattice_quantiles(np.repeat(h, 2), cdf, LEVELS)
         assert np.abs(q[i] / fine - 1.0).max() < 6e-3
         assert np.allclose(means[i], mean, rtol=1e-12)

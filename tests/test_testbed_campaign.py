@@ -7,7 +7,7 @@ import argparse
 import pytest
 
 from bench.testbed import campaign
-from bench.testbed.campaign import _err, knee, markdown, misnamed_alerts
+from bench.testbed.campaign import knee, markdown, misnamed_alerts, signed_error
 from bench.testbed.truth import ResponseStats, category_sizes, request_work
 from bench.testbed.load import join_times
 
@@ -42,8 +42,8 @@ def test_a_closed_ramp_adds_one_user_at_a_time_evenly():
 
 
 def test_errors_need_a_positive_truth():
-    assert _err(1.2, 1.0) == pytest.approx(0.2)
-    assert _err(1.0, 0.0) is None and _err(None, 1.0) is None
+    assert signed_error(1.2, 1.0) == pytest.approx(0.2)
+    assert signed_error(1.0, 0.0) is None and signed_error(None, 1.0) is None
 
 
 def test_the_tables_state_every_run_and_the_disturbed_ones():
@@ -91,6 +91,31 @@ def test_a_run_is_judged_by_its_last_solve_before_the_load_ended():
     got = judge_run(truth, pc, start=0.0, end=150.0)
     assert got["users"] == 5 and got["response_time"]["buy"]["error"] == pytest.approx(0.1)
 
+
+
+def test_the_runs_demand_columns_are_the_demands_the_model_solved_with():
+    """The model scaled the app's demands by 0.7 (its background taken out): the campaign's
+    demand errors read those, the demands the low-load report states too, not the estimator's
+    before the scaling."""
+    from bench.testbed import lowload
+    from bench.testbed.campaign import judge_demands, model_demands
+
+    pred = {"time": 70.0, "classes": {"buy": {"throughput": 1.0, "throughput_measured": 1.0},
+                                      "home": {"throughput": 3.0, "throughput_measured": 3.0}},
+            "tiers": {"app": {"estimator": "kalman", "demand_s": 0.7 * 0.00175,
+                              "demands": {"buy": {"kalman": 0.004}, "home": {"kalman": 0.001}}}}}
+    truth = {"classes": [{"cls": "buy", "db_demand_s": None, "app_demand_s": 0.0025,
+                          "app_demand_req_s": 0.0028},
+                         {"cls": "home", "db_demand_s": None, "app_demand_s": 0.0007,
+                          "app_demand_req_s": None}]}
+    app = judge_demands(truth, pred)["app"]
+    assert app["buy"]["model"] == pytest.approx(0.0028)
+    assert app["buy"]["error"] == pytest.approx(0.12)
+    assert app["buy"]["error_req"] == pytest.approx(0.0, abs=1e-12)
+    assert app["home"]["model"] == pytest.approx(0.0007)
+    assert lowload.model_demands is model_demands
+    assert "app demand as solved, error" in markdown(
+        {"slo_s": {"buy": 0.1}, "knee_users": None, "runs": []})
 
 def _truth(util: float, busy: float, classes: list[tuple[str, int, float, float, float]]):
     """A truth with the db's busy CPU and per class (name, requests, exec/req, work/req,

@@ -14,13 +14,13 @@ import pytest
 
 from solvers.decomposition import solve_decomposed
 from solvers.mva import mva
-from solvers.paper000 import _BURSTY_D0, _BURSTY_D1
+from solvers.paper000 import BURSTY_D0, BURSTY_D1
 from solvers.processes import MAP
 from streams.core.config import ConfigError, SystemConfig, _check
 from streams.predict.model import MAP_CAPACITY_TOLERANCE, SystemModel, model_capacity
 from streams.predict.whatif import Action, apply, describe, parse_action, remediate
 
-BURSTY = MAP(_BURSTY_D0, _BURSTY_D1)            # Mi et al.'s (2008) unit-mean MAP(2), I ~ 200
+BURSTY = MAP(BURSTY_D0, BURSTY_D1)            # Mi et al.'s (2008) unit-mean MAP(2), I ~ 200
 
 
 def shop(bursty: bool = True) -> SystemModel:

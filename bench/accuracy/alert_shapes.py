@@ -54,7 +54,7 @@ from bench.accuracy.alert_baselines import (Forecaster, forecast_conditions, hol
                                     linear_forecast)
 from bench.accuracy.alert_scoring import (RunScore, Summary, hysteresis_episodes,
                                  score_alerts, summarize)
-from solvers.paper000 import _BURSTY_D0, _BURSTY_D1
+from solvers.paper000 import BURSTY_D0, BURSTY_D1
 from solvers.processes import MAP
 from solvers.simulation.physical import (PhysicalNetwork, Tier, monitor_physical,
                                          simulate_physical)
@@ -113,7 +113,7 @@ SHAPES = (Shape("ramp_slow", 0.4, 1.3, 1200.0, 3600.0, 600.0),
 
 def network(kind: str, population: int) -> PhysicalNetwork:
     """The three-tier shop; the db's service is bursty (MAP(2), I ~ 200) or exponential."""
-    db = MAP(_BURSTY_D0, _BURSTY_D1).scaled(0.016) if kind == "bursty" else 0.016
+    db = MAP(BURSTY_D0, BURSTY_D1).scaled(0.016) if kind == "bursty" else 0.016
     return PhysicalNetwork(
         tiers=(Tier("web", 4, 0.008), Tier("app", 4, 0.010),
                Tier("db", 8, db, multipliers=(0.75, 2.0))),

@@ -14,7 +14,7 @@ Estimators, each given the windows up to and including ``k`` to estimate at wind
 * ``util_law``   -- the utilization law without classes: ``D_c = sum U T cores / sum n`` over
   the last 12 windows, the same for every class (what a tier's mean service time gives);
 * ``kalman_checked`` -- ``demand_policy = "kalman_checked"``, the pipeline's policy before this
-  comparison (``streams.predict.model._identified``): the
+  comparison (``streams.predict.model.identified_demands``): the
   Kalman demands, a class whose estimate disagrees with the sliding regression (refreshed as
   the pipeline refreshes it, once a quarter of its windows is new) or is too uncertain replaced
   by the mix-weighted mean;
@@ -50,7 +50,7 @@ from estimators.demand import KalmanDemandEstimator, regression_demands
 from estimators.selection import ESTIMATORS, select_estimator
 from solvers.simulation import ClosedNetwork, Queue, fcfs_queue, monitor_closed, \
     monitor_windows
-from streams.predict.model import _identified
+from streams.predict.model import identified_demands
 from streams.core.tier import TierModel
 
 #: TPC-W browsing / shopping / ordering mixes (percent of requests), Huang et al. (2012) section 3.2
@@ -198,7 +198,7 @@ def util_law_path(s: Stream) -> np.ndarray:
 
 
 def pipeline_path(s: Stream, kal: np.ndarray, kal_sd: np.ndarray, reg: np.ndarray) -> np.ndarray:
-    """``streams.predict.model._identified`` on the Kalman demands and the pipeline's sliding
+    """``streams.predict.model.identified_demands`` on the Kalman demands and the pipeline's sliding
     regression ``reg`` (refit every :data:`REGRESSION_REFRESH` windows), over the window's
     mix."""
     K, C = s.counts.shape
@@ -212,7 +212,7 @@ def pipeline_path(s: Stream, kal: np.ndarray, kal_sd: np.ndarray, reg: np.ndarra
                          regression={} if np.isnan(reg[k]).any() else dict(zip(classes, reg[k])),
                          idc=None, idc_flag=None, mean_service=None, p95=None, process=None,
                          fit=None, bursty=False, windows=k + 1)
-        out[k] = _identified(tier, classes, mix)
+        out[k] = identified_demands(tier, classes, mix)
     return out
 
 

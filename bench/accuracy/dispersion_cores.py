@@ -30,7 +30,7 @@ import numpy as np
 from bench.tables import Table
 from estimators.dispersion import index_of_dispersion_interval
 from estimators.dispersion.interval import (DEFAULT_BLOCKS, DEFAULT_CONFIDENCE, DEFAULT_LEVELS,
-                                            DEFAULT_MIN_RUNS, _interval)
+                                            DEFAULT_MIN_RUNS, interval_checked)
 from solvers.processes import MAP
 from solvers.simulation.mmpp import mmpp2, mmpp2_design, mmpp2_intervals
 from solvers.simulation.multi_server import ServerWindows, monitor_servers, mtrace_c
@@ -58,8 +58,9 @@ def estimate(win: ServerWindows, axis: str):
     if axis == "rule":
         return index_of_dispersion_interval(win.utilization, win.completions, WINDOW_S, cores=c)
     scale = 1.0 if axis == "tier window" else float(c)
-    return _interval(win.utilization, win.completions, WINDOW_S * c / scale,
-                     DEFAULT_CONFIDENCE, DEFAULT_MIN_RUNS, DEFAULT_LEVELS, DEFAULT_BLOCKS, scale)
+    return interval_checked(win.utilization, win.completions, WINDOW_S * c / scale,
+                            DEFAULT_CONFIDENCE, DEFAULT_MIN_RUNS, DEFAULT_LEVELS, DEFAULT_BLOCKS,
+                            scale)
 
 
 def main() -> None:

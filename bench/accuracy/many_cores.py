@@ -37,11 +37,11 @@ import time
 import solvers.decomposition as decomposition
 from solvers.decomposition import stations
 from solvers.bounds import knee
-from solvers.paper000 import _BURSTY_D0, _BURSTY_D1
+from solvers.paper000 import BURSTY_D0, BURSTY_D1
 from solvers.processes import MAP
 from solvers.simulation.physical import PhysicalNetwork, Tier, simulate_physical
 
-BURSTY = MAP(_BURSTY_D0, _BURSTY_D1)
+BURSTY = MAP(BURSTY_D0, BURSTY_D1)
 THINK = 1.0
 
 

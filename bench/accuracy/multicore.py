@@ -77,7 +77,7 @@ from estimators.mapfit import fit_map2
 from solvers.decomposition import solve_decomposed
 from solvers.mapqn import solve_closed
 from solvers.mva import mva
-from solvers.paper000 import _BURSTY_D0, _BURSTY_D1, scenarios
+from solvers.paper000 import BURSTY_D0, BURSTY_D1, scenarios
 from solvers.processes import MAP
 from solvers.simulation.physical import PhysicalNetwork, Tier, simulate_physical
 
@@ -178,7 +178,7 @@ class System:
 
 @lru_cache(maxsize=None)
 def systems() -> dict[str, System]:
-    bursty = MAP(_BURSTY_D0, _BURSTY_D1)                   # unit mean, I ~ 200
+    bursty = MAP(BURSTY_D0, BURSTY_D1)                   # unit mean, I ~ 200
     sc = scenarios()["bottleneck_switch"]
     fitted = fit_map2(mean=0.008, idc=50, p95=0.024).process
     return {

@@ -39,7 +39,7 @@ import numpy as np
 from bench.accuracy.percentiles import SYSTEMS, System
 from solvers.response_time import response_time_quantiles
 from solvers.response_time.bursty import decomposed_quantiles
-from solvers.simulation.physical import _Engine
+from solvers.simulation.physical import Engine
 
 LEVELS = (0.5, 0.95, 0.99)
 
@@ -49,7 +49,7 @@ def tier_sojourns(system: System, n: int, duration: float, seed: int
     """Per request started after the warm-up and completed in the run, its sojourn at each
     tier ``(R, M)`` (summed over its visits) and its class ``(R,)``."""
     warm = min(duration / 5, 60.0)
-    engine = _Engine(system.network(n), np.random.default_rng(seed))
+    engine = Engine(system.network(n), np.random.default_rng(seed))
     engine.visit_log = []
     engine.run(np.array([warm, warm + duration]), [])
     V = np.array(engine.visit_log)

@@ -23,7 +23,8 @@ import numpy as np
 
 from bench.accuracy.percentiles import SYSTEMS
 from solvers.response_time import ArrivalLaw
-from solvers.response_time.sojourn import _checked, _lattice_quantiles, _laws, _tier_wait
+from solvers.response_time.sojourn import checked_services, lattice_quantiles, tier_wait_checked, \
+    wait_laws
 from solvers.response_time.window import window_quantiles
 
 LEVELS = np.array([0.5, 0.9, 0.95, 0.99, 0.999])
@@ -38,15 +39,15 @@ def compare(key: str, fine: int) -> list[tuple[int, float, float]]:
     pops = sorted({max(1, int(f * knee)) for f in FRACTIONS})
     law = ArrivalLaw(model.D, model.servers, model.solver_think)
     D, c = model.D.tolist(), model.servers.tolist()
-    waits = [[_tier_wait(mg.offset[m], mg.pmf[m], D[m], c[m]) for m in range(len(D))]
+    waits = [[tier_wait_checked(mg.offset[m], mg.pmf[m], D[m], c[m]) for m in range(len(D))]
              for mg in (law.marginals(n) for n in pops)]
-    S, sh = _checked(len(D), model.D_mc, model._wait_share)
+    S, sh = checked_services(len(D), model.D_mc, model._wait_share)
     C = S.shape[1]
     window, _ = window_quantiles(waits, S, sh, LEVELS)
 
     def lattice(grid: int) -> list[np.ndarray]:
-        return [_lattice_quantiles(np.repeat(h, C), cdf, LEVELS)
-                for h, cdf, _ in _laws(waits, S, sh, grid)]
+        return [lattice_quantiles(np.repeat(h, C), cdf, LEVELS)
+                for h, cdf, _ in wait_laws(waits, S, sh, grid)]
 
     ref, long = lattice(fine), lattice(1024)
     return [(n, float(np.abs(window[i] / ref[i] - 1).max()),

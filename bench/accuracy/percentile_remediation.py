@@ -33,7 +33,7 @@ import dataclasses
 import subprocess
 import time
 
-from bench.accuracy.percentiles import SYSTEMS, System, _crossing, _rel
+from bench.accuracy.percentiles import SYSTEMS, System, crossing, relative_change
 from bench.tables import Table
 from solvers.simulation.physical import simulate_physical
 from streams.predict.model import model_capacity
@@ -95,10 +95,10 @@ def main() -> None:
         after = system if action is None else remedied(system, action)
         ns = sorted({max(int(round(f * predicted)), 2) for f in CAP_GRID})
         p95 = [worst_p95(after, n, duration, args.seeds)[0] for n in ns]
-        truth = _crossing(ns, p95, system.p95_slo)
+        truth = crossing(ns, p95, system.p95_slo)
         at_req, hw = worst_p95(after, required, duration, args.seeds)
         table.add(label, predicted, "-" if truth is None else f"{truth:.0f}",
-                  "-" if truth is None else _rel(predicted, truth),
+                  "-" if truth is None else relative_change(predicted, truth),
                   f"{1000 * at_req:.0f} +-{hw / at_req:.0%}")
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()

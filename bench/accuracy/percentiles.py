@@ -135,11 +135,14 @@ SYSTEMS["c"] = _from_multicore("c", "c", 1.0)
 SYSTEMS["d"] = _from_multicore("d", "d", 1.0)
 
 
-def _rel(a: float, b: float) -> str:
+def relative_change(a: float, b: float) -> str:
+    """``(a - b) / b`` as a signed percentage, ``-`` when ``b`` is not positive."""
     return f"{(a - b) / b:+.1%}" if b > 0 else "-"
 
 
-def _crossing(ns: list[int], values: list[float], bound: float) -> float | None:
+def crossing(ns: list[int], values: list[float], bound: float) -> float | None:
+    """The population where ``values`` (over ``ns``) first crosses ``bound`` from below, linear
+    between points; ``None`` when it never does."""
     for i in range(1, len(ns)):
         if values[i - 1] <= bound < values[i]:
             f = (bound - values[i - 1]) / (values[i] - values[i - 1])
@@ -167,7 +170,7 @@ def run(system: System, fractions: tuple[float, ...], duration: float, seeds: in
                 pred = float(q[c, levels.index(p)])
                 mean_only = -float(point.response[c]) * math.log(1.0 - p)
                 cells += [f"{1000 * est.mean:.1f} +-{est.half_width / est.mean:.0%}",
-                          _rel(pred, est.mean), _rel(mean_only, est.mean)]
+                          relative_change(pred, est.mean), relative_change(mean_only, est.mean)]
             table.add(*cells)
             worst_sim[n].append(sim.response_time_quantiles[c][LEVELS.index(0.95)].mean)
     if not capacity:
@@ -181,10 +184,10 @@ def run(system: System, fractions: tuple[float, ...], duration: float, seeds: in
                                     seed=n, quantiles=LEVELS)
             worst_sim[n] = [e[LEVELS.index(0.95)].mean for e in sim.response_time_quantiles]
     grid = sorted(worst_sim)
-    truth = _crossing(grid, [max(worst_sim[n]) for n in grid], system.p95_slo)
+    truth = crossing(grid, [max(worst_sim[n]) for n in grid], system.p95_slo)
     caps.add(system.key, f"{1000 * system.p95_slo:g} ms", cap_model,
              "-" if truth is None else f"{truth:.0f}",
-             "-" if truth is None else _rel(cap_model, truth))
+             "-" if truth is None else relative_change(cap_model, truth))
 
 
 def main() -> None:

@@ -44,7 +44,7 @@ from scipy import stats
 
 from solvers.decomposition import solve_decomposed
 from solvers.mva import mva
-from solvers.paper000 import _BURSTY_D0, _BURSTY_D1
+from solvers.paper000 import BURSTY_D0, BURSTY_D1
 from solvers.pools import PoolSpec, largest_meeting, solve_pools
 from solvers.pools_bursty import solve_pools_bursty
 from solvers.pools_general import solve_pools_general
@@ -53,7 +53,7 @@ from solvers.simulation.capacity import simulated_capacity
 from solvers.simulation.physical import PhysicalNetwork, Tier, simulate_physical
 
 THINK = 1.0
-BURSTY = MAP(_BURSTY_D0, _BURSTY_D1)
+BURSTY = MAP(BURSTY_D0, BURSTY_D1)
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,7 @@ from typing import Sequence
 import numpy as np
 
 from bench.tables import Table
-from solvers.paper000 import _BURSTY_D0, _BURSTY_D1
+from solvers.paper000 import BURSTY_D0, BURSTY_D1
 from solvers.processes import MAP
 from solvers.simulation.capacity import simulated_capacity
 from solvers.simulation.physical import PhysicalNetwork, Tier
@@ -87,7 +87,7 @@ class System:
     def model(self) -> SystemModel:
         """What the pipeline solves with the true parameters (streams.predict.model)."""
         bursty = any(t.bursty for t in self.tiers)
-        procs = [MAP(_BURSTY_D0, _BURSTY_D1) if t.bursty else MAP.exponential(1.0)
+        procs = [MAP(BURSTY_D0, BURSTY_D1) if t.bursty else MAP.exponential(1.0)
                  for t in self.tiers] if bursty else None
         return SystemModel(tiers=[t.name for t in self.tiers], classes=list(self.classes),
                            D_mc=self.D_mc(), mix=np.array(self.mix),
@@ -107,7 +107,7 @@ class System:
                     cores = int(action.value)
                 elif action.kind == "cpu_speed":
                     mean = t.mean / float(action.value)
-            service = MAP(_BURSTY_D0, _BURSTY_D1).scaled(mean) if t.bursty else mean
+            service = MAP(BURSTY_D0, BURSTY_D1).scaled(mean) if t.bursty else mean
             tiers.append(Tier(t.name, cores, service, multipliers=t.multipliers))
         return PhysicalNetwork(tiers=tuple(tiers), classes=self.classes, mix=self.mix,
                                think_time=self.think, population=n)

@@ -47,8 +47,8 @@ from bench.accuracy.alert_shapes import CLASSES, START, WINDOW_S
 from bench.e2e.multicore import BREACH_WINDOW_S, first_lead, network, ramp_schedule, seed_range
 # the simulator's own run with every request's response time kept (its public monitor drops
 # them): the windows' measured quantiles and the per-minute truth come from those samples
-from solvers.simulation.physical import (_generator, _schedule, _simulate, _window_edges,
-                                         simulate_physical)
+from solvers.simulation.physical import (checked_schedule, seeded_generator, simulate,
+                                         simulate_physical, window_edges)
 from solvers.simulation.monitoring import window_records
 from streams.cli.embedded import run_embedded
 from streams.core.config import Config, SystemConfig
@@ -122,8 +122,9 @@ def sampled_records(population: int, schedule: list[tuple[float, int]], duration
     monitor_physical` with the same seed makes them), the entry tier's carrying the window's
     measured quantiles (``measured``), and per window the ``buy`` requests' response times."""
     net = network(population)
-    edges = _window_edges(duration, WINDOW_S, 0.0)
-    trace = _simulate(net, edges, _schedule(schedule), _generator(None, seed), record=True)
+    edges = window_edges(duration, WINDOW_S, 0.0)
+    trace = simulate(net, edges, checked_schedule(schedule), seeded_generator(None, seed),
+                     record=True)
     records = window_records(trace.cp, system="shop", tiers=[t.name for t in net.tiers],
                              classes=list(CLASSES), start_time=START)
     M, c_slo = len(net.tiers), CLASSES.index(SLO_CLASS)

@@ -59,9 +59,9 @@ class CapturedChain:
 @contextlib.contextmanager
 def capture_factorisations() -> Iterator[list[CapturedChain]]:
     """Within the block, every fresh factorisation of a bursty tier's chain by
-    :mod:`solvers.decomposition` (its private ``_factor_and_solve``) is recorded."""
+    :mod:`solvers.decomposition` (its ``factor_and_solve``) is recorded."""
     seen: list[CapturedChain] = []
-    original = chain._factor_and_solve
+    original = chain.factor_and_solve
 
     def spy(lam: Any, proc: Any, cores: int, tr: Any, rate: np.ndarray,
             out: np.ndarray) -> Any:
@@ -69,11 +69,11 @@ def capture_factorisations() -> Iterator[list[CapturedChain]]:
         seen.append(CapturedChain(tr.src, tr.dst, rate, out, tr.level, x / x.sum()))
         return x, factor
 
-    chain._factor_and_solve = spy
+    chain.factor_and_solve = spy
     try:
         yield seen
     finally:
-        chain._factor_and_solve = original
+        chain.factor_and_solve = original
 
 
 def truncated(chain: CapturedChain, mass: float) -> CapturedChain:

@@ -60,11 +60,11 @@ ROOT = Path(__file__).resolve().parents[2]
 from bench.speed.chain_solvers import capture_factorisations, solver_rows
 from solvers.decomposition import solve_decomposed
 from solvers.mapqn import solve_closed
-from solvers.paper000 import _BURSTY_D0, _BURSTY_D1
+from solvers.paper000 import BURSTY_D0, BURSTY_D1
 from solvers.processes import MAP
 from streams.predict.model import SystemModel, model_capacity
 
-BURSTY = MAP(_BURSTY_D0, _BURSTY_D1)
+BURSTY = MAP(BURSTY_D0, BURSTY_D1)
 
 
 def networks() -> dict[str, tuple[list[MAP], list[int], float]]:

@@ -32,7 +32,7 @@ import numpy as np
 from estimators.mapfit import fit_map2
 from solvers.decomposition import solve_decomposed
 from solvers.open import queues, solve_open_tiers
-from solvers.paper000 import _BURSTY_D0, _BURSTY_D1
+from solvers.paper000 import BURSTY_D0, BURSTY_D1
 from solvers.processes import MAP
 
 CORES = [1, 4, 16, 2, 16]
@@ -40,7 +40,7 @@ THINK = 1.0
 
 
 def processes() -> list[MAP]:
-    bursty = MAP(_BURSTY_D0, _BURSTY_D1)
+    bursty = MAP(BURSTY_D0, BURSTY_D1)
     fitted = fit_map2(mean=0.030, idc=50, p95=0.090).process
     return [MAP.exponential(0.0005), MAP.exponential(0.006), bursty.scaled(0.024),
             MAP.exponential(0.001), fitted.scaled(0.030)]

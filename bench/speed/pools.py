@@ -42,7 +42,7 @@ import time
 
 import numpy as np
 
-from solvers.paper000 import _BURSTY_D0, _BURSTY_D1
+from solvers.paper000 import BURSTY_D0, BURSTY_D1
 from solvers.pools import PoolSpec, largest_meeting, solve_pools
 from solvers.pools_bursty import solve_pools_bursty
 from solvers.pools_general import solve_pools_general
@@ -51,7 +51,7 @@ from solvers.processes import MAP
 
 DEMANDS = [0.02, 0.03, 0.05]
 CORES = [4, 4, 8]
-BURSTY = MAP(_BURSTY_D0, _BURSTY_D1)
+BURSTY = MAP(BURSTY_D0, BURSTY_D1)
 CASES = {
     "no pool": (False, []),
     "one pool (6, app+db)": (False, [PoolSpec(6, 1, 3)]),

@@ -31,6 +31,12 @@ Per class (label ``handler``) the app exports
   free sync worker in the listen queue, the connection's accept and the parsing. The queue time
   of the New Relic and Judoscale convention; requests without the stamp add nothing.
 
+A worker opens its database connection when it starts (:func:`open_shop`, gunicorn's
+``post_worker_init`` hook in bench/testbed/gunicorn_conf.py), not in its first request: the
+opening (tens of ms) is no request's work, and timed inside one it would read as app time and
+widen the app's service-time spread. A connection lost later is reopened by the next request
+before its timers start, for the same reason.
+
 Settings from the environment: ``TESTBED_PG_DSN`` (libpq connection string).
 """
 
@@ -154,7 +160,9 @@ class Shop:
 _shop: Shop | None = None
 
 
-def _get_shop() -> Shop:
+def open_shop() -> Shop:
+    """This worker's :class:`Shop`, its connection opened now if it is not open (module
+    docstring: at the worker's start, or after a lost connection)."""
     global _shop
     if _shop is None:
         _shop = Shop(os.environ["TESTBED_PG_DSN"])
@@ -217,8 +225,8 @@ def app(environ, start_response):
     if path not in CLASSES:
         start_response("404 Not Found", [("Content-Type", "text/plain")])
         return [b"no such page\n"]
+    shop = open_shop()
     t0, c0 = time.perf_counter(), time.process_time()
-    shop = _get_shop()
     query = parse_qs(environ.get("QUERY_STRING", ""))
     status = "200 OK"
     b0 = task_cpu_seconds(shop.backend_pid)

@@ -17,8 +17,9 @@ whose foreign share exceeds ``--foreign-max`` is repeated (``--repeats``), and m
   SLO (linear between the two populations around the crossing);
 - per run, ``perfcast run --source prometheus`` over the run's own minutes: the last
   prediction's per-class response time against the clients' mean, ``model_trusted``, the
-  capacity, and the last estimate's per-class demands against the truth's (the tier's busy CPU
-  shared out by the servers' own figures);
+  capacity, and the per-class demands that prediction's model solved with
+  (:func:`model_demands`) against the truth's (the tier's busy CPU shared out by the servers'
+  own figures);
 - **capacity from one low-load run**: the lowest run at or under 30% of the measured knee;
 - **the ramp** (``--ramp FROM:TO:SECONDS``): the first firing predicted-breach alert against
   the measured breach (:func:`breach_minute`: after the first minute, the first minute whose
@@ -193,7 +194,8 @@ def perfcast_run(out: Path, config: Path, t0: float, t1: float,
             "alerts": lines("alerts.jsonl"), "deadletters": len(lines("deadletter.jsonl"))}
 
 
-def _err(model: float | None, true: float | None) -> float | None:
+def signed_error(model: float | None, true: float | None) -> float | None:
+    """``model / true - 1``; ``None`` when either is missing or ``true`` is not positive."""
     if model is None or true is None or not true > 0:
         return None
     return model / true - 1.0
@@ -216,40 +218,42 @@ def judge_run(truth: dict[str, Any], pc: dict[str, Any], start: float,
             model_error=last.get("model_error"), bottleneck=last.get("bottleneck_tier"),
             trusted_solves=sum(1 for p in preds if p.get("model_trusted")),
             response_time={c: {"model": v["response_time"], "measured": measured.get(c),
-                               "error": _err(v["response_time"], measured.get(c))}
+                               "error": signed_error(v["response_time"], measured.get(c))}
                            for c, v in last["classes"].items()},
             pools={name: {"model": v.get("utilization"),
                           "measured": v.get("utilization_measured")}
                    for name, v in (last.get("pools") or {}).items()},
             trusted_off=[  # trusted solves whose worst class is off by more than 20%
                 p["time"] for p in preds if p.get("model_trusted") and max(
-                    abs(_err(v["response_time"], measured.get(c)) or 0.0)
+                    abs(signed_error(v["response_time"], measured.get(c)) or 0.0)
                     for c, v in p["classes"].items()) > 0.20])
     out["demands"] = judge_demands(truth, preds[-1] if preds else None)
-    out["point"] = judge_point(truth, used_demands(preds[-1]) if preds else {})
+    out["point"] = judge_point(truth, model_demands(preds[-1]) if preds else {})
     return out
 
 
 def judge_demands(truth: dict[str, Any], pred: dict[str, Any] | None) -> dict[str, Any]:
-    """Per tier and class the demand ``pred``'s model used against the truth's: the db's busy
+    """Per tier and class the demand ``pred``'s model solved with (:func:`model_demands`)
+    against the truth's: the db's busy
     CPU split by the wait-free execution cost where :func:`cpu_split` set it (``db_cpu_s``),
     else by the elapsed execution time (``db_demand_s``, kept as ``truth_elapsed``); the app's
     split by its requests' own CPU."""
-    used = used_demands(pred) if pred else {}
+    used = model_demands(pred) if pred else {}
     demands: dict[str, dict[str, Any]] = {}
     for c in truth["classes"]:
         for tier, key in (("db", "db_demand_s"), ("app", "app_demand_s")):
             d = used.get(tier, {}).get(c["cls"])
             true = c.get("db_cpu_s") if tier == "db" and c.get("db_cpu_s") else c[key]
             demands.setdefault(tier, {})[c["cls"]] = {"model": d, "truth": true,
-                                                      "error": _err(d, true)}
+                                                      "error": signed_error(d, true)}
             if tier == "app":
                 req = c.get("app_demand_req_s")
-                demands[tier][c["cls"]].update(truth_req=req, error_req=_err(d, req))
+                demands[tier][c["cls"]].update(truth_req=req, error_req=signed_error(d, req))
             if tier == "db":
                 demands[tier][c["cls"]].update(
-                    truth_elapsed=c[key], error_elapsed=_err(d, c[key]),
-                    truth_call=c.get("db_cpu_call_s"), error_call=_err(d, c.get("db_cpu_call_s")))
+                    truth_elapsed=c[key], error_elapsed=signed_error(d, c[key]),
+                    truth_call=c.get("db_cpu_call_s"),
+                    error_call=signed_error(d, c.get("db_cpu_call_s")))
     return demands
 
 
@@ -301,13 +305,13 @@ def ramp_point(truth: dict[str, Any], pc: dict[str, Any], start: float, end: flo
         return before[-1] if before else None
 
     whole = last(end)
-    out: dict[str, Any] = {"whole": judge_point(truth, used_demands(whole) if whole else {})}
+    out: dict[str, Any] = {"whole": judge_point(truth, model_demands(whole) if whole else {})}
     cut = start + 60.0 * minutes
     early = last(cut)
     if counters is not None and early is not None and cut <= end:
         part = interval_truth(counters, start, cut, background_rates(truth))
         out.update(at_min=minutes, at_solve=early["time"] - start,
-                   at=judge_point(part, used_demands(early)))
+                   at=judge_point(part, model_demands(early)))
     return out
 
 
@@ -335,7 +339,7 @@ def flat_part(t: dict[str, Any], preds: list[dict[str, Any]], start: float,
         model = [p["classes"][cls]["response_time"] for p in inside
                  if p["classes"].get(cls, {}).get("response_time") is not None]
         m = sum(model) / len(model) if model else None
-        out["classes"][cls] = {"model": m, "measured": measured, "error": _err(m, measured)}
+        out["classes"][cls] = {"model": m, "measured": measured, "error": signed_error(m, measured)}
     return out
 
 
@@ -417,6 +421,24 @@ def used_demands(pred: dict[str, Any]) -> dict[str, dict[str, float]]:
             if total > 0 and base > 0:
                 est = {c: v * total / base for c, v in split.items()}
         out[tier] = est
+    return out
+
+
+def model_demands(pred: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """Per tier and class, the demand the prediction's model solved with: the estimator's
+    (:func:`used_demands`) scaled by one factor per tier so that its
+    aggregate over the model's mix (the classes' modelled throughput) is the tier's modelled
+    demand ``demand_s`` -- every later step of the model (the background taken out,
+    :func:`streams.predict.model.background_demands`) scales a tier's classes alike."""
+    used = used_demands(pred)
+    mix = {c: v.get("throughput") or 0.0 for c, v in pred["classes"].items()}
+    total = sum(mix.values())
+    out = {}
+    for tier, dem in used.items():
+        agg = sum(mix.get(c, 0.0) * v for c, v in dem.items()) / total if total > 0 else 0.0
+        target = (pred["tiers"][tier].get("demand_s") or 0.0)
+        k = target / agg if agg > 0 and target > 0 else 1.0
+        out[tier] = {c: v * k for c, v in dem.items()}
     return out
 
 
@@ -510,7 +532,7 @@ def campaign(args: argparse.Namespace) -> dict[str, Any]:
         base = max(lows, key=lambda r: r["users"])
         cap = base["perfcast"].get("capacity_users")
         result["low_load"] = {"users": base["users"], "capacity_users": cap,
-                              "error": _err(cap, k)}
+                              "error": signed_error(cap, k)}
     if args.ramp:
         a, b, span = args.ramp
         meter.start()
@@ -681,7 +703,7 @@ def rejudge(src: Path, out: Path, workers: int | None = None,
     if "low_load" in res:
         base = next(r for r in res["runs"] if r["users"] == res["low_load"]["users"])
         cap = base["perfcast"].get("capacity_users")
-        res["low_load"].update(capacity_users=cap, error=_err(cap, k))
+        res["low_load"].update(capacity_users=cap, error=signed_error(cap, k))
     if "ramp" in res:
         rp = res["ramp"]
         start = rp.get("start") or next(
@@ -785,8 +807,9 @@ def markdown(res: dict[str, Any]) -> str:
              + ", ".join(f"{c} {1000 * v:.0f}" for c, v in sorted(slo.items()))
              + f"; measured knee {'-' if k is None else f'{k:.1f}'} users", "",
              "| users | foreign CPU | worst R/SLO | capacity | trusted (solves) | R error "
-             + " / ".join(sorted(slo)) + " | db demand error | db error, per-call edge "
-             "| app demand error | app error, per-request edge | pool U model / measured |",
+             + " / ".join(sorted(slo)) + " | db demand as solved, error | db error, per-call edge "
+             "| app demand as solved, error | app error, per-request edge "
+             "| pool U model / measured |",
              "|---:|---:|---:|---:|---|---|---|---|---|---|---|"]
     for r in res["runs"]:
         p = r["perfcast"]
@@ -821,7 +844,8 @@ def markdown(res: dict[str, Any]) -> str:
                       f"{rp['trusted_solves']}/{rp['solves']}; foreign CPU "
                       f"{rp['foreign']['foreign_share']:.3f}."]
         if rp.get("demands"):
-            lines.append(f"Ramp's last solve, demand error against the whole ramp's truth: db "
+            lines.append(f"Ramp's last solve, error of the demands it solved with against "
+                         f"the whole ramp's truth: db "
                          + " / ".join(_pct(rp["demands"]["db"][c]["error"]) for c in sorted(slo))
                          + " (per-call edge " + " / ".join(
                              _pct(rp["demands"]["db"][c].get("error_call")) for c in sorted(slo))
@@ -883,9 +907,10 @@ def point_markdown(res: dict[str, Any]) -> list[str]:
     if not rows:
         return []
     names = " / ".join(classes)
-    return ["", "Per-class demand error against the servers' own CPU per request "
-                "(db: the backend's CPU clock, app: the worker's; coverage: that CPU over the "
-                "tier's busy CPU; busy: its split of the busy CPU)", "",
+    return ["", "Per-class error of the demands the model solved with against the servers' "
+                "own CPU per request (db: the backend's CPU clock, app: the worker's; "
+                "coverage: that CPU over the tier's busy CPU; busy: its split of the busy CPU)",
+            "",
             f"| run | db coverage | db vs backend CPU {names} | db vs busy split | "
             f"app coverage | app vs own CPU | app vs busy split |",
             "|---|---:|---|---|---:|---|---|"] + [

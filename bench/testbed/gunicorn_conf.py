@@ -10,6 +10,9 @@ Prometheus scrapes the master (``when_ready``: the workers' merged metrics on
 the requests in the listen queue, and at load it missed the 1-s scrape timeout -- Prometheus
 then marks every series of the app stale for that scrape. The app's own ``/metrics`` stays (the
 load generator's snapshots read it).
+
+Each worker opens its database connection once it has loaded the app (``post_worker_init``),
+so no request's timers hold the opening (bench/testbed/app.py).
 """
 
 import os
@@ -24,6 +27,17 @@ accesslog = None
 
 def child_exit(server, worker):
     multiprocess.mark_process_dead(worker.pid)
+
+
+def post_worker_init(worker):
+    import psycopg
+
+    from bench.testbed.app import open_shop
+
+    try:
+        open_shop()
+    except psycopg.Error as exc:        # the first request opens it, outside its timers
+        worker.log.warning("testbed app: database connection not opened at start: %s", exc)
 
 
 def when_ready(server):

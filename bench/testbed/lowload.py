@@ -13,9 +13,10 @@ says little when the data move the demands.
 
     python -m bench.testbed.lowload /tmp/camp6a /tmp/camp6-knee [--causes /tmp/camp6a-raw [--route]]
 
-Beside them, the demands the model solved with per class (:func:`model_demands`: the
-estimator's, scaled as the model scaled them) against the servers' CPU per request
-(:data:`TRUTH_KEYS`), at the last solve and as the median over the solves.
+Beside them, the demands the model solved with per class
+(:func:`bench.testbed.campaign.model_demands`: the estimator's, scaled as the model scaled
+them) against the servers' CPU per request (:data:`TRUTH_KEYS`), at the last solve and as the
+median over the solves.
 
 ``--causes SRC`` (the raw campaign with the low-load run's load log) prints instead why the
 capacity is off: every solve re-solved with the run's true inputs one at a time
@@ -32,7 +33,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench.testbed.campaign import WARMUP_S, _err, knee, used_demands
+from bench.testbed.campaign import (WARMUP_S, knee, model_demands, signed_error,
+                                    used_demands)
 from solvers.pools_spread import SPREAD_FLAG
 
 
@@ -54,24 +56,6 @@ def combined_knee(low: dict[str, Any], around: dict[str, Any]) -> float | None:
 #: :mod:`bench.testbed.truth`): the db backends' own CPU clock; the app's busy CPU split in
 #: proportion to the worker's timed CPU, and split as that CPU plus an equal share of the rest
 TRUTH_KEYS = (("db", "db_backend_cpu_s"), ("app", "app_demand_s"), ("app", "app_demand_req_s"))
-
-
-def model_demands(pred: dict[str, Any]) -> dict[str, dict[str, float]]:
-    """Per tier and class, the demand the prediction's model solved with: the estimator's
-    (:func:`bench.testbed.campaign.used_demands`) scaled by one factor per tier so that its
-    aggregate over the model's mix (the classes' modelled throughput) is the tier's modelled
-    demand ``demand_s`` -- every later step of the model (the background taken out,
-    :func:`streams.predict.model.background_demands`) scales a tier's classes alike."""
-    used = used_demands(pred)
-    mix = {c: v.get("throughput") or 0.0 for c, v in pred["classes"].items()}
-    total = sum(mix.values())
-    out = {}
-    for tier, dem in used.items():
-        agg = sum(mix.get(c, 0.0) * v for c, v in dem.items()) / total if total > 0 else 0.0
-        target = (pred["tiers"][tier].get("demand_s") or 0.0)
-        k = target / agg if agg > 0 and target > 0 else 1.0
-        out[tier] = {c: v * k for c, v in dem.items()}
-    return out
 
 
 def demand_errors(rows: list[dict[str, Any]], truth: dict[str, dict[str, Any]]
@@ -135,7 +119,7 @@ def judge(low_dir: Path, knee_dir: Path) -> dict[str, Any]:
     within = sum(1 for c in caps if k and abs(c / k - 1.0) <= 0.15)
     truth = {c["cls"]: c for c in (run.get("truth") or {}).get("classes", [])}
     return {"knee_users": k, "users": run["users"], "share_of_knee": run["users"] / k if k
-            else None, "capacity_users": cap, "error": _err(cap, k),
+            else None, "capacity_users": cap, "error": signed_error(cap, k),
             "capacity_median": statistics.median(caps) if caps else None,
             "within_15": within, "demand_errors": demand_errors(rows, truth), "solves": rows}
 

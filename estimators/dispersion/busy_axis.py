@@ -50,13 +50,13 @@ from dataclasses import dataclass
 import numpy as np
 
 
-#: ``Var(N_t)`` below ``(_REL_ZERO * E[N_t])**2`` is rounding noise and is taken as 0.
-_REL_ZERO = 1e-9
+#: ``Var(N_t)`` below ``(REL_ZERO * E[N_t])**2`` is rounding noise and is taken as 0.
+REL_ZERO = 1e-9
 _GRID_EPS = 1e-9
 
 
 @dataclass(frozen=True)
-class _Axis:
+class Axis:
     """Windows laid end to end on the busy-time axis, in units of ``T``.
 
     Run starts and ends sit at whole multiples of ``T`` (``s = gT``, ``s + t = (g + j)T``), so
@@ -71,7 +71,7 @@ class _Axis:
 
     @classmethod
     def build(cls, utilization: np.ndarray, completions: np.ndarray, scale: float = 1.0
-              ) -> "_Axis":
+              ) -> "Axis":
         busy = utilization if scale == 1.0 else utilization * scale     # B_k in units T/s
         edges = np.concatenate(([0.0], np.cumsum(busy)))            # C_k / T (B_k / T = U_k)
         cum = np.concatenate(([0.0], np.cumsum(completions)))
@@ -103,7 +103,7 @@ def _nearest_edge(edges: np.ndarray, position: np.ndarray) -> np.ndarray:
     return np.where(later, above, below)
 
 
-def _y(axis: _Axis, steps: int) -> tuple[float, int]:
+def variance_ratio(axis: Axis, steps: int) -> tuple[float, int]:
     """``Y(t) = Var(N_t)/E[N_t]`` at ``t = steps * T``; and the number of runs behind it.
 
     Run ``g = 0, 1, ...`` (while ``gT + t <= S``) covers the windows between the edges nearest
@@ -117,6 +117,6 @@ def _y(axis: _Axis, steps: int) -> tuple[float, int]:
     expected = axis.rate * float(length.mean())                    # E[N_t]
     residual = counts - axis.rate * length
     variance = float(np.dot(residual, residual)) / runs / (1.0 - steps / axis.total)
-    if expected <= 0.0 or variance <= (_REL_ZERO * expected) ** 2:
+    if expected <= 0.0 or variance <= (REL_ZERO * expected) ** 2:
         return 0.0, runs
     return variance / expected, runs

@@ -74,8 +74,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from estimators.dispersion.busy_axis import _REL_ZERO, _Axis, _y, axis_scale
-from estimators.dispersion.inputs import _completions, _count, _scalar, _utilization, _window_s
+from estimators.dispersion.busy_axis import REL_ZERO, Axis, axis_scale, variance_ratio
+from estimators.dispersion.inputs import checked_completions, checked_count, checked_scalar, \
+    checked_utilization, checked_window_s
 from estimators.dispersion.point import NEUTRAL_VALUE
 
 
@@ -188,21 +189,21 @@ def index_of_dispersion_interval(utilization: Any, completions: Any, window_s: f
     See the module docstring ("Slow bursts"). Never NaN; invalid input raises ``ValueError``
     naming the field and the value.
     """
-    window = _window_s(window_s)
-    conf = _scalar(confidence, "confidence")
+    window = checked_window_s(window_s)
+    conf = checked_scalar(confidence, "confidence")
     if not 0.0 < conf < 1.0:
         raise ValueError(f"confidence: must be in (0, 1), got {confidence!r}")
-    runs = _count(min_runs, "min_runs", 2)
-    n_levels = _count(levels, "levels", 4)
-    n_blocks = _count(blocks, "blocks", 4)
-    c = _scalar(cores, "cores")
+    runs = checked_count(min_runs, "min_runs", 2)
+    n_levels = checked_count(levels, "levels", 4)
+    n_blocks = checked_count(blocks, "blocks", 4)
+    c = checked_scalar(cores, "cores")
     if not c > 0.0:
         raise ValueError(f"cores: must be > 0, got {cores!r}")
-    u = _utilization(utilization)
-    n = _completions(completions, u.size)
+    u = checked_utilization(utilization)
+    n = checked_completions(completions, u.size)
     scale = axis_scale(c, u)
     unit = window if scale == 1.0 and c == 1.0 else window * c / scale
-    return _interval(u, n, unit, conf, runs, n_levels, n_blocks, scale)
+    return interval_checked(u, n, unit, conf, runs, n_levels, n_blocks, scale)
 
 
 def _unknown(reason: IntervalReason, conf: float, windows: int, busy: float,
@@ -227,7 +228,7 @@ def _grid(low: float, high: float, count: int) -> np.ndarray:
     return grid
 
 
-def _level_sums(axis: _Axis, js: np.ndarray, edges: np.ndarray
+def _level_sums(axis: Axis, js: np.ndarray, edges: np.ndarray
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per level ``j``: total squared residual of all runs, and per jackknife block the
     squared residual and the number of the runs that touch the block.
@@ -390,11 +391,11 @@ def _level_reading(both: np.ndarray, t: np.ndarray, weight: np.ndarray, span: np
     return from_2t if _exceeds(from_2t[0], from_t[0], _SELECT_LEVEL) else from_t
 
 
-def _interval(u: np.ndarray, n: np.ndarray, window: float, conf: float, min_runs: int,
-              n_levels: int, n_blocks: int, scale: float = 1.0) -> DispersionInterval:
+def interval_checked(u: np.ndarray, n: np.ndarray, window: float, conf: float, min_runs: int,
+                     n_levels: int, n_blocks: int, scale: float = 1.0) -> DispersionInterval:
     """The fit on the busy-time axis in units of ``window`` (core-)seconds, window ``k``
     ``scale U_k`` units long."""
-    axis = _Axis.build(u, n, scale)
+    axis = Axis.build(u, n, scale)
     busy = axis.total * window
     if axis.total <= 0.0:
         return _unknown("no_busy_time", conf, u.size, busy)
@@ -403,7 +404,7 @@ def _interval(u: np.ndarray, n: np.ndarray, window: float, conf: float, min_runs
     cells = axis.busy.size - 1                          # P: whole T of busy time
     top = cells // min_runs
     if top < 4 or cells < n_blocks:
-        y1 = _y(axis, 1)[0] if cells >= 2 else NEUTRAL_VALUE
+        y1 = variance_ratio(axis, 1)[0] if cells >= 2 else NEUTRAL_VALUE
         return _unknown("too_short", conf, u.size, busy, y1)
     js = _levels(top, n_levels)
     edges = np.round(np.linspace(0, cells, n_blocks + 1)).astype(np.int64)
@@ -412,7 +413,7 @@ def _interval(u: np.ndarray, n: np.ndarray, window: float, conf: float, min_runs
     span = axis.total
     expected = axis.rate * t                            # E[N_t] (per T of busy time)
     y = total / count / expected
-    if not np.any(y > _REL_ZERO):
+    if not np.any(y > REL_ZERO):
         return DispersionInterval(0.0, 0.0, 0.0, conf, 0.0, 0.0, u.size, busy, "no_variation",
                                   tuple((t * window).tolist()), tuple(y.tolist()),
                                   tuple(np.zeros_like(y).tolist()))
@@ -421,13 +422,13 @@ def _interval(u: np.ndarray, n: np.ndarray, window: float, conf: float, min_runs
     span_jack = span - np.diff(edges) * (span / cells)
     # weights 1/Var(Y(t_j)) ~ 1/(t_j Y(t_j)^2): first from a running maximum of y, then from
     # the fitted curve (the flat fit's: it is the smoother)
-    smooth = np.maximum.accumulate(np.maximum(y, _REL_ZERO))
+    smooth = np.maximum.accumulate(np.maximum(y, REL_ZERO))
     weight = 1.0 / (t * smooth * smooth)
     spans = np.array([span])
     flat_grid = _grid(_GAMMA_FLAT, _GAMMA_HIGH, _GAMMA_GRID // 2)
     for _ in range(2):
         value, _, _, model, _ = _fit_curves(y[None, :], t, weight, spans, flat_grid)
-        level = np.maximum(model[0], 1e-3 * max(float(value[0]), _REL_ZERO))
+        level = np.maximum(model[0], 1e-3 * max(float(value[0]), REL_ZERO))
         weight = 1.0 / (t * level * level)
     free_grid = _grid(min(_GAMMA_LOW / float(t[-1]), _GAMMA_FLAT), _GAMMA_HIGH, _GAMMA_GRID)
     both = np.vstack([y, y_jack])

@@ -34,8 +34,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from estimators.dispersion.busy_axis import _Axis, _y
-from estimators.dispersion.inputs import _completions, _count, _tol, _utilization, _window_s
+from estimators.dispersion.busy_axis import Axis, variance_ratio
+from estimators.dispersion.inputs import checked_completions, checked_count, checked_tol, \
+    checked_utilization, checked_window_s
 
 
 Reason = Literal["ok", "no_busy_time", "no_completions", "no_variation", "too_short",
@@ -108,13 +109,13 @@ def index_of_dispersion(utilization: Any, completions: Any, window_s: float,
     naming the field (``utilization``, ``completions``, ``window_s``, ``tol``, ``min_samples``,
     ``max_steps``) and the bad value. Degenerate traces give a flagged result (``reason``).
     """
-    window = _window_s(window_s)
-    tolerance = _tol(tol)
-    min_runs = _count(min_samples, "min_samples", 2)
-    steps = _count(max_steps, "max_steps", 2)
-    u = _utilization(utilization)
-    n = _completions(completions, u.size)
-    return _estimate(u, n, window, tolerance, min_runs, steps)
+    window = checked_window_s(window_s)
+    tolerance = checked_tol(tol)
+    min_runs = checked_count(min_samples, "min_samples", 2)
+    steps = checked_count(max_steps, "max_steps", 2)
+    u = checked_utilization(utilization)
+    n = checked_completions(completions, u.size)
+    return estimate_checked(u, n, window, tolerance, min_runs, steps)
 
 
 def _flag(reason: Reason, too_short: bool = False) -> DispersionEstimate:
@@ -127,10 +128,10 @@ def _converged(y: float, previous: float, tol: float) -> bool:
     return abs(1.0 - y / previous) <= tol
 
 
-def _estimate(u: np.ndarray, n: np.ndarray, window: float, tol: float, min_runs: int,
-              max_steps: int) -> DispersionEstimate:
+def estimate_checked(u: np.ndarray, n: np.ndarray, window: float, tol: float, min_runs: int,
+                     max_steps: int) -> DispersionEstimate:
     """Fig. 2 on validated ``U_k`` and total ``n_k``."""
-    axis = _Axis.build(u, n)
+    axis = Axis.build(u, n)
     total = axis.total
     if total <= 0.0:
         return _flag("no_busy_time", too_short=True)
@@ -144,7 +145,7 @@ def _estimate(u: np.ndarray, n: np.ndarray, window: float, tol: float, min_runs:
     for step in range(1, max_steps + 1):
         if total / step < min_runs:          # fewer than min_samples disjoint runs of length t
             return _result(curve, window, False, samples, too_short=True)
-        y, samples = _y(axis, step)
+        y, samples = variance_ratio(axis, step)
         curve.append(y)
         if step > 1 and _converged(y, previous, tol):
             return _result(curve, window, True, samples, too_short=False)

@@ -10,11 +10,12 @@ from typing import Any
 
 import numpy as np
 
-from estimators.dispersion.inputs import MAX_COMPLETIONS, _U_ROUNDING, _completions, _count, \
-    _scalar, _tol, _utilization, _window_s
+from estimators._checks import U_ROUNDING
+from estimators.dispersion.inputs import MAX_COMPLETIONS, checked_completions, checked_count, \
+    checked_scalar, checked_tol, checked_utilization, checked_window_s
 from estimators.dispersion.interval import DEFAULT_BLOCKS, DEFAULT_CONFIDENCE, DEFAULT_LEVELS, \
     DEFAULT_MIN_RUNS, DispersionInterval, index_of_dispersion_interval
-from estimators.dispersion.point import DEFAULT_MAX_STEPS, DispersionEstimate, _estimate
+from estimators.dispersion.point import DEFAULT_MAX_STEPS, DispersionEstimate, estimate_checked
 
 
 class DispersionTracker:
@@ -28,11 +29,11 @@ class DispersionTracker:
 
     def __init__(self, window_s: float, history: int = 4096, tol: float = 0.20,
                  min_samples: int = 100, max_steps: int = DEFAULT_MAX_STEPS) -> None:
-        self.window_s = _window_s(window_s)
-        self.history = _count(history, "history", 1)
-        self.tol = _tol(tol)
-        self.min_samples = _count(min_samples, "min_samples", 2)
-        self.max_steps = _count(max_steps, "max_steps", 2)
+        self.window_s = checked_window_s(window_s)
+        self.history = checked_count(history, "history", 1)
+        self.tol = checked_tol(tol)
+        self.min_samples = checked_count(min_samples, "min_samples", 2)
+        self.max_steps = checked_count(max_steps, "max_steps", 2)
         self._u = np.zeros(self.history)
         self._n = np.zeros(self.history)
         self._next = 0       # slot the next window goes to
@@ -44,9 +45,9 @@ class DispersionTracker:
     def update(self, utilization: float, completions: Any) -> None:
         """Add one window: ``U_k`` in [0, 1] and ``n_k`` as a count, per-class counts
         (sequence or mapping class -> count), all >= 0; ``ValueError`` naming the field if not."""
-        u = _scalar(utilization, "utilization")
+        u = checked_scalar(utilization, "utilization")
         if not 0.0 <= u <= 1.0:
-            if not -_U_ROUNDING <= u <= 1.0 + _U_ROUNDING:
+            if not -U_ROUNDING <= u <= 1.0 + U_ROUNDING:
                 raise ValueError(f"utilization: must be in [0, 1], got {utilization!r}")
             u = min(max(u, 0.0), 1.0)                 # rounding residue
         n = _window_completions(completions)
@@ -67,7 +68,7 @@ class DispersionTracker:
     def estimate(self) -> DispersionEstimate:
         """:func:`index_of_dispersion` over the windows held."""
         u, n = self.windows()
-        return _estimate(u, n, self.window_s, self.tol, self.min_samples, self.max_steps)
+        return estimate_checked(u, n, self.window_s, self.tol, self.min_samples, self.max_steps)
 
     def interval(self, confidence: float = DEFAULT_CONFIDENCE, min_runs: int = DEFAULT_MIN_RUNS,
                  levels: int = DEFAULT_LEVELS, blocks: int = DEFAULT_BLOCKS,
@@ -97,8 +98,8 @@ class DispersionTracker:
             raise ValueError(f"{missing[0]}: missing from the tracker state")
         tracker = cls(data["window_s"], data["history"], data.get("tol", 0.20),
                       data.get("min_samples", 100), data.get("max_steps", DEFAULT_MAX_STEPS))
-        u = _utilization(data["utilization"])
-        n = _completions(data["completions"], u.size)
+        u = checked_utilization(data["utilization"])
+        n = checked_completions(data["completions"], u.size)
         if u.size > tracker.history:
             raise ValueError(f"utilization: {u.size} windows exceed history {tracker.history}")
         tracker._u[:u.size] = u
@@ -122,7 +123,7 @@ def _window_completions(value: Any) -> float:
         parts = value
     total = 0.0
     for part in parts:
-        c = _scalar(part, "completions")
+        c = checked_scalar(part, "completions")
         if c < 0.0:
             raise ValueError(f"completions: must be >= 0, got {part!r}")
         total += c

@@ -27,24 +27,24 @@ the physical system (docs/accuracy.md).
 
 The names below are re-exported so that ``solvers.decomposition.X`` keeps working; a test
 that replaces a function or a constant must patch the module that looks it up (e.g.
-:mod:`.chain` for ``_factor_and_solve``, :mod:`.stations` for ``PHASE_COUNT_BINS``).
+:mod:`.chain` for ``factor_and_solve``, :mod:`.stations` for ``PHASE_COUNT_BINS``).
 """
 
 from solvers.decomposition.chain import FIRST_LEVELS, LEVEL_MARGIN, RELIABLE_LEVEL, \
-    RESIDUAL_LIMIT, TRUNCATION_MASS, _first_levels, _solve_levels
+    RESIDUAL_LIMIT, TRUNCATION_MASS, first_levels, solve_levels
 from solvers.decomposition.factors import REFINE_LOOSE, REFINE_RESIDUAL, REFINE_STEPS, \
-    _factor_and_solve, _FactorStore
-from solvers.decomposition.fes import LOG_SPACE_TAPS, TAP_CHUNK, _head, _head_log, \
-    _ld_weights, _log_g_exponential
+    FactorStore, factor_and_solve
+from solvers.decomposition.fes import LOG_SPACE_TAPS, TAP_CHUNK, head_convolution, head_log, \
+    ld_weights, log_g_exponential
 from solvers.decomposition.fixed_point import ANDERSON_MEMORY, CLEAR_BOTTLENECK, HELD_UNIT, \
-    RESTART, SETTLE_OTHERS, SETTLE_SWEEPS, SWING_FLAG, SWING_SPAN, SWING_SWEEPS, \
-    _bounded_swing, _sweep_order
-from solvers.decomposition.memo import SolveMemo, _Memo
+    RESTART, SETTLE_OTHERS, SETTLE_SWEEPS, SWING_FLAG, SWING_SPAN, SWING_SWEEPS, bounded_swing, \
+    sweep_order
+from solvers.decomposition.memo import Memo, SolveMemo
 from solvers.decomposition.result import DecompositionResult
 from solvers.decomposition.solve import solve_decomposed
-from solvers.decomposition.stations import PER_JOB_MAX_BYTES, PER_JOB_MAX_CORES, \
-    PHASE_COUNT_BINS, _counts, _per_job, _per_job_states
+from solvers.decomposition.stations import PER_JOB_MAX_BYTES, PER_JOB_MAX_CORES, PHASE_COUNT_BINS, \
+    per_job_states, per_job_transitions, phase_counts
 from solvers.decomposition.waves import LINE_REACH, WAVE_ITERATIONS, WAVE_MAX_PHASES, WAVE_TOL, \
-    _downstream_groups, _waves_on_line, map_m_c_mean
+    downstream_groups, map_m_c_mean, waves_on_line
 
 __all__ = ["DecompositionResult", "SolveMemo", "solve_decomposed"]

@@ -2,11 +2,11 @@
 
 The chain's generator is banded (arrivals move up one level, completions down one), so its
 stationary distribution is one banded LU (LAPACK ``dgbtrf``) of ``Q^T`` with one likely
-state's probability fixed (:func:`_factor_and_solve`, :func:`_anchor`). Between sweeps only
+state's probability fixed (:func:`factor_and_solve`, :func:`_anchor`). Between sweeps only
 the arrival rates change, so the last sweep's LU preconditions an iterative refinement
-``x <- x + M^{-1} (b - A x)`` from the last solution (:func:`_refine`); it contracts by about
+``x <- x + M^{-1} (b - A x)`` from the last solution (:func:`refine`); it contracts by about
 the relative change of the rates (a few triangular solves, each far cheaper than an LU), and a
-fresh LU is taken when it does not. :class:`_FactorStore` keeps, per pattern, the last
+fresh LU is taken when it does not. :class:`FactorStore` keeps, per pattern, the last
 factorisation. SuperLU in natural order is not used: its triangular solves are faster, but
 building its sparse matrix and the factorisation make whole solves slower than the band.
 """
@@ -20,7 +20,7 @@ import numpy as np
 from scipy.linalg.lapack import dgbtrf, dgbtrs
 from scipy.sparse import csr_array
 
-from solvers.decomposition.stations import _Transitions
+from solvers.decomposition.stations import Transitions
 from solvers.processes import MAP
 
 
@@ -38,7 +38,7 @@ class _Factor:
 
 
 @dataclass
-class _FactorStore:
+class FactorStore:
     """Per pattern (tier, levels, station) of one solve: the last factorisation, the residual
     its refinements stop at in this sweep, and the transitions sorted by destination (``Q^T``
     in CSR form; only the rates change)."""
@@ -59,8 +59,8 @@ REFINE_LOOSE = 1e-10
 REFINE_STEPS = 12
 
 
-def _refine(store: _FactorStore, tr: _Transitions, rate: np.ndarray,
-            out: np.ndarray) -> np.ndarray | None:
+def refine(store: FactorStore, tr: Transitions, rate: np.ndarray,
+           out: np.ndarray) -> np.ndarray | None:
     """Solve ``A x = e_anchor`` (``A``: ``Q^T`` with the anchor's row replaced) by iterative
     refinement preconditioned with an earlier sweep's LU ``M`` of the same pattern:
     ``x <- x + M^{-1} (e_anchor - A x)``, from that sweep's solution. It contracts by about
@@ -91,8 +91,8 @@ def _refine(store: _FactorStore, tr: _Transitions, rate: np.ndarray,
     return None
 
 
-def _factor_and_solve(lam: np.ndarray, proc: MAP, cores: int, tr: _Transitions,
-                      rate: np.ndarray, out: np.ndarray) -> tuple[np.ndarray, _Factor]:
+def factor_and_solve(lam: np.ndarray, proc: MAP, cores: int, tr: Transitions,
+                     rate: np.ndarray, out: np.ndarray) -> tuple[np.ndarray, _Factor]:
     """One banded LU of ``Q^T`` with the probability of one likely state (:func:`_anchor`)
     fixed to 1, re-solved from the most likely state of the solution if that one was a poor
     anchor (over/underflow, cancellation). Returns the solution and its factorisation."""
@@ -128,14 +128,14 @@ def _factor_and_solve(lam: np.ndarray, proc: MAP, cores: int, tr: _Transitions,
     return x, _Factor(lub, piv, l, u, anchor, x)
 
 
-def _chain_residual(tr: _Transitions, rate: np.ndarray, out: np.ndarray, pi: np.ndarray,
-                    scale: float) -> float:
+def chain_residual(tr: Transitions, rate: np.ndarray, out: np.ndarray, pi: np.ndarray,
+                   scale: float) -> float:
     """``||pi Q||_1 / max |q_ii|``."""
     inflow = np.bincount(tr.dst, weights=rate * pi[tr.src], minlength=pi.shape[0])
     return float(np.abs(inflow - pi * out).sum() / (scale or 1.0))
 
 
-def _anchor(lam: np.ndarray, proc: MAP, cores: int, tr: _Transitions) -> int:
+def _anchor(lam: np.ndarray, proc: MAP, cores: int, tr: Transitions) -> int:
     """The likeliest state (by its phase prior) of the most likely level under the exponential
     equivalent: ``P(n) ~ prod lam(i-1)/mu(i)``, ``mu(i) = min(i, c)/E[S]``. A state of
     negligible probability as anchor makes the solve cancel."""

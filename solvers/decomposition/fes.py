@@ -6,8 +6,8 @@ constants ``G_E(k), k = 0..N`` are computed in log space by convolving the stati
 ``O(N c_m)`` per tier) onto the delay's ``Z^k / k!``; its throughput with ``k`` users is
 ``X_E(k) = G_E(k-1) / G_E(k)`` (Chandy-Herzog-Woo). A bursty tier enters the rest of the
 network seen by another one as a load-dependent station with weights
-``f_b(j) = prod_{i<=j} 1/nu_b(i)`` (:func:`_ld_weights`), and an exponential tier's mean
-queue given ``k`` users is ``d log G_rest(k) / d log S_m`` (:func:`_conditional_queue`).
+``f_b(j) = prod_{i<=j} 1/nu_b(i)`` (:func:`ld_weights`), and an exponential tier's mean
+queue given ``k`` users is ``d log G_rest(k) / d log S_m`` (:func:`conditional_queue`).
 Against a bursty tier this is the approximation of the decomposition: the FES assumes the rest
 of the network equilibrates at each population faster than the bursty tier moves.
 
@@ -23,7 +23,7 @@ holds thousands of taps.
 
 ``log G_E(k)`` and the exponential tiers' ``E[n_m | k]`` do not depend on ``N`` at a given
 ``k`` (log-space convolutions per output, running sums), so a capacity search's probes share
-them through a :class:`solvers.decomposition.memo.SolveMemo` (:func:`_shared_prefix`).
+them through a :class:`solvers.decomposition.memo.SolveMemo` (:func:`shared_prefix`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from scipy.special import gammaln
 
-from solvers.decomposition.memo import _Memo
+from solvers.decomposition.memo import Memo
 
 
 _EPS = 1e-4          # relative step of the central differences d log G / d log S_m
@@ -72,12 +72,12 @@ def _convolve(lg: np.ndarray, lhead: np.ndarray, lratio: float | None) -> np.nda
     """``log (g * f)(k)``, ``k = 0..N``, for a station whose weights are ``f(j) = e^{lhead[j]}``
     for ``j <= h`` and ``f(h) r^{j-h}`` beyond (``log r = lratio``; ``None``: 0 beyond ``h``).
 
-    The head is a ``(h + 1)``-tap filter (:func:`_head`); the tail is ``f(h) r S(k - h - 1)``
-    with ``S`` the geometric sum of :func:`_geometric`. Every term is non-negative, so nothing
-    cancels."""
+    The head is a ``(h + 1)``-tap filter (:func:`head_convolution`); the tail is
+    ``f(h) r S(k - h - 1)`` with ``S`` the geometric sum of :func:`_geometric`. Every term is
+    non-negative, so nothing cancels."""
     N = lg.shape[0] - 1
     taps = min(lhead.shape[0] - 1, N)
-    head = _head(lg, lhead[: taps + 1])
+    head = head_convolution(lg, lhead[: taps + 1])
     h = lhead.shape[0] - 1
     if lratio is None or h >= N:
         return head
@@ -97,16 +97,16 @@ _SMALLEST_BLOCK = 32
 TAP_CHUNK = 256
 
 
-def _head(lg: np.ndarray, lh: np.ndarray) -> np.ndarray:
+def head_convolution(lg: np.ndarray, lh: np.ndarray) -> np.ndarray:
     """``log sum_{j <= h} exp(lh[j] + lg[k - j])``, ``k = 0..N``. A long head by chunks of
     :data:`TAP_CHUNK` taps, each by blocks of outputs in linear space (:func:`_head_linear`);
     a block's outputs it cannot resolve are split into smaller blocks, down to
     :data:`_SMALLEST_BLOCK` outputs solved in log space."""
     N = lg.shape[0] - 1
     if lh.shape[0] <= LOG_SPACE_TAPS:
-        return _head_log(lg, lh, 0, N + 1)
+        return head_log(lg, lh, 0, N + 1)
     if lh.shape[0] > TAP_CHUNK:                 # a sum over chunks of taps, each shifted
-        parts = [_shift(_head(lg, lh[j0: j0 + TAP_CHUNK]), j0)
+        parts = [_shift(head_convolution(lg, lh[j0: j0 + TAP_CHUNK]), j0)
                  for j0 in range(0, lh.shape[0], TAP_CHUNK)]
         return np.logaddexp.reduce(np.array(parts), axis=0)
     out = np.empty(N + 1)
@@ -114,7 +114,7 @@ def _head(lg: np.ndarray, lh: np.ndarray) -> np.ndarray:
     while pending:
         k0, k1 = pending.pop()
         if k1 - k0 <= _SMALLEST_BLOCK:
-            out[k0:k1] = _head_log(lg, lh, k0, k1)
+            out[k0:k1] = head_log(lg, lh, k0, k1)
             continue
         got = _head_linear(lg, lh, k0, k1)
         out[k0:k1] = got
@@ -128,8 +128,9 @@ def _head(lg: np.ndarray, lh: np.ndarray) -> np.ndarray:
     return out
 
 
-def _head_log(lg: np.ndarray, lh: np.ndarray, k0: int, k1: int) -> np.ndarray:
-    """:func:`_head` for outputs ``k0..k1-1`` by a log-sum-exp over each output's terms."""
+def head_log(lg: np.ndarray, lh: np.ndarray, k0: int, k1: int) -> np.ndarray:
+    """:func:`head_convolution` for outputs ``k0..k1-1`` by a log-sum-exp over each output's
+    terms."""
     taps = lh.shape[0] - 1
     padded = np.concatenate([np.full(taps, _NEG_INF), lg])
     windows = np.lib.stride_tricks.sliding_window_view(padded, taps + 1)[k0:k1]
@@ -139,9 +140,9 @@ def _head_log(lg: np.ndarray, lh: np.ndarray, k0: int, k1: int) -> np.ndarray:
 
 
 def _head_linear(lg: np.ndarray, lh: np.ndarray, k0: int, k1: int) -> np.ndarray:
-    """:func:`_head` for outputs ``k0..k1-1`` as one linear-space convolution, ``NaN`` where it
-    cannot be trusted. ``g(i) f(j) = e^{theta k} [g(i) e^{-theta i}] [f(j) e^{-theta j}]`` for
-    ``i + j = k``: tilted by the slope ``theta`` of ``log g`` where the middle output's largest
+    """:func:`head_convolution` for outputs ``k0..k1-1`` as one linear-space convolution, ``NaN``
+    where it cannot be trusted. ``g(i) f(j) = e^{theta k} [g(i) e^{-theta i}] [f(j) e^{-theta j}]``
+    for ``i + j = k``: tilted by the slope ``theta`` of ``log g`` where the middle output's largest
     term lies (found in log space), so the terms near that output are of one size, and each
     factor scaled to at most 1 (nothing overflows). Every term is non-negative, so the sum of
     those kept is exact to rounding; a term lost to underflow is below 1e-308, so an output
@@ -183,7 +184,7 @@ def _exponential_weights(mean: float, cores: int, N: int) -> tuple[np.ndarray, f
     return j * math.log(mean) - gammaln(j + 1), math.log(mean / cores)
 
 
-def _ld_weights(nu: np.ndarray, N: int) -> tuple[np.ndarray, float | None]:
+def ld_weights(nu: np.ndarray, N: int) -> tuple[np.ndarray, float | None]:
     """Head and tail of ``f(j) = prod_{i<=j} 1/nu(i)`` (``nu[0]`` unused): exact, the head
     running to where ``nu`` becomes constant (beyond the levels its chain resolved,
     :func:`_fill`), so the geometric tail ``1/nu(N)`` is exact too."""
@@ -195,8 +196,8 @@ def _ld_weights(nu: np.ndarray, N: int) -> tuple[np.ndarray, float | None]:
     return lf[: h + 1], float(-math.log(nu[-1]))
 
 
-def _log_g_exponential(means: np.ndarray, cores: Sequence[int], tiers: Sequence[int], N: int,
-                       Z: float) -> np.ndarray:
+def log_g_exponential(means: np.ndarray, cores: Sequence[int], tiers: Sequence[int], N: int,
+                      Z: float) -> np.ndarray:
     """``log G_E(k)``, ``k = 0..N``, of the think station and the exponential ``tiers``."""
     lg = _log_delay(N, Z)
     for m in tiers:
@@ -204,7 +205,7 @@ def _log_g_exponential(means: np.ndarray, cores: Sequence[int], tiers: Sequence[
     return lg
 
 
-def _ratio(lg: np.ndarray) -> np.ndarray:
+def throughput_ratio(lg: np.ndarray) -> np.ndarray:
     """``X(k) = G(k-1)/G(k)`` for ``k = 1..N`` (index ``k``; ``X(0) = 0``)."""
     out = np.zeros(lg.shape[0])
     with np.errstate(invalid="ignore"):
@@ -212,8 +213,10 @@ def _ratio(lg: np.ndarray) -> np.ndarray:
     return np.nan_to_num(out, nan=0.0, posinf=0.0)
 
 
-def _rest_log_g(lg_e: np.ndarray, weights: dict[int, tuple[np.ndarray, float | None]],
-                skip: int | None) -> np.ndarray:
+def rest_log_g(lg_e: np.ndarray, weights: dict[int, tuple[np.ndarray, float | None]],
+               skip: int | None) -> np.ndarray:
+    """``log G`` of the exponential tiers (``lg_e``) convolved with every bursty tier's weights
+    but ``skip``'s: the rest of the network as one tier ``skip`` sees it."""
     lg = lg_e
     for b, (head, lratio) in weights.items():
         if b != skip:
@@ -221,11 +224,11 @@ def _rest_log_g(lg_e: np.ndarray, weights: dict[int, tuple[np.ndarray, float | N
     return lg
 
 
-def _arrivals(lg_rest: np.ndarray, held: float = 0.0) -> np.ndarray:
+def rest_arrivals(lg_rest: np.ndarray, held: float = 0.0) -> np.ndarray:
     """``lam[n] = X_rest(N - n - held)``: the rest's throughput with the users neither at the
-    tier nor ``held`` in the waves downstream of the bursty tiers (:func:`_waves`;
+    tier nor ``held`` in the waves downstream of the bursty tiers (:func:`wave_queues`;
     linear between populations)."""
-    ratio = _ratio(lg_rest)
+    ratio = throughput_ratio(lg_rest)
     if held <= 0:
         return ratio[::-1].copy()
     N = lg_rest.shape[0] - 1
@@ -235,8 +238,8 @@ def _arrivals(lg_rest: np.ndarray, held: float = 0.0) -> np.ndarray:
 _PREFIX_AHEAD = 1.25
 
 
-def _shared_prefix(prefixes: _Memo, key: tuple[Any, ...], N: int,
-                   compute: Callable[[int], np.ndarray], tier_cores: list[int]) -> np.ndarray:
+def shared_prefix(prefixes: Memo, key: tuple[Any, ...], N: int,
+                  compute: Callable[[int], np.ndarray], tier_cores: list[int]) -> np.ndarray:
     """``compute(N)`` (an array over ``k = 0..N`` whose entries do not depend on ``N``: log
     ``G_E(k)``, ``E[n_m | k users]``; every convolution of heads up to LOG_SPACE_TAPS taps is
     done per output, in log space, and the geometric tails are running sums) from
@@ -254,15 +257,15 @@ def _shared_prefix(prefixes: _Memo, key: tuple[Any, ...], N: int,
     return hit[: N + 1]
 
 
-def _conditional_queue(means: np.ndarray, cores: tuple[int, ...], expo: list[int], N: int,
-                       Z: float, m: int,
-                       others: dict[int, tuple[np.ndarray, float | None]]) -> np.ndarray:
+def conditional_queue(means: np.ndarray, cores: tuple[int, ...], expo: list[int], N: int,
+                      Z: float, m: int,
+                      others: dict[int, tuple[np.ndarray, float | None]]) -> np.ndarray:
     """``E[n_m | k users in the rest]``, ``k = 0..N``, for exponential tier ``m`` of the rest
     (think station, exponential tiers, the bursty tiers in ``others`` as load-dependent
     stations): ``d log G_rest(k) / d log S_m`` by a central difference, the rest without ``m``
     convolved once."""
-    without = _rest_log_g(_log_g_exponential(means, cores, [e for e in expo if e != m], N, Z),
-                          others, None)
+    without = rest_log_g(log_g_exponential(means, cores, [e for e in expo if e != m], N, Z),
+                         others, None)
     sides = [_convolve(without, *_exponential_weights(means[m] * f, cores[m], N))
              for f in (1.0 + _EPS, 1.0 - _EPS)]
     with np.errstate(invalid="ignore"):

@@ -7,10 +7,10 @@ station with the same queue-length distribution (the level-crossing balance
 ``b`` is product form (:mod:`solvers.decomposition.fes`). The tiers are re-solved in turn (a
 sweep) until the throughput moves by less than ``tol`` between sweeps; the sweeps are
 Anderson-accelerated on ``log nu``, restarted when the residual grows (:class:`_Anderson`). A
-sweep takes the tiers in visit order, a clear bursty bottleneck first (:func:`_sweep_order`).
+sweep takes the tiers in visit order, a clear bursty bottleneck first (:func:`sweep_order`).
 With one bursty tier the first pass is the answer; with several, each sees the others as
-load-dependent exponential stations, which is approximate. Early sweeps refine their chains only to a
-residual proportional to the fixed point's last change (:func:`_refine_target`: an inexact
+load-dependent exponential stations, which is approximate. Early sweeps refine their chains only
+to a residual proportional to the fixed point's last change (:func:`_refine_target`: an inexact
 Picard iteration), the last ones to :data:`REFINE_RESIDUAL`.
 
 With waves downstream (:mod:`solvers.decomposition.waves`) the users held there are updated
@@ -19,7 +19,7 @@ sweeps stop once they move by at most :data:`WAVE_TOL` of N -- or, from :data:`S
 on, once the reference tier's throughput is within the tolerance and the others' within
 :data:`SETTLE_OTHERS` (:func:`_settled`), or while the held users swing once the reference
 tier's throughput has stayed within :data:`SWING_SPAN` over the last :data:`SWING_SWEEPS`
-sweeps (:func:`_bounded_swing`, flagged).
+sweeps (:func:`bounded_swing`, flagged).
 
 A warm start from a nearby population's ``nu`` is not used: it takes more sweeps than the cold
 start, and can diverge.
@@ -33,9 +33,9 @@ from typing import Callable
 
 import numpy as np
 
-from solvers.decomposition.chain import _Chain, _next_levels, _Patterns, _solve_chain
+from solvers.decomposition.chain import Chain, Patterns, next_levels, solve_chain
 from solvers.decomposition.factors import REFINE_LOOSE, REFINE_RESIDUAL
-from solvers.decomposition.fes import _arrivals, _ld_weights, _rest_log_g
+from solvers.decomposition.fes import ld_weights, rest_arrivals, rest_log_g
 from solvers.decomposition.waves import WAVE_TOL
 from solvers.processes import MAP
 
@@ -102,7 +102,7 @@ SETTLE_OTHERS = 1e-3
 
 #: ... or, from SETTLE_SWEEPS on while the held users swing (:func:`_swinging`), once the
 #: reference tier's throughput has stayed within SWING_SPAN (relative) over the last
-#: SWING_SWEEPS sweeps (:func:`_bounded_swing`): held users that swing for as long as the
+#: SWING_SWEEPS sweeps (:func:`bounded_swing`): held users that swing for as long as the
 #: sweeps run swing the answer with them by less than the tolerance allows, never settling;
 #: stopping in the bounded swing gives an answer within SWING_SPAN of where rounds would end
 #: (docs/benchmarks.md)
@@ -113,7 +113,7 @@ SWING_SPAN = 1e-3
 SWING_FLAG = "fixed point stopped in a bounded swing"
 
 
-def _bounded_swing(references: list[float]) -> float | None:
+def bounded_swing(references: list[float]) -> float | None:
     """The spread (max - min over max) of the reference tier's throughput over the last
     :data:`SWING_SWEEPS` sweeps when it is at most :data:`SWING_SPAN`, else ``None``."""
     last = references[-SWING_SWEEPS:]
@@ -123,10 +123,11 @@ def _bounded_swing(references: list[float]) -> float | None:
     return spread if spread <= SWING_SPAN else None
 
 
-def _settled(chains: dict[int, _Chain], changes: dict[int, float], tol: float, ref: int) -> bool:
+def _settled(chains: dict[int, Chain], changes: dict[int, float], tol: float, ref: int) -> bool:
     """Whether a sweep left the reference tier's throughput (the bursty tier holding the most
     jobs: the answer, :func:`_read_back`) within ``tol`` of the sweep before and every other
-    bursty tier's within :data:`SETTLE_OTHERS` (``ref``: the reference tier, :func:`_reference`).
+    bursty tier's within :data:`SETTLE_OTHERS` (``ref``: the reference tier,
+    :func:`reference_tier`).
     A front tier whose throughput rises with every user held after it
     (:mod:`solvers.decomposition.waves`) keeps moving in its last digits while the held users
     settle within :data:`WAVE_TOL` of N: its digits, not the answer's."""
@@ -135,33 +136,33 @@ def _settled(chains: dict[int, _Chain], changes: dict[int, float], tol: float, r
     return changes[ref] <= tol and max(changes.values()) <= SETTLE_OTHERS
 
 
-def _reference(chains: dict[int, _Chain], tiers: list[int], N: int) -> int:
+def reference_tier(chains: dict[int, Chain], tiers: list[int], N: int) -> int:
     """The reference tier: of ``tiers``, the bursty tier whose chain holds the most jobs
     (module notes)."""
     n = np.arange(N + 1)
     return max(tiers, key=lambda b: float(chains[b].level @ n))
 
 
-def _fixed_point(lg_e: np.ndarray, procs: list[MAP], cores: tuple[int, ...], bursty: list[int],
-                 N: int, tol: float, max_iterations: int, flags: list[str], held: float = 0.0,
-                 start: dict[int, np.ndarray] | None = None, patterns: _Patterns | None = None,
-                 on_sweep: Callable[[dict[int, _Chain], dict[int, np.ndarray]], float] | None
-                 = None, order: list[int] | None = None
-                 ) -> tuple[dict[int, _Chain], dict[int, np.ndarray], int, bool]:
+def fixed_point(lg_e: np.ndarray, procs: list[MAP], cores: tuple[int, ...], bursty: list[int],
+                N: int, tol: float, max_iterations: int, flags: list[str], held: float = 0.0,
+                start: dict[int, np.ndarray] | None = None, patterns: Patterns | None = None,
+                on_sweep: Callable[[dict[int, Chain], dict[int, np.ndarray]], float] | None
+                = None, order: list[int] | None = None
+                ) -> tuple[dict[int, Chain], dict[int, np.ndarray], int, bool]:
     """Marie's iteration over the bursty tiers (module notes): one sweep solves each
     bursty tier's chain against the others' conditional throughputs ``nu`` (from ``start``,
     else the exponential equivalents), ``held`` users out of the rest (step 4; with
     ``on_sweep``, the users held after each sweep, updated with the sweeps until they move by
     at most :data:`WAVE_TOL` of N, or once the answer has settled: :func:`_settled`, or
-    swings within a bound while they do: :func:`_bounded_swing`); the
+    swings within a bound while they do: :func:`bounded_swing`); the
     sweeps are Anderson-accelerated on ``log nu`` -- and,
     once the held users swing (:func:`_swinging`), on them too, in units of :data:`HELD_UNIT`
-    of N -- and solve the tiers in ``order`` (:func:`_sweep_order`; default: visit order)."""
+    of N -- and solve the tiers in ``order`` (:func:`sweep_order`; default: visit order)."""
     n = np.arange(N + 1)
     nu = dict(start) if start else {b: np.minimum(n, cores[b]) / procs[b].mean for b in bursty}
-    chains: dict[int, _Chain] = {}
+    chains: dict[int, Chain] = {}
     fallback: dict[int, str] = {}        # tier -> its speed-scaled station's reason
-    patterns = patterns or _Patterns()
+    patterns = patterns or Patterns()
     anderson = _Anderson()
     change = math.inf
     order = order or bursty
@@ -172,11 +173,11 @@ def _fixed_point(lg_e: np.ndarray, procs: list[MAP], cores: tuple[int, ...], bur
         change = 0.0 if chains else math.inf
         changes: dict[int, float] = {}          # tier -> its throughput's relative change
         x = np.log(np.concatenate([nu[b][1:] for b in bursty]))
-        weights = {o: _ld_weights(nu[o], N) for o in bursty}     # a tier's, anew once solved
+        weights = {o: ld_weights(nu[o], N) for o in bursty}     # a tier's, anew once solved
         for b in order:
-            lam = _arrivals(_rest_log_g(lg_e, weights, skip=b), held)
-            chain = _solve_chain(lam, procs[b], cores[b], per_job=b not in fallback,
-                                 patterns=patterns, first=_next_levels(chains.get(b)))
+            lam = rest_arrivals(rest_log_g(lg_e, weights, skip=b), held)
+            chain = solve_chain(lam, procs[b], cores[b], per_job=b not in fallback,
+                                patterns=patterns, first=next_levels(chains.get(b)))
             if b in fallback:                  # one station for the rest of the iteration
                 chain = dataclasses.replace(chain, station=fallback[b])
             elif chain.station.startswith("speed-scaled ("):
@@ -186,7 +187,7 @@ def _fixed_point(lg_e: np.ndarray, procs: list[MAP], cores: tuple[int, ...], bur
                 changes[b] = abs(chain.throughput - old.throughput) / max(chain.throughput,
                                                                            1e-300)
                 change = max(change, changes[b])
-            chains[b], nu[b], weights[b] = chain, chain.nu, _ld_weights(chain.nu, N)
+            chains[b], nu[b], weights[b] = chain, chain.nu, ld_weights(chain.nu, N)
         moved, new = 0.0, held
         if on_sweep is not None:
             new = on_sweep(chains, nu)
@@ -196,12 +197,12 @@ def _fixed_point(lg_e: np.ndarray, procs: list[MAP], cores: tuple[int, ...], bur
         if it > 1 and change <= tol and moved <= WAVE_TOL * N:
             return chains, nu, it, True
         if on_sweep is not None:
-            ref = _reference(chains, list(chains), N)
+            ref = reference_tier(chains, list(chains), N)
             if (it >= SETTLE_SWEEPS and moved <= WAVE_TOL * N
                     and _settled(chains, changes, tol, ref)):
                 return chains, nu, it, True
             references.append(chains[ref].throughput)
-            spread = _bounded_swing(references) if swinging and it >= SETTLE_SWEEPS else None
+            spread = bounded_swing(references) if swinging and it >= SETTLE_SWEEPS else None
             if spread is not None:
                 flags.append(f"{SWING_FLAG} of the users held downstream at sweep {it}: the "
                              f"reference tier's throughput within {spread:.2g} over the last "
@@ -227,17 +228,17 @@ def _fixed_point(lg_e: np.ndarray, procs: list[MAP], cores: tuple[int, ...], bur
 
 
 #: a bursty tier is solved first in each sweep when its load per core ``E[S]/c`` is at least
-#: this factor above every other tier's (:func:`_sweep_order`)
+#: this factor above every other tier's (:func:`sweep_order`)
 CLEAR_BOTTLENECK = 1.1
 
 
-def _sweep_order(procs: list[MAP], cores: tuple[int, ...], bursty: list[int],
-                 groups: dict[int, list[int]]) -> list[int]:
+def sweep_order(procs: list[MAP], cores: tuple[int, ...], bursty: list[int],
+                groups: dict[int, list[int]]) -> list[int]:
     """The order a sweep solves the bursty tiers in: visit order, except that a bursty tier
     that is clearly the network's bottleneck (:data:`CLEAR_BOTTLENECK`) goes first. It holds
     most users, and the others' arrivals are the rest's throughput with the users it holds
-    (:func:`_arrivals`), so the sweep hands them its fresh ``nu``. ``groups``: the wave queues
-    after each bursty tier (:func:`_downstream_groups`)."""
+    (:func:`rest_arrivals`), so the sweep hands them its fresh ``nu``. ``groups``: the wave queues
+    after each bursty tier (:func:`downstream_groups`)."""
     load = [p.mean / c for p, c in zip(procs, cores)]
     top = max(bursty, key=lambda b: load[b])
     clear = all(load[top] >= CLEAR_BOTTLENECK * load[m] for m in range(len(procs)) if m != top)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 
-class _Memo:
+class Memo:
     """A bounded memo of values that depend on their key only (read-only arrays): emptied when
     ``limit`` keys are held."""
 
@@ -34,10 +34,10 @@ class SolveMemo:
       same for every population above ``c + 1``;
     * ``prefixes`` -- ``log G_E(k)`` and ``E[n_m | k users]`` of the exponential part by
       (means, cores, ``Z``), computed at the largest ``N`` asked
-      (:func:`solvers.decomposition.fes._shared_prefix`).
+      (:func:`solvers.decomposition.fes.shared_prefix`).
 
     Bounded (32 and 64 keys, emptied when full); not for use by two threads at once."""
 
     def __init__(self) -> None:
-        self.heads = _Memo(32)
-        self.prefixes = _Memo(64)
+        self.heads = Memo(32)
+        self.prefixes = Memo(64)

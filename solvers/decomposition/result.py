@@ -4,7 +4,7 @@ Metrics come from the bursty tier holding the most jobs (the *reference* tier ``
 gives ``X`` and ``P(n_r = n)``. ``U_m`` is the per-core utilization ``E[min(n_m, c_m)]/c_m``;
 ``R_m = Q_m / X`` (Little). ``bottleneck_probability`` gives each level of the reference tier to
 the tier holding the most jobs there (the others at their conditional means,
-:func:`_split_top`): the analogue of :mod:`solvers.mapqn`'s ``B_m`` without its ties between
+:func:`split_top`): the analogue of :mod:`solvers.mapqn`'s ``B_m`` without its ties between
 empty queues at light load.
 """
 
@@ -58,9 +58,12 @@ class DecompositionResult:
             object.__setattr__(self, name, _frozen(getattr(self, name)))
 
 
-def _result(X: float, Q: np.ndarray, U: np.ndarray, B: np.ndarray, procs: list[MAP],
-            cores: tuple[int, ...], N: int, Z: float, iterations: int, converged: bool,
-            flags: list[str], t0: float) -> DecompositionResult:
+def decomposition_result(X: float, Q: np.ndarray, U: np.ndarray, B: np.ndarray, procs: list[MAP],
+                         cores: tuple[int, ...], N: int, Z: float, iterations: int, converged: bool,
+                         flags: list[str], t0: float) -> DecompositionResult:
+    """The :class:`DecompositionResult` of the throughput ``X`` and mean queues ``Q`` (clipped to
+    ``[0, N]``); flags repeated by the rounds come once, and a Little's-law gap above 1e-4 of
+    ``N`` is flagged."""
     means = np.array([p.mean for p in procs])
     flags = list(dict.fromkeys(flags))          # each round of step 4 may repeat a flag
     Q = np.clip(Q, 0.0, float(N))
@@ -75,7 +78,7 @@ def _result(X: float, Q: np.ndarray, U: np.ndarray, B: np.ndarray, procs: list[M
         elapsed_s=time.perf_counter() - t0, flags=tuple(flags))
 
 
-def _split_top(conditional: np.ndarray, level: np.ndarray) -> np.ndarray:
+def split_top(conditional: np.ndarray, level: np.ndarray) -> np.ndarray:
     """``B_m``: at each level of the reference tier, the tier holding the most jobs (the others
     at their conditional means) takes that level's probability; ties split."""
     top = conditional == conditional.max(axis=0, keepdims=True)

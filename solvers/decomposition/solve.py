@@ -16,16 +16,16 @@ from typing import Any
 
 import numpy as np
 
-from solvers.decomposition.chain import RESIDUAL_LIMIT, _Chain, _Patterns
-from solvers.decomposition.fes import _conditional_queue, _ld_weights, _log_g_exponential, \
-    _ratio, _shared_prefix
-from solvers.decomposition.fixed_point import _fixed_point, _reference, _sweep_order
+from solvers.decomposition.chain import RESIDUAL_LIMIT, Chain, Patterns
+from solvers.decomposition.fes import conditional_queue, ld_weights, log_g_exponential, \
+    shared_prefix, throughput_ratio
+from solvers.decomposition.fixed_point import fixed_point, reference_tier, sweep_order
 from solvers.decomposition.memo import SolveMemo
-from solvers.decomposition.result import DecompositionResult, _result, _split_top
-from solvers.decomposition.stations import PER_JOB_MAX_CORES, _departure_phases, \
-    _per_job_applies, _Transitions
+from solvers.decomposition.result import DecompositionResult, decomposition_result, split_top
+from solvers.decomposition.stations import PER_JOB_MAX_CORES, Transitions, departure_phases, \
+    per_job_applies
 from solvers.decomposition.waves import LINE_REACH, WAVE_ITERATIONS, WAVE_MAX_PHASES, WAVE_TOL, \
-    _downstream_groups, _room, _Secant, _waves, _waves_on_line
+    Secant, downstream_groups, users_outside, wave_queues, waves_on_line
 from solvers.departures import Lumping
 from solvers.processes import MAP
 
@@ -107,42 +107,43 @@ def solve_decomposed(processes: Any, population: Any, think_time: Any, *,
     if Z == 0 and len(procs) == 1:          # nothing else: all N users always at the tier
         busy = min(N, cores[0])
         X = busy / means[0]
-        return _result(X, np.array([float(N)]), np.array([busy / cores[0]]), np.ones(1), procs,
-                       cores, N, Z, 0, True, flags, t0)
+        return decomposition_result(X, np.array([float(N)]), np.array([busy / cores[0]]),
+                                    np.ones(1), procs, cores, N, Z, 0, True, flags, t0)
     bursty = [m for m, p in enumerate(procs) if p.order > 1]
     expo = [m for m in range(len(procs)) if m not in bursty]
     memo = memo if memo is not None else SolveMemo()
-    lg_e = _shared_prefix(memo.prefixes, ("G_E", tuple(means[expo]),
-                                          tuple(cores[m] for m in expo), Z), N,
-                          lambda n: _log_g_exponential(means, cores, expo, n, Z),
+    lg_e = shared_prefix(memo.prefixes, ("G_E", tuple(means[expo]),
+                                         tuple(cores[m] for m in expo), Z), N,
+                          lambda n: log_g_exponential(means, cores, expo, n, Z),
                           [cores[m] for m in expo])
     if not bursty:
         return _product_form(procs, cores, expo, lg_e, N, Z, t0)
     flags += [f"tier {b}: {cores[b]} cores > per_job_max_cores {per_job_max_cores}: one MAP at "
               "speed min(n, c) (pessimistic)" for b in bursty if cores[b] > per_job_max_cores]
-    groups = _downstream_groups(procs, bursty)
-    patterns, held, nu, iterations = _Patterns(memo, per_job_max_cores), 0.0, None, 0
-    order = _sweep_order(procs, cores, bursty, groups)
+    groups = downstream_groups(procs, bursty)
+    patterns, held, nu, iterations = Patterns(memo, per_job_max_cores), 0.0, None, 0
+    order = sweep_order(procs, cores, bursty, groups)
     for b in groups:
-        if (_per_job_applies(procs[b], cores[b], per_job_max_cores)
-                and _departure_phases(procs[b], cores[b]) > WAVE_MAX_PHASES):
+        if (per_job_applies(procs[b], cores[b], per_job_max_cores)
+                and departure_phases(procs[b], cores[b]) > WAVE_MAX_PHASES):
             patterns.refuse(procs[b], cores[b], "speed-scaled (per-job departures too large "
                             "for the wave queues after it)")
-    secant = _Secant()
+    secant = Secant()
     cache: dict[int, np.ndarray] = {}
-    lumps: dict[int, tuple[_Transitions, Lumping]] = {}
+    lumps: dict[int, tuple[Transitions, Lumping]] = {}
     swept = False                          # Marie's sweeps reached step 4's point too
     if len(bursty) > 1 and groups:         # step 4 within Marie's sweeps
         box, tried = [0.0], []
 
-        def on_sweep(chains: dict[int, _Chain], nu: dict[int, np.ndarray]) -> float:
+        def on_sweep(chains: dict[int, Chain], nu: dict[int, np.ndarray]) -> float:
             Q, _, _ = _read_back(chains, nu, means, cores, bursty, expo, N, Z, box[0], {}, memo,
                                  only=[m for tiers in groups.values() for m in tiers])
-            waves = _waves(chains, groups, means, cores, tried, lumps, _room(chains, N, Z))
+            waves = wave_queues(chains, groups, means, cores, tried, lumps,
+                                users_outside(chains, N, Z))
             box[0] = min(max(sum(q - Q[m] for m, q in waves.items()), 0.0), 0.5 * N)
             return box[0]
 
-        chains, nu, iterations, converged = _fixed_point(
+        chains, nu, iterations, converged = fixed_point(
             lg_e, procs, cores, bursty, N, tol, max_iterations, tried, 0.0, None, patterns,
             on_sweep, order)
         swept = converged
@@ -154,14 +155,14 @@ def solve_decomposed(processes: Any, population: Any, think_time: Any, *,
     on_line: dict[int, float] | None = None
     for _ in range(WAVE_ITERATIONS):       # step 4 by rounds (one bursty tier, or none after)
         if not swept:
-            chains, nu, sweeps, converged = _fixed_point(lg_e, procs, cores, bursty, N, tol,
-                                                         max_iterations, flags, held, nu,
-                                                         patterns, order=order)
+            chains, nu, sweeps, converged = fixed_point(lg_e, procs, cores, bursty, N, tol,
+                                                        max_iterations, flags, held, nu,
+                                                        patterns, order=order)
             iterations += sweeps
         Q, conditional, ref = _read_back(chains, nu, means, cores, bursty, expo, N, Z, held,
                                          cache if len(bursty) == 1 else {}, memo)
-        waves = on_line if on_line is not None else _waves(chains, groups, means, cores, flags,
-                                                           lumps, _room(chains, N, Z))
+        waves = on_line if on_line is not None else wave_queues(chains, groups, means, cores, flags,
+                                                                lumps, users_outside(chains, N, Z))
         excess = sum(q - Q[m] for m, q in waves.items())
         for m, q in waves.items():
             Q[m], conditional[m] = q, q
@@ -171,7 +172,7 @@ def solve_decomposed(processes: Any, population: Any, think_time: Any, *,
         step = min(max(secant.next(held, excess), 0.0), 0.5 * N)
         if (last is not None and abs(step - excess) <= WAVE_TOL * N
                 and abs(step - held) <= LINE_REACH * N):
-            on_line = _waves_on_line(last, (held, waves), step)
+            on_line = waves_on_line(last, (held, waves), step)
         last, held = (held, waves), step
     else:
         flags.append(f"downstream waves not converged in {WAVE_ITERATIONS} iterations "
@@ -185,14 +186,14 @@ def solve_decomposed(processes: Any, population: Any, think_time: Any, *,
             flags.append(f"tier {b}: chain residual {chain.residual:.2g}")
         if chain.station.startswith("speed-scaled ("):
             flags.append(f"tier {b}: {chain.station}: one MAP at speed min(n, c), pessimistic")
-    return _result(X, Q, U, _split_top(conditional, level), procs, cores, N, Z, iterations,
-                   converged, flags, t0)
+    return decomposition_result(X, Q, U, split_top(conditional, level), procs, cores, N, Z,
+                                iterations, converged, flags, t0)
 
 
 #: rounds of step 4 (the rest re-solved without the users held downstream) and their stop:
 
 
-def _read_back(chains: dict[int, _Chain], nu: dict[int, np.ndarray], means: np.ndarray,
+def _read_back(chains: dict[int, Chain], nu: dict[int, np.ndarray], means: np.ndarray,
                cores: tuple[int, ...], bursty: list[int], expo: list[int], N: int, Z: float,
                held: float, cache: dict[int, np.ndarray], memo: SolveMemo,
                only: list[int] | None = None) -> tuple[np.ndarray, np.ndarray, int]:
@@ -205,18 +206,18 @@ def _read_back(chains: dict[int, _Chain], nu: dict[int, np.ndarray], means: np.n
     Q = np.zeros(len(means))
     for b, chain in chains.items():
         Q[b] = float(chain.level @ np.arange(N + 1))
-    ref = _reference(chains, bursty, N)
-    others = {b: _ld_weights(nu[b], N) for b in bursty if b != ref}
+    ref = reference_tier(chains, bursty, N)
+    others = {b: ld_weights(nu[b], N) for b in bursty if b != ref}
     level = chains[ref].level
     k = np.arange(N + 1, dtype=float)
     conditional = np.zeros((len(means), N + 1))        # E[n_m | n_ref = n]
     for m in expo if only is None else only:
         if m not in cache:
-            cache[m] = _conditional_queue(means, cores, expo, N, Z, m, others) if others \
-                else _shared_prefix(memo.prefixes, ("E[n_m]", tuple(means[expo]),
-                                                    tuple(cores[e] for e in expo), Z,
-                                                    expo.index(m)), N,
-                                    lambda n: _conditional_queue(means, cores, expo, n, Z, m, {}),
+            cache[m] = conditional_queue(means, cores, expo, N, Z, m, others) if others \
+                else shared_prefix(memo.prefixes, ("E[n_m]", tuple(means[expo]),
+                                                   tuple(cores[e] for e in expo), Z,
+                                                   expo.index(m)), N,
+                                    lambda n: conditional_queue(means, cores, expo, n, Z, m, {}),
                                     [cores[e] for e in expo])
         cq = cache[m]
         conditional[m] = np.interp(N - k - held, k, cq, left=0.0)
@@ -231,8 +232,8 @@ def _product_form(procs: list[MAP], cores: tuple[int, ...], expo: list[int], lg_
                   N: int, Z: float, t0: float) -> DecompositionResult:
     """No bursty tier: the network is product form, solved exactly from ``G_E``."""
     means = np.array([p.mean for p in procs])
-    X = float(_ratio(lg_e)[N])
-    Q = np.array([_conditional_queue(means, cores, expo, N, Z, m, {})[N] for m in expo])
+    X = float(throughput_ratio(lg_e)[N])
+    Q = np.array([conditional_queue(means, cores, expo, N, Z, m, {})[N] for m in expo])
     top = Q == Q.max()
-    return _result(X, Q, X * means / np.array(cores, dtype=float), top / top.sum(), procs, cores,
-                   N, Z, 0, True, [], t0)
+    return decomposition_result(X, Q, X * means / np.array(cores, dtype=float), top / top.sum(),
+                                procs, cores, N, Z, 0, True, [], t0)

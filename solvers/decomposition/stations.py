@@ -1,23 +1,23 @@
 """How a bursty tier is modelled: the transitions of its chain on ``(n, phases)``.
 
 * **one core**: the MAP runs while the tier is busy, its phase frozen while idle -- exactly the
-  tier serving its sequence in order (:mod:`solvers.mapqn`'s station, :func:`_speed_scaled`);
-* **2..PER_JOB_MAX_CORES cores: per-job phases** (:func:`_per_job`, "count the jobs in service
-  per phase"): each job in service carries its own phase from the one it started in, so it
+  tier serving its sequence in order (:mod:`solvers.mapqn`'s station, :func:`speed_scaled`);
+* **2..PER_JOB_MAX_CORES cores: per-job phases** (:func:`per_job_transitions`, "count the jobs in
+  service per phase"): each job in service carries its own phase from the one it started in, so it
   keeps its own speed; start phases follow the MAP's embedded chain ``P = (-D0)^{-1} D1``, so
   a run of slow values reaches the cores one start at a time, as on the physical tier. One
   MAP at speed ``min(n, c)`` instead slows every busy core at a phase change, which is
   pessimistic against a simulation of the physical tier (:mod:`solvers.simulation.physical`;
   docs/accuracy.md). Per-job states grow as ``(c + 1) K`` a level, a banded LU's storage as
   levels times their square and its time as levels times their cube, so the per-job station
-  is kept while its band stays within :data:`PER_JOB_MAX_BYTES` (:func:`_per_job_affordable`).
+  is kept while its band stays within :data:`PER_JOB_MAX_BYTES` (:func:`per_job_affordable`).
   Past :data:`PHASE_COUNT_BINS` busy cores a level keeps the count of jobs in phase 2 on a
-  grid of ``PHASE_COUNT_BINS + 1`` counts (:func:`_counts`, two-phase MAPs): a move of one job
+  grid of ``PHASE_COUNT_BINS + 1`` counts (:func:`phase_counts`, two-phase MAPs): a move of one job
   between phases reaches the neighbouring grid point ``g`` counts away at ``1/g`` of its rate,
   so the expected count and every completion rate are kept and only the count's spread
   widens; a level then has at most ``2 (PHASE_COUNT_BINS + 1)`` states whatever the cores;
 * **more cores, or a per-job chain over its budget**: one MAP at speed ``min(n, c)``
-  (:func:`_speed_scaled`); flagged, pessimistic.
+  (:func:`speed_scaled`); flagged, pessimistic.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import gammaln
 
-from solvers.decomposition.memo import _Memo
+from solvers.decomposition.memo import Memo
 from solvers.processes import MAP
 
 
@@ -39,7 +39,7 @@ from solvers.processes import MAP
 PER_JOB_MAX_CORES = 64
 #: the per-job chain is solved while its banded LU's storage (levels x d x (3d + 3) doubles,
 #: ``d`` states a level) stays within this many bytes; beyond, the speed-scaled station,
-#: flagged (:func:`_per_job_affordable`). A 16-core tier (34 states a level, 28.6 kB a level)
+#: flagged (:func:`per_job_affordable`). A 16-core tier (34 states a level, 28.6 kB a level)
 #: stays per-job up to ~9,400 levels, a 32-64-core one (66 on the grid of PHASE_COUNT_BINS,
 #: 106 kB) ~2,500 (every count resolved, a 64-core one's 130 states, 409 kB: ~650); the LU's
 #: time grows as levels x d^3 (a 64-core chain at 478 levels: 0.1-0.4 s, 0.09 s on the grid)
@@ -47,7 +47,7 @@ PER_JOB_MAX_BYTES = 256 * 2**20
 
 
 @dataclass(frozen=True)
-class _Transitions:
+class Transitions:
     """Off-diagonal rates of a bursty tier's chain: ``Q[src, dst] += rate``; per state its
     level ``n``, its completion rate and ``prior``, the log-likelihood of its phases within
     its level (where to anchor the linear solve, :func:`_anchor`). Arrival transitions
@@ -68,7 +68,7 @@ class _Transitions:
         return rate
 
 
-def _speed_scaled(N: int, proc: MAP, cores: int) -> _Transitions:
+def speed_scaled(N: int, proc: MAP, cores: int) -> Transitions:
     """One MAP shared by the cores at speed ``s = min(n, c)`` (:mod:`solvers.mapqn`'s station):
     state ``n K + phi``; arrivals ``(n, phi) -> (n+1, phi)``; hidden phase changes
     ``s D0[phi, phi']``; completions ``(n, phi) -> (n-1, phi')`` at ``s D1[phi, phi']``.
@@ -92,28 +92,28 @@ def _speed_scaled(N: int, proc: MAP, cores: int) -> _Transitions:
     up[: int((n < N).sum())] = True
     with np.errstate(divide="ignore"):
         prior = np.log(proc.theta)[phi]
-    return _Transitions(src, dst, rate, up, n, speed * proc.D1.sum(axis=1)[phi], prior)
+    return Transitions(src, dst, rate, up, n, speed * proc.D1.sum(axis=1)[phi], prior)
 
 
-def _compositions(m: int, K: int) -> list[tuple[int, ...]]:
+def compositions(m: int, K: int) -> list[tuple[int, ...]]:
     """Every ``k`` in ``N^K`` with ``sum(k) = m``."""
     if K == 1:
         return [(m,)]
     return [(first,) + rest for first in range(m, -1, -1)
-            for rest in _compositions(m - first, K - 1)]
+            for rest in compositions(m - first, K - 1)]
 
 
 #: a two-phase per-job station resolves the count of in-service jobs in phase 2 exactly up to
-#: this many busy cores; beyond, on a grid of ``PHASE_COUNT_BINS + 1`` counts (:func:`_counts`)
+#: this many busy cores; beyond, on a grid of ``PHASE_COUNT_BINS + 1`` counts (:func:`phase_counts`)
 PHASE_COUNT_BINS = 32
 
 
-def _counts(m: int, K: int) -> list[tuple[int, ...]]:
+def phase_counts(m: int, K: int) -> list[tuple[int, ...]]:
     """The phase counts a level with ``m`` jobs in service resolves: every composition
-    (:func:`_compositions`), or for ``K = 2`` and ``m >`` :data:`PHASE_COUNT_BINS` the
+    (:func:`compositions`), or for ``K = 2`` and ``m >`` :data:`PHASE_COUNT_BINS` the
     compositions ``(m - g, g)`` with ``g`` on the grid ``round(j m / B)``, ``j = 0..B``."""
     if K != 2 or m <= PHASE_COUNT_BINS:
-        return _compositions(m, K)
+        return compositions(m, K)
     grid = [round(j * m / PHASE_COUNT_BINS) for j in range(PHASE_COUNT_BINS + 1)]
     return [(m - g, g) for g in grid]
 
@@ -121,7 +121,7 @@ def _counts(m: int, K: int) -> list[tuple[int, ...]]:
 def _spread(k: tuple[int, ...], where: dict[tuple[int, ...], int],
             counts: list[tuple[int, ...]]) -> list[tuple[tuple[int, ...], float]]:
     """An exact phase count ``k`` as the resolved counts it lands on, with weights: itself,
-    or (binned, :func:`_counts`) the two grid points around its count in phase 2, linearly
+    or (binned, :func:`phase_counts`) the two grid points around its count in phase 2, linearly
     (the expected count is kept: a move of one job between phases reaches the next grid
     point ``g`` apart at ``1/g`` of its rate and otherwise keeps the count)."""
     if k in where:
@@ -138,7 +138,7 @@ def _log_multinomial(k: tuple[int, ...], log_p: np.ndarray) -> float:
     return float(gammaln(sum(k) + 1) - sum(gammaln(ki + 1) for ki in k) + sum(terms))
 
 
-def _per_job(N: int, proc: MAP, cores: int, heads: _Memo | None = None) -> _Transitions:
+def per_job_transitions(N: int, proc: MAP, cores: int, heads: Memo | None = None) -> Transitions:
     """Each job in service carries its own phase ("count the jobs in service per phase").
 
     State ``(n, k, s)``: ``n`` jobs, ``k_i`` of the ``min(n, c)`` jobs in service in phase
@@ -151,7 +151,7 @@ def _per_job(N: int, proc: MAP, cores: int, heads: _Memo | None = None) -> _Tran
     out of levels ``0..c+1`` (:func:`_per_job_head`) are those of every chain with more
     levels; the levels above repeat level ``c + 1``'s (kept in ``heads``, if given)."""
     K = proc.order
-    comps = [_counts(m, K) for m in range(cores + 1)]
+    comps = [phase_counts(m, K) for m in range(cores + 1)]
     size = [len(c) * K for c in comps]
     start = np.zeros(N + 2, dtype=np.int64)
     for n in range(N + 1):
@@ -182,28 +182,28 @@ def _per_job(N: int, proc: MAP, cores: int, heads: _Memo | None = None) -> _Tran
         rate_a = np.concatenate([rate_a, np.tile(rate_a[from_full], N - full)[keep]])
         up_a = np.concatenate([up_a, tile_up.ravel()[keep]])
         exit_rate[hi:] = np.tile(exit_rate[lo:hi], N - full)
-    return _Transitions(src_a, dst_a, rate_a, up_a, level, exit_rate, prior)
+    return Transitions(src_a, dst_a, rate_a, up_a, level, exit_rate, prior)
 
 
 def _per_job_head(N: int, proc: MAP, cores: int,
-                  heads: _Memo | None) -> tuple[np.ndarray, ...]:
-    """:func:`_per_job`'s transitions ``(src, dst, rate, up)`` out of levels
+                  heads: Memo | None) -> tuple[np.ndarray, ...]:
+    """:func:`per_job_transitions`'s transitions ``(src, dst, rate, up)`` out of levels
     ``0..min(N, c + 1)`` and those levels' completion rates, built state by state; for
     ``N > c + 1`` they do not depend on ``N`` and are kept in ``heads``
     (:class:`SolveMemo`), if given."""
     if N <= cores + 1 or heads is None:
-        return _per_job_states(min(N, cores + 2), proc, cores)
+        return per_job_states(min(N, cores + 2), proc, cores)
     key = (cores, PHASE_COUNT_BINS, proc.D0.tobytes(), proc.D1.tobytes())
     held = heads.get(key)
-    return held if held is not None else heads.put(key, _per_job_states(cores + 2, proc, cores))
+    return held if held is not None else heads.put(key, per_job_states(cores + 2, proc, cores))
 
 
-def _per_job_states(N: int, proc: MAP, cores: int) -> tuple[np.ndarray, ...]:
-    """:func:`_per_job_head` state by state (module notes of :func:`_per_job`)."""
+def per_job_states(N: int, proc: MAP, cores: int) -> tuple[np.ndarray, ...]:
+    """:func:`_per_job_head` state by state (module notes of :func:`per_job_transitions`)."""
     K = proc.order
     P = np.linalg.solve(-proc.D0, proc.D1)
     d1 = proc.D1.sum(axis=1)
-    comps = [_counts(m, K) for m in range(cores + 1)]
+    comps = [phase_counts(m, K) for m in range(cores + 1)]
     where = [{k: i for i, k in enumerate(c)} for c in comps]
     size = [len(c) * K for c in comps]
     full = min(N, cores + 1)
@@ -267,33 +267,33 @@ def _per_job_states(N: int, proc: MAP, cores: int) -> tuple[np.ndarray, ...]:
     return out
 
 
-def _per_job_applies(proc: MAP, cores: int, max_cores: int) -> bool:
+def per_job_applies(proc: MAP, cores: int, max_cores: int) -> bool:
     """Per-job phases on a bursty multi-core tier (up to ``max_cores`` cores); one MAP at
     speed ``min(n, c)`` otherwise."""
     return 1 < cores <= max_cores and proc.order > 1
 
 
-def _level_states(proc: MAP, busy: int) -> int:
+def level_states(proc: MAP, busy: int) -> int:
     """States of a per-job chain's level with ``busy`` jobs in service: their phase counts
-    (:func:`_counts`: ``C(busy + K - 1, K - 1)`` compositions, or a grid of them) times the
+    (:func:`phase_counts`: ``C(busy + K - 1, K - 1)`` compositions, or a grid of them) times the
     next job's start phase (``K``)."""
-    return len(_counts(busy, proc.order)) * proc.order
+    return len(phase_counts(busy, proc.order)) * proc.order
 
 
-def _departure_phases(proc: MAP, cores: int) -> int:
+def departure_phases(proc: MAP, cores: int) -> int:
     """Phases of a per-job chain's lumped departure process: the states of its levels
     ``0..c + 1`` (:func:`solvers.departures.lumping`)."""
-    return sum(_level_states(proc, min(n, cores)) for n in range(cores + 2))
+    return sum(level_states(proc, min(n, cores)) for n in range(cores + 2))
 
 
-def _per_job_affordable(proc: MAP, cores: int, levels: int) -> bool:
+def per_job_affordable(proc: MAP, cores: int, levels: int) -> bool:
     """Whether the per-job chain on ``levels`` levels is within :data:`PER_JOB_MAX_BYTES`:
-    ``d`` states a level once every core is busy (:func:`_level_states`), and the band of
+    ``d`` states a level once every core is busy (:func:`level_states`), and the band of
     ``Q^T`` (arrivals about ``d`` indices below the diagonal, completions ``d + K`` above; LAPACK
     stores ``2 l + u + 1`` rows) about ``3 d + 3`` doubles a state."""
-    d = _level_states(proc, cores)
+    d = level_states(proc, cores)
     return levels * d * (3 * d + 3) * 8 <= PER_JOB_MAX_BYTES
 
 
-#: levels of a bursty tier's chain solved first (a longer per-job chain: :func:`_first_levels`);
+#: levels of a bursty tier's chain solved first (a longer per-job chain: :func:`first_levels`);
 #: grown while the top tenth holds more than TRUNCATION_MASS of the probability

@@ -6,11 +6,11 @@ form's Poisson flow, and the product form underestimates their queues badly
 (docs/accuracy.md, system (d)). Each such tier is solved as an open ``MAP/M/c`` queue fed by
 the bursty tier's departure process (:mod:`solvers.departures`), read off its chain (levels
 above ``c_b`` lumped, stationary weights), through the capacity of the tiers in between
-(:func:`_waves`). The users held there are not in the rest: the bursty chains are re-solved
+(:func:`wave_queues`). The users held there are not in the rest: the bursty chains are re-solved
 with arrivals ``X_rest(N - n - h)``, ``h`` the excess of those queues over the product form's,
 to a fixed point in ``h``: with one bursty tier by rounds of re-solves with secant steps
-(:class:`_Secant`), the last round's queues taken off the line through the two rounds before
-when it would be the last anyway (:func:`_waves_on_line`); with several, within Marie's sweeps
+(:class:`Secant`), the last round's queues taken off the line through the two rounds before
+when it would be the last anyway (:func:`waves_on_line`); with several, within Marie's sweeps
 (:mod:`solvers.decomposition.fixed_point`), by rounds if those do not converge. A wave queue
 holding more jobs than the network has outside its think station keeps the product form
 (flagged), and ``h`` is at most N/2.
@@ -25,14 +25,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from solvers.decomposition.chain import _Chain
-from solvers.decomposition.stations import _Transitions
+from solvers.decomposition.chain import Chain
+from solvers.decomposition.stations import Transitions
 from solvers.departures import Lumping, lumped_departures, lumping, map_m_c_mean, through_tier
 from solvers.processes import MAP
 
 
 #: a bursty tier whose waves feed ``MAP/M/c`` queues (step 4) keeps the per-job chain only while
-#: its departure process (levels ``0..c + 1`` of the chain: :func:`_departure_phases`) has at
+#: its departure process (levels ``0..c + 1`` of the chain: :func:`departure_phases`) has at
 #: most this many phases: the queues' ``G`` matrices are dense in them (a 16-core tier: 340
 #: phases; 32 cores: 1,188, 64: 4,420 -- minutes a solve)
 WAVE_MAX_PHASES = 400
@@ -40,13 +40,13 @@ WAVE_MAX_PHASES = 400
 #: the held users move by at most this fraction of N
 WAVE_ITERATIONS = 12
 WAVE_TOL = 5e-5
-#: the last round's wave queues come off a line (:func:`_waves_on_line`) only this fraction of
+#: the last round's wave queues come off a line (:func:`waves_on_line`) only this fraction of
 #: N or less from the round before's held users: read near a point the line passes through
 LINE_REACH = 0.01
 
 
-def _waves_on_line(a: tuple[float, dict[int, float]], b: tuple[float, dict[int, float]],
-                   held: float) -> dict[int, float] | None:
+def waves_on_line(a: tuple[float, dict[int, float]], b: tuple[float, dict[int, float]],
+                  held: float) -> dict[int, float] | None:
     """The last round of step 4 without its ``MAP/M/c`` queues: each wave queue on the line
     through its values at the last two rounds' held users ``a, b``, read at ``held`` (the
     secant's). Taken when the secant moves at most :data:`WAVE_TOL` of N past the last
@@ -62,7 +62,7 @@ def _waves_on_line(a: tuple[float, dict[int, float]], b: tuple[float, dict[int, 
     return {m: max(qa[m] + t * (qb[m] - qa[m]), 0.0) for m in qb}
 
 
-class _Secant:
+class Secant:
     """Secant steps on ``f(h) = g(h) - h`` for the users ``h`` held downstream (``g``: the
     excess the waves hold when the rest lacks ``h``); the first step is ``h = g(h)``."""
 
@@ -77,7 +77,7 @@ class _Secant:
         return h - (g - h) * (h - h0) / ((g - h) - f0)
 
 
-def _downstream_groups(procs: list[MAP], bursty: list[int]) -> dict[int, list[int]]:
+def downstream_groups(procs: list[MAP], bursty: list[int]) -> dict[int, list[int]]:
     """Per bursty tier, the exponential tiers after it up to the next bursty tier or the
     think station (which its waves reach before anything smooths them)."""
     groups: dict[int, list[int]] = {}
@@ -92,15 +92,15 @@ def _downstream_groups(procs: list[MAP], bursty: list[int]) -> dict[int, list[in
     return groups
 
 
-def _room(chains: dict[int, _Chain], N: int, Z: float) -> float:
+def users_outside(chains: dict[int, Chain], N: int, Z: float) -> float:
     """Users outside the think station, ``N - X Z``, ``X`` the bursty chains' throughput (the
     least, while Marie's sweeps have not brought them together)."""
     return N - Z * min(chain.throughput for chain in chains.values())
 
 
-def _waves(chains: dict[int, _Chain], groups: dict[int, list[int]], means: np.ndarray,
-           cores: tuple[int, ...], flags: list[str],
-           lumps: dict[int, tuple[_Transitions, Lumping]], room: float) -> dict[int, float]:
+def wave_queues(chains: dict[int, Chain], groups: dict[int, list[int]], means: np.ndarray,
+                cores: tuple[int, ...], flags: list[str],
+                lumps: dict[int, tuple[Transitions, Lumping]], room: float) -> dict[int, float]:
     """Mean queue of each exponential tier after a bursty one, as a ``MAP/M/c`` queue fed by
     the bursty tier's departure process (:mod:`solvers.departures`), through the capacity of
     the tiers in between. A tier that process would saturate keeps the product form's
@@ -121,10 +121,10 @@ def _waves(chains: dict[int, _Chain], groups: dict[int, list[int]], means: np.nd
     return out
 
 
-def _wave_queues(b: int, tiers: list[int], chain: _Chain, means: np.ndarray,
+def _wave_queues(b: int, tiers: list[int], chain: Chain, means: np.ndarray,
                  cores: tuple[int, ...], flags: list[str], out: dict[int, float],
-                 lumps: dict[int, tuple[_Transitions, Lumping]], room: float) -> None:
-    """:func:`_waves` for the tiers after bursty tier ``b``, in order, into ``out``. A tier the
+                 lumps: dict[int, tuple[Transitions, Lumping]], room: float) -> None:
+    """:func:`wave_queues` for the tiers after bursty tier ``b``, in order, into ``out``. A tier the
     departures would saturate, whose queue does not solve to a finite mean (a nearly
     critical or ill-conditioned queue: singular matrix, overflow), or whose mean is above
     ``room``, keeps the product form's answer from there on, flagged."""
@@ -161,5 +161,5 @@ def _wave_queues(b: int, tiers: list[int], chain: _Chain, means: np.ndarray,
         dep = through_tier(dep, cores[m] / means[m])
 
 
-#: a miss of :func:`_shared_prefix` computes this much beyond the N asked (a search's next
+#: a miss of :func:`shared_prefix` computes this much beyond the N asked (a search's next
 #: probes are near)

@@ -54,10 +54,10 @@ from typing import Any, Sequence
 import numpy as np
 from scipy.linalg.lapack import dgesv
 
-from solvers.decomposition.memo import _Memo
+from solvers.decomposition.memo import Memo
 from solvers.decomposition.stations import PER_JOB_MAX_CORES
-from solvers.departures import (DepartureMAP, levels_mean, lumped_departures, lumping,
-                                null_row, through_tier)
+from solvers.departures import (DepartureMAP, levels_mean, lumped_departures, lumping, null_row,
+                                through_tier)
 from solvers.open import queues
 from solvers.open.qbd import shifted_cyclic_reduction
 from solvers.open.tiers import OpenTiersResult, solve_open_tiers
@@ -97,7 +97,7 @@ G_TOLERANCE = 1e-7
 INTERPOLATE_SPAN = 0.02
 
 #: the open solves of a network by rate, for every population's search (module docstring)
-_CURVES = _Memo(8)
+_CURVES = Memo(8)
 #: a network's solves are dropped once it holds this many rates
 CURVE_LIMIT = 256
 
@@ -153,7 +153,7 @@ def _check(processes: Any, population: Any, think_time: Any, servers: Any
 
 
 #: the departure processes' patterns by chain (:func:`_departure_pattern`)
-_DEPARTURE_PATTERNS = _Memo(16)
+_DEPARTURE_PATTERNS = Memo(16)
 
 
 def _departure_pattern(src: np.ndarray, dst: np.ndarray, up: np.ndarray, starts: np.ndarray,

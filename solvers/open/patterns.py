@@ -5,7 +5,7 @@ station with a constant arrival rate (:mod:`solvers.decomposition.stations`): st
 s)``, ``n`` jobs, ``k_i`` of the ``min(n, c)`` in service in phase ``i``, ``s`` the phase the
 next job to start begins in; start phases follow the MAP's embedded chain ``P = (-D0)^{-1}
 D1`` (Mi et al. 2008's per-job phases; Neuts 1981 for the MAP). The QBD solve needs its
-levels ``0..c + 2``; :func:`solvers.decomposition.stations._per_job_states` builds them state
+levels ``0..c + 2``; :func:`solvers.decomposition.stations.per_job_states` builds them state
 by state, about a millisecond a level on 16 cores -- a cold open search paid ~5 ms for the
 two bursty tiers of docs/benchmarks.md's large-population network before its first solve.
 :func:`per_job_transitions` builds the same transitions a level at a time with numpy (every
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from solvers.decomposition.stations import PHASE_COUNT_BINS, _compositions, _per_job_states
+from solvers.decomposition.stations import PHASE_COUNT_BINS, compositions, per_job_states
 from solvers.processes import MAP
 
 __all__ = ["per_job_transitions"]
@@ -34,10 +34,10 @@ def per_job_transitions(proc: MAP, cores: int) -> tuple[np.ndarray, ...]:
     """``(src, dst, rate, up)`` of the per-job station on ``cores`` cores with levels
     ``0..cores + 2`` (the transitions out of levels ``0..cores + 1``; ``up``: an arrival,
     its rate a factor of the arrival rate), as
-    ``_per_job_states(cores + 2, proc, cores)[:4]`` gives them up to their order."""
+    ``per_job_states(cores + 2, proc, cores)[:4]`` gives them up to their order."""
     K, c = proc.order, int(cores)
     if (K == 2 and c > PHASE_COUNT_BINS) or (c + 2) ** K > MAX_CODES:
-        return _per_job_states(c + 2, proc, c)[:4]
+        return per_job_states(c + 2, proc, c)[:4]
     D0 = np.asarray(proc.D0, dtype=float)
     P = np.linalg.solve(-D0, proc.D1)
     d1 = np.asarray(proc.D1, dtype=float).sum(axis=1)
@@ -92,10 +92,10 @@ def per_job_transitions(proc: MAP, cores: int) -> tuple[np.ndarray, ...]:
 
 
 def _composition_array(m: int, K: int) -> np.ndarray:
-    """:func:`solvers.decomposition.stations._compositions` as rows, in its order (the first
+    """:func:`solvers.decomposition.stations.compositions` as rows, in its order (the first
     count from ``m`` down, the rest likewise): two phases by one ``arange`` instead of the
     recursion's tuples (a cold open search builds ``c + 1`` of them for each bursty tier)."""
     if K == 2:
         first = np.arange(m, -1, -1, dtype=np.int64)
         return np.column_stack((first, m - first))
-    return np.array(_compositions(m, K), dtype=np.int64).reshape(-1, K)
+    return np.array(compositions(m, K), dtype=np.int64).reshape(-1, K)

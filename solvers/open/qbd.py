@@ -29,7 +29,7 @@ from scipy import sparse
 from scipy.linalg.blas import idamax
 from scipy.linalg.lapack import dgesv, dgetrf, dgetrs
 
-from solvers.processes import _stationary
+from solvers.processes import ctmc_stationary
 
 __all__ = ["QBDPlan", "QBDSolution", "cyclic_reduction", "drift", "logarithmic_reduction",
            "plan_qbd", "rate_matrix", "shifted_cyclic_reduction", "solve_planned", "solve_qbd"]
@@ -77,7 +77,7 @@ class QBDSolution:
 
 def _phase_stationary(A: np.ndarray) -> np.ndarray:
     """``alpha A = 0``, ``alpha 1 = 1`` by one dense solve (the last equation replaced by the
-    normalisation); GTH elimination (:func:`solvers.processes._stationary`) where that is
+    normalisation); GTH elimination (:func:`solvers.processes.ctmc_stationary`) where that is
     singular or not a distribution."""
     M = A.T.copy()
     M[-1, :] = 1.0
@@ -85,10 +85,10 @@ def _phase_stationary(A: np.ndarray) -> np.ndarray:
     rhs[-1] = 1.0
     _, _, alpha, info = dgesv(M, rhs)                   # LAPACK's call: numpy's checks cost
     if info != 0:                                       # more than the solve of a small block
-        return _stationary(A)
+        return ctmc_stationary(A)
     if np.all(alpha >= -1e-12) and np.all(np.isfinite(alpha)):
         return np.maximum(alpha, 0.0)
-    return _stationary(A)
+    return ctmc_stationary(A)
 
 
 def drift(A0: np.ndarray, A1: np.ndarray, A2: np.ndarray) -> tuple[float, float]:

@@ -28,13 +28,9 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
-from solvers.decomposition.memo import _Memo
-from solvers.decomposition.stations import (
-    PER_JOB_MAX_CORES,
-    PHASE_COUNT_BINS,
-    _level_states,
-    _speed_scaled,
-)
+from solvers.decomposition.memo import Memo
+from solvers.decomposition.stations import (PER_JOB_MAX_CORES, PHASE_COUNT_BINS, level_states,
+                                            speed_scaled)
 from solvers.open.patterns import per_job_transitions
 from solvers.open.product_form import erlang_c
 from solvers.open.qbd import QBDSolution, plan_qbd, solve_qbd
@@ -42,8 +38,8 @@ from solvers.processes import MAP
 
 __all__ = ["TierQueue", "mm_c", "m_map_c", "map_m_c"]
 
-_PATTERNS = _Memo(64)        # per-job transitions by (process, cores): independent of the load
-_CHAINS = _Memo(8)           # the last solved chains by (cores, process, rate): m_map_c_chain
+_PATTERNS = Memo(64)        # per-job transitions by (process, cores): independent of the load
+_CHAINS = Memo(8)           # the last solved chains by (cores, process, rate): m_map_c_chain
 
 
 @dataclass(frozen=True)
@@ -100,20 +96,20 @@ def _per_job_pattern(proc: MAP, cores: int) -> tuple[Any, ...]:
 
 
 def _states_of_level(proc: MAP, busy: int) -> int:
-    """:func:`solvers.decomposition.stations._level_states` without listing the phase
+    """:func:`solvers.decomposition.stations.level_states` without listing the phase
     counts where every composition is resolved: ``C(busy + K - 1, K - 1)`` of them, times
     ``K`` start phases."""
     K = proc.order
     if K != 2 or busy <= PHASE_COUNT_BINS:
         return math.comb(busy + K - 1, K - 1) * K
-    return _level_states(proc, busy)
+    return level_states(proc, busy)
 
 
 def _speed_scaled_pattern(proc: MAP, cores: int) -> tuple[Any, ...]:
     key = ("speed-scaled", cores, proc.D0.tobytes(), proc.D1.tobytes())
     held = _PATTERNS.get(key)
     if held is None:
-        tr = _speed_scaled(cores + 2, proc, cores)
+        tr = speed_scaled(cores + 2, proc, cores)
         starts = np.arange(cores + 4) * proc.order
         held = _PATTERNS.put(key, (tr.src, tr.dst, tr.rate, tr.up, starts,
                                    plan_qbd(tr.src, tr.dst, starts, cores)))

@@ -25,9 +25,9 @@ from solvers.mva import mva_curve
 
 from .arrival import TRUNCATION, ArrivalLaw, ArrivalMarginals, FoundLaws, arrival_marginals
 from .ps import PSLaw, closed_arrivals, ps_sojourn
-from .sojourn import (GRID, GridDistribution, TierWait, _checked, _lattice_quantiles, _laws,
-                      _tier_wait, end_to_end, end_to_end_many, quantiles, sojourn_cdf,
-                      tier_wait)
+from .sojourn import (GRID, GridDistribution, TierWait, checked_services, end_to_end,
+                      end_to_end_many, lattice_quantiles, quantiles, sojourn_cdf, tier_wait,
+                      tier_wait_checked, wait_laws)
 from .window import stacked_window_quantiles
 
 __all__ = ["ArrivalLaw", "ArrivalMarginals", "arrival_marginals", "TierWait", "tier_wait", "sojourn_cdf",
@@ -92,7 +92,7 @@ def response_time_quantiles_many(demands: np.ndarray, servers: np.ndarray, think
     Dl, cl = D.tolist(), c.tolist()
     if ps is None or not np.asarray(ps, dtype=bool).any():
         # exponential FCFS tiers only: the found laws straight into the window, one array
-        S, sh = _checked(D.shape[0], Dmc, shares)
+        S, sh = checked_services(D.shape[0], Dmc, shares)
         found = law.found_many(populations)
         approximate = [False] * len(populations)
         for (p, _), approx in zip(found.rows, found.approximate):
@@ -102,7 +102,7 @@ def response_time_quantiles_many(demands: np.ndarray, servers: np.ndarray, think
         return [ResponseQuantiles(levels=lv, quantiles=qw[i], mean=means[i],
                                   approximate=approximate[i]) for i in range(len(populations))]
     margs = law.marginals_many(populations)
-    waits = [[_tier_wait(marg.offset[m], marg.pmf[m], Dl[m], cl[m]) for m in range(len(Dl))]
+    waits = [[tier_wait_checked(marg.offset[m], marg.pmf[m], Dl[m], cl[m]) for m in range(len(Dl))]
              for marg in margs]
     tiers = ps_tier_laws(D, c, think_time, populations, margs, Dmc, mix, ps)
     extra = [list(laws.values()) for laws in tiers]
@@ -110,14 +110,14 @@ def response_time_quantiles_many(demands: np.ndarray, servers: np.ndarray, think
     for m in tiers[0]:                         # their own law: no FCFS wait, no service
         Dmc[m] = 0.0
         for w in waits:
-            w[m] = _tier_wait(0, np.ones(1), 0.0, 1.0)
-    S, sh = _checked(D.shape[0], Dmc, shares)
-    laws = _laws(waits, S, sh, GRID, extra)
+            w[m] = tier_wait_checked(0, np.ones(1), 0.0, 1.0)
+    S, sh = checked_services(D.shape[0], Dmc, shares)
+    laws = wait_laws(waits, S, sh, GRID, extra)
     C = S.shape[1]
     if all(h > 0 for h, _, _ in laws):            # the lattices stacked, read in one go
-        q = _lattice_quantiles(np.repeat([h for h, _, _ in laws], C),
-                               np.concatenate([cdf for _, cdf, _ in laws]),
-                               np.asarray(lv)).reshape(len(laws), C, len(lv))
+        q = lattice_quantiles(np.repeat([h for h, _, _ in laws], C),
+                              np.concatenate([cdf for _, cdf, _ in laws]),
+                              np.asarray(lv)).reshape(len(laws), C, len(lv))
     else:
         q = quantiles([GridDistribution(h=h, cdf=cdf[k], mean=0.0)
                        for h, cdf, _ in laws for k in range(C)], lv).reshape(len(laws), C,

@@ -61,17 +61,17 @@ import numpy as np
 from scipy import sparse
 from scipy.linalg.lapack import dgbsv
 
-from solvers.decomposition.memo import _Memo
-from solvers.decomposition.stations import PER_JOB_MAX_CORES, _per_job, \
-    _per_job_affordable, _level_states, _speed_scaled
-from solvers.decomposition.waves import _downstream_groups
+from solvers.decomposition.memo import Memo
+from solvers.decomposition.stations import PER_JOB_MAX_CORES, level_states, per_job_affordable, \
+    per_job_transitions, speed_scaled
+from solvers.decomposition.waves import downstream_groups
 from solvers.processes import MAP
 
 from .arrival import ArrivalLaw
-from .mapnet import _chain_kernel, _chain_passage_moments, _chain_transfer
+from .mapnet import chain_kernel, chain_passage_moments, chain_transfer
 from .waves import wave_waits
-from .sojourn import SPAN, GridDistribution, TierWait, _pgf, _phase_transform, \
-    _real_times_complex, quantiles, tier_wait
+from .sojourn import SPAN, GridDistribution, TierWait, pgf, phase_transform, quantiles, \
+    real_times_complex, tier_wait
 
 __all__ = ["BurstyTier", "bursty_tier", "decomposed_quantiles", "GRID"]
 
@@ -83,7 +83,7 @@ FOUND_TRUNCATION = 1e-12
 #: the per-job chains' transitions out of levels ``0..c+1`` by process and cores
 #: (:func:`solvers.decomposition.stations._per_job_head`): the same at every population above
 #: ``c + 1``, built state by state in Python once, not at every law
-_HEADS = _Memo(32)
+_HEADS = Memo(32)
 
 
 @dataclass(frozen=True, eq=False)
@@ -110,7 +110,7 @@ class BurstyTier:
     @functools.cached_property
     def _wait_moments(self) -> tuple[float, float]:
         """The wait's first two moments at its own time scale (every class's, scaled)."""
-        return _chain_passage_moments(self.A0, self.A1, self.busy)
+        return chain_passage_moments(self.A0, self.A1, self.busy)
 
     def moments(self, wait_scale: float, service_scale: float) -> tuple[float, float]:
         """Mean and variance of the sojourn (the wait's and the service's, the covariance
@@ -131,7 +131,7 @@ class BurstyTier:
         p = self.proc
         K = p.order
         f = size // 2 + 1
-        sigmas = [_chain_kernel(p.D0 / ss, p.D1 / ss, h, size).sum(axis=2) if ss > 0
+        sigmas = [chain_kernel(p.D0 / ss, p.D1 / ss, h, size).sum(axis=2) if ss > 0
                   else np.ones((f, K), dtype=complex) for ss in service_scales]
         if not wait_scale > 0:                  # no time waiting: the start phase's law
             found = self.idle + (self.busy.sum(axis=0) @ np.eye(K)[self.start]
@@ -140,7 +140,7 @@ class BurstyTier:
         if self.busy.shape[0] == 0:
             return np.stack([sigma @ self.idle for sigma in sigmas])
         A0, A1 = self.A0 / wait_scale, self.A1 / wait_scale
-        L = _chain_transfer(A0, h, size)                  # kernel on A0: L A1 (f, d, d)
+        L = chain_transfer(A0, h, size)                  # kernel on A0: L A1 (f, d, d)
         d = A0.shape[0]
         Kw = (L.reshape(-1, d) @ A1).reshape(f, d, d)
         acc = _horner(self.busy, Kw)                                      # (f, d)
@@ -179,7 +179,7 @@ def _horner(F: np.ndarray, Kw: np.ndarray) -> np.ndarray:
         np.matmul(powers[i - 1], Kw, out=powers[i])
     step = np.matmul(powers[-1], Kw)                                      # K^s
     flat = powers.transpose(0, 2, 1, 3).reshape(s * d, f * d)
-    blocks = _real_times_complex(coef, flat).reshape(B, f, d)
+    blocks = real_times_complex(coef, flat).reshape(B, f, d)
     acc = blocks[-1]
     for b in range(B - 2, -1, -1):
         acc = np.matmul(acc[:, None, :], step)[:, 0, :] + blocks[b]
@@ -251,14 +251,14 @@ def bursty_tier(proc: MAP, cores: int, population: int, arrival: np.ndarray, *,
     if lam.shape != (N,) or not (np.all(np.isfinite(lam)) and np.all(lam >= 0)):
         raise ValueError(f"arrival: {N} finite rates >= 0 expected, got shape {lam.shape}")
     one = c == 1
-    if not one and not (c <= PER_JOB_MAX_CORES and _per_job_affordable(proc, c, N + 1)):
+    if not one and not (c <= PER_JOB_MAX_CORES and per_job_affordable(proc, c, N + 1)):
         raise ValueError(f"cores: a bursty tier of {c} cores at {N} jobs is past the per-job "
                          f"station's reach")
-    tr = _speed_scaled(N, proc, 1) if one else _per_job(N, proc, c, _HEADS)
+    tr = speed_scaled(N, proc, 1) if one else per_job_transitions(N, proc, c, _HEADS)
     if one:
         sizes = np.full(N + 1, K)
     else:                                     # levels from c up repeat level c's states
-        head = [_level_states(proc, n) for n in range(min(c, N) + 1)]
+        head = [level_states(proc, n) for n in range(min(c, N) + 1)]
         sizes = np.array(head + head[-1:] * (N - min(c, N)))
     first = np.concatenate([[0], np.cumsum(sizes)])
     S = int(first[-1])
@@ -328,7 +328,7 @@ def decomposed_quantiles(processes: list[MAP], servers: list[int], think_time: f
     means = np.zeros(C)
     var = np.zeros(C)
     parts: list[TierWait | BurstyTier] = []
-    groups = _downstream_groups(processes, [m for m, p in enumerate(processes) if p.order > 1])
+    groups = downstream_groups(processes, [m for m, p in enumerate(processes) if p.order > 1])
     waves: dict[int, TierWait | None] = {}
     for m, p in enumerate(processes):
         if p.order == 1:
@@ -364,14 +364,14 @@ def decomposed_quantiles(processes: list[MAP], servers: list[int], think_time: f
     phi = np.ones((C, grid // 2 + 1), dtype=complex)
     for m, part in enumerate(parts):
         if isinstance(part, TierWait):
-            phi *= _phase_transform(np.where(scales[m] > 0, 1.0 / np.maximum(D[m] * scales[m],
-                                                                             1e-300), np.inf),
+            phi *= phase_transform(np.where(scales[m] > 0, 1.0 / np.maximum(D[m] * scales[m],
+                                                                            1e-300), np.inf),
                                     h, grid)
             if part.no_wait() < 1.0:
                 for share in np.unique(sh[m]):
                     if share > 0:
                         rate = np.array([part.rate / share])
-                        phi[sh[m] == share] *= _pgf(part, _phase_transform(rate, h, grid)[0])
+                        phi[sh[m] == share] *= pgf(part, phase_transform(rate, h, grid)[0])
             continue
         for share in np.unique(sh[m]):
             on = np.flatnonzero(sh[m] == share)

@@ -31,8 +31,8 @@ from scipy import linalg
 from solvers.mapqn import StateSpace, stationary_states
 from solvers.processes import MAP
 
-from .sojourn import SPAN, GridDistribution, TierWait, _pgf, _phase_transform, _unit_roots, \
-    quantiles, tier_wait
+from .sojourn import SPAN, GridDistribution, TierWait, pgf, phase_transform, quantiles, tier_wait, \
+    unit_roots
 
 __all__ = ["found_at_arrival", "map_network_quantiles"]
 
@@ -69,19 +69,19 @@ def found_at_arrival(procs: list[MAP], space: StateSpace, pi: np.ndarray) -> lis
 def _kernel(proc: MAP, scale: float, h: float, size: int) -> np.ndarray:
     """``(size/2 + 1, k, k)``: the transform of one completion's triangular-kernel masses
     (module docstring) of ``proc`` with its time multiplied by ``scale``."""
-    return _chain_kernel(proc.D0 / scale, proc.D1 / scale, h, size)
+    return chain_kernel(proc.D0 / scale, proc.D1 / scale, h, size)
 
 
-def _chain_kernel(A0: np.ndarray, A1: np.ndarray, h: float, size: int) -> np.ndarray:
+def chain_kernel(A0: np.ndarray, A1: np.ndarray, h: float, size: int) -> np.ndarray:
     """``(size/2 + 1, k, j)``: the transform of the triangular-kernel masses of the matrix
     kernel ``e^{A0 t} A1`` (``A0`` a sub-generator, ``A1`` ``k x j``; module docstring)."""
-    L = _chain_transfer(A0, h, size)
+    L = chain_transfer(A0, h, size)
     return (L.reshape(-1, L.shape[2]) @ A1).reshape(L.shape[0], L.shape[1], -1)
 
 
-def _chain_transfer(A0: np.ndarray, h: float, size: int) -> np.ndarray:
+def chain_transfer(A0: np.ndarray, h: float, size: int) -> np.ndarray:
     """``(size/2 + 1, k, k)``: ``L(w)`` with ``L(w) A1`` the transform of
-    :func:`_chain_kernel`'s masses for any ``A1`` -- they are linear in ``A1``, so kernels on
+    :func:`chain_kernel`'s masses for any ``A1`` -- they are linear in ``A1``, so kernels on
     the same ``A0`` (a full level's completions and its last one) share one solve a
     frequency. ``(I - w B)^{-1} V`` for every ``w`` from one complex Schur form ``B = Q T
     Q^*`` (Golub and Van Loan 2013, section 7.1): ``Q (I - w T)^{-1} Q^* V``, the triangular
@@ -94,7 +94,7 @@ def _chain_transfer(A0: np.ndarray, h: float, size: int) -> np.ndarray:
     inv = np.linalg.inv(A0)
     K0 = (inv @ inv @ (B - eye) - h * inv) / h
     V = (B - eye) @ (B - eye) @ inv @ inv / h
-    w = _unit_roots(size)[0][0]
+    w = unit_roots(size)[0][0]
     f = w.shape[0]
     T, Q = linalg.schur(B, output="complex")
     Y = Q.conj().T @ V
@@ -110,16 +110,16 @@ def _chain_transfer(A0: np.ndarray, h: float, size: int) -> np.ndarray:
 
 def _passage_moments(proc: MAP, F: np.ndarray) -> tuple[float, float]:
     """Mean and second moment of the time to the ``(n + 1)``-th completion of ``proc`` from
-    the found law ``F[n, phi]`` (:func:`_chain_passage_moments`)."""
-    return _chain_passage_moments(proc.D0, proc.D1, F)
+    the found law ``F[n, phi]`` (:func:`chain_passage_moments`)."""
+    return chain_passage_moments(proc.D0, proc.D1, F)
 
 
-#: found levels :func:`_chain_passage_moments` reads at once
+#: found levels :func:`chain_passage_moments` reads at once
 MOMENT_BLOCK = 32
 
 
-def _chain_passage_moments(A0: np.ndarray, A1: np.ndarray, F: np.ndarray
-                           ) -> tuple[float, float]:
+def chain_passage_moments(A0: np.ndarray, A1: np.ndarray, F: np.ndarray
+                          ) -> tuple[float, float]:
     """Mean and second moment of the time to the ``(n + 1)``-th completion of the chain
     ``(A0, A1)`` from the found law ``F[n, x]``: ``m1(j) = u + P m1(j-1)``,
     ``m2(j) = 2 (-A0)^{-2} 1 + 2 Q_1 m1(j-1) + P m2(j-1)`` with ``u = (-A0)^{-1} 1``,
@@ -193,11 +193,11 @@ def map_network_quantiles(processes: list[MAP], population: int, think_time: flo
     for m, (p, F) in enumerate(zip(processes, found)):
         wait = waits[m]
         if wait is not None:
-            phi *= _phase_transform(1.0 / (p.mean * scales[m]), h, grid)
+            phi *= phase_transform(1.0 / (p.mean * scales[m]), h, grid)
             for share in np.unique(sh[m]):
                 if share > 0 and wait.no_wait() < 1.0:
                     rate = np.array([wait.rate / share])
-                    phi[sh[m] == share] *= _pgf(wait, _phase_transform(rate, h, grid)[0])
+                    phi[sh[m] == share] *= pgf(wait, phase_transform(rate, h, grid)[0])
             continue
         visiting = (sh[m] > 0) | (scales[m] > 0)
         for share in np.unique(sh[m][visiting]):

@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from .ps import PSLaw, open_found, ps_sojourn
-from .sojourn import GRID, TierWait, _tier_wait, end_to_end_many, quantiles
+from .sojourn import GRID, TierWait, end_to_end_many, quantiles, tier_wait_checked
 
 __all__ = ["open_quantiles", "tier_laws"]
 
@@ -69,17 +69,17 @@ def tier_laws(rate: float, Dmc: np.ndarray, p: np.ndarray, c: np.ndarray, ps: np
     extra: list[PSLaw] = []
     for m in range(M):
         if out[m] or not math.isfinite(c[m]) or D[m] == 0:
-            waits.append(_tier_wait(0, np.ones(1), 0.0, 1.0))
+            waits.append(tier_wait_checked(0, np.ones(1), 0.0, 1.0))
             continue
         if rate * D[m] >= c[m]:
             saturated |= Dmc[m] > 0
-            waits.append(_tier_wait(0, np.ones(1), 0.0, 1.0))
+            waits.append(tier_wait_checked(0, np.ones(1), 0.0, 1.0))
             continue
         found = open_found(rate, float(D[m]), int(c[m]))
         if flags[m]:
             extra.append(ps_sojourn(Dmc[m], p, float(c[m]), found, rate))
             services[m] = 0.0
-            waits.append(_tier_wait(0, np.ones(1), 0.0, 1.0))
+            waits.append(tier_wait_checked(0, np.ones(1), 0.0, 1.0))
         else:
-            waits.append(_tier_wait(0, found, float(D[m]), float(c[m])))
+            waits.append(tier_wait_checked(0, found, float(D[m]), float(c[m])))
     return waits, services, extra, saturated

@@ -96,10 +96,10 @@ def tier_wait(found_offset: int, found_pmf: np.ndarray, demand: float,
         raise ValueError(f"demand: must be finite and >= 0, got {demand!r}")
     if not cores >= 1:
         raise ValueError(f"cores: must be >= 1 (inf: a delay), got {cores!r}")
-    return _tier_wait(found_offset, p / p.sum(), demand, cores)
+    return tier_wait_checked(found_offset, p / p.sum(), demand, cores)
 
 
-def _tier_wait(found_offset: int, p: np.ndarray, demand: float, cores: float) -> TierWait:
+def tier_wait_checked(found_offset: int, p: np.ndarray, demand: float, cores: float) -> TierWait:
     """:func:`tier_wait` on a found law already checked and normalised (the arrival law's)."""
     if not math.isfinite(cores) or demand == 0:
         return TierWait(rate=math.inf, offset=0, pmf=np.ones(1))
@@ -175,7 +175,7 @@ class GridDistribution:
         return np.interp(t, np.concatenate([[0.0], x]), np.concatenate([[0.0], self.cdf]))
 
 
-def _phase_transform(rate: np.ndarray, h: float | np.ndarray, size: int) -> np.ndarray:
+def phase_transform(rate: np.ndarray, h: float | np.ndarray, size: int) -> np.ndarray:
     """The discrete Fourier transform (``rfft`` convention, length ``size``) of the
     triangular-kernel masses of exponentials of ``rate`` (``(K,)``) on ``i h``: the masses
     are ``1 + (e^{-x} - 1)/x`` at 0 and ``e^{-x(i-1)} (1 - e^{-x})^2 / x`` at ``i >= 1``
@@ -185,7 +185,7 @@ def _phase_transform(rate: np.ndarray, h: float | np.ndarray, size: int) -> np.n
     the lattice is wide enough that it is negligible). ``rate`` infinite: no time at all.
     ``h`` one step for all, or one per rate (the laws of several populations at once)."""
     rate = np.asarray(rate, dtype=float)[:, None]
-    w, cos = _unit_roots(size)
+    w, cos = unit_roots(size)
     finite = np.isfinite(rate)
     step = h if np.ndim(h) == 0 else np.asarray(h, dtype=float)[:, None]
     x = np.where(finite, rate * step, 1.0)
@@ -207,7 +207,7 @@ def _phase_transform(rate: np.ndarray, h: float | np.ndarray, size: int) -> np.n
 
 
 @functools.lru_cache(maxsize=8)
-def _unit_roots(size: int) -> tuple[np.ndarray, np.ndarray]:
+def unit_roots(size: int) -> tuple[np.ndarray, np.ndarray]:
     """``w = e^{-2 pi i k / size}``, ``k = 0..size/2``, and ``cos(2 pi k / size)``, as
     ``(1, size/2 + 1)`` rows."""
     angle = 2.0 * np.pi * np.arange(size // 2 + 1) / size
@@ -218,12 +218,12 @@ def _unit_roots(size: int) -> tuple[np.ndarray, np.ndarray]:
     return w, cos
 
 
-def _pgf(wait: TierWait, z: np.ndarray) -> np.ndarray:
+def pgf(wait: TierWait, z: np.ndarray) -> np.ndarray:
     """``E[z^K]`` of one wait at the points ``z`` (:func:`_pgfs`)."""
     return _pgfs([wait], z[None, :])[0]
 
 
-def _real_times_complex(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def real_times_complex(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a @ b`` for a real ``a`` and a C-contiguous complex ``b``: ``b`` read as interleaved
     real pairs, one real matrix product (BLAS) -- ``b.real`` and ``b.imag`` are strided views,
     which ``matmul`` multiplies without BLAS, several times slower, and casting ``a`` to
@@ -234,7 +234,7 @@ def _real_times_complex(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _pgfs(waits: list[TierWait], z: np.ndarray) -> np.ndarray:
-    """``(T, F)``: ``E[z_t^{K_t}]`` of ``waits[t]`` at the row ``z[t]`` -- :func:`_pgf` for
+    """``(T, F)``: ``E[z_t^{K_t}]`` of ``waits[t]`` at the row ``z[t]`` -- :func:`pgf` for
     all of them at once: one blocked Horner (``s ~ sqrt`` of the longest support) over the
     stacked coefficients, shorter supports padded with zeros. Each array step covers every
     wait: ``2 sqrt(L)`` steps a law instead of ``2 sqrt(L)`` per tier."""
@@ -252,19 +252,19 @@ def _pgfs(waits: list[TierWait], z: np.ndarray) -> np.ndarray:
     # operating system by the allocator and faulted in anew at the next law
     pieces = -(-16 * T * (s + B) * F // WORKSPACE)
     if pieces <= 1:
-        acc = _horner(coef, z)
+        acc = horner(coef, z)
     else:
         acc = np.empty((T, F), dtype=complex)
         edges = np.linspace(0, F, pieces + 1).astype(int)
         for lo, hi in zip(edges[:-1], edges[1:]):
-            acc[:, lo:hi] = _horner(coef, np.ascontiguousarray(z[:, lo:hi]))
+            acc[:, lo:hi] = horner(coef, np.ascontiguousarray(z[:, lo:hi]))
     offsets = np.array([w.offset for w in waits])
     if offsets.any():
         acc *= z ** offsets[:, None]
     return acc
 
 
-def _horner(coef: np.ndarray, z: np.ndarray) -> np.ndarray:
+def horner(coef: np.ndarray, z: np.ndarray) -> np.ndarray:
     """``sum_k coef[t, k // s, k % s] z[t]^k`` ``(T, F)``: the blocked Horner of
     :func:`_pgfs` (``coef`` ``(T, B, s)``)."""
     T, B, s = coef.shape
@@ -272,7 +272,7 @@ def _horner(coef: np.ndarray, z: np.ndarray) -> np.ndarray:
     powers[:, 0] = 1.0
     for i in range(1, s):
         np.multiply(powers[:, i - 1], z, out=powers[:, i])
-    blocks = _real_times_complex(coef, powers)                           # (T, B, F)
+    blocks = real_times_complex(coef, powers)                           # (T, B, F)
     step = powers[:, -1] * z                              # z^s
     acc = blocks[:, -1].copy()
     for b in range(B - 2, -1, -1):
@@ -288,8 +288,8 @@ def end_to_end(waits: list[TierWait], services: np.ndarray, shares: np.ndarray |
     class's exponential service at the tier (0: none), ``shares[m, c]`` the factor on the
     tier's wait a class-``c`` request meets (default 1). One lattice for all classes; the
     transform of a tier's wait is shared by the classes with the same share."""
-    S, sh = _checked(len(waits), services, shares)
-    [(h, cdf, means)] = _laws([waits], S, sh, grid)
+    S, sh = checked_services(len(waits), services, shares)
+    [(h, cdf, means)] = wait_laws([waits], S, sh, grid)
     return [GridDistribution(h=h, cdf=cdf[c], mean=float(means[c])) for c in range(S.shape[1])]
 
 
@@ -300,16 +300,18 @@ def end_to_end_many(waits: list[list[TierWait]], services: np.ndarray,
     its own lattice, all transformed, multiplied and inverted together -- the array steps of
     one law carry them all. ``extra[p]``: per-class laws of set ``p`` added to it (the
     processor-sharing tiers' sojourns, :mod:`~solvers.response_time.ps`)."""
-    S, sh = _checked(len(waits[0]) if waits else 0, services, shares)
+    S, sh = checked_services(len(waits[0]) if waits else 0, services, shares)
     if any(len(w) != S.shape[0] for w in waits):
         raise ValueError(f"waits: one per tier ({S.shape[0]}) in every set, got "
                          f"{[len(w) for w in waits]}")
     return [[GridDistribution(h=h, cdf=cdf[c], mean=float(means[c]))
-             for c in range(S.shape[1])] for h, cdf, means in _laws(waits, S, sh, grid, extra)]
+             for c in range(S.shape[1])] for h, cdf, means in wait_laws(waits, S, sh, grid, extra)]
 
 
-def _checked(M: int, services: np.ndarray, shares: np.ndarray | None
-             ) -> tuple[np.ndarray, np.ndarray]:
+def checked_services(M: int, services: np.ndarray, shares: np.ndarray | None
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """``services`` as an ``(M, C)`` array of finite demands >= 0 and ``shares`` (ones when
+    ``None``) of the same shape; ``ValueError`` naming the field otherwise."""
     S = np.atleast_2d(np.asarray(services, dtype=float))
     if S.shape[0] != M:
         raise ValueError(f"waits: one per tier ({S.shape[0]}), got {M}")
@@ -320,9 +322,9 @@ def _checked(M: int, services: np.ndarray, shares: np.ndarray | None
     return S, sh
 
 
-def _laws(waits: list[list[TierWait]], S: np.ndarray, sh: np.ndarray, grid: int,
-          extra: list[list[Any]] | None = None
-          ) -> list[tuple[float, np.ndarray, np.ndarray]]:
+def wait_laws(waits: list[list[TierWait]], S: np.ndarray, sh: np.ndarray, grid: int,
+              extra: list[list[Any]] | None = None
+              ) -> list[tuple[float, np.ndarray, np.ndarray]]:
     """Per set of waits ``(h, cdf (C, grid), means (C,))`` (``h = 0``, ``cdf = [[1]..]``: no
     time at all). Every exponential on the lattice in one transform -- the services (``M C``
     per set) and one phase per tier and wait share (the classes with the same share meet the
@@ -352,7 +354,7 @@ def _laws(waits: list[list[TierWait]], S: np.ndarray, sh: np.ndarray, grid: int,
     rates = np.concatenate([np.tile(service, live.size),
                             [waits[live[i]][m].rate / share for i, m, share in pairs]])
     steps = np.concatenate([np.repeat(h, M * C), [h[i] for i, _, _ in pairs]])
-    transforms = _phase_transform(rates, steps, grid)
+    transforms = phase_transform(rates, steps, grid)
     n = live.size * M * C
     phi = transforms[:n].reshape(live.size, M, C, -1).prod(axis=1)       # the services
     if pairs:
@@ -387,10 +389,10 @@ def quantiles(dists: list[GridDistribution], levels: tuple[float, ...]) -> np.nd
     h = np.array([d.h for d in dists])
     if not (h > 0).all() or len({d.cdf.shape[0] for d in dists}) > 1:
         return np.array([d.quantile(q) if d.h else np.zeros_like(q) for d in dists])
-    return _lattice_quantiles(h, np.stack([d.cdf for d in dists]), q)
+    return lattice_quantiles(h, np.stack([d.cdf for d in dists]), q)
 
 
-def _lattice_quantiles(h: np.ndarray, cdf: np.ndarray, q: np.ndarray) -> np.ndarray:
+def lattice_quantiles(h: np.ndarray, cdf: np.ndarray, q: np.ndarray) -> np.ndarray:
     """:func:`quantiles` on the stacked lattices: steps ``h`` ``(R,)`` (all > 0),
     cumulatives ``cdf`` ``(R, G)``, levels ``q`` ``(L,)``."""
     h = h[:, None]

@@ -33,7 +33,7 @@ import numpy as np
 from scipy.linalg import lu_factor, lu_solve
 from scipy.sparse import csr_array
 
-from solvers.departures import DepartureMAP, _boundary, _g_matrix, lumped_departures, \
+from solvers.departures import DepartureMAP, boundary_levels, g_matrix, lumped_departures, \
     lumping, through_tier
 
 from .sojourn import TierWait
@@ -63,9 +63,9 @@ def map_m_c_wait(dep: DepartureMAP, mean: float, cores: int) -> TierWait:
     P = D0.shape[0]
     mu = 1.0 / mean
     s = c * mu
-    G = _g_matrix(D1, D0 - s * np.eye(P), s * np.eye(P))
+    G = g_matrix(D1, D0 - s * np.eye(P), s * np.eye(P))
     up = csr_array(D1)
-    pis = _boundary(D0, D1, up, G, mu, c)                  # pi_0 .. pi_c, a common factor
+    pis = boundary_levels(D0, D1, up, G, mu, c)                  # pi_0 .. pi_c, a common factor
     R = np.asarray(up @ G) / s
     d1 = D1.sum(axis=1)
     lu = lu_factor(np.eye(P) - R, check_finite=False)

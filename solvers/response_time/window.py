@@ -41,7 +41,7 @@ import math
 
 import numpy as np
 
-from .sojourn import SPAN, TierWait, _horner, _unit_roots
+from .sojourn import SPAN, TierWait, horner, unit_roots
 
 __all__ = ["WINDOW_GRID", "BELOW", "window_quantiles", "stacked_window_quantiles"]
 
@@ -153,7 +153,7 @@ def stacked_window_quantiles(coef: np.ndarray, offset: np.ndarray, inv: np.ndarr
             z[use] = _kernel_transform(1.0 / mean_phase[use, None], grid)
         padded = np.zeros((row.shape[0], blocks * s))
         padded[:, :width] = coef[row]
-        pg = _horner(padded.reshape(row.shape[0], blocks, s), z)
+        pg = horner(padded.reshape(row.shape[0], blocks, s), z)
         if offset[row].any():
             pg *= z ** offset[row][:, None]
         if shared:                               # one product per set, for every class
@@ -227,7 +227,7 @@ def _kernel_transform(x: np.ndarray, size: int) -> np.ndarray:
     ``x = rate h`` steps a mean (``(R, 1)``): the masses are ``m_0 = 1 + (e^{-x} - 1)/x`` at 0
     and ``e^{-x(i-1)} (1 - e^{-x})^2 / x`` at ``i >= 1``, a geometric sequence whose transform
     is ``m_0 + (1 - r)^2 / x * w / (1 - r w)``, ``r = e^{-x}``, ``w = e^{-2 pi i k / size}``
-    (:func:`~solvers.response_time.sojourn._phase_transform`, in fewer array steps:
+    (:func:`~solvers.response_time.sojourn.phase_transform`, in fewer array steps:
     ``w / (1 - r w) = 1 / (conj(w) - r)`` on the unit circle, one complex division)."""
     em1 = np.expm1(-x)
     return (1.0 + em1 / x) + (em1 * em1 / x) / (_conj_roots(size) - (1.0 + em1))
@@ -236,7 +236,7 @@ def _kernel_transform(x: np.ndarray, size: int) -> np.ndarray:
 @functools.lru_cache(maxsize=8)
 def _conj_roots(size: int) -> np.ndarray:
     """``conj(w) = e^{2 pi i k / size}``, ``k = 0..size/2``, as a ``(1, size/2 + 1)`` row."""
-    out = np.conj(_unit_roots(size)[0])
+    out = np.conj(unit_roots(size)[0])
     out.setflags(write=False)
     return out
 

@@ -158,11 +158,11 @@ class ClosedNetwork:
             pops = _population(self.populations, n_cls, "populations")
         object.__setattr__(self, "populations", pops)
         object.__setattr__(self, "n_classes", n_cls)
-        object.__setattr__(self, "think_times", _per_class(self.think_times, n_cls,
-                                                           "think_times", allow_zero=True))
+        object.__setattr__(self, "think_times", per_class(self.think_times, n_cls,
+                                                          "think_times", allow_zero=True))
         object.__setattr__(self, "classes", class_names(self.classes, n_cls))
         for q in self.queues:
-            _compile_queue(q, n_cls)  # validates the service specification early
+            compile_queue(q, n_cls)  # validates the service specification early
 
     @property
     def n_chains(self) -> int:
@@ -184,7 +184,9 @@ def _population(value: Any, n: int, name: str) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _per_class(value: Any, n: int, name: str, allow_zero: bool = False) -> tuple[float, ...]:
+def per_class(value: Any, n: int, name: str, allow_zero: bool = False) -> tuple[float, ...]:
+    """``value`` (one number, or one per class) as ``n`` floats, each > 0 (``>= 0`` with
+    ``allow_zero``); ``ValueError`` naming ``name`` otherwise."""
     arr = np.atleast_1d(np.asarray(value, dtype=float))
     if arr.ndim != 1 or arr.size not in (1, n):
         raise ValueError(f"{name}: need 1 or {n} values, got {value!r}")
@@ -235,7 +237,9 @@ def _proc(spec: Any, name: str) -> _Proc:
     return _Proc(1, [1.0 / mean], [[0.0, 1.0]], np.ones(1), mean)
 
 
-def _compile_queue(q: Queue, n_classes: int) -> _CQueue:
+def compile_queue(q: Queue, n_classes: int) -> _CQueue:
+    """Queue ``q`` as the engine runs it: its service processes and which one each of the
+    ``n_classes`` classes uses."""
     spec = q.service
     if isinstance(spec, MAP) or np.ndim(spec) == 0:
         procs = (_proc(spec, f"{q.name}.service"),)
@@ -257,7 +261,7 @@ def _compile_queue(q: Queue, n_classes: int) -> _CQueue:
 
 
 @dataclass(frozen=True)
-class _Model:
+class Model:
     """What the engine needs: queues, classes and either closed chains or open arrival rates."""
 
     queues: tuple[_CQueue, ...]
@@ -269,16 +273,16 @@ class _Model:
     populations: tuple[int, ...] = ()                 # closed: initial users per chain
 
 
-def _closed_model(net: ClosedNetwork) -> _Model:
-    queues = tuple(_compile_queue(q, net.n_classes) for q in net.queues)
+def _closed_model(net: ClosedNetwork) -> Model:
+    queues = tuple(compile_queue(q, net.n_classes) for q in net.queues)
     if net.mix is not None:
         chains: tuple[tuple[int, ...], ...] = (tuple(range(net.n_classes)),)
         mixes = (tuple(np.cumsum(net.mix).tolist()),)
     else:
         chains = tuple((c,) for c in range(net.n_classes))
         mixes = tuple((1.0,) for _ in range(net.n_classes))
-    return _Model(queues, net.n_classes, None, tuple(net.think_times), chains,
-                  mixes, tuple(net.populations))
+    return Model(queues, net.n_classes, None, tuple(net.think_times), chains,
+                 mixes, tuple(net.populations))
 
 
 def _schedule(schedule: Sequence[tuple[float, Any]] | None, n_chains: int,
@@ -347,8 +351,8 @@ class Checkpoints:
         return np.clip((self.busy[j] - self.busy[i]) / (dt * self.servers), 0.0, 1.0)
 
 
-def _simulate(model: _Model, times: np.ndarray, schedule: list[tuple[float, tuple[int, ...]]],
-              rng: np.random.Generator, track_bottleneck: bool) -> Checkpoints:
+def simulate(model: Model, times: np.ndarray, schedule: list[tuple[float, tuple[int, ...]]],
+             rng: np.random.Generator, track_bottleneck: bool) -> Checkpoints:
     """Run the CTMC from time 0 to ``times[-1]``, recording counters at each of ``times``."""
     C = model.n_classes
     M = len(model.queues)
@@ -709,7 +713,8 @@ def _simulate(model: _Model, times: np.ndarray, schedule: list[tuple[float, tupl
     )
 
 
-def _checkpoint_times(times: Sequence[float] | np.ndarray) -> np.ndarray:
+def checkpoint_times(times: Sequence[float] | np.ndarray) -> np.ndarray:
+    """``times`` as a non-empty, strictly increasing float array of times >= 0."""
     ts = np.asarray(times, dtype=float)
     if ts.ndim != 1 or ts.size == 0 or not np.all(np.isfinite(ts)) or np.any(ts < 0) \
             or np.any(np.diff(ts) <= 0):
@@ -735,10 +740,10 @@ def closed_checkpoints(network: ClosedNetwork, times: Sequence[float] | np.ndarr
                        seed: int | None = None) -> Checkpoints:
     """Simulate ``network`` from time 0 (all users thinking) and record cumulative counters
     at each of ``times`` (strictly increasing); the run ends at ``times[-1]``."""
-    ts = _checkpoint_times(times)
+    ts = checkpoint_times(times)
     model = _closed_model(network)
     sched = _schedule(schedule, network.n_chains)
-    return _simulate(model, ts, sched, resolve_rng(rng, seed), bool(bottleneck))
+    return simulate(model, ts, sched, resolve_rng(rng, seed), bool(bottleneck))
 
 
 # ----------------------------------------------------------------------------- results
@@ -863,9 +868,9 @@ def _run_plan(duration: float, warmup: float | None, replications: int, batches:
     return duration, warm, int(replications), int(nb)
 
 
-def _estimate(run: Any, names: tuple[tuple[str, ...], tuple[str, ...]], duration: float,
-              warmup: float | None, replications: int, batches: int | None, level: float,
-              bottleneck: bool, rng: np.random.Generator) -> SimulationResult:
+def replicated_estimate(run: Any, names: tuple[tuple[str, ...], tuple[str, ...]], duration: float,
+                        warmup: float | None, replications: int, batches: int | None, level: float,
+                        bottleneck: bool, rng: np.random.Generator) -> SimulationResult:
     """Shared driver: ``run(times, rng) -> Checkpoints`` for each replication."""
     duration, warm, reps, nb = _run_plan(duration, warmup, replications, batches)
     if not 0.0 < float(level) < 1.0:
@@ -951,7 +956,9 @@ def simulate_closed(network: ClosedNetwork, duration: float, *, warmup: float | 
     generator = resolve_rng(rng, seed)
 
     def run(times: np.ndarray, g: np.random.Generator) -> Checkpoints:
-        return _simulate(model, times, sched, g, bool(bottleneck))
+        return simulate(model, times, sched, g, bool(bottleneck))
 
-    return _estimate(run, (tuple(network.classes), tuple(q.name for q in network.queues)),
-                     duration, warmup, replications, batches, level, bottleneck, generator)
+    return replicated_estimate(run, (tuple(network.classes),
+                                     tuple(q.name for q in network.queues)),
+                               duration, warmup, replications, batches, level, bottleneck,
+                               generator)

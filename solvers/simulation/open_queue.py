@@ -18,20 +18,9 @@ from typing import Sequence
 
 import numpy as np
 
-from solvers.simulation.network import (
-    Checkpoints,
-    Queue,
-    check_queues,
-    class_names,
-    SimulationResult,
-    _checkpoint_times,
-    _compile_queue,
-    _estimate,
-    _Model,
-    _per_class,
-    _simulate,
-    resolve_rng,
-)
+from solvers.simulation.network import (Checkpoints, Model, Queue, SimulationResult, check_queues,
+                                        checkpoint_times, class_names, compile_queue, per_class,
+                                        replicated_estimate, resolve_rng, simulate)
 
 __all__ = ["OpenNetwork", "open_checkpoints", "simulate_open"]
 
@@ -52,7 +41,7 @@ class OpenNetwork:
     def __post_init__(self) -> None:
         object.__setattr__(self, "queues", check_queues(self.queues))
         n_cls = int(np.atleast_1d(np.asarray(self.arrival_rates)).size)
-        lam = _per_class(self.arrival_rates, n_cls, "arrival_rates")
+        lam = per_class(self.arrival_rates, n_cls, "arrival_rates")
         object.__setattr__(self, "arrival_rates", lam)
         object.__setattr__(self, "n_classes", n_cls)
         object.__setattr__(self, "classes", class_names(self.classes, n_cls))
@@ -65,24 +54,24 @@ class OpenNetwork:
         """``rho_m = sum_c lambda_c E[S_{m,c}] / servers_m`` per queue (its utilization)."""
         out = []
         for q in self.queues:
-            cq = _compile_queue(q, self.n_classes)
+            cq = compile_queue(q, self.n_classes)
             work = sum(lam * cq.procs[cq.proc_of_class[c]].mean
                        for c, lam in enumerate(self.arrival_rates))
             out.append(work / q.servers)
         return np.array(out)
 
 
-def _open_model(net: OpenNetwork) -> _Model:
-    queues = tuple(_compile_queue(q, net.n_classes) for q in net.queues)
-    return _Model(queues, net.n_classes, arrival_rates=tuple(net.arrival_rates))
+def _open_model(net: OpenNetwork) -> Model:
+    queues = tuple(compile_queue(q, net.n_classes) for q in net.queues)
+    return Model(queues, net.n_classes, arrival_rates=tuple(net.arrival_rates))
 
 
 def open_checkpoints(network: OpenNetwork, times: Sequence[float] | np.ndarray, *,
                      bottleneck: bool = False, rng: np.random.Generator | None = None,
                      seed: int | None = None) -> Checkpoints:
     """Simulate ``network`` from empty and record cumulative counters at each of ``times``."""
-    ts = _checkpoint_times(times)
-    return _simulate(_open_model(network), ts, [], resolve_rng(rng, seed), bool(bottleneck))
+    ts = checkpoint_times(times)
+    return simulate(_open_model(network), ts, [], resolve_rng(rng, seed), bool(bottleneck))
 
 
 def simulate_open(network: OpenNetwork, duration: float, *, warmup: float | None = None,
@@ -99,7 +88,9 @@ def simulate_open(network: OpenNetwork, duration: float, *, warmup: float | None
     generator = resolve_rng(rng, seed)
 
     def run(times: np.ndarray, g: np.random.Generator) -> Checkpoints:
-        return _simulate(model, times, [], g, bool(bottleneck))
+        return simulate(model, times, [], g, bool(bottleneck))
 
-    return _estimate(run, (tuple(network.classes), tuple(q.name for q in network.queues)),
-                     duration, warmup, replications, batches, level, bottleneck, generator)
+    return replicated_estimate(run, (tuple(network.classes),
+                                     tuple(q.name for q in network.queues)),
+                               duration, warmup, replications, batches, level, bottleneck,
+                               generator)

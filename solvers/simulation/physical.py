@@ -390,7 +390,9 @@ def _mix(value: Any, n: int) -> tuple[float, ...]:
     return tuple((arr / arr.sum()).tolist())
 
 
-def _schedule(schedule: Sequence[tuple[float, int]] | None) -> list[tuple[float, int]]:
+def checked_schedule(schedule: Sequence[tuple[float, int]] | None) -> list[tuple[float, int]]:
+    """A population ``schedule`` (``(time, users)`` pairs, times sorted, users integers >= 0) as
+    a list; ``None`` is the empty schedule."""
     if schedule is None:
         return []
     out: list[tuple[float, int]] = []
@@ -405,7 +407,9 @@ def _schedule(schedule: Sequence[tuple[float, int]] | None) -> list[tuple[float,
     return out
 
 
-def _generator(rng: np.random.Generator | None, seed: int | None) -> np.random.Generator:
+def seeded_generator(rng: np.random.Generator | None, seed: int | None) -> np.random.Generator:
+    """The random generator of a run: ``rng`` or one seeded by ``seed`` (an integer >= 0);
+    ``ValueError`` naming ``seed`` otherwise."""
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))
                              or seed < 0):
         raise ValueError(f"seed: must be a non-negative integer, got {seed!r}")
@@ -481,7 +485,7 @@ class _Trace:
         return self.samples[c][int(done[i, c]):int(done[j, c])]
 
 
-class _Engine:
+class Engine:
     """One run of the physical system; :meth:`run` records checkpoints at ``times``."""
 
     def __init__(self, net: PhysicalNetwork, rng: np.random.Generator,
@@ -764,9 +768,11 @@ class _Engine:
                       np.array(cols[11], dtype=float).reshape(len(snaps), P))
 
 
-def _simulate(net: PhysicalNetwork, times: np.ndarray, schedule: list[tuple[float, int]],
-              rng: np.random.Generator, record: bool = False) -> _Trace:
-    return _Engine(net, rng, record).run(times, schedule)
+def simulate(net: PhysicalNetwork, times: np.ndarray, schedule: list[tuple[float, int]],
+             rng: np.random.Generator, record: bool = False) -> _Trace:
+    """One run of ``net`` from time 0 to ``times[-1]`` under ``schedule``, recording the counters
+    at each of ``times`` (and, with ``record``, every completed request's response time)."""
+    return Engine(net, rng, record).run(times, schedule)
 
 
 def physical_checkpoints(network: PhysicalNetwork, times: Sequence[float] | np.ndarray, *,
@@ -778,7 +784,7 @@ def physical_checkpoints(network: PhysicalNetwork, times: Sequence[float] | np.n
     :class:`~solvers.simulation.network.Checkpoints` (``events`` = services completed)."""
     _check_network(network)
     ts = _times(times)
-    return _simulate(network, ts, _schedule(schedule), _generator(rng, seed)).cp
+    return simulate(network, ts, checked_schedule(schedule), seeded_generator(rng, seed)).cp
 
 
 def _check_network(network: Any) -> None:
@@ -796,7 +802,8 @@ def _times(times: Sequence[float] | np.ndarray) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- monitoring
-def _window_edges(duration: float, window_s: float, warmup: float) -> np.ndarray:
+def window_edges(duration: float, window_s: float, warmup: float) -> np.ndarray:
+    """The edges of the whole ``window_s`` windows that fit in ``duration`` after ``warmup``."""
     d = _positive(duration, "duration")
     w = _positive(window_s, "window_s")
     warm = _positive(warmup, "warmup", allow_zero=True)
@@ -821,8 +828,8 @@ def monitor_physical(network: PhysicalNetwork, duration: float, window_s: float,
     ``users``. Same ``seed`` -> identical records.
     """
     _check_network(network)
-    edges = _window_edges(duration, window_s, warmup)
-    trace = _simulate(network, edges, _schedule(schedule), _generator(rng, seed))
+    edges = window_edges(duration, window_s, warmup)
+    trace = simulate(network, edges, checked_schedule(schedule), seeded_generator(rng, seed))
     records = window_records(trace.cp, system=system, tiers=[t.name for t in network.tiers],
                              classes=list(network.classes), start_time=start_time,
                              iso_time=iso_time, include_users=network.arrivals is None)
@@ -1033,14 +1040,14 @@ def simulate_physical(network: PhysicalNetwork, duration: float, *, warmup: floa
     levels = tuple(float(x) for x in quantiles)
     if not all(0.0 < x < 1.0 for x in levels):
         raise ValueError(f"quantiles: levels must lie in (0, 1), got {list(quantiles)}")
-    generator = _generator(rng, 0 if seed is None and rng is None else seed)
+    generator = seeded_generator(rng, 0 if seed is None and rng is None else seed)
     if reps > 1:
         times = np.array([warm, warm + d])
         streams = generator.spawn(reps)
     else:
         times = warm + d * np.arange(nb + 1) / nb
         streams = [generator]
-    traces = [_simulate(network, times, [], g, bool(levels)) for g in streams]
+    traces = [simulate(network, times, [], g, bool(levels)) for g in streams]
     last = len(times) - 1
     deltas = [_delta(tr, 0, last) for tr in traces]
     point = _metrics({k: sum(dl[k] for dl in deltas) for k in deltas[0]})  # pooled runs

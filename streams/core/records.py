@@ -111,10 +111,12 @@ class InvalidWindow(ValueError):
         self.field = field
         self.value = value
         self.reason = reason
-        super().__init__(f"{field}: {reason} (got {_short(value)})")
+        super().__init__(f"{field}: {reason} (got {short_repr(value)})")
 
 
-def _short(value: Any, limit: int = 120) -> str:
+def short_repr(value: Any, limit: int = 120) -> str:
+    """``repr(value)`` cut to ``limit`` characters, for error messages (a value whose ``repr``
+    cannot be built is named by its type)."""
     try:
         text = repr(value)
     except ValueError:              # an int beyond sys.get_int_max_str_digits()

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from streams.core.config import Config
-from streams.core.records import CORES_ASSUMED, InvalidWindow, Window, _short, parse_window
+from streams.core.records import CORES_ASSUMED, InvalidWindow, Window, parse_window, short_repr
 from streams.core.outputs import UNSET, DeadLetter, Outputs
 from streams.engine.system import SystemState, solve_systems
 from streams.engine.admission import rejection
@@ -86,7 +86,7 @@ def dead_letter(raw: Any, err: InvalidWindow) -> DeadLetter:
         if len(raw) > RAW_LIMIT:
             truncated.append(_cut("raw", RAW_LIMIT, len(raw), "bytes"))
     else:
-        full = raw if isinstance(raw, str) else _short(raw, RAW_LIMIT + 1)
+        full = raw if isinstance(raw, str) else short_repr(raw, RAW_LIMIT + 1)
         text = _text(full)
         if len(full) > RAW_LIMIT:
             truncated.append(_cut("raw", RAW_LIMIT, len(full) if isinstance(raw, str) else None))
@@ -101,7 +101,7 @@ def dead_letter(raw: Any, err: InvalidWindow) -> DeadLetter:
     elif isinstance(value, int) and -_INT64 <= value < _INT64:
         pass
     else:                                   # text, a structure, an integer beyond JSON's
-        full = value if isinstance(value, str) else _short(value, VALUE_LIMIT + 1)
+        full = value if isinstance(value, str) else short_repr(value, VALUE_LIMIT + 1)
         value = _text(full, VALUE_LIMIT)
         if len(full) > VALUE_LIMIT:
             truncated.append(_cut("value", VALUE_LIMIT,

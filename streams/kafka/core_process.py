@@ -34,7 +34,7 @@ import msgspec
 
 from streams.core.config import Config
 from streams.sinks.influx import lines
-from streams.core.records import _short
+from streams.core.records import short_repr
 from streams.engine.runtime import tune_gc
 from streams.core.outputs import Outputs
 from streams.engine.table_pipeline import TableBackedPipeline
@@ -93,7 +93,7 @@ def _keyed_safely(record: dict[str, Any]) -> tuple[bytes | None, bytes]:
     try:
         return key, _dumps(_encodable(record))
     except (UnicodeEncodeError, OverflowError, TypeError, ValueError, RecursionError):
-        return key, _dumps({"unencodable": _short(record, 4096)})
+        return key, _dumps({"unencodable": short_repr(record, 4096)})
 
 
 _INT64 = 2 ** 63
@@ -104,7 +104,7 @@ def _encodable(value: Any) -> Any:
     if isinstance(value, str):
         return value.encode("utf-8", "backslashreplace").decode("utf-8")
     if isinstance(value, int) and not isinstance(value, bool) and not -_INT64 <= value < _INT64:
-        return _short(value, 4096)
+        return short_repr(value, 4096)
     if isinstance(value, dict):
         return {_encodable(k): _encodable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

@@ -129,8 +129,7 @@ from scipy.stats import t as student_t
 from estimators.mapfit import fit_map2
 from solvers.processes import MAP
 from streams.predict.capacity_search import capacity_search
-from streams.predict.model import CAPACITY_LIMIT, SEARCH_TOL, Measured, Point, SystemModel, \
-    surplus
+from streams.predict.model import CAPACITY_LIMIT, SEARCH_TOL, Measured, Point, SystemModel, surplus
 from streams.predict.slo_view import band_note
 from streams.core.outputs import updated
 from streams.core.tier import TierModel
@@ -489,8 +488,8 @@ def _refit(tier: TierModel, idc: float | None, scv: float | None = None) -> MAP 
         return None
 
 
-def _variant(model: SystemModel, tiers: list[TierModel], side: int,
-             notes: list[str], z: float = 1.0) -> SystemModel:
+def band_variant(model: SystemModel, tiers: list[TierModel], side: int,
+                 notes: list[str], z: float = 1.0) -> SystemModel:
     """The model with every tier's demand at ``1 + side z s_m`` and bursty tiers' MAP(2) at
     the ``side`` end of ``I``'s interval (``+1``: upper, pessimistic)."""
     D_mc = model.D_mc.copy()
@@ -559,8 +558,8 @@ def band(model: SystemModel, tiers: list[TierModel], capacity: int, n_now: int,
     (optimistic), ``time_to_breach_lower_s`` / ``time_to_breach_upper_s`` and
     ``band_flags``. The lower capacity is at most, the upper at least the nominal one."""
     notes: list[str] = []
-    low = _capacity(_variant(model, tiers, +1, notes, z), model, capacity, +1, tolerance)
-    high = _capacity(_variant(model, tiers, -1, notes, z), model, capacity, -1, tolerance)
+    low = _capacity(band_variant(model, tiers, +1, notes, z), model, capacity, +1, tolerance)
+    high = _capacity(band_variant(model, tiers, -1, notes, z), model, capacity, -1, tolerance)
     low = capacity if low is None else min(low, capacity)
     high = capacity if high is None else max(high, capacity)
     note = band_note(model)

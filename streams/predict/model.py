@@ -1174,7 +1174,7 @@ def _open_route_capacity(model: SystemModel) -> tuple[int, bool] | None:
 IDENTIFIED_TOLERANCE = 0.3
 
 
-def _identified(tier: TierModel, classes: list[str], mix: np.ndarray) -> np.ndarray:
+def identified_demands(tier: TierModel, classes: list[str], mix: np.ndarray) -> np.ndarray:
     """The tier's per-class demands, with every class whose demand is not identified replaced
     by the mix-weighted mean ``d_bar``; the result is rescaled so that ``sum_c p_c d_c = d_bar``
     (the aggregate, which utilization pins down, is kept).
@@ -1208,7 +1208,7 @@ def tier_demands(tier: TierModel, classes: list[str], mix: np.ndarray,
       one-step-ahead utilization-prediction error): the Kalman demands, or the sliding
       regression's when it was picked and covers every class; used as they are;
     * ``kalman_checked`` -- the Kalman demands with unidentified classes replaced by the
-      mix-weighted mean (:func:`_identified`).
+      mix-weighted mean (:func:`identified_demands`).
 
     Under ``selected``, where the tier reports per-class response times for every class of the
     mix and they identify the split, the split between classes is the response-time split's
@@ -1231,7 +1231,7 @@ def tier_demands(tier: TierModel, classes: list[str], mix: np.ndarray,
     :func:`selected_splits` gives them (computed here when ``None``, with ``discipline`` the
     tier's configured one)."""
     if policy == "kalman_checked":
-        return _identified(tier, classes, mix)
+        return identified_demands(tier, classes, mix)
     if policy != "selected":
         raise ValueError(f"demand_policy: unknown policy {policy!r}")
     if selected is None:

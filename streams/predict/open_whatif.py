@@ -41,12 +41,11 @@ import numpy as np
 
 from streams.core.tier import TierModel
 from streams.predict import open_model
-from streams.predict.confidence import BAND_Z, _variant
+from streams.predict.confidence import BAND_Z, band_variant
 from streams.predict.model import SystemModel
-from streams.predict.whatif import (
-    DEFAULT_COSTS, MAX_REPLICAS, MAX_SPEED, SOLVE_BUDGET, SPEED_STEP, Action, _smallest,
-    _speed, action_cost, apply, apply_all, describe,
-)
+from streams.predict.whatif import (DEFAULT_COSTS, MAX_REPLICAS, MAX_SPEED, SOLVE_BUDGET,
+                                    SPEED_STEP, Action, action_cost, apply, apply_all, describe,
+                                    smallest_feasible, speed_factor)
 
 __all__ = ["RATE_LIMIT", "RateComparison", "at_rate", "check_rate", "meets_rate",
            "pool_ceiling", "rate_band", "remediate_open", "rate_time_to_breach"]
@@ -131,7 +130,7 @@ def remediate_open(model: SystemModel, required: float, capacity_before: float |
             found[i] = open_model.RateSolves(apply(model, Action(kind, tier, value(i))))
             return meets_rate(found[i].model, required, found[i])
 
-        i = _smallest(feasible, low, high)
+        i = smallest_feasible(feasible, low, high)
         if i is None:
             unreachable.extend([f"{kind} {tier}"] + ([f"replicate {tier}"]
                                                      if kind == "cores" else []))
@@ -170,7 +169,7 @@ def remediate_open(model: SystemModel, required: float, capacity_before: float |
             elif kind == "cores":
                 search(tier, kind, c + 1, MAX_REPLICAS * c, float)
             else:
-                search(tier, kind, 1, int(round((MAX_SPEED - 1.0) / SPEED_STEP)), _speed)
+                search(tier, kind, 1, int(round((MAX_SPEED - 1.0) / SPEED_STEP)), speed_factor)
     if capacity_before is not None and capacity_before > 0:
         unit = float(costs.get("admission", DEFAULT_COSTS["admission"]))
         actions.append({"kind": RATE_LIMIT, "tier": None, "value": float(capacity_before),
@@ -248,7 +247,7 @@ def rate_band(model: SystemModel, tiers: list[TierModel], capacity: float, rate:
     notes: list[str] = []
     ends = []
     for side in (+1, -1):
-        cap = open_model.rate_capacity(_variant(model, tiers, side, notes, z)).capacity
+        cap = open_model.rate_capacity(band_variant(model, tiers, side, notes, z)).capacity
         ends.append(capacity if cap is None else (min(cap, capacity) if side > 0
                                                   else max(cap, capacity)))
     low, high = ends

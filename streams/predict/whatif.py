@@ -265,8 +265,8 @@ def _meets(model: SystemModel, users: int) -> bool:
     return model.excess(model.at(users)) <= 0
 
 
-def _smallest(feasible: Callable[[int], bool], low: int, high: int,
-              hint: int | None = None) -> int | None:
+def smallest_feasible(feasible: Callable[[int], bool], low: int, high: int,
+                      hint: int | None = None) -> int | None:
     """Smallest integer in ``[low, high]`` with ``feasible`` (monotone), ``None`` when even
     ``high`` fails. Without a ``hint`` ``high`` is probed first (most tiers cannot fix a
     breach at all), then bisection. With one (the last solve's answer: loads and estimates
@@ -304,7 +304,7 @@ def _smallest(feasible: Callable[[int], bool], low: int, high: int,
     return hi
 
 
-def _speed(i: int) -> float:
+def speed_factor(i: int) -> float:
     """The ``i``-th CPU speed factor of the search grid: ``1 + i SPEED_STEP``."""
     return round(1.0 + i * SPEED_STEP, 4)
 
@@ -321,7 +321,7 @@ def remediate(model: SystemModel, required: int, capacity_before: int,
 
     Feasibility at ``required`` is one solve of the modified model (response times fall as a
     tier gets faster or gets cores). Per tier, the smallest number of cores and the smallest
-    speed factor (on a grid of :data:`SPEED_STEP`) are searched (:func:`_smallest`: from
+    speed factor (on a grid of :data:`SPEED_STEP`) are searched (:func:`smallest_feasible`: from
     ``hints``, the last solve's :meth:`Remediation.hints`, when given); the replicas follow
     from the cores without a solve (``k`` replicas are ``k c_m`` cores: the smallest ``k``
     with ``k c_m`` at least the cores needed). The capacity of each remedy is searched
@@ -355,7 +355,7 @@ def remediate(model: SystemModel, required: int, capacity_before: int,
             return _meets(models[i], required)
 
         hint = hints.get(f"{kind}/{tier}")
-        i = _smallest(feasible, low, high, None if hint is None else step_of(hint[0]))
+        i = smallest_feasible(feasible, low, high, None if hint is None else step_of(hint[0]))
         if i is None:
             unreachable.extend([f"{kind} {tier}" + (_moves(models.get(high), tier)
                                                     if kind == "pool" else "")]
@@ -400,7 +400,7 @@ def remediate(model: SystemModel, required: int, capacity_before: int,
                 search(tier, "cores", c + 1, MAX_REPLICAS * c, float, int)
             else:
                 search(tier, "cpu_speed", 1, int(round((MAX_SPEED - 1.0) / SPEED_STEP)),
-                       _speed, lambda s: int(round((s - 1.0) / SPEED_STEP)))
+                       speed_factor, lambda s: int(round((s - 1.0) / SPEED_STEP)))
     if capacity_before >= 1:
         action = Action("admission", None, capacity_before)
         remedies.append(_remedy(model, action, capacity_before, False, capacity_before,

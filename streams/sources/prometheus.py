@@ -46,18 +46,10 @@ from streams.core.config import ConfigError
 from streams.core.pool_settings import pool_table
 from streams.core.records import valid_name
 from streams.core.source_settings import (WindowGrid, header_settings, http_url_setting,
-                                          number_setting, quantiles_setting,
-                                          string_setting, tier_table, window_setting)
-from streams.sources.window_rules import (
-    DEFAULT_QUANTILES,
-    QUERY_FIELDS,
-    Gap,
-    Series,
-    TierData,
-    TierSpec,
-    counter_increase,
-    tier_windows,
-)
+                                          number_setting, quantiles_setting, string_setting,
+                                          tier_table, window_setting)
+from streams.sources.window_rules import (DEFAULT_QUANTILES, QUERY_FIELDS, Gap, Series, TierData,
+                                          TierSpec, counter_increase, tier_windows)
 
 __all__ = ["LOOKBACK_WINDOWS", "TierSpec", "PrometheusSource", "load_source", "Series", "Gap", "TierData",
            "AnswerError", "parse_result", "counter_increase", "tier_windows", "window_ends",
@@ -246,7 +238,7 @@ def window_ends(start_s: float, end_s: float, window_s: float, offset_s: float =
 # ----------------------------------------------------------------------------- query results
 #: the sample times a query answer may hold, epoch seconds (the window records' range, up to
 #: year 5138)
-_MAX_SAMPLE_TIME = 1e11
+MAX_SAMPLE_TIME = 1e11
 
 
 def _shown(value: Any) -> str:
@@ -283,9 +275,9 @@ def _sample(point: Any, what: str, path: str) -> tuple[int, float | None]:
         raise AnswerError(what, path, "a sample must be [time, \"value\"]", point)
     t, text = point
     if isinstance(t, bool) or not isinstance(t, (int, float)) \
-            or not 0 <= t <= _MAX_SAMPLE_TIME:
+            or not 0 <= t <= MAX_SAMPLE_TIME:
         raise AnswerError(what, f"{path}[0]", f"the time must be epoch seconds within "
-                                              f"[0, {_MAX_SAMPLE_TIME:g}]", t)
+                                              f"[0, {MAX_SAMPLE_TIME:g}]", t)
     number = AnswerError(what, f"{path}[1]", "the value must be a number as a string", text)
     if isinstance(text, bool) or not isinstance(text, (str, int, float)) \
             or (isinstance(text, str) and len(text) > 64):
@@ -297,7 +289,7 @@ def _sample(point: Any, what: str, path: str) -> tuple[int, float | None]:
     return round(t * 1000), (v if math.isfinite(v) else None)
 
 
-def _labels(metric: Any, what: str, path: str) -> dict[str, str]:
+def series_labels(metric: Any, what: str, path: str) -> dict[str, str]:
     """A series' ``metric``: an object of label = "value" (``null``: no labels)."""
     if metric is None:
         return {}
@@ -326,7 +318,7 @@ def parse_result(data: Any, what: str = "query") -> list[Series]:
         where = f"data.result[{i}]"
         if not isinstance(item, Mapping):
             raise AnswerError(what, where, "must be an object (metric, values)", item)
-        labels = _labels(item.get("metric"), what, f"{where}.metric")
+        labels = series_labels(item.get("metric"), what, f"{where}.metric")
         if "values" in item:
             points = item["values"]
             if not isinstance(points, list):

@@ -35,12 +35,7 @@ from typing import Any, Mapping, Sequence
 
 from estimators.histogram import HistogramError, level_name
 from estimators.native_histogram import native_quantile
-from streams.sources.prometheus import (
-    AnswerError,
-    PrometheusSource,
-    _labels,
-    _MAX_SAMPLE_TIME,
-)
+from streams.sources.prometheus import MAX_SAMPLE_TIME, AnswerError, PrometheusSource, series_labels
 from streams.sources.window_rules import Gap
 
 __all__ = ["NATIVE_FIELD", "NativeSeries", "parse_native_result", "add_native_quantiles"]
@@ -76,9 +71,9 @@ def _histogram(point: Any, what: str, path: str) -> tuple[int, tuple[float, list
         raise AnswerError(what, path, "a histogram sample must be [time, {count, sum, "
                                       "buckets}]", point)
     t, body = point
-    if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 <= t <= _MAX_SAMPLE_TIME:
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 <= t <= MAX_SAMPLE_TIME:
         raise AnswerError(what, f"{path}[0]", f"the time must be epoch seconds within "
-                                              f"[0, {_MAX_SAMPLE_TIME:g}]", t)
+                                              f"[0, {MAX_SAMPLE_TIME:g}]", t)
     if not isinstance(body, Mapping) or "count" not in body:
         raise AnswerError(what, f"{path}[1]", "a histogram must be an object with count, sum "
                                               "and buckets", body)
@@ -115,7 +110,7 @@ def parse_native_result(data: Any, what: str = NATIVE_FIELD) -> list[NativeSerie
         where = f"data.result[{i}]"
         if not isinstance(item, Mapping):
             raise AnswerError(what, where, "must be an object (metric, histograms)", item)
-        labels = _labels(item.get("metric"), what, f"{where}.metric")
+        labels = series_labels(item.get("metric"), what, f"{where}.metric")
         floats = [k for k in ("values", "value") if item.get(k)]
         if floats:
             raise AnswerError(what, f"{where}.{floats[0]}", "float samples where native "
