@@ -152,7 +152,7 @@ def stacked_window_quantiles(coef: np.ndarray, offset: np.ndarray, inv: np.ndarr
             index[ii, mm, cc] = at
         row = live[u_i] * M + u_m
         mean_phase = share * inv[row] / h[u_i]
-        z = _sampled_phase(itheta.imag, mean_phase)           # one phase, sampled
+        z = 1.0 / (1.0 + itheta * mean_phase[:, None])        # one phase, sampled
         if use is not None and use.any():
             z[use] = _kernel_transform(1.0 / mean_phase[use, None], grid)
         padded = np.zeros((row.shape[0], blocks * s))
@@ -190,22 +190,6 @@ def stacked_window_quantiles(coef: np.ndarray, offset: np.ndarray, inv: np.ndarr
     q[live] = np.interp((lift[:, None] + levels).ravel(), cdf.ravel(),
                         np.repeat(x, C, axis=0).ravel()).reshape(I, C, -1)
     return q, means
-
-
-def _sampled_phase(theta: np.ndarray, mean_phase: np.ndarray) -> np.ndarray:
-    """``(R, F)``: ``1 / (1 + i theta y)`` (``y = mean_phase[r]`` steps a mean), an
-    exponential phase's characteristic function at the lattice's frequencies, in real
-    arithmetic -- ``(1 - i theta y) / (1 + (theta y)^2)``: no complex division."""
-    ty = theta * mean_phase[:, None]
-    out = np.empty(ty.shape, dtype=complex)
-    parts = out.view(float).reshape(ty.shape + (2,))
-    re = parts[..., 0]
-    np.multiply(ty, ty, out=re)
-    re += 1.0
-    np.divide(1.0, re, out=re)
-    np.multiply(ty, re, out=parts[..., 1])
-    np.negative(parts[..., 1], out=parts[..., 1])
-    return out
 
 
 def _share_rows(met: np.ndarray, sh: np.ndarray
