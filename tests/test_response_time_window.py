@@ -14,7 +14,7 @@ from scipy import integrate, optimize, stats
 from solvers.response_time import ArrivalLaw, tier_wait
 from solvers.response_time.sojourn import TierWait, checked_services, lattice_quantiles, \
     tier_wait_checked, wait_laws
-from solvers.response_time.window import window_quantiles
+from solvers.response_time.window import _kernel_transform, _share_rows, window_quantiles
 
 LEVELS = np.array([0.5, 0.9, 0.95, 0.99, 0.999])
 
@@ -92,3 +92,31 @@ def test_windowed_quantiles_are_a_fine_long_lattices(servers, fractions):
         fine = lattice_quantiles(np.repeat(h, 2), cdf, LEVELS)
         assert np.abs(q[i] / fine - 1.0).max() < 6e-3
         assert np.allclose(means[i], mean, rtol=1e-12)
+
+
+@pytest.mark.parametrize("x", [1e-3, 0.1, 1.0, 30.0])
+def test_kernel_transform_is_its_masses_rfft(x):
+    """The kernel's closed-form transform, in real arithmetic, is the ``rfft`` of its masses
+    (``1 + (e^{-x} - 1)/x`` at 0, ``e^{-x(i-1)} (1 - e^{-x})^2 / x`` at ``i >= 1``) folded on
+    the lattice: the geometric tail wraps around."""
+    size = 16
+    i = np.arange(1, int(60 / x) + size)
+    masses = np.zeros(size)
+    masses[0] = 1.0 + math.expm1(-x) / x
+    np.add.at(masses, i % size, np.exp(-x * (i - 1)) * math.expm1(-x) ** 2 / x)
+    got = _kernel_transform(np.array([[x]]), size)[0]
+    assert np.allclose(got, np.fft.rfft(masses), rtol=0, atol=1e-13)
+
+
+def test_share_rows_one_row_per_distinct_share():
+    """A tier's classes with one share meet one row; a share of 0, or a wait nobody meets
+    in that set (``met`` false), points at the row past the last (1: no wait)."""
+    met = np.array([[True, True, True], [False, True, True]])
+    sh = np.array([[1.0, 1.0, 1.0], [0.5, 2.0, 0.5], [0.0, 1.0, 1.0]])
+    u_i, u_m, share, use, index = _share_rows(met, sh)
+    assert use is None
+    assert u_i.tolist() == [0, 0, 0, 0, 1, 1, 1]
+    assert u_m.tolist() == [0, 1, 1, 2, 1, 1, 2]
+    assert share.tolist() == [1.0, 0.5, 2.0, 1.0, 0.5, 2.0, 1.0]
+    assert index.tolist() == [[[0, 0, 0], [1, 2, 1], [7, 3, 3]],
+                              [[7, 7, 7], [4, 5, 4], [7, 6, 6]]]

@@ -24,7 +24,8 @@ pipeline workload's CPU time (``always``, ``p95 SLO`` over ``default``): of the 
 ``always``'s exponential laws (the CPU time inside ``response_time_quantiles(_many)``), and of
 the periodic re-solves alone (``re-solves``: the CPU time inside
 :func:`streams.engine.system.solve_systems` -- the model build, the MVA curves, the solve, the
-capacity searches, the forecast, the alert window, the prediction's fields); and whether both
+capacity searches, the forecast, the alert window, the prediction's fields; ``paired``: the
+ratio within each round, its median and range); and whether both
 trees' quantiles are equal bit for bit (else how far apart they are at most), and their
 capacities on the p95 SLO. On a model with multi-core tiers, also what their found laws need
 that the solve does not compute: the networks without each such tier, by the solve's recursion
@@ -275,11 +276,21 @@ def pipeline(impls: dict[str, ModuleType], systems: int, rounds: int) -> list[st
             + f"; re-solves {base_s:.2f} s CPU, " + ", ".join(
             f"{c} x{statistics.median(solves[name, c]) / base_s:.2f}" for c in configs
             if c != "default")
+            + f" (paired: {_paired(solves, name)})"
             + f"; always's exponential laws {1000 * statistics.median(laws[name, 'always']):.1f}"
             f" ms CPU")
     first, last = (statistics.median(laws[name, "always"]) for name in impls)
     rows.append(f"always's exponential laws, {' / '.join(list(impls)[::-1])}: {last / first:.3f}")
     return rows
+
+
+def _paired(solves: dict[tuple[str, str], list[float]], name: str) -> str:
+    """``always``'s re-solves over ``default``'s of the same round (run one after the other,
+    so both see the same host load), median and range over the rounds: the load's drift
+    between rounds, which moves the ratio of the medians, cancels."""
+    ratios = [a / d for a, d in zip(solves[name, "always"], solves[name, "default"])]
+    return (f"always x{statistics.median(ratios):.2f} median, x{min(ratios):.2f}-"
+            f"{max(ratios):.2f} over {len(ratios)} rounds")
 
 
 def main() -> None:

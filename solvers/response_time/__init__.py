@@ -160,8 +160,8 @@ def _stacked_waits(found: FoundLaws, D: list[float], c: list[float]
         d = np.array([shift[r] for r in fold])
         idx = np.arange(width) + d[:, None]
         Wf = W[fold]
-        folded = np.where(idx < width, np.take_along_axis(Wf, np.minimum(idx, width - 1),
-                                                          axis=1), 0.0)
+        folded = np.where(idx < width, Wf[np.arange(len(fold))[:, None],
+                                          np.minimum(idx, width - 1)], 0.0)
         folded[:, 0] = np.cumsum(Wf, axis=1)[np.arange(len(fold)), np.minimum(d, width - 1)]
         W[fold] = folded
     coef[at] = W

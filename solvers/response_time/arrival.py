@@ -435,7 +435,10 @@ def _convolved(splits: list[tuple[np.ndarray, float, bool]], Z: float, N: int
     scaled = [(d / rho).tolist() for d, _, _ in splits]
     for i in range(max(len(d) for d in scaled)):
         rows = [b for b, d in enumerate(scaled) if len(d) > i]
-        g[rows] = _geometric_filter(g[rows], np.array([scaled[b][i] for b in rows]), top)
+        if len(rows) == len(scaled):           # every complement: no rows picked out
+            g = _geometric_filter(g, np.array([d[i] for d in scaled]), top)
+        else:
+            g[rows] = _geometric_filter(g[rows], np.array([scaled[b][i] for b in rows]), top)
     return list(-n * math.log(rho) - np.log(g))
 
 

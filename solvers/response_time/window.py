@@ -41,7 +41,7 @@ import math
 
 import numpy as np
 
-from .sojourn import SPAN, TierWait, horner, unit_roots
+from .sojourn import SPAN, TierWait, horner
 
 __all__ = ["WINDOW_GRID", "BELOW", "window_quantiles", "stacked_window_quantiles"]
 
@@ -116,7 +116,8 @@ def stacked_window_quantiles(coef: np.ndarray, offset: np.ndarray, inv: np.ndarr
     start = np.array([math.floor(lo_l[p] / x) for p, x in zip(live_l, h_l)], dtype=float)
     # the waits: one row per (set, tier, share, transform) that some class meets
     live_rows = (live[:, None] * M + np.arange(M)).ravel()              # (I M,)
-    meets = (sh[None, :, :] > 0) & (nowait_all[live_rows].reshape(I, M)[:, :, None] < 1.0)
+    waits = nowait_all[live_rows].reshape(I, M) < 1.0                   # someone may wait
+    meets = (sh[None, :, :] > 0) & waits[:, :, None]
     # every class meets the same waits (one class, or the same share of each tier's wait
     # and one phase transform for all): the waits' product is one per set, shared by the
     # classes -- only a class's own services differ
@@ -137,15 +138,18 @@ def stacked_window_quantiles(coef: np.ndarray, offset: np.ndarray, inv: np.ndarr
     phi = phi.prod(axis=1)
     if ii.size:
         if shared:                               # every (set, tier) row its own
-            at: list[int] | slice = slice(None)
             u_i, u_m, share = ii, mm, sh[mm, 0]
             use = None if kernel is None else kernel[ii, 0]
+        elif kernel is None:
+            # one row per (set, tier, share): a tier's shares told apart once, for every set
+            u_i, u_m, share, use, index = _share_rows(waits, sh)
         else:
             keys: dict[tuple[int, int, float, bool], int] = {}
             at = [keys.setdefault(key, len(keys)) for key in zip(
-                ii.tolist(), mm.tolist(), sh[mm, cc].tolist(),
-                [False] * ii.size if kernel is None else kernel[ii, cc].tolist())]
+                ii.tolist(), mm.tolist(), sh[mm, cc].tolist(), kernel[ii, cc].tolist())]
             u_i, u_m, share, use = (np.array(v) for v in zip(*keys))
+            index = np.full((I, M, C), len(keys))
+            index[ii, mm, cc] = at
         row = live[u_i] * M + u_m
         mean_phase = share * inv[row] / h[u_i]
         z = 1.0 / (1.0 + itheta * mean_phase[:, None])        # one phase, sampled
@@ -162,14 +166,18 @@ def stacked_window_quantiles(coef: np.ndarray, offset: np.ndarray, inv: np.ndarr
                 met[ii, mm] = pg
                 pg = met
             phi *= pg.reshape(I, M, -1).prod(axis=1)[:, None, :]
-        else:
-            full = np.ones((I, M, C, itheta.shape[0]), dtype=complex)
-            full[ii, mm, cc] = pg[at]
-            phi *= full.prod(axis=1)
+        else:                                    # each class's waits, tier by tier
+            table = np.ones((pg.shape[0] + 1, pg.shape[1]), dtype=complex)
+            table[:-1] = pg                      # its last row: a wait not met
+            product = table[index[:, 0]]
+            for m in range(1, M):
+                product *= table[index[:, m]]
+            phi *= product
     # the window's start moved to lattice point 0 (the shift theorem: lattice point
     # start + i lands at i)
     phi *= np.exp(start[:, None] * itheta)[:, None, :]
-    mass = np.maximum(np.fft.irfft(phi, n=grid, axis=2), 0.0)
+    mass = np.fft.irfft(phi, n=grid, axis=2)
+    np.maximum(mass, 0.0, out=mass)
     cdf = np.zeros((I, C, grid + 1))             # cdf[.., i + 1] = F((start + i + 1/2) h)
     np.cumsum(mass, axis=2, out=cdf[..., 1:])
     cdf /= cdf[..., -1:]
@@ -182,6 +190,37 @@ def stacked_window_quantiles(coef: np.ndarray, offset: np.ndarray, inv: np.ndarr
     q[live] = np.interp((lift[:, None] + levels).ravel(), cdf.ravel(),
                         np.repeat(x, C, axis=0).ravel()).reshape(I, C, -1)
     return q, means
+
+
+def _share_rows(met: np.ndarray, sh: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, None, np.ndarray]:
+    """The waits' rows where every class meets its waits' phases sampled: one per live set
+    ``i``, tier ``m`` whose wait someone meets (``met[i, m]``) and distinct share ``sh[m, c]
+    > 0`` -- ``(u_i, u_m, share, None, index)``, ``index[i, m, c]`` the row class ``c`` meets
+    at tier ``m`` in set ``i`` (the number of rows where it meets none). A tier's shares
+    are told apart once, not once per set."""
+    I, M = met.shape
+    C = sh.shape[1]
+    slots, distinct = [], []                     # per tier: each class's share's slot
+    for shares in sh.tolist():
+        seen: dict[float, int] = {}
+        slots.append([seen.setdefault(x, len(seen)) if x > 0 else -1 for x in shares])
+        distinct.append(list(seen))
+    u_i: list[int] = []
+    u_m: list[int] = []
+    share: list[float] = []
+    first = np.full((I, M), -1)
+    for i, row in enumerate(met.tolist()):
+        for m, on in enumerate(row):
+            if on and distinct[m]:
+                first[i, m] = len(share)
+                u_i += [i] * len(distinct[m])
+                u_m += [m] * len(distinct[m])
+                share += distinct[m]
+    slot = np.array(slots)                                           # (M, C)
+    index = first[:, :, None] + slot[None, :, :]
+    index[(first[:, :, None] < 0) | (slot[None, :, :] < 0)] = len(share)
+    return np.array(u_i), np.array(u_m), np.array(share), None, index
 
 
 def _placement(m12: np.ndarray, offset: np.ndarray, inv: np.ndarray, P: int, S: np.ndarray,
@@ -228,17 +267,31 @@ def _kernel_transform(x: np.ndarray, size: int) -> np.ndarray:
     and ``e^{-x(i-1)} (1 - e^{-x})^2 / x`` at ``i >= 1``, a geometric sequence whose transform
     is ``m_0 + (1 - r)^2 / x * w / (1 - r w)``, ``r = e^{-x}``, ``w = e^{-2 pi i k / size}``
     (:func:`~solvers.response_time.sojourn.phase_transform`, in fewer array steps:
-    ``w / (1 - r w) = 1 / (conj(w) - r)`` on the unit circle, one complex division)."""
+    ``w / (1 - r w) = 1 / (conj(w) - r)`` on the unit circle, and that in real arithmetic,
+    ``(cos - r - i sin) / ((cos - r)^2 + sin^2)``: no complex division, several times the
+    cost of a product; the sum of squares loses no digit as ``r`` nears 1 at ``k = 0``)."""
     em1 = np.expm1(-x)
-    return (1.0 + em1 / x) + (em1 * em1 / x) / (_conj_roots(size) - (1.0 + em1))
+    cos, sin, sin2 = _trig_rows(size)
+    d = cos - (1.0 + em1)                                           # cos - r
+    t = (em1 * em1 / x) / (d * d + sin2)
+    out = np.empty(d.shape, dtype=complex)
+    parts = out.view(float).reshape(d.shape + (2,))
+    np.multiply(d, t, out=parts[..., 0])
+    parts[..., 0] += 1.0 + em1 / x
+    np.multiply(t, sin, out=parts[..., 1])
+    return out
 
 
 @functools.lru_cache(maxsize=8)
-def _conj_roots(size: int) -> np.ndarray:
-    """``conj(w) = e^{2 pi i k / size}``, ``k = 0..size/2``, as a ``(1, size/2 + 1)`` row."""
-    out = np.conj(unit_roots(size)[0])
-    out.setflags(write=False)
-    return out
+def _trig_rows(size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``cos``, ``-sin`` and ``sin^2`` of ``2 pi k / size``, ``k = 0..size/2``, as
+    ``(1, size/2 + 1)`` rows: the real and imaginary parts of ``conj(w)``, its minus sign
+    folded in (``1 / (conj(w) - r)`` has ``-sin`` on top)."""
+    angle = 2.0 * np.pi * np.arange(size // 2 + 1) / size
+    rows = (np.cos(angle)[None, :], -np.sin(angle)[None, :], np.sin(angle)[None, :] ** 2)
+    for row in rows:
+        row.setflags(write=False)
+    return rows
 
 
 @functools.lru_cache(maxsize=8)

@@ -142,8 +142,14 @@ def class_parts(model: SystemModel, m: Measured, now: Point, fc: Point,
     names = {v: k for k, v in SLO_QUANTILES.items()}
     keys = [names[q] for q in model.quantile_levels]
     with_quantiles = quantiles or model.has_quantile_slo
+    fields: list[dict[str, Any]] = [{} for _ in model.classes]
     if with_quantiles:
-        q_now, q_fc = model.quantiles_many([now, fc])
+        # each point's quantiles as JSON-safe floats in one pass (not re-cleaned below)
+        for name, q in zip(("response_time_quantiles_s", "response_time_quantiles_forecast_s"),
+                           model.quantiles_many([now, fc])):
+            rows = q.tolist() if np.isfinite(q).all() else clean(q.tolist())
+            for i, row in enumerate(rows):
+                fields[i][name] = dict(zip(keys, row))
     statistic = model.slo_statistic(fc)
     names_fc = [s for s, _ in statistic]
     value_now, value_fc = (slo_values(model, point, names_fc) for point in (now, fc))
@@ -154,10 +160,6 @@ def class_parts(model: SystemModel, m: Measured, now: Point, fc: Point,
                                  "slo_bound_s": statistic[i][1],
                                  "response_time_slo_s": value_now[i],
                                  "response_time_slo_forecast_s": value_fc[i]}
-        if with_quantiles:
-            extra.update(
-                response_time_quantiles_s=dict(zip(keys, clean(q_now[i].tolist()))),
-                response_time_quantiles_forecast_s=dict(zip(keys, clean(q_fc[i].tolist()))))
         if c in pooled:
             extra.update(response_time_error_pooled=pooled[c]["error"],
                          response_time_error_se=pooled[c]["se"])
@@ -165,7 +167,7 @@ def class_parts(model: SystemModel, m: Measured, now: Point, fc: Point,
             throughput=p * x_now, response_time=r_now, throughput_forecast=p * x_fc,
             response_time_forecast=r_fc, throughput_measured=m.throughput.get(c),
             response_time_measured=m.response_time.get(c), sla_s=sla,
-            response_time_error=errors[c], **extra)))
+            response_time_error=errors[c], **extra)), **fields[i])
     return parts
 
 
