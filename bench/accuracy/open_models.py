@@ -6,10 +6,8 @@ Poisson arrivals at 20-95% of the saturation rate (400/s, the app tier). Models:
 
 * ``open`` -- :func:`solvers.open.solve_open_tiers` on the true service processes (the db an
   M/MAP/8 queue with per-job phases, the others Erlang C);
-* ``waves`` -- the open model with the exponential tiers after a bursty one fed its departure
-  process (:func:`solvers.open.fixed_population.open_at_rate`, the large-population route's
-  solve; one class at the mix's mean demands, each class's ``R_c = sum_m (D_{m,c} + W_m)``:
-  FCFS waits are the same for every class);
+* ``waves`` -- the same with the tiers after a bursty one fed its departure process
+  (``solve_open_tiers(..., waves=True)``, the large-population route's open solve);
 * ``M/M/c`` -- the same with every tier exponential (what a product-form open model says).
 
 Truth: :func:`solvers.simulation.physical.simulate_physical` with
@@ -20,8 +18,8 @@ simulated points cross it (linear between rates; ``--capacity-fractions`` simula
 rates, ``auto`` at the open models' capacities and the coarse crossing, so the chord is short
 where it crosses; where the intervals' ends cross is printed beside it). ``--tiers`` prints
 each tier's mean residence per visit, simulated against each model's. Then bursty arrivals:
-MMPP(2) at index of dispersion 20-200 into one exponential 4-core tier (10 ms, 70% busy), ``map_m_c`` against
-the simulation.
+MMPP(2) at index of dispersion 20-200 into one exponential 4-core tier (10 ms, 70% busy),
+``map_m_c`` against the simulation.
 
     python -m bench.accuracy.open_models                 # about 4 min on this machine
     python -m bench.accuracy.open_models --quick         # shorter runs
@@ -42,7 +40,6 @@ import numpy as np
 
 from bench.accuracy.multicore import crossing, systems
 from solvers.open import map_m_c, solve_open_tiers, tiers_capacity
-from solvers.open.fixed_population import open_at_rate
 from solvers.simulation.mmpp import mmpp2_design
 from solvers.simulation.physical import OpenArrivals, PhysicalNetwork, Tier, simulate_physical
 
@@ -72,15 +69,8 @@ class _Solved:
 def _model(key: str, rate: float, kind: str) -> _Solved:
     s = systems()[key]
     mix = np.array(s.mix)
-    if kind == "waves":
-        res, _ = open_at_rate(s.processes, rate, 0.0, s.cores)
-        wait = np.where(np.isfinite(res.wait), res.wait, math.inf) if res.stable \
-            else np.full(len(s.cores), math.inf)
-        Rmc = s.D_mc + wait[:, None]
-        Rc = Rmc.sum(axis=0)
-        return _Solved(rate, float(mix @ Rc), Rc, Rmc @ mix)
-    procs = [t.process for t in s.tiers] if kind == "open" else None
-    m = solve_open_tiers(rate * mix, s.D_mc, s.cores, processes=procs)
+    procs = [t.process for t in s.tiers] if kind != "M/M/c" else None
+    m = solve_open_tiers(rate * mix, s.D_mc, s.cores, processes=procs, waves=kind == "waves")
     return _Solved(float(m.throughput.sum()), m.total_response_time, m.response_time,
                    m.residence_time @ mix)
 
