@@ -344,3 +344,48 @@ def test_waves_behind_a_bursty_8_core_tier_match_the_physical_simulation():
     poisson = solve_open_tiers([rate], S, [8, 16], processes=[_bursty(), None])
     assert abs(fed.residence_time[1, 0] - db) <= half + 0.15 * db
     assert db > 2 * poisson.residence_time[1, 0]
+
+
+def test_end_phase_map_keeps_the_intervals_and_their_queue_on_one_core():
+    """:func:`end_phase_map` is the same interval sequence (mean, SCV, autocorrelations, index
+    of dispersion) on ``K^2`` phases, so the exact one-core queue waits the same."""
+    from solvers.open.queues import end_phase_map
+
+    for proc in (_bursty(), mmpp2_design(0.2, 8.0)):
+        aug = end_phase_map(proc)
+        assert aug.order == 4
+        assert aug.mean == pytest.approx(proc.mean, rel=1e-10)
+        assert aug.scv == pytest.approx(proc.scv, rel=1e-8)
+        assert np.allclose(aug.acf([1, 2, 5]), proc.acf([1, 2, 5]), rtol=1e-7)
+        assert aug.idc == pytest.approx(proc.idc, rel=1e-7)
+        s = 0.01
+        assert m_map_c(60.0, aug.scaled(s), 1).wait == pytest.approx(
+            m_map_c(60.0, proc.scaled(s), 1).wait, rel=1e-7)
+
+
+def test_coupled_start_phases_wait_longer_on_a_bursty_multi_core_tier():
+    plain = m_map_c(200.0, _bursty().scaled(0.008), 4)
+    coupled = m_map_c(200.0, _bursty().scaled(0.008), 4, coupled=True)
+    assert coupled.wait > 1.05 * plain.wait
+    res = solve_open_tiers([200.0], [[0.004], [0.008]], [2, 4], processes=[None, _bursty()],
+                           coupled=True)
+    assert res.wait[1] == pytest.approx(coupled.wait, rel=1e-12)
+
+
+@pytest.mark.slow
+def test_coupled_start_phases_match_the_physical_simulation_of_a_bursty_4_core_tier():
+    """The physical tier serves the MAP's consecutive intervals: with each job's end phase
+    tied to the next start the per-job chain is within the simulation's 95% interval plus
+    3%; drawn apart (the default) it waits too little, below the interval."""
+    from solvers.simulation.physical import OpenArrivals, PhysicalNetwork, Tier, \
+        simulate_physical
+
+    proc = _bursty().scaled(0.008)
+    net = PhysicalNetwork((Tier("db", 4, proc),), ("all",), (1.0,), 0.0, 0,
+                          arrivals=OpenArrivals(200.0))
+    sim = simulate_physical(net, 3000.0, warmup=100.0, replications=6, seed=5101)
+    r, half = sim.residence_time[0].mean, sim.residence_time[0].half_width
+    coupled = m_map_c(200.0, proc, 4, coupled=True).wait + 0.008
+    plain = m_map_c(200.0, proc, 4).wait + 0.008
+    assert abs(coupled - r) <= half + 0.03 * r
+    assert plain < r - half

@@ -8,6 +8,8 @@ Poisson arrivals at 20-95% of the saturation rate (400/s, the app tier). Models:
   M/MAP/8 queue with per-job phases, the others Erlang C);
 * ``waves`` -- the same with the tiers after a bursty one fed its departure process
   (``solve_open_tiers(..., waves=True)``, the large-population route's open solve);
+* ``coupled`` -- ``waves`` with each bursty tier's per-job chain tying a job's end phase to
+  the next job's start phase (``coupled=True``, :func:`solvers.open.queues.end_phase_map`);
 * ``M/M/c`` -- the same with every tier exponential (what a product-form open model says).
 
 Truth: :func:`solvers.simulation.physical.simulate_physical` with
@@ -55,7 +57,7 @@ def _network(key: str, rate: float, process=None) -> PhysicalNetwork:
                            arrivals=OpenArrivals(rate, process))
 
 
-MODELS = ("open", "waves", "M/M/c")
+MODELS = ("open", "waves", "coupled", "M/M/c")
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,8 @@ def _model(key: str, rate: float, kind: str) -> _Solved:
     s = systems()[key]
     mix = np.array(s.mix)
     procs = [t.process for t in s.tiers] if kind != "M/M/c" else None
-    m = solve_open_tiers(rate * mix, s.D_mc, s.cores, processes=procs, waves=kind == "waves")
+    m = solve_open_tiers(rate * mix, s.D_mc, s.cores, processes=procs,
+                         waves=kind in ("waves", "coupled"), coupled=kind == "coupled")
     return _Solved(float(m.throughput.sum()), m.total_response_time, m.response_time,
                    m.residence_time @ mix)
 
@@ -79,7 +82,7 @@ def _capacity(key: str, kind: str, sla: float, cap: float) -> float:
     lo, hi = 0.0, cap * (1 - 1e-9)
     if _model(key, hi, kind).Rc.max() <= sla:
         return hi
-    for _ in range(50):
+    while hi - lo > 1e-5 * cap:
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if _model(key, mid, kind).Rc.max() <= sla else (lo, mid)
     return lo
@@ -158,17 +161,16 @@ def main(argv: list[str] | None = None) -> None:
         print(f"[{time.perf_counter() - started:5.0f} s] {f:.2f}: X {X:.1f}, R "
               f"{1000 * R:.1f} ms", file=sys.stderr)
     print("| load | rate /s | X sim | R sim (ms) | open: X | R | R worst class | "
-          "waves: R | R worst class | M/M/c: R | R worst class |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          + " | ".join(f"{k}: R | R worst class" for k in MODELS[1:]) + " |")
+    print("|---:|---:|---:|---:|---:|" + "---:|" * (2 * len(MODELS)))
     for f, rate, X, xhw, R, rhw, errs in rows:
-        (ox, orr, oc), (_, wr, wc), (_, er, ec) = errs
         print(f"| {f:.2f} | {rate:.0f} | {X:.1f} ± {xhw:.1f} | {1000 * R:.1f} ± "
-              f"{1000 * rhw:.1f} | {pct(ox)} | {pct(orr)} | {100 * oc:.1f}% | {pct(wr)} | "
-              f"{100 * wc:.1f}% | {pct(er)} | {100 * ec:.1f}% |")
+              f"{1000 * rhw:.1f} | {pct(errs[0][0])} | "
+              + " | ".join(f"{pct(r)} | {100 * c:.1f}%" for _, r, c in errs) + " |")
     if args.tiers:
         print()
-        print("| load | tier | sim (ms per visit) | open | waves | M/M/c |")
-        print("|---:|---|---:|---:|---:|---:|")
+        print("| load | tier | sim (ms per visit) | " + " | ".join(MODELS) + " |")
+        print("|---:|---|---:|" + "---:|" * len(MODELS))
         for f, est, tiers in tier_rows:
             for m, tier in enumerate(s.tiers):
                 e = est[m]

@@ -103,7 +103,8 @@ def solve_open_tiers(arrival_rates: Any, service_times: Any, cores: Any, *,
                      processes: Sequence[MAP | None] | None = None,
                      visits: Any = None, arrivals: MAP | None = None,
                      per_job_max_cores: int = PER_JOB_MAX_CORES,
-                     ps: Any = None, waves: bool = False) -> OpenTiersResult:
+                     ps: Any = None, waves: bool = False,
+                     coupled: bool = False) -> OpenTiersResult:
     """Solve open tiers in series (module docstring).
 
     Parameters
@@ -119,6 +120,9 @@ def solve_open_tiers(arrival_rates: Any, service_times: Any, cores: Any, *,
         ``R_{m,c} = v_{m,c} S_{m,c} (1 + W_m / S_m)`` instead of FCFS's shared wait.
     waves: feed the tiers after a bursty one its departure process (module docstring);
         flagged and left Poisson-fed where the tiers' total rates differ or a tier is idle.
+    coupled: a bursty tier's per-job chain with each job's end phase tied to the next start
+        (:func:`solvers.open.queues.end_phase_map`; ``K^2`` phases, slower); the waves its
+        departures make are read off the uncoupled chain.
     """
     lam = as_rates(arrival_rates, "arrival_rates")
     S = as_demands(service_times, n_classes=lam.shape[0], name="service_times")
@@ -149,7 +153,8 @@ def solve_open_tiers(arrival_rates: Any, service_times: Any, cores: Any, *,
             # the process itself when it has the mean already (``lambda S / lambda`` may
             # differ from ``S`` in the last bit: a new key for the per-job patterns' memo)
             shape = proc if math.isclose(proc.mean, mean, rel_tol=1e-12) else proc.scaled(mean)
-            q = m_map_c(rate, shape, cs[m], per_job_max_cores=per_job_max_cores)
+            q = m_map_c(rate, shape, cs[m], per_job_max_cores=per_job_max_cores,
+                        coupled=coupled)
             if arrivals is not None and arrivals.order > 1:
                 flags.append(f"tier {m}: bursty service with bursty arrivals, solved with "
                              f"Poisson arrivals")
@@ -209,8 +214,15 @@ def _waves(lam: np.ndarray, S: np.ndarray, V: np.ndarray, cores: list[int],
         flags.append("waves: the fed tiers did not solve stable: Poisson-fed tiers")
         return
     for m, st in enumerate(res.stations):
-        if st.endswith("(waves)"):
-            wait[m], jobs[m], stations[m] = res.wait[m], res.queue_length[m], st
+        if not st.endswith("(waves)"):
+            continue
+        if shapes[m].order > 1:          # a bursty tier keeps its own wait plus the waves'
+            plain = m_map_c(float(rates[0]), shapes[m], cores[m],
+                            per_job_max_cores=per_job_max_cores).wait
+            wait[m] += res.wait[m] - plain
+        else:
+            wait[m] = res.wait[m]
+        jobs[m], stations[m] = float(rates[0]) * (means[m] + wait[m]), st
     flags.extend(f for f in res.flags if f not in flags)
 
 
