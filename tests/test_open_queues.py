@@ -297,13 +297,13 @@ def test_waves_feed_the_tiers_after_a_bursty_one_its_departures():
     """``waves``: the exponential tier after a bursty 8-core one waits what the
     fixed-population route's open solve says (its departures' MAP/M/c queue), every class the
     same FCFS wait; the tiers before it and the bursty tier itself unchanged."""
-    from solvers.open.fixed_population import open_at_rate
+    from solvers.open.fixed_population import open_at_rate, solve_open_waves
 
     S = np.array([[0.006, 0.006], [0.0096, 0.0176], [0.016, 0.0293]])
     lam = np.array([280.0, 120.0])
     procs = [None, _bursty(), None]
     poisson = solve_open_tiers(lam, S, [4, 8, 16], processes=procs)
-    fed = solve_open_tiers(lam, S, [4, 8, 16], processes=procs, waves=True)
+    fed = solve_open_waves(lam, S, [4, 8, 16], processes=procs)
     means = (S * lam).sum(axis=1) / lam.sum()
     route, _ = open_at_rate([MAP.exponential(means[0]), _bursty().scaled(means[1]),
                              MAP.exponential(means[2])], lam.sum(), 0.0, [4, 8, 16])
@@ -316,14 +316,15 @@ def test_waves_feed_the_tiers_after_a_bursty_one_its_departures():
 
 
 def test_waves_leave_poisson_fed_tiers_where_rates_differ_and_without_a_bursty_tier():
+    from solvers.open.fixed_population import solve_open_waves
+
     S = np.array([[0.01], [0.02]])
     procs = [_bursty(), None]
-    visits = solve_open_tiers([100.0], S, [8, 16], processes=procs, visits=[[1.0], [2.0]],
-                              waves=True)
+    visits = solve_open_waves([100.0], S, [8, 16], processes=procs, visits=[[1.0], [2.0]])
     plain = solve_open_tiers([100.0], S, [8, 16], processes=procs, visits=[[1.0], [2.0]])
     assert np.array_equal(visits.wait, plain.wait)
     assert any("different total rates" in f for f in visits.flags)
-    last = solve_open_tiers([100.0], S, [8, 16], processes=[None, _bursty()], waves=True)
+    last = solve_open_waves([100.0], S, [8, 16], processes=[None, _bursty()])
     assert last.flags == () and "(waves)" not in "".join(last.stations)
 
 
@@ -332,6 +333,7 @@ def test_waves_behind_a_bursty_8_core_tier_match_the_physical_simulation():
     """A bursty 8-core app (Mi et al. 2008's MAP, I ~ 200) feeding a 16-core exponential
     database at 60% of capacity (case (d)'s pair): the database's simulated residence is the
     waves' (within its 95% interval plus 15%), more than twice the Poisson-fed Erlang C's."""
+    from solvers.open.fixed_population import solve_open_waves
     from solvers.simulation.physical import OpenArrivals, PhysicalNetwork, Tier, \
         simulate_physical
 
@@ -340,7 +342,7 @@ def test_waves_behind_a_bursty_8_core_tier_match_the_physical_simulation():
                           ("all",), (1.0,), 0.0, 0, arrivals=OpenArrivals(rate))
     sim = simulate_physical(net, 1500.0, warmup=100.0, replications=3, seed=51)
     db, half = sim.residence_time[1].mean, sim.residence_time[1].half_width
-    fed = solve_open_tiers([rate], S, [8, 16], processes=[_bursty(), None], waves=True)
+    fed = solve_open_waves([rate], S, [8, 16], processes=[_bursty(), None])
     poisson = solve_open_tiers([rate], S, [8, 16], processes=[_bursty(), None])
     assert abs(fed.residence_time[1, 0] - db) <= half + 0.15 * db
     assert db > 2 * poisson.residence_time[1, 0]

@@ -7,7 +7,8 @@ Poisson arrivals at 20-95% of the saturation rate (400/s, the app tier). Models:
 * ``open`` -- :func:`solvers.open.solve_open_tiers` on the true service processes (the db an
   M/MAP/8 queue with per-job phases, the others Erlang C);
 * ``waves`` -- the same with the tiers after a bursty one fed its departure process
-  (``solve_open_tiers(..., waves=True)``, the large-population route's open solve);
+  (:func:`solvers.open.fixed_population.solve_open_waves`, the large-population route's
+  open solve);
 * ``coupled`` -- ``waves`` with each bursty tier's per-job chain tying a job's end phase to
   the next job's start phase (``coupled=True``, :func:`solvers.open.queues.end_phase_map`);
 * ``M/M/c`` -- the same with every tier exponential (what a product-form open model says).
@@ -42,6 +43,7 @@ import numpy as np
 
 from bench.accuracy.multicore import crossing, systems
 from solvers.open import map_m_c, solve_open_tiers, tiers_capacity
+from solvers.open.fixed_population import solve_open_waves
 from solvers.simulation.mmpp import mmpp2_design
 from solvers.simulation.physical import OpenArrivals, PhysicalNetwork, Tier, simulate_physical
 
@@ -72,8 +74,8 @@ def _model(key: str, rate: float, kind: str) -> _Solved:
     s = systems()[key]
     mix = np.array(s.mix)
     procs = [t.process for t in s.tiers] if kind != "M/M/c" else None
-    m = solve_open_tiers(rate * mix, s.D_mc, s.cores, processes=procs,
-                         waves=kind in ("waves", "coupled"), coupled=kind == "coupled")
+    solve = solve_open_waves if kind in ("waves", "coupled") else solve_open_tiers
+    m = solve(rate * mix, s.D_mc, s.cores, processes=procs, coupled=kind == "coupled")
     return _Solved(float(m.throughput.sum()), m.total_response_time, m.response_time,
                    m.residence_time @ mix)
 
@@ -94,7 +96,7 @@ def pct(x: float) -> str:
 
 def _seed(f: float, i: int) -> int:
     """The rate's seed: the table's loads by their place in :data:`FRACTIONS`, the others by
-    their place in ``--fractions``; the capacity's extra rates by the rate itself."""
+    their place in ``--fractions`` (the capacity's extra rates: ``3000 + 1000 f``)."""
     return 1000 + FRACTIONS.index(f) if f in FRACTIONS else 1100 + i
 
 

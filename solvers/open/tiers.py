@@ -16,13 +16,8 @@ A processor-sharing tier (``ps``) stretches each class's service by one factor i
 Each tier is taken as fed by Poisson arrivals (Jackson 1963: exact for exponential tiers in
 series); with ``arrivals`` a MAP, every exponential tier is taken as fed that MAP (an MMPP's
 long bursts pass through a stable tier nearly unchanged), and a bursty tier as fed Poisson
-arrivals (flagged). With ``waves`` (Poisson arrivals, every tier at the same total rate) the
-tiers after a bursty one are fed its departure process instead, as the fixed-population route
-solves them (:mod:`solvers.open.fixed_population`): an exponential tier a ``MAP/M/c`` queue
-fed the bursty tier's departures, the next bursty tier its ``M/MAP/c`` wait plus what those
-waves add to an exponential tier's; the aggregate's wait ``W_m`` is every class's (FCFS).
-A bursty tier releases its jobs in waves at the end of a slow run (Mi et al. 2008), so the
-tiers behind it, Poisson-fed, wait too little. A tier with ``Lambda_m S_m >= c_m`` is
+arrivals (flagged); :func:`solvers.open.fixed_population.solve_open_waves` feeds the tiers
+after a bursty one its departure process instead. A tier with ``Lambda_m S_m >= c_m`` is
 saturated: the result is flagged (``stable = False``, ``saturated_tiers``) and every class
 visiting it gets ``inf``.
 """
@@ -103,8 +98,7 @@ def solve_open_tiers(arrival_rates: Any, service_times: Any, cores: Any, *,
                      processes: Sequence[MAP | None] | None = None,
                      visits: Any = None, arrivals: MAP | None = None,
                      per_job_max_cores: int = PER_JOB_MAX_CORES,
-                     ps: Any = None, waves: bool = False,
-                     coupled: bool = False) -> OpenTiersResult:
+                     ps: Any = None, coupled: bool = False) -> OpenTiersResult:
     """Solve open tiers in series (module docstring).
 
     Parameters
@@ -118,11 +112,8 @@ def solve_open_tiers(arrival_rates: Any, service_times: Any, cores: Any, *,
     arrivals: the shape of the arrival process (scaled to ``sum_c lambda_c``), default Poisson.
     ps: per tier, whether it shares its cores (processor sharing; default none): there
         ``R_{m,c} = v_{m,c} S_{m,c} (1 + W_m / S_m)`` instead of FCFS's shared wait.
-    waves: feed the tiers after a bursty one its departure process (module docstring);
-        flagged and left Poisson-fed where the tiers' total rates differ or a tier is idle.
     coupled: a bursty tier's per-job chain with each job's end phase tied to the next start
-        (:func:`solvers.open.queues.end_phase_map`; ``K^2`` phases, slower); the waves its
-        departures make are read off the uncoupled chain.
+        (:func:`solvers.open.queues.end_phase_map`; ``K^2`` phases, slower).
     """
     lam = as_rates(arrival_rates, "arrival_rates")
     S = as_demands(service_times, n_classes=lam.shape[0], name="service_times")
@@ -169,9 +160,6 @@ def solve_open_tiers(arrival_rates: Any, service_times: Any, cores: Any, *,
     jobs = np.array([q.jobs for q in queues])
     stations = [q.station for q in queues]
     saturated = tuple(m for m, q in enumerate(queues) if not q.stable)
-    if waves and not saturated and (arrivals is None or arrivals.order == 1) \
-            and any(p is not None and p.order > 1 for p in procs[:-1]):
-        _waves(lam, S, V, cs, procs, per_job_max_cores, wait, jobs, stations, flags)
     visited = (V > 0) & (S > 0)
     Rmc = np.where(visited, V * (S + np.where(np.isinf(wait), 0.0, wait)[:, None]), 0.0)
     if ps is not None:
@@ -188,42 +176,6 @@ def solve_open_tiers(arrival_rates: Any, service_times: Any, cores: Any, *,
                            wait=wait, queue_length=jobs, utilization=util,
                            stations=tuple(stations), stable=not saturated,
                            saturated_tiers=saturated, flags=tuple(flags))
-
-
-def _waves(lam: np.ndarray, S: np.ndarray, V: np.ndarray, cores: list[int],
-           procs: list[MAP | None], per_job_max_cores: int, wait: np.ndarray,
-           jobs: np.ndarray, stations: list[str], flags: list[str]) -> None:
-    """Replace the waits (and jobs, stations) of the tiers after a bursty one by the
-    fixed-population route's, fed its departures (module docstring): the classes aggregated
-    to one at each tier's visit-weighted mean service, every tier at the same total rate."""
-    from solvers.open.fixed_population import open_at_rate  # it solves through this module
-
-    rates = V @ lam
-    if not rates.max() > 0:
-        return
-    means = (V * S) @ lam / np.where(rates > 0, rates, 1.0)
-    if not np.allclose(rates, rates[0], rtol=1e-12) or not np.all(means > 0):
-        flags.append("waves: tiers at different total rates or idle: Poisson-fed tiers")
-        return
-    shapes = [MAP.exponential(s) if p is None or p.order == 1
-              else (p if math.isclose(p.mean, s, rel_tol=1e-12) else p.scaled(s))
-              for p, s in zip(procs, means)]
-    res, _ = open_at_rate(shapes, float(rates[0]), 0.0, cores,
-                          per_job_max_cores=per_job_max_cores)
-    if not res.stable:
-        flags.append("waves: the fed tiers did not solve stable: Poisson-fed tiers")
-        return
-    for m, st in enumerate(res.stations):
-        if not st.endswith("(waves)"):
-            continue
-        if shapes[m].order > 1:          # a bursty tier keeps its own wait plus the waves'
-            plain = m_map_c(float(rates[0]), shapes[m], cores[m],
-                            per_job_max_cores=per_job_max_cores).wait
-            wait[m] += res.wait[m] - plain
-        else:
-            wait[m] = res.wait[m]
-        jobs[m], stations[m] = float(rates[0]) * (means[m] + wait[m]), st
-    flags.extend(f for f in res.flags if f not in flags)
 
 
 def _ps_residence(Rmc: np.ndarray, ps: Any, wait: np.ndarray, lam: np.ndarray, S: np.ndarray,
