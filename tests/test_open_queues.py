@@ -285,3 +285,109 @@ def test_per_job_tier_of_16_cores_waits_between_its_neighbours():
         waits = [m_map_c(rho / 0.00125, bursty.scaled(0.00125 * c), c).wait
                  for c in (15, 16, 17)]
         assert waits[0] > waits[1] > waits[2] > 0.5 * waits[0]
+
+
+def _bursty() -> MAP:
+    from solvers.paper000 import _BURSTY_D0, _BURSTY_D1
+
+    return MAP(_BURSTY_D0, _BURSTY_D1)
+
+
+def test_waves_feed_the_tiers_after_a_bursty_one_its_departures():
+    """``waves``: the exponential tier after a bursty 8-core one waits what the
+    fixed-population route's open solve says (its departures' MAP/M/c queue), every class the
+    same FCFS wait; the tiers before it and the bursty tier itself unchanged."""
+    from solvers.open.fixed_population import open_at_rate, solve_open_waves
+
+    S = np.array([[0.006, 0.006], [0.0096, 0.0176], [0.016, 0.0293]])
+    lam = np.array([280.0, 120.0])
+    procs = [None, _bursty(), None]
+    poisson = solve_open_tiers(lam, S, [4, 8, 16], processes=procs)
+    fed = solve_open_waves(lam, S, [4, 8, 16], processes=procs)
+    means = (S * lam).sum(axis=1) / lam.sum()
+    route, _ = open_at_rate([MAP.exponential(means[0]), _bursty().scaled(means[1]),
+                             MAP.exponential(means[2])], lam.sum(), 0.0, [4, 8, 16])
+    assert fed.stations == ("erlang-c", "per-job", "erlang-c (waves)")
+    assert fed.wait[2] == pytest.approx(route.wait[2], rel=1e-12)
+    assert fed.wait[2] > 2 * poisson.wait[2]
+    assert np.array_equal(fed.wait[:2], poisson.wait[:2])
+    assert np.allclose(fed.response_time, S.sum(axis=0) + fed.wait.sum(), rtol=1e-12)
+    assert fed.queue_length[2] == pytest.approx(lam.sum() * (means[2] + fed.wait[2]))
+
+
+def test_waves_leave_poisson_fed_tiers_where_rates_differ_and_without_a_bursty_tier():
+    from solvers.open.fixed_population import solve_open_waves
+
+    S = np.array([[0.01], [0.02]])
+    procs = [_bursty(), None]
+    visits = solve_open_waves([100.0], S, [8, 16], processes=procs, visits=[[1.0], [2.0]])
+    plain = solve_open_tiers([100.0], S, [8, 16], processes=procs, visits=[[1.0], [2.0]])
+    assert np.array_equal(visits.wait, plain.wait)
+    assert any("different total rates" in f for f in visits.flags)
+    last = solve_open_waves([100.0], S, [8, 16], processes=[None, _bursty()])
+    assert last.flags == () and "(waves)" not in "".join(last.stations)
+
+
+@pytest.mark.slow
+def test_waves_behind_a_bursty_8_core_tier_match_the_physical_simulation():
+    """A bursty 8-core app (Mi et al. 2008's MAP, I ~ 200) feeding a 16-core exponential
+    database at 60% of capacity (case (d)'s pair): the database's simulated residence is the
+    waves' (within its 95% interval plus 15%), more than twice the Poisson-fed Erlang C's."""
+    from solvers.open.fixed_population import solve_open_waves
+    from solvers.simulation.physical import OpenArrivals, PhysicalNetwork, Tier, \
+        simulate_physical
+
+    rate, S = 400.0, np.array([[0.012], [0.020]])
+    net = PhysicalNetwork((Tier("app", 8, _bursty().scaled(0.012)), Tier("db", 16, 0.020)),
+                          ("all",), (1.0,), 0.0, 0, arrivals=OpenArrivals(rate))
+    sim = simulate_physical(net, 1500.0, warmup=100.0, replications=3, seed=51)
+    db, half = sim.residence_time[1].mean, sim.residence_time[1].half_width
+    fed = solve_open_waves([rate], S, [8, 16], processes=[_bursty(), None])
+    poisson = solve_open_tiers([rate], S, [8, 16], processes=[_bursty(), None])
+    assert abs(fed.residence_time[1, 0] - db) <= half + 0.15 * db
+    assert db > 2 * poisson.residence_time[1, 0]
+
+
+def test_end_phase_map_keeps_the_intervals_and_their_queue_on_one_core():
+    """:func:`end_phase_map` is the same interval sequence (mean, SCV, autocorrelations, index
+    of dispersion) on ``K^2`` phases, so the exact one-core queue waits the same."""
+    from solvers.open.queues import end_phase_map
+
+    for proc in (_bursty(), mmpp2_design(0.2, 8.0)):
+        aug = end_phase_map(proc)
+        assert aug.order == 4
+        assert aug.mean == pytest.approx(proc.mean, rel=1e-10)
+        assert aug.scv == pytest.approx(proc.scv, rel=1e-8)
+        assert np.allclose(aug.acf([1, 2, 5]), proc.acf([1, 2, 5]), rtol=1e-7)
+        assert aug.idc == pytest.approx(proc.idc, rel=1e-7)
+        s = 0.01
+        assert m_map_c(60.0, aug.scaled(s), 1).wait == pytest.approx(
+            m_map_c(60.0, proc.scaled(s), 1).wait, rel=1e-7)
+
+
+def test_coupled_start_phases_wait_longer_on_a_bursty_multi_core_tier():
+    plain = m_map_c(200.0, _bursty().scaled(0.008), 4)
+    coupled = m_map_c(200.0, _bursty().scaled(0.008), 4, coupled=True)
+    assert coupled.wait > 1.05 * plain.wait
+    res = solve_open_tiers([200.0], [[0.004], [0.008]], [2, 4], processes=[None, _bursty()],
+                           coupled=True)
+    assert res.wait[1] == pytest.approx(coupled.wait, rel=1e-12)
+
+
+@pytest.mark.slow
+def test_coupled_start_phases_match_the_physical_simulation_of_a_bursty_4_core_tier():
+    """The physical tier serves the MAP's consecutive intervals: with each job's end phase
+    tied to the next start the per-job chain is within the simulation's 95% interval plus
+    3%; drawn apart (the default) it waits too little, below the interval."""
+    from solvers.simulation.physical import OpenArrivals, PhysicalNetwork, Tier, \
+        simulate_physical
+
+    proc = _bursty().scaled(0.008)
+    net = PhysicalNetwork((Tier("db", 4, proc),), ("all",), (1.0,), 0.0, 0,
+                          arrivals=OpenArrivals(200.0))
+    sim = simulate_physical(net, 3000.0, warmup=100.0, replications=6, seed=5101)
+    r, half = sim.residence_time[0].mean, sim.residence_time[0].half_width
+    coupled = m_map_c(200.0, proc, 4, coupled=True).wait + 0.008
+    plain = m_map_c(200.0, proc, 4).wait + 0.008
+    assert abs(coupled - r) <= half + 0.03 * r
+    assert plain < r - half

@@ -62,10 +62,10 @@ from solvers.open import queues
 from solvers.open.qbd import shifted_cyclic_reduction
 from solvers.open.tiers import OpenTiersResult, solve_open_tiers
 from solvers.processes import MAP
-from solvers.results import check_no_nan
+from solvers.results import as_demands, check_no_nan
 
 __all__ = ["FixedPopulationResult", "forget_held", "open_at_rate", "population_at",
-           "solve_fixed_population"]
+           "solve_fixed_population", "solve_open_waves"]
 
 #: resolution of the rate at which the search stops, relative to the search's first upper
 #: end ``min(N / (Z + sum S), lambda_sat)``: 1e-5 moves ``R`` by less than 1e-4 of itself
@@ -346,6 +346,75 @@ def _open(procs: Sequence[MAP], means: np.ndarray, cores: list[int], rate: float
                                           else f"{st} (waves)"
                                           for m, st in enumerate(res.stations)),
                            stable=True, flags=tuple(flags))
+
+
+def solve_open_waves(arrival_rates: Any, service_times: Any, cores: Any, *,
+                     processes: Sequence[MAP | None] | None = None, visits: Any = None,
+                     per_job_max_cores: int = PER_JOB_MAX_CORES,
+                     coupled: bool = False) -> OpenTiersResult:
+    """:func:`solvers.open.solve_open_tiers` (Poisson arrivals; ``coupled`` passed on) with the
+    tiers after a bursty one fed its departure process, as :func:`open_at_rate` solves them
+    (module docstring): an exponential tier a ``MAP/M/c`` queue fed the bursty tier's
+    departures, the next bursty tier its own wait plus what those waves add to an exponential
+    tier's. The classes are aggregated at each tier's visit-weighted mean service and the
+    aggregate's wait ``W_m`` is every class's (FCFS), ``R_{m,c} = v_{m,c} (S_{m,c} + W_m)``.
+    A bursty tier releases its jobs in waves at the end of a slow run (Mi et al. 2008), so
+    the tiers behind it, Poisson-fed, wait too little. Left Poisson-fed (flagged) where the
+    tiers' total rates differ or a tier is idle; the waves are read off the uncoupled chain."""
+    res = solve_open_tiers(arrival_rates, service_times, cores, processes=processes,
+                           visits=visits, per_job_max_cores=per_job_max_cores,
+                           coupled=coupled)
+    procs = list(processes) if processes is not None else []
+    if not res.stable or not any(p is not None and p.order > 1 for p in procs[:-1]):
+        return res
+    lam = res.throughput
+    S = as_demands(service_times, n_classes=lam.shape[0], name="service_times")
+    V = np.ones(S.shape) if visits is None else as_demands(visits, n_classes=lam.shape[0],
+                                                           name="visits")
+    wait, jobs = res.wait.copy(), res.queue_length.copy()
+    stations, flags = list(res.stations), list(res.flags)
+    _waves(lam, S, V, [int(c) for c in np.atleast_1d(cores)], procs, per_job_max_cores, wait,
+           jobs, stations, flags)
+    visited = (V > 0) & (S > 0)
+    Rmc = np.where(visited, V * (S + wait[:, None]), 0.0)
+    check_no_nan(residence_time=Rmc, wait=wait, queue_length=jobs)
+    return OpenTiersResult(throughput=lam, response_time=Rmc.sum(axis=0), residence_time=Rmc,
+                           wait=wait, queue_length=jobs, utilization=res.utilization,
+                           stations=tuple(stations), stable=True, flags=tuple(flags))
+
+
+def _waves(lam: np.ndarray, S: np.ndarray, V: np.ndarray, cores: list[int],
+           procs: list[MAP | None], per_job_max_cores: int, wait: np.ndarray,
+           jobs: np.ndarray, stations: list[str], flags: list[str]) -> None:
+    """Replace the waits (and jobs, stations) of the tiers after a bursty one by the
+    fixed-population route's, fed its departures (module docstring): the classes aggregated
+    to one at each tier's visit-weighted mean service, every tier at the same total rate."""
+    rates = V @ lam
+    if not rates.max() > 0:
+        return
+    means = (V * S) @ lam / np.where(rates > 0, rates, 1.0)
+    if not np.allclose(rates, rates[0], rtol=1e-12) or not np.all(means > 0):
+        flags.append("waves: tiers at different total rates or idle: Poisson-fed tiers")
+        return
+    shapes = [MAP.exponential(s) if p is None or p.order == 1
+              else (p if math.isclose(p.mean, s, rel_tol=1e-12) else p.scaled(s))
+              for p, s in zip(procs, means)]
+    res, _ = open_at_rate(shapes, float(rates[0]), 0.0, cores,
+                          per_job_max_cores=per_job_max_cores)
+    if not res.stable:
+        flags.append("waves: the fed tiers did not solve stable: Poisson-fed tiers")
+        return
+    for m, st in enumerate(res.stations):
+        if not st.endswith("(waves)"):
+            continue
+        if shapes[m].order > 1:          # a bursty tier keeps its own wait plus the waves'
+            plain = queues.m_map_c(float(rates[0]), shapes[m], cores[m],
+                                   per_job_max_cores=per_job_max_cores).wait
+            wait[m] += res.wait[m] - plain
+        else:
+            wait[m] = res.wait[m]
+        jobs[m], stations[m] = float(rates[0]) * (means[m] + wait[m]), st
+    flags.extend(f for f in res.flags if f not in flags)
 
 
 def forget_held() -> None:

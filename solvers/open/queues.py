@@ -10,6 +10,13 @@
   (one core: above 1) the levels repeat, so the chain is a QBD solved matrix-geometrically
   (Neuts 1981; Latouche and Ramaswami 1999; :mod:`solvers.open.qbd`) at a cost independent of
   the load.
+* **Coupled start phases** (:func:`end_phase_map`): the per-job chain draws the next job's
+  start phase from ``P`` when a job starts, apart from that job's own path, while a tier that
+  serves the MAP's consecutive intervals (a job turning slow mid-service is followed by a
+  slow start) ties them. The same intervals as a MAP on the phases ``(i, t)``, ``t`` the phase
+  the interval will end in (Doob's h-transform, Doob 1957: ``h_t = (-D0)^{-1} D1 e_t``),
+  carry that tie into the per-job chain exactly; ``K^2`` phases, so a
+  bursty 8-core tier's levels grow from 18 to 660 states (``m_map_c(..., coupled=True)``).
 * **MAP/M/c** (arrivals by a MAP, e.g. an MMPP(2); exponential service): levels of arrival
   phases, repeating above ``c`` (Neuts 1981, Sec. 3.7 for the single-server case); same QBD
   solve.
@@ -36,7 +43,7 @@ from solvers.open.product_form import erlang_c
 from solvers.open.qbd import QBDSolution, plan_qbd, solve_qbd
 from solvers.processes import MAP
 
-__all__ = ["TierQueue", "mm_c", "m_map_c", "map_m_c"]
+__all__ = ["TierQueue", "end_phase_map", "mm_c", "m_map_c", "map_m_c"]
 
 _PATTERNS = Memo(64)        # per-job transitions by (process, cores): independent of the load
 _CHAINS = Memo(8)           # the last solved chains by (cores, process, rate): m_map_c_chain
@@ -139,10 +146,38 @@ def m_map_c_chain(lam: float, process: MAP, cores: int, per_job_max_cores: int
     return _CHAINS.put(key, (sol, (src, dst, rate, up), starts, first))
 
 
+def end_phase_map(process: MAP) -> MAP:
+    """The MAP of ``process``'s intervals on the phases ``(i, t)``: in phase ``i``, the
+    interval to end in phase ``t`` (module docstring). With ``H = (-D0)^{-1} D1`` (``H[i, t]``:
+    an interval from ``i`` ends in ``t``), ``(i, t) -> (j, t)`` at ``D0[i, j] H[j, t] / H[i, t]``,
+    the diagonal ``D0``'s, and the interval ends at ``D1[i, t] / H[i, t]`` into ``(t, u)`` with
+    probability ``H[t, u]``; phases with ``H[i, t] = 0`` are dropped. The interval sequence is
+    ``process``'s (same moments and autocorrelations); its embedded chain ties the next start
+    phase to the end the current interval takes."""
+    K = process.order
+    H = np.linalg.solve(-process.D0, process.D1)
+    keep = [(i, t) for t in range(K) for i in range(K) if H[i, t] > 0]
+    at = {it: n for n, it in enumerate(keep)}
+    D0, D1 = np.zeros((len(keep), len(keep))), np.zeros((len(keep), len(keep)))
+    for (i, t), a in at.items():
+        D0[a, a] = process.D0[i, i]
+        for j in range(K):
+            if j != i and (j, t) in at:
+                D0[a, at[(j, t)]] = process.D0[i, j] * H[j, t] / H[i, t]
+        for u in range(K):
+            if (t, u) in at:
+                D1[a, at[(t, u)]] = process.D1[i, t] / H[i, t] * H[t, u]
+    return MAP(D0, D1)
+
+
 def m_map_c(arrival_rate: float, process: MAP, cores: int, *,
-            per_job_max_cores: int = PER_JOB_MAX_CORES) -> TierQueue:
+            per_job_max_cores: int = PER_JOB_MAX_CORES, coupled: bool = False) -> TierQueue:
     """M/MAP/c FCFS with the service process ``process`` (its own mean; scale it first), Poisson
-    arrivals at ``arrival_rate``, solved as a QBD (module docstring)."""
+    arrivals at ``arrival_rate``, solved as a QBD (module docstring); ``coupled``: the per-job
+    chain on :func:`end_phase_map`'s phases (several cores only)."""
+    if coupled and isinstance(process, MAP) and process.order > 1 \
+            and 1 < int(cores) <= per_job_max_cores:
+        process = end_phase_map(process)
     lam, s, c = _check(arrival_rate, process.mean if isinstance(process, MAP) else -1, cores)
     rho = lam * s / c
     if process.order == 1:

@@ -16,8 +16,10 @@ A processor-sharing tier (``ps``) stretches each class's service by one factor i
 Each tier is taken as fed by Poisson arrivals (Jackson 1963: exact for exponential tiers in
 series); with ``arrivals`` a MAP, every exponential tier is taken as fed that MAP (an MMPP's
 long bursts pass through a stable tier nearly unchanged), and a bursty tier as fed Poisson
-arrivals (flagged). A tier with ``Lambda_m S_m >= c_m`` is saturated: the result is flagged
-(``stable = False``, ``saturated_tiers``) and every class visiting it gets ``inf``.
+arrivals (flagged); :func:`solvers.open.fixed_population.solve_open_waves` feeds the tiers
+after a bursty one its departure process instead. A tier with ``Lambda_m S_m >= c_m`` is
+saturated: the result is flagged (``stable = False``, ``saturated_tiers``) and every class
+visiting it gets ``inf``.
 """
 
 from __future__ import annotations
@@ -96,7 +98,7 @@ def solve_open_tiers(arrival_rates: Any, service_times: Any, cores: Any, *,
                      processes: Sequence[MAP | None] | None = None,
                      visits: Any = None, arrivals: MAP | None = None,
                      per_job_max_cores: int = PER_JOB_MAX_CORES,
-                     ps: Any = None) -> OpenTiersResult:
+                     ps: Any = None, coupled: bool = False) -> OpenTiersResult:
     """Solve open tiers in series (module docstring).
 
     Parameters
@@ -110,6 +112,8 @@ def solve_open_tiers(arrival_rates: Any, service_times: Any, cores: Any, *,
     arrivals: the shape of the arrival process (scaled to ``sum_c lambda_c``), default Poisson.
     ps: per tier, whether it shares its cores (processor sharing; default none): there
         ``R_{m,c} = v_{m,c} S_{m,c} (1 + W_m / S_m)`` instead of FCFS's shared wait.
+    coupled: a bursty tier's per-job chain with each job's end phase tied to the next start
+        (:func:`solvers.open.queues.end_phase_map`; ``K^2`` phases, slower).
     """
     lam = as_rates(arrival_rates, "arrival_rates")
     S = as_demands(service_times, n_classes=lam.shape[0], name="service_times")
@@ -140,7 +144,8 @@ def solve_open_tiers(arrival_rates: Any, service_times: Any, cores: Any, *,
             # the process itself when it has the mean already (``lambda S / lambda`` may
             # differ from ``S`` in the last bit: a new key for the per-job patterns' memo)
             shape = proc if math.isclose(proc.mean, mean, rel_tol=1e-12) else proc.scaled(mean)
-            q = m_map_c(rate, shape, cs[m], per_job_max_cores=per_job_max_cores)
+            q = m_map_c(rate, shape, cs[m], per_job_max_cores=per_job_max_cores,
+                        coupled=coupled)
             if arrivals is not None and arrivals.order > 1:
                 flags.append(f"tier {m}: bursty service with bursty arrivals, solved with "
                              f"Poisson arrivals")
@@ -152,6 +157,8 @@ def solve_open_tiers(arrival_rates: Any, service_times: Any, cores: Any, *,
             flags.append(f"tier {m}: {q.station}: pessimistic")
         queues.append(q)
     wait = np.array([q.wait for q in queues])
+    jobs = np.array([q.jobs for q in queues])
+    stations = [q.station for q in queues]
     saturated = tuple(m for m, q in enumerate(queues) if not q.stable)
     visited = (V > 0) & (S > 0)
     Rmc = np.where(visited, V * (S + np.where(np.isinf(wait), 0.0, wait)[:, None]), 0.0)
@@ -164,11 +171,10 @@ def solve_open_tiers(arrival_rates: Any, service_times: Any, cores: Any, *,
                      f"exceeded, response times of classes visiting them are inf")
     R = Rmc.sum(axis=0)
     util = np.array([q.utilization for q in queues])
-    jobs = np.array([q.jobs for q in queues])
     check_no_nan(residence_time=Rmc, wait=wait, queue_length=jobs)
     return OpenTiersResult(throughput=lam.copy(), response_time=R, residence_time=Rmc,
                            wait=wait, queue_length=jobs, utilization=util,
-                           stations=tuple(q.station for q in queues), stable=not saturated,
+                           stations=tuple(stations), stable=not saturated,
                            saturated_tiers=saturated, flags=tuple(flags))
 
 
