@@ -288,9 +288,9 @@ def test_per_job_tier_of_16_cores_waits_between_its_neighbours():
 
 
 def _bursty() -> MAP:
-    from solvers.paper000 import _BURSTY_D0, _BURSTY_D1
+    from solvers.paper000 import BURSTY_D0, BURSTY_D1
 
-    return MAP(_BURSTY_D0, _BURSTY_D1)
+    return MAP(BURSTY_D0, BURSTY_D1)
 
 
 def test_waves_feed_the_tiers_after_a_bursty_one_its_departures():
