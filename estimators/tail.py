@@ -5,8 +5,7 @@ service-time p95 as ``quantile_95(B_k) / median(n_k)`` (:func:`estimators.mapfit
 assuming that "the ``n_k`` jobs that are served in the ``k``-th busy period receive a similar
 service time ``S_k``", i.e. ``B_k ~ n_k S_k``. The quantile of a *busy time* is a quantile of a
 sum of ``n_k`` services: it spreads like ``sqrt(I / n_k)`` around the mean, not like one service
-(7.7 ms against a true 26.4 ms on the browsing mix of Mi et al. (2008); docs/accuracy.md, "The
-service-time tail").
+(7.7 ms against a true 26.4 ms on the browsing mix of Mi et al. (2008)).
 
 Two estimates from the windows' mean service times ``m_k = B_k / n_k`` (windows with
 ``n_k > 0``):

@@ -5,7 +5,7 @@ and releases them at its fast phase's rate when the run ends (the MAP(2) of Mi e
 to 12 ms on 8 cores: a backlog leaves at ~30,000/s). An exponential tier after it (``c`` cores,
 mean ``S``) does not see Poisson arrivals but those waves; the flow-equivalent server, which
 treats the rest of the network as in equilibrium at each population, gives it the product
-form's queue and misses them (docs/accuracy.md section 7, system (d): a 2-core cache at
+form's queue and misses them (system (d) of docs/accuracy.md section 3: a 2-core cache at
 1.04 ms against 7.15 ms simulated, a 16-core database at 20 ms against 39.5 ms).
 
 Here the downstream tier is solved as an open ``MAP/M/c`` queue whose arrival MAP is the

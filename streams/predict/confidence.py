@@ -159,7 +159,7 @@ BAND_RISK_FACTOR = 2.0
 BAND_EVERY = 5
 #: the band pushes every tier's demand this many standard errors (``z``): 1.645, a nominal
 #: 90% interval. Measured against simulated truth (bench/accuracy/band.py, docs/accuracy.md
-#: "Calibration of the uncertainty band"): on a non-bursty three-tier shop the true capacity is
+#: section 13, the uncertainty band): on a non-bursty three-tier shop the true capacity is
 #: inside the band at 91% of solves (80% at z = 1, the +-1 s.e. band used before)
 BAND_Z = 1.645
 #: relative resolution of the band's capacity searches on the MAP network
