@@ -391,3 +391,35 @@ def test_coupled_start_phases_match_the_physical_simulation_of_a_bursty_4_core_t
     plain = m_map_c(200.0, proc, 4).wait + 0.008
     assert abs(coupled - r) <= half + 0.03 * r
     assert plain < r - half
+
+
+def test_the_reductions_inverse_gives_the_solves_g_on_a_waves_sized_queue():
+    """Each reduction step takes ``K`` as an explicit inverse (``dgetrf`` and ``dgetri``) and
+    two products instead of an LU's two solves: on an 80-phase ``MAP/M/c`` queue above ``c``
+    (the waves' size, rank-deficient ``D1``, drift down) ``G`` is stochastic, solves the
+    equation and is logarithmic reduction's (LU solves at every step) within 1e-12, stopped
+    on the step, on its prediction and with the first step by ``A2 = s I``; a singular block
+    raises :class:`numpy.linalg.LinAlgError`."""
+    from solvers.open.qbd import _inverse
+    rng = np.random.default_rng(11)
+    d = 80
+    D0 = rng.uniform(0.0, 3.0, (d, d)) * (rng.uniform(size=(d, d)) < 0.1)
+    D1 = rng.uniform(0.0, 2.0, (d, d)) * (rng.uniform(size=(d, d)) < 0.1)
+    D1[:, :12] = D1[:, 12:24]                           # rank-deficient, as a lumped process
+    np.fill_diagonal(D0, 0.0)
+    D0 -= np.diag(D0.sum(axis=1) + D1.sum(axis=1))
+    proc = MAP(D0, D1)
+    for load in (0.5, 0.95):
+        s = proc.rate / load
+        A0, A1, A2 = proc.D1, proc.D0 - s * np.eye(d), s * np.eye(d)
+        want = logarithmic_reduction(A0, A1, A2)
+        for kw in ({}, {"predicted": True}, {"down_scale": s}):
+            G = shifted_cyclic_reduction(A0, A1, A2, 1e-13, **kw)
+            assert np.abs(G.sum(axis=1) - 1.0).max() < 1e-12
+            assert np.abs(A2 + A1 @ G + A0 @ G @ G).max() < 1e-12 * np.abs(A1).max()
+            assert np.abs(G - want).max() < 1e-12
+    a = rng.standard_normal((d, d))
+    assert np.abs(_inverse(a) @ a - np.eye(d)).max() < 1e-10
+    a[:, 3] = 0.0
+    with pytest.raises(np.linalg.LinAlgError):
+        _inverse(a)
