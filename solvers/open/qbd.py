@@ -202,9 +202,10 @@ def shifted_cyclic_reduction(A0: np.ndarray, A1: np.ndarray, A2: np.ndarray,
     ``tol``; ``G 1 = 1`` holds by construction and tells nothing). On the waves' ``MAP/M/c``
     queues ``xi`` is 0.95-0.99 (the arrivals' slow phases outlast a level's first passage):
     one doubling fewer (10-11 of 11-12) and no ``G 1`` checks, ``G`` within 1.6e-13 of a
-    reduction to 1e-14. Each step solves ``K A2`` first and updates ``Ahat`` with ``A0 K
-    A2``, the stopping test's step: the last step then skips ``K A0`` and the new blocks (an
-    80-phase queue's ``G`` about 7% less CPU, the same ``G``).
+    reduction to 1e-14. Each step takes ``K = A1^{-1}`` explicitly (:func:`_inverse`: its
+    products beat an LU's solves of ``d`` right-hand sides) and ``K A2`` first, and updates
+    ``Ahat`` with ``A0 K A2``, the stopping test's step: the last step then skips ``K A0``
+    and the new blocks (an 80-phase queue's ``G`` about 7% less CPU, the same ``G``).
     The shift holds only where ``G`` is stochastic: a QBD whose drift is not down
     (:func:`drift`) raises :class:`numpy.linalg.LinAlgError`, as one that does not converge
     in :data:`MAX_DOUBLINGS` steps or a singular block does. ``phases``: the stationary vector
