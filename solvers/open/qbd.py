@@ -286,8 +286,8 @@ def _inverse(a: np.ndarray) -> np.ndarray:
     when ``a`` is singular. A reduction step needs ``K = a^{-1}`` against two blocks of ``d``
     columns: OpenBLAS's triangular solves of ``d`` right-hand sides run 3-4 times slower than
     a product of the same flops at ``d`` ~ 80 (86 against 24 us; ``dgetri`` 55 us), so the
-    inverse and two products (133 us) beat an LU's two solves (201 us) there, ``G`` the same
-    within rounding (``local`` is a nonsingular M-matrix-like block, well conditioned)."""
+    inverse and two products (133 us) beat an LU's two solves (201 us) there; the waves'
+    ``G`` within 3e-14 of the solves' on the large-population search's blocks."""
     lu, piv, info = dgetrf(a)
     if info == 0:
         inv, info = dgetri(lu, piv)
