@@ -65,3 +65,12 @@ def test_the_default_workload_stays_closed():
     assert run.outputs["predictions"] > 0
     assert set(run.kinds) == {"closed"} and run.open_capacities == 0
     assert bp.kind_rows(run) == []
+
+
+def test_the_closed_ratio_times_both_workloads_in_rounds():
+    # cold only (no warm-up: a steady one feeds whole chunks, hundreds of ends for 2 systems)
+    rows = bp.closed_ratio(2, 24, 0, 0, 0, (50.0, 150.0), bp.OPEN_RATES, Config(), 2)
+    labels = [label.strip().split(" (")[0].split(":")[0] for label, _ in rows]
+    assert labels == ["open against closed", "cold", "cold"]
+    assert rows[1][0].strip().startswith("cold (144 records each)")
+    assert rows[2][1].endswith(")")

@@ -6,6 +6,7 @@ Run from the repository root:
     python -m bench.speed.pipeline --bursty        # 10 systems, one bursty tier each (MAP model)
     python -m bench.speed.pipeline --bursty --multicore   # 20 systems, 2-8 cores, 200-2000 users
     python -m bench.speed.pipeline --open          # 20 open systems: request rates, no users
+    python -m bench.speed.pipeline --open --closed-ratio  # + against the closed, CPU time
     python -m bench.speed.pipeline --quick         # smoke test (small, one repetition)
     python -m bench.speed.pipeline --profile       # + cProfile of one run (top entries)
 
@@ -60,7 +61,10 @@ drawn rate puts the busiest tier at 35-65%, where the closed workload's throughp
 Defaults: 20 systems (an open solve costs more than a closed one, whose MVA curves are
 computed for all systems together: a run takes a few minutes here), 60 ends, the steady state
 and the long run as above. Printed besides: the predictions' workload kinds and how many open
-ones have a finite ``capacity_rate_per_s``.
+ones have a finite ``capacity_rate_per_s``. ``--closed-ratio`` adds the open workload against
+the default (closed) one of the same systems, ends and seeds, in alternated rounds by CPU time
+(``time.process_time``), cold and steady: each one's windows/s and the open one's throughput
+over the closed one's within a round (:func:`closed_ratio`).
 
 Measured (timings repeated ``--repeat`` times on a fresh ``Pipeline``; best and median printed,
 since other processes may share the 2 cores):
@@ -540,12 +544,23 @@ def print_rows(rows: list[tuple[str, str]]) -> None:
         print(f"  {k:<{width}}  {v}")
 
 
-def steady_state(systems: int, warm_ends: int, steady_ends: int, seed: int,
-                 users: tuple[float, float], config: Config,
-                 reps: int, rates: tuple[float, float] | None = None) -> list[tuple[str, str]]:
-    """The default scenario (``rates``: the open one) with every tier's history full:
-    ``warm_ends`` window ends fed untimed, then ``steady_ends`` more timed (``reps`` times,
-    each on a copy of the warmed pipeline), as dicts and as JSON bytes."""
+@dataclass
+class Warmed:
+    """A pipeline fed the warm-up's window ends, and the timed ends' records."""
+
+    pipeline: Pipeline
+    timed: list[dict[str, Any]]
+    fed: int                   # records fed in the warm-up
+    seconds: float             # the warm-up's wall time, the records' generation included
+    busy: float                # of it, in Pipeline.process_many
+    steady_ends: int           # the timed window ends (whole chunks)
+
+
+def warmed(systems: int, warm_ends: int, steady_ends: int, seed: int,
+           users: tuple[float, float], config: Config,
+           rates: tuple[float, float] | None = None) -> Warmed:
+    """``warm_ends`` window ends fed untimed to a pipeline, in chunks generated as they are
+    fed, and the ``steady_ends`` after them (both rounded up to whole chunks)."""
     chunk_ends = max(CHUNK // (systems * len(TIERS)), 1)
     warm_chunks, timed_chunks = -(-warm_ends // chunk_ends), -(-steady_ends // chunk_ends)
     chunks = workload_chunks(systems, chunk_ends * (warm_chunks + timed_chunks), seed,
@@ -560,11 +575,20 @@ def steady_state(systems: int, warm_ends: int, steady_ends: int, seed: int,
         for i in range(0, len(records), CHUNK):
             warm.process_many(records[i:i + CHUNK])
         busy += time.perf_counter() - t1
-        fed += chunk_ends
-    warm_s = time.perf_counter() - t0
-    warm_n = fed * systems * len(TIERS)
-    timed = [r for c in chunks for r in c]
-    steady_ends = timed_chunks * chunk_ends
+        fed += len(records)
+    return Warmed(warm, [r for c in chunks for r in c], fed, time.perf_counter() - t0, busy,
+                  timed_chunks * chunk_ends)
+
+
+def steady_state(systems: int, warm_ends: int, steady_ends: int, seed: int,
+                 users: tuple[float, float], config: Config,
+                 reps: int, rates: tuple[float, float] | None = None) -> list[tuple[str, str]]:
+    """The default scenario (``rates``: the open one) with every tier's history full:
+    ``warm_ends`` window ends fed untimed, then ``steady_ends`` more timed (``reps`` times,
+    each on a copy of the warmed pipeline), as dicts and as JSON bytes."""
+    w = warmed(systems, warm_ends, steady_ends, seed, users, config, rates)
+    warm, timed, warm_s, busy, warm_n = w.pipeline, w.timed, w.seconds, w.busy, w.fed
+    steady_ends = w.steady_ends
     blobs = [json.dumps(r).encode() for r in timed]
     history = min(t.history.seq for st in warm.systems.values() for t in st.tiers.values())
     runs, jsecs = [], []
@@ -595,6 +619,50 @@ def steady_state(systems: int, warm_ends: int, steady_ends: int, seed: int,
     ]
 
 
+def cpu_seconds(records: list[Any], pipeline: Pipeline) -> float:
+    """CPU time (this process's) of feeding ``records`` to ``pipeline`` in batches."""
+    gc.collect()
+    t0 = time.process_time()
+    for i in range(0, len(records), CHUNK):
+        pipeline.process_many(records[i:i + CHUNK])
+    return time.process_time() - t0
+
+
+def closed_ratio(systems: int, ends: int, warm_ends: int, steady_ends: int, seed: int,
+                 users: tuple[float, float], rates: tuple[float, float], config: Config,
+                 reps: int) -> list[tuple[str, str]]:
+    """The open workload against the default (closed) one of the same systems, window ends and
+    seeds, in ``reps`` rounds that run each once (the order swapped every round), so that both
+    share the host's load: CPU time (``time.process_time``) of ``Pipeline.process_many`` cold
+    (a fresh pipeline) and -- with ``warm_ends`` -- steady (a copy of a warmed one). Per
+    workload the windows/s of its best run, and the open one's throughput over the closed
+    one's within each round (below 1: the open workload is slower), their median and range."""
+    kinds = {"open": rates, "closed": None}
+    cold = {k: workload(systems, ends, seed, users=users, rates=r) for k, r in kinds.items()}
+    warm = {k: warmed(systems, warm_ends, steady_ends, seed + 2, users, config, r)
+            for k, r in kinds.items()} if warm_ends else {}
+    secs: dict[str, dict[str, list[float]]] = {"cold": {k: [] for k in kinds},
+                                               "steady": {k: [] for k in kinds}}
+    for r in range(reps):
+        for k in list(kinds)[::1 if r % 2 == 0 else -1]:
+            secs["cold"][k].append(cpu_seconds(cold[k], Pipeline(config)))
+            if warm:
+                secs["steady"][k].append(cpu_seconds(warm[k].timed,
+                                                     copy.deepcopy(warm[k].pipeline)))
+    rows = [(f"open against closed (default) workload, {reps} alternated rounds, CPU time", "")]
+    for phase, n in (("cold", len(cold["open"])),
+                     ("steady", len(warm["open"].timed) if warm else 0)):
+        if not secs[phase]["open"]:
+            continue
+        ratio = [c / o for o, c in zip(secs[phase]["open"], secs[phase]["closed"])]
+        rows += [(f"  {phase} ({n:,} records each): windows/s open / closed (best)",
+                  f"{fmt_rate(n / min(secs[phase]['open']))} / "
+                  f"{fmt_rate(n / min(secs[phase]['closed']))}"),
+                 (f"  {phase}: open's throughput over closed's, per round: median (range)",
+                  f"{statistics.median(ratio):.3f}x ({min(ratio):.3f}-{max(ratio):.3f})")]
+    return rows
+
+
 # ------------------------------------------------------------------------------ main
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -615,6 +683,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--rates", type=float, nargs=2, metavar=("LO", "HI"),
                     default=list(OPEN_RATES),
                     help="with --open: requests/s per system, uniform (default 100 400)")
+    ap.add_argument("--closed-ratio", action="store_true",
+                    help="with --open: also time it against the default (closed) workload of the "
+                         "same systems and ends, alternated, by CPU time (cold and steady)")
     ap.add_argument("--systems", type=int, help="systems (default 100; --bursty 10; --open 20)")
     ap.add_argument("--ends", type=int,
                     help="window ends (default 60 = 5 min event time; --bursty 300)")
@@ -668,6 +739,8 @@ def main(argv: list[str] | None = None) -> None:
         ap.error("--multicore needs --bursty")
     if args.open and (b or args.pool is not None):
         ap.error("--open is the default workload's shape: not with --bursty or --pool")
+    if args.closed_ratio and not args.open:
+        ap.error("--closed-ratio needs --open")
     rates = tuple(args.rates) if args.open else None
     systems = args.systems or (20 if (mc or args.open) and not args.quick else
                                10 if b or args.quick else 100)
@@ -812,6 +885,11 @@ def main(argv: list[str] | None = None) -> None:
             lrows.append((f"  memory per tier state at the end ({lkept} rows; tracemalloc / 3)",
                           f"{lmem / 3 / 1024:.1f} KiB"))
         print_rows(lrows)
+
+    if args.closed_ratio:
+        print()
+        print_rows(closed_ratio(systems, ends, warm_ends, steady_ends, args.seed, users, rates,
+                                config, reps))
 
     if args.profile:
         pipeline = Pipeline(config)
