@@ -188,12 +188,12 @@ def test_a_departure_process_held_pattern_gives_the_same_process_at_another_rate
     every rate: a second rate's process equals the one built with that part emptied."""
     from solvers.open import fixed_population as fp
     proc = BURSTY.scaled(0.01)
-    fp._DEPARTURE_PATTERNS._held.clear()
+    fp._DEPARTURE_PATTERNS.clear()
     departure_process(proc, 8, 400.0)
-    assert len(fp._DEPARTURE_PATTERNS._held) == 1
+    assert len(fp._DEPARTURE_PATTERNS) == 1
     held = departure_process(proc, 8, 450.0)
-    assert len(fp._DEPARTURE_PATTERNS._held) == 1
-    fp._DEPARTURE_PATTERNS._held.clear()
+    assert len(fp._DEPARTURE_PATTERNS) == 1
+    fp._DEPARTURE_PATTERNS.clear()
     fresh = departure_process(proc, 8, 450.0)
     np.testing.assert_array_equal(held.D0, fresh.D0)
     np.testing.assert_array_equal(held.D1, fresh.D1)

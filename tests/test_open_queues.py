@@ -180,14 +180,14 @@ def test_a_bursty_tiers_chain_takes_g_by_the_shifted_reduction(load, monkeypatch
     from solvers.open import qbd, queues
     proc = mmpp2_design(0.01, 50.0).scaled(0.05)
     lam = load * 8 / 0.05
-    queues._CHAINS._held.clear()
+    queues._CHAINS.clear()
     want = m_map_c(lam, proc, 8)
 
     def refuse(*args, **kwargs):
         raise AssertionError("logarithmic reduction called")
 
     monkeypatch.setattr(qbd, "logarithmic_reduction", refuse)
-    queues._CHAINS._held.clear()
+    queues._CHAINS.clear()
     got = m_map_c(lam, proc, 8)
     assert got.wait == pytest.approx(want.wait, rel=1e-9)
 
@@ -196,9 +196,9 @@ def test_a_bursty_tiers_chain_takes_g_by_the_shifted_reduction(load, monkeypatch
 
     monkeypatch.undo()
     monkeypatch.setattr(qbd, "shifted_cyclic_reduction", fail)
-    queues._CHAINS._held.clear()
+    queues._CHAINS.clear()
     assert m_map_c(lam, proc, 8).wait == pytest.approx(want.wait, rel=1e-9)
-    queues._CHAINS._held.clear()
+    queues._CHAINS.clear()
 
 
 def test_bursty_tier_waits_longer_than_exponential_and_cost_does_not_grow_with_load():

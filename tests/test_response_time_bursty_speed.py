@@ -210,11 +210,11 @@ def test_the_heads_memo_changes_no_answer():
     from solvers.processes import MAP
 
     proc = MAP([[-3.5, 2.0], [2.0, -2.5]], [[1.5, 0.0], [0.0, 0.5]]).scaled(0.3)
-    bursty._HEADS._held.clear()
+    bursty._HEADS.clear()
     bursty.bursty_tier(proc, 3, 30, (30 - np.arange(30)) / 1.0)
-    assert bursty._HEADS._held                      # the first population filled it
+    assert len(bursty._HEADS)                       # the first population filled it
     kept = bursty.bursty_tier(proc, 3, 45, (45 - np.arange(45)) / 1.0)
-    bursty._HEADS._held.clear()
+    bursty._HEADS.clear()
     fresh = bursty.bursty_tier(proc, 3, 45, (45 - np.arange(45)) / 1.0)
     for name in ("idle", "busy", "A0", "A1"):
         assert np.array_equal(getattr(kept, name), getattr(fresh, name))

@@ -4,10 +4,12 @@ And what does it get wrong on the shape the demo simulated before (one MAP per c
 Run from the repository root::
 
     python -m bench.accuracy.demo_model
+    python -m bench.accuracy.demo_model --populations 60 --replications 2   # a shorter look
 
 Two systems with the same true demands (``streams.cli.demo.CLASSES``), think time 0.5 s and
 Mi et al.'s (2008) bursty MAP(2) (``I ~ 200``) at the db, at 60 users (the demo's steady phase) and
-100 users (its ramp), 4 seeded replications of 3,000 s each (seed 3):
+100 users (its ramp), 4 seeded replications of 3,000 s each (seed 3; ``--populations``,
+``--replications``, ``--duration``, ``--seed``):
 
 * **physical** -- the demo's shop (:func:`streams.cli.demo.demo_network`, simulated by
   :func:`solvers.simulation.physical.simulate_physical`): one core, one FCFS queue and *one*
@@ -28,6 +30,8 @@ row per population and class.
 """
 
 from __future__ import annotations
+
+import argparse
 
 import numpy as np
 
@@ -61,7 +65,15 @@ def _shared_ps(n: int) -> ClosedNetwork:
                          mix=[c[1] for c in CLASSES])
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--populations", type=int, nargs="+", default=list(POPULATIONS),
+                    metavar="N", help="users (default 60 100)")
+    ap.add_argument("--duration", type=float, default=DURATION_S,
+                    help="simulated seconds per replication (default 3000)")
+    ap.add_argument("--replications", type=int, default=REPLICATIONS, help="(default 4)")
+    ap.add_argument("--seed", type=int, default=SEED, help="(default 3)")
+    args = ap.parse_args(argv)
     names = [c[0] for c in CLASSES]
     D = np.array([[c[2] for c in CLASSES], [c[3] for c in CLASSES]])
     model = SystemModel(tiers=["front", "db"], classes=names, D_mc=D,
@@ -73,11 +85,11 @@ def main() -> None:
           "| one MAP, PS R (s) ± 95% | per-class MAP, PS R (s) ± 95% | model / per-class PS |")
     print("|---|---|---|---|---|---|---|---|")
     worst = 0.0
-    for n in POPULATIONS:
-        phys = simulate_physical(demo_network(n), DURATION_S, warmup=200.0,
-                                 replications=REPLICATIONS, seed=SEED)
-        shared = simulate_closed(_shared_ps(n), DURATION_S, replications=REPLICATIONS, seed=SEED)
-        ps = simulate_closed(_per_class_ps(n), DURATION_S, replications=REPLICATIONS, seed=SEED)
+    run = dict(replications=args.replications, seed=args.seed)
+    for n in args.populations:
+        phys = simulate_physical(demo_network(n), args.duration, warmup=200.0, **run)
+        shared = simulate_closed(_shared_ps(n), args.duration, **run)
+        ps = simulate_closed(_per_class_ps(n), args.duration, **run)
         point = model.at(n)
         for i, c in enumerate(names):
             r, m = phys.response_time[i], point.response[i]

@@ -114,8 +114,8 @@ def main() -> None:
         too."""
         fixed_population.forget_held()
         if patterns:
-            queues._PATTERNS._held.clear()
-            fixed_population._DEPARTURE_PATTERNS._held.clear()
+            queues._PATTERNS.clear()
+            fixed_population._DEPARTURE_PATTERNS.clear()
 
     def open_solve():
         empty(False)
@@ -152,7 +152,7 @@ def main() -> None:
 
     def patterns() -> None:
         """The bursty tiers' per-job patterns (transitions and QBD plans), built cold."""
-        queues._PATTERNS._held.clear()
+        queues._PATTERNS.clear()
         for proc, c in zip(procs, cores):
             if proc.order > 1:
                 queues._per_job_pattern(proc, c)
@@ -286,9 +286,9 @@ def against(tree: Path, args: argparse.Namespace) -> None:
         for fp_module in (fixed_population, other_fp):
             fp_module.forget_held()
             held = getattr(fp_module, "_DEPARTURE_PATTERNS", None)
-            if held is not None:
+            if held is not None:        # the other tree's Memo may predate Memo.clear
                 held._held.clear()
-        queues._PATTERNS._held.clear()
+        queues._PATTERNS.clear()
 
     def use(impl: dict[str, Any]) -> None:
         for name, value in impl.items():

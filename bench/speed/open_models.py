@@ -87,7 +87,7 @@ def timed(fn, repeat: int, before=None, cpu: list | None = None) -> float:
 
 def forget_chains() -> None:
     """The open queues' chains held by rate forgotten (the patterns kept)."""
-    queues._CHAINS._held.clear()
+    queues._CHAINS.clear()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"load {load}: N = {n}", file=sys.stderr, flush=True)
 
         def cold() -> None:
-            queues._PATTERNS._held.clear()
+            queues._PATTERNS.clear()
             open_solve(rate, procs)
         cpu: list[float] = []
         t_cold = timed(cold, args.repeat, forget_chains)

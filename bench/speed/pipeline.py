@@ -5,6 +5,8 @@ Run from the repository root:
     python -m bench.speed.pipeline                 # 100 systems x 3 tiers x 14 classes, 60 ends
     python -m bench.speed.pipeline --bursty        # 10 systems, one bursty tier each (MAP model)
     python -m bench.speed.pipeline --bursty --multicore   # 20 systems, 2-8 cores, 200-2000 users
+    python -m bench.speed.pipeline --open          # 20 open systems: request rates, no users
+    python -m bench.speed.pipeline --open --closed-ratio  # + against the closed, CPU time
     python -m bench.speed.pipeline --quick         # smoke test (small, one repetition)
     python -m bench.speed.pipeline --profile       # + cProfile of one run (top entries)
 
@@ -46,6 +48,23 @@ tier is trusted. ``--core-choices 16 32 64``: the same with tiers of 16-64 cores
 tier of up to 64 cores on the per-job station by default, ``solvers.decomposition``'s
 ``PER_JOB_MAX_CORES``; ``--per-job-max-cores 16`` gives those of more than 16 cores the
 speed-scaled station, flagged).
+
+``--open``: the default workload's shape for open systems (an API's monitoring has request
+rates, not sessions): the records carry no ``users`` and no think time is configured, so every
+system is detected open (``SystemConfig.workload`` ``auto``; ``prediction["workload"] ==
+"open"``) and solved by the open route (:mod:`streams.predict.open_model`: ``model`` ``open``,
+``capacity_rate_per_s`` and ``headroom_rate_per_s`` in requests per second). Each system's
+request rate is drawn from ``--rates`` (100-400/s) and swings as the users do (+-10..30% over
+2-6 h); the completions are Poisson at that rate over the same drifting mix (the entry tier's
+completions are the arrival rates the model reads), and the demands are scaled so that the
+drawn rate puts the busiest tier at 35-65%, where the closed workload's throughput puts it.
+Defaults: 20 systems (an open solve costs more than a closed one, whose MVA curves are
+computed for all systems together: a run takes a few minutes here), 60 ends, the steady state
+and the long run as above. Printed besides: the predictions' workload kinds and how many open
+ones have a finite ``capacity_rate_per_s``. ``--closed-ratio`` adds the open workload against
+the default (closed) one of the same systems, ends and seeds, in alternated rounds by CPU time
+(``time.process_time``), cold and steady: each one's windows/s and the open one's throughput
+over the closed one's within a round (:func:`closed_ratio`).
 
 Measured (timings repeated ``--repeat`` times on a fresh ``Pipeline``; best and median printed,
 since other processes may share the 2 cores):
@@ -137,7 +156,7 @@ class SystemTrace:
     U: np.ndarray              # (ends, M) utilization
     n: np.ndarray              # (ends, C) completions, the same at every tier
     rt: np.ndarray             # (ends, M, C) response times
-    users: np.ndarray          # (ends,)
+    users: np.ndarray | None   # (ends,); None: an open system (no users in its records)
     window_s: float
 
     def records(self, k0: int, k1: int) -> list[list[dict[str, Any]]]:
@@ -146,18 +165,23 @@ class SystemTrace:
         for k in range(k0, k1):
             end = START + (k + 1) * self.window_s
             comp = {c: int(v) for c, v in zip(CLASSES, self.n[k])}
-            out.append([{"system": self.name, "tier": tier, "end": end,
-                         "window_s": self.window_s,
-                         "utilization": round(float(self.U[k, j]), 5),
-                         "cores": int(self.cores[j]), "completions": comp,
-                         "response_time_s": {c: round(float(self.rt[k, j, i]), 6)
-                                             for i, c in enumerate(CLASSES)
-                                             if self.n[k, i] > 0},
-                         "users": int(self.users[k])}
-                        for j, tier in enumerate(TIERS)])
+            rows = [{"system": self.name, "tier": tier, "end": end,
+                     "window_s": self.window_s,
+                     "utilization": round(float(self.U[k, j]), 5),
+                     "cores": int(self.cores[j]), "completions": comp,
+                     "response_time_s": {c: round(float(self.rt[k, j, i]), 6)
+                                         for i, c in enumerate(CLASSES)
+                                         if self.n[k, i] > 0}}
+                    for j, tier in enumerate(TIERS)]
+            if self.users is not None:
+                for row in rows:
+                    row["users"] = int(self.users[k])
+            out.append(rows)
         return out
 
 
+#: requests/s an open system's rate is drawn from (``--open``; ``--rates``)
+OPEN_RATES = (100.0, 400.0)
 #: cores a tier may have in the ``--multicore`` workload (``--core-choices``)
 MULTICORE_CHOICES = (2.0, 4.0, 8.0)
 
@@ -165,9 +189,12 @@ MULTICORE_CHOICES = (2.0, 4.0, 8.0)
 def system_trace(rng: np.random.Generator, name: str, ends: int, *, bursty: bool = False,
                  users: tuple[float, float] = (50.0, 150.0),
                  window_s: float = WINDOW_S, multicore: bool = False,
-                 core_choices: tuple[float, ...] = MULTICORE_CHOICES) -> SystemTrace:
+                 core_choices: tuple[float, ...] = MULTICORE_CHOICES,
+                 rates: tuple[float, float] | None = None) -> SystemTrace:
     """One system's data over ``ends`` window ends (the module docstring's workload);
-    ``core_choices``: the cores a tier may have under ``multicore``."""
+    ``core_choices``: the cores a tier may have under ``multicore``; ``rates``: an open system
+    (``--open``) whose request rate, drawn from this range in requests per second, swings as
+    the users would and drives the completions, with no users in its records."""
     M, C = len(TIERS), len(CLASSES)
     D = np.exp(rng.normal(np.log(2e-3), 0.5, (M, C)))            # s per request
     if multicore:
@@ -177,7 +204,7 @@ def system_trace(rng: np.random.Generator, name: str, ends: int, *, bursty: bool
     base_mix = rng.dirichlet(np.full(C, 2.0))
     period = rng.uniform(600.0, 3600.0, C)                        # s, mix drift per class
     phase = rng.uniform(0.0, 2 * np.pi, C)
-    users0 = rng.uniform(*users)
+    users0 = rng.uniform(*(users if rates is None else rates))    # open: requests/s
     users_amp = rng.uniform(0.1, 0.3)                             # slow +-10..30% swing
     users_period = rng.uniform(2 * 3600.0, 6 * 3600.0)            # over 2-6 hours
     users_phase = rng.uniform(0.0, 2 * np.pi)
@@ -185,10 +212,17 @@ def system_trace(rng: np.random.Generator, name: str, ends: int, *, bursty: bool
     mix = base_mix * (1.0 + MIX_DRIFT * np.sin(2 * np.pi * t[:, None] / period + phase))
     mix /= mix.sum(axis=1, keepdims=True)                         # (ends, C)
     n_users = users0 * (1.0 + users_amp * np.sin(2 * np.pi * t / users_period + users_phase))
-    n_users = np.maximum(np.rint(n_users + rng.normal(0.0, 1.0, ends)), 1)
+    if rates is None:
+        n_users = np.maximum(np.rint(n_users + rng.normal(0.0, 1.0, ends)), 1)
     per_request = (D @ base_mix) / cores                          # (M,) busy s per request
     x0 = rng.uniform(0.35, 0.65) / per_request.max()              # requests/s at users0
-    X = x0 * n_users / users0                                     # closed: X ~ N / (Z + R)
+    if rates is None:
+        X = x0 * n_users / users0                                 # closed: X ~ N / (Z + R)
+    else:
+        # open: the rate is the drawn one; the demands scaled so that it puts the busiest
+        # tier where the closed workload's x0 does (35-65%)
+        D = D * (x0 / users0)
+        X = n_users
     n = rng.poisson(X[:, None] * mix * window_s).astype(float)    # (ends, C), every tier
     work = n @ D.T / (window_s * cores)                           # (ends, M) utilization
     if bursty:                                                    # last tier: on/off service
@@ -201,7 +235,7 @@ def system_trace(rng: np.random.Generator, name: str, ends: int, *, bursty: bool
         work[:, -1] *= np.where(on, BURST_FACTOR, 1.0)
     U = np.clip(work + rng.normal(0.0, 0.01, work.shape), 0.0, 0.98)
     rt = D[None, :, :] / (1.0 - U[:, :, None]) * np.exp(rng.normal(0.0, 0.1, (ends, M, C)))
-    return SystemTrace(name, cores, U, n, rt, n_users, window_s)
+    return SystemTrace(name, cores, U, n, rt, n_users if rates is None else None, window_s)
 
 
 def system_records(rng: np.random.Generator, name: str, ends: int, *, bursty: bool = False,
@@ -229,23 +263,26 @@ def host_speed() -> str:
 def workload(systems: int, ends: int, seed: int, bursty: bool = False,
              users: tuple[float, float] = (50.0, 150.0),
              multicore: bool = False,
-             core_choices: tuple[float, ...] = MULTICORE_CHOICES) -> list[dict[str, Any]]:
-    """All records, stream order: for each window end, every system, every tier."""
+             core_choices: tuple[float, ...] = MULTICORE_CHOICES,
+             rates: tuple[float, float] | None = None) -> list[dict[str, Any]]:
+    """All records, stream order: for each window end, every system, every tier (``rates``:
+    open systems, :func:`system_trace`)."""
     return [r for chunk in workload_chunks(systems, ends, seed, ends, bursty, users, multicore,
-                                           core_choices)
+                                           core_choices, rates)
             for r in chunk]
 
 
 def workload_chunks(systems: int, ends: int, seed: int, chunk_ends: int, bursty: bool = False,
                     users: tuple[float, float] = (50.0, 150.0),
                     multicore: bool = False,
-                    core_choices: tuple[float, ...] = MULTICORE_CHOICES
+                    core_choices: tuple[float, ...] = MULTICORE_CHOICES,
+                    rates: tuple[float, float] | None = None
                     ) -> Iterator[list[dict[str, Any]]]:
     """:func:`workload` in chunks of ``chunk_ends`` window ends, built as they are asked for
     (a full history of 100 systems is over a million records)."""
     rng = np.random.default_rng(seed)
     traces = [system_trace(rng, f"sys{s:03d}", ends, bursty=bursty, users=users,
-                           multicore=multicore, core_choices=core_choices)
+                           multicore=multicore, core_choices=core_choices, rates=rates)
               for s in range(systems)]
     for k0 in range(0, ends, chunk_ends):
         k1 = min(k0 + chunk_ends, ends)
@@ -264,6 +301,10 @@ class Run:
     remediations: list[float] = field(default_factory=list)
     #: each prediction's pool utilization (model), where it has pools
     pool_utilization: list[float] = field(default_factory=list)
+    #: predictions by workload kind (``prediction["workload"]``)
+    kinds: Counter = field(default_factory=Counter)
+    #: open predictions with a finite ``capacity_rate_per_s``
+    open_capacities: int = 0
 
     @property
     def solve_seconds(self) -> float:
@@ -283,11 +324,14 @@ class SolveTimer:
         #: seconds per remediation (``streams.predict.whatif.remediate`` on a solve at risk)
         self.remediations: list[float] = []
         self.pool_utilization: list[float] = []
+        self.kinds: Counter = Counter()
+        #: open predictions with a finite ``capacity_rate_per_s``
+        self.open_capacities = 0
 
     def __enter__(self) -> "SolveTimer":
         original, solves, flags = self.original, self.solves, self.flags
         remediate, remediations = self.original_remediate, self.remediations
-        pool_utilization = self.pool_utilization
+        pool_utilization, kinds = self.pool_utilization, self.kinds
 
         def timed_remediate(*args: Any, **kw: Any) -> Any:
             t0 = time.perf_counter()
@@ -303,6 +347,10 @@ class SolveTimer:
                 model = out.predictions[0].get("model") if out.predictions else None
                 solves.append((dt, model))
                 for p in out.predictions:
+                    kind, cap = p.get("workload"), p.get("capacity_rate_per_s")
+                    kinds[kind] += 1
+                    if kind == "open" and cap is not None and math.isfinite(cap):
+                        self.open_capacities += 1
                     for f in p.get("flags") or ():
                         flags[re.sub(r"\d+", "#", f.split(":")[0])] += 1
                     for part in (p.get("pools") or {}).values():
@@ -336,7 +384,7 @@ def run_pipeline(records: list[Any], config: Config, chunk: int = CHUNK,
             counts["deadletter"] += len(out.deadletter)
         seconds = time.perf_counter() - t0
     return Run(seconds, timer.solves, pipeline, counts, timer.flags, timer.remediations,
-               timer.pool_utilization)
+               timer.pool_utilization, timer.kinds, timer.open_capacities)
 
 
 def pool_comparison(records: list[Any], config: Config, size: int, reps: int,
@@ -448,7 +496,19 @@ def solve_rows(run: Run, systems: int) -> list[tuple[str, str]]:
     if run.flags:
         rows.append(("  prediction flags (count)",
                      "; ".join(f"{k} ({v})" for k, v in run.flags.most_common())))
-    return rows
+    return rows + kind_rows(run)
+
+
+def kind_rows(run: Run) -> list[tuple[str, str]]:
+    """The workload kinds of the predictions and the open ones with a capacity in requests
+    per second; nothing where every prediction is closed (the closed workloads)."""
+    if set(run.kinds) <= {"closed"}:
+        return []
+    opened = run.kinds.get("open", 0)
+    return [("  workload kinds (predictions)",
+             ", ".join(f"{k} {v:,}" for k, v in sorted(run.kinds.items(), key=str))),
+            ("  open predictions with a finite capacity_rate_per_s",
+             f"{run.open_capacities:,} of {opened:,}")]
 
 
 def map_probe(pipeline: Pipeline, populations: list[int]) -> list[tuple[str, str]]:
@@ -484,16 +544,27 @@ def print_rows(rows: list[tuple[str, str]]) -> None:
         print(f"  {k:<{width}}  {v}")
 
 
-def steady_state(systems: int, warm_ends: int, steady_ends: int, seed: int,
-                 users: tuple[float, float], config: Config,
-                 reps: int) -> list[tuple[str, str]]:
-    """The default scenario with every tier's history full: ``warm_ends`` window ends fed
-    untimed, then ``steady_ends`` more timed (``reps`` times, each on a copy of the warmed
-    pipeline), as dicts and as JSON bytes."""
+@dataclass
+class Warmed:
+    """A pipeline fed the warm-up's window ends, and the timed ends' records."""
+
+    pipeline: Pipeline
+    timed: list[dict[str, Any]]
+    fed: int                   # records fed in the warm-up
+    seconds: float             # the warm-up's wall time, the records' generation included
+    busy: float                # of it, in Pipeline.process_many
+    steady_ends: int           # the timed window ends (whole chunks)
+
+
+def warmed(systems: int, warm_ends: int, steady_ends: int, seed: int,
+           users: tuple[float, float], config: Config,
+           rates: tuple[float, float] | None = None) -> Warmed:
+    """``warm_ends`` window ends fed untimed to a pipeline, in chunks generated as they are
+    fed, and the ``steady_ends`` after them (both rounded up to whole chunks)."""
     chunk_ends = max(CHUNK // (systems * len(TIERS)), 1)
     warm_chunks, timed_chunks = -(-warm_ends // chunk_ends), -(-steady_ends // chunk_ends)
     chunks = workload_chunks(systems, chunk_ends * (warm_chunks + timed_chunks), seed,
-                             chunk_ends, users=users)
+                             chunk_ends, users=users, rates=rates)
     warm = Pipeline(config)
     fed = 0
     t0 = time.perf_counter()
@@ -504,11 +575,20 @@ def steady_state(systems: int, warm_ends: int, steady_ends: int, seed: int,
         for i in range(0, len(records), CHUNK):
             warm.process_many(records[i:i + CHUNK])
         busy += time.perf_counter() - t1
-        fed += chunk_ends
-    warm_s = time.perf_counter() - t0
-    warm_n = fed * systems * len(TIERS)
-    timed = [r for c in chunks for r in c]
-    steady_ends = timed_chunks * chunk_ends
+        fed += len(records)
+    return Warmed(warm, [r for c in chunks for r in c], fed, time.perf_counter() - t0, busy,
+                  timed_chunks * chunk_ends)
+
+
+def steady_state(systems: int, warm_ends: int, steady_ends: int, seed: int,
+                 users: tuple[float, float], config: Config,
+                 reps: int, rates: tuple[float, float] | None = None) -> list[tuple[str, str]]:
+    """The default scenario (``rates``: the open one) with every tier's history full:
+    ``warm_ends`` window ends fed untimed, then ``steady_ends`` more timed (``reps`` times,
+    each on a copy of the warmed pipeline), as dicts and as JSON bytes."""
+    w = warmed(systems, warm_ends, steady_ends, seed, users, config, rates)
+    warm, timed, warm_s, busy, warm_n = w.pipeline, w.timed, w.seconds, w.busy, w.fed
+    steady_ends = w.steady_ends
     blobs = [json.dumps(r).encode() for r in timed]
     history = min(t.history.seq for st in warm.systems.values() for t in st.tiers.values())
     runs, jsecs = [], []
@@ -519,6 +599,8 @@ def steady_state(systems: int, warm_ends: int, steady_ends: int, seed: int,
     n = len(timed)
     secs = [r.seconds for r in runs]
     solve_ms = np.array([dt for dt, _ in best.solves]) * 1e3
+    # the open workload's solves by model and kinds (the closed one's are the cold run's)
+    by_model = solve_rows(best, systems)[1:] if kind_rows(best) else []
     return [
         (f"steady state: {systems} systems, history full (>= {history:,} windows per tier "
          f"after {warm_ends:,} ends, {warm_n:,} records fed in {warm_s:.0f} s, "
@@ -533,7 +615,52 @@ def steady_state(systems: int, warm_ends: int, steady_ends: int, seed: int,
          f"{np.percentile(solve_ms, 90):.2f} / {solve_ms.max():.2f}"),
         ("  per-window update without solves, per record (best run)",
          f"{(best.seconds - best.solve_seconds) / n * 1e6:.1f} us"),
+        *by_model,
     ]
+
+
+def cpu_seconds(records: list[Any], pipeline: Pipeline) -> float:
+    """CPU time (this process's) of feeding ``records`` to ``pipeline`` in batches."""
+    gc.collect()
+    t0 = time.process_time()
+    for i in range(0, len(records), CHUNK):
+        pipeline.process_many(records[i:i + CHUNK])
+    return time.process_time() - t0
+
+
+def closed_ratio(systems: int, ends: int, warm_ends: int, steady_ends: int, seed: int,
+                 users: tuple[float, float], rates: tuple[float, float], config: Config,
+                 reps: int) -> list[tuple[str, str]]:
+    """The open workload against the default (closed) one of the same systems, window ends and
+    seeds, in ``reps`` rounds that run each once (the order swapped every round), so that both
+    share the host's load: CPU time (``time.process_time``) of ``Pipeline.process_many`` cold
+    (a fresh pipeline) and -- with ``warm_ends`` -- steady (a copy of a warmed one). Per
+    workload the windows/s of its best run, and the open one's throughput over the closed
+    one's within each round (below 1: the open workload is slower), their median and range."""
+    kinds = {"open": rates, "closed": None}
+    cold = {k: workload(systems, ends, seed, users=users, rates=r) for k, r in kinds.items()}
+    warm = {k: warmed(systems, warm_ends, steady_ends, seed + 2, users, config, r)
+            for k, r in kinds.items()} if warm_ends else {}
+    secs: dict[str, dict[str, list[float]]] = {"cold": {k: [] for k in kinds},
+                                               "steady": {k: [] for k in kinds}}
+    for r in range(reps):
+        for k in list(kinds)[::1 if r % 2 == 0 else -1]:
+            secs["cold"][k].append(cpu_seconds(cold[k], Pipeline(config)))
+            if warm:
+                secs["steady"][k].append(cpu_seconds(warm[k].timed,
+                                                     copy.deepcopy(warm[k].pipeline)))
+    rows = [(f"open against closed (default) workload, {reps} alternated rounds, CPU time", "")]
+    for phase, n in (("cold", len(cold["open"])),
+                     ("steady", len(warm["open"].timed) if warm else 0)):
+        if not secs[phase]["open"]:
+            continue
+        ratio = [c / o for o, c in zip(secs[phase]["open"], secs[phase]["closed"])]
+        rows += [(f"  {phase} ({n:,} records each): windows/s open / closed (best)",
+                  f"{fmt_rate(n / min(secs[phase]['open']))} / "
+                  f"{fmt_rate(n / min(secs[phase]['closed']))}"),
+                 (f"  {phase}: open's throughput over closed's, per round: median (range)",
+                  f"{statistics.median(ratio):.3f}x ({min(ratio):.3f}-{max(ratio):.3f})")]
+    return rows
 
 
 # ------------------------------------------------------------------------------ main
@@ -551,7 +678,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--per-job-max-cores", type=int,
                     help="SystemConfig.per_job_max_cores (default: the config's, 64): bursty "
                          "tiers of up to this many cores on the per-job station")
-    ap.add_argument("--systems", type=int, help="systems (default 100; --bursty 10)")
+    ap.add_argument("--open", action="store_true",
+                    help="open systems: request rates, no users (see the module docstring)")
+    ap.add_argument("--rates", type=float, nargs=2, metavar=("LO", "HI"),
+                    default=list(OPEN_RATES),
+                    help="with --open: requests/s per system, uniform (default 100 400)")
+    ap.add_argument("--closed-ratio", action="store_true",
+                    help="with --open: also time it against the default (closed) workload of the "
+                         "same systems and ends, alternated, by CPU time (cold and steady)")
+    ap.add_argument("--systems", type=int, help="systems (default 100; --bursty 10; --open 20)")
     ap.add_argument("--ends", type=int,
                     help="window ends (default 60 = 5 min event time; --bursty 300)")
     ap.add_argument("--users", type=float, nargs=2, metavar=("LO", "HI"),
@@ -602,7 +737,13 @@ def main(argv: list[str] | None = None) -> None:
     choices = tuple(args.core_choices)
     if mc and not b:
         ap.error("--multicore needs --bursty")
-    systems = args.systems or (20 if mc and not args.quick else 10 if b or args.quick else 100)
+    if args.open and (b or args.pool is not None):
+        ap.error("--open is the default workload's shape: not with --bursty or --pool")
+    if args.closed_ratio and not args.open:
+        ap.error("--closed-ratio needs --open")
+    rates = tuple(args.rates) if args.open else None
+    systems = args.systems or (20 if (mc or args.open) and not args.quick else
+                               10 if b or args.quick else 100)
     ends = args.ends or ((200 if b else 24) if args.quick else (300 if b else 60))
     users = tuple(args.users) if args.users else (
         (200.0, 2000.0) if mc else (10.0, 20.0) if b else (50.0, 150.0))
@@ -633,11 +774,13 @@ def main(argv: list[str] | None = None) -> None:
           f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}); {host_speed()}")
     listed = "/".join(f"{c:g}" for c in choices)
     kind = (f"bursty multicore (last tier on/off x6, cores {listed})" if mc else
-            "bursty (last tier on/off x6, all tiers 1 core)" if b else "default")
+            "bursty (last tier on/off x6, all tiers 1 core)" if b else
+            "open (request rates, no users)" if rates else "default")
+    load = (f"requests/s {rates[0]:g}-{rates[1]:g}" if rates else
+            f"users {users[0]:g}-{users[1]:g}")
     print(f"scenario: {kind}; "
           f"{systems} systems x {len(TIERS)} tiers x {len(CLASSES)} classes, {WINDOW_S:g}-s "
-          f"windows, {ends} ends ({ends * WINDOW_S / 60:g} min event time), users "
-          f"{users[0]:g}-{users[1]:g}")
+          f"windows, {ends} ends ({ends * WINDOW_S / 60:g} min event time), {load}")
     print(f"config: solve every {cfg.solve_interval_s:g} s, history {cfg.history}, "
           f"idc_threshold {cfg.idc_threshold:g}, map_max_population {cfg.map_max_population}, "
           f"per_job_max_cores {cfg.per_job_max_cores}, "
@@ -647,7 +790,7 @@ def main(argv: list[str] | None = None) -> None:
 
     t0 = time.perf_counter()
     records = workload(systems, ends, args.seed, bursty=b, users=users, multicore=mc,
-                       core_choices=choices)
+                       core_choices=choices, rates=rates)
     gen_s = time.perf_counter() - t0
     n = len(records)
     t0 = time.perf_counter()
@@ -716,12 +859,12 @@ def main(argv: list[str] | None = None) -> None:
     if warm_ends:
         print()
         print_rows(steady_state(systems, warm_ends, steady_ends, args.seed + 2, users, config,
-                                reps))
+                                reps, rates))
 
     if long_ends:
         print()
         long = workload(1, long_ends, args.seed + 1, bursty=b, users=users, multicore=mc,
-                        core_choices=choices)
+                        core_choices=choices, rates=rates)
         lrun = run_pipeline(long, config)
         lt = np.array([dt for dt, _ in lrun.solves]) * 1e3
         late = float(np.median(lt[-10:]))
@@ -742,6 +885,11 @@ def main(argv: list[str] | None = None) -> None:
             lrows.append((f"  memory per tier state at the end ({lkept} rows; tracemalloc / 3)",
                           f"{lmem / 3 / 1024:.1f} KiB"))
         print_rows(lrows)
+
+    if args.closed_ratio:
+        print()
+        print_rows(closed_ratio(systems, ends, warm_ends, steady_ends, args.seed, users, rates,
+                                config, reps))
 
     if args.profile:
         pipeline = Pipeline(config)

@@ -53,7 +53,7 @@ from typing import Any
 from bench.testbed.autogroup import lift_db_autogroup
 from bench.testbed.load import MAX_DURATION_S
 from bench.testbed.pointtruth import (background_rates, fetch_counters, interval_truth,
-                                      judge_point)
+                                      judge_point, signed_error)
 from bench.testbed.truth import truth as truth_of
 
 HERE = Path(__file__).resolve().parent
@@ -192,13 +192,6 @@ def perfcast_run(out: Path, config: Path, t0: float, t1: float,
 
     return {"predictions": lines("predictions.jsonl"), "estimates": lines("estimates.jsonl"),
             "alerts": lines("alerts.jsonl"), "deadletters": len(lines("deadletter.jsonl"))}
-
-
-def signed_error(model: float | None, true: float | None) -> float | None:
-    """``model / true - 1``; ``None`` when either is missing or ``true`` is not positive."""
-    if model is None or true is None or not true > 0:
-        return None
-    return model / true - 1.0
 
 
 def judge_run(truth: dict[str, Any], pc: dict[str, Any], start: float,

@@ -43,7 +43,10 @@ CLASS_COUNTERS = {"requests": 'sum by (handler) (testbed_requests_total{status="
 TIER_COUNTER = "sum by (groupname) (namedprocess_namegroup_cpu_seconds_total)"
 
 
-def _err(model: float | None, true: float | None) -> float | None:
+def signed_error(model: float | None, true: float | None) -> float | None:
+    """``model / true - 1``; ``None`` when either is missing or ``true`` is not positive. Every
+    testbed judge's error (:mod:`bench.testbed.campaign` imports it from here: it imports this
+    module, so the definition cannot live there)."""
     if model is None or true is None or not true > 0:
         return None
     return model / true - 1.0
@@ -79,8 +82,9 @@ def judge_point(truth: dict[str, Any], used: dict[str, dict[str, float]]) -> dic
         rows = {}
         for cls, v in pt["classes"].items():
             d = used.get(tier, {}).get(cls)
-            rows[cls] = {"model": d, "truth": v["counted"], "error": _err(d, v["counted"]),
-                         "truth_busy": v["busy"], "error_busy": _err(d, v["busy"])}
+            rows[cls] = {"model": d, "truth": v["counted"],
+                         "error": signed_error(d, v["counted"]),
+                         "truth_busy": v["busy"], "error_busy": signed_error(d, v["busy"])}
         out[tier] = {"coverage": pt["coverage"], "classes": rows}
     return out
 

@@ -23,6 +23,14 @@ class Memo:
         self._held[key] = value
         return value
 
+    def clear(self) -> None:
+        """Forget every value held (a benchmark's or a test's fresh start)."""
+        self._held.clear()
+
+    def __len__(self) -> int:
+        """The keys held."""
+        return len(self._held)
+
 
 class SolveMemo:
     """What the solves of one model share (a capacity search's probes, the prediction at the

@@ -420,8 +420,8 @@ def _waves(lam: np.ndarray, S: np.ndarray, V: np.ndarray, cores: list[int],
 def forget_held() -> None:
     """Forget every open solve held by rate (and the queues' chains held with them): the next
     search starts from nothing, as a model's first (benchmarks)."""
-    _CURVES._held.clear()
-    queues._CHAINS._held.clear()
+    _CURVES.clear()
+    queues._CHAINS.clear()
 
 
 def _held(procs: Sequence[MAP], cores: Sequence[int], per_job_max_cores: int,
