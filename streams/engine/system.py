@@ -442,7 +442,7 @@ class SystemState(Admission):
         c_model = open_model.capacity_model(model, self.level_rows) if res_now.stable \
             else model
         c_held = held if c_model is model else open_model.RateSolves(c_model)
-        cap = open_model.rate_capacity(c_model, c_held)
+        cap = open_model.rate_capacity(c_model, c_held, fed=True)
         flags = list(model.flags) + list(res_now.flags)
         if not res_now.stable:
             flags.append(f"unstable: the arrival rate {X:.4g}/s exceeds the saturation rate "
