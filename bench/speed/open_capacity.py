@@ -14,7 +14,7 @@ forecast rate. ``bisection``: the capacity by bisection to the same tolerance an
 reused (the search before :class:`streams.predict.open_model.RateSolves`); ``regula falsi``:
 :func:`streams.predict.open_model.rate_capacity` with the solves held by rate, every tier
 Poisson-fed; ``fed model``: the pipeline's, the points and the capacity with the cache and
-database fed the app's departures (``fed=True``). The rows alternate within each repeat. Columns: CPU
+database fed the app's departures (``fed=True``), the band's searches corrected by its gain. The rows alternate within each repeat. Columns: CPU
 ms per pipeline solve (``time.process_time``, median), QBD solves (one per bursty tier per
 open solve: :func:`solvers.open.qbd.solve_qbd` counted) and the capacities each gives.
 """
@@ -106,7 +106,9 @@ def pipeline_solve(model: SystemModel, old: bool, fed: bool = False
         for rate in (x, x_fc):
             open_model.open_point(model, rate, held, fed=fed)
         cap = (search(model) if old else search(model, held, fed=fed)).capacity
-        band = [search(model.variant(D_mc=model.D_mc * f)).capacity for f in (1.05, 0.95)]
+        band = [(search(model.variant(D_mc=model.D_mc * f)) if old else
+                 search(model.variant(D_mc=model.D_mc * f), gain=held.gain)).capacity
+                for f in (1.05, 0.95)]
         remedy = open_whatif.remediate_open(model, x_fc, cap, held=held)
     finally:
         open_model.rate_capacity = saved

@@ -554,7 +554,8 @@ class SystemState(Admission):
             remedy = open_whatif.remediate_open(model, required, cap.capacity,
                                                 cfg.remediation_costs, held=held)
         if confidence.band_due(self.solves, ttb, cfg.horizon_s):
-            extra.update(open_whatif.rate_band(model, solve.tiers, cap.capacity, X, slope))
+            extra.update(open_whatif.rate_band(model, solve.tiers, cap.capacity, X, slope,
+                                               gain=None if held is None else held.gain))
         extra.update(story.remedy_story(remedy, cap.breach_tier))
         return remedy, extra
 

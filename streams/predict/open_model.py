@@ -26,9 +26,9 @@ well under a millisecond Poisson-fed, so the capacity search probes the Poisson-
 the fed model corrects its answer (:func:`rate_capacity`: the fed model's response time over
 the Poisson-fed one's at the found rate, each class's, scales the SLAs the Poisson-fed search
 looks for; repeated until the rate moves by less than the search's tolerance, two or three fed
-solves); the alert window's capacity reuses that correction. The uncertainty band's and the
-remedies' capacities stay Poisson-fed (each would cost its own fed solves). The predictions
-say which model was used (:data:`FED_FLAG`).
+solves); the alert window's and the uncertainty band's capacities reuse that correction
+(:attr:`RateSolves.gain`). The remedies' searches stay Poisson-fed (each action's model would
+cost its own fed solves). The predictions say which model was used (:data:`FED_FLAG`).
 
 **Pools** (:attr:`~streams.predict.model.SystemModel.pools`): each outermost pool and its held
 tiers are one station fed by the open source (:mod:`solvers.pools_open`): the held chain
