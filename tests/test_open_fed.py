@@ -90,7 +90,7 @@ def test_the_front_tiers_are_solved_once(monkeypatch):
 # ------------------------------------------------------------------ against stored truths
 def _truth(key: str):
     from bench.accuracy.open_models import load_truth
-    path = RESULTS / f"open_models_{key}.json"
+    path = RESULTS / f"open_models-{key}.json"
     if not path.exists():
         pytest.skip(f"{path.name} not stored")
     return load_truth(path)

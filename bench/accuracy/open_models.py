@@ -28,7 +28,7 @@ where it crosses; where the intervals' ends cross is printed beside it). ``--tie
 each tier's mean residence per visit, simulated against each model's. ``--save-truth FILE``
 stores the simulations (per rate and replication: X, R, per-class R, per-tier residence; and
 the capacity's crossing) as JSON, ``--truth FILE`` judges the models against such a file in
-seconds instead of simulating (``bench/results/open_models_d.json``); ``--models`` picks the
+seconds instead of simulating (``bench/results/open_models-d.json``); ``--models`` picks the
 models (:data:`VARIANTS`: ``two-core`` is the pipeline's fed model on the true processes). Then bursty arrivals:
 MMPP(2) at index of dispersion 20-200 into one exponential 4-core tier (10 ms, 70% busy),
 ``map_m_c`` against the simulation.
@@ -39,8 +39,8 @@ MMPP(2) at index of dispersion 20-200 into one exponential 4-core tier (10 ms, 7
         --no-mmpp                                        # the noisiest loads, longer
     python -m bench.accuracy.open_models --system d --no-mmpp --tiers --capacity-fractions auto
     python -m bench.accuracy.open_models --system d --no-mmpp --tiers --capacity-fractions auto \
-        --replications 6 --duration 3000 --save-truth bench/results/open_models_d.json
-    python -m bench.accuracy.open_models --truth bench/results/open_models_d.json --no-mmpp \
+        --replications 6 --duration 3000 --save-truth bench/results/open_models-d.json
+    python -m bench.accuracy.open_models --truth bench/results/open_models-d.json --no-mmpp \
         --tiers --models open,waves,two-core,M/M/c          # seconds
 """
 
