@@ -96,36 +96,42 @@ def _truth(key: str):
     return load_truth(path)
 
 
-def _errors(key: str, pts, kind: str) -> tuple[float, float]:
-    """The largest error of the mean R and of a class's R over the stored rates."""
+def _misses(key: str, pts, kind: str) -> list[str]:
+    """The stored rates where ``kind`` misses issue 51's targets (mean R 10%, a class's R
+    15%) by more than the simulation's own noise allows: a target widened to 1.5 times the
+    relative 95% half-width where that is larger (at 90-95% of saturation a bursty tier's
+    slow runs leave 6 x 3,000 s within 15-30%)."""
     from bench.accuracy.open_models import _model
-    worst_r = worst_c = 0.0
+    out = []
     for p in pts:
         m = _model(key, p.rate, kind)
-        R = float(np.mean(p.R))
-        Rc = np.mean(np.array(p.Rc), axis=0)
-        worst_r = max(worst_r, abs(m.R / R - 1))
-        worst_c = max(worst_c, float(np.max(np.abs(m.Rc / Rc - 1))))
-    return worst_r, worst_c
+        R, Rc = p.total_response_time, p.response_time
+        if abs(m.R / R.mean - 1) > max(0.10, 1.5 * R.half_width / R.mean):
+            out.append(f"R at {p.rate:.0f}/s")
+        for c, e in enumerate(Rc):
+            if abs(m.Rc[c] / e.mean - 1) > max(0.15, 1.5 * e.half_width / e.mean):
+                out.append(f"class {c} R at {p.rate:.0f}/s")
+    return out
 
 
-@pytest.mark.parametrize("key", ["d"])
-def test_the_fed_model_meets_the_stored_truth_where_the_poisson_fed_one_does_not(key):
-    meta, pts, extra = _truth(key)
-    fed_r, fed_c = _errors(key, pts, "two-core")
-    open_r, open_c = _errors(key, pts, "open")
-    assert fed_r <= 0.10 and fed_c <= 0.15
-    assert open_r > 0.10 and open_c > 0.15
+def _capacity_error(key: str, meta: dict, kind: str) -> float:
     from bench.accuracy.open_models import _capacity
     s = systems()[key]
     sat = tiers_capacity(s.mix, s.D_mc, s.cores)
-    truth = meta["capacity"]["crossing"]
-    assert abs(_capacity(key, "two-core", s.sla, sat) / truth - 1) <= 0.05
-    assert abs(_capacity(key, "open", s.sla, sat) / truth - 1) > 0.05
+    return abs(_capacity(key, kind, s.sla, sat) / meta["capacity"]["crossing"] - 1)
 
 
-def test_the_stored_crossing_is_the_stored_points():
-    meta, pts, extra = _truth("d")
+@pytest.mark.parametrize("key", ["c", "d"])
+def test_the_fed_model_meets_the_stored_truth_where_the_poisson_fed_one_does_not(key):
+    meta, pts, extra = _truth(key)
+    assert _misses(key, pts, "two-core") == []
+    assert _capacity_error(key, meta, "two-core") <= 0.05
+    assert _misses(key, pts, "open") != [] and _capacity_error(key, meta, "open") > 0.05
+
+
+@pytest.mark.parametrize("key", ["c", "d"])
+def test_the_stored_crossing_is_the_stored_points(key):
+    meta, pts, extra = _truth(key)
     worst = []
     for p in sorted(pts + extra, key=lambda q: q.rate):
         Rc = np.mean(np.array(p.Rc), axis=0)
