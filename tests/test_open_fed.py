@@ -1,4 +1,4 @@
-"""The open model of the tiers behind a bursty one (issue 51's cases (c) and (d)): the tiers
+"""The open model of the tiers behind a bursty one (the open cases (c) and (d)): the tiers
 fed the bursty tier's departures (``solve_open_waves``), the coupled start phases read off two
 cores (``coupled=TWO_CORE``), and the pipeline's use of them (``streams.predict.open_model``)."""
 
@@ -97,7 +97,7 @@ def _truth(key: str):
 
 
 def _misses(key: str, pts, kind: str) -> list[str]:
-    """The stored rates where ``kind`` misses issue 51's targets (mean R 10%, a class's R
+    """The stored rates where ``kind`` misses the open models' targets (mean R 10%, a class's R
     15%) by more than the simulation's own noise allows: a target widened to 1.5 times the
     relative 95% half-width where that is larger (at 90-95% of saturation a bursty tier's
     slow runs leave 6 x 3,000 s within 15-30%)."""
