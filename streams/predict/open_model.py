@@ -25,8 +25,8 @@ milliseconds to about a second near saturation (the departures' ``MAP/M/c`` queu
 well under a millisecond Poisson-fed, so the capacity search probes the Poisson-fed model and
 the fed model corrects its answer (:func:`rate_capacity`: the fed model's response time over
 the Poisson-fed one's at the found rate, each class's, scales the SLAs the Poisson-fed search
-looks for; repeated until the rate moves by less than the search's tolerance, two or three fed
-solves); the alert window's and the uncertainty band's capacities reuse that correction
+looks for; repeated until the rate moves by less than the search's tolerance, at most
+:data:`FED_STEPS` + 1 fed solves); the alert window's and the uncertainty band's capacities reuse that correction
 (:attr:`RateSolves.gain`). The remedies' searches stay Poisson-fed (each action's model would
 cost its own fed solves). The predictions say which model was used (:data:`FED_FLAG`).
 
@@ -424,8 +424,8 @@ def _fed_capacity(model: SystemModel, solve: RateSolves, sat: float, judged: np.
     """The fed model's capacity from the Poisson-fed one's ``x`` (module docstring): at the
     rate ``x_k`` the fed model's response time over the Poisson-fed one's, per class,
     ``g_c``, and ``x_{k+1}`` the Poisson-fed capacity at the SLAs ``SLA_c / g_c``; the ratio
-    moves slowly with the rate, so the fixed point is met in two or three fed solves
-    (:data:`FED_STEPS` at most; then ``x`` the last rate whose fed solve met every SLA, or
+    moves slowly with the rate, so the fixed point is met in a few fed solves
+    (:data:`FED_STEPS` steps at most; then ``x`` the last rate whose fed solve met every SLA, or
     the last one found). Returns the rate, the fed solve there and the last gain."""
     fed = solve.fed(x)
     best: tuple[float, OpenTiersResult, np.ndarray] | None = None
