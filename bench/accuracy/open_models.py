@@ -20,17 +20,18 @@ Poisson arrivals at 20-95% of the saturation rate (400/s, the app tier). Models:
 Truth: :func:`solvers.simulation.physical.simulate_physical` with
 :class:`~solvers.simulation.physical.OpenArrivals`, ``--replications`` independent runs of
 ``--duration`` simulated seconds after a warm-up (the streams it spawns for replications, each
-run kept apart: the figures are the replications' means and t-intervals). ``capacity`` is the largest rate at which the
-worst class's mean stays within the SLA (0.1 s): the model's by bisection, the truth's where the
-simulated points cross it (linear between rates; ``--capacity-fractions`` simulates more
-rates, ``auto`` at the open models' capacities and the coarse crossing, so the chord is short
-where it crosses; where the intervals' ends cross is printed beside it). ``--tiers`` prints
-each tier's mean residence per visit, simulated against each model's. ``--save-truth FILE``
-stores the simulations (per rate and replication: X, R, per-class R, per-tier residence; and
-the capacity's crossing) as JSON, ``--truth FILE`` judges the models against such a file in
-seconds instead of simulating (``bench/results/open_models-d.json``); ``--models`` picks the
-models (:data:`VARIANTS`: ``two-core`` is the pipeline's fed model on the true processes). Then bursty arrivals:
-MMPP(2) at index of dispersion 20-200 into one exponential 4-core tier (10 ms, 70% busy),
+run kept apart: the figures are the replications' means and t-intervals). ``capacity`` is the
+largest rate at which the worst class's mean stays within the SLA (0.1 s): the model's by
+bisection, the truth's where the simulated points cross it (linear between rates;
+``--capacity-fractions`` simulates more rates, ``auto`` at the open models' capacities and the
+coarse crossing, so the chord is short where it crosses; where the intervals' ends cross is
+printed beside it). ``--tiers`` prints each tier's mean residence per visit, simulated against
+each model's. ``--save-truth FILE`` stores the simulations (per rate and replication: X, R,
+per-class R, per-tier residence; and the capacity's crossing) as JSON, ``--truth FILE`` judges
+the models against such a file in seconds instead of simulating
+(``bench/results/open_models-d.json``); ``--models`` picks the models (:data:`VARIANTS`:
+``two-core`` is the pipeline's fed model on the true processes). Then bursty arrivals: MMPP(2)
+at index of dispersion 20-200 into one exponential 4-core tier (10 ms, 70% busy),
 ``map_m_c`` against the simulation.
 
     python -m bench.accuracy.open_models                 # about 4 min on this machine

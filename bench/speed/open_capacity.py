@@ -14,9 +14,10 @@ forecast rate. ``bisection``: the capacity by bisection to the same tolerance an
 reused (the search before :class:`streams.predict.open_model.RateSolves`); ``regula falsi``:
 :func:`streams.predict.open_model.rate_capacity` with the solves held by rate, every tier
 Poisson-fed; ``fed model``: the pipeline's, the points and the capacity with the cache and
-database fed the app's departures (``fed=True``), the band's searches corrected by its gain. The rows alternate within each repeat. Columns: CPU
-ms per pipeline solve (``time.process_time``, median), QBD solves (one per bursty tier per
-open solve: :func:`solvers.open.qbd.solve_qbd` counted) and the capacities each gives.
+database fed the app's departures (``fed=True``), the band's searches corrected by its gain. The
+rows alternate within each repeat. Columns: CPU ms per pipeline solve (``time.process_time``,
+median), QBD solves (one per bursty tier per open solve: :func:`solvers.open.qbd.solve_qbd`
+counted) and the capacities each gives.
 """
 
 from __future__ import annotations

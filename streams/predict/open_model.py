@@ -21,14 +21,15 @@ saturation, capacity +10%). There the point now and at the forecast, and the cap
 fed model's (:func:`solvers.open.fixed_population.solve_open_waves`: those tiers fed the bursty
 tier's departure process, the next bursty tier's wait raised by what the waves add, a bursty
 tier's start phases coupled through :data:`solvers.open.queues.TWO_CORE`). A fed solve costs
-milliseconds to about a second near saturation (the departures' ``MAP/M/c`` queues), against
+tens of milliseconds to seconds (the departures' ``MAP/M/c`` queues, ~100 phases), against
 well under a millisecond Poisson-fed, so the capacity search probes the Poisson-fed model and
 the fed model corrects its answer (:func:`rate_capacity`: the fed model's response time over
 the Poisson-fed one's at the found rate, each class's, scales the SLAs the Poisson-fed search
 looks for; repeated until the rate moves by less than the search's tolerance, at most
-:data:`FED_STEPS` + 1 fed solves); the alert window's and the uncertainty band's capacities reuse that correction
-(:attr:`RateSolves.gain`). The remedies' searches stay Poisson-fed (each action's model would
-cost its own fed solves). The predictions say which model was used (:data:`FED_FLAG`).
+:data:`FED_STEPS` + 1 fed solves); the alert window's and the uncertainty band's capacities
+reuse that correction (:attr:`RateSolves.gain`). The remedies' searches stay Poisson-fed (each
+action's model would cost its own fed solves). The predictions say which model was used
+(:data:`FED_FLAG`).
 
 **Pools** (:attr:`~streams.predict.model.SystemModel.pools`): each outermost pool and its held
 tiers are one station fed by the open source (:mod:`solvers.pools_open`): the held chain
@@ -62,8 +63,9 @@ from streams.predict import alert_window, pool_naming
 from streams.predict.model import POOL_FLAG, Point, SystemModel
 from streams.predict.pool_law import POOL_QUANTILE_FLAG, passage_applies
 
-__all__ = ["FED_FLAG", "FED_STEPS", "LEVEL_SPAN_S", "MIN_LEVEL_ROWS", "RATE_TOLERANCE", "RateCapacity", "RateSolves",
-           "add_level", "capacity_model", "fed_applies", "mix_mean", "open_point", "pool_curves",
+__all__ = ["FED_FLAG", "FED_SLA_SLACK", "FED_STEPS", "LEVEL_SPAN_S", "MIN_LEVEL_ROWS",
+           "RATE_TOLERANCE", "RateCapacity", "RateSolves", "add_level", "capacity_model",
+           "fed_applies", "mix_mean", "open_point", "pool_curves",
            "rate_capacity", "saturation_rate", "tier_residence", "window_rate_capacity"]
 
 #: relative resolution of the capacity in requests per second (of the saturation rate)
