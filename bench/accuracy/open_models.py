@@ -11,17 +11,27 @@ Poisson arrivals at 20-95% of the saturation rate (400/s, the app tier). Models:
   open solve);
 * ``coupled`` -- ``waves`` with each bursty tier's per-job chain tying a job's end phase to
   the next job's start phase (``coupled=True``, :func:`solvers.open.queues.end_phase_map`);
+* ``two-core`` -- ``waves`` with ``coupled=TWO_CORE`` (the coupled chain's effect on a bursty
+  tier's wait read off 2 cores, :func:`solvers.open.queues.coupling_ratio`): the pipeline's
+  fed model (:mod:`streams.predict.open_model`); ``two-core-no-into`` without what the waves
+  add to a bursty tier after a bursty one;
 * ``M/M/c`` -- the same with every tier exponential (what a product-form open model says).
 
 Truth: :func:`solvers.simulation.physical.simulate_physical` with
 :class:`~solvers.simulation.physical.OpenArrivals`, ``--replications`` independent runs of
-``--duration`` simulated seconds after a warm-up. ``capacity`` is the largest rate at which the
-worst class's mean stays within the SLA (0.1 s): the model's by bisection, the truth's where the
-simulated points cross it (linear between rates; ``--capacity-fractions`` simulates more
-rates, ``auto`` at the open models' capacities and the coarse crossing, so the chord is short
-where it crosses; where the intervals' ends cross is printed beside it). ``--tiers`` prints
-each tier's mean residence per visit, simulated against each model's. Then bursty arrivals:
-MMPP(2) at index of dispersion 20-200 into one exponential 4-core tier (10 ms, 70% busy),
+``--duration`` simulated seconds after a warm-up (the streams it spawns for replications, each
+run kept apart: the figures are the replications' means and t-intervals). ``capacity`` is the
+largest rate at which the worst class's mean stays within the SLA (0.1 s): the model's by
+bisection, the truth's where the simulated points cross it (linear between rates;
+``--capacity-fractions`` simulates more rates, ``auto`` at the open models' capacities and the
+coarse crossing, so the chord is short where it crosses; where the intervals' ends cross is
+printed beside it). ``--tiers`` prints each tier's mean residence per visit, simulated against
+each model's. ``--save-truth FILE`` stores the simulations (per rate and replication: X, R,
+per-class R, per-tier residence; and the capacity's crossing) as JSON, ``--truth FILE`` judges
+the models against such a file in seconds instead of simulating
+(``bench/results/open_models-d.json``); ``--models`` picks the models (:data:`VARIANTS`:
+``two-core`` is the pipeline's fed model on the true processes). Then bursty arrivals: MMPP(2)
+at index of dispersion 20-200 into one exponential 4-core tier (10 ms, 70% busy),
 ``map_m_c`` against the simulation.
 
     python -m bench.accuracy.open_models                 # about 4 min on this machine
@@ -29,23 +39,32 @@ MMPP(2) at index of dispersion 20-200 into one exponential 4-core tier (10 ms, 7
     python -m bench.accuracy.open_models --fractions 0.8,0.9 --replications 6 --duration 3000 \
         --no-mmpp                                        # the noisiest loads, longer
     python -m bench.accuracy.open_models --system d --no-mmpp --tiers --capacity-fractions auto
+    python -m bench.accuracy.open_models --system d --no-mmpp --tiers --capacity-fractions auto \
+        --replications 6 --duration 3000 --save-truth bench/results/open_models-d.json
+    python -m bench.accuracy.open_models --truth bench/results/open_models-d.json --no-mmpp \
+        --tiers --models open,waves,two-core,M/M/c          # seconds
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from bench.accuracy.multicore import crossing, systems
 from solvers.open import map_m_c, solve_open_tiers, tiers_capacity
 from solvers.open.fixed_population import solve_open_waves
+from solvers.open.queues import TWO_CORE
 from solvers.simulation.mmpp import mmpp2_design
-from solvers.simulation.physical import OpenArrivals, PhysicalNetwork, Tier, simulate_physical
+from solvers.simulation.physical import (OpenArrivals, PhysicalNetwork, Tier, seeded_generator,
+                                         simulate_physical)
+from solvers.simulation.stats import Estimate, replication_interval
 
 FRACTIONS = (0.2, 0.4, 0.6, 0.8, 0.9, 0.95)
 MMPP_IDC = (20.0, 50.0, 200.0)
@@ -59,6 +78,12 @@ def _network(key: str, rate: float, process=None) -> PhysicalNetwork:
                            arrivals=OpenArrivals(rate, process))
 
 
+#: the models judged: how each solves the network (``None``: Poisson-fed,
+#: :func:`solve_open_tiers`; else :func:`solve_open_waves` with these options)
+VARIANTS = {"open": None, "waves": {}, "coupled": {"coupled": True},
+            "two-core": {"coupled": TWO_CORE},
+            "two-core-no-into": {"coupled": TWO_CORE, "into_bursty": False},
+            "M/M/c": None}
 MODELS = ("open", "waves", "coupled", "M/M/c")
 
 
@@ -74,8 +99,11 @@ def _model(key: str, rate: float, kind: str) -> _Solved:
     s = systems()[key]
     mix = np.array(s.mix)
     procs = [t.process for t in s.tiers] if kind != "M/M/c" else None
-    solve = solve_open_waves if kind in ("waves", "coupled") else solve_open_tiers
-    m = solve(rate * mix, s.D_mc, s.cores, processes=procs, coupled=kind == "coupled")
+    opts = VARIANTS[kind]
+    if opts is None:
+        m = solve_open_tiers(rate * mix, s.D_mc, s.cores, processes=procs)
+    else:
+        m = solve_open_waves(rate * mix, s.D_mc, s.cores, processes=procs, **opts)
     return _Solved(float(m.throughput.sum()), m.total_response_time, m.response_time,
                    m.residence_time @ mix)
 
@@ -94,21 +122,81 @@ def pct(x: float) -> str:
     return f"{100 * x:+.1f}%" if math.isfinite(x) else "-"
 
 
-def _seed(f: float, i: int) -> int:
+def _seed(f: float, i: int, offset: int = 0) -> int:
     """The rate's seed: the table's loads by their place in :data:`FRACTIONS`, the others by
-    their place in ``--fractions`` (the capacity's extra rates: ``3000 + 1000 f``)."""
-    return 1000 + FRACTIONS.index(f) if f in FRACTIONS else 1100 + i
+    their place in ``--fractions`` (the capacity's extra rates: ``3000 + 1000 f``), plus
+    ``--seed-offset`` (held-out runs)."""
+    return offset + (1000 + FRACTIONS.index(f) if f in FRACTIONS else 1100 + i)
 
 
-def _simulate(key: str, rate: float, dur: float, reps: int, seed: int):
-    return simulate_physical(_network(key, rate), dur, warmup=100.0, replications=reps,
-                             seed=seed)
+WARMUP = 100.0
+
+
+@dataclass(frozen=True)
+class _Point:
+    """One simulated rate: each replication's total X and R, per-class R and per-tier mean
+    residence per visit (rows = replications), the truth ``--save-truth`` stores."""
+
+    rate: float
+    seed: int
+    X: list[float]
+    R: list[float]
+    Rc: list[list[float]]
+    residence: list[list[float]]
+
+    def est(self, values) -> Estimate:
+        return replication_interval(values)
+
+    @property
+    def total_throughput(self) -> Estimate:
+        return self.est(self.X)
+
+    @property
+    def total_response_time(self) -> Estimate:
+        return self.est(self.R)
+
+    @property
+    def response_time(self) -> tuple[Estimate, ...]:
+        return tuple(self.est(c) for c in np.array(self.Rc).T)
+
+    @property
+    def residence_time(self) -> tuple[Estimate, ...]:
+        return tuple(self.est(t) for t in np.array(self.residence).T)
+
+
+def _simulate(key: str, rate: float, dur: float, reps: int, seed: int) -> _Point:
+    """``reps`` independent runs (the streams :func:`simulate_physical` spawns from ``seed``
+    for its replications), each kept apart so the truth can be stored per replication."""
+    streams = seeded_generator(None, seed).spawn(reps)
+    runs = [simulate_physical(_network(key, rate), dur, warmup=WARMUP, replications=1, rng=g)
+            for g in streams]
+    return _Point(rate, seed, [r.total_throughput.mean for r in runs],
+                  [r.total_response_time.mean for r in runs],
+                  [[e.mean for e in r.response_time] for r in runs],
+                  [[e.mean for e in r.residence_time] for r in runs])
 
 
 def _worst(sim) -> tuple[float, float]:
     """The worst class's mean response time and its 95% half-width."""
     w = max(range(len(sim.response_time)), key=lambda c: sim.response_time[c].mean)
     return sim.response_time[w].mean, sim.response_time[w].half_width
+
+
+def save_truth(path: str | Path, meta: dict, points: list[_Point], extra: list[_Point],
+               capacity: dict) -> None:
+    """Write the simulated truth as JSON: ``meta`` (system, duration, replications, command),
+    the table's rates and the capacity's extra rates, each per replication, and the crossing."""
+    doc = dict(meta, points=[vars(p) for p in points], capacity_points=[vars(p) for p in extra],
+               capacity=capacity)
+    Path(path).write_text(json.dumps(doc, indent=1) + "\n")
+
+
+def load_truth(path: str | Path) -> tuple[dict, list[_Point], list[_Point]]:
+    """The JSON :func:`save_truth` wrote: its metadata, the table's points, the extra ones."""
+    doc = json.loads(Path(path).read_text())
+    pts = [_Point(**p) for p in doc.pop("points")]
+    extra = [_Point(**p) for p in doc.pop("capacity_points")]
+    return doc, pts, extra
 
 
 def _capacity_fractions(spec: str, models: dict[str, float], coarse: float,
@@ -135,24 +223,46 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--tiers", action="store_true",
                     help="print each tier's residence per visit, simulated and modelled")
     ap.add_argument("--no-mmpp", action="store_true", help="skip the bursty-arrivals table")
+    ap.add_argument("--seed-offset", type=int, default=0,
+                    help="added to every rate's seed: runs held out from the stored ones")
+    ap.add_argument("--models", default=",".join(MODELS),
+                    help="the models judged, comma-separated, of: " + ", ".join(VARIANTS))
+    ap.add_argument("--save-truth", metavar="FILE",
+                    help="store the simulations (per rate and replication) as JSON")
+    ap.add_argument("--truth", metavar="FILE",
+                    help="judge the models against a stored truth instead of simulating "
+                         "(its system, rates and capacity points; --system etc. ignored)")
     args = ap.parse_args(argv)
+    models = tuple(args.models.split(","))
+    for k in models:
+        if k not in VARIANTS:
+            ap.error(f"--models: unknown model {k!r}")
     dur = 300.0 if args.quick else args.duration
     key = args.system
+    stored, stored_extra = None, []
+    if args.truth:
+        meta, stored, stored_extra = load_truth(args.truth)
+        key, dur = meta["system"], meta["duration"]
+        args.replications = meta["replications"]
     s = systems()[key]
     cap = tiers_capacity(s.mix, s.D_mc, s.cores)
     print(f"open ({key}): {s.describe()}; saturation {cap:.1f}/s; {args.replications} x "
-          f"{dur:g} s a rate", file=sys.stderr)
-    rows, worst_pts, tier_rows = [], [], []
+          f"{dur:g} s a rate" + (f" (stored: {args.truth})" if args.truth else ""),
+          file=sys.stderr)
+    rows, worst_pts, tier_rows, sims = [], [], [], []
     started = time.perf_counter()
-    fractions = [float(v) for v in args.fractions.split(",")]
+    fractions = ([p.rate / cap for p in stored] if stored is not None
+                 else [float(v) for v in args.fractions.split(",")])
     for i, f in enumerate(fractions):
         rate = f * cap
-        sim = _simulate(key, rate, dur, args.replications, _seed(f, i))
+        sim = stored[i] if stored is not None else \
+            _simulate(key, rate, dur, args.replications, _seed(f, i, args.seed_offset))
+        sims.append(sim)
         X, R = sim.total_throughput.mean, sim.total_response_time.mean
         Rc = np.array([e.mean for e in sim.response_time])
         worst_pts.append((rate, *_worst(sim)))
         errs, tiers = [], []
-        for kind in MODELS:
+        for kind in models:
             m = _model(key, rate, kind)
             errs.append(((m.X - X) / X, (m.R - R) / R,
                          float(np.max(np.abs(m.Rc - Rc) / Rc))))
@@ -162,17 +272,17 @@ def main(argv: list[str] | None = None) -> None:
         tier_rows.append((f, sim.residence_time, tiers))
         print(f"[{time.perf_counter() - started:5.0f} s] {f:.2f}: X {X:.1f}, R "
               f"{1000 * R:.1f} ms", file=sys.stderr)
-    print("| load | rate /s | X sim | R sim (ms) | open: X | R | R worst class | "
-          + " | ".join(f"{k}: R | R worst class" for k in MODELS[1:]) + " |")
-    print("|---:|---:|---:|---:|---:|" + "---:|" * (2 * len(MODELS)))
+    print(f"| load | rate /s | X sim | R sim (ms) | {models[0]}: X | R | R worst class | "
+          + " | ".join(f"{k}: R | R worst class" for k in models[1:]) + " |")
+    print("|---:|---:|---:|---:|---:|" + "---:|" * (2 * len(models)))
     for f, rate, X, xhw, R, rhw, errs in rows:
         print(f"| {f:.2f} | {rate:.0f} | {X:.1f} ± {xhw:.1f} | {1000 * R:.1f} ± "
               f"{1000 * rhw:.1f} | {pct(errs[0][0])} | "
               + " | ".join(f"{pct(r)} | {100 * c:.1f}%" for _, r, c in errs) + " |")
     if args.tiers:
         print()
-        print("| load | tier | sim (ms per visit) | " + " | ".join(MODELS) + " |")
-        print("|---:|---|---:|" + "---:|" * len(MODELS))
+        print("| load | tier | sim (ms per visit) | " + " | ".join(models) + " |")
+        print("|---:|---|---:|" + "---:|" * len(models))
         for f, est, tiers in tier_rows:
             for m, tier in enumerate(s.tiers):
                 e = est[m]
@@ -181,14 +291,21 @@ def main(argv: list[str] | None = None) -> None:
                       + " | ".join(pct((t[m] - e.mean) / e.mean) for t in tiers) + " |")
     if s.sla is not None:
         coarse = crossing([(r, w) for r, w, _ in worst_pts], s.sla)
-        caps = {kind: _capacity(key, kind, s.sla, cap) for kind in MODELS}
+        caps = {kind: _capacity(key, kind, s.sla, cap) for kind in models}
         pts = list(worst_pts)
-        extra = _capacity_fractions(args.capacity_fractions, caps, coarse, cap) \
-            if args.capacity_fractions else []
-        for f in extra:
-            if any(math.isclose(f * cap, r) for r, _, _ in pts):
+        extra_sims: list[_Point] = []
+        if stored is not None:
+            extra = [p.rate / cap for p in stored_extra]
+        else:
+            extra = _capacity_fractions(args.capacity_fractions, caps, coarse, cap) \
+                if args.capacity_fractions else []
+        for j, f in enumerate(extra):
+            if stored is None and any(math.isclose(f * cap, r) for r, _, _ in pts):
                 continue
-            sim = _simulate(key, f * cap, dur, args.replications, 3000 + round(1000 * f))
+            sim = stored_extra[j] if stored is not None else \
+                _simulate(key, f * cap, dur, args.replications,
+                          args.seed_offset + 3000 + round(1000 * f))
+            extra_sims.append(sim)
             pts.append((f * cap, *_worst(sim)))
             w, hw = pts[-1][1:]
             print(f"[{time.perf_counter() - started:5.0f} s] capacity point {f:.3f}: worst "
@@ -203,10 +320,19 @@ def main(argv: list[str] | None = None) -> None:
                               if r < 1.5 * max(truth, coarse)))
             print(f"simulated capacity {truth:.1f}/s (interval ends cross at {low:.1f}-"
                   f"{high:.1f}/s); coarse rates alone {coarse:.1f}/s")
-        for kind in MODELS:
+        for kind in models:
             c = caps[kind]
             print(f"capacity at the SLA {s.sla:g} s: {kind} {c:.1f}/s, simulated {truth:.1f}/s "
                   f"({pct((c - truth) / truth)})")
+        if args.save_truth:
+            save_truth(args.save_truth,
+                       {"system": key, "duration": dur, "replications": args.replications,
+                        "warmup": WARMUP, "saturation": cap, "sla": s.sla,
+                        "command": "python -m bench.accuracy.open_models "
+                                   + " ".join(sys.argv[1:] if argv is None else argv)},
+                       sims, extra_sims,
+                       {"crossing": truth, "low": low, "high": high, "coarse": coarse})
+            print(f"truth stored in {args.save_truth}", file=sys.stderr)
     if args.no_mmpp:
         return
     print()

@@ -12,9 +12,12 @@ rate now (60% of saturation) and at the forecast (90%), the capacity in requests
 uncertainty band's two capacities (here every demand 5% up and down) and remediation at the
 forecast rate. ``bisection``: the capacity by bisection to the same tolerance and no solve
 reused (the search before :class:`streams.predict.open_model.RateSolves`); ``regula falsi``:
-:func:`streams.predict.open_model.rate_capacity` with the solves held by rate. Columns: CPU
-ms per pipeline solve (``time.process_time``, median), QBD solves (one per bursty tier per
-open solve: :func:`solvers.open.qbd.solve_qbd` counted) and the capacities each gives.
+:func:`streams.predict.open_model.rate_capacity` with the solves held by rate, every tier
+Poisson-fed; ``fed model``: the pipeline's, the points and the capacity with the cache and
+database fed the app's departures (``fed=True``), the band's searches corrected by its gain. The
+rows alternate within each repeat. Columns: CPU ms per pipeline solve (``time.process_time``,
+median), QBD solves (one per bursty tier per open solve: :func:`solvers.open.qbd.solve_qbd`
+counted) and the capacities each gives.
 """
 
 from __future__ import annotations
@@ -87,9 +90,12 @@ def counted() -> Iterator[list[int]]:
         queues.solve_qbd = inner
 
 
-def pipeline_solve(model: SystemModel, old: bool) -> tuple[float, list[float]]:
+def pipeline_solve(model: SystemModel, old: bool, fed: bool = False
+                   ) -> tuple[float, list[float]]:
     """One open pipeline solve (module docstring); the capacities (nominal, band low, band
-    high, after the first remedy)."""
+    high, after the first remedy). ``fed``: the points and the nominal capacity of the fed
+    model (the tiers behind a bursty one fed its departures, as the pipeline solves them
+    where :func:`streams.predict.open_model.fed_applies`), else all Poisson-fed."""
     sat = tiers_capacity(model.mix, model.D_mc, model.servers)
     x, x_fc = 0.6 * sat, 0.9 * sat
     held = None if old else open_model.RateSolves(model)
@@ -99,9 +105,11 @@ def pipeline_solve(model: SystemModel, old: bool) -> tuple[float, list[float]]:
         open_model.rate_capacity = bisection     # remediation's capacities too
     try:
         for rate in (x, x_fc):
-            open_model.open_point(model, rate, held)
-        cap = (search(model) if old else search(model, held)).capacity
-        band = [search(model.variant(D_mc=model.D_mc * f)).capacity for f in (1.05, 0.95)]
+            open_model.open_point(model, rate, held, fed=fed)
+        cap = (search(model) if old else search(model, held, fed=fed)).capacity
+        band = [(search(model.variant(D_mc=model.D_mc * f)) if old else
+                 search(model.variant(D_mc=model.D_mc * f), gain=held.gain)).capacity
+                for f in (1.05, 0.95)]
         remedy = open_whatif.remediate_open(model, x_fc, cap, held=held)
     finally:
         open_model.rate_capacity = saved
@@ -118,15 +126,21 @@ def main(argv: list[str] | None = None) -> None:
     print("| capacity search | CPU ms / pipeline solve | QBD solves | capacity, band low, "
           "band high, first remedy (req/s) |")
     print("|---|---:|---:|---|")
-    for name, old in (("bisection", True), ("regula falsi", False)):
-        cpu = []
-        for _ in range(args.repeat):
+    rows = [("bisection", True, False), ("regula falsi", False, False),
+            ("regula falsi, fed model", False, True)]
+    cpu: dict[str, list[float]] = {name: [] for name, _, _ in rows}
+    counts: dict[str, int] = {}
+    caps: dict[str, list[float]] = {}
+    for _ in range(args.repeat):                 # the rows alternate: the same load for each
+        for name, old, fed in rows:
             with counted() as n:
                 t0 = time.process_time()
-                _, caps = pipeline_solve(model, old)
-                cpu.append(time.process_time() - t0)
-        print(f"| {name} | {1000 * statistics.median(cpu):.0f} | {n[0]} | "
-              f"{', '.join(f'{c:.2f}' for c in caps)} |", flush=True)
+                _, caps[name] = pipeline_solve(model, old, fed)
+                cpu[name].append(time.process_time() - t0)
+            counts[name] = n[0]
+    for name, _, _ in rows:
+        print(f"| {name} | {1000 * statistics.median(cpu[name]):.0f} | {counts[name]} | "
+              f"{', '.join(f'{c:.2f}' for c in caps[name])} |", flush=True)
 
 
 if __name__ == "__main__":

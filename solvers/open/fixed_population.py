@@ -47,6 +47,7 @@ physical simulation (docs/accuracy.md, "Large populations through the open route
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -60,7 +61,7 @@ from solvers.departures import (DepartureMAP, levels_mean, lumped_departures, lu
                                 through_tier)
 from solvers.open import queues
 from solvers.open.qbd import shifted_cyclic_reduction
-from solvers.open.tiers import OpenTiersResult, solve_open_tiers
+from solvers.open.tiers import OpenTiersResult, ps_residence, solve_open_tiers
 from solvers.processes import MAP
 from solvers.results import as_demands, check_no_nan
 
@@ -285,12 +286,14 @@ def _arrival_wait(dep: DepartureMAP, mean: float, cores: int, rate: float) -> fl
 
 def _open(procs: Sequence[MAP], means: np.ndarray, cores: list[int], rate: float,
           per_job_max_cores: int, waves: bool = True,
-          share: float = WAVE_PHASE_SHARE, into_bursty: bool = True) -> OpenTiersResult:
+          share: float = WAVE_PHASE_SHARE, into_bursty: bool = True,
+          base: OpenTiersResult | None = None) -> OpenTiersResult:
     """The open tiers at ``rate``; with ``waves`` the exponential tiers after a bursty one fed
     its departure process (module docstring), and with ``into_bursty`` too what those waves
-    add to the next bursty tier's wait (:func:`_arrival_wait`)."""
-    res = solve_open_tiers([rate], means[:, None], cores, processes=procs,
-                           per_job_max_cores=per_job_max_cores)
+    add to the next bursty tier's wait (:func:`_arrival_wait`). ``base``: the Poisson-fed
+    tiers at ``rate`` as one class, already solved (not solved again)."""
+    res = base if base is not None else solve_open_tiers(
+        [rate], means[:, None], cores, processes=procs, per_job_max_cores=per_job_max_cores)
     if not waves or not res.stable or rate <= 0:
         return res
     Rmc, jobs, wait = res.residence_time.copy(), res.queue_length.copy(), res.wait.copy()
@@ -351,19 +354,27 @@ def _open(procs: Sequence[MAP], means: np.ndarray, cores: list[int], rate: float
 def solve_open_waves(arrival_rates: Any, service_times: Any, cores: Any, *,
                      processes: Sequence[MAP | None] | None = None, visits: Any = None,
                      per_job_max_cores: int = PER_JOB_MAX_CORES,
-                     coupled: bool = False) -> OpenTiersResult:
-    """:func:`solvers.open.solve_open_tiers` (Poisson arrivals; ``coupled`` passed on) with the
-    tiers after a bursty one fed its departure process, as :func:`open_at_rate` solves them
-    (module docstring): an exponential tier a ``MAP/M/c`` queue fed the bursty tier's
-    departures, the next bursty tier its own wait plus what those waves add to an exponential
-    tier's. The classes are aggregated at each tier's visit-weighted mean service and the
-    aggregate's wait ``W_m`` is every class's (FCFS), ``R_{m,c} = v_{m,c} (S_{m,c} + W_m)``.
-    A bursty tier releases its jobs in waves at the end of a slow run (Mi et al. 2008), so
-    the tiers behind it, Poisson-fed, wait too little. Left Poisson-fed (flagged) where the
-    tiers' total rates differ or a tier is idle; the waves are read off the uncoupled chain."""
+                     coupled: bool | str = False, ps: Any = None,
+                     into_bursty: bool = True) -> OpenTiersResult:
+    """:func:`solvers.open.solve_open_tiers` (Poisson arrivals; ``coupled`` and ``ps`` passed
+    on) with the tiers after a bursty one fed its departure process, as :func:`open_at_rate`
+    solves them (module docstring): an exponential tier a ``MAP/M/c`` queue fed the bursty
+    tier's departures, the next bursty tier its own wait plus what those waves add to an
+    exponential tier's (``into_bursty``). A bursty tier releases its jobs in waves at the end
+    of a slow run (Mi et al. 2008), so the tiers behind it, Poisson-fed, wait too little.
+
+    The classes are aggregated at each tier's visit-weighted mean service and the aggregate's
+    wait ``W_m`` is every class's: ``R_{m,c} = v_{m,c} (S_{m,c} + W_m)`` at an FCFS tier, the
+    one stretch ``v_{m,c} S_{m,c} (1 + W_m / S_m)`` at a processor-sharing one (``ps``:
+    exponential service whose rate depends on the number present alone, so its number, and
+    ``W_m`` by Little's law, is the FCFS queue's whatever the arrivals; the split by class is
+    :func:`solvers.open.tiers.ps_residence`'s). The tiers are solved once: the waves start
+    from the Poisson-fed solve (with ``coupled``, the bursty tiers' coupled waits), the
+    departures read off the plain chain. Left Poisson-fed (flagged) where the tiers' total
+    rates differ or a tier is idle."""
     res = solve_open_tiers(arrival_rates, service_times, cores, processes=processes,
                            visits=visits, per_job_max_cores=per_job_max_cores,
-                           coupled=coupled)
+                           coupled=coupled, ps=ps)
     procs = list(processes) if processes is not None else []
     if not res.stable or not any(p is not None and p.order > 1 for p in procs[:-1]):
         return res
@@ -371,50 +382,33 @@ def solve_open_waves(arrival_rates: Any, service_times: Any, cores: Any, *,
     S = as_demands(service_times, n_classes=lam.shape[0], name="service_times")
     V = np.ones(S.shape) if visits is None else as_demands(visits, n_classes=lam.shape[0],
                                                            name="visits")
-    wait, jobs = res.wait.copy(), res.queue_length.copy()
-    stations, flags = list(res.stations), list(res.flags)
-    _waves(lam, S, V, [int(c) for c in np.atleast_1d(cores)], procs, per_job_max_cores, wait,
-           jobs, stations, flags)
-    visited = (V > 0) & (S > 0)
-    Rmc = np.where(visited, V * (S + wait[:, None]), 0.0)
-    check_no_nan(residence_time=Rmc, wait=wait, queue_length=jobs)
-    return OpenTiersResult(throughput=lam, response_time=Rmc.sum(axis=0), residence_time=Rmc,
-                           wait=wait, queue_length=jobs, utilization=res.utilization,
-                           stations=tuple(stations), stable=True, flags=tuple(flags))
-
-
-def _waves(lam: np.ndarray, S: np.ndarray, V: np.ndarray, cores: list[int],
-           procs: list[MAP | None], per_job_max_cores: int, wait: np.ndarray,
-           jobs: np.ndarray, stations: list[str], flags: list[str]) -> None:
-    """Replace the waits (and jobs, stations) of the tiers after a bursty one by the
-    fixed-population route's, fed its departures (module docstring): the classes aggregated
-    to one at each tier's visit-weighted mean service, every tier at the same total rate."""
     rates = V @ lam
-    if not rates.max() > 0:
-        return
     means = (V * S) @ lam / np.where(rates > 0, rates, 1.0)
+    if not rates.max() > 0:
+        return res
     if not np.allclose(rates, rates[0], rtol=1e-12) or not np.all(means > 0):
-        flags.append("waves: tiers at different total rates or idle: Poisson-fed tiers")
-        return
+        return dataclasses.replace(res, flags=res.flags + (
+            "waves: tiers at different total rates or idle: Poisson-fed tiers",))
+    cs = [int(c) for c in np.atleast_1d(cores)]
     shapes = [MAP.exponential(s) if p is None or p.order == 1
               else (p if math.isclose(p.mean, s, rel_tol=1e-12) else p.scaled(s))
               for p, s in zip(procs, means)]
-    res, _ = open_at_rate(shapes, float(rates[0]), 0.0, cores,
-                          per_job_max_cores=per_job_max_cores)
-    if not res.stable:
-        flags.append("waves: the fed tiers did not solve stable: Poisson-fed tiers")
-        return
-    for m, st in enumerate(res.stations):
-        if not st.endswith("(waves)"):
-            continue
-        if shapes[m].order > 1:          # a bursty tier keeps its own wait plus the waves'
-            plain = queues.m_map_c(float(rates[0]), shapes[m], cores[m],
-                                   per_job_max_cores=per_job_max_cores).wait
-            wait[m] += res.wait[m] - plain
-        else:
-            wait[m] = res.wait[m]
-        jobs[m], stations[m] = float(rates[0]) * (means[m] + wait[m]), st
-    flags.extend(f for f in res.flags if f not in flags)
+    rate = float(rates[0])
+    base = OpenTiersResult(throughput=np.array([rate]), response_time=np.array([0.0]),
+                           residence_time=(means + res.wait)[:, None], wait=res.wait,
+                           queue_length=res.queue_length, utilization=res.utilization,
+                           stations=res.stations, stable=True, flags=res.flags)
+    fed = _open(shapes, means, cs, rate, per_job_max_cores, into_bursty=into_bursty,
+                base=base)
+    visited = (V > 0) & (S > 0)
+    Rmc = np.where(visited, V * (S + fed.wait[:, None]), 0.0)
+    if ps is not None:
+        Rmc = ps_residence(Rmc, ps, fed.wait, lam, S, V, visited)
+    check_no_nan(residence_time=Rmc, wait=fed.wait, queue_length=fed.queue_length)
+    return OpenTiersResult(throughput=lam, response_time=Rmc.sum(axis=0), residence_time=Rmc,
+                           wait=fed.wait, queue_length=fed.queue_length,
+                           utilization=res.utilization, stations=fed.stations, stable=True,
+                           flags=fed.flags)
 
 
 def forget_held() -> None:

@@ -11,7 +11,7 @@ MAP. FCFS makes the mean wait ``W_m`` the same for every class, so::
     R_{m,c} = v_{m,c} (S_{m,c} + W_m),     R_c = sum_m R_{m,c}.
 
 A processor-sharing tier (``ps``) stretches each class's service by one factor instead,
-``R_{m,c} = v_{m,c} S_{m,c} (1 + W_m / S_m)`` (:func:`_ps_residence`).
+``R_{m,c} = v_{m,c} S_{m,c} (1 + W_m / S_m)`` (:func:`ps_residence`).
 
 Each tier is taken as fed by Poisson arrivals (Jackson 1963: exact for exponential tiers in
 series); with ``arrivals`` a MAP, every exponential tier is taken as fed that MAP (an MMPP's
@@ -35,7 +35,7 @@ from solvers.open.queues import TierQueue, m_map_c, map_m_c, mm_c
 from solvers.processes import MAP
 from solvers.results import as_demands, as_rates, check_no_nan
 
-__all__ = ["OpenTiersResult", "solve_open_tiers", "tiers_capacity"]
+__all__ = ["OpenTiersResult", "ps_residence", "solve_open_tiers", "tiers_capacity"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -98,7 +98,7 @@ def solve_open_tiers(arrival_rates: Any, service_times: Any, cores: Any, *,
                      processes: Sequence[MAP | None] | None = None,
                      visits: Any = None, arrivals: MAP | None = None,
                      per_job_max_cores: int = PER_JOB_MAX_CORES,
-                     ps: Any = None, coupled: bool = False) -> OpenTiersResult:
+                     ps: Any = None, coupled: bool | str = False) -> OpenTiersResult:
     """Solve open tiers in series (module docstring).
 
     Parameters
@@ -113,7 +113,8 @@ def solve_open_tiers(arrival_rates: Any, service_times: Any, cores: Any, *,
     ps: per tier, whether it shares its cores (processor sharing; default none): there
         ``R_{m,c} = v_{m,c} S_{m,c} (1 + W_m / S_m)`` instead of FCFS's shared wait.
     coupled: a bursty tier's per-job chain with each job's end phase tied to the next start
-        (:func:`solvers.open.queues.end_phase_map`; ``K^2`` phases, slower).
+        (:func:`solvers.open.queues.end_phase_map`; ``K^2`` phases, slower), or
+        :data:`solvers.open.queues.TWO_CORE`: its effect read off 2 cores (cheap).
     """
     lam = as_rates(arrival_rates, "arrival_rates")
     S = as_demands(service_times, n_classes=lam.shape[0], name="service_times")
@@ -163,7 +164,7 @@ def solve_open_tiers(arrival_rates: Any, service_times: Any, cores: Any, *,
     visited = (V > 0) & (S > 0)
     Rmc = np.where(visited, V * (S + np.where(np.isinf(wait), 0.0, wait)[:, None]), 0.0)
     if ps is not None:
-        Rmc = _ps_residence(Rmc, ps, wait, lam, S, V, visited)
+        Rmc = ps_residence(Rmc, ps, wait, lam, S, V, visited)
     for m in saturated:
         Rmc[m, visited[m]] = math.inf
     if saturated:
@@ -178,7 +179,7 @@ def solve_open_tiers(arrival_rates: Any, service_times: Any, cores: Any, *,
                            saturated_tiers=saturated, flags=tuple(flags))
 
 
-def _ps_residence(Rmc: np.ndarray, ps: Any, wait: np.ndarray, lam: np.ndarray, S: np.ndarray,
+def ps_residence(Rmc: np.ndarray, ps: Any, wait: np.ndarray, lam: np.ndarray, S: np.ndarray,
                   V: np.ndarray, visited: np.ndarray) -> np.ndarray:
     """The residence times with the processor-sharing tiers' own: a multi-server PS tier
     (each of ``n`` requests served at ``min(1, c / n)``) is a symmetric queue (Kelly 1979),

@@ -442,7 +442,7 @@ class SystemState(Admission):
         c_model = open_model.capacity_model(model, self.level_rows) if res_now.stable \
             else model
         c_held = held if c_model is model else open_model.RateSolves(c_model)
-        cap = open_model.rate_capacity(c_model, c_held)
+        cap = open_model.rate_capacity(c_model, c_held, fed=True)
         flags = list(model.flags) + list(res_now.flags)
         if not res_now.stable:
             flags.append(f"unstable: the arrival rate {X:.4g}/s exceeds the saturation rate "
@@ -554,7 +554,8 @@ class SystemState(Admission):
             remedy = open_whatif.remediate_open(model, required, cap.capacity,
                                                 cfg.remediation_costs, held=held)
         if confidence.band_due(self.solves, ttb, cfg.horizon_s):
-            extra.update(open_whatif.rate_band(model, solve.tiers, cap.capacity, X, slope))
+            extra.update(open_whatif.rate_band(model, solve.tiers, cap.capacity, X, slope,
+                                               gain=None if held is None else held.gain))
         extra.update(story.remedy_story(remedy, cap.breach_tier))
         return remedy, extra
 

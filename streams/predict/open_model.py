@@ -14,6 +14,23 @@ question, asked in requests per second): ``R_c`` rises with ``x`` up to the satu
 each rate solved once (:class:`RateSolves`). The time to breach follows from the
 rate trend (:mod:`streams.predict.rate_trend`).
 
+**The tiers behind a bursty one** (:func:`fed_applies`): a bursty tier releases its jobs in
+waves at the end of a slow run (Mi et al. 2008), so the tiers after it, taken as fed Poisson
+arrivals, wait too little (docs/accuracy.md, section 19: case (d) -29% on R at 80% of
+saturation, capacity +10%). There the point now and at the forecast, and the capacity, are the
+fed model's (:func:`solvers.open.fixed_population.solve_open_waves`: those tiers fed the bursty
+tier's departure process, the next bursty tier's wait raised by what the waves add, a bursty
+tier's start phases coupled through :data:`solvers.open.queues.TWO_CORE`). A fed solve costs
+tens of milliseconds to seconds (the departures' ``MAP/M/c`` queues, ~100 phases), against
+well under a millisecond Poisson-fed, so the capacity search probes the Poisson-fed model and
+the fed model corrects its answer (:func:`rate_capacity`: the fed model's response time over
+the Poisson-fed one's at the found rate, each class's, scales the SLAs the Poisson-fed search
+looks for; repeated until the rate moves by less than the search's tolerance, at most
+:data:`FED_STEPS` + 1 fed solves); the alert window's and the uncertainty band's capacities
+reuse that correction (:attr:`RateSolves.gain`). The remedies' searches stay Poisson-fed (each
+action's model would cost its own fed solves). The predictions say which model was used
+(:data:`FED_FLAG`).
+
 **Pools** (:attr:`~streams.predict.model.SystemModel.pools`): each outermost pool and its held
 tiers are one station fed by the open source (:mod:`solvers.pools_open`): the held chain
 (the token queue and each holder's class and place, matrix-geometric; Neuts 1981) where the
@@ -39,17 +56,38 @@ from dataclasses import dataclass
 import numpy as np
 
 from solvers.open import OpenTiersResult, solve_open_tiers, tiers_capacity
+from solvers.open.fixed_population import solve_open_waves
+from solvers.open.queues import TWO_CORE
 from solvers.pools_open import HeldCurve, OpenPoolResult, held_network, outermost, with_pools
 from streams.predict import alert_window, pool_naming
 from streams.predict.model import POOL_FLAG, Point, SystemModel
 from streams.predict.pool_law import POOL_QUANTILE_FLAG, passage_applies
 
-__all__ = ["LEVEL_SPAN_S", "MIN_LEVEL_ROWS", "RATE_TOLERANCE", "RateCapacity", "RateSolves",
-           "add_level", "capacity_model", "mix_mean", "open_point", "pool_curves",
+__all__ = ["FED_FLAG", "FED_SLA_SLACK", "FED_STEPS", "LEVEL_SPAN_S", "MIN_LEVEL_ROWS",
+           "RATE_TOLERANCE", "RateCapacity", "RateSolves", "add_level", "capacity_model",
+           "fed_applies", "mix_mean", "open_point", "pool_curves",
            "rate_capacity", "saturation_rate", "tier_residence", "window_rate_capacity"]
 
 #: relative resolution of the capacity in requests per second (of the saturation rate)
 RATE_TOLERANCE = 1e-4
+
+#: the flag of a prediction whose tiers behind a bursty one were fed its departures
+FED_FLAG = ("open model: the tiers behind a bursty tier fed its departure process "
+            "(waves; solvers.open.solve_open_waves)")
+#: at most this many fed solves correct the capacity (module docstring)
+FED_STEPS = 4
+#: the fed capacity's worst class may exceed its SLA by this share: the fixed point is met to
+#: the search's rate tolerance, not to the SLA's last bit
+FED_SLA_SLACK = 1e-3
+
+
+def fed_applies(model: SystemModel) -> bool:
+    """Whether the open model feeds some tier a bursty tier's departures (module docstring):
+    a bursty tier (a MAP of order above 1) with a tier after it, and no pool (a pool's held
+    tiers are one station of their own: :mod:`solvers.pools_open`)."""
+    procs = model.processes
+    return (procs is not None and not model.pools
+            and any(p is not None and p.order > 1 for p in list(procs)[:-1]))
 
 
 def _inputs(model: SystemModel) -> tuple[np.ndarray, np.ndarray]:
@@ -116,21 +154,29 @@ def pool_curves(model: SystemModel) -> list[HeldCurve | None]:
 
 
 def solve_at(model: SystemModel, rate: float,
-             curves: list[HeldCurve | None] | None = None) -> OpenTiersResult:
+             curves: list[HeldCurve | None] | None = None, fed: bool = False
+             ) -> OpenTiersResult:
     """The open tiers at total rate ``rate`` and the model's mix; a tier's pure delays
     (:attr:`~streams.predict.model.SystemModel.delays`) add to its residence times and the
     classes' response times without queueing (an infinite-server station: its mean whatever
     the rate, Lazowska et al. 1984); with pools, each pool's station in place of its held
-    tiers (module docstring; ``curves``: :func:`pool_curves` where the caller has them)."""
-    return _solve(model, rate, curves)[0]
+    tiers (module docstring; ``curves``: :func:`pool_curves` where the caller has them).
+    ``fed``: the tiers behind a bursty one fed its departures where :func:`fed_applies`."""
+    return _solve(model, rate, curves, fed)[0]
 
 
-def _solve(model: SystemModel, rate: float, curves: list[HeldCurve | None] | None = None
-           ) -> tuple[OpenTiersResult, list[OpenPoolResult | None]]:
+def _solve(model: SystemModel, rate: float, curves: list[HeldCurve | None] | None = None,
+           fed: bool = False) -> tuple[OpenTiersResult, list[OpenPoolResult | None]]:
     S, V = _inputs(model)
-    res = solve_open_tiers(max(rate, 0.0) * model.mix, S, model.servers.astype(int),
-                           processes=model.processes, visits=V,
-                           per_job_max_cores=model.per_job_max_cores, ps=model.ps_law)
+    if fed and fed_applies(model):
+        res = solve_open_waves(max(rate, 0.0) * model.mix, S, model.servers.astype(int),
+                               processes=model.processes, visits=V,
+                               per_job_max_cores=model.per_job_max_cores, ps=model.ps_law,
+                               coupled=TWO_CORE)
+    else:
+        res = solve_open_tiers(max(rate, 0.0) * model.mix, S, model.servers.astype(int),
+                               processes=model.processes, visits=V,
+                               per_job_max_cores=model.per_job_max_cores, ps=model.ps_law)
     if model.delays is not None:
         res = dataclasses.replace(res, response_time=res.response_time + model.delay_c,
                                   residence_time=res.residence_time + model.delays)
@@ -170,15 +216,22 @@ def mix_mean(values: np.ndarray, mix: np.ndarray) -> np.ndarray | float:
     return np.asarray(values)[..., hit] @ mix[hit]
 
 
-def open_point(model: SystemModel, rate: float,
-               solves: "RateSolves | None" = None) -> tuple[Point, OpenTiersResult]:
+def open_point(model: SystemModel, rate: float, solves: "RateSolves | None" = None,
+               fed: bool = True) -> tuple[Point, OpenTiersResult]:
     """The model's answer at total rate ``rate`` as a :class:`~streams.predict.model.Point`
     (``residence``: per tier, over the mix; ``inf`` where a tier is saturated) and the open
-    solution itself (from ``solves`` when given: :class:`RateSolves`)."""
+    solution itself (from ``solves`` when given: :class:`RateSolves`); ``fed``: the fed
+    model where :func:`fed_applies` (module docstring; :data:`FED_FLAG` then joins the
+    model's flags)."""
+    fed = fed and fed_applies(model)
     if solves is None:
-        res, pools = _solve(model, rate)
+        res, pools = _solve(model, rate, fed=fed)
+    elif fed:
+        res, pools = solves.fed(rate), []
     else:
         res, pools = solves(rate), solves.pools(rate)
+    if fed and FED_FLAG not in model.flags:
+        model.flags.append(FED_FLAG)
     residence = mix_mean(res.residence_time, model.mix)
     kind = "open-map" if model.processes is not None else "open"
     util = wait = None
@@ -204,8 +257,10 @@ class RateCapacity:
     breach_tier: str | None
 
 
-def _excess(model: SystemModel, res: OpenTiersResult, judged: np.ndarray) -> np.ndarray:
-    return np.where(judged, res.response_time / np.where(judged, model.sla, 1.0), -np.inf)
+def _excess(model: SystemModel, res: OpenTiersResult, judged: np.ndarray,
+            sla: np.ndarray | None = None) -> np.ndarray:
+    sla = model.sla if sla is None else sla
+    return np.where(judged, res.response_time / np.where(judged, sla, 1.0), -np.inf)
 
 
 class RateSolves:
@@ -218,7 +273,11 @@ class RateSolves:
     def __init__(self, model: SystemModel) -> None:
         self.model = model
         self.count = 0
+        self.fed_count = 0
+        #: the fed capacity's per-class gain (:func:`rate_capacity` with ``fed``), else None
+        self.gain: np.ndarray | None = None
         self._held: dict[float, tuple[OpenTiersResult, list[OpenPoolResult | None]]] = {}
+        self._fed: dict[float, OpenTiersResult] = {}
         self._curves: list[HeldCurve | None] | None = None
 
     @property
@@ -240,13 +299,27 @@ class RateSolves:
     def __call__(self, rate: float) -> OpenTiersResult:
         return self._get(rate)[0]
 
+    def fed(self, rate: float) -> OpenTiersResult:
+        """The fed model at ``rate`` (:func:`solve_at` with ``fed``; the Poisson-fed one where
+        :func:`fed_applies` does not), held by rate apart from the Poisson-fed solves;
+        ``fed_count``: the fed solves done."""
+        if not fed_applies(self.model):
+            return self(rate)
+        key = float(max(rate, 0.0))
+        got = self._fed.get(key)
+        if got is None:
+            self.fed_count += 1
+            got = self._fed[key] = solve_at(self.model, key, fed=True)
+        return got
+
     def pools(self, rate: float) -> list[OpenPoolResult | None]:
         """Each pool's figures at ``rate`` (:func:`solvers.pools_open.with_pools`)."""
         return self._get(rate)[1]
 
 
-def _worst(res: OpenTiersResult, model: SystemModel, judged: np.ndarray) -> float:
-    return float(_excess(model, res, judged).max()) if res.stable else math.inf
+def _worst(res: OpenTiersResult, model: SystemModel, judged: np.ndarray,
+           sla: np.ndarray | None = None) -> float:
+    return float(_excess(model, res, judged, sla).max()) if res.stable else math.inf
 
 
 #: the probes' nearest distance to a bracket end, in units of the stopping width: a probe
@@ -274,7 +347,8 @@ def _next_probe(lo: tuple[float, float], hi: tuple[float, float], sat: float,
 
 
 def rate_capacity(model: SystemModel, solves: RateSolves | None = None,
-                  start: float | None = None) -> RateCapacity:
+                  start: float | None = None, fed: bool = False,
+                  gain: np.ndarray | None = None) -> RateCapacity:
     """``x*`` (module docstring) to :data:`RATE_TOLERANCE` of ``x_sat``: the returned rate
     meets every SLA and a rate at most ``RATE_TOLERANCE x_sat`` above it does not; 0 when a
     class misses its SLA at any rate (its demand alone exceeds it). A bracket ``[lo, hi]``
@@ -284,7 +358,12 @@ def rate_capacity(model: SystemModel, solves: RateSolves | None = None,
     always ends: the bracket at least halves every third probe). ``solves``: the model's held
     solves (:class:`RateSolves`), shared with the prediction's other solves; ``start``: a rate
     they hold that may meet every SLA (a remedy's required rate): the bracket starts there
-    when it does, the search's first probes saved."""
+    when it does, the search's first probes saved. ``fed`` (where :func:`fed_applies`): the
+    search's answer corrected to the fed model's (:func:`_fed_capacity`; module docstring),
+    to the rate tolerance with the worst class within :data:`FED_SLA_SLACK` of its SLA, the
+    correction's per-class gain kept on ``solves`` (:attr:`RateSolves.gain`); ``gain``: such
+    a gain, applied without a fed solve (the SLAs searched are ``SLA_c / gain_c``: a
+    variant of the model whose fed correction is taken as the model's)."""
     solve = RateSolves(model) if solves is None else solves
     if solve.model is not model:
         raise ValueError("solves: held for another model than the one searched")
@@ -293,12 +372,33 @@ def rate_capacity(model: SystemModel, solves: RateSolves | None = None,
     if not judged.any() or not math.isfinite(sat):
         return RateCapacity(None, sat, None, None)
     tol = RATE_TOLERANCE * sat
-    e0 = _worst(solve(0.0), model, judged)
+    sla = model.sla if gain is None else model.sla / np.where(judged, gain, 1.0)
+    lo, hi = _search(model, solve, sat, judged, sla, start)
+    beyond = solve(hi)
+    if gain is None and fed and fed_applies(model) and lo > 0.0:
+        lo, beyond, solve.gain = _fed_capacity(model, solve, sat, judged, lo, tol)
+        hi = lo
+    ratio = _excess(model, beyond, judged)
+    c = int(np.argmax(ratio))
+    if model.pools:
+        return RateCapacity(lo, sat, model.classes[c], _pool_breach(model, solve, hi, c))
+    share = beyond.residence_time[:, c]
+    share = np.where(np.isfinite(share), share, np.finfo(float).max)
+    return RateCapacity(lo, sat, model.classes[c], model.tiers[int(np.argmax(share))])
+
+
+def _search(model: SystemModel, solve: RateSolves, sat: float, judged: np.ndarray,
+            sla: np.ndarray, start: float | None) -> tuple[float, float]:
+    """The bracket ``(lo, hi)`` of :func:`rate_capacity`'s search on the Poisson-fed solves
+    at the SLAs ``sla``: ``lo`` meets every one, ``hi`` does not, at most ``RATE_TOLERANCE
+    x_sat`` apart."""
+    tol = RATE_TOLERANCE * sat
+    e0 = _worst(solve(0.0), model, judged, sla)
     lo, hi = (0.0, (e0 - 1.0) * sat), (sat, math.inf)
     if e0 > 1.0:
         lo, hi = (0.0, 0.0), (0.0, math.inf)
     elif start is not None and 0.0 < start < sat - tol:
-        e = _worst(solve(start), model, judged)
+        e = _worst(solve(start), model, judged, sla)
         if e <= 1.0:
             lo = (start, (e - 1.0) * (sat - start))
     side, stale, widths = -1, [1.0, 1.0], [math.inf, math.inf, sat]
@@ -308,7 +408,7 @@ def rate_capacity(model: SystemModel, solves: RateSolves | None = None,
         else:
             x = _next_probe(lo, hi, sat, stale)
         x = min(max(x, lo[0] + _EDGE * tol), hi[0] - _EDGE * tol)
-        e = _worst(solve(x), model, judged)
+        e = _worst(solve(x), model, judged, sla)
         moved = 0 if e <= 1.0 else 1
         if moved == 0:
             lo = (x, (e - 1.0) * (sat - x))
@@ -318,14 +418,38 @@ def rate_capacity(model: SystemModel, solves: RateSolves | None = None,
         stale[1 - moved] = 0.5 * stale[1 - moved] if side == moved else 1.0
         side = moved
         widths.append(hi[0] - lo[0])
-    beyond = solve(hi[0])
-    ratio = _excess(model, beyond, judged)
-    c = int(np.argmax(ratio))
-    if model.pools:
-        return RateCapacity(lo[0], sat, model.classes[c], _pool_breach(model, solve, hi[0], c))
-    share = beyond.residence_time[:, c]
-    share = np.where(np.isfinite(share), share, np.finfo(float).max)
-    return RateCapacity(lo[0], sat, model.classes[c], model.tiers[int(np.argmax(share))])
+    return lo[0], hi[0]
+
+
+def _fed_capacity(model: SystemModel, solve: RateSolves, sat: float, judged: np.ndarray,
+                  x: float, tol: float) -> tuple[float, OpenTiersResult, np.ndarray]:
+    """The fed model's capacity from the Poisson-fed one's ``x`` (module docstring): at the
+    rate ``x_k`` the fed model's response time over the Poisson-fed one's, per class,
+    ``g_c``, and ``x_{k+1}`` the Poisson-fed capacity at the SLAs ``SLA_c / g_c``; the ratio
+    moves slowly with the rate, so the fixed point is met in a few fed solves
+    (:data:`FED_STEPS` steps at most; then ``x`` the last rate whose fed solve met every SLA, or
+    the last one found). Returns the rate, the fed solve there and the last gain."""
+    fed = solve.fed(x)
+    best: tuple[float, OpenTiersResult, np.ndarray] | None = None
+    gain = np.ones(len(model.classes))
+    for _ in range(FED_STEPS):
+        plain = solve(x)
+        if not (fed.stable and plain.stable):
+            break
+        gain = np.where(judged, fed.response_time / np.where(judged, plain.response_time, 1.0),
+                        1.0)
+        if _worst(fed, model, judged) <= 1.0 + FED_SLA_SLACK:
+            best = (x, fed, gain) if best is None or x > best[0] else best
+        nxt, _ = _search(model, solve, sat, judged, model.sla / gain, None)
+        if abs(nxt - x) <= tol:
+            x = nxt
+            fed = solve.fed(x)
+            break
+        x = nxt
+        fed = solve.fed(x)
+    if _worst(fed, model, judged) <= 1.0 + FED_SLA_SLACK or best is None:
+        return x, fed, gain
+    return best
 
 
 def _pool_breach(model: SystemModel, solve: RateSolves, rate: float, c: int) -> str:
@@ -357,13 +481,16 @@ def window_rate_capacity(model: SystemModel, idc: list[float | None], capacity: 
     share of slow runs that varies from window to window: Mi et al. 2008), and the rate
     capacity of that model (:func:`rate_capacity`). Returns ``(capacity or None, factors)``;
     the capacity is ``None`` where the factors are not material
-    (:func:`~streams.predict.alert_window.is_material`: the long-run one stands)."""
+    (:func:`~streams.predict.alert_window.is_material`: the long-run one stands). The fed
+    correction of ``solves``'s capacity (:attr:`RateSolves.gain`) is applied to the scaled
+    model's search as it is (no fed solve of its own)."""
     at, _ = open_point(model, capacity, solves)
     factors = alert_window.window_factors(model, idc, at, window_s, z)
     if not alert_window.is_material(factors):
         return None, factors
     scaled = model.variant(D_mc=model.D_mc * factors[:, None])
-    return rate_capacity(scaled).capacity, factors
+    gain = solves.gain if solves is not None else None
+    return rate_capacity(scaled, gain=gain).capacity, factors
 
 
 #: the span of solves whose aggregate demands the capacity's model takes the median of (s)

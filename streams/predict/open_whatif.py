@@ -240,14 +240,17 @@ def rate_time_to_breach(capacity: float | None, rate: float, slope: float) -> fl
 
 
 def rate_band(model: SystemModel, tiers: list[TierModel], capacity: float, rate: float,
-              slope: float, z: float = BAND_Z) -> dict[str, Any]:
+              slope: float, z: float = BAND_Z,
+              gain: np.ndarray | None = None) -> dict[str, Any]:
     """``capacity_rate_per_s_lower`` / ``_upper``, ``time_to_breach_lower_s`` / ``_upper_s``
     and ``band_flags`` (module docstring); the lower capacity at most, the upper at least
-    ``capacity``."""
+    ``capacity``. ``gain``: the fed correction of ``capacity``'s search
+    (:attr:`streams.predict.open_model.RateSolves.gain`), applied to both ends' searches."""
     notes: list[str] = []
     ends = []
     for side in (+1, -1):
-        cap = open_model.rate_capacity(band_variant(model, tiers, side, notes, z)).capacity
+        cap = open_model.rate_capacity(band_variant(model, tiers, side, notes, z),
+                                       gain=gain).capacity
         ends.append(capacity if cap is None else (min(cap, capacity) if side > 0
                                                   else max(cap, capacity)))
     low, high = ends
