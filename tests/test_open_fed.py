@@ -18,6 +18,7 @@ from solvers.open.fixed_population import solve_open_waves
 from solvers.open.queues import TWO_CORE, coupling_ratio, m_map_c, phase_kept
 from solvers.paper000 import BURSTY_D0, BURSTY_D1
 from solvers.processes import MAP
+from streams.core.config import Config, ConfigError, load_config
 from streams.predict import open_model
 from streams.predict.model import SystemModel
 
@@ -194,3 +195,29 @@ def test_a_bursty_last_tier_keeps_the_poisson_fed_model():
     assert cap.capacity == open_model.rate_capacity(model.variant(sla=model.sla.copy())).capacity
     assert held.fed_count == 0 and open_model.FED_FLAG not in model.flags
     assert math.isfinite(cap.capacity)
+
+
+def test_open_fed_off_keeps_the_poisson_fed_model_and_survives_the_store(tmp_path):
+    model = _model().variant(open_fed=False)
+    assert not open_model.fed_applies(model)
+    held = open_model.RateSolves(model)
+    _, res = open_model.open_point(model, 300.0, held)
+    assert np.array_equal(res.response_time, open_model.solve_at(model, 300.0).response_time)
+    assert held.fed_count == 0 and open_model.FED_FLAG not in model.flags
+    # the store (``to_dict``) keeps the switch; absent, it reads as on
+    plain = _model().variant(processes=None)
+    back = SystemModel.from_dict(plain.variant(open_fed=False).to_dict())
+    assert back.open_fed is False
+    assert "open_fed" not in plain.to_dict()
+    assert SystemModel.from_dict(plain.to_dict()).open_fed is True
+
+
+def test_open_fed_is_read_from_the_configuration_and_must_be_a_boolean(tmp_path):
+    path = tmp_path / "perfcast.toml"
+    path.write_text("[defaults]\nopen_fed = false\n[systems.api]\nopen_fed = true\n")
+    cfg = load_config(path, env={})
+    assert cfg.system("other").open_fed is False and cfg.system("api").open_fed is True
+    assert Config().system("x").open_fed is True
+    path.write_text("[defaults]\nopen_fed = \"no\"\n")
+    with pytest.raises(ConfigError, match="defaults.open_fed: must be true or false"):
+        load_config(path, env={})

@@ -14,7 +14,9 @@ Poisson arrivals at 20-95% of the saturation rate (400/s, the app tier). Models:
 * ``two-core`` -- ``waves`` with ``coupled=TWO_CORE`` (the coupled chain's effect on a bursty
   tier's wait read off 2 cores, :func:`solvers.open.queues.coupling_ratio`): the pipeline's
   fed model (:mod:`streams.predict.open_model`); ``two-core-no-into`` without what the waves
-  add to a bursty tier after a bursty one;
+  add to a bursty tier after a bursty one; ``fitted`` -- ``two-core`` with each bursty
+  tier's process the MAP(2) fitted to its true mean, ``I`` and p95 (the pipeline's form,
+  whose diagonal ``D0`` the coupling leaves as it is: :func:`solvers.open.queues.phase_kept`);
 * ``M/M/c`` -- the same with every tier exponential (what a product-form open model says).
 
 Truth: :func:`solvers.simulation.physical.simulate_physical` with
@@ -58,6 +60,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.accuracy.multicore import crossing, systems
+from estimators.mapfit import fit_map2
 from solvers.open import map_m_c, solve_open_tiers, tiers_capacity
 from solvers.open.fixed_population import solve_open_waves
 from solvers.open.queues import TWO_CORE
@@ -83,7 +86,7 @@ def _network(key: str, rate: float, process=None) -> PhysicalNetwork:
 VARIANTS = {"open": None, "waves": {}, "coupled": {"coupled": True},
             "two-core": {"coupled": TWO_CORE},
             "two-core-no-into": {"coupled": TWO_CORE, "into_bursty": False},
-            "M/M/c": None}
+            "fitted": {"coupled": TWO_CORE}, "M/M/c": None}
 MODELS = ("open", "waves", "coupled", "M/M/c")
 
 
@@ -95,10 +98,21 @@ class _Solved:
     Rm: np.ndarray           # per tier, mean per visit over the classes (mix-weighted)
 
 
+def _fitted(p):
+    """``p`` as the pipeline holds a bursty tier's process: the MAP(2) of Mi et al. (2008)
+    fitted to its true mean, index of dispersion and p95 (:func:`estimators.mapfit.fit_map2`);
+    an exponential or absent process as it is."""
+    if p is None or p.order == 1:
+        return p
+    return fit_map2(mean=p.mean, idc=p.idc, p95=p.quantile(0.95)).process
+
+
 def _model(key: str, rate: float, kind: str) -> _Solved:
     s = systems()[key]
     mix = np.array(s.mix)
     procs = [t.process for t in s.tiers] if kind != "M/M/c" else None
+    if kind == "fitted":
+        procs = [_fitted(p) for p in procs]
     opts = VARIANTS[kind]
     if opts is None:
         m = solve_open_tiers(rate * mix, s.D_mc, s.cores, processes=procs)

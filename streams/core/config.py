@@ -209,6 +209,10 @@ class SystemConfig:
     #: on a solve that predicts a breach within the horizon, search the smallest action per
     #: kind that restores every SLA (:func:`streams.predict.whatif.remediate`)
     remediation: bool = True
+    #: on the open route, feed the tiers behind a bursty one its departure process (the fed
+    #: model, :mod:`streams.predict.open_model`): right where a bursty tier has tiers after
+    #: it, at tens of times the CPU of a Poisson-fed solve there (docs/benchmarks.md)
+    open_fed: bool = True
     #: what each kind of remediation costs, to rank them: keys of :data:`REMEDIATION_COSTS`
     #: (a partial table keeps the other defaults)
     remediation_costs: Mapping[str, float] = field(
@@ -398,7 +402,7 @@ def _check(key: str, value: Any, where: str) -> Any:
                                   f"got {shown(name)}")
             out_d[_name(tier, where, "tier")] = name
         return out_d
-    if key == "remediation":
+    if key in ("remediation", "open_fed"):
         if not isinstance(value, bool):
             raise ConfigError(f"{where}: must be true or false, got {shown(value)}")
         return value

@@ -270,6 +270,9 @@ class SystemModel:
     #: bursty tiers of up to this many cores take the decomposition's per-job station
     #: (``solve_decomposed``'s ``per_job_max_cores``; ``SystemConfig.per_job_max_cores``)
     per_job_max_cores: int = PER_JOB_MAX_CORES
+    #: the open route feeds the tiers behind a bursty one its departures
+    #: (``SystemConfig.open_fed``; :func:`streams.predict.open_model.fed_applies`)
+    open_fed: bool = True
     #: quantile SLOs ``(C, len(SLO_QUANTILES))``, seconds, ``inf`` = none (config ``slo``);
     #: ``None``: none at all
     slo: np.ndarray | None = None
@@ -955,6 +958,8 @@ class SystemModel:
                 "pools": [{"name": p.name, "size": int(p.size), "first": int(p.first),
                            "last": int(p.last)} for p in self.pools],
                 **({} if self.delays is None else {"delays": self.delays.tolist()})}
+        if not self.open_fed:               # absent where true: stores without it read alike
+            out["open_fed"] = False
         if self.pool_processes is not None:   # absent, not null, as ``scv``
             out["pool_processes"] = [p.to_dict() for p in self.pool_processes]
         if self.ps_law is not None:         # absent, not null, as ``scv``
@@ -987,6 +992,7 @@ class SystemModel:
                                     (data.get("scv_targets") or {}).items()},
                        per_job_max_cores=int(data.get("per_job_max_cores",
                                                       PER_JOB_MAX_CORES)),
+                       open_fed=bool(data.get("open_fed", True)),
                        slo=None if data.get("slo") is None else np.array(
                            [[math.inf if v is None else v for v in row]
                             for row in data["slo"]], dtype=float).reshape(
@@ -1677,7 +1683,8 @@ def build_model(tiers: list[TierModel], classes: list[str], mix: dict[str, float
     return SystemModel(tiers=[t.tier for t in tiers], classes=list(classes), D_mc=D_mc, mix=p,
                        servers=servers, think_time=think_time, sla=sla, processes=processes,
                        map_limit=cfg.map_max_population, flags=flags, visits=V_mc,
-                       per_job_max_cores=cfg.per_job_max_cores, slo=slo,
+                       per_job_max_cores=cfg.per_job_max_cores, open_fed=cfg.open_fed,
+                       slo=slo,
                        visits_measured=visits.measured if visits is not None else {},
                        ps=ps if ps.any() else None,
                        ps_law=ps_law if ps_law.any() else None, pools=pools, delays=delays,

@@ -83,10 +83,11 @@ FED_SLA_SLACK = 1e-3
 
 def fed_applies(model: SystemModel) -> bool:
     """Whether the open model feeds some tier a bursty tier's departures (module docstring):
-    a bursty tier (a MAP of order above 1) with a tier after it, and no pool (a pool's held
-    tiers are one station of their own: :mod:`solvers.pools_open`)."""
+    a bursty tier (a MAP of order above 1) with a tier after it, no pool (a pool's held
+    tiers are one station of their own: :mod:`solvers.pools_open`), and the system's
+    ``open_fed`` on (its cost: module docstring)."""
     procs = model.processes
-    return (procs is not None and not model.pools
+    return (model.open_fed and procs is not None and not model.pools
             and any(p is not None and p.order > 1 for p in list(procs)[:-1]))
 
 
