@@ -23,6 +23,7 @@ first and returns ``None`` for an unstable process, so a saturated queue never l
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 from scipy import sparse
@@ -238,7 +239,7 @@ def shifted_cyclic_reduction(A0: np.ndarray, A1: np.ndarray, A2: np.ndarray,
         # A2 = s I: the first step's products with the shifted A2 = s (I - 1 u^T) are a
         # scaling less a rank-one term, and K A0 one product with K (about 40% of a step)
         s = float(down_scale)
-        K = _inverse(local)
+        K = _inverse(local) if d <= INVERSE_MAX_ORDER else _solve(local, np.eye(d))
         k_down = s * K
         k_down -= np.outer(k_down.sum(axis=1), u)    # K A2 (I - 1 u^T)
         up_down = A0 @ k_down
@@ -255,9 +256,9 @@ def shifted_cyclic_reduction(A0: np.ndarray, A1: np.ndarray, A2: np.ndarray,
             down -= np.outer(np.full(d, s), u @ k_down)
             up = A0 @ k_up
     for _ in range(MAX_DOUBLINGS):
-        K = _inverse(local)                           # K by dgetri, then products: its two
-        k_down = K @ down                             # solves of d right-hand sides cost
-        up_down = up @ k_down                         # 3-4 products each (_inverse)
+        solve_k = _factored(local)                    # K by dgetri and products up to
+        k_down = solve_k(down)                        # INVERSE_MAX_ORDER phases, else the
+        up_down = up @ k_down                         # LU's solves (_factored)
         hat -= up_down
         step = _max_abs(up_down) / _max_abs(hat)
         if not np.isfinite(step):
@@ -270,7 +271,7 @@ def shifted_cyclic_reduction(A0: np.ndarray, A1: np.ndarray, A2: np.ndarray,
             if not np.isfinite(G).all():              # a NaN the step's maximum passed over
                 break
             return G
-        k_up = K @ up
+        k_up = solve_k(up)
         local -= down @ k_up
         local -= up_down
         # the new blocks are -(A2 K A2) and -(A0 K A0); both kept negated (no copy): every
@@ -279,6 +280,25 @@ def shifted_cyclic_reduction(A0: np.ndarray, A1: np.ndarray, A2: np.ndarray,
         down, up = down @ k_down, up @ k_up
         last = step
     raise np.linalg.LinAlgError("shifted cyclic reduction did not converge")
+
+
+#: blocks of up to this many phases take ``K`` as an explicit inverse (:func:`_factored`)
+INVERSE_MAX_ORDER = 200
+
+
+def _factored(a: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """``b -> a^{-1} b`` for a reduction step's two blocks: by :func:`_inverse` and products
+    up to :data:`INVERSE_MAX_ORDER` phases (the waves' 64-167-phase queues), by an LU's
+    solves above, where the inverse's extra flops outweigh the solves' slowness (a 2,282-phase
+    departure process behind a 64-core tier: ~5x the CPU by the inverse);
+    :class:`numpy.linalg.LinAlgError` when ``a`` is singular."""
+    if a.shape[0] <= INVERSE_MAX_ORDER:
+        K = _inverse(a)
+        return lambda b: K @ b
+    lu, piv, info = dgetrf(a)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"singular block in the QBD solve (dgetrf info {info})")
+    return lambda b: dgetrs(lu, piv, b)[0]
 
 
 def _inverse(a: np.ndarray) -> np.ndarray:
