@@ -92,8 +92,7 @@ def test_the_front_tiers_are_solved_once(monkeypatch):
 def _truth(key: str):
     from bench.accuracy.open_models import load_truth
     path = RESULTS / f"open_models-{key}.json"
-    if not path.exists():
-        pytest.skip(f"{path.name} not stored")
+    assert path.exists(), f"{path}: stored in the repository (open_models --save-truth)"
     return load_truth(path)
 
 
