@@ -40,7 +40,7 @@ from hypothesis import strategies as st
 
 from ci_policy import unavailable
 from fuzz_corpus import ANY, CONFIGS, CORPUS, Case
-from streams.core.config import Config, ConfigError, load_config
+from streams.core.config import Config, ConfigError, SystemConfig, load_config
 from streams.kafka.core_process import OUTPUT_TOPICS, Step
 from streams.cli.embedded import read_jsonl, run_embedded
 from streams.engine.pipeline import Pipeline
@@ -61,6 +61,14 @@ EXAMPLES = 160
 BATCH = (60, 100)
 
 _BASE_END = 1_795_687_205.0        # 2026-11-25T10:00:05Z
+
+#: the generated batches' pipelines: bursty tiers of more than 16 cores take the speed-scaled
+#: station, not the per-job one. The fuzz judges the input contract (every record accounted,
+#: every output finite), which does not depend on the station; a per-job chain of three 64-core
+#: bursty tiers costs seconds a solve at hundreds of users, and hypothesis re-runs the examples
+#: near one many times (minutes). The per-job station of 17-64 cores has its own tests
+#: (tests/test_decomposition.py, tests/test_model.py)
+FUZZ_CONFIG = Config(defaults=SystemConfig(per_job_max_cores=16))
 
 #: no shrinking: a failing batch of ~60 records takes minutes to shrink; the failure prints the
 #: example and a blob for ``@reproduce_failure``
@@ -321,7 +329,7 @@ def test_fuzz_embedded_core_on_mappings_and_bytes(batches, split):
     """``Pipeline.process_many`` (``perfcast run``'s core) over mappings and bytes, in chunks
     of ``split`` records: the invariant, and the same outputs as record by record would give
     (one batch at once vs. chunks)."""
-    whole, chunked = Pipeline(), Pipeline()
+    whole, chunked = Pipeline(FUZZ_CONFIG), Pipeline(FUZZ_CONFIG)
     for batch in batches:
         out, replays = process(whole, batch)
         check_outputs(out, len(batch), replays)
@@ -348,7 +356,7 @@ def test_fuzz_worker_core_step(batch, sizes, restore):
     runs per batch) over the bytes Kafka holds, in batches of ``sizes``, restoring every
     system from the table where ``restore`` says (a rebalance): the invariant, and exactly
     the embedded core's estimates, predictions, alerts and dead-letter reasons."""
-    step = Step(Config())
+    step = Step(FUZZ_CONFIG)
     decoded: dict[str, list[Any]] = {t: [] for t in OUTPUT_TOPICS}
     i = b = 0
     while i < len(batch):
@@ -362,7 +370,7 @@ def test_fuzz_worker_core_step(batch, sizes, restore):
         i += size
         b += 1
     _count("worker", len(batch))
-    reference = Pipeline().process_many(batch)
+    reference = Pipeline(FUZZ_CONFIG).process_many(batch)
     for topic in ("estimates", "predictions", "alerts"):
         assert decoded[topic] == _json(getattr(reference, topic)), topic
     assert [d["reason"] for d in decoded["deadletter"]] == \
@@ -409,7 +417,7 @@ def test_fuzz_produce_sends_every_line_for_the_worker_to_judge(batch, as_text, t
             assert key == record_key(value)
             key.decode("utf-8")
     sent = [v for _, _, v in producer.sent]
-    out, replays = process(Pipeline(), sent)
+    out, replays = process(Pipeline(FUZZ_CONFIG), sent)
     check_outputs(out, len(sent), replays)
     _count("produce", len(batch))
 
