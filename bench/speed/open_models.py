@@ -2,6 +2,7 @@
 
     python -m bench.speed.open_models                   # 50%, 70%, 90% of saturation
     python -m bench.speed.open_models --loads 0.7 --repeat 5 --closed-repeat 3
+    python -m bench.speed.open_models --loads 0.5,0.7 --populations 294,443 --fed
 
 Five tiers: lb 1 core exponential 0.5 ms, web 4 cores exponential 6 ms, app 16 cores bursty
 (Mi et al.'s (2008) MAP(2), I ~ 200, 24 ms), cache 2 cores exponential 1 ms, db 16 cores bursty
@@ -16,13 +17,28 @@ open model, then two or three closed solves: not timed); then, timed in the same
   another rate); each open solve with the chains solved by rate forgotten first (a lookup
   is not a solve);
 * ``closed`` -- :func:`solvers.decomposition.solve_decomposed` at that ``N`` (a fresh
-  ``SolveMemo``, as a pipeline's first solve of a model).
+  ``SolveMemo``, as a pipeline's first solve of a model);
+* with ``--fed``, ``fed`` -- the pipeline's fed open model at the rate
+  (:func:`solvers.open.fixed_population.solve_open_waves` with ``coupled=TWO_CORE``, as
+  :func:`streams.predict.open_model.solve_at` with ``fed=True`` solves it: the cache and the
+  database fed the app's departure process), warm as above, and the closed solve's CPU time
+  over its CPU time.
+
+BLAS runs on one thread, as in the pipeline (importing ``streams`` pins it; set
+``OPENBLAS_NUM_THREADS`` to override): the variable is read when numpy loads, so it is set
+before any import here. Unpinned, OpenBLAS's threads contend with each other and with the
+host's other work on small matrices, and their spinning counts as this process's CPU time (the
+closed solve of 294 users about 30x its pinned CPU time on a loaded 2-core host).
 """
 
 from __future__ import annotations
 
-import argparse
 import os
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse
 import statistics
 import sys
 import time
@@ -32,6 +48,8 @@ import numpy as np
 from estimators.mapfit import fit_map2
 from solvers.decomposition import solve_decomposed
 from solvers.open import queues, solve_open_tiers
+from solvers.open.fixed_population import solve_open_waves
+from solvers.open.queues import TWO_CORE
 from solvers.paper000 import BURSTY_D0, BURSTY_D1
 from solvers.processes import MAP
 
@@ -49,6 +67,12 @@ def processes() -> list[MAP]:
 def open_solve(rate: float, procs: list[MAP]):
     means = np.array([[p.mean] for p in procs])
     return solve_open_tiers([rate], means, CORES, processes=procs)
+
+
+def fed_solve(rate: float, procs: list[MAP]):
+    """The pipeline's fed open model at ``rate`` (module docstring)."""
+    means = np.array([[p.mean] for p in procs])
+    return solve_open_waves([rate], means, CORES, processes=procs, coupled=TWO_CORE)
 
 
 def closed_solve(n: int, procs: list[MAP]):
@@ -98,13 +122,17 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--populations", default=None,
                     help="the closed populations, one per load (skips their search: 294,443 "
                          "at loads 0.5,0.7)")
+    ap.add_argument("--fed", action="store_true",
+                    help="also time the fed open model (the pipeline's, module docstring)")
     args = ap.parse_args(argv)
     procs = processes()
     sat = min(c / p.mean for c, p in zip(CORES, procs))
     print(f"host load average: {os.getloadavg()[0]:.1f} (the ratios are the figure)")
+    fed_head = " fed warm (ms; CPU) | closed / fed, CPU | R fed / R closed |" if args.fed else ""
     print("| load | rate /s | N (closed X / rate) | open cold (ms) | open warm (ms; CPU) | "
-          "closed (ms) | closed / open cold | closed / open warm | R open / R closed |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "closed (ms; CPU) | closed / open cold | closed / open warm | R open / R closed |"
+          + fed_head)
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + "---:|---:|---:|" * args.fed)
     given = None if args.populations is None else [int(v) for v in args.populations.split(",")]
     for k, load in enumerate(float(v) for v in args.loads.split(",")):
         rate = load * sat
@@ -118,15 +146,24 @@ def main(argv: list[str] | None = None) -> None:
         t_cold = timed(cold, args.repeat, forget_chains)
         t_warm = timed(lambda: open_solve(rate, procs), max(args.repeat, 5), forget_chains,
                        cpu)
+        fed_cpu: list[float] = []
+        t_fed = timed(lambda: fed_solve(rate, procs), max(args.repeat, 5), forget_chains,
+                      fed_cpu) if args.fed else 0.0
         held: list = []
-        t_closed = timed(lambda: held.append(closed_solve(n, procs)), args.closed_repeat)
+        t_closed = timed(lambda: held.append(closed_solve(n, procs)), args.closed_repeat,
+                         cpu=cpu)
         r_open = open_solve(rate, procs).total_response_time
         closed = held[-1]
         r_closed = n / closed.throughput - THINK          # Little's law on the closed answer
+        fed_cells = ""
+        if args.fed:
+            r_fed = float(fed_solve(rate, procs).response_time.sum())
+            fed_cells = (f" {1000 * t_fed:.2f}; {1000 * fed_cpu[0]:.2f} | "
+                         f"{cpu[1] / fed_cpu[0]:.0f}x | {r_fed / r_closed:.3f} |")
         print(f"| {load:.2f} | {rate:.0f} | {n} ({closed.throughput / rate:.3f}) | "
               f"{1000 * t_cold:.1f} | {1000 * t_warm:.2f}; {1000 * cpu[0]:.2f} | "
-              f"{1000 * t_closed:.0f} | {t_closed / t_cold:.0f}x | {t_closed / t_warm:.0f}x | "
-              f"{r_open / r_closed:.3f} |", flush=True)
+              f"{1000 * t_closed:.0f}; {1000 * cpu[1]:.0f} | {t_closed / t_cold:.0f}x | "
+              f"{t_closed / t_warm:.0f}x | {r_open / r_closed:.3f} |" + fed_cells, flush=True)
 
 
 if __name__ == "__main__":
