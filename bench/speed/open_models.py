@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"host load average: {os.getloadavg()[0]:.1f} (the ratios are the figure)")
     fed_head = " fed warm (ms; CPU) | closed / fed, CPU | R fed / R closed |" if args.fed else ""
     print("| load | rate /s | N (closed X / rate) | open cold (ms) | open warm (ms; CPU) | "
-          "closed (ms; CPU) | closed / open cold | closed / open warm | R open / R closed |"
+          "closed (ms; CPU) | closed / open cold | closed / open warm, CPU | R open / R closed |"
           + fed_head)
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + "---:|---:|---:|" * args.fed)
     given = None if args.populations is None else [int(v) for v in args.populations.split(",")]
@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"| {load:.2f} | {rate:.0f} | {n} ({closed.throughput / rate:.3f}) | "
               f"{1000 * t_cold:.1f} | {1000 * t_warm:.2f}; {1000 * cpu[0]:.2f} | "
               f"{1000 * t_closed:.0f}; {1000 * cpu[1]:.0f} | {t_closed / t_cold:.0f}x | "
-              f"{t_closed / t_warm:.0f}x | {r_open / r_closed:.3f} |" + fed_cells, flush=True)
+              f"{cpu[1] / cpu[0]:.0f}x | {r_open / r_closed:.3f} |" + fed_cells, flush=True)
 
 
 if __name__ == "__main__":
