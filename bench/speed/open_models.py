@@ -22,7 +22,9 @@ open model, then two or three closed solves: not timed); then, timed in the same
   (:func:`solvers.open.fixed_population.solve_open_waves` with ``coupled=TWO_CORE``, as
   :func:`streams.predict.open_model.solve_at` with ``fed=True`` solves it: the cache and the
   database fed the app's departure process), warm as above, and the closed solve's CPU time
-  over its CPU time.
+  over its CPU time; then its parts, each timed alone (CPU, median of ``--repeat``): the
+  Poisson-fed tiers with the app's coupled wait, the app's departure process, the cache's
+  queue fed it, the database's wait added by it after the cache (:func:`fed_parts`).
 
 BLAS runs on one thread, as in the pipeline (importing ``streams`` pins it; set
 ``OPENBLAS_NUM_THREADS`` to override): the variable is read when numpy loads, so it is set
@@ -48,6 +50,7 @@ import numpy as np
 from estimators.mapfit import fit_map2
 from solvers.decomposition import solve_decomposed
 from solvers.open import queues, solve_open_tiers
+from solvers.open import fixed_population as fp
 from solvers.open.fixed_population import solve_open_waves
 from solvers.open.queues import TWO_CORE
 from solvers.paper000 import BURSTY_D0, BURSTY_D1
@@ -73,6 +76,24 @@ def fed_solve(rate: float, procs: list[MAP]):
     """The pipeline's fed open model at ``rate`` (module docstring)."""
     means = np.array([[p.mean] for p in procs])
     return solve_open_waves([rate], means, CORES, processes=procs, coupled=TWO_CORE)
+
+
+def fed_parts(rate: float, procs: list[MAP], repeat: int) -> dict[str, float]:
+    """CPU seconds (median of ``repeat``) of the fed solve's parts at ``rate`` (module
+    docstring), as :func:`solvers.open.fixed_population.solve_open_waves` calls them."""
+    means = np.array([[p.mean] for p in procs])
+    app, cache, db = procs[2], procs[3].mean, procs[4].mean
+    dep = fp.departure_process(app, CORES[2], rate)
+    after = fp.through_tier(dep, CORES[3] / cache)
+    cpu: list[float] = []
+    for fn in (lambda: solve_open_tiers([rate], means, CORES, processes=procs,
+                                        coupled=TWO_CORE),
+               lambda: fp.departure_process(app, CORES[2], rate),
+               lambda: fp.wave_jobs(dep, cache, CORES[3], tol=fp.G_TOLERANCE),
+               lambda: fp._arrival_wait(after, db, CORES[4], rate)):
+        timed(fn, repeat, forget_chains if not cpu else None, cpu)
+    return dict(zip(("Poisson-fed, coupled", "departures", "cache queue", "db's added wait"),
+                    cpu)) | {"phases": dep.D0.shape[0]}
 
 
 def closed_solve(n: int, procs: list[MAP]):
@@ -164,6 +185,12 @@ def main(argv: list[str] | None = None) -> None:
               f"{1000 * t_cold:.1f} | {1000 * t_warm:.2f}; {1000 * cpu[0]:.2f} | "
               f"{1000 * t_closed:.0f}; {1000 * cpu[1]:.0f} | {t_closed / t_cold:.0f}x | "
               f"{cpu[1] / cpu[0]:.0f}x | {r_open / r_closed:.3f} |" + fed_cells, flush=True)
+        if args.fed:
+            parts = fed_parts(rate, procs, max(args.repeat, 5))
+            floor = parts["Poisson-fed, coupled"] + parts["departures"]
+            print(f"  fed parts at {rate:.0f}/s (CPU ms; {parts.pop('phases')} phases): "
+                  + ", ".join(f"{k} {1000 * v:.1f}" for k, v in parts.items())
+                  + f"; closed / the first two {cpu[1] / floor:.0f}x", flush=True)
 
 
 if __name__ == "__main__":
