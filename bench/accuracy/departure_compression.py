@@ -146,7 +146,8 @@ def open_network(loads: list[float], shares: list[str]) -> None:
         return out, cpu
 
     base, base_cpu = solve_all()
-    print("\n| load | phases | SCV | I | rho_1 | fed solve CPU (ms) |\n|---:|---:|---:|---:|---:|---:|")
+    print("\n| load | phases | SCV | I | rho_1 | fed solve CPU (ms) |\n"
+          "|---:|---:|---:|---:|---:|---:|")
     for load in loads:
         dep = full(procs[2], om.CORES[2], load * sat)
         _, scv, _, rho1, idc = interval_stats(dep)

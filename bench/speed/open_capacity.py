@@ -21,7 +21,8 @@ counted) and the capacities each gives.
 
 BLAS runs on one thread, as in the pipeline (importing ``streams`` pins it, but numpy would be
 loaded first here; set ``OPENBLAS_NUM_THREADS`` to override): unpinned, OpenBLAS's threads
-spin on the fed model's 150-170-phase blocks and count as CPU time (:mod:`bench.speed.open_models`).
+spin on the fed model's 150-170-phase blocks and count as CPU time
+(:mod:`bench.speed.open_models`).
 """
 
 from __future__ import annotations
