@@ -30,3 +30,31 @@ def test_blas_threads_are_pinned_to_one_by_default_and_the_environment_wins():
     assert json.loads(lines[0]) == ["1", "1", "1"]
     assert lines[1] == "numpy loaded after streams"
     assert json.loads(_run({**env, "OPENBLAS_NUM_THREADS": "2"})[0]) == ["2", "1", "1"]
+
+
+
+#: run a module's import, printing the threads variables as numpy's first import saw them
+#: (OpenBLAS reads them when numpy loads; a later ``streams`` import sets them too late)
+AT_NUMPY = """
+import builtins, json, os, sys
+seen, real = [], builtins.__import__
+def spy(name, *args, **kw):
+    if name.split(".")[0] == "numpy" and not seen and "numpy" not in sys.modules:
+        seen.append([os.environ.get(n) for n in %r])
+    return real(name, *args, **kw)
+builtins.__import__ = spy
+import %s
+print(json.dumps(seen[0] if seen else "numpy not loaded"))
+"""
+
+
+@pytest.mark.parametrize("module", ["bench.speed.open_models", "bench.speed.open_capacity"])
+def test_open_speed_benches_pin_blas_before_numpy_loads(module):
+    # they time the solvers the pipeline runs pinned, and load numpy before any ``streams``
+    # import: they pin the threads themselves; the environment still wins
+    env = {k: v for k, v in os.environ.items() if k not in NAMES}
+    for given, want in (({}, ["1", "1", "1"]), ({"OPENBLAS_NUM_THREADS": "2"}, ["2", "1", "1"])):
+        out = subprocess.run([sys.executable, "-c", AT_NUMPY % (NAMES, module)],
+                             capture_output=True, text=True, env={**env, **given}, check=True,
+                             timeout=120)
+        assert json.loads(out.stdout.splitlines()[-1]) == want

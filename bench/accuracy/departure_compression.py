@@ -18,6 +18,18 @@ solve of the search:
 * **fewer phases**: the phases whose share of the process's transitions is below ``--shares``
   dropped (the solver's ``WAVE_PHASE_SHARE`` is 1e-6).
 
+``--network open``: the same question on the pipeline's fed open model of
+:mod:`bench.speed.open_models` (five tiers, two bursty 16-core tiers: the cache and the database
+fed the app's 125-171-phase departure process), at ``--loads`` of its saturation rate, with two
+more variants and each one's CPU time per fed solve beside the full process's:
+
+* **a MAP(2) matched on the lag-1 autocorrelation** instead of ``I`` (``gamma = rho_1 2 SCV /
+  (SCV - 1)``, a MAP(2)'s ``rho_k = (1 - 1 / SCV) gamma^k / 2``: the correlation at the next
+  tier's time scale rather than the asymptotic one);
+* **lumped by departure rate**: the phases whose departure rates ``(D1 1)_i`` agree within
+  0.3% aggregated (Kemeny and Snell 1960: the stationary-weighted rows; the same rate and
+  phase probabilities, the burst's memory within a group lost).
+
 Deterministic (no simulation): the change in R and per tier against the full process; the
 simulation's errors are docs/accuracy.md's. Figures, no pass/fail.
 """
@@ -30,7 +42,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse
 import math
+import statistics
 import sys
+import time
 
 import numpy as np
 
@@ -81,12 +95,98 @@ def map2(dep: DepartureMAP) -> DepartureMAP | None:
     return DepartureMAP(D0, D1, theta / theta.sum())
 
 
+def map2_lag1(dep: DepartureMAP) -> DepartureMAP | None:
+    """:func:`map2`'s marginal with the decay ``gamma`` matched on the lag-1 autocorrelation
+    (module docstring), ``None`` where :func:`map2` has none."""
+    base = map2(dep)
+    if base is None:
+        return None
+    _, scv, _, rho1, _ = interval_stats(dep)
+    gamma = min(max(rho1 * 2.0 * scv / (scv - 1.0), 0.0), 1.0 - 1e-9)
+    theta = base.w
+    alpha = theta * np.diag(base.D0) / float(theta @ np.diag(base.D0))   # the start phases
+    D1 = -base.D0 @ ((1.0 - gamma) * np.outer(np.ones(2), alpha) + gamma * np.eye(2))
+    return DepartureMAP(base.D0, D1, theta)
+
+
+def lumped_by_rate(dep: DepartureMAP, width: float = 3e-3) -> DepartureMAP:
+    """The phases whose departure rates agree within ``width`` (relative) aggregated with
+    their stationary weights (module docstring)."""
+    d = dep.D1.sum(axis=1)
+    _, group = np.unique(np.round(np.log(np.maximum(d, 1e-300)) / width), return_inverse=True)
+    K = int(group.max()) + 1
+    A = np.zeros((K, d.shape[0]))
+    A[group, np.arange(d.shape[0])] = dep.w
+    wk = A.sum(axis=1)
+    ones = (A > 0).astype(float)
+    D0 = A @ dep.D0 @ ones.T / wk[:, None]
+    D1 = A @ dep.D1 @ ones.T / wk[:, None]
+    D0[np.diag_indices(K)] -= D0.sum(axis=1) + D1.sum(axis=1)
+    return DepartureMAP(D0, D1, wk / wk.sum())
+
+
+def open_network(loads: list[float], shares: list[str]) -> None:
+    """``--network open`` (module docstring)."""
+    from bench.speed import open_models as om
+    from solvers.open import queues
+    procs = om.processes()
+    sat = min(c / p.mean for c, p in zip(om.CORES, procs))
+    full = fp.departure_process
+
+    def solve_all() -> tuple[dict[float, np.ndarray], dict[float, float]]:
+        out, cpu = {}, {}
+        for load in loads:
+            used = []
+            for _ in range(3):
+                queues._CHAINS.clear()
+                t0 = time.process_time()
+                res = om.fed_solve(load * sat, procs)
+                used.append(time.process_time() - t0)
+            out[load], cpu[load] = res.residence_time[:, 0], statistics.median(used)
+        return out, cpu
+
+    base, base_cpu = solve_all()
+    print("\n| load | phases | SCV | I | rho_1 | fed solve CPU (ms) |\n"
+          "|---:|---:|---:|---:|---:|---:|")
+    for load in loads:
+        dep = full(procs[2], om.CORES[2], load * sat)
+        _, scv, _, rho1, idc = interval_stats(dep)
+        print(f"| {load:.2f} | {dep.D0.shape[0]} | {scv:.2f} | {idc:.1f} | {rho1:.3f} | "
+              f"{1000 * base_cpu[load]:.1f} |")
+    variants = [("MAP(2), I", map2), ("MAP(2), lag-1", map2_lag1),
+                ("lumped by departure rate", lumped_by_rate)]
+    wrapped = [(name, (lambda f: lambda *a, **k: (lambda d: None if d is None else f(d) or d)(
+        full(*a, **k)))(fn)) for name, fn in variants]
+    wrapped += [(f"phases below {s} dropped",
+                 (lambda s: lambda *a, **k: full(*a, **{**k, "negligible": s}))(float(s)))
+                for s in shares]
+    print("\n| departures | " + " | ".join(f"R at {x:.1f}" for x in loads)
+          + " | cache; db at worst | fed solve CPU (ms) |\n|---|" + "---:|" * (len(loads) + 2))
+    for name, dep_fn in wrapped:
+        fp.departure_process = dep_fn
+        try:
+            got, cpu = solve_all()
+        finally:
+            fp.departure_process = full
+        cells = [f"{100 * (got[x].sum() / base[x].sum() - 1):+.1f}%" for x in loads]
+        tiers = [max(abs(got[x][m] / base[x][m] - 1) for x in loads) for m in (3, 4)]
+        print(f"| {name} | " + " | ".join(cells) + f" | {100 * tiers[0]:.0f}%; "
+              f"{100 * tiers[1]:.0f}% | " + " / ".join(f"{1000 * cpu[x]:.1f}" for x in loads)
+              + " |", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--populations", default="1000,2000,3000,4000,5000")
     ap.add_argument("--shares", default="1e-5,1e-3")
+    ap.add_argument("--network", choices=("large-n", "open"), default="large-n")
+    ap.add_argument("--loads", default="0.2,0.5,0.7,0.9",
+                    help="--network open: fractions of the saturation rate")
     args = ap.parse_args()
     print(f"command: python -m {__spec__.name} {' '.join(sys.argv[1:])}")
+    if args.network == "open":
+        open_network([float(v) for v in args.loads.split(",")], args.shares.split(","))
+        return
     procs, cores, z = network()
     full = fp.departure_process
     pops = [int(v) for v in args.populations.split(",")]

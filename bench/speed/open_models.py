@@ -2,6 +2,7 @@
 
     python -m bench.speed.open_models                   # 50%, 70%, 90% of saturation
     python -m bench.speed.open_models --loads 0.7 --repeat 5 --closed-repeat 3
+    python -m bench.speed.open_models --loads 0.5,0.7 --populations 294,443 --fed
 
 Five tiers: lb 1 core exponential 0.5 ms, web 4 cores exponential 6 ms, app 16 cores bursty
 (Mi et al.'s (2008) MAP(2), I ~ 200, 24 ms), cache 2 cores exponential 1 ms, db 16 cores bursty
@@ -16,13 +17,30 @@ open model, then two or three closed solves: not timed); then, timed in the same
   another rate); each open solve with the chains solved by rate forgotten first (a lookup
   is not a solve);
 * ``closed`` -- :func:`solvers.decomposition.solve_decomposed` at that ``N`` (a fresh
-  ``SolveMemo``, as a pipeline's first solve of a model).
+  ``SolveMemo``, as a pipeline's first solve of a model);
+* with ``--fed``, ``fed`` -- the pipeline's fed open model at the rate
+  (:func:`solvers.open.fixed_population.solve_open_waves` with ``coupled=TWO_CORE``, as
+  :func:`streams.predict.open_model.solve_at` with ``fed=True`` solves it: the cache and the
+  database fed the app's departure process), warm as above, and the closed solve's CPU time
+  over its CPU time; then its parts, each timed alone (CPU, median of ``--repeat``): the
+  Poisson-fed tiers with the app's coupled wait, the app's departure process, the cache's
+  queue fed it, the database's wait added by it after the cache (:func:`fed_parts`).
+
+BLAS runs on one thread, as in the pipeline (importing ``streams`` pins it; set
+``OPENBLAS_NUM_THREADS`` to override): the variable is read when numpy loads, so it is set
+before any import here. Unpinned, OpenBLAS's threads contend with each other and with the
+host's other work on small matrices, and their spinning counts as this process's CPU time (the
+closed solve of 294 users about 30x its pinned CPU time on a loaded 2-core host).
 """
 
 from __future__ import annotations
 
-import argparse
 import os
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse
 import statistics
 import sys
 import time
@@ -32,6 +50,9 @@ import numpy as np
 from estimators.mapfit import fit_map2
 from solvers.decomposition import solve_decomposed
 from solvers.open import queues, solve_open_tiers
+from solvers.open import fixed_population as fp
+from solvers.open.fixed_population import solve_open_waves
+from solvers.open.queues import TWO_CORE
 from solvers.paper000 import BURSTY_D0, BURSTY_D1
 from solvers.processes import MAP
 
@@ -49,6 +70,30 @@ def processes() -> list[MAP]:
 def open_solve(rate: float, procs: list[MAP]):
     means = np.array([[p.mean] for p in procs])
     return solve_open_tiers([rate], means, CORES, processes=procs)
+
+
+def fed_solve(rate: float, procs: list[MAP]):
+    """The pipeline's fed open model at ``rate`` (module docstring)."""
+    means = np.array([[p.mean] for p in procs])
+    return solve_open_waves([rate], means, CORES, processes=procs, coupled=TWO_CORE)
+
+
+def fed_parts(rate: float, procs: list[MAP], repeat: int) -> dict[str, float]:
+    """CPU seconds (median of ``repeat``) of the fed solve's parts at ``rate`` (module
+    docstring), as :func:`solvers.open.fixed_population.solve_open_waves` calls them."""
+    means = np.array([[p.mean] for p in procs])
+    app, cache, db = procs[2], procs[3].mean, procs[4].mean
+    dep = fp.departure_process(app, CORES[2], rate)
+    after = fp.through_tier(dep, CORES[3] / cache)
+    cpu: list[float] = []
+    for fn in (lambda: solve_open_tiers([rate], means, CORES, processes=procs,
+                                        coupled=TWO_CORE),
+               lambda: fp.departure_process(app, CORES[2], rate),
+               lambda: fp.wave_jobs(dep, cache, CORES[3], tol=fp.G_TOLERANCE),
+               lambda: fp._arrival_wait(after, db, CORES[4], rate)):
+        timed(fn, repeat, forget_chains if not cpu else None, cpu)
+    return dict(zip(("Poisson-fed, coupled", "departures", "cache queue", "db's added wait"),
+                    cpu)) | {"phases": dep.D0.shape[0]}
 
 
 def closed_solve(n: int, procs: list[MAP]):
@@ -98,13 +143,17 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--populations", default=None,
                     help="the closed populations, one per load (skips their search: 294,443 "
                          "at loads 0.5,0.7)")
+    ap.add_argument("--fed", action="store_true",
+                    help="also time the fed open model (the pipeline's, module docstring)")
     args = ap.parse_args(argv)
     procs = processes()
     sat = min(c / p.mean for c, p in zip(CORES, procs))
     print(f"host load average: {os.getloadavg()[0]:.1f} (the ratios are the figure)")
+    fed_head = " fed warm (ms; CPU) | closed / fed, CPU | R fed / R closed |" if args.fed else ""
     print("| load | rate /s | N (closed X / rate) | open cold (ms) | open warm (ms; CPU) | "
-          "closed (ms) | closed / open cold | closed / open warm | R open / R closed |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "closed (ms; CPU) | closed / open cold | closed / open warm, CPU | R open / R closed |"
+          + fed_head)
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + "---:|---:|---:|" * args.fed)
     given = None if args.populations is None else [int(v) for v in args.populations.split(",")]
     for k, load in enumerate(float(v) for v in args.loads.split(",")):
         rate = load * sat
@@ -118,15 +167,30 @@ def main(argv: list[str] | None = None) -> None:
         t_cold = timed(cold, args.repeat, forget_chains)
         t_warm = timed(lambda: open_solve(rate, procs), max(args.repeat, 5), forget_chains,
                        cpu)
+        fed_cpu: list[float] = []
+        t_fed = timed(lambda: fed_solve(rate, procs), max(args.repeat, 5), forget_chains,
+                      fed_cpu) if args.fed else 0.0
         held: list = []
-        t_closed = timed(lambda: held.append(closed_solve(n, procs)), args.closed_repeat)
+        t_closed = timed(lambda: held.append(closed_solve(n, procs)), args.closed_repeat,
+                         cpu=cpu)
         r_open = open_solve(rate, procs).total_response_time
         closed = held[-1]
         r_closed = n / closed.throughput - THINK          # Little's law on the closed answer
+        fed_cells = ""
+        if args.fed:
+            r_fed = float(fed_solve(rate, procs).response_time.sum())
+            fed_cells = (f" {1000 * t_fed:.2f}; {1000 * fed_cpu[0]:.2f} | "
+                         f"{cpu[1] / fed_cpu[0]:.0f}x | {r_fed / r_closed:.3f} |")
         print(f"| {load:.2f} | {rate:.0f} | {n} ({closed.throughput / rate:.3f}) | "
               f"{1000 * t_cold:.1f} | {1000 * t_warm:.2f}; {1000 * cpu[0]:.2f} | "
-              f"{1000 * t_closed:.0f} | {t_closed / t_cold:.0f}x | {t_closed / t_warm:.0f}x | "
-              f"{r_open / r_closed:.3f} |", flush=True)
+              f"{1000 * t_closed:.0f}; {1000 * cpu[1]:.0f} | {t_closed / t_cold:.0f}x | "
+              f"{cpu[1] / cpu[0]:.0f}x | {r_open / r_closed:.3f} |" + fed_cells, flush=True)
+        if args.fed:
+            parts = fed_parts(rate, procs, max(args.repeat, 5))
+            floor = parts["Poisson-fed, coupled"] + parts["departures"]
+            print(f"  fed parts at {rate:.0f}/s (CPU ms; {parts.pop('phases')} phases): "
+                  + ", ".join(f"{k} {1000 * v:.1f}" for k, v in parts.items())
+                  + f"; closed / the first two {cpu[1] / floor:.0f}x", flush=True)
 
 
 if __name__ == "__main__":
