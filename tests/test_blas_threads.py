@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -32,7 +33,6 @@ def test_blas_threads_are_pinned_to_one_by_default_and_the_environment_wins():
     assert json.loads(_run({**env, "OPENBLAS_NUM_THREADS": "2"})[0]) == ["2", "1", "1"]
 
 
-
 #: run a module's import, printing the threads variables as numpy's first import saw them
 #: (OpenBLAS reads them when numpy loads; a later ``streams`` import sets them too late)
 AT_NUMPY = """
@@ -48,13 +48,27 @@ print(json.dumps(seen[0] if seen else "numpy not loaded"))
 """
 
 
-@pytest.mark.parametrize("module", ["bench.speed.open_models", "bench.speed.open_capacity"])
-def test_open_speed_benches_pin_blas_before_numpy_loads(module):
-    # they time the solvers the pipeline runs pinned, and load numpy before any ``streams``
-    # import: they pin the threads themselves; the environment still wins
+#: the bench scripts that time solvers (each loads numpy at its import)
+BENCH_SPEED = sorted(p.stem for p in (Path(__file__).resolve().parent.parent / "bench" /
+                                      "speed").glob("*.py"))
+
+
+def _at_numpy(module: str, given: dict[str, str]) -> object:
     env = {k: v for k, v in os.environ.items() if k not in NAMES}
-    for given, want in (({}, ["1", "1", "1"]), ({"OPENBLAS_NUM_THREADS": "2"}, ["2", "1", "1"])):
-        out = subprocess.run([sys.executable, "-c", AT_NUMPY % (NAMES, module)],
-                             capture_output=True, text=True, env={**env, **given}, check=True,
-                             timeout=120)
-        assert json.loads(out.stdout.splitlines()[-1]) == want
+    out = subprocess.run([sys.executable, "-c", AT_NUMPY % (NAMES, module)],
+                         capture_output=True, text=True, env={**env, **given}, check=True,
+                         timeout=120)
+    return json.loads(out.stdout.splitlines()[-1])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("module", ["bench.speed." + m for m in BENCH_SPEED])
+def test_benches_pin_blas_before_numpy_loads(module):
+    # they time the solvers the pipeline runs pinned, and most load numpy before any
+    # ``streams`` import: the ``bench`` package pins the threads first
+    assert _at_numpy(module, {}) in (["1", "1", "1"], "numpy not loaded")
+
+
+def test_a_bench_takes_the_environments_threads():
+    assert _at_numpy("bench.speed.open_models", {"OPENBLAS_NUM_THREADS": "2"}) == \
+        ["2", "1", "1"]

@@ -19,18 +19,13 @@ rows alternate within each repeat. Columns: CPU ms per pipeline solve (``time.pr
 median), QBD solves (one per bursty tier per open solve: :func:`solvers.open.qbd.solve_qbd`
 counted) and the capacities each gives.
 
-BLAS runs on one thread, as in the pipeline (importing ``streams`` pins it, but numpy would be
-loaded first here; set ``OPENBLAS_NUM_THREADS`` to override): unpinned, OpenBLAS's threads
+BLAS runs on one thread, as in the pipeline (importing the ``bench`` package pins it, before
+numpy loads; set ``OPENBLAS_NUM_THREADS`` to override): unpinned, OpenBLAS's threads
 spin on the fed model's 150-170-phase blocks and count as CPU time
 (:mod:`bench.speed.open_models`).
 """
 
 from __future__ import annotations
-
-import os
-
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
 
 import argparse
 import math

@@ -26,21 +26,16 @@ open model, then two or three closed solves: not timed); then, timed in the same
   Poisson-fed tiers with the app's coupled wait, the app's departure process, the cache's
   queue fed it, the database's wait added by it after the cache (:func:`fed_parts`).
 
-BLAS runs on one thread, as in the pipeline (importing ``streams`` pins it; set
-``OPENBLAS_NUM_THREADS`` to override): the variable is read when numpy loads, so it is set
-before any import here. Unpinned, OpenBLAS's threads contend with each other and with the
+BLAS runs on one thread, as in the pipeline (importing the ``bench`` package pins it, before
+numpy loads; set ``OPENBLAS_NUM_THREADS`` to override). Unpinned, OpenBLAS's threads contend with each other and with the
 host's other work on small matrices, and their spinning counts as this process's CPU time (the
 closed solve of 294 users about 30x its pinned CPU time on a loaded 2-core host).
 """
 
 from __future__ import annotations
 
-import os
-
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
-
 import argparse
+import os
 import statistics
 import sys
 import time
