@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from bench.testbed.splitcause import main, run_evidence, trip_delay_fit
+from bench.testbed.splitcause import edge_errors, main, run_evidence, trip_delay_fit
 
 
 def _run(users: int = 5) -> dict:
@@ -121,6 +121,34 @@ def test_an_open_ramp_is_read_from_its_load_log_and_windows(tmp_path, capsys):
     # the log's own fit and the windows' alone: about 0.2 ms a round trip, the windows' demands
     # within a few percent
     assert 0.15 < float(cells[4].split(", ")[1].split()[0]) < 0.25
-    windows_l, windows_d = cells[-1].split(" ms, ")
+    windows_l, windows_d = cells[9].split(" ms, ")
     assert abs(float(windows_l.split(" +- ")[0]) - 0.2) < 0.03
     assert all(abs(float(x.strip(" %"))) <= 5 for x in windows_d.split(" / "))
+
+
+def test_the_time_edges_split_against_the_cpu():
+    """A time proportional to the CPU splits it exactly; an edge that adds (or leaves out) a
+    fixed time per round trip puts more (less) on the class of many trips; the midpoint of two
+    edges whose parts outside the CPU cancel is exact."""
+    n = np.array([100.0, 300.0, 200.0, 100.0])
+    cpu = np.array([0.0022, 0.0023, 0.0041, 0.050])
+    trips = np.array([6.0, 1.0, 3.0, 1.0])
+    wall, exec_s = cpu + 0.0003 * trips, cpu - 0.0003 * trips
+    got = edge_errors(n, cpu, wall, exec_s)
+    assert np.allclose(got["midpoint"], 0.0, atol=1e-12)
+    assert got["wall"][0] == max(got["wall"]) > 0.3        # buy: six trips
+    assert got["exec"][0] == min(got["exec"]) < -0.3
+    # the split is judged alone: the times' scale does not matter
+    assert np.allclose(edge_errors(n, cpu, 3.0 * cpu, 1.5 * cpu)["wall"], 0.0, atol=1e-12)
+    with pytest.raises(ValueError, match="no time"):
+        edge_errors(n, cpu, 0.0 * cpu, 0.0 * cpu)
+
+
+def test_the_edges_are_read_where_the_truth_has_the_execution_time(tmp_path):
+    run = _run()
+    assert "edges" not in run_evidence(run, tmp_path, {"buy"})
+    for c in run["truth"]["classes"]:
+        c["db_exec_s"] = 0.9 * c["db_backend_cpu_s"]
+    ev = run_evidence(run, tmp_path, {"buy"})
+    assert np.allclose(ev["edges"]["exec"], 0.0, atol=1e-12)
+    assert ev["edges"]["wall"][0] > ev["edges"]["midpoint"][0] > 0.0

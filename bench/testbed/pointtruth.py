@@ -39,8 +39,11 @@ from typing import Any
 CLASS_COUNTERS = {"requests": 'sum by (handler) (testbed_requests_total{status="200"})',
                   "db_backend_cpu_s": "sum by (handler) (testbed_db_backend_cpu_seconds_total)",
                   "app_cpu_s": "sum by (handler) (testbed_request_cpu_seconds_total)"}
-#: process-exporter's CPU seconds of the tiers' process groups (user and system)
-TIER_COUNTER = "sum by (groupname) (namedprocess_namegroup_cpu_seconds_total)"
+#: process-exporter's CPU seconds of the tiers' process groups (user and system), the
+#: database's two (its backends serving the app and the rest of the cluster,
+#: :data:`bench.testbed.truth.TIER_GROUPS`) as one, ``db``
+TIER_COUNTER = ('sum by (groupname) (label_replace(namedprocess_namegroup_cpu_seconds_total, '
+                '"groupname", "db", "groupname", "db_server"))')
 
 
 def signed_error(model: float | None, true: float | None) -> float | None:

@@ -24,7 +24,11 @@ own CPU per request (``testbed_db_backend_cpu_seconds_total``, bench/testbed/poi
   windows with the utilization law, the round trips ``t_c`` given): one delay shared by every
   class instead of the pure-delay fit's one per class (``estimators.latency``), and its 95%
   interval. Where that interval is wider than ``l`` itself, no estimator of the windows can
-  take the round trips off a class's time, whatever it is told about the trips per request.
+  take the round trips off a class's time, whatever it is told about the trips per request;
+* **the time's two edges** -- the processor-sharing split (each class's share of the
+  counted CPU in proportion to its time at the tier) with each per-class time a monitoring
+  stack has (:func:`edge_errors`): the app's wall time of its calls, pg_stat_statements'
+  execution time, and their midpoint (bench/testbed/perfcast.toml's ``time_sum``).
 
     python -m bench.testbed.splitcause /tmp/camp4/lifted [--transaction buy]
 
@@ -105,6 +109,30 @@ def trip_delay_fit(U: np.ndarray, X: np.ndarray, n: np.ndarray, R: np.ndarray,
             "demands": theta[:C]}
 
 
+#: :func:`edge_errors`' readings: the share of the time outside the statements' execution
+#: that the db's time takes (0: the server's execution time, 1: the app's wall time)
+EDGES = (("wall", 1.0), ("exec", 0.0), ("midpoint", 0.5))
+
+
+def edge_errors(n: np.ndarray, cpu: np.ndarray, wall: np.ndarray, exec_s: np.ndarray
+                ) -> dict[str, np.ndarray]:
+    """Per reading of :data:`EDGES` the relative error of the processor-sharing split against
+    the CPU per request ``cpu``: each class's share of the counted CPU ``sum_c n_c cpu_c`` in
+    proportion to its time at the tier ``exec_s + phi (wall - exec_s)`` (Kleinrock 1976: under
+    PS, ``D_c`` is proportional to ``R_c``), so that only the split is judged. ``n``
+    completions, the rest seconds per request, all ``(C,)``."""
+    n, cpu, wall, exec_s = (np.asarray(a, dtype=float) for a in (n, cpu, wall, exec_s))
+    counted = float(n @ cpu)
+    out = {}
+    for name, phi in EDGES:
+        time = exec_s + phi * (wall - exec_s)
+        total = float(n @ time)
+        if not (total > 0 and counted > 0):
+            raise ValueError(f"edge_errors: no time ({total!r}) or no CPU ({counted!r}) counted")
+        out[name] = time * (counted / total) / cpu - 1.0
+    return out
+
+
 def run_evidence(run: dict[str, Any], run_dir: Path, transaction: set[str]
                  ) -> dict[str, Any] | None:
     """One run's four readings (module docstring) as numbers; ``None`` for a run whose log
@@ -127,6 +155,9 @@ def run_evidence(run: dict[str, Any], run_dir: Path, transaction: set[str]
     A = np.c_[D, trips]
     (s, lat), *_ = np.linalg.lstsq(A, R, rcond=None)
     out.update(stretch=float(s), latency_ms=float(lat) * 1e3, fit_residual=(A @ [s, lat]) / R - 1)
+    E = np.array([c.get("db_exec_s") or np.nan for c in rows])
+    if np.all(np.isfinite(E)):
+        out["edges"] = edge_errors(n, D, R, E)
     w = _windows(run_dir, "db", classes)
     if w is not None:
         U, T, cnt, X, Rw = w
@@ -164,8 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     tx = {c for c in args.transaction.split(",") if c}
     print("| users | db busy / counted CPU (s) | gap per write (ms) | R/D per class | "
           "fit s, l per round trip | fit residuals | PS split, scaled | FCFS split, scaled | "
-          "discipline | the windows' l (95%), their D |")
-    print("|---:|---|---:|---|---|---|---|---|---|---|")
+          "discipline | the windows' l (95%), their D | split by wall / exec / midpoint |")
+    print("|---:|---|---:|---|---|---|---|---|---|---|---|")
     names: list[str] = []
     runs = [(run, args.dir / f"perfcast-{run['users']}") for run in camp["runs"]]
     for label, log, sub in RAMPS:
@@ -187,7 +218,9 @@ def main(argv: list[str] | None = None) -> int:
               + (_pct(ev["fcfs_error"]) if "fcfs_error" in ev else "-") + " | "
               + ev.get("discipline", "-") + " | "
               + (f"{ev['windows_latency_ms']:.2f} +- {ev['windows_latency_ci_ms']:.2f} ms, "
-                 + _pct(ev["windows_error"]) if "windows_latency_ms" in ev else "-") + " |")
+                 + _pct(ev["windows_error"]) if "windows_latency_ms" in ev else "-") + " | "
+              + (" ; ".join(_pct(ev["edges"][name]) for name, _ in EDGES)
+                 if "edges" in ev else "-") + " |")
     print(f"\nclasses: {' / '.join(names)}; errors against the backends' CPU per request")
     return 0
 

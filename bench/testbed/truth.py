@@ -12,9 +12,10 @@ From the servers (the log's snapshots, start and end of the load, and the idle o
 - ``app cpu / req``: the app worker's CPU time during the request (``time.process_time``; a
   sync worker serves one request at a time) -- the app's own CPU per request, without
   gunicorn's accept and the Prometheus scrapes;
-- ``busy``: process-exporter's CPU seconds of the ``db`` and ``app`` process groups (the
-  kernel's accounting of every process of the tier), less the background rate measured while
-  idle (the exporters' scrapes, PostgreSQL's housekeeping);
+- ``busy``: process-exporter's CPU seconds of each tier's process groups (the kernel's
+  accounting of every process of the tier, :data:`TIER_GROUPS`: the database's are its
+  backends serving the app and the rest of its cluster), less the background rate measured
+  while idle (the exporters' scrapes, PostgreSQL's housekeeping);
 - ``demand``: the tier's busy CPU per request of each class -- the busy CPU shared out over
   the classes in proportion to the server-reported time above (``db exec`` for the database,
   ``app cpu`` for the app): the total is the kernel's, the split is the servers' own;
@@ -146,6 +147,28 @@ def request_work(detail: str | None, sizes: dict[int, int]) -> float:
     return float(sizes.get(int(m.group(1)), 1)) if m else 1.0
 
 
+#: process-exporter's groups of each tier (infra/testbed/up.sh): the database is the backends
+#: that serve the app (``db``, what bench/testbed/perfcast.toml reads as the tier's busy time)
+#: and the rest of its cluster (``db_server``: postmaster, WAL writer, checkpointer, autovacuum,
+#: the monitoring's connection); a log from before the split has ``db`` alone
+TIER_GROUPS = {"db": ("db", "db_server"), "app": ("app",)}
+
+
+def tier_cpu(snap: dict[str, Any], tier: str) -> float | None:
+    """A snapshot's CPU seconds of ``tier``: the sum of its :data:`TIER_GROUPS` that the
+    snapshot has, ``None`` without any."""
+    groups = snap.get("cpu_s")
+    if not isinstance(groups, dict):
+        return None
+    found = [float(groups[g]) for g in TIER_GROUPS.get(tier, (tier,)) if g in groups]
+    return sum(found) if found else None
+
+
+def _cpu_delta(end: dict, start: dict, tier: str) -> float | None:
+    a = tier_cpu(end, tier)
+    return None if a is None else a - (tier_cpu(start, tier) or 0.0)
+
+
 def _delta(end: dict, start: dict, *keys: str) -> float | None:
     try:
         a, b = end, start
@@ -188,15 +211,21 @@ def truth(lines: list[dict[str, Any]]) -> Truth:
     span = end["t"] - start["t"]
     busy: dict[str, float] = {}
     for tier in ("db", "app"):
-        d = _delta(end, start, "cpu_s", tier)
+        d = _cpu_delta(end, start, tier)
         if d is None:
             out.notes.append(f"no process-exporter CPU of {tier}: {end.get('cpu_error')}")
             continue
         bg = 0.0
-        if idle is not None and _delta(start, idle, "cpu_s", tier) is not None:
-            bg = _delta(start, idle, "cpu_s", tier) / max(1e-9, start["t"] - idle["t"]) * span
+        before = None if idle is None else _cpu_delta(start, idle, tier)
+        if before is not None:
+            bg = before / max(1e-9, start["t"] - idle["t"]) * span
         busy[tier] = max(0.0, d - bg)
         out.tiers.append(TierBusy(tier, busy[tier], bg, busy[tier] / span))
+    own = _delta(end, start, "cpu_s", "db")
+    if "db" in busy and own is not None and "db_server" in (end.get("cpu_s") or {}):
+        out.notes.append(f"db: its backends serving the app {own:.3f} s of its "
+                         f"{_cpu_delta(end, start, 'db'):.3f} s of CPU (the rest: postmaster, "
+                         "housekeeping, the monitoring's queries; the idle background not taken)")
     if "pg" not in end:
         out.notes.append(f"no pg_stat_statements snapshot: {end.get('pg_error', 'no --pg-dsn')}")
 

@@ -130,10 +130,17 @@ wait_http "http://127.0.0.1:${TESTBED_APP_METRICS_PORT}/metrics" app.log "the ap
 
 # --- exporters ----------------------------------------------------------------------------
 # process-exporter: the database's and the app's process groups, found by the run dir in their
-# masters' command lines (the children -- postgres backends, gunicorn workers -- count with them)
+# masters' command lines (the children -- postgres backends, gunicorn workers -- count with them).
+# The database is two groups: ``db``, the backends that serve the app (PostgreSQL titles each
+# backend "postgres: USER DATABASE CLIENT STATE"; the app connects over the socket, "[local]"),
+# and ``db_server``, the rest of the cluster: the postmaster, the WAL writer, checkpointer and
+# autovacuum, and the monitoring's own connection (postgres_exporter's, over TCP below). A
+# process goes to the first group it matches, a child that matches none to its parent's.
 cat > "${RUN}/process-exporter.yml" <<CONF_EOF
 process_names:
   - name: db
+    cmdline: ['^postgres: postgres shop \\[local\\]']
+  - name: db_server
     cmdline: ['postgres.*-D ${RUN}/pg']
   - name: app
     cmdline: ['gunicorn.*--pid ${RUN}/app.pid']
@@ -190,7 +197,9 @@ start_bg() {  # name log command...
 start_bg process_exporter process-exporter.log prometheus-process-exporter \
   -config.path "${RUN}/process-exporter.yml" -threads=false -gather-smaps=false \
   -web.listen-address "127.0.0.1:${TESTBED_PROCESS_PORT}"
-DATA_SOURCE_NAME="${DSN} sslmode=disable" start_bg postgres_exporter postgres-exporter.log \
+# over TCP: its backend is titled with its client address, not the app's "[local]"
+DATA_SOURCE_NAME="host=127.0.0.1 port=${TESTBED_PG_PORT} user=postgres dbname=shop sslmode=disable" \
+  start_bg postgres_exporter postgres-exporter.log \
   prometheus-postgres-exporter --web.listen-address="127.0.0.1:${TESTBED_PGEXP_PORT}" \
   --extend.query-path="${RUN}/postgres-exporter-queries.yml" --log.level=warn
 start_bg node_exporter node-exporter.log prometheus-node-exporter \
