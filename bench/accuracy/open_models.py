@@ -22,17 +22,19 @@ Poisson arrivals at 20-95% of the saturation rate (400/s, the app tier). Models:
 Truth: :func:`solvers.simulation.physical.simulate_physical` with
 :class:`~solvers.simulation.physical.OpenArrivals`, ``--replications`` independent runs of
 ``--duration`` simulated seconds after a warm-up (the streams it spawns for replications, each
-run kept apart: the figures are the replications' means and t-intervals). ``capacity`` is the
+run kept apart: the figures are the replications' means and t-intervals; ``--replications-at``
+more of them where a bursty tier's slow runs leave the interval wide). ``capacity`` is the
 largest rate at which the worst class's mean stays within the SLA (0.1 s): the model's by
 bisection, the truth's where the simulated points cross it (linear between rates;
 ``--capacity-fractions`` simulates more rates, ``auto`` at the open models' capacities and the
 coarse crossing, so the chord is short where it crosses; where the intervals' ends cross is
 printed beside it). ``--tiers`` prints each tier's mean residence per visit, simulated against
 each model's. ``--save-truth FILE`` stores the simulations (per rate and replication: X, R,
-per-class R, per-tier residence; and the capacity's crossing) as JSON, ``--truth FILE`` judges
-the models against such a file in seconds instead of simulating
-(``bench/results/open_models-d.json``); ``--models`` picks the models (:data:`VARIANTS`:
-``two-core`` is the pipeline's fed model on the true processes). Then bursty arrivals: MMPP(2)
+per-class R, per-tier residence; and the capacity's crossing) as JSON, a line a rate;
+``--truth FILE`` judges the models against such a file in seconds instead of simulating
+(``bench/results/open_models-d.json``, ``open_models-c-long.json``); ``--models`` picks the
+models (:data:`VARIANTS`: ``two-core`` is the pipeline's fed model on the true processes).
+Then bursty arrivals: MMPP(2)
 at index of dispersion 20-200 into one exponential 4-core tier (10 ms, 70% busy),
 ``map_m_c`` against the simulation.
 
@@ -199,10 +201,16 @@ def _worst(sim) -> tuple[float, float]:
 def save_truth(path: str | Path, meta: dict, points: list[_Point], extra: list[_Point],
                capacity: dict) -> None:
     """Write the simulated truth as JSON: ``meta`` (system, duration, replications, command),
-    the table's rates and the capacity's extra rates, each per replication, and the crossing."""
+    the table's rates and the capacity's extra rates, each per replication, and the crossing;
+    compact, one rate a line (a rate's replications may number 40)."""
     doc = dict(meta, points=[vars(p) for p in points], capacity_points=[vars(p) for p in extra],
                capacity=capacity)
-    Path(path).write_text(json.dumps(doc, indent=1) + "\n")
+    compact = dict(separators=(",", ":"))
+    head = {k: v for k, v in doc.items() if k not in ("points", "capacity_points")}
+    lines = [json.dumps(head, **compact)[:-1]]
+    for k in ("points", "capacity_points"):
+        lines.append(f',"{k}":[' + ",\n".join(json.dumps(p, **compact) for p in doc[k]) + "]")
+    Path(path).write_text("\n".join(lines) + "}\n")
 
 
 def load_truth(path: str | Path) -> tuple[dict, list[_Point], list[_Point]]:
@@ -227,6 +235,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--system", default="b")
     ap.add_argument("--duration", type=float, default=1500.0)
     ap.add_argument("--replications", type=int, default=3)
+    ap.add_argument("--replications-at", default="", metavar="F:N,...",
+                    help="more (or fewer) replications at these loads (fractions of the "
+                         "saturation rate, as --fractions spells them): where the slow runs "
+                         "of a bursty tier leave the interval wide")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--fractions", default=",".join(map(str, FRACTIONS)),
                     help="loads as fractions of the saturation rate, comma-separated")
@@ -252,6 +264,14 @@ def main(argv: list[str] | None = None) -> None:
         if k not in VARIANTS:
             ap.error(f"--models: unknown model {k!r}")
     dur = 300.0 if args.quick else args.duration
+    try:
+        reps_at = {float(f): int(n) for f, n in
+                   (v.split(":") for v in args.replications_at.split(",") if v)}
+    except ValueError:
+        ap.error(f"--replications-at: expected F:N,..., got {args.replications_at!r}")
+    if any(n < 2 for n in reps_at.values()):
+        ap.error(f"--replications-at: at least 2 replications a load, got "
+                 f"{args.replications_at!r}")
     key = args.system
     stored, stored_extra = None, []
     if args.truth:
@@ -270,7 +290,8 @@ def main(argv: list[str] | None = None) -> None:
     for i, f in enumerate(fractions):
         rate = f * cap
         sim = stored[i] if stored is not None else \
-            _simulate(key, rate, dur, args.replications, _seed(f, i, args.seed_offset))
+            _simulate(key, rate, dur, reps_at.get(f, args.replications),
+                      _seed(f, i, args.seed_offset))
         sims.append(sim)
         X, R = sim.total_throughput.mean, sim.total_response_time.mean
         Rc = np.array([e.mean for e in sim.response_time])
@@ -341,6 +362,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.save_truth:
             save_truth(args.save_truth,
                        {"system": key, "duration": dur, "replications": args.replications,
+                        **({"replications_at": args.replications_at} if reps_at else {}),
                         "warmup": WARMUP, "saturation": cap, "sla": s.sla,
                         "command": "python -m bench.accuracy.open_models "
                                    + " ".join(sys.argv[1:] if argv is None else argv)},
