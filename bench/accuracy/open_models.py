@@ -61,17 +61,39 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.accuracy.multicore import crossing, systems
+from functools import lru_cache
+
+from bench.accuracy.multicore import BURSTY_D0, BURSTY_D1, System, TierSpec, crossing
+from bench.accuracy.multicore import systems as multicore_systems
 from estimators.mapfit import fit_map2
 from solvers.open import map_m_c, solve_open_tiers, tiers_capacity
 from solvers.open.fixed_population import solve_open_waves
 from solvers.open.queues import TWO_CORE
+from solvers.processes import MAP
 from solvers.simulation.mmpp import mmpp2_design
 from solvers.simulation.physical import (OpenArrivals, PhysicalNetwork, Tier, seeded_generator,
                                          simulate_physical)
 from solvers.simulation.stats import Estimate, replication_interval
 
 FRACTIONS = (0.2, 0.4, 0.6, 0.8, 0.9, 0.95)
+
+
+@lru_cache(maxsize=None)
+def systems() -> dict[str, System]:
+    """:func:`bench.accuracy.multicore.systems` and case (c)'s held-out variants, on which no
+    model rule was chosen: ``c-db8`` its db on 8 cores at 16 ms (the same saturation),
+    ``c-app100`` its app's MAP(2) fitted to ``I`` 100 instead of 50."""
+    out = dict(multicore_systems())
+    c = out["c"]
+    web, app, db = c.tiers
+    bursty = MAP(BURSTY_D0, BURSTY_D1)
+    out["c-db8"] = System("c-db8", "(c) held out: an 8-core db", (
+        web, app, TierSpec("db", 8, 0.016, bursty.scaled(0.016))), c.classes, c.mix,
+        c.think, c.sla)
+    out["c-app100"] = System("c-app100", "(c) held out: the app at I 100", (
+        web, TierSpec("app", 4, 0.008, fit_map2(mean=0.008, idc=100, p95=0.024).process),
+        db), c.classes, c.mix, c.think, c.sla)
+    return out
 MMPP_IDC = (20.0, 50.0, 200.0)
 
 
@@ -88,6 +110,7 @@ def _network(key: str, rate: float, process=None) -> PhysicalNetwork:
 VARIANTS = {"open": None, "waves": {}, "coupled": {"coupled": True},
             "two-core": {"coupled": TWO_CORE},
             "two-core-no-into": {"coupled": TWO_CORE, "into_bursty": False},
+            "two-core-unrelaxed": {"coupled": TWO_CORE, "relaxed": False},
             "fitted": {"coupled": TWO_CORE}, "M/M/c": None}
 MODELS = ("open", "waves", "coupled", "M/M/c")
 
