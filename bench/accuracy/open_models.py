@@ -32,7 +32,7 @@ printed beside it). ``--tiers`` prints each tier's mean residence per visit, sim
 each model's. ``--save-truth FILE`` stores the simulations (per rate and replication: X, R,
 per-class R, per-tier residence; and the capacity's crossing) as JSON, a line a rate;
 ``--truth FILE`` judges the models against such a file in seconds instead of simulating
-(``bench/results/open_models-d.json``, ``open_models-c-long.json``); ``--models`` picks the
+(``bench/results/open_models-d.json``, ``open_models-c.json``); ``--models`` picks the
 models (:data:`VARIANTS`: ``two-core`` is the pipeline's fed model on the true processes).
 Then bursty arrivals: MMPP(2)
 at index of dispersion 20-200 into one exponential 4-core tier (10 ms, 70% busy),
