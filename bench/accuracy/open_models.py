@@ -14,8 +14,10 @@ Poisson arrivals at 20-95% of the saturation rate (400/s, the app tier). Models:
 * ``two-core`` -- ``waves`` with ``coupled=TWO_CORE`` (the coupled chain's effect on a bursty
   tier's wait read off 2 cores, :func:`solvers.open.queues.coupling_ratio`): the pipeline's
   fed model (:mod:`streams.predict.open_model`); ``two-core-no-into`` without what the waves
-  add to a bursty tier after a bursty one; ``fitted`` -- ``two-core`` with each bursty
-  tier's process the MAP(2) fitted to its true mean, ``I`` and p95 (the pipeline's form,
+  add to a bursty tier after a bursty one, ``two-core-unrelaxed`` with all of it (not the
+  share the bursty tier's slower relaxation leaves:
+  :func:`solvers.open.fixed_population.relaxed_share`); ``fitted`` -- ``two-core`` with each
+  bursty tier's process the MAP(2) fitted to its true mean, ``I`` and p95 (the pipeline's form,
   whose diagonal ``D0`` the coupling leaves as it is: :func:`solvers.open.queues.phase_kept`);
 * ``M/M/c`` -- the same with every tier exponential (what a product-form open model says).
 
@@ -34,9 +36,9 @@ per-class R, per-tier residence; and the capacity's crossing) as JSON, a line a 
 ``--truth FILE`` judges the models against such a file in seconds instead of simulating
 (``bench/results/open_models-d.json``, ``open_models-c.json``); ``--models`` picks the
 models (:data:`VARIANTS`: ``two-core`` is the pipeline's fed model on the true processes).
-Then bursty arrivals: MMPP(2)
-at index of dispersion 20-200 into one exponential 4-core tier (10 ms, 70% busy),
-``map_m_c`` against the simulation.
+Then bursty arrivals: MMPP(2) at index of dispersion 20-200 into one exponential 4-core tier
+(10 ms, 70% busy), ``map_m_c`` against the simulation. ``--system`` also takes case (c)'s
+held-out variants (:func:`systems`: ``c-db8``, ``c-app100``).
 
     python -m bench.accuracy.open_models                 # about 4 min on this machine
     python -m bench.accuracy.open_models --quick         # shorter runs
@@ -57,11 +59,10 @@ import math
 import sys
 import time
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
-
-from functools import lru_cache
 
 from bench.accuracy.multicore import BURSTY_D0, BURSTY_D1, System, TierSpec, crossing
 from bench.accuracy.multicore import systems as multicore_systems
@@ -76,6 +77,7 @@ from solvers.simulation.physical import (OpenArrivals, PhysicalNetwork, Tier, se
 from solvers.simulation.stats import Estimate, replication_interval
 
 FRACTIONS = (0.2, 0.4, 0.6, 0.8, 0.9, 0.95)
+MMPP_IDC = (20.0, 50.0, 200.0)
 
 
 @lru_cache(maxsize=None)
@@ -94,7 +96,6 @@ def systems() -> dict[str, System]:
         web, TierSpec("app", 4, 0.008, fit_map2(mean=0.008, idc=100, p95=0.024).process),
         db), c.classes, c.mix, c.think, c.sla)
     return out
-MMPP_IDC = (20.0, 50.0, 200.0)
 
 
 def _network(key: str, rate: float, process=None) -> PhysicalNetwork:
@@ -301,11 +302,13 @@ def main(argv: list[str] | None = None) -> None:
         meta, stored, stored_extra = load_truth(args.truth)
         key, dur = meta["system"], meta["duration"]
         args.replications = meta["replications"]
+        args.replications_at = meta.get("replications_at", "")
     s = systems()[key]
     cap = tiers_capacity(s.mix, s.D_mc, s.cores)
     print(f"open ({key}): {s.describe()}; saturation {cap:.1f}/s; {args.replications} x "
-          f"{dur:g} s a rate" + (f" (stored: {args.truth})" if args.truth else ""),
-          file=sys.stderr)
+          f"{dur:g} s a rate" + (f" ({args.replications_at} at those loads)"
+                                 if args.replications_at else "")
+          + (f" (stored: {args.truth})" if args.truth else ""), file=sys.stderr)
     rows, worst_pts, tier_rows, sims = [], [], [], []
     started = time.perf_counter()
     fractions = ([p.rate / cap for p in stored] if stored is not None

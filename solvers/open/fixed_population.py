@@ -400,7 +400,8 @@ def solve_open_waves(arrival_rates: Any, service_times: Any, cores: Any, *,
     tier's departures, the next bursty tier its own wait plus what those waves add to an
     exponential tier's (``into_bursty``), the share of it left by that tier's slower
     relaxation (``relaxed``: :func:`relaxed_share`). A bursty tier releases its jobs in waves
-    at the end of a slow run (Mi et al. 2008), so the tiers behind it, Poisson-fed, wait too little.
+    at the end of a slow run (Mi et al. 2008), so the tiers behind it, Poisson-fed, wait too
+    little.
 
     The classes are aggregated at each tier's visit-weighted mean service and the aggregate's
     wait ``W_m`` is every class's: ``R_{m,c} = v_{m,c} (S_{m,c} + W_m)`` at an FCFS tier, the
