@@ -14,27 +14,31 @@ Poisson arrivals at 20-95% of the saturation rate (400/s, the app tier). Models:
 * ``two-core`` -- ``waves`` with ``coupled=TWO_CORE`` (the coupled chain's effect on a bursty
   tier's wait read off 2 cores, :func:`solvers.open.queues.coupling_ratio`): the pipeline's
   fed model (:mod:`streams.predict.open_model`); ``two-core-no-into`` without what the waves
-  add to a bursty tier after a bursty one; ``fitted`` -- ``two-core`` with each bursty
-  tier's process the MAP(2) fitted to its true mean, ``I`` and p95 (the pipeline's form,
+  add to a bursty tier after a bursty one, ``two-core-unrelaxed`` with all of it (not the
+  share the bursty tier's slower relaxation leaves:
+  :func:`solvers.open.fixed_population.relaxed_share`); ``fitted`` -- ``two-core`` with each
+  bursty tier's process the MAP(2) fitted to its true mean, ``I`` and p95 (the pipeline's form,
   whose diagonal ``D0`` the coupling leaves as it is: :func:`solvers.open.queues.phase_kept`);
 * ``M/M/c`` -- the same with every tier exponential (what a product-form open model says).
 
 Truth: :func:`solvers.simulation.physical.simulate_physical` with
 :class:`~solvers.simulation.physical.OpenArrivals`, ``--replications`` independent runs of
 ``--duration`` simulated seconds after a warm-up (the streams it spawns for replications, each
-run kept apart: the figures are the replications' means and t-intervals). ``capacity`` is the
+run kept apart: the figures are the replications' means and t-intervals; ``--replications-at``
+more of them where a bursty tier's slow runs leave the interval wide). ``capacity`` is the
 largest rate at which the worst class's mean stays within the SLA (0.1 s): the model's by
 bisection, the truth's where the simulated points cross it (linear between rates;
 ``--capacity-fractions`` simulates more rates, ``auto`` at the open models' capacities and the
 coarse crossing, so the chord is short where it crosses; where the intervals' ends cross is
 printed beside it). ``--tiers`` prints each tier's mean residence per visit, simulated against
 each model's. ``--save-truth FILE`` stores the simulations (per rate and replication: X, R,
-per-class R, per-tier residence; and the capacity's crossing) as JSON, ``--truth FILE`` judges
-the models against such a file in seconds instead of simulating
-(``bench/results/open_models-d.json``); ``--models`` picks the models (:data:`VARIANTS`:
-``two-core`` is the pipeline's fed model on the true processes). Then bursty arrivals: MMPP(2)
-at index of dispersion 20-200 into one exponential 4-core tier (10 ms, 70% busy),
-``map_m_c`` against the simulation.
+per-class R, per-tier residence; and the capacity's crossing) as JSON, a line a rate;
+``--truth FILE`` judges the models against such a file in seconds instead of simulating
+(``bench/results/open_models-d.json``, ``open_models-c.json``); ``--models`` picks the
+models (:data:`VARIANTS`: ``two-core`` is the pipeline's fed model on the true processes).
+Then bursty arrivals: MMPP(2) at index of dispersion 20-200 into one exponential 4-core tier
+(10 ms, 70% busy), ``map_m_c`` against the simulation. ``--system`` also takes case (c)'s
+held-out variants (:func:`systems`: ``c-db8``, ``c-app100``).
 
     python -m bench.accuracy.open_models                 # about 4 min on this machine
     python -m bench.accuracy.open_models --quick         # shorter runs
@@ -55,15 +59,18 @@ import math
 import sys
 import time
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
-from bench.accuracy.multicore import crossing, systems
+from bench.accuracy.multicore import BURSTY_D0, BURSTY_D1, System, TierSpec, crossing
+from bench.accuracy.multicore import systems as multicore_systems
 from estimators.mapfit import fit_map2
 from solvers.open import map_m_c, solve_open_tiers, tiers_capacity
 from solvers.open.fixed_population import solve_open_waves
 from solvers.open.queues import TWO_CORE
+from solvers.processes import MAP
 from solvers.simulation.mmpp import mmpp2_design
 from solvers.simulation.physical import (OpenArrivals, PhysicalNetwork, Tier, seeded_generator,
                                          simulate_physical)
@@ -71,6 +78,24 @@ from solvers.simulation.stats import Estimate, replication_interval
 
 FRACTIONS = (0.2, 0.4, 0.6, 0.8, 0.9, 0.95)
 MMPP_IDC = (20.0, 50.0, 200.0)
+
+
+@lru_cache(maxsize=None)
+def systems() -> dict[str, System]:
+    """:func:`bench.accuracy.multicore.systems` and case (c)'s held-out variants, on which no
+    model rule was chosen: ``c-db8`` its db on 8 cores at 16 ms (the same saturation),
+    ``c-app100`` its app's MAP(2) fitted to ``I`` 100 instead of 50."""
+    out = dict(multicore_systems())
+    c = out["c"]
+    web, app, db = c.tiers
+    bursty = MAP(BURSTY_D0, BURSTY_D1)
+    out["c-db8"] = System("c-db8", "(c) held out: an 8-core db", (
+        web, app, TierSpec("db", 8, 0.016, bursty.scaled(0.016))), c.classes, c.mix,
+        c.think, c.sla)
+    out["c-app100"] = System("c-app100", "(c) held out: the app at I 100", (
+        web, TierSpec("app", 4, 0.008, fit_map2(mean=0.008, idc=100, p95=0.024).process),
+        db), c.classes, c.mix, c.think, c.sla)
+    return out
 
 
 def _network(key: str, rate: float, process=None) -> PhysicalNetwork:
@@ -86,6 +111,7 @@ def _network(key: str, rate: float, process=None) -> PhysicalNetwork:
 VARIANTS = {"open": None, "waves": {}, "coupled": {"coupled": True},
             "two-core": {"coupled": TWO_CORE},
             "two-core-no-into": {"coupled": TWO_CORE, "into_bursty": False},
+            "two-core-unrelaxed": {"coupled": TWO_CORE, "relaxed": False},
             "fitted": {"coupled": TWO_CORE}, "M/M/c": None}
 MODELS = ("open", "waves", "coupled", "M/M/c")
 
@@ -199,10 +225,16 @@ def _worst(sim) -> tuple[float, float]:
 def save_truth(path: str | Path, meta: dict, points: list[_Point], extra: list[_Point],
                capacity: dict) -> None:
     """Write the simulated truth as JSON: ``meta`` (system, duration, replications, command),
-    the table's rates and the capacity's extra rates, each per replication, and the crossing."""
+    the table's rates and the capacity's extra rates, each per replication, and the crossing;
+    compact, one rate a line (a rate's replications may number 40)."""
     doc = dict(meta, points=[vars(p) for p in points], capacity_points=[vars(p) for p in extra],
                capacity=capacity)
-    Path(path).write_text(json.dumps(doc, indent=1) + "\n")
+    compact = dict(separators=(",", ":"))
+    head = {k: v for k, v in doc.items() if k not in ("points", "capacity_points")}
+    lines = [json.dumps(head, **compact)[:-1]]
+    for k in ("points", "capacity_points"):
+        lines.append(f',"{k}":[' + ",\n".join(json.dumps(p, **compact) for p in doc[k]) + "]")
+    Path(path).write_text("\n".join(lines) + "}\n")
 
 
 def load_truth(path: str | Path) -> tuple[dict, list[_Point], list[_Point]]:
@@ -227,6 +259,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--system", default="b")
     ap.add_argument("--duration", type=float, default=1500.0)
     ap.add_argument("--replications", type=int, default=3)
+    ap.add_argument("--replications-at", default="", metavar="F:N,...",
+                    help="more (or fewer) replications at these loads (fractions of the "
+                         "saturation rate, as --fractions spells them): where the slow runs "
+                         "of a bursty tier leave the interval wide")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--fractions", default=",".join(map(str, FRACTIONS)),
                     help="loads as fractions of the saturation rate, comma-separated")
@@ -252,17 +288,27 @@ def main(argv: list[str] | None = None) -> None:
         if k not in VARIANTS:
             ap.error(f"--models: unknown model {k!r}")
     dur = 300.0 if args.quick else args.duration
+    try:
+        reps_at = {float(f): int(n) for f, n in
+                   (v.split(":") for v in args.replications_at.split(",") if v)}
+    except ValueError:
+        ap.error(f"--replications-at: expected F:N,..., got {args.replications_at!r}")
+    if any(n < 2 for n in reps_at.values()):
+        ap.error(f"--replications-at: at least 2 replications a load, got "
+                 f"{args.replications_at!r}")
     key = args.system
     stored, stored_extra = None, []
     if args.truth:
         meta, stored, stored_extra = load_truth(args.truth)
         key, dur = meta["system"], meta["duration"]
         args.replications = meta["replications"]
+        args.replications_at = meta.get("replications_at", "")
     s = systems()[key]
     cap = tiers_capacity(s.mix, s.D_mc, s.cores)
     print(f"open ({key}): {s.describe()}; saturation {cap:.1f}/s; {args.replications} x "
-          f"{dur:g} s a rate" + (f" (stored: {args.truth})" if args.truth else ""),
-          file=sys.stderr)
+          f"{dur:g} s a rate" + (f" ({args.replications_at} at those loads)"
+                                 if args.replications_at else "")
+          + (f" (stored: {args.truth})" if args.truth else ""), file=sys.stderr)
     rows, worst_pts, tier_rows, sims = [], [], [], []
     started = time.perf_counter()
     fractions = ([p.rate / cap for p in stored] if stored is not None
@@ -270,7 +316,8 @@ def main(argv: list[str] | None = None) -> None:
     for i, f in enumerate(fractions):
         rate = f * cap
         sim = stored[i] if stored is not None else \
-            _simulate(key, rate, dur, args.replications, _seed(f, i, args.seed_offset))
+            _simulate(key, rate, dur, reps_at.get(f, args.replications),
+                      _seed(f, i, args.seed_offset))
         sims.append(sim)
         X, R = sim.total_throughput.mean, sim.total_response_time.mean
         Rc = np.array([e.mean for e in sim.response_time])
@@ -341,6 +388,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.save_truth:
             save_truth(args.save_truth,
                        {"system": key, "duration": dur, "replications": args.replications,
+                        **({"replications_at": args.replications_at} if reps_at else {}),
                         "warmup": WARMUP, "saturation": cap, "sla": s.sla,
                         "command": "python -m bench.accuracy.open_models "
                                    + " ".join(sys.argv[1:] if argv is None else argv)},

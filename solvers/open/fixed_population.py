@@ -20,10 +20,12 @@ matrix-geometric solution (the levels from the first repeating one ``L`` up lump
 the tiers in between. A bursty tier those waves reach keeps its ``M/MAP/c`` wait and adds
 what they add to an exponential tier's (``W_MAP/M/c - W_M/M/c``): the Allen-Cunneen form of
 the ``GI/G/c`` wait is linear in the arrivals' and the service's variability (Allen 1990;
-Whitt 1993). Fed Poisson arrivals, the database of docs/accuracy.md's large-population
-network waited 11-20% too little from 2,000 users (the app's waves cross the cache at up to
-its capacity, above the database's). ``lambda (Z + R(lambda))`` rises strictly from 0 to
-``inf`` on ``[0, lambda_sat)``, ``lambda_sat = min_m c_m / S_m`` (the utilization law), so
+Whitt 1993), times the share of the waves' dispersion left over the time the bursty tier's
+queue relaxes over, beyond the source's (:func:`relaxed_share`). Fed Poisson arrivals, the
+database of docs/accuracy.md's large-population network waited 11-20% too little from 2,000
+users (the app's waves cross the cache at up to its capacity, above the database's).
+``lambda (Z + R(lambda))`` rises strictly from 0 to ``inf`` on ``[0, lambda_sat)``,
+``lambda_sat = min_m c_m / S_m`` (the utilization law), so
 the equation has one root, found in the bracket ``[0, min(N / (Z + sum_m S_m), lambda_sat)]``
 (``R >= sum_m S_m``) by probes at the root of the model ``R = A + B / (lambda_sat -
 lambda)`` through the last two probes, bisection as the safeguard (:func:`_root`); a
@@ -284,14 +286,45 @@ def _arrival_wait(dep: DepartureMAP, mean: float, cores: int, rate: float) -> fl
     return q / rate - mean - queues.mm_c(rate, mean, cores).wait
 
 
+def relaxed_share(source_wait: float, source_slack: float, fed_wait: float, own_wait: float,
+                  slack: float) -> float:
+    """The share of what a bursty tier's waves add to an exponential tier's wait
+    (:func:`_arrival_wait`) that they add to a bursty tier's: ``min(1, max(tau_s, tau_e) /
+    tau_b)``, ``tau = W / slack`` each queue's relaxation time up to the common ``2 lambda`` (a
+    regulated Brownian motion of drift ``-slack`` (jobs/s: ``c / S - lambda``) and variance
+    rate ``sigma^2`` holds ``L = sigma^2 / (2 slack)`` jobs on average and relaxes over a time
+    proportional to ``sigma^2 / slack^2 = 2 L / slack = 2 lambda W / slack``: Abate and Whitt
+    1987); ``s`` the source tier (``source_wait``, ``source_slack``), ``e`` the exponential
+    tier fed the waves (``fed_wait``, ``W_MAP/M/c``), ``b`` the bursty tier Poisson-fed
+    (``own_wait``; ``e`` and ``b`` share ``slack``).
+
+    A queue's wait grows with its arrivals' count variance over the time it relaxes over (in
+    heavy traffic, linearly: Allen 1990; Whitt 1993). A stable queue's departures over a
+    window are its arrivals less the change in its queue, whose variance is bounded: their
+    excess count variance over the Poisson arrivals' stops growing once the window passes the
+    source queue's relaxation time, and their index of dispersion falls back towards 1 as
+    ``1 / t`` (the lumped departure MAP keeps its short-range dispersion, not that return).
+    The exponential tier relaxes within ``tau_e`` and sees the waves' dispersion there; the
+    bursty tier relaxes over ``tau_b``, beyond both, where the dispersion has fallen by
+    ``max(tau_s, tau_e) / tau_b``. 1 where ``tau_b`` is the shorter or not positive."""
+    tau_b = own_wait / slack if slack > 0 else math.inf
+    if not (tau_b > 0 and math.isfinite(tau_b)):
+        return 1.0
+    tau_s = source_wait / source_slack if source_slack > 0 else math.inf
+    tau_e = fed_wait / slack
+    return min(1.0, max(tau_s, tau_e) / tau_b)
+
+
 def _open(procs: Sequence[MAP], means: np.ndarray, cores: list[int], rate: float,
           per_job_max_cores: int, waves: bool = True,
           share: float = WAVE_PHASE_SHARE, into_bursty: bool = True,
-          base: OpenTiersResult | None = None) -> OpenTiersResult:
+          base: OpenTiersResult | None = None, relaxed: bool = True) -> OpenTiersResult:
     """The open tiers at ``rate``; with ``waves`` the exponential tiers after a bursty one fed
     its departure process (module docstring), and with ``into_bursty`` too what those waves
-    add to the next bursty tier's wait (:func:`_arrival_wait`). ``base``: the Poisson-fed
-    tiers at ``rate`` as one class, already solved (not solved again)."""
+    add to the next bursty tier's wait (:func:`_arrival_wait`), the share of it that tier's
+    slower relaxation leaves (:func:`relaxed_share`; all of it without ``relaxed``).
+    ``base``: the Poisson-fed tiers at ``rate`` as one class, already solved (not solved
+    again)."""
     res = base if base is not None else solve_open_tiers(
         [rate], means[:, None], cores, processes=procs, per_job_max_cores=per_job_max_cores)
     if not waves or not res.stable or rate <= 0:
@@ -339,6 +372,11 @@ def _open(procs: Sequence[MAP], means: np.ndarray, cores: list[int], rate: float
                         flags.append(f"tier {nxt}: tier {b}'s departures not solved or "
                                      f"saturating it: Poisson arrivals")
                     else:
+                        if relaxed:
+                            extra *= relaxed_share(
+                                wait[b], cores[b] / means[b] - rate,
+                                queues.mm_c(rate, means[nxt], cores[nxt]).wait + extra,
+                                wait[nxt], cores[nxt] / means[nxt] - rate)
                         wait[nxt] = max(wait[nxt] + extra, 0.0)
                         Rmc[nxt, 0] = means[nxt] + wait[nxt]
                         jobs[nxt] = rate * Rmc[nxt, 0]
@@ -355,13 +393,15 @@ def solve_open_waves(arrival_rates: Any, service_times: Any, cores: Any, *,
                      processes: Sequence[MAP | None] | None = None, visits: Any = None,
                      per_job_max_cores: int = PER_JOB_MAX_CORES,
                      coupled: bool | str = False, ps: Any = None,
-                     into_bursty: bool = True) -> OpenTiersResult:
+                     into_bursty: bool = True, relaxed: bool = True) -> OpenTiersResult:
     """:func:`solvers.open.solve_open_tiers` (Poisson arrivals; ``coupled`` and ``ps`` passed
     on) with the tiers after a bursty one fed its departure process, as :func:`open_at_rate`
     solves them (module docstring): an exponential tier a ``MAP/M/c`` queue fed the bursty
     tier's departures, the next bursty tier its own wait plus what those waves add to an
-    exponential tier's (``into_bursty``). A bursty tier releases its jobs in waves at the end
-    of a slow run (Mi et al. 2008), so the tiers behind it, Poisson-fed, wait too little.
+    exponential tier's (``into_bursty``), the share of it left by that tier's slower
+    relaxation (``relaxed``: :func:`relaxed_share`). A bursty tier releases its jobs in waves
+    at the end of a slow run (Mi et al. 2008), so the tiers behind it, Poisson-fed, wait too
+    little.
 
     The classes are aggregated at each tier's visit-weighted mean service and the aggregate's
     wait ``W_m`` is every class's: ``R_{m,c} = v_{m,c} (S_{m,c} + W_m)`` at an FCFS tier, the
@@ -399,7 +439,7 @@ def solve_open_waves(arrival_rates: Any, service_times: Any, cores: Any, *,
                            queue_length=res.queue_length, utilization=res.utilization,
                            stations=res.stations, stable=True, flags=res.flags)
     fed = _open(shapes, means, cs, rate, per_job_max_cores, into_bursty=into_bursty,
-                base=base)
+                base=base, relaxed=relaxed)
     visited = (V > 0) & (S > 0)
     Rmc = np.where(visited, V * (S + fed.wait[:, None]), 0.0)
     if ps is not None:
