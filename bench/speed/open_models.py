@@ -27,9 +27,10 @@ open model, then two or three closed solves: not timed); then, timed in the same
   queue fed it, the database's wait added by it after the cache (:func:`fed_parts`).
 
 BLAS runs on one thread, as in the pipeline (importing the ``bench`` package pins it, before
-numpy loads; set ``OPENBLAS_NUM_THREADS`` to override). Unpinned, OpenBLAS's threads contend with each other and with the
-host's other work on small matrices, and their spinning counts as this process's CPU time (the
-closed solve of 294 users about 30x its pinned CPU time on a loaded 2-core host).
+numpy loads; set ``OPENBLAS_NUM_THREADS`` to override). Unpinned, OpenBLAS's threads contend
+with each other and with the host's other work on small matrices, and their spinning counts as
+this process's CPU time (the closed solve of 294 users about 30x its pinned CPU time on a
+loaded 2-core host).
 """
 
 from __future__ import annotations

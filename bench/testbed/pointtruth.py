@@ -35,15 +35,27 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from bench.testbed.truth import TIER_GROUPS
+
 #: the counters read, by the key of :func:`interval_truth`'s classes
 CLASS_COUNTERS = {"requests": 'sum by (handler) (testbed_requests_total{status="200"})',
                   "db_backend_cpu_s": "sum by (handler) (testbed_db_backend_cpu_seconds_total)",
                   "app_cpu_s": "sum by (handler) (testbed_request_cpu_seconds_total)"}
-#: process-exporter's CPU seconds of the tiers' process groups (user and system), the
-#: database's two (its backends serving the app and the rest of the cluster,
-#: :data:`bench.testbed.truth.TIER_GROUPS`) as one, ``db``
-TIER_COUNTER = ('sum by (groupname) (label_replace(namedprocess_namegroup_cpu_seconds_total, '
-                '"groupname", "db", "groupname", "db_server"))')
+
+
+def _tier_counter() -> str:
+    """process-exporter's CPU seconds of the tiers' process groups (user and system), each
+    tier's groups (:data:`bench.testbed.truth.TIER_GROUPS`: the database's backends serving
+    the app and the rest of its cluster) summed under the tier's name."""
+    series = "namedprocess_namegroup_cpu_seconds_total"
+    for tier, groups in TIER_GROUPS.items():
+        if groups != (tier,):
+            series = (f'label_replace({series}, "groupname", "{tier}", "groupname", '
+                      f'"{"|".join(groups)}")')
+    return f"sum by (groupname) ({series})"
+
+
+TIER_COUNTER = _tier_counter()
 
 
 def signed_error(model: float | None, true: float | None) -> float | None:
